@@ -6,8 +6,25 @@ import re
 
 import numpy as np
 
-import tensorweave as tf
-from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
+from tensorweave.framework.dtypes import as_dtype, float16, float32
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import constant, identity, reshape, shape, transpose
+from tensorweave.ops.array.fill import ones, zeros
+from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.linalg import matmul, tensordot
+from tensorweave.ops.nn.activations import bias_add
+from tensorweave.ops.nn.conv import conv2d as nn_conv2d
+from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, dropout as nn_dropout, moments
+from tensorweave.ops.nn.norm import fused_batch_norm
+from tensorweave.ops.state.initializers import ones_initializer, zeros_initializer
+from tensorweave.ops.state.variable_ops import assign_sub
+from tensorweave.ops.state.variable_scope import get_variable, variable_scope
+from tensorweave.ops.nn.pool import avg_pool, max_pool
+from tensorweave.ops.state.variables import trainable_variables
 
 
 def _snake(name: str) -> str:
@@ -44,7 +61,7 @@ def _smart_cond(pred, true_fn, false_fn):
         return true_fn() if pred else false_fn()
     if isinstance(pred, int):
         return true_fn() if pred else false_fn()
-    return tf.cond(pred, true_fn, false_fn)
+    return cond(pred, true_fn, false_fn)
 
 
 class Layer:
@@ -54,7 +71,7 @@ class Layer:
         self.trainable = trainable
         self._name = name
         self._base_name = name or _snake(type(self).__name__)
-        self.dtype = tf.as_dtype(dtype) if dtype is not None else None
+        self.dtype = as_dtype(dtype) if dtype is not None else None
         self._reuse = _reuse
         self._scope = _scope
         self.built = False
@@ -75,7 +92,7 @@ class Layer:
 
     @property
     def trainable_variables(self) -> list:
-        return [v for v in self._variables if v in tf.trainable_variables()]
+        return [v for v in self._variables if v in trainable_variables()]
 
     trainable_weights = trainable_variables
 
@@ -95,11 +112,11 @@ class Layer:
 
     def add_weight(self, name: str, shape, dtype=None, initializer=None, regularizer=None, trainable: bool = True,
                    constraint=None):
-        before = len(tf.get_collection(GraphKeys.REGULARIZATION_LOSSES))
-        v = tf.get_variable(name, shape=shape, dtype=dtype or self.dtype or tf.float32, initializer=initializer,
+        before = len(get_collection(GraphKeys.REGULARIZATION_LOSSES))
+        v = get_variable(name, shape=shape, dtype=dtype or self.dtype or float32, initializer=initializer,
                             regularizer=regularizer, trainable=trainable and self.trainable,
                             constraint=constraint)
-        self._losses.extend(tf.get_collection(GraphKeys.REGULARIZATION_LOSSES)[before:])
+        self._losses.extend(get_collection(GraphKeys.REGULARIZATION_LOSSES)[before:])
         self._variables.append(v)
         return v
 
@@ -110,17 +127,17 @@ class Layer:
         return inputs
 
     def __call__(self, inputs, *args, **kwargs):
-        inputs = tf.convert_to_tensor(inputs) if not isinstance(inputs, (list, tuple)) else inputs
+        inputs = convert_to_tensor(inputs) if not isinstance(inputs, (list, tuple)) else inputs
         if self._scope is None:
             if self._reuse:
-                with tf.variable_scope(self._name or self._base_name) as scope:
+                with variable_scope(self._name or self._base_name) as scope:
                     self._scope = scope
             else:
-                with tf.variable_scope(self._name, default_name=self._base_name) as scope:
+                with variable_scope(self._name, default_name=self._base_name) as scope:
                     self._scope = scope
-        with tf.variable_scope(self._scope, reuse=True if self.built else self._reuse,
+        with variable_scope(self._scope, reuse=True if self.built else self._reuse,
                                auxiliary_name_scope=False):
-            with tf.name_scope(self._scope.original_name_scope):
+            with name_scope(self._scope.original_name_scope):
                 if not self.built:
                     if self.dtype is None and hasattr(inputs, "dtype"):
                         self.dtype = inputs.dtype.base_dtype
@@ -129,13 +146,13 @@ class Layer:
                 outputs = self.call(inputs, *args, **kwargs)
                 if self.activity_regularizer is not None:
                     # TF divides by the batch size so that the strength does not depend on it
-                    with tf.name_scope("ActivityRegularizer"):
+                    with name_scope("ActivityRegularizer"):
                         for output in (outputs if isinstance(outputs, (list, tuple)) else [outputs]):
                             loss = self.activity_regularizer(output)
-                            batch = tf.cast(tf.shape(output)[0], loss.dtype)
+                            batch = cast(shape(output)[0], loss.dtype)
                             loss = loss / batch
                             self._losses.append(loss)
-                            tf.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+                            add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
         return outputs
 
     apply = __call__
@@ -153,12 +170,12 @@ class Dense(Layer):
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer or tf.zeros_initializer()
+        self.bias_initializer = bias_initializer or zeros_initializer()
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
     def build(self, input_shape) -> None:
-        last = tf.TensorShape(input_shape)[-1].value
+        last = TensorShape(input_shape)[-1].value
         if last is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
         self.kernel = self.add_weight("kernel", [last, self.units], initializer=self.kernel_initializer,
@@ -170,11 +187,11 @@ class Dense(Layer):
     def call(self, inputs):
         rank = inputs.shape.ndims
         if rank is not None and rank > 2:
-            outputs = tf.tensordot(inputs, self.kernel, [[rank - 1], [0]])
+            outputs = tensordot(inputs, self.kernel, [[rank - 1], [0]])
         else:
-            outputs = tf.matmul(inputs, self.kernel)
+            outputs = matmul(inputs, self.kernel)
         if self.bias is not None:
-            outputs = tf.nn.bias_add(outputs, self.bias)
+            outputs = bias_add(outputs, self.bias)
         return self.activation(outputs) if self.activation is not None else outputs
 
 
@@ -195,12 +212,12 @@ class Conv2D(Layer):
         self.dilation_rate = _pair(dilation_rate, "dilation_rate")
         self.activation, self.use_bias = activation, use_bias
         self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer or tf.zeros_initializer()
+        self.bias_initializer = bias_initializer or zeros_initializer()
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
     def build(self, input_shape) -> None:
-        shape = tf.TensorShape(input_shape)
+        shape = TensorShape(input_shape)
         channels = shape[-1 if self.data_format == "NHWC" else 1].value
         if channels is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
@@ -218,15 +235,15 @@ class Conv2D(Layer):
         else:
             strides = [1, 1, *self.strides]
             dilations = [1, 1, *self.dilation_rate]
-        outputs = tf.nn.conv2d(inputs, self.kernel, strides=strides, padding=self.padding,
+        outputs = nn_conv2d(inputs, self.kernel, strides=strides, padding=self.padding,
                                data_format=self.data_format, dilations=dilations)
         if self.bias is not None:
-            outputs = tf.nn.bias_add(outputs, self.bias, data_format=self.data_format)
+            outputs = bias_add(outputs, self.bias, data_format=self.data_format)
         return self.activation(outputs) if self.activation is not None else outputs
 
 
 class _Pooling2D(Layer):
-    _pool = None
+    _pool = staticmethod(max_pool)
 
     def __init__(self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs):
         super().__init__(name=name, **kwargs)
@@ -240,18 +257,17 @@ class _Pooling2D(Layer):
             ksize, strides = [1, *self.pool_size, 1], [1, *self.strides, 1]
         else:
             ksize, strides = [1, 1, *self.pool_size], [1, 1, *self.strides]
-        return getattr(tf.nn, self._pool)(inputs, ksize=ksize, strides=strides, padding=self.padding,
-                                          data_format=self.data_format)
+        return self._pool(inputs, ksize=ksize, strides=strides, padding=self.padding, data_format=self.data_format)
 
 
 class MaxPooling2D(_Pooling2D):
     """tf.layers.MaxPooling2D(pool_size, strides, padding='valid', data_format='channels_last')."""
-    _pool = "max_pool"
+    _pool = staticmethod(max_pool)
 
 
 class AveragePooling2D(_Pooling2D):
     """tf.layers.AveragePooling2D(pool_size, strides, padding='valid', data_format='channels_last')."""
-    _pool = "avg_pool"
+    _pool = staticmethod(avg_pool)
 
 
 class Flatten(Layer):
@@ -264,12 +280,12 @@ class Flatten(Layer):
     def call(self, inputs):
         if self.data_format == "NCHW" and inputs.shape.ndims and inputs.shape.ndims > 2:
             perm = [0] + list(range(2, inputs.shape.ndims)) + [1]
-            inputs = tf.transpose(inputs, perm)
+            inputs = transpose(inputs, perm)
         batch = inputs.shape[0].value if inputs.shape.ndims else None
         rest = inputs.shape[1:].num_elements() if inputs.shape.ndims else None
         if rest is not None:
-            return tf.reshape(inputs, [batch if batch is not None else -1, rest])
-        return tf.reshape(inputs, tf.stack([tf.shape(inputs)[0], -1]))
+            return reshape(inputs, [batch if batch is not None else -1, rest])
+        return reshape(inputs, stack([shape(inputs)[0], -1]))
 
 
 class Dropout(Layer):
@@ -281,9 +297,9 @@ class Dropout(Layer):
 
     def call(self, inputs, training=False):
         return _smart_cond(training,
-                           lambda: tf.nn.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape,
+                           lambda: nn_dropout(inputs, rate=self.rate, noise_shape=self.noise_shape,
                                                  seed=self.seed),
-                           lambda: tf.identity(inputs))
+                           lambda: identity(inputs))
 
 
 class BatchNormalization(Layer):
@@ -301,15 +317,15 @@ class BatchNormalization(Layer):
             raise NotImplementedError("batch renormalization, virtual batches and adjustment are not supported")
         self.axis, self.momentum, self.epsilon = axis, momentum, epsilon
         self.center, self.scale, self.fused = center, scale, fused
-        self.beta_initializer = beta_initializer or tf.zeros_initializer()
-        self.gamma_initializer = gamma_initializer or tf.ones_initializer()
-        self.moving_mean_initializer = moving_mean_initializer or tf.zeros_initializer()
-        self.moving_variance_initializer = moving_variance_initializer or tf.ones_initializer()
+        self.beta_initializer = beta_initializer or zeros_initializer()
+        self.gamma_initializer = gamma_initializer or ones_initializer()
+        self.moving_mean_initializer = moving_mean_initializer or zeros_initializer()
+        self.moving_variance_initializer = moving_variance_initializer or ones_initializer()
         self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
 
     def build(self, input_shape) -> None:
-        shape = tf.TensorShape(input_shape)
+        shape = TensorShape(input_shape)
         ndims = shape.ndims
         axis = self.axis if self.axis >= 0 else self.axis + ndims
         dim = shape[axis].value
@@ -319,7 +335,7 @@ class BatchNormalization(Layer):
         self._ndims = ndims
         if self.fused is None:
             self.fused = ndims == 4 and axis in (1, 3)
-        param_dtype = tf.float32 if self.dtype in (tf.float16,) else self.dtype
+        param_dtype = float32 if self.dtype in (float16,) else self.dtype
         self.gamma = (self.add_weight("gamma", [dim], param_dtype, self.gamma_initializer, self.gamma_regularizer,
                                       constraint=self.gamma_constraint) if self.scale else None)
         self.beta = (self.add_weight("beta", [dim], param_dtype, self.beta_initializer, self.beta_regularizer,
@@ -330,43 +346,43 @@ class BatchNormalization(Layer):
                                                self.moving_variance_initializer, trainable=False)
 
     def _moving_update(self, var, value):
-        with tf.name_scope(None, "AssignMovingAvg", [var, value]):
-            decay = tf.constant(1.0 - self.momentum, dtype=var.dtype)
-            return tf.assign_sub(var, (var - tf.cast(value, var.dtype)) * decay)
+        with name_scope(None, "AssignMovingAvg", [var, value]):
+            decay = constant(1.0 - self.momentum, dtype=var.dtype)
+            return assign_sub(var, (var - cast(value, var.dtype)) * decay)
 
     def call(self, inputs, training=False):
         dim = inputs.shape[self._axis].value
-        gamma = self.gamma if self.gamma is not None else tf.ones([dim], inputs.dtype)
-        beta = self.beta if self.beta is not None else tf.zeros([dim], inputs.dtype)
+        gamma = self.gamma if self.gamma is not None else ones([dim], inputs.dtype)
+        beta = self.beta if self.beta is not None else zeros([dim], inputs.dtype)
         if self.fused:
             fmt = "NHWC" if self._axis == 3 else "NCHW"
 
             def train():
-                y, m, v = tf.nn.fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon, data_format=fmt,
+                y, m, v = fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon, data_format=fmt,
                                                  is_training=True)
                 return y, m, v
 
             def infer():
-                y, m, v = tf.nn.fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
+                y, m, v = fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
                                                  variance=self.moving_variance, epsilon=self.epsilon,
                                                  data_format=fmt, is_training=False)
-                return y, tf.convert_to_tensor(self.moving_mean), tf.convert_to_tensor(self.moving_variance)
+                return y, convert_to_tensor(self.moving_mean), convert_to_tensor(self.moving_variance)
         else:
             axes = [i for i in range(self._ndims) if i != self._axis]
             shape = [1] * self._ndims
             shape[self._axis] = dim
 
             def normalize(mean, var):
-                return tf.nn.batch_normalization(inputs, tf.reshape(mean, shape), tf.reshape(var, shape),
-                                                 tf.reshape(beta, shape), tf.reshape(gamma, shape), self.epsilon)
+                return nn_batch_normalization(inputs, reshape(mean, shape), reshape(var, shape),
+                                                 reshape(beta, shape), reshape(gamma, shape), self.epsilon)
 
             def train():
-                mean, var = tf.nn.moments(inputs, axes)
+                mean, var = moments(inputs, axes)
                 return normalize(mean, var), mean, var
 
             def infer():
-                mean = tf.convert_to_tensor(self.moving_mean)
-                var = tf.convert_to_tensor(self.moving_variance)
+                mean = convert_to_tensor(self.moving_mean)
+                var = convert_to_tensor(self.moving_variance)
                 return normalize(mean, var), mean, var
 
         if isinstance(training, (bool, np.bool_, int)) and not training:
@@ -374,10 +390,10 @@ class BatchNormalization(Layer):
         if isinstance(training, (bool, np.bool_, int)):
             out, mean, var = train()
         else:
-            out, mean, var = tf.cond(training, train, infer)
+            out, mean, var = cond(training, train, infer)
         updates = [self._moving_update(self.moving_mean, mean), self._moving_update(self.moving_variance, var)]
         for u in updates:
-            tf.add_to_collection(GraphKeys.UPDATE_OPS, u)
+            add_to_collection(GraphKeys.UPDATE_OPS, u)
         self._updates.extend(updates)
         return out
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tensorweave.framework import dtypes as _dtypes
-from tensorweave.ops.random_ops import (  # noqa: F401
+from tensorweave.ops.random import (  # noqa: F401
     get_seed, multinomial, random_crop as crop, random_gamma as gamma, random_normal as normal,
     random_poisson as poisson, random_shuffle as shuffle, random_uniform as uniform, set_random_seed,
     truncated_normal)

@@ -37,8 +37,8 @@ from tensorweave.framework.graph_def import graph_to_graph_def, tensor_key
 from tensorweave.runtime.step_stats import merge_step_stats
 from tensorweave.runtime import partition as _partition
 from tensorweave.runtime import placer as _placer
-from tensorweave.runtime.placer import task_of
-from tensorweave.runtime.rendezvous import RendezvousKey
+from tensorweave.framework.device import task_name, task_of
+from tensorweave.ops.sendrecv import RendezvousKey
 
 DEFAULT_CONNECT_TIMEOUT_S = 60.0
 _ABORT_MARK = "Step aborted because another partition failed: "
@@ -235,7 +235,7 @@ class DistributedMaster:
             self.cluster = dict(self.config.cluster_def)
         elif self.config.cluster_def is not None and hasattr(self.config.cluster_def, "as_dict"):
             self.cluster = dict(self.config.cluster_def.as_dict())
-        self.master_task = _placer.task_name(status["job"], int(status["task"]))
+        self.master_task = task_name(status["job"], int(status["task"]))
         self.devices = _placer.ClusterDevices.from_cluster(
             self.cluster, self.master_task, self.config.device_filters, status.get("devices") or ())
         self._clients: dict = {self.master_task: client}
@@ -553,7 +553,7 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
     client = _worker_client().for_address(address, target, connect_timeout_s=timeout)
     status = client.get_status()
     cluster = dict(status["cluster"])
-    master_task = _placer.task_name(status["job"], int(status["task"]))
+    master_task = task_name(status["job"], int(status["task"]))
     devices = _placer.ClusterDevices.from_cluster(cluster, master_task, config.device_filters)
     containers = list(containers) if containers is not None else None
     first: Optional[BaseException] = None

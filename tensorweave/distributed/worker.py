@@ -65,13 +65,14 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from tensorweave.distributed import transport, wire
-from tensorweave.distributed.cluster import ClusterSpec, task_name as make_task_name
+from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import FunctionDef, GraphDef, NodeDef
-from tensorweave.ops import registry, sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
-from tensorweave.ops.sendrecv_ops import task_of
+from tensorweave.ops import registry  # importing tensorweave.ops registers every kernel
+from tensorweave.framework.device import task_name as make_task_name, task_of
 from tensorweave.runtime.executor import KernelContext, Plan, StepContext
-from tensorweave.runtime.rendezvous import Rendezvous, RendezvousKey
+from tensorweave.ops.sendrecv import RendezvousKey
+from tensorweave.runtime.rendezvous import Rendezvous
 from tensorweave.runtime.resources import ResourceManager
 
 # address -> WorkerService of a Server started in this process

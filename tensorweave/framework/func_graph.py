@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterable, Optional
 
+from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import FunctionDef, node_def_of
 
@@ -227,3 +228,11 @@ def replay(func_graph: FuncGraph, inputs: list, graph: Optional[Graph] = None) -
         for a, b in zip(op.outputs, new.outputs):
             mapping[a] = b
     return [mapping[t] if isinstance(t, Tensor) else op_map[t] for t in func_graph.outputs]
+
+
+def resource_colocation(inputs: list) -> list:
+    """Resource handles never cross tasks: a functional op that takes one runs where it lives."""
+    for t in inputs:
+        if t.dtype == dtypes.resource:
+            return t.op.colocation_groups()
+    return []

@@ -1,0 +1,26 @@
+"""The op library: one subpackage per op family, each op's shape function, dtypes, numpy kernel
+and gradient side by side (registry.py holds the tables).
+
+Importing `tensorweave.ops` registers every kernel, so a server needs only this package, never
+the graph-building API. Modules are imported in dependency order: a module imports only the
+ones above it, and gradients that need a later module live in that family's `*_grad` module.
+"""
+from tensorweave.ops import registry, helpers  # noqa: F401
+from tensorweave.ops.array import core  # noqa: F401
+from tensorweave.ops.math import cast, binary  # noqa: F401
+from tensorweave.ops.array import fill  # noqa: F401
+from tensorweave.ops.math import unary  # noqa: F401
+from tensorweave.ops.array import concat, pad, slicing, sort  # noqa: F401
+from tensorweave.ops.math import reduction  # noqa: F401
+from tensorweave.ops.array import gather, mask, partition  # noqa: F401
+from tensorweave.ops.math import linalg, clip, operators  # noqa: F401
+from tensorweave.ops import random, sendrecv  # noqa: F401
+from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
+from tensorweave.ops.debugging import printing, numerics  # noqa: F401
+from tensorweave.ops.control_flow import grouping, cond, while_loop, functional  # noqa: F401
+from tensorweave.ops.debugging import asserts  # noqa: F401
+from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables, variable_scope  # noqa: F401
+from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401
+from tensorweave.ops.array import array_grad  # noqa: F401
+from tensorweave.ops.math import math_grad  # noqa: F401
+from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401

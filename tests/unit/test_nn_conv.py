@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops import nn_conv_kernels
+from tensorweave.ops.nn import conv_kernels as nn_conv_kernels
 
 from unit_helpers import run
 

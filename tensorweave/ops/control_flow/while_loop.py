@@ -1,0 +1,175 @@
+"""tf.while_loop as one functional "While" op: cond and body are FuncGraphs and the kernel
+iterates their plans, so the flat executor never sees Enter/Exit/NextIteration frames."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors, nest
+from tensorweave.framework.func_graph import FuncGraph, resource_colocation, unique_function_name
+from tensorweave.framework.graph import Operation, get_default_graph
+from tensorweave.framework.shapes import TensorShape, as_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.registry import register
+
+__all__ = ["while_loop"]
+
+
+def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
+    """TF's _ShapeLessThanOrEqual: `shape` is at least as specific as `invariant`."""
+    if invariant.ndims is None:
+        return True
+    if shape.ndims != invariant.ndims:
+        return False
+    return all(b.value is None or a.value == b.value for a, b in zip(shape.dims, invariant.dims))
+
+
+def _while_infer(op):
+    return list(zip(op.get_attr("T"), op.get_attr("output_shapes")))
+
+
+def _while_kernel(node, ctx):
+    cond_plan = ctx.function_plan(node.attr["cond"])
+    body_plan = ctx.function_plan(node.attr["body"])
+    n = node.attr["_num_outputs"]
+    nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
+    has_max = node.attr["has_maximum_iterations"]
+
+    def run(step, *args):
+        vs = list(args[:n])
+        cc = list(args[n:n + nc])
+        bc = list(args[n + nc:n + nc + nb])
+        limit = int(args[-1]) if has_max else None
+        i = 0
+        while limit is None or i < limit:
+            c = cond_plan.run(vs + cc, step)[0]
+            if np.ndim(c) != 0:
+                raise errors.InvalidArgumentError(
+                    node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
+                                     f"shape {list(np.shape(c))}")
+            if not c:
+                break
+            vs = body_plan.run(vs + bc, step)
+            i += 1
+            if step.cancelled.is_set():
+                raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
+            if step.deadline is not None and time.monotonic() > step.deadline:
+                raise errors.DeadlineExceededError(node, node.name,
+                                                   f"Timed out in loop '{node.name}' after {i} iterations")
+        return vs[0] if n == 1 else tuple(vs)
+    return run
+
+
+# While gradients are not implemented: the op has no registered gradient, so tf.gradients
+# reports "No gradient defined for operation ... (op type: While)".
+register("While", _while_infer, _while_kernel, stateful=True, needs_step=True)
+
+
+def _body_graph(outer, scope: str, kind: str, flat_vars: list, invariants: list) -> FuncGraph:
+    fg = FuncGraph(unique_function_name(outer, f"{scope.rstrip('/')}_{kind}"), outer, name_scope=scope)
+    for v, shp in zip(flat_vars, invariants):
+        fg.add_arg(v.dtype, shp, name="loop_var")
+    return fg
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
+               swap_memory=False, name=None, maximum_iterations=None, return_same_structure=False):
+    """tf.while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
+    back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
+    return_same_structure=False): repeats `loop_vars = body(*loop_vars)` while
+    `cond(*loop_vars)` is true (at most `maximum_iterations` times).
+
+    `loop_vars` is a list/tuple whose elements may be nested structures of tensors; `body`
+    returns the same structure with the same dtypes, and each tensor keeps its shape unless
+    `shape_invariants` (same structure of TensorShapes) allows it to vary. Returns the final
+    values; a single loop tensor comes back bare unless `return_same_structure`.
+    parallel_iterations, back_prop and swap_memory are accepted for compatibility.
+    """
+    if not callable(cond):
+        raise TypeError("cond must be callable.")
+    if not callable(body):
+        raise TypeError("body must be callable.")
+    if parallel_iterations < 1:
+        raise TypeError("parallel_iterations must be a positive integer.")
+    if not loop_vars:
+        raise ValueError("No loop variables provided")
+    g = get_default_graph()
+    with g.name_scope(name or "while") as scope:
+        wname = scope[:-1]
+        max_t = None
+        if maximum_iterations is not None:
+            if isinstance(maximum_iterations, (int, float, np.number)) and not isinstance(maximum_iterations, bool):
+                maximum_iterations = int(maximum_iterations)
+            max_t = convert_to_tensor(maximum_iterations, name="maximum_iterations")
+            if max_t.shape.ndims != 0:
+                raise ValueError(f"maximum_iterations must be a scalar, saw shape: {max_t.shape}")
+            if not max_t.dtype.is_integer:
+                raise TypeError(f"maximum_iterations of '{wname}' must be an integer, got {max_t.dtype.name}")
+        flat = [v if isinstance(v, Operation) else convert_to_tensor(v) for v in nest.flatten(loop_vars)]
+        for v in flat:
+            if isinstance(v, Operation):
+                raise TypeError(f"Loop variables of '{wname}' must be tensors, got operation {v.name}")
+        if shape_invariants is None:
+            invariants = [v.shape for v in flat]
+        else:
+            nest.assert_same_structure(loop_vars, shape_invariants, check_types=False)
+            invariants = [as_shape(s) for s in nest.flatten(shape_invariants)]
+            for v, inv in zip(flat, invariants):
+                if not _shape_le(v.shape, inv):
+                    raise ValueError(f"The shape invariant specified for {v.name} is not compatible with the "
+                                     f"initial shape of the loop variable. It enters the loop with shape "
+                                     f"{v.shape}, but the specified shape invariant is {inv}.")
+
+        cfg = _body_graph(g, scope, "cond", flat, invariants)
+        with cfg.as_default():
+            c = cond(*nest.pack_sequence_as(loop_vars, cfg.inputs[:len(flat)]))
+            c = convert_to_tensor(c)
+            if c.dtype != dtypes.bool:
+                raise TypeError(f"Input 'input' of 'LoopCond' Op has type {c.dtype.name} that does not match "
+                                f"expected type of bool (in while loop '{wname}').")
+            if c.shape.ndims not in (None, 0):
+                raise ValueError(f"Shape must be rank 0 but is rank {c.shape.ndims} for the condition of "
+                                 f"while loop '{wname}'")
+            cfg.outputs = [cfg.capture(c) if c.graph is not cfg else c]
+
+        bfg = _body_graph(g, scope, "body", flat, invariants)
+        with bfg.as_default():
+            packed = nest.pack_sequence_as(loop_vars, bfg.inputs[:len(flat)])
+            result = body(*packed)
+            if not nest.is_sequence(result):
+                result = [result]
+            nest.assert_same_structure(list(packed), list(result))
+            outs = []
+            for v, inv, r in zip(flat, invariants, nest.flatten(result)):
+                if isinstance(r, Operation) or r is None:
+                    raise TypeError(f"The body of while loop '{wname}' returned {r!r} for loop variable {v.name}")
+                r = convert_to_tensor(r)
+                if r.dtype != v.dtype:
+                    raise TypeError(f"Loop var {v.name} enters the loop with type {v.dtype.name} but has type "
+                                    f"{r.dtype.name} after 1 iteration (in while loop '{wname}').")
+                if not _shape_le(r.shape, inv):
+                    raise ValueError(f"Input tensor '{v.name}' enters the loop with shape {v.shape}, but has shape "
+                                     f"{r.shape} after one iteration. To allow the shape to vary across "
+                                     "iterations, use the `shape_invariants` argument of tf.while_loop to "
+                                     "specify a less-specific shape.")
+                outs.append(bfg.capture(r) if r.graph is not bfg else r)
+            bfg.outputs = outs
+
+        cc, bc = cfg.external_captures, bfg.external_captures
+        inputs = flat + cc + bc + ([max_t] if max_t is not None else [])
+        attrs = {"cond": cfg, "body": bfg, "T": [v.dtype for v in flat], "output_shapes": invariants,
+                 "num_cond_captures": len(cc), "num_body_captures": len(bc),
+                 "has_maximum_iterations": max_t is not None,
+                 "parallel_iterations": int(parallel_iterations)}
+        colocate = resource_colocation(cc + bc)
+        if colocate:
+            attrs["_class"] = colocate
+        ctrl = cfg.control_captures + [c for c in bfg.control_captures if c not in cfg.control_captures]
+        with g.control_dependencies(ctrl):
+            op = g.create_op("While", inputs, attrs, name=scope)
+    outputs = op.outputs
+    packed_out = nest.pack_sequence_as(loop_vars, outputs)
+    if return_same_structure:
+        return packed_out
+    return outputs[0] if len(outputs) == 1 else packed_out

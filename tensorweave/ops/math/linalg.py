@@ -1,0 +1,410 @@
+"""Math ops, linear-algebra family: matmul (MatMul, BatchMatMulV2), tensordot, einsum, norm,
+conj, trace; gathered for tf.linalg by tensorweave/linalg.py."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import concat, stack
+from tensorweave.ops.array.core import identity, reshape, shape, squeeze, transpose
+from tensorweave.ops.array.gather import gather
+from tensorweave.ops.array.pad import broadcast_to
+from tensorweave.ops.helpers import COMPLEX, FLOATS, make_op
+from tensorweave.ops.math.binary import binary_inputs, multiply, pow, realdiv
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, reduced_shape, resolve_keepdims
+from tensorweave.ops.math.unary import abs, sqrt, unary
+from tensorweave.ops.registry import register
+
+__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace"]
+
+_MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
+
+
+def conj(x, name=None):
+    """tf.conj(x, name=None): complex conjugate; real tensors are returned unchanged."""
+    x = convert_to_tensor(x)
+    if x.dtype not in COMPLEX:
+        return x
+    return unary("Conj", x, name, "Conj")
+
+
+register("Conj", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], lambda node, ctx: np.conj,
+         grad=lambda op, g: [conj(g)], dtypes=COMPLEX)
+
+
+# -- matmul ------------------------------------------------------------------------------------
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
+    """tf.matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+    a_is_sparse=False, b_is_sparse=False, name=None): a @ b over the last two dims; inputs of
+    rank > 2 are batches whose leading dims broadcast."""
+    with name_scope(name, "MatMul", [a, b]) as scope:
+        if transpose_a and adjoint_a:
+            raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+        if transpose_b and adjoint_b:
+            raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+        a, b = binary_inputs(a, b, "MatMul")
+        ra, rb = a.shape.ndims, b.shape.ndims
+        if ra is None or rb is None or ra > 2 or rb > 2:
+            # BatchMatMulV2 has only adjoint flags: transpose(x) == adjoint(conj(x)).
+            if transpose_a:
+                a, adjoint_a = conj(a), True
+            if transpose_b:
+                b, adjoint_b = conj(b), True
+            return make_op("BatchMatMulV2", [a, b], {"adj_x": bool(adjoint_a), "adj_y": bool(adjoint_b), "T": a.dtype},
+                         name=scope).outputs[0]
+        if adjoint_a:
+            a, transpose_a = conj(a), True
+        if adjoint_b:
+            b, transpose_b = conj(b), True
+        return make_op("MatMul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b), "T": a.dtype},
+                     name=scope).outputs[0]
+
+
+def _matmul_infer(op):
+    a, b = op.inputs
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    for s in (a.shape, b.shape):
+        if s.ndims is not None and s.ndims != 2:
+            raise ValueError(f"Shape must be rank 2 but is rank {s.ndims}")
+    sa = a.shape if a.shape.ndims is not None else unknown_shape(2)
+    sb = b.shape if b.shape.ndims is not None else unknown_shape(2)
+    m_, ka = (sa[1], sa[0]) if ta else (sa[0], sa[1])
+    kb, n_ = (sb[1], sb[0]) if tb else (sb[0], sb[1])
+    if not ka.is_compatible_with(kb):
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb}")
+    return [(a.dtype, TensorShape([m_, n_]))]
+
+
+def _matmul_kernel(node, ctx):
+    ta, tb = bool(node.attr.get("transpose_a")), bool(node.attr.get("transpose_b"))
+
+    def run(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        try:
+            return np.matmul(a.T if ta else a, b.T if tb else b)
+        except ValueError:
+            raise _matmul_error(node, a, b, ta, tb) from None
+    return run
+
+
+def _matmul_error(node, a: np.ndarray, b: np.ndarray, ta: bool, tb: bool) -> errors.InvalidArgumentError:
+    """TF's run-time messages for MatMul inputs that are not matrices or do not line up."""
+    for i, x in enumerate((a, b)):
+        if x.ndim != 2:
+            return errors.InvalidArgumentError(node, node.name, f"In[{i}] is not a matrix. Instead it has shape "
+                                                                f"[{','.join(map(str, x.shape))}]")
+    return errors.InvalidArgumentError(
+        node, node.name, f"Matrix size-incompatible: In[0]: [{','.join(map(str, a.shape))}], "
+                         f"In[1]: [{','.join(map(str, b.shape))}]")
+
+
+def _matmul_grad(op, grad):
+    a, b = op.inputs
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    if not ta and not tb:
+        return [matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)]
+    if not ta and tb:
+        return [matmul(grad, b), matmul(grad, a, transpose_a=True)]
+    if ta and not tb:
+        return [matmul(b, grad, transpose_b=True), matmul(a, grad)]
+    return [matmul(b, grad, transpose_a=True, transpose_b=True),
+            matmul(grad, a, transpose_a=True, transpose_b=True)]
+
+
+register("MatMul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, dtypes=_MATMUL_TYPES, dtype_param="a")
+
+
+def _batch_matmul_infer(op):
+    a, b = op.inputs
+    ax, ay = op.get_attr("adj_x"), op.get_attr("adj_y")
+    sa, sb = a.shape, b.shape
+    for s in (sa, sb):
+        if s.ndims is not None and s.ndims < 2:
+            raise ValueError(f"Shape must be at least rank 2 but is rank {s.ndims}")
+    if sa.ndims is None or sb.ndims is None:
+        return [(a.dtype, unknown_shape())]
+    m_, ka = (sa[-1], sa[-2]) if ax else (sa[-2], sa[-1])
+    kb, n_ = (sb[-1], sb[-2]) if ay else (sb[-2], sb[-1])
+    if not ka.is_compatible_with(kb):
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb}")
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    return [(a.dtype, batch.concatenate([m_, n_]))]
+
+
+def _batch_matmul_kernel(node, ctx):
+    ax, ay = bool(node.attr.get("adj_x")), bool(node.attr.get("adj_y"))
+
+    def adj(x):
+        x = np.swapaxes(x, -1, -2)
+        return np.conj(x) if x.dtype.kind == "c" else x
+
+    def run(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        try:
+            return np.matmul(adj(a) if ax else a, adj(b) if ay else b)
+        except ValueError:
+            if a.ndim < 2 or b.ndim < 2:
+                raise _matmul_error(node, a, b, ax, ay) from None
+            raise errors.InvalidArgumentError(
+                node, node.name, f"In[0] and In[1] must have compatible batch dimensions and matching inner "
+                                 f"dimensions: [{','.join(map(str, a.shape))}] vs. "
+                                 f"[{','.join(map(str, b.shape))}]") from None
+    return run
+
+
+def _batch_matmul_grad(op, grad):
+    # Gradients keep the broadcast batch shape; tf.gradients sums them down to each input's shape.
+    x, y = op.inputs
+    ax, ay = op.get_attr("adj_x"), op.get_attr("adj_y")
+    if not ax:
+        if not ay:
+            return [matmul(grad, y, adjoint_b=True), matmul(x, grad, adjoint_a=True)]
+        return [matmul(grad, y), matmul(grad, x, adjoint_a=True)]
+    if not ay:
+        return [matmul(y, grad, adjoint_b=True), matmul(x, grad)]
+    return [matmul(y, grad, adjoint_a=True, adjoint_b=True), matmul(grad, x, adjoint_a=True, adjoint_b=True)]
+
+
+register("BatchMatMulV2", _batch_matmul_infer, _batch_matmul_kernel, grad=_batch_matmul_grad,
+         dtypes=_MATMUL_TYPES)
+
+
+# -- tensordot ---------------------------------------------------------------------------------
+def _tensordot_axes(a: Tensor, b: Tensor, axes) -> tuple[list, list]:
+    ra, rb = a.shape.ndims, b.shape.ndims
+    if isinstance(axes, (int, np.integer)):
+        if axes < 0:
+            raise ValueError(f"'axes' must be at least 0, got {axes}.")
+        if ra is not None and axes > ra:
+            raise ValueError(f"'axes' must not be larger than the number of dimensions of tensor {a}.")
+        return list(range(ra - axes, ra)), list(range(axes))
+    if isinstance(axes, Tensor):
+        raise ValueError("tensordot with a Tensor `axes` is not supported; pass Python ints or lists.")
+    axes = list(axes)
+    if len(axes) != 2:
+        raise ValueError(f"'axes' must be an integer or have length 2, got {axes}.")
+    a_axes, b_axes = axes
+    a_axes = [a_axes] if isinstance(a_axes, (int, np.integer)) else list(a_axes)
+    b_axes = [b_axes] if isinstance(b_axes, (int, np.integer)) else list(b_axes)
+    if len(a_axes) != len(b_axes):
+        raise ValueError(f"Different number of contraction axes 'a' and 'b', {len(a_axes)} != {len(b_axes)}.")
+    return [int(x) % ra for x in a_axes], [int(x) % rb for x in b_axes]
+
+
+def _prod_of_dims(t: Tensor, dims: list):
+    """The product of dims of t: a Python int when static, else a runtime scalar tensor."""
+    static = [t.shape[d].value for d in dims]
+    if all(v is not None for v in static):
+        return int(np.prod(static, dtype=np.int64)) if static else 1
+    return reduce_prod(gather(shape(t), dims))
+
+
+def _dims_of(t: Tensor, dims: list):
+    static = [t.shape[d].value for d in dims]
+    if all(v is not None for v in static):
+        return static
+    return gather(shape(t), dims)
+
+
+def _reshape_to_matrix(t: Tensor, free: list, contracted: list, flipped: bool) -> Tensor:
+    """t transposed and reshaped to [prod(free), prod(contracted)] (flipped: the other way)."""
+    first, second = (contracted, free) if flipped else (free, contracted)
+    perm = first + second
+    shape = [_prod_of_dims(t, first), _prod_of_dims(t, second)]
+    if perm != list(range(len(perm))):
+        t = transpose(t, perm)
+    if any(isinstance(v, Tensor) for v in shape):
+        shape = stack([cast(v, dtypes.int32) if isinstance(v, Tensor) else v for v in shape])
+    return reshape(t, shape)
+
+
+def tensordot(a, b, axes, name=None) -> Tensor:
+    """tf.tensordot(a, b, axes, name=None): sums the products of a's and b's elements over the
+    given axes (an int n: last n of a with first n of b; or a pair of axis lists)."""
+    with name_scope(name, "Tensordot", [a, b]) as scope:
+        a, b = binary_inputs(a, b, "Tensordot")
+        if a.shape.ndims is None or b.shape.ndims is None:
+            raise ValueError("tensordot needs inputs of known rank")
+        a_axes, b_axes = _tensordot_axes(a, b, axes)
+        for da, db in zip(a_axes, b_axes):
+            if not a.shape[da].is_compatible_with(b.shape[db]):
+                raise ValueError(f"Dimensions must be equal, but are {a.shape[da]} and {b.shape[db]} "
+                                 f"for 'Tensordot' with input shapes: {a.shape}, {b.shape}.")
+        free_a = [i for i in range(a.shape.ndims) if i not in a_axes]
+        free_b = [i for i in range(b.shape.ndims) if i not in b_axes]
+        a_mat = _reshape_to_matrix(a, free_a, a_axes, flipped=False)
+        b_mat = _reshape_to_matrix(b, free_b, b_axes, flipped=True)
+        ab = matmul(a_mat, b_mat)
+        da, db = _dims_of(a, free_a), _dims_of(b, free_b)
+        if isinstance(da, list) and isinstance(db, list):
+            out_shape = da + db
+        else:
+            out_shape = concat([da if isinstance(da, Tensor) else np.asarray(da, np.int32),
+                                db if isinstance(db, Tensor) else np.asarray(db, np.int32)], 0)
+        return reshape(ab, out_shape, name=scope)
+
+
+# -- einsum ------------------------------------------------------------------------------------
+def _parse_einsum(equation: str, n_inputs: int) -> tuple[list, str]:
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, out = eq.split("->")
+    else:
+        lhs = eq
+        letters = lhs.replace(",", "").replace(".", "")
+        out = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    ins = lhs.split(",")
+    if len(ins) != n_inputs:
+        raise ValueError(f"Expected {len(ins)} input tensors for equation '{equation}', got {n_inputs}")
+    for s in ins + [out]:
+        if not re.fullmatch(r"[a-zA-Z]*(\.\.\.)?[a-zA-Z]*", s):
+            raise ValueError(f"Invalid einsum equation '{equation}'")
+    return ins, out
+
+
+def einsum(equation, *inputs, **kwargs) -> Tensor:
+    """tf.einsum(equation, *inputs, name=None): Einstein summation (numpy's einsum language,
+    with '...' broadcasting)."""
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"invalid keyword arguments for this function: {', '.join(sorted(kwargs))}")
+    with name_scope(name, "einsum", list(inputs)):
+        tensors = [convert_to_tensor(x, name="inputs") for x in inputs]
+        if any(t.dtype != tensors[0].dtype for t in tensors):
+            raise TypeError(f"einsum inputs must share a dtype, got {[t.dtype.name for t in tensors]}")
+        _parse_einsum(equation, len(tensors))
+        return make_op("Einsum", tensors, {"equation": equation, "N": len(tensors), "T": tensors[0].dtype}, name="Einsum").outputs[0]
+
+
+def _einsum_infer(op):
+    ins, out = _parse_einsum(op.get_attr("equation"), len(op.inputs))
+    sizes: dict = {}
+    ell = TensorShape([])
+    for subs, t in zip(ins, op.inputs):
+        if t.shape.ndims is None:
+            return [(t.dtype, unknown_shape())]
+        dims = t.shape.dims
+        if "..." in subs:
+            pre, post = subs.split("...")
+            n_ell = len(dims) - len(pre) - len(post)
+            if n_ell < 0:
+                raise ValueError(f"Einsum operand rank {len(dims)} is too small for subscripts '{subs}'")
+            ell = broadcast_shapes(ell, TensorShape(dims[len(pre):len(pre) + n_ell]))
+            letters = list(pre) + list(post)
+            dims = dims[:len(pre)] + dims[len(pre) + n_ell:]
+        else:
+            letters = list(subs)
+            if len(letters) != len(dims):
+                raise ValueError(f"Einsum subscripts '{subs}' do not match an operand of rank {len(dims)}")
+        for c, d in zip(letters, dims):
+            prev = sizes.get(c, Dimension(None))
+            if prev.value is not None and d.value is not None and prev.value != d.value \
+                    and 1 not in (prev.value, d.value):
+                raise ValueError(f"Dimensions must be equal, but are {prev.value} and {d.value} for "
+                                 f"einsum subscript '{c}'")
+            sizes[c] = d if prev.value in (None, 1) else prev
+    result = []
+    for part in re.split(r"(\.\.\.)", out):
+        if part == "...":
+            if ell.ndims is None:
+                return [(op.inputs[0].dtype, unknown_shape())]
+            result.extend(ell.dims)
+        else:
+            for c in part:
+                if c not in sizes:
+                    raise ValueError(f"Output subscript '{c}' does not appear in the inputs")
+                result.append(sizes[c])
+    return [(op.inputs[0].dtype, TensorShape(result))]
+
+
+def _einsum_kernel(node, ctx):
+    eq = node.attr["equation"].replace(" ", "")
+
+    def run(*xs):
+        out = np.einsum(eq, *xs)
+        return np.asarray(out).astype(np.asarray(xs[0]).dtype, copy=False)
+    return run
+
+
+def _einsum_grad(op, grad):
+    """d/dx_i of einsum: einsum of grad with the other operands back to x_i's subscripts; indices
+    summed away only inside x_i are restored by broadcasting."""
+    ins, out = _parse_einsum(op.get_attr("equation"), len(op.inputs))
+    if any("..." in s for s in ins + [out]) or any(len(set(s)) != len(s) for s in ins + [out]):
+        raise LookupError("einsum gradients support equations without '...' or repeated subscripts; "
+                          f"got '{op.get_attr('equation')}'")
+    grads = []
+    for i, x in enumerate(op.inputs):
+        others = [(s, t) for j, (s, t) in enumerate(zip(ins, op.inputs)) if j != i]
+        available = set(out) | {c for s, _ in others for c in s}
+        kept = "".join(c for c in ins[i] if c in available)
+        eq = ",".join([out] + [s for s, _ in others]) + "->" + kept
+        g = einsum(eq, grad, *[t for _, t in others])
+        if kept != ins[i]:
+            missing = [k for k, c in enumerate(ins[i]) if c not in available]
+            x_shape = shape(x)
+            g = reshape(g, reduced_shape(x_shape, convert_to_tensor(np.asarray(missing, np.int32))))
+            g = broadcast_to(g, x_shape)
+        grads.append(g)
+    return grads
+
+
+register("Einsum", _einsum_infer, _einsum_kernel, grad=_einsum_grad)
+
+
+# -- norm, trace -------------------------------------------------------------------------------
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:  # noqa: A002
+    """tf.norm(tensor, ord='euclidean', axis=None, keepdims=None, name=None, keep_dims=None):
+    vector norms (ord 'euclidean', 1, 2, inf, any p > 0) over one axis or the whole tensor, and
+    matrix norms ('fro', 'euclidean', 1, inf) over an axis pair."""
+    keep = resolve_keepdims(keepdims, keep_dims)
+    is_matrix = isinstance(axis, (list, tuple)) and len(axis) == 2
+    if isinstance(axis, (list, tuple)) and len(axis) not in (1, 2):
+        raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}")
+    supported = ["fro", "euclidean", 1, np.inf] if is_matrix else ["euclidean", 1, 2, np.inf]
+    if not (ord in supported or (not is_matrix and isinstance(ord, (int, float)) and ord > 0)):
+        raise ValueError(f"'ord' must be a supported {'matrix' if is_matrix else 'vector'} norm, got {ord}")
+    with name_scope(name, "norm", [tensor]) as scope:
+        x = convert_to_tensor(tensor, name="tensor")
+        if ord in ("fro", "euclidean", 2):
+            return sqrt(reduce_sum(multiply(x, conj(x)), axis, keepdims=keep), name=scope)
+        ax = abs(x)
+        if is_matrix and ord in (1, np.inf):
+            # 1: max column sum (sum over rows, max over columns); inf: the transpose.
+            sum_axis, max_axis = (axis[0], axis[1]) if ord == 1 else (axis[1], axis[0])
+            nd = x.shape.ndims
+            sum_axis, max_axis = sum_axis % nd, max_axis % nd
+            summed = reduce_sum(ax, sum_axis, keepdims=True)
+            result = reduce_max(summed, max_axis, keepdims=True)
+            if not keep:
+                result = squeeze(result, [sum_axis, max_axis])
+            return identity(result, name=scope)
+        if ord == np.inf:
+            return reduce_max(ax, axis, keepdims=keep, name=scope)
+        if ord == 1:
+            return reduce_sum(ax, axis, keepdims=keep, name=scope)
+        p = cast(ord, ax.dtype)
+        return pow(reduce_sum(pow(ax, p), axis, keepdims=keep), realdiv(1, p), name=scope)
+
+
+def trace(x, name=None) -> Tensor:
+    """tf.trace(x, name=None): sum of the main diagonal of each innermost matrix."""
+    with name_scope(name, "Trace", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        nd = x.shape.ndims
+        if nd is None or nd < 2:
+            raise ValueError(f"trace needs a tensor of rank >= 2, got shape {x.shape}")
+        # einsum gradients do not handle the repeated subscript: use mask and sum instead.
+        n = x.shape[-1].value
+        if n is None or x.shape[-2].value is None:
+            raise ValueError(f"trace needs known matrix dims, got shape {x.shape}")
+        eye = np.eye(x.shape[-2].value, n, dtype=x.dtype.as_numpy_dtype)
+        return reduce_sum(multiply(x, eye), [-2, -1], name=scope)
