@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tensorweave.distributed import transport
+from tensorweave.distributed import sockets
+from tensorweave.distributed.channel import wait_all, wait_any
 from tensorweave.framework import errors
 from tensorweave.ops import registry
 from tensorweave.framework.device import DeviceSpec
@@ -40,7 +41,6 @@ from tensorweave.runtime import placer as _placer
 from tensorweave.runtime.placer import task_of
 from tensorweave.runtime.rendezvous import RendezvousKey
 
-DEFAULT_CONNECT_TIMEOUT_S = 60.0
 _ABORT_MARK = "Step aborted because another partition failed: "
 
 
@@ -48,7 +48,7 @@ def _connect_timeout(config: Optional[ConfigProto]) -> float:
     env = os.environ.get("TENSORWEAVE_CONNECT_TIMEOUT_S")
     if env:
         return float(env)
-    return DEFAULT_CONNECT_TIMEOUT_S
+    return sockets.DEFAULT_CONNECT_TIMEOUT_S
 
 
 def _address_of(target: str) -> str:
@@ -194,7 +194,7 @@ class _LeaseKeeper:
 
     def _loop(self) -> None:
         while True:
-            time.sleep(min(transport.PROBE_INTERVAL_S, 1.0))
+            time.sleep(min(sockets.PROBE_INTERVAL_S, 1.0))
             now = time.monotonic()
             for p in list(self._held.values()):
                 if p.done or now < p.next_probe:
@@ -421,7 +421,7 @@ class DistributedMaster:
             live = [pend for _, _, pend in pendings if not pend.done]
             if not live:
                 return False
-            transport.wait_any(live, timeout, collect)
+            wait_any(live, timeout, collect)
             return True
 
         def watch() -> None:
@@ -453,7 +453,7 @@ class DistributedMaster:
             finally:
                 running[0] = None
                 _LEASES.release(awaited)
-        transport.wait_all([pend for _, _, pend in pendings if not pend.done], collect)
+        wait_all([pend for _, _, pend in pendings if not pend.done], collect)
         for fut in futures:
             fut.result()
         if state.errors:

@@ -1,6 +1,6 @@
 """The worker service of one task, and WorkerClient, the Python API both sides use to call it.
 
-Contract between the server side (this module, server.py, transport.py, wire.py,
+Contract between the server side (this module, server/, transport.py, wire.py,
 runtime/rendezvous.py, ops/sendrecv_ops.py) and the client side (placement, partitioning,
 the distributed master behind Session("grpc://...")):
 
@@ -28,9 +28,9 @@ answers AbortedError ("... restarted (incarnation changed ...)").
             timeout_s: float | None = None) -> (fetch_values: [ndarray], step_stats: list[dict] | None)
       Runs with StepContext(step_id, deadline, trace list). Errors name the op and the task.
       An unknown handle (deregistered, or dropped by reset) is NotFoundError.
-  start_run_graph(... same ..., carry_to: str | None = None) -> transport.Pending
+  start_run_graph(... same ..., carry_to: str | None = None) -> channel.Pending
       (remote tasks) Sends run_graph and returns at once; Pending.result() (or
-      transport.wait_all/wait_any) gives {"values", "stats"[, "carried"]}. With carry_to, the
+      channel.wait_all/wait_any) gives {"values", "stats"[, "carried"]}. With carry_to, the
       step's Sends to that task are not pushed but returned in "carried" as
       [send task, recv task, tensor name, value]: the master runs that task's partition in
       its own process and deposits them itself (see master.py, "carry").
@@ -46,13 +46,13 @@ answers AbortedError ("... restarted (incarnation changed ...)").
       graph of the task (their kernels captured the dropped state).
   recv_tensor(key: RendezvousKey, value)  (alias push)
       Deposits a value into this task's rendezvous (request/reply). Worker to worker, a
-      _Send's value travels instead as a one-way message (transport.Channel.push, no reply
+      _Send's value travels instead as a one-way message (channel.Channel.push, no reply
       awaited, off the step's critical path): a push the receiver refuses aborts that step
       there (its Recv raises the error); a push to a dead task is seen by the master, whose
       own call to that task fails; anything else ends in the Recv's deadline, never a hang.
 
 Step state of a client that dies mid-step is reclaimed: the transport cancels a remote
-run_graph whose client stops renewing its lease (transport.CLIENT_LEASE_S), and
+run_graph whose client stops renewing its lease (sockets.CLIENT_LEASE_S), and
 rendezvous leftovers expire by TTL.
 """
 from __future__ import annotations
@@ -64,7 +64,9 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from tensorweave.distributed import transport, wire
+from tensorweave.distributed import wire
+from tensorweave.distributed.channel import Channel, Pending
+from tensorweave.distributed.transport import RequestContext
 from tensorweave.distributed.cluster import ClusterSpec, task_name as make_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import FunctionDef, GraphDef, NodeDef
@@ -141,7 +143,7 @@ class WorkerService:
         self._session_resources: dict[str, ResourceManager] = {}
         self._steps: dict[int, list] = {}
         self._handles = itertools.count(1)
-        self._peers: dict[str, transport.Channel] = {}
+        self._peers: dict[str, Channel] = {}
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -176,7 +178,7 @@ class WorkerService:
 
     def run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
                   timeout_s: Optional[float] = None, incarnation: Optional[int] = None,
-                  request: Optional[transport.RequestContext] = None,
+                  request: Optional[RequestContext] = None,
                   on_wait: Optional[Callable[[], None]] = None,
                   wait_remote: Optional[Callable[[float], bool]] = None,
                   carry_to: Optional[str] = None, carried: Optional[list] = None) -> tuple:
@@ -319,7 +321,7 @@ class WorkerService:
     def ping(self, args: dict) -> dict:
         return {"incarnation": self.incarnation, "task": self.task}
 
-    def dispatch(self, method: str, a: dict, request: transport.RequestContext) -> Any:
+    def dispatch(self, method: str, a: dict, request: RequestContext) -> Any:
         inc = a.get("incarnation")
         if inc is not None:
             wire.expect(inc, int, "incarnation")
@@ -410,12 +412,12 @@ _CHANNELS: dict = {}
 _CHANNELS_LOCK = threading.Lock()
 
 
-def _channel(address: str, task_name: str, connect_timeout_s: float) -> transport.Channel:
+def _channel(address: str, task_name: str, connect_timeout_s: float) -> Channel:
     key = (normalize_address(address), task_name, connect_timeout_s)
     with _CHANNELS_LOCK:
         ch = _CHANNELS.get(key)
         if ch is None:
-            ch = _CHANNELS[key] = transport.Channel(address, task_name, connect_timeout_s)
+            ch = _CHANNELS[key] = Channel(address, task_name, connect_timeout_s)
         return ch
 
 
@@ -428,13 +430,13 @@ class WorkerClient:
         self.task_name = task_name
         self.connect_timeout_s = connect_timeout_s
         self._incarnation: Optional[int] = None
-        self._channel: Optional[transport.Channel] = None
+        self._channel: Optional[Channel] = None
 
     @classmethod
     def for_address(cls, address: str, task_name: str, connect_timeout_s: float = 60.0) -> "WorkerClient":
         return cls(address, task_name, connect_timeout_s)
 
-    def _remote(self) -> transport.Channel:
+    def _remote(self) -> Channel:
         if self._channel is None:
             self._channel = _channel(self.address, self.task_name, self.connect_timeout_s)
         return self._channel
@@ -479,9 +481,9 @@ class WorkerClient:
         return r["values"], r["stats"]
 
     def start_run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
-                        timeout_s: Optional[float] = None, carry_to: Optional[str] = None) -> transport.Pending:
+                        timeout_s: Optional[float] = None, carry_to: Optional[str] = None) -> Pending:
         """Sends run_graph to a remote task now; `.result()` of the returned Pending (or
-        transport.wait_all) gives {"values": ..., "stats": ...} and, with `carry_to`, "carried":
+        channel.wait_all) gives {"values": ..., "stats": ...} and, with `carry_to`, "carried":
         the values its Sends to that task produced, [send task, recv task, tensor name, value]."""
         inc = self.incarnation
         args = {"graph_handle": graph_handle, "step_id": step_id, "feed_values": list(feed_values),
