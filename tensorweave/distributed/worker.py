@@ -62,7 +62,7 @@ import itertools
 import secrets
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from tensorweave.distributed import wire
 from tensorweave.distributed.channel import Channel, Pending
@@ -321,64 +321,78 @@ class WorkerService:
     def ping(self, args: dict) -> dict:
         return {"incarnation": self.incarnation, "task": self.task}
 
-    def dispatch(self, method: str, a: dict, request: RequestContext) -> Any:
-        inc = a.get("incarnation")
-        if inc is not None:
-            wire.expect(inc, int, "incarnation")
-        if method == "get_status":
-            return self.get_status()
-        if method == "register_graph":
-            gd = graph_def_from_wire(a.get("graph_def"))
-            config = a.get("config") or {}
-            wire.expect(config, dict, "config")
-            return self.register_graph(
-                gd, wire.expect_str_list(a.get("feeds", []), "feeds"),
-                wire.expect_str_list(a.get("fetches", []), "fetches"),
-                wire.expect_str_list(a.get("targets", []), "targets"),
-                wire.expect(a.get("session_handle", ""), str, "session_handle"), config, inc)
-        if method == "run_graph":
-            timeout_s = a.get("timeout_s")
-            if timeout_s is not None:
-                wire.expect(timeout_s, (int, float), "timeout_s")
-            carry_to = a.get("carry_to")
-            carried: list = []
-            if carry_to is not None:
-                wire.expect(carry_to, str, "carry_to")
-            values, stats = self.run_graph(
-                wire.expect(a.get("graph_handle"), str, "graph_handle"), wire.expect(a.get("step_id"), int, "step_id"),
-                wire.expect(a.get("feed_values", []), list, "feed_values"),
-                wire.expect(a.get("trace", False), bool, "trace"), timeout_s, inc, request,
-                carry_to=carry_to, carried=carried)
-            if carried:
-                return {"values": values, "stats": stats, "carried": carried}
-            return {"values": values, "stats": stats}
-        if method == "abort_step":
-            self.abort_step(wire.expect(a.get("step_id"), int, "step_id"), wire.expect(a.get("code"), int, "code"),
-                            wire.expect(a.get("message"), str, "message"))
-            return None
-        if method == "deregister_graph":
-            self.deregister_graph(wire.expect(a.get("graph_handle"), str, "graph_handle"))
-            return None
-        if method == "close_session":
-            self.close_session(wire.expect(a.get("session_handle"), str, "session_handle"))
-            return None
-        if method == "reset":
-            containers = a.get("containers")
-            if containers is not None:
-                wire.expect_str_list(containers, "containers")
-            self.reset(containers)
-            return None
-        if method == "recv_tensor":
-            key = RendezvousKey(wire.expect(a.get("send_device"), str, "send_device"),
-                                wire.expect(a.get("recv_device"), str, "recv_device"),
-                                wire.expect(a.get("tensor_name"), str, "tensor_name"),
-                                wire.expect(a.get("step_id"), int, "step_id"))
-            if key.recv_device != self.task:
-                raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to {key.recv_device} "
-                                                              f"arrived at {self.task}")
-            self.recv_tensor(key, a.get("value"))
-            return None
-        raise errors.UnimplementedError(None, None, f"Unknown method {method!r:.60} on task {self.task}")
+    def dispatch(self, method: str, args: dict, request: RequestContext) -> Any:
+        """Serves one request from the wire: checks its arguments' types and calls the RPC."""
+        incarnation = args.get("incarnation")
+        if incarnation is not None:
+            wire.expect(incarnation, int, "incarnation")
+        handler = self._WIRE_METHODS.get(method)
+        if handler is None:
+            raise errors.UnimplementedError(None, None, f"Unknown method {method!r:.60} on task {self.task}")
+        return handler(self, args, incarnation, request)
+
+    # Each takes (decoded arguments, the caller's view of the incarnation, the request).
+    def _wire_get_status(self, args: dict, incarnation: Optional[int], request: RequestContext) -> dict:
+        return self.get_status()
+
+    def _wire_register_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> str:
+        graph_def = graph_def_from_wire(args.get("graph_def"))
+        config = args.get("config") or {}
+        wire.expect(config, dict, "config")
+        return self.register_graph(
+            graph_def, wire.expect_str_list(args.get("feeds", []), "feeds"),
+            wire.expect_str_list(args.get("fetches", []), "fetches"),
+            wire.expect_str_list(args.get("targets", []), "targets"),
+            wire.expect(args.get("session_handle", ""), str, "session_handle"), config, incarnation)
+
+    def _wire_run_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> dict:
+        timeout_s = args.get("timeout_s")
+        if timeout_s is not None:
+            wire.expect(timeout_s, (int, float), "timeout_s")
+        carry_to = args.get("carry_to")
+        carried: list = []
+        if carry_to is not None:
+            wire.expect(carry_to, str, "carry_to")
+        values, stats = self.run_graph(
+            wire.expect(args.get("graph_handle"), str, "graph_handle"),
+            wire.expect(args.get("step_id"), int, "step_id"),
+            wire.expect(args.get("feed_values", []), list, "feed_values"),
+            wire.expect(args.get("trace", False), bool, "trace"), timeout_s, incarnation, request,
+            carry_to=carry_to, carried=carried)
+        if carried:
+            return {"values": values, "stats": stats, "carried": carried}
+        return {"values": values, "stats": stats}
+
+    def _wire_abort_step(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.abort_step(wire.expect(args.get("step_id"), int, "step_id"),
+                        wire.expect(args.get("code"), int, "code"), wire.expect(args.get("message"), str, "message"))
+
+    def _wire_deregister_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.deregister_graph(wire.expect(args.get("graph_handle"), str, "graph_handle"))
+
+    def _wire_close_session(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.close_session(wire.expect(args.get("session_handle"), str, "session_handle"))
+
+    def _wire_reset(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        containers = args.get("containers")
+        if containers is not None:
+            wire.expect_str_list(containers, "containers")
+        self.reset(containers)
+
+    def _wire_recv_tensor(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        key = RendezvousKey(wire.expect(args.get("send_device"), str, "send_device"),
+                            wire.expect(args.get("recv_device"), str, "recv_device"),
+                            wire.expect(args.get("tensor_name"), str, "tensor_name"),
+                            wire.expect(args.get("step_id"), int, "step_id"))
+        if key.recv_device != self.task:
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to {key.recv_device} "
+                                                          f"arrived at {self.task}")
+        self.recv_tensor(key, args.get("value"))
+
+    _WIRE_METHODS: ClassVar[dict[str, Callable[["WorkerService", dict, Optional[int], RequestContext], Any]]] = {
+        "get_status": _wire_get_status, "register_graph": _wire_register_graph, "run_graph": _wire_run_graph,
+        "abort_step": _wire_abort_step, "deregister_graph": _wire_deregister_graph,
+        "close_session": _wire_close_session, "reset": _wire_reset, "recv_tensor": _wire_recv_tensor}
 
 
 def graph_def_from_wire(d) -> GraphDef:
