@@ -11,6 +11,11 @@ with this machine's memcpy bandwidth printed for scale. When TensorFlow is avail
 interpreter, or /opt/tfvenv/bin/python, or $TF_PYTHON) the same runs with tf.compat.v1 in a
 subprocess and the ratios tensorweave/TF are printed (> 1 means tensorweave is slower). The
 two run in alternating rounds (--rounds, default 3) so that both see the same machine load.
+
+    python benchmarks/bench_distributed.py --transports
+
+times instead ZeroMQ's tcp:// against its ipc:// to a one-task server process on this host
+(ping round trips, tensor echoes).
 """
 from __future__ import annotations
 
@@ -124,6 +129,55 @@ def run_suite(framework: str, quick: bool) -> dict:
         proc.wait(10)
 
 
+def measure_transports(rounds: int = 2000, sizes_mb=(1, 16)) -> dict:
+    """Starts a one-task server process and times ping round trips and tensor echoes over its
+    tcp:// and ipc:// endpoints, alternating them so both see the same machine load."""
+    # Imported here: under a TensorFlow-only Python this script must not import tensorweave.
+    from tensorweave.distributed.channel import Channel
+    from tensorweave.distributed.sockets import ipc_path_for_port
+    from tensorweave.framework.graph_def import GraphDef, NodeDef
+
+    port = free_ports(1)[0]
+    spec = {"local": [f"localhost:{port}"]}
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "tensorweave.distributed.server", "--cluster", json.dumps(spec),
+                             "--job_name", "local", "--task_index", "0"], stdout=subprocess.PIPE, env=env)
+    try:
+        proc.stdout.readline()
+        endpoints = {"tcp": f"tcp://127.0.0.1:{port}", "ipc": "ipc://" + ipc_path_for_port(port)}
+        channels = {k: Channel(ep, "/job:local/replica:0/task:0", 10.0) for k, ep in endpoints.items()}
+        graph_def = GraphDef([NodeDef("x", "Placeholder", (), "", {"dtype": "float32", "shape": None,
+                                                                     "_num_outputs": 1}),
+                              NodeDef("y", "Identity", ("x",), "", {"T": "float32", "_num_outputs": 1})])
+        handle = channels["tcp"].call("register_graph", {"graph_def": graph_def.to_dict(), "feeds": ["x:0"],
+                                                         "fetches": ["y:0"], "targets": []})
+        out: dict = {k: {} for k in channels}
+        for channel in channels.values():
+            for _ in range(200):
+                channel.ping()
+        for _ in range(5):   # interleaved batches
+            for k, channel in channels.items():
+                t = time.perf_counter()
+                for _ in range(rounds // 5):
+                    channel.ping()
+                out[k].setdefault("ping_us", []).append((time.perf_counter() - t) / (rounds // 5) * 1e6)
+        for mb in sizes_mb:
+            x = np.ones(mb << 18, np.float32)
+            for _ in range(3):
+                for k, channel in channels.items():
+                    t = time.perf_counter()
+                    for step in range(5):
+                        channel.call("run_graph", {"graph_handle": handle, "step_id": step, "feed_values": [x]})
+                    gbs = 2 * mb / 1024 * 5 / (time.perf_counter() - t)
+                    out[k].setdefault(f"echo_{mb}MB_GBps", []).append(gbs)
+        for channel in channels.values():
+            channel.close()
+        return {k: {m: round(float(np.median(v)), 2) for m, v in d.items()} for k, d in out.items()}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def _tf_python() -> str | None:
     try:
         import tensorflow  # noqa: F401  (only whether it imports)
@@ -156,7 +210,13 @@ def main() -> int:
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave",
                         help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--transports", action="store_true",
+                        help="time ZeroMQ tcp:// against ipc:// to a same-host server instead")
     args = parser.parse_args()
+    if args.transports:
+        for name, row in measure_transports().items():
+            print(name, row)
+        return 0
     if args.json:   # the TF half, run in TF's interpreter
         print("RESULTS " + json.dumps(run_suite(args.framework, args.quick)))
         return 0

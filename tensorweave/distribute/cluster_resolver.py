@@ -1,5 +1,8 @@
 """tf.distribute.cluster_resolver: where the cluster is, from TF_CONFIG or given directly.
 
+Part of TF's public `tf.distribute` namespace (this package); the runtime that serves a
+cluster (servers, workers, the master, the transport) is `tensorweave.distributed`.
+
 TF_CONFIG is the JSON that Kubeflow's TFJob, SageMaker and `tensorweave launch` set:
 {"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 0},
  "rpc_layer": "grpc", "session_master": ...}.
@@ -10,17 +13,14 @@ import json
 import os
 from typing import Optional
 
+from tensorweave.distributed.cluster import ClusterSpec
+
 __all__ = ["ClusterResolver", "SimpleClusterResolver", "TFConfigClusterResolver", "UnionResolver"]
 
 _TF_CONFIG_ENV = "TF_CONFIG"
 _SESSION_MASTER_KEY = "session_master"
 _RPC_LAYER_KEY = "rpc_layer"
 _TASK_KEY = "task"
-
-
-def _cluster_spec_class():
-    from tensorweave.distributed.cluster import ClusterSpec
-    return ClusterSpec
 
 
 def format_master_url(master: str, rpc_layer: Optional[str] = None) -> str:
@@ -105,7 +105,6 @@ class TFConfigClusterResolver(ClusterResolver):
     def cluster_spec(self):
         """A ClusterSpec from TF_CONFIG's "cluster" (empty when there is none)."""
         tf_config = _load_tf_config()
-        ClusterSpec = _cluster_spec_class()
         if "cluster" not in tf_config:
             return ClusterSpec({})
         return ClusterSpec(tf_config["cluster"])
@@ -132,7 +131,7 @@ class SimpleClusterResolver(ClusterResolver):
 
     def __init__(self, cluster_spec, master: str = "", task_type=None, task_id=None, environment: str = "",
                  num_accelerators=None, rpc_layer=None):
-        if not isinstance(cluster_spec, _cluster_spec_class()):
+        if not isinstance(cluster_spec, ClusterSpec):
             raise TypeError("cluster_spec must be a `tf.train.ClusterSpec`.")
         if not isinstance(master, str):
             raise TypeError("master must be a string.")
@@ -193,7 +192,7 @@ class UnionResolver(ClusterResolver):
                 if job in merged:
                     raise KeyError(f"Duplicate job {job!r} in the union of cluster resolvers")
                 merged[job] = tasks
-        return _cluster_spec_class()(merged)
+        return ClusterSpec(merged)
 
     def master(self, task_type=None, task_id=None, rpc_layer=None) -> str:
         if task_type is not None and task_id is not None:

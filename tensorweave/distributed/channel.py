@@ -11,7 +11,7 @@ master sends every remote partition's request from the calling thread, runs its 
 partition, and only then waits. Pushes (`Channel.push`) are one-way: no reply, no waiting.
 
 For a peer on this host the call's "socket" is a uds.Conn (a Unix stream socket, see uds.py
-and transport.py) rather than a DEALER: pooled connections found at their end (the peer
+and sockets.py) rather than a DEALER: pooled connections found at their end (the peer
 restarted) are replaced, a peer that takes no connection is retried until the connect
 timeout, and pushes that cannot connect at once go over ZeroMQ, which queues them.
 """
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 import threading
 import time
 from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import transport, uds, wire
-from tensorweave.distributed.transport import (_POLLIN, NOBLOCK, _context, endpoint_of, ipc_path_for_port, on_io_thread,
-                                               recv_frames, send_frames)
+from tensorweave.distributed import sockets, uds, wire
+from tensorweave.distributed.sockets import (NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames, send_frames,
+                                             uds_path_of, zmq_context)
 from tensorweave.framework import errors
 
 _ids = itertools.count(1)
@@ -45,7 +44,7 @@ def _pollable(sock):
 
 def _recv_msg(sock, flags: int = 0) -> list:
     if type(sock) is uds.Conn:
-        if flags and not sock.rbuf and not zmq.zmq_poll([(sock.fd, _POLLIN)], 0):
+        if flags and not sock.rbuf and not zmq.zmq_poll([(sock.fd, POLLIN)], 0):
             raise zmq.Again()
         return sock.read()
     return recv_frames(sock, flags)
@@ -54,13 +53,13 @@ def _recv_msg(sock, flags: int = 0) -> list:
 class Channel:
     """Thread-safe request/reply channel to one peer address."""
 
-    def __init__(self, address: str, peer_name: str, connect_timeout_s: float = transport.DEFAULT_CONNECT_TIMEOUT_S,
+    def __init__(self, address: str, peer_name: str, connect_timeout_s: float = sockets.DEFAULT_CONNECT_TIMEOUT_S,
                  probe_interval_s: Optional[float] = None):
         self.address = address
         self._endpoint: Optional[str] = None
         self.peer_name = peer_name
         self.connect_timeout_s = connect_timeout_s
-        self.probe_interval_s = transport.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
+        self.probe_interval_s = sockets.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
         self._lock = threading.Lock()
         self._free: list = []
         self._push_free: list = []
@@ -72,7 +71,7 @@ class Channel:
     def uds_path(self) -> Optional[str]:
         """The same-host fast path's socket (uds.py), chosen on first use, or None."""
         if self._uds is None:
-            self._uds = transport.uds_path_of(self.address) or ""
+            self._uds = uds_path_of(self.address) or ""
         return self._uds or None
 
     def _uds_connect(self) -> uds.Conn:
@@ -94,13 +93,13 @@ class Channel:
                 sock = self._free.pop() if self._free else None
             if sock is None:
                 break
-            if type(sock) is uds.Conn and (sock.rbuf or zmq.zmq_poll([(sock.fd, _POLLIN)], 0)):
+            if type(sock) is uds.Conn and (sock.rbuf or zmq.zmq_poll([(sock.fd, POLLIN)], 0)):
                 sock.close()   # an idle connection that reads is at its end: the peer went away
                 continue
             return sock
         if self.uds_path is not None:
             return self._uds_connect()
-        sock = _context().socket(zmq.DEALER, socket_class=_CallSocket)
+        sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)
         sock.tw_ident = os.urandom(12)
@@ -199,7 +198,7 @@ class Channel:
         except IndexError:
             if self._closed:
                 raise errors.CancelledError(None, None, f"Channel to {self.peer_name} is closed") from None
-            sock = _context().socket(zmq.DEALER)
+            sock = zmq_context().socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 2000)    # queued pushes still leave when the socket closes
             sock.setsockopt(zmq.RECONNECT_IVL, 50)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
@@ -225,7 +224,7 @@ class Channel:
                 conn = self._uds_free.pop()   # list.pop/append are atomic: no lock on this path
             except IndexError:
                 break
-            if not (conn.rbuf or zmq.zmq_poll([(conn.fd, _POLLIN)], 0)):
+            if not (conn.rbuf or zmq.zmq_poll([(conn.fd, POLLIN)], 0)):
                 return conn
             conn.close()   # at its end: the peer went away
         try:
@@ -244,7 +243,7 @@ class Channel:
             self._send(sock, wire.encode({"id": rid, "m": "ping", "a": {"wait": wait or []}}), timeout_s)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not zmq.zmq_poll([(_pollable(sock), _POLLIN)], int(left * 1000) + 1):
+                if left <= 0 or not zmq.zmq_poll([(_pollable(sock), POLLIN)], int(left * 1000) + 1):
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
                 try:
                     reply = wire.decode(_recv_msg(sock))
@@ -346,7 +345,7 @@ class Pending:
     def result(self) -> Any:
         """Waits for the reply; returns its result or raises the peer's error."""
         while not self.done:
-            if zmq.zmq_poll([(_pollable(self.sock), _POLLIN)], self._wait_ms(time.monotonic())) and self._read():
+            if zmq.zmq_poll([(_pollable(self.sock), POLLIN)], self._wait_ms(time.monotonic())) and self._read():
                 break
             try:
                 self._check(time.monotonic())
@@ -378,7 +377,7 @@ def wait_any(left: list, timeout_s: Optional[float], on_done: Optional[Callable[
     if timeout_s is not None:
         wait_ms = min(wait_ms, int(timeout_s * 1000))
     # zmq_poll itself: Socket.poll and Poller build their own structures on every call.
-    ready = dict(zmq.zmq_poll([(_pollable(p.sock), _POLLIN) for p in left], wait_ms))
+    ready = dict(zmq.zmq_poll([(_pollable(p.sock), POLLIN) for p in left], wait_ms))
     still = []
     for p in left:
         if _pollable(p.sock) in ready:
@@ -402,59 +401,3 @@ def _result(reply: dict, peer_name: str) -> Any:
     if type(code) is not int or not isinstance(msg, str):
         raise errors.InternalError(None, None, f"Malformed error reply from {peer_name}")
     raise errors.make_error(code, msg)
-
-
-# -- measuring tcp:// against ipc:// for same-host peers -------------------------------------------
-def measure(rounds: int = 2000, sizes_mb=(1, 16)) -> dict:
-    """Starts a one-task server process and times ping round trips and tensor echoes over its
-    tcp:// and ipc:// endpoints, alternating them so both see the same machine load."""
-    import json
-    import subprocess
-    import sys
-
-    import numpy as np
-
-    from tensorweave.distributed.cluster import ClusterSpec
-    from tensorweave.framework.graph_def import GraphDef, NodeDef
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    spec = {"local": [f"localhost:{port}"]}
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from tensorweave.distributed.server import main; "
-                             "sys.exit(main())", "--cluster", json.dumps(spec),
-                             "--job_name", "local", "--task_index", "0"], stdout=subprocess.PIPE)
-    try:
-        proc.stdout.readline()
-        endpoints = {"tcp": f"tcp://127.0.0.1:{port}", "ipc": "ipc://" + ipc_path_for_port(port)}
-        chans = {k: Channel(ep, "/job:local/replica:0/task:0", 10.0) for k, ep in endpoints.items()}
-        gd = GraphDef([NodeDef("x", "Placeholder", (), "", {"dtype": "float32", "shape": None, "_num_outputs": 1}),
-                       NodeDef("y", "Identity", ("x",), "", {"T": "float32", "_num_outputs": 1})])
-        handle = chans["tcp"].call("register_graph", {"graph_def": gd.to_dict(), "feeds": ["x:0"],
-                                                      "fetches": ["y:0"], "targets": []})
-        out: dict = {k: {} for k in chans}
-        for k, ch in chans.items():
-            for _ in range(200):
-                ch.ping()
-        for _ in range(5):   # interleaved batches
-            for k, ch in chans.items():
-                t = time.perf_counter()
-                for _ in range(rounds // 5):
-                    ch.ping()
-                out[k].setdefault("ping_us", []).append((time.perf_counter() - t) / (rounds // 5) * 1e6)
-        for mb in sizes_mb:
-            x = np.ones(mb << 18, np.float32)
-            for _ in range(3):
-                for k, ch in chans.items():
-                    t = time.perf_counter()
-                    for step in range(5):
-                        ch.call("run_graph", {"graph_handle": handle, "step_id": step, "feed_values": [x]})
-                    gbs = 2 * mb / 1024 * 5 / (time.perf_counter() - t)
-                    out[k].setdefault(f"echo_{mb}MB_GBps", []).append(gbs)
-        for ch in chans.values():
-            ch.close()
-        return {k: {m: round(float(np.median(v)), 2) for m, v in d.items()} for k, d in out.items()}
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        del ClusterSpec

@@ -7,11 +7,11 @@ then one `run_graph` per task under a fresh random step id. When one partition f
 step is aborted on the others (releasing their blocked Recvs) and the first real error is
 raised.
 
-A step's path, fastest first: the calling thread sends every remote task its request
-(no hand-off to a pool thread), then runs the partition of the task served by this process
-itself, then collects the replies. While that partition's Recvs wait, they call back into
-the master (`on_wait`), which reads the replies that came and aborts the step on a remote
-failure; a lease keeper pings for the calls the busy thread cannot renew. When every value
+A step of several partitions is a `_Step`, fastest path first: the calling thread sends
+every remote task its request (no hand-off to a pool thread), then runs the partition of the
+task served by this process itself, then collects the replies. While that partition's Recvs
+wait, they call back into the step (`on_wait`), which reads the replies that came and aborts
+the step on a remote failure; a lease keeper pings for the calls the busy thread cannot renew. When every value
 that partition receives comes from remote partitions that never wait (no Recv), those
 senders "carry": their values come back inside their replies (one message fewer, no IO
 thread hand-off), and the Recvs wait on the reply sockets directly (`wait_remote`).
@@ -28,19 +28,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tensorweave.distributed import transport
+from tensorweave.distributed import sockets
+from tensorweave.distributed.channel import Pending, wait_all, wait_any
+from tensorweave.distributed.worker import WorkerClient, WorkerService
 from tensorweave.framework import errors
-from tensorweave.ops import registry
-from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.config import ConfigProto, RunOptions
+from tensorweave.framework.device import DeviceSpec, task_name, task_of
 from tensorweave.framework.graph_def import graph_to_graph_def, tensor_key
-from tensorweave.runtime.step_stats import merge_step_stats
+from tensorweave.ops import registry
+from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime import partition as _partition
 from tensorweave.runtime import placer as _placer
-from tensorweave.framework.device import task_name, task_of
-from tensorweave.ops.sendrecv import RendezvousKey
+from tensorweave.runtime.step_stats import merge_step_stats
 
-DEFAULT_CONNECT_TIMEOUT_S = 60.0
 _ABORT_MARK = "Step aborted because another partition failed: "
 
 
@@ -48,7 +48,7 @@ def _connect_timeout(config: Optional[ConfigProto]) -> float:
     env = os.environ.get("TENSORWEAVE_CONNECT_TIMEOUT_S")
     if env:
         return float(env)
-    return DEFAULT_CONNECT_TIMEOUT_S
+    return sockets.DEFAULT_CONNECT_TIMEOUT_S
 
 
 def _address_of(target: str) -> str:
@@ -61,11 +61,6 @@ def _address_of(target: str) -> str:
         raise errors.InvalidArgumentError(None, None, f"Unsupported session target '{target}': expected "
                                           "grpc://host:port (or host:port)")
     return target
-
-
-def _worker_client():
-    from tensorweave.distributed.worker import WorkerClient
-    return WorkerClient
 
 
 def task_address(cluster: dict, task: str) -> str:
@@ -103,36 +98,6 @@ class _StepPlan:
     num_fetches: int
     labels: Optional[dict] = None   # node name -> timeline label, built on the first traced step
     carry: Optional[tuple] = None   # (index of the in-process part, indices of the parts carrying to it)
-
-
-class _StepState:
-    """Errors of one step: the first real one wins; the others get the step aborted."""
-
-    def __init__(self, step_id: int, parts: list):
-        self.step_id = step_id
-        self.parts = parts
-        self.lock = threading.Lock()
-        self.errors: list = []
-        self.aborted = False
-
-    def fail(self, part: _Part, e: BaseException) -> None:
-        with self.lock:
-            self.errors.append((part.task, e))
-            if self.aborted:
-                return
-            self.aborted = True
-        code = e.error_code if isinstance(e, errors.OpError) else errors.UNKNOWN
-        msg = _ABORT_MARK + f"{part.task}: {e}"
-        for other in self.parts:
-            if other is not part:
-                threading.Thread(target=_quiet_abort, args=(other.client, self.step_id, code, msg),
-                                 daemon=True).start()
-
-    def first_error(self) -> BaseException:
-        for _, e in self.errors:
-            if not isinstance(e, errors.CancelledError) and _ABORT_MARK not in str(e):
-                return e
-        return self.errors[0][1]
 
 
 def _carry_plan(parts: list) -> Optional[tuple]:
@@ -194,7 +159,7 @@ class _LeaseKeeper:
 
     def _loop(self) -> None:
         while True:
-            time.sleep(min(transport.PROBE_INTERVAL_S, 1.0))
+            time.sleep(min(sockets.PROBE_INTERVAL_S, 1.0))
             now = time.monotonic()
             for p in list(self._held.values()):
                 if p.done or now < p.next_probe:
@@ -219,6 +184,149 @@ def _quiet_abort(client, step_id: int, code: int, message: str) -> None:
 _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tensorweave-step")
 
 
+class _Step:
+    """One step of a plan of several partitions, in the order the master drives it:
+
+    start_remote_parts  sends every remote task its run_graph from the calling thread (no
+                        hand-off to a pool thread), so that they run while the local ones do;
+    run_local_parts     runs the partitions of tasks served by this process: the one that may
+                        block on nothing but Recvs on this thread, the others on pool threads;
+    collect_replies     waits for every remote reply and every pool thread.
+
+    While this thread's partition runs, its Recvs call `watch` (a remote failure aborts the
+    step at once) or, when its senders carry its values in their replies, `wait_remote`;
+    `take_reply` takes each reply as it comes. `fail` records an error: the first one
+    aborts the step on the other tasks, and `first_error` is the one to raise."""
+
+    __slots__ = ("plan", "step_id", "feed_values", "trace", "timeout_s", "results", "errors", "aborted",
+                 "lock", "remote", "local", "carry_to", "carry_service", "futures")
+
+    def __init__(self, plan: _StepPlan, step_id: int, feed_values: list, trace: bool, timeout_s: Optional[float]):
+        self.plan = plan
+        self.step_id = step_id
+        self.feed_values = feed_values
+        self.trace = trace
+        self.timeout_s = timeout_s
+        self.results: list = [None] * len(plan.parts)
+        self.errors: list = []          # (task, error), in the order they came
+        self.aborted = False
+        self.lock = threading.Lock()
+        self.remote: dict[int, tuple[int, _Part, Pending]] = {}   # id(pending) -> (index, part, pending)
+        self.local: list[tuple[int, _Part, WorkerService]] = []
+        self.carry_to: Optional[str] = None   # the task whose Recvs get their values with the replies
+        self.carry_service: Optional[WorkerService] = None   # its service, while this thread runs it
+        self.futures: list = []
+
+    # -- the step's parts, in order -----------------------------------------------------------
+    def start_remote_parts(self) -> None:
+        """Sends each remote partition its run_graph; sets the local ones aside for run_local_parts."""
+        plan, parts = self.plan, self.plan.parts
+        services = [p.client.local() if hasattr(p.client, "local") else None for p in parts]
+        if plan.carry is not None and services[plan.carry[0]] is not None \
+                and sum(svc is not None for svc in services) == 1:
+            # The partition run on this thread gets every value it receives with the replies
+            # of senders that never wait: one message fewer per value, no hand-off between threads.
+            self.carry_to = parts[plan.carry[0]].task
+        for i, p in enumerate(parts):
+            svc = services[i]
+            if svc is not None:
+                self.local.append((i, p, svc))
+                continue
+            try:
+                pending = p.client.start_run_graph(
+                    p.handle, self.step_id, [self.feed_values[j] for j in p.feed_index], self.trace, self.timeout_s,
+                    self.carry_to if self.carry_to is not None and i in plan.carry[1] else None)
+            except BaseException as e:  # noqa: BLE001 - recorded, raised by the master
+                self.fail(p, e)
+                continue
+            self.remote[id(pending)] = (i, p, pending)
+
+    def run_local_parts(self) -> None:
+        """One local partition runs on this thread when the only ops it may block on are Recvs
+        (they call `watch` while they wait); the others on pool threads."""
+        carry_to = self.carry_to
+        here = next((x for x in self.local if x[1].recv_only_blocking and (carry_to is None or x[1].task == carry_to)),
+                    None)
+        self.futures = [_POOL.submit(self._run_local, *x) for x in self.local if x is not here]
+        if here is None:
+            return
+        awaited = [pending for _, _, pending in self.remote.values()]
+        _LEASES.hold(awaited)   # renews the remote calls' leases while this thread is busy
+        if carry_to is not None:
+            self.carry_service = here[2]
+        try:
+            self._run_local(*here, on_wait=self.watch if self.remote else None,
+                            wait_remote=self.wait_remote if carry_to is not None else None)
+        finally:
+            self.carry_service = None
+            _LEASES.release(awaited)
+
+    def collect_replies(self) -> None:
+        """Waits for every remote reply (taking each as it comes) and every pool thread."""
+        wait_all([pending for _, _, pending in self.remote.values() if not pending.done], self.take_reply)
+        for fut in self.futures:
+            fut.result()
+
+    # -- what they call -----------------------------------------------------------------------
+    def _run_local(self, i: int, p: _Part, svc: WorkerService, on_wait=None, wait_remote=None) -> None:
+        try:
+            self.results[i] = svc.run_graph(p.handle, self.step_id, [self.feed_values[j] for j in p.feed_index],
+                                            self.trace, self.timeout_s, p.client.incarnation, on_wait=on_wait,
+                                            wait_remote=wait_remote)
+        except BaseException as e:  # noqa: BLE001 - recorded, raised by the master
+            self.fail(p, e)
+
+    def take_reply(self, pending: Pending) -> None:
+        """One remote partition's reply (or failure); deposits the values it carries."""
+        i, p, _ = self.remote[id(pending)]
+        if pending.error is not None:
+            self.fail(p, pending.error)
+            return
+        reply = pending.value
+        self.results[i] = (reply["values"], reply["stats"])
+        carried = reply.get("carried")
+        svc = self.carry_service
+        if carried and svc is not None:
+            for send_task, recv_task, name, value in carried:
+                svc.recv_tensor(RendezvousKey(send_task, recv_task, name, self.step_id), value)
+
+    def watch(self) -> None:
+        """Called by this thread's Recvs while they wait: a remote failure aborts the step."""
+        for _, _, pending in self.remote.values():
+            if not pending.done and pending.try_result():
+                self.take_reply(pending)
+
+    def wait_remote(self, timeout: float) -> bool:
+        """This thread's Recvs wait here when their values ride with the replies."""
+        live = [pending for _, _, pending in self.remote.values() if not pending.done]
+        if not live:
+            return False
+        wait_any(live, timeout, self.take_reply)
+        return True
+
+    # -- errors -------------------------------------------------------------------------------
+    def fail(self, part: _Part, e: BaseException) -> None:
+        """Records a partition's error; the first one aborts the step on the other tasks."""
+        with self.lock:
+            self.errors.append((part.task, e))
+            if self.aborted:
+                return
+            self.aborted = True
+        code = e.error_code if isinstance(e, errors.OpError) else errors.UNKNOWN
+        msg = _ABORT_MARK + f"{part.task}: {e}"
+        for other in self.plan.parts:
+            if other is not part:
+                threading.Thread(target=_quiet_abort, args=(other.client, self.step_id, code, msg),
+                                 daemon=True).start()
+
+    def first_error(self) -> BaseException:
+        """The first real error: not a cancellation, nor an abort this step caused elsewhere."""
+        for _, e in self.errors:
+            if not isinstance(e, errors.CancelledError) and _ABORT_MARK not in str(e):
+                return e
+        return self.errors[0][1]
+
+
 class DistributedMaster:
     """The client-side master of one Session on a cluster."""
 
@@ -228,7 +336,7 @@ class DistributedMaster:
         self.config = config or ConfigProto()
         self.connect_timeout_s = _connect_timeout(self.config)
         self.address = _address_of(target)
-        client = _worker_client().for_address(self.address, target, connect_timeout_s=self.connect_timeout_s)
+        client = WorkerClient.for_address(self.address, target, connect_timeout_s=self.connect_timeout_s)
         status = client.get_status()
         self.cluster = dict(status["cluster"])
         if isinstance(self.config.cluster_def, dict):
@@ -251,8 +359,8 @@ class DistributedMaster:
     def client(self, task: str):
         c = self._clients.get(task)
         if c is None:
-            c = _worker_client().for_address(task_address(self.cluster, task), task,
-                                            connect_timeout_s=self.connect_timeout_s)
+            c = WorkerClient.for_address(task_address(self.cluster, task), task,
+                                         connect_timeout_s=self.connect_timeout_s)
             self._clients[task] = c
         return c
 
@@ -367,101 +475,25 @@ class DistributedMaster:
 
     def _run_parts(self, plan: _StepPlan, step_id: int, feed_values: list, trace: bool,
                    timeout_s: Optional[float]) -> list:
-        parts = plan.parts
-        if len(parts) == 1:
-            p = parts[0]
+        """Runs every partition of one step; returns each one's (values, stats) in plan order."""
+        if len(plan.parts) == 1:
+            p = plan.parts[0]
             try:
                 return [p.client.run_graph(p.handle, step_id, [feed_values[i] for i in p.feed_index],
                                            trace=trace, timeout_s=timeout_s)]
             except errors.OpError as e:
                 self._after_error(p.task, e)
                 raise
-        state = _StepState(step_id, parts)
-        results: list = [None] * len(parts)
-        # Every remote request leaves first, from this thread (no hand-off to a pool thread);
-        # the in-process partitions run while the remote ones do.
-        pendings: list = []
-        local: list = []
-        services = [p.client.local() if hasattr(p.client, "local") else None for p in parts]
-        carry_to = None
-        if plan.carry is not None and services[plan.carry[0]] is not None \
-                and sum(svc is not None for svc in services) == 1:
-            # The partition run on this thread gets every value it receives with the replies
-            # of senders that never wait: one message fewer per value, no hand-off between threads.
-            carry_to = parts[plan.carry[0]].task
-        for i, p in enumerate(parts):
-            svc = services[i]
-            if svc is None:
-                try:
-                    pendings.append((i, p, p.client.start_run_graph(
-                        p.handle, step_id, [feed_values[j] for j in p.feed_index], trace, timeout_s,
-                        carry_to if carry_to is not None and i in plan.carry[1] else None)))
-                except BaseException as e:  # noqa: BLE001 - recorded, then re-raised below
-                    state.fail(p, e)
-            else:
-                local.append((i, p, svc))
-        by_pending = {id(pend): (i, p) for i, p, pend in pendings}
-        running = [None]   # the service running the calling thread's partition, while it runs
-
-        def collect(pend) -> None:
-            i, p = by_pending[id(pend)]
-            if pend.error is not None:
-                state.fail(p, pend.error)
-                return
-            r = pend.value
-            results[i] = (r["values"], r["stats"])
-            carried = r.get("carried")
-            if carried and running[0] is not None:
-                svc = running[0]
-                for s_task, d_task, name, value in carried:
-                    svc.recv_tensor(RendezvousKey(s_task, d_task, name, step_id), value)
-
-        def wait_remote(timeout: float) -> bool:
-            """The calling thread's Recvs wait here when their values ride with the replies."""
-            live = [pend for _, _, pend in pendings if not pend.done]
-            if not live:
-                return False
-            transport.wait_any(live, timeout, collect)
-            return True
-
-        def watch() -> None:
-            """Called by the calling thread's Recvs while they wait: a remote failure aborts the step."""
-            for _, _, pend in pendings:
-                if not pend.done and pend.try_result():
-                    collect(pend)
-
-        def run_local(i: int, p: _Part, svc, on_wait=None, wait=None) -> None:
-            try:
-                results[i] = svc.run_graph(p.handle, step_id, [feed_values[j] for j in p.feed_index], trace,
-                                           timeout_s, p.client.incarnation, on_wait=on_wait, wait_remote=wait)
-            except BaseException as e:  # noqa: BLE001
-                state.fail(p, e)
-
-        # One in-process partition runs on this thread when the only ops it may block on are
-        # Recvs (they call `watch` while they wait); the others on pool threads.
-        here = next((x for x in local if x[1].recv_only_blocking and (carry_to is None or x[1].task == carry_to)),
-                    None)
-        futures = [_POOL.submit(run_local, *x) for x in local if x is not here]
-        if here is not None:
-            awaited = [pend for _, _, pend in pendings]
-            _LEASES.hold(awaited)   # renews the remote calls' leases while this thread is busy
-            if carry_to is not None:
-                running[0] = here[2]
-            try:
-                run_local(*here, on_wait=watch if pendings else None,
-                          wait=wait_remote if carry_to is not None else None)
-            finally:
-                running[0] = None
-                _LEASES.release(awaited)
-        transport.wait_all([pend for _, _, pend in pendings if not pend.done], collect)
-        for fut in futures:
-            fut.result()
-        if state.errors:
-            for task, e in state.errors:
+        step = _Step(plan, step_id, feed_values, trace, timeout_s)
+        step.start_remote_parts()
+        step.run_local_parts()
+        step.collect_replies()
+        if step.errors:
+            for task, e in step.errors:
                 if isinstance(e, errors.OpError):
                     self._after_error(task, e)
-            raise state.first_error()
-        return results
+            raise step.first_error()
+        return step.results
 
     def _after_error(self, task: str, e: errors.OpError) -> None:
         if isinstance(e, (errors.UnavailableError, errors.AbortedError)):
@@ -550,7 +582,7 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
     config = config or ConfigProto()
     timeout = _connect_timeout(config)
     address = _address_of(target)
-    client = _worker_client().for_address(address, target, connect_timeout_s=timeout)
+    client = WorkerClient.for_address(address, target, connect_timeout_s=timeout)
     status = client.get_status()
     cluster = dict(status["cluster"])
     master_task = task_name(status["job"], int(status["task"]))
@@ -559,7 +591,7 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
     first: Optional[BaseException] = None
     for task in devices.tasks:
         try:
-            c = client if task == master_task else _worker_client().for_address(
+            c = client if task == master_task else WorkerClient.for_address(
                 task_address(cluster, task), task, connect_timeout_s=timeout)
             c.reset(containers)
         except errors.OpError as e:

@@ -1,18 +1,13 @@
-"""ZeroMQ transport: a ROUTER per server (this module), DEALER sockets per peer on the client
-side (channel.py, re-exported here: Channel, Pending, wait_all, wait_any).
+"""The server side of the transport: `TransportServer`, a ROUTER socket per server (the client
+side is channel.py; what both ends share, the message shapes included, is sockets.py).
 
-Request  = wire.encode({"id": int, "m": method, "a": {args}})
-Reply    = wire.encode({"id": int, "ok": True, "r": result})
-         | wire.encode({"id": int, "ok": False, "code": int, "msg": str})
-One-way  = wire.encode({"m": method, "a": args})     (no id, never answered: tensor pushes)
-
-Server: one IO thread owns the ROUTER socket. It answers inline what never waits: "ping",
-one-way messages (a _Send's push lands in the rendezvous), status, aborts, and run_graph of
-a plan learnt to be short that has no blocking op (its remote Sends are one-way pushes, so
-it cannot wait on a peer). Every other request runs on a thread of a growing pool (an idle
-thread if there is one, else a new thread), so a request that blocks (a Recv waiting for a
-peer, a dequeue) never starves the others: sync training cannot deadlock on a fixed pool.
-Pool threads hand their replies back to the IO thread over inproc.
+One IO thread owns the ROUTER socket. It answers inline what never waits: "ping", one-way
+messages (a _Send's push lands in the rendezvous), status, aborts, and run_graph of a plan
+learnt to be short that has no blocking op (its remote Sends are one-way pushes, so it cannot
+wait on a peer). Every other request runs on a thread of a growing pool (an idle thread if
+there is one, else a new thread), so a request that blocks (a Recv waiting for a peer, a
+dequeue) never starves the others: sync training cannot deadlock on a fixed pool. Pool
+threads hand their replies back to the IO thread over inproc.
 
 A call whose client stops renewing its lease (the client died; see channel.py) is cancelled
 server-side after `TENSORWEAVE_CLIENT_LEASE_S` seconds.
@@ -20,130 +15,27 @@ server-side after `TENSORWEAVE_CLIENT_LEASE_S` seconds.
 Same-host peers: every server also listens on a Unix stream socket,
 $TMPDIR/tensorweave-ipc/<port>.uds (uds.py: the same frames without ZeroMQ's two IO-thread
 hops, ~17 us a round trip here against ~90 us for ZeroMQ ipc://, and twice the bandwidth),
-served by the same IO thread, and binds ipc://.../<port>.sock. A client whose peer is on
-this host uses the Unix socket (TENSORWEAVE_TRANSPORT=auto, the default), or ZeroMQ ipc://
-(=ipc), or tcp:// (=tcp); other hosts always get tcp://. A same-host client that goes away
-closes its connection, which cancels its calls at once (no lease to wait for). An IO thread
-never writes to a Unix socket that could be full: its large replies go out from a pool
-thread and its pushes over ZeroMQ. `python -m tensorweave.distributed.transport`
-(channel.measure) times ZeroMQ's tcp:// against its ipc://.
+served by the same IO thread, and binds ipc://.../<port>.sock. A same-host client that goes
+away closes its connection, which cancels its calls at once (no lease to wait for). An IO
+thread never writes to a Unix socket that could be full: its large replies go out from a pool
+thread and its pushes over ZeroMQ. `python benchmarks/bench_distributed.py --transports`
+times ZeroMQ's tcp:// against its ipc://.
 """
 from __future__ import annotations
 
 import os
 import queue
-import socket
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Optional
 
 import zmq
 
+from tensorweave.distributed import sockets, uds, wire
+from tensorweave.distributed.sockets import EVENTS, POLLIN, mark_io_thread, recv_frames, send_frames, zmq_context
 from tensorweave.framework import errors
-from tensorweave.distributed import uds, wire
 
-DEFAULT_CONNECT_TIMEOUT_S = 60.0
-PROBE_INTERVAL_S = float(os.environ.get("TENSORWEAVE_PROBE_INTERVAL_S", "1.0"))
-CLIENT_LEASE_S = float(os.environ.get("TENSORWEAVE_CLIENT_LEASE_S", "30.0"))
-MAX_MESSAGE_BYTES = int(os.environ.get("TENSORWEAVE_MAX_MESSAGE_BYTES", str(16 << 30)))
 _IDLE_THREAD_S = 30.0
-
-
-def _context() -> zmq.Context:
-    return zmq.Context.instance()
-
-
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)   # plain ints: the enum wrappers cost
-_SNDMORE, NOBLOCK = int(zmq.SNDMORE), int(zmq.NOBLOCK)
-
-
-def recv_frames(sock: zmq.Socket, flags: int = 0) -> list:
-    """sock.recv_multipart(flags, copy=False), reading each frame's `more` flag rather than
-    asking the socket for ZMQ_RCVMORE through the enum wrappers."""
-    f = sock.recv(flags, copy=False)
-    frames = [f]
-    while f.more:
-        f = sock.recv(0, copy=False)
-        frames.append(f)
-    return frames
-
-
-def send_frames(sock: zmq.Socket, frames: list, flags: int = 0) -> None:
-    """sock.send_multipart(frames, flags, copy=False) without its enum arithmetic per frame
-    (the first frame may raise zmq.Again under NOBLOCK; the rest of a message then cannot)."""
-    last = len(frames) - 1
-    send = sock.send
-    for i, f in enumerate(frames):
-        send(f, flags | _SNDMORE if i < last else flags, copy=False)
-_io_thread = threading.local()   # .active on a server's IO thread, which must never wait
-
-
-def on_io_thread() -> bool:
-    """Whether the caller runs on a transport server's IO thread (where nothing may block)."""
-    return getattr(_io_thread, "active", False)
-
-
-IPC_DIR = os.path.join(tempfile.gettempdir(), "tensorweave-ipc")
-TRANSPORT = os.environ.get("TENSORWEAVE_TRANSPORT", "auto")   # auto | tcp | ipc
-_LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
-
-
-def _is_local_host(host: str) -> bool:
-    if host in _LOCAL_HOSTS:
-        return True
-    try:
-        return host in (socket.gethostname(), socket.getfqdn())
-    except OSError:
-        return False
-
-
-def ipc_path_for_port(port: int) -> str:
-    return os.path.join(IPC_DIR, f"{port}.sock")
-
-
-def endpoint_of(address: str) -> str:
-    """'host:port' (or 'grpc://host:port') -> the ZeroMQ endpoint a client connects to:
-    ipc:// for a server on this host that serves one, else tcp://."""
-    if "://" in address:
-        scheme, _, rest = address.partition("://")
-        if scheme in ("tcp", "ipc", "inproc"):
-            return address
-        address = rest
-    host, _, port = address.rpartition(":")
-    if TRANSPORT != "tcp" and port.isdigit() and _is_local_host(host):
-        path = ipc_path_for_port(int(port))
-        if os.path.exists(path) and _ipc_answers("ipc://" + path):
-            return "ipc://" + path
-    return f"tcp://{address}"
-
-
-def uds_path_of(address: str) -> Optional[str]:
-    """The Unix socket path of a same-host server at 'host:port' when it serves one and the
-    transport is left to choose (TENSORWEAVE_TRANSPORT=auto), else None."""
-    if TRANSPORT != "auto":
-        return None
-    if "://" in address:
-        scheme, _, address = address.partition("://")
-        if scheme != "grpc":   # an explicit tcp:// or ipc:// endpoint keeps ZeroMQ
-            return None
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or not _is_local_host(host):
-        return None
-    path = uds.uds_path_for_port(int(port))
-    return path if os.path.exists(path) else None
-
-
-def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:
-    """Whether a server listens on this ipc endpoint (a killed server leaves its file behind)."""
-    sock = _context().socket(zmq.DEALER)
-    try:
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.IMMEDIATE, 1)
-        sock.connect(endpoint)
-        return bool(sock.poll(int(timeout_s * 1000), zmq.POLLOUT))
-    finally:
-        sock.close(0)
 
 
 class RequestContext:
@@ -224,10 +116,10 @@ class TransportServer:
         self._ping = ping
         self._may_inline = may_inline or (lambda method, args: False)
         self._ipc_path = ipc_path
-        ctx = _context()
+        ctx = zmq_context()
         self._router = ctx.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.LINGER, 0)
-        self._router.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self._router.setsockopt(zmq.MAXMSGSIZE, sockets.MAX_MESSAGE_BYTES)
         self._router.setsockopt(zmq.ROUTER_MANDATORY, 0)
         try:
             self._router.bind(bind)
@@ -267,7 +159,7 @@ class TransportServer:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        sock = _context().socket(zmq.PUSH)
+        sock = zmq_context().socket(zmq.PUSH)
         sock.setsockopt(zmq.LINGER, 0)
         sock.connect(self._wake_ep)
         sock.send(b"")
@@ -278,7 +170,7 @@ class TransportServer:
 
     # The IO thread: the only user of the ROUTER socket.
     def _serve(self) -> None:
-        _io_thread.active = True
+        mark_io_thread()
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._pull, zmq.POLLIN)
@@ -300,12 +192,12 @@ class TransportServer:
                             self._on_conn(fd, poller)
                 if pull in events:
                     for _ in range(1000):
-                        if not pull.getsockopt(_EVENTS) & _POLLIN:
+                        if not pull.getsockopt(EVENTS) & POLLIN:
                             break
                         self._send_reply(recv_frames(pull))
                 if router in events:
                     for _ in range(1000):
-                        if not router.getsockopt(_EVENTS) & _POLLIN:
+                        if not router.getsockopt(EVENTS) & POLLIN:
                             break
                         self._on_request(recv_frames(router))
                 now = time.monotonic()
@@ -445,7 +337,7 @@ class TransportServer:
 
     def _sweep(self, now: float) -> None:
         with self._inflight_lock:
-            stale = [k for k, (seen, _) in self._inflight.items() if now - seen > CLIENT_LEASE_S]
+            stale = [k for k, (seen, _) in self._inflight.items() if now - seen > sockets.CLIENT_LEASE_S]
             ctxs = [self._inflight[k][1] for k in stale]
             for k in stale:
                 self._inflight[k][0] = float("inf")   # cancel once
@@ -492,7 +384,7 @@ class TransportServer:
         """From a pool thread: hands a reply to the IO thread, the ROUTER's only user."""
         push = getattr(self._local, "push", None)
         if push is None:
-            push = self._local.push = _context().socket(zmq.PUSH)
+            push = self._local.push = zmq_context().socket(zmq.PUSH)
             push.setsockopt(zmq.LINGER, 0)
             push.connect(self._reply_ep)
             with self._push_lock:
@@ -505,12 +397,3 @@ class TransportServer:
 
 def _error_reply(rid: int, e: errors.OpError) -> list:
     return wire.encode({"id": rid, "ok": False, "code": int(e.error_code), "msg": str(e.message)})
-
-
-# The client side lives in channel.py (imported last: it builds on the helpers above).
-from tensorweave.distributed.channel import Channel, Pending, measure, wait_all, wait_any  # noqa: E402,F401
-
-
-if __name__ == "__main__":
-    for name, row in measure().items():
-        print(name, row)

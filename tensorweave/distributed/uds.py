@@ -3,8 +3,9 @@
 A ZeroMQ message crosses two ZeroMQ IO threads (the sender's and the receiver's) besides the
 two Python threads: on this project's 2-core machine a ZeroMQ ipc:// round trip costs ~90 us
 against ~17 us for a plain AF_UNIX one. Every server also listens on
-$TMPDIR/tensorweave-ipc/<port>.uds, and a client on the same host (TENSORWEAVE_TRANSPORT
-auto, the default) sends its requests, pings and pushes there; tcp:// stays for other hosts.
+$TMPDIR/tensorweave-ipc/<port>.uds (sockets.uds_path_for_port), and a client on the same
+host (TENSORWEAVE_TRANSPORT auto, the default) sends its requests, pings and pushes there;
+tcp:// stays for other hosts.
 
 A message is the same frames as on ZeroMQ (wire.encode), framed as
 ``<u64 payload bytes><u32 frame count><u64 length per frame>`` and the frames back to back.
@@ -20,18 +21,12 @@ from typing import Optional
 
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.distributed.sockets import MAX_MESSAGE_BYTES
 
 _PREFIX = struct.Struct("<QI")
 SMALL = 1 << 16          # messages up to this size are written with one sendall
 _BIG = 1 << 20           # payloads above this size are read straight into their own buffer
 MAX_FRAMES = 1 << 20
-MAX_MESSAGE_BYTES = int(os.environ.get("TENSORWEAVE_MAX_MESSAGE_BYTES", str(16 << 30)))
-
-
-def uds_path_for_port(port: int) -> str:
-    from tensorweave.distributed.transport import IPC_DIR
-    return os.path.join(IPC_DIR, f"{port}.uds")
 
 
 class Conn:
@@ -155,7 +150,3 @@ def listen(path: str) -> Optional[socket.socket]:
         return sock
     except OSError:
         return None
-
-
-def unavailable(peer: str, address: str, why: str) -> errors.UnavailableError:
-    return errors.UnavailableError(None, None, f"Task {peer} at {address} is unavailable: {why}")

@@ -1,6 +1,6 @@
 """The worker service of one task, and WorkerClient, the Python API both sides use to call it.
 
-Contract between the server side (this module, server.py, transport.py, wire.py,
+Contract between the server side (this module, server/, transport.py, wire.py,
 runtime/rendezvous.py, ops/sendrecv_ops.py) and the client side (placement, partitioning,
 the distributed master behind Session("grpc://...")):
 
@@ -28,9 +28,9 @@ answers AbortedError ("... restarted (incarnation changed ...)").
             timeout_s: float | None = None) -> (fetch_values: [ndarray], step_stats: list[dict] | None)
       Runs with StepContext(step_id, deadline, trace list). Errors name the op and the task.
       An unknown handle (deregistered, or dropped by reset) is NotFoundError.
-  start_run_graph(... same ..., carry_to: str | None = None) -> transport.Pending
+  start_run_graph(... same ..., carry_to: str | None = None) -> channel.Pending
       (remote tasks) Sends run_graph and returns at once; Pending.result() (or
-      transport.wait_all/wait_any) gives {"values", "stats"[, "carried"]}. With carry_to, the
+      channel.wait_all/wait_any) gives {"values", "stats"[, "carried"]}. With carry_to, the
       step's Sends to that task are not pushed but returned in "carried" as
       [send task, recv task, tensor name, value]: the master runs that task's partition in
       its own process and deposits them itself (see master.py, "carry").
@@ -46,13 +46,13 @@ answers AbortedError ("... restarted (incarnation changed ...)").
       graph of the task (their kernels captured the dropped state).
   recv_tensor(key: RendezvousKey, value)  (alias push)
       Deposits a value into this task's rendezvous (request/reply). Worker to worker, a
-      _Send's value travels instead as a one-way message (transport.Channel.push, no reply
+      _Send's value travels instead as a one-way message (channel.Channel.push, no reply
       awaited, off the step's critical path): a push the receiver refuses aborts that step
       there (its Recv raises the error); a push to a dead task is seen by the master, whose
       own call to that task fails; anything else ends in the Recv's deadline, never a hang.
 
 Step state of a client that dies mid-step is reclaimed: the transport cancels a remote
-run_graph whose client stops renewing its lease (transport.CLIENT_LEASE_S), and
+run_graph whose client stops renewing its lease (sockets.CLIENT_LEASE_S), and
 rendezvous leftovers expire by TTL.
 """
 from __future__ import annotations
@@ -62,16 +62,18 @@ import itertools
 import secrets
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
-from tensorweave.distributed import transport, wire
+from tensorweave.distributed import wire
+from tensorweave.distributed.channel import Channel, Pending
 from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distributed.transport import RequestContext
 from tensorweave.framework import errors
+from tensorweave.framework.device import task_name as make_task_name, task_of
 from tensorweave.framework.graph_def import FunctionDef, GraphDef, NodeDef
 from tensorweave.ops import registry  # importing tensorweave.ops registers every kernel
-from tensorweave.framework.device import task_name as make_task_name, task_of
-from tensorweave.runtime.executor import KernelContext, Plan, StepContext
 from tensorweave.ops.sendrecv import RendezvousKey
+from tensorweave.runtime.executor import KernelContext, Plan, StepContext
 from tensorweave.runtime.rendezvous import Rendezvous
 from tensorweave.runtime.resources import ResourceManager
 
@@ -142,7 +144,7 @@ class WorkerService:
         self._session_resources: dict[str, ResourceManager] = {}
         self._steps: dict[int, list] = {}
         self._handles = itertools.count(1)
-        self._peers: dict[str, transport.Channel] = {}
+        self._peers: dict[str, Channel] = {}
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -177,7 +179,7 @@ class WorkerService:
 
     def run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
                   timeout_s: Optional[float] = None, incarnation: Optional[int] = None,
-                  request: Optional[transport.RequestContext] = None,
+                  request: Optional[RequestContext] = None,
                   on_wait: Optional[Callable[[], None]] = None,
                   wait_remote: Optional[Callable[[float], bool]] = None,
                   carry_to: Optional[str] = None, carried: Optional[list] = None) -> tuple:
@@ -320,64 +322,78 @@ class WorkerService:
     def ping(self, args: dict) -> dict:
         return {"incarnation": self.incarnation, "task": self.task}
 
-    def dispatch(self, method: str, a: dict, request: transport.RequestContext) -> Any:
-        inc = a.get("incarnation")
-        if inc is not None:
-            wire.expect(inc, int, "incarnation")
-        if method == "get_status":
-            return self.get_status()
-        if method == "register_graph":
-            gd = graph_def_from_wire(a.get("graph_def"))
-            config = a.get("config") or {}
-            wire.expect(config, dict, "config")
-            return self.register_graph(
-                gd, wire.expect_str_list(a.get("feeds", []), "feeds"),
-                wire.expect_str_list(a.get("fetches", []), "fetches"),
-                wire.expect_str_list(a.get("targets", []), "targets"),
-                wire.expect(a.get("session_handle", ""), str, "session_handle"), config, inc)
-        if method == "run_graph":
-            timeout_s = a.get("timeout_s")
-            if timeout_s is not None:
-                wire.expect(timeout_s, (int, float), "timeout_s")
-            carry_to = a.get("carry_to")
-            carried: list = []
-            if carry_to is not None:
-                wire.expect(carry_to, str, "carry_to")
-            values, stats = self.run_graph(
-                wire.expect(a.get("graph_handle"), str, "graph_handle"), wire.expect(a.get("step_id"), int, "step_id"),
-                wire.expect(a.get("feed_values", []), list, "feed_values"),
-                wire.expect(a.get("trace", False), bool, "trace"), timeout_s, inc, request,
-                carry_to=carry_to, carried=carried)
-            if carried:
-                return {"values": values, "stats": stats, "carried": carried}
-            return {"values": values, "stats": stats}
-        if method == "abort_step":
-            self.abort_step(wire.expect(a.get("step_id"), int, "step_id"), wire.expect(a.get("code"), int, "code"),
-                            wire.expect(a.get("message"), str, "message"))
-            return None
-        if method == "deregister_graph":
-            self.deregister_graph(wire.expect(a.get("graph_handle"), str, "graph_handle"))
-            return None
-        if method == "close_session":
-            self.close_session(wire.expect(a.get("session_handle"), str, "session_handle"))
-            return None
-        if method == "reset":
-            containers = a.get("containers")
-            if containers is not None:
-                wire.expect_str_list(containers, "containers")
-            self.reset(containers)
-            return None
-        if method == "recv_tensor":
-            key = RendezvousKey(wire.expect(a.get("send_device"), str, "send_device"),
-                                wire.expect(a.get("recv_device"), str, "recv_device"),
-                                wire.expect(a.get("tensor_name"), str, "tensor_name"),
-                                wire.expect(a.get("step_id"), int, "step_id"))
-            if key.recv_device != self.task:
-                raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to {key.recv_device} "
-                                                              f"arrived at {self.task}")
-            self.recv_tensor(key, a.get("value"))
-            return None
-        raise errors.UnimplementedError(None, None, f"Unknown method {method!r:.60} on task {self.task}")
+    def dispatch(self, method: str, args: dict, request: RequestContext) -> Any:
+        """Serves one request from the wire: checks its arguments' types and calls the RPC."""
+        incarnation = args.get("incarnation")
+        if incarnation is not None:
+            wire.expect(incarnation, int, "incarnation")
+        handler = self._WIRE_METHODS.get(method)
+        if handler is None:
+            raise errors.UnimplementedError(None, None, f"Unknown method {method!r:.60} on task {self.task}")
+        return handler(self, args, incarnation, request)
+
+    # Each takes (decoded arguments, the caller's view of the incarnation, the request).
+    def _wire_get_status(self, args: dict, incarnation: Optional[int], request: RequestContext) -> dict:
+        return self.get_status()
+
+    def _wire_register_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> str:
+        graph_def = graph_def_from_wire(args.get("graph_def"))
+        config = args.get("config") or {}
+        wire.expect(config, dict, "config")
+        return self.register_graph(
+            graph_def, wire.expect_str_list(args.get("feeds", []), "feeds"),
+            wire.expect_str_list(args.get("fetches", []), "fetches"),
+            wire.expect_str_list(args.get("targets", []), "targets"),
+            wire.expect(args.get("session_handle", ""), str, "session_handle"), config, incarnation)
+
+    def _wire_run_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> dict:
+        timeout_s = args.get("timeout_s")
+        if timeout_s is not None:
+            wire.expect(timeout_s, (int, float), "timeout_s")
+        carry_to = args.get("carry_to")
+        carried: list = []
+        if carry_to is not None:
+            wire.expect(carry_to, str, "carry_to")
+        values, stats = self.run_graph(
+            wire.expect(args.get("graph_handle"), str, "graph_handle"),
+            wire.expect(args.get("step_id"), int, "step_id"),
+            wire.expect(args.get("feed_values", []), list, "feed_values"),
+            wire.expect(args.get("trace", False), bool, "trace"), timeout_s, incarnation, request,
+            carry_to=carry_to, carried=carried)
+        if carried:
+            return {"values": values, "stats": stats, "carried": carried}
+        return {"values": values, "stats": stats}
+
+    def _wire_abort_step(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.abort_step(wire.expect(args.get("step_id"), int, "step_id"),
+                        wire.expect(args.get("code"), int, "code"), wire.expect(args.get("message"), str, "message"))
+
+    def _wire_deregister_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.deregister_graph(wire.expect(args.get("graph_handle"), str, "graph_handle"))
+
+    def _wire_close_session(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        self.close_session(wire.expect(args.get("session_handle"), str, "session_handle"))
+
+    def _wire_reset(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        containers = args.get("containers")
+        if containers is not None:
+            wire.expect_str_list(containers, "containers")
+        self.reset(containers)
+
+    def _wire_recv_tensor(self, args: dict, incarnation: Optional[int], request: RequestContext) -> None:
+        key = RendezvousKey(wire.expect(args.get("send_device"), str, "send_device"),
+                            wire.expect(args.get("recv_device"), str, "recv_device"),
+                            wire.expect(args.get("tensor_name"), str, "tensor_name"),
+                            wire.expect(args.get("step_id"), int, "step_id"))
+        if key.recv_device != self.task:
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to {key.recv_device} "
+                                                          f"arrived at {self.task}")
+        self.recv_tensor(key, args.get("value"))
+
+    _WIRE_METHODS: ClassVar[dict[str, Callable[["WorkerService", dict, Optional[int], RequestContext], Any]]] = {
+        "get_status": _wire_get_status, "register_graph": _wire_register_graph, "run_graph": _wire_run_graph,
+        "abort_step": _wire_abort_step, "deregister_graph": _wire_deregister_graph,
+        "close_session": _wire_close_session, "reset": _wire_reset, "recv_tensor": _wire_recv_tensor}
 
 
 def graph_def_from_wire(d) -> GraphDef:
@@ -411,12 +427,12 @@ _CHANNELS: dict = {}
 _CHANNELS_LOCK = threading.Lock()
 
 
-def _channel(address: str, task_name: str, connect_timeout_s: float) -> transport.Channel:
+def _channel(address: str, task_name: str, connect_timeout_s: float) -> Channel:
     key = (normalize_address(address), task_name, connect_timeout_s)
     with _CHANNELS_LOCK:
         ch = _CHANNELS.get(key)
         if ch is None:
-            ch = _CHANNELS[key] = transport.Channel(address, task_name, connect_timeout_s)
+            ch = _CHANNELS[key] = Channel(address, task_name, connect_timeout_s)
         return ch
 
 
@@ -429,13 +445,13 @@ class WorkerClient:
         self.task_name = task_name
         self.connect_timeout_s = connect_timeout_s
         self._incarnation: Optional[int] = None
-        self._channel: Optional[transport.Channel] = None
+        self._channel: Optional[Channel] = None
 
     @classmethod
     def for_address(cls, address: str, task_name: str, connect_timeout_s: float = 60.0) -> "WorkerClient":
         return cls(address, task_name, connect_timeout_s)
 
-    def _remote(self) -> transport.Channel:
+    def _remote(self) -> Channel:
         if self._channel is None:
             self._channel = _channel(self.address, self.task_name, self.connect_timeout_s)
         return self._channel
@@ -480,9 +496,9 @@ class WorkerClient:
         return r["values"], r["stats"]
 
     def start_run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
-                        timeout_s: Optional[float] = None, carry_to: Optional[str] = None) -> transport.Pending:
+                        timeout_s: Optional[float] = None, carry_to: Optional[str] = None) -> Pending:
         """Sends run_graph to a remote task now; `.result()` of the returned Pending (or
-        transport.wait_all) gives {"values": ..., "stats": ...} and, with `carry_to`, "carried":
+        channel.wait_all) gives {"values": ..., "stats": ...} and, with `carry_to`, "carried":
         the values its Sends to that task produced, [send task, recv task, tensor name, value]."""
         inc = self.incarnation
         args = {"graph_handle": graph_handle, "step_id": step_id, "feed_values": list(feed_values),

@@ -11,7 +11,8 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.distributed import master as master_mod
-from tensorweave.distributed import transport
+from tensorweave.distributed import sockets
+from tensorweave.distributed.channel import Channel
 from tensorweave.distributed.worker import WorkerClient
 
 T0, T1 = "/job:local/replica:0/task:0", "/job:local/replica:0/task:1"
@@ -126,7 +127,7 @@ def test_remote_error_without_carry_while_the_local_partition_waits(two_tasks):
 
 def test_a_killed_task_while_the_local_partition_waits(two_tasks, monkeypatch):
     c, server = two_tasks
-    monkeypatch.setattr(transport, "PROBE_INTERVAL_S", 0.2)
+    monkeypatch.setattr(sockets, "PROBE_INTERVAL_S", 0.2)
     with tf.Graph().as_default():
         with tf.device("/job:local/task:0"):
             a = tf.constant(np.ones(2, np.float32), name="a") * 1.0
@@ -158,7 +159,7 @@ def test_a_refused_push_fails_the_step_instead_of_hanging(start_cluster):
     time.sleep(0.2)
     # A push this task cannot take (addressed to another task): nobody awaits its reply, so
     # the receiver fails the step itself, and the Recv raises at once rather than at its deadline.
-    ch = transport.Channel(c.address("local", 1), T1, CONNECT_TIMEOUT_S)
+    ch = Channel(c.address("local", 1), T1, CONNECT_TIMEOUT_S)
     start = time.monotonic()
     ch.push("recv_tensor", [T0, "/job:local/replica:0/task:7", "edge", 41, np.ones(2, np.float32)])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"(?s)refused.*task:7.*recv"):
@@ -166,7 +167,7 @@ def test_a_refused_push_fails_the_step_instead_of_hanging(start_cluster):
     assert time.monotonic() - start < 2.0
     ch.close()
     # a well-addressed push is taken as usual
-    ch = transport.Channel(c.address("local", 1), T1, CONNECT_TIMEOUT_S)
+    ch = Channel(c.address("local", 1), T1, CONNECT_TIMEOUT_S)
     pending = c1.start_run_graph(h, 42, [])
     ch.push("recv_tensor", [T0, T1, "edge", 42, np.ones(2, np.float32)])
     (out,), _ = pending.result()["values"], None

@@ -52,7 +52,7 @@ def test_create_local_server_in_process():
         x = np.arange(3, dtype=np.float32)
         (y,), _ = c.run_graph(h, 1, [x])
         assert y is x   # no serialization on the in-process path
-        remote = worker_mod.transport.Channel(address, "/job:local/replica:0/task:0", 5.0)
+        remote = worker_mod.Channel(address, "/job:local/replica:0/task:0", 5.0)
         try:
             assert remote.call("get_status", {})["incarnation"] == c.incarnation   # and it serves sockets
         finally:

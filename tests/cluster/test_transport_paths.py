@@ -10,7 +10,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.distributed import channel as channel_mod
-from tensorweave.distributed import transport, uds
+from tensorweave.distributed import sockets
 from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.ops import sendrecv as sendrecv_ops
@@ -51,14 +51,14 @@ def _round_trips(c, mode: str) -> None:
 def test_same_host_calls_use_the_unix_socket(start_cluster):
     c = start_cluster({"local": 2})
     port = int(c.address("local", 1).rpartition(":")[2])
-    assert transport.uds_path_of(c.address("local", 1)) == uds.uds_path_for_port(port)
-    assert transport.uds_path_of("tcp://" + c.address("local", 1)) is None   # an explicit endpoint keeps ZeroMQ
+    assert sockets.uds_path_of(c.address("local", 1)) == sockets.uds_path_for_port(port)
+    assert sockets.uds_path_of("tcp://" + c.address("local", 1)) is None   # an explicit endpoint keeps ZeroMQ
     _round_trips(c, "uds")
 
 
 def test_zeromq_ipc_when_asked(start_cluster, monkeypatch):
     c = start_cluster({"local": 2}, env={"TENSORWEAVE_TRANSPORT": "ipc"})
-    monkeypatch.setattr(transport, "TRANSPORT", "ipc")
+    monkeypatch.setattr(sockets, "TRANSPORT", "ipc")
     _round_trips(c, "ipc")
 
 
@@ -108,7 +108,7 @@ def test_garbage_on_the_unix_socket_is_dropped_and_the_server_serves_on(start_cl
     c = start_cluster({"local": 1})
     port = int(c.address("local", 0).rpartition(":")[2])
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(uds.uds_path_for_port(port))
+    s.connect(sockets.uds_path_for_port(port))
     s.sendall(b"\xff" * 64)   # a frame count beyond any limit
     s.settimeout(5)
     assert s.recv(10) == b""   # the server hangs up

@@ -2,8 +2,11 @@
 
 Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --job_name J
 --task_index I`` (or with TF_CONFIG set); the entry point is this package's __main__.py, so
-runpy never re-executes this module (which `import tensorweave` has already loaded). It prints "SERVING <target>" once listening, and
-stops cleanly on SIGTERM/SIGINT.
+runpy never re-executes this module (which `import tensorweave` has already loaded). It
+prints "SERVING <target>" once listening, and stops cleanly on SIGTERM/SIGINT.
+
+Every op kernel is registered before a server serves: importing this module imports its
+parent package `tensorweave` first, and that registers them all.
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import sys
 import threading
 from typing import Optional
 
-from tensorweave.distributed.cluster import free_ports
-from tensorweave.distributed import transport, uds
-from tensorweave.distributed.cluster import ClusterSpec, from_tf_config
+from tensorweave.distributed import sockets
+from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
+from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
 from tensorweave.framework import errors
 
@@ -69,11 +72,11 @@ class Server:
         self.service = WorkerService(cluster, job_name, task_index)
         try:
             port = int(self._address.rpartition(":")[2]) if self._address.rpartition(":")[2].isdigit() else None
-            ipc = transport.ipc_path_for_port(port) if port is not None and transport.TRANSPORT != "tcp" else None
-            self._transport = transport.TransportServer(_bind_endpoint(self._address), self.service.dispatch,
-                                                        self.service.ping, self.service.may_inline, ipc,
-                                                        oneway=self.service.oneway,
-                                                        uds_path=uds.uds_path_for_port(port) if ipc else None)
+            ipc = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
+            self._transport = TransportServer(_bind_endpoint(self._address), self.service.dispatch,
+                                              self.service.ping, self.service.may_inline, ipc,
+                                              oneway=self.service.oneway,
+                                              uds_path=sockets.uds_path_for_port(port) if ipc else None)
         except errors.UnknownError as e:
             raise errors.UnknownError(
                 None, None, f"Could not start server for /job:{job_name}/task:{task_index} at {self._address}: "
@@ -145,7 +148,6 @@ def build_parser(parser: Optional[argparse.ArgumentParser] = None) -> argparse.A
 
 def serve(args: argparse.Namespace) -> int:
     """Runs one task until SIGTERM/SIGINT; returns the exit status."""
-    import tensorweave  # noqa: F401  (registers every op kernel)
     env_cluster, env_job, env_index = from_tf_config()
     cluster = ClusterSpec(json.loads(args.cluster)) if args.cluster else env_cluster
     job = args.job_name or env_job
