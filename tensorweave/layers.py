@@ -114,8 +114,8 @@ class Layer:
                    constraint=None):
         before = len(get_collection(GraphKeys.REGULARIZATION_LOSSES))
         v = get_variable(name, shape=shape, dtype=dtype or self.dtype or float32, initializer=initializer,
-                            regularizer=regularizer, trainable=trainable and self.trainable,
-                            constraint=constraint)
+                         regularizer=regularizer, trainable=trainable and self.trainable,
+                         constraint=constraint)
         self._losses.extend(get_collection(GraphKeys.REGULARIZATION_LOSSES)[before:])
         self._variables.append(v)
         return v
@@ -136,7 +136,7 @@ class Layer:
                 with variable_scope(self._name, default_name=self._base_name) as scope:
                     self._scope = scope
         with variable_scope(self._scope, reuse=True if self.built else self._reuse,
-                               auxiliary_name_scope=False):
+                            auxiliary_name_scope=False):
             with name_scope(self._scope.original_name_scope):
                 if not self.built:
                     if self.dtype is None and hasattr(inputs, "dtype"):

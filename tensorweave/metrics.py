@@ -178,11 +178,11 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
             prec_slope = div_no_nan(dtp, maximum(p[:n - 1] - p[1:], 0), name="prec_slope")
             intercept = tp[1:] - multiply(prec_slope, p[1:])
             safe_p_ratio = where(logical_and(p[:n - 1] > 0, p[1:] > 0),
-                                    div_no_nan(p[:n - 1], maximum(p[1:], 0), name="recall_relative_ratio"),
-                                    ones_like(p[1:]))
+                                 div_no_nan(p[:n - 1], maximum(p[1:], 0), name="recall_relative_ratio"),
+                                 ones_like(p[1:]))
             return reduce_sum(div_no_nan(prec_slope * (dtp + intercept * log(safe_p_ratio)),
                                                maximum(tp[1:] + fn[1:], 0), name="pr_auc_increment"),
-                                 name=name_)
+                              name=name_)
 
         def compute(c, name_):
             tp, fn, tn, fp = c["true_positives"], c["false_negatives"], c["true_negatives"], c["false_positives"]

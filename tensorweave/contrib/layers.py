@@ -77,7 +77,7 @@ def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=Non
         biases_initializer = zeros_initializer()
     if not isinstance(num_outputs, int):
         raise ValueError(f"num_outputs type should be one of (int,), got {type(num_outputs)}.")
-    with variable_scope(scope, "fully_connected", [inputs], reuse=reuse) as sc:
+    with variable_scope(scope, "fully_connected", [inputs], reuse=reuse):
         inputs = convert_to_tensor(inputs)
         dtype = inputs.dtype.base_dtype
         last = inputs.shape[-1].value if inputs.shape.ndims else None
@@ -85,8 +85,8 @@ def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=Non
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
         collections = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MODEL_VARIABLES]
         weights = get_variable("weights", [last, num_outputs], dtype=dtype,
-                                  initializer=weights_initializer or xavier_initializer(dtype=dtype),
-                                  regularizer=weights_regularizer, trainable=trainable, collections=collections)
+                               initializer=weights_initializer or xavier_initializer(dtype=dtype),
+                               regularizer=weights_regularizer, trainable=trainable, collections=collections)
         _add_to_collections(weights, variables_collections, "weights")
         rank = inputs.shape.ndims
         outputs = (tensordot(inputs, weights, [[rank - 1], [0]]) if rank and rank > 2
@@ -95,7 +95,7 @@ def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=Non
             outputs = normalizer_fn(outputs, **(normalizer_params or {}))
         elif biases_initializer is not None:
             biases = get_variable("biases", [num_outputs], dtype=dtype, initializer=biases_initializer,
-                                     regularizer=biases_regularizer, trainable=trainable, collections=collections)
+                                  regularizer=biases_regularizer, trainable=trainable, collections=collections)
             _add_to_collections(biases, variables_collections, "biases")
             outputs = bias_add(outputs, biases)
         if activation_fn is not None:

@@ -1,7 +1,7 @@
 """The worker service of one task, and WorkerClient, the Python API both sides use to call it.
 
 Contract between the server side (this module, server/, transport.py, wire.py,
-runtime/rendezvous.py, ops/sendrecv_ops.py) and the client side (placement, partitioning,
+runtime/rendezvous.py, ops/sendrecv.py) and the client side (placement, partitioning,
 the distributed master behind Session("grpc://...")):
 
 ``WorkerClient.for_address(address, task_name, connect_timeout_s=60.0)`` returns a client

@@ -7,7 +7,7 @@ framework reads it without knowing about kernels, as TF's Graph reads its OpDef 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from tensorweave.framework import errors
 

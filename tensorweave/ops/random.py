@@ -17,7 +17,7 @@ from tensorweave.framework.tensor_util import constant_value, constant_value_as_
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, shape as shape_of
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.helpers import make_op
+from tensorweave.ops.helpers import FLOATS, make_op, same_as_input
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
 
@@ -26,7 +26,6 @@ __all__ = ["random_normal", "truncated_normal", "random_uniform", "random_shuffl
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2 ** 31 - 1
-_FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _RNG_CONTAINER = "_random_generators"
 
 
@@ -100,7 +99,7 @@ def _random_infer(op):
 
 def _check_float(dtype, what: str = "dtype") -> dtypes.DType:
     dtype = dtypes.as_dtype(dtype)
-    if dtype not in _FLOATS:
+    if dtype not in FLOATS:
         raise TypeError(f"Value passed to parameter '{what}' has DataType {dtype.name} not in list of allowed "
                         "values: float16, bfloat16, float32, float64")
     return dtype
@@ -191,7 +190,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
     """tf.random_uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None): values
     in [minval, maxval); integer dtypes need maxval."""
     dtype = dtypes.as_dtype(dtype)
-    if dtype not in _FLOATS + (dtypes.int32, dtypes.int64):
+    if dtype not in FLOATS + (dtypes.int32, dtypes.int64):
         raise ValueError(f"Invalid dtype {dtype!r}")
     if maxval is None:
         if dtype.is_integer:
@@ -205,7 +204,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         attrs = _seed_attrs(seed)
         if dtype.is_integer:
             return make_op("RandomUniformInt", [shape_t, minval, maxval], {"Tout": dtype, "T": shape_t.dtype, **attrs},
-                       name=name).outputs[0]
+                           name=name).outputs[0]
         rnd = make_op("RandomUniform", [shape_t], {"dtype": dtype, **attrs}, name="RandomUniform").outputs[0]
         return add(rnd * (maxval - minval), minval, name=name)
 
@@ -216,7 +215,7 @@ def _shuffle_kernel(node, ctx):
     return lambda value: rng.permutation(value) if np.ndim(value) else value
 
 
-register("RandomShuffle", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _shuffle_kernel,
+register("RandomShuffle", same_as_input(), _shuffle_kernel,
          grad=None, stateful=True)
 
 
@@ -224,7 +223,7 @@ def random_shuffle(value, seed=None, name=None) -> Tensor:
     """tf.random_shuffle(value, seed=None, name=None): `value` shuffled along its first dimension."""
     value = convert_to_tensor(value)
     return make_op("RandomShuffle", [value], {"T": value.dtype, **_seed_attrs(seed)},
-               name=name or "RandomShuffle").outputs[0]
+                   name=name or "RandomShuffle").outputs[0]
 
 
 # -- Multinomial ----------------------------------------------------------------------------------
@@ -277,8 +276,8 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) ->
         logits = convert_to_tensor(logits, name="logits")
         num = convert_to_tensor(num_samples, dtype=dtypes.int32)
         return make_op("Multinomial", [logits, num],
-                   {"T": logits.dtype, "output_dtype": dtypes.as_dtype(output_dtype or dtypes.int64),
-                    **_seed_attrs(seed)}, name="Multinomial").outputs[0]
+                       {"T": logits.dtype, "output_dtype": dtypes.as_dtype(output_dtype or dtypes.int64),
+                       **_seed_attrs(seed)}, name="Multinomial").outputs[0]
 
 
 # -- RandomGamma / RandomPoissonV2 ------------------------------------------------------------------
@@ -312,7 +311,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
         shape_t = _shape_tensor(shape)
         alpha = convert_to_tensor(alpha, name="alpha", dtype=dtype)
         out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
-                  name="RandomGamma").outputs[0]
+                      name="RandomGamma").outputs[0]
         if beta is None:
             return out
         return out / convert_to_tensor(beta, name="beta", dtype=dtype)
@@ -336,8 +335,8 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Te
         shape_t = _shape_tensor(shape)
         lam = convert_to_tensor(lam, name="lam")
         return make_op("RandomPoissonV2", [shape_t, lam],
-                   {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
-                   name="RandomPoissonV2").outputs[0]
+                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
+                       name="RandomPoissonV2").outputs[0]
 
 
 # -- random_crop ----------------------------------------------------------------------------------

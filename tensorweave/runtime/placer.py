@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from tensorweave.framework import errors
-from tensorweave.framework.device import DeviceSpec, task_name, task_of
+from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph_def import GraphDef, NodeDef, parse_input
 
 

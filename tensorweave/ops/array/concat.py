@@ -97,7 +97,7 @@ def _concat_kernel(node, ctx):
         nd = np.ndim(xs[0])
         if not -nd <= axis < nd:
             raise invalid(node, f"ConcatOp : Expected concatenating dimensions in the range [{-nd}, {nd}), "
-                                 f"but got {axis}")
+                                f"but got {axis}")
         try:
             return np.concatenate(xs, axis=axis)
         except ValueError:
@@ -182,7 +182,7 @@ def _pack_kernel(node, ctx):
             return np.stack(xs, axis=axis)
         except ValueError:
             raise invalid(node, "Shapes of all inputs must match: " +
-                           " vs. ".join(str(list(np.shape(x))) for x in xs)) from None
+                          " vs. ".join(str(list(np.shape(x))) for x in xs)) from None
     return run
 
 
@@ -280,10 +280,10 @@ def _split_kernel(node, ctx):
         axis = int(a)
         if not -np.ndim(x) <= axis < np.ndim(x):
             raise invalid(node, f"-input rank(-{np.ndim(x)}) <= split_dim < input rank ({np.ndim(x)}), but got "
-                                 f"{axis}")
+                                f"{axis}")
         if np.shape(x)[axis] % n:
             raise invalid(node, f"Number of ways to split should evenly divide the split dimension, but got "
-                                 f"split_dim {axis} (size = {np.shape(x)[axis]}) and num_split {n}")
+                                f"split_dim {axis} (size = {np.shape(x)[axis]}) and num_split {n}")
         return tuple(np.split(x, n, axis=axis))
     return run
 

@@ -117,7 +117,7 @@ def placeholder_with_default(input, shape, name=None) -> Tensor:  # noqa: A002 (
     """tf.placeholder_with_default(input, shape, name=None): `input` unless fed."""
     input = convert_to_tensor(input)
     return make_op("PlaceholderWithDefault", [input], {"dtype": input.dtype, "shape": as_shape(shape)},
-               name=name or "PlaceholderWithDefault").outputs[0]
+                   name=name or "PlaceholderWithDefault").outputs[0]
 
 
 def _pwd_infer(op):
@@ -290,7 +290,7 @@ def _reshape_kernel(node, ctx):
             return np.reshape(x, s)
         except ValueError:
             raise invalid(node, f"Input to reshape is a tensor with {np.size(x)} values, but the requested "
-                                 f"shape has {int(np.prod([d for d in s if d >= 0]))}") from None
+                                f"shape has {int(np.prod([d for d in s if d >= 0]))}") from None
     return run
 
 
@@ -391,7 +391,7 @@ def _squeeze_kernel(node, ctx):
                 raise invalid(node, f"Tried to squeeze dim index {a} for tensor with {nd} dimensions.")
             if np.shape(x)[a] != 1:
                 raise invalid(node, f"Can not squeeze dim[{a % nd}], expected a dimension of 1, got "
-                                     f"{np.shape(x)[a]}")
+                                    f"{np.shape(x)[a]}")
         return np.squeeze(x, axis=tuple(a % nd for a in axes)) if axes else np.squeeze(x)
     return run
 
@@ -415,7 +415,7 @@ def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) ->
                 r = rank(a)
                 with name_scope("range") as range_scope:
                     dims = make_op("Range", [constant(0, name="start"), r, constant(1, name="delta")],
-                              {"Tidx": dtypes.int32}, name=range_scope).outputs[0]
+                                   {"Tidx": dtypes.int32}, name=range_scope).outputs[0]
                 perm = make_op("ReverseV2", [dims, constant([0])], name="ReverseV2").outputs[0]
         perm = index_tensor(perm, name="perm")
         return make_op(op_type, [a, perm], name=scope).outputs[0]

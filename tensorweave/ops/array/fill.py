@@ -185,9 +185,6 @@ def linspace(start, stop, num, name=None) -> Tensor:
     from `start` to `stop` inclusive."""
     start = convert_to_tensor(start)
     stop = convert_to_tensor(stop, dtype=start.dtype)
-    if start.dtype not in (dtypes.float32, dtypes.float64):
-        raise TypeError(f"Value passed to parameter 'start' has DataType {start.dtype.name} not in list of "
-                        "allowed values: bfloat16, float32, float64 (op 'LinSpace')")
     num = index_tensor(num)
     return make_op("LinSpace", [start, stop, num], name=name or "LinSpace").outputs[0]
 
@@ -219,4 +216,5 @@ def _linspace_kernel(node, ctx):
     return run
 
 
-register("LinSpace", _linspace_infer, _linspace_kernel, grad=None)
+register("LinSpace", _linspace_infer, _linspace_kernel, grad=None, dtypes=(dtypes.float32, dtypes.float64),
+         dtype_param="start")

@@ -30,7 +30,7 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     indices = convert_to_tensor(indices)
     axis_t = index_tensor(0 if axis is None else axis, dtype=indices.dtype if not isinstance(axis, Tensor) else None)
     return make_op("GatherV2", [params, indices, axis_t], {"batch_dims": int(batch_dims)},
-               name=name or "GatherV2").outputs[0]
+                   name=name or "GatherV2").outputs[0]
 
 
 def _gather_infer(op):
@@ -77,7 +77,7 @@ def _gather_kernel(node, ctx):
         batch = params.shape[:bd]
         if indices.shape[:bd] != batch:
             raise invalid(node, f"params.shape[:{bd}] {list(batch)} must equal indices.shape[:{bd}] "
-                                 f"{list(indices.shape[:bd])}")
+                                f"{list(indices.shape[:bd])}")
         p2 = params.reshape((-1,) + params.shape[bd:])
         i2 = indices.reshape((-1,) + indices.shape[bd:])
         parts = [_take(node, p2[k], i2[k], axis - bd) for k in range(p2.shape[0])]
@@ -207,7 +207,7 @@ def _gather_nd_kernel(node, ctx):
         k = indices.shape[-1]
         if k > params.ndim:
             raise invalid(node, f"index innermost dimension length must be <= params rank; saw: {k} vs. "
-                                 f"{params.ndim}")
+                                f"{params.ndim}")
         pos = _nd_positions(node, indices, params.shape, "param shape")
         out = params[pos] if k else np.broadcast_to(params, (indices.reshape(-1, 0).shape[0],) + params.shape)
         return out.reshape(indices.shape[:-1] + params.shape[k:])
@@ -297,7 +297,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         indices = convert_to_tensor(indices, name="indices")
         depth_t = convert_to_tensor(depth, dtype=dtypes.int32, name="depth") if not isinstance(depth, Tensor) else depth
         return make_op("OneHot", [indices, depth_t, on_t, off_t], {"axis": -1 if axis is None else int(axis)},
-                   name=scope).outputs[0]
+                       name=scope).outputs[0]
 
 
 def _one_hot_infer(op):

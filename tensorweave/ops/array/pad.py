@@ -47,7 +47,7 @@ def _tile_kernel(node, ctx):
         m = [int(k) for k in np.reshape(m, -1)]
         if len(m) != np.ndim(x):
             raise invalid(node, f"Expected multiples argument to be a vector of length {np.ndim(x)} but got "
-                                 f"length {len(m)}")
+                                f"length {len(m)}")
         if any(k < 0 for k in m):
             raise invalid(node, f"Expected multiples >= 0, got {m}")
         return np.tile(x, m) if m else np.asarray(x)
@@ -107,7 +107,8 @@ def _check_pad(op_type, mode, d, a, b, exc):
     if mode is not None and d is not None:
         limit = d - 1 if mode == "REFLECT" else d
         if a > limit or b > limit:
-            raise exc(f"{op_type}: paddings must be no greater than the dimension size{' - 1' if mode == 'REFLECT' else ''}"
+            minus_one = " - 1" if mode == "REFLECT" else ""
+            raise exc(f"{op_type}: paddings must be no greater than the dimension size{minus_one}"
                       f": {a}, {b} greater than {limit}")
 
 
@@ -119,7 +120,7 @@ def _pad_kernel(node, ctx):
         p = np.reshape(p, (-1, 2)).astype(np.int64)
         if p.shape[0] != x.ndim:
             raise invalid(node, f"The first dimension of paddings must be the rank of inputs "
-                                 f"[{p.shape[0]},2] vs {x.ndim}")
+                                f"[{p.shape[0]},2] vs {x.ndim}")
         for d, (a, b) in zip(x.shape, p.tolist()):
             try:
                 _check_pad(node.op, mode, d, a, b, ValueError)
@@ -168,7 +169,7 @@ register("MirrorPadGrad", _mirror_pad_grad_infer, _mirror_pad_grad_kernel,
          grad=lambda op, grad: [pad(dense(grad), op.inputs[1], mode=op.get_attr("mode")), None])
 register("MirrorPad", _pad_infer, _pad_kernel,
          grad=lambda op, grad: [make_op("MirrorPadGrad", [dense(grad), op.inputs[1]],
-                                    {"mode": op.get_attr("mode")}).outputs[0], None])
+                                        {"mode": op.get_attr("mode")}).outputs[0], None])
 
 
 # -- ReverseV2 ---------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """Array ops that split a tensor into partitions and interleave partitions back:
 dynamic_partition, dynamic_stitch (and the ParallelDynamicStitch op their gradients use).
-Part of the array op family (see array_ops.py); embedding_lookup over sharded params is built on
-them."""
+embedding_lookup over sharded params is built on them."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +35,7 @@ def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
     if not isinstance(num_partitions, (int, np.integer)) or num_partitions < 1:
         raise ValueError(f"DynamicPartition: num_partitions must be an int >= 1, got {num_partitions!r}")
     op = make_op("DynamicPartition", [data, partitions], {"num_partitions": int(num_partitions), "T": data.dtype},
-             name=name or "DynamicPartition")
+                 name=name or "DynamicPartition")
     return list(op.outputs)
 
 
@@ -64,12 +63,12 @@ def _partition_kernel(node, ctx):
         data, parts = np.asarray(data), np.asarray(parts)
         if data.shape[:parts.ndim] != parts.shape:
             raise invalid(node, f"data.shape must start with partitions.shape, got data.shape = "
-                                 f"{list(data.shape)}, partitions.shape = {list(parts.shape)}")
+                                f"{list(data.shape)}, partitions.shape = {list(parts.shape)}")
         bad = (parts < 0) | (parts >= n)
         if bad.any():
             pos = np.argwhere(bad)[0]
             raise invalid(node, f"partitions[{','.join(str(int(p)) for p in pos)}] = {int(parts[tuple(pos)])} "
-                                 f"is not in [0, {n})")
+                                f"is not in [0, {n})")
         flat_p = parts.reshape(-1)
         flat_d = data.reshape((flat_p.size,) + data.shape[parts.ndim:])
         return tuple(flat_d[flat_p == i] for i in range(n))
@@ -161,13 +160,13 @@ def _stitch_kernel(node, ctx):
         for k, (i, d) in enumerate(zip(indices, data)):
             if d.shape[:i.ndim] != i.shape:
                 raise invalid(node, f"data[{k}].shape = {list(d.shape)} does "
-                                     f"not start with indices.shape = {list(i.shape)}")
+                                    f"not start with indices.shape = {list(i.shape)}")
             tail = d.shape[i.ndim:]
             if inner is None:
                 inner = tail
             elif tail != inner:
                 raise invalid(node, f"Need data[i].shape[indices[i].ndims:] to be equal for all i, got "
-                                     f"{list(inner)} and {list(tail)}")
+                                    f"{list(inner)} and {list(tail)}")
         neg = [int(i.min()) for i in indices if i.size and i.min() < 0]
         if neg:
             raise invalid(node, f"indices[] = {neg[0]} is not in [0, inf)")

@@ -87,14 +87,14 @@ def _slice_kernel(node, ctx):
         s = [int(v) for v in np.reshape(s, -1)]
         if len(b) != x.ndim or len(s) != x.ndim:
             raise invalid(node, f"Expected begin and size arguments to be 1-D tensors of size {x.ndim}, but got "
-                                 f"shapes [{len(b)}] and [{len(s)}] instead.")
+                                f"shapes [{len(b)}] and [{len(s)}] instead.")
         idx = []
         for i, (d, bb, sz) in enumerate(zip(x.shape, b, s)):
             if sz == -1:
                 sz = d - bb
             if not 0 <= bb <= d or not 0 <= sz <= d - bb:
                 raise invalid(node, f"Expected size[{i}] in [0, {d - bb}], but got {sz}" if 0 <= bb <= d else
-                               f"Expected begin[{i}] in [0, {d}], but got {bb}")
+                              f"Expected begin[{i}] in [0, {d}], but got {bb}")
             idx.append(_builtin_slice(bb, bb + sz))
         return x[tuple(idx)]
     return run
@@ -229,7 +229,7 @@ def _strided_index(node, masks: dict, shape: tuple, b, e, s) -> tuple:
     n = len(begin)
     if not n == len(end) == len(strides):
         raise invalid(node, "Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
-                             f"[{len(begin)}], [{len(end)}], and [{len(strides)}] instead.")
+                            f"[{len(begin)}], [{len(end)}], and [{len(strides)}] instead.")
 
     def fail(msg):
         return invalid(node, msg)

@@ -93,13 +93,13 @@ def _select_kernel(node, ctx):
         c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
         if x.shape != y.shape:
             raise invalid(node, f"'then' and 'else' must have the same size. but received: {list(x.shape)} vs. "
-                                 f"{list(y.shape)}")
+                                f"{list(y.shape)}")
         if c.ndim == 0 or c.shape == x.shape:
             return np.where(c, x, y)
         if c.ndim == 1 and x.ndim > 1 and c.shape[0] == x.shape[0]:
             return np.where(c.reshape((-1,) + (1,) * (x.ndim - 1)), x, y)
         raise invalid(node, f"'cond' and 'then' must have the same shape or cond must be a vector matching "
-                             f"then's first dimension, but received: {list(c.shape)} vs. {list(x.shape)}")
+                            f"then's first dimension, but received: {list(c.shape)} vs. {list(x.shape)}")
     return run
 
 
@@ -128,7 +128,7 @@ def _select_v2_kernel(node, ctx):
             return np.where(c, x, y)
         except ValueError:
             raise invalid(node, f"condition, then and else shapes {list(np.shape(c))}, {list(np.shape(x))} and "
-                                 f"{list(np.shape(y))} do not broadcast") from None
+                                f"{list(np.shape(y))} do not broadcast") from None
     return run
 
 
@@ -240,7 +240,7 @@ def _top_k_kernel(node, ctx):
         n = x.shape[-1]
         if k < 0 or k > n:
             raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
-                           f"Need k >= 0, got {k}")
+                          f"Need k >= 0, got {k}")
         # Stable descending: an ascending stable sort of the reversed row, read backwards.
         asc = np.argsort(x[..., ::-1], axis=-1, kind="stable")
         idx = (n - 1 - asc)[..., ::-1][..., :k]

@@ -95,7 +95,7 @@ def _stack_kernel(node, ctx):
         if not items:
             if shape is None or any(d is None for d in shape):
                 raise invalid(node, "Tried to stack elements of an empty list with non-fully-defined "
-                                     f"element_shape: {shape}")
+                                    f"element_shape: {shape}")
             return np.zeros([0] + list(shape), dtype=dt)
         return np.stack(items).astype(dt, copy=False)
     return run
@@ -115,7 +115,7 @@ def _length(lst: Tensor) -> Tensor:
 def _get(lst: Tensor, i: Tensor, like: Tensor) -> Tensor:
     elem_shape = like.shape[1:] if like.shape.ndims is not None else unknown_shape()
     return make_op("TensorListGetItem", [lst, i], {"element_dtype": like.dtype, "element_shape": elem_shape},
-               name="TensorListGetItem").outputs[0]
+                   name="TensorListGetItem").outputs[0]
 
 
 def _empty() -> Tensor:
@@ -129,7 +129,7 @@ def _push(lst: Tensor, x: Tensor) -> Tensor:
 def _stack(lst: Tensor, like: Tensor, n, reverse: bool) -> Tensor:
     return make_op("TensorListStack", [lst], {"element_dtype": like.dtype, "element_shape": like.shape,
                                           "num_elements": n, "reverse": reverse},
-               name="TensorListStack").outputs[0]
+                   name="TensorListStack").outputs[0]
 
 
 def _prepare(elems, name_fn: str):

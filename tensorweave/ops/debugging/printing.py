@@ -11,6 +11,7 @@ import numpy as np
 from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
+from tensorweave.ops.helpers import same_as_input
 from tensorweave.ops.registry import register
 
 __all__ = ["Print", "print", "Assert"]
@@ -150,7 +151,7 @@ def _print_kernel(node, ctx):
     return run
 
 
-register("Print", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _print_kernel,
+register("Print", same_as_input(), _print_kernel,
          grad=lambda op, g: [g] + [None] * (len(op.inputs) - 1), stateful=True)
 
 

@@ -4,7 +4,7 @@ The ops between `xs` and `ys` are visited in reverse topological order (an op ru
 consumer on the path has handed it a gradient); each op's registered gradient function builds
 its input gradients under the name scope "gradients/<op>_grad". Gradients arriving at one
 tensor from several consumers are summed with AddN (IndexedSlices stay sparse when every part
-is sparse). Broadcasting is undone here, once, for every op (see gradient_util)."""
+is sparse). Broadcasting is undone here, once, for every op (see sum_to_shape.py)."""
 from __future__ import annotations
 
 import collections

@@ -15,7 +15,7 @@ from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import identity, reshape, shape, squeeze, transpose
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import COMPLEX, FLOATS, make_op
+from tensorweave.ops.helpers import COMPLEX, FLOATS, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, reduced_shape, resolve_keepdims
@@ -35,7 +35,7 @@ def conj(x, name=None):
     return unary("Conj", x, name, "Conj")
 
 
-register("Conj", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], lambda node, ctx: np.conj,
+register("Conj", same_as_input(), lambda node, ctx: np.conj,
          grad=lambda op, g: [conj(g)], dtypes=COMPLEX)
 
 
@@ -59,13 +59,13 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             if transpose_b:
                 b, adjoint_b = conj(b), True
             return make_op("BatchMatMulV2", [a, b], {"adj_x": bool(adjoint_a), "adj_y": bool(adjoint_b), "T": a.dtype},
-                         name=scope).outputs[0]
+                           name=scope).outputs[0]
         if adjoint_a:
             a, transpose_a = conj(a), True
         if adjoint_b:
             b, transpose_b = conj(b), True
-        return make_op("MatMul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b), "T": a.dtype},
-                     name=scope).outputs[0]
+        attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b), "T": a.dtype}
+        return make_op("MatMul", [a, b], attrs, name=scope).outputs[0]
 
 
 def _matmul_infer(op):
@@ -248,7 +248,7 @@ def tensordot(a, b, axes, name=None) -> Tensor:
             out_shape = da + db
         else:
             out_shape = concat([da if isinstance(da, Tensor) else np.asarray(da, np.int32),
-                                db if isinstance(db, Tensor) else np.asarray(db, np.int32)], 0)
+                               db if isinstance(db, Tensor) else np.asarray(db, np.int32)], 0)
         return reshape(ab, out_shape, name=scope)
 
 
@@ -281,7 +281,8 @@ def einsum(equation, *inputs, **kwargs) -> Tensor:
         if any(t.dtype != tensors[0].dtype for t in tensors):
             raise TypeError(f"einsum inputs must share a dtype, got {[t.dtype.name for t in tensors]}")
         _parse_einsum(equation, len(tensors))
-        return make_op("Einsum", tensors, {"equation": equation, "N": len(tensors), "T": tensors[0].dtype}, name="Einsum").outputs[0]
+        attrs = {"equation": equation, "N": len(tensors), "T": tensors[0].dtype}
+        return make_op("Einsum", tensors, attrs, name="Einsum").outputs[0]
 
 
 def _einsum_infer(op):

@@ -16,15 +16,15 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op
+from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import add, equal, floordiv, maximum, multiply, not_equal, realdiv, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import exp, is_finite, log
 from tensorweave.ops.registry import register
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod", "count_nonzero",
-           "unsorted_segment_sum", "segment_sum", "bincount"]
+           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
+           "count_nonzero", "unsorted_segment_sum", "segment_sum", "bincount"]
 
 
 # -- shared axis handling ----------------------------------------------------------------------
@@ -172,7 +172,7 @@ def _reduced_shape_kernel(node, ctx):
     return run
 
 
-register("ReducedShape", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _reduced_shape_kernel,
+register("ReducedShape", same_as_input(), _reduced_shape_kernel,
          grad=None)
 
 
@@ -237,7 +237,7 @@ def _prod_of_others_kernel(node, ctx):
     return run
 
 
-register("ProdOfOthers", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _prod_of_others_kernel,
+register("ProdOfOthers", same_as_input(), _prod_of_others_kernel,
          grad=None)
 
 register("Sum", _reduction_infer(), _reducer(_sum_np), grad=_sum_grad, dtypes=NUMERIC, dtype_param="input")
@@ -263,7 +263,8 @@ def _reduction_fn(op_type: str, doc: str):
 
 _SIG = "(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None)"
 reduce_sum = _reduction_fn("Sum", f"tf.reduce_sum{_SIG}: sum over `axis` (all axes if None).")
-reduce_mean = _reduction_fn("Mean", f"tf.reduce_mean{_SIG}: mean over `axis`; integer inputs give a truncated integer mean.")
+reduce_mean = _reduction_fn("Mean", f"tf.reduce_mean{_SIG}: mean over `axis`; integer inputs give a truncated "
+                                    "integer mean.")
 reduce_prod = _reduction_fn("Prod", f"tf.reduce_prod{_SIG}: product over `axis`.")
 reduce_max = _reduction_fn("Max", f"tf.reduce_max{_SIG}: maximum over `axis`.")
 reduce_min = _reduction_fn("Min", f"tf.reduce_min{_SIG}: minimum over `axis`.")
@@ -302,7 +303,7 @@ def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
         x = convert_to_tensor(input, name="input")
         dim = axis if isinstance(axis, Tensor) else convert_to_tensor(axis, dtype=dtypes.int32, name="dimension")
         return make_op(op_type, [x, dim], {"output_type": output_type, "Tidx": dim.dtype},
-                     name=scope).outputs[0]
+                       name=scope).outputs[0]
 
 
 def _arg_infer(op):
@@ -486,7 +487,7 @@ def _unsorted_segment_sum_kernel(node, ctx):
         data, ids, n = np.asarray(data), np.asarray(ids), int(n)
         if data.shape[:ids.ndim] != ids.shape:
             raise invalid(node, f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
-                                 f"{list(ids.shape)}")
+                                f"{list(ids.shape)}")
         flat_ids = ids.reshape(-1)
         if flat_ids.size and flat_ids.max() >= n:
             bad = int(np.flatnonzero(flat_ids >= n)[0])

@@ -59,7 +59,7 @@ def leaky_relu(features, alpha=0.2, name=None):
     if features.dtype.is_integer:
         features = cast(features, dtypes.float32)
     return make_op("LeakyRelu", [features], {"alpha": float(alpha), "T": features.dtype},
-                name=name or "LeakyRelu").outputs[0]
+                   name=name or "LeakyRelu").outputs[0]
 
 
 def softplus(features, name=None):
@@ -245,7 +245,7 @@ def bias_add(value, bias, data_format=None, name=None):
         raise ValueError(f"BiasAdd: data_format must be NHWC or NCHW, got {data_format!r}")
     fmt = "NCHW" if fmt.startswith("NC") else "NHWC"
     return make_op("BiasAdd", [value, bias], {"data_format": fmt, "T": value.dtype},
-                name=name or "BiasAdd").outputs[0]
+                   name=name or "BiasAdd").outputs[0]
 
 
 def bias_add_v1(value, bias, name=None):

@@ -165,13 +165,13 @@ register("Conv2D", _conv2d_infer, _conv2d_kernel, grad=_conv2d_grad)
 def _conv_backprop_input(input_sizes, filter, out_backprop, attrs, name=None):  # noqa: A002
     attrs = dict(attrs, T=out_backprop.dtype)
     return make_op("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs,
-                name=name or "Conv2DBackpropInput").outputs[0]
+                   name=name or "Conv2DBackpropInput").outputs[0]
 
 
 def _conv_backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):  # noqa: A002
     attrs = dict(attrs, T=out_backprop.dtype)
     return make_op("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], attrs,
-                name=name or "Conv2DBackpropFilter").outputs[0]
+                   name=name or "Conv2DBackpropFilter").outputs[0]
 
 
 def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002
@@ -360,9 +360,9 @@ def _depthwise_grad(op, grad):
     attrs = dict(_op_attrs(op), T=grad.dtype)
     x, f = op.inputs
     dx = make_op("DepthwiseConv2dNativeBackpropInput", [shape_tensor(x), f, grad], attrs,
-              name="DepthwiseConv2dNativeBackpropInput").outputs[0]
+                 name="DepthwiseConv2dNativeBackpropInput").outputs[0]
     df = make_op("DepthwiseConv2dNativeBackpropFilter", [x, shape_tensor(f), grad], attrs,
-              name="DepthwiseConv2dNativeBackpropFilter").outputs[0]
+                 name="DepthwiseConv2dNativeBackpropFilter").outputs[0]
     return [dx, df]
 
 

@@ -125,7 +125,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         random = random_uniform(shape, seed=seed, dtype=x.dtype)
         keep_mask = cast(greater_equal(random, rate_t), x.dtype)
         return multiply(multiply(x, truediv(np.asarray(1, x.dtype.as_numpy_dtype), keep)),
-                           keep_mask, name=scope)
+                        keep_mask, name=scope)
 
 
 def _noise_shape(x, noise_shape):
@@ -155,7 +155,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         relu_logits = where(cond, logits, zeros)
         neg_abs_logits = where(cond, negative(logits), logits)
         return add(subtract(relu_logits, multiply(logits, labels)),
-                      log1p(exp(neg_abs_logits)), name=scope)
+                   log1p(exp(neg_abs_logits)), name=scope)
 
 
 def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, name=None, targets=None):
@@ -174,7 +174,7 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
         pos_weight = convert_to_tensor(pos_weight, dtype=logits.dtype, name="pos_weight")
         log_weight = add(one, multiply(subtract(pos_weight, one), labels))
         return add(multiply(subtract(one, labels), logits),
-                      multiply(log_weight, add(log1p(exp(negative(abs(logits)))),
+                   multiply(log_weight, add(log1p(exp(negative(abs(logits)))),
                                                      relu(negative(logits)))), name=scope)
 
 
@@ -214,7 +214,7 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
         if precise:
             lg2, lb2 = cast(lg2, dtypes.float32), cast(lb2, dtypes.float32)
         loss = make_op("SoftmaxCrossEntropyWithLogits", [lg2, lb2], {"T": lg2.dtype},
-                    name="SoftmaxCrossEntropyWithLogits" if outer is not None or precise else scope).outputs[0]
+                       name="SoftmaxCrossEntropyWithLogits" if outer is not None or precise else scope).outputs[0]
         if outer is not None:
             loss = reshape(loss, outer, name=None if precise else scope)
         if precise:
@@ -255,14 +255,15 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
         precise = logits.dtype == dtypes.float16
         lg = cast(logits, dtypes.float32) if precise else logits
         if gr == 2:
-            cost = make_op("SparseSoftmaxCrossEntropyWithLogits", [lg, labels], {"T": lg.dtype, "Tlabels": labels.dtype},
-                        name="SparseSoftmaxCrossEntropyWithLogits" if precise else scope).outputs[0]
+            cost = make_op("SparseSoftmaxCrossEntropyWithLogits", [lg, labels],
+                           {"T": lg.dtype, "Tlabels": labels.dtype},
+                           name="SparseSoftmaxCrossEntropyWithLogits" if precise else scope).outputs[0]
         else:
             lg2, _ = _flatten_outer(lg)
             cost = make_op("SparseSoftmaxCrossEntropyWithLogits", [lg2, reshape(labels, [-1])],
                         {"T": lg.dtype, "Tlabels": labels.dtype}, name="SparseSoftmaxCrossEntropyWithLogits").outputs[0]
             cost = reshape(cost, ld if ld is not None and None not in ld else shape(labels),
-                              name=None if precise else scope)
+                           name=None if precise else scope)
         return cast(cost, dtypes.float16, name=scope) if precise else cost
 
 
@@ -304,7 +305,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
                                        floordiv(flat_ids - extras, ids_per_c))
             is_in_first = less(p_assignments, extras)
             new_ids = where(is_in_first, floormod(flat_ids, ids_per_c + 1),
-                               floormod(flat_ids - extras, ids_per_c))
+                            floormod(flat_ids - extras, ids_per_c))
         p_assignments = cast(p_assignments, dtypes.int32)
         gather_ids = dynamic_partition(new_ids, p_assignments, np_)
         pindices = dynamic_partition(original_indices, p_assignments, np_)

@@ -153,7 +153,7 @@ def _in_top_k_kernel(node, ctx):
     def run(pred, targets, k):
         n, c = pred.shape
         if targets.shape[0] != n:
-            raise invalid(node, "First dimension of predictions " f"{n} must match length of targets {targets.shape[0]}")
+            raise invalid(node, f"First dimension of predictions {n} must match length of targets {targets.shape[0]}")
         valid = (targets >= 0) & (targets < c)
         safe = np.where(valid, targets, 0)
         target_val = pred[np.arange(n), safe]

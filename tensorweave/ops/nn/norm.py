@@ -39,7 +39,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
     attrs = {"epsilon": epsilon, "data_format": fmt, "is_training": bool(is_training), "T": x.dtype,
              "U": param_t, "exponential_avg_factor": 1.0}
     outs = make_op("FusedBatchNormV3", [x, scale, offset, mean, variance], attrs,
-                name=name or "FusedBatchNormV3").outputs
+                   name=name or "FusedBatchNormV3").outputs
     return outs[0], outs[1], outs[2]
 
 

@@ -163,7 +163,7 @@ register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool), grad=_avg_
 register("MaxPoolGrad", _max_pool_grad_infer, _max_pool_grad_kernel, grad=None)
 register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,
          grad=lambda op, g: [None, make_op("AvgPool", [g], dict(_pool_op_attrs(op), T=g.dtype),
-                                        name="AvgPool").outputs[0]])
+                                           name="AvgPool").outputs[0]])
 
 
 # -- LRN ---------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from tensorweave.ops.registry import register
 from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
                                                 locked, shape_str, variable_method)
 
-__all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min", "scatter_nd_update", "scatter_nd_add",
-           "scatter_nd_sub"]
+__all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
+           "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub"]
 
 
 # -- rows by index ------------------------------------------------------------------------------
@@ -84,8 +84,8 @@ def _scatter_op(op_type):
     def make(handle, indices, updates, use_locking=False, name=None):
         with colocated_with_handle(handle):
             return make_op(op_type, [handle, indices, updates],
-                       {"dtype": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
-                       name=name or op_type)
+                           {"dtype": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
+                           name=name or op_type)
     return make
 
 
@@ -194,8 +194,8 @@ def _nd_op(op_type):
     def make(handle, indices, updates, use_locking=True, name=None):
         with colocated_with_handle(handle):
             return make_op(op_type, [handle, indices, updates],
-                       {"T": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
-                       name=name or op_type)
+                           {"T": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
+                           name=name or op_type)
     return make
 
 

@@ -166,7 +166,7 @@ def read_variable_op(handle: Tensor, dtype, name=None) -> Tensor:
     """A fresh read of the variable's current value."""
     with colocated_with_handle(handle):
         return make_op("ReadVariableOp", [handle], {"dtype": dtypes.as_dtype(dtype)},
-                   name=name or "ReadVariableOp").outputs[0]
+                       name=name or "ReadVariableOp").outputs[0]
 
 
 def _read_infer(op):
@@ -187,7 +187,7 @@ def variable_shape(handle: Tensor, out_type=dtypes.int32, name=None) -> Tensor:
     """The runtime shape of the variable behind `handle`."""
     with colocated_with_handle(handle):
         return make_op("VariableShape", [handle], {"out_type": dtypes.as_dtype(out_type)},
-                   name=name or "VariableShape").outputs[0]
+                       name=name or "VariableShape").outputs[0]
 
 
 def _variable_shape_kernel(node, ctx):
@@ -234,8 +234,8 @@ def assign_variable_op(handle: Tensor, value: Tensor, use_locking: bool = False,
                        name=None):
     with colocated_with_handle(handle):
         return make_op("AssignVariableOp", [handle, value],
-                   {"dtype": value.dtype, "validate_shape": bool(validate_shape),
-                    "use_locking": bool(use_locking)}, name=name or "AssignVariableOp")
+                       {"dtype": value.dtype, "validate_shape": bool(validate_shape),
+                       "use_locking": bool(use_locking)}, name=name or "AssignVariableOp")
 
 
 def _assign_kernel(node, ctx):
@@ -283,7 +283,7 @@ def _update_op(op_type):
     def make(handle, value, use_locking=False, name=None):
         with colocated_with_handle(handle):
             return make_op(op_type, [handle, value], {"dtype": value.dtype, "use_locking": bool(use_locking)},
-                       name=name or op_type)
+                           name=name or op_type)
     return make
 
 
@@ -310,8 +310,8 @@ def resource_gather(handle: Tensor, indices, dtype, batch_dims: int = 0, validat
     indices = convert_to_tensor(indices)
     with colocated_with_handle(handle):
         return make_op("ResourceGather", [handle, indices],
-                   {"dtype": dtypes.as_dtype(dtype), "Tindices": indices.dtype, "batch_dims": batch_dims,
-                    "validate_indices": validate_indices}, name=name or "ResourceGather").outputs[0]
+                       {"dtype": dtypes.as_dtype(dtype), "Tindices": indices.dtype, "batch_dims": batch_dims,
+                       "validate_indices": validate_indices}, name=name or "ResourceGather").outputs[0]
 
 
 def _gather_infer(op):
