@@ -1,12 +1,18 @@
 """numpy convolution kernels (NHWC) shared by Conv2D, its backprops and conv2d_transpose.
 
-The work is im2col in chunks of the batch: a chunk is padded into a reused buffer, its patches
-(about 1M elements, so they stay in cache) are copied into a reused workspace and multiplied by
-the filter in one BLAS call. The backprop-filter kernel accumulates patches^T @ dy chunk by
-chunk. The backprop-input kernel is, for stride 1 and as many input as output channels, the
-forward kernel on the re-padded output gradient with the spatially flipped, in/out-transposed
-filter; with a stride or few input channels it is col2im: one GEMM of the filter with dy per
-chunk, scatter-added offset by offset. Memory stays bounded by the chunk size.
+All the arithmetic is in a few large GEMMs on contiguous buffers, in chunks of the batch so that
+scratch memory stays bounded (_CHUNK_ELEMS patch elements per chunk, reused buffers: a fresh
+large array page-faults on every step):
+- row GEMMs, for stride 1 down the rows and patch rows of at least _ROW_MIN_K elements (the
+  5x5x64 layers): a chunk's patches are laid out rows outermost, (padded row, image, output
+  column, kw * in_channels), five times smaller than full im2col; kernel row i's patches for
+  every output row are then one contiguous block, so the forward is kh GEMMs summed and the
+  filter gradient kh GEMMs, one per kernel row;
+- full im2col otherwise (strides, few input channels): one GEMM per chunk.
+The copies that build patches are split over the intra-op threads. The backprop-input kernel
+is, for stride 1 and as many input as output channels, the forward kernel on the re-padded
+output gradient with the spatially flipped, in/out-transposed filter; with a stride or few input
+channels it is col2im: one GEMM of the filter with dy per chunk, scatter-added offset by offset.
 """
 from __future__ import annotations
 
@@ -18,7 +24,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorweave.ops.nn.intra_op import parallel_ranges
 
-_CHUNK_ELEMS = 1 << 20   # patch elements per chunk: measured best for CIFAR-sized convs
+_CHUNK_ELEMS = 1 << 20   # patch elements per chunk (bounds scratch memory): measured best for CIFAR-sized convs
+_ROW_MIN_K = 128         # narrowest patch row (kw * in_channels) the row-GEMM path takes
 
 
 class Workspace:
@@ -112,7 +119,7 @@ def _row_path(c: int, kw: int, g: Geometry) -> bool:
     """Whether a conv takes the row-GEMM path: stride 1 down the rows (so each kernel row's
     patches are one contiguous block of the row-major patch buffer) and patch rows wide enough
     (kw * in_channels) for an efficient GEMM; otherwise full im2col."""
-    return g.sh == 1 and kw * c >= 128
+    return g.sh == 1 and kw * c >= _ROW_MIN_K
 
 
 def _copy_images(dst: np.ndarray, src: np.ndarray, axis: int = 0) -> None:

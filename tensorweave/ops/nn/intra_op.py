@@ -36,7 +36,7 @@ def _get_pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=THREADS - 1, thread_name_prefix="tensorweave-intra-op")
+                _pool = ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="tensorweave-intra-op")
     return _pool
 
 
