@@ -325,17 +325,26 @@ def _col2im_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g: Geometry,
 
 # -- depthwise ---------------------------------------------------------------------------------
 def depthwise_nhwc(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
-    """out[n, y, x, c*m + q] = sum_{i, j} xpad[n, y*sh + i*dh, x*sw + j*dw, c] * w[i, j, c, q]."""
+    """out[n, y, x, c*m + q] = sum_{i, j} xpad[n, y*sh + i*dh, x*sw + j*dw, c] * w[i, j, c, q].
+
+    One multiply-add per window offset into preallocated buffers, over batch parts on the
+    intra-op threads."""
     kh, kw, c, m = w.shape
     xp = pad_nhwc(x, g.pt, g.pb, g.pl, g.pr)
     n, hp, wp, _ = xp.shape
     oh, ow = _out_size(hp, kh, g.sh, g.dh), _out_size(wp, kw, g.sw, g.dw)
-    out = np.zeros((n, oh, ow, c, m), np.result_type(x.dtype, w.dtype))
+    dtype = np.result_type(x.dtype, w.dtype)
+    out = np.zeros((n, oh, ow, c, m), dtype)
     if out.size:
         view = _patch_view(xp, oh, ow, kh, kw, g)
-        for i in range(kh):
-            for j in range(kw):
-                out += view[:, :, :, i, j, :, None] * w[i, j]
+
+        def part(a, b):
+            o, tmp = out[a:b], np.empty((b - a, oh, ow, c, m), dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    np.multiply(view[a:b, :, :, i, j, :, None], w[i, j], out=tmp)
+                    o += tmp
+        parallel_ranges(n, out.size * kh * kw, part)
     return out.reshape(n, oh, ow, c * m)
 
 
