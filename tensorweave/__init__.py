@@ -51,6 +51,7 @@ from tensorweave.ops.random import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
+from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
