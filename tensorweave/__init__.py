@@ -59,7 +59,8 @@ from tensorweave.client.session import InteractiveSession, Session, get_default_
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, test, train)
+    metrics, nn, random, regularizers, summary, test, train)
+from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

@@ -12,3 +12,4 @@ from tensorweave.distributed.server import *  # noqa: F401,F403
 from tensorweave.train.checkpoint_management import *  # noqa: F401,F403
 from tensorweave.train.checkpoint_utils import *  # noqa: F401,F403
 from tensorweave.train.saver import *  # noqa: F401,F403
+from tensorweave.summary.writer import summary_iterator  # noqa: F401
