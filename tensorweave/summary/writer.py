@@ -13,7 +13,7 @@ import threading
 import time
 import warnings
 
-from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
@@ -191,4 +191,5 @@ class FileWriterCache:
 
 def summary_iterator(path):
     """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
-    yield from EventFileLoader(str(path)).Load()
+    for record in RawEventFileLoader(str(path)).Load():
+        yield event_pb2.Event.FromString(record)
