@@ -20,7 +20,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.summary.graph_proto import graph_def_proto
 
-__all__ = ["FileWriter", "FileWriterCache", "Event", "SessionLog", "TaggedRunMetadata", "summary_iterator"]
+__all__ = ["FileWriter", "FileWriterCache", "Event", "SessionLog", "TaggedRunMetadata"]
 
 Event = event_pb2.Event
 SessionLog = event_pb2.SessionLog

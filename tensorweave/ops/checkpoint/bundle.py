@@ -65,11 +65,12 @@ def write_text_atomically(path: str, text: str) -> None:
     write_atomically(path, write)
 
 
-def _parent_must_exist(prefix: str, what: str) -> None:
-    parent = os.path.dirname(prefix) or "."
-    if not os.path.isdir(parent):
-        raise errors.NotFoundError(None, None, f"{what}: the directory {parent} of checkpoint {prefix} does not "
-                                   "exist (it must be reachable from the task that saves)")
+def _make_parent(prefix: str) -> None:
+    """Creates the checkpoint's directory, as TF's bundle writer does (a shard's temporary
+    directory, or a directory only the saving task sees)."""
+    parent = os.path.dirname(prefix)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
 
 
 def _encode(array: np.ndarray, key: str, out: dict) -> tuple:
@@ -86,7 +87,7 @@ def _encode(array: np.ndarray, key: str, out: dict) -> tuple:
 
 def write_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
     """Writes `items` [(name, shape_and_slice, array)] as checkpoint `prefix` (one data file)."""
-    _parent_must_exist(prefix, what)
+    _make_parent(prefix)
     arrays: dict = {}
     entries: dict = {}
     for name, spec, value in items:
@@ -170,7 +171,7 @@ def merge_bundles(sources: list, destination: str, delete_old_dirs: bool = True)
                 raise errors.InvalidArgumentError(None, None, f"MergeV2Checkpoints: {name} is saved by more than "
                                                   f"one shard ({', '.join(sources)})")
         base += n
-    _parent_must_exist(destination, "MergeV2Checkpoints")
+    _make_parent(destination)
     for src, dst in renames:
         try:
             os.replace(src, dst)
@@ -179,10 +180,10 @@ def merge_bundles(sources: list, destination: str, delete_old_dirs: bool = True)
     write_index(destination, {"format": FORMAT, "version": VERSION, "num_data_files": total, "entries": merged})
     for src in sources:
         os.remove(src + ".index")
-        if delete_old_dirs:
-            d = os.path.dirname(src)
-            if d and os.path.abspath(d) != os.path.abspath(os.path.dirname(destination) or "."):
-                shutil.rmtree(d, ignore_errors=True)
+    if delete_old_dirs:   # the shards' temporary directories, never the destination's
+        keep = os.path.abspath(os.path.dirname(destination) or ".")
+        for d in {os.path.abspath(os.path.dirname(src) or ".") for src in sources} - {keep}:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class Bundle:

@@ -100,7 +100,9 @@ def _restore_kernel(node, ctx):
                     raise errors.InvalidArgumentError(
                         node, node.name, f"tensor_name = {name}; expected dtype {dtype.name} does not equal "
                         f"original dtype {stored} (checkpoint {prefix})")
-                out.append(reader.read(name, spec))
+                value = reader.read(name, spec)
+                value.flags.writeable = False   # fresh and never mutated: an assign can keep it uncopied
+                out.append(value)
         except errors.OpError as e:
             raise type(e)(node, node.name, e.message) from None
         except ValueError as e:
