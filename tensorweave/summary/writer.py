@@ -13,9 +13,7 @@ import threading
 import time
 import warnings
 
-from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.summary.graph_proto import graph_def_proto
@@ -26,6 +24,13 @@ Event = event_pb2.Event
 SessionLog = event_pb2.SessionLog
 TaggedRunMetadata = event_pb2.TaggedRunMetadata
 _log = logging.getLogger("tensorweave")
+
+
+def _event_file_writer(logdir: str, max_queue: int, flush_secs: float, suffix: str):
+    # Imported on first use: tensorboard's writer module loads its whole summary package
+    # (~0.15 s), which `import tensorweave` should not pay for.
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: PLC0415
+    return EventFileWriter(logdir, max_queue, flush_secs, suffix)
 
 
 def _run_metadata_bytes(run_metadata) -> bytes:
@@ -60,7 +65,7 @@ class FileWriter:
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._filename_suffix = filename_suffix or ""
-        self.event_writer = EventFileWriter(self._logdir, max_queue, flush_secs, self._filename_suffix)
+        self.event_writer = _event_file_writer(self._logdir, max_queue, flush_secs, self._filename_suffix)
         self._closed = False
         self._seen_summary_tags: set = set()
         self._session_run_tags: dict = {}
@@ -160,8 +165,8 @@ class FileWriter:
     def reopen(self) -> None:
         """Reopens a closed writer on a new event file in the same logdir."""
         if self._closed:
-            self.event_writer = EventFileWriter(self._logdir, self._max_queue, self._flush_secs,
-                                                self._filename_suffix)
+            self.event_writer = _event_file_writer(self._logdir, self._max_queue, self._flush_secs,
+                                                   self._filename_suffix)
             self._closed = False
 
 
@@ -191,5 +196,7 @@ class FileWriterCache:
 
 def summary_iterator(path):
     """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
+    # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader  # noqa: PLC0415
     for record in RawEventFileLoader(str(path)).Load():
         yield event_pb2.Event.FromString(record)

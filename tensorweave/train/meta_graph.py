@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
@@ -26,6 +25,7 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import FunctionDef, NodeDef, graph_to_graph_def
 from tensorweave.framework.importer import ImportedFunction, OpRecord, import_ops, prefixed
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.ops.state.variables import SaveSliceInfo, Variable, VariableDef
 
 __all__: list = []
@@ -265,14 +265,12 @@ def _from_json(x):
 
 
 def write_meta_graph(meta: MetaGraphDef, filename: str, as_text: bool = False) -> None:
-    if as_text:
-        data = json.dumps(_jsonable(meta.to_dict()), sort_keys=True).encode()
-    else:
-        data = meta.SerializeToString()
-    tmp = f"{filename}.tmp{time.time_ns()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, filename)
+    data = json.dumps(_jsonable(meta.to_dict()), sort_keys=True).encode() if as_text else meta.SerializeToString()
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    write_atomically(filename, write)
 
 
 def read_meta_graph_file(filename: str) -> MetaGraphDef:
