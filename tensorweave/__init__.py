@@ -54,11 +54,13 @@ from tensorweave.ops.state.variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, test, train)
+    metrics, nn, queue, random, regularizers, test, train)
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

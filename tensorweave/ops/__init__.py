@@ -21,6 +21,7 @@ from tensorweave.ops.control_flow import grouping, cond, while_loop, functional 
 from tensorweave.ops.debugging import asserts  # noqa: F401
 from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables, variable_scope  # noqa: F401
 from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401
+from tensorweave.ops.data_flow import waiting, queue_resources, queue_ops, queues, accumulators  # noqa: F401
 from tensorweave.ops.array import array_grad  # noqa: F401
 from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401
