@@ -55,11 +55,13 @@ from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, summary, test, train)
+    metrics, nn, queue, random, regularizers, summary, test, train)
 from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 
