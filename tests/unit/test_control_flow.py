@@ -353,13 +353,6 @@ def test_while_runtime_error_names_inner_op():
         run(r, {lim: 3})
 
 
-def test_while_gradient_is_not_defined():
-    x = tf.placeholder(tf.float32, [])
-    y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x), [0, tf.constant(1.0)])[1]
-    with pytest.raises(LookupError, match="While"):
-        tf.gradients(y, [x])
-
-
 # -- group / tuple / no_op / identity_n ---------------------------------------------------------------
 def test_group_tuple_noop_identity_n():
     v = tf.Variable(0)

@@ -2,15 +2,17 @@
 iterates their plans, so the flat executor never sees Enter/Exit/NextIteration frames."""
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
 
 from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.func_graph import FuncGraph, resource_colocation, unique_function_name
-from tensorweave.framework.graph import Operation, get_default_graph
+from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.control_flow.tensor_list import TensorListValue
 from tensorweave.ops.registry import register
 
 __all__ = ["while_loop"]
@@ -26,21 +28,30 @@ def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
 
 
 def _while_infer(op):
-    return list(zip(op.get_attr("T"), op.get_attr("output_shapes")))
+    out = list(zip(op.get_attr("T"), op.get_attr("output_shapes")))
+    if op._attrs.get("record_history"):
+        # the gradient's view of the forward loop: its iteration count and, per recorded body
+        # tensor, the list of that tensor's value at each iteration
+        out.append((dtypes.int32, TensorShape([])))
+        out += [(dtypes.variant, TensorShape([]))] * op.get_attr("num_recorded")
+    return out
 
 
 def _while_kernel(node, ctx):
     cond_plan = ctx.function_plan(node.attr["cond"])
     body_plan = ctx.function_plan(node.attr["body"])
-    n = node.attr["_num_outputs"]
+    n = len(node.attr["T"])
     nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
     has_max = node.attr["has_maximum_iterations"]
+    recording = node.attr.get("record_history", False)
+    nrec = node.attr.get("num_recorded", 0)
 
     def run(step, *args):
         vs = list(args[:n])
         cc = list(args[n:n + nc])
         bc = list(args[n + nc:n + nc + nb])
         limit = int(args[-1]) if has_max else None
+        history: list = [[] for _ in range(nrec)]
         i = 0
         while limit is None or i < limit:
             c = cond_plan.run(vs + cc, step)[0]
@@ -50,20 +61,75 @@ def _while_kernel(node, ctx):
                                      f"shape {list(np.shape(c))}")
             if not c:
                 break
-            vs = body_plan.run(vs + bc, step)
+            outs = body_plan.run(vs + bc, step)
+            vs = outs[:n]
+            for h, v in zip(history, outs[n:n + nrec]):
+                h.append(v)
             i += 1
             if step.cancelled.is_set():
                 raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
             if step.deadline is not None and time.monotonic() > step.deadline:
                 raise errors.DeadlineExceededError(node, node.name,
                                                    f"Timed out in loop '{node.name}' after {i} iterations")
-        return vs[0] if n == 1 else tuple(vs)
+        if recording:
+            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
+        return vs[0] if len(vs) == 1 else tuple(vs)
     return run
 
 
-# While gradients are not implemented: the op has no registered gradient, so tf.gradients
-# reports "No gradient defined for operation ... (op type: While)".
+# The gradient (control_flow_grad.py) runs the body's gradient backwards over the values this op
+# records once `record` has asked it to.
 register("While", _while_infer, _while_kernel, stateful=True, needs_step=True)
+
+
+def _function_changed(fg) -> None:
+    """A body gained outputs: it gets a new function name, as does every body around it, so that no
+    plan cached under an old name (runtime plans are cached per function name) is reused."""
+    g = fg
+    while isinstance(g, FuncGraph):
+        g.name = unique_function_name(g.outer_graph, re.sub(r"_\d+$", "", g.name))
+        g = g.outer_graph
+    g._mutations += 1
+
+
+def iteration_count(op: Operation) -> Tensor:
+    """The number of iterations `op` (a While) ran, an output it adds the first time it is asked."""
+    n = len(op.get_attr("T"))
+    if not op._attrs.get("record_history"):
+        op._set_attr("record_history", True)
+        op._set_attr("num_recorded", 0)
+        op._add_output(dtypes.int32, TensorShape([]))
+        _function_changed(op.graph)
+    return op.outputs[n]
+
+
+def record_like(forward: Operation, copy: Operation) -> None:
+    """A copy of While `forward` (same body) that records values: `forward` records them too."""
+    if copy.type != "While" or not copy._attrs.get("record_history"):
+        return
+    iteration_count(forward)
+    extra = copy.get_attr("num_recorded") - forward.get_attr("num_recorded")
+    if extra > 0:
+        forward._set_attr("num_recorded", copy.get_attr("num_recorded"))
+        for _ in range(extra):
+            forward._add_output(dtypes.variant, TensorShape([]))
+        _function_changed(forward.graph)
+
+
+def record(op: Operation, t: Tensor) -> Tensor:
+    """The list of `t`'s values at each iteration of While `op` (`t` a tensor of its body),
+    recorded by the op from now on; a tensor asked for twice is recorded once."""
+    iteration_count(op)
+    body = op.get_attr("body")
+    n = len(op.get_attr("T"))
+    for k, r in enumerate(body.outputs[n:]):
+        if r is t:
+            return op.outputs[n + 1 + k]
+    body.outputs = list(body.outputs) + [t]
+    op._set_attr("num_recorded", op.get_attr("num_recorded") + 1)
+    out = op._add_output(dtypes.variant, TensorShape([]))
+    _function_changed(body)
+    return out
 
 
 def _body_graph(outer, scope: str, kind: str, flat_vars: list, invariants: list) -> FuncGraph:
@@ -168,7 +234,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         ctrl = cfg.control_captures + [c for c in bfg.control_captures if c not in cfg.control_captures]
         with g.control_dependencies(ctrl):
             op = g.create_op("While", inputs, attrs, name=scope)
-    outputs = op.outputs
+    outputs = op.outputs[:len(flat)]
     packed_out = nest.pack_sequence_as(loop_vars, outputs)
     if return_same_structure:
         return packed_out

@@ -148,6 +148,9 @@ def _default_grad_ys(grad_ys: list, ys: list, colocate: bool) -> list:
                 if not gy.dtype.is_complex:
                     raise TypeError(f"Gradient type {gy.dtype.name} generated for complex-valued tensor "
                                     f"{y} with type {y.dtype.name} must be real")
+            elif y.dtype == dtypes.variant:
+                if gy.dtype != dtypes.variant:
+                    raise TypeError(f"Gradient type {gy.dtype.name} generated for variant tensor {y} must be variant")
             elif y.dtype == dtypes.resource:
                 if gy.dtype == dtypes.resource:
                     raise TypeError(f"Input gradient {gy} for resource tensor {y} should not be a resource")
