@@ -13,7 +13,7 @@ from tensorweave.ops.array.fill import zeros, zeros_like
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.cond import union_captures
 from tensorweave.ops.control_flow.while_loop import iteration_count, record, record_like, while_loop
-from tensorweave.ops.gradients.gradients import gradients
+from tensorweave.ops.gradients.gradients import gradients, is_stand_in_zeros
 from tensorweave.ops.helpers import dense
 from tensorweave.ops.math.binary import add_n, greater_equal, subtract
 from tensorweave.ops.registry import RegisterGradient
@@ -119,8 +119,8 @@ def _while_grad(op, *grads):
     # Gradients reaching the recorded lists (a second derivative through this loop's gradient) flow
     # into the recorded body tensors, iteration by iteration.
     recorded = [(t, grads[n + 1 + m]) for m, t in enumerate(body.outputs[n:])
-                if n + 1 + m < len(grads) and not _is_zeros_of(grads[n + 1 + m], op.outputs[n + 1 + m])]
-    if all(_is_zeros_of(grads[i], op.outputs[i]) for i in var_idx) and not recorded:
+                if n + 1 + m < len(grads) and not is_stand_in_zeros(grads[n + 1 + m])]
+    if all(is_stand_in_zeros(grads[i]) for i in var_idx) and not recorded:
         return [None] * len(op.inputs)
     g = get_default_graph()
     count = iteration_count(op)
@@ -146,11 +146,6 @@ def _while_grad(op, *grads):
     for j, d in zip(cap_idx, res[1 + nv:]):
         out[n + nc + j] = d
     return out
-
-
-def _is_zeros_of(grad, t: Tensor) -> bool:
-    """Whether `grad` is the ZerosLike(t) tf.gradients stands in for an output nothing depends on."""
-    return grad is None or (isinstance(grad, Tensor) and grad.op.type == "ZerosLike" and grad.op.inputs[0] is t)
 
 
 def _backward_step(op: Operation, body: FuncGraph, captures: list, var_idx: list, cap_idx: list, recorded: list,

@@ -11,6 +11,7 @@ import collections
 import contextlib
 import enum
 import itertools
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -225,6 +226,17 @@ def _aggregated_grads(grads: dict, op: Operation, method) -> list:
     return out_grads
 
 
+# The zeros _backprop_op hands a gradient function for outputs nothing depends on: a gradient that
+# would otherwise compute with them (a loop running backwards) can skip them.
+_STAND_IN_ZEROS: "weakref.WeakSet[Tensor]" = weakref.WeakSet()
+
+
+def is_stand_in_zeros(grad) -> bool:
+    """Whether `grad` (an output gradient given to a gradient function) is None or the zeros
+    tf.gradients stands in for an output that no y depends on."""
+    return grad is None or (isinstance(grad, Tensor) and grad in _STAND_IN_ZEROS)
+
+
 def _zeros_for(t: Tensor):
     if t.dtype == dtypes.resource:
         shape = t.op.attrs.get("shape")
@@ -314,6 +326,7 @@ def _backprop_op(op: Operation, grads: dict, stop_ops: set, grad_scope: str, col
                 if g is None and _is_trainable(op.outputs[i]):
                     # the ys do not depend on this output: its gradient is zero
                     out_grads[i] = _zeros_for(op.outputs[i])
+                    _STAND_IN_ZEROS.add(out_grads[i])
             with api.name_scope(op.name + "_grad"):
                 in_grads = grad_fn(op, *out_grads)
                 in_grads = _as_list(in_grads) if in_grads is not None else [None]
