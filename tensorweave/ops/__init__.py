@@ -17,7 +17,7 @@ from tensorweave.ops.math import linalg, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
 from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
-from tensorweave.ops.control_flow import grouping, cond, tensor_list, while_loop, functional  # noqa: F401
+from tensorweave.ops.control_flow import grouping, cond, tensor_list, while_loop, functional, tensor_array  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401
 from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables, variable_scope  # noqa: F401
 from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401

@@ -421,6 +421,76 @@ def scatter(lst: Tensor, tensor, indices) -> Tensor:
                    name="TensorListScatterIntoExistingList").outputs[0]
 
 
+def _concat_infer(op):
+    shape = op.get_attr("element_shape")
+    rest = shape[1:] if shape.ndims else unknown_shape()
+    return [(op.get_attr("element_dtype"), TensorShape([None]).concatenate(rest)), (dtypes.int64, TensorShape([None]))]
+
+
+def _concat_kernel(node, ctx):
+    element_shape, np_dtype = _elem_attrs(node)
+
+    def run(lst):
+        items = _materialized(node, lst, element_shape, np_dtype)
+        if any(np.ndim(x) == 0 for x in items):
+            raise invalid(node, "Concat requires elements to be at least vectors")
+        lengths = np.array([np.shape(x)[0] for x in items], np.int64)
+        if not items:
+            if element_shape is None or any(d is None for d in element_shape[1:]):
+                raise invalid(node, f"Tried to concat an empty list with element_shape {element_shape}")
+            return np.zeros([0] + list(element_shape[1:]), np_dtype), lengths
+        try:
+            return np.concatenate(items).astype(np_dtype, copy=False), lengths
+        except ValueError:
+            raise invalid(node, "Tried to concat list elements of incompatible shapes: "
+                                f"{sorted({np.shape(x) for x in items})}") from None
+    return run
+
+
+def _concat_grad(op, dy, dlengths):
+    return [split(dy, op.outputs[1], op.get_attr("element_shape"))]
+
+
+register("TensorListConcatV2", _concat_infer, _concat_kernel, grad=_concat_grad)
+
+
+def _split_kernel(node, ctx):
+    def run(tensor, lengths):
+        lengths = np.asarray(lengths).reshape(-1)
+        if np.ndim(tensor) == 0:
+            raise invalid(node, "Split requires a tensor of rank >= 1")
+        if (lengths < 0).any() or lengths.sum() != np.shape(tensor)[0]:
+            raise invalid(node, f"Unable to split a tensor of first dimension {np.shape(tensor)[0]} into pieces "
+                                f"of lengths {lengths.tolist()}")
+        bounds = np.cumsum(lengths)[:-1]
+        return TensorListValue(tuple(np.split(np.asarray(tensor), bounds)))
+    return run
+
+
+def _split_grad(op, dlist):
+    t = op.inputs[0]
+    return [concat(dlist, t.dtype, t.shape)[0], None]
+
+
+register("TensorListSplit", _variant, _split_kernel, grad=_split_grad)
+
+
+def concat(lst: Tensor, element_dtype, element_shape=None):
+    """(the items concatenated along their first dimension, each item's length)."""
+    op = make_op("TensorListConcatV2", [lst], {"element_dtype": dtypes.as_dtype(element_dtype),
+                                               "element_shape": as_shape(element_shape)},
+                 name="TensorListConcatV2")
+    return op.outputs[0], op.outputs[1]
+
+
+def split(tensor, lengths, element_shape=None) -> Tensor:
+    """A list of the pieces of `tensor` along its first dimension, of the given lengths."""
+    tensor = convert_to_tensor(tensor)
+    return make_op("TensorListSplit", [tensor, index_tensor(lengths, dtype=dtypes.int64)],
+                   {"element_dtype": tensor.dtype, "element_shape": as_shape(element_shape)},
+                   name="TensorListSplit").outputs[0]
+
+
 def element_shape_of(t: Tensor) -> TensorShape:
     """The shape of `t`'s slices along its first dimension (unknown for unknown rank)."""
     return t.shape[1:] if t.shape.ndims is not None else unknown_shape()

@@ -139,6 +139,16 @@ def _body_graph(outer, scope: str, kind: str, flat_vars: list, invariants: list)
     return fg
 
 
+def _flow_carrier(v):
+    """A loop variable carried by its `flow` tensor (a TensorArray), else None."""
+    return v if hasattr(v, "_with_flow") else None
+
+
+def _carried(templates: list, tensors: list) -> list:
+    """Loop tensors with TensorArrays rebuilt around their flows."""
+    return [t._with_flow(x) if t is not None else x for t, x in zip(templates, tensors)]
+
+
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
                swap_memory=False, name=None, maximum_iterations=None, return_same_structure=False):
     """tf.while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
@@ -172,7 +182,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 raise ValueError(f"maximum_iterations must be a scalar, saw shape: {max_t.shape}")
             if not max_t.dtype.is_integer:
                 raise TypeError(f"maximum_iterations of '{wname}' must be an integer, got {max_t.dtype.name}")
-        flat = [v if isinstance(v, Operation) else convert_to_tensor(v) for v in nest.flatten(loop_vars)]
+        leaves = nest.flatten(loop_vars)
+        templates = [_flow_carrier(v) for v in leaves]
+        flat = [v.flow if t is not None else v if isinstance(v, Operation) else convert_to_tensor(v)
+                for v, t in zip(leaves, templates)]
         for v in flat:
             if isinstance(v, Operation):
                 raise TypeError(f"Loop variables of '{wname}' must be tensors, got operation {v.name}")
@@ -180,7 +193,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             invariants = [v.shape for v in flat]
         else:
             nest.assert_same_structure(loop_vars, shape_invariants, check_types=False)
-            invariants = [as_shape(s) for s in nest.flatten(shape_invariants)]
+            invariants = [as_shape(s) if t is None else TensorShape([])
+                          for s, t in zip(nest.flatten(shape_invariants), templates)]
             for v, inv in zip(flat, invariants):
                 if not _shape_le(v.shape, inv):
                     raise ValueError(f"The shape invariant specified for {v.name} is not compatible with the "
@@ -189,7 +203,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
         cfg = _body_graph(g, scope, "cond", flat, invariants)
         with cfg.as_default():
-            c = cond(*nest.pack_sequence_as(loop_vars, cfg.inputs[:len(flat)]))
+            c = cond(*nest.pack_sequence_as(loop_vars, _carried(templates, cfg.inputs[:len(flat)])))
             c = convert_to_tensor(c)
             if c.dtype != dtypes.bool:
                 raise TypeError(f"Input 'input' of 'LoopCond' Op has type {c.dtype.name} that does not match "
@@ -201,13 +215,16 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
         bfg = _body_graph(g, scope, "body", flat, invariants)
         with bfg.as_default():
-            packed = nest.pack_sequence_as(loop_vars, bfg.inputs[:len(flat)])
+            packed = nest.pack_sequence_as(loop_vars, _carried(templates, bfg.inputs[:len(flat)]))
             result = body(*packed)
             if not nest.is_sequence(result):
                 result = [result]
             nest.assert_same_structure(list(packed), list(result))
             outs = []
-            for v, inv, r in zip(flat, invariants, nest.flatten(result)):
+            result_leaves = nest.flatten(result)
+            templates = [_flow_carrier(r) if t is not None else None for r, t in zip(result_leaves, templates)]
+            for v, inv, r, t in zip(flat, invariants, result_leaves, templates):
+                r = r.flow if t is not None else r
                 if isinstance(r, Operation) or r is None:
                     raise TypeError(f"The body of while loop '{wname}' returned {r!r} for loop variable {v.name}")
                 r = convert_to_tensor(r)
@@ -235,7 +252,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         with g.control_dependencies(ctrl):
             op = g.create_op("While", inputs, attrs, name=scope)
     outputs = op.outputs[:len(flat)]
-    packed_out = nest.pack_sequence_as(loop_vars, outputs)
+    packed_out = nest.pack_sequence_as(loop_vars, _carried(templates, outputs))
     if return_same_structure:
         return packed_out
     return outputs[0] if len(outputs) == 1 else packed_out
