@@ -5,7 +5,8 @@ from __future__ import annotations
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.helpers import FLOATS, invalid, make_op
+from tensorweave.framework import dtypes
+from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.nn import pool3d_kernels as kernels
 from tensorweave.ops.nn.conv3d import (check_format_5d, check_padding_5d, five, fmt_dims, from_last, geometry,
                                        last_dims, rank5, spatial, to_last)
@@ -13,6 +14,8 @@ from tensorweave.ops.nn.util import as_str, shape_tensor, window_out
 from tensorweave.ops.registry import register
 
 __all__ = ["max_pool3d", "avg_pool3d"]
+
+_POOL_DTYPES = (dtypes.float16, dtypes.float32)   # TF has no float64 3-D pooling kernels
 
 
 def _attrs(ksize, strides, padding, data_format, op_name: str) -> dict:
@@ -90,9 +93,9 @@ def _avg_pool_grad(op, grad):
                     name="AvgPool3DGrad").outputs[0]]
 
 
-register("MaxPool3D", _pool_infer, _pool_kernel(kernels.max_pool), grad=_max_pool_grad, dtypes=FLOATS,
+register("MaxPool3D", _pool_infer, _pool_kernel(kernels.max_pool), grad=_max_pool_grad, dtypes=_POOL_DTYPES,
          dtype_param="input")
-register("AvgPool3D", _pool_infer, _pool_kernel(kernels.avg_pool), grad=_avg_pool_grad, dtypes=FLOATS,
+register("AvgPool3D", _pool_infer, _pool_kernel(kernels.avg_pool), grad=_avg_pool_grad, dtypes=_POOL_DTYPES,
          dtype_param="input")
 
 
