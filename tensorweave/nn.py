@@ -20,5 +20,9 @@ from tensorweave.ops.nn.norm import fused_batch_norm  # noqa: F401
 from tensorweave.ops.nn.pool import avg_pool, local_response_normalization, lrn, max_pool  # noqa: F401
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d  # noqa: F401
 
+from tensorweave.rnn import rnn_cell  # noqa: F401
+from tensorweave.rnn.loops import (  # noqa: F401
+    bidirectional_dynamic_rnn, dynamic_rnn, raw_rnn, static_bidirectional_rnn, static_rnn)
+
 avg_pool2d = avg_pool
 max_pool2d = max_pool

@@ -230,22 +230,25 @@ class Layer:
     def call(self, inputs, **kwargs):
         return inputs
 
-    def _enter_scope(self):
+    def _enter_scope(self, scope=None):
+        """The layer's variable scope: on the first call `scope` if given, else one named after the
+        layer; every later call re-enters it (reusing its variables)."""
         if self._scope is None:
             if self._reuse:
-                with variable_scope(self._name or self._base_name) as scope:
-                    self._scope = scope
+                with variable_scope(scope if scope is not None else self._name or self._base_name) as captured:
+                    self._scope = captured
             else:
-                with variable_scope(self._name, default_name=self._base_name) as scope:
-                    self._scope = scope
+                with variable_scope(scope if scope is not None else self._name,
+                                    default_name=self._base_name) as captured:
+                    self._scope = captured
         return variable_scope(self._scope, reuse=True if self.built else self._reuse, auxiliary_name_scope=False)
 
     def __call__(self, inputs, *args, **kwargs):
         """Builds the layer on its first call, then applies `call`; also `apply`."""
-        kwargs.pop("scope", None)
+        scope = kwargs.pop("scope", None)
         inputs = nest.map_structure(lambda x: convert_to_tensor(x) if not isinstance(x, Tensor) else x, inputs) \
             if nest.is_sequence(inputs) else convert_to_tensor(inputs)
-        with self._enter_scope():
+        with self._enter_scope(scope):
             with name_scope(self._scope.original_name_scope):
                 if not self.built:
                     first = nest.flatten(inputs)[0]
