@@ -72,8 +72,9 @@ def _set_counts(labels, predictions_idx, class_id):
 
     def count(mask):
         return reduce_sum(cast(mask, dtypes.float64), axis=-1)
-    return (count(logical_and(pred_members, pred_in_labels)), count(logical_and(pred_members, logical_not(pred_in_labels))),
-            count(logical_and(label_members, logical_not(label_in_preds))))
+    tp = count(logical_and(pred_members, pred_in_labels))
+    fp = count(logical_and(pred_members, logical_not(pred_in_labels)))
+    return tp, fp, count(logical_and(label_members, logical_not(label_in_preds)))
 
 
 def _streaming_count(per_row, weights, counter_name: str):

@@ -13,7 +13,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack, unstack
 from tensorweave.ops.array.core import identity, shape, transpose
-from tensorweave.ops.array.fill import range as range_, zeros
+from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.pad import reverse, reverse_sequence
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.tensor_array import TensorArray
@@ -23,6 +23,7 @@ from tensorweave.ops.math.binary import greater_equal, logical_not, logical_or, 
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_all, reduce_max
 from tensorweave.ops.state.variable_scope import variable_scope
+from tensorweave.rnn.cells import zero_state_tensors
 
 __all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn"]
 
@@ -84,16 +85,6 @@ def _state_dtype(dtype, state):
     if not flat:
         raise ValueError("Unable to infer dtype from an empty state.")
     return convert_to_tensor(flat[0]).dtype
-
-
-def _zero_output(cell, batch_size, dtype):
-    def one(size):
-        size = _size_shape(size)
-        static = TensorShape([batch_size if isinstance(batch_size, int) else None]).concatenate(size)
-        z = zeros(static.as_list() if static.is_fully_defined() else [batch_size] + size.as_list(), dtype=dtype)
-        z.set_shape(static)
-        return z
-    return nest.map_structure(one, cell.output_size)
 
 
 def _select_finished(finished: Tensor, if_done, if_running):
@@ -166,7 +157,7 @@ def _dynamic_loop(cell, inputs, state, parallel_iterations: int, sequence_length
                              f"size={s[1].value} for input={x}.")
     time_steps = shape(flat[0])[0]
     out_dtype = _state_dtype(dtype, state)
-    zero_output = _zero_output(cell, batch_size, out_dtype)
+    zero_output = zero_state_tensors(cell.output_size, batch_size, out_dtype)
     with name_scope("dynamic_rnn") as base:
         pass
     input_tas = [TensorArray(x.dtype, size=time_steps, element_shape=x.shape[1:],
@@ -226,7 +217,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         sequence_length = _sequence_length(sequence_length)
         zero_output = None
         if sequence_length is not None:
-            zero_output = _zero_output(cell, batch_size, _state_dtype(dtype, state))
+            zero_output = zero_state_tensors(cell.output_size, batch_size, _state_dtype(dtype, state))
         outputs = []
         for t, step_input in enumerate(inputs):
             if t > 0:
@@ -333,12 +324,7 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
             sizes = [_size_shape(s) for s in nest.flatten(cell.output_size)]
             emit_dtypes = [convert_to_tensor(nest.flatten(state)[0]).dtype] * len(sizes)
         static_batch = TensorShape([batch_size if isinstance(batch_size, int) else None])
-        zero_emit = []
-        for size, dt in zip(sizes, emit_dtypes):
-            static = static_batch.concatenate(size)
-            z = zeros(static.as_list() if static.is_fully_defined() else [batch_size] + size.as_list(), dtype=dt)
-            z.set_shape(static)
-            zero_emit.append(z)
+        zero_emit = [zero_state_tensors(size, batch_size, dt) for size, dt in zip(sizes, emit_dtypes)]
         emit_tas = [TensorArray(dt, size=0, dynamic_size=True, element_shape=static_batch.concatenate(size))
                     for size, dt in zip(sizes, emit_dtypes)]
         no_loop_state = loop_state is None

@@ -51,7 +51,8 @@ def test_conv1d_and_conv3d_names_shapes_values():
     assert v["conv1d/kernel"].shape.as_list() == [3, 3, 4] and v["conv1d/bias"].shape.as_list() == [4]
     assert v["conv1d_1/kernel"].shape.as_list() == [2, 3, 2]
     assert v["conv3d/kernel"].shape.as_list() == [2, 3, 2, 3, 5] and "conv3d/bias" not in v
-    assert y1.shape.as_list() == [2, 4, 4] and y1b.shape.as_list() == [2, 9, 2] and y3.shape.as_list() == [2, 4, 2, 3, 5]
+    assert y1.shape.as_list() == [2, 4, 4] and y1b.shape.as_list() == [2, 9, 2]
+    assert y3.shape.as_list() == [2, 4, 2, 3, 5]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         sess.run(tf.assign(v["conv1d/bias"], [1.0, 2.0, 3.0, 4.0]))
@@ -116,9 +117,9 @@ def test_separable_convolutions():
     assert v["separable_conv2d/bias"].shape.as_list() == [4]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        dk2, pk2, dk1, pk1, a, b = sess.run([v["separable_conv2d/depthwise_kernel"], v["separable_conv2d/pointwise_kernel"],
-                                            v["separable_conv1d/depthwise_kernel"], v["separable_conv1d/pointwise_kernel"],
-                                            y2, y1])
+        dk2, pk2, dk1, pk1, a, b = sess.run(
+            [v["separable_conv2d/depthwise_kernel"], v["separable_conv2d/pointwise_kernel"],
+             v["separable_conv1d/depthwise_kernel"], v["separable_conv1d/pointwise_kernel"], y2, y1])
 
     def separable(x, dk, pk, strides, pads):
         channels = [np_conv(x[..., c:c + 1], dk[..., c:c + 1, :], strides, pads) for c in range(x.shape[-1])]

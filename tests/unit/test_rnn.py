@@ -55,7 +55,7 @@ def test_cell_called_directly_names_reuse_and_scope_argument():
     assert isinstance(zero, tf.nn.rnn_cell.LSTMStateTuple) and zero.c.shape.as_list() == [None, 4]
     assert zero.h.shape.as_list() == [None, 2] and zero.dtype == tf.float32
     with pytest.raises(TypeError, match="Inconsistent"):
-        tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([1]), tf.zeros([1], tf.float64)).dtype
+        _ = tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([1]), tf.zeros([1], tf.float64)).dtype
     assert tf.contrib.rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
     assert tf.contrib.rnn.static_rnn is tf.nn.static_rnn
 
@@ -84,10 +84,10 @@ def test_variational_dropout_uses_one_mask_for_all_steps_and_spares_c():
     cell = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicLSTMCell(8), input_keep_prob=0.6, output_keep_prob=0.5,
                                          state_keep_prob=0.5, variational_recurrent=True, input_size=5,
                                          dtype=tf.float64, seed=1)
-    out, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        o, s = sess.run([out, state])
+        o = sess.run(out)
     zero_units = (o == 0).all(axis=(0, 1))
     assert zero_units.any() and not zero_units.all()
     assert ((o == 0) == zero_units).all()   # the same units are dropped at every step and entry
@@ -118,7 +118,8 @@ def test_bidirectional_backward_direction_is_the_reversed_run():
     x = tf.constant(xv)
     cell = tf.nn.rnn_cell.GRUCell(3)
     (_, bw), (_, sbw) = tf.nn.bidirectional_dynamic_rnn(tf.nn.rnn_cell.GRUCell(2), cell, x, dtype=tf.float64)
-    manual, smanual = tf.nn.dynamic_rnn(cell, tf.constant(xv[:, ::-1].copy()), dtype=tf.float64, scope="bidirectional_rnn/bw")
+    manual, smanual = tf.nn.dynamic_rnn(cell, tf.constant(xv[:, ::-1].copy()), dtype=tf.float64,
+                                        scope="bidirectional_rnn/bw")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         a, b, c, d = sess.run([bw, manual, sbw, smanual])
