@@ -146,3 +146,12 @@ def test_scan_map_fn_and_folds_are_differentiable():
     assert grad_error(x, tf.foldl(lambda a, e: a * e, x), xv) < 1e-6
     assert grad_error(x, tf.foldr(lambda a, e: a * tf.cos(e), x), xv) < 1e-6
     assert grad_error(x, tf.scan(lambda a, e: a + e, x, reverse=True), xv) < 1e-6
+
+
+def test_back_prop_false_stops_the_gradient():
+    x = tf.placeholder(tf.float64, [3])
+    y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * x), [0, x], back_prop=False)[1]
+    z = tf.map_fn(lambda e: e * e, tf.reshape(x, [3, 1]), back_prop=False)
+    assert tf.gradients(tf.reduce_sum(y), x) == [None]
+    assert tf.gradients(tf.reduce_sum(z), x) == [None]
+    assert tf.gradients(tf.reduce_sum(y) + tf.reduce_sum(x * x), x)[0] is not None

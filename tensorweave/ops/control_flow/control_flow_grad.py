@@ -109,6 +109,8 @@ def _carries_gradient(dt) -> bool:
 
 @RegisterGradient("While")
 def _while_grad(op, *grads):
+    if not op._attrs.get("back_prop", True):
+        return [None] * len(op.inputs)
     types = op.get_attr("T")
     n = len(types)
     nc, nb = op.get_attr("num_cond_captures"), op.get_attr("num_body_captures")

@@ -43,7 +43,7 @@ def _prepare(elems, name_fn: str):
     return flat, lists, n_static
 
 
-def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_iterations=10):
+def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_iterations=10, back_prop=True):
     """The one loop behind scan/foldl/foldr: acc = fn(acc, elems[i]) over i (reversed if asked);
     with `accumulate` every acc is also pushed and stacked in index order."""
     if not callable(fn):
@@ -80,7 +80,7 @@ def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_i
             outs = [_push(o, a) for o, a in zip(outs, new_flat)]
             return [add(i, step)] + new_flat + outs
 
-        res = while_loop(lambda *_: constant(True), body, [start] + acc0 + outs0,
+        res = while_loop(lambda *_: constant(True), body, [start] + acc0 + outs0, back_prop=back_prop,
                          maximum_iterations=count, parallel_iterations=parallel_iterations,
                          return_same_structure=True)
         accs = res[1:1 + nacc]
@@ -96,18 +96,18 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
     accumulators of `acc = fn(acc, x)` over the first dimension of `elems` (which may be a
     nested structure). Without an initializer the first element starts the accumulation
     and is the first output."""
-    return _loop("scan", fn, elems, initializer, reverse, True, name, parallel_iterations)
+    return _loop("scan", fn, elems, initializer, reverse, True, name, parallel_iterations, back_prop)
 
 
 def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldl(fn, elems, initializer=None, ...): the final `acc = fn(acc, x)` over the first
     dimension of `elems`, left to right."""
-    return _loop("foldl", fn, elems, initializer, False, False, name, parallel_iterations)
+    return _loop("foldl", fn, elems, initializer, False, False, name, parallel_iterations, back_prop)
 
 
 def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldr(fn, elems, initializer=None, ...): as foldl, right to left."""
-    return _loop("foldr", fn, elems, initializer, True, False, name, parallel_iterations)
+    return _loop("foldr", fn, elems, initializer, True, False, name, parallel_iterations, back_prop)
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
@@ -140,8 +140,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
             results["like"] = r_flat
             return [add(i, 1)] + [_push(o, v) for o, v in zip(outs, r_flat)]
 
-        res = while_loop(lambda *_: constant(True), body,
-                         [constant(0)] + [_empty() for _ in range(nout)],
+        res = while_loop(lambda *_: constant(True), body, [constant(0)] + [_empty() for _ in range(nout)],
+                         back_prop=back_prop,
                          maximum_iterations=n, parallel_iterations=parallel_iterations or 10,
                          return_same_structure=True)
         stacked = [_stack(o, like, n_static, False) for o, like in zip(res[1:], results["like"])]

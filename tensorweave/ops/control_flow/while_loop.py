@@ -160,7 +160,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     returns the same structure with the same dtypes, and each tensor keeps its shape unless
     `shape_invariants` (same structure of TensorShapes) allows it to vary. Returns the final
     values; a single loop tensor comes back bare unless `return_same_structure`.
-    parallel_iterations, back_prop and swap_memory are accepted for compatibility.
+    With back_prop=False no gradient flows through the loop (tf.gradients treats its outputs as
+    constants). parallel_iterations and swap_memory are accepted for compatibility.
     """
     if not callable(cond):
         raise TypeError("cond must be callable.")
@@ -244,7 +245,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         attrs = {"cond": cfg, "body": bfg, "T": [v.dtype for v in flat], "output_shapes": invariants,
                  "num_cond_captures": len(cc), "num_body_captures": len(bc),
                  "has_maximum_iterations": max_t is not None,
-                 "parallel_iterations": int(parallel_iterations)}
+                 "parallel_iterations": int(parallel_iterations), "back_prop": bool(back_prop)}
         colocate = resource_colocation(cc + bc)
         if colocate:
             attrs["_class"] = colocate
