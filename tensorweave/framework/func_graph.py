@@ -131,6 +131,14 @@ class FuncGraph(Graph):
             self._captures[outer] = inner
         return inner
 
+    def uncapture(self, outer: Tensor) -> None:
+        """Forgets capture `outer` once nothing in the body uses its placeholder any more."""
+        inner = self._captures.pop(outer)
+        if inner._consumers:
+            self._captures[outer] = inner
+            raise ValueError(f"Cannot drop capture {outer.name} of '{self.name}': {inner.name} is still used")
+        self.remove_ops([inner.op])
+
     def _control_capture(self, op: Operation) -> None:
         if op.graph is self.outer_graph:
             if op not in self.control_captures:

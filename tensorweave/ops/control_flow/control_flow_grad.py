@@ -138,10 +138,13 @@ def _while_grad(op, *grads):
         return _backward_step(op, body, captures, var_idx, cap_idx, recorded, k, list(state[:nv]),
                               list(state[nv:]))
 
-    with g.colocate_with(op):   # the recorded lists never leave the forward loop's task
-        res = while_loop(lambda k, *_: greater_equal(k, 0), grad_body, [subtract(count, 1)] + dv0 + dc0,
-                         shape_invariants=invariants, parallel_iterations=op.get_attr("parallel_iterations"),
-                         return_same_structure=True)
+    res = while_loop(lambda k, *_: greater_equal(k, 0), grad_body, [subtract(count, 1)] + dv0 + dc0,
+                     shape_invariants=invariants, parallel_iterations=op.get_attr("parallel_iterations"),
+                     return_same_structure=True)
+    # The recorded lists never leave the forward loop's task: the backward loop joins its
+    # colocation group (the placer then puts both where the group's requests agree).
+    grad_op = res[0].op
+    grad_op._set_attr("_class", sorted(set(grad_op.colocation_groups()) | set(op.colocation_groups())))
     out = [None] * len(op.inputs)
     for i, d in zip(var_idx, res[1:1 + nv]):
         out[i] = d

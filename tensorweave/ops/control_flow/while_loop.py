@@ -139,6 +139,33 @@ def _body_graph(outer, scope: str, kind: str, flat_vars: list, invariants: list)
     return fg
 
 
+def _hoist_variable_reads(outer, body: FuncGraph) -> None:
+    """A variable the body only reads is read once, before the loop, and the body captures the
+    value instead of the resource handle: the loop then runs where its device scope says (a
+    worker) rather than where the variable lives (a ps), and variables of several tasks can
+    feed one loop. A variable the body also writes (or gathers from) stays a handle."""
+    for handle in [t for t in body.external_captures if t.dtype == dtypes.resource]:
+        placeholder = body.captured(handle)
+        reads = placeholder.consumers()
+        if not reads or any(r.type != "ReadVariableOp" for r in reads):
+            continue
+        attrs = {k: v for k, v in reads[0]._attrs.items() if k != "_class"}
+        with outer.colocate_with(handle.op):
+            value = outer.create_op("ReadVariableOp", [handle], attrs, name="read_before_loop").outputs[0]
+        inner = body.capture(value)
+        for r in reads:
+            for consumer in r.outputs[0].consumers():
+                for i, t in enumerate(consumer.inputs):
+                    if t is r.outputs[0]:
+                        consumer._update_input(i, inner)
+            for follower in list(r._control_outputs):
+                follower._remove_control_input(r)
+            if r.outputs[0] in body.outputs:
+                body.outputs = [inner if o is r.outputs[0] else o for o in body.outputs]
+        body.remove_ops(reads)
+        body.uncapture(handle)
+
+
 def _flow_carrier(v):
     """A loop variable carried by its `flow` tensor (a TensorArray), else None."""
     return v if hasattr(v, "_with_flow") else None
@@ -240,6 +267,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 outs.append(bfg.capture(r) if r.graph is not bfg else r)
             bfg.outputs = outs
 
+        ctrl = cfg.control_captures + [c for c in bfg.control_captures if c not in cfg.control_captures]
+        with g.control_dependencies(ctrl):
+            _hoist_variable_reads(g, cfg)
+            _hoist_variable_reads(g, bfg)
         cc, bc = cfg.external_captures, bfg.external_captures
         inputs = flat + cc + bc + ([max_t] if max_t is not None else [])
         attrs = {"cond": cfg, "body": bfg, "T": [v.dtype for v in flat], "output_shapes": invariants,
@@ -249,7 +280,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         colocate = resource_colocation(cc + bc)
         if colocate:
             attrs["_class"] = colocate
-        ctrl = cfg.control_captures + [c for c in bfg.control_captures if c not in cfg.control_captures]
         with g.control_dependencies(ctrl):
             op = g.create_op("While", inputs, attrs, name=scope)
     outputs = op.outputs[:len(flat)]
