@@ -44,6 +44,7 @@ from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.while_loop import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.functional import *  # noqa: F401,F403
+from tensorweave.ops.control_flow.tensor_array import *  # noqa: F401,F403
 from tensorweave.ops.debugging.printing import *  # noqa: F401,F403
 from tensorweave.ops.debugging.asserts import *  # noqa: F401,F403
 from tensorweave.ops.debugging.numerics import *  # noqa: F401,F403

@@ -15,9 +15,9 @@ from tensorweave.ops.math import reduction  # noqa: F401
 from tensorweave.ops.array import gather, mask, partition  # noqa: F401
 from tensorweave.ops.math import linalg, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
-from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
+from tensorweave.ops.nn import activations, losses, conv, conv3d, pool, pool3d, norm, impl  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
-from tensorweave.ops.control_flow import grouping, cond, while_loop, functional  # noqa: F401
+from tensorweave.ops.control_flow import grouping, cond, tensor_list, while_loop, functional, tensor_array  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401
 from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables  # noqa: F401
 from tensorweave.ops.state import partitioned_variables, variable_scope  # noqa: F401

@@ -101,7 +101,7 @@ def handle_shape(handle: Tensor) -> TensorShape:
     return as_shape(op.get_attr("shape")) if op is not None else unknown_shape()
 
 
-def _handle_dtype(handle: Tensor) -> Optional[dtypes.DType]:
+def handle_dtype(handle: Tensor) -> Optional[dtypes.DType]:
     op = _var_handle_op(handle)
     return op.get_attr("dtype") if op is not None else None
 
@@ -111,7 +111,7 @@ def check_handle(op, dtype) -> None:
     if h.dtype is not dtypes.resource:
         raise ValueError(f"Input 'resource' of '{op.type}' Op has type {h.dtype.name} that does not match "
                          "expected type of resource.")
-    hd = _handle_dtype(h)
+    hd = handle_dtype(h)
     if hd is not None and dtype is not None and hd != dtype:
         raise ValueError(f"Trying to access variable of dtype {dtypes.as_dtype(hd).name} with dtype "
                          f"{dtypes.as_dtype(dtype).name}")

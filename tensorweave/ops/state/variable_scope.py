@@ -13,6 +13,7 @@ from typing import Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, graph_from_inputs
+from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.shapes import as_shape
@@ -333,7 +334,9 @@ class _VariableStore:
                          shape=shape if validate_shape else None)
         self._vars[name] = v
         if regularizer:
-            with colocated_with_handle(v.handle), g.name_scope(name + "/Regularizer/"):
+            # in the outermost graph, as TF's init_scope: the loss of a variable made inside a loop
+            # body must be usable outside it
+            with init_scope(), colocated_with_handle(v.handle), get_default_graph().name_scope(name + "/Regularizer/"):
                 loss = regularizer(v)
             if loss is not None:
                 g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

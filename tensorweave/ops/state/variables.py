@@ -8,6 +8,7 @@ from typing import Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, graph_from_inputs
+from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.graph import Operation, Tensor, default_session_for, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.shapes import as_shape, unknown_shape
@@ -163,9 +164,18 @@ class Variable:
         dtype = dtypes.as_dtype(dtype) if dtype is not None else None
         if shape is None and expected_shape is not None:
             shape = expected_shape
-        g = get_default_graph()
         init_from_fn = callable(initial_value)
         values = [] if init_from_fn else [initial_value]
+        # A variable made while a loop or cond body is built (an RNN cell's first call inside
+        # dynamic_rnn) lives in the outermost graph, as TF's init_scope puts it; the body reads it.
+        inner = get_default_graph()
+        lift = inner.building_function and not any(isinstance(v, Tensor) and v.graph is inner for v in values)
+        with init_scope() if lift else contextlib.nullcontext():
+            self._create(initial_value, init_from_fn, values, name, dtype, shape, validate_shape, caching_device,
+                         collections)
+
+    def _create(self, initial_value, init_from_fn: bool, values: list, name, dtype, shape, validate_shape,
+                caching_device, collections) -> None:
         scope_graph = graph_from_inputs(values)
         # TF's init_scope: a variable never depends on the control dependencies around it.
         with scope_graph.as_default(), scope_graph.control_dependencies(None), \
