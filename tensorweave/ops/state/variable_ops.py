@@ -77,10 +77,12 @@ def locked(resources: list, use_locking: bool):
 
 @contextlib.contextmanager
 def colocated_with_handle(handle: Tensor):
-    """Colocates ops created inside with the variable handle (when in the handle's graph)."""
+    """Colocates ops created inside with the variable handle (when in the handle's graph), and
+    with nothing else: an op using a handle runs where the variable lives, even when it is built
+    inside another variable's colocation scope (Adam reads beta1_power while updating every var)."""
     g = get_default_graph()
     if handle.graph is g:
-        with g.colocate_with(handle.op):
+        with g.colocate_with(handle.op, ignore_existing=True):
             yield
     else:  # a function body capturing an outer handle: the capture decides placement
         yield
