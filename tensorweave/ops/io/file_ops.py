@@ -1,0 +1,98 @@
+"""Whole files as string tensors: tf.read_file, tf.write_file, tf.matching_files."""
+from __future__ import annotations
+
+import os
+
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.helpers import invalid, make_op, string_array, string_result
+from tensorweave.ops.io.gfile import Glob, as_path, os_error
+from tensorweave.ops.registry import register
+
+__all__ = ["read_file", "write_file", "matching_files"]
+
+
+def _scalar_path(node, x) -> str:
+    arr = string_array(x)
+    if arr.ndim != 0:
+        raise invalid(node, f"Input filename tensor must be scalar, but had shape: {list(arr.shape)}")
+    return as_path(arr[()])
+
+
+def _read_kernel(node, ctx):
+    def run(filename):
+        path = _scalar_path(node, filename)
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise os_error(e, path, node, node.name) from None
+    return run
+
+
+register("ReadFile", lambda op: [(dtypes.string, TensorShape([]))], _read_kernel, grad=None, stateful=True,
+         dtypes=(dtypes.string,), dtype_param="filename")
+
+
+def read_file(filename, name=None):
+    """tf.read_file(filename, name=None): the whole contents of the file named by a scalar string."""
+    t = convert_to_tensor(filename, dtype=dtypes.string)
+    return make_op("ReadFile", [t], name=name or "ReadFile").outputs[0]
+
+
+def _write_kernel(node, ctx):
+    def run(filename, contents):
+        path = _scalar_path(node, filename)
+        data = string_array(contents)
+        if data.ndim != 0:
+            raise invalid(node, f"Contents tensor must be scalar, but had shape: {list(data.shape)}")
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            parent = os.path.dirname(path)
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            with open(tmp, "wb") as f:   # written whole, then renamed: never half a file
+                f.write(bytes(data[()]))
+            os.replace(tmp, path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise os_error(e, path, node, node.name) from None
+    return run
+
+
+register("WriteFile", lambda op: [], _write_kernel, grad=None, stateful=True,
+         dtypes={0: ("filename", (dtypes.string,)), 1: ("contents", (dtypes.string,))})
+
+
+def write_file(filename, contents, name=None):
+    """tf.write_file(filename, contents, name=None): writes scalar string `contents` to the file
+    (creating its directory); returns the op."""
+    f = convert_to_tensor(filename, dtype=dtypes.string)
+    c = convert_to_tensor(contents, dtype=dtypes.string)
+    return make_op("WriteFile", [f, c], name=name or "WriteFile")
+
+
+def _matching_kernel(node, ctx):
+    def run(pattern):
+        arr = string_array(pattern)
+        if arr.ndim > 1:
+            raise invalid(node, f"Input patterns tensor must be scalar or vector, but had shape: {list(arr.shape)}")
+        names = sorted({p for pat in arr.reshape(-1) for p in Glob(pat)})
+        return string_result([n.encode() for n in names], (len(names),))
+    return run
+
+
+register("MatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _matching_kernel, grad=None,
+         stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
+
+
+def matching_files(pattern, name=None):
+    """tf.matching_files(pattern, name=None): the sorted file names matching a glob pattern (or
+    a vector of them)."""
+    t = convert_to_tensor(pattern, dtype=dtypes.string)
+    return make_op("MatchingFiles", [t], name=name or "MatchingFiles").outputs[0]
+
+
