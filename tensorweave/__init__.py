@@ -21,6 +21,7 @@ from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_gr
 from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: F401
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
 from tensorweave.framework.api import *  # noqa: F401,F403
@@ -54,11 +55,18 @@ from tensorweave.ops.state.variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
+from tensorweave.ops.strings.hashing import *  # noqa: F401,F403
+from tensorweave.ops.strings.join_split import *  # noqa: F401,F403
+from tensorweave.ops.strings.transform import *  # noqa: F401,F403
+from tensorweave.ops.strings.conversion import *  # noqa: F401,F403
+from tensorweave.ops.io.decoding import *  # noqa: F401,F403
+from tensorweave.ops.io.file_ops import *  # noqa: F401,F403
+from tensorweave.ops.io.parsing import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, test, train)
+    app, compat, contrib, debugging, distribute, flags, gfile, initializers, io, keras, layers, linalg, logging, losses,
+    math, metrics, nn, python_io, random, regularizers, strings, test, train)
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

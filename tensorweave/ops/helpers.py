@@ -96,3 +96,9 @@ def string_result(items, shape=()) -> object:
     out[:] = items
     shape = tuple(shape)
     return out[0] if shape == () else out.reshape(shape)
+
+
+def as_string_tensor(x, name: Optional[str] = None) -> Tensor:
+    """A string op's input: a Tensor as it is (the op's declared dtypes give TF's TypeError for
+    another dtype), any other value converted to a string tensor."""
+    return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtypes.string, name=name)

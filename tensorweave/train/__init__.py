@@ -9,3 +9,4 @@ from tensorweave.train.optimizers import *  # noqa: F401,F403
 from tensorweave.train.device_setter import *  # noqa: F401,F403
 from tensorweave.distributed.cluster import *  # noqa: F401,F403
 from tensorweave.distributed.server import *  # noqa: F401,F403
+from tensorweave.ops.io.example_proto import *  # noqa: F401,F403

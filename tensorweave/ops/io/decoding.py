@@ -11,10 +11,10 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import invalid, make_op, string_array, string_result
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.registry import register
 
-__all__ = ["decode_raw", "decode_csv", "string_to_number", "decode_compressed"]
+__all__ = ["decode_raw", "decode_csv", "string_to_number"]
 
 _RAW_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint16, dtypes.uint8,
               dtypes.int16, dtypes.int8, dtypes.int64, dtypes.complex64, dtypes.complex128, dtypes.bool)
@@ -61,7 +61,7 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
         raise TypeError(f"Value passed to parameter 'out_type' has DataType {out_type.name} not in list of allowed "
                         f"values: {', '.join(t.name for t in _RAW_TYPES)}")
     with name_scope(name, "DecodeRaw"):
-        t = convert_to_tensor(input_bytes, dtype=dtypes.string)
+        t = as_string_tensor(input_bytes)
         return make_op("DecodeRaw", [t], {"out_type": out_type, "little_endian": bool(little_endian)},
                        name="DecodeRaw").outputs[0]
 
@@ -104,7 +104,7 @@ def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None, inp
     if out_type not in (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64):
         raise TypeError(f"Value passed to parameter 'out_type' has DataType {out_type.name} not in list of allowed "
                         "values: float32, float64, int32, int64")
-    t = convert_to_tensor(string_tensor, dtype=dtypes.string)
+    t = as_string_tensor(string_tensor)
     return make_op("StringToNumber", [t], {"out_type": out_type}, name=name or "StringToNumber").outputs[0]
 
 
@@ -219,7 +219,7 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     if len(field_delim) != 1:
         raise ValueError(f"field_delim should be only 1 char, got {field_delim!r}")
     with name_scope(name, "DecodeCSV"):
-        records = convert_to_tensor(records, dtype=dtypes.string, name="records")
+        records = as_string_tensor(records, name="records")
         defaults = []
         for i, d in enumerate(record_defaults):
             t = convert_to_tensor(d, name=f"record_defaults_{i}")
@@ -264,6 +264,6 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 (TF'
     ('' leaves it as it is, 'ZLIB', 'GZIP')."""
     if compression_type not in ("", "ZLIB", "GZIP"):
         raise ValueError(f"compression_type must be '', 'ZLIB' or 'GZIP', got {compression_type!r}")
-    t = convert_to_tensor(bytes, dtype=dtypes.string)
+    t = as_string_tensor(bytes)
     return make_op("DecodeCompressed", [t], {"compression_type": compression_type},
                    name=name or "DecodeCompressed").outputs[0]

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import os
 
-
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
-from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import invalid, make_op, string_array, string_result
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.io.gfile import Glob, as_path, os_error
 from tensorweave.ops.registry import register
 
@@ -38,7 +36,7 @@ register("ReadFile", lambda op: [(dtypes.string, TensorShape([]))], _read_kernel
 
 def read_file(filename, name=None):
     """tf.read_file(filename, name=None): the whole contents of the file named by a scalar string."""
-    t = convert_to_tensor(filename, dtype=dtypes.string)
+    t = as_string_tensor(filename)
     return make_op("ReadFile", [t], name=name or "ReadFile").outputs[0]
 
 
@@ -70,8 +68,8 @@ register("WriteFile", lambda op: [], _write_kernel, grad=None, stateful=True,
 def write_file(filename, contents, name=None):
     """tf.write_file(filename, contents, name=None): writes scalar string `contents` to the file
     (creating its directory); returns the op."""
-    f = convert_to_tensor(filename, dtype=dtypes.string)
-    c = convert_to_tensor(contents, dtype=dtypes.string)
+    f = as_string_tensor(filename)
+    c = as_string_tensor(contents)
     return make_op("WriteFile", [f, c], name=name or "WriteFile")
 
 
@@ -92,7 +90,7 @@ register("MatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _ma
 def matching_files(pattern, name=None):
     """tf.matching_files(pattern, name=None): the sorted file names matching a glob pattern (or
     a vector of them)."""
-    t = convert_to_tensor(pattern, dtype=dtypes.string)
+    t = as_string_tensor(pattern)
     return make_op("MatchingFiles", [t], name=name or "MatchingFiles").outputs[0]
 
 

@@ -236,8 +236,3 @@ def Walk(top, in_order: bool = True) -> Iterator:  # noqa: N802
         yield dirpath, list(dirs), sorted(files)
 
 
-# tf.io.gfile's names for the same functions
-exists, isdir, makedirs, mkdir, listdir, glob = Exists, IsDirectory, MakeDirs, MkDir, ListDirectory, Glob
-remove, rename, copy, stat, rmtree, walk = Remove, Rename, Copy, Stat, DeleteRecursively, Walk
-IO_GFILE_NAMES = ["GFile", "exists", "isdir", "makedirs", "mkdir", "listdir", "glob", "remove", "rename", "copy",
-                  "stat", "rmtree", "walk"]

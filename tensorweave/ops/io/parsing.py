@@ -16,8 +16,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
-from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import invalid, make_op, string_array
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.ops.registry import register
 
@@ -218,7 +217,7 @@ def _parse(serialized, features: dict, name, single: bool, default_name: str):
         raise TypeError("features must be a dict of feature keys to FixedLenFeature / VarLenFeature")
     sparse, dense = _split_features(features, single)
     with name_scope(name, default_name):
-        serialized = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
+        serialized = as_string_tensor(serialized, name="serialized")
         want = 0 if single else 1
         if serialized.shape.ndims not in (None, want):
             raise ValueError(f"{default_name}: serialized must be a {'scalar' if single else 'vector'}, got shape "
