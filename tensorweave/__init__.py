@@ -65,7 +65,7 @@ from tensorweave.ops.io.parsing import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg, logging, losses,
+    app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg, logging, losses,
     math, metrics, nn, python_io, random, regularizers, strings, test, train)
 
 

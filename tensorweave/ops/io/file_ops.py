@@ -94,3 +94,20 @@ def matching_files(pattern, name=None):
     return make_op("MatchingFiles", [t], name=name or "MatchingFiles").outputs[0]
 
 
+
+
+def _nonempty_kernel(node, ctx):
+    match = _matching_kernel(node, ctx)
+
+    def run(pattern):
+        names = match(pattern)
+        if not len(names):
+            shown = [bytes(p).decode("utf-8", "replace") for p in string_array(pattern).reshape(-1)]
+            raise invalid(node, f"No files matched pattern: {', '.join(shown)}")
+        return names
+    return run
+
+
+# list_files' source: MatchingFiles that fails when nothing matches
+register("NonEmptyMatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _nonempty_kernel, grad=None,
+         stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
