@@ -52,6 +52,7 @@ from tensorweave.ops.random import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
+from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
@@ -65,8 +66,9 @@ from tensorweave.ops.io.parsing import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg, logging, losses,
-    math, metrics, nn, python_io, random, regularizers, strings, test, train)
+    app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg,
+    logging, losses, math, metrics, nn, python_io, random, regularizers, strings, summary, test, train)
+from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

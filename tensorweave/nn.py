@@ -10,7 +10,7 @@ from tensorweave.ops.nn.conv import (  # noqa: F401
     conv2d, conv2d_backprop_filter, conv2d_backprop_input, conv2d_transpose, depthwise_conv2d,
     depthwise_conv2d_native, separable_conv2d)
 from tensorweave.ops.nn.impl import (  # noqa: F401
-    batch_normalization, conv1d, dropout, embedding_lookup, l2_normalize, log_poisson_loss, moments,
+    batch_normalization, conv1d, dropout, embedding_lookup, embedding_lookup_sparse, l2_normalize, log_poisson_loss, moments,
     normalize_moments, relu_layer, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2, sparse_softmax_cross_entropy_with_logits, sufficient_statistics, swish,
     weighted_cross_entropy_with_logits, weighted_moments, xw_plus_b, zero_fraction)

@@ -19,8 +19,11 @@ from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # no
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
 from tensorweave.ops.control_flow import grouping, cond, while_loop, functional  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401
-from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables, variable_scope  # noqa: F401
+from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables  # noqa: F401
+from tensorweave.ops.state import partitioned_variables, variable_scope  # noqa: F401
 from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401
+from tensorweave.ops.checkpoint import io_ops  # noqa: F401
+from tensorweave.ops.summary import summary_ops  # noqa: F401
 from tensorweave.ops.array import array_grad  # noqa: F401
 from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401
