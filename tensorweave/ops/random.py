@@ -107,6 +107,8 @@ def _check_float(dtype, what: str = "dtype") -> dtypes.DType:
 
 def _dims(node, shape) -> tuple:
     s = np.asarray(shape).reshape(-1)
+    if not s.size:
+        return ()
     if (s < 0).any():
         raise errors.InvalidArgumentError(node, node.name, f"Shape must be non-negative: {s.tolist()}")
     return tuple(int(d) for d in s)
@@ -353,13 +355,12 @@ def _random_crop_kernel(node, ctx):
 
     def run(value, size):
         value = np.asarray(value)
-        size = np.asarray(size).reshape(-1).astype(np.int64)
-        shape = np.array(value.shape, dtype=np.int64)
-        if size.shape != shape.shape or (shape < size).any() or (size < 0).any():
-            raise errors.InvalidArgumentError(
-                node, node.name, f"Need value.shape >= size, got {shape.tolist()} {size.tolist()}")
-        offset = rng.integers(0, shape - size + 1)
-        return value[tuple(slice(o, o + n) for o, n in zip(offset, size))], offset
+        size = [int(n) for n in np.reshape(size, -1)]
+        shape = value.shape
+        if len(size) != len(shape) or any(n < 0 or n > d for n, d in zip(size, shape)):
+            raise errors.InvalidArgumentError(node, node.name, f"Need value.shape >= size, got {list(shape)} {size}")
+        offset = [int(u * (d - n + 1)) for u, d, n in zip(rng.random(len(shape)), shape, size)]
+        return value[tuple(slice(o, o + n) for o, n in zip(offset, size))], np.array(offset, dtype=np.int64)
     return run
 
 

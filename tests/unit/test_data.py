@@ -116,6 +116,34 @@ def test_parallel_map_keeps_order_and_runs_ahead():
         assert [int(sess.run(nxt)) for _ in range(20)] == [3 * i for i in range(1, 21)]
 
 
+def test_parallel_map_calls_really_run_at_once(tmp_path):
+    """Two reads of named pipes: the second pipe gets a reader only if the second call starts
+    while the first still waits for its writer."""
+    fifos = [str(tmp_path / f"fifo{i}") for i in range(2)]
+    for f in fifos:
+        os.mkfifo(f)
+    nxt = tf.data.Dataset.from_tensor_slices(fifos).map(tf.read_file, num_parallel_calls=2) \
+        .make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        got = []
+        consumer = threading.Thread(target=lambda: got.append(sess.run(nxt)))
+        consumer.start()
+        deadline, fd = time.time() + 10, None
+        while fd is None and time.time() < deadline:
+            try:
+                fd = os.open(fifos[1], os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.01)
+        if fd is not None:
+            os.write(fd, b"second")
+            os.close(fd)
+        with open(fifos[0], "wb") as f:   # also unblocks a sequential map, so the test ends either way
+            f.write(b"first")
+        consumer.join(10)
+        assert fd is not None, "the second call never started while the first was waiting"
+        assert got == [b"first"] and sess.run(nxt) == b"second"
+
+
 def test_prefetch_fills_its_buffer_in_a_thread_while_the_consumer_waits():
     pulled = []
 

@@ -16,10 +16,9 @@ place, so the next get_next resumes where this one gave up.
 """
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import queue
 import threading
+import time
 from typing import Callable, Iterator, Optional
 
 import numpy as np
@@ -118,47 +117,88 @@ def run_ahead(source: Callable[[], Iterator], size: int, name: str) -> Iterator:
         stop.set()
 
 
-def parallel_map(inputs: Iterator, fn: Callable[[list], object], calls: int, name: str) -> Iterator:
-    """fn over inputs with `calls` of them in flight on a pool; results in input order."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=calls, thread_name_prefix=f"tw-data-{name}")
-    pending: collections.deque = collections.deque()
-    done = False
-    try:
+_PROBE = 16                # calls timed before parallel_map decides how to run the rest
+_SHORT_CALL_S = 2e-3       # calls shorter than this are better run in the consuming thread
+
+
+def parallel_map(inputs: Iterator, fn: Callable[[object], object], calls: int, name: str) -> Iterator:
+    """fn over inputs by `calls` worker threads, up to 2 * calls elements ahead of the consumer,
+    results in input order. The workers time the first _PROBE calls: when they are short (mostly
+    Python, which the GIL runs one thread at a time) the threads only add hand-offs, so the
+    workers stop and the consumer runs the remaining calls itself. Long calls (codecs, file reads,
+    large numpy kernels: they release the GIL) stay on the workers. Items that `passes` are
+    handed on untouched."""
+    window = 2 * calls
+    cond = threading.Condition()
+    results: dict = {}
+    state = {"read": 0, "end": False, "stop": False, "taken": 0, "inline": False, "timed": 0, "spent": 0.0}
+    read_lock = threading.Lock()
+
+    def work():
         while True:
-            while not done and len(pending) < calls:
+            with cond:
+                while not state["stop"] and not state["inline"] and state["read"] - state["taken"] >= window:
+                    cond.wait(_WAIT_SLICE)
+                if state["stop"] or state["inline"]:
+                    return
+            with read_lock:
+                if state["end"] or state["inline"]:
+                    return
                 try:
                     item = next(inputs)
                 except StopIteration:
-                    done = True
-                    break
-                if item is NOT_READY:
-                    break
-                pending.append(item if isinstance(item, ElementError) else pool.submit(fn, item))
-            if not pending:
-                if done:
+                    state["end"] = True
+                    with cond:
+                        cond.notify_all()
                     return
-                yield NOT_READY
-                continue
-            head = pending.popleft()
-            if isinstance(head, ElementError):
-                yield head
-                continue
-            while True:
-                try:
-                    result = head.result(timeout=_WAIT_SLICE)
-                except concurrent.futures.TimeoutError:
-                    if give_up():
-                        pending.appendleft(head)
-                        result = NOT_READY
-                    else:
-                        continue
-                yield result
-                break
+                except BaseException as e:  # noqa: BLE001 - the input failed: its error ends the pass
+                    item = as_element_error(e)
+                    state["end"] = True
+                seq = state["read"]
+                state["read"] += 1
+            start = time.perf_counter()
+            out = item if passes(item) else fn(item)
+            took = time.perf_counter() - start
+            with cond:
+                results[seq] = out
+                if not passes(item) and state["timed"] < _PROBE:
+                    state["timed"] += 1
+                    state["spent"] += took
+                    if state["timed"] == _PROBE and state["spent"] / _PROBE < _SHORT_CALL_S:
+                        state["inline"] = True
+                cond.notify_all()
+
+    workers = [threading.Thread(target=work, name=f"tw-data-{name}-{i}", daemon=True) for i in range(calls)]
+    for w in workers:
+        w.start()
+    try:
+        want = 0
+        while True:
+            with cond:
+                while want not in results:
+                    if (state["end"] or state["inline"]) and want >= state["read"] and not any(
+                            w.is_alive() for w in workers):
+                        break
+                    cond.wait(_WAIT_SLICE)
+                    if want not in results and give_up():
+                        break
+                out = results.pop(want, NOT_READY)
+                if out is not NOT_READY:
+                    want += 1
+                    state["taken"] = want
+                    cond.notify_all()
+                elif state["end"] and want >= state["read"]:
+                    return
+                elif state["inline"] and want >= state["read"] and not any(w.is_alive() for w in workers):
+                    break
+            yield out
+        with read_lock:   # the workers have stopped: the rest runs here
+            for item in inputs:
+                yield item if passes(item) else fn(item)
     finally:
-        for f in pending:
-            if not isinstance(f, ElementError):
-                f.cancel()
-        pool.shutdown(wait=False)
+        with cond:
+            state["stop"] = True
+            cond.notify_all()
 
 
 # -- stacking ------------------------------------------------------------------------------------

@@ -99,7 +99,9 @@ def _contrast_kernel(node, ctx):
         x = np.asarray(images)
         if x.ndim < 3:
             raise invalid(node, f"input must be at least 3-D, got shape {list(x.shape)}")
-        mean = x.mean(axis=(-3, -2), keepdims=True, dtype=np.float32 if x.dtype == np.float16 else x.dtype)
+        flat = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))
+        mean = (np.add.reduce(flat, axis=-2, dtype=np.float32 if x.dtype == np.float16 else x.dtype) /
+                flat.shape[-2])[..., None, None, :]
         return ((x - mean) * np.asarray(factor, x.dtype) + mean).astype(x.dtype, copy=False)
     return run
 
@@ -136,12 +138,12 @@ def _standardize_kernel(node, ctx):
         x = np.asarray(image, dtype=np.float32)
         if x.ndim < 3:
             raise invalid(node, f"image must be at least 3-D, got shape {list(x.shape)}")
-        axes = (-3, -2, -1)
-        n = np.float32(np.prod(x.shape[-3:]))
-        mean = x.mean(axis=axes, keepdims=True, dtype=np.float32)
-        var = np.maximum((x * x).mean(axis=axes, keepdims=True, dtype=np.float32) - mean * mean, np.float32(0))
+        flat = x.reshape(x.shape[:-3] + (-1,))
+        n = np.float32(flat.shape[-1])
+        mean = np.add.reduce(flat, axis=-1) / n
+        var = np.maximum(np.einsum("...i,...i->...", flat, flat) / n - mean * mean, np.float32(0))
         scale = np.maximum(np.sqrt(var), np.float32(1) / np.sqrt(n))
-        return (x - mean) / scale
+        return ((flat - mean[..., None]) / scale[..., None]).reshape(x.shape)
     return run
 
 
