@@ -56,6 +56,8 @@ from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
 from tensorweave.ops.strings.hashing import *  # noqa: F401,F403
 from tensorweave.ops.strings.join_split import *  # noqa: F401,F403
 from tensorweave.ops.strings.transform import *  # noqa: F401,F403
@@ -67,7 +69,7 @@ from tensorweave.client.session import InteractiveSession, Session, get_default_
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg,
-    logging, losses, math, metrics, nn, python_io, random, regularizers, strings, summary, test, train)
+    logging, losses, math, metrics, nn, python_io, queue, random, regularizers, strings, summary, test, train)
 from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 

@@ -24,6 +24,7 @@ from tensorweave.ops.state import partitioned_variables, variable_scope  # noqa:
 from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401
 from tensorweave.ops.checkpoint import io_ops  # noqa: F401
 from tensorweave.ops.summary import summary_ops  # noqa: F401
+from tensorweave.ops.data_flow import waiting, queue_resources, queue_ops, queues, accumulators  # noqa: F401
 from tensorweave.ops.array import array_grad  # noqa: F401
 from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401
