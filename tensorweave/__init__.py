@@ -65,6 +65,7 @@ from tensorweave.ops.strings.conversion import *  # noqa: F401,F403
 from tensorweave.ops.io.decoding import *  # noqa: F401,F403
 from tensorweave.ops.io.file_ops import *  # noqa: F401,F403
 from tensorweave.ops.io.parsing import *  # noqa: F401,F403
+from tensorweave.ops.io.readers import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)

@@ -30,5 +30,5 @@ from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401
 from tensorweave.ops.strings import hashing, join_split, transform, conversion, unicode  # noqa: F401
 from tensorweave.ops.image import color, geometry, resize, boxes, codecs  # noqa: F401
-from tensorweave.ops.io import gfile, tfrecord, example_proto, parsing, decoding, file_ops, record_files  # noqa: F401
+from tensorweave.ops.io import gfile, tfrecord, example_proto, parsing, decoding, file_ops, record_files, readers  # noqa: F401
 from tensorweave.ops.data import structure, pipeline, dataset_ops, iterator_ops, iterator, dataset  # noqa: F401
