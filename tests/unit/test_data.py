@@ -213,6 +213,24 @@ def test_repeat_and_cache_replay_the_first_pass():
     assert drain(tf.data.Dataset.range(0).repeat()) == []
 
 
+def test_cache_to_a_file_is_read_by_later_sessions(tmp_path):
+    prefix = str(tmp_path / "cache")
+    calls = []
+
+    def gen():
+        calls.append(1)
+        yield from [(1, "a"), (2, "bc")]
+    ds = tf.data.Dataset.from_generator(gen, (tf.int64, tf.string), (tf.TensorShape([]), tf.TensorShape([])))
+    cached = ds.map(lambda x, s: (tf.fill([x], x), s)).cache(prefix).repeat(2)
+    first = drain(cached)
+    assert len(calls) == 1 and os.path.exists(prefix + ".tw-cache")
+    second = drain(cached)
+    assert len(calls) == 1
+    for a, b in zip(first, second):
+        assert a[0].tolist() == b[0].tolist() and a[1] == b[1]
+    assert [x[1] for x in second] == [b"a", b"bc", b"a", b"bc"]
+
+
 def test_map_errors_belong_to_their_element():
     ds = tf.data.Dataset.from_tensor_slices(["1", "x", "3"]).map(lambda s: tf.string_to_number(s))
     nxt = ds.make_one_shot_iterator().get_next()

@@ -202,3 +202,25 @@ def test_standardization_gradient_matches_finite_differences():
 def test_argument_errors(build, exc, message):
     with pytest.raises(exc, match=message):
         build()
+
+
+@pytest.mark.parametrize("resize, kwargs", [(tf.image.resize_bilinear, {}), (tf.image.resize_bicubic, {}),
+                                            (tf.image.resize_bilinear, {"align_corners": True}),
+                                            (tf.image.resize_nearest_neighbor, {}),
+                                            (tf.image.resize_bilinear, {"half_pixel_centers": True})])
+def test_resize_gradients_match_finite_differences(resize, kwargs):
+    x0 = INPUTS["big"].astype(np.float64)
+    x = tf.placeholder(tf.float32, x0.shape)
+    w = tf.constant(np.random.RandomState(2).randn(1, 6, 13, 2).astype(np.float32))
+    loss = tf.reduce_sum(resize(x, [6, 13], **kwargs) * w)
+    grad = tf.gradients(loss, x)[0]
+    with tf.Session() as sess:
+        g = sess.run(grad, {x: x0})
+        assert g.shape == x0.shape
+        eps = 1e-2
+        for idx in [(0, 0, 0, 0), (0, 4, 5, 1), (0, 8, 10, 0), (0, 3, 7, 1)]:
+            xp, xm = x0.copy(), x0.copy()
+            xp[idx] += eps
+            xm[idx] -= eps
+            fd = (sess.run(loss, {x: xp}) - sess.run(loss, {x: xm})) / (2 * eps)
+            assert abs(fd - g[idx]) < 1e-2 * max(1, abs(fd)), (idx, fd, g[idx])

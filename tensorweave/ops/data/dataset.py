@@ -316,7 +316,9 @@ class Dataset:
             return self._derive("PrefetchDataset", [_int64(buffer_size, "buffer_size")])
 
     def cache(self, filename="") -> "Dataset":
-        """Dataset.cache(filename=''): the first complete pass is kept in memory and replayed."""
+        """Dataset.cache(filename=''): the first complete pass is kept and replayed: in memory, or
+        in the file `filename`.tw-cache (written whole, then renamed; read by later passes and
+        later sessions)."""
         with name_scope(None, "CacheDataset"):
             return self._derive("CacheDataset", [as_string_tensor(filename, name="filename")])
 

@@ -8,6 +8,7 @@ import os
 import threading
 from typing import Callable, Iterator
 
+import msgpack
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
@@ -16,6 +17,7 @@ from tensorweave.ops.data import pipeline
 from tensorweave.ops.data.pipeline import NOT_READY, DatasetValue, ElementError, passes
 from tensorweave.ops.helpers import string_array
 from tensorweave.ops.io import record_files
+from tensorweave.ops.io.tfrecord import TFRecordWriter
 from tensorweave.ops.random import _generator
 from tensorweave.ops.registry import register
 
@@ -513,15 +515,43 @@ def _prefetch_kernel(node, ctx):
     return run
 
 
+def _encode_element(element: list) -> bytes:
+    """One element as msgpack: [dtype, shape, bytes or a list of bytes] per component."""
+    parts = []
+    for v in element:
+        a = np.asarray(v) if not isinstance(v, bytes) else np.asarray(v, dtype=object)
+        if a.dtype == object:
+            parts.append(["string", list(a.shape), [bytes(x) for x in a.reshape(-1)]])
+        else:
+            parts.append([a.dtype.str, list(a.shape), np.ascontiguousarray(a).tobytes()])
+    return msgpack.packb(parts, use_bin_type=True)
+
+
+def _decode_element(node, raw: bytes, path: str) -> list:
+    try:
+        parts = msgpack.unpackb(raw, raw=False)
+        out = []
+        for dt, shape, data in parts:
+            if dt == "string":
+                a = np.empty(len(data), dtype=object)
+                a[:] = [bytes(x) for x in data]
+                a = a.reshape(shape)
+                out.append(a[()] if a.ndim == 0 else a)
+            else:
+                a = np.frombuffer(data, dtype=np.dtype(dt)).reshape(shape)
+                out.append(a[()] if a.ndim == 0 else a)
+        return out
+    except (ValueError, TypeError, msgpack.exceptions.ExtraData) as e:
+        raise errors.DataLossError(node, node.name, f"Damaged cache file {path}: {e}") from None
+
+
 def _cache_kernel(node, ctx):
     def run(input_ds, filename):
-        if bytes(string_array(filename)[()]):
-            raise errors.UnimplementedError(node, node.name, "cache(filename) with a file is not supported here; "
-                                                             "cache() keeps the elements in memory")
+        path = bytes(string_array(filename)[()]).decode()
         cached: list = []
         complete = threading.Event()
 
-        def elements():
+        def in_memory():
             if complete.is_set():
                 yield from cached
                 return
@@ -533,7 +563,29 @@ def _cache_kernel(node, ctx):
             if not complete.is_set():
                 cached[:] = seen
                 complete.set()
-        return _Gen(elements)
+
+        def on_disk():
+            final = path + ".tw-cache"
+            if os.path.exists(final):
+                for rec in record_files.tfrecords(final, "", node):
+                    yield _decode_element(node, rec, final)
+                return
+            tmp = f"{final}.tmp{os.getpid()}.{threading.get_ident()}"
+            writer = TFRecordWriter(tmp)
+            done = False
+            try:
+                for e in input_ds.elements():
+                    if not passes(e):
+                        writer.write(_encode_element(e))
+                    yield e
+                done = True
+            finally:
+                writer.close()
+                if done:
+                    os.replace(tmp, final)   # a cache file exists only once whole
+                elif os.path.exists(tmp):
+                    os.remove(tmp)
+        return _Gen(on_disk if path else in_memory)
     return run
 
 

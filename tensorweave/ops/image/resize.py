@@ -112,11 +112,7 @@ def _nearest_kernel(node, ctx):
     half = bool(node.attr.get("half_pixel_centers", False))
 
     def index(in_size: int, out_size: int) -> np.ndarray:
-        scale = _scale(in_size, out_size, align)
-        o = np.arange(out_size, dtype=_F)
-        pos = (o + _F(0.5)) * scale if half else o * scale
-        idx = np.round(pos) if align else np.floor(pos)
-        return np.minimum(idx.astype(np.int64), in_size - 1)
+        return _nearest_index(in_size, out_size, align, half)
 
     def run(images, size):
         x = _checked(node, images, size)
@@ -138,14 +134,59 @@ def _resize_infer(float_out: bool):
     return infer
 
 
+def _grad_kernel(weights_fn):
+    """d(image): the transposed resampling of the output gradient (float32 image of the
+    original's shape)."""
+    def factory(node, ctx):
+        align = bool(node.attr.get("align_corners", False))
+        half = bool(node.attr.get("half_pixel_centers", False))
+
+        def run(grads, original):
+            g = np.asarray(grads, dtype=_F)
+            h, w = np.asarray(original).shape[1:3]
+            if weights_fn is None:   # nearest: each output pixel's gradient goes to its source pixel
+                out = np.zeros((g.shape[0], h, w, g.shape[3]), dtype=_F)
+                iy = _nearest_index(h, g.shape[1], align, half)
+                ix = _nearest_index(w, g.shape[2], align, half)
+                np.add.at(out, (slice(None), iy[:, None], ix[None, :]), g)
+                return out.astype(np.asarray(original).dtype, copy=False)
+            wy = weights_fn(h, g.shape[1], align, half)
+            wx = weights_fn(w, g.shape[2], align, half)
+            out = np.einsum("yi,byxc,xj->bijc", wy, g, wx, optimize=True)
+            return out.astype(np.asarray(original).dtype, copy=False)
+        return run
+    return factory
+
+
+def _nearest_index(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    scale = _scale(in_size, out_size, align)
+    o = np.arange(out_size, dtype=_F)
+    pos = (o + _F(0.5)) * scale if half else o * scale
+    idx = np.round(pos) if align else np.floor(pos)
+    return np.minimum(idx.astype(np.int64), in_size - 1)
+
+
+for _op, _fn in (("ResizeBilinear", _bilinear_weights), ("ResizeBicubic", _bicubic_weights),
+                 ("ResizeNearestNeighbor", None)):
+    register(_op + "Grad", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)], _grad_kernel(_fn), grad=None)
+
+
+def _resize_grad(op, grad):
+    attrs = {"align_corners": op.get_attr("align_corners"), "half_pixel_centers": op.get_attr("half_pixel_centers")}
+    images = op.inputs[0]
+    if not images.dtype.is_floating:
+        return [None, None]
+    return [make_op(op.type + "Grad", [grad, images], attrs).outputs[0], None]
+
+
 _SIZE = (1, ("size", (dtypes.int32,)))
-register("ResizeBilinear", _resize_infer(True), _separable_kernel(_bilinear_weights), grad=None,
+register("ResizeBilinear", _resize_infer(True), _separable_kernel(_bilinear_weights), grad=_resize_grad,
          dtypes=dict([(0, ("images", REAL)), _SIZE]))
-register("ResizeBicubic", _resize_infer(True), _separable_kernel(_bicubic_weights), grad=None,
+register("ResizeBicubic", _resize_infer(True), _separable_kernel(_bicubic_weights), grad=_resize_grad,
          dtypes=dict([(0, ("images", REAL)), _SIZE]))
 register("ResizeArea", _resize_infer(True), _separable_kernel(_area_weights), grad=None,
          dtypes=dict([(0, ("images", REAL)), _SIZE]))
-register("ResizeNearestNeighbor", _resize_infer(False), _nearest_kernel, grad=None,
+register("ResizeNearestNeighbor", _resize_infer(False), _nearest_kernel, grad=_resize_grad,
          dtypes=dict([(0, ("images", REAL)), _SIZE]))
 
 
