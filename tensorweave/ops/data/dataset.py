@@ -22,6 +22,7 @@ from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import register_generator
 from tensorweave.ops.data.iterator import Iterator
 from tensorweave.ops.helpers import as_string_tensor, make_op
+from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import get_seed
 
 __all__: list = []
@@ -30,9 +31,10 @@ AUTOTUNE = -1
 
 
 def _int64(x, name: str) -> Tensor:
-    return x if isinstance(x, Tensor) and x.dtype == dtypes.int64 else convert_to_tensor(
-        x if not isinstance(x, Tensor) else make_op("Cast", [x], {"DstT": dtypes.int64}).outputs[0],
-        dtype=dtypes.int64, name=name)
+    """A scalar parameter as TF's dataset ops take it: an int64 tensor."""
+    if isinstance(x, Tensor):
+        return x if x.dtype == dtypes.int64 else cast(x, dtypes.int64)
+    return convert_to_tensor(x, dtype=dtypes.int64, name=name)
 
 
 def _bool(x, name: str) -> Tensor:

@@ -43,7 +43,8 @@ def _open(node, data: bytes, fmt: str):
         raise invalid(node, f"Invalid {fmt} data, size {len(data)}" + (" or crop window" if fmt == "JPEG" else ""))
     try:
         img = Image.open(io.BytesIO(data))
-        img.load() if fmt != "JPEG" else None
+        if fmt != "JPEG":   # JPEGs load after draft() has chosen their mode and scale
+            img.load()
         return img
     except Exception as e:  # noqa: BLE001 - Pillow raises many kinds for damaged data
         raise invalid(node, f"Invalid {fmt} data, size {len(data)}: {e}") from None
@@ -108,8 +109,7 @@ def _jpeg(node, data: bytes, channels: int, ratio: int = 1) -> np.ndarray:
         img.load()
     except Exception as e:  # noqa: BLE001
         raise invalid(node, f"Invalid JPEG data or crop window, data size {len(data)}: {e}") from None
-    arr = _array(img)
-    return _channels(arr, 3 if channels == 3 else channels) if arr.shape[-1] != channels and channels else arr
+    return _channels(_array(img), channels)
 
 
 def _gif(node, data: bytes) -> np.ndarray:
