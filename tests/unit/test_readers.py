@@ -128,3 +128,18 @@ def test_reader_waits_for_work_and_honours_the_timeout():
         sess.run(q.enqueue("late"))
         assert sess.run(value) == b"late"
     assert np.dtype(object)
+
+
+def test_match_filenames_once_feeds_string_input_producer(tmp_path):
+    for name in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / name).write_text(name)
+    files = tf.train.match_filenames_once(str(tmp_path / "*.txt"))
+    key, value = tf.WholeFileReader().read(tf.train.string_input_producer(files, shuffle=False, num_epochs=1))
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        assert [f.decode() for f in sess.run(files)] == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert [sess.run(value), sess.run(value)] == [b"a.txt", b"b.txt"]
+        coord.request_stop()
+        coord.join(threads)

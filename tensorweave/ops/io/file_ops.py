@@ -4,12 +4,15 @@ from __future__ import annotations
 import os
 
 from tensorweave.framework import dtypes
+from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.io.gfile import Glob, as_path, os_error
 from tensorweave.ops.registry import register
+from tensorweave.ops.state.variables import Variable
 
 __all__ = ["read_file", "write_file", "matching_files"]
+
 
 
 def _scalar_path(node, x) -> str:
@@ -111,3 +114,11 @@ def _nonempty_kernel(node, ctx):
 # list_files' source: MatchingFiles that fails when nothing matches
 register("NonEmptyMatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _nonempty_kernel, grad=None,
          stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
+
+
+def match_filenames_once(pattern, name=None):
+    """tf.train.match_filenames_once(pattern, name=None): a local variable holding the file names
+    that matched `pattern` (a glob, or a vector of them) when local variables were initialized."""
+    with name_scope(name, "matching_filenames", [pattern]) as scope:
+        return Variable(matching_files(pattern), trainable=False, validate_shape=False, name=scope.rstrip("/"),
+                        collections=[GraphKeys.LOCAL_VARIABLES])
