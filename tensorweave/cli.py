@@ -60,8 +60,17 @@ def cmd_server(args) -> int:
 
 # -- launch ----------------------------------------------------------------------------------------
 def _pump(stream, out, prefix: str) -> None:
-    for line in iter(stream.readline, b""):
-        out.buffer.write(prefix.encode() + line if prefix else line)
+    """Copies a task's output, prefixing every line; a line ended by a carriage return (a progress
+    line redrawn in place) stays one, so a terminal redraws it while a log file keeps each."""
+    tag = prefix.encode()
+    start = True
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        pieces = chunk.replace(b"\r", b"\r\0").replace(b"\n", b"\n\0").split(b"\0")
+        for piece in pieces:
+            if not piece:
+                continue
+            out.buffer.write(tag + piece if start and tag else piece)
+            start = piece.endswith((b"\n", b"\r"))
         out.buffer.flush()
     stream.close()
 
@@ -121,6 +130,8 @@ def cmd_launch(args) -> int:
                 env = dict(os.environ)
                 env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
                 env["PYTHONUNBUFFERED"] = "1"
+                if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw
+                    env["TENSORWEAVE_TTY"] = "1"
                 as_script = bool(args.script) and not (job == "ps" and args.ps_as_server)
                 if as_script:
                     fmt = {"job_name": job, "task_index": i, "cluster": json.dumps(cluster)}
