@@ -11,9 +11,9 @@ from tensorweave.ops.math import cast, binary  # noqa: F401
 from tensorweave.ops.array import fill  # noqa: F401
 from tensorweave.ops.math import unary  # noqa: F401
 from tensorweave.ops.array import concat, pad, slicing, sort  # noqa: F401
-from tensorweave.ops.math import reduction  # noqa: F401
-from tensorweave.ops.array import gather, mask, partition  # noqa: F401
-from tensorweave.ops.math import linalg, clip, operators  # noqa: F401
+from tensorweave.ops.math import reduction, segment  # noqa: F401
+from tensorweave.ops.array import gather, mask, partition, diag, space  # noqa: F401
+from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositions, special, histogram, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
 from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401

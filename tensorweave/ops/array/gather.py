@@ -11,12 +11,13 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import constant, expand_dims, index_tensor, reshape, shape, size, transpose
+from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
 from tensorweave.ops.array.fill import ones_like, range as range_
 from tensorweave.ops.array.slicing import strided_slice
 from tensorweave.ops.helpers import INDEX, check_axis, dense, invalid, make_op, static_int
-from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.binary import floormod
 from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
 __all__ = ["gather", "gather_nd", "scatter_nd", "one_hot"]
@@ -92,13 +93,11 @@ def _gather_grad(op, grad):
     if op.get_attr("batch_dims") != 0:
         raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
     axis = static_int(axis_t)
-    if axis is None:
-        raise NotImplementedError("GatherV2 gradient needs a constant axis")
     grad = dense(grad)
     with params.graph.colocate_with(params.op):
         params_shape = shape(params)
     nd = params.shape.ndims
-    if axis == 0 or (nd is not None and axis % nd == 0):
+    if axis is not None and (axis == 0 or (nd is not None and axis % nd == 0)):
         # The TF1 sparse gradient: rows `indices` of a dense [params_shape] tensor.
         inner = strided_slice(params_shape, [1], [0], [1], end_mask=1)
         n = indices.shape.num_elements()
@@ -109,25 +108,24 @@ def _gather_grad(op, grad):
         else:
             values = reshape(grad, concat([expand_dims(size(indices), 0), inner], 0))
         return [IndexedSlices(values, reshape(indices, [-1]), params_shape), None, None]
-    if nd is None or indices.shape.ndims is None:
-        raise NotImplementedError("GatherV2 gradient along axis != 0 needs static ranks")
-    # Dense: move the gathered dims to the front, scatter-add rows, move the axis back.
-    axis %= nd
-    q = indices.shape.ndims
-    perm = list(range(axis, axis + q)) + list(range(axis)) + list(range(axis + q, nd + q - 1))
-    g = transpose(grad, perm)
-    rest = [axis] + [k for k in range(nd) if k != axis]
-    scatter_shape = gather(params_shape, constant(np.array(rest, dtype=np.int32)))
-    inner = gather(params_shape, constant(np.array(rest[1:], dtype=np.int32)))
-    g = reshape(g, concat([[-1], inner], 0))
-    flat = reshape(indices, [-1, 1])
-    summed = scatter_nd(flat, g, _cast_like(scatter_shape, flat))
-    back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, nd))
-    return [transpose(summed, back), None, None]
-
-
-def _cast_like(t: Tensor, like: Tensor) -> Tensor:
-    return t if t.dtype == like.dtype else cast(t, like.dtype)
+    # Dense, as TF's formula (valid for any ranks, a negative or run-time axis): move the gathered
+    # dims to the front as one, sum rows by index, move the axis back.
+    if axis is not None and nd is not None:
+        axis_t = constant(axis % nd)
+    elif axis is None or axis < 0:
+        axis_t = floormod(axis_t, rank(params))
+    axis_1d = reshape(axis_t, [1])
+    outer_shape = strided_slice(params_shape, [0], axis_1d, [1])
+    inner_shape = strided_slice(strided_slice(params_shape, axis_1d, [0], [1], end_mask=1), [1], [0], [1], end_mask=1)
+    outer_dims, inner_dims = size(outer_shape), size(inner_shape)
+    outer_axes = range_(outer_dims)
+    inner_axes = range_(outer_dims + 1, outer_dims + 1 + inner_dims)
+    values = reshape(grad, concat([outer_shape, [-1], inner_shape], 0))
+    values = transpose(values, concat([reshape(outer_dims, [1]), outer_axes, inner_axes], 0))
+    num_segments = gather(params_shape, axis_t)
+    summed = unsorted_segment_sum(values, reshape(indices, [-1]), num_segments)
+    back = transpose(summed, concat([outer_axes + 1, [0], inner_axes], 0))
+    return [back, None, None]
 
 
 register("GatherV2", _gather_infer, _gather_kernel, grad=_gather_grad, dtypes={1: ("indices", INDEX)})

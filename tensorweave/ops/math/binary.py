@@ -23,7 +23,8 @@ __all__ = [
     "floormod", "mod", "truncatediv", "truncatemod", "pow", "squared_difference", "scalar_mul",
     "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "add_n", "accumulate_n", "div_no_nan",
-]
+    "atan2",
+]   # xlogy, xdivy, xlog1py, multiply_no_nan: tf.math names only
 
 
 def binary_inputs(x, y, op_type: str) -> tuple[Tensor, Tensor]:
@@ -271,6 +272,65 @@ def _pow_kernel(node, ctx):
 
 register("Pow", _broadcast_infer, _pow_kernel,   # gradient: math_grad.py
          dtypes=FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX)
+
+
+def atan2(y, x, name=None) -> Tensor:
+    """tf.atan2(y, x, name=None): the angle of the point (x, y) elementwise, in [-pi, pi]."""
+    return binary("Atan2", y, x, name, "Atan2")
+
+
+register("Atan2", _broadcast_infer, pure(np.arctan2), dtypes=FLOATS, dtype_param="y")   # gradient: math_grad.py
+
+
+def _x_zero_kernel(fn: Callable):
+    """Kernel of an op that is 0 wherever x == 0 (even where fn(x, y) would be inf or nan)."""
+    def factory(node, ctx):
+        def run(x, y):
+            x, y = np.asarray(x), np.asarray(y)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = np.where(x == 0, np.zeros((), x.dtype), fn(x, y))
+            return out.astype(x.dtype, copy=False)
+        return run
+    return factory
+
+
+def xlogy(x, y, name=None) -> Tensor:
+    """tf.math.xlogy(x, y, name=None): x * log(y), and 0 where x == 0."""
+    return binary("Xlogy", x, y, name, "Xlogy")
+
+
+def xdivy(x, y, name=None) -> Tensor:
+    """tf.math.xdivy(x, y, name=None): x / y, and 0 where x == 0."""
+    return binary("Xdivy", x, y, name, "Xdivy")
+
+
+def xlog1py(x, y, name=None) -> Tensor:
+    """tf.math.xlog1py(x, y, name=None): x * log1p(y), and 0 where x == 0."""
+    return binary("Xlog1py", x, y, name, "Xlog1py")
+
+
+register("Xlogy", _broadcast_infer, _x_zero_kernel(lambda x, y: x * np.log(y)), dtypes=FLOAT_COMPLEX)
+register("Xdivy", _broadcast_infer, _x_zero_kernel(np.true_divide), dtypes=FLOAT_COMPLEX)
+register("Xlog1py", _broadcast_infer, _x_zero_kernel(lambda x, y: x * np.log1p(y)), dtypes=FLOAT_COMPLEX)
+
+
+def multiply_no_nan(x, y, name=None) -> Tensor:
+    """tf.math.multiply_no_nan(x, y, name=None): x * y, and 0 where y == 0 (even if x is inf or
+    nan)."""
+    return binary("MulNoNan", x, y, name, "MulNoNan")
+
+
+def _mul_no_nan_kernel(node, ctx):
+    def run(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        with np.errstate(invalid="ignore"):
+            return np.where(y == 0, np.zeros((), x.dtype), x * y).astype(x.dtype, copy=False)
+    return run
+
+
+register("MulNoNan", _broadcast_infer, _mul_no_nan_kernel,
+         grad=lambda op, g: [multiply_no_nan(g, op.inputs[1]), multiply_no_nan(op.inputs[0], g)],
+         dtypes=FLOAT_COMPLEX)
 
 
 def squared_difference(x, y, name=None) -> Tensor:

@@ -7,7 +7,7 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.core import transpose
+from tensorweave.ops.array.core import swap_axes_perm, transpose
 from tensorweave.ops.helpers import make_op, same_as_input
 from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
@@ -174,21 +174,20 @@ register("SoftsignGrad", _pair_infer, pure(_softsign_grad), grad=None)
 
 # -- softmax / log_softmax ---------------------------------------------------------------------
 def _last_axis_op(op_type, logits, axis, name):
-    """Applies a last-axis op along `axis` by swapping that axis to the end and back (as TF)."""
+    """Applies a last-axis op along `axis` by swapping that axis to the end and back (as TF);
+    a logits tensor of unknown rank swaps with a permutation computed at run time."""
     logits = convert_to_tensor(logits)
     ndims = logits.shape.ndims
     if axis is None or axis == -1 or (ndims is not None and axis == ndims - 1):
         return make_op(op_type, [logits], name=name or op_type).outputs[0]
-    if ndims is None:
-        raise ValueError(f"{op_type}: axis {axis} needs a logits tensor of known rank")
-    if not -ndims <= axis < ndims:
+    if ndims is not None and not -ndims <= axis < ndims:
         raise ValueError(f"{op_type}: axis {axis} is out of bounds for logits of rank {ndims} "
                          f"(InvalidArgumentError in TF)")
-    axis %= ndims
-    perm = list(range(ndims))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
+    perm = swap_axes_perm(logits, axis)
     out = make_op(op_type, [transpose(logits, perm)], name=op_type).outputs[0]
-    return transpose(out, perm, name=name)
+    out = transpose(out, perm, name=name)
+    out.set_shape(logits.shape)
+    return out
 
 
 def softmax(logits, axis=None, name=None, dim=None):

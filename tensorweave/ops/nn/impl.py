@@ -16,7 +16,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze, stop_gradient,
-                                        transpose)
+                                        swap_axes_perm, transpose)
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition, dynamic_stitch
@@ -124,8 +124,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         shape = _noise_shape(x, noise_shape)
         random = random_uniform(shape, seed=seed, dtype=x.dtype)
         keep_mask = cast(greater_equal(random, rate_t), x.dtype)
-        return multiply(multiply(x, truediv(np.asarray(1, x.dtype.as_numpy_dtype), keep)),
-                        keep_mask, name=scope)
+        ret = multiply(multiply(x, truediv(np.asarray(1, x.dtype.as_numpy_dtype), keep)), keep_mask, name=scope)
+        # keep_prob is a scalar at run time even when its static shape is unknown: x's shape stays.
+        ret.set_shape(x.shape)
+        return ret
 
 
 def _noise_shape(x, noise_shape):
@@ -183,9 +185,13 @@ def _flatten_outer(t):
     d = dims(t.shape)
     if d is not None and len(d) == 2:
         return t, None
-    last = d[-1] if d is not None and d[-1] is not None else -1
     outer = d[:-1] if d is not None and None not in d[:-1] else slice_(shape(t), [0], [rank(t) - 1])
-    return reshape(t, [-1, last]), outer
+    if d is not None and d[-1] is not None:
+        return reshape(t, [-1, d[-1]]), outer
+    last = slice_(shape(t), expand_dims(rank(t) - 1, 0), [1])
+    flat = reshape(t, concat([constant([-1]), last], 0))
+    flat.set_shape([None, None if d is None else d[-1]])
+    return flat, outer
 
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
@@ -201,13 +207,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
                              f"({logits.shape} vs {labels.shape})")
         if ndims == 0:
             raise ValueError("softmax_cross_entropy_with_logits: logits must have rank >= 1")
-        if ndims is not None and axis % ndims != ndims - 1:
-            perm = list(range(ndims))
-            a = axis % ndims
-            perm[a], perm[-1] = perm[-1], perm[a]
+        perm = swap_axes_perm(logits, axis)
+        if perm is not None:
             logits, labels = transpose(logits, perm), transpose(labels, perm)
-        elif ndims is None and axis != -1:
-            raise ValueError("softmax_cross_entropy_with_logits: axis needs logits of known rank")
         lg2, outer = _flatten_outer(logits)
         lb2, _ = _flatten_outer(labels)
         precise = lg2.dtype == dtypes.float16
