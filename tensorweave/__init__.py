@@ -21,6 +21,7 @@ from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_gr
 from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
+from tensorweave.framework.sparse_tensor import *  # noqa: F401,F403
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
 from tensorweave.framework.api import *  # noqa: F401,F403
@@ -56,6 +57,9 @@ from tensorweave.ops.debugging.printing import *  # noqa: F401,F403
 from tensorweave.ops.debugging.asserts import *  # noqa: F401,F403
 from tensorweave.ops.debugging.numerics import *  # noqa: F401,F403
 from tensorweave.ops.random import *  # noqa: F401,F403
+from tensorweave.ops.sparse.core import *  # noqa: F401,F403
+from tensorweave.ops.sparse.combine import *  # noqa: F401,F403
+from tensorweave.ops.sparse.math import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
@@ -66,7 +70,7 @@ from tensorweave.client.session import InteractiveSession, Session, get_default_
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, test, train)
+    metrics, nn, random, regularizers, sparse, test, train)
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

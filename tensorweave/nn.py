@@ -17,6 +17,7 @@ from tensorweave.ops.nn.impl import (  # noqa: F401
 from tensorweave.ops.nn.losses import in_top_k, l2_loss  # noqa: F401
 from tensorweave.ops.nn.norm import fused_batch_norm  # noqa: F401
 from tensorweave.ops.nn.pool import avg_pool, local_response_normalization, lrn, max_pool  # noqa: F401
+from tensorweave.ops.sparse.embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 
 avg_pool2d = avg_pool
 max_pool2d = max_pool

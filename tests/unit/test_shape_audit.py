@@ -98,6 +98,21 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         tf.space_to_depth(img[:, :6, :6], 2), tf.depth_to_space(tf.placeholder(tf.float32, [2, 3, 3, 8]), 2)
         tf.space_to_batch_nd(img, [2, 2], [[0, 0], [1, 1]]), tf.batch_to_space_nd(img, [1, 2], [[0, 0], [1, 1]])
         tf.extract_image_patches(img, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+        # sparse
+        sp = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
+        sp2 = tf.SparseTensor(tf.placeholder(tf.int64, [5, 2]), tf.placeholder(tf.float32, [5]), [3, 4])
+        sp_vals = [tf.sparse_add(sp, sp2).values, tf.sparse_concat(1, [sp, sp2]).values,
+                   tf.sparse_fill_empty_rows(sp, 0.0)[0].values, tf.sparse_reorder(sp).values,
+                   tf.sparse_slice(sp, [0, 1], [2, 2]).values, tf.sparse_softmax(sp).values,
+                   (sp * m).values, (sp / m).values]
+        tf.gradients([tf.reduce_sum(t) for t in sp_vals] + [tf.reduce_sum(tf.sparse_tensor_to_dense(sp)),
+                                                             tf.reduce_sum(tf.sparse_reduce_sum(sp, 1)),
+                                                             tf.reduce_sum(tf.sparse_tensor_dense_matmul(sp, m2)),
+                                                             tf.reduce_sum(tf.sparse_add(sp, m))],
+                     [sp.values, sp2.values, m, m2])
+        tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
+        tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
+        tf.sparse_to_dense(ints, [9], 1.0)
         # array core
         tf.shape(x[:, :, 0:tf.placeholder(tf.int32, [])])
         tf.shape_n([m, v])
@@ -268,6 +283,9 @@ P234 = R.uniform(0.1, 1, (2, 3, 4)).astype(F)
 A34, A43, A44 = (R.uniform(-1, 1, s).astype(F) for s in ((3, 4), (4, 3), (4, 4)))
 IMG = R.uniform(-1, 1, (2, 5, 5, 3)).astype(F)
 KP = np.float32(1.0)
+_SP_IDS = tf.SparseTensorValue(np.array([[0, 0], [0, 1], [2, 0]], np.int64), np.array([2, 0, 1], np.int64),
+                               np.array([3, 2], np.int64))
+_SP_IDS_F = tf.SparseTensorValue(_SP_IDS.indices, np.array([1.0, 2.0, 3.0], np.float32), np.array([4, 3], np.int64))
 COMPOSITES = {
     "dropout": (lambda x, k: tf.nn.dropout(x, k), [A234, KP]),
     "dropout_rate": (lambda x: tf.nn.dropout(x, rate=0.0), [A234]),
@@ -332,6 +350,9 @@ COMPOSITES = {
                                                                  ** 2), x)[0], [IMG]),
     "required_paddings": (lambda x: tf.required_space_to_batch_paddings(tf.shape(x)[1:3], [2, 3]), [IMG]),
     "matvec": (lambda a, b: tf.linalg.matvec(a, b), [A34, A43[:, 0]]),
+    "embedding_lookup_sparse": (lambda p: tf.nn.embedding_lookup_sparse(p, _SP_IDS, None, combiner="sqrtn"), [A34]),
+    "safe_embedding_lookup_sparse": (lambda p: tf.nn.safe_embedding_lookup_sparse(p, _SP_IDS), [A34]),
+    "sparse_matmul_dense": (lambda b: tf.sparse_tensor_dense_matmul(_SP_IDS_F, b), [A34]),
     "cumsum_reverse": (lambda x: tf.cumsum(x, 2, reverse=True, exclusive=True), [A234]),
 }
 

@@ -66,7 +66,8 @@ def check_grad(build, *values, dynamic=False, tol=1e-6):
             y_val = np.asarray(sess.run(y, base))
             w = tf.placeholder(tf.float64, None if dynamic else y_val.shape)
             loss = tf.reduce_sum(y * w)
-            grads = tf.gradients(loss, phs)
+            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                     for g in tf.gradients(loss, phs)]
             w_val = _R.uniform(0.5, 1.5, y_val.shape)
             feed = dict(base)
             feed[w] = w_val
