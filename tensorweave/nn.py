@@ -9,6 +9,9 @@ from tensorweave.ops.nn.activations import (  # noqa: F401
 from tensorweave.ops.nn.conv import (  # noqa: F401
     conv2d, conv2d_backprop_filter, conv2d_backprop_input, conv2d_transpose, depthwise_conv2d,
     depthwise_conv2d_native, separable_conv2d)
+from tensorweave.ops.nn.candidate_sampling import (  # noqa: F401
+    all_candidate_sampler, compute_accidental_hits, fixed_unigram_candidate_sampler, learned_unigram_candidate_sampler,
+    log_uniform_candidate_sampler, uniform_candidate_sampler)
 from tensorweave.ops.nn.impl import (  # noqa: F401
     batch_normalization, conv1d, dropout, embedding_lookup, l2_normalize, log_poisson_loss, moments,
     normalize_moments, relu_layer, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits,
@@ -16,6 +19,7 @@ from tensorweave.ops.nn.impl import (  # noqa: F401
     weighted_cross_entropy_with_logits, weighted_moments, xw_plus_b, zero_fraction)
 from tensorweave.ops.nn.losses import in_top_k, l2_loss  # noqa: F401
 from tensorweave.ops.nn.norm import fused_batch_norm  # noqa: F401
+from tensorweave.ops.nn.sampled import nce_loss, sampled_softmax_loss  # noqa: F401
 from tensorweave.ops.nn.pool import avg_pool, local_response_normalization, lrn, max_pool  # noqa: F401
 from tensorweave.ops.sparse.embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 

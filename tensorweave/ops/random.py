@@ -57,12 +57,15 @@ def get_seed(op_seed) -> tuple:
     return seeds
 
 
-def _seed_attrs(seed) -> dict:
+def seed_attrs(seed) -> dict:
+    """The seed/seed2 attrs of a stateful random op with op-level `seed`, under TF's rules."""
     s1, s2 = get_seed(seed)
     return {"seed": s1 or 0, "seed2": s2 or 0}
 
 
-def _generator(node, ctx) -> np.random.Generator:
+def op_generator(node, ctx) -> np.random.Generator:
+    """The numpy Generator of a stateful random op: one per op and session (kept in the
+    session's resources), seeded from its seed attrs; fresh entropy for seeds (0, 0)."""
     seed, seed2 = int(node.attr.get("seed", 0) or 0), int(node.attr.get("seed2", 0) or 0)
     if seed == 0 and seed2 == 0:
         return np.random.default_rng()
@@ -114,7 +117,7 @@ def _dims(node, shape) -> tuple:
 
 # -- RandomStandardNormal / TruncatedNormal / RandomUniform ------------------------------------------
 def _normal_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     if np_dt in (np.float32, np.float64):
         return lambda shape: rng.standard_normal(_dims(node, shape), dtype=np_dt)
@@ -122,7 +125,7 @@ def _normal_kernel(node, ctx):
 
 
 def _truncated_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
 
     def draw(shape):
@@ -137,7 +140,7 @@ def _truncated_kernel(node, ctx):
 
 
 def _uniform_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     if np_dt in (np.float32, np.float64):
         return lambda shape: rng.random(_dims(node, shape), dtype=np_dt)
@@ -146,7 +149,7 @@ def _uniform_kernel(node, ctx):
 
 
 def _uniform_int_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["Tout"]).as_numpy_dtype
 
     def draw(shape, lo, hi):
@@ -170,7 +173,7 @@ def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
         shape_t = _shape_tensor(shape)
         mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = make_op(op_type, [shape_t], {"dtype": dtype, **_seed_attrs(seed)}, name=op_type).outputs[0]
+        rnd = make_op(op_type, [shape_t], {"dtype": dtype, **seed_attrs(seed)}, name=op_type).outputs[0]
         mul = rnd * stddev_t
         return add(mul, mean_t, name=name)
 
@@ -201,7 +204,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         shape_t = _shape_tensor(shape)
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
-        attrs = _seed_attrs(seed)
+        attrs = seed_attrs(seed)
         if dtype.is_integer:
             return make_op("RandomUniformInt", [shape_t, minval, maxval], {"Tout": dtype, "T": shape_t.dtype, **attrs},
                            name=name).outputs[0]
@@ -211,7 +214,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
 
 # -- RandomShuffle ----------------------------------------------------------------------------------
 def _shuffle_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     return lambda value: rng.permutation(value) if np.ndim(value) else value
 
 
@@ -222,7 +225,7 @@ register("RandomShuffle", same_as_input(), _shuffle_kernel,
 def random_shuffle(value, seed=None, name=None) -> Tensor:
     """tf.random_shuffle(value, seed=None, name=None): `value` shuffled along its first dimension."""
     value = convert_to_tensor(value)
-    return make_op("RandomShuffle", [value], {"T": value.dtype, **_seed_attrs(seed)},
+    return make_op("RandomShuffle", [value], {"T": value.dtype, **seed_attrs(seed)},
                    name=name or "RandomShuffle").outputs[0]
 
 
@@ -237,7 +240,7 @@ def _multinomial_infer(op):
 
 
 def _multinomial_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
 
     def draw(logits, num_samples):
@@ -277,7 +280,7 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) ->
         num = convert_to_tensor(num_samples, dtype=dtypes.int32)
         return make_op("Multinomial", [logits, num],
                        {"T": logits.dtype, "output_dtype": dtypes.as_dtype(output_dtype or dtypes.int64),
-                       **_seed_attrs(seed)}, name="Multinomial").outputs[0]
+                       **seed_attrs(seed)}, name="Multinomial").outputs[0]
 
 
 # -- RandomGamma / RandomPoissonV2 ------------------------------------------------------------------
@@ -287,7 +290,7 @@ def _param_infer(op):
 
 
 def _gamma_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
     tiny = np.finfo(np_dt).tiny
 
@@ -310,7 +313,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
     with g.name_scope(name or "random_gamma"):
         shape_t = _shape_tensor(shape)
         alpha = convert_to_tensor(alpha, name="alpha", dtype=dtype)
-        out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
+        out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **seed_attrs(seed)},
                       name="RandomGamma").outputs[0]
         if beta is None:
             return out
@@ -318,7 +321,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
 
 
 def _poisson_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     return lambda shape, lam: rng.poisson(np.asarray(lam, dtype=np.float64),
                                           size=_dims(node, shape) + np.shape(lam)).astype(np_dt)
@@ -335,7 +338,7 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Te
         shape_t = _shape_tensor(shape)
         lam = convert_to_tensor(lam, name="lam")
         return make_op("RandomPoissonV2", [shape_t, lam],
-                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
+                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **seed_attrs(seed)},
                        name="RandomPoissonV2").outputs[0]
 
 
@@ -360,11 +363,11 @@ def random_orthogonal(shape, gain: float, dtype, seed=None) -> Tensor:
     with g.name_scope("orthogonal"):
         shape_t = _shape_tensor(shape)
         return make_op("_RandomOrthogonal", [shape_t], {"dtype": dtypes.as_dtype(dtype), "gain": float(gain),
-                                                        **_seed_attrs(seed)}, name="RandomOrthogonal").outputs[0]
+                                                        **seed_attrs(seed)}, name="RandomOrthogonal").outputs[0]
 
 
 def _orthogonal_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     gain = node.attr["gain"]
 

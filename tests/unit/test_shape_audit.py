@@ -113,6 +113,14 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
         tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
         tf.sparse_to_dense(ints, [9], 1.0)
+        # candidate samplers
+        labels = tf.placeholder(tf.int64, [3, 2])
+        for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,
+                   tf.nn.learned_unigram_candidate_sampler):
+            fn(labels, 2, 4, True, 10)
+        tf.nn.fixed_unigram_candidate_sampler(labels, 2, 4, True, 3, unigrams=[1, 2, 3])
+        tf.nn.all_candidate_sampler(labels, 2, 4, True)
+        tf.nn.compute_accidental_hits(labels, tf.placeholder(tf.int64, [4]), 2)
         # array core
         tf.shape(x[:, :, 0:tf.placeholder(tf.int32, [])])
         tf.shape_n([m, v])
@@ -353,6 +361,11 @@ COMPOSITES = {
     "embedding_lookup_sparse": (lambda p: tf.nn.embedding_lookup_sparse(p, _SP_IDS, None, combiner="sqrtn"), [A34]),
     "safe_embedding_lookup_sparse": (lambda p: tf.nn.safe_embedding_lookup_sparse(p, _SP_IDS), [A34]),
     "sparse_matmul_dense": (lambda b: tf.sparse_tensor_dense_matmul(_SP_IDS_F, b), [A34]),
+    "nce_loss": (lambda w, x: tf.nn.nce_loss(w, tf.zeros([4]), [[0], [3], [1]], x, 2, 4,
+                                             sampled_values=([1, 2], [[0.3], [0.3], [0.3]], [0.5, 0.5])), [A43, A34[:, :3]]),
+    "sampled_softmax_loss": (lambda w, x: tf.nn.sampled_softmax_loss(
+        w, tf.zeros([4]), [[0, 1], [3, 1], [1, 2]], x, 2, 4, num_true=2,
+        sampled_values=([1, 3], [[0.3, 0.2]] * 3, [0.5, 0.5])), [A43, A34[:, :3]]),
     "cumsum_reverse": (lambda x: tf.cumsum(x, 2, reverse=True, exclusive=True), [A234]),
 }
 

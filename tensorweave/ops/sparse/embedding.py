@@ -7,7 +7,6 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
-from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, rank, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -20,17 +19,12 @@ from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import segment_sum, sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum
 from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.nn.impl import embedding_lookup
+from tensorweave.ops.nn.util import embedding_params
 from tensorweave.ops.sparse.core import convert_sparse, sparse_fill_empty_rows, sparse_reshape, sparse_retain
 
 __all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 _COMBINERS = ("sum", "mean", "sqrtn")
-
-
-def _as_params(params) -> list:
-    """params as a list of shards; plain values (numpy arrays, lists) become constant tensors."""
-    params = list(params) if isinstance(params, (list, tuple)) else [params]
-    return [p if hasattr(p, "graph") else convert_to_tensor(p, name="params") for p in params]
 
 
 def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
@@ -42,7 +36,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     combiner = "mean" if combiner is None else combiner
     if combiner not in _COMBINERS:
         raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
-    params = _as_params(params)
+    params = embedding_params(params)
     sp_ids = convert_sparse(sp_ids, "sp_ids")
     sp_weights = None if sp_weights is None else convert_sparse(sp_weights, "sp_weights")
     with name_scope(name, "embedding_lookup_sparse", params + [sp_ids]) as scope:
@@ -78,7 +72,7 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
     embedding_lookup_sparse for sparse_ids of any rank >= 2 (the last dimension holds the ids),
     dropping ids < 0 and weights <= 0; a row left with no ids gets default_id's embedding, or
     zeros when default_id is None. The result is [d0, ..., d(n-2), embedding dims...]."""
-    weights = _as_params(embedding_weights)
+    weights = embedding_params(embedding_weights)
     if not weights:
         raise ValueError("Missing embedding_weights.")
     sparse_ids = convert_sparse(sparse_ids, "sparse_ids")
