@@ -30,7 +30,8 @@ def test_unary_values_and_gradients(fn, ref, x):
 
 @pytest.mark.parametrize("fn,ref,a,b", [
     (tf.igamma, sp.gammainc, POS, POS[0]), (tf.igammac, sp.gammaincc, POS, UNIT * 4),
-    (tf.zeta, sp.zeta, POS + 1.5, POS), (tf.polygamma, lambda n, x: sp.polygamma(n.astype(int), x), np.array([0.0, 1.0, 2.0, 3.0]), POS),
+    (tf.zeta, sp.zeta, POS + 1.5, POS),
+    (tf.polygamma, lambda n, x: sp.polygamma(n.astype(int), x), np.array([0.0, 1.0, 2.0, 3.0]), POS),
     (tf.atan2, np.arctan2, SIGNED, SIGNED[::-1]), (tf.math.xlogy, sp.xlogy, SIGNED * (SIGNED > 0), POS),
     (tf.math.xdivy, lambda x, y: np.where(x == 0, 0, x / y), SIGNED * (SIGNED > 0), POS),
     (tf.math.xlog1py, sp.xlog1py, SIGNED * (SIGNED > 0), POS),

@@ -336,8 +336,8 @@ COMPOSITES = {
     "weighted_moments": (lambda x, w: tf.nn.weighted_moments(x, [1], w), [A234, P234]),
     "embedding_lookup": (lambda p: tf.nn.embedding_lookup(p, [[0, 2], [1, 1]]), [A34]),
     "meshgrid": (lambda a, b: tf.meshgrid(a, b), [A34[0], A43[0]]),
-    "cholesky_grad": (lambda a: tf.gradients(tf.reduce_sum(tf.cholesky(tf.matmul(a, a, transpose_b=True) + 4 * tf.eye(4))),
-                                             a)[0], [A44]),
+    "cholesky_grad": (lambda a: tf.gradients(
+        tf.reduce_sum(tf.cholesky(tf.matmul(a, a, transpose_b=True) + 4 * tf.eye(4))), a)[0], [A44]),
     "eigh_grad": (lambda a: tf.gradients(tf.reduce_sum(tf.self_adjoint_eig(a + tf.matrix_transpose(a))[0] ** 2),
                                          a)[0], [A44]),
     "svd_values": (lambda a: tf.svd(a, compute_uv=False), [A234]),
@@ -362,7 +362,8 @@ COMPOSITES = {
     "safe_embedding_lookup_sparse": (lambda p: tf.nn.safe_embedding_lookup_sparse(p, _SP_IDS), [A34]),
     "sparse_matmul_dense": (lambda b: tf.sparse_tensor_dense_matmul(_SP_IDS_F, b), [A34]),
     "nce_loss": (lambda w, x: tf.nn.nce_loss(w, tf.zeros([4]), [[0], [3], [1]], x, 2, 4,
-                                             sampled_values=([1, 2], [[0.3], [0.3], [0.3]], [0.5, 0.5])), [A43, A34[:, :3]]),
+                                             sampled_values=([1, 2], [[0.3], [0.3], [0.3]], [0.5, 0.5])),
+                 [A43, A34[:, :3]]),
     "sampled_softmax_loss": (lambda w, x: tf.nn.sampled_softmax_loss(
         w, tf.zeros([4]), [[0, 1], [3, 1], [1, 2]], x, 2, 4, num_true=2,
         sampled_values=([1, 3], [[0.3, 0.2]] * 3, [0.5, 0.5])), [A43, A34[:, :3]]),

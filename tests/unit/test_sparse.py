@@ -157,7 +157,8 @@ def test_matmul_reductions_softmax_and_dense_products():
 def test_to_indicator_merge_mask_eye():
     ids = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], np.array([3, 1, 2], np.int64), [2, 2])
     weights = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [0.5, 0.25, 2.0], [2, 2])
-    indicator, merged, eye = run([tf.sparse_to_indicator(ids, 4), tf.sparse_merge(ids, weights, 4), tf.sparse.eye(2, 3)])
+    indicator, merged, eye = run([tf.sparse_to_indicator(ids, 4), tf.sparse_merge(ids, weights, 4),
+                                  tf.sparse.eye(2, 3)])
     np.testing.assert_array_equal(indicator, [[False, True, False, True], [False, False, True, False]])
     np.testing.assert_array_equal(_value_dense(merged), [[0, 0.25, 0, 0.5], [0, 0, 2.0, 0]])
     np.testing.assert_array_equal(_value_dense(eye), np.eye(2, 3))
