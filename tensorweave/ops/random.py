@@ -385,3 +385,137 @@ def _orthogonal_kernel(node, ctx):
 
 
 register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True)
+
+
+# -- stateless random ops (tf.random.stateless_*) ---------------------------------------------------
+def _stateless_rng(node, seed) -> np.random.Generator:
+    """A generator determined by the [2] seed tensor alone: equal seeds give equal numbers (the
+    numbers are not TF's own Philox stream)."""
+    s = np.asarray(seed).reshape(-1)
+    if s.size != 2:
+        raise errors.InvalidArgumentError(node, node.name, f"seed must have shape [2], not {list(np.shape(seed))}")
+    key = (int(s[0]) & 0xFFFFFFFFFFFFFFFF) << 64 | (int(s[1]) & 0xFFFFFFFFFFFFFFFF)
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+def _stateless_kernel(draw):
+    def factory(node, ctx):
+        np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+        def run(shape, seed, *args):
+            return draw(_stateless_rng(node, seed), node, _dims(node, shape), np_dt, *args)
+        return run
+    return factory
+
+
+def _truncated_draw(rng, node, dims, np_dt):
+    out = rng.standard_normal(dims)
+    bad = np.abs(out) > 2.0
+    while bad.any():
+        out[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(out) > 2.0
+    return out.astype(np_dt)
+
+
+def _uniform_int_draw(rng, node, dims, np_dt, lo, hi):
+    if not lo < hi:
+        raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {lo} >= {hi}")
+    return rng.integers(lo, hi, size=dims, dtype=np_dt)
+
+
+register("StatelessRandomUniform", _random_infer, _stateless_kernel(lambda rng, node, d, t: rng.random(d).astype(t)),
+         grad=None)
+register("StatelessRandomNormal", _random_infer,
+         _stateless_kernel(lambda rng, node, d, t: rng.standard_normal(d).astype(t)), grad=None)
+register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_truncated_draw), grad=None)
+register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_uniform_int_draw), grad=None)
+
+
+def _stateless_seed(seed) -> Tensor:
+    seed = convert_to_tensor(seed, name="seed")
+    if seed.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"seed must be int32 or int64, got {seed.dtype.name}")
+    if seed.shape.ndims is not None and seed.shape.as_list() not in ([2], [None]):
+        raise ValueError(f"seed must have shape [2], got {seed.shape}")
+    return seed
+
+
+def stateless_random_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, name=None):
+    uniform values in [minval, maxval) determined by the [2] int `seed` (same seed, same numbers)."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype.is_integer and maxval is None:
+        raise ValueError("Must specify maxval for integer dtype")
+    with get_default_graph().name_scope(name or "stateless_random_uniform") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        if dtype.is_integer:
+            lo = convert_to_tensor(minval, dtype=dtype, name="min")
+            hi = convert_to_tensor(maxval, dtype=dtype, name="max")
+            return make_op("StatelessRandomUniformInt", [shape_t, seed, lo, hi], {"dtype": dtype},
+                           name=scope).outputs[0]
+        dtype = _check_float(dtype)
+        rnd = make_op("StatelessRandomUniform", [shape_t, seed], {"dtype": dtype}).outputs[0]
+        lo = convert_to_tensor(minval, dtype=dtype, name="min")
+        hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
+        return add(rnd * (hi - lo), lo, name=scope)
+
+
+def _stateless_scaled(op_type, default_name, shape, seed, mean, stddev, dtype, name) -> Tensor:
+    dtype = _check_float(dtype)
+    with get_default_graph().name_scope(name or default_name) as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        rnd = make_op(op_type, [shape_t, seed], {"dtype": dtype}).outputs[0]
+        return add(rnd * convert_to_tensor(stddev, dtype=dtype, name="stddev"),
+                   convert_to_tensor(mean, dtype=dtype, name="mean"), name=scope)
+
+
+def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
+    normal values determined by the [2] int `seed`."""
+    return _stateless_scaled("StatelessRandomNormal", "stateless_random_normal", shape, seed, mean, stddev, dtype,
+                             name)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32,
+    name=None): normal values within two standard deviations, determined by `seed`."""
+    return _stateless_scaled("StatelessTruncatedNormal", "stateless_truncated_normal", shape, seed, mean, stddev,
+                             dtype, name)
+
+
+def _stateless_multinomial_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
+
+    def run(logits, num_samples, seed):
+        logits = np.asarray(logits, np.float64)
+        rng = _stateless_rng(node, seed)
+        if logits.ndim != 2:
+            raise errors.InvalidArgumentError(node, node.name, f"logits should be a matrix, got shape "
+                                                               f"{list(logits.shape)}")
+        m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+        p = np.exp(logits - np.where(np.isfinite(m), m, 0.0))
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random((logits.shape[0], int(num_samples))) * cdf[:, -1:]
+        out = np.stack([np.searchsorted(cdf[b], u[b], side="right") for b in range(logits.shape[0])]) \
+            if logits.shape[0] else np.zeros((0, int(num_samples)))
+        return np.minimum(out, logits.shape[1] - 1).astype(np_dt)
+    return run
+
+
+register("StatelessMultinomial", lambda op: [(op.get_attr("output_dtype"), _multinomial_infer(op)[0][1])],
+         _stateless_multinomial_kernel, grad=None)
+
+
+def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_multinomial(logits, num_samples, seed, output_dtype=tf.int64, name=None):
+    class indices [batch, num_samples] drawn from softmax(logits), determined by `seed`."""
+    with get_default_graph().name_scope(name or "stateless_multinomial") as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        num = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+        return make_op("StatelessMultinomial", [logits, num, _stateless_seed(seed)],
+                       {"output_dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
+    return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")
