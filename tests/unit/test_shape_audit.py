@@ -113,6 +113,10 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
         tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
         tf.sparse_to_dense(ints, [9], 1.0)
+        seed = tf.placeholder(tf.int32, [2])
+        tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
+        tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
+        tf.random.stateless_multinomial(tf.placeholder(tf.float32, [2, 5]), 3, seed)
         # candidate samplers
         labels = tf.placeholder(tf.int64, [3, 2])
         for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,
