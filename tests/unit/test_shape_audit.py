@@ -117,6 +117,14 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
         tf.random.stateless_multinomial(tf.placeholder(tf.float32, [2, 5]), 3, seed)
+        vol = tf.placeholder(tf.float32, [2, 4, 5, 3, 2])
+        c3 = tf.nn.conv3d(vol, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [1, 1, 2, 1, 1], "SAME")
+        p3 = [tf.nn.max_pool3d(vol, [1, 2, 2, 2, 1], [1, 1, 1, 1, 1], "VALID"),
+              tf.nn.avg_pool3d(vol, [1, 2, 2, 2, 1], [1, 2, 2, 1, 1], "SAME")]
+        amax = tf.nn.max_pool_with_argmax(img, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")[0]
+        dil = tf.nn.dilation2d(img, tf.placeholder(tf.float32, [2, 2, 3]), [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
+        tf.gradients([tf.reduce_sum(t) for t in [c3, amax, dil] + p3], [vol, img])
+        tf.nn.conv3d_transpose(c3, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [2, 4, 5, 3, 2], [1, 1, 2, 1, 1])
         # candidate samplers
         labels = tf.placeholder(tf.int64, [3, 2])
         for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,
@@ -371,6 +379,11 @@ COMPOSITES = {
     "sampled_softmax_loss": (lambda w, x: tf.nn.sampled_softmax_loss(
         w, tf.zeros([4]), [[0, 1], [3, 1], [1, 2]], x, 2, 4, num_true=2,
         sampled_values=([1, 3], [[0.3, 0.2]] * 3, [0.5, 0.5])), [A43, A34[:, :3]]),
+    "convolution_3d": (lambda x: tf.nn.convolution(x, tf.ones([2, 2, 1, 1, 2]), "SAME"), [A234[None, ..., None]]),
+    "pool_dilated": (lambda x: tf.nn.pool(x, [2, 2], "MAX", "VALID", dilation_rate=[1, 2]), [IMG]),
+    "atrous_conv2d": (lambda x: tf.nn.atrous_conv2d(x, tf.ones([2, 2, 3, 2]), 2, "SAME"), [IMG]),
+    "max_pool1d": (lambda x: tf.nn.max_pool1d(x, 2, 1, "SAME"), [A234]),
+    "crelu": (tf.nn.crelu, [A234]),
     "cumsum_reverse": (lambda x: tf.cumsum(x, 2, reverse=True, exclusive=True), [A234]),
 }
 
