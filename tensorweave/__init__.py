@@ -48,6 +48,7 @@ from tensorweave.ops.math.solvers import *  # noqa: F401,F403
 from tensorweave.ops.math.decompositions import *  # noqa: F401,F403
 from tensorweave.ops.math.special import *  # noqa: F401,F403
 from tensorweave.ops.math.histogram import *  # noqa: F401,F403
+from tensorweave.ops.math.complex_parts import *  # noqa: F401,F403
 from tensorweave.ops.math.clip import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
@@ -69,8 +70,8 @@ from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, random, regularizers, sparse, test, train)
+    app, bitwise, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses,
+    manip, math, metrics, nn, random, regularizers, sparse, test, train)
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

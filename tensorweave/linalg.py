@@ -9,7 +9,7 @@ from tensorweave.ops.array.diag import (  # noqa: F401
 from tensorweave.ops.math.clip import global_norm  # noqa: F401
 from tensorweave.ops.math.decompositions import (  # noqa: F401
     cholesky, logdet, matrix_rank, qr, self_adjoint_eig as eigh, self_adjoint_eigvals as eigvalsh, svd)
-from tensorweave.ops.math.linalg import cross, einsum, matmul, norm, tensordot, trace  # noqa: F401
+from tensorweave.ops.math.linalg import cross, einsum, matmul, norm, normalize, tensordot, trace  # noqa: F401
 from tensorweave.ops.math.matrix_functions import (  # noqa: F401
     adjoint, matrix_determinant as det, matrix_exponential as expm, matrix_inverse as inv, matrix_logarithm as logm,
     matrix_square_root as sqrtm, slogdet)

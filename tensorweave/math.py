@@ -6,13 +6,15 @@ from tensorweave.ops.array.sort import top_k  # noqa: F401
 from tensorweave.ops.math.binary import (  # noqa: F401
     accumulate_n, add, add_n, atan2, div_no_nan, divide, equal, floordiv, floormod, greater, greater_equal, less,
     less_equal, logical_and, logical_not, logical_or, logical_xor, maximum, minimum, mod, multiply, multiply_no_nan,
-    not_equal, pow, realdiv, scalar_mul, squared_difference, subtract, truediv, truncatediv, truncatemod, xdivy,
-    xlog1py, xlogy)
+    not_equal, polyval, pow, realdiv, scalar_mul, squared_difference, subtract, truediv, truncatediv, truncatemod,
+    xdivy, xlog1py, xlogy)
+from tensorweave.ops.math.complex_parts import angle, imag, real  # noqa: F401
 from tensorweave.ops.math.histogram import confusion_matrix  # noqa: F401
 from tensorweave.ops.math.linalg import conj  # noqa: F401
 from tensorweave.ops.math.reduction import (  # noqa: F401
-    argmax, argmin, bincount, count_nonzero, cumprod, cumsum, reduce_all, reduce_any, reduce_euclidean_norm,
-    reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance)
+    argmax, argmin, bincount, count_nonzero, cumprod, cumsum, is_non_decreasing, is_strictly_increasing, reduce_all,
+    reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std,
+    reduce_sum, reduce_variance)
 from tensorweave.ops.math.segment import (  # noqa: F401
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max, unsorted_segment_mean,
     unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n, unsorted_segment_sum)

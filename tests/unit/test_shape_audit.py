@@ -125,6 +125,15 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         dil = tf.nn.dilation2d(img, tf.placeholder(tf.float32, [2, 2, 3]), [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
         tf.gradients([tf.reduce_sum(t) for t in [c3, amax, dil] + p3], [vol, img])
         tf.nn.conv3d_transpose(c3, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [2, 4, 5, 3, 2], [1, 1, 2, 1, 1])
+        z = tf.complex(m, v)
+        tf.gradients([tf.reduce_sum(t) for t in (tf.real(z), tf.imag(z), tf.angle(z))], [m, v])
+        for fn in (tf.bitwise.bitwise_and, tf.bitwise.bitwise_or, tf.bitwise.bitwise_xor, tf.bitwise.left_shift,
+                   tf.bitwise.right_shift):
+            fn(ints, ints)
+        tf.bitwise.invert(ints), tf.roll(m, [1], [0])
+        tf.tensor_scatter_update(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
+        tf.tensor_scatter_add(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
+        tf.tensor_scatter_sub(m, tf.constant([[0, 1]]), tf.placeholder(tf.float32, [1]))
         # candidate samplers
         labels = tf.placeholder(tf.int64, [3, 2])
         for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,

@@ -131,9 +131,14 @@ def multiply(x, y, name=None) -> Tensor:
     return binary("Mul", x, y, name, "Mul")
 
 
+def _conj(t: Tensor) -> Tensor:
+    """conj(t) for complex t (the gradient convention TF uses), t itself otherwise."""
+    return make_op("Conj", [t], {"T": t.dtype}).outputs[0] if t.dtype.is_complex else t
+
+
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return [multiply(grad, y), multiply(x, grad)]
+    return [multiply(grad, _conj(y)), multiply(_conj(x), grad)]
 
 
 register("Mul", _broadcast_infer, pure(np.multiply), grad=_mul_grad, dtypes=NUMERIC)
@@ -177,7 +182,7 @@ def div(x, y, name=None) -> Tensor:
 
 def _realdiv_grad(op, grad):
     x, y = op.inputs
-    return [realdiv(grad, y), multiply(grad, realdiv(realdiv(-x, y), y))]
+    return [realdiv(grad, _conj(y)), multiply(grad, _conj(realdiv(realdiv(-x, y), y)))]
 
 
 register("RealDiv", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide), grad=_realdiv_grad,
@@ -331,6 +336,21 @@ def _mul_no_nan_kernel(node, ctx):
 register("MulNoNan", _broadcast_infer, _mul_no_nan_kernel,
          grad=lambda op, g: [multiply_no_nan(g, op.inputs[1]), multiply_no_nan(op.inputs[0], g)],
          dtypes=FLOAT_COMPLEX)
+
+
+def polyval(coeffs, x, name=None) -> Tensor:
+    """tf.math.polyval(coeffs, x, name=None): coeffs[0] * x**(n-1) + ... + coeffs[n-1], by
+    Horner's rule (0 for no coefficients)."""
+    if not isinstance(coeffs, (list, tuple)):
+        raise ValueError(f"Argument coeffs must be list type, got {type(coeffs).__name__}")
+    with name_scope(name, "polyval", list(coeffs) + [x]):
+        x = convert_to_tensor(x, name="x")
+        if not coeffs:
+            return multiply(x, np.zeros((), x.dtype.as_numpy_dtype))
+        result = convert_to_tensor(coeffs[0], dtype=x.dtype)
+        for c in coeffs[1:]:
+            result = add(multiply(result, x), c)
+        return result
 
 
 def squared_difference(x, y, name=None) -> Tensor:

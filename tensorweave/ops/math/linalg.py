@@ -410,6 +410,16 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         return pow(reduce_sum(pow(ax, p), axis, keepdims=keep), realdiv(1, p), name=scope)
 
 
+def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF name)
+    """tf.linalg.normalize(tensor, ord='euclidean', axis=None, name=None) -> (normalized, norm):
+    tensor divided by its norm (kept dims), and that norm."""
+    with name_scope(name, "normalize", [tensor]):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        n = norm(tensor, ord=ord, axis=axis, keepdims=True)
+        n = n if n.dtype == tensor.dtype else cast(n, tensor.dtype)
+        return realdiv(tensor, n), n
+
+
 def trace(x, name=None) -> Tensor:
     """tf.linalg.trace(x, name=None): the sum of the main diagonal of each innermost matrix."""
     with name_scope(name, "Trace", [x]) as scope:

@@ -103,7 +103,7 @@ def _segment_mean_grad(op, grad):
 
 def _min_max_grad(op, grad, gathered_grad_fn, num_selected):
     """The gradient of a segment max/min: split equally among the elements equal to the result."""
-    data, ids = op.inputs[0], op.inputs[1]
+    data = op.inputs[0]
     gathered_outputs = gathered_grad_fn(op.outputs[0])
     is_selected = equal(data, gathered_outputs)
     selected = num_selected(cast(is_selected, grad.dtype))

@@ -16,14 +16,16 @@ from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op, same_as_input
-from tensorweave.ops.math.binary import add, equal, floordiv, maximum, multiply, not_equal, realdiv, subtract
+from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
+                                         realdiv, subtract)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
 from tensorweave.ops.registry import register
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
-           "count_nonzero", "bincount"]   # reduce_variance, reduce_std, reduce_euclidean_norm: tf.math only
+           "count_nonzero", "bincount", "is_non_decreasing", "is_strictly_increasing"]
+# reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
 
 
 # -- shared axis handling ----------------------------------------------------------------------
@@ -315,6 +317,29 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) ->
             y = cast(sqrt(cast(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)), dtypes.float64)), x.dtype)
             return y
         return sqrt(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)))
+
+
+def _flat_diff(x):
+    x = reshape(convert_to_tensor(x, name="x"), [-1])
+    return subtract(x[1:], x[:-1]), x
+
+
+def is_non_decreasing(x, name=None) -> Tensor:
+    """tf.is_non_decreasing(x, name=None): whether x's elements, in row-major order, never
+    decrease (True for fewer than two elements)."""
+    with name_scope(name, "is_non_decreasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_non_decreasing", "x", flat, REAL)
+        return reduce_all(greater_equal(diff, zeros_like(diff)))
+
+
+def is_strictly_increasing(x, name=None) -> Tensor:
+    """tf.is_strictly_increasing(x, name=None): whether x's elements, in row-major order, always
+    increase (True for fewer than two elements)."""
+    with name_scope(name, "is_strictly_increasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_strictly_increasing", "x", flat, REAL)
+        return reduce_all(greater(diff, zeros_like(diff)))
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
