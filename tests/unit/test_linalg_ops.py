@@ -230,3 +230,16 @@ def test_cross_tensordot_gradients():
     check_grad(tf.cross, R.randn(4, 3), R.randn(4, 3))
     check_grad(lambda a, b: tf.tensordot(a, b, [[1, 2], [1, 0]]), R.randn(2, 3, 4), R.randn(4, 3, 5))
     check_grad(lambda a, b: tf.tensordot(a, b, 1), R.randn(2, 3), R.randn(3, 2), dynamic=True)
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ii->", [(3, 3)]), ("ii->i", [(3, 3)]), ("iii->i", [(2, 2, 2)]), ("ij->", [(2, 3)]),
+    ("iij,jk->ik", [(3, 3, 2), (2, 4)]), ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(1, 2, 3), (4, 3, 2)]), ("...i,...i->...", [(5, 3), (3,)]), ("ijk->kji", [(2, 3, 4)]),
+])
+def test_einsum_gradients_with_diagonals_ellipses_and_broadcasting(eq, shapes):
+    values = [R.randn(*s) for s in shapes]
+    np.testing.assert_allclose(run(tf.einsum(eq, *values)), np.einsum(eq, *values), atol=1e-12)
+    check_grad(lambda *xs: tf.einsum(eq, *xs), *values)
+    if "..." not in eq:
+        check_grad(lambda *xs: tf.einsum(eq, *xs), *values, dynamic=True)

@@ -3,6 +3,7 @@ conj, trace; gathered for tf.linalg by tensorweave/linalg.py."""
 from __future__ import annotations
 
 import re
+import string
 
 import numpy as np
 
@@ -13,15 +14,14 @@ from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import identity, rank, reshape, shape, squeeze, transpose
-from tensorweave.ops.array.diag import matrix_diag_part
-from tensorweave.ops.array.fill import range as range_
+from tensorweave.ops.array.diag import eye, matrix_diag_part
+from tensorweave.ops.array.fill import ones, range as range_
 from tensorweave.ops.array.gather import gather
-from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import setdiff1d
 from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, reduced_shape, resolve_keepdims
+from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
 from tensorweave.ops.math.unary import abs, sqrt, unary
 from tensorweave.ops.registry import register
 
@@ -351,26 +351,54 @@ def _einsum_kernel(node, ctx):
     return run
 
 
+def _explicit_ellipses(ins: list, out: str, inputs: list) -> tuple:
+    """The subscripts with each '...' spelled out as letters (aligned from the right, as
+    broadcasting aligns), which needs the inputs' ranks."""
+    if not any("..." in s for s in ins + [out]):
+        return ins, out
+    if any(t.shape.ndims is None for t in inputs):
+        raise LookupError("the einsum gradient of an equation with '...' needs inputs of known rank")
+    used = set("".join(ins) + out)
+    pool = [c for c in string.ascii_letters if c not in used]
+    lengths = [t.shape.ndims - len(s.replace("...", "")) if "..." in s else 0 for s, t in zip(ins, inputs)]
+    letters = "".join(pool[:max(lengths)])
+    spelled = [s.replace("...", letters[len(letters) - n:] if n else "") for s, n in zip(ins, lengths)]
+    return spelled, out.replace("...", letters)
+
+
 def _einsum_grad(op, grad):
-    """d/dx_i of einsum: einsum of grad with the other operands back to x_i's subscripts; indices
-    summed away only inside x_i are restored by broadcasting."""
+    """d/dx_i of einsum: one einsum of grad with the other operands back to x_i's subscripts. A
+    letter repeated within x_i's subscripts (a diagonal) is renamed and tied to its first
+    occurrence by an identity matrix; a letter summed away only inside x_i is restored by a
+    vector of ones. Broadcast dims are summed down centrally by tf.gradients."""
     ins, out = _parse_einsum(op.get_attr("equation"), len(op.inputs))
-    if any("..." in s for s in ins + [out]) or any(len(set(s)) != len(s) for s in ins + [out]):
-        raise LookupError("einsum gradients support equations without '...' or repeated subscripts; "
-                          f"got '{op.get_attr('equation')}'")
+    ins, out = _explicit_ellipses(ins, out, list(op.inputs))
+    used = set("".join(ins) + out)
+    pool = iter(c for c in string.ascii_letters if c not in used)
     grads = []
     for i, x in enumerate(op.inputs):
         others = [(s, t) for j, (s, t) in enumerate(zip(ins, op.inputs)) if j != i]
         available = set(out) | {c for s, _ in others for c in s}
-        kept = "".join(c for c in ins[i] if c in available)
-        eq = ",".join([out] + [s for s, _ in others]) + "->" + kept
-        g = einsum(eq, grad, *[t for _, t in others])
-        if kept != ins[i]:
-            missing = [k for k, c in enumerate(ins[i]) if c not in available]
-            x_shape = shape(x)
-            g = reshape(g, reduced_shape(x_shape, convert_to_tensor(np.asarray(missing, np.int32))))
-            g = broadcast_to(g, x_shape)
-        grads.append(g)
+        subs, tensors, target = [out] + [s for s, _ in others], [grad] + [t for _, t in others], ""
+        first: dict = {}
+        x_shape = None
+        for pos, c in enumerate(ins[i]):
+            size = None
+            if c in first or c not in available:
+                x_shape = shape(x) if x_shape is None else x_shape
+                size = x_shape[pos]
+            if c in first:                      # a diagonal: tie a new letter to the first one
+                new = next(pool)
+                subs.append(first[c] + new)
+                tensors.append(eye(size, dtype=x.dtype))
+                target += new
+                continue
+            first[c] = c
+            if c not in available:              # summed only inside x_i: broadcast back
+                subs.append(c)
+                tensors.append(ones(reshape(size, [1]), dtype=x.dtype))
+            target += c
+        grads.append(einsum(",".join(subs) + "->" + target, *tensors))
     return grads
 
 
