@@ -15,6 +15,7 @@ from tensorweave.ops.nn.conv_nd import (  # noqa: F401
     atrous_conv2d, atrous_conv2d_transpose, avg_pool1d, avg_pool3d, avg_pool_v2, conv1d_transpose, conv3d,
     conv3d_backprop_filter, conv3d_transpose, conv_transpose, convolution, max_pool1d, max_pool3d, max_pool_v2, pool,
     with_space_to_batch)
+from tensorweave.ops.nn.fractional_pool import fractional_avg_pool, fractional_max_pool  # noqa: F401
 from tensorweave.ops.nn.morphology import dilation2d, erosion2d  # noqa: F401
 from tensorweave.ops.nn.candidate_sampling import (  # noqa: F401
     all_candidate_sampler, compute_accidental_hits, fixed_unigram_candidate_sampler, learned_unigram_candidate_sampler,

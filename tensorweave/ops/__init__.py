@@ -17,7 +17,7 @@ from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositio
 from tensorweave.ops import random, sendrecv  # noqa: F401
 from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
 from tensorweave.ops.sparse import core as sparse_core, combine, math as sparse_math, embedding  # noqa: F401
-from tensorweave.ops.nn import candidate_sampling, sampled, conv_nd, morphology  # noqa: F401
+from tensorweave.ops.nn import candidate_sampling, sampled, conv_nd, morphology, fractional_pool  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
 from tensorweave.ops.control_flow import grouping, cond, while_loop, functional  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401

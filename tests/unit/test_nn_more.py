@@ -198,3 +198,27 @@ def test_crelu_batch_norm_global_and_depthwise_backprops():
     a, b, c, d = run([gx, gw, bx, bw], {ph: img})
     np.testing.assert_allclose(c, a)
     np.testing.assert_allclose(d, b)
+
+
+@pytest.mark.parametrize("pseudo_random", [False, True])
+@pytest.mark.parametrize("overlapping", [False, True])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_fractional_pooling(kind, overlapping, pseudo_random):
+    fn = tf.nn.fractional_max_pool if kind == "max" else tf.nn.fractional_avg_pool
+    x = R.randn(2, 10, 9, 3)
+    out, rows, cols = run(fn(x, [1.0, 1.44, 1.73, 1.0], pseudo_random=pseudo_random, overlapping=overlapping,
+                             seed=5))
+    assert out.shape == (2, 6, 5, 3)
+    for seq, size, n in ((rows, 10, 6), (cols, 9, 5)):
+        assert seq[0] == 0 and seq[-1] == size and len(seq) == n + 1
+        assert set(np.diff(seq)) <= {size // n, size // n + 1}
+    expect = np.zeros_like(out)
+    for i in range(6):
+        for j in range(5):
+            r1 = min(rows[i + 1] + overlapping, 10)
+            c1 = min(cols[j + 1] + overlapping, 9)
+            block = x[:, rows[i]:r1, cols[j]:c1]
+            expect[:, i, j] = block.max((1, 2)) if kind == "max" else block.mean((1, 2))
+    np.testing.assert_allclose(out, expect)
+    check_grad(lambda v: fn(v, [1.0, 1.44, 1.73, 1.0], pseudo_random=pseudo_random, overlapping=overlapping,
+                            deterministic=True, seed=5)[0], x)

@@ -134,6 +134,9 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         tf.tensor_scatter_update(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
         tf.tensor_scatter_add(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
         tf.tensor_scatter_sub(m, tf.constant([[0, 1]]), tf.placeholder(tf.float32, [1]))
+        frac = [tf.nn.fractional_max_pool(img, [1.0, 1.5, 1.5, 1.0])[0],
+                tf.nn.fractional_avg_pool(img, [1.0, 1.5, 1.5, 1.0], overlapping=True)[0]]
+        tf.gradients([tf.reduce_sum(t) for t in frac], img)
         # candidate samplers
         labels = tf.placeholder(tf.int64, [3, 2])
         for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,
