@@ -90,8 +90,9 @@ def test_all_candidate_sampler_and_accidental_hits():
     np.testing.assert_array_equal(t, [[1, 1]])
     idx, ids, w = run(tf.nn.compute_accidental_hits(np.array([[1, 3], [2, 2], [7, 0]], np.int64),
                                                     np.array([3, 2, 3, 9], np.int64), num_true=2))
-    np.testing.assert_array_equal(idx, [0, 0, 1])
-    np.testing.assert_array_equal(ids, [0, 2, 1])
+    # one hit per true entry that was sampled, at the candidate's last position (TF's rule)
+    np.testing.assert_array_equal(idx, [0, 1, 1])
+    np.testing.assert_array_equal(ids, [2, 1, 1])
     np.testing.assert_array_equal(w, [-np.finfo(np.float32).max] * 3)
 
 

@@ -32,8 +32,8 @@ def test_sorted_segments(op, fn, empty):
 
 
 @pytest.mark.parametrize("op,fn,empty", [
-    (tf.unsorted_segment_sum, np.sum, 0), (tf.unsorted_segment_max, np.max, -np.inf),
-    (tf.unsorted_segment_min, np.min, np.inf), (tf.unsorted_segment_prod, np.prod, 1),
+    (tf.unsorted_segment_sum, np.sum, 0), (tf.unsorted_segment_max, np.max, np.finfo(np.float64).min),
+    (tf.unsorted_segment_min, np.min, np.finfo(np.float64).max), (tf.unsorted_segment_prod, np.prod, 1),
     (tf.unsorted_segment_mean, np.mean, 0),
     (tf.unsorted_segment_sqrt_n, lambda r, axis: r.sum(axis) / np.sqrt(len(r)), 0),
 ], ids=lambda v: getattr(v, "__name__", ""))

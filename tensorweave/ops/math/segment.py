@@ -32,11 +32,12 @@ __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment
 
 
 def _lowest(dt: np.dtype):
-    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    """The dtype's lowest finite value: what TF's unsorted max gives an empty segment."""
+    return np.finfo(dt).min if dt.kind == "f" else np.iinfo(dt).min
 
 
 def _highest(dt: np.dtype):
-    return np.inf if dt.kind == "f" else np.iinfo(dt).max
+    return np.finfo(dt).max if dt.kind == "f" else np.iinfo(dt).max
 
 
 # reduction -> (numpy ufunc applied with .at, value of an empty segment in the unsorted op)
@@ -121,13 +122,13 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
 
 def unsorted_segment_max(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_max(data, segment_ids, num_segments, name=None): the maximum per
-    segment; an empty segment gives the dtype's lowest value."""
+    segment; an empty segment gives the dtype's lowest finite value."""
     return _unsorted("Max", data, segment_ids, num_segments, name)
 
 
 def unsorted_segment_min(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_min(data, segment_ids, num_segments, name=None): the minimum per
-    segment; an empty segment gives the dtype's highest value."""
+    segment; an empty segment gives the dtype's highest finite value."""
     return _unsorted("Min", data, segment_ids, num_segments, name)
 
 

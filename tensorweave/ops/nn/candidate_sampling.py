@@ -267,8 +267,8 @@ def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None
 # -- ComputeAccidentalHits -------------------------------------------------------------------------
 def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
     """tf.nn.compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None,
-    name=None) -> (indices, ids, weights): for each sampled candidate that is one of row i's true
-    classes, the row i, the candidate's position, and weight -FLT_MAX (added to its logit, it
+    name=None) -> (indices, ids, weights): for each true class of row i that was sampled, the row
+    i, the candidate's (last) position in the sample, and weight -FLT_MAX (added to its logit, it
     removes the candidate from that row's loss)."""
     with name_scope(name, "ComputeAccidentalHits", [true_classes, sampled_candidates]) as scope:
         true_classes = convert_to_tensor(true_classes, dtype=dtypes.int64, name="true_classes")
@@ -286,14 +286,14 @@ def _accidental_hits_kernel(node, ctx):
         if true_classes.ndim != 2 or true_classes.shape[1] != num_true:
             raise invalid(node, f"true_classes must be a matrix with num_true = {num_true} columns, got shape "
                                 f"{list(true_classes.shape)}")
-        positions: dict = {}
-        for j, c in enumerate(sampled.tolist()):
-            positions.setdefault(c, []).append(j)
+        # As TF: one hit per true entry found among the samples, at the candidate's last position.
+        position = {c: j for j, c in enumerate(sampled.tolist())}
         rows, ids = [], []
         for i, row in enumerate(true_classes.tolist()):
-            for j in sorted(j for c in set(row) for j in positions.get(c, ())):
-                rows.append(i)
-                ids.append(j)
+            for c in row:
+                if c in position:
+                    rows.append(i)
+                    ids.append(position[c])
         return (np.asarray(rows, np.int32), np.asarray(ids, np.int64),
                 np.full(len(rows), -np.finfo(np.float32).max, np.float32))
     return run

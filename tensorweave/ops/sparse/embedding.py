@@ -13,7 +13,7 @@ from tensorweave.ops.array.fill import ones, zeros_like
 from tensorweave.ops.array.pad import tile
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.array.sort import unique, where
-from tensorweave.ops.math.binary import greater, greater_equal, logical_and, multiply, realdiv
+from tensorweave.ops.math.binary import div_no_nan, greater, greater_equal, logical_and, multiply
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import segment_sum, sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum
@@ -32,7 +32,8 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
     name=None, combiner=None, max_norm=None): for each row of the rank-2 SparseTensor sp_ids
     (ordered row-major), its ids' rows of params combined by 'sum', 'mean' (the default) or
-    'sqrtn', weighted by sp_weights' values when given. The result has max(row) + 1 rows."""
+    'sqrtn', weighted by sp_weights' values when given. The result has max(row) + 1 rows; a row
+    without ids is 0."""
     combiner = "mean" if combiner is None else combiner
     if combiner not in _COMBINERS:
         raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
@@ -62,7 +63,8 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         else:
             denominator = sqrt(segment_sum(square(weights), segment_ids))
         denominator = reshape(denominator, concat([shape(denominator), ones_tail], 0))
-        return realdiv(summed, denominator, name=scope)
+        # A row without ids is 0 (TF 1.15 divided 0 by 0 here; later TF gives 0, and so do we).
+        return div_no_nan(summed, denominator, name=scope)
 
 
 def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner="mean",
