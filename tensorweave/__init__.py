@@ -54,6 +54,7 @@ from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.while_loop import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.functional import *  # noqa: F401,F403
+from tensorweave.ops.control_flow.tensor_array import *  # noqa: F401,F403
 from tensorweave.ops.debugging.printing import *  # noqa: F401,F403
 from tensorweave.ops.debugging.asserts import *  # noqa: F401,F403
 from tensorweave.ops.debugging.numerics import *  # noqa: F401,F403
@@ -64,14 +65,18 @@ from tensorweave.ops.sparse.math import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
+from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
+from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, bitwise, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses,
-    manip, math, metrics, nn, random, regularizers, sparse, test, train)
+    manip, math, metrics, nn, queue, random, regularizers, sparse, summary, test, train)
+from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

@@ -11,10 +11,10 @@ from tensorweave.ops.nn.conv import (  # noqa: F401
     conv2d, conv2d_backprop_filter, conv2d_backprop_input, conv2d_transpose, depthwise_conv2d,
     depthwise_conv2d_native, depthwise_conv2d_native_backprop_filter, depthwise_conv2d_native_backprop_input,
     separable_conv2d)
+from tensorweave.ops.nn.conv3d import conv3d, conv3d_backprop_filter, conv3d_backprop_filter_v2, conv3d_transpose  # noqa: F401
 from tensorweave.ops.nn.conv_nd import (  # noqa: F401
-    atrous_conv2d, atrous_conv2d_transpose, avg_pool1d, avg_pool3d, avg_pool_v2, conv1d_transpose, conv3d,
-    conv3d_backprop_filter, conv3d_transpose, conv_transpose, convolution, max_pool1d, max_pool3d, max_pool_v2, pool,
-    with_space_to_batch)
+    atrous_conv2d, atrous_conv2d_transpose, avg_pool1d, avg_pool_v2, conv1d_transpose, conv_transpose, convolution,
+    max_pool1d, max_pool_v2, pool, with_space_to_batch)
 from tensorweave.ops.nn.fractional_pool import fractional_avg_pool, fractional_max_pool  # noqa: F401
 from tensorweave.ops.nn.morphology import dilation2d, erosion2d  # noqa: F401
 from tensorweave.ops.nn.candidate_sampling import (  # noqa: F401
@@ -30,10 +30,14 @@ from tensorweave.ops.nn.norm import batch_norm_with_global_normalization, fused_
 from tensorweave.ops.nn.sampled import nce_loss, sampled_softmax_loss  # noqa: F401
 from tensorweave.ops.nn.pool import (  # noqa: F401
     avg_pool, local_response_normalization, lrn, max_pool, max_pool_with_argmax)
+from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d  # noqa: F401
 from tensorweave.ops.sparse.embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
+
+from tensorweave.rnn import rnn_cell  # noqa: F401
+from tensorweave.rnn.loops import (  # noqa: F401
+    bidirectional_dynamic_rnn, dynamic_rnn, raw_rnn, static_bidirectional_rnn, static_rnn)
 
 avg_pool2d = avg_pool
 max_pool2d = max_pool
-conv3d_backprop_filter_v2 = conv3d_backprop_filter
 depthwise_conv2d_backprop_filter = depthwise_conv2d_native_backprop_filter
 depthwise_conv2d_backprop_input = depthwise_conv2d_native_backprop_input

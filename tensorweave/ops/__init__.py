@@ -15,14 +15,18 @@ from tensorweave.ops.math import reduction, segment  # noqa: F401
 from tensorweave.ops.array import gather, mask, partition, diag, space  # noqa: F401
 from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositions, special, histogram, complex_parts, bitwise, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
-from tensorweave.ops.nn import activations, losses, conv, pool, norm, impl  # noqa: F401
+from tensorweave.ops.nn import activations, losses, conv, conv3d, pool, pool3d, norm, impl  # noqa: F401
 from tensorweave.ops.sparse import core as sparse_core, combine, math as sparse_math, embedding  # noqa: F401
 from tensorweave.ops.nn import candidate_sampling, sampled, conv_nd, morphology, fractional_pool  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
-from tensorweave.ops.control_flow import grouping, cond, while_loop, functional  # noqa: F401
+from tensorweave.ops.control_flow import grouping, cond, tensor_list, while_loop, functional, tensor_array  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401
-from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables, variable_scope  # noqa: F401
+from tensorweave.ops.state import variable_ops, scatter, training, initializers, variables  # noqa: F401
+from tensorweave.ops.state import partitioned_variables, variable_scope  # noqa: F401
 from tensorweave.ops.gradients import sum_to_shape, gradients  # noqa: F401
+from tensorweave.ops.checkpoint import io_ops  # noqa: F401
+from tensorweave.ops.summary import summary_ops  # noqa: F401
+from tensorweave.ops.data_flow import waiting, queue_resources, queue_ops, queues, accumulators  # noqa: F401
 from tensorweave.ops.array import array_grad  # noqa: F401
 from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401

@@ -7,5 +7,12 @@ from tensorweave.train.learning_rate_decay import *  # noqa: F401,F403
 from tensorweave.train.moving_averages import *  # noqa: F401,F403
 from tensorweave.train.optimizers import *  # noqa: F401,F403
 from tensorweave.train.device_setter import *  # noqa: F401,F403
+from tensorweave.train.coordinator import *  # noqa: F401,F403
+from tensorweave.train.queue_runner import *  # noqa: F401,F403
+from tensorweave.train.input import *  # noqa: F401,F403
 from tensorweave.distributed.cluster import *  # noqa: F401,F403
 from tensorweave.distributed.server import *  # noqa: F401,F403
+from tensorweave.train.checkpoint_management import *  # noqa: F401,F403
+from tensorweave.train.checkpoint_utils import *  # noqa: F401,F403
+from tensorweave.train.saver import *  # noqa: F401,F403
+from tensorweave.summary.writer import summary_iterator  # noqa: F401

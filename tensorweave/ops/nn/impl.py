@@ -15,8 +15,8 @@ from tensorweave.framework.api import colocate_with, name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze, stop_gradient,
-                                        swap_axes_perm, transpose)
+from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze,
+                                        stop_gradient, swap_axes_perm, transpose)
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition, dynamic_stitch
@@ -274,11 +274,9 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     """tf.nn.embedding_lookup(params, ids, partition_strategy='mod', name=None,
     validate_indices=True, max_norm=None): rows `ids` of `params` (a tensor, a Variable, or a list
     of them sharded by 'mod' (id % n) or 'div' (contiguous blocks)). A single params' gradient
-    is the IndexedSlices of gather's gradient."""
-    if isinstance(params, (list, tuple)):
-        params = list(params)
-    else:
-        params = [params]
+    is the IndexedSlices of gather's gradient; a PartitionedVariable is its list of parts, and a
+    variable is read sparsely (only the rows looked up leave its task)."""
+    params = _param_list(params)
     if not params:
         raise ValueError("Need at least one param")
     if partition_strategy not in ("mod", "div"):
@@ -288,7 +286,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         ids = convert_to_tensor(ids, name="ids")
         if np_ == 1:
             with _colocate(params[0]):
-                result = gather(params[0], ids, name=scope if max_norm is None else None)
+                result = _gather(params[0], ids, name=scope if max_norm is None else None)
             return result if max_norm is None else _clip(result, max_norm, scope)
         flat_ids = reshape(ids, [-1])
         original_indices = range_(size(flat_ids))
@@ -314,7 +312,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         partitioned = []
         for p, pids in zip(params, gather_ids):
             with _colocate(p):
-                partitioned.append(gather(p, pids))
+                partitioned.append(_gather(p, pids))
         ret = dynamic_stitch(pindices, partitioned)
         element_shape = _element_shape(params)
         ids_shape = shape(ids)
@@ -323,6 +321,19 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         if ids.shape.ndims is not None and element_shape is not None:
             ret.set_shape(ids.shape.concatenate(element_shape))
         return ret if max_norm is None else _clip(ret, max_norm, scope)
+
+
+def _param_list(params) -> list:
+    if hasattr(params, "_get_variable_list"):   # a PartitionedVariable: its parts
+        return list(params._get_variable_list())
+    return list(params) if isinstance(params, (list, tuple)) else [params]
+
+
+def _gather(p, ids, name=None):
+    """Rows `ids` of `p`; a resource variable gathers on its own task (ResourceGather)."""
+    if getattr(p, "_is_resource_variable", False) is True:
+        return p.sparse_read(ids, name=name)
+    return gather(p, ids, name=name)
 
 
 def _dim0(p):

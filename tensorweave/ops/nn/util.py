@@ -110,7 +110,10 @@ def rank4(shape, what):
 
 
 def embedding_params(params) -> list:
-    """Embedding params as a list of shards; plain values (numpy arrays, lists) become constant
-    tensors, as TF converts them (Variables and tensors pass through)."""
+    """Embedding params as a list of shards (a PartitionedVariable gives its parts); plain values
+    (numpy arrays, lists) become constant tensors, as TF converts them (Variables and tensors
+    pass through)."""
+    if hasattr(params, "_get_variable_list"):
+        return list(params._get_variable_list())
     params = list(params) if isinstance(params, (list, tuple)) else [params]
     return [p if hasattr(p, "graph") else convert_to_tensor(p, name="params") for p in params]

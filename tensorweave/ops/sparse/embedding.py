@@ -6,7 +6,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import unknown_shape
-from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, rank, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -27,6 +27,11 @@ __all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 _COMBINERS = ("sum", "mean", "sqrtn")
 
 
+def _half_to_float(embeddings):
+    """float16 embeddings are combined in float32, as TF does."""
+    return cast(embeddings, dtypes.float32) if embeddings.dtype == dtypes.float16 else embeddings
+
+
 def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
                             max_norm=None):
     """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
@@ -38,6 +43,10 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     if combiner not in _COMBINERS:
         raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
     params = embedding_params(params)
+    if not isinstance(sp_ids, (SparseTensor, SparseTensorValue)):
+        raise TypeError("sp_ids must be SparseTensor")
+    if sp_weights is not None and not isinstance(sp_weights, (SparseTensor, SparseTensorValue)):
+        raise TypeError("sp_weights must be either None or SparseTensor")
     sp_ids = convert_sparse(sp_ids, "sp_ids")
     sp_weights = None if sp_weights is None else convert_sparse(sp_weights, "sp_weights")
     with name_scope(name, "embedding_lookup_sparse", params + [sp_ids]) as scope:
@@ -45,10 +54,12 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         ids = sp_ids.values
         if sp_weights is None:
             ids, idx = unique(ids)
-            embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy, max_norm=max_norm)
+            embeddings = _half_to_float(embedding_lookup(params, ids, partition_strategy=partition_strategy,
+                                                         max_norm=max_norm))
             combine = {"sum": sparse_segment_sum, "mean": sparse_segment_mean, "sqrtn": sparse_segment_sqrt_n}[combiner]
             return combine(embeddings, idx, segment_ids, name=scope)
-        embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy, max_norm=max_norm)
+        embeddings = _half_to_float(embedding_lookup(params, ids, partition_strategy=partition_strategy,
+                                                     max_norm=max_norm))
         weights = sp_weights.values
         if weights.dtype != embeddings.dtype:
             weights = cast(weights, embeddings.dtype)
