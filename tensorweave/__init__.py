@@ -71,11 +71,20 @@ from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
 from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
 from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
+from tensorweave.ops.strings.hashing import *  # noqa: F401,F403
+from tensorweave.ops.strings.join_split import *  # noqa: F401,F403
+from tensorweave.ops.strings.transform import *  # noqa: F401,F403
+from tensorweave.ops.strings.conversion import *  # noqa: F401,F403
+from tensorweave.ops.io.decoding import *  # noqa: F401,F403
+from tensorweave.ops.io.file_ops import *  # noqa: F401,F403
+from tensorweave.ops.io.parsing import *  # noqa: F401,F403
+from tensorweave.ops.io.readers import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, bitwise, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses,
-    manip, math, metrics, nn, queue, random, regularizers, sparse, summary, test, train)
+    app, bitwise, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers,
+    linalg, logging, losses, manip, math, metrics, nn, python_io, queue, random, regularizers, sparse, strings, summary,
+    test, train)
 from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 

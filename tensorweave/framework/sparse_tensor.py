@@ -13,7 +13,7 @@ import collections
 import numpy as np
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.graph import Tensor, get_default_session
+from tensorweave.framework.graph import Tensor, default_session_for
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
@@ -76,10 +76,7 @@ class SparseTensor:
 
     def eval(self, feed_dict=None, session=None) -> SparseTensorValue:
         """The value of this SparseTensor in `session` (the default session when None)."""
-        session = session or get_default_session()
-        if session is None:
-            raise ValueError("Cannot evaluate tensor using `eval()`: No default session is registered.")
-        return session.run(self, feed_dict)
+        return default_session_for(self.graph, session).run(self, feed_dict)
 
     def consumers(self) -> list:
         return list({id(op): op for t in (self._indices, self._values, self._dense_shape)

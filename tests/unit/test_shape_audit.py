@@ -9,11 +9,15 @@ same dtypes, and each output shape must be compatible with the fully known one. 
 fails `test_corpus_covers_every_op_type` until it is added to the corpus."""
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 import tensorweave as tf
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
@@ -245,9 +249,102 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
 
 
+def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:  # noqa: C901 (one long list of builders)
+    """The op families of the input pipeline, summaries, checkpoints, queues and tensor arrays."""
+    with g.as_default():
+        m = tf.placeholder(tf.float32, [3, 4], name="m_io")
+        img = tf.placeholder(tf.float32, [2, 6, 6, 3], name="img_io")
+        words = tf.placeholder(tf.string, [3], name="words")
+        text = tf.placeholder(tf.string, [], name="text")
+        # strings
+        tf.strings.as_string(m), tf.strings.format("{} and {}", [m, m]), tf.strings.join([words, words], "-")
+        tf.strings.length(words), tf.strings.lower(words), tf.strings.upper(words), tf.strings.strip(words)
+        tf.strings.reduce_join(tf.reshape(words, [3, 1]), 1), tf.strings.regex_full_match(words, "a.*")
+        tf.strings.regex_replace(words, "a", "b"), tf.strings.split(words), tf.string_split(words)
+        tf.strings.substr(words, 0, 2), tf.strings.to_hash_bucket(words, 5), tf.strings.to_hash_bucket_fast(words, 5)
+        tf.strings.to_hash_bucket_strong(words, 5, [1, 2]), tf.strings.to_number(words)
+        tf.strings.unicode_encode(tf.placeholder(tf.int32, [3, 4]), "UTF-8")
+        tf.strings.unicode_transcode(words, "UTF-8", "UTF-16-BE")
+        tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
+        tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
+        tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
+        tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
+        tf.io.read_file(text), tf.io.write_file(text, text), tf.io.matching_files(text)
+        tf.io.match_filenames_once(os.path.join(tmp, "*"))
+        # images
+        for fn in (tf.image.decode_bmp, tf.image.decode_gif, tf.image.decode_image, tf.image.decode_jpeg,
+                   tf.image.decode_png):
+            fn(text)
+        u8 = tf.placeholder(tf.uint8, [6, 6, 3])
+        tf.image.encode_jpeg(u8), tf.image.encode_png(u8)
+        tf.image.adjust_contrast(img, 0.5), tf.image.adjust_hue(img, 0.1), tf.image.adjust_saturation(img, 1.5)
+        tf.image.hsv_to_rgb(img), tf.image.rgb_to_hsv(img), tf.image.per_image_standardization(img[0])
+        tf.image.draw_bounding_boxes(img, tf.placeholder(tf.float32, [2, 1, 4]))
+        tf.image.sample_distorted_bounding_box([6, 6, 3], tf.placeholder(tf.float32, [1, 1, 4]))
+        tf.image.random_crop(img[0], [3, 3, 3]), tf.image.random_flip_left_right(img[0])
+        sizes = []
+        for fn in (tf.image.resize_area, tf.image.resize_bicubic, tf.image.resize_bilinear,
+                   tf.image.resize_nearest_neighbor):
+            sizes.append(fn(img, [4, 5]))
+        tf.gradients([tf.reduce_sum(t) for t in sizes], img)
+        # tf.data
+        ds = tf.data.Dataset.from_tensor_slices(m).map(lambda r: r * 2).filter(lambda r: r[0] > 0)
+        ds = ds.shuffle(3).repeat(2).skip(1).take(5).shard(2, 0).cache().prefetch(1)
+        ds = ds.concatenate(tf.data.Dataset.from_tensors(tf.zeros([4])))
+        ds = tf.data.Dataset.zip((ds, tf.data.Dataset.range(10))).batch(2)
+        it = ds.make_initializable_iterator()
+        it.get_next(), it.string_handle()
+        tf.data.Iterator.from_string_handle(text, ds.output_types, ds.output_shapes)
+        tf.data.Dataset.range(3).interleave(lambda i: tf.data.Dataset.from_tensors(i), cycle_length=2) \
+            .padded_batch(2, []).make_one_shot_iterator()
+        tf.data.Dataset.from_generator(lambda: iter([1, 2]), tf.int64).make_one_shot_iterator()
+        for cls in (tf.data.TFRecordDataset, tf.data.TextLineDataset):
+            cls(words).make_initializable_iterator()
+        tf.data.FixedLengthRecordDataset(words, 4).make_initializable_iterator()
+        # queues, readers, accumulators
+        queues = [tf.FIFOQueue(4, [tf.float32], shapes=[[3, 4]]), tf.PaddingFIFOQueue(4, [tf.float32], shapes=[[None, 4]]),
+                  tf.RandomShuffleQueue(4, 1, [tf.float32], shapes=[[3, 4]]),
+                  tf.PriorityQueue(4, [tf.float32], shapes=[[3, 4]])]
+        for q in queues:
+            item = [m] if not isinstance(q, tf.PriorityQueue) else [tf.constant(1, tf.int64), m]
+            q.enqueue(item), q.dequeue(), q.size(), q.close(), q.is_closed()
+        queues[0].enqueue_many([tf.placeholder(tf.float32, [2, 3, 4])]), queues[0].dequeue_many(2)
+        queues[0].dequeue_up_to(2)
+        files = tf.FIFOQueue(4, [tf.string], shapes=[[]])
+        for reader in (tf.TFRecordReader(), tf.TextLineReader(), tf.WholeFileReader(), tf.IdentityReader(),
+                       tf.FixedLengthRecordReader(4)):
+            reader.read(files), reader.read_up_to(files, 2), reader.num_records_produced()
+            reader.num_work_units_completed(), reader.reset()
+        acc = tf.ConditionalAccumulator(tf.float32, shape=[3, 4])
+        acc.apply_grad(m), acc.take_grad(1), acc.num_accumulated(), acc.set_global_step(3)
+        sacc = tf.SparseConditionalAccumulator(tf.float32, shape=[3, 4])
+        sacc.apply_grad([0, 2], tf.placeholder(tf.float32, [2, 4])), sacc.take_grad(1)
+        sacc.num_accumulated(), sacc.set_global_step(3)
+        acc._cancel_takes()   # what a sync-replicas chief's shutdown runs
+        var = tf.Variable(tf.zeros([3, 4]), name="io_var")
+        # summaries and checkpoints
+        tf.summary.scalar("s", m[0, 0]), tf.summary.histogram("h", m), tf.summary.image("i", img)
+        tf.summary.audio("a", tf.placeholder(tf.float32, [2, 100]), 8000), tf.summary.tensor_summary("t", m)
+        tf.summary.merge_all()
+        tf.train.Saver([var], sharded=True)
+        # tensor arrays
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=[4])
+        ta = ta.write(0, m[0]).scatter([1, 2], m[1:])
+        ta.read(0), ta.gather([0, 1]), ta.stack(), ta.concat(), ta.size(), ta.close()
+        tf.TensorArray(tf.float32, size=0, dynamic_size=True).split(tf.zeros([6]), [2, 4]).concat()
+        tf.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, tf.zeros([2]))),
+                      [0, tf.TensorArray(tf.float32, size=3)])
+        tf.reverse_sequence(m, [1, 2, 3], seq_axis=1, batch_axis=0)
+        lst = tensor_list.from_tensor(m)
+        tensor_list.pop_back(lst, tf.float32, [4]), tensor_list.resize(lst, 5)
+        tf.data.Dataset.list_files(text)
+
+
 def _corpus_ops() -> tuple:
     g = tf.Graph()
     _build_corpus(g)
+    with tempfile.TemporaryDirectory() as tmp:
+        _build_input_and_state_corpus(g, tmp)
     by_type: dict = {}
     for op in g.get_operations():
         by_type.setdefault(op.type, []).append(op)
