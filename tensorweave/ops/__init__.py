@@ -13,7 +13,8 @@ from tensorweave.ops.math import unary  # noqa: F401
 from tensorweave.ops.array import concat, pad, slicing, sort  # noqa: F401
 from tensorweave.ops.math import reduction, segment  # noqa: F401
 from tensorweave.ops.array import gather, mask, partition, diag, space  # noqa: F401
-from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositions, special, histogram, complex_parts, bitwise, clip, operators  # noqa: F401
+from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositions, special, histogram  # noqa: F401
+from tensorweave.ops.math import complex_parts, bitwise, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
 from tensorweave.ops.nn import activations, losses, conv, conv3d, pool, pool3d, norm, impl  # noqa: F401
 from tensorweave.ops.sparse import core as sparse_core, combine, math as sparse_math, embedding  # noqa: F401

@@ -24,12 +24,12 @@ def _top(k):
 def _reference(kind, k, class_id=None):
     tp = fp = fn = 0
     for preds, labels in zip(_top(k), ROWS):
-        p, l = set(int(c) for c in preds), set(labels)
+        pred, lab = set(int(c) for c in preds), set(labels)
         if class_id is not None:
-            p, l = p & {class_id}, l & {class_id}
-        tp += len(p & l)
-        fp += len(p - l)
-        fn += len(l - p)
+            pred, lab = pred & {class_id}, lab & {class_id}
+        tp += len(pred & lab)
+        fp += len(pred - lab)
+        fn += len(lab - pred)
     return tp / (tp + fp) if kind == "precision" else tp / (tp + fn)
 
 

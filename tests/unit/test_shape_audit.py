@@ -238,7 +238,7 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
         make_op("OnesLike", [m])
         for t in ("FusedBatchNorm", "FusedBatchNormV2"):
-            outs = make_op(t, bn.op.inputs[:], dict(bn.op._attrs)).outputs
+            make_op(t, bn.op.inputs[:], dict(bn.op._attrs))
             grad = [o for o in bn.op.graph.get_operations() if o.type == "FusedBatchNormGradV3"][0]
             make_op(t.replace("Norm", "NormGrad"), grad.inputs[:5], dict(grad._attrs))
         tf.gradients(tf.reduce_sum(tf.dynamic_stitch(tf.dynamic_partition(tf.range(3), [0, 1, 0], 2),
@@ -302,7 +302,8 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:  # noqa: C901 
             cls(words).make_initializable_iterator()
         tf.data.FixedLengthRecordDataset(words, 4).make_initializable_iterator()
         # queues, readers, accumulators
-        queues = [tf.FIFOQueue(4, [tf.float32], shapes=[[3, 4]]), tf.PaddingFIFOQueue(4, [tf.float32], shapes=[[None, 4]]),
+        queues = [tf.FIFOQueue(4, [tf.float32], shapes=[[3, 4]]),
+                  tf.PaddingFIFOQueue(4, [tf.float32], shapes=[[None, 4]]),
                   tf.RandomShuffleQueue(4, 1, [tf.float32], shapes=[[3, 4]]),
                   tf.PriorityQueue(4, [tf.float32], shapes=[[3, 4]])]
         for q in queues:
@@ -418,11 +419,11 @@ _SP_IDS_F = tf.SparseTensorValue(_SP_IDS.indices, np.array([1.0, 2.0, 3.0], np.f
 COMPOSITES = {
     "dropout": (lambda x, k: tf.nn.dropout(x, k), [A234, KP]),
     "dropout_rate": (lambda x: tf.nn.dropout(x, rate=0.0), [A234]),
-    "softmax_xent": (lambda l, x: tf.nn.softmax_cross_entropy_with_logits(labels=l, logits=x), [P234, A234]),
-    "softmax_xent_v2_axis": (lambda l, x: tf.nn.softmax_cross_entropy_with_logits_v2(l, x, axis=1), [P234, A234]),
+    "softmax_xent": (lambda y, x: tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=x), [P234, A234]),
+    "softmax_xent_v2_axis": (lambda y, x: tf.nn.softmax_cross_entropy_with_logits_v2(y, x, axis=1), [P234, A234]),
     "sparse_xent": (lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.constant([[0, 1, 2], [3, 0, 1]]), logits=x), [A234]),
-    "sigmoid_xent": (lambda l, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=l, logits=x), [P234, A234]),
+    "sigmoid_xent": (lambda y, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=x), [P234, A234]),
     "softmax_axis0": (lambda x: tf.nn.softmax(x, axis=0), [A234]),
     "log_softmax_axis1": (lambda x: tf.nn.log_softmax(x, axis=1), [A234]),
     "sort_axis0": (lambda x: tf.sort(x, axis=0), [A234]),
