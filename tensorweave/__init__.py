@@ -21,6 +21,7 @@ from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_gr
 from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: F401
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
 from tensorweave.framework.api import *  # noqa: F401,F403
@@ -44,6 +45,7 @@ from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.while_loop import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.functional import *  # noqa: F401,F403
+from tensorweave.ops.control_flow.tensor_array import *  # noqa: F401,F403
 from tensorweave.ops.debugging.printing import *  # noqa: F401,F403
 from tensorweave.ops.debugging.asserts import *  # noqa: F401,F403
 from tensorweave.ops.debugging.numerics import *  # noqa: F401,F403
@@ -51,16 +53,26 @@ from tensorweave.ops.random import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
+from tensorweave.ops.state.partitioned_variables import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_scope import *  # noqa: F401,F403
 from tensorweave.ops.state.initializers import *  # noqa: F401,F403
 from tensorweave.ops.gradients.gradients import *  # noqa: F401,F403
 from tensorweave.ops.data_flow.queues import *  # noqa: F401,F403
 from tensorweave.ops.data_flow.accumulators import *  # noqa: F401,F403
+from tensorweave.ops.strings.hashing import *  # noqa: F401,F403
+from tensorweave.ops.strings.join_split import *  # noqa: F401,F403
+from tensorweave.ops.strings.transform import *  # noqa: F401,F403
+from tensorweave.ops.strings.conversion import *  # noqa: F401,F403
+from tensorweave.ops.io.decoding import *  # noqa: F401,F403
+from tensorweave.ops.io.file_ops import *  # noqa: F401,F403
+from tensorweave.ops.io.parsing import *  # noqa: F401,F403
+from tensorweave.ops.io.readers import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, debugging, distribute, flags, initializers, keras, layers, linalg, logging, losses, math,
-    metrics, nn, queue, random, regularizers, test, train)
+    app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg,
+    logging, losses, math, metrics, nn, python_io, queue, random, regularizers, strings, summary, test, train)
+from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 
 # tf.compat.v1 is this very namespace (also importable as `tensorweave.compat.v1`).

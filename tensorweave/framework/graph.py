@@ -167,6 +167,30 @@ class Operation:
         for op in ops:
             self._add_control_input(op)
 
+    def _remove_control_input(self, op: "Operation") -> None:
+        if op in self._control_inputs:
+            self._control_inputs.remove(op)
+            op._control_outputs.remove(self)
+            self._graph._mutations += 1
+
+    def _update_input(self, index: int, tensor: Tensor) -> None:
+        """Rewires input `index` to `tensor` (same dtype; gradients of loops redirect forward values)."""
+        old = self._inputs[index]
+        if tensor.dtype != old.dtype:
+            raise TypeError(f"Cannot replace input {index} of '{self._name}' ({old.dtype.name}) with "
+                            f"{tensor.name} ({tensor.dtype.name})")
+        old._consumers.remove(self)
+        self._inputs[index] = tensor
+        tensor._consumers.append(self)
+        self._graph._mutations += 1
+
+    def _add_output(self, dtype, shape) -> Tensor:
+        """Appends an output (a functional op that starts recording values for its gradient)."""
+        t = Tensor(self, len(self._outputs), _dtypes.as_dtype(dtype), as_shape(shape))
+        self._outputs.append(t)
+        self._graph._mutations += 1
+        return t
+
     def colocation_groups(self) -> list:
         groups = [g.decode() if isinstance(g, bytes) else g for g in self._attrs.get("_class", [])
                   if (g.decode() if isinstance(g, bytes) else g).startswith("loc:@")]

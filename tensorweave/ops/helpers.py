@@ -80,3 +80,25 @@ def dense(grad):
     """A gradient as a dense Tensor: IndexedSlices are summed into place (through the conversion
     the math family registers); anything else is returned as it is."""
     return convert_to_tensor(grad) if isinstance(grad, IndexedSlices) else grad
+
+
+# -- string tensors (object arrays of bytes; a 0-d value may arrive as plain bytes) -------------
+def string_array(x) -> np.ndarray:
+    """A string tensor's value as an object ndarray of bytes."""
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return x
+    return np.asarray(x, dtype=object)
+
+
+def string_result(items, shape=()) -> object:
+    """Bytes items as a string tensor value of `shape` (a 0-d result is the bytes object)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    shape = tuple(shape)
+    return out[0] if shape == () else out.reshape(shape)
+
+
+def as_string_tensor(x, name: Optional[str] = None) -> Tensor:
+    """A string op's input: a Tensor as it is (the op's declared dtypes give TF's TypeError for
+    another dtype), any other value converted to a string tensor."""
+    return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtypes.string, name=name)

@@ -16,7 +16,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, shape as shape_of
-from tensorweave.ops.array.slicing import slice as slice_
+from tensorweave.ops.array.pad import pad
 from tensorweave.ops.helpers import FLOATS, make_op, same_as_input
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
@@ -107,6 +107,8 @@ def _check_float(dtype, what: str = "dtype") -> dtypes.DType:
 
 def _dims(node, shape) -> tuple:
     s = np.asarray(shape).reshape(-1)
+    if not s.size:
+        return ()
     if (s < 0).any():
         raise errors.InvalidArgumentError(node, node.name, f"Shape must be non-negative: {s.tolist()}")
     return tuple(int(d) for d in s)
@@ -340,17 +342,48 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Te
 
 
 # -- random_crop ----------------------------------------------------------------------------------
+def _random_crop_infer(op):
+    value = op.inputs[0]
+    size = constant_value_as_shape(op.inputs[1])
+    if value.shape.ndims is not None and size.ndims is None:
+        size = TensorShape([None] * value.shape.ndims)
+    return [(value.dtype, size), (dtypes.int64, TensorShape([value.shape.ndims]))]
+
+
+def _random_crop_kernel(node, ctx):
+    rng = _generator(node, ctx)
+
+    def run(value, size):
+        value = np.asarray(value)
+        size = [int(n) for n in np.reshape(size, -1)]
+        shape = value.shape
+        if len(size) != len(shape) or any(n < 0 or n > d for n, d in zip(size, shape)):
+            raise errors.InvalidArgumentError(node, node.name, f"Need value.shape >= size, got {list(shape)} {size}")
+        offset = [int(u * (d - n + 1)) for u, d, n in zip(rng.random(len(shape)), shape, size)]
+        return value[tuple(slice(o, o + n) for o, n in zip(offset, size))], np.array(offset, dtype=np.int64)
+    return run
+
+
+def _random_crop_grad(op, grad, _):
+    value, size = op.inputs
+    offset = op.outputs[1]
+    after = add(shape_of(value, out_type=dtypes.int64), -(make_op("Cast", [size], {"DstT": dtypes.int64}).outputs[0]
+                                                         + offset))
+    return [pad(grad, stack([offset, after], axis=1)), None]
+
+
+register("RandomCrop", _random_crop_infer, _random_crop_kernel, grad=_random_crop_grad, stateful=True,
+         dtypes={1: ("size", (dtypes.int32, dtypes.int64))})
+
+
 def random_crop(value, size, seed=None, name=None) -> Tensor:
-    """tf.random_crop(value, size, seed=None, name=None): a random slice of `value` of shape `size`."""
+    """tf.random_crop(value, size, seed=None, name=None): a slice of `value` of shape `size` at a
+    uniformly random offset (one draw per dimension); InvalidArgumentError when value is smaller."""
     g = get_default_graph()
     with g.name_scope(name or "random_crop") as name:
         value = convert_to_tensor(value, name="value")
-        size = convert_to_tensor(size, dtype=dtypes.int32, name="size")
-        shape = shape_of(value)
-        limit = shape - size + 1
-        offset = random_uniform(shape_of(shape), dtype=size.dtype, maxval=size.dtype.max,
-                                seed=seed) % limit
-        return slice_(value, offset, size, name=name)
+        size = convert_to_tensor(size, dtype=dtypes.int32, name="size") if not isinstance(size, Tensor) else size
+        return make_op("RandomCrop", [value, size], _seed_attrs(seed), name=name).outputs[0]
 
 
 # -- random orthogonal matrices (tf.orthogonal_initializer) -------------------------------------------

@@ -18,3 +18,9 @@ from tensorweave.train.monitored_session import *  # noqa: F401,F403
 from tensorweave.train.sync_replicas_optimizer import *  # noqa: F401,F403
 from tensorweave.distributed.cluster import *  # noqa: F401,F403
 from tensorweave.distributed.server import *  # noqa: F401,F403
+from tensorweave.train.checkpoint_management import *  # noqa: F401,F403
+from tensorweave.train.checkpoint_utils import *  # noqa: F401,F403
+from tensorweave.train.saver import *  # noqa: F401,F403
+from tensorweave.summary.writer import summary_iterator  # noqa: F401
+from tensorweave.ops.io.example_proto import *  # noqa: F401,F403
+from tensorweave.ops.io.file_ops import match_filenames_once  # noqa: F401

@@ -77,7 +77,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     """tf.train.string_input_producer(...): input_producer of a non-empty 1-D string tensor
     (typically file names)."""
     not_null_err = "string_input_producer requires a non-null input tensor"
-    if not isinstance(string_tensor, Tensor) and not len(string_tensor):
+    if isinstance(string_tensor, (list, tuple)) and not string_tensor:   # a Variable or array is checked when run
         raise ValueError(not_null_err)
     with name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes.string)

@@ -29,10 +29,26 @@ def _make_slot(primary, initial_value, name: str, dtype, colocate_with_primary: 
         slot_name = f"{_primary_name(primary)}/{name}"
         if colocate_with_primary:
             with g.colocate_with(primary.op):
-                return Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
-                                          validate_shape=_static_shape(primary) is not None)
-        return Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
-                                  validate_shape=_static_shape(primary) is not None)
+                slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
+                                validate_shape=_static_shape(primary) is not None)
+        else:
+            slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
+                            validate_shape=_static_shape(primary) is not None)
+    _partition_like(primary, slot)
+    return slot
+
+
+def _partition_like(primary, slot) -> None:
+    """A slot of a partition is a partition of the full variable's slot ("emb/Adam" of
+    "emb"), so checkpoints hold one sliced tensor per slot, as TF's do."""
+    info = getattr(primary, "_save_slice_info", None)
+    if info is None:
+        return
+    real_slot_name = slot.op.name[len(primary.op.name + "/"):]
+    n = slot.shape.ndims
+    if n is None or n > 0:
+        slot._set_save_slice_info(Variable.SaveSliceInfo(info.full_name + "/" + real_slot_name, info.full_shape[:n],
+                                                         info.var_offset[:n], info.var_shape[:n]))
 
 
 def _static_shape(primary) -> Optional[list]:

@@ -24,6 +24,9 @@ def _to_numpy(value, dtype):
         arr = np.asarray(value, dtype=object)
         flat = [v.encode("utf-8") if isinstance(v, str) else bytes(v) if isinstance(v, np.bytes_) else v
                 for v in arr.reshape(-1)]
+        for v in flat:
+            if not isinstance(v, bytes):
+                raise TypeError(f"Expected string, got {v!r} of type '{type(v).__name__}' instead.")
         out = np.empty(len(flat), dtype=object)
         out[:] = flat
         return out.reshape(arr.shape), dtype

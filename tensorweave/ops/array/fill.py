@@ -101,7 +101,14 @@ def ones_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
         return out
 
 
-register("ZerosLike", same_as_input(0), lambda node, ctx: (lambda x: np.zeros_like(x)), grad=None)
+def _zeros_like_kernel(node, ctx):
+    def run(x):
+        # a variant (a tensor list of the control-flow family) knows its own zeros
+        return x.zeros_like() if hasattr(x, "zeros_like") else np.zeros_like(x)
+    return run
+
+
+register("ZerosLike", same_as_input(0), _zeros_like_kernel, grad=None)
 register("OnesLike", same_as_input(0), lambda node, ctx: (lambda x: np.ones_like(x)), grad=None)
 
 

@@ -14,7 +14,7 @@ from tensorweave.ops.array.core import index_tensor, reshape, size
 from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["tile", "pad", "reverse", "reverse_v2", "broadcast_to", "meshgrid"]
+__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid"]
 
 
 # -- Tile --------------------------------------------------------------------------------------
@@ -212,6 +212,66 @@ def _reverse_kernel(node, ctx):
 
 register("ReverseV2", _reverse_infer, _reverse_kernel,
          grad=lambda op, grad: [reverse(dense(grad), op.inputs[1]), None])
+
+
+# -- ReverseSequence ---------------------------------------------------------------------------
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,  # noqa: A002
+                     batch_dim=None) -> Tensor:
+    """tf.reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,
+    seq_dim=None, batch_dim=None): for each b along batch_axis, reverses the first
+    seq_lengths[b] elements along seq_axis (the rest stay in place)."""
+    if seq_dim is not None:
+        if seq_axis is not None:
+            raise ValueError("Cannot specify both 'seq_axis' and 'seq_dim'")
+        seq_axis = seq_dim
+    if batch_dim is not None:
+        if batch_axis is not None:
+            raise ValueError("Cannot specify both 'batch_axis' and 'batch_dim'")
+        batch_axis = batch_dim
+    input = convert_to_tensor(input, name="input")  # noqa: A001
+    seq_lengths = convert_to_tensor(seq_lengths, name="seq_lengths")
+    attrs = {"seq_dim": int(seq_axis), "batch_dim": int(batch_axis or 0), "T": input.dtype,
+             "Tlen": seq_lengths.dtype}
+    return make_op("ReverseSequence", [input, seq_lengths], attrs, name=name or "ReverseSequence").outputs[0]
+
+
+def _reverse_sequence_infer(op):
+    x, lengths = op.inputs
+    seq, batch, nd = op.get_attr("seq_dim"), op.get_attr("batch_dim"), x.shape.ndims
+    if lengths.shape.ndims not in (None, 1):
+        raise ValueError(f"ReverseSequence: seq_lengths must be a vector, got shape {lengths.shape}")
+    if nd is not None:
+        if not (0 <= seq < nd and 0 <= batch < nd) or seq == batch:
+            raise ValueError(f"ReverseSequence: seq_dim {seq} and batch_dim {batch} must be different dimensions "
+                             f"of an input of rank {nd}")
+        if lengths.shape.ndims == 1 and not lengths.shape[0].is_compatible_with(x.shape[batch]):
+            raise ValueError(f"ReverseSequence: seq_lengths has {lengths.shape[0]} entries for a batch dimension "
+                             f"of {x.shape[batch]}")
+    return [(x.dtype, x.shape)]
+
+
+def _reverse_sequence_kernel(node, ctx):
+    seq, batch = node.attr["seq_dim"], node.attr["batch_dim"]
+
+    def run(x, lengths):
+        x = np.asarray(x)
+        lengths = np.asarray(lengths).reshape(-1)
+        if lengths.shape[0] != x.shape[batch]:
+            raise invalid(node, f"len(seq_lens) != input.dims({batch}), ({lengths.shape[0]} vs. {x.shape[batch]})")
+        if (lengths < 0).any() or (lengths > x.shape[seq]).any():
+            raise invalid(node, f"seq_lens must be in [0, {x.shape[seq]}], got {lengths.tolist()}")
+        # position t of row b reads t' = L_b - 1 - t when t < L_b, else t itself
+        t = np.arange(x.shape[seq])
+        src = np.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
+        moved = np.moveaxis(x, (batch, seq), (0, 1))
+        out = np.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
+        return np.moveaxis(out, (0, 1), (batch, seq))
+    return run
+
+
+register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
+         grad=lambda op, grad: [reverse_sequence(dense(grad), op.inputs[1], op.get_attr("seq_dim"),
+                                                 op.get_attr("batch_dim")), None])
 
 
 # -- BroadcastTo -------------------------------------------------------------------------------

@@ -1,135 +1,30 @@
 """tf.scan, tf.map_fn, tf.foldl, tf.foldr: while loops over the first dimension of `elems`.
 
-Elements are read from, and results accumulated into, tensor lists: `variant` values with
-value semantics (never mutated; a push shares the old list's storage), so loop iterations need
-no in-place state. The list ops carry TF's list_ops names; they are internal.
+Elements are read from, and results accumulated into, tensor lists (tensor_list.py), so loop
+iterations need no in-place state, and the loops are differentiable like any while_loop.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from tensorweave.framework import dtypes, nest
 from tensorweave.framework.graph import Tensor, get_default_graph
-from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant
+from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.while_loop import while_loop
-from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.binary import add
-from tensorweave.ops.registry import register
 
 __all__ = ["scan", "map_fn", "foldl", "foldr"]
 
 
-class TensorListValue:
-    """A persistent list of arrays: a shared tuple prefix plus a cons-cell tail of pushes."""
-
-    __slots__ = ("base", "tail", "length")
-
-    def __init__(self, base: tuple = (), tail=None, length: int = 0):
-        self.base = base
-        self.tail = tail
-        self.length = length
-
-    def push(self, item) -> "TensorListValue":
-        return TensorListValue(self.base, (self.tail, item), self.length + 1)
-
-    def items(self) -> list:
-        pushed = []
-        cell = self.tail
-        while cell is not None:
-            cell, item = cell
-            pushed.append(item)
-        return list(self.base) + pushed[::-1]
-
-    def get(self, i: int):
-        if 0 <= i < len(self.base):
-            return self.base[i]
-        return self.items()[i]
-
-
-def _from_tensor_kernel(node, ctx):
-    def run(x):
-        if np.ndim(x) == 0:
-            raise invalid(node, f"TensorListFromTensor '{node.name}' needs a tensor of rank >= 1, got a scalar")
-        return TensorListValue(tuple(np.asarray(x)), None, len(x))
-    return run
-
-
-register("TensorListFromTensor", lambda op: [(dtypes.variant, TensorShape([]))], _from_tensor_kernel, grad=None)
-register("EmptyTensorList", lambda op: [(dtypes.variant, TensorShape([]))],
-         lambda node, ctx: (lambda: TensorListValue()), grad=None)
-register("TensorListLength", lambda op: [(dtypes.int32, TensorShape([]))],
-         lambda node, ctx: (lambda lst: np.int32(lst.length)), grad=None)
-register("TensorListPushBack", lambda op: [(dtypes.variant, TensorShape([]))],
-         lambda node, ctx: (lambda lst, x: lst.push(x)), grad=None)
-
-
-def _get_item_kernel(node, ctx):
-    def run(lst, i):
-        i = int(i)
-        if not 0 <= i < lst.length:
-            raise invalid(node, f"Trying to access element {i} in a list with {lst.length} elements.")
-        return lst.get(i)
-    return run
-
-
-register("TensorListGetItem",
-         lambda op: [(op.get_attr("element_dtype"), op.get_attr("element_shape"))], _get_item_kernel, grad=None)
-
-
-def _stack_infer(op):
-    n = op.get_attr("num_elements")
-    return [(op.get_attr("element_dtype"), TensorShape([n]).concatenate(op.get_attr("element_shape")))]
-
-
-def _stack_kernel(node, ctx):
-    dt = dtypes.as_dtype(node.attr["element_dtype"]).as_numpy_dtype
-    shape = node.attr["element_shape"]
-    reverse = node.attr.get("reverse", False)
-
-    def run(lst):
-        items = lst.items()
-        if reverse:
-            items.reverse()
-        if not items:
-            if shape is None or any(d is None for d in shape):
-                raise invalid(node, "Tried to stack elements of an empty list with non-fully-defined "
-                                    f"element_shape: {shape}")
-            return np.zeros([0] + list(shape), dtype=dt)
-        return np.stack(items).astype(dt, copy=False)
-    return run
-
-
-register("TensorListStack", _stack_infer, _stack_kernel, grad=None)
-
-
-def _from_tensor(t: Tensor) -> Tensor:
-    return make_op("TensorListFromTensor", [t], {"element_dtype": t.dtype}, name="TensorListFromTensor").outputs[0]
-
-
-def _length(lst: Tensor) -> Tensor:
-    return make_op("TensorListLength", [lst], name="TensorListLength").outputs[0]
-
-
-def _get(lst: Tensor, i: Tensor, like: Tensor) -> Tensor:
-    elem_shape = like.shape[1:] if like.shape.ndims is not None else unknown_shape()
-    return make_op("TensorListGetItem", [lst, i], {"element_dtype": like.dtype, "element_shape": elem_shape},
-                   name="TensorListGetItem").outputs[0]
-
-
-def _empty() -> Tensor:
-    return make_op("EmptyTensorList", [], name="EmptyTensorList").outputs[0]
-
-
-def _push(lst: Tensor, x: Tensor) -> Tensor:
-    return make_op("TensorListPushBack", [lst, x], name="TensorListPushBack").outputs[0]
+_from_tensor = tensor_list.from_tensor
+_length = tensor_list.length
+_get = tensor_list.get_like
+_empty = tensor_list.empty
+_push = tensor_list.push_back
 
 
 def _stack(lst: Tensor, like: Tensor, n, reverse: bool) -> Tensor:
-    return make_op("TensorListStack", [lst], {"element_dtype": like.dtype, "element_shape": like.shape,
-                                          "num_elements": n, "reverse": reverse},
-                   name="TensorListStack").outputs[0]
+    return tensor_list.stack_like(lst, like, n, reverse)
 
 
 def _prepare(elems, name_fn: str):
@@ -148,7 +43,7 @@ def _prepare(elems, name_fn: str):
     return flat, lists, n_static
 
 
-def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_iterations=10):
+def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_iterations=10, back_prop=True):
     """The one loop behind scan/foldl/foldr: acc = fn(acc, elems[i]) over i (reversed if asked);
     with `accumulate` every acc is also pushed and stacked in index order."""
     if not callable(fn):
@@ -185,7 +80,7 @@ def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_i
             outs = [_push(o, a) for o, a in zip(outs, new_flat)]
             return [add(i, step)] + new_flat + outs
 
-        res = while_loop(lambda *_: constant(True), body, [start] + acc0 + outs0,
+        res = while_loop(lambda *_: constant(True), body, [start] + acc0 + outs0, back_prop=back_prop,
                          maximum_iterations=count, parallel_iterations=parallel_iterations,
                          return_same_structure=True)
         accs = res[1:1 + nacc]
@@ -201,18 +96,18 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
     accumulators of `acc = fn(acc, x)` over the first dimension of `elems` (which may be a
     nested structure). Without an initializer the first element starts the accumulation
     and is the first output."""
-    return _loop("scan", fn, elems, initializer, reverse, True, name, parallel_iterations)
+    return _loop("scan", fn, elems, initializer, reverse, True, name, parallel_iterations, back_prop)
 
 
 def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldl(fn, elems, initializer=None, ...): the final `acc = fn(acc, x)` over the first
     dimension of `elems`, left to right."""
-    return _loop("foldl", fn, elems, initializer, False, False, name, parallel_iterations)
+    return _loop("foldl", fn, elems, initializer, False, False, name, parallel_iterations, back_prop)
 
 
 def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldr(fn, elems, initializer=None, ...): as foldl, right to left."""
-    return _loop("foldr", fn, elems, initializer, True, False, name, parallel_iterations)
+    return _loop("foldr", fn, elems, initializer, True, False, name, parallel_iterations, back_prop)
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
@@ -245,8 +140,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
             results["like"] = r_flat
             return [add(i, 1)] + [_push(o, v) for o, v in zip(outs, r_flat)]
 
-        res = while_loop(lambda *_: constant(True), body,
-                         [constant(0)] + [_empty() for _ in range(nout)],
+        res = while_loop(lambda *_: constant(True), body, [constant(0)] + [_empty() for _ in range(nout)],
+                         back_prop=back_prop,
                          maximum_iterations=n, parallel_iterations=parallel_iterations or 10,
                          return_same_structure=True)
         stacked = [_stack(o, like, n_static, False) for o, like in zip(res[1:], results["like"])]

@@ -11,6 +11,7 @@ import collections
 import contextlib
 import enum
 import itertools
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -148,6 +149,9 @@ def _default_grad_ys(grad_ys: list, ys: list, colocate: bool) -> list:
                 if not gy.dtype.is_complex:
                     raise TypeError(f"Gradient type {gy.dtype.name} generated for complex-valued tensor "
                                     f"{y} with type {y.dtype.name} must be real")
+            elif y.dtype == dtypes.variant:
+                if gy.dtype != dtypes.variant:
+                    raise TypeError(f"Gradient type {gy.dtype.name} generated for variant tensor {y} must be variant")
             elif y.dtype == dtypes.resource:
                 if gy.dtype == dtypes.resource:
                     raise TypeError(f"Input gradient {gy} for resource tensor {y} should not be a resource")
@@ -220,6 +224,17 @@ def _aggregated_grads(grads: dict, op: Operation, method) -> list:
             out_grads[i] = aggregate_indexed_slices(parts)
     grads[op] = out_grads
     return out_grads
+
+
+# The zeros _backprop_op hands a gradient function for outputs nothing depends on: a gradient that
+# would otherwise compute with them (a loop running backwards) can skip them.
+_STAND_IN_ZEROS: "weakref.WeakSet[Tensor]" = weakref.WeakSet()
+
+
+def is_stand_in_zeros(grad) -> bool:
+    """Whether `grad` (an output gradient given to a gradient function) is None or the zeros
+    tf.gradients stands in for an output that no y depends on."""
+    return grad is None or (isinstance(grad, Tensor) and grad in _STAND_IN_ZEROS)
 
 
 def _zeros_for(t: Tensor):
@@ -311,6 +326,7 @@ def _backprop_op(op: Operation, grads: dict, stop_ops: set, grad_scope: str, col
                 if g is None and _is_trainable(op.outputs[i]):
                     # the ys do not depend on this output: its gradient is zero
                     out_grads[i] = _zeros_for(op.outputs[i])
+                    _STAND_IN_ZEROS.add(out_grads[i])
             with api.name_scope(op.name + "_grad"):
                 in_grads = grad_fn(op, *out_grads)
                 in_grads = _as_list(in_grads) if in_grads is not None else [None]

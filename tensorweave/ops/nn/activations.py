@@ -13,6 +13,7 @@ from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import exp
+from tensorweave.ops.nn.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register
 
@@ -73,7 +74,7 @@ def softsign(features, name=None):
 
 
 def _relu_kernel(x):
-    return np.maximum(x, np.zeros((), x.dtype))
+    return split_elementwise(np.maximum, x, np.zeros((), x.dtype))
 
 
 def _relu6_kernel(x):
@@ -126,7 +127,13 @@ register("Softsign", same_as_input(0), pure(_softsign_kernel),
 # The *Grad ops: (gradients, features-or-outputs) -> backprops, as TF defines them.
 # Multiplying by a boolean mask is several times faster than np.where on large arrays.
 def _relu_grad(g, y):
-    return np.multiply(g, y > 0, dtype=g.dtype)
+    if g.shape != y.shape or g.dtype.kind != "f":
+        return np.multiply(g, y > 0, dtype=g.dtype)
+
+    def part(out, g, y):
+        np.greater(y, 0, out=out)   # 1 or 0 in g's dtype: no boolean temporary
+        np.multiply(out, g, out=out)
+    return split_elementwise(part, g, y, ufunc=False)
 
 
 def _relu6_grad(g, x):
@@ -272,9 +279,9 @@ def _bias_add_infer(op):
 def _bias_add_kernel(node, ctx):
     if node.attr.get("data_format") == "NCHW":
         def run(x, b):
-            return x + b.reshape((-1,) + (1,) * (x.ndim - 2))
+            return split_elementwise(np.add, x, b.reshape((-1,) + (1,) * (x.ndim - 2)))
         return run
-    return lambda x, b: x + b
+    return lambda x, b: split_elementwise(np.add, x, b)
 
 
 def _bias_add_grad(op, g):

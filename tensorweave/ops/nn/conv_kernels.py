@@ -1,12 +1,18 @@
 """numpy convolution kernels (NHWC) shared by Conv2D, its backprops and conv2d_transpose.
 
-The work is im2col in chunks of the batch: a chunk is padded into a reused buffer, its patches
-(about 1M elements, so they stay in cache) are copied into a reused workspace and multiplied by
-the filter in one BLAS call. The backprop-filter kernel accumulates patches^T @ dy chunk by
-chunk. The backprop-input kernel is, for stride 1 and as many input as output channels, the
-forward kernel on the re-padded output gradient with the spatially flipped, in/out-transposed
-filter; with a stride or few input channels it is col2im: one GEMM of the filter with dy per
-chunk, scatter-added offset by offset. Memory stays bounded by the chunk size.
+All the arithmetic is in a few large GEMMs on contiguous buffers, in chunks of the batch so that
+scratch memory stays bounded (_CHUNK_ELEMS patch elements per chunk, reused buffers: a fresh
+large array page-faults on every step):
+- row GEMMs, for stride 1 down the rows and patch rows of at least _ROW_MIN_K elements (the
+  5x5x64 layers): a chunk's patches are laid out rows outermost, (padded row, image, output
+  column, kw * in_channels), five times smaller than full im2col; kernel row i's patches for
+  every output row are then one contiguous block, so the forward is kh GEMMs summed and the
+  filter gradient kh GEMMs, one per kernel row;
+- full im2col otherwise (strides, few input channels): one GEMM per chunk.
+The copies that build patches are split over the intra-op threads. The backprop-input kernel
+is, for stride 1 and as many input as output channels, the forward kernel on the re-padded
+output gradient with the spatially flipped, in/out-transposed filter; with a stride or few input
+channels it is col2im: one GEMM of the filter with dy per chunk, scatter-added offset by offset.
 """
 from __future__ import annotations
 
@@ -16,7 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-_CHUNK_ELEMS = 1 << 20   # patch elements per chunk: measured best for CIFAR-sized convs
+from tensorweave.ops.nn.intra_op import parallel_ranges
+
+_CHUNK_ELEMS = 1 << 20   # patch elements per chunk (bounds scratch memory): measured best for CIFAR-sized convs
+_ROW_MIN_K = 128         # narrowest patch row (kw * in_channels) the row-GEMM path takes
 
 
 class Workspace:
@@ -106,6 +115,43 @@ def _padded_chunks(x: np.ndarray, g: Geometry, nb: int, ws: Workspace):
         ws.put(buf)
 
 
+def _row_path(c: int, kw: int, g: Geometry) -> bool:
+    """Whether a conv takes the row-GEMM path: stride 1 down the rows (so each kernel row's
+    patches are one contiguous block of the row-major patch buffer) and patch rows wide enough
+    (kw * in_channels) for an efficient GEMM; otherwise full im2col."""
+    return g.sh == 1 and kw * c >= _ROW_MIN_K
+
+
+def _copy_images(dst: np.ndarray, src: np.ndarray, axis: int = 0) -> None:
+    """np.copyto(dst, src), split along `axis` over the intra-op threads."""
+    def part(a, b):
+        sl = (slice(None),) * axis + (slice(a, b),)
+        np.copyto(dst[sl], src[sl])
+    parallel_ranges(dst.shape[axis], dst.size, part)
+
+
+def _row_patches(xp: np.ndarray, rows: int, ow: int, kw: int, g: Geometry, buf: np.ndarray) -> np.ndarray:
+    """(rows, n, ow, kw * c) patches of a padded chunk, rows outermost: patches[y, n, x] holds the
+    kw * c inputs of padded row y that output column x sees. Kernel row i's patches for every
+    output row are then the contiguous block patches[i * dh:i * dh + oh]."""
+    n, _, _, c = xp.shape
+    s_n, s_h, s_w, s_c = xp.strides
+    view = as_strided(xp, (rows, n, ow, kw, c), (s_h, s_n, s_w * g.sw, s_w * g.dw, s_c), writeable=False)
+    patches = buf[:rows * n * ow * kw * c].reshape(rows, n, ow, kw, c)
+    _copy_images(patches, view)
+    return patches.reshape(rows, n * ow, kw * c)
+
+
+def _gemm_sum(blocks, mats, out: np.ndarray, tmp: np.ndarray) -> None:
+    """out = sum_i blocks[i] @ mats[i] (2-D operands, out and tmp preallocated)."""
+    for i, (a, b) in enumerate(zip(blocks, mats)):
+        if i == 0:
+            np.matmul(a, b, out=out)
+        else:
+            np.matmul(a, b, out=tmp)
+            out += tmp
+
+
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, g: Geometry, ws: Workspace) -> np.ndarray:
     """out[n, y, x, o] = sum_{i, j, c} xpad[n, y*sh + i*dh, x*sw + j*dw, c] * w[i, j, c, o]."""
     kh, kw, ci, co = w.shape
@@ -117,21 +163,47 @@ def conv2d_nhwc(x: np.ndarray, w: np.ndarray, g: Geometry, ws: Workspace) -> np.
     hp, wp = max(0, h + g.pt + g.pb), max(0, wd + g.pl + g.pr)
     oh, ow = _out_size(hp, kh, g.sh, g.dh), _out_size(wp, kw, g.sw, g.dw)
     out = np.empty((n, oh, ow, co), dtype)
-    per = oh * ow * kh * kw * c
-    if out.size == 0 or per == 0:
+    if out.size == 0 or kh * kw * c == 0:
         out[...] = 0
         return out
+    if _row_path(c, kw, g):
+        _conv_rows(x, w.astype(dtype, copy=False), g, oh, ow, ws, out)
+        return out
+    per = oh * ow * kh * kw * c
     wm = w.reshape(kh * kw * c, co)
     nb = max(1, min(n, _CHUNK_ELEMS // per))
     buf = ws.get(nb * per, dtype)
     try:
         for b0, b1, xp in _padded_chunks(x, g, nb, ws):
             cols = buf[:(b1 - b0) * per].reshape(b1 - b0, oh, ow, kh, kw, c)
-            np.copyto(cols, _patch_view(xp, oh, ow, kh, kw, g))
+            _copy_images(cols, _patch_view(xp, oh, ow, kh, kw, g))
             np.matmul(cols.reshape(-1, kh * kw * c), wm, out=out[b0:b1].reshape(-1, co))
     finally:
         ws.put(buf)
     return out
+
+
+def _conv_rows(x, w, g: Geometry, oh: int, ow: int, ws: Workspace, out: np.ndarray) -> None:
+    """The row-GEMM forward: per batch chunk, one patch buffer kw*c wide and kh GEMMs summed."""
+    n, c = x.shape[0], x.shape[3]
+    kh, kw, _, co = w.shape
+    rows = oh + (kh - 1) * g.dh
+    per = rows * ow * kw * c
+    nb = max(1, min(n, _CHUNK_ELEMS // per))
+    mats = [w[i].reshape(kw * c, co) for i in range(kh)]
+    buf, obuf = ws.get(nb * per, out.dtype), ws.get(2 * nb * oh * ow * co, out.dtype)
+    try:
+        for b0, b1, xp in _padded_chunks(x, g, nb, ws):
+            m = b1 - b0
+            patches = _row_patches(xp, rows, ow, kw, g, buf)
+            o = obuf[:m * oh * ow * co].reshape(oh, m, ow, co)
+            tmp = obuf[m * oh * ow * co:2 * m * oh * ow * co].reshape(-1, co)
+            _gemm_sum([patches[i * g.dh:i * g.dh + oh].reshape(-1, kw * c) for i in range(kh)], mats,
+                      o.reshape(-1, co), tmp)
+            _copy_images(out[b0:b1], o.transpose(1, 0, 2, 3))
+    finally:
+        ws.put(obuf)
+        ws.put(buf)
 
 
 def conv2d_filter_grad_nhwc(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g: Geometry,
@@ -145,6 +217,8 @@ def conv2d_filter_grad_nhwc(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g: 
     per = oh * ow * k
     if per == 0 or n == 0:
         return np.zeros((kh, kw, c, co), dtype)
+    if _row_path(c, kw, g):
+        return _filter_grad_rows(x, dy.astype(dtype, copy=False), kh, kw, g, ws)
     dw = np.empty((k, co), dtype)
     nb = max(1, min(n, _CHUNK_ELEMS // per))
     buf = ws.get(nb * per, dtype)
@@ -152,11 +226,42 @@ def conv2d_filter_grad_nhwc(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g: 
     try:
         for b0, b1, xp in _padded_chunks(x, g, nb, ws):
             cols = buf[:(b1 - b0) * per].reshape(b1 - b0, oh, ow, kh, kw, c)
-            np.copyto(cols, _patch_view(xp, oh, ow, kh, kw, g))
+            _copy_images(cols, _patch_view(xp, oh, ow, kh, kw, g))
             np.matmul(cols.reshape(-1, k).T, dy[b0:b1].reshape(-1, co), out=dw if b0 == 0 else tmp)
             if b0:
                 dw += tmp
     finally:
+        ws.put(buf)
+    return dw.reshape(kh, kw, c, co)
+
+
+def _filter_grad_rows(x, dy, kh: int, kw: int, g: Geometry, ws: Workspace) -> np.ndarray:
+    """The row-GEMM filter gradient: kernel row i's gradient is its patch block^T @ dy, with dy
+    laid out rows outermost like the patches."""
+    n, _, _, c = x.shape
+    oh, ow, co = dy.shape[1], dy.shape[2], dy.shape[3]
+    rows = oh + (kh - 1) * g.dh
+    per = rows * ow * kw * c
+    nb = max(1, min(n, _CHUNK_ELEMS // per))
+    dw = np.empty((kh, kw * c, co), dy.dtype)
+    tmp = np.empty((kw * c, co), dy.dtype) if nb < n else None
+    buf, dbuf = ws.get(nb * per, dy.dtype), ws.get(nb * oh * ow * co, dy.dtype)
+    try:
+        for b0, b1, xp in _padded_chunks(x, g, nb, ws):
+            m = b1 - b0
+            patches = _row_patches(xp, rows, ow, kw, g, buf)
+            dyr = dbuf[:m * oh * ow * co].reshape(oh, m, ow, co)
+            _copy_images(dyr, dy[b0:b1].transpose(1, 0, 2, 3))
+            dyr = dyr.reshape(-1, co)
+            for i in range(kh):
+                block = patches[i * g.dh:i * g.dh + oh].reshape(-1, kw * c).T
+                if b0 == 0:
+                    np.matmul(block, dyr, out=dw[i])
+                else:
+                    np.matmul(block, dyr, out=tmp)
+                    dw[i] += tmp
+    finally:
+        ws.put(dbuf)
         ws.put(buf)
     return dw.reshape(kh, kw, c, co)
 
@@ -220,17 +325,26 @@ def _col2im_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g: Geometry,
 
 # -- depthwise ---------------------------------------------------------------------------------
 def depthwise_nhwc(x: np.ndarray, w: np.ndarray, g: Geometry) -> np.ndarray:
-    """out[n, y, x, c*m + q] = sum_{i, j} xpad[n, y*sh + i*dh, x*sw + j*dw, c] * w[i, j, c, q]."""
+    """out[n, y, x, c*m + q] = sum_{i, j} xpad[n, y*sh + i*dh, x*sw + j*dw, c] * w[i, j, c, q].
+
+    One multiply-add per window offset into preallocated buffers, over batch parts on the
+    intra-op threads."""
     kh, kw, c, m = w.shape
     xp = pad_nhwc(x, g.pt, g.pb, g.pl, g.pr)
     n, hp, wp, _ = xp.shape
     oh, ow = _out_size(hp, kh, g.sh, g.dh), _out_size(wp, kw, g.sw, g.dw)
-    out = np.zeros((n, oh, ow, c, m), np.result_type(x.dtype, w.dtype))
+    dtype = np.result_type(x.dtype, w.dtype)
+    out = np.zeros((n, oh, ow, c, m), dtype)
     if out.size:
         view = _patch_view(xp, oh, ow, kh, kw, g)
-        for i in range(kh):
-            for j in range(kw):
-                out += view[:, :, :, i, j, :, None] * w[i, j]
+
+        def part(a, b):
+            o, tmp = out[a:b], np.empty((b - a, oh, ow, c, m), dtype)
+            for i in range(kh):
+                for j in range(kw):
+                    np.multiply(view[a:b, :, :, i, j, :, None], w[i, j], out=tmp)
+                    o += tmp
+        parallel_ranges(n, out.size * kh * kw, part)
     return out.reshape(n, oh, ow, c * m)
 
 

@@ -15,21 +15,21 @@ from tensorweave.framework.api import colocate_with, name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze, stop_gradient,
-                                        transpose)
+from tensorweave.ops.array.core import (constant, expand_dims, identity, rank, reshape, shape, size, squeeze,
+                                        stop_gradient, transpose)
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition, dynamic_stitch
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.array.sort import where
+from tensorweave.ops.array.sort import unique, where
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.binary import (add, equal, floordiv, floormod, greater_equal, less, logical_and, maximum,
                                          multiply, squared_difference, subtract, truediv)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.clip import clip_by_norm
 from tensorweave.ops.math.linalg import matmul
-from tensorweave.ops.math.reduction import reduce_mean, reduce_prod, reduce_sum
-from tensorweave.ops.math.unary import abs, exp, log, log1p, negative, reciprocal, rsqrt, sigmoid, square
+from tensorweave.ops.math.reduction import reduce_max, reduce_mean, reduce_prod, reduce_sum, unsorted_segment_sum
+from tensorweave.ops.math.unary import abs, exp, log, log1p, negative, reciprocal, rsqrt, sigmoid, sqrt, square
 from tensorweave.ops.nn.activations import bias_add, relu
 from tensorweave.ops.nn.conv import conv2d
 from tensorweave.ops.nn.util import dims
@@ -38,6 +38,7 @@ from tensorweave.ops.random import random_uniform
 __all__ = ["moments", "batch_normalization", "l2_normalize", "dropout", "sigmoid_cross_entropy_with_logits",
            "weighted_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", "embedding_lookup",
+           "embedding_lookup_sparse",
            "xw_plus_b", "relu_layer", "zero_fraction", "conv1d", "sufficient_statistics", "normalize_moments",
            "weighted_moments", "log_poisson_loss", "swish"]
 
@@ -272,11 +273,9 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     """tf.nn.embedding_lookup(params, ids, partition_strategy='mod', name=None,
     validate_indices=True, max_norm=None): rows `ids` of `params` (a tensor, a Variable, or a list
     of them sharded by 'mod' (id % n) or 'div' (contiguous blocks)). A single params' gradient
-    is the IndexedSlices of gather's gradient."""
-    if isinstance(params, (list, tuple)):
-        params = list(params)
-    else:
-        params = [params]
+    is the IndexedSlices of gather's gradient; a PartitionedVariable is its list of parts, and a
+    variable is read sparsely (only the rows looked up leave its task)."""
+    params = _param_list(params)
     if not params:
         raise ValueError("Need at least one param")
     if partition_strategy not in ("mod", "div"):
@@ -286,7 +285,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         ids = convert_to_tensor(ids, name="ids")
         if np_ == 1:
             with _colocate(params[0]):
-                result = gather(params[0], ids, name=scope if max_norm is None else None)
+                result = _gather(params[0], ids, name=scope if max_norm is None else None)
             return result if max_norm is None else _clip(result, max_norm, scope)
         flat_ids = reshape(ids, [-1])
         original_indices = range_(size(flat_ids))
@@ -312,7 +311,7 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         partitioned = []
         for p, pids in zip(params, gather_ids):
             with _colocate(p):
-                partitioned.append(gather(p, pids))
+                partitioned.append(_gather(p, pids))
         ret = dynamic_stitch(pindices, partitioned)
         element_shape = _element_shape(params)
         ids_shape = shape(ids)
@@ -321,6 +320,58 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         if ids.shape.ndims is not None and element_shape is not None:
             ret.set_shape(ids.shape.concatenate(element_shape))
         return ret if max_norm is None else _clip(ret, max_norm, scope)
+
+
+def _param_list(params) -> list:
+    if hasattr(params, "_get_variable_list"):   # a PartitionedVariable: its parts
+        return list(params._get_variable_list())
+    return list(params) if isinstance(params, (list, tuple)) else [params]
+
+
+def _gather(p, ids, name=None):
+    """Rows `ids` of `p`; a resource variable gathers on its own task (ResourceGather)."""
+    if getattr(p, "_is_resource_variable", False) is True:
+        return p.sparse_read(ids, name=name)
+    return gather(p, ids, name=name)
+
+
+def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
+                            max_norm=None):
+    """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
+    name=None, combiner=None, max_norm=None): per row of the SparseTensor `sp_ids`, the
+    `combiner` ('sum', 'mean' (default), 'sqrtn') of the embeddings of its ids, weighted by
+    `sp_weights` (a SparseTensor of the same indices) unless it is None."""
+    if combiner is None:
+        combiner = "mean"
+    if combiner not in ("mean", "sqrtn", "sum"):
+        raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
+    params = _param_list(params)
+    if not all(hasattr(sp_ids, a) for a in ("indices", "values", "dense_shape")):
+        raise TypeError("sp_ids must be SparseTensor")
+    if sp_weights is not None and not all(hasattr(sp_weights, a) for a in ("indices", "values", "dense_shape")):
+        raise TypeError("sp_weights must be either None or SparseTensor")
+    with name_scope(name, "embedding_lookup_sparse", params + [sp_ids.values]) as scope:
+        segment_ids = cast(convert_to_tensor(sp_ids.indices)[:, 0], dtypes.int32)
+        num_segments = maximum(reduce_max(segment_ids) + 1, 0)
+        ids, idx = unique(sp_ids.values)
+        embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy, max_norm=max_norm)
+        if embeddings.dtype == dtypes.float16:
+            embeddings = cast(embeddings, dtypes.float32)
+        embeddings = gather(embeddings, idx)
+        rank_ones = [1] * ((embeddings.shape.ndims or 2) - 1)
+        if sp_weights is None:
+            weights = ones_like(cast(segment_ids, embeddings.dtype))
+        else:
+            weights = cast(convert_to_tensor(sp_weights.values), embeddings.dtype)
+        weights = reshape(weights, concat([shape(weights), constant(rank_ones, dtypes.int32)], 0))
+        if sp_weights is not None:
+            embeddings = embeddings * weights
+        total = unsorted_segment_sum(embeddings, segment_ids, num_segments)
+        if combiner == "sum":
+            return identity(total, name=scope)
+        if combiner == "mean":
+            return truediv(total, unsorted_segment_sum(weights, segment_ids, num_segments), name=scope)
+        return truediv(total, sqrt(unsorted_segment_sum(square(weights), segment_ids, num_segments)), name=scope)
 
 
 def _dim0(p):

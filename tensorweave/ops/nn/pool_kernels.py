@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorweave.ops.nn.intra_op import parallel_ranges
+
 
 def _range(size: int, out: int, i: int, s: int, p: int):
     """Output range [y0, y1) whose window offset i lands inside [0, size), and the first input."""
@@ -126,22 +128,31 @@ def _route_1d(src: np.ndarray, ref: np.ndarray, g: np.ndarray, k: int, s: int, p
 
 
 # Input elements per batch chunk, measured at the CIFAR-10 shapes: the gradient's dozen
-# temporaries stay in L2 with small chunks; the forward's two passes prefer fewer, larger ones.
-_FWD_CHUNK = 1 << 21
+# temporaries stay in L2 with small chunks, and the chunks share out over the intra-op threads.
+_FWD_CHUNK = 1 << 18
 _GRAD_CHUNK = 1 << 18
 
 
-def _batch_chunks(n: int, per_image: int, chunk: int):
+def _over_chunks(n: int, per_image: int, chunk: int, fn) -> None:
+    """fn(b0, b1) over batch chunks of about `chunk` input elements; the chunks are shared out
+    over the intra-op threads."""
     nb = max(1, min(n, chunk // max(1, per_image)))
-    return [(b, min(n, b + nb)) for b in range(0, n, nb)]
+    starts = range(0, n, nb)
+
+    def run(a, b):
+        for b0 in starts[a:b]:
+            fn(b0, min(n, b0 + nb))
+    parallel_ranges(len(starts), n * per_image, run)
 
 
 def max_pool(x: np.ndarray, oh, ow, kh, kw, sh, sw, pt, pl) -> np.ndarray:
     n, h, w, c = x.shape
     out = np.empty((n, oh, ow, c), x.dtype)
-    for b0, b1 in _batch_chunks(n, h * w * c, _FWD_CHUNK):
+
+    def chunk(b0, b1):
         # Rows first: that pass runs over whole contiguous rows, the strided column pass over fewer.
         _max_1d(_max_1d(x[b0:b1], oh, kh, sh, pt, 1), ow, kw, sw, pl, 2, out[b0:b1])
+    _over_chunks(n, h * w * c, _FWD_CHUNK, chunk)
     return out
 
 
@@ -154,11 +165,13 @@ def max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl) -> np.ndarray:
     if 0 in x.shape or 0 in y.shape:
         return np.zeros(x.shape, g.dtype)
     dx = np.empty(x.shape, g.dtype)
-    for b0, b1 in _batch_chunks(n, h * w * c, _GRAD_CHUNK):
+
+    def chunk(b0, b1):
         xb = x[b0:b1]
         row_max = _max_1d(xb, ow, kw, sw, pl, 2)
         g_rows = _route_1d(row_max, y[b0:b1], g[b0:b1], kh, sh, pt, 1)
         _route_1d(xb, row_max, g_rows, kw, sw, pl, 2, dx[b0:b1])
+    _over_chunks(n, h * w * c, _GRAD_CHUNK, chunk)
     return dx
 
 

@@ -77,10 +77,12 @@ def locked(resources: list, use_locking: bool):
 
 @contextlib.contextmanager
 def colocated_with_handle(handle: Tensor):
-    """Colocates ops created inside with the variable handle (when in the handle's graph)."""
+    """Colocates ops created inside with the variable handle (when in the handle's graph), and
+    with nothing else: an op using a handle runs where the variable lives, even when it is built
+    inside another variable's colocation scope (Adam reads beta1_power while updating every var)."""
     g = get_default_graph()
     if handle.graph is g:
-        with g.colocate_with(handle.op):
+        with g.colocate_with(handle.op, ignore_existing=True):
             yield
     else:  # a function body capturing an outer handle: the capture decides placement
         yield
@@ -101,7 +103,7 @@ def handle_shape(handle: Tensor) -> TensorShape:
     return as_shape(op.get_attr("shape")) if op is not None else unknown_shape()
 
 
-def _handle_dtype(handle: Tensor) -> Optional[dtypes.DType]:
+def handle_dtype(handle: Tensor) -> Optional[dtypes.DType]:
     op = _var_handle_op(handle)
     return op.get_attr("dtype") if op is not None else None
 
@@ -111,7 +113,7 @@ def check_handle(op, dtype) -> None:
     if h.dtype is not dtypes.resource:
         raise ValueError(f"Input 'resource' of '{op.type}' Op has type {h.dtype.name} that does not match "
                          "expected type of resource.")
-    hd = _handle_dtype(h)
+    hd = handle_dtype(h)
     if hd is not None and dtype is not None and hd != dtype:
         raise ValueError(f"Trying to access variable of dtype {dtypes.as_dtype(hd).name} with dtype "
                          f"{dtypes.as_dtype(dtype).name}")

@@ -13,15 +13,20 @@ from typing import Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, graph_from_inputs
+from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.shapes import as_shape
+from tensorweave.framework.graph import Tensor
+from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.state.initializers import glorot_uniform_initializer, zeros_initializer
+from tensorweave.ops.state.partitioned_variables import (PartitionedVariable, PartitionInfo, call_partitioner,
+                                                         iter_slices, slice_dim_and_num_slices)
 from tensorweave.ops.state.variable_ops import colocated_with_handle
 from tensorweave.ops.state.variables import Variable, VariableAggregation, VariableSynchronization, sync_defaults
 
 __all__ = ["variable_scope", "get_variable", "get_local_variable", "get_variable_scope", "VariableScope",
-           "AUTO_REUSE", "no_regularizer", "variable_op_scope"]
+           "AUTO_REUSE", "no_regularizer", "variable_op_scope", "create_partitioned_variables"]
 
 
 class _ReuseMode(enum.Enum):
@@ -166,6 +171,7 @@ class _VariableStore:
 
     def __init__(self):
         self._vars: dict = {}
+        self._partitioned_vars: dict = {}
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None,
                      reuse=None, trainable=None, collections=None, caching_device=None, partitioner=None,
@@ -179,8 +185,14 @@ class _VariableStore:
                         reuse=None, trainable=None, collections=None, caching_device=None, partitioner=None,
                         validate_shape=True, use_resource=None, constraint=None,
                         synchronization=VariableSynchronization.AUTO, aggregation=VariableAggregation.NONE):
-            # Partitioning is not implemented: the variable is created whole, which behaves the same
-            # as a tensor (reads, lookups, gradients) but lives on one task.
+            if partitioner is not None:
+                if not callable(partitioner):
+                    raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+                return self._get_partitioned_variable(
+                    name, partitioner, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
+                    reuse=reuse, trainable=trainable, collections=collections, caching_device=caching_device,
+                    validate_shape=validate_shape, constraint=constraint, synchronization=synchronization,
+                    aggregation=aggregation)
             return self._get_single_variable(
                 name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer, reuse=reuse,
                 trainable=trainable, collections=collections, caching_device=caching_device,
@@ -198,11 +210,78 @@ class _VariableStore:
             return custom_getter(getter=true_getter, **kwargs)
         return true_getter(constraint=constraint, **kwargs)
 
+    def _get_partitioned_variable(self, name, partitioner, shape=None, dtype=dtypes.float32, initializer=None,
+                                  regularizer=None, reuse=None, trainable=None, collections=None,
+                                  caching_device=None, validate_shape=True, constraint=None,
+                                  synchronization=VariableSynchronization.AUTO,
+                                  aggregation=VariableAggregation.NONE) -> PartitionedVariable:
+        """TF's rules for a partitioned get_variable: parts `name/part_i`, each with its slice info."""
+        dtype = dtypes.as_dtype(dtype)
+        from_tensor = isinstance(initializer, Tensor)
+        if name in self._vars:
+            raise ValueError(f"A partitioner was provided, but an unpartitioned version of the variable was found: "
+                             f"{name}.  Perhaps a variable of the same name was already created without "
+                             "partitioning?")
+        shape = as_shape(shape)
+        if from_tensor:
+            shape = shape.merge_with(initializer.get_shape())
+        partitions = call_partitioner(partitioner, shape, dtype)
+        existing = self._partitioned_vars.get(name)
+        if existing is not None:
+            if reuse is False:
+                raise ValueError(f"Partitioned variable with name {name} already exists. Did you mean to set "
+                                 "reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+            if not shape.is_compatible_with(existing.get_shape()):
+                raise ValueError(f"Trying to reuse partitioned variable {name}, but specified shape {shape} and "
+                                 f"found shape {existing.get_shape()}.")
+            if not dtype.is_compatible_with(existing.dtype):
+                raise ValueError(f"Trying to reuse partitioned variable {name}, but specified dtype {dtype.name} "
+                                 f"and found dtype {existing.dtype.name}.")
+            if existing._get_partitions() != partitions:
+                raise ValueError(f"Trying to reuse partitioned variable {name}, but specified partitions "
+                                 f"{partitions} and found partitions {existing._get_partitions()}.")
+            return existing
+        if reuse is True:
+            raise ValueError(f"PartitionedVariable {name} does not exist, or was not created with "
+                             "tf.get_variable(). Did you mean to set reuse=False or reuse=tf.AUTO_REUSE in VarScope?")
+        slice_dim, num_slices = slice_dim_and_num_slices(partitions)
+        if f"{name}/part_0" in self._vars:
+            raise ValueError(f"Partitioner returned a different partitioning than what was already found: "
+                             f"{name}/part_0 exists as a variable of its own.")
+        g = get_default_graph()
+        parts = []
+        for i, (offset, part_shape) in enumerate(iter_slices(shape.as_list(), num_slices, slice_dim)):
+            part_name = f"{name}/part_{i}"
+            init_shape = part_shape
+            with g.name_scope(part_name + "/PartitionedInitializer"):
+                if initializer is None:
+                    init = _default_initializer(name, dtype)
+                elif callable(initializer):
+                    init = initializer
+                elif from_tensor:
+                    init, init_shape = slice_(initializer, offset, part_shape), None
+                    dtype = init.dtype.base_dtype
+                else:
+                    init = slice_(convert_to_tensor(initializer, dtype=dtype), offset, part_shape)
+                    init_shape = None
+            with g.name_scope(None):
+                v = self._get_single_variable(
+                    part_name, shape=init_shape, dtype=dtype, initializer=init,
+                    partition_info=PartitionInfo(shape.as_list(), offset), regularizer=regularizer, reuse=reuse,
+                    trainable=trainable, collections=collections, caching_device=caching_device,
+                    validate_shape=validate_shape, constraint=constraint, synchronization=synchronization,
+                    aggregation=aggregation)
+            v._set_save_slice_info(Variable.SaveSliceInfo(name, shape.as_list(), offset, part_shape))
+            parts.append(v)
+        pv = PartitionedVariable(name=name, shape=shape, dtype=dtype, variable_list=parts, partitions=partitions)
+        self._partitioned_vars[name] = pv
+        return pv
+
     def _get_single_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
                              regularizer=None, reuse=None, trainable=None, collections=None,
                              caching_device=None, validate_shape=True, constraint=None,
                              synchronization=VariableSynchronization.AUTO,
-                             aggregation=VariableAggregation.NONE):
+                             aggregation=VariableAggregation.NONE, partition_info=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -239,7 +318,7 @@ class _VariableStore:
                 if shape is not None and shape.is_fully_defined():
                     if _accepts(initializer, "partition_info"):
                         init_val = functools.partial(initializer, shape.as_list(), dtype=dtype,
-                                                     partition_info=None)
+                                                     partition_info=partition_info)
                     else:
                         init_val = functools.partial(initializer, shape.as_list(), dtype=dtype)
                     variable_dtype = dtype.base_dtype
@@ -255,7 +334,9 @@ class _VariableStore:
                          shape=shape if validate_shape else None)
         self._vars[name] = v
         if regularizer:
-            with colocated_with_handle(v.handle), g.name_scope(name + "/Regularizer/"):
+            # in the outermost graph, as TF's init_scope: the loss of a variable made inside a loop
+            # body must be usable outside it
+            with init_scope(), colocated_with_handle(v.handle), get_default_graph().name_scope(name + "/Regularizer/"):
                 loss = regularizer(v)
             if loss is not None:
                 g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
@@ -551,3 +632,21 @@ def variable_op_scope(values, name_or_scope, default_name=None, initializer=None
                           regularizer=regularizer, caching_device=caching_device, partitioner=partitioner,
                           custom_getter=custom_getter, reuse=reuse, dtype=dtype, use_resource=use_resource,
                           constraint=constraint)
+
+
+def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32, trainable=True,
+                                 collections=None, name=None, reuse=None) -> list:
+    """tf.create_partitioned_variables(shape, slicing, initializer, dtype=tf.float32,
+    trainable=True, collections=None, name=None, reuse=None): the part Variables of a
+    variable of `shape` split as `slicing` says (deprecated TF1 API over get_variable)."""
+    if len(shape) != len(slicing):
+        raise ValueError(f"The 'shape' and 'slicing' of a partitioned Variable must have the length: "
+                         f"shape: {shape}, slicing: {slicing}")
+    if len(shape) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
+    partitioner = lambda **unused: list(slicing)  # noqa: E731
+    with variable_scope(name, "PartitionedVariable", reuse=reuse):
+        pv = get_variable("PartitionedVariable" if name is None else name.split("/")[-1], shape=shape,
+                          dtype=dtype, initializer=initializer, trainable=trainable, partitioner=partitioner,
+                          collections=collections)
+    return list(pv)

@@ -8,6 +8,7 @@ from typing import Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, graph_from_inputs
+from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.graph import Operation, Tensor, default_session_for, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.shapes import as_shape, unknown_shape
@@ -69,6 +70,38 @@ class VariableDef:
     trainable: bool = True
 
 
+class SaveSliceInfo:
+    """Where a partition lies in its full variable (TF's Variable.SaveSliceInfo): the full
+    variable's name and shape, this part's offset and shape. `spec` is TF's shape_and_slice
+    string ("10 3 0,4:0,3") under which the part is saved."""
+
+    def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None,
+                 save_slice_info_def=None, import_scope=None):
+        if save_slice_info_def is not None:
+            d = save_slice_info_def
+            full_name = _prefixed(d["full_name"], import_scope)
+            full_shape, var_offset, var_shape = d["full_shape"], d["var_offset"], d["var_shape"]
+        self.full_name = full_name
+        self.full_shape = [int(x) for x in full_shape]
+        self.var_offset = [int(x) for x in var_offset]
+        self.var_shape = [int(x) for x in var_shape]
+
+    @property
+    def spec(self) -> str:
+        return (" ".join(str(d) for d in self.full_shape) + " "
+                + ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape)))
+
+    def to_proto(self, export_scope=None) -> Optional[dict]:
+        """The slice info as plain data (TF's SaveSliceInfoDef fields)."""
+        name = self.full_name
+        if export_scope is not None:
+            if not name.startswith(export_scope + "/"):
+                return None
+            name = name[len(export_scope) + 1:]
+        return {"full_name": name, "full_shape": list(self.full_shape), "var_offset": list(self.var_offset),
+                "var_shape": list(self.var_shape)}
+
+
 def _prefixed(name: str, import_scope: Optional[str]) -> str:
     return f"{import_scope}/{name}" if import_scope else name
 
@@ -93,6 +126,8 @@ class Variable:
     ops that create, initialize and read it. Used as a tensor, it is a fresh read."""
 
     __array_priority__ = 100
+    SaveSliceInfo = SaveSliceInfo
+    _save_slice_info = None
 
     def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
@@ -129,9 +164,18 @@ class Variable:
         dtype = dtypes.as_dtype(dtype) if dtype is not None else None
         if shape is None and expected_shape is not None:
             shape = expected_shape
-        g = get_default_graph()
         init_from_fn = callable(initial_value)
         values = [] if init_from_fn else [initial_value]
+        # A variable made while a loop or cond body is built (an RNN cell's first call inside
+        # dynamic_rnn) lives in the outermost graph, as TF's init_scope puts it; the body reads it.
+        inner = get_default_graph()
+        lift = inner.building_function and not any(isinstance(v, Tensor) and v.graph is inner for v in values)
+        with init_scope() if lift else contextlib.nullcontext():
+            self._create(initial_value, init_from_fn, values, name, dtype, shape, validate_shape, caching_device,
+                         collections)
+
+    def _create(self, initial_value, init_from_fn: bool, values: list, name, dtype, shape, validate_shape,
+                caching_device, collections) -> None:
         scope_graph = graph_from_inputs(values)
         # TF's init_scope: a variable never depends on the control dependencies around it.
         with scope_graph.as_default(), scope_graph.control_dependencies(None), \
@@ -209,6 +253,12 @@ class Variable:
 
     def get_shape(self):
         return self._shape
+
+    def _set_save_slice_info(self, save_slice_info) -> None:
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
 
     def _as_graph_element(self):
         return self._snapshot
