@@ -10,6 +10,12 @@ from tensorweave.train.device_setter import *  # noqa: F401,F403
 from tensorweave.train.coordinator import *  # noqa: F401,F403
 from tensorweave.train.queue_runner import *  # noqa: F401,F403
 from tensorweave.train.input import *  # noqa: F401,F403
+from tensorweave.train.session_run_hook import *  # noqa: F401,F403
+from tensorweave.train.basic_session_run_hooks import *  # noqa: F401,F403
+from tensorweave.train.scaffold import *  # noqa: F401,F403
+from tensorweave.train.session_manager import *  # noqa: F401,F403
+from tensorweave.train.monitored_session import *  # noqa: F401,F403
+from tensorweave.train.sync_replicas_optimizer import *  # noqa: F401,F403
 from tensorweave.distributed.cluster import *  # noqa: F401,F403
 from tensorweave.distributed.server import *  # noqa: F401,F403
 from tensorweave.train.checkpoint_management import *  # noqa: F401,F403

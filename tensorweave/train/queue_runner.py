@@ -96,6 +96,14 @@ class QueueRunner:
     def _close_on_stop(self, sess, cancel_op, coord) -> None:
         coord.wait_for_stop()
         try:
+            coord.raise_requested_exception()
+        except (errors.AbortedError, errors.UnavailableError):
+            # A task was lost: this session is being given up, and its cancel op would only try
+            # to reach the lost task (or close queues the next session still needs).
+            return
+        except Exception:  # noqa: BLE001 - any other stop still cancels
+            pass
+        try:
             sess.run(cancel_op)
         except Exception as e:  # noqa: BLE001 - the session may be closed or a task gone
             _log.debug("Ignored exception: %s", e)

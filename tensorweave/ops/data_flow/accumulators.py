@@ -137,7 +137,8 @@ class SparseAccumulator(_Accumulator):
     type_name = "SparseConditionalAccumulator"
 
     def __init__(self, name, dtype, shape, reduction):
-        super().__init__(name, dtype, shape, reduction)
+        # A sparse gradient is never a scalar: TF code passes shape=() to mean "any shape".
+        super().__init__(name, dtype, shape if shape else None, reduction)
         self._indices = np.zeros([0], np.int64)
         self._values: Optional[np.ndarray] = None
         self._counts = np.zeros([0], np.int64)
