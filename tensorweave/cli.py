@@ -109,6 +109,22 @@ def launch_cluster_spec(ps: int, workers: int, chief: int, host: str, port: int)
     return cluster
 
 
+# BLAS and OpenMP thread counts. Each library starts one thread per core by default; with several
+# compute tasks on one machine that oversubscribes the cores, and OpenBLAS's spinning threads then
+# make every task several times slower (torchrun sets OMP_NUM_THREADS=1 for the same reason).
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def threads_per_task(cluster: dict) -> int:
+    """The cores each compute task may use: this machine's cores shared by the non-ps tasks."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    compute = sum(len(addrs) for job, addrs in cluster.items() if job != "ps")
+    return max(1, cores // max(1, compute))
+
+
 def cmd_launch(args) -> int:
     """Starts one process per task with TF_CONFIG set; stops them all when the script's
     non-ps tasks are done, when one fails, or on Ctrl-C/SIGTERM."""
@@ -124,10 +140,13 @@ def cmd_launch(args) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     tasks: list = []
+    threads = threads_per_task(cluster)
     try:
         for job, addrs in cluster.items():
             for i in range(len(addrs)):
                 env = dict(os.environ)
+                for var in THREAD_VARS:   # several tasks share these cores: do not oversubscribe them
+                    env.setdefault(var, str(threads))
                 env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
                 env["PYTHONUNBUFFERED"] = "1"
                 if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw

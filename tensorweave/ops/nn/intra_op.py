@@ -20,6 +20,12 @@ _MIN_ELEMS = 1 << 17
 
 
 def _cores() -> int:
+    """OMP_NUM_THREADS when set (`tensorweave launch` sets it, as it does BLAS's, when several tasks
+    share one machine's cores), else the cores this process may run on."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        pass
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
