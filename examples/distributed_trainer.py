@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -45,6 +46,7 @@ def make_parser():
     parser.add_argument("--checkpoint_dir", type=str, default=None)
     parser.add_argument("--save_checkpoint_steps", type=int, default=None)
     parser.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep after each step")
+    parser.add_argument("--verbose", type="bool", default=False, help="log what the sessions do (recoveries, saves)")
     return parser
 
 
@@ -127,6 +129,9 @@ def run_worker(flags, server, cluster_spec, task_index):
 
 def main(_):
     flags = FLAGS
+    if flags.verbose:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(message)s")
+        logging.getLogger("tensorweave").setLevel(logging.INFO)
     cluster, job_name, task_index = cluster_and_task(flags)
     cluster_spec = tf.train.ClusterSpec(cluster)
     server = tf.train.Server(cluster_spec, job_name=job_name, task_index=task_index)
