@@ -88,6 +88,7 @@ def run_ps(server, cluster_spec, task_index):
         with tf.Session(server.target) as sess:
             sess.run(finished)
     print(json.dumps({"job": "ps", "task": task_index, "done": True}), flush=True)
+    time.sleep(1.0)   # the replies to the last reports are still on their way out
 
 
 def run_worker(flags, server, cluster_spec, task_index):
@@ -122,7 +123,10 @@ def run_worker(flags, server, cluster_spec, task_index):
                 time.sleep(flags.step_delay)
     with tf.Session(server.target) as sess:
         final_step, final_w, final_b, final_loss = sess.run([global_step, w, b, loss])
-        sess.run(report)
+        try:
+            sess.run(report)
+        except tf.errors.UnavailableError:
+            pass   # every worker has reported and the ps has already gone
     print(json.dumps({"job": "worker", "task": task_index, "local_steps": steps, "global_step": int(final_step),
                       "loss": float(final_loss), "w": final_w.ravel().tolist(), "b": float(final_b)}), flush=True)
 
