@@ -21,7 +21,7 @@ from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_gr
 from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
-from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: F401
+from tensorweave.framework.sparse_tensor import *  # noqa: F401,F403
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
 from tensorweave.framework.api import *  # noqa: F401,F403
@@ -35,11 +35,20 @@ from tensorweave.ops.array.gather import *  # noqa: F401,F403
 from tensorweave.ops.array.sort import *  # noqa: F401,F403
 from tensorweave.ops.array.mask import *  # noqa: F401,F403
 from tensorweave.ops.array.partition import *  # noqa: F401,F403
+from tensorweave.ops.array.diag import *  # noqa: F401,F403
+from tensorweave.ops.array.space import *  # noqa: F401,F403
 from tensorweave.ops.math.cast import *  # noqa: F401,F403
 from tensorweave.ops.math.binary import *  # noqa: F401,F403
 from tensorweave.ops.math.unary import *  # noqa: F401,F403
 from tensorweave.ops.math.reduction import *  # noqa: F401,F403
+from tensorweave.ops.math.segment import *  # noqa: F401,F403
 from tensorweave.ops.math.linalg import *  # noqa: F401,F403
+from tensorweave.ops.math.matrix_functions import *  # noqa: F401,F403
+from tensorweave.ops.math.solvers import *  # noqa: F401,F403
+from tensorweave.ops.math.decompositions import *  # noqa: F401,F403
+from tensorweave.ops.math.special import *  # noqa: F401,F403
+from tensorweave.ops.math.histogram import *  # noqa: F401,F403
+from tensorweave.ops.math.complex_parts import *  # noqa: F401,F403
 from tensorweave.ops.math.clip import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
@@ -50,6 +59,9 @@ from tensorweave.ops.debugging.printing import *  # noqa: F401,F403
 from tensorweave.ops.debugging.asserts import *  # noqa: F401,F403
 from tensorweave.ops.debugging.numerics import *  # noqa: F401,F403
 from tensorweave.ops.random import *  # noqa: F401,F403
+from tensorweave.ops.sparse.core import *  # noqa: F401,F403
+from tensorweave.ops.sparse.combine import *  # noqa: F401,F403
+from tensorweave.ops.sparse.math import *  # noqa: F401,F403
 from tensorweave.ops.state.variable_ops import *  # noqa: F401,F403
 from tensorweave.ops.state.scatter import *  # noqa: F401,F403
 from tensorweave.ops.state.variables import *  # noqa: F401,F403
@@ -70,8 +82,9 @@ from tensorweave.ops.io.readers import *  # noqa: F401,F403
 from tensorweave.client.session import InteractiveSession, Session, get_default_session  # noqa: F401
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
-    app, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers, linalg,
-    logging, losses, math, metrics, nn, python_io, queue, random, regularizers, strings, summary, test, train)
+    app, bitwise, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers,
+    linalg, logging, losses, manip, math, metrics, nn, python_io, queue, random, regularizers, sparse, strings, summary,
+    test, train)
 from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 

@@ -12,7 +12,8 @@ from tensorweave.ops.array.sort import where
 from tensorweave.ops.debugging.asserts import assert_less, assert_non_negative
 from tensorweave.ops.math.binary import div_no_nan, equal, greater, maximum, multiply, not_equal, truediv
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import reduce_mean, reduce_sum, unsorted_segment_sum
+from tensorweave.ops.math.reduction import reduce_mean, reduce_sum
+from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.state.scatter import scatter_add
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope

@@ -1,23 +1,26 @@
 """Ranking metrics over the top k predicted classes: tf.metrics.precision_at_k, recall_at_k,
 precision_at_top_k, recall_at_top_k, average_precision_at_k and the deprecated sparse_* names.
 
-Labels are dense int tensors [D1, ..., DN, num_labels] (or [D1, ..., DN], one label each), and
-predictions and labels are compared as sets per row, as TF's set operations do on dense
-tensors: every label entry is a member (a repeated one counts once; average_precision_at_k
-drops labels outside [0, num_classes)). SparseTensor labels are not supported here."""
+Labels are dense int tensors [D1, ..., DN, num_labels] (or [D1, ..., DN], one label each), or a
+SparseTensor [D1, ..., DN, num_labels] whose present entries are each row's labels; predictions
+and labels are compared as sets per row, as TF's set operations do: every dense label entry is a
+member (a repeated one counts once; average_precision_at_k drops labels outside
+[0, num_classes))."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import expand_dims, shape, size
 from tensorweave.ops.array.fill import ones_like, range as range_
 from tensorweave.ops.array.sort import top_k, where
 from tensorweave.ops.control_flow.cond import cond
 from tensorweave.ops.math.binary import (add, equal, greater_equal, less, logical_and, logical_not, minimum, multiply,
-                                         truediv)
+                                         not_equal, truediv)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import cumsum, reduce_any, reduce_max, reduce_sum
+from tensorweave.ops.sparse.core import sparse_tensor_to_dense
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, safe_mean
 
@@ -30,11 +33,20 @@ def _at_k_name(name: str, k=None, class_id=None) -> str:
     return f"{name}_class{class_id}" if class_id is not None else name
 
 
-def _check_dense_labels(labels):
+_NOT_A_LABEL = -(2 ** 63)   # what the missing entries of SparseTensor labels become: no class id
+
+
+def _dense_labels(labels):
+    """(dense int64 labels, whether each entry is a label or None when all are): a SparseTensor's
+    missing entries become _NOT_A_LABEL, which no predicted class id equals."""
+    if isinstance(labels, (SparseTensor, SparseTensorValue)):
+        sp = SparseTensor.from_value(labels)
+        dense = sparse_tensor_to_dense(SparseTensor(sp.indices, cast(sp.values, dtypes.int64), sp.dense_shape),
+                                       default_value=_NOT_A_LABEL, validate_indices=False)
+        return dense, not_equal(dense, _NOT_A_LABEL)
     if hasattr(labels, "indices") and hasattr(labels, "dense_shape"):
-        raise TypeError("tensorweave's ranking metrics take dense labels [..., num_labels]; convert the "
-                        "SparseTensor labels to a dense tensor (padding with values no prediction can take)")
-    return convert_to_tensor(labels)
+        raise TypeError(f"labels must be a Tensor or a SparseTensor, got {type(labels).__name__}")
+    return cast(convert_to_tensor(labels), dtypes.int64), None
 
 
 def _expand_labels(labels, predictions):
@@ -58,12 +70,14 @@ def _first_occurrence(x):
     return logical_not(reduce_any(logical_and(same, earlier), axis=-1))
 
 
-def _set_counts(labels, predictions_idx, class_id):
-    """Per row: (|P & L|, |P - L|, |L - P|) of the predicted and label sets, restricted to
-    {class_id} when given; float64."""
+def _set_counts(labels, predictions_idx, class_id, label_valid=None):
+    """Per row: (|P & L|, |P - L|, |L - P|) of the predicted and label sets (the entries of
+    labels where label_valid, when given), restricted to {class_id} when given; float64."""
     match = equal(expand_dims(predictions_idx, -1), expand_dims(labels, -2))   # [..., k, num_labels]
     pred_members = _first_occurrence(predictions_idx)
     label_members = _first_occurrence(labels)
+    if label_valid is not None:
+        label_members = logical_and(label_members, label_valid)
     if class_id is not None:
         pred_members = logical_and(pred_members, equal(predictions_idx, class_id))
         label_members = logical_and(label_members, equal(labels, class_id))
@@ -91,8 +105,11 @@ def _top_k_metric(kind: str, labels, predictions_idx, k, class_id, weights, metr
     """precision (kind 'precision': tp / (tp + fp)) or recall ('recall': tp / (tp + fn))."""
     with name_scope(name, _at_k_name(kind, k, class_id), (predictions_idx, labels, weights)) as scope:
         predictions_idx = cast(convert_to_tensor(predictions_idx), dtypes.int64)
-        labels = cast(_expand_labels(_check_dense_labels(labels), predictions_idx), dtypes.int64)
-        tp_rows, fp_rows, fn_rows = _set_counts(labels, predictions_idx, class_id)
+        labels, valid = _dense_labels(labels)
+        labels = _expand_labels(labels, predictions_idx)
+        if valid is not None:
+            valid = _expand_labels(valid, predictions_idx)
+        tp_rows, fp_rows, fn_rows = _set_counts(labels, predictions_idx, class_id, valid)
         tp, tp_update = _streaming_count(tp_rows, weights, _at_k_name("true_positive", k, class_id))
         if kind == "precision":
             other, other_update = _streaming_count(fp_rows, weights, _at_k_name("false_positive", k, class_id))
@@ -171,7 +188,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
     with name_scope(name, _at_k_name("average_precision", k), (predictions, labels, weights)) as scope:
         predictions = convert_to_tensor(predictions)
         _, idx = top_k(predictions, k)
-        labels = cast(_check_dense_labels(labels), dtypes.int64)
+        labels, _ = _dense_labels(labels)   # missing sparse entries are negative: not labels here
         num_classes = cast(shape(predictions)[-1], dtypes.int64)
         labels = cond(greater_equal(reduce_max(labels), num_classes),
                       lambda: where(greater_equal(labels, num_classes), -1 * ones_like(labels), labels),

@@ -11,11 +11,14 @@ from tensorweave.ops.math import cast, binary  # noqa: F401
 from tensorweave.ops.array import fill  # noqa: F401
 from tensorweave.ops.math import unary  # noqa: F401
 from tensorweave.ops.array import concat, pad, slicing, sort  # noqa: F401
-from tensorweave.ops.math import reduction  # noqa: F401
-from tensorweave.ops.array import gather, mask, partition  # noqa: F401
-from tensorweave.ops.math import linalg, clip, operators  # noqa: F401
+from tensorweave.ops.math import reduction, segment  # noqa: F401
+from tensorweave.ops.array import gather, mask, partition, diag, space  # noqa: F401
+from tensorweave.ops.math import linalg, matrix_functions, solvers, decompositions, special, histogram  # noqa: F401
+from tensorweave.ops.math import complex_parts, bitwise, clip, operators  # noqa: F401
 from tensorweave.ops import random, sendrecv  # noqa: F401
 from tensorweave.ops.nn import activations, losses, conv, conv3d, pool, pool3d, norm, impl  # noqa: F401
+from tensorweave.ops.sparse import core as sparse_core, combine, math as sparse_math, embedding  # noqa: F401
+from tensorweave.ops.nn import candidate_sampling, sampled, conv_nd, morphology, fractional_pool  # noqa: F401
 from tensorweave.ops.debugging import printing, numerics  # noqa: F401
 from tensorweave.ops.control_flow import grouping, cond, tensor_list, while_loop, functional, tensor_array  # noqa: F401
 from tensorweave.ops.debugging import asserts  # noqa: F401

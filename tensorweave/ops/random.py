@@ -57,12 +57,15 @@ def get_seed(op_seed) -> tuple:
     return seeds
 
 
-def _seed_attrs(seed) -> dict:
+def seed_attrs(seed) -> dict:
+    """The seed/seed2 attrs of a stateful random op with op-level `seed`, under TF's rules."""
     s1, s2 = get_seed(seed)
     return {"seed": s1 or 0, "seed2": s2 or 0}
 
 
-def _generator(node, ctx) -> np.random.Generator:
+def op_generator(node, ctx) -> np.random.Generator:
+    """The numpy Generator of a stateful random op: one per op and session (kept in the
+    session's resources), seeded from its seed attrs; fresh entropy for seeds (0, 0)."""
     seed, seed2 = int(node.attr.get("seed", 0) or 0), int(node.attr.get("seed2", 0) or 0)
     if seed == 0 and seed2 == 0:
         return np.random.default_rng()
@@ -116,7 +119,7 @@ def _dims(node, shape) -> tuple:
 
 # -- RandomStandardNormal / TruncatedNormal / RandomUniform ------------------------------------------
 def _normal_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     if np_dt in (np.float32, np.float64):
         return lambda shape: rng.standard_normal(_dims(node, shape), dtype=np_dt)
@@ -124,7 +127,7 @@ def _normal_kernel(node, ctx):
 
 
 def _truncated_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
 
     def draw(shape):
@@ -139,7 +142,7 @@ def _truncated_kernel(node, ctx):
 
 
 def _uniform_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     if np_dt in (np.float32, np.float64):
         return lambda shape: rng.random(_dims(node, shape), dtype=np_dt)
@@ -148,7 +151,7 @@ def _uniform_kernel(node, ctx):
 
 
 def _uniform_int_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["Tout"]).as_numpy_dtype
 
     def draw(shape, lo, hi):
@@ -172,7 +175,7 @@ def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
         shape_t = _shape_tensor(shape)
         mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        rnd = make_op(op_type, [shape_t], {"dtype": dtype, **_seed_attrs(seed)}, name=op_type).outputs[0]
+        rnd = make_op(op_type, [shape_t], {"dtype": dtype, **seed_attrs(seed)}, name=op_type).outputs[0]
         mul = rnd * stddev_t
         return add(mul, mean_t, name=name)
 
@@ -203,7 +206,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         shape_t = _shape_tensor(shape)
         minval = convert_to_tensor(minval, dtype=dtype, name="min")
         maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
-        attrs = _seed_attrs(seed)
+        attrs = seed_attrs(seed)
         if dtype.is_integer:
             return make_op("RandomUniformInt", [shape_t, minval, maxval], {"Tout": dtype, "T": shape_t.dtype, **attrs},
                            name=name).outputs[0]
@@ -213,7 +216,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
 
 # -- RandomShuffle ----------------------------------------------------------------------------------
 def _shuffle_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     return lambda value: rng.permutation(value) if np.ndim(value) else value
 
 
@@ -224,7 +227,7 @@ register("RandomShuffle", same_as_input(), _shuffle_kernel,
 def random_shuffle(value, seed=None, name=None) -> Tensor:
     """tf.random_shuffle(value, seed=None, name=None): `value` shuffled along its first dimension."""
     value = convert_to_tensor(value)
-    return make_op("RandomShuffle", [value], {"T": value.dtype, **_seed_attrs(seed)},
+    return make_op("RandomShuffle", [value], {"T": value.dtype, **seed_attrs(seed)},
                    name=name or "RandomShuffle").outputs[0]
 
 
@@ -239,7 +242,7 @@ def _multinomial_infer(op):
 
 
 def _multinomial_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
 
     def draw(logits, num_samples):
@@ -279,7 +282,7 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) ->
         num = convert_to_tensor(num_samples, dtype=dtypes.int32)
         return make_op("Multinomial", [logits, num],
                        {"T": logits.dtype, "output_dtype": dtypes.as_dtype(output_dtype or dtypes.int64),
-                       **_seed_attrs(seed)}, name="Multinomial").outputs[0]
+                       **seed_attrs(seed)}, name="Multinomial").outputs[0]
 
 
 # -- RandomGamma / RandomPoissonV2 ------------------------------------------------------------------
@@ -289,7 +292,7 @@ def _param_infer(op):
 
 
 def _gamma_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
     tiny = np.finfo(np_dt).tiny
 
@@ -312,7 +315,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
     with g.name_scope(name or "random_gamma"):
         shape_t = _shape_tensor(shape)
         alpha = convert_to_tensor(alpha, name="alpha", dtype=dtype)
-        out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
+        out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **seed_attrs(seed)},
                       name="RandomGamma").outputs[0]
         if beta is None:
             return out
@@ -320,7 +323,7 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
 
 
 def _poisson_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     return lambda shape, lam: rng.poisson(np.asarray(lam, dtype=np.float64),
                                           size=_dims(node, shape) + np.shape(lam)).astype(np_dt)
@@ -337,7 +340,7 @@ def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Te
         shape_t = _shape_tensor(shape)
         lam = convert_to_tensor(lam, name="lam")
         return make_op("RandomPoissonV2", [shape_t, lam],
-                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **_seed_attrs(seed)},
+                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **seed_attrs(seed)},
                        name="RandomPoissonV2").outputs[0]
 
 
@@ -351,7 +354,7 @@ def _random_crop_infer(op):
 
 
 def _random_crop_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
 
     def run(value, size):
         value = np.asarray(value)
@@ -383,7 +386,7 @@ def random_crop(value, size, seed=None, name=None) -> Tensor:
     with g.name_scope(name or "random_crop") as name:
         value = convert_to_tensor(value, name="value")
         size = convert_to_tensor(size, dtype=dtypes.int32, name="size") if not isinstance(size, Tensor) else size
-        return make_op("RandomCrop", [value, size], _seed_attrs(seed), name=name).outputs[0]
+        return make_op("RandomCrop", [value, size], seed_attrs(seed), name=name).outputs[0]
 
 
 # -- random orthogonal matrices (tf.orthogonal_initializer) -------------------------------------------
@@ -393,11 +396,11 @@ def random_orthogonal(shape, gain: float, dtype, seed=None) -> Tensor:
     with g.name_scope("orthogonal"):
         shape_t = _shape_tensor(shape)
         return make_op("_RandomOrthogonal", [shape_t], {"dtype": dtypes.as_dtype(dtype), "gain": float(gain),
-                                                        **_seed_attrs(seed)}, name="RandomOrthogonal").outputs[0]
+                                                        **seed_attrs(seed)}, name="RandomOrthogonal").outputs[0]
 
 
 def _orthogonal_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     gain = node.attr["gain"]
 
@@ -415,3 +418,137 @@ def _orthogonal_kernel(node, ctx):
 
 
 register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True)
+
+
+# -- stateless random ops (tf.random.stateless_*) ---------------------------------------------------
+def _stateless_rng(node, seed) -> np.random.Generator:
+    """A generator determined by the [2] seed tensor alone: equal seeds give equal numbers (the
+    numbers are not TF's own Philox stream)."""
+    s = np.asarray(seed).reshape(-1)
+    if s.size != 2:
+        raise errors.InvalidArgumentError(node, node.name, f"seed must have shape [2], not {list(np.shape(seed))}")
+    key = (int(s[0]) & 0xFFFFFFFFFFFFFFFF) << 64 | (int(s[1]) & 0xFFFFFFFFFFFFFFFF)
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+def _stateless_kernel(draw):
+    def factory(node, ctx):
+        np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+        def run(shape, seed, *args):
+            return draw(_stateless_rng(node, seed), node, _dims(node, shape), np_dt, *args)
+        return run
+    return factory
+
+
+def _truncated_draw(rng, node, dims, np_dt):
+    out = rng.standard_normal(dims)
+    bad = np.abs(out) > 2.0
+    while bad.any():
+        out[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(out) > 2.0
+    return out.astype(np_dt)
+
+
+def _uniform_int_draw(rng, node, dims, np_dt, lo, hi):
+    if not lo < hi:
+        raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {lo} >= {hi}")
+    return rng.integers(lo, hi, size=dims, dtype=np_dt)
+
+
+register("StatelessRandomUniform", _random_infer, _stateless_kernel(lambda rng, node, d, t: rng.random(d).astype(t)),
+         grad=None)
+register("StatelessRandomNormal", _random_infer,
+         _stateless_kernel(lambda rng, node, d, t: rng.standard_normal(d).astype(t)), grad=None)
+register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_truncated_draw), grad=None)
+register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_uniform_int_draw), grad=None)
+
+
+def _stateless_seed(seed) -> Tensor:
+    seed = convert_to_tensor(seed, name="seed")
+    if seed.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"seed must be int32 or int64, got {seed.dtype.name}")
+    if seed.shape.ndims is not None and seed.shape.as_list() not in ([2], [None]):
+        raise ValueError(f"seed must have shape [2], got {seed.shape}")
+    return seed
+
+
+def stateless_random_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, name=None):
+    uniform values in [minval, maxval) determined by the [2] int `seed` (same seed, same numbers)."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype.is_integer and maxval is None:
+        raise ValueError("Must specify maxval for integer dtype")
+    with get_default_graph().name_scope(name or "stateless_random_uniform") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        if dtype.is_integer:
+            lo = convert_to_tensor(minval, dtype=dtype, name="min")
+            hi = convert_to_tensor(maxval, dtype=dtype, name="max")
+            return make_op("StatelessRandomUniformInt", [shape_t, seed, lo, hi], {"dtype": dtype},
+                           name=scope).outputs[0]
+        dtype = _check_float(dtype)
+        rnd = make_op("StatelessRandomUniform", [shape_t, seed], {"dtype": dtype}).outputs[0]
+        lo = convert_to_tensor(minval, dtype=dtype, name="min")
+        hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
+        return add(rnd * (hi - lo), lo, name=scope)
+
+
+def _stateless_scaled(op_type, default_name, shape, seed, mean, stddev, dtype, name) -> Tensor:
+    dtype = _check_float(dtype)
+    with get_default_graph().name_scope(name or default_name) as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        rnd = make_op(op_type, [shape_t, seed], {"dtype": dtype}).outputs[0]
+        return add(rnd * convert_to_tensor(stddev, dtype=dtype, name="stddev"),
+                   convert_to_tensor(mean, dtype=dtype, name="mean"), name=scope)
+
+
+def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
+    normal values determined by the [2] int `seed`."""
+    return _stateless_scaled("StatelessRandomNormal", "stateless_random_normal", shape, seed, mean, stddev, dtype,
+                             name)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32,
+    name=None): normal values within two standard deviations, determined by `seed`."""
+    return _stateless_scaled("StatelessTruncatedNormal", "stateless_truncated_normal", shape, seed, mean, stddev,
+                             dtype, name)
+
+
+def _stateless_multinomial_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
+
+    def run(logits, num_samples, seed):
+        logits = np.asarray(logits, np.float64)
+        rng = _stateless_rng(node, seed)
+        if logits.ndim != 2:
+            raise errors.InvalidArgumentError(node, node.name, f"logits should be a matrix, got shape "
+                                                               f"{list(logits.shape)}")
+        m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+        p = np.exp(logits - np.where(np.isfinite(m), m, 0.0))
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random((logits.shape[0], int(num_samples))) * cdf[:, -1:]
+        out = np.stack([np.searchsorted(cdf[b], u[b], side="right") for b in range(logits.shape[0])]) \
+            if logits.shape[0] else np.zeros((0, int(num_samples)))
+        return np.minimum(out, logits.shape[1] - 1).astype(np_dt)
+    return run
+
+
+register("StatelessMultinomial", lambda op: [(op.get_attr("output_dtype"), _multinomial_infer(op)[0][1])],
+         _stateless_multinomial_kernel, grad=None)
+
+
+def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_multinomial(logits, num_samples, seed, output_dtype=tf.int64, name=None):
+    class indices [batch, num_samples] drawn from softmax(logits), determined by `seed`."""
+    with get_default_graph().name_scope(name or "stateless_multinomial") as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        num = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+        return make_op("StatelessMultinomial", [logits, num, _stateless_seed(seed)],
+                       {"output_dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
+    return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")

@@ -13,7 +13,7 @@ from tensorweave.ops.array.sort import unique
 from tensorweave.ops.control_flow.grouping import group, tuple as tuple_
 from tensorweave.ops.gradients.gradients import gradients
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import unsorted_segment_sum
+from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.state.variable_ops import assign_add_variable_op
 from tensorweave.ops.state.variables import Variable
 import tensorweave.train.slot_creator as slot_creator

@@ -84,7 +84,7 @@ def test_argument_and_runtime_errors_name_the_problem():
     with pytest.raises(ValueError, match="Predictions rank"):
         tf.metrics.recall_at_top_k(tf.zeros([2, 2, 2], tf.int64), tf.zeros([2], tf.int64))
     sparse_like = type("SparseLike", (), {"indices": None, "values": None, "dense_shape": None})()
-    with pytest.raises(TypeError, match="dense labels"):
+    with pytest.raises(TypeError, match="a Tensor or a SparseTensor"):
         tf.metrics.precision_at_k(sparse_like, [[0.1, 0.9]], 1)
     scores = tf.placeholder(tf.float64, [None])   # TF checks the range as it casts (float32 scores go unchecked)
     _, auc_update = tf.metrics.auc(tf.constant([True, False]), scores)

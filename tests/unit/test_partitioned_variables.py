@@ -3,7 +3,6 @@ a partitioner, PartitionedVariable, embedding lookups over the parts ('mod' and 
 numpy, sparse per-part updates, and spreading the parts over ps tasks."""
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -101,9 +100,6 @@ def test_embedding_lookup_over_parts_matches_numpy(strategy):
     np.testing.assert_array_equal(got, table[ids])
 
 
-SparseIds = namedtuple("SparseIds", ["indices", "values", "dense_shape"])
-
-
 @pytest.mark.parametrize("combiner", ["sum", "mean", "sqrtn"])
 def test_embedding_lookup_sparse_combiners_match_numpy(combiner):
     table = np.random.RandomState(0).randn(8, 3)
@@ -111,10 +107,8 @@ def test_embedding_lookup_sparse_combiners_match_numpy(combiner):
     weights = [[0.5, 2.0, 1.0], [3.0], [1.0, -3.0]]
     indices = np.array([[r, k] for r, ids in enumerate(rows) for k in range(len(ids))], np.int64)
     with tf.Graph().as_default():
-        sp_ids = SparseIds(tf.constant(indices), tf.constant([i for r in rows for i in r], tf.int64),
-                           tf.constant([3, 3], tf.int64))
-        sp_w = SparseIds(tf.constant(indices), tf.constant([w for r in weights for w in r]),
-                         tf.constant([3, 3], tf.int64))
+        sp_ids = tf.SparseTensor(indices, tf.constant([i for r in rows for i in r], tf.int64), [3, 3])
+        sp_w = tf.SparseTensor(indices, tf.constant([w for r in weights for w in r]), [3, 3])
         pv = tf.get_variable(f"sp_{combiner}", initializer=tf.constant(table),
                              partitioner=tf.fixed_size_partitioner(2))
         out_w = tf.nn.embedding_lookup_sparse(pv, sp_ids, sp_w, partition_strategy="div", combiner=combiner)

@@ -485,17 +485,44 @@ register("InvertPermutation", lambda op: [(op.inputs[0].dtype, op.inputs[0].shap
          _invert_permutation_kernel, grad=None)
 
 
+def swap_axes_perm(x: Tensor, axis: int, other: int = -1):
+    """The permutation swapping dims `axis` and `other` of x (its own inverse): a list when x's
+    rank is known, else an int32 tensor computed at run time (so callers never need a static
+    rank); None when the two are statically the same dim."""
+    nd = x.shape.ndims
+    if nd is not None:
+        a, b = check_axis(axis, nd, "transpose"), check_axis(other, nd, "transpose")
+        if a == b:
+            return None
+        perm = list(range(nd))
+        perm[a], perm[b] = b, a
+        return perm
+    if axis == other:
+        return None
+    r = rank(x)
+    dims = make_op("Range", [constant(0), r, constant(1)], {"Tidx": dtypes.int32}, name="range").outputs[0]
+
+    def normalised(ax: int) -> Tensor:
+        return constant(ax) if ax >= 0 else make_op("AddV2", [r, constant(ax)], {"T": dtypes.int32}).outputs[0]
+
+    a, b = normalised(axis), normalised(other)
+
+    def where_equal(value: Tensor, then: Tensor, otherwise: Tensor) -> Tensor:
+        cond = make_op("Equal", [dims, value], {"T": dtypes.int32}).outputs[0]
+        return make_op("SelectV2", [cond, then, otherwise]).outputs[0]
+    return where_equal(a, b, where_equal(b, a, dims))
+
+
 def matrix_transpose(a, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
     """tf.linalg.matrix_transpose(a, name='matrix_transpose', conjugate=False): swaps the last
     two dimensions."""
     a = convert_to_tensor(a)
     nd = a.shape.ndims
-    if nd is None:
-        raise ValueError("matrix_transpose: the input's rank must be known statically")
-    if nd < 2:
+    if nd is not None and nd < 2:
         raise ValueError(f"matrix_transpose: argument 'a' should be a (batch) matrix, with rank >= 2. "
                          f"Found: {a.shape}")
-    perm = list(range(nd - 2)) + [nd - 1, nd - 2]
+    with name_scope(name, "matrix_transpose", [a]):
+        perm = swap_axes_perm(a, -2, -1)
     return transpose(a, perm, name=name, conjugate=conjugate)
 
 

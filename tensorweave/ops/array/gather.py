@@ -11,15 +11,17 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import constant, expand_dims, index_tensor, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import ones_like, range as range_
+from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
+from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.slicing import strided_slice
 from tensorweave.ops.helpers import INDEX, check_axis, dense, invalid, make_op, static_int
-from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.binary import floormod
 from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["gather", "gather_nd", "scatter_nd", "one_hot"]
+__all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
+           "tensor_scatter_sub"]
 
 
 # -- GatherV2 ----------------------------------------------------------------------------------
@@ -92,13 +94,11 @@ def _gather_grad(op, grad):
     if op.get_attr("batch_dims") != 0:
         raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
     axis = static_int(axis_t)
-    if axis is None:
-        raise NotImplementedError("GatherV2 gradient needs a constant axis")
     grad = dense(grad)
     with params.graph.colocate_with(params.op):
         params_shape = shape(params)
     nd = params.shape.ndims
-    if axis == 0 or (nd is not None and axis % nd == 0):
+    if axis is not None and (axis == 0 or (nd is not None and axis % nd == 0)):
         # The TF1 sparse gradient: rows `indices` of a dense [params_shape] tensor.
         inner = strided_slice(params_shape, [1], [0], [1], end_mask=1)
         n = indices.shape.num_elements()
@@ -109,25 +109,24 @@ def _gather_grad(op, grad):
         else:
             values = reshape(grad, concat([expand_dims(size(indices), 0), inner], 0))
         return [IndexedSlices(values, reshape(indices, [-1]), params_shape), None, None]
-    if nd is None or indices.shape.ndims is None:
-        raise NotImplementedError("GatherV2 gradient along axis != 0 needs static ranks")
-    # Dense: move the gathered dims to the front, scatter-add rows, move the axis back.
-    axis %= nd
-    q = indices.shape.ndims
-    perm = list(range(axis, axis + q)) + list(range(axis)) + list(range(axis + q, nd + q - 1))
-    g = transpose(grad, perm)
-    rest = [axis] + [k for k in range(nd) if k != axis]
-    scatter_shape = gather(params_shape, constant(np.array(rest, dtype=np.int32)))
-    inner = gather(params_shape, constant(np.array(rest[1:], dtype=np.int32)))
-    g = reshape(g, concat([[-1], inner], 0))
-    flat = reshape(indices, [-1, 1])
-    summed = scatter_nd(flat, g, _cast_like(scatter_shape, flat))
-    back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, nd))
-    return [transpose(summed, back), None, None]
-
-
-def _cast_like(t: Tensor, like: Tensor) -> Tensor:
-    return t if t.dtype == like.dtype else cast(t, like.dtype)
+    # Dense, as TF's formula (valid for any ranks, a negative or run-time axis): move the gathered
+    # dims to the front as one, sum rows by index, move the axis back.
+    if axis is not None and nd is not None:
+        axis_t = constant(axis % nd)
+    elif axis is None or axis < 0:
+        axis_t = floormod(axis_t, rank(params))
+    axis_1d = reshape(axis_t, [1])
+    outer_shape = strided_slice(params_shape, [0], axis_1d, [1])
+    inner_shape = strided_slice(strided_slice(params_shape, axis_1d, [0], [1], end_mask=1), [1], [0], [1], end_mask=1)
+    outer_dims, inner_dims = size(outer_shape), size(inner_shape)
+    outer_axes = range_(outer_dims)
+    inner_axes = range_(outer_dims + 1, outer_dims + 1 + inner_dims)
+    values = reshape(grad, concat([outer_shape, [-1], inner_shape], 0))
+    values = transpose(values, concat([reshape(outer_dims, [1]), outer_axes, inner_axes], 0))
+    num_segments = gather(params_shape, axis_t)
+    summed = unsorted_segment_sum(values, reshape(indices, [-1]), num_segments)
+    back = transpose(summed, concat([outer_axes + 1, [0], inner_axes], 0))
+    return [back, None, None]
 
 
 register("GatherV2", _gather_infer, _gather_kernel, grad=_gather_grad, dtypes={1: ("indices", INDEX)})
@@ -266,6 +265,85 @@ def _scatter_nd_grad(op, grad):
 
 register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, grad=_scatter_nd_grad,
          dtypes={0: ("indices", INDEX)})
+
+
+# -- TensorScatterUpdate / Add / Sub -----------------------------------------------------------
+def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
+    tensor = convert_to_tensor(tensor, name="tensor")
+    indices = convert_to_tensor(indices, name="indices")
+    updates = convert_to_tensor(updates, dtype=tensor.dtype, name="updates")
+    return make_op(op_type, [tensor, indices, updates], {"T": tensor.dtype, "Tindices": indices.dtype},
+                   name=name or op_type).outputs[0]
+
+
+def tensor_scatter_update(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_update(tensor, indices, updates, name=None): a copy of `tensor` with the
+    slices at `indices` (as scatter_nd's) replaced by `updates`."""
+    return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
+
+
+def tensor_scatter_add(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_add(tensor, indices, updates, name=None): `tensor` with `updates` added at
+    `indices` (duplicates add up)."""
+    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
+
+
+def tensor_scatter_sub(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_sub(tensor, indices, updates, name=None): `tensor` with `updates`
+    subtracted at `indices`."""
+    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)
+
+
+def _tensor_scatter_infer(op):
+    t, i, u = op.inputs
+    if i.shape.ndims is not None and i.shape.ndims >= 1 and i.shape[-1].value is not None and t.shape.ndims is not None:
+        k = i.shape[-1].value
+        if k > t.shape.ndims:
+            raise ValueError(f"{op.type}: the inner {k} dimensions of indices exceed the tensor's rank {t.shape.ndims}")
+        expected = i.shape[:-1].concatenate(t.shape[k:])
+        if not u.shape.is_compatible_with(expected):
+            raise ValueError(f"{op.type}: updates shape {u.shape} must be indices.shape[:-1] + tensor.shape[{k}:] = "
+                             f"{expected}")
+    return [(t.dtype, t.shape)]
+
+
+def _tensor_scatter_kernel(how: str):
+    def factory(node, ctx):
+        def run(tensor, indices, updates):
+            tensor, indices, updates = np.asarray(tensor), np.asarray(indices), np.asarray(updates)
+            dims = tensor.shape
+            k = indices.shape[-1]
+            want = indices.shape[:-1] + dims[k:]
+            if updates.shape != want:
+                raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
+            out = np.array(tensor, copy=True)
+            pos = _nd_positions(node, indices, dims, "tensor")
+            rows = updates.reshape((-1,) + dims[k:])
+            if how == "update":
+                out[pos] = rows
+            else:
+                np.add.at(out, pos, rows if how == "add" else -rows)
+            return out
+        return run
+    return factory
+
+
+def _tensor_scatter_grad(how: str):
+    def grad_fn(op, grad):
+        grad = dense(grad)
+        indices = op.inputs[1]
+        updates_grad = gather_nd(grad, indices)
+        if how == "update":
+            tensor_grad = tensor_scatter_update(grad, indices, zeros_like(op.inputs[2]))
+        else:
+            tensor_grad = grad
+        return [tensor_grad, None, updates_grad if how != "sub" else make_op("Neg", [updates_grad]).outputs[0]]
+    return grad_fn
+
+
+for _how in ("update", "add", "sub"):
+    register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
+             grad=_tensor_scatter_grad(_how), dtypes={1: ("indices", INDEX)})
 
 
 # -- OneHot ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from tensorweave.ops.array.core import index_tensor, reshape, size
 from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid"]
+__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid", "roll"]
 
 
 # -- Tile --------------------------------------------------------------------------------------
@@ -272,6 +272,33 @@ def _reverse_sequence_kernel(node, ctx):
 register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
          grad=lambda op, grad: [reverse_sequence(dense(grad), op.inputs[1], op.get_attr("seq_dim"),
                                                  op.get_attr("batch_dim")), None])
+
+
+# -- Roll ----------------------------------------------------------------------------------------
+def roll(input, shift, axis, name=None) -> Tensor:  # noqa: A002 (TF name)
+    """tf.roll(input, shift, axis, name=None): elements shifted along `axis` by `shift` (both a
+    scalar or matching vectors), wrapping around."""
+    input = convert_to_tensor(input)
+    shift_t, axis_t = index_tensor(shift), index_tensor(axis)
+    return make_op("Roll", [input, shift_t, axis_t], {"T": input.dtype, "Tshift": shift_t.dtype,
+                                                     "Taxis": axis_t.dtype}, name=name or "Roll").outputs[0]
+
+
+def _roll_kernel(node, ctx):
+    def run(x, shift, axis):
+        x = np.asarray(x)
+        shift, axis = np.reshape(shift, -1).tolist(), np.reshape(axis, -1).tolist()
+        if len(shift) != len(axis):
+            raise invalid(node, f"shift and axis must have the same size, got {len(shift)} and {len(axis)}")
+        for a in axis:
+            if not -x.ndim <= a < x.ndim:
+                raise invalid(node, f"axis {a} is out of range for a tensor of rank {x.ndim}")
+        return np.roll(x, shift, axis) if shift else x
+    return run
+
+
+register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_kernel,
+         grad=lambda op, grad: [roll(dense(grad), -op.inputs[1], op.inputs[2]), None, None])
 
 
 # -- BroadcastTo -------------------------------------------------------------------------------

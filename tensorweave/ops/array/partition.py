@@ -16,7 +16,8 @@ from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.helpers import dense, invalid, make_op
-from tensorweave.ops.math.reduction import reduce_prod, unsorted_segment_sum
+from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
 __all__ = ["dynamic_partition", "dynamic_stitch"]

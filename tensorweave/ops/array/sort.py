@@ -11,13 +11,13 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.core import constant, shape, transpose
+from tensorweave.ops.array.core import constant, shape, swap_axes_perm, transpose
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import dense, invalid, make_op, static_int
+from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.registry import register
 
-__all__ = ["where", "where_v2", "unique", "unique_with_counts", "sort", "argsort"]
+__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d", "sort", "argsort"]
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
 TopKV2Output = collections.namedtuple("TopKV2", ["values", "indices"])
@@ -206,6 +206,41 @@ def _unique_with_counts_kernel(node, ctx):
 register("UniqueWithCounts", _unique_with_counts_infer, _unique_with_counts_kernel, grad=None)
 
 
+ListDiffOutput = collections.namedtuple("ListDiff", ["out", "idx"])
+
+
+def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):
+    """tf.setdiff1d(x, y, index_dtype=tf.int32, name=None) -> (out, idx): the values of the 1-D
+    x that are not in y, in x's order (duplicates kept), and their positions in x."""
+    x = convert_to_tensor(x, name="x")
+    y = convert_to_tensor(y, dtype=x.dtype, name="y")
+    op = make_op("ListDiff", [x, y], {"T": x.dtype, "out_idx": dtypes.as_dtype(index_dtype)},
+                 name=name or "ListDiff")
+    return ListDiffOutput(*op.outputs)
+
+
+def _list_diff_infer(op):
+    for t in op.inputs:
+        if t.shape.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {t.shape.ndims}")
+    return [(op.inputs[0].dtype, TensorShape([None])), (op.get_attr("out_idx"), TensorShape([None]))]
+
+
+def _list_diff_kernel(node, ctx):
+    dt = np_dtype(node, "out_idx")
+
+    def run(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.ndim != 1 or y.ndim != 1:
+            raise invalid(node, f"x and y must be vectors, got shapes {list(x.shape)} and {list(y.shape)}")
+        keep = np.flatnonzero(~np.isin(x, y))
+        return x[keep], keep.astype(dt)
+    return run
+
+
+register("ListDiff", _list_diff_infer, _list_diff_kernel, grad=None)
+
+
 # -- TopKV2, sort, argsort ---------------------------------------------------------------------
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 (TF names)
     """tf.nn.top_k(input, k=1, sorted=True, name=None) -> (values, indices): the k largest entries
@@ -256,21 +291,17 @@ def _sort_impl(values, axis: int, direction: str, return_argsort: bool):
     if direction not in ("ASCENDING", "DESCENDING"):
         raise ValueError(f"direction must be one of ('ASCENDING', 'DESCENDING'), got {direction!r}")
     nd = values.shape.ndims
-    if nd is None:
-        raise ValueError("sort: the input's rank must be known statically")
-    if not -nd <= axis < nd:
+    if nd is not None and not -nd <= axis < nd:
         raise ValueError(f"sort: axis {axis} is out of range for a tensor of rank {nd}")
-    axis %= nd
     src = negative(values) if direction == "ASCENDING" else values
-    perm = None
-    if axis != nd - 1:
-        perm = list(range(nd))
-        perm[axis], perm[nd - 1] = nd - 1, axis
+    perm = swap_axes_perm(src, axis)
+    if perm is not None:
         src = transpose(src, perm)
     vals, idx = top_k(src, shape(src)[-1] if src.shape[-1].value is None else src.shape[-1].value)
     out = idx if return_argsort else vals
     if perm is not None:
         out = transpose(out, perm)
+        out.set_shape(values.shape)
     if direction == "ASCENDING" and not return_argsort:
         out = negative(out)
     return out

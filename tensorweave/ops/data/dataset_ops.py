@@ -18,7 +18,7 @@ from tensorweave.ops.data.pipeline import NOT_READY, DatasetValue, ElementError,
 from tensorweave.ops.helpers import string_array
 from tensorweave.ops.io import record_files
 from tensorweave.ops.io.tfrecord import TFRecordWriter
-from tensorweave.ops.random import _generator
+from tensorweave.ops.random import op_generator
 from tensorweave.ops.registry import register
 
 DATASET_OPS: set = set()     # op types whose output 0 is a dataset (iterators copy them)
@@ -402,7 +402,7 @@ def _shuffle_kernel(node, ctx):
         size = _int(buffer_size)
         if size <= 0:
             raise errors.InvalidArgumentError(node, node.name, f"buffer_size must be greater than zero, got {size}")
-        shared = _generator(node, ctx) if seeded else np.random.default_rng()
+        shared = op_generator(node, ctx) if seeded else np.random.default_rng()
         fixed_seed = int(shared.integers(1 << 62))
 
         def elements():

@@ -8,7 +8,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import INTS, invalid, make_op
-from tensorweave.ops.random import _generator, get_seed
+from tensorweave.ops.random import get_seed, op_generator
 from tensorweave.ops.registry import register
 
 __all__: list = []
@@ -60,7 +60,7 @@ def _covers(rect, boxes, min_covered: float) -> bool:
 
 
 def _sample_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     a = node.attr
 
     def run(image_size, boxes, min_covered):

@@ -20,7 +20,7 @@ from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.math.binary import maximum, minimum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.random import _generator, _seed_attrs
+from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
 
 __all__: list = []
@@ -53,7 +53,7 @@ def flip_up_down(image):
 
 
 def _random_flip_kernel(node, ctx):
-    rng = _generator(node, ctx)
+    rng = op_generator(node, ctx)
     axis = node.attr["axis"]
 
     def run(image):
@@ -86,7 +86,7 @@ register("RandomFlip", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape), (dt
 def _random_flip(image, axis: int, seed, scope: str):
     with name_scope(None, scope, [image]) as name:
         image = _image(image)
-        return make_op("RandomFlip", [image], dict(_seed_attrs(seed), axis=axis), name=name).outputs[0]
+        return make_op("RandomFlip", [image], dict(seed_attrs(seed), axis=axis), name=name).outputs[0]
 
 
 def random_flip_left_right(image, seed=None):

@@ -23,7 +23,8 @@ __all__ = [
     "floormod", "mod", "truncatediv", "truncatemod", "pow", "squared_difference", "scalar_mul",
     "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "add_n", "accumulate_n", "div_no_nan",
-]
+    "atan2",
+]   # xlogy, xdivy, xlog1py, multiply_no_nan: tf.math names only
 
 
 def binary_inputs(x, y, op_type: str) -> tuple[Tensor, Tensor]:
@@ -130,9 +131,14 @@ def multiply(x, y, name=None) -> Tensor:
     return binary("Mul", x, y, name, "Mul")
 
 
+def _conj(t: Tensor) -> Tensor:
+    """conj(t) for complex t (the gradient convention TF uses), t itself otherwise."""
+    return make_op("Conj", [t], {"T": t.dtype}).outputs[0] if t.dtype.is_complex else t
+
+
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return [multiply(grad, y), multiply(x, grad)]
+    return [multiply(grad, _conj(y)), multiply(_conj(x), grad)]
 
 
 register("Mul", _broadcast_infer, pure(np.multiply), grad=_mul_grad, dtypes=NUMERIC)
@@ -176,7 +182,7 @@ def div(x, y, name=None) -> Tensor:
 
 def _realdiv_grad(op, grad):
     x, y = op.inputs
-    return [realdiv(grad, y), multiply(grad, realdiv(realdiv(-x, y), y))]
+    return [realdiv(grad, _conj(y)), multiply(grad, _conj(realdiv(realdiv(-x, y), y)))]
 
 
 register("RealDiv", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide), grad=_realdiv_grad,
@@ -271,6 +277,80 @@ def _pow_kernel(node, ctx):
 
 register("Pow", _broadcast_infer, _pow_kernel,   # gradient: math_grad.py
          dtypes=FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX)
+
+
+def atan2(y, x, name=None) -> Tensor:
+    """tf.atan2(y, x, name=None): the angle of the point (x, y) elementwise, in [-pi, pi]."""
+    return binary("Atan2", y, x, name, "Atan2")
+
+
+register("Atan2", _broadcast_infer, pure(np.arctan2), dtypes=FLOATS, dtype_param="y")   # gradient: math_grad.py
+
+
+def _x_zero_kernel(fn: Callable):
+    """Kernel of an op that is 0 wherever x == 0 (even where fn(x, y) would be inf or nan)."""
+    def factory(node, ctx):
+        def run(x, y):
+            x, y = np.asarray(x), np.asarray(y)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = np.where(x == 0, np.zeros((), x.dtype), fn(x, y))
+            return out.astype(x.dtype, copy=False)
+        return run
+    return factory
+
+
+def xlogy(x, y, name=None) -> Tensor:
+    """tf.math.xlogy(x, y, name=None): x * log(y), and 0 where x == 0."""
+    return binary("Xlogy", x, y, name, "Xlogy")
+
+
+def xdivy(x, y, name=None) -> Tensor:
+    """tf.math.xdivy(x, y, name=None): x / y, and 0 where x == 0."""
+    return binary("Xdivy", x, y, name, "Xdivy")
+
+
+def xlog1py(x, y, name=None) -> Tensor:
+    """tf.math.xlog1py(x, y, name=None): x * log1p(y), and 0 where x == 0."""
+    return binary("Xlog1py", x, y, name, "Xlog1py")
+
+
+register("Xlogy", _broadcast_infer, _x_zero_kernel(lambda x, y: x * np.log(y)), dtypes=FLOAT_COMPLEX)
+register("Xdivy", _broadcast_infer, _x_zero_kernel(np.true_divide), dtypes=FLOAT_COMPLEX)
+register("Xlog1py", _broadcast_infer, _x_zero_kernel(lambda x, y: x * np.log1p(y)), dtypes=FLOAT_COMPLEX)
+
+
+def multiply_no_nan(x, y, name=None) -> Tensor:
+    """tf.math.multiply_no_nan(x, y, name=None): x * y, and 0 where y == 0 (even if x is inf or
+    nan)."""
+    return binary("MulNoNan", x, y, name, "MulNoNan")
+
+
+def _mul_no_nan_kernel(node, ctx):
+    def run(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        with np.errstate(invalid="ignore"):
+            return np.where(y == 0, np.zeros((), x.dtype), x * y).astype(x.dtype, copy=False)
+    return run
+
+
+register("MulNoNan", _broadcast_infer, _mul_no_nan_kernel,
+         grad=lambda op, g: [multiply_no_nan(g, op.inputs[1]), multiply_no_nan(op.inputs[0], g)],
+         dtypes=FLOAT_COMPLEX)
+
+
+def polyval(coeffs, x, name=None) -> Tensor:
+    """tf.math.polyval(coeffs, x, name=None): coeffs[0] * x**(n-1) + ... + coeffs[n-1], by
+    Horner's rule (0 for no coefficients)."""
+    if not isinstance(coeffs, (list, tuple)):
+        raise ValueError(f"Argument coeffs must be list type, got {type(coeffs).__name__}")
+    with name_scope(name, "polyval", list(coeffs) + [x]):
+        x = convert_to_tensor(x, name="x")
+        if not coeffs:
+            return multiply(x, np.zeros((), x.dtype.as_numpy_dtype))
+        result = convert_to_tensor(coeffs[0], dtype=x.dtype)
+        for c in coeffs[1:]:
+            result = add(multiply(result, x), c)
+        return result
 
 
 def squared_difference(x, y, name=None) -> Tensor:

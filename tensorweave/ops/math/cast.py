@@ -12,7 +12,8 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
 from tensorweave.ops.registry import register
 
-__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16", "saturate_cast"]
+__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16", "saturate_cast", "to_complex64",
+           "to_complex128"]
 
 
 # -- casts -------------------------------------------------------------------------------------
@@ -72,6 +73,16 @@ def to_int32(x, name="ToInt32"):
 def to_int64(x, name="ToInt64"):
     """tf.to_int64(x, name='ToInt64'): cast to int64."""
     return cast(x, dtypes.int64, name=name)
+
+
+def to_complex64(x, name="ToComplex64"):
+    """tf.to_complex64(x, name='ToComplex64'): cast to complex64."""
+    return cast(x, dtypes.complex64, name=name)
+
+
+def to_complex128(x, name="ToComplex128"):
+    """tf.to_complex128(x, name='ToComplex128'): cast to complex128."""
+    return cast(x, dtypes.complex128, name=name)
 
 
 def to_bfloat16(x, name="ToBFloat16"):

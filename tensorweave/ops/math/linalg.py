@@ -3,6 +3,7 @@ conj, trace; gathered for tf.linalg by tensorweave/linalg.py."""
 from __future__ import annotations
 
 import re
+import string
 
 import numpy as np
 
@@ -12,17 +13,19 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
-from tensorweave.ops.array.core import identity, reshape, shape, squeeze, transpose
+from tensorweave.ops.array.core import identity, rank, reshape, shape, squeeze, transpose
+from tensorweave.ops.array.diag import eye, matrix_diag_part
+from tensorweave.ops.array.fill import ones, range as range_
 from tensorweave.ops.array.gather import gather
-from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import COMPLEX, FLOATS, make_op, same_as_input
+from tensorweave.ops.array.sort import setdiff1d
+from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, reduced_shape, resolve_keepdims
+from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
 from tensorweave.ops.math.unary import abs, sqrt, unary
 from tensorweave.ops.registry import register
 
-__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace"]
+__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross"]
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 
@@ -178,16 +181,24 @@ register("BatchMatMulV2", _batch_matmul_infer, _batch_matmul_kernel, grad=_batch
 
 
 # -- tensordot ---------------------------------------------------------------------------------
-def _tensordot_axes(a: Tensor, b: Tensor, axes) -> tuple[list, list]:
-    ra, rb = a.shape.ndims, b.shape.ndims
+def _tensordot_axes(a: Tensor, axes) -> tuple:
+    """(a's axes, b's axes): Python int lists where they are known at build time, else int32
+    tensors (an int `axes` on an `a` of unknown rank, or a tensor `axes`)."""
+    ra = a.shape.ndims
     if isinstance(axes, (int, np.integer)):
         if axes < 0:
             raise ValueError(f"'axes' must be at least 0, got {axes}.")
-        if ra is not None and axes > ra:
-            raise ValueError(f"'axes' must not be larger than the number of dimensions of tensor {a}.")
-        return list(range(ra - axes, ra)), list(range(axes))
+        if ra is not None:
+            if axes > ra:
+                raise ValueError(f"'axes' must not be larger than the number of dimensions of tensor {a}.")
+            return list(range(ra - axes, ra)), list(range(axes))
+        r = rank(a)
+        return range_(r - int(axes), r), list(range(axes))
     if isinstance(axes, Tensor):
-        raise ValueError("tensordot with a Tensor `axes` is not supported; pass Python ints or lists.")
+        if axes.shape.ndims == 0:
+            r = rank(a)
+            return range_(r - axes, r), range_(axes)
+        return axes[0], axes[1]
     axes = list(axes)
     if len(axes) != 2:
         raise ValueError(f"'axes' must be an integer or have length 2, got {axes}.")
@@ -196,60 +207,65 @@ def _tensordot_axes(a: Tensor, b: Tensor, axes) -> tuple[list, list]:
     b_axes = [b_axes] if isinstance(b_axes, (int, np.integer)) else list(b_axes)
     if len(a_axes) != len(b_axes):
         raise ValueError(f"Different number of contraction axes 'a' and 'b', {len(a_axes)} != {len(b_axes)}.")
-    return [int(x) % ra for x in a_axes], [int(x) % rb for x in b_axes]
+    return [int(x) for x in a_axes], [int(x) for x in b_axes]
 
 
-def _prod_of_dims(t: Tensor, dims: list):
-    """The product of dims of t: a Python int when static, else a runtime scalar tensor."""
-    static = [t.shape[d].value for d in dims]
-    if all(v is not None for v in static):
-        return int(np.prod(static, dtype=np.int64)) if static else 1
-    return reduce_prod(gather(shape(t), dims))
-
-
-def _dims_of(t: Tensor, dims: list):
-    static = [t.shape[d].value for d in dims]
-    if all(v is not None for v in static):
-        return static
-    return gather(shape(t), dims)
-
-
-def _reshape_to_matrix(t: Tensor, free: list, contracted: list, flipped: bool) -> Tensor:
-    """t transposed and reshaped to [prod(free), prod(contracted)] (flipped: the other way)."""
-    first, second = (contracted, free) if flipped else (free, contracted)
-    perm = first + second
-    shape = [_prod_of_dims(t, first), _prod_of_dims(t, second)]
-    if perm != list(range(len(perm))):
-        t = transpose(t, perm)
-    if any(isinstance(v, Tensor) for v in shape):
-        shape = stack([cast(v, dtypes.int32) if isinstance(v, Tensor) else v for v in shape])
-    return reshape(t, shape)
+def _tensordot_reshape(t: Tensor, axes, flipped: bool) -> tuple:
+    """t transposed and reshaped to a matrix [prod(free), prod(axes)] ([prod(axes), prod(free)]
+    when flipped); also the free dims (a tensor) and their static sizes (None when unknown)."""
+    nd = t.shape.ndims
+    if nd is not None and isinstance(axes, list):
+        axes = [x % nd for x in axes]
+        free = [i for i in range(nd) if i not in axes]
+        free_static = [t.shape[i].value for i in free]
+        dims = t.shape.as_tuple_or_none()
+        if all(d is not None for d in dims):
+            first, second = (axes, free) if flipped else (free, axes)
+            perm = first + second
+            t = transpose(t, perm) if perm != list(range(nd)) else t
+            new_shape = [int(np.prod([dims[i] for i in first], dtype=np.int64)),
+                         int(np.prod([dims[i] for i in second], dtype=np.int64))]
+            return reshape(t, new_shape), convert_to_tensor(np.asarray(free_static, np.int32)), free_static
+        axes_t = convert_to_tensor(np.asarray(axes, np.int32), name="axes")
+        free_t = convert_to_tensor(np.asarray(free, np.int32), name="free")
+    else:
+        free_static = None
+        r = rank(t)
+        axes_t = convert_to_tensor(axes, dtype=dtypes.int32, name="axes")
+        axes_t = make_op("SelectV2", [make_op("GreaterEqual", [axes_t, convert_to_tensor(0)], {"T": dtypes.int32})
+                                      .outputs[0], axes_t, axes_t + r]).outputs[0]
+        free_t = setdiff1d(range_(r), axes_t)[0]
+    shape_t = shape(t)
+    free_dims, axes_dims = gather(shape_t, free_t), gather(shape_t, axes_t)
+    prod_free, prod_axes = reduce_prod(free_dims), reduce_prod(axes_dims)
+    if flipped:
+        perm, new_shape = concat([axes_t, free_t], 0), stack([prod_axes, prod_free])
+    else:
+        perm, new_shape = concat([free_t, axes_t], 0), stack([prod_free, prod_axes])
+    return reshape(transpose(t, perm), new_shape), free_dims, free_static
 
 
 def tensordot(a, b, axes, name=None) -> Tensor:
     """tf.tensordot(a, b, axes, name=None): sums the products of a's and b's elements over the
-    given axes (an int n: last n of a with first n of b; or a pair of axis lists)."""
-    with name_scope(name, "Tensordot", [a, b]) as scope:
+    given axes (an int n: last n of a with first n of b; a pair of axis lists; or a tensor)."""
+    with name_scope(name, "Tensordot", [a, b, axes]) as scope:
         a, b = binary_inputs(a, b, "Tensordot")
-        if a.shape.ndims is None or b.shape.ndims is None:
-            raise ValueError("tensordot needs inputs of known rank")
-        a_axes, b_axes = _tensordot_axes(a, b, axes)
-        for da, db in zip(a_axes, b_axes):
-            if not a.shape[da].is_compatible_with(b.shape[db]):
-                raise ValueError(f"Dimensions must be equal, but are {a.shape[da]} and {b.shape[db]} "
-                                 f"for 'Tensordot' with input shapes: {a.shape}, {b.shape}.")
-        free_a = [i for i in range(a.shape.ndims) if i not in a_axes]
-        free_b = [i for i in range(b.shape.ndims) if i not in b_axes]
-        a_mat = _reshape_to_matrix(a, free_a, a_axes, flipped=False)
-        b_mat = _reshape_to_matrix(b, free_b, b_axes, flipped=True)
+        a_axes, b_axes = _tensordot_axes(a, axes)
+        if isinstance(a_axes, list) and isinstance(b_axes, list) and a.shape.ndims is not None \
+                and b.shape.ndims is not None:
+            for da, db in zip(a_axes, b_axes):
+                if not a.shape[da].is_compatible_with(b.shape[db]):
+                    raise ValueError(f"Dimensions must be equal, but are {a.shape[da]} and {b.shape[db]} "
+                                     f"for 'Tensordot' with input shapes: {a.shape}, {b.shape}.")
+        a_mat, a_free, a_static = _tensordot_reshape(a, a_axes, flipped=False)
+        b_mat, b_free, b_static = _tensordot_reshape(b, b_axes, flipped=True)
         ab = matmul(a_mat, b_mat)
-        da, db = _dims_of(a, free_a), _dims_of(b, free_b)
-        if isinstance(da, list) and isinstance(db, list):
-            out_shape = da + db
-        else:
-            out_shape = concat([da if isinstance(da, Tensor) else np.asarray(da, np.int32),
-                               db if isinstance(db, Tensor) else np.asarray(db, np.int32)], 0)
-        return reshape(ab, out_shape, name=scope)
+        if a_static is not None and b_static is not None and None not in a_static + b_static:
+            return reshape(ab, a_static + b_static, name=scope)
+        out = reshape(ab, concat([cast(a_free, dtypes.int32), cast(b_free, dtypes.int32)], 0), name=scope)
+        if a_static is not None and b_static is not None:
+            out.set_shape(a_static + b_static)
+        return out
 
 
 # -- einsum ------------------------------------------------------------------------------------
@@ -335,26 +351,54 @@ def _einsum_kernel(node, ctx):
     return run
 
 
+def _explicit_ellipses(ins: list, out: str, inputs: list) -> tuple:
+    """The subscripts with each '...' spelled out as letters (aligned from the right, as
+    broadcasting aligns), which needs the inputs' ranks."""
+    if not any("..." in s for s in ins + [out]):
+        return ins, out
+    if any(t.shape.ndims is None for t in inputs):
+        raise LookupError("the einsum gradient of an equation with '...' needs inputs of known rank")
+    used = set("".join(ins) + out)
+    pool = [c for c in string.ascii_letters if c not in used]
+    lengths = [t.shape.ndims - len(s.replace("...", "")) if "..." in s else 0 for s, t in zip(ins, inputs)]
+    letters = "".join(pool[:max(lengths)])
+    spelled = [s.replace("...", letters[len(letters) - n:] if n else "") for s, n in zip(ins, lengths)]
+    return spelled, out.replace("...", letters)
+
+
 def _einsum_grad(op, grad):
-    """d/dx_i of einsum: einsum of grad with the other operands back to x_i's subscripts; indices
-    summed away only inside x_i are restored by broadcasting."""
+    """d/dx_i of einsum: one einsum of grad with the other operands back to x_i's subscripts. A
+    letter repeated within x_i's subscripts (a diagonal) is renamed and tied to its first
+    occurrence by an identity matrix; a letter summed away only inside x_i is restored by a
+    vector of ones. Broadcast dims are summed down centrally by tf.gradients."""
     ins, out = _parse_einsum(op.get_attr("equation"), len(op.inputs))
-    if any("..." in s for s in ins + [out]) or any(len(set(s)) != len(s) for s in ins + [out]):
-        raise LookupError("einsum gradients support equations without '...' or repeated subscripts; "
-                          f"got '{op.get_attr('equation')}'")
+    ins, out = _explicit_ellipses(ins, out, list(op.inputs))
+    used = set("".join(ins) + out)
+    pool = iter(c for c in string.ascii_letters if c not in used)
     grads = []
     for i, x in enumerate(op.inputs):
         others = [(s, t) for j, (s, t) in enumerate(zip(ins, op.inputs)) if j != i]
         available = set(out) | {c for s, _ in others for c in s}
-        kept = "".join(c for c in ins[i] if c in available)
-        eq = ",".join([out] + [s for s, _ in others]) + "->" + kept
-        g = einsum(eq, grad, *[t for _, t in others])
-        if kept != ins[i]:
-            missing = [k for k, c in enumerate(ins[i]) if c not in available]
-            x_shape = shape(x)
-            g = reshape(g, reduced_shape(x_shape, convert_to_tensor(np.asarray(missing, np.int32))))
-            g = broadcast_to(g, x_shape)
-        grads.append(g)
+        subs, tensors, target = [out] + [s for s, _ in others], [grad] + [t for _, t in others], ""
+        first: dict = {}
+        x_shape = None
+        for pos, c in enumerate(ins[i]):
+            size = None
+            if c in first or c not in available:
+                x_shape = shape(x) if x_shape is None else x_shape
+                size = x_shape[pos]
+            if c in first:                      # a diagonal: tie a new letter to the first one
+                new = next(pool)
+                subs.append(first[c] + new)
+                tensors.append(eye(size, dtype=x.dtype))
+                target += new
+                continue
+            first[c] = c
+            if c not in available:              # summed only inside x_i: broadcast back
+                subs.append(c)
+                tensors.append(ones(reshape(size, [1]), dtype=x.dtype))
+            target += c
+        grads.append(einsum(",".join(subs) + "->" + target, *tensors))
     return grads
 
 
@@ -381,8 +425,6 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         if is_matrix and ord in (1, np.inf):
             # 1: max column sum (sum over rows, max over columns); inf: the transpose.
             sum_axis, max_axis = (axis[0], axis[1]) if ord == 1 else (axis[1], axis[0])
-            nd = x.shape.ndims
-            sum_axis, max_axis = sum_axis % nd, max_axis % nd
             summed = reduce_sum(ax, sum_axis, keepdims=True)
             result = reduce_max(summed, max_axis, keepdims=True)
             if not keep:
@@ -396,16 +438,52 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         return pow(reduce_sum(pow(ax, p), axis, keepdims=keep), realdiv(1, p), name=scope)
 
 
+def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF name)
+    """tf.linalg.normalize(tensor, ord='euclidean', axis=None, name=None) -> (normalized, norm):
+    tensor divided by its norm (kept dims), and that norm."""
+    with name_scope(name, "normalize", [tensor]):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        n = norm(tensor, ord=ord, axis=axis, keepdims=True)
+        n = n if n.dtype == tensor.dtype else cast(n, tensor.dtype)
+        return realdiv(tensor, n), n
+
+
 def trace(x, name=None) -> Tensor:
-    """tf.trace(x, name=None): sum of the main diagonal of each innermost matrix."""
+    """tf.linalg.trace(x, name=None): the sum of the main diagonal of each innermost matrix."""
     with name_scope(name, "Trace", [x]) as scope:
         x = convert_to_tensor(x, name="x")
-        nd = x.shape.ndims
-        if nd is None or nd < 2:
-            raise ValueError(f"trace needs a tensor of rank >= 2, got shape {x.shape}")
-        # einsum gradients do not handle the repeated subscript: use mask and sum instead.
-        n = x.shape[-1].value
-        if n is None or x.shape[-2].value is None:
-            raise ValueError(f"trace needs known matrix dims, got shape {x.shape}")
-        eye = np.eye(x.shape[-2].value, n, dtype=x.dtype.as_numpy_dtype)
-        return reduce_sum(multiply(x, eye), [-2, -1], name=scope)
+        return reduce_sum(matrix_diag_part(x), -1, name=scope)
+
+
+# -- cross -----------------------------------------------------------------------------------------
+def cross(a, b, name=None) -> Tensor:
+    """tf.linalg.cross(a, b, name=None): the cross product of the 3-vectors along the last
+    dimension of a and b (same shape)."""
+    with name_scope(name, "Cross", [a, b]) as scope:
+        a, b = binary_inputs(a, b, "Cross")
+        return make_op("Cross", [a, b], {"T": a.dtype}, name=scope).outputs[0]
+
+
+def _cross_infer(op):
+    a, b = op.inputs
+    s = a.shape.merge_with(b.shape)
+    if s.ndims is not None:
+        if s.ndims < 1:
+            raise ValueError("Cross: inputs must be at least rank 1")
+        if s[-1].value not in (None, 3):
+            raise ValueError(f"Dimension must be 3 but is {s[-1].value}")
+    return [(a.dtype, s)]
+
+
+def _cross_kernel(node, ctx):
+    def run(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.ndim < 1 or a.shape[-1] != 3:
+            raise invalid(node, f"both inputs must have the same shape with a last dimension of 3, got "
+                                f"{list(a.shape)} and {list(b.shape)}")
+        return np.cross(a, b).astype(a.dtype, copy=False)
+    return run
+
+
+register("Cross", _cross_infer, _cross_kernel, grad=lambda op, g: [cross(op.inputs[1], g), cross(g, op.inputs[0])],
+         dtypes=REAL, dtype_param="a")

@@ -1,6 +1,6 @@
-"""Math ops, reduction family: reduce_sum/mean/max/min/prod/any/all/logsumexp, argmax/argmin,
-cumsum/cumprod, count_nonzero, segment sums and bincount. IndexedSlices become dense tensors here
-(the conversion function this module registers sums their rows with UnsortedSegmentSum)."""
+"""Math ops, reduction family: reduce_sum/mean/max/min/prod/any/all/logsumexp, the variance,
+standard deviation and euclidean norm, argmax/argmin, cumsum/cumprod, count_nonzero and
+bincount. (Segment reductions are in segment.py.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,23 +8,24 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
-from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op, same_as_input
-from tensorweave.ops.math.binary import add, equal, floordiv, maximum, multiply, not_equal, realdiv, subtract
+from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
+                                         realdiv, subtract)
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.unary import exp, is_finite, log
+from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
 from tensorweave.ops.registry import register
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
-           "count_nonzero", "unsorted_segment_sum", "segment_sum", "bincount"]
+           "count_nonzero", "bincount", "is_non_decreasing", "is_strictly_increasing"]
+# reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
 
 
 # -- shared axis handling ----------------------------------------------------------------------
@@ -289,6 +290,58 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
         return add(result, my_max, name=scope)
 
 
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_variance(input_tensor, axis=None, keepdims=False, name=None): the mean of
+    the squared deviations from the mean over `axis` (real |x - mean|^2 for complex x)."""
+    with name_scope(name, "reduce_variance", [input_tensor]):
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        deviation = subtract(x, reduce_mean(x, axis, keepdims=True))
+        magnitude = abs(deviation) if x.dtype.is_complex else deviation
+        squared = multiply(magnitude, magnitude)
+        return reduce_mean(squared, axis, keepdims=bool(keepdims))
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_std(input_tensor, axis=None, keepdims=False, name=None): the square root of
+    reduce_variance."""
+    with name_scope(name, "reduce_std", [input_tensor]):
+        return sqrt(reduce_variance(input_tensor, axis, keepdims))
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    sqrt(sum(x^2)) over `axis`, in x's dtype (integers truncate)."""
+    with name_scope(name, "reduce_euclidean_norm", [input_tensor]):
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        if x.dtype.is_integer:
+            y = cast(sqrt(cast(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)), dtypes.float64)), x.dtype)
+            return y
+        return sqrt(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)))
+
+
+def _flat_diff(x):
+    x = reshape(convert_to_tensor(x, name="x"), [-1])
+    return subtract(x[1:], x[:-1]), x
+
+
+def is_non_decreasing(x, name=None) -> Tensor:
+    """tf.is_non_decreasing(x, name=None): whether x's elements, in row-major order, never
+    decrease (True for fewer than two elements)."""
+    with name_scope(name, "is_non_decreasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_non_decreasing", "x", flat, REAL)
+        return reduce_all(greater_equal(diff, zeros_like(diff)))
+
+
+def is_strictly_increasing(x, name=None) -> Tensor:
+    """tf.is_strictly_increasing(x, name=None): whether x's elements, in row-major order, always
+    increase (True for fewer than two elements)."""
+    with name_scope(name, "is_strictly_increasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_strictly_increasing", "x", flat, REAL)
+        return reduce_all(greater(diff, zeros_like(diff)))
+
+
 # -- argmax / argmin ---------------------------------------------------------------------------
 def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
     if axis is not None and dimension is not None:
@@ -451,106 +504,6 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int6
         zero = convert_to_tensor(b"" if x.dtype == dtypes.string else 0, dtype=x.dtype, name="zeros")
         nonzero = cast(not_equal(x, zero), dtypes.int64)
         return cast(reduce_sum(nonzero, axis=axis, keepdims=keep), dtype)
-
-
-# -- segment sums ------------------------------------------------------------------------------
-def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
-    """tf.unsorted_segment_sum(data, segment_ids, num_segments, name=None): out[i] = sum of
-    data[j] with segment_ids[j] == i; negative ids are dropped."""
-    with name_scope(name, "UnsortedSegmentSum", [data, segment_ids, num_segments]) as scope:
-        data = convert_to_tensor(data, name="data")
-        ids = convert_to_tensor(segment_ids, name="segment_ids")
-        n = num_segments if isinstance(num_segments, Tensor) else \
-            convert_to_tensor(num_segments, dtype=ids.dtype if ids.dtype in (dtypes.int32, dtypes.int64)
-                              else dtypes.int32, name="num_segments")
-        return make_op("UnsortedSegmentSum", [data, ids, n], {"Tindices": ids.dtype,
-                                                            "Tnumsegments": n.dtype}, name=scope).outputs[0]
-
-
-def _segment_infer(op):
-    data, ids = op.inputs[0], op.inputs[1]
-    if len(op.inputs) == 3:
-        n = constant_value(op.inputs[2])
-        first = None if n is None else int(n)
-    else:
-        first = None
-    if data.shape.ndims is None or ids.shape.ndims is None:
-        return [(data.dtype, unknown_shape())]
-    if not ids.shape.is_compatible_with(data.shape[:ids.shape.ndims]):
-        raise ValueError(f"Shapes must be equal rank / segment_ids.shape {ids.shape} must be a prefix of "
-                         f"data.shape {data.shape}")
-    return [(data.dtype, TensorShape([first]).concatenate(data.shape[ids.shape.ndims:]))]
-
-
-def _unsorted_segment_sum_kernel(node, ctx):
-    def run(data, ids, n):
-        data, ids, n = np.asarray(data), np.asarray(ids), int(n)
-        if data.shape[:ids.ndim] != ids.shape:
-            raise invalid(node, f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
-                                f"{list(ids.shape)}")
-        flat_ids = ids.reshape(-1)
-        if flat_ids.size and flat_ids.max() >= n:
-            bad = int(np.flatnonzero(flat_ids >= n)[0])
-            raise invalid(node, f"segment_ids[{bad}] = {int(flat_ids[bad])} is out of range [0, {n})")
-        rows = data.reshape((flat_ids.size,) + data.shape[ids.ndim:])
-        keep = flat_ids >= 0
-        out = np.zeros((n,) + data.shape[ids.ndim:], dtype=data.dtype)
-        np.add.at(out, flat_ids[keep], rows[keep])
-        return out
-    return run
-
-
-register("UnsortedSegmentSum", _segment_infer, _unsorted_segment_sum_kernel,   # gradient: math_grad.py
-         dtypes=NUMERIC, dtype_param="data")
-
-
-def indexed_slices_to_dense(value: IndexedSlices, dtype=None, name=None) -> Tensor:
-    """The dense tensor an IndexedSlices stands for (rows summed where indices repeat): the
-    conversion function of IndexedSlices."""
-    if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
-        raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for "
-                         f"IndexedSlices with dtype {value.dtype.name}: {value!r}")
-    if value.dense_shape is None:
-        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: {value!r}")
-    const_shape = constant_value(value.dense_shape)
-    if const_shape is not None:
-        num_segments = convert_to_tensor(np.asarray(const_shape).reshape(-1)[0])
-    else:
-        num_segments = value.dense_shape[0]
-    return unsorted_segment_sum(value.values, value.indices, num_segments, name=name)
-
-
-register_tensor_conversion_function(IndexedSlices, indexed_slices_to_dense)
-
-
-def segment_sum(data, segment_ids, name=None) -> Tensor:
-    """tf.segment_sum(data, segment_ids, name=None): sums rows of `data` by sorted 1-D
-    `segment_ids`; the output has max(segment_ids) + 1 rows."""
-    with name_scope(name, "SegmentSum", [data, segment_ids]) as scope:
-        data = convert_to_tensor(data, name="data")
-        ids = convert_to_tensor(segment_ids, name="segment_ids")
-        if ids.shape.ndims not in (None, 1):
-            raise ValueError(f"Shape must be rank 1 but is rank {ids.shape.ndims} for segment_ids of "
-                             f"'{scope[:-1]}' (op: 'SegmentSum')")
-        return make_op("SegmentSum", [data, ids], {"Tindices": ids.dtype}, name=scope).outputs[0]
-
-
-def _segment_sum_kernel(node, ctx):
-    def run(data, ids):
-        data, ids = np.asarray(data), np.asarray(ids)
-        if ids.ndim != 1 or data.ndim == 0 or data.shape[0] != ids.shape[0]:
-            raise invalid(node, "segment_ids should be the same size as dimension 0 of input.")
-        if ids.size and (np.any(np.diff(ids) < 0) or ids[0] < 0):
-            raise invalid(node, "segment ids are not increasing")
-        n = int(ids[-1]) + 1 if ids.size else 0
-        out = np.zeros((n,) + data.shape[1:], dtype=data.dtype)
-        np.add.at(out, ids, data)
-        return out
-    return run
-
-
-register("SegmentSum", _segment_infer, _segment_sum_kernel,   # gradient: math_grad.py
-         dtypes=NUMERIC, dtype_param="data")
 
 
 # -- bincount ----------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtrac
 from tensorweave.ops.registry import pure, register
 
 __all__ = ["abs", "negative", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log",
-           "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid",
+           "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
+           "sigmoid",
            "log_sigmoid", "erf", "floor", "ceil", "round", "rint", "is_nan", "is_inf", "is_finite"]
 
 
@@ -119,6 +120,12 @@ acos = _define("Acos", np.arccos,
 atan = _define("Atan", np.arctan,
                lambda op, g: [multiply(g, reciprocal(add(1, square(op.inputs[0]))))],
                FLOAT_COMPLEX, "tf.atan(x, name=None).")
+asinh = _define("Asinh", np.arcsinh, lambda op, g: [realdiv(g, cosh(_y(op)))], FLOAT_COMPLEX,
+                "tf.asinh(x, name=None): inverse hyperbolic sine.")
+acosh = _define("Acosh", np.arccosh, lambda op, g: [realdiv(g, sinh(_y(op)))], FLOAT_COMPLEX,
+                "tf.acosh(x, name=None): inverse hyperbolic cosine.")
+atanh = _define("Atanh", np.arctanh, lambda op, g: [multiply(g, reciprocal(subtract(1, square(op.inputs[0]))))],
+                FLOAT_COMPLEX, "tf.atanh(x, name=None): inverse hyperbolic tangent.")
 sinh = _define("Sinh", np.sinh, lambda op, g: [multiply(g, cosh(op.inputs[0]))], FLOAT_COMPLEX,
                "tf.sinh(x, name=None).")
 cosh = _define("Cosh", np.cosh, lambda op, g: [multiply(g, sinh(op.inputs[0]))], FLOAT_COMPLEX,

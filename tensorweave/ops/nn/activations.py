@@ -5,20 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.core import transpose
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import swap_axes_perm, transpose
 from tensorweave.ops.helpers import make_op, same_as_input
 from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
-from tensorweave.ops.math.unary import exp
+from tensorweave.ops.math.unary import exp, negative
 from tensorweave.ops.nn.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register
 
 __all__ = ["relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign", "softmax", "log_softmax",
-           "bias_add", "bias_add_v1"]
+           "bias_add", "bias_add_v1", "crelu"]
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -181,21 +183,20 @@ register("SoftsignGrad", _pair_infer, pure(_softsign_grad), grad=None)
 
 # -- softmax / log_softmax ---------------------------------------------------------------------
 def _last_axis_op(op_type, logits, axis, name):
-    """Applies a last-axis op along `axis` by swapping that axis to the end and back (as TF)."""
+    """Applies a last-axis op along `axis` by swapping that axis to the end and back (as TF);
+    a logits tensor of unknown rank swaps with a permutation computed at run time."""
     logits = convert_to_tensor(logits)
     ndims = logits.shape.ndims
     if axis is None or axis == -1 or (ndims is not None and axis == ndims - 1):
         return make_op(op_type, [logits], name=name or op_type).outputs[0]
-    if ndims is None:
-        raise ValueError(f"{op_type}: axis {axis} needs a logits tensor of known rank")
-    if not -ndims <= axis < ndims:
+    if ndims is not None and not -ndims <= axis < ndims:
         raise ValueError(f"{op_type}: axis {axis} is out of bounds for logits of rank {ndims} "
                          f"(InvalidArgumentError in TF)")
-    axis %= ndims
-    perm = list(range(ndims))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
+    perm = swap_axes_perm(logits, axis)
     out = make_op(op_type, [transpose(logits, perm)], name=op_type).outputs[0]
-    return transpose(out, perm, name=name)
+    out = transpose(out, perm, name=name)
+    out.set_shape(logits.shape)
+    return out
 
 
 def softmax(logits, axis=None, name=None, dim=None):
@@ -253,6 +254,14 @@ def bias_add(value, bias, data_format=None, name=None):
     fmt = "NCHW" if fmt.startswith("NC") else "NHWC"
     return make_op("BiasAdd", [value, bias], {"data_format": fmt, "T": value.dtype},
                    name=name or "BiasAdd").outputs[0]
+
+
+def crelu(features, name=None, axis=-1):
+    """tf.nn.crelu(features, name=None, axis=-1): concat([relu(features), relu(-features)], axis),
+    doubling the depth."""
+    with name_scope(name, "CRelu", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        return relu(concat([features, negative(features)], axis), name=scope)
 
 
 def bias_add_v1(value, bias, name=None):

@@ -16,7 +16,8 @@ from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, d
 from tensorweave.ops.registry import register
 
 __all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "depthwise_conv2d",
-           "depthwise_conv2d_native", "separable_conv2d"]
+           "depthwise_conv2d_native", "separable_conv2d", "depthwise_conv2d_native_backprop_input",
+           "depthwise_conv2d_native_backprop_filter"]
 
 
 # -- attribute handling ------------------------------------------------------------------------
@@ -367,6 +368,33 @@ def _depthwise_grad(op, grad):
 
 
 register("DepthwiseConv2dNative", _depthwise_infer, _depthwise_kernel, grad=_depthwise_grad)
+
+
+def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,  # noqa: A002
+                                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,
+    padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the input gradient of
+    depthwise_conv2d_native (also tf.nn.depthwise_conv2d_backprop_input)."""
+    out_backprop = convert_to_tensor(out_backprop)
+    attrs = dict(_attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNativeBackpropInput"),
+                 T=out_backprop.dtype)
+    return make_op("DepthwiseConv2dNativeBackpropInput", [convert_to_tensor(input_sizes, dtype=dtypes.int32),
+                                                          convert_to_tensor(filter, dtype=out_backprop.dtype),
+                                                          out_backprop], attrs,
+                   name=name or "DepthwiseConv2dNativeBackpropInput").outputs[0]
+
+
+def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+                                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides,
+    padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the filter gradient of
+    depthwise_conv2d_native (also tf.nn.depthwise_conv2d_backprop_filter)."""
+    input = convert_to_tensor(input)  # noqa: A001
+    attrs = dict(_attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNativeBackpropFilter"),
+                 T=input.dtype)
+    return make_op("DepthwiseConv2dNativeBackpropFilter", [input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
+                                                           convert_to_tensor(out_backprop, dtype=input.dtype)], attrs,
+                   name=name or "DepthwiseConv2dNativeBackpropFilter").outputs[0]
 register("DepthwiseConv2dNativeBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=None)
 register("DepthwiseConv2dNativeBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=None)
 

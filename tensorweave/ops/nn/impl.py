@@ -15,21 +15,21 @@ from tensorweave.framework.api import colocate_with, name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import (constant, expand_dims, identity, rank, reshape, shape, size, squeeze,
-                                        stop_gradient, transpose)
+from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze,
+                                        stop_gradient, swap_axes_perm, transpose)
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition, dynamic_stitch
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.array.sort import unique, where
+from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.binary import (add, equal, floordiv, floormod, greater_equal, less, logical_and, maximum,
                                          multiply, squared_difference, subtract, truediv)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.clip import clip_by_norm
 from tensorweave.ops.math.linalg import matmul
-from tensorweave.ops.math.reduction import reduce_max, reduce_mean, reduce_prod, reduce_sum, unsorted_segment_sum
-from tensorweave.ops.math.unary import abs, exp, log, log1p, negative, reciprocal, rsqrt, sigmoid, sqrt, square
+from tensorweave.ops.math.reduction import reduce_mean, reduce_prod, reduce_sum
+from tensorweave.ops.math.unary import abs, exp, log, log1p, negative, reciprocal, rsqrt, sigmoid, square
 from tensorweave.ops.nn.activations import bias_add, relu
 from tensorweave.ops.nn.conv import conv2d
 from tensorweave.ops.nn.util import dims
@@ -38,7 +38,6 @@ from tensorweave.ops.random import random_uniform
 __all__ = ["moments", "batch_normalization", "l2_normalize", "dropout", "sigmoid_cross_entropy_with_logits",
            "weighted_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", "embedding_lookup",
-           "embedding_lookup_sparse",
            "xw_plus_b", "relu_layer", "zero_fraction", "conv1d", "sufficient_statistics", "normalize_moments",
            "weighted_moments", "log_poisson_loss", "swish"]
 
@@ -125,8 +124,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         shape = _noise_shape(x, noise_shape)
         random = random_uniform(shape, seed=seed, dtype=x.dtype)
         keep_mask = cast(greater_equal(random, rate_t), x.dtype)
-        return multiply(multiply(x, truediv(np.asarray(1, x.dtype.as_numpy_dtype), keep)),
-                        keep_mask, name=scope)
+        ret = multiply(multiply(x, truediv(np.asarray(1, x.dtype.as_numpy_dtype), keep)), keep_mask, name=scope)
+        # keep_prob is a scalar at run time even when its static shape is unknown: x's shape stays.
+        ret.set_shape(x.shape)
+        return ret
 
 
 def _noise_shape(x, noise_shape):
@@ -184,9 +185,13 @@ def _flatten_outer(t):
     d = dims(t.shape)
     if d is not None and len(d) == 2:
         return t, None
-    last = d[-1] if d is not None and d[-1] is not None else -1
     outer = d[:-1] if d is not None and None not in d[:-1] else slice_(shape(t), [0], [rank(t) - 1])
-    return reshape(t, [-1, last]), outer
+    if d is not None and d[-1] is not None:
+        return reshape(t, [-1, d[-1]]), outer
+    last = slice_(shape(t), expand_dims(rank(t) - 1, 0), [1])
+    flat = reshape(t, concat([constant([-1]), last], 0))
+    flat.set_shape([None, None if d is None else d[-1]])
+    return flat, outer
 
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
@@ -202,13 +207,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
                              f"({logits.shape} vs {labels.shape})")
         if ndims == 0:
             raise ValueError("softmax_cross_entropy_with_logits: logits must have rank >= 1")
-        if ndims is not None and axis % ndims != ndims - 1:
-            perm = list(range(ndims))
-            a = axis % ndims
-            perm[a], perm[-1] = perm[-1], perm[a]
+        perm = swap_axes_perm(logits, axis)
+        if perm is not None:
             logits, labels = transpose(logits, perm), transpose(labels, perm)
-        elif ndims is None and axis != -1:
-            raise ValueError("softmax_cross_entropy_with_logits: axis needs logits of known rank")
         lg2, outer = _flatten_outer(logits)
         lb2, _ = _flatten_outer(labels)
         precise = lg2.dtype == dtypes.float16
@@ -333,45 +334,6 @@ def _gather(p, ids, name=None):
     if getattr(p, "_is_resource_variable", False) is True:
         return p.sparse_read(ids, name=name)
     return gather(p, ids, name=name)
-
-
-def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
-                            max_norm=None):
-    """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
-    name=None, combiner=None, max_norm=None): per row of the SparseTensor `sp_ids`, the
-    `combiner` ('sum', 'mean' (default), 'sqrtn') of the embeddings of its ids, weighted by
-    `sp_weights` (a SparseTensor of the same indices) unless it is None."""
-    if combiner is None:
-        combiner = "mean"
-    if combiner not in ("mean", "sqrtn", "sum"):
-        raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
-    params = _param_list(params)
-    if not all(hasattr(sp_ids, a) for a in ("indices", "values", "dense_shape")):
-        raise TypeError("sp_ids must be SparseTensor")
-    if sp_weights is not None and not all(hasattr(sp_weights, a) for a in ("indices", "values", "dense_shape")):
-        raise TypeError("sp_weights must be either None or SparseTensor")
-    with name_scope(name, "embedding_lookup_sparse", params + [sp_ids.values]) as scope:
-        segment_ids = cast(convert_to_tensor(sp_ids.indices)[:, 0], dtypes.int32)
-        num_segments = maximum(reduce_max(segment_ids) + 1, 0)
-        ids, idx = unique(sp_ids.values)
-        embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy, max_norm=max_norm)
-        if embeddings.dtype == dtypes.float16:
-            embeddings = cast(embeddings, dtypes.float32)
-        embeddings = gather(embeddings, idx)
-        rank_ones = [1] * ((embeddings.shape.ndims or 2) - 1)
-        if sp_weights is None:
-            weights = ones_like(cast(segment_ids, embeddings.dtype))
-        else:
-            weights = cast(convert_to_tensor(sp_weights.values), embeddings.dtype)
-        weights = reshape(weights, concat([shape(weights), constant(rank_ones, dtypes.int32)], 0))
-        if sp_weights is not None:
-            embeddings = embeddings * weights
-        total = unsorted_segment_sum(embeddings, segment_ids, num_segments)
-        if combiner == "sum":
-            return identity(total, name=scope)
-        if combiner == "mean":
-            return truediv(total, unsorted_segment_sum(weights, segment_ids, num_segments), name=scope)
-        return truediv(total, sqrt(unsorted_segment_sum(square(weights), segment_ids, num_segments)), name=scope)
 
 
 def _dim0(p):

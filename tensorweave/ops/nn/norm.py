@@ -5,13 +5,16 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.api import name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.math.binary import add, multiply, subtract
+from tensorweave.ops.math.unary import rsqrt
 from tensorweave.ops.nn.util import as_str, check_data_format, dims
 from tensorweave.ops.registry import register
 
-__all__ = ["fused_batch_norm"]
+__all__ = ["fused_batch_norm"]   # and batch_norm_with_global_normalization (tf.nn only, below)
 
 
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
@@ -165,3 +168,21 @@ for _t in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"):
     register(_t, _bn_infer, _bn_kernel, grad=_bn_grad)
 for _t in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"):
     register(_t, _bn_grad_infer, _bn_grad_kernel, grad=None)
+
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
+                                         scale_after_normalization=None, name=None, input=None,  # noqa: A002
+                                         mean=None, variance=None):
+    """tf.nn.batch_norm_with_global_normalization(t, m, v, beta, gamma, variance_epsilon,
+    scale_after_normalization, name=None, input=None, mean=None, variance=None): TF1's batch
+    normalization of t with the given (global) mean m and variance v, scaled by gamma only when
+    scale_after_normalization."""
+    t = input if t is None else t
+    m = mean if m is None else m
+    v = variance if v is None else v
+    with name_scope(name, "BatchNormWithGlobalNormalization", [t, m, v, beta, gamma]):
+        t = convert_to_tensor(t, name="t")
+        inv = rsqrt(add(v, variance_epsilon))
+        if scale_after_normalization:
+            inv = multiply(inv, gamma)
+        return add(multiply(subtract(t, m), inv), beta)

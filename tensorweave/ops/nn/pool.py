@@ -208,3 +208,85 @@ def _lrn_grad(op, grad):
 register("LRN", _lrn_infer, _lrn_kernel, grad=_lrn_grad, dtypes=(dtypes.float16, dtypes.float32), dtype_param="input")
 register("LRNGrad", lambda op: [(op.inputs[0].dtype, op.inputs[1].shape.merge_with(op.inputs[0].shape))],
          _lrn_grad_kernel, grad=None)
+
+
+# -- MaxPoolWithArgmax -------------------------------------------------------------------------
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None, name=None,  # noqa: A002,N803
+                         output_dtype=None, include_batch_in_index=False):
+    """tf.nn.max_pool_with_argmax(input, ksize, strides, padding, data_format='NHWC', Targmax=None,
+    name=None, output_dtype=None, include_batch_in_index=False) -> (output, argmax): NHWC max
+    pooling and, for each output, the flattened index ((y * width + x) * channels + c, plus
+    b * height * width * channels with include_batch_in_index) of the first maximum."""
+    if as_str(data_format) != "NHWC":
+        raise ValueError(f"max_pool_with_argmax supports data_format 'NHWC' only, got {data_format!r}")
+    index_dtype = dtypes.as_dtype(output_dtype or Targmax or dtypes.int64)
+    x = convert_to_tensor(input, name="input")
+    attrs = _pool_attrs(ksize, strides, padding, "NHWC", "MaxPoolWithArgmax")
+    attrs.update(T=x.dtype, Targmax=index_dtype, include_batch_in_index=bool(include_batch_in_index))
+    op = make_op("MaxPoolWithArgmax", [x], attrs, name=name or "MaxPoolWithArgmax")
+    return op.outputs[0], op.outputs[1]
+
+
+def _argmax_pool(node, x: np.ndarray) -> tuple:
+    attrs = _node_pool_attrs(node)
+    n, h, w, c = x.shape
+    kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, h, w, node.name)
+    best = np.full((n, oh, ow, c), -np.inf)
+    arg = np.zeros((n, oh, ow, c), np.int64)
+    rows, cols = np.arange(oh) * sh - pt, np.arange(ow) * sw - pl
+    for i in range(kh):
+        for j in range(kw):
+            r, q = rows + i, cols + j
+            ok = ((r >= 0) & (r < h))[:, None] & ((q >= 0) & (q < w))[None, :]
+            vals = x[:, np.clip(r, 0, h - 1)][:, :, np.clip(q, 0, w - 1)]
+            vals = np.where(ok[None, :, :, None], vals, -np.inf)
+            better = vals > best
+            best = np.where(better, vals, best)
+            flat = (np.clip(r, 0, h - 1)[:, None] * w + np.clip(q, 0, w - 1)[None, :])[None, :, :, None] * c \
+                + np.arange(c)
+            arg = np.where(better, flat, arg)
+    if node.attr.get("include_batch_in_index"):
+        arg = arg + (np.arange(n) * h * w * c)[:, None, None, None]
+    return best.astype(x.dtype), arg
+
+
+def _max_pool_argmax_kernel(node, ctx):
+    index_dt = dtypes.as_dtype(node.attr["Targmax"]).as_numpy_dtype
+
+    def run(x):
+        x = np.asarray(x)
+        if x.ndim != 4:
+            raise invalid(node, f"input must be 4-dimensional, got shape {list(x.shape)}")
+        out, arg = _argmax_pool(node, x)
+        return out, arg.astype(index_dt)
+    return run
+
+
+def _max_pool_argmax_infer(op):
+    y = _pool_infer(op)[0]
+    return [y, (op.get_attr("Targmax"), y[1])]
+
+
+def _max_pool_argmax_grad(op, grad, unused_argmax_grad):
+    attrs = {k: op.get_attr(k) for k in ("ksize", "strides", "padding", "include_batch_in_index")}
+    attrs.update(T=grad.dtype, Targmax=op.get_attr("Targmax"))
+    return [make_op("MaxPoolGradWithArgmax", [op.inputs[0], grad, op.outputs[1]], attrs).outputs[0]]
+
+
+def _max_pool_grad_argmax_kernel(node, ctx):
+    with_batch = bool(node.attr.get("include_batch_in_index"))
+
+    def run(x, g, argmax):
+        x, g, argmax = np.asarray(x), np.asarray(g), np.asarray(argmax, np.int64)
+        n = x.shape[0]
+        per_image = int(np.prod(x.shape[1:]))
+        flat = argmax.reshape(n, -1) + (0 if with_batch else (np.arange(n) * per_image)[:, None])
+        out = np.zeros(x.size, g.dtype)
+        np.add.at(out, flat.reshape(-1), g.reshape(-1))
+        return out.reshape(x.shape)
+    return run
+
+
+register("MaxPoolWithArgmax", _max_pool_argmax_infer, _max_pool_argmax_kernel, grad=_max_pool_argmax_grad)
+register("MaxPoolGradWithArgmax", lambda op: [(op.inputs[1].dtype, op.inputs[0].shape)],
+         _max_pool_grad_argmax_kernel, grad=None)

@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant, shape
 
 
@@ -106,3 +107,13 @@ def rank4(shape, what):
     if d is not None and len(d) != 4:
         raise ValueError(f"Shape must be rank 4 but is rank {len(d)} for {what}")
     return d if d is not None else [None] * 4
+
+
+def embedding_params(params) -> list:
+    """Embedding params as a list of shards (a PartitionedVariable gives its parts); plain values
+    (numpy arrays, lists) become constant tensors, as TF converts them (Variables and tensors
+    pass through)."""
+    if hasattr(params, "_get_variable_list"):
+        return list(params._get_variable_list())
+    params = list(params) if isinstance(params, (list, tuple)) else [params]
+    return [p if hasattr(p, "graph") else convert_to_tensor(p, name="params") for p in params]
