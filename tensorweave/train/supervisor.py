@@ -11,6 +11,7 @@ import time
 
 from tensorboard.compat.proto import meta_graph_pb2
 
+from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.ops.control_flow.grouping import group
@@ -25,7 +26,7 @@ from tensorweave.train.saver import Saver
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.training_util import global_step as read_global_step
 
-__all__ = ["Supervisor"]
+__all__ = ["Supervisor", "basic_train_loop"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -255,6 +256,22 @@ class Supervisor:
     StopOnException = stop_on_exception
     WaitForStop = wait_for_stop
     SummaryComputed = summary_computed
+
+
+def basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=""):
+    """tf.train.basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=''):
+    calls train_step_fn(sess, *args, **kwargs) in supervisor.managed_session(master) until the
+    supervisor stops, starting over after an AbortedError (a task of the cluster restarted)."""
+    args = list(args or [])
+    kwargs = dict(kwargs or {})
+    while True:
+        try:
+            with supervisor.managed_session(master) as sess:
+                while not supervisor.should_stop():
+                    train_step_fn(sess, *args, **kwargs)
+            return
+        except errors.AbortedError:
+            continue
 
 
 class _SummaryThread(LooperThread):

@@ -135,3 +135,19 @@ def test_supervisor_reraises_an_error_of_the_block_and_non_chiefs_wait(server):
     with pytest.raises(ValueError, match="inside the block"):
         with sv.managed_session(server.target):
             raise ValueError("inside the block")
+
+
+def test_basic_train_loop_runs_until_stopped_and_starts_over_after_an_aborted_task(tmp_path):
+    step = tf.train.get_or_create_global_step()
+    bump = step.assign_add(1)
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_summaries_secs=0, save_model_secs=0)
+    calls = []
+
+    def train_step(sess, limit):
+        calls.append(int(sess.run(bump)))
+        if len(calls) == 2:
+            raise tf.errors.AbortedError(None, None, "a ps restarted")
+        if calls[-1] >= limit:
+            sv.request_stop()
+    tf.train.basic_train_loop(sv, train_step, args=[4])
+    assert calls == [1, 2, 1, 2, 3, 4]   # after the abort: a new session, initialised again
