@@ -166,7 +166,8 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
     if first is None or stopped is None:
         return {"ok": False, "wall": wall, "workers": ",".join(s for _, s in ended.values())}
     examples = steps * BATCH * (2 if sync else 1)
-    return {"ok": True, "startup": first - start, "train": stopped - first, "examples_per_s": examples / (stopped - first),
+    return {"ok": True, "startup": first - start, "train": stopped - first,
+            "examples_per_s": examples / (stopped - first),
             "wall": wall, "workers": ",".join(s for _, s in ended.values())}
 
 
@@ -216,7 +217,8 @@ def main() -> None:
     if tf_python:
         for mode in ("async", "sync"):
             tw, tf = results[("tensorweave", mode)], results[("tf", mode)]
-            print(f"{mode}: examples/s tensorweave/TF = {median_of(tw, 'examples_per_s') / median_of(tf, 'examples_per_s'):.2f}x, "
+            speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
+            print(f"{mode}: examples/s tensorweave/TF = {speed:.2f}x, "
                   f"wall time tensorweave/TF = {median_of(tw, 'wall') / median_of(tf, 'wall'):.2f}x")
     print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
 

@@ -179,7 +179,8 @@ def test_a_lost_task_recreates_the_session_and_a_lasting_loss_ends_in_bounded_ti
         assert creator.made == 2   # made again after the AbortedError
     assert rec.calls.count("after_create_session") == 2
     monkeypatch.setenv("TENSORWEAVE_RECOVERY_TIMEOUT_S", "0.3")
-    with pytest.raises(tf.errors.UnavailableError, match=r"No session could be created .* \(TENSORWEAVE_RECOVERY_TIMEOUT_S=0.3\)"):
+    with pytest.raises(tf.errors.UnavailableError,
+                       match=r"No session could be created .* \(TENSORWEAVE_RECOVERY_TIMEOUT_S=0.3\)"):
         tf.train.MonitoredSession(session_creator=_FlakyCreator(failures=10 ** 6))
 
 

@@ -207,7 +207,8 @@ def _handle_kernel(cls):
         container = node.attr.get("container") or ""
         shared = node.attr.get("shared_name") or node.name
         shape = node.attr.get("shape")
-        fresh = cls(shared, dtypes_lib.as_dtype(node.attr["dtype"]).name, shape, node.attr.get("reduction_type", "MEAN"))
+        fresh = cls(shared, dtypes_lib.as_dtype(node.attr["dtype"]).name, shape,
+                    node.attr.get("reduction_type", "MEAN"))
         acc = ctx.resources.lookup_or_create(container, shared, lambda: fresh)
         if not isinstance(acc, _Accumulator):
             raise errors.InvalidArgumentError(node, node.name, f"Resource {container}/{shared} is not an accumulator")
