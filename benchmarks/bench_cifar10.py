@@ -28,7 +28,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAINER = os.path.join(REPO, "examples", "cifar10", "cifar10_train.py")
 sys.path.insert(0, REPO)
 
-from tensorweave.cli import THREAD_VARS, threads_per_task  # noqa: E402  (as `tensorweave launch` does)
+from tensorweave.cli import blas_threads_env  # noqa: E402  (as `tensorweave launch` sets them)
 from tensorweave.distributed.cluster import free_ports  # noqa: E402
 
 
@@ -39,8 +39,7 @@ def run_job(python: str, backend: str, steps: int, data_dir: str, batch: int) ->
     train_dir = tempfile.mkdtemp(prefix="bench_cifar10_")
     env = dict(os.environ, CIFAR10_BACKEND=backend, PYTHONUNBUFFERED="1",
                PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    for var in THREAD_VARS:
-        env.setdefault(var, str(threads_per_task(cluster)))
+    env.update(blas_threads_env(sum(len(a) for a in cluster.values())))
     procs = []
     start = time.time()
     for job, addrs in cluster.items():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -45,6 +46,7 @@ def make_parser():
     parser.add_argument("--checkpoint_dir", type=str, default=None)
     parser.add_argument("--save_checkpoint_steps", type=int, default=None)
     parser.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep after each step")
+    parser.add_argument("--verbose", type="bool", default=False, help="log what the sessions do (recoveries, saves)")
     return parser
 
 
@@ -86,6 +88,7 @@ def run_ps(server, cluster_spec, task_index):
         with tf.Session(server.target) as sess:
             sess.run(finished)
     print(json.dumps({"job": "ps", "task": task_index, "done": True}), flush=True)
+    time.sleep(1.0)   # the replies to the last reports are still on their way out
 
 
 def run_worker(flags, server, cluster_spec, task_index):
@@ -120,13 +123,19 @@ def run_worker(flags, server, cluster_spec, task_index):
                 time.sleep(flags.step_delay)
     with tf.Session(server.target) as sess:
         final_step, final_w, final_b, final_loss = sess.run([global_step, w, b, loss])
-        sess.run(report)
+        try:
+            sess.run(report)
+        except tf.errors.UnavailableError:
+            pass   # every worker has reported and the ps has already gone
     print(json.dumps({"job": "worker", "task": task_index, "local_steps": steps, "global_step": int(final_step),
                       "loss": float(final_loss), "w": final_w.ravel().tolist(), "b": float(final_b)}), flush=True)
 
 
 def main(_):
     flags = FLAGS
+    if flags.verbose:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(message)s")
+        logging.getLogger("tensorweave").setLevel(logging.INFO)
     cluster, job_name, task_index = cluster_and_task(flags)
     cluster_spec = tf.train.ClusterSpec(cluster)
     server = tf.train.Server(cluster_spec, job_name=job_name, task_index=task_index)

@@ -109,20 +109,22 @@ def launch_cluster_spec(ps: int, workers: int, chief: int, host: str, port: int)
     return cluster
 
 
-# BLAS and OpenMP thread counts. Each library starts one thread per core by default; with several
-# compute tasks on one machine that oversubscribes the cores, and OpenBLAS's spinning threads then
-# make every task several times slower (torchrun sets OMP_NUM_THREADS=1 for the same reason).
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def threads_per_task(cluster: dict) -> int:
-    """The cores each compute task may use: this machine's cores shared by the non-ps tasks."""
+def blas_threads_env(num_tasks: int) -> dict:
+    """The cores shared out between the tasks, as BLAS thread counts (as torchrun sets
+    OMP_NUM_THREADS): several processes each running a BLAS thread per core on the same cores
+    spend their time spinning against each other (ps training ran 3-4x slower). Nothing is set
+    when the user chose any of these variables."""
+    if any(v in os.environ for v in BLAS_THREAD_VARS):
+        return {}
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    compute = sum(len(addrs) for job, addrs in cluster.items() if job != "ps")
-    return max(1, cores // max(1, compute))
+    per_task = str(max(1, cores // max(1, num_tasks)))
+    return {v: per_task for v in BLAS_THREAD_VARS}
 
 
 def cmd_launch(args) -> int:
@@ -133,6 +135,10 @@ def cmd_launch(args) -> int:
         print("tensorweave launch: the cluster is empty (use --ps/--workers/--chief)", file=sys.stderr)
         return 2
     print(f"tensorweave launch: cluster {json.dumps(cluster)}", file=sys.stderr, flush=True)
+    blas_env = blas_threads_env(sum(len(a) for a in cluster.values()))
+    if blas_env:
+        print(f"tensorweave launch: {next(iter(blas_env.values()))} BLAS/OpenMP thread(s) per task (set "
+              "OMP_NUM_THREADS to choose)", file=sys.stderr, flush=True)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -145,8 +151,7 @@ def cmd_launch(args) -> int:
         for job, addrs in cluster.items():
             for i in range(len(addrs)):
                 env = dict(os.environ)
-                for var in THREAD_VARS:   # several tasks share these cores: do not oversubscribe them
-                    env.setdefault(var, str(threads))
+                env.update(blas_env)
                 env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
                 env["PYTHONUNBUFFERED"] = "1"
                 if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw

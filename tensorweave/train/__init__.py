@@ -16,6 +16,8 @@ from tensorweave.train.scaffold import *  # noqa: F401,F403
 from tensorweave.train.session_manager import *  # noqa: F401,F403
 from tensorweave.train.monitored_session import *  # noqa: F401,F403
 from tensorweave.train.sync_replicas_optimizer import *  # noqa: F401,F403
+from tensorweave.train.supervisor import *  # noqa: F401,F403
+from tensorweave.train.graph_io import *  # noqa: F401,F403
 from tensorweave.distributed.cluster import *  # noqa: F401,F403
 from tensorweave.distributed.server import *  # noqa: F401,F403
 from tensorweave.train.checkpoint_management import *  # noqa: F401,F403

@@ -1,6 +1,7 @@
-"""The hooks TF1 programs pass to MonitoredSession that watch or steer training:
-StopAtStepHook, LoggingTensorHook, StepCounterHook, NanTensorHook, GlobalStepWaiterHook,
-FinalOpsHook, FeedFnHook, ProfilerHook, and their timer SecondOrStepTimer.
+"""The hooks TF1 programs pass to MonitoredSession: StopAtStepHook, CheckpointSaverHook (and
+CheckpointSaverListener), SummarySaverHook, LoggingTensorHook, StepCounterHook, NanTensorHook,
+GlobalStepWaiterHook, FinalOpsHook, FeedFnHook, ProfilerHook, and their timer
+SecondOrStepTimer.
 
 Hooks that read the global step fetch a read of it made once per graph
 (`global_step_read`), created in begin() while the graph can still change.
@@ -13,18 +14,27 @@ import time
 from typing import Optional
 
 import numpy as np
+from tensorboard.compat.proto import meta_graph_pb2
 
 from tensorweave.client.timeline import Timeline
-from tensorweave.framework import errors
+from tensorweave.framework import dtypes, errors
 from tensorweave.framework.config import RunOptions
+from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.ops.checkpoint.bundle import write_atomically
+from tensorweave.summary.graph_proto import graph_def_proto
+from tensorweave.summary.summary import Summary
+from tensorweave.summary.writer import FileWriterCache, SessionLog
+from tensorweave.train.graph_io import write_graph
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunHook
 from tensorweave.train.training_util import get_global_step
 
-__all__ = ["SecondOrStepTimer", "StopAtStepHook", "LoggingTensorHook", "StepCounterHook", "NanLossDuringTrainingError",
-           "NanTensorHook", "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "ProfilerHook"]
+__all__ = ["SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverListener", "CheckpointSaverHook", "SummarySaverHook",
+           "LoggingTensorHook", "StepCounterHook", "NanLossDuringTrainingError", "NanTensorHook",
+           "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "ProfilerHook", "SummaryWriterCache"]
 
 _log = logging.getLogger("tensorweave")
+SummaryWriterCache = FileWriterCache   # tf.train.SummaryWriterCache: one FileWriter per directory
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 
 
@@ -54,20 +64,28 @@ def _require_global_step(hook_name: str) -> Tensor:
 
 
 def _as_graph_element(obj):
-    """A tensor (or op) from a tensor, an op, a variable or a name (':0' optional)."""
+    """A tensor (or op) from a tensor, an op, a variable or a name (':0' optional). The name of
+    a variable means its value, as in TF1 (not its resource handle)."""
     graph = get_default_graph()
     if not isinstance(obj, str):
         if not isinstance(obj, (Tensor, Operation)) and hasattr(obj, "_as_graph_element"):
             return obj._as_graph_element()
         return obj
     if ":" in obj:
-        return graph.as_graph_element(obj)
-    el = graph.as_graph_element(obj + ":0")
-    try:
-        graph.as_graph_element(obj + ":1")
-    except (KeyError, ValueError):
-        return el
-    raise ValueError(f"Name {obj} is ambiguous, as this `Operation` has multiple outputs (at least 2).")
+        el = graph.as_graph_element(obj)
+    else:
+        el = graph.as_graph_element(obj + ":0")
+        try:
+            graph.as_graph_element(obj + ":1")
+        except (KeyError, ValueError):
+            pass
+        else:
+            raise ValueError(f"Name {obj} is ambiguous, as this `Operation` has multiple outputs (at least 2).")
+    if isinstance(el, Tensor) and el.dtype == dtypes.resource:
+        for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + graph.get_collection(GraphKeys.LOCAL_VARIABLES):
+            if getattr(v, "handle", None) is el:
+                return v._as_graph_element()
+    return el
 
 
 # -- timers ---------------------------------------------------------------------------------------
@@ -217,6 +235,162 @@ class GlobalStepWaiterHook(SessionRunHook):
             time.sleep(0.1)
 
 
+# -- saving ---------------------------------------------------------------------------------------
+class CheckpointSaverListener:
+    """tf.train.CheckpointSaverListener: called by CheckpointSaverHook around each save
+    (after_save may return True to stop training)."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """tf.train.CheckpointSaverHook(checkpoint_dir, save_secs=None, save_steps=None, saver=None,
+    checkpoint_basename='model.ckpt', scaffold=None, listeners=None, save_graph_def=True): saves
+    a checkpoint when the session is created, every save_secs seconds or save_steps steps, and
+    at the end."""
+
+    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None, checkpoint_basename="model.ckpt",
+                 scaffold=None, listeners=None, save_graph_def=True):
+        if saver is not None and scaffold is not None:
+            raise ValueError("You cannot provide both saver and scaffold.")
+        self._saver = saver
+        self._checkpoint_dir = checkpoint_dir
+        self._save_path = os.path.join(checkpoint_dir, checkpoint_basename)
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._listeners = listeners or []
+        self._steps_per_run = 1
+        self._save_graph_def = save_graph_def
+
+    def begin(self):
+        self._summary_writer = SummaryWriterCache.get(self._checkpoint_dir)
+        self._global_step_tensor = _require_global_step("CheckpointSaverHook")
+        for listener in self._listeners:
+            listener.begin()
+
+    def after_create_session(self, session, coord):
+        global_step = session.run(self._global_step_tensor)
+        if self._save_graph_def:
+            # (here, not in begin: other hooks may still add ops in begin)
+            graph = get_default_graph()
+            write_graph(graph, self._checkpoint_dir, "graph.pbtxt")
+            self._summary_writer.add_graph(graph)
+            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def_proto(graph)))
+        self._save(session, global_step)   # the state at step `global_step`
+        self._timer.update_last_triggered_step(global_step)
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._global_step_tensor)
+
+    def after_run(self, run_context, run_values):
+        if self._timer.should_trigger_for_step(run_values.results + self._steps_per_run):
+            global_step = run_context.session.run(self._global_step_tensor)
+            if self._timer.should_trigger_for_step(global_step):
+                self._timer.update_last_triggered_step(global_step)
+                if self._save(run_context.session, global_step):
+                    run_context.request_stop()
+
+    def end(self, session):
+        last_step = session.run(self._global_step_tensor)
+        if last_step != self._timer.last_triggered_step():
+            self._save(session, last_step)
+        for listener in self._listeners:
+            listener.end(session, last_step)
+
+    def _save(self, session, step) -> bool:
+        """Saves a checkpoint at `step`; whether a listener asked to stop."""
+        _log.info("Saving checkpoints for %d into %s.", step, self._save_path)
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        self._get_saver().save(session, self._save_path, global_step=step, write_meta_graph=self._save_graph_def)
+        self._summary_writer.add_session_log(SessionLog(status=SessionLog.CHECKPOINT,
+                                                        checkpoint_path=self._save_path), step)
+        should_stop = False
+        for listener in self._listeners:
+            if listener.after_save(session, step):
+                _log.info("A CheckpointSaverListener requested that training be stopped. listener: %s", listener)
+                should_stop = True
+        return should_stop
+
+    def _get_saver(self):
+        if self._saver is not None:
+            return self._saver
+        if self._scaffold is not None:
+            return self._scaffold.saver
+        savers = get_default_graph().get_collection(GraphKeys.SAVERS)
+        if not savers:
+            raise RuntimeError(f"No items in collection {GraphKeys.SAVERS}. Please add a saver to the collection or "
+                               "provide a saver or scaffold.")
+        if len(savers) > 1:
+            raise RuntimeError(f"More than one item in collection {GraphKeys.SAVERS}. Please indicate which one to "
+                               "use by passing it to the constructor.")
+        self._saver = savers[0]
+        return self._saver
+
+
+class SummarySaverHook(SessionRunHook):
+    """tf.train.SummarySaverHook(save_steps=None, save_secs=None, output_dir=None,
+    summary_writer=None, scaffold=None, summary_op=None): evaluates the summary op every
+    save_steps steps (or save_secs seconds) and writes it to an event file."""
+
+    def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None, scaffold=None,
+                 summary_op=None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op = summary_op
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = SummaryWriterCache.get(self._output_dir)
+        self._next_step = None
+        self._global_step_tensor = _require_global_step("SummarySaverHook")
+
+    def before_run(self, run_context):
+        self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(self._next_step)
+        requests = {"global_step": self._global_step_tensor}
+        if self._request_summary and self._get_summary_op() is not None:
+            requests["summary"] = self._get_summary_op()
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context, run_values):
+        if not self._summary_writer:
+            return
+        global_step = run_values.results["global_step"] + 1
+        if self._next_step is None or self._request_summary:
+            global_step = run_context.session.run(self._global_step_tensor)
+        if self._next_step is None:
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START), global_step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            for summary in run_values.results.get("summary", ()):
+                self._summary_writer.add_summary(summary, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session=None):
+        if self._summary_writer:
+            self._summary_writer.flush()
+
+    def _get_summary_op(self):
+        op = self._summary_op if self._summary_op is not None else self._scaffold.summary_op
+        if op is None:
+            return None
+        return op if isinstance(op, list) else [op]
+
+
 # -- watching -------------------------------------------------------------------------------------
 class LoggingTensorHook(SessionRunHook):
     """tf.train.LoggingTensorHook(tensors, every_n_iter=None, every_n_secs=None, at_end=False,
@@ -285,7 +459,8 @@ class StepCounterHook(SessionRunHook):
         self._warned = 0
 
     def begin(self):
-        # TODO(i9): SummaryWriterCache.get(self._output_dir) when there is no summary_writer
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = SummaryWriterCache.get(self._output_dir)
         self._global_step_tensor = _require_global_step("StepCounterHook")
         self._summary_tag = get_global_step().op.name + "/sec"
 
@@ -313,8 +488,8 @@ class StepCounterHook(SessionRunHook):
         self._last_global_step = stale
 
 
-def _scalar_summary(tag: str, value: float):  # TODO(i9): tf.Summary(value=[tf.Summary.Value(tag, simple_value)])
-    return {"tag": tag, "simple_value": value}
+def _scalar_summary(tag: str, value: float) -> Summary:
+    return Summary(value=[Summary.Value(tag=tag, simple_value=value)])
 
 
 class FinalOpsHook(SessionRunHook):
@@ -358,6 +533,7 @@ class ProfilerHook(SessionRunHook):
     def __init__(self, save_steps=None, save_secs=None, output_dir="", show_dataflow=True, show_memory=False):
         self._output_file = os.path.join(output_dir, "timeline-{}.json")
         self._output_dir = output_dir
+        self._file_writer = SummaryWriterCache.get(output_dir)
         self._show_dataflow = show_dataflow
         self._show_memory = show_memory
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
@@ -380,15 +556,17 @@ class ProfilerHook(SessionRunHook):
             global_step = run_context.session.run(self._global_step_tensor)
             self._timer.update_last_triggered_step(global_step)
             self._save(global_step, self._output_file.format(global_step), run_values.run_metadata.step_stats)
+            self._file_writer.add_run_metadata(run_values.run_metadata, f"step_{global_step}")
         self._next_step = global_step + 1
 
     def _save(self, step: int, path: str, step_stats) -> None:
         _log.info("Saving timeline for %d into '%s'.", step, path)
-        if self._output_dir:
-            os.makedirs(self._output_dir, exist_ok=True)
         trace = Timeline(step_stats).generate_chrome_trace_format(show_dataflow=self._show_dataflow,
                                                                   show_memory=self._show_memory)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(trace)
-        os.replace(tmp, path)
+        if self._output_dir:
+            os.makedirs(self._output_dir, exist_ok=True)
+
+        def write(tmp: str) -> None:
+            with open(tmp, "w") as f:
+                f.write(trace)
+        write_atomically(path, write)

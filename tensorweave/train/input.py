@@ -3,7 +3,7 @@
 limit_epochs) and batchers that gather examples into batches through a queue (batch,
 maybe_batch, batch_join, shuffle_batch, shuffle_batch_join and their maybe_ forms). Each
 adds a QueueRunner to the graph's QUEUE_RUNNERS collection: tf.train.start_queue_runners (or
-a MonitoredSession) runs them.
+a MonitoredSession) runs them, and a scalar summary of how full its queue is.
 """
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from tensorweave.ops.control_flow.cond import cond
 from tensorweave.ops.control_flow.grouping import no_op
 from tensorweave.ops.data_flow.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tensorweave.ops.debugging.printing import Assert
-from tensorweave.ops.math.binary import greater
+from tensorweave.ops.math.binary import greater, maximum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import random_shuffle
 from tensorweave.ops.state.variables import Variable
+from tensorweave.summary.summary import scalar
 from tensorweave.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer", "slice_input_producer",
@@ -69,6 +70,8 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
                       shared_name=shared_name, name=name)
         enq = q.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(q, [enq], cancel_op=cancel_op))
+        if summary_name is not None:
+            scalar(summary_name, cast(q.size(), dtypes.float32) * (1.0 / capacity))
         return q
 
 
@@ -202,7 +205,7 @@ def _enqueue_ops(queue, tensor_list_list: list, copies: int, enqueue_many: bool,
 
 
 def _batch(tensors_list, batch_size, keep_input, copies, capacity, enqueue_many, shapes, make_queue,
-           allow_smaller_final_batch, name, default_name):
+           allow_smaller_final_batch, name, default_name, min_after_dequeue=None):
     tensor_list_list = _as_tensor_list_list(tensors_list)
     flat = list(itertools.chain.from_iterable(tensor_list_list))
     with name_scope(name, default_name, flat + [keep_input]) as scope:
@@ -212,6 +215,12 @@ def _batch(tensors_list, batch_size, keep_input, copies, capacity, enqueue_many,
         shapes = _shapes(tensor_list_list, shapes, enqueue_many)
         queue = make_queue(types, shapes)
         add_queue_runner(QueueRunner(queue, _enqueue_ops(queue, tensor_list_list, copies, enqueue_many, keep_input)))
+        if min_after_dequeue is None:   # how full the queue is, as TF reports it
+            scalar(f"fraction_of_{capacity}_full", cast(queue.size(), dtypes.float32) * (1.0 / capacity))
+        else:
+            room = capacity - min_after_dequeue
+            scalar(f"fraction_over_{min_after_dequeue}_of_{room}_full",
+                   cast(maximum(0, queue.size() - min_after_dequeue), dtypes.float32) * (1.0 / room))
         if allow_smaller_final_batch:
             dequeued = queue.dequeue_up_to(batch_size, name=scope)
         else:
@@ -277,7 +286,7 @@ def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_i
     """tf.train.maybe_shuffle_batch(...)."""
     return _batch([tensors], batch_size, keep_input, num_threads, capacity, enqueue_many, shapes,
                   _shuffling(capacity, min_after_dequeue, seed, shared_name), allow_smaller_final_batch, name,
-                  "shuffle_batch")
+                  "shuffle_batch", min_after_dequeue)
 
 
 def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None, enqueue_many=False,
@@ -293,4 +302,4 @@ def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_deque
     """tf.train.maybe_shuffle_batch_join(...)."""
     return _batch(tensors_list, batch_size, keep_input, 1, capacity, enqueue_many, shapes,
                   _shuffling(capacity, min_after_dequeue, seed, shared_name), allow_smaller_final_batch, name,
-                  "shuffle_batch_join")
+                  "shuffle_batch_join", min_after_dequeue)

@@ -30,7 +30,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.config import RunMetadata, RunOptions
 from tensorweave.framework.graph import get_default_graph
-from tensorweave.train.basic_session_run_hooks import StepCounterHook
+from tensorweave.train.basic_session_run_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from tensorweave.train.coordinator import Coordinator
 from tensorweave.train.queue_runner import start_queue_runners
 from tensorweave.train.scaffold import Scaffold
@@ -512,7 +512,14 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir and log_step_count_steps and log_step_count_steps > 0:
         all_hooks.append(StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps))
-    # TODO(i9): SummarySaverHook (save_summaries_*) and CheckpointSaverHook (save_checkpoint_*)
+    if summary_dir and ((save_summaries_steps and save_summaries_steps > 0)
+                        or (save_summaries_secs and save_summaries_secs > 0)):
+        all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                          save_secs=save_summaries_secs, output_dir=summary_dir))
+    if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0)
+                           or (save_checkpoint_steps and save_checkpoint_steps > 0)):
+        all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
+                                             save_secs=save_checkpoint_secs, scaffold=scaffold))
     all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
 

@@ -10,6 +10,8 @@ from tensorweave.client.session import BaseSession
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph, get_default_session
+from tensorweave.framework.importer import prefixed
+from tensorweave.train.meta_graph import register_proto_function
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -28,7 +30,15 @@ class QueueRunner:
     wait on a full queue. Other errors are reported to the coordinator."""
 
     def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None):
+                 queue_closed_exception_types=None, queue_runner_def=None, import_scope=None):
+        self._lock = threading.Lock()
+        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._exceptions_raised: list = []
+        if queue_runner_def is not None:
+            if queue or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            self._init_from_def(queue_runner_def, import_scope)
+            return
         if not queue or not enqueue_ops:
             raise ValueError("Must provide queue and enqueue_ops.")
         if queue_closed_exception_types is not None:
@@ -42,9 +52,37 @@ class QueueRunner:
         self._close_op = close_op if close_op is not None else queue.close()
         self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
         self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
-        self._lock = threading.Lock()
-        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._exceptions_raised: list = []
+
+    def _init_from_def(self, d: dict, import_scope) -> None:
+        g = get_default_graph()
+
+        def element(name):
+            return g.as_graph_element(prefixed(name, import_scope))
+        self._queue = element(d["queue_name"])
+        self._enqueue_ops = [element(n) for n in d["enqueue_op_name"]]
+        self._close_op = element(d["close_op_name"])
+        self._cancel_op = element(d["cancel_op_name"])
+        self._queue_closed_exception_types = tuple(
+            errors.exception_type_from_error_code(c) for c in d.get("queue_closed_exception_types", ())) or (
+            errors.OutOfRangeError,)
+
+    def to_proto(self, export_scope=None):
+        """This runner as plain data naming its queue and ops (TF's QueueRunnerDef fields), or
+        None when its queue is outside export_scope."""
+        if export_scope and not self.name.startswith(export_scope + "/"):
+            return None
+
+        def strip(name: str) -> str:
+            return name[len(export_scope) + 1:] if export_scope else name
+        return {"queue_name": strip(self.name), "enqueue_op_name": [strip(op.name) for op in self._enqueue_ops],
+                "close_op_name": strip(self._close_op.name), "cancel_op_name": strip(self._cancel_op.name),
+                "queue_closed_exception_types": [errors.error_code_from_exception_type(c)
+                                                 for c in self._queue_closed_exception_types]}
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None) -> "QueueRunner":
+        """The QueueRunner that to_proto described, over the ops of the default graph."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
     queue = property(lambda self: self._queue)
     enqueue_ops = property(lambda self: self._enqueue_ops)
@@ -129,6 +167,10 @@ class QueueRunner:
             if start:
                 t.start()
         return threads
+
+
+register_proto_function(GraphKeys.QUEUE_RUNNERS, lambda qr, scope: qr.to_proto(scope),
+                        lambda data, scope: QueueRunner.from_proto(data, scope))
 
 
 def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS) -> None:

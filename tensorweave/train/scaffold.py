@@ -11,21 +11,27 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.ops.control_flow.grouping import group
 from tensorweave.ops.state.variables import (global_variables, global_variables_initializer,
                                              local_variables_initializer, report_uninitialized_variables)
+from tensorweave.summary.summary import merge_all
+from tensorweave.train.saver import Saver
 
 __all__ = ["Scaffold"]
 
 _log = logging.getLogger("tensorweave")
 
 
-def default_saver():  # TODO(i9): Saver(sharded=True, allow_empty=True) once issue 9 is merged
-    savers = get_default_graph().get_collection(GraphKeys.SAVERS)
-    if len(savers) > 1:
-        raise RuntimeError("More than one item in the Saver collection: pass the saver to use to the Scaffold")
-    return savers[0] if savers else None
-
-
-def default_summary_op():  # TODO(i9): tf.summary.merge_all once issue 9 is merged
-    return None
+def default_saver() -> Saver:
+    """The graph's one Saver (SAVERS collection), or a new sharded one added to it: each ps
+    task then writes its own shard of every checkpoint."""
+    g = get_default_graph()
+    savers = g.get_collection(GraphKeys.SAVERS)
+    if savers:
+        if len(savers) > 1:
+            raise RuntimeError(f"More than one item in collection {GraphKeys.SAVERS}. Please indicate which one to "
+                               "use by passing it to the constructor.")
+        return savers[0]
+    saver = Saver(sharded=True, allow_empty=True)
+    g.add_to_collection(GraphKeys.SAVERS, saver)
+    return saver
 
 
 class Scaffold:
@@ -36,7 +42,8 @@ class Scaffold:
     init_fn is called as init_fn(scaffold, session) after init_op. Ops not given are taken from
     the graph's collections (INIT_OP, READY_OP, ...) or built: init_op initialises the global
     variables, ready_op reports every uninitialised variable, ready_for_local_init_op the
-    uninitialised global ones, local_init_op initialises the local variables."""
+    uninitialised global ones, local_init_op initialises the local variables, summary_op merges
+    the SUMMARIES collection and saver is the graph's Saver (a sharded one by default)."""
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None, ready_for_local_init_op=None,
                  local_init_op=None, summary_op=None, saver=None, copy_from_scaffold=None,
@@ -81,11 +88,10 @@ class Scaffold:
             self._local_init_op = Scaffold.get_or_default("local_init_op", GraphKeys.LOCAL_INIT_OP,
                                                           Scaffold.default_local_init_op)
         if self._summary_op is None:
-            self._summary_op = Scaffold.get_or_default("summary_op", GraphKeys.SUMMARY_OP, default_summary_op)
+            self._summary_op = Scaffold.get_or_default("summary_op", GraphKeys.SUMMARY_OP, merge_all)
         if self._saver is None:
             self._saver = default_saver()
-        if self._saver is not None and hasattr(self._saver, "build"):
-            self._saver.build()
+        self._saver.build()
         get_default_graph().finalize()
         _log.info("Graph was finalized.")
         return self

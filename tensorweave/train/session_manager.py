@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework import errors
 from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.train.checkpoint_management import get_checkpoint_state
 
 __all__ = ["SessionManager"]
 
@@ -133,13 +133,13 @@ class SessionManager:
                 return sess, True
             deadline = time.monotonic() + max_wait_secs
             backoff = Backoff(self._poll_cap())
-            ckpt = checkpoint_state(checkpoint_dir)
+            ckpt = get_checkpoint_state(checkpoint_dir)
             while not ckpt or not ckpt.model_checkpoint_path:
                 if not wait_for_checkpoint or time.monotonic() >= deadline:
                     return sess, False
                 _log.info("Waiting for checkpoint to be available.")
                 time.sleep(backoff.next())
-                ckpt = checkpoint_state(checkpoint_dir)
+                ckpt = get_checkpoint_state(checkpoint_dir)
             saver.restore(sess, ckpt.model_checkpoint_path)
             saver.recover_last_checkpoints(ckpt.all_model_checkpoint_paths)
             return sess, True
@@ -244,10 +244,6 @@ class SessionManager:
         sess.run(self._local_init_op, feed_dict=self._local_init_feed_dict, options=self._local_init_run_options)
         _log.info("Done running local_init_op.")
         return True, None
-
-
-def checkpoint_state(checkpoint_dir):  # TODO(i9): issue 9's get_checkpoint_state once merged
-    return None
 
 
 def _safe_close(sess) -> None:

@@ -35,6 +35,7 @@ class TrainerCluster:
         self.env["PYTHONPATH"] = REPO + os.pathsep + self.env.get("PYTHONPATH", "")
         self.env.pop("TF_CONFIG", None)
         self.env["TENSORWEAVE_CONNECT_TIMEOUT_S"] = "20"
+        self.env["PYTHONFAULTHANDLER"] = "1"   # a task that hangs is SIGABRTed: its threads' stacks are kept
         self.env.update(env or {})
         self.procs: dict = {}
         self.outputs: dict = {}   # (job, index) -> list of (stdout file, stderr file), one per start
@@ -67,7 +68,18 @@ class TrainerCluster:
             p.wait(10)
 
     def wait(self, job: str, index: int, timeout: float = 60) -> int:
-        return self.procs[(job, index)].wait(timeout)
+        """The task's exit code; AssertionError (with its threads' stacks) when it hangs."""
+        p = self.procs[(job, index)]
+        try:
+            return p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGABRT)   # faulthandler prints every thread's stack
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise AssertionError(f"/job:{job}/task:{index} did not exit within {timeout} s:\n"
+                                 + self.stderr(job, index)[-8000:]) from None
 
     def alive(self, job: str, index: int) -> bool:
         return self.procs[(job, index)].poll() is None

@@ -153,7 +153,7 @@ def test_close_releases_a_blocked_dequeue_with_out_of_range():
 
 def test_pending_enqueues_continue_after_close_unless_cancelled():
     q = tf.FIFOQueue(1, tf.int32, shapes=[()])
-    enq2, enq3, deq = q.enqueue(2), q.enqueue(3), q.dequeue()
+    enq2, deq = q.enqueue(2), q.dequeue()
     with tf.Session() as s:
         s.run(q.enqueue(1))
         t, box = _in_thread(lambda: s.run(enq2))

@@ -111,3 +111,18 @@ def test_dynamic_pad_pads_variable_length_examples():
     got = _drain(b)
     np.testing.assert_array_equal(got[0], [[0, 0], [0, 1]])
     np.testing.assert_array_equal(got[1], [[0, 1, 2, 0], [0, 1, 2, 3]])
+
+
+def test_queues_report_how_full_they_are_under_tfs_summary_names():
+    x = tf.constant([1.0, 2.0])
+    tf.train.batch([x], 5, capacity=10)
+    tf.train.shuffle_batch([x], 5, capacity=20, min_after_dequeue=10)
+    tf.train.string_input_producer(["a"])
+    summaries = tf.get_collection(tf.GraphKeys.SUMMARIES)
+    assert [s.op.name for s in summaries] == ["batch/fraction_of_10_full", "shuffle_batch/fraction_over_10_of_10_full",
+                                              "input_producer/fraction_of_32_full"]
+    with tf.Session() as s:
+        s.run(tf.get_default_graph().get_operation_by_name("batch/fifo_queue_enqueue"))   # one example in
+        proto = tf.Summary()
+        proto.ParseFromString(s.run(summaries[0]))
+    assert proto.value[0].tag == "batch/fraction_of_10_full" and abs(proto.value[0].simple_value - 0.1) < 1e-7

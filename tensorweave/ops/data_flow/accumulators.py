@@ -41,6 +41,10 @@ class _Accumulator(Waitable):
         self.name = name
         self.dtype = dtype
         self.np_dtype = dtypes_lib.as_dtype(dtype).as_numpy_dtype
+        # Sums are kept wider than the gradients: n equal gradients then sum exactly to n times
+        # one of them, so their mean is that gradient bit for bit (replicas on identical data
+        # give exactly plain gradient descent's numbers, however many gradients a take finds).
+        self.sum_dtype = np.longdouble if np.dtype(self.np_dtype) == np.float64 else np.float64
         self.shape = None if shape is None else tuple(shape)
         self.reduction = reduction
         self.global_step = 0
@@ -118,7 +122,7 @@ class DenseAccumulator(_Accumulator):
         g = np.asarray(grad, dtype=self.np_dtype)
         self._check_shape(node, g.shape)
         if self._sum is None or self.counter == 0:
-            self._sum = g.copy()
+            self._sum = g.astype(self.sum_dtype)
             return
         if self._sum.shape != g.shape:
             raise errors.InvalidArgumentError(
@@ -129,8 +133,8 @@ class DenseAccumulator(_Accumulator):
     def _result(self, node) -> np.ndarray:
         total, self._sum = self._sum, None
         if self.reduction == "MEAN":
-            return np.asarray(total / self.counter).astype(self.np_dtype, copy=False)
-        return total
+            total = total / self.counter
+        return np.asarray(total).astype(self.np_dtype)
 
 
 class SparseAccumulator(_Accumulator):
@@ -168,13 +172,14 @@ class SparseAccumulator(_Accumulator):
         # Rows of one gradient with the same index are one row (summed), counted once.
         uniq, pos = np.unique(idx, return_inverse=True)
         rows = np.zeros((uniq.shape[0],) + vals.shape[1:], self.np_dtype)
-        np.add.at(rows, pos, vals)
+        np.add.at(rows, pos, vals)   # (in the gradient's dtype, as plain gradient descent sums them)
+        rows = rows.astype(self.sum_dtype)
         if self.counter == 0 or self._values is None:
             self._indices, self._values, self._counts = uniq, rows, np.ones(uniq.shape, np.int64)
             return
         all_idx = np.concatenate([self._indices, uniq])
         merged, pos = np.unique(all_idx, return_inverse=True)
-        values = np.zeros((merged.shape[0],) + vals.shape[1:], self.np_dtype)
+        values = np.zeros((merged.shape[0],) + vals.shape[1:], self.sum_dtype)
         np.add.at(values, pos, np.concatenate([self._values, rows]))
         counts = np.zeros(merged.shape, np.int64)
         np.add.at(counts, pos, np.concatenate([self._counts, np.ones(uniq.shape, np.int64)]))
@@ -184,8 +189,8 @@ class SparseAccumulator(_Accumulator):
         indices, values, counts = self._indices, self._values, self._counts
         self._values = None
         if self.reduction == "MEAN":
-            scale = counts.reshape((-1,) + (1,) * (values.ndim - 1))
-            values = np.asarray(values / scale).astype(self.np_dtype, copy=False)
+            values = values / counts.reshape((-1,) + (1,) * (values.ndim - 1))
+        values = np.asarray(values).astype(self.np_dtype)
         if self._dense_shape is not None:
             shape = self._dense_shape
         elif self.shape is not None and None not in self.shape:
@@ -202,7 +207,8 @@ def _handle_kernel(cls):
         container = node.attr.get("container") or ""
         shared = node.attr.get("shared_name") or node.name
         shape = node.attr.get("shape")
-        fresh = cls(shared, dtypes_lib.as_dtype(node.attr["dtype"]).name, shape, node.attr.get("reduction_type", "MEAN"))
+        fresh = cls(shared, dtypes_lib.as_dtype(node.attr["dtype"]).name, shape,
+                    node.attr.get("reduction_type", "MEAN"))
         acc = ctx.resources.lookup_or_create(container, shared, lambda: fresh)
         if not isinstance(acc, _Accumulator):
             raise errors.InvalidArgumentError(node, node.name, f"Resource {container}/{shared} is not an accumulator")
