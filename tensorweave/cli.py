@@ -146,7 +146,6 @@ def cmd_launch(args) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     tasks: list = []
-    threads = threads_per_task(cluster)
     try:
         for job, addrs in cluster.items():
             for i in range(len(addrs)):
