@@ -78,14 +78,14 @@ def _resize_bilinear(img: np.ndarray, size: int) -> np.ndarray:
 
 def _render(glyph: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
     """One 8x8 digit as a 32x32x3 uint8 image: random size, position near the centre, colours."""
-    size = rng.randint(15, 21)
+    size = rng.randint(13, 19)   # with the jitter below the digit stays inside the central 24x24 crop
     alpha = _resize_bilinear(glyph / 16.0, size)[:, :, None]
     background, foreground = rng.uniform(0, 255, 3), rng.uniform(0, 255, 3)
     while np.abs(background - foreground).sum() < 180:      # keep the digit visible
         foreground = rng.uniform(0, 255, 3)
     canvas = np.broadcast_to(background, (HEIGHT, WIDTH, DEPTH)).copy()
-    top = (HEIGHT - size) // 2 + rng.randint(-3, 4)
-    left = (WIDTH - size) // 2 + rng.randint(-3, 4)
+    top = (HEIGHT - size) // 2 + rng.randint(-2, 3)
+    left = (WIDTH - size) // 2 + rng.randint(-2, 3)
     patch = canvas[top:top + size, left:left + size]
     canvas[top:top + size, left:left + size] = patch * (1 - alpha) + foreground * alpha
     canvas += rng.normal(0, 6, canvas.shape)
@@ -96,7 +96,7 @@ def _write_batch(path: str, images: np.ndarray, labels: np.ndarray) -> None:
     records = np.empty((len(labels), RECORD_BYTES), np.uint8)
     records[:, 0] = labels
     records[:, 1:] = images.transpose(0, 3, 1, 2).reshape(len(labels), -1)   # R, G, B planes
-    tmp = path + ".tmp"
+    tmp = f"{path}.{os.getpid()}.tmp"   # every worker may write the (identical) files at once
     records.tofile(tmp)
     os.replace(tmp, path)
 
@@ -107,6 +107,7 @@ def write_embedded_dataset(data_dir: str, per_train_file: int = 6000, test_recor
     each record a fresh random rendering."""
     from sklearn.datasets import load_digits   # the examples extra installs scikit-learn
     digits = load_digits()
+    os.makedirs(data_dir, exist_ok=True)
     rng = np.random.RandomState(seed)
     order = rng.permutation(len(digits.target))
     test_ids, train_ids = order[:360], order[360:]
@@ -114,9 +115,11 @@ def write_embedded_dataset(data_dir: str, per_train_file: int = 6000, test_recor
         pick = rng.choice(ids, n)
         images = np.stack([_render(digits.images[i], rng) for i in pick])
         _write_batch(os.path.join(data_dir, name), images, digits.target[pick].astype(np.uint8))
-    with open(os.path.join(data_dir, EMBEDDED_MARKER), "w") as f:
+    marker = os.path.join(data_dir, EMBEDDED_MARKER)
+    with open(f"{marker}.{os.getpid()}.tmp", "w") as f:
         f.write("These files are not CIFAR-10: they are scikit-learn's 8x8 digits drawn as 32x32 colour "
                 "images in CIFAR-10's binary format, written by examples/cifar10/cifar10_input.py.\n")
+    os.replace(f"{marker}.{os.getpid()}.tmp", marker)
 
 
 def num_records(filenames) -> int:

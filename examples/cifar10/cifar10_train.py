@@ -30,7 +30,7 @@ tf.app.flags.DEFINE_string("data_dir", "/tmp/cifar10_data", "CIFAR-10 binary bat
 tf.app.flags.DEFINE_boolean("download", False, "download CIFAR-10 instead of using the embedded stand-in")
 tf.app.flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "checkpoints and event files")
 tf.app.flags.DEFINE_integer("batch_size", 64, "examples per batch and worker")
-tf.app.flags.DEFINE_integer("max_steps", 3000, "global steps to train for")
+tf.app.flags.DEFINE_integer("max_steps", 3600, "global steps to train for")
 tf.app.flags.DEFINE_integer("log_frequency", 20, "global steps between progress lines")
 tf.app.flags.DEFINE_boolean("sync_replicas", False, "aggregate the workers' gradients each step")
 tf.app.flags.DEFINE_string("model", "tutorial", "tutorial or xception")
@@ -54,9 +54,9 @@ class ProgressHook(tf.train.SessionRunHook):
     """The chief's progress line (step, examples/s, loss, ETA): redrawn in place on a terminal,
     one plain line per report otherwise (so a log file keeps them all)."""
 
-    def __init__(self, loss, global_step, batch_size: int, workers: int, max_steps: int, every: int):
+    def __init__(self, loss, global_step, examples_per_step: int, max_steps: int, every: int):
         self._fetches = {"loss": loss, "step": global_step}
-        self._examples_per_step = batch_size * workers
+        self._examples_per_step = examples_per_step
         self._max_steps, self._every = max_steps, every
         self._redraw = sys.stdout.isatty() or os.environ.get("TENSORWEAVE_TTY") == "1"
 
@@ -101,8 +101,9 @@ def build(num_workers: int, is_chief: bool):
     if sync_opt is not None:
         hooks.append(sync_opt.make_session_run_hook(is_chief))
     if is_chief:
-        hooks.append(ProgressHook(loss, global_step, FLAGS.batch_size, num_workers, FLAGS.max_steps,
-                                  FLAGS.log_frequency))
+        # a global step is one worker's batch, or (sync) one batch from each worker
+        examples_per_step = FLAGS.batch_size * (num_workers if sync else 1)
+        hooks.append(ProgressHook(loss, global_step, examples_per_step, FLAGS.max_steps, FLAGS.log_frequency))
     return train_op, hooks
 
 

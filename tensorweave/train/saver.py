@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
-from tensorweave.framework.api import name_scope
+from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.ops.array.concat import stack
@@ -30,7 +30,7 @@ from tensorweave.ops.control_flow.grouping import group
 from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
                                                      remove_checkpoint, update_checkpoint_state_internal)
 from tensorweave.train.meta_graph import (MetaGraphDef, SaverDef, export_scoped_meta_graph,
-                                          import_scoped_meta_graph, read_meta_graph_file)
+                                          import_scoped_meta_graph, read_meta_graph_file, register_proto_function)
 from tensorweave.train.saveable import SaveableObject, SaveSpec, all_saveable_objects, validate_and_slice_inputs
 from tensorweave.train.training_util import global_step as _global_step_value
 
@@ -399,6 +399,16 @@ def _wrap_restore_error(err, verbiage: str):
            f"ensure that you have not altered the graph expected based on the checkpoint. Original error:\n\n"
            f"{err.message}")
     return type(err)(err.node_def, err.op, msg)
+
+
+def _saver_to_data(saver: "Saver", export_scope) -> Optional[dict]:
+    saver_def = saver.to_proto(export_scope)
+    return None if saver_def is None else saver_def.to_dict()
+
+
+# Savers travel in meta graphs (the SAVERS collection) as their SaverDefs, as in TF.
+register_proto_function(GraphKeys.SAVERS, _saver_to_data,
+                        lambda data, import_scope: Saver.from_proto(SaverDef.from_dict(data), import_scope))
 
 
 def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None, collection_list=None,

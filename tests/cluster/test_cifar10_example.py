@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,8 +44,8 @@ def _losses(output: str) -> list:
 
 def _trained(r: subprocess.CompletedProcess, train_dir: str, steps: int) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    losses = _losses(r.stdout)
-    assert len(losses) >= 2 and losses[-1] < losses[0], r.stdout[-2000:]
+    losses = _losses(r.stdout)   # one per 5 steps; a single batch's loss is too noisy to compare two
+    assert len(losses) >= 10 and np.mean(losses[-4:]) < np.mean(losses[:4]), r.stdout[-2000:]
     assert f"Done: {steps} steps" in r.stdout
     assert os.path.exists(os.path.join(train_dir, "checkpoint"))
     assert glob.glob(os.path.join(train_dir, "model.ckpt-*.index"))
@@ -54,7 +55,7 @@ def _trained(r: subprocess.CompletedProcess, train_dir: str, steps: int) -> None
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
     train_dir = str(tmp_path / "train")
-    steps = 40
+    steps = 80
     args = ["-m", "tensorweave.cli", "launch", "--ps", "1", "--workers", "2", "examples/cifar10/cifar10_train.py",
             f"--data_dir={data_dir}", f"--train_dir={train_dir}", f"--max_steps={steps}", "--log_frequency=5",
             "--batch_size=32"]
@@ -74,11 +75,11 @@ def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
 def test_same_trainer_in_one_plain_process(data_dir, tmp_path):
     train_dir = str(tmp_path / "train")
     r = _run([os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}", f"--train_dir={train_dir}",
-              "--max_steps=20", "--log_frequency=5", "--batch_size=32"], timeout=180)
-    _trained(r, train_dir, 20)
+              "--max_steps=80", "--log_frequency=5", "--batch_size=32"], timeout=180)
+    _trained(r, train_dir, 80)
     # a rerun resumes from the checkpoint instead of starting over
     r = _run([os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}", f"--train_dir={train_dir}",
-              "--max_steps=25", "--log_frequency=1", "--batch_size=32"], timeout=180)
+              "--max_steps=85", "--log_frequency=1", "--batch_size=32"], timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
-    steps = [int(s) for s in re.findall(r"step (\d+)/25", r.stdout)]
-    assert steps and min(steps) > 20, r.stdout
+    steps = [int(s) for s in re.findall(r"step (\d+)/85", r.stdout)]
+    assert steps and min(steps) > 80, r.stdout

@@ -3,6 +3,7 @@ keep_checkpoint_every_n_hours, the SaverDef names other programs drive it throug
 forms, meta graphs that run after import, and the `checkpoint` file's text format."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -217,3 +218,31 @@ def test_checkpoint_state_text_format_and_relative_paths(tmp_path):
         f.write("model_checkpoint_path: unquoted\n")
     assert tf.train.get_checkpoint_state(d) is None      # unparsable: ignored, as TF does
     assert tf.train.latest_checkpoint(str(tmp_path / "empty")) is None
+
+
+def test_savers_collection_travels_in_the_meta_graph(tmp_path):
+    """MonitoredTrainingSession's Scaffold puts its Saver in SAVERS: every save writes the meta graph,
+    and the Saver must come back from it (it used to be skipped with a warning at each save)."""
+    import logging
+    records: list = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("tensorweave").addHandler(handler)
+    try:
+        with tf.Graph().as_default():
+            tf.Variable(3.0, name="v")
+            saver = tf.train.Saver(sharded=True)
+            tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                path = saver.save(sess, str(tmp_path / "m"), global_step=1)
+    finally:
+        logging.getLogger("tensorweave").removeHandler(handler)
+    assert not [r for r in records if "serializing" in r.getMessage()]
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(path + ".meta")
+        (restored,) = tf.get_collection(tf.GraphKeys.SAVERS)
+        assert isinstance(restored, tf.train.Saver)
+        with tf.Session() as sess:
+            restored.restore(sess, path)
+            assert sess.run(tf.global_variables()[0]) == 3.0

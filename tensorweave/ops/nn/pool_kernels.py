@@ -213,28 +213,54 @@ def avg_pool_grad(x_shape, g, kh, kw, sh, sw, pt, pl) -> np.ndarray:
 
 
 # -- LRN ---------------------------------------------------------------------------------------
+_BANDS: dict = {}
+
+
+def _band(c: int, r: int, dtype) -> np.ndarray:
+    """[c, c] 0/1 matrix with ones where |i - j| <= r: v @ band sums each channel's window."""
+    key = (c, r, np.dtype(dtype).str)
+    band = _BANDS.get(key)
+    if band is None:
+        idx = np.arange(c)
+        band = _BANDS[key] = (np.abs(idx[:, None] - idx[None, :]) <= r).astype(dtype)
+    return band
+
+
 def _window_sum(v: np.ndarray, r: int) -> np.ndarray:
-    """sum_{c' in [c - r, c + r]} v[..., c'] along the last axis."""
+    """sum_{c' in [c - r, c + r]} v[..., c'] along the last axis: one GEMM with a band matrix
+    (several times faster here than a cumulative sum and two gathers, and exact in float32 up to
+    summation order)."""
     c = v.shape[-1]
-    cs = np.zeros(v.shape[:-1] + (c + 1,), v.dtype)
-    np.cumsum(v, axis=-1, out=cs[..., 1:])
-    hi = np.minimum(np.arange(c) + r + 1, c)
-    lo = np.maximum(np.arange(c) - r, 0)
-    return cs[..., hi] - cs[..., lo]
+    return np.matmul(v.reshape(-1, c), _band(c, r, v.dtype)).reshape(v.shape)
+
+
+def _lrn_norm(x: np.ndarray, r: int, bias: float, alpha: float) -> np.ndarray:
+    norm = _window_sum(np.multiply(x, x), r)
+    norm *= alpha
+    norm += bias
+    return norm
 
 
 def lrn(x, r, bias, alpha, beta) -> np.ndarray:
     acc_t = np.float32 if x.dtype == np.float16 else x.dtype
     xf = x.astype(acc_t, copy=False)
-    norm = bias + alpha * _window_sum(xf * xf, r)
-    return (xf * norm ** -beta).astype(x.dtype, copy=False)
+    out = _lrn_norm(xf, r, bias, alpha)
+    np.power(out, -beta, out=out)
+    out *= xf
+    return out.astype(x.dtype, copy=False)
 
 
 def lrn_grad(g, x, r, bias, alpha, beta) -> np.ndarray:
     acc_t = np.float32 if x.dtype == np.float16 else x.dtype
     xf, gf = x.astype(acc_t, copy=False), g.astype(acc_t, copy=False)
-    norm = bias + alpha * _window_sum(xf * xf, r)
-    npow = norm ** -beta
-    t = gf * xf * npow / norm
-    dx = gf * npow - (2 * alpha * beta) * xf * _window_sum(t, r)
+    norm = _lrn_norm(xf, r, bias, alpha)
+    npow = np.power(norm, -beta)
+    t = np.multiply(gf, xf)
+    t *= npow
+    t /= norm
+    back = _window_sum(t, r)
+    back *= xf
+    back *= 2 * alpha * beta
+    dx = np.multiply(gf, npow)
+    dx -= back
     return dx.astype(g.dtype, copy=False)
