@@ -1,0 +1,112 @@
+"""The threads a server runs requests on: an idle one if there is one, else a new one, up to a
+limit (framework/limits.REQUEST_THREADS).
+
+The pool grows rather than queues because a request may block (a Recv waiting for a peer, a
+dequeue): with a fixed pool, sync training deadlocks once every thread waits for a request
+still queued behind them. At the limit a request waits for a thread that finishes at most
+QUEUE_WAIT_S (a burst is absorbed), then is refused (the transport answers
+ResourceExhaustedError naming the limit) rather than left to wait on threads that may all be
+blocked; the IO thread itself keeps answering pings, pushes and aborts, so blocked steps can
+still be released. Idle threads exit after a while.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+from typing import Callable
+
+from tensorweave.framework import limits
+
+_IDLE_THREAD_S = 30.0
+QUEUE_WAIT_S = 1.0
+_log = logging.getLogger("tensorweave.distributed")
+
+
+class RequestPool:
+    """Runs each task on an idle thread, or on a new one while fewer than the limit run."""
+
+    def __init__(self, name: str, max_threads: int = 0):
+        self._name = name
+        self._max = max_threads or limits.value(limits.REQUEST_THREADS)
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads = 0
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._waiting: collections.deque = collections.deque()   # (since, fn, refuse) at the limit
+        self._stopped = False
+
+    @property
+    def max_threads(self) -> int:
+        return self._max
+
+    @property
+    def threads(self) -> int:
+        """Threads alive now (busy or idle)."""
+        return self._threads
+
+    def submit(self, fn: Callable[[], None], refuse: Callable[[], None]) -> None:
+        """Runs fn on a pool thread. When every one of the limit is busy, fn waits for one to
+        finish up to QUEUE_WAIT_S; refuse() is called instead when none did (by `expire`)."""
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+                self._q.put(fn)
+                return
+            if self._stopped:
+                return
+            if self._threads >= self._max:
+                self._waiting.append((time.monotonic(), fn, refuse))
+                return
+            self._threads += 1
+        try:
+            threading.Thread(target=self._loop, args=(fn,), name=self._name, daemon=True).start()
+        except RuntimeError:   # the system would not start another thread
+            with self._lock:
+                self._threads -= 1
+                self._waiting.append((time.monotonic(), fn, refuse))
+
+    def expire(self, now: float) -> None:
+        """Refuses the tasks that waited for a thread longer than QUEUE_WAIT_S (called often)."""
+        refused = []
+        with self._lock:
+            while self._waiting and now - self._waiting[0][0] > QUEUE_WAIT_S:
+                refused.append(self._waiting.popleft()[2])
+        for refuse in refused:
+            refuse()
+
+    def _loop(self, fn) -> None:
+        try:
+            while fn is not None:
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001 - a task's failure must not end its thread uncounted
+                    _log.exception("request thread: unexpected error")
+                with self._lock:
+                    if self._stopped:
+                        return
+                    if self._waiting:   # a task that waited for a thread takes this one
+                        fn = self._waiting.popleft()[1]
+                        continue
+                    self._idle += 1
+                try:
+                    fn = self._q.get(timeout=_IDLE_THREAD_S)
+                except queue.Empty:
+                    with self._lock:
+                        try:
+                            fn = self._q.get_nowait()
+                        except queue.Empty:
+                            self._idle -= 1
+                            return
+        finally:
+            with self._lock:
+                self._threads -= 1
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            n, self._idle = self._idle, 0
+        for _ in range(n):
+            self._q.put(None)
