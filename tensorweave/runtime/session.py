@@ -187,11 +187,29 @@ class LocalMaster:
         return [LOCAL_TASK + "/device:CPU:0"]
 
 
+# The distributed runtime, a layer above this one, plugs in its master for remote targets
+# when it is imported (distributed/master.py: register_remote_master).
+_REMOTE: dict = {}
+
+
+def register_remote_master(connect: Callable, reset: Callable) -> None:
+    """connect(target, graph, config) -> a master for Session(target); reset(target,
+    containers, config) for Session.reset."""
+    _REMOTE["connect"], _REMOTE["reset"] = connect, reset
+
+
+def _remote(what: str) -> Callable:
+    fn = _REMOTE.get(what)
+    if fn is None:
+        raise errors.UnimplementedError(None, None, "Sessions on a remote target need the distributed runtime: "
+                                                    "import tensorweave (or tensorweave.distributed.master)")
+    return fn
+
+
 def _make_master(target: str, graph: Graph, config: ConfigProto):
     if not target:
         return LocalMaster(graph, config)
-    from tensorweave.distributed.master import connect  # the distributed runtime's client side
-    return connect(target, graph, config)
+    return _remote("connect")(target, graph, config)
 
 
 # -- sessions ----------------------------------------------------------------------------------
@@ -324,8 +342,7 @@ class BaseSession:
     @staticmethod
     def reset(target: str, containers=None, config=None) -> None:
         """Drops the named resource containers (all when None) on every task of target's cluster."""
-        from tensorweave.distributed.master import reset
-        reset(target, containers, config)
+        _remote("reset")(target, containers, config)
 
 
 @contextlib.contextmanager
