@@ -1,5 +1,6 @@
 """The threads a server runs requests on: an idle one if there is one, else a new one, up to a
-limit (framework/limits.REQUEST_THREADS).
+limit (framework/limits.REQUEST_THREADS) of requests running at once, those that a thread
+outside the pool runs (`try_claim`: the transport's IO-role threads) included.
 
 The pool grows rather than queues because a request may block (a Recv waiting for a peer, a
 dequeue): with a fixed pool, sync training deadlocks once every thread waits for a request
@@ -36,6 +37,7 @@ class RequestPool:
         self._threads = 0
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._waiting: collections.deque = collections.deque()   # (since, fn, refuse) at the limit
+        self._claimed = 0    # requests run by threads outside the pool
         self._stopped = False
 
     @property
@@ -47,26 +49,60 @@ class RequestPool:
         """Threads alive now (busy or idle)."""
         return self._threads
 
+    def _running(self) -> int:
+        return self._threads - self._idle + self._claimed
+
     def submit(self, fn: Callable[[], None], refuse: Callable[[], None]) -> None:
-        """Runs fn on a pool thread. When every one of the limit is busy, fn waits for one to
-        finish up to QUEUE_WAIT_S; refuse() is called instead when none did (by `expire`)."""
+        """Runs fn on a pool thread. When the limit's worth of requests run, fn waits for one
+        to finish up to QUEUE_WAIT_S; refuse() is called instead when none did (by `expire`)."""
         with self._lock:
+            if self._stopped:
+                return
+            if self._running() >= self._max:
+                self._waiting.append((time.monotonic(), fn, refuse))
+                return
             if self._idle > 0:
                 self._idle -= 1
                 self._q.put(fn)
                 return
-            if self._stopped:
-                return
-            if self._threads >= self._max:
+            self._threads += 1
+        if not self._start(fn):
+            with self._lock:
                 self._waiting.append((time.monotonic(), fn, refuse))
+
+    def try_claim(self) -> bool:
+        """Lets a thread outside the pool run one request, counted against the limit; False
+        when the limit's worth run already (or others wait for a thread)."""
+        with self._lock:
+            if self._stopped or self._waiting or self._running() >= self._max:
+                return False
+            self._claimed += 1
+            return True
+
+    def release_claim(self) -> None:
+        """The request of a try_claim finished: a request waiting for a thread may start."""
+        with self._lock:
+            self._claimed -= 1
+            if not self._waiting or self._stopped:
+                return
+            fn = self._waiting.popleft()[1]
+            if self._idle > 0:
+                self._idle -= 1
+                self._q.put(fn)
                 return
             self._threads += 1
+        if not self._start(fn):
+            with self._lock:
+                self._waiting.appendleft((time.monotonic(), fn, lambda: None))
+
+    def _start(self, fn: Callable[[], None]) -> bool:
         try:
             threading.Thread(target=self._loop, args=(fn,), name=self._name, daemon=True).start()
+            return True
         except RuntimeError:   # the system would not start another thread
             with self._lock:
                 self._threads -= 1
-                self._waiting.append((time.monotonic(), fn, refuse))
+            return False
 
     def expire(self, now: float) -> None:
         """Refuses the tasks that waited for a thread longer than QUEUE_WAIT_S (called often)."""

@@ -119,12 +119,12 @@ def send_frames(sock: zmq.Socket, frames: list, flags: int = 0) -> None:
 
 
 # -- the server's IO thread ---------------------------------------------------------------------
-_io_thread = threading.local()   # .active on a server's IO thread, which must never wait
+_io_thread = threading.local()   # .active while a thread holds a server's IO role, which must never wait
 
 
-def mark_io_thread() -> None:
-    """Called by a transport server's IO thread as it starts."""
-    _io_thread.active = True
+def mark_io_thread(active: bool = True) -> None:
+    """Called by the thread that takes (or gives up) a transport server's IO role."""
+    _io_thread.active = active
 
 
 def on_io_thread() -> bool:

@@ -1,20 +1,27 @@
 """The server side of the transport: `TransportServer`, a ROUTER socket per server (the client
 side is channel.py; what both ends share, the message shapes included, is sockets.py).
 
-One IO thread owns the ROUTER socket and the same-host Unix socket's connections. It never
-waits on any one peer and never runs a kernel. It answers inline only what is bookkeeping:
+The IO role: one thread at a time polls the ROUTER socket and the same-host Unix socket's
+connections, and never waits on any one peer. It answers itself only what is bookkeeping:
 "ping", one-way messages (a _Send's push lands in the rendezvous; "cancel"), and the
-methods the service says never wait (status, aborts, deregistrations). Every other request
-runs on a thread of the request pool (pool.py: an idle thread, else a new one up to
-limits.REQUEST_THREADS, else the next to finish within a second, else
-ResourceExhaustedError), so a request that blocks (a Recv
-waiting for a peer, a dequeue) never starves the others and a long one (a While loop of
-millions of iterations) delays no one. Pool threads hand their ZeroMQ replies back to the IO
-thread over inproc.
+methods the service says never wait (status, aborts, deregistrations). Any other request it
+reads (the first of a round; the others go to the request pool, pool.py) runs on the same
+thread once that thread has released the IO role, so a short step pays no thread hand-off,
+in or out: on this project's 2-core machine a hand-off per request cost ~20 us a step over
+the Unix socket and ~100 us over TCP. Two threads share the role: while one runs a request,
+the other stands by and takes the role over as soon as the run has held it
+TAKEOVER_S (TENSORWEAVE_IO_TAKEOVER_MS, 10 ms; 0 hands the role over before every request),
+so a step that blocks (a Recv waiting for a peer, a dequeue) or runs long (a While loop of
+millions of iterations) delays other clients by at most that. When the other thread is
+itself still running a request, the request goes to the pool instead. Past
+limits.REQUEST_THREADS a pool request waits a second for a thread, then is answered
+ResourceExhaustedError. ZeroMQ replies are sent under a lock by the thread that has one; the
+IO role polls the ROUTER's file descriptor (ZMQ_FD, edge-triggered: it always drains what
+ZMQ_EVENTS says is there, and a replying thread that finds input waiting wakes it).
 
 Every message is served under a catch-all: whatever it raises, it is answered with an error
 where it has an id, dropped where it has none (a one-way message), and a connection whose
-framing is broken is closed; the IO thread goes on. A message larger than
+framing is broken is closed; the IO loop goes on. A message larger than
 limits.MESSAGE_BYTES is refused (ResourceExhaustedError naming the limit) without being read.
 
 A ZeroMQ call whose client stops renewing its lease (the client died; see channel.py) is
@@ -23,10 +30,10 @@ at once.
 
 Same-host peers: every server also listens on a Unix stream socket, <ipc dir>/<port>.uds
 (uds.py: the same frames without ZeroMQ's two IO-thread hops, ~17 us a round trip here
-against ~90 us for ZeroMQ ipc://, and twice the bandwidth), served by the same IO thread:
+against ~90 us for ZeroMQ ipc://, and twice the bandwidth), served by the IO role:
 non-blocking reads into a buffer per connection, replies queued per connection and written
-as the socket takes them (by the replying pool thread while it waits for room, else by the
-IO thread). A peer that stops mid-message or leaves its replies unread for
+as the socket takes them (by the replying thread while it waits for room, else by the IO
+role). A peer that stops mid-message or leaves its replies unread for
 `TENSORWEAVE_PEER_STALL_S` is dropped; a connection from another user id is refused. A
 same-host client that goes away closes its connection, which cancels its calls at once.
 The server also binds ZeroMQ ipc://.../<port>.sock. `python benchmarks/bench_distributed.py
@@ -48,7 +55,8 @@ from tensorweave.distributed.sockets import EVENTS, POLLIN, mark_io_thread, recv
 from tensorweave.framework import errors, limits
 
 _log = logging.getLogger("tensorweave.distributed")
-_TICK_S = 0.25                  # how often the IO thread sweeps leases, stalled peers and the service
+_TICK_S = 0.25                  # how often the IO role sweeps leases, stalled peers and the service
+TAKEOVER_S = float(os.environ.get("TENSORWEAVE_IO_TAKEOVER_MS", "") or 10.0) / 1000.0
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a Unix-socket peer that sends on with this much unread is dropped
 _POLLINOUT = zmq.POLLIN | zmq.POLLOUT
 
@@ -120,13 +128,12 @@ class TransportServer:
                 self._router.bind("ipc://" + ipc_path)
             except (OSError, zmq.ZMQError):
                 self._ipc_path = None
-        self._reply_ep = f"inproc://tw-replies-{id(self)}-{os.getpid()}"
-        self._pull = ctx.socket(zmq.PULL)
-        self._pull.bind(self._reply_ep)
+        self._router_fd = self._router.getsockopt(zmq.FD)
+        self._router_lock = threading.Lock()   # whoever sends or receives on the ROUTER holds it
         self._wake_ep = f"inproc://tw-wake-{id(self)}-{os.getpid()}"
         self._wake = ctx.socket(zmq.PULL)
         self._wake.bind(self._wake_ep)
-        self._local = threading.local()
+        self._local = threading.local()        # each thread's PUSH to the wake socket
         self._push_sockets: list = []
         self._push_lock = threading.Lock()
         self._pool = RequestPool("tw-worker")
@@ -143,87 +150,195 @@ class TransportServer:
             except OSError:
                 self._uds = None
         self._conns: dict = {}        # fd -> uds.ServerConn
+        # The IO role's state (used by the thread holding the role only):
         self._poller = zmq.Poller()
-        self._thread = threading.Thread(target=self._serve, name="tw-transport", daemon=True)
+        self._router_pending = False  # the ROUTER may hold input its edge-triggered FD will not signal
+        self._to_run: list = []       # requests read in this round, to run off the IO role
+        self._last_tick = time.monotonic()
+        # Who holds the role (under _role_lock): the epoch changes when the standby takes it.
+        self._role_lock = threading.Lock()
+        self._epoch = 0
+        self._released_at: Optional[float] = None   # the holder released it to run a request, then
+        self._standby_ready = False
+        self._standby_wake = threading.Event()
+        self._threads = [threading.Thread(target=self._role_thread, args=(lead,), name="tw-transport", daemon=True)
+                         for lead in (True, False)]
+        self._started = False
+        self._ended = threading.Event()   # the role's last holder closed everything
 
     @property
     def pool(self) -> RequestPool:
         return self._pool
 
     def start(self) -> None:
-        self._thread.start()
+        poller = self._poller
+        poller.register(self._router_fd, zmq.POLLIN)
+        poller.register(self._wake, zmq.POLLIN)
+        if self._uds is not None:
+            poller.register(self._uds.fileno(), zmq.POLLIN)
+        self._router_pending = True
+        self._started = True
+        for t in self._threads:
+            t.start()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Waits until the IO thread has ended (the server stopped); True once it has."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """Waits until the server stopped serving; True once it has."""
+        return self._ended.wait(timeout)
 
     @property
     def serving(self) -> bool:
-        return self._thread.is_alive()
+        return self._started and not self._ended.is_set()
 
     def stop(self) -> None:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        sock = zmq_context().socket(zmq.PUSH)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(self._wake_ep)
-        sock.send(b"")
-        sock.close(0)
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(5.0)
+        if self._started:
+            self._wake_io()
+            self._standby_wake.set()
+            if threading.current_thread() not in self._threads:
+                self._ended.wait(5.0)
+        else:
+            self._close_all()
         self._pool.stop()
 
-    # -- the IO thread: the only user of the ROUTER socket ------------------------------------
-    def _serve(self) -> None:
-        mark_io_thread()
-        poller = self._poller
-        poller.register(self._router, zmq.POLLIN)
-        poller.register(self._pull, zmq.POLLIN)
-        poller.register(self._wake, zmq.POLLIN)
-        listen_fd = self._uds.fileno() if self._uds is not None else None
-        if listen_fd is not None:
-            poller.register(listen_fd, zmq.POLLIN)
-        last_tick = time.monotonic()
-        router, pull, wake = self._router, self._pull, self._wake
+    # -- the IO role -------------------------------------------------------------------------
+    def _role_thread(self, lead: bool) -> None:
+        """One of the two threads that take turns at the IO role: it leads (serves IO, and runs
+        the requests it reads) or stands by (and takes the role from a leader whose run holds
+        it too long), until the server stops."""
+        while not self._stopped.is_set():
+            if lead:
+                lead = self._lead()
+            else:
+                lead = self._stand_by()
+        with self._role_lock:
+            closes = lead
+        if closes:   # (the role's holder at the end closes everything)
+            try:
+                self._close_all()
+            finally:
+                self._ended.set()
+
+    def _stand_by(self) -> bool:
+        """Waits for the leader to release the role for longer than TAKEOVER_S; True once
+        this thread took the role."""
+        with self._role_lock:
+            self._standby_ready = True
+        while True:
+            self._standby_wake.wait(min(TAKEOVER_S, _TICK_S) if TAKEOVER_S > 0 else _TICK_S)
+            self._standby_wake.clear()
+            with self._role_lock:
+                released = self._released_at
+                if released is not None and (self._stopped.is_set()
+                                             or time.monotonic() - released >= TAKEOVER_S):
+                    self._epoch += 1
+                    self._released_at = None
+                    self._standby_ready = False
+                    return True
+                if self._stopped.is_set():
+                    self._standby_ready = False
+                    return False
+
+    def _lead(self) -> bool:
+        """Serves IO; runs the first request of each round on this thread with the role
+        released. True while this thread still holds the role (it stops with the server),
+        False once the standby took it (this thread stands by next)."""
+        mark_io_thread(True)
+        self._router_pending = True   # (whatever came while the role changed hands is read first)
         try:
             while not self._stopped.is_set():
+                self._serve_round()
+                if not self._to_run:
+                    continue
+                batch, self._to_run = self._to_run, []
+                for fn, refuse in batch[1:]:
+                    self._pool.submit(fn, refuse)
+                with self._role_lock:
+                    # (the other thread may be running a request itself; at the request limit,
+                    # the request waits for a pool thread like any other)
+                    can_release = self._standby_ready and self._pool.try_claim()
+                    if can_release:
+                        epoch = self._epoch
+                        self._released_at = time.monotonic()
+                if not can_release:
+                    self._pool.submit(*batch[0])
+                    continue
+                if TAKEOVER_S <= 0:
+                    self._standby_wake.set()   # (hand the role over before the run)
+                mark_io_thread(False)
                 try:
-                    events = dict(poller.poll(int(_TICK_S * 1000)))
-                    if len(events) > (pull in events) + (router in events) + (wake in events):
-                        for fd, ev in [(k, v) for k, v in events.items() if type(k) is int]:
-                            if fd == listen_fd:
-                                self._accept()
-                            else:
-                                self._on_conn_event(fd, ev)
-                    if pull in events:
-                        # Drained while ZMQ_EVENTS says POLLIN: a zmq.Again raised per wake-up costs more.
-                        for _ in range(1000):
-                            if not pull.getsockopt(EVENTS) & POLLIN:
-                                break
-                            self._send_reply(recv_frames(pull))
-                    if router in events:
-                        for _ in range(1000):
-                            if not router.getsockopt(EVENTS) & POLLIN:
-                                break
-                            self._on_zmq_message(recv_frames(router))
-                    if wake in events:
-                        while wake.getsockopt(EVENTS) & POLLIN:
-                            wake.recv()
-                    now = time.monotonic()
-                    if now - last_tick > _TICK_S:
-                        last_tick = now
-                        self._sweep(now)
-                except zmq.ContextTerminated:
-                    break
-                except Exception:  # noqa: BLE001 - nothing a peer sends may end the IO thread
-                    _log.exception("transport IO thread: unexpected error (serving on)")
+                    batch[0][0]()
+                finally:
+                    self._pool.release_claim()
+                    with self._role_lock:
+                        kept = self._epoch == epoch
+                        if kept:
+                            self._released_at = None
+                if not kept:
+                    return False
+                mark_io_thread(True)
+            return True
         finally:
-            self._close_all()
+            mark_io_thread(False)
+
+    def _serve_round(self) -> None:
+        """One poll of everything the IO role watches, and what it found."""
+        poller, wake = self._poller, self._wake
+        try:
+            events = dict(poller.poll(0 if self._router_pending else int(_TICK_S * 1000)))
+            for fd, ev in [(k, v) for k, v in events.items() if type(k) is int and k != self._router_fd]:
+                if self._uds is not None and fd == self._uds.fileno():
+                    self._accept()
+                else:
+                    self._on_conn_event(fd, ev)
+            if wake in events:   # (a replying thread may have taken the ROUTER's edge: look)
+                while wake.getsockopt(EVENTS) & POLLIN:
+                    wake.recv()
+                self._router_pending = True
+            if self._router_pending or self._router_fd in events:
+                self._drain_router()
+            now = time.monotonic()
+            if now - self._last_tick > _TICK_S:
+                self._last_tick = now
+                self._sweep(now)
+        except zmq.ContextTerminated:
+            self._stopped.set()
+        except Exception:  # noqa: BLE001 - nothing a peer sends may end the IO loop
+            _log.exception("transport IO loop: unexpected error (serving on)")
+
+    def _drain_router(self) -> None:
+        """Reads every message the ROUTER holds (its FD signals edges only: what is there must
+        be taken now, or it is not signalled again)."""
+        router = self._router
+        while True:
+            with self._router_lock:
+                batch = []
+                while len(batch) < 256 and router.getsockopt(EVENTS) & POLLIN:
+                    batch.append(recv_frames(router))
+                self._router_pending = bool(batch) and bool(router.getsockopt(EVENTS) & POLLIN)
+            for msg in batch:
+                self._on_zmq_message(msg)
+            if not self._router_pending:
+                return
+
+    def _wake_io(self) -> None:
+        """Wakes the thread holding the IO role (from any thread)."""
+        push = getattr(self._local, "push", None)
+        if push is None:
+            push = self._local.push = zmq_context().socket(zmq.PUSH)
+            push.setsockopt(zmq.LINGER, 0)
+            push.setsockopt(zmq.SNDHWM, 1)
+            push.connect(self._wake_ep)
+            with self._push_lock:
+                self._push_sockets.append(push)
+        try:
+            push.send(b"", zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass   # (a wake-up already waits there)
 
     def _close_all(self) -> None:
-        for s in (self._router, self._pull, self._wake):
+        for s in (self._router, self._wake):
             s.close(0)
         if self._uds is not None:
             self._uds.close()
@@ -242,11 +357,20 @@ class TransportServer:
             for s in self._push_sockets:
                 s.close(0)
 
-    def _send_reply(self, msg: list) -> None:
-        try:
-            send_frames(self._router, msg)
-        except zmq.ZMQError:
-            pass   # the client went away; its reply is dropped
+    def _send_reply(self, msg: list, on_io: bool) -> None:
+        """A ZeroMQ reply, from any thread: sent under the ROUTER's lock. A send may consume
+        the edge of input that came meanwhile: the IO role is told to look (or, itself, does)."""
+        with self._router_lock:
+            try:
+                send_frames(self._router, msg, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass   # the client went away (or does not read): its reply is dropped
+            waiting = bool(self._router.getsockopt(EVENTS) & POLLIN)
+        if waiting:
+            if on_io:
+                self._router_pending = True
+            else:
+                self._wake_io()
 
     # -- ZeroMQ messages ----------------------------------------------------------------------
     def _on_zmq_message(self, msg: list) -> None:
@@ -324,13 +448,15 @@ class TransportServer:
         else:
             with self._inflight_lock:
                 self._inflight[(ident, rid)] = [time.monotonic(), rctx]
-        def refuse() -> None:   # (on the IO thread, once the request waited long enough)
+
+        def refuse() -> None:   # (on the IO role, once the request waited long enough)
             self._forget_inflight(ident, rid, conn)
             err = limits.exceeded(limits.REQUEST_THREADS, self._pool.max_threads + 1,
                                   f"request {method!r} found every thread busy: threads needed")
             self._reply(ident, conn, _error_reply(rid, err), True)
 
-        self._pool.submit(lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse)
+        # Run off the IO role once this round's events are served (_lead).
+        self._to_run.append((lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse))
 
     def _forget_inflight(self, ident: bytes, rid: int, conn: Optional[uds.ServerConn]) -> None:
         if conn is not None:
@@ -437,10 +563,7 @@ class TransportServer:
     # -- replies ------------------------------------------------------------------------------
     def _reply(self, ident: bytes, conn: Optional[uds.ServerConn], frames: list, on_io: bool) -> None:
         if conn is None:
-            if on_io:
-                self._send_reply([ident] + frames)
-            else:
-                self._push_reply([ident] + frames)
+            self._send_reply([ident] + frames, on_io)
             return
         if not conn.queue(frames, on_io):
             return
@@ -451,6 +574,8 @@ class TransportServer:
 
     def _run(self, ident: bytes, rid: int, method: str, args: dict, rctx: RequestContext,
              direct: bool = False, conn: Optional[uds.ServerConn] = None) -> None:
+        """Runs one request and replies: on the IO role itself (`direct`: bookkeeping), else
+        on the thread that gave the role up or a pool thread."""
         try:
             result = self._handler(method, args, rctx)
             reply = wire.encode({"id": rid, "ok": True, "r": result})
@@ -464,20 +589,6 @@ class TransportServer:
         if self._stopped.is_set():
             return
         self._reply(ident, conn, reply, direct)
-
-    def _push_reply(self, msg: list) -> None:
-        """From a pool thread: hands a reply to the IO thread, the ROUTER's only user."""
-        push = getattr(self._local, "push", None)
-        if push is None:
-            push = self._local.push = zmq_context().socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 0)
-            push.connect(self._reply_ep)
-            with self._push_lock:
-                self._push_sockets.append(push)
-        try:
-            send_frames(push, msg)
-        except zmq.ZMQError:
-            pass
 
 
 def _error_reply(rid: int, e: errors.OpError) -> list:

@@ -144,3 +144,22 @@ def test_replies_to_a_peer_that_does_not_read_are_queued_not_waited_for():
     finally:
         peer.close()
         conn.close()
+
+
+def test_a_request_run_outside_the_pool_counts_against_its_limit():
+    pool = RequestPool("test-claims", max_threads=2)
+    release = threading.Event()
+    ran = []
+    try:
+        assert pool.try_claim()   # (a transport IO-role thread runs one request itself)
+        pool.submit(lambda: release.wait(5), lambda: ran.append("refused"))
+        assert not pool.try_claim()   # two run: the limit
+        pool.submit(lambda: ran.append("waited"), lambda: ran.append("refused"))
+        pool.release_claim()          # the claimed request ended: the waiting one starts
+        deadline = time.monotonic() + 5
+        while not ran and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ran == ["waited"]
+    finally:
+        release.set()
+        pool.stop()
