@@ -107,7 +107,8 @@ class Channel:
         deadline = time.monotonic() + wait
         while True:
             try:
-                return uds.connect(self.uds_path, max(0.05, min(1.0, deadline - time.monotonic())))
+                return uds.connect(self.uds_path, max(0.05, min(1.0, deadline - time.monotonic())),
+                                   self.connect_timeout_s)
             except OSError as e:
                 if time.monotonic() >= deadline:
                     raise self._unavailable(f"no connection within {wait:g} s ({type(e).__name__})") from None
@@ -261,7 +262,7 @@ class Channel:
                 return conn
             conn.close()   # at its end: the peer went away
         try:
-            return uds.connect(self.uds_path, 0.5)
+            return uds.connect(self.uds_path, 0.5, self.connect_timeout_s)
         except OSError:
             return None
 

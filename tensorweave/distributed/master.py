@@ -198,7 +198,8 @@ class _LeaseKeeper:
                     continue
                 p.next_probe = now + p.channel.probe_interval_s
                 try:
-                    p.channel.ping(wait=[[p.ident, p.rid]])
+                    p.channel.ping(wait=[[p.ident, p.rid]], timeout_s=min(sockets.PING_TIMEOUT_S,
+                                                                          p.channel.connect_timeout_s))
                 except Exception:  # noqa: BLE001 - the owner sees the failure when it waits
                     pass
 

@@ -140,13 +140,15 @@ def _split(view: memoryview, lens) -> list:
     return frames
 
 
-def connect(path: str, timeout_s: float) -> Conn:
-    """A connection to the server listening at `path`; OSError when none answers in time."""
+def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -> Conn:
+    """A connection to the server listening at `path`; OSError when none answers in time.
+    Its sends, and its reads of a message begun, then wait at most `io_timeout_s` (a server
+    stopped mid-message must not hold its client forever)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout_s)
         sock.connect(path)
-        sock.settimeout(None)
+        sock.settimeout(io_timeout_s)
     except BaseException:
         sock.close()
         raise
