@@ -1,94 +1,260 @@
-"""CIFAR-10 tutorial network, forward + backward (gradients of all variables), batch 64 of
-24x24x3: two 5x5x64 conv layers with 3x3/2 max pools, dense 384, softmax over 10.
+"""The CIFAR-10 tutorial network's kernels one by one, against this machine's sgemm and TensorFlow.
 
-    python benchmarks/bench_conv.py                 # tensorweave, per-op profile with --profile
-    /opt/tfvenv/bin/python benchmarks/bench_conv.py --tf   # the same graph in TensorFlow
-Prints examples/second (forward + backward of one step). With --train the step is an SGD
-training step as in bench_training.py (minimize gates each op's gradients, so the first
-layer's input gradient is computed too)."""
+    python benchmarks/bench_conv.py [--rounds 3] [--reps 15]
+    TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_conv.py      # adds TF's times
+
+Each kernel runs alone in a session (its inputs are variables, the op is run as a target, so
+nothing is fed or fetched; a gradient row includes the forward op it needs) at the tutorial's shapes: batch 64 of 24x24x3, two 5x5x64 SAME
+convolutions, 3x3/2 max pools. Also the NCHW and depthwise/separable paths at conv2's shape,
+and the whole SGD training step. Printed per kernel: the median time, the GFLOP/s it
+achieves, this machine's measured sgemm GFLOP/s (2048x2048x2048, the limit for work that lands
+in BLAS), and TensorFlow's median time for the same kernel when TensorFlow is available
+(this interpreter, $TF_PYTHON, or /opt/tfvenv/bin/python). tensorweave and TensorFlow run in
+alternating rounds so that load from other processes falls on both alike; each figure is the
+median over rounds. The load average is printed.
+"""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 
 import numpy as np
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B = 64
 
-def build(tf, batch: int, train: bool = False):
-    rng = np.random.RandomState(0)
+
+def _conv_gflop(h, ci, kh=5, co=64):
+    return 2 * B * h * h * kh * kh * ci * co / 1e9
+
+
+def _var(tf, rng, shape):
+    return tf.Variable(rng.standard_normal(shape).astype(np.float32))
+
+
+def _conv(h, ci, what, fmt="NHWC"):
+    def build(tf, rng):
+        xs = [B, h, h, ci] if fmt == "NHWC" else [B, ci, h, h]
+        ys = [B, h, h, 64] if fmt == "NHWC" else [B, 64, h, h]
+        x, w, dy = _var(tf, rng, xs), _var(tf, rng, [5, 5, ci, 64]), _var(tf, rng, ys)
+        if what == "fwd":
+            return tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format=fmt)
+        if what == "filter":
+            return tf.nn.conv2d_backprop_filter(x, [5, 5, ci, 64], dy, [1, 1, 1, 1], "SAME", data_format=fmt)
+        return tf.nn.conv2d_backprop_input(xs, w, dy, [1, 1, 1, 1], "SAME", data_format=fmt)
+    return build
+
+
+def _pool(h, grad):
+    def build(tf, rng):
+        x = _var(tf, rng, [B, h, h, 64])
+        y = tf.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+        return tf.gradients(y, x, grad_ys=_var(tf, rng, [B, h // 2, h // 2, 64]))[0] if grad else y
+    return build
+
+
+def _depthwise(what):
+    def build(tf, rng):
+        x, w = _var(tf, rng, [B, 12, 12, 64]), _var(tf, rng, [3, 3, 64, 1])
+        y = tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME")
+        if what == "fwd":
+            return y
+        return tf.gradients(y, x if what == "input" else w, grad_ys=_var(tf, rng, [B, 12, 12, 64]))[0]
+    return build
+
+
+def _separable(tf, rng):
+    x = _var(tf, rng, [B, 12, 12, 64])
+    return tf.nn.separable_conv2d(x, _var(tf, rng, [3, 3, 64, 1]), _var(tf, rng, [1, 1, 64, 64]), [1, 1, 1, 1],
+                                  "SAME")
+
+
+def _relu(tf, rng):
+    return tf.nn.relu(_var(tf, rng, [B, 24, 24, 64]))
+
+
+def _relu_grad(tf, rng):
+    x = _var(tf, rng, [B, 24, 24, 64])
+    return tf.gradients(tf.nn.relu(x), x, grad_ys=_var(tf, rng, [B, 24, 24, 64]))[0]
+
+
+def _bias_add(tf, rng):
+    return tf.nn.bias_add(_var(tf, rng, [B, 24, 24, 64]), _var(tf, rng, [64]))
+
+
+def _bias_add_grad(tf, rng):
+    x, b = _var(tf, rng, [B, 24, 24, 64]), _var(tf, rng, [64])
+    return tf.gradients(tf.nn.bias_add(x, b), b, grad_ys=_var(tf, rng, [B, 24, 24, 64]))[0]
+
+
+def _xent(tf, rng):
+    logits = _var(tf, rng, [B, 10])
+    labels = tf.constant(rng.randint(0, 10, B).astype(np.int64))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    return tf.gradients(loss, logits)[0]
+
+
+def _step(tf, rng):
+    """The tutorial net's SGD training step (forward, backward, update), as bench_training.py's. A
+    stateful update is the target: TF's graph optimizer prunes a group of stateless ops."""
+    x = tf.Variable(rng.rand(B, 24, 24, 3).astype(np.float32), trainable=False)
+    y = tf.Variable(rng.randint(0, 10, B).astype(np.int32), trainable=False)
 
     def var(shape, std):
         return tf.Variable((rng.randn(*shape) * std).astype(np.float32))
-    x = tf.placeholder(tf.float32, [batch, 24, 24, 3])
-    y = tf.placeholder(tf.int32, [batch])
     k1, b1 = var([5, 5, 3, 64], 5e-2), tf.Variable(np.zeros(64, np.float32))
     c1 = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, k1, [1, 1, 1, 1], "SAME"), b1))
     p1 = tf.nn.max_pool(c1, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
     k2, b2 = var([5, 5, 64, 64], 5e-2), tf.Variable(np.zeros(64, np.float32))
     c2 = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(p1, k2, [1, 1, 1, 1], "SAME"), b2))
     p2 = tf.nn.max_pool(c2, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
-    flat = tf.reshape(p2, [batch, 6 * 6 * 64])
+    flat = tf.reshape(p2, [B, 6 * 6 * 64])
     w3, b3 = var([6 * 6 * 64, 384], 0.04), tf.Variable(np.zeros(384, np.float32))
     h3 = tf.nn.relu(tf.matmul(flat, w3) + b3)
     w4, b4 = var([384, 10], 1 / 384.0), tf.Variable(np.zeros(10, np.float32))
     logits = tf.matmul(h3, w4) + b4
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    params = [k1, b1, k2, b2, w3, b3, w4, b4]
-    grads = [tf.train.GradientDescentOptimizer(0.1).minimize(loss)] if train else tf.gradients(loss, params)
-    feed = {x: rng.rand(batch, 24, 24, 3).astype(np.float32), y: rng.randint(0, 10, batch).astype(np.int32)}
-    return loss, grads, feed
+    return tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+
+# (name, GFLOP of one run or 0 for memory-bound kernels, builder(tf, rng) -> op or tensor to run)
+KERNELS = [
+    ("Conv2D conv1 24x24x3->64", _conv_gflop(24, 3), _conv(24, 3, "fwd")),
+    ("Conv2DBackpropFilter conv1", _conv_gflop(24, 3), _conv(24, 3, "filter")),
+    ("Conv2DBackpropInput conv1", _conv_gflop(24, 3), _conv(24, 3, "input")),
+    ("Conv2D conv2 12x12x64->64", _conv_gflop(12, 64), _conv(12, 64, "fwd")),
+    ("Conv2DBackpropFilter conv2", _conv_gflop(12, 64), _conv(12, 64, "filter")),
+    ("Conv2DBackpropInput conv2", _conv_gflop(12, 64), _conv(12, 64, "input")),
+    ("Conv2D conv2 NCHW", _conv_gflop(12, 64), _conv(12, 64, "fwd", "NCHW")),
+    ("Conv2DBackpropFilter conv2 NCHW", _conv_gflop(12, 64), _conv(12, 64, "filter", "NCHW")),
+    ("Conv2DBackpropInput conv2 NCHW", _conv_gflop(12, 64), _conv(12, 64, "input", "NCHW")),
+    ("MaxPool 24x24x64 3x3/2", 0.0, _pool(24, False)),
+    ("MaxPool + MaxPoolGrad 24x24x64", 0.0, _pool(24, True)),
+    ("MaxPool 12x12x64 3x3/2", 0.0, _pool(12, False)),
+    ("MaxPool + MaxPoolGrad 12x12x64", 0.0, _pool(12, True)),
+    ("Relu 24x24x64", 0.0, _relu),
+    ("Relu + ReluGrad 24x24x64", 0.0, _relu_grad),
+    ("BiasAdd 24x24x64", 0.0, _bias_add),
+    ("BiasAddGrad 24x24x64", 0.0, _bias_add_grad),
+    ("SparseSoftmaxXent + grad 64x10", 0.0, _xent),
+    ("DepthwiseConv2d 3x3 12x12x64", 2 * B * 144 * 9 * 64 / 1e9, _depthwise("fwd")),
+    ("DepthwiseBackpropInput", 2 * B * 144 * 9 * 64 / 1e9, _depthwise("input")),
+    ("DepthwiseBackpropFilter", 2 * B * 144 * 9 * 64 / 1e9, _depthwise("filter")),
+    ("separable_conv2d 3x3 + 1x1 64", (2 * B * 144 * 9 * 64 + 2 * B * 144 * 64 * 64) / 1e9, _separable),
+    ("whole SGD step, batch 64", 0.0, _step),
+]
+
+
+def _median_run(sess, target, reps: int) -> float:
+    for _ in range(2):
+        sess.run(target)
+    samples = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        sess.run(target)
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples)
+
+
+def run_all(framework: str, reps: int, only=None) -> dict:
+    """{kernel name: median seconds} for one framework."""
+    if framework == "tf":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow.compat.v1 as tf
+        tf.disable_eager_execution()
+    else:
+        sys.path.insert(0, REPO)
+        import tensorweave as tf
+    out = {}
+    for name, _, build in KERNELS:
+        if only and only not in name:
+            continue
+        with tf.Graph().as_default():
+            target = build(tf, np.random.RandomState(0))
+            target = getattr(target, "op", target)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                out[name] = _median_run(sess, target, reps)
+    return out
+
+
+def sgemm_gflops(n: int = 2048, reps: int = 7) -> float:
+    a = np.random.rand(n, n).astype(np.float32)
+    b = np.random.rand(n, n).astype(np.float32)
+    c = np.empty((n, n), np.float32)
+    np.matmul(a, b, out=c)
+    samples = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        np.matmul(a, b, out=c)
+        samples.append(time.perf_counter() - t)
+    return 2 * n ** 3 / statistics.median(samples) / 1e9
+
+
+def _tf_python():
+    try:
+        import tensorflow  # noqa: F401  (only whether it imports)
+        return sys.executable
+    except ImportError:
+        pass
+    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tf", action="store_true", help="run in TensorFlow (compat.v1) instead")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--profile", action="store_true", help="per-op time (tensorweave)")
-    ap.add_argument("--train", action="store_true", help="an SGD training step instead of the gradients")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating tensorweave/TF rounds")
+    ap.add_argument("--reps", type=int, default=15, help="timed runs per kernel per round")
+    ap.add_argument("--only", default=None, help="only kernels whose name contains this")
+    ap.add_argument("--no-tf", action="store_true", help="skip TensorFlow")
+    ap.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave", help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.tf:
-        import tensorflow.compat.v1 as tf
-        tf.disable_eager_execution()
-        config = tf.ConfigProto(intra_op_parallelism_threads=os.cpu_count(), inter_op_parallelism_threads=2)
-    else:
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-        import tensorweave as tf
-        config = None
-    with tf.Graph().as_default():
-        loss, grads, feed = build(tf, args.batch, args.train)
-        with tf.Session(config=config) as sess:
-            sess.run(tf.global_variables_initializer())
-            fetches = [loss] + grads
-            for _ in range(3):
-                sess.run(fetches, feed)
-            t = time.perf_counter()
-            for _ in range(args.steps):
-                sess.run(fetches, feed)
-            dt = (time.perf_counter() - t) / args.steps
-            name = "tensorflow" if args.tf else "tensorweave"
-            what = "SGD training step" if args.train else "forward+backward"
-            print(f"{name}: {dt * 1e3:.1f} ms/step, {args.batch / dt:.0f} examples/s ({what})")
-            if args.profile and not args.tf:
-                _profile(tf, sess, fetches, feed)
-
-
-def _profile(tf, sess, fetches, feed) -> None:
-    from collections import defaultdict
-    totals: dict = defaultdict(float)
-    steps = 5
-    for _ in range(steps):
-        opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-        md = tf.RunMetadata()
-        sess.run(fetches, feed, options=opts, run_metadata=md)
-        for dev in md.step_stats.dev_stats:
-            for ev in dev.node_stats:
-                totals[(ev.node_name, getattr(ev, "op", getattr(ev, "timeline_label", "")))] += ev.all_end_rel_micros / 1e3
-    for (node, op), ms in sorted(totals.items(), key=lambda kv: -kv[1])[:25]:
-        print(f"  {op:24s} {node[-40:]:40s} {ms / steps:7.2f} ms")
-    print(f"  total {sum(totals.values()) / steps:.1f} ms")
+    if args.json:
+        print("RESULTS " + json.dumps(run_all(args.framework, args.reps, args.only)))
+        return
+    load0 = os.getloadavg()[0]
+    py = None if args.no_tf else _tf_python()
+    ours, theirs, gemm = [], [], []
+    for _ in range(max(1, args.rounds)):
+        gemm.append(sgemm_gflops())
+        ours.append(run_all("tensorweave", args.reps, args.only))
+        if py is None:
+            continue
+        cmd = [py, os.path.abspath(__file__), "--framework", "tf", "--json", "--reps", str(args.reps)]
+        proc = subprocess.run(cmd + (["--only", args.only] if args.only else []), capture_output=True, text=True,
+                              timeout=1800, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+        if line is None:
+            print("(TensorFlow run failed: " + proc.stderr.strip()[-500:] + ")")
+            py = None
+            continue
+        theirs.append(json.loads(line[len("RESULTS "):]))
+    sgemm = statistics.median(gemm)
+    flops = {name: f for name, f, _ in KERNELS}
+    print(f"sgemm 2048x2048x2048 (numpy's BLAS, this machine): {sgemm:.0f} GFLOP/s "
+          f"(median of {len(gemm)}); medians of {len(ours)} rounds x {args.reps} runs")
+    head = f"{'kernel':34s} {'tensorweave':>11s} {'GFLOP/s':>8s} {'% sgemm':>8s}"
+    if theirs:
+        head += f" {'TensorFlow':>11s} {'GFLOP/s':>8s} {'tw/TF time':>10s}"
+    print(head)
+    for name in ours[0]:
+        mine = statistics.median(r[name] for r in ours)
+        f = flops.get(name, 0.0)
+        rate = f"{f / mine:8.1f} {100 * f / mine / sgemm:7.0f}%" if f else f"{'-':>8s} {'-':>8s}"
+        line = f"{name:34s} {mine * 1e3:8.2f} ms {rate}"
+        if theirs:
+            ref = statistics.median(r[name] for r in theirs)
+            line += f" {ref * 1e3:8.2f} ms " + (f"{f / ref:8.1f}" if f else f"{'-':>8s}") + f" {mine / ref:9.2f}x"
+        print(line)
+    print(f"(load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

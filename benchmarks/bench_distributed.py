@@ -7,6 +7,7 @@ by another process. Measures
   (1) the step latency of the seed's 238 graph across the two tasks;
   (2) a 64 MiB float32 variable on task 1 reduced on task 0 (cross-task GB/s);
   (3) that variable fetched to the client (GB/s);
+(2) and (3) also for the same variable initialised from tf.zeros and from a numpy array;
 with this machine's memcpy bandwidth printed for scale. When TensorFlow is available (this
 interpreter, or /opt/tfvenv/bin/python, or $TF_PYTHON) the same runs with tf.compat.v1 in a
 subprocess and the ratios tensorweave/TF are printed (> 1 means tensorweave is slower). The
@@ -108,18 +109,27 @@ def run_suite(framework: str, quick: bool) -> dict:
                 y = y1 + y2
             with tf.device("/job:local/task:1"):
                 v = tf.Variable(tf.ones([VAR_BYTES // 4], tf.float32), name="big")
+                # the same size initialised from tf.zeros (a Fill op on task 1) and from a numpy
+                # array (a Const that travels in the graph): how a variable was initialised
+                # must not change how fast its value moves
+                vz = tf.Variable(tf.zeros([VAR_BYTES // 4], tf.float32), name="big_zeros")
+                vn = tf.Variable(np.zeros(VAR_BYTES // 4, np.float32), name="big_numpy")
             with tf.device("/job:local/task:0"):
                 total = tf.reduce_sum(v)
+                total_z, total_n = tf.reduce_sum(vz), tf.reduce_sum(vn)
             sess = tf.Session(server0.target)
-            sess.run(v.initializer)
+            sess.run([v.initializer, vz.initializer, vn.initializer])
             assert sess.run(y) == 238
             assert sess.run(total) == VAR_BYTES // 4
+            assert sess.run(total_z) == 0 and sess.run(total_n) == 0
             reps = 3 if quick else 7
-            out = {
-                "step_238": median_time(lambda: sess.run(y), reps, 50 if quick else 200),
-                "reduce_64mib": median_time(lambda: sess.run(total), reps),
-                "fetch_64mib": median_time(lambda: sess.run(v), reps),
-            }
+            out = {"step_238": median_time(lambda: sess.run(y), reps, 50 if quick else 200)}
+            # the zeros- and numpy-initialised cases alternate so that both see the same load
+            for _ in range(2):
+                for key, var, red in (("", v, total), ("_zeros", vz, total_z), ("_numpy", vn, total_n)):
+                    out.setdefault("reduce_64mib" + key, []).append(median_time(lambda: sess.run(red), reps))
+                    out.setdefault("fetch_64mib" + key, []).append(median_time(lambda: sess.run(var), reps))
+            out = {k: min(t) if isinstance(t, list) else t for k, t in out.items()}
             sess.close()
         if framework != "tf":
             server0.stop()   # the next round starts its own
@@ -190,12 +200,15 @@ def _tf_python() -> str | None:
     return None
 
 
+_CASES = (("", "tf.ones"), ("_zeros", "tf.zeros"), ("_numpy", "numpy"))
+
+
 def _report(name: str, r: dict) -> None:
-    print(f"  (1) 238 graph step, 2 tasks        {r['step_238'] * 1e6:10.1f} us")
-    print(f"  (2) 64 MiB var task1 -> reduce t0  {r['reduce_64mib'] * 1e3:10.1f} ms  "
-          f"{VAR_BYTES / r['reduce_64mib'] / 1e9:6.2f} GB/s")
-    print(f"  (3) 64 MiB var fetched to client   {r['fetch_64mib'] * 1e3:10.1f} ms  "
-          f"{VAR_BYTES / r['fetch_64mib'] / 1e9:6.2f} GB/s")
+    print(f"  (1) 238 graph step, 2 tasks                 {r['step_238'] * 1e6:10.1f} us")
+    for key, init in _CASES:
+        for what, label in (("reduce", "(2) 64 MiB var task1 -> reduce t0"), ("fetch", "(3) 64 MiB var fetched to client")):
+            t = r[f"{what}_64mib{key}"]
+            print(f"  {label} {'(' + init + ')':11s} {t * 1e3:8.1f} ms  {VAR_BYTES / t / 1e9:6.2f} GB/s")
 
 
 def _median_of(rounds: list) -> dict:
@@ -249,9 +262,11 @@ def main() -> int:
     print(f"tensorflow {py} (tf.compat.v1, medians of {rounds} rounds, alternating with tensorweave's):")
     _report("tf", tfr)
     print("ratios tensorweave / TF (time; > 1 = slower):")
-    for k, label in (("step_238", "(1) 238 step"), ("reduce_64mib", "(2) cross-task reduce"),
-                     ("fetch_64mib", "(3) fetch to client")):
-        print(f"  {label:24s} {tw[k] / tfr[k]:6.2f}x")
+    rows = [("step_238", "(1) 238 step")] + [
+        (f"{what}_64mib{key}", f"{label} ({init})") for key, init in _CASES
+        for what, label in (("reduce", "(2) cross-task reduce"), ("fetch", "(3) fetch to client"))]
+    for k, label in rows:
+        print(f"  {label:36s} {tw[k] / tfr[k]:6.2f}x")
     return 0
 
 

@@ -10,6 +10,8 @@ from other processes on a shared machine falls on both alike; the load average i
 - CIFAR-10 tutorial shapes: batch 64 of 24x24x3, conv 5x5x64 + relu, max pool 3x3/2, conv
   5x5x64 + relu, max pool 3x3/2, dense 384 + relu, dense 10, softmax cross-entropy, SGD.
 - MLP 784-512-512-10 at batch 128, SGD.
+Then the peak memory of single CNN training steps (tracemalloc) is printed step by step: it
+must not grow with the number of steps.
 """
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ import os
 import statistics
 import subprocess
 import time
+import tracemalloc
 
 import numpy as np
+
+MIB = 1 << 20
 
 
 def cifar_model(tf, batch: int = 64):
@@ -89,6 +94,31 @@ def measure(tf, build, steps: int) -> float:
     return batch / statistics.median(samples)
 
 
+def step_memory(tf, build, steps: int = 6) -> list:
+    """Peak traced memory (MiB) of each of `steps` CNN training steps after a warm-up step, and
+    what stays allocated after each: numpy reports its buffers to tracemalloc, so this counts
+    every activation, gradient and scratch buffer of a step."""
+    graph = tf.Graph()
+    with graph.as_default():
+        train_op, feed, _ = build(tf)
+        sess = tf.Session(graph=graph)
+        sess.run(tf.global_variables_initializer())
+        sess.run(train_op, feed)
+        tracemalloc.start()
+        rows = []
+        try:
+            for _ in range(steps):
+                tracemalloc.reset_peak()
+                base = tracemalloc.get_traced_memory()[0]
+                sess.run(train_op, feed)
+                current, peak = tracemalloc.get_traced_memory()
+                rows.append(((peak - base) / MIB, current / MIB))
+        finally:
+            tracemalloc.stop()
+            sess.close()
+    return rows
+
+
 def run_all(framework: str, steps: int) -> dict:
     if framework == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -141,6 +171,11 @@ def main() -> None:
             ref = statistics.median(r[key] for r in theirs)
             line += f"; TensorFlow {ref:.0f} examples/s; ratio {mine / ref:.2f}x"
         print(line)
+    import tensorweave
+    rows = step_memory(tensorweave, cifar_model)
+    print("CIFAR-10 step memory (tensorweave, tracemalloc): peak above the step's start, per step: "
+          + ", ".join(f"{p:.1f}" for p, _ in rows) + " MiB; held after each step: "
+          + ", ".join(f"{c:.1f}" for _, c in rows) + " MiB")
     print(f"(load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs)")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from tensorweave import flags  # noqa: F401  (tf.app.flags)
+import tensorweave.flags as flags  # noqa: F401  (tf.app.flags)
 
 
 def run(main=None, argv=None) -> None:

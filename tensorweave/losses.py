@@ -6,8 +6,19 @@ number of elements with non-zero weight) and adds the result to `loss_collection
 """
 from __future__ import annotations
 
-import tensorweave as tf
-from tensorweave.framework.api import GraphKeys
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant, shape, size, squeeze, stop_gradient
+from tensorweave.ops.array.fill import ones_like, zeros_like
+from tensorweave.ops.array.sort import where
+from tensorweave.ops.math.binary import add_n, div_no_nan, equal, minimum, multiply, squared_difference, subtract
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.unary import abs, log
+from tensorweave.ops.nn.activations import relu
+from tensorweave.ops.nn.impl import (sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+                                     sparse_softmax_cross_entropy_with_logits)
 
 
 class Reduction:
@@ -32,21 +43,21 @@ class Reduction:
 
 def _safe_mean(numerator, denominator):
     """numerator / denominator, 0 where the denominator is 0 (TF1's _safe_mean: div_no_nan "value")."""
-    return tf.div_no_nan(numerator, denominator, name="value")
+    return div_no_nan(numerator, denominator, name="value")
 
 
 def _num_present(losses, weights):
     """The number of elements of `losses` with non-zero weight (TF1's _num_present)."""
-    with tf.name_scope(None, "num_present", (losses, weights)) as scope:
-        weights = tf.cast(weights, tf.float32)
-        present = tf.where(tf.equal(weights, 0.0), tf.zeros_like(weights), tf.ones_like(weights))
-        present = present * tf.ones_like(losses)
-        return tf.reduce_sum(present, name=scope)
+    with name_scope(None, "num_present", (losses, weights)) as scope:
+        weights = cast(weights, dtypes.float32)
+        present = where(equal(weights, 0.0), zeros_like(weights), ones_like(weights))
+        present = present * ones_like(losses)
+        return reduce_sum(present, name=scope)
 
 
 def _num_elements(losses):
-    with tf.name_scope(None, "num_elements", values=[losses]) as scope:
-        return tf.cast(tf.size(losses, name=scope), dtype=losses.dtype)
+    with name_scope(None, "num_elements", values=[losses]) as scope:
+        return cast(size(losses, name=scope), dtype=losses.dtype)
 
 
 def _check_weights(losses, weights) -> None:
@@ -66,20 +77,20 @@ def _check_weights(losses, weights) -> None:
 def _remove_squeezable_dimensions(labels, predictions, weights, expected_rank_diff: int = 0):
     """TF1's: drops a trailing size-1 dim of labels (or predictions) so that rank(predictions) -
     rank(labels) == expected_rank_diff, and of weights when it has one dim more than labels."""
-    labels = tf.convert_to_tensor(labels)
-    predictions = tf.convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels)
+    predictions = convert_to_tensor(predictions)
     lr, pr = labels.shape.ndims, predictions.shape.ndims
     if lr is not None and pr is not None:
         diff = pr - lr
         if diff == expected_rank_diff + 1 and predictions.shape[-1].is_compatible_with(1):
-            predictions = tf.squeeze(predictions, [-1])
+            predictions = squeeze(predictions, [-1])
         elif diff == expected_rank_diff - 1 and labels.shape[-1].is_compatible_with(1):
-            labels = tf.squeeze(labels, [-1])
+            labels = squeeze(labels, [-1])
     if weights is not None and not isinstance(weights, (int, float)):
-        weights = tf.convert_to_tensor(weights)
+        weights = convert_to_tensor(weights)
         wr, lr = weights.shape.ndims, labels.shape.ndims
         if wr is not None and lr is not None and wr - lr == 1 and weights.shape[-1].is_compatible_with(1):
-            weights = tf.squeeze(weights, [-1])
+            weights = squeeze(weights, [-1])
     return labels, predictions, weights
 
 
@@ -93,24 +104,24 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
                           reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """Weights `losses` by `weights` (broadcast), reduces by `reduction`, adds to `loss_collection`."""
     Reduction.validate(reduction)
-    with tf.name_scope(scope, "weighted_loss", (losses, weights)):
-        losses = tf.convert_to_tensor(losses)
+    with name_scope(scope, "weighted_loss", (losses, weights)):
+        losses = convert_to_tensor(losses)
         input_dtype = losses.dtype
-        losses = tf.cast(losses, tf.float32)
-        weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
+        losses = cast(losses, dtypes.float32)
+        weights = cast(convert_to_tensor(weights), dtypes.float32)
         _check_weights(losses, weights)
-        weighted = tf.multiply(losses, weights)
+        weighted = multiply(losses, weights)
         if reduction == Reduction.NONE:
             loss = weighted
         else:
-            loss = tf.reduce_sum(weighted)
+            loss = reduce_sum(weighted)
             if reduction == Reduction.MEAN:
-                loss = _safe_mean(loss, tf.reduce_sum(tf.ones_like(losses) * weights))
+                loss = _safe_mean(loss, reduce_sum(ones_like(losses) * weights))
             elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
                 loss = _safe_mean(loss, _num_present(losses, weights))
             elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
                 loss = _safe_mean(loss, _num_elements(losses))
-        loss = tf.cast(loss, input_dtype)
+        loss = cast(loss, input_dtype)
         add_loss(loss, loss_collection)
         return loss
 
@@ -118,23 +129,23 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
 def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
     """Adds an externally defined loss to `loss_collection` (None: to no collection)."""
     if loss_collection:
-        tf.add_to_collection(loss_collection, loss)
+        add_to_collection(loss_collection, loss)
 
 
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
-    return tf.get_collection(loss_collection, scope)
+    return get_collection(loss_collection, scope)
 
 
 def get_regularization_losses(scope=None) -> list:
-    return tf.get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
+    return get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 
 def get_regularization_loss(scope=None, name: str = "total_regularization_loss"):
     """The sum of the regularization losses (a 0.0 constant when there are none)."""
     losses = get_regularization_losses(scope)
     if losses:
-        return tf.add_n(losses, name=name)
-    return tf.constant(0.0)
+        return add_n(losses, name=name)
+    return constant(0.0)
 
 
 def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss", scope=None):
@@ -146,14 +157,14 @@ def get_total_loss(add_regularization_losses: bool = True, name: str = "total_lo
         # TF1 hands the empty list to add_n, whose ValueError this is
         raise ValueError("inputs must be a list of at least one Tensor/IndexedSlices with the same dtype "
                          "and shape")
-    return tf.add_n(losses, name=name)
+    return add_n(losses, name=name)
 
 
 def _check_shapes(labels, predictions):
     _not_none(labels, "labels")
     _not_none(predictions, "predictions")
-    labels = tf.convert_to_tensor(labels)
-    predictions = tf.convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels)
+    predictions = convert_to_tensor(predictions)
     predictions.shape.assert_is_compatible_with(labels.shape)
     return labels, predictions
 
@@ -161,35 +172,35 @@ def _check_shapes(labels, predictions):
 def _float32_pair(labels, predictions):
     """_check_shapes, then both cast to float32: predictions first, as TF1 (the Cast ops' names follow)."""
     labels, predictions = _check_shapes(labels, predictions)
-    predictions = tf.cast(predictions, tf.float32)
-    return tf.cast(labels, tf.float32), predictions
+    predictions = cast(predictions, dtypes.float32)
+    return cast(labels, dtypes.float32), predictions
 
 
 def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                         reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.absolute_difference: weighted |labels - predictions|."""
-    with tf.name_scope(scope, "absolute_difference", (predictions, labels, weights)) as scope:
+    with name_scope(scope, "absolute_difference", (predictions, labels, weights)) as scope:
         labels, predictions = _float32_pair(labels, predictions)
-        losses = tf.abs(tf.subtract(predictions, labels))
+        losses = abs(subtract(predictions, labels))
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.mean_squared_error: weighted (labels - predictions)^2."""
-    with tf.name_scope(scope, "mean_squared_error", (predictions, labels, weights)) as scope:
+    with name_scope(scope, "mean_squared_error", (predictions, labels, weights)) as scope:
         labels, predictions = _float32_pair(labels, predictions)
-        losses = tf.squared_difference(predictions, labels)
+        losses = squared_difference(predictions, labels)
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None,
              loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.log_loss: -labels*log(p+eps) - (1-labels)*log(1-p+eps)."""
-    with tf.name_scope(scope, "log_loss", (predictions, labels, weights)) as scope:
+    with name_scope(scope, "log_loss", (predictions, labels, weights)) as scope:
         labels, predictions = _float32_pair(labels, predictions)
-        losses = -tf.multiply(labels, tf.log(predictions + epsilon)) - tf.multiply(
-            (1 - labels), tf.log(1 - predictions + epsilon))
+        losses = -multiply(labels, log(predictions + epsilon)) - multiply(
+            (1 - labels), log(1 - predictions + epsilon))
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
@@ -198,31 +209,31 @@ def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKey
     """tf.losses.hinge_loss: max(0, 1 - (2*labels - 1) * logits) for labels in {0, 1}."""
     _not_none(labels, "labels")
     _not_none(logits, "logits")
-    with tf.name_scope(scope, "hinge_loss", (logits, labels, weights)) as scope:
+    with name_scope(scope, "hinge_loss", (logits, labels, weights)) as scope:
         labels, logits = _float32_pair(labels, logits)
-        all_ones = tf.ones_like(labels)
-        labels = tf.subtract(2 * labels, all_ones)
-        losses = tf.nn.relu(tf.subtract(all_ones, tf.multiply(labels, logits)))
+        all_ones = ones_like(labels)
+        labels = subtract(2 * labels, all_ones)
+        losses = relu(subtract(all_ones, multiply(labels, logits)))
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
 def huber_loss(labels, predictions, weights=1.0, delta: float = 1.0, scope=None,
                loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.huber_loss: 0.5*x^2 for |x| <= delta, else delta*|x| - 0.5*delta^2."""
-    with tf.name_scope(scope, "huber_loss", (predictions, labels, weights)) as scope:
+    with name_scope(scope, "huber_loss", (predictions, labels, weights)) as scope:
         labels, predictions = _float32_pair(labels, predictions)
-        error = tf.subtract(predictions, labels)
-        abs_error = tf.abs(error)
-        quadratic = tf.minimum(abs_error, delta)
-        linear = tf.subtract(abs_error, quadratic)
+        error = subtract(predictions, labels)
+        abs_error = abs(error)
+        quadratic = minimum(abs_error, delta)
+        linear = subtract(abs_error, quadratic)
         losses = 0.5 * quadratic * quadratic + delta * linear
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
 def _cast_like_logits(labels, logits):
     """Labels cast to the logits' dtype; ValueError unless their static shapes are compatible."""
-    logits = tf.convert_to_tensor(logits)
-    labels = tf.cast(labels, logits.dtype)
+    logits = convert_to_tensor(logits)
+    labels = cast(labels, logits.dtype)
     logits.shape.assert_is_compatible_with(labels.shape)
     return labels, logits
 
@@ -232,15 +243,15 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing: f
     """tf.losses.softmax_cross_entropy; label_smoothing moves labels toward 1/num_classes."""
     _not_none(onehot_labels, "onehot_labels")
     _not_none(logits, "logits")
-    with tf.name_scope(scope, "softmax_cross_entropy_loss", (logits, onehot_labels, weights)) as scope:
+    with name_scope(scope, "softmax_cross_entropy_loss", (logits, onehot_labels, weights)) as scope:
         onehot_labels, logits = _cast_like_logits(onehot_labels, logits)
         if label_smoothing > 0:
-            num_classes = tf.cast(tf.shape(onehot_labels)[-1], logits.dtype)
+            num_classes = cast(shape(onehot_labels)[-1], logits.dtype)
             smooth_positives = 1.0 - label_smoothing
             smooth_negatives = label_smoothing / num_classes
             onehot_labels = onehot_labels * smooth_positives + smooth_negatives
-        onehot_labels = tf.stop_gradient(onehot_labels, name="labels_stop_gradient")
-        losses = tf.nn.softmax_cross_entropy_with_logits_v2(labels=onehot_labels, logits=logits, name="xentropy")
+        onehot_labels = stop_gradient(onehot_labels, name="labels_stop_gradient")
+        losses = softmax_cross_entropy_with_logits_v2(labels=onehot_labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
@@ -249,9 +260,9 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_c
     """tf.losses.sparse_softmax_cross_entropy with integer class labels."""
     _not_none(labels, "labels")
     _not_none(logits, "logits")
-    with tf.name_scope(scope, "sparse_softmax_cross_entropy_loss", (logits, labels, weights)) as scope:
+    with name_scope(scope, "sparse_softmax_cross_entropy_loss", (logits, labels, weights)) as scope:
         labels, logits, weights = _remove_squeezable_dimensions(labels, logits, weights, expected_rank_diff=1)
-        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
+        losses = sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
@@ -260,11 +271,11 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
     """tf.losses.sigmoid_cross_entropy; label_smoothing moves labels toward 1/2."""
     _not_none(multi_class_labels, "multi_class_labels")
     _not_none(logits, "logits")
-    with tf.name_scope(scope, "sigmoid_cross_entropy_loss", (logits, multi_class_labels, weights)) as scope:
+    with name_scope(scope, "sigmoid_cross_entropy_loss", (logits, multi_class_labels, weights)) as scope:
         multi_class_labels, logits = _cast_like_logits(multi_class_labels, logits)
         if label_smoothing > 0:
             multi_class_labels = multi_class_labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=multi_class_labels, logits=logits,
+        losses = sigmoid_cross_entropy_with_logits(labels=multi_class_labels, logits=logits,
                                                          name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
@@ -275,8 +286,8 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, los
     axis = dim if axis is None else axis
     if axis is None:
         raise ValueError("You must specify 'axis'.")
-    with tf.name_scope(scope, "cosine_distance_loss", (predictions, labels, weights)) as scope:
+    with name_scope(scope, "cosine_distance_loss", (predictions, labels, weights)) as scope:
         labels, predictions = _float32_pair(labels, predictions)
-        radial_diffs = tf.multiply(predictions, labels)
-        losses = 1 - tf.reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
+        radial_diffs = multiply(predictions, labels)
+        losses = 1 - reduce_sum(radial_diffs, axis=(axis,), keepdims=True)
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)

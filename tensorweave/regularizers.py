@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numbers
 
-import tensorweave as tf
-from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant
+from tensorweave.ops.math.binary import add_n, multiply
+from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.unary import abs, square
+from tensorweave.ops.nn.losses import l2_loss
 
 
 def _check_scale(scale) -> bool:
@@ -26,20 +31,20 @@ def _scaled_regularizer(scale, scope, default_name: str, penalty):
         return lambda _: None
 
     def regularizer(weights, name=None):
-        with tf.name_scope(scope, default_name, [weights]) as name:
-            s = tf.convert_to_tensor(scale, dtype=weights.dtype.base_dtype, name="scale")
-            return tf.multiply(s, penalty(weights), name=name)
+        with name_scope(scope, default_name, [weights]) as name:
+            s = convert_to_tensor(scale, dtype=weights.dtype.base_dtype, name="scale")
+            return multiply(s, penalty(weights), name=name)
     return regularizer
 
 
 def l1_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * sum(|weights|), named "l1_regularizer"."""
-    return _scaled_regularizer(scale, scope, "l1_regularizer", lambda w: tf.reduce_sum(tf.abs(w)))
+    return _scaled_regularizer(scale, scope, "l1_regularizer", lambda w: reduce_sum(abs(w)))
 
 
 def l2_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * tf.nn.l2_loss(weights) (= scale * sum(w^2) / 2)."""
-    return _scaled_regularizer(scale, scope, "l2_regularizer", tf.nn.l2_loss)
+    return _scaled_regularizer(scale, scope, "l2_regularizer", l2_loss)
 
 
 def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
@@ -50,9 +55,9 @@ def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
 def sum_regularizer(regularizer_list, scope=None):
     """Returns fn(weights) summing the non-None results of each regularizer."""
     def total(weights):
-        with tf.name_scope(scope, "sum_regularizer", [weights]) as name:
+        with name_scope(scope, "sum_regularizer", [weights]) as name:
             parts = [p for p in (r(weights) for r in regularizer_list) if p is not None]
-            return tf.add_n(parts, name=name) if parts else None
+            return add_n(parts, name=name) if parts else None
     return total
 
 
@@ -60,21 +65,21 @@ def apply_regularization(regularizer, weights_list=None):
     """Sums regularizer(w) over weights_list (default: the WEIGHTS collection) and adds the
     total to REGULARIZATION_LOSSES."""
     if not weights_list:
-        weights_list = tf.get_collection(GraphKeys.WEIGHTS)
+        weights_list = get_collection(GraphKeys.WEIGHTS)
     if not weights_list:
         raise ValueError("No weights to regularize.")
-    with tf.name_scope("get_regularization_penalty", values=weights_list) as scope:
+    with name_scope("get_regularization_penalty", values=weights_list) as scope:
         penalties = [p for p in (regularizer(w) for w in weights_list) if p is not None]
-        total = tf.add_n(penalties, name=scope) if penalties else tf.constant(0.0)
-        tf.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, total)
+        total = add_n(penalties, name=scope) if penalties else constant(0.0)
+        add_to_collection(GraphKeys.REGULARIZATION_LOSSES, total)
         return total
 
 
 def keras_l1(l=0.01):  # noqa: E741 (Keras' argument name)
     """tf.keras.regularizers.l1: l * sum(|x|)."""
-    return lambda x: tf.multiply(tf.constant(l, x.dtype.base_dtype), tf.reduce_sum(tf.abs(x)))
+    return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(abs(x)))
 
 
 def keras_l2(l=0.01):  # noqa: E741
     """tf.keras.regularizers.l2: l * sum(x^2) (no 1/2, unlike l2_regularizer)."""
-    return lambda x: tf.multiply(tf.constant(l, x.dtype.base_dtype), tf.reduce_sum(tf.square(x)))
+    return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(square(x)))

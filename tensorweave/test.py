@@ -7,9 +7,13 @@ from typing import Optional
 
 import numpy as np
 
+from tensorweave.client.session import Session
 from tensorweave.framework import dtypes
-from tensorweave.framework.graph import Graph, Tensor, get_default_graph
+from tensorweave.framework.errors import OpError
+from tensorweave.framework.graph import Graph, Tensor, get_default_graph, get_default_session
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.ops.array.core import constant, identity
+from tensorweave.ops.gradients.gradients import gradients
 
 __all__ = ["compute_gradient", "compute_gradient_error", "TestCase", "main", "is_gpu_available",
            "gpu_device_name", "is_built_with_cuda", "get_temp_dir"]
@@ -18,7 +22,6 @@ _ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dt
 
 
 def _session():
-    from tensorweave.runtime.session import get_default_session
     sess = get_default_session()
     if sess is None:
         raise ValueError("compute_gradient needs a default session: run it inside `with tf.Session():` "
@@ -89,11 +92,9 @@ def _numeric_jacobian(x, x_shape, x_data, y, y_shape, delta, extra) -> np.ndarra
 
 
 def _dx_and_dy(x, y, y_shape):
-    from tensorweave.ops import array_ops
-    from tensorweave.ops.gradients import gradients
     with x.graph.as_default():
-        dy_orig = array_ops.constant(1.0, shape=y_shape, dtype=y.dtype)
-        dy = array_ops.identity(dy_orig)
+        dy_orig = constant(1.0, shape=y_shape, dtype=y.dtype)
+        dy = identity(dy_orig)
     grads = gradients(y, x, dy)
     return grads[0], dy_orig
 
@@ -158,7 +159,6 @@ def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta: flo
 # -- TestCase ----------------------------------------------------------------------------------
 def _np(value):
     if isinstance(value, Tensor):
-        from tensorweave.runtime.session import get_default_session
         return get_default_session().run(value)
     return np.asarray(value)
 
@@ -185,7 +185,6 @@ class TestCase(unittest.TestCase):
     @contextlib.contextmanager
     def session(self, graph=None, config=None, use_gpu=False, force_gpu=False):
         """A new Session on `graph` (default: the test's graph), installed as default."""
-        from tensorweave.runtime.session import Session
         sess = Session(graph=graph or get_default_graph(), config=config)
         try:
             with sess.as_default(), sess.graph.as_default():
@@ -196,7 +195,6 @@ class TestCase(unittest.TestCase):
     @contextlib.contextmanager
     def cached_session(self, graph=None, config=None, use_gpu=False, force_gpu=False):
         """One Session reused for the whole test (on the test's default graph)."""
-        from tensorweave.runtime.session import Session
         g = graph or get_default_graph()
         if self._cached_session is None or self._cached_session.graph is not g:
             if self._cached_session is not None:
@@ -209,7 +207,6 @@ class TestCase(unittest.TestCase):
     test_session = cached_session
 
     def evaluate(self, tensors):
-        from tensorweave.runtime.session import get_default_session
         sess = get_default_session()
         if sess is None:
             with self.cached_session() as sess:
@@ -247,7 +244,6 @@ class TestCase(unittest.TestCase):
         self.assertAllEqual(np.shape(np_array), tf_tensor.get_shape().as_list(), msg=msg)
 
     def assertRaisesOpError(self, expected_err_re_or_predicate):  # noqa: N802
-        from tensorweave.framework.errors import OpError
         return self.assertRaisesRegex(OpError, expected_err_re_or_predicate)
 
     assertRaisesWithPredicateMatch = unittest.TestCase.assertRaisesRegex  # noqa: N815

@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.math.linalg import matmul, tensordot
+from tensorweave.ops.nn.activations import bias_add, relu
+from tensorweave.ops.random import random_uniform, truncated_normal
+from tensorweave.ops.state.initializers import zeros_initializer
+from tensorweave.ops.state.variable_scope import get_variable, variable_scope
 from tensorweave.layers import flatten  # noqa: F401
 from tensorweave.regularizers import (apply_regularization, l1_l2_regularizer, l1_regularizer,  # noqa: F401
                                       l2_regularizer, sum_regularizer)
@@ -21,7 +27,6 @@ def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=
         raise TypeError(f"Unknown mode {mode} [FAN_IN, FAN_OUT, FAN_AVG]")
 
     def _initializer(shape, dtype=dtype, partition_info=None):
-        from tensorweave.ops import random_ops
         dtype = dtypes.as_dtype(dtype)
         if not dtype.is_floating:
             raise TypeError("Cannot create initializer for non-floating point type.")
@@ -37,8 +42,8 @@ def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=
         n = {"FAN_IN": fan_in, "FAN_OUT": fan_out, "FAN_AVG": (fan_in + fan_out) / 2.0}[mode]
         if uniform:
             limit = math.sqrt(3.0 * factor / n)
-            return random_ops.random_uniform(shape, -limit, limit, dtype, seed=seed)
-        return random_ops.truncated_normal(shape, 0.0, math.sqrt(1.3 * factor / n), dtype, seed=seed)
+            return random_uniform(shape, -limit, limit, dtype, seed=seed)
+        return truncated_normal(shape, 0.0, math.sqrt(1.3 * factor / n), dtype, seed=seed)
     return _initializer
 
 
@@ -51,12 +56,11 @@ xavier_initializer_conv2d = xavier_initializer
 
 
 def _add_to_collections(var, collections, key: str) -> None:
-    import tensorweave as tf
     if isinstance(collections, dict):
         collections = collections.get(key)
     for name in collections or ():
-        if var not in tf.get_collection(name):
-            tf.add_to_collection(name, var)
+        if var not in get_collection(name):
+            add_to_collection(name, var)
 
 
 def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=None, normalizer_params=None,
@@ -67,37 +71,36 @@ def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=Non
     "<scope>/weights" and "<scope>/biases" (scope "fully_connected", "fully_connected_1", ...), also
     in MODEL_VARIABLES; activation_fn defaults to relu, weights to xavier_initializer(); with a
     normalizer_fn there are no biases."""
-    import tensorweave as tf
     if activation_fn == "relu":
-        activation_fn = tf.nn.relu
+        activation_fn = relu
     if biases_initializer == "zeros":
-        biases_initializer = tf.zeros_initializer()
+        biases_initializer = zeros_initializer()
     if not isinstance(num_outputs, int):
         raise ValueError(f"num_outputs type should be one of (int,), got {type(num_outputs)}.")
-    with tf.variable_scope(scope, "fully_connected", [inputs], reuse=reuse) as sc:
-        inputs = tf.convert_to_tensor(inputs)
+    with variable_scope(scope, "fully_connected", [inputs], reuse=reuse):
+        inputs = convert_to_tensor(inputs)
         dtype = inputs.dtype.base_dtype
         last = inputs.shape[-1].value if inputs.shape.ndims else None
         if last is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
         collections = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MODEL_VARIABLES]
-        weights = tf.get_variable("weights", [last, num_outputs], dtype=dtype,
-                                  initializer=weights_initializer or xavier_initializer(dtype=dtype),
-                                  regularizer=weights_regularizer, trainable=trainable, collections=collections)
+        weights = get_variable("weights", [last, num_outputs], dtype=dtype,
+                               initializer=weights_initializer or xavier_initializer(dtype=dtype),
+                               regularizer=weights_regularizer, trainable=trainable, collections=collections)
         _add_to_collections(weights, variables_collections, "weights")
         rank = inputs.shape.ndims
-        outputs = (tf.tensordot(inputs, weights, [[rank - 1], [0]]) if rank and rank > 2
-                   else tf.matmul(inputs, weights))
+        outputs = (tensordot(inputs, weights, [[rank - 1], [0]]) if rank and rank > 2
+                   else matmul(inputs, weights))
         if normalizer_fn is not None:
             outputs = normalizer_fn(outputs, **(normalizer_params or {}))
         elif biases_initializer is not None:
-            biases = tf.get_variable("biases", [num_outputs], dtype=dtype, initializer=biases_initializer,
-                                     regularizer=biases_regularizer, trainable=trainable, collections=collections)
+            biases = get_variable("biases", [num_outputs], dtype=dtype, initializer=biases_initializer,
+                                  regularizer=biases_regularizer, trainable=trainable, collections=collections)
             _add_to_collections(biases, variables_collections, "biases")
-            outputs = tf.nn.bias_add(outputs, biases)
+            outputs = bias_add(outputs, biases)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
         if outputs_collections:
             for name in outputs_collections:
-                tf.add_to_collection(name, outputs)
+                add_to_collection(name, outputs)
         return outputs

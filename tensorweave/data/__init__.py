@@ -1,0 +1,29 @@
+"""tf.data: datasets and iterators (ops/data/)."""
+from __future__ import annotations
+
+from tensorweave.data import experimental  # noqa: F401
+from tensorweave.ops.data.dataset import (  # noqa: F401
+    Dataset, FixedLengthRecordDataset, TFRecordDataset, TextLineDataset)
+from tensorweave.ops.data.iterator import Iterator  # noqa: F401
+
+
+def make_one_shot_iterator(dataset):
+    """tf.data.make_one_shot_iterator(dataset): dataset.make_one_shot_iterator()."""
+    return dataset.make_one_shot_iterator()
+
+
+def make_initializable_iterator(dataset, shared_name=None):
+    """tf.data.make_initializable_iterator(dataset, shared_name=None)."""
+    return dataset.make_initializable_iterator(shared_name)
+
+
+def get_output_types(dataset_or_iterator):
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator):
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator):
+    return dataset_or_iterator.output_classes

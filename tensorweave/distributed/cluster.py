@@ -11,6 +11,8 @@ import json
 import os
 from typing import Optional
 
+from tensorweave.framework.device import task_name
+
 __all__ = ["ClusterSpec"]
 
 
@@ -143,7 +145,7 @@ class ClusterSpec:
     # -- helpers for the runtime -----------------------------------------------------------------
     def task_names(self) -> list:
         """Every task as "/job:J/replica:0/task:I", in job then index order."""
-        return [f"/job:{j}/replica:0/task:{i}" for j, t in self._cluster_spec.items() for i in t]
+        return [task_name(j, i) for j, t in self._cluster_spec.items() for i in t]
 
     def address_of(self, task_name: str) -> str:
         """The address of a task given as "/job:J/replica:0/task:I" (or "/job:J/task:I")."""
@@ -163,10 +165,6 @@ def parse_task_name(task_name: str) -> tuple[str, int]:
     if job is None:
         raise ValueError(f"Task name {task_name!r} names no job")
     return job, index
-
-
-def task_name(job_name: str, task_index: int) -> str:
-    return f"/job:{job_name}/replica:0/task:{task_index}"
 
 
 def from_tf_config(env: Optional[str] = None) -> tuple[Optional[ClusterSpec], Optional[str], Optional[int]]:

@@ -43,16 +43,14 @@ from tensorweave.distributed import sockets
 from tensorweave.distributed.channel import Pending, wait_all, wait_any
 from tensorweave.distributed.worker import WorkerClient, WorkerService
 from tensorweave.framework import errors
-from tensorweave.ops import registry
-from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.config import ConfigProto, RunOptions
+from tensorweave.framework.device import DeviceSpec, task_name, task_of
 from tensorweave.framework.graph_def import graph_to_graph_def, tensor_key
-from tensorweave.runtime.step_stats import merge_step_stats
+from tensorweave.ops import registry
+from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime import partition as _partition
 from tensorweave.runtime import placer as _placer
-from tensorweave.runtime.placer import task_of
-from tensorweave.runtime.rendezvous import RendezvousKey
-from tensorweave.runtime.session import register_remote_master
+from tensorweave.runtime.step_stats import merge_step_stats
 
 _ABORT_MARK = "Step aborted because another partition failed: "
 
@@ -412,7 +410,7 @@ class DistributedMaster:
             self.cluster = dict(self.config.cluster_def)
         elif self.config.cluster_def is not None and hasattr(self.config.cluster_def, "as_dict"):
             self.cluster = dict(self.config.cluster_def.as_dict())
-        self.master_task = _placer.task_name(status["job"], int(status["task"]))
+        self.master_task = task_name(status["job"], int(status["task"]))
         self.devices = _placer.ClusterDevices.from_cluster(
             self.cluster, self.master_task, self.config.device_filters, status.get("devices") or ())
         self._clients: dict = {self.master_task: client}
@@ -689,7 +687,7 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
     client = WorkerClient.for_address(address, target, connect_timeout_s=timeout)
     status = client.get_status()
     cluster = dict(status["cluster"])
-    master_task = _placer.task_name(status["job"], int(status["task"]))
+    master_task = task_name(status["job"], int(status["task"]))
     devices = _placer.ClusterDevices.from_cluster(cluster, master_task, config.device_filters)
     containers = list(containers) if containers is not None else None
     first: Optional[BaseException] = None
@@ -704,4 +702,3 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
         raise first
 
 
-register_remote_master(connect, reset)   # Session("grpc://...") and Session.reset reach this master

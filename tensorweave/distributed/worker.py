@@ -1,7 +1,7 @@
 """The worker service of one task, and WorkerClient, the Python API both sides use to call it.
 
 Contract between the server side (this module, server/, transport.py, wire.py,
-runtime/rendezvous.py, ops/sendrecv_ops.py) and the client side (placement, partitioning,
+runtime/rendezvous.py, ops/sendrecv.py) and the client side (placement, partitioning,
 the distributed master behind Session("grpc://...")):
 
 ``WorkerClient.for_address(address, task_name, connect_timeout_s=60.0)`` returns a client
@@ -78,15 +78,15 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from tensorweave.distributed import wire
 from tensorweave.distributed.channel import Channel, Pending
+from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.distributed.graphs import GraphTable, Registered
 from tensorweave.distributed.transport import RequestContext
-from tensorweave.distributed.cluster import ClusterSpec, task_name as make_task_name
 from tensorweave.framework import errors
+from tensorweave.framework.device import task_name as make_task_name, task_of
 from tensorweave.framework.graph_def import FunctionDef, GraphDef, NodeDef
-from tensorweave.ops import sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
-from tensorweave.ops.sendrecv_ops import task_of
+from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime.executor import KernelContext, Plan, StepContext
-from tensorweave.runtime.rendezvous import Rendezvous, RendezvousKey
+from tensorweave.runtime.rendezvous import Rendezvous
 from tensorweave.runtime.resources import ResourceManager
 
 # address -> WorkerService of a Server started in this process

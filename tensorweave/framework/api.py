@@ -47,7 +47,7 @@ class GraphKeys:
     WHILE_CONTEXT = "while_context"
 
 
-def _graph_from(values):
+def graph_from_inputs(values):
     """TF's rule: the default graph while it builds a function body, else the values' graph."""
     default = get_default_graph()
     if default.building_function:
@@ -64,7 +64,7 @@ def name_scope(name, default_name=None, values=None):
     """tf.name_scope(name, default_name=None, values=None): yields the scope string 'a/b/'."""
     if not name and default_name is not None:
         name = default_name
-    g = _graph_from(values)
+    g = graph_from_inputs(values)
     with g.as_default(), g.name_scope(name) as scope:
         yield scope
 

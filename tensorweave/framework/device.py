@@ -91,6 +91,18 @@ class DeviceSpec:
         return self.to_string()
 
 
+def task_name(job: str, task: int) -> str:
+    """The full name of a task: '/job:J/replica:0/task:T'."""
+    return f"/job:{job}/replica:0/task:{task}"
+
+
+def task_of(device: str) -> str:
+    """'/job:w/replica:0/task:1/device:CPU:0' -> '/job:w/replica:0/task:1'; a device that names
+    no job is returned as it is."""
+    spec = DeviceSpec.from_string(device)
+    return device if spec.job is None else task_name(spec.job, spec.task or 0)
+
+
 def canonical_name(device) -> str:
     if device is None:
         return ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterable, Optional
 
+from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import FunctionDef, node_def_of
 
@@ -130,6 +131,14 @@ class FuncGraph(Graph):
             self._captures[outer] = inner
         return inner
 
+    def uncapture(self, outer: Tensor) -> None:
+        """Forgets capture `outer` once nothing in the body uses its placeholder any more."""
+        inner = self._captures.pop(outer)
+        if inner._consumers:
+            self._captures[outer] = inner
+            raise ValueError(f"Cannot drop capture {outer.name} of '{self.name}': {inner.name} is still used")
+        self.remove_ops([inner.op])
+
     def _control_capture(self, op: Operation) -> None:
         if op.graph is self.outer_graph:
             if op not in self.control_captures:
@@ -171,6 +180,51 @@ class FuncGraph(Graph):
             return contextlib.nullcontext()
         return super().colocate_with(op, ignore_existing)
 
+    def remove_ops(self, ops: Iterable[Operation]) -> None:
+        """Drops ops nothing uses any more (forward ops a loop gradient copied, then replaced by
+        recorded values), so the body's FunctionDef holds only what runs."""
+        dead = set(ops)
+        for op in dead:
+            for t in op.outputs:
+                if any(c not in dead for c in t._consumers) or t in self.outputs:
+                    raise ValueError(f"Cannot remove {op.name} from '{self.name}': {t.name} is still used")
+        for op in dead:
+            for t in op._inputs:
+                if op in t._consumers:
+                    t._consumers.remove(op)
+            for c in op._control_inputs:
+                if op in c._control_outputs:
+                    c._control_outputs.remove(op)
+            for c in op._control_outputs:
+                if c not in dead and op in c._control_inputs:
+                    c._control_inputs.remove(op)
+            del self._ops_by_name[op.name]
+        self._ops = [op for op in self._ops if op not in dead]
+        self._mutations += 1
+
+    def sort_ops(self) -> None:
+        """Restores creation order = dependency order after inputs were rewired to later ops
+        (copying a body, as gradients do, walks ops in creation order)."""
+        position = {op: i for i, op in enumerate(self._ops)}
+        done: set = set()
+        order: list = []
+        for root in self._ops:
+            stack = [(root, False)]
+            while stack:
+                op, expanded = stack.pop()
+                if op in done:
+                    continue
+                if expanded:
+                    done.add(op)
+                    order.append(op)
+                    continue
+                stack.append((op, True))
+                deps = [t.op for t in op._inputs] + op._control_inputs
+                for d in sorted((d for d in deps if d in position and d not in done), key=position.get,
+                                reverse=True):
+                    stack.append((d, False))
+        self._ops = order
+
     # -- serialization ------------------------------------------------------------------------
     def _as_function_def(self, library: Optional[dict] = None) -> FunctionDef:
         nodes = tuple(node_def_of(op, library) for op in self._ops)
@@ -203,12 +257,14 @@ def resolve_capture(t: Tensor) -> Tensor:
     return t
 
 
-def replay(func_graph: FuncGraph, inputs: list, graph: Optional[Graph] = None) -> list:
+def replay(func_graph: FuncGraph, inputs: list, graph: Optional[Graph] = None,
+           mapping: Optional[dict] = None) -> list:
     """Copies the ops of `func_graph` into `graph` (default: the default graph) with its inputs
     replaced by `inputs`; returns the copies of its outputs. Gradients of functional ops use it
-    to recompute a body's forward values where the gradient runs."""
+    to recompute a body's forward values where the gradient runs. `mapping`, when given, is
+    filled with every body tensor -> its copy."""
     graph = graph or get_default_graph()
-    mapping: dict = {}
+    mapping = {} if mapping is None else mapping
     op_map: dict = {}
     for ph, t in zip(func_graph.inputs, inputs):
         mapping[ph] = t
@@ -227,3 +283,11 @@ def replay(func_graph: FuncGraph, inputs: list, graph: Optional[Graph] = None) -
         for a, b in zip(op.outputs, new.outputs):
             mapping[a] = b
     return [mapping[t] if isinstance(t, Tensor) else op_map[t] for t in func_graph.outputs]
+
+
+def resource_colocation(inputs: list) -> list:
+    """Resource handles never cross tasks: a functional op that takes one runs where it lives."""
+    for t in inputs:
+        if t.dtype == dtypes.resource:
+            return t.op.colocation_groups()
+    return []

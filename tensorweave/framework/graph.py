@@ -8,6 +8,8 @@ from typing import Callable, Iterable, Optional
 
 from tensorweave.framework import dtypes as _dtypes
 from tensorweave.framework.device import DeviceSpec
+from tensorweave.framework.graph_def import graph_to_graph_def, node_def_of
+from tensorweave.framework.op_def_registry import lookup as _lookup_op_def
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -52,8 +54,7 @@ class Tensor:
         return list(self._consumers)
 
     def eval(self, feed_dict=None, session=None):
-        from tensorweave.runtime.session import _default_session_for
-        return _default_session_for(self.graph, session).run(self, feed_dict)
+        return default_session_for(self.graph, session).run(self, feed_dict)
 
     def _as_node_def_input(self) -> str:
         return self._op.name if self._value_index == 0 else self.name
@@ -129,13 +130,11 @@ class Operation:
 
     @property
     def node_def(self):
-        from tensorweave.framework.graph_def import node_def_of
         return node_def_of(self)
 
     @property
     def op_def(self):
-        from tensorweave.ops.registry import lookup
-        return lookup(self._type)
+        return _lookup_op_def(self._type)
 
     @property
     def attrs(self) -> dict:
@@ -168,6 +167,30 @@ class Operation:
         for op in ops:
             self._add_control_input(op)
 
+    def _remove_control_input(self, op: "Operation") -> None:
+        if op in self._control_inputs:
+            self._control_inputs.remove(op)
+            op._control_outputs.remove(self)
+            self._graph._mutations += 1
+
+    def _update_input(self, index: int, tensor: Tensor) -> None:
+        """Rewires input `index` to `tensor` (same dtype; gradients of loops redirect forward values)."""
+        old = self._inputs[index]
+        if tensor.dtype != old.dtype:
+            raise TypeError(f"Cannot replace input {index} of '{self._name}' ({old.dtype.name}) with "
+                            f"{tensor.name} ({tensor.dtype.name})")
+        old._consumers.remove(self)
+        self._inputs[index] = tensor
+        tensor._consumers.append(self)
+        self._graph._mutations += 1
+
+    def _add_output(self, dtype, shape) -> Tensor:
+        """Appends an output (a functional op that starts recording values for its gradient)."""
+        t = Tensor(self, len(self._outputs), _dtypes.as_dtype(dtype), as_shape(shape))
+        self._outputs.append(t)
+        self._graph._mutations += 1
+        return t
+
     def colocation_groups(self) -> list:
         groups = [g.decode() if isinstance(g, bytes) else g for g in self._attrs.get("_class", [])
                   if (g.decode() if isinstance(g, bytes) else g).startswith("loc:@")]
@@ -177,8 +200,7 @@ class Operation:
         return tuple(self._outputs)
 
     def run(self, feed_dict=None, session=None) -> None:
-        from tensorweave.runtime.session import _default_session_for
-        _default_session_for(self._graph, session).run(self, feed_dict)
+        default_session_for(self._graph, session).run(self, feed_dict)
 
     def __repr__(self) -> str:
         return f"<tf.Operation '{self._name}' type={self._type}>"
@@ -393,11 +415,12 @@ class Graph:
     def create_op(self, op_type: str, inputs: list, attrs: Optional[dict] = None,
                   name: Optional[str] = None, dtypes=None) -> Operation:
         """Adds an op of a registered type; infers its outputs' dtypes and static shapes."""
-        from tensorweave.ops.registry import lookup
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
-        opdef = lookup(op_type)
+        opdef = _lookup_op_def(op_type)
         inputs = [self._capture(t) for t in inputs]
+        if opdef.dtypes:
+            opdef.check_input_dtypes(inputs)
         with self._lock:
             if name and name.endswith("/"):
                 name = name[:-1]
@@ -546,13 +569,15 @@ class Graph:
             self._gradient_override_map = saved
 
     def as_graph_def(self, from_version=None, add_shapes: bool = False):
-        from tensorweave.framework.graph_def import graph_to_graph_def
         return graph_to_graph_def(self)
 
 
 class _DefaultStack(threading.local):
+    """This thread's default graphs and default sessions (innermost last)."""
+
     def __init__(self):
         self.stack: list[Graph] = []
+        self.sessions: list = []
 
 
 _thread_state = _DefaultStack()
@@ -581,11 +606,37 @@ def reset_default_graph() -> None:
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If you need a "
                              "cleared graph, exit the nesting and create a new graph.")
     _global_default_graph = Graph()
-    from tensorweave.runtime import session as _session
-    _session._reset_default_sessions()
+    _thread_state.sessions = []
 
 
-# Conversion of Python values to tensors lives beside the graph; re-exported for callers.
-from tensorweave.framework.tensor_conversion import (  # noqa: E402,F401
-    convert_n_to_tensor, convert_to_tensor, internal_convert_to_tensor, is_tensor,
-    register_tensor_conversion_function)
+# -- the default-session stack (sessions live above this layer; they push themselves here) ---
+def get_default_session():
+    """tf.get_default_session(): the innermost session installed with `as_default()` on this
+    thread, or None."""
+    return _thread_state.sessions[-1] if _thread_state.sessions else None
+
+
+@contextlib.contextmanager
+def default_session(session, with_graph: bool = False):
+    """Makes `session` the default session (and, with_graph, its graph the default graph)."""
+    _thread_state.sessions.append(session)
+    try:
+        if with_graph:
+            with session.graph.as_default():
+                yield session
+        else:
+            yield session
+    finally:
+        _thread_state.sessions.remove(session)
+
+
+def default_session_for(graph: Graph, session=None):
+    """The session that evaluates a tensor of `graph` (`Tensor.eval`, `Operation.run`)."""
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is registered. Use "
+                         "`with sess.as_default()` or pass an explicit session to `eval(session=sess)`")
+    if session.graph is not graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is different "
+                         "from the session's graph.")
+    return session

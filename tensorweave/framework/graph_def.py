@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorweave.framework import errors
 from tensorweave.framework.dtypes import DType
 from tensorweave.framework.shapes import TensorShape
 
@@ -136,7 +137,6 @@ def live_inputs(node: NodeDef, by_name: dict, fed: set):
 def needed_nodes(by_name: dict, fed: set, fetches, targets) -> dict:
     """The nodes a step needs (name -> NodeDef): ancestors of the fetches and targets, with fed
     tensors cutting the graph. A missing node is NotFoundError naming it."""
-    from tensorweave.framework import errors
     needed: dict = {}
     stack = [parse_input(f)[0] for f in fetches if tensor_key(f) not in fed]
     stack += [t.lstrip("^") for t in targets]

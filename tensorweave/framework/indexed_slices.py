@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import collections
 
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_util import constant_value
+
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
 
 
@@ -26,8 +29,6 @@ class IndexedSlices:
     device = property(lambda self: self._values.device)
 
     def get_shape(self):
-        from tensorweave.ops.tensor_util import constant_value
-        from tensorweave.framework.shapes import TensorShape
         if self._dense_shape is not None:
             value = constant_value(self._dense_shape)
             if value is not None:
@@ -44,8 +45,7 @@ class IndexedSlices:
         return IndexedSlicesValue(values[0], values[1], values[2] if len(values) > 2 else None)
 
     def __neg__(self):
-        from tensorweave.ops import math_ops
-        return IndexedSlices(math_ops.negative(self._values), self._indices, self._dense_shape)
+        return IndexedSlices(-self._values, self._indices, self._dense_shape)
 
     def __repr__(self):
         return f"IndexedSlices(indices={self._indices}, values={self._values}, dense_shape={self._dense_shape})"

@@ -1,8 +1,9 @@
 """The op registry: one table per rule kind, keyed by TF op name.
 
-Every op module defines an op's shape function, numpy kernel and gradient side by side and
-registers them here with `register`. The graph builder asks `lookup(op_type).infer`, the
-executor asks `kernel_for(op_type, device_type)`, `tf.gradients` asks `gradient_for`.
+Every op module defines an op's shape function, accepted dtypes, numpy kernel and gradient side
+by side and registers them here with `register`. The graph builder asks
+`framework.op_def_registry.lookup(op_type)` (shape function, dtypes), the executor asks
+`kernel_for(op_type, device_type)`, `tf.gradients` asks `gradient_for`.
 
 - infer(op) -> list of (dtype, shape) per output, from op.inputs and op.get_attr(...). Raise
   ValueError on incompatible inputs; the graph adds the op's name and input shapes.
@@ -11,50 +12,36 @@ executor asks `kernel_for(op_type, device_type)`, `tf.gradients` asks `gradient_
   function library). The callable takes the input values and returns the output value (one
   output), a tuple (several) or None (none). With `needs_step` it also takes the StepContext
   first. Kernels never mutate their inputs: values are shared between consumers.
-- grad(op, *output_grads) -> one gradient (or None) per input, built from graph ops.
+- grad(op, *output_grads) -> one gradient (or None) per input, built from graph ops. A gradient
+  that needs another op family's ops is registered from that family's `*_grad` module with
+  `RegisterGradient`, after both families are imported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from tensorweave.framework import errors
+from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup  # noqa: F401 (lookup: for the runtime)
 
-
-@dataclass(frozen=True)
-class OpDef:
-    type: str
-    infer: Callable
-    stateful: bool = False
-    needs_step: bool = False   # kernel callable gets the StepContext as first argument
-    blocking: bool = False     # may wait on another task or thread (Recv, dequeue): schedule late
-
-
-OP_DEFS: dict[str, OpDef] = {}
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
-             grad: Optional[Callable] = ..., *, stateful: bool = False, needs_step: bool = False,
-             blocking: bool = False, device_type: str = "CPU") -> None:
-    """Registers an op's rules. grad=None marks it not differentiable; omitted leaves it unset."""
-    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking)
+             grad: Optional[Callable] = ..., *, dtypes=None, dtype_param: str = "x",
+             stateful: bool = False, needs_step: bool = False, blocking: bool = False,
+             device_type: str = "CPU") -> None:
+    """Registers an op's rules. `dtypes`: the dtypes input 0 (parameter `dtype_param`) accepts,
+    or {input index: (parameter name, dtypes)}. grad=None marks the op not differentiable;
+    omitted leaves it to a `*_grad` module."""
+    if dtypes is not None and not isinstance(dtypes, dict):
+        dtypes = {0: (dtype_param, tuple(dtypes))}
+    constraints = tuple((i, param, tuple(allowed)) for i, (param, allowed) in sorted((dtypes or {}).items()))
+    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking, constraints)
     if kernel is not None:
         KERNELS[(op_type, device_type)] = kernel
     if grad is not ...:
         GRADIENTS[op_type] = grad
-
-
-def register_kernel(op_type: str, device_type: str, kernel: Callable) -> None:
-    KERNELS[(op_type, device_type)] = kernel
-
-
-def lookup(op_type: str) -> OpDef:
-    try:
-        return OP_DEFS[op_type]
-    except KeyError:
-        raise errors.NotFoundError(None, None, f"Op type not registered '{op_type}'") from None
 
 
 def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
@@ -100,8 +87,3 @@ def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1 name)
 
 
 NoGradient = NotDifferentiable
-
-
-# -- shape-function helpers shared by op modules ----------------------------------------------
-def same_as_input(index: int = 0) -> Callable:
-    return lambda op: [(op.inputs[index].dtype, op.inputs[index].shape)]

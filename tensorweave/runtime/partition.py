@@ -19,7 +19,7 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 
 from tensorweave.framework.graph_def import GraphDef, NodeDef, needed_nodes, parse_input, tensor_key
-from tensorweave.runtime.placer import task_of
+from tensorweave.framework.device import task_of
 
 
 @dataclass(frozen=True)

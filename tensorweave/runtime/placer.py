@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from tensorweave.framework import errors
-from tensorweave.framework.device import DeviceSpec
+from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph_def import GraphDef, NodeDef, parse_input
 
 
@@ -45,16 +45,6 @@ class ClusterDevices:
 
     def available(self) -> str:
         return ", ".join(f"{t}/device:{d if ':' in d else d + ':0'}" for t in self.tasks for d in self.device_types)
-
-
-def task_name(job: str, task: int) -> str:
-    return f"/job:{job}/replica:0/task:{task}"
-
-
-def task_of(device: str) -> str:
-    """'/job:w/replica:0/task:1/device:CPU:0' -> '/job:w/replica:0/task:1'."""
-    spec = DeviceSpec.from_string(device)
-    return task_name(spec.job, spec.task or 0)
 
 
 def cluster_task_names(cluster: Mapping) -> list:

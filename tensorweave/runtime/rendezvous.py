@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 from tensorweave.framework import errors, limits
+from tensorweave.ops.sendrecv import RendezvousKey
 
 WAIT_SLICE_S = 0.05
 DEFAULT_TTL_S = 600.0
@@ -26,19 +27,6 @@ _TOMBSTONE_TTL_S = 120.0
 _MAX_TOMBSTONES = 50_000      # aborted steps remembered at once (the oldest go first)
 _SLOT_BYTES = 256             # what a waiting value costs besides its own bytes (key, slot, array header)
 _MAX_TOMBSTONE_MESSAGE = 1000
-
-
-class RendezvousKey(NamedTuple):
-    """(send task, recv task, tensor name, step id). An immutable record like a frozen
-    dataclass, but hashed and compared in C: every Send and Recv of a step hashes it."""
-
-    send_device: str
-    recv_device: str
-    tensor_name: str
-    step_id: int
-
-    def __str__(self) -> str:
-        return f"{self.send_device};{self.recv_device};{self.tensor_name};step {self.step_id}"
 
 
 class _Slot:

@@ -1,39 +1,14 @@
-"""Stateful resources (variables, queues, accumulators) held by container and name."""
+"""Stateful resources (variables, queues, accumulators, random generators) held by container and
+name. What a resource is belongs to its op family (ops/state/variable_ops.py defines variables);
+this table only finds, creates and drops them."""
 from __future__ import annotations
 
 import threading
 from typing import Callable, Optional
 
-import numpy as np
-
 from tensorweave.framework import errors
 
 DEFAULT_CONTAINER = ""
-
-
-class VariableResource:
-    """Storage of one variable. Updates replace `value` rather than mutate it, so a value
-    already handed to a consumer (or to the transport, zero-copy) never changes under it."""
-
-    __slots__ = ("name", "dtype", "shape", "value", "lock")
-
-    def __init__(self, name: str, dtype, shape):
-        self.name = name
-        self.dtype = dtype
-        self.shape = shape
-        self.value: Optional[np.ndarray] = None
-        self.lock = threading.Lock()
-
-    def read(self, op_name: str = None):
-        v = self.value
-        if v is None:
-            raise errors.FailedPreconditionError(
-                None, op_name,
-                f"Attempting to use uninitialized value {self.name}\n\t [[node {op_name or self.name}]]")
-        return v
-
-    def assign(self, value) -> None:
-        self.value = value
 
 
 class ResourceManager:

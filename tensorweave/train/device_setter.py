@@ -7,6 +7,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.device import DeviceSpec
+from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.framework.shapes import TensorShape, as_shape
 
 __all__ = ["replica_device_setter"]
@@ -101,7 +102,6 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_
     `merge_devices`. With `cluster`, the number of ps tasks is taken from its ps job.
     Returns None when there are no ps tasks."""
     if cluster is not None:
-        from tensorweave.distributed.cluster import ClusterSpec
         cluster_spec = (cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)).as_dict()
         ps_job_name = DeviceSpec.from_string(ps_device).job
         if ps_job_name not in cluster_spec or cluster_spec[ps_job_name] is None:

@@ -4,16 +4,18 @@ from __future__ import annotations
 import math
 
 from tensorweave.framework import api, dtypes
-from tensorweave.framework.graph import convert_to_tensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant, identity
+from tensorweave.ops.array.sort import where
+from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.math.binary import add, equal, greater, maximum, minimum, multiply, pow, subtract, truediv
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.unary import ceil, cos, exp, floor, log, negative, sqrt
+from tensorweave.ops.random import random_normal
 
 __all__ = ["exponential_decay", "piecewise_constant", "polynomial_decay", "natural_exp_decay",
            "inverse_time_decay", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay",
            "noisy_linear_cosine_decay"]
-
-
-def _ops():
-    from tensorweave.ops import array_ops, math_ops
-    return array_ops, math_ops
 
 
 def _check_step(global_step, fn: str) -> None:
@@ -22,18 +24,16 @@ def _check_step(global_step, fn: str) -> None:
 
 
 def _cast(x, dtype):
-    _, math_ops = _ops()
     x = convert_to_tensor(x)   # a Variable (the global step) becomes a fresh read
-    return x if x.dtype == dtype else math_ops.cast(x, dtype)
+    return x if x.dtype == dtype else cast(x, dtype)
 
 
 def _lr_and_p(learning_rate, global_step, decay_steps, staircase: bool):
-    _, math_ops = _ops()
     lr = convert_to_tensor(learning_rate, name="learning_rate")
     dtype = lr.dtype
-    p = math_ops.truediv(_cast(global_step, dtype), _cast(decay_steps, dtype))
+    p = truediv(_cast(global_step, dtype), _cast(decay_steps, dtype))
     if staircase:
-        p = math_ops.floor(p)
+        p = floor(p)
     return lr, dtype, p
 
 
@@ -41,30 +41,27 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, stair
     """tf.train.exponential_decay: learning_rate * decay_rate ^ (global_step / decay_steps)
     (the exponent floored when staircase)."""
     _check_step(global_step, "exponential_decay")
-    _, math_ops = _ops()
     with api.name_scope(name, "ExponentialDecay") as scope:
         lr, dtype, p = _lr_and_p(learning_rate, global_step, decay_steps, staircase)
-        return math_ops.multiply(lr, math_ops.pow(_cast(decay_rate, dtype), p), name=scope)
+        return multiply(lr, pow(_cast(decay_rate, dtype), p), name=scope)
 
 
 def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None):
     """tf.train.natural_exp_decay: learning_rate * exp(-decay_rate * global_step / decay_steps)."""
     _check_step(global_step, "natural_exp_decay")
-    _, math_ops = _ops()
     with api.name_scope(name, "NaturalExpDecay") as scope:
         lr, dtype, p = _lr_and_p(learning_rate, global_step, decay_steps, staircase)
-        exponent = math_ops.exp(math_ops.multiply(math_ops.negative(_cast(decay_rate, dtype)), p))
-        return math_ops.multiply(lr, exponent, name=scope)
+        exponent = exp(multiply(negative(_cast(decay_rate, dtype)), p))
+        return multiply(lr, exponent, name=scope)
 
 
 def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None):
     """tf.train.inverse_time_decay: learning_rate / (1 + decay_rate * global_step / decay_steps)."""
     _check_step(global_step, "inverse_time_decay")
-    array_ops, math_ops = _ops()
     with api.name_scope(name, "InverseTimeDecay") as scope:
         lr, dtype, p = _lr_and_p(learning_rate, global_step, decay_steps, staircase)
-        denom = math_ops.add(array_ops.constant(1, dtype=dtype), math_ops.multiply(_cast(decay_rate, dtype), p))
-        return math_ops.truediv(lr, denom, name=scope)
+        denom = add(constant(1, dtype=dtype), multiply(_cast(decay_rate, dtype), p))
+        return truediv(lr, denom, name=scope)
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0,
@@ -72,7 +69,6 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
     """tf.train.polynomial_decay: (lr - end) * (1 - step / decay_steps) ^ power + end, with step
     capped at decay_steps, or (cycle) decay_steps stretched to the next multiple above step."""
     _check_step(global_step, "polynomial_decay")
-    array_ops, math_ops = _ops()
     with api.name_scope(name, "PolynomialDecay") as scope:
         lr = convert_to_tensor(learning_rate, name="learning_rate")
         dtype = lr.dtype
@@ -82,15 +78,15 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
         steps = _cast(decay_steps, dtype)
         if cycle:
             # the first multiple of decay_steps above global_step (1 when the step is 0)
-            multiplier = math_ops.maximum(math_ops.ceil(math_ops.truediv(step, steps)),
-                                          array_ops.constant(1, dtype=dtype))
-            steps = math_ops.multiply(steps, multiplier)
+            multiplier = maximum(ceil(truediv(step, steps)),
+                                          constant(1, dtype=dtype))
+            steps = multiply(steps, multiplier)
         else:
-            step = math_ops.minimum(step, steps)
-        p = math_ops.truediv(step, steps)
-        one = array_ops.constant(1, dtype=dtype)
-        return math_ops.add(math_ops.multiply(math_ops.subtract(lr, end_lr),
-                                              math_ops.pow(math_ops.subtract(one, p), power)),
+            step = minimum(step, steps)
+        p = truediv(step, steps)
+        one = constant(1, dtype=dtype)
+        return add(multiply(subtract(lr, end_lr),
+                                              pow(subtract(one, p), power)),
                             end_lr, name=scope)
 
 
@@ -98,25 +94,23 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     """tf.train.cosine_decay: lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
     decay_steps)) + alpha)."""
     _check_step(global_step, "cosine_decay")
-    array_ops, math_ops = _ops()
     with api.name_scope(name, "CosineDecay") as scope:
         lr = convert_to_tensor(learning_rate, name="learning_rate")
         dtype = lr.dtype
         steps = _cast(decay_steps, dtype)
-        step = math_ops.minimum(_cast(global_step, dtype), steps)
-        fraction = math_ops.truediv(step, steps)
-        c = lambda v: array_ops.constant(v, dtype=dtype)  # noqa: E731
-        cosine = math_ops.multiply(c(0.5), math_ops.add(c(1.0), math_ops.cos(math_ops.multiply(c(math.pi),
+        step = minimum(_cast(global_step, dtype), steps)
+        fraction = truediv(step, steps)
+        c = lambda v: constant(v, dtype=dtype)  # noqa: E731
+        cosine = multiply(c(0.5), add(c(1.0), cos(multiply(c(math.pi),
                                                                                               fraction))))
         a = _cast(alpha, dtype)
-        decayed = math_ops.add(math_ops.multiply(math_ops.subtract(c(1.0), a), cosine), a)
-        return math_ops.multiply(lr, decayed, name=scope)
+        decayed = add(multiply(subtract(c(1.0), a), cosine), a)
+        return multiply(lr, decayed, name=scope)
 
 
 def piecewise_constant(x, boundaries, values, name=None):
     """tf.train.piecewise_constant: values[0] while x <= boundaries[0], values[i] while
     boundaries[i-1] < x <= boundaries[i], values[-1] after the last boundary."""
-    array_ops, math_ops = _ops()
     if len(boundaries) != len(values) - 1:
         raise ValueError("The length of boundaries should be 1 less than the length of values")
     with api.name_scope(name, "PiecewiseConstant") as scope:
@@ -127,7 +121,7 @@ def piecewise_constant(x, boundaries, values, name=None):
             b = convert_to_tensor(b)
             if b.dtype.base_dtype != x.dtype.base_dtype:
                 if b.dtype.base_dtype == dtypes.int32 and x.dtype.base_dtype == dtypes.int64:
-                    b = math_ops.cast(b, x.dtype.base_dtype)
+                    b = cast(b, x.dtype.base_dtype)
                 else:
                     raise ValueError(f"Boundaries ({b.dtype.base_dtype}) must have the same dtype as x "
                                      f"({x.dtype.base_dtype}).")
@@ -139,8 +133,8 @@ def piecewise_constant(x, boundaries, values, name=None):
                                  f"({v_tensors[0].dtype.base_dtype} vs {v.dtype.base_dtype}).")
         result = v_tensors[0]
         for b, v in zip(b_tensors, v_tensors[1:]):
-            result = array_ops.where(math_ops.greater(x, b), v, result)
-        return array_ops.identity(result, name=scope)
+            result = where(greater(x, b), v, result)
+        return identity(result, name=scope)
 
 
 def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0,
@@ -148,57 +142,54 @@ def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2
     """tf.train.cosine_decay_restarts (SGDR): cosine decay restarted every period, the i-th period
     t_mul^i times as long and its peak m_mul^i times as high."""
     _check_step(global_step, "cosine_decay_restarts")
-    array_ops, math_ops = _ops()
     with api.name_scope(name, "SGDRDecay") as scope:
         lr = convert_to_tensor(learning_rate, name="initial_learning_rate")
         dtype = lr.dtype
-        c = lambda v: array_ops.constant(v, dtype=dtype)  # noqa: E731
+        c = lambda v: constant(v, dtype=dtype)  # noqa: E731
         first = _cast(first_decay_steps, dtype)
         alpha_t, t_mul_t, m_mul_t = _cast(alpha, dtype), _cast(t_mul, dtype), _cast(m_mul, dtype)
-        fraction = math_ops.truediv(_cast(global_step, dtype), first)
+        fraction = truediv(_cast(global_step, dtype), first)
 
         def geometric():
-            i_restart = math_ops.floor(math_ops.truediv(
-                math_ops.log(math_ops.subtract(c(1.0), math_ops.multiply(fraction, math_ops.subtract(c(1.0), t_mul_t)))),
-                math_ops.log(t_mul_t)))
-            sum_r = math_ops.truediv(math_ops.subtract(c(1.0), math_ops.pow(t_mul_t, i_restart)),
-                                     math_ops.subtract(c(1.0), t_mul_t))
-            return i_restart, math_ops.truediv(math_ops.subtract(fraction, sum_r), math_ops.pow(t_mul_t, i_restart))
+            i_restart = floor(truediv(
+                log(subtract(c(1.0), multiply(fraction, subtract(c(1.0), t_mul_t)))),
+                log(t_mul_t)))
+            sum_r = truediv(subtract(c(1.0), pow(t_mul_t, i_restart)),
+                                     subtract(c(1.0), t_mul_t))
+            return i_restart, truediv(subtract(fraction, sum_r), pow(t_mul_t, i_restart))
 
         def arithmetic():
-            i_restart = math_ops.floor(fraction)
-            return i_restart, math_ops.subtract(fraction, i_restart)
+            i_restart = floor(fraction)
+            return i_restart, subtract(fraction, i_restart)
 
         if isinstance(t_mul, (int, float)):
             i_restart, done = arithmetic() if t_mul == 1.0 else geometric()
         else:
-            from tensorweave.ops import control_flow_ops
-            i_restart, done = control_flow_ops.cond(math_ops.equal(t_mul_t, c(1.0)), arithmetic, geometric)
-        m_fac = math_ops.pow(m_mul_t, i_restart)
-        cosine = math_ops.multiply(math_ops.multiply(c(0.5), m_fac),
-                                   math_ops.add(c(1.0), math_ops.cos(math_ops.multiply(c(math.pi), done))))
-        decayed = math_ops.add(math_ops.multiply(math_ops.subtract(c(1.0), alpha_t), cosine), alpha_t)
-        return math_ops.multiply(lr, decayed, name=scope)
+            i_restart, done = cond(equal(t_mul_t, c(1.0)), arithmetic, geometric)
+        m_fac = pow(m_mul_t, i_restart)
+        cosine = multiply(multiply(c(0.5), m_fac),
+                                   add(c(1.0), cos(multiply(c(math.pi), done))))
+        decayed = add(multiply(subtract(c(1.0), alpha_t), cosine), alpha_t)
+        return multiply(lr, decayed, name=scope)
 
 
 def _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, beta, scope_name, name,
                    noise=None):
-    array_ops, math_ops = _ops()
     with api.name_scope(name, scope_name) as scope:
         lr = convert_to_tensor(learning_rate, name="learning_rate")
         dtype = lr.dtype
-        c = lambda v: array_ops.constant(v, dtype=dtype)  # noqa: E731
+        c = lambda v: constant(v, dtype=dtype)  # noqa: E731
         steps = _cast(decay_steps, dtype)
-        step = math_ops.minimum(_cast(global_step, dtype), steps)
-        linear = math_ops.truediv(math_ops.subtract(steps, step), steps)
+        step = minimum(_cast(global_step, dtype), steps)
+        linear = truediv(subtract(steps, step), steps)
         if noise is not None:
-            linear = math_ops.add(linear, noise(step, dtype))
-        fraction = math_ops.multiply(math_ops.multiply(c(2.0), _cast(num_periods, dtype)),
-                                     math_ops.truediv(step, steps))
-        cosine = math_ops.multiply(c(0.5), math_ops.add(c(1.0), math_ops.cos(math_ops.multiply(c(math.pi), fraction))))
-        decayed = math_ops.add(math_ops.multiply(math_ops.add(_cast(alpha, dtype), linear), cosine),
+            linear = add(linear, noise(step, dtype))
+        fraction = multiply(multiply(c(2.0), _cast(num_periods, dtype)),
+                                     truediv(step, steps))
+        cosine = multiply(c(0.5), add(c(1.0), cos(multiply(c(math.pi), fraction))))
+        decayed = add(multiply(add(_cast(alpha, dtype), linear), cosine),
                                _cast(beta, dtype))
-        return math_ops.multiply(lr, decayed, name=scope)
+        return multiply(lr, decayed, name=scope)
 
 
 def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001,
@@ -217,10 +208,9 @@ def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_v
     _check_step(global_step, "noisy_linear_cosine_decay")
 
     def noise(step, dtype):
-        from tensorweave.ops import array_ops, math_ops, random_ops
-        one = array_ops.constant(1.0, dtype=dtype)
-        variance = math_ops.truediv(_cast(initial_variance, dtype),
-                                    math_ops.pow(math_ops.add(one, step), _cast(variance_decay, dtype)))
-        return random_ops.random_normal([], stddev=math_ops.sqrt(variance), dtype=dtype)
+        one = constant(1.0, dtype=dtype)
+        variance = truediv(_cast(initial_variance, dtype),
+                                    pow(add(one, step), _cast(variance_decay, dtype)))
+        return random_normal([], stddev=sqrt(variance), dtype=dtype)
     return _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, beta,
                           "NoisyLinearCosineDecay", name, noise)

@@ -3,8 +3,15 @@ from __future__ import annotations
 
 from tensorweave.framework import api, dtypes
 from tensorweave.framework.api import GraphKeys
-from tensorweave.framework.graph import Tensor, convert_to_tensor, get_default_graph
-from tensorweave.train import slot_creator
+from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant
+from tensorweave.ops.array.fill import zeros
+from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.math.binary import add, minimum, multiply, pow, subtract, truediv
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.state.variables import Variable
+import tensorweave.train.slot_creator as slot_creator
 
 __all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
@@ -17,44 +24,42 @@ def _is_variable(v) -> bool:
 
 def _zero_debias(unbiased_var, value, decay):
     """The delta that moves `unbiased_var` to the bias-corrected average (Adam-style debiasing)."""
-    from tensorweave.ops import array_ops, math_ops, variables
     g = get_default_graph()
     base = unbiased_var.op.name
     with g.colocate_with(unbiased_var.op):
         with g.name_scope(None), g.control_dependencies(None):
             shape = unbiased_var.get_shape().as_list()
             dt = unbiased_var.dtype.base_dtype
-            biased = variables.Variable(lambda: array_ops.zeros(shape, dtype=dt), trainable=False,
+            biased = Variable(lambda: zeros(shape, dtype=dt), trainable=False,
                                         name=f"{base}/biased", dtype=dt)
-            local_step = variables.Variable(lambda: array_ops.zeros([], dtype=dt), trainable=False,
+            local_step = Variable(lambda: zeros([], dtype=dt), trainable=False,
                                             name=f"{base}/local_step", dtype=dt)
         read = convert_to_tensor(biased)
-        update_biased = biased.assign_sub(math_ops.multiply(math_ops.subtract(read, value), decay))
-        update_step = local_step.assign_add(array_ops.constant(1, dtype=dt))
+        update_biased = biased.assign_sub(multiply(subtract(read, value), decay))
+        update_step = local_step.assign_add(constant(1, dtype=dt))
         with g.control_dependencies([update_biased, update_step]):
-            one = array_ops.constant(1.0, dtype=dt)
-            correction = math_ops.subtract(one, math_ops.pow(math_ops.subtract(one, decay),
+            one = constant(1.0, dtype=dt)
+            correction = subtract(one, pow(subtract(one, decay),
                                                              local_step.read_value()))
-            return math_ops.subtract(convert_to_tensor(unbiased_var),
-                                     math_ops.truediv(biased.read_value(), correction))
+            return subtract(convert_to_tensor(unbiased_var),
+                                     truediv(biased.read_value(), correction))
 
 
 def assign_moving_average(variable, value, decay, zero_debias: bool = True, name=None):
     """variable -= (1 - decay) * (variable - value); returns the updated value."""
-    from tensorweave.ops import math_ops
     g = get_default_graph()
     with api.name_scope(name, "AssignMovingAvg") as scope:
         with g.colocate_with(variable.op):
             decay = convert_to_tensor(decay)
             one = convert_to_tensor(1.0, dtype=decay.dtype)
-            decay = math_ops.subtract(one, decay, name="decay")
+            decay = subtract(one, decay, name="decay")
             if decay.dtype != variable.dtype.base_dtype:
-                decay = math_ops.cast(decay, variable.dtype.base_dtype)
+                decay = cast(decay, variable.dtype.base_dtype)
             value = convert_to_tensor(value)
             if zero_debias:
                 delta = _zero_debias(variable, value, decay)
             else:
-                delta = math_ops.multiply(math_ops.subtract(convert_to_tensor(variable), value), decay)
+                delta = multiply(subtract(convert_to_tensor(variable), value), decay)
             return variable.assign_sub(delta, name=scope)
 
 
@@ -77,7 +82,6 @@ class ExponentialMovingAverage:
     def apply(self, var_list=None):
         """Creates shadow variables ("<v>/<name>") for each of var_list (trainable variables by
         default) and returns the op that updates them all."""
-        from tensorweave.ops import control_flow_ops, math_ops
         g = get_default_graph()
         if var_list is None:
             var_list = g.get_collection(GraphKeys.TRAINABLE_VARIABLES)
@@ -101,12 +105,12 @@ class ExponentialMovingAverage:
         with api.name_scope(self._name) as scope:
             decay = convert_to_tensor(self._decay, name="decay")
             if self._num_updates is not None:
-                n = math_ops.cast(convert_to_tensor(self._num_updates), dtypes.float32, name="num_updates")
+                n = cast(convert_to_tensor(self._num_updates), dtypes.float32, name="num_updates")
                 one, ten = convert_to_tensor(1.0), convert_to_tensor(10.0)
-                decay = math_ops.minimum(decay, math_ops.truediv(math_ops.add(one, n), math_ops.add(ten, n)))
+                decay = minimum(decay, truediv(add(one, n), add(ten, n)))
             updates = [assign_moving_average(self._averages[v], v, decay, zero_debias=self._averages[v] in debiased)
                        for v in var_list]
-            return control_flow_ops.group(*updates, name=scope)
+            return group(*updates, name=scope)
 
     def average(self, var):
         """The shadow variable of `var`, or None."""

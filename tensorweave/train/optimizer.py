@@ -5,9 +5,18 @@ from typing import Optional
 
 from tensorweave.framework import api, dtypes
 from tensorweave.framework.api import GraphKeys
-from tensorweave.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
+from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
-from tensorweave.train import slot_creator
+from tensorweave.ops.array.core import shape
+from tensorweave.ops.array.sort import unique
+from tensorweave.ops.control_flow.grouping import group, tuple as tuple_
+from tensorweave.ops.gradients.gradients import gradients
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.state.variable_ops import assign_add_variable_op
+from tensorweave.ops.state.variables import Variable
+import tensorweave.train.slot_creator as slot_creator
 
 __all__ = ["Optimizer"]
 
@@ -33,15 +42,13 @@ def cast_to(t, dtype):
     t = convert_to_tensor(t)
     if t.dtype.base_dtype == dtype.base_dtype:
         return t
-    from tensorweave.ops import math_ops
-    return math_ops.cast(t, dtype.base_dtype)
+    return cast(t, dtype.base_dtype)
 
 
 def deduplicate_indexed_slices(values, indices):
     """(summed values, unique indices): rows of repeated indices summed (graph ops)."""
-    from tensorweave.ops import array_ops, math_ops
-    unique_indices, positions = array_ops.unique(indices)
-    summed = math_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique_indices)[0])
+    unique_indices, positions = unique(indices)
+    summed = unsorted_segment_sum(values, positions, shape(unique_indices)[0])
     return summed, unique_indices
 
 
@@ -82,7 +89,6 @@ class Optimizer:
     def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
                           colocate_gradients_with_ops: bool = False, grad_loss=None) -> list:
         """[(gradient or None, variable)] of `loss` for each trainable variable (or var_list)."""
-        from tensorweave.ops.gradients import gradients
         if callable(loss):
             raise RuntimeError("`loss` passed to Optimizer.compute_gradients should be a tensor in graph "
                                "mode (callables need eager execution).")
@@ -113,15 +119,13 @@ class Optimizer:
                               aggregation_method=aggregation_method,
                               colocate_gradients_with_ops=colocate_gradients_with_ops)
             if gate_gradients == Optimizer.GATE_GRAPH:
-                from tensorweave.ops import control_flow_ops
-                grads = control_flow_ops.tuple(grads)
+                grads = tuple_(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for gr, v in grads_and_vars if gr is not None])
         return grads_and_vars
 
     def apply_gradients(self, grads_and_vars, global_step=None, name: Optional[str] = None):
         """Adds the update ops for `grads_and_vars` (then global_step += 1); returns the train op."""
-        from tensorweave.ops import state_ops
         grads_and_vars = tuple(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("No variables provided.")
@@ -160,7 +164,7 @@ class Optimizer:
                     with graph.control_dependencies([self._finish(update_ops, "update")]):
                         with api.colocate_with(global_step):
                             one = convert_to_tensor(1, dtype=global_step.dtype)
-                            apply_updates = state_ops.assign_add_variable_op(global_step.handle, one,
+                            apply_updates = assign_add_variable_op(global_step.handle, one,
                                                                             name=scope)
             if isinstance(apply_updates, Tensor):
                 apply_updates = apply_updates.op
@@ -243,8 +247,7 @@ class Optimizer:
     def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
         if not self._overrides("_resource_apply_sparse") and (
                 self._overrides("_apply_sparse") or self._overrides("_apply_sparse_duplicate_indices")):
-            from tensorweave.ops import array_ops
-            dense_shape = array_ops.shape(convert_to_tensor(handle)) if not handle.get_shape().is_fully_defined() \
+            dense_shape = shape(convert_to_tensor(handle)) if not handle.get_shape().is_fully_defined() \
                 else convert_to_tensor(handle.get_shape().as_list(), dtype=dtypes.int32)
             return self._apply_sparse_duplicate_indices(IndexedSlices(grad, indices, dense_shape), handle)
         summed, unique = deduplicate_indexed_slices(grad, indices)
@@ -254,8 +257,7 @@ class Optimizer:
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
-        from tensorweave.ops import control_flow_ops
-        return control_flow_ops.group(*update_ops, name=name_scope)
+        return group(*update_ops, name=name_scope)
 
     def _slot_dict(self, slot_name: str) -> dict:
         return self._slots.setdefault(slot_name, {})
@@ -286,13 +288,12 @@ class Optimizer:
         return named[_var_key(var)]
 
     def _create_non_slot_variable(self, initial_value, name: str, colocate_with):
-        from tensorweave.ops import variables
         graph = colocate_with.graph
         key = (name, graph)
         v = self._non_slot_dict.get(key)
         if v is None:
             with graph.as_default(), graph.colocate_with(colocate_with.op):
-                v = variables.Variable(initial_value, name=name, trainable=False)
+                v = Variable(initial_value, name=name, trainable=False)
             self._non_slot_dict[key] = v
         return v
 

@@ -5,8 +5,11 @@ which sums repeated indices itself), created colocated with its variable. Defaul
 and formulas are TF 1.15's."""
 from __future__ import annotations
 
-from tensorweave.framework.graph import convert_to_tensor
-from tensorweave.ops import training_ops
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.graph import get_default_graph
+from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.math.binary import multiply
+from tensorweave.ops.state.training import resource_apply, resource_sparse_apply
 from tensorweave.train.optimizer import Optimizer, cast_to
 
 __all__ = ["GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "AdagradOptimizer",
@@ -31,7 +34,7 @@ class _FusedOptimizer(Optimizer):
         return {}
 
     def _resource_apply_dense(self, grad, var):
-        return training_ops.resource_apply(
+        return resource_apply(
             self._kind_for(), var.handle, [s.handle for s in self._slots_of(var)], self._scalars(grad.dtype),
             grad, use_locking=self._use_locking, **self._attrs())
 
@@ -40,7 +43,7 @@ class _FusedOptimizer(Optimizer):
         return self._resource_apply_sparse(grad, var, indices)
 
     def _resource_apply_sparse(self, grad, var, indices):
-        return training_ops.resource_sparse_apply(
+        return resource_sparse_apply(
             self._kind_for(), var.handle, [s.handle for s in self._slots_of(var)], self._scalars(grad.dtype),
             grad, convert_to_tensor(indices), use_locking=self._use_locking, **self._attrs())
 
@@ -114,7 +117,6 @@ class AdamOptimizer(_FusedOptimizer):
         self._epsilon = epsilon
 
     def _get_beta_accumulators(self):
-        from tensorweave.framework.graph import get_default_graph
         graph = get_default_graph()
         return (self._get_non_slot_variable("beta1_power", graph=graph),
                 self._get_non_slot_variable("beta2_power", graph=graph))
@@ -143,17 +145,15 @@ class AdamOptimizer(_FusedOptimizer):
                 cast_to(self._beta1_t, dtype), cast_to(self._beta2_t, dtype), cast_to(self._epsilon_t, dtype)]
 
     def _finish(self, update_ops, name_scope):
-        from tensorweave.framework.graph import get_default_graph
-        from tensorweave.ops import control_flow_ops, math_ops
         g = get_default_graph()
         with g.control_dependencies(update_ops):
             b1p, b2p = self._get_beta_accumulators()
             with g.colocate_with(b1p.op):
-                update_beta1 = b1p.assign(math_ops.multiply(convert_to_tensor(b1p), self._beta1_t),
+                update_beta1 = b1p.assign(multiply(convert_to_tensor(b1p), self._beta1_t),
                                           use_locking=self._use_locking)
-                update_beta2 = b2p.assign(math_ops.multiply(convert_to_tensor(b2p), self._beta2_t),
+                update_beta2 = b2p.assign(multiply(convert_to_tensor(b2p), self._beta2_t),
                                           use_locking=self._use_locking)
-        return control_flow_ops.group(*update_ops + [update_beta1, update_beta2], name=name_scope)
+        return group(*update_ops + [update_beta1, update_beta2], name=name_scope)
 
 
 class AdagradOptimizer(_FusedOptimizer):

@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Optional
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.graph import Tensor, convert_to_tensor, get_default_graph
+from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant, shape
+from tensorweave.ops.array.fill import fill
+from tensorweave.ops.state.variables import Variable
 
 __all__: list = []
 
@@ -19,17 +23,32 @@ def _primary_name(primary) -> str:
 
 
 def _make_slot(primary, initial_value, name: str, dtype, colocate_with_primary: bool):
-    from tensorweave.ops import variables
     g = getattr(primary, "graph", None) or get_default_graph()
     # TF names slots by variable scope, independent of the caller's name scope and control deps.
     with g.as_default(), g.name_scope(None), g.control_dependencies(None):
         slot_name = f"{_primary_name(primary)}/{name}"
         if colocate_with_primary:
             with g.colocate_with(primary.op):
-                return variables.Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
-                                          validate_shape=_static_shape(primary) is not None)
-        return variables.Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
-                                  validate_shape=_static_shape(primary) is not None)
+                slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
+                                validate_shape=_static_shape(primary) is not None)
+        else:
+            slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
+                            validate_shape=_static_shape(primary) is not None)
+    _partition_like(primary, slot)
+    return slot
+
+
+def _partition_like(primary, slot) -> None:
+    """A slot of a partition is a partition of the full variable's slot ("emb/Adam" of
+    "emb"), so checkpoints hold one sliced tensor per slot, as TF's do."""
+    info = getattr(primary, "_save_slice_info", None)
+    if info is None:
+        return
+    real_slot_name = slot.op.name[len(primary.op.name + "/"):]
+    n = slot.shape.ndims
+    if n is None or n > 0:
+        slot._set_save_slice_info(Variable.SaveSliceInfo(info.full_name + "/" + real_slot_name, info.full_shape[:n],
+                                                         info.var_offset[:n], info.var_shape[:n]))
 
 
 def _static_shape(primary) -> Optional[list]:
@@ -53,15 +72,14 @@ def create_slot_with_initializer(primary, initializer, shape, dtype, name: str,
 
 def _fill_like(primary, value: float, dtype):
     """An initializer callable: `value` everywhere, shaped like primary (static or runtime)."""
-    from tensorweave.ops import array_ops
     static = _static_shape(primary)
 
     def init(*_args, **_kwargs) -> Tensor:
         if static is not None:
-            return array_ops.fill(convert_to_tensor(static, dtype=dtypes.int32),
-                                  array_ops.constant(value, dtype=dtype))
+            return fill(convert_to_tensor(static, dtype=dtypes.int32),
+                                  constant(value, dtype=dtype))
         src = primary.initialized_value() if hasattr(primary, "initialized_value") else primary
-        return array_ops.fill(array_ops.shape(src), array_ops.constant(value, dtype=dtype))
+        return fill(shape(src), constant(value, dtype=dtype))
     return init
 
 

@@ -6,6 +6,8 @@ import logging
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.ops.state.initializers import zeros_initializer
+from tensorweave.ops.state.variable_scope import get_variable
 
 __all__ = ["global_step", "get_global_step", "create_global_step", "get_or_create_global_step",
            "assert_global_step"]
@@ -53,16 +55,8 @@ def create_global_step(graph=None):
         raise ValueError('"global_step" already exists.')
     collections = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP]
     with graph.as_default(), graph.name_scope(None):
-        from tensorweave.ops import variable_scope
-        get_variable = getattr(variable_scope, "get_variable", None)
-        if get_variable is not None:
-            from tensorweave.ops import init_ops
-            return get_variable(GraphKeys.GLOBAL_STEP, shape=[], dtype=dtypes.int64,
-                                initializer=init_ops.zeros_initializer(), trainable=False,
-                                collections=collections)
-        from tensorweave.ops import array_ops, variables
-        return variables.Variable(lambda: array_ops.zeros([], dtype=dtypes.int64), dtype=dtypes.int64,
-                                  trainable=False, name=GraphKeys.GLOBAL_STEP, collections=collections)
+        return get_variable(GraphKeys.GLOBAL_STEP, shape=[], dtype=dtypes.int64, initializer=zeros_initializer(),
+                            trainable=False, collections=collections)
 
 
 def get_or_create_global_step(graph=None):

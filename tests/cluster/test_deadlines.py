@@ -20,7 +20,7 @@ from tensorweave.distributed.cluster import free_ports
 from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import graph_to_graph_def
-from tensorweave.ops import sendrecv_ops
+from tensorweave.ops import sendrecv as sendrecv_ops
 
 from raw_peer import TRANSPORTS
 

@@ -27,7 +27,7 @@ import tensorweave as tf
 from tensorweave.distributed import channel as channel_mod
 from tensorweave.distributed import wire
 from tensorweave.framework.graph_def import graph_to_graph_def
-from tensorweave.ops import sendrecv_ops
+from tensorweave.ops import sendrecv as sendrecv_ops
 
 from raw_peer import TRANSPORTS, RawPeer, raw_header, rss_bytes, uds_bytes
 

@@ -147,7 +147,7 @@ def test_a_killed_task_while_the_local_partition_waits(two_tasks, monkeypatch):
 
 def test_a_refused_push_fails_the_step_instead_of_hanging(start_cluster):
     from tensorweave.framework.graph_def import graph_to_graph_def
-    from tensorweave.ops import sendrecv_ops
+    from tensorweave.ops import sendrecv as sendrecv_ops
     c = start_cluster({"local": 2})
     g = tf.Graph()
     with g.as_default():

@@ -169,7 +169,7 @@ def test_device_filters_keep_the_session_off_other_tasks(cluster):
 
 
 def test_timeouts_are_deadline_exceeded(cluster):
-    from tensorweave.ops import sendrecv_ops
+    from tensorweave.ops import sendrecv as sendrecv_ops
     with tf.Graph().as_default():
         with tf.device("/job:worker/task:1"):
             never = sendrecv_ops.recv(tf.float32, "nobody_sends_this", PS0, W1, name="never")

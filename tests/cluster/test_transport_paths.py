@@ -13,7 +13,7 @@ from tensorweave.distributed import channel as channel_mod
 from tensorweave.distributed import sockets
 from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework.graph_def import graph_to_graph_def
-from tensorweave.ops import sendrecv_ops
+from tensorweave.ops import sendrecv as sendrecv_ops
 
 T0, T1 = "/job:local/replica:0/task:0", "/job:local/replica:0/task:1"
 

@@ -12,7 +12,7 @@ import tensorweave as tf
 from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import graph_to_graph_def
-from tensorweave.ops import sendrecv_ops
+from tensorweave.ops import sendrecv as sendrecv_ops
 
 T0, T1 = "/job:local/replica:0/task:0", "/job:local/replica:0/task:1"
 

@@ -353,13 +353,6 @@ def test_while_runtime_error_names_inner_op():
         run(r, {lim: 3})
 
 
-def test_while_gradient_is_not_defined():
-    x = tf.placeholder(tf.float32, [])
-    y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x), [0, tf.constant(1.0)])[1]
-    with pytest.raises(LookupError, match="While"):
-        tf.gradients(y, [x])
-
-
 # -- group / tuple / no_op / identity_n ---------------------------------------------------------------
 def test_group_tuple_noop_identity_n():
     v = tf.Variable(0)
@@ -386,12 +379,31 @@ def test_functional_op_reading_a_variable_is_colocated_with_it():
     v = tf.Variable(1.0, name="v")
     p = tf.placeholder(tf.bool, [])
     r = tf.cond(p, lambda: v * 2.0, lambda: tf.constant(0.0))
+    assert "loc:@v" in r.op.get_attr("_class")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(r, {p: True}) == 2.0
+
+
+def test_while_reads_a_read_only_variable_once_before_the_loop():
+    v = tf.Variable(1.0, name="v")
     w = tf.while_loop(lambda i: i < 3.0, lambda i: i + v, [tf.constant(0.0)],
                       shape_invariants=[tf.TensorShape(None)])
-    assert "loc:@v" in r.op.get_attr("_class") and "loc:@v" in w.op.get_attr("_class")
+    assert not [t for t in w.op.inputs if t.dtype == tf.resource] and "_class" not in w.op.attrs
+    read = [t.op for t in w.op.inputs if t.op.type == "ReadVariableOp"]
+    assert read and read[0].get_attr("_class") == ["loc:@v"]
+    # a variable the body also writes stays a handle, and the loop runs where it lives
+    counter = tf.Variable(0.0, name="counter")
+
+    def count(i):
+        with tf.control_dependencies([tf.assign_add(counter, 1.0)]):
+            return i + 1
+    u = tf.while_loop(lambda i: i < 3, count, [0])
+    assert [t for t in u.op.inputs if t.dtype == tf.resource] and "loc:@counter" in u.op.get_attr("_class")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(w) == 3.0
+        assert sess.run(u) == 3 and sess.run(counter) == 3.0
 
 
 def test_variable_read_inside_body_keeps_static_shape():

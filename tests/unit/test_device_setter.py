@@ -6,7 +6,9 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import dtypes
+from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.runtime import placer
 from tensorweave.train import device_setter as ds
 
 
@@ -101,3 +103,18 @@ def test_greedy_load_balancing_by_byte_size():
 def test_exported_names():
     assert ds.__all__ == ["replica_device_setter"]
     assert "VarHandleOp" in ds.STANDARD_PS_OPS and "VariableV2" in ds.STANDARD_PS_OPS
+
+
+def test_adam_over_variables_on_two_ps_tasks_places():
+    """Adam reads beta1_power (on ps 0) while updating a variable on ps 1: each read runs where its
+    variable lives, so the graph places (it failed with 'Cannot colocate nodes a and b')."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:1", "localhost:2"], "worker": ["localhost:3"]})
+    with tf.Graph().as_default() as g:
+        with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+            a, b = tf.Variable(1.0, name="a"), tf.Variable(2.0, name="b")
+            tf.train.AdamOptimizer(0.1).minimize(a * a + b * b, global_step=tf.train.get_or_create_global_step())
+        devices = placer.ClusterDevices.from_cluster(cluster.as_dict(), "/job:worker/replica:0/task:0")
+        placed = placer.place(graph_to_graph_def(g), devices)
+    assert placed["Adam/update_b/ResourceApplyAdam"].startswith("/job:ps/replica:0/task:1")
+    assert placed["Adam/update_a/ResourceApplyAdam"].startswith("/job:ps/replica:0/task:0")
+    assert all(len(op._attrs.get("_class", [])) <= 1 for op in g.get_operations())

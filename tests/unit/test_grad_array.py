@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops.sort_ops import top_k
+from tensorweave.ops.array.sort import top_k
 
 RNG = np.random.RandomState(42)
 

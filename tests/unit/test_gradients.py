@@ -197,7 +197,7 @@ def test_broadcast_reduction_dynamic(graph):
 
 
 def test_sum_to_shape_kernel_error_names_op(graph):
-    from tensorweave.ops import gradient_util
+    from tensorweave.ops.gradients import sum_to_shape as gradient_util
     g = tf.placeholder(tf.float32, [None])
     out = gradient_util.sum_to_shape(g, tf.constant([2], dtype=tf.int32), name="reduce_me")
     with pytest.raises(tf.errors.InvalidArgumentError, match="reduce_me"):
@@ -482,7 +482,7 @@ GRAD_TABLE = [
 
 
 def _sort_ops():
-    from tensorweave.ops import sort_ops   # tf.nn.top_k is not exported yet
+    from tensorweave.ops.array import sort as sort_ops
     return sort_ops
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops import init_ops
+from tensorweave.ops.state import initializers as init_ops
 
 
 def _value(init, shape, dtype=tf.float32):

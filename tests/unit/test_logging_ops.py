@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops.logging_ops import summarize_value, summarize_value_v2
+from tensorweave.ops.debugging.printing import summarize_value, summarize_value_v2
 
 
 pytestmark = pytest.mark.usefixtures("graph")

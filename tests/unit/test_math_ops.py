@@ -267,7 +267,7 @@ def test_cast_helpers(graph):
 
 
 def test_cast_static_value_for_shape_functions(graph):
-    from tensorweave.ops import tensor_util
+    from tensorweave.framework import tensor_util
     v = tensor_util.constant_value(tf.cast(tf.constant([1, 2]), tf.int64))
     assert v.dtype == np.int64 and v.tolist() == [1, 2]
 

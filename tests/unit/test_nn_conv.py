@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops import nn_conv_kernels
+from tensorweave.ops.nn import conv_kernels as nn_conv_kernels
 
 from unit_helpers import run
 
@@ -262,3 +262,67 @@ def test_separable_conv2d():
     with pytest.raises(ValueError, match="separable_conv2d"):
         tf.nn.separable_conv2d(tf.constant(x), tf.constant(dw), tf.constant(rng.randn(2, 1, 4, 3)),
                                [1, 1, 1, 1], "VALID")
+
+
+ROW_CASES = [  # input NHWC, filter, strides (h, w), dilations, padding: stride 1 down the rows
+    ((3, 7, 6, 3), (3, 3, 3, 4), (1, 1), (1, 1), "SAME"),
+    ((2, 8, 7, 2), (3, 2, 2, 3), (1, 2), (2, 1), "VALID"),
+    ((2, 6, 6, 3), (2, 3, 3, 2), (1, 1), (1, 2), [[0, 0], [2, 1], [0, 3], [0, 0]]),
+]
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("xs,ws,st,dil,padding", ROW_CASES)
+@pytest.mark.parametrize("chunk", [1 << 20, 100])
+def test_conv2d_row_gemm_path(xs, ws, st, dil, padding, fmt, chunk, monkeypatch):
+    """The row-GEMM path (forced on small shapes), whole batch and one image per chunk, in both
+    layouts: forward and both backprops equal the naive loops."""
+    monkeypatch.setattr(nn_conv_kernels, "_ROW_MIN_K", 1)
+    monkeypatch.setattr(nn_conv_kernels, "_CHUNK_ELEMS", chunk)
+    x, w = rng.randn(*xs), rng.randn(*ws)
+    pads = pads_of(xs, ws, st, dil, padding)
+    ref = naive_conv(x, w, st, pads, dil)
+    dy = rng.randn(*ref.shape)
+    ref_dx, ref_dw = numeric_backprops(x, w, st, pads, dil, dy)
+    to = (lambda a: a.transpose(0, 3, 1, 2)) if fmt == "NCHW" else (lambda a: a)
+    back = (lambda a: a.transpose(0, 2, 3, 1)) if fmt == "NCHW" else (lambda a: a)
+    strides = [1, 1, *st] if fmt == "NCHW" else [1, *st, 1]
+    dils = [1, 1, *dil] if fmt == "NCHW" else [1, *dil, 1]
+    pad = padding if isinstance(padding, str) else (
+        [padding[0], padding[3], padding[1], padding[2]] if fmt == "NCHW" else padding)
+    y = tf.nn.conv2d(tf.constant(to(x)), tf.constant(w), strides, pad, data_format=fmt, dilations=dils)
+    dx = tf.nn.conv2d_backprop_input(list(to(x).shape), tf.constant(w), tf.constant(to(dy)), strides, pad,
+                                     data_format=fmt, dilations=dils)
+    dw = tf.nn.conv2d_backprop_filter(tf.constant(to(x)), list(ws), tf.constant(to(dy)), strides, pad,
+                                      data_format=fmt, dilations=dils)
+    out, out_dx, out_dw = run([y, dx, dw])
+    np.testing.assert_allclose(back(out), ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(back(out_dx), ref_dx, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(out_dw, ref_dw, rtol=1e-9, atol=1e-9)
+
+
+def test_conv2d_cifar_conv2_float32_row_path():
+    """The tutorial's second layer (5x5, 64 -> 64, SAME) takes the row-GEMM path in float32:
+    float32 results, within float32 rounding of a float64 computation of the same sums."""
+    x = rng.rand(3, 12, 12, 64).astype(np.float32)
+    w = (rng.randn(5, 5, 64, 64) * 0.05).astype(np.float32)
+    dy = rng.randn(3, 12, 12, 64).astype(np.float32)
+    g = nn_conv_kernels.Geometry(1, 1, 1, 1, 2, 2, 2, 2)
+    assert nn_conv_kernels._row_path(64, 5, g)
+    y = tf.nn.conv2d(tf.constant(x), tf.constant(w), [1, 1, 1, 1], "SAME")
+    dx = tf.nn.conv2d_backprop_input([3, 12, 12, 64], tf.constant(w), tf.constant(dy), [1, 1, 1, 1], "SAME")
+    dw = tf.nn.conv2d_backprop_filter(tf.constant(x), [5, 5, 64, 64], tf.constant(dy), [1, 1, 1, 1], "SAME")
+    out, out_dx, out_dw = run([y, dx, dw])
+    assert out.dtype == out_dx.dtype == out_dw.dtype == np.float32
+    x64, w64, dy64 = x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64)
+    xp = np.pad(x64, ((0, 0), (2, 2), (2, 2), (0, 0)))
+    ref = np.einsum("nyxijc,ijco->nyxo", np.lib.stride_tricks.sliding_window_view(xp, (5, 5), (1, 2))
+                    .transpose(0, 1, 2, 4, 5, 3), w64)
+    ref_dw = np.einsum("nyxijc,nyxo->ijco", np.lib.stride_tricks.sliding_window_view(xp, (5, 5), (1, 2))
+                       .transpose(0, 1, 2, 4, 5, 3), dy64)
+    dyp = np.pad(dy64, ((0, 0), (2, 2), (2, 2), (0, 0)))
+    ref_dx = np.einsum("nyxijo,ijco->nyxc", np.lib.stride_tricks.sliding_window_view(dyp, (5, 5), (1, 2))
+                       .transpose(0, 1, 2, 4, 5, 3), w64[::-1, ::-1])
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out_dx, ref_dx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out_dw, ref_dw, rtol=1e-4, atol=1e-3)

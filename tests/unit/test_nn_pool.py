@@ -78,7 +78,7 @@ def test_pool_and_grad(kind, fmt, k, s, padding):
 def test_max_pool_grad_ties_and_chunks(k, s, padding, dtype, monkeypatch):
     """Relu-like inputs (many equal zeros and small integers) in batch chunks of one image: every
     window's gradient goes to its first maximum in row-major order."""
-    from tensorweave.ops import nn_pool_kernels
+    from tensorweave.ops.nn import pool_kernels as nn_pool_kernels
     monkeypatch.setattr(nn_pool_kernels, "_GRAD_CHUNK", 1)
     monkeypatch.setattr(nn_pool_kernels, "_FWD_CHUNK", 1)
     x = np.maximum(rng.randint(-3, 3, (3, 7, 8, 2)), 0).astype(dtype)

@@ -56,7 +56,7 @@ def seed_238():
 
 def run_partitions(parts, feeds: dict, fetches, deadline_s=None):
     """Runs every partition in its own thread over one shared rendezvous, like a cluster does."""
-    from tensorweave.ops import sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
+    from tensorweave.ops import sendrecv as sendrecv_ops  # noqa: F401  (registers _Send/_Recv)
     from tensorweave.runtime.rendezvous import Rendezvous
     rdv = {t: Rendezvous() for t in parts}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tensorweave.framework import errors
+from tensorweave.framework.device import task_of
 from tensorweave.framework.graph_def import GraphDef, NodeDef
 from tensorweave.runtime import placer
 
@@ -122,7 +123,7 @@ def test_only_requested_nodes_are_checked():
 def test_sparse_cluster_and_task_names():
     cd = placer.ClusterDevices.from_cluster({"w": {0: "a:1", 3: "a:2"}}, "/job:w/replica:0/task:0")
     assert cd.tasks == ("/job:w/replica:0/task:0", "/job:w/replica:0/task:3")
-    assert placer.task_of("/job:w/replica:0/task:3/device:CPU:0") == "/job:w/replica:0/task:3"
+    assert task_of("/job:w/replica:0/task:3/device:CPU:0") == "/job:w/replica:0/task:3"
     gd = GraphDef([node("a", device="/job:w/task:3")])
     assert placer.place(gd, cd) == {"a": "/job:w/replica:0/task:3" + CPU}
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.ops import random_ops
+from tensorweave.ops import random as random_ops
 
 from unit_helpers import run
 

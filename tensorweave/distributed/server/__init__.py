@@ -30,7 +30,7 @@ import sys
 import threading
 from typing import Optional
 
-from tensorweave.distributed import master  # noqa: F401  (plugs Session("grpc://...") into runtime.session)
+from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
 from tensorweave.distributed import sockets
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer

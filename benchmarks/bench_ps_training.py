@@ -1,0 +1,220 @@
+"""Parameter-server training of a whole job: 1 ps + 2 workers, each its own process, training an
+MLP 784-512-512-10 at batch 128 with tf.train.MonitoredTrainingSession, asynchronously and
+synchronously (SyncReplicasOptimizer, replicas_to_aggregate=2).
+
+    python benchmarks/bench_ps_training.py [--steps 200] [--repeats 3]
+    TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_ps_training.py
+
+For each mode it prints, medians over the repeats:
+  start-up    from starting the processes to the chief's first training step
+  train       the chief's first step to the global step reaching --steps
+  examples/s  of the whole job over that time (a global step is one batch asynchronously, two
+              batches synchronously)
+  wall        from starting the processes to every worker gone, start-up and shutdown included
+  workers     how each worker ended: exit code, or "hung" (still running --hang_s seconds after
+              the chief ended, then killed)
+With TF_PYTHON set, the same program runs under TensorFlow (tf.compat.v1) in the same run,
+alternating with tensorweave, and the ratios are printed. The tensorweave tasks get the
+environment `tensorweave launch` gives them (the cores shared out as BLAS threads, unless
+OMP_NUM_THREADS & co. are set); TensorFlow's run with its own defaults (--tf_same_env gives them
+that environment too). The ps tasks serve until the workers
+are gone and are then stopped, in both. The load average is printed before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 128
+
+
+# -- one task (run in its own process, under tensorweave or TensorFlow) ----------------------------
+def task(args) -> None:
+    import numpy as np   # (here: the TF interpreter imports nothing of tensorweave)
+    if args.framework == "tf":
+        import tensorflow.compat.v1 as tf
+        tf.disable_eager_execution()
+    else:
+        import tensorweave as tf
+    cluster = tf.train.ClusterSpec(json.loads(args.cluster))
+    server = tf.train.Server(cluster, job_name=args.job_name, task_index=args.task_index)
+    if args.job_name == "ps":
+        print("SERVING", flush=True)
+        server.join()
+        return
+    is_chief = args.task_index == 0
+    rng = np.random.RandomState(args.task_index)
+    data_x = rng.rand(1024, 784).astype(np.float32)
+    data_y = rng.randint(0, 10, 1024).astype(np.int64)
+    with tf.device(tf.train.replica_device_setter(worker_device=f"/job:worker/task:{args.task_index}",
+                                                  cluster=cluster)):
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+
+        def dense(inputs, n_in, n_out, name, relu=True):   # (tf.layers needs Keras 2 in TF 2.16+)
+            w = tf.get_variable(name + "/kernel", [n_in, n_out], initializer=tf.glorot_uniform_initializer())
+            b = tf.get_variable(name + "/bias", [n_out], initializer=tf.zeros_initializer())
+            out = tf.matmul(inputs, w) + b
+            return tf.nn.relu(out) if relu else out
+        h = dense(x, 784, 512, "dense")
+        h = dense(h, 512, 512, "dense_1")
+        logits = dense(h, 512, 10, "dense_2", relu=False)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        global_step = tf.train.get_or_create_global_step()
+        opt = tf.train.GradientDescentOptimizer(0.01)
+        hooks = [tf.train.StopAtStepHook(last_step=args.steps)]
+        if args.sync:
+            opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2, total_num_replicas=2)
+            hooks.append(opt.make_session_run_hook(is_chief))
+        train = opt.minimize(loss, global_step=global_step)
+    local_steps, first = 0, None
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief, hooks=hooks,
+                                           log_step_count_steps=0) as sess:
+        while not sess.should_stop():
+            i = (local_steps * BATCH) % 1024
+            if first is None:
+                first = time.time()
+                print(f"FIRST {first}", flush=True)
+            sess.run(train, {x: data_x[i:i + BATCH], y: data_y[i:i + BATCH]})
+            local_steps += 1
+        stopped = time.time()
+        print(f"STOPPED {stopped}", flush=True)
+    print(json.dumps({"task": args.task_index, "local_steps": local_steps, "first": first, "stopped": stopped}),
+          flush=True)
+
+
+# -- the harness -----------------------------------------------------------------------------------
+def free_ports(n: int) -> list:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _lines(f) -> list:
+    f.flush()
+    f.seek(0)
+    return f.read().decode(errors="replace").splitlines()
+
+
+def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, timeout_s: float,
+            extra_env: dict) -> dict:
+    ports = free_ports(3)
+    cluster = json.dumps({"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TF_CONFIG", None)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.update(extra_env)
+    start = time.time()
+    procs, outs = {}, {}
+    for job, index in (("ps", 0), ("worker", 0), ("worker", 1)):
+        out = tempfile.TemporaryFile()
+        cmd = [python, os.path.abspath(__file__), "--role", "task", "--framework", framework, "--cluster", cluster,
+               "--job_name", job, "--task_index", str(index), "--steps", str(steps)] + (["--sync"] if sync else [])
+        procs[(job, index)] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env,
+                                               start_new_session=True)
+        outs[(job, index)] = out
+    ended: dict = {}
+    chief_done = None
+    deadline = start + timeout_s
+    while len(ended) < 2 and time.time() < deadline:
+        for i in (0, 1):
+            p = procs[("worker", i)]
+            if i not in ended and p.poll() is not None:
+                ended[i] = (time.time(), str(p.returncode))
+        if chief_done is None and any(ln.startswith("STOPPED") for ln in _lines(outs[("worker", 0)])):
+            chief_done = time.time()
+        if chief_done is not None and time.time() - chief_done > hang_s:
+            break
+        time.sleep(0.02)
+    for i in (0, 1):
+        if i not in ended:
+            ended[i] = (time.time(), "hung")
+    wall = max(t for t, _ in ended.values()) - start
+    for p in procs.values():
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    lines = _lines(outs[("worker", 0)])
+    for f in outs.values():
+        f.close()
+    first = next((float(ln.split()[1]) for ln in lines if ln.startswith("FIRST")), None)
+    stopped = next((float(ln.split()[1]) for ln in lines if ln.startswith("STOPPED")), None)
+    if first is None or stopped is None:
+        return {"ok": False, "wall": wall, "workers": ",".join(s for _, s in ended.values())}
+    examples = steps * BATCH * (2 if sync else 1)
+    return {"ok": True, "startup": first - start, "train": stopped - first,
+            "examples_per_s": examples / (stopped - first),
+            "wall": wall, "workers": ",".join(s for _, s in ended.values())}
+
+
+def median_of(runs: list, key: str):
+    vals = [r[key] for r in runs if r.get("ok")]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--role", default="bench")
+    parser.add_argument("--framework", default="tensorweave")
+    parser.add_argument("--cluster")
+    parser.add_argument("--job_name")
+    parser.add_argument("--task_index", type=int, default=0)
+    parser.add_argument("--sync", action="store_true")
+    parser.add_argument("--steps", type=int, default=200, help="global steps to train")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--hang_s", type=float, default=60.0, help="how long a worker may outlive the chief")
+    parser.add_argument("--timeout_s", type=float, default=400.0, help="a run's limit")
+    parser.add_argument("--tf_same_env", action="store_true", help="give TF's tasks the BLAS thread settings too")
+    args = parser.parse_args()
+    if args.role == "task":
+        task(args)
+        return
+    # the harness runs here only, under tensorweave's Python (a task may run under TF's)
+    sys.path.insert(0, REPO)
+    from tensorweave.cli import blas_threads_env   # what `tensorweave launch` sets for each task
+    tf_python = os.environ.get("TF_PYTHON")
+    frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
+    print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.steps} global steps, "
+          f"{args.repeats} repeats; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+          f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} cores; tensorweave task env {blas_threads_env(3)}", flush=True)
+    results: dict = {}
+    for mode in ("async", "sync"):
+        for _ in range(args.repeats):
+            for name, python in frameworks:   # alternating, so both see the same load
+                env = blas_threads_env(3) if name == "tensorweave" or args.tf_same_env else {}
+                r = run_job(python, name, mode == "sync", args.steps, args.hang_s, args.timeout_s, env)
+                results.setdefault((name, mode), []).append(r)
+                print(f"  {name:11s} {mode:5s} " + ("startup {startup:5.1f} s  train {train:6.2f} s  "
+                                                    "{examples_per_s:7.0f} ex/s  wall {wall:6.1f} s  workers {workers}"
+                                                    .format(**r) if r["ok"] else f"failed: {r}"), flush=True)
+    print(f"\n{'framework':11s} {'mode':5s} {'start-up s':>10s} {'train s':>8s} {'examples/s':>10s} {'wall s':>7s}"
+          "  workers")
+    for (name, mode), runs in results.items():
+        print(f"{name:11s} {mode:5s} {median_of(runs, 'startup'):10.1f} {median_of(runs, 'train'):8.2f} "
+              f"{median_of(runs, 'examples_per_s'):10.0f} {median_of(runs, 'wall'):7.1f}  "
+              f"{' | '.join(r['workers'] for r in runs)}")
+    if tf_python:
+        for mode in ("async", "sync"):
+            tw, tf = results[("tensorweave", mode)], results[("tf", mode)]
+            speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
+            print(f"{mode}: examples/s tensorweave/TF = {speed:.2f}x, "
+                  f"wall time tensorweave/TF = {median_of(tw, 'wall') / median_of(tf, 'wall'):.2f}x")
+    print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""The TF1 API this example runs on: tensorweave by default, TensorFlow's `tensorflow.compat.v1`
+when CIFAR10_BACKEND=tensorflow (the same files run unchanged on both, which is the point)."""
+import os
+
+if os.environ.get("CIFAR10_BACKEND", "tensorweave") == "tensorflow":
+    import tensorflow.compat.v1 as tf  # noqa: F401
+    tf.disable_v2_behavior()
+    tf.logging.set_verbosity(tf.logging.ERROR)
+else:
+    import tensorweave as tf  # noqa: F401

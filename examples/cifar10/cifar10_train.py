@@ -1,0 +1,144 @@
+"""Distributed CIFAR-10 training, as seed 003 runs it: one process per task, parameters on the ps
+tasks, every worker training a replica with MonitoredTrainingSession (asynchronously, or in step
+with --sync_replicas), the chief saving checkpoints and summaries to --train_dir.
+
+    # a whole local cluster in one command (TF_CONFIG tells each process its task):
+    tensorweave launch --ps 1 --workers 2 examples/cifar10/cifar10_train.py --train_dir=/tmp/cifar10_train
+    # or by hand, one terminal per task:
+    python cifar10_train.py --job_name=ps --task_index=0 --ps_hosts=localhost:2222 \\
+        --worker_hosts=localhost:2223,localhost:2224
+    python cifar10_train.py --job_name=worker --task_index=0 ...   (and task 1)
+    # with no cluster at all, one process trains alone.
+
+Runs unchanged on TensorFlow: CIFAR10_BACKEND=tensorflow (see backend.py).
+"""
+import json
+import os
+import sys
+import time
+
+from backend import tf
+import cifar10
+import cifar10_input
+
+FLAGS = tf.app.flags.FLAGS
+tf.app.flags.DEFINE_string("job_name", "", "ps or worker (default: TF_CONFIG's task type)")
+tf.app.flags.DEFINE_integer("task_index", -1, "index of this task within its job (default: TF_CONFIG's)")
+tf.app.flags.DEFINE_string("ps_hosts", "", "comma-separated host:port of the ps tasks")
+tf.app.flags.DEFINE_string("worker_hosts", "", "comma-separated host:port of the worker tasks")
+tf.app.flags.DEFINE_string("data_dir", "/tmp/cifar10_data", "CIFAR-10 binary batches (written if missing)")
+tf.app.flags.DEFINE_boolean("download", False, "download CIFAR-10 instead of using the embedded stand-in")
+tf.app.flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "checkpoints and event files")
+tf.app.flags.DEFINE_integer("batch_size", 64, "examples per batch and worker")
+tf.app.flags.DEFINE_integer("max_steps", 3600, "global steps to train for")
+tf.app.flags.DEFINE_integer("log_frequency", 20, "global steps between progress lines")
+tf.app.flags.DEFINE_boolean("sync_replicas", False, "aggregate the workers' gradients each step")
+tf.app.flags.DEFINE_string("model", "tutorial", "tutorial or xception")
+tf.app.flags.DEFINE_integer("xception_middle_repeats", 2, "repeats of Xception's middle flow")
+tf.app.flags.DEFINE_integer("save_checkpoint_secs", 60, "seconds between checkpoints")
+
+
+def cluster_and_task():
+    """(cluster dict or None, job name, task index) from the flags, else from TF_CONFIG."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster = config.get("cluster")
+    if FLAGS.ps_hosts or FLAGS.worker_hosts:
+        cluster = {"ps": FLAGS.ps_hosts.split(","), "worker": FLAGS.worker_hosts.split(",")}
+    task = config.get("task", {})
+    job = FLAGS.job_name or task.get("type", "worker")
+    index = FLAGS.task_index if FLAGS.task_index >= 0 else int(task.get("index", 0))
+    return cluster, job, index
+
+
+class ProgressHook(tf.train.SessionRunHook):
+    """The chief's progress line (step, examples/s, loss, ETA): redrawn in place on a terminal,
+    one plain line per report otherwise (so a log file keeps them all)."""
+
+    def __init__(self, loss, global_step, examples_per_step: int, max_steps: int, every: int):
+        self._fetches = {"loss": loss, "step": global_step}
+        self._examples_per_step = examples_per_step
+        self._max_steps, self._every = max_steps, every
+        self._redraw = sys.stdout.isatty() or os.environ.get("TENSORWEAVE_TTY") == "1"
+
+    def begin(self):
+        self._last_step, self._last_time, self._started = None, None, time.time()
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        step, loss = int(run_values.results["step"]), float(run_values.results["loss"])
+        now = time.time()
+        if self._last_step is None:
+            self._last_step, self._last_time = step, now
+            return
+        if step - self._last_step < self._every:
+            return
+        rate = (step - self._last_step) * self._examples_per_step / max(now - self._last_time, 1e-9)
+        steps_per_s = (step - self._last_step) / max(now - self._last_time, 1e-9)
+        eta = (self._max_steps - step) / steps_per_s if steps_per_s > 0 else float("inf")
+        line = (f"step {step}/{self._max_steps}  {rate:7.0f} examples/s  loss {loss:.3f}  "
+                f"ETA {int(eta) // 60}:{int(eta) % 60:02d}")
+        print(("\r" + line) if self._redraw else line, end="" if self._redraw else "\n", flush=True)
+        self._last_step, self._last_time = step, now
+
+    def end(self, session):
+        if self._redraw:
+            print(flush=True)
+
+
+def build(num_workers: int, is_chief: bool):
+    """The training graph of one worker: (train_op, loss, global_step, hooks)."""
+    global_step = tf.train.get_or_create_global_step()
+    with tf.device("/cpu:0"):
+        images, labels = cifar10_input.distorted_inputs(FLAGS.data_dir, FLAGS.batch_size)
+    logits = cifar10.inference(images, FLAGS.model, is_training=True, middle_repeats=FLAGS.xception_middle_repeats)
+    loss = cifar10.loss(logits, labels)
+    examples = cifar10_input.num_records([os.path.join(FLAGS.data_dir, f) for f in cifar10_input.TRAIN_FILES])
+    sync = num_workers if FLAGS.sync_replicas else 0
+    train_op, sync_opt = cifar10.train(loss, global_step, FLAGS.batch_size, examples, sync_replicas=sync)
+    hooks = [tf.train.StopAtStepHook(last_step=FLAGS.max_steps), tf.train.NanTensorHook(loss)]
+    if sync_opt is not None:
+        hooks.append(sync_opt.make_session_run_hook(is_chief))
+    if is_chief:
+        # a global step is one worker's batch, or (sync) one batch from each worker
+        examples_per_step = FLAGS.batch_size * (num_workers if sync else 1)
+        hooks.append(ProgressHook(loss, global_step, examples_per_step, FLAGS.max_steps, FLAGS.log_frequency))
+    return train_op, hooks
+
+
+def main(_):
+    cluster, job, task_index = cluster_and_task()
+    is_chief = task_index == 0
+    if job == "ps":
+        server = tf.train.Server(tf.train.ClusterSpec(cluster), job_name="ps", task_index=task_index)
+        server.join()
+        return
+    what = cifar10_input.prepare_data(FLAGS.data_dir, FLAGS.download,
+                                      log=lambda m: print(m, flush=True) if is_chief else None)
+    if is_chief:
+        print(f"Training the {FLAGS.model} model on {what} ({FLAGS.data_dir}), "
+              f"{'synchronous' if FLAGS.sync_replicas else 'asynchronous'}, checkpoints in {FLAGS.train_dir}",
+              flush=True)
+    if cluster:
+        spec = tf.train.ClusterSpec(cluster)
+        server = tf.train.Server(spec, job_name=job, task_index=task_index)
+        master, num_workers = server.target, len(cluster["worker"])
+        device = tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}", cluster=spec)
+    else:
+        master, num_workers, device = "", 1, None
+    with tf.Graph().as_default(), tf.device(device):
+        train_op, hooks = build(num_workers, is_chief)
+        config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task_index}"]) if cluster else None
+        with tf.train.MonitoredTrainingSession(master=master, is_chief=is_chief, checkpoint_dir=FLAGS.train_dir,
+                                               hooks=hooks, save_checkpoint_secs=FLAGS.save_checkpoint_secs,
+                                               save_summaries_steps=100, log_step_count_steps=0,
+                                               config=config) as sess:
+            while not sess.should_stop():
+                sess.run(train_op)
+    if is_chief:
+        print(f"Done: {FLAGS.max_steps} steps; checkpoints in {FLAGS.train_dir}", flush=True)
+
+
+if __name__ == "__main__":
+    tf.app.run()

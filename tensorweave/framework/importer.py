@@ -1,0 +1,102 @@
+"""Adding recorded operations back into a Graph (what import_meta_graph stands on).
+
+A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
+values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
+are added as recorded, without re-running shape functions, so an imported graph is exactly
+the exported one; names get `import_scope/` in front and are marked used, so ops created later
+never collide with them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.graph import Graph, Operation, Tensor
+from tensorweave.framework.graph_def import parse_input
+from tensorweave.framework.shapes import as_shape, unknown_shape
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    op: str
+    name: str
+    inputs: tuple = ()
+    device: str = ""
+    attrs: dict = field(default_factory=dict)
+    outputs: tuple = ()   # ((dtype name, dims or None), ...)
+
+
+@dataclass
+class ImportedFunction:
+    """A function body brought in by an import: it travels to the runtime as its FunctionDef,
+    with the functions it calls (`library`, name -> FunctionDef)."""
+    name: str
+    library: dict
+
+    def _as_function_def(self, library: Optional[dict] = None):
+        if library is not None:
+            for k, f in self.library.items():
+                library.setdefault(k, f)
+        return self.library[self.name]
+
+
+def prefixed(name: str, import_scope: Optional[str]) -> str:
+    return f"{import_scope}/{name}" if import_scope else name
+
+
+def _mark_used(graph: Graph, name: str) -> None:
+    parts = name.split("/")
+    for i in range(1, len(parts) + 1):
+        key = "/".join(parts[:i]).lower()
+        graph._names_in_use.setdefault(key, 1)
+
+
+def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
+               clear_devices: bool = False) -> dict:
+    """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
+    new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`."""
+    input_map = {k if ":" in k else k + ":0": v for k, v in (input_map or {}).items()}
+    created: dict = {}
+
+    def source(inp: str):
+        op_name, idx, is_ctrl = parse_input(inp)
+        if not is_ctrl and f"{op_name}:{idx}" in input_map:
+            return input_map[f"{op_name}:{idx}"], False
+        op = created.get(op_name)
+        if op is None:
+            raise ValueError(f"Imported op input '{inp}' names an op that is not in the imported graph "
+                             "(or comes after its consumer)")
+        return (op if is_ctrl else op._outputs[idx]), is_ctrl
+
+    with graph._lock:
+        for r in records:
+            name = prefixed(r.name, import_scope)
+            if name in graph._ops_by_name:
+                raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
+            inputs, controls = [], []
+            for inp in r.inputs:
+                value, is_ctrl = source(inp)
+                if is_ctrl:
+                    controls.append(value)
+                else:
+                    if not isinstance(value, Tensor) or value.graph is not graph:
+                        raise ValueError(f"input_map value for '{inp}' must be a Tensor of the importing graph")
+                    inputs.append(value)
+            attrs = dict(r.attrs)
+            if import_scope and "_class" in attrs:
+                attrs["_class"] = [f"loc:@{prefixed(c[5:], import_scope)}" if c.startswith("loc:@") else c
+                                   for c in attrs["_class"]]
+            op = Operation(graph, r.op, name, inputs, attrs, controls)
+            op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))
+                           for i, (dt, dims) in enumerate(r.outputs)]
+            op._device = "" if clear_devices else r.device
+            for t in inputs:
+                t._consumers.append(op)
+            for c in controls:
+                c._control_outputs.append(op)
+            graph._ops_by_name[name] = op
+            graph._ops.append(op)
+            _mark_used(graph, name)
+            created[r.name] = op
+    return created

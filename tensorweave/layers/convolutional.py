@@ -1,0 +1,291 @@
+"""tf.layers convolution layers: Conv1D/2D/3D, Conv2DTranspose/Conv3DTranspose and
+SeparableConv1D/2D with their functional forms, and TF's variable names ("conv1d/kernel",
+"separable_conv2d/depthwise_kernel", "conv3d_transpose/bias")."""
+from __future__ import annotations
+
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import expand_dims, shape, squeeze
+from tensorweave.ops.nn.activations import bias_add
+from tensorweave.ops.nn.conv import conv2d as nn_conv2d, conv2d_transpose as nn_conv2d_transpose
+from tensorweave.ops.nn.conv import separable_conv2d as nn_separable_conv2d
+from tensorweave.ops.nn.conv3d import conv3d as nn_conv3d, conv3d_transpose as nn_conv3d_transpose
+from tensorweave.ops.state.initializers import zeros_initializer
+from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
+
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D",
+           "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
+           "separable_conv2d"]
+
+_FORMATS = {(1, "channels_last"): "NHWC", (1, "channels_first"): "NCHW", (2, "channels_last"): "NHWC",
+            (2, "channels_first"): "NCHW", (3, "channels_last"): "NDHWC", (3, "channels_first"): "NCDHW"}
+
+
+class _Conv(Layer):
+    """The N-D convolution layer (rank 1, 2 or 3): kernel [*kernel_size, in_channels, filters]."""
+
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                 dilation_rate=1, activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=zeros_initializer(), kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs)
+        self.filters = int(filters)
+        self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size")
+        self.strides = normalize_tuple(strides, self.rank, "strides")
+        self.padding = check_padding(padding)
+        self.data_format = check_data_format(data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
+        self.activation, self.use_bias = activation, use_bias
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer if bias_initializer is not None else zeros_initializer()
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    @property
+    def _channel_axis(self) -> int:
+        return 1 if self.data_format == "channels_first" else -1
+
+    def _in_channels(self, input_shape) -> int:
+        c = TensorShape(input_shape)[self._channel_axis].value
+        if c is None:
+            raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+        return c
+
+    def build(self, input_shape) -> None:
+        c = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", list(self.kernel_size) + [c, self.filters],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._add_bias()
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
+
+    def _add_bias(self) -> None:
+        self.bias = (self.add_weight("bias", [self.filters], initializer=self.bias_initializer,
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                     if self.use_bias else None)
+
+    def _full(self, values) -> list:
+        """Per-spatial-axis values as the 2+rank entries of an op attr in this layer's layout."""
+        return [1, 1, *values] if self.data_format == "channels_first" else [1, *values, 1]
+
+    def _convolve(self, inputs):
+        fmt = _FORMATS[(self.rank, self.data_format)]
+        if self.rank == 3:
+            return nn_conv3d(inputs, self.kernel, self._full(self.strides), self.padding, data_format=fmt,
+                             dilations=self._full(self.dilation_rate))
+        if self.rank == 2:
+            return nn_conv2d(inputs, self.kernel, self._full(self.strides), self.padding, data_format=fmt,
+                             dilations=self._full(self.dilation_rate))
+        # 1-D: a 2-D convolution over a height-1 image
+        axis = 2 if self.data_format == "channels_first" else 1
+        x = expand_dims(inputs, axis)
+        k = expand_dims(self.kernel, 0)
+        y = nn_conv2d(x, k, self._full((1,) + self.strides), self.padding, data_format=fmt,
+                      dilations=self._full((1,) + self.dilation_rate))
+        return squeeze(y, [axis])
+
+    def _finish(self, outputs):
+        if self.bias is not None:
+            outputs = bias_add(outputs, self.bias, data_format="NCHW" if self.data_format == "channels_first"
+                               else "NHWC")
+        return self.activation(outputs) if self.activation is not None else outputs
+
+    def call(self, inputs):
+        return self._finish(self._convolve(inputs))
+
+
+class Conv1D(_Conv):
+    """tf.layers.Conv1D(filters, kernel_size, strides=1, padding='valid', data_format='channels_last',
+    dilation_rate=1, activation=None, use_bias=True, ...): kernel [width, in_channels, filters]."""
+    rank = 1
+
+
+class Conv2D(_Conv):
+    """tf.layers.Conv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...): kernel
+    [height, width, in_channels, filters]."""
+    rank = 2
+
+
+class Conv3D(_Conv):
+    """tf.layers.Conv3D(filters, kernel_size, strides=(1, 1, 1), padding='valid', ...): kernel
+    [depth, height, width, in_channels, filters]."""
+    rank = 3
+
+
+def _deconv_length(size, k: int, s: int, padding: str):
+    if size is None:
+        return None
+    return size * s if padding == "SAME" else size * s + max(k - s, 0)
+
+
+class _ConvTranspose(_Conv):
+    """The transposed convolution (the gradient of a convolution with respect to its input):
+    kernel [*kernel_size, filters, in_channels]."""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                 activation=None, use_bias=True, kernel_initializer=None, bias_initializer=zeros_initializer(),
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, 1, activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def build(self, input_shape) -> None:
+        c = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", list(self.kernel_size) + [self.filters, c],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._add_bias()
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
+
+    def call(self, inputs):
+        first = self.data_format == "channels_first"
+        dyn = shape(inputs)
+        static = inputs.shape.as_list()
+        sp_axes = range(2, 2 + self.rank) if first else range(1, 1 + self.rank)
+        sizes = []
+        for axis, k, s in zip(sp_axes, self.kernel_size, self.strides):
+            length = _deconv_length(static[axis], k, s, self.padding)
+            sizes.append(length if length is not None else
+                         dyn[axis] * s + (0 if self.padding == "SAME" else max(k - s, 0)))
+        out_shape = [dyn[0], self.filters, *sizes] if first else [dyn[0], *sizes, self.filters]
+        fmt = _FORMATS[(self.rank, self.data_format)]
+        transpose = nn_conv3d_transpose if self.rank == 3 else nn_conv2d_transpose
+        outputs = transpose(inputs, self.kernel, stack(out_shape), self._full(self.strides), self.padding,
+                            data_format=fmt)
+        static_out = [static[0], self.filters] + [_deconv_length(static[a], k, s, self.padding) for a, k, s in
+                                                  zip(sp_axes, self.kernel_size, self.strides)] if first else \
+            [static[0]] + [_deconv_length(static[a], k, s, self.padding) for a, k, s in
+                           zip(sp_axes, self.kernel_size, self.strides)] + [self.filters]
+        outputs.set_shape(static_out)
+        return self._finish(outputs)
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """tf.layers.Conv2DTranspose(filters, kernel_size, strides=(1, 1), padding='valid', ...):
+    output size input*stride ('same') or input*stride + max(kernel - stride, 0) ('valid')."""
+    rank = 2
+
+
+class Conv3DTranspose(_ConvTranspose):
+    """tf.layers.Conv3DTranspose(filters, kernel_size, strides=(1, 1, 1), padding='valid', ...)."""
+    rank = 3
+
+
+class _SeparableConv(_Conv):
+    """Depthwise convolution (depth_multiplier kernels per input channel) then a pointwise
+    (1x1) convolution: variables depthwise_kernel, pointwise_kernel, bias."""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                 dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=zeros_initializer(), depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True,
+                 name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         None, bias_initializer, None, bias_regularizer, activity_regularizer, None,
+                         bias_constraint, trainable, name, **kwargs)
+        self.depth_multiplier = int(depth_multiplier)
+        self.depthwise_initializer, self.pointwise_initializer = depthwise_initializer, pointwise_initializer
+        self.depthwise_regularizer, self.pointwise_regularizer = depthwise_regularizer, pointwise_regularizer
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+
+    def build(self, input_shape) -> None:
+        c = self._in_channels(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", list(self.kernel_size) + [c, self.depth_multiplier],
+            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", [1] * self.rank + [c * self.depth_multiplier, self.filters],
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint)
+        self._add_bias()
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
+
+    def call(self, inputs):
+        fmt = _FORMATS[(self.rank, self.data_format)]
+        if self.rank == 2:
+            y = nn_separable_conv2d(inputs, self.depthwise_kernel, self.pointwise_kernel, self._full(self.strides),
+                                    self.padding, rate=self.dilation_rate, data_format=fmt)
+            return self._finish(y)
+        axis = 2 if self.data_format == "channels_first" else 1
+        y = nn_separable_conv2d(expand_dims(inputs, axis), expand_dims(self.depthwise_kernel, 0),
+                                expand_dims(self.pointwise_kernel, 0), self._full((1,) + self.strides), self.padding,
+                                rate=(1,) + self.dilation_rate, data_format=fmt)
+        return self._finish(squeeze(y, [axis]))
+
+
+class SeparableConv1D(_SeparableConv):
+    """tf.layers.SeparableConv1D(filters, kernel_size, strides=1, padding='valid', ...,
+    depth_multiplier=1, ...)."""
+    rank = 1
+
+
+class SeparableConv2D(_SeparableConv):
+    """tf.layers.SeparableConv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...,
+    depth_multiplier=1, ...)."""
+    rank = 2
+
+
+def _conv_fn(cls):
+    def fn(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last", dilation_rate=1,
+           activation=None, use_bias=True, kernel_initializer=None, bias_initializer=zeros_initializer(),
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+        return cls(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                   kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer,
+                   kernel_constraint, bias_constraint, trainable, name, _reuse=reuse)(inputs)
+    return fn
+
+
+def _transpose_fn(cls):
+    def fn(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last", activation=None,
+           use_bias=True, kernel_initializer=None, bias_initializer=zeros_initializer(), kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+           trainable=True, name=None, reuse=None):
+        return cls(filters, kernel_size, strides, padding, data_format, activation, use_bias, kernel_initializer,
+                   bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                   bias_constraint, trainable, name, _reuse=reuse)(inputs)
+    return fn
+
+
+def _separable_fn(cls):
+    def fn(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last", dilation_rate=1,
+           depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None, pointwise_initializer=None,
+           bias_initializer=zeros_initializer(), depthwise_regularizer=None, pointwise_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+        return cls(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier, activation,
+                   use_bias, depthwise_initializer, pointwise_initializer, bias_initializer, depthwise_regularizer,
+                   pointwise_regularizer, bias_regularizer, activity_regularizer, depthwise_constraint,
+                   pointwise_constraint, bias_constraint, trainable, name, _reuse=reuse)(inputs)
+    return fn
+
+
+def _named(fn, name: str, doc: str):
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+conv1d = _named(_conv_fn(Conv1D), "conv1d", "tf.layers.conv1d(inputs, filters, kernel_size, strides=1, ...): "
+                                            "functional Conv1D; variables 'conv1d/kernel', 'conv1d/bias'.")
+conv2d = _named(_conv_fn(Conv2D), "conv2d", "tf.layers.conv2d(inputs, filters, kernel_size, strides=(1, 1), ...): "
+                                            "functional Conv2D; variables 'conv2d/kernel', 'conv2d/bias'.")
+conv3d = _named(_conv_fn(Conv3D), "conv3d", "tf.layers.conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), "
+                                            "...): functional Conv3D.")
+conv2d_transpose = _named(_transpose_fn(Conv2DTranspose), "conv2d_transpose",
+                          "tf.layers.conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), ...): "
+                          "functional Conv2DTranspose.")
+conv3d_transpose = _named(_transpose_fn(Conv3DTranspose), "conv3d_transpose",
+                          "tf.layers.conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), ...): "
+                          "functional Conv3DTranspose.")
+separable_conv1d = _named(_separable_fn(SeparableConv1D), "separable_conv1d",
+                          "tf.layers.separable_conv1d(inputs, filters, kernel_size, ...): functional SeparableConv1D.")
+separable_conv2d = _named(_separable_fn(SeparableConv2D), "separable_conv2d",
+                          "tf.layers.separable_conv2d(inputs, filters, kernel_size, ...): functional SeparableConv2D.")

@@ -1,0 +1,131 @@
+"""tf.layers.BatchNormalization and tf.layers.batch_normalization."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework.api import GraphKeys, add_to_collection, name_scope
+from tensorweave.framework.dtypes import float16, float32
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant, reshape
+from tensorweave.ops.array.fill import ones, zeros
+from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, moments
+from tensorweave.ops.nn.norm import fused_batch_norm
+from tensorweave.ops.state.initializers import ones_initializer, zeros_initializer
+from tensorweave.ops.state.variable_ops import assign_sub
+from tensorweave.layers.base import Layer
+
+__all__ = ["BatchNormalization", "batch_normalization"]
+
+
+class BatchNormalization(Layer):
+    """tf.layers.BatchNormalization: batch statistics when training (moving averages updated through
+    UPDATE_OPS), moving statistics otherwise. 4-D inputs over the channel axis use the fused kernel,
+    as TF1 does by default, so the moving variance uses the Bessel-corrected batch variance."""
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer=None,
+                 gamma_initializer=None, moving_mean_initializer=None, moving_variance_initializer=None,
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                 renorm=False, renorm_clipping=None, renorm_momentum=0.99, fused=None, trainable=True,
+                 virtual_batch_size=None, adjustment=None, name=None, **kwargs):
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        if renorm or virtual_batch_size or adjustment:
+            raise NotImplementedError("batch renormalization, virtual batches and adjustment are not supported")
+        self.axis, self.momentum, self.epsilon = axis, momentum, epsilon
+        self.center, self.scale, self.fused = center, scale, fused
+        self.beta_initializer = beta_initializer or zeros_initializer()
+        self.gamma_initializer = gamma_initializer or ones_initializer()
+        self.moving_mean_initializer = moving_mean_initializer or zeros_initializer()
+        self.moving_variance_initializer = moving_variance_initializer or ones_initializer()
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+
+    def build(self, input_shape) -> None:
+        shape = TensorShape(input_shape)
+        ndims = shape.ndims
+        axis = self.axis if self.axis >= 0 else self.axis + ndims
+        dim = shape[axis].value
+        if dim is None:
+            raise ValueError(f"Input has undefined `axis` dimension. Input shape: {shape}")
+        self._axis = axis
+        self._ndims = ndims
+        if self.fused is None:
+            self.fused = ndims == 4 and axis in (1, 3)
+        param_dtype = float32 if self.dtype in (float16,) else self.dtype
+        self.gamma = (self.add_weight("gamma", [dim], param_dtype, self.gamma_initializer, self.gamma_regularizer,
+                                      constraint=self.gamma_constraint) if self.scale else None)
+        self.beta = (self.add_weight("beta", [dim], param_dtype, self.beta_initializer, self.beta_regularizer,
+                                     constraint=self.beta_constraint) if self.center else None)
+        self.moving_mean = self.add_weight("moving_mean", [dim], param_dtype, self.moving_mean_initializer,
+                                           trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", [dim], param_dtype,
+                                               self.moving_variance_initializer, trainable=False)
+
+    def _moving_update(self, var, value):
+        with name_scope(None, "AssignMovingAvg", [var, value]):
+            decay = constant(1.0 - self.momentum, dtype=var.dtype)
+            return assign_sub(var, (var - cast(value, var.dtype)) * decay)
+
+    def call(self, inputs, training=False):
+        dim = inputs.shape[self._axis].value
+        gamma = self.gamma if self.gamma is not None else ones([dim], inputs.dtype)
+        beta = self.beta if self.beta is not None else zeros([dim], inputs.dtype)
+        if self.fused:
+            fmt = "NHWC" if self._axis == 3 else "NCHW"
+
+            def train():
+                y, m, v = fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon, data_format=fmt,
+                                                 is_training=True)
+                return y, m, v
+
+            def infer():
+                y, m, v = fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
+                                                 variance=self.moving_variance, epsilon=self.epsilon,
+                                                 data_format=fmt, is_training=False)
+                return y, convert_to_tensor(self.moving_mean), convert_to_tensor(self.moving_variance)
+        else:
+            axes = [i for i in range(self._ndims) if i != self._axis]
+            shape = [1] * self._ndims
+            shape[self._axis] = dim
+
+            def normalize(mean, var):
+                return nn_batch_normalization(inputs, reshape(mean, shape), reshape(var, shape),
+                                                 reshape(beta, shape), reshape(gamma, shape), self.epsilon)
+
+            def train():
+                mean, var = moments(inputs, axes)
+                return normalize(mean, var), mean, var
+
+            def infer():
+                mean = convert_to_tensor(self.moving_mean)
+                var = convert_to_tensor(self.moving_variance)
+                return normalize(mean, var), mean, var
+
+        if isinstance(training, (bool, np.bool_, int)) and not training:
+            return infer()[0]
+        if isinstance(training, (bool, np.bool_, int)):
+            out, mean, var = train()
+        else:
+            out, mean, var = cond(training, train, infer)
+        updates = [self._moving_update(self.moving_mean, mean), self._moving_update(self.moving_variance, var)]
+        for u in updates:
+            add_to_collection(GraphKeys.UPDATE_OPS, u)
+        self._updates.extend(updates)
+        return out
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                        beta_initializer=None, gamma_initializer=None, moving_mean_initializer=None,
+                        moving_variance_initializer=None, beta_regularizer=None, gamma_regularizer=None,
+                        beta_constraint=None, gamma_constraint=None, training=False, trainable=True, name=None,
+                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99, fused=None,
+                        virtual_batch_size=None, adjustment=None):
+    """tf.layers.batch_normalization: moving-average updates go to UPDATE_OPS when training."""
+    layer = BatchNormalization(axis, momentum, epsilon, center, scale, beta_initializer, gamma_initializer,
+                               moving_mean_initializer, moving_variance_initializer, beta_regularizer,
+                               gamma_regularizer, beta_constraint, gamma_constraint, renorm, renorm_clipping,
+                               renorm_momentum, fused, trainable, virtual_batch_size, adjustment, name,
+                               _reuse=reuse)
+    return layer(inputs, training=training)

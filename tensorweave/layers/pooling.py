@@ -1,0 +1,90 @@
+"""tf.layers pooling layers: Max/AveragePooling1D, 2D, 3D and their functional forms."""
+from __future__ import annotations
+
+from tensorweave.ops.array.core import expand_dims, squeeze
+from tensorweave.ops.nn.pool import avg_pool, max_pool
+from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
+from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
+
+__all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
+           "AveragePooling3D", "max_pooling1d", "max_pooling2d", "max_pooling3d", "average_pooling1d",
+           "average_pooling2d", "average_pooling3d"]
+
+
+class _Pooling(Layer):
+    rank = 2
+    _max = True
+
+    def __init__(self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.pool_size = normalize_tuple(pool_size, self.rank, "pool_size")
+        self.strides = normalize_tuple(strides, self.rank, "strides")
+        self.padding = check_padding(padding)
+        self.data_format = check_data_format(data_format)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def _full(self, values) -> list:
+        return [1, 1, *values] if self.data_format == "channels_first" else [1, *values, 1]
+
+    def call(self, inputs):
+        first = self.data_format == "channels_first"
+        if self.rank == 3:
+            pool = max_pool3d if self._max else avg_pool3d
+            return pool(inputs, self._full(self.pool_size), self._full(self.strides), self.padding,
+                        data_format="NCDHW" if first else "NDHWC")
+        pool = max_pool if self._max else avg_pool
+        fmt = "NCHW" if first else "NHWC"
+        if self.rank == 2:
+            return pool(inputs, ksize=self._full(self.pool_size), strides=self._full(self.strides),
+                        padding=self.padding, data_format=fmt)
+        axis = 2 if first else 1   # 1-D: pooled as a height-1 image
+        y = pool(expand_dims(inputs, axis), ksize=self._full((1,) + self.pool_size),
+                 strides=self._full((1,) + self.strides), padding=self.padding, data_format=fmt)
+        return squeeze(y, [axis])
+
+
+class MaxPooling1D(_Pooling):
+    """tf.layers.MaxPooling1D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 1, True
+
+
+class MaxPooling2D(_Pooling):
+    """tf.layers.MaxPooling2D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 2, True
+
+
+class MaxPooling3D(_Pooling):
+    """tf.layers.MaxPooling3D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 3, True
+
+
+class AveragePooling1D(_Pooling):
+    """tf.layers.AveragePooling1D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 1, False
+
+
+class AveragePooling2D(_Pooling):
+    """tf.layers.AveragePooling2D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 2, False
+
+
+class AveragePooling3D(_Pooling):
+    """tf.layers.AveragePooling3D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
+    rank, _max = 3, False
+
+
+def _pool_fn(cls, name: str):
+    def fn(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        return cls(pool_size, strides, padding, data_format, name)(inputs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"tf.layers.{name}(inputs, pool_size, strides, padding='valid', data_format='channels_last', " \
+                 f"name=None): functional {cls.__name__}."
+    return fn
+
+
+max_pooling1d = _pool_fn(MaxPooling1D, "max_pooling1d")
+max_pooling2d = _pool_fn(MaxPooling2D, "max_pooling2d")
+max_pooling3d = _pool_fn(MaxPooling3D, "max_pooling3d")
+average_pooling1d = _pool_fn(AveragePooling1D, "average_pooling1d")
+average_pooling2d = _pool_fn(AveragePooling2D, "average_pooling2d")
+average_pooling3d = _pool_fn(AveragePooling3D, "average_pooling3d")

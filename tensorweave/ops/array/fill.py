@@ -1,0 +1,227 @@
+"""Array ops that make new tensors: fill, zeros, ones, zeros_like, ones_like, range, linspace."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import TensorShape, as_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.ops.array.core import constant, index_tensor, reshape, shape
+from tensorweave.ops.helpers import invalid, make_op, same_as_input, static_int, static_ints
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.registry import register
+
+__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "linspace", "lin_space"]
+
+
+# -- Fill, zeros, ones, zeros_like, ones_like --------------------------------------------------
+def fill(dims, value, name=None) -> Tensor:
+    """tf.fill(dims, value, name=None): a tensor of shape `dims` filled with scalar `value`."""
+    dims_t = index_tensor(dims)
+    value = convert_to_tensor(value)
+    return make_op("Fill", [dims_t, value], name=name or "Fill").outputs[0]
+
+
+def _fill_infer(op):
+    d, v = op.inputs
+    if v.shape.ndims not in (None, 0):
+        raise ValueError(f"Fill: value must be a scalar, got shape {v.shape}")
+    value = static_ints(d)
+    if value is not None and any(x < 0 for x in value):
+        raise ValueError(f"Fill: dims must be non-negative, got {value}")
+    return [(v.dtype, constant_value_as_shape(d))]
+
+
+def _fill_kernel(node, ctx):
+    def run(d, v):
+        d = [int(x) for x in np.reshape(d, -1)]
+        if any(x < 0 for x in d):
+            raise invalid(node, f"dims must be non-negative, got {d}")
+        if np.ndim(v) != 0:
+            raise invalid(node, f"value must be a scalar, got shape {list(np.shape(v))}")
+        return np.full(d, v, dtype=np.asarray(v).dtype)
+    return run
+
+
+register("Fill", _fill_infer, _fill_kernel)   # gradient: array_grad.py
+
+
+def _filled(value, shape_arg, dtype, name, default_name):
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, default_name, [shape_arg] if isinstance(shape_arg, Tensor) else []) as scope:
+        if not isinstance(shape_arg, Tensor):
+            try:
+                dims = as_shape(shape_arg)
+                if dims.is_fully_defined() and dims.num_elements() < 1000:
+                    return constant(value, dtype=dtype, shape=dims.as_list(), name=scope)
+            except (TypeError, ValueError):
+                pass
+        shape_t = index_tensor(shape_arg, name="shape")
+        if shape_t.shape.ndims == 0:
+            shape_t = reshape(shape_t, [-1])
+        return fill(shape_t, constant(value, dtype=dtype), name=scope)
+
+
+def _zero(dtype):
+    dtype = dtypes.as_dtype(dtype)
+    return b"" if dtype is dtypes.string else False if dtype.is_bool else 0
+
+
+def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
+    """tf.zeros(shape, dtype=tf.float32, name=None)."""
+    return _filled(_zero(dtype), shape, dtype, name, "zeros")
+
+
+def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
+    """tf.ones(shape, dtype=tf.float32, name=None)."""
+    return _filled(True if dtypes.as_dtype(dtype).is_bool else 1, shape, dtype, name, "ones")
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
+    """tf.zeros_like(tensor, dtype=None, name=None, optimize=True)."""
+    with name_scope(name, "zeros_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        if optimize and tensor.shape.is_fully_defined() and tensor.dtype is not dtypes.variant:
+            return zeros(tensor.shape, dtype=dtype or tensor.dtype, name=scope)
+        if dtype is not None and dtypes.as_dtype(dtype) != tensor.dtype:
+            return zeros(shape(tensor), dtype=dtype, name=scope)
+        return make_op("ZerosLike", [tensor], name=scope).outputs[0]
+
+
+def ones_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
+    """tf.ones_like(tensor, dtype=None, name=None, optimize=True)."""
+    with name_scope(name, "ones_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:
+        tensor = convert_to_tensor(tensor, name="tensor")
+        dims = shape(tensor) if not (optimize and tensor.shape.is_fully_defined()) else tensor.shape
+        out = ones(dims, dtype=dtype or tensor.dtype, name=scope)
+        out.set_shape(tensor.shape)
+        return out
+
+
+def _zeros_like_kernel(node, ctx):
+    def run(x):
+        # a variant (a tensor list of the control-flow family) knows its own zeros
+        return x.zeros_like() if hasattr(x, "zeros_like") else np.zeros_like(x)
+    return run
+
+
+register("ZerosLike", same_as_input(0), _zeros_like_kernel, grad=None)
+register("OnesLike", same_as_input(0), lambda node, ctx: (lambda x: np.ones_like(x)), grad=None)
+
+
+# -- Range, LinSpace ---------------------------------------------------------------------------
+_RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
+
+
+def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:  # noqa: A001
+    """tf.range(start, limit=None, delta=1, dtype=None, name='range'); tf.range(n) counts from 0.
+    Without `dtype` the result takes the widest of the arguments' dtypes (int32 < int64 <
+    float32 < float64)."""
+    if limit is None:
+        start, limit = 0, start
+    with name_scope(name, "Range", [start, limit, delta]) as scope:
+        args = [start, limit, delta]
+        names = ["start", "limit", "delta"]
+        if dtype is None:
+            found = [a.dtype if isinstance(a, Tensor) else dtypes.dtype_of_value(a) for a in args]
+            for f in found:
+                if f not in _RANGE_DTYPES:
+                    raise TypeError(f"range: argument dtype {f.name} is not one of int32, int64, float32, float64")
+            dtype = max(found, key=_RANGE_DTYPES.index)
+        dtype = dtypes.as_dtype(dtype)
+        tensors = []
+        for a, n in zip(args, names):
+            if isinstance(a, Tensor):
+                tensors.append(a if a.dtype == dtype else cast(a, dtype))
+            else:
+                tensors.append(convert_to_tensor(a, dtype=dtype, name=n))
+        return make_op("Range", tensors, {"Tidx": dtype}, name=scope).outputs[0]
+
+
+def _range_infer(op):
+    vals = [constant_value(t) for t in op.inputs]
+    dt = op.get_attr("Tidx")
+    for t in op.inputs:
+        if t.shape.ndims not in (None, 0):
+            raise ValueError(f"Range: start, limit and delta must be scalars, got shape {t.shape}")
+    if any(v is None for v in vals):
+        return [(dt, TensorShape([None]))]
+    start, limit, delta = (v.item() for v in vals)
+    _range_check(start, limit, delta, ValueError)
+    return [(dt, TensorShape([_range_len(start, limit, delta, dt)]))]
+
+
+def _range_check(start, limit, delta, exc):
+    if delta == 0:
+        raise exc(f"Requires delta != 0: {delta}")
+    if delta > 0 and start > limit:
+        raise exc(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise exc(f"Requires start >= limit when delta < 0: {start}/{limit}")
+
+
+def _range_len(start, limit, delta, dt) -> int:
+    if dt.is_integer:
+        return int(abs(limit - start) + abs(delta) - 1) // int(abs(delta))
+    return int(np.ceil(abs((limit - start) / delta)))
+
+
+def _range_kernel(node, ctx):
+    dt = dtypes.as_dtype(node.attr["Tidx"])
+
+    def run(start, limit, delta):
+        start, limit, delta = (np.asarray(v).item() for v in (start, limit, delta))
+        try:
+            _range_check(start, limit, delta, ValueError)
+        except ValueError as e:
+            raise invalid(node, str(e)) from None
+        n = _range_len(start, limit, delta, dt)
+        return (start + np.arange(n, dtype=np.float64 if dt.is_floating else np.int64) * delta).astype(
+            dt.as_numpy_dtype)
+    return run
+
+
+register("Range", _range_infer, _range_kernel, grad=None)
+
+
+def linspace(start, stop, num, name=None) -> Tensor:
+    """tf.linspace(start, stop, num, name=None) (also tf.lin_space): `num` evenly spaced values
+    from `start` to `stop` inclusive."""
+    start = convert_to_tensor(start)
+    stop = convert_to_tensor(stop, dtype=start.dtype)
+    num = index_tensor(num)
+    return make_op("LinSpace", [start, stop, num], name=name or "LinSpace").outputs[0]
+
+
+lin_space = linspace
+
+
+def _linspace_infer(op):
+    start, stop, num = op.inputs
+    if not start.dtype.is_floating:
+        raise ValueError(f"LinSpace: start must be a floating point tensor, got {start.dtype.name}")
+    n = static_int(num)
+    if n is not None and n <= 0:
+        raise ValueError(f"Requires num > 0: {n}")
+    return [(start.dtype, TensorShape([n]))]
+
+
+def _linspace_kernel(node, ctx):
+    def run(start, stop, num):
+        num = int(num)
+        if num <= 0:
+            raise invalid(node, f"Requires num > 0: {num}")
+        dt = np.asarray(start).dtype
+        start, stop = dt.type(start), dt.type(stop)
+        if num == 1:
+            return np.array([start], dtype=dt)
+        step = dt.type((stop - start) / dt.type(num - 1))   # TF computes in the output dtype
+        return (start + np.arange(num, dtype=dt) * step).astype(dt)
+    return run
+
+
+register("LinSpace", _linspace_infer, _linspace_kernel, grad=None, dtypes=(dtypes.float32, dtypes.float64),
+         dtype_param="start")

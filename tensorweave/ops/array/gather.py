@@ -1,0 +1,412 @@
+"""Array ops that pick elements by index: gather, gather_nd, scatter_nd, one_hot."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
+from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
+from tensorweave.ops.array.slicing import strided_slice
+from tensorweave.ops.helpers import INDEX, check_axis, dense, invalid, make_op, static_int
+from tensorweave.ops.math.binary import floormod
+from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.registry import register
+
+__all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
+           "tensor_scatter_sub"]
+
+
+# -- GatherV2 ----------------------------------------------------------------------------------
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims: int = 0) -> Tensor:
+    """tf.gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
+    slices of `params` along `axis` (default 0) at `indices`."""
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    axis_t = index_tensor(0 if axis is None else axis, dtype=indices.dtype if not isinstance(axis, Tensor) else None)
+    return make_op("GatherV2", [params, indices, axis_t], {"batch_dims": int(batch_dims)},
+                   name=name or "GatherV2").outputs[0]
+
+
+def _gather_infer(op):
+    p, i, a = op.inputs
+    bd = op.get_attr("batch_dims")
+    axis = static_int(a)
+    if axis is None or p.shape.ndims is None or i.shape.ndims is None:
+        return [(p.dtype, unknown_shape())]
+    ax = check_axis(axis, p.shape.ndims, "GatherV2")
+    if bd < 0:
+        bd += i.shape.ndims
+    if bd > ax:
+        raise ValueError(f"GatherV2: batch_dims ({bd}) must be less than or equal to axis ({ax})")
+    pd, idd = p.shape.as_tuple_or_none(), i.shape.as_tuple_or_none()
+    for k in range(bd):
+        if pd[k] is not None and idd[k] is not None and pd[k] != idd[k]:
+            raise ValueError(f"GatherV2: params.shape[{k}] ({pd[k]}) and indices.shape[{k}] ({idd[k]}) must match "
+                             f"for batch_dims {bd}; shapes {p.shape} and {i.shape}")
+    return [(p.dtype, TensorShape(list(pd[:ax]) + list(idd[bd:]) + list(pd[ax + 1:])))]
+
+
+def _take(node, x, idx, axis: int, what: str = "indices"):
+    n = x.shape[axis]
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        pos = np.argwhere(bad)[0]
+        where = ",".join(str(int(v)) for v in pos)
+        raise invalid(node, f"{what}[{where}] = {int(idx[tuple(pos)])} is not in [0, {n})")
+    return np.take(x, idx, axis=axis)
+
+
+def _gather_kernel(node, ctx):
+    bd0 = int(node.attr.get("batch_dims", 0))
+
+    def run(params, indices, axis):
+        params, indices = np.asarray(params), np.asarray(indices)
+        axis = int(axis)
+        if not -params.ndim <= axis < params.ndim:
+            raise invalid(node, f"Expected axis in the range [{-params.ndim}, {params.ndim}), but got {axis}")
+        axis %= params.ndim
+        bd = bd0 + indices.ndim if bd0 < 0 else bd0
+        if bd == 0:
+            return _take(node, params, indices, axis)
+        batch = params.shape[:bd]
+        if indices.shape[:bd] != batch:
+            raise invalid(node, f"params.shape[:{bd}] {list(batch)} must equal indices.shape[:{bd}] "
+                                f"{list(indices.shape[:bd])}")
+        p2 = params.reshape((-1,) + params.shape[bd:])
+        i2 = indices.reshape((-1,) + indices.shape[bd:])
+        parts = [_take(node, p2[k], i2[k], axis - bd) for k in range(p2.shape[0])]
+        out_tail = params.shape[bd:axis] + indices.shape[bd:] + params.shape[axis + 1:]
+        out = np.stack(parts) if parts else np.zeros((0,) + out_tail, params.dtype)
+        return out.reshape(batch + out_tail)
+    return run
+
+
+def _gather_grad(op, grad):
+    params, indices, axis_t = op.inputs
+    if op.get_attr("batch_dims") != 0:
+        raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
+    axis = static_int(axis_t)
+    grad = dense(grad)
+    with params.graph.colocate_with(params.op):
+        params_shape = shape(params)
+    nd = params.shape.ndims
+    if axis is not None and (axis == 0 or (nd is not None and axis % nd == 0)):
+        # The TF1 sparse gradient: rows `indices` of a dense [params_shape] tensor.
+        inner = strided_slice(params_shape, [1], [0], [1], end_mask=1)
+        n = indices.shape.num_elements()
+        inner_static = params.shape[1:]
+        if inner_static.is_fully_defined() and (n is not None or inner_static.num_elements()):
+            # -1 is unambiguous when the row size is non-zero; keeps the rows' static shape.
+            values = reshape(grad, [-1 if n is None else n] + inner_static.as_list())
+        else:
+            values = reshape(grad, concat([expand_dims(size(indices), 0), inner], 0))
+        return [IndexedSlices(values, reshape(indices, [-1]), params_shape), None, None]
+    # Dense, as TF's formula (valid for any ranks, a negative or run-time axis): move the gathered
+    # dims to the front as one, sum rows by index, move the axis back.
+    if axis is not None and nd is not None:
+        axis_t = constant(axis % nd)
+    elif axis is None or axis < 0:
+        axis_t = floormod(axis_t, rank(params))
+    axis_1d = reshape(axis_t, [1])
+    outer_shape = strided_slice(params_shape, [0], axis_1d, [1])
+    inner_shape = strided_slice(strided_slice(params_shape, axis_1d, [0], [1], end_mask=1), [1], [0], [1], end_mask=1)
+    outer_dims, inner_dims = size(outer_shape), size(inner_shape)
+    outer_axes = range_(outer_dims)
+    inner_axes = range_(outer_dims + 1, outer_dims + 1 + inner_dims)
+    values = reshape(grad, concat([outer_shape, [-1], inner_shape], 0))
+    values = transpose(values, concat([reshape(outer_dims, [1]), outer_axes, inner_axes], 0))
+    num_segments = gather(params_shape, axis_t)
+    summed = unsorted_segment_sum(values, reshape(indices, [-1]), num_segments)
+    back = transpose(summed, concat([outer_axes + 1, [0], inner_axes], 0))
+    return [back, None, None]
+
+
+register("GatherV2", _gather_infer, _gather_kernel, grad=_gather_grad, dtypes={1: ("indices", INDEX)})
+
+
+# -- GatherNd, ScatterNd -----------------------------------------------------------------------
+def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
+    """tf.gather_nd(params, indices, name=None, batch_dims=0): out[i...] = params[indices[i...]]
+    where the last dimension of `indices` indexes the leading dims of `params`."""
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    if batch_dims:
+        return _batch_gather_nd(params, indices, int(batch_dims), name)
+    return make_op("GatherNd", [params, indices], name=name or "GatherNd").outputs[0]
+
+
+def _batch_gather_nd(params: Tensor, indices: Tensor, batch_dims: int, name) -> Tensor:
+    """TF1's composite for batch_dims > 0: prefix each index with its flattened batch number and
+    run one plain GatherNd over params with the batch dims flattened into one."""
+    q = indices.shape.ndims
+    if q is None:
+        raise ValueError("gather_nd with batch_dims needs indices of known rank")
+    if batch_dims < 0:
+        batch_dims += q
+    if not 0 <= batch_dims < q:
+        raise ValueError(f"GatherNd: batch_dims ({batch_dims}) must be in [0, rank(indices) = {q})")
+    if params.shape.ndims is not None and batch_dims >= params.shape.ndims:
+        raise ValueError(f"GatherNd: batch_dims ({batch_dims}) must be less than rank(params) "
+                         f"({params.shape.ndims})")
+    with name_scope(name, "GatherNd", [params, indices]):
+        p_shape = shape(params, out_type=indices.dtype)
+        i_shape = shape(indices, out_type=indices.dtype)
+        batch_shape = strided_slice(p_shape, [0], [batch_dims])
+        n_batch = reduce_prod(batch_shape)
+        flat_p = reshape(params, concat([[-1], strided_slice(p_shape, [batch_dims], [0], end_mask=1)], 0))
+        flat_i = reshape(indices, concat([[-1], strided_slice(i_shape, [batch_dims], [0], end_mask=1)], 0))
+        inner = q - batch_dims            # rank of flat_i minus its batch dim
+        b = reshape(range_(n_batch), [-1] + [1] * inner)
+        b = b * ones_like(strided_slice(flat_i, [0] * (inner + 1), [0] * inner + [1], end_mask=(1 << inner) - 1))
+        out = gather_nd(flat_p, concat([b, flat_i], -1))
+        out_shape = concat([batch_shape, strided_slice(shape(out, out_type=indices.dtype), [1], [0], end_mask=1)], 0)
+        result = reshape(out, out_shape)
+        if params.shape.ndims is not None and indices.shape[-1].value is not None:
+            k = indices.shape[-1].value
+            static = (params.shape[:batch_dims].merge_with(indices.shape[:batch_dims])
+                      .concatenate(indices.shape[batch_dims:-1]).concatenate(params.shape[batch_dims + k:]))
+            result.set_shape(static)
+        return result
+
+
+def _gather_nd_infer(op):
+    p, i = op.inputs
+    if i.shape.ndims is None or i.shape[-1].value is None or p.shape.ndims is None:
+        return [(p.dtype, unknown_shape())]
+    k = i.shape[-1].value
+    if i.shape.ndims == 0:
+        raise ValueError("GatherNd: indices must be at least a vector")
+    if k > p.shape.ndims:
+        raise ValueError(f"GatherNd: index innermost dimension length must be <= params rank; saw: {k} vs. "
+                         f"{p.shape.ndims}; shapes {p.shape} and {i.shape}")
+    return [(p.dtype, i.shape[:-1].concatenate(p.shape[k:]))]
+
+
+def _nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k)
+    bad = (flat < 0) | (flat >= np.asarray(dims[:k], dtype=np.int64))
+    if bad.any():
+        r = int(np.argwhere(bad.any(axis=1))[0][0])
+        raise invalid(node, f"indices[{r}] = {flat[r].tolist()} does not index into {what} {list(dims)}")
+    return tuple(flat.T)
+
+
+def _gather_nd_kernel(node, ctx):
+    def run(params, indices):
+        params, indices = np.asarray(params), np.asarray(indices)
+        k = indices.shape[-1]
+        if k > params.ndim:
+            raise invalid(node, f"index innermost dimension length must be <= params rank; saw: {k} vs. "
+                                f"{params.ndim}")
+        pos = _nd_positions(node, indices, params.shape, "param shape")
+        out = params[pos] if k else np.broadcast_to(params, (indices.reshape(-1, 0).shape[0],) + params.shape)
+        return out.reshape(indices.shape[:-1] + params.shape[k:])
+    return run
+
+
+def _gather_nd_grad(op, grad):
+    params, indices = op.inputs
+    return [scatter_nd(indices, dense(grad), shape(params, out_type=indices.dtype)), None]
+
+
+register("GatherNd", _gather_nd_infer, _gather_nd_kernel, grad=_gather_nd_grad, dtypes={1: ("indices", INDEX)})
+
+
+def scatter_nd(indices, updates, shape, name=None) -> Tensor:  # noqa: F811 (TF argument name)
+    """tf.scatter_nd(indices, updates, shape, name=None): a zero tensor of `shape` with `updates`
+    added at `indices` (duplicates sum)."""
+    indices = convert_to_tensor(indices)
+    updates = convert_to_tensor(updates)
+    shape_t = index_tensor(shape, dtype=indices.dtype if not isinstance(shape, Tensor) else None)
+    return make_op("ScatterNd", [indices, updates, shape_t], name=name or "ScatterNd").outputs[0]
+
+
+def _scatter_nd_infer(op):
+    i, u, s = op.inputs
+    out = constant_value_as_shape(s)
+    if i.shape.ndims is not None and i.shape.ndims >= 1 and i.shape[-1].value is not None and out.ndims is not None:
+        k = i.shape[-1].value
+        if k > out.ndims:
+            raise ValueError(f"ScatterNd: the inner {k} dimensions of indices exceed the output rank {out.ndims}")
+        expected = i.shape[:-1].concatenate(out[k:])
+        if not u.shape.is_compatible_with(expected):
+            raise ValueError(f"ScatterNd: updates shape {u.shape} must be indices.shape[:-1] + shape[{k}:] = "
+                             f"{expected}")
+    return [(u.dtype, out)]
+
+
+def _scatter_nd_kernel(node, ctx):
+    def run(indices, updates, shp):
+        indices, updates = np.asarray(indices), np.asarray(updates)
+        dims = tuple(int(v) for v in np.reshape(shp, -1))
+        k = indices.shape[-1]
+        want = indices.shape[:-1] + dims[k:]
+        if updates.shape != want:
+            raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
+        out = np.zeros(dims, dtype=updates.dtype)
+        pos = _nd_positions(node, indices, dims, "shape")
+        np.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
+        return out
+    return run
+
+
+def _scatter_nd_grad(op, grad):
+    return [None, gather_nd(dense(grad), op.inputs[0]), None]
+
+
+register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, grad=_scatter_nd_grad,
+         dtypes={0: ("indices", INDEX)})
+
+
+# -- TensorScatterUpdate / Add / Sub -----------------------------------------------------------
+def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
+    tensor = convert_to_tensor(tensor, name="tensor")
+    indices = convert_to_tensor(indices, name="indices")
+    updates = convert_to_tensor(updates, dtype=tensor.dtype, name="updates")
+    return make_op(op_type, [tensor, indices, updates], {"T": tensor.dtype, "Tindices": indices.dtype},
+                   name=name or op_type).outputs[0]
+
+
+def tensor_scatter_update(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_update(tensor, indices, updates, name=None): a copy of `tensor` with the
+    slices at `indices` (as scatter_nd's) replaced by `updates`."""
+    return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
+
+
+def tensor_scatter_add(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_add(tensor, indices, updates, name=None): `tensor` with `updates` added at
+    `indices` (duplicates add up)."""
+    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
+
+
+def tensor_scatter_sub(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_sub(tensor, indices, updates, name=None): `tensor` with `updates`
+    subtracted at `indices`."""
+    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)
+
+
+def _tensor_scatter_infer(op):
+    t, i, u = op.inputs
+    if i.shape.ndims is not None and i.shape.ndims >= 1 and i.shape[-1].value is not None and t.shape.ndims is not None:
+        k = i.shape[-1].value
+        if k > t.shape.ndims:
+            raise ValueError(f"{op.type}: the inner {k} dimensions of indices exceed the tensor's rank {t.shape.ndims}")
+        expected = i.shape[:-1].concatenate(t.shape[k:])
+        if not u.shape.is_compatible_with(expected):
+            raise ValueError(f"{op.type}: updates shape {u.shape} must be indices.shape[:-1] + tensor.shape[{k}:] = "
+                             f"{expected}")
+    return [(t.dtype, t.shape)]
+
+
+def _tensor_scatter_kernel(how: str):
+    def factory(node, ctx):
+        def run(tensor, indices, updates):
+            tensor, indices, updates = np.asarray(tensor), np.asarray(indices), np.asarray(updates)
+            dims = tensor.shape
+            k = indices.shape[-1]
+            want = indices.shape[:-1] + dims[k:]
+            if updates.shape != want:
+                raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
+            out = np.array(tensor, copy=True)
+            pos = _nd_positions(node, indices, dims, "tensor")
+            rows = updates.reshape((-1,) + dims[k:])
+            if how == "update":
+                out[pos] = rows
+            else:
+                np.add.at(out, pos, rows if how == "add" else -rows)
+            return out
+        return run
+    return factory
+
+
+def _tensor_scatter_grad(how: str):
+    def grad_fn(op, grad):
+        grad = dense(grad)
+        indices = op.inputs[1]
+        updates_grad = gather_nd(grad, indices)
+        if how == "update":
+            tensor_grad = tensor_scatter_update(grad, indices, zeros_like(op.inputs[2]))
+        else:
+            tensor_grad = grad
+        return [tensor_grad, None, updates_grad if how != "sub" else make_op("Neg", [updates_grad]).outputs[0]]
+    return grad_fn
+
+
+for _how in ("update", "add", "sub"):
+    register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
+             grad=_tensor_scatter_grad(_how), dtypes={1: ("indices", INDEX)})
+
+
+# -- OneHot ------------------------------------------------------------------------------------
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None) -> Tensor:
+    """tf.one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    on_value where the new `axis` (default last) equals the index, off_value elsewhere; indices
+    outside [0, depth) give all-off rows. The dtype comes from `dtype`, else on/off_value, else float32."""
+    with name_scope(name, "one_hot") as scope:
+        on_dt = on_value.dtype if isinstance(on_value, Tensor) else (
+            dtypes.dtype_of_value(on_value) if on_value is not None else None)
+        off_dt = off_value.dtype if isinstance(off_value, Tensor) else (
+            dtypes.dtype_of_value(off_value) if off_value is not None else None)
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            for given, dt in ((on_value, on_dt), (off_value, off_dt)):
+                if isinstance(given, Tensor) and dt != dtype:
+                    raise TypeError(f"one_hot: dtype {dt.name} of on/off_value does not match dtype parameter "
+                                    f"({dtype.name})")
+        elif isinstance(on_value, Tensor) or isinstance(off_value, Tensor):
+            dtype = on_dt if isinstance(on_value, Tensor) else off_dt
+        else:
+            dtype = on_dt or off_dt or dtypes.float32
+        if isinstance(on_value, Tensor) and isinstance(off_value, Tensor) and on_dt != off_dt:
+            raise TypeError(f"one_hot: dtype of on_value ({on_dt.name}) and off_value ({off_dt.name}) must match")
+        one = True if dtype.is_bool else 1
+        zero = False if dtype.is_bool else 0
+        on_t = convert_to_tensor(one if on_value is None else on_value, dtype=dtype, name="on_value")
+        off_t = convert_to_tensor(zero if off_value is None else off_value, dtype=dtype, name="off_value")
+        indices = convert_to_tensor(indices, name="indices")
+        depth_t = convert_to_tensor(depth, dtype=dtypes.int32, name="depth") if not isinstance(depth, Tensor) else depth
+        return make_op("OneHot", [indices, depth_t, on_t, off_t], {"axis": -1 if axis is None else int(axis)},
+                       name=scope).outputs[0]
+
+
+def _one_hot_infer(op):
+    i, d, on, off = op.inputs
+    axis = op.get_attr("axis")
+    depth = static_int(d)
+    if depth is not None and depth < 0:
+        raise ValueError(f"OneHot: depth must be non-negative, got {depth}")
+    if i.shape.ndims is None:
+        return [(on.dtype, unknown_shape())]
+    nd = i.shape.ndims
+    if not -1 <= axis <= nd:
+        raise ValueError(f"OneHot: expected axis to be -1 or between [0, {nd}].  But received: {axis}")
+    dims = list(i.shape.as_tuple_or_none())
+    dims.insert(nd if axis == -1 else axis, depth)
+    return [(on.dtype, TensorShape(dims))]
+
+
+def _one_hot_kernel(node, ctx):
+    axis = node.attr["axis"]
+
+    def run(indices, depth, on, off):
+        indices = np.asarray(indices)
+        depth = int(depth)
+        if depth < 0:
+            raise invalid(node, f"depth must be non-negative, got: {depth}")
+        hot = indices[..., None] == np.arange(depth, dtype=np.int64)
+        out = np.where(hot, on, off).astype(np.asarray(on).dtype)
+        return out if axis == -1 else np.moveaxis(out, -1, axis)
+    return run
+
+
+register("OneHot", _one_hot_infer, _one_hot_kernel, grad=None,
+         dtypes={0: ("indices", (dtypes.uint8, dtypes.int32, dtypes.int64))})

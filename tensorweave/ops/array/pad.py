@@ -1,0 +1,366 @@
+"""Array ops that repeat, pad, reverse or broadcast tensors: tile, pad, reverse, broadcast_to,
+meshgrid."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import index_tensor, reshape, size
+from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
+from tensorweave.ops.registry import register
+
+__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid", "roll"]
+
+
+# -- Tile --------------------------------------------------------------------------------------
+def tile(input, multiples, name=None) -> Tensor:  # noqa: A002
+    """tf.tile(input, multiples, name=None): repeats `input` multiples[i] times along dim i."""
+    input = convert_to_tensor(input)
+    return make_op("Tile", [input, index_tensor(multiples)], name=name or "Tile").outputs[0]
+
+
+def _tile_infer(op):
+    x, m = op.inputs
+    mult = static_ints(m)
+    nd = x.shape.ndims
+    if m.shape.ndims not in (None, 1):
+        raise ValueError(f"Tile: multiples must be 1-D, got shape {m.shape}")
+    n = m.shape[0].value if m.shape.ndims == 1 else None
+    if nd is not None and n is not None and n != nd:
+        raise ValueError(f"Tile: shape must be rank {nd} but multiples has length {n}")
+    if nd is None:
+        return [(x.dtype, unknown_shape(n))]
+    if mult is None:
+        return [(x.dtype, unknown_shape(nd))]
+    if any(k < 0 for k in mult):
+        raise ValueError(f"Tile: expected multiples >= 0, got {mult}")
+    return [(x.dtype, TensorShape([None if d is None else d * k for d, k in zip(x.shape.as_tuple_or_none(), mult)]))]
+
+
+def _tile_kernel(node, ctx):
+    def run(x, m):
+        m = [int(k) for k in np.reshape(m, -1)]
+        if len(m) != np.ndim(x):
+            raise invalid(node, f"Expected multiples argument to be a vector of length {np.ndim(x)} but got "
+                                f"length {len(m)}")
+        if any(k < 0 for k in m):
+            raise invalid(node, f"Expected multiples >= 0, got {m}")
+        return np.tile(x, m) if m else np.asarray(x)
+    return run
+
+
+register("Tile", _tile_infer, _tile_kernel)   # gradient: array_grad.py
+
+
+# -- Pad, PadV2, MirrorPad ---------------------------------------------------------------------
+def pad(tensor, paddings, mode: str = "CONSTANT", name=None, constant_values=0) -> Tensor:
+    """tf.pad(tensor, paddings, mode='CONSTANT', name=None, constant_values=0): paddings is an
+    [rank, 2] int tensor; mode is CONSTANT, REFLECT or SYMMETRIC (any case)."""
+    tensor = convert_to_tensor(tensor)
+    p = index_tensor(paddings)
+    mode = mode.upper()
+    if mode == "CONSTANT":
+        if not isinstance(constant_values, Tensor) and np.all(np.asarray(constant_values) == 0):
+            return make_op("Pad", [tensor, p], name=name or "Pad").outputs[0]
+        cv = convert_to_tensor(constant_values, dtype=tensor.dtype)
+        return make_op("PadV2", [tensor, p, cv], name=name or "PadV2").outputs[0]
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return make_op("MirrorPad", [tensor, p], {"mode": mode}, name=name or "MirrorPad").outputs[0]
+    raise ValueError(f"Unknown padding mode: {mode}")
+
+
+def _pad_infer(op):
+    x, p = op.inputs[0], op.inputs[1]
+    nd = x.shape.ndims
+    if p.shape.ndims is not None:
+        if p.shape.ndims != 2 or p.shape[1].value not in (None, 2):
+            raise ValueError(f"{op.type}: paddings must be a matrix with 2 columns, got shape {p.shape}")
+        n = p.shape[0].value
+        if nd is not None and n is not None and n != nd:
+            raise ValueError(f"{op.type}: the first dimension of paddings must be the rank of inputs "
+                             f"[{n},2] vs {nd}")
+        if nd is None:
+            nd = n
+    if op.type == "PadV2" and op.inputs[2].shape.ndims not in (None, 0):
+        raise ValueError(f"PadV2: constant_values must be a scalar, got shape {op.inputs[2].shape}")
+    pv = constant_value(p)
+    if pv is None or nd is None or x.shape.ndims is None:
+        return [(x.dtype, unknown_shape(nd))]
+    pv = np.reshape(pv, (-1, 2))
+    dims = x.shape.as_tuple_or_none()
+    out = []
+    for d, (a, b) in zip(dims, pv.tolist()):
+        # MirrorPad's limits (paddings below the dimension size) are checked at run time, as in TF.
+        _check_pad(op.type, None, d, a, b, ValueError)
+        out.append(None if d is None else d + a + b)
+    return [(x.dtype, TensorShape(out))]
+
+
+def _check_pad(op_type, mode, d, a, b, exc):
+    if a < 0 or b < 0:
+        raise exc(f"{op_type}: paddings must be non-negative: {a} {b}")
+    if mode is not None and d is not None:
+        limit = d - 1 if mode == "REFLECT" else d
+        if a > limit or b > limit:
+            minus_one = " - 1" if mode == "REFLECT" else ""
+            raise exc(f"{op_type}: paddings must be no greater than the dimension size{minus_one}"
+                      f": {a}, {b} greater than {limit}")
+
+
+def _pad_kernel(node, ctx):
+    mode = node.attr.get("mode") if node.op == "MirrorPad" else None
+
+    def run(x, p, cv=0):
+        x = np.asarray(x)
+        p = np.reshape(p, (-1, 2)).astype(np.int64)
+        if p.shape[0] != x.ndim:
+            raise invalid(node, f"The first dimension of paddings must be the rank of inputs "
+                                f"[{p.shape[0]},2] vs {x.ndim}")
+        for d, (a, b) in zip(x.shape, p.tolist()):
+            try:
+                _check_pad(node.op, mode, d, a, b, ValueError)
+            except ValueError as e:
+                raise invalid(node, str(e)) from None
+        if mode is None:
+            return np.pad(x, p, mode="constant", constant_values=np.asarray(cv, dtype=x.dtype)) if x.ndim else x
+        return np.pad(x, p, mode=mode.lower()) if x.ndim else x
+    return run
+
+
+register("Pad", _pad_infer, _pad_kernel)     # gradient: array_grad.py
+register("PadV2", _pad_infer, _pad_kernel)   # gradient: array_grad.py
+
+
+def _mirror_pad_grad_kernel(node, ctx):
+    offset = 1 if node.attr["mode"] == "REFLECT" else 0
+
+    def run(g, p):
+        g = np.asarray(g)
+        p = np.reshape(p, (-1, 2)).astype(np.int64)
+        for ax, (a, b) in enumerate(p.tolist()):
+            g = np.moveaxis(g, ax, 0)
+            n = g.shape[0] - a - b
+            core = g[a:a + n].copy()
+            if a:
+                core[offset:offset + a] += g[:a][::-1]
+            if b:
+                core[n - offset - b:n - offset] += g[a + n:][::-1]
+            g = np.moveaxis(core, 0, ax)
+        return g
+    return run
+
+
+def _mirror_pad_grad_infer(op):
+    g, p = op.inputs
+    pv = constant_value(p)
+    if pv is None or g.shape.ndims is None:
+        return [(g.dtype, unknown_shape(g.shape.ndims))]
+    pv = np.reshape(pv, (-1, 2))
+    return [(g.dtype, TensorShape([None if d is None else d - a - b
+                                   for d, (a, b) in zip(g.shape.as_tuple_or_none(), pv.tolist())]))]
+
+
+register("MirrorPadGrad", _mirror_pad_grad_infer, _mirror_pad_grad_kernel,
+         grad=lambda op, grad: [pad(dense(grad), op.inputs[1], mode=op.get_attr("mode")), None])
+register("MirrorPad", _pad_infer, _pad_kernel,
+         grad=lambda op, grad: [make_op("MirrorPadGrad", [dense(grad), op.inputs[1]],
+                                        {"mode": op.get_attr("mode")}).outputs[0], None])
+
+
+# -- ReverseV2 ---------------------------------------------------------------------------------
+def reverse(tensor, axis, name=None) -> Tensor:
+    """tf.reverse(tensor, axis, name=None) (TF1's reverse_v2): reverses the given dimensions."""
+    tensor = convert_to_tensor(tensor)
+    if isinstance(axis, (int, np.integer)):
+        axis = [int(axis)]
+    return make_op("ReverseV2", [tensor, index_tensor(axis)], name=name or "ReverseV2").outputs[0]
+
+
+reverse_v2 = reverse
+
+
+def _reverse_infer(op):
+    x, a = op.inputs
+    axes = static_ints(a)
+    nd = x.shape.ndims
+    if axes is not None and nd is not None:
+        seen = set()
+        for ax in axes:
+            if not -nd <= ax < nd:
+                raise ValueError(f"ReverseV2: axis {ax} is out of valid range [{-nd}, {nd})")
+            if ax % nd in seen:
+                raise ValueError(f"ReverseV2: axis {ax % nd} specified more than once")
+            seen.add(ax % nd)
+    return [(x.dtype, x.shape)]
+
+
+def _reverse_kernel(node, ctx):
+    def run(x, a):
+        axes = [int(v) for v in np.reshape(a, -1)]
+        nd = np.ndim(x)
+        for ax in axes:
+            if not -nd <= ax < nd:
+                raise invalid(node, f"'axis'[{ax}] = {ax} is out of valid range [{-nd}, {nd})")
+        return np.flip(x, axis=tuple(axes)) if axes else np.asarray(x)
+    return run
+
+
+register("ReverseV2", _reverse_infer, _reverse_kernel,
+         grad=lambda op, grad: [reverse(dense(grad), op.inputs[1]), None])
+
+
+# -- ReverseSequence ---------------------------------------------------------------------------
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,  # noqa: A002
+                     batch_dim=None) -> Tensor:
+    """tf.reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,
+    seq_dim=None, batch_dim=None): for each b along batch_axis, reverses the first
+    seq_lengths[b] elements along seq_axis (the rest stay in place)."""
+    if seq_dim is not None:
+        if seq_axis is not None:
+            raise ValueError("Cannot specify both 'seq_axis' and 'seq_dim'")
+        seq_axis = seq_dim
+    if batch_dim is not None:
+        if batch_axis is not None:
+            raise ValueError("Cannot specify both 'batch_axis' and 'batch_dim'")
+        batch_axis = batch_dim
+    input = convert_to_tensor(input, name="input")  # noqa: A001
+    seq_lengths = convert_to_tensor(seq_lengths, name="seq_lengths")
+    attrs = {"seq_dim": int(seq_axis), "batch_dim": int(batch_axis or 0), "T": input.dtype,
+             "Tlen": seq_lengths.dtype}
+    return make_op("ReverseSequence", [input, seq_lengths], attrs, name=name or "ReverseSequence").outputs[0]
+
+
+def _reverse_sequence_infer(op):
+    x, lengths = op.inputs
+    seq, batch, nd = op.get_attr("seq_dim"), op.get_attr("batch_dim"), x.shape.ndims
+    if lengths.shape.ndims not in (None, 1):
+        raise ValueError(f"ReverseSequence: seq_lengths must be a vector, got shape {lengths.shape}")
+    if nd is not None:
+        if not (0 <= seq < nd and 0 <= batch < nd) or seq == batch:
+            raise ValueError(f"ReverseSequence: seq_dim {seq} and batch_dim {batch} must be different dimensions "
+                             f"of an input of rank {nd}")
+        if lengths.shape.ndims == 1 and not lengths.shape[0].is_compatible_with(x.shape[batch]):
+            raise ValueError(f"ReverseSequence: seq_lengths has {lengths.shape[0]} entries for a batch dimension "
+                             f"of {x.shape[batch]}")
+    return [(x.dtype, x.shape)]
+
+
+def _reverse_sequence_kernel(node, ctx):
+    seq, batch = node.attr["seq_dim"], node.attr["batch_dim"]
+
+    def run(x, lengths):
+        x = np.asarray(x)
+        lengths = np.asarray(lengths).reshape(-1)
+        if lengths.shape[0] != x.shape[batch]:
+            raise invalid(node, f"len(seq_lens) != input.dims({batch}), ({lengths.shape[0]} vs. {x.shape[batch]})")
+        if (lengths < 0).any() or (lengths > x.shape[seq]).any():
+            raise invalid(node, f"seq_lens must be in [0, {x.shape[seq]}], got {lengths.tolist()}")
+        # position t of row b reads t' = L_b - 1 - t when t < L_b, else t itself
+        t = np.arange(x.shape[seq])
+        src = np.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
+        moved = np.moveaxis(x, (batch, seq), (0, 1))
+        out = np.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
+        return np.moveaxis(out, (0, 1), (batch, seq))
+    return run
+
+
+register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
+         grad=lambda op, grad: [reverse_sequence(dense(grad), op.inputs[1], op.get_attr("seq_dim"),
+                                                 op.get_attr("batch_dim")), None])
+
+
+# -- Roll ----------------------------------------------------------------------------------------
+def roll(input, shift, axis, name=None) -> Tensor:  # noqa: A002 (TF name)
+    """tf.roll(input, shift, axis, name=None): elements shifted along `axis` by `shift` (both a
+    scalar or matching vectors), wrapping around."""
+    input = convert_to_tensor(input)
+    shift_t, axis_t = index_tensor(shift), index_tensor(axis)
+    return make_op("Roll", [input, shift_t, axis_t], {"T": input.dtype, "Tshift": shift_t.dtype,
+                                                     "Taxis": axis_t.dtype}, name=name or "Roll").outputs[0]
+
+
+def _roll_kernel(node, ctx):
+    def run(x, shift, axis):
+        x = np.asarray(x)
+        shift, axis = np.reshape(shift, -1).tolist(), np.reshape(axis, -1).tolist()
+        if len(shift) != len(axis):
+            raise invalid(node, f"shift and axis must have the same size, got {len(shift)} and {len(axis)}")
+        for a in axis:
+            if not -x.ndim <= a < x.ndim:
+                raise invalid(node, f"axis {a} is out of range for a tensor of rank {x.ndim}")
+        return np.roll(x, shift, axis) if shift else x
+    return run
+
+
+register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_kernel,
+         grad=lambda op, grad: [roll(dense(grad), -op.inputs[1], op.inputs[2]), None, None])
+
+
+# -- BroadcastTo -------------------------------------------------------------------------------
+def broadcast_to(input, shape, name=None) -> Tensor:  # noqa: A002,F811
+    """tf.broadcast_to(input, shape, name=None): broadcasts `input` to `shape` (numpy rules)."""
+    input = convert_to_tensor(input)
+    return make_op("BroadcastTo", [input, index_tensor(shape)], name=name or "BroadcastTo").outputs[0]
+
+
+def _broadcast_to_infer(op):
+    x, s = op.inputs
+    target = constant_value_as_shape(s)
+    if target.ndims is None or x.shape.ndims is None:
+        return [(x.dtype, target)]
+    if x.shape.ndims > target.ndims:
+        raise ValueError(f"BroadcastTo: rank of input ({x.shape.ndims}) must be no greater than rank of "
+                         f"output shape ({target.ndims}); shapes {x.shape} and {target}")
+    dims = list(target.as_tuple_or_none())
+    src = x.shape.as_tuple_or_none()
+    for i, d in enumerate(src):
+        j = target.ndims - len(src) + i
+        if d is not None and d != 1 and dims[j] is not None and dims[j] != d:
+            raise ValueError(f"BroadcastTo: incompatible shapes {x.shape} and {target}")
+    return [(x.dtype, TensorShape(dims))]
+
+
+def _broadcast_to_kernel(node, ctx):
+    def run(x, s):
+        s = [int(v) for v in np.reshape(s, -1)]
+        try:
+            return np.broadcast_to(x, s)
+        except ValueError:
+            raise invalid(node, f"Incompatible shapes: {list(np.shape(x))} vs. {s}") from None
+    return run
+
+
+register("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel)   # gradient: array_grad.py
+
+
+# -- meshgrid ----------------------------------------------------------------------------------
+def meshgrid(*args, **kwargs) -> list:
+    """tf.meshgrid(*args, indexing='xy', name='meshgrid'): N-D coordinate grids from 1-D
+    tensors ('xy' swaps the first two output dimensions, as numpy)."""
+    indexing = kwargs.pop("indexing", "xy")
+    name = kwargs.pop("name", "meshgrid")
+    if kwargs:
+        raise TypeError(f"'{list(kwargs)[0]}' is an invalid keyword argument for this function")
+    if indexing not in ("xy", "ij"):
+        raise ValueError("indexing parameter must be either 'xy' or 'ij'")
+    with name_scope(name, "meshgrid", [a for a in args if isinstance(a, Tensor)]):
+        xs = [convert_to_tensor(a) for a in args]
+        n = len(xs)
+        sizes = [size(x) for x in xs]
+        if indexing == "xy" and n > 1:
+            sizes[0], sizes[1] = sizes[1], sizes[0]
+        target = stack(sizes)
+        out = []
+        for i, x in enumerate(xs):
+            pos = i
+            if indexing == "xy" and n > 1 and i < 2:
+                pos = 1 - i
+            s = [1] * n
+            s[pos] = -1
+            out.append(broadcast_to(reshape(x, s), target))
+        return out

@@ -1,0 +1,195 @@
+"""Array ops that split a tensor into partitions and interleave partitions back:
+dynamic_partition, dynamic_stitch (and the ParallelDynamicStitch op their gradients use).
+embedding_lookup over sharded params is built on them."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+from tensorweave.ops.array.core import reshape, shape
+from tensorweave.ops.array.fill import range as range_, zeros_like
+from tensorweave.ops.array.gather import gather
+from tensorweave.ops.helpers import dense, invalid, make_op
+from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.registry import register
+
+__all__ = ["dynamic_partition", "dynamic_stitch"]
+
+
+# -- DynamicPartition --------------------------------------------------------------------------
+def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
+    """tf.dynamic_partition(data, partitions, num_partitions, name=None): `num_partitions`
+    tensors; output i holds the slices data[js] where partitions[js] == i, in order.
+    `partitions` (int32) has a shape that is a prefix of data's shape."""
+    data = convert_to_tensor(data, name="data")
+    partitions = convert_to_tensor(partitions, dtype=dtypes.int32, name="partitions")
+    if partitions.dtype != dtypes.int32:
+        raise TypeError(f"Input 'partitions' of 'DynamicPartition' Op has type {partitions.dtype.name} that "
+                        "does not match expected type of int32.")
+    if not isinstance(num_partitions, (int, np.integer)) or num_partitions < 1:
+        raise ValueError(f"DynamicPartition: num_partitions must be an int >= 1, got {num_partitions!r}")
+    op = make_op("DynamicPartition", [data, partitions], {"num_partitions": int(num_partitions), "T": data.dtype},
+                 name=name or "DynamicPartition")
+    return list(op.outputs)
+
+
+def _partition_infer(op):
+    data, parts = op.inputs
+    n = op.get_attr("num_partitions")
+    if data.shape.ndims is None or parts.shape.ndims is None:
+        out = unknown_shape()
+    else:
+        k = parts.shape.ndims
+        if k > data.shape.ndims:
+            raise ValueError(f"DynamicPartition: partitions has rank {k} but data has rank {data.shape.ndims}")
+        for d_p, d_d in zip(parts.shape.as_tuple_or_none(), data.shape.as_tuple_or_none()[:k]):
+            if d_p is not None and d_d is not None and d_p != d_d:
+                raise ValueError(f"Dimensions must be equal, but are {d_d} and {d_p}: partitions.shape "
+                                 f"{parts.shape} must be a prefix of data.shape {data.shape}")
+        out = TensorShape([None] + list(data.shape.as_tuple_or_none()[k:]))
+    return [(data.dtype, out)] * n
+
+
+def _partition_kernel(node, ctx):
+    n = int(node.attr["num_partitions"])
+
+    def run(data, parts):
+        data, parts = np.asarray(data), np.asarray(parts)
+        if data.shape[:parts.ndim] != parts.shape:
+            raise invalid(node, f"data.shape must start with partitions.shape, got data.shape = "
+                                f"{list(data.shape)}, partitions.shape = {list(parts.shape)}")
+        bad = (parts < 0) | (parts >= n)
+        if bad.any():
+            pos = np.argwhere(bad)[0]
+            raise invalid(node, f"partitions[{','.join(str(int(p)) for p in pos)}] = {int(parts[tuple(pos)])} "
+                                f"is not in [0, {n})")
+        flat_p = parts.reshape(-1)
+        flat_d = data.reshape((flat_p.size,) + data.shape[parts.ndim:])
+        return tuple(flat_d[flat_p == i] for i in range(n))
+    return run
+
+
+def _partition_grad(op, *grads):
+    data, parts = op.inputs
+    n = op.get_attr("num_partitions")
+    prefix = shape(parts)
+    original = reshape(range_(reduce_prod(prefix)), prefix)
+    partitioned = dynamic_partition(original, parts, n)
+    grads = [_zeros_if_none(g, o) for g, o in zip(grads, op.outputs)]
+    stitched = _stitch("ParallelDynamicStitch", partitioned, grads, None)
+    return [reshape(stitched, shape(data)), None]
+
+
+def _zeros_if_none(g, out: Tensor):
+    return zeros_like(out) if g is None else dense(g)
+
+
+register("DynamicPartition", _partition_infer, _partition_kernel, grad=_partition_grad)
+
+
+# -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------
+def dynamic_stitch(indices, data, name=None) -> Tensor:
+    """tf.dynamic_stitch(indices, data, name=None): merged[indices[m][i, ...]] = data[m][i, ...];
+    the output's first dimension is max(indices) + 1. Where indices repeat, the later value wins."""
+    return _stitch("DynamicStitch", indices, data, name)
+
+
+def _stitch(op_type: str, indices, data, name):
+    indices, data = list(indices), list(data)
+    if not indices or len(indices) != len(data):
+        raise ValueError(f"{op_type}: indices and data must be non-empty lists of equal length, got "
+                         f"{len(indices)} and {len(data)}")
+    with name_scope(name, op_type, indices + data) as scope:
+        indices = [convert_to_tensor(t, dtype=dtypes.int32, name="indices") for t in indices]
+        data = [convert_to_tensor(t, name="data") for t in data]
+        for t in data[1:]:
+            if t.dtype != data[0].dtype:
+                raise TypeError(f"{op_type}: all data tensors must have the same dtype, got "
+                                f"{data[0].dtype.name} and {t.dtype.name}")
+        for t in indices:
+            if t.dtype != dtypes.int32:
+                raise TypeError(f"Input 'indices' of '{op_type}' Op has type {t.dtype.name} that does not match "
+                                "expected type of int32.")
+        return make_op(op_type, indices + data, {"N": len(indices), "T": data[0].dtype}, name=scope).outputs[0]
+
+
+def _stitch_infer(op):
+    n = op.get_attr("N")
+    indices, data = op.inputs[:n], op.inputs[n:]
+    inner = None
+    for i, d in zip(indices, data):
+        if i.shape.ndims is None or d.shape.ndims is None:
+            continue
+        k = i.shape.ndims
+        if d.shape.ndims < k:
+            raise ValueError(f"{op.type}: data rank {d.shape.ndims} is below indices rank {k}")
+        for a, b in zip(i.shape.as_tuple_or_none(), d.shape.as_tuple_or_none()[:k]):
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"Dimensions must be equal, but are {a} and {b}: data.shape must start with "
+                                 f"indices.shape, got {d.shape} and {i.shape}")
+        tail = TensorShape(list(d.shape.as_tuple_or_none()[k:]))
+        if inner is None:
+            inner = tail
+        else:
+            if not inner.is_compatible_with(tail):
+                raise ValueError(f"{op.type}: data shapes beyond the indices' are incompatible: {inner} vs {tail}")
+            inner = inner.merge_with(tail)
+    first = None
+    values = [constant_value(i) for i in indices]
+    if all(v is not None for v in values):
+        sizes = [np.size(v) for v in values]
+        first = int(max((int(np.max(v)) for v, s in zip(values, sizes) if s), default=-1)) + 1
+    out = unknown_shape() if inner is None else TensorShape([first] + inner.as_list())
+    return [(data[0].dtype, out)]
+
+
+def _stitch_kernel(node, ctx):
+    n = int(node.attr["N"])
+    dt = dtypes.as_dtype(node.attr["T"])
+
+    def run(*args):
+        indices = [np.asarray(a) for a in args[:n]]
+        data = [np.asarray(a) for a in args[n:]]
+        inner = None
+        for k, (i, d) in enumerate(zip(indices, data)):
+            if d.shape[:i.ndim] != i.shape:
+                raise invalid(node, f"data[{k}].shape = {list(d.shape)} does "
+                                    f"not start with indices.shape = {list(i.shape)}")
+            tail = d.shape[i.ndim:]
+            if inner is None:
+                inner = tail
+            elif tail != inner:
+                raise invalid(node, f"Need data[i].shape[indices[i].ndims:] to be equal for all i, got "
+                                    f"{list(inner)} and {list(tail)}")
+        neg = [int(i.min()) for i in indices if i.size and i.min() < 0]
+        if neg:
+            raise invalid(node, f"indices[] = {neg[0]} is not in [0, inf)")
+        rows = max((int(i.max()) for i in indices if i.size), default=-1) + 1
+        np_dt = object if dt is dtypes.string else dt.as_numpy_dtype
+        out = np.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
+        if dt is dtypes.string:
+            out[...] = b""
+        for i, d in zip(indices, data):
+            if i.size:
+                out[i.reshape(-1)] = d.reshape((i.size,) + tuple(inner))
+        return out
+    return run
+
+
+def _stitch_grad(op, grad):
+    n = op.get_attr("N")
+    if isinstance(grad, IndexedSlices):
+        rows = shape(op.outputs[0])[0]
+        grad = unsorted_segment_sum(grad.values, grad.indices, rows)
+    return [None] * n + [gather(grad, i) for i in op.inputs[:n]]
+
+
+register("DynamicStitch", _stitch_infer, _stitch_kernel, grad=_stitch_grad)
+register("ParallelDynamicStitch", _stitch_infer, _stitch_kernel, grad=_stitch_grad)

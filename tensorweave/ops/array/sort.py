@@ -1,0 +1,320 @@
+"""Array ops that choose, order or deduplicate: where/select, unique, top_k, sort, argsort.
+`top_k` is tf.nn.top_k: it is exported from here for the nn namespace, not at the top level."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.core import constant, shape, swap_axes_perm, transpose
+from tensorweave.ops.array.fill import zeros_like
+from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
+from tensorweave.ops.math.unary import negative
+from tensorweave.ops.registry import register
+
+__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d", "sort", "argsort"]
+
+UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
+TopKV2Output = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def _pair(x, y, op_type: str):
+    """Converts x and y to one dtype (a Python operand takes the tensor's dtype)."""
+    if isinstance(x, Tensor) or not isinstance(y, Tensor):
+        x = convert_to_tensor(x)
+        y = y if isinstance(y, Tensor) else convert_to_tensor(y, dtype=x.dtype)
+    else:
+        x = convert_to_tensor(x, dtype=y.dtype)
+    if x.dtype != y.dtype:
+        raise TypeError(f"Input 'e' of '{op_type}' Op has type {y.dtype.name} that does not match type "
+                        f"{x.dtype.name} of argument 't'.")
+    return x, y
+
+
+# -- Where (coordinates), Select, SelectV2 -----------------------------------------------------
+def where(condition, x=None, y=None, name=None) -> Tensor:
+    """tf.where(condition, x=None, y=None, name=None) (TF1): with x and y, elementwise choice where
+    `condition` has x's shape or is a vector matching x's first dimension (op Select); alone,
+    the int64 [N, rank] coordinates of the true elements (op Where)."""
+    if x is None and y is None:
+        with name_scope(name, "Where") as scope:
+            condition = convert_to_tensor(condition, preferred_dtype=dtypes.bool)
+            return make_op("Where", [condition], name=scope).outputs[0]
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    condition = convert_to_tensor(condition, dtype=dtypes.bool)
+    x, y = _pair(x, y, "Select")
+    return make_op("Select", [condition, x, y], name=name or "Select").outputs[0]
+
+
+def where_v2(condition, x=None, y=None, name=None) -> Tensor:
+    """tf.where_v2(condition, x=None, y=None, name=None): like where, but condition, x and y
+    broadcast against each other (op SelectV2)."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("x and y must both be non-None or both be None.")
+    condition = convert_to_tensor(condition, dtype=dtypes.bool)
+    x, y = _pair(x, y, "SelectV2")
+    return make_op("SelectV2", [condition, x, y], name=name or "SelectV2").outputs[0]
+
+
+register("Where", lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape.ndims]))],
+         lambda node, ctx: (lambda c: np.argwhere(np.asarray(c)).astype(np.int64)), grad=None)
+
+
+def _select_infer(op):
+    c, x, y = op.inputs
+    try:
+        out = x.shape.merge_with(y.shape)
+    except ValueError:
+        raise ValueError(f"Select: 'then' and 'else' must have the same shape, but are {x.shape} and "
+                         f"{y.shape}") from None
+    if c.shape.ndims is None or c.shape.ndims == 0 or out.ndims is None:
+        return [(x.dtype, out)]
+    if c.shape.ndims == 1 and out.ndims > 1:
+        if not c.shape[0].is_compatible_with(out[0]):
+            raise ValueError(f"Select: the condition vector's size must match the first dimension of 'then', "
+                             f"but are {c.shape[0]} and {out[0]} (shapes {c.shape} and {out})")
+        return [(x.dtype, TensorShape([out[0].merge_with(c.shape[0])]).concatenate(out[1:]))]
+    try:
+        return [(x.dtype, out.merge_with(c.shape))]
+    except ValueError:
+        raise ValueError(f"Select: condition shape {c.shape} and 'then' shape {out} must be equal") from None
+
+
+def _select_kernel(node, ctx):
+    def run(c, x, y):
+        c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            raise invalid(node, f"'then' and 'else' must have the same size. but received: {list(x.shape)} vs. "
+                                f"{list(y.shape)}")
+        if c.ndim == 0 or c.shape == x.shape:
+            return np.where(c, x, y)
+        if c.ndim == 1 and x.ndim > 1 and c.shape[0] == x.shape[0]:
+            return np.where(c.reshape((-1,) + (1,) * (x.ndim - 1)), x, y)
+        raise invalid(node, f"'cond' and 'then' must have the same shape or cond must be a vector matching "
+                            f"then's first dimension, but received: {list(c.shape)} vs. {list(x.shape)}")
+    return run
+
+
+def _select_grad(op, grad):
+    c = op.inputs[0]
+    grad = dense(grad)
+    zeros = zeros_like(grad)
+    return [None, where(c, grad, zeros), where(c, zeros, grad)]
+
+
+register("Select", _select_infer, _select_kernel, grad=_select_grad)
+
+
+def _select_v2_infer(op):
+    c, x, y = op.inputs
+    try:
+        return [(x.dtype, broadcast_shapes(broadcast_shapes(c.shape, x.shape), y.shape))]
+    except ValueError:
+        raise ValueError(f"SelectV2: condition, then and else shapes {c.shape}, {x.shape} and {y.shape} do not "
+                         f"broadcast") from None
+
+
+def _select_v2_kernel(node, ctx):
+    def run(c, x, y):
+        try:
+            return np.where(c, x, y)
+        except ValueError:
+            raise invalid(node, f"condition, then and else shapes {list(np.shape(c))}, {list(np.shape(x))} and "
+                                f"{list(np.shape(y))} do not broadcast") from None
+    return run
+
+
+def _select_v2_grad(op, grad):
+    c = op.inputs[0]
+    grad = dense(grad)
+    zero = constant(0, dtype=grad.dtype)
+    # Broadcast-shaped: tf.gradients reduces each to its input's shape.
+    return [None, where_v2(c, grad, zero), where_v2(c, zero, grad)]
+
+
+register("SelectV2", _select_v2_infer, _select_v2_kernel, grad=_select_v2_grad)
+
+
+# -- Unique ------------------------------------------------------------------------------------
+def unique(x, out_idx=dtypes.int32, name=None):
+    """tf.unique(x, out_idx=tf.int32, name=None) -> (y, idx): the distinct values of 1-D `x` in
+    order of first appearance, and for each element of x its position in y."""
+    x = convert_to_tensor(x)
+    op = make_op("Unique", [x], {"out_idx": dtypes.as_dtype(out_idx)}, name=name or "Unique")
+    return UniqueOutput(*op.outputs)
+
+
+def _unique_infer(op):
+    x = op.inputs[0]
+    if x.shape.ndims not in (None, 1):
+        raise ValueError(f"Unique: x must be a vector, got shape {x.shape}")
+    return [(x.dtype, TensorShape([None])), (op.get_attr("out_idx"), TensorShape([x.shape[0].value]))]
+
+
+def _unique_kernel(node, ctx):
+    dt = dtypes.as_dtype(node.attr["out_idx"]).as_numpy_dtype
+
+    def run(x):
+        x = np.asarray(x)
+        if x.ndim != 1:
+            raise invalid(node, f"unique expects a 1D vector, got shape {list(x.shape)}")
+        _, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank_of = np.empty_like(order)
+        rank_of[order] = np.arange(order.size)
+        return x[np.sort(first)], rank_of[inverse.reshape(-1)].astype(dt)
+    return run
+
+
+register("Unique", _unique_infer, _unique_kernel, grad=None)
+
+
+UniqueWithCountsOutput = collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
+
+
+def unique_with_counts(x, out_idx=dtypes.int32, name=None):
+    """tf.unique_with_counts(x, out_idx=tf.int32, name=None) -> (y, idx, count): as tf.unique,
+    plus how many times each value of y occurs in x."""
+    x = convert_to_tensor(x)
+    op = make_op("UniqueWithCounts", [x], {"out_idx": dtypes.as_dtype(out_idx)}, name=name or "UniqueWithCounts")
+    return UniqueWithCountsOutput(*op.outputs)
+
+
+def _unique_with_counts_infer(op):
+    y, idx = _unique_infer(op)
+    return [y, idx, (op.get_attr("out_idx"), TensorShape([None]))]
+
+
+def _unique_with_counts_kernel(node, ctx):
+    unique_fn = _unique_kernel(node, ctx)
+    dt = dtypes.as_dtype(node.attr["out_idx"]).as_numpy_dtype
+
+    def run(x):
+        y, idx = unique_fn(x)
+        return y, idx, np.bincount(idx.astype(np.int64), minlength=len(y)).astype(dt)
+    return run
+
+
+register("UniqueWithCounts", _unique_with_counts_infer, _unique_with_counts_kernel, grad=None)
+
+
+ListDiffOutput = collections.namedtuple("ListDiff", ["out", "idx"])
+
+
+def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):
+    """tf.setdiff1d(x, y, index_dtype=tf.int32, name=None) -> (out, idx): the values of the 1-D
+    x that are not in y, in x's order (duplicates kept), and their positions in x."""
+    x = convert_to_tensor(x, name="x")
+    y = convert_to_tensor(y, dtype=x.dtype, name="y")
+    op = make_op("ListDiff", [x, y], {"T": x.dtype, "out_idx": dtypes.as_dtype(index_dtype)},
+                 name=name or "ListDiff")
+    return ListDiffOutput(*op.outputs)
+
+
+def _list_diff_infer(op):
+    for t in op.inputs:
+        if t.shape.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {t.shape.ndims}")
+    return [(op.inputs[0].dtype, TensorShape([None])), (op.get_attr("out_idx"), TensorShape([None]))]
+
+
+def _list_diff_kernel(node, ctx):
+    dt = np_dtype(node, "out_idx")
+
+    def run(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.ndim != 1 or y.ndim != 1:
+            raise invalid(node, f"x and y must be vectors, got shapes {list(x.shape)} and {list(y.shape)}")
+        keep = np.flatnonzero(~np.isin(x, y))
+        return x[keep], keep.astype(dt)
+    return run
+
+
+register("ListDiff", _list_diff_infer, _list_diff_kernel, grad=None)
+
+
+# -- TopKV2, sort, argsort ---------------------------------------------------------------------
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 (TF names)
+    """tf.nn.top_k(input, k=1, sorted=True, name=None) -> (values, indices): the k largest entries
+    along the last dimension, largest first; equal values keep their original order."""
+    input = convert_to_tensor(input)
+    k_t = convert_to_tensor(k, dtype=dtypes.int32) if not isinstance(k, Tensor) else k
+    op = make_op("TopKV2", [input, k_t], {"sorted": bool(sorted)}, name=name or "TopKV2")
+    return TopKV2Output(*op.outputs)
+
+
+def _top_k_infer(op):
+    x, kt = op.inputs
+    k = static_int(kt)
+    if k is not None and k < 0:
+        raise ValueError(f"TopKV2: need k >= 0, got {k}")
+    if x.shape.ndims is None:
+        return [(x.dtype, unknown_shape()), (dtypes.int32, unknown_shape())]
+    if x.shape.ndims == 0:
+        raise ValueError("TopKV2: input must have rank >= 1, got a scalar")
+    n = x.shape[-1].value
+    if k is not None and n is not None and n < k:
+        raise ValueError(f"TopKV2: input must have last dimension >= k = {k} but is {n}")
+    out = x.shape[:-1].concatenate([k])
+    return [(x.dtype, out), (dtypes.int32, out)]
+
+
+def _top_k_kernel(node, ctx):
+    def run(x, k):
+        x, k = np.asarray(x), int(k)
+        if x.ndim == 0:
+            raise invalid(node, "input must be at least 1-D")
+        n = x.shape[-1]
+        if k < 0 or k > n:
+            raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
+                          f"Need k >= 0, got {k}")
+        # Stable descending: an ascending stable sort of the reversed row, read backwards.
+        asc = np.argsort(x[..., ::-1], axis=-1, kind="stable")
+        idx = (n - 1 - asc)[..., ::-1][..., :k]
+        return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+    return run
+
+
+register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
+
+
+def _sort_impl(values, axis: int, direction: str, return_argsort: bool):
+    values = convert_to_tensor(values)
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"direction must be one of ('ASCENDING', 'DESCENDING'), got {direction!r}")
+    nd = values.shape.ndims
+    if nd is not None and not -nd <= axis < nd:
+        raise ValueError(f"sort: axis {axis} is out of range for a tensor of rank {nd}")
+    src = negative(values) if direction == "ASCENDING" else values
+    perm = swap_axes_perm(src, axis)
+    if perm is not None:
+        src = transpose(src, perm)
+    vals, idx = top_k(src, shape(src)[-1] if src.shape[-1].value is None else src.shape[-1].value)
+    out = idx if return_argsort else vals
+    if perm is not None:
+        out = transpose(out, perm)
+        out.set_shape(values.shape)
+    if direction == "ASCENDING" and not return_argsort:
+        out = negative(out)
+    return out
+
+
+def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
+    """tf.sort(values, axis=-1, direction='ASCENDING', name=None): sorted copy along `axis`."""
+    with name_scope(name, "sort"):
+        return _sort_impl(values, axis, direction, False)
+
+
+def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False, name=None) -> Tensor:
+    """tf.argsort(values, axis=-1, direction='ASCENDING', stable=False, name=None): int32 indices
+    that sort `values` along `axis` (always stable here)."""
+    with name_scope(name, "argsort"):
+        return _sort_impl(values, axis, direction, True)

@@ -1,0 +1,243 @@
+"""Our checkpoint format: `prefix.data-SSSSS-of-NNNNN` safetensors files and a JSON
+`prefix.index`, so that anyone can open a checkpoint with the safetensors package alone.
+
+The index says, for each saved name, its dtype, full shape and the parts that hold it: a whole
+tensor is one part; a partitioned variable is one part per saved slice (its offset and extent
+in the full tensor, TF's save_slice_info). Each part names its data file, its key in that file
+(the name, or `name:slice` for a slice) and the crc32c of its bytes. A string tensor is stored
+as its concatenated bytes (uint8) plus `key#lengths` (int64); dtypes safetensors lacks are
+stored as raw bytes (uint8) and restored from the index's dtype.
+
+Every file is written under a temporary name and renamed into place, the index last: a reader
+never sees a half-written file under a checkpoint's name.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+
+import crc32c as _crc32c
+import numpy as np
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
+
+from tensorweave.framework import errors
+from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, slice_string
+
+FORMAT = "tensorweave-checkpoint"
+_SAFETENSORS_DTYPES = {"bool", "uint8", "int8", "int16", "uint16", "float16", "int32", "uint32", "float32",
+                       "float64", "int64", "uint64", "complex64"}
+VERSION = 1
+
+
+def data_filename(prefix: str, shard: int, num_shards: int) -> str:
+    """TF's data file name: prefix.data-00000-of-00002."""
+    return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
+
+
+def sharded_filename(basename: str, shard: int, num_shards: int) -> str:
+    """TF's ShardedFilename: basename-00000-of-00002."""
+    return f"{basename}-{shard:05d}-of-{num_shards:05d}"
+
+
+def _temp_name(path: str) -> str:
+    return f"{path}.tempstate{uuid.uuid4().hex}"
+
+
+def write_atomically(path: str, write) -> None:
+    """write(temp_path), then rename the temporary file to `path` (removed on failure)."""
+    tmp = _temp_name(path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+    write_atomically(path, write)
+
+
+def _make_parent(prefix: str) -> None:
+    """Creates the checkpoint's directory, as TF's bundle writer does (a shard's temporary
+    directory, or a directory only the saving task sees)."""
+    parent = os.path.dirname(prefix)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+
+
+def _encode(array: np.ndarray, key: str, out: dict) -> tuple:
+    """Adds `array` under `key` to `out` (safetensors arrays); returns (dtype name, crc32c)."""
+    if array.dtype == object or array.dtype.kind in "SU":
+        items = [x if isinstance(x, bytes) else str(x).encode() for x in array.reshape(-1)]
+        out[key] = np.frombuffer(b"".join(items), dtype=np.uint8)
+        out[key + "#lengths"] = np.asarray([len(x) for x in items], dtype=np.int64)
+        return "string", _crc32c.crc32c(out[key].tobytes(), _crc32c.crc32c(out[key + "#lengths"].tobytes()))
+    value = np.ascontiguousarray(array)
+    out[key] = value
+    return value.dtype.name, _crc32c.crc32c(memoryview(value.reshape(-1)).cast("B"))
+
+
+def write_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
+    """Writes `items` [(name, shape_and_slice, array)] as checkpoint `prefix` (one data file)."""
+    _make_parent(prefix)
+    arrays: dict = {}
+    entries: dict = {}
+    for name, spec, value in items:
+        value = np.asarray(value)
+        parsed = parse_shape_and_slice(spec, f"{what} ({name})")
+        if parsed is None:
+            full, start, length, key = value.shape, (0,) * value.ndim, value.shape, name
+        else:
+            full, start, length = parsed
+            key = f"{name}:{slice_string(start, length)}"
+            if tuple(value.shape) != tuple(length):
+                raise ValueError(f"{what}: tensor {name} has shape {list(value.shape)} but its slice "
+                                 f"'{spec}' has shape {list(length)}")
+        if key in arrays:
+            raise ValueError(f"{what}: {name} is saved twice (same slice)")
+        dtype, crc = _encode(value, key, arrays)
+        part = {"start": list(start), "length": list(length), "file": 0, "key": key, "crc32c": crc}
+        entry = entries.setdefault(name, {"dtype": dtype, "shape": list(full), "sliced": parsed is not None,
+                                          "parts": []})
+        if entry["dtype"] != dtype or entry["shape"] != list(full):
+            raise ValueError(f"{what}: slices of {name} disagree on dtype or full shape")
+        entry["parts"].append(part)
+    # dtypes safetensors does not know travel as raw bytes; the index keeps the dtype
+    safe_arrays = {k: a if a.dtype.name in _SAFETENSORS_DTYPES else a.reshape(-1).view(np.uint8)
+                   for k, a in arrays.items()}
+    write_atomically(data_filename(prefix, 0, 1), lambda tmp: save_file(safe_arrays, tmp, metadata={
+        "format": FORMAT}))
+    write_index(prefix, {"format": FORMAT, "version": VERSION, "num_data_files": 1, "entries": entries})
+
+
+def write_index(prefix: str, index: dict) -> None:
+    write_text_atomically(prefix + ".index", json.dumps(index, sort_keys=True))
+
+
+def read_index(prefix: str) -> dict:
+    path = prefix + ".index"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"Checkpoint index {path} not found") from None
+    try:
+        index = json.loads(raw)
+    except ValueError:
+        raise errors.DataLossError(None, None, f"Checkpoint index {path} is truncated or corrupted (not valid "
+                                   "JSON)") from None
+    if not isinstance(index, dict) or index.get("format") != FORMAT:
+        raise errors.DataLossError(None, None, f"{path} is not a tensorweave checkpoint index")
+    return index
+
+
+def is_our_index(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1) == b"{"
+    except OSError:
+        return False
+
+
+def merge_bundles(sources: list, destination: str, delete_old_dirs: bool = True) -> None:
+    """TF's MergeV2Checkpoints: the data files of checkpoints `sources` become those of
+    `destination` (renamed, never copied) and their indexes one merged index, written last."""
+    indexes = [read_index(p) for p in sources]
+    total = sum(ix["num_data_files"] for ix in indexes)
+    merged: dict = {}
+    renames = []
+    base = 0
+    for src, ix in zip(sources, indexes):
+        n = ix["num_data_files"]
+        for i in range(n):
+            renames.append((data_filename(src, i, n), data_filename(destination, base + i, total)))
+        for name, entry in ix["entries"].items():
+            parts = [dict(p, file=p["file"] + base) for p in entry["parts"]]
+            have = merged.get(name)
+            if have is None:
+                merged[name] = dict(entry, parts=parts)
+            elif have["sliced"] and entry["sliced"] and have["dtype"] == entry["dtype"] and \
+                    have["shape"] == entry["shape"]:
+                have["parts"].extend(parts)
+            else:
+                raise errors.InvalidArgumentError(None, None, f"MergeV2Checkpoints: {name} is saved by more than "
+                                                  f"one shard ({', '.join(sources)})")
+        base += n
+    _make_parent(destination)
+    for src, dst in renames:
+        try:
+            os.replace(src, dst)
+        except FileNotFoundError:
+            raise errors.NotFoundError(None, None, f"MergeV2Checkpoints: data file {src} not found") from None
+    write_index(destination, {"format": FORMAT, "version": VERSION, "num_data_files": total, "entries": merged})
+    for src in sources:
+        os.remove(src + ".index")
+    if delete_old_dirs:   # the shards' temporary directories, never the destination's
+        keep = os.path.abspath(os.path.dirname(destination) or ".")
+        for d in {os.path.abspath(os.path.dirname(src) or ".") for src in sources} - {keep}:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class Bundle:
+    """One of our checkpoints opened for reading: `entries` (name -> Entry) and `load(part)`."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        index = read_index(prefix)
+        self.num_data_files = index["num_data_files"]
+        self.entries = {}
+        for name, e in index["entries"].items():
+            parts = tuple(Part(tuple(p["start"]), tuple(p["length"]), dict(p, dtype=e["dtype"])) for p in e["parts"])
+            self.entries[name] = Entry(e["dtype"], tuple(e["shape"]), parts, bool(e.get("sliced")))
+        self._files: dict = {}
+
+    def _open(self, i: int):
+        f = self._files.get(i)
+        if f is None:
+            path = data_filename(self.prefix, i, self.num_data_files)
+            if not os.path.exists(path):
+                raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found")
+            try:
+                f = self._files[i] = safe_open(path, framework="np")
+            except (SafetensorError, OSError, ValueError) as e:
+                raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated or corrupted: "
+                                           f"{e}") from None
+        return f
+
+    def load(self, part: Part) -> np.ndarray:
+        loc = part.locator
+        path = data_filename(self.prefix, loc["file"], self.num_data_files)
+        f = self._open(loc["file"])
+        key = loc["key"]
+        dtype = loc["dtype"]
+        try:
+            raw = f.get_tensor(key)
+            lengths = f.get_tensor(key + "#lengths") if dtype == "string" else None
+        except (SafetensorError, OSError, ValueError) as e:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path}: cannot read {key}: {e}") from None
+        if dtype == "string":
+            crc = _crc32c.crc32c(raw.tobytes(), _crc32c.crc32c(lengths.tobytes()))
+        else:
+            crc = _crc32c.crc32c(memoryview(np.ascontiguousarray(raw).reshape(-1)).cast("B"))
+        if crc != loc["crc32c"]:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path}: checksum mismatch for {key} "
+                                       "(corrupted file)")
+        shape = tuple(part.length)
+        if dtype == "string":
+            out = np.empty(len(lengths), dtype=object)
+            ends = np.cumsum(lengths)
+            buf = raw.tobytes()
+            for i, (s, e) in enumerate(zip(ends - lengths, ends)):
+                out[i] = buf[s:e]
+            return out.reshape(shape)
+        if raw.dtype.name != dtype:
+            raw = raw.reshape(-1).view(dtype)
+        return raw.reshape(shape)

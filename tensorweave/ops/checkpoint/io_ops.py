@@ -1,0 +1,160 @@
+"""The checkpoint ops: SaveV2, RestoreV2 and MergeV2Checkpoints (TF's names and signatures),
+plus the private _ShardTempPrefix that names one shard's temporary checkpoint.
+
+They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
+that holds its variables, so tensors are read and written where they live and only file names
+cross tasks. Paths must be reachable from those tasks (a shared filesystem), as in TF.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.checkpoint.bundle import merge_bundles, sharded_filename, write_bundle
+from tensorweave.ops.checkpoint.reader import CheckpointReader
+from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.registry import register
+
+__all__: list = []
+
+
+def _text(value) -> str:
+    value = value.item() if isinstance(value, np.ndarray) else value
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _texts(values) -> list:
+    return [_text(v) for v in np.asarray(values, dtype=object).reshape(-1)]
+
+
+def _strings(values, name: str):
+    return convert_to_tensor(values, dtype=dtypes.string, name=name)
+
+
+# -- SaveV2 ---------------------------------------------------------------------------------------
+def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
+    """Writes `tensors` as checkpoint `prefix` (data file and index), each under its name and
+    slice (shape_and_slices[i]: '' for a whole tensor, TF's 'd0 d1 start,len:...' for a slice)."""
+    tensors = [convert_to_tensor(t) for t in tensors]
+    return make_op("SaveV2", [convert_to_tensor(prefix, dtype=dtypes.string), _strings(tensor_names, "tensor_names"),
+                              _strings(shape_and_slices, "shape_and_slices")] + tensors,
+                   {"dtypes": [t.dtype for t in tensors]}, name=name or "SaveV2")
+
+
+def _save_infer(op):
+    n = len(op.inputs) - 3
+    for i, what in ((1, "tensor_names"), (2, "shape_and_slices")):
+        shape = op.inputs[i].shape
+        if shape.ndims is not None and (shape.ndims != 1 or shape[0].value not in (None, n)):
+            raise ValueError(f"SaveV2: {what} must be a vector of {n} strings, got shape {shape}")
+    return []
+
+
+def _save_kernel(node, ctx):
+    def save(prefix, names, specs, *tensors):
+        names, specs = _texts(names), _texts(specs)
+        if len(names) != len(tensors) or len(specs) != len(tensors):
+            raise invalid(node, f"Got {len(tensors)} tensors, {len(names)} names and {len(specs)} slice specs")
+        try:
+            write_bundle(_text(prefix), list(zip(names, specs, tensors)), node.name)
+        except ValueError as e:
+            raise invalid(node, str(e)) from None
+        except OSError as e:
+            raise errors.UnknownError(node, node.name, f"{node.name}: writing checkpoint {_text(prefix)} failed on "
+                                      f"{ctx.task or 'this task'}: {e}") from None
+    return save
+
+
+register("SaveV2", _save_infer, _save_kernel, grad=None, stateful=True, dtypes={0: ("prefix", (dtypes.string,))})
+
+
+# -- RestoreV2 ------------------------------------------------------------------------------------
+def restore_v2(prefix, tensor_names, shape_and_slices, dtypes_, name=None) -> list:
+    """The tensors `tensor_names` (or their slices) read from checkpoint `prefix` (ours or
+    TensorFlow's), one output per dtype of `dtypes_`."""
+    return make_op("RestoreV2", [convert_to_tensor(prefix, dtype=dtypes.string),
+                                 _strings(tensor_names, "tensor_names"),
+                                 _strings(shape_and_slices, "shape_and_slices")],
+                   {"dtypes": [dtypes.as_dtype(d) for d in dtypes_]}, name=name or "RestoreV2").outputs
+
+
+def _restore_infer(op):
+    return [(dtypes.as_dtype(d), unknown_shape()) for d in op.get_attr("dtypes")]
+
+
+def _restore_kernel(node, ctx):
+    wanted = [dtypes.as_dtype(d) for d in node.attr["dtypes"]]
+
+    def restore(prefix, names, specs):
+        names, specs, prefix = _texts(names), _texts(specs), _text(prefix)
+        if len(names) != len(wanted) or len(specs) != len(wanted):
+            raise invalid(node, f"Got {len(names)} names and {len(specs)} slice specs for {len(wanted)} dtypes")
+        try:
+            reader = CheckpointReader(prefix)
+            out = []
+            for name, spec, dtype in zip(names, specs, wanted):
+                stored = reader.dtype_name(name)
+                if dtypes.as_dtype(stored) != dtype:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"tensor_name = {name}; expected dtype {dtype.name} does not equal "
+                        f"original dtype {stored} (checkpoint {prefix})")
+                value = reader.read(name, spec)
+                value.flags.writeable = False   # fresh and never mutated: an assign can keep it uncopied
+                out.append(value)
+        except errors.OpError as e:
+            raise type(e)(node, node.name, e.message) from None
+        except ValueError as e:
+            raise invalid(node, str(e)) from None
+        return tuple(out) if len(out) != 1 else out[0]
+    return restore
+
+
+register("RestoreV2", _restore_infer, _restore_kernel, grad=None, stateful=True,
+         dtypes={0: ("prefix", (dtypes.string,))})
+
+
+# -- MergeV2Checkpoints ---------------------------------------------------------------------------
+def merge_v2_checkpoints(checkpoint_prefixes, destination_prefix, delete_old_dirs: bool = True, name=None):
+    """Merges the per-shard checkpoints `checkpoint_prefixes` into `destination_prefix`: their
+    data files are renamed, their indexes merged into one (written last)."""
+    return make_op("MergeV2Checkpoints", [_strings(checkpoint_prefixes, "checkpoint_prefixes"),
+                                          convert_to_tensor(destination_prefix, dtype=dtypes.string)],
+                   {"delete_old_dirs": bool(delete_old_dirs)}, name=name or "MergeV2Checkpoints")
+
+
+def _merge_kernel(node, ctx):
+    delete_old_dirs = bool(node.attr.get("delete_old_dirs", True))
+
+    def merge(prefixes, destination):
+        try:
+            merge_bundles(_texts(prefixes), _text(destination), delete_old_dirs)
+        except errors.OpError as e:
+            raise type(e)(node, node.name, f"{node.name}: {e.message}") from None
+        except OSError as e:
+            raise errors.UnknownError(node, node.name, f"{node.name}: merging into {_text(destination)} failed: "
+                                      f"{e}") from None
+    return merge
+
+
+register("MergeV2Checkpoints", lambda op: [], _merge_kernel, grad=None, stateful=True,
+         dtypes={0: ("checkpoint_prefixes", (dtypes.string,))})
+
+
+# -- _ShardTempPrefix -----------------------------------------------------------------------------
+def shard_temp_prefix(prefix, temp_suffix: str, shard: int, num_shards: int, name=None):
+    """The prefix shard `shard` of a sharded save writes to: `prefix + temp_suffix` as TF's
+    sharded filename ('..._temp_<uuid>/part-00000-of-00002')."""
+    return make_op("_ShardTempPrefix", [convert_to_tensor(prefix, dtype=dtypes.string)],
+                   {"temp_suffix": temp_suffix, "shard": int(shard), "num_shards": int(num_shards)},
+                   name=name or "ShardedFilename").outputs[0]
+
+
+def _temp_prefix_kernel(node, ctx):
+    suffix, shard, n = node.attr["temp_suffix"], node.attr["shard"], node.attr["num_shards"]
+    return lambda prefix: sharded_filename(_text(prefix) + suffix, shard, n).encode()
+
+
+register("_ShardTempPrefix", lambda op: [(dtypes.string, TensorShape([]))], _temp_prefix_kernel, grad=None,
+         dtypes={0: ("prefix", (dtypes.string,))})

@@ -1,0 +1,397 @@
+"""tf.data.Dataset: a dataset is the `variant` output of a chain of dataset ops (dataset_ops.py)
+plus its element structure. Transformations add ops; their functions are traced into FuncGraphs
+(like cond bodies) whose captured tensors become inputs of the op. Nothing runs until an
+iterator (iterator.py) pulls elements."""
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from typing import Callable, Optional
+
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.func_graph import FuncGraph, unique_function_name
+from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.shapes import TensorShape, as_shape
+from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+from tensorweave.ops.data import structure
+from tensorweave.ops.data.dataset_ops import register_generator
+from tensorweave.ops.data.iterator import Iterator
+from tensorweave.ops.helpers import as_string_tensor, make_op
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.random import get_seed
+
+__all__: list = []
+
+AUTOTUNE = -1
+
+
+def _int64(x, name: str) -> Tensor:
+    """A scalar parameter as TF's dataset ops take it: an int64 tensor."""
+    if isinstance(x, Tensor):
+        return x if x.dtype == dtypes.int64 else cast(x, dtypes.int64)
+    return convert_to_tensor(x, dtype=dtypes.int64, name=name)
+
+
+def _bool(x, name: str) -> Tensor:
+    return convert_to_tensor(x, dtype=dtypes.bool, name=name)
+
+
+def _static_int(x) -> Optional[int]:
+    v = constant_value(x) if isinstance(x, Tensor) else x
+    return None if v is None else int(v)
+
+
+class Dataset:
+    """tf.data.Dataset: a sequence of elements, each a structure of tensors."""
+
+    def __init__(self, variant: Tensor, template, specs: list):
+        self._variant_tensor = variant
+        self._template = template
+        self._specs = specs
+
+    @classmethod
+    def _make(cls, op_type: str, inputs: list, template, specs: list, attrs: Optional[dict] = None,
+              control: Optional[list] = None) -> "Dataset":
+        g = get_default_graph()
+        with g.control_dependencies(control) if control else contextlib.nullcontext():
+            op = make_op(op_type, inputs, attrs or {}, name=op_type)
+        return Dataset(op.outputs[0], template, specs)
+
+    def _derive(self, op_type: str, inputs: list, attrs: Optional[dict] = None) -> "Dataset":
+        """A dataset of this one's structure made by `op_type` over it."""
+        return Dataset._make(op_type, [self._variant_tensor] + inputs, self._template, self._specs, attrs)
+
+    # -- structure --------------------------------------------------------------------------------
+    output_types = property(lambda self: structure.map_specs(self._template, self._specs, lambda s: s.dtype))
+    output_shapes = property(lambda self: structure.map_specs(self._template, self._specs, lambda s: s.shape))
+    output_classes = property(lambda self: structure.map_specs(
+        self._template, self._specs, lambda s: SparseTensor if s.sparse else Tensor))
+
+    def __iter__(self):
+        raise RuntimeError("dataset.__iter__() is only supported when eager execution is enabled.")
+
+    def __repr__(self) -> str:
+        return f"<Dataset shapes: {self.output_shapes}, types: {self.output_types}>"
+
+    # -- sources ----------------------------------------------------------------------------------
+    @staticmethod
+    def from_tensors(tensors) -> "Dataset":
+        """Dataset.from_tensors(tensors): a dataset of one element, `tensors`."""
+        with name_scope(None, "TensorDataset"):
+            element = structure.normalize(tensors)
+            specs = structure.specs_of(element)
+            return Dataset._make("TensorDataset", structure.components(element), element, specs)
+
+    @staticmethod
+    def from_tensor_slices(tensors) -> "Dataset":
+        """Dataset.from_tensor_slices(tensors): one element per slice along the first dimension of
+        every component (which must agree)."""
+        with name_scope(None, "TensorSliceDataset"):
+            element = structure.normalize(tensors)
+            specs = structure.specs_of(element)
+            n = None
+            for s in specs:
+                if s.sparse:
+                    raise TypeError("from_tensor_slices of a SparseTensor is not supported")
+                if s.shape.ndims == 0:
+                    raise ValueError("Unbatching a tensor is only supported for rank >= 1")
+                if s.shape.ndims is not None and s.shape[0].value is not None:
+                    if n is not None and n != s.shape[0].value:
+                        raise ValueError(f"Dimensions {n} and {s.shape[0].value} are not compatible")
+                    n = s.shape[0].value
+            sliced = [structure.Spec(s.dtype, s.shape[1:] if s.shape.ndims is not None else TensorShape(None))
+                      for s in specs]
+            return Dataset._make("TensorSliceDataset", structure.components(element), element, sliced)
+
+    @staticmethod
+    def range(*args) -> "Dataset":
+        """Dataset.range(stop) / range(start, stop[, step]): int64 numbers, like Python's range."""
+        if not 1 <= len(args) <= 3:
+            raise ValueError(f"Invalid arguments to range: {args}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        with name_scope(None, "RangeDataset"):
+            inputs = [_int64(start, "start"), _int64(stop, "stop"), _int64(step, "step")]
+            return Dataset._make("RangeDataset", inputs, 0, [structure.Spec(dtypes.int64, TensorShape([]))])
+
+    @staticmethod
+    def zip(datasets) -> "Dataset":
+        """Dataset.zip(datasets): a (nested) tuple or dict of datasets as one dataset of tuples
+        (dicts) of their elements, as long as the shortest."""
+        flat = structure.flatten(datasets)
+        if not flat or not all(isinstance(d, Dataset) for d in flat):
+            raise TypeError("Dataset.zip takes a (nested) structure of Datasets")
+        template = structure.pack_as(datasets, [d._template for d in flat])
+        specs = [s for d in flat for s in d._specs]
+        return Dataset._make("ZipDataset", [d._variant_tensor for d in flat], template, specs)
+
+    @staticmethod
+    def from_generator(generator: Callable, output_types, output_shapes=None, args=None) -> "Dataset":
+        """Dataset.from_generator(generator, output_types, output_shapes=None, args=None): the
+        elements a Python generator yields (generator(*args) is called for each pass). It runs
+        in the process that built the graph."""
+        if not callable(generator):
+            raise TypeError("`generator` must be callable.")
+        specs = structure.specs_from(output_types, output_types, output_shapes)
+        key = register_generator(generator)
+        with name_scope(None, "GeneratorDataset"):
+            arg_tensors = [convert_to_tensor(a, name="args") for a in (args or ())]
+            single = not isinstance(output_types, (tuple, dict))
+            if isinstance(output_types, dict):
+                raise TypeError("from_generator with dict output_types is not supported: use a tuple")
+            attrs = {"generator_id": key, "output_types": [s.dtype for s in specs],
+                     "output_shapes": [s.shape for s in specs], "single": single}
+            return Dataset._make("GeneratorDataset", arg_tensors, output_types, specs, attrs)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None) -> "Dataset":
+        """Dataset.list_files(file_pattern, shuffle=None, seed=None): the file names matching a
+        glob pattern (or patterns), shuffled unless shuffle=False; InvalidArgumentError when
+        nothing matches."""
+        with name_scope(None, "list_files"):
+            names = make_op("NonEmptyMatchingFiles", [as_string_tensor(file_pattern)],
+                            name="matching_files").outputs[0]
+            ds = Dataset.from_tensor_slices(names)
+            if shuffle is None or shuffle:
+                ds = ds.shuffle(2 ** 31 - 1, seed=seed)
+            return ds
+
+    # -- element-wise transformations --------------------------------------------------------------
+    def _trace(self, fn: Callable, what: str, returns_dataset: bool = False):
+        """fn traced into a FuncGraph over this dataset's element: (graph, output template, specs)."""
+        if not callable(fn):
+            raise TypeError(f"`{what}` must be callable.")
+        g = get_default_graph()
+        fg = FuncGraph(unique_function_name(g, f"{what}_fn"), g)
+        with fg.as_default():
+            args = [fg.add_arg(t, s, name="arg") for t, s in zip(structure.component_types(self._specs),
+                                                                  structure.component_shapes(self._specs))]
+            element = structure.pack(self._template, self._specs, args)
+            ret = fn(*element) if type(element) is tuple else fn(element)
+            if returns_dataset:
+                if not isinstance(ret, Dataset):
+                    raise TypeError(f"`{what}` must return a Dataset object.")
+                fg.outputs = [ret._variant_tensor]
+                return fg, ret._template, ret._specs
+            if isinstance(ret, list):
+                warnings.warn("Converting the list returned by a dataset function to a tuple.")
+                ret = tuple(ret)
+            out = structure.normalize(ret)
+            comps = [fg.capture(t) if t.graph is not fg else t for t in structure.components(out)]
+            fg.outputs = comps
+            return fg, out, structure.specs_of(out)
+
+    def _with_function(self, op_type: str, fg: FuncGraph, template, specs: list, inputs: list,
+                       attrs: dict) -> "Dataset":
+        inputs = [self._variant_tensor] + inputs + list(fg.external_captures)
+        return Dataset._make(op_type, inputs, template, specs, dict(attrs, f=fg), control=fg.control_captures)
+
+    def map(self, map_func: Callable, num_parallel_calls=None) -> "Dataset":
+        """Dataset.map(map_func, num_parallel_calls=None): map_func over each element (a tuple is
+        passed as separate arguments); num_parallel_calls calls run at once, in threads,
+        results in order (AUTOTUNE: the CPU count)."""
+        with name_scope(None, "MapDataset"):
+            fg, template, specs = self._trace(map_func, "map_func")
+            calls = _static_int(num_parallel_calls) if num_parallel_calls is not None else 0
+            if calls == AUTOTUNE:
+                calls = os.cpu_count() or 2
+            return self._with_function("MapDataset", fg, template, specs, [], {"num_parallel_calls": calls or 0})
+
+    def filter(self, predicate: Callable) -> "Dataset":
+        """Dataset.filter(predicate): the elements for which predicate returns a true scalar bool."""
+        with name_scope(None, "FilterDataset"):
+            fg, _, specs = self._trace(predicate, "predicate")
+            if len(specs) != 1 or specs[0].dtype != dtypes.bool or specs[0].shape.ndims not in (None, 0):
+                raise ValueError("`predicate` must return a scalar boolean tensor.")
+            return self._with_function("FilterDataset", fg, self._template, self._specs, [], {})
+
+    def flat_map(self, map_func: Callable) -> "Dataset":
+        """Dataset.flat_map(map_func): the elements of the dataset map_func returns for each
+        element, one dataset after another."""
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
+    def interleave(self, map_func: Callable, cycle_length=AUTOTUNE, block_length=1,
+                   num_parallel_calls=None) -> "Dataset":
+        """Dataset.interleave(map_func, cycle_length=AUTOTUNE, block_length=1,
+        num_parallel_calls=None): cycles over `cycle_length` of the datasets map_func returns,
+        `block_length` elements from each in turn; with num_parallel_calls each open dataset is
+        read ahead by a thread of its own (the order stays the same)."""
+        with name_scope(None, "InterleaveDataset"):
+            fg, template, specs = self._trace(map_func, "map_func", returns_dataset=True)
+            parallel = _static_int(num_parallel_calls) if num_parallel_calls is not None else 0
+            inputs = [_int64(cycle_length, "cycle_length"), _int64(block_length, "block_length")]
+            return self._with_function("InterleaveDataset", fg, template, specs, inputs,
+                                       {"num_parallel_calls": parallel or 0})
+
+    def apply(self, transformation_func: Callable) -> "Dataset":
+        """Dataset.apply(transformation_func): transformation_func(self), which must be a Dataset."""
+        out = transformation_func(self)
+        if not isinstance(out, Dataset):
+            raise TypeError("`transformation_func` must return a Dataset.")
+        return out
+
+    # -- batching ----------------------------------------------------------------------------------
+    def batch(self, batch_size, drop_remainder=False) -> "Dataset":
+        """Dataset.batch(batch_size, drop_remainder=False): consecutive elements stacked along a
+        new first dimension (the last batch may be smaller unless drop_remainder)."""
+        with name_scope(None, "BatchDataset"):
+            size = _int64(batch_size, "batch_size")
+            n = _static_int(size) if drop_remainder is True else None
+            specs = [structure.Spec(s.dtype, TensorShape([n]).concatenate(s.shape), s.sparse) for s in self._specs]
+            op_inputs = [size, _bool(drop_remainder, "drop_remainder")]
+            return Dataset._make("BatchDatasetV2", [self._variant_tensor] + op_inputs, self._template, specs,
+                                 {"leaf_widths": [s.width for s in self._specs]})
+
+    def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False) -> "Dataset":
+        """Dataset.padded_batch(batch_size, padded_shapes, padding_values=None,
+        drop_remainder=False): batches elements padded to `padded_shapes` (None or -1: the
+        largest in the batch) with `padding_values` (default 0 / b'')."""
+        if any(s.sparse for s in self._specs):
+            raise TypeError("padded_batch does not take SparseTensor components")
+        with name_scope(None, "PaddedBatchDataset"):
+            shapes = structure.flatten(padded_shapes) if structure.flatten(padded_shapes) else []
+            if len(shapes) != len(self._specs):
+                raise ValueError("padded_shapes must have the structure of the dataset's elements")
+            shape_t, full = [], []
+            for s, spec in zip(shapes, self._specs):
+                if isinstance(s, Tensor):
+                    shape_t.append(_int64(s, "padded_shape"))
+                    full.append(TensorShape([None] * (spec.shape.ndims or 0)))
+                    continue
+                ts = as_shape(s)
+                if spec.shape.ndims is not None and ts.ndims != spec.shape.ndims:
+                    raise ValueError(f"The padded shape {ts} is not compatible with the element shape {spec.shape}")
+                shape_t.append(convert_to_tensor([-1 if d is None else d for d in ts.as_list()], dtype=dtypes.int64))
+                full.append(ts)
+            if padding_values is None:
+                pads = [convert_to_tensor(b"" if s.dtype == dtypes.string else 0, dtype=s.dtype) for s in self._specs]
+            else:
+                pads = [convert_to_tensor(v, dtype=s.dtype) for v, s in zip(structure.flatten(padding_values),
+                                                                             self._specs)]
+            size = _int64(batch_size, "batch_size")
+            n = _static_int(size) if drop_remainder is True else None
+            specs = [structure.Spec(s.dtype, TensorShape([n]).concatenate(f)) for s, f in zip(self._specs, full)]
+            inputs = [self._variant_tensor, size, _bool(drop_remainder, "drop_remainder")] + shape_t + pads
+            return Dataset._make("PaddedBatchDatasetV2", inputs, self._template, specs,
+                                 {"num_components": len(self._specs)})
+
+    # -- order and count ---------------------------------------------------------------------------
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None) -> "Dataset":
+        """Dataset.shuffle(buffer_size, seed=None, reshuffle_each_iteration=None): a random
+        order, drawing each element uniformly from a buffer of `buffer_size`; a new order for
+        each pass unless reshuffle_each_iteration=False. Seeds follow tf.set_random_seed."""
+        with name_scope(None, "ShuffleDataset"):
+            s1, s2 = get_seed(seed)
+            attrs = {"seed": s1 or 0, "seed2": s2 or 0,
+                     "reshuffle_each_iteration": True if reshuffle_each_iteration is None
+                     else bool(reshuffle_each_iteration)}
+            return self._derive("ShuffleDataset", [_int64(buffer_size, "buffer_size")], attrs)
+
+    def repeat(self, count=None) -> "Dataset":
+        """Dataset.repeat(count=None): the dataset `count` times (forever when None or -1)."""
+        with name_scope(None, "RepeatDataset"):
+            return self._derive("RepeatDataset", [_int64(-1 if count is None else count, "count")])
+
+    def take(self, count) -> "Dataset":
+        """Dataset.take(count): the first `count` elements (all when -1)."""
+        with name_scope(None, "TakeDataset"):
+            return self._derive("TakeDataset", [_int64(count, "count")])
+
+    def skip(self, count) -> "Dataset":
+        """Dataset.skip(count): all but the first `count` elements (none when -1)."""
+        with name_scope(None, "SkipDataset"):
+            return self._derive("SkipDataset", [_int64(count, "count")])
+
+    def shard(self, num_shards, index) -> "Dataset":
+        """Dataset.shard(num_shards, index): every num_shards-th element from `index`."""
+        with name_scope(None, "ShardDataset"):
+            return self._derive("ShardDataset", [_int64(num_shards, "num_shards"), _int64(index, "index")])
+
+    def prefetch(self, buffer_size) -> "Dataset":
+        """Dataset.prefetch(buffer_size): a thread reads ahead, keeping `buffer_size` elements
+        ready (AUTOTUNE: 2)."""
+        with name_scope(None, "PrefetchDataset"):
+            return self._derive("PrefetchDataset", [_int64(buffer_size, "buffer_size")])
+
+    def cache(self, filename="") -> "Dataset":
+        """Dataset.cache(filename=''): the first complete pass is kept and replayed: in memory, or
+        in the file `filename`.tw-cache (written whole, then renamed; read by later passes and
+        later sessions)."""
+        with name_scope(None, "CacheDataset"):
+            return self._derive("CacheDataset", [as_string_tensor(filename, name="filename")])
+
+    def concatenate(self, dataset: "Dataset") -> "Dataset":
+        """Dataset.concatenate(dataset): this dataset's elements, then `dataset`'s (same types)."""
+        if [(s.dtype, s.sparse) for s in self._specs] != [(s.dtype, s.sparse) for s in dataset._specs]:
+            raise TypeError(f"Two datasets to concatenate have different types {self.output_types} and "
+                            f"{dataset.output_types}")
+        specs = [structure.Spec(a.dtype, a.shape.most_specific_compatible_shape(b.shape), a.sparse)
+                 for a, b in zip(self._specs, dataset._specs)]
+        with name_scope(None, "ConcatenateDataset"):
+            return Dataset._make("ConcatenateDataset", [self._variant_tensor, dataset._variant_tensor],
+                                 self._template, specs)
+
+    # -- iterators ---------------------------------------------------------------------------------
+    def make_one_shot_iterator(self) -> Iterator:
+        """An iterator that starts on its first use and cannot be re-initialized (the dataset may
+        not capture placeholders)."""
+        return Iterator._for_dataset(self, one_shot=True)
+
+    def make_initializable_iterator(self, shared_name=None) -> Iterator:
+        """An iterator whose `initializer` op (re)starts it; the dataset may use placeholders
+        fed when the initializer runs."""
+        return Iterator._for_dataset(self, one_shot=False, shared_name=shared_name)
+
+
+def _files_dataset(op_type: str, filenames, inputs: list, default_name: str) -> Dataset:
+    with name_scope(None, default_name):
+        names = as_string_tensor(filenames, name="filenames")
+        if names.shape.ndims not in (None, 0, 1):
+            raise ValueError("`filenames` must be a scalar or a vector of strings")
+        return Dataset._make(op_type, [names] + inputs, 0, [structure.Spec(dtypes.string, TensorShape([]))])
+
+
+def _interleaved(files: Dataset, make: Callable, num_parallel_reads) -> Dataset:
+    """One record dataset per file, read `num_parallel_reads` files at a time (TF's rule)."""
+    return files.interleave(make, cycle_length=num_parallel_reads, block_length=1,
+                            num_parallel_calls=num_parallel_reads)
+
+
+def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
+    """tf.data.TFRecordDataset(filenames, compression_type=None, buffer_size=None,
+    num_parallel_reads=None): the records of TFRecord files ('', 'ZLIB', 'GZIP'), file after file,
+    or `num_parallel_reads` files interleaved record by record."""
+    def one(f):
+        return _files_dataset("TFRecordDataset", f, [as_string_tensor(compression_type or "", "compression_type"),
+                                                     _int64(buffer_size or 0, "buffer_size")], "TFRecordDataset")
+    if num_parallel_reads:
+        return _interleaved(Dataset.from_tensor_slices(as_string_tensor(filenames)), one, num_parallel_reads)
+    return one(filenames)
+
+
+def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_bytes=None,  # noqa: N802
+                             buffer_size=None, compression_type=None):
+    """tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,
+    footer_bytes=None, buffer_size=None): records of `record_bytes` bytes after a header and
+    before a footer; a file whose body is not whole records is InvalidArgumentError naming it."""
+    inputs = [_int64(header_bytes or 0, "header_bytes"), _int64(record_bytes, "record_bytes"),
+              _int64(footer_bytes or 0, "footer_bytes"), _int64(buffer_size or 0, "buffer_size"),
+              as_string_tensor(compression_type or "", "compression_type")]
+    return _files_dataset("FixedLengthRecordDatasetV2", filenames, inputs, "FixedLengthRecordDataset")
+
+
+def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
+    """tf.data.TextLineDataset(filenames, compression_type=None, buffer_size=None): the lines of
+    text files, without their line ends."""
+    def one(f):
+        return _files_dataset("TextLineDataset", f, [as_string_tensor(compression_type or "", "compression_type"),
+                                                     _int64(buffer_size or 0, "buffer_size")], "TextLineDataset")
+    if num_parallel_reads:
+        return _interleaved(Dataset.from_tensor_slices(as_string_tensor(filenames)), one, num_parallel_reads)
+    return one(filenames)
+
+

@@ -1,0 +1,1 @@
+"""Debugging ops: Print/PrintV2/Assert, tf.assert_* checks, check_numerics."""

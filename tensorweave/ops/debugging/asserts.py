@@ -1,0 +1,207 @@
+"""tf.assert_* checks (TF1 check_ops), each an Assert over a reduced comparison.
+
+A check whose outcome is known at build time behaves as TF1: assert_equal of two constants
+that differ raises InvalidArgumentError at once, and assert_rank of a known wrong rank raises
+ValueError; a check known to pass still returns an op to depend on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+from tensorweave.ops.array.core import rank as rank_of, shape
+from tensorweave.ops.control_flow.grouping import no_op
+from tensorweave.ops.debugging.printing import Assert
+from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
+from tensorweave.ops.math.reduction import reduce_all
+
+__all__ = ["assert_equal", "assert_none_equal", "assert_less", "assert_less_equal", "assert_greater",
+           "assert_greater_equal", "assert_positive", "assert_negative", "assert_non_negative",
+           "assert_non_positive", "assert_rank", "assert_rank_at_least", "assert_scalar", "assert_type",
+           "assert_integer"]
+
+
+def _static_string(x) -> str:
+    if isinstance(x, str):
+        return x
+    v = constant_value(x) if hasattr(x, "op") else x
+    if v is None:
+        return str(x)
+    v = np.asarray(v)
+    if v.dtype == object and v.ndim == 0:
+        s = v[()]
+        return s.decode() if isinstance(s, bytes) else str(s)
+    return str(v)
+
+
+def _binary_assert(op_name: str, symbol: str, compare, np_compare, x, y, data, summarize, message, name,
+                   static_check: bool):
+    g = get_default_graph()
+    with g.name_scope(name or op_name):
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, name="y", dtype=x.dtype) if not hasattr(y, "op") else y
+        if data is None:
+            data = ([message] if message is not None else []) + [
+                f"Condition x {symbol} y did not hold element-wise:", f"x ({x.name}) = ", x,
+                f"y ({y.name}) = ", y]
+        if static_check:
+            xs, ys = constant_value(x), constant_value(y)
+            if xs is not None and ys is not None and not np.all(np_compare(xs, ys)):
+                raise errors.InvalidArgumentError(None, None, "\n".join(_static_string(d) for d in data))
+        condition = reduce_all(compare(x, y))
+        return Assert(condition, data, summarize=summarize)
+
+
+def assert_equal(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_equal(x, y, data=None, summarize=None, message=None, name=None): an op that
+    fails (InvalidArgumentError) unless x == y element-wise."""
+    return _binary_assert("assert_equal", "==", equal, np.equal, x, y, data, summarize, message, name,
+                          True)
+
+
+def assert_none_equal(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_none_equal(x, y, ...): fails unless x != y element-wise."""
+    return _binary_assert("assert_none_equal", "!=", not_equal, np.not_equal, x, y, data, summarize,
+                          message, name, False)
+
+
+def assert_less(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_less(x, y, ...): fails unless x < y element-wise."""
+    return _binary_assert("assert_less", "<", less, np.less, x, y, data, summarize, message, name,
+                          False)
+
+
+def assert_less_equal(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_less_equal(x, y, ...): fails unless x <= y element-wise."""
+    return _binary_assert("assert_less_equal", "<=", less_equal, np.less_equal, x, y, data,
+                          summarize, message, name, False)
+
+
+def assert_greater(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_greater(x, y, ...): fails unless x > y element-wise."""
+    return _binary_assert("assert_greater", ">", greater, np.greater, x, y, data, summarize, message,
+                          name, False)
+
+
+def assert_greater_equal(x, y, data=None, summarize=None, message=None, name=None):
+    """tf.assert_greater_equal(x, y, ...): fails unless x >= y element-wise."""
+    return _binary_assert("assert_greater_equal", ">=", greater_equal, np.greater_equal, x, y, data,
+                          summarize, message, name, False)
+
+
+def _sign_assert(op_name, symbol, inner, zero_first: bool, x, data, summarize, message, name):
+    g = get_default_graph()
+    with g.name_scope(name or op_name):
+        x = convert_to_tensor(x, name="x")
+        if data is None:
+            data = [message or "", f"Condition x {symbol} 0 did not hold element-wise:", f"x ({x.name}) = ", x]
+        zero = convert_to_tensor(0, dtype=x.dtype)
+        a, b = (zero, x) if zero_first else (x, zero)
+        return inner(a, b, data=data, summarize=summarize)
+
+
+def assert_positive(x, data=None, summarize=None, message=None, name=None):
+    """tf.assert_positive(x, ...): fails unless x > 0 element-wise."""
+    return _sign_assert("assert_positive", ">", assert_less, True, x, data, summarize, message, name)
+
+
+def assert_negative(x, data=None, summarize=None, message=None, name=None):
+    """tf.assert_negative(x, ...): fails unless x < 0 element-wise."""
+    return _sign_assert("assert_negative", "<", assert_less, False, x, data, summarize, message, name)
+
+
+def assert_non_negative(x, data=None, summarize=None, message=None, name=None):
+    """tf.assert_non_negative(x, ...): fails unless x >= 0 element-wise."""
+    return _sign_assert("assert_non_negative", ">=", assert_less_equal, True, x, data, summarize, message, name)
+
+
+def assert_non_positive(x, data=None, summarize=None, message=None, name=None):
+    """tf.assert_non_positive(x, ...): fails unless x <= 0 element-wise."""
+    return _sign_assert("assert_non_positive", "<=", assert_less_equal, False, x, data, summarize, message, name)
+
+
+def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
+    """tf.assert_rank(x, rank, ...): ValueError at build time when x's rank is known and wrong;
+    otherwise an op that fails at run time unless rank(x) == rank."""
+    g = get_default_graph()
+    with g.name_scope(name or "assert_rank"):
+        x = convert_to_tensor(x, name="x")
+        rank_static = constant_value(rank) if hasattr(rank, "op") else rank
+        if rank_static is not None:
+            rank_static = int(np.asarray(rank_static))
+            if x.shape.ndims is not None:
+                if x.shape.ndims != rank_static:
+                    prefix = f"{message}.  " if message else ""
+                    raise ValueError(f"{prefix}Tensor {x.name} must have rank {rank_static}.  Received rank "
+                                     f"{x.shape.ndims}, shape {x.shape}")
+                return no_op(name="static_checks_determined_all_ok")
+        rank_t = convert_to_tensor(rank, name="rank")
+        if data is None:
+            data = [message or "", f"Tensor {x.name} must have rank", rank_t, "Received shape: ",
+                    shape(x)]
+        return Assert(equal(rank_of(x), rank_t), data, summarize=summarize)
+
+
+# -- static-leaning checks ---------------------------------------------------------------------
+def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
+    """tf.assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
+    ValueError at build time when x's rank is known and too small; else a run-time check."""
+    g = get_default_graph()
+    with g.name_scope(name or "assert_rank_at_least"):
+        x = convert_to_tensor(x, name="x")
+        rank_static = constant_value(rank) if hasattr(rank, "op") else rank
+        if rank_static is not None and x.shape.ndims is not None:
+            rank_static = int(np.asarray(rank_static))
+            if x.shape.ndims < rank_static:
+                prefix = f"{message}.  " if message else ""
+                raise ValueError(f"{prefix}Tensor {x.name} must have rank at least {rank_static}.  Received rank "
+                                 f"{x.shape.ndims}, shape {x.shape}")
+            return no_op("static_checks_determined_all_ok")
+        rank_t = convert_to_tensor(rank, name="rank")
+        if data is None:
+            data = [message or "", f"Tensor {x.name} must have rank at least", rank_t, "Received shape: ",
+                    shape(x)]
+        return Assert(greater_equal(rank_of(x), rank_t), data, summarize=summarize)
+
+
+def assert_scalar(tensor, name=None, message=None):
+    """tf.assert_scalar(tensor, name=None, message=None): `tensor`, after a build-time check that
+    it is a scalar (ValueError otherwise)."""
+    g = get_default_graph()
+    with g.name_scope(name or "assert_scalar"):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        nd = tensor.shape.ndims
+        if nd is None or nd != 0:
+            prefix = f"{message}  " if message else ""
+            what = "unknown rank" if nd is None else f"rank {nd}"
+            raise ValueError(f"{prefix}Expected scalar shape for {tensor.name}, saw shape: {tensor.shape} "
+                             f"({what}).")
+        return tensor
+
+
+def assert_type(tensor, tf_type, message=None, name=None):
+    """tf.assert_type(tensor, tf_type, message=None, name=None): TypeError at build time unless
+    tensor's dtype is `tf_type`; returns a no_op."""
+    g = get_default_graph()
+    with g.name_scope(name or "assert_type"):
+        tensor = convert_to_tensor(tensor, name="tensor")
+        tf_type = dtypes.as_dtype(tf_type)
+        if tensor.dtype != tf_type:
+            prefix = f"{message} " if message else ""
+            raise TypeError(f"{prefix}{tensor.name} must be of type {tf_type!r}; got {tensor.dtype!r}")
+        return no_op("statically_determined_correct_type")
+
+
+def assert_integer(x, message=None, name=None):
+    """tf.assert_integer(x, message=None, name=None): TypeError at build time unless x is an
+    integer tensor; returns a no_op."""
+    g = get_default_graph()
+    with g.name_scope(name or "assert_integer"):
+        x = convert_to_tensor(x, name="x")
+        if not x.dtype.is_integer:
+            prefix = f"{message} " if message else ""
+            raise TypeError(f"{prefix}Expected Tensor {x.name} to be integer type; found dtype: {x.dtype!r}")
+        return no_op("statically_determined_was_integer")

@@ -1,0 +1,1 @@
+"""tf.gradients and its central helpers (SumToShape undoes broadcasting once for every op)."""

@@ -1,0 +1,104 @@
+"""Helpers every op module may use. A leaf: it imports framework/ and nothing of ops/, so any
+op family can import it without caring about the order families load in."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+
+# -- dtype families (TF's allowed type lists) --------------------------------------------------
+FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
+COMPLEX = (dtypes.complex64, dtypes.complex128)
+SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
+INTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64) + SIGNED_INTS
+REAL = FLOATS + INTS
+NUMERIC = REAL + COMPLEX
+FLOAT_COMPLEX = FLOATS + COMPLEX
+BOOL = (dtypes.bool,)
+INDEX = (dtypes.int32, dtypes.int64)
+
+
+def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Optional[str] = None) -> Operation:
+    """Creates one op in the default graph; a `name` ending in '/' is taken verbatim."""
+    return get_default_graph().create_op(op_type, inputs, attrs or {}, name=name)
+
+
+def invalid(node, msg: str) -> errors.InvalidArgumentError:
+    """A kernel's InvalidArgumentError, naming the op type and node."""
+    return errors.InvalidArgumentError(node, node.name, f"{node.op} ({node.name}): {msg}")
+
+
+def check_dtype(op_type: str, param: str, t: Tensor, allowed) -> None:
+    """TF's type error for a composite function (an op declares its dtypes at registration)."""
+    if allowed is not None and t.dtype not in allowed:
+        names = ", ".join(d.name for d in allowed)
+        raise TypeError(f"Value passed to parameter '{param}' has DataType {t.dtype.name} not in list of "
+                        f"allowed values: {names} (op '{op_type}')")
+
+
+# -- shape functions ---------------------------------------------------------------------------
+def same_as_input(index: int = 0) -> Callable:
+    """Shape function of an op whose one output has input `index`'s dtype and shape."""
+    return lambda op: [(op.inputs[index].dtype, op.inputs[index].shape)]
+
+
+def static_int(t) -> Optional[int]:
+    """A scalar tensor's value when known at build time."""
+    v = constant_value(t)
+    return None if v is None or np.ndim(v) != 0 else int(v)
+
+
+def static_ints(t) -> Optional[list]:
+    """An int tensor's values, flattened, when known at build time."""
+    v = constant_value(t)
+    return None if v is None else [int(x) for x in np.reshape(v, -1)]
+
+
+def check_axis(axis: int, ndims, op_name: str, extra: int = 0) -> int:
+    """Normalises `axis` into [0, ndims+extra); ValueError when out of range."""
+    if ndims is None:
+        return axis
+    n = ndims + extra
+    if not -n <= axis < n:
+        raise ValueError(f"{op_name}: axis {axis} is out of range [{-n}, {n}) for a tensor of rank {ndims}")
+    return axis % n if n else axis
+
+
+# -- kernels -----------------------------------------------------------------------------------
+def np_dtype(node, key: str):
+    """The numpy dtype of a NodeDef's dtype attr."""
+    return dtypes.as_dtype(node.attr[key]).as_numpy_dtype
+
+
+def dense(grad):
+    """A gradient as a dense Tensor: IndexedSlices are summed into place (through the conversion
+    the math family registers); anything else is returned as it is."""
+    return convert_to_tensor(grad) if isinstance(grad, IndexedSlices) else grad
+
+
+# -- string tensors (object arrays of bytes; a 0-d value may arrive as plain bytes) -------------
+def string_array(x) -> np.ndarray:
+    """A string tensor's value as an object ndarray of bytes."""
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return x
+    return np.asarray(x, dtype=object)
+
+
+def string_result(items, shape=()) -> object:
+    """Bytes items as a string tensor value of `shape` (a 0-d result is the bytes object)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    shape = tuple(shape)
+    return out[0] if shape == () else out.reshape(shape)
+
+
+def as_string_tensor(x, name: Optional[str] = None) -> Tensor:
+    """A string op's input: a Tensor as it is (the op's declared dtypes give TF's TypeError for
+    another dtype), any other value converted to a string tensor."""
+    return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtypes.string, name=name)

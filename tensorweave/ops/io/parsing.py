@@ -1,0 +1,251 @@
+"""tf.parse_example / tf.parse_single_example: serialized tf.train.Example protos into dense
+tensors (FixedLenFeature, FixedLenSequenceFeature) and SparseTensors (VarLenFeature).
+
+One op per call, `ParseExample`, with the feature keys, dtypes and shapes as attrs: its outputs
+are the sparse (indices, values, dense_shape) triples then the dense values. Decoding is
+protobuf's; a wrong kind or count of values is InvalidArgumentError naming the key and example.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Optional
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.shapes import TensorShape, as_shape
+from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
+from tensorweave.ops.io.example_proto import Example
+from tensorweave.ops.registry import register
+
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example"]
+
+_KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
+_TYPE_WORDS = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+_ALLOWED = (dtypes.float32, dtypes.int64, dtypes.string)
+
+
+class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])):
+    """tf.FixedLenFeature(shape, dtype, default_value=None): a dense feature of a fixed shape;
+    an Example without it takes `default_value` (required when there is none)."""
+
+    def __new__(cls, shape, dtype, default_value=None):
+        return super().__new__(cls, shape, dtype, default_value)
+
+
+class FixedLenSequenceFeature(collections.namedtuple(
+        "FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])):
+    """tf.FixedLenSequenceFeature(shape, dtype, allow_missing=False, default_value=None): any
+    number of values of `shape`, stacked; parse_example pads a batch with `default_value`."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """tf.VarLenFeature(dtype): any number of values, parsed into a SparseTensor."""
+
+
+def _check_dtype(key: str, dtype) -> dtypes.DType:
+    dt = dtypes.as_dtype(dtype)
+    if dt not in _ALLOWED:
+        raise ValueError(f"Unsupported dtype {dt.name} for feature {key!r}: use float32, int64 or string")
+    return dt
+
+
+def _default_array(key: str, feat, dt: dtypes.DType, shape: list) -> Optional[np.ndarray]:
+    if feat.default_value is None:
+        return None
+    if dt is dtypes.string:
+        arr = np.asarray(feat.default_value, dtype=object)
+        arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(arr) if arr.size \
+            else arr
+    else:
+        arr = np.asarray(feat.default_value, dtype=dt.as_numpy_dtype)
+    if isinstance(feat, FixedLenSequenceFeature):
+        return arr.reshape(-1)[:1] if arr.size else None
+    size = int(np.prod(shape, dtype=np.int64))
+    if arr.size == 1 and size != 1:
+        arr = np.full(shape, arr.reshape(-1)[0], dtype=arr.dtype)
+    if arr.size != size:
+        raise ValueError(f"Default value of feature {key!r} has {arr.size} values; its shape {shape} needs {size}")
+    return arr.reshape(shape)
+
+
+def _split_features(features: dict, single: bool):
+    if not features:
+        raise ValueError("Missing: features was empty.")
+    sparse, dense = [], []
+    for key in sorted(features):
+        feat = features[key]
+        if isinstance(feat, VarLenFeature):
+            sparse.append((key, _check_dtype(key, feat.dtype)))
+        elif isinstance(feat, (FixedLenFeature, FixedLenSequenceFeature)):
+            dt = _check_dtype(key, feat.dtype)
+            shape = as_shape(feat.shape)
+            if not shape.is_fully_defined():
+                raise ValueError(f"All dimensions of shape for feature {key} need to be known but received "
+                                 f"{shape}.")
+            if isinstance(feat, FixedLenSequenceFeature) and not feat.allow_missing:
+                raise ValueError(f"Unsupported: FixedLenSequenceFeature requires allow_missing to be True "
+                                 f"(feature {key!r}).")
+            dense.append((key, dt, shape.as_list(), isinstance(feat, FixedLenSequenceFeature),
+                          _default_array(key, feat, dt, shape.as_list())))
+        else:
+            raise ValueError(f"Invalid feature {key}:{feat!r}: use FixedLenFeature, FixedLenSequenceFeature or "
+                             "VarLenFeature")
+    return sparse, dense
+
+
+# -- the op ------------------------------------------------------------------------------------
+def _infer(op):
+    single = op.get_attr("single")
+    batch = [] if single else [op.inputs[0].shape[0].value if op.inputs[0].shape.ndims == 1 else None]
+    out = []
+    nsparse = len(op.get_attr("sparse_keys"))
+    rank = 1 if single else 2
+    sparse_types = op.get_attr("sparse_types")
+    out += [(dtypes.int64, TensorShape([None, rank]))] * nsparse
+    out += [(dtypes.as_dtype(t), TensorShape([None])) for t in sparse_types]
+    out += [(dtypes.int64, TensorShape([rank]))] * nsparse
+    for t, shape, seq in zip(op.get_attr("Tdense"), op.get_attr("dense_shapes"), op.get_attr("dense_is_sequence")):
+        out.append((dtypes.as_dtype(t), TensorShape(batch + ([None] if seq else []) + list(shape))))
+    return out
+
+
+def _values(node, feature, kind: str, key: str, index: int, np_dt):
+    which = feature.WhichOneof("kind")
+    if which is None:
+        return np.zeros(0, dtype=np_dt)
+    if which != kind:
+        raise invalid(node, f"Name: <unknown>, Key: {key}, Index: {index}.  Data types don't match. Data type: "
+                            f"{_TYPE_WORDS[which]} but expected type: {_TYPE_WORDS[kind]}")
+    vals = getattr(feature, kind).value
+    if np_dt is object:
+        out = np.empty(len(vals), dtype=object)
+        out[:] = list(vals)
+        return out
+    return np.array(vals, dtype=np_dt)
+
+
+def _kernel(node, ctx):
+    single = node.attr["single"]
+    sparse_keys, sparse_types = node.attr["sparse_keys"], node.attr["sparse_types"]
+    dense_keys, dense_types = node.attr["dense_keys"], node.attr["Tdense"]
+    dense_shapes, dense_seq = node.attr["dense_shapes"], node.attr["dense_is_sequence"]
+    sparse_np = [dtypes.as_dtype(t).as_numpy_dtype for t in sparse_types]
+    dense_np = [dtypes.as_dtype(t).as_numpy_dtype for t in dense_types]
+    defaults = node.attr["dense_defaults"]
+
+    def run(serialized):
+        ser = string_array(serialized)
+        flat = ser.reshape(-1)
+        examples = []
+        for i, s in enumerate(flat):
+            try:
+                examples.append(Example.FromString(bytes(s)).features.feature)
+            except Exception:  # noqa: BLE001 - protobuf's DecodeError
+                raise invalid(node, f"Could not parse example input, value: '{bytes(s)[:64]!r}' "
+                                    f"(example {i})") from None
+        outs_idx, outs_val, outs_shape = [], [], []
+        for key, t, np_dt in zip(sparse_keys, sparse_types, sparse_np):
+            kind = _KINDS[dtypes.as_dtype(t).name]
+            per = [_values(node, fm[key], kind, key, i, np_dt) if key in fm else np.zeros(0, np_dt)
+                   for i, fm in enumerate(examples)]
+            counts = [len(v) for v in per]
+            vals = np.concatenate(per) if per else np.zeros(0, np_dt)
+            inner = np.concatenate([np.arange(c, dtype=np.int64) for c in counts]) if per else np.zeros(0, np.int64)
+            width = max(counts, default=0)
+            if single:
+                outs_idx.append(inner.reshape(-1, 1))
+                outs_shape.append(np.array([width], dtype=np.int64))
+            else:
+                rows = np.repeat(np.arange(len(per), dtype=np.int64), counts)
+                outs_idx.append(np.stack([rows, inner], axis=1) if len(rows) else np.zeros((0, 2), np.int64))
+                outs_shape.append(np.array([len(per), width], dtype=np.int64))
+            outs_val.append(vals.astype(np_dt, copy=False))
+        dense_out = []
+        for key, t, shape, seq, np_dt, default in zip(dense_keys, dense_types, dense_shapes, dense_seq, dense_np,
+                                                      defaults):
+            kind = _KINDS[dtypes.as_dtype(t).name]
+            size = int(np.prod(shape, dtype=np.int64))
+            rows = []
+            for i, fm in enumerate(examples):
+                if key not in fm:
+                    if seq:
+                        rows.append(np.zeros([0] + list(shape), dtype=np_dt))
+                        continue
+                    if default is None:
+                        raise invalid(node, f"Name: <unknown>, Feature: {key} (data type: {_TYPE_WORDS[kind]}) is "
+                                            "required but could not be found.")
+                    rows.append(np.asarray(default, dtype=np_dt).reshape(shape))
+                    continue
+                v = _values(node, fm[key], kind, key, i, np_dt)
+                if seq:
+                    if size == 0 or len(v) % size:
+                        raise invalid(node, f"Name: <unknown>, Key: {key}, Index: {i}.  Number of values is not a "
+                                            f"multiple of stride length. Saw {len(v)} values but output shape is: "
+                                            f"{shape}")
+                    rows.append(v.reshape([-1] + list(shape)))
+                elif len(v) != size:
+                    raise invalid(node, f"Name: <unknown>, Key: {key}, Index: {i}.  Number of "
+                                        f"{_TYPE_WORDS[kind]} values != expected.  Values size: {len(v)} but output "
+                                        f"shape: {shape}")
+                else:
+                    rows.append(v.reshape(shape))
+            if seq:
+                n = max((len(r) for r in rows), default=0)
+                fill = (b"" if np_dt is object else 0) if default is None else default.reshape(-1)[0]
+                arr = np.full([len(rows), n] + list(shape), fill, dtype=np_dt)
+                for j, r in enumerate(rows):
+                    arr[j, :len(r)] = r
+            else:
+                arr = np.stack(rows).astype(np_dt, copy=False) if rows else np.zeros([0] + list(shape), np_dt)
+            dense_out.append(arr[0] if single else arr)
+        out = outs_idx + outs_val + outs_shape + dense_out
+        return out[0] if len(out) == 1 else tuple(out)
+    return run
+
+
+register("ParseExample", _infer, _kernel, grad=None, dtypes=(dtypes.string,), dtype_param="serialized")
+
+
+def _parse(serialized, features: dict, name, single: bool, default_name: str):
+    if not isinstance(features, dict):
+        raise TypeError("features must be a dict of feature keys to FixedLenFeature / VarLenFeature")
+    sparse, dense = _split_features(features, single)
+    with name_scope(name, default_name):
+        serialized = as_string_tensor(serialized, name="serialized")
+        want = 0 if single else 1
+        if serialized.shape.ndims not in (None, want):
+            raise ValueError(f"{default_name}: serialized must be a {'scalar' if single else 'vector'}, got shape "
+                             f"{serialized.shape}")
+        attrs = {"single": single, "sparse_keys": [k for k, _ in sparse], "sparse_types": [t for _, t in sparse],
+                 "dense_keys": [d[0] for d in dense], "Tdense": [d[1] for d in dense],
+                 "dense_shapes": [d[2] for d in dense], "dense_is_sequence": [d[3] for d in dense],
+                 "dense_defaults": [d[4] for d in dense]}
+        op = make_op("ParseExample", [serialized], attrs, name="ParseExample")
+    n = len(sparse)
+    outs = op.outputs
+    result = {}
+    for i, (key, _) in enumerate(sparse):
+        result[key] = SparseTensor(outs[i], outs[n + i], outs[2 * n + i])
+    for j, d in enumerate(dense):
+        result[d[0]] = outs[3 * n + j]
+    return result
+
+
+def parse_example(serialized, features, name=None, example_names=None) -> dict:
+    """tf.parse_example(serialized, features, name=None, example_names=None): a batch (vector) of
+    serialized Examples into a dict of dense Tensors ([batch] + shape) and SparseTensors (indices
+    [N, 2] of (example, position))."""
+    return _parse(serialized, features, name, False, "ParseExample")
+
+
+def parse_single_example(serialized, features, name=None, example_names=None) -> dict:
+    """tf.parse_single_example(serialized, features, name=None, example_names=None): one
+    serialized Example (a scalar) into a dict of Tensors of each feature's shape and
+    SparseTensors with 1-D indices."""
+    return _parse(serialized, features, name, True, "ParseSingleExample")

@@ -1,0 +1,111 @@
+"""Math ops, cast family: tf.cast (op "Cast" with attrs SrcT/DstT, which tensor_util folds),
+the to_* helpers and saturate_cast."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
+from tensorweave.ops.registry import register
+
+__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16", "saturate_cast", "to_complex64",
+           "to_complex128"]
+
+
+# -- casts -------------------------------------------------------------------------------------
+def cast(x, dtype, name=None):
+    """tf.cast(x, dtype, name=None): converts element type (floats truncate toward zero when
+    cast to ints); returns `x` itself when it already has `dtype`. Works on IndexedSlices."""
+    base = dtypes.as_dtype(dtype).base_dtype
+    if isinstance(x, Tensor) and x.dtype == base:
+        return x
+    with name_scope(name, "Cast", [x]) as scope:
+        if isinstance(x, IndexedSlices):
+            return IndexedSlices(cast(x.values, base, name=scope), x.indices, x.dense_shape)
+        x = convert_to_tensor(x, name="x")
+        if x.dtype == base:
+            return x
+        return make_op("Cast", [x], {"SrcT": x.dtype, "DstT": base, "Truncate": False}, name=scope).outputs[0]
+
+
+def _cast_kernel(node, ctx):
+    dst = dtypes.as_dtype(node.attr["DstT"])
+    npd = dst.as_numpy_dtype
+
+    def run(x):
+        x = np.asarray(x)
+        if x.dtype.kind == "c" and not dst.is_complex:
+            x = np.real(x)
+        out = x.astype(npd)
+        return out[()] if out.ndim == 0 else out
+    return run
+
+
+def _cast_grad(op, grad):
+    src, dst = dtypes.as_dtype(op.get_attr("SrcT")), dtypes.as_dtype(op.get_attr("DstT"))
+    if src in FLOAT_COMPLEX and dst in FLOAT_COMPLEX:
+        return [cast(grad, src)]
+    return [None]
+
+
+register("Cast", lambda op: [(op.get_attr("DstT"), op.inputs[0].shape)], _cast_kernel, grad=_cast_grad)
+
+
+def to_float(x, name="ToFloat"):
+    """tf.to_float(x, name='ToFloat'): cast to float32 (deprecated TF1 helper)."""
+    return cast(x, dtypes.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    """tf.to_double(x, name='ToDouble'): cast to float64."""
+    return cast(x, dtypes.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    """tf.to_int32(x, name='ToInt32'): cast to int32."""
+    return cast(x, dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    """tf.to_int64(x, name='ToInt64'): cast to int64."""
+    return cast(x, dtypes.int64, name=name)
+
+
+def to_complex64(x, name="ToComplex64"):
+    """tf.to_complex64(x, name='ToComplex64'): cast to complex64."""
+    return cast(x, dtypes.complex64, name=name)
+
+
+def to_complex128(x, name="ToComplex128"):
+    """tf.to_complex128(x, name='ToComplex128'): cast to complex128."""
+    return cast(x, dtypes.complex128, name=name)
+
+
+def to_bfloat16(x, name="ToBFloat16"):
+    raise TypeError("bfloat16 is not supported by tensorweave")
+
+
+def saturate_cast(value, dtype, name=None) -> Tensor:
+    """tf.saturate_cast(value, dtype, name=None): cast, clamping to `dtype`'s range first."""
+    with name_scope(name, "saturate_cast", [value]) as scope:
+        value = convert_to_tensor(value, name="value")
+        dtype = dtypes.as_dtype(dtype)
+        src = value.dtype
+        if src.is_complex and not dtype.is_complex:
+            raise TypeError("saturate_cast of complex to real is not supported")
+        if not src.is_bool and not dtype.is_bool and not dtype.is_complex:
+            lo, hi = dtype.min, dtype.max
+            if src.min < lo:
+                lo_t = convert_to_tensor(lo, dtype=src, name="min")
+                value = make_op("Maximum", [value, lo_t], {"T": src}).outputs[0]   # binary.py wraps it
+            if src.max > hi:
+                hi_v = np.asarray(hi, dtype=src.as_numpy_dtype)
+                if src.is_floating and float(hi_v) > hi:  # hi rounds up in the float type: step below
+                    hi_v = np.nextafter(hi_v, np.asarray(0, hi_v.dtype))
+                hi_t = convert_to_tensor(hi_v, dtype=src, name="max")
+                value = make_op("Minimum", [value, hi_t], {"T": src}).outputs[0]
+        return cast(value, dtype, name=scope)

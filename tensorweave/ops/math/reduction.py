@@ -1,0 +1,542 @@
+"""Math ops, reduction family: reduce_sum/mean/max/min/prod/any/all/logsumexp, the variance,
+standard deviation and euclidean norm, argmax/argmin, cumsum/cumprod, count_nonzero and
+bincount. (Segment reductions are in segment.py.)"""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
+from tensorweave.ops.array.fill import range as range_, zeros_like
+from tensorweave.ops.array.pad import broadcast_to
+from tensorweave.ops.array.sort import where
+from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op, same_as_input
+from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
+                                         realdiv, subtract)
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
+from tensorweave.ops.registry import register
+
+__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
+           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
+           "count_nonzero", "bincount", "is_non_decreasing", "is_strictly_increasing"]
+# reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
+
+
+# -- shared axis handling ----------------------------------------------------------------------
+def resolve_keepdims(keepdims, keep_dims) -> bool:
+    if keepdims is not None and keep_dims is not None and bool(keepdims) != bool(keep_dims):
+        raise ValueError("The `keep_dims` argument is deprecated; use only `keepdims`.")
+    value = keepdims if keepdims is not None else keep_dims
+    return bool(value) if value is not None else False
+
+
+def _axis(axis, reduction_indices):
+    if axis is not None and reduction_indices is not None:
+        raise ValueError("Cannot specify both 'axis' and 'reduction_indices'.")
+    return axis if axis is not None else reduction_indices
+
+
+def _reduction_dims(x: Tensor, axis) -> Tensor:
+    """The axes tensor of a reduction (TF's _ReductionDims): all axes when axis is None."""
+    if axis is not None:
+        if isinstance(axis, Tensor):
+            return axis
+        if not (isinstance(axis, np.ndarray) and axis.dtype.kind == "i"):
+            axis = np.asarray(axis, dtype=np.int32)
+        return convert_to_tensor(axis, name="Const")
+    if x.shape.ndims is not None:
+        return convert_to_tensor(np.arange(x.shape.ndims, dtype=np.int32), name="Const")
+    return range_(0, rank(x))
+
+
+def _norm_axes(axes, ndim: int, node=None) -> tuple:
+    out = []
+    for a in np.reshape(np.asarray(axes), -1).tolist():
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            msg = f"Invalid reduction dimension ({a} for input with {ndim} dimension(s)"
+            if node is None:
+                raise ValueError(msg)
+            raise invalid(node, msg)
+        a = a % ndim if ndim else 0
+        if a in out:
+            msg = "Invalid reduction arguments: Axes contains duplicate dimension: " + str(a)
+            if node is None:
+                raise ValueError(msg)
+            raise invalid(node, msg)
+        out.append(a)
+    return tuple(out) if ndim else ()
+
+
+def _reduction_infer(out_dtype=None):
+    def infer(op):
+        x, axes_t = op.inputs
+        dt = out_dtype or x.dtype
+        keep = op.get_attr("keep_dims")
+        if axes_t.dtype not in (dtypes.int32, dtypes.int64):
+            raise ValueError(f"reduction_indices must be int32 or int64, got {axes_t.dtype.name}")
+        axes = constant_value(axes_t)
+        nd = x.shape.ndims
+        if nd is None:
+            return [(dt, unknown_shape())]
+        if axes is None:
+            # TF's ReductionShape: unknown axes give an unknown rank unless keep_dims.
+            return [(dt, unknown_shape(nd) if keep else unknown_shape())]
+        red = _norm_axes(axes, nd)
+        dims = x.shape.as_tuple_or_none()
+        out = [1 if i in red else d for i, d in enumerate(dims)] if keep else \
+            [d for i, d in enumerate(dims) if i not in red]
+        return [(dt, TensorShape(out))]
+    return infer
+
+
+def _reducer(np_fn, int_mean: bool = False):
+    """Kernel factory for a reduction: normalises axes at run time, keeps TF's dtype."""
+    def factory(node, ctx):
+        keep = bool(node.attr.get("keep_dims", False))
+
+        def run(x, axes):
+            x = np.asarray(x)
+            red = _norm_axes(axes, x.ndim, node)
+            out = np_fn(x, red, keep)
+            out = np.asarray(out)
+            if out.dtype != x.dtype and x.dtype != object:
+                out = out.astype(x.dtype)
+            return out[()] if out.ndim == 0 else out
+        return run
+    return factory
+
+
+def _sum_np(x, axes, keep):
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    return np.sum(x, axis=axes, keepdims=keep, dtype=acc)
+
+
+def _prod_np(x, axes, keep):
+    return np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype)
+
+
+def _mean_np(x, axes, keep):
+    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    if x.dtype.kind in "iu":
+        s = np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+        if n == 0:
+            return np.zeros_like(s)
+        q = np.abs(s) // n   # C++ integer division truncates toward zero
+        return np.where(s < 0, -q, q).astype(x.dtype)
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    if n == 0:  # TF's 0/0; numpy would also warn "Mean of empty slice"
+        return np.sum(x, axis=axes, keepdims=keep, dtype=acc) * np.nan
+    return np.mean(x, axis=axes, keepdims=keep, dtype=acc)
+
+
+def _extreme_np(fn, fill):
+    def run(x, axes, keep):
+        if x.size == 0:
+            initial = fill(x.dtype)
+            return fn(x, axis=axes, keepdims=keep, initial=initial)
+        return fn(x, axis=axes, keepdims=keep)
+    return run
+
+
+def _lowest(dt):
+    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+
+
+def _highest(dt):
+    return np.inf if dt.kind == "f" else np.iinfo(dt).max
+
+
+def _reduce(op_type: str, x, axis, keepdims, name) -> Tensor:
+    x = convert_to_tensor(x, name="input_tensor")
+    axes = _reduction_dims(x, axis)
+    with name_scope(name, op_type, [x, axes]) as scope:
+        return make_op(op_type, [x, axes], {"keep_dims": keepdims, "Tidx": axes.dtype}, name=scope).outputs[0]
+
+
+def reduced_shape(input_shape: Tensor, axes: Tensor) -> Tensor:
+    """The shape of a reduction's output with kept dims (TF's math_ops.reduced_shape)."""
+    return make_op("ReducedShape", [input_shape, axes], name="reduced_shape").outputs[0]
+
+
+def _reduced_shape_kernel(node, ctx):
+    def run(shape, axes):
+        shape = np.array(shape, copy=True)
+        for a in np.reshape(axes, -1).tolist():
+            shape[a % len(shape)] = 1
+        return shape
+    return run
+
+
+register("ReducedShape", same_as_input(), _reduced_shape_kernel,
+         grad=None)
+
+
+def _kept_dims_grad(op, grad):
+    """grad reshaped to the kept-dims output shape, and the input's runtime shape."""
+    input_shape = shape(op.inputs[0])
+    return reshape(grad, reduced_shape(input_shape, op.inputs[1])), input_shape
+
+
+def _sum_grad(op, grad):
+    grad, input_shape = _kept_dims_grad(op, grad)
+    return [broadcast_to(grad, input_shape), None]
+
+
+def _mean_grad(op, grad):
+    sum_grad = _sum_grad(op, grad)[0]
+    x, y = op.inputs[0], op.outputs[0]
+    n_in, n_out = x.shape.num_elements(), y.shape.num_elements()
+    if n_in is not None and n_out is not None:
+        factor = cast(n_in // max(n_out, 1), sum_grad.dtype)
+    else:
+        factor = floordiv(reduce_prod(shape(x)), maximum(reduce_prod(shape(y)), 1))
+        factor = cast(factor, sum_grad.dtype)
+    return [realdiv(sum_grad, factor), None]
+
+
+def _min_max_grad(op, grad):
+    # TF splits the gradient equally among tied extreme values.
+    x, axes = op.inputs
+    input_shape = shape(x)
+    kept = reduced_shape(input_shape, axes)
+    y = reshape(op.outputs[0], kept)
+    grad = reshape(grad, kept)
+    indicators = cast(equal(y, x), grad.dtype)
+    num_selected = reshape(reduce_sum(indicators, axes), kept)
+    return [multiply(realdiv(indicators, num_selected), grad), None]
+
+
+def _prod_grad(op, grad):
+    grad, input_shape = _kept_dims_grad(op, grad)
+    grad = broadcast_to(grad, input_shape)
+    others = make_op("ProdOfOthers", [op.inputs[0], op.inputs[1]], name="prod_of_others").outputs[0]
+    return [multiply(grad, others), None]
+
+
+def _prod_of_others_kernel(node, ctx):
+    # For each element, the product of the other elements of its reduction group, computed with
+    # exclusive cumulative products from both ends (TF's formula: exact when some inputs are 0).
+    def run(x, axes):
+        x = np.asarray(x)
+        red = _norm_axes(axes, x.ndim, node)
+        other = [i for i in range(x.ndim) if i not in red]
+        perm = list(red) + other
+        xt = np.transpose(x, perm)
+        n_red = int(np.prod([x.shape[i] for i in red])) if red else 1
+        flat = xt.reshape(n_red, -1)
+        ones = np.ones((1, flat.shape[1]), dtype=x.dtype)
+        left = np.cumprod(np.concatenate([ones, flat[:-1]], axis=0), axis=0, dtype=x.dtype)
+        right = np.cumprod(np.concatenate([ones, flat[::-1][:-1]], axis=0), axis=0, dtype=x.dtype)[::-1]
+        y = (left * right).reshape(xt.shape)
+        return np.transpose(y, np.argsort(perm))
+    return run
+
+
+register("ProdOfOthers", same_as_input(), _prod_of_others_kernel,
+         grad=None)
+
+register("Sum", _reduction_infer(), _reducer(_sum_np), grad=_sum_grad, dtypes=NUMERIC, dtype_param="input")
+register("Mean", _reduction_infer(), _reducer(_mean_np), grad=_mean_grad, dtypes=NUMERIC, dtype_param="input")
+register("Prod", _reduction_infer(), _reducer(_prod_np), grad=_prod_grad, dtypes=NUMERIC, dtype_param="input")
+register("Max", _reduction_infer(), _reducer(_extreme_np(np.max, _lowest)), grad=_min_max_grad, dtypes=REAL,
+         dtype_param="input")
+register("Min", _reduction_infer(), _reducer(_extreme_np(np.min, _highest)), grad=_min_max_grad, dtypes=REAL,
+         dtype_param="input")
+register("Any", _reduction_infer(dtypes.bool), _reducer(lambda x, a, k: np.any(x, axis=a, keepdims=k)),
+         grad=None, dtypes=BOOL, dtype_param="input")
+register("All", _reduction_infer(dtypes.bool), _reducer(lambda x, a, k: np.all(x, axis=a, keepdims=k)),
+         grad=None, dtypes=BOOL, dtype_param="input")
+
+
+def _reduction_fn(op_type: str, doc: str):
+    def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+        return _reduce(op_type, input_tensor, _axis(axis, reduction_indices), resolve_keepdims(keepdims, keep_dims),
+                       name)
+    fn.__doc__ = doc
+    return fn
+
+
+_SIG = "(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None)"
+reduce_sum = _reduction_fn("Sum", f"tf.reduce_sum{_SIG}: sum over `axis` (all axes if None).")
+reduce_mean = _reduction_fn("Mean", f"tf.reduce_mean{_SIG}: mean over `axis`; integer inputs give a truncated "
+                                    "integer mean.")
+reduce_prod = _reduction_fn("Prod", f"tf.reduce_prod{_SIG}: product over `axis`.")
+reduce_max = _reduction_fn("Max", f"tf.reduce_max{_SIG}: maximum over `axis`.")
+reduce_min = _reduction_fn("Min", f"tf.reduce_min{_SIG}: minimum over `axis`.")
+reduce_any = _reduction_fn("Any", f"tf.reduce_any{_SIG}: logical or over `axis`.")
+reduce_all = _reduction_fn("All", f"tf.reduce_all{_SIG}: logical and over `axis`.")
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                     keep_dims=None) -> Tensor:
+    """tf.reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, ...): log(sum(exp(x)))
+    computed stably by subtracting the (finite part of the) max; its gradient is the softmax."""
+    keep = resolve_keepdims(keepdims, keep_dims)
+    axis = _axis(axis, reduction_indices)
+    with name_scope(name, "ReduceLogSumExp", [input_tensor]) as scope:
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        check_dtype("ReduceLogSumExp", "input", x, FLOATS)
+        raw_max = reduce_max(x, axis=axis, keepdims=True)
+        my_max = stop_gradient(where(is_finite(raw_max), raw_max, zeros_like(raw_max)))
+        result = log(reduce_sum(exp(subtract(x, my_max)), axis, keepdims=keep))
+        if not keep:
+            my_max = reshape(my_max, shape(result))
+        return add(result, my_max, name=scope)
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_variance(input_tensor, axis=None, keepdims=False, name=None): the mean of
+    the squared deviations from the mean over `axis` (real |x - mean|^2 for complex x)."""
+    with name_scope(name, "reduce_variance", [input_tensor]):
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        deviation = subtract(x, reduce_mean(x, axis, keepdims=True))
+        magnitude = abs(deviation) if x.dtype.is_complex else deviation
+        squared = multiply(magnitude, magnitude)
+        return reduce_mean(squared, axis, keepdims=bool(keepdims))
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_std(input_tensor, axis=None, keepdims=False, name=None): the square root of
+    reduce_variance."""
+    with name_scope(name, "reduce_std", [input_tensor]):
+        return sqrt(reduce_variance(input_tensor, axis, keepdims))
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
+    """tf.math.reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    sqrt(sum(x^2)) over `axis`, in x's dtype (integers truncate)."""
+    with name_scope(name, "reduce_euclidean_norm", [input_tensor]):
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        if x.dtype.is_integer:
+            y = cast(sqrt(cast(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)), dtypes.float64)), x.dtype)
+            return y
+        return sqrt(reduce_sum(multiply(x, x), axis, keepdims=bool(keepdims)))
+
+
+def _flat_diff(x):
+    x = reshape(convert_to_tensor(x, name="x"), [-1])
+    return subtract(x[1:], x[:-1]), x
+
+
+def is_non_decreasing(x, name=None) -> Tensor:
+    """tf.is_non_decreasing(x, name=None): whether x's elements, in row-major order, never
+    decrease (True for fewer than two elements)."""
+    with name_scope(name, "is_non_decreasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_non_decreasing", "x", flat, REAL)
+        return reduce_all(greater_equal(diff, zeros_like(diff)))
+
+
+def is_strictly_increasing(x, name=None) -> Tensor:
+    """tf.is_strictly_increasing(x, name=None): whether x's elements, in row-major order, always
+    increase (True for fewer than two elements)."""
+    with name_scope(name, "is_strictly_increasing", [x]):
+        diff, flat = _flat_diff(x)
+        check_dtype("is_strictly_increasing", "x", flat, REAL)
+        return reduce_all(greater(diff, zeros_like(diff)))
+
+
+# -- argmax / argmin ---------------------------------------------------------------------------
+def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
+    if axis is not None and dimension is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dimension'")
+    axis = axis if axis is not None else dimension
+    axis = 0 if axis is None else axis
+    output_type = dtypes.as_dtype(output_type)
+    if output_type not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"Value passed to parameter 'output_type' has DataType {output_type.name} not in "
+                        f"list of allowed values: int32, int64 (op '{op_type}')")
+    with name_scope(name, op_type, [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        dim = axis if isinstance(axis, Tensor) else convert_to_tensor(axis, dtype=dtypes.int32, name="dimension")
+        return make_op(op_type, [x, dim], {"output_type": output_type, "Tidx": dim.dtype},
+                       name=scope).outputs[0]
+
+
+def _arg_infer(op):
+    x, dim = op.inputs
+    out = op.get_attr("output_type")
+    nd = x.shape.ndims
+    if nd is None:
+        return [(out, unknown_shape())]
+    d = constant_value(dim)
+    if d is None:
+        return [(out, unknown_shape(max(nd - 1, 0)))]
+    d = int(d)
+    if not -max(nd, 1) <= d < max(nd, 1):
+        raise ValueError(f"Expected dimension in the range [{-nd}, {nd}), but got {d}")
+    d %= max(nd, 1)
+    dims = x.shape.as_tuple_or_none()
+    return [(out, TensorShape([v for i, v in enumerate(dims) if i != d]))]
+
+
+def _arg_kernel(np_fn):
+    def factory(node, ctx):
+        out = dtypes.as_dtype(node.attr["output_type"]).as_numpy_dtype
+
+        def run(x, dim):
+            x = np.asarray(x)
+            d = int(dim)
+            if not -max(x.ndim, 1) <= d < max(x.ndim, 1):
+                raise invalid(node, f"Expected dimension in the range [{-x.ndim}, {x.ndim}), but got {d}")
+            if x.ndim and x.shape[d] == 0:
+                raise invalid(node, f"Reduction axis {d} is empty in shape {list(x.shape)}")
+            r = np.asarray(np_fn(x, axis=d if x.ndim else None)).astype(out)
+            return r[()] if r.ndim == 0 else r
+        return run
+    return factory
+
+
+register("ArgMax", _arg_infer, _arg_kernel(np.argmax), grad=None, dtypes=NUMERIC, dtype_param="input")
+register("ArgMin", _arg_infer, _arg_kernel(np.argmin), grad=None, dtypes=NUMERIC, dtype_param="input")
+
+
+def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+    """tf.argmax(input, axis=None, name=None, dimension=None, output_type=tf.int64): index of the
+    largest value along `axis` (default 0; `dimension` is the TF1 alias)."""
+    return _arg("ArgMax", input, axis, name, dimension, output_type)
+
+
+def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+    """tf.argmin(input, axis=None, name=None, dimension=None, output_type=tf.int64)."""
+    return _arg("ArgMin", input, axis, name, dimension, output_type)
+
+
+def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """tf.arg_max(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmax."""
+    return _arg("ArgMax", input, dimension, name, None, output_type)
+
+
+def arg_min(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+    """tf.arg_min(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmin."""
+    return _arg("ArgMin", input, dimension, name, None, output_type)
+
+
+# -- cumsum / cumprod --------------------------------------------------------------------------
+def _cumulative(op_type, x, axis, exclusive, reverse, name) -> Tensor:
+    with name_scope(name, op_type, [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        axis = axis if isinstance(axis, Tensor) else convert_to_tensor(axis, dtype=dtypes.int32, name="axis")
+        return make_op(op_type, [x, axis], {"exclusive": bool(exclusive), "reverse": bool(reverse),
+                                          "Tidx": axis.dtype}, name=scope).outputs[0]
+
+
+def _cum_infer(op):
+    x, axis = op.inputs
+    a = constant_value(axis)
+    nd = x.shape.ndims
+    if a is not None and nd is not None and not -nd <= int(a) < nd:
+        raise ValueError(f"axis {int(a)} is out of range [{-nd}, {nd})")
+    return [(x.dtype, x.shape)]
+
+
+def _cum_kernel(np_fn, identity):
+    def factory(node, ctx):
+        exclusive, reverse = bool(node.attr.get("exclusive")), bool(node.attr.get("reverse"))
+
+        def run(x, axis):
+            x = np.asarray(x)
+            a = int(axis)
+            if not -x.ndim <= a < x.ndim:
+                raise invalid(node, f"axis {a} is out of range [{-x.ndim}, {x.ndim})")
+            a %= x.ndim
+            if reverse:
+                x = np.flip(x, a)
+            out = np_fn(x, axis=a, dtype=x.dtype)
+            if exclusive:
+                lead = np.full_like(np.take(out, [0], axis=a), identity)
+                out = np.concatenate([lead, np.take(out, np.arange(x.shape[a] - 1), axis=a)], axis=a)
+            if reverse:
+                out = np.flip(out, a)
+            return np.ascontiguousarray(out)
+        return run
+    return factory
+
+
+def _cumsum_grad(op, grad):
+    return [cumsum(grad, op.inputs[1], exclusive=op.get_attr("exclusive"),
+                   reverse=not op.get_attr("reverse")), None]
+
+
+def _cumprod_grad(op, grad):
+    x, axis = op.inputs
+    exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
+    prod = cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+    out = cumsum(multiply(prod, grad), axis, exclusive=exclusive, reverse=not reverse)
+    return [realdiv(out, x), None]
+
+
+register("Cumsum", _cum_infer, _cum_kernel(np.cumsum, 0), grad=_cumsum_grad, dtypes=NUMERIC)
+register("Cumprod", _cum_infer, _cum_kernel(np.cumprod, 1), grad=_cumprod_grad, dtypes=NUMERIC)
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """tf.cumsum(x, axis=0, exclusive=False, reverse=False, name=None): running sum along `axis`."""
+    return _cumulative("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """tf.cumprod(x, axis=0, exclusive=False, reverse=False, name=None): running product."""
+    return _cumulative("Cumprod", x, axis, exclusive, reverse, name)
+
+
+# -- count_nonzero -----------------------------------------------------------------------------
+def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None, input=None) -> Tensor:  # noqa: A002 (TF name)
+    """tf.count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=tf.int64, name=None,
+    reduction_indices=None, keep_dims=None, input=None): the number of non-zero (or non-empty
+    string / True) elements along `axis` (`input` is the deprecated spelling of input_tensor)."""
+    if input_tensor is not None and input is not None:
+        raise ValueError("Cannot specify both 'input' and 'input_tensor'.")
+    input_tensor = input if input_tensor is None else input_tensor
+    if input_tensor is None:
+        raise ValueError("count_nonzero: input_tensor is required")
+    keep = resolve_keepdims(keepdims, keep_dims)
+    axis = _axis(axis, reduction_indices)
+    with name_scope(name, "count_nonzero", [input_tensor]):
+        x = convert_to_tensor(input_tensor, name="input_tensor")
+        zero = convert_to_tensor(b"" if x.dtype == dtypes.string else 0, dtype=x.dtype, name="zeros")
+        nonzero = cast(not_equal(x, zero), dtypes.int64)
+        return cast(reduce_sum(nonzero, axis=axis, keepdims=keep), dtype)
+
+
+# -- bincount ----------------------------------------------------------------------------------
+def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32) -> Tensor:
+    """tf.bincount(arr, weights=None, minlength=None, maxlength=None, dtype=tf.int32): counts of
+    each value of a non-negative int32 array (summing `weights` instead when given)."""
+    with name_scope(None, "bincount", [arr, weights]):
+        arr = convert_to_tensor(arr, name="arr", dtype=dtypes.int32)
+        if weights is not None:
+            weights = convert_to_tensor(weights, name="weights")
+            dtype = weights.dtype
+        else:
+            weights = convert_to_tensor(np.zeros([0], dtypes.as_dtype(dtype).as_numpy_dtype), name="weights")
+        lo = convert_to_tensor(-1 if minlength is None else minlength, dtype=dtypes.int32, name="minlength")
+        hi = convert_to_tensor(-1 if maxlength is None else maxlength, dtype=dtypes.int32, name="maxlength")
+        return make_op("Bincount", [arr, lo, hi, weights], {"T": weights.dtype}, name="Bincount").outputs[0]
+
+
+def _bincount_kernel(node, ctx):
+    def run(arr, lo, hi, weights):
+        arr, weights = np.asarray(arr).reshape(-1), np.asarray(weights)
+        if arr.size and arr.min() < 0:
+            raise invalid(node, "Input arr must be non-negative!")
+        size = int(arr.max()) + 1 if arr.size else 0
+        if int(lo) >= 0:
+            size = max(size, int(lo))
+        if int(hi) >= 0:
+            size = min(size, int(hi))
+        keep = arr < size
+        w = weights.reshape(-1)[keep] if weights.size else None
+        out = np.bincount(arr[keep], weights=w, minlength=size)[:size]
+        return out.astype(weights.dtype)
+    return run
+
+
+register("Bincount", lambda op: [(op.get_attr("T"), TensorShape([None]))], _bincount_kernel, grad=None)

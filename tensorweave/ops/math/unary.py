@@ -1,0 +1,197 @@
+"""Math ops, elementwise unary family: abs, exp, log, trig, sigmoid, rounding, finiteness
+tests. Each op's shape function, accepted dtypes, numpy kernel and gradient sit together."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.fill import zeros_like
+from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, make_op, same_as_input
+from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
+from tensorweave.ops.registry import pure, register
+
+__all__ = ["abs", "negative", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log",
+           "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
+           "sigmoid",
+           "log_sigmoid", "erf", "floor", "ceil", "round", "rint", "is_nan", "is_inf", "is_finite"]
+
+
+def _bool_same(op):
+    return [(dtypes.bool, op.inputs[0].shape)]
+
+
+def unary(op_type: str, x, name: Optional[str], default: Optional[str] = None, attrs: Optional[dict] = None) -> Tensor:
+    """Builds a one-input op inside a name scope, as TF's generated wrappers do."""
+    with name_scope(name, default or op_type, [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        return make_op(op_type, [x], dict(attrs or {}, T=x.dtype), name=scope).outputs[0]
+
+
+def _define(op_type: str, np_fn: Callable, grad, allowed, doc: str, infer=same_as_input()):
+    """Registers a unary op and returns its TF-style wrapper `fn(x, name=None)`."""
+    register(op_type, infer, pure(np_fn), grad=grad, dtypes=allowed)
+
+    def fn(x, name=None) -> Tensor:
+        return unary(op_type, x, name, op_type)
+    fn.__name__ = op_type
+    fn.__doc__ = doc
+    return fn
+
+
+# -- sign and magnitude -----------------------------------------------------------------------
+def _abs_grad(op, g):
+    return [multiply(g, sign(op.inputs[0]))]
+
+
+register("Abs", same_as_input(), pure(np.abs), grad=_abs_grad, dtypes=REAL)
+register("ComplexAbs", lambda op: [(dtypes.float32 if op.inputs[0].dtype == dtypes.complex64 else dtypes.float64,
+                                    op.inputs[0].shape)], pure(np.abs), grad=None)
+
+
+def abs(x, name=None):  # noqa: A001 (TF name)
+    """tf.abs(x, name=None): |x| elementwise; complex input gives its real magnitude."""
+    with name_scope(name, "Abs", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        if x.dtype in COMPLEX:
+            return make_op("ComplexAbs", [x], {"Tout": dtypes.float32 if x.dtype == dtypes.complex64
+                                               else dtypes.float64}, name=scope).outputs[0]
+        return make_op("Abs", [x], {"T": x.dtype}, name=scope).outputs[0]
+
+
+negative = _define("Neg", np.negative, lambda op, g: [negative(g)], NUMERIC,
+                   "tf.negative(x, name=None): -x elementwise.")
+sign = _define("Sign", np.sign, lambda op, g: [zeros_like(op.inputs[0])], NUMERIC,
+               "tf.sign(x, name=None): -1, 0 or 1 elementwise (NaN stays NaN).")
+square = _define("Square", np.square, lambda op, g: [multiply(g, multiply(op.inputs[0], 2))], NUMERIC,
+                 "tf.square(x, name=None): x * x elementwise.")
+
+
+# -- powers, exponentials, logs ---------------------------------------------------------------
+def _y(op):
+    return op.outputs[0]
+
+
+sqrt = _define("Sqrt", np.sqrt, lambda op, g: [multiply(g, realdiv(0.5, _y(op)))], FLOAT_COMPLEX,
+               "tf.sqrt(x, name=None): square root elementwise.")
+rsqrt = _define("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
+                lambda op, g: [multiply(multiply(g, -0.5), multiply(square(_y(op)), _y(op)))],
+                FLOAT_COMPLEX, "tf.rsqrt(x, name=None): 1 / sqrt(x) elementwise.")
+
+
+def _reciprocal_kernel(x):
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":  # integer 1/x truncates, as C does; 1/0 is left to numpy's value
+        return np.where(np.abs(x) == 1, x, np.zeros((), x.dtype)).astype(x.dtype)
+    return np.reciprocal(x)
+
+
+reciprocal = _define("Reciprocal", _reciprocal_kernel,
+                     lambda op, g: [multiply(negative(g), square(_y(op)))], NUMERIC,
+                     "tf.reciprocal(x, name=None): 1 / x elementwise.")
+exp = _define("Exp", np.exp, lambda op, g: [multiply(g, _y(op))], FLOAT_COMPLEX,
+              "tf.exp(x, name=None): e**x elementwise.")
+expm1 = _define("Expm1", np.expm1, lambda op, g: [multiply(g, exp(op.inputs[0]))], FLOAT_COMPLEX,
+                "tf.expm1(x, name=None): e**x - 1 elementwise, accurate near 0.")
+log = _define("Log", np.log, lambda op, g: [multiply(g, reciprocal(op.inputs[0]))], FLOAT_COMPLEX,
+              "tf.log(x, name=None): natural logarithm elementwise.")
+log1p = _define("Log1p", np.log1p, lambda op, g: [multiply(g, reciprocal(add(op.inputs[0], 1)))],
+                FLOAT_COMPLEX, "tf.log1p(x, name=None): log(1 + x) elementwise, accurate near 0.")
+
+
+# -- trigonometric and hyperbolic -------------------------------------------------------------
+sin = _define("Sin", np.sin, lambda op, g: [multiply(g, cos(op.inputs[0]))], FLOAT_COMPLEX,
+              "tf.sin(x, name=None).")
+cos = _define("Cos", np.cos, lambda op, g: [multiply(negative(g), sin(op.inputs[0]))], FLOAT_COMPLEX,
+              "tf.cos(x, name=None).")
+tan = _define("Tan", np.tan, lambda op, g: [multiply(g, square(reciprocal(cos(op.inputs[0]))))],
+              FLOAT_COMPLEX, "tf.tan(x, name=None).")
+asin = _define("Asin", np.arcsin,
+               lambda op, g: [multiply(g, rsqrt(subtract(1, square(op.inputs[0]))))],
+               FLOAT_COMPLEX, "tf.asin(x, name=None).")
+acos = _define("Acos", np.arccos,
+               lambda op, g: [multiply(negative(g), rsqrt(subtract(1, square(op.inputs[0]))))],
+               FLOAT_COMPLEX, "tf.acos(x, name=None).")
+atan = _define("Atan", np.arctan,
+               lambda op, g: [multiply(g, reciprocal(add(1, square(op.inputs[0]))))],
+               FLOAT_COMPLEX, "tf.atan(x, name=None).")
+asinh = _define("Asinh", np.arcsinh, lambda op, g: [realdiv(g, cosh(_y(op)))], FLOAT_COMPLEX,
+                "tf.asinh(x, name=None): inverse hyperbolic sine.")
+acosh = _define("Acosh", np.arccosh, lambda op, g: [realdiv(g, sinh(_y(op)))], FLOAT_COMPLEX,
+                "tf.acosh(x, name=None): inverse hyperbolic cosine.")
+atanh = _define("Atanh", np.arctanh, lambda op, g: [multiply(g, reciprocal(subtract(1, square(op.inputs[0]))))],
+                FLOAT_COMPLEX, "tf.atanh(x, name=None): inverse hyperbolic tangent.")
+sinh = _define("Sinh", np.sinh, lambda op, g: [multiply(g, cosh(op.inputs[0]))], FLOAT_COMPLEX,
+               "tf.sinh(x, name=None).")
+cosh = _define("Cosh", np.cosh, lambda op, g: [multiply(g, sinh(op.inputs[0]))], FLOAT_COMPLEX,
+               "tf.cosh(x, name=None).")
+tanh = _define("Tanh", np.tanh, lambda op, g: [multiply(g, subtract(1, square(_y(op))))],
+               FLOAT_COMPLEX, "tf.tanh(x, name=None): hyperbolic tangent elementwise.")
+
+
+def _sigmoid_np(x):
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    # Two branches so that exp never overflows: TF's value for large |x| is exactly 0 or 1.
+    e = np.exp(-np.abs(x))
+    out = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    return out[()] if out.ndim == 0 else out
+
+
+sigmoid = _define("Sigmoid", _sigmoid_np,
+                  lambda op, g: [multiply(g, multiply(_y(op), subtract(1, _y(op))))],
+                  FLOAT_COMPLEX, "tf.sigmoid(x, name=None): 1 / (1 + exp(-x)) elementwise.")
+
+
+def log_sigmoid(x, name=None):
+    """tf.log_sigmoid(x, name=None): log(sigmoid(x)) = -softplus(-x), computed stably."""
+    with name_scope(name, "LogSigmoid", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        # -softplus(-x) = min(x, 0) - log1p(exp(-|x|))
+        return subtract(minimum(x, 0), log1p(exp(negative(abs(x)))), name=scope)
+
+
+_erf_scalar = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_np(x):
+    x = np.asarray(x)
+    out = _erf_scalar(x).astype(x.dtype, copy=False) if x.size else x.copy()
+    return out[()] if out.ndim == 0 else out
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+erf = _define("Erf", _erf_np,
+              lambda op, g: [multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(op.inputs[0])))))],
+              FLOATS, "tf.erf(x, name=None): the Gauss error function elementwise.")
+
+
+# -- rounding ----------------------------------------------------------------------------------
+floor = _define("Floor", np.floor, None, FLOATS, "tf.floor(x, name=None): largest integer <= x.")
+ceil = _define("Ceil", np.ceil, None, FLOATS, "tf.ceil(x, name=None): smallest integer >= x.")
+rint = _define("Rint", np.rint, None, FLOATS,
+               "tf.rint(x, name=None): nearest integer, halves to even.")
+register("Round", same_as_input(), pure(np.rint), grad=None, dtypes=FLOAT_COMPLEX)
+
+
+def round(x, name=None):  # noqa: A001 (TF name)
+    """tf.round(x, name=None): rounds half to even (banker's rounding); ints pass through."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_integer:
+        return x
+    return unary("Round", x, name, "Round")
+
+
+# -- finiteness tests --------------------------------------------------------------------------
+is_nan = _define("IsNan", np.isnan, None, FLOATS, "tf.is_nan(x, name=None): elementwise isnan.",
+                 infer=_bool_same)
+is_inf = _define("IsInf", np.isinf, None, FLOATS, "tf.is_inf(x, name=None): elementwise isinf.",
+                 infer=_bool_same)
+is_finite = _define("IsFinite", np.isfinite, None, FLOATS,
+                    "tf.is_finite(x, name=None): elementwise isfinite.", infer=_bool_same)

@@ -1,0 +1,330 @@
+"""NN activations: relu, relu6, elu, selu, leaky_relu, softplus, softsign (with their *Grad
+ops), softmax and log_softmax, and bias_add (the op TF fuses with them)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import swap_axes_perm, transpose
+from tensorweave.ops.helpers import make_op, same_as_input
+from tensorweave.ops.math.binary import multiply, subtract
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.unary import exp, negative
+from tensorweave.ops.nn.intra_op import split_elementwise
+from tensorweave.ops.nn.util import as_str, dims
+from tensorweave.ops.registry import pure, register
+
+__all__ = ["relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign", "softmax", "log_softmax",
+           "bias_add", "bias_add_v1", "crelu"]
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+def _pair_infer(op):
+    a, b = op.inputs
+    return [(a.dtype, a.shape.merge_with(b.shape) if a.shape.is_compatible_with(b.shape) else _bad(a, b))]
+
+
+def _bad(a, b):
+    raise ValueError(f"Shapes {a.shape} and {b.shape} are incompatible")
+
+
+# -- activations -------------------------------------------------------------------------------
+def relu(features, name=None):
+    """tf.nn.relu(features, name=None): max(features, 0)."""
+    return make_op("Relu", [convert_to_tensor(features)], name=name or "Relu").outputs[0]
+
+
+def relu6(features, name=None):
+    """tf.nn.relu6(features, name=None): min(max(features, 0), 6)."""
+    return make_op("Relu6", [convert_to_tensor(features)], name=name or "Relu6").outputs[0]
+
+
+def elu(features, name=None):
+    """tf.nn.elu(features, name=None): exp(features) - 1 if < 0, features otherwise."""
+    return make_op("Elu", [convert_to_tensor(features)], name=name or "Elu").outputs[0]
+
+
+def selu(features, name=None):
+    """tf.nn.selu(features, name=None): scale * elu with alpha (Klambauer et al.)."""
+    return make_op("Selu", [convert_to_tensor(features)], name=name or "Selu").outputs[0]
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """tf.nn.leaky_relu(features, alpha=0.2, name=None): max(alpha * features, features)."""
+    features = convert_to_tensor(features)
+    if features.dtype.is_integer:
+        features = cast(features, dtypes.float32)
+    return make_op("LeakyRelu", [features], {"alpha": float(alpha), "T": features.dtype},
+                   name=name or "LeakyRelu").outputs[0]
+
+
+def softplus(features, name=None):
+    """tf.nn.softplus(features, name=None): log(exp(features) + 1)."""
+    return make_op("Softplus", [convert_to_tensor(features)], name=name or "Softplus").outputs[0]
+
+
+def softsign(features, name=None):
+    """tf.nn.softsign(features, name=None): features / (abs(features) + 1)."""
+    return make_op("Softsign", [convert_to_tensor(features)], name=name or "Softsign").outputs[0]
+
+
+def _relu_kernel(x):
+    return split_elementwise(np.maximum, x, np.zeros((), x.dtype))
+
+
+def _relu6_kernel(x):
+    return np.clip(x, np.zeros((), x.dtype), np.array(6, x.dtype))
+
+
+def _elu_kernel(x):
+    return np.where(x < 0, np.expm1(np.minimum(x, 0)), x).astype(x.dtype, copy=False)
+
+
+def _selu_kernel(x):
+    neg = _SELU_SCALE * _SELU_ALPHA * np.expm1(np.minimum(x, 0))
+    return np.where(x < 0, neg, _SELU_SCALE * x).astype(x.dtype, copy=False)
+
+
+def _leaky_relu_kernel(node, ctx):
+    alpha = float(node.attr["alpha"])
+    return lambda x: np.where(x > 0, x, x * np.asarray(alpha, x.dtype)).astype(x.dtype, copy=False)
+
+
+def _softplus_kernel(x):
+    return np.logaddexp(np.zeros((), x.dtype), x).astype(x.dtype, copy=False)
+
+
+def _softsign_kernel(x):
+    return (x / (np.abs(x) + np.ones((), x.dtype))).astype(x.dtype, copy=False)
+
+
+def _grad_op(op_type, g, f, attrs=None):
+    return make_op(op_type, [g, f], attrs, name=op_type).outputs[0]
+
+
+register("Relu", same_as_input(0), pure(_relu_kernel),
+         grad=lambda op, g: [_grad_op("ReluGrad", g, op.outputs[0])])
+register("Relu6", same_as_input(0), pure(_relu6_kernel),
+         grad=lambda op, g: [_grad_op("Relu6Grad", g, op.inputs[0])])
+register("Elu", same_as_input(0), pure(_elu_kernel),
+         grad=lambda op, g: [_grad_op("EluGrad", g, op.outputs[0])])
+register("Selu", same_as_input(0), pure(_selu_kernel),
+         grad=lambda op, g: [_grad_op("SeluGrad", g, op.outputs[0])])
+register("LeakyRelu", same_as_input(0), _leaky_relu_kernel,
+         grad=lambda op, g: [_grad_op("LeakyReluGrad", g, op.inputs[0],
+                                      {"alpha": op.get_attr("alpha"), "T": op.inputs[0].dtype})])
+register("Softplus", same_as_input(0), pure(_softplus_kernel),
+         grad=lambda op, g: [_grad_op("SoftplusGrad", g, op.inputs[0])])
+register("Softsign", same_as_input(0), pure(_softsign_kernel),
+         grad=lambda op, g: [_grad_op("SoftsignGrad", g, op.inputs[0])])
+
+
+# The *Grad ops: (gradients, features-or-outputs) -> backprops, as TF defines them.
+# Multiplying by a boolean mask is several times faster than np.where on large arrays.
+def _relu_grad(g, y):
+    if g.shape != y.shape or g.dtype.kind != "f":
+        return np.multiply(g, y > 0, dtype=g.dtype)
+
+    def part(out, g, y):
+        np.greater(y, 0, out=out)   # 1 or 0 in g's dtype: no boolean temporary
+        np.multiply(out, g, out=out)
+    return split_elementwise(part, g, y, ufunc=False)
+
+
+def _relu6_grad(g, x):
+    return np.multiply(g, (x > 0) & (x < 6), dtype=g.dtype)
+
+
+def _elu_grad(g, y):
+    return np.where(y > 0, g, g * (y + np.ones((), y.dtype))).astype(g.dtype, copy=False)
+
+
+def _selu_grad(g, y):
+    neg = g * (y + np.asarray(_SELU_SCALE * _SELU_ALPHA, y.dtype))
+    return np.where(y > 0, g * np.asarray(_SELU_SCALE, g.dtype), neg).astype(g.dtype, copy=False)
+
+
+def _leaky_relu_grad_kernel(node, ctx):
+    alpha = float(node.attr["alpha"])
+    return lambda g, x: np.where(x > 0, g, g * np.asarray(alpha, g.dtype)).astype(g.dtype, copy=False)
+
+
+def _softplus_grad(g, x):
+    return (g / (np.ones((), x.dtype) + np.exp(-x))).astype(g.dtype, copy=False)
+
+
+def _softsign_grad(g, x):
+    return (g / np.square(np.ones((), x.dtype) + np.abs(x))).astype(g.dtype, copy=False)
+
+
+def _relu_grad_grad(op, gg):
+    # d(ReluGrad)/d(gradients) is the same mask; features get no gradient.
+    return [_grad_op("ReluGrad", gg, op.inputs[1]), None]
+
+
+register("ReluGrad", _pair_infer, pure(_relu_grad), grad=_relu_grad_grad)
+register("Relu6Grad", _pair_infer, pure(_relu6_grad),
+         grad=lambda op, gg: [_grad_op("Relu6Grad", gg, op.inputs[1]), None])
+register("EluGrad", _pair_infer, pure(_elu_grad), grad=None)
+register("SeluGrad", _pair_infer, pure(_selu_grad), grad=None)
+register("LeakyReluGrad", _pair_infer, _leaky_relu_grad_kernel,
+         grad=lambda op, gg: [_grad_op("LeakyReluGrad", gg, op.inputs[1],
+                                       {"alpha": op.get_attr("alpha"), "T": op.inputs[1].dtype}), None])
+register("SoftplusGrad", _pair_infer, pure(_softplus_grad), grad=None)
+register("SoftsignGrad", _pair_infer, pure(_softsign_grad), grad=None)
+
+
+# -- softmax / log_softmax ---------------------------------------------------------------------
+def _last_axis_op(op_type, logits, axis, name):
+    """Applies a last-axis op along `axis` by swapping that axis to the end and back (as TF);
+    a logits tensor of unknown rank swaps with a permutation computed at run time."""
+    logits = convert_to_tensor(logits)
+    ndims = logits.shape.ndims
+    if axis is None or axis == -1 or (ndims is not None and axis == ndims - 1):
+        return make_op(op_type, [logits], name=name or op_type).outputs[0]
+    if ndims is not None and not -ndims <= axis < ndims:
+        raise ValueError(f"{op_type}: axis {axis} is out of bounds for logits of rank {ndims} "
+                         f"(InvalidArgumentError in TF)")
+    perm = swap_axes_perm(logits, axis)
+    out = make_op(op_type, [transpose(logits, perm)], name=op_type).outputs[0]
+    out = transpose(out, perm, name=name)
+    out.set_shape(logits.shape)
+    return out
+
+
+def softmax(logits, axis=None, name=None, dim=None):
+    """tf.nn.softmax(logits, axis=None, name=None, dim=None): exp(logits) / sum(exp(logits), axis)."""
+    axis = dim if axis is None else axis
+    return _last_axis_op("Softmax", logits, axis, name)
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """tf.nn.log_softmax(logits, axis=None, name=None, dim=None): logits - log(sum(exp(logits), axis))."""
+    axis = dim if axis is None else axis
+    return _last_axis_op("LogSoftmax", logits, axis, name)
+
+
+def _rank_ge1_infer(op):
+    x = op.inputs[0]
+    if x.shape.ndims is not None and x.shape.ndims < 1:
+        raise ValueError(f"Shape must be at least rank 1 but is rank {x.shape.ndims}")
+    return [(x.dtype, x.shape)]
+
+
+def softmax_np(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+def log_softmax_np(x):
+    s = x - x.max(axis=-1, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
+
+
+def _softmax_grad(op, g):
+    s = op.outputs[0]
+    return [multiply(subtract(g, reduce_sum(multiply(g, s), -1, keepdims=True)), s)]
+
+
+def _log_softmax_grad(op, g):
+    return [subtract(g, multiply(reduce_sum(g, -1, keepdims=True), exp(op.outputs[0])))]
+
+
+register("Softmax", _rank_ge1_infer, pure(softmax_np), grad=_softmax_grad)
+register("LogSoftmax", _rank_ge1_infer, pure(log_softmax_np), grad=_log_softmax_grad)
+
+
+# -- bias_add ----------------------------------------------------------------------------------
+def bias_add(value, bias, data_format=None, name=None):
+    """tf.nn.bias_add(value, bias, data_format=None, name=None): adds the 1-D `bias` along the
+    channel dimension (last for NHWC/None, dimension 1 for NC*)."""
+    value = convert_to_tensor(value)
+    bias = convert_to_tensor(bias, dtype=value.dtype)
+    fmt = "NHWC" if data_format is None else as_str(data_format)
+    if fmt not in ("NHWC", "NCHW", "N..C", "NC.."):
+        raise ValueError(f"BiasAdd: data_format must be NHWC or NCHW, got {data_format!r}")
+    fmt = "NCHW" if fmt.startswith("NC") else "NHWC"
+    return make_op("BiasAdd", [value, bias], {"data_format": fmt, "T": value.dtype},
+                   name=name or "BiasAdd").outputs[0]
+
+
+def crelu(features, name=None, axis=-1):
+    """tf.nn.crelu(features, name=None, axis=-1): concat([relu(features), relu(-features)], axis),
+    doubling the depth."""
+    with name_scope(name, "CRelu", [features]) as scope:
+        features = convert_to_tensor(features, name="features")
+        return relu(concat([features, negative(features)], axis), name=scope)
+
+
+def bias_add_v1(value, bias, name=None):
+    """tf.nn.bias_add_v1(value, bias, name=None)."""
+    return bias_add(value, bias, name=name)
+
+
+def _bias_add_infer(op):
+    x, b = op.inputs
+    nchw = op.get_attr("data_format") == "NCHW"
+    xd = dims(x.shape)
+    if b.shape.ndims is not None and b.shape.ndims != 1:
+        raise ValueError(f"Shape must be rank 1 but is rank {b.shape.ndims}")
+    if xd is not None:
+        if len(xd) < 2 or (nchw and len(xd) < 3):
+            raise ValueError(f"Shape must be at least rank {3 if nchw else 2} but is rank {len(xd)}")
+        c = xd[1] if nchw else xd[-1]
+        bc = b.shape[0].value if b.shape.ndims == 1 else None
+        if c is not None and bc is not None and c != bc:
+            raise ValueError(f"Dimensions must be equal, but are {c} and {bc}")
+    return [(x.dtype, x.shape)]
+
+
+def _bias_add_kernel(node, ctx):
+    if node.attr.get("data_format") == "NCHW":
+        def run(x, b):
+            return split_elementwise(np.add, x, b.reshape((-1,) + (1,) * (x.ndim - 2)))
+        return run
+    return lambda x, b: split_elementwise(np.add, x, b)
+
+
+def _bias_add_grad(op, g):
+    fmt = op.get_attr("data_format")
+    db = make_op("BiasAddGrad", [g], {"data_format": fmt, "T": g.dtype}, name="BiasAddGrad").outputs[0]
+    return [g, db]
+
+
+def _bias_add_grad_infer(op):
+    g = op.inputs[0]
+    gd = dims(g.shape)
+    if gd is None:
+        return [(g.dtype, unknown_shape(1))]
+    c = gd[1] if op.get_attr("data_format") == "NCHW" else gd[-1]
+    return [(g.dtype, TensorShape([c]))]
+
+
+def _bias_add_grad_kernel(node, ctx):
+    nchw = node.attr.get("data_format") == "NCHW"
+
+    def run(g):
+        if nchw:
+            axes = (0,) + tuple(range(2, g.ndim))
+        else:
+            g2 = g.reshape(-1, g.shape[-1])
+            if g2.dtype in (np.float32, np.float64) and g2.shape[0] >= 256:
+                # ones @ g: one BLAS pass, faster than numpy's row-by-row axis-0 reduction and
+                # more accurate (blocked accumulation instead of one running sum per column).
+                return np.matmul(np.ones(g2.shape[0], g2.dtype), g2)
+            return g2.sum(axis=0, dtype=g.dtype)
+        return g.sum(axis=axes, dtype=g.dtype)
+    return run
+
+
+register("BiasAdd", _bias_add_infer, _bias_add_kernel, grad=_bias_add_grad)
+register("BiasAddV1", _bias_add_infer, _bias_add_kernel, grad=_bias_add_grad)
+register("BiasAddGrad", _bias_add_grad_infer, _bias_add_grad_kernel, grad=None)

@@ -1,0 +1,416 @@
+"""Convolution ops: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNative
+and its backprops; the conv2d, conv2d_transpose, depthwise_conv2d, separable_conv2d wrappers."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.nn import conv_kernels
+from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
+                                      rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
+from tensorweave.ops.registry import register
+
+__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "depthwise_conv2d",
+           "depthwise_conv2d_native", "separable_conv2d", "depthwise_conv2d_native_backprop_input",
+           "depthwise_conv2d_native_backprop_filter"]
+
+
+# -- attribute handling ------------------------------------------------------------------------
+def _four(value, fmt: str, name: str, op_name: str) -> list:
+    """1, 2 or 4 ints -> 4 ints in `fmt` order (batch and channel entries 1)."""
+    if value is None:
+        return [1, 1, 1, 1]
+    if isinstance(value, (int, np.integer)):
+        value = [int(value)]
+    value = [int(v) for v in value]
+    if len(value) == 4:
+        return value
+    if len(value) == 1:
+        value = value * 2
+    if len(value) != 2:
+        raise ValueError(f"{op_name}: {name} should be of length 1, 2 or 4 but was {len(value)}")
+    return [1, 1] + value if fmt == "NCHW" else [1] + value + [1]
+
+
+def _attrs(strides, padding, data_format, dilations, op_name: str) -> dict:
+    fmt = check_data_format(data_format, op_name)
+    pad, explicit = check_padding(padding, op_name)
+    attrs = {"strides": _four(strides, fmt, "strides", op_name), "padding": pad,
+             "data_format": fmt, "dilations": _four(dilations, fmt, "dilations", op_name),
+             "explicit_paddings": [v for p in explicit for v in p] if explicit else []}
+    return attrs
+
+
+def _geometry(attrs, in_h, in_w, kh, kw, op_name: str):
+    """(Geometry in NHWC terms, out_h, out_w) from an op's attrs; None sizes stay None."""
+    fmt = attrs["data_format"]
+    st, dil = attrs["strides"], attrs["dilations"]
+    c_axis, (ha, wa) = spatial_axes(fmt)
+    if st[0] != 1 or st[c_axis] != 1:
+        raise ValueError(f"{op_name}: Current implementation does not yet support strides in the batch "
+                         "and depth dimensions.")
+    if dil[0] != 1 or dil[c_axis] != 1:
+        raise ValueError(f"{op_name}: Current implementation does not yet support dilations in the batch "
+                         "and depth dimensions.")
+    if min(st) < 1 or min(dil) < 1:
+        raise ValueError(f"{op_name}: strides and dilations must be positive, got {st} and {dil}")
+    pad = as_str(attrs["padding"])
+    ex = list(attrs.get("explicit_paddings") or [0] * 8)
+    if pad == "EXPLICIT" and len(ex) != 8:
+        raise ValueError(f"{op_name}: explicit_paddings must have 8 entries, got {len(ex)}")
+    if pad != "EXPLICIT":
+        ex = [0] * 8
+    eh, ew = (ex[2 * ha], ex[2 * ha + 1]), (ex[2 * wa], ex[2 * wa + 1])
+    if in_h is None or in_w is None:
+        return None, window_out(in_h, kh, st[ha], dil[ha], pad, eh), window_out(in_w, kw, st[wa], dil[wa], pad, ew)
+    oh, pt, pb = window_pads(in_h, kh, st[ha], dil[ha], pad, eh)
+    ow, pl, pr = window_pads(in_w, kw, st[wa], dil[wa], pad, ew)
+    return conv_kernels.Geometry(st[ha], st[wa], dil[ha], dil[wa], pt, pb, pl, pr), oh, ow
+
+
+def _node_attrs(node) -> dict:
+    a = node.attr
+    return {"strides": list(a["strides"]), "padding": as_str(a["padding"]),
+            "data_format": as_str(a.get("data_format", "NHWC")),
+            "dilations": list(a.get("dilations") or [1, 1, 1, 1]),
+            "explicit_paddings": list(a.get("explicit_paddings") or [])}
+
+
+def _op_attrs(op) -> dict:
+    return {k: op.get_attr(k) for k in ("strides", "padding", "data_format", "dilations", "explicit_paddings")}
+
+
+def _conv_out_shape(op, xd, fd, depthwise: bool):
+    """Static NHWC->fmt output shape of a (depthwise) conv; checks channel agreement."""
+    attrs = _op_attrs(op)
+    fmt = as_str(attrs["data_format"])
+    n, h, w, c = nhwc_dims(xd, fmt)
+    kh, kw, fci, fco = fd
+    if c is not None and fci is not None:
+        if depthwise and c != fci:
+            raise ValueError(f"input and filter must have the same depth: {c} vs {fci}")
+        if not depthwise and (fci == 0 or c % fci != 0):
+            raise ValueError(f"Depth of input ({c}) is not a multiple of input depth of filter ({fci})")
+    _, oh, ow = _geometry(attrs, None, None, 1, 1, op.name)  # validates strides/dilations
+    st, dil, pad = attrs["strides"], attrs["dilations"], as_str(attrs["padding"])
+    _, (ha, wa) = spatial_axes(fmt)
+    ex = list(attrs["explicit_paddings"] or [0] * 8)
+    oh = None if kh is None else window_out(h, kh, st[ha], dil[ha], pad, ex[2 * ha:2 * ha + 2])
+    ow = None if kw is None else window_out(w, kw, st[wa], dil[wa], pad, ex[2 * wa:2 * wa + 2])
+    if depthwise:
+        co = None if fci is None or fco is None else fci * fco
+    else:
+        co = fco
+    return TensorShape(fmt_dims([n, oh, ow, co], fmt))
+
+
+# -- Conv2D ------------------------------------------------------------------------------------
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
+           data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
+    """tf.nn.conv2d(input, filter, strides, padding, use_cudnn_on_gpu=True, data_format='NHWC',
+    dilations=[1, 1, 1, 1], name=None): 2-D cross-correlation of a 4-D input with a
+    [height, width, in_channels, out_channels] filter. `padding` is 'SAME', 'VALID' or a list of
+    4 [before, after] pairs in data_format order."""
+    if filter is None:
+        filter = filters  # noqa: A001
+    if filter is None or strides is None or padding is None:
+        raise TypeError("conv2d() missing required arguments: filter, strides and padding")
+    input = convert_to_tensor(input)  # noqa: A001
+    filter = convert_to_tensor(filter, dtype=input.dtype)  # noqa: A001
+    attrs = _attrs(strides, padding, data_format, dilations, "Conv2D")
+    attrs["use_cudnn_on_gpu"] = bool(use_cudnn_on_gpu)
+    attrs["T"] = input.dtype
+    return make_op("Conv2D", [input, filter], attrs, name=name or "Conv2D").outputs[0]
+
+
+def _conv2d_infer(op):
+    x, f = op.inputs
+    if not x.dtype.is_floating and x.dtype not in (dtypes.int32,):
+        raise ValueError(f"Conv2D does not support dtype {x.dtype.name}")
+    xd, fd = rank4(x.shape, "input"), rank4(f.shape, "filter")
+    return [(x.dtype, _conv_out_shape(op, xd, fd, False))]
+
+
+def _conv2d_kernel(node, ctx):
+    attrs = _node_attrs(node)
+    fmt = attrs["data_format"]
+    ws = conv_kernels.Workspace()
+
+    def run(x, w):
+        x = to_nhwc(x, fmt)
+        if x.shape[3] != w.shape[2]:
+            raise invalid(node, f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs "
+                                  f"{w.shape[2]} (grouped convolution is not supported)")
+        g, _, _ = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        return from_nhwc(conv_kernels.conv2d_nhwc(x, w, g, ws), fmt)
+    return run
+
+
+def _conv2d_grad(op, grad):
+    attrs = _op_attrs(op)
+    x, f = op.inputs
+    dx = _conv_backprop_input(shape_tensor(x), f, grad, attrs)
+    df = _conv_backprop_filter(x, shape_tensor(f), grad, attrs)
+    return [dx, df]
+
+
+register("Conv2D", _conv2d_infer, _conv2d_kernel, grad=_conv2d_grad)
+
+
+# -- Conv2DBackpropInput / Conv2DBackpropFilter ------------------------------------------------
+def _conv_backprop_input(input_sizes, filter, out_backprop, attrs, name=None):  # noqa: A002
+    attrs = dict(attrs, T=out_backprop.dtype)
+    return make_op("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs,
+                   name=name or "Conv2DBackpropInput").outputs[0]
+
+
+def _conv_backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):  # noqa: A002
+    attrs = dict(attrs, T=out_backprop.dtype)
+    return make_op("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], attrs,
+                   name=name or "Conv2DBackpropFilter").outputs[0]
+
+
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002
+                          use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
+                          filters=None):
+    """tf.nn.conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, ...)."""
+    filter = filters if filter is None else filter  # noqa: A001
+    out_backprop = convert_to_tensor(out_backprop)
+    attrs = _attrs(strides, padding, data_format, dilations, "Conv2DBackpropInput")
+    return _conv_backprop_input(convert_to_tensor(input_sizes, dtype=dtypes.int32),
+                                convert_to_tensor(filter, dtype=out_backprop.dtype), out_backprop, attrs, name)
+
+
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, ...)."""
+    input = convert_to_tensor(input)  # noqa: A001
+    attrs = _attrs(strides, padding, data_format, dilations, "Conv2DBackpropFilter")
+    return _conv_backprop_filter(input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
+                                 convert_to_tensor(out_backprop, dtype=input.dtype), attrs, name)
+
+
+def _check_dy(op, xd, fd, dyd, depthwise):
+    """The output gradient's static shape must be the forward output's shape."""
+    if None in xd or None in fd:
+        return
+    fwd = _conv_out_shape(op, xd, fd, depthwise)
+    if not fwd.is_compatible_with(TensorShape(dyd)):
+        raise ValueError(f"Conv2DCustomBackprop: out_backprop shape {TensorShape(dyd)} does not match the "
+                         f"forward output shape {fwd} for input {TensorShape(xd)} and filter {TensorShape(fd)}")
+
+
+def _sizes_dims(sizes, what: str) -> list:
+    """The 4 dims an input_sizes/filter_sizes vector names (None where unknown at build time)."""
+    named = constant_value_as_shape(sizes)
+    result = dims(named) if named.ndims is not None else [None] * 4
+    if len(result) != 4:
+        raise ValueError(f"{what} must be a 4-element vector, got {named}")
+    return result
+
+
+def _backprop_input_infer(op):
+    sizes, f, dy = op.inputs
+    xd = _sizes_dims(sizes, "input_sizes")
+    fd, dyd = rank4(f.shape, "filter"), rank4(dy.shape, "out_backprop")
+    _check_dy(op, xd, fd, dyd, op.type.startswith("Depthwise"))
+    return [(dy.dtype, TensorShape(xd))]
+
+
+def _backprop_filter_infer(op):
+    x, sizes, dy = op.inputs
+    fd = _sizes_dims(sizes, "filter_sizes")
+    xd, dyd = rank4(x.shape, "input"), rank4(dy.shape, "out_backprop")
+    _check_dy(op, xd, fd, dyd, op.type.startswith("Depthwise"))
+    return [(dy.dtype, TensorShape(fd))]
+
+
+def _backprop_input_kernel(node, ctx):
+    attrs = _node_attrs(node)
+    fmt = attrs["data_format"]
+    ws = conv_kernels.Workspace()
+    depthwise = node.op.startswith("Depthwise")
+
+    def run(sizes, w, dy):
+        n, h, wd, c = nhwc_dims([int(v) for v in sizes], fmt)
+        dy = to_nhwc(dy, fmt)
+        g, oh, ow = _geometry(attrs, h, wd, w.shape[0], w.shape[1], node.name)
+        want_c = w.shape[2] * w.shape[3] if depthwise else w.shape[3]
+        if (dy.shape[0], dy.shape[1], dy.shape[2], dy.shape[3]) != (n, oh, ow, want_c) or c != w.shape[2]:
+            raise invalid(node, f"Conv2DCustomBackpropInput: shapes do not agree: input_sizes "
+                                  f"{list(sizes)}, filter {list(w.shape)}, out_backprop {list(dy.shape)}")
+        if depthwise:
+            dx = conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g)
+        else:
+            dx = conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws)
+        return from_nhwc(np.ascontiguousarray(dx), fmt)
+    return run
+
+
+def _backprop_filter_kernel(node, ctx):
+    attrs = _node_attrs(node)
+    fmt = attrs["data_format"]
+    ws = conv_kernels.Workspace()
+    depthwise = node.op.startswith("Depthwise")
+
+    def run(x, sizes, dy):
+        kh, kw, ci, co = (int(v) for v in sizes)
+        x, dy = to_nhwc(x, fmt), to_nhwc(dy, fmt)
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], kh, kw, node.name)
+        want_c = ci * co if depthwise else co
+        if dy.shape[1:] != (oh, ow, want_c) or x.shape[3] != ci or dy.shape[0] != x.shape[0]:
+            raise invalid(node, f"Conv2DCustomBackpropFilter: shapes do not agree: input {list(x.shape)}, "
+                                  f"filter_sizes {list(sizes)}, out_backprop {list(dy.shape)}")
+        if depthwise:
+            return conv_kernels.depthwise_filter_grad_nhwc(x, dy, kh, kw, g)
+        return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws)
+    return run
+
+
+def _backprop_input_grad(op, grad):
+    attrs = _op_attrs(op)
+    _, f, dy = op.inputs
+    return [None, _conv_backprop_filter(grad, shape_tensor(f), dy, attrs),
+            make_op("Conv2D", [grad, f], dict(attrs, T=grad.dtype), name="Conv2D").outputs[0]]
+
+
+def _backprop_filter_grad(op, grad):
+    attrs = _op_attrs(op)
+    x, _, dy = op.inputs
+    return [_conv_backprop_input(shape_tensor(x), grad, dy, attrs), None,
+            make_op("Conv2D", [x, grad], dict(attrs, T=grad.dtype), name="Conv2D").outputs[0]]
+
+
+register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=_backprop_input_grad)
+register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
+                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+    """tf.nn.conv2d_transpose(value, filter, output_shape, strides, padding='SAME',
+    data_format='NHWC', name=None): the gradient of conv2d with respect to its input; `filter` is
+    [height, width, output_channels, in_channels]."""
+    value = input if value is None else value
+    filter = filters if filter is None else filter  # noqa: A001
+    value = convert_to_tensor(value)
+    filter = convert_to_tensor(filter, dtype=value.dtype)  # noqa: A001
+    output_shape = convert_to_tensor(output_shape, dtype=dtypes.int32)
+    fmt = check_data_format(data_format, "conv2d_transpose")
+    c_axis = 1 if fmt == "NCHW" else 3
+    fd, vd = dims(filter.shape), dims(value.shape)
+    if vd is not None and fd is not None and vd[c_axis] is not None and fd[3] is not None \
+            and vd[c_axis] != fd[3]:
+        raise ValueError(f"conv2d_transpose: input channels does not match filter's input channels, "
+                         f"{vd[c_axis]} != {fd[3]} (value shape {value.shape}, filter shape {filter.shape})")
+    os_ = dims(constant_value_as_shape(output_shape)) if output_shape.shape.ndims == 1 else None
+    if os_ is not None and len(os_) == 4 and fd is not None and os_[c_axis] is not None \
+            and fd[2] is not None and os_[c_axis] != fd[2]:
+        raise ValueError(f"conv2d_transpose: output_shape does not match filter's output channels, "
+                         f"{os_[c_axis]} != {fd[2]}")
+    attrs = _attrs(strides, padding, fmt, dilations, "Conv2DBackpropInput")
+    return _conv_backprop_input(output_shape, filter, value, attrs, name or "conv2d_transpose")
+
+
+# -- depthwise ---------------------------------------------------------------------------------
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
+                            dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.depthwise_conv2d_native(input, filter, strides, padding, data_format='NHWC',
+    dilations=[1, 1, 1, 1], name=None): filter [h, w, in_channels, channel_multiplier]."""
+    input = convert_to_tensor(input)  # noqa: A001
+    filter = convert_to_tensor(filter, dtype=input.dtype)  # noqa: A001
+    attrs = _attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNative")
+    attrs["T"] = input.dtype
+    return make_op("DepthwiseConv2dNative", [input, filter], attrs, name=name or "DepthwiseConv2dNative").outputs[0]
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None,  # noqa: A002
+                     dilations=None):
+    """tf.nn.depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,
+    data_format=None): per-channel conv; `rate` (or dilations) is the 2-D dilation."""
+    rate = dilations if rate is None else rate
+    fmt = check_data_format(data_format, "depthwise_conv2d")
+    return depthwise_conv2d_native(input, filter, strides, padding, fmt,
+                                   _four(rate or 1, fmt, "rate", "depthwise_conv2d"), name=name or "depthwise")
+
+
+def _depthwise_infer(op):
+    x, f = op.inputs
+    xd, fd = rank4(x.shape, "input"), rank4(f.shape, "filter")
+    return [(x.dtype, _conv_out_shape(op, xd, fd, True))]
+
+
+def _depthwise_kernel(node, ctx):
+    attrs = _node_attrs(node)
+    fmt = attrs["data_format"]
+
+    def run(x, w):
+        x = to_nhwc(x, fmt)
+        if x.shape[3] != w.shape[2]:
+            raise invalid(node, f"input and filter must have the same depth: {x.shape[3]} vs {w.shape[2]}")
+        g, _, _ = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        return from_nhwc(conv_kernels.depthwise_nhwc(x, w, g), fmt)
+    return run
+
+
+def _depthwise_grad(op, grad):
+    attrs = dict(_op_attrs(op), T=grad.dtype)
+    x, f = op.inputs
+    dx = make_op("DepthwiseConv2dNativeBackpropInput", [shape_tensor(x), f, grad], attrs,
+                 name="DepthwiseConv2dNativeBackpropInput").outputs[0]
+    df = make_op("DepthwiseConv2dNativeBackpropFilter", [x, shape_tensor(f), grad], attrs,
+                 name="DepthwiseConv2dNativeBackpropFilter").outputs[0]
+    return [dx, df]
+
+
+register("DepthwiseConv2dNative", _depthwise_infer, _depthwise_kernel, grad=_depthwise_grad)
+
+
+def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,  # noqa: A002
+                                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,
+    padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the input gradient of
+    depthwise_conv2d_native (also tf.nn.depthwise_conv2d_backprop_input)."""
+    out_backprop = convert_to_tensor(out_backprop)
+    attrs = dict(_attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNativeBackpropInput"),
+                 T=out_backprop.dtype)
+    return make_op("DepthwiseConv2dNativeBackpropInput", [convert_to_tensor(input_sizes, dtype=dtypes.int32),
+                                                          convert_to_tensor(filter, dtype=out_backprop.dtype),
+                                                          out_backprop], attrs,
+                   name=name or "DepthwiseConv2dNativeBackpropInput").outputs[0]
+
+
+def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+                                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.nn.depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides,
+    padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the filter gradient of
+    depthwise_conv2d_native (also tf.nn.depthwise_conv2d_backprop_filter)."""
+    input = convert_to_tensor(input)  # noqa: A001
+    attrs = dict(_attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNativeBackpropFilter"),
+                 T=input.dtype)
+    return make_op("DepthwiseConv2dNativeBackpropFilter", [input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
+                                                           convert_to_tensor(out_backprop, dtype=input.dtype)], attrs,
+                   name=name or "DepthwiseConv2dNativeBackpropFilter").outputs[0]
+register("DepthwiseConv2dNativeBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=None)
+register("DepthwiseConv2dNativeBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=None)
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,  # noqa: A002
+                     name=None, data_format=None, dilations=None):
+    """tf.nn.separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,
+    rate=None, name=None, data_format=None): depthwise conv then a 1x1 conv mixing channels."""
+    with name_scope(name, "separable_conv2d", [input, depthwise_filter, pointwise_filter]) as scope:
+        input = convert_to_tensor(input)  # noqa: A001
+        pointwise_filter = convert_to_tensor(pointwise_filter, dtype=input.dtype)
+        pd = dims(pointwise_filter.shape)
+        if pd is not None and (len(pd) != 4 or pd[0] not in (1, None) or pd[1] not in (1, None)):
+            raise ValueError(f"separable_conv2d: pointwise_filter must be [1, 1, in, out], got "
+                             f"{pointwise_filter.shape}")
+        fmt = check_data_format(data_format, "separable_conv2d")
+        depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, rate=rate or dilations,
+                                     name="depthwise", data_format=fmt)
+        return conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], "VALID", data_format=fmt, name=scope)

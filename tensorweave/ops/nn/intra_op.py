@@ -1,0 +1,89 @@
+"""Intra-op parallelism for the large memory-bound parts of numpy kernels (TF's
+intra_op_parallelism_threads): numpy releases the GIL inside ufunc loops and copies, so the
+halves of a batch processed on two threads use both cores, as BLAS already does for the GEMMs.
+
+Only work of at least _MIN_ELEMS elements is split (below that a thread hand-off, ~30 us, costs
+more than it saves). The caller runs the first part itself; the pool's threads never submit work
+to the pool, so a split cannot deadlock, and kernels running concurrently on other threads only
+share the cores.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+import numpy as np
+
+_MIN_ELEMS = 1 << 17
+
+
+def _cores() -> int:
+    """OMP_NUM_THREADS when set (`tensorweave launch` sets it, as it does BLAS's, when several tasks
+    share one machine's cores), else the cores this process may run on."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+THREADS = _cores()
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="tensorweave-intra-op")
+    return _pool
+
+
+def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> None:
+    """Calls fn(start, stop) over contiguous parts of range(n), in parallel when the whole is
+    `work_elems` elements or more and there are cores to use; returns when all have run."""
+    parts = min(THREADS, n, max(1, work_elems // _MIN_ELEMS))
+    if parts <= 1:
+        if n:
+            fn(0, n)
+        return
+    bounds = [n * i // parts for i in range(parts + 1)]
+    pool = _get_pool()
+    futures = [pool.submit(fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
+    try:
+        fn(bounds[0], bounds[1])
+    finally:
+        for f in futures:
+            f.result()
+
+
+def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndarray:
+    """An elementwise kernel over x (and `others`, broadcast against it) computed in parts along
+    axis 0 on the intra-op threads. `fn` is a ufunc called as fn(x, *others, out=out), or with
+    ufunc=False a function fn(out, x, *others) writing its part. The result has x's shape."""
+    others = [np.asarray(o) for o in others]
+    shape = np.broadcast_shapes(x.shape, *(o.shape for o in others))
+    if x.ndim == 0 or x.size < _MIN_ELEMS or shape != x.shape or THREADS == 1:
+        if ufunc:
+            return fn(x, *others)
+        out = np.empty(shape, np.result_type(x, *others))
+        fn(out, x, *others)
+        return out
+    out = np.empty(shape, np.result_type(x, *others))
+    split = [o.ndim == x.ndim and o.shape[0] == x.shape[0] for o in others]
+
+    def part(a: int, b: int) -> None:
+        args = [o[a:b] if s else o for o, s in zip(others, split)]
+        if ufunc:
+            fn(x[a:b], *args, out=out[a:b])
+        else:
+            fn(out[a:b], x[a:b], *args)
+    parallel_ranges(x.shape[0], x.size, part)
+    return out

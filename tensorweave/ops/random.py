@@ -1,0 +1,554 @@
+"""Random ops and TF1's seeding rules (graph seed + op seed).
+
+Each stateful random op draws from one numpy Generator per op and session, created when the
+op is first planned (kept in the session's resource manager, so every plan of the session
+shares it): each run draws new numbers, and two sessions with the same seeds draw the same
+sequences. Seeds (0, 0) mean nondeterministic, as in TF. Numbers are not bit-equal to TF's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import constant, shape as shape_of
+from tensorweave.ops.array.pad import pad
+from tensorweave.ops.helpers import FLOATS, make_op, same_as_input
+from tensorweave.ops.math.binary import add
+from tensorweave.ops.registry import register
+
+__all__ = ["random_normal", "truncated_normal", "random_uniform", "random_shuffle", "multinomial",
+           "random_gamma", "random_poisson", "set_random_seed", "get_seed", "random_crop"]
+
+DEFAULT_GRAPH_SEED = 87654321
+_MAXINT32 = 2 ** 31 - 1
+_RNG_CONTAINER = "_random_generators"
+
+
+# -- seeds ----------------------------------------------------------------------------------------
+def set_random_seed(seed) -> None:
+    """tf.set_random_seed(seed): the graph-level seed of the default graph."""
+    get_default_graph().seed = seed
+
+
+def _truncate_seed(seed: int) -> int:
+    return int(seed) % _MAXINT32
+
+
+def get_seed(op_seed) -> tuple:
+    """tf.get_seed(op_seed) -> (graph seed, op seed): the op's seeds under TF's rules. With a graph
+    seed and no op seed, the op seed is the graph's last op id; with neither, (None, None)."""
+    g = get_default_graph()
+    global_seed = g.seed
+    if global_seed is not None:
+        if op_seed is None:
+            op_seed = g._id_counter
+        seeds = (_truncate_seed(global_seed), _truncate_seed(op_seed))
+    elif op_seed is not None:
+        seeds = (DEFAULT_GRAPH_SEED, _truncate_seed(op_seed))
+    else:
+        seeds = (None, None)
+    if seeds == (0, 0):
+        return (0, _MAXINT32)
+    return seeds
+
+
+def seed_attrs(seed) -> dict:
+    """The seed/seed2 attrs of a stateful random op with op-level `seed`, under TF's rules."""
+    s1, s2 = get_seed(seed)
+    return {"seed": s1 or 0, "seed2": s2 or 0}
+
+
+def op_generator(node, ctx) -> np.random.Generator:
+    """The numpy Generator of a stateful random op: one per op and session (kept in the
+    session's resources), seeded from its seed attrs; fresh entropy for seeds (0, 0)."""
+    seed, seed2 = int(node.attr.get("seed", 0) or 0), int(node.attr.get("seed2", 0) or 0)
+    if seed == 0 and seed2 == 0:
+        return np.random.default_rng()
+    key = f"{node.name}/{node.op}/{seed}/{seed2}"
+    return ctx.resources.lookup_or_create(_RNG_CONTAINER, key, lambda: np.random.default_rng([seed, seed2]))
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _shape_tensor(shape) -> Tensor:
+    """A 1-D int32 (or int64) shape tensor, as TF's tensor_util.shape_tensor."""
+    if isinstance(shape, Tensor) or hasattr(shape, "_as_graph_element"):
+        t = convert_to_tensor(shape)
+        if t.dtype not in (dtypes.int32, dtypes.int64):
+            raise TypeError(f"Shape tensors must be int32 or int64, got {t.dtype.name}")
+        return t
+    if isinstance(shape, TensorShape):
+        shape = shape.as_list()
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
+        return stack([convert_to_tensor(d, dtype=dtypes.int32) for d in shape], name="shape")
+    arr = np.asarray(shape)
+    if arr.dtype.kind not in "iu":  # Dimension objects, or an empty list
+        arr = np.asarray([int(d) for d in arr.reshape(-1)], dtype=np.int64).reshape(arr.shape)
+    dtype = dtypes.int64 if arr.size and np.abs(arr).max() >= 2 ** 31 else dtypes.int32
+    return constant(arr, dtype=dtype, name="shape")
+
+
+def _shape_from_input(op) -> TensorShape:
+    return constant_value_as_shape(op.inputs[0])
+
+
+def _random_infer(op):
+    return [(op.get_attr("dtype"), _shape_from_input(op))]
+
+
+def _check_float(dtype, what: str = "dtype") -> dtypes.DType:
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in FLOATS:
+        raise TypeError(f"Value passed to parameter '{what}' has DataType {dtype.name} not in list of allowed "
+                        "values: float16, bfloat16, float32, float64")
+    return dtype
+
+
+def _dims(node, shape) -> tuple:
+    s = np.asarray(shape).reshape(-1)
+    if not s.size:
+        return ()
+    if (s < 0).any():
+        raise errors.InvalidArgumentError(node, node.name, f"Shape must be non-negative: {s.tolist()}")
+    return tuple(int(d) for d in s)
+
+
+# -- RandomStandardNormal / TruncatedNormal / RandomUniform ------------------------------------------
+def _normal_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    if np_dt in (np.float32, np.float64):
+        return lambda shape: rng.standard_normal(_dims(node, shape), dtype=np_dt)
+    return lambda shape: rng.standard_normal(_dims(node, shape)).astype(np_dt)
+
+
+def _truncated_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+    def draw(shape):
+        dims = _dims(node, shape)
+        out = rng.standard_normal(dims)
+        bad = np.abs(out) > 2.0
+        while bad.any():  # redraw beyond two standard deviations
+            out[bad] = rng.standard_normal(int(bad.sum()))
+            bad = np.abs(out) > 2.0
+        return out.astype(np_dt, copy=False)
+    return draw
+
+
+def _uniform_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    if np_dt in (np.float32, np.float64):
+        return lambda shape: rng.random(_dims(node, shape), dtype=np_dt)
+    below_one = np.nextafter(np_dt(1), np_dt(0))
+    return lambda shape: np.minimum(rng.random(_dims(node, shape)).astype(np_dt), below_one)
+
+
+def _uniform_int_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["Tout"]).as_numpy_dtype
+
+    def draw(shape, lo, hi):
+        if not lo < hi:
+            raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {lo} >= {hi}")
+        return rng.integers(lo, hi, size=_dims(node, shape), dtype=np_dt)
+    return draw
+
+
+register("RandomStandardNormal", _random_infer, _normal_kernel, grad=None, stateful=True)
+register("TruncatedNormal", _random_infer, _truncated_kernel, grad=None, stateful=True)
+register("RandomUniform", _random_infer, _uniform_kernel, grad=None, stateful=True)
+register("RandomUniformInt", lambda op: [(op.get_attr("Tout"), _shape_from_input(op))], _uniform_int_kernel,
+         grad=None, stateful=True)
+
+
+def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
+    dtype = _check_float(dtype)
+    g = get_default_graph()
+    with g.name_scope(name or scope) as name:
+        shape_t = _shape_tensor(shape)
+        mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
+        stddev_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = make_op(op_type, [shape_t], {"dtype": dtype, **seed_attrs(seed)}, name=op_type).outputs[0]
+        mul = rnd * stddev_t
+        return add(mul, mean_t, name=name)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
+    """tf.random_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None)."""
+    return _scaled("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
+    """tf.truncated_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None): normal
+    values more than two standard deviations from the mean are re-drawn."""
+    return _scaled("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
+    """tf.random_uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None): values
+    in [minval, maxval); integer dtypes need maxval."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in FLOATS + (dtypes.int32, dtypes.int64):
+        raise ValueError(f"Invalid dtype {dtype!r}")
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
+        maxval = 1
+    g = get_default_graph()
+    with g.name_scope(name or "random_uniform") as name:
+        shape_t = _shape_tensor(shape)
+        minval = convert_to_tensor(minval, dtype=dtype, name="min")
+        maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
+        attrs = seed_attrs(seed)
+        if dtype.is_integer:
+            return make_op("RandomUniformInt", [shape_t, minval, maxval], {"Tout": dtype, "T": shape_t.dtype, **attrs},
+                           name=name).outputs[0]
+        rnd = make_op("RandomUniform", [shape_t], {"dtype": dtype, **attrs}, name="RandomUniform").outputs[0]
+        return add(rnd * (maxval - minval), minval, name=name)
+
+
+# -- RandomShuffle ----------------------------------------------------------------------------------
+def _shuffle_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    return lambda value: rng.permutation(value) if np.ndim(value) else value
+
+
+register("RandomShuffle", same_as_input(), _shuffle_kernel,
+         grad=None, stateful=True)
+
+
+def random_shuffle(value, seed=None, name=None) -> Tensor:
+    """tf.random_shuffle(value, seed=None, name=None): `value` shuffled along its first dimension."""
+    value = convert_to_tensor(value)
+    return make_op("RandomShuffle", [value], {"T": value.dtype, **seed_attrs(seed)},
+                   name=name or "RandomShuffle").outputs[0]
+
+
+# -- Multinomial ----------------------------------------------------------------------------------
+def _multinomial_infer(op):
+    logits = op.inputs[0].shape
+    if logits.ndims is not None and logits.ndims != 2:
+        raise ValueError(f"Shape must be rank 2 but is rank {logits.ndims}")
+    n = constant_value(op.inputs[1])
+    batch = logits[0].value if logits.ndims is not None else None
+    return [(op.get_attr("output_dtype"), TensorShape([batch, None if n is None else int(n)]))]
+
+
+def _multinomial_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
+
+    def draw(logits, num_samples):
+        logits = np.asarray(logits, dtype=np.float64)
+        n = int(num_samples)
+        if n < 0:
+            raise errors.InvalidArgumentError(node, node.name, f"num_samples should be nonnegative, got {n}")
+        if logits.ndim != 2:
+            raise errors.InvalidArgumentError(node, node.name, "logits should be a matrix, got shape "
+                                              f"{list(logits.shape)}")
+        batch, classes = logits.shape
+        out = np.empty((batch, n), dtype=np_dt)
+        if batch == 0 or n == 0:
+            return out
+        if classes == 0:
+            raise errors.InvalidArgumentError(node, node.name, "num_classes should be positive, got 0")
+        m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        p = np.exp(logits - m)
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random((batch, n)) * cdf[:, -1:]
+        for b in range(batch):
+            out[b] = np.minimum(np.searchsorted(cdf[b], u[b], side="right"), classes - 1)
+        return out
+    return draw
+
+
+register("Multinomial", _multinomial_infer, _multinomial_kernel, grad=None, stateful=True)
+
+
+def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) -> Tensor:
+    """tf.multinomial(logits, num_samples, seed=None, name=None, output_dtype=None): class indices
+    [batch, num_samples] drawn from the categorical distributions given by rows of logits."""
+    g = get_default_graph()
+    with g.name_scope(name or "multinomial"):
+        logits = convert_to_tensor(logits, name="logits")
+        num = convert_to_tensor(num_samples, dtype=dtypes.int32)
+        return make_op("Multinomial", [logits, num],
+                       {"T": logits.dtype, "output_dtype": dtypes.as_dtype(output_dtype or dtypes.int64),
+                       **seed_attrs(seed)}, name="Multinomial").outputs[0]
+
+
+# -- RandomGamma / RandomPoissonV2 ------------------------------------------------------------------
+def _param_infer(op):
+    return [(op.get_attr("dtype") if "dtype" in op._attrs else op.inputs[1].dtype,
+             _shape_from_input(op).concatenate(op.inputs[1].shape))]
+
+
+def _gamma_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
+    tiny = np.finfo(np_dt).tiny
+
+    def draw(shape, alpha):
+        alpha = np.asarray(alpha, dtype=np.float64)
+        out = rng.gamma(alpha, size=_dims(node, shape) + alpha.shape)
+        return np.maximum(out, tiny).astype(np_dt)
+    return draw
+
+
+register("RandomGamma", lambda op: [(op.inputs[1].dtype, _shape_from_input(op).concatenate(op.inputs[1].shape))],
+         _gamma_kernel, grad=None, stateful=True)
+
+
+def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
+    """tf.random_gamma(shape, alpha, beta=None, dtype=float32, seed=None, name=None): samples of
+    shape `shape + alpha.shape` from Gamma(alpha, beta) (beta is the inverse scale)."""
+    dtype = _check_float(dtype)
+    g = get_default_graph()
+    with g.name_scope(name or "random_gamma"):
+        shape_t = _shape_tensor(shape)
+        alpha = convert_to_tensor(alpha, name="alpha", dtype=dtype)
+        out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **seed_attrs(seed)},
+                      name="RandomGamma").outputs[0]
+        if beta is None:
+            return out
+        return out / convert_to_tensor(beta, name="beta", dtype=dtype)
+
+
+def _poisson_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    return lambda shape, lam: rng.poisson(np.asarray(lam, dtype=np.float64),
+                                          size=_dims(node, shape) + np.shape(lam)).astype(np_dt)
+
+
+register("RandomPoissonV2", _param_infer, _poisson_kernel, grad=None, stateful=True)
+
+
+def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
+    """tf.random_poisson(lam, shape, dtype=float32, seed=None, name=None): samples of shape
+    `shape + lam.shape` from Poisson(lam)."""
+    g = get_default_graph()
+    with g.name_scope(name or "random_poisson"):
+        shape_t = _shape_tensor(shape)
+        lam = convert_to_tensor(lam, name="lam")
+        return make_op("RandomPoissonV2", [shape_t, lam],
+                       {"dtype": dtypes.as_dtype(dtype), "R": lam.dtype, "S": shape_t.dtype, **seed_attrs(seed)},
+                       name="RandomPoissonV2").outputs[0]
+
+
+# -- random_crop ----------------------------------------------------------------------------------
+def _random_crop_infer(op):
+    value = op.inputs[0]
+    size = constant_value_as_shape(op.inputs[1])
+    if value.shape.ndims is not None and size.ndims is None:
+        size = TensorShape([None] * value.shape.ndims)
+    return [(value.dtype, size), (dtypes.int64, TensorShape([value.shape.ndims]))]
+
+
+def _random_crop_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+
+    def run(value, size):
+        value = np.asarray(value)
+        size = [int(n) for n in np.reshape(size, -1)]
+        shape = value.shape
+        if len(size) != len(shape) or any(n < 0 or n > d for n, d in zip(size, shape)):
+            raise errors.InvalidArgumentError(node, node.name, f"Need value.shape >= size, got {list(shape)} {size}")
+        offset = [int(u * (d - n + 1)) for u, d, n in zip(rng.random(len(shape)), shape, size)]
+        return value[tuple(slice(o, o + n) for o, n in zip(offset, size))], np.array(offset, dtype=np.int64)
+    return run
+
+
+def _random_crop_grad(op, grad, _):
+    value, size = op.inputs
+    offset = op.outputs[1]
+    after = add(shape_of(value, out_type=dtypes.int64), -(make_op("Cast", [size], {"DstT": dtypes.int64}).outputs[0]
+                                                         + offset))
+    return [pad(grad, stack([offset, after], axis=1)), None]
+
+
+register("RandomCrop", _random_crop_infer, _random_crop_kernel, grad=_random_crop_grad, stateful=True,
+         dtypes={1: ("size", (dtypes.int32, dtypes.int64))})
+
+
+def random_crop(value, size, seed=None, name=None) -> Tensor:
+    """tf.random_crop(value, size, seed=None, name=None): a slice of `value` of shape `size` at a
+    uniformly random offset (one draw per dimension); InvalidArgumentError when value is smaller."""
+    g = get_default_graph()
+    with g.name_scope(name or "random_crop") as name:
+        value = convert_to_tensor(value, name="value")
+        size = convert_to_tensor(size, dtype=dtypes.int32, name="size") if not isinstance(size, Tensor) else size
+        return make_op("RandomCrop", [value, size], seed_attrs(seed), name=name).outputs[0]
+
+
+# -- random orthogonal matrices (tf.orthogonal_initializer) -------------------------------------------
+def random_orthogonal(shape, gain: float, dtype, seed=None) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal matrix, reshaped to `shape`."""
+    g = get_default_graph()
+    with g.name_scope("orthogonal"):
+        shape_t = _shape_tensor(shape)
+        return make_op("_RandomOrthogonal", [shape_t], {"dtype": dtypes.as_dtype(dtype), "gain": float(gain),
+                                                        **seed_attrs(seed)}, name="RandomOrthogonal").outputs[0]
+
+
+def _orthogonal_kernel(node, ctx):
+    rng = op_generator(node, ctx)
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    gain = node.attr["gain"]
+
+    def draw(shape):
+        dims = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+        rows = int(np.prod(dims[:-1]))
+        cols = dims[-1]
+        a = rng.standard_normal((cols, rows) if rows < cols else (rows, cols))
+        q, r = np.linalg.qr(a)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return (gain * q).reshape(dims).astype(np_dt)
+    return draw
+
+
+register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True)
+
+
+# -- stateless random ops (tf.random.stateless_*) ---------------------------------------------------
+def _stateless_rng(node, seed) -> np.random.Generator:
+    """A generator determined by the [2] seed tensor alone: equal seeds give equal numbers (the
+    numbers are not TF's own Philox stream)."""
+    s = np.asarray(seed).reshape(-1)
+    if s.size != 2:
+        raise errors.InvalidArgumentError(node, node.name, f"seed must have shape [2], not {list(np.shape(seed))}")
+    key = (int(s[0]) & 0xFFFFFFFFFFFFFFFF) << 64 | (int(s[1]) & 0xFFFFFFFFFFFFFFFF)
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+def _stateless_kernel(draw):
+    def factory(node, ctx):
+        np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+        def run(shape, seed, *args):
+            return draw(_stateless_rng(node, seed), node, _dims(node, shape), np_dt, *args)
+        return run
+    return factory
+
+
+def _truncated_draw(rng, node, dims, np_dt):
+    out = rng.standard_normal(dims)
+    bad = np.abs(out) > 2.0
+    while bad.any():
+        out[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(out) > 2.0
+    return out.astype(np_dt)
+
+
+def _uniform_int_draw(rng, node, dims, np_dt, lo, hi):
+    if not lo < hi:
+        raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {lo} >= {hi}")
+    return rng.integers(lo, hi, size=dims, dtype=np_dt)
+
+
+register("StatelessRandomUniform", _random_infer, _stateless_kernel(lambda rng, node, d, t: rng.random(d).astype(t)),
+         grad=None)
+register("StatelessRandomNormal", _random_infer,
+         _stateless_kernel(lambda rng, node, d, t: rng.standard_normal(d).astype(t)), grad=None)
+register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_truncated_draw), grad=None)
+register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_uniform_int_draw), grad=None)
+
+
+def _stateless_seed(seed) -> Tensor:
+    seed = convert_to_tensor(seed, name="seed")
+    if seed.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"seed must be int32 or int64, got {seed.dtype.name}")
+    if seed.shape.ndims is not None and seed.shape.as_list() not in ([2], [None]):
+        raise ValueError(f"seed must have shape [2], got {seed.shape}")
+    return seed
+
+
+def stateless_random_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, name=None):
+    uniform values in [minval, maxval) determined by the [2] int `seed` (same seed, same numbers)."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype.is_integer and maxval is None:
+        raise ValueError("Must specify maxval for integer dtype")
+    with get_default_graph().name_scope(name or "stateless_random_uniform") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        if dtype.is_integer:
+            lo = convert_to_tensor(minval, dtype=dtype, name="min")
+            hi = convert_to_tensor(maxval, dtype=dtype, name="max")
+            return make_op("StatelessRandomUniformInt", [shape_t, seed, lo, hi], {"dtype": dtype},
+                           name=scope).outputs[0]
+        dtype = _check_float(dtype)
+        rnd = make_op("StatelessRandomUniform", [shape_t, seed], {"dtype": dtype}).outputs[0]
+        lo = convert_to_tensor(minval, dtype=dtype, name="min")
+        hi = convert_to_tensor(1 if maxval is None else maxval, dtype=dtype, name="max")
+        return add(rnd * (hi - lo), lo, name=scope)
+
+
+def _stateless_scaled(op_type, default_name, shape, seed, mean, stddev, dtype, name) -> Tensor:
+    dtype = _check_float(dtype)
+    with get_default_graph().name_scope(name or default_name) as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        rnd = make_op(op_type, [shape_t, seed], {"dtype": dtype}).outputs[0]
+        return add(rnd * convert_to_tensor(stddev, dtype=dtype, name="stddev"),
+                   convert_to_tensor(mean, dtype=dtype, name="mean"), name=scope)
+
+
+def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
+    normal values determined by the [2] int `seed`."""
+    return _stateless_scaled("StatelessRandomNormal", "stateless_random_normal", shape, seed, mean, stddev, dtype,
+                             name)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32,
+    name=None): normal values within two standard deviations, determined by `seed`."""
+    return _stateless_scaled("StatelessTruncatedNormal", "stateless_truncated_normal", shape, seed, mean, stddev,
+                             dtype, name)
+
+
+def _stateless_multinomial_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
+
+    def run(logits, num_samples, seed):
+        logits = np.asarray(logits, np.float64)
+        rng = _stateless_rng(node, seed)
+        if logits.ndim != 2:
+            raise errors.InvalidArgumentError(node, node.name, f"logits should be a matrix, got shape "
+                                                               f"{list(logits.shape)}")
+        m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+        p = np.exp(logits - np.where(np.isfinite(m), m, 0.0))
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random((logits.shape[0], int(num_samples))) * cdf[:, -1:]
+        out = np.stack([np.searchsorted(cdf[b], u[b], side="right") for b in range(logits.shape[0])]) \
+            if logits.shape[0] else np.zeros((0, int(num_samples)))
+        return np.minimum(out, logits.shape[1] - 1).astype(np_dt)
+    return run
+
+
+register("StatelessMultinomial", lambda op: [(op.get_attr("output_dtype"), _multinomial_infer(op)[0][1])],
+         _stateless_multinomial_kernel, grad=None)
+
+
+def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_multinomial(logits, num_samples, seed, output_dtype=tf.int64, name=None):
+    class indices [batch, num_samples] drawn from softmax(logits), determined by `seed`."""
+    with get_default_graph().name_scope(name or "stateless_multinomial") as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        num = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+        return make_op("StatelessMultinomial", [logits, num, _stateless_seed(seed)],
+                       {"output_dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None) -> Tensor:
+    """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
+    return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")

@@ -1,0 +1,347 @@
+"""Sparse ops, arithmetic: sparse_tensor_dense_matmul (SparseTensorDenseMatMul), the
+reductions sparse_reduce_sum / sparse_reduce_max (dense or sparse results), sparse_softmax
+(SparseSoftmax), and SparseTensor * / dense tensors (SparseDenseCwiseMul, SparseDenseCwiseDiv;
+SparseDenseCwiseAdd for softmax's gradient). sparse_matmul is TF1's dense matmul with sparsity
+hints."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.graph import Tensor
+from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_util import constant_value
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import expand_dims, matrix_transpose, reshape, shape, size, transpose
+from tensorweave.ops.array.fill import ones, range as range_, zeros_like
+from tensorweave.ops.array.slicing import slice as slice_
+from tensorweave.ops.array.gather import gather, gather_nd
+from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.math.binary import floordiv, multiply, realdiv
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.linalg import matmul
+from tensorweave.ops.math.reduction import reduce_sum, reduced_shape
+from tensorweave.ops.math.unary import negative, square
+from tensorweave.ops.registry import register
+from tensorweave.ops.sparse.combine import sparse_add
+from tensorweave.ops.sparse.core import convert_sparse
+
+__all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_reduce_sum_sparse", "sparse_reduce_max",
+           "sparse_reduce_max_sparse", "sparse_softmax", "sparse_matmul"]
+
+
+# -- SparseTensorDenseMatMul -----------------------------------------------------------------------
+def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None) -> Tensor:
+    """tf.sparse.sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None): the
+    dense product of a rank-2 SparseTensor and a dense matrix (either adjoint when asked);
+    repeated entries of sp_a add up."""
+    sp = convert_sparse(sp_a, "sp_a")
+    with name_scope(name, "SparseTensorDenseMatMul", [sp, b]) as scope:
+        b = convert_to_tensor(b, dtype=sp.dtype, name="b")
+        return make_op("SparseTensorDenseMatMul", [sp.indices, sp.values, sp.dense_shape, b],
+                       {"adjoint_a": bool(adjoint_a), "adjoint_b": bool(adjoint_b), "T": sp.dtype,
+                        "Tindices": dtypes.int64}, name=scope).outputs[0]
+
+
+def _spmm_infer(op):
+    a_shape, b = op.inputs[2], op.inputs[3]
+    adj_a, adj_b = op.get_attr("adjoint_a"), op.get_attr("adjoint_b")
+    sb = b.shape.with_rank(2) if b.shape.ndims is not None else unknown_shape(2)
+    shape_value = constant_value(a_shape)
+    rows = None if shape_value is None else int(np.reshape(shape_value, -1)[1 if adj_a else 0])
+    inner = None if shape_value is None else int(np.reshape(shape_value, -1)[0 if adj_a else 1])
+    b_inner, cols = (sb[1], sb[0]) if adj_b else (sb[0], sb[1])
+    if inner is not None and b_inner.value is not None and inner != b_inner.value:
+        raise ValueError(f"Dimensions must be equal, but are {inner} and {b_inner.value}")
+    return [(b.dtype, TensorShape([rows, cols]))]
+
+
+def _spmm_kernel(node, ctx):
+    adj_a, adj_b = bool(node.attr.get("adjoint_a")), bool(node.attr.get("adjoint_b"))
+
+    def run(idx, values, a_shape, b):
+        idx, values, b = np.asarray(idx, np.int64), np.asarray(values), np.asarray(b)
+        a_shape = [int(d) for d in np.reshape(a_shape, -1)]
+        if len(a_shape) != 2 or b.ndim != 2:
+            raise invalid(node, f"Tensor 'a' and 'b' must be matrices, got shapes {a_shape} and {list(b.shape)}")
+        if adj_b:
+            b = np.conj(b.T) if b.dtype.kind == "c" else b.T
+        rows, cols = (idx[:, 1], idx[:, 0]) if adj_a else (idx[:, 0], idx[:, 1])
+        if adj_a and values.dtype.kind == "c":
+            values = np.conj(values)
+        out_rows, inner = (a_shape[1], a_shape[0]) if adj_a else (a_shape[0], a_shape[1])
+        if inner != b.shape[0]:
+            raise invalid(node, f"Cannot multiply A and B because inner dimension does not match: {inner} vs. "
+                                f"{b.shape[0]}.  Did you forget a transpose?  Dimensions of A: {a_shape}.  "
+                                f"Dimensions of B: {list(b.shape)}")
+        if idx.shape[0] and (rows.min() < 0 or rows.max() >= out_rows or cols.min() < 0 or cols.max() >= inner):
+            raise invalid(node, f"sp_a indices are out of bounds of its dense shape {a_shape}")
+        out = np.zeros((out_rows, b.shape[1]), dtype=b.dtype)
+        np.add.at(out, rows, values[:, None] * b[cols])
+        return out
+    return run
+
+
+def _spmm_grad(op, grad):
+    idx, values, a_shape, b = op.inputs
+    adj_a, adj_b = op.get_attr("adjoint_a"), op.get_attr("adjoint_b")
+    b_grad = sparse_tensor_dense_matmul(SparseTensor(idx, values, a_shape), grad, adjoint_a=not adj_a)
+    if adj_b:
+        b_grad = matrix_transpose(b_grad, conjugate=True)
+    rows, cols = idx[:, 0], idx[:, 1]
+    parts_a = gather(grad, cols if adj_a else rows)
+    parts_b = gather(transpose(b) if adj_b else b, rows if adj_a else cols)
+    return [None, reduce_sum(multiply(parts_a, parts_b), 1), None, b_grad]
+
+
+register("SparseTensorDenseMatMul", _spmm_infer, _spmm_kernel, grad=_spmm_grad)
+
+
+def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False, b_is_sparse=False, name=None):
+    """tf.sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
+    b_is_sparse=False, name=None): the product of two dense matrices (the sparsity hints change
+    nothing here)."""
+    return matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=name or "SparseMatMul")
+
+
+# -- SparseReduceSum / SparseReduceMax (dense and sparse results) ----------------------------------
+def _axes(axis, reduction_axes):
+    axes = reduction_axes if axis is None else axis
+    if axes is None:
+        return None
+    return [int(a) for a in np.reshape(axes, -1)]
+
+
+def _sparse_reduce(kind: str, sparse_out: bool, sp_input, axis, keepdims, reduction_axes, name):
+    sp = convert_sparse(sp_input)
+    op_type = f"SparseReduce{kind}" + ("Sparse" if sparse_out else "")
+    with name_scope(name, op_type, [sp]) as scope:
+        axes = _axes(axis, reduction_axes)
+        rank = sp.get_shape().ndims
+        axes_t = convert_to_tensor(np.asarray(axes if axes is not None else
+                                              (list(range(rank)) if rank is not None else []), np.int32),
+                                   name="reduction_axes")
+        if axes is None and rank is None:
+            axes_t = range_(size(sp.dense_shape))
+        op = make_op(op_type, [sp.indices, sp.values, sp.dense_shape, axes_t],
+                     {"keep_dims": bool(keepdims), "T": sp.dtype}, name=scope)
+        if sparse_out:
+            return SparseTensor(op.outputs[0], op.outputs[1], op.outputs[2])
+        return op.outputs[0]
+
+
+def _reduce_groups(node, idx, values, dense_shape, axes, keep):
+    """For each entry its output coordinates, the unique output coordinates (row-major) and
+    each entry's group number, and the output dense shape."""
+    idx = np.asarray(idx, np.int64)
+    dense_shape = [int(d) for d in np.reshape(dense_shape, -1)]
+    rank = len(dense_shape)
+    red = set()
+    for a in np.reshape(axes, -1).tolist():
+        if not -rank <= a < rank:
+            raise invalid(node, f"Invalid reduction dimension {a}, for input with {rank} dimensions.")
+        red.add(a % rank)
+    kept = [d for d in range(rank) if d not in red]
+    out_shape = [1 if d in red else dense_shape[d] for d in range(rank)] if keep else [dense_shape[d] for d in kept]
+    coords = idx.copy() if keep else idx[:, kept]
+    if keep:
+        coords[:, sorted(red)] = 0
+    if coords.shape[0] == 0:
+        return coords, np.zeros((0, coords.shape[1]), np.int64), np.zeros(0, np.int64), out_shape
+    uniq, group = np.unique(coords, axis=0, return_inverse=True)
+    return coords, uniq, group.reshape(-1), out_shape
+
+
+def _sparse_reduce_kernel(kind: str, sparse_out: bool):
+    def factory(node, ctx):
+        keep = bool(node.attr.get("keep_dims"))
+
+        def run(idx, values, dense_shape, axes):
+            values = np.asarray(values)
+            _, uniq, group, out_shape = _reduce_groups(node, idx, values, dense_shape, axes, keep)
+            n = uniq.shape[0]
+            if kind == "Sum":
+                acc = np.zeros(n, values.dtype)
+                np.add.at(acc, group, values)
+            else:
+                acc = np.full(n, -np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).min, values.dtype)
+                np.maximum.at(acc, group, values)
+            if sparse_out:
+                return uniq.astype(np.int64), acc, np.asarray(out_shape, np.int64)
+            # Outputs no entry reaches are 0 (for the max too: only present values count).
+            out = np.zeros(out_shape, values.dtype)
+            if n:
+                out[tuple(uniq.T)] = acc if out_shape else acc[0]
+            return out
+        return run
+    return factory
+
+
+def _reduce_infer(sparse_out: bool):
+    def infer(op):
+        values = op.inputs[1]
+        if sparse_out:
+            return [(dtypes.int64, TensorShape([None, None])), (values.dtype, TensorShape([None])),
+                    (dtypes.int64, TensorShape([None]))]
+        shape_value, axes = constant_value(op.inputs[2]), constant_value(op.inputs[3])
+        if shape_value is None or axes is None:
+            return [(values.dtype, unknown_shape())]
+        dims = [int(d) for d in np.reshape(shape_value, -1)]
+        red = {int(a) % max(len(dims), 1) for a in np.reshape(axes, -1)}
+        keep = op.get_attr("keep_dims")
+        out = [1 if d in red else s for d, s in enumerate(dims)] if keep else \
+            [s for d, s in enumerate(dims) if d not in red]
+        return [(values.dtype, TensorShape(out))]
+    return infer
+
+
+def _reduce_sum_grad(op, out_grad):
+    # Each entry's gradient is the output gradient at its reduced coordinates.
+    sp_indices, sp_shape = op.inputs[0], op.inputs[2]
+    kept_shape = reduced_shape(sp_shape, cast(op.inputs[3], dtypes.int64))
+    grad = reshape(out_grad, kept_shape)
+    scale = floordiv(sp_shape, kept_shape)
+    return [None, gather_nd(grad, floordiv(sp_indices, scale)), None, None]
+
+
+for _kind in ("Sum", "Max"):
+    for _sparse_out in (False, True):
+        register(f"SparseReduce{_kind}" + ("Sparse" if _sparse_out else ""), _reduce_infer(_sparse_out),
+                 _sparse_reduce_kernel(_kind, _sparse_out),
+                 grad=_reduce_sum_grad if (_kind, _sparse_out) == ("Sum", False) else None)
+
+
+def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
+    """tf.sparse.reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
+    the dense sum over `axis` (all axes when None) of a SparseTensor."""
+    return _sparse_reduce("Sum", False, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
+
+
+def sparse_reduce_sum_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
+    """tf.sparse.reduce_sum_sparse(...): as sparse_reduce_sum, returning a SparseTensor with one
+    entry per non-empty group."""
+    return _sparse_reduce("Sum", True, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
+
+
+def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
+    """tf.sparse.reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
+    the maximum of the present entries over `axis` (0 where a group has none; implicit zeros do
+    not count)."""
+    return _sparse_reduce("Max", False, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
+
+
+def sparse_reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
+    """tf.sparse.reduce_max_sparse(...): as sparse_reduce_max, returning a SparseTensor."""
+    return _sparse_reduce("Max", True, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
+
+
+# -- SparseSoftmax ---------------------------------------------------------------------------------
+def sparse_softmax(sp_input, name=None) -> SparseTensor:
+    """tf.sparse.softmax(sp_input, name=None): the softmax over the last dimension of the present
+    entries of each row (rank >= 2, row-major order); implicit zeros take no part."""
+    sp = convert_sparse(sp_input)
+    with name_scope(name, "SparseSoftmax", [sp]) as scope:
+        out = make_op("SparseSoftmax", [sp.indices, sp.values, sp.dense_shape], {"T": sp.dtype},
+                      name=scope).outputs[0]
+        return SparseTensor(sp.indices, out, sp.dense_shape)
+
+
+def _softmax_kernel(node, ctx):
+    def run(idx, values, dense_shape):
+        idx, values = np.asarray(idx, np.int64), np.asarray(values)
+        if idx.shape[1] < 2:
+            raise invalid(node, f"Input should have rank >= 2, but received shape: {np.asarray(dense_shape).tolist()}")
+        if idx.shape[0] == 0:
+            return values.copy()
+        _, group = np.unique(idx[:, :-1], axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        maxes = np.full(group.max() + 1, -np.inf, values.dtype)
+        np.maximum.at(maxes, group, values)
+        e = np.exp(values - maxes[group])
+        sums = np.zeros_like(maxes)
+        np.add.at(sums, group, e)
+        return (e / sums[group]).astype(values.dtype)
+    return run
+
+
+def _softmax_grad(op, grad):
+    # d softmax: (grad - sum(grad * y over the row)) * y
+    idx, _, dense_shape = op.inputs
+    y = op.outputs[0]
+    row_sums = sparse_reduce_sum(SparseTensor(idx, multiply(y, grad), dense_shape), [-1], keepdims=True)
+    shifted = sparse_dense_cwise("SparseDenseCwiseAdd", SparseTensor(idx, grad, dense_shape), negative(row_sums))
+    return [None, multiply(shifted, y), None]
+
+
+register("SparseSoftmax", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)], _softmax_kernel, grad=_softmax_grad)
+
+
+# -- SparseTensor (op) dense -----------------------------------------------------------------------
+def sparse_dense_cwise(op_type: str, sp: SparseTensor, dense) -> Tensor:
+    """The values of sp combined with the dense tensor (broadcast to sp's dense shape) at sp's
+    entries."""
+    dense = convert_to_tensor(dense, dtype=sp.dtype, name="dense")
+    return make_op(op_type, [sp.indices, sp.values, sp.dense_shape, dense], {"T": sp.dtype}).outputs[0]
+
+
+def _cwise_kernel(fn):
+    def factory(node, ctx):
+        def run(idx, values, dense_shape, dense):
+            dense_shape = [int(d) for d in np.reshape(dense_shape, -1)]
+            dense = np.asarray(dense)
+            try:
+                full = np.broadcast_to(dense, dense_shape)
+            except ValueError:
+                raise invalid(node, f"Dense tensor of shape {list(dense.shape)} cannot broadcast to the "
+                                    f"SparseTensor's shape {dense_shape}") from None
+            picked = full[tuple(np.asarray(idx, np.int64).T)] if dense_shape else \
+                np.broadcast_to(full, np.shape(values))
+            return fn(np.asarray(values), picked).astype(np.asarray(values).dtype, copy=False)
+        return run
+    return factory
+
+
+def _cwise_grad(is_mul: bool):
+    def grad_fn(op, grad):
+        """dx at each entry, and dy summed into the dense operand's (broadcast) positions."""
+        x_indices, x_values, x_shape, y = op.inputs
+        y_shape = shape(y, out_type=dtypes.int64)
+        added_dims = expand_dims(size(x_shape) - size(y_shape), 0)
+        augmented_y_shape = concat([ones(added_dims, dtype=dtypes.int64), y_shape], 0)
+        scaled = floordiv(x_indices, floordiv(x_shape, augmented_y_shape))
+        scaled = slice_(scaled, concat([[0], added_dims], 0), [-1, -1])
+        dense_vals = gather_nd(y, scaled)
+        if is_mul:
+            dx, dy_val = multiply(grad, dense_vals), multiply(grad, x_values)
+        else:
+            dx = realdiv(grad, dense_vals)
+            dy_val = multiply(grad, realdiv(negative(x_values), square(dense_vals)))
+        dy = sparse_add(zeros_like(y), SparseTensor(scaled, dy_val, y_shape))
+        return [None, dx, None, dy]
+    return grad_fn
+
+
+register("SparseDenseCwiseMul", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)], _cwise_kernel(np.multiply),
+         grad=_cwise_grad(True))
+register("SparseDenseCwiseDiv", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)],
+         _cwise_kernel(np.true_divide), grad=_cwise_grad(False))
+register("SparseDenseCwiseAdd", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)], _cwise_kernel(np.add),
+         grad=None)
+
+
+def _sparse_times(op_type: str):
+    def method(self, other):
+        if isinstance(other, SparseTensor):
+            raise TypeError(f"{op_type}: a SparseTensor combines with a dense tensor only")
+        with name_scope(None, op_type, [self, other]):
+            return SparseTensor(self.indices, sparse_dense_cwise(op_type, self, other), self.dense_shape)
+    return method
+
+
+# TF1's SparseTensor operators (with a dense right operand).
+SparseTensor.__mul__ = _sparse_times("SparseDenseCwiseMul")
+SparseTensor.__truediv__ = _sparse_times("SparseDenseCwiseDiv")
+SparseTensor.__div__ = SparseTensor.__truediv__

@@ -1,0 +1,276 @@
+"""Sparse variable updates: scatter_update/add/sub/mul/div/max/min (rows by index) and
+scatter_nd_update/add/sub (elements or slices by N-d index), on the resource variables of
+variable_ops.py: same handle colocation, same replace-never-mutate rule for the stored array."""
+from __future__ import annotations
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.helpers import make_op, np_dtype
+from tensorweave.ops.math.binary import trunc_div
+from tensorweave.ops.registry import register
+from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
+                                                locked, shape_str, variable_method)
+
+__all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
+           "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub"]
+
+
+# -- rows by index ------------------------------------------------------------------------------
+def _scatter_inputs(op, dtype):
+    """(the variable's static shape, indices, updates) of a scatter op (inputs handle, indices,
+    updates), after checking the handle and the updates against `dtype`."""
+    check_handle(op, dtype)
+    idx, upd = op.inputs[1], op.inputs[2]
+    if upd.dtype != dtype:
+        raise ValueError(f"Input 'updates' of '{op.type}' Op has type {upd.dtype.name} that does not match "
+                         f"expected type of {dtypes.as_dtype(dtype).name}")
+    return handle_shape(op.inputs[0]), idx, upd
+
+
+def _scatter_infer(op):
+    var_shape, idx, upd = _scatter_inputs(op, op.get_attr("dtype"))
+    if var_shape.ndims is not None and idx.shape.ndims is not None and upd.shape.ndims not in (None, 0):
+        want = idx.shape.concatenate(var_shape[1:])
+        if not want.is_compatible_with(upd.shape):
+            raise ValueError(f"Shapes must be equal rank, or updates must be scalar: updates shape "
+                             f"{upd.shape} vs indices.shape + params.shape[1:] {want}")
+    return []
+
+
+def _set_at(array: np.ndarray, index, values) -> None:
+    array[index] = values
+
+
+# How update/add/sub write `values` at `index` (rows, or N-d positions) of a copy of the variable;
+# np.add.at and np.subtract.at combine repeated indices.
+_SCATTER_WRITES = {"update": _set_at, "add": np.add.at, "sub": np.subtract.at}
+
+
+def _plain_write(mode: str):
+    at = _SCATTER_WRITES[mode]
+    return lambda node, new, idx, upd: at(new, idx, upd)
+
+
+def _row_scatter_kernel(write):
+    """Kernel factory of a ResourceScatter* op (rows by index): checks indices and updates against
+    the variable, then write(node, new, idx, upd) applies them to a copy that replaces it."""
+    def factory(node, ctx):
+        np_dt = np_dtype(node, "dtype")
+        locking = node.attr.get("use_locking", False)
+
+        def scatter(res, indices, updates):
+            with locked([res], locking):
+                old = res.read(node.name)
+                idx = np.asarray(indices)
+                upd = np.asarray(updates, dtype=np_dt)
+                check_indices(node, idx, old.shape[0] if old.ndim else 0)
+                want = idx.shape + old.shape[1:]
+                if upd.ndim and upd.shape != want:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"Must have updates.shape = indices.shape + params.shape[1:] or "
+                        f"updates.shape = [], got updates.shape {shape_str(upd.shape)}, indices.shape "
+                        f"{shape_str(idx.shape)}, params.shape {shape_str(old.shape)}")
+                new = old.copy()
+                write(node, new, idx, upd)
+                res.store(new)
+        return scatter
+    return factory
+
+
+def _scatter_op(op_type):
+    def make(handle, indices, updates, use_locking=False, name=None):
+        with colocated_with_handle(handle):
+            return make_op(op_type, [handle, indices, updates],
+                           {"dtype": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
+                           name=name or op_type)
+    return make
+
+
+for _t, _m in (("ResourceScatterUpdate", "update"), ("ResourceScatterAdd", "add"), ("ResourceScatterSub", "sub")):
+    register(_t, _scatter_infer, _row_scatter_kernel(_plain_write(_m)), grad=None, stateful=True)
+resource_scatter_update = _scatter_op("ResourceScatterUpdate")
+resource_scatter_add = _scatter_op("ResourceScatterAdd")
+resource_scatter_sub = _scatter_op("ResourceScatterSub")
+
+
+
+def _combine(mode: str, np_dt):
+    if mode == "mul":
+        return np.multiply
+    if mode == "div":
+        return trunc_div if np.dtype(np_dt).kind in "iu" else np.divide
+    if mode == "max":
+        return np.maximum
+    return np.minimum
+
+
+def _apply_rows(new: np.ndarray, idx: np.ndarray, upd: np.ndarray, fn) -> None:
+    """new[idx[i]] = fn(new[idx[i]], upd[i]) in order, so repeated indices combine."""
+    rows = idx.reshape(-1)
+    vals = np.broadcast_to(upd, idx.shape + new.shape[1:]).reshape((rows.size,) + new.shape[1:])
+    for r, v in zip(rows, vals):
+        new[r] = fn(new[r], v)
+
+
+# -- ResourceScatterMul/Div/Max/Min -------------------------------------------------------------
+def _combining_write(mode: str):
+    """The write step of _row_scatter_kernel for mul/div/max/min (`upd` has the variable's dtype)."""
+    def write(node, new, idx, upd):
+        if mode == "div" and np.dtype(upd.dtype).kind in "iu" and np.any(upd == 0):
+            raise errors.InvalidArgumentError(node, node.name, "Integer division by zero")
+        _apply_rows(new, idx, upd, _combine(mode, upd.dtype))
+    return write
+
+
+for _t, _m in (("ResourceScatterMul", "mul"), ("ResourceScatterDiv", "div"), ("ResourceScatterMax", "max"),
+               ("ResourceScatterMin", "min")):
+    register(_t, _scatter_infer, _row_scatter_kernel(_combining_write(_m)), grad=None, stateful=True)
+
+
+# -- ResourceScatterNdUpdate/Add/Sub ------------------------------------------------------------
+def _scatter_nd_infer(op):
+    var_shape, idx, upd = _scatter_inputs(op, op.get_attr("T"))
+    if var_shape.ndims is not None and idx.shape.ndims is not None and idx.shape[-1].value is not None:
+        k = idx.shape[-1].value
+        if k > var_shape.ndims:
+            raise ValueError(f"{op.type}: the last dimension of indices ({k}) must be <= the rank of ref "
+                             f"({var_shape.ndims})")
+        want = idx.shape[:-1].concatenate(var_shape[k:])
+        if not want.is_compatible_with(upd.shape):
+            raise ValueError(f"{op.type}: updates shape {upd.shape} must be indices.shape[:-1] + "
+                             f"ref.shape[{k}:] = {want}")
+    return []
+
+
+def _nd_scatter_kernel(mode: str):
+    write = _SCATTER_WRITES[mode]
+
+    def factory(node, ctx):
+        np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
+        locking = node.attr.get("use_locking", True)
+
+        def scatter(res, indices, updates):
+            with locked([res], locking):
+                old = res.read(node.name)
+                idx = np.asarray(indices)
+                upd = np.asarray(updates, dtype=np_dt)
+                k = idx.shape[-1] if idx.ndim else 0
+                if idx.ndim < 1 or k > old.ndim:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"Invalid indices shape {shape_str(idx.shape)} for ref of shape "
+                        f"{shape_str(old.shape)}")
+                want = idx.shape[:-1] + old.shape[k:]
+                if upd.shape != want:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"Must have updates.shape = indices.shape[:-1] + params_shape[{k}:], got "
+                        f"updates.shape {shape_str(upd.shape)}, indices.shape {shape_str(idx.shape)}, "
+                        f"params_shape {shape_str(old.shape)}")
+                flat = idx.reshape(-1, k)
+                limits = np.asarray(old.shape[:k], dtype=np.int64)
+                bad = ((flat < 0) | (flat >= limits)).any(axis=1)
+                if bad.any():
+                    r = int(np.flatnonzero(bad)[0])
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"indices[{r}] = [{', '.join(str(int(v)) for v in flat[r])}] does not "
+                        f"index into shape {shape_str(old.shape)}")
+                pos = tuple(flat.T)
+                vals = upd.reshape((flat.shape[0],) + old.shape[k:])
+                new = old.copy()
+                write(new, pos, vals)
+                res.store(new)
+        return scatter
+    return factory
+
+
+for _t, _m in (("ResourceScatterNdUpdate", "update"), ("ResourceScatterNdAdd", "add"),
+               ("ResourceScatterNdSub", "sub")):
+    register(_t, _scatter_nd_infer, _nd_scatter_kernel(_m), grad=None, stateful=True)
+
+
+def _nd_op(op_type):
+    def make(handle, indices, updates, use_locking=True, name=None):
+        with colocated_with_handle(handle):
+            return make_op(op_type, [handle, indices, updates],
+                           {"T": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
+                           name=name or op_type)
+    return make
+
+
+resource_scatter_mul = _scatter_op("ResourceScatterMul")
+resource_scatter_div = _scatter_op("ResourceScatterDiv")
+resource_scatter_max = _scatter_op("ResourceScatterMax")
+resource_scatter_min = _scatter_op("ResourceScatterMin")
+resource_scatter_nd_update = _nd_op("ResourceScatterNdUpdate")
+resource_scatter_nd_add = _nd_op("ResourceScatterNdAdd")
+resource_scatter_nd_sub = _nd_op("ResourceScatterNdSub")
+
+
+# -- public TF1 functions ---------------------------------------------------------------------
+def scatter_mul(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_mul(ref, indices, updates, use_locking=False, name=None): ref[indices] *= updates;
+    the updated value."""
+    return _scatter("scatter_mul", ref, indices, updates, use_locking, name or "ScatterMul")
+
+
+def scatter_div(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_div(ref, indices, updates, use_locking=False, name=None): ref[indices] /= updates."""
+    return _scatter("scatter_div", ref, indices, updates, use_locking, name or "ScatterDiv")
+
+
+def scatter_max(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_max(ref, indices, updates, use_locking=False, name=None): ref[indices] =
+    max(ref[indices], updates)."""
+    return _scatter("scatter_max", ref, indices, updates, use_locking, name or "ScatterMax")
+
+
+def scatter_min(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_min(ref, indices, updates, use_locking=False, name=None): ref[indices] =
+    min(ref[indices], updates)."""
+    return _scatter("scatter_min", ref, indices, updates, use_locking, name or "ScatterMin")
+
+
+def _scatter_nd(method, ref, indices, updates, use_locking, name):
+    return variable_method(ref, method)(indices, updates, use_locking=use_locking, name=name)
+
+
+def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
+    """tf.scatter_nd_update(ref, indices, updates, use_locking=True, name=None): ref[indices[i]] =
+    updates[i], where indices' last dimension indexes ref's leading dimensions."""
+    return _scatter_nd("scatter_nd_update", ref, indices, updates, use_locking, name or "ScatterNdUpdate")
+
+
+def scatter_nd_add(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_nd_add(ref, indices, updates, use_locking=False, name=None): ref[indices[i]] +=
+    updates[i] (duplicates sum)."""
+    return _scatter_nd("scatter_nd_add", ref, indices, updates, use_locking, name or "ScatterNdAdd")
+
+
+def scatter_nd_sub(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_nd_sub(ref, indices, updates, use_locking=False, name=None): ref[indices[i]] -=
+    updates[i]."""
+    return _scatter_nd("scatter_nd_sub", ref, indices, updates, use_locking, name or "ScatterNdSub")
+
+
+def _scatter(method, ref, indices, updates, use_locking, name):
+    update = variable_method(ref, method)
+    indices = convert_to_tensor(indices)
+    updates = convert_to_tensor(updates, dtype=ref.dtype)
+    return update(IndexedSlices(updates, indices), use_locking=use_locking, name=name)
+
+
+def scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """tf.scatter_update(ref, indices, updates, use_locking=True, name=None): ref[indices] = updates."""
+    return _scatter("scatter_update", ref, indices, updates, use_locking, name or "ScatterUpdate")
+
+
+def scatter_add(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_add(ref, indices, updates, use_locking=False, name=None): ref[indices] += updates."""
+    return _scatter("scatter_add", ref, indices, updates, use_locking, name or "ScatterAdd")
+
+
+def scatter_sub(ref, indices, updates, use_locking=False, name=None):
+    """tf.scatter_sub(ref, indices, updates, use_locking=False, name=None): ref[indices] -= updates."""
+    return _scatter("scatter_sub", ref, indices, updates, use_locking, name or "ScatterSub")

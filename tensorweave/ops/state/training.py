@@ -1,0 +1,300 @@
+"""Fused optimizer updates (TF's ResourceApply* / ResourceSparseApply* ops) on resource variables.
+
+Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
+results. Stored arrays are replaced, never mutated: a value already read may be in flight to
+another task. Sparse forms first sum the rows of repeated indices (TF's optimizers do so before
+calling the kernel), then touch only the rows looked up.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tensorweave.framework import errors
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.helpers import make_op
+from tensorweave.ops.registry import register
+from tensorweave.ops.state.variable_ops import handle_shape, locked
+
+__all__: list = []
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One optimizer's update: `fn(var, *slots, *scalars, grad, **attrs) -> (var, *slots)`."""
+    op_type: str
+    n_slots: int
+    scalars: tuple
+    fn: Callable
+    grad_first: bool = False   # Ftrl takes grad (and indices) before its scalars
+    attrs: tuple = ("use_locking",)
+
+
+# -- the update formulas (TF 1.15 training_ops.cc) --------------------------------------------
+def _sgd(var, alpha, grad):
+    return (var - alpha * grad,)
+
+
+def _momentum(var, accum, lr, grad, momentum, use_nesterov=False):
+    accum = accum * momentum + grad
+    if use_nesterov:
+        return var - (grad * lr + accum * momentum * lr), accum
+    return var - lr * accum, accum
+
+
+def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_nesterov=False):
+    one = np.ones((), var.dtype)
+    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    m = m + (grad - m) * (one - beta1)
+    v = v + (grad * grad - v) * (one - beta2)
+    if use_nesterov:
+        return var - lr_t * (m * beta1 + (one - beta1) * grad) / (np.sqrt(v) + epsilon), m, v
+    return var - lr_t * m / (np.sqrt(v) + epsilon), m, v
+
+
+def _adagrad(var, accum, lr, grad, update_slots=True):
+    if update_slots:
+        accum = accum + grad * grad
+    return var - lr * grad / np.sqrt(accum), accum
+
+
+def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
+    ms = ms + (grad * grad - ms) * (np.ones((), var.dtype) - rho)
+    mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+    return var - mom, ms, mom
+
+
+def _centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    one = np.ones((), var.dtype)
+    mg = mg + (grad - mg) * (one - rho)
+    ms = ms + (grad * grad - ms) * (one - rho)
+    mom = mom * momentum + lr * grad / np.sqrt(ms - mg * mg + epsilon)
+    return var - mom, mg, ms, mom
+
+
+def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
+    one = np.ones((), var.dtype)
+    accum = accum * rho + grad * grad * (one - rho)
+    update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * grad
+    accum_update = accum_update * rho + update * update * (one - rho)
+    return var - update * lr, accum, accum_update
+
+
+def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power):
+    new_accum = accum + grad * grad
+    if lr_power == -0.5:
+        sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
+        quadratic = np.sqrt(new_accum) / lr + 2 * l2
+    else:
+        sigma = (new_accum ** -lr_power - accum ** -lr_power) / lr
+        quadratic = new_accum ** -lr_power / lr + 2 * l2
+    linear = linear + shrunk_grad - sigma * var
+    pre_shrink = (np.sign(linear) * l1 - linear) / quadratic
+    var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros((), var.dtype)).astype(var.dtype)
+    return var, new_accum, linear
+
+
+def _ftrl(var, accum, linear, grad, lr, l1, l2, lr_power):
+    return _ftrl_core(var, accum, linear, grad, grad, lr, l1, l2, lr_power)
+
+
+def _ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
+    return _ftrl_core(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
+
+
+_RULES = [
+    _Rule("GradientDescent", 0, ("alpha",), _sgd),
+    _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov")),
+    _Rule("Adam", 2, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam,
+          attrs=("use_locking", "use_nesterov")),
+    _Rule("Adagrad", 1, ("lr",), _adagrad, attrs=("use_locking", "update_slots")),
+    _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop),
+    _Rule("CenteredRMSProp", 3, ("lr", "rho", "momentum", "epsilon"), _centered_rmsprop),
+    _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta),
+    _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True),
+    _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True),
+]
+# Momentum's grad comes before its `momentum` scalar (TF's input order): lr, grad, momentum.
+_GRAD_AFTER = {"Momentum": 1}
+
+
+def _input_names(rule: _Rule, sparse: bool) -> list:
+    slots = [f"slot{i}" for i in range(rule.n_slots)]
+    g = ["grad", "indices"] if sparse else ["grad"]
+    if rule.grad_first:
+        return ["var"] + slots + g + list(rule.scalars)
+    k = _GRAD_AFTER.get(rule.op_type, len(rule.scalars))
+    return ["var"] + slots + list(rule.scalars[:k]) + g + list(rule.scalars[k:])
+
+
+def _dedup(node, grad, indices, nrows: int):
+    indices = np.asarray(indices).reshape(-1)
+    if indices.size and (indices.min() < 0 or indices.max() >= nrows):
+        i = int(np.flatnonzero((indices < 0) | (indices >= nrows))[0])
+        raise errors.InvalidArgumentError(node, node.name,
+                                          f"indices[{i}] = {indices[i]} is not in [0, {nrows})")
+    unique, inverse = np.unique(indices, return_inverse=True)
+    if unique.size == indices.size:
+        order = np.argsort(indices, kind="stable")
+        return unique, np.asarray(grad)[order]
+    summed = np.zeros((unique.size,) + np.shape(grad)[1:], dtype=np.asarray(grad).dtype)
+    np.add.at(summed, inverse.reshape(-1), grad)
+    return unique, summed
+
+
+def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
+    names = _input_names(rule, sparse)
+    n_res = 1 + rule.n_slots
+    scalar_pos = [names.index(s) for s in rule.scalars]
+    grad_pos = names.index("grad")
+    idx_pos = names.index("indices") if sparse else -1
+
+    def factory(node, ctx):
+        attrs = {a: bool(node.attr.get(a, a == "update_slots")) for a in rule.attrs if a != "use_locking"}
+        use_locking = bool(node.attr.get("use_locking", False))
+
+        def step(inputs) -> None:
+            res = inputs[:n_res]
+            values = [r.read(node.name) for r in res]
+            var = values[0]
+            dtype = var.dtype
+            scalars = [np.asarray(inputs[i]).astype(dtype) for i in scalar_pos]
+            grad = np.asarray(inputs[grad_pos]).astype(dtype, copy=False)
+            for i, v in enumerate(values[1:], 1):
+                if v.shape != var.shape:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"var and {names[i]} do not have the same shape"
+                        f"{list(var.shape)} {list(v.shape)}")
+            if not sparse:
+                if grad.shape != var.shape:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"var and grad do not have the same shape{list(var.shape)} "
+                        f"{list(grad.shape)}")
+                for r, v in zip(res, _apply(rule, values, scalars, grad, attrs)):
+                    r.store(v)
+                return
+            if var.ndim == 0:
+                raise errors.InvalidArgumentError(node, node.name, "var must be at least 1 dimensional")
+            rows, g = _dedup(node, grad, inputs[idx_pos], var.shape[0])
+            if rule.op_type == "Adam":
+                for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
+                    r.store(v)
+                return
+            new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs)
+            for r, v, nv in zip(res, values, new_rows):
+                out = v.copy()
+                out[rows] = nv
+                r.store(out)
+
+        if not use_locking:
+            return lambda *inputs: step(inputs)
+
+        def step_locked(*inputs):
+            with locked(list(inputs[:n_res]), True):
+                step(inputs)
+        return step_locked
+    return factory
+
+
+def _sparse_adam(values: list, scalars: list, rows, g) -> list:
+    """TF1's AdamOptimizer._apply_sparse: every row of m and v decays and every row of var
+    moves; only the looked-up rows receive the gradient (not 'lazy' Adam)."""
+    var, m, v = values
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
+    one = np.ones((), var.dtype)
+    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    m = m * beta1
+    m[rows] += g * (one - beta1)
+    v = v * beta2
+    v[rows] += (g * g) * (one - beta2)
+    return [np.asarray(var - lr_t * m / (np.sqrt(v) + epsilon), var.dtype), m, v]
+
+
+def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
+    var, slots = values[0], values[1:]
+    if rule.grad_first:
+        out = rule.fn(var, *slots, grad, *scalars, **attrs)
+    else:
+        k = _GRAD_AFTER.get(rule.op_type, len(scalars))
+        out = rule.fn(var, *slots, *scalars[:k], grad, *scalars[k:], **attrs)
+    return [np.asarray(o, dtype=var.dtype) for o in out]
+
+
+def _make_infer(rule: _Rule, sparse: bool) -> Callable:
+    """TF's shape function for ResourceApply*: scalars are scalars, var and slots agree, grad has
+    var's shape (sparse: indices are a vector, grad is [len(indices)] + var.shape[1:])."""
+    names = _input_names(rule, sparse)
+
+    def infer(op):
+        ins = dict(zip(names, op.inputs))
+        for n in rule.scalars:
+            if ins[n].shape.ndims not in (None, 0):
+                raise ValueError(f"Shape must be rank 0 but is rank {ins[n].shape.ndims}")
+        var = handle_shape(ins["var"])
+        for i in range(rule.n_slots):
+            var = var.merge_with(handle_shape(ins[f"slot{i}"]))
+        grad = ins["grad"].shape
+        if not sparse:
+            if var.ndims is not None and grad.ndims is not None and var.ndims != grad.ndims:
+                raise ValueError(f"Shapes must be equal rank, but are {var.ndims} and {grad.ndims}")
+            var.merge_with(grad)
+            return []
+        indices = ins["indices"].shape
+        if indices.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {indices.ndims}")
+        if grad.ndims is not None and var.ndims is not None:
+            if grad.ndims != var.ndims:
+                raise ValueError(f"Shapes must be equal rank, but are {grad.ndims} and {var.ndims}")
+            grad[1:].merge_with(var[1:])
+        if grad.ndims is not None and indices.ndims is not None:
+            grad[:1].merge_with(indices)
+        return []
+    return infer
+
+
+for _rule in _RULES:
+    register(f"ResourceApply{_rule.op_type}", _make_infer(_rule, False), _make_kernel(_rule, False), grad=None,
+             stateful=True)
+    register(f"ResourceSparseApply{_rule.op_type}", _make_infer(_rule, True), _make_kernel(_rule, True),
+             grad=None, stateful=True)
+
+_BY_NAME = {r.op_type: r for r in _RULES}
+
+
+# -- Python wrappers ---------------------------------------------------------------------------
+def _apply_op(kind: str, sparse: bool, inputs: dict, attrs: dict, name=None):
+    """Creates ResourceApply<kind> (or its sparse form) from named inputs."""
+    rule = _BY_NAME[kind]
+    order = _input_names(rule, sparse)
+    tensors = []
+    for n in order:
+        v = inputs[n]
+        tensors.append(v if hasattr(v, "op") else convert_to_tensor(v))
+    op_type = f"ResourceSparseApply{kind}" if sparse else f"ResourceApply{kind}"
+    all_attrs = {"T": inputs["grad"].dtype}
+    all_attrs.update(attrs)
+    if sparse:
+        all_attrs["Tindices"] = inputs["indices"].dtype
+    return make_op(op_type, tensors, all_attrs, name=name or op_type)
+
+
+def resource_apply(kind: str, var, slots: list, scalars: list, grad, use_locking: bool = False,
+                   name=None, **attrs):
+    """ResourceApply<kind>(var, *slots, *scalars, grad) with the scalars in the rule's order."""
+    rule = _BY_NAME[kind]
+    inputs = {"var": var, "grad": grad}
+    inputs.update({f"slot{i}": s for i, s in enumerate(slots)})
+    inputs.update(dict(zip(rule.scalars, scalars)))
+    return _apply_op(kind, False, inputs, dict(use_locking=use_locking, **attrs), name)
+
+
+def resource_sparse_apply(kind: str, var, slots: list, scalars: list, grad, indices,
+                          use_locking: bool = False, name=None, **attrs):
+    """ResourceSparseApply<kind>: the update of `kind` on the rows `indices` only."""
+    rule = _BY_NAME[kind]
+    inputs = {"var": var, "grad": grad, "indices": indices}
+    inputs.update({f"slot{i}": s for i, s in enumerate(slots)})
+    inputs.update(dict(zip(rule.scalars, scalars)))
+    return _apply_op(kind, True, inputs, dict(use_locking=use_locking, **attrs), name)

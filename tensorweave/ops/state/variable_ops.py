@@ -1,0 +1,432 @@
+"""Resource-variable ops: VarHandleOp and the ops that read and update a variable's storage
+(scatter updates live in scatter.py).
+
+A variable is a `VariableResource` held by a task's ResourceManager under (container,
+shared_name). `VarHandleOp` finds or creates it at plan time and outputs it as a `resource`
+value; every other op here takes that handle as input 0 and is created colocated with it, so
+handles never cross tasks. Updates replace the stored (read-only) array rather than mutate it:
+a value already read may still be in flight to another task.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Optional
+
+import numpy as np
+
+import threading
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.func_graph import resolve_capture
+from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import constant, expand_dims, reshape, size
+from tensorweave.ops.helpers import make_op, np_dtype
+from tensorweave.ops.registry import register
+
+__all__ = ["assign", "assign_add", "assign_sub", "count_up_to", "is_variable_initialized"]
+
+
+class VariableResource:
+    """Storage of one variable, held by a task's ResourceManager. Updates replace `value` rather
+    than mutate it, so a value already handed to a consumer (or to the transport, zero-copy)
+    never changes under it."""
+
+    __slots__ = ("name", "dtype", "shape", "value", "lock")
+
+    def __init__(self, name: str, dtype, shape):
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.value: Optional[np.ndarray] = None
+        self.lock = threading.Lock()
+
+    def read(self, op_name: str = None):
+        v = self.value
+        if v is None:
+            raise errors.FailedPreconditionError(
+                None, op_name,
+                f"Attempting to use uninitialized value {self.name}\n\t [[node {op_name or self.name}]]")
+        return v
+
+    def store(self, value) -> None:
+        """Replaces the value with `value`, frozen: the old array may still be in flight elsewhere."""
+        value = np.asarray(value)
+        value.flags.writeable = False
+        self.value = value
+
+
+@contextlib.contextmanager
+def locked(resources: list, use_locking: bool):
+    """Holds the locks of `resources` (in a fixed order) when the op asked for use_locking."""
+    if not use_locking:
+        yield
+        return
+    ordered = sorted({id(r): r for r in resources}.values(), key=id)
+    for r in ordered:
+        r.lock.acquire()
+    try:
+        yield
+    finally:
+        for r in reversed(ordered):
+            r.lock.release()
+
+
+@contextlib.contextmanager
+def colocated_with_handle(handle: Tensor):
+    """Colocates ops created inside with the variable handle (when in the handle's graph), and
+    with nothing else: an op using a handle runs where the variable lives, even when it is built
+    inside another variable's colocation scope (Adam reads beta1_power while updating every var)."""
+    g = get_default_graph()
+    if handle.graph is g:
+        with g.colocate_with(handle.op, ignore_existing=True):
+            yield
+    else:  # a function body capturing an outer handle: the capture decides placement
+        yield
+
+
+# -- shape/dtype helpers for handles ------------------------------------------------------------
+def _var_handle_op(handle: Tensor) -> Optional[Operation]:
+    """The VarHandleOp behind `handle` (through captures and Identity ops), when it is visible."""
+    op = resolve_capture(handle).op
+    while op.type == "Identity" and op.inputs:
+        op = op.inputs[0].op
+    return op if op.type == "VarHandleOp" else None
+
+
+def handle_shape(handle: Tensor) -> TensorShape:
+    """The static shape of the variable behind `handle`, when its VarHandleOp is visible."""
+    op = _var_handle_op(handle)
+    return as_shape(op.get_attr("shape")) if op is not None else unknown_shape()
+
+
+def handle_dtype(handle: Tensor) -> Optional[dtypes.DType]:
+    op = _var_handle_op(handle)
+    return op.get_attr("dtype") if op is not None else None
+
+
+def check_handle(op, dtype) -> None:
+    h = op.inputs[0]
+    if h.dtype is not dtypes.resource:
+        raise ValueError(f"Input 'resource' of '{op.type}' Op has type {h.dtype.name} that does not match "
+                         "expected type of resource.")
+    hd = handle_dtype(h)
+    if hd is not None and dtype is not None and hd != dtype:
+        raise ValueError(f"Trying to access variable of dtype {dtypes.as_dtype(hd).name} with dtype "
+                         f"{dtypes.as_dtype(dtype).name}")
+
+
+def shape_str(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _frozen(value, np_dtype) -> np.ndarray:
+    """`value` as a read-only array of `np_dtype`, copied unless it already is one."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable and value.dtype == np_dtype:
+        return value
+    arr = np.array(value, dtype=np_dtype)
+    arr.flags.writeable = False
+    return arr
+
+
+# -- VarHandleOp --------------------------------------------------------------------------------
+def var_handle_op(dtype, shape, container: str = "", shared_name: str = "", name=None) -> Tensor:
+    """The VarHandleOp of a variable (a `resource` tensor); `name` ending in '/' is verbatim."""
+    g = get_default_graph()
+    attrs = {"container": container if container is not None else g._container,
+             "shared_name": shared_name, "dtype": dtypes.as_dtype(dtype), "shape": as_shape(shape)}
+    op = g.create_op("VarHandleOp", [], attrs, name=name or "VarHandleOp")
+    if not op.get_attr("shared_name"):
+        op._attrs["shared_name"] = op.name
+    return op.outputs[0]
+
+
+def _var_handle_kernel(node, ctx):
+    dtype = dtypes.as_dtype(node.attr["dtype"])
+    shape = node.attr.get("shape")
+    container = node.attr.get("container") or ""
+    shared = node.attr.get("shared_name") or node.name
+    res = ctx.resources.lookup_or_create(container, shared, lambda: VariableResource(shared, dtype, shape))
+    if not isinstance(res, VariableResource):
+        raise errors.InvalidArgumentError(node, node.name, f"Resource {container}/{shared} is not a variable")
+    if dtypes.as_dtype(res.dtype) != dtype:
+        raise errors.InvalidArgumentError(
+            node, node.name, f"Trying to share variable {shared} with dtype {dtype.name}, but it was created "
+            f"with dtype {dtypes.as_dtype(res.dtype).name}")
+    return lambda: res
+
+
+register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], _var_handle_kernel,
+         grad=None, stateful=True)
+
+
+# -- reading ------------------------------------------------------------------------------------
+def read_variable_op(handle: Tensor, dtype, name=None) -> Tensor:
+    """A fresh read of the variable's current value."""
+    with colocated_with_handle(handle):
+        return make_op("ReadVariableOp", [handle], {"dtype": dtypes.as_dtype(dtype)},
+                       name=name or "ReadVariableOp").outputs[0]
+
+
+def _read_infer(op):
+    dtype = op.get_attr("dtype")
+    check_handle(op, dtype)
+    return [(dtype, handle_shape(op.inputs[0]))]
+
+
+def _read_kernel(node, ctx):
+    name = node.name
+    return lambda res: res.read(name)
+
+
+register("ReadVariableOp", _read_infer, _read_kernel, grad=lambda op, g: [g], stateful=True)
+
+
+def variable_shape(handle: Tensor, out_type=dtypes.int32, name=None) -> Tensor:
+    """The runtime shape of the variable behind `handle`."""
+    with colocated_with_handle(handle):
+        return make_op("VariableShape", [handle], {"out_type": dtypes.as_dtype(out_type)},
+                       name=name or "VariableShape").outputs[0]
+
+
+def _variable_shape_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["out_type"]).as_numpy_dtype
+    return lambda res: np.asarray(np.shape(res.read(node.name)), dtype=np_dt)
+
+
+register("VariableShape", lambda op: [(op.get_attr("out_type"), TensorShape([handle_shape(op.inputs[0]).ndims]))],
+         _variable_shape_kernel, grad=None, stateful=True)
+
+
+def var_is_initialized_op(handle: Tensor, name=None) -> Tensor:
+    with colocated_with_handle(handle):
+        return make_op("VarIsInitializedOp", [handle], name=name or "VarIsInitializedOp").outputs[0]
+
+
+register("VarIsInitializedOp", lambda op: [(dtypes.bool, TensorShape([]))],
+         lambda node, ctx: (lambda res: np.bool_(res.value is not None)), grad=None, stateful=True)
+
+
+def _destroy_kernel(node, ctx):
+    def destroy(res):
+        res.value = None
+    return destroy
+
+
+register("DestroyResourceOp", lambda op: [], _destroy_kernel, grad=None, stateful=True)
+
+
+# -- assignment ---------------------------------------------------------------------------------
+def _assign_infer(op):
+    check_handle(op, op.get_attr("dtype"))
+    if op.inputs[1].dtype != op.get_attr("dtype"):
+        raise ValueError(f"Input 'value' of '{op.type}' Op has type {op.inputs[1].dtype.name} that does not "
+                         f"match expected type of {dtypes.as_dtype(op.get_attr('dtype')).name}")
+    if op._attrs.get("validate_shape", True) or op.type != "AssignVariableOp":
+        want = handle_shape(op.inputs[0])
+        if not want.is_compatible_with(op.inputs[1].shape):
+            raise ValueError(f"Shapes {want} and {op.inputs[1].shape} are incompatible")
+    return []
+
+
+def assign_variable_op(handle: Tensor, value: Tensor, use_locking: bool = False, validate_shape: bool = True,
+                       name=None):
+    with colocated_with_handle(handle):
+        return make_op("AssignVariableOp", [handle, value],
+                       {"dtype": value.dtype, "validate_shape": bool(validate_shape),
+                       "use_locking": bool(use_locking)}, name=name or "AssignVariableOp")
+
+
+def _assign_kernel(node, ctx):
+    np_dt = np_dtype(node, "dtype")
+    validate = node.attr.get("validate_shape", True)
+    locking = node.attr.get("use_locking", False)
+
+    def assign(res, value):
+        arr = _frozen(value, np_dt)
+        if validate:
+            cur = res.value
+            want = cur.shape if cur is not None else res.shape
+            if want is not None and (len(want) != arr.ndim or
+                                     any(w is not None and w != a for w, a in zip(want, arr.shape))):
+                raise errors.InvalidArgumentError(
+                    node, node.name, f"Trying to assign to variable {res.name} with tensor with wrong shape. "
+                    f"Expected {shape_str(want)} got {shape_str(arr.shape)}")
+        with locked([res], locking):
+            res.value = arr
+    return assign
+
+
+register("AssignVariableOp", _assign_infer, _assign_kernel, grad=None, stateful=True)
+
+
+def _update_kernel(fn):
+    def factory(node, ctx):
+        np_dt = np_dtype(node, "dtype")
+        locking = node.attr.get("use_locking", False)
+
+        def update(res, delta):
+            with locked([res], locking):
+                old = res.read(node.name)
+                d = np.asarray(delta)
+                if d.shape != old.shape:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"Cannot update variable with shape {shape_str(old.shape)} using a "
+                        f"Tensor with shape {shape_str(d.shape)}, shapes must be equal.")
+                res.store(np.asarray(fn(old, d), dtype=np_dt))
+        return update
+    return factory
+
+
+def _update_op(op_type):
+    def make(handle, value, use_locking=False, name=None):
+        with colocated_with_handle(handle):
+            return make_op(op_type, [handle, value], {"dtype": value.dtype, "use_locking": bool(use_locking)},
+                           name=name or op_type)
+    return make
+
+
+register("AssignAddVariableOp", _assign_infer, _update_kernel(np.add), grad=None, stateful=True)
+register("AssignSubVariableOp", _assign_infer, _update_kernel(np.subtract), grad=None, stateful=True)
+assign_add_variable_op = _update_op("AssignAddVariableOp")
+assign_sub_variable_op = _update_op("AssignSubVariableOp")
+
+
+def check_indices(node, idx: np.ndarray, limit: int) -> None:
+    """InvalidArgumentError naming the first index outside [0, limit)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= limit):
+        flat = idx.reshape(-1)
+        bad = int(np.flatnonzero((flat < 0) | (flat >= limit))[0])
+        pos = np.unravel_index(bad, idx.shape)
+        raise errors.InvalidArgumentError(
+            node, node.name, f"indices{list(int(p) for p in pos)} = {int(flat[bad])} is not in [0, {limit})")
+
+
+# -- sparse reads ------------------------------------------------------------------------------
+def resource_gather(handle: Tensor, indices, dtype, batch_dims: int = 0, validate_indices: bool = True,
+                    name=None) -> Tensor:
+    """Rows `indices` of the variable behind `handle` (reads only those rows)."""
+    indices = convert_to_tensor(indices)
+    with colocated_with_handle(handle):
+        return make_op("ResourceGather", [handle, indices],
+                       {"dtype": dtypes.as_dtype(dtype), "Tindices": indices.dtype, "batch_dims": batch_dims,
+                       "validate_indices": validate_indices}, name=name or "ResourceGather").outputs[0]
+
+
+def _gather_infer(op):
+    check_handle(op, op.get_attr("dtype"))
+    var_shape = handle_shape(op.inputs[0])
+    if not op.inputs[1].dtype.is_integer:
+        raise ValueError(f"Value passed to parameter 'indices' has DataType {op.inputs[1].dtype.name} not in "
+                         "list of allowed values: int32, int64")
+    if var_shape.ndims is None:
+        return [(op.get_attr("dtype"), unknown_shape())]
+    return [(op.get_attr("dtype"), op.inputs[1].shape.concatenate(var_shape[1:]))]
+
+
+def _gather_kernel(node, ctx):
+    def gather(res, indices):
+        value = res.read(node.name)
+        idx = np.asarray(indices)
+        check_indices(node, idx, value.shape[0])
+        return np.take(value, idx, axis=0)
+    return gather
+
+
+def _gather_grad(op, grad):
+    handle, indices = op.inputs
+    static = handle_shape(handle)
+    if static.is_fully_defined():
+        params_shape = constant(static.as_list(), dtype=dtypes.int32)
+        tail = static.as_list()[1:]
+        values_shape = concat([expand_dims(size(indices), 0), constant(tail, dtype=dtypes.int32)], 0)
+    else:
+        params_shape = variable_shape(handle)
+        values_shape = concat([expand_dims(size(indices), 0), params_shape[1:]], 0)
+    values = reshape(grad, values_shape)
+    flat_indices = reshape(indices, expand_dims(size(indices), 0))
+    return [IndexedSlices(values, flat_indices, params_shape), None]
+
+
+register("ResourceGather", _gather_infer, _gather_kernel, grad=_gather_grad, stateful=True)
+
+
+# -- counters and helpers for tf.Variable ---------------------------------------------------------
+def _count_up_to_kernel(node, ctx):
+    limit = node.attr["limit"]
+    np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
+
+    def count(res):
+        with res.lock:
+            old = res.read(node.name)
+            if old >= limit:
+                raise errors.OutOfRangeError(node, node.name, f"Reached limit of {limit}")
+            res.store(np.asarray(old + 1, dtype=np_dt))
+        return old
+    return count
+
+
+register("ResourceCountUpTo", lambda op: [(op.get_attr("T"), handle_shape(op.inputs[0]))],
+         _count_up_to_kernel, grad=None, stateful=True)
+
+
+def _value_or_initial_kernel(node, ctx):
+    return lambda res, initial: res.value if res.value is not None else initial
+
+
+# Variable.initialized_value(): the value when initialized, else the initial value (TF builds a
+# cond for this; one op evaluates the same way without a control-flow dependency).
+register("_VariableValueOrInitial", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)],
+         _value_or_initial_kernel, grad=None, stateful=True)
+
+
+def _report_kernel(node, ctx):
+    names = [n.encode() if isinstance(n, str) else n for n in node.attr["var_names"]]
+
+    def report(*flags):
+        out = np.empty(sum(1 for f in flags if not f), dtype=object)
+        out[:] = [n for n, f in zip(names, flags) if not f]
+        return out
+    return report
+
+
+register("_ReportUninitialized", lambda op: [(dtypes.string, TensorShape([None]))], _report_kernel,
+         grad=None)
+
+
+# -- TF1 module-level functions on variables ------------------------------------------------------
+def variable_method(ref, method: str):
+    """ref.<method>, or TF's TypeError when `ref` is not a variable."""
+    if not hasattr(ref, method):
+        raise TypeError(f"'ref' must be a Variable, got {type(ref).__name__}")
+    return getattr(ref, method)
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    """tf.assign(ref, value, validate_shape=None, use_locking=None, name=None): the new value."""
+    return variable_method(ref, "assign")(value, use_locking=use_locking, name=name or "Assign",
+                                           _validate_shape=validate_shape)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    """tf.assign_add(ref, value, use_locking=None, name=None): ref += value; the new value."""
+    return variable_method(ref, "assign_add")(value, use_locking=use_locking, name=name or "AssignAdd")
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    """tf.assign_sub(ref, value, use_locking=None, name=None): ref -= value; the new value."""
+    return variable_method(ref, "assign_sub")(value, use_locking=use_locking, name=name or "AssignSub")
+
+
+def count_up_to(ref, limit, name=None):
+    """tf.count_up_to(ref, limit, name=None): increments ref, returning its old value; OutOfRange at limit."""
+    return ref.count_up_to(limit, name=name)
+
+
+def is_variable_initialized(variable):
+    """tf.is_variable_initialized(variable): a bool scalar tensor."""
+    with get_default_graph().name_scope(variable.op.name + "/IsInitialized/"):
+        return var_is_initialized_op(variable.handle)

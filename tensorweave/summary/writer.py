@@ -1,0 +1,202 @@
+"""tf.summary.FileWriter and FileWriterCache, and tf.train.summary_iterator.
+
+Event files are real TensorBoard event files (`events.out.tfevents.<time>.<host>...`) written
+by the `tensorboard` package's own EventFileWriter (its record framing, crc32c and
+asynchronous queue), with TensorBoard's Event/Summary protos: `tensorboard --logdir DIR` shows
+them. We use `tensorboard` rather than tensorboardX because it is the package users already run
+to look at the files, its protos are the ones its reader parses, and it needs no PyTorch.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+
+from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
+
+from tensorweave.framework.graph import Graph, get_default_graph
+from tensorweave.summary.graph_proto import graph_def_proto
+
+__all__ = ["FileWriter", "FileWriterCache", "Event", "SessionLog", "TaggedRunMetadata"]
+
+Event = event_pb2.Event
+SessionLog = event_pb2.SessionLog
+TaggedRunMetadata = event_pb2.TaggedRunMetadata
+_log = logging.getLogger("tensorweave")
+
+
+def _event_file_writer(logdir: str, max_queue: int, flush_secs: float, suffix: str):
+    # Imported on first use: tensorboard's writer module loads its whole summary package
+    # (~0.15 s), which `import tensorweave` should not pay for.
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: PLC0415
+    return EventFileWriter(logdir, max_queue, flush_secs, suffix)
+
+
+def _run_metadata_bytes(run_metadata) -> bytes:
+    """A RunMetadata (ours or a protocol buffer) serialized as TF's RunMetadata proto."""
+    if hasattr(run_metadata, "SerializeToString"):
+        return run_metadata.SerializeToString()
+    proto = config_pb2.RunMetadata()
+    for dev in getattr(run_metadata.step_stats, "dev_stats", []):
+        d = proto.step_stats.dev_stats.add(device=dev.device)
+        for ns in dev.node_stats:
+            d.node_stats.add(node_name=ns.node_name, all_start_micros=int(ns.all_start_micros),
+                             op_start_rel_micros=int(ns.op_start_rel_micros),
+                             op_end_rel_micros=int(ns.op_end_rel_micros),
+                             all_end_rel_micros=int(ns.all_end_rel_micros), timeline_label=ns.timeline_label,
+                             thread_id=int(ns.thread_id) & 0xffffffff, scheduled_micros=int(ns.scheduled_micros))
+    return proto.SerializeToString()
+
+
+class FileWriter:
+    """tf.summary.FileWriter(logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
+    filename_suffix=None, session=None): writes Summary protocol buffers (or their serialized
+    bytes, as summary ops output them), graphs, session logs and run metadata to an event file
+    in `logdir`, asynchronously (at most `max_queue` pending events, flushed every
+    `flush_secs`)."""
+
+    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None, filename_suffix=None,
+                 session=None):
+        if session is not None:
+            raise ValueError("FileWriter(session=...) (summary writer resources) is not supported; "
+                             "use FileWriter(logdir) with add_summary")
+        self._logdir = str(logdir)
+        self._max_queue = max_queue
+        self._flush_secs = flush_secs
+        self._filename_suffix = filename_suffix or ""
+        self.event_writer = _event_file_writer(self._logdir, max_queue, flush_secs, self._filename_suffix)
+        self._closed = False
+        self._seen_summary_tags: set = set()
+        self._session_run_tags: dict = {}
+        if graph is not None or graph_def is not None:
+            self.add_graph(graph=graph, graph_def=graph_def)
+            source = graph if graph is not None else graph_def
+            if isinstance(source, Graph):
+                self.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def_proto(source)))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def get_logdir(self) -> str:
+        return self._logdir
+
+    def _warn_if_closed(self) -> bool:
+        if self._closed:
+            warnings.warn("Attempting to use a closed FileWriter. The operation will be a noop unless the FileWriter "
+                          "is explicitly reopened.")
+        return self._closed
+
+    def _add_event(self, event, step) -> None:
+        event.wall_time = time.time()
+        if step is not None:
+            event.step = int(step)
+        self.add_event(event)
+
+    def add_event(self, event) -> None:
+        """Writes one Event protocol buffer."""
+        if not self._warn_if_closed():
+            self.event_writer.add_event(event)
+
+    def add_summary(self, summary, global_step=None) -> None:
+        """Adds a Summary protocol buffer, or its serialized bytes (a summary op's output), at
+        `global_step`. A tag's plugin metadata is written with its first value only, as TF does."""
+        if isinstance(summary, bytes):
+            parsed = summary_pb2.Summary()
+            parsed.ParseFromString(summary)
+            summary = parsed
+        for value in summary.value:
+            if not value.HasField("metadata"):
+                continue
+            if value.tag in self._seen_summary_tags:
+                value.ClearField("metadata")
+                continue
+            self._seen_summary_tags.add(value.tag)
+        self._add_event(event_pb2.Event(summary=summary), global_step)
+
+    def add_session_log(self, session_log, global_step=None) -> None:
+        """Adds a SessionLog (START, STOP, CHECKPOINT) event."""
+        self._add_event(event_pb2.Event(session_log=session_log), global_step)
+
+    def add_graph(self, graph, global_step=None, graph_def=None) -> None:
+        """Adds a graph (a tensorweave Graph, or a GraphDef protocol buffer) as TensorBoard shows it."""
+        if graph is not None and graph_def is not None:
+            raise ValueError("Please pass only graph, or graph_def (deprecated), but not both.")
+        source = graph if graph is not None else graph_def
+        if isinstance(source, Graph):
+            proto = graph_def_proto(source)
+        elif hasattr(source, "SerializeToString") and hasattr(source, "node"):
+            proto = source
+        else:
+            raise TypeError("The passed graph must be an instance of `Graph` or the deprecated `GraphDef`")
+        self._add_event(event_pb2.Event(graph_def=proto.SerializeToString()), global_step)
+
+    def add_meta_graph(self, meta_graph_def, global_step=None) -> None:
+        """Adds a MetaGraphDef protocol buffer."""
+        if not hasattr(meta_graph_def, "SerializeToString") or not hasattr(meta_graph_def, "graph_def"):
+            raise TypeError(f"meta_graph_def must be type MetaGraphDef, saw type: {type(meta_graph_def)}")
+        if not isinstance(meta_graph_def, meta_graph_pb2.MetaGraphDef):
+            raise TypeError("add_meta_graph writes TensorFlow's MetaGraphDef protocol buffer; a tensorweave meta "
+                            "graph (export_meta_graph) is saved beside checkpoints, add_graph shows its graph")
+        self._add_event(event_pb2.Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None) -> None:
+        """Adds a step's RunMetadata (tf.RunMetadata from a traced Session.run) under `tag`."""
+        if tag in self._session_run_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._session_run_tags[tag] = True
+        tagged = event_pb2.TaggedRunMetadata(tag=tag, run_metadata=_run_metadata_bytes(run_metadata))
+        self._add_event(event_pb2.Event(tagged_run_metadata=tagged), global_step)
+
+    def flush(self) -> None:
+        """Writes every pending event to disk."""
+        if not self._warn_if_closed():
+            self.event_writer.flush()
+
+    def close(self) -> None:
+        """Flushes and closes the event file; `reopen` starts a new one."""
+        if not self._closed:
+            self.event_writer.close()
+        self._closed = True
+
+    def reopen(self) -> None:
+        """Reopens a closed writer on a new event file in the same logdir."""
+        if self._closed:
+            self.event_writer = _event_file_writer(self._logdir, self._max_queue, self._flush_secs,
+                                                   self._filename_suffix)
+            self._closed = False
+
+
+class FileWriterCache:
+    """tf.summary.FileWriterCache: one FileWriter per logdir (with the default graph)."""
+
+    _cache: dict = {}
+    _lock = threading.RLock()
+
+    @staticmethod
+    def clear() -> None:
+        """Closes and forgets every cached writer."""
+        with FileWriterCache._lock:
+            for w in FileWriterCache._cache.values():
+                w.close()
+            FileWriterCache._cache = {}
+
+    @staticmethod
+    def get(logdir) -> FileWriter:
+        """The cached FileWriter of `logdir`, created (with the default graph) on first use."""
+        with FileWriterCache._lock:
+            w = FileWriterCache._cache.get(logdir)
+            if w is None:
+                w = FileWriterCache._cache[logdir] = FileWriter(logdir, graph=get_default_graph())
+            return w
+
+
+def summary_iterator(path):
+    """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
+    # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader  # noqa: PLC0415
+    for record in RawEventFileLoader(str(path)).Load():
+        yield event_pb2.Event.FromString(record)

@@ -1,0 +1,134 @@
+"""Reading checkpoints from Python and initializing variables from them:
+tf.train.load_checkpoint, load_variable, list_variables, init_from_checkpoint (ours or
+TensorFlow's V2 checkpoints; a directory means its latest checkpoint)."""
+from __future__ import annotations
+
+import os
+
+from tensorweave.framework import errors
+from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.graph import get_default_graph
+from tensorweave.ops.checkpoint.io_ops import restore_v2
+from tensorweave.ops.checkpoint.reader import CheckpointReader, NewCheckpointReader  # noqa: F401
+from tensorweave.ops.state.partitioned_variables import PartitionedVariable
+from tensorweave.ops.state.variable_ops import assign_variable_op, colocated_with_handle
+from tensorweave.ops.state.variable_scope import _get_default_variable_store
+from tensorweave.ops.state.variables import Variable
+from tensorweave.train.checkpoint_management import latest_checkpoint
+
+__all__ = ["load_checkpoint", "load_variable", "list_variables", "init_from_checkpoint", "NewCheckpointReader"]
+
+
+def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
+    if isinstance(ckpt_dir_or_file, bytes):
+        ckpt_dir_or_file = ckpt_dir_or_file.decode()
+    if os.path.isdir(ckpt_dir_or_file):
+        found = latest_checkpoint(ckpt_dir_or_file)
+        if found is None:
+            raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory {ckpt_dir_or_file}")
+        return found
+    return ckpt_dir_or_file
+
+
+def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
+    """tf.train.load_checkpoint(ckpt_dir_or_file): a CheckpointReader of the checkpoint (a
+    directory's latest one)."""
+    return CheckpointReader(_get_checkpoint_filename(ckpt_dir_or_file))
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """tf.train.load_variable(ckpt_dir_or_file, name): the saved value of `name` (':0' ignored)."""
+    if name.endswith(":0"):
+        name = name[:-2]
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
+def list_variables(ckpt_dir_or_file) -> list:
+    """tf.train.list_variables(ckpt_dir_or_file): [(name, shape)], sorted by name."""
+    shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
+    return [(name, shapes[name]) for name in sorted(shapes)]
+
+
+def _set_checkpoint_initializer(variable: Variable, ckpt_file: str, tensor_name: str, slice_spec: str,
+                                name: str = "checkpoint_initializer") -> None:
+    """Makes `variable`'s initializer restore it from the checkpoint (on its own task)."""
+    with colocated_with_handle(variable.handle):
+        value = restore_v2(ckpt_file, [tensor_name], [slice_spec], [variable.dtype], name=name)[0]
+        value.set_shape(variable.shape)
+        variable._init_op = assign_variable_op(variable.handle, value)
+    variable._initial_value = value
+
+
+def _set_variable_or_list_initializer(var, ckpt_file: str, tensor_name: str, shapes: dict) -> None:
+    if isinstance(var, (list, PartitionedVariable)):
+        parts = list(var)
+        for v in parts:
+            info = v._get_save_slice_info()
+            if info is None:
+                raise ValueError(f"{v.name} is listed as a partition of {tensor_name} but has no slice info")
+            _set_checkpoint_initializer(v, ckpt_file, tensor_name, info.spec)
+        return
+    want = var.shape
+    have = shapes[tensor_name]
+    if want.is_fully_defined() and list(want.as_list()) != list(have):
+        raise ValueError(f"Shape of variable {var.name} ({want}) doesn't match with shape of tensor {tensor_name} "
+                         f"({have}) from checkpoint reader.")
+    _set_checkpoint_initializer(var, ckpt_file, tensor_name, "")
+
+
+def _collect(name: str) -> object:
+    """The variable (or partitioned variable) of `name` in the default graph, or None."""
+    store = _get_default_variable_store()
+    if name in store._vars:
+        return store._vars[name]
+    if name in store._partitioned_vars:
+        return store._partitioned_vars[name]
+    g = get_default_graph()
+    found = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES) if v.op.name == name]
+    if found:
+        return found[0]
+    parts = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES)
+             if v._get_save_slice_info() is not None and v._get_save_slice_info().full_name == name]
+    return parts or None
+
+
+def init_from_checkpoint(ckpt_dir_or_file, assignment_map) -> None:
+    """tf.train.init_from_checkpoint(ckpt_dir_or_file, assignment_map): replaces the initializers
+    of the variables `assignment_map` names so they load from the checkpoint. Keys are checkpoint
+    names or scopes ('old/' or 'old/x'), values current variables, names or scopes ('new/');
+    '/' for the key or value means the root scope."""
+    ckpt_file = _get_checkpoint_filename(ckpt_dir_or_file)
+    reader = CheckpointReader(ckpt_file)
+    shapes = reader.get_variable_to_shape_map()
+    for tensor_name, target in sorted(assignment_map.items(), key=lambda kv: kv[0]):
+        if isinstance(target, (Variable, PartitionedVariable, list)):
+            var = target
+        else:
+            var = None if "/" in target[-1:] else _collect(target)
+        if var is not None:
+            if tensor_name not in shapes:
+                raise ValueError(f"Tensor {tensor_name} is not found in {ckpt_file} checkpoint "
+                                 f"{sorted(shapes)}")
+            _set_variable_or_list_initializer(var, ckpt_file, tensor_name, shapes)
+            continue
+        # a scope: every variable under `target` loads from `tensor_name`'s scope
+        scope_vars = tensor_name.rstrip("/") if tensor_name != "/" else ""
+        scope_target = target.rstrip("/") if target != "/" else ""
+        names = set(_get_default_variable_store()._vars) | set(_get_default_variable_store()._partitioned_vars)
+        names |= {v.op.name for v in get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES)
+                  if v._get_save_slice_info() is None}
+        matched = False
+        for var_name in sorted(names):
+            if scope_target and not var_name.startswith(scope_target + "/"):
+                continue
+            if "/part_" in var_name and var_name.rsplit("/part_", 1)[0] in names:
+                continue
+            rest = var_name[len(scope_target) + 1:] if scope_target else var_name
+            full = f"{scope_vars}/{rest}" if scope_vars else rest
+            if full not in shapes:
+                raise ValueError(f"Tensor {full} (for variable {var_name}) is not found in {ckpt_file} checkpoint")
+            _set_variable_or_list_initializer(_collect(var_name), ckpt_file, full, shapes)
+            matched = True
+        if not matched:
+            raise errors.NotFoundError(None, None, f"init_from_checkpoint: no variables under scope '{target}' in the "
+                                       "current graph")

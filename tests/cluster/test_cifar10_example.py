@@ -1,0 +1,85 @@
+"""The main job, shortened: seed 003's CIFAR-10 trainer (examples/cifar10/) on a local cluster of
+one ps and two workers under `tensorweave launch`, asynchronous and synchronous, then the
+evaluation of its checkpoint; and the same trainer file in one plain process."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(REPO, "examples", "cifar10")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A small embedded data set in CIFAR-10's format (the trainer writes a full one if missing)."""
+    d = str(tmp_path_factory.mktemp("cifar10_data"))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import cifar10_input as ci; "
+            "ci.write_embedded_dataset(sys.argv[2], per_train_file=400, test_records=300)")
+    subprocess.run([sys.executable, "-c", code, EXAMPLE, d], check=True, env=_env(), timeout=120)
+    return d
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TF_CONFIG", None)
+    return env
+
+
+def _run(args: list, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=_env(), cwd=REPO,
+                          timeout=timeout)
+
+
+def _losses(output: str) -> list:
+    return [float(m) for m in re.findall(r"loss (\d+\.\d+)", output)]
+
+
+def _trained(r: subprocess.CompletedProcess, train_dir: str, steps: int) -> None:
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    losses = _losses(r.stdout)   # one per 5 steps; a single batch's loss is too noisy to compare two
+    assert len(losses) >= 10 and np.mean(losses[-4:]) < np.mean(losses[:4]), r.stdout[-2000:]
+    assert f"Done: {steps} steps" in r.stdout
+    assert os.path.exists(os.path.join(train_dir, "checkpoint"))
+    assert glob.glob(os.path.join(train_dir, "model.ckpt-*.index"))
+    assert glob.glob(os.path.join(train_dir, "events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
+    train_dir = str(tmp_path / "train")
+    steps = 80
+    args = ["-m", "tensorweave.cli", "launch", "--ps", "1", "--workers", "2", "examples/cifar10/cifar10_train.py",
+            f"--data_dir={data_dir}", f"--train_dir={train_dir}", f"--max_steps={steps}", "--log_frequency=5",
+            "--batch_size=32"]
+    if mode == "sync":
+        args.append("--sync_replicas")
+    r = _run(args, timeout=240)
+    _trained(r, train_dir, steps)
+    assert "[worker:0] step" in r.stdout          # per-task prefixes; the chief reports progress
+    e = _run([os.path.join(EXAMPLE, "cifar10_eval.py"), f"--checkpoint_dir={train_dir}", f"--data_dir={data_dir}",
+              f"--eval_dir={tmp_path / 'eval'}", "--run_once", "--batch_size=50"], timeout=120)
+    assert e.returncode == 0, e.stdout[-2000:] + e.stderr[-2000:]
+    precision = float(re.search(r"precision @ 1 = (\d\.\d+)", e.stdout).group(1))
+    assert 0.0 <= precision <= 1.0
+    assert glob.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
+
+
+def test_same_trainer_in_one_plain_process(data_dir, tmp_path):
+    train_dir = str(tmp_path / "train")
+    r = _run([os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}", f"--train_dir={train_dir}",
+              "--max_steps=80", "--log_frequency=5", "--batch_size=32"], timeout=180)
+    _trained(r, train_dir, 80)
+    # a rerun resumes from the checkpoint instead of starting over
+    r = _run([os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}", f"--train_dir={train_dir}",
+              "--max_steps=85", "--log_frequency=1", "--batch_size=32"], timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    steps = [int(s) for s in re.findall(r"step (\d+)/85", r.stdout)]
+    assert steps and min(steps) > 80, r.stdout

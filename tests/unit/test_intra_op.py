@@ -1,0 +1,105 @@
+"""Intra-op parallelism (ops/nn/intra_op.py) and the kernels that split their work over it:
+forced to split even small inputs, results equal the unsplit numpy computation."""
+import threading
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.ops.nn import intra_op, pool_kernels
+
+from unit_helpers import run
+
+pytestmark = pytest.mark.usefixtures("graph")
+rng = np.random.RandomState(3)
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    monkeypatch.setattr(intra_op, "_MIN_ELEMS", 1)
+    monkeypatch.setattr(intra_op, "THREADS", 3)
+
+
+def test_parallel_ranges_covers_each_index_once_on_several_threads(split_everything):
+    seen, threads = [], set()
+
+    def part(a, b):
+        seen.extend(range(a, b))
+        threads.add(threading.get_ident())
+    intra_op.parallel_ranges(10, 10, part)
+    assert sorted(seen) == list(range(10))
+    assert len(threads) >= 2
+    seen.clear()
+    intra_op.parallel_ranges(2, 10, part)   # fewer items than threads
+    assert sorted(seen) == [0, 1]
+    intra_op.parallel_ranges(0, 0, part)   # nothing to do: fn not called
+
+
+def test_parallel_ranges_raises_a_part_error(split_everything):
+    def part(a, b):
+        if a:
+            raise ValueError(f"bad part {a}")
+    with pytest.raises(ValueError, match="bad part"):
+        intra_op.parallel_ranges(9, 9, part)
+
+
+def test_split_elementwise_matches_numpy(split_everything):
+    x = rng.randn(7, 3, 4).astype(np.float32)
+    b = rng.randn(4).astype(np.float32)
+    np.testing.assert_array_equal(intra_op.split_elementwise(np.add, x, b), x + b)
+    np.testing.assert_array_equal(intra_op.split_elementwise(np.maximum, x, np.zeros((), np.float32)),
+                                  np.maximum(x, 0))
+    y = rng.randn(7, 3, 4).astype(np.float32)
+
+    def mul(out, x, y):
+        np.multiply(x, y, out=out)
+    out = intra_op.split_elementwise(mul, x, y, ufunc=False)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, x * y)
+    # a result broadcast wider than x is computed whole
+    np.testing.assert_array_equal(intra_op.split_elementwise(np.add, x[:1], y), x[:1] + y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_bias_add_and_grads_split(split_everything, dtype):
+    x = rng.randn(6, 5, 4, 3).astype(dtype)
+    b = rng.randn(3).astype(dtype)
+    g = rng.randn(6, 5, 4, 3).astype(dtype)
+    g[0, 0, 0] = np.inf   # inf * 0 stays NaN where the unit is off, as g * (y > 0)
+    xt, bt = tf.constant(x), tf.constant(b)
+    y = tf.nn.relu(tf.nn.bias_add(xt, bt))
+    dx, db = tf.gradients(y, [xt, bt], grad_ys=tf.constant(g))
+    nchw = tf.nn.bias_add(tf.constant(x.transpose(0, 3, 1, 2)), bt, data_format="NCHW")
+    out, out_dx, out_db, out_nchw = run([y, dx, db, nchw])
+    ref = np.maximum(x + b, 0)
+    with np.errstate(invalid="ignore"):
+        ref_dx = g * (ref > 0)
+    assert out.dtype == out_dx.dtype == out_db.dtype == dtype
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out_dx, ref_dx)
+    np.testing.assert_allclose(out_db, ref_dx.sum(axis=(0, 1, 2)), rtol=1e-5)
+    np.testing.assert_array_equal(out_nchw, (x + b).transpose(0, 3, 1, 2))
+
+
+def test_max_pool_and_grad_split_over_threads(split_everything, monkeypatch):
+    """Chunks of one image shared out over three threads: every window's gradient still goes to
+    its first maximum in row-major order (relu-like inputs, many ties)."""
+    monkeypatch.setattr(pool_kernels, "_GRAD_CHUNK", 1)
+    monkeypatch.setattr(pool_kernels, "_FWD_CHUNK", 1)
+    x = np.maximum(rng.randint(-3, 3, (5, 7, 8, 2)), 0).astype(np.float32)
+    g = rng.randn(5, 4, 4, 2).astype(np.float32)
+    xt = tf.constant(x)
+    y = tf.nn.max_pool(xt, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+    (dx,) = tf.gradients(y, [xt], grad_ys=[tf.constant(g)])
+    out, out_dx = run([y, dx])
+    ref = np.full(g.shape, -np.inf, np.float32)
+    ref_dx = np.zeros_like(x)
+    for n, oy, ox, c in np.ndindex(*g.shape):   # SAME, 7x8 -> 4x4 with 3x3/2: pads 1 on top, none left
+        rows = [r for r in range(2 * oy - 1, 2 * oy + 2) if 0 <= r < 7]
+        cols = [q for q in range(2 * ox, 2 * ox + 3) if 0 <= q < 8]
+        window = [(r, q) for r in rows for q in cols]
+        best = max(window, key=lambda rq: (x[n, rq[0], rq[1], c], -window.index(rq)))
+        ref[n, oy, ox, c] = x[n, best[0], best[1], c]
+        ref_dx[n, best[0], best[1], c] += g[n, oy, ox, c]
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_allclose(out_dx, ref_dx, rtol=1e-6, atol=1e-6)

@@ -1,0 +1,547 @@
+"""Shape inference degrades to unknown dimensions, never fails for lack of a static shape.
+
+One graph (the corpus) holds at least one op of every registered op type, built through the
+public API with fully known shapes and constant arguments. Each op's shape function is then run
+again on the same attrs with its inputs made less known (unknown rank; known rank but unknown
+dims; only the data inputs unknown while constant arguments stay; constant arguments replaced by
+placeholders of the same shape). It must not raise, must give the same number of outputs with the
+same dtypes, and each output shape must be compatible with the fully known one. A new op type
+fails `test_corpus_covers_every_op_type` until it is added to the corpus."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.control_flow import tensor_list
+from tensorweave.ops.helpers import make_op
+from tensorweave.ops.nn.activations import bias_add_v1
+from tensorweave.ops.sendrecv import send
+from tensorweave.ops.state.variable_ops import variable_shape
+
+# Op types the corpus cannot hold, and why.
+NOT_IN_CORPUS = {
+    "_Recv": "no inputs: its shape is an attr the partitioner copies from the sent tensor",
+}
+
+F = np.float32
+
+
+def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders)
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 3, 4], name="x")
+        m = tf.placeholder(tf.float32, [3, 4], name="m")
+        m2 = tf.placeholder(tf.float32, [4, 3], name="m2")
+        v = tf.placeholder(tf.float32, [4], name="v")
+        img = tf.placeholder(tf.float32, [2, 6, 6, 3], name="img")
+        ints = tf.placeholder(tf.int32, [5], name="ints")
+        b = tf.placeholder(tf.bool, [3, 4], name="b")
+        # unary and binary math
+        for fn in (tf.abs, tf.acos, tf.asin, tf.atan, tf.ceil, tf.cos, tf.cosh, tf.erf, tf.exp, tf.expm1,
+                   tf.floor, tf.log, tf.log1p, tf.negative, tf.reciprocal, tf.rint, tf.round, tf.rsqrt, tf.sign,
+                   tf.sin, tf.sinh, tf.sqrt, tf.square, tf.tan, tf.tanh, tf.sigmoid, tf.is_nan, tf.is_inf,
+                   tf.is_finite, tf.nn.relu, tf.nn.relu6, tf.nn.elu, tf.nn.selu, tf.nn.softplus, tf.nn.softsign,
+                   tf.nn.leaky_relu, tf.nn.softmax, tf.nn.log_softmax, tf.zeros_like, tf.ones_like, tf.identity,
+                   tf.stop_gradient):
+            fn(m)
+        tf.abs(tf.cast(m, tf.complex64))
+        tf.conj(tf.cast(m, tf.complex64))
+        for fn in (tf.add, tf.subtract, tf.multiply, tf.realdiv, tf.truediv, tf.floordiv, tf.floormod, tf.pow,
+                   tf.maximum, tf.minimum, tf.squared_difference, tf.div_no_nan, tf.equal, tf.not_equal, tf.less,
+                   tf.less_equal, tf.greater, tf.greater_equal, tf.truncatediv, tf.truncatemod, tf.div):
+            fn(m, v)
+        tf.add(tf.constant(["a"]), tf.constant(["b"]))
+        tf.logical_and(b, b), tf.logical_or(b, b), tf.logical_not(b)
+        tf.add_n([m, m, m])
+        tf.cast(m, tf.int32)
+        # reductions and scans
+        for fn in (tf.reduce_sum, tf.reduce_mean, tf.reduce_prod, tf.reduce_max, tf.reduce_min):
+            fn(x, axis=1)
+            fn(x, axis=[0, 2], keepdims=True)
+        tf.reduce_any(b, 1), tf.reduce_all(b, 0)
+        tf.argmax(x, 1), tf.argmin(x, 2)
+        tf.cumsum(x, 1), tf.cumprod(x, 2)
+        tf.unsorted_segment_sum(m, tf.constant([0, 1, 0]), 2)
+        tf.segment_sum(m, tf.constant([0, 0, 1]))
+        tf.bincount(ints)
+        # linalg
+        tf.matmul(m, m2)
+        tf.matmul(x, tf.placeholder(tf.float32, [2, 4, 5]))
+        tf.einsum("ij,jk->ik", m, m2)
+        # linear algebra, special functions, segments, histograms, space/depth
+        sq = tf.placeholder(tf.float32, [2, 4, 4], name="sq")
+        rhs = tf.placeholder(tf.float32, [2, 4, 3], name="rhs")
+        tf.cholesky(sq), tf.qr(x), tf.svd(x), tf.svd(x, compute_uv=False), tf.self_adjoint_eig(sq),
+        tf.self_adjoint_eigvals(sq), tf.matrix_inverse(sq), tf.matrix_determinant(sq), tf.linalg.slogdet(sq)
+        tf.linalg.expm(sq), tf.linalg.sqrtm(sq), tf.linalg.logm(tf.cast(sq, tf.complex64))
+        tf.matrix_solve(sq, rhs), tf.matrix_triangular_solve(sq, rhs), tf.matrix_solve_ls(x, tf.placeholder(
+            tf.float32, [2, 3, 2]))
+        tf.linalg.diag(v), tf.linalg.diag(tf.placeholder(tf.float32, [2, 2, 3]), k=(0, 1)), tf.linalg.diag_part(x),
+        tf.linalg.diag_part(x, k=(-1, 1)), tf.linalg.set_diag(x, tf.placeholder(tf.float32, [2, 3])),
+        tf.linalg.band_part(x, 1, -1), tf.diag(m), tf.diag_part(tf.placeholder(tf.float32, [3, 4, 3, 4]))
+        tf.cross(tf.placeholder(tf.float32, [5, 3]), tf.placeholder(tf.float32, [5, 3])), tf.atan2(m, v)
+        tf.asinh(m), tf.acosh(m), tf.atanh(m), tf.math.xlogy(m, v), tf.math.xdivy(m, v), tf.math.xlog1py(m, v),
+        tf.math.multiply_no_nan(m, v), tf.setdiff1d(ints, tf.constant([1, 2]))
+        tf.lgamma(m), tf.digamma(m), tf.polygamma(tf.ones([3, 4]), m), tf.igamma(m, v), tf.igammac(m, v),
+        tf.betainc(m, m, m), tf.zeta(m, v), tf.erfc(m), tf.math.erfinv(m), tf.math.ndtri(m), tf.math.bessel_i0e(m),
+        tf.math.bessel_i1e(m)
+        tf.gradients(tf.igamma(m, v), m)
+        seg = tf.constant([0, 0, 1])
+        for fn in (tf.segment_sum, tf.segment_mean, tf.segment_max, tf.segment_min, tf.segment_prod):
+            fn(m, seg)
+        for fn in (tf.unsorted_segment_sum, tf.unsorted_segment_max, tf.unsorted_segment_min,
+                   tf.unsorted_segment_prod):
+            fn(m, seg, 3)
+        for fn in (tf.sparse_segment_sum, tf.sparse_segment_mean, tf.sparse_segment_sqrt_n):
+            fn(m, tf.constant([0, 2, 1]), seg), fn(m, tf.constant([0, 2, 1]), seg, num_segments=4)
+        tf.histogram_fixed_width(m, [0.0, 1.0], 5)
+        tf.space_to_depth(img[:, :6, :6], 2), tf.depth_to_space(tf.placeholder(tf.float32, [2, 3, 3, 8]), 2)
+        tf.space_to_batch_nd(img, [2, 2], [[0, 0], [1, 1]]), tf.batch_to_space_nd(img, [1, 2], [[0, 0], [1, 1]])
+        tf.extract_image_patches(img, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+        # sparse
+        sp = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
+        sp2 = tf.SparseTensor(tf.placeholder(tf.int64, [5, 2]), tf.placeholder(tf.float32, [5]), [3, 4])
+        sp_vals = [tf.sparse_add(sp, sp2).values, tf.sparse_concat(1, [sp, sp2]).values,
+                   tf.sparse_fill_empty_rows(sp, 0.0)[0].values, tf.sparse_reorder(sp).values,
+                   tf.sparse_slice(sp, [0, 1], [2, 2]).values, tf.sparse_softmax(sp).values,
+                   (sp * m).values, (sp / m).values]
+        tf.gradients([tf.reduce_sum(t) for t in sp_vals] + [tf.reduce_sum(tf.sparse_tensor_to_dense(sp)),
+                                                             tf.reduce_sum(tf.sparse_reduce_sum(sp, 1)),
+                                                             tf.reduce_sum(tf.sparse_tensor_dense_matmul(sp, m2)),
+                                                             tf.reduce_sum(tf.sparse_add(sp, m))],
+                     [sp.values, sp2.values, m, m2])
+        tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
+        tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
+        tf.sparse_to_dense(ints, [9], 1.0)
+        seed = tf.placeholder(tf.int32, [2])
+        tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
+        tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
+        tf.random.stateless_multinomial(tf.placeholder(tf.float32, [2, 5]), 3, seed)
+        vol = tf.placeholder(tf.float32, [2, 4, 5, 3, 2])
+        c3 = tf.nn.conv3d(vol, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [1, 1, 2, 1, 1], "SAME")
+        p3 = [tf.nn.max_pool3d(vol, [1, 2, 2, 2, 1], [1, 1, 1, 1, 1], "VALID"),
+              tf.nn.avg_pool3d(vol, [1, 2, 2, 2, 1], [1, 2, 2, 1, 1], "SAME")]
+        amax = tf.nn.max_pool_with_argmax(img, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")[0]
+        dil = tf.nn.dilation2d(img, tf.placeholder(tf.float32, [2, 2, 3]), [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
+        tf.gradients([tf.reduce_sum(t) for t in [c3, amax, dil] + p3], [vol, img])
+        tf.nn.conv3d_transpose(c3, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [2, 4, 5, 3, 2], [1, 1, 2, 1, 1])
+        z = tf.complex(m, v)
+        tf.gradients([tf.reduce_sum(t) for t in (tf.real(z), tf.imag(z), tf.angle(z))], [m, v])
+        for fn in (tf.bitwise.bitwise_and, tf.bitwise.bitwise_or, tf.bitwise.bitwise_xor, tf.bitwise.left_shift,
+                   tf.bitwise.right_shift):
+            fn(ints, ints)
+        tf.bitwise.invert(ints), tf.roll(m, [1], [0])
+        tf.tensor_scatter_update(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
+        tf.tensor_scatter_add(m, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
+        tf.tensor_scatter_sub(m, tf.constant([[0, 1]]), tf.placeholder(tf.float32, [1]))
+        frac = [tf.nn.fractional_max_pool(img, [1.0, 1.5, 1.5, 1.0])[0],
+                tf.nn.fractional_avg_pool(img, [1.0, 1.5, 1.5, 1.0], overlapping=True)[0]]
+        tf.gradients([tf.reduce_sum(t) for t in frac], img)
+        # candidate samplers
+        labels = tf.placeholder(tf.int64, [3, 2])
+        for fn in (tf.nn.uniform_candidate_sampler, tf.nn.log_uniform_candidate_sampler,
+                   tf.nn.learned_unigram_candidate_sampler):
+            fn(labels, 2, 4, True, 10)
+        tf.nn.fixed_unigram_candidate_sampler(labels, 2, 4, True, 3, unigrams=[1, 2, 3])
+        tf.nn.all_candidate_sampler(labels, 2, 4, True)
+        tf.nn.compute_accidental_hits(labels, tf.placeholder(tf.int64, [4]), 2)
+        # array core
+        tf.shape(x[:, :, 0:tf.placeholder(tf.int32, [])])
+        tf.shape_n([m, v])
+        tf.size(tf.placeholder(tf.float32, [None, 3])), tf.rank(tf.placeholder(tf.float32))
+        tf.reshape(x, [6, -1])
+        tf.expand_dims(x, 1), tf.squeeze(tf.placeholder(tf.float32, [3, 1, 4]), [1])
+        tf.transpose(x, [2, 0, 1]), tf.transpose(tf.cast(x, tf.complex64), [2, 0, 1], conjugate=True)
+        tf.invert_permutation(tf.constant([2, 0, 1]))
+        tf.placeholder_with_default(m, [3, 4])
+        tf.fill([2, 3], 1.5), tf.range(0, 10, 2), tf.linspace(0.0, 1.0, 5)
+        tf.concat([m, m], 0), tf.stack([m, m], 1), tf.unstack(m, axis=1), tf.split(x, 2, axis=2)
+        tf.split(x, [1, 3], axis=2)
+        tf.tile(m, [2, 1]), tf.pad(m, [[1, 0], [0, 2]]), tf.pad(m, [[1, 1], [1, 1]], mode="REFLECT")
+        tf.pad(m, [[1, 0], [0, 2]], constant_values=2.0)
+        tf.reverse(m, [1]), tf.broadcast_to(v, [3, 4])
+        tf.slice(x, [0, 1, 0], [2, 2, -1]), x[:, 1:, ::2]
+        tf.gather(m, ints % 3), tf.gather_nd(m, tf.constant([[0, 1], [2, 3]]))
+        tf.scatter_nd(tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]), [5, 4])
+        tf.one_hot(ints, 6)
+        tf.where(b), tf.where(b, m, m), tf.where_v2(b, m, v)
+        tf.unique(ints), tf.unique_with_counts(ints), tf.nn.top_k(m, 2)
+        tf.dynamic_partition(m, tf.constant([0, 1, 0]), 2)
+        tf.dynamic_stitch([tf.constant([0, 2]), tf.constant([1])], [tf.placeholder(tf.float32, [2, 4]),
+                                                                    tf.placeholder(tf.float32, [1, 4])])
+        tf.random_normal([2, 3]), tf.truncated_normal([2, 3]), tf.random_uniform([2, 3]),
+        tf.random_uniform([2, 3], maxval=5, dtype=tf.int32), tf.random_shuffle(m),
+        tf.multinomial(tf.placeholder(tf.float32, [2, 5]), 3), tf.random_gamma([3], tf.constant([1.0, 2.0])),
+        tf.random_poisson(tf.constant([1.0, 2.0]), [3])
+        tf.orthogonal_initializer()([4, 4])
+        # nn
+        w = tf.placeholder(tf.float32, [3, 3, 3, 5])
+        conv = tf.nn.conv2d(img, w, [1, 1, 1, 1], "SAME")
+        dw = tf.nn.depthwise_conv2d(img, tf.placeholder(tf.float32, [3, 3, 3, 2]), [1, 1, 1, 1], "VALID")
+        mp = tf.nn.max_pool(img, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        ap = tf.nn.avg_pool(img, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        lrn = tf.nn.lrn(img)
+        bn, _, _ = tf.nn.fused_batch_norm(img, tf.ones([3]), tf.zeros([3]))
+        bnv, _, _ = tf.nn.fused_batch_norm(img, tf.ones([3]), tf.zeros([3]), tf.zeros([3]), tf.ones([3]),
+                                           is_training=False)
+        ba = tf.nn.bias_add(m, v)
+        ba1 = bias_add_v1(m, v)
+        acts = [f(m) for f in (tf.nn.relu, tf.nn.relu6, tf.nn.elu, tf.nn.selu, tf.nn.softplus,
+                               tf.nn.softsign, tf.nn.leaky_relu)]
+        xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=m, logits=m)
+        sxent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ints[:3], logits=m)
+        tf.nn.in_top_k(m, ints[:3], 2), tf.nn.l2_loss(m)
+        mirror = tf.pad(m, [[1, 1], [1, 1]], mode="SYMMETRIC")
+        tf.gradients([tf.reduce_sum(t) for t in [conv, dw, mp, ap, lrn, bn, bnv, ba, ba1, mirror, xent, sxent]
+                      + acts], [img, w, m, v])
+        # gradients of array ops: strided slice, concat with unknown dims, dynamic stitch
+        d = tf.placeholder(tf.float32, [None, 4])
+        tf.gradients(tf.reduce_sum(d[1:, :2]) + tf.reduce_sum(tf.concat([d, d], 0))
+                     + tf.reduce_sum(tf.nn.embedding_lookup([m, m], ints)) + tf.reduce_sum(d * v), [d, m, v])
+        tf.gradients(tf.reduce_prod(x, 1), x)
+        # debugging, grouping
+        tf.Print(m, [m]), tf.print(m), tf.Assert(True, [m]), tf.check_numerics(m, "m")
+        tf.identity_n([m, v]), tf.no_op()
+        # variables and optimizers
+        var = tf.Variable(tf.zeros([3, 4]), name="var")
+        emb = tf.Variable(tf.zeros([6, 4]), name="emb")
+        var.initialized_value(), tf.report_uninitialized_variables(), tf.is_variable_initialized(var)
+        tf.shape(var.handle if hasattr(var, "handle") else var)
+        variable_shape(var.handle)
+        tf.count_up_to(tf.Variable(0, name="counter"), 3)
+        for fn in (tf.scatter_add, tf.scatter_sub, tf.scatter_mul, tf.scatter_div, tf.scatter_max, tf.scatter_min,
+                   tf.scatter_update):
+            fn(emb, tf.constant([0, 2]), tf.placeholder(tf.float32, [2, 4]))
+        for fn in (tf.scatter_nd_add, tf.scatter_nd_sub, tf.scatter_nd_update):
+            fn(emb, tf.constant([[0], [2]]), tf.placeholder(tf.float32, [2, 4]))
+        var.assign_add(m), var.assign_sub(m), var.assign(m)
+        loss = tf.reduce_sum(var * m) + tf.reduce_sum(tf.nn.embedding_lookup(emb, ints))
+        for opt in (tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
+                    tf.train.AdagradOptimizer(0.1), tf.train.AdamOptimizer(), tf.train.AdadeltaOptimizer(),
+                    tf.train.RMSPropOptimizer(0.1), tf.train.RMSPropOptimizer(0.1, centered=True),
+                    tf.train.FtrlOptimizer(0.1), tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.1)):
+            opt.minimize(loss)
+        # control flow (built by the control-flow family; audited here all the same)
+        tf.cond(tf.placeholder(tf.bool, []), lambda: m * 2, lambda: m)
+        tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), [tf.constant(0), m])
+        tf.map_fn(lambda r: r * 2, m)
+        lst = make_op("TensorListFromTensor", [m], {"element_dtype": tf.float32}).outputs[0]
+        make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
+                                                             "element_shape": tf.TensorShape([4])})
+        make_op("TensorListPushBack", [lst, v])
+        # ops the runtime and the optimizers' other paths create
+        make_op("Div", [m, v], {"T": tf.float32})
+        make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
+        make_op("OnesLike", [m])
+        for t in ("FusedBatchNorm", "FusedBatchNormV2"):
+            make_op(t, bn.op.inputs[:], dict(bn.op._attrs))
+            grad = [o for o in bn.op.graph.get_operations() if o.type == "FusedBatchNormGradV3"][0]
+            make_op(t.replace("Norm", "NormGrad"), grad.inputs[:5], dict(grad._attrs))
+        tf.gradients(tf.reduce_sum(tf.dynamic_stitch(tf.dynamic_partition(tf.range(3), [0, 1, 0], 2),
+                                                     tf.dynamic_partition(m, [0, 1, 0], 2))), m)
+        emb.sparse_read(ints)
+        make_op("DestroyResourceOp", [var.handle], {"ignore_lookup_error": True})
+        send(m, "m;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
+        send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
+
+
+def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:  # noqa: C901 (one long list of builders)
+    """The op families of the input pipeline, summaries, checkpoints, queues and tensor arrays."""
+    with g.as_default():
+        m = tf.placeholder(tf.float32, [3, 4], name="m_io")
+        img = tf.placeholder(tf.float32, [2, 6, 6, 3], name="img_io")
+        words = tf.placeholder(tf.string, [3], name="words")
+        text = tf.placeholder(tf.string, [], name="text")
+        # strings
+        tf.strings.as_string(m), tf.strings.format("{} and {}", [m, m]), tf.strings.join([words, words], "-")
+        tf.strings.length(words), tf.strings.lower(words), tf.strings.upper(words), tf.strings.strip(words)
+        tf.strings.reduce_join(tf.reshape(words, [3, 1]), 1), tf.strings.regex_full_match(words, "a.*")
+        tf.strings.regex_replace(words, "a", "b"), tf.strings.split(words), tf.string_split(words)
+        tf.strings.substr(words, 0, 2), tf.strings.to_hash_bucket(words, 5), tf.strings.to_hash_bucket_fast(words, 5)
+        tf.strings.to_hash_bucket_strong(words, 5, [1, 2]), tf.strings.to_number(words)
+        tf.strings.unicode_encode(tf.placeholder(tf.int32, [3, 4]), "UTF-8")
+        tf.strings.unicode_transcode(words, "UTF-8", "UTF-16-BE")
+        tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
+        tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
+        tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
+        tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
+        tf.io.read_file(text), tf.io.write_file(text, text), tf.io.matching_files(text)
+        tf.io.match_filenames_once(os.path.join(tmp, "*"))
+        # images
+        for fn in (tf.image.decode_bmp, tf.image.decode_gif, tf.image.decode_image, tf.image.decode_jpeg,
+                   tf.image.decode_png):
+            fn(text)
+        u8 = tf.placeholder(tf.uint8, [6, 6, 3])
+        tf.image.encode_jpeg(u8), tf.image.encode_png(u8)
+        tf.image.adjust_contrast(img, 0.5), tf.image.adjust_hue(img, 0.1), tf.image.adjust_saturation(img, 1.5)
+        tf.image.hsv_to_rgb(img), tf.image.rgb_to_hsv(img), tf.image.per_image_standardization(img[0])
+        tf.image.draw_bounding_boxes(img, tf.placeholder(tf.float32, [2, 1, 4]))
+        tf.image.sample_distorted_bounding_box([6, 6, 3], tf.placeholder(tf.float32, [1, 1, 4]))
+        tf.image.random_crop(img[0], [3, 3, 3]), tf.image.random_flip_left_right(img[0])
+        sizes = []
+        for fn in (tf.image.resize_area, tf.image.resize_bicubic, tf.image.resize_bilinear,
+                   tf.image.resize_nearest_neighbor):
+            sizes.append(fn(img, [4, 5]))
+        tf.gradients([tf.reduce_sum(t) for t in sizes], img)
+        # tf.data
+        ds = tf.data.Dataset.from_tensor_slices(m).map(lambda r: r * 2).filter(lambda r: r[0] > 0)
+        ds = ds.shuffle(3).repeat(2).skip(1).take(5).shard(2, 0).cache().prefetch(1)
+        ds = ds.concatenate(tf.data.Dataset.from_tensors(tf.zeros([4])))
+        ds = tf.data.Dataset.zip((ds, tf.data.Dataset.range(10))).batch(2)
+        it = ds.make_initializable_iterator()
+        it.get_next(), it.string_handle()
+        tf.data.Iterator.from_string_handle(text, ds.output_types, ds.output_shapes)
+        tf.data.Dataset.range(3).interleave(lambda i: tf.data.Dataset.from_tensors(i), cycle_length=2) \
+            .padded_batch(2, []).make_one_shot_iterator()
+        tf.data.Dataset.from_generator(lambda: iter([1, 2]), tf.int64).make_one_shot_iterator()
+        for cls in (tf.data.TFRecordDataset, tf.data.TextLineDataset):
+            cls(words).make_initializable_iterator()
+        tf.data.FixedLengthRecordDataset(words, 4).make_initializable_iterator()
+        # queues, readers, accumulators
+        queues = [tf.FIFOQueue(4, [tf.float32], shapes=[[3, 4]]),
+                  tf.PaddingFIFOQueue(4, [tf.float32], shapes=[[None, 4]]),
+                  tf.RandomShuffleQueue(4, 1, [tf.float32], shapes=[[3, 4]]),
+                  tf.PriorityQueue(4, [tf.float32], shapes=[[3, 4]])]
+        for q in queues:
+            item = [m] if not isinstance(q, tf.PriorityQueue) else [tf.constant(1, tf.int64), m]
+            q.enqueue(item), q.dequeue(), q.size(), q.close(), q.is_closed()
+        queues[0].enqueue_many([tf.placeholder(tf.float32, [2, 3, 4])]), queues[0].dequeue_many(2)
+        queues[0].dequeue_up_to(2)
+        files = tf.FIFOQueue(4, [tf.string], shapes=[[]])
+        for reader in (tf.TFRecordReader(), tf.TextLineReader(), tf.WholeFileReader(), tf.IdentityReader(),
+                       tf.FixedLengthRecordReader(4)):
+            reader.read(files), reader.read_up_to(files, 2), reader.num_records_produced()
+            reader.num_work_units_completed(), reader.reset()
+        acc = tf.ConditionalAccumulator(tf.float32, shape=[3, 4])
+        acc.apply_grad(m), acc.take_grad(1), acc.num_accumulated(), acc.set_global_step(3)
+        sacc = tf.SparseConditionalAccumulator(tf.float32, shape=[3, 4])
+        sacc.apply_grad([0, 2], tf.placeholder(tf.float32, [2, 4])), sacc.take_grad(1)
+        sacc.num_accumulated(), sacc.set_global_step(3)
+        acc._cancel_takes()   # what a sync-replicas chief's shutdown runs
+        var = tf.Variable(tf.zeros([3, 4]), name="io_var")
+        # summaries and checkpoints
+        tf.summary.scalar("s", m[0, 0]), tf.summary.histogram("h", m), tf.summary.image("i", img)
+        tf.summary.audio("a", tf.placeholder(tf.float32, [2, 100]), 8000), tf.summary.tensor_summary("t", m)
+        tf.summary.merge_all()
+        tf.train.Saver([var], sharded=True)
+        # tensor arrays
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=[4])
+        ta = ta.write(0, m[0]).scatter([1, 2], m[1:])
+        ta.read(0), ta.gather([0, 1]), ta.stack(), ta.concat(), ta.size(), ta.close()
+        tf.TensorArray(tf.float32, size=0, dynamic_size=True).split(tf.zeros([6]), [2, 4]).concat()
+        tf.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.write(i, tf.zeros([2]))),
+                      [0, tf.TensorArray(tf.float32, size=3)])
+        tf.reverse_sequence(m, [1, 2, 3], seq_axis=1, batch_axis=0)
+        lst = tensor_list.from_tensor(m)
+        tensor_list.pop_back(lst, tf.float32, [4]), tensor_list.resize(lst, 5)
+        tf.data.Dataset.list_files(text)
+
+
+def _corpus_ops() -> tuple:
+    g = tf.Graph()
+    _build_corpus(g)
+    with tempfile.TemporaryDirectory() as tmp:
+        _build_input_and_state_corpus(g, tmp)
+    by_type: dict = {}
+    for op in g.get_operations():
+        by_type.setdefault(op.type, []).append(op)
+    return g, by_type
+
+
+_GRAPH, _BY_TYPE = _corpus_ops()
+VARIANTS = ["unknown_rank", "unknown_dims", "data_unknown_rank", "data_unknown_dims", "unknown_values"]
+
+
+def _is_const(t) -> bool:
+    return t.op.type == "Const"
+
+
+def _less_known(t, variant: str, i: int):
+    """`t` (an input) as the variant sees it: kept, or a placeholder knowing less."""
+    const = _is_const(t)
+    if variant == "unknown_values":
+        return tf.placeholder(t.dtype, t.shape, name=f"audit_in{i}") if const else t
+    if variant.startswith("data_") and const:
+        return t
+    if variant.endswith("unknown_rank"):
+        return tf.placeholder(t.dtype, None, name=f"audit_in{i}")
+    ndims = t.shape.ndims
+    return tf.placeholder(t.dtype, None if ndims is None else [None] * ndims, name=f"audit_in{i}")
+
+
+def test_corpus_covers_every_op_type():
+    missing = sorted(set(OP_DEFS) - set(_BY_TYPE) - set(NOT_IN_CORPUS))
+    assert not missing, f"op types missing from the shape-audit corpus: {missing}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("op_type", sorted(_BY_TYPE))
+def test_shape_function_degrades_gracefully(op_type, variant):
+    failures = []
+    for op in _BY_TYPE[op_type]:
+        if not op.inputs:
+            continue
+        with _GRAPH.as_default():
+            inputs = [_less_known(t, variant, i) for i, t in enumerate(op.inputs)]
+            attrs = {k: v for k, v in op._attrs.items() if k != "_class"}
+            try:
+                new = _GRAPH.create_op(op.type, inputs, attrs, name=f"audit/{op.name}")
+            except Exception as e:  # noqa: BLE001 - collected and reported below
+                failures.append(f"{op.name}: {type(e).__name__}: {e}")
+                continue
+        if len(new.outputs) != len(op.outputs):
+            failures.append(f"{op.name}: {len(new.outputs)} outputs instead of {len(op.outputs)}")
+            continue
+        for a, b in zip(new.outputs, op.outputs):
+            if a.dtype != b.dtype:
+                failures.append(f"{op.name}: output dtype {a.dtype.name} instead of {b.dtype.name}")
+            elif not a.shape.is_compatible_with(b.shape):
+                failures.append(f"{op.name}: output shape {a.shape} incompatible with {b.shape}")
+    assert not failures, "\n".join(failures)
+
+
+# -- composite functions ------------------------------------------------------------------------
+# Public functions built in Python from several ops must build, and give the same numbers, when
+# their inputs' static shapes are partly or wholly unknown.
+R = np.random.RandomState(0)
+A234 = R.uniform(-1, 1, (2, 3, 4)).astype(F)
+P234 = R.uniform(0.1, 1, (2, 3, 4)).astype(F)
+A34, A43, A44 = (R.uniform(-1, 1, s).astype(F) for s in ((3, 4), (4, 3), (4, 4)))
+IMG = R.uniform(-1, 1, (2, 5, 5, 3)).astype(F)
+KP = np.float32(1.0)
+_SP_IDS = tf.SparseTensorValue(np.array([[0, 0], [0, 1], [2, 0]], np.int64), np.array([2, 0, 1], np.int64),
+                               np.array([3, 2], np.int64))
+_SP_IDS_F = tf.SparseTensorValue(_SP_IDS.indices, np.array([1.0, 2.0, 3.0], np.float32), np.array([4, 3], np.int64))
+COMPOSITES = {
+    "dropout": (lambda x, k: tf.nn.dropout(x, k), [A234, KP]),
+    "dropout_rate": (lambda x: tf.nn.dropout(x, rate=0.0), [A234]),
+    "softmax_xent": (lambda y, x: tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=x), [P234, A234]),
+    "softmax_xent_v2_axis": (lambda y, x: tf.nn.softmax_cross_entropy_with_logits_v2(y, x, axis=1), [P234, A234]),
+    "sparse_xent": (lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant([[0, 1, 2], [3, 0, 1]]), logits=x), [A234]),
+    "sigmoid_xent": (lambda y, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=x), [P234, A234]),
+    "softmax_axis0": (lambda x: tf.nn.softmax(x, axis=0), [A234]),
+    "log_softmax_axis1": (lambda x: tf.nn.log_softmax(x, axis=1), [A234]),
+    "sort_axis0": (lambda x: tf.sort(x, axis=0), [A234]),
+    "argsort": (lambda x: tf.argsort(x, axis=1, direction="DESCENDING"), [A234]),
+    "matrix_transpose": (tf.matrix_transpose, [A234]),
+    "gather_axis1_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.gather(x, [2, 0, 2], axis=1) ** 2), x)[0], [A234]),
+    "gather_axis_neg_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.gather(x, [3, 0], axis=-1) ** 2), x)[0],
+                             [A234]),
+    "norm": (lambda x: tf.norm(x, axis=[-2, -1], ord=1), [A234]),
+    "norm_inf": (lambda x: tf.norm(x, axis=[1, 2], ord=np.inf, keepdims=True), [A234]),
+    "norm_fro": (lambda x: tf.norm(x, ord="fro", axis=[0, 1]), [A234]),
+    "trace": (tf.trace, [A234]),
+    "tensordot": (lambda a, b: tf.tensordot(a, b, 1), [A234, A43]),
+    "tensordot_axes": (lambda a, b: tf.tensordot(a, b, [[1, 2], [1, 0]]), [A234, A43]),
+    "einsum": (lambda a, b: tf.einsum("bij,jk->bik", a, b), [A234, A43]),
+    "moments": (lambda x: tf.nn.moments(x, [0, 2]), [A234]),
+    "l2_normalize": (lambda x: tf.nn.l2_normalize(x, 1), [A234]),
+    "reduce_logsumexp": (lambda x: tf.reduce_logsumexp(x, 1), [A234]),
+    "count_nonzero": (lambda x: tf.count_nonzero(x > 0, 2), [A234]),
+    "top_k": (lambda x: tf.nn.top_k(x, 2).values, [A234]),
+    "boolean_mask": (lambda x: tf.boolean_mask(x, x[:, :, 0] > 0), [A234]),
+    "one_hot": (lambda x: tf.one_hot(tf.cast(x > 0, tf.int32), 2), [A234]),
+    "clip_by_norm": (lambda x: tf.clip_by_norm(x, 1.0, axes=[1]), [A234]),
+    "global_norm": (lambda a, b: tf.global_norm([a, b]), [A234, A34]),
+    "batch_normalization": (lambda x, m: tf.nn.batch_normalization(x, m, m * m, None, None, 1e-3), [A234, A34]),
+    "xw_plus_b": (lambda x, w: tf.nn.xw_plus_b(x, w, tf.zeros([3])), [A34, A43]),
+    "conv1d": (lambda x, w: tf.nn.conv1d(x, w, 1, "SAME"), [A234, R.uniform(-1, 1, (2, 4, 5)).astype(F)]),
+    "separable_conv2d": (lambda x: tf.nn.separable_conv2d(x, tf.ones([2, 2, 3, 2]), tf.ones([1, 1, 6, 4]),
+                                                          [1, 1, 1, 1], "VALID"), [IMG]),
+    "zero_fraction": (tf.nn.zero_fraction, [A234]),
+    "sufficient_statistics": (lambda x: tf.nn.sufficient_statistics(x, [0, 1])[:3], [A234]),
+    "weighted_moments": (lambda x, w: tf.nn.weighted_moments(x, [1], w), [A234, P234]),
+    "embedding_lookup": (lambda p: tf.nn.embedding_lookup(p, [[0, 2], [1, 1]]), [A34]),
+    "meshgrid": (lambda a, b: tf.meshgrid(a, b), [A34[0], A43[0]]),
+    "cholesky_grad": (lambda a: tf.gradients(
+        tf.reduce_sum(tf.cholesky(tf.matmul(a, a, transpose_b=True) + 4 * tf.eye(4))), a)[0], [A44]),
+    "eigh_grad": (lambda a: tf.gradients(tf.reduce_sum(tf.self_adjoint_eig(a + tf.matrix_transpose(a))[0] ** 2),
+                                         a)[0], [A44]),
+    "svd_values": (lambda a: tf.svd(a, compute_uv=False), [A234]),
+    "logdet": (lambda a: tf.linalg.logdet(tf.matmul(a, a, transpose_b=True) + tf.eye(4)), [A44]),
+    "lstsq": (lambda a, b: tf.linalg.lstsq(a, b), [A43, A44[:, :2]]),
+    "lbeta": (tf.lbeta, [P234]),
+    "unsorted_segment_mean": (lambda x: tf.unsorted_segment_mean(x, [0, 2], 3), [A234]),
+    "unsorted_segment_sqrt_n": (lambda x: tf.unsorted_segment_sqrt_n(x, [[0, 1, 1], [2, 0, 1]], 3), [A234]),
+    "segment_prod_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.segment_prod(x, [0, 0, 1])), x)[0], [A34]),
+    "confusion_matrix": (lambda x: tf.confusion_matrix(tf.cast(x > 0, tf.int32)[0], tf.cast(x < 0.5, tf.int32)[0]),
+                         [A34]),
+    "histogram_bins": (lambda x: tf.histogram_fixed_width_bins(x, [-1.0, 1.0], 4), [A234]),
+    "reduce_std": (lambda x: tf.math.reduce_std(x, 1), [A234]),
+    "eye_dynamic": (lambda x: tf.eye(tf.shape(x)[0], tf.shape(x)[1]), [A34]),
+    "extract_patches_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.extract_image_patches(
+        x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 1, 1], "SAME") ** 2), x)[0], [IMG]),
+    "space_to_batch_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.space_to_batch_nd(x, [2, 2], [[0, 1], [1, 0]])
+                                                                 ** 2), x)[0], [IMG]),
+    "required_paddings": (lambda x: tf.required_space_to_batch_paddings(tf.shape(x)[1:3], [2, 3]), [IMG]),
+    "matvec": (lambda a, b: tf.linalg.matvec(a, b), [A34, A43[:, 0]]),
+    "embedding_lookup_sparse": (lambda p: tf.nn.embedding_lookup_sparse(p, _SP_IDS, None, combiner="sqrtn"), [A34]),
+    "safe_embedding_lookup_sparse": (lambda p: tf.nn.safe_embedding_lookup_sparse(p, _SP_IDS), [A34]),
+    "sparse_matmul_dense": (lambda b: tf.sparse_tensor_dense_matmul(_SP_IDS_F, b), [A34]),
+    "nce_loss": (lambda w, x: tf.nn.nce_loss(w, tf.zeros([4]), [[0], [3], [1]], x, 2, 4,
+                                             sampled_values=([1, 2], [[0.3], [0.3], [0.3]], [0.5, 0.5])),
+                 [A43, A34[:, :3]]),
+    "sampled_softmax_loss": (lambda w, x: tf.nn.sampled_softmax_loss(
+        w, tf.zeros([4]), [[0, 1], [3, 1], [1, 2]], x, 2, 4, num_true=2,
+        sampled_values=([1, 3], [[0.3, 0.2]] * 3, [0.5, 0.5])), [A43, A34[:, :3]]),
+    "convolution_3d": (lambda x: tf.nn.convolution(x, tf.ones([2, 2, 1, 1, 2]), "SAME"), [A234[None, ..., None]]),
+    "pool_dilated": (lambda x: tf.nn.pool(x, [2, 2], "MAX", "VALID", dilation_rate=[1, 2]), [IMG]),
+    "atrous_conv2d": (lambda x: tf.nn.atrous_conv2d(x, tf.ones([2, 2, 3, 2]), 2, "SAME"), [IMG]),
+    "max_pool1d": (lambda x: tf.nn.max_pool1d(x, 2, 1, "SAME"), [A234]),
+    "crelu": (tf.nn.crelu, [A234]),
+    "cumsum_reverse": (lambda x: tf.cumsum(x, 2, reverse=True, exclusive=True), [A234]),
+}
+
+
+def _composite_outputs(name: str, variant: str):
+    fn, values = COMPOSITES[name]
+    with tf.Graph().as_default():
+        phs = []
+        for v in values:
+            v = np.asarray(v)
+            shape = {"static": v.shape, "unknown_dims": [None] * v.ndim, "unknown_rank": None}[variant]
+            phs.append(tf.placeholder(tf.as_dtype(v.dtype), shape))
+        out = fn(*phs)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        with tf.Session() as sess:
+            return outs, sess.run(outs, dict(zip(phs, values)))
+
+
+# Composites that need a known rank in TF too.
+NEEDS_RANK = {"boolean_mask": "TF: the number of mask dimensions must be specified"}
+
+
+@pytest.mark.parametrize("name,variant", [(n, v) for n in sorted(COMPOSITES) for v in ("unknown_dims", "unknown_rank")
+                                          if not (v == "unknown_rank" and n in NEEDS_RANK)])
+def test_composite_builds_and_agrees_without_static_shapes(name, variant):
+    static_t, static_v = _composite_outputs(name, "static")
+    less_t, less_v = _composite_outputs(name, variant)
+    for ts, tl, vs, vl in zip(static_t, less_t, static_v, less_v):
+        assert tl.shape.is_compatible_with(ts.shape), (tl.shape, ts.shape)
+        assert np.shape(vl) == np.shape(vs)
+        np.testing.assert_allclose(vl, vs, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_keeps_static_shape_with_unknown_keep_prob():
+    x = tf.placeholder(tf.float32, [None, 1024])
+    keep_prob = tf.placeholder(tf.float32)
+    y = tf.nn.dropout(x, keep_prob)
+    assert y.shape.as_list() == [None, 1024]
+    values = np.ones((3, 1024), np.float32)
+    with tf.Session() as sess:
+        out = sess.run(y, {x: values, keep_prob: 0.5})
+    assert set(np.unique(out)) <= {0.0, 2.0} and 0.3 < (out > 0).mean() < 0.7
+
+
+def test_softmax_xent_on_logits_of_unknown_rank_matches_numpy():
+    logits, labels = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    loss = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    with tf.Session() as sess:
+        out = sess.run(loss, {logits: A234, labels: P234})
+    log_softmax = A234 - np.log(np.exp(A234).sum(-1, keepdims=True))
+    np.testing.assert_allclose(out, -(P234 * log_softmax).sum(-1), rtol=1e-5)

@@ -1,0 +1,85 @@
+"""tf.train.SyncReplicasOptimizer with two replicas as two threads, each with its own graph and
+MonitoredTrainingSession on one in-process server: identical data gives exactly plain gradient
+descent's numbers, dense and sparse (IndexedSlices) gradients alike, and the end of training
+ends both replicas."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+
+pytestmark = pytest.mark.usefixtures("graph")
+IDS = np.array([0, 2, 2, 5], np.int32)
+X = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+Y = np.random.RandomState(1).randn(4, 1).astype(np.float32)
+
+
+def _model():
+    emb = tf.get_variable("emb", [6, 3], initializer=tf.constant_initializer(0.1))
+    w = tf.get_variable("w", [3, 1], initializer=tf.constant_initializer(0.2))
+    rows = tf.gather(emb, IDS)                      # a sparse (IndexedSlices) gradient for emb
+    loss = tf.reduce_mean(tf.square(tf.matmul(rows * X, w) - Y))
+    return emb, w, loss, tf.train.get_or_create_global_step()
+
+
+def _replica(target, index, last_step, out, errors):
+    try:
+        with tf.Graph().as_default():
+            emb, w, loss, step = _model()
+            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
+            train = opt.minimize(loss, global_step=step)
+            hooks = [opt.make_session_run_hook(index == 0), tf.train.StopAtStepHook(last_step=last_step)]
+            with tf.train.MonitoredTrainingSession(master=target, is_chief=index == 0, hooks=hooks,
+                                                  log_step_count_steps=0) as sess:
+                while not sess.should_stop():
+                    sess.run(train)
+            out[index] = True
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
+def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_sparse():
+    server = tf.train.Server.create_local_server()
+    out, errors = {}, []
+    threads = [threading.Thread(target=_replica, args=(server.target, i, 12, out, errors), daemon=True)
+               for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads) and out == {0: True, 1: True}
+    with tf.Graph().as_default():   # the trained values, read once both replicas are done
+        with tf.Session(server.target) as s:
+            emb, w, step = s.run(_model()[:2] + (tf.train.get_global_step(),))
+    with tf.Graph().as_default():
+        emb2, w2, loss, step2 = _model()
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step2)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(step):
+                s.run(train)
+            np.testing.assert_array_equal(emb, s.run(emb2))
+            np.testing.assert_array_equal(w, s.run(w2))
+    assert step >= 12
+
+
+def test_misuse_is_reported():
+    emb, w, loss, step = _model()
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), replicas_to_aggregate=2,
+                                         total_num_replicas=3)
+    hook = opt.make_session_run_hook(True)
+    with pytest.raises(ValueError, match="apply_gradient should be called before using the hook"):
+        hook.begin()
+    with pytest.raises(ValueError, match="should be called after apply_gradients"):
+        opt.get_init_tokens_op()
+    with pytest.raises(ValueError, match="Global step is required"):
+        opt.apply_gradients(opt.compute_gradients(loss))
+    opt.minimize(loss, global_step=step)
+    with pytest.raises(ValueError, match="Too few tokens"):
+        opt.get_init_tokens_op(num_tokens=-2)
+    assert opt.get_chief_queue_runner().name == "dummy_queue"
+    assert opt.get_slot_names() == []

@@ -1,0 +1,49 @@
+"""Values recorded from TensorFlow (tests/unit/fixtures/record_tf_values.py) for the functions
+this issue added: outputs and gradients must match TF's, including TF's conventions (ties,
+empty segments, orderings of sparse results, padding rules)."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from fixtures.tf_values_cases import CASES, decode, encode_output, resolve
+
+_RECORDED = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_values.json")))["cases"]
+
+
+def _compare(ours, theirs, what):
+    if isinstance(theirs, dict) and "sparse" in theirs:
+        assert isinstance(ours, dict) and "sparse" in ours, what
+        for a, b in zip(ours["sparse"], theirs["sparse"]):
+            np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-5, atol=1e-6,
+                                       err_msg=what)
+        return
+    if isinstance(theirs, list) and theirs and isinstance(theirs[0], dict):
+        for a, b in zip(ours, theirs):
+            _compare(a, b, what)
+        return
+    np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=1e-5, atol=1e-6,
+                               err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(_RECORDED))
+def test_matches_tensorflow(name):
+    path, args, kwargs, grad_of = CASES[name]
+    with tf.Graph().as_default():
+        args = [decode(a, tf) for a in args]
+        kwargs = {k: decode(v, tf) for k, v in kwargs.items()}
+        if grad_of is not None:
+            args[grad_of] = tf.constant(args[grad_of])
+        result = resolve(tf, path)(*args, **kwargs)
+        fetch = {"value": result}
+        if grad_of is not None:
+            first = result[0] if isinstance(result, (list, tuple)) else result
+            fetch["grad"] = tf.gradients(tf.reduce_sum(first), args[grad_of])[0]
+        with tf.Session() as sess:
+            values = sess.run(fetch)
+    for key, recorded in _RECORDED[name].items():
+        _compare(encode_output(values[key]), recorded, f"{name}: {key}")

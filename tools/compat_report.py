@@ -1,0 +1,231 @@
+"""Writes docs/COMPATIBILITY.md: per TF1 namespace, which of TensorFlow's public names tensorweave
+has, which it leaves out on purpose (and why), and which it does not have yet.
+
+TensorFlow's names come from tests/unit/fixtures/tf1_names.json (recorded once from
+`tf.compat.v1` by tests/unit/fixtures/record_tf1_names.py); tensorweave's from the package
+itself, so the page stays true: tests/unit/test_compatibility_doc.py fails when it is stale.
+
+    python tools/compat_report.py          # rewrite docs/COMPATIBILITY.md
+    python tools/compat_report.py --check  # exit 1 when it is out of date
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import tensorweave  # noqa: E402 (the checkout's package, found through ROOT)
+FIXTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "tf1_names.json")
+OUTPUT = os.path.join(ROOT, "docs", "COMPATIBILITY.md")
+
+# Whole namespaces left out on purpose.
+NAMESPACE_REASONS = {
+    "audio": "audio file codecs (WAV) are out of scope",
+    "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
+    "feature_column": "the estimator-era feature columns are out of scope",
+    "saved_model": "SavedModel (protobuf MetaGraphs) is out of scope; checkpoints are supported",
+    "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
+    "user_ops": "custom C++ ops are not loadable",
+    "ragged": "ragged tensors (a TF 2 feature back-ported into compat.v1) are out of scope",
+    "spectral": "FFTs: not yet implemented",
+    "signal": "signal processing (FFT, STFT): not yet implemented",
+}
+
+# Names left out on purpose, by glob pattern within a namespace ("*" for any namespace).
+NAME_REASONS = [
+    ("*", "quantize*", "quantized dtypes (qint8, quint8, ...) are not supported"),
+    ("*", "quantized_*", "quantized dtypes (qint8, quint8, ...) are not supported"),
+    ("*", "dequantize", "quantized dtypes (qint8, quint8, ...) are not supported"),
+    ("*", "fake_quant*", "quantization-aware training ops need quantized dtypes"),
+    ("tf", "q*int*", "quantized dtypes are not supported"),
+    ("tf", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
+    ("tf", "bfloat16", "numpy has no bfloat16"),
+    ("*", "*_v2_behavior", "tensorweave is TF1 only"),
+    ("tf", "enable_eager_execution", "tensorweave runs TF1 graphs; eager execution is not supported"),
+    ("tf", "enable_v2_tensorshape", "tensorweave is TF1 only"),
+    ("tf", "enable_control_flow_v2", "tensorweave is TF1 only"),
+    ("tf", "enable_resource_variables", "variables are always resource variables"),
+    ("tf", "disable_resource_variables", "variables are always resource variables"),
+    ("tf", "resource_variables_enabled", "variables are always resource variables"),
+    ("tf", "enable_tensor_equality", "tensorweave is TF1 only"),
+    ("tf", "GradientTape", "eager gradients are TF 2 only"),
+    ("tf", "function", "tf.function is TF 2 graph tracing; TF1 programs build graphs directly"),
+    ("tf", "Module", "tf.Module is a TF 2 class"),
+    ("tf", "*Spec", "TypeSpecs are TF 2 composite-tensor machinery"),
+    ("tf", "TypeSpec", "TypeSpecs are TF 2 composite-tensor machinery"),
+    ("tf", "type_spec_from_value", "TypeSpecs are TF 2 composite-tensor machinery"),
+    ("tf", "RaggedTensor*", "ragged tensors are out of scope"),
+    ("tf", "ragged_*", "ragged tensors are out of scope"),
+    ("tf", "load_*library", "custom C++ ops are not loadable"),
+    ("tf", "load_op_library", "custom C++ ops are not loadable"),
+    ("tf", "*_VERSION", "describes TensorFlow's C++ build"),
+    ("tf", "CXX*", "describes TensorFlow's C++ build"),
+    ("tf", "MONOLITHIC_BUILD", "describes TensorFlow's C++ build"),
+    ("tf", "check_pinned", "a TensorFlow internal"),
+    ("tf", "is_symbolic_tensor", "a TF 2 helper"),
+    ("tf", "approx_top_k", "TPU approximate top-k"),
+    ("tf", "random_index_shuffle", "a TF 2.x addition"),
+    ("tf", "*fftnd", "FFTs: not yet implemented"),
+    ("tf", "*fft*", "FFTs: not yet implemented"),
+    ("tf", "nondifferentiable_batch_function", "TF Serving batching is out of scope"),
+    ("tf", "variable_creator_scope", "a TF 2 variable-creation hook"),
+    ("tf", "init_scope", "TF 2 function-building machinery"),
+    ("tf", "executing_eagerly_outside_functions", "TF 2 function-building machinery"),
+    ("tf", "vectorized_map", "TF 2 pfor vectorization"),
+    ("tf", "recompute_grad", "TF 2 memory-saving decorator"),
+    ("tf", "grad_pass_through", "a TF 2.x addition"),
+    ("tf", "CriticalSection", "TF 2 resource machinery"),
+    ("*", "approx_max_k", "TPU approximate top-k (a TF 2.x addition)"),
+    ("*", "approx_min_k", "TPU approximate top-k (a TF 2.x addition)"),
+    ("nn", "silu", "a TF 2.x addition (tf.nn.swish is here)"),
+    ("nn", "compute_average_loss", "a TF 2 tf.distribute helper"),
+    ("nn", "scale_regularization_loss", "a TF 2 tf.distribute helper"),
+    ("nn", "ctc_*", "CTC loss and decoders: deferred (issue 13 lets them wait)"),
+    ("nn", "collapse_repeated", "CTC helper: deferred with the CTC ops"),
+    ("nn", "quantized_*", "quantized dtypes are not supported"),
+    ("linalg", "LinearOperator*", "the LinearOperator class family is not provided; the matrix functions are"),
+    ("linalg", "eigh_tridiagonal", "a TF 2.x addition"),
+    ("linalg", "tridiagonal_*", "tridiagonal solvers: not yet implemented"),
+    ("linalg", "lu*", "LU factorization (a TF 2.x addition)"),
+    ("linalg", "pinv", "a TF 2.x addition"),
+    ("math", "sobol_sample", "a TF 2.x addition"),
+    ("math", "nextafter", "a TF 2.x addition"),
+    ("math", "cumulative_logsumexp", "a TF 2.x addition"),
+    ("math", "erfcinv", "a TF 2.x addition"),
+    ("math", "reciprocal_no_nan", "a TF 2.x addition"),
+    ("random", "Generator", "the TF 2 stateful RNG API"),
+    ("random", "Algorithm", "the TF 2 stateful RNG API"),
+    ("random", "create_rng_state", "the TF 2 stateful RNG API"),
+    ("random", "*_global_generator", "the TF 2 stateful RNG API"),
+    ("random", "fold_in", "the TF 2 stateful RNG API"),
+    ("random", "split", "the TF 2 stateful RNG API"),
+    ("random", "stateless_binomial", "a TF 2.x addition"),
+    ("random", "stateless_gamma", "a TF 2.x addition"),
+    ("random", "stateless_poisson", "a TF 2.x addition"),
+    ("random", "stateless_parameterized_truncated_normal", "a TF 2.x addition"),
+    ("sparse", "SparseConditionalAccumulator", "sparse accumulators for sync replicas: not yet implemented"),
+    ("sparse", "bincount", "a TF 2.x addition"),
+    ("sparse", "cross*", "feature crosses (string hashing) are out of scope"),
+    ("tf", "SparseConditionalAccumulator", "sparse accumulators for sync replicas: not yet implemented"),
+    ("tf", "*serialize*sparse", "serialized (protobuf) tensors are out of scope"),
+    ("tf", "*serialize_tensor", "serialized (protobuf) tensors are out of scope"),
+    ("tf", "parse_tensor", "serialized (protobuf) tensors are out of scope"),
+    ("tf", "make_tensor_proto", "TensorProto (protobuf) is out of scope"),
+    ("tf", "make_ndarray", "TensorProto (protobuf) is out of scope"),
+    ("tf", "AttrValue", "protobuf message classes are out of scope"),
+    ("tf", "NameAttrList", "protobuf message classes are out of scope"),
+    ("tf", "HistogramProto", "protobuf message classes are out of scope"),
+    ("tf", "SummaryMetadata", "protobuf message classes are out of scope"),
+    ("tf", "TensorInfo", "SavedModel protobufs are out of scope"),
+    ("tf", "MetaGraphDef", "SavedModel protobufs are out of scope"),
+    ("tf", "get_session_handle", "session tensor handles are out of scope"),
+    ("tf", "get_session_tensor", "session tensor handles are out of scope"),
+    ("tf", "delete_session_tensor", "session tensor handles are out of scope"),
+    ("dtypes", "qint*", "quantized dtypes are not supported"),
+    ("dtypes", "quint*", "quantized dtypes are not supported"),
+    ("dtypes", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
+    ("dtypes", "bfloat16", "numpy has no bfloat16"),
+]
+
+
+def resolve(path: str):
+    """tensorweave's module for a TF namespace path ('' or 'tf' for the top level), or None."""
+    mod = tensorweave
+    parts = [] if path in ("", "tf") else path.split(".")
+    for i, part in enumerate(parts):
+        nxt = getattr(mod, part, None)
+        if nxt is None:
+            try:
+                nxt = importlib.import_module("tensorweave." + ".".join(parts[:i + 1]))
+            except ImportError:
+                return None
+        mod = nxt
+    return mod
+
+
+def reason_for(namespace: str, name: str):
+    for ns, pattern, reason in NAME_REASONS:
+        if ns in ("*", namespace) and fnmatch.fnmatchcase(name, pattern):
+            return reason
+    return None
+
+
+def classify(namespace: str, names: list) -> tuple:
+    """(present, [(name, reason)] left out on purpose, missing) for one namespace."""
+    mod = resolve(namespace)
+    present, on_purpose, missing = [], [], []
+    for name in names:
+        if mod is not None and hasattr(mod, name):
+            present.append(name)
+        elif namespace in NAMESPACE_REASONS:
+            on_purpose.append((name, NAMESPACE_REASONS[namespace]))
+        elif reason_for(namespace, name):
+            on_purpose.append((name, reason_for(namespace, name)))
+        else:
+            missing.append(name)
+    return present, on_purpose, missing
+
+
+def _names(names: list) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "none"
+
+
+def render() -> str:
+    with open(FIXTURE) as f:
+        fixture = json.load(f)
+    namespaces = fixture["namespaces"]
+    rows, sections = [], []
+    totals = [0, 0, 0, 0]
+    for ns in sorted(namespaces, key=lambda n: (n != "tf", n)):
+        names = namespaces[ns]
+        present, on_purpose, missing = classify(ns, names)
+        label = "tf" if ns == "tf" else f"tf.{ns}"
+        rows.append(f"| `{label}` | {len(names)} | {len(present)} | {len(on_purpose)} | {len(missing)} |")
+        for i, n in enumerate((len(names), len(present), len(on_purpose), len(missing))):
+            totals[i] += n
+        part = [f"## `{label}`", "", f"**Present ({len(present)}):** {_names(present)}", ""]
+        if on_purpose:
+            part += ["**Left out on purpose:**", "", "| name | reason |", "|---|---|"]
+            part += [f"| `{n}` | {r} |" for n, r in on_purpose]
+            part.append("")
+        part += [f"**Not yet ({len(missing)}):** {_names(missing)}", ""]
+        sections.append("\n".join(part))
+    header = [
+        "# TF1 API compatibility",
+        "",
+        "Generated by `tools/compat_report.py` from the package itself; do not edit by hand (rerun it after "
+        "adding names: `tests/unit/test_compatibility_doc.py` fails while this page is stale).",
+        "",
+        f"TensorFlow's names are `tf.compat.v1` of TensorFlow {fixture['tensorflow_version']} (TF 1.15's API plus a "
+        "few later additions, marked as such below), recorded in `tests/unit/fixtures/tf1_names.json`. A name "
+        "counts as present when the tensorweave namespace has it; `raw_ops`, `compat`, `keras`, `estimator` and "
+        "the test/mock helpers are not counted.",
+        "",
+        "| namespace | TF names | present | left out on purpose | not yet |",
+        "|---|---:|---:|---:|---:|",
+    ] + rows + [f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} |", ""]
+    return "\n".join(header + sections)
+
+
+def main(argv: list) -> int:
+    text = render()
+    if "--check" in argv:
+        with open(OUTPUT) as f:
+            current = f.read()
+        if current != text:
+            print(f"{OUTPUT} is out of date: run python tools/compat_report.py", file=sys.stderr)
+            return 1
+        return 0
+    with open(OUTPUT, "w") as f:
+        f.write(text)
+    print("wrote", OUTPUT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
