@@ -422,6 +422,7 @@ class DistributedMaster:
         self._session_tasks: dict = {}   # task -> client, every task this session registered with
         self._client_id = uuid.uuid4().hex   # whose graphs they are, for the tasks (graphs.py)
         self._incarnations: dict = {self.master_task: client.incarnation}   # task -> as first seen
+        self._inflight: dict = {}   # step id -> its plan, while the step runs (close cancels them)
         self._closed = False
 
     # -- clients ----------------------------------------------------------------------------
@@ -553,7 +554,11 @@ class DistributedMaster:
                 raise errors.AbortedError(None, None, f"Task {part.task} restarted (its incarnation changed "
                                           "since the graph was registered); the step was not run.")
         step_id = random.getrandbits(63)
-        results = self._run_parts(plan, step_id, feed_values, trace, timeout_s)
+        self._inflight[step_id] = plan
+        try:
+            results = self._run_parts(plan, step_id, feed_values, trace, timeout_s)
+        finally:
+            self._inflight.pop(step_id, None)
         values: list = [None] * plan.num_fetches
         stats = []
         for part, (fetched, step_stats) in zip(plan.parts, results):
@@ -602,9 +607,10 @@ class DistributedMaster:
 
     # -- session lifetime -------------------------------------------------------------------
     def close(self) -> None:
-        """Deregisters this session's partitions; under isolate_session_state, closes the
-        session on every task it registered with, which frees its private resources too
-        (best effort: a down task is skipped)."""
+        """Cancels this session's steps still running (their runs raise CancelledError, as
+        TF's Session.close does), then deregisters its partitions; under isolate_session_state,
+        closes the session on every task it registered with, which frees its private resources
+        too (best effort: a down task is skipped)."""
         if self._closed:
             return
         self._closed = True
@@ -616,16 +622,13 @@ class DistributedMaster:
             self._session_tasks.clear()
         if sys.is_finalizing():
             return   # no new threads at interpreter exit; the tasks drop nothing they need
+        _call_all([(_quiet_abort, (part.client, step_id, errors.CANCELLED, "Session has been closed."))
+                   for step_id, plan in list(self._inflight.items()) for part in plan.parts], 1.0)
         if self._session_handle:
             calls = [(_quiet_close_session, (c, self._session_handle)) for c in session_tasks]
         else:
             calls = [(_quiet_deregister, (p.client, p.handle)) for p in parts]
-        threads = [threading.Thread(target=fn, args=args, daemon=True) for fn, args in calls]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 2.0
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        _call_all(calls, 2.0)
 
     def list_devices(self) -> list:
         """Device names of every task this session may use (ConfigProto.device_filters)."""
@@ -637,6 +640,17 @@ class DistributedMaster:
                 continue
             out.extend(status.get("devices") or [f"{task}/device:CPU:0"])
         return out
+
+
+def _call_all(calls: list, timeout_s: float) -> None:
+    """Runs each (fn, args) on its own thread (one slow task delays no other); waits for them
+    up to timeout_s in all."""
+    threads = [threading.Thread(target=fn, args=args, daemon=True) for fn, args in calls]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _quiet_close_session(client, session_handle: str) -> None:

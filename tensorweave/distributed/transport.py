@@ -338,8 +338,9 @@ class TransportServer:
             pass   # (a wake-up already waits there)
 
     def _close_all(self) -> None:
-        for s in (self._router, self._wake):
-            s.close(0)
+        with self._router_lock:   # (a request still running may be replying on it)
+            self._router.close(0)
+        self._wake.close(0)
         if self._uds is not None:
             self._uds.close()
             for c in list(self._conns.values()):
@@ -361,6 +362,8 @@ class TransportServer:
         """A ZeroMQ reply, from any thread: sent under the ROUTER's lock. A send may consume
         the edge of input that came meanwhile: the IO role is told to look (or, itself, does)."""
         with self._router_lock:
+            if self._router.closed:
+                return   # the server stopped while the request ran
             try:
                 send_frames(self._router, msg, zmq.NOBLOCK)
             except zmq.ZMQError:

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from tensorweave.framework import dtypes, errors
+from tensorweave.framework import dtypes, errors, limits
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -32,6 +32,19 @@ def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Opti
 def invalid(node, msg: str) -> errors.InvalidArgumentError:
     """A kernel's InvalidArgumentError, naming the op type and node."""
     return errors.InvalidArgumentError(node, node.name, f"{node.op} ({node.name}): {msg}")
+
+
+def check_output_size(op, dims) -> None:
+    """Before an op allocates an output whose size it computes from its inputs' values: in its
+    shape function (`op` an Operation, `dims` a TensorShape or dims that may hold None: checked
+    once all are known) and in its kernel (`op` the NodeDef): ResourceExhaustedError naming
+    limits.OP_OUTPUT_ELEMENTS when the output would hold more elements than it allows."""
+    if dims is not None and not isinstance(dims, (list, tuple)):
+        dims = dims.as_tuple_or_none()
+    if dims is None or any(d is None for d in dims):
+        return
+    op_type = op.type if isinstance(op, Operation) else op.op
+    limits.check_elements(dims, op.name, f"{op_type} output of shape {list(dims)}")
 
 
 def check_dtype(op_type: str, param: str, t: Tensor, allowed) -> None:

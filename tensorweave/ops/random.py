@@ -17,7 +17,7 @@ from tensorweave.framework.tensor_util import constant_value, constant_value_as_
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, shape as shape_of
 from tensorweave.ops.array.pad import pad
-from tensorweave.ops.helpers import FLOATS, make_op, same_as_input
+from tensorweave.ops.helpers import FLOATS, check_output_size, make_op, same_as_input
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
 
@@ -97,7 +97,9 @@ def _shape_from_input(op) -> TensorShape:
 
 
 def _random_infer(op):
-    return [(op.get_attr("dtype"), _shape_from_input(op))]
+    out = _shape_from_input(op)
+    check_output_size(op, out)
+    return [(op.get_attr("dtype"), out)]
 
 
 def _check_float(dtype, what: str = "dtype") -> dtypes.DType:
@@ -114,7 +116,9 @@ def _dims(node, shape) -> tuple:
         return ()
     if (s < 0).any():
         raise errors.InvalidArgumentError(node, node.name, f"Shape must be non-negative: {s.tolist()}")
-    return tuple(int(d) for d in s)
+    dims = tuple(int(d) for d in s)
+    check_output_size(node, dims)
+    return dims
 
 
 # -- RandomStandardNormal / TruncatedNormal / RandomUniform ------------------------------------------

@@ -173,3 +173,40 @@ def test_a_restarted_task_with_state_is_aborted_for_the_rest_of_the_session(star
         with tf.Session(c.target("worker", 0)) as fresh:   # a new session initializes and runs
             fresh.run(v.initializer)
             assert fresh.run(doubled) == 2
+
+
+# -- Session.close cancels the session's steps still running ---------------------------------------
+def test_closing_a_session_cancels_its_steps_still_waiting(start_cluster, transport):
+    c = start_cluster({"ps": 1, "worker": 1}, env=_env(transport))
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(4, tf.float32, shapes=[], shared_name="never_fed")
+            taken = q.dequeue()
+        with tf.device("/job:worker/task:0"):
+            doubled = taken * 2.0
+        sess = tf.Session(c.target("worker", 0))
+        outcome = {}
+
+        def blocked(fetch):
+            try:
+                outcome[fetch.name] = sess.run(fetch)
+            except BaseException as e:  # noqa: BLE001 - what the test looks at
+                outcome[fetch.name] = e
+
+        threads = [threading.Thread(target=blocked, args=(f,), daemon=True) for f in (taken, doubled)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)   # both steps wait on the empty queue now
+        assert not outcome
+        start = time.monotonic()
+        sess.close()
+        for t in threads:
+            t.join(5)
+        took = time.monotonic() - start
+        assert not any(t.is_alive() for t in threads), "a step of the closed session still waits"
+        for name, e in outcome.items():
+            assert isinstance(e, tf.errors.CancelledError), f"{name}: {e!r}"
+        assert took < 2.0
+        with tf.Session(c.target("worker", 0)) as fresh:   # the queue and the tasks serve on
+            fresh.run(q.enqueue(5.0))
+            assert fresh.run(doubled) == 10

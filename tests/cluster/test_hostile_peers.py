@@ -363,3 +363,26 @@ def test_a_nonexistent_output_and_duplicate_node_names_are_refused(served, trans
             ch.call("register_graph", {"graph_def": dup, "feeds": ["x:0"], "fetches": ["y:0"]})
     finally:
         ch.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_print_stream_outside_tfs_set_is_refused_by_the_server(served, transport):
+    g = tf.Graph()
+    with g.as_default():
+        tf.print("hi", output_stream=tf.logging.warning, name="p")
+    gd = graph_to_graph_def(g).to_dict()
+    ch = _channel(transport, served.address("local", 1))
+    try:
+        for stream in ("log(setLevel)", "log(disabled)"):
+            nodes = [dict(n, attr=dict(n["attr"], output_stream=stream)) if n["name"] == "p" else n
+                     for n in gd["node"]]
+            with pytest.raises(errors.InvalidArgumentError, match=r"output_stream .* is not one of"):
+                ch.call("register_graph", {"graph_def": dict(gd, node=nodes), "feeds": [], "fetches": [],
+                                           "targets": ["p"], "client": "print-check"})
+        h = ch.call("register_graph", {"graph_def": gd, "feeds": [], "fetches": [], "targets": ["p"],
+                                       "client": "print-check"})
+        ch.call("run_graph", {"graph_handle": h, "step_id": 7, "feed_values": []})   # log(warning) runs
+        ch.call("deregister_graph", {"graph_handle": h})
+    finally:
+        ch.close()
+    _answers_at_once(served)

@@ -1,13 +1,17 @@
 """tf.Print, tf.print, tf.Assert and the tf.assert_* checks (formats recorded from TF)."""
 from __future__ import annotations
 
+import logging
 import sys
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework.graph_def import NodeDef, graph_to_graph_def
 from tensorweave.ops.debugging.printing import summarize_value, summarize_value_v2
+from tensorweave.runtime.executor import KernelContext, Plan
+from tensorweave.runtime.resources import ResourceManager
 
 
 pytestmark = pytest.mark.usefixtures("graph")
@@ -184,3 +188,49 @@ def test_static_type_and_rank_checks():
     with pytest.raises(TypeError, match="integer"):
         tf.assert_integer(x)
     assert tf.assert_integer(tf.constant(1)).type == "NoOp"
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_tf_print_to_logging_levels_and_no_other_stream():
+    ops = [tf.print("to warning", output_stream=tf.logging.warning),
+           tf.print("to error", output_stream=logging.error),
+           tf.print("to info", output_stream=tf.compat.v1.logging.info)]
+    logger, seen = logging.getLogger("tensorflow"), _Records()
+    level = logger.level
+    logger.addHandler(seen)
+    logger.setLevel(logging.INFO)
+    try:
+        with tf.Session() as sess:
+            sess.run(ops)
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    got = {(r.levelname, r.getMessage()) for r in seen.records}
+    assert {("WARNING", "to warning"), ("ERROR", "to error"), ("INFO", "to info")} <= got
+    for bad in (logging.getLogger("tensorflow").setLevel, print, "log(setLevel)", "file:///tmp/x"):
+        with pytest.raises(ValueError, match="Unsupported output stream"):
+            tf.print("x", output_stream=bad)
+
+
+def test_a_print_v2_node_naming_another_stream_is_refused_before_it_runs():
+    # (a graph from the wire names any attr it likes: "log(setLevel)" once called
+    # logger.setLevel(text) on the server, silencing its warnings)
+    g = tf.Graph()
+    with g.as_default():
+        tf.print("hi", name="p")
+    before = logging.getLogger("tensorflow").level
+    for stream in ("log(setLevel)", "log(disabled)", "stdin", 7):
+        nodes = list(graph_to_graph_def(g).node)
+        nodes = [NodeDef(n.name, n.op, n.input, n.device, dict(n.attr, output_stream=stream)) if n.name == "p"
+                 else n for n in nodes]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"p \(PrintV2\): output_stream .* is not one of"):
+            Plan(nodes, [], [], ["p"], KernelContext(resources=ResourceManager())).run()
+    assert logging.getLogger("tensorflow").level == before

@@ -10,7 +10,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.ops.array.core import constant, index_tensor, reshape, shape
-from tensorweave.ops.helpers import invalid, make_op, same_as_input, static_int, static_ints
+from tensorweave.ops.helpers import check_output_size, invalid, make_op, same_as_input, static_int, static_ints
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
 
@@ -32,7 +32,9 @@ def _fill_infer(op):
     value = static_ints(d)
     if value is not None and any(x < 0 for x in value):
         raise ValueError(f"Fill: dims must be non-negative, got {value}")
-    return [(v.dtype, constant_value_as_shape(d))]
+    out = constant_value_as_shape(d)
+    check_output_size(op, out)
+    return [(v.dtype, out)]
 
 
 def _fill_kernel(node, ctx):
@@ -42,6 +44,7 @@ def _fill_kernel(node, ctx):
             raise invalid(node, f"dims must be non-negative, got {d}")
         if np.ndim(v) != 0:
             raise invalid(node, f"value must be a scalar, got shape {list(np.shape(v))}")
+        check_output_size(node, d)
         return np.full(d, v, dtype=np.asarray(v).dtype)
     return run
 
@@ -151,7 +154,9 @@ def _range_infer(op):
         return [(dt, TensorShape([None]))]
     start, limit, delta = (v.item() for v in vals)
     _range_check(start, limit, delta, ValueError)
-    return [(dt, TensorShape([_range_len(start, limit, delta, dt)]))]
+    n = _range_len(start, limit, delta, dt)
+    check_output_size(op, [n])
+    return [(dt, TensorShape([n]))]
 
 
 def _range_check(start, limit, delta, exc):
@@ -179,6 +184,7 @@ def _range_kernel(node, ctx):
         except ValueError as e:
             raise invalid(node, str(e)) from None
         n = _range_len(start, limit, delta, dt)
+        check_output_size(node, [n])
         return (start + np.arange(n, dtype=np.float64 if dt.is_floating else np.int64) * delta).astype(
             dt.as_numpy_dtype)
     return run
@@ -206,6 +212,7 @@ def _linspace_infer(op):
     n = static_int(num)
     if n is not None and n <= 0:
         raise ValueError(f"Requires num > 0: {n}")
+    check_output_size(op, [n])
     return [(start.dtype, TensorShape([n]))]
 
 
@@ -214,6 +221,7 @@ def _linspace_kernel(node, ctx):
         num = int(num)
         if num <= 0:
             raise invalid(node, f"Requires num > 0: {num}")
+        check_output_size(node, [num])
         dt = np.asarray(start).dtype
         start, stop = dt.type(start), dt.type(stop)
         if num == 1:

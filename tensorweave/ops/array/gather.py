@@ -14,7 +14,7 @@ from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
 from tensorweave.ops.array.slicing import strided_slice
-from tensorweave.ops.helpers import INDEX, check_axis, dense, invalid, make_op, static_int
+from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, dense, invalid, make_op, static_int
 from tensorweave.ops.math.binary import floormod
 from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
@@ -391,6 +391,7 @@ def _one_hot_infer(op):
         raise ValueError(f"OneHot: expected axis to be -1 or between [0, {nd}].  But received: {axis}")
     dims = list(i.shape.as_tuple_or_none())
     dims.insert(nd if axis == -1 else axis, depth)
+    check_output_size(op, dims)
     return [(on.dtype, TensorShape(dims))]
 
 
@@ -402,6 +403,7 @@ def _one_hot_kernel(node, ctx):
         depth = int(depth)
         if depth < 0:
             raise invalid(node, f"depth must be non-negative, got: {depth}")
+        check_output_size(node, list(indices.shape) + [depth])
         hot = indices[..., None] == np.arange(depth, dtype=np.int64)
         out = np.where(hot, on, off).astype(np.asarray(on).dtype)
         return out if axis == -1 else np.moveaxis(out, -1, axis)

@@ -11,7 +11,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import index_tensor, reshape, size
-from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
+from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
 __all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid", "roll"]
@@ -39,7 +39,9 @@ def _tile_infer(op):
         return [(x.dtype, unknown_shape(nd))]
     if any(k < 0 for k in mult):
         raise ValueError(f"Tile: expected multiples >= 0, got {mult}")
-    return [(x.dtype, TensorShape([None if d is None else d * k for d, k in zip(x.shape.as_tuple_or_none(), mult)]))]
+    out = [None if d is None else d * k for d, k in zip(x.shape.as_tuple_or_none(), mult)]
+    check_output_size(op, out)
+    return [(x.dtype, TensorShape(out))]
 
 
 def _tile_kernel(node, ctx):
@@ -50,6 +52,7 @@ def _tile_kernel(node, ctx):
                                 f"length {len(m)}")
         if any(k < 0 for k in m):
             raise invalid(node, f"Expected multiples >= 0, got {m}")
+        check_output_size(node, [d * k for d, k in zip(np.shape(x), m)])
         return np.tile(x, m) if m else np.asarray(x)
     return run
 
@@ -98,6 +101,7 @@ def _pad_infer(op):
         # MirrorPad's limits (paddings below the dimension size) are checked at run time, as in TF.
         _check_pad(op.type, None, d, a, b, ValueError)
         out.append(None if d is None else d + a + b)
+    check_output_size(op, out)
     return [(x.dtype, TensorShape(out))]
 
 
@@ -126,6 +130,7 @@ def _pad_kernel(node, ctx):
                 _check_pad(node.op, mode, d, a, b, ValueError)
             except ValueError as e:
                 raise invalid(node, str(e)) from None
+        check_output_size(node, [d + a + b for d, (a, b) in zip(x.shape, p.tolist())])
         if mode is None:
             return np.pad(x, p, mode="constant", constant_values=np.asarray(cv, dtype=x.dtype)) if x.ndim else x
         return np.pad(x, p, mode=mode.lower()) if x.ndim else x
@@ -322,12 +327,15 @@ def _broadcast_to_infer(op):
         j = target.ndims - len(src) + i
         if d is not None and d != 1 and dims[j] is not None and dims[j] != d:
             raise ValueError(f"BroadcastTo: incompatible shapes {x.shape} and {target}")
+    check_output_size(op, dims)
     return [(x.dtype, TensorShape(dims))]
 
 
 def _broadcast_to_kernel(node, ctx):
     def run(x, s):
         s = [int(v) for v in np.reshape(s, -1)]
+        if all(d >= 0 for d in s):
+            check_output_size(node, s)
         try:
             return np.broadcast_to(x, s)
         except ValueError:

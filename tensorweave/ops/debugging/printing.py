@@ -176,11 +176,14 @@ def print(*inputs, **kwargs):  # noqa: A001 (TF name)
     elif isinstance(output_stream, str) and output_stream in _STREAMS:
         stream = output_stream
     else:
-        levels = {logging.info: "log(info)", logging.warning: "log(warning)", logging.error: "log(error)"}
-        if output_stream not in levels:
+        # logging.info/warning/error, or tf.logging's (tf.compat.v1.logging.info, ...: a module
+        # above this layer, known by name)
+        level = getattr(output_stream, "__name__", None)
+        if getattr(output_stream, "__module__", None) not in ("logging", "tensorweave.logging") \
+                or level not in ("info", "warning", "error"):
             raise ValueError(f"Unsupported output stream, logging level, or file: {output_stream}. "
                              "Supported streams are sys.stdout, sys.stderr and logging levels.")
-        stream = levels[output_stream]
+        stream = f"log({level})"
     placeholder = "{}"
     tensors: list = []
     if len(inputs) == 1 and is_tensor(inputs[0]) and inputs[0].dtype == dtypes.string \
@@ -213,9 +216,18 @@ def print(*inputs, **kwargs):  # noqa: A001 (TF name)
     return get_default_graph().create_op("PrintV2", tensors, attrs, name=name or "PrintV2")
 
 
+# TF's documented output streams, and where each goes: nothing else (a graph from the wire
+# names one of these or is refused, never an arbitrary logger method).
+_LOG_LEVELS = {"log(info)": logging.INFO, "log(warning)": logging.WARNING, "log(error)": logging.ERROR}
+
+
 def _print_v2_kernel(node, ctx):
     template, summarize = node.attr["template"], node.attr["summarize"]
     stream, end, raw_single = node.attr["output_stream"], node.attr["end"], node.attr["raw_single"]
+    if not isinstance(stream, str) or stream not in _STREAMS:
+        raise errors.InvalidArgumentError(
+            node, node.name, f"{node.name} (PrintV2): output_stream {stream!r} is not one of the supported "
+                             f"streams: {', '.join(sorted(_STREAMS))}")
     pieces = template.split("{}")
 
     def run(*values):
@@ -228,8 +240,9 @@ def _print_v2_kernel(node, ctx):
                 out.append(summarize_value_v2(v, summarize))
                 out.append(rest.replace("{{", "{").replace("}}", "}"))
             text = "".join(out)
-        if stream.startswith("log("):
-            getattr(logging.getLogger("tensorflow"), stream[4:-1])(text)
+        level = _LOG_LEVELS.get(stream)
+        if level is not None:
+            logging.getLogger("tensorflow").log(level, text)
             return None
         f = _stream(stream)
         f.write(text + end)
