@@ -8,6 +8,8 @@ from typing import Optional
 import numpy as np
 
 from tensorweave.client.session import Session
+from tensorweave.distributed.cluster import ClusterSpec, free_ports
+from tensorweave.distributed.server import Server
 from tensorweave.framework import dtypes
 from tensorweave.framework.errors import OpError
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph, get_default_session
@@ -16,7 +18,7 @@ from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.gradients.gradients import gradients
 
 __all__ = ["compute_gradient", "compute_gradient_error", "TestCase", "main", "is_gpu_available",
-           "gpu_device_name", "is_built_with_cuda", "get_temp_dir"]
+           "gpu_device_name", "is_built_with_cuda", "get_temp_dir", "create_local_cluster"]
 
 _ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
@@ -269,3 +271,18 @@ def gpu_device_name() -> str:
 def get_temp_dir() -> str:
     import tempfile
     return tempfile.mkdtemp(prefix="tensorweave_test_")
+
+
+def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc", worker_config=None,
+                         ps_config=None) -> tuple:
+    """tf.test.create_local_cluster(num_workers, num_ps, protocol='grpc', worker_config=None,
+    ps_config=None): a cluster of `num_workers` worker and `num_ps` ps servers started in this
+    process on free localhost ports; returns (workers, ps_servers), lists of tf.train.Server."""
+    ports = free_ports(num_workers + num_ps)
+    cluster = ClusterSpec({"worker": [f"localhost:{p}" for p in ports[:num_workers]],
+                           "ps": [f"localhost:{p}" for p in ports[num_workers:]]})
+    workers = [Server(cluster, job_name="worker", task_index=i, protocol=protocol, config=worker_config)
+               for i in range(num_workers)]
+    ps_servers = [Server(cluster, job_name="ps", task_index=i, protocol=protocol, config=ps_config)
+                  for i in range(num_ps)]
+    return workers, ps_servers

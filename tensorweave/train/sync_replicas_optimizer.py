@@ -22,7 +22,7 @@ from tensorweave.framework import api, dtypes
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.ops.array.fill import fill
-from tensorweave.ops.control_flow.grouping import group, no_op
+from tensorweave.ops.control_flow.grouping import group, no_op, with_dependencies
 from tensorweave.ops.data_flow.accumulators import ConditionalAccumulator, SparseConditionalAccumulator
 from tensorweave.ops.data_flow.queues import FIFOQueue
 from tensorweave.ops.state.variable_ops import assign
@@ -104,6 +104,7 @@ class SyncReplicasOptimizer(Optimizer):
                         raise ValueError("Unknown grad type!")
                     self._accumulator_list.append((acc, var.device))
             with g.device(global_step.device), api.name_scope(""):
+                aggregated = _after_every_take(aggregated)
                 update_op = self._opt.apply_gradients(list(zip(aggregated, var_list)), global_step)
                 self._sync_token_queue = FIFOQueue(-1, global_step.dtype.base_dtype, shapes=(), name="sync_token_q",
                                                    shared_name="sync_token_q")
@@ -208,3 +209,19 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         if self._end_op is not None:
             # Training is over: release the workers waiting for a token (OutOfRangeError).
             session.run(self._end_op)
+
+
+def _after_every_take(aggregated: list) -> list:
+    """The aggregated gradients, each usable only once every accumulator has been taken from.
+    TF lets one variable's update run while another's take still waits; a replica that reads the
+    variables then (some updated, some not) is stale for the accumulators already taken, yet its
+    gradient still enters the others. Once every take is done, every accumulator drops it."""
+    taken = [a for a in aggregated if a is not None]
+    if not taken:
+        return aggregated
+    gate = group(*[(a.values if isinstance(a, IndexedSlices) else a).op for a in taken])
+    return [a if a is None
+            else IndexedSlices(with_dependencies([gate], a.values), a.indices, a.dense_shape)
+            if isinstance(a, IndexedSlices) else with_dependencies([gate], a)
+            for a in aggregated]
+

@@ -1,7 +1,8 @@
 """tf.train.SyncReplicasOptimizer with two replicas as two threads, each with its own graph and
-MonitoredTrainingSession on one in-process server: identical data gives exactly plain gradient
-descent's numbers, dense and sparse (IndexedSlices) gradients alike, and the end of training
-ends both replicas."""
+MonitoredTrainingSession on its own worker task of an in-process cluster (tf.test.create_local_cluster;
+the variables on the ps): identical data gives exactly plain gradient descent's numbers, dense and
+sparse (IndexedSlices) gradients alike, and the end of training ends both replicas. (Two replicas
+on one task would share their local step variable, as in TF, and train on stale gradients.)"""
 from __future__ import annotations
 
 import threading
@@ -27,7 +28,8 @@ def _model():
 
 def _replica(target, index, last_step, out, errors):
     try:
-        with tf.Graph().as_default():
+        with tf.Graph().as_default(), tf.device(tf.train.replica_device_setter(
+                ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
             emb, w, loss, step = _model()
             opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
             train = opt.minimize(loss, global_step=step)
@@ -42,9 +44,9 @@ def _replica(target, index, last_step, out, errors):
 
 
 def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_sparse():
-    server = tf.train.Server.create_local_server()
+    workers, _ = tf.test.create_local_cluster(num_workers=2, num_ps=1)
     out, errors = {}, []
-    threads = [threading.Thread(target=_replica, args=(server.target, i, 12, out, errors), daemon=True)
+    threads = [threading.Thread(target=_replica, args=(workers[i].target, i, 12, out, errors), daemon=True)
                for i in range(2)]
     for t in threads:
         t.start()
@@ -52,8 +54,8 @@ def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_spa
         t.join(60)
     assert not errors, errors
     assert not any(t.is_alive() for t in threads) and out == {0: True, 1: True}
-    with tf.Graph().as_default():   # the trained values, read once both replicas are done
-        with tf.Session(server.target) as s:
+    with tf.Graph().as_default(), tf.device("/job:ps/task:0"):   # the trained values, once both are done
+        with tf.Session(workers[0].target) as s:
             emb, w, step = s.run(_model()[:2] + (tf.train.get_global_step(),))
     with tf.Graph().as_default():
         emb2, w2, loss, step2 = _model()
