@@ -30,7 +30,7 @@ tf.app.flags.DEFINE_string("data_dir", "/tmp/cifar10_data", "CIFAR-10 binary bat
 tf.app.flags.DEFINE_boolean("download", False, "download CIFAR-10 instead of using the embedded stand-in")
 tf.app.flags.DEFINE_string("train_dir", "/tmp/cifar10_train", "checkpoints and event files")
 tf.app.flags.DEFINE_integer("batch_size", 64, "examples per batch and worker")
-tf.app.flags.DEFINE_integer("max_steps", 3600, "global steps to train for")
+tf.app.flags.DEFINE_integer("max_steps", 3000, "global steps to train for")
 tf.app.flags.DEFINE_integer("log_frequency", 20, "global steps between progress lines")
 tf.app.flags.DEFINE_boolean("sync_replicas", False, "aggregate the workers' gradients each step")
 tf.app.flags.DEFINE_string("model", "tutorial", "tutorial or xception")

@@ -224,3 +224,12 @@ def test_resize_gradients_match_finite_differences(resize, kwargs):
             xm[idx] -= eps
             fd = (sess.run(loss, {x: xp}) - sess.run(loss, {x: xm})) / (2 * eps)
             assert abs(fd - g[idx]) < 1e-2 * max(1, abs(fd)), (idx, fd, g[idx])
+
+
+def test_tf_io_has_the_image_codecs_as_tf1_does():
+    img = np.random.RandomState(3).randint(0, 256, (5, 7, 3)).astype(np.uint8)
+    with tf.Session() as sess:
+        png = sess.run(tf.io.encode_png(img))
+        back, generic = sess.run([tf.io.decode_png(png, channels=3), tf.io.decode_image(png)])
+    np.testing.assert_array_equal(back, img)
+    np.testing.assert_array_equal(generic, img)
