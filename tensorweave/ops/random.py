@@ -168,8 +168,13 @@ def _uniform_int_kernel(node, ctx):
 register("RandomStandardNormal", _random_infer, _normal_kernel, grad=None, stateful=True)
 register("TruncatedNormal", _random_infer, _truncated_kernel, grad=None, stateful=True)
 register("RandomUniform", _random_infer, _uniform_kernel, grad=None, stateful=True)
-register("RandomUniformInt", lambda op: [(op.get_attr("Tout"), _shape_from_input(op))], _uniform_int_kernel,
-         grad=None, stateful=True)
+def _uniform_int_infer(op):
+    out = _shape_from_input(op)
+    check_output_size(op, out)
+    return [(op.get_attr("Tout"), out)]
+
+
+register("RandomUniformInt", _uniform_int_infer, _uniform_int_kernel, grad=None, stateful=True)
 
 
 def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
@@ -242,7 +247,9 @@ def _multinomial_infer(op):
         raise ValueError(f"Shape must be rank 2 but is rank {logits.ndims}")
     n = constant_value(op.inputs[1])
     batch = logits[0].value if logits.ndims is not None else None
-    return [(op.get_attr("output_dtype"), TensorShape([batch, None if n is None else int(n)]))]
+    out = [batch, None if n is None else int(n)]
+    check_output_size(op, out)
+    return [(op.get_attr("output_dtype"), TensorShape(out))]
 
 
 def _multinomial_kernel(node, ctx):
@@ -258,6 +265,7 @@ def _multinomial_kernel(node, ctx):
             raise errors.InvalidArgumentError(node, node.name, "logits should be a matrix, got shape "
                                               f"{list(logits.shape)}")
         batch, classes = logits.shape
+        check_output_size(node, [batch, n])
         out = np.empty((batch, n), dtype=np_dt)
         if batch == 0 or n == 0:
             return out
@@ -291,8 +299,9 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) ->
 
 # -- RandomGamma / RandomPoissonV2 ------------------------------------------------------------------
 def _param_infer(op):
-    return [(op.get_attr("dtype") if "dtype" in op._attrs else op.inputs[1].dtype,
-             _shape_from_input(op).concatenate(op.inputs[1].shape))]
+    out = _shape_from_input(op).concatenate(op.inputs[1].shape)
+    check_output_size(op, out)
+    return [(op.get_attr("dtype") if "dtype" in op._attrs else op.inputs[1].dtype, out)]
 
 
 def _gamma_kernel(node, ctx):
@@ -302,13 +311,14 @@ def _gamma_kernel(node, ctx):
 
     def draw(shape, alpha):
         alpha = np.asarray(alpha, dtype=np.float64)
-        out = rng.gamma(alpha, size=_dims(node, shape) + alpha.shape)
+        size = _dims(node, shape) + alpha.shape
+        check_output_size(node, size)
+        out = rng.gamma(alpha, size=size)
         return np.maximum(out, tiny).astype(np_dt)
     return draw
 
 
-register("RandomGamma", lambda op: [(op.inputs[1].dtype, _shape_from_input(op).concatenate(op.inputs[1].shape))],
-         _gamma_kernel, grad=None, stateful=True)
+register("RandomGamma", _param_infer, _gamma_kernel, grad=None, stateful=True)
 
 
 def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
@@ -329,8 +339,12 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
 def _poisson_kernel(node, ctx):
     rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
-    return lambda shape, lam: rng.poisson(np.asarray(lam, dtype=np.float64),
-                                          size=_dims(node, shape) + np.shape(lam)).astype(np_dt)
+
+    def draw(shape, lam):
+        size = _dims(node, shape) + np.shape(lam)
+        check_output_size(node, size)
+        return rng.poisson(np.asarray(lam, dtype=np.float64), size=size).astype(np_dt)
+    return draw
 
 
 register("RandomPoissonV2", _param_infer, _poisson_kernel, grad=None, stateful=True)
@@ -409,7 +423,7 @@ def _orthogonal_kernel(node, ctx):
     gain = node.attr["gain"]
 
     def draw(shape):
-        dims = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+        dims = _dims(node, shape)
         rows = int(np.prod(dims[:-1]))
         cols = dims[-1]
         a = rng.standard_normal((cols, rows) if rows < cols else (rows, cols))
@@ -529,6 +543,7 @@ def _stateless_multinomial_kernel(node, ctx):
         if logits.ndim != 2:
             raise errors.InvalidArgumentError(node, node.name, f"logits should be a matrix, got shape "
                                                                f"{list(logits.shape)}")
+        check_output_size(node, [logits.shape[0], int(num_samples)])
         m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
         p = np.exp(logits - np.where(np.isfinite(m), m, 0.0))
         cdf = np.cumsum(p, axis=1)

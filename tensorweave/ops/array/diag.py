@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorweave.framework import dtypes
+from tensorweave.framework import dtypes, limits
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import unknown_shape
@@ -14,7 +14,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, index_tensor
 from tensorweave.ops.array.fill import ones, zeros_like
-from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
+from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.math.binary import minimum
 from tensorweave.ops.registry import register
 
@@ -143,7 +143,9 @@ def _matrix_diag_infer(op):
         size = [None, None]
     else:
         size = list(_out_size(length, lo, hi, rows[0], cols[0]))
-    return [(d.dtype, d.shape[:batch_rank].concatenate(size))]
+    out = d.shape[:batch_rank].concatenate(size)
+    check_output_size(op, out)
+    return [(d.dtype, out)]
 
 
 def _matrix_diag_kernel(node, ctx):
@@ -161,6 +163,7 @@ def _matrix_diag_kernel(node, ctx):
         if _max_diag_len(rows, cols, lo, hi) != length:
             raise invalid(node, f"The number of rows or columns is not consistent with the specified d_lower, "
                                 f"d_upper, and diagonal: {rows}x{cols} for diagonals of length {length}")
+        check_output_size(node, d.shape[:-2] + (rows, cols))
         out = np.full(d.shape[:-2] + (rows, cols), np.asarray(pad, d.dtype), dtype=d.dtype)
         r, c, valid = _positions(rows, cols, lo, hi)
         m, n = np.nonzero(valid)
@@ -268,12 +271,15 @@ def diag(diagonal, name=None) -> Tensor:
 
 def _diag_infer(op):
     s = op.inputs[0].shape
-    return [(op.inputs[0].dtype, unknown_shape() if s.ndims is None else s.concatenate(s))]
+    out = unknown_shape() if s.ndims is None else s.concatenate(s)
+    check_output_size(op, out)   # the square of the input's size
+    return [(op.inputs[0].dtype, out)]
 
 
 def _diag_kernel(node, ctx):
     def run(d):
         d = np.asarray(d)
+        check_output_size(node, d.shape + d.shape)
         return np.diag(d.reshape(-1)).reshape(d.shape + d.shape)
     return run
 
@@ -320,6 +326,9 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name
         static = [num_rows, num_columns if num_columns is not None else num_rows]
         if all(isinstance(v, (int, np.integer)) for v in static) and (
                 batch_shape is None or all(isinstance(v, (int, np.integer)) for v in batch_shape)):
+            # a constant built here, in the client: refused as MatrixDiagV2 would refuse it on a server
+            out = list(batch_shape or ()) + static
+            limits.check_elements(out, scope.rstrip("/"), f"eye output of shape {out}")
             value = np.eye(static[0], static[1], dtype=dtype.as_numpy_dtype)
             value = np.broadcast_to(value, tuple(batch_shape or ()) + value.shape)
             return convert_to_tensor(np.ascontiguousarray(value), dtype=dtype, name=scope)

@@ -241,6 +241,7 @@ def _scatter_nd_infer(op):
         if not u.shape.is_compatible_with(expected):
             raise ValueError(f"ScatterNd: updates shape {u.shape} must be indices.shape[:-1] + shape[{k}:] = "
                              f"{expected}")
+    check_output_size(op, out)
     return [(u.dtype, out)]
 
 
@@ -252,6 +253,7 @@ def _scatter_nd_kernel(node, ctx):
         want = indices.shape[:-1] + dims[k:]
         if updates.shape != want:
             raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
+        check_output_size(node, dims)
         out = np.zeros(dims, dtype=updates.dtype)
         pos = _nd_positions(node, indices, dims, "shape")
         np.add.at(out, pos, updates.reshape((-1,) + dims[k:]))

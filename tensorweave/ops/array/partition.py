@@ -15,7 +15,7 @@ from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
-from tensorweave.ops.helpers import dense, invalid, make_op
+from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op
 from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
@@ -147,6 +147,7 @@ def _stitch_infer(op):
         sizes = [np.size(v) for v in values]
         first = int(max((int(np.max(v)) for v, s in zip(values, sizes) if s), default=-1)) + 1
     out = unknown_shape() if inner is None else TensorShape([first] + inner.as_list())
+    check_output_size(op, out)
     return [(data[0].dtype, out)]
 
 
@@ -173,6 +174,7 @@ def _stitch_kernel(node, ctx):
             raise invalid(node, f"indices[] = {neg[0]} is not in [0, inf)")
         rows = max((int(i.max()) for i in indices if i.size), default=-1) + 1
         np_dt = object if dt is dtypes.string else dt.as_numpy_dtype
+        check_output_size(node, (rows,) + tuple(inner or ()))
         out = np.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
         if dt is dtypes.string:
             out[...] = b""

@@ -16,7 +16,7 @@ from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, index_tensor, shape
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.pad import pad
-from tensorweave.ops.helpers import dense, invalid, make_op, static_int, static_ints
+from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_int, static_ints
 from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.registry import register
 
@@ -282,7 +282,9 @@ register("StridedSlice", _strided_slice_infer, _strided_slice_kernel, grad=_stri
 
 
 def _strided_slice_grad_infer(op):
-    return [(op.inputs[4].dtype, constant_value_as_shape(op.inputs[0]))]
+    out = constant_value_as_shape(op.inputs[0])
+    check_output_size(op, out)
+    return [(op.inputs[4].dtype, out)]
 
 
 def _strided_slice_grad_kernel(node, ctx):
@@ -291,6 +293,7 @@ def _strided_slice_grad_kernel(node, ctx):
     def run(shp, b, e, s, dy):
         shp = tuple(int(v) for v in np.reshape(shp, -1))
         dy = np.asarray(dy)
+        check_output_size(node, shp)
         out = np.zeros(shp, dtype=dy.dtype)
         out[_strided_index(node, masks, shp, b, e, s)] = dy
         return out

@@ -13,7 +13,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import index_tensor, reshape, shape, size, transpose
 from tensorweave.ops.array.fill import range as range_, zeros, zeros_like
-from tensorweave.ops.helpers import dense, invalid, make_op, static_ints
+from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.math.binary import floormod, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.segment import unsorted_segment_sum
@@ -159,6 +159,7 @@ def _space_batch_infer(to_batch: bool):
                 raise ValueError(f"Input batch dimension ({dims[0]}) is not divisible by product of block sizes "
                                  f"({prod})")
             out[0] = dims[0] * prod if to_batch else dims[0] // prod
+        check_output_size(op, out)
         return [(x.dtype, TensorShape(out))]
     return infer
 
@@ -169,6 +170,8 @@ def _space_to_batch_np(node, x: np.ndarray, block: list, pads: np.ndarray) -> np
         raise invalid(node, f"input rank should be >= {m + 1} instead of {x.ndim}")
     if np.any(pads < 0):
         raise invalid(node, f"paddings must be non-negative, got {pads.tolist()}")
+    check_output_size(node, [x.shape[0]] + [d + int(lo) + int(hi) for d, (lo, hi) in zip(x.shape[1:], pads)] +
+                      list(x.shape[m + 1:]))   # the padded input: as many elements as the output
     x = np.pad(x, [(0, 0)] + [tuple(p) for p in pads] + [(0, 0)] * (x.ndim - m - 1))
     b = x.shape[0]
     spatial = x.shape[1:m + 1]

@@ -21,7 +21,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import reverse
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_int
 from tensorweave.ops.registry import register
 
 __all__: list = []
@@ -165,13 +165,20 @@ register("TensorListFromTensor", _variant, _from_tensor_kernel, grad=_from_tenso
 register("EmptyTensorList", _variant, lambda node, ctx: (lambda: TensorListValue()), grad=None)
 
 
+def _reserve_infer(op):
+    n = static_int(op.inputs[0])   # a TensorArray's size: one slot per item
+    check_output_size(op, [n])
+    return _variant(op)
+
+
 def _reserve_kernel(node, ctx):
     def run(n):
+        check_output_size(node, [int(n)])
         return TensorListValue((None,) * int(n))
     return run
 
 
-register("TensorListReserve", _variant, _reserve_kernel, grad=None)
+register("TensorListReserve", _reserve_infer, _reserve_kernel, grad=None)
 register("TensorListLength", lambda op: [(dtypes.int32, TensorShape([]))],
          lambda node, ctx: (lambda lst: np.int32(lst.length)), grad=None)
 
@@ -265,6 +272,7 @@ def _set_item_kernel(node, ctx):
         i = int(i)
         if i < 0 or (i >= lst.length and not resize):
             raise invalid(node, f"Trying to modify element {i} in a list with {lst.length} elements.")
+        check_output_size(node, [max(i + 1, lst.length)])   # a dynamic TensorArray grows to i + 1
         return lst.with_item(i, item)
     return run
 
@@ -284,6 +292,7 @@ def _resize_kernel(node, ctx):
     def run(lst, n):
         if int(n) < 0:
             raise invalid(node, f"TensorListResize: size must be non-negative, got {int(n)}")
+        check_output_size(node, [int(n)])
         return lst.resized(int(n))
     return run
 
@@ -314,7 +323,9 @@ def resize(lst: Tensor, size) -> Tensor:
 # -- whole lists as tensors ----------------------------------------------------------------------
 def _stack_infer(op):
     n = op.get_attr("num_elements")
-    return [(op.get_attr("element_dtype"), TensorShape([n]).concatenate(op.get_attr("element_shape")))]
+    out = TensorShape([n]).concatenate(op.get_attr("element_shape"))
+    check_output_size(op, out)
+    return [(op.get_attr("element_dtype"), out)]
 
 
 def _stack_kernel(node, ctx):
@@ -322,6 +333,8 @@ def _stack_kernel(node, ctx):
     rev = node.attr.get("reverse", False)
 
     def run(lst):
+        if element_shape is not None:   # unwritten items become zeros of element_shape
+            check_output_size(node, [lst.length] + list(element_shape))
         items = _materialized(node, lst, element_shape, np_dtype)
         if rev:
             items.reverse()
@@ -392,6 +405,7 @@ def _scatter_kernel(node, ctx):
             raise invalid(node, f"Scatter: negative index {int(idx.min())}")
         items = lst.items()
         if idx.size and idx.max() >= len(items):
+            check_output_size(node, [int(idx.max()) + 1])
             items += [None] * (int(idx.max()) + 1 - len(items))
         for k, i in enumerate(idx):
             items[int(i)] = tensor[k]

@@ -15,7 +15,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.ops.data import pipeline
 from tensorweave.ops.data.pipeline import NOT_READY, DatasetValue, ElementError, passes
-from tensorweave.ops.helpers import string_array
+from tensorweave.ops.helpers import check_output_size, string_array
 from tensorweave.ops.io import record_files
 from tensorweave.ops.io.tfrecord import TFRecordWriter
 from tensorweave.ops.random import op_generator
@@ -380,6 +380,7 @@ def _padded_kernel(node, ctx):
                         raise errors.InvalidArgumentError(node, node.name, f"Attempted to pad to a smaller size "
                                                                            f"than the input element: {list(x.shape)} "
                                                                            f"> {target} (component {c})")
+                check_output_size(node, [len(items)] + target)
                 arr = np.full([len(items)] + target, values[c], dtype=items[0].dtype)
                 for i, x in enumerate(items):
                     arr[(i,) + tuple(slice(0, d) for d in x.shape)] = x

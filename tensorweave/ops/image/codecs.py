@@ -11,7 +11,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
+from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array
 from tensorweave.ops.image.color import convert_image_dtype
 from tensorweave.ops.registry import register
 
@@ -43,9 +43,13 @@ def _open(node, data: bytes, fmt: str):
         raise invalid(node, f"Invalid {fmt} data, size {len(data)}" + (" or crop window" if fmt == "JPEG" else ""))
     try:
         img = Image.open(io.BytesIO(data))
+        # the size the header declares, refused before the pixels are decoded into it
+        check_output_size(node, [img.size[1], img.size[0], len(img.getbands())])
         if fmt != "JPEG":   # JPEGs load after draft() has chosen their mode and scale
             img.load()
         return img
+    except errors.ResourceExhaustedError:
+        raise
     except Exception as e:  # noqa: BLE001 - Pillow raises many kinds for damaged data
         raise invalid(node, f"Invalid {fmt} data, size {len(data)}: {e}") from None
 

@@ -14,7 +14,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import expand_dims, squeeze
-from tensorweave.ops.helpers import REAL, invalid, make_op, static_ints
+from tensorweave.ops.helpers import REAL, check_output_size, invalid, make_op, static_ints
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.registry import register
 
@@ -104,6 +104,7 @@ def _checked(node, images, size) -> np.ndarray:
     if (size <= 0).any() or 0 in x.shape[1:3]:
         raise invalid(node, f"input and output sizes should be greater than 0, got input {list(x.shape)} and "
                             f"output size {size.tolist()}")
+    check_output_size(node, [x.shape[0], int(size[0]), int(size[1]), x.shape[3]])
     return x
 
 
@@ -130,6 +131,7 @@ def _resize_infer(float_out: bool):
         hw = [None, None] if size is None else size
         shape = TensorShape([x.shape[0].value if x.shape.ndims else None] + hw +
                             [x.shape[3].value if x.shape.ndims else None])
+        check_output_size(op, shape)
         return [(dtypes.float32 if float_out else x.dtype, shape)]
     return infer
 

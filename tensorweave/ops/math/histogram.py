@@ -14,7 +14,7 @@ from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.gather import scatter_nd
-from tensorweave.ops.helpers import INDEX, REAL, invalid, make_op
+from tensorweave.ops.helpers import INDEX, REAL, check_output_size, invalid, make_op
 from tensorweave.ops.math.binary import add, maximum, minimum, multiply, realdiv, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max
@@ -46,7 +46,9 @@ def _histogram_infer(op):
     n = constant_value(op.inputs[2])
     if op.inputs[1].shape.ndims not in (None, 1):
         raise ValueError(f"Shape must be rank 1 but is rank {op.inputs[1].shape.ndims}")
-    return [(op.get_attr("dtype"), TensorShape([None if n is None else int(n)]))]
+    out = [None if n is None else int(n)]
+    check_output_size(op, out)
+    return [(op.get_attr("dtype"), TensorShape(out))]
 
 
 def _histogram_kernel(node, ctx):
@@ -60,6 +62,7 @@ def _histogram_kernel(node, ctx):
         if value_range.size != 2 or not value_range[0] < value_range[1]:
             raise invalid(node, f"value_range should satisfy value_range[0] < value_range[1], but got "
                                 f"{value_range.tolist()}")
+        check_output_size(node, [nbins])
         idx = _bin_indices(np.asarray(values).reshape(-1), value_range[0], value_range[1], nbins)
         return np.bincount(idx, minlength=nbins).astype(out_dt)
     return run

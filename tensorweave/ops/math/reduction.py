@@ -15,7 +15,8 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.helpers import BOOL, FLOATS, NUMERIC, REAL, check_dtype, invalid, make_op, same_as_input
+from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, check_dtype, check_output_size, invalid, make_op,
+                                    same_as_input, static_int)
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
@@ -532,6 +533,7 @@ def _bincount_kernel(node, ctx):
             size = max(size, int(lo))
         if int(hi) >= 0:
             size = min(size, int(hi))
+        check_output_size(node, [size])
         keep = arr < size
         w = weights.reshape(-1)[keep] if weights.size else None
         out = np.bincount(arr[keep], weights=w, minlength=size)[:size]
@@ -539,4 +541,11 @@ def _bincount_kernel(node, ctx):
     return run
 
 
-register("Bincount", lambda op: [(op.get_attr("T"), TensorShape([None]))], _bincount_kernel, grad=None)
+def _bincount_infer(op):
+    lo, hi = static_int(op.inputs[1]), static_int(op.inputs[2])
+    if lo is not None and hi is not None:   # the output holds at least minlength (or maxlength if less)
+        check_output_size(op, [lo if hi < 0 else min(lo, hi)])
+    return [(op.get_attr("T"), TensorShape([None]))]
+
+
+register("Bincount", _bincount_infer, _bincount_kernel, grad=None)

@@ -20,7 +20,7 @@ from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import fill, ones
-from tensorweave.ops.helpers import INDEX, NUMERIC, REAL, invalid, make_op
+from tensorweave.ops.helpers import INDEX, NUMERIC, REAL, check_output_size, invalid, make_op
 from tensorweave.ops.math.binary import maximum, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import sqrt
@@ -45,10 +45,11 @@ _REDUCERS = {"Sum": (np.add, lambda dt: 0), "Prod": (np.multiply, lambda dt: 1),
              "Min": (np.minimum, _highest)}
 
 
-def _reduce_rows(rows: np.ndarray, ids: np.ndarray, n: int, kind: str, empty) -> np.ndarray:
+def _reduce_rows(node, rows: np.ndarray, ids: np.ndarray, n: int, kind: str, empty) -> np.ndarray:
     """out[i] = reduction of rows[j] with ids[j] == i (ids >= 0 and < n); `empty` fills segments
-    no row reaches."""
+    no row reaches. The one place every segment kernel allocates its output (n rows: a value)."""
     ufunc, _ = _REDUCERS[kind]
+    check_output_size(node, (n,) + rows.shape[1:])
     start = {"Sum": 0, "Prod": 1, "Max": _lowest(rows.dtype), "Min": _highest(rows.dtype)}[kind]
     out = np.full((n,) + rows.shape[1:], start, dtype=rows.dtype)
     ufunc.at(out, ids, rows)
@@ -76,7 +77,9 @@ def _segment_infer(op):
     if not ids.shape.is_compatible_with(data.shape[:ids.shape.ndims]):
         raise ValueError(f"Shapes must be equal rank / segment_ids.shape {ids.shape} must be a prefix of "
                          f"data.shape {data.shape}")
-    return [(data.dtype, TensorShape([first]).concatenate(data.shape[ids.shape.ndims:]))]
+    out = TensorShape([first]).concatenate(data.shape[ids.shape.ndims:])
+    check_output_size(op, out)
+    return [(data.dtype, out)]
 
 
 # -- UnsortedSegment{Sum,Max,Min,Prod} ------------------------------------------------------------
@@ -103,7 +106,7 @@ def _unsorted_kernel(kind: str):
                 raise invalid(node, f"segment_ids[{bad}] = {int(flat_ids[bad])} is out of range [0, {n})")
             rows = data.reshape((flat_ids.size,) + data.shape[ids.ndim:])
             keep = flat_ids >= 0
-            return _reduce_rows(rows[keep], flat_ids[keep], n, kind, _REDUCERS[kind][1](data.dtype))
+            return _reduce_rows(node, rows[keep], flat_ids[keep], n, kind, _REDUCERS[kind][1](data.dtype))
         return run
     return factory
 
@@ -211,13 +214,13 @@ def _sorted_kernel(kind: str):
             _check_sorted_ids(node, data, ids)
             n = int(ids[-1]) + 1 if ids.size else 0
             if kind == "Mean":
-                sums = _reduce_rows(data, ids, n, "Sum", 0)
+                sums = _reduce_rows(node, data, ids, n, "Sum", 0)
                 counts = np.maximum(np.bincount(ids, minlength=n), 1).reshape((n,) + (1,) * (data.ndim - 1))
                 out = sums / counts.astype(sums.dtype) if data.dtype.kind in "fc" else \
                     (np.abs(sums) // counts * np.sign(sums)).astype(data.dtype)
                 return out.astype(data.dtype, copy=False)
             # An empty segment of a sorted segment op is 0 for every reduction (TF's rule).
-            return _reduce_rows(data, ids, n, kind, 0 if kind != "Prod" else 1)
+            return _reduce_rows(node, data, ids, n, kind, 0 if kind != "Prod" else 1)
         return run
     return factory
 
@@ -283,7 +286,9 @@ def _sparse_segment_infer(op):
         first = None if n is None else int(n)
     if data.shape.ndims is None:
         return [(data.dtype, unknown_shape())]
-    return [(data.dtype, TensorShape([first]).concatenate(data.shape[1:]))]
+    out = TensorShape([first]).concatenate(data.shape[1:])
+    check_output_size(op, out)
+    return [(data.dtype, out)]
 
 
 def _sparse_segment_kernel(kind: str, with_n: bool):
@@ -301,7 +306,7 @@ def _sparse_segment_kernel(kind: str, with_n: bool):
             rows = int(n) if with_n else (int(ids[-1]) + 1 if ids.size else 0)
             if ids.size and (ids[0] < 0 or ids[-1] >= rows):
                 raise invalid(node, f"segment ids must be in [0, {rows})")
-            sums = _reduce_rows(data[idx], ids, rows, "Sum", 0)
+            sums = _reduce_rows(node, data[idx], ids, rows, "Sum", 0)
             if kind == "Sum":
                 return sums
             counts = np.bincount(ids, minlength=rows).astype(data.dtype)

@@ -9,7 +9,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
@@ -217,6 +217,7 @@ def _sizes_dims(sizes, what: str) -> list:
 def _backprop_input_infer(op):
     sizes, f, dy = op.inputs
     xd = _sizes_dims(sizes, "input_sizes")
+    check_output_size(op, xd)
     fd, dyd = rank4(f.shape, "filter"), rank4(dy.shape, "out_backprop")
     _check_dy(op, xd, fd, dyd, op.type.startswith("Depthwise"))
     return [(dy.dtype, TensorShape(xd))]
@@ -225,6 +226,7 @@ def _backprop_input_infer(op):
 def _backprop_filter_infer(op):
     x, sizes, dy = op.inputs
     fd = _sizes_dims(sizes, "filter_sizes")
+    check_output_size(op, fd)
     xd, dyd = rank4(x.shape, "input"), rank4(dy.shape, "out_backprop")
     _check_dy(op, xd, fd, dyd, op.type.startswith("Depthwise"))
     return [(dy.dtype, TensorShape(fd))]
@@ -238,6 +240,7 @@ def _backprop_input_kernel(node, ctx):
 
     def run(sizes, w, dy):
         n, h, wd, c = nhwc_dims([int(v) for v in sizes], fmt)
+        check_output_size(node, [n, h, wd, c])
         dy = to_nhwc(dy, fmt)
         g, oh, ow = _geometry(attrs, h, wd, w.shape[0], w.shape[1], node.name)
         want_c = w.shape[2] * w.shape[3] if depthwise else w.shape[3]
@@ -260,6 +263,7 @@ def _backprop_filter_kernel(node, ctx):
 
     def run(x, sizes, dy):
         kh, kw, ci, co = (int(v) for v in sizes)
+        check_output_size(node, [kh, kw, ci, co])
         x, dy = to_nhwc(x, fmt), to_nhwc(dy, fmt)
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], kh, kw, node.name)
         want_c = ci * co if depthwise else co

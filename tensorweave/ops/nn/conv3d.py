@@ -11,7 +11,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.helpers import FLOATS, invalid, make_op
+from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv3d_kernels as kernels
 from tensorweave.ops.nn.util import as_str, dims, shape_tensor, window_out, window_pads
 from tensorweave.ops.registry import register
@@ -197,6 +197,7 @@ def _check_dy(op, xd, fd, dyd) -> None:
 def _backprop_input_infer(op):
     sizes, f, dy = op.inputs
     xd = _sizes(sizes, "input_sizes")
+    check_output_size(op, xd)
     _check_dy(op, xd, rank5(f.shape, "filter"), rank5(dy.shape, "out_backprop"))
     return [(dy.dtype, TensorShape(xd))]
 
@@ -204,6 +205,7 @@ def _backprop_input_infer(op):
 def _backprop_filter_infer(op):
     x, sizes, dy = op.inputs
     fd = _sizes(sizes, "filter_sizes")
+    check_output_size(op, fd)
     _check_dy(op, rank5(x.shape, "input"), fd, rank5(dy.shape, "out_backprop"))
     return [(dy.dtype, TensorShape(fd))]
 
@@ -213,6 +215,7 @@ def _backprop_input_kernel(node, ctx):
 
     def run(sizes, w, dy):
         xs = last_dims([int(v) for v in sizes], fmt)
+        check_output_size(node, xs)
         dy = to_last(dy, fmt)
         g, outs = geometry(xs[1:4], w.shape[:3], st, dil, pad)
         if list(dy.shape) != [xs[0], *outs, w.shape[4]] or xs[4] != w.shape[3]:
@@ -227,6 +230,7 @@ def _backprop_filter_kernel(node, ctx):
 
     def run(x, sizes, dy):
         fs = [int(v) for v in sizes]
+        check_output_size(node, fs)
         x, dy = to_last(x, fmt), to_last(dy, fmt)
         g, outs = geometry(x.shape[1:4], fs[:3], st, dil, pad)
         if list(dy.shape) != [x.shape[0], *outs, fs[4]] or x.shape[4] != fs[3]:

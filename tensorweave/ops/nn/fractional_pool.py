@@ -12,7 +12,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn.util import shape_tensor
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
@@ -143,6 +143,7 @@ def _avg_grad_kernel(node, ctx):
     def run(in_shape, g, rows, cols):
         g = np.asarray(g)
         n, h, w, c = [int(d) for d in np.reshape(in_shape, -1)]
+        check_output_size(node, [n, h, w, c])
         dx = np.zeros((n, h, w, c), g.dtype)
         for i, (r0, r1) in enumerate(_regions(rows, h, overlapping)):
             for j, (c0, c1) in enumerate(_regions(cols, w, overlapping)):
@@ -164,5 +165,10 @@ def _avg_grad(op, grad, *unused):
 register("FractionalMaxPool", _infer, _kernel("max"), grad=_max_grad, stateful=True)
 register("FractionalAvgPool", _infer, _kernel("avg"), grad=_avg_grad, stateful=True)
 register("FractionalMaxPoolGrad", lambda op: [(op.inputs[2].dtype, op.inputs[0].shape)], _max_grad_kernel, grad=None)
-register("FractionalAvgPoolGrad", lambda op: [(op.inputs[1].dtype, constant_value_as_shape(op.inputs[0]))],
-         _avg_grad_kernel, grad=None)
+def _avg_grad_infer(op):
+    out = constant_value_as_shape(op.inputs[0])
+    check_output_size(op, out)
+    return [(op.inputs[1].dtype, out)]
+
+
+register("FractionalAvgPoolGrad", _avg_grad_infer, _avg_grad_kernel, grad=None)

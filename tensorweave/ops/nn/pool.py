@@ -8,7 +8,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.helpers import FLOATS, invalid, make_op
+from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import pool_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, fmt_dims, from_nhwc, nhwc_dims, rank4,
                                       shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
@@ -139,6 +139,7 @@ def _avg_pool_grad(op, grad):
 def _avg_pool_grad_infer(op):
     sizes, g = op.inputs
     xs = constant_value_as_shape(sizes)
+    check_output_size(op, xs)
     return [(g.dtype, xs if xs.ndims is not None else TensorShape([None] * 4))]
 
 
@@ -148,6 +149,7 @@ def _avg_pool_grad_kernel(node, ctx):
 
     def run(sizes, g):
         n, h, w, c = nhwc_dims([int(v) for v in sizes], fmt)
+        check_output_size(node, [n, h, w, c])
         gn = np.ascontiguousarray(to_nhwc(g, fmt))
         kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, h, w, node.name)
         if gn.shape != (n, oh, ow, c):

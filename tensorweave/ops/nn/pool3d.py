@@ -6,7 +6,7 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework import dtypes
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn import pool3d_kernels as kernels
 from tensorweave.ops.nn.conv3d import (check_format_5d, check_padding_5d, five, fmt_dims, from_last, geometry,
                                        last_dims, rank5, spatial, to_last)
@@ -117,6 +117,7 @@ def _avg_grad_kernel(node, ctx):
 
     def run(sizes, dy):
         xs = last_dims([int(v) for v in sizes], fmt)
+        check_output_size(node, xs)
         dy = to_last(dy, fmt)
         g, outs = geometry(xs[1:4], ks, st, [1, 1, 1], pad)
         if list(dy.shape) != [xs[0], *outs, xs[4]]:
@@ -127,6 +128,7 @@ def _avg_grad_kernel(node, ctx):
 
 def _avg_grad_infer(op):
     named = constant_value_as_shape(op.inputs[0])
+    check_output_size(op, named)
     return [(op.inputs[1].dtype, named if named.ndims is not None else TensorShape([None] * 5))]
 
 

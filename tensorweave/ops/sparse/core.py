@@ -19,7 +19,7 @@ from tensorweave.ops.array.core import expand_dims, identity, invert_permutation
 from tensorweave.ops.array.fill import ones, range as range_, zeros_like
 from tensorweave.ops.array.gather import gather, gather_nd
 from tensorweave.ops.array.sort import setdiff1d, where
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_ints
 from tensorweave.ops.math.binary import not_equal
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max
@@ -94,7 +94,9 @@ def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0
 
 
 def _sparse_to_dense_infer(op):
-    return [(op.inputs[2].dtype, constant_value_as_shape(op.inputs[1]))]
+    out = constant_value_as_shape(op.inputs[1])
+    check_output_size(op, out)
+    return [(op.inputs[2].dtype, out)]
 
 
 def _sparse_to_dense_kernel(node, ctx):
@@ -119,6 +121,7 @@ def _sparse_to_dense_kernel(node, ctx):
                 bad = int(np.flatnonzero(np.diff(flat) <= 0)[0]) + 1
                 what = "repeated" if flat[bad] == flat[bad - 1] else "out of order"
                 raise invalid(node, f"indices[{bad}] = {idx[bad].tolist()} is {what}")
+        check_output_size(node, out_shape)
         out = np.full(out_shape, default, dtype=values.dtype if values.dtype != object else object)
         if n:
             out[tuple(idx.T)] = values
@@ -234,6 +237,8 @@ def sparse_fill_empty_rows(sp_input, default_value, name=None):
 
 
 def _fill_empty_rows_infer(op):
+    rows = static_ints(op.inputs[2])   # empty_row_indicator has dense_shape[0] elements
+    check_output_size(op, rows[:1] if rows else None)
     rank = op.inputs[0].shape[1].value if op.inputs[0].shape.ndims == 2 else None
     return [(dtypes.int64, TensorShape([None, rank])), (op.inputs[1].dtype, TensorShape([None])),
             (dtypes.bool, TensorShape([None])), (dtypes.int64, TensorShape([op.inputs[1].shape[0].value
@@ -247,6 +252,7 @@ def _fill_empty_rows_kernel(node, ctx):
         if not dense_shape:
             raise invalid(node, "dense_shape must be a non-empty vector")
         rows = dense_shape[0]
+        check_output_size(node, [rows])   # empty_row_indicator; the output entries are at most nnz + rows
         present = np.zeros(rows, bool)
         if idx.shape[0]:
             if idx[:, 0].min() < 0 or idx[:, 0].max() >= rows:

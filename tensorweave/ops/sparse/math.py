@@ -19,7 +19,7 @@ from tensorweave.ops.array.core import expand_dims, matrix_transpose, reshape, s
 from tensorweave.ops.array.fill import ones, range as range_, zeros_like
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.array.gather import gather, gather_nd
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.math.binary import floordiv, multiply, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.linalg import matmul
@@ -56,6 +56,7 @@ def _spmm_infer(op):
     b_inner, cols = (sb[1], sb[0]) if adj_b else (sb[0], sb[1])
     if inner is not None and b_inner.value is not None and inner != b_inner.value:
         raise ValueError(f"Dimensions must be equal, but are {inner} and {b_inner.value}")
+    check_output_size(op, [rows, cols.value])
     return [(b.dtype, TensorShape([rows, cols]))]
 
 
@@ -79,6 +80,7 @@ def _spmm_kernel(node, ctx):
                                 f"Dimensions of B: {list(b.shape)}")
         if idx.shape[0] and (rows.min() < 0 or rows.max() >= out_rows or cols.min() < 0 or cols.max() >= inner):
             raise invalid(node, f"sp_a indices are out of bounds of its dense shape {a_shape}")
+        check_output_size(node, [out_rows, b.shape[1]])
         out = np.zeros((out_rows, b.shape[1]), dtype=b.dtype)
         np.add.at(out, rows, values[:, None] * b[cols])
         return out
@@ -172,6 +174,7 @@ def _sparse_reduce_kernel(kind: str, sparse_out: bool):
             if sparse_out:
                 return uniq.astype(np.int64), acc, np.asarray(out_shape, np.int64)
             # Outputs no entry reaches are 0 (for the max too: only present values count).
+            check_output_size(node, out_shape)
             out = np.zeros(out_shape, values.dtype)
             if n:
                 out[tuple(uniq.T)] = acc if out_shape else acc[0]
@@ -194,6 +197,7 @@ def _reduce_infer(sparse_out: bool):
         keep = op.get_attr("keep_dims")
         out = [1 if d in red else s for d, s in enumerate(dims)] if keep else \
             [s for d, s in enumerate(dims) if d not in red]
+        check_output_size(op, out)
         return [(values.dtype, TensorShape(out))]
     return infer
 

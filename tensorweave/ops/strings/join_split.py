@@ -12,6 +12,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import (
     INDEX,
     as_string_tensor,
+    check_output_size,
     invalid,
     make_op,
     static_int,
@@ -125,7 +126,9 @@ def _segment_join_infer(op):
     num = static_int(n)
     if x.shape.ndims is None or ids.shape.ndims is None:
         return [(dtypes.string, unknown_shape())]
-    return [(dtypes.string, TensorShape([num]).concatenate(x.shape[ids.shape.ndims:]))]
+    out = TensorShape([num]).concatenate(x.shape[ids.shape.ndims:])
+    check_output_size(op, out)
+    return [(dtypes.string, out)]
 
 
 def _segment_join_kernel(node, ctx):
@@ -139,6 +142,7 @@ def _segment_join_kernel(node, ctx):
             raise invalid(node, f"segment_ids.shape = {list(ids.shape)} is not a prefix of data.shape = "
                                 f"{list(arr.shape)}")
         inner = arr.shape[ids.ndim:]
+        check_output_size(node, (num,) + inner)
         rows = arr.reshape((-1,) + inner)
         parts: list = [[] for _ in range(num)]
         for i, s in enumerate(ids.reshape(-1)):
