@@ -1,0 +1,107 @@
+"""Shared-memory buffers for same-host tensors (distributed/shm.py): what a receiver gets is the
+sender's data, read-only; a buffer is never reused while a received array over it lives; bad
+references are refused by name; buffers of dead receivers are taken back; a killed sender's
+files are deleted by the next sweep."""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tensorweave.distributed import shm
+
+pytestmark = pytest.mark.skipif(shm.directory() is None, reason="no private shared-memory directory here")
+MIB = 1 << 20
+
+
+@pytest.fixture
+def pool():
+    p = shm.Pool(limit_bytes=64 * MIB)
+    yield p
+    p.close()
+
+
+def test_a_received_array_is_the_sent_data_read_only(pool):
+    x = np.arange(MIB // 4, dtype=np.float32).reshape(512, -1)
+    name, gen = pool.put(x)
+    y = shm.Attached().take(name, gen, x.dtype, x.shape, x.nbytes)
+    np.testing.assert_array_equal(y, x)
+    assert y.dtype == np.float32 and y.shape == (512, 512) and not y.flags.writeable
+    with pytest.raises(ValueError):
+        y[0, 0] = 1
+
+
+def test_a_buffer_is_not_reused_while_a_received_array_lives(pool):
+    recv = shm.Attached()
+    a = np.full(MIB // 4, 1.0, np.float32)
+    name, gen = pool.put(a)
+    held = recv.take(name, gen, a.dtype, a.shape, a.nbytes)[10:20]   # a view keeps it too
+    name2, _ = pool.put(np.full(MIB // 4, 2.0, np.float32))
+    assert name2 != name
+    np.testing.assert_array_equal(held, 1.0)
+    del held
+    gc.collect()
+    name3, gen3 = pool.put(np.full(MIB // 4, 3.0, np.float32))
+    assert name3 == name and gen3 == gen + 1
+    # the old generation is refused now: a stale reference never reads the new data
+    with pytest.raises(shm.ShmError, match="generation"):
+        recv.take(name, gen, a.dtype, a.shape, a.nbytes)
+
+
+@pytest.mark.parametrize("name, match", [("../etc/passwd", "bad shared buffer name"), ("1-2-3/..", "bad"),
+                                         ("999999-1-1", "cannot be opened")])
+def test_bad_references_are_refused_by_name(name, match):
+    with pytest.raises(shm.ShmError, match=match):
+        shm.Attached().take(name, 1, np.dtype(np.float32), (4,), 16)
+
+
+def test_a_tensor_larger_than_its_buffer_is_refused(pool):
+    name, gen = pool.put(np.ones(MIB // 4, np.float32))
+    with pytest.raises(shm.ShmError, match="holds"):
+        shm.Attached().take(name, gen, np.dtype(np.float32), (MIB,), 4 * MIB)
+
+
+def test_the_pool_stays_within_its_limit_and_takes_back_a_dead_receivers_buffers():
+    p = shm.Pool(limit_bytes=2 * MIB)
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=dead.pid) is not None
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid()) is not None
+        assert p.bytes <= 2 * MIB
+        # full: the dead receiver's buffer is taken back, the live one's is not
+        name, _ = p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid())
+        assert p.bytes <= 2 * MIB
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid()) is None   # travels in the socket
+        p.release(name, int(p._by_name[name].head[1]))   # a message that never left gives its buffer back
+        assert p.put(np.ones(MIB // 4, np.float32)) is not None
+    finally:
+        p.close()
+
+
+def test_a_killed_senders_files_are_deleted_by_the_next_sweep():
+    code = ("import numpy as np, sys, time\n"
+            "from tensorweave.distributed import shm\n"
+            "p = shm.pool()\n"
+            "print(p.put(np.ones(1 << 18, np.float32))[0], flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        name = proc.stdout.readline().strip()
+        path = os.path.join(shm.directory(), name)
+        assert os.path.exists(path)
+        y = shm.Attached().take(name, 1, np.dtype(np.float32), (1 << 18,), 1 << 20)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert shm.sweep() >= 1 and not os.path.exists(path)
+        np.testing.assert_array_equal(y, 1.0)   # a mapping already held stays valid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
