@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 
+import msgpack
 import numpy as np
 import pytest
 
-from tensorweave.distributed import shm
+from tensorweave.distributed import shm, wire
+from tensorweave.framework import errors
 
 pytestmark = pytest.mark.skipif(shm.directory() is None, reason="no private shared-memory directory here")
 MIB = 1 << 20
@@ -105,3 +107,34 @@ def test_a_killed_senders_files_are_deleted_by_the_next_sweep():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_message_carries_large_tensors_in_shared_memory_and_small_ones_in_frames(pool):
+    big, small = np.arange(MIB, dtype=np.float32).reshape(1024, 1024), np.arange(10, dtype=np.int64)
+    frames, leases = wire.encode_shared({"a": [big, small], "s": "x"}, pool, os.getpid())
+    assert len(leases) == 1 and sum(len(f) for f in frames) < 1024   # only headers cross the socket
+    out = wire.decode(frames, shm.Attached())
+    np.testing.assert_array_equal(out["a"][0], big)
+    np.testing.assert_array_equal(out["a"][1], small)
+    assert out["a"][0].dtype == np.float32 and not out["a"][0].flags.writeable and out["s"] == "x"
+    # the same message over a connection that takes no shared memory (tcp) is malformed
+    with pytest.raises(wire.WireError, match="shared memory arrived on a connection that takes none"):
+        wire.decode(frames)
+
+
+def test_a_message_that_cannot_be_encoded_gives_its_buffers_back(pool):
+    big = np.ones(MIB // 4, np.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="Cannot encode"):
+        wire.encode_shared([big, object()], pool)
+    name, gen = pool.put(big)
+    assert gen == 2   # the first use's buffer was free again: reused, one generation on
+
+
+@pytest.mark.parametrize("desc, match", [
+    (["float32", [4], "1-2-3"], "must be"), (["resource", [4], "1-2-3", 1], "unknown dtype"),
+    (["float32", [-1], "1-2-3", 1], "non-negative"), (["float32", [4], "1-2-3", -5], "generation"),
+    (["float32", [4], "../../x", 1], "bad shared buffer name")])
+def test_malformed_shared_tensor_references_are_refused(desc, match):
+    head = msgpack.packb([msgpack.ExtType(wire.SHM_EXT, msgpack.packb(desc))])
+    with pytest.raises(wire.WireError, match=match):
+        wire.decode([head], shm.Attached())
