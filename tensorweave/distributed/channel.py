@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import sockets, uds, wire
+from tensorweave.distributed import shm, sockets, uds, wire
 from tensorweave.distributed.sockets import (NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames, send_frames,
                                              uds_path_of, zmq_context)
 from tensorweave.framework import errors
@@ -40,6 +40,18 @@ class _CallSocket(zmq.Socket):
 # A call's socket is a ZeroMQ DEALER, or a uds.Conn for a same-host peer (uds.py).
 def _pollable(sock):
     return sock.fd if type(sock) is uds.Conn else sock
+
+
+def _decode(sock, frames: list):
+    """A reply: over a same-host connection its large tensors may be in shared memory."""
+    return wire.decode(frames, shm.attached() if type(sock) is uds.Conn else None)
+
+
+def _give_back(leases: list) -> None:
+    """The shared buffers of a message that was never sent."""
+    p = shm.pool() if leases else None
+    for lease in leases:
+        p.release(*lease)
 
 
 def _recv_msg(sock, flags: int = 0) -> list:
@@ -65,13 +77,18 @@ class Channel:
         self._push_free: list = []
         self._uds_free: list = []
         self._uds: Optional[str] = None
+        self._uds_candidate = uds_path_of(address, must_exist=False)   # where a same-host peer listens
         self._closed = False
 
     @property
     def uds_path(self) -> Optional[str]:
-        """The same-host fast path's socket (uds.py), chosen on first use, or None."""
+        """The same-host fast path's socket (uds.py), or None. A same-host peer not listening
+        yet (not started) is looked for again on later calls, not given up for good."""
         if self._uds is None:
-            self._uds = uds_path_of(self.address) or ""
+            if self._uds_candidate is None:
+                self._uds = ""
+            elif os.path.exists(self._uds_candidate):
+                self._uds = self._uds_candidate
         return self._uds or None
 
     def _uds_connect(self) -> uds.Conn:
@@ -95,6 +112,9 @@ class Channel:
                 break
             if type(sock) is uds.Conn and (sock.rbuf or zmq.zmq_poll([(sock.fd, POLLIN)], 0)):
                 sock.close()   # an idle connection that reads is at its end: the peer went away
+                continue
+            if type(sock) is not uds.Conn and self.uds_path is not None:
+                sock.close(0)   # made before the peer listened on its Unix socket: use that now
                 continue
             return sock
         if self.uds_path is not None:
@@ -145,11 +165,16 @@ class Channel:
         """Sends one request now; its reply is awaited with the returned Pending (on any one
         thread at a time). Raises UnavailableError when the peer takes no connection."""
         rid = next(_ids)
-        frames = wire.encode({"id": rid, "m": method, "a": args})
         sock = self._checkout()
+        leases: list = []
         try:
+            if type(sock) is uds.Conn:   # same host: large tensors go in shared memory
+                frames, leases = wire.encode_shared({"id": rid, "m": method, "a": args}, *shm.encoder_for(sock.sock))
+            else:
+                frames = wire.encode({"id": rid, "m": method, "a": args})
             self._send(sock, frames, self.connect_timeout_s)
         except BaseException:
+            _give_back(leases)
             sock.close(0)
             raise
         return Pending(self, sock, rid, method, timeout_s, expect_incarnation)
@@ -177,15 +202,16 @@ class Channel:
         """Sends a one-way message (no reply, no waiting for one). The message is queued for
         the peer even while it (re)connects; only a full queue waits, up to the connect
         timeout, and never on a server's IO thread, where it is UnavailableError at once."""
-        frames = wire.encode({"m": method, "a": args})
         conn = self._push_conn() if self.uds_path is not None and not on_io_thread() else None
         if conn is not None:
             # (an IO thread never writes to a Unix socket that could be full: it pushes over
             # ZeroMQ, whose own IO thread queues the message; so does a push to a peer that
             # takes no Unix connection now: a push never waits for its receiver)
+            frames, leases = wire.encode_shared({"m": method, "a": args}, *shm.encoder_for(conn.sock))
             try:
                 conn.send(frames)
             except OSError as e:
+                _give_back(leases)
                 conn.close()
                 raise self._unavailable(f"connection lost while sending ({type(e).__name__})") from None
             if self._closed or len(self._uds_free) >= 64:
@@ -193,6 +219,7 @@ class Channel:
             else:
                 self._uds_free.append(conn)
             return
+        frames = wire.encode({"m": method, "a": args})
         try:
             sock = self._push_free.pop()   # list.pop/append are atomic: no lock on this path
         except IndexError:
@@ -246,7 +273,7 @@ class Channel:
                 if left <= 0 or not zmq.zmq_poll([(_pollable(sock), POLLIN)], int(left * 1000) + 1):
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
                 try:
-                    reply = wire.decode(_recv_msg(sock))
+                    reply = _decode(sock, _recv_msg(sock))
                 except OSError:
                     raise self._unavailable("connection lost") from None
                 if isinstance(reply, dict) and reply.get("id") == rid:
@@ -300,7 +327,7 @@ class Pending:
                 self._finish(error=self.channel._unavailable(f"connection lost ({type(e).__name__})"))
                 return True
             try:
-                reply = wire.decode(frames)
+                reply = _decode(self.sock, frames)
                 if not isinstance(reply, dict) or reply.get("id") != self.rid:
                     continue   # a stale reply of an abandoned call
                 self._finish(_result(reply, self.channel.peer_name))

@@ -37,7 +37,9 @@ import atexit
 import mmap
 import os
 import re
+import socket
 import stat
+import struct
 import tempfile
 import threading
 from typing import Optional
@@ -52,6 +54,7 @@ _NAME = re.compile(r"^[0-9]{1,10}-[0-9]{1,20}-[0-9]{1,12}$")
 _FREE, _BUSY = 0, 1
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MAX_ATTACHED = 512                   # mappings a receiver keeps open
+_PEERCRED = struct.Struct("3i")
 
 
 def _start_time(pid: int) -> Optional[int]:
@@ -137,6 +140,25 @@ def sweep() -> int:
         except OSError:
             pass
     return removed
+
+
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process at the other end of a Unix socket (0 where the platform cannot
+    tell): the receiver a buffer is held for."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return 0
+    try:
+        return _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))[0]
+    except OSError:
+        return 0
+
+
+def encoder_for(sock: socket.socket) -> tuple:
+    """(pool, receiver pid) for wire.encode_shared over a same-host connection: (None, 0)
+    when shared memory is off here."""
+    p = pool()
+    return (p, peer_pid(sock)) if p is not None else (None, 0)
 
 
 def _header(mm: mmap.mmap) -> np.ndarray:
@@ -319,18 +341,41 @@ class _View:
     """What a received array's memory belongs to: when the last array over it goes, the
     buffer is marked free for its sender to reuse."""
 
-    __slots__ = ("__array_interface__", "_keep", "_head", "_gen")
+    __slots__ = ("__array_interface__", "_keep", "_head", "_gen", "handed_out")
 
     def __init__(self, data: np.ndarray, head: np.ndarray, generation: int, dtype: np.dtype, shape: tuple):
         self._keep = data
         self._head = head
         self._gen = generation
+        self.handed_out = False
         self.__array_interface__ = {"data": (data.__array_interface__["data"][0], True), "shape": shape,
                                     "typestr": dtype.str, "version": 3}
 
     def __del__(self):
         if int(self._head[1]) == self._gen:
             self._head[0] = _FREE
+
+
+class _Owned:
+    """A writable alias of a received array, for the one caller that owns it."""
+
+    __slots__ = ("__array_interface__", "_view")
+
+    def __init__(self, view: _View):
+        self._view = view   # (the buffer stays in use while either array lives)
+        self.__array_interface__ = dict(view.__array_interface__, data=(view.__array_interface__["data"][0], False))
+
+
+def owned(arr: np.ndarray) -> Optional[np.ndarray]:
+    """A writable array over the same memory as `arr`, a whole array received in shared
+    memory, the first time it is asked for (the receiver's copy is private to it: its sender
+    reuses the buffer only once every array over it is gone); None otherwise (copy it)."""
+    view = arr.base
+    if type(view) is not _View or view.handed_out or arr.shape != view.__array_interface__["shape"] \
+            or arr.__array_interface__["data"][0] != view.__array_interface__["data"][0]:
+        return None
+    view.handed_out = True
+    return np.asarray(_Owned(view))
 
 
 class Attached:

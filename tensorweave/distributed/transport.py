@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import sockets, uds, wire
+from tensorweave.distributed import shm, sockets, uds, wire
 from tensorweave.distributed.sockets import EVENTS, POLLIN, mark_io_thread, recv_frames, send_frames, zmq_context
 from tensorweave.framework import errors
 
@@ -260,6 +260,7 @@ class TransportServer:
             conn.close()
             for rctx in list(conn.inflight.values()):
                 rctx.cancel()
+            shm.sweep()   # (the peer may have died: its shared buffers go with it)
 
     def _on_request(self, msg: list, conn: Optional[uds.Conn] = None) -> None:
         """A request: ZeroMQ frames [identity, header, tensors...] or, from `conn`, [header, tensors...]."""
@@ -273,7 +274,7 @@ class TransportServer:
         try:
             if len(msg) < 1:
                 raise wire.WireError("request has no header frame")
-            req = wire.decode(msg)
+            req = wire.decode(msg, shm.attached() if conn is not None else None)
             if not isinstance(req, dict):
                 raise wire.WireError(f"request header must be a map, got {type(req).__name__}")
             if "id" not in req and self._oneway is not None:
@@ -344,28 +345,34 @@ class TransportServer:
         for c in ctxs:
             c.cancel()
 
-    def _reply(self, ident: bytes, conn: Optional[uds.Conn], frames: list, on_io: bool) -> None:
+    def _reply(self, ident: bytes, conn: Optional[uds.Conn], frames: list, on_io: bool) -> bool:
+        """Sends a reply; False when it surely never reached its client."""
         if conn is None:
             if on_io:
                 self._send_reply([ident] + frames)
             else:
                 self._push_reply([ident] + frames)
-            return
+            return True
         if on_io and sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames) > uds.SMALL:
             # A large reply could fill the socket while its client is busy: never block the
             # IO thread on it.
             self._pool.submit(lambda: self._reply(ident, conn, frames, False))
-            return
+            return True
         try:
             conn.send(frames)
         except OSError:
-            pass   # the client went away; its reply is dropped
+            return False   # the client went away; its reply is dropped
+        return True
 
     def _run(self, ident: bytes, rid: int, method: str, args: dict, rctx: RequestContext,
              direct: bool = False, conn: Optional[uds.Conn] = None) -> None:
+        leases: list = []
         try:
             result = self._handler(method, args, rctx)
-            reply = wire.encode({"id": rid, "ok": True, "r": result})
+            if conn is not None:   # same host: large tensors go in shared memory
+                reply, leases = wire.encode_shared({"id": rid, "ok": True, "r": result}, *shm.encoder_for(conn.sock))
+            else:
+                reply = wire.encode({"id": rid, "ok": True, "r": result})
         except errors.OpError as e:
             reply = _error_reply(rid, e)
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the server
@@ -376,9 +383,9 @@ class TransportServer:
             elif not direct:   # (inline requests are never registered in flight)
                 with self._inflight_lock:
                     self._inflight.pop((ident, rid), None)
-        if self._stopped.is_set():
-            return
-        self._reply(ident, conn, reply, direct)
+        if self._stopped.is_set() or not self._reply(ident, conn, reply, direct):
+            for lease in leases:
+                shm.pool().release(*lease)
 
     def _push_reply(self, msg: list) -> None:
         """From a pool thread: hands a reply to the IO thread, the ROUTER's only user."""

@@ -138,3 +138,21 @@ def test_malformed_shared_tensor_references_are_refused(desc, match):
     head = msgpack.packb([msgpack.ExtType(wire.SHM_EXT, msgpack.packb(desc))])
     with pytest.raises(wire.WireError, match=match):
         wire.decode([head], shm.Attached())
+
+
+def test_the_receiver_may_own_a_received_array_once_without_a_copy(pool):
+    x = np.arange(MIB // 4, dtype=np.float32)
+    name, gen = pool.put(x)
+    y = shm.Attached().take(name, gen, x.dtype, x.shape, x.nbytes)
+    assert shm.owned(y[1:]) is None   # only the whole array
+    mine = shm.owned(y)
+    assert mine is not None and mine.flags.writeable and np.shares_memory(mine, y)
+    assert shm.owned(y) is None   # once: a second fetch of the same value gets a copy
+    del y
+    gc.collect()
+    assert pool._by_name[name].head[0] == 1   # still in use while the owned array lives
+    mine[0] = 7.0
+    del mine
+    gc.collect()
+    assert pool._by_name[name].head[0] == 0
+    assert shm.owned(np.ones(3)) is None
