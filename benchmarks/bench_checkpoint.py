@@ -89,7 +89,7 @@ def run_suite(framework: str, mib: int, repeats: int) -> dict:
         with tf.Graph().as_default():
             with tf.device(tf.train.replica_device_setter(cluster=tf.train.ClusterSpec(cluster))):
                 vs = [tf.Variable(tf.fill([rows, 1024], float(i)), name=f"v{i}") for i in range(N_VARS)]
-                step = tf.Variable(0, dtype=tf.int64, name="step", trainable=False)
+                tf.Variable(0, dtype=tf.int64, name="step", trainable=False)
             saver = tf.train.Saver(sharded=True, max_to_keep=1)
             with tf.Session(server.target) as sess:
                 sess.run(tf.global_variables_initializer())

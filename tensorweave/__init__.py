@@ -101,9 +101,5 @@ def disable_v2_behavior() -> None:
     """Accepted for TF1 programs; tensorweave is always TF1."""
 
 
-def enable_eager_execution(*args, **kwargs) -> None:
-    raise NotImplementedError("tensorweave runs TF1 graphs; eager execution is not supported.")
-
-
 def executing_eagerly() -> bool:
     return False

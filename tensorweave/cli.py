@@ -1,9 +1,11 @@
 """The `tensorweave` command line: `server` (one task), `launch` (a local cluster of
-processes, like torchrun) and `status` (which tasks of a cluster answer).
+processes, like torchrun), `status` (which tasks of a cluster answer) and `keygen` (the keys
+of a cluster that authenticates and encrypts its traffic, distributed/auth.py).
 
     tensorweave server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223 --job_name=ps --task_index=0
     tensorweave launch --ps 1 --workers 2 trainer.py --job_name={job_name} --task_index={task_index}
     tensorweave status --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}'
+    tensorweave keygen ./keys --client laptop     # then TENSORWEAVE_CURVE_DIR=./keys on every task
 """
 from __future__ import annotations
 
@@ -18,7 +20,12 @@ import time
 from typing import Optional
 
 import tensorweave
+from tensorweave.distributed import auth
+from tensorweave.distributed import server as server_lib
 from tensorweave.distributed.cluster import free_ports
+from tensorweave.distributed.master import _address_of, task_address
+from tensorweave.distributed.worker import WorkerClient
+from tensorweave.runtime.placer import cluster_task_names
 
 
 # -- cluster arguments shared by the subcommands -------------------------------------------------
@@ -51,10 +58,9 @@ def _cluster_from_args(args) -> Optional[dict]:
 # -- server ----------------------------------------------------------------------------------------
 def cmd_server(args) -> int:
     """Serves one task until SIGTERM/SIGINT."""
-    from tensorweave.distributed import server as server_lib
     cluster = _cluster_from_args(args)
     ns = argparse.Namespace(cluster=json.dumps(cluster) if cluster else None, job_name=args.job_name,
-                            task_index=args.task_index)
+                            task_index=args.task_index, bind_address=args.bind_address)
     return server_lib.serve(ns)
 
 
@@ -194,9 +200,6 @@ def cmd_launch(args) -> int:
 # -- status ----------------------------------------------------------------------------------------
 def probe(cluster: dict, timeout_s: float) -> list:
     """[(task name, address, status dict or None, error or None)] for every task, in parallel."""
-    from tensorweave.distributed.worker import WorkerClient
-    from tensorweave.runtime.placer import cluster_task_names
-    from tensorweave.distributed.master import task_address
     names = cluster_task_names(cluster)
     results: list = [None] * len(names)
 
@@ -222,8 +225,6 @@ def cmd_status(args) -> int:
     """Prints each task of the cluster as UP or DOWN; exit status 0 only when all are up."""
     cluster = _cluster_from_args(args)
     if args.target:
-        from tensorweave.distributed.master import _address_of
-        from tensorweave.distributed.worker import WorkerClient
         try:
             cluster = WorkerClient.for_address(_address_of(args.target), args.target,
                                                connect_timeout_s=args.timeout).get_status()["cluster"]
@@ -251,6 +252,21 @@ def cmd_status(args) -> int:
     return 0 if all(s is not None for _, _, s, _ in results) else 1
 
 
+# -- keygen ----------------------------------------------------------------------------------------
+def cmd_keygen(args) -> int:
+    """Writes a cluster key pair (and client key pairs) for CURVE authentication."""
+    try:
+        written = auth.write_keys(args.directory, tuple(args.client or ()))
+    except (FileExistsError, ValueError, OSError) as e:
+        print(f"tensorweave keygen: {e}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    print(f"Set TENSORWEAVE_CURVE_DIR={os.path.abspath(args.directory)} on every task (and client) of the cluster; "
+          "give a client only its clients/<name>/ directory.", file=sys.stderr)
+    return 0
+
+
 # -- entry point -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tensorweave", description="Distributed TF1 graphs on numpy and ZeroMQ.")
@@ -261,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster_args(p)
     p.add_argument("--job_name", help="this task's job (default: TF_CONFIG's task.type)")
     p.add_argument("--task_index", type=int, help="this task's index (default: TF_CONFIG's task.index)")
+    p.add_argument("--bind_address", help="listen on this address ('*': all interfaces) instead of the one the "
+                                          "cluster names (see TENSORWEAVE_BIND_ADDRESS)")
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("launch", help="run a whole local cluster of processes, one per task",
@@ -285,6 +303,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for each task")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("keygen", help="write the keys of an authenticated, encrypted cluster (ZeroMQ CURVE)",
+                       description="Writes DIR/cluster.key and DIR/cluster.key_secret (every task needs both; "
+                                   "TENSORWEAVE_CURVE_DIR=DIR turns authentication on) and, for each --client NAME, "
+                                   "DIR/clients/NAME/ (the cluster's public key and the client's own key pair: "
+                                   "all a client that is not a task needs) with DIR/authorized/NAME.key.")
+    p.add_argument("directory")
+    p.add_argument("--client", action="append", metavar="NAME", help="also write a key pair for this client")
+    p.set_defaults(func=cmd_keygen)
     return parser
 
 

@@ -45,6 +45,7 @@ NAME_REASONS = [
     ("tf", "q*int*", "quantized dtypes are not supported"),
     ("tf", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
     ("tf", "bfloat16", "numpy has no bfloat16"),
+    ("tf", "to_bfloat16", "numpy has no bfloat16"),
     ("*", "*_v2_behavior", "tensorweave is TF1 only"),
     ("tf", "enable_eager_execution", "tensorweave runs TF1 graphs; eager execution is not supported"),
     ("tf", "enable_v2_tensorshape", "tensorweave is TF1 only"),

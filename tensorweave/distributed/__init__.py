@@ -6,10 +6,13 @@ tf.train.ClusterSpec, are gathered by `tensorweave.train`); not to be confused w
   cluster.py    ClusterSpec (tf.train.ClusterSpec), task names, TF_CONFIG, free ports
   server/       tf.train.Server: one task serving its worker service; `python -m` runs one
   worker.py     WorkerService (one task's RPCs) and WorkerClient (calls it, in process or not)
+  graphs.py     the graphs registered with a task: per client, limited, leased
   master.py     the client-side master behind Session("grpc://..."): plans and runs steps
-  channel.py    the transport's client side: requests, replies, pushes, liveness probes
-  transport.py  the transport's server side: the ROUTER socket, its IO thread, the pool
+  channel.py    the transport's client side: requests, replies, pushes, deadlines, dead peers
+  transport.py  the transport's server side: the ROUTER socket and its IO thread
+  pool.py       the threads a server runs requests on, up to a limit
   sockets.py    what both sides share: ZeroMQ frames, endpoints and socket paths, timeouts
   uds.py        same-host fast path: the transport's frames over a Unix stream socket
+  auth.py       authentication and encryption (ZeroMQ CURVE): keys, the ZAP handler, keygen
   wire.py       message encoding: a msgpack header plus one raw frame per tensor
 """

@@ -15,6 +15,16 @@ the step on a remote failure; a lease keeper pings for the calls the busy thread
 that partition receives comes from remote partitions that never wait (no Recv), those
 senders "carry": their values come back inside their replies (one message fewer, no IO
 thread hand-off), and the Recvs wait on the reply sockets directly (`wait_remote`).
+
+Faults: a step's deadline (RunOptions.timeout_in_ms, else ConfigProto.operation_timeout_in_ms)
+bounds every remote call of it (channel.py); a task found gone is UnavailableError, and each
+retry is too, at once, until it answers again. Each session remembers the incarnation of
+every task it used: once a task restarted, a partition there that holds state (variables:
+a node with a shared_name) is AbortedError for the rest of the session, since that state was
+lost (TF's "this worker just restarted"; MonitoredSession makes a new session); partitions
+without state register again. Every session names itself to the tasks with a client id:
+its graphs there are its own, renewed by its steps and, while it idles, by a keep-alive
+every TENSORWEAVE_KEEPALIVE_S (60), and dropped when it closes or goes silent (graphs.py).
 """
 from __future__ import annotations
 
@@ -24,6 +34,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -44,11 +55,30 @@ from tensorweave.runtime.step_stats import merge_step_stats
 _ABORT_MARK = "Step aborted because another partition failed: "
 
 
-def _connect_timeout(config: Optional[ConfigProto]) -> float:
+_KEEPALIVE_S = float(os.environ.get("TENSORWEAVE_KEEPALIVE_S", "") or 60.0)
+
+
+def connect_timeout_s(config: Optional[ConfigProto]) -> float:
+    """How long a session waits for a task to take a connection: ConfigProto's
+    experimental["connect_timeout_in_ms"], else TENSORWEAVE_CONNECT_TIMEOUT_S, else 60 s; never
+    longer than operation_timeout_in_ms when that is set (connecting is an operation too)."""
+    timeout = sockets.DEFAULT_CONNECT_TIMEOUT_S
     env = os.environ.get("TENSORWEAVE_CONNECT_TIMEOUT_S")
     if env:
-        return float(env)
-    return sockets.DEFAULT_CONNECT_TIMEOUT_S
+        timeout = float(env)
+    experimental = getattr(config, "experimental", None)
+    if isinstance(experimental, dict) and experimental.get("connect_timeout_in_ms"):
+        timeout = float(experimental["connect_timeout_in_ms"]) / 1000.0
+    op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
+    if op_timeout_ms > 0:
+        timeout = min(timeout, op_timeout_ms / 1000.0)
+    return max(timeout, 0.001)
+
+
+def _holds_state(graph_def) -> bool:
+    """Whether a partition uses state its task holds between steps (a variable, a queue:
+    resource ops carry a shared_name)."""
+    return any("shared_name" in n.attr for n in graph_def.node)
 
 
 def _address_of(target: str) -> str:
@@ -166,12 +196,49 @@ class _LeaseKeeper:
                     continue
                 p.next_probe = now + p.channel.probe_interval_s
                 try:
-                    p.channel.ping(wait=[[p.ident, p.rid]])
+                    p.channel.ping(wait=[[p.ident, p.rid]], timeout_s=min(sockets.PING_TIMEOUT_S,
+                                                                          p.channel.connect_timeout_s))
                 except Exception:  # noqa: BLE001 - the owner sees the failure when it waits
                     pass
 
 
 _LEASES = _LeaseKeeper()
+
+
+class _KeepAlive:
+    """Every _KEEPALIVE_S, the live sessions renew their graphs' leases on the remote tasks
+    they registered with (an idle session's graphs are not taken for a dead client's)."""
+
+    def __init__(self):
+        self._masters: weakref.WeakSet = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, master: "DistributedMaster") -> None:
+        with self._lock:
+            self._masters.add(master)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="tensorweave-keepalive", daemon=True)
+                self._thread.start()
+
+    def discard(self, master: "DistributedMaster") -> None:
+        with self._lock:
+            self._masters.discard(master)
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        while True:
+            time.sleep(min(_KEEPALIVE_S, 1.0))   # (in slices: the period may be changed meanwhile)
+            if time.monotonic() - last < _KEEPALIVE_S:
+                continue
+            last = time.monotonic()
+            with self._lock:
+                masters = list(self._masters)
+            for m in masters:
+                m.keep_alive()
+
+
+_KEEPALIVE = _KeepAlive()
 
 
 def _quiet_abort(client, step_id: int, code: int, message: str) -> None:
@@ -334,7 +401,7 @@ class DistributedMaster:
         self.target = target
         self.graph = graph
         self.config = config or ConfigProto()
-        self.connect_timeout_s = _connect_timeout(self.config)
+        self.connect_timeout_s = connect_timeout_s(self.config)
         self.address = _address_of(target)
         client = WorkerClient.for_address(self.address, target, connect_timeout_s=self.connect_timeout_s)
         status = client.get_status()
@@ -353,6 +420,8 @@ class DistributedMaster:
         self._dtypes_seen = 0
         self._session_handle = uuid.uuid4().hex if self.config.isolate_session_state else ""
         self._session_tasks: dict = {}   # task -> client, every task this session registered with
+        self._client_id = uuid.uuid4().hex   # whose graphs they are, for the tasks (graphs.py)
+        self._incarnations: dict = {self.master_task: client.incarnation}   # task -> as first seen
         self._closed = False
 
     # -- clients ----------------------------------------------------------------------------
@@ -367,9 +436,33 @@ class DistributedMaster:
     def _forget(self, task: str) -> None:
         """A task failed or restarted: drop its client and every plan registered with it."""
         with self._lock:
-            self._clients.pop(task, None)
-            for key in [k for k, p in self._plans.items() if any(x.task == task for x in p.parts)]:
-                del self._plans[key]
+            self._forget_locked(task)
+
+    def _forget_locked(self, task: str) -> None:
+        self._clients.pop(task, None)
+        for key in [k for k, p in self._plans.items() if any(x.task == task for x in p.parts)]:
+            del self._plans[key]
+
+    def keep_alive(self) -> None:
+        """Renews this session's graphs' leases on the tasks it registered with (quietly)."""
+        for task, client in list(self._session_tasks.items()):
+            try:
+                client.keep_alive(self._client_id, min(self.connect_timeout_s, sockets.PING_TIMEOUT_S))
+            except Exception:  # noqa: BLE001 - a task that is down is seen by the next step
+                pass
+
+    def _check_restart(self, task: str, client, graph_def) -> None:
+        """A partition with state on a task that restarted since this session first used it
+        cannot run: the state is gone (AbortedError, as TF's "worker just restarted")."""
+        inc = getattr(client, "incarnation", None)
+        if inc is None:
+            return
+        first = self._incarnations.setdefault(task, inc)
+        if first != inc and _holds_state(graph_def):
+            raise errors.AbortedError(
+                None, None, f"Task {task} restarted since this session first used it (incarnation changed from "
+                            f"{first} to {inc}): the state it held (variables, queues) was lost. Create a new "
+                            f"session (MonitoredSession does) to initialize or restore it.")
 
     # -- planning ---------------------------------------------------------------------------
     def _tensor_dtypes(self) -> dict:
@@ -412,8 +505,10 @@ class DistributedMaster:
 
         def register(p: _partition.Partition) -> _Part:
             client = self.client(p.task)
+            self._check_restart(p.task, client, p.graph_def)
             handle = client.register_graph(p.graph_def, list(p.feeds), list(p.fetches), list(p.targets),
-                                           session_handle=self._session_handle, config=reg_config)
+                                           session_handle=self._session_handle, config=reg_config,
+                                           client=self._client_id)
             # fetch_index: where each of the task's fetches goes in the step's fetch list
             return _Part(p.task, client, handle, tuple(feed_pos[f] for f in p.feeds),
                          tuple(fetch_keys.index(f) for f in p.fetches), getattr(client, "incarnation", None),
@@ -421,14 +516,20 @@ class DistributedMaster:
 
         for p in ordered:   # (the caller holds self._lock)
             self._session_tasks[p.task] = self.client(p.task)
+        _KEEPALIVE.add(self)
         futures = [(p.task, _POOL.submit(register, p)) for p in ordered]
+        failed = None
         for task, fut in futures:
             try:
                 out.append(fut.result())
             except errors.OpError as e:
                 if isinstance(e, (errors.UnavailableError, errors.AbortedError)):
-                    self._forget(task)
-                raise
+                    self._forget_locked(task)   # (the caller holds self._lock: not _forget)
+                failed = failed or e
+        if failed is not None:
+            for part in out:   # (registered with the tasks that answered: not to be left there)
+                _POOL.submit(_quiet_deregister, part.client, part.handle)
+            raise failed
         fed_fetches = tuple((i, feed_pos[f]) for i, f in enumerate(fetch_keys) if f in feed_pos)
         return _StepPlan(out, fed_fetches, len(fetches), carry=_carry_plan(out))
 
@@ -507,6 +608,7 @@ class DistributedMaster:
         if self._closed:
             return
         self._closed = True
+        _KEEPALIVE.discard(self)
         with self._lock:
             parts = [p for plan in self._plans.values() for p in plan.parts]
             self._plans.clear()
@@ -580,7 +682,7 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
     """Session.reset: drops the resource containers (all when None) on every task of the
     target's cluster that ConfigProto.device_filters allows."""
     config = config or ConfigProto()
-    timeout = _connect_timeout(config)
+    timeout = connect_timeout_s(config)
     address = _address_of(target)
     client = WorkerClient.for_address(address, target, connect_timeout_s=timeout)
     status = client.get_status()
@@ -598,3 +700,5 @@ def reset(target: str, containers=None, config: Optional[ConfigProto] = None) ->
             first = first or e
     if first is not None:
         raise first
+
+

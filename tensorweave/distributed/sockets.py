@@ -6,31 +6,61 @@ Messages (every one is wire.encode'd frames: a msgpack header, then one frame pe
   reply    {"id": int, "ok": True, "r": result} | {"id": int, "ok": False, "code": int, "msg": str}
   one-way  {"m": method, "a": args}     (no id, never answered: tensor pushes)
 
-Timing: a client gives a peer DEFAULT_CONNECT_TIMEOUT_S to take a connection; while it awaits
-a reply it pings the peer every PROBE_INTERVAL_S (which renews the server's lease on the call);
-a server cancels a call whose lease went unrenewed for CLIENT_LEASE_S.
+  cancel   {"m": "cancel", "a": {"id": int}}   (one-way, ZeroMQ: the client gave up on that call)
+
+Timing (each from the environment variable of the same name with a TENSORWEAVE_ prefix):
+  CONNECT_TIMEOUT_S   a client gives a peer this long to take a connection (60; a Session's
+                      ConfigProto may set its own, see master.connect_timeout_s)
+  PROBE_INTERVAL_S    while a reply is awaited, the peer is pinged this often (1.0): the ping
+                      renews the server's lease on the call and tells a restart (incarnation)
+  CLIENT_LEASE_S      a server cancels a call whose lease went unrenewed this long (30)
+  DEAD_PEER_S         a waiting call whose ZeroMQ connection has been down this long (the
+                      process is gone: its host reset the connection) fails with
+                      UnavailableError (0.5); checked every LIVENESS_CHECK_S
+  HEARTBEAT_IVL_S, HEARTBEAT_TIMEOUT_S   ZeroMQ heartbeats (1.0, 3.0): a connection whose
+                      peer answers none for the timeout (host down, network cut, process
+                      stopped) is closed, which DEAD_PEER_S then reports
+  PEER_STALL_S        a server drops a connection that stops mid-message, or leaves replies
+                      unread, this long (30)
+The size of one message is limited by framework/limits.MESSAGE_BYTES.
 
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
-stream socket ($TMPDIR/tensorweave-ipc/<port>.uds, uds.py) and ZeroMQ ipc://.../<port>.sock.
-TENSORWEAVE_TRANSPORT picks among them for same-host peers: auto (the Unix socket, the
-default), ipc, or tcp.
+stream socket (<ipc dir>/<port>.uds, uds.py) and ZeroMQ ipc://<ipc dir>/<port>.sock, where
+<ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700). TENSORWEAVE_TRANSPORT
+picks among them for same-host peers: auto (the Unix socket, the default), ipc, or tcp.
 """
 from __future__ import annotations
 
 import os
 import socket
+import stat
 import tempfile
 import threading
 from typing import Optional
 
 import zmq
 
-DEFAULT_CONNECT_TIMEOUT_S = 60.0
-PROBE_INTERVAL_S = float(os.environ.get("TENSORWEAVE_PROBE_INTERVAL_S", "1.0"))
-CLIENT_LEASE_S = float(os.environ.get("TENSORWEAVE_CLIENT_LEASE_S", "30.0"))
-MAX_MESSAGE_BYTES = int(os.environ.get("TENSORWEAVE_MAX_MESSAGE_BYTES", str(16 << 30)))
+from tensorweave.distributed import auth
 
-IPC_DIR = os.path.join(tempfile.gettempdir(), "tensorweave-ipc")
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get("TENSORWEAVE_" + name, "")
+    return float(raw) if raw.strip() else default
+
+
+DEFAULT_CONNECT_TIMEOUT_S = 60.0
+PROBE_INTERVAL_S = _seconds("PROBE_INTERVAL_S", 1.0)
+CLIENT_LEASE_S = _seconds("CLIENT_LEASE_S", 30.0)
+DEAD_PEER_S = _seconds("DEAD_PEER_S", 0.5)
+LIVENESS_CHECK_S = 0.25
+PING_TIMEOUT_S = 2.0          # a liveness ping waits this long at most (a missed one is no verdict)
+HEARTBEAT_IVL_S = _seconds("HEARTBEAT_IVL_S", 1.0)
+HEARTBEAT_TIMEOUT_S = _seconds("HEARTBEAT_TIMEOUT_S", 3.0)
+PEER_STALL_S = _seconds("PEER_STALL_S", 30.0)
+HANDSHAKE_S = 10.0            # a ZeroMQ connection that has not finished its handshake by then is dropped
+
+IPC_DIR = os.path.join(tempfile.gettempdir(), f"tensorweave-{os.getuid()}")
 TRANSPORT = os.environ.get("TENSORWEAVE_TRANSPORT", "auto")   # auto | tcp | ipc
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
 
@@ -40,6 +70,31 @@ _SNDMORE, NOBLOCK = int(zmq.SNDMORE), int(zmq.NOBLOCK)
 
 def zmq_context() -> zmq.Context:
     return zmq.Context.instance()
+
+
+def set_heartbeats(sock: zmq.Socket) -> None:
+    """ZeroMQ heartbeats on a TCP connection: a peer that answers none for the timeout has its
+    connection closed (ZeroMQ's IO thread does this, whatever Python is busy with)."""
+    sock.setsockopt(zmq.HEARTBEAT_IVL, int(HEARTBEAT_IVL_S * 1000))
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(HEARTBEAT_TIMEOUT_S * 1000))
+    sock.setsockopt(zmq.HEARTBEAT_TTL, int(HEARTBEAT_TIMEOUT_S * 1000))
+    sock.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
+
+
+def ipc_dir() -> str:
+    """The directory of this user's same-host sockets, created private (0700) if need be.
+    Raises PermissionError when it exists but belongs to someone else or is open to others
+    (and cannot be closed): its sockets would be reachable by other users."""
+    try:
+        os.mkdir(IPC_DIR, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(IPC_DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(f"{IPC_DIR} is not a directory of user {os.getuid()}")
+    if st.st_mode & 0o077:
+        os.chmod(IPC_DIR, 0o700)
+    return IPC_DIR
 
 
 # -- frames -------------------------------------------------------------------------------------
@@ -64,12 +119,12 @@ def send_frames(sock: zmq.Socket, frames: list, flags: int = 0) -> None:
 
 
 # -- the server's IO thread ---------------------------------------------------------------------
-_io_thread = threading.local()   # .active on a server's IO thread, which must never wait
+_io_thread = threading.local()   # .active while a thread holds a server's IO role, which must never wait
 
 
-def mark_io_thread() -> None:
-    """Called by a transport server's IO thread as it starts."""
-    _io_thread.active = True
+def mark_io_thread(active: bool = True) -> None:
+    """Called by the thread that takes (or gives up) a transport server's IO role."""
+    _io_thread.active = active
 
 
 def on_io_thread() -> bool:
@@ -136,6 +191,7 @@ def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:
     try:
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)
+        auth.secure_client(sock)
         sock.connect(endpoint)
         return bool(sock.poll(int(timeout_s * 1000), zmq.POLLOUT))
     finally:

@@ -3,44 +3,71 @@
 A ZeroMQ message crosses two ZeroMQ IO threads (the sender's and the receiver's) besides the
 two Python threads: on this project's 2-core machine a ZeroMQ ipc:// round trip costs ~90 us
 against ~17 us for a plain AF_UNIX one. Every server also listens on
-$TMPDIR/tensorweave-ipc/<port>.uds (sockets.uds_path_for_port), and a client on the same
+<ipc dir>/<port>.uds (sockets.uds_path_for_port), and a client on the same
 host (TENSORWEAVE_TRANSPORT auto, the default) sends its requests, pings and pushes there;
 tcp:// stays for other hosts.
 
 A message is the same frames as on ZeroMQ (wire.encode), framed as
 ``<u64 payload bytes><u32 frame count><u64 length per frame>`` and the frames back to back.
 Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).
+
+Two ends, two kinds of connection:
+  Conn        a client's: blocking, whole messages in and out (the client waits on its own
+              connection only).
+  ServerConn  the server's view of one client, served by the transport's IO thread, which
+              must never wait on any one peer: non-blocking reads into a per-connection
+              buffer (messages are handed out as they complete; one larger than
+              limits.MESSAGE_BYTES is skipped and answered with ResourceExhaustedError),
+              and replies queued per connection, written as the socket takes them.
+The listening socket and its directory are private to this user (sockets.ipc_dir), and a
+connection from another user id is closed before anything is read from it.
 """
 from __future__ import annotations
 
+import collections
+import itertools
 import os
 import socket
 import struct
 import threading
+import time
 from typing import Optional
 
+import msgpack
 import numpy as np
+import zmq
 
-from tensorweave.distributed.sockets import MAX_MESSAGE_BYTES
+from tensorweave.framework import errors, limits
 
 _PREFIX = struct.Struct("<QI")
 SMALL = 1 << 16          # messages up to this size are written with one sendall
 _BIG = 1 << 20           # payloads above this size are read straight into their own buffer
 MAX_FRAMES = 1 << 20
+_CHUNK = 1 << 16         # one non-blocking read of the server side
+_READ_BUDGET = 8 << 20   # bytes one readiness event may read before the IO thread serves others
+_REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) up to this size
+_IOV_MAX = 64            # buffers per sendmsg
+_PEERCRED = struct.Struct("3i")
 
 
+def _prefix(frames: list) -> tuple[bytes, int]:
+    lens = [f.nbytes if isinstance(f, memoryview) else len(f) for f in frames]
+    total = sum(lens)
+    return _PREFIX.pack(total, len(frames)) + struct.pack(f"<{len(frames)}Q", *lens), total
+
+
+# -- the client's end ---------------------------------------------------------------------------
 class Conn:
-    """One connected Unix stream socket: whole messages in and out. Writes are locked (a
-    server's pool threads reply on it); reads belong to one thread at a time."""
+    """One connected Unix stream socket: whole messages in and out. Writes are locked;
+    reads belong to one thread at a time."""
 
-    __slots__ = ("sock", "rbuf", "wlock", "inflight", "fd", "_chunk", "_chunk_view")
+    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view")
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.fd = sock.fileno()
         self.rbuf = bytearray()
         self.wlock = threading.Lock()
-        self.inflight: dict = {}    # server side: request id -> RequestContext
         self._chunk = bytearray(SMALL)   # reads land here (a recv(n) would allocate n bytes each time)
         self._chunk_view = memoryview(self._chunk)
 
@@ -52,9 +79,7 @@ class Conn:
 
     def send(self, frames: list) -> int:
         """Writes one message (blocking until the kernel took it); returns its payload size."""
-        lens = [f.nbytes if isinstance(f, memoryview) else len(f) for f in frames]
-        total = sum(lens)
-        head = _PREFIX.pack(total, len(frames)) + struct.pack(f"<{len(frames)}Q", *lens)
+        head, total = _prefix(frames)
         with self.wlock:
             if total <= SMALL:
                 self.sock.sendall(head + b"".join(frames))
@@ -64,34 +89,23 @@ class Conn:
                     self.sock.sendall(f)
         return total
 
-    def pump(self) -> None:
-        """Reads what the socket has (it is readable); raises ConnectionError at its end."""
-        self._recv_some()
-
     def _fill(self, need: int) -> None:
         while len(self.rbuf) < need:
             self._recv_some()
-
-    def has_message(self) -> bool:
-        """Whether the bytes read so far begin a message whose header is complete."""
-        if len(self.rbuf) < _PREFIX.size:
-            return False
-        total, n = _PREFIX.unpack_from(self.rbuf, 0)
-        if n > MAX_FRAMES or n == 0 or total > MAX_MESSAGE_BYTES:
-            raise ConnectionResetError(f"malformed message prefix ({n} frames, {total} bytes)")
-        return len(self.rbuf) >= _PREFIX.size + 8 * n
 
     def read(self) -> list:
         """The next message's frames (memoryviews), waiting for the rest of it."""
         self._fill(_PREFIX.size)
         total, n = _PREFIX.unpack_from(self.rbuf, 0)
-        if n > MAX_FRAMES:
+        if n > MAX_FRAMES or n == 0:
             raise ConnectionResetError(f"message of {n} frames")
         hsize = _PREFIX.size + 8 * n
         self._fill(hsize)
         lens = struct.unpack_from(f"<{n}Q", self.rbuf, _PREFIX.size)
         if sum(lens) != total:
             raise ConnectionResetError("message frame lengths do not add up")
+        if total > limits.value(limits.MESSAGE_BYTES):
+            raise ConnectionResetError(f"a reply of {total} bytes exceeds {limits.MESSAGE_BYTES.name}")
         if total > _BIG:
             buf = np.empty(total, np.uint8)
             have = min(len(self.rbuf) - hsize, total)
@@ -109,11 +123,7 @@ class Conn:
             with memoryview(self.rbuf) as whole:
                 view = memoryview(bytes(whole[hsize:hsize + total]))
             del self.rbuf[:hsize + total]
-        frames, pos = [], 0
-        for ln in lens:
-            frames.append(view[pos:pos + ln])
-            pos += ln
-        return frames
+        return _split(view, lens)
 
     def close(self, linger=None) -> None:
         try:
@@ -122,29 +132,350 @@ class Conn:
             pass
 
 
-def connect(path: str, timeout_s: float) -> Conn:
-    """A connection to the server listening at `path`; OSError when none answers in time."""
+def _split(view: memoryview, lens) -> list:
+    frames, pos = [], 0
+    for ln in lens:
+        frames.append(view[pos:pos + ln])
+        pos += ln
+    return frames
+
+
+def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -> Conn:
+    """A connection to the server listening at `path`; OSError when none answers in time.
+    Its sends, and its reads of a message begun, then wait at most `io_timeout_s` (a server
+    stopped mid-message must not hold its client forever)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout_s)
         sock.connect(path)
-        sock.settimeout(None)
+        sock.settimeout(io_timeout_s)
     except BaseException:
         sock.close()
         raise
     return Conn(sock)
 
 
-def listen(path: str) -> Optional[socket.socket]:
-    """A non-blocking listening socket at `path` (replacing a stale file), or None."""
+# -- the server's end ---------------------------------------------------------------------------
+class Refused:
+    """A message that was skipped rather than read: its header (for the request id, when it
+    could be read) and the error to answer it with."""
+
+    __slots__ = ("header", "error")
+
+    def __init__(self, header: Optional[bytes], error: errors.OpError):
+        self.header = header
+        self.error = error
+
+    def request_id(self) -> int:
+        """The id of the refused request, or -1 (its tensors are not decoded, only the map)."""
+        if self.header is None:
+            return -1
+        try:
+            head = msgpack.unpackb(self.header, raw=False, strict_map_key=False,
+                                   ext_hook=lambda code, data: None)
+        except Exception:  # noqa: BLE001 - an unreadable header: no id to answer
+            return -1
+        rid = head.get("id") if isinstance(head, dict) else None
+        return rid if type(rid) is int else -1
+
+
+_PREFIX_STATE, _LENS, _SMALL_BODY, _BIG_BODY, _REFUSED_HEAD, _DISCARD = range(6)
+
+
+class ServerConn:
+    """A client's connection, served by the IO thread (reads) and by whichever thread replies
+    (writes). Nothing here ever waits: `pump` reads what the socket has, `queue` writes what
+    the socket takes and keeps the rest; the rest is written by the IO thread when the socket
+    is writable again, or by a pool thread that waits for room itself (`wait_written`)."""
+
+    __slots__ = ("sock", "fd", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
+                 "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
+                 "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended")
+
+    def __init__(self, sock: socket.socket):
+        sock.setblocking(False)
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.inflight: dict = {}          # request id -> RequestContext (cancelled when it closes)
+        self.rbuf = bytearray()
+        self.last_read = time.monotonic()
+        self._state = _PREFIX_STATE
+        self._need = _PREFIX.size
+        self._total = 0
+        self._lens: tuple = ()
+        self._big: Optional[memoryview] = None
+        self._big_have = 0
+        self._discard = 0
+        self._refused_head: Optional[bytes] = None
+        self._refusal: Optional[errors.OpError] = None
+        self._chunk = bytearray(_CHUNK)
+        self._chunk_view = memoryview(self._chunk)
+        self.wlock = threading.Lock()
+        self.out: collections.deque = collections.deque()   # memoryviews not yet written
+        self.out_bytes = 0
+        self.last_write = time.monotonic()
+        self.io_wants_write = False       # the IO thread watches for room and writes the rest
+        self.writer_waiting = False       # a pool thread does (wait_written)
+        self.closed = False
+        self.ended: Optional[str] = None  # why no more can be read (the peer closed, broke the framing)
+
+    # -- reading (the IO thread only) --------------------------------------------------------
+    def mid_message(self) -> bool:
+        """Whether a message has begun and not been read whole (a silent peer stalls here)."""
+        return self._state != _PREFIX_STATE or bool(self.rbuf)
+
+    def pump(self) -> list:
+        """Reads what the socket has, up to a budget; returns the messages it completed (each
+        a list of frames, or a Refused). At the connection's end, or when the peer broke the
+        framing, `ended` says why (the messages completed before it are still returned)."""
+        out: list = []
+        try:
+            self._pump(out)
+        except (OSError, ValueError, struct.error) as e:
+            self.ended = f"{type(e).__name__}: {e}"
+        return out
+
+    def _pump(self, out: list) -> None:
+        budget = _READ_BUDGET
+        while budget > 0:
+            try:
+                if self._state == _BIG_BODY:
+                    k = self.sock.recv_into(self._big[self._big_have:])
+                elif self._state == _DISCARD:
+                    k = self.sock.recv_into(self._chunk_view, min(_CHUNK, self._discard))
+                else:
+                    k = self.sock.recv_into(self._chunk_view)
+            except (BlockingIOError, InterruptedError):
+                break
+            if k == 0:
+                raise ConnectionResetError("connection closed by the peer")
+            budget -= k
+            self.last_read = time.monotonic()
+            if self._state == _BIG_BODY:
+                self._big_have += k
+                if self._big_have == self._total:
+                    out.append(_split(self._big, self._lens))
+                    self._big = None
+                    self._expect_prefix()
+                continue
+            if self._state == _DISCARD:
+                self._discard -= k
+                if self._discard == 0:
+                    out.append(Refused(self._refused_head, self._refusal))
+                    self._expect_prefix()
+                continue
+            self.rbuf += self._chunk_view[:k]
+            self._parse(out)
+
+    def _expect_prefix(self) -> None:
+        self._state, self._need = _PREFIX_STATE, _PREFIX.size
+        self._refused_head = self._refusal = None
+
+    def _parse(self, out: list) -> None:
+        """Moves through the states as far as the buffered bytes allow."""
+        rbuf = self.rbuf
+        while len(rbuf) >= self._need:
+            state = self._state
+            if state == _PREFIX_STATE:
+                total, n = _PREFIX.unpack_from(rbuf, 0)
+                if n == 0 or n > MAX_FRAMES:
+                    raise ConnectionResetError(f"malformed message prefix ({n} frames, {total} bytes)")
+                self._total = total
+                self._state, self._need = _LENS, _PREFIX.size + 8 * n
+            elif state == _LENS:
+                n = (self._need - _PREFIX.size) // 8
+                self._lens = struct.unpack_from(f"<{n}Q", rbuf, _PREFIX.size)
+                del rbuf[:self._need]
+                if sum(self._lens) != self._total:
+                    raise ConnectionResetError("message frame lengths do not add up")
+                self._begin_body(out)
+            elif state == _SMALL_BODY:
+                total = self._total
+                with memoryview(rbuf) as whole:
+                    view = memoryview(bytes(whole[:total]))
+                del rbuf[:total]
+                out.append(_split(view, self._lens))
+                self._expect_prefix()
+            elif state == _REFUSED_HEAD:
+                head_len = self._lens[0]
+                self._refused_head = bytes(rbuf[:head_len])
+                del rbuf[:head_len]
+                self._discard = self._total - head_len
+                self._skip_buffered(out)
+            else:   # (_BIG_BODY and _DISCARD take their bytes in pump)
+                return
+
+    def _begin_body(self, out: list) -> None:
+        total, rbuf = self._total, self.rbuf
+        limit = limits.value(limits.MESSAGE_BYTES)
+        refusal = None
+        if total > limit:
+            refusal = limits.exceeded(limits.MESSAGE_BYTES, total, "message")
+        elif total > _BIG:
+            try:
+                buf = np.empty(total, np.uint8)
+            except MemoryError:
+                refusal = errors.ResourceExhaustedError(
+                    None, None, f"message of {total} bytes: out of memory to receive it")
+            else:
+                have = min(len(rbuf), total)
+                buf[:have] = np.frombuffer(rbuf, np.uint8, have)
+                del rbuf[:have]
+                if have == total:   # (the whole of it was buffered already)
+                    out.append(_split(memoryview(buf), self._lens))
+                    self._expect_prefix()
+                    return
+                self._big, self._big_have = memoryview(buf), have
+                self._state, self._need = _BIG_BODY, 0
+                return
+        if refusal is None:
+            self._state, self._need = _SMALL_BODY, total
+            return
+        # Refused: its header is read for the request id (when it is small), the rest skipped.
+        if self._lens[0] > _REFUSED_HEAD_MAX:
+            raise ConnectionResetError(f"{refusal.message}; its header alone is {self._lens[0]} bytes")
+        self._refusal = refusal
+        self._state, self._need = _REFUSED_HEAD, self._lens[0]
+
+    def _skip_buffered(self, out: list) -> None:
+        skip = min(self._discard, len(self.rbuf))
+        del self.rbuf[:skip]
+        self._discard -= skip
+        if self._discard == 0:
+            out.append(Refused(self._refused_head, self._refusal))
+            self._expect_prefix()
+        else:
+            self._state, self._need = _DISCARD, 0
+
+    # -- writing (any thread) ---------------------------------------------------------------
+    def queue(self, frames: list, on_io_thread: bool) -> bool:
+        """Queues one message and writes what the socket takes now. Returns True when the
+        caller must see the rest written: the IO thread by watching for room (on_writable),
+        a pool thread by waiting for it (wait_written); False when nothing is left, or when
+        another thread already sees to it."""
+        head, total = _prefix(frames)
+        with self.wlock:
+            if self.closed:
+                return False
+            if not self.out:
+                self.last_write = time.monotonic()
+            if total <= SMALL:
+                self.out.append(memoryview(head + b"".join(frames)))
+            else:
+                self.out.append(memoryview(head))
+                self.out.extend(f if isinstance(f, memoryview) else memoryview(f) for f in frames)
+            self.out_bytes += len(head) + total
+            self._flush_locked()
+            if not self.out or self.writer_waiting or self.io_wants_write:
+                return False
+            if on_io_thread:
+                self.io_wants_write = True
+            else:
+                self.writer_waiting = True
+            return True
+
+    def _flush_locked(self) -> None:
+        out = self.out
+        while out:
+            try:
+                k = self.sock.sendmsg(list(itertools.islice(out, _IOV_MAX)) if len(out) > 1 else (out[0],))
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self._drop_output_locked()   # the peer went away: nobody will read these
+                return
+            self.out_bytes -= k
+            self.last_write = time.monotonic()
+            while k:
+                first = out[0]
+                if k >= first.nbytes:
+                    k -= first.nbytes
+                    out.popleft()
+                else:
+                    out[0] = first[k:]
+                    k = 0
+
+    def _drop_output_locked(self) -> None:
+        self.out.clear()
+        self.out_bytes = 0
+        self.io_wants_write = False
+
+    def on_writable(self) -> bool:
+        """The IO thread saw room: writes more; returns whether it should keep watching."""
+        with self.wlock:
+            if not self.closed:
+                self._flush_locked()
+            if self.out and not self.closed:
+                return True
+            self.io_wants_write = False
+            return False
+
+    def wait_written(self, stall_s: float) -> None:
+        """A pool thread whose queue() returned True: writes the rest as room comes, until
+        nothing is left; a peer that takes nothing for `stall_s` is cut off (its connection
+        shut down, which the IO thread then sees and cleans up)."""
+        while True:
+            ready = zmq.zmq_poll([(self.fd, zmq.POLLOUT)], int(min(stall_s, 1.0) * 1000))
+            with self.wlock:
+                if not self.closed and ready:
+                    self._flush_locked()
+                stalled = not self.closed and self.output_stalled(time.monotonic(), stall_s)
+                if stalled:
+                    self._drop_output_locked()
+                if self.closed or not self.out:
+                    self.writer_waiting = False
+                    break
+        if stalled:
+            self.shutdown()
+
+    def output_stalled(self, now: float, stall_s: float) -> bool:
+        """Whether replies wait and the peer has taken none of them for `stall_s`."""
+        return bool(self.out) and now - self.last_write > stall_s
+
+    def shutdown(self) -> None:
+        """Ends the connection from any thread; the IO thread sees its end and cleans up."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        with self.wlock:
+            self.closed = True
+            self._drop_output_locked()
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+
+def peer_uid(sock: socket.socket) -> Optional[int]:
+    """The user id of the process at the other end of a Unix socket (None where the platform
+    cannot tell)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))
+    except OSError:
+        return None
+    return uid
+
+
+def listen(path: str) -> Optional[socket.socket]:
+    """A non-blocking listening socket at `path` (replacing a stale file), readable and
+    writable by this user only, or None."""
+    try:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(path)
+        old = os.umask(0o177)   # the socket file is created 0600
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
         sock.listen(128)
         sock.setblocking(False)
         return sock

@@ -27,7 +27,7 @@ import msgpack
 import numpy as np
 
 from tensorweave.distributed import shm as _shm
-from tensorweave.framework import errors
+from tensorweave.framework import errors, limits
 
 TENSOR_EXT = 1
 SHM_EXT = 2
@@ -84,13 +84,14 @@ class Encoder:
     """Collects the tensor frames of one message while packing its header (and, given a
     shared-memory pool, the buffers its large tensors went into: `leases`)."""
 
-    __slots__ = ("frames", "pool", "peer_pid", "leases")
+    __slots__ = ("frames", "pool", "peer_pid", "leases", "shared_bytes")
 
     def __init__(self, pool: Optional["_shm.Pool"] = None, peer_pid: int = 0):
         self.frames: list = []
         self.pool = pool
         self.peer_pid = peer_pid
         self.leases: list = []
+        self.shared_bytes = 0
 
     def _tensor(self, value, is_scalar: bool) -> msgpack.ExtType:
         arr = value if type(value) is np.ndarray else np.asarray(value)
@@ -110,6 +111,7 @@ class Encoder:
                     ref = self.pool.put(arr, self.peer_pid)
                     if ref is not None:
                         self.leases.append(ref)
+                        self.shared_bytes += arr.nbytes
                         return msgpack.ExtType(SHM_EXT, _packer().pack([name, list(arr.shape), ref[0], ref[1]]))
                 frame = memoryview(arr.reshape(-1).view(np.uint8))
         elif arr.dtype.kind in "SUO":
@@ -148,8 +150,8 @@ def encode(header: Any) -> list:
 
 def encode_shared(header: Any, pool: Optional["_shm.Pool"], peer_pid: int = 0) -> tuple:
     """encode() whose large tensors go into `pool`'s shared-memory buffers (for the receiver
-    process `peer_pid`): returns (frames, leases), the leases to give back with
-    `pool.release(*lease)` if the message never reaches its receiver."""
+    process `peer_pid`): returns (frames, leases, shared bytes): the leases to give back with
+    `pool.release(*lease)` if the message never reaches its receiver, and the bytes in them."""
     enc = Encoder(pool, peer_pid)
     try:
         head = msgpack.packb(header, default=enc.default, use_bin_type=True, strict_types=True)
@@ -159,7 +161,7 @@ def encode_shared(header: Any, pool: Optional["_shm.Pool"], peer_pid: int = 0) -
         if isinstance(e, (TypeError, ValueError, OverflowError)):
             raise errors.InvalidArgumentError(None, None, f"Cannot encode message: {e}") from None
         raise
-    return [head] + enc.frames, enc.leases
+    return [head] + enc.frames, enc.leases, enc.shared_bytes
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -258,8 +260,12 @@ def _decode_shared(data: bytes, shm: Optional["_shm.Attached"]):
     n = 1
     for d in shape:
         n *= d
+    nbytes = n * np.dtype(npd).itemsize
+    if nbytes > limits.value(limits.MESSAGE_BYTES):
+        raise WireError(f"a tensor of {nbytes} bytes in shared memory exceeds {limits.MESSAGE_BYTES.name} "
+                        f"({limits.value(limits.MESSAGE_BYTES)})")
     try:
-        return shm.take(buffer, generation, np.dtype(npd), shape, n * np.dtype(npd).itemsize)
+        return shm.take(buffer, generation, np.dtype(npd), shape, nbytes)
     except _shm.ShmError as e:
         raise WireError(str(e)) from None
 

@@ -15,19 +15,28 @@ answers AbortedError ("... restarted (incarnation changed ...)").
 
   get_status() -> {"cluster": ClusterSpec.as_dict(), "job": str, "task": int,
                    "incarnation": int, "devices": [str], "active_steps": int, "graphs": int,
-                   "sessions": int (isolated sessions holding private resources)}
+                   "sessions": int (isolated sessions holding private resources),
+                   "pending_tensors": int (values waiting for their Recv),
+                   "aborted_steps": int (remembered, so that their late arrivals are dropped)}
   register_graph(graph_def: framework.graph_def.GraphDef, feeds: [tensor names],
                  fetches: [tensor names], targets: [node names], session_handle: str = "",
-                 config: dict = {}) -> graph_handle: str
+                 config: dict = {}, client: str = "") -> graph_handle: str
       Builds a runtime.executor.Plan once with a KernelContext whose resources are the
       server's (or a per-session ResourceManager when config["isolate_session_state"]),
       whose task is "/job:J/replica:0/task:I", whose library is graph_def.library and whose
       services carry "rendezvous" (runtime.rendezvous.Rendezvous) and "send"
       (send(dst_task, RendezvousKey, value)). config["log_device_placement"] is honoured.
+      Refused (InvalidArgumentError) when node names repeat or an input, feed or fetch names
+      an output its node does not have ("c:7"). Over the wire the graph belongs to `client`
+      (graphs.py: at most limits.REGISTRATIONS_PER_CLIENT at once, dropped when nothing was
+      heard from the client for the registration lease; a ping {"client": id} renews it).
   run_graph(graph_handle, step_id: int, feed_values: [ndarray], trace: bool = False,
             timeout_s: float | None = None) -> (fetch_values: [ndarray], step_stats: list[dict] | None)
       Runs with StepContext(step_id, deadline, trace list). Errors name the op and the task.
-      An unknown handle (deregistered, or dropped by reset) is NotFoundError.
+      An unknown handle (deregistered, or dropped by reset) is NotFoundError. A step the
+      client gave up on (its call cancelled) or that ran past its deadline changes no state
+      after that point (runtime.executor guards stateful kernels); a step already aborted
+      here does not start.
   start_run_graph(... same ..., carry_to: str | None = None) -> channel.Pending
       (remote tasks) Sends run_graph and returns at once; Pending.result() (or
       channel.wait_all/wait_any) gives {"values", "stats"[, "carried"]}. With carry_to, the
@@ -39,7 +48,8 @@ answers AbortedError ("... restarted (incarnation changed ...)").
       private resources.
   abort_step(step_id, code, message)
       Cancels that step's blocked Recvs and kernels on this task with the error of `code`;
-      its rendezvous entries are dropped and later arrivals for it are discarded.
+      its rendezvous entries are dropped, later arrivals for it are discarded, and a
+      run_graph of that step arriving later does not run.
   deregister_graph(graph_handle)
   reset(containers: list | None = None)
       Session.reset: drops those resource containers (all when None) and every registered
@@ -50,6 +60,8 @@ answers AbortedError ("... restarted (incarnation changed ...)").
       awaited, off the step's critical path): a push the receiver refuses aborts that step
       there (its Recv raises the error); a push to a dead task is seen by the master, whose
       own call to that task fails; anything else ends in the Recv's deadline, never a hang.
+      A receiver takes pushes only from tasks of its cluster, each up to
+      limits.UNCLAIMED_PUSH_BYTES not yet received (ResourceExhaustedError past it).
 
 Step state of a client that dies mid-step is reclaimed: the transport cancels a remote
 run_graph whose client stops renewing its lease (sockets.CLIENT_LEASE_S), and
@@ -67,11 +79,11 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 from tensorweave.distributed import wire
 from tensorweave.distributed.channel import Channel, Pending
 from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distributed.graphs import GraphTable, Registered
 from tensorweave.distributed.transport import RequestContext
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name as make_task_name, task_of
 from tensorweave.framework.graph_def import FunctionDef, GraphDef, NodeDef
-from tensorweave.ops import registry  # importing tensorweave.ops registers every kernel
 from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime.executor import KernelContext, Plan, StepContext
 from tensorweave.runtime.rendezvous import Rendezvous
@@ -109,22 +121,8 @@ def local_service(address: str) -> Optional["WorkerService"]:
     return _LOCAL_SERVICES.get(normalize_address(address))
 
 
-_INLINE_RUN_S = 0.0005
+# Answered on the transport's IO thread: bookkeeping that never waits and runs no kernel.
 _INLINE_METHODS = frozenset(("get_status", "recv_tensor", "abort_step", "deregister_graph", "close_session"))
-
-
-class _Registered:
-    __slots__ = ("plan", "recv_parts", "may_inline", "avg_s", "session")
-
-    def __init__(self, plan: Plan, task: str, session: str = ""):
-        self.plan = plan
-        self.session = session
-        self.recv_parts = [(task_of(n.attr["send_device"]), task_of(n.attr["recv_device"]), n.attr["tensor_name"])
-                           for n in plan.nodes if n.op == "_Recv"]
-        # A plan may run on the transport's IO thread only if it can never wait on anyone: no
-        # blocking op. A Send to another task is a one-way push that never waits for the peer.
-        self.may_inline = not any(registry.lookup(n.op).blocking for n in plan.nodes)
-        self.avg_s = float("inf")   # learnt from the first runs
 
 
 class WorkerService:
@@ -140,18 +138,20 @@ class WorkerService:
         self.rendezvous = Rendezvous()
         self.connect_timeout_s = connect_timeout_s
         self._lock = threading.Lock()
-        self._graphs: dict[str, _Registered] = {}
+        self._graphs = GraphTable()
         self._session_resources: dict[str, ResourceManager] = {}
         self._steps: dict[int, list] = {}
         self._handles = itertools.count(1)
         self._peers: dict[str, Channel] = {}
+        self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
         return {"cluster": self.cluster.as_dict(), "job": self.job_name, "task": self.task_index,
                 "incarnation": self.incarnation, "devices": [f"{self.task}/device:CPU:0"],
                 "active_steps": len(self._steps), "graphs": len(self._graphs),
-                "sessions": len(self._session_resources)}
+                "sessions": len(self._session_resources), "pending_tensors": len(self.rendezvous),
+                "aborted_steps": self.rendezvous.aborted_steps()}
 
     def _check_incarnation(self, incarnation: Optional[int]) -> None:
         if incarnation is not None and incarnation != self.incarnation:
@@ -161,8 +161,10 @@ class WorkerService:
 
     def register_graph(self, graph_def: GraphDef, feeds: Sequence[str], fetches: Sequence[str],
                        targets: Sequence[str], session_handle: str = "", config: Optional[dict] = None,
-                       incarnation: Optional[int] = None) -> str:
+                       incarnation: Optional[int] = None, client: Optional[str] = None) -> str:
+        """`client`: the remote client the graph belongs to (None: an in-process caller)."""
         self._check_incarnation(incarnation)
+        owner = self._graphs.client(client)   # (refuses past the client's limit)
         config = config or {}
         resources = self.resources
         if config.get("isolate_session_state"):
@@ -171,10 +173,13 @@ class WorkerService:
         ctx = KernelContext(resources=resources, task=self.task, library=dict(graph_def.library),
                             services={"rendezvous": self.rendezvous, "send": self._send, "worker": self},
                             log_device_placement=bool(config.get("log_device_placement", False)))
-        plan = Plan(graph_def.node, list(feeds), list(fetches), list(targets), ctx)
+        plan = Plan(graph_def.node, list(feeds), list(fetches), list(targets), ctx, guard_state_changes=True)
         handle = f"{self.task}/graph:{next(self._handles)}:{session_handle}"
-        with self._lock:
-            self._graphs[handle] = _Registered(plan, self.task, session_handle)
+        edges = {op: [(task_of(n.attr["send_device"]), task_of(n.attr["recv_device"]), n.attr["tensor_name"])
+                      for n in plan.nodes if n.op == op] for op in ("_Recv", "_Send")}
+        self_sends = [e for e in edges["_Send"] if e[1] == self.task]
+        self._graphs.add(handle, Registered(plan, edges["_Recv"], self_sends, session_handle, owner),
+                         isolated=bool(config.get("isolate_session_state")))
         return handle
 
     def run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
@@ -188,8 +193,7 @@ class WorkerService:
         `carry_to`, the step's Sends to that task append [send task, recv task, tensor name,
         value] to `carried` instead of pushing (the caller returns them with the reply)."""
         self._check_incarnation(incarnation)
-        with self._lock:
-            reg = self._graphs.get(graph_handle)
+        reg = self._graphs.get(graph_handle)
         if reg is None:
             raise errors.NotFoundError(None, None, f"Graph handle {graph_handle!r} is not registered on task "
                                                    f"{self.task} (deregistered, or dropped by a reset)")
@@ -205,17 +209,23 @@ class WorkerService:
             step.extra["wait_remote"] = wait_remote
         if carry_to is not None and carried is not None:
             step.extra["carry"] = (carry_to, carried)
+        if reg.client is not None:
+            reg.client.last_seen = time.monotonic()   # (a step renews its client's lease)
         with self._lock:
             self._steps.setdefault(step_id, []).append(step)
         if request is not None:
             request.on_cancel(lambda: step.cancel(errors.AbortedError(
-                None, None, f"Step {step_id} on {self.task} was cancelled: its client went away")))
-        start = time.perf_counter()
+                None, None, f"Step {step_id} on {self.task} was cancelled: its client went away or gave up")))
         ok = False
         try:
+            # Registered first, checked second: an abort that comes now or came before is seen.
+            aborted = self.rendezvous.aborted_error(step_id)
+            if aborted is not None:
+                raise type(aborted)(None, None, aborted.message)
+            if step.cancelled.is_set():
+                raise step.error if isinstance(step.error, errors.OpError) else errors.CancelledError(
+                    None, None, f"Step {step_id} was cancelled")
             values = plan.run(feed_values, step)
-            took = time.perf_counter() - start
-            reg.avg_s = took if reg.avg_s == float("inf") else 0.8 * reg.avg_s + 0.2 * took
             ok = True
         finally:
             with self._lock:
@@ -227,6 +237,10 @@ class WorkerService:
             if reg.recv_parts and not ok:
                 # (a step that ran to the end took every value it was sent: nothing is left)
                 self.rendezvous.drop_step(step_id, [RendezvousKey(s, d, n, step_id) for s, d, n in reg.recv_parts])
+            if reg.self_sends:
+                # What it sent itself and did not take (a graph without the matching Recv) is
+                # nobody's now: it must not wait here for the TTL.
+                self.rendezvous.drop_step(step_id, [RendezvousKey(s, d, n, step_id) for s, d, n in reg.self_sends])
         return values, step.trace
 
     def abort_step(self, step_id: int, code: int, message: str) -> None:
@@ -238,24 +252,22 @@ class WorkerService:
             s.cancel(err)
 
     def deregister_graph(self, graph_handle: str) -> None:
-        with self._lock:
-            self._graphs.pop(graph_handle, None)
+        self._graphs.remove(graph_handle)
 
     def close_session(self, session_handle: str) -> None:
         """The session closed: drops its graphs and, under isolate_session_state, its private
         resources (variables, queues) with them."""
         if not session_handle:
             return
+        self._graphs.remove_session(session_handle)
         with self._lock:
-            for h in [h for h, r in self._graphs.items() if r.session == session_handle]:
-                del self._graphs[h]
             rm = self._session_resources.pop(session_handle, None)
         if rm is not None:
             rm.cleanup(None)
 
     def reset(self, containers: Optional[list] = None) -> None:
+        self._graphs.clear()
         with self._lock:
-            self._graphs.clear()
             sessions = list(self._session_resources.values())
             if not containers:
                 self._session_resources.clear()
@@ -267,6 +279,17 @@ class WorkerService:
         self.rendezvous.send(key, value)
 
     push = recv_tensor
+
+    def _take_push(self, key: RendezvousKey, value: Any) -> None:
+        """A value another task sent over the wire: only from a task of the cluster, and
+        within that task's allowance of bytes not yet received here."""
+        if key.recv_device != self.task:
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to "
+                                                          f"{key.recv_device} arrived at {self.task}")
+        if key.send_device not in self._cluster_tasks:
+            raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} claims to come from "
+                                                          f"{key.send_device:.80}, which is not a task of the cluster")
+        self.rendezvous.send(key, value, from_peer=True)
 
     # -- worker to worker ----------------------------------------------------------------------
     def _send(self, dst_task: str, key: RendezvousKey, value: Any) -> None:
@@ -301,26 +324,29 @@ class WorkerService:
         try:
             key = RendezvousKey(wire.expect(a[0], str, "send_device"), wire.expect(a[1], str, "recv_device"),
                                 wire.expect(a[2], str, "tensor_name"), step_id)
-            if key.recv_device != self.task:
-                raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to "
-                                                              f"{key.recv_device} arrived at {self.task}")
-            self.rendezvous.send(key, a[4])
+            self._take_push(key, a[4])
         except errors.OpError as e:
             # Nobody awaits this push's reply: fail the step here, so its Recv raises.
             self.abort_step(step_id, e.error_code, f"A tensor pushed to {self.task} was refused: {e.message}")
 
     # -- the wire: argument checking and dispatch ----------------------------------------------
     def may_inline(self, method: str, a: dict) -> bool:
-        """Whether a request surely finishes quickly without waiting on anyone."""
-        if method in _INLINE_METHODS:
-            return True
-        if method == "run_graph" and not a.get("trace"):
-            reg = self._graphs.get(a.get("graph_handle"))
-            return reg is not None and reg.may_inline and reg.avg_s < _INLINE_RUN_S
-        return False
+        """Whether a request is bookkeeping the transport's IO thread may answer itself:
+        it never waits and runs no kernel (a step never runs there, however short)."""
+        return method in _INLINE_METHODS
 
     def ping(self, args: dict) -> dict:
+        """A liveness probe; {"client": id} in it renews that client's registrations."""
+        client = args.get("client")
+        if client is not None:
+            self._graphs.touch(client)
         return {"incarnation": self.incarnation, "task": self.task}
+
+    def tick(self, now: float) -> None:
+        """Called by the transport's IO thread a few times a second: expires the registrations
+        of silent clients, and their isolated sessions with them."""
+        for session_handle in self._graphs.sweep(now):
+            self.close_session(session_handle)
 
     def dispatch(self, method: str, args: dict, request: RequestContext) -> Any:
         """Serves one request from the wire: checks its arguments' types and calls the RPC."""
@@ -344,7 +370,8 @@ class WorkerService:
             graph_def, wire.expect_str_list(args.get("feeds", []), "feeds"),
             wire.expect_str_list(args.get("fetches", []), "fetches"),
             wire.expect_str_list(args.get("targets", []), "targets"),
-            wire.expect(args.get("session_handle", ""), str, "session_handle"), config, incarnation)
+            wire.expect(args.get("session_handle", ""), str, "session_handle"), config, incarnation,
+            client=wire.expect(args.get("client", ""), str, "client"))
 
     def _wire_run_graph(self, args: dict, incarnation: Optional[int], request: RequestContext) -> dict:
         timeout_s = args.get("timeout_s")
@@ -385,10 +412,7 @@ class WorkerService:
                             wire.expect(args.get("recv_device"), str, "recv_device"),
                             wire.expect(args.get("tensor_name"), str, "tensor_name"),
                             wire.expect(args.get("step_id"), int, "step_id"))
-        if key.recv_device != self.task:
-            raise errors.InvalidArgumentError(None, None, f"Tensor {key.tensor_name} sent to {key.recv_device} "
-                                                          f"arrived at {self.task}")
-        self.recv_tensor(key, args.get("value"))
+        self._take_push(key, args.get("value"))
 
     _WIRE_METHODS: ClassVar[dict[str, Callable[["WorkerService", dict, Optional[int], RequestContext], Any]]] = {
         "get_status": _wire_get_status, "register_graph": _wire_register_graph, "run_graph": _wire_run_graph,
@@ -474,7 +498,8 @@ class WorkerClient:
         return status
 
     def register_graph(self, graph_def: GraphDef, feeds: Sequence[str], fetches: Sequence[str],
-                       targets: Sequence[str], session_handle: str = "", config: Optional[dict] = None) -> str:
+                       targets: Sequence[str], session_handle: str = "", config: Optional[dict] = None,
+                       client: str = "") -> str:
         inc = self.incarnation
         svc = local_service(self.address)
         if svc is not None:
@@ -482,7 +507,12 @@ class WorkerClient:
         return self._call("register_graph", {
             "graph_def": graph_def.to_dict(), "feeds": list(feeds), "fetches": list(fetches),
             "targets": list(targets), "session_handle": session_handle, "config": dict(config or {}),
-            "incarnation": inc})
+            "incarnation": inc, "client": client})
+
+    def keep_alive(self, client: str, timeout_s: float) -> None:
+        """Renews `client`'s registrations on this task (a remote one; in process, nothing to do)."""
+        if local_service(self.address) is None:
+            self._remote().ping(timeout_s=timeout_s, extra={"client": client})
 
     def run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
                   timeout_s: Optional[float] = None) -> tuple:

@@ -83,14 +83,24 @@ _STEP_SLOT, _STEP_SLOT_KEY = 0, "^step"  # slot 0 carries the StepContext to nee
 
 
 class Plan:
-    """The flat program of one signature of one partition."""
+    """The flat program of one signature of one partition.
+
+    With `guard_state_changes` (the worker service's plans), each stateful kernel but a
+    _Send/_Recv is preceded by a check of the step's cancellation and deadline: a step that
+    was cancelled (its client gave up on it) or ran past its deadline changes no state after
+    that point, so a step reported as timed out does not land later."""
 
     def __init__(self, nodes: Sequence[NodeDef], feeds: Sequence[str], fetches: Sequence[str],
-                 targets: Sequence[str], ctx: KernelContext):
+                 targets: Sequence[str], ctx: KernelContext, guard_state_changes: bool = False):
         self.ctx = ctx
         by_name = {n.name: n for n in nodes}
+        if len(by_name) != len(nodes):
+            _refuse_duplicates(nodes)
         feeds = [tensor_key(f) for f in feeds]
         fetches = [tensor_key(f) for f in fetches]
+        for kind, names in (("Feed", feeds), ("Fetch", fetches)):
+            for key in names:
+                _check_output_exists(key, by_name, f"{kind} {key}")
         feed_set = set(feeds)
         order = self._schedule(by_name, feed_set, fetches, targets)
 
@@ -101,6 +111,7 @@ class Plan:
         template: list = []
         steps = []
         self._names: list[NodeDef] = []
+        guarded = False
         for node in order:
             opdef = registry.lookup(node.op)
             ins = []
@@ -110,6 +121,7 @@ class Plan:
                     continue
                 key = f"{op_name}:{idx}"
                 if key not in slots:
+                    _check_output_exists(key, by_name, f"Input {inp!r} of node {node.name}")
                     slots[key] = len(slots)
                 ins.append(slots[key])
             if opdef.needs_step:
@@ -134,6 +146,11 @@ class Plan:
                 if outs[0] >= 0:
                     template.append((outs[0], fn()))
                 continue
+            if guard_state_changes and opdef.stateful and node.op not in _UNGUARDED:
+                fn = _guarded(fn, opdef.needs_step)
+                if not opdef.needs_step:
+                    ins.insert(0, _STEP_SLOT)
+                guarded = True
             if nout == 1:
                 if len(ins) == 2:
                     steps.append((_MODE_ONE_2, fn, ins[0], ins[1], outs[0]))
@@ -149,7 +166,7 @@ class Plan:
         for s, v in template:
             self._template[s] = v
         self._steps = steps
-        self.needs_step = any(registry.lookup(n.op).needs_step for n in self._names)
+        self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:
@@ -220,6 +237,54 @@ class Plan:
                             vals[o] = v
         except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
             raise _as_op_error(e, self._names[offset + i], self.ctx.task) from None
+
+
+_UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
+
+
+def _guarded(fn, takes_step: bool):
+    """`fn` behind _guard_state_change; the wrapper takes the step as its first argument."""
+    if takes_step:
+        def guarded(step, *args):
+            _guard_state_change(step)
+            return fn(step, *args)
+    else:
+        def guarded(step, *args):
+            _guard_state_change(step)
+            return fn(*args)
+    return guarded
+
+
+def _guard_state_change(step: StepContext) -> None:
+    """Runs before a stateful kernel of a guarded plan: a cancelled or late step stops here."""
+    if step.cancelled.is_set():
+        err = step.error
+        if isinstance(err, errors.OpError):
+            raise type(err)(None, None, err.message)
+        raise errors.CancelledError(None, None, f"Step {step.step_id} was cancelled")
+    if step.deadline is not None and time.monotonic() > step.deadline:
+        raise errors.DeadlineExceededError(None, None, f"Step {step.step_id} ran past its deadline")
+
+
+def _refuse_duplicates(nodes: Sequence[NodeDef]) -> None:
+    seen: set = set()
+    for n in nodes:
+        if n.name in seen:
+            raise errors.InvalidArgumentError(None, n.name, f"Duplicate node name {n.name!r} in the graph")
+        seen.add(n.name)
+
+
+def _check_output_exists(key: str, by_name: dict, what: str) -> None:
+    """`key` ("op:index") names an output of a node of the graph, or a node outside it."""
+    op_name, idx, _ = parse_input(key)
+    node = by_name.get(op_name)
+    if node is None:
+        return   # (a tensor fed from outside this partition's nodes is checked by its feeder)
+    n = node.attr.get("_num_outputs")
+    if type(n) is int and not 0 <= idx < n:
+        raise errors.InvalidArgumentError(
+            None, op_name, f"{what} does not exist: node {op_name} ({node.op}) has {n} output"
+                           f"{'' if n == 1 else 's'}")
 
 
 def _num_outputs(node: NodeDef) -> int:

@@ -122,7 +122,7 @@ def test_sharded_save_and_restore_move_no_tensor_between_tasks(cluster, tmp_path
     big = np.random.RandomState(0).randn(256, 1024).astype(np.float32)   # 1 MiB per ps
     with tf.Graph().as_default() as g:
         with tf.device("/job:ps/task:0"):
-            a = tf.Variable(big, name="a")
+            tf.Variable(big, name="a")
         with tf.device("/job:ps/task:1"):
             b = tf.Variable(big * 2, name="b")
         saver = tf.train.Saver(sharded=True)

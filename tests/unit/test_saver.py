@@ -223,7 +223,6 @@ def test_checkpoint_state_text_format_and_relative_paths(tmp_path):
 def test_savers_collection_travels_in_the_meta_graph(tmp_path):
     """MonitoredTrainingSession's Scaffold puts its Saver in SAVERS: every save writes the meta graph,
     and the Saver must come back from it (it used to be skipped with a warning at each save)."""
-    import logging
     records: list = []
     handler = logging.Handler()
     handler.emit = records.append

@@ -111,8 +111,9 @@ def test_a_killed_senders_files_are_deleted_by_the_next_sweep():
 
 def test_a_message_carries_large_tensors_in_shared_memory_and_small_ones_in_frames(pool):
     big, small = np.arange(MIB, dtype=np.float32).reshape(1024, 1024), np.arange(10, dtype=np.int64)
-    frames, leases = wire.encode_shared({"a": [big, small], "s": "x"}, pool, os.getpid())
-    assert len(leases) == 1 and sum(len(f) for f in frames) < 1024   # only headers cross the socket
+    frames, leases, shared = wire.encode_shared({"a": [big, small], "s": "x"}, pool, os.getpid())
+    assert len(leases) == 1 and shared == big.nbytes
+    assert sum(len(f) for f in frames) < 1024   # only headers cross the socket
     out = wire.decode(frames, shm.Attached())
     np.testing.assert_array_equal(out["a"][0], big)
     np.testing.assert_array_equal(out["a"][1], small)

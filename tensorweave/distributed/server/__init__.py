@@ -5,18 +5,32 @@ Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --jo
 runpy never re-executes this module (which `import tensorweave` has already loaded). It
 prints "SERVING <target>" once listening, and stops cleanly on SIGTERM/SIGINT.
 
+A Server lives until the process ends or stop() is called, whether or not the program
+keeps a reference to it (TF's rule: TF1 programs create servers and drop them); join()
+returns once it has really stopped serving.
+
+Binding: a task listens on the address its ClusterSpec entry names when that is a loopback
+address ("localhost", 127.x, ::1) or an address of one of this host's interfaces, and on all
+interfaces otherwise (a host name: a Kubernetes service, a DNS name, which may resolve to an
+address this host does not have). TENSORWEAVE_BIND_ADDRESS (or Server(bind_address=...),
+`tensorweave server --bind_address`) overrides: an address, or "*" for all interfaces.
+
 Every op kernel is registered before a server serves: importing this module imports its
 parent package `tensorweave` first, and that registers them all.
 """
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import os
 import signal
+import socket
 import sys
 import threading
 from typing import Optional
 
+from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
 from tensorweave.distributed import sockets
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer
@@ -26,11 +40,51 @@ from tensorweave.framework import errors
 __all__ = ["Server"]
 
 
-def _bind_endpoint(address: str) -> str:
+_ALL_INTERFACES = ("*", "0.0.0.0", "::", "[::]", "all")
+_LIVE_SERVERS: set = set()   # started, not stopped: alive whether or not the program keeps them
+
+
+def bind_endpoint(address: str, bind_address: Optional[str] = None) -> str:
+    """The ZeroMQ endpoint a task at `address` ("host:port") listens on (see the module
+    docstring): the override, else the named address when it is this host's, else all
+    interfaces."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
         raise errors.InvalidArgumentError(None, None, f"Could not parse task address {address!r}: expected host:port")
-    return f"tcp://*:{port}"
+    override = bind_address or os.environ.get("TENSORWEAVE_BIND_ADDRESS", "").strip()
+    if override:
+        chosen = "*" if override in _ALL_INTERFACES else override
+    else:
+        chosen = _bind_host(host)
+    if ":" in chosen and not chosen.startswith("["):
+        chosen = f"[{chosen}]"
+    return f"tcp://{chosen}:{port}"
+
+
+def _bind_host(host: str) -> str:
+    name = host.strip("[]")
+    if name in _ALL_INTERFACES or not name:
+        return "*"
+    if name == "localhost":
+        return "127.0.0.1"
+    try:
+        ip = ipaddress.ip_address(name)
+    except ValueError:
+        return "*"   # a host name: it may resolve elsewhere to an address this host does not have
+    if ip.is_loopback or _is_local_interface(ip):
+        return str(ip)
+    return "*"
+
+
+def _is_local_interface(ip) -> bool:
+    """Whether `ip` is an address of one of this host's interfaces (one can bind it)."""
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.bind((str(ip), 0))
+        return True
+    except OSError:
+        return False
 
 
 class Server:
@@ -38,7 +92,7 @@ class Server:
     config=None, start=True): an in-process server of one task of the cluster."""
 
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None, task_index: Optional[int] = None,
-                 protocol: Optional[str] = None, config=None, start: bool = True):
+                 protocol: Optional[str] = None, config=None, start: bool = True, bind_address: Optional[str] = None):
         if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
             sd = server_or_cluster_def   # a ServerDef-shaped dict
             cluster = ClusterSpec(sd["cluster"])
@@ -73,10 +127,12 @@ class Server:
         try:
             port = int(self._address.rpartition(":")[2]) if self._address.rpartition(":")[2].isdigit() else None
             ipc = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
-            self._transport = TransportServer(_bind_endpoint(self._address), self.service.dispatch,
+            self._bind = bind_endpoint(self._address, bind_address)
+            self._transport = TransportServer(self._bind, self.service.dispatch,
                                               self.service.ping, self.service.may_inline, ipc,
                                               oneway=self.service.oneway,
-                                              uds_path=sockets.uds_path_for_port(port) if ipc else None)
+                                              uds_path=sockets.uds_path_for_port(port) if ipc else None,
+                                              tick=self.service.tick)
         except errors.UnknownError as e:
             raise errors.UnknownError(
                 None, None, f"Could not start server for /job:{job_name}/task:{task_index} at {self._address}: "
@@ -94,8 +150,12 @@ class Server:
 
     @property
     def target(self) -> str:
-        """The target a Session uses to reach this server: 'grpc://localhost:<port>'."""
-        return f"grpc://localhost:{self._address.rpartition(':')[2]}"
+        """The target a Session uses to reach this server: 'grpc://localhost:<port>', or
+        'grpc://<address>:<port>' when it listens on one non-loopback address only."""
+        host = self._bind.partition("://")[2].rpartition(":")[0]
+        if host in ("*", "") or host.startswith("127.") or host == "[::1]":
+            host = "localhost"
+        return f"grpc://{host}:{self._address.rpartition(':')[2]}"
 
     def start(self) -> None:
         """Starts serving (a no-op when already started)."""
@@ -104,29 +164,35 @@ class Server:
         if self._started:
             return
         self._started = True
+        _LIVE_SERVERS.add(self)   # serves on when the program drops its reference (TF's rule)
         self._transport.start()
         register_local(self._address, self.service)
         register_local(self.target, self.service)
 
     def join(self) -> None:
-        """Blocks until the server is stopped."""
-        while not self._stopped.wait(0.5):
-            pass
+        """Blocks until the server has stopped serving: stopped, or its transport ended."""
+        while not self._stopped.is_set():
+            if self._started and not self._transport.serving:
+                break
+            self._stopped.wait(0.5)
+        if self._started:
+            self._transport.wait()
+
+    @property
+    def serving(self) -> bool:
+        """Whether the server is started and its transport still serves."""
+        return self._started and not self._stopped.is_set() and self._transport.serving
 
     def stop(self) -> None:
-        """Stops serving; join() returns."""
+        """Stops serving; join() returns. (TF servers cannot be stopped; tests and embedding
+        programs can stop these.)"""
         if self._stopped.is_set():
             return
         unregister_local(self._address, self.service)
         unregister_local(self.target, self.service)
         self._transport.stop()
         self._stopped.set()
-
-    def __del__(self):
-        try:
-            self.stop()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
+        _LIVE_SERVERS.discard(self)
 
     @staticmethod
     def create_local_server(config=None, start: bool = True) -> "Server":
@@ -143,6 +209,8 @@ def build_parser(parser: Optional[argparse.ArgumentParser] = None) -> argparse.A
                                           "(default: TF_CONFIG's cluster)")
     parser.add_argument("--job_name", help="this task's job (default: TF_CONFIG's task.type)")
     parser.add_argument("--task_index", type=int, help="this task's index (default: TF_CONFIG's task.index)")
+    parser.add_argument("--bind_address", help="listen on this address ('*': all interfaces) instead of the one "
+                                               "the rule picks (see TENSORWEAVE_BIND_ADDRESS)")
     return parser
 
 
@@ -156,7 +224,7 @@ def serve(args: argparse.Namespace) -> int:
         print("error: no cluster given (--cluster JSON or TF_CONFIG)", file=sys.stderr)
         return 2
     try:
-        server = Server(cluster, job_name=job, task_index=index)
+        server = Server(cluster, job_name=job, task_index=index, bind_address=getattr(args, "bind_address", None))
     except (ValueError, errors.OpError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -169,6 +237,9 @@ def serve(args: argparse.Namespace) -> int:
     print(f"SERVING {server.target} /job:{server._job_name}/task:{server._task_index} "
           f"incarnation={server.service.incarnation}", flush=True)
     server.join()
+    if not server._stopped.is_set():
+        print("error: the server's transport stopped unexpectedly", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -124,7 +124,6 @@ def _while_grad(op, *grads):
                 if n + 1 + m < len(grads) and not is_stand_in_zeros(grads[n + 1 + m])]
     if all(is_stand_in_zeros(grads[i]) for i in var_idx) and not recorded:
         return [None] * len(op.inputs)
-    g = get_default_graph()
     count = iteration_count(op)
     dv0 = [dense(grads[i]) if grads[i] is not None else zeros_like(op.outputs[i]) for i in var_idx]
     dc0 = [_variable_zeros(captures[j], op) if captures[j].dtype == dtypes.resource else zeros_like(captures[j])

@@ -12,7 +12,7 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
 from tensorweave.ops.registry import register
 
-__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16", "saturate_cast", "to_complex64",
+__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "to_complex64",
            "to_complex128"]
 
 
@@ -83,10 +83,6 @@ def to_complex64(x, name="ToComplex64"):
 def to_complex128(x, name="ToComplex128"):
     """tf.to_complex128(x, name='ToComplex128'): cast to complex128."""
     return cast(x, dtypes.complex128, name=name)
-
-
-def to_bfloat16(x, name="ToBFloat16"):
-    raise TypeError("bfloat16 is not supported by tensorweave")
 
 
 def saturate_cast(value, dtype, name=None) -> Tensor:

@@ -1,0 +1,165 @@
+"""Pieces of the transport's server side, without a server (issue 15): the request pool's
+limit, and the Unix-socket server connection's non-blocking reads and queued writes."""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import pytest
+
+from tensorweave.distributed import uds
+from tensorweave.distributed.pool import RequestPool
+from tensorweave.framework import limits
+
+
+@pytest.fixture
+def limit():
+    """limit(LIMIT, value): an override undone after the test."""
+    saved = []
+
+    def set_(lim, v):
+        saved.append((lim, limits.override(lim, v)))
+    yield set_
+    for lim, old in reversed(saved):
+        limits.override(lim, old)
+
+
+# -- the request pool ------------------------------------------------------------------------------
+def test_the_pool_waits_a_little_at_its_limit_then_refuses():
+    pool = RequestPool("test-pool", max_threads=2)
+    release = threading.Event()
+    ran, refused = [], []
+    try:
+        for i in range(2):
+            pool.submit(lambda i=i: (release.wait(5), ran.append(i)), lambda: refused.append("busy"))
+        pool.submit(lambda: ran.append("queued"), lambda: refused.append("queued"))   # waits for a thread
+        pool.submit(lambda: ran.append("late"), lambda: refused.append("late"))
+        assert pool.threads == 2
+        pool.expire(time.monotonic())   # not waited long enough yet
+        assert refused == []
+        release.set()
+        deadline = time.monotonic() + 5
+        while len(ran) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(map(str, ran)) == ["0", "1", "late", "queued"]   # finished threads took the waiting work
+        release.clear()
+        for i in range(3):
+            pool.submit(lambda: release.wait(5), lambda i=i: refused.append(i))
+        pool.expire(time.monotonic() + 10)   # the third waited past QUEUE_WAIT_S: refused
+        assert refused == [2]
+    finally:
+        release.set()
+        pool.stop()
+
+
+# -- the Unix-socket server connection -------------------------------------------------------------
+def _pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return uds.ServerConn(a), b
+
+
+def _frame(frames):
+    lens = [len(f) for f in frames]
+    return struct.pack("<QI", sum(lens), len(frames)) + struct.pack(f"<{len(frames)}Q", *lens) + b"".join(frames)
+
+
+def test_a_server_connection_reads_what_comes_a_byte_at_a_time(limit):
+    limit(limits.MESSAGE_BYTES, 1 << 22)
+    conn, peer = _pair()
+    try:
+        big = bytes(range(256)) * 8192   # 2 MiB: read straight into its own buffer
+        data = _frame([b"head", b"tail"]) + _frame([b"h2", big]) + _frame([b"h3"])
+        got = []
+        for i in range(0, 40):
+            peer.send(data[i:i + 1])
+            got += conn.pump()
+        sender = threading.Thread(target=peer.sendall, args=(data[40:],))   # (more than the socket holds)
+        sender.start()
+        deadline = time.monotonic() + 10
+        while len(got) < 3 and time.monotonic() < deadline:
+            got += conn.pump()
+        sender.join(5)
+        assert [bytes(f) for f in got[0]] == [b"head", b"tail"]
+        assert bytes(got[1][1]) == big and bytes(got[2][0]) == b"h3"
+        assert conn.ended is None and not conn.mid_message()
+        peer.send(data[:5])
+        conn.pump()
+        assert conn.mid_message()   # (a silent peer would stall here: the IO thread times it out)
+    finally:
+        peer.close()
+        conn.close()
+
+
+def test_a_server_connection_skips_a_message_over_the_limit_and_answers_its_id(limit):
+    limit(limits.MESSAGE_BYTES, 1 << 20)
+    conn, peer = _pair()
+    try:
+        head = msgpack.packb({"id": 42, "m": "recv_tensor", "a": {}})
+        sender = threading.Thread(target=peer.sendall, args=(_frame([head, b"\0" * (2 << 20)]) + _frame([b"next"]),))
+        sender.start()
+        got = []
+        deadline = time.monotonic() + 5
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += conn.pump()
+        assert type(got[0]) is uds.Refused and got[0].request_id() == 42
+        assert "max_message_bytes" in got[0].error.message
+        assert [bytes(f) for f in got[1]] == [b"next"]   # in step again
+        sender.join(5)
+        peer.sendall(struct.pack("<QI", 5, 0))   # no frames: a broken framing ends the connection
+        conn.pump()
+        assert conn.ended is not None
+    finally:
+        peer.close()
+        conn.close()
+
+
+def test_replies_to_a_peer_that_does_not_read_are_queued_not_waited_for():
+    conn, peer = _pair()
+    try:
+        reply = [b"x" * 60000]
+        watch = False
+        start = time.monotonic()
+        for _ in range(40):   # ~2.4 MB: far more than the socket holds
+            watch = conn.queue(reply, on_io_thread=True) or watch
+        assert time.monotonic() - start < 1.0 and watch and conn.out_bytes > 0
+        assert conn.output_stalled(time.monotonic() + 60, 30.0)
+        received = 0
+        peer.setblocking(False)
+        while conn.out_bytes:
+            try:
+                received += len(peer.recv(1 << 20))
+            except BlockingIOError:
+                pass
+            conn.on_writable()
+        while True:
+            try:
+                chunk = peer.recv(1 << 20)
+            except BlockingIOError:
+                break
+            received += len(chunk)
+        assert received == 40 * (60000 + 12 + 8)
+    finally:
+        peer.close()
+        conn.close()
+
+
+def test_a_request_run_outside_the_pool_counts_against_its_limit():
+    pool = RequestPool("test-claims", max_threads=2)
+    release = threading.Event()
+    ran = []
+    try:
+        assert pool.try_claim()   # (a transport IO-role thread runs one request itself)
+        pool.submit(lambda: release.wait(5), lambda: ran.append("refused"))
+        assert not pool.try_claim()   # two run: the limit
+        pool.submit(lambda: ran.append("waited"), lambda: ran.append("refused"))
+        pool.release_claim()          # the claimed request ended: the waiting one starts
+        deadline = time.monotonic() + 5
+        while not ran and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ran == ["waited"]
+    finally:
+        release.set()
+        pool.stop()
