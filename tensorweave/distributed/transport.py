@@ -93,14 +93,18 @@ class TransportServer:
     """Serves `handler(method, args, ctx) -> result` on a ROUTER socket bound to `bind`.
 
     ping(args) answers pings; may_inline(method, args) says which requests are bookkeeping
-    the IO thread may answer itself; oneway(method, args) takes one-way messages; tick(now)
-    runs on the IO thread every _TICK_S (the service's sweeps)."""
+    the IO thread may answer itself; may_block(method, args) which may wait on someone else
+    (their thread hands the IO role over before running them, not TAKEOVER_S after: a ps
+    step waits for its workers' gradients every step); oneway(method, args) takes one-way
+    messages; tick(now) runs on the IO thread every _TICK_S (the service's sweeps)."""
 
     def __init__(self, bind: str, handler: Callable[[str, dict, RequestContext], Any],
                  ping: Callable[[dict], Any], may_inline: Optional[Callable[[str, dict], bool]] = None,
                  ipc_path: Optional[str] = None, oneway: Optional[Callable[[str, Any], None]] = None,
-                 uds_path: Optional[str] = None, tick: Optional[Callable[[float], None]] = None):
+                 uds_path: Optional[str] = None, tick: Optional[Callable[[float], None]] = None,
+                 may_block: Optional[Callable[[str, dict], bool]] = None):
         self._handler = handler
+        self._may_block = may_block or (lambda method, args: False)
         self._oneway = oneway
         self._ping = ping
         self._tick = tick
@@ -252,19 +256,21 @@ class TransportServer:
                 if not self._to_run:
                     continue
                 batch, self._to_run = self._to_run, []
-                for fn, refuse in batch[1:]:
+                for fn, refuse, _ in batch[1:]:
                     self._pool.submit(fn, refuse)
                 with self._role_lock:
                     # (the other thread may be running a request itself; at the request limit,
                     # the request waits for a pool thread like any other)
                     can_release = self._standby_ready and self._pool.try_claim()
+                    blocks = batch[0][2]
                     if can_release:
                         epoch = self._epoch
-                        self._released_at = time.monotonic()
+                        # (a run that may wait on a peer hands the role over at once)
+                        self._released_at = time.monotonic() - (TAKEOVER_S if blocks else 0.0)
                 if not can_release:
-                    self._pool.submit(*batch[0])
+                    self._pool.submit(*batch[0][:2])
                     continue
-                if TAKEOVER_S <= 0:
+                if TAKEOVER_S <= 0 or blocks:
                     self._standby_wake.set()   # (hand the role over before the run)
                 mark_io_thread(False)
                 try:
@@ -455,8 +461,12 @@ class TransportServer:
                                   f"request {method!r} found every thread busy: threads needed")
             self._reply(ident, conn, _error_reply(rid, err), True)
 
+        try:
+            blocks = bool(self._may_block(method, args))
+        except Exception:  # noqa: BLE001 - a malformed request is answered by the handler
+            blocks = False
         # Run off the IO role once this round's events are served (_lead).
-        self._to_run.append((lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse))
+        self._to_run.append((lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse, blocks))
 
     def _forget_inflight(self, ident: bytes, rid: int, conn: Optional[uds.ServerConn]) -> None:
         if conn is not None:
