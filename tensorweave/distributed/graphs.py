@@ -50,7 +50,7 @@ class Registered:
         self.client = client             # None: registered in process, no lease
         # whether a run may wait on someone (a Recv, a dequeue): then the transport hands its
         # IO role over at once instead of after TAKEOVER_S
-        self.may_block = any(registry.lookup(n.op).blocking for n in plan.nodes)
+        self.may_block = plan is not None and any(registry.lookup(n.op).blocking for n in plan.nodes)
 
 
 class GraphTable:
