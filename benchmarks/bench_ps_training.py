@@ -1,8 +1,13 @@
 """Parameter-server training of a whole job: 1 ps + 2 workers, each its own process, training an
-MLP 784-512-512-10 at batch 128 with tf.train.MonitoredTrainingSession, asynchronously and
-synchronously (SyncReplicasOptimizer, replicas_to_aggregate=2).
+MLP 784-512-512-10 at batch 128: with plain tf.Session(server.target) workers asynchronously
+(mode plain: the chief initialises, the other waits; 1,000 global steps, GradientDescent(0.1);
+examples/s of the job measured on worker 0 after its 20th step), and with
+tf.train.MonitoredTrainingSession asynchronously and synchronously (modes async and sync;
+SyncReplicasOptimizer, replicas_to_aggregate=2). Mode profile is plain with every other step
+of worker 0 traced (RunOptions FULL_TRACE): it prints the fractions of a step in compute,
+Recv waits, Sends and outside the worker's ops, on each side (docs/PERFORMANCE.md).
 
-    python benchmarks/bench_ps_training.py [--steps 200] [--repeats 3]
+    python benchmarks/bench_ps_training.py [--modes plain,profile,async,sync] [--steps 200] [--repeats 3]
     TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_ps_training.py
 
 For each mode it prints, medians over the repeats:
