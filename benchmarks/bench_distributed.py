@@ -211,6 +211,10 @@ def _report(name: str, r: dict) -> None:
             print(f"  {label} {'(' + init + ')':11s} {t * 1e3:8.1f} ms  {VAR_BYTES / t / 1e9:6.2f} GB/s")
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _median_of(rounds: list) -> dict:
     return {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
 
@@ -234,7 +238,8 @@ def main() -> int:
         print("RESULTS " + json.dumps(run_suite(args.framework, args.quick)))
         return 0
     rounds = args.rounds or (1 if args.quick else 3)
-    print(f"memcpy bandwidth (numpy copyto, 64 MiB): {memcpy_gbps():.2f} GB/s")
+    print(f"load average {_load()}; transport {os.environ.get('TENSORWEAVE_TRANSPORT', 'auto')}; "
+          f"memcpy bandwidth (numpy copyto, 64 MiB): {memcpy_gbps():.2f} GB/s")
     py = _tf_python()
     cmd = None if py is None else [py, os.path.abspath(__file__), "--framework", "tf", "--json"] + (
         ["--quick"] if args.quick else [])
@@ -267,6 +272,7 @@ def main() -> int:
         for what, label in (("reduce", "(2) cross-task reduce"), ("fetch", "(3) fetch to client"))]
     for k, label in rows:
         print(f"  {label:36s} {tw[k] / tfr[k]:6.2f}x")
+    print(f"load average after: {_load()}")
     return 0
 
 

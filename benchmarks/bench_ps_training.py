@@ -1,8 +1,13 @@
 """Parameter-server training of a whole job: 1 ps + 2 workers, each its own process, training an
-MLP 784-512-512-10 at batch 128 with tf.train.MonitoredTrainingSession, asynchronously and
-synchronously (SyncReplicasOptimizer, replicas_to_aggregate=2).
+MLP 784-512-512-10 at batch 128: with plain tf.Session(server.target) workers asynchronously
+(mode plain: the chief initialises, the other waits; 1,000 global steps, GradientDescent(0.1);
+examples/s of the job measured on worker 0 after its 20th step), and with
+tf.train.MonitoredTrainingSession asynchronously and synchronously (modes async and sync;
+SyncReplicasOptimizer, replicas_to_aggregate=2). Mode profile is plain with every other step
+of worker 0 traced (RunOptions FULL_TRACE): it prints the fractions of a step in compute,
+Recv waits, Sends and outside the worker's ops, on each side (docs/PERFORMANCE.md).
 
-    python benchmarks/bench_ps_training.py [--steps 200] [--repeats 3]
+    python benchmarks/bench_ps_training.py [--modes plain,profile,async,sync] [--steps 200] [--repeats 3]
     TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_ps_training.py
 
 For each mode it prints, medians over the repeats:
@@ -35,6 +40,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 128
+WARMUP = 20   # the plain variant times worker 0 after this many of its steps
 
 
 # -- one task (run in its own process, under tensorweave or TensorFlow) ----------------------------
@@ -70,12 +76,15 @@ def task(args) -> None:
         logits = dense(h, 512, 10, "dense_2", relu=False)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         global_step = tf.train.get_or_create_global_step()
-        opt = tf.train.GradientDescentOptimizer(0.01)
+        opt = tf.train.GradientDescentOptimizer(0.1 if args.plain else 0.01)
         hooks = [tf.train.StopAtStepHook(last_step=args.steps)]
         if args.sync:
             opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2, total_num_replicas=2)
             hooks.append(opt.make_session_run_hook(is_chief))
         train = opt.minimize(loss, global_step=global_step)
+    if args.plain:
+        plain_session_loop(tf, args, server, is_chief, train, global_step, x, y, data_x, data_y)
+        return
     local_steps, first = 0, None
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief, hooks=hooks,
                                            log_step_count_steps=0) as sess:
@@ -90,6 +99,85 @@ def task(args) -> None:
         print(f"STOPPED {stopped}", flush=True)
     print(json.dumps({"task": args.task_index, "local_steps": local_steps, "first": first, "stopped": stopped}),
           flush=True)
+
+
+def plain_session_loop(tf, args, server, is_chief, train, global_step, x, y, data_x, data_y) -> None:
+    """The plain variant: a tf.Session(server.target) per worker; the chief initialises, the
+    other polls until the variables are; both train until the global step reaches --steps.
+    Worker 0 times from its WARMUP-th step to its last."""
+    init = tf.global_variables_initializer()
+    uninit = tf.report_uninitialized_variables()
+    sess = tf.Session(server.target)
+    if is_chief:
+        sess.run(init)
+    else:
+        while len(sess.run(uninit)):
+            time.sleep(0.05)
+    local_steps, gs, warm = 0, 0, None
+    profiles = []
+    print(f"FIRST {time.time()}", flush=True)
+    while gs < args.steps:
+        i = (local_steps * BATCH) % 1024
+        feed = {x: data_x[i:i + BATCH], y: data_y[i:i + BATCH]}
+        if args.profile and is_chief and local_steps >= WARMUP and local_steps % 2:
+            # every other step traced (the untraced ones between keep the two workers' phases mixing)
+            options, meta = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), tf.RunMetadata()
+            t0 = time.time()
+            _, gs = sess.run([train, global_step], feed, options=options, run_metadata=meta)
+            profiles.append(step_profile(meta.step_stats, t0, time.time()))
+        else:
+            _, gs = sess.run([train, global_step], feed)
+        local_steps += 1
+        if local_steps == WARMUP:
+            warm = (time.perf_counter(), gs, local_steps)
+    end = time.perf_counter()
+    print(f"STOPPED {time.time()}", flush=True)
+    if profiles:
+        print("PROFILE " + json.dumps({k: statistics.median(p[k] for p in profiles) for k in profiles[0]}), flush=True)
+    if warm is not None:
+        took = end - warm[0]
+        print(f"PLAIN {(gs - warm[1]) * BATCH / took} {(local_steps - warm[2]) * BATCH / took}", flush=True)
+    sess.close()
+
+
+def _union_us(intervals: list) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def step_profile(step_stats, t0: float, t1: float) -> dict:
+    """One traced step seen from worker 0, in microseconds: the step's wall time; on the worker,
+    the time in compute ops, in _Recv (waiting for the ps's values: its reads, the transfer, its
+    scheduling) and in _Send (the gradients' serialisation and socket writes); the rest of the
+    wall time outside the worker's ops (the master's dispatch, then waiting for the ps to take
+    the gradients, apply them and reply); on the ps, its compute ops (reads, applies) and its
+    _Recv waits. Intervals are unions (TF runs ops in parallel), from each op's recorded start
+    and duration; both frameworks label an op "name = Op(inputs)"."""
+    kinds: dict = {}
+    for dev in step_stats.dev_stats:
+        side = "ps" if "/job:ps" in dev.device else "worker" if "/job:worker/replica:0/task:0" in dev.device else None
+        if side is None:
+            continue
+        for n in dev.node_stats:
+            label = n.timeline_label or ""
+            op = label.split(" = ", 1)[1].split("(", 1)[0] if " = " in label else ""
+            # (TF records a transfer as a "RecvTensor" entry on the receiving device, not as an op)
+            kind = ("recv" if op == "_Recv" or n.node_name == "RecvTensor" else "send" if op == "_Send"
+                    else "compute")
+            start = n.all_start_micros
+            kinds.setdefault((side, kind), []).append((start, start + max(n.all_end_rel_micros, 0)))
+    wall = (t1 - t0) * 1e6
+    out = {"wall_us": wall}
+    for side in ("worker", "ps"):
+        for kind in ("compute", "recv", "send"):
+            out[f"{side}_{kind}_us"] = _union_us(kinds.get((side, kind), []))
+    busy = _union_us([iv for (side, _), ivs in kinds.items() if side == "worker" for iv in ivs])
+    out["worker_outside_ops_us"] = wall - busy
+    return out
 
 
 # -- the harness -----------------------------------------------------------------------------------
@@ -110,7 +198,7 @@ def _lines(f) -> list:
 
 
 def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, timeout_s: float,
-            extra_env: dict) -> dict:
+            extra_env: dict, plain: bool = False, profile: bool = False) -> dict:
     ports = free_ports(3)
     cluster = json.dumps({"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]})
     env = dict(os.environ)
@@ -123,7 +211,8 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
     for job, index in (("ps", 0), ("worker", 0), ("worker", 1)):
         out = tempfile.TemporaryFile()
         cmd = [python, os.path.abspath(__file__), "--role", "task", "--framework", framework, "--cluster", cluster,
-               "--job_name", job, "--task_index", str(index), "--steps", str(steps)] + (["--sync"] if sync else [])
+               "--job_name", job, "--task_index", str(index), "--steps", str(steps)] + (["--sync"] if sync else []) + (
+            ["--plain"] if plain else []) + (["--profile"] if profile else [])
         procs[(job, index)] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env,
                                                start_new_session=True)
         outs[(job, index)] = out
@@ -156,9 +245,29 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
     if first is None or stopped is None:
         return {"ok": False, "wall": wall, "workers": ",".join(s for _, s in ended.values())}
     examples = steps * BATCH * (2 if sync else 1)
+    rate = next((ln.split()[1:] for ln in lines if ln.startswith("PLAIN")), None)
+    if plain:
+        if rate is None:
+            return {"ok": False, "wall": wall, "workers": ",".join(s for _, s in ended.values())}
+        prof = next((json.loads(ln.split(" ", 1)[1]) for ln in lines if ln.startswith("PROFILE")), None)
+        return {"ok": True, "startup": first - start, "train": stopped - first, "examples_per_s": float(rate[0]),
+                "worker0_examples_per_s": float(rate[1]), "wall": wall,
+                "workers": ",".join(s for _, s in ended.values()), "profile": prof}
     return {"ok": True, "startup": first - start, "train": stopped - first,
             "examples_per_s": examples / (stopped - first),
             "wall": wall, "workers": ",".join(s for _, s in ended.values())}
+
+
+def print_profile(name: str, p: dict) -> None:
+    """The headline numbers of step_profile (medians over worker 0's traced steps)."""
+    wall = p["wall_us"]
+
+    def pct(key: str) -> str:
+        return f"{p[key]:7.0f} us {100 * p[key] / wall:4.0f}%"
+    print(f"profile of one async step, {name} (worker 0, medians of traced steps): wall {wall:.0f} us\n"
+          f"  worker: compute {pct('worker_compute_us')}  recv wait {pct('worker_recv_us')}  "
+          f"send {pct('worker_send_us')}  outside its ops {pct('worker_outside_ops_us')}\n"
+          f"  ps:     compute {pct('ps_compute_us')}  recv wait {pct('ps_recv_us')}  send {pct('ps_send_us')}")
 
 
 def median_of(runs: list, key: str):
@@ -174,7 +283,13 @@ def main() -> None:
     parser.add_argument("--job_name")
     parser.add_argument("--task_index", type=int, default=0)
     parser.add_argument("--sync", action="store_true")
-    parser.add_argument("--steps", type=int, default=200, help="global steps to train")
+    parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help="plain mode: trace worker 0's steps, print a breakdown")
+    parser.add_argument("--steps", type=int, default=200, help="global steps to train (MonitoredTrainingSession)")
+    parser.add_argument("--plain_steps", type=int, default=1000, help="global steps to train (plain Session)")
+    parser.add_argument("--modes", default="plain,async,sync",
+                        help="comma-separated: plain (async, tf.Session), profile (plain, worker 0's steps traced), "
+                        "async and sync (MonitoredTrainingSession)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hang_s", type=float, default=60.0, help="how long a worker may outlive the chief")
     parser.add_argument("--timeout_s", type=float, default=400.0, help="a run's limit")
@@ -188,27 +303,37 @@ def main() -> None:
     from tensorweave.cli import blas_threads_env   # what `tensorweave launch` sets for each task
     tf_python = os.environ.get("TF_PYTHON")
     frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
-    print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.steps} global steps, "
-          f"{args.repeats} repeats; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+    modes = [m for m in args.modes.split(",") if m]
+    print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.plain_steps} global steps "
+          f"(plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} cores; tensorweave task env {blas_threads_env(3)}", flush=True)
     results: dict = {}
-    for mode in ("async", "sync"):
+    for mode in modes:
         for _ in range(args.repeats):
             for name, python in frameworks:   # alternating, so both see the same load
                 env = blas_threads_env(3) if name == "tensorweave" or args.tf_same_env else {}
-                r = run_job(python, name, mode == "sync", args.steps, args.hang_s, args.timeout_s, env)
+                plain = mode in ("plain", "profile")
+                r = run_job(python, name, mode == "sync", args.plain_steps if plain else args.steps, args.hang_s,
+                            args.timeout_s, env, plain=plain, profile=mode == "profile")
                 results.setdefault((name, mode), []).append(r)
+                own = f" (worker 0's own {r['worker0_examples_per_s']:6.0f})" if plain and r["ok"] else ""
                 print(f"  {name:11s} {mode:5s} " + ("startup {startup:5.1f} s  train {train:6.2f} s  "
-                                                    "{examples_per_s:7.0f} ex/s  wall {wall:6.1f} s  workers {workers}"
-                                                    .format(**r) if r["ok"] else f"failed: {r}"), flush=True)
+                                                    "{examples_per_s:7.0f} ex/s".format(**r) + own +
+                                                    "  wall {wall:6.1f} s  workers {workers}  load {load:.2f}"
+                                                    .format(load=os.getloadavg()[0], **r)
+                                                    if r["ok"] else f"failed: {r}"), flush=True)
     print(f"\n{'framework':11s} {'mode':5s} {'start-up s':>10s} {'train s':>8s} {'examples/s':>10s} {'wall s':>7s}"
           "  workers")
     for (name, mode), runs in results.items():
         print(f"{name:11s} {mode:5s} {median_of(runs, 'startup'):10.1f} {median_of(runs, 'train'):8.2f} "
               f"{median_of(runs, 'examples_per_s'):10.0f} {median_of(runs, 'wall'):7.1f}  "
               f"{' | '.join(r['workers'] for r in runs)}")
+    for name, _ in frameworks:
+        profiles = [r["profile"] for r in results.get((name, "profile"), []) if r.get("ok") and r.get("profile")]
+        if profiles:
+            print_profile(name, {k: statistics.median(p[k] for p in profiles) for k in profiles[0]})
     if tf_python:
-        for mode in ("async", "sync"):
+        for mode in modes:
             tw, tf = results[("tensorweave", mode)], results[("tf", mode)]
             speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
             print(f"{mode}: examples/s tensorweave/TF = {speed:.2f}x, "

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tensorweave.distributed import shm
 from tensorweave.distributed.master import connect as connect_master, reset as reset_cluster
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
@@ -82,8 +83,12 @@ def _fetched(v):
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
             return v[()]
-        # Stored values are read-only (shared with the runtime); users own what they fetch.
-        return v if v.flags.writeable else v.copy()
+        # Stored values are read-only (shared with the runtime); users own what they fetch. A
+        # value received in shared memory is this process's alone: it is handed over, not copied.
+        if v.flags.writeable:
+            return v
+        mine = shm.owned(v)
+        return mine if mine is not None else v.copy()
     if isinstance(v, np.generic):
         return v
     if isinstance(v, bytes):

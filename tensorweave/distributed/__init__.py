@@ -13,6 +13,7 @@ tf.train.ClusterSpec, are gathered by `tensorweave.train`); not to be confused w
   pool.py       the threads a server runs requests on, up to a limit
   sockets.py    what both sides share: ZeroMQ frames, endpoints and socket paths, timeouts
   uds.py        same-host fast path: the transport's frames over a Unix stream socket
+  shm.py        same-host large tensors in shared-memory buffers; the Unix socket carries headers
   auth.py       authentication and encryption (ZeroMQ CURVE): keys, the ZAP handler, keygen
   wire.py       message encoding: a msgpack header plus one raw frame per tensor
 """

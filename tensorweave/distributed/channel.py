@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import auth, sockets, uds, wire
+from tensorweave.distributed import auth, shm, sockets, uds, wire
 from tensorweave.distributed.sockets import (EVENTS, NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames,
                                              send_frames, uds_path_of, zmq_context)
 from tensorweave.framework import errors, limits
@@ -81,6 +81,7 @@ class Channel:
         self._push_free: list = []
         self._uds_free: list = []
         self._uds: Optional[str] = None
+        self._uds_candidate = uds_path_of(address, must_exist=False)   # where a same-host peer listens
         self._closed = False
         self._lost = False   # the peer was found gone: connections are waited for only briefly
 
@@ -97,9 +98,13 @@ class Channel:
 
     @property
     def uds_path(self) -> Optional[str]:
-        """The same-host fast path's socket (uds.py), chosen on first use, or None."""
+        """The same-host fast path's socket (uds.py), or None. A same-host peer not listening
+        yet (not started) is looked for again on later calls, not given up for tcp for good."""
         if self._uds is None:
-            self._uds = uds_path_of(self.address) or ""
+            if self._uds_candidate is None:
+                self._uds = ""
+            elif os.path.exists(self._uds_candidate):
+                self._uds = self._uds_candidate
         return self._uds or None
 
     def _uds_connect(self) -> uds.Conn:
@@ -127,8 +132,12 @@ class Channel:
                     sock.close()   # an idle connection that reads is at its end: the peer went away
                     self.mark_lost()
                     continue
-            elif not sock.getsockopt(EVENTS) & _POLLOUT:
-                self.mark_lost()   # it was connected and is no more: the peer went away (or restarts)
+            else:
+                if self.uds_path is not None:
+                    sock.close(0)   # made before the peer listened on its Unix socket: use that now
+                    continue
+                if not sock.getsockopt(EVENTS) & _POLLOUT:
+                    self.mark_lost()   # it was connected and is no more: the peer went away (or restarts)
             return sock
         if self.uds_path is not None:
             return self._uds_connect()
@@ -177,12 +186,13 @@ class Channel:
         """Sends one request now; its reply is awaited with the returned Pending (on any one
         thread at a time). Raises UnavailableError when the peer takes no connection."""
         rid = next(_ids)
-        frames = wire.encode({"id": rid, "m": method, "a": args})
-        _check_size(frames, f"{method} request to {self.peer_name}")
         sock = self._checkout()
+        leases: list = []
         try:
+            frames, leases = _encode(sock, {"id": rid, "m": method, "a": args}, f"{method} request to {self.peer_name}")
             self._send(sock, frames, self._connect_wait_s())
         except BaseException:
+            _give_back(leases)
             sock.close(0)
             raise
         return Pending(self, sock, rid, method, timeout_s, expect_incarnation)
@@ -211,16 +221,17 @@ class Channel:
         """Sends a one-way message (no reply, no waiting for one). The message is queued for
         the peer even while it (re)connects; only a full queue waits, up to the connect
         timeout, and never on a server's IO thread, where it is UnavailableError at once."""
-        frames = wire.encode({"m": method, "a": args})
-        _check_size(frames, f"{method} pushed to {self.peer_name}")
+        what = f"{method} pushed to {self.peer_name}"
         conn = self._push_conn() if self.uds_path is not None and not on_io_thread() else None
         if conn is not None:
             # (an IO thread never writes to a Unix socket that could be full: it pushes over
             # ZeroMQ, whose own IO thread queues the message; so does a push to a peer that
             # takes no Unix connection now: a push never waits for its receiver)
+            frames, leases = _encode(conn, {"m": method, "a": args}, what)
             try:
                 conn.send(frames)
             except OSError as e:
+                _give_back(leases)
                 conn.close()
                 raise self._unavailable(f"connection lost while sending ({type(e).__name__})") from None
             if self._closed or len(self._uds_free) >= 64:
@@ -228,6 +239,7 @@ class Channel:
             else:
                 self._uds_free.append(conn)
             return
+        frames, _ = _encode(None, {"m": method, "a": args}, what)
         try:
             sock = self._push_free.pop()   # list.pop/append are atomic: no lock on this path
         except IndexError:
@@ -286,7 +298,7 @@ class Channel:
                 if left <= 0 or not zmq.zmq_poll([(_pollable(sock), POLLIN)], int(left * 1000) + 1):
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
                 try:
-                    reply = wire.decode(_recv_msg(sock))
+                    reply = _decode(sock, _recv_msg(sock))
                 except OSError:
                     raise self._unavailable("connection lost") from None
                 if isinstance(reply, dict) and reply.get("id") == rid:
@@ -345,7 +357,7 @@ class Pending:
                 self._finish(error=self.channel._unavailable(f"connection lost ({type(e).__name__})"))
                 return True
             try:
-                reply = wire.decode(frames)
+                reply = _decode(self.sock, frames)
                 if not isinstance(reply, dict) or reply.get("id") != self.rid:
                     continue   # a stale reply of an abandoned call
                 self.channel.mark_alive()
@@ -494,10 +506,30 @@ def _configure_dealer(sock: zmq.Socket) -> None:
     auth.secure_client(sock)
 
 
-def _check_size(frames: list, what: str) -> None:
-    size = sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)
+def _encode(sock, message: dict, what: str) -> tuple:
+    """(frames, shared-memory leases) of a message for `sock`: over a same-host connection its
+    large tensors go in shared memory (shm.py); the size limit counts them all the same."""
+    if type(sock) is uds.Conn:
+        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.sock))
+    else:
+        frames, leases, shared = wire.encode(message), [], 0
+    size = shared + sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)
     if size > limits.value(limits.MESSAGE_BYTES):
+        _give_back(leases)
         raise limits.exceeded(limits.MESSAGE_BYTES, size, what)
+    return frames, leases
+
+
+def _decode(sock, frames: list):
+    """A reply: over a same-host connection its large tensors may be in shared memory."""
+    return wire.decode(frames, shm.attached() if type(sock) is uds.Conn else None)
+
+
+def _give_back(leases: list) -> None:
+    """The shared buffers of a message that was never sent."""
+    p = shm.pool() if leases else None
+    for lease in leases:
+        p.release(*lease)
 
 
 def _result(reply: dict, peer_name: str) -> Any:

@@ -17,6 +17,7 @@ import time
 from typing import Optional
 
 from tensorweave.framework import limits
+from tensorweave.ops import registry
 from tensorweave.runtime.executor import Plan
 
 REGISTRATION_LEASE_S = float(os.environ.get("TENSORWEAVE_REGISTRATION_LEASE_S", "") or 600.0)
@@ -38,7 +39,7 @@ class ClientRecord:
 class Registered:
     """One registered graph: its plan and what the worker learns from running it."""
 
-    __slots__ = ("plan", "recv_parts", "self_sends", "session", "client")
+    __slots__ = ("plan", "recv_parts", "self_sends", "session", "client", "may_block")
 
     def __init__(self, plan: Plan, recv_parts: list, self_sends: list, session: str = "",
                  client: Optional[ClientRecord] = None):
@@ -47,6 +48,9 @@ class Registered:
         self.self_sends = self_sends     # the same, of its Sends to its own task
         self.session = session
         self.client = client             # None: registered in process, no lease
+        # whether a run may wait on someone (a Recv, a dequeue): then the transport hands its
+        # IO role over at once instead of after TAKEOVER_S
+        self.may_block = plan is not None and any(registry.lookup(n.op).blocking for n in plan.nodes)
 
 
 class GraphTable:

@@ -168,9 +168,10 @@ def endpoint_of(address: str) -> str:
     return f"tcp://{address}"
 
 
-def uds_path_of(address: str) -> Optional[str]:
-    """The Unix socket path of a same-host server at 'host:port' when it serves one and the
-    transport is left to choose (TENSORWEAVE_TRANSPORT=auto), else None."""
+def uds_path_of(address: str, must_exist: bool = True) -> Optional[str]:
+    """The Unix socket path of a same-host server at 'host:port' when it serves one (or, with
+    must_exist=False, would serve one once up) and the transport is left to choose
+    (TENSORWEAVE_TRANSPORT=auto), else None."""
     if TRANSPORT != "auto":
         return None
     if "://" in address:
@@ -181,7 +182,7 @@ def uds_path_of(address: str) -> Optional[str]:
     if not port.isdigit() or not _is_local_host(host):
         return None
     path = uds_path_for_port(int(port))
-    return path if os.path.exists(path) else None
+    return path if not must_exist or os.path.exists(path) else None
 
 
 def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:

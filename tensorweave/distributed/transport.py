@@ -49,7 +49,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import auth, sockets, uds, wire
+from tensorweave.distributed import auth, shm, sockets, uds, wire
 from tensorweave.distributed.pool import RequestPool
 from tensorweave.distributed.sockets import EVENTS, POLLIN, mark_io_thread, recv_frames, send_frames, zmq_context
 from tensorweave.framework import errors, limits
@@ -93,14 +93,18 @@ class TransportServer:
     """Serves `handler(method, args, ctx) -> result` on a ROUTER socket bound to `bind`.
 
     ping(args) answers pings; may_inline(method, args) says which requests are bookkeeping
-    the IO thread may answer itself; oneway(method, args) takes one-way messages; tick(now)
-    runs on the IO thread every _TICK_S (the service's sweeps)."""
+    the IO thread may answer itself; may_block(method, args) which may wait on someone else
+    (their thread hands the IO role over before running them, not TAKEOVER_S after: a ps
+    step waits for its workers' gradients every step); oneway(method, args) takes one-way
+    messages; tick(now) runs on the IO thread every _TICK_S (the service's sweeps)."""
 
     def __init__(self, bind: str, handler: Callable[[str, dict, RequestContext], Any],
                  ping: Callable[[dict], Any], may_inline: Optional[Callable[[str, dict], bool]] = None,
                  ipc_path: Optional[str] = None, oneway: Optional[Callable[[str, Any], None]] = None,
-                 uds_path: Optional[str] = None, tick: Optional[Callable[[float], None]] = None):
+                 uds_path: Optional[str] = None, tick: Optional[Callable[[float], None]] = None,
+                 may_block: Optional[Callable[[str, dict], bool]] = None):
         self._handler = handler
+        self._may_block = may_block or (lambda method, args: False)
         self._oneway = oneway
         self._ping = ping
         self._tick = tick
@@ -252,19 +256,21 @@ class TransportServer:
                 if not self._to_run:
                     continue
                 batch, self._to_run = self._to_run, []
-                for fn, refuse in batch[1:]:
+                for fn, refuse, _ in batch[1:]:
                     self._pool.submit(fn, refuse)
                 with self._role_lock:
                     # (the other thread may be running a request itself; at the request limit,
                     # the request waits for a pool thread like any other)
                     can_release = self._standby_ready and self._pool.try_claim()
+                    blocks = batch[0][2]
                     if can_release:
                         epoch = self._epoch
-                        self._released_at = time.monotonic()
+                        # (a run that may wait on a peer hands the role over at once)
+                        self._released_at = time.monotonic() - (TAKEOVER_S if blocks else 0.0)
                 if not can_release:
-                    self._pool.submit(*batch[0])
+                    self._pool.submit(*batch[0][:2])
                     continue
-                if TAKEOVER_S <= 0:
+                if TAKEOVER_S <= 0 or blocks:
                     self._standby_wake.set()   # (hand the role over before the run)
                 mark_io_thread(False)
                 try:
@@ -394,7 +400,7 @@ class TransportServer:
         """One message: [header, tensors...]; from ZeroMQ (`ident`) or a Unix socket (`conn`)."""
         rid = -1
         try:
-            req = wire.decode(frames)
+            req = wire.decode(frames, shm.attached() if conn is not None else None)
             if not isinstance(req, dict):
                 raise wire.WireError(f"request header must be a map, got {type(req).__name__}")
             if "id" not in req:
@@ -458,8 +464,12 @@ class TransportServer:
                                   f"request {method!r} found every thread busy: threads needed")
             self._reply(ident, conn, _error_reply(rid, err), True)
 
+        try:
+            blocks = bool(self._may_block(method, args))
+        except Exception:  # noqa: BLE001 - a malformed request is answered by the handler
+            blocks = False
         # Run off the IO role once this round's events are served (_lead).
-        self._to_run.append((lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse))
+        self._to_run.append((lambda: self._run(ident, rid, method, args, rctx, conn=conn), refuse, blocks))
 
     def _forget_inflight(self, ident: bytes, rid: int, conn: Optional[uds.ServerConn]) -> None:
         if conn is not None:
@@ -562,6 +572,7 @@ class TransportServer:
         conn.close()
         for rctx in list(conn.inflight.values()):
             rctx.cancel()
+        shm.sweep()   # (the client may have died: the shared buffers it sent from go with it)
 
     # -- replies ------------------------------------------------------------------------------
     def _reply(self, ident: bytes, conn: Optional[uds.ServerConn], frames: list, on_io: bool) -> None:
@@ -579,9 +590,14 @@ class TransportServer:
              direct: bool = False, conn: Optional[uds.ServerConn] = None) -> None:
         """Runs one request and replies: on the IO role itself (`direct`: bookkeeping), else
         on the thread that gave the role up or a pool thread."""
+        leases: list = []
         try:
             result = self._handler(method, args, rctx)
-            reply = wire.encode({"id": rid, "ok": True, "r": result})
+            if conn is not None:   # same host: large tensors go in shared memory (shm.py)
+                reply, leases, _ = wire.encode_shared({"id": rid, "ok": True, "r": result},
+                                                      *shm.encoder_for(conn.sock))
+            else:
+                reply = wire.encode({"id": rid, "ok": True, "r": result})
         except errors.OpError as e:
             reply = _error_reply(rid, e)
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the server
@@ -589,7 +605,9 @@ class TransportServer:
         finally:
             if not direct:   # (inline requests are never registered in flight)
                 self._forget_inflight(ident, rid, conn)
-        if self._stopped.is_set():
+        if self._stopped.is_set() or (conn is not None and conn.closed):
+            for lease in leases:   # (nobody will read them)
+                shm.pool().release(*lease)
             return
         self._reply(ident, conn, reply, direct)
 

@@ -7,6 +7,9 @@ against ~17 us for a plain AF_UNIX one. Every server also listens on
 host (TENSORWEAVE_TRANSPORT auto, the default) sends its requests, pings and pushes there;
 tcp:// stays for other hosts.
 
+Tensors of 256 KiB and more do not travel in the socket at all: they go in shared memory
+(shm.py, wire.encode_shared) and the message carries a reference.
+
 A message is the same frames as on ZeroMQ (wire.encode), framed as
 ``<u64 payload bytes><u32 frame count><u64 length per frame>`` and the frames back to back.
 Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).

@@ -8,6 +8,12 @@ _INLINE_BELOW bytes carries its bytes in place of the frame index (no frame of i
 with ``np.frombuffer`` on the frame (no copy; the array is read-only). String tensors use
 one frame: ``n`` uint64 little-endian lengths followed by the concatenated bytes.
 
+Between processes of one host (the Unix-socket path) a large numeric tensor may travel in
+shared memory instead (shm.py): the sender passes `shm_put` and the tensor becomes a msgpack
+ext value (code 2) ``[dtype name, shape, buffer name, generation]`` with no frame; the
+receiver passes `shm` (an shm.Attached) to decode it into a read-only view of the buffer. A
+message holding such a reference decoded without `shm` (over tcp) is malformed.
+
 Decoding never trusts the peer: msgpack types, dtype names, shapes, frame indices and byte
 lengths are checked, every failure is a `WireError` (an InvalidArgumentError) with a clear
 message, and nothing is ever unpickled or evaluated.
@@ -15,14 +21,16 @@ message, and nothing is ever unpickled or evaluated.
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import msgpack
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.distributed import shm as _shm
+from tensorweave.framework import errors, limits
 
 TENSOR_EXT = 1
+SHM_EXT = 2
 MAX_NDIM = 64
 MAX_HEADER_BYTES = 64 << 20
 MAX_STRING_ELEMENTS = 1 << 28
@@ -73,12 +81,17 @@ def _packer() -> msgpack.Packer:
 
 
 class Encoder:
-    """Collects the tensor frames of one message while packing its header."""
+    """Collects the tensor frames of one message while packing its header (and, given a
+    shared-memory pool, the buffers its large tensors went into: `leases`)."""
 
-    __slots__ = ("frames",)
+    __slots__ = ("frames", "pool", "peer_pid", "leases", "shared_bytes")
 
-    def __init__(self):
+    def __init__(self, pool: Optional["_shm.Pool"] = None, peer_pid: int = 0):
         self.frames: list = []
+        self.pool = pool
+        self.peer_pid = peer_pid
+        self.leases: list = []
+        self.shared_bytes = 0
 
     def _tensor(self, value, is_scalar: bool) -> msgpack.ExtType:
         arr = value if type(value) is np.ndarray else np.asarray(value)
@@ -94,6 +107,12 @@ class Encoder:
             if arr.nbytes <= _COPY_BELOW:
                 frame = arr.tobytes()
             else:
+                if self.pool is not None and arr.nbytes >= _shm.MIN_BYTES:
+                    ref = self.pool.put(arr, self.peer_pid)
+                    if ref is not None:
+                        self.leases.append(ref)
+                        self.shared_bytes += arr.nbytes
+                        return msgpack.ExtType(SHM_EXT, _packer().pack([name, list(arr.shape), ref[0], ref[1]]))
                 frame = memoryview(arr.reshape(-1).view(np.uint8))
         elif arr.dtype.kind in "SUO":
             name = "string"
@@ -126,12 +145,23 @@ class Encoder:
 
 def encode(header: Any) -> list:
     """Plain data (numpy values anywhere inside) -> [header bytes, tensor frames...]."""
-    enc = Encoder()
+    return encode_shared(header, None)[0]
+
+
+def encode_shared(header: Any, pool: Optional["_shm.Pool"], peer_pid: int = 0) -> tuple:
+    """encode() whose large tensors go into `pool`'s shared-memory buffers (for the receiver
+    process `peer_pid`): returns (frames, leases, shared bytes): the leases to give back with
+    `pool.release(*lease)` if the message never reaches its receiver, and the bytes in them."""
+    enc = Encoder(pool, peer_pid)
     try:
         head = msgpack.packb(header, default=enc.default, use_bin_type=True, strict_types=True)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise errors.InvalidArgumentError(None, None, f"Cannot encode message: {e}") from None
-    return [head] + enc.frames
+    except BaseException as e:
+        for lease in enc.leases:
+            pool.release(*lease)
+        if isinstance(e, (TypeError, ValueError, OverflowError)):
+            raise errors.InvalidArgumentError(None, None, f"Cannot encode message: {e}") from None
+        raise
+    return [head] + enc.frames, enc.leases, enc.shared_bytes
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -211,8 +241,38 @@ def _decode_tensor(data: bytes, frames: Sequence, used: set):
     return arr
 
 
-def decode(frames: Sequence) -> Any:
-    """[header bytes, tensor frames...] -> plain data with numpy arrays (read-only, zero-copy)."""
+def _decode_shared(data: bytes, shm: Optional["_shm.Attached"]):
+    if shm is None:
+        raise WireError("a tensor in shared memory arrived on a connection that takes none")
+    try:
+        desc = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+    except Exception as e:  # noqa: BLE001 - any msgpack failure is a malformed message
+        raise WireError(f"bad shared tensor descriptor ({type(e).__name__})") from None
+    if not isinstance(desc, list) or len(desc) != 4:
+        raise WireError(f"shared tensor descriptor must be [dtype, shape, buffer, generation], got {desc!r:.100}")
+    name, shape, buffer, generation = desc
+    npd = _NUMERIC.get(name) if isinstance(name, str) else None
+    if npd is None:
+        raise WireError(f"unknown dtype {name!r:.50} of a shared tensor")
+    shape = _check_shape(shape)
+    if type(generation) is not int or generation < 0:
+        raise WireError(f"shared tensor generation must be a non-negative integer, got {generation!r:.30}")
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * np.dtype(npd).itemsize
+    if nbytes > limits.value(limits.MESSAGE_BYTES):
+        raise WireError(f"a tensor of {nbytes} bytes in shared memory exceeds {limits.MESSAGE_BYTES.name} "
+                        f"({limits.value(limits.MESSAGE_BYTES)})")
+    try:
+        return shm.take(buffer, generation, np.dtype(npd), shape, nbytes)
+    except _shm.ShmError as e:
+        raise WireError(str(e)) from None
+
+
+def decode(frames: Sequence, shm: Optional["_shm.Attached"] = None) -> Any:
+    """[header bytes, tensor frames...] -> plain data with numpy arrays (read-only, zero-copy);
+    `shm` resolves tensors in shared memory (same-host connections only)."""
     if not frames:
         raise WireError("empty message")
     head = _buffer(frames[0])
@@ -221,9 +281,11 @@ def decode(frames: Sequence) -> Any:
     used: set = set()
 
     def ext_hook(code: int, data: bytes):
-        if code != TENSOR_EXT:
-            raise WireError(f"unknown msgpack extension type {code}")
-        return _decode_tensor(data, frames, used)
+        if code == TENSOR_EXT:
+            return _decode_tensor(data, frames, used)
+        if code == SHM_EXT:
+            return _decode_shared(data, shm)
+        raise WireError(f"unknown msgpack extension type {code}")
 
     try:
         out = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, use_list=True, strict_map_key=True)

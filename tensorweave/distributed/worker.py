@@ -335,6 +335,14 @@ class WorkerService:
         it never waits and runs no kernel (a step never runs there, however short)."""
         return method in _INLINE_METHODS
 
+    def may_block(self, method: str, a: dict) -> bool:
+        """Whether a request may wait on someone else (a step with a Recv, a dequeue): the
+        transport's thread then gives its IO role up before running it, not TAKEOVER_S after."""
+        if method != "run_graph" or not isinstance(a, dict):
+            return False
+        reg = self._graphs.get(a.get("graph_handle"))
+        return reg is not None and reg.may_block
+
     def ping(self, args: dict) -> dict:
         """A liveness probe; {"client": id} in it renews that client's registrations."""
         client = args.get("client")

@@ -2,6 +2,7 @@
 default) and ZeroMQ ipc:// (TENSORWEAVE_TRANSPORT=ipc); both carry the same messages."""
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -10,7 +11,8 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.distributed import channel as channel_mod
-from tensorweave.distributed import sockets
+from tensorweave.distributed import sockets, uds
+from tensorweave.distributed.cluster import free_ports
 from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.ops import sendrecv as sendrecv_ops
@@ -114,3 +116,22 @@ def test_garbage_on_the_unix_socket_is_dropped_and_the_server_serves_on(start_cl
     assert s.recv(10) == b""   # the server hangs up
     s.close()
     assert WorkerClient.for_address(c.address("local", 0), T0, 5.0).get_status()["task"] == 0
+
+
+def test_a_peer_that_starts_after_its_client_looked_is_still_reached_over_its_unix_socket():
+    port = free_ports(1)[0]
+    address = f"localhost:{port}"
+    try:
+        os.unlink(sockets.uds_path_for_port(port))   # left by a killed server that had this port
+    except FileNotFoundError:
+        pass
+    ch = channel_mod.Channel(address, "/job:late/replica:0/task:0", 10.0)
+    assert ch.uds_path is None   # not listening yet
+    server = tf.train.Server(tf.train.ClusterSpec({"late": [address]}), job_name="late", task_index=0)
+    try:
+        assert ch.call("get_status", {})["job"] == "late"
+        assert ch.uds_path == sockets.uds_path_for_port(int(address.rpartition(":")[2]))
+        assert [type(s) for s in ch._free] == [uds.Conn]
+    finally:
+        ch.close()
+        server.stop()

@@ -132,7 +132,7 @@ class Server:
                                               self.service.ping, self.service.may_inline, ipc,
                                               oneway=self.service.oneway,
                                               uds_path=sockets.uds_path_for_port(port) if ipc else None,
-                                              tick=self.service.tick)
+                                              tick=self.service.tick, may_block=self.service.may_block)
         except errors.UnknownError as e:
             raise errors.UnknownError(
                 None, None, f"Could not start server for /job:{job_name}/task:{task_index} at {self._address}: "

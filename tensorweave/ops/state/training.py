@@ -34,7 +34,11 @@ class _Rule:
 
 # -- the update formulas (TF 1.15 training_ops.cc) --------------------------------------------
 def _sgd(var, alpha, grad):
-    return (var - alpha * grad,)
+    step = alpha * grad
+    if type(step) is np.ndarray and step.shape == var.shape and step.dtype == var.dtype:
+        # var - step into step's fresh buffer: one pass and one allocation fewer, the same numbers
+        return (np.subtract(var, step, out=step),)
+    return (var - step,)
 
 
 def _momentum(var, accum, lr, grad, momentum, use_nesterov=False):

@@ -1,0 +1,440 @@
+"""Shared memory for large tensors between processes on one host.
+
+A same-host message (uds.py) carries a large tensor as a reference to a buffer both processes
+map, so that the transfer costs one memcpy on the sending side and none on the receiving side
+(the received array is a read-only view of the buffer); the Unix socket carries only headers.
+
+The buffers are files in a directory private to this user (mode 0700):
+/dev/shm/tensorweave-<uid> (tmpfs: the files are memory), or under the temporary directory
+where there is no /dev/shm. Files rather than multiprocessing.shared_memory: SharedMemory ties
+every segment to a resource-tracker process (one more process per task, and segments that an
+attaching process's tracker unlinks when it exits), while plain files give the three things
+wanted directly: a name the receiver can open (checked: a fixed pattern, no symlinks, a regular
+file of this user), an owner recorded in the name (pid and process start time) so that
+anyone can tell a dead owner's files and delete them, and fallocate, which reserves tmpfs
+space up front (a full /dev/shm is an error at allocation, never a SIGBUS on first touch).
+
+A file is one buffer: a 64-byte header (state: 0 free, 1 in use; a generation count) and the
+data. The sender (`Pool.put`) takes a free buffer of its own, bumps its generation, marks it
+in use and copies the tensor in; the message names (file, generation). The receiver
+(`Attached.take`) checks that the buffer is in use at that generation and returns an array
+over it whose last reference, when it goes, marks the buffer free again: a buffer is never
+reused while the receiver still reads it, however long the receiver keeps the array. A
+buffer whose receiver died is taken back (its pid is recorded with each use); one whose
+message was never delivered is given back by the sender (`Pool.release`).
+
+Cleanup: a process unlinks its files when it exits normally; a killed process's files are
+deleted by the next `sweep()` (run when a pool starts and when a same-host peer's connection
+ends); mappings other processes still hold stay valid until they drop them.
+
+Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
+buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0 turns shared memory off). Past it,
+or when the directory cannot be used, tensors travel in the socket as before.
+"""
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import re
+import socket
+import stat
+import struct
+import tempfile
+import threading
+from typing import Optional
+
+import numpy as np
+
+MIN_BYTES = int(os.environ.get("TENSORWEAVE_SHM_MIN_BYTES", str(256 << 10)))
+POOL_BYTES = int(os.environ.get("TENSORWEAVE_SHM_POOL_BYTES", str(1 << 30)))
+HEADER = 64
+_PAGE = 1 << 16                       # buffer sizes are rounded up to this
+_NAME = re.compile(r"^[0-9]{1,10}-[0-9]{1,20}-[0-9]{1,12}$")
+_FREE, _BUSY = 0, 1
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+_MAX_ATTACHED = 512                   # mappings a receiver keeps open
+_PEERCRED = struct.Struct("3i")
+
+
+def _start_time(pid: int) -> Optional[int]:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22), which
+    tells a pid reused by another process apart; None when no such process runs."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return 0
+    try:
+        return int(data[data.rindex(b")") + 2:].split()[19])
+    except (ValueError, IndexError):
+        return 0
+
+
+def _owner_alive(pid: int, start: int) -> bool:
+    if os.path.isdir("/proc"):
+        now = _start_time(pid)
+        return now is not None and (now == start or start == 0 or now == 0)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def _private_dir() -> Optional[str]:
+    """This user's buffer directory, created 0700; None when it cannot be trusted or made."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    path = os.path.join(base, f"tensorweave-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None   # not ours, or open to others: never used
+    return path
+
+
+_DIR: Optional[str] = None
+_DIR_LOCK = threading.Lock()
+
+
+def directory() -> Optional[str]:
+    global _DIR
+    if _DIR is None:
+        with _DIR_LOCK:
+            if _DIR is None:
+                _DIR = _private_dir() or ""
+    return _DIR or None
+
+
+def sweep() -> int:
+    """Deletes the buffer files of processes that are gone; returns how many."""
+    d = directory()
+    if d is None:
+        return 0
+    removed = 0
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    for name in names:
+        if not _NAME.match(name):
+            continue
+        pid, start, _ = (int(x) for x in name.split("-"))
+        if pid == os.getpid() or _owner_alive(pid, start):
+            continue
+        try:
+            os.unlink(os.path.join(d, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process at the other end of a Unix socket (0 where the platform cannot
+    tell): the receiver a buffer is held for."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return 0
+    try:
+        return _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))[0]
+    except OSError:
+        return 0
+
+
+def encoder_for(sock: socket.socket) -> tuple:
+    """(pool, receiver pid) for wire.encode_shared over a same-host connection: (None, 0)
+    when shared memory is off here."""
+    p = pool()
+    return (p, peer_pid(sock)) if p is not None else (None, 0)
+
+
+def _header(mm: mmap.mmap) -> np.ndarray:
+    return np.frombuffer(mm, dtype=np.uint64, count=2)   # [state, generation]
+
+
+# -- the sending side ---------------------------------------------------------------------------
+class _Buffer:
+    __slots__ = ("name", "capacity", "mm", "head", "data", "peer")
+
+    def __init__(self, name: str, capacity: int, mm: mmap.mmap):
+        self.name = name
+        self.capacity = capacity
+        self.mm = mm
+        self.head = _header(mm)
+        self.data = np.frombuffer(mm, dtype=np.uint8, count=capacity, offset=HEADER)
+        self.peer = 0
+
+
+class Pool:
+    """One process's buffers for the tensors it sends. Thread safe."""
+
+    def __init__(self, limit_bytes: int = POOL_BYTES):
+        self.limit_bytes = limit_bytes
+        self.dir = directory()
+        self._lock = threading.Lock()
+        self._buffers: list[_Buffer] = []
+        self._by_name: dict[str, _Buffer] = {}
+        self._bytes = 0
+        self._seq = 0
+        self._pid = os.getpid()
+        self._prefix = f"{self._pid}-{_start_time(self._pid) or 0}-"
+        if self.dir is not None:
+            sweep()
+
+    def put(self, arr: np.ndarray, peer_pid: int = 0) -> Optional[tuple]:
+        """Copies a C-contiguous array into a free buffer, marked in use for `peer_pid`;
+        returns (file name, generation), or None when it must travel in the socket."""
+        if self.dir is None or self._pid != os.getpid():
+            return None
+        need = arr.nbytes
+        buf = self._take(need, peer_pid)
+        if buf is None:
+            return None
+        np.copyto(buf.data[:need], arr.reshape(-1).view(np.uint8))
+        return buf.name, int(buf.head[1])
+
+    def release(self, name: str, generation: int) -> None:
+        """Gives back a buffer whose message never reached its receiver."""
+        buf = self._by_name.get(name)
+        if buf is not None and int(buf.head[1]) == generation:
+            buf.head[0] = _FREE
+
+    def _take(self, need: int, peer_pid: int) -> Optional[_Buffer]:
+        with self._lock:
+            buf = self._free_buffer(need)
+            if buf is None and self._bytes + _rounded(need) > self.limit_bytes:
+                self._reclaim()
+                buf = self._free_buffer(need)
+                if buf is None:
+                    self._evict_free(_rounded(need))
+                    if self._bytes + _rounded(need) > self.limit_bytes:
+                        return None
+            if buf is None:
+                buf = self._create(need)
+                if buf is None:
+                    return None
+            buf.head[1] += 1
+            buf.head[0] = _BUSY
+            buf.peer = peer_pid
+            return buf
+
+    def _free_buffer(self, need: int) -> Optional[_Buffer]:
+        best = None
+        for b in self._buffers:
+            # (a buffer far larger than needed is left for a tensor of its size)
+            if need <= b.capacity <= 2 * need + _PAGE and b.head[0] == _FREE:
+                if best is None or b.capacity < best.capacity:
+                    best = b
+        return best
+
+    def _reclaim(self) -> None:
+        """Frees the buffers held for receivers that died."""
+        alive: dict = {}
+        for b in self._buffers:
+            if b.head[0] == _BUSY and b.peer:
+                if b.peer not in alive:
+                    alive[b.peer] = _start_time(b.peer) is not None
+                if not alive[b.peer]:
+                    b.head[0] = _FREE
+
+    def _evict_free(self, room: int) -> None:
+        for b in sorted((b for b in self._buffers if b.head[0] == _FREE), key=lambda b: -b.capacity):
+            if self._bytes + room <= self.limit_bytes:
+                return
+            self._drop(b)
+
+    def _drop(self, b: _Buffer) -> None:
+        self._buffers.remove(b)
+        del self._by_name[b.name]
+        self._bytes -= b.capacity
+        try:
+            os.unlink(os.path.join(self.dir, b.name))
+        except OSError:
+            pass
+
+    def _create(self, need: int) -> Optional[_Buffer]:
+        capacity = _rounded(need)
+        self._seq += 1
+        name = f"{self._prefix}{self._seq}"
+        path = os.path.join(self.dir, name)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return None
+        try:
+            try:
+                os.posix_fallocate(fd, 0, HEADER + capacity)   # no space: an error now, not a SIGBUS later
+            except (AttributeError, OSError):
+                os.unlink(path)
+                return None
+            mm = mmap.mmap(fd, HEADER + capacity, flags=mmap.MAP_SHARED | _POPULATE)
+        except OSError:
+            os.unlink(path)
+            return None
+        finally:
+            os.close(fd)
+        buf = _Buffer(name, capacity, mm)
+        self._buffers.append(buf)
+        self._by_name[name] = buf
+        self._bytes += capacity
+        return buf
+
+    def close(self) -> None:
+        """Deletes this process's buffer files (mappings others hold stay valid)."""
+        with self._lock:
+            for b in list(self._buffers):
+                self._drop(b)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+
+def _rounded(n: int) -> int:
+    return max(_PAGE, (n + _PAGE - 1) // _PAGE * _PAGE)
+
+
+_POOL: Optional[Pool] = None
+_POOL_LOCK = threading.Lock()
+
+
+def pool() -> Optional[Pool]:
+    """This process's pool, or None when shared memory is off or unusable here."""
+    global _POOL
+    p = _POOL
+    if p is not None and p._pid == os.getpid():
+        return p if p.dir is not None else None
+    if POOL_BYTES <= 0:
+        return None
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._pid != os.getpid():
+            _POOL = Pool()
+        return _POOL if _POOL.dir is not None else None
+
+
+@atexit.register
+def _close_pool() -> None:
+    p = _POOL
+    if p is not None and p._pid == os.getpid():
+        p.close()
+
+
+# -- the receiving side -------------------------------------------------------------------------
+class ShmError(ValueError):
+    """A reference to a buffer that cannot be used: says which and why."""
+
+
+class _View:
+    """What a received array's memory belongs to: when the last array over it goes, the
+    buffer is marked free for its sender to reuse."""
+
+    __slots__ = ("__array_interface__", "_keep", "_head", "_gen", "handed_out")
+
+    def __init__(self, data: np.ndarray, head: np.ndarray, generation: int, dtype: np.dtype, shape: tuple):
+        self._keep = data
+        self._head = head
+        self._gen = generation
+        self.handed_out = False
+        self.__array_interface__ = {"data": (data.__array_interface__["data"][0], True), "shape": shape,
+                                    "typestr": dtype.str, "version": 3}
+
+    def __del__(self):
+        if int(self._head[1]) == self._gen:
+            self._head[0] = _FREE
+
+
+class _Owned:
+    """A writable alias of a received array, for the one caller that owns it."""
+
+    __slots__ = ("__array_interface__", "_view")
+
+    def __init__(self, view: _View):
+        self._view = view   # (the buffer stays in use while either array lives)
+        self.__array_interface__ = dict(view.__array_interface__, data=(view.__array_interface__["data"][0], False))
+
+
+def owned(arr: np.ndarray) -> Optional[np.ndarray]:
+    """A writable array over the same memory as `arr`, a whole array received in shared
+    memory, the first time it is asked for (the receiver's copy is private to it: its sender
+    reuses the buffer only once every array over it is gone); None otherwise (copy it)."""
+    view = arr.base
+    if type(view) is not _View or view.handed_out or arr.shape != view.__array_interface__["shape"] \
+            or arr.__array_interface__["data"][0] != view.__array_interface__["data"][0]:
+        return None
+    view.handed_out = True
+    return np.asarray(_Owned(view))
+
+
+class Attached:
+    """A receiver's mappings of its peers' buffers, by file name. Thread safe."""
+
+    def __init__(self):
+        self._maps: dict[str, mmap.mmap] = {}
+        self._mapped = 0
+        self._lock = threading.Lock()
+
+    def take(self, name: str, generation: int, dtype: np.dtype, shape: tuple, nbytes: int) -> np.ndarray:
+        """The read-only array a sender put in buffer `name` at `generation`."""
+        mm = self._map(name)
+        if HEADER + nbytes > len(mm):
+            raise ShmError(f"shared buffer {name} holds {len(mm) - HEADER} bytes, not the {nbytes} of its tensor")
+        head = _header(mm)
+        if int(head[0]) != _BUSY or int(head[1]) != generation:
+            raise ShmError(f"shared buffer {name} is not in use at generation {generation}")
+        data = np.frombuffer(mm, dtype=np.uint8, count=nbytes, offset=HEADER)
+        return np.asarray(_View(data, head, generation, dtype, shape))
+
+    def _map(self, name: str) -> mmap.mmap:
+        mm = self._maps.get(name)
+        if mm is not None:
+            return mm
+        d = directory()
+        if d is None or type(name) is not str or not _NAME.match(name):
+            raise ShmError(f"bad shared buffer name {name!r:.80}")
+        path = os.path.join(d, name)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ShmError(f"shared buffer {name} cannot be opened ({e.strerror})") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size < HEADER:
+                raise ShmError(f"shared buffer {name} is not a buffer file of this user")
+            mm = mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED | _POPULATE)
+        finally:
+            os.close(fd)
+        with self._lock:
+            if len(self._maps) >= _MAX_ATTACHED or self._mapped + len(mm) > max(POOL_BYTES, 1 << 28):
+                self._forget_gone(d)
+            self._maps[name] = mm
+            self._mapped += len(mm)
+        return mm
+
+    def _forget_gone(self, d: str) -> None:
+        """Drops the mappings of files their owners deleted (the arrays over them keep theirs,
+        and an entry dropped by mistake is mapped again when next named)."""
+        for n in [n for n in self._maps if not os.path.exists(os.path.join(d, n))]:
+            self._mapped -= len(self._maps.pop(n))
+        while len(self._maps) >= _MAX_ATTACHED:
+            self._mapped -= len(self._maps.pop(next(iter(self._maps))))
+
+
+_ATTACHED = Attached()
+
+
+def attached() -> Attached:
+    return _ATTACHED
+

@@ -1,0 +1,159 @@
+"""Shared-memory buffers for same-host tensors (distributed/shm.py): what a receiver gets is the
+sender's data, read-only; a buffer is never reused while a received array over it lives; bad
+references are refused by name; buffers of dead receivers are taken back; a killed sender's
+files are deleted by the next sweep."""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+
+import msgpack
+import numpy as np
+import pytest
+
+from tensorweave.distributed import shm, wire
+from tensorweave.framework import errors
+
+pytestmark = pytest.mark.skipif(shm.directory() is None, reason="no private shared-memory directory here")
+MIB = 1 << 20
+
+
+@pytest.fixture
+def pool():
+    p = shm.Pool(limit_bytes=64 * MIB)
+    yield p
+    p.close()
+
+
+def test_a_received_array_is_the_sent_data_read_only(pool):
+    x = np.arange(MIB // 4, dtype=np.float32).reshape(512, -1)
+    name, gen = pool.put(x)
+    y = shm.Attached().take(name, gen, x.dtype, x.shape, x.nbytes)
+    np.testing.assert_array_equal(y, x)
+    assert y.dtype == np.float32 and y.shape == (512, 512) and not y.flags.writeable
+    with pytest.raises(ValueError):
+        y[0, 0] = 1
+
+
+def test_a_buffer_is_not_reused_while_a_received_array_lives(pool):
+    recv = shm.Attached()
+    a = np.full(MIB // 4, 1.0, np.float32)
+    name, gen = pool.put(a)
+    held = recv.take(name, gen, a.dtype, a.shape, a.nbytes)[10:20]   # a view keeps it too
+    name2, _ = pool.put(np.full(MIB // 4, 2.0, np.float32))
+    assert name2 != name
+    np.testing.assert_array_equal(held, 1.0)
+    del held
+    gc.collect()
+    name3, gen3 = pool.put(np.full(MIB // 4, 3.0, np.float32))
+    assert name3 == name and gen3 == gen + 1
+    # the old generation is refused now: a stale reference never reads the new data
+    with pytest.raises(shm.ShmError, match="generation"):
+        recv.take(name, gen, a.dtype, a.shape, a.nbytes)
+
+
+@pytest.mark.parametrize("name, match", [("../etc/passwd", "bad shared buffer name"), ("1-2-3/..", "bad"),
+                                         ("999999-1-1", "cannot be opened")])
+def test_bad_references_are_refused_by_name(name, match):
+    with pytest.raises(shm.ShmError, match=match):
+        shm.Attached().take(name, 1, np.dtype(np.float32), (4,), 16)
+
+
+def test_a_tensor_larger_than_its_buffer_is_refused(pool):
+    name, gen = pool.put(np.ones(MIB // 4, np.float32))
+    with pytest.raises(shm.ShmError, match="holds"):
+        shm.Attached().take(name, gen, np.dtype(np.float32), (MIB,), 4 * MIB)
+
+
+def test_the_pool_stays_within_its_limit_and_takes_back_a_dead_receivers_buffers():
+    p = shm.Pool(limit_bytes=2 * MIB)
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=dead.pid) is not None
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid()) is not None
+        assert p.bytes <= 2 * MIB
+        # full: the dead receiver's buffer is taken back, the live one's is not
+        name, _ = p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid())
+        assert p.bytes <= 2 * MIB
+        assert p.put(np.ones(MIB // 4, np.float32), peer_pid=os.getpid()) is None   # travels in the socket
+        p.release(name, int(p._by_name[name].head[1]))   # a message that never left gives its buffer back
+        assert p.put(np.ones(MIB // 4, np.float32)) is not None
+    finally:
+        p.close()
+
+
+def test_a_killed_senders_files_are_deleted_by_the_next_sweep():
+    code = ("import numpy as np, sys, time\n"
+            "from tensorweave.distributed import shm\n"
+            "p = shm.pool()\n"
+            "print(p.put(np.ones(1 << 18, np.float32))[0], flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        name = proc.stdout.readline().strip()
+        path = os.path.join(shm.directory(), name)
+        assert os.path.exists(path)
+        y = shm.Attached().take(name, 1, np.dtype(np.float32), (1 << 18,), 1 << 20)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert shm.sweep() >= 1 and not os.path.exists(path)
+        np.testing.assert_array_equal(y, 1.0)   # a mapping already held stays valid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_message_carries_large_tensors_in_shared_memory_and_small_ones_in_frames(pool):
+    big, small = np.arange(MIB, dtype=np.float32).reshape(1024, 1024), np.arange(10, dtype=np.int64)
+    frames, leases, shared = wire.encode_shared({"a": [big, small], "s": "x"}, pool, os.getpid())
+    assert len(leases) == 1 and shared == big.nbytes
+    assert sum(len(f) for f in frames) < 1024   # only headers cross the socket
+    out = wire.decode(frames, shm.Attached())
+    np.testing.assert_array_equal(out["a"][0], big)
+    np.testing.assert_array_equal(out["a"][1], small)
+    assert out["a"][0].dtype == np.float32 and not out["a"][0].flags.writeable and out["s"] == "x"
+    # the same message over a connection that takes no shared memory (tcp) is malformed
+    with pytest.raises(wire.WireError, match="shared memory arrived on a connection that takes none"):
+        wire.decode(frames)
+
+
+def test_a_message_that_cannot_be_encoded_gives_its_buffers_back(pool):
+    big = np.ones(MIB // 4, np.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="Cannot encode"):
+        wire.encode_shared([big, object()], pool)
+    name, gen = pool.put(big)
+    assert gen == 2   # the first use's buffer was free again: reused, one generation on
+
+
+@pytest.mark.parametrize("desc, match", [
+    (["float32", [4], "1-2-3"], "must be"), (["resource", [4], "1-2-3", 1], "unknown dtype"),
+    (["float32", [-1], "1-2-3", 1], "non-negative"), (["float32", [4], "1-2-3", -5], "generation"),
+    (["float32", [4], "../../x", 1], "bad shared buffer name")])
+def test_malformed_shared_tensor_references_are_refused(desc, match):
+    head = msgpack.packb([msgpack.ExtType(wire.SHM_EXT, msgpack.packb(desc))])
+    with pytest.raises(wire.WireError, match=match):
+        wire.decode([head], shm.Attached())
+
+
+def test_the_receiver_may_own_a_received_array_once_without_a_copy(pool):
+    x = np.arange(MIB // 4, dtype=np.float32)
+    name, gen = pool.put(x)
+    y = shm.Attached().take(name, gen, x.dtype, x.shape, x.nbytes)
+    assert shm.owned(y[1:]) is None   # only the whole array
+    mine = shm.owned(y)
+    assert mine is not None and mine.flags.writeable and np.shares_memory(mine, y)
+    assert shm.owned(y) is None   # once: a second fetch of the same value gets a copy
+    del y
+    gc.collect()
+    assert pool._by_name[name].head[0] == 1   # still in use while the owned array lives
+    mine[0] = 7.0
+    del mine
+    gc.collect()
+    assert pool._by_name[name].head[0] == 0
+    assert shm.owned(np.ones(3)) is None
