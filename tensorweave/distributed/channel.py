@@ -82,6 +82,7 @@ class Channel:
         self._uds_free: list = []
         self._uds: Optional[str] = None
         self._uds_candidate = uds_path_of(address, must_exist=False)   # where a same-host peer listens
+        self._stale_uds: Optional[tuple] = None   # (inode, mtime) of a socket file nobody listened on
         self._closed = False
         self._lost = False   # the peer was found gone: connections are waited for only briefly
 
@@ -103,7 +104,7 @@ class Channel:
         if self._uds is None:
             if self._uds_candidate is None:
                 self._uds = ""
-            elif os.path.exists(self._uds_candidate):
+            elif _file_id(self._uds_candidate) not in (None, self._stale_uds):
                 self._uds = self._uds_candidate
         return self._uds or None
 
@@ -114,6 +115,8 @@ class Channel:
             try:
                 return uds.connect(self.uds_path, max(0.05, min(1.0, deadline - time.monotonic())),
                                    self.connect_timeout_s)
+            except ConnectionRefusedError:
+                raise
             except OSError as e:
                 if time.monotonic() >= deadline:
                     raise self._unavailable(f"no connection within {wait:g} s ({type(e).__name__})") from None
@@ -140,7 +143,12 @@ class Channel:
                     self.mark_lost()   # it was connected and is no more: the peer went away (or restarts)
             return sock
         if self.uds_path is not None:
-            return self._uds_connect()
+            try:
+                return self._uds_connect()
+            except ConnectionRefusedError:
+                # A file left by a server that is gone (its port may serve another one now, whose
+                # file is elsewhere): reach the address by tcp until the file is made again.
+                self._stale_uds, self._uds = _file_id(self._uds_candidate), None
         sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)
@@ -539,3 +547,11 @@ def _result(reply: dict, peer_name: str) -> Any:
     if type(code) is not int or not isinstance(msg, str):
         raise errors.InternalError(None, None, f"Malformed error reply from {peer_name}")
     raise errors.make_error(code, msg)
+
+
+def _file_id(path: str) -> Optional[tuple]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns

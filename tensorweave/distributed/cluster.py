@@ -5,10 +5,10 @@ given as a list (dense indices 0..n-1) or a dict {index: address} (sparse indice
 """
 from __future__ import annotations
 
-import socket
-
 import json
 import os
+import random
+import socket
 from typing import Optional
 
 from tensorweave.framework.device import task_name
@@ -179,15 +179,34 @@ def from_tf_config(env: Optional[str] = None) -> tuple[Optional[ClusterSpec], Op
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list:
-    """n distinct free TCP ports on `host` (held open together so they differ)."""
-    socks = []
+    """n distinct free TCP ports on `host`, held open together so they differ. Chosen below the
+    kernel's ephemeral range where there is one: a port bind(0) hands out may be taken as the local
+    end of any outgoing connection before the server binds it."""
+    bind_host = "127.0.0.1" if host == "localhost" else host
+    low = _ephemeral_low()
+    rng = random.Random()
+    socks: list = []
     try:
-        for _ in range(n):
+        for attempt in range(200 * n):
+            if len(socks) == n:
+                break
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1" if host == "localhost" else host, 0))
+            try:
+                s.bind((bind_host, rng.randrange(10000, low) if low > 11000 and attempt < 100 * n else 0))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
             s.close()
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 

@@ -114,7 +114,7 @@ def test_launch_servers_only_and_ctrl_c_stops_every_task(spawn):
     p = spawn("launch", "--ps", "1", "--workers", "1")
     cluster = json.loads(p.stderr.readline().split("tensorweave launch: cluster ", 1)[1])
     serving = [p.stdout.readline(), p.stdout.readline()]
-    assert all("SERVING" in s for s in serving)
+    assert all("SERVING" in s for s in serving), serving + [p.stderr.read() if p.poll() is not None else ""]
     up = cli("status", "--cluster", json.dumps(cluster), "--timeout", "2")
     assert up.returncode == 0, up.stdout
     p.send_signal(signal.SIGINT)

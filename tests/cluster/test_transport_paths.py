@@ -135,3 +135,28 @@ def test_a_peer_that_starts_after_its_client_looked_is_still_reached_over_its_un
     finally:
         ch.close()
         server.stop()
+
+
+def test_a_socket_file_nobody_listens_on_sends_calls_by_tcp_at_once(start_cluster, tmp_path):
+    """A killed server leaves its socket file; another server on that port whose file lies elsewhere
+    (another TMPDIR) is reached by tcp at once, not after the connect timeout."""
+    c = start_cluster({"local": 1}, env={"TMPDIR": str(tmp_path)})
+    address = c.address("local", 0)
+    stale = sockets.uds_path_for_port(int(address.rpartition(":")[2]))
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(stale)
+    except FileNotFoundError:
+        pass
+    leftover.bind(stale)
+    leftover.close()                      # the file stays, with nobody listening on it
+    ch = channel_mod.Channel(address, T0, 30.0)
+    try:
+        t0 = time.monotonic()
+        assert ch.call("get_status", {})["job"] == "local"
+        assert ch.call("get_status", {})["job"] == "local"
+        assert time.monotonic() - t0 < 5
+        assert ch.uds_path is None and all(type(s) is not uds.Conn for s in ch._free)
+    finally:
+        ch.close()
+        os.unlink(stale)
