@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tensorweave.ops.ragged.factory import (  # noqa: F401
-    constant, constant_value, map_flat_values, ragged_range as range)
+    constant, constant_value, map_flat_values, placeholder, ragged_range as range)
 from tensorweave.ops.ragged.ragged_tensor import (  # noqa: F401
     RaggedTensorValue, row_splits_to_segment_ids, segment_ids_to_row_splits)
 

@@ -1,14 +1,14 @@
 """Making ragged tensors: tf.ragged.constant and constant_value (from nested Python lists),
-tf.ragged.range (TF's RaggedRange kernel) and tf.ragged.map_flat_values."""
+tf.ragged.placeholder, tf.ragged.range (TF's RaggedRange kernel) and tf.ragged.map_flat_values."""
 from __future__ import annotations
 
 import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies, name_scope
-from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.core import constant as dense_constant, identity
+from tensorweave.ops.array.core import constant as dense_constant, identity, placeholder as dense_placeholder
 from tensorweave.ops.debugging.asserts import assert_equal
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, RaggedTensorValue, is_ragged
@@ -123,6 +123,21 @@ def constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None, row_s
 
     return _flatten(pylist, ragged_rank, inner_shape, inner,
                     lambda values, splits: RaggedTensorValue(values, np.array(splits, dtype=splits_np)))
+
+
+def placeholder(dtype, ragged_rank, value_shape=None, name=None):
+    """tf.ragged.placeholder(dtype, ragged_rank, value_shape=None, name=None): a RaggedTensor of
+    placeholders (flat values [None] + value_shape, int64 row splits), fed a RaggedTensorValue."""
+    if ragged_rank == 0:
+        return dense_placeholder(dtype, value_shape, name)
+    with name_scope(name, "RaggedPlaceholder"):
+        # as TF's: without value_shape the flat values' rank is unknown
+        flat_shape = None if value_shape is None else TensorShape([None]).concatenate(as_shape(value_shape))
+        result = dense_placeholder(dtype, flat_shape, name="flat_values")
+        for i in reversed(range(ragged_rank)):
+            splits = dense_placeholder(dtypes.int64, [None], name=f"row_splits_{i}")
+            result = RaggedTensor(result, splits, internal=True)
+        return result
 
 
 # -- range -----------------------------------------------------------------------------------------

@@ -2,13 +2,11 @@
 
 A RaggedTensor is a composite of plain tensors: `values` (a Tensor, or a RaggedTensor for more
 than one ragged dimension) and `row_splits` (int64 or int32 [nrows + 1]: row i is
-values[row_splits[i]:row_splits[i + 1]]). It crosses tasks and is fetched as its flat values and
-nested row splits: `Session.run` returns a RaggedTensorValue. Its methods are composites of array
+values[row_splits[i]:row_splits[i + 1]]). It crosses tasks, is fetched and fed as its flat values
+and nested row splits: `Session.run` returns a RaggedTensorValue, and one feeds it. Its methods are composites of array
 ops (so gradients flow through `to_tensor`), except `to_sparse`, TF's RaggedTensorToSparse kernel.
 """
 from __future__ import annotations
-
-from typing import Optional
 
 import numpy as np
 
@@ -410,7 +408,8 @@ class RaggedTensor:
         with name_scope(name, "RaggedToSparse", [self]):
             splits = list(self.nested_row_splits)
             op = make_op("RaggedTensorToSparse", splits + [self.flat_values],
-                         {"RAGGED_RANK": len(splits), "Tsplits": splits[0].dtype}, name="RaggedTensorToSparse")
+                         {"RAGGED_RANK": len(splits), "T": self.dtype, "Tsplits": splits[0].dtype},
+                         name="RaggedTensorToSparse")
             return SparseTensor(*op.outputs)
 
     # -- the Session's composite protocol ---------------------------------------------------------
@@ -423,6 +422,17 @@ class RaggedTensor:
             value = RaggedTensorValue(np.asarray(value), np.asarray(splits)) \
                 if not isinstance(value, RaggedTensorValue) else RaggedTensorValue(value, np.asarray(splits))
         return value
+
+    def _feed_parts(self) -> list:
+        return self._fetch_parts()
+
+    def _split_feed(self, value) -> list:
+        if not isinstance(value, RaggedTensorValue):
+            raise TypeError(f"A RaggedTensor is fed a tf.ragged.RaggedTensorValue, got {type(value).__name__}")
+        if value.ragged_rank != self.ragged_rank:
+            raise ValueError(f"Cannot feed a RaggedTensorValue of ragged_rank {value.ragged_rank} to a RaggedTensor "
+                             f"of ragged_rank {self.ragged_rank}")
+        return [value.flat_values] + list(value.nested_row_splits)
 
     def eval(self, feed_dict=None, session=None) -> RaggedTensorValue:
         """The value of this RaggedTensor in `session` (the default session when None)."""

@@ -87,7 +87,7 @@ def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None
              "preserve_short_sequences": bool(preserve_short_sequences)}
 
     def run(values: Tensor, splits: Tensor):
-        op = make_op("StringNGrams", [values, splits], attrs, name="StringNGrams")
+        op = make_op("StringNGrams", [values, splits], dict(attrs, Tsplits=splits.dtype), name="StringNGrams")
         return op.outputs[0], op.outputs[1]
 
     with name_scope(name, "StringNGrams", [data]):

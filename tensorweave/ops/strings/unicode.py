@@ -151,7 +151,8 @@ def unicode_encode(input, output_encoding, errors="replace", replacement_char=65
 # -- UnicodeDecode / UnicodeDecodeWithOffsets --------------------------------------------------------
 def _decode_kernel(with_offsets: bool):
     def factory(node, ctx):
-        codec, errors, repl = _INPUT_CODECS[node.attr["input_encoding"]], node.attr["errors"], node.attr["replacement_char"]
+        codec = _INPUT_CODECS[node.attr["input_encoding"]]
+        errors, repl = node.attr["errors"], node.attr["replacement_char"]
         control = node.attr["replace_control_characters"]
         splits_np = dtypes.as_dtype(node.attr["Tsplits"]).as_numpy_dtype
 
