@@ -22,6 +22,7 @@ from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
 from tensorweave.framework.sparse_tensor import *  # noqa: F401,F403
+from tensorweave.ops.ragged.ragged_tensor import *  # noqa: F401,F403
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
 from tensorweave.framework.api import *  # noqa: F401,F403
@@ -83,8 +84,8 @@ from tensorweave.client.session import InteractiveSession, Session, get_default_
 
 from tensorweave import (  # noqa: F401,E402  (namespaces: tf.nn, tf.train, ...)
     app, bitwise, compat, contrib, data, debugging, distribute, flags, gfile, image, initializers, io, keras, layers,
-    linalg, logging, losses, manip, math, metrics, nn, python_io, queue, random, regularizers, sparse, strings, summary,
-    test, train)
+    linalg, logging, losses, manip, math, metrics, nn, python_io, queue, ragged, random, regularizers, sparse, strings,
+    summary, test, train)
 from tensorweave.summary import Event, HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401,E402
 
 

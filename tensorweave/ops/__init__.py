@@ -31,7 +31,8 @@ from tensorweave.ops.data_flow import waiting, queue_resources, queue_ops, queue
 from tensorweave.ops.array import array_grad  # noqa: F401
 from tensorweave.ops.math import math_grad  # noqa: F401
 from tensorweave.ops.control_flow import control_flow_grad  # noqa: F401
-from tensorweave.ops.strings import hashing, join_split, transform, conversion, unicode  # noqa: F401
+from tensorweave.ops.ragged import ragged_tensor, factory  # noqa: F401
+from tensorweave.ops.strings import hashing, join_split, transform, conversion, unicode, ngrams  # noqa: F401
 from tensorweave.ops.image import color, geometry, resize, boxes, codecs  # noqa: F401
 from tensorweave.ops.io import gfile, tfrecord, example_proto, parsing, decoding, file_ops, record_files, readers  # noqa: F401
 from tensorweave.ops.data import structure, pipeline, dataset_ops, iterator_ops, iterator, dataset  # noqa: F401

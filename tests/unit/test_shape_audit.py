@@ -265,6 +265,9 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:  # noqa: C901 
         tf.strings.to_hash_bucket_strong(words, 5, [1, 2]), tf.strings.to_number(words)
         tf.strings.unicode_encode(tf.placeholder(tf.int32, [3, 4]), "UTF-8")
         tf.strings.unicode_transcode(words, "UTF-8", "UTF-16-BE")
+        tf.strings.unicode_decode(words, "UTF-8"), tf.strings.unicode_decode_with_offsets(words, "UTF-8")
+        tf.strings.ngrams(words, 2), tf.ragged.range(tf.placeholder(tf.int64, [3], name="limits"))
+        tf.RaggedTensor.from_row_splits(words, [0, 1, 3], validate=False).to_sparse()
         tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
@@ -495,6 +498,11 @@ COMPOSITES = {
     "max_pool1d": (lambda x: tf.nn.max_pool1d(x, 2, 1, "SAME"), [A234]),
     "crelu": (tf.nn.crelu, [A234]),
     "cumsum_reverse": (lambda x: tf.cumsum(x, 2, reverse=True, exclusive=True), [A234]),
+    "ragged_from_tensor_padding": (lambda x: tf.RaggedTensor.from_tensor(
+        tf.nn.relu(x), padding=np.zeros(4, F)).to_tensor(-1.0), [A234]),
+    "ragged_from_tensor_lengths": (lambda x: tf.RaggedTensor.from_tensor(x, lengths=[2, 0]).to_tensor(), [A234]),
+    "ragged_from_row_lengths_to_tensor": (lambda x: tf.RaggedTensor.from_row_lengths(
+        tf.reshape(x, [-1]), [5, 0, 19]).to_tensor(), [A234]),
 }
 
 
@@ -513,7 +521,9 @@ def _composite_outputs(name: str, variant: str):
 
 
 # Composites that need a known rank in TF too.
-NEEDS_RANK = {"boolean_mask": "TF: the number of mask dimensions must be specified"}
+NEEDS_RANK = {"boolean_mask": "TF: the number of mask dimensions must be specified",
+              "ragged_from_tensor_padding": "TF: RaggedTensor.from_tensor needs the tensor's rank",
+              "ragged_from_tensor_lengths": "TF: RaggedTensor.from_tensor needs the tensor's rank"}
 
 
 @pytest.mark.parametrize("name,variant", [(n, v) for n in sorted(COMPOSITES) for v in ("unknown_dims", "unknown_rank")

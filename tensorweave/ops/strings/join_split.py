@@ -1,5 +1,6 @@
 """Joining and splitting strings: tf.string_join, tf.reduce_join, tf.strings.unsorted_segment_join,
-tf.string_split and tf.strings.split (SparseTensor results, as TF1 gives them)."""
+tf.string_split and tf.strings.split (SparseTensor results by default, as TF1 gives them, or
+RaggedTensors), tf.strings.bytes_split."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +21,7 @@ from tensorweave.ops.helpers import (
     string_array,
     string_result,
 )
+from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, split_each
 from tensorweave.ops.registry import register
 
 __all__ = ["string_join", "reduce_join", "string_split"]
@@ -229,29 +231,53 @@ register("StringSplit", _split_infer, _split_v1_kernel, grad=None, dtypes=(dtype
 register("StringSplitV2", _split_infer, _split_v2_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="input")
 
 
+def _split_result(op, result_type: str):
+    """The (indices, values, dense_shape) of a StringSplit op as TF's result_type asks."""
+    if result_type == "SparseTensor":
+        return SparseTensor(*op.outputs)
+    indices, values, dense_shape = op.outputs
+    return RaggedTensor.from_value_rowids(values, indices[:, 0], nrows=dense_shape[0], validate=False)
+
+
+def _check_result_type(result_type: str) -> None:
+    if result_type not in ("SparseTensor", "RaggedTensor"):
+        raise ValueError(f"result_type must be 'RaggedTensor' or 'SparseTensor', got {result_type!r}")
+
+
 def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor", name=None):
-    """tf.string_split(source, sep=None, skip_empty=True, delimiter=None): splits each string of
-    the vector `source` at any character of `delimiter` (default ' '; '' splits into bytes);
-    a SparseTensor of shape [len(source), most tokens]."""
-    if result_type != "SparseTensor":
-        raise ValueError("result_type must be 'SparseTensor' (tensorweave has no RaggedTensor)")
+    """tf.string_split(source, sep=None, skip_empty=True, delimiter=None, result_type='SparseTensor'):
+    splits each string of the vector `source` at any character of `delimiter` (default ' '; ''
+    splits into bytes); a SparseTensor of shape [len(source), most tokens], or a RaggedTensor."""
+    _check_result_type(result_type)
     delimiter = delimiter if delimiter is not None else (sep if sep is not None else " ")
     with name_scope(name, "StringSplit"):
         x = as_string_tensor(source)
         d = as_string_tensor(delimiter)
         op = make_op("StringSplit", [x, d], {"skip_empty": bool(skip_empty)}, name="StringSplit")
-    return SparseTensor(*op.outputs)
+        return _split_result(op, result_type)
 
 
 def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None, name=None):  # noqa: A002
-    """tf.strings.split(input, sep=None, maxsplit=-1): Python's str.split on each string of a
-    vector (sep None: runs of whitespace; otherwise the whole `sep`, empty tokens kept), at
-    most `maxsplit` splits; a SparseTensor."""
-    if result_type != "SparseTensor":
-        raise ValueError("result_type must be 'SparseTensor' (tensorweave has no RaggedTensor)")
+    """tf.strings.split(input, sep=None, maxsplit=-1, result_type='SparseTensor'): Python's
+    str.split on each string of a vector (sep None: runs of whitespace; otherwise the whole `sep`,
+    empty tokens kept), at most `maxsplit` splits; a SparseTensor or a RaggedTensor."""
+    _check_result_type(result_type)
     input = source if input is None else input
     with name_scope(name, "StringSplit"):
         x = as_string_tensor(input)
         s = as_string_tensor(sep or "")
         op = make_op("StringSplitV2", [x, s], {"maxsplit": int(maxsplit)}, name="StringSplitV2")
-    return SparseTensor(*op.outputs)
+        return _split_result(op, result_type)
+
+
+def bytes_split(input, name=None):  # noqa: A002
+    """tf.strings.bytes_split(input, name=None): each string split into its bytes (1-byte
+    strings): a 1-D tensor for a scalar, else a RaggedTensor with one more ragged dimension."""
+    def run(flat):
+        indices, values, dense_shape = make_op("StringSplit", [flat, as_string_tensor("")], {"skip_empty": False},
+                                               name="StringSplit").outputs
+        rt = RaggedTensor.from_value_rowids(values, indices[:, 0], nrows=dense_shape[0], validate=False)
+        return rt.row_splits, [rt.values]
+
+    with name_scope(name, "StringsByteSplit", [input]):
+        return split_each(input, run, dtypes.string)[0]

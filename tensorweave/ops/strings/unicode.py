@@ -1,17 +1,22 @@
-"""Unicode: tf.strings.unicode_transcode and unicode_encode (dense code point tensors), with
-TF's error modes ('strict', 'replace' with `replacement_char`, 'ignore')."""
+"""Unicode: tf.strings.unicode_transcode, unicode_encode (dense code point tensors),
+unicode_decode(_with_offsets) and unicode_split(_with_offsets) (RaggedTensors of code points or
+characters for inputs of rank >= 1), with TF's error modes ('strict', 'replace' with
+`replacement_char`, 'ignore')."""
 from __future__ import annotations
 
 import numpy as np
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.shapes import unknown_shape
+from tensorweave.framework.api import name_scope
+from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_result
+from tensorweave.ops.array.core import reshape
+from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array, string_result
+from tensorweave.ops.ragged.ragged_tensor import split_each
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
 
-__all__: list = []
+__all__: list = []   # tf.strings gathers the public functions
 
 _CODECS = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}
 _INPUT_CODECS = dict(_CODECS, **{"US ASCII": "ascii", "ISO-8859-1": "latin-1"})
@@ -22,21 +27,32 @@ def _valid(cp: int) -> bool:
     return 0 <= cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF
 
 
-def _code_points(node, text: bytes, codec: str, errors: str, replacement: int, index: int) -> list:
-    """The code points of `text`, invalid sequences handled per `errors`."""
-    out, pos = [], 0
-    while pos <= len(text):
+def _decode(node, text: bytes, codec: str, errors: str, replacement: int, index: int) -> tuple:
+    """(code points, byte offset where each starts) of `text`, invalid sequences handled per
+    `errors` (Python's codecs find the same maximal invalid subparts as ICU)."""
+    cps, starts, pos = [], [], 0
+    while True:
         try:
-            out.extend(ord(c) for c in text[pos:].decode(codec))
-            return out
+            chunk, bad = text[pos:].decode(codec), None
         except UnicodeDecodeError as e:
             if errors == "strict":
                 raise invalid(node, f"Invalid formatting on input string (element {index})") from None
-            out.extend(ord(c) for c in text[pos:pos + e.start].decode(codec))
-            if errors == "replace":
-                out.append(replacement)
-            pos += e.end
-    return out
+            chunk, bad = text[pos:pos + e.start].decode(codec), (pos + e.start, pos + e.end)
+        offset = pos
+        for ch in chunk:
+            cps.append(ord(ch))
+            starts.append(offset)
+            offset += len(ch.encode(codec, "surrogatepass"))
+        if bad is None:
+            return cps, starts
+        if errors == "replace":
+            cps.append(replacement)
+            starts.append(bad[0])
+        pos = bad[1]
+
+
+def _code_points(node, text: bytes, codec: str, errors: str, replacement: int, index: int) -> list:
+    return _decode(node, text, codec, errors, replacement, index)[0]
 
 
 def _encode(node, cps, codec: str, errors: str, replacement: int, index: int) -> bytes:
@@ -130,3 +146,107 @@ def unicode_encode(input, output_encoding, errors="replace", replacement_char=65
         raise ValueError("unicode_encode: input must have rank >= 1")
     attrs = {"output_encoding": output_encoding, "errors": errors, "replacement_char": int(replacement_char)}
     return make_op("UnicodeEncodeDense", [t], attrs, name=name or "UnicodeEncode").outputs[0]
+
+
+# -- UnicodeDecode / UnicodeDecodeWithOffsets --------------------------------------------------------
+def _decode_kernel(with_offsets: bool):
+    def factory(node, ctx):
+        codec = _INPUT_CODECS[node.attr["input_encoding"]]
+        errors, repl = node.attr["errors"], node.attr["replacement_char"]
+        control = node.attr["replace_control_characters"]
+        splits_np = dtypes.as_dtype(node.attr["Tsplits"]).as_numpy_dtype
+
+        def run(x):
+            texts = string_array(x).reshape(-1)
+            check_output_size(node, [sum(len(t) for t in texts)])
+            decoded = [_decode(node, bytes(t), codec, errors, repl, i) for i, t in enumerate(texts)]
+            cps = [cp for d in decoded for cp in d[0]]
+            if control:
+                cps = [repl if cp < 0x20 else cp for cp in cps]
+            splits = np.concatenate([[0], np.cumsum([len(d[0]) for d in decoded])]).astype(splits_np)
+            values = np.array(cps, dtype=np.int32)
+            if not with_offsets:
+                return splits, values
+            return splits, values, np.array([o for d in decoded for o in d[1]], dtype=np.int64)
+        return run
+    return factory
+
+
+def _decode_infer(with_offsets: bool):
+    def infer(op):
+        n = op.inputs[0].shape.num_elements()
+        outs = [(op.get_attr("Tsplits"), TensorShape([None if n is None else n + 1])),
+                (dtypes.int32, TensorShape([None]))]
+        return outs + [(dtypes.int64, TensorShape([None]))] if with_offsets else outs
+    return infer
+
+
+register("UnicodeDecode", _decode_infer(False), _decode_kernel(False), grad=None, dtypes=(dtypes.string,),
+         dtype_param="input")
+register("UnicodeDecodeWithOffsets", _decode_infer(True), _decode_kernel(True), grad=None,
+         dtypes=(dtypes.string,), dtype_param="input")
+
+
+def _decoder(op_type: str, input_encoding, errors, replacement_char, replace_control_characters):
+    """A split_each function running one UnicodeDecode(WithOffsets) op over flat strings."""
+    input_encoding = _text(input_encoding)
+    if input_encoding not in _INPUT_CODECS:
+        raise ValueError(f"input_encoding must be one of {sorted(_INPUT_CODECS)}, got {input_encoding!r}")
+    _check_modes(errors, replacement_char)
+    attrs = {"input_encoding": input_encoding, "errors": errors, "replacement_char": int(replacement_char),
+             "replace_control_characters": bool(replace_control_characters), "Tsplits": dtypes.int64}
+
+    def run(flat):
+        op = make_op(op_type, [flat], attrs, name=op_type)
+        return op.outputs[0], list(op.outputs[1:])
+    return run
+
+
+def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                   replace_control_characters=False, name=None):
+    """tf.strings.unicode_decode(input, input_encoding, errors='replace', replacement_char=65533,
+    replace_control_characters=False, name=None): the int32 code points of each string: a 1-D
+    tensor for a scalar input, else a RaggedTensor with one more (ragged) dimension."""
+    with name_scope(name, "UnicodeDecode", [input]):
+        return split_each(input, _decoder("UnicodeDecode", input_encoding, errors, replacement_char,
+                                          replace_control_characters), dtypes.string)[0]
+
+
+def unicode_decode_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                                replace_control_characters=False, name=None):
+    """tf.strings.unicode_decode_with_offsets(...): (code points, the int64 byte offset in its
+    string where each character starts), shaped as unicode_decode's result."""
+    with name_scope(name, "UnicodeDecodeWithOffsets", [input]):
+        return tuple(split_each(input, _decoder("UnicodeDecodeWithOffsets", input_encoding, errors,
+                                                replacement_char, replace_control_characters), dtypes.string))
+
+
+def _splitter(input_encoding, errors, replacement_char, with_offsets: bool):
+    """A split_each function: decode, then encode each code point alone in the same encoding."""
+    encoding = _text(input_encoding)
+    if encoding not in _CODECS:
+        raise ValueError(f"input_encoding must be one of {sorted(_CODECS)}, got {input_encoding!r}")
+    decode = _decoder("UnicodeDecodeWithOffsets" if with_offsets else "UnicodeDecode", encoding, errors,
+                      replacement_char, False)
+
+    def run(flat):
+        splits, outs = decode(flat)
+        chars = make_op("UnicodeEncodeDense", [reshape(outs[0], [-1, 1])],
+                        {"output_encoding": encoding, "errors": errors, "replacement_char": int(replacement_char)},
+                        name="UnicodeEncode").outputs[0]
+        return splits, [chars] + outs[1:]
+    return run
+
+
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533, name=None):  # noqa: A002
+    """tf.strings.unicode_split(input, input_encoding, errors='replace', replacement_char=65533,
+    name=None): each string split into its characters (each a string in input_encoding)."""
+    with name_scope(name, "UnicodeSplit", [input]):
+        return split_each(input, _splitter(input_encoding, errors, replacement_char, False), dtypes.string)[0]
+
+
+def unicode_split_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                               name=None):
+    """tf.strings.unicode_split_with_offsets(...): (characters, the byte offset where each starts)."""
+    with name_scope(name, "UnicodeSplitWithOffsets", [input]):
+        return tuple(split_each(input, _splitter(input_encoding, errors, replacement_char, True), dtypes.string))

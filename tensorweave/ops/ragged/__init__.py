@@ -1,0 +1,2 @@
+"""Ragged tensors: the RaggedTensor composite and its value (ragged_tensor.py), and the ways to
+make one from Python lists, ranges or other ragged tensors (factory.py)."""
