@@ -10,6 +10,7 @@ of a cluster that authenticates and encrypts its traffic, distributed/auth.py).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import tensorweave
 from tensorweave.distributed import auth
@@ -81,11 +82,25 @@ def _pump(stream, out, prefix: str) -> None:
     stream.close()
 
 
+def _die_with_launcher() -> Optional[Callable[[], None]]:
+    """On Linux, a child's request to get SIGTERM when the launcher is gone (even SIGKILLed,
+    which leaves it no chance to stop its tasks). Resolved here, before any fork: the child only
+    makes the one system call."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+
+
+_DIE_WITH_LAUNCHER = _die_with_launcher() if sys.platform.startswith("linux") else None
+
+
 class _Task:
     def __init__(self, job: str, index: int, cmd: list, env: dict, main: bool, prefix: bool):
         self.job, self.index, self.main = job, index, main
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_DIE_WITH_LAUNCHER)
         tag = f"[{job}:{index}] " if prefix else ""
         self.pumps = [threading.Thread(target=_pump, args=(self.proc.stdout, sys.stdout, tag), daemon=True),
                       threading.Thread(target=_pump, args=(self.proc.stderr, sys.stderr, tag), daemon=True)]

@@ -121,3 +121,19 @@ def test_launch_servers_only_and_ctrl_c_stops_every_task(spawn):
     assert p.wait(20) == 0
     down = cli("status", "--cluster", json.dumps(cluster), "--timeout", "0.5")
     assert down.returncode == 1 and down.stdout.count(" DOWN ") == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_tasks_of_a_killed_launcher_stop_too(spawn):
+    p = spawn("launch", "--ps", "1", "--workers", "1")
+    cluster = json.loads(p.stderr.readline().split("tensorweave launch: cluster ", 1)[1])
+    assert all("SERVING" in p.stdout.readline() for _ in range(2))
+    p.kill()   # SIGKILL: the launcher cannot stop its tasks itself
+    p.wait(10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        down = cli("status", "--cluster", json.dumps(cluster), "--timeout", "0.5")
+        if down.stdout.count(" DOWN ") == 2:
+            break
+        time.sleep(0.2)
+    assert down.returncode == 1 and down.stdout.count(" DOWN ") == 2, down.stdout
