@@ -4,6 +4,9 @@ server past 4 GB). The shape function refuses it when the size is known while th
 the kernel when it is known only at run time (a fed size, or a graph from the wire)."""
 from __future__ import annotations
 
+import gzip
+import zlib
+
 import numpy as np
 import pytest
 
@@ -251,3 +254,20 @@ def test_an_image_header_past_the_limit_is_refused_before_decoding(side, small_l
             else:
                 with pytest.raises(errors.ResourceExhaustedError, match="DecodePng " + NAMED):
                     sess.run(decoded)
+
+
+@pytest.mark.parametrize("kind", ["ZLIB", "GZIP"])
+def test_decode_compressed_round_trips_and_refuses_a_bomb(kind, small_limit):
+    pack = (lambda b: gzip.compress(b)) if kind == "GZIP" else zlib.compress
+    ok, bomb = bytes(range(256)) * 3 + b"x" * 232, b"\0" * 1001   # 1,000 bytes: at the limit; 1,001: past it
+    data = tf.placeholder(tf.string, [None])
+    out = tf.io.decode_compressed(data, compression_type=kind)
+    with tf.Session() as sess:
+        assert list(sess.run(out, {data: [pack(ok), pack(b"")]})) == [ok, b""]
+        if kind == "GZIP":   # a file of two members is their concatenation, as gzip reads it
+            assert sess.run(out, {data: [pack(b"ab") + pack(b"cd")]})[0] == b"abcd"
+        with pytest.raises(errors.ResourceExhaustedError, match="DecodeCompressed output.*max_op_output_elements"):
+            sess.run(out, {data: [pack(bomb)]})
+        with pytest.raises(errors.InvalidArgumentError, match="Could not decompress"):
+            sess.run(out, {data: [pack(ok)[:-6]]})
+        assert list(sess.run(out, {data: [pack(ok)]})) == [ok]   # the session stays usable
