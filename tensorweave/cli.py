@@ -13,6 +13,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,18 +67,24 @@ def cmd_server(args) -> int:
 
 
 # -- launch ----------------------------------------------------------------------------------------
+_AFTER_LINE_END = re.compile(rb"(?<=[\r\n])")
+
+
 def _pump(stream, out, prefix: str) -> None:
     """Copies a task's output, prefixing every line; a line ended by a carriage return (a progress
-    line redrawn in place) stays one, so a terminal redraws it while a log file keeps each."""
+    line redrawn in place) stays one, so a terminal redraws it while a log file keeps each. Only
+    whole lines are written, each chunk in one write: two tasks' lines never mix (a print reaches
+    the pipe as its text, then its newline)."""
     tag = prefix.encode()
-    start = True
+    pending = b""
     for chunk in iter(lambda: stream.read1(65536), b""):
-        pieces = chunk.replace(b"\r", b"\r\0").replace(b"\n", b"\n\0").split(b"\0")
-        for piece in pieces:
-            if not piece:
-                continue
-            out.buffer.write(tag + piece if start and tag else piece)
-            start = piece.endswith((b"\n", b"\r"))
+        lines = _AFTER_LINE_END.split((pending + chunk).replace(b"\r\n", b"\n"))
+        pending = lines.pop()   # the unfinished end (b"" after a line end)
+        if lines:
+            out.buffer.write(b"".join(tag + line for line in lines))
+            out.buffer.flush()
+    if pending:
+        out.buffer.write(tag + pending + b"\n")
         out.buffer.flush()
     stream.close()
 
