@@ -83,3 +83,16 @@ def test_same_trainer_in_one_plain_process(data_dir, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     steps = [int(s) for s in re.findall(r"step (\d+)/85", r.stdout)]
     assert steps and min(steps) > 80, r.stdout
+
+
+def test_the_xception_model_trains_and_evaluates(data_dir, tmp_path):
+    train_dir = str(tmp_path / "train")
+    r = _run([os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}", f"--train_dir={train_dir}",
+              "--model=xception", "--xception_middle_repeats=1", "--max_steps=60", "--log_frequency=5",
+              "--batch_size=16"], timeout=240)
+    _trained(r, train_dir, 60)
+    e = _run([os.path.join(EXAMPLE, "cifar10_eval.py"), f"--checkpoint_dir={train_dir}", f"--data_dir={data_dir}",
+              f"--eval_dir={tmp_path / 'eval'}", "--run_once", "--batch_size=50", "--model=xception",
+              "--xception_middle_repeats=1"], timeout=120)
+    assert e.returncode == 0, e.stdout[-2000:] + e.stderr[-2000:]
+    assert 0.0 <= float(re.search(r"precision @ 1 = (\d\.\d+)", e.stdout).group(1)) <= 1.0
