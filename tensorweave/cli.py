@@ -90,14 +90,15 @@ def _pump(stream, out, prefix: str) -> None:
 
 
 def _die_with_launcher() -> Optional[Callable[[], None]]:
-    """On Linux, a child's request to get SIGTERM when the launcher is gone (even SIGKILLed,
-    which leaves it no chance to stop its tasks). Resolved here, before any fork: the child only
-    makes the one system call."""
+    """On Linux, a child's request to be killed when the launcher is gone (even SIGKILLed, which
+    leaves it no chance to stop its tasks). SIGKILL, not SIGTERM: a task's graceful stop waits on
+    its peers, which are going too. Resolved here, before any fork: the child only makes the one
+    system call."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    return lambda: prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    return lambda: prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
 
 
 _DIE_WITH_LAUNCHER = _die_with_launcher() if sys.platform.startswith("linux") else None

@@ -229,8 +229,14 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
 
+    stopping = threading.Event()
+
     def on_signal(signum, frame):
-        server.stop()
+        # A second signal during stop() would re-enter it on this thread and wait forever on the
+        # lock the first holds: the first stop is enough.
+        if not stopping.is_set():
+            stopping.set()
+            server.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
