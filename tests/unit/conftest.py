@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework import limits
 
 
 @pytest.fixture
@@ -20,3 +21,15 @@ def sess():
     g = tf.Graph()
     with g.as_default(), tf.Session(graph=g) as s:
         yield s
+
+
+@pytest.fixture
+def limit():
+    """limit(LIMIT, value): an override undone after the test."""
+    saved = []
+
+    def set_(lim, v):
+        saved.append((lim, limits.override(lim, v)))
+    yield set_
+    for lim, old in reversed(saved):
+        limits.override(lim, old)

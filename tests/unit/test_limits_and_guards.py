@@ -16,17 +16,6 @@ from tensorweave.runtime.rendezvous import Rendezvous, RendezvousKey
 from tensorweave.runtime.resources import ResourceManager
 
 
-@pytest.fixture
-def limit():
-    """limit(LIMIT, value): an override undone after the test."""
-    saved = []
-
-    def set_(lim, v):
-        saved.append((lim, limits.override(lim, v)))
-    yield set_
-    for lim, old in reversed(saved):
-        limits.override(lim, old)
-
 
 # -- framework.limits -----------------------------------------------------------------------------
 def test_a_limit_comes_from_its_variable_and_its_error_names_it(monkeypatch, limit):

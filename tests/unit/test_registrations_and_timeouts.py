@@ -12,17 +12,6 @@ from tensorweave.distributed.master import connect_timeout_s
 from tensorweave.framework import errors, limits
 
 
-@pytest.fixture
-def limit():
-    """limit(LIMIT, value): an override undone after the test."""
-    saved = []
-
-    def set_(lim, v):
-        saved.append((lim, limits.override(lim, v)))
-    yield set_
-    for lim, old in reversed(saved):
-        limits.override(lim, old)
-
 
 # -- registered graphs -----------------------------------------------------------------------------
 def test_registrations_per_client_and_their_lease(limit):

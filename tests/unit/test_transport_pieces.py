@@ -8,23 +8,10 @@ import threading
 import time
 
 import msgpack
-import pytest
 
 from tensorweave.distributed import uds
 from tensorweave.distributed.pool import RequestPool
 from tensorweave.framework import limits
-
-
-@pytest.fixture
-def limit():
-    """limit(LIMIT, value): an override undone after the test."""
-    saved = []
-
-    def set_(lim, v):
-        saved.append((lim, limits.override(lim, v)))
-    yield set_
-    for lim, old in reversed(saved):
-        limits.override(lim, old)
 
 
 # -- the request pool ------------------------------------------------------------------------------
