@@ -12,8 +12,8 @@
         c.stop()                    # kills every task (the fixture also does this)
 
 `start_cluster(jobs, env=None, ready_timeout=30.0, in_process=())` is the fixture (tasks listed
-in `in_process`, as (job, index), get a port but no process: the test serves them itself); `launch_cluster` the
-plain function (remember to `.stop()` it). Each task runs the
+in `in_process`, as (job, index), get a port but no process: the test serves them itself);
+`start_cluster_module` the same for a cluster shared by a module's tests. Each task runs the
 equivalent of `python -m tensorweave.distributed.server --cluster JSON --job_name J --task_index I`
 and is ready once it printed "SERVING". Its stderr is kept in `c.stderr(job, index)`.
 """
@@ -173,13 +173,6 @@ class ClusterHandle:
 
     def __exit__(self, *exc):
         self.stop()
-
-
-def launch_cluster(jobs: dict, env: Optional[dict] = None, ready_timeout: float = 30.0,
-                   in_process: tuple = ()) -> ClusterHandle:
-    """Starts one server process per task of `jobs` ({"ps": 1, "worker": 2}) but those listed
-    in `in_process`; call .stop()."""
-    return ClusterHandle(jobs, env, ready_timeout, in_process)
 
 
 @atexit.register

@@ -4,7 +4,6 @@ sharded (each ps writes its own data file, the client receives no tensor), resto
 process; and a save SIGKILLed in the middle leaving the previous checkpoint restorable."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -21,22 +20,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
-def _cluster_helpers():
-    spec = importlib.util.spec_from_file_location("tw_cluster_helpers_ckpt", os.path.join(HERE, "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def cluster():
-    c = _cluster_helpers().launch_cluster({"ps": 2, "worker": 1})
-    os.environ["TENSORWEAVE_CONNECT_TIMEOUT_S"] = "10"
-    try:
-        yield c
-    finally:
-        os.environ.pop("TENSORWEAVE_CONNECT_TIMEOUT_S", None)
-        c.stop()
+def cluster(start_cluster_module):
+    c = start_cluster_module({"ps": 2, "worker": 1})
+    env = pytest.MonkeyPatch()
+    env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
+    yield c
+    env.undo()
 
 
 def _model(cluster, init):

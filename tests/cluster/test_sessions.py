@@ -3,7 +3,6 @@ structure, variables shared between client processes, Session.reset, tracing, fi
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,23 +21,14 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 PS0, W0, W1 = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
 
 
-def _cluster_helpers():
-    spec = importlib.util.spec_from_file_location("tw_cluster_helpers", os.path.join(HERE, "conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(start_cluster_module):
     """One ps and two workers for the whole module (the tests only add state they name uniquely)."""
-    c = _cluster_helpers().launch_cluster({"ps": 1, "worker": 2})
-    os.environ["TENSORWEAVE_CONNECT_TIMEOUT_S"] = "10"
-    try:
-        yield c
-    finally:
-        os.environ.pop("TENSORWEAVE_CONNECT_TIMEOUT_S", None)
-        c.stop()
+    c = start_cluster_module({"ps": 1, "worker": 2})
+    env = pytest.MonkeyPatch()
+    env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
+    yield c
+    env.undo()
 
 
 def test_feeds_and_fetches_on_every_task(cluster):
