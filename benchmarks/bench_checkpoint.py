@@ -18,12 +18,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from _harness import free_ports, load_average, run_json, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1 << 20
@@ -36,17 +37,6 @@ PS_COMMANDS = {
            "s = tf.compat.v1.train.Server(tf.train.ClusterSpec(json.loads(sys.argv[1])), job_name='ps', "
            "task_index=int(sys.argv[2]))\nprint('SERVING', flush=True)\ns.join()", "{cluster}", "{index}"],
 }
-
-
-def free_ports(n: int) -> list:
-    # Local on purpose: under a TensorFlow-only Python this script must not import tensorweave.
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def received_bytes() -> int:
@@ -124,13 +114,6 @@ def run_suite(framework: str, mib: int, repeats: int) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def tf_python():
-    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=256)
@@ -141,20 +124,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(run_suite(args.framework, args.mib, args.repeats)))
         return
-    load = os.getloadavg()
+    load = load_average()
     ours = run_suite("tensorweave", args.mib, args.repeats)
-    theirs = None
     py = tf_python()
-    if py:
-        out = subprocess.run([py, __file__, "--framework", "tf", "--json", "--mib", str(args.mib), "--repeats",
-                              str(args.repeats)], capture_output=True, text=True)
-        if out.returncode == 0:
-            theirs = json.loads(out.stdout.strip().splitlines()[-1])
-        else:
-            print("TensorFlow run failed:", out.stderr[-2000:])
+    theirs = py and run_json(py, __file__, ["--framework", "tf", "--mib", args.mib, "--repeats", args.repeats])
     print(f"2-ps sharded checkpoint of a {ours['model_mib']:.0f} MiB model ({N_VARS} variables), median of "
-          f"{args.repeats}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (before), "
-          f"{os.getloadavg()[0]:.2f} (after)")
+          f"{args.repeats}; load average {load} (before), {load_average()} (after)")
     print(f"  files: {', '.join(ours['files'])}")
     fmt = "  {:<28} {:>12} {:>12} {:>8}"
     print(fmt.format("", "tensorweave", "TensorFlow" if theirs else "", "ratio" if theirs else ""))

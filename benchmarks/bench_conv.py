@@ -19,11 +19,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+from _harness import load_average, run_json, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B = 64
@@ -196,18 +197,6 @@ def sgemm_gflops(n: int = 2048, reps: int = 7) -> float:
     return 2 * n ** 3 / statistics.median(samples) / 1e9
 
 
-def _tf_python():
-    try:
-        import tensorflow  # noqa: F401  (only whether it imports)
-        return sys.executable
-    except ImportError:
-        pass
-    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3, help="alternating tensorweave/TF rounds")
@@ -218,25 +207,21 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.json:
-        print("RESULTS " + json.dumps(run_all(args.framework, args.reps, args.only)))
+        print(json.dumps(run_all(args.framework, args.reps, args.only)))
         return
-    load0 = os.getloadavg()[0]
-    py = None if args.no_tf else _tf_python()
+    load0 = load_average()
+    py = None if args.no_tf else tf_python()
     ours, theirs, gemm = [], [], []
     for _ in range(max(1, args.rounds)):
         gemm.append(sgemm_gflops())
         ours.append(run_all("tensorweave", args.reps, args.only))
         if py is None:
             continue
-        cmd = [py, os.path.abspath(__file__), "--framework", "tf", "--json", "--reps", str(args.reps)]
-        proc = subprocess.run(cmd + (["--only", args.only] if args.only else []), capture_output=True, text=True,
-                              timeout=1800, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
-        if line is None:
-            print("(TensorFlow run failed: " + proc.stderr.strip()[-500:] + ")")
+        result = run_json(py, __file__, ["--framework", "tf", "--reps", args.reps] + (["--only", args.only] if args.only else []))
+        if result is None:
             py = None
             continue
-        theirs.append(json.loads(line[len("RESULTS "):]))
+        theirs.append(result)
     sgemm = statistics.median(gemm)
     flops = {name: f for name, f, _ in KERNELS}
     print(f"sgemm 2048x2048x2048 (numpy's BLAS, this machine): {sgemm:.0f} GFLOP/s "
@@ -254,7 +239,7 @@ def main() -> None:
             ref = statistics.median(r[name] for r in theirs)
             line += f" {ref * 1e3:8.2f} ms " + (f"{f / ref:8.1f}" if f else f"{'-':>8s}") + f" {mine / ref:9.2f}x"
         print(line)
-    print(f"(load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs)")
+    print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+from _harness import load_average, run_json, tf_python
 
 BATCH, STEPS, HIDDEN = 32, 35, 200
 
@@ -93,18 +94,6 @@ def run_all(framework: str, steps: int, vocab: int) -> dict:
     return {name: measure(tf, build, steps, vocab) for name, build in BENCHES.items()}
 
 
-def tensorflow_results(steps: int, vocab: int):
-    python = os.environ.get("TF_PYTHON")
-    if not python:
-        return None
-    proc = subprocess.run([python, os.path.abspath(__file__), "--framework", "tf", "--steps", str(steps),
-                           "--vocab", str(vocab), "--json"], capture_output=True, text=True, timeout=1800)
-    if proc.returncode:
-        print(f"(TensorFlow run failed: {proc.stderr.strip().splitlines()[-1:]})")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10)
@@ -116,11 +105,11 @@ def main() -> None:
     if args.json:
         print(json.dumps(run_all(args.framework, args.steps, args.vocab)))
         return
-    load0 = os.getloadavg()[0]
+    load0, py = load_average(), tf_python()
     ours, theirs = [], []
     for _ in range(max(1, args.rounds)):
         ours.append(run_all("tensorweave", args.steps, args.vocab))
-        tf_result = tensorflow_results(args.steps, args.vocab)
+        tf_result = py and run_json(py, __file__, ["--framework", "tf", "--steps", args.steps, "--vocab", args.vocab])
         if tf_result:
             theirs.append(tf_result)
     print(f"median over {len(ours)} rounds x {args.steps} steps; vocabulary {args.vocab}")
@@ -131,7 +120,7 @@ def main() -> None:
             ref = statistics.median(r[key] for r in theirs)
             line += f"; TensorFlow {ref * 1e3:.1f} ms/step; tensorweave takes {mine / ref:.2f}x TF's time"
         print(line)
-    print(f"(load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs)")
+    print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import time
 import tracemalloc
 
 import numpy as np
+
+from _harness import load_average, run_json, tf_python
 
 MIB = 1 << 20
 
@@ -129,23 +130,6 @@ def run_all(framework: str, steps: int) -> dict:
     return {"cifar10": measure(tf, cifar_model, steps), "mlp": measure(tf, mlp_model, steps)}
 
 
-def tensorflow_results(steps: int):
-    try:
-        import tensorflow  # noqa: F401
-        return run_all("tf", steps)
-    except ImportError:
-        pass
-    python = os.environ.get("TF_PYTHON")
-    if not python:
-        return None
-    proc = subprocess.run([python, __file__, "--framework", "tf", "--steps", str(steps), "--json"],
-                          capture_output=True, text=True, timeout=1800)
-    if proc.returncode:
-        print(f"(TensorFlow run failed: {proc.stderr.strip().splitlines()[-1:]})")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30)
@@ -156,11 +140,11 @@ def main() -> None:
     if args.json:
         print(json.dumps(run_all(args.framework, args.steps)))
         return
-    load0 = os.getloadavg()[0]
+    load0, py = load_average(), tf_python()
     ours, theirs = [], []
     for _ in range(max(1, args.rounds)):
         ours.append(run_all("tensorweave", args.steps))
-        tf_result = tensorflow_results(args.steps)
+        tf_result = py and run_json(py, __file__, ["--framework", "tf", "--steps", args.steps])
         if tf_result:
             theirs.append(tf_result)
     rounds = f"median of {len(ours)} rounds x {args.steps} steps"
@@ -176,7 +160,7 @@ def main() -> None:
     print("CIFAR-10 step memory (tensorweave, tracemalloc): peak above the step's start, per step: "
           + ", ".join(f"{p:.1f}" for p, _ in rows) + " MiB; held after each step: "
           + ", ".join(f"{c:.1f}" for _, c in rows) + " MiB")
-    print(f"(load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs)")
+    print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

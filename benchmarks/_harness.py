@@ -1,0 +1,49 @@
+"""What the benchmarks share. Standard library only: every script also runs its TensorFlow side in
+a subprocess, under a Python that may have TensorFlow and no tensorweave ($TF_PYTHON)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+from typing import Optional
+
+
+def tf_python() -> Optional[str]:
+    """A Python that has TensorFlow: this one, $TF_PYTHON or /opt/tfvenv/bin/python; None if none."""
+    if importlib.util.find_spec("tensorflow") is not None:
+        return sys.executable
+    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
+
+
+def run_json(python: str, script: str, args: list, timeout: float = 1800) -> Optional[dict]:
+    """Runs `python script ARGS --json` and returns the JSON object it printed last (TensorFlow may
+    print after it); prints why and returns None when the run fails."""
+    proc = subprocess.run([python, os.path.abspath(script), *map(str, args), "--json"], capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if proc.returncode == 0:
+        for line in reversed(proc.stdout.splitlines()):
+            if line.startswith("{"):
+                return json.loads(line)
+    print(f"(run under {python} failed: {proc.stderr.strip()[-500:]})")
+    return None
+
+
+def free_ports(n: int) -> list:
+    """n distinct free loopback ports."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
