@@ -103,6 +103,8 @@ class Plan:
                 _check_output_exists(key, by_name, f"{kind} {key}")
         feed_set = set(feeds)
         order = self._schedule(by_name, feed_set, fetches, targets)
+        unread = _unread_stateless(order, fetches, targets)
+        order = [n for n in order if n.name not in unread]
 
         slots: dict[str, int] = {_STEP_SLOT_KEY: _STEP_SLOT}
         for f in feeds:
@@ -239,6 +241,7 @@ class Plan:
             raise _as_op_error(e, self._names[offset + i], self.ctx.task) from None
 
 
+_FEEDABLE = frozenset(("Placeholder", "PlaceholderV2", "PlaceholderWithDefault"))
 _UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
 
 
@@ -264,6 +267,27 @@ def _guard_state_change(step: StepContext) -> None:
         raise errors.CancelledError(None, None, f"Step {step.step_id} was cancelled")
     if step.deadline is not None and time.monotonic() > step.deadline:
         raise errors.DeadlineExceededError(None, None, f"Step {step.step_id} ran past its deadline")
+
+
+def _unread_stateless(order: Sequence[NodeDef], fetches: Sequence[str], targets: Sequence[str]) -> set:
+    """The nodes of `order` (topologically sorted) that need not run: stateless, not fetched nor a
+    target, and every node that reads one of their outputs is itself such a node, so they are at
+    most control inputs. TF's dependency optimizer turns them into NoOps; a gradient tuple, for one,
+    makes a first layer's input gradient a control input only (conv1's Conv2DBackpropInput is
+    computed by nobody in TF). Placeholders always run, as in TF: an unfed one is still an error."""
+    kept = {f.rsplit(":", 1)[0] for f in fetches} | set(targets)
+    readers: dict[str, list] = {}
+    for node in order:
+        for inp in node.input:
+            src, _, is_ctrl = parse_input(inp)
+            if not is_ctrl:
+                readers.setdefault(src, []).append(node.name)
+    unread: set = set()
+    for node in reversed(order):
+        if node.name not in kept and node.op not in _FEEDABLE and not registry.lookup(node.op).stateful \
+                and _num_outputs(node) and all(r in unread for r in readers.get(node.name, ())):
+            unread.add(node.name)
+    return unread
 
 
 def _refuse_duplicates(nodes: Sequence[NodeDef]) -> None:

@@ -249,3 +249,72 @@ def test_feeding_a_constant_that_is_also_a_control_input():
         z = tf.identity(y)
     with tf.Session() as sess:
         assert sess.run([z, y, other], {c: 5.0}) == [6.0, 6.0, 7.0]
+
+
+def _ran(sess, fetches, feed=None) -> set:
+    meta = tf.RunMetadata()
+    sess.run(fetches, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    return {ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+
+
+def test_stateless_ops_read_only_through_control_edges_do_not_run():
+    # As TF's dependency optimizer: nobody reads their values, so computing them changes nothing.
+    x = tf.placeholder(tf.float32, [2, 2])
+    square = tf.square(x, name="square")
+    exp = tf.exp(square, name="exp")   # read by nothing but a control edge, and so is square
+    total = tf.reduce_sum(x, name="total")
+    with tf.control_dependencies([exp]):
+        out = tf.identity(total, name="out")
+    with tf.Session() as sess:
+        ran = _ran(sess, out, {x: np.ones((2, 2))})
+        assert {"total", "out"} <= ran and not {"square", "exp"} & ran
+        assert {"square", "exp", "out"} <= _ran(sess, [out, exp], {x: np.ones((2, 2))})   # fetched: it runs
+
+
+def test_control_inputs_that_are_skipped_raise_nothing_but_an_unfed_placeholder_does():
+    # Recorded from TensorFlow 2.21 (tf.compat.v1): 9, then "must feed" for the square's placeholder.
+    w, z = tf.placeholder(tf.float32, [None]), tf.placeholder(tf.float32, [])
+    with tf.control_dependencies([tf.reshape(w, [3])]):   # fails if it runs on 2 elements
+        nine = tf.constant(9)
+    with tf.control_dependencies([tf.square(z)]):
+        eight = tf.constant(8)
+    with tf.Session() as sess:
+        assert sess.run(nine, {w: [1.0, 2.0]}) == 9
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Placeholder"):
+            sess.run(eight)
+
+
+def test_stateful_ops_and_their_inputs_run_as_control_inputs():
+    v = tf.Variable(0.0)
+    x = tf.placeholder(tf.float32, [])
+    bump = tf.assign_add(v, tf.square(x, name="square"))
+    check = tf.debugging.assert_positive(x, message="x must be positive")
+    with tf.control_dependencies([bump, check]):
+        out = tf.identity(x)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert "square" in _ran(sess, out, {x: 3.0})
+        assert sess.run(v) == 9.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="x must be positive"):
+            sess.run(out, {x: -1.0})
+
+
+def test_training_skips_the_input_gradient_nobody_reads():
+    # minimize() gates each op's gradients with a tuple, so the first conv's input gradient is a
+    # control input only: TF never computes it, and neither may we (it is a whole conv's work).
+    images = tf.placeholder(tf.float32, [2, 6, 6, 3])
+    w = tf.Variable(tf.ones([3, 3, 3, 4]) * 0.1)
+    loss = tf.reduce_sum(tf.nn.conv2d(images, w, [1, 1, 1, 1], "SAME") ** 2)
+    train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    rng = np.random.RandomState(0)
+    feed = {images: rng.rand(2, 6, 6, 3).astype(np.float32)}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        ran = _ran(sess, train, feed)
+        types = {op.type for op in sess.graph.get_operations() if op.name in ran}
+        assert "Conv2DBackpropFilter" in types and "Conv2DBackpropInput" not in types
+        # the update is still the full gradient step
+        before = sess.run(w)
+        grad = sess.run(tf.gradients(loss, w)[0], feed)
+        sess.run(train, feed)
+        np.testing.assert_allclose(sess.run(w), before - 0.01 * grad, rtol=1e-5)
