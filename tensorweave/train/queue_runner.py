@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
+from typing import Optional
 
 from tensorweave.client.session import BaseSession
 from tensorweave.framework import errors
@@ -16,6 +18,63 @@ from tensorweave.train.meta_graph import register_proto_function
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 _log = logging.getLogger("tensorweave")
+
+TURN_S = 0.005        # how long one thread of a runner runs its op before the next one's turn
+TURN_WAIT_S = 0.05    # a turn's run that lasts longer than this lets the others run beside it
+
+
+class _Turns:
+    """Which of a runner's threads runs its enqueue op now. CPython runs one thread's Python at a
+    time, and threads that hand the GIL to each other at every small numpy call ran seed 003's
+    input pipeline at half of one thread's rate. So the threads take turns of TURN_S, in order
+    (every enqueue op gets its share, as batch_join needs). A run that blocks (a full queue, a
+    remote value, a slow file) for TURN_WAIT_S lets the others run beside it, and a turn its
+    thread does not take up (not started, or gone) passes on."""
+
+    def __init__(self, count: int):
+        self._cond = threading.Condition(threading.Lock())
+        self._alive = list(range(count))
+        self._owner = 0
+        self._turn_began = self._idle_since = time.monotonic()
+        self._running: Optional[float] = None    # when the owner's current run began
+
+    def begin(self, i: int) -> bool:
+        """Waits for thread i's turn: True when it has it, False when it may run beside an owner
+        whose run is blocked."""
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if self._owner == i:
+                    self._running = now
+                    return True
+                if self._running is not None:
+                    if now - self._running > TURN_WAIT_S:
+                        return False
+                elif now - self._idle_since > TURN_WAIT_S:
+                    self._owner, self._turn_began = i, now
+                    continue
+                self._cond.wait(TURN_WAIT_S)
+
+    def end(self, i: int, mine: bool) -> None:
+        if mine:
+            with self._cond:
+                self._running = None
+                self._idle_since = now = time.monotonic()
+                if now - self._turn_began > TURN_S:
+                    self._pass(i, now)
+
+    def leave(self, i: int) -> None:
+        with self._cond:
+            self._alive.remove(i)
+            if self._owner == i:
+                self._running = None
+                self._pass(i, time.monotonic())
+
+    def _pass(self, i: int, now: float) -> None:
+        later = [j for j in self._alive if j > i]
+        self._owner = (later or self._alive or [i])[0]
+        self._turn_began = self._idle_since = now
+        self._cond.notify_all()
 
 
 class QueueRunner:
@@ -99,13 +158,14 @@ class QueueRunner:
     def name(self) -> str:
         return self._queue.name
 
-    def _run(self, sess, enqueue_op, coord) -> None:
+    def _run(self, sess, enqueue_op, coord, turns: _Turns, index: int) -> None:
         decremented = False
         try:
             enqueue = sess.make_callable(enqueue_op)
             while True:
                 if coord is not None and coord.should_stop():
                     break
+                mine = turns.begin(index)
                 try:
                     enqueue()
                 except self._queue_closed_exception_types:
@@ -118,6 +178,8 @@ class QueueRunner:
                             except Exception as e:  # noqa: BLE001 - TF ignores errors of close_op
                                 _log.debug("Ignored exception: %s", e)
                     return
+                finally:
+                    turns.end(index, mine)
         except Exception as e:  # noqa: BLE001 - every other error goes to the coordinator
             if coord is not None:
                 coord.request_stop(e)
@@ -127,6 +189,7 @@ class QueueRunner:
                     self._exceptions_raised.append(e)
                 raise
         finally:
+            turns.leave(index)
             if not decremented:
                 with self._lock:
                     self._runs_per_session[sess] -= 1
@@ -154,8 +217,10 @@ class QueueRunner:
                 return []
             self._runs_per_session[sess] = len(self._enqueue_ops)
             self._exceptions_raised = []
-        threads = [threading.Thread(target=self._run, args=(sess, op, coord),
-                                    name=f"QueueRunnerThread-{self.name}-{op.name}") for op in self._enqueue_ops]
+        turns = _Turns(len(self._enqueue_ops))
+        threads = [threading.Thread(target=self._run, args=(sess, op, coord, turns, i),
+                                    name=f"QueueRunnerThread-{self.name}-{op.name}")
+                   for i, op in enumerate(self._enqueue_ops)]
         if coord is not None:
             threads.append(threading.Thread(target=self._close_on_stop, args=(sess, self._cancel_op, coord),
                                             name=f"QueueRunnerThread-{self.name}-close_on_stop"))

@@ -104,6 +104,21 @@ def test_dequeue_many_larger_than_capacity_takes_elements_as_they_come():
         np.testing.assert_array_equal(box["value"], np.arange(8))
 
 
+def test_shuffle_dequeue_many_beyond_what_capacity_leaves_after_min_after_dequeue():
+    # capacity 10 with min_after_dequeue 6 leaves at most 4 to take at once: a dequeue_many(9)
+    # must take them while the queue is full, or enqueues and the dequeue wait on each other.
+    q = tf.RandomShuffleQueue(10, 6, tf.int32, shapes=[()], seed=1)
+    x = tf.placeholder(tf.int32, [])
+    enq, deq = q.enqueue(x), q.dequeue_many(9)
+    with tf.Session() as s:
+        t, box = _in_thread(lambda: s.run(deq))
+        for i in range(15):
+            s.run(enq, {x: i}, options=tf.RunOptions(timeout_in_ms=5000))
+        t.join(5)
+        assert len(box["value"]) == 9 and len(set(box["value"].tolist())) == 9
+        assert s.run(q.size()) == 6
+
+
 def test_dequeues_are_served_in_arrival_order_without_interleaving():
     q = tf.FIFOQueue(10, tf.int32, shapes=[()])
     x = tf.placeholder(tf.int32, [None])

@@ -147,3 +147,48 @@ def test_numbers_through_a_queue_runner_match_numpy():
         coord.request_stop()
         coord.join(threads)
     np.testing.assert_allclose(sums, rows.reshape(3, 4, 3).sum(axis=1), rtol=1e-6)
+
+
+def test_every_enqueue_op_of_a_runner_gets_its_share():
+    # The runner's threads take turns (one runs Python at a time); each op still runs often.
+    q = tf.FIFOQueue(16, tf.int32, shapes=[()])
+    qr = tf.train.QueueRunner(q, [q.enqueue(tf.constant(k)) for k in range(3)])
+    deq = q.dequeue_many(50)
+    with tf.Session() as s:
+        coord = tf.train.Coordinator()
+        threads = qr.create_threads(s, coord, start=True)
+        got = np.concatenate([s.run(deq) for _ in range(20)])
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+    counts = np.bincount(got, minlength=3)
+    assert counts.min() >= 50, counts
+
+
+def test_a_blocked_enqueue_thread_does_not_stop_the_others():
+    never = tf.FIFOQueue(1, tf.int32, shapes=[()])   # nothing is ever put here
+    q = tf.FIFOQueue(8, tf.int32, shapes=[()])
+    qr = tf.train.QueueRunner(q, [q.enqueue(never.dequeue()), q.enqueue(tf.constant(7))])
+    deq = q.dequeue_many(30)
+    with tf.Session() as s:
+        coord = tf.train.Coordinator()
+        threads = qr.create_threads(s, coord, start=True)
+        start = time.monotonic()
+        assert s.run(deq).tolist() == [7] * 30
+        assert time.monotonic() - start < 5
+        s.run(never.close())   # releases the blocked thread (with OutOfRangeError, as in TF)
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_threads_that_are_never_started_do_not_hold_up_the_others():
+    q = tf.FIFOQueue(8, tf.int32, shapes=[()])
+    qr = tf.train.QueueRunner(q, [q.enqueue(tf.constant(k)) for k in range(3)])
+    deq = q.dequeue_many(20)
+    with tf.Session() as s:
+        coord = tf.train.Coordinator()
+        threads = qr.create_threads(s, coord)
+        threads[2].start()
+        threads[-1].start()   # the one that closes the queue on stop
+        assert s.run(deq).tolist() == [2] * 20
+        coord.request_stop()
+        coord.join([threads[2], threads[-1]], stop_grace_period_secs=5)

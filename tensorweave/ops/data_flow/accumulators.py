@@ -70,12 +70,12 @@ class _Accumulator(Waitable):
                                  f"{shape_str(want)}, got {shape_str(got)}")
 
     def apply(self, node, local_step: int, *grad) -> None:
-        with self.cond:
+        with self.lock:
             if local_step < self.global_step:
                 return   # stale: computed before the last take
             self._add(node, *grad)
             self.counter += 1
-            self.cond.notify_all()
+            self.wake("take")
 
     def take(self, step, node, num_required: int):
         if num_required < 1:
@@ -91,22 +91,22 @@ class _Accumulator(Waitable):
             out = self._result(node)
             self.counter = 0
             self.global_step += 1
-            self.cond.notify_all()
             return out
 
         return self.attempt("take", try_once, step, node,
-                            f"{num_required} gradients in {self.type_name} '{self.name}'")
+                            f"{num_required} gradients in {self.type_name} '{self.name}'",
+                            ready=lambda: self.counter >= num_required)
 
     def set_global_step(self, step: int) -> None:
-        with self.cond:
+        with self.lock:
             self.global_step = step
             self.takes_cancelled = False
-            self.cond.notify_all()
+            self.wake()
 
     def cancel_takes(self) -> None:
-        with self.cond:
+        with self.lock:
             self.takes_cancelled = True
-            self.cond.notify_all()
+            self.wake()
 
     def close_on_reset(self) -> None:
         self.drop(errors.CancelledError(None, None, f"{self.type_name} '{self.name}' was dropped: its session was "

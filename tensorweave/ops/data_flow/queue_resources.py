@@ -118,7 +118,7 @@ class QueueResource(Waitable):
 
     def enqueue_many(self, step, node, elements: list) -> None:
         """Adds `elements` in order, as room allows; waits while the queue is full."""
-        with self.cond:
+        with self.lock:
             if self.closed:
                 raise self._closed_error(node)
         pending = collections.deque(elements)
@@ -131,15 +131,19 @@ class QueueResource(Waitable):
                 self._push(pending.popleft())
                 pushed = True
             if pushed:
-                self.cond.notify_all()
+                self.wake("dequeue")
             return None if not pending else NOT_YET
 
-        self.attempt("enqueue", try_once, step, node, f"room in {self.type_name} '{self.name}'")
+        self.attempt("enqueue", try_once, step, node, f"room in {self.type_name} '{self.name}'", ready=self._has_room)
 
     def dequeue_many(self, step, node, n: int, allow_smaller: bool = False) -> list:
         """Takes `n` elements, waiting for them; on a closed queue takes what is left (at
-        least one) when `allow_smaller`, else fails with OutOfRangeError."""
+        least one) when `allow_smaller`, else fails with OutOfRangeError. Elements are taken
+        once all `n` are there, or earlier when the queue is full (to make room for the rest)."""
         taken: list = []
+
+        def ready() -> bool:
+            return self.closed or self._available() >= n - len(taken) or not self._has_room()
 
         def try_once():
             if self.closed and len(taken) + self._available() < n:
@@ -147,19 +151,21 @@ class QueueResource(Waitable):
                 if allow_smaller and left > 0:
                     while self._available():
                         taken.append(self._pop())
-                    self.cond.notify_all()
+                    self.wake("enqueue")
                     return taken
                 self._put_back(taken)
                 taken.clear()
                 raise errors.OutOfRangeError(
                     node, node.name, f"{self.type_name} '{self.name}' is closed and has insufficient elements "
                                      f"(requested {n}, current size {self._size()})")
+            if not ready():
+                return NOT_YET
             took = False
             while len(taken) < n and self._available() > 0:
                 taken.append(self._pop())
                 took = True
             if took:
-                self.cond.notify_all()
+                self.wake("enqueue")
             return taken if len(taken) >= n else NOT_YET
 
         def put_back():
@@ -168,17 +174,17 @@ class QueueResource(Waitable):
                 taken.clear()
 
         return self.attempt("dequeue", try_once, step, node, f"elements of {self.type_name} '{self.name}'",
-                            on_fail=put_back)
+                            on_fail=put_back, ready=ready)
 
     def close(self, cancel_pending_enqueues: bool) -> None:
-        with self.cond:
+        with self.lock:
             self.closed = True
             if cancel_pending_enqueues:
                 self.enqueues_cancelled = True
-            self.cond.notify_all()
+            self.wake()
 
     def size(self) -> int:
-        with self.cond:
+        with self.lock:
             return self._size()
 
     def close_on_reset(self) -> None:

@@ -40,24 +40,36 @@ def interruption(step, node, waiting_for: str) -> Optional[errors.OpError]:
 
 
 class Waitable:
-    """A resource kernels may block on. `cond` guards its state; whoever changes the state
-    calls `cond.notify_all()` (under the lock)."""
+    """A resource kernels may block on. `lock` guards its state; whoever changes the state
+    calls `wake(kind)` under the lock for the attempts it may let through. Each kind of attempt
+    waits on a condition of its own and names what it waits for (`ready`), so an enqueue does not
+    wake other enqueues, nor a dequeue_many that still lacks elements."""
 
     def __init__(self):
-        self.cond = threading.Condition(threading.RLock())
+        self.lock = threading.RLock()
+        self._conds: dict[str, threading.Condition] = {}
         self._lines: dict[str, collections.deque] = {}
         # Set when the resource is dropped (session closed, Session.reset): every waiter fails.
         self.dropped: Optional[errors.OpError] = None
 
+    def wake(self, *kinds: str) -> None:
+        """Under the lock: the attempts first in line of `kinds` (every kind when none is named)
+        try again, those of a named kind only when their `ready()` holds."""
+        for kind in kinds or tuple(self._conds):
+            line = self._lines.get(kind)
+            if line and (not kinds or line[0][0] is None or line[0][0]()):
+                self._conds[kind].notify_all()
+
     def attempt(self, kind: str, try_once: Callable[[], object], step, node, waiting_for: str,
-                on_fail: Optional[Callable[[], None]] = None):
+                on_fail: Optional[Callable[[], None]] = None, ready: Optional[Callable[[], bool]] = None):
         """Calls `try_once()` under the lock whenever this attempt is first in line of `kind`,
         until it returns something other than NOT_YET, and returns that. Between tries it waits
-        for a notification or a slice. `on_fail()` runs under the lock when the attempt ends in
-        an error (to put back what it took)."""
-        with self.cond:
+        for a wake-up (one that `ready()` allows, when given) or a slice. `on_fail()` runs under
+        the lock when the attempt ends in an error (to put back what it took)."""
+        with self.lock:
+            cond = self._conds.get(kind) or self._conds.setdefault(kind, threading.Condition(self.lock))
             line = self._lines.setdefault(kind, collections.deque())
-            ticket = object()
+            ticket = [ready]   # a new object per attempt
             line.append(ticket)
             try:
                 while True:
@@ -71,7 +83,7 @@ class Waitable:
                     if err is not None:
                         raise err
                     left = step.time_left() if step is not None else None
-                    self.cond.wait(WAIT_SLICE_S if left is None else max(0.0, min(WAIT_SLICE_S, left)))
+                    cond.wait(WAIT_SLICE_S if left is None else max(0.0, min(WAIT_SLICE_S, left)))
             except BaseException:
                 if on_fail is not None:
                     on_fail()
@@ -79,12 +91,13 @@ class Waitable:
             finally:
                 if line[0] is ticket:
                     line.popleft()
+                    if line:
+                        cond.notify_all()   # the next in line tries now
                 else:
                     line.remove(ticket)
-                self.cond.notify_all()
 
     def drop(self, error: errors.OpError) -> None:
         """Fails every present and future waiter with `error` (the resource was dropped)."""
-        with self.cond:
+        with self.lock:
             self.dropped = error
-            self.cond.notify_all()
+            self.wake()
