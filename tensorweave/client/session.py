@@ -160,8 +160,12 @@ class BaseSession:
         """Runs the ops and evaluates the tensors in `fetches`, returning values in the same structure."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        return self._runner(fetches)(self._feeds(feed_dict), options, run_metadata)
+
+    def _runner(self, fetches) -> Callable:
+        """run(feeds, options, run_metadata) for `fetches`: the fetch structure is mapped once
+        (make_callable's runs, a queue runner's thousands of steps, skip it)."""
         mapper = _FetchMapper(self._graph, fetches)
-        feeds = self._feeds(feed_dict)
         fetch_names, target_names, fetch_pos = [], [], []
         for el in mapper.elements:
             if isinstance(el, Operation):
@@ -170,10 +174,13 @@ class BaseSession:
             else:
                 fetch_pos.append(len(fetch_names))
                 fetch_names.append(el.name)
-        if not mapper.elements:
-            return mapper.build([])
-        values = self._master.run(feeds, fetch_names, target_names, options, run_metadata)
-        return mapper.build([None if p is None else _fetched(values[p]) for p in fetch_pos])
+
+        def run(feeds: dict, options, run_metadata):
+            if not mapper.elements:
+                return mapper.build([])
+            values = self._master.run(feeds, fetch_names, target_names, options, run_metadata)
+            return mapper.build([None if p is None else _fetched(values[p]) for p in fetch_pos])
+        return run
 
     def _feeds(self, feed_dict) -> dict:
         feeds: dict = {}
@@ -196,13 +203,16 @@ class BaseSession:
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
         """Returns a function that runs `fetches` with positional feed values for `feed_list`."""
         feed_list = list(feed_list or [])
+        run = self._runner(fetches)
 
         def call(*args, **kwargs):
+            if self._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
             if len(args) != len(feed_list):
                 raise ValueError(f"Expected {len(feed_list)} feed values but got {len(args)}.")
             options = kwargs.get("options") if accept_options else None
             run_metadata = kwargs.get("run_metadata") if accept_options else None
-            return self.run(fetches, dict(zip(feed_list, args)), options, run_metadata)
+            return run(self._feeds(dict(zip(feed_list, args))), options, run_metadata)
         return call
 
     def close(self) -> None:
