@@ -376,7 +376,7 @@ def _random_crop_kernel(node, ctx):
 
     def run(value, size):
         value = np.asarray(value)
-        size = [int(n) for n in np.reshape(size, -1)]
+        size = np.reshape(size, -1).tolist()
         shape = value.shape
         if len(size) != len(shape) or any(n < 0 or n > d for n, d in zip(size, shape)):
             raise errors.InvalidArgumentError(node, node.name, f"Need value.shape >= size, got {list(shape)} {size}")

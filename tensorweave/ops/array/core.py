@@ -288,7 +288,7 @@ def _reshape_infer(op):
 
 def _reshape_kernel(node, ctx):
     def run(x, s):
-        s = [int(d) for d in np.reshape(s, -1)]
+        s = np.reshape(s, -1).tolist()
         try:
             return np.reshape(x, s)
         except ValueError:
@@ -446,7 +446,7 @@ def _transpose_infer(op):
 def _transpose_kernel(conj: bool):
     def factory(node, ctx):
         def run(x, p):
-            p = [int(i) for i in np.reshape(p, -1)]
+            p = np.reshape(p, -1).tolist()
             if len(p) != np.ndim(x) or sorted(p) != list(range(len(p))):
                 raise invalid(node, f"transpose expects a permutation of rank {np.ndim(x)}, got {p}")
             y = np.transpose(x, p)

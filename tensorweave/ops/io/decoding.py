@@ -31,6 +31,8 @@ def _decode_raw_kernel(node, ctx):
     name = dtypes.as_dtype(node.attr["out_type"]).name
 
     def run(data):
+        if type(data) is bytes and not len(data) % dt.itemsize:   # one record (a reader's value)
+            return np.frombuffer(data, dtype=dt).astype(dt.newbyteorder("="), copy=False)
         arr = string_array(data)
         flat = arr.reshape(-1)
         if not flat.size:
