@@ -26,54 +26,52 @@ TURN_WAIT_S = 0.05    # a turn's run that lasts longer than this lets the others
 class _Turns:
     """Which of a runner's threads runs its enqueue op now. CPython runs one thread's Python at a
     time, and threads that hand the GIL to each other at every small numpy call ran seed 003's
-    input pipeline at half of one thread's rate. So the threads take turns of TURN_S, in order
-    (every enqueue op gets its share, as batch_join needs). A run that blocks (a full queue, a
-    remote value, a slow file) for TURN_WAIT_S lets the others run beside it, and a turn its
-    thread does not take up (not started, or gone) passes on."""
+    input pipeline at less than half of one thread's rate. So the running threads take turns of
+    TURN_S, in order (every enqueue op gets its share, as batch_join needs); a run that blocks (a
+    full queue, a remote value, a slow file) for TURN_WAIT_S lets the others run beside it."""
 
-    def __init__(self, count: int):
+    def __init__(self):
         self._cond = threading.Condition(threading.Lock())
-        self._alive = list(range(count))
-        self._owner = 0
-        self._turn_began = self._idle_since = time.monotonic()
-        self._running: Optional[float] = None    # when the owner's current run began
+        self._order: list[int] = []             # the threads that run (started, not yet ended)
+        self._owner: Optional[int] = None
+        self._turn_began = 0.0
+        self._running: Optional[float] = None   # when the owner's current run began
+
+    def join(self, i: int) -> None:
+        with self._cond:
+            self._order = sorted(self._order + [i])
+            if self._owner is None:
+                self._owner, self._turn_began = i, time.monotonic()
 
     def begin(self, i: int) -> bool:
-        """Waits for thread i's turn: True when it has it, False when it may run beside an owner
+        """Waits for thread i's turn: True when it has it, False when it runs beside an owner
         whose run is blocked."""
         with self._cond:
-            while True:
-                now = time.monotonic()
-                if self._owner == i:
-                    self._running = now
-                    return True
-                if self._running is not None:
-                    if now - self._running > TURN_WAIT_S:
-                        return False
-                elif now - self._idle_since > TURN_WAIT_S:
-                    self._owner, self._turn_began = i, now
-                    continue
+            while self._owner != i:
+                if self._running is not None and time.monotonic() - self._running > TURN_WAIT_S:
+                    return False
                 self._cond.wait(TURN_WAIT_S)
+            self._running = time.monotonic()
+            return True
 
     def end(self, i: int, mine: bool) -> None:
         if mine:
             with self._cond:
                 self._running = None
-                self._idle_since = now = time.monotonic()
-                if now - self._turn_began > TURN_S:
-                    self._pass(i, now)
+                if time.monotonic() - self._turn_began > TURN_S:
+                    self._pass(i)
 
     def leave(self, i: int) -> None:
         with self._cond:
-            self._alive.remove(i)
+            self._order.remove(i)
             if self._owner == i:
                 self._running = None
-                self._pass(i, time.monotonic())
+                self._pass(i)
 
-    def _pass(self, i: int, now: float) -> None:
-        later = [j for j in self._alive if j > i]
-        self._owner = (later or self._alive or [i])[0]
-        self._turn_began = self._idle_since = now
+    def _pass(self, i: int) -> None:
+        later = [j for j in self._order if j > i]
+        self._owner = (later or self._order or [None])[0]
+        self._turn_began = time.monotonic()
         self._cond.notify_all()
 
 
@@ -160,6 +158,7 @@ class QueueRunner:
 
     def _run(self, sess, enqueue_op, coord, turns: _Turns, index: int) -> None:
         decremented = False
+        turns.join(index)
         try:
             enqueue = sess.make_callable(enqueue_op)
             while True:
@@ -217,7 +216,7 @@ class QueueRunner:
                 return []
             self._runs_per_session[sess] = len(self._enqueue_ops)
             self._exceptions_raised = []
-        turns = _Turns(len(self._enqueue_ops))
+        turns = _Turns()
         threads = [threading.Thread(target=self._run, args=(sess, op, coord, turns, i),
                                     name=f"QueueRunnerThread-{self.name}-{op.name}")
                    for i, op in enumerate(self._enqueue_ops)]
