@@ -380,7 +380,7 @@ def _random_crop_kernel(node, ctx):
         shape = value.shape
         if len(size) != len(shape) or any(n < 0 or n > d for n, d in zip(size, shape)):
             raise errors.InvalidArgumentError(node, node.name, f"Need value.shape >= size, got {list(shape)} {size}")
-        offset = [int(u * (d - n + 1)) for u, d, n in zip(rng.random(len(shape)), shape, size)]
+        offset = [int(u * (d - n + 1)) for u, d, n in zip(rng.random(len(shape)).tolist(), shape, size)]
         return value[tuple(slice(o, o + n) for o, n in zip(offset, size))], np.array(offset, dtype=np.int64)
     return run
 

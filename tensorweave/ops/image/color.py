@@ -103,7 +103,7 @@ def _contrast_kernel(node, ctx):
             raise invalid(node, f"input must be at least 3-D, got shape {list(x.shape)}")
         flat = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))
         # The channel means as a product with ones: BLAS, ten times add.reduce over the pixel axis.
-        mean = np.matmul(np.ones(flat.shape[-2], np.float32 if x.dtype == np.float16 else x.dtype), flat)
+        mean = np.dot(np.ones(flat.shape[-2], np.float32 if x.dtype == np.float16 else x.dtype), flat)
         mean = (mean / flat.shape[-2])[..., None, None, :]
         out = x - mean
         out *= np.asarray(factor, x.dtype)
