@@ -81,20 +81,17 @@ def fixed_length_records(path, record_bytes: int, header_bytes: int = 0, footer_
             yield data[pos:pos + record_bytes]
             pos += step
         return
-    # Read in blocks of whole records (about 1 MiB): a read per record costs a system call and a
-    # GIL hand-over every few records.
-    per_block = max(1, (1 << 20) // step)
     with open_file(path, "rb", node, name) as f:
+        f.seek(header_bytes)
         pos = header_bytes
         while pos + record_bytes <= limit:
-            count = min(per_block, (limit - pos - record_bytes) // step + 1)
-            f.seek(pos)
-            block = f.read((count - 1) * step + record_bytes)
-            for at in range(0, len(block) - record_bytes + 1, step):
-                yield block[at:at + record_bytes]
-            if len(block) < (count - 1) * step + record_bytes:
-                return   # the file shrank while it was read
-            pos += count * step
+            if hop_bytes:
+                f.seek(pos)
+            rec = f.read(record_bytes)
+            if len(rec) < record_bytes:
+                return
+            yield rec
+            pos += step
 
 
 def text_lines(path, compression: str = "", node=None, skip_header_lines: int = 0) -> Iterator[bytes]:
