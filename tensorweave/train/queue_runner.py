@@ -28,51 +28,53 @@ class _Turns:
     time, and threads that hand the GIL to each other at every small numpy call ran seed 003's
     input pipeline at less than half of one thread's rate. So the running threads take turns of
     TURN_S, in order (every enqueue op gets its share, as batch_join needs); a run that blocks (a
-    full queue, a remote value, a slow file) for TURN_WAIT_S lets the others run beside it."""
+    full queue, a remote value, a slow file) for TURN_WAIT_S lets the others run beside it. A
+    passed turn wakes only its new owner: every wake-up costs a GIL hand-over."""
 
     def __init__(self):
-        self._cond = threading.Condition(threading.Lock())
-        self._order: list[int] = []             # the threads that run (started, not yet ended)
+        self._lock = threading.Lock()
+        self._waits: dict[int, threading.Condition] = {}   # the threads that run (started, not ended)
         self._owner: Optional[int] = None
         self._turn_began = 0.0
         self._running: Optional[float] = None   # when the owner's current run began
 
     def join(self, i: int) -> None:
-        with self._cond:
-            self._order = sorted(self._order + [i])
+        with self._lock:
+            self._waits[i] = threading.Condition(self._lock)
             if self._owner is None:
                 self._owner, self._turn_began = i, time.monotonic()
 
     def begin(self, i: int) -> bool:
         """Waits for thread i's turn: True when it has it, False when it runs beside an owner
         whose run is blocked."""
-        with self._cond:
+        with self._lock:
             while self._owner != i:
                 if self._running is not None and time.monotonic() - self._running > TURN_WAIT_S:
                     return False
-                self._cond.wait(TURN_WAIT_S)
+                self._waits[i].wait(TURN_WAIT_S)
             self._running = time.monotonic()
             return True
 
     def end(self, i: int, mine: bool) -> None:
         if mine:
-            with self._cond:
+            with self._lock:
                 self._running = None
                 if time.monotonic() - self._turn_began > TURN_S:
                     self._pass(i)
 
     def leave(self, i: int) -> None:
-        with self._cond:
-            self._order.remove(i)
+        with self._lock:
+            del self._waits[i]
             if self._owner == i:
                 self._running = None
                 self._pass(i)
 
     def _pass(self, i: int) -> None:
-        later = [j for j in self._order if j > i]
-        self._owner = (later or self._order or [None])[0]
+        order = sorted(self._waits)
+        self._owner = ([j for j in order if j > i] or order or [None])[0]
         self._turn_began = time.monotonic()
-        self._cond.notify_all()
+        if self._owner is not None:
+            self._waits[self._owner].notify()
 
 
 class QueueRunner:
