@@ -1,6 +1,7 @@
 """tf.train.Coordinator, LooperThread, QueueRunner and start_queue_runners with real threads."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -149,17 +150,28 @@ def test_numbers_through_a_queue_runner_match_numpy():
     np.testing.assert_allclose(sums, rows.reshape(3, 4, 3).sum(axis=1), rtol=1e-6)
 
 
+@contextlib.contextmanager
+def _runner_threads(enqueue_ops, q, started=None):
+    """A session whose QueueRunner over `enqueue_ops` runs (only the threads of ops `started`
+    and the one that closes the queue on stop, when given); stopped and joined on exit."""
+    qr = tf.train.QueueRunner(q, enqueue_ops)
+    with tf.Session() as s:
+        coord = tf.train.Coordinator()
+        threads = qr.create_threads(s, coord)
+        running = threads if started is None else [threads[i] for i in started] + [threads[-1]]
+        for t in running:
+            t.start()
+        yield s
+        coord.request_stop()
+        coord.join(running, stop_grace_period_secs=5)
+
+
 def test_every_enqueue_op_of_a_runner_gets_its_share():
     # The runner's threads take turns (one runs Python at a time); each op still runs often.
     q = tf.FIFOQueue(16, tf.int32, shapes=[()])
-    qr = tf.train.QueueRunner(q, [q.enqueue(tf.constant(k)) for k in range(3)])
     deq = q.dequeue_many(50)
-    with tf.Session() as s:
-        coord = tf.train.Coordinator()
-        threads = qr.create_threads(s, coord, start=True)
+    with _runner_threads([q.enqueue(tf.constant(k)) for k in range(3)], q) as s:
         got = np.concatenate([s.run(deq) for _ in range(20)])
-        coord.request_stop()
-        coord.join(threads, stop_grace_period_secs=5)
     counts = np.bincount(got, minlength=3)
     assert counts.min() >= 50, counts
 
@@ -167,28 +179,16 @@ def test_every_enqueue_op_of_a_runner_gets_its_share():
 def test_a_blocked_enqueue_thread_does_not_stop_the_others():
     never = tf.FIFOQueue(1, tf.int32, shapes=[()])   # nothing is ever put here
     q = tf.FIFOQueue(8, tf.int32, shapes=[()])
-    qr = tf.train.QueueRunner(q, [q.enqueue(never.dequeue()), q.enqueue(tf.constant(7))])
     deq = q.dequeue_many(30)
-    with tf.Session() as s:
-        coord = tf.train.Coordinator()
-        threads = qr.create_threads(s, coord, start=True)
+    with _runner_threads([q.enqueue(never.dequeue()), q.enqueue(tf.constant(7))], q) as s:
         start = time.monotonic()
-        assert s.run(deq).tolist() == [7] * 30
+        assert s.run(deq, options=tf.RunOptions(timeout_in_ms=5000)).tolist() == [7] * 30
         assert time.monotonic() - start < 5
         s.run(never.close())   # releases the blocked thread (with OutOfRangeError, as in TF)
-        coord.request_stop()
-        coord.join(threads, stop_grace_period_secs=5)
 
 
 def test_threads_that_are_never_started_do_not_hold_up_the_others():
     q = tf.FIFOQueue(8, tf.int32, shapes=[()])
-    qr = tf.train.QueueRunner(q, [q.enqueue(tf.constant(k)) for k in range(3)])
     deq = q.dequeue_many(20)
-    with tf.Session() as s:
-        coord = tf.train.Coordinator()
-        threads = qr.create_threads(s, coord)
-        threads[2].start()
-        threads[-1].start()   # the one that closes the queue on stop
-        assert s.run(deq).tolist() == [2] * 20
-        coord.request_stop()
-        coord.join([threads[2], threads[-1]], stop_grace_period_secs=5)
+    with _runner_threads([q.enqueue(tf.constant(k)) for k in range(3)], q, started=[2]) as s:
+        assert s.run(deq, options=tf.RunOptions(timeout_in_ms=5000)).tolist() == [2] * 20
