@@ -173,6 +173,18 @@ def test_sample_distorted_bounding_box_honours_its_constraints():
         run(tf.image.sample_distorted_bounding_box([4, 4, 3], tf.zeros([1, 0, 4]))[0])
 
 
+def test_contrast_and_standardization_of_a_transposed_chw_image_match_numpy():
+    # seed 003's records are CHW bytes transposed to HWC: the kernels see channel planes, not
+    # interleaved channels, and must give the same numbers as for a dense HWC image.
+    chw = np.random.RandomState(2).randint(0, 256, (3, 5, 6)).astype(np.uint8)
+    image = tf.cast(tf.transpose(tf.constant(chw), [1, 2, 0]), tf.float32)
+    x = chw.transpose(1, 2, 0).astype(np.float64)
+    mean = x.mean(axis=(0, 1))
+    np.testing.assert_allclose(run(tf.image.adjust_contrast(image, 1.7)), (x - mean) * 1.7 + mean, rtol=1e-5)
+    want = (x - x.mean()) / max(x.std(), 1 / np.sqrt(x.size))
+    np.testing.assert_allclose(run(tf.image.per_image_standardization(image)), want, rtol=1e-5, atol=1e-5)
+
+
 def test_standardization_gradient_matches_finite_differences():
     x0 = INPUTS["f3"].astype(np.float64) * 3
     x = tf.placeholder(tf.float32, x0.shape)

@@ -101,10 +101,14 @@ def _contrast_kernel(node, ctx):
         x = np.asarray(images)
         if x.ndim < 3:
             raise invalid(node, f"input must be at least 3-D, got shape {list(x.shape)}")
-        flat = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))
-        # The channel means as a product with ones: BLAS, ten times add.reduce over the pixel axis.
-        mean = np.dot(np.ones(flat.shape[-2], np.float32 if x.dtype == np.float16 else x.dtype), flat)
-        mean = (mean / flat.shape[-2])[..., None, None, :]
+        acc = np.float32 if x.dtype == np.float16 else x.dtype
+        if x.flags.c_contiguous:   # channels interleaved: add.reduce over the strided pixel axis
+            # would cost ten times a BLAS product with ones
+            flat = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))
+            mean = np.dot(np.ones(flat.shape[-2], acc), flat)[..., None, None, :]
+        else:   # e.g. the planes of a transposed CHW image (seed 003's records): add.reduce runs along them
+            mean = np.add.reduce(x, axis=(-3, -2), dtype=acc, keepdims=True)
+        mean = mean / (x.shape[-3] * x.shape[-2])
         out = x - mean
         out *= np.asarray(factor, x.dtype)
         out += mean
@@ -145,11 +149,10 @@ def _standardize_kernel(node, ctx):
         if x.ndim < 3:
             raise invalid(node, f"image must be at least 3-D, got shape {list(x.shape)}")
         if x.ndim == 3 and x.size:   # one image (an input pipeline's case): scalar statistics, a BLAS dot
-            flat = x.reshape(-1)
-            mean = float(np.add.reduce(flat)) / flat.size
-            var = max(float(np.dot(flat, flat)) / flat.size - mean * mean, 0.0)
-            out = np.subtract(x, np.float32(mean))
-            out /= np.float32(max(math.sqrt(var), 1 / math.sqrt(flat.size)))
+            n = x.size
+            out = np.subtract(x, np.float32(float(np.add.reduce(x, axis=None)) / n))
+            centered = out.ravel(order="K")   # dense in x's memory order (a view, whatever x's strides)
+            out /= np.float32(max(math.sqrt(float(np.dot(centered, centered)) / n), 1 / math.sqrt(n)))
             return out
         flat = x.reshape(x.shape[:-3] + (-1,))
         n = np.float32(flat.shape[-1])
