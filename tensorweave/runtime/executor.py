@@ -78,7 +78,7 @@ class StepContext:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
 
-_MODE_ONE, _MODE_MANY, _MODE_NONE, _MODE_ONE_2 = 0, 1, 2, 3
+_MODE_ONE, _MODE_MANY, _MODE_NONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 1, 2, 3, 4
 _STEP_SLOT, _STEP_SLOT_KEY = 0, "^step"  # slot 0 carries the StepContext to needs_step kernels
 
 
@@ -156,6 +156,8 @@ class Plan:
             if nout == 1:
                 if len(ins) == 2:
                     steps.append((_MODE_ONE_2, fn, ins[0], ins[1], outs[0]))
+                elif len(ins) == 1:   # (no argument list to build: a third of a small kernel's call)
+                    steps.append((_MODE_ONE_1, fn, ins[0], None, outs[0]))
                 else:
                     steps.append((_MODE_ONE, fn, tuple(ins), outs[0], None))
             elif nout == 0:
@@ -229,6 +231,8 @@ class Plan:
                 # literal modes (see _MODE_*): a global lookup per op would cost ~30 ns
                 if mode == 3:
                     vals[c] = fn(vals[a], vals[b])
+                elif mode == 4:
+                    vals[c] = fn(vals[a])
                 elif mode == 0:
                     vals[b] = fn(*[vals[j] for j in a])
                 elif mode == 2:
