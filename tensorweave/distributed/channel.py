@@ -353,11 +353,13 @@ class Pending:
             self.sock.close(self.close_linger_ms)   # a late reply must never reach another call
         self.sock = None
 
-    def _read(self) -> bool:
-        """Reads the replies waiting on the socket; True once this request's has come."""
+    def _read(self, ready: bool = False) -> bool:
+        """Reads the replies waiting on the socket (`ready`: a poll just said it reads, so the
+        first read needs no look of its own); True once this request's has come."""
         while True:
             try:
-                frames = _recv_msg(self.sock, NOBLOCK)
+                frames = _recv_msg(self.sock, 0 if ready else NOBLOCK)
+                ready = False
             except zmq.Again:
                 return False
             except (OSError, ValueError) as e:   # a same-host connection ended
@@ -451,7 +453,7 @@ class Pending:
     def result(self) -> Any:
         """Waits for the reply; returns its result or raises the peer's error."""
         while not self.done:
-            if zmq.zmq_poll([(_pollable(self.sock), POLLIN)], self._wait_ms(time.monotonic())) and self._read():
+            if zmq.zmq_poll([(_pollable(self.sock), POLLIN)], self._wait_ms(time.monotonic())) and self._read(True):
                 break
             try:
                 self._check(time.monotonic())
@@ -487,7 +489,7 @@ def wait_any(left: list, timeout_s: Optional[float], on_done: Optional[Callable[
     still = []
     for p in left:
         if _pollable(p.sock) in ready:
-            p._read()
+            p._read(True)
         if not p.done:
             try:
                 p._check(time.monotonic())
@@ -518,7 +520,7 @@ def _encode(sock, message: dict, what: str) -> tuple:
     """(frames, shared-memory leases) of a message for `sock`: over a same-host connection its
     large tensors go in shared memory (shm.py); the size limit counts them all the same."""
     if type(sock) is uds.Conn:
-        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.sock))
+        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.peer_pid))
     else:
         frames, leases, shared = wire.encode(message), [], 0
     size = shared + sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)

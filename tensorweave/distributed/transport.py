@@ -58,7 +58,34 @@ _log = logging.getLogger("tensorweave.distributed")
 _TICK_S = 0.25                  # how often the IO role sweeps leases, stalled peers and the service
 TAKEOVER_S = float(os.environ.get("TENSORWEAVE_IO_TAKEOVER_MS", "") or 10.0) / 1000.0
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a Unix-socket peer that sends on with this much unread is dropped
-_POLLINOUT = zmq.POLLIN | zmq.POLLOUT
+_POLLOUT = int(zmq.POLLOUT)
+_POLLINOUT = POLLIN | _POLLOUT
+_POLLIN_ERR = POLLIN | int(zmq.POLLERR)   # (plain ints: an enum operation per event costs ~1 us)
+
+
+class _Watched:
+    """What the IO role polls: zmq_poll over a list kept between polls (zmq.Poller rebuilds
+    its list and wraps every event in an enum on each call)."""
+
+    __slots__ = ("events", "items")
+
+    def __init__(self):
+        self.events: dict = {}   # fd or zmq socket -> events
+        self.items: Optional[list] = None
+
+    def register(self, what, events: int) -> None:
+        self.events[what] = events
+        self.items = None
+
+    def unregister(self, what) -> None:
+        del self.events[what]
+        self.items = None
+
+    def poll(self, timeout_ms: int) -> dict:
+        items = self.items
+        if items is None:
+            items = self.items = list(self.events.items())
+        return dict(zmq.zmq_poll(items, timeout_ms))
 
 
 class RequestContext:
@@ -153,9 +180,10 @@ class TransportServer:
                 self._uds = uds.listen(uds_path)
             except OSError:
                 self._uds = None
+        self._uds_fd = self._uds.fileno() if self._uds is not None else -1
         self._conns: dict = {}        # fd -> uds.ServerConn
         # The IO role's state (used by the thread holding the role only):
-        self._poller = zmq.Poller()
+        self._poller = _Watched()
         self._router_pending = False  # the ROUTER may hold input its edge-triggered FD will not signal
         self._to_run: list = []       # requests read in this round, to run off the IO role
         self._last_tick = time.monotonic()
@@ -176,10 +204,10 @@ class TransportServer:
 
     def start(self) -> None:
         poller = self._poller
-        poller.register(self._router_fd, zmq.POLLIN)
-        poller.register(self._wake, zmq.POLLIN)
+        poller.register(self._router_fd, POLLIN)
+        poller.register(self._wake, POLLIN)
         if self._uds is not None:
-            poller.register(self._uds.fileno(), zmq.POLLIN)
+            poller.register(self._uds.fileno(), POLLIN)
         self._router_pending = True
         self._started = True
         for t in self._threads:
@@ -292,9 +320,12 @@ class TransportServer:
         """One poll of everything the IO role watches, and what it found."""
         poller, wake = self._poller, self._wake
         try:
-            events = dict(poller.poll(0 if self._router_pending else int(_TICK_S * 1000)))
-            for fd, ev in [(k, v) for k, v in events.items() if type(k) is int and k != self._router_fd]:
-                if self._uds is not None and fd == self._uds.fileno():
+            events = poller.poll(0 if self._router_pending else int(_TICK_S * 1000))
+            router_fd, listen_fd = self._router_fd, self._uds_fd
+            for fd, ev in events.items():
+                if type(fd) is not int or fd == router_fd:
+                    continue
+                if fd == listen_fd:
                     self._accept()
                 else:
                     self._on_conn_event(fd, ev)
@@ -526,22 +557,22 @@ class TransportServer:
                 return
             except OSError:
                 return
-            uid = uds.peer_uid(sock)
+            pid, uid = uds.peer_cred(sock)
             if uid is not None and uid != os.getuid():
                 _log.warning("transport: refused a same-host connection from user id %d", uid)
                 sock.close()
                 continue
-            conn = uds.ServerConn(sock)
+            conn = uds.ServerConn(sock, pid)
             self._conns[conn.fd] = conn
-            self._poller.register(conn.fd, zmq.POLLIN)
+            self._poller.register(conn.fd, POLLIN)
 
     def _on_conn_event(self, fd: int, ev: int) -> None:
         conn = self._conns.get(fd)
         if conn is None:
             return
-        if ev & zmq.POLLOUT and not conn.on_writable():
-            self._poller.register(fd, zmq.POLLIN)
-        if not ev & (zmq.POLLIN | zmq.POLLERR):
+        if ev & _POLLOUT and not conn.on_writable():
+            self._poller.register(fd, POLLIN)
+        if not ev & _POLLIN_ERR:
             return
         messages = conn.pump()
         if messages and conn.out_bytes > _MAX_UNREAD_REPLY_BYTES:
@@ -595,7 +626,7 @@ class TransportServer:
             result = self._handler(method, args, rctx)
             if conn is not None:   # same host: large tensors go in shared memory (shm.py)
                 reply, leases, _ = wire.encode_shared({"id": rid, "ok": True, "r": result},
-                                                      *shm.encoder_for(conn.sock))
+                                                      *shm.encoder_for(conn.peer_pid))
             else:
                 reply = wire.encode({"id": rid, "ok": True, "r": result})
         except errors.OpError as e:

@@ -53,10 +53,36 @@ _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
 
 
+_LENS_STRUCTS: dict = {}   # frame count -> struct.Struct of that many lengths (a format string per message costs)
+
+
+def _lens_struct(n: int) -> struct.Struct:
+    st = _LENS_STRUCTS.get(n)
+    if st is None:
+        st = struct.Struct(f"<{n}Q")
+        if len(_LENS_STRUCTS) < 64:
+            _LENS_STRUCTS[n] = st
+    return st
+
+
 def _prefix(frames: list) -> tuple[bytes, int]:
-    lens = [f.nbytes if isinstance(f, memoryview) else len(f) for f in frames]
+    lens = [len(f) if type(f) is bytes else f.nbytes for f in frames]
     total = sum(lens)
-    return _PREFIX.pack(total, len(frames)) + struct.pack(f"<{len(frames)}Q", *lens), total
+    return _PREFIX.pack(total, len(frames)) + _lens_struct(len(frames)).pack(*lens), total
+
+
+def peer_cred(sock: socket.socket) -> tuple:
+    """(pid, uid) of the process at the other end of a Unix socket ((0, None) where the
+    platform cannot tell). Read once per connection: the pid names the receiver a
+    shared-memory buffer is held for (shm.py), the uid who may connect."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return 0, None
+    try:
+        pid, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))
+    except OSError:
+        return 0, None
+    return pid, uid
 
 
 # -- the client's end ---------------------------------------------------------------------------
@@ -64,11 +90,12 @@ class Conn:
     """One connected Unix stream socket: whole messages in and out. Writes are locked;
     reads belong to one thread at a time."""
 
-    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view")
+    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid")
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.fd = sock.fileno()
+        self.peer_pid = peer_cred(sock)[0]
         self.rbuf = bytearray()
         self.wlock = threading.Lock()
         self._chunk = bytearray(SMALL)   # reads land here (a recv(n) would allocate n bytes each time)
@@ -98,13 +125,23 @@ class Conn:
 
     def read(self) -> list:
         """The next message's frames (memoryviews), waiting for the rest of it."""
+        if not self.rbuf:   # (a reply mostly comes whole in one read)
+            k = self.sock.recv_into(self._chunk_view)
+            if k == 0:
+                raise ConnectionResetError("connection closed by the peer")
+            whole = _whole_message(self._chunk_view, 0, k)
+            if whole is not None:
+                if whole[1] < k:
+                    self.rbuf += self._chunk_view[whole[1]:k]
+                return whole[0]
+            self.rbuf += self._chunk_view[:k]
         self._fill(_PREFIX.size)
         total, n = _PREFIX.unpack_from(self.rbuf, 0)
         if n > MAX_FRAMES or n == 0:
             raise ConnectionResetError(f"message of {n} frames")
         hsize = _PREFIX.size + 8 * n
         self._fill(hsize)
-        lens = struct.unpack_from(f"<{n}Q", self.rbuf, _PREFIX.size)
+        lens = _lens_struct(n).unpack_from(self.rbuf, _PREFIX.size)
         if sum(lens) != total:
             raise ConnectionResetError("message frame lengths do not add up")
         if total > limits.value(limits.MESSAGE_BYTES):
@@ -133,6 +170,22 @@ class Conn:
             self.sock.close()
         except OSError:
             pass
+
+
+def _whole_message(view: memoryview, pos: int, end: int) -> Optional[tuple]:
+    """(frames, end position) of a message of at most _BIG bytes (and within the size limit)
+    found whole in view[pos:end], else None: the caller's general path reads, checks and
+    refuses what this does not take."""
+    if end - pos < _PREFIX.size:
+        return None
+    total, n = _PREFIX.unpack_from(view, pos)
+    start = pos + _PREFIX.size + 8 * n
+    if not 0 < n <= MAX_FRAMES or start + total > end or total > min(_BIG, limits.value(limits.MESSAGE_BYTES)):
+        return None
+    lens = _lens_struct(n).unpack_from(view, pos + _PREFIX.size)
+    if sum(lens) != total:
+        return None
+    return _split(memoryview(bytes(view[start:start + total])), lens), start + total
 
 
 def _split(view: memoryview, lens) -> list:
@@ -191,14 +244,15 @@ class ServerConn:
     the socket takes and keeps the rest; the rest is written by the IO thread when the socket
     is writable again, or by a pool thread that waits for room itself (`wait_written`)."""
 
-    __slots__ = ("sock", "fd", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
+    __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
                  "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
                  "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended")
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, peer_pid: int = 0):
         sock.setblocking(False)
         self.sock = sock
         self.fd = sock.fileno()
+        self.peer_pid = peer_pid
         self.inflight: dict = {}          # request id -> RequestContext (cancelled when it closes)
         self.rbuf = bytearray()
         self.last_read = time.monotonic()
@@ -240,18 +294,26 @@ class ServerConn:
 
     def _pump(self, out: list) -> None:
         budget = _READ_BUDGET
-        while budget > 0:
+        drained = False
+        while budget > 0 and not drained:
             try:
                 if self._state == _BIG_BODY:
+                    ask = self._total - self._big_have
                     k = self.sock.recv_into(self._big[self._big_have:])
                 elif self._state == _DISCARD:
-                    k = self.sock.recv_into(self._chunk_view, min(_CHUNK, self._discard))
+                    ask = min(_CHUNK, self._discard)
+                    k = self.sock.recv_into(self._chunk_view, ask)
                 else:
+                    ask = _CHUNK
                     k = self.sock.recv_into(self._chunk_view)
             except (BlockingIOError, InterruptedError):
                 break
             if k == 0:
                 raise ConnectionResetError("connection closed by the peer")
+            # A short read took all the socket held: the next one would only fail with
+            # EAGAIN (a syscall and an exception per message); the poll, level-triggered,
+            # reports whatever comes later.
+            drained = k < ask
             budget -= k
             self.last_read = time.monotonic()
             if self._state == _BIG_BODY:
@@ -267,7 +329,14 @@ class ServerConn:
                     out.append(Refused(self._refused_head, self._refusal))
                     self._expect_prefix()
                 continue
-            self.rbuf += self._chunk_view[:k]
+            pos = 0
+            if self._state == _PREFIX_STATE and not self.rbuf:   # whole messages, without the states
+                while (whole := _whole_message(self._chunk_view, pos, k)) is not None:
+                    out.append(whole[0])
+                    pos = whole[1]
+                if pos == k:
+                    continue
+            self.rbuf += self._chunk_view[pos:k]
             self._parse(out)
 
     def _expect_prefix(self) -> None:
@@ -287,7 +356,7 @@ class ServerConn:
                 self._state, self._need = _LENS, _PREFIX.size + 8 * n
             elif state == _LENS:
                 n = (self._need - _PREFIX.size) // 8
-                self._lens = struct.unpack_from(f"<{n}Q", rbuf, _PREFIX.size)
+                self._lens = _lens_struct(n).unpack_from(rbuf, _PREFIX.size)
                 del rbuf[:self._need]
                 if sum(self._lens) != self._total:
                     raise ConnectionResetError("message frame lengths do not add up")
@@ -450,19 +519,6 @@ class ServerConn:
                 self.sock.close()
             except OSError:
                 pass
-
-
-def peer_uid(sock: socket.socket) -> Optional[int]:
-    """The user id of the process at the other end of a Unix socket (None where the platform
-    cannot tell)."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    try:
-        _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))
-    except OSError:
-        return None
-    return uid
 
 
 def listen(path: str) -> Optional[socket.socket]:

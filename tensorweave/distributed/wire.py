@@ -133,6 +133,9 @@ class Encoder:
         if isinstance(obj, np.ndarray):
             return self._tensor(obj, False)
         if isinstance(obj, np.generic):
+            name = _NP_TO_NAME.get(obj.dtype)
+            if name is not None:   # a numeric scalar (a step's loss, a carried value): in place
+                return msgpack.ExtType(TENSOR_EXT, _packer().pack([name, [], obj.tobytes(), True]))
             return self._tensor(obj, True)
         if isinstance(obj, (tuple, list)):
             return list(obj)
