@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -58,34 +59,13 @@ _log = logging.getLogger("tensorweave.distributed")
 _TICK_S = 0.25                  # how often the IO role sweeps leases, stalled peers and the service
 TAKEOVER_S = float(os.environ.get("TENSORWEAVE_IO_TAKEOVER_MS", "") or 10.0) / 1000.0
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a Unix-socket peer that sends on with this much unread is dropped
-_POLLOUT = int(zmq.POLLOUT)
-_POLLINOUT = POLLIN | _POLLOUT
-_POLLIN_ERR = POLLIN | int(zmq.POLLERR)   # (plain ints: an enum operation per event costs ~1 us)
-
-
-class _Watched:
-    """What the IO role polls: zmq_poll over a list kept between polls (zmq.Poller rebuilds
-    its list and wraps every event in an enum on each call)."""
-
-    __slots__ = ("events", "items")
-
-    def __init__(self):
-        self.events: dict = {}   # fd or zmq socket -> events
-        self.items: Optional[list] = None
-
-    def register(self, what, events: int) -> None:
-        self.events[what] = events
-        self.items = None
-
-    def unregister(self, what) -> None:
-        del self.events[what]
-        self.items = None
-
-    def poll(self, timeout_ms: int) -> dict:
-        items = self.items
-        if items is None:
-            items = self.items = list(self.events.items())
-        return dict(zmq.zmq_poll(items, timeout_ms))
+# The IO role polls file descriptors only (the ZeroMQ sockets by their ZMQ_FD) with one
+# select.poll kept between rounds: zmq_poll with a ZeroMQ socket among its items made three
+# poll(2) calls and a getpid(2) of every round that waited, and zmq.Poller an enum per event.
+_IN, _OUT = select.POLLIN, select.POLLOUT
+_INOUT = _IN | _OUT
+_HUNG_UP = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
+_READABLE = _IN | select.POLLPRI | select.POLLNVAL | _HUNG_UP   # (an end reads as one)
 
 
 class RequestContext:
@@ -164,6 +144,7 @@ class TransportServer:
         self._wake_ep = f"inproc://tw-wake-{id(self)}-{os.getpid()}"
         self._wake = ctx.socket(zmq.PULL)
         self._wake.bind(self._wake_ep)
+        self._wake_fd = self._wake.getsockopt(zmq.FD)   # (signals like the ROUTER's: drained whole when it does)
         self._local = threading.local()        # each thread's PUSH to the wake socket
         self._push_sockets: list = []
         self._push_lock = threading.Lock()
@@ -183,7 +164,7 @@ class TransportServer:
         self._uds_fd = self._uds.fileno() if self._uds is not None else -1
         self._conns: dict = {}        # fd -> uds.ServerConn
         # The IO role's state (used by the thread holding the role only):
-        self._poller = _Watched()
+        self._poller = select.poll()
         self._router_pending = False  # the ROUTER may hold input its edge-triggered FD will not signal
         self._to_run: list = []       # requests read in this round, to run off the IO role
         self._last_tick = time.monotonic()
@@ -204,10 +185,10 @@ class TransportServer:
 
     def start(self) -> None:
         poller = self._poller
-        poller.register(self._router_fd, POLLIN)
-        poller.register(self._wake, POLLIN)
+        poller.register(self._router_fd, _IN)
+        poller.register(self._wake_fd, _IN)
         if self._uds is not None:
-            poller.register(self._uds.fileno(), POLLIN)
+            poller.register(self._uds_fd, _IN)
         self._router_pending = True
         self._started = True
         for t in self._threads:
@@ -320,20 +301,20 @@ class TransportServer:
         """One poll of everything the IO role watches, and what it found."""
         poller, wake = self._poller, self._wake
         try:
-            events = poller.poll(0 if self._router_pending else int(_TICK_S * 1000))
-            router_fd, listen_fd = self._router_fd, self._uds_fd
+            events = dict(poller.poll(0 if self._router_pending else int(_TICK_S * 1000)))
+            router_fd, listen_fd, wake_fd = self._router_fd, self._uds_fd, self._wake_fd
             for fd, ev in events.items():
-                if type(fd) is not int or fd == router_fd:
+                if fd == router_fd or fd == wake_fd:
                     continue
                 if fd == listen_fd:
                     self._accept()
                 else:
                     self._on_conn_event(fd, ev)
-            if wake in events:   # (a replying thread may have taken the ROUTER's edge: look)
+            if wake_fd in events:   # (a replying thread may have taken the ROUTER's edge: look)
                 while wake.getsockopt(EVENTS) & POLLIN:
                     wake.recv()
                 self._router_pending = True
-            if self._router_pending or self._router_fd in events:
+            if self._router_pending or router_fd in events:
                 self._drain_router()
             now = time.monotonic()
             if now - self._last_tick > _TICK_S:
@@ -564,17 +545,17 @@ class TransportServer:
                 continue
             conn = uds.ServerConn(sock, pid)
             self._conns[conn.fd] = conn
-            self._poller.register(conn.fd, POLLIN)
+            self._poller.register(conn.fd, _IN)
 
     def _on_conn_event(self, fd: int, ev: int) -> None:
         conn = self._conns.get(fd)
         if conn is None:
             return
-        if ev & _POLLOUT and not conn.on_writable():
-            self._poller.register(fd, POLLIN)
-        if not ev & _POLLIN_ERR:
+        if ev & _OUT and not conn.on_writable():
+            self._poller.register(fd, _IN)
+        if not ev & _READABLE:
             return
-        messages = conn.pump()
+        messages = conn.pump(bool(ev & _HUNG_UP))
         if messages and conn.out_bytes > _MAX_UNREAD_REPLY_BYTES:
             _log.warning("transport: dropping a same-host peer that sends on and reads no replies")
             self._drop(conn)
@@ -613,7 +594,7 @@ class TransportServer:
         if not conn.queue(frames, on_io):
             return
         if on_io:
-            self._poller.register(conn.fd, _POLLINOUT)   # the rest goes out as room comes
+            self._poller.register(conn.fd, _INOUT)   # the rest goes out as room comes
         else:
             conn.wait_written(sockets.PEER_STALL_S)
 

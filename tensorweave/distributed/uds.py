@@ -281,18 +281,18 @@ class ServerConn:
         """Whether a message has begun and not been read whole (a silent peer stalls here)."""
         return self._state != _PREFIX_STATE or bool(self.rbuf)
 
-    def pump(self) -> list:
+    def pump(self, hung_up: bool = False) -> list:
         """Reads what the socket has, up to a budget; returns the messages it completed (each
         a list of frames, or a Refused). At the connection's end, or when the peer broke the
         framing, `ended` says why (the messages completed before it are still returned)."""
         out: list = []
         try:
-            self._pump(out)
+            self._pump(out, hung_up)
         except (OSError, ValueError, struct.error) as e:
             self.ended = f"{type(e).__name__}: {e}"
         return out
 
-    def _pump(self, out: list) -> None:
+    def _pump(self, out: list, hung_up: bool) -> None:
         budget = _READ_BUDGET
         drained = False
         while budget > 0 and not drained:
@@ -312,8 +312,9 @@ class ServerConn:
                 raise ConnectionResetError("connection closed by the peer")
             # A short read took all the socket held: the next one would only fail with
             # EAGAIN (a syscall and an exception per message); the poll, level-triggered,
-            # reports whatever comes later.
-            drained = k < ask
+            # reports whatever comes later. But a peer that hung up (the poll said so) is read
+            # to its end now: what it asked before it went is not to be run.
+            drained = k < ask and not hung_up
             budget -= k
             self.last_read = time.monotonic()
             if self._state == _BIG_BODY:
