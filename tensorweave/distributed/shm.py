@@ -184,7 +184,7 @@ class Pool:
     def put(self, arr: np.ndarray, peer_pid: int = 0) -> Optional[tuple]:
         """Copies a C-contiguous array into a free buffer, marked in use for `peer_pid`;
         returns (file name, generation), or None when it must travel in the socket."""
-        if self.dir is None or self._pid != os.getpid():
+        if self.dir is None or self._pid != _PID:
             return None
         need = arr.nbytes
         buf = self._take(need, peer_pid)
@@ -295,13 +295,22 @@ def _rounded(n: int) -> int:
 
 _POOL: Optional[Pool] = None
 _POOL_LOCK = threading.Lock()
+_PID = os.getpid()   # this process's, kept current across forks (a getpid(2) per message costs)
+
+
+def _forked() -> None:
+    global _PID
+    _PID = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def pool() -> Optional[Pool]:
     """This process's pool, or None when shared memory is off or unusable here."""
     global _POOL
     p = _POOL
-    if p is not None and p._pid == os.getpid():
+    if p is not None and p._pid == _PID:
         return p if p.dir is not None else None
     if POOL_BYTES <= 0:
         return None

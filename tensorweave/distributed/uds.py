@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import select
 import socket
 import struct
 import threading
@@ -51,6 +52,7 @@ _READ_BUDGET = 8 << 20   # bytes one readiness event may read before the IO thre
 _REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) up to this size
 _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
+_DONTWAIT = socket.MSG_DONTWAIT
 
 
 _LENS_STRUCTS: dict = {}   # frame count -> struct.Struct of that many lengths (a format string per message costs)
@@ -88,35 +90,67 @@ def peer_cred(sock: socket.socket) -> tuple:
 # -- the client's end ---------------------------------------------------------------------------
 class Conn:
     """One connected Unix stream socket: whole messages in and out. Writes are locked;
-    reads belong to one thread at a time."""
+    reads belong to one thread at a time. A send, and the read of a message begun, wait at
+    most `io_timeout_s` (TimeoutError). The socket itself has no timeout: Python would poll(2)
+    before every send and receive; each first tries without waiting (MSG_DONTWAIT) and polls
+    only when the socket is not ready."""
 
-    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid")
+    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid", "io_timeout_ms", "_poll")
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, io_timeout_s: Optional[float] = None):
         self.sock = sock
         self.fd = sock.fileno()
         self.peer_pid = peer_cred(sock)[0]
+        self.io_timeout_ms = -1 if io_timeout_s is None else max(1, int(io_timeout_s * 1000))
         self.rbuf = bytearray()
         self.wlock = threading.Lock()
         self._chunk = bytearray(SMALL)   # reads land here (a recv(n) would allocate n bytes each time)
         self._chunk_view = memoryview(self._chunk)
+        self._poll = select.poll()
+        self._poll.register(self.fd, select.POLLIN)
+
+    def readable(self, timeout_ms: int) -> bool:
+        """Whether a reply (or the connection's end) can be read, waiting up to timeout_ms
+        (one poll(2); zmq_poll makes a first one without waiting when it is to wait)."""
+        return bool(self.rbuf) or bool(self._poll.poll(timeout_ms))
+
+    def _await(self, event: int) -> None:
+        if not zmq.zmq_poll([(self.fd, event)], self.io_timeout_ms):
+            raise TimeoutError("timed out")
+
+    def _recv_into(self, view: memoryview) -> int:
+        while True:
+            try:
+                k = self.sock.recv_into(view, 0, _DONTWAIT)
+            except BlockingIOError:
+                self._await(zmq.POLLIN)
+                continue
+            if k == 0:
+                raise ConnectionResetError("connection closed by the peer")
+            return k
+
+    def _send_all(self, data) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            try:
+                view = view[self.sock.send(view, _DONTWAIT):]
+            except BlockingIOError:
+                self._await(zmq.POLLOUT)
 
     def _recv_some(self) -> None:
-        k = self.sock.recv_into(self._chunk_view)
-        if k == 0:
-            raise ConnectionResetError("connection closed by the peer")
+        k = self._recv_into(self._chunk_view)
         self.rbuf += self._chunk_view[:k]
 
     def send(self, frames: list) -> int:
-        """Writes one message (blocking until the kernel took it); returns its payload size."""
+        """Writes one message (waiting until the kernel took it); returns its payload size."""
         head, total = _prefix(frames)
         with self.wlock:
             if total <= SMALL:
-                self.sock.sendall(head + b"".join(frames))
+                self._send_all(head + b"".join(frames))
             else:
-                self.sock.sendall(head)
+                self._send_all(head)
                 for f in frames:
-                    self.sock.sendall(f)
+                    self._send_all(f)
         return total
 
     def _fill(self, need: int) -> None:
@@ -126,9 +160,7 @@ class Conn:
     def read(self) -> list:
         """The next message's frames (memoryviews), waiting for the rest of it."""
         if not self.rbuf:   # (a reply mostly comes whole in one read)
-            k = self.sock.recv_into(self._chunk_view)
-            if k == 0:
-                raise ConnectionResetError("connection closed by the peer")
+            k = self._recv_into(self._chunk_view)
             whole = _whole_message(self._chunk_view, 0, k)
             if whole is not None:
                 if whole[1] < k:
@@ -154,10 +186,7 @@ class Conn:
             view = memoryview(buf)
             pos = have
             while pos < total:
-                k = self.sock.recv_into(view[pos:], total - pos)
-                if k == 0:
-                    raise ConnectionResetError("connection closed by the peer")
-                pos += k
+                pos += self._recv_into(view[pos:])
         else:
             self._fill(hsize + total)
             with memoryview(self.rbuf) as whole:
@@ -204,11 +233,11 @@ def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -
     try:
         sock.settimeout(timeout_s)
         sock.connect(path)
-        sock.settimeout(io_timeout_s)
+        sock.settimeout(None)
     except BaseException:
         sock.close()
         raise
-    return Conn(sock)
+    return Conn(sock, io_timeout_s)
 
 
 # -- the server's end ---------------------------------------------------------------------------
