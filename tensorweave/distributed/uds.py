@@ -15,8 +15,8 @@ A message is the same frames as on ZeroMQ (wire.encode), framed as
 Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).
 
 Two ends, two kinds of connection:
-  Conn        a client's: blocking, whole messages in and out (the client waits on its own
-              connection only).
+  Conn        a client's: whole messages in and out, waiting (within its io timeout) on its
+              own connection only; every send and receive first tries without waiting.
   ServerConn  the server's view of one client, served by the transport's IO thread, which
               must never wait on any one peer: non-blocking reads into a per-connection
               buffer (messages are handed out as they complete; one larger than
