@@ -44,6 +44,8 @@ class _FetchMapper:
         return idx
 
     def _map(self, f) -> Callable[[list], Any]:
+        if type(f) is Tensor or type(f) is Operation:   # (the common fetch: no container checks)
+            return self._leaf(f)
         if f is None:
             raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. "
                             "(Can not convert a NoneType into a Tensor or Operation.)")
@@ -62,6 +64,9 @@ class _FetchMapper:
         if hasattr(f, "_fetch_parts"):   # composite values: IndexedSlices, SparseTensor
             parts = [self._map(p) for p in f._fetch_parts()]
             return lambda vals: f._fetch_value([p(vals) for p in parts])
+        return self._leaf(f)
+
+    def _leaf(self, f) -> Callable[[list], Any]:
         try:
             el = self.graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
         except TypeError as e:

@@ -60,10 +60,17 @@ def _pollable(sock):
 
 def _recv_msg(sock, flags: int = 0) -> list:
     if type(sock) is uds.Conn:
-        if flags and not sock.rbuf and not zmq.zmq_poll([(sock.fd, POLLIN)], 0):
+        if flags and not sock.readable(0):
             raise zmq.Again()
         return sock.read()
     return recv_frames(sock, flags)
+
+
+def _readable(sock, timeout_ms: int) -> bool:
+    """Whether a call's socket has something to read, waiting up to timeout_ms."""
+    if type(sock) is uds.Conn:
+        return sock.readable(timeout_ms)
+    return bool(zmq.zmq_poll([(sock, POLLIN)], timeout_ms))
 
 
 class Channel:
@@ -131,7 +138,7 @@ class Channel:
             if sock is None:
                 break
             if type(sock) is uds.Conn:
-                if sock.rbuf or zmq.zmq_poll([(sock.fd, POLLIN)], 0):
+                if sock.readable(0):
                     sock.close()   # an idle connection that reads is at its end: the peer went away
                     self.mark_lost()
                     continue
@@ -278,7 +285,7 @@ class Channel:
                 conn = self._uds_free.pop()   # list.pop/append are atomic: no lock on this path
             except IndexError:
                 break
-            if not (conn.rbuf or zmq.zmq_poll([(conn.fd, POLLIN)], 0)):
+            if not conn.readable(0):
                 return conn
             conn.close()   # at its end: the peer went away
         try:
@@ -303,7 +310,7 @@ class Channel:
             self._send(sock, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not zmq.zmq_poll([(_pollable(sock), POLLIN)], int(left * 1000) + 1):
+                if left <= 0 or not _readable(sock, int(left * 1000) + 1):
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
                 try:
                     reply = _decode(sock, _recv_msg(sock))
@@ -353,11 +360,13 @@ class Pending:
             self.sock.close(self.close_linger_ms)   # a late reply must never reach another call
         self.sock = None
 
-    def _read(self) -> bool:
-        """Reads the replies waiting on the socket; True once this request's has come."""
+    def _read(self, ready: bool = False) -> bool:
+        """Reads the replies waiting on the socket (`ready`: a poll just said it reads, so the
+        first read needs no look of its own); True once this request's has come."""
         while True:
             try:
-                frames = _recv_msg(self.sock, NOBLOCK)
+                frames = _recv_msg(self.sock, 0 if ready else NOBLOCK)
+                ready = False
             except zmq.Again:
                 return False
             except (OSError, ValueError) as e:   # a same-host connection ended
@@ -451,7 +460,7 @@ class Pending:
     def result(self) -> Any:
         """Waits for the reply; returns its result or raises the peer's error."""
         while not self.done:
-            if zmq.zmq_poll([(_pollable(self.sock), POLLIN)], self._wait_ms(time.monotonic())) and self._read():
+            if _readable(self.sock, self._wait_ms(time.monotonic())) and self._read(True):
                 break
             try:
                 self._check(time.monotonic())
@@ -482,12 +491,14 @@ def wait_any(left: list, timeout_s: Optional[float], on_done: Optional[Callable[
     wait_ms = min(p._wait_ms(now) for p in left)
     if timeout_s is not None:
         wait_ms = min(wait_ms, int(timeout_s * 1000))
-    # zmq_poll itself: Socket.poll and Poller build their own structures on every call.
-    ready = dict(zmq.zmq_poll([(_pollable(p.sock), POLLIN) for p in left], wait_ms))
+    if len(left) == 1:   # (the common case: one remote partition)
+        ready = {_pollable(left[0].sock): 1} if _readable(left[0].sock, wait_ms) else {}
+    else:   # zmq_poll itself: Socket.poll and Poller build their own structures on every call
+        ready = dict(zmq.zmq_poll([(_pollable(p.sock), POLLIN) for p in left], wait_ms))
     still = []
     for p in left:
         if _pollable(p.sock) in ready:
-            p._read()
+            p._read(True)
         if not p.done:
             try:
                 p._check(time.monotonic())
@@ -518,7 +529,7 @@ def _encode(sock, message: dict, what: str) -> tuple:
     """(frames, shared-memory leases) of a message for `sock`: over a same-host connection its
     large tensors go in shared memory (shm.py); the size limit counts them all the same."""
     if type(sock) is uds.Conn:
-        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.sock))
+        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.peer_pid))
     else:
         frames, leases, shared = wire.encode(message), [], 0
     size = shared + sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)

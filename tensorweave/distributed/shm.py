@@ -34,12 +34,11 @@ or when the directory cannot be used, tensors travel in the socket as before.
 from __future__ import annotations
 
 import atexit
+import itertools
 import mmap
 import os
 import re
-import socket
 import stat
-import struct
 import tempfile
 import threading
 from typing import Optional
@@ -54,7 +53,7 @@ _NAME = re.compile(r"^[0-9]{1,10}-[0-9]{1,20}-[0-9]{1,12}$")
 _FREE, _BUSY = 0, 1
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _MAX_ATTACHED = 512                   # mappings a receiver keeps open
-_PEERCRED = struct.Struct("3i")
+_SEQ = itertools.count(1)             # buffer numbers, per process: two pools of one process never share a name
 
 
 def _start_time(pid: int) -> Optional[int]:
@@ -142,23 +141,12 @@ def sweep() -> int:
     return removed
 
 
-def peer_pid(sock: socket.socket) -> int:
-    """The pid of the process at the other end of a Unix socket (0 where the platform cannot
-    tell): the receiver a buffer is held for."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return 0
-    try:
-        return _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))[0]
-    except OSError:
-        return 0
-
-
-def encoder_for(sock: socket.socket) -> tuple:
-    """(pool, receiver pid) for wire.encode_shared over a same-host connection: (None, 0)
-    when shared memory is off here."""
+def encoder_for(peer_pid: int) -> tuple:
+    """(pool, receiver pid) for wire.encode_shared over a same-host connection to the process
+    `peer_pid` (uds.peer_cred, read once per connection): (None, 0) when shared memory is off
+    here."""
     p = pool()
-    return (p, peer_pid(sock)) if p is not None else (None, 0)
+    return (p, peer_pid) if p is not None else (None, 0)
 
 
 def _header(mm: mmap.mmap) -> np.ndarray:
@@ -188,7 +176,6 @@ class Pool:
         self._buffers: list[_Buffer] = []
         self._by_name: dict[str, _Buffer] = {}
         self._bytes = 0
-        self._seq = 0
         self._pid = os.getpid()
         self._prefix = f"{self._pid}-{_start_time(self._pid) or 0}-"
         if self.dir is not None:
@@ -197,7 +184,7 @@ class Pool:
     def put(self, arr: np.ndarray, peer_pid: int = 0) -> Optional[tuple]:
         """Copies a C-contiguous array into a free buffer, marked in use for `peer_pid`;
         returns (file name, generation), or None when it must travel in the socket."""
-        if self.dir is None or self._pid != os.getpid():
+        if self.dir is None or self._pid != _PID:
             return None
         need = arr.nbytes
         buf = self._take(need, peer_pid)
@@ -267,8 +254,7 @@ class Pool:
 
     def _create(self, need: int) -> Optional[_Buffer]:
         capacity = _rounded(need)
-        self._seq += 1
-        name = f"{self._prefix}{self._seq}"
+        name = f"{self._prefix}{next(_SEQ)}"
         path = os.path.join(self.dir, name)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -309,13 +295,22 @@ def _rounded(n: int) -> int:
 
 _POOL: Optional[Pool] = None
 _POOL_LOCK = threading.Lock()
+_PID = os.getpid()   # this process's, kept current across forks (a getpid(2) per message costs)
+
+
+def _forked() -> None:
+    global _PID
+    _PID = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def pool() -> Optional[Pool]:
     """This process's pool, or None when shared memory is off or unusable here."""
     global _POOL
     p = _POOL
-    if p is not None and p._pid == os.getpid():
+    if p is not None and p._pid == _PID:
         return p if p.dir is not None else None
     if POOL_BYTES <= 0:
         return None

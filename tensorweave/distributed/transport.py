@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -58,7 +59,13 @@ _log = logging.getLogger("tensorweave.distributed")
 _TICK_S = 0.25                  # how often the IO role sweeps leases, stalled peers and the service
 TAKEOVER_S = float(os.environ.get("TENSORWEAVE_IO_TAKEOVER_MS", "") or 10.0) / 1000.0
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a Unix-socket peer that sends on with this much unread is dropped
-_POLLINOUT = zmq.POLLIN | zmq.POLLOUT
+# The IO role polls file descriptors only (the ZeroMQ sockets by their ZMQ_FD) with one
+# select.poll kept between rounds: zmq_poll with a ZeroMQ socket among its items made three
+# poll(2) calls and a getpid(2) of every round that waited, and zmq.Poller an enum per event.
+_IN, _OUT = select.POLLIN, select.POLLOUT
+_INOUT = _IN | _OUT
+_HUNG_UP = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
+_READABLE = _IN | select.POLLPRI | select.POLLNVAL | _HUNG_UP   # (an end reads as one)
 
 
 class RequestContext:
@@ -137,6 +144,7 @@ class TransportServer:
         self._wake_ep = f"inproc://tw-wake-{id(self)}-{os.getpid()}"
         self._wake = ctx.socket(zmq.PULL)
         self._wake.bind(self._wake_ep)
+        self._wake_fd = self._wake.getsockopt(zmq.FD)   # (signals like the ROUTER's: drained whole when it does)
         self._local = threading.local()        # each thread's PUSH to the wake socket
         self._push_sockets: list = []
         self._push_lock = threading.Lock()
@@ -153,9 +161,10 @@ class TransportServer:
                 self._uds = uds.listen(uds_path)
             except OSError:
                 self._uds = None
+        self._uds_fd = self._uds.fileno() if self._uds is not None else -1
         self._conns: dict = {}        # fd -> uds.ServerConn
         # The IO role's state (used by the thread holding the role only):
-        self._poller = zmq.Poller()
+        self._poller = select.poll()
         self._router_pending = False  # the ROUTER may hold input its edge-triggered FD will not signal
         self._to_run: list = []       # requests read in this round, to run off the IO role
         self._last_tick = time.monotonic()
@@ -176,10 +185,10 @@ class TransportServer:
 
     def start(self) -> None:
         poller = self._poller
-        poller.register(self._router_fd, zmq.POLLIN)
-        poller.register(self._wake, zmq.POLLIN)
+        poller.register(self._router_fd, _IN)
+        poller.register(self._wake_fd, _IN)
         if self._uds is not None:
-            poller.register(self._uds.fileno(), zmq.POLLIN)
+            poller.register(self._uds_fd, _IN)
         self._router_pending = True
         self._started = True
         for t in self._threads:
@@ -293,16 +302,19 @@ class TransportServer:
         poller, wake = self._poller, self._wake
         try:
             events = dict(poller.poll(0 if self._router_pending else int(_TICK_S * 1000)))
-            for fd, ev in [(k, v) for k, v in events.items() if type(k) is int and k != self._router_fd]:
-                if self._uds is not None and fd == self._uds.fileno():
+            router_fd, listen_fd, wake_fd = self._router_fd, self._uds_fd, self._wake_fd
+            for fd, ev in events.items():
+                if fd == router_fd or fd == wake_fd:
+                    continue
+                if fd == listen_fd:
                     self._accept()
                 else:
                     self._on_conn_event(fd, ev)
-            if wake in events:   # (a replying thread may have taken the ROUTER's edge: look)
+            if wake_fd in events:   # (a replying thread may have taken the ROUTER's edge: look)
                 while wake.getsockopt(EVENTS) & POLLIN:
                     wake.recv()
                 self._router_pending = True
-            if self._router_pending or self._router_fd in events:
+            if self._router_pending or router_fd in events:
                 self._drain_router()
             now = time.monotonic()
             if now - self._last_tick > _TICK_S:
@@ -526,24 +538,24 @@ class TransportServer:
                 return
             except OSError:
                 return
-            uid = uds.peer_uid(sock)
+            pid, uid = uds.peer_cred(sock)
             if uid is not None and uid != os.getuid():
                 _log.warning("transport: refused a same-host connection from user id %d", uid)
                 sock.close()
                 continue
-            conn = uds.ServerConn(sock)
+            conn = uds.ServerConn(sock, pid)
             self._conns[conn.fd] = conn
-            self._poller.register(conn.fd, zmq.POLLIN)
+            self._poller.register(conn.fd, _IN)
 
     def _on_conn_event(self, fd: int, ev: int) -> None:
         conn = self._conns.get(fd)
         if conn is None:
             return
-        if ev & zmq.POLLOUT and not conn.on_writable():
-            self._poller.register(fd, zmq.POLLIN)
-        if not ev & (zmq.POLLIN | zmq.POLLERR):
+        if ev & _OUT and not conn.on_writable():
+            self._poller.register(fd, _IN)
+        if not ev & _READABLE:
             return
-        messages = conn.pump()
+        messages = conn.pump(bool(ev & _HUNG_UP))
         if messages and conn.out_bytes > _MAX_UNREAD_REPLY_BYTES:
             _log.warning("transport: dropping a same-host peer that sends on and reads no replies")
             self._drop(conn)
@@ -582,7 +594,7 @@ class TransportServer:
         if not conn.queue(frames, on_io):
             return
         if on_io:
-            self._poller.register(conn.fd, _POLLINOUT)   # the rest goes out as room comes
+            self._poller.register(conn.fd, _INOUT)   # the rest goes out as room comes
         else:
             conn.wait_written(sockets.PEER_STALL_S)
 
@@ -595,7 +607,7 @@ class TransportServer:
             result = self._handler(method, args, rctx)
             if conn is not None:   # same host: large tensors go in shared memory (shm.py)
                 reply, leases, _ = wire.encode_shared({"id": rid, "ok": True, "r": result},
-                                                      *shm.encoder_for(conn.sock))
+                                                      *shm.encoder_for(conn.peer_pid))
             else:
                 reply = wire.encode({"id": rid, "ok": True, "r": result})
         except errors.OpError as e:

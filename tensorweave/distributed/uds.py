@@ -15,8 +15,8 @@ A message is the same frames as on ZeroMQ (wire.encode), framed as
 Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).
 
 Two ends, two kinds of connection:
-  Conn        a client's: blocking, whole messages in and out (the client waits on its own
-              connection only).
+  Conn        a client's: whole messages in and out, waiting (within its io timeout) on its
+              own connection only; every send and receive first tries without waiting.
   ServerConn  the server's view of one client, served by the transport's IO thread, which
               must never wait on any one peer: non-blocking reads into a per-connection
               buffer (messages are handed out as they complete; one larger than
@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import select
 import socket
 import struct
 import threading
@@ -51,45 +52,105 @@ _READ_BUDGET = 8 << 20   # bytes one readiness event may read before the IO thre
 _REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) up to this size
 _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
+_DONTWAIT = socket.MSG_DONTWAIT
+
+
+_LENS_STRUCTS: dict = {}   # frame count -> struct.Struct of that many lengths (a format string per message costs)
+
+
+def _lens_struct(n: int) -> struct.Struct:
+    st = _LENS_STRUCTS.get(n)
+    if st is None:
+        st = struct.Struct(f"<{n}Q")
+        if len(_LENS_STRUCTS) < 64:
+            _LENS_STRUCTS[n] = st
+    return st
 
 
 def _prefix(frames: list) -> tuple[bytes, int]:
-    lens = [f.nbytes if isinstance(f, memoryview) else len(f) for f in frames]
+    lens = [len(f) if type(f) is bytes else f.nbytes for f in frames]
     total = sum(lens)
-    return _PREFIX.pack(total, len(frames)) + struct.pack(f"<{len(frames)}Q", *lens), total
+    return _PREFIX.pack(total, len(frames)) + _lens_struct(len(frames)).pack(*lens), total
+
+
+def peer_cred(sock: socket.socket) -> tuple:
+    """(pid, uid) of the process at the other end of a Unix socket ((0, None) where the
+    platform cannot tell). Read once per connection: the pid names the receiver a
+    shared-memory buffer is held for (shm.py), the uid who may connect."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return 0, None
+    try:
+        pid, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))
+    except OSError:
+        return 0, None
+    return pid, uid
 
 
 # -- the client's end ---------------------------------------------------------------------------
 class Conn:
     """One connected Unix stream socket: whole messages in and out. Writes are locked;
-    reads belong to one thread at a time."""
+    reads belong to one thread at a time. A send, and the read of a message begun, wait at
+    most `io_timeout_s` (TimeoutError). The socket itself has no timeout: Python would poll(2)
+    before every send and receive; each first tries without waiting (MSG_DONTWAIT) and polls
+    only when the socket is not ready."""
 
-    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view")
+    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid", "io_timeout_ms", "_poll")
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, io_timeout_s: Optional[float] = None):
         self.sock = sock
         self.fd = sock.fileno()
+        self.peer_pid = peer_cred(sock)[0]
+        self.io_timeout_ms = -1 if io_timeout_s is None else max(1, int(io_timeout_s * 1000))
         self.rbuf = bytearray()
         self.wlock = threading.Lock()
         self._chunk = bytearray(SMALL)   # reads land here (a recv(n) would allocate n bytes each time)
         self._chunk_view = memoryview(self._chunk)
+        self._poll = select.poll()
+        self._poll.register(self.fd, select.POLLIN)
+
+    def readable(self, timeout_ms: int) -> bool:
+        """Whether a reply (or the connection's end) can be read, waiting up to timeout_ms
+        (one poll(2); zmq_poll makes a first one without waiting when it is to wait)."""
+        return bool(self.rbuf) or bool(self._poll.poll(timeout_ms))
+
+    def _await(self, event: int) -> None:
+        if not zmq.zmq_poll([(self.fd, event)], self.io_timeout_ms):
+            raise TimeoutError("timed out")
+
+    def _recv_into(self, view: memoryview) -> int:
+        while True:
+            try:
+                k = self.sock.recv_into(view, 0, _DONTWAIT)
+            except BlockingIOError:
+                self._await(zmq.POLLIN)
+                continue
+            if k == 0:
+                raise ConnectionResetError("connection closed by the peer")
+            return k
+
+    def _send_all(self, data) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            try:
+                view = view[self.sock.send(view, _DONTWAIT):]
+            except BlockingIOError:
+                self._await(zmq.POLLOUT)
 
     def _recv_some(self) -> None:
-        k = self.sock.recv_into(self._chunk_view)
-        if k == 0:
-            raise ConnectionResetError("connection closed by the peer")
+        k = self._recv_into(self._chunk_view)
         self.rbuf += self._chunk_view[:k]
 
     def send(self, frames: list) -> int:
-        """Writes one message (blocking until the kernel took it); returns its payload size."""
+        """Writes one message (waiting until the kernel took it); returns its payload size."""
         head, total = _prefix(frames)
         with self.wlock:
             if total <= SMALL:
-                self.sock.sendall(head + b"".join(frames))
+                self._send_all(head + b"".join(frames))
             else:
-                self.sock.sendall(head)
+                self._send_all(head)
                 for f in frames:
-                    self.sock.sendall(f)
+                    self._send_all(f)
         return total
 
     def _fill(self, need: int) -> None:
@@ -98,13 +159,21 @@ class Conn:
 
     def read(self) -> list:
         """The next message's frames (memoryviews), waiting for the rest of it."""
+        if not self.rbuf:   # (a reply mostly comes whole in one read)
+            k = self._recv_into(self._chunk_view)
+            whole = _whole_message(self._chunk_view, 0, k)
+            if whole is not None:
+                if whole[1] < k:
+                    self.rbuf += self._chunk_view[whole[1]:k]
+                return whole[0]
+            self.rbuf += self._chunk_view[:k]
         self._fill(_PREFIX.size)
         total, n = _PREFIX.unpack_from(self.rbuf, 0)
         if n > MAX_FRAMES or n == 0:
             raise ConnectionResetError(f"message of {n} frames")
         hsize = _PREFIX.size + 8 * n
         self._fill(hsize)
-        lens = struct.unpack_from(f"<{n}Q", self.rbuf, _PREFIX.size)
+        lens = _lens_struct(n).unpack_from(self.rbuf, _PREFIX.size)
         if sum(lens) != total:
             raise ConnectionResetError("message frame lengths do not add up")
         if total > limits.value(limits.MESSAGE_BYTES):
@@ -117,10 +186,7 @@ class Conn:
             view = memoryview(buf)
             pos = have
             while pos < total:
-                k = self.sock.recv_into(view[pos:], total - pos)
-                if k == 0:
-                    raise ConnectionResetError("connection closed by the peer")
-                pos += k
+                pos += self._recv_into(view[pos:])
         else:
             self._fill(hsize + total)
             with memoryview(self.rbuf) as whole:
@@ -133,6 +199,22 @@ class Conn:
             self.sock.close()
         except OSError:
             pass
+
+
+def _whole_message(view: memoryview, pos: int, end: int) -> Optional[tuple]:
+    """(frames, end position) of a message of at most _BIG bytes (and within the size limit)
+    found whole in view[pos:end], else None: the caller's general path reads, checks and
+    refuses what this does not take."""
+    if end - pos < _PREFIX.size:
+        return None
+    total, n = _PREFIX.unpack_from(view, pos)
+    start = pos + _PREFIX.size + 8 * n
+    if not 0 < n <= MAX_FRAMES or start + total > end or total > min(_BIG, limits.value(limits.MESSAGE_BYTES)):
+        return None
+    lens = _lens_struct(n).unpack_from(view, pos + _PREFIX.size)
+    if sum(lens) != total:
+        return None
+    return _split(memoryview(bytes(view[start:start + total])), lens), start + total
 
 
 def _split(view: memoryview, lens) -> list:
@@ -151,11 +233,11 @@ def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -
     try:
         sock.settimeout(timeout_s)
         sock.connect(path)
-        sock.settimeout(io_timeout_s)
+        sock.settimeout(None)
     except BaseException:
         sock.close()
         raise
-    return Conn(sock)
+    return Conn(sock, io_timeout_s)
 
 
 # -- the server's end ---------------------------------------------------------------------------
@@ -191,14 +273,15 @@ class ServerConn:
     the socket takes and keeps the rest; the rest is written by the IO thread when the socket
     is writable again, or by a pool thread that waits for room itself (`wait_written`)."""
 
-    __slots__ = ("sock", "fd", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
+    __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
                  "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
                  "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended")
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, peer_pid: int = 0):
         sock.setblocking(False)
         self.sock = sock
         self.fd = sock.fileno()
+        self.peer_pid = peer_pid
         self.inflight: dict = {}          # request id -> RequestContext (cancelled when it closes)
         self.rbuf = bytearray()
         self.last_read = time.monotonic()
@@ -227,31 +310,40 @@ class ServerConn:
         """Whether a message has begun and not been read whole (a silent peer stalls here)."""
         return self._state != _PREFIX_STATE or bool(self.rbuf)
 
-    def pump(self) -> list:
+    def pump(self, hung_up: bool = False) -> list:
         """Reads what the socket has, up to a budget; returns the messages it completed (each
         a list of frames, or a Refused). At the connection's end, or when the peer broke the
         framing, `ended` says why (the messages completed before it are still returned)."""
         out: list = []
         try:
-            self._pump(out)
+            self._pump(out, hung_up)
         except (OSError, ValueError, struct.error) as e:
             self.ended = f"{type(e).__name__}: {e}"
         return out
 
-    def _pump(self, out: list) -> None:
+    def _pump(self, out: list, hung_up: bool) -> None:
         budget = _READ_BUDGET
-        while budget > 0:
+        drained = False
+        while budget > 0 and not drained:
             try:
                 if self._state == _BIG_BODY:
+                    ask = self._total - self._big_have
                     k = self.sock.recv_into(self._big[self._big_have:])
                 elif self._state == _DISCARD:
-                    k = self.sock.recv_into(self._chunk_view, min(_CHUNK, self._discard))
+                    ask = min(_CHUNK, self._discard)
+                    k = self.sock.recv_into(self._chunk_view, ask)
                 else:
+                    ask = _CHUNK
                     k = self.sock.recv_into(self._chunk_view)
             except (BlockingIOError, InterruptedError):
                 break
             if k == 0:
                 raise ConnectionResetError("connection closed by the peer")
+            # A short read took all the socket held: the next one would only fail with
+            # EAGAIN (a syscall and an exception per message); the poll, level-triggered,
+            # reports whatever comes later. But a peer that hung up (the poll said so) is read
+            # to its end now: what it asked before it went is not to be run.
+            drained = k < ask and not hung_up
             budget -= k
             self.last_read = time.monotonic()
             if self._state == _BIG_BODY:
@@ -267,7 +359,14 @@ class ServerConn:
                     out.append(Refused(self._refused_head, self._refusal))
                     self._expect_prefix()
                 continue
-            self.rbuf += self._chunk_view[:k]
+            pos = 0
+            if self._state == _PREFIX_STATE and not self.rbuf:   # whole messages, without the states
+                while (whole := _whole_message(self._chunk_view, pos, k)) is not None:
+                    out.append(whole[0])
+                    pos = whole[1]
+                if pos == k:
+                    continue
+            self.rbuf += self._chunk_view[pos:k]
             self._parse(out)
 
     def _expect_prefix(self) -> None:
@@ -287,7 +386,7 @@ class ServerConn:
                 self._state, self._need = _LENS, _PREFIX.size + 8 * n
             elif state == _LENS:
                 n = (self._need - _PREFIX.size) // 8
-                self._lens = struct.unpack_from(f"<{n}Q", rbuf, _PREFIX.size)
+                self._lens = _lens_struct(n).unpack_from(rbuf, _PREFIX.size)
                 del rbuf[:self._need]
                 if sum(self._lens) != self._total:
                     raise ConnectionResetError("message frame lengths do not add up")
@@ -450,19 +549,6 @@ class ServerConn:
                 self.sock.close()
             except OSError:
                 pass
-
-
-def peer_uid(sock: socket.socket) -> Optional[int]:
-    """The user id of the process at the other end of a Unix socket (None where the platform
-    cannot tell)."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    try:
-        _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, opt, _PEERCRED.size))
-    except OSError:
-        return None
-    return uid
 
 
 def listen(path: str) -> Optional[socket.socket]:

@@ -43,6 +43,7 @@ _NUMERIC = {
     "bool": np.bool_, "complex64": np.complex64, "complex128": np.complex128,
 }
 _NP_TO_NAME = {np.dtype(v): k for k, v in _NUMERIC.items()}
+_DTYPES = {k: np.dtype(v) for k, v in _NUMERIC.items()}   # (np.dtype(...) per tensor costs)
 _LE_U64 = np.dtype("<u8")
 _COPY_BELOW = 64 << 10        # tensors up to this many bytes are copied (as zmq would anyway)
 _INLINE_BELOW = 256           # tensors up to this many bytes travel inside their descriptor
@@ -133,6 +134,9 @@ class Encoder:
         if isinstance(obj, np.ndarray):
             return self._tensor(obj, False)
         if isinstance(obj, np.generic):
+            name = _NP_TO_NAME.get(obj.dtype)
+            if name is not None:   # a numeric scalar (a step's loss, a carried value): in place
+                return msgpack.ExtType(TENSOR_EXT, _packer().pack([name, [], obj.tobytes(), True]))
             return self._tensor(obj, True)
         if isinstance(obj, (tuple, list)):
             return list(obj)
@@ -206,6 +210,10 @@ def _decode_tensor(data: bytes, frames: Sequence, used: set):
     if not isinstance(desc, list) or len(desc) != 4:
         raise WireError(f"tensor descriptor must be [dtype, shape, frame, scalar], got {desc!r:.100}")
     name, shape, idx, is_scalar = desc
+    if is_scalar is True and shape == [] and type(idx) is bytes and type(name) is str:
+        npd = _DTYPES.get(name)   # a numeric scalar in place (a fetched loss, a carried value)
+        if npd is not None and len(idx) == npd.itemsize:
+            return np.frombuffer(idx, npd)[0]
     if not isinstance(name, str):
         raise WireError(f"tensor dtype must be a string, got {name!r:.50}")
     shape = _check_shape(shape)
@@ -227,10 +235,10 @@ def _decode_tensor(data: bytes, frames: Sequence, used: set):
     if name == "string":
         arr = _decode_strings(buf, shape, n)
         return arr[()] if is_scalar else arr
-    npd = _NUMERIC.get(name)
+    npd = _DTYPES.get(name)
     if npd is None:
         raise WireError(f"unknown dtype {name!r:.50}")
-    itemsize = np.dtype(npd).itemsize
+    itemsize = npd.itemsize
     if n * itemsize != len(buf):
         raise WireError(f"tensor of dtype {name} and shape {list(shape)} needs {n * itemsize} bytes but "
                         f"its frame holds {len(buf)}")

@@ -28,9 +28,10 @@ __all__ = ["Limit", "MESSAGE_BYTES", "UNCLAIMED_PUSH_BYTES", "REGISTRATIONS_PER_
            "OP_OUTPUT_ELEMENTS", "ALL", "value", "override", "exceeded", "check", "check_elements"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Limit:
-    """One configurable limit."""
+    """One configurable limit. Compared and hashed by identity: `value` looks one up on
+    every message, and a field-wise dataclass hash cost more than the rest of the lookup."""
     name: str       # as named in error messages
     env: str        # the environment variable that sets it
     default: int

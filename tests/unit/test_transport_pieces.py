@@ -80,6 +80,37 @@ def test_a_server_connection_reads_what_comes_a_byte_at_a_time(limit):
         conn.close()
 
 
+def test_a_peer_that_hung_up_is_read_to_its_end_with_what_it_sent_before():
+    conn, peer = _pair()
+    try:
+        peer.sendall(_frame([b"asked"]))
+        assert [bytes(f) for f in conn.pump()[0]] == [b"asked"] and conn.ended is None   # (no read past it)
+        peer.sendall(_frame([b"then gave up"]))
+        peer.close()
+        got = conn.pump(hung_up=True)   # (the poll says so): the request comes with the end
+        assert [bytes(f) for f in got[0]] == [b"then gave up"] and conn.ended is not None
+    finally:
+        conn.close()
+
+
+def test_a_client_connection_waits_at_most_its_io_timeout_for_a_message_begun():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = uds.Conn(a, io_timeout_s=0.2)
+    try:
+        b.sendall(_frame([b"whole"]))
+        assert [bytes(f) for f in conn.read()] == [b"whole"]
+        b.sendall(_frame([b"half of it"])[:-4])
+        start = time.monotonic()
+        try:
+            conn.read()
+            raise AssertionError("a message cut short was read")
+        except TimeoutError:
+            assert time.monotonic() - start < 2
+    finally:
+        conn.close()
+        b.close()
+
+
 def test_a_server_connection_skips_a_message_over_the_limit_and_answers_its_id(limit):
     limit(limits.MESSAGE_BYTES, 1 << 20)
     conn, peer = _pair()
