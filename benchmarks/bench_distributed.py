@@ -26,10 +26,11 @@ import os
 import statistics
 import subprocess
 import sys
-import socket
 import time
 
 import numpy as np
+
+from _harness import free_ports, load_average, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1 << 20
@@ -43,17 +44,6 @@ server = tf.compat.v1.train.Server(tf.train.ClusterSpec(json.loads(sys.argv[1]))
 print("SERVING", flush=True)
 server.join()
 """
-
-
-def free_ports(n: int) -> list:
-    # Local on purpose: under a TensorFlow-only Python this script must not import tensorweave.
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def memcpy_gbps() -> float:
@@ -188,18 +178,6 @@ def measure_transports(rounds: int = 2000, sizes_mb=(1, 16)) -> dict:
         proc.wait(10)
 
 
-def _tf_python() -> str | None:
-    try:
-        import tensorflow  # noqa: F401  (only whether it imports)
-        return sys.executable
-    except ImportError:
-        pass
-    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
-
-
 _CASES = (("", "tf.ones"), ("_zeros", "tf.zeros"), ("_numpy", "numpy"))
 
 
@@ -209,10 +187,6 @@ def _report(name: str, r: dict) -> None:
         for what, label in (("reduce", "(2) 64 MiB var task1 -> reduce t0"), ("fetch", "(3) 64 MiB var fetched to client")):
             t = r[f"{what}_64mib{key}"]
             print(f"  {label} {'(' + init + ')':11s} {t * 1e3:8.1f} ms  {VAR_BYTES / t / 1e9:6.2f} GB/s")
-
-
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _median_of(rounds: list) -> dict:
@@ -238,9 +212,9 @@ def main() -> int:
         print("RESULTS " + json.dumps(run_suite(args.framework, args.quick)))
         return 0
     rounds = args.rounds or (1 if args.quick else 3)
-    print(f"load average {_load()}; transport {os.environ.get('TENSORWEAVE_TRANSPORT', 'auto')}; "
+    print(f"load average {load_average()}; transport {os.environ.get('TENSORWEAVE_TRANSPORT', 'auto')}; "
           f"memcpy bandwidth (numpy copyto, 64 MiB): {memcpy_gbps():.2f} GB/s")
-    py = _tf_python()
+    py = tf_python()
     cmd = None if py is None else [py, os.path.abspath(__file__), "--framework", "tf", "--json"] + (
         ["--quick"] if args.quick else [])
     tw_rounds, tf_rounds = [], []
@@ -272,7 +246,7 @@ def main() -> int:
         for what, label in (("reduce", "(2) cross-task reduce"), ("fetch", "(3) fetch to client"))]
     for k, label in rows:
         print(f"  {label:36s} {tw[k] / tfr[k]:6.2f}x")
-    print(f"load average after: {_load()}")
+    print(f"load average after: {load_average()}")
     return 0
 
 

@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from _harness import load_average, tf_python as tf_python_path
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RECORD = 1 + 32 * 32 * 3
@@ -130,8 +132,7 @@ def main() -> None:
     if args.worker:
         print("RATE", measure_path(args.worker[0], args.worker[1], json.loads(args.files), args.seconds), flush=True)
         return
-    tf_python = os.environ.get("TF_PYTHON") or ("/opt/tfvenv/bin/python" if os.path.exists("/opt/tfvenv/bin/python")
-                                                else None)
+    tf_python = tf_python_path()
     frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
     with tempfile.TemporaryDirectory() as d:
         paths = write_files(d, args.records)
@@ -142,8 +143,7 @@ def main() -> None:
                     rates.setdefault((name, path), []).append(run_worker(python, name, path, paths, args.seconds))
         train = [run_worker(sys.executable, "tensorweave", "training", paths, args.seconds) for _ in range(2)]
     print(f"seed 003 distortion pipeline, batch {BATCH}, images/s (median of {args.rounds}), 2 cores; "
-          f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
-          "(the machine is shared)")
+          f"load average {load_average()} (the machine is shared)")
     for path in ("queue", "tf.data"):
         ours = statistics.median(rates[("tensorweave", path)])
         line = f"  {path:8s} tensorweave {ours:9.0f}"

@@ -31,12 +31,13 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from _harness import free_ports, load_average, tf_python as tf_python_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 128
@@ -181,16 +182,6 @@ def step_profile(step_stats, t0: float, t1: float) -> dict:
 
 
 # -- the harness -----------------------------------------------------------------------------------
-def free_ports(n: int) -> list:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _lines(f) -> list:
     f.flush()
     f.seek(0)
@@ -301,12 +292,12 @@ def main() -> None:
     # the harness runs here only, under tensorweave's Python (a task may run under TF's)
     sys.path.insert(0, REPO)
     from tensorweave.cli import blas_threads_env   # what `tensorweave launch` sets for each task
-    tf_python = os.environ.get("TF_PYTHON")
+    tf_python = tf_python_path()
     frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
     modes = [m for m in args.modes.split(",") if m]
     print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.plain_steps} global steps "
-          f"(plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
-          f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} cores; tensorweave task env {blas_threads_env(3)}", flush=True)
+          f"(plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; load average {load_average()}, "
+          f"{os.cpu_count()} cores; tensorweave task env {blas_threads_env(3)}", flush=True)
     results: dict = {}
     for mode in modes:
         for _ in range(args.repeats):
@@ -338,7 +329,7 @@ def main() -> None:
             speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
             print(f"{mode}: examples/s tensorweave/TF = {speed:.2f}x, "
                   f"wall time tensorweave/TF = {median_of(tw, 'wall') / median_of(tf, 'wall'):.2f}x")
-    print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":
