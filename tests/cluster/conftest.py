@@ -205,3 +205,11 @@ def start_cluster_module():
 def start_cluster():
     """start_cluster(jobs, env=None, ready_timeout=30.0) -> ClusterHandle; all killed at teardown."""
     yield from _cluster_starter()
+
+
+@pytest.fixture(scope="module")
+def module_env():
+    """monkeypatch for a module's shared fixtures (the client's environment while its cluster lives)."""
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()

@@ -21,12 +21,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 @pytest.fixture(scope="module")
-def cluster(start_cluster_module):
-    c = start_cluster_module({"ps": 2, "worker": 1})
-    env = pytest.MonkeyPatch()
-    env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
-    yield c
-    env.undo()
+def cluster(start_cluster_module, module_env):
+    module_env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
+    return start_cluster_module({"ps": 2, "worker": 1})
 
 
 def _model(cluster, init):

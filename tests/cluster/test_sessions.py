@@ -22,13 +22,10 @@ PS0, W0, W1 = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:
 
 
 @pytest.fixture(scope="module")
-def cluster(start_cluster_module):
+def cluster(start_cluster_module, module_env):
     """One ps and two workers for the whole module (the tests only add state they name uniquely)."""
-    c = start_cluster_module({"ps": 1, "worker": 2})
-    env = pytest.MonkeyPatch()
-    env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
-    yield c
-    env.undo()
+    module_env.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "10")
+    return start_cluster_module({"ps": 1, "worker": 2})
 
 
 def test_feeds_and_fetches_on_every_task(cluster):
