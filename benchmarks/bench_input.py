@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from _harness import load_average, tf_python as tf_python_path
+from _harness import load_average, tf_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -132,8 +132,8 @@ def main() -> None:
     if args.worker:
         print("RATE", measure_path(args.worker[0], args.worker[1], json.loads(args.files), args.seconds), flush=True)
         return
-    tf_python = tf_python_path()
-    frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
+    tf_py = tf_python()
+    frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_py)] if tf_py else [])
     with tempfile.TemporaryDirectory() as d:
         paths = write_files(d, args.records)
         rates: dict = {}

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from _harness import free_ports, load_average, tf_python as tf_python_path
+from _harness import free_ports, load_average, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 128
@@ -292,8 +292,8 @@ def main() -> None:
     # the harness runs here only, under tensorweave's Python (a task may run under TF's)
     sys.path.insert(0, REPO)
     from tensorweave.cli import blas_threads_env   # what `tensorweave launch` sets for each task
-    tf_python = tf_python_path()
-    frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_python)] if tf_python else [])
+    tf_py = tf_python()
+    frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_py)] if tf_py else [])
     modes = [m for m in args.modes.split(",") if m]
     print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.plain_steps} global steps "
           f"(plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; load average {load_average()}, "
@@ -323,7 +323,7 @@ def main() -> None:
         profiles = [r["profile"] for r in results.get((name, "profile"), []) if r.get("ok") and r.get("profile")]
         if profiles:
             print_profile(name, {k: statistics.median(p[k] for p in profiles) for k in profiles[0]})
-    if tf_python:
+    if tf_py:
         for mode in modes:
             tw, tf = results[("tensorweave", mode)], results[("tf", mode)]
             speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
