@@ -140,6 +140,10 @@ class ClusterHandle:
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGUSR1)   # the task prints its threads' stacks: shown on failure
+                time.sleep(1.0)
+                print(f"/job:{job}/task:{index} did not exit on SIGTERM; its stderr:\n{self.stderr(job, index)}",
+                      file=sys.stderr)
                 self.kill(job, index)
         return proc.returncode
 

@@ -3,7 +3,8 @@
 Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --job_name J
 --task_index I`` (or with TF_CONFIG set); the entry point is this package's __main__.py, so
 runpy never re-executes this module (which `import tensorweave` has already loaded). It
-prints "SERVING <target>" once listening, and stops cleanly on SIGTERM/SIGINT.
+prints "SERVING <target>" once listening, stops cleanly on SIGTERM/SIGINT, and prints its
+threads' stacks on SIGUSR1.
 
 A Server lives until the process ends or stop() is called, whether or not the program
 keeps a reference to it (TF's rule: TF1 programs create servers and drop them); join()
@@ -21,6 +22,7 @@ parent package `tensorweave` first, and that registers them all.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import ipaddress
 import json
 import os
@@ -28,6 +30,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Optional
 
 from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
@@ -215,7 +218,10 @@ def build_parser(parser: Optional[argparse.ArgumentParser] = None) -> argparse.A
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Runs one task until SIGTERM/SIGINT; returns the exit status."""
+    """Runs one task until SIGTERM/SIGINT; returns the exit status. A crash, or SIGUSR1 (for a
+    task that hangs), prints every thread's stack to stderr."""
+    faulthandler.enable()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     env_cluster, env_job, env_index = from_tf_config()
     cluster = ClusterSpec(json.loads(args.cluster)) if args.cluster else env_cluster
     job = args.job_name or env_job
@@ -229,19 +235,21 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
 
-    stopping = threading.Event()
+    signals: list = []
 
     def on_signal(signum, frame):
-        # A second signal during stop() would re-enter it on this thread and wait forever on the
-        # lock the first holds: the first stop is enough.
-        if not stopping.is_set():
-            stopping.set()
-            server.stop()
+        # Only a list append: the handler runs between two bytecodes of the main thread, which
+        # may hold any lock then (an Event's, inside its wait): taking one here could deadlock.
+        signals.append(signum)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     print(f"SERVING {server.target} /job:{server._job_name}/task:{server._task_index} "
           f"incarnation={server.service.incarnation}", flush=True)
+    while not signals and server.serving:
+        time.sleep(0.1)
+    if signals:
+        server.stop()
     server.join()
     if not server._stopped.is_set():
         print("error: the server's transport stopped unexpectedly", file=sys.stderr)
