@@ -12,7 +12,10 @@ from typing import Optional
 
 
 def tf_python() -> Optional[str]:
-    """A Python that has TensorFlow: this one, $TF_PYTHON or /opt/tfvenv/bin/python; None if none."""
+    """A Python that has TensorFlow: this one, $TF_PYTHON or /opt/tfvenv/bin/python; None if none
+    (or if TF_PYTHON=none: a tensorweave-only run)."""
+    if os.environ.get("TF_PYTHON") == "none":
+        return None
     if importlib.util.find_spec("tensorflow") is not None:
         return sys.executable
     for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):

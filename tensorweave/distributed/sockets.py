@@ -22,6 +22,9 @@ Timing (each from the environment variable of the same name with a TENSORWEAVE_ 
                       stopped) is closed, which DEAD_PEER_S then reports
   PEER_STALL_S        a server drops a connection that stops mid-message, or leaves replies
                       unread, this long (30)
+  SPIN_US             a wait for a same-host reply, and the server's wait for its next
+                      message, first polls without sleeping this many microseconds when the
+                      last such wait was as short (200; 0: never) - see SpinPoll
 The size of one message is limited by framework/limits.MESSAGE_BYTES.
 
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
@@ -36,6 +39,7 @@ import socket
 import stat
 import tempfile
 import threading
+import time
 from typing import Optional
 
 import zmq
@@ -58,6 +62,7 @@ PING_TIMEOUT_S = 2.0          # a liveness ping waits this long at most (a misse
 HEARTBEAT_IVL_S = _seconds("HEARTBEAT_IVL_S", 1.0)
 HEARTBEAT_TIMEOUT_S = _seconds("HEARTBEAT_TIMEOUT_S", 3.0)
 PEER_STALL_S = _seconds("PEER_STALL_S", 30.0)
+SPIN_S = _seconds("SPIN_US", 200.0) * 1e-6
 HANDSHAKE_S = 10.0            # a ZeroMQ connection that has not finished its handshake by then is dropped
 
 IPC_DIR = os.path.join(tempfile.gettempdir(), f"tensorweave-{os.getuid()}")
@@ -196,3 +201,36 @@ def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:
         return bool(sock.poll(int(timeout_s * 1000), zmq.POLLOUT))
     finally:
         sock.close(0)
+
+
+class SpinPoll:
+    """A select.poll whose waits first poll without sleeping, for up to SPIN_S, when the last
+    wait was no longer than that. Waking a thread asleep in poll(2) costs 30-40 us on a
+    virtual machine (the idle vCPU halts; the wake-up goes through the hypervisor): two of
+    them, the server's and the client's, were most of a 2-task step. A wait longer than
+    SPIN_S turns spinning off until a wait is short again, so a process whose peers answer
+    slowly, or that waits for work, spends no CPU on it."""
+
+    __slots__ = ("poll_now", "_spin")
+
+    def __init__(self, poller) -> None:
+        self.poll_now = poller.poll
+        self._spin = SPIN_S > 0
+
+    def poll(self, timeout_ms: int) -> list:
+        poll = self.poll_now
+        if timeout_ms == 0:
+            return poll(0)
+        clock = time.perf_counter
+        start = clock()
+        if self._spin:
+            end = start + SPIN_S
+            while True:   # (each poll(0) releases the GIL: other threads run meanwhile)
+                events = poll(0)
+                if events:
+                    return events
+                if clock() >= end:
+                    break
+        events = poll(timeout_ms)
+        self._spin = SPIN_S > 0 and clock() - start <= SPIN_S
+        return events

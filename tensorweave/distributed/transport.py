@@ -165,6 +165,7 @@ class TransportServer:
         self._conns: dict = {}        # fd -> uds.ServerConn
         # The IO role's state (used by the thread holding the role only):
         self._poller = select.poll()
+        self._waiter = sockets.SpinPoll(self._poller)
         self._router_pending = False  # the ROUTER may hold input its edge-triggered FD will not signal
         self._to_run: list = []       # requests read in this round, to run off the IO role
         self._last_tick = time.monotonic()
@@ -299,9 +300,9 @@ class TransportServer:
 
     def _serve_round(self) -> None:
         """One poll of everything the IO role watches, and what it found."""
-        poller, wake = self._poller, self._wake
+        wake = self._wake
         try:
-            events = dict(poller.poll(0 if self._router_pending else int(_TICK_S * 1000)))
+            events = dict(self._waiter.poll(0 if self._router_pending else int(_TICK_S * 1000)))
             router_fd, listen_fd, wake_fd = self._router_fd, self._uds_fd, self._wake_fd
             for fd, ev in events.items():
                 if fd == router_fd or fd == wake_fd:

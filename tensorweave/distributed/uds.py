@@ -41,6 +41,7 @@ import msgpack
 import numpy as np
 import zmq
 
+from tensorweave.distributed.sockets import SpinPoll
 from tensorweave.framework import errors, limits
 
 _PREFIX = struct.Struct("<QI")
@@ -106,12 +107,13 @@ class Conn:
         self.wlock = threading.Lock()
         self._chunk = bytearray(SMALL)   # reads land here (a recv(n) would allocate n bytes each time)
         self._chunk_view = memoryview(self._chunk)
-        self._poll = select.poll()
-        self._poll.register(self.fd, select.POLLIN)
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        self._poll = SpinPoll(poller)
 
     def readable(self, timeout_ms: int) -> bool:
         """Whether a reply (or the connection's end) can be read, waiting up to timeout_ms
-        (one poll(2); zmq_poll makes a first one without waiting when it is to wait)."""
+        (poll(2) itself; zmq_poll makes a first one without waiting when it is to wait)."""
         return bool(self.rbuf) or bool(self._poll.poll(timeout_ms))
 
     def _await(self, event: int) -> None:

@@ -160,3 +160,25 @@ def test_a_socket_file_nobody_listens_on_sends_calls_by_tcp_at_once(start_cluste
     finally:
         ch.close()
         os.unlink(stale)
+
+
+def _cpu_s(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads a process's CPU time from /proc")
+def test_a_task_idle_after_a_burst_of_steps_spends_no_cpu_waiting(start_cluster):
+    # A wait spins (polls without sleeping) only while the waits before it were short: the
+    # server's, once requests stop coming, turns it off.
+    c = start_cluster({"local": 2})
+    client = WorkerClient.for_address(c.address("local", 1), T1, 5.0)
+    h = client.register_graph(_echo_graph(), ["x:0", "s:0"], ["y:0", "s_out:0"], [])
+    feeds = [np.ones(2, np.float32), np.array([b""], dtype=object)]
+    for step in range(300):
+        client.run_graph(h, step, feeds)
+    time.sleep(0.5)
+    pid = c.procs[("local", 1)].pid
+    before = _cpu_s(pid)
+    time.sleep(2.0)
+    assert _cpu_s(pid) - before < 0.15

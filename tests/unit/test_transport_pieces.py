@@ -1,7 +1,9 @@
 """Pieces of the transport's server side, without a server (issue 15): the request pool's
-limit, and the Unix-socket server connection's non-blocking reads and queued writes."""
+limit, the Unix-socket server connection's non-blocking reads and queued writes, and the
+waits that spin before they sleep."""
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -9,7 +11,7 @@ import time
 
 import msgpack
 
-from tensorweave.distributed import uds
+from tensorweave.distributed import sockets, uds
 from tensorweave.distributed.pool import RequestPool
 from tensorweave.framework import limits
 
@@ -181,3 +183,59 @@ def test_a_request_run_outside_the_pool_counts_against_its_limit():
     finally:
         release.set()
         pool.stop()
+
+
+# -- waits that spin before they sleep -------------------------------------------------------------
+class _Poller:
+    """A poller whose fd becomes readable `delay` after arm(delay); it counts the polls that
+    did not wait."""
+
+    def __init__(self):
+        self.ready_at, self.spins = 0.0, 0
+
+    def arm(self, delay):
+        self.ready_at, self.spins = time.monotonic() + delay, 0
+
+    def poll(self, timeout_ms):
+        if timeout_ms == 0:
+            self.spins += 1
+        else:
+            time.sleep(max(0.0, self.ready_at - time.monotonic()))
+        return [(3, 1)] if time.monotonic() >= self.ready_at else []
+
+
+def test_a_wait_spins_only_while_the_waits_before_it_were_short(monkeypatch):
+    monkeypatch.setattr(sockets, "SPIN_S", 0.02)
+    poller = _Poller()
+    waiter = sockets.SpinPoll(poller)
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1       # spins at first, and finds it
+    poller.arm(0.1)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1       # a long wait, after its spin ...
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins == 0      # ... turns spinning off
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1       # a short one turned it back on
+    poller.arm(0.005)
+    assert waiter.poll(0) == [] and poller.spins == 1               # a poll that is not to wait only looks
+    monkeypatch.setattr(sockets, "SPIN_S", 0.0)                      # TENSORWEAVE_SPIN_US=0: never
+    waiter = sockets.SpinPoll(poller)
+    for _ in range(2):
+        poller.arm(0.001)
+        waiter.poll(1000)
+        assert poller.spins == 0
+
+
+def test_a_spinning_wait_returns_what_comes_while_it_spins(monkeypatch):
+    monkeypatch.setattr(sockets, "SPIN_S", 1.0)
+    r, w = socket.socketpair()
+    try:
+        poller = select.poll()
+        poller.register(r.fileno(), select.POLLIN)
+        threading.Timer(0.05, lambda: w.send(b"x")).start()
+        start = time.monotonic()
+        assert sockets.SpinPoll(poller).poll(10_000) == [(r.fileno(), select.POLLIN)]
+        assert time.monotonic() - start < 0.9
+    finally:
+        r.close()
+        w.close()
