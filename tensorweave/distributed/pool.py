@@ -61,14 +61,9 @@ class RequestPool:
             if self._running() >= self._max:
                 self._waiting.append((time.monotonic(), fn, refuse))
                 return
-            if self._idle > 0:
-                self._idle -= 1
-                self._q.put(fn)
+            if self._hand_to_idle(fn):
                 return
-            self._threads += 1
-        if not self._start(fn):
-            with self._lock:
-                self._waiting.append((time.monotonic(), fn, refuse))
+        self._start((time.monotonic(), fn, refuse))
 
     def try_claim(self) -> bool:
         """Lets a thread outside the pool run one request, counted against the limit; False
@@ -85,24 +80,33 @@ class RequestPool:
             self._claimed -= 1
             if not self._waiting or self._stopped:
                 return
-            fn = self._waiting.popleft()[1]
-            if self._idle > 0:
-                self._idle -= 1
-                self._q.put(fn)
+            waiting = self._waiting.popleft()
+            if self._hand_to_idle(waiting[1]):
                 return
-            self._threads += 1
-        if not self._start(fn):
-            with self._lock:
-                self._waiting.appendleft((time.monotonic(), fn, lambda: None))
+        self._start(waiting, first=True)
 
-    def _start(self, fn: Callable[[], None]) -> bool:
-        try:
-            threading.Thread(target=self._loop, args=(fn,), name=self._name, daemon=True).start()
+    def _hand_to_idle(self, fn: Callable[[], None]) -> bool:
+        """(Under the lock.) Gives fn to an idle thread; False when there is none, the new
+        thread that is to run it counted already."""
+        if self._idle > 0:
+            self._idle -= 1
+            self._q.put(fn)
             return True
-        except RuntimeError:   # the system would not start another thread
+        self._threads += 1
+        return False
+
+    def _start(self, waiting: tuple, first: bool = False) -> None:
+        """Starts a thread for the request `waiting` (since, fn, refuse); when the system will
+        not start another, the request waits for a thread (at the head of the line if `first`)."""
+        try:
+            threading.Thread(target=self._loop, args=(waiting[1],), name=self._name, daemon=True).start()
+        except RuntimeError:
             with self._lock:
                 self._threads -= 1
-            return False
+                if first:
+                    self._waiting.appendleft(waiting)
+                else:
+                    self._waiting.append(waiting)
 
     def expire(self, now: float) -> None:
         """Refuses the tasks that waited for a thread longer than QUEUE_WAIT_S (called often)."""

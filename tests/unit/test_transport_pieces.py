@@ -12,6 +12,7 @@ import time
 import msgpack
 
 from tensorweave.distributed import sockets, uds
+from tensorweave.distributed import pool as pool_mod
 from tensorweave.distributed.pool import RequestPool
 from tensorweave.framework import limits
 
@@ -53,6 +54,41 @@ def _pair():
 def _frame(frames):
     lens = [len(f) for f in frames]
     return struct.pack("<QI", sum(lens), len(frames)) + struct.pack(f"<{len(frames)}Q", *lens) + b"".join(frames)
+
+
+def test_a_request_the_system_gives_no_thread_waits_for_one_or_is_refused(monkeypatch):
+    pool = RequestPool("test-pool", max_threads=4)
+    release = threading.Event()
+    ran, refused = [], []
+    try:
+        pool.submit(lambda: (release.wait(5), ran.append("a")), lambda: refused.append("a"))
+        real_thread = threading.Thread
+
+        class NoThread(real_thread):
+            def start(self):
+                raise RuntimeError("can't start new thread")
+
+        monkeypatch.setattr(pool_mod.threading, "Thread", NoThread)
+        pool.submit(lambda: ran.append("b"), lambda: refused.append("b"))
+        assert pool.threads == 1 and ran == []
+        release.set()                       # a's thread, done, takes b
+        deadline = time.monotonic() + 5
+        while len(ran) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ran == ["a", "b"]
+        release.clear()
+        pool.submit(lambda: ran.append("c"), lambda: refused.append("c"))
+        deadline = time.monotonic() + 5     # the idle thread takes c; then none is left to start
+        while len(ran) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pool.submit(lambda: release.wait(5), lambda: refused.append("d"))
+        pool.submit(lambda: ran.append("e"), lambda: refused.append("e"))
+        pool.expire(time.monotonic() + 10)
+        assert refused == ["e"]             # waited past QUEUE_WAIT_S: its own refusal, not lost
+    finally:
+        release.set()
+        pool.stop()
+
 
 
 def test_a_server_connection_reads_what_comes_a_byte_at_a_time(limit):
