@@ -3,10 +3,11 @@ tutorial model) on a local cluster of 1 ps + 2 workers, beside TensorFlow runnin
 files under tf.compat.v1 (CIFAR10_BACKEND=tensorflow) in the same run.
 
     python benchmarks/bench_cifar10.py [--steps 300] [--rounds 2]
-    TF_PYTHON=/path/to/python-with-tensorflow python benchmarks/bench_cifar10.py
+    TF_PYTHON=/path/to/python-with-tensorflow python benchmarks/bench_cifar10.py   # TF_PYTHON=none: no TF
 
 Each task is its own process with TF_CONFIG set, as `tensorweave launch` starts them (this script
-starts them itself so that TensorFlow's tasks run on TF_PYTHON). The figure is the median of the
+starts them itself so that TensorFlow's tasks run on TensorFlow's Python: this one if it has
+TensorFlow, $TF_PYTHON, or /opt/tfvenv/bin/python). The figure is the median of the
 chief's examples/s reports after the first quarter of the steps (start-up excluded); the whole
 job's wall time, start-up and shutdown included, is printed too. The two frameworks alternate for
 --rounds rounds; the load average is printed.
@@ -28,8 +29,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAINER = os.path.join(REPO, "examples", "cifar10", "cifar10_train.py")
 sys.path.insert(0, REPO)
 
+from _harness import free_ports, load_average, tf_python  # noqa: E402
 from tensorweave.cli import blas_threads_env  # noqa: E402  (as `tensorweave launch` sets them)
-from tensorweave.distributed.cluster import free_ports  # noqa: E402
 
 
 def run_job(python: str, backend: str, steps: int, data_dir: str, batch: int) -> tuple:
@@ -76,13 +77,13 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(TRAINER))
     import cifar10_input   # the examples' own data preparation (tensorweave backend)
     cifar10_input.prepare_data(args.data_dir)
-    tf_python = os.environ.get("TF_PYTHON")
-    load0 = os.getloadavg()[0]
+    tf_py = tf_python()
+    load0 = load_average()
     ours, theirs = [], []
     for _ in range(args.rounds):
         ours.append(run_job(sys.executable, "tensorweave", args.steps, args.data_dir, args.batch_size))
-        if tf_python:
-            theirs.append(run_job(tf_python, "tensorflow", args.steps, args.data_dir, args.batch_size))
+        if tf_py:
+            theirs.append(run_job(tf_py, "tensorflow", args.steps, args.data_dir, args.batch_size))
     rate = statistics.median(r for r, _ in ours)
     wall = statistics.median(w for _, w in ours)
     line = (f"CIFAR-10 tutorial model, 1 ps + 2 workers, batch {args.batch_size}, {args.steps} steps: "
@@ -93,7 +94,7 @@ def main() -> None:
         line += (f"; TensorFlow {tf_rate:.0f} examples/s (job wall time {tf_wall:.1f} s); "
                  f"ratio {rate / tf_rate:.2f}x")
     print(line)
-    print(f"(medians of {args.rounds} rounds; load average {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
+    print(f"(medians of {args.rounds} rounds; load average {load0} at start, {load_average()} at end, "
           f"{os.cpu_count()} CPUs)")
 
 
