@@ -209,7 +209,9 @@ class SpinPoll:
     virtual machine (the idle vCPU halts; the wake-up goes through the hypervisor): two of
     them, the server's and the client's, were most of a 2-task step. A wait longer than
     SPIN_S turns spinning off until a wait is short again, so a process whose peers answer
-    slowly, or that waits for work, spends no CPU on it."""
+    slowly, or that waits for work, spends no CPU on it; and a spinning thread yields its CPU
+    between polls, so that on a machine with more busy processes than cores it does not hold
+    a core another process needs (three tasks on two cores: steps 10-20% slower without)."""
 
     __slots__ = ("poll_now", "_spin")
 
@@ -221,7 +223,7 @@ class SpinPoll:
         poll = self.poll_now
         if timeout_ms == 0:
             return poll(0)
-        clock = time.perf_counter
+        clock, yield_cpu = time.perf_counter, os.sched_yield
         start = clock()
         if self._spin:
             end = start + SPIN_S
@@ -231,6 +233,7 @@ class SpinPoll:
                     return events
                 if clock() >= end:
                     break
+                yield_cpu()   # (to a thread of another process that waits for this CPU)
         events = poll(timeout_ms)
         self._spin = SPIN_S > 0 and clock() - start <= SPIN_S
         return events
