@@ -5,7 +5,9 @@ sparse (IndexedSlices) gradients alike, and the end of training ends both replic
 on one task would share their local step variable, as in TF, and train on stale gradients.)"""
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 
 import numpy as np
 import pytest
@@ -43,6 +45,13 @@ def _replica(target, index, last_step, out, errors):
         errors.append(e)
 
 
+def _stacks() -> str:
+    """Every thread's stack (for a replica that does not end)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return "\n".join(f"--- {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frame))
+                     for ident, frame in sys._current_frames().items())
+
+
 def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_sparse():
     workers, _ = tf.test.create_local_cluster(num_workers=2, num_ps=1)
     out, errors = {}, []
@@ -53,7 +62,8 @@ def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_spa
     for t in threads:
         t.join(60)
     assert not errors, errors
-    assert not any(t.is_alive() for t in threads) and out == {0: True, 1: True}
+    assert not any(t.is_alive() for t in threads), "a replica still runs after 60 s:\n" + _stacks()
+    assert out == {0: True, 1: True}
     with tf.Graph().as_default(), tf.device("/job:ps/task:0"):   # the trained values, once both are done
         with tf.Session(workers[0].target) as s:
             emb, w, step = s.run(_model()[:2] + (tf.train.get_global_step(),))
