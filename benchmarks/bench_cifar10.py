@@ -29,8 +29,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAINER = os.path.join(REPO, "examples", "cifar10", "cifar10_train.py")
 sys.path.insert(0, REPO)
 
-from _harness import free_ports, load_average, tf_python  # noqa: E402
+from _harness import load_average, tf_python  # noqa: E402
 from tensorweave.cli import blas_threads_env  # noqa: E402  (as `tensorweave launch` sets them)
+from tensorweave.distributed.cluster import free_ports  # noqa: E402  (below the ephemeral range: 3 tasks bind late)
 
 
 def run_job(python: str, backend: str, steps: int, data_dir: str, batch: int) -> tuple:
