@@ -24,11 +24,12 @@ def tf_python() -> Optional[str]:
     return None
 
 
-def run_json(python: str, script: str, args: list, timeout: float = 1800) -> Optional[dict]:
-    """Runs `python script ARGS --json` and returns the JSON object it printed last (TensorFlow may
-    print after it); prints why and returns None when the run fails."""
+def run_json(python: str, script: str, args: list, timeout: float = 1800, env: Optional[dict] = None) -> Optional[dict]:
+    """Runs `python script ARGS --json` (with `env` added to the environment) and returns the JSON
+    object it printed last (TensorFlow may print after it); prints why and returns None when the
+    run fails."""
     proc = subprocess.run([python, os.path.abspath(script), *map(str, args), "--json"], capture_output=True,
-                          text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                          text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})))
     if proc.returncode == 0:
         for line in reversed(proc.stdout.splitlines()):
             if line.startswith("{"):

@@ -11,7 +11,9 @@ achieves, this machine's measured sgemm GFLOP/s (2048x2048x2048, the limit for w
 in BLAS), and TensorFlow's median time for the same kernel when TensorFlow is available
 (this interpreter, $TF_PYTHON, or /opt/tfvenv/bin/python). tensorweave and TensorFlow run in
 alternating rounds so that load from other processes falls on both alike; each figure is the
-median over rounds. The load average is printed.
+median over rounds. Where oneDNN's kernels are installed (tensorweave.ops.onednn), the same
+kernels also run with TENSORWEAVE_ONEDNN=0, the numpy kernels alone, in a column of their own.
+The load average is printed.
 """
 from __future__ import annotations
 
@@ -211,13 +213,19 @@ def main() -> None:
         return
     load0 = load_average()
     py = None if args.no_tf else tf_python()
-    ours, theirs, gemm = [], [], []
+    ours, theirs, numpy_only, gemm = [], [], [], []
+    sys.path.insert(0, REPO)
+    from tensorweave.ops import onednn
+    only = ["--only", args.only] if args.only else []
     for _ in range(max(1, args.rounds)):
         gemm.append(sgemm_gflops())
         ours.append(run_all("tensorweave", args.reps, args.only))
+        if onednn.AVAILABLE:
+            numpy_only.append(run_json(sys.executable, __file__, ["--framework", "tensorweave", "--reps", args.reps]
+                                       + only, env={"TENSORWEAVE_ONEDNN": "0"}))
         if py is None:
             continue
-        result = run_json(py, __file__, ["--framework", "tf", "--reps", args.reps] + (["--only", args.only] if args.only else []))
+        result = run_json(py, __file__, ["--framework", "tf", "--reps", args.reps] + only)
         if result is None:
             py = None
             continue
@@ -226,7 +234,12 @@ def main() -> None:
     flops = {name: f for name, f, _ in KERNELS}
     print(f"sgemm 2048x2048x2048 (numpy's BLAS, this machine): {sgemm:.0f} GFLOP/s "
           f"(median of {len(gemm)}); medians of {len(ours)} rounds x {args.reps} runs")
+    numpy_only = [r for r in numpy_only if r]
+    kernels = "oneDNN" if onednn.AVAILABLE else "numpy"
+    print(f"tensorweave's kernels: {kernels}" + (" (beside them: numpy's alone, TENSORWEAVE_ONEDNN=0)" if numpy_only else ""))
     head = f"{'kernel':34s} {'tensorweave':>11s} {'GFLOP/s':>8s} {'% sgemm':>8s}"
+    if numpy_only:
+        head += f" {'numpy only':>11s} {'GFLOP/s':>8s}"
     if theirs:
         head += f" {'TensorFlow':>11s} {'GFLOP/s':>8s} {'tw/TF time':>10s}"
     print(head)
@@ -235,6 +248,9 @@ def main() -> None:
         f = flops.get(name, 0.0)
         rate = f"{f / mine:8.1f} {100 * f / mine / sgemm:7.0f}%" if f else f"{'-':>8s} {'-':>8s}"
         line = f"{name:34s} {mine * 1e3:8.2f} ms {rate}"
+        if numpy_only:
+            slow = statistics.median(r[name] for r in numpy_only)
+            line += f" {slow * 1e3:8.2f} ms " + (f"{f / slow:8.1f}" if f else f"{'-':>8s}")
         if theirs:
             ref = statistics.median(r[name] for r in theirs)
             line += f" {ref * 1e3:8.2f} ms " + (f"{f / ref:8.1f}" if f else f"{'-':>8s}") + f" {mine / ref:9.2f}x"

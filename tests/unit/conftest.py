@@ -5,6 +5,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import limits
+from tensorweave.ops import onednn
 
 
 @pytest.fixture
@@ -33,3 +34,14 @@ def limit():
     yield set_
     for lim, old in reversed(saved):
         limits.override(lim, old)
+
+
+@pytest.fixture(params=["onednn", "numpy"])
+def kernels(request, monkeypatch):
+    """Runs a test once with oneDNN's kernels (where installed) and once with the numpy kernels
+    alone; a module whose ops have both says `pytestmark = pytest.mark.usefixtures("kernels")`."""
+    if request.param == "numpy":
+        monkeypatch.setattr(onednn, "AVAILABLE", False)
+    elif not onednn.AVAILABLE:
+        pytest.skip("oneDNN is not installed (pip install -e .[onednn])")
+    return request.param

@@ -9,7 +9,7 @@ import pytest
 
 import tensorweave as tf
 
-pytestmark = pytest.mark.usefixtures("graph")
+pytestmark = pytest.mark.usefixtures("graph", "kernels")
 RNG = np.random.RandomState(7)
 
 

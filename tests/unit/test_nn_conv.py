@@ -11,7 +11,7 @@ from unit_helpers import run
 rng = np.random.RandomState(7)
 
 
-pytestmark = pytest.mark.usefixtures("graph")
+pytestmark = pytest.mark.usefixtures("graph", "kernels")
 
 
 def same_pads(size, k, s, d):

@@ -9,7 +9,7 @@ from unit_helpers import run
 rng = np.random.RandomState(3)
 
 
-pytestmark = pytest.mark.usefixtures("graph")
+pytestmark = pytest.mark.usefixtures("graph", "kernels")
 
 
 def windows(x, k, s, padding):
@@ -165,7 +165,7 @@ def test_fused_batch_norm_inference_and_errors():
     sc, of, mu, va = (rng.rand(3).astype(np.float32) + 0.5 for _ in range(4))
     y, m, v = tf.nn.fused_batch_norm(tf.constant(x), sc, of, mean=mu, variance=va, epsilon=1e-3, is_training=False)
     out, om = run([y, m])
-    np.testing.assert_allclose(out, (x - mu) / np.sqrt(va + 1e-3) * sc + of, rtol=1e-5)
+    np.testing.assert_allclose(out, (x - mu) / np.sqrt(va + 1e-3) * sc + of, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(om, mu)
     with pytest.raises(ValueError, match="mean"):
         tf.nn.fused_batch_norm(tf.constant(x), sc, of, is_training=False)

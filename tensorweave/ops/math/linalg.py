@@ -7,6 +7,7 @@ import string
 
 import numpy as np
 
+import tensorweave.ops.onednn as onednn
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
@@ -91,6 +92,8 @@ def _matmul_kernel(node, ctx):
 
     def run(a, b):
         a, b = np.asarray(a), np.asarray(b)
+        if (c := onednn.matmul(a, b, ta, tb)) is not None:
+            return c
         try:
             return np.matmul(a.T if ta else a, b.T if tb else b)
         except ValueError:
@@ -151,6 +154,8 @@ def _batch_matmul_kernel(node, ctx):
 
     def run(a, b):
         a, b = np.asarray(a), np.asarray(b)
+        if (c := onednn.matmul(a, b, ax, ay)) is not None:
+            return c
         try:
             return np.matmul(adj(a) if ax else a, adj(b) if ay else b)
         except ValueError:

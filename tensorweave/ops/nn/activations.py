@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import tensorweave.ops.onednn as onednn
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
@@ -318,8 +319,11 @@ def _bias_add_grad_kernel(node, ctx):
             g2 = g.reshape(-1, g.shape[-1])
             if g2.dtype in (np.float32, np.float64) and g2.shape[0] >= 256:
                 # ones @ g: one BLAS pass, faster than numpy's row-by-row axis-0 reduction and
-                # more accurate (blocked accumulation instead of one running sum per column).
-                return np.matmul(np.ones(g2.shape[0], g2.dtype), g2)
+                # more accurate (blocked accumulation instead of one running sum per column);
+                # oneDNN's where it runs the convolutions, so numpy's BLAS threads stay asleep.
+                ones = np.ones((1, g2.shape[0]), g2.dtype)
+                c = onednn.matmul(ones, g2, False, False)
+                return np.matmul(ones[0], g2) if c is None else c[0]
             return g2.sum(axis=0, dtype=g.dtype)
         return g.sum(axis=axes, dtype=g.dtype)
     return run

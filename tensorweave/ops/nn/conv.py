@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import tensorweave.ops.onednn as onednn
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
@@ -146,8 +147,9 @@ def _conv2d_kernel(node, ctx):
         if x.shape[3] != w.shape[2]:
             raise invalid(node, f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs "
                                   f"{w.shape[2]} (grouped convolution is not supported)")
-        g, _, _ = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
-        return from_nhwc(conv_kernels.conv2d_nhwc(x, w, g, ws), fmt)
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        y = onednn.conv2d(x, w, g, oh, ow)
+        return from_nhwc(conv_kernels.conv2d_nhwc(x, w, g, ws) if y is None else y, fmt)
     return run
 
 
@@ -249,7 +251,7 @@ def _backprop_input_kernel(node, ctx):
                                   f"{list(sizes)}, filter {list(w.shape)}, out_backprop {list(dy.shape)}")
         if depthwise:
             dx = conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g)
-        else:
+        elif (dx := onednn.conv2d_input_grad((n, h, wd, c), w, dy, g)) is None:
             dx = conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws)
         return from_nhwc(np.ascontiguousarray(dx), fmt)
     return run
@@ -272,7 +274,8 @@ def _backprop_filter_kernel(node, ctx):
                                   f"filter_sizes {list(sizes)}, out_backprop {list(dy.shape)}")
         if depthwise:
             return conv_kernels.depthwise_filter_grad_nhwc(x, dy, kh, kw, g)
-        return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws)
+        dw = onednn.conv2d_filter_grad(x, dy, kh, kw, g)
+        return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws) if dw is None else dw
     return run
 
 

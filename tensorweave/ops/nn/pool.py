@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import tensorweave.ops.onednn as onednn
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -67,7 +68,8 @@ def _node_pool_attrs(node):
         "data_format": as_str(node.attr.get("data_format", "NHWC"))}
 
 
-def _pool_kernel(fn):
+def _pool_kernel(fn, fast):
+    """A MaxPool/AvgPool kernel factory: oneDNN's `fast` kernel where it applies, else numpy's `fn`."""
     def factory(node, ctx):
         attrs = _node_pool_attrs(node)
         fmt = attrs["data_format"]
@@ -77,7 +79,8 @@ def _pool_kernel(fn):
             kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, xn.shape[1], xn.shape[2], node.name)
             if fmt != "NHWC":
                 xn = np.ascontiguousarray(xn)
-            return from_nhwc(fn(xn, oh, ow, kh, kw, sh, sw, pt, pl), fmt)
+            y = fast(xn, oh, ow, kh, kw, sh, sw, pt, pl)
+            return from_nhwc(fn(xn, oh, ow, kh, kw, sh, sw, pt, pl) if y is None else y, fmt)
         return run
     return factory
 
@@ -118,7 +121,8 @@ def _max_pool_grad_kernel(node, ctx):
         if yn.shape != gn.shape or yn.shape[1:3] != (oh, ow):
             raise invalid(node, f"Expected orig_output and grad of shape {[xn.shape[0], oh, ow, xn.shape[3]]}, "
                                   f"got {list(y.shape)} and {list(g.shape)}")
-        return from_nhwc(pool_kernels.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl), fmt)
+        dx = onednn.max_pool_grad(xn, gn, kh, kw, sh, sw, pt, pl)
+        return from_nhwc(pool_kernels.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl) if dx is None else dx, fmt)
     return run
 
 
@@ -155,12 +159,14 @@ def _avg_pool_grad_kernel(node, ctx):
         if gn.shape != (n, oh, ow, c):
             raise invalid(node, f"grad shape {list(g.shape)} does not match the pooled shape of "
                                   f"orig_input_shape {list(sizes)}")
-        return from_nhwc(pool_kernels.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl), fmt)
+        dx = onednn.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl)
+        return from_nhwc(pool_kernels.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl) if dx is None else dx,
+                         fmt)
     return run
 
 
-register("MaxPool", _pool_infer, _pool_kernel(pool_kernels.max_pool), grad=_max_pool_grad)
-register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool), grad=_avg_pool_grad, dtypes=FLOATS,
+register("MaxPool", _pool_infer, _pool_kernel(pool_kernels.max_pool, onednn.max_pool), grad=_max_pool_grad)
+register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool, onednn.avg_pool), grad=_avg_pool_grad, dtypes=FLOATS,
          dtype_param="value")
 register("MaxPoolGrad", _max_pool_grad_infer, _max_pool_grad_kernel, grad=None)
 register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,

@@ -1,0 +1,485 @@
+"""oneDNN's float32 convolution and pooling kernels, called through its C API with ctypes.
+
+Optional: `pip install tensorweave[onednn]` installs Intel's `onednn-cpu-gomp` wheel (oneDNN 3.2,
+a C library and nothing else). Its JIT kernels run the CIFAR-10 net's 5x5x64 convolution and
+both its gradients at about 260 GFLOP/s on a 2-core AVX-512 machine, where numpy's im2col and
+OpenBLAS's sgemm reach 150 at best (docs/PERFORMANCE.md, "Convolutions"). Without the library,
+or with TENSORWEAVE_ONEDNN=0, AVAILABLE is False and the numpy kernels run; TENSORWEAVE_ONEDNN
+may also name the libdnnl.so file to load.
+
+Each function takes and returns numpy arrays and returns None where it does not apply (not
+float32, an empty tensor, a layout oneDNN has only its slow reference kernel for): the caller
+then runs its numpy kernel. Arrays go in as contiguous NHWC (an NCHW view is copied first: the
+fast kernels take dense layouts only). Primitives are made once per shape and layout and
+kept (a bounded cache); each call wraps the arrays' buffers in oneDNN memory objects, runs on
+this thread's stream and waits, with a scratchpad of this thread's own, so two threads may run
+the same primitive at once.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import OrderedDict
+from importlib import metadata
+from typing import Callable, Optional
+
+import numpy as np
+
+_MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
+_CACHE_SIZE = 128             # primitives kept, least recently used dropped
+_GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
+
+# oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
+_CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
+_FORWARD_TRAINING, _FORWARD_INFERENCE = 64, 96
+_CONV_DIRECT, _POOL_MAX, _POOL_AVG_EXCLUDE_PADDING = 1, 511, 1023
+_Q_IMPL_INFO, _Q_WEIGHTS, _Q_DIFF_WEIGHTS, _Q_WORKSPACE, _Q_SCRATCHPAD = 8, 131, 132, 135, 136
+_SRC, _DST, _WEIGHTS, _WORKSPACE, _SCRATCHPAD = 1, 17, 33, 64, 80
+_DIFF_SRC, _DIFF_DST, _DIFF_WEIGHTS = 129, 145, 161
+_SCRATCHPAD_USER = 1
+
+_Dims = ctypes.c_int64 * 12
+_p = ctypes.c_void_p
+_pp = ctypes.POINTER(ctypes.c_void_p)
+_i = ctypes.c_int
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", ctypes.c_void_p)]
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint), ("gpu_runtime", ctypes.c_uint)]
+
+
+_SIGNATURES = {
+    "dnnl_engine_create": [_pp, _i, ctypes.c_size_t],
+    "dnnl_stream_create": [_pp, _p, ctypes.c_uint],
+    "dnnl_stream_wait": [_p],
+    "dnnl_memory_desc_create_with_strides": [_pp, _i, _Dims, _i, _Dims],
+    "dnnl_memory_desc_create_with_tag": [_pp, _i, _Dims, _i, _i],
+    "dnnl_memory_desc_destroy": [_p],
+    "dnnl_memory_create": [_pp, _p, _p, _p],
+    "dnnl_memory_destroy": [_p],
+    "dnnl_primitive_attr_create": [_pp],
+    "dnnl_primitive_attr_set_scratchpad_mode": [_p, _i],
+    "dnnl_primitive_desc_query": [_p, _i, _i, _p],
+    "dnnl_primitive_desc_destroy": [_p],
+    "dnnl_primitive_create": [_pp, _p],
+    "dnnl_primitive_destroy": [_p],
+    "dnnl_primitive_execute": [_p, _p, _i, ctypes.POINTER(_Arg)],
+    "dnnl_reorder_primitive_desc_create": [_pp, _p, _p, _p, _p, _p],
+    "dnnl_convolution_forward_primitive_desc_create": [_pp, _p, _i, _i, _p, _p, _p, _p, _Dims, _Dims, _Dims, _Dims, _p],
+    "dnnl_convolution_backward_data_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _Dims, _Dims, _Dims, _Dims,
+                                                              _p, _p],
+    "dnnl_convolution_backward_weights_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _p, _Dims, _Dims, _Dims,
+                                                                 _Dims, _p, _p],
+    "dnnl_pooling_forward_primitive_desc_create": [_pp, _p, _i, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p],
+    "dnnl_pooling_backward_primitive_desc_create": [_pp, _p, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p, _p],
+}
+
+
+def _library_path() -> Optional[str]:
+    setting = os.environ.get("TENSORWEAVE_ONEDNN", "")
+    if setting == "0":
+        return None
+    if setting and setting != "1":
+        return setting
+    try:
+        files = metadata.distribution("onednn-cpu-gomp").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = [f for f in files if f.name.startswith("libdnnl.so")]
+    return str(min(found, key=lambda f: len(f.name)).locate()) if found else None
+
+
+def _load():
+    path = _library_path()
+    if path is None:
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    lib.dnnl_version.restype = ctypes.POINTER(_Version)
+    if lib.dnnl_version().contents.major != _MAJOR:
+        return None
+    for name, args in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, ctypes.c_int
+    lib.dnnl_primitive_desc_query_md.argtypes = [_p, _i, _i]
+    lib.dnnl_primitive_desc_query_md.restype = _p
+    lib.dnnl_memory_desc_get_size.argtypes = [_p]
+    lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+    lib.dnnl_memory_desc_equal.argtypes = [_p, _p]
+    lib.dnnl_memory_desc_equal.restype = ctypes.c_int
+    lib.dnnl_sgemm.argtypes = [ctypes.c_char, ctypes.c_char, *[ctypes.c_int64] * 3, ctypes.c_float, _p, ctypes.c_int64,
+                               _p, ctypes.c_int64, ctypes.c_float, _p, ctypes.c_int64]
+    lib.dnnl_sgemm.restype = ctypes.c_int
+    return lib
+
+
+_lib = _load()
+AVAILABLE = _lib is not None
+
+
+def _forked() -> None:
+    # GNU OpenMP's threads do not survive fork(): a child's first oneDNN call would wait for them
+    # forever. A forked child runs the numpy kernels instead.
+    global AVAILABLE
+    AVAILABLE = False
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+class Unsupported(Exception):
+    """oneDNN refused a primitive, or would run only its reference kernel for it."""
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise Unsupported(f"oneDNN {what}: status {status}")
+
+
+def _new(fn, *args) -> ctypes.c_void_p:
+    handle = ctypes.c_void_p()
+    _check(fn(ctypes.byref(handle), *args), fn.__name__)
+    return handle
+
+
+if AVAILABLE:
+    _engine = _new(_lib.dnnl_engine_create, _CPU, 0)
+    _attr = _new(_lib.dnnl_primitive_attr_create)
+    _check(_lib.dnnl_primitive_attr_set_scratchpad_mode(_attr, _SCRATCHPAD_USER), "scratchpad mode")
+_local = threading.local()
+
+
+def _stream() -> ctypes.c_void_p:
+    stream = getattr(_local, "stream", None)
+    if stream is None:
+        stream = _local.stream = _new(_lib.dnnl_stream_create, _engine, _IN_ORDER)
+    return stream
+
+
+def _scratch(size: int) -> np.ndarray:
+    buf = getattr(_local, "scratch", None)
+    if buf is None or buf.size < size:
+        buf = _local.scratch = np.empty(max(size, 1), np.uint8)
+    return buf
+
+
+class _Desc:
+    """A memory descriptor this module created (and destroys)."""
+
+    def __init__(self, dims, strides=None):
+        self._destroy = _lib.dnnl_memory_desc_destroy   # kept: module globals are gone at exit
+        d = _Dims(*dims)
+        if strides is None:
+            self.handle = _new(_lib.dnnl_memory_desc_create_with_tag, len(dims), d, _F32, _ANY)
+        else:
+            self.handle = _new(_lib.dnnl_memory_desc_create_with_strides, len(dims), d, _F32, _Dims(*strides))
+
+    def __del__(self):
+        if getattr(self, "handle", None) is not None:
+            self._destroy(self.handle)
+
+
+def _nhwc_desc(shape) -> _Desc:
+    """A contiguous NHWC array in oneDNN's logical NCHW order."""
+    n, h, w, c = shape
+    return _Desc((n, c, h, w), (h * w * c, 1, w * c, c))
+
+
+def _hwio_desc(shape) -> _Desc:
+    kh, kw, i, o = shape
+    return _Desc((o, i, kh, kw), (1, o, kw * i * o, i * o))
+
+
+class _Primitive:
+    """A primitive and its descriptor; refuses the reference implementations."""
+
+    def __init__(self, pd: ctypes.c_void_p):
+        self._destroy = _lib.dnnl_primitive_destroy, _lib.dnnl_primitive_desc_destroy
+        self.pd = pd
+        info = ctypes.c_char_p()
+        _lib.dnnl_primitive_desc_query(pd, _Q_IMPL_INFO, 0, ctypes.byref(info))
+        self.impl = (info.value or b"").decode()
+        if self.impl.startswith("ref"):
+            _lib.dnnl_primitive_desc_destroy(pd)
+            self.pd = None
+            raise Unsupported(f"oneDNN has only {self.impl} for this primitive")
+        self.handle = _new(_lib.dnnl_primitive_create, pd)
+        self.scratch = _lib.dnnl_memory_desc_get_size(self.md(_Q_SCRATCHPAD))
+
+    def md(self, query: int) -> ctypes.c_void_p:
+        return ctypes.c_void_p(_lib.dnnl_primitive_desc_query_md(self.pd, query, 0))
+
+    def __call__(self, args: list) -> None:
+        """Runs on this thread's stream: args are (argument, memory descriptor, array) triples."""
+        mems = []
+        try:
+            for _, md, arr in args:
+                mems.append(_new(_lib.dnnl_memory_create, md, _engine, ctypes.c_void_p(arr.ctypes.data)))
+            if self.scratch:
+                md = self.md(_Q_SCRATCHPAD)
+                mems.append(_new(_lib.dnnl_memory_create, md, _engine, ctypes.c_void_p(_scratch(self.scratch).ctypes.data)))
+                args = args + [(_SCRATCHPAD, None, None)]
+            packed = (_Arg * len(args))(*[_Arg(a, m) for (a, _, _), m in zip(args, mems)])
+            _check(_lib.dnnl_primitive_execute(self.handle, _stream(), len(args), packed), "execute")
+            _check(_lib.dnnl_stream_wait(_stream()), "stream wait")
+        finally:
+            for m in mems:
+                _lib.dnnl_memory_destroy(m)
+
+    def __del__(self):
+        if getattr(self, "handle", None) is not None:
+            self._destroy[0](self.handle)
+        if self.pd is not None:
+            self._destroy[1](self.pd)
+
+
+class _Reorder:
+    """Copies between two layouts of one tensor (the user's HWIO filter and the kernel's blocked
+    one); None when the layouts are the same."""
+
+    @staticmethod
+    def make(src_md, dst_md) -> Optional[_Primitive]:
+        if _lib.dnnl_memory_desc_equal(src_md, dst_md):
+            return None
+        pd = _new(_lib.dnnl_reorder_primitive_desc_create, src_md, _engine, dst_md, _engine, None)
+        return _Primitive(pd)
+
+
+_plans: OrderedDict = OrderedDict()
+_plans_lock = threading.Lock()
+
+
+def _plan(key: tuple, build: Callable[[], object]):
+    """The cached plan for `key`, built on first use; None (also cached) where oneDNN declines."""
+    with _plans_lock:
+        if key in _plans:
+            _plans.move_to_end(key)
+            return _plans[key]
+    try:
+        plan = build()
+    except Unsupported:
+        plan = None
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > _CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
+
+
+def _dense(*arrays: np.ndarray) -> Optional[list]:
+    """The arrays as contiguous float32 4-D arrays, or None where oneDNN is not for them."""
+    if not AVAILABLE or not all(a.dtype == np.float32 and a.size and a.ndim == 4 for a in arrays):
+        return None
+    return [np.ascontiguousarray(a) for a in arrays]
+
+
+def _conv_params(g) -> tuple:
+    """strides, dilations (oneDNN counts from 0), left and right pads. A right pad below zero is
+    clamped: it only says the last rows or columns are not reached, which the output size
+    (floor division) already implies."""
+    return (_Dims(g.sh, g.sw), _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(max(g.pb, 0), max(g.pr, 0)))
+
+
+def _conv_descs(x_shape, w_shape, y_shape):
+    return _nhwc_desc(x_shape), _Desc((w_shape[3], w_shape[2], w_shape[0], w_shape[1])), _nhwc_desc(y_shape)
+
+
+def _conv_fwd_pd(src, wany, dst, g):
+    return _new(_lib.dnnl_convolution_forward_primitive_desc_create, _engine, _FORWARD_TRAINING, _CONV_DIRECT,
+                src.handle, wany.handle, None, dst.handle, *_conv_params(g), _attr)
+
+
+class _ConvPlan:
+    """Primitives for one of Conv2D's three kernels at one geometry, with the filter's reorder."""
+
+    def __init__(self, kind: str, x_shape, w_shape, y_shape, g):
+        self.descs = src, wany, dst = _conv_descs(x_shape, w_shape, y_shape)
+        self.hwio = _hwio_desc(w_shape)
+        fwd = _conv_fwd_pd(src, wany, dst, g)
+        if kind == "forward":
+            self.prim = _Primitive(fwd)
+            self.reorder = _Reorder.make(self.hwio.handle, self.prim.md(_Q_WEIGHTS))
+            return
+        try:
+            if kind == "input":
+                pd = _new(_lib.dnnl_convolution_backward_data_primitive_desc_create, _engine, _CONV_DIRECT,
+                          src.handle, wany.handle, dst.handle, *_conv_params(g), fwd, _attr)
+                self.prim = _Primitive(pd)
+                self.reorder = _Reorder.make(self.hwio.handle, self.prim.md(_Q_WEIGHTS))
+            else:
+                pd = _new(_lib.dnnl_convolution_backward_weights_primitive_desc_create, _engine, _CONV_DIRECT,
+                          src.handle, wany.handle, None, dst.handle, *_conv_params(g), fwd, _attr)
+                self.prim = _Primitive(pd)
+                self.reorder = _Reorder.make(self.prim.md(_Q_DIFF_WEIGHTS), self.hwio.handle)
+        finally:
+            _lib.dnnl_primitive_desc_destroy(fwd)
+
+    def blocked(self, query: int) -> tuple:
+        md = self.prim.md(query)
+        return md, np.empty(_lib.dnnl_memory_desc_get_size(md) // 4, np.float32)
+
+    def weights_in(self, w: np.ndarray) -> tuple:
+        if self.reorder is None:
+            return self.hwio.handle, w
+        md, buf = self.blocked(_Q_WEIGHTS)
+        self.reorder([(_SRC, self.hwio.handle, w), (_DST, md, buf)])
+        return md, buf
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int) -> Optional[np.ndarray]:
+    """Conv2D of an NHWC x with an HWIO filter at geometry g (a conv_kernels.Geometry)."""
+    if (arrays := _dense(x, w)) is None:
+        return None
+    x, w = arrays
+    y_shape = (x.shape[0], oh, ow, w.shape[3])
+    plan = _plan(("forward", x.shape, w.shape, y_shape, g), lambda: _ConvPlan("forward", x.shape, w.shape, y_shape, g))
+    if plan is None:
+        return None
+    y = np.empty(y_shape, np.float32)
+    wmd, wbuf = plan.weights_in(w)
+    plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)])
+    return y
+
+
+def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g) -> Optional[np.ndarray]:
+    """Conv2DBackpropInput: the gradient for an NHWC input of shape x_shape."""
+    x_shape = tuple(x_shape)
+    if not all(x_shape) or (arrays := _dense(w, dy)) is None:
+        return None
+    w, dy = arrays
+    plan = _plan(("input", x_shape, w.shape, dy.shape, g), lambda: _ConvPlan("input", x_shape, w.shape, dy.shape, g))
+    if plan is None:
+        return None
+    dx = np.empty(x_shape, np.float32)
+    wmd, wbuf = plan.weights_in(w)
+    plan.prim([(_DIFF_DST, plan.descs[2].handle, dy), (_WEIGHTS, wmd, wbuf), (_DIFF_SRC, plan.descs[0].handle, dx)])
+    return dx
+
+
+def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g) -> Optional[np.ndarray]:
+    """Conv2DBackpropFilter: the HWIO filter's gradient."""
+    if (arrays := _dense(x, dy)) is None:
+        return None
+    x, dy = arrays
+    w_shape = (kh, kw, x.shape[3], dy.shape[3])
+    plan = _plan(("filter", x.shape, w_shape, dy.shape, g), lambda: _ConvPlan("filter", x.shape, w_shape, dy.shape, g))
+    if plan is None:
+        return None
+    dw = np.empty(w_shape, np.float32)
+    md, buf = plan.blocked(_Q_DIFF_WEIGHTS) if plan.reorder is not None else (plan.hwio.handle, dw)
+    plan.prim([(_SRC, plan.descs[0].handle, x), (_DIFF_DST, plan.descs[2].handle, dy), (_DIFF_WEIGHTS, md, buf)])
+    if plan.reorder is not None:
+        plan.reorder([(_SRC, md, buf), (_DST, plan.hwio.handle, dw)])
+    return dw
+
+
+class _PoolPlan:
+    """Pooling forward (and, for a gradient, the forward that records max pooling's argmax in a
+    workspace, then the backward)."""
+
+    def __init__(self, alg: int, grad: bool, x_shape, y_shape, window):
+        kh, kw, sh, sw, pt, pb, pl, pr = window
+        self.src, self.dst = _nhwc_desc(x_shape), _nhwc_desc(y_shape)
+        params = (_Dims(sh, sw), _Dims(kh, kw), _Dims(0, 0), _Dims(pt, pl), _Dims(max(pb, 0), max(pr, 0)))
+        fwd = _new(_lib.dnnl_pooling_forward_primitive_desc_create, _engine,
+                   _FORWARD_TRAINING if grad else _FORWARD_INFERENCE, alg, self.src.handle, self.dst.handle,
+                   *params, _attr)
+        self.forward = _Primitive(fwd)
+        self.workspace = _lib.dnnl_memory_desc_get_size(self.forward.md(_Q_WORKSPACE)) if grad else 0
+        if grad:
+            pd = _new(_lib.dnnl_pooling_backward_primitive_desc_create, _engine, alg, self.src.handle,
+                      self.dst.handle, *params, fwd, _attr)
+            self.backward = _Primitive(pd)
+
+
+def _window(x_shape, oh, ow, kh, kw, sh, sw, pt, pl) -> tuple:
+    return kh, kw, sh, sw, pt, (oh - 1) * sh + kh - x_shape[1] - pt, pl, (ow - 1) * sw + kw - x_shape[2] - pl
+
+
+def _pool(alg: int, x: np.ndarray, oh: int, ow: int, *window) -> Optional[np.ndarray]:
+    if (arrays := _dense(x)) is None:
+        return None
+    x, = arrays
+    y_shape = (x.shape[0], oh, ow, x.shape[3])
+    win = _window(x.shape, oh, ow, *window)
+    plan = _plan(("pool", alg, x.shape, win), lambda: _PoolPlan(alg, False, x.shape, y_shape, win))
+    if plan is None:
+        return None
+    y = np.empty(y_shape, np.float32)
+    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, y)])
+    return y
+
+
+def max_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
+    """MaxPool (NHWC); padding never wins."""
+    return _pool(_POOL_MAX, x, oh, ow, kh, kw, sh, sw, pt, pl)
+
+
+def avg_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
+    """AvgPool (NHWC), dividing by the number of unpadded inputs in each window, as TF does."""
+    return _pool(_POOL_AVG_EXCLUDE_PADDING, x, oh, ow, kh, kw, sh, sw, pt, pl)
+
+
+def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
+    """MaxPoolGrad: each output's gradient to the first maximum of its window (row-major), found
+    by pooling x again with the argmax recorded in a workspace."""
+    if (arrays := _dense(x, g)) is None:
+        return None
+    x, g = arrays
+    win = _window(x.shape, g.shape[1], g.shape[2], kh, kw, sh, sw, pt, pl)
+    plan = _plan(("max_grad", x.shape, g.shape, win), lambda: _PoolPlan(_POOL_MAX, True, x.shape, g.shape, win))
+    if plan is None:
+        return None
+    ws_md, ws = plan.forward.md(_Q_WORKSPACE), np.empty(plan.workspace, np.uint8)
+    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),
+                  (_WORKSPACE, ws_md, ws)])
+    dx = np.empty(x.shape, np.float32)
+    plan.backward([(_DIFF_DST, plan.dst.handle, g), (_WORKSPACE, ws_md, ws), (_DIFF_SRC, plan.src.handle, dx)])
+    return dx
+
+
+def avg_pool_grad(x_shape, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
+    """AvgPoolGrad: each output's gradient spread evenly over the unpadded inputs of its window."""
+    x_shape = tuple(x_shape)
+    if not all(x_shape) or (arrays := _dense(g)) is None:
+        return None
+    g, = arrays
+    win = _window(x_shape, g.shape[1], g.shape[2], kh, kw, sh, sw, pt, pl)
+    plan = _plan(("avg_grad", x_shape, g.shape, win),
+                 lambda: _PoolPlan(_POOL_AVG_EXCLUDE_PADDING, True, x_shape, g.shape, win))
+    if plan is None:
+        return None
+    dx = np.empty(x_shape, np.float32)
+    plan.backward([(_DIFF_DST, plan.dst.handle, g), (_DIFF_SRC, plan.src.handle, dx)])
+    return dx
+
+
+def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
+    """(row-major buffer, whether oneDNN reads it transposed) for the operand a or a.T."""
+    if not a.flags.c_contiguous and a.flags.f_contiguous:
+        return a.T, not transpose
+    return np.ascontiguousarray(a), transpose
+
+
+def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
+    """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
+    convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper."""
+    if not AVAILABLE or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
+        return None
+    m, k = a.shape[::-1] if transpose_a else a.shape
+    k2, n = b.shape[::-1] if transpose_b else b.shape
+    if k != k2 or m * n * k < _GEMM_MIN:
+        return None
+    (a, ta), (b, tb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
+    c = np.empty((m, n), np.float32)
+    _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, a.shape[1],
+                           b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, n), "sgemm")
+    return c

@@ -1,0 +1,168 @@
+"""oneDNN's kernels (tensorweave.ops.onednn) against the numpy kernels they stand in for: every
+convolution geometry, pooling with ties, MatMul's transposes; and the ways it must step aside
+(other dtypes, TENSORWEAVE_ONEDNN=0, a forked child) or share itself (two threads at once)."""
+import itertools
+import os
+import platform
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tensorweave.ops.onednn as onednn
+from tensorweave.ops.nn import conv_kernels, pool_kernels
+from tensorweave.ops.nn.util import window_pads
+
+needs_onednn = pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not installed (pip install -e .[onednn])")
+rng = np.random.RandomState(11)
+
+
+def test_the_test_extra_installs_onednn_where_its_wheel_exists():
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert onednn.AVAILABLE, "pip install -e .[test] should install onednn-cpu-gomp; libdnnl did not load"
+
+
+def geometry(h, w, k, s, d, padding):
+    oh, pt, pb = window_pads(h, k, s, d, padding, (0, 0))
+    ow, pl, pr = window_pads(w, k, s, d, padding, (0, 0))
+    return conv_kernels.Geometry(s, s, d, d, pt, pb, pl, pr), oh, ow
+
+
+CONV_CASES = [(h, ci, co, k, s, d, p) for h, ci, co, k, s, d, p in itertools.product(
+    [7, 8], [1, 3, 16], [4, 16], [1, 3, 5], [1, 2, 3], [1, 2], ["SAME", "VALID"])
+    if (s == 1 or d == 1) and (k - 1) * d < 7]
+
+
+@needs_onednn
+@pytest.mark.parametrize("h,ci,co,k,s,d,padding", CONV_CASES)
+def test_convolution_and_both_gradients_match_the_numpy_kernels(h, ci, co, k, s, d, padding):
+    g, oh, ow = geometry(h, 9, k, s, d, padding)
+    x = rng.randn(2, h, 9, ci).astype(np.float32)
+    f = rng.randn(k, k, ci, co).astype(np.float32)
+    ws = conv_kernels.Workspace()
+    want = conv_kernels.conv2d_nhwc(x, f, g, ws)
+    dy = rng.randn(*want.shape).astype(np.float32)
+    got = [onednn.conv2d(x, f, g, oh, ow), onednn.conv2d_input_grad(x.shape, f, dy, g),
+           onednn.conv2d_filter_grad(x, dy, k, k, g)]
+    wants = [want, conv_kernels.conv2d_input_grad_nhwc(x.shape, f, dy, g, ws),
+             conv_kernels.conv2d_filter_grad_nhwc(x, dy, k, k, g, ws)]
+    for name, a, b in zip(("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"), got, wants):
+        assert a is not None, f"{name}: oneDNN declined a plain geometry"
+        assert a.shape == b.shape and a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(), err_msg=name)
+
+
+@needs_onednn
+def test_a_transposed_nchw_view_is_taken_and_inputs_are_left_unchanged():
+    x = rng.randn(2, 16, 8, 9).astype(np.float32).transpose(0, 2, 3, 1)
+    f = rng.randn(3, 3, 16, 8).astype(np.float32)
+    before = x.copy()
+    g, oh, ow = geometry(8, 9, 3, 1, 1, "SAME")
+    np.testing.assert_allclose(onednn.conv2d(x, f, g, oh, ow),
+                               conv_kernels.conv2d_nhwc(before, f, g, conv_kernels.Workspace()), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(x, before)
+
+
+POOL_CASES = list(itertools.product([7, 12], [2, 3], [1, 2, 3], ["SAME", "VALID"]))
+
+
+@needs_onednn
+@pytest.mark.parametrize("h,k,s,padding", POOL_CASES)
+def test_pooling_and_its_gradients_match_the_numpy_kernels_ties_included(h, k, s, padding):
+    x = rng.randn(3, h, 9, 5).astype(np.float32)
+    x[0] = np.round(x[0])   # some ties
+    x[1] = 0                # every window a tie, as after a ReLU: the gradient goes to the first
+    oh, pt, _ = window_pads(h, k, s, 1, padding, (0, 0))
+    ow, pl, _ = window_pads(9, k, s, 1, padding, (0, 0))
+    window = (k, k, s, s, pt, pl)
+    y = pool_kernels.max_pool(x, oh, ow, *window)
+    g = rng.randn(*y.shape).astype(np.float32)
+    np.testing.assert_array_equal(onednn.max_pool(x, oh, ow, *window), y)
+    np.testing.assert_allclose(onednn.avg_pool(x, oh, ow, *window), pool_kernels.avg_pool(x, oh, ow, *window),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(onednn.max_pool_grad(x, g, *window), pool_kernels.max_pool_grad(x, y, g, *window),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(onednn.avg_pool_grad(x.shape, g, *window),
+                               pool_kernels.avg_pool_grad(x.shape, g, *window), rtol=1e-6, atol=1e-6)
+
+
+@needs_onednn
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_matmul_matches_numpy_for_every_transpose_and_memory_order(ta, tb, order):
+    m, k, n = 64, 300, 40
+    a = np.asarray(rng.randn(*((k, m) if ta else (m, k))), np.float32, order=order)
+    b = np.asarray(rng.randn(*((n, k) if tb else (k, n))), np.float32, order=order)
+    got = onednn.matmul(a, b, ta, tb)
+    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-4)
+
+
+def test_what_onednn_does_not_take_is_left_to_numpy():
+    x64 = rng.randn(2, 8, 8, 3)
+    g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")
+    assert onednn.conv2d(x64, rng.randn(3, 3, 3, 4), g, oh, ow) is None
+    assert onednn.max_pool(x64, 4, 4, 2, 2, 2, 2, 0, 0) is None
+    assert onednn.conv2d(np.zeros((0, 8, 8, 3), np.float32), np.ones((3, 3, 3, 4), np.float32), g, oh, ow) is None
+    assert onednn.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), False, False) is None  # tiny
+    assert onednn.matmul(np.ones((64, 600)), np.ones((600, 64)), False, False) is None                   # float64
+
+
+@needs_onednn
+def test_two_threads_may_run_the_same_primitive_at_once():
+    g, oh, ow = geometry(12, 12, 5, 1, 1, "SAME")
+    f = rng.randn(5, 5, 16, 16).astype(np.float32)
+    xs = [rng.randn(4, 12, 12, 16).astype(np.float32) for _ in range(2)]
+    wants = [conv_kernels.conv2d_nhwc(x, f, g, conv_kernels.Workspace()) for x in xs]
+    bad = []
+
+    def work(i):
+        for _ in range(50):
+            if not np.allclose(onednn.conv2d(xs[i], f, g, oh, ow), wants[i], rtol=1e-4, atol=1e-3):
+                bad.append(i)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not bad and not any(t.is_alive() for t in threads)
+
+
+@needs_onednn
+def test_the_primitive_cache_stays_bounded():
+    f = rng.randn(3, 3, 2, 2).astype(np.float32)
+    for h in range(3, 3 + onednn._CACHE_SIZE + 20):
+        g, oh, ow = geometry(h, 3, 3, 1, 1, "SAME")
+        x = rng.randn(1, h, 3, 2).astype(np.float32)
+        np.testing.assert_allclose(onednn.conv2d(x, f, g, oh, ow),
+                                   conv_kernels.conv2d_nhwc(x, f, g, conv_kernels.Workspace()), rtol=1e-4, atol=1e-4)
+    assert len(onednn._plans) <= onednn._CACHE_SIZE
+
+
+CHILD = """
+import os, numpy as np
+import tensorweave.ops.onednn as onednn
+from tensorweave.ops.nn import conv_kernels
+g = conv_kernels.Geometry(1, 1, 1, 1, 1, 1, 1, 1)
+x, f = np.ones((2, 6, 6, 8), np.float32), np.ones((3, 3, 8, 8), np.float32)
+print(onednn.AVAILABLE, onednn.conv2d(x, f, g, 6, 6) is not None, flush=True)
+pid = os.fork()
+if pid == 0:
+    print("child", onednn.AVAILABLE, onednn.conv2d(x, f, g, 6, 6) is None, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@needs_onednn
+def test_a_forked_child_uses_the_numpy_kernels_instead_of_hanging():
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "True", "child", "False", "True"], out.stderr
+
+
+def test_tensorweave_onednn_0_turns_it_off():
+    env = dict(os.environ, TENSORWEAVE_ONEDNN="0")
+    out = subprocess.run([sys.executable, "-c", "from tensorweave.ops import onednn; print(onednn.AVAILABLE)"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout.strip() == "False", out.stderr
