@@ -193,9 +193,18 @@ def _nhwc_desc(shape) -> _Desc:
     return _Desc((n, c, h, w), (h * w * c, 1, w * c, c))
 
 
-def _hwio_desc(shape) -> _Desc:
+def _filter_dims(shape, depthwise: bool) -> tuple:
+    """oneDNN's logical dims of TF's filter: OIHW from HWIO, or for a depthwise filter
+    (kh, kw, channels, multiplier) a grouped convolution's GOIHW, one group per channel."""
     kh, kw, i, o = shape
-    return _Desc((o, i, kh, kw), (1, o, kw * i * o, i * o))
+    return (i, o, 1, kh, kw) if depthwise else (o, i, kh, kw)
+
+
+def _filter_desc(shape, depthwise: bool) -> _Desc:
+    """TF's contiguous filter, in _filter_dims order."""
+    kh, kw, i, o = shape
+    strides = (o, 1, 1, kw * i * o, i * o) if depthwise else (1, o, kw * i * o, i * o)
+    return _Desc(_filter_dims(shape, depthwise), strides)
 
 
 class _Primitive:
@@ -288,8 +297,6 @@ def _conv_params(g) -> tuple:
     return (_Dims(g.sh, g.sw), _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(max(g.pb, 0), max(g.pr, 0)))
 
 
-def _conv_descs(x_shape, w_shape, y_shape):
-    return _nhwc_desc(x_shape), _Desc((w_shape[3], w_shape[2], w_shape[0], w_shape[1])), _nhwc_desc(y_shape)
 
 
 def _conv_fwd_pd(src, wany, dst, g):
@@ -298,11 +305,14 @@ def _conv_fwd_pd(src, wany, dst, g):
 
 
 class _ConvPlan:
-    """Primitives for one of Conv2D's three kernels at one geometry, with the filter's reorder."""
+    """Primitives for one of Conv2D's (or DepthwiseConv2dNative's) three kernels at one geometry,
+    with the reorder between TF's filter layout and the kernel's."""
 
-    def __init__(self, kind: str, x_shape, w_shape, y_shape, g):
-        self.descs = src, wany, dst = _conv_descs(x_shape, w_shape, y_shape)
-        self.hwio = _hwio_desc(w_shape)
+    def __init__(self, kind: str, x_shape, w_shape, y_shape, g, depthwise: bool):
+        src, dst = _nhwc_desc(x_shape), _nhwc_desc(y_shape)
+        wany = _Desc(_filter_dims(w_shape, depthwise))
+        self.descs = src, wany, dst
+        self.hwio = _filter_desc(w_shape, depthwise)
         fwd = _conv_fwd_pd(src, wany, dst, g)
         if kind == "forward":
             self.prim = _Primitive(fwd)
@@ -334,13 +344,15 @@ class _ConvPlan:
         return md, buf
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int) -> Optional[np.ndarray]:
-    """Conv2D of an NHWC x with an HWIO filter at geometry g (a conv_kernels.Geometry)."""
+def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = False) -> Optional[np.ndarray]:
+    """Conv2D of an NHWC x with an HWIO filter at geometry g (a conv_kernels.Geometry), or with
+    depthwise=True DepthwiseConv2dNative with a (kh, kw, channels, multiplier) filter."""
     if (arrays := _dense(x, w)) is None:
         return None
     x, w = arrays
-    y_shape = (x.shape[0], oh, ow, w.shape[3])
-    plan = _plan(("forward", x.shape, w.shape, y_shape, g), lambda: _ConvPlan("forward", x.shape, w.shape, y_shape, g))
+    y_shape = (x.shape[0], oh, ow, w.shape[3] * (w.shape[2] if depthwise else 1))
+    plan = _plan(("forward", x.shape, w.shape, y_shape, g, depthwise),
+                 lambda: _ConvPlan("forward", x.shape, w.shape, y_shape, g, depthwise))
     if plan is None:
         return None
     y = np.empty(y_shape, np.float32)
@@ -349,13 +361,15 @@ def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int) -> Optional[np.nda
     return y
 
 
-def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g) -> Optional[np.ndarray]:
-    """Conv2DBackpropInput: the gradient for an NHWC input of shape x_shape."""
+def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool = False) -> Optional[np.ndarray]:
+    """Conv2DBackpropInput (DepthwiseConv2dNativeBackpropInput): the gradient for an NHWC input
+    of shape x_shape."""
     x_shape = tuple(x_shape)
     if not all(x_shape) or (arrays := _dense(w, dy)) is None:
         return None
     w, dy = arrays
-    plan = _plan(("input", x_shape, w.shape, dy.shape, g), lambda: _ConvPlan("input", x_shape, w.shape, dy.shape, g))
+    plan = _plan(("input", x_shape, w.shape, dy.shape, g, depthwise),
+                 lambda: _ConvPlan("input", x_shape, w.shape, dy.shape, g, depthwise))
     if plan is None:
         return None
     dx = np.empty(x_shape, np.float32)
@@ -364,13 +378,15 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g) -> Optional[np.
     return dx
 
 
-def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g) -> Optional[np.ndarray]:
-    """Conv2DBackpropFilter: the HWIO filter's gradient."""
+def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g, depthwise: bool = False) -> Optional[np.ndarray]:
+    """Conv2DBackpropFilter (DepthwiseConv2dNativeBackpropFilter): the filter's gradient."""
     if (arrays := _dense(x, dy)) is None:
         return None
     x, dy = arrays
-    w_shape = (kh, kw, x.shape[3], dy.shape[3])
-    plan = _plan(("filter", x.shape, w_shape, dy.shape, g), lambda: _ConvPlan("filter", x.shape, w_shape, dy.shape, g))
+    c = x.shape[3]
+    w_shape = (kh, kw, c, dy.shape[3] // c if depthwise else dy.shape[3])
+    plan = _plan(("filter", x.shape, w_shape, dy.shape, g, depthwise),
+                 lambda: _ConvPlan("filter", x.shape, w_shape, dy.shape, g, depthwise))
     if plan is None:
         return None
     dw = np.empty(w_shape, np.float32)

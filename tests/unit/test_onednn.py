@@ -55,6 +55,24 @@ def test_convolution_and_both_gradients_match_the_numpy_kernels(h, ci, co, k, s,
 
 
 @needs_onednn
+@pytest.mark.parametrize("m,k,s,d,padding", [(1, 3, 1, 1, "SAME"), (2, 3, 2, 1, "SAME"), (3, 5, 1, 2, "VALID"),
+                                             (1, 1, 1, 1, "VALID"), (2, 3, 3, 1, "VALID")])
+def test_depthwise_convolution_and_both_gradients_match_the_numpy_kernels(m, k, s, d, padding):
+    g, oh, ow = geometry(9, 9, k, s, d, padding)
+    x = rng.randn(2, 9, 9, 6).astype(np.float32)
+    f = rng.randn(k, k, 6, m).astype(np.float32)
+    want = conv_kernels.depthwise_nhwc(x, f, g)
+    dy = rng.randn(*want.shape).astype(np.float32)
+    got = [onednn.conv2d(x, f, g, oh, ow, depthwise=True), onednn.conv2d_input_grad(x.shape, f, dy, g, True),
+           onednn.conv2d_filter_grad(x, dy, k, k, g, True)]
+    wants = [want, conv_kernels.depthwise_input_grad_nhwc(x.shape, f, dy, g),
+             conv_kernels.depthwise_filter_grad_nhwc(x, dy, k, k, g)]
+    for name, a, b in zip(("forward", "input gradient", "filter gradient"), got, wants):
+        assert a is not None, f"depthwise {name}: oneDNN declined"
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(), err_msg=name)
+
+
+@needs_onednn
 def test_a_transposed_nchw_view_is_taken_and_inputs_are_left_unchanged():
     x = rng.randn(2, 16, 8, 9).astype(np.float32).transpose(0, 2, 3, 1)
     f = rng.randn(3, 3, 16, 8).astype(np.float32)

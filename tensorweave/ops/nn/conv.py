@@ -249,10 +249,9 @@ def _backprop_input_kernel(node, ctx):
         if (dy.shape[0], dy.shape[1], dy.shape[2], dy.shape[3]) != (n, oh, ow, want_c) or c != w.shape[2]:
             raise invalid(node, f"Conv2DCustomBackpropInput: shapes do not agree: input_sizes "
                                   f"{list(sizes)}, filter {list(w.shape)}, out_backprop {list(dy.shape)}")
-        if depthwise:
-            dx = conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g)
-        elif (dx := onednn.conv2d_input_grad((n, h, wd, c), w, dy, g)) is None:
-            dx = conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws)
+        if (dx := onednn.conv2d_input_grad((n, h, wd, c), w, dy, g, depthwise)) is None:
+            dx = (conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g) if depthwise else
+                  conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws))
         return from_nhwc(np.ascontiguousarray(dx), fmt)
     return run
 
@@ -272,10 +271,11 @@ def _backprop_filter_kernel(node, ctx):
         if dy.shape[1:] != (oh, ow, want_c) or x.shape[3] != ci or dy.shape[0] != x.shape[0]:
             raise invalid(node, f"Conv2DCustomBackpropFilter: shapes do not agree: input {list(x.shape)}, "
                                   f"filter_sizes {list(sizes)}, out_backprop {list(dy.shape)}")
+        if (dw := onednn.conv2d_filter_grad(x, dy, kh, kw, g, depthwise)) is not None:
+            return dw
         if depthwise:
             return conv_kernels.depthwise_filter_grad_nhwc(x, dy, kh, kw, g)
-        dw = onednn.conv2d_filter_grad(x, dy, kh, kw, g)
-        return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws) if dw is None else dw
+        return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws)
     return run
 
 
@@ -359,8 +359,9 @@ def _depthwise_kernel(node, ctx):
         x = to_nhwc(x, fmt)
         if x.shape[3] != w.shape[2]:
             raise invalid(node, f"input and filter must have the same depth: {x.shape[3]} vs {w.shape[2]}")
-        g, _, _ = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
-        return from_nhwc(conv_kernels.depthwise_nhwc(x, w, g), fmt)
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        y = onednn.conv2d(x, w, g, oh, ow, depthwise=True)
+        return from_nhwc(conv_kernels.depthwise_nhwc(x, w, g) if y is None else y, fmt)
     return run
 
 
