@@ -10,8 +10,9 @@ from other processes on a shared machine falls on both alike; the load average i
 - CIFAR-10 tutorial shapes: batch 64 of 24x24x3, conv 5x5x64 + relu, max pool 3x3/2, conv
   5x5x64 + relu, max pool 3x3/2, dense 384 + relu, dense 10, softmax cross-entropy, SGD.
 - MLP 784-512-512-10 at batch 128, SGD.
-Then the peak memory of single CNN training steps (tracemalloc) is printed step by step: it
-must not grow with the number of steps.
+Then the peak memory of single CNN training steps (tracemalloc) is printed step by step, and
+the process's resident set after 10, 100 and 300 steps: neither may grow with the number of
+steps.
 """
 from __future__ import annotations
 
@@ -120,6 +121,29 @@ def step_memory(tf, build, steps: int = 6) -> list:
     return rows
 
 
+def resident_mib() -> float:
+    """This process's resident set (Linux), which also counts what C libraries (oneDNN's
+    primitives, BLAS buffers) allocate outside tracemalloc's view."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
+
+
+def rss_over_steps(tf, build, marks=(10, 100, 300)) -> list:
+    """(steps run, resident MiB) at each mark of a run of CNN training steps."""
+    graph = tf.Graph()
+    with graph.as_default():
+        train_op, feed, _ = build(tf)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            rows, done = [], 0
+            for mark in marks:
+                for _ in range(mark - done):
+                    sess.run(train_op, feed)
+                done = mark
+                rows.append((mark, resident_mib()))
+    return rows
+
+
 def run_all(framework: str, steps: int) -> dict:
     if framework == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -160,6 +184,9 @@ def main() -> None:
     print("CIFAR-10 step memory (tensorweave, tracemalloc): peak above the step's start, per step: "
           + ", ".join(f"{p:.1f}" for p, _ in rows) + " MiB; held after each step: "
           + ", ".join(f"{c:.1f}" for _, c in rows) + " MiB")
+    if os.path.exists("/proc/self/statm"):
+        print("CIFAR-10 resident set (tensorweave): " + ", ".join(f"{m:.0f} MiB after {n} steps"
+                                                              for n, m in rss_over_steps(tensorweave, cifar_model)))
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 
