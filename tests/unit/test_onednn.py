@@ -49,6 +49,9 @@ def test_convolution_and_both_gradients_match_the_numpy_kernels(h, ci, co, k, s,
     wants = [want, conv_kernels.conv2d_input_grad_nhwc(x.shape, f, dy, g, ws),
              conv_kernels.conv2d_filter_grad_nhwc(x, dy, k, k, g, ws)]
     for name, a, b in zip(("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"), got, wants):
+        if name == "Conv2DBackpropInput" and ci < onednn._MIN_INPUT_GRAD_CHANNELS:
+            assert a is None, "an image's gradient is numpy's (faster there)"
+            continue
         assert a is not None, f"{name}: oneDNN declined a plain geometry"
         assert a.shape == b.shape and a.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(), err_msg=name)
