@@ -341,6 +341,10 @@ class _ConvPlan:
         return md, buf
 
 
+def _conv_plan(kind: str, *shapes_and_geometry) -> Optional[_ConvPlan]:
+    return _plan((kind, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
+
+
 def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = False) -> Optional[np.ndarray]:
     """Conv2D of an NHWC x with an HWIO filter at geometry g (a conv_kernels.Geometry), or with
     depthwise=True DepthwiseConv2dNative with a (kh, kw, channels, multiplier) filter."""
@@ -348,9 +352,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = 
         return None
     x, w = arrays
     y_shape = (x.shape[0], oh, ow, w.shape[3] * (w.shape[2] if depthwise else 1))
-    plan = _plan(("forward", x.shape, w.shape, y_shape, g, depthwise),
-                 lambda: _ConvPlan("forward", x.shape, w.shape, y_shape, g, depthwise))
-    if plan is None:
+    if (plan := _conv_plan("forward", x.shape, w.shape, y_shape, g, depthwise)) is None:
         return None
     y = np.empty(y_shape, np.float32)
     wmd, wbuf = plan.weights_in(w)
@@ -367,9 +369,7 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool
             or (arrays := _dense(w, dy)) is None):
         return None
     w, dy = arrays
-    plan = _plan(("input", x_shape, w.shape, dy.shape, g, depthwise),
-                 lambda: _ConvPlan("input", x_shape, w.shape, dy.shape, g, depthwise))
-    if plan is None:
+    if (plan := _conv_plan("input", x_shape, w.shape, dy.shape, g, depthwise)) is None:
         return None
     dx = np.empty(x_shape, np.float32)
     wmd, wbuf = plan.weights_in(w)
@@ -384,9 +384,7 @@ def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g, depth
     x, dy = arrays
     c = x.shape[3]
     w_shape = (kh, kw, c, dy.shape[3] // c if depthwise else dy.shape[3])
-    plan = _plan(("filter", x.shape, w_shape, dy.shape, g, depthwise),
-                 lambda: _ConvPlan("filter", x.shape, w_shape, dy.shape, g, depthwise))
-    if plan is None:
+    if (plan := _conv_plan("filter", x.shape, w_shape, dy.shape, g, depthwise)) is None:
         return None
     dw = np.empty(w_shape, np.float32)
     md, buf = plan.blocked(_Q_DIFF_WEIGHTS) if plan.reorder is not None else (plan.tf_filter.handle, dw)
