@@ -12,13 +12,17 @@ SparseConditionalAccumulators.
 The end of training ends every worker, where TF's workers hang: when the chief's session ends
 its hook closes the token queue (cancelling what waits on it), which releases each worker
 blocked on a token with OutOfRangeError, a clean stop for MonitoredSession; the chief's queue
-runner, blocked on gradients no worker will send, is released by its cancel op.
+runner, blocked on gradients no worker will send, is released by its cancel op. The other way
+round, a worker whose session ends cleanly leaves one token behind: StopAtStepHook decides on
+the global step it read at the start of a run, so a chief that read it just before the last
+step can start one run more after every other worker has gone; its gradient alone completes no
+step, and without that token it would wait for one forever (TF's chief hangs there).
 """
 from __future__ import annotations
 
 import logging
 
-from tensorweave.framework import api, dtypes
+from tensorweave.framework import api, dtypes, errors
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.ops.array.fill import fill
@@ -126,6 +130,8 @@ class SyncReplicasOptimizer(Optimizer):
                         release.append(acc._cancel_takes())
                 self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op], cancel_op=group(*release))
                 self._end_of_training_op = self._sync_token_queue.close(cancel_pending_enqueues=True)
+                self._leaving_token_op = self._sync_token_queue.enqueue_many((fill([1], global_step),),
+                                                                             name="sync_leaving_token")
             for acc, dev in self._accumulator_list:
                 with g.device(dev):
                     chief_init_ops.append(acc.set_global_step(global_step, name="SetGlobalStep"))
@@ -191,7 +197,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._local_init_op = opt.local_step_init_op
             self._q_runner = None
             self._init_tokens_op = None
-            self._end_op = None
+            self._end_op = opt._leaving_token_op
 
     def after_create_session(self, session, coord):
         ok, msg = ready(self._ready_for_local_init_op, session,
@@ -206,9 +212,14 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
 
     def end(self, session):
-        if self._end_op is not None:
-            # Training is over: release the workers waiting for a token (OutOfRangeError).
+        # The chief: training is over, release the workers waiting for a token (OutOfRangeError).
+        # A worker: leave a token for a chief that may start one run more (see the module's text);
+        # the queue is closed already when the chief ended first.
+        try:
             session.run(self._end_op)
+        except errors.CancelledError:
+            if self._is_chief:
+                raise
 
 
 def _after_every_take(aggregated: list) -> list:

@@ -95,3 +95,58 @@ def test_misuse_is_reported():
         opt.get_init_tokens_op(num_tokens=-2)
     assert opt.get_chief_queue_runner().name == "dummy_queue"
     assert opt.get_slot_names() == []
+
+
+def test_a_chief_one_run_behind_the_last_replica_does_not_wait_forever():
+    """The end of training as StopAtStepHook can leave it: the other replica has gone, no token is
+    left (the stale runs of a replica that ran ahead take tokens without adding to a step), and
+    the chief, which read the global step just before the last step, starts one run more. Its
+    gradient alone completes no step; the token the departed replica left lets its run return."""
+    workers, _ = tf.test.create_local_cluster(num_workers=2, num_ps=1)
+    trained = threading.Barrier(2, timeout=60)
+    replica_gone = threading.Event()
+    returned, errors = [], []
+
+    def replica(index):
+        try:
+            with tf.Graph().as_default(), tf.device(tf.train.replica_device_setter(
+                    ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
+                _, _, loss, step = _model()
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
+                train = opt.minimize(loss, global_step=step)
+                tokens = opt._sync_token_queue
+                drain = tokens.dequeue_many(tokens.size())
+                with tf.train.MonitoredTrainingSession(master=workers[index].target, is_chief=index == 0,
+                                                      hooks=[opt.make_session_run_hook(index == 0)],
+                                                      log_step_count_steps=0) as sess:
+                    for _ in range(3):           # three runs in lockstep: two steps (the first
+                        sess.run(train)          # runs' tokens say step 0, so their second
+                        trained.wait()           # gradients are stale)
+                    if index == 1:
+                        while sess.run(step) < 2:
+                            pass
+                        sess.run(drain)          # what stale runs of a replica that ran ahead take
+                    else:
+                        replica_gone.wait(60)
+                        sess.run(train)          # one run more, after the other replica has gone
+                        returned.append(True)
+                if index == 1:
+                    replica_gone.set()
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+            replica_gone.set()
+
+    threads = [threading.Thread(target=replica, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    stuck = any(t.is_alive() for t in threads)
+    if stuck:   # release the chief so that nothing is left waiting after the test
+        with tf.Graph().as_default(), tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(-1, tf.int64, shapes=(), shared_name="sync_token_q", name="sync_token_q")
+            with tf.Session(workers[0].target) as s:
+                s.run(q.close(cancel_pending_enqueues=True))
+    assert not errors, errors
+    assert not stuck, "the chief still waits for a token"
+    assert returned == [True]
