@@ -138,7 +138,9 @@ def test_a_stopped_task_times_out_at_the_deadline_and_the_step_does_not_land_lat
                 took = time.monotonic() - start
             finally:
                 os.kill(ps.pid, signal.SIGCONT)
-            assert 1.4 < took < 3.5, f"DeadlineExceeded after {took:.2f} s"
+            # the upper bound allows for a loaded 2-core machine (the full suite beside it); a
+            # deadline not kept would take the 20 s of _within
+            assert 1.4 < took < 5.0, f"DeadlineExceeded after {took:.2f} s"
             time.sleep(1.5)   # the ps reads the step's request now: it must not run it
             assert sess.run(v) == 1, "the step that timed out landed after all"
             assert sess.run(doubled) == 4   # and the task serves on
