@@ -30,11 +30,14 @@ _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3'
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
+_ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
 # oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
 _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
 _FORWARD_TRAINING, _FORWARD_INFERENCE = 64, 96
 _CONV_DIRECT, _POOL_MAX, _POOL_AVG_EXCLUDE_PADDING = 1, 511, 1023
+_BINARY_ADD, _BINARY_MUL, _BINARY_MAX, _BINARY_LT = 131056, 131057, 131058, 131065
+_SRC_1, _POST_OP_SRC_1 = 2, 32768   # DNNL_ARG_SRC_1; post-op i's operand: 32768 * (i + 1) | DNNL_ARG_SRC_1
 _Q_IMPL_INFO, _Q_WEIGHTS, _Q_DIFF_WEIGHTS, _Q_WORKSPACE, _Q_SCRATCHPAD = 8, 131, 132, 135, 136
 _SRC, _DST, _WEIGHTS, _WORKSPACE, _SCRATCHPAD = 1, 17, 33, 64, 80
 _DIFF_SRC, _DIFF_DST, _DIFF_WEIGHTS = 129, 145, 161
@@ -77,6 +80,10 @@ _SIGNATURES = {
                                                               _p, _p],
     "dnnl_convolution_backward_weights_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _p, _Dims, _Dims, _Dims,
                                                                  _Dims, _p, _p],
+    "dnnl_binary_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _p],
+    "dnnl_post_ops_create": [_pp],
+    "dnnl_post_ops_append_binary": [_p, _i, _p],
+    "dnnl_primitive_attr_set_post_ops": [_p, _p],
     "dnnl_pooling_forward_primitive_desc_create": [_pp, _p, _i, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p],
     "dnnl_pooling_backward_primitive_desc_create": [_pp, _p, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p, _p],
 }
@@ -496,3 +503,62 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, a.shape[1],
                            b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, n), "sgemm")
     return c
+
+
+class _BinaryPlan:
+    """dst = src0 <alg> src1 (src1 broadcast), then dst = dst <alg_i> operand_i for each post-op."""
+
+    def __init__(self, alg: int, shape0: tuple, shape1: tuple, posts: tuple = ()):
+        self.src0 = _Desc(shape0, _row_major(shape0))
+        self.src1 = _Desc(shape1, _row_major(shape1))
+        self.post_descs = [_Desc(shape, _row_major(shape)) for _, shape in posts]
+        attr = _attr
+        if posts:
+            ops = _new(_lib.dnnl_post_ops_create)
+            for (post, _), desc in zip(posts, self.post_descs):
+                _check(_lib.dnnl_post_ops_append_binary(ops, post, desc.handle), "post-op")
+            attr = self._attr = _new(_lib.dnnl_primitive_attr_create)
+            _check(_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER), "scratchpad mode")
+            _check(_lib.dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops")
+        self.prim = _Primitive(_new(_lib.dnnl_binary_primitive_desc_create, _engine, alg, self.src0.handle,
+                                    self.src1.handle, self.src0.handle, attr))
+
+    def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray) -> np.ndarray:
+        dst = np.empty_like(src0)
+        self.prim([(_SRC, self.src0.handle, src0), (_SRC_1, self.src1.handle, src1), (_DST, self.src0.handle, dst)]
+                  + [(_POST_OP_SRC_1 * (i + 1) | _SRC_1, d.handle, a)
+                     for i, (d, a) in enumerate(zip(self.post_descs, operands))])
+        return dst
+
+
+def _row_major(shape) -> tuple:
+    return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+
+
+def _eltwise_ok(*arrays: np.ndarray) -> bool:
+    return AVAILABLE and arrays[0].size >= _ELTWISE_MIN and all(
+        a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+
+
+def bias_add(x: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
+    """BiasAdd (channels last): x + b in one pass on oneDNN's threads."""
+    if not _eltwise_ok(x, b) or b.ndim != 1 or x.ndim < 2 or x.shape[-1] != b.shape[0]:
+        return None
+    shape = (x.size // b.shape[0], b.shape[0])
+    plan = _plan(("bias_add", shape), lambda: _BinaryPlan(_BINARY_ADD, shape, (1, shape[1])))
+    return None if plan is None else plan(x.reshape(shape), b).reshape(x.shape)
+
+
+_MINUS_ONE, _ZERO = np.full(1, -1, np.float32), np.zeros(1, np.float32)
+
+
+def relu_grad(g: np.ndarray, y: np.ndarray) -> Optional[np.ndarray]:
+    """ReluGrad from Relu's output y: g * (y > 0), TF's multiply (a NaN or infinite g gives NaN
+    where y <= 0; a NaN y gives 0), in one pass on oneDNN's threads: -y, then < 0 (oneDNN's
+    comparisons other than < and <= are true for NaN), then times g."""
+    if not _eltwise_ok(g, y) or g.shape != y.shape:
+        return None
+    shape = (g.size,)
+    plan = _plan(("relu_grad", shape),
+                 lambda: _BinaryPlan(_BINARY_MUL, shape, (1,), ((_BINARY_LT, (1,)), (_BINARY_MUL, shape))))
+    return None if plan is None else plan(y.reshape(shape), _MINUS_ONE, _ZERO, g.reshape(shape)).reshape(g.shape)

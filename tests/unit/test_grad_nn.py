@@ -7,7 +7,7 @@ import tensorweave as tf
 rng = np.random.RandomState(11)
 
 
-pytestmark = pytest.mark.usefixtures("graph")
+pytestmark = pytest.mark.usefixtures("graph", "kernels")
 
 
 def check(build, *inputs, tol=1e-6, delta=1e-6):

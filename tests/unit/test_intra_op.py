@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops import onednn
 from tensorweave.ops.nn import intra_op, pool_kernels
 
 from unit_helpers import run
@@ -18,6 +19,7 @@ rng = np.random.RandomState(3)
 def split_everything(monkeypatch):
     monkeypatch.setattr(intra_op, "_MIN_ELEMS", 1)
     monkeypatch.setattr(intra_op, "THREADS", 3)
+    monkeypatch.setattr(onednn, "AVAILABLE", False)   # the numpy kernels, which split
 
 
 def test_parallel_ranges_covers_each_index_once_on_several_threads(split_everything):

@@ -10,7 +10,7 @@ from unit_helpers import run
 rng = np.random.RandomState(42)
 
 
-pytestmark = pytest.mark.usefixtures("graph")
+pytestmark = pytest.mark.usefixtures("graph", "kernels")
 
 
 X = rng.randn(3, 5).astype(np.float32) * 3

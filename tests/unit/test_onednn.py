@@ -187,3 +187,20 @@ def test_tensorweave_onednn_0_turns_it_off():
     out = subprocess.run([sys.executable, "-c", "from tensorweave.ops import onednn; print(onednn.AVAILABLE)"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@needs_onednn
+def test_bias_add_and_relu_grad_are_exactly_tf_s_nan_inf_and_subnormals_included():
+    x = rng.randn(64, 24, 24, 8).astype(np.float32)
+    b = rng.randn(8).astype(np.float32)
+    x.flat[:3] = [np.nan, np.inf, -np.inf]
+    np.testing.assert_array_equal(onednn.bias_add(x, b), x + b)
+    y = np.maximum(rng.randn(*x.shape).astype(np.float32), 0)
+    g = rng.randn(*x.shape).astype(np.float32)
+    y.flat[:8] = [0, 0, 1, np.nan, np.inf, 3, 1e-45, 0]     # 1e-45: a subnormal, still > 0
+    g.flat[:8] = [np.nan, np.inf, np.nan, 1, 1, -np.inf, 2, -np.inf]
+    with np.errstate(invalid="ignore"):
+        want = g * (y > 0)                                   # TF's multiply: NaN g at y <= 0 stays NaN
+    np.testing.assert_array_equal(onednn.relu_grad(g, y), want)
+    assert onednn.bias_add(x[:1, :2], b) is None             # small: numpy's
+    assert onednn.relu_grad(g, y.astype(np.float64)) is None

@@ -28,13 +28,19 @@ def _model():
     return emb, w, loss, tf.train.get_or_create_global_step()
 
 
+def _sync_replica(index):
+    """Replica `index`'s model and SyncReplicasOptimizer in the current graph, variables on the
+    ps: (optimizer, train op, global step)."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
+        _, _, loss, step = _model()
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
+        return opt, opt.minimize(loss, global_step=step), step
+
+
 def _replica(target, index, last_step, out, errors):
     try:
-        with tf.Graph().as_default(), tf.device(tf.train.replica_device_setter(
-                ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
-            emb, w, loss, step = _model()
-            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
-            train = opt.minimize(loss, global_step=step)
+        with tf.Graph().as_default():
+            opt, train, step = _sync_replica(index)
             hooks = [opt.make_session_run_hook(index == 0), tf.train.StopAtStepHook(last_step=last_step)]
             with tf.train.MonitoredTrainingSession(master=target, is_chief=index == 0, hooks=hooks,
                                                   log_step_count_steps=0) as sess:
@@ -109,11 +115,8 @@ def test_a_chief_one_run_behind_the_last_replica_does_not_wait_forever():
 
     def replica(index):
         try:
-            with tf.Graph().as_default(), tf.device(tf.train.replica_device_setter(
-                    ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
-                _, _, loss, step = _model()
-                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=2)
-                train = opt.minimize(loss, global_step=step)
+            with tf.Graph().as_default():
+                opt, train, step = _sync_replica(index)
                 tokens = opt._sync_token_queue
                 drain = tokens.dequeue_many(tokens.size())
                 with tf.train.MonitoredTrainingSession(master=workers[index].target, is_chief=index == 0,

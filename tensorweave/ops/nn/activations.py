@@ -130,6 +130,8 @@ register("Softsign", same_as_input(0), pure(_softsign_kernel),
 # The *Grad ops: (gradients, features-or-outputs) -> backprops, as TF defines them.
 # Multiplying by a boolean mask is several times faster than np.where on large arrays.
 def _relu_grad(g, y):
+    if (dx := onednn.relu_grad(g, y)) is not None:
+        return dx
     if g.shape != y.shape or g.dtype.kind != "f":
         return np.multiply(g, y > 0, dtype=g.dtype)
 
@@ -291,7 +293,10 @@ def _bias_add_kernel(node, ctx):
         def run(x, b):
             return split_elementwise(np.add, x, b.reshape((-1,) + (1,) * (x.ndim - 2)))
         return run
-    return lambda x, b: split_elementwise(np.add, x, b)
+    def run(x, b):
+        y = onednn.bias_add(x, b)
+        return split_elementwise(np.add, x, b) if y is None else y
+    return run
 
 
 def _bias_add_grad(op, g):
