@@ -1,4 +1,5 @@
-"""oneDNN's float32 convolution and pooling kernels, called through its C API with ctypes.
+"""oneDNN's float32 kernels for convolutions, pooling, MatMul, BiasAdd and ReluGrad, called
+through its C API with ctypes.
 
 Optional: `pip install tensorweave[onednn]` installs Intel's `onednn-cpu-gomp` wheel (oneDNN 3.2,
 a C library and nothing else). Its JIT kernels run the CIFAR-10 net's 5x5x64 convolution and
@@ -36,7 +37,7 @@ _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay w
 _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
 _FORWARD_TRAINING, _FORWARD_INFERENCE = 64, 96
 _CONV_DIRECT, _POOL_MAX, _POOL_AVG_EXCLUDE_PADDING = 1, 511, 1023
-_BINARY_ADD, _BINARY_MUL, _BINARY_MAX, _BINARY_LT = 131056, 131057, 131058, 131065
+_BINARY_ADD, _BINARY_MUL, _BINARY_LT = 131056, 131057, 131065
 _SRC_1, _POST_OP_SRC_1 = 2, 32768   # DNNL_ARG_SRC_1; post-op i's operand: 32768 * (i + 1) | DNNL_ARG_SRC_1
 _Q_IMPL_INFO, _Q_WEIGHTS, _Q_DIFF_WEIGHTS, _Q_WORKSPACE, _Q_SCRATCHPAD = 8, 131, 132, 135, 136
 _SRC, _DST, _WEIGHTS, _WORKSPACE, _SCRATCHPAD = 1, 17, 33, 64, 80
@@ -83,6 +84,8 @@ _SIGNATURES = {
     "dnnl_binary_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _p],
     "dnnl_post_ops_create": [_pp],
     "dnnl_post_ops_append_binary": [_p, _i, _p],
+    "dnnl_post_ops_destroy": [_p],
+    "dnnl_primitive_attr_destroy": [_p],
     "dnnl_primitive_attr_set_post_ops": [_p, _p],
     "dnnl_pooling_forward_primitive_desc_create": [_pp, _p, _i, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p],
     "dnnl_pooling_backward_primitive_desc_create": [_pp, _p, _i, _p, _p, _Dims, _Dims, _Dims, _Dims, _Dims, _p, _p],
@@ -512,16 +515,20 @@ class _BinaryPlan:
         self.src0 = _Desc(shape0, _row_major(shape0))
         self.src1 = _Desc(shape1, _row_major(shape1))
         self.post_descs = [_Desc(shape, _row_major(shape)) for _, shape in posts]
-        attr = _attr
-        if posts:
-            ops = _new(_lib.dnnl_post_ops_create)
+        attr = _attr if not posts else _new(_lib.dnnl_primitive_attr_create)
+        ops = _new(_lib.dnnl_post_ops_create) if posts else None
+        try:   # a primitive descriptor keeps copies of its attributes and post-ops
             for (post, _), desc in zip(posts, self.post_descs):
                 _check(_lib.dnnl_post_ops_append_binary(ops, post, desc.handle), "post-op")
-            attr = self._attr = _new(_lib.dnnl_primitive_attr_create)
-            _check(_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER), "scratchpad mode")
-            _check(_lib.dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops")
-        self.prim = _Primitive(_new(_lib.dnnl_binary_primitive_desc_create, _engine, alg, self.src0.handle,
-                                    self.src1.handle, self.src0.handle, attr))
+            if posts:
+                _check(_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER), "scratchpad mode")
+                _check(_lib.dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops")
+            self.prim = _Primitive(_new(_lib.dnnl_binary_primitive_desc_create, _engine, alg, self.src0.handle,
+                                        self.src1.handle, self.src0.handle, attr))
+        finally:
+            if posts:
+                _lib.dnnl_post_ops_destroy(ops)
+                _lib.dnnl_primitive_attr_destroy(attr)
 
     def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray) -> np.ndarray:
         dst = np.empty_like(src0)
