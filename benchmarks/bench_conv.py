@@ -237,7 +237,8 @@ def main() -> None:
           f"(median of {len(gemm)}); medians of {len(ours)} rounds x {args.reps} runs")
     numpy_only = [r for r in numpy_only if r]
     kernels = "oneDNN" if onednn.AVAILABLE else "numpy"
-    print(f"tensorweave's kernels: {kernels}" + (" (beside them: numpy's alone, TENSORWEAVE_ONEDNN=0)" if numpy_only else ""))
+    beside = " (beside them: numpy's alone, TENSORWEAVE_ONEDNN=0)" if numpy_only else ""
+    print(f"tensorweave's kernels: {kernels}{beside}")
     head = f"{'kernel':34s} {'tensorweave':>11s} {'GFLOP/s':>8s} {'% sgemm':>8s}"
     if numpy_only:
         head += f" {'numpy only':>11s} {'GFLOP/s':>8s}"

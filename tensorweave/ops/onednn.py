@@ -241,12 +241,10 @@ class _Primitive:
         """Runs on this thread's stream: args are (argument, memory descriptor, array) triples."""
         mems = []
         try:
+            if self.scratch:
+                args = args + [(_SCRATCHPAD, self.md(_Q_SCRATCHPAD), _scratch(self.scratch))]
             for _, md, arr in args:
                 mems.append(_new(_lib.dnnl_memory_create, md, _engine, ctypes.c_void_p(arr.ctypes.data)))
-            if self.scratch:
-                md = self.md(_Q_SCRATCHPAD)
-                mems.append(_new(_lib.dnnl_memory_create, md, _engine, ctypes.c_void_p(_scratch(self.scratch).ctypes.data)))
-                args = args + [(_SCRATCHPAD, None, None)]
             packed = (_Arg * len(args))(*[_Arg(a, m) for (a, _, _), m in zip(args, mems)])
             _check(_lib.dnnl_primitive_execute(self.handle, _stream(), len(args), packed), "execute")
             _check(_lib.dnnl_stream_wait(_stream()), "stream wait")
@@ -387,7 +385,8 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool
     return dx
 
 
-def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g, depthwise: bool = False) -> Optional[np.ndarray]:
+def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g,
+                       depthwise: bool = False) -> Optional[np.ndarray]:
     """Conv2DBackpropFilter (DepthwiseConv2dNativeBackpropFilter): the filter's gradient."""
     if (arrays := _dense(x, dy)) is None:
         return None

@@ -293,6 +293,7 @@ def _bias_add_kernel(node, ctx):
         def run(x, b):
             return split_elementwise(np.add, x, b.reshape((-1,) + (1,) * (x.ndim - 2)))
         return run
+
     def run(x, b):
         y = onednn.bias_add(x, b)
         return split_elementwise(np.add, x, b) if y is None else y

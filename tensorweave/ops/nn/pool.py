@@ -166,8 +166,8 @@ def _avg_pool_grad_kernel(node, ctx):
 
 
 register("MaxPool", _pool_infer, _pool_kernel(pool_kernels.max_pool, onednn.max_pool), grad=_max_pool_grad)
-register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool, onednn.avg_pool), grad=_avg_pool_grad, dtypes=FLOATS,
-         dtype_param="value")
+register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool, onednn.avg_pool), grad=_avg_pool_grad,
+         dtypes=FLOATS, dtype_param="value")
 register("MaxPoolGrad", _max_pool_grad_infer, _max_pool_grad_kernel, grad=None)
 register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,
          grad=lambda op, g: [None, make_op("AvgPool", [g], dict(_pool_op_attrs(op), T=g.dtype),
