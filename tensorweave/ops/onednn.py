@@ -295,13 +295,15 @@ def _dense(*arrays: np.ndarray) -> Optional[list]:
     return [np.ascontiguousarray(a) for a in arrays]
 
 
+def _pads(pt: int, pb: int, pl: int, pr: int) -> tuple:
+    """oneDNN's left and right pads. A right pad below zero is clamped: it only says the last rows
+    or columns are not reached, which the output size (floor division) already implies."""
+    return _Dims(pt, pl), _Dims(max(pb, 0), max(pr, 0))
+
+
 def _conv_params(g) -> tuple:
-    """strides, dilations (oneDNN counts from 0), left and right pads. A right pad below zero is
-    clamped: it only says the last rows or columns are not reached, which the output size
-    (floor division) already implies."""
-    return (_Dims(g.sh, g.sw), _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(max(g.pb, 0), max(g.pr, 0)))
-
-
+    """strides, dilations (oneDNN counts from 0), left and right pads."""
+    return (_Dims(g.sh, g.sw), _Dims(g.dh - 1, g.dw - 1), *_pads(g.pt, g.pb, g.pl, g.pr))
 
 
 def _conv_fwd_pd(src, wany, dst, g):
@@ -410,7 +412,7 @@ class _PoolPlan:
     def __init__(self, alg: int, grad: bool, x_shape, y_shape, window):
         kh, kw, sh, sw, pt, pb, pl, pr = window
         self.src, self.dst = _nhwc_desc(x_shape), _nhwc_desc(y_shape)
-        params = (_Dims(sh, sw), _Dims(kh, kw), _Dims(0, 0), _Dims(pt, pl), _Dims(max(pb, 0), max(pr, 0)))
+        params = (_Dims(sh, sw), _Dims(kh, kw), _Dims(0, 0), *_pads(pt, pb, pl, pr))
         fwd = _new(_lib.dnnl_pooling_forward_primitive_desc_create, _engine,
                    _FORWARD_TRAINING if grad else _FORWARD_INFERENCE, alg, self.src.handle, self.dst.handle,
                    *params, _attr)
