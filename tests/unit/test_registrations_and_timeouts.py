@@ -8,7 +8,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.distributed.graphs import GraphTable, Registered
-from tensorweave.distributed.master import connect_timeout_s
+from tensorweave.distributed.connector import connect_timeout_s
 from tensorweave.framework import errors, limits
 
 
