@@ -2,8 +2,9 @@
 or "host:port"), the connect timeout and the address of each task.
 
 The client layer (tf.Session, Session.reset) uses `connect` and `reset` and nothing else of the
-distributed runtime; the session manager and the command line use `Connection`, `task_address`
-and `connect_timeout_s`; the master gets its `Connection` from `connect`.
+distributed runtime; the session manager (`Connection`, `connect_timeout_s`) and the command line
+(`Connection`, `task_address`, `task_client`) use the parts; the master gets its `Connection`
+from `connect` and asks it for the clients of other tasks.
 """
 from __future__ import annotations
 
