@@ -24,9 +24,8 @@ from typing import Callable, Optional
 import tensorweave
 from tensorweave.distributed import auth
 from tensorweave.distributed import server as server_lib
-from tensorweave.distributed.cluster import free_ports
-from tensorweave.distributed.master import _address_of, task_address
-from tensorweave.distributed.worker import WorkerClient
+from tensorweave.distributed.cluster import free_ports, from_tf_config
+from tensorweave.distributed.connector import Connection, task_address, task_client
 from tensorweave.runtime.placer import cluster_task_names
 
 
@@ -49,12 +48,8 @@ def _cluster_from_args(args) -> Optional[dict]:
             jobs[job] = [h.strip() for h in hosts.split(",") if h.strip()]
     if jobs:
         return jobs
-    raw = os.environ.get("TF_CONFIG")
-    if raw:
-        cfg = json.loads(raw)
-        if cfg.get("cluster"):
-            return cfg["cluster"]
-    return None
+    cluster = from_tf_config()[0]
+    return cluster.as_dict() if cluster else None
 
 
 # -- server ----------------------------------------------------------------------------------------
@@ -229,8 +224,7 @@ def probe(cluster: dict, timeout_s: float) -> list:
     def one(i: int, name: str) -> None:
         addr = task_address(cluster, name)
         try:
-            results[i] = (name, addr, WorkerClient.for_address(addr, name, connect_timeout_s=timeout_s)
-                          .get_status(), None)
+            results[i] = (name, addr, task_client(cluster, name, timeout_s).get_status(), None)
         except Exception as e:  # noqa: BLE001 - a task that does not answer is reported, not raised
             results[i] = (name, addr, None, e)
 
@@ -249,8 +243,7 @@ def cmd_status(args) -> int:
     cluster = _cluster_from_args(args)
     if args.target:
         try:
-            cluster = WorkerClient.for_address(_address_of(args.target), args.target,
-                                               connect_timeout_s=args.timeout).get_status()["cluster"]
+            cluster = Connection(args.target, args.timeout).cluster
         except Exception as e:  # noqa: BLE001
             print(f"{args.target}  DOWN  {type(e).__name__}: {e}")
             return 1

@@ -1,6 +1,6 @@
 """Session: the client. Maps fetch structures and feeds, then asks a master to run the pruned
 graph: the in-process LocalMaster (runtime/) for no target, the distributed runtime's client-side
-master for a grpc:// target."""
+master for a grpc:// target (distributed/connector.py: connect, and reset for Session.reset)."""
 from __future__ import annotations
 
 import collections
@@ -8,8 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from tensorweave.distributed import shm
-from tensorweave.distributed.master import connect as connect_master, reset as reset_cluster
+from tensorweave.distributed import connector
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.graph import (Graph, Operation, Tensor, default_session, get_default_graph,
@@ -88,12 +87,8 @@ def _fetched(v):
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
             return v[()]
-        # Stored values are read-only (shared with the runtime); users own what they fetch. A
-        # value received in shared memory is this process's alone: it is handed over, not copied.
-        if v.flags.writeable:
-            return v
-        mine = shm.owned(v)
-        return mine if mine is not None else v.copy()
+        # Stored values are read-only (shared with the runtime); users own what they fetch.
+        return v if v.flags.writeable else v.copy()
     if isinstance(v, np.generic):
         return v
     if isinstance(v, bytes):
@@ -136,7 +131,7 @@ def _feed_value(t: Tensor, value, graph: Graph):
 def _make_master(target: str, graph: Graph, config: ConfigProto):
     if not target:
         return LocalMaster(graph, config)
-    return connect_master(target, graph, config)
+    return connector.connect(target, graph, config)
 
 
 class BaseSession:
@@ -250,7 +245,7 @@ class BaseSession:
     @staticmethod
     def reset(target: str, containers=None, config=None) -> None:
         """Drops the named resource containers (all when None) on every task of target's cluster."""
-        reset_cluster(target, containers, config)
+        connector.reset(target, containers, config)
 
 
 class Session(BaseSession):

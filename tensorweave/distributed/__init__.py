@@ -8,6 +8,8 @@ tf.train.ClusterSpec, are gathered by `tensorweave.train`); not to be confused w
   worker.py     WorkerService (one task's RPCs) and WorkerClient (calls it, in process or not)
   graphs.py     the graphs registered with a task: per client, limited, leased
   master.py     the client-side master behind Session("grpc://..."): plans and runs steps
+  connector.py  how a client reaches a cluster: session targets, connect timeouts, task addresses;
+                connect (a Session's master) and reset (Session.reset), all the client layer uses
   channel.py    the transport's client side: requests, replies, pushes, deadlines, dead peers
   transport.py  the transport's server side: the ROUTER socket and its IO thread
   pool.py       the threads a server runs requests on, up to a limit

@@ -1,11 +1,12 @@
 """The distributed master: what `Session("grpc://host:port")` talks to.
 
-The client is the master (DESIGN.md decision 3). It asks the target server for the cluster,
-then for each (feeds, fetches, targets, graph version) signature places, prunes and
-partitions the graph and registers each task's partition with that task once; each step is
-then one `run_graph` per task under a fresh random step id. When one partition fails, the
+The client is the master (DESIGN.md decision 3). Its Connection (connector.py) asked the
+target's task for the cluster; then, for each (feeds, fetches, targets, graph version)
+signature, the master places, prunes and partitions the graph and registers each task's
+partition with that task once; each step is then one `run_graph` per task under a fresh
+random step id. When one partition fails, the
 step is aborted on the others (releasing their blocked Recvs) and the first real error is
-raised.
+raised. Fetched values come back as the user may keep them (`_handed_over`).
 
 A step of several partitions is a `_Step`, fastest path first: the calling thread sends
 every remote task its request (no hand-off to a pool thread), then runs the partition of the
@@ -39,17 +40,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tensorweave.distributed import sockets
+import numpy as np
+
+from tensorweave.distributed import shm, sockets
 from tensorweave.distributed.channel import Pending, wait_all, wait_any
-from tensorweave.distributed.worker import WorkerClient, WorkerService
+from tensorweave.distributed.worker import WorkerService
 from tensorweave.framework import errors
 from tensorweave.framework.config import ConfigProto, RunOptions
-from tensorweave.framework.device import DeviceSpec, task_name, task_of
+from tensorweave.framework.device import task_of
 from tensorweave.framework.graph_def import graph_to_graph_def, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime import partition as _partition
 from tensorweave.runtime import placer as _placer
+from tensorweave.runtime.executor import step_timeout_s
 from tensorweave.runtime.step_stats import merge_step_stats
 
 _ABORT_MARK = "Step aborted because another partition failed: "
@@ -58,55 +62,10 @@ _ABORT_MARK = "Step aborted because another partition failed: "
 _KEEPALIVE_S = float(os.environ.get("TENSORWEAVE_KEEPALIVE_S", "") or 60.0)
 
 
-def connect_timeout_s(config: Optional[ConfigProto]) -> float:
-    """How long a session waits for a task to take a connection: ConfigProto's
-    experimental["connect_timeout_in_ms"], else TENSORWEAVE_CONNECT_TIMEOUT_S, else 60 s; never
-    longer than operation_timeout_in_ms when that is set (connecting is an operation too)."""
-    timeout = sockets.DEFAULT_CONNECT_TIMEOUT_S
-    env = os.environ.get("TENSORWEAVE_CONNECT_TIMEOUT_S")
-    if env:
-        timeout = float(env)
-    experimental = getattr(config, "experimental", None)
-    if isinstance(experimental, dict) and experimental.get("connect_timeout_in_ms"):
-        timeout = float(experimental["connect_timeout_in_ms"]) / 1000.0
-    op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
-    if op_timeout_ms > 0:
-        timeout = min(timeout, op_timeout_ms / 1000.0)
-    return max(timeout, 0.001)
-
-
 def _holds_state(graph_def) -> bool:
     """Whether a partition uses state its task holds between steps (a variable, a queue:
     resource ops carry a shared_name)."""
     return any("shared_name" in n.attr for n in graph_def.node)
-
-
-def _address_of(target: str) -> str:
-    if isinstance(target, bytes):
-        target = target.decode()
-    for prefix in ("grpc://", "tcp://", "grpc+verbs://", "grpc+gdr://"):
-        if target.startswith(prefix):
-            return target[len(prefix):]
-    if "://" in target:
-        raise errors.InvalidArgumentError(None, None, f"Unsupported session target '{target}': expected "
-                                          "grpc://host:port (or host:port)")
-    return target
-
-
-def task_address(cluster: dict, task: str) -> str:
-    """The address of a full task name in a ClusterSpec dict."""
-    spec = DeviceSpec.from_string(task)
-    tasks = cluster.get(spec.job)
-    if tasks is None:
-        raise errors.InvalidArgumentError(None, None, f"Job '{spec.job}' is not in the cluster {sorted(cluster)}")
-    index = spec.task or 0
-    if isinstance(tasks, dict):
-        addr = tasks.get(index, tasks.get(str(index)))
-    else:
-        addr = tasks[index] if index < len(tasks) else None
-    if addr is None:
-        raise errors.InvalidArgumentError(None, None, f"Task {task} is not in the cluster")
-    return addr
 
 
 @dataclass
@@ -397,23 +356,21 @@ class _Step:
 class DistributedMaster:
     """The client-side master of one Session on a cluster."""
 
-    def __init__(self, target: str, graph, config: Optional[ConfigProto]):
-        self.target = target
+    def __init__(self, connection, graph, config: ConfigProto):
+        """`connection`: the connector's Connection to the task the session target names."""
+        self.connection = connection
         self.graph = graph
-        self.config = config or ConfigProto()
-        self.connect_timeout_s = connect_timeout_s(self.config)
-        self.address = _address_of(target)
-        client = WorkerClient.for_address(self.address, target, connect_timeout_s=self.connect_timeout_s)
-        status = client.get_status()
-        self.cluster = dict(status["cluster"])
-        if isinstance(self.config.cluster_def, dict):
-            self.cluster = dict(self.config.cluster_def)
-        elif self.config.cluster_def is not None and hasattr(self.config.cluster_def, "as_dict"):
-            self.cluster = dict(self.config.cluster_def.as_dict())
-        self.master_task = task_name(status["job"], int(status["task"]))
+        self.config = config
+        self.connect_timeout_s = connection.connect_timeout_s
+        self.cluster = connection.cluster
+        if isinstance(config.cluster_def, dict):
+            self.cluster = dict(config.cluster_def)
+        elif config.cluster_def is not None and hasattr(config.cluster_def, "as_dict"):
+            self.cluster = dict(config.cluster_def.as_dict())
+        self.master_task = connection.task
         self.devices = _placer.ClusterDevices.from_cluster(
-            self.cluster, self.master_task, self.config.device_filters, status.get("devices") or ())
-        self._clients: dict = {self.master_task: client}
+            self.cluster, self.master_task, config.device_filters, connection.status.get("devices") or ())
+        self._clients: dict = {self.master_task: connection.client}
         self._plans: dict = {}
         self._lock = threading.Lock()
         self._dtypes: dict = {}
@@ -421,7 +378,7 @@ class DistributedMaster:
         self._session_handle = uuid.uuid4().hex if self.config.isolate_session_state else ""
         self._session_tasks: dict = {}   # task -> client, every task this session registered with
         self._client_id = uuid.uuid4().hex   # whose graphs they are, for the tasks (graphs.py)
-        self._incarnations: dict = {self.master_task: client.incarnation}   # task -> as first seen
+        self._incarnations: dict = {self.master_task: connection.client.incarnation}   # task -> as first seen
         self._inflight: dict = {}   # step id -> its plan, while the step runs (close cancels them)
         self._closed = False
 
@@ -429,8 +386,7 @@ class DistributedMaster:
     def client(self, task: str):
         c = self._clients.get(task)
         if c is None:
-            c = WorkerClient.for_address(task_address(self.cluster, task), task,
-                                         connect_timeout_s=self.connect_timeout_s)
+            c = self.connection.client_for(task, self.cluster)
             self._clients[task] = c
         return c
 
@@ -543,9 +499,7 @@ class DistributedMaster:
         feed_names = tuple(feeds)
         feed_values = list(feeds.values())
         plan = self.plan(feed_names, tuple(fetches), tuple(targets))
-        timeout_ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms
-                      else self.config.operation_timeout_in_ms)
-        timeout_s = timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        timeout_s = step_timeout_s(options, self.config)
         trace = options is not None and options.trace_level == RunOptions.FULL_TRACE
         for part in plan.parts:
             inc = getattr(part.client, "incarnation", None)
@@ -563,7 +517,7 @@ class DistributedMaster:
         stats = []
         for part, (fetched, step_stats) in zip(plan.parts, results):
             for i, v in zip(part.fetch_index, fetched):
-                values[i] = v
+                values[i] = _handed_over(v)
             if step_stats is not None:
                 stats.append((part.task, step_stats))
         for i, j in plan.fed_fetches:
@@ -642,6 +596,17 @@ class DistributedMaster:
         return out
 
 
+def _handed_over(value):
+    """A fetched value as the user gets it: an array received in shared memory is this process's
+    alone, so it is handed over writable without a copy (shm.owned); any other value as it came
+    (the client copies what it may not hand over: arrays the runtime still shares are read-only)."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        mine = shm.owned(value)
+        if mine is not None:
+            return mine
+    return value
+
+
 def _call_all(calls: list, timeout_s: float) -> None:
     """Runs each (fn, args) on its own thread (one slow task delays no other); waits for them
     up to timeout_s in all."""
@@ -685,34 +650,3 @@ def _labels(plan: _StepPlan) -> dict:
                 inputs = [i for i in n.input if not i.startswith("^")]
             labels[n.name] = f"{n.name} = {n.op}({', '.join(inputs)})"
     return labels
-
-
-def connect(target: str, graph, config: Optional[ConfigProto] = None) -> DistributedMaster:
-    """The master of a Session on `target` ("grpc://host:port"): learns the cluster from it."""
-    return DistributedMaster(target, graph, config)
-
-
-def reset(target: str, containers=None, config: Optional[ConfigProto] = None) -> None:
-    """Session.reset: drops the resource containers (all when None) on every task of the
-    target's cluster that ConfigProto.device_filters allows."""
-    config = config or ConfigProto()
-    timeout = connect_timeout_s(config)
-    address = _address_of(target)
-    client = WorkerClient.for_address(address, target, connect_timeout_s=timeout)
-    status = client.get_status()
-    cluster = dict(status["cluster"])
-    master_task = task_name(status["job"], int(status["task"]))
-    devices = _placer.ClusterDevices.from_cluster(cluster, master_task, config.device_filters)
-    containers = list(containers) if containers is not None else None
-    first: Optional[BaseException] = None
-    for task in devices.tasks:
-        try:
-            c = client if task == master_task else WorkerClient.for_address(
-                task_address(cluster, task), task, connect_timeout_s=timeout)
-            c.reset(containers)
-        except errors.OpError as e:
-            first = first or e
-    if first is not None:
-        raise first
-
-

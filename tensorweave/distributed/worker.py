@@ -189,7 +189,7 @@ class WorkerService:
                   wait_remote: Optional[Callable[[float], bool]] = None,
                   carry_to: Optional[str] = None, carried: Optional[list] = None) -> tuple:
         """See the module docstring. In-process callers may pass `on_wait` / `wait_remote`,
-        the hooks this step's Recvs call while they wait (runtime/rendezvous.py). With
+        the hooks this step's Recvs call while they wait (runtime.executor.StepContext). With
         `carry_to`, the step's Sends to that task append [send task, recv task, tensor name,
         value] to `carried` instead of pushing (the caller returns them with the reply)."""
         self._check_incarnation(incarnation)
@@ -202,13 +202,8 @@ class WorkerService:
             raise errors.InvalidArgumentError(None, None, f"run_graph on {self.task} expected "
                                                           f"{len(plan.feed_slots)} feed values, got {len(feed_values)}")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        step = StepContext(step_id, deadline, [] if trace else None)
-        if on_wait is not None:
-            step.extra["on_wait"] = on_wait
-        if wait_remote is not None:
-            step.extra["wait_remote"] = wait_remote
-        if carry_to is not None and carried is not None:
-            step.extra["carry"] = (carry_to, carried)
+        step = StepContext(step_id, deadline, [] if trace else None, on_wait, wait_remote,
+                           (carry_to, carried) if carry_to is not None and carried is not None else None)
         if reg.client is not None:
             reg.client.last_seen = time.monotonic()   # (a step renews its client's lease)
         with self._lock:

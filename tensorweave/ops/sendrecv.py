@@ -6,7 +6,7 @@ in the local rendezvous when the receiver is this task. _Recv (attrs tensor_name
 send_device, recv_device, tensor_type, optional _shape) waits on the local rendezvous for
 RendezvousKey(send task, recv task, tensor_name, step_id).
 
-A step may carry (StepContext.extra["carry"] = (task, list)): its Sends to that task then
+A step may carry (StepContext.carry = (task, list)): its Sends to that task then
 append [send task, recv task, tensor_name, value] to the list instead, and the values travel
 with the step's reply (the master runs that task's partition in its own process).
 
@@ -83,7 +83,7 @@ def _send_kernel(node, ctx):
             node, node.name, f"_Send {node.name} to {dst} needs the distributed runtime's transport")
 
     def remote_send(step, value):
-        carry = step.extra.get("carry")
+        carry = step.carry
         if carry is not None and carry[0] == dst:
             carry[1].append([src, dst, tensor_name, value])   # rides back with the step's reply
             return

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
@@ -57,17 +57,33 @@ class _CancelFlag:
 
 
 class StepContext:
-    """Per-step state handed to kernels registered with needs_step."""
+    """Per-step state handed to kernels registered with needs_step: the step id, its
+    cancellation flag and error, its deadline (time.monotonic()) and its trace list.
 
-    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "extra")
+    Three optional hooks (None unless the distributed worker sets them, worker.run_graph) tie
+    the step's _Send/_Recv kernels to the thread that runs it (distributed/master.py's _Step):
+      on_wait()                  a Recv calls it between its wait slices: the thread running this
+                                 partition also watches the step's other partitions, so a failure
+                                 there aborts this step (runtime/rendezvous.py);
+      wait_remote(timeout)->bool a Recv waits there instead when its values ride with replies this
+                                 thread awaits; False once it has nothing left to wait for;
+      carry = (task, list)       Sends to `task` append [send task, recv task, tensor name, value]
+                                 to the list instead of pushing: the values travel with the step's
+                                 reply (ops/sendrecv.py)."""
 
-    def __init__(self, step_id: int = 0, deadline: Optional[float] = None, trace: Optional[list] = None):
+    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "on_wait", "wait_remote", "carry")
+
+    def __init__(self, step_id: int = 0, deadline: Optional[float] = None, trace: Optional[list] = None,
+                 on_wait: Optional[Callable[[], None]] = None,
+                 wait_remote: Optional[Callable[[float], bool]] = None, carry: Optional[tuple] = None):
         self.step_id = step_id
         self.cancelled = _CancelFlag()
         self.deadline = deadline
         self.trace = trace
         self.error: Optional[BaseException] = None
-        self.extra: dict = {}
+        self.on_wait = on_wait
+        self.wait_remote = wait_remote
+        self.carry = carry
 
     def cancel(self, error: Optional[BaseException] = None) -> None:
         if self.error is None:
@@ -76,6 +92,14 @@ class StepContext:
 
     def time_left(self) -> Optional[float]:
         return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+def step_timeout_s(options, config) -> Optional[float]:
+    """How long one Session.run step may take: RunOptions.timeout_in_ms, else
+    ConfigProto.operation_timeout_in_ms; None (no deadline) when that is not positive."""
+    timeout_ms = options.timeout_in_ms if options is not None and options.timeout_in_ms \
+        else config.operation_timeout_in_ms
+    return timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
 
 
 _MODE_ONE, _MODE_MANY, _MODE_NONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 1, 2, 3, 4

@@ -13,7 +13,7 @@ from tensorweave.framework.config import ConfigProto, RunOptions
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import Graph
 from tensorweave.framework.graph_def import graph_to_graph_def
-from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext
+from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext, step_timeout_s
 from tensorweave.runtime.resources import ResourceManager
 from tensorweave.runtime.step_stats import merge_step_stats
 
@@ -60,13 +60,11 @@ class LocalMaster:
 
     def run(self, feeds: dict, fetches: list, targets: list, options: Optional[RunOptions], run_metadata):
         plan = self.plan(tuple(feeds), tuple(fetches), tuple(targets))
-        timeout_ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms
-                      else self.config.operation_timeout_in_ms)
+        timeout_s = step_timeout_s(options, self.config)
         trace = [] if options is not None and options.trace_level == RunOptions.FULL_TRACE else None
         step = None
-        if plan.needs_step or trace is not None or timeout_ms:
-            step = StepContext(deadline=time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None,
-                               trace=trace)
+        if plan.needs_step or trace is not None or timeout_s is not None:
+            step = StepContext(deadline=None if timeout_s is None else time.monotonic() + timeout_s, trace=trace)
         with np.errstate(all="ignore"):
             out = plan.run(list(feeds.values()), step)
         if trace is not None and run_metadata is not None:

@@ -2,10 +2,10 @@
 
 A value is keyed by (send_device, recv_device, tensor_name, step_id). Sends never block;
 a value that arrives before its step starts simply waits. A Recv waits in short slices,
-checking its step's cancellation and deadline, and calling the step's `extra["on_wait"]` hook
-(if any) between slices. A step whose values come with replies its own thread awaits sets
-`extra["wait_remote"](timeout) -> bool` instead: the Recv waits there (it returns False once
-it has nothing left to wait for, and the Recv then waits on its slot). Leftovers are reclaimed when a step ends
+checking its step's cancellation and deadline, and calling the step's `on_wait` hook (if any)
+between slices. A step whose values come with replies its own thread awaits sets
+`wait_remote(timeout) -> bool` instead: the Recv waits there (it returns False once it has
+nothing left to wait for, and the Recv then waits on its slot); see executor.StepContext. Leftovers are reclaimed when a step ends
 or is aborted (`drop_step`), and by a TTL for values whose client vanished.
 
 Values pushed by another task (`send(..., from_peer=True)`) count against that peer's
@@ -127,9 +127,8 @@ class Rendezvous:
             slot = self._slots.get(key)
             if slot is None:
                 slot = self._slots[key] = _Slot()
-        extra = step.extra if step is not None else None
-        on_wait = extra.get("on_wait") if extra else None
-        wait_remote = extra.get("wait_remote") if extra else None
+        on_wait = step.on_wait if step is not None else None
+        wait_remote = step.wait_remote if step is not None else None
         try:
             while not slot.done:
                 left = step.time_left() if step is not None else None

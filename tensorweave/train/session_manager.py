@@ -10,15 +10,12 @@ within about half a second of the chief's initialisation.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import numpy as np
 
 from tensorweave.client.session import Session
-from tensorweave.distributed import sockets
-from tensorweave.distributed.cluster import ClusterSpec
-from tensorweave.distributed.worker import WorkerClient
+from tensorweave.distributed import connector
 from tensorweave.framework import errors
 from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph import get_default_graph
@@ -49,31 +46,27 @@ def ready(op, sess, msg: str) -> tuple:
         return False, str(e)
 
 
-def check_tasks_answer(sess) -> None:
+def check_tasks_answer(sess, config=None) -> None:
     """UnavailableError naming the first task the graph's ops are pinned to that does not
-    answer (within the connect timeout). A new session checks before its first run: the
-    distributed master must not meet a task that is down while it registers a graph (see
-    NEEDS_FROM_TRANSPORT.md), and a lost task is reported here, plainly."""
-    target = sess.sess_str
-    if not target:
+    answer within the session's connect timeout (`config` is its ConfigProto: see
+    connector.connect_timeout_s). A new session checks before its first run, so that a lost
+    task is reported here, plainly, rather than met by the master while it registers the
+    graph's partitions."""
+    if not sess.sess_str:
         return
-    address = target.split("://", 1)[1] if "://" in target else target
-    timeout = float(os.environ.get("TENSORWEAVE_CONNECT_TIMEOUT_S", sockets.DEFAULT_CONNECT_TIMEOUT_S))
-    status = WorkerClient.for_address(address, target, connect_timeout_s=timeout).get_status()
-    cluster = ClusterSpec(status["cluster"])
-    here = task_name(status["job"], int(status["task"]))
+    connection = connector.Connection(sess.sess_str, connector.connect_timeout_s(config))
     tasks = set()
     for op in sess.graph.get_operations():
         if op.device:
             spec = DeviceSpec.from_string(op.device)
-            if spec.job is not None and spec.job in cluster.jobs:
+            if spec.job is not None and spec.job in connection.cluster:
                 tasks.add(task_name(spec.job, spec.task or 0))
-    for task in sorted(tasks - {here}):
+    for task in sorted(tasks - {connection.task}):
         try:
-            peer = cluster.address_of(task)
-        except ValueError:
+            client = connection.client_for(task)
+        except errors.InvalidArgumentError:
             continue   # the placer reports a task that is not in the cluster
-        WorkerClient.for_address(peer, task, connect_timeout_s=timeout).get_status()
+        client.get_status()
 
 
 def _maybe_name(obj) -> str:
@@ -125,7 +118,7 @@ class SessionManager:
             raise ValueError("Can not provide both checkpoint_dir and checkpoint_filename_with_path.")
         sess = Session(self._target, graph=self._graph, config=config)
         try:
-            check_tasks_answer(sess)
+            check_tasks_answer(sess, config)
             if not saver or not (checkpoint_dir or checkpoint_filename_with_path):
                 return sess, False
             if checkpoint_filename_with_path:
@@ -207,7 +200,7 @@ class SessionManager:
         backoff = Backoff(self._poll_cap())
         sess = Session(self._target, graph=self._graph, config=config)
         try:
-            check_tasks_answer(sess)
+            check_tasks_answer(sess, config)
             while True:
                 not_ready = None
                 ok, not_ready_local = self._try_run_local_init_op(sess)

@@ -89,3 +89,23 @@ def test_a_kernel_error_names_op_and_task_and_cancels_the_other_partitions(start
             # Both tasks still serve: the same graph with the feed runs.
             out = sess.run(waits, {p: np.ones(2, np.float32), q: np.float32(2)})
             np.testing.assert_array_equal(out, [4, 4])
+
+
+def test_the_session_manager_waits_for_a_task_as_long_as_the_config_says(start_cluster, monkeypatch):
+    # ConfigProto's connect timeout comes before the environment's, for the session manager's
+    # check that the graph's tasks answer as for the session itself.
+    monkeypatch.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "60")
+    c = start_cluster({"worker": 2}, in_process=(("worker", 0), ("worker", 1)))   # nobody serves task 1
+    server = tf.train.Server(tf.train.ClusterSpec(c.spec), job_name="worker", task_index=0)
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:1"):
+                tf.Variable(1.0, name="v")
+            config = tf.ConfigProto(experimental={"connect_timeout_in_ms": 500})
+            start = time.monotonic()
+            with pytest.raises(tf.errors.UnavailableError, match=W1):
+                tf.train.SessionManager().prepare_session(
+                    server.target, init_op=tf.global_variables_initializer(), config=config)
+            assert time.monotonic() - start < 5
+    finally:
+        server.stop()

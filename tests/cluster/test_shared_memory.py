@@ -35,6 +35,7 @@ def test_a_large_fetch_and_feed_travel_in_shared_memory_and_a_killed_servers_fil
                 got = sess.run(v)
                 np.testing.assert_array_equal(got, np.arange(N, dtype=np.float32))
                 got[0] = -1.0   # the user's own array
+                assert not got.flags.owndata   # handed over from shared memory, not copied
                 del got
             files = _files_of(pid)
             assert files, "the server sent its 4 MiB reply without shared memory"

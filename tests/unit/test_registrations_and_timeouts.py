@@ -1,5 +1,6 @@
 """Registrations and timeouts, without a server (issue 15): the registered-graph table's
-limit per client and its leases, and the connect timeout a Session reads from ConfigProto."""
+limit per client and its leases, the connect timeout a Session reads from ConfigProto, and how
+the connector reads session targets and task addresses."""
 from __future__ import annotations
 
 import time
@@ -7,8 +8,8 @@ import time
 import pytest
 
 import tensorweave as tf
+from tensorweave.distributed.connector import connect_timeout_s, target_address, task_address
 from tensorweave.distributed.graphs import GraphTable, Registered
-from tensorweave.distributed.master import connect_timeout_s
 from tensorweave.framework import errors, limits
 
 
@@ -46,3 +47,17 @@ def test_the_connect_timeout_reads_configproto_then_the_environment(monkeypatch)
     assert connect_timeout_s(None) == 5.0
     assert connect_timeout_s(tf.ConfigProto(experimental={"connect_timeout_in_ms": 1500})) == 1.5
     assert connect_timeout_s(tf.ConfigProto(operation_timeout_in_ms=800)) == 0.8   # never past the op timeout
+
+
+# -- targets and task addresses --------------------------------------------------------------------
+def test_session_targets_and_task_addresses():
+    assert target_address("grpc://h:1") == target_address(b"h:1") == target_address("grpc+verbs://h:1") == "h:1"
+    with pytest.raises(errors.InvalidArgumentError, match="Unsupported session target 'http://h:1'"):
+        target_address("http://h:1")
+    cluster = {"ps": ["p0:1"], "worker": {"3": "w3:1"}}   # (a sparse job's indices as JSON gives them)
+    assert task_address(cluster, "/job:ps/replica:0/task:0") == "p0:1"
+    assert task_address(cluster, "/job:worker/replica:0/task:3") == "w3:1"
+    with pytest.raises(errors.InvalidArgumentError, match=r"Job 'chief' is not in the cluster \['ps', 'worker'\]"):
+        task_address(cluster, "/job:chief/replica:0/task:0")
+    with pytest.raises(errors.InvalidArgumentError, match="Task /job:ps/replica:0/task:1 is not in the cluster"):
+        task_address(cluster, "/job:ps/replica:0/task:1")
