@@ -51,7 +51,7 @@ from tensorweave.ops.math.special import *  # noqa: F401,F403
 from tensorweave.ops.math.histogram import *  # noqa: F401,F403
 from tensorweave.ops.math.complex_parts import *  # noqa: F401,F403
 from tensorweave.ops.math.clip import *  # noqa: F401,F403
-from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
+from tensorweave.ops.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.while_loop import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.functional import *  # noqa: F401,F403

@@ -21,7 +21,7 @@ from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition
 from tensorweave.ops.control_flow.cond import cond
-from tensorweave.ops.control_flow.grouping import no_op
+from tensorweave.ops.grouping import no_op
 from tensorweave.ops.data_flow.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import greater, maximum
