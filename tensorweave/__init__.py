@@ -43,6 +43,7 @@ from tensorweave.ops.math.binary import *  # noqa: F401,F403
 from tensorweave.ops.math.unary import *  # noqa: F401,F403
 from tensorweave.ops.math.reduction import *  # noqa: F401,F403
 from tensorweave.ops.math.segment import *  # noqa: F401,F403
+from tensorweave.ops.math.sequences import *  # noqa: F401,F403
 from tensorweave.ops.math.linalg import *  # noqa: F401,F403
 from tensorweave.ops.math.matrix_functions import *  # noqa: F401,F403
 from tensorweave.ops.math.solvers import *  # noqa: F401,F403

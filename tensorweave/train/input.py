@@ -17,7 +17,6 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import constant, identity, shape as shape_of, size
-from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition
 from tensorweave.ops.control_flow.cond import cond
@@ -26,6 +25,7 @@ from tensorweave.ops.data_flow.queues import FIFOQueue, PaddingFIFOQueue, Random
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import greater, maximum
 from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.random import random_shuffle
 from tensorweave.ops.state.variables import Variable
 from tensorweave.summary.summary import scalar

@@ -12,12 +12,13 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
+from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.slicing import strided_slice
 from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, dense, invalid, make_op, static_int
 from tensorweave.ops.math.binary import floormod
 from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 
 __all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",

@@ -11,13 +11,13 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, shape, squeeze
-from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.slicing import strided_slice
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.math.binary import less, maximum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod
+from tensorweave.ops.math.sequences import range as range_
 
 __all__ = ["boolean_mask", "sequence_mask"]
 

@@ -13,11 +13,12 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import reshape, shape
-from tensorweave.ops.array.fill import range as range_, zeros_like
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op
 from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 
 __all__ = ["dynamic_partition", "dynamic_stitch"]

@@ -12,11 +12,12 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import index_tensor, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import range as range_, zeros, zeros_like
+from tensorweave.ops.array.fill import zeros, zeros_like
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.math.binary import floormod, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 
 __all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",

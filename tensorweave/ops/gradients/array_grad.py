@@ -9,12 +9,13 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, expand_dims, reshape, shape, shape_n, size
-from tensorweave.ops.array.fill import range as range_, zeros
+from tensorweave.ops.array.fill import zeros
 from tensorweave.ops.array.gather import scatter_nd
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.helpers import dense, make_op, static_int, static_ints
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import RegisterGradient
 
 
