@@ -34,7 +34,7 @@ from tensorweave.ops.array.pad import *  # noqa: F401,F403
 from tensorweave.ops.array.slicing import *  # noqa: F401,F403
 from tensorweave.ops.array.gather import *  # noqa: F401,F403
 from tensorweave.ops.array.sort import *  # noqa: F401,F403
-from tensorweave.ops.array.mask import *  # noqa: F401,F403
+from tensorweave.ops.math.array_composites import *  # noqa: F401,F403
 from tensorweave.ops.array.partition import *  # noqa: F401,F403
 from tensorweave.ops.array.diag import *  # noqa: F401,F403
 from tensorweave.ops.array.space import *  # noqa: F401,F403
