@@ -123,6 +123,20 @@ def ops_folder(mod: str, modules: dict) -> str:
     return "ops/" + part if modules.get("tensorweave.ops." + part, "").endswith("__init__.py") else "ops/%s.py" % part
 
 
+def levels(edges: dict) -> list:
+    """The nodes of an acyclic graph by level: a node's level is one more than the highest level
+    of the nodes it imports (0: imports none)."""
+    level = {}
+
+    def of(v):
+        if v not in level:
+            level[v] = 1 + max((of(w) for w in edges[v]), default=-1)
+        return level[v]
+    for v in edges:
+        of(v)
+    return [sorted(v for v in level if level[v] == n) for n in range(1 + max(level.values(), default=-1))]
+
+
 def layer(mod: str) -> int:
     parts = mod.split(".")
     return LAYERS.get(parts[1], TOP) if len(parts) > 1 else TOP
@@ -154,6 +168,10 @@ def main(root: str) -> int:
         for a in c:
             for b in sorted(folder_edges[a] & set(c)):
                 print("    %s -> %s (e.g. %s)" % (a, b, examples[(a, b)]))
+    if not folder_circles:
+        print("folders of ops/ by level (each imports only folders of lower levels):")
+        for n, folders in enumerate(levels(folder_edges)):
+            print("  %d: %s" % (n, ", ".join(f[4:] for f in folders)))
     print("upward imports (framework <- ops <- runtime <- distributed <- client, train, namespaces): %d" % len(upward))
     for u in upward:
         print("  " + u)

@@ -1,6 +1,8 @@
-"""Gradients of array ops that need ops of a module loaded after theirs (slice for concat and
-pad, reduce_sum for fill, tile and broadcast_to, scatter_nd for top_k): registered here, once both are imported, as TF's
-array_grad.py does. Gradients that need only their own module's ops stay beside the op."""
+"""Gradients of array ops that are built from ops of a later module (slice for concat and pad,
+reduce_sum for fill, tile and broadcast_to, scatter_nd for top_k, math ops for slice, gather,
+the scatters, partitions and image patches), registered by op type as TF's array_grad.py does.
+They live in gradients/, above both array/ and math/, because array/ never imports math/.
+Gradients that need only their own module's ops stay beside the op."""
 from __future__ import annotations
 
 import numpy as np
@@ -181,6 +183,10 @@ def _tensor_scatter_grad(how: str):
     return grad_fn
 
 
+for _how in ("update", "add", "sub"):
+    RegisterGradient("TensorScatter" + _how.capitalize())(_tensor_scatter_grad(_how))
+
+
 @RegisterGradient("DynamicPartition")
 def _partition_grad(op, *grads):
     data, parts = op.inputs
@@ -221,7 +227,3 @@ def _patches_grad(op, grad):
     per_patch = reshape(dense(grad), stack([b, -1, c]))   # [b, out_r * out_c * kr * kc, c]
     summed = unsorted_segment_sum(transpose(per_patch, [1, 0, 2]), ids, cast(h * w, dtypes.int64))
     return [reshape(transpose(summed, [1, 0, 2]), x_shape)]
-
-
-for _how in ("update", "add", "sub"):
-    RegisterGradient("TensorScatter" + _how.capitalize())(_tensor_scatter_grad(_how))

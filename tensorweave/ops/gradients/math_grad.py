@@ -1,6 +1,6 @@
 """Gradients of math ops that need ops of a module loaded after theirs (log for Pow, gather for
-the segment reductions, where and cond for others): registered here, once both are imported, as
-TF's math_grad.py does."""
+the segment reductions, where and cond for others), registered by op type as TF's math_grad.py
+does. In gradients/, since cond (control_flow/) is built on math ops."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes
