@@ -33,10 +33,6 @@ def _k_tensor(k) -> Tensor:
     return index_tensor(k, name="k", dtype=dtypes.int32)
 
 
-def _diag_len(rows: int, cols: int, d: int) -> int:
-    return min(cols - max(d, 0), rows + min(d, 0))
-
-
 def _max_diag_len(rows: int, cols: int, lo: int, hi: int) -> int:
     return min(rows + min(hi, 0), cols + min(-lo, 0))
 
