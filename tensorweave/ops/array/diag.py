@@ -309,4 +309,3 @@ def _diag_part_v1_kernel(node, ctx):
 
 register("Diag", _diag_infer, _diag_kernel, grad=lambda op, g: [diag_part(dense(g))])
 register("DiagPart", _diag_part_v1_infer, _diag_part_v1_kernel, grad=lambda op, g: [diag(dense(g))])
-

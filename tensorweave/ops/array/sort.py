@@ -284,4 +284,3 @@ def _top_k_kernel(node, ctx):
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
-
