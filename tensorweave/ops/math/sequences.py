@@ -18,7 +18,7 @@ from tensorweave.ops.registry import register
 __all__ = ["range", "linspace", "lin_space"]
 
 
-# -- Range ---------------------------------------------------------------------------
+# -- Range, LinSpace ---------------------------------------------------------------------------
 _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
