@@ -1,8 +1,9 @@
 """Array functions built from math ops: boolean_mask and sequence_mask (gather, where,
-comparisons, reductions), sort and argsort (top_k of negated values), required_space_to_batch_paddings
-(floormod), and gather_nd with its op GatherNd (with batch_dims, a composite of reduce_prod and
-range). They sit in math/, above math's own modules, because array/ never imports math/: math is
-built on array ops, so an import the other way would make the two folders a circle."""
+comparisons, reductions), sort and argsort (top_k of negated values),
+required_space_to_batch_paddings (floormod), and gather_nd with its op GatherNd (with batch_dims,
+a composite of reduce_prod and range). They sit in math/, above math's own modules, because
+array/ never imports math/: math is built on array ops, so an import the other way would make
+the two folders a circle."""
 from __future__ import annotations
 
 import numpy as np
