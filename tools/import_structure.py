@@ -65,7 +65,7 @@ def read_imports(root: str):
                          if n == "tensorweave" or n.startswith("tensorweave.")]
                 if not names:
                     continue
-                if in_function and not path.endswith("cli.py"):
+                if in_function and mod != "tensorweave.cli":
                     local.append(where(child))
                     continue
                 edges[mod].update(n for n in names if n in modules and n != mod)
