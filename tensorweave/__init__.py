@@ -34,7 +34,7 @@ from tensorweave.ops.array.pad import *  # noqa: F401,F403
 from tensorweave.ops.array.slicing import *  # noqa: F401,F403
 from tensorweave.ops.array.gather import *  # noqa: F401,F403
 from tensorweave.ops.array.sort import *  # noqa: F401,F403
-from tensorweave.ops.array.mask import *  # noqa: F401,F403
+from tensorweave.ops.math.array_composites import *  # noqa: F401,F403
 from tensorweave.ops.array.partition import *  # noqa: F401,F403
 from tensorweave.ops.array.diag import *  # noqa: F401,F403
 from tensorweave.ops.array.space import *  # noqa: F401,F403
@@ -43,6 +43,7 @@ from tensorweave.ops.math.binary import *  # noqa: F401,F403
 from tensorweave.ops.math.unary import *  # noqa: F401,F403
 from tensorweave.ops.math.reduction import *  # noqa: F401,F403
 from tensorweave.ops.math.segment import *  # noqa: F401,F403
+from tensorweave.ops.math.sequences import *  # noqa: F401,F403
 from tensorweave.ops.math.linalg import *  # noqa: F401,F403
 from tensorweave.ops.math.matrix_functions import *  # noqa: F401,F403
 from tensorweave.ops.math.solvers import *  # noqa: F401,F403
@@ -51,7 +52,7 @@ from tensorweave.ops.math.special import *  # noqa: F401,F403
 from tensorweave.ops.math.histogram import *  # noqa: F401,F403
 from tensorweave.ops.math.complex_parts import *  # noqa: F401,F403
 from tensorweave.ops.math.clip import *  # noqa: F401,F403
-from tensorweave.ops.control_flow.grouping import *  # noqa: F401,F403
+from tensorweave.ops.grouping import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.cond import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.while_loop import *  # noqa: F401,F403
 from tensorweave.ops.control_flow.functional import *  # noqa: F401,F403

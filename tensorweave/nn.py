@@ -31,7 +31,7 @@ from tensorweave.ops.nn.sampled import nce_loss, sampled_softmax_loss  # noqa: F
 from tensorweave.ops.nn.pool import (  # noqa: F401
     avg_pool, local_response_normalization, lrn, max_pool, max_pool_with_argmax)
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d  # noqa: F401
-from tensorweave.ops.sparse.embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
+from tensorweave.ops.nn.sparse_embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 
 from tensorweave.rnn import rnn_cell  # noqa: F401
 from tensorweave.rnn.loops import (  # noqa: F401

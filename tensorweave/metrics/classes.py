@@ -6,7 +6,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import reshape, size
-from tensorweave.ops.array.fill import ones, ones_like, range as range_
+from tensorweave.ops.array.fill import ones, ones_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.debugging.asserts import assert_less, assert_non_negative
@@ -14,6 +14,7 @@ from tensorweave.ops.math.binary import div_no_nan, equal, greater, maximum, mul
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_mean, reduce_sum
 from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.state.scatter import scatter_add
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope

@@ -13,13 +13,14 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import expand_dims, shape, size
-from tensorweave.ops.array.fill import ones_like, range as range_
+from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.sort import top_k, where
 from tensorweave.ops.control_flow.cond import cond
 from tensorweave.ops.math.binary import (add, equal, greater_equal, less, logical_and, logical_not, minimum, multiply,
                                          not_equal, truediv)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import cumsum, reduce_any, reduce_max, reduce_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.sparse.core import sparse_tensor_to_dense
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, safe_mean

@@ -13,8 +13,8 @@ by side and registers them here with `register`. The graph builder asks
   output), a tuple (several) or None (none). With `needs_step` it also takes the StepContext
   first. Kernels never mutate their inputs: values are shared between consumers.
 - grad(op, *output_grads) -> one gradient (or None) per input, built from graph ops. A gradient
-  that needs another op family's ops is registered from that family's `*_grad` module with
-  `RegisterGradient`, after both families are imported.
+  that needs ops its module may not import is registered from that family's
+  `gradients/*_grad.py` module with `RegisterGradient`.
 """
 from __future__ import annotations
 

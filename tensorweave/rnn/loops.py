@@ -13,7 +13,6 @@ from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack, unstack
 from tensorweave.ops.array.core import identity, shape, transpose
-from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.pad import reverse, reverse_sequence
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.tensor_array import TensorArray
@@ -22,6 +21,7 @@ from tensorweave.ops.debugging.asserts import assert_equal
 from tensorweave.ops.math.binary import greater_equal, logical_not, logical_or, maximum, minimum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_all, reduce_max
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.rnn.cells import zero_state_tensors
 

@@ -17,15 +17,15 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import constant, identity, shape as shape_of, size
-from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition
 from tensorweave.ops.control_flow.cond import cond
-from tensorweave.ops.control_flow.grouping import no_op
+from tensorweave.ops.grouping import no_op
 from tensorweave.ops.data_flow.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import greater, maximum
 from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.random import random_shuffle
 from tensorweave.ops.state.variables import Variable
 from tensorweave.summary.summary import scalar

@@ -7,7 +7,7 @@ from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import zeros
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import add, minimum, multiply, pow, subtract, truediv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variables import Variable

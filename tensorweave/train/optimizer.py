@@ -10,7 +10,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.array.sort import unique
-from tensorweave.ops.control_flow.grouping import group, tuple as tuple_
+from tensorweave.ops.grouping import group, tuple as tuple_
 from tensorweave.ops.gradients.gradients import gradients
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.segment import unsorted_segment_sum

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.graph import get_default_graph
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.state.training import resource_apply, resource_sparse_apply
 from tensorweave.train.optimizer import Optimizer, cast_to

@@ -26,7 +26,7 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity, placeholder_with_default
 from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, shard_temp_prefix
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
                                                      remove_checkpoint, update_checkpoint_state_internal)
 from tensorweave.train.meta_graph import (MetaGraphDef, SaverDef, export_scoped_meta_graph,

@@ -8,7 +8,7 @@ import logging
 
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import (global_variables, global_variables_initializer,
                                              local_variables_initializer, report_uninitialized_variables)
 from tensorweave.summary.summary import merge_all

@@ -14,7 +14,7 @@ from tensorboard.compat.proto import meta_graph_pb2
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import global_variables, global_variables_initializer, \
     local_variables_initializer, report_uninitialized_variables
 from tensorweave.summary.graph_proto import graph_def_proto

@@ -26,7 +26,7 @@ from tensorweave.framework import api, dtypes, errors
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.ops.array.fill import fill
-from tensorweave.ops.control_flow.grouping import group, no_op, with_dependencies
+from tensorweave.ops.grouping import group, no_op, with_dependencies
 from tensorweave.ops.data_flow.accumulators import ConditionalAccumulator, SparseConditionalAccumulator
 from tensorweave.ops.data_flow.queues import FIFOQueue
 from tensorweave.ops.state.variable_ops import assign

@@ -181,14 +181,11 @@ def test_blocked_request_does_not_starve_others(cluster):
 
 
 def test_state_shared_across_clients(cluster):
-    if not hasattr(tf, "Variable") or not hasattr(tf, "assign_add"):
-        pytest.skip("variables not available yet")
-
     def build():
         v = tf.Variable(np.float32(0.0), name="counter")
         tf.assign_add(v, np.float32(1.0), name="inc")
-        tf.identity(v.read_value() if hasattr(v, "read_value") else v, name="value")
-        tf.variables_initializer([v], name="init") if hasattr(tf, "variables_initializer") else None
+        tf.identity(v.read_value(), name="value")
+        tf.variables_initializer([v], name="init")
     a = WorkerClient.for_address(cluster.address("local", 1), T1, 5.0)
     b = WorkerClient.for_address(cluster.address("local", 1), T1, 4.0)   # its own channel
     ga, gb = _graph_def(build), _graph_def(build)

@@ -148,8 +148,6 @@ def test_zeros_like_ones_like(sess):
 
 
 def test_zeros_like_of_variable(sess):
-    if not hasattr(tf, "Variable"):
-        pytest.skip("tf.Variable not available")
     v = tf.Variable(np.ones((2, 3), np.float32))
     check(sess, tf.zeros_like(v), np.zeros((2, 3), np.float32), tf.float32)
 

@@ -75,7 +75,6 @@ def test_as_a_device_scope_on_a_real_graph():
         assert g is a.graph
 
 
-@pytest.mark.skipif(not hasattr(tf, "Variable"), reason="variables not built yet")
 def test_variables_land_on_ps_tasks():
     with tf.Graph().as_default():
         with tf.device(tf.train.replica_device_setter(ps_tasks=2)):

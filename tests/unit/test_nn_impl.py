@@ -84,8 +84,6 @@ def test_embedding_lookup_single_and_indexed_slices_grad():
 
 @pytest.mark.parametrize("strategy", ["mod", "div"])
 def test_embedding_lookup_partitioned(strategy):
-    if not hasattr(tf, "dynamic_partition"):
-        pytest.skip("dynamic_partition/dynamic_stitch not built yet")
     full = rng.randn(7, 2)
     if strategy == "mod":
         shards = [full[i::3] for i in range(3)]

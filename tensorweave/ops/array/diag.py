@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorweave.framework import dtypes, limits
+from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import expand_dims, index_tensor
-from tensorweave.ops.array.fill import ones, zeros_like
+from tensorweave.ops.array.core import index_tensor
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
-from tensorweave.ops.math.binary import minimum
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_diag", "matrix_diag_part", "matrix_set_diag", "matrix_band_part", "diag", "diag_part", "eye"]
+__all__ = ["matrix_diag", "matrix_diag_part", "matrix_set_diag", "matrix_band_part", "diag", "diag_part"]
 
 
 def _k_pair(k) -> tuple:
@@ -33,10 +31,6 @@ def _k_pair(k) -> tuple:
 
 def _k_tensor(k) -> Tensor:
     return index_tensor(k, name="k", dtype=dtypes.int32)
-
-
-def _diag_len(rows: int, cols: int, d: int) -> int:
-    return min(cols - max(d, 0), rows + min(d, 0))
 
 
 def _max_diag_len(rows: int, cols: int, lo: int, hi: int) -> int:
@@ -315,25 +309,3 @@ def _diag_part_v1_kernel(node, ctx):
 
 register("Diag", _diag_infer, _diag_kernel, grad=lambda op, g: [diag_part(dense(g))])
 register("DiagPart", _diag_part_v1_infer, _diag_part_v1_kernel, grad=lambda op, g: [diag(dense(g))])
-
-
-# -- eye -------------------------------------------------------------------------------------------
-def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None) -> Tensor:
-    """tf.eye(num_rows, num_columns=None, batch_shape=None, dtype=tf.float32, name=None):
-    identity matrices [*batch_shape, num_rows, num_columns] (square when num_columns is None)."""
-    with name_scope(name, "eye", [num_rows, num_columns, batch_shape]) as scope:
-        dtype = dtypes.as_dtype(dtype)
-        static = [num_rows, num_columns if num_columns is not None else num_rows]
-        if all(isinstance(v, (int, np.integer)) for v in static) and (
-                batch_shape is None or all(isinstance(v, (int, np.integer)) for v in batch_shape)):
-            # a constant built here, in the client: refused as MatrixDiagV2 would refuse it on a server
-            out = list(batch_shape or ()) + static
-            limits.check_elements(out, scope.rstrip("/"), f"eye output of shape {out}")
-            value = np.eye(static[0], static[1], dtype=dtype.as_numpy_dtype)
-            value = np.broadcast_to(value, tuple(batch_shape or ()) + value.shape)
-            return convert_to_tensor(np.ascontiguousarray(value), dtype=dtype, name=scope)
-        rows = index_tensor(num_rows, name="num_rows", dtype=dtypes.int32)
-        cols = rows if num_columns is None else index_tensor(num_columns, name="num_columns", dtype=dtypes.int32)
-        batch = [] if batch_shape is None else [index_tensor(batch_shape, dtype=dtypes.int32)]
-        diag_shape = concat(batch + [expand_dims(minimum(rows, cols), 0)], 0)
-        return matrix_diag(ones(diag_shape, dtype=dtype), num_rows=rows, num_cols=cols, name=scope)

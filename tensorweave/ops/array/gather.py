@@ -1,4 +1,5 @@
-"""Array ops that pick elements by index: gather, gather_nd, scatter_nd, one_hot."""
+"""Array ops that pick elements by index: gather, scatter_nd, tensor_scatter_*, one_hot (gather_nd:
+math/array_composites.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,21 +7,14 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
-from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
-from tensorweave.ops.array.slicing import strided_slice
-from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, dense, invalid, make_op, static_int
-from tensorweave.ops.math.binary import floormod
-from tensorweave.ops.math.reduction import reduce_prod
-from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.array.core import index_tensor
+from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, invalid, make_op, static_int
 from tensorweave.ops.registry import register
 
-__all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
+__all__ = ["gather", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
            "tensor_scatter_sub"]
 
 
@@ -89,108 +83,13 @@ def _gather_kernel(node, ctx):
     return run
 
 
-def _gather_grad(op, grad):
-    params, indices, axis_t = op.inputs
-    if op.get_attr("batch_dims") != 0:
-        raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
-    axis = static_int(axis_t)
-    grad = dense(grad)
-    with params.graph.colocate_with(params.op):
-        params_shape = shape(params)
-    nd = params.shape.ndims
-    if axis is not None and (axis == 0 or (nd is not None and axis % nd == 0)):
-        # The TF1 sparse gradient: rows `indices` of a dense [params_shape] tensor.
-        inner = strided_slice(params_shape, [1], [0], [1], end_mask=1)
-        n = indices.shape.num_elements()
-        inner_static = params.shape[1:]
-        if inner_static.is_fully_defined() and (n is not None or inner_static.num_elements()):
-            # -1 is unambiguous when the row size is non-zero; keeps the rows' static shape.
-            values = reshape(grad, [-1 if n is None else n] + inner_static.as_list())
-        else:
-            values = reshape(grad, concat([expand_dims(size(indices), 0), inner], 0))
-        return [IndexedSlices(values, reshape(indices, [-1]), params_shape), None, None]
-    # Dense, as TF's formula (valid for any ranks, a negative or run-time axis): move the gathered
-    # dims to the front as one, sum rows by index, move the axis back.
-    if axis is not None and nd is not None:
-        axis_t = constant(axis % nd)
-    elif axis is None or axis < 0:
-        axis_t = floormod(axis_t, rank(params))
-    axis_1d = reshape(axis_t, [1])
-    outer_shape = strided_slice(params_shape, [0], axis_1d, [1])
-    inner_shape = strided_slice(strided_slice(params_shape, axis_1d, [0], [1], end_mask=1), [1], [0], [1], end_mask=1)
-    outer_dims, inner_dims = size(outer_shape), size(inner_shape)
-    outer_axes = range_(outer_dims)
-    inner_axes = range_(outer_dims + 1, outer_dims + 1 + inner_dims)
-    values = reshape(grad, concat([outer_shape, [-1], inner_shape], 0))
-    values = transpose(values, concat([reshape(outer_dims, [1]), outer_axes, inner_axes], 0))
-    num_segments = gather(params_shape, axis_t)
-    summed = unsorted_segment_sum(values, reshape(indices, [-1]), num_segments)
-    back = transpose(summed, concat([outer_axes + 1, [0], inner_axes], 0))
-    return [back, None, None]
+register("GatherV2", _gather_infer, _gather_kernel, dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
 
 
-register("GatherV2", _gather_infer, _gather_kernel, grad=_gather_grad, dtypes={1: ("indices", INDEX)})
-
-
-# -- GatherNd, ScatterNd -----------------------------------------------------------------------
-def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
-    """tf.gather_nd(params, indices, name=None, batch_dims=0): out[i...] = params[indices[i...]]
-    where the last dimension of `indices` indexes the leading dims of `params`."""
-    params = convert_to_tensor(params)
-    indices = convert_to_tensor(indices)
-    if batch_dims:
-        return _batch_gather_nd(params, indices, int(batch_dims), name)
-    return make_op("GatherNd", [params, indices], name=name or "GatherNd").outputs[0]
-
-
-def _batch_gather_nd(params: Tensor, indices: Tensor, batch_dims: int, name) -> Tensor:
-    """TF1's composite for batch_dims > 0: prefix each index with its flattened batch number and
-    run one plain GatherNd over params with the batch dims flattened into one."""
-    q = indices.shape.ndims
-    if q is None:
-        raise ValueError("gather_nd with batch_dims needs indices of known rank")
-    if batch_dims < 0:
-        batch_dims += q
-    if not 0 <= batch_dims < q:
-        raise ValueError(f"GatherNd: batch_dims ({batch_dims}) must be in [0, rank(indices) = {q})")
-    if params.shape.ndims is not None and batch_dims >= params.shape.ndims:
-        raise ValueError(f"GatherNd: batch_dims ({batch_dims}) must be less than rank(params) "
-                         f"({params.shape.ndims})")
-    with name_scope(name, "GatherNd", [params, indices]):
-        p_shape = shape(params, out_type=indices.dtype)
-        i_shape = shape(indices, out_type=indices.dtype)
-        batch_shape = strided_slice(p_shape, [0], [batch_dims])
-        n_batch = reduce_prod(batch_shape)
-        flat_p = reshape(params, concat([[-1], strided_slice(p_shape, [batch_dims], [0], end_mask=1)], 0))
-        flat_i = reshape(indices, concat([[-1], strided_slice(i_shape, [batch_dims], [0], end_mask=1)], 0))
-        inner = q - batch_dims            # rank of flat_i minus its batch dim
-        b = reshape(range_(n_batch), [-1] + [1] * inner)
-        b = b * ones_like(strided_slice(flat_i, [0] * (inner + 1), [0] * inner + [1], end_mask=(1 << inner) - 1))
-        out = gather_nd(flat_p, concat([b, flat_i], -1))
-        out_shape = concat([batch_shape, strided_slice(shape(out, out_type=indices.dtype), [1], [0], end_mask=1)], 0)
-        result = reshape(out, out_shape)
-        if params.shape.ndims is not None and indices.shape[-1].value is not None:
-            k = indices.shape[-1].value
-            static = (params.shape[:batch_dims].merge_with(indices.shape[:batch_dims])
-                      .concatenate(indices.shape[batch_dims:-1]).concatenate(params.shape[batch_dims + k:]))
-            result.set_shape(static)
-        return result
-
-
-def _gather_nd_infer(op):
-    p, i = op.inputs
-    if i.shape.ndims is None or i.shape[-1].value is None or p.shape.ndims is None:
-        return [(p.dtype, unknown_shape())]
-    k = i.shape[-1].value
-    if i.shape.ndims == 0:
-        raise ValueError("GatherNd: indices must be at least a vector")
-    if k > p.shape.ndims:
-        raise ValueError(f"GatherNd: index innermost dimension length must be <= params rank; saw: {k} vs. "
-                         f"{p.shape.ndims}; shapes {p.shape} and {i.shape}")
-    return [(p.dtype, i.shape[:-1].concatenate(p.shape[k:]))]
-
-
-def _nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
+# -- ScatterNd (GatherNd, whose batch form needs math ops: math/array_composites.py) -----------
+def nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
+    """The positions the rows of index array `idx` name in an array of shape `dims` (GatherNd,
+    ScatterNd and TensorScatter* kernels); InvalidArgumentError for one outside it."""
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
     bad = (flat < 0) | (flat >= np.asarray(dims[:k], dtype=np.int64))
@@ -198,27 +97,6 @@ def _nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
         r = int(np.argwhere(bad.any(axis=1))[0][0])
         raise invalid(node, f"indices[{r}] = {flat[r].tolist()} does not index into {what} {list(dims)}")
     return tuple(flat.T)
-
-
-def _gather_nd_kernel(node, ctx):
-    def run(params, indices):
-        params, indices = np.asarray(params), np.asarray(indices)
-        k = indices.shape[-1]
-        if k > params.ndim:
-            raise invalid(node, f"index innermost dimension length must be <= params rank; saw: {k} vs. "
-                                f"{params.ndim}")
-        pos = _nd_positions(node, indices, params.shape, "param shape")
-        out = params[pos] if k else np.broadcast_to(params, (indices.reshape(-1, 0).shape[0],) + params.shape)
-        return out.reshape(indices.shape[:-1] + params.shape[k:])
-    return run
-
-
-def _gather_nd_grad(op, grad):
-    params, indices = op.inputs
-    return [scatter_nd(indices, dense(grad), shape(params, out_type=indices.dtype)), None]
-
-
-register("GatherNd", _gather_nd_infer, _gather_nd_kernel, grad=_gather_nd_grad, dtypes={1: ("indices", INDEX)})
 
 
 def scatter_nd(indices, updates, shape, name=None) -> Tensor:  # noqa: F811 (TF argument name)
@@ -255,18 +133,13 @@ def _scatter_nd_kernel(node, ctx):
             raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
         check_output_size(node, dims)
         out = np.zeros(dims, dtype=updates.dtype)
-        pos = _nd_positions(node, indices, dims, "shape")
+        pos = nd_positions(node, indices, dims, "shape")
         np.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
         return out
     return run
 
 
-def _scatter_nd_grad(op, grad):
-    return [None, gather_nd(dense(grad), op.inputs[0]), None]
-
-
-register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, grad=_scatter_nd_grad,
-         dtypes={0: ("indices", INDEX)})
+register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, dtypes={0: ("indices", INDEX)})   # gradient: array_grad.py
 
 
 # -- TensorScatterUpdate / Add / Sub -----------------------------------------------------------
@@ -319,7 +192,7 @@ def _tensor_scatter_kernel(how: str):
             if updates.shape != want:
                 raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
             out = np.array(tensor, copy=True)
-            pos = _nd_positions(node, indices, dims, "tensor")
+            pos = nd_positions(node, indices, dims, "tensor")
             rows = updates.reshape((-1,) + dims[k:])
             if how == "update":
                 out[pos] = rows
@@ -330,22 +203,9 @@ def _tensor_scatter_kernel(how: str):
     return factory
 
 
-def _tensor_scatter_grad(how: str):
-    def grad_fn(op, grad):
-        grad = dense(grad)
-        indices = op.inputs[1]
-        updates_grad = gather_nd(grad, indices)
-        if how == "update":
-            tensor_grad = tensor_scatter_update(grad, indices, zeros_like(op.inputs[2]))
-        else:
-            tensor_grad = grad
-        return [tensor_grad, None, updates_grad if how != "sub" else make_op("Neg", [updates_grad]).outputs[0]]
-    return grad_fn
-
-
 for _how in ("update", "add", "sub"):
     register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
-             grad=_tensor_scatter_grad(_how), dtypes={1: ("indices", INDEX)})
+             dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
 
 
 # -- OneHot ------------------------------------------------------------------------------------

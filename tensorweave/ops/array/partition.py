@@ -8,16 +8,10 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
-from tensorweave.ops.array.core import reshape, shape
-from tensorweave.ops.array.fill import range as range_, zeros_like
-from tensorweave.ops.array.gather import gather
-from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op
-from tensorweave.ops.math.reduction import reduce_prod
-from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.registry import register
 
 __all__ = ["dynamic_partition", "dynamic_stitch"]
@@ -76,32 +70,18 @@ def _partition_kernel(node, ctx):
     return run
 
 
-def _partition_grad(op, *grads):
-    data, parts = op.inputs
-    n = op.get_attr("num_partitions")
-    prefix = shape(parts)
-    original = reshape(range_(reduce_prod(prefix)), prefix)
-    partitioned = dynamic_partition(original, parts, n)
-    grads = [_zeros_if_none(g, o) for g, o in zip(grads, op.outputs)]
-    stitched = _stitch("ParallelDynamicStitch", partitioned, grads, None)
-    return [reshape(stitched, shape(data)), None]
-
-
-def _zeros_if_none(g, out: Tensor):
-    return zeros_like(out) if g is None else dense(g)
-
-
-register("DynamicPartition", _partition_infer, _partition_kernel, grad=_partition_grad)
+register("DynamicPartition", _partition_infer, _partition_kernel)   # gradient: array_grad.py
 
 
 # -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------
 def dynamic_stitch(indices, data, name=None) -> Tensor:
     """tf.dynamic_stitch(indices, data, name=None): merged[indices[m][i, ...]] = data[m][i, ...];
     the output's first dimension is max(indices) + 1. Where indices repeat, the later value wins."""
-    return _stitch("DynamicStitch", indices, data, name)
+    return stitch("DynamicStitch", indices, data, name)
 
 
-def _stitch(op_type: str, indices, data, name):
+def stitch(op_type: str, indices, data, name):
+    """A DynamicStitch or ParallelDynamicStitch op (the gradient of DynamicPartition builds the latter)."""
     indices, data = list(indices), list(data)
     if not indices or len(indices) != len(data):
         raise ValueError(f"{op_type}: indices and data must be non-empty lists of equal length, got "
@@ -185,13 +165,5 @@ def _stitch_kernel(node, ctx):
     return run
 
 
-def _stitch_grad(op, grad):
-    n = op.get_attr("N")
-    if isinstance(grad, IndexedSlices):
-        rows = shape(op.outputs[0])[0]
-        grad = unsorted_segment_sum(grad.values, grad.indices, rows)
-    return [None] * n + [gather(grad, i) for i in op.inputs[:n]]
-
-
-register("DynamicStitch", _stitch_infer, _stitch_kernel, grad=_stitch_grad)
-register("ParallelDynamicStitch", _stitch_infer, _stitch_kernel, grad=_stitch_grad)
+register("DynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
+register("ParallelDynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py

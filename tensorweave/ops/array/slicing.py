@@ -15,9 +15,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, index_tensor, shape
 from tensorweave.ops.array.fill import ones_like
-from tensorweave.ops.array.pad import pad
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_int, static_ints
-from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.registry import register
 
 __all__ = ["slice", "strided_slice", "newaxis"]
@@ -103,18 +101,7 @@ def _slice_kernel(node, ctx):
 _builtin_slice = builtins.slice   # this module's `slice` is tf.slice
 
 
-def _slice_grad(op, grad):
-    x, b = op.inputs[0], op.inputs[1]
-    grad = dense(grad)
-    begin = static_ints(b)
-    if begin is not None and x.shape.is_fully_defined() and op.outputs[0].shape.is_fully_defined():
-        paddings = [[bb, d - bb - s] for bb, d, s in zip(begin, x.shape.as_list(), op.outputs[0].shape.as_list())]
-        return [pad(grad, constant(np.array(paddings, dtype=b.dtype.as_numpy_dtype).reshape(-1, 2))), None, None]
-    after = subtract(subtract(shape(x, out_type=b.dtype), shape(op.outputs[0], out_type=b.dtype)), b)
-    return [pad(grad, stack([b, after], axis=1)), None, None]
-
-
-register("Slice", _slice_infer, _slice_kernel, grad=_slice_grad)
+register("Slice", _slice_infer, _slice_kernel)   # gradient: array_grad.py
 
 
 # -- StridedSlice ------------------------------------------------------------------------------

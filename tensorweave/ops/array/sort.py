@@ -1,4 +1,5 @@
-"""Array ops that choose, order or deduplicate: where/select, unique, top_k, sort, argsort.
+"""Array ops that choose, order or deduplicate: where/select, unique, setdiff1d, top_k (sort and
+argsort, built on top_k: math/array_composites.py).
 `top_k` is tf.nn.top_k: it is exported from here for the nn namespace, not at the top level."""
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.core import constant, shape, swap_axes_perm, transpose
+from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
-from tensorweave.ops.math.unary import negative
 from tensorweave.ops.registry import register
 
-__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d", "sort", "argsort"]
+__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d"]
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
 TopKV2Output = collections.namedtuple("TopKV2", ["values", "indices"])
@@ -284,37 +284,3 @@ def _top_k_kernel(node, ctx):
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
-
-
-def _sort_impl(values, axis: int, direction: str, return_argsort: bool):
-    values = convert_to_tensor(values)
-    if direction not in ("ASCENDING", "DESCENDING"):
-        raise ValueError(f"direction must be one of ('ASCENDING', 'DESCENDING'), got {direction!r}")
-    nd = values.shape.ndims
-    if nd is not None and not -nd <= axis < nd:
-        raise ValueError(f"sort: axis {axis} is out of range for a tensor of rank {nd}")
-    src = negative(values) if direction == "ASCENDING" else values
-    perm = swap_axes_perm(src, axis)
-    if perm is not None:
-        src = transpose(src, perm)
-    vals, idx = top_k(src, shape(src)[-1] if src.shape[-1].value is None else src.shape[-1].value)
-    out = idx if return_argsort else vals
-    if perm is not None:
-        out = transpose(out, perm)
-        out.set_shape(values.shape)
-    if direction == "ASCENDING" and not return_argsort:
-        out = negative(out)
-    return out
-
-
-def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
-    """tf.sort(values, axis=-1, direction='ASCENDING', name=None): sorted copy along `axis`."""
-    with name_scope(name, "sort"):
-        return _sort_impl(values, axis, direction, False)
-
-
-def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False, name=None) -> Tensor:
-    """tf.argsort(values, axis=-1, direction='ASCENDING', stable=False, name=None): int32 indices
-    that sort `values` along `axis` (always stable here)."""
-    with name_scope(name, "argsort"):
-        return _sort_impl(values, axis, direction, True)

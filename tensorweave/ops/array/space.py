@@ -1,26 +1,19 @@
 """Array ops that move spatial blocks between dimensions: space_to_depth / depth_to_space,
-space_to_batch_nd / batch_to_space_nd (and TF1's 4-D space_to_batch / batch_to_space,
-required_space_to_batch_paddings), and extract_image_patches."""
+space_to_batch_nd / batch_to_space_nd (and TF1's 4-D space_to_batch / batch_to_space), and
+extract_image_patches (required_space_to_batch_paddings: math/array_composites.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from tensorweave.framework import dtypes
-from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.array.concat import stack
-from tensorweave.ops.array.core import index_tensor, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import range as range_, zeros, zeros_like
+from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
-from tensorweave.ops.math.binary import floormod, subtract
-from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
 __all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
-           "batch_to_space", "required_space_to_batch_paddings", "extract_image_patches"]
+           "batch_to_space", "extract_image_patches"]
 
 
 def _fmt(node_or_op) -> str:
@@ -252,25 +245,6 @@ def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Ten
     return batch_to_space_nd(input, [int(block_size)] * 2, crops, name=name or "BatchToSpaceND")
 
 
-def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None, name=None):
-    """tf.required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None, name=None)
-    -> (paddings, crops): paddings that extend base_paddings so each padded spatial size divides
-    by its block size, and the crops that undo the extension."""
-    with name_scope(name, "required_space_to_batch_paddings", [input_shape, block_shape]):
-        input_shape = cast(convert_to_tensor(input_shape, name="input_shape"), dtypes.int32)
-        block_shape = cast(convert_to_tensor(block_shape, name="block_shape"), dtypes.int32)
-        if base_paddings is None:
-            base = zeros(stack([size(block_shape), 2]), dtype=dtypes.int32)
-        else:
-            base = cast(convert_to_tensor(base_paddings, name="base_paddings"), dtypes.int32)
-        pad_start, pad_end = base[:, 0], base[:, 1]
-        full = input_shape + pad_start + pad_end
-        extra = floormod(subtract(block_shape, floormod(full, block_shape)), block_shape)
-        paddings = stack([pad_start, pad_end + extra], axis=1, name="paddings")
-        crops = stack([zeros_like(extra), extra], axis=1, name="crops")
-        return paddings, crops
-
-
 # -- ExtractImagePatches ---------------------------------------------------------------------------
 def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None,
                           sizes=None) -> Tensor:
@@ -338,19 +312,4 @@ def _patches_kernel(node, ctx):
     return run
 
 
-def _patches_grad(op, grad):
-    """Each input pixel receives the sum of the gradient entries of the patch elements that read
-    it: the patches of an image of pixel numbers say which, and a segment sum adds them up."""
-    x = op.inputs[0]
-    x_shape = shape(x)
-    b, h, w, c = x_shape[0], x_shape[1], x_shape[2], x_shape[3]
-    pixel_ids = reshape(range_(1, h * w + 1, dtype=dtypes.int64), stack([1, h, w, 1]))
-    ids = extract_image_patches(pixel_ids, op.get_attr("ksizes"), op.get_attr("strides"), op.get_attr("rates"),
-                                op.get_attr("padding"))
-    ids = reshape(ids, [-1]) - 1   # one id per (out_r, out_c, kr, kc); padding reads become -1 and drop
-    per_patch = reshape(dense(grad), stack([b, -1, c]))   # [b, out_r * out_c * kr * kc, c]
-    summed = unsorted_segment_sum(transpose(per_patch, [1, 0, 2]), ids, cast(h * w, dtypes.int64))
-    return [reshape(transpose(summed, [1, 0, 2]), x_shape)]
-
-
-register("ExtractImagePatches", _patches_infer, _patches_kernel, grad=_patches_grad)
+register("ExtractImagePatches", _patches_infer, _patches_kernel)   # gradient: array_grad.py

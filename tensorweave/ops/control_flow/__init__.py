@@ -1,2 +1,2 @@
-"""Control flow: grouping (group, tuple, no_op), functional conditionals (If) and loops (While),
+"""Control flow: functional conditionals (If) and loops (While),
 and the TensorList-based scan/map_fn/foldl/foldr."""

@@ -14,7 +14,7 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity
-from tensorweave.ops.control_flow.grouping import group
+from tensorweave.ops.grouping import group
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import less_equal
 from tensorweave.ops.math.cast import cast

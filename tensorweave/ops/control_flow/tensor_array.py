@@ -14,7 +14,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.control_flow import tensor_list
-from tensorweave.ops.control_flow.grouping import no_op
+from tensorweave.ops.grouping import no_op
 
 __all__ = ["TensorArray"]
 

@@ -125,13 +125,6 @@ class QueueBase:
         return [convert_to_tensor(v, dtype=dt, name=f"component_{i}")
                 for i, (v, dt) in enumerate(zip(vals, self._dtypes))]
 
-    def _scope_vals(self, vals) -> list:
-        if isinstance(vals, (list, tuple)):
-            return list(vals)
-        if isinstance(vals, dict):
-            return list(vals.values())
-        return [vals]
-
     def enqueue(self, vals, name=None):
         """Enqueues one element (a tensor, a list/tuple of tensors, or a dict when the queue has
         names); the op blocks while the queue is full."""

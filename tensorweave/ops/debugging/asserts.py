@@ -13,7 +13,7 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import rank as rank_of, shape
-from tensorweave.ops.control_flow.grouping import no_op
+from tensorweave.ops.grouping import no_op
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
 from tensorweave.ops.math.reduction import reduce_all

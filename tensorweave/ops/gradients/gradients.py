@@ -24,7 +24,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import constant, identity, reshape, shape
 from tensorweave.ops.array.fill import fill, zeros, zeros_like
-from tensorweave.ops.control_flow.grouping import identity_n, tuple as tuple_
+from tensorweave.ops.grouping import identity_n, tuple as tuple_
 from tensorweave.ops.gradients.sum_to_shape import reduce_to_input
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.cast import cast

@@ -11,12 +11,12 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
-from tensorweave.ops.array.diag import eye, matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
+from tensorweave.ops.array.diag import matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.binary import add, greater, multiply, subtract
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.linalg import matmul
+from tensorweave.ops.math.linalg import eye, matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, adjoint, batch_of, check_square, matrix_shape
 from tensorweave.ops.math.reduction import reduce_max, reduce_sum
 from tensorweave.ops.math.solvers import matrix_triangular_solve

@@ -1,5 +1,6 @@
 """Math ops, linear-algebra family: matmul (MatMul, BatchMatMulV2), tensordot, einsum, norm,
-conj, trace; gathered for tf.linalg by tensorweave/linalg.py."""
+conj, trace, eye (built from MatrixDiagV2 and minimum, as TF's linalg_ops.eye); gathered for
+tf.linalg by tensorweave/linalg.py."""
 from __future__ import annotations
 
 import re
@@ -8,25 +9,26 @@ import string
 import numpy as np
 
 import tensorweave.ops.onednn as onednn
-from tensorweave.framework import dtypes, errors
+from tensorweave.framework import dtypes, errors, limits
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
-from tensorweave.ops.array.core import identity, rank, reshape, shape, squeeze, transpose
-from tensorweave.ops.array.diag import eye, matrix_diag_part
-from tensorweave.ops.array.fill import ones, range as range_
+from tensorweave.ops.array.core import expand_dims, identity, index_tensor, rank, reshape, shape, squeeze, transpose
+from tensorweave.ops.array.diag import matrix_diag, matrix_diag_part
+from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d
 from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, invalid, make_op, same_as_input
-from tensorweave.ops.math.binary import binary_inputs, multiply, pow, realdiv
+from tensorweave.ops.math.binary import binary_inputs, minimum, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, sqrt, unary
 from tensorweave.ops.registry import register
 
-__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross"]
+__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross", "eye"]
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 
@@ -492,3 +494,24 @@ def _cross_kernel(node, ctx):
 
 register("Cross", _cross_infer, _cross_kernel, grad=lambda op, g: [cross(op.inputs[1], g), cross(g, op.inputs[0])],
          dtypes=REAL, dtype_param="a")
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.eye(num_rows, num_columns=None, batch_shape=None, dtype=tf.float32, name=None):
+    identity matrices [*batch_shape, num_rows, num_columns] (square when num_columns is None)."""
+    with name_scope(name, "eye", [num_rows, num_columns, batch_shape]) as scope:
+        dtype = dtypes.as_dtype(dtype)
+        static = [num_rows, num_columns if num_columns is not None else num_rows]
+        if all(isinstance(v, (int, np.integer)) for v in static) and (
+                batch_shape is None or all(isinstance(v, (int, np.integer)) for v in batch_shape)):
+            # a constant built here, in the client: refused as MatrixDiagV2 would refuse it on a server
+            out = list(batch_shape or ()) + static
+            limits.check_elements(out, scope.rstrip("/"), f"eye output of shape {out}")
+            value = np.eye(static[0], static[1], dtype=dtype.as_numpy_dtype)
+            value = np.broadcast_to(value, tuple(batch_shape or ()) + value.shape)
+            return convert_to_tensor(np.ascontiguousarray(value), dtype=dtype, name=scope)
+        rows = index_tensor(num_rows, name="num_rows", dtype=dtypes.int32)
+        cols = rows if num_columns is None else index_tensor(num_columns, name="num_columns", dtype=dtypes.int32)
+        batch = [] if batch_shape is None else [index_tensor(batch_shape, dtype=dtypes.int32)]
+        diag_shape = concat(batch + [expand_dims(minimum(rows, cols), 0)], 0)
+        return matrix_diag(ones(diag_shape, dtype=dtype), num_rows=rows, num_cols=cols, name=scope)

@@ -12,7 +12,7 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
-from tensorweave.ops.array.fill import range as range_, zeros_like
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, check_dtype, check_output_size, invalid, make_op,
@@ -20,6 +20,7 @@ from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, check_dtype, c
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
 from tensorweave.ops.registry import register
 

@@ -15,7 +15,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import expand_dims, identity, squeeze
-from tensorweave.ops.array.space import batch_to_space_nd, required_space_to_batch_paddings, space_to_batch_nd
+from tensorweave.ops.array.space import batch_to_space_nd, space_to_batch_nd
+from tensorweave.ops.math.array_composites import required_space_to_batch_paddings
 from tensorweave.ops.nn.conv import conv2d, conv2d_transpose
 from tensorweave.ops.nn.conv3d import conv3d, conv3d_transpose
 from tensorweave.ops.nn.impl import conv1d

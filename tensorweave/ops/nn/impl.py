@@ -17,7 +17,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze,
                                         stop_gradient, swap_axes_perm, transpose)
-from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
+from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition, dynamic_stitch
 from tensorweave.ops.array.slicing import slice as slice_
@@ -29,6 +29,7 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.clip import clip_by_norm
 from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.reduction import reduce_mean, reduce_prod, reduce_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, exp, log, log1p, negative, reciprocal, rsqrt, sigmoid, square
 from tensorweave.ops.nn.activations import bias_add, relu
 from tensorweave.ops.nn.conv import conv2d

@@ -18,15 +18,16 @@ from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import identity, reshape, shape as shape_of
-from tensorweave.ops.array.fill import range as range_, zeros
+from tensorweave.ops.array.fill import zeros
 from tensorweave.ops.array.gather import gather, scatter_nd
-from tensorweave.ops.array.mask import boolean_mask, sequence_mask
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.debugging.asserts import assert_equal, assert_greater_equal, assert_non_negative
 from tensorweave.ops.helpers import INDEX, invalid, make_op
+from tensorweave.ops.math.array_composites import boolean_mask, sequence_mask
 from tensorweave.ops.math.binary import maximum, minimum, multiply, not_equal, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import bincount, cumsum, reduce_any, reduce_max
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 
 __all__ = ["RaggedTensor"]

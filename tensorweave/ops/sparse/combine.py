@@ -13,13 +13,13 @@ from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.concat import split, stack
 from tensorweave.ops.array.core import identity, size
-from tensorweave.ops.array.fill import range as range_
 from tensorweave.ops.array.sort import where_v2
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.binary import add, equal, floordiv, floormod, less, maximum, multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.segment import unsorted_segment_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.core import convert_sparse, lex_order
 

@@ -16,15 +16,17 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, identity, invert_permutation, placeholder, reshape, shape
-from tensorweave.ops.array.fill import ones, range as range_, zeros_like
-from tensorweave.ops.array.gather import gather, gather_nd
+from tensorweave.ops.array.fill import ones, zeros_like
+from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d, where
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_ints
+from tensorweave.ops.math.array_composites import gather_nd
 from tensorweave.ops.math.binary import not_equal
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max
 from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import RegisterGradient, register
 
 __all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_reorder", "sparse_reshape",

@@ -16,14 +16,16 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, reshape, shape, size, transpose
-from tensorweave.ops.array.fill import ones, range as range_, zeros_like
+from tensorweave.ops.array.fill import ones, zeros_like
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.array.gather import gather, gather_nd
+from tensorweave.ops.array.gather import gather
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
+from tensorweave.ops.math.array_composites import gather_nd
 from tensorweave.ops.math.binary import floordiv, multiply, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.reduction import reduce_sum, reduced_shape
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import negative, square
 from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.combine import sparse_add

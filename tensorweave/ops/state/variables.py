@@ -14,7 +14,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor, register_
 from tensorweave.framework.shapes import as_shape, unknown_shape
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.ops.array.core import constant, identity
-from tensorweave.ops.control_flow.grouping import group, no_op
+from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.state.scatter import (resource_scatter_add, resource_scatter_div, resource_scatter_max,
                                            resource_scatter_min, resource_scatter_mul, resource_scatter_nd_add,
                                            resource_scatter_nd_sub, resource_scatter_nd_update, resource_scatter_sub,

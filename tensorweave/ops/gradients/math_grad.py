@@ -1,13 +1,12 @@
 """Gradients of math ops that need ops of a module loaded after theirs (log for Pow, gather for
-the segment reductions, where and cond for others): registered here, once both are imported, as
-TF's math_grad.py does."""
+the segment reductions, where and cond for others), registered by op type as TF's math_grad.py
+does. In gradients/, since cond (control_flow/) is built on math ops."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import fill, ones_like, zeros_like
-from tensorweave.ops.array.diag import eye
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import where_v2
 from tensorweave.ops.control_flow.cond import cond
@@ -15,7 +14,7 @@ from tensorweave.ops.math.binary import (add, equal, greater, greater_equal, les
                                          realdiv, subtract, xdivy, xlogy)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.decompositions import cholesky
-from tensorweave.ops.math.linalg import matmul
+from tensorweave.ops.math.linalg import eye, matmul
 from tensorweave.ops.math.matrix_functions import adjoint
 from tensorweave.ops.math.segment import segment_sum, unsorted_segment_prod, unsorted_segment_sum
 from tensorweave.ops.math.solvers import cholesky_solve

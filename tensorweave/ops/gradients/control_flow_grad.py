@@ -1,6 +1,6 @@
 """Gradients of the functional control-flow ops If and While. They build tf.gradients inside
-FuncGraphs, so they are registered here, after both the control-flow ops and tf.gradients are
-defined."""
+FuncGraphs (and read variables' handles), so they live here, beside tf.gradients and above the
+control-flow and state ops."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes

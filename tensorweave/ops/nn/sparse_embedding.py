@@ -1,6 +1,7 @@
-"""Sparse ops, embeddings: embedding_lookup_sparse and safe_embedding_lookup_sparse, which look
-rows up with tf.nn.embedding_lookup (any partitioning of params) and combine each row's ids
-with a segment sum, mean or sqrt-n."""
+"""Embeddings of sparse ids: tf.nn.embedding_lookup_sparse and safe_embedding_lookup_sparse,
+which look rows up with tf.nn.embedding_lookup (any partitioning of params) and combine each
+row's ids with a segment sum, mean or sqrt-n. In nn/, not sparse/: nn builds on sparse ops, not
+the other way round."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes

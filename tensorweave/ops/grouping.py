@@ -1,5 +1,6 @@
 """Grouping and ordering: tf.no_op, tf.group, tf.tuple, identity_n, with_dependencies (TF's
-control_flow_ops' dependency helpers)."""
+control_flow_ops' dependency helpers). A module of its own below the op families, since
+control flow, debugging, state and gradients all group ops."""
 from __future__ import annotations
 
 from tensorweave.framework import nest
