@@ -22,6 +22,7 @@ from tensorweave.framework.tensor_conversion import (  # noqa: F401
     convert_to_tensor, is_tensor, register_tensor_conversion_function)
 from tensorweave.framework.indexed_slices import IndexedSlices  # noqa: F401
 from tensorweave.framework.sparse_tensor import *  # noqa: F401,F403
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.ragged.ragged_tensor import *  # noqa: F401,F403
 from tensorweave.framework.config import (  # noqa: F401
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions)
@@ -94,13 +95,16 @@ compat.v1 = _sys.modules[__name__]
 _sys.modules["tensorweave.compat.v1"] = compat.v1
 
 
+@tf_export("disable_eager_execution")
 def disable_eager_execution() -> None:
     """Accepted for TF1 programs; tensorweave is always in graph mode."""
 
 
+@tf_export("disable_v2_behavior")
 def disable_v2_behavior() -> None:
     """Accepted for TF1 programs; tensorweave is always TF1."""
 
 
+@tf_export("executing_eagerly")
 def executing_eagerly() -> bool:
     return False

@@ -3,6 +3,7 @@ samplers."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes as _dtypes
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.nn.candidate_sampling import (  # noqa: F401
     all_candidate_sampler, fixed_unigram_candidate_sampler, learned_unigram_candidate_sampler,
     log_uniform_candidate_sampler, uniform_candidate_sampler)
@@ -13,6 +14,7 @@ from tensorweave.ops.random import (  # noqa: F401
     stateless_random_uniform as stateless_uniform, stateless_truncated_normal, truncated_normal)
 
 
+@tf_export("random.categorical")
 def categorical(logits, num_samples, dtype=None, seed=None, name=None):
     """tf.random.categorical(logits, num_samples, dtype=None, seed=None, name=None)."""
     return multinomial(logits, num_samples, seed=seed, name=name or "categorical",

@@ -14,6 +14,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.graph import (Graph, Operation, Tensor, default_session, get_default_graph,
                                          get_default_session)
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.runtime.local_master import LocalMaster
 
 __all__ = ["Session", "InteractiveSession", "get_default_session"]
@@ -253,10 +254,12 @@ class BaseSession:
         reset_cluster(target, containers, config)
 
 
+@tf_export("Session")
 class Session(BaseSession):
     """tf.Session(target='', graph=None, config=None)."""
 
 
+@tf_export("InteractiveSession")
 class InteractiveSession(BaseSession):
     """A Session that installs itself as the default session on construction."""
 

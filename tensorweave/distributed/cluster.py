@@ -12,6 +12,7 @@ import socket
 from typing import Optional
 
 from tensorweave.framework.device import task_name
+from tensorweave.framework.tf_export import tf_export
 
 __all__ = ["ClusterSpec"]
 
@@ -38,6 +39,7 @@ def _normalize_job(job_name: str, tasks) -> dict[int, str]:
     return dict(sorted(out.items()))
 
 
+@tf_export("train.ClusterSpec")
 class ClusterSpec:
     """tf.train.ClusterSpec(cluster): a dict of lists or of {index: address} dicts, another
     ClusterSpec, or a cluster def dict ({"job": [{"name": J, "tasks": {i: addr}}]})."""

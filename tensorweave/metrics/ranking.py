@@ -12,6 +12,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, shape, size
 from tensorweave.ops.array.fill import ones_like, range as range_
 from tensorweave.ops.array.sort import top_k, where
@@ -120,6 +121,7 @@ def _top_k_metric(kind: str, labels, predictions_idx, k, class_id, weights, metr
         return finish(value, update, metrics_collections, updates_collections)
 
 
+@tf_export("metrics.precision_at_top_k")
 def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
                        updates_collections=None, name=None):
     """tf.metrics.precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
@@ -129,6 +131,7 @@ def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=N
                          updates_collections, name)
 
 
+@tf_export("metrics.recall_at_top_k")
 def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
                     updates_collections=None, name=None):
     """tf.metrics.recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
@@ -137,6 +140,7 @@ def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None
                          updates_collections, name)
 
 
+@tf_export("metrics.precision_at_k")
 def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                    updates_collections=None, name=None):
     """tf.metrics.precision_at_k(labels, predictions, k, class_id=None, weights=None, ...):
@@ -146,6 +150,7 @@ def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_
         return precision_at_top_k(labels, idx, k, class_id, weights, metrics_collections, updates_collections, scope)
 
 
+@tf_export("metrics.recall_at_k")
 def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                 updates_collections=None, name=None):
     """tf.metrics.recall_at_k(labels, predictions, k, class_id=None, weights=None, ...):
@@ -155,6 +160,7 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_col
         return recall_at_top_k(labels, idx, k, class_id, weights, metrics_collections, updates_collections, scope)
 
 
+@tf_export("metrics.sparse_precision_at_k")
 def sparse_precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                           updates_collections=None, name=None):
     """tf.metrics.sparse_precision_at_k: the deprecated name of precision_at_k."""
@@ -179,6 +185,7 @@ def _average_precision(labels, predictions_idx):
         return truediv(precision_sum, minimum(num_labels, float(k)), name=scope)
 
 
+@tf_export("metrics.average_precision_at_k")
 def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None, updates_collections=None,
                            name=None):
     """tf.metrics.average_precision_at_k(labels, predictions, k, weights=None, ...): the mean over
@@ -208,6 +215,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
                       metrics_collections, updates_collections)
 
 
+@tf_export("metrics.sparse_average_precision_at_k")
 def sparse_average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
                                   updates_collections=None, name=None):
     """tf.metrics.sparse_average_precision_at_k: the deprecated name of average_precision_at_k."""

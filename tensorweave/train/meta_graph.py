@@ -25,6 +25,7 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import FunctionDef, NodeDef, graph_to_graph_def
 from tensorweave.framework.importer import ImportedFunction, OpRecord, import_ops, prefixed
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.ops.state.variables import SaveSliceInfo, Variable, VariableDef
 
@@ -41,6 +42,7 @@ def register_proto_function(collection_name: str, to_proto: Callable, from_proto
     _PROTO_FUNCTIONS[collection_name] = (to_proto, from_proto)
 
 
+@tf_export("train.SaverDef")
 @dataclass
 class SaverDef:
     """The names that drive a Saver through a session (TF's SaverDef): feed the checkpoint path

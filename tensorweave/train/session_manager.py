@@ -22,6 +22,7 @@ from tensorweave.distributed.worker import WorkerClient
 from tensorweave.framework import errors
 from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.checkpoint_management import get_checkpoint_state
 
 __all__ = ["SessionManager"]
@@ -95,6 +96,7 @@ class Backoff:
         return wait
 
 
+@tf_export("train.SessionManager")
 class SessionManager:
     """tf.train.SessionManager(local_init_op=None, ready_op=None, ready_for_local_init_op=None,
     graph=None, recovery_wait_secs=30, local_init_run_options=None, local_init_feed_dict=None)."""

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import collections
 
+from tensorweave.framework.tf_export import tf_export
+
 __all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues"]
 
 
+@tf_export("train.SessionRunHook")
 class SessionRunHook:
     """A hook into MonitoredSession: begin (before the graph is finalized),
     after_create_session, before_run / after_run around every run call, and end."""
@@ -28,6 +31,7 @@ class SessionRunHook:
         """Called once at the end of the session (not when it ends with an error)."""
 
 
+@tf_export("train.SessionRunArgs")
 class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_dict", "options"])):
     """tf.train.SessionRunArgs(fetches, feed_dict=None, options=None): what a hook adds to a run."""
 
@@ -35,6 +39,7 @@ class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_
         return super().__new__(cls, fetches, feed_dict, options)
 
 
+@tf_export("train.SessionRunContext")
 class SessionRunContext:
     """tf.train.SessionRunContext(original_args, session): the run a hook is called around."""
 
@@ -61,5 +66,6 @@ class SessionRunContext:
         self._stop_requested = True
 
 
+@tf_export("train.SessionRunValues")
 class SessionRunValues(collections.namedtuple("SessionRunValues", ["results", "options", "run_metadata"])):
     """tf.train.SessionRunValues(results, options, run_metadata): what before_run asked for."""

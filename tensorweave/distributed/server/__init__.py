@@ -39,6 +39,7 @@ from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_con
 from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
 from tensorweave.framework import errors
+from tensorweave.framework.tf_export import tf_export
 
 __all__ = ["Server"]
 
@@ -90,6 +91,7 @@ def _is_local_interface(ip) -> bool:
         return False
 
 
+@tf_export("train.Server")
 class Server:
     """tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
     config=None, start=True): an in-process server of one task of the cluster."""

@@ -9,6 +9,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, index_tensor, reshape, shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, same_as_input, static_int, static_ints
 from tensorweave.ops.math.cast import cast
@@ -18,6 +19,7 @@ __all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "linspac
 
 
 # -- Fill, zeros, ones, zeros_like, ones_like --------------------------------------------------
+@tf_export("fill")
 def fill(dims, value, name=None) -> Tensor:
     """tf.fill(dims, value, name=None): a tensor of shape `dims` filled with scalar `value`."""
     dims_t = index_tensor(dims)
@@ -73,16 +75,19 @@ def _zero(dtype):
     return b"" if dtype is dtypes.string else False if dtype.is_bool else 0
 
 
+@tf_export("zeros")
 def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
     """tf.zeros(shape, dtype=tf.float32, name=None)."""
     return _filled(_zero(dtype), shape, dtype, name, "zeros")
 
 
+@tf_export("ones")
 def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
     """tf.ones(shape, dtype=tf.float32, name=None)."""
     return _filled(True if dtypes.as_dtype(dtype).is_bool else 1, shape, dtype, name, "ones")
 
 
+@tf_export("zeros_like")
 def zeros_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
     """tf.zeros_like(tensor, dtype=None, name=None, optimize=True)."""
     with name_scope(name, "zeros_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:
@@ -94,6 +99,7 @@ def zeros_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
         return make_op("ZerosLike", [tensor], name=scope).outputs[0]
 
 
+@tf_export("ones_like")
 def ones_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
     """tf.ones_like(tensor, dtype=None, name=None, optimize=True)."""
     with name_scope(name, "ones_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:
@@ -119,6 +125,7 @@ register("OnesLike", same_as_input(0), lambda node, ctx: (lambda x: np.ones_like
 _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
+@tf_export("range")
 def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:  # noqa: A001
     """tf.range(start, limit=None, delta=1, dtype=None, name='range'); tf.range(n) counts from 0.
     Without `dtype` the result takes the widest of the arguments' dtypes (int32 < int64 <
@@ -193,6 +200,7 @@ def _range_kernel(node, ctx):
 register("Range", _range_infer, _range_kernel, grad=None)
 
 
+@tf_export("lin_space", "linspace")
 def linspace(start, stop, num, name=None) -> Tensor:
     """tf.linspace(start, stop, num, name=None) (also tf.lin_space): `num` evenly spaced values
     from `start` to `stop` inclusive."""

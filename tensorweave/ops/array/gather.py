@@ -10,6 +10,7 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, index_tensor, rank, reshape, shape, size, transpose
 from tensorweave.ops.array.fill import ones_like, range as range_, zeros_like
@@ -25,6 +26,7 @@ __all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_updat
 
 
 # -- GatherV2 ----------------------------------------------------------------------------------
+@tf_export("gather")
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims: int = 0) -> Tensor:
     """tf.gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
     slices of `params` along `axis` (default 0) at `indices`."""
@@ -133,6 +135,7 @@ register("GatherV2", _gather_infer, _gather_kernel, grad=_gather_grad, dtypes={1
 
 
 # -- GatherNd, ScatterNd -----------------------------------------------------------------------
+@tf_export("manip.gather_nd", "gather_nd")
 def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
     """tf.gather_nd(params, indices, name=None, batch_dims=0): out[i...] = params[indices[i...]]
     where the last dimension of `indices` indexes the leading dims of `params`."""
@@ -221,6 +224,7 @@ def _gather_nd_grad(op, grad):
 register("GatherNd", _gather_nd_infer, _gather_nd_kernel, grad=_gather_nd_grad, dtypes={1: ("indices", INDEX)})
 
 
+@tf_export("manip.scatter_nd", "scatter_nd")
 def scatter_nd(indices, updates, shape, name=None) -> Tensor:  # noqa: F811 (TF argument name)
     """tf.scatter_nd(indices, updates, shape, name=None): a zero tensor of `shape` with `updates`
     added at `indices` (duplicates sum)."""
@@ -278,18 +282,21 @@ def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
                    name=name or op_type).outputs[0]
 
 
+@tf_export("tensor_scatter_update")
 def tensor_scatter_update(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_update(tensor, indices, updates, name=None): a copy of `tensor` with the
     slices at `indices` (as scatter_nd's) replaced by `updates`."""
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
+@tf_export("tensor_scatter_add")
 def tensor_scatter_add(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_add(tensor, indices, updates, name=None): `tensor` with `updates` added at
     `indices` (duplicates add up)."""
     return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
 
 
+@tf_export("tensor_scatter_sub")
 def tensor_scatter_sub(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_sub(tensor, indices, updates, name=None): `tensor` with `updates`
     subtracted at `indices`."""
@@ -349,6 +356,7 @@ for _how in ("update", "add", "sub"):
 
 
 # -- OneHot ------------------------------------------------------------------------------------
+@tf_export("one_hot")
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None) -> Tensor:
     """tf.one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     on_value where the new `axis` (default last) equals the index, off_value elsewhere; indices

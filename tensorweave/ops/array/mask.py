@@ -9,6 +9,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, shape, squeeze
 from tensorweave.ops.array.fill import range as range_
@@ -23,6 +24,7 @@ __all__ = ["boolean_mask", "sequence_mask"]
 
 
 # -- boolean_mask ------------------------------------------------------------------------------
+@tf_export("boolean_mask")
 def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
     """tf.boolean_mask(tensor, mask, name='boolean_mask', axis=None): the entries of `tensor`
     where the K-D `mask` (aligned at dimension `axis`) is True, flattened along those K dims."""
@@ -58,6 +60,7 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
 
 
 # -- sequence_mask -----------------------------------------------------------------------------
+@tf_export("sequence_mask")
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
     """tf.sequence_mask(lengths, maxlen=None, dtype=tf.bool, name=None): mask[..., j] = j < lengths[...];
     maxlen defaults to max(lengths)."""

@@ -12,6 +12,7 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.fill import range as range_, zeros_like
 from tensorweave.ops.array.gather import gather
@@ -24,6 +25,7 @@ __all__ = ["dynamic_partition", "dynamic_stitch"]
 
 
 # -- DynamicPartition --------------------------------------------------------------------------
+@tf_export("dynamic_partition")
 def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
     """tf.dynamic_partition(data, partitions, num_partitions, name=None): `num_partitions`
     tensors; output i holds the slices data[js] where partitions[js] == i, in order.
@@ -95,6 +97,7 @@ register("DynamicPartition", _partition_infer, _partition_kernel, grad=_partitio
 
 
 # -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------
+@tf_export("dynamic_stitch")
 def dynamic_stitch(indices, data, name=None) -> Tensor:
     """tf.dynamic_stitch(indices, data, name=None): merged[indices[m][i, ...]] = data[m][i, ...];
     the output's first dimension is max(indices) + 1. Where indices repeat, the later value wins."""

@@ -11,6 +11,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, shape, swap_axes_perm, transpose
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
@@ -37,6 +38,7 @@ def _pair(x, y, op_type: str):
 
 
 # -- Where (coordinates), Select, SelectV2 -----------------------------------------------------
+@tf_export("where")
 def where(condition, x=None, y=None, name=None) -> Tensor:
     """tf.where(condition, x=None, y=None, name=None) (TF1): with x and y, elementwise choice where
     `condition` has x's shape or is a vector matching x's first dimension (op Select); alone,
@@ -52,6 +54,7 @@ def where(condition, x=None, y=None, name=None) -> Tensor:
     return make_op("Select", [condition, x, y], name=name or "Select").outputs[0]
 
 
+@tf_export("where_v2")
 def where_v2(condition, x=None, y=None, name=None) -> Tensor:
     """tf.where_v2(condition, x=None, y=None, name=None): like where, but condition, x and y
     broadcast against each other (op SelectV2)."""
@@ -144,6 +147,7 @@ register("SelectV2", _select_v2_infer, _select_v2_kernel, grad=_select_v2_grad)
 
 
 # -- Unique ------------------------------------------------------------------------------------
+@tf_export("unique")
 def unique(x, out_idx=dtypes.int32, name=None):
     """tf.unique(x, out_idx=tf.int32, name=None) -> (y, idx): the distinct values of 1-D `x` in
     order of first appearance, and for each element of x its position in y."""
@@ -180,6 +184,7 @@ register("Unique", _unique_infer, _unique_kernel, grad=None)
 UniqueWithCountsOutput = collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
 
 
+@tf_export("unique_with_counts")
 def unique_with_counts(x, out_idx=dtypes.int32, name=None):
     """tf.unique_with_counts(x, out_idx=tf.int32, name=None) -> (y, idx, count): as tf.unique,
     plus how many times each value of y occurs in x."""
@@ -209,6 +214,7 @@ register("UniqueWithCounts", _unique_with_counts_infer, _unique_with_counts_kern
 ListDiffOutput = collections.namedtuple("ListDiff", ["out", "idx"])
 
 
+@tf_export("setdiff1d")
 def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):
     """tf.setdiff1d(x, y, index_dtype=tf.int32, name=None) -> (out, idx): the values of the 1-D
     x that are not in y, in x's order (duplicates kept), and their positions in x."""
@@ -242,6 +248,7 @@ register("ListDiff", _list_diff_infer, _list_diff_kernel, grad=None)
 
 
 # -- TopKV2, sort, argsort ---------------------------------------------------------------------
+@tf_export("math.top_k", "nn.top_k")
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 (TF names)
     """tf.nn.top_k(input, k=1, sorted=True, name=None) -> (values, indices): the k largest entries
     along the last dimension, largest first; equal values keep their original order."""
@@ -307,12 +314,14 @@ def _sort_impl(values, axis: int, direction: str, return_argsort: bool):
     return out
 
 
+@tf_export("sort")
 def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
     """tf.sort(values, axis=-1, direction='ASCENDING', name=None): sorted copy along `axis`."""
     with name_scope(name, "sort"):
         return _sort_impl(values, axis, direction, False)
 
 
+@tf_export("argsort")
 def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False, name=None) -> Tensor:
     """tf.argsort(values, axis=-1, direction='ASCENDING', stable=False, name=None): int32 indices
     that sort `values` along `axis` (always stable here)."""

@@ -13,6 +13,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import identity, rank, reshape, shape, squeeze, transpose
 from tensorweave.ops.array.diag import eye, matrix_diag_part
@@ -31,6 +32,7 @@ __all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross"]
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 
 
+@tf_export("math.conj", "conj")
 def conj(x, name=None):
     """tf.conj(x, name=None): complex conjugate; real tensors are returned unchanged."""
     x = convert_to_tensor(x)
@@ -44,6 +46,7 @@ register("Conj", same_as_input(), lambda node, ctx: np.conj,
 
 
 # -- matmul ------------------------------------------------------------------------------------
+@tf_export("linalg.matmul", "matmul")
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
     """tf.matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
@@ -250,6 +253,7 @@ def _tensordot_reshape(t: Tensor, axes, flipped: bool) -> tuple:
     return reshape(transpose(t, perm), new_shape), free_dims, free_static
 
 
+@tf_export("linalg.tensordot", "tensordot")
 def tensordot(a, b, axes, name=None) -> Tensor:
     """tf.tensordot(a, b, axes, name=None): sums the products of a's and b's elements over the
     given axes (an int n: last n of a with first n of b; a pair of axis lists; or a tensor)."""
@@ -291,6 +295,7 @@ def _parse_einsum(equation: str, n_inputs: int) -> tuple[list, str]:
     return ins, out
 
 
+@tf_export("linalg.einsum", "einsum")
 def einsum(equation, *inputs, **kwargs) -> Tensor:
     """tf.einsum(equation, *inputs, name=None): Einstein summation (numpy's einsum language,
     with '...' broadcasting)."""
@@ -411,6 +416,7 @@ register("Einsum", _einsum_infer, _einsum_kernel, grad=_einsum_grad)
 
 
 # -- norm, trace -------------------------------------------------------------------------------
+@tf_export("linalg.norm", "norm")
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:  # noqa: A002
     """tf.norm(tensor, ord='euclidean', axis=None, keepdims=None, name=None, keep_dims=None):
     vector norms (ord 'euclidean', 1, 2, inf, any p > 0) over one axis or the whole tensor, and
@@ -443,6 +449,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         return pow(reduce_sum(pow(ax, p), axis, keepdims=keep), realdiv(1, p), name=scope)
 
 
+@tf_export("linalg.normalize")
 def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF name)
     """tf.linalg.normalize(tensor, ord='euclidean', axis=None, name=None) -> (normalized, norm):
     tensor divided by its norm (kept dims), and that norm."""
@@ -453,6 +460,7 @@ def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF 
         return realdiv(tensor, n), n
 
 
+@tf_export("linalg.trace", "trace")
 def trace(x, name=None) -> Tensor:
     """tf.linalg.trace(x, name=None): the sum of the main diagonal of each innermost matrix."""
     with name_scope(name, "Trace", [x]) as scope:
@@ -461,6 +469,7 @@ def trace(x, name=None) -> Tensor:
 
 
 # -- cross -----------------------------------------------------------------------------------------
+@tf_export("linalg.cross", "cross")
 def cross(a, b, name=None) -> Tensor:
     """tf.linalg.cross(a, b, name=None): the cross product of the 3-vectors along the last
     dimension of a and b (same shape)."""

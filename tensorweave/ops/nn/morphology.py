@@ -10,6 +10,7 @@ import numpy as np
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.pad import reverse
 from tensorweave.ops.helpers import REAL, invalid, make_op
 from tensorweave.ops.math.unary import negative
@@ -27,6 +28,7 @@ def _four(values, what: str) -> list:
     return values
 
 
+@tf_export("nn.dilation2d")
 def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=None, filters=None,  # noqa: A002
                dilations=None, data_format="NHWC"):
     """tf.nn.dilation2d(input, filter, strides, rates, padding, name=None): the grayscale
@@ -45,6 +47,7 @@ def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=
     return make_op("Dilation2D", [x, f], attrs, name=name or "dilation2d").outputs[0]
 
 
+@tf_export("nn.erosion2d")
 def erosion2d(value, kernel, strides, rates, padding, name=None):
     """tf.nn.erosion2d(value, kernel, strides, rates, padding, name=None): the grayscale erosion,
     min over (i, j) of value[...] - kernel[i, j, c] (dilation of -value by the reflected

@@ -7,6 +7,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, rank, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -32,6 +33,7 @@ def _half_to_float(embeddings):
     return cast(embeddings, dtypes.float32) if embeddings.dtype == dtypes.float16 else embeddings
 
 
+@tf_export("nn.embedding_lookup_sparse")
 def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
                             max_norm=None):
     """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
@@ -78,6 +80,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         return div_no_nan(summed, denominator, name=scope)
 
 
+@tf_export("nn.safe_embedding_lookup_sparse")
 def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner="mean",
                                  default_id=None, name=None, partition_strategy="div", max_norm=None):
     """tf.nn.safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 
 from tensorweave.framework import dtypes
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, make_op, string_array
 from tensorweave.ops.registry import register
 
@@ -241,6 +242,7 @@ def _check_buckets(num_buckets) -> int:
     return int(num_buckets)
 
 
+@tf_export("strings.to_hash_bucket", "string_to_hash_bucket")
 def string_to_hash_bucket(string_tensor, num_buckets, name=None):
     """tf.string_to_hash_bucket(string_tensor, num_buckets, name=None): TF's Hash64 of each string
     modulo `num_buckets` (int64). Deprecated in TF in favour of _fast; the values are TF's."""
@@ -249,6 +251,7 @@ def string_to_hash_bucket(string_tensor, num_buckets, name=None):
                    name=name or "StringToHashBucket").outputs[0]
 
 
+@tf_export("strings.to_hash_bucket_fast", "string_to_hash_bucket_fast")
 def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF's argument name)
     """tf.string_to_hash_bucket_fast(input, num_buckets, name=None): FarmHash Fingerprint64 of
     each string modulo `num_buckets` (int64)."""
@@ -257,6 +260,7 @@ def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF
                    name=name or "StringToHashBucketFast").outputs[0]
 
 
+@tf_export("strings.to_hash_bucket_strong", "string_to_hash_bucket_strong")
 def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
     """tf.string_to_hash_bucket_strong(input, num_buckets, key, name=None): SipHash-2-4 of each
     string under `key` (two uint64s) modulo `num_buckets` (int64)."""
