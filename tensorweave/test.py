@@ -18,8 +18,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.gradients.gradients import gradients
 
-__all__ = ["compute_gradient", "compute_gradient_error", "TestCase", "main", "is_gpu_available",
-           "gpu_device_name", "is_built_with_cuda", "get_temp_dir", "create_local_cluster"]
 
 _ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 

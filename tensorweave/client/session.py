@@ -12,12 +12,9 @@ from tensorweave.distributed import shm
 from tensorweave.distributed.master import connect as connect_master, reset as reset_cluster
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
-from tensorweave.framework.graph import (Graph, Operation, Tensor, default_session, get_default_graph,
-                                         get_default_session)
+from tensorweave.framework.graph import Graph, Operation, Tensor, default_session, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.runtime.local_master import LocalMaster
-
-__all__ = ["Session", "InteractiveSession", "get_default_session"]
 
 
 # -- fetch structures ------------------------------------------------------------------------
@@ -276,4 +273,3 @@ class InteractiveSession(BaseSession):
                 ctx.__exit__(None, None, None)
             except ValueError:
                 pass
-

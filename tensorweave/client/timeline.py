@@ -17,7 +17,6 @@ import json
 import re
 
 from tensorweave.framework.tf_export import tf_export
-__all__ = ["Timeline", "AllocationMaximum", "StepStatsAnalysis"]
 
 _LABEL = re.compile(r"(.*) = (.*)\((.*)\)")
 
@@ -148,4 +147,3 @@ class Timeline:
         analysis = self.analyze_step_stats(show_dataflow=show_dataflow, show_memory=show_memory,
                                            op_time=op_time)
         return analysis.chrome_trace.format_to_string(pretty=True)
-

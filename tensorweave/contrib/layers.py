@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from tensorweave import _api
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -13,9 +14,8 @@ from tensorweave.ops.nn.activations import bias_add, relu
 from tensorweave.ops.random import random_uniform, truncated_normal
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
-from tensorweave.layers import flatten  # noqa: F401
-from tensorweave.regularizers import (apply_regularization, l1_l2_regularizer, l1_regularizer,  # noqa: F401
-                                      l2_regularizer, sum_regularizer)
+
+__getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.contrib.layers gathers from elsewhere
 
 
 @tf_export("contrib.layers.variance_scaling_initializer")

@@ -1,11 +1,10 @@
 """tf.data: datasets and iterators (ops/data/)."""
 from __future__ import annotations
 
-from tensorweave.data import experimental  # noqa: F401
+from tensorweave import _api
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.data.dataset import (  # noqa: F401
-    Dataset, FixedLengthRecordDataset, TFRecordDataset, TextLineDataset)
-from tensorweave.ops.data.iterator import Iterator  # noqa: F401
+
+__getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.data gathers from elsewhere
 
 
 @tf_export("data.make_one_shot_iterator")

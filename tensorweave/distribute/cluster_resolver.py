@@ -16,7 +16,6 @@ from typing import Optional
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["ClusterResolver", "SimpleClusterResolver", "TFConfigClusterResolver", "UnionResolver"]
 
 _TF_CONFIG_ENV = "TF_CONFIG"
 _SESSION_MASTER_KEY = "session_master"

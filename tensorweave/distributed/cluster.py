@@ -14,8 +14,6 @@ from typing import Optional
 from tensorweave.framework.device import task_name
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["ClusterSpec"]
-
 
 def _normalize_job(job_name: str, tasks) -> dict[int, str]:
     if isinstance(tasks, (list, tuple)):
@@ -211,4 +209,3 @@ def _ephemeral_low() -> int:
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return 0
-

@@ -6,10 +6,6 @@ import contextlib
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["name_scope", "device", "control_dependencies", "colocate_with", "get_collection",
-           "get_collection_ref", "add_to_collection", "add_to_collections", "GraphKeys",
-           "container", "get_name_scope", "op_scope"]
-
 
 @tf_export("GraphKeys")
 class GraphKeys:
@@ -130,3 +126,18 @@ def add_to_collection(name, value) -> None:
 @tf_export("add_to_collections")
 def add_to_collections(names, value) -> None:
     get_default_graph().add_to_collections(names, value)
+
+
+@tf_export("disable_eager_execution")
+def disable_eager_execution() -> None:
+    """Accepted for TF1 programs; tensorweave is always in graph mode."""
+
+
+@tf_export("disable_v2_behavior")
+def disable_v2_behavior() -> None:
+    """Accepted for TF1 programs; tensorweave is always TF1."""
+
+
+@tf_export("executing_eagerly")
+def executing_eagerly() -> bool:
+    return False

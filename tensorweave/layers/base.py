@@ -21,8 +21,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
 from tensorweave.ops.state.variables import trainable_variables
 
-__all__ = ["Layer", "InputSpec"]
-
 
 def snake_case(name: str) -> str:
     """A class name as TF names its layers' scopes: "BasicLSTMCell" -> "basic_lstm_cell"."""

@@ -14,9 +14,6 @@ from tensorweave.ops.nn.conv3d import conv3d as nn_conv3d, conv3d_transpose as n
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D",
-           "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
-           "separable_conv2d"]
 
 _FORMATS = {(1, "channels_last"): "NHWC", (1, "channels_first"): "NCHW", (2, "channels_last"): "NHWC",
             (2, "channels_first"): "NCHW", (3, "channels_last"): "NDHWC", (3, "channels_first"): "NCDHW"}

@@ -12,8 +12,6 @@ from tensorweave.ops.nn.impl import dropout as nn_dropout
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, smart_cond
 
-__all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
-
 
 @tf_export("layers.Dense")
 class Dense(Layer):
@@ -109,5 +107,3 @@ def flatten(inputs, name=None, data_format="channels_last"):
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """tf.layers.dropout: drops units with probability `rate` only when `training` (bool or tensor)."""
     return Dropout(rate, noise_shape, seed, name)(inputs, training=training)
-
-

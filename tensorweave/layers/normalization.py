@@ -18,8 +18,6 @@ from tensorweave.ops.state.initializers import ones_initializer, zeros_initializ
 from tensorweave.ops.state.variable_ops import assign_sub
 from tensorweave.layers.base import Layer
 
-__all__ = ["BatchNormalization", "batch_normalization"]
-
 
 @tf_export("layers.BatchNormalization")
 class BatchNormalization(Layer):

@@ -7,10 +7,6 @@ from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
 
-__all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
-           "AveragePooling3D", "max_pooling1d", "max_pooling2d", "max_pooling3d", "average_pooling1d",
-           "average_pooling2d", "average_pooling3d"]
-
 
 class _Pooling(Layer):
     rank = 2

@@ -20,8 +20,6 @@ from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.metrics.base import finish, metric_variable
 
-__all__ = ["mean_iou", "mean_per_class_accuracy"]
-
 
 def _flat(t):
     t = convert_to_tensor(t)

@@ -26,10 +26,6 @@ from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.logging import warning
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, remove_squeezable_dimensions
 
-__all__ = ["true_positives", "false_positives", "true_negatives", "false_negatives", "true_positives_at_thresholds",
-           "false_positives_at_thresholds", "true_negatives_at_thresholds", "false_negatives_at_thresholds",
-           "precision", "recall", "precision_at_thresholds", "recall_at_thresholds", "auc",
-           "sensitivity_at_specificity", "specificity_at_sensitivity"]
 
 _KEPSILON = 1e-7
 _KINDS = {"tp": "true_positives", "fn": "false_negatives", "tn": "true_negatives", "fp": "false_positives"}

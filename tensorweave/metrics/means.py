@@ -19,9 +19,6 @@ from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.metrics.base import (broadcast_weights, finish, metric_variable, remove_squeezable_dimensions,
                                       safe_mean, squeeze_pair)
 
-__all__ = ["mean", "mean_tensor", "accuracy", "mean_absolute_error", "mean_squared_error", "root_mean_squared_error",
-           "mean_relative_error", "mean_cosine_distance", "percentage_below"]
-
 
 @tf_export("metrics.mean")
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
@@ -138,5 +135,3 @@ def percentage_below(values, threshold, weights=None, metrics_collections=None, 
     values = convert_to_tensor(values)
     below = cast(less(values, threshold), dtypes.float32)
     return mean(below, weights, metrics_collections, updates_collections, name or "percentage_below_threshold")
-
-

@@ -25,9 +25,6 @@ from tensorweave.ops.sparse.core import sparse_tensor_to_dense
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, safe_mean
 
-__all__ = ["precision_at_k", "recall_at_k", "precision_at_top_k", "recall_at_top_k", "sparse_precision_at_k",
-           "average_precision_at_k", "sparse_average_precision_at_k"]
-
 
 def _at_k_name(name: str, k=None, class_id=None) -> str:
     name = f"{name}_at_{k}" if k is not None else f"{name}_at_k"

@@ -22,8 +22,6 @@ from tensorweave.ops.helpers import FLOATS, check_output_size, make_op, same_as_
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
 
-__all__ = ["random_normal", "truncated_normal", "random_uniform", "random_shuffle", "multinomial",
-           "random_gamma", "random_poisson", "set_random_seed", "get_seed", "random_crop"]
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2 ** 31 - 1

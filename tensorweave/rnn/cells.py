@@ -28,8 +28,6 @@ from tensorweave.ops.nn.activations import bias_add
 from tensorweave.ops.state.initializers import constant_initializer, zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer
 
-__all__ = ["RNNCell", "BasicRNNCell", "GRUCell", "BasicLSTMCell", "LSTMCell", "LSTMStateTuple"]
-
 
 @tf_export("contrib.rnn.LSTMStateTuple", "nn.rnn_cell.LSTMStateTuple")
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):

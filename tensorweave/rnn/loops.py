@@ -26,8 +26,6 @@ from tensorweave.ops.math.reduction import reduce_all, reduce_max
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.rnn.cells import zero_state_tensors
 
-__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn"]
-
 
 def _check_cell(name: str, cell) -> None:
     for attr in ("output_size", "state_size", "zero_state"):

@@ -22,8 +22,6 @@ from tensorweave.ops.random import random_uniform
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.rnn.cells import LSTMStateTuple, RNNCell
 
-__all__ = ["MultiRNNCell", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
-
 
 def _flat_size(size) -> int:
     return int(size) if isinstance(size, numbers.Integral) else int(as_shape(size).num_elements())
@@ -286,5 +284,3 @@ class DeviceWrapper(_Wrapper):
     def _wrapped_call(self, inputs, state, scope):
         with get_default_graph().device(self._device):
             return self.cell(inputs, state, scope=scope)
-
-

@@ -19,8 +19,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.summary.summary_ops import (audio_summary_v2, histogram_summary, image_summary, merge_summary,
                                                  scalar_summary, tensor_summary_v2)
 
-__all__ = ["scalar", "histogram", "image", "audio", "text", "tensor_summary", "merge", "merge_all",
-           "get_summary_description", "Summary", "SummaryDescription", "SummaryMetadata", "HistogramProto"]
 
 Summary = summary_pb2.Summary
 tf_export("summary.Summary", "Summary")(Summary)

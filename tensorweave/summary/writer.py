@@ -19,7 +19,6 @@ from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.summary.graph_proto import graph_def_proto
 
-__all__ = ["FileWriter", "FileWriterCache", "Event", "SessionLog", "TaggedRunMetadata"]
 
 Event = event_pb2.Event
 tf_export("summary.Event", "Event")(Event)

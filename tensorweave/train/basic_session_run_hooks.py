@@ -30,9 +30,6 @@ from tensorweave.train.graph_io import write_graph
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunHook
 from tensorweave.train.training_util import get_global_step
 
-__all__ = ["SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverListener", "CheckpointSaverHook", "SummarySaverHook",
-           "LoggingTensorHook", "StepCounterHook", "NanLossDuringTrainingError", "NanTensorHook",
-           "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "ProfilerHook", "SummaryWriterCache"]
 
 _log = logging.getLogger("tensorweave")
 SummaryWriterCache = FileWriterCache   # tf.train.SummaryWriterCache: one FileWriter per directory

@@ -17,8 +17,6 @@ from typing import Optional
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_text_atomically
 
-__all__ = ["latest_checkpoint", "get_checkpoint_state", "update_checkpoint_state", "generate_checkpoint_state_proto",
-           "checkpoint_exists", "get_checkpoint_mtimes", "remove_checkpoint", "CheckpointState"]
 
 _log = logging.getLogger("tensorweave")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')

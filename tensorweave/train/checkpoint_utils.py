@@ -17,8 +17,6 @@ from tensorweave.ops.state.variable_scope import _get_default_variable_store
 from tensorweave.ops.state.variables import Variable
 from tensorweave.train.checkpoint_management import latest_checkpoint
 
-__all__ = ["load_checkpoint", "load_variable", "list_variables", "init_from_checkpoint", "NewCheckpointReader"]
-
 
 def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
     if isinstance(ckpt_dir_or_file, bytes):

@@ -12,7 +12,6 @@ from typing import Optional
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["Coordinator", "LooperThread"]
 
 _log = logging.getLogger("tensorweave")
 _JOIN_POLL_S = 0.05

@@ -11,7 +11,6 @@ from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["replica_device_setter"]
 
 # TF 1.15's STANDARD_PS_OPS: the ops that create state a ps should hold.
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",

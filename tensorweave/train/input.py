@@ -32,10 +32,6 @@ from tensorweave.ops.state.variables import Variable
 from tensorweave.summary.summary import scalar
 from tensorweave.train.queue_runner import QueueRunner, add_queue_runner
 
-__all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer", "slice_input_producer",
-           "batch", "maybe_batch", "batch_join", "maybe_batch_join", "shuffle_batch", "maybe_shuffle_batch",
-           "shuffle_batch_join", "maybe_shuffle_batch_join"]
-
 
 # -- producers -----------------------------------------------------------------------------------
 @tf_export("train.limit_epochs")

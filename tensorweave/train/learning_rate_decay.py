@@ -14,10 +14,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import ceil, cos, exp, floor, log, negative, sqrt
 from tensorweave.ops.random import random_normal
 
-__all__ = ["exponential_decay", "piecewise_constant", "polynomial_decay", "natural_exp_decay",
-           "inverse_time_decay", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay",
-           "noisy_linear_cosine_decay"]
-
 
 def _check_step(global_step, fn: str) -> None:
     if global_step is None:

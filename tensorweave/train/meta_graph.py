@@ -29,7 +29,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.ops.state.variables import SaveSliceInfo, Variable, VariableDef
 
-__all__: list = []
 
 FORMAT = "tensorweave-meta-graph"
 _log = logging.getLogger("tensorweave")

@@ -38,8 +38,6 @@ from tensorweave.train.scaffold import Scaffold
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
-__all__ = ["MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession", "SessionCreator",
-           "ChiefSessionCreator", "WorkerSessionCreator"]
 
 _log = logging.getLogger("tensorweave")
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
@@ -529,4 +527,3 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                                              save_secs=save_checkpoint_secs, scaffold=scaffold))
     all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
-

@@ -14,7 +14,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variables import Variable
 import tensorweave.train.slot_creator as slot_creator
 
-__all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 

@@ -19,8 +19,6 @@ from tensorweave.ops.state.variable_ops import assign_add_variable_op
 from tensorweave.ops.state.variables import Variable
 import tensorweave.train.slot_creator as slot_creator
 
-__all__ = ["Optimizer"]
-
 
 def _var_key(var):
     return (var.op.graph, var.op.name)

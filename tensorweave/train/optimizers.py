@@ -13,9 +13,6 @@ from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.state.training import resource_apply, resource_sparse_apply
 from tensorweave.train.optimizer import Optimizer, cast_to
 
-__all__ = ["GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "AdagradOptimizer",
-           "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer"]
-
 
 class _FusedOptimizer(Optimizer):
     """An optimizer whose step is ResourceApply<_kind>(var, *slots, *scalars, grad)."""

@@ -35,7 +35,6 @@ from tensorweave.train.meta_graph import (MetaGraphDef, SaverDef, export_scoped_
 from tensorweave.train.saveable import SaveableObject, SaveSpec, all_saveable_objects, validate_and_slice_inputs
 from tensorweave.train.training_util import global_step as _global_step_value
 
-__all__ = ["Saver", "SaverDef", "export_meta_graph", "import_meta_graph"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -443,5 +442,3 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         return Saver()
     _log.info("Saver not created because there are no variables in the graph to restore")
     return None
-
-

@@ -15,7 +15,6 @@ from tensorweave.ops.state.variables import (global_variables, global_variables_
 from tensorweave.summary.summary import merge_all
 from tensorweave.train.saver import Saver
 
-__all__ = ["Scaffold"]
 
 _log = logging.getLogger("tensorweave")
 

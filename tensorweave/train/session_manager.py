@@ -25,7 +25,6 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.checkpoint_management import get_checkpoint_state
 
-__all__ = ["SessionManager"]
 
 _log = logging.getLogger("tensorweave")
 POLL_START_S = 0.05

@@ -6,8 +6,6 @@ import collections
 
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues"]
-
 
 @tf_export("train.SessionRunHook")
 class SessionRunHook:

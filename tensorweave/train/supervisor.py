@@ -27,7 +27,6 @@ from tensorweave.train.saver import Saver
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.training_util import global_step as read_global_step
 
-__all__ = ["Supervisor", "basic_train_loop"]
 
 _log = logging.getLogger("tensorweave")
 

@@ -38,7 +38,6 @@ from tensorweave.train.queue_runner import QueueRunner
 from tensorweave.train.session_manager import ready
 from tensorweave.train.session_run_hook import SessionRunHook
 
-__all__ = ["SyncReplicasOptimizer"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -237,4 +236,3 @@ def _after_every_take(aggregated: list) -> list:
             else IndexedSlices(with_dependencies([gate], a.values), a.indices, a.dense_shape)
             if isinstance(a, IndexedSlices) else with_dependencies([gate], a)
             for a in aggregated]
-

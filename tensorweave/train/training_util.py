@@ -10,9 +10,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.variable_scope import get_variable
 
-__all__ = ["global_step", "get_global_step", "create_global_step", "get_or_create_global_step",
-           "assert_global_step"]
-
 
 @tf_export("train.global_step")
 def global_step(sess, global_step_tensor) -> int:

@@ -41,8 +41,6 @@ from tensorweave.distributed.worker import WorkerService, register_local, unregi
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["Server"]
-
 
 _ALL_INTERFACES = ("*", "0.0.0.0", "::", "[::]", "all")
 _LIVE_SERVERS: set = set()   # started, not stopped: alive whether or not the program keeps them

@@ -15,8 +15,6 @@ from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, static_int, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["concat", "stack", "unstack", "split", "parallel_stack"]
-
 
 def _convert_list(values, op_name: str) -> list:
     """Converts a list of tensors/Python values to tensors of one dtype (TypeError otherwise)."""

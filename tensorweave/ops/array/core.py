@@ -540,8 +540,3 @@ def matrix_transpose(a, name: str = "matrix_transpose", conjugate: bool = False)
     with name_scope(name, "matrix_transpose", [a]):
         perm = swap_axes_perm(a, -2, -1)
     return transpose(a, perm, name=name, conjugate=conjugate)
-
-
-__all__ = ["constant", "placeholder", "placeholder_with_default", "identity", "stop_gradient", "shape",
-           "shape_n", "size", "rank", "reshape", "expand_dims", "squeeze", "transpose", "invert_permutation",
-           "matrix_transpose"]

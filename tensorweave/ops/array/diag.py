@@ -19,8 +19,6 @@ from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, 
 from tensorweave.ops.math.binary import minimum
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_diag", "matrix_diag_part", "matrix_set_diag", "matrix_band_part", "diag", "diag_part", "eye"]
-
 
 def _k_pair(k) -> tuple:
     ks = [int(v) for v in np.reshape(k, -1)]

@@ -15,8 +15,6 @@ from tensorweave.ops.helpers import check_output_size, invalid, make_op, same_as
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
 
-__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like", "range", "linspace", "lin_space"]
-
 
 # -- Fill, zeros, ones, zeros_like, ones_like --------------------------------------------------
 @tf_export("fill")

@@ -21,9 +21,6 @@ from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
-           "tensor_scatter_sub"]
-
 
 # -- GatherV2 ----------------------------------------------------------------------------------
 @tf_export("gather")

@@ -20,8 +20,6 @@ from tensorweave.ops.math.binary import less, maximum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod
 
-__all__ = ["boolean_mask", "sequence_mask"]
-
 
 # -- boolean_mask ------------------------------------------------------------------------------
 @tf_export("boolean_mask")

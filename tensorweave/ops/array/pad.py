@@ -15,8 +15,6 @@ from tensorweave.ops.array.core import index_tensor, reshape, size
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid", "roll"]
-
 
 # -- Tile --------------------------------------------------------------------------------------
 @tf_export("manip.tile", "tile")

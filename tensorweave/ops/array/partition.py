@@ -21,8 +21,6 @@ from tensorweave.ops.math.reduction import reduce_prod
 from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["dynamic_partition", "dynamic_stitch"]
-
 
 # -- DynamicPartition --------------------------------------------------------------------------
 @tf_export("dynamic_partition")

@@ -21,7 +21,6 @@ from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, 
 from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.registry import register
 
-__all__ = ["slice", "strided_slice", "newaxis"]
 
 newaxis = None
 tf_export("newaxis")(newaxis)

@@ -18,7 +18,6 @@ from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_in
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.registry import register
 
-__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d", "sort", "argsort"]
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
 TopKV2Output = collections.namedtuple("TopKV2", ["values", "indices"])

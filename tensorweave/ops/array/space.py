@@ -20,9 +20,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
-           "batch_to_space", "required_space_to_batch_paddings", "extract_image_patches"]
-
 
 def _fmt(node_or_op) -> str:
     v = node_or_op.attr.get("data_format", "NHWC") if hasattr(node_or_op, "attr") else \

@@ -13,8 +13,6 @@ from tensorweave.ops.checkpoint.bundle import Bundle, is_our_index
 from tensorweave.ops.checkpoint.slices import assemble, parse_shape_and_slice
 from tensorweave.ops.checkpoint.tf_bundle import TFBundle, is_tf_index
 
-__all__ = ["NewCheckpointReader"]
-
 
 def checkpoint_index_exists(prefix: str) -> bool:
     return os.path.isfile(prefix + ".index")

@@ -22,7 +22,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["cond", "case"]
 
 # -- If ------------------------------------------------------------------------------------------
 def _if_infer(op):

@@ -14,8 +14,6 @@ from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.while_loop import while_loop
 from tensorweave.ops.math.binary import add
 
-__all__ = ["scan", "map_fn", "foldl", "foldr"]
-
 
 _from_tensor = tensor_list.from_tensor
 _length = tensor_list.length

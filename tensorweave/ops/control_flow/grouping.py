@@ -9,7 +9,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.registry import register
 
-__all__ = ["group", "tuple", "no_op", "identity_n", "with_dependencies"]
 
 _builtin_tuple = tuple
 

@@ -17,8 +17,6 @@ from tensorweave.ops.array.core import identity
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.grouping import no_op
 
-__all__ = ["TensorArray"]
-
 
 @tf_export("TensorArray")
 class TensorArray:

@@ -16,8 +16,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.control_flow.tensor_list import TensorListValue
 from tensorweave.ops.registry import register
 
-__all__ = ["while_loop"]
-
 
 def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
     """TF's _ShapeLessThanOrEqual: `shape` is at least as specific as `invariant`."""

@@ -26,7 +26,6 @@ from tensorweave.ops.helpers import as_string_tensor, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import get_seed
 
-__all__: list = []
 
 AUTOTUNE = -1
 tf_export("data.experimental.AUTOTUNE")(AUTOTUNE)
@@ -399,5 +398,3 @@ def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_para
     if num_parallel_reads:
         return _interleaved(Dataset.from_tensor_slices(as_string_tensor(filenames)), one, num_parallel_reads)
     return one(filenames)
-
-

@@ -14,8 +14,6 @@ from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import DATASET_OPS
 from tensorweave.ops.helpers import as_string_tensor, make_op
 
-__all__: list = []
-
 
 def dataset_factory(variant: Tensor) -> FuncGraph:
     """A FuncGraph that rebuilds the dataset of `variant`: its chain of dataset ops copied in,

@@ -31,8 +31,6 @@ from tensorweave.ops.helpers import FLOATS, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
 
-__all__ = ["ConditionalAccumulatorBase", "ConditionalAccumulator", "SparseConditionalAccumulator"]
-
 
 class _Accumulator(Waitable):
     type_name = "ConditionalAccumulator"

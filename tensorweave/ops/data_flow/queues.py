@@ -18,8 +18,6 @@ from tensorweave.ops.array.gather import gather
 from tensorweave.ops.data_flow import queue_ops
 from tensorweave.ops.random import get_seed
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue"]
-
 
 def _as_type_list(dtypes) -> list:
     if isinstance(dtypes, (list, tuple)):

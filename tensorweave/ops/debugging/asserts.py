@@ -19,11 +19,6 @@ from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
 from tensorweave.ops.math.reduction import reduce_all
 
-__all__ = ["assert_equal", "assert_none_equal", "assert_less", "assert_less_equal", "assert_greater",
-           "assert_greater_equal", "assert_positive", "assert_negative", "assert_non_negative",
-           "assert_non_positive", "assert_rank", "assert_rank_at_least", "assert_scalar", "assert_type",
-           "assert_integer"]
-
 
 def _static_string(x) -> str:
     if isinstance(x, str):

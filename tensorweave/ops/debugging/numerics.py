@@ -10,8 +10,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, same_as_input
 from tensorweave.ops.registry import register
 
-__all__ = ["check_numerics", "verify_tensor_all_finite"]
-
 
 # -- CheckNumerics -----------------------------------------------------------------------------
 @tf_export("debugging.check_numerics", "check_numerics")

@@ -15,7 +15,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import same_as_input
 from tensorweave.ops.registry import register
 
-__all__ = ["Print", "print", "Assert"]
 
 _builtin_print = print
 

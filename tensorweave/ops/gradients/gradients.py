@@ -31,8 +31,6 @@ from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import GRADIENTS, gradient_for
 
-__all__ = ["gradients", "AggregationMethod", "UnconnectedGradients", "custom_gradient", "hessians"]
-
 
 @tf_export("UnconnectedGradients")
 class UnconnectedGradients(enum.Enum):

@@ -12,8 +12,6 @@ from tensorweave.ops.helpers import INTS, invalid, make_op
 from tensorweave.ops.random import get_seed, op_generator
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 def _crop(rng, width: int, height: int, min_area: float, max_area: float, aspect: float):
     """TF's GenerateRandomCrop: a (x, y, w, h) rectangle or None."""

@@ -21,7 +21,6 @@ try:   # Pillow is optional: pip install 'tensorweave[image]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     Image = ImageSequence = None
 
-__all__: list = []
 
 _MAGIC = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"))
 

@@ -27,7 +27,6 @@ from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.random import random_uniform
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _IMAGE_TYPES = (dtypes.uint8, dtypes.uint16, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.float16,
                 dtypes.float32, dtypes.float64)

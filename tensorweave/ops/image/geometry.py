@@ -24,8 +24,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 def _image(image, name: str = "image") -> Tensor:
     image = check_image(convert_to_tensor(image, name=name))

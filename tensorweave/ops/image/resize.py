@@ -19,7 +19,6 @@ from tensorweave.ops.helpers import REAL, check_output_size, invalid, make_op, s
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _F = np.float32
 

@@ -14,7 +14,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.registry import register
 
-__all__ = ["decode_raw", "decode_csv", "string_to_number"]
 
 _RAW_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint16, dtypes.uint8,
               dtypes.int16, dtypes.int8, dtypes.int64, dtypes.complex64, dtypes.complex128, dtypes.bool)

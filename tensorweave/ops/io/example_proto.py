@@ -11,8 +11,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["BytesList", "FloatList", "Int64List", "Feature", "Features", "FeatureList", "FeatureLists",
-           "Example", "SequenceExample"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 _REPEATED, _OPTIONAL = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL

@@ -12,9 +12,6 @@ from tensorweave.ops.io.gfile import Glob, as_path, os_error
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variables import Variable
 
-__all__ = ["read_file", "write_file", "matching_files"]
-
-
 
 def _scalar_path(node, x) -> str:
     arr = string_array(x)
@@ -99,8 +96,6 @@ def matching_files(pattern, name=None):
     a vector of them)."""
     t = as_string_tensor(pattern)
     return make_op("MatchingFiles", [t], name=name or "MatchingFiles").outputs[0]
-
-
 
 
 def _nonempty_kernel(node, ctx):

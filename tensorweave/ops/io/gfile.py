@@ -12,9 +12,6 @@ from typing import Iterator, Optional
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["GFile", "FastGFile", "Open", "Exists", "MakeDirs", "MkDir", "ListDirectory", "Glob", "Remove",
-           "Rename", "Copy", "Stat", "IsDirectory", "DeleteRecursively", "Walk", "FileStatistics"]
-
 
 def as_path(name) -> str:
     """A file name given as str, bytes or os.PathLike, without a file:// scheme."""
@@ -248,5 +245,3 @@ def Walk(top, in_order: bool = True) -> Iterator:  # noqa: N802
     for dirpath, dirs, files in os.walk(top, topdown=in_order):
         dirs.sort()
         yield dirpath, list(dirs), sorted(files)
-
-

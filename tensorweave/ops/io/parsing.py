@@ -21,7 +21,6 @@ from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_a
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.ops.registry import register
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example"]
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TYPE_WORDS = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}

@@ -27,9 +27,6 @@ from tensorweave.ops.io import record_files
 from tensorweave.ops.io.tfrecord import RecordFile, TFRecordOptions
 from tensorweave.ops.registry import register
 
-__all__ = ["ReaderBase", "FixedLengthRecordReader", "TFRecordReader", "TextLineReader", "WholeFileReader",
-           "IdentityReader"]
-
 
 class ReaderResource:
     """A reader's state: the work unit in progress and its record generator, and counters."""

@@ -15,7 +15,6 @@ from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.io.gfile import as_path, open_file, os_error
 
-__all__ = ["TFRecordWriter", "TFRecordOptions", "TFRecordCompressionType", "tf_record_iterator"]
 
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")

@@ -19,14 +19,6 @@ from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REA
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import pure, register
 
-__all__ = [
-    "add", "subtract", "multiply", "divide", "truediv", "div", "realdiv", "floordiv", "floor_div",
-    "floormod", "mod", "truncatediv", "truncatemod", "pow", "squared_difference", "scalar_mul",
-    "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_not", "logical_xor", "add_n", "accumulate_n", "div_no_nan",
-    "atan2",
-]   # xlogy, xdivy, xlog1py, multiply_no_nan: tf.math names only
-
 
 def binary_inputs(x, y, op_type: str) -> tuple[Tensor, Tensor]:
     """Converts both operands; a Python operand takes the other's dtype, tensors must agree."""

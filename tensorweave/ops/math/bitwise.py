@@ -12,8 +12,6 @@ from tensorweave.ops.math.unary import unary
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.ops.registry import pure, register
 
-__all__ = []   # tf.bitwise names: gathered by tensorweave/bitwise.py
-
 
 def _infer(op):
     x, y = op.inputs

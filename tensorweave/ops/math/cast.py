@@ -13,9 +13,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
 from tensorweave.ops.registry import register
 
-__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "to_complex64",
-           "to_complex128"]
-
 
 # -- casts -------------------------------------------------------------------------------------
 @tf_export("cast")

@@ -18,8 +18,6 @@ from tensorweave.ops.math.binary import add, greater, maximum, minimum, multiply
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import sqrt
 
-__all__ = ["clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm"]
-
 
 def _values(t, name: str) -> Tensor:
     return convert_to_tensor(t.values if isinstance(t, IndexedSlices) else t, name=name)

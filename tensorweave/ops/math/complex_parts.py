@@ -18,7 +18,6 @@ from tensorweave.ops.math.binary import less, multiply
 from tensorweave.ops.math.unary import reciprocal
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["complex", "real", "imag", "angle"]
 
 _PART_OF = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}

@@ -24,8 +24,6 @@ from tensorweave.ops.math.solvers import matrix_triangular_solve
 from tensorweave.ops.math.unary import log, reciprocal, square
 from tensorweave.ops.registry import register
 
-__all__ = ["cholesky", "qr", "svd", "self_adjoint_eig", "self_adjoint_eigvals"]   # logdet, matrix_rank: tf.linalg
-
 
 def _dims(s: TensorShape) -> tuple:
     return (Dimension(None), Dimension(None)) if s.ndims is None else (s[-2], s[-1])
@@ -345,4 +343,3 @@ def _eig_grad(op, grad_e, grad_v):
 
 
 register("SelfAdjointEigV2", _eig_infer, _eig_kernel, grad=_eig_grad, dtypes=LINALG_TYPES, dtype_param="input")
-

@@ -22,8 +22,6 @@ from tensorweave.ops.math.reduction import reduce_max
 from tensorweave.ops.math.unary import floor
 from tensorweave.ops.registry import register
 
-__all__ = ["histogram_fixed_width", "histogram_fixed_width_bins", "confusion_matrix"]
-
 
 def _bin_indices(values: np.ndarray, lo, hi, nbins: int) -> np.ndarray:
     """Each value's bin in [lo, hi) split into nbins equal bins; values outside go to the end bins."""

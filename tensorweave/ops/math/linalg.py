@@ -27,7 +27,6 @@ from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, 
 from tensorweave.ops.math.unary import abs, sqrt, unary
 from tensorweave.ops.registry import register
 
-__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross"]
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 

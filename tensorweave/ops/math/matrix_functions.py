@@ -21,7 +21,6 @@ from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.math.linalg import conj, matmul
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_inverse", "matrix_determinant", "matrix_square_root"]   # the rest are tf.linalg names only
 
 LINALG_TYPES = (dtypes.float32, dtypes.float64) + COMPLEX
 
@@ -237,4 +236,3 @@ def matrix_logarithm(input, name=None) -> Tensor:  # noqa: A002 (TF name)
 
 register("MatrixLogarithm", _square_infer, _scipy_matrix_kernel("logm", complex_only=True), grad=None,
          dtypes=COMPLEX, dtype_param="input")
-

@@ -24,9 +24,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
 from tensorweave.ops.registry import register
 
-__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
-           "count_nonzero", "bincount", "is_non_decreasing", "is_strictly_increasing"]
 # reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
 
 

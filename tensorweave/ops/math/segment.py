@@ -27,10 +27,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import sqrt
 from tensorweave.ops.registry import register
 
-__all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod", "unsorted_segment_sum",
-           "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_mean",
-           "unsorted_segment_sqrt_n", "sparse_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n"]
-
 
 def _lowest(dt: np.dtype):
     """The dtype's lowest finite value: what TF's unsorted max gives an empty segment."""
@@ -354,4 +350,3 @@ def sparse_segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=No
     """tf.sparse.segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=None): the
     sum of each segment's rows divided by the square root of its size."""
     return _sparse_segment("SqrtN", data, indices, segment_ids, name, num_segments)
-

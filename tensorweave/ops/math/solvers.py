@@ -17,8 +17,6 @@ from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, batch_of, check_square, matrix_shape
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_solve", "matrix_triangular_solve", "matrix_solve_ls", "cholesky_solve"]   # matvec: tf.linalg only
-
 
 def _solve_infer(op):
     a, b = op.inputs[0], op.inputs[1]

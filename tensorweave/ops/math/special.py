@@ -22,7 +22,6 @@ from tensorweave.ops.math.unary import abs, exp, log1p, negative, reciprocal, si
 from tensorweave.ops.registry import register
 
 # erfinv, ndtri and the Bessel functions are tf.math names only.
-__all__ = ["lgamma", "digamma", "polygamma", "igamma", "igammac", "betainc", "zeta", "erfc", "lbeta"]
 
 
 def _special(fn_name: str):
@@ -263,4 +262,3 @@ def bessel_i1(x, name=None) -> Tensor:
     with name_scope(name, "bessel_i1", [x]):
         x = convert_to_tensor(x, name="x")
         return multiply(exp(abs(x)), bessel_i1e(x))
-

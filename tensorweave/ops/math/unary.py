@@ -17,11 +17,6 @@ from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REA
 from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["abs", "negative", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log",
-           "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
-           "sigmoid",
-           "log_sigmoid", "erf", "floor", "ceil", "round", "rint", "is_nan", "is_inf", "is_finite"]
-
 
 def _bool_same(op):
     return [(dtypes.bool, op.inputs[0].shape)]

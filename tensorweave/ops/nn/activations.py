@@ -21,8 +21,6 @@ from tensorweave.ops.nn.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign", "softmax", "log_softmax",
-           "bias_add", "bias_add_v1", "crelu"]
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717

@@ -20,7 +20,6 @@ from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
 
-__all__ = []   # tf.nn and tf.random names: gathered by tensorweave/nn.py and tensorweave/random.py
 
 CandidateSamplerOutput = collections.namedtuple("CandidateSamplerOutput", ["sampled_candidates",
                                                                            "true_expected_count",

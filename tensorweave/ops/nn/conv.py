@@ -17,10 +17,6 @@ from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, d
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
 from tensorweave.ops.registry import register
 
-__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "depthwise_conv2d",
-           "depthwise_conv2d_native", "separable_conv2d", "depthwise_conv2d_native_backprop_input",
-           "depthwise_conv2d_native_backprop_filter"]
-
 
 # -- attribute handling ------------------------------------------------------------------------
 def _four(value, fmt: str, name: str, op_name: str) -> list:

@@ -17,8 +17,6 @@ from tensorweave.ops.nn import conv3d_kernels as kernels
 from tensorweave.ops.nn.util import as_str, dims, shape_tensor, window_out, window_pads
 from tensorweave.ops.registry import register
 
-__all__ = ["conv3d", "conv3d_transpose", "conv3d_backprop_filter_v2", "conv3d_backprop_filter"]
-
 
 # -- layouts and attributes, shared with pool3d.py ---------------------------------------------
 def check_format_5d(data_format, op_name: str) -> str:

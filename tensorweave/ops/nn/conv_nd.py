@@ -24,8 +24,6 @@ from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
 from tensorweave.ops.nn.util import as_str, check_padding, shape_tensor, window_pads
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
-
 
 # -- sliding windows over [batch, *spatial, channels] ----------------------------------------------
 def window_geometry(spatial: Sequence[int], ksize: Sequence[int], strides, dilations, padding: str) -> list:
@@ -281,4 +279,3 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides
             raise ValueError("pool: a dilation_rate > 1 needs channels-last data")
         return identity(with_space_to_batch(x, rate, padding, op, filter_shape=window, data_format=data_format),
                         name=scope)
-

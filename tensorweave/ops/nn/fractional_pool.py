@@ -18,8 +18,6 @@ from tensorweave.ops.nn.util import shape_tensor
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
-
 
 def _sequence(rng: np.random.Generator, input_length: int, output_length: int, pseudo_random: bool) -> np.ndarray:
     """Region boundaries 0 = b0 < b1 < ... < b_out = input_length, each step k or k + 1."""

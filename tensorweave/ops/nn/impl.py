@@ -36,11 +36,6 @@ from tensorweave.ops.nn.conv import conv2d
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.random import random_uniform
 
-__all__ = ["moments", "batch_normalization", "l2_normalize", "dropout", "sigmoid_cross_entropy_with_logits",
-           "weighted_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", "embedding_lookup",
-           "xw_plus_b", "relu_layer", "zero_fraction", "conv1d", "sufficient_statistics", "normalize_moments",
-           "weighted_moments", "log_poisson_loss", "swish"]
 
 def _sentinel_check(sentinel, name: str) -> None:
     if sentinel is not None:

@@ -17,8 +17,6 @@ from tensorweave.ops.nn.activations import log_softmax_np, log_softmax, softmax
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["l2_loss", "in_top_k"]
-
 
 # -- l2_loss -----------------------------------------------------------------------------------
 @tf_export("nn.l2_loss")

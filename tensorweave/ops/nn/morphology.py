@@ -18,8 +18,6 @@ from tensorweave.ops.nn.conv_nd import pad_spatial, window_geometry, window_inde
 from tensorweave.ops.nn.util import as_str, window_out
 from tensorweave.ops.registry import register
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
-
 
 def _four(values, what: str) -> list:
     values = [int(v) for v in values]

@@ -15,8 +15,6 @@ from tensorweave.ops.math.unary import rsqrt
 from tensorweave.ops.nn.util import as_str, check_data_format, dims
 from tensorweave.ops.registry import register
 
-__all__ = ["fused_batch_norm"]   # and batch_norm_with_global_normalization (tf.nn only, below)
-
 
 @tf_export("nn.fused_batch_norm")
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",

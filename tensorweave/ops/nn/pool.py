@@ -16,8 +16,6 @@ from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, f
                                       shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
 from tensorweave.ops.registry import register
 
-__all__ = ["max_pool", "avg_pool", "local_response_normalization", "lrn"]
-
 
 def _pool_attrs(ksize, strides, padding, data_format, op_name):
     fmt = check_data_format(data_format, op_name)

@@ -14,7 +14,6 @@ from tensorweave.ops.nn.conv3d import (check_format_5d, check_padding_5d, five, 
 from tensorweave.ops.nn.util import as_str, shape_tensor, window_out
 from tensorweave.ops.registry import register
 
-__all__ = ["max_pool3d", "avg_pool3d"]
 
 _POOL_DTYPES = (dtypes.float16, dtypes.float32)   # TF has no float64 3-D pooling kernels
 

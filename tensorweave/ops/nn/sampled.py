@@ -21,8 +21,6 @@ from tensorweave.ops.nn.impl import (embedding_lookup, sigmoid_cross_entropy_wit
 from tensorweave.ops.nn.util import embedding_params
 from tensorweave.ops.sparse.core import sparse_to_dense
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
-
 
 def _sum_rows(x):
     """Row sums of a matrix as a matmul with ones (TF's _sum_rows: its gradient is cheaper)."""

@@ -15,7 +15,6 @@ from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, RaggedTensorValue, is_ragged
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _RANGE_DTYPES = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
@@ -237,4 +236,3 @@ def map_flat_values(op, *args, **kwargs):
     if result.shape.ndims is not None and first.flat_values.shape.ndims is not None:
         result.shape[:1].assert_is_compatible_with(first.flat_values.shape[:1])
     return first.with_flat_values(result)
-

@@ -30,7 +30,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import bincount, cumsum, reduce_any, reduce_max
 from tensorweave.ops.registry import register
 
-__all__ = ["RaggedTensor"]
 
 _VALID = "do not form a valid RaggedTensor"
 

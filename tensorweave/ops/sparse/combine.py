@@ -24,8 +24,6 @@ from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.core import convert_sparse, lex_order
 
-__all__ = ["sparse_slice", "sparse_split", "sparse_concat", "sparse_add", "sparse_maximum", "sparse_minimum"]
-
 
 def _row_keys(indices: np.ndarray) -> list:
     return [tuple(r) for r in np.asarray(indices).tolist()]
@@ -374,4 +372,3 @@ for _t, _fn in (("SparseSparseMaximum", np.maximum), ("SparseSparseMinimum", np.
     register(_t, lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape[1].value
                                                          if op.inputs[0].shape.ndims == 2 else None])),
                              (op.inputs[1].dtype, TensorShape([None]))], _sparse_sparse_kernel(_fn), grad=None)
-

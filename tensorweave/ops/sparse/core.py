@@ -28,10 +28,6 @@ from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.registry import RegisterGradient, register
 
-__all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_reorder", "sparse_reshape",
-           "sparse_fill_empty_rows", "sparse_retain", "sparse_reset_shape", "sparse_transpose", "sparse_to_indicator",
-           "sparse_merge", "sparse_mask"]
-
 
 def convert_sparse(sp_input, what: str = "sp_input") -> SparseTensor:
     """A SparseTensor from a SparseTensor or SparseTensorValue; TypeError otherwise."""
@@ -404,7 +400,6 @@ def sparse_mask(a, mask_indices, name=None) -> IndexedSlices:
     with name_scope(name, "sparse_mask", [a, mask_indices]):
         _, keep = setdiff1d(a.indices, mask_indices)
         return IndexedSlices(gather(a.values, keep), gather(a.indices, keep), a.dense_shape)
-
 
 
 # -- gradients -------------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from tensorweave.ops.nn.impl import embedding_lookup
 from tensorweave.ops.nn.util import embedding_params
 from tensorweave.ops.sparse.core import convert_sparse, sparse_fill_empty_rows, sparse_reshape, sparse_retain
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 _COMBINERS = ("sum", "mean", "sqrtn")
 

@@ -30,9 +30,6 @@ from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.combine import sparse_add
 from tensorweave.ops.sparse.core import convert_sparse
 
-__all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_reduce_sum_sparse", "sparse_reduce_max",
-           "sparse_reduce_max_sparse", "sparse_softmax", "sparse_matmul"]
-
 
 # -- SparseTensorDenseMatMul -----------------------------------------------------------------------
 @tf_export("sparse.matmul", "sparse.sparse_dense_matmul", "sparse_tensor_dense_matmul")

@@ -13,11 +13,6 @@ from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import ones, zeros
 from tensorweave.ops.random import random_normal, random_orthogonal, random_uniform, truncated_normal
 
-__all__ = ["zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
-           "truncated_normal_initializer", "random_uniform_initializer", "uniform_unit_scaling_initializer",
-           "variance_scaling_initializer", "glorot_uniform_initializer", "glorot_normal_initializer",
-           "orthogonal_initializer"]
-
 
 def _assert_float_dtype(dtype) -> dtypes.DType:
     dtype = dtypes.as_dtype(dtype)

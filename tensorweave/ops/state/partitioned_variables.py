@@ -20,9 +20,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, split
 from tensorweave.ops.array.core import identity
 
-__all__ = ["fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner",
-           "PartitionedVariable"]
-
 
 @tf_export("fixed_size_partitioner")
 def fixed_size_partitioner(num_shards, axis=0):

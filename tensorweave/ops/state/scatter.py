@@ -15,9 +15,6 @@ from tensorweave.ops.registry import register
 from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
                                                 locked, shape_str, variable_method)
 
-__all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
-           "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub"]
-
 
 # -- rows by index ------------------------------------------------------------------------------
 def _scatter_inputs(op, dtype):
@@ -95,7 +92,6 @@ for _t, _m in (("ResourceScatterUpdate", "update"), ("ResourceScatterAdd", "add"
 resource_scatter_update = _scatter_op("ResourceScatterUpdate")
 resource_scatter_add = _scatter_op("ResourceScatterAdd")
 resource_scatter_sub = _scatter_op("ResourceScatterSub")
-
 
 
 def _combine(mode: str, np_dt):

@@ -28,8 +28,6 @@ from tensorweave.ops.array.core import constant, expand_dims, reshape, size
 from tensorweave.ops.helpers import make_op, np_dtype
 from tensorweave.ops.registry import register
 
-__all__ = ["assign", "assign_add", "assign_sub", "count_up_to", "is_variable_initialized"]
-
 
 class VariableResource:
     """Storage of one variable, held by a task's ResourceManager. Updates replace `value` rather

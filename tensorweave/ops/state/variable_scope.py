@@ -26,9 +26,6 @@ from tensorweave.ops.state.partitioned_variables import (PartitionedVariable, Pa
 from tensorweave.ops.state.variable_ops import colocated_with_handle
 from tensorweave.ops.state.variables import Variable, VariableAggregation, VariableSynchronization, sync_defaults
 
-__all__ = ["variable_scope", "get_variable", "get_local_variable", "get_variable_scope", "VariableScope",
-           "AUTO_REUSE", "no_regularizer", "variable_op_scope", "create_partitioned_variables"]
-
 
 class _ReuseMode(enum.Enum):
     AUTO_REUSE = 1

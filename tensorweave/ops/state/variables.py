@@ -24,13 +24,6 @@ from tensorweave.ops.state.variable_ops import (assign_add_variable_op, assign_s
                                                 colocated_with_handle, read_variable_op, resource_gather,
                                                 var_handle_op, var_is_initialized_op)
 
-__all__ = ["Variable", "VariableV1", "VariableSynchronization", "VariableAggregation",
-           "global_variables_initializer", "local_variables_initializer", "variables_initializer",
-           "initialize_all_variables", "initialize_local_variables", "initialize_variables",
-           "report_uninitialized_variables", "assert_variables_initialized", "global_variables",
-           "local_variables", "trainable_variables", "model_variables", "moving_average_variables",
-           "all_variables"]
-
 
 @tf_export("VariableSynchronization")
 class VariableSynchronization(enum.Enum):

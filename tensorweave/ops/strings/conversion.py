@@ -16,8 +16,6 @@ from tensorweave.ops.helpers import BOOL, COMPLEX, FLOATS, INTS, as_string_tenso
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
 
-__all__ = ["as_string", "encode_base64", "decode_base64"]
-
 
 # -- AsString ------------------------------------------------------------------------------------
 def _format_spec(node, dt: dtypes.DType) -> str:

@@ -12,7 +12,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, make_op, string_array
 from tensorweave.ops.registry import register
 
-__all__ = ["string_to_hash_bucket", "string_to_hash_bucket_fast", "string_to_hash_bucket_strong"]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
@@ -270,5 +269,3 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A
     t = as_string_tensor(input)
     return make_op("StringToHashBucketStrong", [t], {"num_buckets": _check_buckets(num_buckets), "key": key},
                    name=name or "StringToHashBucketStrong").outputs[0]
-
-

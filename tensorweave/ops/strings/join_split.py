@@ -25,8 +25,6 @@ from tensorweave.ops.helpers import (
 from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, split_each
 from tensorweave.ops.registry import register
 
-__all__ = ["string_join", "reduce_join", "string_split"]
-
 
 # -- StringJoin ----------------------------------------------------------------------------------
 def _join_infer(op):

@@ -16,8 +16,6 @@ from tensorweave.ops.ragged.ragged_tensor import (
     RaggedTensor, check_splits, convert_to_tensor_or_ragged_tensor)
 from tensorweave.ops.registry import register
 
-__all__: list = []   # tf.strings gathers ngrams
-
 
 def _as_bytes(s) -> bytes:
     return s.encode() if isinstance(s, str) else bytes(s)

@@ -14,7 +14,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import INDEX, as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.registry import register
 
-__all__ = ["substr", "regex_replace", "string_strip"]
 
 _UNITS = ("BYTE", "UTF8_CHAR")
 

@@ -17,7 +17,6 @@ from tensorweave.ops.ragged.ragged_tensor import split_each
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
 
-__all__: list = []   # tf.strings gathers the public functions
 
 _CODECS = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}
 _INPUT_CODECS = dict(_CODECS, **{"US ASCII": "ascii", "ISO-8859-1": "latin-1"})
