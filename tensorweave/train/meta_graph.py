@@ -19,6 +19,7 @@ from typing import Callable, Optional
 import msgpack
 import numpy as np
 
+import tensorweave.ops  # noqa: F401  (registers every kernel: an imported graph names ops this process never built)
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
