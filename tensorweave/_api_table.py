@@ -190,7 +190,8 @@ NAMESPACES = {
         'contrib': ('tensorweave.contrib', None),
         'control_dependencies': ('tensorweave.framework.api', 'control_dependencies'),
         'convert_to_tensor': ('tensorweave.framework.tensor_conversion', 'convert_to_tensor'),
-        'convert_to_tensor_or_sparse_tensor': ('tensorweave.framework.sparse_tensor', 'convert_to_tensor_or_sparse_tensor'),
+        'convert_to_tensor_or_sparse_tensor':
+            ('tensorweave.framework.sparse_tensor', 'convert_to_tensor_or_sparse_tensor'),
         'cos': ('tensorweave.ops.math.unary', 'cos'),
         'cosh': ('tensorweave.ops.math.unary', 'cosh'),
         'count_nonzero': ('tensorweave.ops.math.reduction', 'count_nonzero'),
@@ -391,7 +392,8 @@ NAMESPACES = {
         'reduce_prod': ('tensorweave.ops.math.reduction', 'reduce_prod'),
         'reduce_sum': ('tensorweave.ops.math.reduction', 'reduce_sum'),
         'regex_replace': ('tensorweave.ops.strings.transform', 'regex_replace'),
-        'register_tensor_conversion_function': ('tensorweave.framework.tensor_conversion', 'register_tensor_conversion_function'),
+        'register_tensor_conversion_function':
+            ('tensorweave.framework.tensor_conversion', 'register_tensor_conversion_function'),
         'regularizers': ('tensorweave.regularizers', None),
         'report_uninitialized_variables': ('tensorweave.ops.state.variables', 'report_uninitialized_variables'),
         'required_space_to_batch_paddings': ('tensorweave.ops.array.space', 'required_space_to_batch_paddings'),
@@ -529,7 +531,8 @@ NAMESPACES = {
         'unsorted_segment_sqrt_n': ('tensorweave.ops.math.segment', 'unsorted_segment_sqrt_n'),
         'unsorted_segment_sum': ('tensorweave.ops.math.segment', 'unsorted_segment_sum'),
         'unstack': ('tensorweave.ops.array.concat', 'unstack'),
-        'variable_axis_size_partitioner': ('tensorweave.ops.state.partitioned_variables', 'variable_axis_size_partitioner'),
+        'variable_axis_size_partitioner':
+            ('tensorweave.ops.state.partitioned_variables', 'variable_axis_size_partitioner'),
         'variable_op_scope': ('tensorweave.ops.state.variable_scope', 'variable_op_scope'),
         'variable_scope': ('tensorweave.ops.state.variable_scope', 'variable_scope'),
         'variables_initializer': ('tensorweave.ops.state.variables', 'variables_initializer'),
@@ -1186,7 +1189,8 @@ NAMESPACES = {
         'depthwise_conv2d_backprop_filter': ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native_backprop_filter'),
         'depthwise_conv2d_backprop_input': ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native_backprop_input'),
         'depthwise_conv2d_native': ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native'),
-        'depthwise_conv2d_native_backprop_filter': ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native_backprop_filter'),
+        'depthwise_conv2d_native_backprop_filter':
+            ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native_backprop_filter'),
         'depthwise_conv2d_native_backprop_input': ('tensorweave.ops.nn.conv', 'depthwise_conv2d_native_backprop_input'),
         'dilation2d': ('tensorweave.ops.nn.morphology', 'dilation2d'),
         'dropout': ('tensorweave.ops.nn.impl', 'dropout'),
@@ -1203,7 +1207,8 @@ NAMESPACES = {
         'l2_loss': ('tensorweave.ops.nn.losses', 'l2_loss'),
         'l2_normalize': ('tensorweave.ops.nn.impl', 'l2_normalize'),
         'leaky_relu': ('tensorweave.ops.nn.activations', 'leaky_relu'),
-        'learned_unigram_candidate_sampler': ('tensorweave.ops.nn.candidate_sampling', 'learned_unigram_candidate_sampler'),
+        'learned_unigram_candidate_sampler':
+            ('tensorweave.ops.nn.candidate_sampling', 'learned_unigram_candidate_sampler'),
         'local_response_normalization': ('tensorweave.ops.nn.pool', 'local_response_normalization'),
         'log_poisson_loss': ('tensorweave.ops.nn.impl', 'log_poisson_loss'),
         'log_softmax': ('tensorweave.ops.nn.activations', 'log_softmax'),
@@ -1237,7 +1242,8 @@ NAMESPACES = {
         'softsign': ('tensorweave.ops.nn.activations', 'softsign'),
         'space_to_batch': ('tensorweave.ops.array.space', 'space_to_batch'),
         'space_to_depth': ('tensorweave.ops.array.space', 'space_to_depth'),
-        'sparse_softmax_cross_entropy_with_logits': ('tensorweave.ops.nn.impl', 'sparse_softmax_cross_entropy_with_logits'),
+        'sparse_softmax_cross_entropy_with_logits':
+            ('tensorweave.ops.nn.impl', 'sparse_softmax_cross_entropy_with_logits'),
         'static_bidirectional_rnn': ('tensorweave.rnn.loops', 'static_bidirectional_rnn'),
         'static_rnn': ('tensorweave.rnn.loops', 'static_rnn'),
         'sufficient_statistics': ('tensorweave.ops.nn.impl', 'sufficient_statistics'),
@@ -1292,7 +1298,8 @@ NAMESPACES = {
         'fixed_unigram_candidate_sampler': ('tensorweave.ops.nn.candidate_sampling', 'fixed_unigram_candidate_sampler'),
         'gamma': ('tensorweave.ops.random', 'random_gamma'),
         'get_seed': ('tensorweave.ops.random', 'get_seed'),
-        'learned_unigram_candidate_sampler': ('tensorweave.ops.nn.candidate_sampling', 'learned_unigram_candidate_sampler'),
+        'learned_unigram_candidate_sampler':
+            ('tensorweave.ops.nn.candidate_sampling', 'learned_unigram_candidate_sampler'),
         'log_uniform_candidate_sampler': ('tensorweave.ops.nn.candidate_sampling', 'log_uniform_candidate_sampler'),
         'multinomial': ('tensorweave.ops.random', 'multinomial'),
         'normal': ('tensorweave.ops.random', 'random_normal'),
@@ -1488,7 +1495,8 @@ NAMESPACES = {
         'create_global_step': ('tensorweave.train.training_util', 'create_global_step'),
         'exponential_decay': ('tensorweave.train.learning_rate_decay', 'exponential_decay'),
         'export_meta_graph': ('tensorweave.train.saver', 'export_meta_graph'),
-        'generate_checkpoint_state_proto': ('tensorweave.train.checkpoint_management', 'generate_checkpoint_state_proto'),
+        'generate_checkpoint_state_proto':
+            ('tensorweave.train.checkpoint_management', 'generate_checkpoint_state_proto'),
         'get_checkpoint_mtimes': ('tensorweave.train.checkpoint_management', 'get_checkpoint_mtimes'),
         'get_checkpoint_state': ('tensorweave.train.checkpoint_management', 'get_checkpoint_state'),
         'get_global_step': ('tensorweave.train.training_util', 'get_global_step'),

@@ -201,8 +201,8 @@ def render() -> str:
         "",
         f"TensorFlow's names are `tf.compat.v1` of TensorFlow {fixture['tensorflow_version']} (TF 1.15's API plus a "
         "few later additions, marked as such below), recorded in `tests/unit/fixtures/tf1_names.json`. A name "
-        "counts as present when tensorweave declares it in that namespace; `raw_ops`, `compat`, `keras`, `estimator` and "
-        "the test/mock helpers are not counted.",
+        "counts as present when tensorweave declares it in that namespace; `raw_ops`, `compat`, `keras`, "
+        "`estimator` and the test/mock helpers are not counted.",
         "",
         "| namespace | TF names | present | left out on purpose | not yet |",
         "|---|---:|---:|---:|---:|",

@@ -61,7 +61,9 @@ def declarations() -> dict:
             if "tf_export(" not in source:
                 continue
             module = module_name(path)
-            for node in ast.parse(source, path).body:
+            tree = ast.parse(source, path)
+            calls = sum(_export_names(node) is not None for node in ast.walk(tree))
+            for node in tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     sites = [(names, node.name) for names in map(_export_names, node.decorator_list) if names]
                 elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
@@ -73,10 +75,13 @@ def declarations() -> dict:
                 else:
                     continue
                 for names, attribute in sites:
+                    calls -= 1
                     for name in names:
                         if name in found:
                             raise ValueError(f"{name} is declared twice: {found[name]} and {(module, attribute)}")
                         found[name] = (module, attribute)
+            if calls:
+                raise ValueError(f"{path}: tf_export is read only on module-level defs, classes and names")
     return found
 
 
@@ -121,7 +126,9 @@ def render(found: dict) -> str:
     lines += ["}", "", "NAMESPACES = {"]
     for module, names in table(found).items():
         lines.append(f"    {module!r}: {{")
-        lines += [f"        {name!r}: {where!r}," for name, where in names.items()]
+        for name, where in names.items():
+            line = f"        {name!r}: {where!r},"
+            lines += [line] if len(line) <= 120 else [f"        {name!r}:", f"            {where!r},"]
         lines.append("    },")
     lines += ["}", ""]
     return "\n".join(lines)
