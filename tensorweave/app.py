@@ -5,7 +5,10 @@ import sys
 
 import tensorweave.flags as flags  # noqa: F401  (tf.app.flags)
 
+from tensorweave.framework.tf_export import tf_export
 
+
+@tf_export("app.run")
 def run(main=None, argv=None) -> None:
     """Parses flags from argv (default sys.argv), calls main(remaining_argv), exits with its result."""
     args = sys.argv if argv is None else argv

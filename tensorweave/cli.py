@@ -21,12 +21,12 @@ import threading
 import time
 from typing import Callable, Optional
 
-import tensorweave
+from tensorweave import __version__
 from tensorweave.distributed import auth
-from tensorweave.distributed import server as server_lib
 from tensorweave.distributed.cluster import free_ports, from_tf_config
-from tensorweave.distributed.connector import Connection, task_address, task_client
-from tensorweave.runtime.placer import cluster_task_names
+
+# The server, master and worker modules load the op library (every kernel): each command that needs
+# them imports them itself, so `tensorweave --help`, `launch` and `keygen` start fast.
 
 
 # -- cluster arguments shared by the subcommands -------------------------------------------------
@@ -55,6 +55,7 @@ def _cluster_from_args(args) -> Optional[dict]:
 # -- server ----------------------------------------------------------------------------------------
 def cmd_server(args) -> int:
     """Serves one task until SIGTERM/SIGINT."""
+    from tensorweave.distributed import server as server_lib
     cluster = _cluster_from_args(args)
     ns = argparse.Namespace(cluster=json.dumps(cluster) if cluster else None, job_name=args.job_name,
                             task_index=args.task_index, bind_address=args.bind_address)
@@ -218,6 +219,8 @@ def cmd_launch(args) -> int:
 # -- status ----------------------------------------------------------------------------------------
 def probe(cluster: dict, timeout_s: float) -> list:
     """[(task name, address, status dict or None, error or None)] for every task, in parallel."""
+    from tensorweave.distributed.connector import task_address, task_client
+    from tensorweave.runtime.placer import cluster_task_names
     names = cluster_task_names(cluster)
     results: list = [None] * len(names)
 
@@ -240,6 +243,7 @@ def probe(cluster: dict, timeout_s: float) -> list:
 
 def cmd_status(args) -> int:
     """Prints each task of the cluster as UP or DOWN; exit status 0 only when all are up."""
+    from tensorweave.distributed.connector import Connection
     cluster = _cluster_from_args(args)
     if args.target:
         try:
@@ -286,7 +290,7 @@ def cmd_keygen(args) -> int:
 # -- entry point -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tensorweave", description="Distributed TF1 graphs on numpy and ZeroMQ.")
-    parser.add_argument("--version", action="version", version=f"tensorweave {tensorweave.__version__}")
+    parser.add_argument("--version", action="version", version=f"tensorweave {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("server", help="serve one task of a cluster (from flags or TF_CONFIG)")

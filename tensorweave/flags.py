@@ -8,7 +8,10 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
+from tensorweave.framework.tf_export import tf_export
 
+
+@tf_export("flags.Flag")
 class Flag:
     def __init__(self, name: str, default, help: str, parser: Callable[[str], Any], kind: str):  # noqa: A002
         self.name, self.default, self.help, self.parser, self.kind = name, default, help, parser, kind
@@ -16,6 +19,7 @@ class Flag:
         self.present = False
 
 
+@tf_export("flags.FlagValues")
 class FlagValues:
     """The FLAGS object: attribute access to parsed flag values."""
 
@@ -100,23 +104,28 @@ class FlagValues:
         return rest
 
 
+@tf_export("flags.Error")
 class Error(Exception):
     pass
 
 
+@tf_export("flags.DuplicateFlagError")
 class DuplicateFlagError(Error):
     pass
 
 
+@tf_export("flags.UnrecognizedFlagError")
 class UnrecognizedFlagError(Error):
     pass
 
 
+@tf_export("flags.IllegalFlagValueError")
 class IllegalFlagValueError(Error):
     pass
 
 
 FLAGS = FlagValues()
+tf_export("flags.FLAGS")(FLAGS)
 
 
 def _parse_bool(v) -> bool:
@@ -134,10 +143,12 @@ def _list(v) -> list:
     return v if isinstance(v, list) else [s for s in str(v).split(",") if s]
 
 
+@tf_export("flags.DEFINE_string")
 def DEFINE_string(name: str, default: Optional[str], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
     flag_values._define(Flag(name, default, help, str, "string"))
 
 
+@tf_export("flags.DEFINE_integer")
 def DEFINE_integer(name: str, default: Optional[int], help: str, lower_bound=None, upper_bound=None,  # noqa: N802
                    flag_values=FLAGS, **_) -> None:
     def parse(v):
@@ -148,10 +159,12 @@ def DEFINE_integer(name: str, default: Optional[int], help: str, lower_bound=Non
     flag_values._define(Flag(name, default, help, parse, "integer"))
 
 
+@tf_export("flags.DEFINE_float")
 def DEFINE_float(name: str, default: Optional[float], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
     flag_values._define(Flag(name, default, help, float, "float"))
 
 
+@tf_export("flags.DEFINE_bool", "flags.DEFINE_boolean")
 def DEFINE_boolean(name: str, default: Optional[bool], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
     flag_values._define(Flag(name, default, help, _parse_bool, "bool"))
 
@@ -159,10 +172,12 @@ def DEFINE_boolean(name: str, default: Optional[bool], help: str, flag_values=FL
 DEFINE_bool = DEFINE_boolean
 
 
+@tf_export("flags.DEFINE_list")
 def DEFINE_list(name: str, default, help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
     flag_values._define(Flag(name, _list(default) if default is not None else None, help, _list, "list"))
 
 
+@tf_export("flags.DEFINE_enum")
 def DEFINE_enum(name: str, default, enum_values, help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
     def parse(v):
         if v not in enum_values:
@@ -171,5 +186,6 @@ def DEFINE_enum(name: str, default, enum_values, help: str, flag_values=FLAGS, *
     flag_values._define(Flag(name, default, help, parse, "enum"))
 
 
+@tf_export("flags.mark_flag_as_required")
 def mark_flag_as_required(name: str, flag_values=FLAGS) -> None:
     flag_values._flags[name].required = True

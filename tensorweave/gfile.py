@@ -1,20 +1,4 @@
 """tf.gfile: TF1's file functions on local paths (ops/io/gfile.py)."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.ops.io.gfile import (  # noqa: F401
-    Copy,
-    DeleteRecursively,
-    Exists,
-    FastGFile,
-    GFile,
-    Glob,
-    IsDirectory,
-    ListDirectory,
-    MakeDirs,
-    MkDir,
-    Open,
-    Remove,
-    Rename,
-    Stat,
-    Walk,
-)
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

@@ -4,11 +4,18 @@ from __future__ import annotations
 import logging as _logging
 import sys as _sys
 
+from tensorweave.framework.tf_export import tf_export
+
 DEBUG = _logging.DEBUG
+tf_export("logging.DEBUG")(DEBUG)
 INFO = _logging.INFO
+tf_export("logging.INFO")(INFO)
 WARN = _logging.WARN
+tf_export("logging.WARN")(WARN)
 ERROR = _logging.ERROR
+tf_export("logging.ERROR")(ERROR)
 FATAL = _logging.FATAL
+tf_export("logging.FATAL")(FATAL)
 
 _logger = _logging.getLogger("tensorflow")
 if not _logger.handlers:
@@ -19,30 +26,37 @@ if not _logger.handlers:
 _counts: dict = {}
 
 
+@tf_export("logging.get_logger")
 def get_logger() -> _logging.Logger:
     return _logger
 
 
+@tf_export("logging.set_verbosity")
 def set_verbosity(v: int) -> None:
     _logger.setLevel(v)
 
 
+@tf_export("logging.get_verbosity")
 def get_verbosity() -> int:
     return _logger.getEffectiveLevel()
 
 
+@tf_export("logging.log")
 def log(level: int, msg, *args, **kwargs) -> None:
     _logger.log(level, msg, *args, **kwargs)
 
 
+@tf_export("logging.debug")
 def debug(msg, *args, **kwargs) -> None:
     _logger.debug(msg, *args, **kwargs)
 
 
+@tf_export("logging.info")
 def info(msg, *args, **kwargs) -> None:
     _logger.info(msg, *args, **kwargs)
 
 
+@tf_export("logging.warn", "logging.warning")
 def warning(msg, *args, **kwargs) -> None:
     _logger.warning(msg, *args, **kwargs)
 
@@ -50,14 +64,17 @@ def warning(msg, *args, **kwargs) -> None:
 warn = warning
 
 
+@tf_export("logging.error")
 def error(msg, *args, **kwargs) -> None:
     _logger.error(msg, *args, **kwargs)
 
 
+@tf_export("logging.fatal")
 def fatal(msg, *args, **kwargs) -> None:
     _logger.fatal(msg, *args, **kwargs)
 
 
+@tf_export("logging.vlog")
 def vlog(level: int, msg, *args, **kwargs) -> None:
     _logger.log(level, msg, *args, **kwargs)
 
@@ -67,6 +84,7 @@ def _caller_key() -> tuple:
     return frame.f_code.co_filename, frame.f_lineno
 
 
+@tf_export("logging.log_every_n")
 def log_every_n(level: int, msg, n: int, *args) -> None:
     """Logs on the 1st, (n+1)th, (2n+1)th ... call from the same line."""
     key = _caller_key()
@@ -76,6 +94,7 @@ def log_every_n(level: int, msg, n: int, *args) -> None:
         _logger.log(level, msg, *args)
 
 
+@tf_export("logging.log_first_n")
 def log_first_n(level: int, msg, n: int, *args) -> None:
     key = _caller_key()
     count = _counts.get(key, 0)
@@ -84,6 +103,7 @@ def log_first_n(level: int, msg, n: int, *args) -> None:
         _logger.log(level, msg, *args)
 
 
+@tf_export("logging.log_if")
 def log_if(level: int, msg, condition, *args) -> None:
     if condition:
         _logger.log(level, msg, *args)

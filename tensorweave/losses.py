@@ -9,6 +9,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, shape, size, squeeze, stop_gradient
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.sort import where
@@ -21,6 +22,7 @@ from tensorweave.ops.nn.impl import (sigmoid_cross_entropy_with_logits, softmax_
                                      sparse_softmax_cross_entropy_with_logits)
 
 
+@tf_export("losses.Reduction")
 class Reduction:
     """How compute_weighted_loss reduces weighted per-element losses (TF1 tf.losses.Reduction)."""
     NONE = "none"
@@ -100,6 +102,7 @@ def _not_none(value, name: str):
     return value
 
 
+@tf_export("losses.compute_weighted_loss")
 def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                           reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """Weights `losses` by `weights` (broadcast), reduces by `reduction`, adds to `loss_collection`."""
@@ -126,20 +129,24 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         return loss
 
 
+@tf_export("losses.add_loss")
 def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
     """Adds an externally defined loss to `loss_collection` (None: to no collection)."""
     if loss_collection:
         add_to_collection(loss_collection, loss)
 
 
+@tf_export("losses.get_losses")
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
     return get_collection(loss_collection, scope)
 
 
+@tf_export("losses.get_regularization_losses")
 def get_regularization_losses(scope=None) -> list:
     return get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 
+@tf_export("losses.get_regularization_loss")
 def get_regularization_loss(scope=None, name: str = "total_regularization_loss"):
     """The sum of the regularization losses (a 0.0 constant when there are none)."""
     losses = get_regularization_losses(scope)
@@ -148,6 +155,7 @@ def get_regularization_loss(scope=None, name: str = "total_regularization_loss")
     return constant(0.0)
 
 
+@tf_export("losses.get_total_loss")
 def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss", scope=None):
     """Sum of get_losses() and, by default, get_regularization_losses(); ValueError when empty."""
     losses = get_losses(scope=scope)
@@ -176,6 +184,7 @@ def _float32_pair(labels, predictions):
     return cast(labels, dtypes.float32), predictions
 
 
+@tf_export("losses.absolute_difference")
 def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                         reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.absolute_difference: weighted |labels - predictions|."""
@@ -185,6 +194,7 @@ def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_colle
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.mean_squared_error")
 def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.mean_squared_error: weighted (labels - predictions)^2."""
@@ -194,6 +204,7 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collec
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.log_loss")
 def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None,
              loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.log_loss: -labels*log(p+eps) - (1-labels)*log(1-p+eps)."""
@@ -204,6 +215,7 @@ def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.hinge_loss")
 def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.hinge_loss: max(0, 1 - (2*labels - 1) * logits) for labels in {0, 1}."""
@@ -217,6 +229,7 @@ def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKey
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.huber_loss")
 def huber_loss(labels, predictions, weights=1.0, delta: float = 1.0, scope=None,
                loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.huber_loss: 0.5*x^2 for |x| <= delta, else delta*|x| - 0.5*delta^2."""
@@ -238,6 +251,7 @@ def _cast_like_logits(labels, logits):
     return labels, logits
 
 
+@tf_export("losses.softmax_cross_entropy")
 def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing: float = 0, scope=None,
                           loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.softmax_cross_entropy; label_smoothing moves labels toward 1/num_classes."""
@@ -255,6 +269,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing: f
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.sparse_softmax_cross_entropy")
 def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                                  reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.sparse_softmax_cross_entropy with integer class labels."""
@@ -266,6 +281,7 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_c
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.sigmoid_cross_entropy")
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing: float = 0, scope=None,
                           loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """tf.losses.sigmoid_cross_entropy; label_smoothing moves labels toward 1/2."""
@@ -280,6 +296,7 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
 
+@tf_export("losses.cosine_distance")
 def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                     reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, dim=None):
     """tf.losses.cosine_distance: 1 - sum(labels * predictions, axis) for unit-normalized inputs."""

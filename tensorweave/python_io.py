@@ -1,4 +1,4 @@
 """tf.python_io: TFRecord files from Python (ops/io/tfrecord.py)."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.ops.io.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

@@ -1,5 +1,4 @@
 """tf.queue namespace (TF 1.15): the queue classes under their tf.queue names."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.ops.data_flow.queues import (  # noqa: F401
-    FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue)
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

@@ -6,6 +6,7 @@ import numbers
 
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.math.binary import add_n, multiply
 from tensorweave.ops.math.reduction import reduce_sum
@@ -37,21 +38,25 @@ def _scaled_regularizer(scale, scope, default_name: str, penalty):
     return regularizer
 
 
+@tf_export("contrib.layers.l1_regularizer", "regularizers.l1_regularizer")
 def l1_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * sum(|weights|), named "l1_regularizer"."""
     return _scaled_regularizer(scale, scope, "l1_regularizer", lambda w: reduce_sum(abs(w)))
 
 
+@tf_export("contrib.layers.l2_regularizer", "regularizers.l2_regularizer")
 def l2_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * tf.nn.l2_loss(weights) (= scale * sum(w^2) / 2)."""
     return _scaled_regularizer(scale, scope, "l2_regularizer", l2_loss)
 
 
+@tf_export("contrib.layers.l1_l2_regularizer", "regularizers.l1_l2_regularizer")
 def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
     """Returns fn(weights) = l1(weights) + l2(weights)."""
     return sum_regularizer([l1_regularizer(scale_l1), l2_regularizer(scale_l2)], scope=scope)
 
 
+@tf_export("contrib.layers.sum_regularizer", "regularizers.sum_regularizer")
 def sum_regularizer(regularizer_list, scope=None):
     """Returns fn(weights) summing the non-None results of each regularizer."""
     def total(weights):
@@ -61,6 +66,7 @@ def sum_regularizer(regularizer_list, scope=None):
     return total
 
 
+@tf_export("contrib.layers.apply_regularization", "regularizers.apply_regularization")
 def apply_regularization(regularizer, weights_list=None):
     """Sums regularizer(w) over weights_list (default: the WEIGHTS collection) and adds the
     total to REGULARIZATION_LOSSES."""
@@ -75,11 +81,13 @@ def apply_regularization(regularizer, weights_list=None):
         return total
 
 
+@tf_export("keras.regularizers.l1", "regularizers.keras_l1")
 def keras_l1(l=0.01):  # noqa: E741 (Keras' argument name)
     """tf.keras.regularizers.l1: l * sum(|x|)."""
     return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(abs(x)))
 
 
+@tf_export("keras.regularizers.l2", "regularizers.keras_l2")
 def keras_l2(l=0.01):  # noqa: E741
     """tf.keras.regularizers.l2: l * sum(x^2) (no 1/2, unlike l2_regularizer)."""
     return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(square(x)))

@@ -14,11 +14,10 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.errors import OpError
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph, get_default_session
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.gradients.gradients import gradients
 
-__all__ = ["compute_gradient", "compute_gradient_error", "TestCase", "main", "is_gpu_available",
-           "gpu_device_name", "is_built_with_cuda", "get_temp_dir", "create_local_cluster"]
 
 _ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
@@ -120,6 +119,7 @@ def _compute(x, x_shape, dx, y, y_shape, dy, x_init_value, delta, extra):
     return jacob_t, jacob_n
 
 
+@tf_export("test.compute_gradient")
 def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta: float = 1e-3, init_targets=None,
                      extra_feed_dict=None):
     """tf.test.compute_gradient: (theoretical, numerical) Jacobians of y w.r.t. x, each of shape
@@ -151,6 +151,7 @@ def _error(grad) -> float:
     return error
 
 
+@tf_export("test.compute_gradient_error")
 def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta: float = 1e-3,
                            init_targets=None, extra_feed_dict=None) -> float:
     """tf.test.compute_gradient_error: max |theoretical - numerical| over the Jacobian entries."""
@@ -165,6 +166,7 @@ def _np(value):
     return np.asarray(value)
 
 
+@tf_export("test.TestCase")
 class TestCase(unittest.TestCase):
     """A minimal tf.test.TestCase: a fresh default graph per test, sessions, numeric asserts."""
 
@@ -251,28 +253,34 @@ class TestCase(unittest.TestCase):
     assertRaisesWithPredicateMatch = unittest.TestCase.assertRaisesRegex  # noqa: N815
 
 
+@tf_export("test.main")
 def main(argv=None):
     """tf.test.main: runs the unittest tests of the calling module."""
     unittest.main(argv=argv)
 
 
+@tf_export("test.is_gpu_available")
 def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None) -> bool:
     return False
 
 
+@tf_export("test.is_built_with_cuda")
 def is_built_with_cuda() -> bool:
     return False
 
 
+@tf_export("test.gpu_device_name")
 def gpu_device_name() -> str:
     return ""
 
 
+@tf_export("test.get_temp_dir")
 def get_temp_dir() -> str:
     import tempfile
     return tempfile.mkdtemp(prefix="tensorweave_test_")
 
 
+@tf_export("test.create_local_cluster")
 def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc", worker_config=None,
                          ps_config=None) -> tuple:
     """tf.test.create_local_cluster(num_workers, num_ps, protocol='grpc', worker_config=None,

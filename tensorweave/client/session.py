@@ -11,11 +11,9 @@ import numpy as np
 from tensorweave.distributed import connector
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
-from tensorweave.framework.graph import (Graph, Operation, Tensor, default_session, get_default_graph,
-                                         get_default_session)
+from tensorweave.framework.graph import Graph, Operation, Tensor, default_session, get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.runtime.local_master import LocalMaster
-
-__all__ = ["Session", "InteractiveSession", "get_default_session"]
 
 
 # -- fetch structures ------------------------------------------------------------------------
@@ -248,10 +246,12 @@ class BaseSession:
         connector.reset(target, containers, config)
 
 
+@tf_export("Session")
 class Session(BaseSession):
     """tf.Session(target='', graph=None, config=None)."""
 
 
+@tf_export("InteractiveSession")
 class InteractiveSession(BaseSession):
     """A Session that installs itself as the default session on construction."""
 
@@ -268,4 +268,3 @@ class InteractiveSession(BaseSession):
                 ctx.__exit__(None, None, None)
             except ValueError:
                 pass
-

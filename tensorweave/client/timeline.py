@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-__all__ = ["Timeline", "AllocationMaximum", "StepStatsAnalysis"]
+
+from tensorweave.framework.tf_export import tf_export
 
 _LABEL = re.compile(r"(.*) = (.*)\((.*)\)")
 
 
+@tf_export("python.client.timeline.AllocationMaximum")
 class AllocationMaximum:
     """Peak memory of one allocator (not tracked by tensorweave: always empty)."""
 
@@ -27,6 +29,7 @@ class AllocationMaximum:
         self.timestamp, self.num_bytes, self.tensors = timestamp, num_bytes, set(tensors)
 
 
+@tf_export("python.client.timeline.StepStatsAnalysis")
 class StepStatsAnalysis:
     def __init__(self, chrome_trace: "_ChromeTraceFormatter", allocator_maximums: dict):
         self.chrome_trace = chrome_trace
@@ -71,6 +74,7 @@ def _parse_label(label: str, node_name: str) -> tuple:
     return name, op, [i for i in inputs.split(", ") if i] if inputs else []
 
 
+@tf_export("python.client.timeline.Timeline")
 class Timeline:
     """tf.python.client.timeline.Timeline(step_stats, graph=None)."""
 
@@ -143,4 +147,3 @@ class Timeline:
         analysis = self.analyze_step_stats(show_dataflow=show_dataflow, show_memory=show_memory,
                                            op_time=op_time)
         return analysis.chrome_trace.format_to_string(pretty=True)
-

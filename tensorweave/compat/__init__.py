@@ -1,2 +1,4 @@
-"""tf.compat: `tensorweave.compat.v1` is the same namespace as `tensorweave`; the package sets it
-when it has finished loading (a module here importing the package back would be a circle)."""
+"""tf.compat: `tf.compat.v1` is the same namespace as `tensorweave` itself."""
+from tensorweave import _api
+
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

@@ -1,4 +1,4 @@
 """The few tf.contrib names TF1 programs commonly use, without tf.contrib itself."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.contrib import layers, rnn, training  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

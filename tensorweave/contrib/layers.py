@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import math
 
+from tensorweave import _api
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.math.linalg import matmul, tensordot
 from tensorweave.ops.nn.activations import bias_add, relu
 from tensorweave.ops.random import random_uniform, truncated_normal
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
-from tensorweave.layers import flatten  # noqa: F401
-from tensorweave.regularizers import (apply_regularization, l1_l2_regularizer, l1_regularizer,  # noqa: F401
-                                      l2_regularizer, sum_regularizer)
+
+__getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.contrib.layers gathers from elsewhere
 
 
+@tf_export("contrib.layers.variance_scaling_initializer")
 def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=dtypes.float32):
     """tf.contrib.layers.variance_scaling_initializer: uniform in +-sqrt(3 factor / n), or a normal
     truncated at 2 stddev with stddev sqrt(1.3 factor / n); n the fan_in, fan_out or their mean."""
@@ -47,6 +49,7 @@ def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=
     return _initializer
 
 
+@tf_export("contrib.layers.xavier_initializer", "contrib.layers.xavier_initializer_conv2d")
 def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
     """tf.contrib.layers.xavier_initializer: Glorot's initializer (variance 1 / fan_avg)."""
     return variance_scaling_initializer(factor=1.0, mode="FAN_AVG", uniform=uniform, seed=seed, dtype=dtype)
@@ -63,6 +66,7 @@ def _add_to_collections(var, collections, key: str) -> None:
             add_to_collection(name, var)
 
 
+@tf_export("contrib.layers.fully_connected")
 def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=None, normalizer_params=None,
                     weights_initializer=None, weights_regularizer=None, biases_initializer="zeros",
                     biases_regularizer=None, reuse=None, variables_collections=None, outputs_collections=None,

@@ -1,4 +1,4 @@
 """tf.contrib.training: the ps load-balancing strategy for replica_device_setter."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.train.device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

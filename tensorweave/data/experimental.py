@@ -1,4 +1,4 @@
 """tf.data.experimental: the constants TF1 programs pass to tf.data."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.ops.data.dataset import AUTOTUNE  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

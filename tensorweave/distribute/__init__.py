@@ -4,6 +4,6 @@
 Not the distributed runtime: servers, the worker service, the master and the transport are
 `tensorweave.distributed`.
 """
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.distribute import cluster_resolver  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

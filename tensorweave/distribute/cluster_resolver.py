@@ -14,8 +14,8 @@ import os
 from typing import Optional
 
 from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["ClusterResolver", "SimpleClusterResolver", "TFConfigClusterResolver", "UnionResolver"]
 
 _TF_CONFIG_ENV = "TF_CONFIG"
 _SESSION_MASTER_KEY = "session_master"
@@ -23,6 +23,7 @@ _RPC_LAYER_KEY = "rpc_layer"
 _TASK_KEY = "task"
 
 
+@tf_export("distribute.cluster_resolver.format_master_url")
 def format_master_url(master: str, rpc_layer: Optional[str] = None) -> str:
     """'host:port' -> 'rpc_layer://host:port' when an rpc layer is given."""
     return f"{rpc_layer}://{master}" if rpc_layer else master
@@ -36,6 +37,7 @@ def _get_value_in_tfconfig(key: str, default=None):
     return _load_tf_config().get(key, default)
 
 
+@tf_export("distribute.cluster_resolver.ClusterResolver")
 class ClusterResolver:
     """Base class of cluster resolvers (TF's tf.distribute.cluster_resolver.ClusterResolver)."""
 
@@ -54,6 +56,7 @@ class ClusterResolver:
         return self._environment
 
 
+@tf_export("distribute.cluster_resolver.TFConfigClusterResolver")
 class TFConfigClusterResolver(ClusterResolver):
     """tf.distribute.cluster_resolver.TFConfigClusterResolver(task_type=None, task_id=None,
     rpc_layer=None, environment=None): reads the cluster, the task and the rpc layer from the
@@ -125,6 +128,7 @@ class TFConfigClusterResolver(ClusterResolver):
         return format_master_url(cluster_spec.task_address(task_type, task_id), rpc_layer)
 
 
+@tf_export("distribute.cluster_resolver.SimpleClusterResolver")
 class SimpleClusterResolver(ClusterResolver):
     """tf.distribute.cluster_resolver.SimpleClusterResolver(cluster_spec, master='',
     task_type=None, task_id=None, environment='', num_accelerators=None, rpc_layer=None)."""
@@ -166,6 +170,7 @@ class SimpleClusterResolver(ClusterResolver):
         return {} if self._num_accelerators is None else self._num_accelerators
 
 
+@tf_export("distribute.cluster_resolver.UnionResolver")
 class UnionResolver(ClusterResolver):
     """tf.distribute.cluster_resolver.UnionResolver(*resolvers, **kwargs): the union of the
     resolvers' clusters (a job may appear in only one); master, task and rpc layer come from

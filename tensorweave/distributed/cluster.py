@@ -12,8 +12,7 @@ import socket
 from typing import Optional
 
 from tensorweave.framework.device import task_name
-
-__all__ = ["ClusterSpec"]
+from tensorweave.framework.tf_export import tf_export
 
 
 def _normalize_job(job_name: str, tasks) -> dict[int, str]:
@@ -38,6 +37,7 @@ def _normalize_job(job_name: str, tasks) -> dict[int, str]:
     return dict(sorted(out.items()))
 
 
+@tf_export("train.ClusterSpec")
 class ClusterSpec:
     """tf.train.ClusterSpec(cluster): a dict of lists or of {index: address} dicts, another
     ClusterSpec, or a cluster def dict ({"job": [{"name": J, "tasks": {i: addr}}]})."""
@@ -209,4 +209,3 @@ def _ephemeral_low() -> int:
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return 0
-

@@ -4,12 +4,10 @@ from __future__ import annotations
 import contextlib
 
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
-
-__all__ = ["name_scope", "device", "control_dependencies", "colocate_with", "get_collection",
-           "get_collection_ref", "add_to_collection", "add_to_collections", "GraphKeys",
-           "container", "get_name_scope", "op_scope"]
+from tensorweave.framework.tf_export import tf_export
 
 
+@tf_export("GraphKeys")
 class GraphKeys:
     """Standard collection names (TF1 `tf.GraphKeys`)."""
     GLOBAL_VARIABLES = "variables"
@@ -59,6 +57,7 @@ def graph_from_inputs(values):
     return default
 
 
+@tf_export("name_scope", "op_scope")
 @contextlib.contextmanager
 def name_scope(name, default_name=None, values=None):
     """tf.name_scope(name, default_name=None, values=None): yields the scope string 'a/b/'."""
@@ -72,20 +71,24 @@ def name_scope(name, default_name=None, values=None):
 op_scope = name_scope
 
 
+@tf_export("get_name_scope")
 def get_name_scope() -> str:
     return get_default_graph().get_name_scope()
 
 
+@tf_export("device")
 def device(device_name_or_function):
     """tf.device(device_name_or_function): pins ops created inside to a device."""
     return get_default_graph().device(device_name_or_function)
 
 
+@tf_export("control_dependencies")
 def control_dependencies(control_inputs):
     """tf.control_dependencies(control_inputs); None clears the enclosing dependencies."""
     return get_default_graph().control_dependencies(control_inputs)
 
 
+@tf_export("colocate_with")
 def colocate_with(op, ignore_existing: bool = False):
     """tf.colocate_with(op, ignore_existing=False)."""
     if op is not None and not isinstance(op, (Tensor, Operation)) and hasattr(op, "op"):
@@ -93,6 +96,7 @@ def colocate_with(op, ignore_existing: bool = False):
     return get_default_graph().colocate_with(op, ignore_existing)
 
 
+@tf_export("container")
 @contextlib.contextmanager
 def container(container_name: str):
     """tf.container(name): stateful ops created inside live in that resource container."""
@@ -104,17 +108,36 @@ def container(container_name: str):
         g._container = saved
 
 
+@tf_export("get_collection")
 def get_collection(key, scope=None) -> list:
     return get_default_graph().get_collection(key, scope)
 
 
+@tf_export("get_collection_ref")
 def get_collection_ref(key) -> list:
     return get_default_graph().get_collection_ref(key)
 
 
+@tf_export("add_to_collection")
 def add_to_collection(name, value) -> None:
     get_default_graph().add_to_collection(name, value)
 
 
+@tf_export("add_to_collections")
 def add_to_collections(names, value) -> None:
     get_default_graph().add_to_collections(names, value)
+
+
+@tf_export("disable_eager_execution")
+def disable_eager_execution() -> None:
+    """Accepted for TF1 programs; tensorweave is always in graph mode."""
+
+
+@tf_export("disable_v2_behavior")
+def disable_v2_behavior() -> None:
+    """Accepted for TF1 programs; tensorweave is always TF1."""
+
+
+@tf_export("executing_eagerly")
+def executing_eagerly() -> bool:
+    return False

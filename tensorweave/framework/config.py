@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from tensorweave.framework.tf_export import tf_export
+
 
 class _Message:
     _fields: dict = {}
@@ -62,12 +64,14 @@ class _Message:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
+@tf_export("GPUOptions")
 class GPUOptions(_Message):
     _fields = {"per_process_gpu_memory_fraction": 0.0, "allow_growth": False, "allocator_type": "",
                "deferred_deletion_bytes": 0, "visible_device_list": "", "polling_active_delay_usecs": 0,
                "polling_inactive_delay_msecs": 0, "force_gpu_compatible": False, "experimental": dict}
 
 
+@tf_export("OptimizerOptions")
 class OptimizerOptions(_Message):
     L1, L0 = 0, -1
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
@@ -76,6 +80,7 @@ class OptimizerOptions(_Message):
                "global_jit_level": 0}
 
 
+@tf_export("GraphOptions")
 class GraphOptions(_Message):
     _fields = {"enable_recv_scheduling": False, "optimizer_options": OptimizerOptions,
                "build_cost_model": 0, "build_cost_model_after": 0, "infer_shapes": False,
@@ -89,6 +94,7 @@ class RPCOptions(_Message):
                "disable_session_connection_sharing": False}
 
 
+@tf_export("ConfigProto")
 class ConfigProto(_Message):
     """Session configuration (TF1 `tf.ConfigProto`)."""
     _fields = {"device_count": dict, "intra_op_parallelism_threads": 0, "inter_op_parallelism_threads": 0,
@@ -99,6 +105,7 @@ class ConfigProto(_Message):
                "isolate_session_state": False, "experimental": dict}
 
 
+@tf_export("RunOptions")
 class RunOptions(_Message):
     """Per-call options of Session.run (TF1 `tf.RunOptions`)."""
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
@@ -120,6 +127,7 @@ class StepStats(_Message):
     _fields = {"dev_stats": list}
 
 
+@tf_export("RunMetadata")
 class RunMetadata(_Message):
     """What a traced Session.run reports (TF1 `tf.RunMetadata`)."""
     _fields = {"step_stats": StepStats, "cost_graph": None, "partition_graphs": list,

@@ -4,7 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace as _dc_replace
 from typing import Optional
 
+from tensorweave.framework.tf_export import tf_export
 
+
+@tf_export("DeviceSpec")
 @dataclass(frozen=True)
 class DeviceSpec:
     """A (partial) device name: /job:<job>/replica:<r>/task:<t>/device:<TYPE>:<index>."""

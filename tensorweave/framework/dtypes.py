@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorweave.framework.tf_export import tf_export
 
+
+@tf_export("dtypes.DType", "DType")
 class DType:
     """A tensor element type (TF1 `tf.DType`)."""
 
@@ -106,24 +109,41 @@ class DType:
 
 
 float16 = DType("float16", np.float16, 19)
+tf_export("dtypes.float16", "dtypes.half", "float16", "half")(float16)
 half = float16
 float32 = DType("float32", np.float32, 1)
+tf_export("dtypes.float32", "float32")(float32)
 float64 = DType("float64", np.float64, 2)
+tf_export("dtypes.double", "dtypes.float64", "double", "float64")(float64)
 double = float64
 int8 = DType("int8", np.int8, 6)
+tf_export("dtypes.int8", "int8")(int8)
 int16 = DType("int16", np.int16, 5)
+tf_export("dtypes.int16", "int16")(int16)
 int32 = DType("int32", np.int32, 3)
+tf_export("dtypes.int32", "int32")(int32)
 int64 = DType("int64", np.int64, 9)
+tf_export("dtypes.int64", "int64")(int64)
 uint8 = DType("uint8", np.uint8, 4)
+tf_export("dtypes.uint8", "uint8")(uint8)
 uint16 = DType("uint16", np.uint16, 17)
+tf_export("dtypes.uint16", "uint16")(uint16)
 uint32 = DType("uint32", np.uint32, 22)
+tf_export("dtypes.uint32", "uint32")(uint32)
 uint64 = DType("uint64", np.uint64, 23)
+tf_export("dtypes.uint64", "uint64")(uint64)
 bool = DType("bool", np.bool_, 10)  # noqa: A001  (TF's public name)
+tf_export("dtypes.bool", "bool")(bool)
 string = DType("string", object, 7)
+tf_export("dtypes.string", "string")(string)
 complex64 = DType("complex64", np.complex64, 8)
+tf_export("dtypes.complex64", "complex64")(complex64)
 complex128 = DType("complex128", np.complex128, 18)
+tf_export("dtypes.complex128", "complex128")(complex128)
 resource = DType("resource", object, 20)
+tf_export("dtypes.resource", "resource")(resource)
 variant = DType("variant", object, 21)
+tf_export("dtypes.variant", "variant")(variant)
 
 _ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
         uint64, bool, string, complex64, complex128, resource, variant]
@@ -133,8 +153,10 @@ _BY_ENUM = {d.as_datatype_enum: d for d in _ALL}
 _BY_NP = {np.dtype(d.as_numpy_dtype): d for d in _ALL if d.as_numpy_dtype is not object}
 
 QUANTIZED_DTYPES: frozenset = frozenset()
+tf_export("dtypes.QUANTIZED_DTYPES")(QUANTIZED_DTYPES)
 
 
+@tf_export("dtypes.as_dtype", "as_dtype")
 def as_dtype(type_value) -> DType:
     """Converts a DType, numpy dtype, type, name or enum into a `DType`."""
     if isinstance(type_value, DType):
@@ -166,6 +188,7 @@ def as_dtype(type_value) -> DType:
     raise TypeError(f"Cannot convert value {type_value!r} to a TensorFlow DType.")
 
 
+@tf_export("dtypes.dtype_of_value")
 def dtype_of_value(value) -> DType:
     """The DType TF infers for a Python or numpy value (ints -> int32, floats -> float32)."""
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):

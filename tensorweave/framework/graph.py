@@ -11,11 +11,13 @@ from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph_def import graph_to_graph_def, node_def_of
 from tensorweave.framework.op_def_registry import lookup as _lookup_op_def
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
+from tensorweave.framework.tf_export import tf_export
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
 
 
+@tf_export("Tensor")
 class Tensor:
     """A symbolic handle to one output of an Operation."""
 
@@ -101,6 +103,7 @@ class Tensor:
         setattr(Tensor, name, fn)
 
 
+@tf_export("Operation")
 class Operation:
     """A node of the graph: a TF op type applied to input tensors with attributes."""
 
@@ -220,6 +223,7 @@ class _ControlDependencies:
         return op in self._seen
 
 
+@tf_export("Graph")
 class Graph:
     """A TF1 dataflow graph: operations, naming scopes, device and dependency scopes, collections."""
 
@@ -588,6 +592,7 @@ def _stack() -> list:
     return _thread_state.stack
 
 
+@tf_export("get_default_graph")
 def get_default_graph() -> Graph:
     """The innermost `as_default` graph of this thread, else the global default graph."""
     global _global_default_graph
@@ -599,6 +604,7 @@ def get_default_graph() -> Graph:
     return _global_default_graph
 
 
+@tf_export("reset_default_graph")
 def reset_default_graph() -> None:
     """Clears the global default graph (not allowed inside a `with g.as_default()` block)."""
     global _global_default_graph
@@ -610,6 +616,7 @@ def reset_default_graph() -> None:
 
 
 # -- the default-session stack (sessions live above this layer; they push themselves here) ---
+@tf_export("get_default_session")
 def get_default_session():
     """tf.get_default_session(): the innermost session installed with `as_default()` on this
     thread, or None."""

@@ -5,10 +5,12 @@ import collections
 
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
 
 
+@tf_export("IndexedSlices")
 class IndexedSlices:
     """tf.IndexedSlices(values, indices, dense_shape=None)."""
 

@@ -24,9 +24,6 @@ from typing import Iterable, Optional, Union
 
 from tensorweave.framework import errors
 
-__all__ = ["Limit", "MESSAGE_BYTES", "UNCLAIMED_PUSH_BYTES", "REGISTRATIONS_PER_CLIENT", "REQUEST_THREADS",
-           "OP_OUTPUT_ELEMENTS", "ALL", "value", "override", "exceeded", "check", "check_elements"]
-
 
 @dataclass(frozen=True, eq=False)
 class Limit:

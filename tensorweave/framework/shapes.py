@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from tensorweave.framework.tf_export import tf_export
 
+
+@tf_export("Dimension")
 class Dimension:
     """One dimension of a TensorShape; `value` is None when unknown."""
 
@@ -93,6 +96,7 @@ def dimension_value(dim):
     return dim.value if isinstance(dim, Dimension) else dim
 
 
+@tf_export("TensorShape")
 class TensorShape:
     """A possibly partially-known shape (TF1 `tf.TensorShape`); dims is None for unknown rank."""
 

@@ -17,12 +17,14 @@ from tensorweave.framework.graph import Tensor, default_session_for
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["SparseTensor", "SparseTensorValue", "convert_to_tensor_or_sparse_tensor"]
 
 SparseTensorValue = collections.namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
+tf_export("SparseTensorValue")(SparseTensorValue)
 
 
+@tf_export("sparse.SparseTensor", "SparseTensor")
 class SparseTensor:
     """tf.SparseTensor(indices, values, dense_shape): a tensor stored as its non-zero entries."""
 
@@ -109,6 +111,7 @@ def is_sparse(x) -> bool:
     return isinstance(x, (SparseTensor, SparseTensorValue))
 
 
+@tf_export("convert_to_tensor_or_sparse_tensor")
 def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
     """tf.convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None): SparseTensors (and
     SparseTensorValues, as constants) pass through; anything else becomes a Tensor."""

@@ -8,8 +8,10 @@ from typing import Callable
 
 from tensorweave.framework import dtypes as _dtypes
 from tensorweave.framework.graph import Tensor
+from tensorweave.framework.tf_export import tf_export
 
 
+@tf_export("is_tensor")
 def is_tensor(x) -> bool:
     return isinstance(x, Tensor) or getattr(x, "_is_tensor_like", False)
 
@@ -17,6 +19,7 @@ def is_tensor(x) -> bool:
 _conversion_functions: list = []  # (priority, type, fn(value, dtype=None, name=None) -> Tensor)
 
 
+@tf_export("register_tensor_conversion_function")
 def register_tensor_conversion_function(base_type, conversion_func: Callable, priority: int = 100) -> None:
     """tf.register_tensor_conversion_function(base_type, conversion_func, priority=100): lower
     priorities are tried first; a function may return NotImplemented to pass."""
@@ -24,6 +27,7 @@ def register_tensor_conversion_function(base_type, conversion_func: Callable, pr
     _conversion_functions.sort(key=lambda e: e[0])
 
 
+@tf_export("convert_to_tensor")
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None) -> Tensor:
     """Converts Tensors, Variables, numpy arrays and Python values into a Tensor (TF1 semantics):
     `preferred_dtype` (alias dtype_hint) is tried first and dropped when the value does not fit."""

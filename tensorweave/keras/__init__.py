@@ -1,4 +1,4 @@
 """A sliver of tf.keras that TF1 graph programs reach for: regularizers."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.keras import regularizers  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

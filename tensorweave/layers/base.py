@@ -14,13 +14,12 @@ from tensorweave.framework.api import GraphKeys, add_to_collection, get_collecti
 from tensorweave.framework.dtypes import as_dtype
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.control_flow.cond import cond
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
 from tensorweave.ops.state.variables import trainable_variables
-
-__all__ = ["Layer", "InputSpec"]
 
 
 def snake_case(name: str) -> str:
@@ -65,6 +64,7 @@ def smart_cond(pred, true_fn, false_fn):
     return cond(pred, true_fn, false_fn)
 
 
+@tf_export("layers.InputSpec")
 class InputSpec:
     """tf.layers.InputSpec(dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
     axes=None): what a layer accepts, checked on every call: the rank (exact, at most, at
@@ -118,6 +118,7 @@ def _check_input_spec(specs, inputs, layer_name: str) -> None:
                         raise ValueError(f"{what} expected shape={spec.shape}, found shape={x.shape.as_list()}")
 
 
+@tf_export("layers.Layer")
 class Layer:
     """tf.layers.Layer(trainable=True, name=None, dtype=None, **kwargs): the base layer. A
     subclass creates its variables in `build(input_shape)` with `add_weight` and computes in

@@ -4,6 +4,7 @@ SeparableConv1D/2D with their functional forms, and TF's variable names ("conv1d
 from __future__ import annotations
 
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import expand_dims, shape, squeeze
 from tensorweave.ops.nn.activations import bias_add
@@ -13,9 +14,6 @@ from tensorweave.ops.nn.conv3d import conv3d as nn_conv3d, conv3d_transpose as n
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D",
-           "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
-           "separable_conv2d"]
 
 _FORMATS = {(1, "channels_last"): "NHWC", (1, "channels_first"): "NCHW", (2, "channels_last"): "NHWC",
             (2, "channels_first"): "NCHW", (3, "channels_last"): "NDHWC", (3, "channels_first"): "NCDHW"}
@@ -98,18 +96,21 @@ class _Conv(Layer):
         return self._finish(self._convolve(inputs))
 
 
+@tf_export("layers.Conv1D")
 class Conv1D(_Conv):
     """tf.layers.Conv1D(filters, kernel_size, strides=1, padding='valid', data_format='channels_last',
     dilation_rate=1, activation=None, use_bias=True, ...): kernel [width, in_channels, filters]."""
     rank = 1
 
 
+@tf_export("layers.Conv2D")
 class Conv2D(_Conv):
     """tf.layers.Conv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...): kernel
     [height, width, in_channels, filters]."""
     rank = 2
 
 
+@tf_export("layers.Conv3D")
 class Conv3D(_Conv):
     """tf.layers.Conv3D(filters, kernel_size, strides=(1, 1, 1), padding='valid', ...): kernel
     [depth, height, width, in_channels, filters]."""
@@ -165,12 +166,14 @@ class _ConvTranspose(_Conv):
         return self._finish(outputs)
 
 
+@tf_export("layers.Conv2DTranspose")
 class Conv2DTranspose(_ConvTranspose):
     """tf.layers.Conv2DTranspose(filters, kernel_size, strides=(1, 1), padding='valid', ...):
     output size input*stride ('same') or input*stride + max(kernel - stride, 0) ('valid')."""
     rank = 2
 
 
+@tf_export("layers.Conv3DTranspose")
 class Conv3DTranspose(_ConvTranspose):
     """tf.layers.Conv3DTranspose(filters, kernel_size, strides=(1, 1, 1), padding='valid', ...)."""
     rank = 3
@@ -220,12 +223,14 @@ class _SeparableConv(_Conv):
         return self._finish(squeeze(y, [axis]))
 
 
+@tf_export("layers.SeparableConv1D")
 class SeparableConv1D(_SeparableConv):
     """tf.layers.SeparableConv1D(filters, kernel_size, strides=1, padding='valid', ...,
     depth_multiplier=1, ...)."""
     rank = 1
 
 
+@tf_export("layers.SeparableConv2D")
 class SeparableConv2D(_SeparableConv):
     """tf.layers.SeparableConv2D(filters, kernel_size, strides=(1, 1), padding='valid', ...,
     depth_multiplier=1, ...)."""
@@ -275,17 +280,24 @@ def _named(fn, name: str, doc: str):
 
 conv1d = _named(_conv_fn(Conv1D), "conv1d", "tf.layers.conv1d(inputs, filters, kernel_size, strides=1, ...): "
                                             "functional Conv1D; variables 'conv1d/kernel', 'conv1d/bias'.")
+tf_export("layers.conv1d")(conv1d)
 conv2d = _named(_conv_fn(Conv2D), "conv2d", "tf.layers.conv2d(inputs, filters, kernel_size, strides=(1, 1), ...): "
                                             "functional Conv2D; variables 'conv2d/kernel', 'conv2d/bias'.")
+tf_export("layers.conv2d")(conv2d)
 conv3d = _named(_conv_fn(Conv3D), "conv3d", "tf.layers.conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), "
                                             "...): functional Conv3D.")
+tf_export("layers.conv3d")(conv3d)
 conv2d_transpose = _named(_transpose_fn(Conv2DTranspose), "conv2d_transpose",
                           "tf.layers.conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), ...): "
                           "functional Conv2DTranspose.")
+tf_export("layers.conv2d_transpose")(conv2d_transpose)
 conv3d_transpose = _named(_transpose_fn(Conv3DTranspose), "conv3d_transpose",
                           "tf.layers.conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), ...): "
                           "functional Conv3DTranspose.")
+tf_export("layers.conv3d_transpose")(conv3d_transpose)
 separable_conv1d = _named(_separable_fn(SeparableConv1D), "separable_conv1d",
                           "tf.layers.separable_conv1d(inputs, filters, kernel_size, ...): functional SeparableConv1D.")
+tf_export("layers.separable_conv1d")(separable_conv1d)
 separable_conv2d = _named(_separable_fn(SeparableConv2D), "separable_conv2d",
                           "tf.layers.separable_conv2d(inputs, filters, kernel_size, ...): functional SeparableConv2D.")
+tf_export("layers.separable_conv2d")(separable_conv2d)

@@ -3,6 +3,7 @@ names ("dense/kernel", "dense_1/bias")."""
 from __future__ import annotations
 
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import identity, reshape, shape, transpose
 from tensorweave.ops.math.linalg import matmul, tensordot
@@ -11,9 +12,8 @@ from tensorweave.ops.nn.impl import dropout as nn_dropout
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, smart_cond
 
-__all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
 
-
+@tf_export("layers.Dense")
 class Dense(Layer):
     """tf.layers.Dense: outputs = activation(inputs @ kernel + bias)."""
 
@@ -53,6 +53,7 @@ class Dense(Layer):
         return self.activation(outputs) if self.activation is not None else outputs
 
 
+@tf_export("layers.Flatten")
 class Flatten(Layer):
     """tf.layers.Flatten: reshapes to [batch, -1]."""
 
@@ -71,6 +72,7 @@ class Flatten(Layer):
         return reshape(inputs, stack([shape(inputs)[0], -1]))
 
 
+@tf_export("layers.Dropout")
 class Dropout(Layer):
     """tf.layers.Dropout(rate=0.5, noise_shape=None, seed=None): active only when training."""
 
@@ -85,6 +87,7 @@ class Dropout(Layer):
                            lambda: identity(inputs))
 
 
+@tf_export("layers.dense")
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
           bias_constraint=None, trainable=True, name=None, reuse=None):
@@ -94,13 +97,13 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                  name, _reuse=reuse)(inputs)
 
 
+@tf_export("contrib.layers.flatten", "layers.flatten")
 def flatten(inputs, name=None, data_format="channels_last"):
     """tf.layers.flatten: [batch, ...] -> [batch, prod(...)]."""
     return Flatten(data_format=data_format, name=name)(inputs)
 
 
+@tf_export("layers.dropout")
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """tf.layers.dropout: drops units with probability `rate` only when `training` (bool or tensor)."""
     return Dropout(rate, noise_shape, seed, name)(inputs, training=training)
-
-

@@ -7,6 +7,7 @@ from tensorweave.framework.api import GraphKeys, add_to_collection, name_scope
 from tensorweave.framework.dtypes import float16, float32
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, reshape
 from tensorweave.ops.array.fill import ones, zeros
 from tensorweave.ops.control_flow.cond import cond
@@ -17,9 +18,8 @@ from tensorweave.ops.state.initializers import ones_initializer, zeros_initializ
 from tensorweave.ops.state.variable_ops import assign_sub
 from tensorweave.layers.base import Layer
 
-__all__ = ["BatchNormalization", "batch_normalization"]
 
-
+@tf_export("layers.BatchNormalization")
 class BatchNormalization(Layer):
     """tf.layers.BatchNormalization: batch statistics when training (moving averages updated through
     UPDATE_OPS), moving statistics otherwise. 4-D inputs over the channel axis use the fused kernel,
@@ -116,6 +116,7 @@ class BatchNormalization(Layer):
         return out
 
 
+@tf_export("layers.batch_normalization")
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                         beta_initializer=None, gamma_initializer=None, moving_mean_initializer=None,
                         moving_variance_initializer=None, beta_regularizer=None, gamma_regularizer=None,

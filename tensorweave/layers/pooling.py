@@ -1,14 +1,11 @@
 """tf.layers pooling layers: Max/AveragePooling1D, 2D, 3D and their functional forms."""
 from __future__ import annotations
 
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
-
-__all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
-           "AveragePooling3D", "max_pooling1d", "max_pooling2d", "max_pooling3d", "average_pooling1d",
-           "average_pooling2d", "average_pooling3d"]
 
 
 class _Pooling(Layer):
@@ -43,31 +40,37 @@ class _Pooling(Layer):
         return squeeze(y, [axis])
 
 
+@tf_export("layers.MaxPooling1D")
 class MaxPooling1D(_Pooling):
     """tf.layers.MaxPooling1D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 1, True
 
 
+@tf_export("layers.MaxPooling2D")
 class MaxPooling2D(_Pooling):
     """tf.layers.MaxPooling2D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 2, True
 
 
+@tf_export("layers.MaxPooling3D")
 class MaxPooling3D(_Pooling):
     """tf.layers.MaxPooling3D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 3, True
 
 
+@tf_export("layers.AveragePooling1D")
 class AveragePooling1D(_Pooling):
     """tf.layers.AveragePooling1D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 1, False
 
 
+@tf_export("layers.AveragePooling2D")
 class AveragePooling2D(_Pooling):
     """tf.layers.AveragePooling2D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 2, False
 
 
+@tf_export("layers.AveragePooling3D")
 class AveragePooling3D(_Pooling):
     """tf.layers.AveragePooling3D(pool_size, strides, padding='valid', data_format='channels_last', name=None)."""
     rank, _max = 3, False
@@ -83,8 +86,14 @@ def _pool_fn(cls, name: str):
 
 
 max_pooling1d = _pool_fn(MaxPooling1D, "max_pooling1d")
+tf_export("layers.max_pooling1d")(max_pooling1d)
 max_pooling2d = _pool_fn(MaxPooling2D, "max_pooling2d")
+tf_export("layers.max_pooling2d")(max_pooling2d)
 max_pooling3d = _pool_fn(MaxPooling3D, "max_pooling3d")
+tf_export("layers.max_pooling3d")(max_pooling3d)
 average_pooling1d = _pool_fn(AveragePooling1D, "average_pooling1d")
+tf_export("layers.average_pooling1d")(average_pooling1d)
 average_pooling2d = _pool_fn(AveragePooling2D, "average_pooling2d")
+tf_export("layers.average_pooling2d")(average_pooling2d)
 average_pooling3d = _pool_fn(AveragePooling3D, "average_pooling3d")
+tf_export("layers.average_pooling3d")(average_pooling3d)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import reshape, size
 from tensorweave.ops.array.fill import ones, ones_like
 from tensorweave.ops.array.gather import gather
@@ -19,8 +20,6 @@ from tensorweave.ops.state.scatter import scatter_add
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.metrics.base import finish, metric_variable
-
-__all__ = ["mean_iou", "mean_per_class_accuracy"]
 
 
 def _flat(t):
@@ -43,6 +42,7 @@ def _batch_confusion_matrix(labels, predictions, num_classes: int, weights):
     return reshape(counts, [num_classes, num_classes])
 
 
+@tf_export("metrics.mean_iou")
 def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None, updates_collections=None,
              name=None):
     """tf.metrics.mean_iou(labels, predictions, num_classes, weights=None, ...): the mean over
@@ -65,6 +65,7 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
         return finish(value, update_op, metrics_collections, updates_collections)
 
 
+@tf_export("metrics.mean_per_class_accuracy")
 def mean_per_class_accuracy(labels, predictions, num_classes, weights=None, metrics_collections=None,
                             updates_collections=None, name=None):
     """tf.metrics.mean_per_class_accuracy(labels, predictions, num_classes, weights=None, ...):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity, reshape
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.gather import gather
@@ -25,10 +26,6 @@ from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.logging import warning
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, remove_squeezable_dimensions
 
-__all__ = ["true_positives", "false_positives", "true_negatives", "false_negatives", "true_positives_at_thresholds",
-           "false_positives_at_thresholds", "true_negatives_at_thresholds", "false_negatives_at_thresholds",
-           "precision", "recall", "precision_at_thresholds", "recall_at_thresholds", "auc",
-           "sensitivity_at_specificity", "specificity_at_sensitivity"]
 
 _KEPSILON = 1e-7
 _KINDS = {"tp": "true_positives", "fn": "false_negatives", "tn": "true_negatives", "fp": "false_positives"}
@@ -53,24 +50,28 @@ def _binary_count(kind: str, labels, predictions, weights, metrics_collections, 
         return _count_condition(logical_and(label_pos, pred_pos), weights, metrics_collections, updates_collections)
 
 
+@tf_export("metrics.true_positives")
 def true_positives(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.true_positives(labels, predictions, weights=None, ...): the (weighted) count of
     entries where both are true (cast to bool); local variable "true_positives/count"."""
     return _binary_count("tp", labels, predictions, weights, metrics_collections, updates_collections, name)
 
 
+@tf_export("metrics.false_positives")
 def false_positives(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.false_positives(labels, predictions, weights=None, ...): count of predicted-true
     entries whose label is false."""
     return _binary_count("fp", labels, predictions, weights, metrics_collections, updates_collections, name)
 
 
+@tf_export("metrics.true_negatives")
 def true_negatives(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.true_negatives(labels, predictions, weights=None, ...): count of entries where
     both are false."""
     return _binary_count("tn", labels, predictions, weights, metrics_collections, updates_collections, name)
 
 
+@tf_export("metrics.false_negatives")
 def false_negatives(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.false_negatives(labels, predictions, weights=None, ...): count of true-labelled
     entries predicted false."""
@@ -117,6 +118,7 @@ def _count_at_thresholds(kind, labels, predictions, thresholds, weights, metrics
         return finish(identity(values[kind]), updates[kind], metrics_collections, updates_collections)
 
 
+@tf_export("metrics.true_positives_at_thresholds")
 def true_positives_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                                  updates_collections=None, name=None):
     """tf.metrics.true_positives_at_thresholds(labels, predictions, thresholds, weights=None, ...):
@@ -125,6 +127,7 @@ def true_positives_at_thresholds(labels, predictions, thresholds, weights=None, 
                                 updates_collections, name)
 
 
+@tf_export("metrics.false_positives_at_thresholds")
 def false_positives_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                                   updates_collections=None, name=None):
     """tf.metrics.false_positives_at_thresholds(labels, predictions, thresholds, weights=None, ...)."""
@@ -132,6 +135,7 @@ def false_positives_at_thresholds(labels, predictions, thresholds, weights=None,
                                 updates_collections, name)
 
 
+@tf_export("metrics.true_negatives_at_thresholds")
 def true_negatives_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                                  updates_collections=None, name=None):
     """tf.metrics.true_negatives_at_thresholds(labels, predictions, thresholds, weights=None, ...)."""
@@ -139,6 +143,7 @@ def true_negatives_at_thresholds(labels, predictions, thresholds, weights=None, 
                                 updates_collections, name)
 
 
+@tf_export("metrics.false_negatives_at_thresholds")
 def false_negatives_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                                   updates_collections=None, name=None):
     """tf.metrics.false_negatives_at_thresholds(labels, predictions, thresholds, weights=None, ...)."""
@@ -152,6 +157,7 @@ def _ratio(hits, misses, name: str):
     return where(greater(hits + misses, 0), truediv(hits, hits + misses), 0, name=name)
 
 
+@tf_export("metrics.precision")
 def precision(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.precision(labels, predictions, weights=None, ...): true_positives /
     (true_positives + false_positives), 0 before any positive prediction."""
@@ -164,6 +170,7 @@ def precision(labels, predictions, weights=None, metrics_collections=None, updat
                       updates_collections)
 
 
+@tf_export("metrics.recall")
 def recall(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.recall(labels, predictions, weights=None, ...): true_positives /
     (true_positives + false_negatives), 0 before any true label."""
@@ -176,6 +183,7 @@ def recall(labels, predictions, weights=None, metrics_collections=None, updates_
                       updates_collections)
 
 
+@tf_export("metrics.precision_at_thresholds")
 def precision_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                             updates_collections=None, name=None):
     """tf.metrics.precision_at_thresholds(labels, predictions, thresholds, weights=None, ...): per
@@ -189,6 +197,7 @@ def precision_at_thresholds(labels, predictions, thresholds, weights=None, metri
                       updates_collections)
 
 
+@tf_export("metrics.recall_at_thresholds")
 def recall_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
                          updates_collections=None, name=None):
     """tf.metrics.recall_at_thresholds(labels, predictions, thresholds, weights=None, ...): per
@@ -208,6 +217,7 @@ def _even_thresholds(num_thresholds: int, top: float) -> list:
     return [0.0 - _KEPSILON] + inner + [top]
 
 
+@tf_export("metrics.auc")
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None, updates_collections=None,
         curve="ROC", name=None, summation_method="trapezoidal", thresholds=None):
     """tf.metrics.auc(labels, predictions, weights=None, num_thresholds=200, ..., curve='ROC',
@@ -267,6 +277,7 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
                       updates_collections)
 
 
+@tf_export("metrics.sensitivity_at_specificity")
 def sensitivity_at_specificity(labels, predictions, specificity, weights=None, num_thresholds=200,
                                metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.sensitivity_at_specificity(labels, predictions, specificity, weights=None,
@@ -287,6 +298,7 @@ def sensitivity_at_specificity(labels, predictions, specificity, weights=None, n
                       updates_collections)
 
 
+@tf_export("metrics.specificity_at_sensitivity")
 def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None, num_thresholds=200,
                                metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,

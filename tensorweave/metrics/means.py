@@ -6,6 +6,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.core import size
 from tensorweave.ops.array.sort import where
@@ -18,10 +19,8 @@ from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.metrics.base import (broadcast_weights, finish, metric_variable, remove_squeezable_dimensions,
                                       safe_mean, squeeze_pair)
 
-__all__ = ["mean", "mean_tensor", "accuracy", "mean_absolute_error", "mean_squared_error", "root_mean_squared_error",
-           "mean_relative_error", "mean_cosine_distance", "percentage_below"]
 
-
+@tf_export("metrics.mean")
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.mean(values, weights=None, metrics_collections=None, updates_collections=None,
     name=None): the (weighted) mean of every value seen; local variables "mean/total" and
@@ -44,6 +43,7 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
                       metrics_collections, updates_collections)
 
 
+@tf_export("metrics.mean_tensor")
 def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.mean_tensor(values, weights=None, ...): the elementwise (weighted) mean of
     tensors of one fully defined shape; variables "mean/total_tensor", "mean/count_tensor"."""
@@ -66,6 +66,7 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
                       metrics_collections, updates_collections)
 
 
+@tf_export("metrics.accuracy")
 def accuracy(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.accuracy(labels, predictions, weights=None, ...): how often predictions equal
     labels, a mean under scope "accuracy"."""
@@ -76,6 +77,7 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None, update
     return mean(is_correct, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
+@tf_export("metrics.mean_absolute_error")
 def mean_absolute_error(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
                         name=None):
     """tf.metrics.mean_absolute_error(labels, predictions, weights=None, ...): mean |pred - label|."""
@@ -84,6 +86,7 @@ def mean_absolute_error(labels, predictions, weights=None, metrics_collections=N
                 name or "mean_absolute_error")
 
 
+@tf_export("metrics.mean_squared_error")
 def mean_squared_error(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
                        name=None):
     """tf.metrics.mean_squared_error(labels, predictions, weights=None, ...): mean (label - pred)^2."""
@@ -92,6 +95,7 @@ def mean_squared_error(labels, predictions, weights=None, metrics_collections=No
                 name or "mean_squared_error")
 
 
+@tf_export("metrics.root_mean_squared_error")
 def root_mean_squared_error(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
                             name=None):
     """tf.metrics.root_mean_squared_error(labels, predictions, weights=None, ...): the square root
@@ -101,6 +105,7 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     return finish(sqrt(mse), sqrt(update_mse), metrics_collections, updates_collections)
 
 
+@tf_export("metrics.mean_relative_error")
 def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_collections=None,
                         updates_collections=None, name=None):
     """tf.metrics.mean_relative_error(labels, predictions, normalizer, weights=None, ...): mean of
@@ -112,6 +117,7 @@ def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_c
     return mean(relative, weights, metrics_collections, updates_collections, name or "mean_relative_error")
 
 
+@tf_export("metrics.mean_cosine_distance")
 def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collections=None, updates_collections=None,
                          name=None):
     """tf.metrics.mean_cosine_distance(labels, predictions, dim, weights=None, ...): 1 - the mean
@@ -122,11 +128,10 @@ def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collect
     return finish(subtract(1.0, mean_distance), subtract(1.0, update_op), metrics_collections, updates_collections)
 
 
+@tf_export("metrics.percentage_below")
 def percentage_below(values, threshold, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.percentage_below(values, threshold, weights=None, ...): the fraction of values
     below `threshold`."""
     values = convert_to_tensor(values)
     below = cast(less(values, threshold), dtypes.float32)
     return mean(below, weights, metrics_collections, updates_collections, name or "percentage_below_threshold")
-
-

@@ -12,6 +12,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, shape, size
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.sort import top_k, where
@@ -24,9 +25,6 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.sparse.core import sparse_tensor_to_dense
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, safe_mean
-
-__all__ = ["precision_at_k", "recall_at_k", "precision_at_top_k", "recall_at_top_k", "sparse_precision_at_k",
-           "average_precision_at_k", "sparse_average_precision_at_k"]
 
 
 def _at_k_name(name: str, k=None, class_id=None) -> str:
@@ -121,6 +119,7 @@ def _top_k_metric(kind: str, labels, predictions_idx, k, class_id, weights, metr
         return finish(value, update, metrics_collections, updates_collections)
 
 
+@tf_export("metrics.precision_at_top_k")
 def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
                        updates_collections=None, name=None):
     """tf.metrics.precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
@@ -130,6 +129,7 @@ def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=N
                          updates_collections, name)
 
 
+@tf_export("metrics.recall_at_top_k")
 def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
                     updates_collections=None, name=None):
     """tf.metrics.recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
@@ -138,6 +138,7 @@ def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None
                          updates_collections, name)
 
 
+@tf_export("metrics.precision_at_k")
 def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                    updates_collections=None, name=None):
     """tf.metrics.precision_at_k(labels, predictions, k, class_id=None, weights=None, ...):
@@ -147,6 +148,7 @@ def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_
         return precision_at_top_k(labels, idx, k, class_id, weights, metrics_collections, updates_collections, scope)
 
 
+@tf_export("metrics.recall_at_k")
 def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                 updates_collections=None, name=None):
     """tf.metrics.recall_at_k(labels, predictions, k, class_id=None, weights=None, ...):
@@ -156,6 +158,7 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_col
         return recall_at_top_k(labels, idx, k, class_id, weights, metrics_collections, updates_collections, scope)
 
 
+@tf_export("metrics.sparse_precision_at_k")
 def sparse_precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                           updates_collections=None, name=None):
     """tf.metrics.sparse_precision_at_k: the deprecated name of precision_at_k."""
@@ -180,6 +183,7 @@ def _average_precision(labels, predictions_idx):
         return truediv(precision_sum, minimum(num_labels, float(k)), name=scope)
 
 
+@tf_export("metrics.average_precision_at_k")
 def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None, updates_collections=None,
                            name=None):
     """tf.metrics.average_precision_at_k(labels, predictions, k, weights=None, ...): the mean over
@@ -209,6 +213,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
                       metrics_collections, updates_collections)
 
 
+@tf_export("metrics.sparse_average_precision_at_k")
 def sparse_average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
                                   updates_collections=None, name=None):
     """tf.metrics.sparse_average_precision_at_k: the deprecated name of average_precision_at_k."""

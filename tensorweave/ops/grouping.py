@@ -6,14 +6,15 @@ from __future__ import annotations
 from tensorweave.framework import nest
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.registry import register
 
-__all__ = ["group", "tuple", "no_op", "identity_n", "with_dependencies"]
 
 _builtin_tuple = tuple
 
 
+@tf_export("no_op")
 def no_op(name=None) -> Operation:
     """tf.no_op(name=None): an op that does nothing; useful as a control-dependency anchor."""
     return get_default_graph().create_op("NoOp", [], {}, name=name or "NoOp")
@@ -31,6 +32,7 @@ def _group_on_device(dev, deps, name=None) -> Operation:
             return no_op(name=name)
 
 
+@tf_export("group")
 def group(*inputs, **kwargs) -> Operation:
     """tf.group(*inputs, name=None): an op that runs after all `inputs` (one NoOp per device,
     joined by a final NoOp, as TF does so that control edges stay on their device)."""
@@ -56,6 +58,7 @@ def group(*inputs, **kwargs) -> Operation:
             return no_op(name=scope)
 
 
+@tf_export("with_dependencies")
 def with_dependencies(dependencies, output_tensor, name=None):
     """tf.control_flow_ops.with_dependencies: `output_tensor` (as an Identity) computed only
     after all `dependencies` have run."""
@@ -69,6 +72,7 @@ def with_dependencies(dependencies, output_tensor, name=None):
             return identity(output_tensor, name=scope)
 
 
+@tf_export("tuple")
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF name)
     """tf.tuple(tensors, name=None, control_inputs=None): the same tensors, each available only
     after all of them (and `control_inputs`) have been computed."""
@@ -99,6 +103,7 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF name)
         return out
 
 
+@tf_export("identity_n")
 def identity_n(input, name=None) -> list:  # noqa: A002 (TF name)
     """tf.identity_n(input, name=None): Identity of each tensor of a list, as one op."""
     ts = [convert_to_tensor(t) for t in input]

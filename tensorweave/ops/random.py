@@ -14,6 +14,7 @@ from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, shape as shape_of
 from tensorweave.ops.array.pad import pad
@@ -21,8 +22,6 @@ from tensorweave.ops.helpers import FLOATS, check_output_size, make_op, same_as_
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
 
-__all__ = ["random_normal", "truncated_normal", "random_uniform", "random_shuffle", "multinomial",
-           "random_gamma", "random_poisson", "set_random_seed", "get_seed", "random_crop"]
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2 ** 31 - 1
@@ -30,6 +29,7 @@ _RNG_CONTAINER = "_random_generators"
 
 
 # -- seeds ----------------------------------------------------------------------------------------
+@tf_export("random.set_random_seed", "set_random_seed")
 def set_random_seed(seed) -> None:
     """tf.set_random_seed(seed): the graph-level seed of the default graph."""
     get_default_graph().seed = seed
@@ -39,6 +39,7 @@ def _truncate_seed(seed: int) -> int:
     return int(seed) % _MAXINT32
 
 
+@tf_export("random.get_seed", "get_seed")
 def get_seed(op_seed) -> tuple:
     """tf.get_seed(op_seed) -> (graph seed, op seed): the op's seeds under TF's rules. With a graph
     seed and no op seed, the op seed is the graph's last op id; with neither, (None, None)."""
@@ -189,17 +190,20 @@ def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
         return add(mul, mean_t, name=name)
 
 
+@tf_export("random.normal", "random_normal")
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """tf.random_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None)."""
     return _scaled("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name)
 
 
+@tf_export("random.truncated_normal", "truncated_normal")
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """tf.truncated_normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None): normal
     values more than two standard deviations from the mean are re-drawn."""
     return _scaled("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name)
 
 
+@tf_export("random.uniform", "random_uniform")
 def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """tf.random_uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None): values
     in [minval, maxval); integer dtypes need maxval."""
@@ -233,6 +237,7 @@ register("RandomShuffle", same_as_input(), _shuffle_kernel,
          grad=None, stateful=True)
 
 
+@tf_export("random.shuffle", "random_shuffle")
 def random_shuffle(value, seed=None, name=None) -> Tensor:
     """tf.random_shuffle(value, seed=None, name=None): `value` shuffled along its first dimension."""
     value = convert_to_tensor(value)
@@ -285,6 +290,7 @@ def _multinomial_kernel(node, ctx):
 register("Multinomial", _multinomial_infer, _multinomial_kernel, grad=None, stateful=True)
 
 
+@tf_export("random.multinomial", "multinomial")
 def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) -> Tensor:
     """tf.multinomial(logits, num_samples, seed=None, name=None, output_dtype=None): class indices
     [batch, num_samples] drawn from the categorical distributions given by rows of logits."""
@@ -321,6 +327,7 @@ def _gamma_kernel(node, ctx):
 register("RandomGamma", _param_infer, _gamma_kernel, grad=None, stateful=True)
 
 
+@tf_export("random.gamma", "random_gamma")
 def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """tf.random_gamma(shape, alpha, beta=None, dtype=float32, seed=None, name=None): samples of
     shape `shape + alpha.shape` from Gamma(alpha, beta) (beta is the inverse scale)."""
@@ -350,6 +357,7 @@ def _poisson_kernel(node, ctx):
 register("RandomPoissonV2", _param_infer, _poisson_kernel, grad=None, stateful=True)
 
 
+@tf_export("random.poisson", "random_poisson")
 def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None) -> Tensor:
     """tf.random_poisson(lam, shape, dtype=float32, seed=None, name=None): samples of shape
     `shape + lam.shape` from Poisson(lam)."""
@@ -397,6 +405,7 @@ register("RandomCrop", _random_crop_infer, _random_crop_kernel, grad=_random_cro
          dtypes={1: ("size", (dtypes.int32, dtypes.int64))})
 
 
+@tf_export("image.random_crop", "random.crop", "random_crop")
 def random_crop(value, size, seed=None, name=None) -> Tensor:
     """tf.random_crop(value, size, seed=None, name=None): a slice of `value` of shape `size` at a
     uniformly random offset (one draw per dimension); InvalidArgumentError when value is smaller."""
@@ -491,6 +500,7 @@ def _stateless_seed(seed) -> Tensor:
     return seed
 
 
+@tf_export("random.stateless_uniform")
 def stateless_random_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.random.stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, name=None):
     uniform values in [minval, maxval) determined by the [2] int `seed` (same seed, same numbers)."""
@@ -520,6 +530,7 @@ def _stateless_scaled(op_type, default_name, shape, seed, mean, stddev, dtype, n
                    convert_to_tensor(mean, dtype=dtype, name="mean"), name=scope)
 
 
+@tf_export("random.stateless_normal")
 def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.random.stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
     normal values determined by the [2] int `seed`."""
@@ -527,6 +538,7 @@ def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.floa
                              name)
 
 
+@tf_export("random.stateless_truncated_normal")
 def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.random.stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32,
     name=None): normal values within two standard deviations, determined by `seed`."""
@@ -558,6 +570,7 @@ register("StatelessMultinomial", lambda op: [(op.get_attr("output_dtype"), _mult
          _stateless_multinomial_kernel, grad=None)
 
 
+@tf_export("random.stateless_multinomial")
 def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, name=None) -> Tensor:
     """tf.random.stateless_multinomial(logits, num_samples, seed, output_dtype=tf.int64, name=None):
     class indices [batch, num_samples] drawn from softmax(logits), determined by `seed`."""
@@ -568,6 +581,7 @@ def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, 
                        {"output_dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
 
 
+@tf_export("random.stateless_categorical")
 def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None) -> Tensor:
     """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
     return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")

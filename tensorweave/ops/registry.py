@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup  # noqa: F401 (lookup: for the runtime)
+from tensorweave.framework.tf_export import tf_export
 
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
@@ -67,6 +68,7 @@ def pure(fn: Callable) -> Callable:
     return lambda node, ctx: fn
 
 
+@tf_export("RegisterGradient")
 class RegisterGradient:
     """Decorator registering a gradient function for an op type (TF1 `tf.RegisterGradient`)."""
 
@@ -82,6 +84,7 @@ class RegisterGradient:
         return f
 
 
+@tf_export("NoGradient", "NotDifferentiable")
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1 name)
     GRADIENTS[op_type] = None
 

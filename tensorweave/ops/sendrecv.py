@@ -23,8 +23,6 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 class RendezvousKey(NamedTuple):
     """(send task, recv task, tensor name, step id): what a Send ships and a Recv waits for. An

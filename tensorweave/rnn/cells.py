@@ -16,6 +16,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, split
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.array.fill import zeros
@@ -27,9 +28,8 @@ from tensorweave.ops.nn.activations import bias_add
 from tensorweave.ops.state.initializers import constant_initializer, zeros_initializer
 from tensorweave.layers.base import InputSpec, Layer
 
-__all__ = ["RNNCell", "BasicRNNCell", "GRUCell", "BasicLSTMCell", "LSTMCell", "LSTMStateTuple"]
 
-
+@tf_export("contrib.rnn.LSTMStateTuple", "nn.rnn_cell.LSTMStateTuple")
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
     """tf.nn.rnn_cell.LSTMStateTuple(c, h): an LSTM's state, its memory `c` and output `h`."""
 
@@ -57,6 +57,7 @@ def zero_state_tensors(state_size, batch_size, dtype):
     return nest.map_structure(one, state_size)
 
 
+@tf_export("contrib.rnn.RNNCell", "nn.rnn_cell.RNNCell")
 class RNNCell(Layer):
     """tf.nn.rnn_cell.RNNCell: the abstract cell. Subclasses give `state_size`, `output_size`
     and `call(inputs, state) -> (output, new_state)`; `cell(inputs, state, scope=None)` runs it
@@ -110,6 +111,7 @@ class _LayerRNNCell(RNNCell):
         return depth
 
 
+@tf_export("contrib.rnn.BasicRNNCell", "nn.rnn_cell.BasicRNNCell")
 class BasicRNNCell(_LayerRNNCell):
     """tf.nn.rnn_cell.BasicRNNCell(num_units, activation=None, reuse=None, name=None, dtype=None):
     output = new_state = activation([inputs, state] @ kernel + bias), activation tanh by default."""
@@ -137,6 +139,7 @@ class BasicRNNCell(_LayerRNNCell):
         return output, output
 
 
+@tf_export("contrib.rnn.GRUCell", "nn.rnn_cell.GRUCell")
 class GRUCell(_LayerRNNCell):
     """tf.nn.rnn_cell.GRUCell(num_units, activation=None, reuse=None, kernel_initializer=None,
     bias_initializer=None, name=None, dtype=None): Cho et al.'s gated recurrent unit; variables
@@ -180,6 +183,7 @@ class GRUCell(_LayerRNNCell):
         return new_h, new_h
 
 
+@tf_export("contrib.rnn.BasicLSTMCell", "nn.rnn_cell.BasicLSTMCell")
 class BasicLSTMCell(_LayerRNNCell):
     """tf.nn.rnn_cell.BasicLSTMCell(num_units, forget_bias=1.0, state_is_tuple=True,
     activation=None, reuse=None, name=None, dtype=None): the LSTM of Zaremba et al. without
@@ -222,6 +226,7 @@ class BasicLSTMCell(_LayerRNNCell):
         return new_h, new_state
 
 
+@tf_export("contrib.rnn.LSTMCell", "nn.rnn_cell.LSTMCell")
 class LSTMCell(_LayerRNNCell):
     """tf.nn.rnn_cell.LSTMCell(num_units, use_peepholes=False, cell_clip=None, initializer=None,
     num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None, forget_bias=1.0,

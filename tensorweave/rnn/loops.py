@@ -11,6 +11,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack, unstack
 from tensorweave.ops.array.core import identity, shape, transpose
 from tensorweave.ops.array.pad import reverse, reverse_sequence
@@ -24,8 +25,6 @@ from tensorweave.ops.math.reduction import reduce_all, reduce_max
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.rnn.cells import zero_state_tensors
-
-__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn"]
 
 
 def _check_cell(name: str, cell) -> None:
@@ -108,6 +107,7 @@ def _step(cell, inputs, state, time, sequence_length, zero_output):
 
 
 # -- dynamic_rnn ----------------------------------------------------------------------------------
+@tf_export("nn.dynamic_rnn")
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None, parallel_iterations=None,
                 swap_memory=False, time_major=False, scope=None):
     """tf.nn.dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
@@ -194,6 +194,7 @@ def _dynamic_loop(cell, inputs, state, parallel_iterations: int, sequence_length
 
 
 # -- static_rnn -----------------------------------------------------------------------------------
+@tf_export("contrib.rnn.static_rnn", "nn.static_rnn")
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
     """tf.nn.static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None,
     scope=None): the cell unrolled over `inputs`, a list of [batch, input_size] tensors (or
@@ -244,6 +245,7 @@ def _reverse_seq(input_seq: list, lengths) -> list:
     return [nest.pack_sequence_as(x, r) for x, r in zip(input_seq, results)]
 
 
+@tf_export("contrib.rnn.static_bidirectional_rnn", "nn.static_bidirectional_rnn")
 def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, initial_state_bw=None, dtype=None,
                              sequence_length=None, scope=None):
     """tf.nn.static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
@@ -270,6 +272,7 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, in
     return outputs, state_fw, state_bw
 
 
+@tf_export("nn.bidirectional_dynamic_rnn")
 def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None, initial_state_fw=None,
                               initial_state_bw=None, dtype=None, parallel_iterations=None, swap_memory=False,
                               time_major=False, scope=None):
@@ -301,6 +304,7 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None, in
 
 
 # -- raw_rnn --------------------------------------------------------------------------------------
+@tf_export("nn.raw_rnn")
 def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=None):
     """tf.nn.raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=None): a
     while loop the caller drives. loop_fn(time, cell_output, cell_state, loop_state) returns

@@ -12,6 +12,7 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.math.binary import add, truediv
@@ -21,13 +22,12 @@ from tensorweave.ops.random import random_uniform
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.rnn.cells import LSTMStateTuple, RNNCell
 
-__all__ = ["MultiRNNCell", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
-
 
 def _flat_size(size) -> int:
     return int(size) if isinstance(size, numbers.Integral) else int(as_shape(size).num_elements())
 
 
+@tf_export("contrib.rnn.MultiRNNCell", "nn.rnn_cell.MultiRNNCell")
 class MultiRNNCell(RNNCell):
     """tf.nn.rnn_cell.MultiRNNCell(cells, state_is_tuple=True): the cells stacked, each one's
     output the next one's input; the state is the tuple of their states (or one concatenated
@@ -160,6 +160,7 @@ def _dropout_flags(visitor, state) -> list:
     return flags
 
 
+@tf_export("contrib.rnn.DropoutWrapper", "nn.rnn_cell.DropoutWrapper")
 class DropoutWrapper(_Wrapper):
     """tf.nn.rnn_cell.DropoutWrapper(cell, input_keep_prob=1.0, output_keep_prob=1.0,
     state_keep_prob=1.0, variational_recurrent=False, input_size=None, dtype=None, seed=None,
@@ -244,6 +245,7 @@ class DropoutWrapper(_Wrapper):
         return output, new_state
 
 
+@tf_export("contrib.rnn.ResidualWrapper", "nn.rnn_cell.ResidualWrapper")
 class ResidualWrapper(_Wrapper):
     """tf.nn.rnn_cell.ResidualWrapper(cell, residual_fn=None): the output is
     residual_fn(inputs, cell_output), by default their sum (same structure and shapes)."""
@@ -266,6 +268,7 @@ class ResidualWrapper(_Wrapper):
         return (self._residual_fn or default)(inputs, output), new_state
 
 
+@tf_export("contrib.rnn.DeviceWrapper", "nn.rnn_cell.DeviceWrapper")
 class DeviceWrapper(_Wrapper):
     """tf.nn.rnn_cell.DeviceWrapper(cell, device): runs the cell (and its zero state) on `device`."""
 
@@ -281,5 +284,3 @@ class DeviceWrapper(_Wrapper):
     def _wrapped_call(self, inputs, state, scope):
         with get_default_graph().device(self._device):
             return self.cell(inputs, state, scope=scope)
-
-

@@ -10,8 +10,6 @@ from tensorweave.framework.dtypes import DType
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.ops.summary.encode import TF_DTYPE_ENUM, tensor_proto
 
-__all__: list = []
-
 
 def _shape_proto(shape: TensorShape) -> tensor_shape_pb2.TensorShapeProto:
     if shape.ndims is None:

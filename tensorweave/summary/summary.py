@@ -15,16 +15,19 @@ from tensorboard.compat.proto import summary_pb2
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.summary.summary_ops import (audio_summary_v2, histogram_summary, image_summary, merge_summary,
                                                  scalar_summary, tensor_summary_v2)
 
-__all__ = ["scalar", "histogram", "image", "audio", "text", "tensor_summary", "merge", "merge_all",
-           "get_summary_description", "Summary", "SummaryDescription", "SummaryMetadata", "HistogramProto"]
 
 Summary = summary_pb2.Summary
+tf_export("summary.Summary", "Summary")(Summary)
 SummaryDescription = summary_pb2.SummaryDescription
+tf_export("summary.SummaryDescription")(SummaryDescription)
 SummaryMetadata = summary_pb2.SummaryMetadata
+tf_export("summary.SummaryMetadata", "SummaryMetadata")(SummaryMetadata)
 HistogramProto = summary_pb2.HistogramProto
+tf_export("summary.HistogramProto", "HistogramProto")(HistogramProto)
 
 _log = logging.getLogger("tensorweave")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
@@ -56,6 +59,7 @@ def _collect(val, collections, default_collections) -> None:
         add_to_collection(key, val)
 
 
+@tf_export("summary.scalar")
 def scalar(name, tensor, collections=None, family=None):
     """tf.summary.scalar(name, tensor, collections=None, family=None): a serialized Summary of
     one simple_value, added to the SUMMARIES collection."""
@@ -65,6 +69,7 @@ def scalar(name, tensor, collections=None, family=None):
     return val
 
 
+@tf_export("summary.histogram")
 def histogram(name, values, collections=None, family=None):
     """tf.summary.histogram(name, values, collections=None, family=None)."""
     with summary_scope(name, family, values=[values], default_name="HistogramSummary") as (tag, scope):
@@ -73,6 +78,7 @@ def histogram(name, values, collections=None, family=None):
     return val
 
 
+@tf_export("summary.image")
 def image(name, tensor, max_outputs=3, collections=None, family=None):
     """tf.summary.image(name, tensor, max_outputs=3, collections=None, family=None): images
     [batch, h, w, 1|3|4] (uint8 as they are; floats scaled as TF does) as PNG."""
@@ -82,6 +88,7 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
     return val
 
 
+@tf_export("summary.audio")
 def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=None):
     """tf.summary.audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=None):
     clips [batch, frames(, channels)] in [-1, 1] as 16-bit WAV."""
@@ -92,6 +99,7 @@ def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=Non
     return val
 
 
+@tf_export("summary.tensor_summary")
 def tensor_summary(name, tensor, summary_description=None, collections=None, summary_metadata=None, family=None,
                    display_name=None):
     """tf.summary.tensor_summary(name, tensor, summary_description=None, collections=None,
@@ -109,6 +117,7 @@ def tensor_summary(name, tensor, summary_description=None, collections=None, sum
     return val
 
 
+@tf_export("summary.text")
 def text(name, tensor, collections=None):
     """tf.summary.text(name, tensor, collections=None): a string tensor for TensorBoard's text
     tab (a tensor summary with the 'text' plugin's metadata)."""
@@ -119,6 +128,7 @@ def text(name, tensor, collections=None):
     return tensor_summary(name=name, tensor=tensor, summary_metadata=metadata, collections=collections)
 
 
+@tf_export("summary.merge")
 def merge(inputs, collections=None, name=None):
     """tf.summary.merge(inputs, collections=None, name=None): one Summary of all the values of
     `inputs` (serialized Summary tensors); duplicate tags fail at run time."""
@@ -128,6 +138,7 @@ def merge(inputs, collections=None, name=None):
     return val
 
 
+@tf_export("summary.merge_all")
 def merge_all(key=GraphKeys.SUMMARIES, scope=None, name=None):
     """tf.summary.merge_all(key=GraphKeys.SUMMARIES, scope=None, name=None): merge of the
     collection `key`, or None when it is empty."""
@@ -135,6 +146,7 @@ def merge_all(key=GraphKeys.SUMMARIES, scope=None, name=None):
     return merge(ops, name=name) if ops else None
 
 
+@tf_export("summary.get_summary_description")
 def get_summary_description(node_def) -> SummaryDescription:
     """tf.summary.get_summary_description(node_def): the SummaryDescription of a TensorSummary
     node (its 'description' attr, JSON)."""

@@ -16,13 +16,16 @@ import warnings
 from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
 
 from tensorweave.framework.graph import Graph, get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.summary.graph_proto import graph_def_proto
 
-__all__ = ["FileWriter", "FileWriterCache", "Event", "SessionLog", "TaggedRunMetadata"]
 
 Event = event_pb2.Event
+tf_export("summary.Event", "Event")(Event)
 SessionLog = event_pb2.SessionLog
+tf_export("summary.SessionLog", "SessionLog")(SessionLog)
 TaggedRunMetadata = event_pb2.TaggedRunMetadata
+tf_export("summary.TaggedRunMetadata")(TaggedRunMetadata)
 _log = logging.getLogger("tensorweave")
 
 
@@ -49,6 +52,7 @@ def _run_metadata_bytes(run_metadata) -> bytes:
     return proto.SerializeToString()
 
 
+@tf_export("summary.FileWriter")
 class FileWriter:
     """tf.summary.FileWriter(logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
     filename_suffix=None, session=None): writes Summary protocol buffers (or their serialized
@@ -170,6 +174,7 @@ class FileWriter:
             self._closed = False
 
 
+@tf_export("summary.FileWriterCache", "train.SummaryWriterCache")
 class FileWriterCache:
     """tf.summary.FileWriterCache: one FileWriter per logdir (with the default graph)."""
 
@@ -194,6 +199,7 @@ class FileWriterCache:
             return w
 
 
+@tf_export("train.summary_iterator")
 def summary_iterator(path):
     """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
     # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.

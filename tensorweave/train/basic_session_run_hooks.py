@@ -21,6 +21,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.config import RunOptions
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.summary.graph_proto import graph_def_proto
 from tensorweave.summary.summary import Summary
@@ -29,9 +30,6 @@ from tensorweave.train.graph_io import write_graph
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunHook
 from tensorweave.train.training_util import get_global_step
 
-__all__ = ["SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverListener", "CheckpointSaverHook", "SummarySaverHook",
-           "LoggingTensorHook", "StepCounterHook", "NanLossDuringTrainingError", "NanTensorHook",
-           "GlobalStepWaiterHook", "FinalOpsHook", "FeedFnHook", "ProfilerHook", "SummaryWriterCache"]
 
 _log = logging.getLogger("tensorweave")
 SummaryWriterCache = FileWriterCache   # tf.train.SummaryWriterCache: one FileWriter per directory
@@ -89,6 +87,7 @@ def _as_graph_element(obj):
 
 
 # -- timers ---------------------------------------------------------------------------------------
+@tf_export("train.SecondOrStepTimer")
 class SecondOrStepTimer:
     """tf.train.SecondOrStepTimer(every_secs=None, every_steps=None): triggers once every
     every_secs seconds or every every_steps steps."""
@@ -147,6 +146,7 @@ class _NeverTriggerTimer:
 
 
 # -- stopping -------------------------------------------------------------------------------------
+@tf_export("train.StopAtStepHook")
 class StopAtStepHook(SessionRunHook):
     """tf.train.StopAtStepHook(num_steps=None, last_step=None): requests a stop once the global
     step reaches last_step (or num_steps more than when the session was created)."""
@@ -176,6 +176,7 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+@tf_export("train.NanLossDuringTrainingError")
 class NanLossDuringTrainingError(RuntimeError):
     """Raised by NanTensorHook when the loss is NaN."""
 
@@ -183,6 +184,7 @@ class NanLossDuringTrainingError(RuntimeError):
         return "NaN loss during training."
 
 
+@tf_export("train.NanTensorHook")
 class NanTensorHook(SessionRunHook):
     """tf.train.NanTensorHook(loss_tensor, fail_on_nan_loss=True): raises
     NanLossDuringTrainingError (or only stops) when the loss becomes NaN."""
@@ -204,6 +206,7 @@ class NanTensorHook(SessionRunHook):
             run_context.request_stop()
 
 
+@tf_export("train.GlobalStepWaiterHook")
 class GlobalStepWaiterHook(SessionRunHook):
     """tf.train.GlobalStepWaiterHook(wait_until_step): holds this worker's first run until the
     global step reaches wait_until_step (to let others warm up the model first)."""
@@ -236,6 +239,7 @@ class GlobalStepWaiterHook(SessionRunHook):
 
 
 # -- saving ---------------------------------------------------------------------------------------
+@tf_export("train.CheckpointSaverListener")
 class CheckpointSaverListener:
     """tf.train.CheckpointSaverListener: called by CheckpointSaverHook around each save
     (after_save may return True to stop training)."""
@@ -253,6 +257,7 @@ class CheckpointSaverListener:
         pass
 
 
+@tf_export("train.CheckpointSaverHook")
 class CheckpointSaverHook(SessionRunHook):
     """tf.train.CheckpointSaverHook(checkpoint_dir, save_secs=None, save_steps=None, saver=None,
     checkpoint_basename='model.ckpt', scaffold=None, listeners=None, save_graph_def=True): saves
@@ -338,6 +343,7 @@ class CheckpointSaverHook(SessionRunHook):
         return self._saver
 
 
+@tf_export("train.SummarySaverHook")
 class SummarySaverHook(SessionRunHook):
     """tf.train.SummarySaverHook(save_steps=None, save_secs=None, output_dir=None,
     summary_writer=None, scaffold=None, summary_op=None): evaluates the summary op every
@@ -392,6 +398,7 @@ class SummarySaverHook(SessionRunHook):
 
 
 # -- watching -------------------------------------------------------------------------------------
+@tf_export("train.LoggingTensorHook")
 class LoggingTensorHook(SessionRunHook):
     """tf.train.LoggingTensorHook(tensors, every_n_iter=None, every_n_secs=None, at_end=False,
     formatter=None): logs the values of `tensors` (a list, or a dict tag -> tensor or name)."""
@@ -444,6 +451,7 @@ class LoggingTensorHook(SessionRunHook):
             self._log_tensors(session.run(self._current_tensors))
 
 
+@tf_export("train.StepCounterHook")
 class StepCounterHook(SessionRunHook):
     """tf.train.StepCounterHook(every_n_steps=100, every_n_secs=None, output_dir=None,
     summary_writer=None): logs (and, with a summary writer, records) global steps per second."""
@@ -492,6 +500,7 @@ def _scalar_summary(tag: str, value: float) -> Summary:
     return Summary(value=[Summary.Value(tag=tag, simple_value=value)])
 
 
+@tf_export("train.FinalOpsHook")
 class FinalOpsHook(SessionRunHook):
     """tf.train.FinalOpsHook(final_ops, final_ops_feed_dict=None): evaluates final_ops when the
     session ends (final_ops_values)."""
@@ -515,6 +524,7 @@ class FinalOpsHook(SessionRunHook):
                 raise
 
 
+@tf_export("train.FeedFnHook")
 class FeedFnHook(SessionRunHook):
     """tf.train.FeedFnHook(feed_fn): feeds feed_fn() into every run."""
 
@@ -525,6 +535,7 @@ class FeedFnHook(SessionRunHook):
         return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())
 
 
+@tf_export("train.ProfilerHook")
 class ProfilerHook(SessionRunHook):
     """tf.train.ProfilerHook(save_steps=None, save_secs=None, output_dir='', show_dataflow=True,
     show_memory=False): every save_steps steps (or save_secs seconds) traces one run and writes

@@ -14,10 +14,9 @@ import os
 import re
 from typing import Optional
 
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_text_atomically
 
-__all__ = ["latest_checkpoint", "get_checkpoint_state", "update_checkpoint_state", "generate_checkpoint_state_proto",
-           "checkpoint_exists", "get_checkpoint_mtimes", "remove_checkpoint", "CheckpointState"]
 
 _log = logging.getLogger("tensorweave")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -32,6 +31,7 @@ def _unquote(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
 
 
+@tf_export("train.CheckpointState")
 class CheckpointState:
     """TF's CheckpointState: the latest checkpoint path, every kept path (oldest first), their
     save times and the last preserved (keep-every-n-hours) time."""
@@ -97,6 +97,7 @@ def _state_path(save_dir: str, latest_filename: Optional[str]) -> str:
     return os.path.join(save_dir, latest_filename or "checkpoint")
 
 
+@tf_export("train.generate_checkpoint_state_proto")
 def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
                                     all_model_checkpoint_timestamps=None,
                                     last_preserved_timestamp=None) -> CheckpointState:
@@ -117,6 +118,7 @@ def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_c
     return CheckpointState(model_checkpoint_path, paths, timestamps, last_preserved_timestamp or 0.0)
 
 
+@tf_export("train.update_checkpoint_state")
 def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
                             latest_filename=None, all_model_checkpoint_timestamps=None,
                             last_preserved_timestamp=None) -> None:
@@ -145,6 +147,7 @@ def update_checkpoint_state_internal(save_dir, model_checkpoint_path, all_model_
     write_text_atomically(path, state.to_text())
 
 
+@tf_export("train.get_checkpoint_state")
 def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> Optional[CheckpointState]:
     """tf.train.get_checkpoint_state(checkpoint_dir, latest_filename=None): the CheckpointState
     in `checkpoint_dir/checkpoint` with relative paths made relative to checkpoint_dir, or None
@@ -172,6 +175,7 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> Optional[Check
     return state
 
 
+@tf_export("train.checkpoint_exists")
 def checkpoint_exists(checkpoint_prefix) -> bool:
     """tf.train.checkpoint_exists(checkpoint_prefix): a V2 checkpoint (prefix.index) or V1
     files matching the pattern exist."""
@@ -182,6 +186,7 @@ def checkpoint_exists(checkpoint_prefix) -> bool:
     return bool(glob.glob(checkpoint_prefix))
 
 
+@tf_export("train.latest_checkpoint")
 def latest_checkpoint(checkpoint_dir, latest_filename=None) -> Optional[str]:
     """tf.train.latest_checkpoint(checkpoint_dir, latest_filename=None): the prefix of the newest
     checkpoint the state file names, if its files exist; else None."""
@@ -193,6 +198,7 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None) -> Optional[str]:
     return None
 
 
+@tf_export("train.get_checkpoint_mtimes")
 def get_checkpoint_mtimes(checkpoint_prefixes) -> list:
     """tf.train.get_checkpoint_mtimes(checkpoint_prefixes): each existing checkpoint's index
     modification time."""
@@ -205,6 +211,7 @@ def get_checkpoint_mtimes(checkpoint_prefixes) -> list:
     return out
 
 
+@tf_export("train.remove_checkpoint")
 def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2, meta_graph_suffix="meta") -> None:
     """tf.train.remove_checkpoint(checkpoint_prefix, checkpoint_format_version=V2,
     meta_graph_suffix='meta'): deletes the checkpoint's index, data files and meta graph (the

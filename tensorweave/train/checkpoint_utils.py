@@ -8,6 +8,7 @@ import os
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.io_ops import restore_v2
 from tensorweave.ops.checkpoint.reader import CheckpointReader, NewCheckpointReader  # noqa: F401
 from tensorweave.ops.state.partitioned_variables import PartitionedVariable
@@ -15,8 +16,6 @@ from tensorweave.ops.state.variable_ops import assign_variable_op, colocated_wit
 from tensorweave.ops.state.variable_scope import _get_default_variable_store
 from tensorweave.ops.state.variables import Variable
 from tensorweave.train.checkpoint_management import latest_checkpoint
-
-__all__ = ["load_checkpoint", "load_variable", "list_variables", "init_from_checkpoint", "NewCheckpointReader"]
 
 
 def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
@@ -30,12 +29,14 @@ def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
     return ckpt_dir_or_file
 
 
+@tf_export("train.load_checkpoint")
 def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
     """tf.train.load_checkpoint(ckpt_dir_or_file): a CheckpointReader of the checkpoint (a
     directory's latest one)."""
     return CheckpointReader(_get_checkpoint_filename(ckpt_dir_or_file))
 
 
+@tf_export("train.load_variable")
 def load_variable(ckpt_dir_or_file, name):
     """tf.train.load_variable(ckpt_dir_or_file, name): the saved value of `name` (':0' ignored)."""
     if name.endswith(":0"):
@@ -43,6 +44,7 @@ def load_variable(ckpt_dir_or_file, name):
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 
+@tf_export("train.list_variables")
 def list_variables(ckpt_dir_or_file) -> list:
     """tf.train.list_variables(ckpt_dir_or_file): [(name, shape)], sorted by name."""
     shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
@@ -92,6 +94,7 @@ def _collect(name: str) -> object:
     return parts or None
 
 
+@tf_export("train.init_from_checkpoint")
 def init_from_checkpoint(ckpt_dir_or_file, assignment_map) -> None:
     """tf.train.init_from_checkpoint(ckpt_dir_or_file, assignment_map): replaces the initializers
     of the variables `assignment_map` names so they load from the checkpoint. Keys are checkpoint

@@ -10,13 +10,14 @@ import time
 from typing import Optional
 
 from tensorweave.framework import errors
+from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["Coordinator", "LooperThread"]
 
 _log = logging.getLogger("tensorweave")
 _JOIN_POLL_S = 0.05
 
 
+@tf_export("train.Coordinator")
 class Coordinator:
     """tf.train.Coordinator(clean_stop_exception_types=None).
 
@@ -123,6 +124,7 @@ class Coordinator:
                 raise value.with_traceback(tb)
 
 
+@tf_export("train.LooperThread")
 class LooperThread(threading.Thread):
     """tf.train.LooperThread(coord, timer_interval_secs, target=None, args=None, kwargs=None):
     calls `target` (or `run_loop`) every timer_interval_secs (back to back when None) until

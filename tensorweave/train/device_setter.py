@@ -9,8 +9,8 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.framework.shapes import TensorShape, as_shape
+from tensorweave.framework.tf_export import tf_export
 
-__all__ = ["replica_device_setter"]
 
 # TF 1.15's STANDARD_PS_OPS: the ops that create state a ps should hold.
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",
@@ -32,6 +32,7 @@ class _RoundRobinStrategy:
         return task
 
 
+@tf_export("contrib.training.GreedyLoadBalancingStrategy")
 class GreedyLoadBalancingStrategy:
     """Places each ps op on the ps task with the least load so far
     (TF's tf.contrib.training.GreedyLoadBalancingStrategy(num_tasks, load_fn))."""
@@ -47,6 +48,7 @@ class GreedyLoadBalancingStrategy:
         return task
 
 
+@tf_export("contrib.training.byte_size_load_fn")
 def byte_size_load_fn(op) -> int:
     """The byte size of a variable-creating op's value (TF's byte_size_load_fn). For a
     resource variable (VarHandleOp) the size of the variable, not of its handle."""
@@ -90,6 +92,7 @@ class _ReplicaDeviceChooser:
         return worker.merge_from(current).to_string()
 
 
+@tf_export("train.replica_device_setter")
 def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_device: str = "/job:worker",
                           merge_devices: bool = True, cluster=None, ps_ops=None,
                           ps_strategy=None) -> Optional[Callable]:

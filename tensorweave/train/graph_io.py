@@ -7,12 +7,12 @@ import os
 from google.protobuf import text_format
 
 from tensorweave.framework.graph import Graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.summary.graph_proto import graph_def_proto
 
-__all__ = ["write_graph"]
 
-
+@tf_export("train.write_graph")
 def write_graph(graph_or_graph_def, logdir, name, as_text=True) -> str:
     """tf.train.write_graph(graph_or_graph_def, logdir, name, as_text=True): writes the graph
     (a Graph, or a GraphDef protocol buffer) to logdir/name, atomically; returns the path."""

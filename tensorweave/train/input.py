@@ -16,6 +16,7 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity, shape as shape_of, size
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.partition import dynamic_partition
@@ -31,12 +32,9 @@ from tensorweave.ops.state.variables import Variable
 from tensorweave.summary.summary import scalar
 from tensorweave.train.queue_runner import QueueRunner, add_queue_runner
 
-__all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer", "slice_input_producer",
-           "batch", "maybe_batch", "batch_join", "maybe_batch_join", "shuffle_batch", "maybe_shuffle_batch",
-           "shuffle_batch_join", "maybe_shuffle_batch_join"]
-
 
 # -- producers -----------------------------------------------------------------------------------
+@tf_export("train.limit_epochs")
 def limit_epochs(tensor, num_epochs=None, name=None):
     """tf.train.limit_epochs(tensor, num_epochs=None, name=None): `tensor`, which raises
     OutOfRangeError once evaluated num_epochs times (counted in a local variable "epochs")."""
@@ -52,6 +50,7 @@ def limit_epochs(tensor, num_epochs=None, name=None):
             return identity(tensor, name=scope)
 
 
+@tf_export("train.input_producer")
 def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None, capacity=32,
                    shared_name=None, summary_name=None, name=None, cancel_op=None):
     """tf.train.input_producer(...): a FIFOQueue fed the rows of input_tensor (shuffled when
@@ -75,6 +74,7 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
         return q
 
 
+@tf_export("train.string_input_producer")
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
                           name=None, cancel_op=None):
     """tf.train.string_input_producer(...): input_producer of a non-empty 1-D string tensor
@@ -91,6 +91,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
                               f"fraction_of_{capacity}_full", scope, cancel_op)
 
 
+@tf_export("train.range_input_producer")
 def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
                          name=None):
     """tf.train.range_input_producer(...): input_producer of the integers 0 .. limit-1."""
@@ -99,6 +100,7 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
                               f"fraction_of_{capacity}_full", scope)
 
 
+@tf_export("train.slice_input_producer")
 def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
                          name=None):
     """tf.train.slice_input_producer(...): one row of every tensor of tensor_list at a time (the
@@ -241,6 +243,7 @@ def _shuffling(capacity, min_after_dequeue, seed, shared_name):
 
 
 # -- batchers ------------------------------------------------------------------------------------
+@tf_export("train.batch")
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
           allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.batch(...): batches of `tensors` (a list or dict of tensors, one example each,
@@ -251,6 +254,7 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
                        allow_smaller_final_batch, shared_name, name)
 
 
+@tf_export("train.maybe_batch")
 def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
                 dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.maybe_batch(...): batch, enqueueing only the examples keep_input marks."""
@@ -258,6 +262,7 @@ def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enq
                   _fifo(dynamic_pad, capacity, shared_name), allow_smaller_final_batch, name, "batch")
 
 
+@tf_export("train.batch_join")
 def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
                allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.batch_join(...): batch over several lists of tensors, one thread each."""
@@ -265,6 +270,7 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes
                             allow_smaller_final_batch, shared_name, name)
 
 
+@tf_export("train.maybe_batch_join")
 def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False, shapes=None,
                      dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.maybe_batch_join(...)."""
@@ -272,6 +278,7 @@ def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_
                   _fifo(dynamic_pad, capacity, shared_name), allow_smaller_final_batch, name, "batch_join")
 
 
+@tf_export("train.shuffle_batch")
 def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None, enqueue_many=False,
                   shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.shuffle_batch(...): batches of random examples from a RandomShuffleQueue that
@@ -280,6 +287,7 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
                                enqueue_many, shapes, allow_smaller_final_batch, shared_name, name)
 
 
+@tf_export("train.maybe_shuffle_batch")
 def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input, num_threads=1, seed=None,
                         enqueue_many=False, shapes=None, allow_smaller_final_batch=False, shared_name=None,
                         name=None):
@@ -289,6 +297,7 @@ def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_i
                   "shuffle_batch", min_after_dequeue)
 
 
+@tf_export("train.shuffle_batch_join")
 def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None, enqueue_many=False,
                        shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
     """tf.train.shuffle_batch_join(...)."""
@@ -296,6 +305,7 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
                                     enqueue_many, shapes, allow_smaller_final_batch, shared_name, name)
 
 
+@tf_export("train.maybe_shuffle_batch_join")
 def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input, seed=None,
                              enqueue_many=False, shapes=None, allow_smaller_final_batch=False, shared_name=None,
                              name=None):

@@ -5,6 +5,7 @@ import math
 
 from tensorweave.framework import api, dtypes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.cond import cond
@@ -12,10 +13,6 @@ from tensorweave.ops.math.binary import add, equal, greater, maximum, minimum, m
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import ceil, cos, exp, floor, log, negative, sqrt
 from tensorweave.ops.random import random_normal
-
-__all__ = ["exponential_decay", "piecewise_constant", "polynomial_decay", "natural_exp_decay",
-           "inverse_time_decay", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay",
-           "noisy_linear_cosine_decay"]
 
 
 def _check_step(global_step, fn: str) -> None:
@@ -37,6 +34,7 @@ def _lr_and_p(learning_rate, global_step, decay_steps, staircase: bool):
     return lr, dtype, p
 
 
+@tf_export("train.exponential_decay")
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None):
     """tf.train.exponential_decay: learning_rate * decay_rate ^ (global_step / decay_steps)
     (the exponent floored when staircase)."""
@@ -46,6 +44,7 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, stair
         return multiply(lr, pow(_cast(decay_rate, dtype), p), name=scope)
 
 
+@tf_export("train.natural_exp_decay")
 def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None):
     """tf.train.natural_exp_decay: learning_rate * exp(-decay_rate * global_step / decay_steps)."""
     _check_step(global_step, "natural_exp_decay")
@@ -55,6 +54,7 @@ def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, stair
         return multiply(lr, exponent, name=scope)
 
 
+@tf_export("train.inverse_time_decay")
 def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None):
     """tf.train.inverse_time_decay: learning_rate / (1 + decay_rate * global_step / decay_steps)."""
     _check_step(global_step, "inverse_time_decay")
@@ -64,6 +64,7 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, stai
         return truediv(lr, denom, name=scope)
 
 
+@tf_export("train.polynomial_decay")
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0,
                      cycle: bool = False, name=None):
     """tf.train.polynomial_decay: (lr - end) * (1 - step / decay_steps) ^ power + end, with step
@@ -90,6 +91,7 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
                             end_lr, name=scope)
 
 
+@tf_export("train.cosine_decay")
 def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     """tf.train.cosine_decay: lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
     decay_steps)) + alpha)."""
@@ -108,6 +110,7 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
         return multiply(lr, decayed, name=scope)
 
 
+@tf_export("train.piecewise_constant")
 def piecewise_constant(x, boundaries, values, name=None):
     """tf.train.piecewise_constant: values[0] while x <= boundaries[0], values[i] while
     boundaries[i-1] < x <= boundaries[i], values[-1] after the last boundary."""
@@ -137,6 +140,7 @@ def piecewise_constant(x, boundaries, values, name=None):
         return identity(result, name=scope)
 
 
+@tf_export("train.cosine_decay_restarts")
 def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0,
                           name=None):
     """tf.train.cosine_decay_restarts (SGDR): cosine decay restarted every period, the i-th period
@@ -192,6 +196,7 @@ def _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, 
         return multiply(lr, decayed, name=scope)
 
 
+@tf_export("train.linear_cosine_decay")
 def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001,
                         name=None):
     """tf.train.linear_cosine_decay: lr * ((alpha + (decay_steps - step) / decay_steps) *
@@ -201,6 +206,7 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
                           "LinearCosineDecay", name)
 
 
+@tf_export("train.noisy_linear_cosine_decay")
 def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0, variance_decay=0.55,
                               num_periods=0.5, alpha=0.0, beta=0.001, name=None):
     """tf.train.noisy_linear_cosine_decay: linear_cosine_decay with Gaussian noise of variance

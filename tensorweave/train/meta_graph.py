@@ -19,16 +19,17 @@ from typing import Callable, Optional
 import msgpack
 import numpy as np
 
+import tensorweave.ops  # noqa: F401  (registers every kernel: an imported graph names ops this process never built)
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import FunctionDef, NodeDef, graph_to_graph_def
 from tensorweave.framework.importer import ImportedFunction, OpRecord, import_ops, prefixed
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.ops.state.variables import SaveSliceInfo, Variable, VariableDef
 
-__all__: list = []
 
 FORMAT = "tensorweave-meta-graph"
 _log = logging.getLogger("tensorweave")
@@ -41,6 +42,7 @@ def register_proto_function(collection_name: str, to_proto: Callable, from_proto
     _PROTO_FUNCTIONS[collection_name] = (to_proto, from_proto)
 
 
+@tf_export("train.SaverDef")
 @dataclass
 class SaverDef:
     """The names that drive a Saver through a session (TF's SaverDef): feed the checkpoint path

@@ -30,6 +30,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.config import RunMetadata, RunOptions
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.basic_session_run_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from tensorweave.train.coordinator import Coordinator
 from tensorweave.train.queue_runner import start_queue_runners
@@ -37,8 +38,6 @@ from tensorweave.train.scaffold import Scaffold
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
-__all__ = ["MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession", "SessionCreator",
-           "ChiefSessionCreator", "WorkerSessionCreator"]
 
 _log = logging.getLogger("tensorweave")
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
@@ -52,6 +51,7 @@ def recovery_timeout_s() -> float:
 
 
 # -- session creators -----------------------------------------------------------------------------
+@tf_export("train.SessionCreator")
 class SessionCreator:
     """tf.train.SessionCreator: makes a tf.Session (create_session)."""
 
@@ -75,6 +75,7 @@ class _ScaffoldedCreator(SessionCreator):
         return self._session_manager
 
 
+@tf_export("train.ChiefSessionCreator")
 class ChiefSessionCreator(_ScaffoldedCreator):
     """tf.train.ChiefSessionCreator(scaffold=None, master='', config=None, checkpoint_dir=None,
     checkpoint_filename_with_path=None): initialises the model, or restores it from the latest
@@ -95,6 +96,7 @@ class ChiefSessionCreator(_ScaffoldedCreator):
             init_fn=self._scaffold.init_fn)
 
 
+@tf_export("train.WorkerSessionCreator")
 class WorkerSessionCreator(_ScaffoldedCreator):
     """tf.train.WorkerSessionCreator(scaffold=None, master='', config=None, max_wait_secs=1800):
     waits (polling with a short backoff) until the chief has made the model ready."""
@@ -456,6 +458,7 @@ class _MonitoredSession:
         return self._coordinated_creator.tf_sess
 
 
+@tf_export("train.MonitoredSession")
 class MonitoredSession(_MonitoredSession):
     """tf.train.MonitoredSession(session_creator=None, hooks=None, stop_grace_period_secs=120):
     a session that initialises or restores its model, runs hooks, runs the queue runners, and
@@ -465,6 +468,7 @@ class MonitoredSession(_MonitoredSession):
         super().__init__(session_creator, hooks, should_recover=True, stop_grace_period_secs=stop_grace_period_secs)
 
 
+@tf_export("train.SingularMonitoredSession")
 class SingularMonitoredSession(_MonitoredSession):
     """tf.train.SingularMonitoredSession(hooks=None, scaffold=None, master='', config=None,
     checkpoint_dir=None, stop_grace_period_secs=120, checkpoint_filename_with_path=None): a
@@ -480,6 +484,7 @@ class SingularMonitoredSession(_MonitoredSession):
         return self._tf_sess()
 
 
+@tf_export("train.MonitoredTrainingSession")
 def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None, hooks=None,  # noqa: N802
                              chief_only_hooks=None, save_checkpoint_secs=USE_DEFAULT,
                              save_summaries_steps=USE_DEFAULT, save_summaries_secs=USE_DEFAULT, config=None,
@@ -522,4 +527,3 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                                              save_secs=save_checkpoint_secs, scaffold=scaffold))
     all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
-

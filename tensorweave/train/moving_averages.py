@@ -5,6 +5,7 @@ from tensorweave.framework import api, dtypes
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import zeros
 from tensorweave.ops.grouping import group
@@ -13,7 +14,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variables import Variable
 import tensorweave.train.slot_creator as slot_creator
 
-__all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 
@@ -45,6 +45,7 @@ def _zero_debias(unbiased_var, value, decay):
                                      truediv(biased.read_value(), correction))
 
 
+@tf_export("train.assign_moving_average")
 def assign_moving_average(variable, value, decay, zero_debias: bool = True, name=None):
     """variable -= (1 - decay) * (variable - value); returns the updated value."""
     g = get_default_graph()
@@ -63,6 +64,7 @@ def assign_moving_average(variable, value, decay, zero_debias: bool = True, name
             return variable.assign_sub(delta, name=scope)
 
 
+@tf_export("train.ExponentialMovingAverage")
 class ExponentialMovingAverage:
     """tf.train.ExponentialMovingAverage(decay, num_updates=None, zero_debias=False,
     name='ExponentialMovingAverage'): shadow = decay * shadow + (1 - decay) * value, with

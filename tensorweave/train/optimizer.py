@@ -8,6 +8,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.array.sort import unique
 from tensorweave.ops.grouping import group, tuple as tuple_
@@ -17,8 +18,6 @@ from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.state.variable_ops import assign_add_variable_op
 from tensorweave.ops.state.variables import Variable
 import tensorweave.train.slot_creator as slot_creator
-
-__all__ = ["Optimizer"]
 
 
 def _var_key(var):
@@ -52,6 +51,7 @@ def deduplicate_indexed_slices(values, indices):
     return summed, unique_indices
 
 
+@tf_export("train.Optimizer")
 class Optimizer:
     """Base class of TF1 optimizers. Subclasses implement `_create_slots`, `_prepare`,
     `_resource_apply_dense` and `_resource_apply_sparse` (and may override `_finish`)."""

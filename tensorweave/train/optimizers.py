@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.state.training import resource_apply, resource_sparse_apply
 from tensorweave.train.optimizer import Optimizer, cast_to
-
-__all__ = ["GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "AdagradOptimizer",
-           "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer"]
 
 
 class _FusedOptimizer(Optimizer):
@@ -48,6 +46,7 @@ class _FusedOptimizer(Optimizer):
             grad, convert_to_tensor(indices), use_locking=self._use_locking, **self._attrs())
 
 
+@tf_export("train.GradientDescentOptimizer")
 class GradientDescentOptimizer(_FusedOptimizer):
     """tf.train.GradientDescentOptimizer(learning_rate, use_locking=False, name='GradientDescent'):
     var -= learning_rate * grad."""
@@ -67,6 +66,7 @@ class GradientDescentOptimizer(_FusedOptimizer):
         return [cast_to(self._learning_rate_tensor, dtype)]
 
 
+@tf_export("train.MomentumOptimizer")
 class MomentumOptimizer(_FusedOptimizer):
     """tf.train.MomentumOptimizer(learning_rate, momentum, use_locking=False, name='Momentum',
     use_nesterov=False): accum = accum * momentum + grad; var -= lr * accum (Nesterov:
@@ -100,6 +100,7 @@ class MomentumOptimizer(_FusedOptimizer):
         return {"use_nesterov": bool(self._use_nesterov)}
 
 
+@tf_export("train.AdamOptimizer")
 class AdamOptimizer(_FusedOptimizer):
     """tf.train.AdamOptimizer(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08,
     use_locking=False, name='Adam'): lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t);
@@ -156,6 +157,7 @@ class AdamOptimizer(_FusedOptimizer):
         return group(*update_ops + [update_beta1, update_beta2], name=name_scope)
 
 
+@tf_export("train.AdagradOptimizer")
 class AdagradOptimizer(_FusedOptimizer):
     """tf.train.AdagradOptimizer(learning_rate, initial_accumulator_value=0.1, use_locking=False,
     name='Adagrad'): accum += g^2; var -= lr * g / sqrt(accum)."""
@@ -185,6 +187,7 @@ class AdagradOptimizer(_FusedOptimizer):
         return [cast_to(self._learning_rate_tensor, dtype)]
 
 
+@tf_export("train.RMSPropOptimizer")
 class RMSPropOptimizer(_FusedOptimizer):
     """tf.train.RMSPropOptimizer(learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
     use_locking=False, centered=False, name='RMSProp'): ms = decay ms + (1 - decay) g^2;
@@ -227,6 +230,7 @@ class RMSPropOptimizer(_FusedOptimizer):
                 cast_to(self._momentum_tensor, dtype), cast_to(self._epsilon_tensor, dtype)]
 
 
+@tf_export("train.AdadeltaOptimizer")
 class AdadeltaOptimizer(_FusedOptimizer):
     """tf.train.AdadeltaOptimizer(learning_rate=0.001, rho=0.95, epsilon=1e-08, use_locking=False,
     name='Adadelta')."""
@@ -258,6 +262,7 @@ class AdadeltaOptimizer(_FusedOptimizer):
         return [cast_to(self._lr_t, dtype), cast_to(self._rho_t, dtype), cast_to(self._epsilon_t, dtype)]
 
 
+@tf_export("train.FtrlOptimizer")
 class FtrlOptimizer(_FusedOptimizer):
     """tf.train.FtrlOptimizer(learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
     l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name='Ftrl',

@@ -13,9 +13,9 @@ from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph, get_default_session
 from tensorweave.framework.importer import prefixed
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.meta_graph import register_proto_function
 
-__all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -77,6 +77,7 @@ class _Turns:
             self._waits[self._owner].notify()
 
 
+@tf_export("train.QueueRunner", "train.queue_runner.QueueRunner")
 class QueueRunner:
     """tf.train.QueueRunner(queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
     queue_closed_exception_types=None).
@@ -239,11 +240,13 @@ register_proto_function(GraphKeys.QUEUE_RUNNERS, lambda qr, scope: qr.to_proto(s
                         lambda data, scope: QueueRunner.from_proto(data, scope))
 
 
+@tf_export("train.add_queue_runner", "train.queue_runner.add_queue_runner")
 def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS) -> None:
     """tf.train.add_queue_runner(qr, collection='queue_runners')."""
     get_default_graph().add_to_collection(collection, qr)
 
 
+@tf_export("train.start_queue_runners", "train.queue_runner.start_queue_runners")
 def start_queue_runners(sess=None, coord=None, daemon: bool = True, start: bool = True,
                         collection: str = GraphKeys.QUEUE_RUNNERS) -> list:
     """tf.train.start_queue_runners(sess=None, coord=None, daemon=True, start=True,

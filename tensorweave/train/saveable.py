@@ -13,8 +13,6 @@ from tensorweave.ops.state.partitioned_variables import PartitionedVariable
 from tensorweave.ops.state.variable_ops import assign_variable_op, colocated_with_handle, read_variable_op
 from tensorweave.ops.state.variables import Variable, global_variables
 
-__all__: list = []
-
 
 class SaveSpec:
     """One tensor to save: the tensor, its slice spec ('' for whole) and its checkpoint name."""

@@ -23,6 +23,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity, placeholder_with_default
 from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, shard_temp_prefix
@@ -34,7 +35,6 @@ from tensorweave.train.meta_graph import (MetaGraphDef, SaverDef, export_scoped_
 from tensorweave.train.saveable import SaveableObject, SaveSpec, all_saveable_objects, validate_and_slice_inputs
 from tensorweave.train.training_util import global_step as _global_step_value
 
-__all__ = ["Saver", "SaverDef", "export_meta_graph", "import_meta_graph"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -173,6 +173,7 @@ def _strip_scope(name: str, scope: Optional[str]) -> str:
     return name
 
 
+@tf_export("train.Saver")
 class Saver:
     """tf.train.Saver(var_list=None, reshape=False, sharded=False, max_to_keep=5,
     keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False, saver_def=None,
@@ -411,6 +412,7 @@ register_proto_function(GraphKeys.SAVERS, _saver_to_data,
                         lambda data, import_scope: Saver.from_proto(SaverDef.from_dict(data), import_scope))
 
 
+@tf_export("train.export_meta_graph")
 def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None, collection_list=None,
                       as_text=False, graph=None, export_scope=None, clear_devices=False,
                       clear_extraneous_savers=False, strip_default_attrs=False, save_debug_info=False,
@@ -425,6 +427,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     return meta
 
 
+@tf_export("train.import_meta_graph")
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs) -> Optional[Saver]:
     """tf.train.import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None):
     adds the meta graph's ops and collections to the default graph and returns a Saver built
@@ -439,5 +442,3 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         return Saver()
     _log.info("Saver not created because there are no variables in the graph to restore")
     return None
-
-

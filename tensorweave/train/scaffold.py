@@ -8,13 +8,13 @@ import logging
 
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import (global_variables, global_variables_initializer,
                                              local_variables_initializer, report_uninitialized_variables)
 from tensorweave.summary.summary import merge_all
 from tensorweave.train.saver import Saver
 
-__all__ = ["Scaffold"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -34,6 +34,7 @@ def default_saver() -> Saver:
     return saver
 
 
+@tf_export("train.Scaffold")
 class Scaffold:
     """tf.train.Scaffold(init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
     ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,

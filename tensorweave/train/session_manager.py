@@ -19,9 +19,9 @@ from tensorweave.distributed import connector
 from tensorweave.framework import errors
 from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.checkpoint_management import get_checkpoint_state
 
-__all__ = ["SessionManager"]
 
 _log = logging.getLogger("tensorweave")
 POLL_START_S = 0.05
@@ -88,6 +88,7 @@ class Backoff:
         return wait
 
 
+@tf_export("train.SessionManager")
 class SessionManager:
     """tf.train.SessionManager(local_init_op=None, ready_op=None, ready_for_local_init_op=None,
     graph=None, recovery_wait_secs=30, local_init_run_options=None, local_init_feed_dict=None)."""

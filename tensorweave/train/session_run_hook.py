@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues"]
+from tensorweave.framework.tf_export import tf_export
 
 
+@tf_export("train.SessionRunHook")
 class SessionRunHook:
     """A hook into MonitoredSession: begin (before the graph is finalized),
     after_create_session, before_run / after_run around every run call, and end."""
@@ -28,6 +29,7 @@ class SessionRunHook:
         """Called once at the end of the session (not when it ends with an error)."""
 
 
+@tf_export("train.SessionRunArgs")
 class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_dict", "options"])):
     """tf.train.SessionRunArgs(fetches, feed_dict=None, options=None): what a hook adds to a run."""
 
@@ -35,6 +37,7 @@ class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_
         return super().__new__(cls, fetches, feed_dict, options)
 
 
+@tf_export("train.SessionRunContext")
 class SessionRunContext:
     """tf.train.SessionRunContext(original_args, session): the run a hook is called around."""
 
@@ -61,5 +64,6 @@ class SessionRunContext:
         self._stop_requested = True
 
 
+@tf_export("train.SessionRunValues")
 class SessionRunValues(collections.namedtuple("SessionRunValues", ["results", "options", "run_metadata"])):
     """tf.train.SessionRunValues(results, options, run_metadata): what before_run asked for."""

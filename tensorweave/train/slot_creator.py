@@ -14,8 +14,6 @@ from tensorweave.ops.array.core import constant, shape
 from tensorweave.ops.array.fill import fill
 from tensorweave.ops.state.variables import Variable
 
-__all__: list = []
-
 
 def _primary_name(primary) -> str:
     op = getattr(primary, "op", None)

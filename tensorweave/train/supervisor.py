@@ -14,6 +14,7 @@ from tensorboard.compat.proto import meta_graph_pb2
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import global_variables, global_variables_initializer, \
     local_variables_initializer, report_uninitialized_variables
@@ -26,7 +27,6 @@ from tensorweave.train.saver import Saver
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.training_util import global_step as read_global_step
 
-__all__ = ["Supervisor", "basic_train_loop"]
 
 _log = logging.getLogger("tensorweave")
 
@@ -38,6 +38,7 @@ def _first_in_collection(key: str):
     return items[0] if items else None
 
 
+@tf_export("train.Supervisor")
 class Supervisor:
     """tf.train.Supervisor(graph=None, ready_op=USE_DEFAULT, ready_for_local_init_op=USE_DEFAULT,
     is_chief=True, init_op=USE_DEFAULT, init_feed_dict=None, local_init_op=USE_DEFAULT,
@@ -258,6 +259,7 @@ class Supervisor:
     SummaryComputed = summary_computed
 
 
+@tf_export("train.basic_train_loop")
 def basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=""):
     """tf.train.basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=''):
     calls train_step_fn(sess, *args, **kwargs) in supervisor.managed_session(master) until the

@@ -25,6 +25,7 @@ import logging
 from tensorweave.framework import api, dtypes, errors
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.fill import fill
 from tensorweave.ops.grouping import group, no_op, with_dependencies
 from tensorweave.ops.data_flow.accumulators import ConditionalAccumulator, SparseConditionalAccumulator
@@ -37,11 +38,11 @@ from tensorweave.train.queue_runner import QueueRunner
 from tensorweave.train.session_manager import ready
 from tensorweave.train.session_run_hook import SessionRunHook
 
-__all__ = ["SyncReplicasOptimizer"]
 
 _log = logging.getLogger("tensorweave")
 
 
+@tf_export("train.SyncReplicasOptimizer")
 class SyncReplicasOptimizer(Optimizer):
     """tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas=None,
     variable_averages=None, variables_to_average=None, use_locking=False, name='sync_replicas')."""
@@ -235,4 +236,3 @@ def _after_every_take(aggregated: list) -> list:
             else IndexedSlices(with_dependencies([gate], a.values), a.indices, a.dense_shape)
             if isinstance(a, IndexedSlices) else with_dependencies([gate], a)
             for a in aggregated]
-

@@ -6,13 +6,12 @@ import logging
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.variable_scope import get_variable
 
-__all__ = ["global_step", "get_global_step", "create_global_step", "get_or_create_global_step",
-           "assert_global_step"]
 
-
+@tf_export("train.global_step")
 def global_step(sess, global_step_tensor) -> int:
     """tf.train.global_step(sess, global_step_tensor): its current value as a Python int."""
     return int(sess.run(global_step_tensor))
@@ -30,6 +29,7 @@ def _by_name(graph):
     return t
 
 
+@tf_export("train.get_global_step")
 def get_global_step(graph=None):
     """tf.train.get_global_step(graph=None): the global step variable, or None if there is none."""
     graph = graph or get_default_graph()
@@ -47,6 +47,7 @@ def get_global_step(graph=None):
     return step
 
 
+@tf_export("train.create_global_step")
 def create_global_step(graph=None):
     """tf.train.create_global_step(graph=None): makes the int64 scalar 'global_step' (value 0,
     not trainable, in GLOBAL_VARIABLES and GLOBAL_STEP); ValueError if one exists."""
@@ -59,6 +60,7 @@ def create_global_step(graph=None):
                             trainable=False, collections=collections)
 
 
+@tf_export("train.get_or_create_global_step")
 def get_or_create_global_step(graph=None):
     """tf.train.get_or_create_global_step(graph=None)."""
     graph = graph or get_default_graph()
@@ -68,6 +70,7 @@ def get_or_create_global_step(graph=None):
     return step
 
 
+@tf_export("train.assert_global_step")
 def assert_global_step(global_step_tensor) -> None:
     """TypeError unless `global_step_tensor` is an integer scalar Variable or Tensor."""
     is_var = getattr(global_step_tensor, "_is_resource_variable", False)

@@ -2,7 +2,7 @@
 
 Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --job_name J
 --task_index I`` (or with TF_CONFIG set); the entry point is this package's __main__.py, so
-runpy never re-executes this module (which `import tensorweave` has already loaded). It
+runpy never re-executes this module (which it has already imported as the package). It
 prints "SERVING <target>" once listening, stops cleanly on SIGTERM/SIGINT, and prints its
 threads' stacks on SIGUSR1.
 
@@ -16,8 +16,8 @@ interfaces otherwise (a host name: a Kubernetes service, a DNS name, which may r
 address this host does not have). TENSORWEAVE_BIND_ADDRESS (or Server(bind_address=...),
 `tensorweave server --bind_address`) overrides: an address, or "*" for all interfaces.
 
-Every op kernel is registered before a server serves: importing this module imports its
-parent package `tensorweave` first, and that registers them all.
+Every op kernel is registered before a server serves: it runs graphs other processes built, so this
+module imports `tensorweave.ops` (all kernels), never the graph-building namespaces.
 """
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ import threading
 import time
 from typing import Optional
 
+import tensorweave.ops  # noqa: F401  (registers every kernel)
 from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
 from tensorweave.distributed import sockets
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
 from tensorweave.framework import errors
-
-__all__ = ["Server"]
+from tensorweave.framework.tf_export import tf_export
 
 
 _ALL_INTERFACES = ("*", "0.0.0.0", "::", "[::]", "all")
@@ -90,6 +90,7 @@ def _is_local_interface(ip) -> bool:
         return False
 
 
+@tf_export("train.Server")
 class Server:
     """tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
     config=None, start=True): an in-process server of one task of the cluster."""

@@ -1,7 +1,7 @@
 """``python -m tensorweave.distributed.server``: serves one task (see the package docstring).
 
-A separate module so that runpy never executes the package module a second time (it is
-already imported by ``import tensorweave``), which would make a second Server class.
+A separate module so that runpy never executes the package module a second time (runpy
+imports the package before it runs this file), which would make a second Server class.
 """
 from __future__ import annotations
 

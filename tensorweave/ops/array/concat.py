@@ -9,12 +9,11 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity, index_tensor
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, static_int, static_ints
 from tensorweave.ops.registry import register
-
-__all__ = ["concat", "stack", "unstack", "split", "parallel_stack"]
 
 
 def _convert_list(values, op_name: str) -> list:
@@ -55,6 +54,7 @@ def _merge_shapes(shapes: list, op_name: str, skip_axis=None) -> TensorShape:
 
 
 # -- ConcatV2 ----------------------------------------------------------------------------------
+@tf_export("concat")
 def concat(values, axis, name: str = "concat") -> Tensor:
     """tf.concat(values, axis, name='concat'): joins tensors along `axis`."""
     if not isinstance(values, (list, tuple)):
@@ -133,6 +133,7 @@ def _has_tensor(values) -> bool:
 
 
 # -- Pack, Unpack ------------------------------------------------------------------------------
+@tf_export("parallel_stack", "stack")
 def stack(values, axis: int = 0, name: str = "stack") -> Tensor:
     """tf.stack(values, axis=0, name='stack'): packs rank-R tensors into one rank-(R+1) tensor.
     A list of Python constants becomes a single constant, as in TF."""
@@ -190,6 +191,7 @@ register("Pack", _pack_infer, _pack_kernel,
          grad=lambda op, grad: unstack(dense(grad), num=op.get_attr("N"), axis=op.get_attr("axis")))
 
 
+@tf_export("unstack")
 def unstack(value, num=None, axis: int = 0, name: str = "unstack") -> list:
     """tf.unstack(value, num=None, axis=0, name='unstack'): splits `axis` into a list of tensors."""
     value = convert_to_tensor(value)
@@ -236,6 +238,7 @@ register("Unpack", _unpack_infer, _unpack_kernel, grad=_unpack_grad)
 
 
 # -- Split, SplitV -----------------------------------------------------------------------------
+@tf_export("split")
 def split(value, num_or_size_splits, axis=0, num=None, name: str = "split") -> list:
     """tf.split(value, num_or_size_splits, axis=0, num=None, name='split'): an int splits into
     that many equal parts; a list of sizes (one may be -1) splits into pieces of those sizes."""

@@ -11,6 +11,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, np_dtype, same_as_input, static_ints
 from tensorweave.ops.registry import register
 
@@ -50,6 +51,7 @@ def _to_numpy(value, dtype):
     return raw.astype(dtype.as_numpy_dtype, copy=False), dtype
 
 
+@tf_export("constant")
 def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: bool = False) -> Tensor:
     """tf.constant(value, dtype=None, shape=None, name='Const', verify_shape=False)."""
     dtype = dtypes.as_dtype(dtype) if dtype is not None else None
@@ -94,6 +96,7 @@ register_tensor_conversion_function(object, _constant_conversion, priority=200)
 
 
 # -- Placeholder -------------------------------------------------------------------------------
+@tf_export("placeholder")
 def placeholder(dtype, shape=None, name=None) -> Tensor:
     """tf.placeholder(dtype, shape=None, name=None): a tensor that must be fed."""
     shape = unknown_shape() if shape is None else as_shape(shape)
@@ -116,6 +119,7 @@ register("Placeholder", lambda op: [(op.get_attr("dtype"), op.get_attr("shape"))
          _placeholder_kernel, grad=None)
 
 
+@tf_export("placeholder_with_default")
 def placeholder_with_default(input, shape, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.placeholder_with_default(input, shape, name=None): `input` unless fed."""
     input = convert_to_tensor(input)
@@ -135,6 +139,7 @@ register("PlaceholderWithDefault", _pwd_infer, lambda node, ctx: (lambda x: x),
 
 
 # -- Identity ----------------------------------------------------------------------------------
+@tf_export("identity")
 def identity(input, name=None) -> Tensor:  # noqa: A002
     """tf.identity(input, name=None)."""
     if hasattr(input, "_as_graph_element") and not isinstance(input, Tensor) and hasattr(input, "value"):
@@ -166,6 +171,7 @@ def index_tensor(value, name: str = None, dtype=None) -> Tensor:
 
 
 # -- StopGradient ------------------------------------------------------------------------------
+@tf_export("stop_gradient")
 def stop_gradient(input, name=None) -> Tensor:  # noqa: A002
     """tf.stop_gradient(input, name=None): identity whose gradient is never computed."""
     input = convert_to_tensor(input)
@@ -176,6 +182,7 @@ register("StopGradient", same_as_input(0), lambda node, ctx: (lambda x: x), grad
 
 
 # -- Shape, ShapeN, Size, Rank -----------------------------------------------------------------
+@tf_export("shape")
 def shape(input, name=None, out_type=dtypes.int32) -> Tensor:  # noqa: A002
     """tf.shape(input, name=None, out_type=tf.int32): the runtime shape as a 1-D tensor.
     A fully defined static shape becomes a constant, as in TF1."""
@@ -198,6 +205,7 @@ def _shape_kernel(node, ctx):
 register("Shape", _shape_infer, _shape_kernel, grad=None)
 
 
+@tf_export("shape_n")
 def shape_n(input, out_type=dtypes.int32, name=None) -> list:  # noqa: A002
     """tf.shape_n(input, out_type=tf.int32, name=None): the shapes of a list of tensors."""
     inputs = [convert_to_tensor(x) for x in input]
@@ -214,6 +222,7 @@ register("ShapeN", lambda op: [(op.get_attr("out_type"), TensorShape([x.shape.nd
          _shape_n_kernel, grad=None)
 
 
+@tf_export("size")
 def size(input, name=None, out_type=dtypes.int32) -> Tensor:  # noqa: A002
     """tf.size(input, name=None, out_type=tf.int32): the number of elements."""
     input = convert_to_tensor(input)
@@ -232,6 +241,7 @@ def _size_kernel(node, ctx):
 register("Size", lambda op: [(op.get_attr("out_type"), TensorShape([]))], _size_kernel, grad=None)
 
 
+@tf_export("rank")
 def rank(input, name=None) -> Tensor:  # noqa: A002
     """tf.rank(input, name=None): the number of dimensions, int32."""
     input = convert_to_tensor(input)
@@ -245,6 +255,7 @@ register("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
 
 
 # -- Reshape -----------------------------------------------------------------------------------
+@tf_export("manip.reshape", "reshape")
 def reshape(tensor, shape, name=None) -> Tensor:  # noqa: F811 (TF name shadows the arg name)
     """tf.reshape(tensor, shape, name=None); one dimension of `shape` may be -1."""
     tensor = convert_to_tensor(tensor)
@@ -305,6 +316,7 @@ register("Reshape", _reshape_infer, _reshape_kernel, grad=_reshape_grad)
 
 
 # -- ExpandDims, Squeeze -----------------------------------------------------------------------
+@tf_export("expand_dims")
 def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002
     """tf.expand_dims(input, axis=None, name=None, dim=None): inserts a size-1 dimension at `axis`
     (`dim` is the deprecated TF1 spelling)."""
@@ -348,6 +360,7 @@ register("ExpandDims", _expand_dims_infer, _expand_dims_kernel,
          grad=lambda op, grad: [reshape(dense(grad), shape(op.inputs[0])), None])
 
 
+@tf_export("squeeze")
 def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:  # noqa: A002
     """tf.squeeze(input, axis=None, name=None, squeeze_dims=None): removes size-1 dimensions
     (all of them, or those in `axis`; `squeeze_dims` is the deprecated TF1 spelling)."""
@@ -404,6 +417,7 @@ register("Squeeze", _squeeze_infer, _squeeze_kernel,
 
 
 # -- Transpose, ConjugateTranspose, InvertPermutation ------------------------------------------
+@tf_export("transpose")
 def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) -> Tensor:
     """tf.transpose(a, perm=None, name='transpose', conjugate=False); perm defaults to the
     reversed dimensions; `conjugate` also conjugates complex values."""
@@ -466,6 +480,7 @@ register("Transpose", _transpose_infer, _transpose_kernel(False), grad=_transpos
 register("ConjugateTranspose", _transpose_infer, _transpose_kernel(True), grad=_transpose_grad)
 
 
+@tf_export("math.invert_permutation", "invert_permutation")
 def invert_permutation(x, name=None) -> Tensor:
     """tf.invert_permutation(x, name=None): y[x[i]] = i for a 1-D int32/int64 permutation."""
     x = index_tensor(x)
@@ -513,6 +528,7 @@ def swap_axes_perm(x: Tensor, axis: int, other: int = -1):
     return where_equal(a, b, where_equal(b, a, dims))
 
 
+@tf_export("linalg.matrix_transpose", "linalg.transpose", "matrix_transpose")
 def matrix_transpose(a, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
     """tf.linalg.matrix_transpose(a, name='matrix_transpose', conjugate=False): swaps the last
     two dimensions."""
@@ -524,8 +540,3 @@ def matrix_transpose(a, name: str = "matrix_transpose", conjugate: bool = False)
     with name_scope(name, "matrix_transpose", [a]):
         perm = swap_axes_perm(a, -2, -1)
     return transpose(a, perm, name=name, conjugate=conjugate)
-
-
-__all__ = ["constant", "placeholder", "placeholder_with_default", "identity", "stop_gradient", "shape",
-           "shape_n", "size", "rank", "reshape", "expand_dims", "squeeze", "transpose", "invert_permutation",
-           "matrix_transpose"]

@@ -11,12 +11,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_diag", "matrix_diag_part", "matrix_set_diag", "matrix_band_part", "diag", "diag_part"]
 
 
 def _k_pair(k) -> tuple:
@@ -54,6 +54,7 @@ def _check_k(node, rows: int, cols: int, lo: int, hi: int) -> None:
 
 
 # -- MatrixDiagPartV2 ------------------------------------------------------------------------------
+@tf_export("linalg.diag_part", "matrix_diag_part")
 def matrix_diag_part(input, name: str = "diag_part", k=0, padding_value=0) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.diag_part(input, name='diag_part', k=0, padding_value=0): the k-th diagonal of
     each innermost matrix ([..., max_diag_len]), or the band of diagonals k = (lo, hi)
@@ -100,6 +101,7 @@ register("MatrixDiagPartV2", _diag_part_infer, _diag_part_kernel,
 
 
 # -- MatrixDiagV2 ----------------------------------------------------------------------------------
+@tf_export("linalg.diag", "matrix_diag")
 def matrix_diag(diagonal, name: str = "diag", k=0, num_rows=-1, num_cols=-1, padding_value=0) -> Tensor:
     """tf.linalg.diag(diagonal, name='diag', k=0, num_rows=-1, num_cols=-1, padding_value=0):
     batches of matrices with `diagonal` on their k-th diagonal (or a band k = (lo, hi) of
@@ -171,6 +173,7 @@ register("MatrixDiagV2", _matrix_diag_infer, _matrix_diag_kernel,
 
 
 # -- MatrixSetDiagV2 -------------------------------------------------------------------------------
+@tf_export("linalg.set_diag", "matrix_set_diag")
 def matrix_set_diag(input, diagonal, name: str = "set_diag", k=0) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.set_diag(input, diagonal, name='set_diag', k=0): `input` with its k-th diagonal
     (or band k = (lo, hi)) replaced by `diagonal`."""
@@ -212,6 +215,7 @@ register("MatrixSetDiagV2", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)
 
 
 # -- MatrixBandPart --------------------------------------------------------------------------------
+@tf_export("linalg.band_part", "matrix_band_part")
 def matrix_band_part(input, num_lower, num_upper, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.band_part(input, num_lower, num_upper, name=None): each innermost matrix with
     everything outside the band zeroed (num_lower subdiagonals and num_upper superdiagonals kept;
@@ -256,6 +260,7 @@ register("MatrixBandPart", _band_infer, _band_kernel,
 
 
 # -- Diag, DiagPart --------------------------------------------------------------------------------
+@tf_export("linalg.tensor_diag", "diag")
 def diag(diagonal, name=None) -> Tensor:
     """tf.diag(diagonal, name=None): the rank-2k tensor with `diagonal` (rank k) on its diagonal:
     out[i1..ik, i1..ik] = diagonal[i1..ik], zero elsewhere."""
@@ -278,6 +283,7 @@ def _diag_kernel(node, ctx):
     return run
 
 
+@tf_export("linalg.tensor_diag_part", "diag_part")
 def diag_part(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.diag_part(input, name=None): the inverse of tf.diag; `input` has rank 2k with matching
     halves."""

@@ -10,14 +10,15 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, index_tensor, reshape, shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, same_as_input, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["fill", "zeros", "ones", "zeros_like", "ones_like"]
 
 
 # -- Fill, zeros, ones, zeros_like, ones_like --------------------------------------------------
+@tf_export("fill")
 def fill(dims, value, name=None) -> Tensor:
     """tf.fill(dims, value, name=None): a tensor of shape `dims` filled with scalar `value`."""
     dims_t = index_tensor(dims)
@@ -73,16 +74,19 @@ def _zero(dtype):
     return b"" if dtype is dtypes.string else False if dtype.is_bool else 0
 
 
+@tf_export("zeros")
 def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
     """tf.zeros(shape, dtype=tf.float32, name=None)."""
     return _filled(_zero(dtype), shape, dtype, name, "zeros")
 
 
+@tf_export("ones")
 def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
     """tf.ones(shape, dtype=tf.float32, name=None)."""
     return _filled(True if dtypes.as_dtype(dtype).is_bool else 1, shape, dtype, name, "ones")
 
 
+@tf_export("zeros_like")
 def zeros_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
     """tf.zeros_like(tensor, dtype=None, name=None, optimize=True)."""
     with name_scope(name, "zeros_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:
@@ -94,6 +98,7 @@ def zeros_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
         return make_op("ZerosLike", [tensor], name=scope).outputs[0]
 
 
+@tf_export("ones_like")
 def ones_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
     """tf.ones_like(tensor, dtype=None, name=None, optimize=True)."""
     with name_scope(name, "ones_like", [tensor] if isinstance(tensor, Tensor) else []) as scope:

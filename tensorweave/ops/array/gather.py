@@ -10,15 +10,15 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, invalid, make_op, static_int
 from tensorweave.ops.registry import register
 
-__all__ = ["gather", "scatter_nd", "one_hot", "tensor_scatter_update", "tensor_scatter_add",
-           "tensor_scatter_sub"]
 
 
 # -- GatherV2 ----------------------------------------------------------------------------------
+@tf_export("gather")
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims: int = 0) -> Tensor:
     """tf.gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
     slices of `params` along `axis` (default 0) at `indices`."""
@@ -99,6 +99,7 @@ def nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
     return tuple(flat.T)
 
 
+@tf_export("manip.scatter_nd", "scatter_nd")
 def scatter_nd(indices, updates, shape, name=None) -> Tensor:  # noqa: F811 (TF argument name)
     """tf.scatter_nd(indices, updates, shape, name=None): a zero tensor of `shape` with `updates`
     added at `indices` (duplicates sum)."""
@@ -151,18 +152,21 @@ def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
                    name=name or op_type).outputs[0]
 
 
+@tf_export("tensor_scatter_update")
 def tensor_scatter_update(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_update(tensor, indices, updates, name=None): a copy of `tensor` with the
     slices at `indices` (as scatter_nd's) replaced by `updates`."""
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
+@tf_export("tensor_scatter_add")
 def tensor_scatter_add(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_add(tensor, indices, updates, name=None): `tensor` with `updates` added at
     `indices` (duplicates add up)."""
     return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
 
 
+@tf_export("tensor_scatter_sub")
 def tensor_scatter_sub(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_sub(tensor, indices, updates, name=None): `tensor` with `updates`
     subtracted at `indices`."""
@@ -209,6 +213,7 @@ for _how in ("update", "add", "sub"):
 
 
 # -- OneHot ------------------------------------------------------------------------------------
+@tf_export("one_hot")
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None) -> Tensor:
     """tf.one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     on_value where the new `axis` (default last) equals the index, off_value elsewhere; indices

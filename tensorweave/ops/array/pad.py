@@ -9,15 +9,15 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import index_tensor, reshape, size
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["tile", "pad", "reverse", "reverse_v2", "reverse_sequence", "broadcast_to", "meshgrid", "roll"]
-
 
 # -- Tile --------------------------------------------------------------------------------------
+@tf_export("manip.tile", "tile")
 def tile(input, multiples, name=None) -> Tensor:  # noqa: A002
     """tf.tile(input, multiples, name=None): repeats `input` multiples[i] times along dim i."""
     input = convert_to_tensor(input)
@@ -61,6 +61,7 @@ register("Tile", _tile_infer, _tile_kernel)   # gradient: array_grad.py
 
 
 # -- Pad, PadV2, MirrorPad ---------------------------------------------------------------------
+@tf_export("pad")
 def pad(tensor, paddings, mode: str = "CONSTANT", name=None, constant_values=0) -> Tensor:
     """tf.pad(tensor, paddings, mode='CONSTANT', name=None, constant_values=0): paddings is an
     [rank, 2] int tensor; mode is CONSTANT, REFLECT or SYMMETRIC (any case)."""
@@ -178,6 +179,7 @@ register("MirrorPad", _pad_infer, _pad_kernel,
 
 
 # -- ReverseV2 ---------------------------------------------------------------------------------
+@tf_export("manip.reverse", "reverse", "reverse_v2")
 def reverse(tensor, axis, name=None) -> Tensor:
     """tf.reverse(tensor, axis, name=None) (TF1's reverse_v2): reverses the given dimensions."""
     tensor = convert_to_tensor(tensor)
@@ -220,6 +222,7 @@ register("ReverseV2", _reverse_infer, _reverse_kernel,
 
 
 # -- ReverseSequence ---------------------------------------------------------------------------
+@tf_export("reverse_sequence")
 def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,  # noqa: A002
                      batch_dim=None) -> Tensor:
     """tf.reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,
@@ -280,6 +283,7 @@ register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
 
 
 # -- Roll ----------------------------------------------------------------------------------------
+@tf_export("manip.roll", "roll")
 def roll(input, shift, axis, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.roll(input, shift, axis, name=None): elements shifted along `axis` by `shift` (both a
     scalar or matching vectors), wrapping around."""
@@ -307,6 +311,7 @@ register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_ke
 
 
 # -- BroadcastTo -------------------------------------------------------------------------------
+@tf_export("broadcast_to")
 def broadcast_to(input, shape, name=None) -> Tensor:  # noqa: A002,F811
     """tf.broadcast_to(input, shape, name=None): broadcasts `input` to `shape` (numpy rules)."""
     input = convert_to_tensor(input)
@@ -347,6 +352,7 @@ register("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel)   # gradient:
 
 
 # -- meshgrid ----------------------------------------------------------------------------------
+@tf_export("meshgrid")
 def meshgrid(*args, **kwargs) -> list:
     """tf.meshgrid(*args, indexing='xy', name='meshgrid'): N-D coordinate grids from 1-D
     tensors ('xy' swaps the first two output dimensions, as numpy)."""

@@ -11,13 +11,14 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.registry import register
 
-__all__ = ["dynamic_partition", "dynamic_stitch"]
 
 
 # -- DynamicPartition --------------------------------------------------------------------------
+@tf_export("dynamic_partition")
 def dynamic_partition(data, partitions, num_partitions, name=None) -> list:
     """tf.dynamic_partition(data, partitions, num_partitions, name=None): `num_partitions`
     tensors; output i holds the slices data[js] where partitions[js] == i, in order.
@@ -74,6 +75,7 @@ register("DynamicPartition", _partition_infer, _partition_kernel)   # gradient: 
 
 
 # -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------
+@tf_export("dynamic_stitch")
 def dynamic_stitch(indices, data, name=None) -> Tensor:
     """tf.dynamic_stitch(indices, data, name=None): merged[indices[m][i, ...]] = data[m][i, ...];
     the output's first dimension is max(indices) + 1. Where indices repeat, the later value wins."""

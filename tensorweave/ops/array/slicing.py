@@ -12,15 +12,16 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, index_tensor, shape
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_int, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["slice", "strided_slice", "newaxis"]
 
 newaxis = None
+tf_export("newaxis")(newaxis)
 
 
 def _partial_ints(t) -> "list | None":
@@ -35,6 +36,7 @@ def _partial_ints(t) -> "list | None":
 
 
 # -- Slice -------------------------------------------------------------------------------------
+@tf_export("slice")
 def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001,F811 (TF names)
     """tf.slice(input_, begin, size, name=None): the block starting at `begin` of extent `size`
     (size -1 takes everything to the end of that dimension)."""
@@ -144,6 +146,7 @@ def _dense_spec(ndim: int, begin, end, strides, masks: dict, exc):
     return entries
 
 
+@tf_export("strided_slice")
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
                   new_axis_mask=0, shrink_axis_mask=0, var=None, name=None) -> Tensor:
     """tf.strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0,

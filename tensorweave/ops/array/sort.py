@@ -12,12 +12,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
 from tensorweave.ops.registry import register
 
-__all__ = ["where", "where_v2", "unique", "unique_with_counts", "setdiff1d"]
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
 TopKV2Output = collections.namedtuple("TopKV2", ["values", "indices"])
@@ -37,6 +37,7 @@ def _pair(x, y, op_type: str):
 
 
 # -- Where (coordinates), Select, SelectV2 -----------------------------------------------------
+@tf_export("where")
 def where(condition, x=None, y=None, name=None) -> Tensor:
     """tf.where(condition, x=None, y=None, name=None) (TF1): with x and y, elementwise choice where
     `condition` has x's shape or is a vector matching x's first dimension (op Select); alone,
@@ -52,6 +53,7 @@ def where(condition, x=None, y=None, name=None) -> Tensor:
     return make_op("Select", [condition, x, y], name=name or "Select").outputs[0]
 
 
+@tf_export("where_v2")
 def where_v2(condition, x=None, y=None, name=None) -> Tensor:
     """tf.where_v2(condition, x=None, y=None, name=None): like where, but condition, x and y
     broadcast against each other (op SelectV2)."""
@@ -144,6 +146,7 @@ register("SelectV2", _select_v2_infer, _select_v2_kernel, grad=_select_v2_grad)
 
 
 # -- Unique ------------------------------------------------------------------------------------
+@tf_export("unique")
 def unique(x, out_idx=dtypes.int32, name=None):
     """tf.unique(x, out_idx=tf.int32, name=None) -> (y, idx): the distinct values of 1-D `x` in
     order of first appearance, and for each element of x its position in y."""
@@ -180,6 +183,7 @@ register("Unique", _unique_infer, _unique_kernel, grad=None)
 UniqueWithCountsOutput = collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
 
 
+@tf_export("unique_with_counts")
 def unique_with_counts(x, out_idx=dtypes.int32, name=None):
     """tf.unique_with_counts(x, out_idx=tf.int32, name=None) -> (y, idx, count): as tf.unique,
     plus how many times each value of y occurs in x."""
@@ -209,6 +213,7 @@ register("UniqueWithCounts", _unique_with_counts_infer, _unique_with_counts_kern
 ListDiffOutput = collections.namedtuple("ListDiff", ["out", "idx"])
 
 
+@tf_export("setdiff1d")
 def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):
     """tf.setdiff1d(x, y, index_dtype=tf.int32, name=None) -> (out, idx): the values of the 1-D
     x that are not in y, in x's order (duplicates kept), and their positions in x."""
@@ -242,6 +247,7 @@ register("ListDiff", _list_diff_infer, _list_diff_kernel, grad=None)
 
 
 # -- TopKV2, sort, argsort ---------------------------------------------------------------------
+@tf_export("math.top_k", "nn.top_k")
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 (TF names)
     """tf.nn.top_k(input, k=1, sorted=True, name=None) -> (values, indices): the k largest entries
     along the last dimension, largest first; equal values keep their original order."""

@@ -8,12 +8,11 @@ import numpy as np
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
 from tensorweave.ops.registry import register
 
-__all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd", "space_to_batch",
-           "batch_to_space", "extract_image_patches"]
 
 
 def _fmt(node_or_op) -> str:
@@ -33,12 +32,14 @@ def _block_op(op_type: str, input, block_size, name, data_format) -> Tensor:  # 
                    name=name or op_type).outputs[0]
 
 
+@tf_export("nn.space_to_depth", "space_to_depth")
 def space_to_depth(input, block_size, name=None, data_format="NHWC") -> Tensor:  # noqa: A002 (TF name)
     """tf.space_to_depth(input, block_size, name=None, data_format='NHWC'): each block_size x
     block_size spatial block becomes one position with block_size^2 times the channels."""
     return _block_op("SpaceToDepth", input, block_size, name, data_format)
 
 
+@tf_export("nn.depth_to_space", "depth_to_space")
 def depth_to_space(input, block_size, name=None, data_format="NHWC") -> Tensor:  # noqa: A002 (TF name)
     """tf.depth_to_space(input, block_size, name=None, data_format='NHWC'): the inverse of
     space_to_depth."""
@@ -99,6 +100,7 @@ register("DepthToSpace", _block_infer(False), _block_kernel(False),
 
 
 # -- SpaceToBatchND, BatchToSpaceND ----------------------------------------------------------------
+@tf_export("manip.space_to_batch_nd", "space_to_batch_nd")
 def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.space_to_batch_nd(input, block_shape, paddings, name=None): zero-pads the M spatial
     dims (1..M) by `paddings` ([M, 2]), then moves each block_shape block into the batch dim."""
@@ -110,6 +112,7 @@ def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:  # noq
                    name=name or "SpaceToBatchND").outputs[0]
 
 
+@tf_export("manip.batch_to_space_nd", "batch_to_space_nd")
 def batch_to_space_nd(input, block_shape, crops, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.batch_to_space_nd(input, block_shape, crops, name=None): the inverse of
     space_to_batch_nd, cropping `crops` ([M, 2]) from the spatial dims."""
@@ -229,6 +232,7 @@ register("BatchToSpaceND", _space_batch_infer(False), _space_batch_kernel(False)
          grad=lambda op, g: [space_to_batch_nd(dense(g), op.inputs[1], op.inputs[2]), None, None])
 
 
+@tf_export("nn.space_to_batch", "space_to_batch")
 def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None) -> Tensor:  # noqa: A002
     """tf.space_to_batch(input, paddings, block_size=None, name=None, block_shape=None): the 4-D
     NHWC space_to_batch_nd with a square block (`block_shape` is the TF 1.15 alias)."""
@@ -238,6 +242,7 @@ def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None
     return space_to_batch_nd(input, [int(block_size)] * 2, paddings, name=name or "SpaceToBatchND")
 
 
+@tf_export("batch_to_space")
 def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Tensor:  # noqa: A002
     """tf.batch_to_space(input, crops, block_size, name=None, block_shape=None): the 4-D NHWC
     batch_to_space_nd with a square block."""
@@ -246,6 +251,7 @@ def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Ten
 
 
 # -- ExtractImagePatches ---------------------------------------------------------------------------
+@tf_export("extract_image_patches")
 def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None,
                           sizes=None) -> Tensor:
     """tf.extract_image_patches(images, ksizes, strides, rates, padding, name=None, sizes=None):

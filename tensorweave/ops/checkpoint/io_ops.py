@@ -17,8 +17,6 @@ from tensorweave.ops.checkpoint.reader import CheckpointReader
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 def _text(value) -> str:
     value = value.item() if isinstance(value, np.ndarray) else value

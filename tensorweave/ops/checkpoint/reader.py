@@ -8,11 +8,10 @@ import os
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import Bundle, is_our_index
 from tensorweave.ops.checkpoint.slices import assemble, parse_shape_and_slice
 from tensorweave.ops.checkpoint.tf_bundle import TFBundle, is_tf_index
-
-__all__ = ["NewCheckpointReader"]
 
 
 def checkpoint_index_exists(prefix: str) -> bool:
@@ -82,6 +81,7 @@ class CheckpointReader:
         return ("\n".join(lines) + "\n").encode()
 
 
+@tf_export("train.NewCheckpointReader")
 def NewCheckpointReader(filepattern) -> CheckpointReader:  # noqa: N802 (TF's name)
     """tf.train.NewCheckpointReader(filepattern): a reader of checkpoint prefix `filepattern`
     (ours or TensorFlow's V2): get_tensor, has_tensor, get_variable_to_shape_map,

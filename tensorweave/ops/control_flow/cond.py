@@ -12,6 +12,7 @@ from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.func_graph import FuncGraph, resource_colocation, unique_function_name
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.grouping import group
@@ -21,7 +22,6 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.registry import register
 
-__all__ = ["cond", "case"]
 
 # -- If ------------------------------------------------------------------------------------------
 def _if_infer(op):
@@ -86,6 +86,7 @@ def _build_branch(fn, outer, scope: str, which: str, pred_value: bool):
     return fg, result
 
 
+@tf_export("cond")
 def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
     """tf.cond(pred, true_fn=None, false_fn=None, strict=False, name=None): `true_fn()` if the
     scalar bool tensor `pred` is true else `false_fn()`; only the taken branch runs.
@@ -167,6 +168,7 @@ def _case_checks(pred_fn_pairs, exclusive):
     return pairs
 
 
+@tf_export("case")
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
     """tf.case(pred_fn_pairs, default=None, exclusive=False, strict=False, name='case'): the
     result of the fn of the first true predicate (in order), else `default()`.

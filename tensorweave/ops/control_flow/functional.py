@@ -8,12 +8,11 @@ from __future__ import annotations
 from tensorweave.framework import dtypes, nest
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.while_loop import while_loop
 from tensorweave.ops.math.binary import add
-
-__all__ = ["scan", "map_fn", "foldl", "foldr"]
 
 
 _from_tensor = tensor_list.from_tensor
@@ -90,6 +89,7 @@ def _loop(fn_name, fn, elems, initializer, reverse, accumulate, name, parallel_i
         return nest.pack_sequence_as(acc_struct, stacked)
 
 
+@tf_export("scan")
 def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False,
          infer_shape=True, reverse=False, name=None):
     """tf.scan(fn, elems, initializer=None, ..., reverse=False, name=None): the stacked
@@ -99,17 +99,20 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
     return _loop("scan", fn, elems, initializer, reverse, True, name, parallel_iterations, back_prop)
 
 
+@tf_export("foldl")
 def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldl(fn, elems, initializer=None, ...): the final `acc = fn(acc, x)` over the first
     dimension of `elems`, left to right."""
     return _loop("foldl", fn, elems, initializer, False, False, name, parallel_iterations, back_prop)
 
 
+@tf_export("foldr")
 def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """tf.foldr(fn, elems, initializer=None, ...): as foldl, right to left."""
     return _loop("foldr", fn, elems, initializer, True, False, name, parallel_iterations, back_prop)
 
 
+@tf_export("map_fn")
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
            infer_shape=True, name=None):
     """tf.map_fn(fn, elems, dtype=None, ...): stacks `fn(x)` for each x along the first dimension

@@ -12,13 +12,13 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.grouping import no_op
 
-__all__ = ["TensorArray"]
 
-
+@tf_export("TensorArray")
 class TensorArray:
     """tf.TensorArray(dtype, size=None, dynamic_size=None, clear_after_read=None,
     tensor_array_name=None, handle=None, flow=None, infer_shape=True, element_shape=None,

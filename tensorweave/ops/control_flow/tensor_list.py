@@ -24,8 +24,6 @@ from tensorweave.ops.array.pad import reverse
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_int
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 @dataclass(frozen=True)
 class ZeroItem:
@@ -518,4 +516,3 @@ def stack_like(lst: Tensor, like: Tensor, num_elements=None, reverse_order: bool
 def get_like(lst: Tensor, i, like: Tensor) -> Tensor:
     """Item i of a list made from `like` (a tensor whose slices the items are)."""
     return get_item(lst, i, like.dtype, element_shape_of(like))
-

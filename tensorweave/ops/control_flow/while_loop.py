@@ -12,10 +12,9 @@ from tensorweave.framework.func_graph import FuncGraph, resource_colocation, uni
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.control_flow.tensor_list import TensorListValue
 from tensorweave.ops.registry import register
-
-__all__ = ["while_loop"]
 
 
 def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
@@ -176,6 +175,7 @@ def _carried(templates: list, tensors: list) -> list:
     return [t._with_flow(x) if t is not None else x for t, x in zip(templates, tensors)]
 
 
+@tf_export("while_loop")
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
                swap_memory=False, name=None, maximum_iterations=None, return_same_structure=False):
     """tf.while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,

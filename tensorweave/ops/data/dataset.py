@@ -18,6 +18,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import register_generator
 from tensorweave.ops.data.iterator import Iterator
@@ -25,9 +26,9 @@ from tensorweave.ops.helpers import as_string_tensor, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import get_seed
 
-__all__: list = []
 
 AUTOTUNE = -1
+tf_export("data.experimental.AUTOTUNE")(AUTOTUNE)
 
 
 def _int64(x, name: str) -> Tensor:
@@ -46,6 +47,7 @@ def _static_int(x) -> Optional[int]:
     return None if v is None else int(v)
 
 
+@tf_export("data.Dataset")
 class Dataset:
     """tf.data.Dataset: a sequence of elements, each a structure of tensors."""
 
@@ -361,6 +363,7 @@ def _interleaved(files: Dataset, make: Callable, num_parallel_reads) -> Dataset:
                             num_parallel_calls=num_parallel_reads)
 
 
+@tf_export("data.TFRecordDataset")
 def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
     """tf.data.TFRecordDataset(filenames, compression_type=None, buffer_size=None,
     num_parallel_reads=None): the records of TFRecord files ('', 'ZLIB', 'GZIP'), file after file,
@@ -373,6 +376,7 @@ def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_para
     return one(filenames)
 
 
+@tf_export("data.FixedLengthRecordDataset")
 def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_bytes=None,  # noqa: N802
                              buffer_size=None, compression_type=None):
     """tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,
@@ -384,6 +388,7 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
     return _files_dataset("FixedLengthRecordDatasetV2", filenames, inputs, "FixedLengthRecordDataset")
 
 
+@tf_export("data.TextLineDataset")
 def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
     """tf.data.TextLineDataset(filenames, compression_type=None, buffer_size=None): the lines of
     text files, without their line ends."""
@@ -393,5 +398,3 @@ def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_para
     if num_parallel_reads:
         return _interleaved(Dataset.from_tensor_slices(as_string_tensor(filenames)), one, num_parallel_reads)
     return one(filenames)
-
-

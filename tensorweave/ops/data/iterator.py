@@ -9,11 +9,10 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.func_graph import FuncGraph, unique_function_name
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import DATASET_OPS
 from tensorweave.ops.helpers import as_string_tensor, make_op
-
-__all__: list = []
 
 
 def dataset_factory(variant: Tensor) -> FuncGraph:
@@ -41,6 +40,7 @@ def dataset_factory(variant: Tensor) -> FuncGraph:
     return fg
 
 
+@tf_export("data.Iterator")
 class Iterator:
     """tf.data.Iterator: `get_next()` gives the next element; `initializer` (re)starts it."""
 

@@ -24,13 +24,12 @@ from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data_flow.queue_resources import shape_str
 from tensorweave.ops.data_flow.waiting import NOT_YET, Waitable
 from tensorweave.ops.helpers import FLOATS, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
-
-__all__ = ["ConditionalAccumulatorBase", "ConditionalAccumulator", "SparseConditionalAccumulator"]
 
 
 class _Accumulator(Waitable):
@@ -269,6 +268,7 @@ register("_AccumulatorCancelTakes", _on_handle(lambda op: []),
 
 
 # -- Python classes ------------------------------------------------------------------------------
+@tf_export("ConditionalAccumulatorBase")
 class ConditionalAccumulatorBase:
     """tf.ConditionalAccumulatorBase(dtype, shape, accumulator_ref)."""
 
@@ -313,6 +313,7 @@ def _accumulator_ref(op_type: str, dtype, shape, shared_name, name, reduction_ty
                                      "reduction_type": reduction_type}, name=name).outputs[0]
 
 
+@tf_export("ConditionalAccumulator")
 class ConditionalAccumulator(ConditionalAccumulatorBase):
     """tf.ConditionalAccumulator(dtype, shape=None, shared_name=None,
     name='conditional_accumulator', reduction_type='MEAN')."""
@@ -343,6 +344,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
 SparseTakeGradient = collections.namedtuple("SparseAccumulatorTakeGradient", ["indices", "values", "shape"])
 
 
+@tf_export("SparseConditionalAccumulator")
 class SparseConditionalAccumulator(ConditionalAccumulatorBase):
     """tf.SparseConditionalAccumulator(dtype, shape=None, shared_name=None,
     name='sparse_conditional_accumulator', reduction_type='MEAN')."""

@@ -22,8 +22,6 @@ from tensorweave.ops.data_flow.queue_resources import (PaddingFIFOQueueResource,
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.registry import register
 
-__all__: list = []
-
 
 def _handle_infer(op):
     return [(dtypes.resource, TensorShape([]))]

@@ -12,12 +12,11 @@ from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.shapes import Dimension, TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.data_flow import queue_ops
 from tensorweave.ops.random import get_seed
-
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue"]
 
 
 def _as_type_list(dtypes) -> list:
@@ -64,6 +63,7 @@ def _shape_common(a: TensorShape, b: TensorShape) -> TensorShape:
     return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
 
 
+@tf_export("io.QueueBase", "queue.QueueBase", "QueueBase")
 class QueueBase:
     """tf.QueueBase(dtypes, shapes, names, queue_ref): the operations of every queue kind."""
 
@@ -200,6 +200,7 @@ def _make_ref(op_type: str, dtypes, shapes, capacity, shared_name, name, **attrs
         return queue_ops.queue_handle(op_type, dtypes, shapes, capacity, shared_name, name, **attrs)
 
 
+@tf_export("queue.FIFOQueue", "FIFOQueue")
 class FIFOQueue(QueueBase):
     """tf.FIFOQueue(capacity, dtypes, shapes=None, names=None, shared_name=None, name='fifo_queue')."""
 
@@ -211,6 +212,7 @@ class FIFOQueue(QueueBase):
         super().__init__(dtypes, shapes, names, ref)
 
 
+@tf_export("io.PaddingFIFOQueue", "queue.PaddingFIFOQueue", "PaddingFIFOQueue")
 class PaddingFIFOQueue(QueueBase):
     """tf.PaddingFIFOQueue(capacity, dtypes, shapes, names=None, shared_name=None,
     name='padding_fifo_queue'): shapes may have unknown dims; dequeue_many pads them."""
@@ -226,6 +228,7 @@ class PaddingFIFOQueue(QueueBase):
         super().__init__(dtypes, shapes, names, ref)
 
 
+@tf_export("io.RandomShuffleQueue", "queue.RandomShuffleQueue", "RandomShuffleQueue")
 class RandomShuffleQueue(QueueBase):
     """tf.RandomShuffleQueue(capacity, min_after_dequeue, dtypes, shapes=None, names=None,
     seed=None, shared_name=None, name='random_shuffle_queue'): dequeues random elements,
@@ -248,6 +251,7 @@ class RandomShuffleQueue(QueueBase):
         super().__init__(dtypes, shapes, names, ref)
 
 
+@tf_export("io.PriorityQueue", "queue.PriorityQueue", "PriorityQueue")
 class PriorityQueue(QueueBase):
     """tf.PriorityQueue(capacity, types, shapes=None, names=None, shared_name=None,
     name='priority_queue'): elements are (int64 priority, *components); smallest first."""

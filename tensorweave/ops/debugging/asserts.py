@@ -12,16 +12,12 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank as rank_of, shape
 from tensorweave.ops.grouping import no_op
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
 from tensorweave.ops.math.reduction import reduce_all
-
-__all__ = ["assert_equal", "assert_none_equal", "assert_less", "assert_less_equal", "assert_greater",
-           "assert_greater_equal", "assert_positive", "assert_negative", "assert_non_negative",
-           "assert_non_positive", "assert_rank", "assert_rank_at_least", "assert_scalar", "assert_type",
-           "assert_integer"]
 
 
 def _static_string(x) -> str:
@@ -55,6 +51,7 @@ def _binary_assert(op_name: str, symbol: str, compare, np_compare, x, y, data, s
         return Assert(condition, data, summarize=summarize)
 
 
+@tf_export("debugging.assert_equal", "assert_equal")
 def assert_equal(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_equal(x, y, data=None, summarize=None, message=None, name=None): an op that
     fails (InvalidArgumentError) unless x == y element-wise."""
@@ -62,30 +59,35 @@ def assert_equal(x, y, data=None, summarize=None, message=None, name=None):
                           True)
 
 
+@tf_export("debugging.assert_none_equal", "assert_none_equal")
 def assert_none_equal(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_none_equal(x, y, ...): fails unless x != y element-wise."""
     return _binary_assert("assert_none_equal", "!=", not_equal, np.not_equal, x, y, data, summarize,
                           message, name, False)
 
 
+@tf_export("debugging.assert_less", "assert_less")
 def assert_less(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_less(x, y, ...): fails unless x < y element-wise."""
     return _binary_assert("assert_less", "<", less, np.less, x, y, data, summarize, message, name,
                           False)
 
 
+@tf_export("debugging.assert_less_equal", "assert_less_equal")
 def assert_less_equal(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_less_equal(x, y, ...): fails unless x <= y element-wise."""
     return _binary_assert("assert_less_equal", "<=", less_equal, np.less_equal, x, y, data,
                           summarize, message, name, False)
 
 
+@tf_export("debugging.assert_greater", "assert_greater")
 def assert_greater(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_greater(x, y, ...): fails unless x > y element-wise."""
     return _binary_assert("assert_greater", ">", greater, np.greater, x, y, data, summarize, message,
                           name, False)
 
 
+@tf_export("debugging.assert_greater_equal", "assert_greater_equal")
 def assert_greater_equal(x, y, data=None, summarize=None, message=None, name=None):
     """tf.assert_greater_equal(x, y, ...): fails unless x >= y element-wise."""
     return _binary_assert("assert_greater_equal", ">=", greater_equal, np.greater_equal, x, y, data,
@@ -103,26 +105,31 @@ def _sign_assert(op_name, symbol, inner, zero_first: bool, x, data, summarize, m
         return inner(a, b, data=data, summarize=summarize)
 
 
+@tf_export("debugging.assert_positive", "assert_positive")
 def assert_positive(x, data=None, summarize=None, message=None, name=None):
     """tf.assert_positive(x, ...): fails unless x > 0 element-wise."""
     return _sign_assert("assert_positive", ">", assert_less, True, x, data, summarize, message, name)
 
 
+@tf_export("debugging.assert_negative", "assert_negative")
 def assert_negative(x, data=None, summarize=None, message=None, name=None):
     """tf.assert_negative(x, ...): fails unless x < 0 element-wise."""
     return _sign_assert("assert_negative", "<", assert_less, False, x, data, summarize, message, name)
 
 
+@tf_export("debugging.assert_non_negative", "assert_non_negative")
 def assert_non_negative(x, data=None, summarize=None, message=None, name=None):
     """tf.assert_non_negative(x, ...): fails unless x >= 0 element-wise."""
     return _sign_assert("assert_non_negative", ">=", assert_less_equal, True, x, data, summarize, message, name)
 
 
+@tf_export("debugging.assert_non_positive", "assert_non_positive")
 def assert_non_positive(x, data=None, summarize=None, message=None, name=None):
     """tf.assert_non_positive(x, ...): fails unless x <= 0 element-wise."""
     return _sign_assert("assert_non_positive", "<=", assert_less_equal, False, x, data, summarize, message, name)
 
 
+@tf_export("debugging.assert_rank", "assert_rank")
 def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
     """tf.assert_rank(x, rank, ...): ValueError at build time when x's rank is known and wrong;
     otherwise an op that fails at run time unless rank(x) == rank."""
@@ -146,6 +153,7 @@ def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
 
 
 # -- static-leaning checks ---------------------------------------------------------------------
+@tf_export("debugging.assert_rank_at_least", "assert_rank_at_least")
 def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
     """tf.assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
     ValueError at build time when x's rank is known and too small; else a run-time check."""
@@ -167,6 +175,7 @@ def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=
         return Assert(greater_equal(rank_of(x), rank_t), data, summarize=summarize)
 
 
+@tf_export("debugging.assert_scalar", "assert_scalar")
 def assert_scalar(tensor, name=None, message=None):
     """tf.assert_scalar(tensor, name=None, message=None): `tensor`, after a build-time check that
     it is a scalar (ValueError otherwise)."""
@@ -182,6 +191,7 @@ def assert_scalar(tensor, name=None, message=None):
         return tensor
 
 
+@tf_export("debugging.assert_type", "assert_type")
 def assert_type(tensor, tf_type, message=None, name=None):
     """tf.assert_type(tensor, tf_type, message=None, name=None): TypeError at build time unless
     tensor's dtype is `tf_type`; returns a no_op."""
@@ -195,6 +205,7 @@ def assert_type(tensor, tf_type, message=None, name=None):
         return no_op("statically_determined_correct_type")
 
 
+@tf_export("debugging.assert_integer", "assert_integer")
 def assert_integer(x, message=None, name=None):
     """tf.assert_integer(x, message=None, name=None): TypeError at build time unless x is an
     integer tensor; returns a no_op."""

@@ -6,13 +6,13 @@ import numpy as np
 from tensorweave.framework import errors
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, same_as_input
 from tensorweave.ops.registry import register
 
-__all__ = ["check_numerics", "verify_tensor_all_finite"]
-
 
 # -- CheckNumerics -----------------------------------------------------------------------------
+@tf_export("debugging.check_numerics", "check_numerics")
 def check_numerics(tensor, message, name=None) -> Tensor:
     """tf.check_numerics(tensor, message, name=None): `tensor` unchanged, or InvalidArgumentError
     ("<message> : Tensor had NaN values") at run time when it holds a NaN or an infinity."""
@@ -43,6 +43,7 @@ register("CheckNumerics", same_as_input(0), _check_numerics_kernel, grad=_check_
          dtypes=FLOATS, dtype_param="tensor")
 
 
+@tf_export("verify_tensor_all_finite")
 def verify_tensor_all_finite(t, msg, name=None) -> Tensor:
     """tf.verify_tensor_all_finite(t, msg, name=None): `t`, checked for NaN/Inf at run time."""
     g = get_default_graph()

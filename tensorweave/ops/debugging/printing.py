@@ -11,10 +11,10 @@ import numpy as np
 from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import same_as_input
 from tensorweave.ops.registry import register
 
-__all__ = ["Print", "print", "Assert"]
 
 _builtin_print = print
 
@@ -122,6 +122,7 @@ def _stream(name: str):
 
 
 # -- Print (TF1) ----------------------------------------------------------------------------------
+@tf_export("Print")
 def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802 (TF name)
     """tf.Print(input_, data, message=None, first_n=None, summarize=None, name=None): an identity
     of `input_` that, when run, prints `message` followed by each tensor of `data` as "[...]" to
@@ -159,6 +160,7 @@ register("Print", same_as_input(), _print_kernel,
 _STREAMS = {"stderr", "stdout", "log(info)", "log(warning)", "log(error)"}
 
 
+@tf_export("print")
 def print(*inputs, **kwargs):  # noqa: A001 (TF name)
     """tf.print(*inputs, output_stream=sys.stderr, summarize=3, sep=' ', end='\\n', name=None):
     an op that prints its inputs (tensors and Python values, possibly nested) when run."""
@@ -255,6 +257,7 @@ register("PrintV2", lambda op: [], _print_v2_kernel, grad=None, stateful=True)
 
 
 # -- Assert ---------------------------------------------------------------------------------------
+@tf_export("debugging.Assert", "Assert")
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TF name)
     """tf.Assert(condition, data, summarize=None, name=None): an op that, when run, raises
     InvalidArgumentError "assertion failed: [d0] [d1] ..." if the scalar bool `condition` is

@@ -21,6 +21,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Graph, Operation, Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import constant, identity, reshape, shape
 from tensorweave.ops.array.fill import fill, zeros, zeros_like
@@ -30,15 +31,15 @@ from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import GRADIENTS, gradient_for
 
-__all__ = ["gradients", "AggregationMethod", "UnconnectedGradients", "custom_gradient", "hessians"]
 
-
+@tf_export("UnconnectedGradients")
 class UnconnectedGradients(enum.Enum):
     """What tf.gradients returns for an x that no y depends on: None, or zeros."""
     NONE = "none"
     ZERO = "zero"
 
 
+@tf_export("AggregationMethod")
 class AggregationMethod:
     """How gradients that reach one tensor along several paths are summed."""
     ADD_N = 0
@@ -258,6 +259,7 @@ def _get_grad(grads: dict, t: Tensor, unconnected: UnconnectedGradients):
 
 
 # -- the public entry point --------------------------------------------------------------------
+@tf_export("gradients")
 def gradients(ys, xs, grad_ys=None, name: str = "gradients", colocate_gradients_with_ops: bool = False,
               gate_gradients: bool = False, aggregation_method=None, stop_gradients=None,
               unconnected_gradients=UnconnectedGradients.NONE) -> list:
@@ -369,6 +371,7 @@ def _variables_read_in(graph, first_op_index: int) -> list:
     return [known[h] for h in handles if h in known]
 
 
+@tf_export("custom_gradient")
 def custom_gradient(f):
     """tf.custom_gradient: decorates f(*x) -> (y, grad_fn) so that d/dx uses grad_fn(*dy).
     When f reads variables, grad_fn must take `variables=` and return (input grads, variable grads)."""
@@ -421,6 +424,7 @@ def custom_gradient(f):
 
 
 # -- tf.hessians (unrolled: for tensors of statically known, small size) -----------------------
+@tf_export("hessians")
 def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool = False,
              gate_gradients: bool = False, aggregation_method=None) -> list:
     """tf.hessians: the matrix of second derivatives of sum(ys) w.r.t. each x, shaped x.shape*2."""

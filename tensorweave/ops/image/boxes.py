@@ -7,11 +7,10 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import INTS, invalid, make_op
 from tensorweave.ops.random import get_seed, op_generator
 from tensorweave.ops.registry import register
-
-__all__: list = []
 
 
 def _crop(rng, width: int, height: int, min_area: float, max_area: float, aspect: float):
@@ -99,6 +98,7 @@ register("SampleDistortedBoundingBoxV2",
          _sample_kernel, grad=None, stateful=True, dtypes=dict([(0, ("image_size", INTS))]))
 
 
+@tf_export("image.sample_distorted_bounding_box")
 def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=None, min_object_covered=0.1,
                                   aspect_ratio_range=None, area_range=None, max_attempts=None,
                                   use_image_if_no_bounding_boxes=None, name=None):
@@ -174,6 +174,7 @@ register("DrawBoundingBoxesV2", lambda op: [(op.inputs[0].dtype, op.inputs[0].sh
          dtypes=(dtypes.float16, dtypes.float32), dtype_param="images")
 
 
+@tf_export("image.draw_bounding_boxes")
 def draw_bounding_boxes(images, boxes, name=None, colors=None):
     """tf.image.draw_bounding_boxes(images, boxes, name=None, colors=None): outlines each box
     ([ymin, xmin, ymax, xmax] in [0, 1]) of `boxes` [batch, N, 4] on the float images, in

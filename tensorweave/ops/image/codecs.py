@@ -11,6 +11,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array
 from tensorweave.ops.image.color import convert_image_dtype
 from tensorweave.ops.registry import register
@@ -20,7 +21,6 @@ try:   # Pillow is optional: pip install 'tensorweave[image]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     Image = ImageSequence = None
 
-__all__: list = []
 
 _MAGIC = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"))
 
@@ -202,6 +202,7 @@ def _check_channels(channels, allowed) -> int:
     return channels
 
 
+@tf_export("image.decode_png", "io.decode_png")
 def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     """tf.image.decode_png(contents, channels=0, dtype=tf.uint8, name=None): a PNG as
     [height, width, channels] (0: as stored; 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA)."""
@@ -212,6 +213,7 @@ def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     return make_op("DecodePng", [as_string_tensor(contents)], attrs, name=name or "DecodePng").outputs[0]
 
 
+@tf_export("image.decode_jpeg", "io.decode_jpeg")
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
                 acceptable_fraction=1, dct_method="", name=None):
     """tf.image.decode_jpeg(contents, channels=0, ratio=1, ...): a JPEG as uint8 [height, width,
@@ -224,17 +226,20 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
     return make_op("DecodeJpeg", [as_string_tensor(contents)], attrs, name=name or "DecodeJpeg").outputs[0]
 
 
+@tf_export("image.decode_gif", "io.decode_gif")
 def decode_gif(contents, name=None):
     """tf.image.decode_gif(contents, name=None): the frames of a GIF, uint8 [frames, h, w, 3]."""
     return make_op("DecodeGif", [as_string_tensor(contents)], name=name or "DecodeGif").outputs[0]
 
 
+@tf_export("image.decode_bmp", "io.decode_bmp")
 def decode_bmp(contents, channels=0, name=None):
     """tf.image.decode_bmp(contents, channels=0, name=None): a BMP as uint8 [h, w, channels]."""
     attrs = {"channels": _check_channels(channels, (0, 3, 4))}
     return make_op("DecodeBmp", [as_string_tensor(contents)], attrs, name=name or "DecodeBmp").outputs[0]
 
 
+@tf_export("image.decode_image", "io.decode_image")
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None, expand_animations=True):
     """tf.image.decode_image(contents, channels=None, dtype=tf.uint8, name=None,
     expand_animations=True): a BMP, GIF, JPEG or PNG by its first bytes (GIFs as
@@ -302,6 +307,7 @@ register("EncodeJpeg", lambda op: [(dtypes.string, TensorShape([]))], _encode_jp
          dtypes=(dtypes.uint8,), dtype_param="image")
 
 
+@tf_export("image.encode_png", "io.encode_png")
 def encode_png(image, compression=-1, name=None):
     """tf.image.encode_png(image, compression=-1, name=None): a uint8 or uint16 [h, w, c] image
     (c from 1 to 4) as PNG bytes; compression 0-9, -1 the default."""
@@ -309,6 +315,7 @@ def encode_png(image, compression=-1, name=None):
     return make_op("EncodePng", [image], {"compression": int(compression)}, name=name or "EncodePng").outputs[0]
 
 
+@tf_export("image.encode_jpeg", "io.encode_jpeg")
 def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
                 chroma_downsampling=True, density_unit="in", x_density=300, y_density=300, xmp_metadata="",
                 name=None):

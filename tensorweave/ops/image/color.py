@@ -14,6 +14,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, rank, shape
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.concat import concat
@@ -26,7 +27,6 @@ from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.random import random_uniform
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _IMAGE_TYPES = (dtypes.uint8, dtypes.uint16, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.float16,
                 dtypes.float32, dtypes.float64)
@@ -44,6 +44,7 @@ def _image(image, name: str = "image") -> Tensor:
 
 
 # -- convert_image_dtype -------------------------------------------------------------------------
+@tf_export("image.convert_image_dtype")
 def convert_image_dtype(image, dtype, saturate=False, name=None):
     """tf.image.convert_image_dtype(image, dtype, saturate=False, name=None): integer images span
     [0, dtype.max], float images [0, 1]; converts by scaling (integers shift by powers of two),
@@ -76,6 +77,7 @@ def _as_float(image: Tensor) -> Tensor:
 
 
 # -- brightness ----------------------------------------------------------------------------------
+@tf_export("image.adjust_brightness")
 def adjust_brightness(image, delta):
     """tf.image.adjust_brightness(image, delta): adds `delta` to every pixel value (of the image as
     floats in [0, 1] when it is an integer image, converted back with saturation)."""
@@ -86,6 +88,7 @@ def adjust_brightness(image, delta):
         return convert_image_dtype(adjusted, image.dtype, saturate=True)
 
 
+@tf_export("image.random_brightness")
 def random_brightness(image, max_delta, seed=None):
     """tf.image.random_brightness(image, max_delta, seed=None): adjust_brightness by a delta drawn
     uniformly from [-max_delta, max_delta)."""
@@ -120,6 +123,7 @@ register("AdjustContrastv2", same_as_input(), _contrast_kernel, grad=None, dtype
          dtype_param="images")
 
 
+@tf_export("image.adjust_contrast")
 def adjust_contrast(images, contrast_factor):
     """tf.image.adjust_contrast(images, contrast_factor): per image and channel,
     (x - mean) * contrast_factor + mean, the mean over height and width."""
@@ -131,6 +135,7 @@ def adjust_contrast(images, contrast_factor):
         return convert_image_dtype(adjusted, images.dtype, saturate=True)
 
 
+@tf_export("image.random_contrast")
 def random_contrast(image, lower, upper, seed=None):
     """tf.image.random_contrast(image, lower, upper, seed=None): adjust_contrast by a factor drawn
     uniformly from [lower, upper)."""
@@ -185,6 +190,7 @@ register("PerImageStandardization", lambda op: [(dtypes.float32, op.inputs[0].sh
          grad=_standardize_grad, dtypes=REAL, dtype_param="image")
 
 
+@tf_export("image.per_image_standardization")
 def per_image_standardization(image):
     """tf.image.per_image_standardization(image): (x - mean) / max(stddev, 1/sqrt(num_pixels)) over
     each image's height, width and channels; float32."""
@@ -232,11 +238,13 @@ register("HSVToRGB", same_as_input(), lambda node, ctx: lambda x: hsv_to_rgb_np(
          grad=None, dtypes=FLOATS, dtype_param="images")
 
 
+@tf_export("image.rgb_to_hsv")
 def rgb_to_hsv(images, name=None):
     """tf.image.rgb_to_hsv(images, name=None): float RGB in [0, 1] to HSV (hue in [0, 1))."""
     return make_op("RGBToHSV", [convert_to_tensor(images)], name=name or "RGBToHSV").outputs[0]
 
 
+@tf_export("image.hsv_to_rgb")
 def hsv_to_rgb(images, name=None):
     """tf.image.hsv_to_rgb(images, name=None): the inverse of rgb_to_hsv."""
     return make_op("HSVToRGB", [convert_to_tensor(images)], name=name or "HSVToRGB").outputs[0]
@@ -274,12 +282,14 @@ def _adjust_hsv(op_type: str, image, value, name, default: str):
         return convert_image_dtype(out, image.dtype, saturate=True)
 
 
+@tf_export("image.adjust_saturation")
 def adjust_saturation(image, saturation_factor, name=None):
     """tf.image.adjust_saturation(image, saturation_factor, name=None): multiplies the HSV
     saturation by the factor (clipped to [0, 1])."""
     return _adjust_hsv("AdjustSaturation", image, saturation_factor, name, "adjust_saturation")
 
 
+@tf_export("image.adjust_hue")
 def adjust_hue(image, delta, name=None):
     """tf.image.adjust_hue(image, delta, name=None): rotates the hue by `delta` (in [-1, 1])."""
     if isinstance(delta, (int, float)) and not -1 <= delta <= 1:
@@ -287,6 +297,7 @@ def adjust_hue(image, delta, name=None):
     return _adjust_hsv("AdjustHue", image, delta, name, "adjust_hue")
 
 
+@tf_export("image.random_saturation")
 def random_saturation(image, lower, upper, seed=None):
     """tf.image.random_saturation(image, lower, upper, seed=None): adjust_saturation by a factor
     drawn uniformly from [lower, upper)."""
@@ -297,6 +308,7 @@ def random_saturation(image, lower, upper, seed=None):
     return adjust_saturation(image, random_uniform([], lower, upper, seed=seed))
 
 
+@tf_export("image.random_hue")
 def random_hue(image, max_delta, seed=None):
     """tf.image.random_hue(image, max_delta, seed=None): adjust_hue by a delta drawn uniformly from
     [-max_delta, max_delta); max_delta in [0, 0.5]."""
@@ -308,6 +320,7 @@ def random_hue(image, max_delta, seed=None):
 
 
 # -- gamma, grayscale ----------------------------------------------------------------------------
+@tf_export("image.adjust_gamma")
 def adjust_gamma(image, gamma=1, gain=1):
     """tf.image.adjust_gamma(image, gamma=1, gain=1): gain * image ** gamma (integer images as
     floats in [0, 1], converted back)."""
@@ -320,6 +333,7 @@ def adjust_gamma(image, gamma=1, gain=1):
         return convert_image_dtype(adjusted, image.dtype, saturate=True)
 
 
+@tf_export("image.rgb_to_grayscale")
 def rgb_to_grayscale(images, name=None):
     """tf.image.rgb_to_grayscale(images, name=None): 0.2989 R + 0.5870 G + 0.1140 B, keeping a
     last dimension of 1 and the input's dtype."""
@@ -330,6 +344,7 @@ def rgb_to_grayscale(images, name=None):
         return convert_image_dtype(gray, images.dtype)
 
 
+@tf_export("image.grayscale_to_rgb")
 def grayscale_to_rgb(images, name=None):
     """tf.image.grayscale_to_rgb(images, name=None): repeats the single channel three times."""
     with name_scope(name, "grayscale_to_rgb", [images]):

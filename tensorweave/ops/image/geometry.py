@@ -12,6 +12,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import shape as shape_of, transpose
 from tensorweave.ops.array.pad import pad, reverse
@@ -22,8 +23,6 @@ from tensorweave.ops.math.binary import maximum, minimum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
-
-__all__: list = []
 
 
 def _image(image, name: str = "image") -> Tensor:
@@ -38,6 +37,7 @@ def _batched(image: Tensor) -> bool:
 
 
 # -- flips, rotations ----------------------------------------------------------------------------
+@tf_export("image.flip_left_right")
 def flip_left_right(image):
     """tf.image.flip_left_right(image): reverses the width dimension."""
     with name_scope(None, "flip_left_right", [image]):
@@ -45,6 +45,7 @@ def flip_left_right(image):
         return reverse(image, [2 if _batched(image) else 1])
 
 
+@tf_export("image.flip_up_down")
 def flip_up_down(image):
     """tf.image.flip_up_down(image): reverses the height dimension."""
     with name_scope(None, "flip_up_down", [image]):
@@ -89,18 +90,21 @@ def _random_flip(image, axis: int, seed, scope: str):
         return make_op("RandomFlip", [image], dict(seed_attrs(seed), axis=axis), name=name).outputs[0]
 
 
+@tf_export("image.random_flip_left_right")
 def random_flip_left_right(image, seed=None):
     """tf.image.random_flip_left_right(image, seed=None): flips the width dimension with
     probability 1/2 (each image of a 4-D batch on its own draw)."""
     return _random_flip(image, 1, seed, "random_flip_left_right")
 
 
+@tf_export("image.random_flip_up_down")
 def random_flip_up_down(image, seed=None):
     """tf.image.random_flip_up_down(image, seed=None): flips the height dimension with
     probability 1/2 (each image of a 4-D batch on its own draw)."""
     return _random_flip(image, 0, seed, "random_flip_up_down")
 
 
+@tf_export("image.rot90")
 def rot90(image, k=1, name=None):
     """tf.image.rot90(image, k=1, name=None): rotates counter-clockwise by k * 90 degrees."""
     with name_scope(name, "rot90", [image, k]):
@@ -121,6 +125,7 @@ def rot90(image, k=1, name=None):
         return reverse(transpose(image, perm), [w])
 
 
+@tf_export("image.transpose", "image.transpose_image")
 def transpose_image(image):
     """tf.image.transpose_image(image): swaps height and width."""
     with name_scope(None, "transpose_image", [image]):
@@ -161,6 +166,7 @@ def _ge(a, b):
     return None if a is None or b is None else a >= b
 
 
+@tf_export("image.crop_to_bounding_box")
 def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """tf.image.crop_to_bounding_box(image, offset_height, offset_width, target_height,
     target_width): the box whose top-left corner is at the offsets."""
@@ -184,6 +190,7 @@ def crop_to_bounding_box(image, offset_height, offset_width, target_height, targ
                       stack([cast(convert_to_tensor(s), dtypes.int32) for s in size]))
 
 
+@tf_export("image.pad_to_bounding_box")
 def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """tf.image.pad_to_bounding_box(image, offset_height, offset_width, target_height,
     target_width): zero-pads to the target size with the image's top-left at the offsets."""
@@ -206,6 +213,7 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
         return pad(image, paddings)
 
 
+@tf_export("image.central_crop")
 def central_crop(image, central_fraction):
     """tf.image.central_crop(image, central_fraction): the central `central_fraction` of the
     height and width (fraction in (0, 1])."""
@@ -234,6 +242,7 @@ def _min(a, b):
     return min(a, b) if isinstance(a, int) and isinstance(b, int) else minimum(a, b)
 
 
+@tf_export("image.resize_image_with_crop_or_pad", "image.resize_with_crop_or_pad")
 def resize_image_with_crop_or_pad(image, target_height, target_width):
     """tf.image.resize_image_with_crop_or_pad(image, target_height, target_width): crops the
     centre or pads evenly with zeros to exactly the target size."""

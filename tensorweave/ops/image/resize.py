@@ -13,12 +13,12 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.helpers import REAL, check_output_size, invalid, make_op, static_ints
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _F = np.float32
 
@@ -201,28 +201,33 @@ def _resize(op_type: str, images, size, align_corners, half_pixel_centers, name)
     return make_op(op_type, [images, size], attrs, name=name or op_type).outputs[0]
 
 
+@tf_export("image.resize_bilinear")
 def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """tf.image.resize_bilinear(images, size, align_corners=False, name=None,
     half_pixel_centers=False): bilinear resampling of a 4-D batch to `size` (float32)."""
     return _resize("ResizeBilinear", images, size, align_corners, half_pixel_centers, name)
 
 
+@tf_export("image.resize_bicubic")
 def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """tf.image.resize_bicubic(...): bicubic (Keys, a = -0.75) resampling (float32)."""
     return _resize("ResizeBicubic", images, size, align_corners, half_pixel_centers, name)
 
 
+@tf_export("image.resize_area")
 def resize_area(images, size, align_corners=False, name=None):
     """tf.image.resize_area(images, size, align_corners=False, name=None): area averaging
     (float32)."""
     return _resize("ResizeArea", images, size, align_corners, False, name)
 
 
+@tf_export("image.resize_nearest_neighbor")
 def resize_nearest_neighbor(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """tf.image.resize_nearest_neighbor(...): nearest-neighbour resampling (keeps the dtype)."""
     return _resize("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers, name)
 
 
+@tf_export("image.ResizeMethod")
 class ResizeMethod:
     """tf.image.ResizeMethod (TF1's values)."""
     BILINEAR = 0
@@ -237,6 +242,7 @@ _METHODS = {ResizeMethod.BILINEAR: resize_bilinear, ResizeMethod.NEAREST_NEIGHBO
             "area": resize_area}
 
 
+@tf_export("image.resize_images")
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False,
                   name=None):
     """tf.image.resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,

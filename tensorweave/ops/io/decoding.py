@@ -10,10 +10,10 @@ from tensorweave.framework import dtypes, limits
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.registry import register
 
-__all__ = ["decode_raw", "decode_csv", "string_to_number"]
 
 _RAW_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint16, dtypes.uint8,
               dtypes.int16, dtypes.int8, dtypes.int64, dtypes.complex64, dtypes.complex128, dtypes.bool)
@@ -53,6 +53,7 @@ def _decode_raw_kernel(node, ctx):
 register("DecodeRaw", _decode_raw_infer, _decode_raw_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="bytes")
 
 
+@tf_export("io.decode_raw", "decode_raw")
 def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
     """tf.decode_raw(input_bytes, out_type, little_endian=True, name=None): each string's bytes
     as a vector of `out_type` numbers (all strings the same length); shape input + [n]."""
@@ -97,6 +98,7 @@ register("StringToNumber", lambda op: [(op.get_attr("out_type"), op.inputs[0].sh
          grad=None, dtypes=(dtypes.string,), dtype_param="string_tensor")
 
 
+@tf_export("strings.to_number", "string_to_number")
 def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None, input=None):  # noqa: A002
     """tf.string_to_number(string_tensor, out_type=tf.float32, name=None): parses each string
     as a number of `out_type` (float32, float64, int32, int64)."""
@@ -205,6 +207,7 @@ register("DecodeCSV", lambda op: [(t, op.inputs[0].shape) for t in op.get_attr("
 _CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
 
 
+@tf_export("io.decode_csv", "decode_csv")
 def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None, na_value="",
                select_cols=None):
     """tf.decode_csv(records, record_defaults, field_delim=',', use_quote_delim=True, name=None,
@@ -275,6 +278,7 @@ register("DecodeCompressed", lambda op: [(dtypes.string, op.inputs[0].shape)], _
          dtypes=(dtypes.string,), dtype_param="bytes")
 
 
+@tf_export("io.decode_compressed")
 def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 (TF's argument name)
     """tf.io.decode_compressed(bytes, compression_type='', name=None): each string decompressed
     ('' leaves it as it is, 'ZLIB', 'GZIP')."""

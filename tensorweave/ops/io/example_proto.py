@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["BytesList", "FloatList", "Int64List", "Feature", "Features", "FeatureList", "FeatureLists",
-           "Example", "SequenceExample"]
+from tensorweave.framework.tf_export import tf_export
+
 
 _F = descriptor_pb2.FieldDescriptorProto
 _REPEATED, _OPTIONAL = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
@@ -68,11 +68,20 @@ def _cls(name: str):
 
 
 BytesList = _cls("BytesList")
+tf_export("train.BytesList")(BytesList)
 FloatList = _cls("FloatList")
+tf_export("train.FloatList")(FloatList)
 Int64List = _cls("Int64List")
+tf_export("train.Int64List")(Int64List)
 Feature = _cls("Feature")
+tf_export("train.Feature")(Feature)
 Features = _cls("Features")
+tf_export("train.Features")(Features)
 FeatureList = _cls("FeatureList")
+tf_export("train.FeatureList")(FeatureList)
 FeatureLists = _cls("FeatureLists")
+tf_export("train.FeatureLists")(FeatureLists)
 Example = _cls("Example")
+tf_export("train.Example")(Example)
 SequenceExample = _cls("SequenceExample")
+tf_export("train.SequenceExample")(SequenceExample)

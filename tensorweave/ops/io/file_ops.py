@@ -6,13 +6,11 @@ import os
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.io.gfile import Glob, as_path, os_error
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variables import Variable
-
-__all__ = ["read_file", "write_file", "matching_files"]
-
 
 
 def _scalar_path(node, x) -> str:
@@ -37,6 +35,7 @@ register("ReadFile", lambda op: [(dtypes.string, TensorShape([]))], _read_kernel
          dtypes=(dtypes.string,), dtype_param="filename")
 
 
+@tf_export("io.read_file", "read_file")
 def read_file(filename, name=None):
     """tf.read_file(filename, name=None): the whole contents of the file named by a scalar string."""
     t = as_string_tensor(filename)
@@ -68,6 +67,7 @@ register("WriteFile", lambda op: [], _write_kernel, grad=None, stateful=True,
          dtypes={0: ("filename", (dtypes.string,)), 1: ("contents", (dtypes.string,))})
 
 
+@tf_export("io.write_file", "write_file")
 def write_file(filename, contents, name=None):
     """tf.write_file(filename, contents, name=None): writes scalar string `contents` to the file
     (creating its directory); returns the op."""
@@ -90,13 +90,12 @@ register("MatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _ma
          stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
 
 
+@tf_export("io.matching_files", "matching_files")
 def matching_files(pattern, name=None):
     """tf.matching_files(pattern, name=None): the sorted file names matching a glob pattern (or
     a vector of them)."""
     t = as_string_tensor(pattern)
     return make_op("MatchingFiles", [t], name=name or "MatchingFiles").outputs[0]
-
-
 
 
 def _nonempty_kernel(node, ctx):
@@ -116,6 +115,7 @@ register("NonEmptyMatchingFiles", lambda op: [(dtypes.string, TensorShape([None]
          stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
 
 
+@tf_export("io.match_filenames_once", "train.match_filenames_once")
 def match_filenames_once(pattern, name=None):
     """tf.train.match_filenames_once(pattern, name=None): a local variable holding the file names
     that matched `pattern` (a glob, or a vector of them) when local variables were initialized."""

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from tensorweave.framework import errors
-
-__all__ = ["GFile", "FastGFile", "Open", "Exists", "MakeDirs", "MkDir", "ListDirectory", "Glob", "Remove",
-           "Rename", "Copy", "Stat", "IsDirectory", "DeleteRecursively", "Walk", "FileStatistics"]
+from tensorweave.framework.tf_export import tf_export
 
 
 def as_path(name) -> str:
@@ -43,6 +41,7 @@ def open_file(path, mode: str = "rb", node=None, op=None):
         raise os_error(e, path, node, op) from None
 
 
+@tf_export("gfile.FastGFile", "gfile.GFile", "gfile.Open", "io.gfile.GFile")
 class GFile:
     """tf.gfile.GFile(name, mode='r'): a file object; text modes read and write str, binary
     modes ('rb', 'wb', 'ab') bytes."""
@@ -148,27 +147,32 @@ def _checked(fn, path: str, *args):
         raise os_error(e, path) from None
 
 
+@tf_export("gfile.Exists", "io.gfile.exists")
 def Exists(filename) -> bool:  # noqa: N802 - TF1 names
     """True when the path exists."""
     return os.path.exists(as_path(filename))
 
 
+@tf_export("gfile.IsDirectory", "io.gfile.isdir")
 def IsDirectory(dirname) -> bool:  # noqa: N802
     return os.path.isdir(as_path(dirname))
 
 
+@tf_export("gfile.MakeDirs", "io.gfile.makedirs")
 def MakeDirs(dirname) -> None:  # noqa: N802
     """Creates a directory and its parents; an existing directory is fine."""
     path = as_path(dirname)
     _checked(lambda: os.makedirs(path, exist_ok=True), path)
 
 
+@tf_export("gfile.MkDir", "io.gfile.mkdir")
 def MkDir(dirname) -> None:  # noqa: N802
     """Creates one directory: AlreadyExistsError when it exists, NotFoundError without a parent."""
     path = as_path(dirname)
     _checked(os.mkdir, path, path)
 
 
+@tf_export("gfile.ListDirectory", "io.gfile.listdir")
 def ListDirectory(dirname) -> list:  # noqa: N802
     """The entries of a directory (names, without '.' and '..'), NotFoundError when it is none."""
     path = as_path(dirname)
@@ -177,6 +181,7 @@ def ListDirectory(dirname) -> list:  # noqa: N802
     return sorted(_checked(os.listdir, path, path))
 
 
+@tf_export("gfile.Glob", "io.gfile.glob")
 def Glob(filename) -> list:  # noqa: N802
     """The paths matching a pattern (or each of a list of patterns)."""
     patterns = [filename] if isinstance(filename, (str, bytes, os.PathLike)) else list(filename)
@@ -186,11 +191,13 @@ def Glob(filename) -> list:  # noqa: N802
     return out
 
 
+@tf_export("gfile.Remove", "io.gfile.remove")
 def Remove(filename) -> None:  # noqa: N802
     path = as_path(filename)
     _checked(os.remove, path, path)
 
 
+@tf_export("gfile.Rename", "io.gfile.rename")
 def Rename(oldname, newname, overwrite: bool = False) -> None:  # noqa: N802
     """Renames a file: AlreadyExistsError when `newname` exists and not overwrite."""
     src, dst = as_path(oldname), as_path(newname)
@@ -199,6 +206,7 @@ def Rename(oldname, newname, overwrite: bool = False) -> None:  # noqa: N802
     _checked(os.replace, src, src, dst)
 
 
+@tf_export("gfile.Copy", "io.gfile.copy")
 def Copy(oldpath, newpath, overwrite: bool = False) -> None:  # noqa: N802
     """Copies a file: AlreadyExistsError when `newpath` exists and not overwrite."""
     src, dst = as_path(oldpath), as_path(newpath)
@@ -211,12 +219,14 @@ def Copy(oldpath, newpath, overwrite: bool = False) -> None:  # noqa: N802
     os.replace(tmp, dst)
 
 
+@tf_export("gfile.Stat", "io.gfile.stat")
 def Stat(filename) -> FileStatistics:  # noqa: N802
     path = as_path(filename)
     st = _checked(os.stat, path, path)
     return FileStatistics(st.st_size, st.st_mtime_ns, os.path.isdir(path))
 
 
+@tf_export("gfile.DeleteRecursively", "io.gfile.rmtree")
 def DeleteRecursively(dirname) -> None:  # noqa: N802
     path = as_path(dirname)
     if not os.path.exists(path):
@@ -227,6 +237,7 @@ def DeleteRecursively(dirname) -> None:  # noqa: N802
         _checked(os.remove, path, path)
 
 
+@tf_export("gfile.Walk", "io.gfile.walk")
 def Walk(top, in_order: bool = True) -> Iterator:  # noqa: N802
     """Yields (dirname, subdirectory names, file names) for each directory under `top`, parents
     first (in_order) or last; nothing when `top` does not exist."""
@@ -234,5 +245,3 @@ def Walk(top, in_order: bool = True) -> Iterator:  # noqa: N802
     for dirpath, dirs, files in os.walk(top, topdown=in_order):
         dirs.sort()
         yield dirpath, list(dirs), sorted(files)
-
-

@@ -16,17 +16,18 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.ops.registry import register
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example"]
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
 _TYPE_WORDS = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
 _ALLOWED = (dtypes.float32, dtypes.int64, dtypes.string)
 
 
+@tf_export("io.FixedLenFeature", "FixedLenFeature")
 class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])):
     """tf.FixedLenFeature(shape, dtype, default_value=None): a dense feature of a fixed shape;
     an Example without it takes `default_value` (required when there is none)."""
@@ -35,6 +36,7 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype
         return super().__new__(cls, shape, dtype, default_value)
 
 
+@tf_export("io.FixedLenSequenceFeature", "FixedLenSequenceFeature")
 class FixedLenSequenceFeature(collections.namedtuple(
         "FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])):
     """tf.FixedLenSequenceFeature(shape, dtype, allow_missing=False, default_value=None): any
@@ -44,6 +46,7 @@ class FixedLenSequenceFeature(collections.namedtuple(
         return super().__new__(cls, shape, dtype, allow_missing, default_value)
 
 
+@tf_export("io.VarLenFeature", "VarLenFeature")
 class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """tf.VarLenFeature(dtype): any number of values, parsed into a SparseTensor."""
 
@@ -237,6 +240,7 @@ def _parse(serialized, features: dict, name, single: bool, default_name: str):
     return result
 
 
+@tf_export("io.parse_example", "parse_example")
 def parse_example(serialized, features, name=None, example_names=None) -> dict:
     """tf.parse_example(serialized, features, name=None, example_names=None): a batch (vector) of
     serialized Examples into a dict of dense Tensors ([batch] + shape) and SparseTensors (indices
@@ -244,6 +248,7 @@ def parse_example(serialized, features, name=None, example_names=None) -> dict:
     return _parse(serialized, features, name, False, "ParseExample")
 
 
+@tf_export("io.parse_single_example", "parse_single_example")
 def parse_single_example(serialized, features, name=None, example_names=None) -> dict:
     """tf.parse_single_example(serialized, features, name=None, example_names=None): one
     serialized Example (a scalar) into a dict of Tensors of each feature's shape and

@@ -20,14 +20,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data_flow.waiting import interruption
 from tensorweave.ops.helpers import invalid, make_op, string_array, string_result
 from tensorweave.ops.io import record_files
 from tensorweave.ops.io.tfrecord import RecordFile, TFRecordOptions
 from tensorweave.ops.registry import register
-
-__all__ = ["ReaderBase", "FixedLengthRecordReader", "TFRecordReader", "TextLineReader", "WholeFileReader",
-           "IdentityReader"]
 
 
 class ReaderResource:
@@ -179,6 +177,7 @@ def _queue_handle(queue) -> Tensor:
     return ref
 
 
+@tf_export("ReaderBase")
 class ReaderBase:
     """tf.ReaderBase: `read(queue)` gives the next (key, value) record, taking work units (file
     names) from `queue` as needed; `read_up_to(queue, num_records)`; counters and reset."""
@@ -221,6 +220,7 @@ class ReaderBase:
         return make_op("ReaderResetV2", [self._reader_ref], name=name or "ReaderResetV2")
 
 
+@tf_export("FixedLengthRecordReader")
 class FixedLengthRecordReader(ReaderBase):
     """tf.FixedLengthRecordReader(record_bytes, header_bytes=None, footer_bytes=None,
     hop_bytes=None, name=None, encoding=None): records of `record_bytes` after `header_bytes`,
@@ -236,6 +236,7 @@ class FixedLengthRecordReader(ReaderBase):
         super().__init__(self._make("FixedLengthRecordReaderV2", attrs, name))
 
 
+@tf_export("TFRecordReader")
 class TFRecordReader(ReaderBase):
     """tf.TFRecordReader(name=None, options=None): the records of TFRecord files
     (options: a TFRecordOptions or compression type)."""
@@ -245,6 +246,7 @@ class TFRecordReader(ReaderBase):
         super().__init__(self._make("TFRecordReaderV2", attrs, name))
 
 
+@tf_export("TextLineReader")
 class TextLineReader(ReaderBase):
     """tf.TextLineReader(skip_header_lines=None, name=None): lines without their line ends,
     after skipping `skip_header_lines` of each file."""
@@ -253,6 +255,7 @@ class TextLineReader(ReaderBase):
         super().__init__(self._make("TextLineReaderV2", {"skip_header_lines": int(skip_header_lines or 0)}, name))
 
 
+@tf_export("WholeFileReader")
 class WholeFileReader(ReaderBase):
     """tf.WholeFileReader(name=None): each file whole, keyed by its name."""
 
@@ -260,6 +263,7 @@ class WholeFileReader(ReaderBase):
         super().__init__(self._make("WholeFileReaderV2", {}, name))
 
 
+@tf_export("IdentityReader")
 class IdentityReader(ReaderBase):
     """tf.IdentityReader(name=None): each work unit as both key and value."""
 

@@ -12,9 +12,9 @@ from typing import Iterator, Optional
 import crc32c as _crc32c
 
 from tensorweave.framework import errors
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.io.gfile import as_path, open_file, os_error
 
-__all__ = ["TFRecordWriter", "TFRecordOptions", "TFRecordCompressionType", "tf_record_iterator"]
 
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
@@ -33,6 +33,7 @@ def frame(record: bytes) -> bytes:
     return b"".join((length, _U32.pack(masked_crc32c(length)), record, _U32.pack(masked_crc32c(record))))
 
 
+@tf_export("io.TFRecordCompressionType", "python_io.TFRecordCompressionType")
 class TFRecordCompressionType:
     """tf.python_io.TFRecordCompressionType."""
     NONE = 0
@@ -44,6 +45,7 @@ _TYPE_NAMES = {TFRecordCompressionType.NONE: "", TFRecordCompressionType.ZLIB: "
                TFRecordCompressionType.GZIP: "GZIP"}
 
 
+@tf_export("io.TFRecordOptions", "python_io.TFRecordOptions")
 class TFRecordOptions:
     """tf.python_io.TFRecordOptions(compression_type=None, ..., compression_level=None): how a
     TFRecord file is compressed ('' / None, 'ZLIB', 'GZIP' or a TFRecordCompressionType)."""
@@ -97,6 +99,7 @@ def _compressor(kind: str, level: Optional[int]):
     return None
 
 
+@tf_export("io.TFRecordWriter", "python_io.TFRecordWriter")
 class TFRecordWriter:
     """tf.python_io.TFRecordWriter(path, options=None): writes records to a TFRecord file
     (`write`, `flush`, `close`; a context manager)."""
@@ -223,6 +226,7 @@ class RecordFile:
             self.close()
 
 
+@tf_export("io.tf_record_iterator", "python_io.tf_record_iterator")
 def tf_record_iterator(path, options=None) -> Iterator[bytes]:
     """tf.python_io.tf_record_iterator(path, options=None): yields the records of a TFRecord
     file; DataLossError at a damaged record, NotFoundError for a missing file (raised, as in TF,

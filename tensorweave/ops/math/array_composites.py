@@ -14,6 +14,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import constant, expand_dims, reshape, shape, size, squeeze, swap_axes_perm, transpose
 from tensorweave.ops.array.fill import ones_like, zeros, zeros_like
@@ -28,10 +29,10 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.registry import register
 
-__all__ = ["boolean_mask", "sequence_mask", "sort", "argsort", "required_space_to_batch_paddings", "gather_nd"]
 
 
 # -- boolean_mask ------------------------------------------------------------------------------
+@tf_export("boolean_mask")
 def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
     """tf.boolean_mask(tensor, mask, name='boolean_mask', axis=None): the entries of `tensor`
     where the K-D `mask` (aligned at dimension `axis`) is True, flattened along those K dims."""
@@ -67,6 +68,7 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
 
 
 # -- sequence_mask -----------------------------------------------------------------------------
+@tf_export("sequence_mask")
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
     """tf.sequence_mask(lengths, maxlen=None, dtype=tf.bool, name=None): mask[..., j] = j < lengths[...];
     maxlen defaults to max(lengths)."""
@@ -114,12 +116,14 @@ def _sort_impl(values, axis: int, direction: str, return_argsort: bool):
     return out
 
 
+@tf_export("sort")
 def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
     """tf.sort(values, axis=-1, direction='ASCENDING', name=None): sorted copy along `axis`."""
     with name_scope(name, "sort"):
         return _sort_impl(values, axis, direction, False)
 
 
+@tf_export("argsort")
 def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False, name=None) -> Tensor:
     """tf.argsort(values, axis=-1, direction='ASCENDING', stable=False, name=None): int32 indices
     that sort `values` along `axis` (always stable here)."""
@@ -128,6 +132,7 @@ def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool =
 
 
 # -- required_space_to_batch_paddings -----------------------------------------------------------
+@tf_export("required_space_to_batch_paddings")
 def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None, name=None):
     """tf.required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None, name=None)
     -> (paddings, crops): paddings that extend base_paddings so each padded spatial size divides
@@ -148,6 +153,7 @@ def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=Non
 
 
 # -- gather_nd, GatherNd ----------------------------------------------------------------------
+@tf_export("manip.gather_nd", "gather_nd")
 def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
     """tf.gather_nd(params, indices, name=None, batch_dims=0): out[i...] = params[indices[i...]]
     where the last dimension of `indices` indexes the leading dims of `params`."""

@@ -13,18 +13,11 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import pure, register
-
-__all__ = [
-    "add", "subtract", "multiply", "divide", "truediv", "div", "realdiv", "floordiv", "floor_div",
-    "floormod", "mod", "truncatediv", "truncatemod", "pow", "squared_difference", "scalar_mul",
-    "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_not", "logical_xor", "add_n", "accumulate_n", "div_no_nan",
-    "atan2",
-]   # xlogy, xdivy, xlog1py, multiply_no_nan: tf.math names only
 
 
 def binary_inputs(x, y, op_type: str) -> tuple[Tensor, Tensor]:
@@ -93,6 +86,7 @@ def _cast_like(result, x):
 
 
 # -- arithmetic --------------------------------------------------------------------------------
+@tf_export("math.add", "add")
 def add(x, y, name=None) -> Tensor:
     """tf.add(x, y, name=None): x + y elementwise, with broadcasting (strings concatenate)."""
     return binary("Add", x, y, name, "Add")
@@ -118,6 +112,7 @@ register("Add", _broadcast_infer, _add_kernel, grad=_add_grad, dtypes=NUMERIC + 
 register("AddV2", _broadcast_infer, _add_kernel, grad=_add_grad, dtypes=NUMERIC + (dtypes.string,))
 
 
+@tf_export("math.subtract", "subtract")
 def subtract(x, y, name=None) -> Tensor:
     """tf.subtract(x, y, name=None): x - y elementwise, with broadcasting."""
     return binary("Sub", x, y, name, "Sub")
@@ -126,6 +121,7 @@ def subtract(x, y, name=None) -> Tensor:
 register("Sub", _broadcast_infer, pure(np.subtract), grad=lambda op, g: [g, -g], dtypes=NUMERIC)
 
 
+@tf_export("math.multiply", "multiply")
 def multiply(x, y, name=None) -> Tensor:
     """tf.multiply(x, y, name=None): x * y elementwise, with broadcasting."""
     return binary("Mul", x, y, name, "Mul")
@@ -149,6 +145,7 @@ _TRUEDIV_TABLE = {dtypes.uint8: dtypes.float32, dtypes.int8: dtypes.float32, dty
                   dtypes.complex64: None, dtypes.complex128: None}
 
 
+@tf_export("math.truediv", "truediv")
 def truediv(x, y, name=None) -> Tensor:
     """tf.truediv(x, y, name=None): Python 3 division; integer inputs are cast to float first
     (int8/int16/uint8/uint16 -> float32, int32/int64 -> float64)."""
@@ -162,16 +159,19 @@ def truediv(x, y, name=None) -> Tensor:
         return make_op("RealDiv", [x, y], {"T": x.dtype}, name=scope).outputs[0]
 
 
+@tf_export("math.divide", "divide")
 def divide(x, y, name=None) -> Tensor:
     """tf.divide(x, y, name=None): x / y (Python 3 true division)."""
     return truediv(x, y, name=name)
 
 
+@tf_export("math.realdiv", "realdiv")
 def realdiv(x, y, name=None) -> Tensor:
     """tf.realdiv(x, y, name=None): x / y for real types (integer inputs truncate)."""
     return binary("RealDiv", x, y, name, "RealDiv")
 
 
+@tf_export("div")
 def div(x, y, name=None) -> Tensor:
     """tf.div(x, y, name=None): TF1 Python-2 division, floor division for integer inputs."""
     with name_scope(name, "div", [x, y]) as scope:
@@ -190,6 +190,7 @@ register("RealDiv", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide)
 register("Div", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide), grad=_realdiv_grad, dtypes=NUMERIC)
 
 
+@tf_export("math.div_no_nan", "math.divide_no_nan", "div_no_nan")
 def div_no_nan(x, y, name=None) -> Tensor:
     """tf.div_no_nan(x, y, name=None): x / y, or 0 where y == 0."""
     with name_scope(name, "div_no_nan", [x, y]) as scope:
@@ -213,6 +214,7 @@ def _div_no_nan_grad(op, grad):
 register("DivNoNan", _broadcast_infer, _div_no_nan_kernel, grad=_div_no_nan_grad, dtypes=FLOAT_COMPLEX)
 
 
+@tf_export("math.floordiv", "floor_div", "floordiv")
 def floordiv(x, y, name=None) -> Tensor:
     """tf.floordiv(x, y, name=None): floor(x / y); integer division by zero is an error."""
     return binary("FloorDiv", x, y, name, "floordiv")
@@ -228,6 +230,7 @@ def _float_floordiv(x, y):
 register("FloorDiv", _broadcast_infer, _divlike_kernel(np.floor_divide, _float_floordiv), grad=None, dtypes=REAL)
 
 
+@tf_export("math.floormod", "math.mod", "floormod", "mod")
 def floormod(x, y, name=None) -> Tensor:
     """tf.floormod(x, y, name=None) (alias tf.mod): remainder with the sign of the divisor."""
     return binary("FloorMod", x, y, name, "FloorMod")
@@ -244,11 +247,13 @@ def _floormod_grad(op, grad):
 register("FloorMod", _broadcast_infer, _divlike_kernel(np.mod, np.mod), grad=_floormod_grad, dtypes=REAL)
 
 
+@tf_export("math.truncatediv", "truncatediv")
 def truncatediv(x, y, name=None) -> Tensor:
     """tf.truncatediv(x, y, name=None): division rounding toward zero."""
     return binary("TruncateDiv", x, y, name, "TruncateDiv")
 
 
+@tf_export("math.truncatemod", "truncatemod")
 def truncatemod(x, y, name=None) -> Tensor:
     """tf.truncatemod(x, y, name=None): remainder with the sign of the dividend (C fmod)."""
     return binary("TruncateMod", x, y, name, "TruncateMod")
@@ -260,6 +265,7 @@ register("TruncateDiv", _broadcast_infer,
 register("TruncateMod", _broadcast_infer, _divlike_kernel(np.fmod, np.fmod), grad=None, dtypes=REAL)
 
 
+@tf_export("math.pow", "pow")
 def pow(x, y, name=None) -> Tensor:  # noqa: A001 (TF name)
     """tf.pow(x, y, name=None): x ** y elementwise."""
     return binary("Pow", x, y, name, "Pow")
@@ -279,6 +285,7 @@ register("Pow", _broadcast_infer, _pow_kernel,   # gradient: math_grad.py
          dtypes=FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX)
 
 
+@tf_export("math.atan2", "atan2")
 def atan2(y, x, name=None) -> Tensor:
     """tf.atan2(y, x, name=None): the angle of the point (x, y) elementwise, in [-pi, pi]."""
     return binary("Atan2", y, x, name, "Atan2")
@@ -299,16 +306,19 @@ def _x_zero_kernel(fn: Callable):
     return factory
 
 
+@tf_export("math.xlogy")
 def xlogy(x, y, name=None) -> Tensor:
     """tf.math.xlogy(x, y, name=None): x * log(y), and 0 where x == 0."""
     return binary("Xlogy", x, y, name, "Xlogy")
 
 
+@tf_export("math.xdivy")
 def xdivy(x, y, name=None) -> Tensor:
     """tf.math.xdivy(x, y, name=None): x / y, and 0 where x == 0."""
     return binary("Xdivy", x, y, name, "Xdivy")
 
 
+@tf_export("math.xlog1py")
 def xlog1py(x, y, name=None) -> Tensor:
     """tf.math.xlog1py(x, y, name=None): x * log1p(y), and 0 where x == 0."""
     return binary("Xlog1py", x, y, name, "Xlog1py")
@@ -319,6 +329,7 @@ register("Xdivy", _broadcast_infer, _x_zero_kernel(np.true_divide), dtypes=FLOAT
 register("Xlog1py", _broadcast_infer, _x_zero_kernel(lambda x, y: x * np.log1p(y)), dtypes=FLOAT_COMPLEX)
 
 
+@tf_export("math.multiply_no_nan")
 def multiply_no_nan(x, y, name=None) -> Tensor:
     """tf.math.multiply_no_nan(x, y, name=None): x * y, and 0 where y == 0 (even if x is inf or
     nan)."""
@@ -338,6 +349,7 @@ register("MulNoNan", _broadcast_infer, _mul_no_nan_kernel,
          dtypes=FLOAT_COMPLEX)
 
 
+@tf_export("math.polyval")
 def polyval(coeffs, x, name=None) -> Tensor:
     """tf.math.polyval(coeffs, x, name=None): coeffs[0] * x**(n-1) + ... + coeffs[n-1], by
     Horner's rule (0 for no coefficients)."""
@@ -353,6 +365,7 @@ def polyval(coeffs, x, name=None) -> Tensor:
         return result
 
 
+@tf_export("math.squared_difference", "squared_difference")
 def squared_difference(x, y, name=None) -> Tensor:
     """tf.squared_difference(x, y, name=None): (x - y)**2 elementwise."""
     return binary("SquaredDifference", x, y, name, "SquaredDifference")
@@ -368,6 +381,7 @@ register("SquaredDifference", _broadcast_infer, pure(lambda x, y: np.square(np.s
          grad=_sqdiff_grad, dtypes=NUMERIC)
 
 
+@tf_export("math.scalar_mul", "scalar_mul")
 def scalar_mul(scalar, x, name=None):
     """tf.scalar_mul(scalar, x, name=None): a scalar times a Tensor or IndexedSlices."""
     base = x.values if isinstance(x, IndexedSlices) else convert_to_tensor(x)
@@ -379,11 +393,13 @@ def scalar_mul(scalar, x, name=None):
     return multiply(scalar, base, name)
 
 
+@tf_export("math.maximum", "maximum")
 def maximum(x, y, name=None) -> Tensor:
     """tf.maximum(x, y, name=None): elementwise max (NaN propagates), with broadcasting."""
     return binary("Maximum", x, y, name, "Maximum")
 
 
+@tf_export("math.minimum", "minimum")
 def minimum(x, y, name=None) -> Tensor:
     """tf.minimum(x, y, name=None): elementwise min (NaN propagates), with broadcasting."""
     return binary("Minimum", x, y, name, "Minimum")
@@ -415,11 +431,17 @@ def _compare(op_type: str, np_fn, allowed):
 
 
 equal = _compare("Equal", np.equal, None)
+tf_export("math.equal", "equal")(equal)
 not_equal = _compare("NotEqual", np.not_equal, None)
+tf_export("math.not_equal", "not_equal")(not_equal)
 less = _compare("Less", np.less, REAL)
+tf_export("math.less", "less")(less)
 less_equal = _compare("LessEqual", np.less_equal, REAL)
+tf_export("math.less_equal", "less_equal")(less_equal)
 greater = _compare("Greater", np.greater, REAL)
+tf_export("math.greater", "greater")(greater)
 greater_equal = _compare("GreaterEqual", np.greater_equal, REAL)
+tf_export("math.greater_equal", "greater_equal")(greater_equal)
 equal.__doc__ = "tf.equal(x, y, name=None): elementwise x == y (bool), with broadcasting."
 not_equal.__doc__ = "tf.not_equal(x, y, name=None): elementwise x != y (bool), with broadcasting."
 less.__doc__ = "tf.less(x, y, name=None): elementwise x < y (bool)."
@@ -442,16 +464,19 @@ def _logical(op_type: str, x, y, name, default) -> Tensor:
         return make_op(op_type, [x, y], name=scope).outputs[0]
 
 
+@tf_export("math.logical_and", "logical_and")
 def logical_and(x, y, name=None) -> Tensor:
     """tf.logical_and(x, y, name=None): elementwise x AND y of bool tensors."""
     return _logical("LogicalAnd", x, y, name, "LogicalAnd")
 
 
+@tf_export("math.logical_or", "logical_or")
 def logical_or(x, y, name=None) -> Tensor:
     """tf.logical_or(x, y, name=None): elementwise x OR y of bool tensors."""
     return _logical("LogicalOr", x, y, name, "LogicalOr")
 
 
+@tf_export("math.logical_not", "logical_not")
 def logical_not(x, name=None) -> Tensor:
     """tf.logical_not(x, name=None): elementwise NOT of a bool tensor."""
     with name_scope(name, "LogicalNot", [x]) as scope:
@@ -460,6 +485,7 @@ def logical_not(x, name=None) -> Tensor:
         return make_op("LogicalNot", [x], name=scope).outputs[0]
 
 
+@tf_export("math.logical_xor", "logical_xor")
 def logical_xor(x, y, name="LogicalXor") -> Tensor:
     """tf.logical_xor(x, y, name='LogicalXor'): (x | y) & ~(x & y), as TF composes it."""
     x, y = binary_inputs(x, y, "LogicalXor")
@@ -473,6 +499,7 @@ register("LogicalNot", lambda op: [(dtypes.bool, op.inputs[0].shape)], pure(np.l
 
 
 # -- add_n -------------------------------------------------------------------------------------
+@tf_export("math.add_n", "add_n")
 def add_n(inputs, name=None):
     """tf.add_n(inputs, name=None): elementwise sum of a list of same-shape, same-dtype tensors."""
     if not inputs or not isinstance(inputs, (list, tuple)):
@@ -515,6 +542,7 @@ def _add_n_kernel(node, ctx):
 register("AddN", _add_n_infer, _add_n_kernel, grad=lambda op, g: [g] * len(op.inputs))
 
 
+@tf_export("math.accumulate_n", "accumulate_n")
 def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
     """tf.accumulate_n(inputs, shape=None, tensor_dtype=None, name=None): same sum as add_n."""
     if not inputs or not isinstance(inputs, (list, tuple)):

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import INTS
 from tensorweave.ops.math.binary import binary
 from tensorweave.ops.math.unary import unary
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.ops.registry import pure, register
-
-__all__ = []   # tf.bitwise names: gathered by tensorweave/bitwise.py
 
 
 def _infer(op):
@@ -37,31 +36,37 @@ for _op, _fn in (("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or), (
 register("Invert", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], pure(np.invert), grad=None, dtypes=INTS)
 
 
+@tf_export("bitwise.bitwise_and")
 def bitwise_and(x, y, name=None):
     """tf.bitwise.bitwise_and(x, y, name=None)."""
     return binary("BitwiseAnd", x, y, name, "BitwiseAnd")
 
 
+@tf_export("bitwise.bitwise_or")
 def bitwise_or(x, y, name=None):
     """tf.bitwise.bitwise_or(x, y, name=None)."""
     return binary("BitwiseOr", x, y, name, "BitwiseOr")
 
 
+@tf_export("bitwise.bitwise_xor")
 def bitwise_xor(x, y, name=None):
     """tf.bitwise.bitwise_xor(x, y, name=None)."""
     return binary("BitwiseXor", x, y, name, "BitwiseXor")
 
 
+@tf_export("bitwise.left_shift")
 def left_shift(x, y, name=None):
     """tf.bitwise.left_shift(x, y, name=None): x << y."""
     return binary("LeftShift", x, y, name, "LeftShift")
 
 
+@tf_export("bitwise.right_shift")
 def right_shift(x, y, name=None):
     """tf.bitwise.right_shift(x, y, name=None): x >> y (arithmetic for signed x)."""
     return binary("RightShift", x, y, name, "RightShift")
 
 
+@tf_export("bitwise.invert")
 def invert(x, name=None):
     """tf.bitwise.invert(x, name=None): ~x."""
     return unary("Invert", x, name, "Invert")

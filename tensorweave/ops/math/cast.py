@@ -9,14 +9,13 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
 from tensorweave.ops.registry import register
 
-__all__ = ["cast", "to_float", "to_double", "to_int32", "to_int64", "saturate_cast", "to_complex64",
-           "to_complex128"]
-
 
 # -- casts -------------------------------------------------------------------------------------
+@tf_export("cast")
 def cast(x, dtype, name=None):
     """tf.cast(x, dtype, name=None): converts element type (floats truncate toward zero when
     cast to ints); returns `x` itself when it already has `dtype`. Works on IndexedSlices."""
@@ -55,36 +54,43 @@ def _cast_grad(op, grad):
 register("Cast", lambda op: [(op.get_attr("DstT"), op.inputs[0].shape)], _cast_kernel, grad=_cast_grad)
 
 
+@tf_export("to_float")
 def to_float(x, name="ToFloat"):
     """tf.to_float(x, name='ToFloat'): cast to float32 (deprecated TF1 helper)."""
     return cast(x, dtypes.float32, name=name)
 
 
+@tf_export("to_double")
 def to_double(x, name="ToDouble"):
     """tf.to_double(x, name='ToDouble'): cast to float64."""
     return cast(x, dtypes.float64, name=name)
 
 
+@tf_export("to_int32")
 def to_int32(x, name="ToInt32"):
     """tf.to_int32(x, name='ToInt32'): cast to int32."""
     return cast(x, dtypes.int32, name=name)
 
 
+@tf_export("to_int64")
 def to_int64(x, name="ToInt64"):
     """tf.to_int64(x, name='ToInt64'): cast to int64."""
     return cast(x, dtypes.int64, name=name)
 
 
+@tf_export("to_complex64")
 def to_complex64(x, name="ToComplex64"):
     """tf.to_complex64(x, name='ToComplex64'): cast to complex64."""
     return cast(x, dtypes.complex64, name=name)
 
 
+@tf_export("to_complex128")
 def to_complex128(x, name="ToComplex128"):
     """tf.to_complex128(x, name='ToComplex128'): cast to complex128."""
     return cast(x, dtypes.complex128, name=name)
 
 
+@tf_export("saturate_cast")
 def saturate_cast(value, dtype, name=None) -> Tensor:
     """tf.saturate_cast(value, dtype, name=None): cast, clamping to `dtype`'s range first."""
     with name_scope(name, "saturate_cast", [value]) as scope:

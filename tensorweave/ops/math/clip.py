@@ -8,6 +8,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.array.fill import ones_like
@@ -16,8 +17,6 @@ from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.binary import add, greater, maximum, minimum, multiply, subtract, truediv
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import sqrt
-
-__all__ = ["clip_by_value", "clip_by_norm", "global_norm", "clip_by_global_norm"]
 
 
 def _values(t, name: str) -> Tensor:
@@ -28,6 +27,7 @@ def _like(t, dense: Tensor):
     return IndexedSlices(dense, t.indices, t.dense_shape) if isinstance(t, IndexedSlices) else dense
 
 
+@tf_export("clip_by_value")
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """tf.clip_by_value(t, clip_value_min, clip_value_max, name=None): min(max(t, lo), hi)
     elementwise; the bounds may broadcast into t but must not grow its shape."""
@@ -40,6 +40,7 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
         return _like(t, t_max)
 
 
+@tf_export("clip_by_norm")
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """tf.clip_by_norm(t, clip_norm, axes=None, name=None): t * clip_norm / max(l2norm(t), clip_norm),
     the norm taken over `axes` (all axes when None)."""
@@ -66,6 +67,7 @@ def _half_squared_norm(v: Tensor) -> Tensor:
     return make_op("L2Loss", [v]).outputs[0]   # tf.nn.l2_loss (nn/ wraps it, above math/)
 
 
+@tf_export("linalg.global_norm", "global_norm")
 def global_norm(t_list, name=None) -> Tensor:
     """tf.global_norm(t_list, name=None): sqrt(sum of squared l2 norms) over a list of tensors
     (None entries are ignored)."""
@@ -81,6 +83,7 @@ def global_norm(t_list, name=None) -> Tensor:
         return sqrt(multiply(half_squared_norm, 2.0), name="global_norm")
 
 
+@tf_export("clip_by_global_norm")
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     """tf.clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None): scales every tensor by
     clip_norm / max(global_norm, clip_norm); returns (clipped list, global norm). A non-finite

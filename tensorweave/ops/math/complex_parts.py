@@ -10,6 +10,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import COMPLEX, make_op
@@ -17,12 +18,12 @@ from tensorweave.ops.math.binary import less, multiply
 from tensorweave.ops.math.unary import reciprocal
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["complex", "real", "imag", "angle"]
 
 _PART_OF = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
 
 
+@tf_export("complex")
 def complex(real, imag, name=None) -> Tensor:  # noqa: A001 (TF name)
     """tf.complex(real, imag, name=None): real + imag * 1j elementwise (float32 -> complex64,
     float64 -> complex128)."""
@@ -45,18 +46,21 @@ def _part(op_type: str, x, name) -> Tensor:
         return make_op(op_type, [x], {"T": x.dtype, "Tout": _PART_OF[x.dtype]}, name=scope).outputs[0]
 
 
+@tf_export("math.real", "real")
 def real(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.real(input, name=None): the real part (a real input is returned as it is)."""
     x = convert_to_tensor(input, name="input")
     return _part("Real", x, name) if x.dtype in COMPLEX else x
 
 
+@tf_export("math.imag", "imag")
 def imag(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.imag(input, name=None): the imaginary part (zeros for a real input)."""
     x = convert_to_tensor(input, name="input")
     return _part("Imag", x, name) if x.dtype in COMPLEX else zeros_like(x, name=name)
 
 
+@tf_export("math.angle", "angle")
 def angle(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.angle(input, name=None): the argument of each complex number (for a real input, pi
     where it is negative and 0 elsewhere)."""

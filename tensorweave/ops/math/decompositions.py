@@ -10,6 +10,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
 from tensorweave.ops.array.diag import matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
 from tensorweave.ops.array.fill import zeros_like
@@ -22,8 +23,6 @@ from tensorweave.ops.math.reduction import reduce_max, reduce_sum
 from tensorweave.ops.math.solvers import matrix_triangular_solve
 from tensorweave.ops.math.unary import log, reciprocal, square
 from tensorweave.ops.registry import register
-
-__all__ = ["cholesky", "qr", "svd", "self_adjoint_eig", "self_adjoint_eigvals"]   # logdet, matrix_rank: tf.linalg
 
 
 def _dims(s: TensorShape) -> tuple:
@@ -48,6 +47,7 @@ def _batched(x: np.ndarray, fn, out_shapes: list, dtype) -> list:
 
 
 # -- Cholesky --------------------------------------------------------------------------------------
+@tf_export("linalg.cholesky", "cholesky")
 def cholesky(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.cholesky(input, name=None): the lower-triangular L with L @ L^H = input for each
     innermost positive-definite matrix (only the lower triangle of input is read)."""
@@ -85,6 +85,7 @@ register("Cholesky", lambda op: [(op.inputs[0].dtype, matrix_shape(op.inputs[0].
          _cholesky_kernel, grad=_cholesky_grad, dtypes=LINALG_TYPES, dtype_param="input")
 
 
+@tf_export("linalg.logdet")
 def logdet(matrix, name=None) -> Tensor:
     """tf.linalg.logdet(matrix, name=None): log(det(matrix)) of each innermost Hermitian
     positive-definite matrix, from its Cholesky factor."""
@@ -98,6 +99,7 @@ def logdet(matrix, name=None) -> Tensor:
 
 
 # -- Qr --------------------------------------------------------------------------------------------
+@tf_export("linalg.qr", "qr")
 def qr(input, full_matrices=False, name=None):  # noqa: A002 (TF name)
     """tf.linalg.qr(input, full_matrices=False, name=None) -> (q, r): input = q @ r with q's
     columns orthonormal and r upper triangular; [.., M, K] and [..., K, N] with K = min(M, N),
@@ -160,6 +162,7 @@ register("Qr", _qr_infer, _qr_kernel, grad=_qr_grad, dtypes=LINALG_TYPES, dtype_
 
 
 # -- Svd -------------------------------------------------------------------------------------------
+@tf_export("linalg.svd", "svd")
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     """tf.linalg.svd(tensor, full_matrices=False, compute_uv=True, name=None) -> s, or (s, u, v):
     tensor = u @ diag(s) @ adjoint(v), singular values in descending order. Note v, not v^H."""
@@ -264,6 +267,7 @@ def _svd_grad(op, grad_s, grad_u, grad_v):
 register("Svd", _svd_infer, _svd_kernel, grad=_svd_grad, dtypes=LINALG_TYPES, dtype_param="input")
 
 
+@tf_export("linalg.matrix_rank")
 def matrix_rank(a, tol=None, validate_args=False, name=None) -> Tensor:
     """tf.linalg.matrix_rank(a, tol=None, validate_args=False, name=None): the number of singular
     values above tol (default: eps * max(M, N) * largest singular value), int32."""
@@ -286,6 +290,7 @@ def _eig(tensor, compute_v: bool, name):
         return make_op("SelfAdjointEigV2", [x], {"compute_v": compute_v, "T": x.dtype}, name=scope).outputs
 
 
+@tf_export("linalg.eigh", "self_adjoint_eig")
 def self_adjoint_eig(tensor, name=None):
     """tf.linalg.eigh(tensor, name=None) -> (e, v): eigenvalues (ascending) and eigenvectors (the
     columns of v) of each innermost self-adjoint matrix; only its lower triangle is read."""
@@ -293,6 +298,7 @@ def self_adjoint_eig(tensor, name=None):
     return e, v
 
 
+@tf_export("linalg.eigvalsh", "self_adjoint_eigvals")
 def self_adjoint_eigvals(tensor, name=None) -> Tensor:
     """tf.linalg.eigvalsh(tensor, name=None): the eigenvalues (ascending) of each innermost
     self-adjoint matrix."""
@@ -337,4 +343,3 @@ def _eig_grad(op, grad_e, grad_v):
 
 
 register("SelfAdjointEigV2", _eig_infer, _eig_kernel, grad=_eig_grad, dtypes=LINALG_TYPES, dtype_param="input")
-

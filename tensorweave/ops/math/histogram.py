@@ -10,6 +10,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.fill import ones_like
@@ -21,8 +22,6 @@ from tensorweave.ops.math.reduction import reduce_max
 from tensorweave.ops.math.unary import floor
 from tensorweave.ops.registry import register
 
-__all__ = ["histogram_fixed_width", "histogram_fixed_width_bins", "confusion_matrix"]
-
 
 def _bin_indices(values: np.ndarray, lo, hi, nbins: int) -> np.ndarray:
     """Each value's bin in [lo, hi) split into nbins equal bins; values outside go to the end bins."""
@@ -30,6 +29,7 @@ def _bin_indices(values: np.ndarray, lo, hi, nbins: int) -> np.ndarray:
     return np.clip(np.floor(scaled), 0, nbins - 1).astype(np.int64)
 
 
+@tf_export("histogram_fixed_width")
 def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, name=None) -> Tensor:
     """tf.histogram_fixed_width(values, value_range, nbins=100, dtype=tf.int32, name=None): the
     counts of `values` in nbins equal bins over value_range = [lo, hi] (values below lo count in
@@ -72,6 +72,7 @@ register("HistogramFixedWidth", _histogram_infer, _histogram_kernel, grad=None, 
          dtype_param="values")
 
 
+@tf_export("histogram_fixed_width_bins")
 def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=dtypes.int32, name=None) -> Tensor:
     """tf.histogram_fixed_width_bins(values, value_range, nbins=100, dtype=tf.int32, name=None):
     the bin index of each of `values` (same shape), binned as histogram_fixed_width."""
@@ -86,6 +87,7 @@ def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=dtypes.int3
         return reshape(cast(clipped, dtype), shape(values))
 
 
+@tf_export("math.confusion_matrix", "confusion_matrix")
 def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, name=None, weights=None) -> Tensor:
     """tf.confusion_matrix(labels, predictions, num_classes=None, dtype=tf.int32, name=None,
     weights=None): the [num_classes, num_classes] matrix counting (or summing `weights` of) each

@@ -14,6 +14,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, identity, index_tensor, rank, reshape, shape, squeeze, transpose
 from tensorweave.ops.array.diag import matrix_diag, matrix_diag_part
@@ -28,11 +29,11 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, sqrt, unary
 from tensorweave.ops.registry import register
 
-__all__ = ["matmul", "tensordot", "einsum", "norm", "conj", "trace", "cross", "eye"]
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
 
 
+@tf_export("math.conj", "conj")
 def conj(x, name=None):
     """tf.conj(x, name=None): complex conjugate; real tensors are returned unchanged."""
     x = convert_to_tensor(x)
@@ -46,6 +47,7 @@ register("Conj", same_as_input(), lambda node, ctx: np.conj,
 
 
 # -- matmul ------------------------------------------------------------------------------------
+@tf_export("linalg.matmul", "matmul")
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
     """tf.matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
@@ -252,6 +254,7 @@ def _tensordot_reshape(t: Tensor, axes, flipped: bool) -> tuple:
     return reshape(transpose(t, perm), new_shape), free_dims, free_static
 
 
+@tf_export("linalg.tensordot", "tensordot")
 def tensordot(a, b, axes, name=None) -> Tensor:
     """tf.tensordot(a, b, axes, name=None): sums the products of a's and b's elements over the
     given axes (an int n: last n of a with first n of b; a pair of axis lists; or a tensor)."""
@@ -293,6 +296,7 @@ def _parse_einsum(equation: str, n_inputs: int) -> tuple[list, str]:
     return ins, out
 
 
+@tf_export("linalg.einsum", "einsum")
 def einsum(equation, *inputs, **kwargs) -> Tensor:
     """tf.einsum(equation, *inputs, name=None): Einstein summation (numpy's einsum language,
     with '...' broadcasting)."""
@@ -413,6 +417,7 @@ register("Einsum", _einsum_infer, _einsum_kernel, grad=_einsum_grad)
 
 
 # -- norm, trace -------------------------------------------------------------------------------
+@tf_export("linalg.norm", "norm")
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:  # noqa: A002
     """tf.norm(tensor, ord='euclidean', axis=None, keepdims=None, name=None, keep_dims=None):
     vector norms (ord 'euclidean', 1, 2, inf, any p > 0) over one axis or the whole tensor, and
@@ -445,6 +450,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         return pow(reduce_sum(pow(ax, p), axis, keepdims=keep), realdiv(1, p), name=scope)
 
 
+@tf_export("linalg.normalize")
 def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF name)
     """tf.linalg.normalize(tensor, ord='euclidean', axis=None, name=None) -> (normalized, norm):
     tensor divided by its norm (kept dims), and that norm."""
@@ -455,6 +461,7 @@ def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF 
         return realdiv(tensor, n), n
 
 
+@tf_export("linalg.trace", "trace")
 def trace(x, name=None) -> Tensor:
     """tf.linalg.trace(x, name=None): the sum of the main diagonal of each innermost matrix."""
     with name_scope(name, "Trace", [x]) as scope:
@@ -463,6 +470,7 @@ def trace(x, name=None) -> Tensor:
 
 
 # -- cross -----------------------------------------------------------------------------------------
+@tf_export("linalg.cross", "cross")
 def cross(a, b, name=None) -> Tensor:
     """tf.linalg.cross(a, b, name=None): the cross product of the 3-vectors along the last
     dimension of a and b (same shape)."""
@@ -496,6 +504,7 @@ register("Cross", _cross_infer, _cross_kernel, grad=lambda op, g: [cross(op.inpu
          dtypes=REAL, dtype_param="a")
 
 
+@tf_export("linalg.eye", "eye")
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.eye(num_rows, num_columns=None, batch_shape=None, dtype=tf.float32, name=None):
     identity matrices [*batch_shape, num_rows, num_columns] (square when num_columns is None)."""

@@ -12,6 +12,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
 from tensorweave.ops.array.fill import zeros_like
@@ -20,7 +21,6 @@ from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.math.linalg import conj, matmul
 from tensorweave.ops.registry import register
 
-__all__ = ["matrix_inverse", "matrix_determinant", "matrix_square_root"]   # the rest are tf.linalg names only
 
 LINALG_TYPES = (dtypes.float32, dtypes.float64) + COMPLEX
 
@@ -49,6 +49,7 @@ def check_square(node, x: np.ndarray, what: str = "Input") -> None:
         raise invalid(node, f"{what} must be a (batch of) square matrices, got shape {list(x.shape)}")
 
 
+@tf_export("linalg.adjoint")
 def adjoint(matrix, name=None) -> Tensor:
     """tf.linalg.adjoint(matrix, name=None): the conjugate transpose of each innermost matrix."""
     with name_scope(name, "adjoint", [matrix]):
@@ -67,6 +68,7 @@ def _unary_matrix_op(op_type: str, x, name, attrs=None) -> Tensor:
 
 
 # -- MatrixInverse ---------------------------------------------------------------------------------
+@tf_export("linalg.inv", "matrix_inverse")
 def matrix_inverse(input, adjoint=False, name=None) -> Tensor:  # noqa: A002 (TF names)
     """tf.linalg.inv(input, adjoint=False, name=None): the inverse of each innermost square
     matrix (of its adjoint when `adjoint`); a singular one is InvalidArgumentError."""
@@ -102,6 +104,7 @@ register("MatrixInverse", _square_infer, _inverse_kernel, grad=_inverse_grad, dt
 
 
 # -- MatrixDeterminant, LogMatrixDeterminant -------------------------------------------------------
+@tf_export("linalg.det", "matrix_determinant")
 def matrix_determinant(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.det(input, name=None): the determinant of each innermost square matrix."""
     return _unary_matrix_op("MatrixDeterminant", input, name)
@@ -135,6 +138,7 @@ def _det_grad(op, grad):
 register("MatrixDeterminant", _det_infer, _det_kernel, grad=_det_grad, dtypes=LINALG_TYPES, dtype_param="input")
 
 
+@tf_export("linalg.slogdet")
 def slogdet(input, name=None):  # noqa: A002 (TF name)
     """tf.linalg.slogdet(input, name=None) -> (sign, log_abs_determinant) of each innermost square
     matrix: det = sign * exp(log_abs_determinant), without overflow."""
@@ -191,6 +195,7 @@ def _scipy_matrix_kernel(fn_name: str, complex_only: bool = False):
     return factory
 
 
+@tf_export("linalg.expm")
 def matrix_exponential(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.expm(input, name=None): the matrix exponential of each innermost square matrix."""
     return _unary_matrix_op("MatrixExponential", input, name)
@@ -211,6 +216,7 @@ register("MatrixExponential", _square_infer, _scipy_matrix_kernel("expm"), grad=
          dtype_param="input")
 
 
+@tf_export("linalg.sqrtm", "matrix_square_root")
 def matrix_square_root(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.sqrtm(input, name=None): the principal square root of each innermost square
     matrix (not differentiable, as in TF)."""
@@ -221,6 +227,7 @@ register("MatrixSquareRoot", _square_infer, _scipy_matrix_kernel("sqrtm"), grad=
          dtype_param="input")
 
 
+@tf_export("linalg.logm")
 def matrix_logarithm(input, name=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.linalg.logm(input, name=None): the principal logarithm of each innermost square
     complex matrix (complex64/complex128 only, as in TF)."""
@@ -229,4 +236,3 @@ def matrix_logarithm(input, name=None) -> Tensor:  # noqa: A002 (TF name)
 
 register("MatrixLogarithm", _square_infer, _scipy_matrix_kernel("logm", complex_only=True), grad=None,
          dtypes=COMPLEX, dtype_param="input")
-

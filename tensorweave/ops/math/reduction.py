@@ -11,6 +11,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
@@ -24,9 +25,6 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
 from tensorweave.ops.registry import register
 
-__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "cumsum", "cumprod",
-           "count_nonzero", "bincount", "is_non_decreasing", "is_strictly_increasing"]
 # reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
 
 
@@ -266,15 +264,23 @@ def _reduction_fn(op_type: str, doc: str):
 
 _SIG = "(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None)"
 reduce_sum = _reduction_fn("Sum", f"tf.reduce_sum{_SIG}: sum over `axis` (all axes if None).")
+tf_export("math.reduce_sum", "reduce_sum")(reduce_sum)
 reduce_mean = _reduction_fn("Mean", f"tf.reduce_mean{_SIG}: mean over `axis`; integer inputs give a truncated "
                                     "integer mean.")
+tf_export("math.reduce_mean", "reduce_mean")(reduce_mean)
 reduce_prod = _reduction_fn("Prod", f"tf.reduce_prod{_SIG}: product over `axis`.")
+tf_export("math.reduce_prod", "reduce_prod")(reduce_prod)
 reduce_max = _reduction_fn("Max", f"tf.reduce_max{_SIG}: maximum over `axis`.")
+tf_export("math.reduce_max", "reduce_max")(reduce_max)
 reduce_min = _reduction_fn("Min", f"tf.reduce_min{_SIG}: minimum over `axis`.")
+tf_export("math.reduce_min", "reduce_min")(reduce_min)
 reduce_any = _reduction_fn("Any", f"tf.reduce_any{_SIG}: logical or over `axis`.")
+tf_export("math.reduce_any", "reduce_any")(reduce_any)
 reduce_all = _reduction_fn("All", f"tf.reduce_all{_SIG}: logical and over `axis`.")
+tf_export("math.reduce_all", "reduce_all")(reduce_all)
 
 
+@tf_export("math.reduce_logsumexp", "reduce_logsumexp")
 def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                      keep_dims=None) -> Tensor:
     """tf.reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, ...): log(sum(exp(x)))
@@ -292,6 +298,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reductio
         return add(result, my_max, name=scope)
 
 
+@tf_export("math.reduce_variance")
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
     """tf.math.reduce_variance(input_tensor, axis=None, keepdims=False, name=None): the mean of
     the squared deviations from the mean over `axis` (real |x - mean|^2 for complex x)."""
@@ -303,6 +310,7 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None) -> Tenso
         return reduce_mean(squared, axis, keepdims=bool(keepdims))
 
 
+@tf_export("math.reduce_std")
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
     """tf.math.reduce_std(input_tensor, axis=None, keepdims=False, name=None): the square root of
     reduce_variance."""
@@ -310,6 +318,7 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
         return sqrt(reduce_variance(input_tensor, axis, keepdims))
 
 
+@tf_export("math.reduce_euclidean_norm")
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None) -> Tensor:
     """tf.math.reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
     sqrt(sum(x^2)) over `axis`, in x's dtype (integers truncate)."""
@@ -326,6 +335,7 @@ def _flat_diff(x):
     return subtract(x[1:], x[:-1]), x
 
 
+@tf_export("math.is_non_decreasing", "is_non_decreasing")
 def is_non_decreasing(x, name=None) -> Tensor:
     """tf.is_non_decreasing(x, name=None): whether x's elements, in row-major order, never
     decrease (True for fewer than two elements)."""
@@ -335,6 +345,7 @@ def is_non_decreasing(x, name=None) -> Tensor:
         return reduce_all(greater_equal(diff, zeros_like(diff)))
 
 
+@tf_export("math.is_strictly_increasing", "is_strictly_increasing")
 def is_strictly_increasing(x, name=None) -> Tensor:
     """tf.is_strictly_increasing(x, name=None): whether x's elements, in row-major order, always
     increase (True for fewer than two elements)."""
@@ -399,22 +410,26 @@ register("ArgMax", _arg_infer, _arg_kernel(np.argmax), grad=None, dtypes=NUMERIC
 register("ArgMin", _arg_infer, _arg_kernel(np.argmin), grad=None, dtypes=NUMERIC, dtype_param="input")
 
 
+@tf_export("math.argmax", "argmax")
 def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
     """tf.argmax(input, axis=None, name=None, dimension=None, output_type=tf.int64): index of the
     largest value along `axis` (default 0; `dimension` is the TF1 alias)."""
     return _arg("ArgMax", input, axis, name, dimension, output_type)
 
 
+@tf_export("math.argmin", "argmin")
 def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
     """tf.argmin(input, axis=None, name=None, dimension=None, output_type=tf.int64)."""
     return _arg("ArgMin", input, axis, name, dimension, output_type)
 
 
+@tf_export("arg_max")
 def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
     """tf.arg_max(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmax."""
     return _arg("ArgMax", input, dimension, name, None, output_type)
 
 
+@tf_export("arg_min")
 def arg_min(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
     """tf.arg_min(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmin."""
     return _arg("ArgMin", input, dimension, name, None, output_type)
@@ -478,17 +493,20 @@ register("Cumsum", _cum_infer, _cum_kernel(np.cumsum, 0), grad=_cumsum_grad, dty
 register("Cumprod", _cum_infer, _cum_kernel(np.cumprod, 1), grad=_cumprod_grad, dtypes=NUMERIC)
 
 
+@tf_export("math.cumsum", "cumsum")
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
     """tf.cumsum(x, axis=0, exclusive=False, reverse=False, name=None): running sum along `axis`."""
     return _cumulative("Cumsum", x, axis, exclusive, reverse, name)
 
 
+@tf_export("math.cumprod", "cumprod")
 def cumprod(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
     """tf.cumprod(x, axis=0, exclusive=False, reverse=False, name=None): running product."""
     return _cumulative("Cumprod", x, axis, exclusive, reverse, name)
 
 
 # -- count_nonzero -----------------------------------------------------------------------------
+@tf_export("math.count_nonzero", "count_nonzero")
 def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
                   reduction_indices=None, keep_dims=None, input=None) -> Tensor:  # noqa: A002 (TF name)
     """tf.count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=tf.int64, name=None,
@@ -509,6 +527,7 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int6
 
 
 # -- bincount ----------------------------------------------------------------------------------
+@tf_export("math.bincount", "bincount")
 def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32) -> Tensor:
     """tf.bincount(arr, weights=None, minlength=None, maxlength=None, dtype=tf.int32): counts of
     each value of a non-negative int32 array (summing `weights` instead when given)."""

@@ -17,6 +17,7 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import fill, ones
@@ -25,10 +26,6 @@ from tensorweave.ops.math.binary import maximum, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import sqrt
 from tensorweave.ops.registry import register
-
-__all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod", "unsorted_segment_sum",
-           "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_mean",
-           "unsorted_segment_sqrt_n", "sparse_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n"]
 
 
 def _lowest(dt: np.dtype):
@@ -116,6 +113,7 @@ for _kind, _allowed in (("Sum", NUMERIC), ("Prod", NUMERIC), ("Max", REAL), ("Mi
              dtype_param="data")   # gradients: math_grad.py
 
 
+@tf_export("math.unsorted_segment_sum", "unsorted_segment_sum")
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_sum(data, segment_ids, num_segments, name=None): out[i] = sum of
     data[j] with segment_ids[j] == i (segment_ids a prefix of data's shape); negative ids are
@@ -123,18 +121,21 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
     return _unsorted("Sum", data, segment_ids, num_segments, name)
 
 
+@tf_export("math.unsorted_segment_max", "unsorted_segment_max")
 def unsorted_segment_max(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_max(data, segment_ids, num_segments, name=None): the maximum per
     segment; an empty segment gives the dtype's lowest finite value."""
     return _unsorted("Max", data, segment_ids, num_segments, name)
 
 
+@tf_export("math.unsorted_segment_min", "unsorted_segment_min")
 def unsorted_segment_min(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_min(data, segment_ids, num_segments, name=None): the minimum per
     segment; an empty segment gives the dtype's highest finite value."""
     return _unsorted("Min", data, segment_ids, num_segments, name)
 
 
+@tf_export("math.unsorted_segment_prod", "unsorted_segment_prod")
 def unsorted_segment_prod(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_prod(data, segment_ids, num_segments, name=None): the product per
     segment; an empty segment gives 1."""
@@ -149,6 +150,7 @@ def _segment_counts(data: Tensor, ids: Tensor, num_segments: Tensor) -> Tensor:
     return maximum(counts, np.asarray(1, data.dtype.as_numpy_dtype))
 
 
+@tf_export("math.unsorted_segment_mean", "unsorted_segment_mean")
 def unsorted_segment_mean(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_mean(data, segment_ids, num_segments, name=None): the mean per
     segment (0 for an empty one)."""
@@ -159,6 +161,7 @@ def unsorted_segment_mean(data, segment_ids, num_segments, name=None) -> Tensor:
         return realdiv(unsorted_segment_sum(data, ids, n), _segment_counts(data, ids, n))
 
 
+@tf_export("math.unsorted_segment_sqrt_n", "unsorted_segment_sqrt_n")
 def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None) -> Tensor:
     """tf.unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None): the sum per
     segment divided by the square root of its size."""
@@ -230,29 +233,34 @@ for _kind, _allowed in (("Sum", NUMERIC), ("Mean", NUMERIC), ("Prod", NUMERIC), 
              dtype_param="data")   # gradients: math_grad.py
 
 
+@tf_export("math.segment_sum", "segment_sum")
 def segment_sum(data, segment_ids, name=None) -> Tensor:
     """tf.segment_sum(data, segment_ids, name=None): sums rows of `data` by sorted 1-D
     `segment_ids`; the output has max(segment_ids) + 1 rows (empty segments are 0)."""
     return _sorted("Sum", data, segment_ids, name)
 
 
+@tf_export("math.segment_mean", "segment_mean")
 def segment_mean(data, segment_ids, name=None) -> Tensor:
     """tf.segment_mean(data, segment_ids, name=None): the mean of each segment (sorted ids)."""
     return _sorted("Mean", data, segment_ids, name)
 
 
+@tf_export("math.segment_max", "segment_max")
 def segment_max(data, segment_ids, name=None) -> Tensor:
     """tf.segment_max(data, segment_ids, name=None): the maximum of each segment (sorted ids;
     an empty segment is 0)."""
     return _sorted("Max", data, segment_ids, name)
 
 
+@tf_export("math.segment_min", "segment_min")
 def segment_min(data, segment_ids, name=None) -> Tensor:
     """tf.segment_min(data, segment_ids, name=None): the minimum of each segment (sorted ids;
     an empty segment is 0)."""
     return _sorted("Min", data, segment_ids, name)
 
 
+@tf_export("math.segment_prod", "segment_prod")
 def segment_prod(data, segment_ids, name=None) -> Tensor:
     """tf.segment_prod(data, segment_ids, name=None): the product of each segment (sorted ids;
     an empty segment is 1)."""
@@ -323,20 +331,22 @@ for _kind in ("Sum", "Mean", "SqrtN"):
                  (dtypes.float16, dtypes.float32, dtypes.float64), dtype_param="data")   # gradients: math_grad.py
 
 
+@tf_export("sparse.segment_sum", "sparse_segment_sum")
 def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None) -> Tensor:
     """tf.sparse.segment_sum(data, indices, segment_ids, name=None, num_segments=None): out[s] =
     sum of data[indices[j]] with segment_ids[j] == s (sorted ids)."""
     return _sparse_segment("Sum", data, indices, segment_ids, name, num_segments)
 
 
+@tf_export("sparse.segment_mean", "sparse_segment_mean")
 def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None) -> Tensor:
     """tf.sparse.segment_mean(data, indices, segment_ids, name=None, num_segments=None): the
     mean of the rows data[indices[j]] of each segment."""
     return _sparse_segment("Mean", data, indices, segment_ids, name, num_segments)
 
 
+@tf_export("sparse.segment_sqrt_n", "sparse_segment_sqrt_n")
 def sparse_segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=None) -> Tensor:
     """tf.sparse.segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=None): the
     sum of each segment's rows divided by the square root of its size."""
     return _sparse_segment("SqrtN", data, indices, segment_ids, name, num_segments)
-

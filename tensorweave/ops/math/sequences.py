@@ -10,18 +10,19 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_int
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
 
-__all__ = ["range", "linspace", "lin_space"]
 
 
 # -- Range, LinSpace ---------------------------------------------------------------------------
 _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
+@tf_export("range")
 def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:  # noqa: A001
     """tf.range(start, limit=None, delta=1, dtype=None, name='range'); tf.range(n) counts from 0.
     Without `dtype` the result takes the widest of the arguments' dtypes (int32 < int64 <
@@ -96,6 +97,7 @@ def _range_kernel(node, ctx):
 register("Range", _range_infer, _range_kernel, grad=None)
 
 
+@tf_export("lin_space", "linspace")
 def linspace(start, stop, num, name=None) -> Tensor:
     """tf.linspace(start, stop, num, name=None) (also tf.lin_space): `num` evenly spaced values
     from `start` to `stop` inclusive."""

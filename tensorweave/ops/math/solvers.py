@@ -9,14 +9,13 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.array.diag import band_mask, matrix_band_part
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, batch_of, check_square, matrix_shape
 from tensorweave.ops.registry import register
-
-__all__ = ["matrix_solve", "matrix_triangular_solve", "matrix_solve_ls", "cholesky_solve"]   # matvec: tf.linalg only
 
 
 def _solve_infer(op):
@@ -57,6 +56,7 @@ def _solve(node, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # -- MatrixSolve -----------------------------------------------------------------------------------
+@tf_export("linalg.solve", "matrix_solve")
 def matrix_solve(matrix, rhs, adjoint=False, name=None) -> Tensor:
     """tf.linalg.solve(matrix, rhs, adjoint=False, name=None): X with matrix @ X = rhs (or
     adjoint(matrix) @ X = rhs) for each innermost square matrix."""
@@ -89,6 +89,7 @@ register("MatrixSolve", _solve_infer, _solve_kernel, grad=_solve_grad, dtypes=LI
 
 
 # -- MatrixTriangularSolve -------------------------------------------------------------------------
+@tf_export("linalg.triangular_solve", "matrix_triangular_solve")
 def matrix_triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None) -> Tensor:
     """tf.linalg.triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None): solves with
     the lower (or upper) triangle of each innermost square matrix; the other triangle is never
@@ -128,6 +129,7 @@ register("MatrixTriangularSolve", _solve_infer, _triangular_kernel, grad=_triang
          dtype_param="matrix")
 
 
+@tf_export("linalg.cholesky_solve", "cholesky_solve")
 def cholesky_solve(chol, rhs, name=None) -> Tensor:
     """tf.linalg.cholesky_solve(chol, rhs, name=None): X with A @ X = rhs, given the Cholesky
     factor `chol` of A (two triangular solves)."""
@@ -137,6 +139,7 @@ def cholesky_solve(chol, rhs, name=None) -> Tensor:
 
 
 # -- MatrixSolveLs ---------------------------------------------------------------------------------
+@tf_export("linalg.lstsq", "matrix_solve_ls")
 def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None) -> Tensor:
     """tf.linalg.lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None): the least-squares
     solution of matrix @ X = rhs (minimising |matrix @ X - rhs|^2 + l2_regularizer |X|^2).
@@ -204,6 +207,7 @@ def _lstsq_kernel(node, ctx):
 register("MatrixSolveLs", _lstsq_infer, _lstsq_kernel, dtypes=LINALG_TYPES, dtype_param="matrix")  # grad: math_grad
 
 
+@tf_export("linalg.matvec")
 def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
     """tf.linalg.matvec(a, b, transpose_a=False, adjoint_a=False, ...): a @ b for a (batch of)
     matrix a and vector b."""

@@ -13,6 +13,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.sort import where_v2
 from tensorweave.ops.helpers import FLOATS, make_op, same_as_input
 from tensorweave.ops.math.binary import add, binary, greater, multiply, subtract, xlogy
@@ -21,7 +22,6 @@ from tensorweave.ops.math.unary import abs, exp, log1p, negative, reciprocal, si
 from tensorweave.ops.registry import register
 
 # erfinv, ndtri and the Bessel functions are tf.math names only.
-__all__ = ["lgamma", "digamma", "polygamma", "igamma", "igammac", "betainc", "zeta", "erfc", "lbeta"]
 
 
 def _special(fn_name: str):
@@ -56,8 +56,10 @@ def _binary_infer(op):
 # -- gamma family ----------------------------------------------------------------------------------
 lgamma = _define_unary("Lgamma", "gammaln", lambda op, g: [multiply(g, digamma(op.inputs[0]))],
                        "tf.lgamma(x, name=None): log|Gamma(x)| elementwise.")
+tf_export("math.lgamma", "lgamma")(lgamma)
 digamma = _define_unary("Digamma", "digamma", lambda op, g: [multiply(g, polygamma(1.0, op.inputs[0]))],
                         "tf.digamma(x, name=None): d/dx lgamma(x) elementwise.")
+tf_export("math.digamma", "digamma")(digamma)
 
 
 def _polygamma_np(n, x):
@@ -70,6 +72,7 @@ def _polygamma_np(n, x):
     return np.where(whole, out, np.nan)
 
 
+@tf_export("math.polygamma", "polygamma")
 def polygamma(a, x, name=None) -> Tensor:
     """tf.polygamma(a, x, name=None): the a-th derivative of digamma at x (a a non-negative
     integer value; NaN otherwise)."""
@@ -81,11 +84,13 @@ register("Polygamma", _binary_infer,
          grad=lambda op, g: [None, multiply(g, polygamma(add(op.inputs[0], 1.0), op.inputs[1]))],
          dtypes=FLOATS, dtype_param="a")
 
+@tf_export("math.igamma", "igamma")
 def igamma(a, x, name=None) -> Tensor:
     """tf.igamma(a, x, name=None): the regularized lower incomplete gamma function P(a, x)."""
     return binary("Igamma", a, x, name, "Igamma")
 
 
+@tf_export("math.igammac", "igammac")
 def igammac(a, x, name=None) -> Tensor:
     """tf.igammac(a, x, name=None): the regularized upper incomplete gamma function
     Q(a, x) = 1 - P(a, x)."""
@@ -148,6 +153,7 @@ register("Igammac", _binary_infer, _special("gammaincc"), grad=_igammac_grad, dt
 
 
 # -- beta family -----------------------------------------------------------------------------------
+@tf_export("math.betainc", "betainc")
 def betainc(a, b, x, name=None) -> Tensor:
     """tf.betainc(a, b, x, name=None): the regularized incomplete beta function I_x(a, b)."""
     with name_scope(name, "Betainc", [a, b, x]) as scope:
@@ -178,6 +184,7 @@ def _betainc_grad(op, g):
 register("Betainc", _betainc_infer, _special("betainc"), grad=_betainc_grad, dtypes=FLOATS, dtype_param="a")
 
 
+@tf_export("math.lbeta", "lbeta")
 def lbeta(x, name=None) -> Tensor:
     """tf.lbeta(x, name=None): log|B(x)| = sum(lgamma(x), -1) - lgamma(sum(x, -1)) over the last
     dimension (an empty last dimension gives -inf)."""
@@ -186,6 +193,7 @@ def lbeta(x, name=None) -> Tensor:
         return subtract(reduce_sum(lgamma(x), -1), lgamma(reduce_sum(x, -1)))
 
 
+@tf_export("math.zeta", "zeta")
 def zeta(x, q, name=None) -> Tensor:
     """tf.zeta(x, q, name=None): the Hurwitz zeta function sum_n (q + n)^-x."""
     return binary("Zeta", x, q, name, "Zeta")
@@ -202,13 +210,16 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erfc = _define_unary("Erfc", "erfc",
                      lambda op, g: [multiply(g, multiply(-_TWO_OVER_SQRT_PI, exp(negative(square(op.inputs[0])))))],
                      "tf.erfc(x, name=None): 1 - erf(x) elementwise, accurate for large x.")
+tf_export("math.erfc", "erfc")(erfc)
 erfinv = _define_unary("Erfinv", "erfinv",
                        lambda op, g: [multiply(g, multiply(math.sqrt(math.pi) / 2, exp(square(op.outputs[0]))))],
                        "tf.math.erfinv(x, name=None): the inverse of erf on (-1, 1).")
+tf_export("math.erfinv")(erfinv)
 ndtri = _define_unary("Ndtri", "ndtri",
                       lambda op, g: [multiply(g, multiply(math.sqrt(2 * math.pi),
                                                           exp(multiply(square(op.outputs[0]), 0.5))))],
                       "tf.math.ndtri(x, name=None): the inverse of the standard normal CDF on (0, 1).")
+tf_export("math.ndtri")(ndtri)
 
 
 # -- Bessel functions ------------------------------------------------------------------------------
@@ -230,11 +241,14 @@ def _i1e_grad(op, g):
 bessel_i0e = _define_unary("BesselI0e", "i0e", _i0e_grad,
                            "tf.math.bessel_i0e(x, name=None): exp(-|x|) I0(x), the scaled modified Bessel function "
                            "of order 0.")
+tf_export("math.bessel_i0e")(bessel_i0e)
 bessel_i1e = _define_unary("BesselI1e", "i1e", _i1e_grad,
                            "tf.math.bessel_i1e(x, name=None): exp(-|x|) I1(x), the scaled modified Bessel function "
                            "of order 1.")
+tf_export("math.bessel_i1e")(bessel_i1e)
 
 
+@tf_export("math.bessel_i0")
 def bessel_i0(x, name=None) -> Tensor:
     """tf.math.bessel_i0(x, name=None): the modified Bessel function of order 0."""
     with name_scope(name, "bessel_i0", [x]):
@@ -242,9 +256,9 @@ def bessel_i0(x, name=None) -> Tensor:
         return multiply(exp(abs(x)), bessel_i0e(x))
 
 
+@tf_export("math.bessel_i1")
 def bessel_i1(x, name=None) -> Tensor:
     """tf.math.bessel_i1(x, name=None): the modified Bessel function of order 1."""
     with name_scope(name, "bessel_i1", [x]):
         x = convert_to_tensor(x, name="x")
         return multiply(exp(abs(x)), bessel_i1e(x))
-

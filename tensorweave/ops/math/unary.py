@@ -11,15 +11,11 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, make_op, same_as_input
 from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
 from tensorweave.ops.registry import pure, register
-
-__all__ = ["abs", "negative", "sign", "square", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log",
-           "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
-           "sigmoid",
-           "log_sigmoid", "erf", "floor", "ceil", "round", "rint", "is_nan", "is_inf", "is_finite"]
 
 
 def _bool_same(op):
@@ -54,6 +50,7 @@ register("ComplexAbs", lambda op: [(dtypes.float32 if op.inputs[0].dtype == dtyp
                                     op.inputs[0].shape)], pure(np.abs), grad=None)
 
 
+@tf_export("math.abs", "abs")
 def abs(x, name=None):  # noqa: A001 (TF name)
     """tf.abs(x, name=None): |x| elementwise; complex input gives its real magnitude."""
     with name_scope(name, "Abs", [x]) as scope:
@@ -66,10 +63,13 @@ def abs(x, name=None):  # noqa: A001 (TF name)
 
 negative = _define("Neg", np.negative, lambda op, g: [negative(g)], NUMERIC,
                    "tf.negative(x, name=None): -x elementwise.")
+tf_export("math.negative", "negative")(negative)
 sign = _define("Sign", np.sign, lambda op, g: [zeros_like(op.inputs[0])], NUMERIC,
                "tf.sign(x, name=None): -1, 0 or 1 elementwise (NaN stays NaN).")
+tf_export("math.sign", "sign")(sign)
 square = _define("Square", np.square, lambda op, g: [multiply(g, multiply(op.inputs[0], 2))], NUMERIC,
                  "tf.square(x, name=None): x * x elementwise.")
+tf_export("math.square", "square")(square)
 
 
 # -- powers, exponentials, logs ---------------------------------------------------------------
@@ -79,9 +79,11 @@ def _y(op):
 
 sqrt = _define("Sqrt", np.sqrt, lambda op, g: [multiply(g, realdiv(0.5, _y(op)))], FLOAT_COMPLEX,
                "tf.sqrt(x, name=None): square root elementwise.")
+tf_export("math.sqrt", "sqrt")(sqrt)
 rsqrt = _define("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
                 lambda op, g: [multiply(multiply(g, -0.5), multiply(square(_y(op)), _y(op)))],
                 FLOAT_COMPLEX, "tf.rsqrt(x, name=None): 1 / sqrt(x) elementwise.")
+tf_export("math.rsqrt", "rsqrt")(rsqrt)
 
 
 def _reciprocal_kernel(x):
@@ -94,44 +96,61 @@ def _reciprocal_kernel(x):
 reciprocal = _define("Reciprocal", _reciprocal_kernel,
                      lambda op, g: [multiply(negative(g), square(_y(op)))], NUMERIC,
                      "tf.reciprocal(x, name=None): 1 / x elementwise.")
+tf_export("math.reciprocal", "reciprocal")(reciprocal)
 exp = _define("Exp", np.exp, lambda op, g: [multiply(g, _y(op))], FLOAT_COMPLEX,
               "tf.exp(x, name=None): e**x elementwise.")
+tf_export("math.exp", "exp")(exp)
 expm1 = _define("Expm1", np.expm1, lambda op, g: [multiply(g, exp(op.inputs[0]))], FLOAT_COMPLEX,
                 "tf.expm1(x, name=None): e**x - 1 elementwise, accurate near 0.")
+tf_export("math.expm1", "expm1")(expm1)
 log = _define("Log", np.log, lambda op, g: [multiply(g, reciprocal(op.inputs[0]))], FLOAT_COMPLEX,
               "tf.log(x, name=None): natural logarithm elementwise.")
+tf_export("math.log", "log")(log)
 log1p = _define("Log1p", np.log1p, lambda op, g: [multiply(g, reciprocal(add(op.inputs[0], 1)))],
                 FLOAT_COMPLEX, "tf.log1p(x, name=None): log(1 + x) elementwise, accurate near 0.")
+tf_export("math.log1p", "log1p")(log1p)
 
 
 # -- trigonometric and hyperbolic -------------------------------------------------------------
 sin = _define("Sin", np.sin, lambda op, g: [multiply(g, cos(op.inputs[0]))], FLOAT_COMPLEX,
               "tf.sin(x, name=None).")
+tf_export("math.sin", "sin")(sin)
 cos = _define("Cos", np.cos, lambda op, g: [multiply(negative(g), sin(op.inputs[0]))], FLOAT_COMPLEX,
               "tf.cos(x, name=None).")
+tf_export("math.cos", "cos")(cos)
 tan = _define("Tan", np.tan, lambda op, g: [multiply(g, square(reciprocal(cos(op.inputs[0]))))],
               FLOAT_COMPLEX, "tf.tan(x, name=None).")
+tf_export("math.tan", "tan")(tan)
 asin = _define("Asin", np.arcsin,
                lambda op, g: [multiply(g, rsqrt(subtract(1, square(op.inputs[0]))))],
                FLOAT_COMPLEX, "tf.asin(x, name=None).")
+tf_export("math.asin", "asin")(asin)
 acos = _define("Acos", np.arccos,
                lambda op, g: [multiply(negative(g), rsqrt(subtract(1, square(op.inputs[0]))))],
                FLOAT_COMPLEX, "tf.acos(x, name=None).")
+tf_export("math.acos", "acos")(acos)
 atan = _define("Atan", np.arctan,
                lambda op, g: [multiply(g, reciprocal(add(1, square(op.inputs[0]))))],
                FLOAT_COMPLEX, "tf.atan(x, name=None).")
+tf_export("math.atan", "atan")(atan)
 asinh = _define("Asinh", np.arcsinh, lambda op, g: [realdiv(g, cosh(_y(op)))], FLOAT_COMPLEX,
                 "tf.asinh(x, name=None): inverse hyperbolic sine.")
+tf_export("math.asinh", "asinh")(asinh)
 acosh = _define("Acosh", np.arccosh, lambda op, g: [realdiv(g, sinh(_y(op)))], FLOAT_COMPLEX,
                 "tf.acosh(x, name=None): inverse hyperbolic cosine.")
+tf_export("math.acosh", "acosh")(acosh)
 atanh = _define("Atanh", np.arctanh, lambda op, g: [multiply(g, reciprocal(subtract(1, square(op.inputs[0]))))],
                 FLOAT_COMPLEX, "tf.atanh(x, name=None): inverse hyperbolic tangent.")
+tf_export("math.atanh", "atanh")(atanh)
 sinh = _define("Sinh", np.sinh, lambda op, g: [multiply(g, cosh(op.inputs[0]))], FLOAT_COMPLEX,
                "tf.sinh(x, name=None).")
+tf_export("math.sinh", "sinh")(sinh)
 cosh = _define("Cosh", np.cosh, lambda op, g: [multiply(g, sinh(op.inputs[0]))], FLOAT_COMPLEX,
                "tf.cosh(x, name=None).")
+tf_export("math.cosh", "cosh")(cosh)
 tanh = _define("Tanh", np.tanh, lambda op, g: [multiply(g, subtract(1, square(_y(op))))],
                FLOAT_COMPLEX, "tf.tanh(x, name=None): hyperbolic tangent elementwise.")
+tf_export("math.tanh", "nn.tanh", "tanh")(tanh)
 
 
 def _sigmoid_np(x):
@@ -147,8 +166,10 @@ def _sigmoid_np(x):
 sigmoid = _define("Sigmoid", _sigmoid_np,
                   lambda op, g: [multiply(g, multiply(_y(op), subtract(1, _y(op))))],
                   FLOAT_COMPLEX, "tf.sigmoid(x, name=None): 1 / (1 + exp(-x)) elementwise.")
+tf_export("math.sigmoid", "nn.sigmoid", "sigmoid")(sigmoid)
 
 
+@tf_export("math.log_sigmoid", "log_sigmoid")
 def log_sigmoid(x, name=None):
     """tf.log_sigmoid(x, name=None): log(sigmoid(x)) = -softplus(-x), computed stably."""
     with name_scope(name, "LogSigmoid", [x]) as scope:
@@ -170,16 +191,21 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf = _define("Erf", _erf_np,
               lambda op, g: [multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(op.inputs[0])))))],
               FLOATS, "tf.erf(x, name=None): the Gauss error function elementwise.")
+tf_export("math.erf", "erf")(erf)
 
 
 # -- rounding ----------------------------------------------------------------------------------
 floor = _define("Floor", np.floor, None, FLOATS, "tf.floor(x, name=None): largest integer <= x.")
+tf_export("math.floor", "floor")(floor)
 ceil = _define("Ceil", np.ceil, None, FLOATS, "tf.ceil(x, name=None): smallest integer >= x.")
+tf_export("math.ceil", "ceil")(ceil)
 rint = _define("Rint", np.rint, None, FLOATS,
                "tf.rint(x, name=None): nearest integer, halves to even.")
+tf_export("math.rint", "rint")(rint)
 register("Round", same_as_input(), pure(np.rint), grad=None, dtypes=FLOAT_COMPLEX)
 
 
+@tf_export("math.round", "round")
 def round(x, name=None):  # noqa: A001 (TF name)
     """tf.round(x, name=None): rounds half to even (banker's rounding); ints pass through."""
     x = convert_to_tensor(x)
@@ -191,7 +217,10 @@ def round(x, name=None):  # noqa: A001 (TF name)
 # -- finiteness tests --------------------------------------------------------------------------
 is_nan = _define("IsNan", np.isnan, None, FLOATS, "tf.is_nan(x, name=None): elementwise isnan.",
                  infer=_bool_same)
+tf_export("debugging.is_nan", "math.is_nan", "is_nan")(is_nan)
 is_inf = _define("IsInf", np.isinf, None, FLOATS, "tf.is_inf(x, name=None): elementwise isinf.",
                  infer=_bool_same)
+tf_export("debugging.is_inf", "math.is_inf", "is_inf")(is_inf)
 is_finite = _define("IsFinite", np.isfinite, None, FLOATS,
                     "tf.is_finite(x, name=None): elementwise isfinite.", infer=_bool_same)
+tf_export("debugging.is_finite", "math.is_finite", "is_finite")(is_finite)

@@ -9,6 +9,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import swap_axes_perm, transpose
 from tensorweave.ops.helpers import make_op, same_as_input
@@ -20,8 +21,6 @@ from tensorweave.ops.nn.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign", "softmax", "log_softmax",
-           "bias_add", "bias_add_v1", "crelu"]
 
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -37,26 +36,31 @@ def _bad(a, b):
 
 
 # -- activations -------------------------------------------------------------------------------
+@tf_export("nn.relu")
 def relu(features, name=None):
     """tf.nn.relu(features, name=None): max(features, 0)."""
     return make_op("Relu", [convert_to_tensor(features)], name=name or "Relu").outputs[0]
 
 
+@tf_export("nn.relu6")
 def relu6(features, name=None):
     """tf.nn.relu6(features, name=None): min(max(features, 0), 6)."""
     return make_op("Relu6", [convert_to_tensor(features)], name=name or "Relu6").outputs[0]
 
 
+@tf_export("nn.elu")
 def elu(features, name=None):
     """tf.nn.elu(features, name=None): exp(features) - 1 if < 0, features otherwise."""
     return make_op("Elu", [convert_to_tensor(features)], name=name or "Elu").outputs[0]
 
 
+@tf_export("nn.selu")
 def selu(features, name=None):
     """tf.nn.selu(features, name=None): scale * elu with alpha (Klambauer et al.)."""
     return make_op("Selu", [convert_to_tensor(features)], name=name or "Selu").outputs[0]
 
 
+@tf_export("nn.leaky_relu")
 def leaky_relu(features, alpha=0.2, name=None):
     """tf.nn.leaky_relu(features, alpha=0.2, name=None): max(alpha * features, features)."""
     features = convert_to_tensor(features)
@@ -66,11 +70,13 @@ def leaky_relu(features, alpha=0.2, name=None):
                    name=name or "LeakyRelu").outputs[0]
 
 
+@tf_export("math.softplus", "nn.softplus")
 def softplus(features, name=None):
     """tf.nn.softplus(features, name=None): log(exp(features) + 1)."""
     return make_op("Softplus", [convert_to_tensor(features)], name=name or "Softplus").outputs[0]
 
 
+@tf_export("math.softsign", "nn.softsign")
 def softsign(features, name=None):
     """tf.nn.softsign(features, name=None): features / (abs(features) + 1)."""
     return make_op("Softsign", [convert_to_tensor(features)], name=name or "Softsign").outputs[0]
@@ -202,12 +208,14 @@ def _last_axis_op(op_type, logits, axis, name):
     return out
 
 
+@tf_export("math.softmax", "nn.softmax")
 def softmax(logits, axis=None, name=None, dim=None):
     """tf.nn.softmax(logits, axis=None, name=None, dim=None): exp(logits) / sum(exp(logits), axis)."""
     axis = dim if axis is None else axis
     return _last_axis_op("Softmax", logits, axis, name)
 
 
+@tf_export("math.log_softmax", "nn.log_softmax")
 def log_softmax(logits, axis=None, name=None, dim=None):
     """tf.nn.log_softmax(logits, axis=None, name=None, dim=None): logits - log(sum(exp(logits), axis))."""
     axis = dim if axis is None else axis
@@ -246,6 +254,7 @@ register("LogSoftmax", _rank_ge1_infer, pure(log_softmax_np), grad=_log_softmax_
 
 
 # -- bias_add ----------------------------------------------------------------------------------
+@tf_export("nn.bias_add")
 def bias_add(value, bias, data_format=None, name=None):
     """tf.nn.bias_add(value, bias, data_format=None, name=None): adds the 1-D `bias` along the
     channel dimension (last for NHWC/None, dimension 1 for NC*)."""
@@ -259,6 +268,7 @@ def bias_add(value, bias, data_format=None, name=None):
                    name=name or "BiasAdd").outputs[0]
 
 
+@tf_export("nn.crelu")
 def crelu(features, name=None, axis=-1):
     """tf.nn.crelu(features, name=None, axis=-1): concat([relu(features), relu(-features)], axis),
     doubling the depth."""

@@ -15,11 +15,11 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
 
-__all__ = []   # tf.nn and tf.random names: gathered by tensorweave/nn.py and tensorweave/random.py
 
 CandidateSamplerOutput = collections.namedtuple("CandidateSamplerOutput", ["sampled_candidates",
                                                                            "true_expected_count",
@@ -163,6 +163,7 @@ for _op_type, _make in (("UniformCandidateSampler", lambda node, r: _Uniform(r))
     register(_op_type, _sampler_infer, _sampler_kernel(_make), grad=None, stateful=True)
 
 
+@tf_export("nn.uniform_candidate_sampler", "random.uniform_candidate_sampler")
 def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
     """tf.nn.uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
     seed=None, name=None) -> (sampled_candidates, true_expected_count, sampled_expected_count):
@@ -170,6 +171,7 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique, range_max, seed, name)
 
 
+@tf_export("nn.log_uniform_candidate_sampler", "random.log_uniform_candidate_sampler")
 def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None):
     """tf.nn.log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
     seed=None, name=None): classes drawn from the log-uniform (Zipfian) distribution
@@ -178,6 +180,7 @@ def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, r
                     name)
 
 
+@tf_export("nn.learned_unigram_candidate_sampler", "random.learned_unigram_candidate_sampler")
 def learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None,
                                       name=None):
     """tf.nn.learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique,
@@ -229,6 +232,7 @@ def _fixed_unigram(node, range_max: int) -> _Distribution:
 register("FixedUnigramCandidateSampler", _sampler_infer, _sampler_kernel(_fixed_unigram), grad=None, stateful=True)
 
 
+@tf_export("nn.fixed_unigram_candidate_sampler", "random.fixed_unigram_candidate_sampler")
 def fixed_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, vocab_file="",
                                     distortion=1.0, num_reserved_ids=0, num_shards=1, shard=0, unigrams=(),
                                     seed=None, name=None):
@@ -258,6 +262,7 @@ def _all_kernel(node, ctx):
 register("AllCandidateSampler", _sampler_infer, _all_kernel, grad=None, stateful=True)
 
 
+@tf_export("nn.all_candidate_sampler", "random.all_candidate_sampler")
 def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
     """tf.nn.all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None,
     name=None): every class of [0, num_sampled), each with expected count 1 (for testing)."""
@@ -265,6 +270,7 @@ def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None
 
 
 # -- ComputeAccidentalHits -------------------------------------------------------------------------
+@tf_export("nn.compute_accidental_hits")
 def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
     """tf.nn.compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None,
     name=None) -> (indices, ids, weights): for each true class of row i that was sampled, the row

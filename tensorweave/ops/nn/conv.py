@@ -10,15 +10,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
 from tensorweave.ops.registry import register
-
-__all__ = ["conv2d", "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "depthwise_conv2d",
-           "depthwise_conv2d_native", "separable_conv2d", "depthwise_conv2d_native_backprop_input",
-           "depthwise_conv2d_native_backprop_filter"]
 
 
 # -- attribute handling ------------------------------------------------------------------------
@@ -111,6 +108,7 @@ def _conv_out_shape(op, xd, fd, depthwise: bool):
 
 
 # -- Conv2D ------------------------------------------------------------------------------------
+@tf_export("nn.conv2d")
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
            data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
     """tf.nn.conv2d(input, filter, strides, padding, use_cudnn_on_gpu=True, data_format='NHWC',
@@ -177,6 +175,7 @@ def _conv_backprop_filter(input, filter_sizes, out_backprop, attrs, name=None): 
                    name=name or "Conv2DBackpropFilter").outputs[0]
 
 
+@tf_export("nn.conv2d_backprop_input")
 def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002
                           use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
                           filters=None):
@@ -188,6 +187,7 @@ def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=N
                                 convert_to_tensor(filter, dtype=out_backprop.dtype), out_backprop, attrs, name)
 
 
+@tf_export("nn.conv2d_backprop_filter")
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, ...)."""
@@ -297,6 +297,7 @@ register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_kernel, g
 register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
 
 
+@tf_export("nn.conv2d_transpose")
 def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
                      data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
     """tf.nn.conv2d_transpose(value, filter, output_shape, strides, padding='SAME',
@@ -324,6 +325,7 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, p
 
 
 # -- depthwise ---------------------------------------------------------------------------------
+@tf_export("nn.depthwise_conv2d_native")
 def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
                             dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native(input, filter, strides, padding, data_format='NHWC',
@@ -335,6 +337,7 @@ def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",
     return make_op("DepthwiseConv2dNative", [input, filter], attrs, name=name or "DepthwiseConv2dNative").outputs[0]
 
 
+@tf_export("nn.depthwise_conv2d")
 def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None,  # noqa: A002
                      dilations=None):
     """tf.nn.depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,
@@ -378,6 +381,7 @@ def _depthwise_grad(op, grad):
 register("DepthwiseConv2dNative", _depthwise_infer, _depthwise_kernel, grad=_depthwise_grad)
 
 
+@tf_export("nn.depthwise_conv2d_backprop_input", "nn.depthwise_conv2d_native_backprop_input")
 def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,  # noqa: A002
                                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,
@@ -392,6 +396,7 @@ def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, st
                    name=name or "DepthwiseConv2dNativeBackpropInput").outputs[0]
 
 
+@tf_export("nn.depthwise_conv2d_backprop_filter", "nn.depthwise_conv2d_native_backprop_filter")
 def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
                                             data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides,
@@ -407,6 +412,7 @@ register("DepthwiseConv2dNativeBackpropInput", _backprop_input_infer, _backprop_
 register("DepthwiseConv2dNativeBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=None)
 
 
+@tf_export("nn.separable_conv2d")
 def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,  # noqa: A002
                      name=None, data_format=None, dilations=None):
     """tf.nn.separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,

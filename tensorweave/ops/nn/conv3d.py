@@ -11,12 +11,11 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv3d_kernels as kernels
 from tensorweave.ops.nn.util import as_str, dims, shape_tensor, window_out, window_pads
 from tensorweave.ops.registry import register
-
-__all__ = ["conv3d", "conv3d_transpose", "conv3d_backprop_filter_v2", "conv3d_backprop_filter"]
 
 
 # -- layouts and attributes, shared with pool3d.py ---------------------------------------------
@@ -115,6 +114,7 @@ def _node_geometry(node):
             as_str(node.attr["padding"]))
 
 
+@tf_export("nn.conv3d")
 def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC",  # noqa: A002
            dilations=(1, 1, 1, 1, 1), name=None, filters=None):
     """tf.nn.conv3d(input, filter, strides, padding, data_format='NDHWC', dilations=[1, 1, 1, 1, 1],
@@ -258,6 +258,7 @@ register("Conv3DBackpropInputV2", _backprop_input_infer, _backprop_input_kernel,
 register("Conv3DBackpropFilterV2", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
 
 
+@tf_export("nn.conv3d_backprop_filter", "nn.conv3d_backprop_filter_v2")
 def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
                               data_format="NDHWC", dilations=(1, 1, 1, 1, 1), name=None):
     """tf.nn.conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
@@ -272,6 +273,7 @@ def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, paddin
 conv3d_backprop_filter = conv3d_backprop_filter_v2
 
 
+@tf_export("nn.conv3d_transpose")
 def conv3d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
                      data_format="NDHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
     """tf.nn.conv3d_transpose(value, filter, output_shape, strides, padding='SAME',

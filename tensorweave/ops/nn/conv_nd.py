@@ -13,6 +13,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import expand_dims, identity, squeeze
 from tensorweave.ops.array.space import batch_to_space_nd, space_to_batch_nd
@@ -23,8 +24,6 @@ from tensorweave.ops.nn.impl import conv1d
 from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
 from tensorweave.ops.nn.util import as_str, check_padding, shape_tensor, window_pads
-
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 
 # -- sliding windows over [batch, *spatial, channels] ----------------------------------------------
@@ -78,6 +77,7 @@ def _full(values, n: int, channels_first: bool) -> list:
     return [1, 1] + values if channels_first else [1] + values + [1]
 
 
+@tf_export("nn.convolution")
 def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None, name=None,  # noqa: A002
                 data_format=None, filters=None, dilations=None):
     """tf.nn.convolution(input, filter, padding, strides=None, dilation_rate=None, name=None,
@@ -99,6 +99,7 @@ def convolution(input, filter=None, padding=None, strides=None, dilation_rate=No
         return conv3d(x, filter, strides, padding, data_format=fmt, dilations=rate, name=scope)
 
 
+@tf_export("nn.conv1d_transpose")
 def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",  # noqa: A002
                      dilations=None, name=None):
     """tf.nn.conv1d_transpose(input, filters, output_shape, strides, padding='SAME',
@@ -118,6 +119,7 @@ def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data
         return squeeze(y, [2 if cf else 1], name=scope)
 
 
+@tf_export("nn.conv_transpose")
 def conv_transpose(input, filters, output_shape, strides, padding="SAME", data_format=None, dilations=None,  # noqa: A002
                    name=None):
     """tf.nn.conv_transpose(input, filters, output_shape, strides, padding='SAME',
@@ -136,6 +138,7 @@ def conv_transpose(input, filters, output_shape, strides, padding="SAME", data_f
                             dilations=_full(dilations, 3, cf), name=name)
 
 
+@tf_export("nn.atrous_conv2d")
 def atrous_conv2d(value, filters, rate, padding, name=None):
     """tf.nn.atrous_conv2d(value, filters, rate, padding, name=None): conv2d of NHWC value with
     `rate`-dilated filters (stride 1)."""
@@ -143,6 +146,7 @@ def atrous_conv2d(value, filters, rate, padding, name=None):
                   name=name or "atrous_conv2d")
 
 
+@tf_export("nn.atrous_conv2d_transpose")
 def atrous_conv2d_transpose(value, filters, output_shape, rate, padding, name=None):
     """tf.nn.atrous_conv2d_transpose(value, filters, output_shape, rate, padding, name=None): the
     gradient of atrous_conv2d with respect to its input."""
@@ -160,11 +164,13 @@ def _pool1d(fn, input, ksize, strides, padding, data_format, name):  # noqa: A00
         return squeeze(y, [2 if cf else 1], name=scope)
 
 
+@tf_export("nn.max_pool1d")
 def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
     """tf.nn.max_pool1d(input, ksize, strides, padding, data_format='NWC', name=None)."""
     return _pool1d(max_pool, input, ksize, strides, padding, data_format, name)
 
 
+@tf_export("nn.avg_pool1d")
 def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
     """tf.nn.avg_pool1d(input, ksize, strides, padding, data_format='NWC', name=None)."""
     return _pool1d(avg_pool, input, ksize, strides, padding, data_format, name)
@@ -185,17 +191,20 @@ def _pool_v2(kind: str, input, ksize, strides, padding, data_format, name, num_s
     return fn(x, _full(ksize, 3, cf), _full(strides, 3, cf), padding, data_format=fmt, name=name)
 
 
+@tf_export("nn.max_pool_v2")
 def max_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """tf.nn.max_pool_v2(input, ksize, strides, padding, data_format=None, name=None): max pooling
     of a 3-, 4- or 5-D input (ksize and strides: 1, N or N + 2 ints)."""
     return _pool_v2("max", input, ksize, strides, padding, data_format, name)
 
 
+@tf_export("nn.avg_pool_v2")
 def avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """tf.nn.avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None)."""
     return _pool_v2("avg", input, ksize, strides, padding, data_format, name)
 
 
+@tf_export("nn.with_space_to_batch")
 def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, spatial_dims=None,  # noqa: A002
                         data_format=None):
     """tf.nn.with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None,
@@ -241,6 +250,7 @@ def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, sp
     return batch_to_space_nd(result, block, crops)
 
 
+@tf_export("nn.pool")
 def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None, name=None,  # noqa: A002
          data_format=None, dilations=None):
     """tf.nn.pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None,
@@ -270,4 +280,3 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides
             raise ValueError("pool: a dilation_rate > 1 needs channels-last data")
         return identity(with_space_to_batch(x, rate, padding, op, filter_shape=window, data_format=data_format),
                         name=scope)
-

@@ -12,12 +12,11 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn.util import shape_tensor
 from tensorweave.ops.random import op_generator, seed_attrs
 from tensorweave.ops.registry import register
-
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 
 def _sequence(rng: np.random.Generator, input_length: int, output_length: int, pseudo_random: bool) -> np.ndarray:
@@ -65,6 +64,7 @@ def _fractional(op_type: str, value, pooling_ratio, pseudo_random, overlapping, 
     return tuple(op.outputs)
 
 
+@tf_export("nn.fractional_max_pool")
 def fractional_max_pool(value, pooling_ratio, pseudo_random=False, overlapping=False, deterministic=False, seed=0,
                         seed2=0, name=None):
     """tf.nn.fractional_max_pool(value, pooling_ratio, pseudo_random=False, overlapping=False,
@@ -75,6 +75,7 @@ def fractional_max_pool(value, pooling_ratio, pseudo_random=False, overlapping=F
                        seed2, name)
 
 
+@tf_export("nn.fractional_avg_pool")
 def fractional_avg_pool(value, pooling_ratio, pseudo_random=False, overlapping=False, deterministic=False, seed=0,
                         seed2=0, name=None):
     """tf.nn.fractional_avg_pool(value, pooling_ratio, ...) -> (output, row_pooling_sequence,

@@ -14,6 +14,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import colocate_with, name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import (constant, expand_dims, rank, reshape, shape, size, squeeze,
                                         stop_gradient, swap_axes_perm, transpose)
@@ -36,11 +37,6 @@ from tensorweave.ops.nn.conv import conv2d
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.random import random_uniform
 
-__all__ = ["moments", "batch_normalization", "l2_normalize", "dropout", "sigmoid_cross_entropy_with_logits",
-           "weighted_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", "embedding_lookup",
-           "xw_plus_b", "relu_layer", "zero_fraction", "conv1d", "sufficient_statistics", "normalize_moments",
-           "weighted_moments", "log_poisson_loss", "swish"]
 
 def _sentinel_check(sentinel, name: str) -> None:
     if sentinel is not None:
@@ -48,6 +44,7 @@ def _sentinel_check(sentinel, name: str) -> None:
 
 
 # -- moments / batch normalization -------------------------------------------------------------
+@tf_export("nn.moments")
 def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
     """tf.nn.moments(x, axes, shift=None, name=None, keep_dims=False) -> (mean, variance) over
     `axes`; float16 inputs are reduced in float32 and the results cast back."""
@@ -66,6 +63,7 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, variance
 
 
+@tf_export("nn.batch_normalization")
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
     """tf.nn.batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
     scale * (x - mean) / sqrt(variance + variance_epsilon) + offset (offset/scale may be None)."""
@@ -80,6 +78,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         return add(multiply(x, inv), cast(shift, x.dtype))
 
 
+@tf_export("linalg.l2_normalize", "math.l2_normalize", "nn.l2_normalize")
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     """tf.nn.l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     x / sqrt(max(sum(x**2, axis), epsilon))."""
@@ -92,6 +91,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
 
 
 # -- dropout -----------------------------------------------------------------------------------
+@tf_export("nn.dropout")
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """tf.nn.dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     keeps each unit with probability keep_prob (= 1 - rate), scaling kept units by 1/keep_prob;
@@ -144,6 +144,7 @@ def _noise_shape(x, noise_shape):
 
 
 # -- cross-entropies ---------------------------------------------------------------------------
+@tf_export("nn.sigmoid_cross_entropy_with_logits")
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """tf.nn.sigmoid_cross_entropy_with_logits(labels=..., logits=...): the elementwise logistic
     loss, max(x, 0) - x * z + log(1 + exp(-|x|))."""
@@ -161,6 +162,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                    log1p(exp(neg_abs_logits)), name=scope)
 
 
+@tf_export("nn.weighted_cross_entropy_with_logits")
 def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, name=None, targets=None):
     """tf.nn.weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None,
     name=None, targets=None): the logistic loss with positive examples weighted by pos_weight
@@ -195,6 +197,7 @@ def _flatten_outer(t):
     return flat, outer
 
 
+@tf_export("nn.softmax_cross_entropy_with_logits_v2")
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
     """tf.nn.softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
     -sum(labels * log_softmax(logits), axis); gradients flow into labels too."""
@@ -225,6 +228,7 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
         return loss
 
 
+@tf_export("nn.softmax_cross_entropy_with_logits")
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1, name=None, axis=None):
     """tf.nn.softmax_cross_entropy_with_logits(labels=..., logits=..., dim=-1, name=None): as _v2
     but labels get no gradient (TF1's deprecated version)."""
@@ -235,6 +239,7 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
                                                 name=scope)
 
 
+@tf_export("nn.sparse_softmax_cross_entropy_with_logits")
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """tf.nn.sparse_softmax_cross_entropy_with_logits(labels=..., logits=..., name=None): the
     cross-entropy of integer class labels; a label outside [0, num_classes) is
@@ -271,6 +276,7 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
 
 
 # -- embedding_lookup --------------------------------------------------------------------------
+@tf_export("nn.embedding_lookup")
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None):
     """tf.nn.embedding_lookup(params, ids, partition_strategy='mod', name=None,
     validate_indices=True, max_norm=None): rows `ids` of `params` (a tensor, a Variable, or a list
@@ -360,18 +366,21 @@ def _clip(x, max_norm, name):
 
 
 # -- small composites --------------------------------------------------------------------------
+@tf_export("nn.xw_plus_b")
 def xw_plus_b(x, weights, biases, name=None):
     """tf.nn.xw_plus_b(x, weights, biases, name=None): matmul(x, weights) + biases."""
     with name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
         return bias_add(matmul(x, weights), biases, name=scope)
 
 
+@tf_export("nn.relu_layer")
 def relu_layer(x, weights, biases, name=None):
     """tf.nn.relu_layer(x, weights, biases, name=None): relu(matmul(x, weights) + biases)."""
     with name_scope(name, "relu_layer", [x, weights, biases]) as scope:
         return relu(bias_add(matmul(x, weights), biases), name=scope)
 
 
+@tf_export("math.zero_fraction", "nn.zero_fraction")
 def zero_fraction(value, name=None):
     """tf.nn.zero_fraction(value, name=None): the fraction of zeros in value (float32)."""
     with name_scope(name, "zero_fraction", [value]):
@@ -380,6 +389,7 @@ def zero_fraction(value, name=None):
         return reduce_mean(cast(equal(value, zero), dtypes.float32))
 
 
+@tf_export("nn.conv1d")
 def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None, data_format=None,
            name=None, input=None, dilations=None):  # noqa: A002
     """tf.nn.conv1d(value, filters, stride, padding, data_format='NWC'): a conv2d over a height-1
@@ -410,6 +420,7 @@ def _keep(keep_dims, keepdims) -> bool:
     return bool(keepdims if keepdims is not None else keep_dims)
 
 
+@tf_export("nn.sufficient_statistics")
 def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdims=None):
     """tf.nn.sufficient_statistics(x, axes, shift=None, keep_dims=False, name=None) ->
     (count, mean_ss, variance_ss, shift): the element count over `axes`, sum(x - shift) and
@@ -436,6 +447,7 @@ def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdi
     return counts, m_ss, v_ss, shift
 
 
+@tf_export("nn.normalize_moments")
 def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
     """tf.nn.normalize_moments(counts, mean_ss, variance_ss, shift, name=None) -> (mean, variance)
     from sufficient statistics."""
@@ -451,6 +463,7 @@ def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
     return mean, variance
 
 
+@tf_export("nn.weighted_moments")
 def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
     """tf.nn.weighted_moments(x, axes, frequency_weights, name=None, keep_dims=False) ->
     (mean, variance) with each element of x weighted by (broadcast) frequency_weights."""
@@ -477,6 +490,7 @@ def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keep
         return mean, variance
 
 
+@tf_export("nn.log_poisson_loss")
 def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     """tf.nn.log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     exp(log_input) - log_input * targets, plus Stirling's term for targets > 1 when
@@ -498,6 +512,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
         return result
 
 
+@tf_export("nn.swish")
 def swish(features, name=None):
     """tf.nn.swish(features): features * sigmoid(features)."""
     with name_scope(name, "swish", [features]):

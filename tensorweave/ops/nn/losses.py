@@ -7,6 +7,7 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims
 from tensorweave.ops.helpers import INDEX, invalid, make_op
 from tensorweave.ops.math.binary import add, multiply, subtract
@@ -16,10 +17,9 @@ from tensorweave.ops.nn.activations import log_softmax_np, log_softmax, softmax
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.registry import pure, register
 
-__all__ = ["l2_loss", "in_top_k"]
-
 
 # -- l2_loss -----------------------------------------------------------------------------------
+@tf_export("nn.l2_loss")
 def l2_loss(t, name=None):
     """tf.nn.l2_loss(t, name=None): sum(t ** 2) / 2, a scalar of t's dtype."""
     return make_op("L2Loss", [convert_to_tensor(t)], name=name or "L2Loss").outputs[0]
@@ -123,6 +123,7 @@ register("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer, _sparse_xent
 
 
 # -- in_top_k ----------------------------------------------------------------------------------
+@tf_export("math.in_top_k", "nn.in_top_k")
 def in_top_k(predictions, targets, k, name=None):
     """tf.nn.in_top_k(predictions, targets, k, name=None): whether targets[i] is among the top k
     predictions of row i (ties count in its favour; non-finite rows are False)."""

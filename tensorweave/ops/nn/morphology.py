@@ -10,14 +10,13 @@ import numpy as np
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.pad import reverse
 from tensorweave.ops.helpers import REAL, invalid, make_op
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.nn.conv_nd import pad_spatial, window_geometry, window_index
 from tensorweave.ops.nn.util import as_str, window_out
 from tensorweave.ops.registry import register
-
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 
 def _four(values, what: str) -> list:
@@ -27,6 +26,7 @@ def _four(values, what: str) -> list:
     return values
 
 
+@tf_export("nn.dilation2d")
 def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=None, filters=None,  # noqa: A002
                dilations=None, data_format="NHWC"):
     """tf.nn.dilation2d(input, filter, strides, rates, padding, name=None): the grayscale
@@ -45,6 +45,7 @@ def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=
     return make_op("Dilation2D", [x, f], attrs, name=name or "dilation2d").outputs[0]
 
 
+@tf_export("nn.erosion2d")
 def erosion2d(value, kernel, strides, rates, padding, name=None):
     """tf.nn.erosion2d(value, kernel, strides, rates, padding, name=None): the grayscale erosion,
     min over (i, j) of value[...] - kernel[i, j, c] (dilation of -value by the reflected

@@ -7,6 +7,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.binary import add, multiply, subtract
@@ -14,9 +15,8 @@ from tensorweave.ops.math.unary import rsqrt
 from tensorweave.ops.nn.util import as_str, check_data_format, dims
 from tensorweave.ops.registry import register
 
-__all__ = ["fused_batch_norm"]   # and batch_norm_with_global_normalization (tf.nn only, below)
 
-
+@tf_export("nn.fused_batch_norm")
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
                      is_training=True, name=None):
     """tf.nn.fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
@@ -170,6 +170,7 @@ for _t in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
     register(_t, _bn_grad_infer, _bn_grad_kernel, grad=None)
 
 
+@tf_export("nn.batch_norm_with_global_normalization")
 def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
                                          scale_after_normalization=None, name=None, input=None,  # noqa: A002
                                          mean=None, variance=None):

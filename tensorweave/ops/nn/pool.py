@@ -9,13 +9,12 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import pool_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, fmt_dims, from_nhwc, nhwc_dims, rank4,
                                       shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
 from tensorweave.ops.registry import register
-
-__all__ = ["max_pool", "avg_pool", "local_response_normalization", "lrn"]
 
 
 def _pool_attrs(ksize, strides, padding, data_format, op_name):
@@ -85,6 +84,7 @@ def _pool_kernel(fn, fast):
     return factory
 
 
+@tf_export("nn.max_pool", "nn.max_pool2d")
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
     """tf.nn.max_pool(value, ksize, strides, padding, data_format='NHWC', name=None): the
     maximum over each window; SAME padding never contributes."""
@@ -94,6 +94,7 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
     return make_op("MaxPool", [value], attrs, name=name or "MaxPool").outputs[0]
 
 
+@tf_export("nn.avg_pool", "nn.avg_pool2d")
 def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
     """tf.nn.avg_pool(value, ksize, strides, padding, data_format='NHWC', name=None): the mean
     over each window; with SAME, divides by the number of valid (unpadded) inputs."""
@@ -175,6 +176,7 @@ register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,
 
 
 # -- LRN ---------------------------------------------------------------------------------------
+@tf_export("nn.local_response_normalization", "nn.lrn")
 def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):  # noqa: A002
     """tf.nn.local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5,
     name=None): input / (bias + alpha * sum of squares over 2*depth_radius+1 channels) ** beta."""
@@ -219,6 +221,7 @@ register("LRNGrad", lambda op: [(op.inputs[0].dtype, op.inputs[1].shape.merge_wi
 
 
 # -- MaxPoolWithArgmax -------------------------------------------------------------------------
+@tf_export("nn.max_pool_with_argmax")
 def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None, name=None,  # noqa: A002,N803
                          output_dtype=None, include_batch_in_index=False):
     """tf.nn.max_pool_with_argmax(input, ksize, strides, padding, data_format='NHWC', Targmax=None,

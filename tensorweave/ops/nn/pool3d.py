@@ -6,6 +6,7 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework import dtypes
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn import pool3d_kernels as kernels
 from tensorweave.ops.nn.conv3d import (check_format_5d, check_padding_5d, five, fmt_dims, from_last, geometry,
@@ -13,7 +14,6 @@ from tensorweave.ops.nn.conv3d import (check_format_5d, check_padding_5d, five, 
 from tensorweave.ops.nn.util import as_str, shape_tensor, window_out
 from tensorweave.ops.registry import register
 
-__all__ = ["max_pool3d", "avg_pool3d"]
 
 _POOL_DTYPES = (dtypes.float16, dtypes.float32)   # TF has no float64 3-D pooling kernels
 
@@ -41,12 +41,14 @@ def _pool(op_type: str, input, ksize, strides, padding, data_format, name):  # n
     return make_op(op_type, [input], attrs, name=name or op_type).outputs[0]
 
 
+@tf_export("nn.max_pool3d")
 def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
     """tf.nn.max_pool3d(input, ksize, strides, padding, data_format='NDHWC', name=None): the
     maximum over [depth, height, width] windows of a 5-D input (ksize/strides of 1, 3 or 5 ints)."""
     return _pool("MaxPool3D", input, ksize, strides, padding, data_format, name)
 
 
+@tf_export("nn.avg_pool3d")
 def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
     """tf.nn.avg_pool3d(input, ksize, strides, padding, data_format='NDHWC', name=None): the mean
     over windows of a 5-D input; padded cells are not counted."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import ones, ones_like, zeros_like
@@ -19,8 +20,6 @@ from tensorweave.ops.nn.impl import (embedding_lookup, sigmoid_cross_entropy_wit
                                      softmax_cross_entropy_with_logits_v2)
 from tensorweave.ops.nn.util import embedding_params
 from tensorweave.ops.sparse.core import sparse_to_dense
-
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 
 def _sum_rows(x):
@@ -86,6 +85,7 @@ def compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cla
         return out_logits, out_labels
 
 
+@tf_export("nn.nce_loss")
 def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1, sampled_values=None,
              remove_accidental_hits=False, partition_strategy="mod", name="nce_loss"):
     """tf.nn.nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
@@ -100,6 +100,7 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
     return _sum_rows(sampled_losses)
 
 
+@tf_export("nn.sampled_softmax_loss")
 def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1, sampled_values=None,
                          remove_accidental_hits=True, partition_strategy="mod", name="sampled_softmax_loss",
                          seed=None):

@@ -8,6 +8,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, rank, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -23,7 +24,6 @@ from tensorweave.ops.nn.impl import embedding_lookup
 from tensorweave.ops.nn.util import embedding_params
 from tensorweave.ops.sparse.core import convert_sparse, sparse_fill_empty_rows, sparse_reshape, sparse_retain
 
-__all__ = []   # tf.nn names: gathered by tensorweave/nn.py
 
 _COMBINERS = ("sum", "mean", "sqrtn")
 
@@ -33,6 +33,7 @@ def _half_to_float(embeddings):
     return cast(embeddings, dtypes.float32) if embeddings.dtype == dtypes.float16 else embeddings
 
 
+@tf_export("nn.embedding_lookup_sparse")
 def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod", name=None, combiner=None,
                             max_norm=None):
     """tf.nn.embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy='mod',
@@ -79,6 +80,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         return div_no_nan(summed, denominator, name=scope)
 
 
+@tf_export("nn.safe_embedding_lookup_sparse")
 def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner="mean",
                                  default_id=None, name=None, partition_strategy="div", max_norm=None):
     """tf.nn.safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,

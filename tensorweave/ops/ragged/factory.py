@@ -8,13 +8,13 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import control_dependencies, name_scope
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant as dense_constant, identity, placeholder as dense_placeholder
 from tensorweave.ops.debugging.asserts import assert_equal
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, RaggedTensorValue, is_ragged
 from tensorweave.ops.registry import register
 
-__all__: list = []
 
 _RANGE_DTYPES = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
@@ -91,6 +91,7 @@ def _flatten(pylist, ragged_rank, inner_shape, inner_factory, ragged_factory):
     return result
 
 
+@tf_export("ragged.constant")
 def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None, row_splits_dtype=dtypes.int64):
     """tf.ragged.constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
     row_splits_dtype=tf.int64): a constant RaggedTensor from a nested Python list (a Tensor when
@@ -111,6 +112,7 @@ def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None, 
         return _flatten(pylist, ragged_rank, inner_shape, inner, ragged)
 
 
+@tf_export("ragged.constant_value")
 def constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None, row_splits_dtype="int64"):
     """tf.ragged.constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
     row_splits_dtype='int64'): like tf.ragged.constant, a RaggedTensorValue of numpy arrays."""
@@ -125,6 +127,7 @@ def constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None, row_s
                     lambda values, splits: RaggedTensorValue(values, np.array(splits, dtype=splits_np)))
 
 
+@tf_export("ragged.placeholder")
 def placeholder(dtype, ragged_rank, value_shape=None, name=None):
     """tf.ragged.placeholder(dtype, ragged_rank, value_shape=None, name=None): a RaggedTensor of
     placeholders (flat values [None] + value_shape, int64 row splits), fed a RaggedTensorValue."""
@@ -172,6 +175,7 @@ def _range_infer(op):
 register("RaggedRange", _range_infer, _range_kernel, grad=None, dtypes={0: ("starts", _RANGE_DTYPES)})
 
 
+@tf_export("ragged.range")
 def ragged_range(starts, limits=None, deltas=1, dtype=None, name=None, row_splits_dtype=dtypes.int64):
     """tf.ragged.range(starts, limits=None, deltas=1, dtype=None, name=None,
     row_splits_dtype=tf.int64): row i is tf.range(starts[i], limits[i], deltas[i]) (scalars
@@ -195,6 +199,7 @@ def ragged_range(starts, limits=None, deltas=1, dtype=None, name=None, row_split
 
 
 # -- map_flat_values -------------------------------------------------------------------------------
+@tf_export("ragged.map_flat_values")
 def map_flat_values(op, *args, **kwargs):
     """tf.ragged.map_flat_values(op, *args, **kwargs): op applied to the flat values of the
     RaggedTensors among the arguments (which must share their row partitions), the result with
@@ -231,4 +236,3 @@ def map_flat_values(op, *args, **kwargs):
     if result.shape.ndims is not None and first.flat_values.shape.ndims is not None:
         result.shape[:1].assert_is_compatible_with(first.flat_values.shape[:1])
     return first.with_flat_values(result)
-

@@ -16,6 +16,7 @@ from tensorweave.framework.graph import Tensor, default_session_for
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import identity, reshape, shape as shape_of
 from tensorweave.ops.array.fill import zeros
@@ -30,12 +31,12 @@ from tensorweave.ops.math.reduction import bincount, cumsum, reduce_any, reduce_
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 
-__all__ = ["RaggedTensor"]
 
 _VALID = "do not form a valid RaggedTensor"
 
 
 # -- the fetched value -----------------------------------------------------------------------------
+@tf_export("ragged.RaggedTensorValue")
 class RaggedTensorValue:
     """tf.ragged.RaggedTensorValue(values, row_splits): a RaggedTensor's value, as numpy arrays."""
 
@@ -84,6 +85,7 @@ class RaggedTensorValue:
 
 
 # -- row partitions --------------------------------------------------------------------------------
+@tf_export("ragged.row_splits_to_segment_ids")
 def row_splits_to_segment_ids(splits, name=None, out_type=None) -> Tensor:
     """tf.ragged.row_splits_to_segment_ids(splits, name=None, out_type=None): the row of each value
     (a row of length n repeats its index n times); out_type defaults to splits' dtype."""
@@ -97,6 +99,7 @@ def row_splits_to_segment_ids(splits, name=None, out_type=None) -> Tensor:
         return cast(cumsum(marks), out_type)
 
 
+@tf_export("ragged.segment_ids_to_row_splits")
 def segment_ids_to_row_splits(segment_ids, num_segments=None, out_type=None, name=None) -> Tensor:
     """tf.ragged.segment_ids_to_row_splits(segment_ids, num_segments=None, out_type=None,
     name=None): row splits of sorted segment ids (num_segments rows, default max id + 1)."""
@@ -140,6 +143,7 @@ def _checked_splits(factory: str, values, row_splits: Tensor) -> Tensor:
 
 
 # -- the graph-level RaggedTensor ------------------------------------------------------------------
+@tf_export("RaggedTensor")
 class RaggedTensor:
     """tf.RaggedTensor: a tensor whose rows have different lengths; built with its factory
     methods (from_row_splits, from_row_lengths, from_value_rowids, from_tensor, ...)."""

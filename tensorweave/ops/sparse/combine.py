@@ -11,6 +11,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import split, stack
 from tensorweave.ops.array.core import identity, size
 from tensorweave.ops.array.sort import where_v2
@@ -23,14 +24,13 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.core import convert_sparse, lex_order
 
-__all__ = ["sparse_slice", "sparse_split", "sparse_concat", "sparse_add", "sparse_maximum", "sparse_minimum"]
-
 
 def _row_keys(indices: np.ndarray) -> list:
     return [tuple(r) for r in np.asarray(indices).tolist()]
 
 
 # -- SparseSlice -----------------------------------------------------------------------------------
+@tf_export("sparse.slice", "sparse_slice")
 def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
     """tf.sparse.slice(sp_input, start, size, name=None): the entries inside the box [start,
     start + size), shifted by -start; the dense shape is clipped to the input's."""
@@ -91,6 +91,7 @@ def _slice_grad(op, *grads):
 register("SparseSlice", _slice_infer, _slice_kernel, grad=_slice_grad)
 
 
+@tf_export("sparse.split", "sparse_split")
 def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None, name=None, split_dim=None) -> list:
     """tf.sparse.split(sp_input=..., num_split=..., axis=..., name=None, split_dim=None): num_split
     SparseTensors cut along `axis`; the first size % num_split pieces are one longer."""
@@ -125,6 +126,7 @@ def _axis_indicator(dense_shape: Tensor, axis: int) -> Tensor:
 
 
 # -- SparseConcat ----------------------------------------------------------------------------------
+@tf_export("sparse.concat", "sparse_concat")
 def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None,
                   expand_nonconcat_dims=None) -> SparseTensor:
     """tf.sparse.concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None):
@@ -208,6 +210,7 @@ register("SparseConcat", _concat_infer, _concat_kernel, grad=_concat_grad)
 
 
 # -- SparseAdd, SparseTensorDenseAdd ---------------------------------------------------------------
+@tf_export("sparse.add", "sparse_add")
 def sparse_add(a, b, threshold=None, thresh=None) -> object:
     """tf.sparse.add(a, b, threshold=0, thresh=None): a + b. Two SparseTensors (ordered
     row-major) give a SparseTensor, dropping summed entries with |sum| < threshold; a
@@ -338,12 +341,14 @@ def _sparse_sparse(op_type: str, sp_a, sp_b, name):
         return SparseTensor(op.outputs[0], op.outputs[1], identity(a.dense_shape))
 
 
+@tf_export("sparse.maximum", "sparse_maximum")
 def sparse_maximum(sp_a, sp_b, name=None) -> SparseTensor:
     """tf.sparse.maximum(sp_a, sp_b, name=None): the elementwise maximum of two row-major
     SparseTensors of one shape (a missing entry counts as 0)."""
     return _sparse_sparse("SparseSparseMaximum", sp_a, sp_b, name)
 
 
+@tf_export("sparse.minimum", "sparse_minimum")
 def sparse_minimum(sp_a, sp_b, name=None) -> SparseTensor:
     """tf.sparse.minimum(sp_a, sp_b, name=None): the elementwise minimum (missing entries are 0)."""
     return _sparse_sparse("SparseSparseMinimum", sp_a, sp_b, name)
@@ -367,4 +372,3 @@ for _t, _fn in (("SparseSparseMaximum", np.maximum), ("SparseSparseMinimum", np.
     register(_t, lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape[1].value
                                                          if op.inputs[0].shape.ndims == 2 else None])),
                              (op.inputs[1].dtype, TensorShape([None]))], _sparse_sparse_kernel(_fn), grad=None)
-

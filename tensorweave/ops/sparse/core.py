@@ -14,6 +14,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, identity, invert_permutation, placeholder, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -28,10 +29,6 @@ from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import RegisterGradient, register
-
-__all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_reorder", "sparse_reshape",
-           "sparse_fill_empty_rows", "sparse_retain", "sparse_reset_shape", "sparse_transpose", "sparse_to_indicator",
-           "sparse_merge", "sparse_mask"]
 
 
 def convert_sparse(sp_input, what: str = "sp_input") -> SparseTensor:
@@ -55,6 +52,7 @@ def static_rank(sp: SparseTensor):
 
 
 # -- sparse_placeholder ----------------------------------------------------------------------------
+@tf_export("sparse.placeholder", "sparse_placeholder")
 def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
     """tf.sparse_placeholder(dtype, shape=None, name=None): a SparseTensor to be fed a
     SparseTensorValue; a fully known `shape` makes dense_shape a constant."""
@@ -79,6 +77,7 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
 
 
 # -- SparseToDense ---------------------------------------------------------------------------------
+@tf_export("sparse_to_dense")
 def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0, validate_indices=True,
                     name=None) -> Tensor:
     """tf.sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
@@ -135,6 +134,7 @@ register("SparseToDense", _sparse_to_dense_infer, _sparse_to_dense_kernel, dtype
     dtypes.int32, dtypes.int64))})   # gradient: sparse_grad.py
 
 
+@tf_export("sparse.to_dense", "sparse_tensor_to_dense")
 def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None) -> Tensor:
     """tf.sparse.to_dense(sp_input, default_value=0, validate_indices=True, name=None): the dense
     tensor a SparseTensor stands for (its indices must be ordered when validated)."""
@@ -146,6 +146,7 @@ def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, nam
         return out
 
 
+@tf_export("sparse.from_dense")
 def from_dense(tensor, name=None) -> SparseTensor:
     """tf.sparse.from_dense(tensor, name=None): the non-zero (non-empty) entries of a dense
     tensor, in row-major order."""
@@ -157,6 +158,7 @@ def from_dense(tensor, name=None) -> SparseTensor:
 
 
 # -- SparseReorder ---------------------------------------------------------------------------------
+@tf_export("sparse.reorder", "sparse_reorder")
 def sparse_reorder(sp_input, name=None) -> SparseTensor:
     """tf.sparse.reorder(sp_input, name=None): the same SparseTensor with its entries in
     row-major order."""
@@ -179,6 +181,7 @@ register("SparseReorder", lambda op: [(dtypes.int64, op.inputs[0].shape), (op.in
 
 
 # -- SparseReshape ---------------------------------------------------------------------------------
+@tf_export("sparse.reshape", "sparse_reshape")
 def sparse_reshape(sp_input, shape, name=None) -> SparseTensor:  # noqa: F811 (TF argument name)
     """tf.sparse.reshape(sp_input, shape, name=None): the SparseTensor with the dense shape
     `shape` (one dimension may be -1), entries keeping their row-major positions."""
@@ -226,6 +229,7 @@ register("SparseReshape", _reshape_infer, _reshape_kernel, grad=None)
 
 
 # -- SparseFillEmptyRows ---------------------------------------------------------------------------
+@tf_export("sparse.fill_empty_rows", "sparse_fill_empty_rows")
 def sparse_fill_empty_rows(sp_input, default_value, name=None):
     """tf.sparse.fill_empty_rows(sp_input, default_value, name=None) -> (sp_output,
     empty_row_indicator): sp_input (ordered row-major) with an entry [row, 0, ...] =
@@ -295,6 +299,7 @@ register("SparseFillEmptyRowsGrad", lambda op: [(op.inputs[1].dtype, op.inputs[0
 
 
 # -- composites ------------------------------------------------------------------------------------
+@tf_export("sparse.retain", "sparse_retain")
 def sparse_retain(sp_input, to_keep) -> SparseTensor:
     """tf.sparse.retain(sp_input, to_keep): the entries of sp_input where the bool vector
     to_keep (one per entry) is True."""
@@ -307,6 +312,7 @@ def sparse_retain(sp_input, to_keep) -> SparseTensor:
         return SparseTensor(gather(sp.indices, keep), gather(sp.values, keep), identity(sp.dense_shape))
 
 
+@tf_export("sparse.reset_shape", "sparse_reset_shape")
 def sparse_reset_shape(sp_input, new_shape=None) -> SparseTensor:
     """tf.sparse.reset_shape(sp_input, new_shape=None): the same entries with dense shape
     new_shape (each dim >= the old one), or the tightest shape holding the entries."""
@@ -319,6 +325,7 @@ def sparse_reset_shape(sp_input, new_shape=None) -> SparseTensor:
         return SparseTensor(identity(sp.indices), identity(sp.values), dense_shape)
 
 
+@tf_export("sparse.transpose", "sparse_transpose")
 def sparse_transpose(sp_input, perm=None, name=None) -> SparseTensor:
     """tf.sparse.transpose(sp_input, perm=None, name=None): the SparseTensor with its dimensions
     permuted by perm (reversed when None), entries reordered row-major."""
@@ -333,6 +340,7 @@ def sparse_transpose(sp_input, perm=None, name=None) -> SparseTensor:
         return sparse_reorder(SparseTensor(indices, sp.values, gather(sp.dense_shape, perm_t)))
 
 
+@tf_export("sparse.expand_dims")
 def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
     """tf.sparse.expand_dims(sp_input, axis=None, name=None): a size-1 dimension inserted at
     axis (counting from the end when negative)."""
@@ -348,6 +356,7 @@ def sparse_expand_dims(sp_input, axis=None, name=None) -> SparseTensor:
         return SparseTensor(indices, identity(sp.values), dense_shape)
 
 
+@tf_export("sparse.eye")
 def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None) -> SparseTensor:
     """tf.sparse.eye(num_rows, num_columns=None, dtype=tf.float32, name=None): the identity
     matrix as a SparseTensor."""
@@ -360,6 +369,7 @@ def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None) -> S
                             stack([rows, cols]))
 
 
+@tf_export("sparse.to_indicator", "sparse_to_indicator")
 def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
     """tf.sparse.to_indicator(sp_input, vocab_size, name=None): a dense bool tensor [..., vocab_size]
     that is True at [i..., id] for each id in row i... of the int SparseTensor sp_input."""
@@ -372,6 +382,7 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
         return sparse_to_dense(ordered.indices, ordered.dense_shape, True, default_value=False, validate_indices=False)
 
 
+@tf_export("sparse.merge", "sparse_merge")
 def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False) -> SparseTensor:
     """tf.sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False): the
     SparseTensor [..., vocab_size] holding sp_values at [row..., sp_ids] (one id list per row)."""
@@ -384,13 +395,13 @@ def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False)
         return out if already_sorted else sparse_reorder(out)
 
 
+@tf_export("sparse.mask", "sparse_mask")
 def sparse_mask(a, mask_indices, name=None) -> IndexedSlices:
     """tf.sparse_mask(a, mask_indices, name=None): the IndexedSlices `a` without the rows whose
     index is in mask_indices."""
     with name_scope(name, "sparse_mask", [a, mask_indices]):
         _, keep = setdiff1d(a.indices, mask_indices)
         return IndexedSlices(gather(a.values, keep), gather(a.indices, keep), a.dense_shape)
-
 
 
 # -- gradients -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, reshape, shape, size, transpose
 from tensorweave.ops.array.fill import ones, zeros_like
@@ -31,11 +32,9 @@ from tensorweave.ops.registry import register
 from tensorweave.ops.sparse.combine import sparse_add
 from tensorweave.ops.sparse.core import convert_sparse
 
-__all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_reduce_sum_sparse", "sparse_reduce_max",
-           "sparse_reduce_max_sparse", "sparse_softmax", "sparse_matmul"]
-
 
 # -- SparseTensorDenseMatMul -----------------------------------------------------------------------
+@tf_export("sparse.matmul", "sparse.sparse_dense_matmul", "sparse_tensor_dense_matmul")
 def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None) -> Tensor:
     """tf.sparse.sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None): the
     dense product of a rank-2 SparseTensor and a dense matrix (either adjoint when asked);
@@ -104,6 +103,7 @@ def _spmm_grad(op, grad):
 register("SparseTensorDenseMatMul", _spmm_infer, _spmm_kernel, grad=_spmm_grad)
 
 
+@tf_export("sparse_matmul")
 def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False, b_is_sparse=False, name=None):
     """tf.sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
     b_is_sparse=False, name=None): the product of two dense matrices (the sparsity hints change
@@ -220,18 +220,21 @@ for _kind in ("Sum", "Max"):
                  grad=_reduce_sum_grad if (_kind, _sparse_out) == ("Sum", False) else None)
 
 
+@tf_export("sparse.reduce_sum", "sparse_reduce_sum")
 def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
     """tf.sparse.reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
     the dense sum over `axis` (all axes when None) of a SparseTensor."""
     return _sparse_reduce("Sum", False, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
 
 
+@tf_export("sparse.reduce_sum_sparse", "sparse_reduce_sum_sparse")
 def sparse_reduce_sum_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
     """tf.sparse.reduce_sum_sparse(...): as sparse_reduce_sum, returning a SparseTensor with one
     entry per non-empty group."""
     return _sparse_reduce("Sum", True, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
 
 
+@tf_export("sparse.reduce_max", "sparse_reduce_max")
 def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
     """tf.sparse.reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
     the maximum of the present entries over `axis` (0 where a group has none; implicit zeros do
@@ -239,12 +242,14 @@ def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, k
     return _sparse_reduce("Max", False, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
 
 
+@tf_export("sparse.reduce_max_sparse", "sparse_reduce_max_sparse")
 def sparse_reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None):
     """tf.sparse.reduce_max_sparse(...): as sparse_reduce_max, returning a SparseTensor."""
     return _sparse_reduce("Max", True, sp_input, axis, bool(keepdims or keep_dims), reduction_axes, None)
 
 
 # -- SparseSoftmax ---------------------------------------------------------------------------------
+@tf_export("sparse.softmax", "sparse_softmax")
 def sparse_softmax(sp_input, name=None) -> SparseTensor:
     """tf.sparse.softmax(sp_input, name=None): the softmax over the last dimension of the present
     entries of each row (rank >= 2, row-major order); implicit zeros take no part."""

@@ -8,14 +8,10 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.array.fill import ones, zeros
 from tensorweave.ops.random import random_normal, random_orthogonal, random_uniform, truncated_normal
-
-__all__ = ["zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
-           "truncated_normal_initializer", "random_uniform_initializer", "uniform_unit_scaling_initializer",
-           "variance_scaling_initializer", "glorot_uniform_initializer", "glorot_normal_initializer",
-           "orthogonal_initializer"]
 
 
 def _assert_float_dtype(dtype) -> dtypes.DType:
@@ -80,18 +76,21 @@ class _Filled(Initializer):
         return {"dtype": self.dtype.name}
 
 
+@tf_export("initializers.zeros", "zeros_initializer")
 class Zeros(_Filled):
     """tf.zeros_initializer(dtype=float32)."""
 
     _fill = staticmethod(zeros)
 
 
+@tf_export("initializers.ones", "ones_initializer")
 class Ones(_Filled):
     """tf.ones_initializer(dtype=float32)."""
 
     _fill = staticmethod(ones)
 
 
+@tf_export("initializers.constant", "constant_initializer")
 class Constant(Initializer):
     """tf.constant_initializer(value=0, dtype=float32, verify_shape=False): `value` (a scalar is
     broadcast; a shorter list is padded with its last element, as tf.constant does)."""
@@ -114,6 +113,7 @@ class Constant(Initializer):
         return {"value": self.value, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.random_uniform", "random_uniform_initializer")
 class RandomUniform(Initializer):
     """tf.random_uniform_initializer(minval=0, maxval=None, seed=None, dtype=float32)."""
 
@@ -149,18 +149,21 @@ class _MeanStddev(Initializer):
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.random_normal", "random_normal_initializer")
 class RandomNormal(_MeanStddev):
     """tf.random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=float32)."""
 
     _sample = staticmethod(random_normal)
 
 
+@tf_export("initializers.truncated_normal", "truncated_normal_initializer")
 class TruncatedNormal(_MeanStddev):
     """tf.truncated_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=float32)."""
 
     _sample = staticmethod(truncated_normal)
 
 
+@tf_export("initializers.uniform_unit_scaling", "uniform_unit_scaling_initializer")
 class UniformUnitScaling(Initializer):
     """tf.uniform_unit_scaling_initializer(factor=1.0, seed=None, dtype=float32) (deprecated in TF):
     uniform in [-sqrt(3/fan_in)*factor, sqrt(3/fan_in)*factor], fan_in the product of all but the
@@ -185,6 +188,7 @@ class UniformUnitScaling(Initializer):
         return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.variance_scaling", "variance_scaling_initializer")
 class VarianceScaling(Initializer):
     """tf.variance_scaling_initializer(scale=1.0, mode='fan_in', distribution='truncated_normal',
     seed=None, dtype=float32): samples scaled to variance scale/n, n the fan_in, fan_out or their
@@ -243,12 +247,14 @@ class _Glorot(VarianceScaling):
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.glorot_uniform", "glorot_uniform_initializer")
 class GlorotUniform(_Glorot):
     """tf.glorot_uniform_initializer(seed=None, dtype=float32): uniform in +-sqrt(6/(fan_in+fan_out))."""
 
     _distribution = "uniform"
 
 
+@tf_export("initializers.glorot_normal", "glorot_normal_initializer")
 class GlorotNormal(_Glorot):
     """tf.glorot_normal_initializer(seed=None, dtype=float32): truncated normal with
     stddev sqrt(2/(fan_in+fan_out))."""
@@ -256,6 +262,7 @@ class GlorotNormal(_Glorot):
     _distribution = "truncated_normal"
 
 
+@tf_export("initializers.orthogonal", "orthogonal_initializer")
 class Orthogonal(Initializer):
     """tf.orthogonal_initializer(gain=1.0, seed=None, dtype=float32): a (semi-)orthogonal matrix
     from the QR decomposition of a normal matrix, reshaped to `shape` (rank >= 2)."""
@@ -275,6 +282,7 @@ class Orthogonal(Initializer):
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.identity")
 class Identity(Initializer):
     """tf.initializers.identity(gain=1.0, dtype=float32): gain * I for 2-D shapes."""
 
@@ -293,18 +301,22 @@ class Identity(Initializer):
         return {"gain": self.gain, "dtype": self.dtype.name}
 
 
+@tf_export("initializers.lecun_normal")
 def lecun_normal(seed=None):
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal", seed=seed)
 
 
+@tf_export("initializers.lecun_uniform")
 def lecun_uniform(seed=None):
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="uniform", seed=seed)
 
 
+@tf_export("initializers.he_normal")
 def he_normal(seed=None):
     return VarianceScaling(scale=2.0, mode="fan_in", distribution="truncated_normal", seed=seed)
 
 
+@tf_export("initializers.he_uniform")
 def he_uniform(seed=None):
     return VarianceScaling(scale=2.0, mode="fan_in", distribution="uniform", seed=seed)
 

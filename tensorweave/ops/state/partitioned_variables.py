@@ -16,13 +16,12 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import register_tensor_conversion_function
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, split
 from tensorweave.ops.array.core import identity
 
-__all__ = ["fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner",
-           "PartitionedVariable"]
 
-
+@tf_export("fixed_size_partitioner")
 def fixed_size_partitioner(num_shards, axis=0):
     """tf.fixed_size_partitioner(num_shards, axis=0): `num_shards` parts along `axis` (fewer when
     the axis is shorter)."""
@@ -33,6 +32,7 @@ def fixed_size_partitioner(num_shards, axis=0):
     return _partitioner
 
 
+@tf_export("min_max_variable_partitioner")
 def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 << 10, bytes_per_string_element=16):
     """tf.min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256K,
     bytes_per_string_element=16): as many parts along `axis` as keep each at least
@@ -48,6 +48,7 @@ def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 <<
     return _partitioner
 
 
+@tf_export("variable_axis_size_partitioner")
 def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_element=16, max_shards=None):
     """tf.variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_element=16,
     max_shards=None): parts along `axis` of at most `max_shard_bytes` each (at least one slice of
@@ -132,6 +133,7 @@ def iter_slices(full_shape: list, num_slices: int, slice_dim: int):
         offset[slice_dim] += shape[slice_dim]
 
 
+@tf_export("PartitionedVariable")
 class PartitionedVariable:
     """A variable split into parts (TF's PartitionedVariable): iterate it for the part
     Variables; as a tensor it is their concatenation."""

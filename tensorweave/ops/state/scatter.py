@@ -8,14 +8,12 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import make_op, np_dtype
 from tensorweave.ops.math.binary import trunc_div
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
                                                 locked, shape_str, variable_method)
-
-__all__ = ["scatter_update", "scatter_add", "scatter_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
-           "scatter_nd_update", "scatter_nd_add", "scatter_nd_sub"]
 
 
 # -- rows by index ------------------------------------------------------------------------------
@@ -94,7 +92,6 @@ for _t, _m in (("ResourceScatterUpdate", "update"), ("ResourceScatterAdd", "add"
 resource_scatter_update = _scatter_op("ResourceScatterUpdate")
 resource_scatter_add = _scatter_op("ResourceScatterAdd")
 resource_scatter_sub = _scatter_op("ResourceScatterSub")
-
 
 
 def _combine(mode: str, np_dt):
@@ -209,23 +206,27 @@ resource_scatter_nd_sub = _nd_op("ResourceScatterNdSub")
 
 
 # -- public TF1 functions ---------------------------------------------------------------------
+@tf_export("scatter_mul")
 def scatter_mul(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_mul(ref, indices, updates, use_locking=False, name=None): ref[indices] *= updates;
     the updated value."""
     return _scatter("scatter_mul", ref, indices, updates, use_locking, name or "ScatterMul")
 
 
+@tf_export("scatter_div")
 def scatter_div(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_div(ref, indices, updates, use_locking=False, name=None): ref[indices] /= updates."""
     return _scatter("scatter_div", ref, indices, updates, use_locking, name or "ScatterDiv")
 
 
+@tf_export("scatter_max")
 def scatter_max(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_max(ref, indices, updates, use_locking=False, name=None): ref[indices] =
     max(ref[indices], updates)."""
     return _scatter("scatter_max", ref, indices, updates, use_locking, name or "ScatterMax")
 
 
+@tf_export("scatter_min")
 def scatter_min(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_min(ref, indices, updates, use_locking=False, name=None): ref[indices] =
     min(ref[indices], updates)."""
@@ -236,18 +237,21 @@ def _scatter_nd(method, ref, indices, updates, use_locking, name):
     return variable_method(ref, method)(indices, updates, use_locking=use_locking, name=name)
 
 
+@tf_export("scatter_nd_update")
 def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
     """tf.scatter_nd_update(ref, indices, updates, use_locking=True, name=None): ref[indices[i]] =
     updates[i], where indices' last dimension indexes ref's leading dimensions."""
     return _scatter_nd("scatter_nd_update", ref, indices, updates, use_locking, name or "ScatterNdUpdate")
 
 
+@tf_export("scatter_nd_add")
 def scatter_nd_add(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_nd_add(ref, indices, updates, use_locking=False, name=None): ref[indices[i]] +=
     updates[i] (duplicates sum)."""
     return _scatter_nd("scatter_nd_add", ref, indices, updates, use_locking, name or "ScatterNdAdd")
 
 
+@tf_export("scatter_nd_sub")
 def scatter_nd_sub(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_nd_sub(ref, indices, updates, use_locking=False, name=None): ref[indices[i]] -=
     updates[i]."""
@@ -261,16 +265,19 @@ def _scatter(method, ref, indices, updates, use_locking, name):
     return update(IndexedSlices(updates, indices), use_locking=use_locking, name=name)
 
 
+@tf_export("scatter_update")
 def scatter_update(ref, indices, updates, use_locking=True, name=None):
     """tf.scatter_update(ref, indices, updates, use_locking=True, name=None): ref[indices] = updates."""
     return _scatter("scatter_update", ref, indices, updates, use_locking, name or "ScatterUpdate")
 
 
+@tf_export("scatter_add")
 def scatter_add(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_add(ref, indices, updates, use_locking=False, name=None): ref[indices] += updates."""
     return _scatter("scatter_add", ref, indices, updates, use_locking, name or "ScatterAdd")
 
 
+@tf_export("scatter_sub")
 def scatter_sub(ref, indices, updates, use_locking=False, name=None):
     """tf.scatter_sub(ref, indices, updates, use_locking=False, name=None): ref[indices] -= updates."""
     return _scatter("scatter_sub", ref, indices, updates, use_locking, name or "ScatterSub")

@@ -18,8 +18,6 @@ from tensorweave.ops.helpers import make_op
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variable_ops import handle_shape, locked
 
-__all__: list = []
-
 
 @dataclass(frozen=True)
 class _Rule:

@@ -22,12 +22,11 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, size
 from tensorweave.ops.helpers import make_op, np_dtype
 from tensorweave.ops.registry import register
-
-__all__ = ["assign", "assign_add", "assign_sub", "count_up_to", "is_variable_initialized"]
 
 
 class VariableResource:
@@ -405,27 +404,32 @@ def variable_method(ref, method: str):
     return getattr(ref, method)
 
 
+@tf_export("assign")
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     """tf.assign(ref, value, validate_shape=None, use_locking=None, name=None): the new value."""
     return variable_method(ref, "assign")(value, use_locking=use_locking, name=name or "Assign",
                                            _validate_shape=validate_shape)
 
 
+@tf_export("assign_add")
 def assign_add(ref, value, use_locking=None, name=None):
     """tf.assign_add(ref, value, use_locking=None, name=None): ref += value; the new value."""
     return variable_method(ref, "assign_add")(value, use_locking=use_locking, name=name or "AssignAdd")
 
 
+@tf_export("assign_sub")
 def assign_sub(ref, value, use_locking=None, name=None):
     """tf.assign_sub(ref, value, use_locking=None, name=None): ref -= value; the new value."""
     return variable_method(ref, "assign_sub")(value, use_locking=use_locking, name=name or "AssignSub")
 
 
+@tf_export("count_up_to")
 def count_up_to(ref, limit, name=None):
     """tf.count_up_to(ref, limit, name=None): increments ref, returning its old value; OutOfRange at limit."""
     return ref.count_up_to(limit, name=name)
 
 
+@tf_export("is_variable_initialized")
 def is_variable_initialized(variable):
     """tf.is_variable_initialized(variable): a bool scalar tensor."""
     with get_default_graph().name_scope(variable.op.name + "/IsInitialized/"):

@@ -18,6 +18,7 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.shapes import as_shape
 from tensorweave.framework.graph import Tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.state.initializers import glorot_uniform_initializer, zeros_initializer
 from tensorweave.ops.state.partitioned_variables import (PartitionedVariable, PartitionInfo, call_partitioner,
@@ -25,22 +26,22 @@ from tensorweave.ops.state.partitioned_variables import (PartitionedVariable, Pa
 from tensorweave.ops.state.variable_ops import colocated_with_handle
 from tensorweave.ops.state.variables import Variable, VariableAggregation, VariableSynchronization, sync_defaults
 
-__all__ = ["variable_scope", "get_variable", "get_local_variable", "get_variable_scope", "VariableScope",
-           "AUTO_REUSE", "no_regularizer", "variable_op_scope", "create_partitioned_variables"]
-
 
 class _ReuseMode(enum.Enum):
     AUTO_REUSE = 1
 
 
 AUTO_REUSE = _ReuseMode.AUTO_REUSE
+tf_export("AUTO_REUSE")(AUTO_REUSE)
 
 
+@tf_export("no_regularizer")
 def no_regularizer(_):
     """Use this function to prevent regularization of variables."""
     return None
 
 
+@tf_export("VariableScope")
 class VariableScope:
     """tf.VariableScope: the defaults (initializer, regularizer, reuse, dtype, ...) that
     get_variable uses inside a variable_scope, and the scope's name."""
@@ -389,11 +390,13 @@ def get_variable_scope_store() -> _VariableScopeStore:
     return _state()["scopes"]
 
 
+@tf_export("get_variable_scope")
 def get_variable_scope() -> VariableScope:
     """tf.get_variable_scope(): the current VariableScope."""
     return get_variable_scope_store().current_scope
 
 
+@tf_export("get_variable")
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
                  collections=None, caching_device=None, partitioner=None, validate_shape=True,
                  use_resource=None, custom_getter=None, constraint=None,
@@ -409,6 +412,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         aggregation=aggregation)
 
 
+@tf_export("get_local_variable")
 def get_local_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=False,
                        collections=None, caching_device=None, partitioner=None, validate_shape=True,
                        use_resource=None, custom_getter=None, constraint=None,
@@ -528,6 +532,7 @@ class _pure_variable_scope:  # noqa: N801 (TF's name)
         store.current_scope = self._old
 
 
+@tf_export("variable_scope")
 class variable_scope:  # noqa: N801 (TF's name)
     """tf.variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
     regularizer=None, caching_device=None, partitioner=None, custom_getter=None, reuse=None,
@@ -624,6 +629,7 @@ class variable_scope:  # noqa: N801 (TF's name)
                 self._graph_cms.pop().__exit__(*exc)
 
 
+@tf_export("variable_op_scope")
 def variable_op_scope(values, name_or_scope, default_name=None, initializer=None, regularizer=None,
                       caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
                       use_resource=None, constraint=None):
@@ -634,6 +640,7 @@ def variable_op_scope(values, name_or_scope, default_name=None, initializer=None
                           constraint=constraint)
 
 
+@tf_export("create_partitioned_variables")
 def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32, trainable=True,
                                  collections=None, name=None, reuse=None) -> list:
     """tf.create_partitioned_variables(shape, slicing, initializer, dtype=tf.float32,

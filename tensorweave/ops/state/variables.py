@@ -13,6 +13,7 @@ from tensorweave.framework.graph import Operation, Tensor, default_session_for, 
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.shapes import as_shape, unknown_shape
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.state.scatter import (resource_scatter_add, resource_scatter_div, resource_scatter_max,
@@ -23,14 +24,8 @@ from tensorweave.ops.state.variable_ops import (assign_add_variable_op, assign_s
                                                 colocated_with_handle, read_variable_op, resource_gather,
                                                 var_handle_op, var_is_initialized_op)
 
-__all__ = ["Variable", "VariableV1", "VariableSynchronization", "VariableAggregation",
-           "global_variables_initializer", "local_variables_initializer", "variables_initializer",
-           "initialize_all_variables", "initialize_local_variables", "initialize_variables",
-           "report_uninitialized_variables", "assert_variables_initialized", "global_variables",
-           "local_variables", "trainable_variables", "model_variables", "moving_average_variables",
-           "all_variables"]
 
-
+@tf_export("VariableSynchronization")
 class VariableSynchronization(enum.Enum):
     """tf.VariableSynchronization."""
     AUTO = 0
@@ -39,6 +34,7 @@ class VariableSynchronization(enum.Enum):
     ON_READ = 3
 
 
+@tf_export("VariableAggregation")
 class VariableAggregation(enum.Enum):
     """tf.VariableAggregation."""
     NONE = 0
@@ -116,6 +112,7 @@ def _attr_scope(graph, attrs: dict):
         graph._attr_scope = saved
 
 
+@tf_export("Variable", "VariableV1")
 class Variable:
     """tf.Variable(initial_value=None, trainable=None, collections=None, validate_shape=True,
     caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
@@ -462,27 +459,33 @@ def is_resource_variable(x) -> bool:
 
 
 # -- collections ----------------------------------------------------------------------------------
+@tf_export("global_variables")
 def global_variables(scope=None) -> list:
     """tf.global_variables(scope=None): the GLOBAL_VARIABLES collection, filtered by scope."""
     return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
 
+@tf_export("all_variables")
 def all_variables() -> list:
     return global_variables()
 
 
+@tf_export("local_variables")
 def local_variables(scope=None) -> list:
     return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
+@tf_export("trainable_variables")
 def trainable_variables(scope=None) -> list:
     return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
 
 
+@tf_export("model_variables")
 def model_variables(scope=None) -> list:
     return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
 
 
+@tf_export("moving_average_variables")
 def moving_average_variables(scope=None) -> list:
     return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
@@ -494,6 +497,7 @@ def _group(ops: list, name: str) -> Operation:
     return no_op(name=name)
 
 
+@tf_export("initializers.variables", "initialize_variables", "variables_initializer")
 def variables_initializer(var_list, name: str = "init") -> Operation:
     """tf.variables_initializer(var_list, name='init'): an op running every initializer in var_list."""
     return _group([v.initializer for v in var_list], name)
@@ -502,11 +506,13 @@ def variables_initializer(var_list, name: str = "init") -> Operation:
 initialize_variables = variables_initializer
 
 
+@tf_export("initializers.global_variables", "global_variables_initializer", "initialize_all_variables")
 def global_variables_initializer() -> Operation:
     """tf.global_variables_initializer(): initializes GLOBAL_VARIABLES (op named 'init')."""
     return variables_initializer(global_variables())
 
 
+@tf_export("initializers.local_variables", "initialize_local_variables", "local_variables_initializer")
 def local_variables_initializer() -> Operation:
     """tf.local_variables_initializer(): initializes LOCAL_VARIABLES (op 'init', uniquified)."""
     return variables_initializer(local_variables())
@@ -516,6 +522,7 @@ initialize_all_variables = global_variables_initializer
 initialize_local_variables = local_variables_initializer
 
 
+@tf_export("report_uninitialized_variables")
 def report_uninitialized_variables(var_list=None, name: str = "report_uninitialized_variables") -> Tensor:
     """tf.report_uninitialized_variables(var_list=None, name=...): 1-D string tensor of the names
     (without ':0') of the variables in var_list (default: global and local) not yet initialized."""
@@ -531,6 +538,7 @@ def report_uninitialized_variables(var_list=None, name: str = "report_uninitiali
         return g.create_op("_ReportUninitialized", flags, {"var_names": names}, name=scope).outputs[0]
 
 
+@tf_export("assert_variables_initialized")
 def assert_variables_initialized(var_list=None):
     """tf.assert_variables_initialized(var_list=None): an op failing with FailedPrecondition when
     any variable of var_list (default: all) is uninitialized."""

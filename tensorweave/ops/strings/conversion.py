@@ -10,12 +10,11 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.debugging.printing import summarize_value_v2
 from tensorweave.ops.helpers import BOOL, COMPLEX, FLOATS, INTS, as_string_tensor, invalid, make_op, string_result
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
-
-__all__ = ["as_string", "encode_base64", "decode_base64"]
 
 
 # -- AsString ------------------------------------------------------------------------------------
@@ -60,6 +59,7 @@ register("AsString", lambda op: [(dtypes.string, op.inputs[0].shape)], _as_strin
          dtypes=FLOATS + INTS + COMPLEX + BOOL, dtype_param="input")
 
 
+@tf_export("strings.as_string", "as_string")
 def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):  # noqa: A002
     """tf.as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill='',
     name=None): each number formatted as printf does ('%f' / '%e' / '%g' / '%d', with `width`
@@ -103,6 +103,7 @@ register("DecodeBase64", lambda op: [(dtypes.string, op.inputs[0].shape)], _deco
          dtypes=(dtypes.string,), dtype_param="input")
 
 
+@tf_export("io.encode_base64", "encode_base64")
 def encode_base64(input, pad=False, name=None):  # noqa: A002
     """tf.encode_base64(input, pad=False, name=None): web-safe base64 ('-' and '_'), '=' padding
     only with pad=True."""
@@ -110,6 +111,7 @@ def encode_base64(input, pad=False, name=None):  # noqa: A002
     return make_op("EncodeBase64", [t], {"pad": bool(pad)}, name=name or "EncodeBase64").outputs[0]
 
 
+@tf_export("io.decode_base64", "decode_base64")
 def decode_base64(input, name=None):  # noqa: A002
     """tf.decode_base64(input, name=None): decodes web-safe base64, padded or not."""
     t = as_string_tensor(input)
@@ -133,6 +135,7 @@ def _format_kernel(node, ctx):
 register("StringFormat", lambda op: [(dtypes.string, TensorShape([]))], _format_kernel, grad=None)
 
 
+@tf_export("strings.format")
 def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa: A001 (TF's name)
     """tf.strings.format(template, inputs, placeholder='{}', summarize=3, name=None): a scalar
     string, `template` with each placeholder replaced by the next input formatted as tf.print

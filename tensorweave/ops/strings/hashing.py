@@ -8,10 +8,10 @@ import struct
 import numpy as np
 
 from tensorweave.framework import dtypes
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, make_op, string_array
 from tensorweave.ops.registry import register
 
-__all__ = ["string_to_hash_bucket", "string_to_hash_bucket_fast", "string_to_hash_bucket_strong"]
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
@@ -241,6 +241,7 @@ def _check_buckets(num_buckets) -> int:
     return int(num_buckets)
 
 
+@tf_export("strings.to_hash_bucket", "string_to_hash_bucket")
 def string_to_hash_bucket(string_tensor, num_buckets, name=None):
     """tf.string_to_hash_bucket(string_tensor, num_buckets, name=None): TF's Hash64 of each string
     modulo `num_buckets` (int64). Deprecated in TF in favour of _fast; the values are TF's."""
@@ -249,6 +250,7 @@ def string_to_hash_bucket(string_tensor, num_buckets, name=None):
                    name=name or "StringToHashBucket").outputs[0]
 
 
+@tf_export("strings.to_hash_bucket_fast", "string_to_hash_bucket_fast")
 def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF's argument name)
     """tf.string_to_hash_bucket_fast(input, num_buckets, name=None): FarmHash Fingerprint64 of
     each string modulo `num_buckets` (int64)."""
@@ -257,6 +259,7 @@ def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF
                    name=name or "StringToHashBucketFast").outputs[0]
 
 
+@tf_export("strings.to_hash_bucket_strong", "string_to_hash_bucket_strong")
 def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
     """tf.string_to_hash_bucket_strong(input, num_buckets, key, name=None): SipHash-2-4 of each
     string under `key` (two uint64s) modulo `num_buckets` (int64)."""
@@ -266,5 +269,3 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A
     t = as_string_tensor(input)
     return make_op("StringToHashBucketStrong", [t], {"num_buckets": _check_buckets(num_buckets), "key": key},
                    name=name or "StringToHashBucketStrong").outputs[0]
-
-

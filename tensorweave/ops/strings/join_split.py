@@ -10,6 +10,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import (
     INDEX,
     as_string_tensor,
@@ -23,8 +24,6 @@ from tensorweave.ops.helpers import (
 )
 from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, split_each
 from tensorweave.ops.registry import register
-
-__all__ = ["string_join", "reduce_join", "string_split"]
 
 
 # -- StringJoin ----------------------------------------------------------------------------------
@@ -54,6 +53,7 @@ def _join_kernel(node, ctx):
 register("StringJoin", _join_infer, _join_kernel, grad=None)
 
 
+@tf_export("strings.join", "string_join")
 def string_join(inputs, separator="", name=None):
     """tf.string_join(inputs, separator='', name=None): the element-wise concatenation of a list of
     string tensors (scalars broadcast against the others, which must share one shape)."""
@@ -103,6 +103,7 @@ register("ReduceJoin", _reduce_join_infer, _reduce_join_kernel, grad=None, dtype
          dtype_param="inputs")
 
 
+@tf_export("strings.reduce_join", "reduce_join")
 def reduce_join(inputs, axis=None, keep_dims=False, separator="", name=None, reduction_indices=None,
                 keepdims=None):
     """tf.reduce_join(inputs, axis=None, keep_dims=False, separator='', name=None): joins the
@@ -165,6 +166,7 @@ register("UnsortedSegmentJoin", _segment_join_infer, _segment_join_kernel, grad=
          dtypes={0: ("inputs", (dtypes.string,)), 1: ("segment_ids", INDEX)})
 
 
+@tf_export("strings.unsorted_segment_join")
 def unsorted_segment_join(inputs, segment_ids, num_segments, separator="", name=None):
     """tf.strings.unsorted_segment_join(inputs, segment_ids, num_segments, separator='', name=None):
     joins the rows of `inputs` by segment id, in order; empty segments give ''."""
@@ -244,6 +246,7 @@ def _check_result_type(result_type: str) -> None:
         raise ValueError(f"result_type must be 'RaggedTensor' or 'SparseTensor', got {result_type!r}")
 
 
+@tf_export("string_split")
 def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor", name=None):
     """tf.string_split(source, sep=None, skip_empty=True, delimiter=None, result_type='SparseTensor'):
     splits each string of the vector `source` at any character of `delimiter` (default ' '; ''
@@ -257,6 +260,7 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
         return _split_result(op, result_type)
 
 
+@tf_export("strings.split")
 def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None, name=None):  # noqa: A002
     """tf.strings.split(input, sep=None, maxsplit=-1, result_type='SparseTensor'): Python's
     str.split on each string of a vector (sep None: runs of whitespace; otherwise the whole `sep`,
@@ -270,6 +274,7 @@ def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=
         return _split_result(op, result_type)
 
 
+@tf_export("strings.bytes_split")
 def bytes_split(input, name=None):  # noqa: A002
     """tf.strings.bytes_split(input, name=None): each string split into its bytes (1-byte
     strings): a 1-D tensor for a scalar, else a RaggedTensor with one more ragged dimension."""

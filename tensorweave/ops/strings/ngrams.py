@@ -8,14 +8,13 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.graph import Tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import reshape, shape as shape_of
 from tensorweave.ops.helpers import INDEX, check_output_size, make_op, string_array, string_result
 from tensorweave.ops.ragged.ragged_tensor import (
     RaggedTensor, check_splits, convert_to_tensor_or_ragged_tensor)
 from tensorweave.ops.registry import register
-
-__all__: list = []   # tf.strings gathers ngrams
 
 
 def _as_bytes(s) -> bytes:
@@ -57,6 +56,7 @@ register("StringNGrams", _ngrams_infer, _ngrams_kernel, grad=None,
          dtypes={0: ("data", (dtypes.string,)), 1: ("data_splits", INDEX)})
 
 
+@tf_export("strings.ngrams")
 def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None,
            preserve_short_sequences=False, name=None):
     """tf.strings.ngrams(data, ngram_width, separator=' ', pad_values=None, padding_width=None,

@@ -10,10 +10,10 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import INDEX, as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.registry import register
 
-__all__ = ["substr", "regex_replace", "string_strip"]
 
 _UNITS = ("BYTE", "UTF8_CHAR")
 
@@ -55,6 +55,7 @@ def _length_kernel(node, ctx):
 _unary("StringLength", _length_kernel, dtypes.int32)
 
 
+@tf_export("strings.length")
 def length(input, name=None, unit="BYTE"):  # noqa: A002 (TF's argument name)
     """tf.strings.length(input, name=None, unit='BYTE'): each string's length in bytes or
     ('UTF8_CHAR') in Unicode code points (int32)."""
@@ -78,6 +79,7 @@ _unary("StringLower", _case_kernel("lower"))
 _unary("StringUpper", _case_kernel("upper"))
 
 
+@tf_export("strings.strip", "string_strip")
 def strip(input, name=None):  # noqa: A002
     """tf.strings.strip(input, name=None): each string without leading and trailing whitespace."""
     return make_op("StringStrip", [as_string_tensor(input)], name=name or "StringStrip").outputs[0]
@@ -93,12 +95,14 @@ def _case(op_type: str, input, encoding: str, name):  # noqa: A002
     return make_op(op_type, [t], {"encoding": encoding}, name=name or op_type).outputs[0]
 
 
+@tf_export("strings.lower")
 def lower(input, encoding="", name=None):  # noqa: A002
     """tf.strings.lower(input, encoding='', name=None): lower case (ASCII letters, or all of
     Unicode with encoding='utf-8')."""
     return _case("StringLower", input, encoding, name)
 
 
+@tf_export("strings.upper")
 def upper(input, encoding="", name=None):  # noqa: A002
     """tf.strings.upper(input, encoding='', name=None): upper case, as lower."""
     return _case("StringUpper", input, encoding, name)
@@ -139,6 +143,7 @@ register("Substr", _substr_infer, _substr_kernel, grad=None,
          dtypes={0: ("input", (dtypes.string,)), 1: ("pos", INDEX), 2: ("len", INDEX)})
 
 
+@tf_export("strings.substr", "substr")
 def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002 (TF's argument names)
     """tf.substr(input, pos, len, name=None, unit='BYTE'): the `len` bytes (or UTF-8 characters)
     of each string from `pos` (negative counts from the end); pos and len broadcast."""
@@ -187,6 +192,7 @@ register("RegexReplace", lambda op: [(dtypes.string, op.inputs[0].shape)], _repl
          dtypes=(dtypes.string,), dtype_param="input")
 
 
+@tf_export("strings.regex_replace", "regex_replace")
 def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
     """tf.regex_replace(input, pattern, rewrite, replace_global=True, name=None): replaces the
     matches of `pattern` (all, or the first) with `rewrite` (\\1 names a group, \\0 the match)."""
@@ -205,6 +211,7 @@ register("RegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _full
          dtypes=(dtypes.string,), dtype_param="input")
 
 
+@tf_export("strings.regex_full_match")
 def regex_full_match(input, pattern, name=None):  # noqa: A002
     """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches."""
     ts = [as_string_tensor(v) for v in (input, pattern)]

@@ -10,13 +10,13 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import reshape
 from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array, string_result
 from tensorweave.ops.ragged.ragged_tensor import split_each
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
 
-__all__: list = []   # tf.strings gathers the public functions
 
 _CODECS = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}
 _INPUT_CODECS = dict(_CODECS, **{"US ASCII": "ascii", "ISO-8859-1": "latin-1"})
@@ -97,6 +97,7 @@ def _check_modes(errors: str, replacement_char: int) -> None:
         raise ValueError(f"replacement_char {replacement_char} is not a valid Unicode code point")
 
 
+@tf_export("strings.unicode_transcode")
 def unicode_transcode(input, input_encoding, output_encoding, errors="replace", replacement_char=65533,  # noqa: A002
                       replace_control_characters=False, name=None):
     """tf.strings.unicode_transcode(input, input_encoding, output_encoding, errors='replace',
@@ -134,6 +135,7 @@ def _encode_kernel(node, ctx):
 register("UnicodeEncodeDense", _encode_infer, _encode_kernel, grad=None, dtypes=(dtypes.int32,), dtype_param="input")
 
 
+@tf_export("strings.unicode_encode")
 def unicode_encode(input, output_encoding, errors="replace", replacement_char=65533, name=None):  # noqa: A002
     """tf.strings.unicode_encode(input, output_encoding, errors='replace', replacement_char=65533,
     name=None): int32 code points along the last axis of a dense tensor, encoded into strings."""
@@ -202,6 +204,7 @@ def _decoder(op_type: str, input_encoding, errors, replacement_char, replace_con
     return run
 
 
+@tf_export("strings.unicode_decode")
 def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
                    replace_control_characters=False, name=None):
     """tf.strings.unicode_decode(input, input_encoding, errors='replace', replacement_char=65533,
@@ -212,6 +215,7 @@ def unicode_decode(input, input_encoding, errors="replace", replacement_char=655
                                           replace_control_characters), dtypes.string)[0]
 
 
+@tf_export("strings.unicode_decode_with_offsets")
 def unicode_decode_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
                                 replace_control_characters=False, name=None):
     """tf.strings.unicode_decode_with_offsets(...): (code points, the int64 byte offset in its
@@ -238,6 +242,7 @@ def _splitter(input_encoding, errors, replacement_char, with_offsets: bool):
     return run
 
 
+@tf_export("strings.unicode_split")
 def unicode_split(input, input_encoding, errors="replace", replacement_char=65533, name=None):  # noqa: A002
     """tf.strings.unicode_split(input, input_encoding, errors='replace', replacement_char=65533,
     name=None): each string split into its characters (each a string in input_encoding)."""
@@ -245,6 +250,7 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=6553
         return split_each(input, _splitter(input_encoding, errors, replacement_char, False), dtypes.string)[0]
 
 
+@tf_export("strings.unicode_split_with_offsets")
 def unicode_split_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
                                name=None):
     """tf.strings.unicode_split_with_offsets(...): (characters, the byte offset where each starts)."""

@@ -15,8 +15,6 @@ from tensorweave.ops.helpers import REAL, invalid, make_op
 from tensorweave.ops.registry import register
 from tensorweave.ops.summary.encode import histogram_proto, normalize_image, png, tensor_proto, wav
 
-__all__: list = []
-
 
 def _text(v) -> str:
     v = v.item() if isinstance(v, np.ndarray) else v

@@ -1,4 +1,4 @@
 """tensorweave.python.client: timeline, as under tensorflow.python.client."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.client import timeline  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)

@@ -1,5 +1,4 @@
 """Chrome-trace timelines of a traced step (tensorflow.python.client.timeline)."""
-from __future__ import annotations
+from tensorweave import _api
 
-from tensorweave.client.timeline import *  # noqa: F401,F403
-from tensorweave.client.timeline import Timeline  # noqa: F401
+__getattr__, __dir__ = _api.lazy_attributes(__name__)
