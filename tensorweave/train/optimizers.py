@@ -10,7 +10,7 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import multiply
-from tensorweave.ops.state.training import resource_apply, resource_sparse_apply
+from tensorweave.ops.state.optimizer_updates import resource_apply, resource_sparse_apply
 from tensorweave.train.optimizer import Optimizer, cast_to
 
 

@@ -186,7 +186,7 @@ def test_errors_as_tensorflow(graph):
 
 
 def test_kernel_shape_mismatch_names_op(graph):
-    from tensorweave.ops.state import training as training_ops
+    from tensorweave.ops.state import optimizer_updates as training_ops
     v = tf.Variable(np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match="static_bad"):   # statically known: caught when built, as TF does
         training_ops.resource_apply("GradientDescent", v.handle, [], [tf.constant(0.1)],
