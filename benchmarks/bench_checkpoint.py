@@ -55,11 +55,11 @@ def received_bytes() -> int:
 
 def run_suite(framework: str, mib: int, repeats: int) -> dict:
     if framework == "tf":
-        import tensorflow.compat.v1 as tf  # noqa: PLC0415 (the framework under test is chosen at run time)
+        import tensorflow.compat.v1 as tf
         tf.disable_eager_execution()
     else:
         os.environ["TENSORWEAVE_TRANSPORT"] = "tcp"   # same-host traffic over TCP, so ss counts it
-        import tensorweave as tf  # noqa: PLC0415
+        import tensorweave as tf
     ports = free_ports(3)
     cluster = {"ps": [f"localhost:{ports[0]}", f"localhost:{ports[1]}"], "worker": [f"localhost:{ports[2]}"]}
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -140,8 +140,8 @@ def main() -> None:
         a = ours[key]
         b = theirs[key] if theirs else None
         ratio = f"{a / b:.2f}" if theirs and key.endswith("_s") and b else ""
-        cell = (lambda v: f"{v:.3f}" if key.endswith("_s") else f"{int(v):,}")
-        print(fmt.format(label, cell(a), cell(b) if b is not None else "", ratio))
+        cell = "{:.3f}" if key.endswith("_s") else "{:,.0f}"
+        print(fmt.format(label, cell.format(a), cell.format(b) if b is not None else "", ratio))
 
 
 if __name__ == "__main__":

@@ -4,16 +4,16 @@
     TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_conv.py      # adds TF's times
 
 Each kernel runs alone in a session (its inputs are variables, the op is run as a target, so
-nothing is fed or fetched; a gradient row includes the forward op it needs) at the tutorial's shapes: batch 64 of 24x24x3, two 5x5x64 SAME
-convolutions, 3x3/2 max pools. Also the NCHW and depthwise/separable paths at conv2's shape,
-and the whole SGD training step. Printed per kernel: the median time, the GFLOP/s it
-achieves, this machine's measured sgemm GFLOP/s (2048x2048x2048, the limit for work that lands
-in BLAS), and TensorFlow's median time for the same kernel when TensorFlow is available
-(this interpreter, $TF_PYTHON, or /opt/tfvenv/bin/python). tensorweave and TensorFlow run in
-alternating rounds so that load from other processes falls on both alike; each figure is the
-median over rounds. Where oneDNN's kernels are installed (tensorweave.ops.onednn), the same
-kernels also run with TENSORWEAVE_ONEDNN=0, the numpy kernels alone, in a column of their own.
-The load average is printed.
+nothing is fed or fetched; a gradient row includes the forward op it needs) at the tutorial's
+shapes: batch 64 of 24x24x3, two 5x5x64 SAME convolutions, 3x3/2 max pools. Also the NCHW and
+depthwise/separable paths at conv2's shape, and the whole SGD training step. Printed per kernel:
+the median time, the GFLOP/s it achieves, this machine's measured sgemm GFLOP/s (2048x2048x2048,
+the limit for work that lands in BLAS), and TensorFlow's median time for the same kernel when
+TensorFlow is available (this interpreter, $TF_PYTHON, or /opt/tfvenv/bin/python). tensorweave
+and TensorFlow run in alternating rounds so that load from other processes falls on both alike;
+each figure is the median over rounds. Where oneDNN's kernels are installed
+(tensorweave.ops.onednn), the same kernels also run with TENSORWEAVE_ONEDNN=0, the numpy kernels
+alone, in a column of their own. The load average is printed.
 """
 from __future__ import annotations
 

@@ -184,7 +184,8 @@ _CASES = (("", "tf.ones"), ("_zeros", "tf.zeros"), ("_numpy", "numpy"))
 def _report(name: str, r: dict) -> None:
     print(f"  (1) 238 graph step, 2 tasks                 {r['step_238'] * 1e6:10.1f} us")
     for key, init in _CASES:
-        for what, label in (("reduce", "(2) 64 MiB var task1 -> reduce t0"), ("fetch", "(3) 64 MiB var fetched to client")):
+        for what, label in (("reduce", "(2) 64 MiB var task1 -> reduce t0"),
+                            ("fetch", "(3) 64 MiB var fetched to client")):
             t = r[f"{what}_64mib{key}"]
             print(f"  {label} {'(' + init + ')':11s} {t * 1e3:8.1f} ms  {VAR_BYTES / t / 1e9:6.2f} GB/s")
 

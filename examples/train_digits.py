@@ -62,8 +62,8 @@ def train(epochs: int = 40, batch_size: int = 32, learning_rate: float = 2e-3, s
                 losses = []
                 for i in range(0, len(order), batch_size):
                     idx = order[i:i + batch_size]
-                    _, l = sess.run([train_op, loss], {x: x_train[idx], y: y_train[idx], training: True})
-                    losses.append(l)
+                    _, step_loss = sess.run([train_op, loss], {x: x_train[idx], y: y_train[idx], training: True})
+                    losses.append(step_loss)
                 test_acc = sess.run(accuracy, {x: x_test, y: y_test})
                 if verbose:
                     print(f"epoch {epoch + 1:3d}  step {sess.run(global_step):5d}  loss {np.mean(losses):.4f}  "

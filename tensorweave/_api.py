@@ -16,7 +16,7 @@ def lazy_attributes(module_name: str):
     """The module-level __getattr__ and __dir__ of the namespace module `module_name`."""
     names = NAMESPACES[module_name]
 
-    def __getattr__(name: str):  # noqa: N807 (PEP 562)
+    def __getattr__(name: str):
         try:
             source, attribute = names[name]
         except KeyError:
@@ -27,7 +27,7 @@ def lazy_attributes(module_name: str):
         setattr(sys.modules[module_name], name, value)   # later accesses are plain attribute reads
         return value
 
-    def __dir__():  # noqa: N807 (PEP 562)
+    def __dir__():
         return sorted(set(vars(sys.modules[module_name])) | set(names))
 
     return __getattr__, __dir__

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-import tensorweave.flags as flags  # noqa: F401  (tf.app.flags)
+import tensorweave.flags as flags
 
 from tensorweave.framework.tf_export import tf_export
 

@@ -13,7 +13,7 @@ from tensorweave.framework.tf_export import tf_export
 
 @tf_export("flags.Flag")
 class Flag:
-    def __init__(self, name: str, default, help: str, parser: Callable[[str], Any], kind: str):  # noqa: A002
+    def __init__(self, name: str, default, help: str, parser: Callable[[str], Any], kind: str):
         self.name, self.default, self.help, self.parser, self.kind = name, default, help, parser, kind
         self.value = default
         self.present = False
@@ -144,12 +144,12 @@ def _list(v) -> list:
 
 
 @tf_export("flags.DEFINE_string")
-def DEFINE_string(name: str, default: Optional[str], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
+def DEFINE_string(name: str, default: Optional[str], help: str, flag_values=FLAGS, **_) -> None:
     flag_values._define(Flag(name, default, help, str, "string"))
 
 
 @tf_export("flags.DEFINE_integer")
-def DEFINE_integer(name: str, default: Optional[int], help: str, lower_bound=None, upper_bound=None,  # noqa: N802
+def DEFINE_integer(name: str, default: Optional[int], help: str, lower_bound=None, upper_bound=None,
                    flag_values=FLAGS, **_) -> None:
     def parse(v):
         n = int(v)
@@ -160,12 +160,12 @@ def DEFINE_integer(name: str, default: Optional[int], help: str, lower_bound=Non
 
 
 @tf_export("flags.DEFINE_float")
-def DEFINE_float(name: str, default: Optional[float], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
+def DEFINE_float(name: str, default: Optional[float], help: str, flag_values=FLAGS, **_) -> None:
     flag_values._define(Flag(name, default, help, float, "float"))
 
 
 @tf_export("flags.DEFINE_bool", "flags.DEFINE_boolean")
-def DEFINE_boolean(name: str, default: Optional[bool], help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
+def DEFINE_boolean(name: str, default: Optional[bool], help: str, flag_values=FLAGS, **_) -> None:
     flag_values._define(Flag(name, default, help, _parse_bool, "bool"))
 
 
@@ -173,12 +173,12 @@ DEFINE_bool = DEFINE_boolean
 
 
 @tf_export("flags.DEFINE_list")
-def DEFINE_list(name: str, default, help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
+def DEFINE_list(name: str, default, help: str, flag_values=FLAGS, **_) -> None:
     flag_values._define(Flag(name, _list(default) if default is not None else None, help, _list, "list"))
 
 
 @tf_export("flags.DEFINE_enum")
-def DEFINE_enum(name: str, default, enum_values, help: str, flag_values=FLAGS, **_) -> None:  # noqa: N802,A002
+def DEFINE_enum(name: str, default, enum_values, help: str, flag_values=FLAGS, **_) -> None:
     def parse(v):
         if v not in enum_values:
             raise ValueError(f"value should be one of <{'|'.join(enum_values)}>")

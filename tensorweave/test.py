@@ -217,12 +217,12 @@ class TestCase(unittest.TestCase):
                 return sess.run(tensors)
         return sess.run(tensors)
 
-    def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802 (TF name)
+    def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):
         a, b = _np(a), _np(b)
         self.assertEqual(a.shape, b.shape, msg=f"Shape mismatch: {a.shape} vs {b.shape}. {msg or ''}")
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=msg or "", equal_nan=True)
 
-    def assertAllCloseAccordingToType(self, a, b, rtol=1e-6, atol=1e-6, float_rtol=1e-6,  # noqa: N802
+    def assertAllCloseAccordingToType(self, a, b, rtol=1e-6, atol=1e-6, float_rtol=1e-6,
                                       float_atol=1e-6, half_rtol=1e-3, half_atol=1e-3, msg=None):
         a = _np(a)
         if a.dtype in (np.float32, np.complex64):
@@ -231,26 +231,26 @@ class TestCase(unittest.TestCase):
             rtol, atol = max(rtol, half_rtol), max(atol, half_atol)
         self.assertAllClose(a, b, rtol=rtol, atol=atol, msg=msg)
 
-    def assertAllEqual(self, a, b, msg=None):  # noqa: N802
+    def assertAllEqual(self, a, b, msg=None):
         a, b = _np(a), _np(b)
         self.assertEqual(a.shape, b.shape, msg=f"Shape mismatch: {a.shape} vs {b.shape}. {msg or ''}")
         np.testing.assert_array_equal(a, b, err_msg=msg or "")
 
-    def assertNear(self, f1, f2, err, msg=None):  # noqa: N802
+    def assertNear(self, f1, f2, err, msg=None):
         self.assertTrue(abs(f1 - f2) <= err, f"{f1} != {f2} +/- {err}{' : ' + msg if msg else ''}")
 
-    def assertArrayNear(self, farray1, farray2, err, msg=None):  # noqa: N802
+    def assertArrayNear(self, farray1, farray2, err, msg=None):
         self.assertEqual(len(farray1), len(farray2), msg=msg)
         for f1, f2 in zip(farray1, farray2):
             self.assertNear(float(f1), float(f2), err, msg=msg)
 
-    def assertShapeEqual(self, np_array, tf_tensor, msg=None):  # noqa: N802
+    def assertShapeEqual(self, np_array, tf_tensor, msg=None):
         self.assertAllEqual(np.shape(np_array), tf_tensor.get_shape().as_list(), msg=msg)
 
-    def assertRaisesOpError(self, expected_err_re_or_predicate):  # noqa: N802
+    def assertRaisesOpError(self, expected_err_re_or_predicate):
         return self.assertRaisesRegex(OpError, expected_err_re_or_predicate)
 
-    assertRaisesWithPredicateMatch = unittest.TestCase.assertRaisesRegex  # noqa: N815
+    assertRaisesWithPredicateMatch = unittest.TestCase.assertRaisesRegex
 
 
 @tf_export("test.main")

@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import generate_api  # noqa: E402 (tools/, beside this file)
+import generate_api
 
 ROOT = generate_api.ROOT
 FIXTURE = os.path.join(ROOT, "tests", "unit", "fixtures", "tf1_names.json")

@@ -89,14 +89,18 @@ def circles(edges: dict) -> list:
         if start in index:
             continue
         work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = counter[0]; counter[0] += 1
-        stack.append(start); on_stack.add(start)
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
         while work:
             v, children = work[-1]
             for w in children:
                 if w not in index:
-                    index[w] = low[w] = counter[0]; counter[0] += 1
-                    stack.append(w); on_stack.add(w)
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on_stack.add(w)
                     work.append((w, iter(sorted(edges.get(w, ())))))
                     break
                 if w in on_stack:
@@ -108,7 +112,9 @@ def circles(edges: dict) -> list:
                 if low[v] == index[v]:
                     component = []
                     while True:
-                        w = stack.pop(); on_stack.discard(w); component.append(w)
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
                         if w == v:
                             break
                     if len(component) > 1:

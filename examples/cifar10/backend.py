@@ -3,8 +3,8 @@ when CIFAR10_BACKEND=tensorflow (the same files run unchanged on both, which is 
 import os
 
 if os.environ.get("CIFAR10_BACKEND", "tensorweave") == "tensorflow":
-    import tensorflow.compat.v1 as tf  # noqa: F401
+    import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     tf.logging.set_verbosity(tf.logging.ERROR)
 else:
-    import tensorweave as tf  # noqa: F401
+    import tensorweave as tf

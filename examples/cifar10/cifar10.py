@@ -88,9 +88,9 @@ def _add_loss_summaries(total_loss):
     averages = tf.train.ExponentialMovingAverage(0.9, name="avg")
     losses = tf.get_collection("losses")
     averages_op = averages.apply(losses + [total_loss])
-    for l in losses + [total_loss]:
-        tf.summary.scalar(l.op.name + " (raw)", l)
-        tf.summary.scalar(l.op.name, averages.average(l))
+    for each in losses + [total_loss]:
+        tf.summary.scalar(each.op.name + " (raw)", each)
+        tf.summary.scalar(each.op.name, averages.average(each))
     return averages_op
 
 

@@ -31,11 +31,11 @@ class _Message:
                                  f"{type(self).__name__}).")
         object.__setattr__(self, name, value)
 
-    def CopyFrom(self, other) -> None:  # noqa: N802 (protobuf name)
+    def CopyFrom(self, other) -> None:
         for name in self._fields:
             object.__setattr__(self, name, copy.deepcopy(getattr(other, name)))
 
-    def MergeFrom(self, other) -> None:  # noqa: N802
+    def MergeFrom(self, other) -> None:
         for name, default in self._fields.items():
             value = getattr(other, name)
             if isinstance(value, _Message):
@@ -47,11 +47,11 @@ class _Message:
             elif value != (default() if callable(default) else default):
                 object.__setattr__(self, name, value)
 
-    def HasField(self, name: str) -> bool:  # noqa: N802
+    def HasField(self, name: str) -> bool:
         default = self._fields[name]
         return getattr(self, name) != (default() if callable(default) else default)
 
-    def ClearField(self, name: str) -> None:  # noqa: N802
+    def ClearField(self, name: str) -> None:
         default = self._fields[name]
         object.__setattr__(self, name, default() if callable(default) else copy.copy(default))
 

@@ -145,7 +145,7 @@ def make_error(code: int, message: str, op_name=None, node_def=None) -> OpError:
 
 
 @tf_export("errors.raise_exception_on_not_ok_status")
-class raise_exception_on_not_ok_status:  # noqa: N801 (TF1 name)
+class raise_exception_on_not_ok_status:
     def __enter__(self):
         return self
 

@@ -64,8 +64,9 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
 
-    __str__ = lambda self: (f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name}'
-                            + (f", device={self.device})" if self.device else ")"))
+    def __str__(self) -> str:
+        return (f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name}'
+                + (f", device={self.device})" if self.device else ")"))
 
     def __hash__(self):
         return id(self)

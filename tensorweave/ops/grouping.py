@@ -73,7 +73,7 @@ def with_dependencies(dependencies, output_tensor, name=None):
 
 
 @tf_export("tuple")
-def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF name)
+def tuple(tensors, name=None, control_inputs=None):
     """tf.tuple(tensors, name=None, control_inputs=None): the same tensors, each available only
     after all of them (and `control_inputs`) have been computed."""
     g = get_default_graph()
@@ -104,7 +104,7 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF name)
 
 
 @tf_export("identity_n")
-def identity_n(input, name=None) -> list:  # noqa: A002 (TF name)
+def identity_n(input, name=None) -> list:
     """tf.identity_n(input, name=None): Identity of each tensor of a list, as one op."""
     ts = [convert_to_tensor(t) for t in input]
     return get_default_graph().create_op("IdentityN", ts, {"T": [t.dtype for t in ts]},

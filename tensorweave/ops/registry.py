@@ -85,7 +85,7 @@ class RegisterGradient:
 
 
 @tf_export("NoGradient", "NotDifferentiable")
-def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1 name)
+def NotDifferentiable(op_type: str) -> None:
     GRADIENTS[op_type] = None
 
 

@@ -5,8 +5,8 @@ a value that arrives before its step starts simply waits. A Recv waits in short 
 checking its step's cancellation and deadline, and calling the step's `on_wait` hook (if any)
 between slices. A step whose values come with replies its own thread awaits sets
 `wait_remote(timeout) -> bool` instead: the Recv waits there (it returns False once it has
-nothing left to wait for, and the Recv then waits on its slot); see executor.StepContext. Leftovers are reclaimed when a step ends
-or is aborted (`drop_step`), and by a TTL for values whose client vanished.
+nothing left to wait for, and the Recv then waits on its slot); see executor.StepContext.
+Leftovers are reclaimed when a step ends or is aborted (`drop_step`), and by a TTL for values whose client vanished.
 
 Values pushed by another task (`send(..., from_peer=True)`) count against that peer's
 allowance of bytes not yet received here (limits.UNCLAIMED_PUSH_BYTES): a peer that pushes

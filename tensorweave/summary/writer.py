@@ -32,7 +32,7 @@ _log = logging.getLogger("tensorweave")
 def _event_file_writer(logdir: str, max_queue: int, flush_secs: float, suffix: str):
     # Imported on first use: tensorboard's writer module loads its whole summary package
     # (~0.15 s), which `import tensorweave` should not pay for.
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: PLC0415
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
     return EventFileWriter(logdir, max_queue, flush_secs, suffix)
 
 
@@ -203,6 +203,6 @@ class FileWriterCache:
 def summary_iterator(path):
     """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
     # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.
-    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader  # noqa: PLC0415
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
     for record in RawEventFileLoader(str(path)).Load():
         yield event_pb2.Event.FromString(record)

@@ -75,7 +75,7 @@ class MetaGraphDef:
     saver_def: Optional[SaverDef] = None
     collection_def: dict = field(default_factory=dict)
 
-    def HasField(self, name: str) -> bool:  # noqa: N802 (protobuf name)
+    def HasField(self, name: str) -> bool:
         return bool(getattr(self, name))
 
     def to_dict(self) -> dict:
@@ -91,11 +91,11 @@ class MetaGraphDef:
         return cls(d.get("meta_info_def") or {}, d.get("graph_def") or {}, SaverDef.from_dict(sd) if sd else None,
                    d.get("collection_def") or {})
 
-    def SerializeToString(self) -> bytes:  # noqa: N802
+    def SerializeToString(self) -> bytes:
         return msgpack.packb(self.to_dict(), use_bin_type=True)
 
     @classmethod
-    def FromString(cls, data: bytes) -> "MetaGraphDef":  # noqa: N802
+    def FromString(cls, data: bytes) -> "MetaGraphDef":
         return cls.from_dict(msgpack.unpackb(data, raw=False, strict_map_key=False))
 
 

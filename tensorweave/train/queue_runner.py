@@ -182,7 +182,7 @@ class QueueRunner:
                     return
                 finally:
                     turns.end(index, mine)
-        except Exception as e:  # noqa: BLE001 - every other error goes to the coordinator
+        except Exception as e:
             if coord is not None:
                 coord.request_stop(e)
             else:

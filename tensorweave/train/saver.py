@@ -68,12 +68,12 @@ class BaseSaverBuilder:
         return restore_v2(filename_tensor, [s.name for s in specs], [s.slice_spec for s in specs],
                           [s.dtype for s in specs])
 
-    def _AddSaveOps(self, filename_tensor, saveables):  # noqa: N802 (TF's name)
+    def _AddSaveOps(self, filename_tensor, saveables):
         save = self.save_op(filename_tensor, saveables)
         with get_default_graph().control_dependencies([save]):
             return identity(filename_tensor, name="control_dependency")
 
-    def _AddShardedSaveOps(self, checkpoint_prefix, per_device):  # noqa: N802
+    def _AddShardedSaveOps(self, checkpoint_prefix, per_device):
         g = get_default_graph()
         suffix = f"_temp_{uuid.uuid4().hex}/part"
         prefixes, saves = [], []
@@ -89,7 +89,7 @@ class BaseSaverBuilder:
             with g.control_dependencies([merge]):
                 return identity(checkpoint_prefix)
 
-    def _AddRestoreOps(self, filename_tensor, saveables, restore_sequentially, reshape,  # noqa: N802
+    def _AddRestoreOps(self, filename_tensor, saveables, restore_sequentially, reshape,
                        preferred_shard=-1, name="restore_all"):
         tensors = self.bulk_restore(filename_tensor, saveables, preferred_shard, restore_sequentially)
         assigns, i = [], 0
@@ -104,7 +104,7 @@ class BaseSaverBuilder:
             i += n
         return group(*assigns, name=name)
 
-    def _AddShardedRestoreOps(self, filename_tensor, per_device, restore_sequentially, reshape):  # noqa: N802
+    def _AddShardedRestoreOps(self, filename_tensor, per_device, restore_sequentially, reshape):
         g = get_default_graph()
         restores = []
         for shard, (device, saveables) in enumerate(per_device):
@@ -113,7 +113,7 @@ class BaseSaverBuilder:
                                                     preferred_shard=shard, name="restore_shard"))
         return group(*restores, name="restore_all")
 
-    def _GroupByDevices(self, saveables) -> list:  # noqa: N802
+    def _GroupByDevices(self, saveables) -> list:
         per_device: dict = {}
         for s in saveables:
             devices = {_shard_device(spec.device) for spec in s.specs}
@@ -300,7 +300,7 @@ class Saver:
         mtimes = get_checkpoint_mtimes(checkpoint_paths)
         self.set_last_checkpoints_with_time(list(zip(checkpoint_paths, mtimes)))
 
-    def _RecordLastCheckpoint(self, latest_save_path: str) -> None:  # noqa: N802
+    def _RecordLastCheckpoint(self, latest_save_path: str) -> None:
         if not self.saver_def.max_to_keep:
             return
         self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != latest_save_path]
@@ -308,7 +308,7 @@ class Saver:
         if len(self._last_checkpoints) > self.saver_def.max_to_keep:
             self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
 
-    def _MaybeDeleteOldCheckpoints(self, meta_graph_suffix: str = "meta") -> None:  # noqa: N802
+    def _MaybeDeleteOldCheckpoints(self, meta_graph_suffix: str = "meta") -> None:
         while self._checkpoints_to_be_deleted:
             path, saved_at = self._checkpoints_to_be_deleted.pop(0)
             if saved_at > self._next_checkpoint_time:   # kept: one every keep_checkpoint_every_n_hours

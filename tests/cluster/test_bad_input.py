@@ -79,10 +79,10 @@ BAD = {
     "Const with an unknown dtype": [_request("register_graph", {"graph_def": {"node": [
         {"name": "a", "op": "Const", "attr": {"_num_outputs": 1, "dtype": "float99", "value": 1.0}}]},
         "fetches": ["a:0"]})],
-    "shape/dtype lie": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {"value": _tensor(["float64", [4], 0, False])}}),
-                        b"\x00" * 16],
-    "unknown tensor dtype": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {"value": _tensor(["evil", [1], 0, False])}}),
-                             b"\x00" * 4],
+    "shape/dtype lie": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {
+        "value": _tensor(["float64", [4], 0, False])}}), b"\x00" * 16],
+    "unknown tensor dtype": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {
+        "value": _tensor(["evil", [1], 0, False])}}), b"\x00" * 4],
     "oversized claim": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {
         "value": _tensor(["float32", [1 << 31, 1 << 31, 1 << 31], 0, False])}}), b"\x00" * 64],
     "oversized string claim": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {
@@ -91,8 +91,8 @@ BAD = {
         "value": _tensor(["int32", [8], 0, False])}}), b"\x00" * 31],
     "missing tensor frame": [msgpack.packb({"id": 7, "m": "recv_tensor", "a": {
         "value": _tensor(["int32", [8], 3, False])}})],
-    "recv_tensor for another task": [_request("recv_tensor", {"send_device": "a", "recv_device": "/job:x/replica:0/task:9",
-                                                              "tensor_name": "t", "step_id": 1, "value": 1.0})],
+    "recv_tensor for another task": [_request("recv_tensor", {
+        "send_device": "a", "recv_device": "/job:x/replica:0/task:9", "tensor_name": "t", "step_id": 1, "value": 1.0})],
     "incarnation not an int": [_request("run_graph", {"graph_handle": "h", "step_id": 1, "incarnation": "x"})],
     "unknown graph handle": [_request("run_graph", {"graph_handle": "nope", "step_id": 1, "feed_values": []})],
     "feed count lie": [_request("run_graph", {"graph_handle": "HANDLE", "step_id": 1, "feed_values": []})],

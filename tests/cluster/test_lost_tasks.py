@@ -14,7 +14,7 @@ import pytest
 import tensorweave as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_procs import TrainerCluster  # noqa: E402
+from trainer_procs import TrainerCluster
 
 
 @pytest.fixture(autouse=True)
@@ -169,7 +169,7 @@ def test_a_ps_gone_for_good_ends_every_worker_with_unavailable_in_bounded_time()
         for i in (0, 1):
             try:
                 codes[i] = c.wait("worker", i, timeout=40)
-            except Exception:
+            except AssertionError:   # (a hang: with the stacks of the whole cluster)
                 raise AssertionError(f"worker {i} hangs after the ps is gone\n" + c.describe()) from None
             took[i] = round(time.monotonic() - gone, 1)
         errs = [c.stderr("worker", i) for i in (0, 1)]

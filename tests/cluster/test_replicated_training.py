@@ -14,10 +14,10 @@ import pytest
 import tensorweave as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_procs import TRAINER, TrainerCluster  # noqa: E402
+from trainer_procs import TRAINER, TrainerCluster
 
 sys.path.insert(0, os.path.dirname(TRAINER))
-import distributed_trainer  # noqa: E402
+import distributed_trainer
 
 
 def _all_exit_zero(c: TrainerCluster, timeout: float = 60) -> None:

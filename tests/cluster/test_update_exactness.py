@@ -9,7 +9,7 @@ import sys
 import tensorweave as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_procs import TrainerCluster  # noqa: E402
+from trainer_procs import TrainerCluster
 
 TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shared_counter_task.py")
 ADDS = 10000

@@ -180,8 +180,7 @@ def test_range_dtype_inference_and_errors(sess):
 
 
 def test_linspace(sess):
-    l = tf.linspace(0.0, 1.0, 5)
-    check(sess, l, np.linspace(0, 1, 5).astype(np.float32), tf.float32)
+    check(sess, tf.linspace(0.0, 1.0, 5), np.linspace(0, 1, 5).astype(np.float32), tf.float32)
     # TF's values (start + i * step in float32), recorded from TensorFlow
     check(sess, tf.linspace(0.0, 1.0, 7), np.array([0., 0.16666667, 0.33333334, 0.5, 0.6666667, 0.8333334, 1.],
                                                    np.float32))

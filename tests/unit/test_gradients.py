@@ -108,7 +108,7 @@ def test_missing_gradient_is_lookup_error_naming_op(graph):
 
 def test_wrong_number_of_gradients(graph):
     @tf.RegisterGradient("TwGradTestBadCount")
-    def _bad(op, grad):  # noqa: ARG001
+    def _bad(op, grad):
         return [grad, grad]
 
     x = tf.constant([1.0])
@@ -120,7 +120,7 @@ def test_wrong_number_of_gradients(graph):
 
 def test_override_map_uses_registered_gradient(graph):
     @tf.RegisterGradient("TwGradTestTimesTen")
-    def _ten(op, grad):  # noqa: ARG001
+    def _ten(op, grad):
         return [grad * 10.0]
 
     x = tf.constant([1.0, 2.0])
@@ -206,7 +206,7 @@ def test_sum_to_shape_kernel_error_names_op(graph):
 
 def test_incompatible_static_gradient_shape(graph):
     @tf.RegisterGradient("TwGradTestWrongShape")
-    def _wrong(op, grad):  # noqa: ARG001
+    def _wrong(op, grad):
         return [tf.constant(np.ones((4, 3), np.float32))]
 
     x = tf.constant(np.ones((3, 4), np.float32))
@@ -321,7 +321,7 @@ def test_compute_gradient_shapes_and_error(graph):
 
 def test_compute_gradient_list_and_wrong_gradient(graph):
     @tf.RegisterGradient("TwGradTestDoubled")
-    def _doubled(op, grad):  # noqa: ARG001
+    def _doubled(op, grad):
         return [grad * 2.0]
 
     a = tf.placeholder(tf.float64, [2])

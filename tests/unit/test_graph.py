@@ -14,7 +14,8 @@ def test_op_names_follow_tf_uniquifying_rules():
     c = a + b
     d = a + c
     e = tf.add(a, b)
-    assert [a.op.name, b.op.name, c.op.name, d.op.name, e.op.name] == ["Const", "Const_1", "add", "add_1", "Add_2"]  # case-insensitive, as TF
+    # unique case-insensitively, as TF
+    assert [a.op.name, b.op.name, c.op.name, d.op.name, e.op.name] == ["Const", "Const_1", "add", "add_1", "Add_2"]
     assert c.name == "add:0"
     assert tf.constant(3, name="add").op.name == "add_3"
 

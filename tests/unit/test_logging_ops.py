@@ -130,7 +130,8 @@ def test_assert_equal_and_friends():
         assert ("assertion failed: [MSG] [Condition x == y did not hold element-wise:] [x (Placeholder:0) = ] "
                 "[1 2] [y (Const:0) = ] [1 3]") in e.value.message
         assert "assert_equal/Assert" in e.value.message
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"(?s)Condition x < y did not hold.*assert_less/Assert"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"(?s)Condition x < y did not hold.*assert_less/Assert"):
             sess.run(checks["less"], {p: [3, -1]})
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match=r"\[\] \[Condition x > 0 did not hold element-wise:\] \[x \(Placeholder:0\) = \] "

@@ -20,10 +20,10 @@ def _by_nonzero(per_elem, weights):
 
 
 @pytest.mark.parametrize("fn, ref", [
-    (tf.losses.mean_squared_error, lambda l, p: (p - l) ** 2),
-    (tf.losses.absolute_difference, lambda l, p: np.abs(p - l)),
-    (tf.losses.log_loss, lambda l, p: -l * np.log(p + 1e-7) - (1 - l) * np.log(1 - p + 1e-7)),
-    (tf.losses.huber_loss, lambda l, p: np.where(np.abs(p - l) <= 1.0, 0.5 * (p - l) ** 2, np.abs(p - l) - 0.5)),
+    (tf.losses.mean_squared_error, lambda y, p: (p - y) ** 2),
+    (tf.losses.absolute_difference, lambda y, p: np.abs(p - y)),
+    (tf.losses.log_loss, lambda y, p: -y * np.log(p + 1e-7) - (1 - y) * np.log(1 - p + 1e-7)),
+    (tf.losses.huber_loss, lambda y, p: np.where(np.abs(p - y) <= 1.0, 0.5 * (p - y) ** 2, np.abs(p - y) - 0.5)),
 ])
 def test_elementwise_losses_weighted(fn, ref):
     loss = fn(LABELS, PREDS, weights=WEIGHTS)

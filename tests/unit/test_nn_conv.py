@@ -155,8 +155,8 @@ def test_conv2d_backprops_float32_cifar_shapes():
     # the float64 references use the same kernels: check one entry of each by a direct sum
     xp = np.pad(x.astype(np.float64), ((0, 0), (2, 2), (2, 2), (0, 0)))
     assert np.isclose(ref_dw[1, 2, 0, 5], (xp[:, 1:13, 2:14, 0] * dy[..., 5]).sum())
-    assert np.isclose(ref_dx[0, 3, 4, 1], sum((dy[0, 3 + 2 - i, 4 + 2 - j] * w[i, j, 1]).sum()
-                                              for i in range(5) for j in range(5) if 0 <= 5 - i < 12 and 0 <= 6 - j < 12))
+    assert np.isclose(ref_dx[0, 3, 4, 1], sum((dy[0, 3 + 2 - i, 4 + 2 - j] * w[i, j, 1]).sum() for i in range(5)
+                                              for j in range(5) if 0 <= 5 - i < 12 and 0 <= 6 - j < 12))
     np.testing.assert_allclose(out_dx, ref_dx, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out_dw, ref_dw, rtol=1e-4, atol=1e-4)
 

@@ -287,7 +287,8 @@ def test_compute_gradients_accepts_tensors_and_apply_refuses_them():
 def test_invalid_loss_dtype_message_lists_dtypes_like_tf():
     iv = tf.Variable(1, name="iv")
     f16, f32, f64 = (repr(d) for d in (tf.float16, tf.float32, tf.float64))
-    with pytest.raises(ValueError, match=re.escape(f"Invalid type {tf.int32!r} for mul:0, expected: [{f16}, {f32}, {f64}].")):
+    expected = f"Invalid type {tf.int32!r} for mul:0, expected: [{f16}, {f32}, {f64}]."
+    with pytest.raises(ValueError, match=re.escape(expected)):
         tf.train.GradientDescentOptimizer(0.1).minimize(iv * 2)
 
 

@@ -15,7 +15,8 @@ from tensorweave.framework import errors, limits
 from tensorweave.ops import helpers
 
 BIG = 2 ** 31   # elements: 8 GiB of float32, past the default limit (2^30)
-NAMED = r"output of shape .* exceeds the limit max_op_output_elements = \d+ elements \(TENSORWEAVE_MAX_OP_OUTPUT_ELEMENTS\)"
+NAMED = (r"output of shape .* exceeds the limit max_op_output_elements = \d+ elements "
+         r"\(TENSORWEAVE_MAX_OP_OUTPUT_ELEMENTS\)")
 
 # op type -> build(n): an op of that type whose output holds n elements (n an int or an int32/int64 tensor)
 BUILDERS = {

@@ -112,7 +112,8 @@ def test_seed_238_has_one_send_recv_pair_each_way():
 
 
 def test_one_send_per_tensor_and_destination():
-    gd = GraphDef([const("five", 5), identity("x", "five"), const("one", 1, "/job:local/task:1"), const("two", 2, "/job:local/task:2"),
+    gd = GraphDef([const("five", 5), identity("x", "five"), const("one", 1, "/job:local/task:1"),
+                   const("two", 2, "/job:local/task:2"),
                    add("a", "x", "one", "/job:local/task:1"), add("b", "x", "a", "/job:local/task:1"),
                    add("c", "x", "two", "/job:local/task:2"), add("d", "b", "c")])
     parts = split(gd, [], ["d:0"])

@@ -82,7 +82,7 @@ def test_compat_v1_is_tf_itself():
 
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="tensorweave.nn.*no_such_op"):
-        tf.nn.no_such_op  # noqa: B018
+        tf.nn.no_such_op
 
 
 def _loaded_after(code: str) -> list:

@@ -31,7 +31,7 @@ NOT_IN_CORPUS = {
 F = np.float32
 
 
-def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders)
+def _build_corpus(g: tf.Graph) -> None:
     with g.as_default():
         x = tf.placeholder(tf.float32, [2, 3, 4], name="x")
         m = tf.placeholder(tf.float32, [3, 4], name="m")
@@ -249,7 +249,7 @@ def _build_corpus(g: tf.Graph) -> None:  # noqa: C901 (one long list of builders
         send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
 
 
-def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:  # noqa: C901 (one long list of builders)
+def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
     """The op families of the input pipeline, summaries, checkpoints, queues and tensor arrays."""
     with g.as_default():
         m = tf.placeholder(tf.float32, [3, 4], name="m_io")

@@ -120,7 +120,7 @@ register("Placeholder", lambda op: [(op.get_attr("dtype"), op.get_attr("shape"))
 
 
 @tf_export("placeholder_with_default")
-def placeholder_with_default(input, shape, name=None) -> Tensor:  # noqa: A002 (TF name)
+def placeholder_with_default(input, shape, name=None) -> Tensor:
     """tf.placeholder_with_default(input, shape, name=None): `input` unless fed."""
     input = convert_to_tensor(input)
     return make_op("PlaceholderWithDefault", [input], {"dtype": input.dtype, "shape": as_shape(shape)},
@@ -140,7 +140,7 @@ register("PlaceholderWithDefault", _pwd_infer, lambda node, ctx: (lambda x: x),
 
 # -- Identity ----------------------------------------------------------------------------------
 @tf_export("identity")
-def identity(input, name=None) -> Tensor:  # noqa: A002
+def identity(input, name=None) -> Tensor:
     """tf.identity(input, name=None)."""
     if hasattr(input, "_as_graph_element") and not isinstance(input, Tensor) and hasattr(input, "value"):
         input = input.value()
@@ -172,7 +172,7 @@ def index_tensor(value, name: str = None, dtype=None) -> Tensor:
 
 # -- StopGradient ------------------------------------------------------------------------------
 @tf_export("stop_gradient")
-def stop_gradient(input, name=None) -> Tensor:  # noqa: A002
+def stop_gradient(input, name=None) -> Tensor:
     """tf.stop_gradient(input, name=None): identity whose gradient is never computed."""
     input = convert_to_tensor(input)
     return make_op("StopGradient", [input], name=name or "StopGradient").outputs[0]
@@ -183,7 +183,7 @@ register("StopGradient", same_as_input(0), lambda node, ctx: (lambda x: x), grad
 
 # -- Shape, ShapeN, Size, Rank -----------------------------------------------------------------
 @tf_export("shape")
-def shape(input, name=None, out_type=dtypes.int32) -> Tensor:  # noqa: A002
+def shape(input, name=None, out_type=dtypes.int32) -> Tensor:
     """tf.shape(input, name=None, out_type=tf.int32): the runtime shape as a 1-D tensor.
     A fully defined static shape becomes a constant, as in TF1."""
     input = convert_to_tensor(input)
@@ -206,7 +206,7 @@ register("Shape", _shape_infer, _shape_kernel, grad=None)
 
 
 @tf_export("shape_n")
-def shape_n(input, out_type=dtypes.int32, name=None) -> list:  # noqa: A002
+def shape_n(input, out_type=dtypes.int32, name=None) -> list:
     """tf.shape_n(input, out_type=tf.int32, name=None): the shapes of a list of tensors."""
     inputs = [convert_to_tensor(x) for x in input]
     op = make_op("ShapeN", inputs, {"N": len(inputs), "out_type": dtypes.as_dtype(out_type)}, name=name or "ShapeN")
@@ -223,7 +223,7 @@ register("ShapeN", lambda op: [(op.get_attr("out_type"), TensorShape([x.shape.nd
 
 
 @tf_export("size")
-def size(input, name=None, out_type=dtypes.int32) -> Tensor:  # noqa: A002
+def size(input, name=None, out_type=dtypes.int32) -> Tensor:
     """tf.size(input, name=None, out_type=tf.int32): the number of elements."""
     input = convert_to_tensor(input)
     out_type = dtypes.as_dtype(out_type)
@@ -242,7 +242,7 @@ register("Size", lambda op: [(op.get_attr("out_type"), TensorShape([]))], _size_
 
 
 @tf_export("rank")
-def rank(input, name=None) -> Tensor:  # noqa: A002
+def rank(input, name=None) -> Tensor:
     """tf.rank(input, name=None): the number of dimensions, int32."""
     input = convert_to_tensor(input)
     if input.shape.ndims is not None:
@@ -256,7 +256,7 @@ register("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
 
 # -- Reshape -----------------------------------------------------------------------------------
 @tf_export("manip.reshape", "reshape")
-def reshape(tensor, shape, name=None) -> Tensor:  # noqa: F811 (TF name shadows the arg name)
+def reshape(tensor, shape, name=None) -> Tensor:
     """tf.reshape(tensor, shape, name=None); one dimension of `shape` may be -1."""
     tensor = convert_to_tensor(tensor)
     shape_t = index_tensor(shape)
@@ -317,7 +317,7 @@ register("Reshape", _reshape_infer, _reshape_kernel, grad=_reshape_grad)
 
 # -- ExpandDims, Squeeze -----------------------------------------------------------------------
 @tf_export("expand_dims")
-def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002
+def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:
     """tf.expand_dims(input, axis=None, name=None, dim=None): inserts a size-1 dimension at `axis`
     (`dim` is the deprecated TF1 spelling)."""
     if axis is not None and dim is not None:
@@ -361,7 +361,7 @@ register("ExpandDims", _expand_dims_infer, _expand_dims_kernel,
 
 
 @tf_export("squeeze")
-def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:  # noqa: A002
+def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:
     """tf.squeeze(input, axis=None, name=None, squeeze_dims=None): removes size-1 dimensions
     (all of them, or those in `axis`; `squeeze_dims` is the deprecated TF1 spelling)."""
     if axis is not None and squeeze_dims is not None:

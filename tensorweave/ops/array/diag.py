@@ -55,7 +55,7 @@ def _check_k(node, rows: int, cols: int, lo: int, hi: int) -> None:
 
 # -- MatrixDiagPartV2 ------------------------------------------------------------------------------
 @tf_export("linalg.diag_part", "matrix_diag_part")
-def matrix_diag_part(input, name: str = "diag_part", k=0, padding_value=0) -> Tensor:  # noqa: A002 (TF name)
+def matrix_diag_part(input, name: str = "diag_part", k=0, padding_value=0) -> Tensor:
     """tf.linalg.diag_part(input, name='diag_part', k=0, padding_value=0): the k-th diagonal of
     each innermost matrix ([..., max_diag_len]), or the band of diagonals k = (lo, hi)
     ([..., hi - lo + 1, max_diag_len], from diagonal hi down to lo, short ones padded at the end)."""
@@ -174,7 +174,7 @@ register("MatrixDiagV2", _matrix_diag_infer, _matrix_diag_kernel,
 
 # -- MatrixSetDiagV2 -------------------------------------------------------------------------------
 @tf_export("linalg.set_diag", "matrix_set_diag")
-def matrix_set_diag(input, diagonal, name: str = "set_diag", k=0) -> Tensor:  # noqa: A002 (TF name)
+def matrix_set_diag(input, diagonal, name: str = "set_diag", k=0) -> Tensor:
     """tf.linalg.set_diag(input, diagonal, name='set_diag', k=0): `input` with its k-th diagonal
     (or band k = (lo, hi)) replaced by `diagonal`."""
     with name_scope(name, "set_diag", [input, diagonal]) as scope:
@@ -216,7 +216,7 @@ register("MatrixSetDiagV2", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)
 
 # -- MatrixBandPart --------------------------------------------------------------------------------
 @tf_export("linalg.band_part", "matrix_band_part")
-def matrix_band_part(input, num_lower, num_upper, name=None) -> Tensor:  # noqa: A002 (TF name)
+def matrix_band_part(input, num_lower, num_upper, name=None) -> Tensor:
     """tf.linalg.band_part(input, num_lower, num_upper, name=None): each innermost matrix with
     everything outside the band zeroed (num_lower subdiagonals and num_upper superdiagonals kept;
     a negative count keeps that whole triangle)."""
@@ -284,7 +284,7 @@ def _diag_kernel(node, ctx):
 
 
 @tf_export("linalg.tensor_diag_part", "diag_part")
-def diag_part(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def diag_part(input, name=None) -> Tensor:
     """tf.diag_part(input, name=None): the inverse of tf.diag; `input` has rank 2k with matching
     halves."""
     x = convert_to_tensor(input, name="input")

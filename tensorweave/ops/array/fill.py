@@ -75,13 +75,13 @@ def _zero(dtype):
 
 
 @tf_export("zeros")
-def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
+def zeros(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.zeros(shape, dtype=tf.float32, name=None)."""
     return _filled(_zero(dtype), shape, dtype, name, "zeros")
 
 
 @tf_export("ones")
-def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:  # noqa: F811
+def ones(shape, dtype=dtypes.float32, name=None) -> Tensor:
     """tf.ones(shape, dtype=tf.float32, name=None)."""
     return _filled(True if dtypes.as_dtype(dtype).is_bool else 1, shape, dtype, name, "ones")
 

@@ -100,7 +100,7 @@ def nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
 
 
 @tf_export("manip.scatter_nd", "scatter_nd")
-def scatter_nd(indices, updates, shape, name=None) -> Tensor:  # noqa: F811 (TF argument name)
+def scatter_nd(indices, updates, shape, name=None) -> Tensor:
     """tf.scatter_nd(indices, updates, shape, name=None): a zero tensor of `shape` with `updates`
     added at `indices` (duplicates sum)."""
     indices = convert_to_tensor(indices)

@@ -18,7 +18,7 @@ from tensorweave.ops.registry import register
 
 # -- Tile --------------------------------------------------------------------------------------
 @tf_export("manip.tile", "tile")
-def tile(input, multiples, name=None) -> Tensor:  # noqa: A002
+def tile(input, multiples, name=None) -> Tensor:
     """tf.tile(input, multiples, name=None): repeats `input` multiples[i] times along dim i."""
     input = convert_to_tensor(input)
     return make_op("Tile", [input, index_tensor(multiples)], name=name or "Tile").outputs[0]
@@ -223,7 +223,7 @@ register("ReverseV2", _reverse_infer, _reverse_kernel,
 
 # -- ReverseSequence ---------------------------------------------------------------------------
 @tf_export("reverse_sequence")
-def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,  # noqa: A002
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,
                      batch_dim=None) -> Tensor:
     """tf.reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,
     seq_dim=None, batch_dim=None): for each b along batch_axis, reverses the first
@@ -236,7 +236,7 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
         if batch_axis is not None:
             raise ValueError("Cannot specify both 'batch_axis' and 'batch_dim'")
         batch_axis = batch_dim
-    input = convert_to_tensor(input, name="input")  # noqa: A001
+    input = convert_to_tensor(input, name="input")
     seq_lengths = convert_to_tensor(seq_lengths, name="seq_lengths")
     attrs = {"seq_dim": int(seq_axis), "batch_dim": int(batch_axis or 0), "T": input.dtype,
              "Tlen": seq_lengths.dtype}
@@ -284,7 +284,7 @@ register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
 
 # -- Roll ----------------------------------------------------------------------------------------
 @tf_export("manip.roll", "roll")
-def roll(input, shift, axis, name=None) -> Tensor:  # noqa: A002 (TF name)
+def roll(input, shift, axis, name=None) -> Tensor:
     """tf.roll(input, shift, axis, name=None): elements shifted along `axis` by `shift` (both a
     scalar or matching vectors), wrapping around."""
     input = convert_to_tensor(input)
@@ -312,7 +312,7 @@ register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_ke
 
 # -- BroadcastTo -------------------------------------------------------------------------------
 @tf_export("broadcast_to")
-def broadcast_to(input, shape, name=None) -> Tensor:  # noqa: A002,F811
+def broadcast_to(input, shape, name=None) -> Tensor:
     """tf.broadcast_to(input, shape, name=None): broadcasts `input` to `shape` (numpy rules)."""
     input = convert_to_tensor(input)
     return make_op("BroadcastTo", [input, index_tensor(shape)], name=name or "BroadcastTo").outputs[0]

@@ -37,7 +37,7 @@ def _partial_ints(t) -> "list | None":
 
 # -- Slice -------------------------------------------------------------------------------------
 @tf_export("slice")
-def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001,F811 (TF names)
+def slice(input_, begin, size, name=None) -> Tensor:
     """tf.slice(input_, begin, size, name=None): the block starting at `begin` of extent `size`
     (size -1 takes everything to the end of that dimension)."""
     input_ = convert_to_tensor(input_)

@@ -248,7 +248,7 @@ register("ListDiff", _list_diff_infer, _list_diff_kernel, grad=None)
 
 # -- TopKV2, sort, argsort ---------------------------------------------------------------------
 @tf_export("math.top_k", "nn.top_k")
-def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 (TF names)
+def top_k(input, k=1, sorted=True, name=None):
     """tf.nn.top_k(input, k=1, sorted=True, name=None) -> (values, indices): the k largest entries
     along the last dimension, largest first; equal values keep their original order."""
     input = convert_to_tensor(input)

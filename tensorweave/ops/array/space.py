@@ -22,7 +22,7 @@ def _fmt(node_or_op) -> str:
 
 
 # -- SpaceToDepth, DepthToSpace --------------------------------------------------------------------
-def _block_op(op_type: str, input, block_size, name, data_format) -> Tensor:  # noqa: A002
+def _block_op(op_type: str, input, block_size, name, data_format) -> Tensor:
     if data_format not in ("NHWC", "NCHW"):
         raise ValueError(f"{op_type}: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     if int(block_size) < 2:
@@ -33,14 +33,14 @@ def _block_op(op_type: str, input, block_size, name, data_format) -> Tensor:  # 
 
 
 @tf_export("nn.space_to_depth", "space_to_depth")
-def space_to_depth(input, block_size, name=None, data_format="NHWC") -> Tensor:  # noqa: A002 (TF name)
+def space_to_depth(input, block_size, name=None, data_format="NHWC") -> Tensor:
     """tf.space_to_depth(input, block_size, name=None, data_format='NHWC'): each block_size x
     block_size spatial block becomes one position with block_size^2 times the channels."""
     return _block_op("SpaceToDepth", input, block_size, name, data_format)
 
 
 @tf_export("nn.depth_to_space", "depth_to_space")
-def depth_to_space(input, block_size, name=None, data_format="NHWC") -> Tensor:  # noqa: A002 (TF name)
+def depth_to_space(input, block_size, name=None, data_format="NHWC") -> Tensor:
     """tf.depth_to_space(input, block_size, name=None, data_format='NHWC'): the inverse of
     space_to_depth."""
     return _block_op("DepthToSpace", input, block_size, name, data_format)
@@ -101,7 +101,7 @@ register("DepthToSpace", _block_infer(False), _block_kernel(False),
 
 # -- SpaceToBatchND, BatchToSpaceND ----------------------------------------------------------------
 @tf_export("manip.space_to_batch_nd", "space_to_batch_nd")
-def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:  # noqa: A002 (TF name)
+def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:
     """tf.space_to_batch_nd(input, block_shape, paddings, name=None): zero-pads the M spatial
     dims (1..M) by `paddings` ([M, 2]), then moves each block_shape block into the batch dim."""
     x = convert_to_tensor(input, name="input")
@@ -113,7 +113,7 @@ def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:  # noq
 
 
 @tf_export("manip.batch_to_space_nd", "batch_to_space_nd")
-def batch_to_space_nd(input, block_shape, crops, name=None) -> Tensor:  # noqa: A002 (TF name)
+def batch_to_space_nd(input, block_shape, crops, name=None) -> Tensor:
     """tf.batch_to_space_nd(input, block_shape, crops, name=None): the inverse of
     space_to_batch_nd, cropping `crops` ([M, 2]) from the spatial dims."""
     x = convert_to_tensor(input, name="input")
@@ -233,7 +233,7 @@ register("BatchToSpaceND", _space_batch_infer(False), _space_batch_kernel(False)
 
 
 @tf_export("nn.space_to_batch", "space_to_batch")
-def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None) -> Tensor:  # noqa: A002
+def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None) -> Tensor:
     """tf.space_to_batch(input, paddings, block_size=None, name=None, block_shape=None): the 4-D
     NHWC space_to_batch_nd with a square block (`block_shape` is the TF 1.15 alias)."""
     block_size = block_shape if block_size is None else block_size
@@ -243,7 +243,7 @@ def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None
 
 
 @tf_export("batch_to_space")
-def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Tensor:  # noqa: A002
+def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Tensor:
     """tf.batch_to_space(input, crops, block_size, name=None, block_shape=None): the 4-D NHWC
     batch_to_space_nd with a square block."""
     block_size = block_shape if block_size is None else block_size

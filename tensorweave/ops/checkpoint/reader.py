@@ -82,7 +82,7 @@ class CheckpointReader:
 
 
 @tf_export("train.NewCheckpointReader")
-def NewCheckpointReader(filepattern) -> CheckpointReader:  # noqa: N802 (TF's name)
+def NewCheckpointReader(filepattern) -> CheckpointReader:
     """tf.train.NewCheckpointReader(filepattern): a reader of checkpoint prefix `filepattern`
     (ours or TensorFlow's V2): get_tensor, has_tensor, get_variable_to_shape_map,
     get_variable_to_dtype_map, debug_string."""

@@ -98,15 +98,15 @@ def assemble(entry: Entry, name: str, start: tuple, length: tuple, load: Callabl
     for part in entry.parts:
         lo = [max(a, b) for a, b in zip(start, part.start)]
         hi = [min(a + n, b + m) for a, n, b, m in zip(start, length, part.start, part.length)]
-        if any(h <= l for l, h in zip(lo, hi)) and len(start):
+        if any(high <= low for low, high in zip(lo, hi)) and len(start):
             continue
         value = load(part)
         if out is None:
             out = np.empty(length, dtype=value.dtype)
-        src = tuple(slice(l - b, h - b) for l, h, b in zip(lo, hi, part.start))
-        dst = tuple(slice(l - a, h - a) for l, h, a in zip(lo, hi, start))
+        src = tuple(slice(low - b, high - b) for low, high, b in zip(lo, hi, part.start))
+        dst = tuple(slice(low - a, high - a) for low, high, a in zip(lo, hi, start))
         out[dst] = value[src]
-        covered += int(np.prod([h - l for l, h in zip(lo, hi)], dtype=np.int64))
+        covered += int(np.prod([high - low for low, high in zip(lo, hi)], dtype=np.int64))
     if out is None or covered < int(np.prod(length, dtype=np.int64)):
         raise errors.NotFoundError(
             None, None, f"The slices of {name} in {source} do not cover the requested slice "

@@ -201,7 +201,8 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
                 return _identity_structure(out)
         fn = default
         for p, f in reversed(list(zip(preds, fns))):
-            fn = (lambda p=p, f=f, rest=fn: cond(p, f, rest, strict=strict))
+            def fn(p=p, f=f, rest=fn):   # the case chain: each predicate's cond falls to the next
+                return cond(p, f, rest, strict=strict)
         if exclusive and len(pairs) > 1:
             check = _assert_at_most_one(pairs)
             with g.control_dependencies([check]):

@@ -364,7 +364,7 @@ def _interleaved(files: Dataset, make: Callable, num_parallel_reads) -> Dataset:
 
 
 @tf_export("data.TFRecordDataset")
-def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
+def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
     """tf.data.TFRecordDataset(filenames, compression_type=None, buffer_size=None,
     num_parallel_reads=None): the records of TFRecord files ('', 'ZLIB', 'GZIP'), file after file,
     or `num_parallel_reads` files interleaved record by record."""
@@ -377,7 +377,7 @@ def TFRecordDataset(filenames, compression_type=None, buffer_size=None, num_para
 
 
 @tf_export("data.FixedLengthRecordDataset")
-def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_bytes=None,  # noqa: N802
+def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_bytes=None,
                              buffer_size=None, compression_type=None):
     """tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,
     footer_bytes=None, buffer_size=None): records of `record_bytes` bytes after a header and
@@ -389,7 +389,7 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
 
 
 @tf_export("data.TextLineDataset")
-def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):  # noqa: N802
+def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
     """tf.data.TextLineDataset(filenames, compression_type=None, buffer_size=None): the lines of
     text files, without their line ends."""
     def one(f):

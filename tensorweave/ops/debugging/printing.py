@@ -123,7 +123,7 @@ def _stream(name: str):
 
 # -- Print (TF1) ----------------------------------------------------------------------------------
 @tf_export("Print")
-def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802 (TF name)
+def Print(input_, data, message=None, first_n=None, summarize=None, name=None):
     """tf.Print(input_, data, message=None, first_n=None, summarize=None, name=None): an identity
     of `input_` that, when run, prints `message` followed by each tensor of `data` as "[...]" to
     stderr (at most `first_n` times; `summarize` elements per tensor, default 3)."""
@@ -161,7 +161,7 @@ _STREAMS = {"stderr", "stdout", "log(info)", "log(warning)", "log(error)"}
 
 
 @tf_export("print")
-def print(*inputs, **kwargs):  # noqa: A001 (TF name)
+def print(*inputs, **kwargs):
     """tf.print(*inputs, output_stream=sys.stderr, summarize=3, sep=' ', end='\\n', name=None):
     an op that prints its inputs (tensors and Python values, possibly nested) when run."""
     output_stream = kwargs.pop("output_stream", sys.stderr)
@@ -258,7 +258,7 @@ register("PrintV2", lambda op: [], _print_v2_kernel, grad=None, stateful=True)
 
 # -- Assert ---------------------------------------------------------------------------------------
 @tf_export("debugging.Assert", "Assert")
-def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TF name)
+def Assert(condition, data, summarize=None, name=None):
     """tf.Assert(condition, data, summarize=None, name=None): an op that, when run, raises
     InvalidArgumentError "assertion failed: [d0] [d1] ..." if the scalar bool `condition` is
     false (each tensor of `data` shown with `summarize` elements, default 3)."""

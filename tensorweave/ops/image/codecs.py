@@ -316,7 +316,7 @@ def encode_png(image, compression=-1, name=None):
 
 
 @tf_export("image.encode_jpeg", "io.encode_jpeg")
-def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
+def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,
                 chroma_downsampling=True, density_unit="in", x_density=300, y_density=300, xmp_metadata="",
                 name=None):
     """tf.image.encode_jpeg(image, format='', quality=95, ...): a uint8 [h, w, 1 or 3] image as

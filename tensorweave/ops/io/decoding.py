@@ -54,7 +54,7 @@ register("DecodeRaw", _decode_raw_infer, _decode_raw_kernel, grad=None, dtypes=(
 
 
 @tf_export("io.decode_raw", "decode_raw")
-def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):
     """tf.decode_raw(input_bytes, out_type, little_endian=True, name=None): each string's bytes
     as a vector of `out_type` numbers (all strings the same length); shape input + [n]."""
     input_bytes = bytes if input_bytes is None else input_bytes
@@ -99,7 +99,7 @@ register("StringToNumber", lambda op: [(op.get_attr("out_type"), op.inputs[0].sh
 
 
 @tf_export("strings.to_number", "string_to_number")
-def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None, input=None):  # noqa: A002
+def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None, input=None):
     """tf.string_to_number(string_tensor, out_type=tf.float32, name=None): parses each string
     as a number of `out_type` (float32, float64, int32, int64)."""
     string_tensor = input if string_tensor is None else string_tensor
@@ -279,7 +279,7 @@ register("DecodeCompressed", lambda op: [(dtypes.string, op.inputs[0].shape)], _
 
 
 @tf_export("io.decode_compressed")
-def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 (TF's argument name)
+def decode_compressed(bytes, compression_type="", name=None):
     """tf.io.decode_compressed(bytes, compression_type='', name=None): each string decompressed
     ('' leaves it as it is, 'ZLIB', 'GZIP')."""
     if compression_type not in ("", "ZLIB", "GZIP"):

@@ -148,32 +148,32 @@ def _checked(fn, path: str, *args):
 
 
 @tf_export("gfile.Exists", "io.gfile.exists")
-def Exists(filename) -> bool:  # noqa: N802 - TF1 names
+def Exists(filename) -> bool:
     """True when the path exists."""
     return os.path.exists(as_path(filename))
 
 
 @tf_export("gfile.IsDirectory", "io.gfile.isdir")
-def IsDirectory(dirname) -> bool:  # noqa: N802
+def IsDirectory(dirname) -> bool:
     return os.path.isdir(as_path(dirname))
 
 
 @tf_export("gfile.MakeDirs", "io.gfile.makedirs")
-def MakeDirs(dirname) -> None:  # noqa: N802
+def MakeDirs(dirname) -> None:
     """Creates a directory and its parents; an existing directory is fine."""
     path = as_path(dirname)
     _checked(lambda: os.makedirs(path, exist_ok=True), path)
 
 
 @tf_export("gfile.MkDir", "io.gfile.mkdir")
-def MkDir(dirname) -> None:  # noqa: N802
+def MkDir(dirname) -> None:
     """Creates one directory: AlreadyExistsError when it exists, NotFoundError without a parent."""
     path = as_path(dirname)
     _checked(os.mkdir, path, path)
 
 
 @tf_export("gfile.ListDirectory", "io.gfile.listdir")
-def ListDirectory(dirname) -> list:  # noqa: N802
+def ListDirectory(dirname) -> list:
     """The entries of a directory (names, without '.' and '..'), NotFoundError when it is none."""
     path = as_path(dirname)
     if not os.path.isdir(path):
@@ -182,7 +182,7 @@ def ListDirectory(dirname) -> list:  # noqa: N802
 
 
 @tf_export("gfile.Glob", "io.gfile.glob")
-def Glob(filename) -> list:  # noqa: N802
+def Glob(filename) -> list:
     """The paths matching a pattern (or each of a list of patterns)."""
     patterns = [filename] if isinstance(filename, (str, bytes, os.PathLike)) else list(filename)
     out = []
@@ -192,13 +192,13 @@ def Glob(filename) -> list:  # noqa: N802
 
 
 @tf_export("gfile.Remove", "io.gfile.remove")
-def Remove(filename) -> None:  # noqa: N802
+def Remove(filename) -> None:
     path = as_path(filename)
     _checked(os.remove, path, path)
 
 
 @tf_export("gfile.Rename", "io.gfile.rename")
-def Rename(oldname, newname, overwrite: bool = False) -> None:  # noqa: N802
+def Rename(oldname, newname, overwrite: bool = False) -> None:
     """Renames a file: AlreadyExistsError when `newname` exists and not overwrite."""
     src, dst = as_path(oldname), as_path(newname)
     if not overwrite and os.path.exists(dst):
@@ -207,7 +207,7 @@ def Rename(oldname, newname, overwrite: bool = False) -> None:  # noqa: N802
 
 
 @tf_export("gfile.Copy", "io.gfile.copy")
-def Copy(oldpath, newpath, overwrite: bool = False) -> None:  # noqa: N802
+def Copy(oldpath, newpath, overwrite: bool = False) -> None:
     """Copies a file: AlreadyExistsError when `newpath` exists and not overwrite."""
     src, dst = as_path(oldpath), as_path(newpath)
     if not overwrite and os.path.exists(dst):
@@ -220,14 +220,14 @@ def Copy(oldpath, newpath, overwrite: bool = False) -> None:  # noqa: N802
 
 
 @tf_export("gfile.Stat", "io.gfile.stat")
-def Stat(filename) -> FileStatistics:  # noqa: N802
+def Stat(filename) -> FileStatistics:
     path = as_path(filename)
     st = _checked(os.stat, path, path)
     return FileStatistics(st.st_size, st.st_mtime_ns, os.path.isdir(path))
 
 
 @tf_export("gfile.DeleteRecursively", "io.gfile.rmtree")
-def DeleteRecursively(dirname) -> None:  # noqa: N802
+def DeleteRecursively(dirname) -> None:
     path = as_path(dirname)
     if not os.path.exists(path):
         raise errors.NotFoundError(None, None, f"{path}; No such file or directory")
@@ -238,7 +238,7 @@ def DeleteRecursively(dirname) -> None:  # noqa: N802
 
 
 @tf_export("gfile.Walk", "io.gfile.walk")
-def Walk(top, in_order: bool = True) -> Iterator:  # noqa: N802
+def Walk(top, in_order: bool = True) -> Iterator:
     """Yields (dirname, subdirectory names, file names) for each directory under `top`, parents
     first (in_order) or last; nothing when `top` does not exist."""
     top = as_path(top)

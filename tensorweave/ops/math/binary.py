@@ -266,7 +266,7 @@ register("TruncateMod", _broadcast_infer, _divlike_kernel(np.fmod, np.fmod), gra
 
 
 @tf_export("math.pow", "pow")
-def pow(x, y, name=None) -> Tensor:  # noqa: A001 (TF name)
+def pow(x, y, name=None) -> Tensor:
     """tf.pow(x, y, name=None): x ** y elementwise."""
     return binary("Pow", x, y, name, "Pow")
 

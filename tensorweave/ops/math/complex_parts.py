@@ -24,7 +24,7 @@ _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex1
 
 
 @tf_export("complex")
-def complex(real, imag, name=None) -> Tensor:  # noqa: A001 (TF name)
+def complex(real, imag, name=None) -> Tensor:
     """tf.complex(real, imag, name=None): real + imag * 1j elementwise (float32 -> complex64,
     float64 -> complex128)."""
     with name_scope(name, "Complex", [real, imag]) as scope:
@@ -47,21 +47,21 @@ def _part(op_type: str, x, name) -> Tensor:
 
 
 @tf_export("math.real", "real")
-def real(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def real(input, name=None) -> Tensor:
     """tf.real(input, name=None): the real part (a real input is returned as it is)."""
     x = convert_to_tensor(input, name="input")
     return _part("Real", x, name) if x.dtype in COMPLEX else x
 
 
 @tf_export("math.imag", "imag")
-def imag(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def imag(input, name=None) -> Tensor:
     """tf.imag(input, name=None): the imaginary part (zeros for a real input)."""
     x = convert_to_tensor(input, name="input")
     return _part("Imag", x, name) if x.dtype in COMPLEX else zeros_like(x, name=name)
 
 
 @tf_export("math.angle", "angle")
-def angle(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def angle(input, name=None) -> Tensor:
     """tf.angle(input, name=None): the argument of each complex number (for a real input, pi
     where it is negative and 0 elsewhere)."""
     x = convert_to_tensor(input, name="input")

@@ -48,7 +48,7 @@ def _batched(x: np.ndarray, fn, out_shapes: list, dtype) -> list:
 
 # -- Cholesky --------------------------------------------------------------------------------------
 @tf_export("linalg.cholesky", "cholesky")
-def cholesky(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def cholesky(input, name=None) -> Tensor:
     """tf.linalg.cholesky(input, name=None): the lower-triangular L with L @ L^H = input for each
     innermost positive-definite matrix (only the lower triangle of input is read)."""
     with name_scope(name, "Cholesky", [input]) as scope:
@@ -100,7 +100,7 @@ def logdet(matrix, name=None) -> Tensor:
 
 # -- Qr --------------------------------------------------------------------------------------------
 @tf_export("linalg.qr", "qr")
-def qr(input, full_matrices=False, name=None):  # noqa: A002 (TF name)
+def qr(input, full_matrices=False, name=None):
     """tf.linalg.qr(input, full_matrices=False, name=None) -> (q, r): input = q @ r with q's
     columns orthonormal and r upper triangular; [.., M, K] and [..., K, N] with K = min(M, N),
     or [..., M, M] and [..., M, N] when full_matrices."""

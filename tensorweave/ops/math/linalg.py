@@ -418,7 +418,7 @@ register("Einsum", _einsum_infer, _einsum_kernel, grad=_einsum_grad)
 
 # -- norm, trace -------------------------------------------------------------------------------
 @tf_export("linalg.norm", "norm")
-def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:  # noqa: A002
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:
     """tf.norm(tensor, ord='euclidean', axis=None, keepdims=None, name=None, keep_dims=None):
     vector norms (ord 'euclidean', 1, 2, inf, any p > 0) over one axis or the whole tensor, and
     matrix norms ('fro', 'euclidean', 1, inf) over an axis pair."""
@@ -451,7 +451,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
 
 
 @tf_export("linalg.normalize")
-def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF name)
+def normalize(tensor, ord="euclidean", axis=None, name=None):
     """tf.linalg.normalize(tensor, ord='euclidean', axis=None, name=None) -> (normalized, norm):
     tensor divided by its norm (kept dims), and that norm."""
     with name_scope(name, "normalize", [tensor]):

@@ -69,7 +69,7 @@ def _unary_matrix_op(op_type: str, x, name, attrs=None) -> Tensor:
 
 # -- MatrixInverse ---------------------------------------------------------------------------------
 @tf_export("linalg.inv", "matrix_inverse")
-def matrix_inverse(input, adjoint=False, name=None) -> Tensor:  # noqa: A002 (TF names)
+def matrix_inverse(input, adjoint=False, name=None) -> Tensor:
     """tf.linalg.inv(input, adjoint=False, name=None): the inverse of each innermost square
     matrix (of its adjoint when `adjoint`); a singular one is InvalidArgumentError."""
     return _unary_matrix_op("MatrixInverse", input, name, {"adjoint": bool(adjoint)})
@@ -105,7 +105,7 @@ register("MatrixInverse", _square_infer, _inverse_kernel, grad=_inverse_grad, dt
 
 # -- MatrixDeterminant, LogMatrixDeterminant -------------------------------------------------------
 @tf_export("linalg.det", "matrix_determinant")
-def matrix_determinant(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def matrix_determinant(input, name=None) -> Tensor:
     """tf.linalg.det(input, name=None): the determinant of each innermost square matrix."""
     return _unary_matrix_op("MatrixDeterminant", input, name)
 
@@ -139,7 +139,7 @@ register("MatrixDeterminant", _det_infer, _det_kernel, grad=_det_grad, dtypes=LI
 
 
 @tf_export("linalg.slogdet")
-def slogdet(input, name=None):  # noqa: A002 (TF name)
+def slogdet(input, name=None):
     """tf.linalg.slogdet(input, name=None) -> (sign, log_abs_determinant) of each innermost square
     matrix: det = sign * exp(log_abs_determinant), without overflow."""
     with name_scope(name, "LogMatrixDeterminant", [input]) as scope:
@@ -176,7 +176,7 @@ register("LogMatrixDeterminant", _slogdet_infer, _slogdet_kernel, grad=_slogdet_
 # -- MatrixExponential, MatrixSquareRoot, MatrixLogarithm ------------------------------------------
 def _scipy_matrix_kernel(fn_name: str, complex_only: bool = False):
     def factory(node, ctx):
-        import scipy.linalg   # noqa: PLC0415 - scipy loads only for graphs that use these ops
+        import scipy.linalg
         fn = getattr(scipy.linalg, fn_name)
 
         def run(x):
@@ -196,7 +196,7 @@ def _scipy_matrix_kernel(fn_name: str, complex_only: bool = False):
 
 
 @tf_export("linalg.expm")
-def matrix_exponential(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def matrix_exponential(input, name=None) -> Tensor:
     """tf.linalg.expm(input, name=None): the matrix exponential of each innermost square matrix."""
     return _unary_matrix_op("MatrixExponential", input, name)
 
@@ -217,7 +217,7 @@ register("MatrixExponential", _square_infer, _scipy_matrix_kernel("expm"), grad=
 
 
 @tf_export("linalg.sqrtm", "matrix_square_root")
-def matrix_square_root(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def matrix_square_root(input, name=None) -> Tensor:
     """tf.linalg.sqrtm(input, name=None): the principal square root of each innermost square
     matrix (not differentiable, as in TF)."""
     return _unary_matrix_op("MatrixSquareRoot", input, name)
@@ -228,7 +228,7 @@ register("MatrixSquareRoot", _square_infer, _scipy_matrix_kernel("sqrtm"), grad=
 
 
 @tf_export("linalg.logm")
-def matrix_logarithm(input, name=None) -> Tensor:  # noqa: A002 (TF name)
+def matrix_logarithm(input, name=None) -> Tensor:
     """tf.linalg.logm(input, name=None): the principal logarithm of each innermost square
     complex matrix (complex64/complex128 only, as in TF)."""
     return _unary_matrix_op("MatrixLogarithm", input, name)

@@ -356,7 +356,7 @@ def is_strictly_increasing(x, name=None) -> Tensor:
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
-def _arg(op_type, input, axis, name, dimension, output_type):  # noqa: A002
+def _arg(op_type, input, axis, name, dimension, output_type):
     if axis is not None and dimension is not None:
         raise ValueError("Cannot specify both 'axis' and 'dimension'")
     axis = axis if axis is not None else dimension
@@ -411,26 +411,26 @@ register("ArgMin", _arg_infer, _arg_kernel(np.argmin), grad=None, dtypes=NUMERIC
 
 
 @tf_export("math.argmax", "argmax")
-def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
     """tf.argmax(input, axis=None, name=None, dimension=None, output_type=tf.int64): index of the
     largest value along `axis` (default 0; `dimension` is the TF1 alias)."""
     return _arg("ArgMax", input, axis, name, dimension, output_type)
 
 
 @tf_export("math.argmin", "argmin")
-def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):  # noqa: A002
+def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64):
     """tf.argmin(input, axis=None, name=None, dimension=None, output_type=tf.int64)."""
     return _arg("ArgMin", input, axis, name, dimension, output_type)
 
 
 @tf_export("arg_max")
-def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+def arg_max(input, dimension, output_type=dtypes.int64, name=None):
     """tf.arg_max(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmax."""
     return _arg("ArgMax", input, dimension, name, None, output_type)
 
 
 @tf_export("arg_min")
-def arg_min(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002
+def arg_min(input, dimension, output_type=dtypes.int64, name=None):
     """tf.arg_min(input, dimension, output_type=tf.int64, name=None): deprecated TF1 argmin."""
     return _arg("ArgMin", input, dimension, name, None, output_type)
 
@@ -508,7 +508,7 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
 # -- count_nonzero -----------------------------------------------------------------------------
 @tf_export("math.count_nonzero", "count_nonzero")
 def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
-                  reduction_indices=None, keep_dims=None, input=None) -> Tensor:  # noqa: A002 (TF name)
+                  reduction_indices=None, keep_dims=None, input=None) -> Tensor:
     """tf.count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=tf.int64, name=None,
     reduction_indices=None, keep_dims=None, input=None): the number of non-zero (or non-empty
     string / True) elements along `axis` (`input` is the deprecated spelling of input_tensor)."""

@@ -23,7 +23,7 @@ _RANGE_DTYPES = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
 
 
 @tf_export("range")
-def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:  # noqa: A001
+def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor:
     """tf.range(start, limit=None, delta=1, dtype=None, name='range'); tf.range(n) counts from 0.
     Without `dtype` the result takes the widest of the arguments' dtypes (int32 < int64 <
     float32 < float64)."""

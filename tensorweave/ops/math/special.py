@@ -27,7 +27,7 @@ from tensorweave.ops.registry import register
 def _special(fn_name: str):
     """Kernel factory applying scipy.special.<fn_name> elementwise, keeping the input dtype."""
     def factory(node, ctx):
-        import scipy.special   # noqa: PLC0415 - loaded only for graphs that use special functions
+        import scipy.special
         fn = getattr(scipy.special, fn_name)
 
         def run(*xs):
@@ -63,7 +63,7 @@ tf_export("math.digamma", "digamma")(digamma)
 
 
 def _polygamma_np(n, x):
-    import scipy.special   # noqa: PLC0415 - see _special
+    import scipy.special
     n = np.asarray(n)
     whole = (n == np.floor(n)) & (n >= 0)
     safe_n = np.where(whole, n, 0).astype(np.int64)
@@ -101,7 +101,7 @@ def _igamma_grad_a_np(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dP(a, x)/da. The series P = sum_n x^(a+n) e^-x / Gamma(a+n+1) differentiates term by term
     to sum_n term_n (log x - digamma(a+n+1)); for large x (where it needs many terms) a central
     difference of scipy's P in float64 is used instead."""
-    import scipy.special as sp   # noqa: PLC0415 - see _special
+    import scipy.special as sp
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     out = np.zeros(a.shape)
     series = (x > 0) & (x <= 200)

@@ -51,7 +51,7 @@ register("ComplexAbs", lambda op: [(dtypes.float32 if op.inputs[0].dtype == dtyp
 
 
 @tf_export("math.abs", "abs")
-def abs(x, name=None):  # noqa: A001 (TF name)
+def abs(x, name=None):
     """tf.abs(x, name=None): |x| elementwise; complex input gives its real magnitude."""
     with name_scope(name, "Abs", [x]) as scope:
         x = convert_to_tensor(x, name="x")
@@ -206,7 +206,7 @@ register("Round", same_as_input(), pure(np.rint), grad=None, dtypes=FLOAT_COMPLE
 
 
 @tf_export("math.round", "round")
-def round(x, name=None):  # noqa: A001 (TF name)
+def round(x, name=None):
     """tf.round(x, name=None): rounds half to even (banker's rounding); ints pass through."""
     x = convert_to_tensor(x)
     if x.dtype.is_integer:

@@ -109,18 +109,18 @@ def _conv_out_shape(op, xd, fd, depthwise: bool):
 
 # -- Conv2D ------------------------------------------------------------------------------------
 @tf_export("nn.conv2d")
-def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
            data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
     """tf.nn.conv2d(input, filter, strides, padding, use_cudnn_on_gpu=True, data_format='NHWC',
     dilations=[1, 1, 1, 1], name=None): 2-D cross-correlation of a 4-D input with a
     [height, width, in_channels, out_channels] filter. `padding` is 'SAME', 'VALID' or a list of
     4 [before, after] pairs in data_format order."""
     if filter is None:
-        filter = filters  # noqa: A001
+        filter = filters
     if filter is None or strides is None or padding is None:
         raise TypeError("conv2d() missing required arguments: filter, strides and padding")
-    input = convert_to_tensor(input)  # noqa: A001
-    filter = convert_to_tensor(filter, dtype=input.dtype)  # noqa: A001
+    input = convert_to_tensor(input)
+    filter = convert_to_tensor(filter, dtype=input.dtype)
     attrs = _attrs(strides, padding, data_format, dilations, "Conv2D")
     attrs["use_cudnn_on_gpu"] = bool(use_cudnn_on_gpu)
     attrs["T"] = input.dtype
@@ -163,24 +163,24 @@ register("Conv2D", _conv2d_infer, _conv2d_kernel, grad=_conv2d_grad)
 
 
 # -- Conv2DBackpropInput / Conv2DBackpropFilter ------------------------------------------------
-def _conv_backprop_input(input_sizes, filter, out_backprop, attrs, name=None):  # noqa: A002
+def _conv_backprop_input(input_sizes, filter, out_backprop, attrs, name=None):
     attrs = dict(attrs, T=out_backprop.dtype)
     return make_op("Conv2DBackpropInput", [input_sizes, filter, out_backprop], attrs,
                    name=name or "Conv2DBackpropInput").outputs[0]
 
 
-def _conv_backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):  # noqa: A002
+def _conv_backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):
     attrs = dict(attrs, T=out_backprop.dtype)
     return make_op("Conv2DBackpropFilter", [input, filter_sizes, out_backprop], attrs,
                    name=name or "Conv2DBackpropFilter").outputs[0]
 
 
 @tf_export("nn.conv2d_backprop_input")
-def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,
                           use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
                           filters=None):
     """tf.nn.conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, ...)."""
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = filters if filter is None else filter
     out_backprop = convert_to_tensor(out_backprop)
     attrs = _attrs(strides, padding, data_format, dilations, "Conv2DBackpropInput")
     return _conv_backprop_input(convert_to_tensor(input_sizes, dtype=dtypes.int32),
@@ -188,10 +188,10 @@ def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=N
 
 
 @tf_export("nn.conv2d_backprop_filter")
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, use_cudnn_on_gpu=True,
                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, ...)."""
-    input = convert_to_tensor(input)  # noqa: A001
+    input = convert_to_tensor(input)
     attrs = _attrs(strides, padding, data_format, dilations, "Conv2DBackpropFilter")
     return _conv_backprop_filter(input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
                                  convert_to_tensor(out_backprop, dtype=input.dtype), attrs, name)
@@ -298,15 +298,15 @@ register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel
 
 
 @tf_export("nn.conv2d_transpose")
-def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
-                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",
+                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):
     """tf.nn.conv2d_transpose(value, filter, output_shape, strides, padding='SAME',
     data_format='NHWC', name=None): the gradient of conv2d with respect to its input; `filter` is
     [height, width, output_channels, in_channels]."""
     value = input if value is None else value
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = filters if filter is None else filter
     value = convert_to_tensor(value)
-    filter = convert_to_tensor(filter, dtype=value.dtype)  # noqa: A001
+    filter = convert_to_tensor(filter, dtype=value.dtype)
     output_shape = convert_to_tensor(output_shape, dtype=dtypes.int32)
     fmt = check_data_format(data_format, "conv2d_transpose")
     c_axis = 1 if fmt == "NCHW" else 3
@@ -326,19 +326,19 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, p
 
 # -- depthwise ---------------------------------------------------------------------------------
 @tf_export("nn.depthwise_conv2d_native")
-def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",
                             dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native(input, filter, strides, padding, data_format='NHWC',
     dilations=[1, 1, 1, 1], name=None): filter [h, w, in_channels, channel_multiplier]."""
-    input = convert_to_tensor(input)  # noqa: A001
-    filter = convert_to_tensor(filter, dtype=input.dtype)  # noqa: A001
+    input = convert_to_tensor(input)
+    filter = convert_to_tensor(filter, dtype=input.dtype)
     attrs = _attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNative")
     attrs["T"] = input.dtype
     return make_op("DepthwiseConv2dNative", [input, filter], attrs, name=name or "DepthwiseConv2dNative").outputs[0]
 
 
 @tf_export("nn.depthwise_conv2d")
-def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None,  # noqa: A002
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None,
                      dilations=None):
     """tf.nn.depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,
     data_format=None): per-channel conv; `rate` (or dilations) is the 2-D dilation."""
@@ -382,7 +382,7 @@ register("DepthwiseConv2dNative", _depthwise_infer, _depthwise_kernel, grad=_dep
 
 
 @tf_export("nn.depthwise_conv2d_backprop_input", "nn.depthwise_conv2d_native_backprop_input")
-def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,  # noqa: A002
+def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides, padding,
                                            data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,
     padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the input gradient of
@@ -397,12 +397,12 @@ def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, st
 
 
 @tf_export("nn.depthwise_conv2d_backprop_filter", "nn.depthwise_conv2d_native_backprop_filter")
-def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                                             data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
     """tf.nn.depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, strides,
     padding, data_format='NHWC', dilations=[1, 1, 1, 1], name=None): the filter gradient of
     depthwise_conv2d_native (also tf.nn.depthwise_conv2d_backprop_filter)."""
-    input = convert_to_tensor(input)  # noqa: A001
+    input = convert_to_tensor(input)
     attrs = dict(_attrs(strides, padding, data_format, dilations, "DepthwiseConv2dNativeBackpropFilter"),
                  T=input.dtype)
     return make_op("DepthwiseConv2dNativeBackpropFilter", [input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
@@ -413,12 +413,12 @@ register("DepthwiseConv2dNativeBackpropFilter", _backprop_filter_infer, _backpro
 
 
 @tf_export("nn.separable_conv2d")
-def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,  # noqa: A002
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,
                      name=None, data_format=None, dilations=None):
     """tf.nn.separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,
     rate=None, name=None, data_format=None): depthwise conv then a 1x1 conv mixing channels."""
     with name_scope(name, "separable_conv2d", [input, depthwise_filter, pointwise_filter]) as scope:
-        input = convert_to_tensor(input)  # noqa: A001
+        input = convert_to_tensor(input)
         pointwise_filter = convert_to_tensor(pointwise_filter, dtype=input.dtype)
         pd = dims(pointwise_filter.shape)
         if pd is not None and (len(pd) != 4 or pd[0] not in (1, None) or pd[1] not in (1, None)):

@@ -115,16 +115,16 @@ def _node_geometry(node):
 
 
 @tf_export("nn.conv3d")
-def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC",  # noqa: A002
+def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC",
            dilations=(1, 1, 1, 1, 1), name=None, filters=None):
     """tf.nn.conv3d(input, filter, strides, padding, data_format='NDHWC', dilations=[1, 1, 1, 1, 1],
     name=None): 3-D cross-correlation of a 5-D input with a [depth, height, width, in_channels,
     out_channels] filter; strides and dilations have 5 entries (batch and channel ones 1)."""
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = filters if filter is None else filter
     if filter is None or strides is None or padding is None:
         raise TypeError("conv3d() missing required arguments: filter, strides and padding")
-    input = convert_to_tensor(input)  # noqa: A001
-    filter = convert_to_tensor(filter, dtype=input.dtype)  # noqa: A001
+    input = convert_to_tensor(input)
+    filter = convert_to_tensor(filter, dtype=input.dtype)
     attrs = dict(_attrs(strides, padding, data_format, dilations, "Conv3D"), T=input.dtype)
     return make_op("Conv3D", [input, filter], attrs, name=name or "Conv3D").outputs[0]
 
@@ -167,12 +167,12 @@ register("Conv3D", _conv3d_infer, _conv3d_kernel, grad=_conv3d_grad, dtypes=FLOA
 
 
 # -- the backprops ------------------------------------------------------------------------------
-def _backprop_input(input_sizes, filter, out_backprop, attrs, name=None):  # noqa: A002
+def _backprop_input(input_sizes, filter, out_backprop, attrs, name=None):
     return make_op("Conv3DBackpropInputV2", [input_sizes, filter, out_backprop], dict(attrs, T=out_backprop.dtype),
                    name=name or "Conv3DBackpropInputV2").outputs[0]
 
 
-def _backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):  # noqa: A002
+def _backprop_filter(input, filter_sizes, out_backprop, attrs, name=None):
     return make_op("Conv3DBackpropFilterV2", [input, filter_sizes, out_backprop], dict(attrs, T=out_backprop.dtype),
                    name=name or "Conv3DBackpropFilterV2").outputs[0]
 
@@ -259,12 +259,12 @@ register("Conv3DBackpropFilterV2", _backprop_filter_infer, _backprop_filter_kern
 
 
 @tf_export("nn.conv3d_backprop_filter", "nn.conv3d_backprop_filter_v2")
-def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
                               data_format="NDHWC", dilations=(1, 1, 1, 1, 1), name=None):
     """tf.nn.conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
     data_format='NDHWC', dilations=[1, 1, 1, 1, 1], name=None): the gradient of conv3d with
     respect to its filter."""
-    input = convert_to_tensor(input)  # noqa: A001
+    input = convert_to_tensor(input)
     attrs = _attrs(strides, padding, data_format, dilations, "Conv3DBackpropFilterV2")
     return _backprop_filter(input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
                             convert_to_tensor(out_backprop, dtype=input.dtype), attrs, name)
@@ -274,13 +274,13 @@ conv3d_backprop_filter = conv3d_backprop_filter_v2
 
 
 @tf_export("nn.conv3d_transpose")
-def conv3d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
-                     data_format="NDHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+def conv3d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",
+                     data_format="NDHWC", name=None, input=None, filters=None, dilations=None):
     """tf.nn.conv3d_transpose(value, filter, output_shape, strides, padding='SAME',
     data_format='NDHWC', name=None): the gradient of conv3d with respect to its input; `filter`
     is [depth, height, width, output_channels, in_channels]."""
     value = convert_to_tensor(input if value is None else value)
-    filter = convert_to_tensor(filters if filter is None else filter, dtype=value.dtype)  # noqa: A001
+    filter = convert_to_tensor(filters if filter is None else filter, dtype=value.dtype)
     output_shape = convert_to_tensor(output_shape, dtype=dtypes.int32)
     fmt = check_format_5d(data_format, "conv3d_transpose")
     c_axis = 1 if fmt == "NCDHW" else 4

@@ -78,15 +78,15 @@ def _full(values, n: int, channels_first: bool) -> list:
 
 
 @tf_export("nn.convolution")
-def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None, name=None,  # noqa: A002
+def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None, name=None,
                 data_format=None, filters=None, dilations=None):
     """tf.nn.convolution(input, filter, padding, strides=None, dilation_rate=None, name=None,
     data_format=None): N-d convolution (1-, 2- or 3-D by the input's rank) with dilations."""
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = filters if filter is None else filter
     dilation_rate = dilations if dilation_rate is None else dilation_rate
     with name_scope(name, "convolution", [input, filter]) as scope:
         x = convert_to_tensor(input, name="input")
-        filter = convert_to_tensor(filter, dtype=x.dtype, name="filter")  # noqa: A001
+        filter = convert_to_tensor(filter, dtype=x.dtype, name="filter")
         n = _num_spatial(x, "convolution", None if filter.shape.ndims is None else filter.shape.ndims - 2)
         cf = _channels_first(data_format)
         fmt = _default_format(n, cf) if data_format is None else as_str(data_format)
@@ -100,7 +100,7 @@ def convolution(input, filter=None, padding=None, strides=None, dilation_rate=No
 
 
 @tf_export("nn.conv1d_transpose")
-def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",  # noqa: A002
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NWC",
                      dilations=None, name=None):
     """tf.nn.conv1d_transpose(input, filters, output_shape, strides, padding='SAME',
     data_format='NWC', dilations=None, name=None): the gradient of conv1d with respect to its
@@ -120,7 +120,7 @@ def conv1d_transpose(input, filters, output_shape, strides, padding="SAME", data
 
 
 @tf_export("nn.conv_transpose")
-def conv_transpose(input, filters, output_shape, strides, padding="SAME", data_format=None, dilations=None,  # noqa: A002
+def conv_transpose(input, filters, output_shape, strides, padding="SAME", data_format=None, dilations=None,
                    name=None):
     """tf.nn.conv_transpose(input, filters, output_shape, strides, padding='SAME',
     data_format=None, dilations=None, name=None): the transposed 1-, 2- or 3-D convolution."""
@@ -154,7 +154,7 @@ def atrous_conv2d_transpose(value, filters, output_shape, rate, padding, name=No
                             dilations=[1, int(rate), int(rate), 1], name=name or "atrous_conv2d_transpose")
 
 
-def _pool1d(fn, input, ksize, strides, padding, data_format, name):  # noqa: A002
+def _pool1d(fn, input, ksize, strides, padding, data_format, name):
     cf = _channels_first(data_format)
     with name_scope(name, fn.__name__ + "1d", [input]) as scope:
         x = expand_dims(convert_to_tensor(input, name="input"), 2 if cf else 1)
@@ -165,18 +165,18 @@ def _pool1d(fn, input, ksize, strides, padding, data_format, name):  # noqa: A00
 
 
 @tf_export("nn.max_pool1d")
-def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
     """tf.nn.max_pool1d(input, ksize, strides, padding, data_format='NWC', name=None)."""
     return _pool1d(max_pool, input, ksize, strides, padding, data_format, name)
 
 
 @tf_export("nn.avg_pool1d")
-def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):
     """tf.nn.avg_pool1d(input, ksize, strides, padding, data_format='NWC', name=None)."""
     return _pool1d(avg_pool, input, ksize, strides, padding, data_format, name)
 
 
-def _pool_v2(kind: str, input, ksize, strides, padding, data_format, name, num_spatial=None):  # noqa: A002
+def _pool_v2(kind: str, input, ksize, strides, padding, data_format, name, num_spatial=None):
     x = convert_to_tensor(input, name="input")
     n = _num_spatial(x, kind + "_pool", num_spatial if num_spatial is not None else
                      None if data_format is None else len(as_str(data_format)) - 2)
@@ -192,20 +192,20 @@ def _pool_v2(kind: str, input, ksize, strides, padding, data_format, name, num_s
 
 
 @tf_export("nn.max_pool_v2")
-def max_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+def max_pool_v2(input, ksize, strides, padding, data_format=None, name=None):
     """tf.nn.max_pool_v2(input, ksize, strides, padding, data_format=None, name=None): max pooling
     of a 3-, 4- or 5-D input (ksize and strides: 1, N or N + 2 ints)."""
     return _pool_v2("max", input, ksize, strides, padding, data_format, name)
 
 
 @tf_export("nn.avg_pool_v2")
-def avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+def avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None):
     """tf.nn.avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None)."""
     return _pool_v2("avg", input, ksize, strides, padding, data_format, name)
 
 
 @tf_export("nn.with_space_to_batch")
-def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, spatial_dims=None,  # noqa: A002
+def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, spatial_dims=None,
                         data_format=None):
     """tf.nn.with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None,
     spatial_dims=None, data_format=None): op(input, num_spatial_dims, padding) computed on the
@@ -251,7 +251,7 @@ def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, sp
 
 
 @tf_export("nn.pool")
-def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None, name=None,  # noqa: A002
+def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None, name=None,
          data_format=None, dilations=None):
     """tf.nn.pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None,
     name=None, data_format=None): 'MAX' or 'AVG' pooling of a 1-, 2- or 3-D input; a dilation

@@ -391,7 +391,7 @@ def zero_fraction(value, name=None):
 
 @tf_export("nn.conv1d")
 def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None, data_format=None,
-           name=None, input=None, dilations=None):  # noqa: A002
+           name=None, input=None, dilations=None):
     """tf.nn.conv1d(value, filters, stride, padding, data_format='NWC'): a conv2d over a height-1
     image; filters [width, in_channels, out_channels]."""
     value = input if value is None else value

@@ -37,8 +37,8 @@ register("L2Loss", lambda op: [(op.inputs[0].dtype, TensorShape([]))], pure(_l2_
 
 # -- softmax cross-entropy ---------------------------------------------------------------------
 def _xent_infer(op):
-    f, l = op.inputs
-    fd, ld = dims(f.shape), dims(l.shape)
+    logits, labels = op.inputs
+    fd, ld = dims(logits.shape), dims(labels.shape)
     for d in (fd, ld):
         if d is not None and len(d) != 2:
             raise ValueError(f"Shape must be rank 2 but is rank {len(d)}")
@@ -48,7 +48,7 @@ def _xent_infer(op):
                 raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
     d = fd or ld
     batch = None if d is None else d[0]
-    return [(f.dtype, TensorShape([batch])), (f.dtype, TensorShape(d) if d else unknown_shape(2))]
+    return [(logits.dtype, TensorShape([batch])), (logits.dtype, TensorShape(d) if d else unknown_shape(2))]
 
 
 def _xent_kernel(features, labels):
@@ -76,8 +76,8 @@ register("SoftmaxCrossEntropyWithLogits", _xent_infer, pure(_xent_kernel), grad=
 
 
 def _sparse_xent_infer(op):
-    f, l = op.inputs
-    fd, ld = dims(f.shape), dims(l.shape)
+    logits, labels = op.inputs
+    fd, ld = dims(logits.shape), dims(labels.shape)
     if fd is not None and len(fd) != 2:
         raise ValueError(f"Shape must be rank 2 but is rank {len(fd)}")
     if ld is not None and len(ld) != 1:
@@ -88,7 +88,7 @@ def _sparse_xent_infer(op):
             raise ValueError(f"Dimensions must be equal, but are {batch} and {ld[0]}")
         batch = ld[0]
     classes = fd[1] if fd is not None else None
-    return [(f.dtype, TensorShape([batch])), (f.dtype, TensorShape([batch, classes]))]
+    return [(logits.dtype, TensorShape([batch])), (logits.dtype, TensorShape([batch, classes]))]
 
 
 def _sparse_xent_kernel(node, ctx):

@@ -27,12 +27,12 @@ def _four(values, what: str) -> list:
 
 
 @tf_export("nn.dilation2d")
-def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=None, filters=None,  # noqa: A002
+def dilation2d(input, filter=None, strides=None, rates=None, padding=None, name=None, filters=None,
                dilations=None, data_format="NHWC"):
     """tf.nn.dilation2d(input, filter, strides, rates, padding, name=None): the grayscale
     dilation of NHWC input by filter [rows, cols, depth]: out[b, y, x, c] = max over (i, j) of
     input[b, y*stride + i*rate, x*stride + j*rate, c] + filter[i, j, c]."""
-    filter = filters if filter is None else filter  # noqa: A001
+    filter = filters if filter is None else filter
     rates = dilations if rates is None else rates
     if as_str(data_format) != "NHWC":
         raise ValueError(f"dilation2d supports data_format 'NHWC' only, got {data_format!r}")

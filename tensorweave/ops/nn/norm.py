@@ -172,7 +172,7 @@ for _t in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
 
 @tf_export("nn.batch_norm_with_global_normalization")
 def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
-                                         scale_after_normalization=None, name=None, input=None,  # noqa: A002
+                                         scale_after_normalization=None, name=None, input=None,
                                          mean=None, variance=None):
     """tf.nn.batch_norm_with_global_normalization(t, m, v, beta, gamma, variance_epsilon,
     scale_after_normalization, name=None, input=None, mean=None, variance=None): TF1's batch

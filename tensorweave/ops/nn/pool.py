@@ -85,7 +85,7 @@ def _pool_kernel(fn, fast):
 
 
 @tf_export("nn.max_pool", "nn.max_pool2d")
-def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
     """tf.nn.max_pool(value, ksize, strides, padding, data_format='NHWC', name=None): the
     maximum over each window; SAME padding never contributes."""
     value = convert_to_tensor(input if value is None else value)
@@ -95,7 +95,7 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
 
 
 @tf_export("nn.avg_pool", "nn.avg_pool2d")
-def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
     """tf.nn.avg_pool(value, ksize, strides, padding, data_format='NHWC', name=None): the mean
     over each window; with SAME, divides by the number of valid (unpadded) inputs."""
     value = convert_to_tensor(input if value is None else value)
@@ -177,10 +177,10 @@ register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,
 
 # -- LRN ---------------------------------------------------------------------------------------
 @tf_export("nn.local_response_normalization", "nn.lrn")
-def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):  # noqa: A002
+def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
     """tf.nn.local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5,
     name=None): input / (bias + alpha * sum of squares over 2*depth_radius+1 channels) ** beta."""
-    input = convert_to_tensor(input)  # noqa: A001
+    input = convert_to_tensor(input)
     attrs = {"depth_radius": int(depth_radius), "bias": float(bias), "alpha": float(alpha),
              "beta": float(beta), "T": input.dtype}
     return make_op("LRN", [input], attrs, name=name or "LRN").outputs[0]
@@ -222,7 +222,7 @@ register("LRNGrad", lambda op: [(op.inputs[0].dtype, op.inputs[1].shape.merge_wi
 
 # -- MaxPoolWithArgmax -------------------------------------------------------------------------
 @tf_export("nn.max_pool_with_argmax")
-def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None, name=None,  # noqa: A002,N803
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None, name=None,
                          output_dtype=None, include_batch_in_index=False):
     """tf.nn.max_pool_with_argmax(input, ksize, strides, padding, data_format='NHWC', Targmax=None,
     name=None, output_dtype=None, include_batch_in_index=False) -> (output, argmax): NHWC max

@@ -35,21 +35,21 @@ def _window(attrs_or_node_attr) -> tuple:
     return fmt, spatial(a["ksize"], fmt), spatial(a["strides"], fmt), as_str(a["padding"])
 
 
-def _pool(op_type: str, input, ksize, strides, padding, data_format, name):  # noqa: A002
-    input = convert_to_tensor(input)  # noqa: A001
+def _pool(op_type: str, input, ksize, strides, padding, data_format, name):
+    input = convert_to_tensor(input)
     attrs = dict(_attrs(ksize, strides, padding, data_format, op_type), T=input.dtype)
     return make_op(op_type, [input], attrs, name=name or op_type).outputs[0]
 
 
 @tf_export("nn.max_pool3d")
-def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
+def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
     """tf.nn.max_pool3d(input, ksize, strides, padding, data_format='NDHWC', name=None): the
     maximum over [depth, height, width] windows of a 5-D input (ksize/strides of 1, 3 or 5 ints)."""
     return _pool("MaxPool3D", input, ksize, strides, padding, data_format, name)
 
 
 @tf_export("nn.avg_pool3d")
-def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
+def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):
     """tf.nn.avg_pool3d(input, ksize, strides, padding, data_format='NDHWC', name=None): the mean
     over windows of a 5-D input; padded cells are not counted."""
     return _pool("AvgPool3D", input, ksize, strides, padding, data_format, name)

@@ -532,7 +532,7 @@ register("RaggedTensorToSparse", _to_sparse_infer, _to_sparse_kernel, grad=_to_s
          dtypes={0: ("rt_nested_splits", INDEX)})
 
 
-def split_each(input, split_fn, dtype=None):  # noqa: A002
+def split_each(input, split_fn, dtype=None):
     """Applies `split_fn` (a 1-D tensor -> (row_splits, [values, ...]), each element split into a
     row) to every element of a Tensor or RaggedTensor of known rank; per values output: a dense
     1-D tensor for a scalar input, else a RaggedTensor with one more ragged dimension."""

@@ -182,7 +182,7 @@ register("SparseReorder", lambda op: [(dtypes.int64, op.inputs[0].shape), (op.in
 
 # -- SparseReshape ---------------------------------------------------------------------------------
 @tf_export("sparse.reshape", "sparse_reshape")
-def sparse_reshape(sp_input, shape, name=None) -> SparseTensor:  # noqa: F811 (TF argument name)
+def sparse_reshape(sp_input, shape, name=None) -> SparseTensor:
     """tf.sparse.reshape(sp_input, shape, name=None): the SparseTensor with the dense shape
     `shape` (one dimension may be -1), entries keeping their row-major positions."""
     sp = convert_sparse(sp_input)

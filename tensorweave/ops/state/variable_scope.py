@@ -464,7 +464,7 @@ class _NameScope:
         return self._stack.pop().__exit__(*exc)
 
 
-class _pure_variable_scope:  # noqa: N801 (TF's name)
+class _pure_variable_scope:
     """Switches the current VariableScope (no name scope)."""
 
     def __init__(self, name_or_scope, reuse=None, initializer=None, regularizer=None, caching_device=None,
@@ -533,7 +533,7 @@ class _pure_variable_scope:  # noqa: N801 (TF's name)
 
 
 @tf_export("variable_scope")
-class variable_scope:  # noqa: N801 (TF's name)
+class variable_scope:
     """tf.variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
     regularizer=None, caching_device=None, partitioner=None, custom_getter=None, reuse=None,
     dtype=None, use_resource=None, constraint=None, auxiliary_name_scope=True).

@@ -60,7 +60,7 @@ register("AsString", lambda op: [(dtypes.string, op.inputs[0].shape)], _as_strin
 
 
 @tf_export("strings.as_string", "as_string")
-def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):  # noqa: A002
+def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):
     """tf.as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill='',
     name=None): each number formatted as printf does ('%f' / '%e' / '%g' / '%d', with `width`
     padded by `fill`, one of ' ', '0', '-', '+', '#'); bools as 'true' / 'false'."""
@@ -104,7 +104,7 @@ register("DecodeBase64", lambda op: [(dtypes.string, op.inputs[0].shape)], _deco
 
 
 @tf_export("io.encode_base64", "encode_base64")
-def encode_base64(input, pad=False, name=None):  # noqa: A002
+def encode_base64(input, pad=False, name=None):
     """tf.encode_base64(input, pad=False, name=None): web-safe base64 ('-' and '_'), '=' padding
     only with pad=True."""
     t = as_string_tensor(input)
@@ -112,7 +112,7 @@ def encode_base64(input, pad=False, name=None):  # noqa: A002
 
 
 @tf_export("io.decode_base64", "decode_base64")
-def decode_base64(input, name=None):  # noqa: A002
+def decode_base64(input, name=None):
     """tf.decode_base64(input, name=None): decodes web-safe base64, padded or not."""
     t = as_string_tensor(input)
     return make_op("DecodeBase64", [t], name=name or "DecodeBase64").outputs[0]
@@ -136,7 +136,7 @@ register("StringFormat", lambda op: [(dtypes.string, TensorShape([]))], _format_
 
 
 @tf_export("strings.format")
-def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa: A001 (TF's name)
+def format(template, inputs, placeholder="{}", summarize=3, name=None):
     """tf.strings.format(template, inputs, placeholder='{}', summarize=3, name=None): a scalar
     string, `template` with each placeholder replaced by the next input formatted as tf.print
     does (`summarize` leading and trailing items per dimension)."""

@@ -251,7 +251,7 @@ def string_to_hash_bucket(string_tensor, num_buckets, name=None):
 
 
 @tf_export("strings.to_hash_bucket_fast", "string_to_hash_bucket_fast")
-def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF's argument name)
+def string_to_hash_bucket_fast(input, num_buckets, name=None):
     """tf.string_to_hash_bucket_fast(input, num_buckets, name=None): FarmHash Fingerprint64 of
     each string modulo `num_buckets` (int64)."""
     t = as_string_tensor(input)
@@ -260,7 +260,7 @@ def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 (TF
 
 
 @tf_export("strings.to_hash_bucket_strong", "string_to_hash_bucket_strong")
-def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
+def string_to_hash_bucket_strong(input, num_buckets, key, name=None):
     """tf.string_to_hash_bucket_strong(input, num_buckets, key, name=None): SipHash-2-4 of each
     string under `key` (two uint64s) modulo `num_buckets` (int64)."""
     key = [int(k) for k in key]

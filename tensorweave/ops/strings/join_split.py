@@ -261,7 +261,7 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
 
 
 @tf_export("strings.split")
-def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None, name=None):  # noqa: A002
+def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None, name=None):
     """tf.strings.split(input, sep=None, maxsplit=-1, result_type='SparseTensor'): Python's
     str.split on each string of a vector (sep None: runs of whitespace; otherwise the whole `sep`,
     empty tokens kept), at most `maxsplit` splits; a SparseTensor or a RaggedTensor."""
@@ -275,7 +275,7 @@ def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=
 
 
 @tf_export("strings.bytes_split")
-def bytes_split(input, name=None):  # noqa: A002
+def bytes_split(input, name=None):
     """tf.strings.bytes_split(input, name=None): each string split into its bytes (1-byte
     strings): a 1-D tensor for a scalar, else a RaggedTensor with one more ragged dimension."""
     def run(flat):

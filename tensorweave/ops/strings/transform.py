@@ -56,7 +56,7 @@ _unary("StringLength", _length_kernel, dtypes.int32)
 
 
 @tf_export("strings.length")
-def length(input, name=None, unit="BYTE"):  # noqa: A002 (TF's argument name)
+def length(input, name=None, unit="BYTE"):
     """tf.strings.length(input, name=None, unit='BYTE'): each string's length in bytes or
     ('UTF8_CHAR') in Unicode code points (int32)."""
     t = as_string_tensor(input)
@@ -80,7 +80,7 @@ _unary("StringUpper", _case_kernel("upper"))
 
 
 @tf_export("strings.strip", "string_strip")
-def strip(input, name=None):  # noqa: A002
+def strip(input, name=None):
     """tf.strings.strip(input, name=None): each string without leading and trailing whitespace."""
     return make_op("StringStrip", [as_string_tensor(input)], name=name or "StringStrip").outputs[0]
 
@@ -88,7 +88,7 @@ def strip(input, name=None):  # noqa: A002
 string_strip = strip
 
 
-def _case(op_type: str, input, encoding: str, name):  # noqa: A002
+def _case(op_type: str, input, encoding: str, name):
     if encoding not in ("", "utf-8"):
         raise ValueError(f"encoding must be '' (ASCII) or 'utf-8', got {encoding!r}")
     t = as_string_tensor(input)
@@ -96,14 +96,14 @@ def _case(op_type: str, input, encoding: str, name):  # noqa: A002
 
 
 @tf_export("strings.lower")
-def lower(input, encoding="", name=None):  # noqa: A002
+def lower(input, encoding="", name=None):
     """tf.strings.lower(input, encoding='', name=None): lower case (ASCII letters, or all of
     Unicode with encoding='utf-8')."""
     return _case("StringLower", input, encoding, name)
 
 
 @tf_export("strings.upper")
-def upper(input, encoding="", name=None):  # noqa: A002
+def upper(input, encoding="", name=None):
     """tf.strings.upper(input, encoding='', name=None): upper case, as lower."""
     return _case("StringUpper", input, encoding, name)
 
@@ -144,7 +144,7 @@ register("Substr", _substr_infer, _substr_kernel, grad=None,
 
 
 @tf_export("strings.substr", "substr")
-def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002 (TF's argument names)
+def substr(input, pos, len, name=None, unit="BYTE"):
     """tf.substr(input, pos, len, name=None, unit='BYTE'): the `len` bytes (or UTF-8 characters)
     of each string from `pos` (negative counts from the end); pos and len broadcast."""
     t = as_string_tensor(input)
@@ -193,7 +193,7 @@ register("RegexReplace", lambda op: [(dtypes.string, op.inputs[0].shape)], _repl
 
 
 @tf_export("strings.regex_replace", "regex_replace")
-def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):
     """tf.regex_replace(input, pattern, rewrite, replace_global=True, name=None): replaces the
     matches of `pattern` (all, or the first) with `rewrite` (\\1 names a group, \\0 the match)."""
     ts = [as_string_tensor(v) for v in (input, pattern, rewrite)]
@@ -212,7 +212,7 @@ register("RegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _full
 
 
 @tf_export("strings.regex_full_match")
-def regex_full_match(input, pattern, name=None):  # noqa: A002
+def regex_full_match(input, pattern, name=None):
     """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches."""
     ts = [as_string_tensor(v) for v in (input, pattern)]
     return make_op("RegexFullMatch", ts, name=name or "RegexFullMatch").outputs[0]

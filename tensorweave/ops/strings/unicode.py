@@ -98,7 +98,7 @@ def _check_modes(errors: str, replacement_char: int) -> None:
 
 
 @tf_export("strings.unicode_transcode")
-def unicode_transcode(input, input_encoding, output_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+def unicode_transcode(input, input_encoding, output_encoding, errors="replace", replacement_char=65533,
                       replace_control_characters=False, name=None):
     """tf.strings.unicode_transcode(input, input_encoding, output_encoding, errors='replace',
     replacement_char=65533, replace_control_characters=False, name=None): each string re-encoded
@@ -136,7 +136,7 @@ register("UnicodeEncodeDense", _encode_infer, _encode_kernel, grad=None, dtypes=
 
 
 @tf_export("strings.unicode_encode")
-def unicode_encode(input, output_encoding, errors="replace", replacement_char=65533, name=None):  # noqa: A002
+def unicode_encode(input, output_encoding, errors="replace", replacement_char=65533, name=None):
     """tf.strings.unicode_encode(input, output_encoding, errors='replace', replacement_char=65533,
     name=None): int32 code points along the last axis of a dense tensor, encoded into strings."""
     output_encoding = _text(output_encoding)
@@ -205,7 +205,7 @@ def _decoder(op_type: str, input_encoding, errors, replacement_char, replace_con
 
 
 @tf_export("strings.unicode_decode")
-def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,
                    replace_control_characters=False, name=None):
     """tf.strings.unicode_decode(input, input_encoding, errors='replace', replacement_char=65533,
     replace_control_characters=False, name=None): the int32 code points of each string: a 1-D
@@ -216,7 +216,7 @@ def unicode_decode(input, input_encoding, errors="replace", replacement_char=655
 
 
 @tf_export("strings.unicode_decode_with_offsets")
-def unicode_decode_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+def unicode_decode_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,
                                 replace_control_characters=False, name=None):
     """tf.strings.unicode_decode_with_offsets(...): (code points, the int64 byte offset in its
     string where each character starts), shaped as unicode_decode's result."""
@@ -243,7 +243,7 @@ def _splitter(input_encoding, errors, replacement_char, with_offsets: bool):
 
 
 @tf_export("strings.unicode_split")
-def unicode_split(input, input_encoding, errors="replace", replacement_char=65533, name=None):  # noqa: A002
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533, name=None):
     """tf.strings.unicode_split(input, input_encoding, errors='replace', replacement_char=65533,
     name=None): each string split into its characters (each a string in input_encoding)."""
     with name_scope(name, "UnicodeSplit", [input]):
@@ -251,7 +251,7 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=6553
 
 
 @tf_export("strings.unicode_split_with_offsets")
-def unicode_split_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+def unicode_split_with_offsets(input, input_encoding, errors="replace", replacement_char=65533,
                                name=None):
     """tf.strings.unicode_split_with_offsets(...): (characters, the byte offset where each starts)."""
     with name_scope(name, "UnicodeSplitWithOffsets", [input]):
