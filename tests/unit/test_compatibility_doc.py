@@ -3,29 +3,20 @@ current: a change that adds or removes a public TF name regenerates it."""
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
-import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _report():
-    spec = importlib.util.spec_from_file_location("compat_report", os.path.join(ROOT, "tools", "compat_report.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from repo_tools import load_tool
 
 
 def test_compatibility_doc_is_current():
-    report = _report()
+    report = load_tool("compat_report")
     with open(report.OUTPUT) as f:
         current = f.read()
     assert current == report.render(), "docs/COMPATIBILITY.md is stale: run python tools/compat_report.py"
 
 
 def test_every_reason_names_tf_names():
-    report = _report()
+    report = load_tool("compat_report")
     with open(report.FIXTURE) as f:
         namespaces = json.load(f)["namespaces"]
     for ns in report.NAMESPACE_REASONS:
@@ -36,7 +27,7 @@ def test_every_reason_names_tf_names():
 
 
 def test_namespaces_this_issue_completes_have_nothing_unexplained_missing():
-    report = _report()
+    report = load_tool("compat_report")
     with open(report.FIXTURE) as f:
         namespaces = json.load(f)["namespaces"]
     for ns in ("sparse", "random"):

@@ -6,17 +6,15 @@ must load only what it touches."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import os
 import subprocess
 import sys
 
 import pytest
 
 import tensorweave as tf
+from repo_tools import ROOT, load_tool
 from tensorweave._api_table import NAMESPACE_PATHS, NAMESPACES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The namespaces a TF1 program reaches from `import tensorweave as tf`, by attribute.
 REACHED = ["", "app", "app.flags", "bitwise", "compat", "compat.v1", "contrib", "contrib.layers", "contrib.rnn",
@@ -31,15 +29,8 @@ IMPORTED = ["tensorweave.nn", "tensorweave.compat.v1", "tensorweave.python.clien
             "tensorweave.client.timeline", "tensorweave.train", "tensorweave.layers", "tensorweave.flags"]
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("generate_api", os.path.join(ROOT, "tools", "generate_api.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_namespace_table_is_current():
-    generator = _generator()
+    generator = load_tool("generate_api")
     with open(generator.OUTPUT, encoding="utf-8") as f:
         current = f.read()
     assert current == generator.render(generator.declarations()), \
