@@ -148,7 +148,7 @@ def uds_path_for_port(port: int) -> str:
     return os.path.join(IPC_DIR, f"{port}.uds")
 
 
-def _is_local_host(host: str) -> bool:
+def is_local_host(host: str) -> bool:
     if host in _LOCAL_HOSTS:
         return True
     try:
@@ -166,7 +166,7 @@ def endpoint_of(address: str) -> str:
             return address
         address = rest
     host, _, port = address.rpartition(":")
-    if TRANSPORT != "tcp" and port.isdigit() and _is_local_host(host):
+    if TRANSPORT != "tcp" and port.isdigit() and is_local_host(host):
         path = ipc_path_for_port(int(port))
         if os.path.exists(path) and _ipc_answers("ipc://" + path):
             return "ipc://" + path
@@ -184,7 +184,7 @@ def uds_path_of(address: str, must_exist: bool = True) -> Optional[str]:
         if scheme != "grpc":   # an explicit tcp:// or ipc:// endpoint keeps ZeroMQ
             return None
     host, _, port = address.rpartition(":")
-    if not port.isdigit() or not _is_local_host(host):
+    if not port.isdigit() or not is_local_host(host):
         return None
     path = uds_path_for_port(int(port))
     return path if not must_exist or os.path.exists(path) else None

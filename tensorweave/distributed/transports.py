@@ -1,0 +1,163 @@
+"""The transport seam: what a way of carrying messages between tasks implements, the registry
+of them, and the one place that picks them for a peer (`routes_for`) and for a server
+(`listeners_for`). channel.py (the client side) and transport.py (the server side) use
+transports only through this protocol; each transport is one module that defines a
+`Transport` and calls `register(...)` when imported (zeromq.py: ZeroMQ tcp:// and ipc://;
+uds.py: a Unix socket, large tensors in shared memory; inproc.py: socket pairs inside one
+process, for tests). A new one (a collective ring, device-memory copies) is a new module that
+registers itself; nothing that calls the seam changes.
+
+What travels is the same everywhere: wire.encode'd frames in the shapes sockets.py lists
+(request, reply, one-way).
+
+Choosing: every registered transport is asked, most preferred (highest `preference`) first,
+whether it reaches a peer's address (`Transport.route`); a channel sends each call over the
+first of those routes that is `available()` now and falls back to the next when a route
+cannot connect. Today: a same-host peer over its Unix socket, others (and every peer when
+TENSORWEAVE_TRANSPORT is ipc or tcp) over ZeroMQ. A server listens with every transport
+whose `Transport.listen` gives a listener.
+
+Client side, per peer (made by `Transport.route(channel, address)`, None: not reachable so):
+  Route.name, .rank                  the transport's name; the route's place in the channel's list
+  Route.available() -> bool          whether calls may go this way now
+  Route.connect(wait_s) -> Conn      a connection for calls; None: the peer cannot be reached
+                                     this way after all (use the next route); raises
+                                     Unreachable(why) when no connection came within wait_s
+  Route.push_conn() -> Conn | None   a connection for one-way pushes (None: the next route);
+                                     it never waits for the receiver on an IO thread
+  Route.give_back(conn)              a push connection that can be used again
+  Route.close()                      closes the push connections it keeps
+Conn, one connection (a call owns its connection until its reply came; its `rank` is its
+route's):
+  ident                              bytes that name the connection's calls in lease pings
+  poll_handle                        what zmq.zmq_poll polls for its input
+  encode(message) -> (frames, shared-memory leases, bytes in shared memory)
+  decode(frames) -> message
+  send_message(frames, wait_s)       raises Unreachable(why)
+  readable(timeout_ms) -> bool       input waits (or the connection's end), waiting that long
+  recv_message(block) -> frames|None the next message (None: none waits and not `block`);
+                                     OSError or ValueError: the connection ended
+  ended() -> bool                    an idle connection found at its end (the peer went away)
+  connected() -> bool                False while the connection is down (DEAD_PEER_S of it:
+                                     the peer is gone)
+  cancel(rid) -> int                 tells the server the call was given up on; the linger
+                                     (ms) its close needs for that to leave
+  close(linger=None)
+
+Server side: `Transport.listen(server, address, bind)` -> Listener | None; a listener
+watches its file descriptors through the server (`server.watch(fd, on_event, events)`,
+`server.unwatch(fd)`), hands each message it reads to `server.on_message(frames, origin,
+ident)` (one refused unread to `server.refuse(origin, ident, rid, error)`), and never waits on
+a peer.
+  Listener.woken()                   the IO role changed hands or was woken: look at input
+                                     an edge-triggered descriptor may not signal again
+  Listener.renew(waits, now)         a ping renews the leases of calls [[ident, rid], ...]
+  Listener.sweep(now)                every tick: cancel unleased calls, drop stalled peers
+  Listener.close()
+The origin of a request (a listener, or one connection of it) replies to it:
+  origin.decode(frames); origin.encode_reply(message) -> (frames, leases);
+  origin.reply(ident, frames, on_io); origin.track(ident, rid, ctx), untrack(ident, rid),
+  tracked(ident, rid) -> ctx | None (the calls a cancel finds); origin.closed
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import msgpack
+
+from tensorweave.framework import errors
+
+
+class Unreachable(Exception):
+    """A connection could not take a message: the text says why (the channel names the peer)."""
+
+
+class Refused:
+    """A message a listener skipped rather than read (over the size limit): its header, for
+    the request id when it could be read, and the error to answer it with."""
+
+    __slots__ = ("header", "error")
+
+    def __init__(self, header: Optional[bytes], error: errors.OpError):
+        self.header = header
+        self.error = error
+
+    def request_id(self) -> int:
+        """The id of the refused request, or -1 (its tensors are not decoded, only the map)."""
+        if self.header is None:
+            return -1
+        try:
+            head = msgpack.unpackb(self.header, raw=False, strict_map_key=False,
+                                   ext_hook=lambda code, data: None)
+        except Exception:  # noqa: BLE001 - an unreadable header: no id to answer
+            return -1
+        rid = head.get("id") if isinstance(head, dict) else None
+        return rid if type(rid) is int else -1
+
+
+class Transport:
+    """One way of carrying messages; a module registers one instance. `preference` orders
+    the routes of a peer reached several ways (higher first)."""
+
+    name = ""
+    preference = 0
+
+    def route(self, channel, address: str):
+        """A Route to the peer at `address` for `channel`, or None where this transport
+        does not reach it."""
+        return None
+
+    def listen(self, server, address: str, bind: str):
+        """A Listener serving `server` for the task at `address` (bound to `bind`), or None."""
+        return None
+
+
+_TRANSPORTS: list = []   # most preferred first
+
+
+def register(transport: Transport) -> Transport:
+    """Adds a transport (replacing one of the same name); returns it."""
+    unregister(transport.name)
+    _TRANSPORTS.append(transport)
+    _TRANSPORTS.sort(key=lambda t: -t.preference)
+    return transport
+
+
+def unregister(name: str) -> None:
+    _TRANSPORTS[:] = [t for t in _TRANSPORTS if t.name != name]
+
+
+def routes_for(channel, address: str) -> list:
+    """The ways `channel` reaches `address`, most preferred first (each route's `rank` is its
+    index): the one place a peer's transport is chosen."""
+    routes = []
+    for transport in _TRANSPORTS:
+        route = transport.route(channel, address)
+        if route is not None:
+            route.rank = len(routes)
+            routes.append(route)
+    return routes
+
+
+def listeners_for(server, address: str, bind: str) -> list:
+    """What a server at `address` listens with: one listener per transport that serves it,
+    the least preferred (the fallback that reaches every peer) made first, so that a server
+    that cannot bind its address fails before another transport touches anything; on failure
+    the listeners made are closed."""
+    listeners: list = []
+    try:
+        for transport in reversed(_TRANSPORTS):
+            listener = transport.listen(server, address, bind)
+            if listener is not None:
+                listeners.append(listener)
+    except BaseException:
+        for listener in listeners:
+            listener.close()
+        raise
+    return listeners
+
+
+def port_of(address: str) -> Optional[int]:
+    """The port of 'host:port' (or of an endpoint 'scheme://host:port'), or None."""
+    port = address.rpartition(":")[2]
+    return int(port) if port.isdigit() else None
