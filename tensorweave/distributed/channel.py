@@ -1,33 +1,22 @@
-"""The client side of the ZeroMQ transport: `Channel` (requests, replies and one-way pushes to
-one peer), `Pending` (a request sent, its reply awaited later), `wait_all`/`wait_any`.
+"""The transport's client side: `Channel` (requests, replies and one-way pushes to one peer,
+over the routes transports.py picks for it), `Pending` (a request sent, its reply awaited
+later, on one thread at a time), `wait_all`/`wait_any` (several at once: the master sends every
+remote partition's request, runs its own, then waits).
 
-Each call borrows a DEALER socket (ZMQ_IMMEDIATE, so a request is only queued on a live
-connection; ZeroMQ heartbeats, so a silent peer's connection is closed); a peer that takes
-no connection within `connect_timeout_s` is UnavailableError naming the task. While a reply
-is awaited:
-  - the call's deadline (timeout_s: RunOptions.timeout_in_ms or operation_timeout_in_ms) is
-    kept: the server answers DeadlineExceededError itself, naming the op; one that does not
-    answer by the deadline and a short grace (_grace_s) is given up on, with
-    DeadlineExceededError, and told to drop the call (a "cancel" on the same connection, so
-    it arrives after the request; on a Unix socket the connection is closed), so a step that
-    timed out changes no state there afterwards;
-  - every LIVENESS_CHECK_S the call's connection is looked at: down for DEAD_PEER_S (the
-    peer's process or host is gone) is UnavailableError, within about a second;
-  - every probe interval the peer is pinged on another socket: a new incarnation is
-    AbortedError, and the ping renews the server's lease on the awaited call (a ping that
-    goes unanswered is no verdict: the two checks above decide).
-A peer found gone stays "lost" for this channel: later calls fail within DEAD_PEER_S rather
-than the connect timeout (as TF answers each retry at once), until it answers again.
-
-A request can be sent on one thread and its reply awaited later (`Channel.start` ->
-`Pending`), several at once (`wait_all`), so that the master sends every remote partition's
-request from the calling thread, runs its own partition, and only then waits. Pushes
-(`Channel.push`) are one-way: no reply, no waiting.
-
-For a peer on this host the call's "socket" is a uds.Conn (a Unix stream socket, see uds.py
-and sockets.py) rather than a DEALER: pooled connections found at their end (the peer
-restarted) are replaced, a peer that takes no connection is retried until the connect
-timeout, and pushes that cannot connect at once go over ZeroMQ, which queues them.
+Each call borrows a connection from the channel's pool; a peer that takes none within
+`connect_timeout_s` is UnavailableError naming the task. While a reply is awaited:
+  - the call's deadline (timeout_s) is kept: the server answers DeadlineExceededError itself,
+    naming the op; one that does not answer by the deadline and a grace (_grace_s) is given
+    up on and told to drop the call (Conn.cancel), so a step that timed out changes no state
+    there afterwards;
+  - every LIVENESS_CHECK_S the connection is looked at: down for DEAD_PEER_S is
+    UnavailableError (the peer's process or host is gone);
+  - every probe interval the peer is pinged on another connection: a new incarnation is
+    AbortedError; the ping renews the server's lease on the call and is no verdict when
+    unanswered.
+A peer found gone stays "lost": later calls fail within DEAD_PEER_S rather than the connect
+timeout, until it answers again. Pooled connections at their end are replaced, and one made
+before a preferred route was up is dropped for it.
 """
 from __future__ import annotations
 

@@ -1,43 +1,21 @@
-"""The server side of the transport: `TransportServer`, a ROUTER socket per server (the client
-side is channel.py; what both ends share, the message shapes included, is sockets.py).
+"""The transport's server side: `TransportServer` serves a task's requests from a listener of
+every transport (transports.py) with one IO role, and `RequestContext` tells a handler of
+cancellation. The client side is channel.py; what both ends share, sockets.py.
 
-The IO role: one thread at a time polls the ROUTER socket and the same-host Unix socket's
-connections, and never waits on any one peer. It answers itself only what is bookkeeping:
-"ping", one-way messages (a _Send's push lands in the rendezvous; "cancel"), and the
-methods the service says never wait (status, aborts, deregistrations). Any other request it
-reads (the first of a round; the others go to the request pool, pool.py) runs on the same
-thread once that thread has released the IO role, so a short step pays no thread hand-off,
-in or out: on this project's 2-core machine a hand-off per request cost ~20 us a step over
-the Unix socket and ~100 us over TCP. Two threads share the role: while one runs a request,
-the other stands by and takes the role over as soon as the run has held it
-TAKEOVER_S (TENSORWEAVE_IO_TAKEOVER_MS, 10 ms; 0 hands the role over before every request),
-so a step that blocks (a Recv waiting for a peer, a dequeue) or runs long (a While loop of
-millions of iterations) delays other clients by at most that. When the other thread is
-itself still running a request, the request goes to the pool instead. Past
-limits.REQUEST_THREADS a pool request waits a second for a thread, then is answered
-ResourceExhaustedError. ZeroMQ replies are sent under a lock by the thread that has one; the
-IO role polls the ROUTER's file descriptor (ZMQ_FD, edge-triggered: it always drains what
-ZMQ_EVENTS says is there, and a replying thread that finds input waiting wakes it).
+The IO role polls every listener's file descriptors and never waits on one peer. It answers
+itself only bookkeeping: "ping", one-way messages (a _Send's push, "cancel") and the methods the
+service says never wait. Any other request it reads (the first of a round; the others go to
+the request pool, pool.py) runs on the same thread once that thread has released the role,
+so a short step pays no thread hand-off. Two threads share the role: the standby takes it
+over once a run has held it TAKEOVER_S (TENSORWEAVE_IO_TAKEOVER_MS, 10 ms; 0: before every
+request; at once for a request that may block), so a step that blocks or runs long delays
+other clients by at most that. Past limits.REQUEST_THREADS a request waits a second for a
+thread, then is answered ResourceExhaustedError.
 
-Every message is served under a catch-all: whatever it raises, it is answered with an error
-where it has an id, dropped where it has none (a one-way message), and a connection whose
-framing is broken is closed; the IO loop goes on. A message larger than
-limits.MESSAGE_BYTES is refused (ResourceExhaustedError naming the limit) without being read.
-
-A ZeroMQ call whose client stops renewing its lease (the client died; see channel.py) is
-cancelled after `TENSORWEAVE_CLIENT_LEASE_S` seconds; one the client gave up on ("cancel")
-at once.
-
-Same-host peers: every server also listens on a Unix stream socket, <ipc dir>/<port>.uds
-(uds.py: the same frames without ZeroMQ's two IO-thread hops, ~17 us a round trip here
-against ~90 us for ZeroMQ ipc://, and twice the bandwidth), served by the IO role:
-non-blocking reads into a buffer per connection, replies queued per connection and written
-as the socket takes them (by the replying thread while it waits for room, else by the IO
-role). A peer that stops mid-message or leaves its replies unread for
-`TENSORWEAVE_PEER_STALL_S` is dropped; a connection from another user id is refused. A
-same-host client that goes away closes its connection, which cancels its calls at once.
-The server also binds ZeroMQ ipc://.../<port>.sock. `python benchmarks/bench_distributed.py
---transports` times ZeroMQ's tcp:// against its ipc://.
+Every message is served under a catch-all: it is answered with an error where it has an id,
+dropped where it has none; a message over limits.MESSAGE_BYTES is refused unread. A call is
+cancelled when its client gives up ("cancel"), goes away (its connection ends, where the
+transport has connections) or stops renewing its lease (CLIENT_LEASE_S).
 """
 from __future__ import annotations
 

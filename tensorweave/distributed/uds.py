@@ -1,28 +1,20 @@
-"""Same-host fast path: the transport's messages over a Unix stream socket, without ZeroMQ.
+"""The Unix-socket transport (transports.py's protocol): same-host peers, TENSORWEAVE_TRANSPORT
+auto (the default). Every server on this host (unless tcp) listens on <ipc dir>/<port>.uds
+(sockets.uds_path_for_port); a same-host client sends its requests, pings and pushes there
+rather than through ZeroMQ's IO threads (docs/PERFORMANCE.md). Tensors of at least
+shm.MIN_BYTES travel in shared memory (shm.py, wire.encode_shared); the message carries a
+reference.
 
-A ZeroMQ message crosses two ZeroMQ IO threads (the sender's and the receiver's) besides the
-two Python threads: on this project's 2-core machine a ZeroMQ ipc:// round trip costs ~90 us
-against ~17 us for a plain AF_UNIX one. Every server also listens on
-<ipc dir>/<port>.uds (sockets.uds_path_for_port), and a client on the same
-host (TENSORWEAVE_TRANSPORT auto, the default) sends its requests, pings and pushes there;
-tcp:// stays for other hosts.
+A message is the frames of wire.encode, framed as ``<u64 payload bytes><u32 frame count><u64
+length per frame>`` and the frames back to back.
 
-Tensors of 256 KiB and more do not travel in the socket at all: they go in shared memory
-(shm.py, wire.encode_shared) and the message carries a reference.
-
-A message is the same frames as on ZeroMQ (wire.encode), framed as
-``<u64 payload bytes><u32 frame count><u64 length per frame>`` and the frames back to back.
-Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).
-
-Two ends, two kinds of connection:
-  Conn        a client's: whole messages in and out, waiting (within its io timeout) on its
-              own connection only; every send and receive first tries without waiting.
-  ServerConn  the server's view of one client, served by the transport's IO thread, which
-              must never wait on any one peer: non-blocking reads into a per-connection
-              buffer (messages are handed out as they complete; one larger than
-              limits.MESSAGE_BYTES is skipped and answered with ResourceExhaustedError),
-              and replies queued per connection, written as the socket takes them.
-The listening socket and its directory are private to this user (sockets.ipc_dir), and a
+  Conn        a client's connection: whole messages in and out, waiting (within its io
+              timeout) on its own connection only.
+  ServerConn  the server's view of one client, served by the IO role, which never waits:
+              non-blocking reads into a buffer per connection (a message over
+              limits.MESSAGE_BYTES is skipped and answered ResourceExhaustedError), replies
+              queued and written as the socket takes them.
+The listening socket and its directory are private to this user (sockets.ipc_dir); a
 connection from another user id is closed before anything is read from it.
 """
 from __future__ import annotations

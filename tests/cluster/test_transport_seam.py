@@ -11,6 +11,7 @@ import os
 import select
 import threading
 import time
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ class _ClientConn:
 
     ident = b""
 
-    def __init__(self, listener: "_Listener"):
+    def __init__(self, listener: _Listener):
         self.rank = 0
         self.inbox, self.outbox = _Mailbox(), _Mailbox()
         self.poll_handle = self.inbox.fd
@@ -101,7 +102,7 @@ class _ClientConn:
 class _ServerConn:
     """The server's end of one fake connection: the origin of its requests."""
 
-    def __init__(self, client: _ClientConn, listener: "_Listener"):
+    def __init__(self, client: _ClientConn, listener: _Listener):
         self.client = client
         self.listener = listener
         self.closed = False
@@ -218,7 +219,7 @@ class _Route:
 class _FakeTransport(transports.Transport):
     name = "fake"
     preference = 1000
-    listeners: dict = {}   # port -> _Listener
+    listeners: ClassVar[dict] = {}   # port -> _Listener
 
     def route(self, channel, address: str):
         port = transports.port_of(address)

@@ -1,4 +1,4 @@
-"""tf.train.Server: one task of a cluster, serving its worker service over ZeroMQ.
+"""tf.train.Server: one task of a cluster, serving its worker service over its transports.
 
 Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --job_name J
 --task_index I`` (or with TF_CONFIG set); the entry point is this package's __main__.py, so
