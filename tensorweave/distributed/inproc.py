@@ -18,15 +18,6 @@ _LISTENERS: dict = {}   # port -> the _Listener of this process's server on it
 _LISTENERS_LOCK = threading.Lock()
 
 
-def _port_of(address: str) -> Optional[int]:
-    if "://" in address:
-        scheme, _, address = address.partition("://")
-        if scheme != "grpc":   # an explicit tcp:// or ipc:// endpoint keeps ZeroMQ
-            return None
-    host, _, port = address.rpartition(":")
-    return int(port) if port.isdigit() and sockets.is_local_host(host) else None
-
-
 class _Conn(uds.Conn):
     __slots__ = ()
 
@@ -117,8 +108,8 @@ class InProcess(transports.Transport):
     preference = 30
 
     def route(self, channel, address: str) -> Optional[_Route]:
-        port = _port_of(address)
-        return _Route(channel, port) if sockets.TRANSPORT == "inproc" and port is not None else None
+        port = sockets.same_host_port(address) if sockets.TRANSPORT == "inproc" else None
+        return None if port is None else _Route(channel, port)
 
     def listen(self, server, address: str, bind: str) -> Optional[_Listener]:
         port = transports.port_of(address)

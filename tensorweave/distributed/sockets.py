@@ -175,20 +175,25 @@ def endpoint_of(address: str) -> str:
     return f"tcp://{address}"
 
 
+def same_host_port(address: str) -> Optional[int]:
+    """The port of a server on this host at 'host:port' or 'grpc://host:port', else None (an
+    explicit tcp:// or ipc:// endpoint keeps ZeroMQ)."""
+    if "://" in address:
+        scheme, _, address = address.partition("://")
+        if scheme != "grpc":
+            return None
+    host, _, port = address.rpartition(":")
+    return int(port) if port.isdigit() and is_local_host(host) else None
+
+
 def uds_path_of(address: str, must_exist: bool = True) -> Optional[str]:
     """The Unix socket path of a same-host server at 'host:port' when it serves one (or, with
     must_exist=False, would serve one once up) and the transport is left to choose
     (TENSORWEAVE_TRANSPORT=auto), else None."""
-    if TRANSPORT != "auto":
+    port = same_host_port(address) if TRANSPORT == "auto" else None
+    if port is None:
         return None
-    if "://" in address:
-        scheme, _, address = address.partition("://")
-        if scheme != "grpc":   # an explicit tcp:// or ipc:// endpoint keeps ZeroMQ
-            return None
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or not is_local_host(host):
-        return None
-    path = uds_path_for_port(int(port))
+    path = uds_path_for_port(port)
     return path if not must_exist or os.path.exists(path) else None
 
 

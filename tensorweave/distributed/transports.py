@@ -1,63 +1,69 @@
-"""The transport seam: what a way of carrying messages between tasks implements, the registry
-of them, and the one place that picks them for a peer (`routes_for`) and for a server
-(`listeners_for`). channel.py (the client side) and transport.py (the server side) use
-transports only through this protocol; each transport is one module that defines a
-`Transport` and calls `register(...)` when imported (zeromq.py: ZeroMQ tcp:// and ipc://;
-uds.py: a Unix socket, large tensors in shared memory; inproc.py: socket pairs inside one
-process, for tests). A new one (a collective ring, device-memory copies) is a new module that
-registers itself; nothing that calls the seam changes.
+"""The transport seam: the protocol a way of carrying messages between tasks implements, the
+registry of them, and the one place that picks them for a peer (`routes_for`) and for a server
+(`listeners_for`). channel.py (the client side) and transport.py (the server side) reach
+transports only through this protocol. A transport is one module that defines a `Transport`
+and calls `register(...)` when imported: zeromq.py (ZeroMQ tcp://, or ipc:// to a same-host
+peer unless TENSORWEAVE_TRANSPORT=tcp), uds.py (a same-host Unix socket, large tensors in shared memory),
+inproc.py (socket pairs within one process, TENSORWEAVE_TRANSPORT=inproc); channel.py and
+transport.py import these three. A new one (a collective ring, device-memory copies) is a new
+module that registers itself wherever it is imported; no caller of the seam changes, and
+`unregister(name)` takes one out.
 
-What travels is the same everywhere: wire.encode'd frames in the shapes sockets.py lists
-(request, reply, one-way).
+Whatever the transport, a message is the frames of wire.encode in the shapes sockets.py lists
+(request, reply, one-way), and a server serves every transport's requests alike.
 
-Choosing: every registered transport is asked, most preferred (highest `preference`) first,
-whether it reaches a peer's address (`Transport.route`); a channel sends each call over the
-first of those routes that is `available()` now and falls back to the next when a route
-cannot connect. Today: a same-host peer over its Unix socket, others (and every peer when
-TENSORWEAVE_TRANSPORT is ipc or tcp) over ZeroMQ. A server listens with every transport
-whose `Transport.listen` gives a listener.
+Choosing: each registered transport, most preferred (highest `preference`) first, is asked
+whether it reaches a peer's address (`Transport.route`, None: not this way); a channel sends
+each call over the first of those routes that is `available()` now, and the next when that
+one turns out not to reach the peer (`connect` gives None); a pooled connection of a less
+preferred route is dropped once a more preferred one is available. Built in: inproc (30,
+only with TENSORWEAVE_TRANSPORT=inproc), unix (20: a same-host address, TENSORWEAVE_TRANSPORT
+auto), zeromq (10: every address). A server listens with every transport whose
+`Transport.listen` gives a listener, the least preferred first (zeromq binds the task's
+address: a server that cannot bind it fails before another transport touches anything).
 
-Client side, per peer (made by `Transport.route(channel, address)`, None: not reachable so):
-  Route.name, .rank                  the transport's name; the route's place in the channel's list
+Client side, per peer and channel (`Transport.route(channel, address)`; the route reads the
+channel's connect_timeout_s, peer_name and closed):
+  Route.name, Route.rank             the transport's name; the route's index in the channel's list
   Route.available() -> bool          whether calls may go this way now
-  Route.connect(wait_s) -> Conn      a connection for calls; None: the peer cannot be reached
-                                     this way after all (use the next route); raises
-                                     Unreachable(why) when no connection came within wait_s
-  Route.push_conn() -> Conn | None   a connection for one-way pushes (None: the next route);
-                                     it never waits for the receiver on an IO thread
-  Route.give_back(conn)              a push connection that can be used again
+  Route.connect(wait_s) -> Conn|None a connection for calls; None: not this way after all;
+                                     Unreachable(why) when none came within wait_s
+  Route.push_conn() -> Conn|None     a connection for one-way pushes (None: the next route); it
+                                     never waits for the receiver on an IO thread
+  Route.give_back(conn)              a push connection done with (kept or closed)
   Route.close()                      closes the push connections it keeps
-Conn, one connection (a call owns its connection until its reply came; its `rank` is its
-route's):
-  ident                              bytes that name the connection's calls in lease pings
-  poll_handle                        what zmq.zmq_poll polls for its input
-  encode(message) -> (frames, shared-memory leases, bytes in shared memory)
-  decode(frames) -> message
+Conn, one connection (a call owns its connection until its reply came):
+  rank, ident                        its route's rank; bytes that name its calls in lease pings
+  poll_handle                        what zmq.zmq_poll polls for its input (wait_any)
+  encode(message) -> (frames, shared-memory leases, bytes in shared memory); decode(frames)
   send_message(frames, wait_s)       raises Unreachable(why)
-  readable(timeout_ms) -> bool       input waits (or the connection's end), waiting that long
+  readable(timeout_ms) -> bool       input (or the connection's end) waits, waiting that long
   recv_message(block) -> frames|None the next message (None: none waits and not `block`);
                                      OSError or ValueError: the connection ended
   ended() -> bool                    an idle connection found at its end (the peer went away)
   connected() -> bool                False while the connection is down (DEAD_PEER_S of it:
                                      the peer is gone)
-  cancel(rid) -> int                 tells the server the call was given up on; the linger
-                                     (ms) its close needs for that to leave
+  cancel(rid) -> int                 tells the server the call was given up on; returns the
+                                     linger (ms) its close needs for that to leave
   close(linger=None)
 
-Server side: `Transport.listen(server, address, bind)` -> Listener | None; a listener
-watches its file descriptors through the server (`server.watch(fd, on_event, events)`,
-`server.unwatch(fd)`), hands each message it reads to `server.on_message(frames, origin,
-ident)` (one refused unread to `server.refuse(origin, ident, rid, error)`), and never waits on
-a peer.
-  Listener.woken()                   the IO role changed hands or was woken: look at input
-                                     an edge-triggered descriptor may not signal again
-  Listener.renew(waits, now)         a ping renews the leases of calls [[ident, rid], ...]
+Server side, `Transport.listen(server, address, bind)` -> Listener | None. A listener runs on
+the server's IO role and never waits on a peer: it watches its file descriptors through the
+server (`server.watch(fd, on_event, events)`, `set_events(fd, events)`, `unwatch(fd)`), hands
+each message it reads to `server.on_message(frames, origin, ident)` (one it refused unread to
+`server.refuse(origin, ident, rid, error)`), may ask for `server.serve_soon(fn)` (fn runs
+before the role sleeps) and, from another thread, `server.wake_io()`.
+  Listener.woken()                   the IO role changed hands or was woken: input an
+                                     edge-triggered descriptor will not signal again is read
+  Listener.renew(waits, now)         a ping renews the leases of the calls [[ident, rid], ...]
   Listener.sweep(now)                every tick: cancel unleased calls, drop stalled peers
   Listener.close()
-The origin of a request (a listener, or one connection of it) replies to it:
-  origin.decode(frames); origin.encode_reply(message) -> (frames, leases);
-  origin.reply(ident, frames, on_io); origin.track(ident, rid, ctx), untrack(ident, rid),
-  tracked(ident, rid) -> ctx | None (the calls a cancel finds); origin.closed
+The origin of a request (a listener, or one connection of it; `ident` names the client where
+an origin serves several) answers it:
+  origin.decode(frames); origin.encode_reply(message) -> (frames, leases)
+  origin.reply(ident, frames, on_io)  from any thread (on_io: the IO role itself)
+  origin.track(ident, rid, ctx), untrack(ident, rid), tracked(ident, rid) -> ctx | None: the
+  calls running, which a "cancel" or the connection's end cancels; origin.closed
 """
 from __future__ import annotations
 

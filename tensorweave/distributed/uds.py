@@ -20,6 +20,7 @@ connection from another user id is closed before anything is read from it.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import logging
 import os
@@ -729,7 +730,7 @@ class Listener:
     def adopt(self, conn: ServerConn) -> None:
         """Serves a client's connection from now on."""
         self._conns[conn.fd] = conn
-        self.server.watch(conn.fd, lambda ev: self._on_conn_event(conn, ev))
+        self.server.watch(conn.fd, functools.partial(self._on_conn_event, conn))
 
     def _on_conn_event(self, conn: ServerConn, ev: int) -> None:
         if ev & _OUT and not conn.on_writable():

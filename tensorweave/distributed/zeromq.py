@@ -1,6 +1,7 @@
-"""The ZeroMQ transport (transports.py's protocol): tcp:// to any peer, ipc:// to a same-host
-one when TENSORWEAVE_TRANSPORT=ipc. It reaches every address, so it is the route a channel
-falls back to; the server's ROUTER socket binds the task's tcp:// endpoint and ipc:// file.
+"""The ZeroMQ transport (transports.py's protocol): tcp://, or ipc:// to a same-host peer that
+serves it unless TENSORWEAVE_TRANSPORT=tcp (sockets.endpoint_of). It reaches every address, so
+it is the route a channel falls back to; a server's ROUTER socket binds the task's tcp://
+endpoint and its ipc:// file.
 
 Client side: a call's connection is a DEALER (ZMQ_IMMEDIATE, so a request is only queued on a
 live connection; heartbeats, so a silent peer's connection is closed) with an identity of its
@@ -179,15 +180,12 @@ class _Listener:
         self._inflight: dict = {}       # (identity, request id) -> [last renewed, RequestContext]
         self._inflight_lock = threading.Lock()
         self._drain_soon = self._drain   # (one bound method, not one per round)
-        server.watch(self._fd, self._on_event)
-
-    def _on_event(self, ev: int) -> None:
-        self._drain()
+        server.watch(self._fd, self._drain_soon)
 
     def woken(self) -> None:
         self._server.serve_soon(self._drain_soon)   # (a replying thread may have taken the ROUTER's edge)
 
-    def _drain(self) -> None:
+    def _drain(self, poll_events: int = 0) -> None:
         """Reads every message the ROUTER holds (its FD signals edges only: what is there must
         be taken now, or it is not signalled again)."""
         router, server = self._router, self._server
