@@ -18,7 +18,9 @@ _LISTENERS: dict = {}   # port -> the _Listener of this process's server on it
 _LISTENERS_LOCK = threading.Lock()
 
 
-class _Conn(uds.Conn):
+class _InMessage:
+    """Tensors travel in the message itself, not in shared memory."""
+
     __slots__ = ()
 
     def encode(self, message) -> tuple:
@@ -28,14 +30,12 @@ class _Conn(uds.Conn):
         return wire.decode(frames, None)
 
 
-class _ServerConn(uds.ServerConn):
+class _Conn(_InMessage, uds.Conn):
     __slots__ = ()
 
-    def decode(self, frames: list):
-        return wire.decode(frames, None)
 
-    def encode_reply(self, message: dict) -> tuple:
-        return wire.encode(message), ()
+class _ServerConn(_InMessage, uds.ServerConn):
+    __slots__ = ()
 
 
 class _Route(uds.Route):

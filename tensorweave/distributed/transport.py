@@ -408,7 +408,7 @@ class TransportServer:
         leases = ()
         try:
             result = self._handler(method, args, rctx)
-            reply, leases = origin.encode_reply({"id": rid, "ok": True, "r": result})
+            reply, leases, _ = origin.encode({"id": rid, "ok": True, "r": result})
         except errors.OpError as e:
             reply = _error_reply(rid, e)
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the server

@@ -60,7 +60,7 @@ before the role sleeps) and, from another thread, `server.wake_io()`.
   Listener.close()
 The origin of a request (a listener, or one connection of it; `ident` names the client where
 an origin serves several) answers it:
-  origin.decode(frames); origin.encode_reply(message) -> (frames, leases)
+  origin.encode(message), origin.decode(frames)   as a Conn's
   origin.reply(ident, frames, on_io)  from any thread (on_io: the IO role itself)
   origin.track(ident, rid, ctx), untrack(ident, rid), tracked(ident, rid) -> ctx | None: the
   calls running, which a "cancel" or the connection's end cancels; origin.closed

@@ -561,10 +561,9 @@ class ServerConn:
     def decode(self, frames: list):
         return wire.decode(frames, shm.attached())
 
-    def encode_reply(self, message: dict) -> tuple:
-        """Frames and leases: large tensors go in shared memory (shm.py)."""
-        frames, leases, _ = wire.encode_shared(message, *shm.encoder_for(self.peer_pid))
-        return frames, leases
+    def encode(self, message: dict) -> tuple:
+        """Frames, leases, shared bytes: large tensors go in shared memory (shm.py)."""
+        return wire.encode_shared(message, *shm.encoder_for(self.peer_pid))
 
     def reply(self, ident: bytes, frames: list, on_io: bool) -> None:
         if not self.queue(frames, on_io):

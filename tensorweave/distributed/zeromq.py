@@ -212,8 +212,8 @@ class _Listener:
     def decode(self, frames: list):
         return wire.decode(frames, None)
 
-    def encode_reply(self, message: dict) -> tuple:
-        return wire.encode(message), _NO_LEASES
+    def encode(self, message: dict) -> tuple:
+        return wire.encode(message), _NO_LEASES, 0
 
     def reply(self, ident: bytes, frames: list, on_io: bool) -> None:
         """From any thread: sent under the ROUTER's lock. A send may consume the edge of input

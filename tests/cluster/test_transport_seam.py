@@ -112,8 +112,8 @@ class _ServerConn:
     def decode(self, frames):
         return wire.decode(frames, None)
 
-    def encode_reply(self, message) -> tuple:
-        return wire.encode(message), ()
+    def encode(self, message) -> tuple:
+        return wire.encode(message), (), 0
 
     def reply(self, ident: bytes, frames, on_io: bool) -> None:
         with self._lock:
