@@ -32,6 +32,7 @@ channel's connect_timeout_s, peer_name and closed):
                                      never waits for the receiver on an IO thread
   Route.give_back(conn)              a push connection done with (kept or closed)
   Route.close()                      closes the push connections it keeps
+  (transports.Route keeps push connections: a transport's route may start from it)
 Conn, one connection (a call owns its connection until its reply came):
   rank, ident                        its route's rank; bytes that name its calls in lease pings
   poll_handle                        what zmq.zmq_poll polls for its input (wait_any)
@@ -99,6 +100,29 @@ class Refused:
             return -1
         rid = head.get("id") if isinstance(head, dict) else None
         return rid if type(rid) is int else -1
+
+
+class Route:
+    """What routes share (a transport's own may start from it): the push connections kept for
+    reuse."""
+
+    name = ""
+    rank = 0
+
+    def __init__(self, channel):
+        self.channel = channel
+        self._push_free: list = []   # (list.pop/append are atomic: pushes take no lock)
+
+    def give_back(self, conn) -> None:
+        if self.channel.closed or len(self._push_free) >= 64:
+            conn.close()
+        else:
+            self._push_free.append(conn)
+
+    def close(self) -> None:
+        conns, self._push_free = self._push_free, []
+        for c in conns:
+            c.close(0)
 
 
 class Transport:

@@ -622,18 +622,17 @@ def _file_id(path: str) -> Optional[tuple]:
 
 
 # -- the transport (transports.py) ----------------------------------------------------------------
-class Route:
+class Route(transports.Route):
     """A same-host peer's Unix socket, for one channel (inproc.py's routes are the same but for
     how they dial)."""
 
     name = "unix"
 
     def __init__(self, channel, candidate: str):
-        self.channel = channel
+        super().__init__(channel)
         self._candidate = candidate   # where the peer listens once up
         self.path: Optional[str] = None
         self._stale: Optional[tuple] = None   # (inode, mtime) of a socket file nobody listened on
-        self._push_free: list = []
 
     def available(self) -> bool:
         """A peer not listening yet (not started) is looked for again on later calls, not
@@ -667,7 +666,7 @@ class Route:
             return None
         while True:
             try:
-                conn = self._push_free.pop()   # list.pop/append are atomic: no lock on this path
+                conn = self._push_free.pop()
             except IndexError:
                 break
             if not conn.ended():
@@ -687,17 +686,6 @@ class Route:
         """A file left by a server that is gone (its port may serve another one now, whose
         file is elsewhere): the address is reached the next way until the file is made again."""
         self._stale, self.path = _file_id(self._candidate), None
-
-    def give_back(self, conn: Conn) -> None:
-        if self.channel.closed or len(self._push_free) >= 64:
-            conn.close()
-        else:
-            self._push_free.append(conn)
-
-    def close(self) -> None:
-        conns, self._push_free = self._push_free, []
-        for c in conns:
-            c.close()
 
 
 class Listener:

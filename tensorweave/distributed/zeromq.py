@@ -107,14 +107,13 @@ def _configure_dealer(sock: zmq.Socket) -> None:
     auth.secure_client(sock)
 
 
-class _Route:
+class _Route(transports.Route):
     name = "zeromq"
 
     def __init__(self, channel, address: str):
-        self.channel = channel
+        super().__init__(channel)
         self.address = address
         self._endpoint = None
-        self._push_free: list = []
 
     @property
     def endpoint(self) -> str:
@@ -140,7 +139,7 @@ class _Route:
 
     def push_conn(self) -> _PushSocket:
         try:
-            return self._push_free.pop()   # list.pop/append are atomic: no lock on this path
+            return self._push_free.pop()
         except IndexError:
             if self.channel.closed:
                 raise errors.CancelledError(None, None, f"Channel to {self.channel.peer_name} is closed") from None
@@ -150,17 +149,6 @@ class _Route:
         _configure_dealer(sock)
         sock.connect(self.endpoint)
         return sock
-
-    def give_back(self, sock: _PushSocket) -> None:
-        if self.channel.closed or len(self._push_free) >= 64:
-            sock.close()
-        else:
-            self._push_free.append(sock)
-
-    def close(self) -> None:
-        socks, self._push_free = self._push_free, []
-        for s in socks:
-            s.close(0)
 
 
 # -- the server side ------------------------------------------------------------------------------
