@@ -117,8 +117,8 @@ class _Route(transports.Route):
 
     @property
     def endpoint(self) -> str:
-        """tcp:// or, for a peer on this host with TENSORWEAVE_TRANSPORT=ipc, its ipc://
-        endpoint (chosen on first use)."""
+        """tcp:// or, for a peer on this host that serves one, its ipc:// endpoint (unless
+        TENSORWEAVE_TRANSPORT=tcp; chosen on first use)."""
         if self._endpoint is None:
             self._endpoint = endpoint_of(self.address)
         return self._endpoint
@@ -164,14 +164,13 @@ class _Listener:
         self._ipc_path = ipc_path
         self._fd = router.getsockopt(zmq.FD)
         self._lock = threading.Lock()   # whoever sends or receives on the ROUTER holds it
-        self._pending = False           # it may hold input its edge-triggered FD will not signal
         self._inflight: dict = {}       # (identity, request id) -> [last renewed, RequestContext]
         self._inflight_lock = threading.Lock()
-        self._drain_soon = self._drain   # (one bound method, not one per round)
-        server.watch(self._fd, self._drain_soon)
+        self._on_input = self._drain   # (one bound method for the poll and serve_soon, not one a round)
+        server.watch(self._fd, self._on_input)
 
     def woken(self) -> None:
-        self._server.serve_soon(self._drain_soon)   # (a replying thread may have taken the ROUTER's edge)
+        self._server.serve_soon(self._on_input)   # (a replying thread may have taken the ROUTER's edge)
 
     def _drain(self, poll_events: int = 0) -> None:
         """Reads every message the ROUTER holds (its FD signals edges only: what is there must
@@ -216,7 +215,7 @@ class _Listener:
             waiting = bool(self._router.getsockopt(EVENTS) & POLLIN)
         if waiting:
             if on_io:
-                self._server.serve_soon(self._drain_soon)
+                self._server.serve_soon(self._on_input)
             else:
                 self._server.wake_io()
 
