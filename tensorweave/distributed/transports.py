@@ -135,11 +135,9 @@ class Transport:
     def route(self, channel, address: str):
         """A Route to the peer at `address` for `channel`, or None where this transport
         does not reach it."""
-        return None
 
     def listen(self, server, address: str, bind: str):
         """A Listener serving `server` for the task at `address` (bound to `bind`), or None."""
-        return None
 
 
 _TRANSPORTS: list = []   # most preferred first
