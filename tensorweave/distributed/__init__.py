@@ -11,10 +11,13 @@ tf.train.ClusterSpec, are gathered by `tensorweave.train`); not to be confused w
   connector.py  how a client reaches a cluster: session targets, connect timeouts, task addresses;
                 connect (a Session's master) and reset (Session.reset), all the client layer uses
   channel.py    the transport's client side: requests, replies, pushes, deadlines, dead peers
-  transport.py  the transport's server side: the ROUTER socket and its IO thread
+  transport.py  the transport's server side: the IO role over every transport's listener
+  transports.py the transport seam: the protocol a transport implements, the registry, the choice
+  zeromq.py     transport: ZeroMQ tcp:// (and ipc://), every peer
+  uds.py        transport: a Unix stream socket, same-host peers
+  inproc.py     transport: socket pairs within one process (TENSORWEAVE_TRANSPORT=inproc, tests)
   pool.py       the threads a server runs requests on, up to a limit
-  sockets.py    what both sides share: ZeroMQ frames, endpoints and socket paths, timeouts
-  uds.py        same-host fast path: the transport's frames over a Unix stream socket
+  sockets.py    what every side shares: message shapes, ZeroMQ frames, endpoints and paths, timeouts
   shm.py        same-host large tensors in shared-memory buffers; the Unix socket carries headers
   auth.py       authentication and encryption (ZeroMQ CURVE): keys, the ZAP handler, keygen
   wire.py       message encoding: a msgpack header plus one raw frame per tensor

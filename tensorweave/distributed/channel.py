@@ -1,76 +1,37 @@
-"""The client side of the ZeroMQ transport: `Channel` (requests, replies and one-way pushes to
-one peer), `Pending` (a request sent, its reply awaited later), `wait_all`/`wait_any`.
+"""The transport's client side: `Channel` (requests, replies and one-way pushes to one peer,
+over the routes transports.py picks for it), `Pending` (a request sent, its reply awaited
+later, on one thread at a time), `wait_all`/`wait_any` (several at once: the master sends every
+remote partition's request, runs its own, then waits).
 
-Each call borrows a DEALER socket (ZMQ_IMMEDIATE, so a request is only queued on a live
-connection; ZeroMQ heartbeats, so a silent peer's connection is closed); a peer that takes
-no connection within `connect_timeout_s` is UnavailableError naming the task. While a reply
-is awaited:
-  - the call's deadline (timeout_s: RunOptions.timeout_in_ms or operation_timeout_in_ms) is
-    kept: the server answers DeadlineExceededError itself, naming the op; one that does not
-    answer by the deadline and a short grace (_grace_s) is given up on, with
-    DeadlineExceededError, and told to drop the call (a "cancel" on the same connection, so
-    it arrives after the request; on a Unix socket the connection is closed), so a step that
-    timed out changes no state there afterwards;
-  - every LIVENESS_CHECK_S the call's connection is looked at: down for DEAD_PEER_S (the
-    peer's process or host is gone) is UnavailableError, within about a second;
-  - every probe interval the peer is pinged on another socket: a new incarnation is
-    AbortedError, and the ping renews the server's lease on the awaited call (a ping that
-    goes unanswered is no verdict: the two checks above decide).
-A peer found gone stays "lost" for this channel: later calls fail within DEAD_PEER_S rather
-than the connect timeout (as TF answers each retry at once), until it answers again.
-
-A request can be sent on one thread and its reply awaited later (`Channel.start` ->
-`Pending`), several at once (`wait_all`), so that the master sends every remote partition's
-request from the calling thread, runs its own partition, and only then waits. Pushes
-(`Channel.push`) are one-way: no reply, no waiting.
-
-For a peer on this host the call's "socket" is a uds.Conn (a Unix stream socket, see uds.py
-and sockets.py) rather than a DEALER: pooled connections found at their end (the peer
-restarted) are replaced, a peer that takes no connection is retried until the connect
-timeout, and pushes that cannot connect at once go over ZeroMQ, which queues them.
+Each call borrows a connection from the channel's pool; a peer that takes none within
+`connect_timeout_s` is UnavailableError naming the task. While a reply is awaited:
+  - the call's deadline (timeout_s) is kept: the server answers DeadlineExceededError itself,
+    naming the op; one that does not answer by the deadline and a grace (_grace_s) is given
+    up on and told to drop the call (Conn.cancel), so a step that timed out changes no state
+    there afterwards;
+  - every LIVENESS_CHECK_S the connection is looked at: down for DEAD_PEER_S is
+    UnavailableError (the peer's process or host is gone);
+  - every probe interval the peer is pinged on another connection: a new incarnation is
+    AbortedError; the ping renews the server's lease on the call and is no verdict when
+    unanswered.
+A peer found gone stays "lost": later calls fail within DEAD_PEER_S rather than the connect
+timeout, until it answers again. Pooled connections at their end are replaced, and one made
+before a preferred route was up is dropped for it.
 """
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from typing import Any, Callable, Optional
 
 import zmq
 
-from tensorweave.distributed import auth, shm, sockets, uds, wire
-from tensorweave.distributed.sockets import (EVENTS, NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames,
-                                             send_frames, uds_path_of, zmq_context)
+from tensorweave.distributed import inproc, shm, sockets, transports, uds, wire, zeromq  # noqa: F401 (they register)
+from tensorweave.distributed.sockets import POLLIN
 from tensorweave.framework import errors, limits
 
-_POLLOUT = int(zmq.POLLOUT)
-
 _ids = itertools.count(1)
-
-
-class _CallSocket(zmq.Socket):
-    tw_ident = b""   # its ZMQ_IDENTITY, kept for the lease pings (a getsockopt costs more)
-
-
-# A call's socket is a ZeroMQ DEALER, or a uds.Conn for a same-host peer (uds.py).
-def _pollable(sock):
-    return sock.fd if type(sock) is uds.Conn else sock
-
-
-def _recv_msg(sock, flags: int = 0) -> list:
-    if type(sock) is uds.Conn:
-        if flags and not sock.readable(0):
-            raise zmq.Again()
-        return sock.read()
-    return recv_frames(sock, flags)
-
-
-def _readable(sock, timeout_ms: int) -> bool:
-    """Whether a call's socket has something to read, waiting up to timeout_ms."""
-    if type(sock) is uds.Conn:
-        return sock.readable(timeout_ms)
-    return bool(zmq.zmq_poll([(sock, POLLIN)], timeout_ms))
 
 
 class Channel:
@@ -79,19 +40,14 @@ class Channel:
     def __init__(self, address: str, peer_name: str, connect_timeout_s: float = sockets.DEFAULT_CONNECT_TIMEOUT_S,
                  probe_interval_s: Optional[float] = None):
         self.address = address
-        self._endpoint: Optional[str] = None
         self.peer_name = peer_name
         self.connect_timeout_s = connect_timeout_s
         self.probe_interval_s = sockets.PROBE_INTERVAL_S if probe_interval_s is None else probe_interval_s
         self._lock = threading.Lock()
         self._free: list = []
-        self._push_free: list = []
-        self._uds_free: list = []
-        self._uds: Optional[str] = None
-        self._uds_candidate = uds_path_of(address, must_exist=False)   # where a same-host peer listens
-        self._stale_uds: Optional[tuple] = None   # (inode, mtime) of a socket file nobody listened on
-        self._closed = False
+        self.closed = False
         self._lost = False   # the peer was found gone: connections are waited for only briefly
+        self._routes = transports.routes_for(self, address)   # the ways to the peer, preferred first
 
     def _connect_wait_s(self) -> float:
         """How long a new call waits for a connection: the connect timeout, or, for a peer
@@ -104,89 +60,57 @@ class Channel:
     def mark_alive(self) -> None:
         self._lost = False
 
-    @property
-    def uds_path(self) -> Optional[str]:
-        """The same-host fast path's socket (uds.py), or None. A same-host peer not listening
-        yet (not started) is looked for again on later calls, not given up for tcp for good."""
-        if self._uds is None:
-            if self._uds_candidate is None:
-                self._uds = ""
-            elif _file_id(self._uds_candidate) not in (None, self._stale_uds):
-                self._uds = self._uds_candidate
-        return self._uds or None
-
-    def _uds_connect(self) -> uds.Conn:
-        wait = self._connect_wait_s()
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                return uds.connect(self.uds_path, max(0.05, min(1.0, deadline - time.monotonic())),
-                                   self.connect_timeout_s)
-            except ConnectionRefusedError:
-                raise
-            except OSError as e:
-                if time.monotonic() >= deadline:
-                    raise self._unavailable(f"no connection within {wait:g} s ({type(e).__name__})") from None
-                time.sleep(0.05)
+    def preferred_route(self):
+        """The way calls go to the peer now (transports.py), or None."""
+        for route in self._routes:
+            if route.available():
+                return route
+        return None
 
     def _checkout(self):
         while True:
             with self._lock:
-                if self._closed:
+                if self.closed:
                     raise errors.CancelledError(None, None, f"Channel to {self.peer_name} is closed")
-                sock = self._free.pop() if self._free else None
-            if sock is None:
+                conn = self._free.pop() if self._free else None
+            if conn is None:
                 break
-            if type(sock) is uds.Conn:
-                if sock.readable(0):
-                    sock.close()   # an idle connection that reads is at its end: the peer went away
-                    self.mark_lost()
-                    continue
-            else:
-                if self.uds_path is not None:
-                    sock.close(0)   # made before the peer listened on its Unix socket: use that now
-                    continue
-                if not sock.getsockopt(EVENTS) & _POLLOUT:
-                    self.mark_lost()   # it was connected and is no more: the peer went away (or restarts)
-            return sock
-        if self.uds_path is not None:
-            try:
-                return self._uds_connect()
-            except ConnectionRefusedError:
-                # A file left by a server that is gone (its port may serve another one now, whose
-                # file is elsewhere): reach the address by tcp until the file is made again.
-                self._stale_uds, self._uds = _file_id(self._uds_candidate), None
-        sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.IMMEDIATE, 1)
-        sock.tw_ident = os.urandom(12)
-        sock.setsockopt(zmq.IDENTITY, sock.tw_ident)
-        _configure_dealer(sock)
-        sock.connect(self.endpoint)
-        return sock
+            if conn.ended():
+                conn.close(0)   # an idle connection at its end: the peer went away
+                self.mark_lost()
+                continue
+            if conn.rank and (route := self.preferred_route()) is not None and route.rank < conn.rank:
+                conn.close(0)   # made before the peer listened on a preferred way (its Unix socket): use that now
+                continue
+            if not conn.connected():
+                self.mark_lost()   # it was connected and is no more: the peer went away (or restarts)
+            return conn
+        wait = self._connect_wait_s()
+        for route in self._routes:
+            if route.available():
+                try:
+                    conn = route.connect(wait)
+                except transports.Unreachable as e:
+                    raise self._unavailable(str(e)) from None
+                if conn is not None:   # (None: not this way after all, the next one)
+                    return conn
+        raise self._unavailable("no transport reaches it")
 
-    @property
-    def endpoint(self) -> str:
-        """tcp:// or, for a peer on this host, its ipc:// endpoint (chosen on first use)."""
-        if self._endpoint is None:
-            self._endpoint = endpoint_of(self.address)
-        return self._endpoint
-
-    def _checkin(self, sock: zmq.Socket) -> None:
+    def _checkin(self, conn) -> None:
         with self._lock:
-            if not self._closed and len(self._free) < 64:
-                self._free.append(sock)
+            if not self.closed and len(self._free) < 64:
+                self._free.append(conn)
                 return
-        sock.close(0)
+        conn.close(0)
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
-            socks, self._free = self._free, []
-            pushes, self._push_free = self._push_free, []
-            conns, self._uds_free = self._uds_free, []
-        for s in socks + pushes + conns:
-            s.close(0)
+            self.closed = True
+            conns, self._free = self._free, []
+        for c in conns:
+            c.close(0)
+        for route in self._routes:
+            route.close()
 
     def _unavailable(self, why: str) -> errors.UnavailableError:
         return errors.UnavailableError(None, None, f"Task {self.peer_name} at {self.address} is unavailable: {why}")
@@ -201,97 +125,42 @@ class Channel:
         """Sends one request now; its reply is awaited with the returned Pending (on any one
         thread at a time). Raises UnavailableError when the peer takes no connection."""
         rid = next(_ids)
-        sock = self._checkout()
-        leases: list = []
+        conn = self._checkout()
+        leases = ()
         try:
-            frames, leases = _encode(sock, {"id": rid, "m": method, "a": args}, f"{method} request to {self.peer_name}")
-            self._send(sock, frames, self._connect_wait_s())
+            frames, leases = _encode(conn, {"id": rid, "m": method, "a": args}, f"{method} request to {self.peer_name}")
+            self._send(conn, frames, self._connect_wait_s())
         except BaseException:
             _give_back(leases)
-            sock.close(0)
+            conn.close(0)
             raise
-        return Pending(self, sock, rid, method, timeout_s, expect_incarnation)
+        return Pending(self, conn, rid, method, timeout_s, expect_incarnation)
 
-    def _send(self, sock, frames: list, timeout_s: float) -> None:
-        if type(sock) is uds.Conn:
-            try:
-                sock.send(frames)
-            except OSError as e:
-                raise self._unavailable(f"connection lost while sending ({type(e).__name__})") from None
-            return
+    def _send(self, conn, frames: list, wait_s: float) -> None:
         try:
-            send_frames(sock, frames, NOBLOCK)
-            return
-        except zmq.Again:
-            pass
-        if not sock.poll(int(timeout_s * 1000), zmq.POLLOUT):
-            hint = " (is it serving with authentication this client has no key for?)" if auth.keys() is None else ""
-            raise self._unavailable(f"no connection within {timeout_s:g} s{hint}")
-        try:
-            send_frames(sock, frames, NOBLOCK)
-        except zmq.Again:
-            raise self._unavailable("connection lost while sending") from None
+            conn.send_message(frames, wait_s)
+        except transports.Unreachable as e:
+            raise self._unavailable(str(e)) from None
 
     def push(self, method: str, args: dict) -> None:
-        """Sends a one-way message (no reply, no waiting for one). The message is queued for
-        the peer even while it (re)connects; only a full queue waits, up to the connect
-        timeout, and never on a server's IO thread, where it is UnavailableError at once."""
-        what = f"{method} pushed to {self.peer_name}"
-        conn = self._push_conn() if self.uds_path is not None and not on_io_thread() else None
-        if conn is not None:
-            # (an IO thread never writes to a Unix socket that could be full: it pushes over
-            # ZeroMQ, whose own IO thread queues the message; so does a push to a peer that
-            # takes no Unix connection now: a push never waits for its receiver)
-            frames, leases = _encode(conn, {"m": method, "a": args}, what)
-            try:
-                conn.send(frames)
-            except OSError as e:
-                _give_back(leases)
-                conn.close()
-                raise self._unavailable(f"connection lost while sending ({type(e).__name__})") from None
-            if self._closed or len(self._uds_free) >= 64:
-                conn.close()
-            else:
-                self._uds_free.append(conn)
-            return
-        frames, _ = _encode(None, {"m": method, "a": args}, what)
-        try:
-            sock = self._push_free.pop()   # list.pop/append are atomic: no lock on this path
-        except IndexError:
-            if self._closed:
-                raise errors.CancelledError(None, None, f"Channel to {self.peer_name} is closed") from None
-            sock = zmq_context().socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 2000)    # queued pushes still leave when the socket closes
-            _configure_dealer(sock)
-            sock.connect(self.endpoint)
-        try:
-            try:
-                send_frames(sock, frames, NOBLOCK)
-            except zmq.Again:
-                if on_io_thread() or not sock.poll(int(self.connect_timeout_s * 1000), zmq.POLLOUT):
-                    raise self._unavailable("it does not take the tensors sent to it") from None
-                send_frames(sock, frames, NOBLOCK)
-        except BaseException:
-            sock.close(0)
-            raise
-        if self._closed or len(self._push_free) >= 64:
-            sock.close()
-        else:
-            self._push_free.append(sock)
-
-    def _push_conn(self) -> Optional[uds.Conn]:
-        while True:
-            try:
-                conn = self._uds_free.pop()   # list.pop/append are atomic: no lock on this path
-            except IndexError:
+        """Sends a one-way message (no reply, no waiting for one) over the first route that
+        takes it at once. The message is queued for the peer even while it (re)connects; only
+        a full queue waits, up to the connect timeout, and never on a server's IO thread,
+        where it is UnavailableError at once."""
+        for route in self._routes:
+            if route.available() and (conn := route.push_conn()) is not None:
                 break
-            if not conn.readable(0):
-                return conn
-            conn.close()   # at its end: the peer went away
+        else:
+            raise self._unavailable("no transport reaches it")
+        leases = ()
         try:
-            return uds.connect(self.uds_path, 0.5, self.connect_timeout_s)
-        except OSError:
-            return None
+            frames, leases = _encode(conn, {"m": method, "a": args}, f"{method} pushed to {self.peer_name}")
+            self._send(conn, frames, self.connect_timeout_s)
+        except BaseException:
+            _give_back(leases)
+            conn.close(0)
+            raise
+        route.give_back(conn)
 
     def ping(self, wait: Optional[list] = None, timeout_s: Optional[float] = None,
              extra: Optional[dict] = None) -> dict:
@@ -300,20 +169,20 @@ class Channel:
         arguments (a client's keep-alive)."""
         timeout_s = self.connect_timeout_s if timeout_s is None else timeout_s
         rid = next(_ids)
-        sock = self._checkout()
+        conn = self._checkout()
         ok = False
         try:
             deadline = time.monotonic() + timeout_s
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
-            self._send(sock, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
+            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not _readable(sock, int(left * 1000) + 1):
+                if left <= 0 or not conn.readable(int(left * 1000) + 1):
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
                 try:
-                    reply = _decode(sock, _recv_msg(sock))
+                    reply = conn.decode(conn.recv_message(True))
                 except OSError:
                     raise self._unavailable("connection lost") from None
                 if isinstance(reply, dict) and reply.get("id") == rid:
@@ -322,9 +191,9 @@ class Channel:
                     return _result(reply, self.peer_name)
         finally:
             if ok:
-                self._checkin(sock)
+                self._checkin(conn)
             else:
-                sock.close(0)
+                conn.close(0)
 
 
 class Pending:
@@ -334,11 +203,11 @@ class Pending:
     __slots__ = ("channel", "sock", "ident", "rid", "method", "timeout_s", "expect_incarnation", "start",
                  "next_probe", "next_check", "down_since", "done", "value", "error", "close_linger_ms")
 
-    def __init__(self, channel: Channel, sock: zmq.Socket, rid: int, method: str, timeout_s: Optional[float],
+    def __init__(self, channel: Channel, sock, rid: int, method: str, timeout_s: Optional[float],
                  expect_incarnation: Optional[int]):
         self.channel = channel
         self.sock = sock
-        self.ident = sock.tw_ident if type(sock) is _CallSocket else b""
+        self.ident = sock.ident
         self.rid = rid
         self.method = method
         self.timeout_s = timeout_s
@@ -365,16 +234,16 @@ class Pending:
         first read needs no look of its own); True once this request's has come."""
         while True:
             try:
-                frames = _recv_msg(self.sock, 0 if ready else NOBLOCK)
-                ready = False
-            except zmq.Again:
-                return False
+                frames = self.sock.recv_message(ready)
             except (OSError, ValueError) as e:   # a same-host connection ended
                 self.channel.mark_lost()
                 self._finish(error=self.channel._unavailable(f"connection lost ({type(e).__name__})"))
                 return True
+            if frames is None:
+                return False
+            ready = False
             try:
-                reply = _decode(self.sock, frames)
+                reply = self.sock.decode(frames)
                 if not isinstance(reply, dict) or reply.get("id") != self.rid:
                     continue   # a stale reply of an abandoned call
                 self.channel.mark_alive()
@@ -409,13 +278,9 @@ class Pending:
                             f"{self.expect_incarnation} to {status.get('incarnation')}); its state was lost")
 
     def _check_connection(self, now: float) -> None:
-        """A ZeroMQ call's connection that has been down DEAD_PEER_S: the peer is gone (its
-        host reset the connection, or heartbeats went unanswered). A Unix socket's end shows
-        as a read instead."""
-        sock = self.sock
-        if type(sock) is uds.Conn:
-            return
-        if sock.getsockopt(EVENTS) & _POLLOUT:   # (ZMQ_IMMEDIATE: writable only while connected)
+        """A call's connection that has been down DEAD_PEER_S: the peer is gone (its host
+        reset the connection, or heartbeats went unanswered)."""
+        if self.sock.connected():
             self.down_since = None
             return
         if self.down_since is None:
@@ -427,13 +292,7 @@ class Pending:
     def _timed_out(self) -> errors.DeadlineExceededError:
         """The deadline passed: tells the server to drop the call (behind the request, on the
         same connection), and says what the caller may assume."""
-        sock = self.sock
-        if type(sock) is not uds.Conn:   # (closing a Unix socket cancels its calls)
-            try:
-                send_frames(sock, wire.encode({"m": "cancel", "a": {"id": self.rid}}), NOBLOCK)
-                self.close_linger_ms = 1000
-            except zmq.ZMQError:
-                pass
+        self.close_linger_ms = self.sock.cancel(self.rid)
         return errors.DeadlineExceededError(
             None, None, f"Timed out waiting for {self.channel.peer_name} to answer {self.method} within "
                         f"{self.timeout_s:g} s (deadline exceeded); it was told to drop the request and makes no "
@@ -460,7 +319,7 @@ class Pending:
     def result(self) -> Any:
         """Waits for the reply; returns its result or raises the peer's error."""
         while not self.done:
-            if _readable(self.sock, self._wait_ms(time.monotonic())) and self._read(True):
+            if self.sock.readable(self._wait_ms(time.monotonic())) and self._read(True):
                 break
             try:
                 self._check(time.monotonic())
@@ -492,12 +351,12 @@ def wait_any(left: list, timeout_s: Optional[float], on_done: Optional[Callable[
     if timeout_s is not None:
         wait_ms = min(wait_ms, int(timeout_s * 1000))
     if len(left) == 1:   # (the common case: one remote partition)
-        ready = {_pollable(left[0].sock): 1} if _readable(left[0].sock, wait_ms) else {}
+        ready = {left[0].sock.poll_handle: 1} if left[0].sock.readable(wait_ms) else {}
     else:   # zmq_poll itself: Socket.poll and Poller build their own structures on every call
-        ready = dict(zmq.zmq_poll([(_pollable(p.sock), POLLIN) for p in left], wait_ms))
+        ready = dict(zmq.zmq_poll([(p.sock.poll_handle, POLLIN) for p in left], wait_ms))
     still = []
     for p in left:
-        if _pollable(p.sock) in ready:
+        if p.sock.poll_handle in ready:
             p._read(True)
         if not p.done:
             try:
@@ -517,31 +376,15 @@ def _grace_s(timeout_s: float) -> float:
     return min(1.0, 0.2 + 0.05 * timeout_s)
 
 
-def _configure_dealer(sock: zmq.Socket) -> None:
-    """What every client socket sets: quick reconnects, heartbeats, the cluster's keys."""
-    sock.setsockopt(zmq.RECONNECT_IVL, 50)
-    sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
-    sockets.set_heartbeats(sock)
-    auth.secure_client(sock)
-
-
-def _encode(sock, message: dict, what: str) -> tuple:
-    """(frames, shared-memory leases) of a message for `sock`: over a same-host connection its
-    large tensors go in shared memory (shm.py); the size limit counts them all the same."""
-    if type(sock) is uds.Conn:
-        frames, leases, shared = wire.encode_shared(message, *shm.encoder_for(sock.peer_pid))
-    else:
-        frames, leases, shared = wire.encode(message), [], 0
+def _encode(conn, message: dict, what: str) -> tuple:
+    """(frames, shared-memory leases) of a message for `conn` (over a same-host connection its
+    large tensors go in shared memory, shm.py); the size limit counts them all the same."""
+    frames, leases, shared = conn.encode(message)
     size = shared + sum(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)
     if size > limits.value(limits.MESSAGE_BYTES):
         _give_back(leases)
         raise limits.exceeded(limits.MESSAGE_BYTES, size, what)
     return frames, leases
-
-
-def _decode(sock, frames: list):
-    """A reply: over a same-host connection its large tensors may be in shared memory."""
-    return wire.decode(frames, shm.attached() if type(sock) is uds.Conn else None)
 
 
 def _give_back(leases: list) -> None:
@@ -558,11 +401,3 @@ def _result(reply: dict, peer_name: str) -> Any:
     if type(code) is not int or not isinstance(msg, str):
         raise errors.InternalError(None, None, f"Malformed error reply from {peer_name}")
     raise errors.make_error(code, msg)
-
-
-def _file_id(path: str) -> Optional[tuple]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns

@@ -1,35 +1,24 @@
-"""Shared memory for large tensors between processes on one host.
+"""Shared memory for large tensors between processes on one host (the Unix-socket transport):
+the sender copies a tensor into a buffer of its pool, the message names the buffer and its
+generation, and the receiver's array is a read-only view of the buffer.
 
-A same-host message (uds.py) carries a large tensor as a reference to a buffer both processes
-map, so that the transfer costs one memcpy on the sending side and none on the receiving side
-(the received array is a read-only view of the buffer); the Unix socket carries only headers.
+A buffer is a file (a 64-byte header: state, generation; then the data) in a directory private
+to this user: /dev/shm/tensorweave-<uid>, or under the temporary directory. Plain files rather
+than multiprocessing.shared_memory: no resource-tracker process, an owner (pid and start time)
+in the name that anyone can check, and fallocate (a full /dev/shm is an error at allocation,
+never a SIGBUS). The name is checked on open (a fixed pattern, no symlinks, a regular file of
+this user).
 
-The buffers are files in a directory private to this user (mode 0700):
-/dev/shm/tensorweave-<uid> (tmpfs: the files are memory), or under the temporary directory
-where there is no /dev/shm. Files rather than multiprocessing.shared_memory: SharedMemory ties
-every segment to a resource-tracker process (one more process per task, and segments that an
-attaching process's tracker unlinks when it exits), while plain files give the three things
-wanted directly: a name the receiver can open (checked: a fixed pattern, no symlinks, a regular
-file of this user), an owner recorded in the name (pid and process start time) so that
-anyone can tell a dead owner's files and delete them, and fallocate, which reserves tmpfs
-space up front (a full /dev/shm is an error at allocation, never a SIGBUS on first touch).
-
-A file is one buffer: a 64-byte header (state: 0 free, 1 in use; a generation count) and the
-data. The sender (`Pool.put`) takes a free buffer of its own, bumps its generation, marks it
-in use and copies the tensor in; the message names (file, generation). The receiver
-(`Attached.take`) checks that the buffer is in use at that generation and returns an array
-over it whose last reference, when it goes, marks the buffer free again: a buffer is never
-reused while the receiver still reads it, however long the receiver keeps the array. A
-buffer whose receiver died is taken back (its pid is recorded with each use); one whose
-message was never delivered is given back by the sender (`Pool.release`).
-
-Cleanup: a process unlinks its files when it exits normally; a killed process's files are
-deleted by the next `sweep()` (run when a pool starts and when a same-host peer's connection
-ends); mappings other processes still hold stay valid until they drop them.
+Lifetimes: the sender (`Pool.put`) takes a free buffer, bumps its generation and marks it in
+use; the receiver (`Attached.take`) checks that generation, and the buffer is free again when
+the receiver's last array over it goes, so it is never reused while read. A buffer whose
+receiver died is taken back; one whose message was never delivered is given back
+(`Pool.release`). A process unlinks its files at exit; a killed one's are deleted by the next
+`sweep()` (a pool's start, a Unix connection's end).
 
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
-buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0 turns shared memory off). Past it,
-or when the directory cannot be used, tensors travel in the socket as before.
+buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
+directory, tensors travel in the socket.
 """
 from __future__ import annotations
 

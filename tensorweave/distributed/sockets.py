@@ -1,5 +1,6 @@
-"""What both ends of the transport share: the leaf under channel.py (the client side) and
-transport.py (the server side), which import it and never each other.
+"""What both ends of the transport and every transport share: the leaf under channel.py (the
+client side), transport.py (the server side) and the transports (transports.py), which never
+import channel.py or transport.py.
 
 Messages (every one is wire.encode'd frames: a msgpack header, then one frame per tensor):
   request  {"id": int, "m": method, "a": {args}}
@@ -30,7 +31,8 @@ The size of one message is limited by framework/limits.MESSAGE_BYTES.
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
 stream socket (<ipc dir>/<port>.uds, uds.py) and ZeroMQ ipc://<ipc dir>/<port>.sock, where
 <ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700). TENSORWEAVE_TRANSPORT
-picks among them for same-host peers: auto (the Unix socket, the default), ipc, or tcp.
+picks among them for same-host peers: auto (the Unix socket, the default), ipc, or tcp; inproc
+reaches a server of the client's own process over a socket pair (inproc.py).
 """
 from __future__ import annotations
 
@@ -148,7 +150,7 @@ def uds_path_for_port(port: int) -> str:
     return os.path.join(IPC_DIR, f"{port}.uds")
 
 
-def _is_local_host(host: str) -> bool:
+def is_local_host(host: str) -> bool:
     if host in _LOCAL_HOSTS:
         return True
     try:
@@ -166,27 +168,32 @@ def endpoint_of(address: str) -> str:
             return address
         address = rest
     host, _, port = address.rpartition(":")
-    if TRANSPORT != "tcp" and port.isdigit() and _is_local_host(host):
+    if TRANSPORT != "tcp" and port.isdigit() and is_local_host(host):
         path = ipc_path_for_port(int(port))
         if os.path.exists(path) and _ipc_answers("ipc://" + path):
             return "ipc://" + path
     return f"tcp://{address}"
 
 
+def same_host_port(address: str) -> Optional[int]:
+    """The port of a server on this host at 'host:port' or 'grpc://host:port', else None (an
+    explicit tcp:// or ipc:// endpoint keeps ZeroMQ)."""
+    if "://" in address:
+        scheme, _, address = address.partition("://")
+        if scheme != "grpc":
+            return None
+    host, _, port = address.rpartition(":")
+    return int(port) if port.isdigit() and is_local_host(host) else None
+
+
 def uds_path_of(address: str, must_exist: bool = True) -> Optional[str]:
     """The Unix socket path of a same-host server at 'host:port' when it serves one (or, with
     must_exist=False, would serve one once up) and the transport is left to choose
     (TENSORWEAVE_TRANSPORT=auto), else None."""
-    if TRANSPORT != "auto":
+    port = same_host_port(address) if TRANSPORT == "auto" else None
+    if port is None:
         return None
-    if "://" in address:
-        scheme, _, address = address.partition("://")
-        if scheme != "grpc":   # an explicit tcp:// or ipc:// endpoint keeps ZeroMQ
-            return None
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or not _is_local_host(host):
-        return None
-    path = uds_path_for_port(int(port))
+    path = uds_path_for_port(port)
     return path if not must_exist or os.path.exists(path) else None
 
 
@@ -205,13 +212,12 @@ def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:
 
 class SpinPoll:
     """A select.poll whose waits first poll without sleeping, for up to SPIN_S, when the last
-    wait was no longer than that. Waking a thread asleep in poll(2) costs 30-40 us on a
-    virtual machine (the idle vCPU halts; the wake-up goes through the hypervisor): two of
-    them, the server's and the client's, were most of a 2-task step. A wait longer than
-    SPIN_S turns spinning off until a wait is short again, so a process whose peers answer
-    slowly, or that waits for work, spends no CPU on it; and a spinning thread yields its CPU
-    between polls, so that on a machine with more busy processes than cores it does not hold
-    a core another process needs (three tasks on two cores: steps 10-20% slower without)."""
+    wait was no longer than that: waking a thread asleep in poll(2) is slow on a virtual
+    machine (docs/PERFORMANCE.md), and two such wake-ups were most of a 2-task step. A wait
+    longer than SPIN_S turns spinning off until a wait is short again, so a process whose
+    peers answer slowly, or that waits for work, spends no CPU on it; a spinning thread
+    yields its CPU between polls, so that with more busy processes than cores it does not
+    hold a core another process needs."""
 
     __slots__ = ("poll_now", "_spin")
 

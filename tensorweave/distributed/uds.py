@@ -1,34 +1,28 @@
-"""Same-host fast path: the transport's messages over a Unix stream socket, without ZeroMQ.
+"""The Unix-socket transport (transports.py's protocol): same-host peers, TENSORWEAVE_TRANSPORT
+auto (the default). Every server on this host (unless tcp) listens on <ipc dir>/<port>.uds
+(sockets.uds_path_for_port); a same-host client sends its requests, pings and pushes there
+rather than through ZeroMQ's IO threads (docs/PERFORMANCE.md). Tensors of at least
+shm.MIN_BYTES travel in shared memory (shm.py, wire.encode_shared); the message carries a
+reference.
 
-A ZeroMQ message crosses two ZeroMQ IO threads (the sender's and the receiver's) besides the
-two Python threads: on this project's 2-core machine a ZeroMQ ipc:// round trip costs ~90 us
-against ~17 us for a plain AF_UNIX one. Every server also listens on
-<ipc dir>/<port>.uds (sockets.uds_path_for_port), and a client on the same
-host (TENSORWEAVE_TRANSPORT auto, the default) sends its requests, pings and pushes there;
-tcp:// stays for other hosts.
+A message is the frames of wire.encode, framed as ``<u64 payload bytes><u32 frame count><u64
+length per frame>`` and the frames back to back.
 
-Tensors of 256 KiB and more do not travel in the socket at all: they go in shared memory
-(shm.py, wire.encode_shared) and the message carries a reference.
-
-A message is the same frames as on ZeroMQ (wire.encode), framed as
-``<u64 payload bytes><u32 frame count><u64 length per frame>`` and the frames back to back.
-Frames above 1 MiB are received straight into one fresh buffer (one kernel copy, no more).
-
-Two ends, two kinds of connection:
-  Conn        a client's: whole messages in and out, waiting (within its io timeout) on its
-              own connection only; every send and receive first tries without waiting.
-  ServerConn  the server's view of one client, served by the transport's IO thread, which
-              must never wait on any one peer: non-blocking reads into a per-connection
-              buffer (messages are handed out as they complete; one larger than
-              limits.MESSAGE_BYTES is skipped and answered with ResourceExhaustedError),
-              and replies queued per connection, written as the socket takes them.
-The listening socket and its directory are private to this user (sockets.ipc_dir), and a
+  Conn        a client's connection: whole messages in and out, waiting (within its io
+              timeout) on its own connection only.
+  ServerConn  the server's view of one client, served by the IO role, which never waits:
+              non-blocking reads into a buffer per connection (a message over
+              limits.MESSAGE_BYTES is skipped and answered ResourceExhaustedError), replies
+              queued and written as the socket takes them.
+The listening socket and its directory are private to this user (sockets.ipc_dir); a
 connection from another user id is closed before anything is read from it.
 """
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
+import logging
 import os
 import select
 import socket
@@ -37,11 +31,12 @@ import threading
 import time
 from typing import Optional
 
-import msgpack
 import numpy as np
 import zmq
 
-from tensorweave.distributed.sockets import SpinPoll
+from tensorweave.distributed import shm, sockets, transports, wire
+from tensorweave.distributed.sockets import SpinPoll, on_io_thread, uds_path_of
+from tensorweave.distributed.transports import Refused
 from tensorweave.framework import errors, limits
 
 _PREFIX = struct.Struct("<QI")
@@ -54,6 +49,12 @@ _REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) 
 _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
 _DONTWAIT = socket.MSG_DONTWAIT
+_MAX_UNREAD_REPLY_BYTES = 16 << 20   # a peer that sends on with this much of its replies unread is dropped
+_IN, _OUT = select.POLLIN, select.POLLOUT
+_INOUT = _IN | _OUT
+_HUNG_UP = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
+_READABLE = _IN | select.POLLPRI | select.POLLNVAL | _HUNG_UP   # (an end reads as one)
+_log = logging.getLogger("tensorweave.distributed")
 
 
 _LENS_STRUCTS: dict = {}   # frame count -> struct.Struct of that many lengths (a format string per message costs)
@@ -96,7 +97,8 @@ class Conn:
     before every send and receive; each first tries without waiting (MSG_DONTWAIT) and polls
     only when the socket is not ready."""
 
-    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid", "io_timeout_ms", "_poll")
+    __slots__ = ("sock", "rbuf", "wlock", "fd", "_chunk", "_chunk_view", "peer_pid", "io_timeout_ms", "_poll", "rank")
+    ident = b""   # (its calls need no lease: the connection's end cancels them)
 
     def __init__(self, sock: socket.socket, io_timeout_s: Optional[float] = None):
         self.sock = sock
@@ -110,6 +112,39 @@ class Conn:
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
         self._poll = SpinPoll(poller)
+        self.rank = 0
+
+    # -- transports.Conn ---------------------------------------------------------------------
+    @property
+    def poll_handle(self) -> int:
+        return self.fd
+
+    def encode(self, message) -> tuple:
+        """Frames, leases, shared bytes: large tensors go in shared memory (shm.py)."""
+        return wire.encode_shared(message, *shm.encoder_for(self.peer_pid))
+
+    def decode(self, frames: list):
+        return wire.decode(frames, shm.attached())
+
+    def send_message(self, frames: list, wait_s: float) -> None:
+        try:
+            self.send(frames)
+        except OSError as e:
+            raise transports.Unreachable(f"connection lost while sending ({type(e).__name__})") from None
+
+    def recv_message(self, block: bool) -> Optional[list]:
+        if not block and not self.readable(0):
+            return None
+        return self.read()
+
+    def ended(self) -> bool:
+        return self.readable(0)   # (an idle connection that reads is at its end)
+
+    def connected(self) -> bool:
+        return True   # (its end shows as a read)
+
+    def cancel(self, rid: int) -> int:
+        return 0   # (closing the connection cancels its calls)
 
     def readable(self, timeout_ms: int) -> bool:
         """Whether a reply (or the connection's end) can be read, waiting up to timeout_ms
@@ -243,29 +278,6 @@ def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -
 
 
 # -- the server's end ---------------------------------------------------------------------------
-class Refused:
-    """A message that was skipped rather than read: its header (for the request id, when it
-    could be read) and the error to answer it with."""
-
-    __slots__ = ("header", "error")
-
-    def __init__(self, header: Optional[bytes], error: errors.OpError):
-        self.header = header
-        self.error = error
-
-    def request_id(self) -> int:
-        """The id of the refused request, or -1 (its tensors are not decoded, only the map)."""
-        if self.header is None:
-            return -1
-        try:
-            head = msgpack.unpackb(self.header, raw=False, strict_map_key=False,
-                                   ext_hook=lambda code, data: None)
-        except Exception:  # noqa: BLE001 - an unreadable header: no id to answer
-            return -1
-        rid = head.get("id") if isinstance(head, dict) else None
-        return rid if type(rid) is int else -1
-
-
 _PREFIX_STATE, _LENS, _SMALL_BODY, _BIG_BODY, _REFUSED_HEAD, _DISCARD = range(6)
 
 
@@ -277,11 +289,13 @@ class ServerConn:
 
     __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
                  "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
-                 "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended")
+                 "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended",
+                 "listener")
 
-    def __init__(self, sock: socket.socket, peer_pid: int = 0):
+    def __init__(self, sock: socket.socket, peer_pid: int = 0, listener: Optional["Listener"] = None):
         sock.setblocking(False)
         self.sock = sock
+        self.listener = listener
         self.fd = sock.fileno()
         self.peer_pid = peer_pid
         self.inflight: dict = {}          # request id -> RequestContext (cancelled when it closes)
@@ -543,6 +557,31 @@ class ServerConn:
         except OSError:
             pass
 
+    # -- the origin of its requests (transports.py) ---------------------------------------------
+    def decode(self, frames: list):
+        return wire.decode(frames, shm.attached())
+
+    def encode(self, message: dict) -> tuple:
+        """Frames, leases, shared bytes: large tensors go in shared memory (shm.py)."""
+        return wire.encode_shared(message, *shm.encoder_for(self.peer_pid))
+
+    def reply(self, ident: bytes, frames: list, on_io: bool) -> None:
+        if not self.queue(frames, on_io):
+            return
+        if on_io:
+            self.listener.server.set_events(self.fd, _INOUT)   # the rest goes out as room comes
+        else:
+            self.wait_written(sockets.PEER_STALL_S)
+
+    def track(self, ident: bytes, rid: int, rctx) -> None:
+        self.inflight[rid] = rctx   # (the connection's end is the client's: no lease needed)
+
+    def untrack(self, ident: bytes, rid: int) -> None:
+        self.inflight.pop(rid, None)
+
+    def tracked(self, ident: bytes, rid: int):
+        return self.inflight.get(rid)
+
     def close(self) -> None:
         with self.wlock:
             self.closed = True
@@ -572,3 +611,193 @@ def listen(path: str) -> Optional[socket.socket]:
         return sock
     except OSError:
         return None
+
+
+def _file_id(path: str) -> Optional[tuple]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+# -- the transport (transports.py) ----------------------------------------------------------------
+class Route(transports.Route):
+    """A same-host peer's Unix socket, for one channel (inproc.py's routes are the same but for
+    how they dial)."""
+
+    name = "unix"
+
+    def __init__(self, channel, candidate: str):
+        super().__init__(channel)
+        self._candidate = candidate   # where the peer listens once up
+        self.path: Optional[str] = None
+        self._stale: Optional[tuple] = None   # (inode, mtime) of a socket file nobody listened on
+
+    def available(self) -> bool:
+        """A peer not listening yet (not started) is looked for again on later calls, not
+        given up for the next route for good."""
+        if self.path is None and _file_id(self._candidate) not in (None, self._stale):
+            self.path = self._candidate
+        return self.path is not None
+
+    def connect(self, wait_s: float) -> Optional[Conn]:
+        """A peer that takes no connection is retried until wait_s."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                conn = self._dial(max(0.05, min(1.0, deadline - time.monotonic())))
+            except ConnectionRefusedError:
+                self._refused()
+                return None
+            except OSError as e:
+                if time.monotonic() >= deadline:
+                    raise transports.Unreachable(f"no connection within {wait_s:g} s ({type(e).__name__})") from None
+                time.sleep(0.05)
+                continue
+            conn.rank = self.rank
+            return conn
+
+    def push_conn(self) -> Optional[Conn]:
+        """None on an IO thread, which never writes to a Unix socket that could be full (the
+        next route, ZeroMQ, queues the message in its own IO thread), and for a peer that
+        takes no connection now: a push never waits for its receiver."""
+        if on_io_thread():
+            return None
+        while True:
+            try:
+                conn = self._push_free.pop()
+            except IndexError:
+                break
+            if not conn.ended():
+                return conn
+            conn.close()   # at its end: the peer went away
+        try:
+            conn = self._dial(0.5)
+        except OSError:
+            return None
+        conn.rank = self.rank
+        return conn
+
+    def _dial(self, timeout_s: float) -> Conn:
+        return connect(self.path, timeout_s, self.channel.connect_timeout_s)
+
+    def _refused(self) -> None:
+        """A file left by a server that is gone (its port may serve another one now, whose
+        file is elsewhere): the address is reached the next way until the file is made again."""
+        self._stale, self.path = _file_id(self._candidate), None
+
+
+class Listener:
+    """A server's Unix socket and its clients' connections, served by the IO role: a peer that
+    stops mid-message or leaves its replies unread for PEER_STALL_S is dropped; a connection
+    from another user id is refused; a client that goes away closes its connection, which
+    cancels its calls at once."""
+
+    def __init__(self, server, sock: socket.socket, path: str):
+        self.server = server
+        self._sock = sock
+        self._path = path
+        self._conns: dict = {}   # fd -> ServerConn
+        server.watch(sock.fileno(), self._accept)
+
+    def _accept(self, ev: int) -> None:
+        while True:
+            try:
+                sock, _ = self._sock.accept()
+            except OSError:   # (BlockingIOError: none left)
+                return
+            pid, uid = peer_cred(sock)
+            if uid is not None and uid != os.getuid():
+                _log.warning("transport: refused a same-host connection from user id %d", uid)
+                sock.close()
+                continue
+            self.adopt(ServerConn(sock, pid, self))
+
+    def adopt(self, conn: ServerConn) -> None:
+        """Serves a client's connection from now on."""
+        self._conns[conn.fd] = conn
+        self.server.watch(conn.fd, functools.partial(self._on_conn_event, conn))
+
+    def _on_conn_event(self, conn: ServerConn, ev: int) -> None:
+        if ev & _OUT and not conn.on_writable():
+            self.server.set_events(conn.fd, _IN)
+        if not ev & _READABLE:
+            return
+        messages = conn.pump(bool(ev & _HUNG_UP))
+        if messages and conn.out_bytes > _MAX_UNREAD_REPLY_BYTES:
+            _log.warning("transport: dropping a same-host peer that sends on and reads no replies")
+            self._drop(conn)
+            return
+        server = self.server
+        for msg in messages:
+            if conn.closed:
+                return
+            if type(msg) is Refused:
+                server.refuse(conn, b"", msg.request_id(), msg.error)
+            elif conn.ended is None:
+                server.on_message(msg, conn, b"")
+            else:
+                # The client is gone: what it pushed is taken, what it asked is not run (a
+                # client that gave up on a call closes its connection: the call is cancelled).
+                server.on_message(msg, conn, b"", oneway_only=True)
+        if conn.ended is not None:
+            # The client went away (or broke the framing): its calls still running are cancelled.
+            self._drop(conn)
+
+    def _drop(self, conn: ServerConn) -> None:
+        if self._conns.pop(conn.fd, None) is conn:
+            self.server.unwatch(conn.fd)
+        conn.close()
+        for rctx in list(conn.inflight.values()):
+            rctx.cancel()
+        shm.sweep()   # (the client may have died: the shared buffers it sent from go with it)
+
+    def woken(self) -> None:
+        pass   # (its descriptors are level-triggered)
+
+    def renew(self, waits: list, now: float) -> None:
+        pass   # (its calls hold no leases)
+
+    def sweep(self, now: float) -> None:
+        for conn in list(self._conns.values()):
+            if (conn.mid_message() and now - conn.last_read > sockets.PEER_STALL_S) \
+                    or conn.output_stalled(now, sockets.PEER_STALL_S):
+                _log.warning("transport: dropping a same-host peer that stalled for %.0f s", sockets.PEER_STALL_S)
+                self._drop(conn)
+
+    def close(self) -> None:
+        self._sock.close()
+        for c in list(self._conns.values()):
+            c.close()
+        try:
+            os.unlink(self._path)
+        except OSError:
+            pass
+
+
+class Unix(transports.Transport):
+    """A same-host peer over its Unix socket while TENSORWEAVE_TRANSPORT is auto (the default);
+    every server on this host listens on one unless it is tcp."""
+
+    name = "unix"
+    preference = 20
+
+    def route(self, channel, address: str) -> Optional[Route]:
+        candidate = uds_path_of(address, must_exist=False)
+        return None if candidate is None else Route(channel, candidate)
+
+    def listen(self, server, address: str, bind: str) -> Optional[Listener]:
+        port = transports.port_of(address)
+        if port is None or sockets.TRANSPORT == "tcp":
+            return None
+        path = sockets.uds_path_for_port(port)
+        try:
+            sockets.ipc_dir()
+        except OSError:
+            return None
+        sock = listen(path)
+        return None if sock is None else Listener(server, sock, path)
+
+
+transports.register(Unix())

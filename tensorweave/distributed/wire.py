@@ -74,7 +74,7 @@ def _encode_strings(arr: np.ndarray) -> bytes:
 
 
 def _packer() -> msgpack.Packer:
-    # A nested msgpack.packb inside `default` costs ~30 us; a kept Packer ~1 us.
+    # (one kept per thread: a msgpack.packb inside `default` costs far more, docs/PERFORMANCE.md)
     packer = getattr(_tls, "packer", None)
     if packer is None:
         packer = _tls.packer = msgpack.Packer(use_bin_type=True)

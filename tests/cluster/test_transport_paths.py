@@ -32,7 +32,7 @@ def _echo_graph():
 
 def _round_trips(c, mode: str) -> None:
     ch = channel_mod.Channel(c.address("local", 1), T1, 5.0)
-    assert (ch.uds_path is not None) == (mode == "uds")
+    assert (ch.preferred_route().name == "unix") == (mode == "uds")
     client = WorkerClient.for_address(c.address("local", 1), T1, 5.0)
     client._channel = ch
     h = client.register_graph(_echo_graph(), ["x:0", "s:0"], ["y:0", "s_out:0"], [])
@@ -126,11 +126,11 @@ def test_a_peer_that_starts_after_its_client_looked_is_still_reached_over_its_un
     except FileNotFoundError:
         pass
     ch = channel_mod.Channel(address, "/job:late/replica:0/task:0", 10.0)
-    assert ch.uds_path is None   # not listening yet
+    assert ch.preferred_route().name == "zeromq"   # not listening yet
     server = tf.train.Server(tf.train.ClusterSpec({"late": [address]}), job_name="late", task_index=0)
     try:
         assert ch.call("get_status", {})["job"] == "late"
-        assert ch.uds_path == sockets.uds_path_for_port(int(address.rpartition(":")[2]))
+        assert ch.preferred_route().path == sockets.uds_path_for_port(int(address.rpartition(":")[2]))
         assert [type(s) for s in ch._free] == [uds.Conn]
     finally:
         ch.close()
@@ -156,7 +156,7 @@ def test_a_socket_file_nobody_listens_on_sends_calls_by_tcp_at_once(start_cluste
         assert ch.call("get_status", {})["job"] == "local"
         assert ch.call("get_status", {})["job"] == "local"
         assert time.monotonic() - t0 < 5
-        assert ch.uds_path is None and all(type(s) is not uds.Conn for s in ch._free)
+        assert ch.preferred_route().name == "zeromq" and all(type(s) is not uds.Conn for s in ch._free)
     finally:
         ch.close()
         os.unlink(stale)

@@ -1,4 +1,4 @@
-"""tf.train.Server: one task of a cluster, serving its worker service over ZeroMQ.
+"""tf.train.Server: one task of a cluster, serving its worker service over its transports.
 
 Run as a process: ``python -m tensorweave.distributed.server --cluster JSON --job_name J
 --task_index I`` (or with TF_CONFIG set); the entry point is this package's __main__.py, so
@@ -35,7 +35,6 @@ from typing import Optional
 
 import tensorweave.ops  # noqa: F401  (registers every kernel)
 from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
-from tensorweave.distributed import sockets
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
@@ -129,13 +128,9 @@ class Server:
         self._protocol = protocol or "grpc"
         self.service = WorkerService(cluster, job_name, task_index)
         try:
-            port = int(self._address.rpartition(":")[2]) if self._address.rpartition(":")[2].isdigit() else None
-            ipc = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
             self._bind = bind_endpoint(self._address, bind_address)
-            self._transport = TransportServer(self._bind, self.service.dispatch,
-                                              self.service.ping, self.service.may_inline, ipc,
-                                              oneway=self.service.oneway,
-                                              uds_path=sockets.uds_path_for_port(port) if ipc else None,
+            self._transport = TransportServer(self._address, self._bind, self.service.dispatch, self.service.ping,
+                                              self.service.may_inline, oneway=self.service.oneway,
                                               tick=self.service.tick, may_block=self.service.may_block)
         except errors.UnknownError as e:
             raise errors.UnknownError(

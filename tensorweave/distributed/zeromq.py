@@ -1,0 +1,299 @@
+"""The ZeroMQ transport (transports.py's protocol): tcp://, or ipc:// to a same-host peer that
+serves it unless TENSORWEAVE_TRANSPORT=tcp (sockets.endpoint_of). It reaches every address, so
+it is the route a channel falls back to; a server's ROUTER socket binds the task's tcp://
+endpoint and its ipc:// file.
+
+Client side: a call's connection is a DEALER (ZMQ_IMMEDIATE, so a request is only queued on a
+live connection; heartbeats, so a silent peer's connection is closed) with an identity of its
+own, which lease pings name. A call given up on is cancelled by a one-way "cancel" behind it
+on the same connection. Pushes go over other DEALERs, which queue messages while they
+(re)connect and send what is queued when closed.
+
+Server side: one ROUTER for every client; the IO role polls its ZMQ_FD, which is
+edge-triggered: what ZMQ_EVENTS says is there is always drained whole, and a thread that
+replies (under the ROUTER's lock) and finds input waiting wakes the IO role. A call whose
+client stops renewing its lease (pings, channel.py) is cancelled after CLIENT_LEASE_S.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import zmq
+
+from tensorweave.distributed import auth, sockets, transports, wire
+from tensorweave.distributed.sockets import (EVENTS, NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames,
+                                             send_frames, zmq_context)
+from tensorweave.framework import errors, limits
+
+_POLLOUT = int(zmq.POLLOUT)
+_NO_LEASES = ()
+
+
+# -- the client side ------------------------------------------------------------------------------
+class _Socket(zmq.Socket):
+    """What a call's and a push's DEALER share (transports.Conn)."""
+
+    ident = b""   # its ZMQ_IDENTITY (a getsockopt costs more)
+    rank = 0
+
+    @property
+    def poll_handle(self):
+        return self
+
+    def encode(self, message) -> tuple:
+        return wire.encode(message), _NO_LEASES, 0
+
+    def decode(self, frames: list):
+        return wire.decode(frames, None)
+
+    def readable(self, timeout_ms: int) -> bool:
+        return bool(zmq.zmq_poll([(self, POLLIN)], timeout_ms))
+
+    def recv_message(self, block: bool):
+        try:
+            return recv_frames(self, 0 if block else NOBLOCK)
+        except zmq.Again:
+            return None
+
+    def ended(self) -> bool:
+        return False   # (a connection that went down is reconnected by ZeroMQ)
+
+    def connected(self) -> bool:
+        return bool(self.getsockopt(EVENTS) & _POLLOUT)   # (ZMQ_IMMEDIATE: writable only while connected)
+
+    def cancel(self, rid: int) -> int:
+        try:
+            send_frames(self, wire.encode({"m": "cancel", "a": {"id": rid}}), NOBLOCK)
+            return 1000
+        except zmq.ZMQError:
+            return 0
+
+
+class _CallSocket(_Socket):
+    def send_message(self, frames: list, wait_s: float) -> None:
+        try:
+            send_frames(self, frames, NOBLOCK)
+            return
+        except zmq.Again:
+            pass
+        if not self.poll(int(wait_s * 1000), zmq.POLLOUT):
+            hint = " (is it serving with authentication this client has no key for?)" if auth.keys() is None else ""
+            raise transports.Unreachable(f"no connection within {wait_s:g} s{hint}")
+        try:
+            send_frames(self, frames, NOBLOCK)
+        except zmq.Again:
+            raise transports.Unreachable("connection lost while sending") from None
+
+
+class _PushSocket(_Socket):
+    def send_message(self, frames: list, wait_s: float) -> None:
+        """Queued for the peer even while it (re)connects; only a full queue waits, and never
+        on a server's IO thread."""
+        try:
+            send_frames(self, frames, NOBLOCK)
+        except zmq.Again:
+            if on_io_thread() or not self.poll(int(wait_s * 1000), zmq.POLLOUT):
+                raise transports.Unreachable("it does not take the tensors sent to it") from None
+            send_frames(self, frames, NOBLOCK)
+
+
+def _configure_dealer(sock: zmq.Socket) -> None:
+    """What every client socket sets: quick reconnects, heartbeats, the cluster's keys."""
+    sock.setsockopt(zmq.RECONNECT_IVL, 50)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
+    sockets.set_heartbeats(sock)
+    auth.secure_client(sock)
+
+
+class _Route(transports.Route):
+    name = "zeromq"
+
+    def __init__(self, channel, address: str):
+        super().__init__(channel)
+        self.address = address
+        self._endpoint = None
+
+    @property
+    def endpoint(self) -> str:
+        """tcp:// or, for a peer on this host that serves one, its ipc:// endpoint (unless
+        TENSORWEAVE_TRANSPORT=tcp; chosen on first use)."""
+        if self._endpoint is None:
+            self._endpoint = endpoint_of(self.address)
+        return self._endpoint
+
+    def available(self) -> bool:
+        return True
+
+    def connect(self, wait_s: float) -> _CallSocket:
+        sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+        sock.ident = os.urandom(12)
+        sock.setsockopt(zmq.IDENTITY, sock.ident)
+        sock.rank = self.rank
+        _configure_dealer(sock)
+        sock.connect(self.endpoint)
+        return sock
+
+    def push_conn(self) -> _PushSocket:
+        try:
+            return self._push_free.pop()
+        except IndexError:
+            if self.channel.closed:
+                raise errors.CancelledError(None, None, f"Channel to {self.channel.peer_name} is closed") from None
+        sock = zmq_context().socket(zmq.DEALER, socket_class=_PushSocket)
+        sock.setsockopt(zmq.LINGER, 2000)    # queued pushes still leave when the socket closes
+        sock.rank = self.rank
+        _configure_dealer(sock)
+        sock.connect(self.endpoint)
+        return sock
+
+
+# -- the server side ------------------------------------------------------------------------------
+class _Listener:
+    """The ROUTER socket of a server: the listener and the origin of every ZeroMQ request
+    (`ident` names the client's socket)."""
+
+    closed = False   # (a client's connection ending is no event here: its calls' leases lapse)
+
+    def __init__(self, server, router: zmq.Socket, ipc_path):
+        self._server = server
+        self._router = router
+        self._ipc_path = ipc_path
+        self._fd = router.getsockopt(zmq.FD)
+        self._lock = threading.Lock()   # whoever sends or receives on the ROUTER holds it
+        self._inflight: dict = {}       # (identity, request id) -> [last renewed, RequestContext]
+        self._inflight_lock = threading.Lock()
+        self._on_input = self._drain   # (one bound method for the poll and serve_soon, not one a round)
+        server.watch(self._fd, self._on_input)
+
+    def woken(self) -> None:
+        self._server.serve_soon(self._on_input)   # (a replying thread may have taken the ROUTER's edge)
+
+    def _drain(self, poll_events: int = 0) -> None:
+        """Reads every message the ROUTER holds (its FD signals edges only: what is there must
+        be taken now, or it is not signalled again)."""
+        router, server = self._router, self._server
+        while True:
+            with self._lock:
+                batch = []
+                while len(batch) < 256 and router.getsockopt(EVENTS) & POLLIN:
+                    batch.append(recv_frames(router))
+                pending = bool(batch) and bool(router.getsockopt(EVENTS) & POLLIN)
+            for msg in batch:
+                ident, frames = msg[0].bytes, msg[1:]
+                size = sum(len(f) for f in frames)
+                if size > limits.value(limits.MESSAGE_BYTES):
+                    # (ZeroMQ itself drops a connection that sends one frame over the limit)
+                    header = frames[0].bytes if frames and len(frames[0]) <= 1 << 16 else None
+                    refused = transports.Refused(header, limits.exceeded(limits.MESSAGE_BYTES, size, "message"))
+                    server.refuse(self, ident, refused.request_id(), refused.error)
+                else:
+                    server.on_message(frames, self, ident)
+            if not pending:
+                return
+
+    # -- the origin of requests -------------------------------------------------------------------
+    def decode(self, frames: list):
+        return wire.decode(frames, None)
+
+    def encode(self, message: dict) -> tuple:
+        return wire.encode(message), _NO_LEASES, 0
+
+    def reply(self, ident: bytes, frames: list, on_io: bool) -> None:
+        """From any thread: sent under the ROUTER's lock. A send may consume the edge of input
+        that came meanwhile: the IO role is told to look (or, itself, does)."""
+        with self._lock:
+            if self._router.closed:
+                return   # the server stopped while the request ran
+            try:
+                send_frames(self._router, [ident] + frames, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass   # the client went away (or does not read): its reply is dropped
+            waiting = bool(self._router.getsockopt(EVENTS) & POLLIN)
+        if waiting:
+            if on_io:
+                self._server.serve_soon(self._on_input)
+            else:
+                self._server.wake_io()
+
+    def track(self, ident: bytes, rid: int, rctx) -> None:
+        with self._inflight_lock:
+            self._inflight[(ident, rid)] = [time.monotonic(), rctx]
+
+    def untrack(self, ident: bytes, rid: int) -> None:
+        with self._inflight_lock:
+            self._inflight.pop((ident, rid), None)
+
+    def tracked(self, ident: bytes, rid: int):
+        with self._inflight_lock:
+            ent = self._inflight.get((ident, rid))
+        return ent[1] if ent is not None else None
+
+    # -- leases -------------------------------------------------------------------------------------
+    def renew(self, waits: list, now: float) -> None:
+        with self._inflight_lock:
+            for w in waits:
+                if isinstance(w, list) and len(w) == 2 and type(w[0]) is bytes and type(w[1]) is int:
+                    ent = self._inflight.get((w[0], w[1]))
+                    if ent is not None:
+                        ent[0] = now
+
+    def sweep(self, now: float) -> None:
+        with self._inflight_lock:
+            stale = [k for k, (seen, _) in self._inflight.items() if now - seen > sockets.CLIENT_LEASE_S]
+            ctxs = [self._inflight[k][1] for k in stale]
+            for k in stale:
+                self._inflight[k][0] = float("inf")   # cancel once
+        for c in ctxs:
+            c.cancel()
+
+    def close(self) -> None:
+        with self._lock:   # (a request still running may be replying on it)
+            self._router.close(0)
+        if self._ipc_path is not None:
+            try:
+                os.unlink(self._ipc_path)
+            except OSError:
+                pass
+
+
+class ZeroMQ(transports.Transport):
+    name = "zeromq"
+    preference = 10
+
+    def route(self, channel, address: str) -> _Route:
+        return _Route(channel, address)
+
+    def listen(self, server, address: str, bind: str) -> _Listener:
+        """The ROUTER bound to `bind` (the server cannot start without it) and, unless
+        TENSORWEAVE_TRANSPORT=tcp, to this host's ipc:// file for the task's port."""
+        router = zmq_context().socket(zmq.ROUTER)
+        router.setsockopt(zmq.LINGER, 0)
+        router.setsockopt(zmq.MAXMSGSIZE, limits.value(limits.MESSAGE_BYTES))
+        router.setsockopt(zmq.ROUTER_MANDATORY, 0)
+        sockets.set_heartbeats(router)
+        if "[" in bind:
+            router.setsockopt(zmq.IPV6, 1)
+        try:
+            auth.secure_server(router)
+            router.bind(bind)
+        except (zmq.ZMQError, ValueError) as e:
+            router.close(0)
+            why = e.strerror if isinstance(e, zmq.ZMQError) else str(e)
+            raise errors.UnknownError(None, None, f"Could not start server on {bind}: {why}") from None
+        port = transports.port_of(address)
+        ipc_path = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
+        if ipc_path is not None:
+            # Same-host clients use this endpoint: measurably faster than tcp on loopback.
+            try:
+                sockets.ipc_dir()
+                router.bind("ipc://" + ipc_path)
+            except (OSError, zmq.ZMQError):
+                ipc_path = None
+        return _Listener(server, router, ipc_path)
+
+
+transports.register(ZeroMQ())
