@@ -287,8 +287,8 @@ class ServerConn:
     the socket takes and keeps the rest; the rest is written by the IO thread when the socket
     is writable again, or by a pool thread that waits for room itself (`wait_written`)."""
 
-    __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens", "_big",
-                 "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
+    __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens",
+                 "_big", "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
                  "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended",
                  "listener")
 
