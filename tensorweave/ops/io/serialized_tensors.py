@@ -8,7 +8,8 @@ string list), or the typed `*_val` field of the dtype, where fewer values than t
 are padded with the last one (one value fills the tensor; none gives zeros) and more are cut.
 Sizes are checked before anything is allocated: content of the wrong length, a shape past int64
 or 254 dims is InvalidArgumentError, a shape that a few typed values would fill past
-`limits.OP_OUTPUT_ELEMENTS` is ResourceExhaustedError.
+`limits.OP_OUTPUT_ELEMENTS` is ResourceExhaustedError. A proto of a dtype tensorweave does not
+hold (bfloat16, variant, ...) is reported as TF reports it for another out_type: a type mismatch.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tensorweave.ops.registry import register
 SERIALIZABLE = NUMERIC + BOOL + (dtypes.string,)
 _MAX_DIMS = 254                     # TensorShape::MaxDimensions()
 _INT64_MAX = (1 << 63) - 1
-_MESSAGE_CHARS = 2000               # how much of a bad proto an error message quotes
+_MESSAGE_CHARS = 2000               # how much of bad bytes an error message quotes
 
 # dtype -> the TensorProto field a value list of it lives in (TF's ProtoHelper<T>)
 _FIELDS = {dtypes.float32: "float_val", dtypes.float64: "double_val", dtypes.int32: "int_val",
@@ -183,6 +184,19 @@ def decode(serialized: bytes, node_name=None) -> tuple:
     return proto.dtype, (string_result(list(flat), dims) if dtype is dtypes.string else flat.reshape(dims))
 
 
+def _proto_text(serialized: bytes) -> str:
+    """The refused proto as TF's message shows it (text format), its long fields cut short."""
+    proto = tensor_pb2.TensorProto.FromString(serialized)
+    cut = len(proto.tensor_content) > _MESSAGE_CHARS // 4
+    proto.tensor_content = proto.tensor_content[:_MESSAGE_CHARS // 4]
+    for field in _FIELDS.values():
+        values = getattr(proto, field)
+        if len(values) > 16:
+            del values[16:]
+            cut = True
+    return text_format.MessageToString(proto) + ("(cut short)" if cut else "")
+
+
 @tf_export("io.parse_tensor", "parse_tensor")
 def parse_tensor(serialized, out_type, name=None):
     """tf.io.parse_tensor(serialized, out_type, name=None): the tensor a serialized TensorProto
@@ -209,9 +223,7 @@ def _parse_kernel(node, ctx):
             raise invalid(node, "Could not parse `serialized` as TensorProto, base64: "
                                 + quoted + ("..." if len(serialized) > _MESSAGE_CHARS else "")) from None
         except ProtoError:
-            text = text_format.MessageToString(tensor_pb2.TensorProto.FromString(serialized))
-            raise invalid(node, "Cannot parse tensor from proto: "
-                                + text[:_MESSAGE_CHARS] + ("..." if len(text) > _MESSAGE_CHARS else "")) from None
+            raise invalid(node, "Cannot parse tensor from proto: " + _proto_text(serialized)) from None
         if enum != out_type.as_datatype_enum:
             raise invalid(node, f"Type mismatch between parsed tensor ({_type_string(enum)}) and dtype "
                                 f"({_type_string(out_type.as_datatype_enum)})")
