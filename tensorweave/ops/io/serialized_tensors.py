@@ -116,9 +116,7 @@ def _string_list(content: bytes, n: int) -> list:
             if not b & 0x80:
                 break
             shift += 7
-        if size > 0xffffffff:
-            raise ProtoError("bad varint32 string length")
-        sizes.append(size)
+        sizes.append(size & 0xffffffff)     # a fifth byte's high bits fall off, as in GetVarint32
     if sum(sizes) != len(content) - pos:
         raise ProtoError(f"string lengths add up to {sum(sizes)}, content holds {len(content) - pos}")
     out = []
