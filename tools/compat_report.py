@@ -118,8 +118,6 @@ NAME_REASONS = [
     ("sparse", "cross*", "feature crosses (string hashing) are out of scope"),
     ("tf", "SparseConditionalAccumulator", "sparse accumulators for sync replicas: not yet implemented"),
     ("tf", "*serialize*sparse", "serialized (protobuf) tensors are out of scope"),
-    ("tf", "*serialize_tensor", "serialized (protobuf) tensors are out of scope"),
-    ("tf", "parse_tensor", "serialized (protobuf) tensors are out of scope"),
     ("tf", "make_tensor_proto", "TensorProto (protobuf) is out of scope"),
     ("tf", "make_ndarray", "TensorProto (protobuf) is out of scope"),
     ("tf", "AttrValue", "protobuf message classes are out of scope"),

@@ -271,6 +271,7 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
+        tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
         tf.io.read_file(text), tf.io.write_file(text, text), tf.io.matching_files(text)
         tf.io.match_filenames_once(os.path.join(tmp, "*"))

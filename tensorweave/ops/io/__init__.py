@@ -7,4 +7,5 @@ example_proto.py  tf.train.Example and its parts (protobuf messages)
 parsing.py      parse_example / parse_single_example and the feature configurations
 decoding.py     decode_raw, decode_csv, string_to_number, decode_compressed
 file_ops.py     read_file, write_file, matching_files
+serialized_tensors.py  serialize_tensor / parse_tensor (TF's TensorProto bytes)
 """
