@@ -211,3 +211,14 @@ def test_table_of_several_blocks_reads_back(tmp_path):
     with open(path, "wb") as f:
         f.write(raw)
     assert list(read_table(path).items()) == [(b"", b"")] + items
+
+
+def test_slices_taking_whole_dimensions_are_keyed_as_tf_keys_them(tmp_path):
+    """A slice spec's '-' (a whole dimension) is TF's full extent: an empty extent in the entry,
+    (0, -1) in the slice's key; the reader finds the bytes by the same key."""
+    full = np.arange(8, dtype=np.int32).reshape(4, 2)
+    prefix = str(tmp_path / "m")
+    write_tf_bundle(prefix, [("t", "4 2 0,2:-", full[:2]), ("t", "4 2 2,2:-", full[2:])])
+    reader = tf.train.NewCheckpointReader(prefix)
+    np.testing.assert_array_equal(reader.get_tensor("t"), full)
+    np.testing.assert_array_equal(reader._bundle.load(reader._bundle.entries["t"].parts[1]), full[2:])

@@ -62,8 +62,9 @@ def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
     in the format TENSORWEAVE_CHECKPOINT_FORMAT names (format_setting)."""
     tensors = [convert_to_tensor(t) for t in tensors]
     attrs = {"dtypes": [t.dtype for t in tensors]}
-    if format_setting() != SAFETENSORS:   # ours is what an op without the attr writes
-        attrs["_checkpoint_format"] = format_setting()
+    setting = format_setting()
+    if setting != SAFETENSORS:   # ours is what an op without the attr writes: graphs as before
+        attrs["_checkpoint_format"] = setting
     return make_op("SaveV2", [convert_to_tensor(prefix, dtype=dtypes.string), _strings(tensor_names, "tensor_names"),
                               _strings(shape_and_slices, "shape_and_slices")] + tensors, attrs, name=name or "SaveV2")
 

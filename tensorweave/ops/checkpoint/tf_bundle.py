@@ -481,7 +481,8 @@ def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
             for name, spec, value in items:
                 value = np.asarray(value)
                 dtype = "string" if value.dtype == object or value.dtype.kind in "SU" else value.dtype.name
-                if dtype not in _TF_DTYPE_ENUMS:
+                enum = _TF_DTYPE_ENUMS.get(dtype)
+                if enum is None:
                     raise ValueError(f"{what}: tensor {name} has dtype {dtype}, which this TensorFlow checkpoint "
                                      "writer does not support")
                 key = name.encode()
@@ -496,11 +497,10 @@ def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
                         length = tuple(-1 if w else n for w, n in zip(whole, length))   # TF's full extent
                         tensor = entries.get(key)
                         if tensor is None:
-                            tensor = entries[key] = {"dtype": _TF_DTYPE_ENUMS[dtype], "shape": tuple(full),
+                            tensor = entries[key] = {"dtype": enum, "shape": tuple(full),
                                                      "shard_id": 0, "offset": 0, "size": 0, "crc32c": None,
                                                      "slices": []}
-                        elif not tensor["slices"] or tensor["dtype"] != _TF_DTYPE_ENUMS[dtype] or \
-                                tensor["shape"] != tuple(full):
+                        elif not tensor["slices"] or tensor["dtype"] != enum or tensor["shape"] != tuple(full):
                             raise ValueError(f"{what}: slices of {name} disagree on dtype or full shape, or it is "
                                              "also saved whole")
                         tensor["slices"].append(_slice_bytes(start, length))
@@ -509,7 +509,7 @@ def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
                     raise ValueError(f"{what}: {name} is saved twice (same slice)")
                 raw, crc = _tensor_bytes(value, dtype)
                 f.write(raw)
-                entries[key] = {"dtype": _TF_DTYPE_ENUMS[dtype], "shape": value.shape, "shard_id": 0,
+                entries[key] = {"dtype": enum, "shape": value.shape, "shard_id": 0,
                                 "offset": offset, "size": len(raw), "crc32c": mask(crc), "slices": []}
                 offset += len(raw)
     write_atomically(data_filename(prefix, 0, 1), write_data)
