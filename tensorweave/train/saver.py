@@ -182,8 +182,9 @@ class Saver:
 
     Saves and restores variables (a list, or a dict of checkpoint names to variables,
     partition lists or PartitionedVariables; default: every global variable and the
-    SAVEABLE_OBJECTS collection) to checkpoints of safetensors data files, and restores
-    TensorFlow's own V2 checkpoints too."""
+    SAVEABLE_OBJECTS collection) to checkpoints of safetensors data files, or of TensorFlow's
+    own V2 format (which TF restores) when TENSORWEAVE_CHECKPOINT_FORMAT=tensorflow is set as the
+    saver is built; restores either format."""
 
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
                  keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False, saver_def=None,

@@ -133,6 +133,31 @@ def test_sharded_save_and_restore_move_no_tensor_between_tasks(cluster, tmp_path
     np.testing.assert_array_equal(tf.train.NewCheckpointReader(prefix).get_tensor("a"), big)
 
 
+def test_sharded_save_in_tensorflows_format_from_two_ps_tasks(cluster, tmp_path, monkeypatch):
+    """The client chose TF's format (the servers' environments did not): each ps writes a
+    TensorBundle shard and MergeV2Checkpoints merges them into one TF index."""
+    monkeypatch.setenv("TENSORWEAVE_CHECKPOINT_FORMAT", "tensorflow")
+    init = np.arange(48, dtype=np.float32).reshape(12, 4)
+    with tf.Graph().as_default():
+        emb, bias, gs, ids, train = _model(cluster, init)
+        saver = tf.train.Saver(sharded=True)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train, {ids: [0, 11]})
+            trained = sess.run(emb.as_tensor())
+            path = saver.save(sess, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("model.ckpt")) == [
+        "model.ckpt.data-00000-of-00002", "model.ckpt.data-00001-of-00002", "model.ckpt.index"]
+    with open(path + ".index", "rb") as f:
+        assert f.read()[-8:] == bytes.fromhex("57fb808b247547db")   # the table's magic number
+    monkeypatch.delenv("TENSORWEAVE_CHECKPOINT_FORMAT")
+    with tf.Graph().as_default():
+        emb2 = tf.get_variable("emb", [12, 4], partitioner=tf.fixed_size_partitioner(3))
+        with tf.Session() as sess:
+            tf.train.Saver([emb2]).restore(sess, path)
+            np.testing.assert_array_equal(sess.run(emb2.as_tensor()), trained)
+
+
 _KILL_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np

@@ -65,7 +65,7 @@ def write_text_atomically(path: str, text: str) -> None:
     write_atomically(path, write)
 
 
-def _make_parent(prefix: str) -> None:
+def make_parent(prefix: str) -> None:
     """Creates the checkpoint's directory, as TF's bundle writer does (a shard's temporary
     directory, or a directory only the saving task sees)."""
     parent = os.path.dirname(prefix)
@@ -87,7 +87,7 @@ def _encode(array: np.ndarray, key: str, out: dict) -> tuple:
 
 def write_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
     """Writes `items` [(name, shape_and_slice, array)] as checkpoint `prefix` (one data file)."""
-    _make_parent(prefix)
+    make_parent(prefix)
     arrays: dict = {}
     entries: dict = {}
     for name, spec, value in items:
@@ -171,13 +171,21 @@ def merge_bundles(sources: list, destination: str, delete_old_dirs: bool = True)
                 raise errors.InvalidArgumentError(None, None, f"MergeV2Checkpoints: {name} is saved by more than "
                                                   f"one shard ({', '.join(sources)})")
         base += n
-    _make_parent(destination)
+    merge_files(sources, destination, renames, lambda: write_index(destination, {
+        "format": FORMAT, "version": VERSION, "num_data_files": total, "entries": merged}), delete_old_dirs)
+
+
+def merge_files(sources: list, destination: str, renames: list, write_merged_index, delete_old_dirs: bool) -> None:
+    """The file moves of a MergeV2Checkpoints, either format: renames the shards' data files
+    (`renames`: [(source, destination)]) into place, calls write_merged_index() (the index comes
+    last), removes the shards' indexes and, with delete_old_dirs, their temporary directories."""
+    make_parent(destination)
     for src, dst in renames:
         try:
             os.replace(src, dst)
         except FileNotFoundError:
             raise errors.NotFoundError(None, None, f"MergeV2Checkpoints: data file {src} not found") from None
-    write_index(destination, {"format": FORMAT, "version": VERSION, "num_data_files": total, "entries": merged})
+    write_merged_index()
     for src in sources:
         os.remove(src + ".index")
     if delete_old_dirs:   # the shards' temporary directories, never the destination's

@@ -4,8 +4,16 @@ plus the private _ShardTempPrefix that names one shard's temporary checkpoint.
 They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
 that holds its variables, so tensors are read and written where they live and only file names
 cross tasks. Paths must be reachable from those tasks (a shared filesystem), as in TF.
+
+SaveV2 writes our format (safetensors data files, a JSON index) unless the program that built it
+ran with TENSORWEAVE_CHECKPOINT_FORMAT=tensorflow: then TensorFlow's own (a TensorBundle), which
+TF's Saver restores. The choice is made once, when the op is built, and travels in its
+`_checkpoint_format` attr, so every task of a sharded save writes the same format whatever its
+own environment; RestoreV2 and MergeV2Checkpoints tell the format by the index file.
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -13,7 +21,8 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.checkpoint.bundle import merge_bundles, sharded_filename, write_bundle
-from tensorweave.ops.checkpoint.reader import CheckpointReader
+from tensorweave.ops.checkpoint.reader import SAFETENSORS, TENSORFLOW, CheckpointReader, checkpoint_format
+from tensorweave.ops.checkpoint.tf_bundle import merge_tf_bundles, write_tf_bundle
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.registry import register
 
@@ -32,13 +41,32 @@ def _strings(values, name: str):
 
 
 # -- SaveV2 ---------------------------------------------------------------------------------------
+FORMAT_ENV = "TENSORWEAVE_CHECKPOINT_FORMAT"
+_WRITERS = {SAFETENSORS: write_bundle, TENSORFLOW: write_tf_bundle}
+_MERGERS = {SAFETENSORS: merge_bundles, TENSORFLOW: merge_tf_bundles}
+
+
+def format_setting() -> str:
+    """The format SaveV2 ops built now write: TENSORWEAVE_CHECKPOINT_FORMAT, `safetensors` (the
+    default: data files anyone opens with the safetensors package) or `tensorflow` (TF's own
+    TensorBundle, for checkpoints TensorFlow restores)."""
+    setting = os.environ.get(FORMAT_ENV, "").strip().lower() or SAFETENSORS
+    if setting not in _WRITERS:
+        raise ValueError(f"{FORMAT_ENV}={setting!r}: expected one of {', '.join(_WRITERS)}")
+    return setting
+
+
 def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
     """Writes `tensors` as checkpoint `prefix` (data file and index), each under its name and
-    slice (shape_and_slices[i]: '' for a whole tensor, TF's 'd0 d1 start,len:...' for a slice)."""
+    slice (shape_and_slices[i]: '' for a whole tensor, TF's 'd0 d1 start,len:...' for a slice),
+    in the format TENSORWEAVE_CHECKPOINT_FORMAT names (format_setting)."""
     tensors = [convert_to_tensor(t) for t in tensors]
+    attrs = {"dtypes": [t.dtype for t in tensors]}
+    setting = format_setting()
+    if setting != SAFETENSORS:   # ours is what an op without the attr writes: graphs as before
+        attrs["_checkpoint_format"] = setting
     return make_op("SaveV2", [convert_to_tensor(prefix, dtype=dtypes.string), _strings(tensor_names, "tensor_names"),
-                              _strings(shape_and_slices, "shape_and_slices")] + tensors,
-                   {"dtypes": [t.dtype for t in tensors]}, name=name or "SaveV2")
+                              _strings(shape_and_slices, "shape_and_slices")] + tensors, attrs, name=name or "SaveV2")
 
 
 def _save_infer(op):
@@ -51,12 +79,16 @@ def _save_infer(op):
 
 
 def _save_kernel(node, ctx):
+    write = _WRITERS.get(node.attr.get("_checkpoint_format", SAFETENSORS))
+    if write is None:
+        raise invalid(node, f"unknown checkpoint format {node.attr['_checkpoint_format']!r}")
+
     def save(prefix, names, specs, *tensors):
         names, specs = _texts(names), _texts(specs)
         if len(names) != len(tensors) or len(specs) != len(tensors):
             raise invalid(node, f"Got {len(tensors)} tensors, {len(names)} names and {len(specs)} slice specs")
         try:
-            write_bundle(_text(prefix), list(zip(names, specs, tensors)), node.name)
+            write(_text(prefix), list(zip(names, specs, tensors)), node.name)
         except ValueError as e:
             raise invalid(node, str(e)) from None
         except OSError as e:
@@ -126,8 +158,11 @@ def _merge_kernel(node, ctx):
     delete_old_dirs = bool(node.attr.get("delete_old_dirs", True))
 
     def merge(prefixes, destination):
+        prefixes = _texts(prefixes)
+        if not prefixes:
+            raise invalid(node, "no checkpoint_prefixes to merge")
         try:
-            merge_bundles(_texts(prefixes), _text(destination), delete_old_dirs)
+            _MERGERS[checkpoint_format(prefixes[0], node.name)](prefixes, _text(destination), delete_old_dirs)
         except errors.OpError as e:
             raise type(e)(node, node.name, f"{node.name}: {e.message}") from None
         except OSError as e:

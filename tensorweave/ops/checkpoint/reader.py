@@ -13,9 +13,26 @@ from tensorweave.ops.checkpoint.bundle import Bundle, is_our_index
 from tensorweave.ops.checkpoint.slices import assemble, parse_shape_and_slice
 from tensorweave.ops.checkpoint.tf_bundle import TFBundle, is_tf_index
 
+# The two formats by their names in TENSORWEAVE_CHECKPOINT_FORMAT (io_ops.py).
+SAFETENSORS, TENSORFLOW = "safetensors", "tensorflow"
+
 
 def checkpoint_index_exists(prefix: str) -> bool:
     return os.path.isfile(prefix + ".index")
+
+
+def checkpoint_format(prefix: str, what: str) -> str:
+    """The format of checkpoint `prefix`, told by its index file (ours is JSON, TF's ends with the
+    table's magic number): SAFETENSORS or TENSORFLOW. `what` begins the errors' messages."""
+    index = prefix + ".index"
+    if not os.path.isfile(index):
+        raise errors.NotFoundError(None, None, f"{what}: Failed to find any matching files for {prefix} (no {index})")
+    if is_our_index(index):
+        return SAFETENSORS
+    if is_tf_index(index):
+        return TENSORFLOW
+    raise errors.DataLossError(None, None, f"{index} is neither a tensorweave nor a TensorFlow checkpoint index "
+                               "(truncated or corrupted)")
 
 
 class CheckpointReader:
@@ -24,17 +41,9 @@ class CheckpointReader:
     def __init__(self, prefix: str):
         if isinstance(prefix, bytes):
             prefix = prefix.decode()
-        index = prefix + ".index"
-        if not os.path.isfile(index):
-            raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
-                                       f"matching files for {prefix} (no {index})")
-        if is_our_index(index):
-            self._bundle = Bundle(prefix)
-        elif is_tf_index(index):
-            self._bundle = TFBundle(prefix)
-        else:
-            raise errors.DataLossError(None, None, f"{index} is neither a tensorweave nor a TensorFlow checkpoint "
-                                       "index (truncated or corrupted)")
+        bundle = {SAFETENSORS: Bundle, TENSORFLOW: TFBundle}[
+            checkpoint_format(prefix, "Unsuccessful TensorSliceReader constructor")]
+        self._bundle = bundle(prefix)
         self._prefix = prefix
 
     def _entry(self, name: str):

@@ -1,4 +1,5 @@
-"""Reading TensorFlow's own V2 checkpoints, so users bring their models with them.
+"""TensorFlow's own V2 checkpoints, read and written, so users bring their models with them and
+take them back to TensorFlow.
 
 A V2 checkpoint `prefix` is `prefix.index`, a LevelDB-style sorted table (blocks of
 prefix-compressed key/value entries, each block followed by a type byte and a masked crc32c,
@@ -6,8 +7,10 @@ a footer pointing at the index block, and a magic number), and `prefix.data-SSSS
 files of raw little-endian tensor bytes. The table's first value (key "") is a
 BundleHeaderProto; every other value is a BundleEntryProto (dtype, shape, shard, offset, size,
 crc32c, and for a tensor saved in slices, the slices, whose bytes are under keys that
-encode (name, slice) with TF's OrderedCode). Protobuf records are decoded here directly from
-the wire format: the few fields a checkpoint needs.
+encode (name, slice) with TF's OrderedCode). Protobuf records are decoded and encoded here
+directly in the wire format: the few fields a checkpoint needs (TensorBoard's package ships no
+compiled tensor_bundle.proto or tensor_slice.proto). The writer follows TF's BundleWriter,
+table::TableBuilder and MergeBundles byte for byte, so an index written here equals TF's.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ import crc32c as _crc32c
 import numpy as np
 
 from tensorweave.framework import errors
-from tensorweave.ops.checkpoint.slices import Entry, Part
+from tensorweave.ops.checkpoint.bundle import data_filename, make_parent, merge_files, write_atomically
+from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
@@ -90,7 +94,9 @@ def _shape(buf: bytes) -> tuple:
     return tuple(dims)
 
 
-def _slice(buf: bytes, full: tuple) -> tuple:
+def _slice(buf: bytes) -> tuple:
+    """A TensorSliceProto -> (start, length), length -1 where the slice takes the whole dimension
+    (no length recorded), as TF's TensorSlice holds it and as its table key encodes it."""
     start, length = [], []
     for f, _, v in _fields(buf):
         if f == 1:  # TensorSliceProto.extent
@@ -102,7 +108,6 @@ def _slice(buf: bytes, full: tuple) -> tuple:
                     n = _signed(v2)
             start.append(s)
             length.append(n)
-    length = [full[i] - s if n < 0 else n for i, (s, n) in enumerate(zip(start, length))]
     return tuple(start), tuple(length)
 
 
@@ -220,20 +225,25 @@ def is_tf_index(path: str) -> bool:
         return False
 
 
+def _num_shards(header: bytes, prefix: str) -> int:
+    """The data files a checkpoint has, from its BundleHeaderProto (little-endian ones only)."""
+    num_shards = 1
+    for f, _, v in _fields(header):
+        if f == 1:
+            num_shards = v
+        elif f == 2 and v != 0:
+            raise errors.UnimplementedError(None, None, f"Checkpoint {prefix} is big-endian; only little-endian "
+                                            "checkpoints are read")
+    return num_shards
+
+
 class TFBundle:
     """A TensorFlow V2 checkpoint opened for reading: `entries` (name -> Entry) and `load(part)`."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
         table = read_table(prefix + ".index")
-        header = table.pop(b"", b"")
-        self.num_shards = 1
-        for f, _, v in _fields(header):
-            if f == 1:
-                self.num_shards = v
-            elif f == 2 and v != 0:
-                raise errors.UnimplementedError(None, None, f"Checkpoint {prefix} is big-endian; only "
-                                                "little-endian checkpoints are read")
+        self.num_shards = _num_shards(table.pop(b"", b""), prefix)
         self.entries: dict = {}
         for key, value in table.items():
             if key[:1] == b"\x00":
@@ -247,8 +257,9 @@ class TFBundle:
             if e["slices"]:
                 parts = []
                 for s in e["slices"]:
-                    start, length = _slice(s, e["shape"])
+                    start, length = _slice(s)
                     raw = table.get(slice_key(name, start, length))
+                    length = tuple(d - b if n < 0 else n for d, b, n in zip(e["shape"], start, length))
                     if raw is None:
                         raise errors.DataLossError(None, None, f"Checkpoint {prefix}: slice {start}+{length} of "
                                                    f"{name} is listed but its entry is missing")
@@ -256,18 +267,14 @@ class TFBundle:
                 self.entries[name] = Entry(dtype, e["shape"], tuple(parts), sliced=True)
             else:
                 self.entries[name] = Entry(dtype, e["shape"], (Part((0,) * len(e["shape"]), e["shape"], e),))
-        self._files: dict = {}
-
-    def _data_path(self, shard: int) -> str:
-        return f"{self.prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
 
     def load(self, part: Part) -> np.ndarray:
         e = part.locator
-        path = self._data_path(e["shard_id"])
+        path = data_filename(self.prefix, e["shard_id"], self.num_shards)
         try:
             with open(path, "rb") as f:
-                f.seek(e["offset"])
-                raw = f.read(e["size"])
+                # the index's size is checked against the file before anything is allocated
+                raw = f.read(e["size"]) if f.seek(e["offset"]) + e["size"] <= os.fstat(f.fileno()).st_size else b""
         except FileNotFoundError:
             raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found") from None
         if len(raw) != e["size"]:
@@ -283,6 +290,9 @@ class TFBundle:
             raise errors.DataLossError(None, None, f"Checksum mismatch for a tensor in {path} (corrupted file)")
         if value is not None:
             return value
+        if len(raw) != int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path}: a tensor of shape {list(shape)} "
+                                       f"and dtype {dtype} cannot take {len(raw)} bytes (corrupted index)")
         return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
 
 
@@ -291,6 +301,8 @@ def _strings(raw: bytes, shape, path: str) -> tuple:
     (object array, the crc32c values TF may have recorded: over the lengths (as uint32s in
     recent TF, uint64s in older ones), that checksum and the bytes)."""
     n = int(np.prod(shape, dtype=np.int64))
+    if n > len(raw):   # every string takes at least its one-byte length
+        raise errors.DataLossError(None, None, f"Malformed string tensor in {path}")
     lengths, pos = [], 0
     for _ in range(n):
         v, pos = _varint(raw, pos)
@@ -305,3 +317,227 @@ def _strings(raw: bytes, shape, path: str) -> tuple:
     if pos != len(raw):
         raise errors.DataLossError(None, None, f"Malformed string tensor in {path}")
     return out.reshape(shape), crcs
+
+
+# -- writing --------------------------------------------------------------------------------------
+_TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
+_BLOCK_SIZE = 256 << 10      # table::Options: a data block is cut once it holds this much,
+_RESTART_INTERVAL = 16       # with a restart point every 16 keys (every key in the index block)
+_U64 = (1 << 64) - 1
+
+
+def _put_varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _pb_varint(field: int, v: int, always: bool = False) -> bytes:
+    """A varint field; proto3 leaves out zero unless the field has presence (a oneof member)."""
+    return _put_varint(field << 3) + _put_varint(v & _U64) if v or always else b""
+
+
+def _pb_bytes(field: int, body: bytes) -> bytes:
+    return _put_varint(field << 3 | 2) + _put_varint(len(body)) + body
+
+
+def _header_bytes(num_shards: int) -> bytes:
+    """BundleHeaderProto {num_shards, endianness: LITTLE, version {producer: 1}}."""
+    return _pb_varint(1, num_shards) + _pb_bytes(3, _pb_varint(1, 1))
+
+
+def _entry_bytes(e: dict) -> bytes:
+    """A BundleEntryProto, fields in number order as protobuf serializes them (the shape is always
+    present, a scalar's empty)."""
+    shape = b"".join(_pb_bytes(2, _pb_varint(1, d)) for d in e["shape"])
+    crc = b"\x35" + struct.pack("<I", e["crc32c"]) if e["crc32c"] else b""
+    return (_pb_varint(1, e["dtype"]) + _pb_bytes(2, shape) + _pb_varint(3, e["shard_id"]) + _pb_varint(4, e["offset"])
+            + _pb_varint(5, e["size"]) + crc + b"".join(_pb_bytes(7, s) for s in e["slices"]))
+
+
+def _slice_bytes(start, length) -> bytes:
+    """A TensorSliceProto: an empty extent for a whole dimension (length -1), else its start and
+    length (the length always written: it is a oneof member)."""
+    return b"".join(_pb_bytes(1, b"" if n < 0 and s == 0 else _pb_varint(1, s) + _pb_varint(2, n, always=True))
+                    for s, n in zip(start, length))
+
+
+class _Block:
+    """TF's table::BlockBuilder: entries whose keys share a prefix with the previous key store only
+    the rest, except at a restart point every `interval` entries; the restart offsets end it."""
+
+    def __init__(self, interval: int):
+        self.interval, self.buf, self.restarts, self.last, self.count = interval, bytearray(), [0], b"", 0
+
+    def add(self, key: bytes, value: bytes) -> None:
+        shared = 0
+        if self.count < self.interval:
+            n = min(len(self.last), len(key))
+            while shared < n and self.last[shared] == key[shared]:
+                shared += 1
+        else:
+            self.restarts.append(len(self.buf))
+            self.count = 0
+        self.buf += _put_varint(shared) + _put_varint(len(key) - shared) + _put_varint(len(value))
+        self.buf += key[shared:] + value
+        self.last, self.count = key, self.count + 1
+
+    def size_estimate(self) -> int:
+        return len(self.buf) + 4 * len(self.restarts) + 4
+
+    def finish(self) -> bytes:
+        return bytes(self.buf) + struct.pack(f"<{len(self.restarts) + 1}I", *self.restarts, len(self.restarts))
+
+
+def _separator(start: bytes, limit: bytes) -> bytes:
+    """BytewiseComparator's FindShortestSeparator: a short key >= start and < limit."""
+    n = 0
+    while n < min(len(start), len(limit)) and start[n] == limit[n]:
+        n += 1
+    if n < min(len(start), len(limit)) and start[n] < 0xff and start[n] + 1 < limit[n]:
+        return start[:n] + bytes([start[n] + 1])
+    return start
+
+
+def _successor(key: bytes) -> bytes:
+    """BytewiseComparator's FindShortSuccessor: a short key >= `key`."""
+    for i, b in enumerate(key):
+        if b != 0xff:
+            return key[:i] + bytes([b + 1])
+    return key
+
+
+def table_bytes(items) -> bytes:
+    """A sorted table of `items` [(key, value)] (sorted by key) as TF's table::TableBuilder writes
+    it uncompressed: data blocks, an empty metaindex block, the index block (one entry per data
+    block: a separator key and the block's handle), each block followed by its type byte and
+    masked crc32c, then the 48-byte footer."""
+    out = bytearray()
+
+    def write_block(block: _Block) -> bytes:
+        contents = block.finish() + b"\x00"
+        handle = _put_varint(len(out)) + _put_varint(len(contents) - 1)
+        out.extend(contents + struct.pack("<I", mask(_crc32c.crc32c(contents))))
+        return handle
+
+    index, data, pending, last = _Block(1), _Block(_RESTART_INTERVAL), None, b""
+    for key, value in items:
+        if pending is not None:
+            index.add(_separator(last, key), pending)
+            pending = None
+        data.add(key, value)
+        last = key
+        if data.size_estimate() >= _BLOCK_SIZE:
+            pending, data = write_block(data), _Block(_RESTART_INTERVAL)
+    if data.buf:
+        pending = write_block(data)
+    metaindex = write_block(_Block(_RESTART_INTERVAL))
+    if pending is not None:
+        index.add(_successor(last), pending)
+    footer = (metaindex + write_block(index)).ljust(_FOOTER - 8, b"\x00") + struct.pack("<Q", _MAGIC)
+    return bytes(out + footer)
+
+
+def _write_index(prefix: str, entries: dict, num_shards: int) -> None:
+    items = [(b"", _header_bytes(num_shards))] + [(k, _entry_bytes(e)) for k, e in sorted(entries.items())]
+    raw = table_bytes(items)
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(raw)
+    write_atomically(prefix + ".index", write)
+
+
+def _tensor_bytes(value: np.ndarray, dtype: str) -> tuple:
+    """(the bytes TF's BundleWriter stores for a tensor, their crc32c). A string tensor is the
+    varint length of each string, the masked crc32c of the lengths (each as a uint32, TF's
+    checksum), then the strings' bytes; any other tensor its little-endian bytes."""
+    if dtype != "string":
+        raw = memoryview(np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).reshape(-1)).cast("B")
+        return raw, _crc32c.crc32c(raw)
+    items = [x if isinstance(x, bytes) else str(x).encode() for x in value.reshape(-1)]
+    sizes = b"".join(struct.pack("<I" if len(x) <= 0xffffffff else "<Q", len(x)) for x in items)
+    checksum = struct.pack("<I", mask(_crc32c.crc32c(sizes)))
+    strings = b"".join(items)
+    raw = b"".join(_put_varint(len(x)) for x in items) + checksum + strings
+    return raw, _crc32c.crc32c(strings, _crc32c.crc32c(checksum, _crc32c.crc32c(sizes)))
+
+
+def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
+    """TF's BundleWriter, as its SaveV2 kernel uses it: writes `items` [(name, shape_and_slice,
+    array)] as TensorFlow V2 checkpoint `prefix`: one data file holding the tensors' bytes in the
+    order given, then the index. A slice (a partition of a variable) is stored under its
+    OrderedCode key and listed in its full tensor's entry; a slice covering the whole tensor is
+    stored as the tensor, as TF does."""
+    make_parent(prefix)
+    entries: dict = {}
+
+    def write_data(tmp):
+        offset = 0
+        with open(tmp, "wb") as f:
+            for name, spec, value in items:
+                value = np.asarray(value)
+                dtype = "string" if value.dtype == object or value.dtype.kind in "SU" else value.dtype.name
+                enum = _TF_DTYPE_ENUMS.get(dtype)
+                if enum is None:
+                    raise ValueError(f"{what}: tensor {name} has dtype {dtype}, which this TensorFlow checkpoint "
+                                     "writer does not support")
+                key = name.encode()
+                parsed = parse_shape_and_slice(spec, f"{what} ({name})")
+                if parsed is not None:
+                    full, start, length = parsed
+                    if tuple(value.shape) != tuple(length):
+                        raise ValueError(f"{what}: tensor {name} has shape {list(value.shape)} but its slice "
+                                         f"'{spec}' has shape {list(length)}")
+                    if tuple(length) != tuple(full):
+                        whole = [d == "-" for d in spec.strip().split(" ")[-1].split(":")]
+                        length = tuple(-1 if w else n for w, n in zip(whole, length))   # TF's full extent
+                        tensor = entries.get(key)
+                        if tensor is None:
+                            tensor = entries[key] = {"dtype": enum, "shape": tuple(full),
+                                                     "shard_id": 0, "offset": 0, "size": 0, "crc32c": None,
+                                                     "slices": []}
+                        elif not tensor["slices"] or tensor["dtype"] != enum or tensor["shape"] != tuple(full):
+                            raise ValueError(f"{what}: slices of {name} disagree on dtype or full shape, or it is "
+                                             "also saved whole")
+                        tensor["slices"].append(_slice_bytes(start, length))
+                        key = slice_key(name, start, length)
+                if key in entries:
+                    raise ValueError(f"{what}: {name} is saved twice (same slice)")
+                raw, crc = _tensor_bytes(value, dtype)
+                f.write(raw)
+                entries[key] = {"dtype": enum, "shape": value.shape, "shard_id": 0,
+                                "offset": offset, "size": len(raw), "crc32c": mask(crc), "slices": []}
+                offset += len(raw)
+    write_atomically(data_filename(prefix, 0, 1), write_data)
+    _write_index(prefix, entries, 1)
+
+
+def merge_tf_bundles(sources: list, destination: str, delete_old_dirs: bool = True) -> None:
+    """TF's MergeBundles (MergeV2Checkpoints): the entries of checkpoints `sources` become one
+    index at `destination`, the slices of a tensor saved by several shards listed together; each
+    data file that holds an entry is renamed (never copied), numbered in the order it is first
+    met, and the merged index is written last."""
+    merged: dict = {}
+    data_files: dict = {}   # a shard's data file -> its number in the merged checkpoint
+    for src in sources:
+        table = read_table(src + ".index")
+        num_shards = _num_shards(table.pop(b"", b""), src)
+        for key, value in table.items():
+            entry, have = _entry(value), merged.get(key)
+            if have is not None:
+                if not have["slices"] or not entry["slices"] or have["dtype"] != entry["dtype"] \
+                        or have["shape"] != entry["shape"]:
+                    raise errors.InvalidArgumentError(None, None, f"Duplicate tensor keyed by {key!r} encountered, "
+                                                      f"when merging prefix: {src}")
+                have["slices"] += entry["slices"]
+                continue
+            entry["shard_id"] = data_files.setdefault(data_filename(src, entry["shard_id"], num_shards),
+                                                      len(data_files))
+            merged[key] = entry
+    renames = [(path, data_filename(destination, i, len(data_files))) for path, i in data_files.items()]
+    merge_files(sources, destination, renames, lambda: _write_index(destination, merged, len(data_files)),
+                delete_old_dirs)
