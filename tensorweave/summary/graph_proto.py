@@ -8,7 +8,7 @@ from tensorboard.compat.proto import attr_value_pb2, graph_pb2, node_def_pb2, te
 
 from tensorweave.framework.dtypes import DType
 from tensorweave.framework.shapes import TensorShape
-from tensorweave.ops.summary.encode import TF_DTYPE_ENUM, tensor_proto
+from tensorweave.ops.tensor_proto import to_proto
 
 
 def _shape_proto(shape: TensorShape) -> tensor_shape_pb2.TensorShapeProto:
@@ -18,22 +18,18 @@ def _shape_proto(shape: TensorShape) -> tensor_shape_pb2.TensorShapeProto:
         dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=-1 if d.value is None else d.value) for d in shape])
 
 
-def _dtype_enum(d: DType) -> int:
-    return TF_DTYPE_ENUM.get("string" if d.name == "string" else d.name, 0)
-
-
 def attr_value(v) -> attr_value_pb2.AttrValue:
     """One attribute as an AttrValue (lists by their first element's kind)."""
     a = attr_value_pb2.AttrValue()
     if isinstance(v, DType):
-        a.type = _dtype_enum(v)
+        a.type = v.as_datatype_enum
     elif isinstance(v, TensorShape):
         a.shape.CopyFrom(_shape_proto(v))
     elif hasattr(v, "_as_function_def"):
         a.func.name = v.name
     elif isinstance(v, (np.ndarray, np.generic)):
         try:
-            a.tensor.CopyFrom(tensor_proto(v))
+            a.tensor.CopyFrom(to_proto(v))
         except TypeError:
             a.s = repr(v).encode()
     elif isinstance(v, bool):
@@ -48,7 +44,7 @@ def attr_value(v) -> attr_value_pb2.AttrValue:
         lst = a.list
         for x in v:
             if isinstance(x, DType):
-                lst.type.append(_dtype_enum(x))
+                lst.type.append(x.as_datatype_enum)
             elif isinstance(x, TensorShape):
                 lst.shape.add().CopyFrom(_shape_proto(x))
             elif isinstance(x, bool):

@@ -1,7 +1,7 @@
 """Encoders the summary ops use, with TF's exact rules: histograms over TF's default bucket
 limits (a 10% geometric ladder from 1e-12 to 1e20, mirrored for negatives), float images
-scaled to uint8 as TF's ImageSummary does, PNG (zlib, no other dependency), 16-bit PCM WAV,
-and TensorProto (raw little-endian tensor_content, or string_val)."""
+scaled to uint8 as TF's ImageSummary does, PNG (zlib, no other dependency) and 16-bit PCM WAV
+(tensors: ops/tensor_proto.py)."""
 from __future__ import annotations
 
 import struct
@@ -9,11 +9,8 @@ import sys
 import zlib
 
 import numpy as np
-from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2
+from tensorboard.compat.proto import summary_pb2
 
-from tensorweave.ops.checkpoint.tf_bundle import TF_DTYPES
-
-TF_DTYPE_ENUM = {name: enum for enum, name in TF_DTYPES.items()}
 DBL_MAX = sys.float_info.max
 
 
@@ -97,19 +94,3 @@ def wav(frames: np.ndarray, sample_rate: int) -> bytes:
     header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
     fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, channels, sample_rate, sample_rate * channels * 2, channels * 2, 16)
     return header + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
-
-
-def tensor_proto(value) -> tensor_pb2.TensorProto:
-    """A numpy value as TF's TensorProto (AsProtoTensorContent)."""
-    a = np.asarray(value)
-    is_string = a.dtype == object or a.dtype.kind in "SU"
-    name = "string" if is_string else a.dtype.name
-    if name not in TF_DTYPE_ENUM:
-        raise TypeError(f"Cannot encode a tensor of dtype {a.dtype} as a TensorProto")
-    proto = tensor_pb2.TensorProto(dtype=TF_DTYPE_ENUM[name], tensor_shape=tensor_shape_pb2.TensorShapeProto(
-        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=int(d)) for d in a.shape]))
-    if is_string:
-        proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in a.reshape(-1))
-    else:
-        proto.tensor_content = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()
-    return proto

@@ -13,7 +13,8 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import REAL, invalid, make_op
 from tensorweave.ops.registry import register
-from tensorweave.ops.summary.encode import histogram_proto, normalize_image, png, tensor_proto, wav
+from tensorweave.ops.summary.encode import histogram_proto, normalize_image, png, wav
+from tensorweave.ops.tensor_proto import to_proto
 
 
 def _text(v) -> str:
@@ -179,7 +180,7 @@ def _tensor_summary_kernel(node, ctx):
         except DecodeError:
             raise invalid(node, "serialized_summary_metadata is not a SummaryMetadata protocol buffer") from None
         try:
-            v.tensor.CopyFrom(tensor_proto(tensor))
+            v.tensor.CopyFrom(to_proto(tensor))
         except TypeError as e:
             raise invalid(node, str(e)) from None
         return s.SerializeToString()

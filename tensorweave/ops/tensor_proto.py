@@ -1,0 +1,157 @@
+"""numpy values as TensorFlow's TensorProto and back (TensorBoard's copy of tensor.proto): the one
+codec of summary tensors, GraphDef attribute tensors, SerializeTensor and ParseTensor.
+
+`to_proto` writes what TF's Tensor::AsProtoTensorContent writes (numbers and bools as little-endian
+raw bytes in `tensor_content`, strings in `string_val`, the shape always present), so the bytes are
+TF's. `from_proto` reads every form TF's Tensor::FromProto reads: `tensor_content` (for strings,
+TF's varint-length string list), or the typed `*_val` field of the dtype, where fewer values than
+the shape holds are padded with the last one (one value fills the tensor; none gives zeros) and
+more are cut. Sizes are checked before anything is allocated: content of the wrong length, a shape
+past int64 or 254 dims is a ProtoError, a shape that a few typed values would fill past
+`limits.OP_OUTPUT_ELEMENTS` is ResourceExhaustedError.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from tensorboard.compat.proto import tensor_pb2, types_pb2
+
+from tensorweave.framework import dtypes, limits
+from tensorweave.ops.helpers import string_array, string_result
+
+_MAX_DIMS = 254                     # TensorShape::MaxDimensions()
+_INT64_MAX = (1 << 63) - 1
+
+# dtype -> the TensorProto field a value list of it lives in (TF's ProtoHelper<T>)
+FIELDS = {dtypes.float32: "float_val", dtypes.float64: "double_val", dtypes.int32: "int_val",
+          dtypes.int16: "int_val", dtypes.int8: "int_val", dtypes.uint8: "int_val", dtypes.uint16: "int_val",
+          dtypes.int64: "int64_val", dtypes.uint32: "uint32_val", dtypes.uint64: "uint64_val",
+          dtypes.bool: "bool_val", dtypes.float16: "half_val", dtypes.complex64: "scomplex_val",
+          dtypes.complex128: "dcomplex_val", dtypes.string: "string_val"}
+_BY_ENUM = {d.as_datatype_enum: d for d in FIELDS}
+
+
+def type_string(enum: int) -> str:
+    """TF's DataTypeString: 'float', 'half', 'bfloat16', 'float_ref'; the number when unnamed."""
+    try:
+        return types_pb2.DataType.Name(enum)[3:].lower()
+    except ValueError:
+        return str(enum)
+
+
+def to_proto(value, dtype: Optional[dtypes.DType] = None) -> tensor_pb2.TensorProto:
+    """`value` as TF's TensorProto; its dtype is `dtype`, else the numpy value's (object, bytes or
+    str arrays: string). TypeError for a value of no TF dtype."""
+    if dtype is None:
+        a = np.asarray(value)
+        dtype = dtypes.string if a.dtype == object or a.dtype.kind in "SU" else dtypes.as_dtype(a.dtype)
+    else:
+        a = string_array(value) if dtype is dtypes.string else np.asarray(value, dtype=dtype.as_numpy_dtype)
+    proto = tensor_pb2.TensorProto(dtype=dtype.as_datatype_enum)
+    proto.tensor_shape.SetInParent()        # present even for a scalar, as TF writes it
+    for d in a.shape:
+        proto.tensor_shape.dim.add(size=int(d))
+    if dtype is dtypes.string:
+        proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in a.reshape(-1))
+    elif a.size:
+        proto.tensor_content = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
+    return proto
+
+
+class ProtoError(ValueError):
+    """A TensorProto TF's Tensor::FromProto refuses (the message says why, for logs)."""
+
+
+def _shape(proto) -> list:
+    dims = [int(d.size) for d in proto.tensor_shape.dim]
+    if len(dims) > _MAX_DIMS:
+        raise ProtoError(f"{len(dims)} dimensions, more than {_MAX_DIMS}")
+    count = 1
+    for d in dims:
+        if d < 0:
+            raise ProtoError(f"negative dimension {d}")
+        count *= d
+        if count > _INT64_MAX:
+            raise ProtoError("more elements than int64 counts")
+    return dims
+
+
+def _string_list(content: bytes, n: int) -> list:
+    """TF's port::DecodeStringList: n varint32 lengths, then the strings back to back, exactly."""
+    if n > len(content):                    # each length takes at least a byte
+        raise ProtoError(f"string content of {len(content)} bytes cannot hold {n} lengths")
+    sizes, pos = [], 0
+    for _ in range(n):
+        size = shift = 0
+        while True:
+            if pos >= len(content) or shift > 28:
+                raise ProtoError("bad varint32 string length")
+            b = content[pos]
+            pos += 1
+            size |= (b & 0x7f) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+        sizes.append(size & 0xffffffff)     # a fifth byte's high bits fall off, as in GetVarint32
+    if sum(sizes) != len(content) - pos:
+        raise ProtoError(f"string lengths add up to {sum(sizes)}, content holds {len(content) - pos}")
+    out = []
+    for size in sizes:
+        out.append(content[pos:pos + size])
+        pos += size
+    return out
+
+
+def _typed_values(proto, dtype: dtypes.DType, n: int, node_name) -> np.ndarray:
+    """The values of the dtype's *_val field as a flat array of n: cut, padded with the last
+    value, or zeros when there are none (TF's FromProtoField)."""
+    field = getattr(proto, FIELDS[dtype])
+    if dtype in (dtypes.complex64, dtypes.complex128):
+        parts = np.asarray(field, dtype=np.float32 if dtype is dtypes.complex64 else np.float64)
+        vals = parts[:len(parts) // 2 * 2].view(dtype.as_numpy_dtype)
+    elif dtype is dtypes.string:
+        vals = string_result(list(field), (len(field),))
+    elif dtype is dtypes.float16:
+        vals = np.asarray(field, dtype=np.int64).astype(np.uint16).view(np.float16)
+    elif FIELDS[dtype] == "int_val":
+        vals = np.asarray(field, dtype=np.int64).astype(dtype.as_numpy_dtype)
+    else:
+        vals = np.asarray(field, dtype=dtype.as_numpy_dtype)
+    if len(vals) >= n:
+        return vals[:n]
+    limits.check_elements(n, node_name, f"ParseTensor output of {n} elements from {len(vals)} values")
+    if not len(vals):
+        return string_result([b""] * n, (n,)) if dtype is dtypes.string else np.zeros(n, dtype.as_numpy_dtype)
+    out = np.empty(n, dtype=vals.dtype)
+    out[:len(vals)] = vals
+    out[len(vals):] = vals[-1]
+    return out
+
+
+def from_proto(proto: tensor_pb2.TensorProto, node_name=None) -> tuple:
+    """(the proto's dtype enum, its numpy value; None for a dtype tensorweave does not hold).
+    Strings are object arrays of bytes. ProtoError when TF would refuse the proto."""
+    if proto.dtype <= 0 or proto.dtype > 100 or proto.dtype not in types_pb2.DataType.values():
+        raise ProtoError(f"dtype {type_string(proto.dtype)}")    # none, a reference type, or unknown
+    dims = _shape(proto)
+    dtype = _BY_ENUM.get(proto.dtype)
+    if dtype is None:
+        return proto.dtype, None
+    n = 1
+    for d in dims:
+        n *= d
+    if n == 0:
+        return proto.dtype, (string_result([], dims) if dtype is dtypes.string
+                             else np.zeros(dims, dtype.as_numpy_dtype))
+    content = proto.tensor_content
+    if content and dtype is dtypes.string:
+        return proto.dtype, string_result(_string_list(content, n), dims)
+    if content:
+        np_dt = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
+        if len(content) != n * np_dt.itemsize:
+            raise ProtoError(f"Input size was {len(content)} and expected {n * np_dt.itemsize}")
+        return proto.dtype, np.frombuffer(content, dtype=np_dt).astype(np_dt.newbyteorder("="),
+                                                                        copy=False).reshape(dims)
+    flat = _typed_values(proto, dtype, n, node_name)
+    return proto.dtype, (string_result(list(flat), dims) if dtype is dtypes.string else flat.reshape(dims))
