@@ -3,7 +3,9 @@
 A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
 values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
 are added as recorded, without re-running shape functions, so an imported graph is exactly
-the exported one; names get `import_scope/` in front and are marked used, so ops created later
+the exported one; a record without outputs (a node of a GraphDef TensorFlow wrote, which holds
+none) gets them from the op's shape function, after its input dtypes are checked, as
+Graph.create_op does; names get `import_scope/` in front and are marked used, so ops created later
 never collide with them.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Optional
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor
 from tensorweave.framework.graph_def import parse_input
+from tensorweave.framework.op_def_registry import lookup
 from tensorweave.framework.shapes import as_shape, unknown_shape
 
 
@@ -24,7 +27,7 @@ class OpRecord:
     inputs: tuple = ()
     device: str = ""
     attrs: dict = field(default_factory=dict)
-    outputs: tuple = ()   # ((dtype name, dims or None), ...)
+    outputs: Optional[tuple] = ()   # ((dtype name, dims or None), ...); None: infer them
 
 
 @dataclass
@@ -52,17 +55,32 @@ def _mark_used(graph: Graph, name: str) -> None:
         graph._names_in_use.setdefault(key, 1)
 
 
+def _inferred_outputs(op: Operation) -> list:
+    """The op's outputs by its shape function, with Graph.create_op's errors."""
+    opdef = lookup(op.type)
+    opdef.check_input_dtypes(op._inputs)
+    try:
+        return opdef.infer(op)
+    except ValueError as e:
+        shapes = ", ".join(str(t.shape) for t in op._inputs)
+        raise ValueError(f"{e} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.") from None
+
+
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
                clear_devices: bool = False) -> dict:
     """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
-    new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`."""
-    input_map = {k if ":" in k else k + ":0": v for k, v in (input_map or {}).items()}
+    new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`, and
+    control inputs ("^x") to ops of `graph`."""
+    input_map = {k if ":" in k or k.startswith("^") else k + ":0": v for k, v in (input_map or {}).items()}
     created: dict = {}
 
     def source(inp: str):
         op_name, idx, is_ctrl = parse_input(inp)
         if not is_ctrl and f"{op_name}:{idx}" in input_map:
             return input_map[f"{op_name}:{idx}"], False
+        if is_ctrl and "^" + op_name in input_map:
+            value = input_map["^" + op_name]
+            return (value.op if isinstance(value, Tensor) else value), True
         op = created.get(op_name)
         if op is None:
             raise ValueError(f"Imported op input '{inp}' names an op that is not in the imported graph "
@@ -88,8 +106,9 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                 attrs["_class"] = [f"loc:@{prefixed(c[5:], import_scope)}" if c.startswith("loc:@") else c
                                    for c in attrs["_class"]]
             op = Operation(graph, r.op, name, inputs, attrs, controls)
+            outputs = r.outputs if r.outputs is not None else _inferred_outputs(op)
             op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))
-                           for i, (dt, dims) in enumerate(r.outputs)]
+                           for i, (dt, dims) in enumerate(outputs)]
             op._device = "" if clear_devices else r.device
             for t in inputs:
                 t._consumers.append(op)
