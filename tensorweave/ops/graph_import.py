@@ -146,6 +146,31 @@ def _check_return_elements(return_elements, nodes: dict) -> None:
             raise ValueError(f"Requested return node '{name}' not found in graph def")
 
 
+def _place(graph, ops) -> None:
+    """TF's importer's devices: a node's own device, filled in by the caller's device scope; a
+    node colocated (`_class` "loc:@x") with another takes x's device instead. ValueError for a
+    colocation with an op the graph lacks (TF 1)."""
+    colocated = {}
+    for op in ops:
+        names = [c[5:] for c in op._attrs.get("_class", ()) if isinstance(c, str) and c.startswith("loc:@")
+                 and c[5:] != op.name]
+        if names:
+            colocated[op] = names
+            op._set_device("")
+        else:
+            op._set_device(op.device)           # TF's spelling of the node's device
+            graph._apply_device_functions(op)   # the node's own fields win, the scope fills the rest
+    for op, names in colocated.items():
+        for name in names:
+            if name not in graph._ops_by_name:
+                raise ValueError(f"Specified colocation to an op that does not exist during import: {name} "
+                                 f"in {op.name}")
+            device = graph._ops_by_name[name].device
+            if device:
+                op._set_device(device)
+                break
+
+
 @tf_export("import_graph_def", "graph_util.import_graph_def")
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
                      producer_op_list=None):
@@ -173,9 +198,8 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     records = [_record(n) for n in ordered]
     with graph.name_scope(name if name is not None else "import") as scope:
         import_scope = scope[:-1] if scope else None
-    # import_ops adds ops outside create_op, so no control dependencies, device or colocation
-    # scope of the caller applies, as in TF (which imports through its C API)
-    import_ops(graph, records, import_scope, mapped)
+    # as in TF, the caller's control dependencies do not apply to imported ops; its device scope does
+    _place(graph, import_ops(graph, records, import_scope, mapped).values())
     if return_elements is None:
         return None
     results = []

@@ -247,3 +247,29 @@ def test_public_proto_classes_are_tfs_messages():
     assert tf.GraphDef.FromString(graph_def.SerializeToString()) == graph_def
     assert [f.name for f in tf.GraphDef.DESCRIPTOR.fields] == ["node", "versions", "version", "library", "debug_info"]
     assert tf.graph_util.import_graph_def is tf.import_graph_def
+
+
+def test_devices_scope_and_colocation_as_tf():
+    graph_def = tf.GraphDef()
+    text_format.Parse("""
+      node { name: "a" op: "Const" device: "/device:CPU:0" attr { key: "dtype" value { type: DT_FLOAT } }
+             attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 3 } } } }
+      node { name: "b" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } } }
+      node { name: "c" op: "Identity" input: "b" attr { key: "T" value { type: DT_FLOAT } }
+             attr { key: "_class" value { list { s: "loc:@a" } } } }
+    """, graph_def)
+    with tf.Graph().as_default() as g:
+        with tf.device("/job:ps/task:1"):
+            tf.import_graph_def(graph_def, name="m")
+        a, b, c = (g.get_operation_by_name("m/" + n) for n in "abc")
+        assert a.device == "/job:ps/task:1/device:CPU:0"
+        assert b.device == "/job:ps/task:1"
+        assert c.device == a.device and c.get_attr("_class") == ["loc:@m/a"]
+    with tf.Graph().as_default():
+        c, = tf.import_graph_def(graph_def, return_elements=["c:0"])
+        with tf.Session() as sess:
+            assert sess.run(c) == 3.0
+    graph_def.node[2].attr["_class"].list.s[:] = [b"loc:@elsewhere"]
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="colocation to an op that does not exist"):
+            tf.import_graph_def(graph_def)
