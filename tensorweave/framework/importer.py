@@ -11,7 +11,7 @@ never collide with them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor
@@ -66,18 +66,40 @@ def _inferred_outputs(op: Operation) -> list:
         raise ValueError(f"{e} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.") from None
 
 
+def _free_name(graph: Graph, name: str, used_before: set, reserved: set) -> str:
+    """`name`, or TF's importer's `name_1`, `name_2`, ... when the graph held it (as an op or a
+    scope) before the import, or another imported op is named so."""
+    candidate, i = name, 1
+    while candidate in graph._ops_by_name or candidate.lower() in used_before or candidate in reserved:
+        candidate, i = f"{name}_{i}", i + 1
+    return candidate
+
+
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
-               clear_devices: bool = False) -> dict:
+               clear_devices: bool = False, *, uniquify_names: bool = False,
+               check_mapped_dtypes: Optional[Callable] = None) -> dict:
     """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
     new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`, and
-    control inputs ("^x") to ops of `graph`."""
+    control inputs ("^x") to ops of `graph`. As tf.import_graph_def does: `uniquify_names` renames
+    an op whose name the graph holds (`x_1`) instead of refusing it; `check_mapped_dtypes`, a
+    function naming a DType (TF's DataTypeString), refuses a mapped tensor whose dtype differs from
+    the one it replaces (an earlier record's output)."""
     input_map = {k if ":" in k or k.startswith("^") else k + ":0": v for k, v in (input_map or {}).items()}
     created: dict = {}
+    reserved = {prefixed(r.name, import_scope) for r in records} if uniquify_names else set()
+    used_before = set(graph._names_in_use) if uniquify_names else set()
 
-    def source(inp: str):
+    def source(inp: str, consumer: str, index: int):
         op_name, idx, is_ctrl = parse_input(inp)
         if not is_ctrl and f"{op_name}:{idx}" in input_map:
-            return input_map[f"{op_name}:{idx}"], False
+            value = input_map[f"{op_name}:{idx}"]
+            replaced = created.get(op_name)
+            if (check_mapped_dtypes and replaced is not None and idx < len(replaced._outputs)
+                    and isinstance(value, Tensor) and value.dtype != replaced._outputs[idx].dtype):
+                raise ValueError(f"Input {index} of node {consumer} was passed {check_mapped_dtypes(value.dtype)} "
+                                 f"from {value.name} incompatible with expected "
+                                 f"{check_mapped_dtypes(replaced._outputs[idx].dtype)}.")
+            return value, False
         if is_ctrl and "^" + op_name in input_map:
             value = input_map["^" + op_name]
             return (value.op if isinstance(value, Tensor) else value), True
@@ -90,11 +112,14 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
     with graph._lock:
         for r in records:
             name = prefixed(r.name, import_scope)
-            if name in graph._ops_by_name:
+            if uniquify_names:
+                reserved.discard(name)
+                name = _free_name(graph, name, used_before, reserved)
+            elif name in graph._ops_by_name:
                 raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
             inputs, controls = [], []
             for inp in r.inputs:
-                value, is_ctrl = source(inp)
+                value, is_ctrl = source(inp, name, len(inputs))
                 if is_ctrl:
                     controls.append(value)
                 else:

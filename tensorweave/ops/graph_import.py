@@ -19,11 +19,12 @@ from tensorboard.compat.proto import attr_value_pb2, graph_pb2, node_def_pb2
 from tensorweave.framework import errors
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import parse_input
-from tensorweave.framework.importer import OpRecord, import_ops, prefixed
+from tensorweave.framework.importer import OpRecord, import_ops
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.attr_value_proto import UnsupportedAttrError, from_attr_value
-from tensorweave.ops.tensor_proto import ProtoError
+from tensorweave.ops.tensor_proto import ProtoError, type_string
 from tensorweave.ops.tf_attr_defaults import TF_ATTR_DEFAULTS
 
 GraphDef = graph_pb2.GraphDef
@@ -115,11 +116,6 @@ def _check_input_map(input_map: dict, graph_def, graph) -> dict:
     for key, value in input_map.items():
         if not isinstance(key, str):
             raise ValueError("input_map must be a dictionary mapping strings to Tensor objects.")
-        if key.startswith("^"):
-            if not isinstance(value, (Operation, Tensor)):
-                raise ValueError(f"input_map value for control input '{key}' must be an Operation")
-        elif not isinstance(value, Tensor):
-            raise ValueError("input_map must be a dictionary mapping strings to Tensor objects.")
         if value.graph is not graph:
             raise ValueError(f"input_map value for '{key}' is not an element of the importing graph")
         normalized[key if ":" in key or key.startswith("^") else key + ":0"] = value
@@ -144,6 +140,10 @@ def _check_return_elements(return_elements, nodes: dict) -> None:
                 raise ValueError(f"Requested return tensor '{name}' not found in graph def")
         elif name not in nodes:
             raise ValueError(f"Requested return node '{name}' not found in graph def")
+
+
+def _type_name(dtype) -> str:
+    return type_string(dtype.as_datatype_enum)
 
 
 def _place(graph, ops) -> None:
@@ -192,18 +192,36 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     _check_versions(graph_def)
     ordered = _in_input_order(graph_def)
     nodes = {n.name: n for n in ordered}
-    mapped = _check_input_map(dict(input_map or {}), graph_def, graph)
     if return_elements is not None:
         _check_return_elements(return_elements, nodes)
     records = [_record(n) for n in ordered]
+    input_map = dict(input_map or {})
+    if name == "" and not all(isinstance(v, (Tensor, Operation)) for v in input_map.values()):
+        raise ValueError("tf.import_graph_def() requires a non-empty `name` if `input_map` contains non-Tensor "
+                         "values. Try calling tf.convert_to_tensor() on `input_map` values before calling "
+                         "tf.import_graph_def().")
     with graph.name_scope(name if name is not None else "import") as scope:
         import_scope = scope[:-1] if scope else None
+        if not all(isinstance(v, (Tensor, Operation)) for v in input_map.values()):
+            with graph.name_scope("_inputs"):      # TF's importer converts other values here
+                input_map = {k: v if isinstance(v, (Tensor, Operation)) else convert_to_tensor(v)
+                             for k, v in input_map.items()}
+    mapped = _check_input_map(input_map, graph_def, graph)
     # as in TF, the caller's control dependencies do not apply to imported ops; its device scope does
-    _place(graph, import_ops(graph, records, import_scope, mapped).values())
+    created = import_ops(graph, records, import_scope, mapped, uniquify_names=True,
+                         check_mapped_dtypes=_type_name)
+    _place(graph, created.values())
     if return_elements is None:
         return None
     results = []
     for element in return_elements:
-        full = prefixed(element, import_scope)
-        results.append(graph.get_tensor_by_name(full) if ":" in element else graph.get_operation_by_name(full))
+        if ":" not in element:
+            results.append(created[element])
+            continue
+        op_name, _, index = element.rpartition(":")
+        op = created[op_name]
+        if int(index) >= len(op.outputs):
+            raise ValueError(f"Invalid return output {index} of node '{op_name}', which has {len(op.outputs)} "
+                             "output(s)")
+        results.append(op.outputs[int(index)])
     return results

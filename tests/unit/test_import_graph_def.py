@@ -273,3 +273,35 @@ def test_devices_scope_and_colocation_as_tf():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="colocation to an op that does not exist"):
             tf.import_graph_def(graph_def)
+
+
+def test_name_collisions_under_name_empty_are_renamed_as_tf():
+    with tf.Graph().as_default() as g:
+        tf.constant(1.0, name="probs")
+        returned = tf.import_graph_def(load("mlp.pb"), return_elements=["probs:0", "x"], name="")
+        assert [r.name for r in returned] == RECORDED["uniquified"]["returned"]
+        assert sorted(op.name for op in g.get_operations()) == sorted(RECORDED["uniquified"]["ops"])
+        assert g.get_operation_by_name("probs_1").inputs[0].op.name == "BiasAdd_1"
+
+
+def test_return_output_past_the_ops_outputs_is_value_error_as_tf():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError) as info:
+            tf.import_graph_def(load("mlp.pb"), return_elements=["probs:3"])
+        assert "ValueError: " + str(info.value) == RECORDED["errors"]["bad_return_index"]
+
+
+def test_input_map_values_of_another_dtype_or_not_tensors():
+    want = RECORDED["errors"]["input_map_dtype"].split(" of node ")[1].split(" ", 1)[1]   # after the node name
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError) as info:
+            tf.import_graph_def(load("mlp.pb"), input_map={"x:0": tf.zeros([5, 4], tf.int32)})
+        assert str(info.value) == "Input 0 of node import/MatMul " + want
+    x_value = decode(RECORDED["mlp"]["feeds"]["x:0"])
+    with tf.Graph().as_default() as g:
+        probs, = tf.import_graph_def(load("mlp.pb"), input_map={"x:0": x_value}, return_elements=["probs:0"])
+        assert g.get_operation_by_name("import/MatMul").inputs[0].op.name == "import/_inputs/Const"
+        with tf.Session() as sess:
+            assert_like_tf(sess.run(probs), RECORDED["mlp"]["fetches"]["probs:0"])
+        with pytest.raises(ValueError, match="requires a non-empty `name`"):
+            tf.import_graph_def(load("mlp.pb"), input_map={"x:0": x_value}, name="")
