@@ -5,8 +5,11 @@ The proto classes are TensorFlow's own messages (TensorBoard's compiled copy of 
 `tf.GraphDef()` parses TF's bytes and text. Each node becomes an `importer.OpRecord` (attributes
 decoded by ops/attr_value_proto.py, tensors by ops/tensor_proto.py) without outputs, so
 `importer.import_ops` gives it the outputs of our op's shape function, as `Graph.create_op`
-would. Everything that can be checked is checked before the first op is added (op types,
-attributes, inputs, input_map, return_elements), so a refused GraphDef leaves the graph as it was.
+would. What the GraphDef alone decides is checked before the first op is added (versions, op
+types, attributes, inputs, input_map keys, return_elements' names), so such a refused GraphDef
+leaves the graph as it was; a mapped tensor of the wrong dtype, a shape error or a return output
+past an op's outputs is found while adding, as in TF. Names the graph holds are made unique
+(`x_1`) and devices set as TF's importer sets them (`_place`).
 
 Not supported, each refused by name: a function library (TF 2's If/While bodies, defuns), a
 producer newer than the TF this was recorded against, attributes of a kind or dtype tensorweave
