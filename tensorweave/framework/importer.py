@@ -66,13 +66,21 @@ def _inferred_outputs(op: Operation) -> list:
         raise ValueError(f"{e} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.") from None
 
 
-def _free_name(graph: Graph, name: str, used_before: set, reserved: set) -> str:
-    """`name`, or TF's importer's `name_1`, `name_2`, ... when the graph held it (as an op or a
-    scope) before the import, or another imported op is named so."""
-    candidate, i = name, 1
-    while candidate in graph._ops_by_name or candidate.lower() in used_before or candidate in reserved:
-        candidate, i = f"{name}_{i}", i + 1
-    return candidate
+def _unique_names(graph: Graph, records: list, import_scope: Optional[str]) -> dict:
+    """{recorded name: its name in `graph`}: the prefixed name, or TF's importer's `name_1`,
+    `name_2`, ... when the graph holds it (as an op or a scope) or another imported op takes it."""
+    taken = set(graph._ops_by_name) | set(graph._names_in_use)       # _names_in_use: lower case
+    wanted = {prefixed(r.name, import_scope) for r in records}
+    names = {}
+    for r in records:
+        name = prefixed(r.name, import_scope)
+        wanted.discard(name)
+        candidate, i = name, 1
+        while candidate in taken or candidate.lower() in taken or candidate in wanted:
+            candidate, i = f"{name}_{i}", i + 1
+        taken.add(candidate)
+        names[r.name] = candidate
+    return names
 
 
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
@@ -86,8 +94,6 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
     the one it replaces (an earlier record's output)."""
     input_map = {k if ":" in k or k.startswith("^") else k + ":0": v for k, v in (input_map or {}).items()}
     created: dict = {}
-    reserved = {prefixed(r.name, import_scope) for r in records} if uniquify_names else set()
-    used_before = set(graph._names_in_use) if uniquify_names else set()
 
     def source(inp: str, consumer: str, index: int):
         op_name, idx, is_ctrl = parse_input(inp)
@@ -110,12 +116,10 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
         return (op if is_ctrl else op._outputs[idx]), is_ctrl
 
     with graph._lock:
+        renamed = _unique_names(graph, records, import_scope) if uniquify_names else {}
         for r in records:
-            name = prefixed(r.name, import_scope)
-            if uniquify_names:
-                reserved.discard(name)
-                name = _free_name(graph, name, used_before, reserved)
-            elif name in graph._ops_by_name:
+            name = renamed.get(r.name) or prefixed(r.name, import_scope)
+            if name in graph._ops_by_name:
                 raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
             inputs, controls = [], []
             for inp in r.inputs:
@@ -127,9 +131,9 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                         raise ValueError(f"input_map value for '{inp}' must be a Tensor of the importing graph")
                     inputs.append(value)
             attrs = dict(r.attrs)
-            if import_scope and "_class" in attrs:
-                attrs["_class"] = [f"loc:@{prefixed(c[5:], import_scope)}" if c.startswith("loc:@") else c
-                                   for c in attrs["_class"]]
+            if (import_scope or renamed) and "_class" in attrs:
+                attrs["_class"] = [f"loc:@{renamed.get(c[5:]) or prefixed(c[5:], import_scope)}"
+                                   if c.startswith("loc:@") else c for c in attrs["_class"]]
             op = Operation(graph, r.op, name, inputs, attrs, controls)
             outputs = r.outputs if r.outputs is not None else _inferred_outputs(op)
             op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))

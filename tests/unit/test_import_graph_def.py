@@ -305,3 +305,18 @@ def test_input_map_values_of_another_dtype_or_not_tensors():
             assert_like_tf(sess.run(probs), RECORDED["mlp"]["fetches"]["probs:0"])
         with pytest.raises(ValueError, match="requires a non-empty `name`"):
             tf.import_graph_def(load("mlp.pb"), input_map={"x:0": x_value}, name="")
+
+
+def test_colocation_follows_a_renamed_op():
+    graph_def = tf.GraphDef()
+    text_format.Parse("""
+      node { name: "a" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+             attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 3 } } } }
+      node { name: "c" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } }
+             attr { key: "_class" value { list { s: "loc:@a" } } } }
+    """, graph_def)
+    with tf.Graph().as_default() as g:
+        tf.constant(1.0, name="a")
+        tf.import_graph_def(graph_def, name="")
+        assert g.get_operation_by_name("c").get_attr("_class") == ["loc:@a_1"]
+        assert g.get_operation_by_name("c").inputs[0].op.name == "a_1"
