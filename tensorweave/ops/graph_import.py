@@ -72,9 +72,12 @@ def _record(node) -> OpRecord:
     for key, value in node.attr.items():
         try:
             attrs[key] = from_attr_value(value, node.name)
-        except (UnsupportedAttrError, ProtoError) as e:
+        except UnsupportedAttrError as e:
             raise ValueError(f"Node '{node.name}' (op '{node.op}'): attribute '{key}' holds a {e}, which "
                              "tensorweave does not support") from None
+        except ProtoError as e:
+            raise ValueError(f"Node '{node.name}' (op '{node.op}'): attribute '{key}' holds a tensor TensorFlow "
+                             f"refuses: {e}") from None
     return OpRecord(node.op, node.name, tuple(node.input), node.device, attrs, None)
 
 

@@ -320,3 +320,20 @@ def test_colocation_follows_a_renamed_op():
         tf.import_graph_def(graph_def, name="")
         assert g.get_operation_by_name("c").get_attr("_class") == ["loc:@a_1"]
         assert g.get_operation_by_name("c").inputs[0].op.name == "a_1"
+
+
+def test_attributes_tensorweave_cannot_hold_are_refused_by_name():
+    graph_def = tf.GraphDef()
+    node = graph_def.node.add(name="c", op="Const")
+    node.attr["dtype"].type = 14                                    # DT_BFLOAT16
+    node.attr["value"].tensor.dtype = 14
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="'c'.*holds a (dtype|tensor of dtype) bfloat16"):
+            tf.import_graph_def(graph_def)
+    node.attr["dtype"].type = tf.float32.as_datatype_enum
+    node.attr["value"].tensor.dtype = tf.float32.as_datatype_enum
+    node.attr["value"].tensor.tensor_shape.dim.add(size=4)
+    node.attr["value"].tensor.tensor_content = b"\0" * 3
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="'value' holds a tensor TensorFlow refuses: Input size was 3"):
+            tf.import_graph_def(graph_def)
