@@ -12,6 +12,8 @@ from google.protobuf import message, text_format
 
 import tensorweave as tf
 from tensorweave.framework import errors
+from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.tf_attr_defaults import TF_ATTR_DEFAULTS
 from tensorweave.summary.graph_proto import graph_def_proto
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
@@ -337,3 +339,9 @@ def test_attributes_tensorweave_cannot_hold_are_refused_by_name():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="'value' holds a tensor TensorFlow refuses: Input size was 3"):
             tf.import_graph_def(graph_def)
+
+
+def test_tf_attr_defaults_name_registered_ops():
+    assert set(TF_ATTR_DEFAULTS) <= set(OP_DEFS)
+    assert TF_ATTR_DEFAULTS["Conv2D"]["data_format"] == "NHWC"
+    assert TF_ATTR_DEFAULTS["Placeholder"]["shape"].ndims is None
