@@ -120,8 +120,6 @@ NAME_REASONS = [
     ("tf", "*serialize*sparse", "serialized (protobuf) tensors are out of scope"),
     ("tf", "make_tensor_proto", "TensorProto (protobuf) is out of scope"),
     ("tf", "make_ndarray", "TensorProto (protobuf) is out of scope"),
-    ("tf", "AttrValue", "protobuf message classes are out of scope"),
-    ("tf", "NameAttrList", "protobuf message classes are out of scope"),
     ("tf", "HistogramProto", "protobuf message classes are out of scope"),
     ("tf", "SummaryMetadata", "protobuf message classes are out of scope"),
     ("tf", "TensorInfo", "SavedModel protobufs are out of scope"),

@@ -3,17 +3,20 @@
 A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
 values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
 are added as recorded, without re-running shape functions, so an imported graph is exactly
-the exported one; names get `import_scope/` in front and are marked used, so ops created later
+the exported one; a record without outputs (a node of a GraphDef TensorFlow wrote, which holds
+none) gets them from the op's shape function, after its input dtypes are checked, as
+Graph.create_op does; names get `import_scope/` in front and are marked used, so ops created later
 never collide with them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor
 from tensorweave.framework.graph_def import parse_input
+from tensorweave.framework.op_def_registry import lookup
 from tensorweave.framework.shapes import as_shape, unknown_shape
 
 
@@ -24,7 +27,7 @@ class OpRecord:
     inputs: tuple = ()
     device: str = ""
     attrs: dict = field(default_factory=dict)
-    outputs: tuple = ()   # ((dtype name, dims or None), ...)
+    outputs: Optional[tuple] = ()   # ((dtype name, dims or None), ...); None: infer them
 
 
 @dataclass
@@ -52,17 +55,60 @@ def _mark_used(graph: Graph, name: str) -> None:
         graph._names_in_use.setdefault(key, 1)
 
 
+def _inferred_outputs(op: Operation) -> list:
+    """The op's outputs by its shape function, with Graph.create_op's errors."""
+    opdef = lookup(op.type)
+    opdef.check_input_dtypes(op._inputs)
+    try:
+        return opdef.infer(op)
+    except ValueError as e:
+        shapes = ", ".join(str(t.shape) for t in op._inputs)
+        raise ValueError(f"{e} for '{op.name}' (op: '{op.type}') with input shapes: {shapes}.") from None
+
+
+def _unique_names(graph: Graph, records: list, import_scope: Optional[str]) -> dict:
+    """{recorded name: its name in `graph`}: the prefixed name, or TF's importer's `name_1`,
+    `name_2`, ... when the graph holds it (as an op or a scope) or another imported op takes it."""
+    taken = set(graph._ops_by_name) | set(graph._names_in_use)       # _names_in_use: lower case
+    wanted = {prefixed(r.name, import_scope) for r in records}
+    names = {}
+    for r in records:
+        name = prefixed(r.name, import_scope)
+        wanted.discard(name)
+        candidate, i = name, 1
+        while candidate in taken or candidate.lower() in taken or candidate in wanted:
+            candidate, i = f"{name}_{i}", i + 1
+        taken.add(candidate)
+        names[r.name] = candidate
+    return names
+
+
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
-               clear_devices: bool = False) -> dict:
+               clear_devices: bool = False, *, uniquify_names: bool = False,
+               check_mapped_dtypes: Optional[Callable] = None) -> dict:
     """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
-    new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`."""
-    input_map = {k if ":" in k else k + ":0": v for k, v in (input_map or {}).items()}
+    new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`, and
+    control inputs ("^x") to ops of `graph`. As tf.import_graph_def does: `uniquify_names` renames
+    an op whose name the graph holds (`x_1`) instead of refusing it; `check_mapped_dtypes`, a
+    function naming a DType (TF's DataTypeString), refuses a mapped tensor whose dtype differs from
+    the one it replaces (an earlier record's output)."""
+    input_map = {k if ":" in k or k.startswith("^") else k + ":0": v for k, v in (input_map or {}).items()}
     created: dict = {}
 
-    def source(inp: str):
+    def source(inp: str, consumer: str, index: int):
         op_name, idx, is_ctrl = parse_input(inp)
         if not is_ctrl and f"{op_name}:{idx}" in input_map:
-            return input_map[f"{op_name}:{idx}"], False
+            value = input_map[f"{op_name}:{idx}"]
+            replaced = created.get(op_name)
+            if (check_mapped_dtypes and replaced is not None and idx < len(replaced._outputs)
+                    and isinstance(value, Tensor) and value.dtype != replaced._outputs[idx].dtype):
+                raise ValueError(f"Input {index} of node {consumer} was passed {check_mapped_dtypes(value.dtype)} "
+                                 f"from {value.name} incompatible with expected "
+                                 f"{check_mapped_dtypes(replaced._outputs[idx].dtype)}.")
+            return value, False
+        if is_ctrl and "^" + op_name in input_map:
+            value = input_map["^" + op_name]
+            return (value.op if isinstance(value, Tensor) else value), True
         op = created.get(op_name)
         if op is None:
             raise ValueError(f"Imported op input '{inp}' names an op that is not in the imported graph "
@@ -70,13 +116,14 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
         return (op if is_ctrl else op._outputs[idx]), is_ctrl
 
     with graph._lock:
+        renamed = _unique_names(graph, records, import_scope) if uniquify_names else {}
         for r in records:
-            name = prefixed(r.name, import_scope)
+            name = renamed.get(r.name) or prefixed(r.name, import_scope)
             if name in graph._ops_by_name:
                 raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
             inputs, controls = [], []
             for inp in r.inputs:
-                value, is_ctrl = source(inp)
+                value, is_ctrl = source(inp, name, len(inputs))
                 if is_ctrl:
                     controls.append(value)
                 else:
@@ -84,12 +131,13 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                         raise ValueError(f"input_map value for '{inp}' must be a Tensor of the importing graph")
                     inputs.append(value)
             attrs = dict(r.attrs)
-            if import_scope and "_class" in attrs:
-                attrs["_class"] = [f"loc:@{prefixed(c[5:], import_scope)}" if c.startswith("loc:@") else c
-                                   for c in attrs["_class"]]
+            if (import_scope or renamed) and "_class" in attrs:
+                attrs["_class"] = [f"loc:@{renamed.get(c[5:]) or prefixed(c[5:], import_scope)}"
+                                   if c.startswith("loc:@") else c for c in attrs["_class"]]
             op = Operation(graph, r.op, name, inputs, attrs, controls)
+            outputs = r.outputs if r.outputs is not None else _inferred_outputs(op)
             op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))
-                           for i, (dt, dims) in enumerate(r.outputs)]
+                           for i, (dt, dims) in enumerate(outputs)]
             op._device = "" if clear_devices else r.device
             for t in inputs:
                 t._consumers.append(op)
