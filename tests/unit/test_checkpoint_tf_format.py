@@ -69,25 +69,25 @@ def test_tensorflow_written_checkpoint_restores_every_dtype():
     _assert_same(tf.train.load_checkpoint(TF_CKPT).get_tensor("words"), VALUES["words"], "words")
 
 
-def test_saver_writes_tensorflows_files_byte_for_byte(tmp_path, monkeypatch):
+def _save_in_tensorflow_format(tmp_path, monkeypatch, **save_args) -> str:
+    """The fixture's variables saved by tensorweave's Saver in TF's format; the prefix written."""
     monkeypatch.setenv("TENSORWEAVE_CHECKPOINT_FORMAT", "tensorflow")
     with tf.Graph().as_default():
         _variables(3)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            path = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+            return tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"), **save_args)
+
+
+def test_saver_writes_tensorflows_files_byte_for_byte(tmp_path, monkeypatch):
+    path = _save_in_tensorflow_format(tmp_path, monkeypatch, write_meta_graph=False)
     for suffix in (".index", ".data-00000-of-00001"):
         with open(path + suffix, "rb") as ours, open(TF_CKPT + suffix, "rb") as tfs:
             assert ours.read() == tfs.read(), suffix
 
 
 def test_tensorflow_format_reads_back_with_every_reader(tmp_path, monkeypatch):
-    monkeypatch.setenv("TENSORWEAVE_CHECKPOINT_FORMAT", "tensorflow")
-    with tf.Graph().as_default():
-        _variables(3)
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"), global_step=5)
+    _save_in_tensorflow_format(tmp_path, monkeypatch, global_step=5)
     path = tf.train.latest_checkpoint(str(tmp_path))
     assert path == str(tmp_path / "model.ckpt-5") and is_tf_index(path + ".index")
     reader = tf.train.NewCheckpointReader(path)
