@@ -757,7 +757,12 @@ NAMESPACES = {
         'Walk': ('tensorweave.ops.io.gfile', 'Walk'),
     },
     'tensorweave.graph_util': {
+        'convert_variables_to_constants': ('tensorweave.ops.graph_util_impl', 'convert_variables_to_constants'),
+        'extract_sub_graph': ('tensorweave.ops.graph_util_impl', 'extract_sub_graph'),
         'import_graph_def': ('tensorweave.ops.graph_import', 'import_graph_def'),
+        'must_run_on_cpu': ('tensorweave.ops.graph_util_impl', 'must_run_on_cpu'),
+        'remove_training_nodes': ('tensorweave.ops.graph_util_impl', 'remove_training_nodes'),
+        'tensor_shape_from_node_def_name': ('tensorweave.ops.graph_util_impl', 'tensor_shape_from_node_def_name'),
     },
     'tensorweave.image': {
         'ResizeMethod': ('tensorweave.ops.image.resize', 'ResizeMethod'),
