@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework.graph_def import graph_to_graph_def
 
 from unit_helpers import run
 
@@ -229,7 +230,7 @@ def test_nested_cond_gradient():
 def test_cond_graph_def_library_holds_branches():
     p = tf.placeholder(tf.bool, [])
     tf.cond(p, lambda: tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(2)), lambda: tf.constant(3))
-    gd = tf.get_default_graph().as_graph_def()
+    gd = graph_to_graph_def(tf.get_default_graph())   # the runtime's GraphDef holds the bodies
     assert len(gd.library) == 4
     node = [n for n in gd.node if n.op == "If"][0]
     assert node.attr["then_branch"] in gd.library and node.attr["else_branch"] in gd.library
