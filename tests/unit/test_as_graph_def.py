@@ -179,3 +179,17 @@ def test_functional_ops_name_their_bodies_and_do_not_import():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="function attribute"):
             tf.import_graph_def(gd)
+
+
+def test_file_writer_takes_session_graph_def(tmp_path):
+    graph = build_mlp()[0]
+    with tf.Session(graph=graph) as sess:
+        writer = tf.summary.FileWriter(str(tmp_path), graph_def=sess.graph_def)
+        writer.close()
+        expected = sess.graph_def
+    events = [e for f in os.listdir(tmp_path) for e in tf.train.summary_iterator(os.path.join(tmp_path, f))]
+    written = [e.graph_def for e in events if e.graph_def]
+    assert len(written) == 1
+    read = tf.GraphDef()
+    read.ParseFromString(written[0])
+    assert read == expected
