@@ -125,10 +125,11 @@ class Supervisor:
 
     def _write_graph(self) -> None:
         if self._logdir:
-            write_graph(self._graph, self._logdir, "graph.pbtxt")
+            write_graph(self._graph.as_graph_def(add_shapes=True), self._logdir, "graph.pbtxt")   # as TF's
         if self._summary_writer and not self._graph_added_to_summary:
             self._summary_writer.add_graph(self._graph)
-            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=self._graph.as_graph_def(add_shapes=True)))
+            graph_def = self._graph.as_graph_def(add_shapes=True)
+            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def))
             self._graph_added_to_summary = True
 
     def start_standard_services(self, sess) -> list:
