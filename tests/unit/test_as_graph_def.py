@@ -14,7 +14,8 @@ import pytest
 from google.protobuf import text_format
 
 import tensorweave as tf
-from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_mlp, decode
+from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp, decode
+from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.ops.attr_value_proto import shape_proto
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_import_of_ours")
@@ -57,11 +58,19 @@ def test_tensorflow_imported_our_graph_def_and_computed_the_same(name):
     rec = RECORDED["graphs"][name]
     graph, feeds, fetches, init = BUILDERS[name]()
     # the GraphDef TF imported holds the nodes we still write (re-record if this changes)
-    assert [[n.name, n.op] for n in graph.as_graph_def().node] == [[n, op] for n, op, _ in rec["nodes"]]
+    graph_def = graph.as_graph_def()
+    assert [[n.name, n.op] for n in graph_def.node] == [[n, op] for n, op, _ in rec["nodes"]]
+    assert sorted(f.signature.name for f in graph_def.library.function) == rec["functions"]
     assert fetches == rec["fetches"] and init == rec["init"]
     for k, v in rec["feeds"].items():
         assert decode(v).tolist() == np.asarray(feeds[k]).tolist()
     assert_same(run_graph(graph, feeds, fetches, init), rec["outputs"])
+    if rec["functions"]:
+        # our import_graph_def does not read function libraries yet: refused by name
+        with tf.Graph().as_default():
+            with pytest.raises(tf.errors.UnimplementedError, match="function libraries"):
+                tf.import_graph_def(graph_def)
+        return
     # tf.import_graph_def(g.as_graph_def()), TF1's graph copy, computes the same
     assert_same(run_graph(copy_of(graph), feeds, fetches, init), rec["outputs"])
 
@@ -167,18 +176,38 @@ def test_empty_graph_before_the_op_library_loads():
     assert tf.Graph().as_graph_def() == tf.GraphDef(versions={"producer": 27})
 
 
-def test_functional_ops_name_their_bodies_and_do_not_import():
-    # function bodies are not written into the library (not supported yet): refused by name
-    with tf.Graph().as_default() as g:
-        p = tf.placeholder(tf.bool, [])
-        tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(2))
-    gd = g.as_graph_def()
-    node = next(n for n in gd.node if n.op == "If")
-    assert node.attr["then_branch"].func.name and node.attr["else_branch"].func.name
-    assert len(gd.library.function) == 0
-    with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="function attribute"):
-            tf.import_graph_def(gd)
+def test_cond_branches_are_function_defs_of_the_library():
+    graph = build_cond()[0]
+    gd = graph.as_graph_def()
+    library = {f.signature.name: f for f in gd.library.function}
+    outer = next(n for n in gd.node if n.op == "If")
+    then_name, else_name = outer.attr["then_branch"].func.name, outer.attr["else_branch"].func.name
+    assert len(library) == 4 and {then_name, else_name} <= set(library)
+    # TF's If: Tcond, Tin (the branches' arguments, in input order), Tout
+    assert outer.attr["Tcond"].type == tf.bool.as_datatype_enum
+    assert list(outer.attr["Tin"].list.type) == [t.dtype.as_datatype_enum
+                                                 for t in graph.get_operation_by_name("y").inputs[1:]]
+    assert list(outer.attr["Tout"].list.type) == [tf.float32.as_datatype_enum]
+    for name in (then_name, else_name):
+        f = library[name]
+        assert [a.type for a in f.signature.input_arg] == list(outer.attr["Tin"].list.type)
+        assert [a.type for a in f.signature.output_arg] == [tf.float32.as_datatype_enum]
+        assert set(f.ret) == {"output_0"}
+        args = {a.name for a in f.signature.input_arg}
+        nodes = {n.name for n in f.node_def}
+        for n in f.node_def:                  # TF's function input names: "arg", "node:out_arg:i", "^node"
+            for inp in n.input:
+                if inp.startswith("^"):
+                    assert inp[1:] in nodes
+                elif ":" in inp:
+                    node, out_arg, index = inp.split(":")
+                    assert node in nodes and out_arg and index.isdigit()
+                else:
+                    assert inp in args
+    inner = next(n for n in library[then_name].node_def if n.op == "If")
+    assert inner.attr["then_branch"].func.name in library
+    # the runtime's plain GraphDef holds the same bodies
+    assert set(graph_to_graph_def(graph).library) == set(library)
 
 
 def test_file_writer_takes_session_graph_def(tmp_path):

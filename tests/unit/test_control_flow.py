@@ -234,6 +234,12 @@ def test_cond_graph_def_library_holds_branches():
     assert len(gd.library) == 4
     node = [n for n in gd.node if n.op == "If"][0]
     assert node.attr["then_branch"] in gd.library and node.attr["else_branch"] in gd.library
+    # and so does TF's GraphDef, as FunctionDefs
+    proto = tf.get_default_graph().as_graph_def()
+    library = {f.signature.name for f in proto.library.function}
+    assert len(library) == 4
+    node = [n for n in proto.node if n.op == "If"][0]
+    assert node.attr["then_branch"].func.name in library and node.attr["else_branch"].func.name in library
 
 
 # -- case -----------------------------------------------------------------------------------------
