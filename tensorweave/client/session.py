@@ -149,7 +149,12 @@ class BaseSession:
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
-    graph_def = property(lambda self: self._graph.as_graph_def())
+
+    @property
+    def graph_def(self):
+        """The graph as TF's GraphDef (`Graph.as_graph_def`), with `_output_shapes` when the
+        session's ConfigProto sets graph_options.infer_shapes, as in TF 1.15."""
+        return self._graph.as_graph_def(add_shapes=bool(self._config.graph_options.infer_shapes))
 
     def list_devices(self) -> list:
         return list(self._master.list_devices())

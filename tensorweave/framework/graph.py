@@ -6,9 +6,11 @@ import re
 import threading
 from typing import Callable, Iterable, Optional
 
+from tensorboard.compat.proto import graph_pb2, versions_pb2
+
 from tensorweave.framework import dtypes as _dtypes
 from tensorweave.framework.device import DeviceSpec
-from tensorweave.framework.graph_def import graph_to_graph_def, node_def_of
+from tensorweave.framework.graph_def import node_def_of
 from tensorweave.framework.op_def_registry import lookup as _lookup_op_def
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tf_export import tf_export
@@ -260,7 +262,7 @@ class Graph:
 
     @property
     def graph_def_versions(self):
-        return {"producer": 27}
+        return {"producer": GRAPH_DEF_PRODUCER}
 
     @property
     def finalized(self) -> bool:
@@ -573,8 +575,39 @@ class Graph:
         finally:
             self._gradient_override_map = saved
 
-    def as_graph_def(self, from_version=None, add_shapes: bool = False):
-        return graph_to_graph_def(self)
+    def as_graph_def(self, from_version=None, add_shapes: bool = False) -> graph_pb2.GraphDef:
+        """TF's `GraphDef` protocol buffer (tf.GraphDef) of this graph: every op with its inputs
+        ("x", "x:1", "^ctrl"), device and attributes, and `versions`; only the ops added since the
+        graph's `version` was `from_version` when that is set; each op's output shapes as its
+        `_output_shapes` attribute with `add_shapes`. The op library writes the nodes (the writer
+        ops/graph_export.py registers); a graph holds no op before the op library is loaded, so
+        without it the GraphDef is empty. What the runtime executes is framework/graph_def.py's
+        plain GraphDef (`graph_to_graph_def`), not this."""
+        if _graph_def_writer:
+            return _graph_def_writer[0](self, from_version, add_shapes)
+        if self._ops:
+            raise RuntimeError("Graph.as_graph_def: no GraphDef writer is registered (import tensorweave.ops)")
+        return empty_graph_def()
+
+
+# TF's GraphDef versions of the graphs we write: the producer TF 1.x graphs of this op set carry
+# (TF writes min_consumer only when it is not 0).
+GRAPH_DEF_PRODUCER = 27
+
+# Graph.as_graph_def's writer, fn(graph, from_version, add_shapes) -> GraphDef proto: set once by
+# the op library (ops/graph_export.py), which holds the attribute and tensor codecs this layer
+# may not import.
+_graph_def_writer: list = []
+
+
+def register_graph_def_writer(fn: Callable) -> None:
+    """Makes `fn(graph, from_version, add_shapes)` the writer of Graph.as_graph_def."""
+    _graph_def_writer[:] = [fn]
+
+
+def empty_graph_def() -> graph_pb2.GraphDef:
+    """A GraphDef with no node and our versions (the start of every GraphDef we write)."""
+    return graph_pb2.GraphDef(versions=versions_pb2.VersionDef(producer=GRAPH_DEF_PRODUCER))
 
 
 class _DefaultStack(threading.local):

@@ -1,6 +1,6 @@
 """Op attributes as TensorFlow's AttrValue protocol buffer (TensorBoard's copy of attr_value.proto)
-and back: the one codec of node attributes, used by the GraphDef we write (summary/graph_proto.py,
-for TensorBoard and tf.train.write_graph) and the GraphDefs we read (ops/graph_import.py).
+and back: the one codec of node attributes, used by the GraphDef we write (ops/graph_export.py:
+Graph.as_graph_def, TensorBoard, tf.train.write_graph) and the GraphDefs we read (ops/graph_import.py).
 
 Our graphs hold attributes as graph values: DType, TensorShape, numpy arrays (tensors), Python
 bool/int/float, str (TF's `s` bytes, which our ops compare with str), functions, lists of these.

@@ -191,11 +191,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     no node, a node's shape or dtype error; NotFoundError for an op type tensorweave lacks."""
     del op_dict, producer_op_list
     if not isinstance(graph_def, GraphDef):
-        # (TF's message; then why a graph of ours does not qualify yet, and what copies one today)
-        raise TypeError("graph_def must be a GraphDef proto. tensorweave's Graph.as_graph_def() returns its own "
-                        "plain-data GraphDef, which import_graph_def does not take: copy a tensorweave graph with "
-                        "tf.train.export_meta_graph and tf.train.import_meta_graph, or read a file that "
-                        "tf.train.write_graph wrote into a tf.GraphDef")
+        raise TypeError("graph_def must be a GraphDef proto.")
     if return_elements is not None and isinstance(return_elements, str):
         raise TypeError("return_elements must be a list of strings.")
     graph = get_default_graph()

@@ -17,7 +17,6 @@ from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summ
 
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.summary.graph_proto import graph_def_proto
 
 
 Event = event_pb2.Event
@@ -77,7 +76,7 @@ class FileWriter:
             self.add_graph(graph=graph, graph_def=graph_def)
             source = graph if graph is not None else graph_def
             if isinstance(source, Graph):
-                self.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def_proto(source)))
+                self.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=source.as_graph_def(add_shapes=True)))
 
     def __enter__(self):
         return self
@@ -131,7 +130,7 @@ class FileWriter:
             raise ValueError("Please pass only graph, or graph_def (deprecated), but not both.")
         source = graph if graph is not None else graph_def
         if isinstance(source, Graph):
-            proto = graph_def_proto(source)
+            proto = source.as_graph_def(add_shapes=True)
         elif hasattr(source, "SerializeToString") and hasattr(source, "node"):
             proto = source
         else:

@@ -23,7 +23,6 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
-from tensorweave.summary.graph_proto import graph_def_proto
 from tensorweave.summary.summary import Summary
 from tensorweave.summary.writer import FileWriterCache, SessionLog
 from tensorweave.train.graph_io import write_graph
@@ -288,9 +287,10 @@ class CheckpointSaverHook(SessionRunHook):
         if self._save_graph_def:
             # (here, not in begin: other hooks may still add ops in begin)
             graph = get_default_graph()
-            write_graph(graph, self._checkpoint_dir, "graph.pbtxt")
+            graph_def = graph.as_graph_def(add_shapes=True)
+            write_graph(graph_def, self._checkpoint_dir, "graph.pbtxt")     # with shapes, as TF's
             self._summary_writer.add_graph(graph)
-            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def_proto(graph)))
+            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def))
         self._save(session, global_step)   # the state at step `global_step`
         self._timer.update_last_triggered_step(global_step)
 

@@ -18,7 +18,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import global_variables, global_variables_initializer, \
     local_variables_initializer, report_uninitialized_variables
-from tensorweave.summary.graph_proto import graph_def_proto
 from tensorweave.summary.summary import Summary, merge_all
 from tensorweave.summary.writer import FileWriter, SessionLog
 from tensorweave.train.coordinator import Coordinator, LooperThread
@@ -126,10 +125,11 @@ class Supervisor:
 
     def _write_graph(self) -> None:
         if self._logdir:
-            write_graph(self._graph, self._logdir, "graph.pbtxt")
+            write_graph(self._graph.as_graph_def(add_shapes=True), self._logdir, "graph.pbtxt")   # as TF's
         if self._summary_writer and not self._graph_added_to_summary:
             self._summary_writer.add_graph(self._graph)
-            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def_proto(self._graph)))
+            graph_def = self._graph.as_graph_def(add_shapes=True)
+            self._summary_writer.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def))
             self._graph_added_to_summary = True
 
     def start_standard_services(self, sess) -> list:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework.graph_def import graph_to_graph_def
 
 from unit_helpers import run
 
@@ -229,10 +230,16 @@ def test_nested_cond_gradient():
 def test_cond_graph_def_library_holds_branches():
     p = tf.placeholder(tf.bool, [])
     tf.cond(p, lambda: tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(2)), lambda: tf.constant(3))
-    gd = tf.get_default_graph().as_graph_def()
+    gd = graph_to_graph_def(tf.get_default_graph())   # the runtime's GraphDef holds the bodies
     assert len(gd.library) == 4
     node = [n for n in gd.node if n.op == "If"][0]
     assert node.attr["then_branch"] in gd.library and node.attr["else_branch"] in gd.library
+    # and so does TF's GraphDef, as FunctionDefs
+    proto = tf.get_default_graph().as_graph_def()
+    library = {f.signature.name for f in proto.library.function}
+    assert len(library) == 4
+    node = [n for n in proto.node if n.op == "If"][0]
+    assert node.attr["then_branch"].func.name in library and node.attr["else_branch"].func.name in library
 
 
 # -- case -----------------------------------------------------------------------------------------

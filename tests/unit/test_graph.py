@@ -6,6 +6,8 @@ import threading
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework.graph_def import graph_to_graph_def
+from tensorweave.ops.tensor_proto import from_proto
 
 
 def test_op_names_follow_tf_uniquifying_rules():
@@ -243,13 +245,28 @@ def test_tensor_properties_and_python_protocols():
 def test_graph_def_is_plain_data():
     a = tf.constant([1.0, 2.0], name="a")
     b = tf.identity(a, name="b")
-    gd = tf.get_default_graph().as_graph_def()
+    gd = graph_to_graph_def(tf.get_default_graph())     # what the runtime executes
     names = [n.name for n in gd.node]
     assert names == ["a", "b"]
     assert gd.node[1].input == ("a",)
     assert gd.node[0].attr["dtype"] == "float32"
     assert gd.node[0].attr["value"].tolist() == [1.0, 2.0]
     assert b.op.node_def.op == "Identity"
+
+
+def test_as_graph_def_is_tfs_graph_def_proto():
+    # the same facts on TF's GraphDef, which Graph.as_graph_def returns
+    a = tf.constant([1.0, 2.0], name="a")
+    tf.identity(a, name="b")
+    gd = tf.get_default_graph().as_graph_def()
+    assert isinstance(gd, tf.GraphDef)
+    assert [n.name for n in gd.node] == ["a", "b"]
+    assert [n.op for n in gd.node] == ["Const", "Identity"]
+    assert list(gd.node[1].input) == ["a"]
+    assert gd.node[0].attr["dtype"].type == tf.float32.as_datatype_enum
+    assert from_proto(gd.node[0].attr["value"].tensor)[1].tolist() == [1.0, 2.0]
+    assert gd.node[1].attr["T"].type == tf.float32.as_datatype_enum     # derived from its input, as TF writes it
+    assert gd.versions.producer == 27 and gd.versions.min_consumer == 0
 
 
 def test_shape_errors_name_the_op():

@@ -12,7 +12,6 @@ from google.protobuf import text_format
 
 import tensorweave as tf
 from tensorweave.ops.tensor_proto import from_proto
-from tensorweave.summary.graph_proto import graph_def_proto
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
 with open(os.path.join(HERE, "graph_util.json")) as _f:
@@ -20,8 +19,8 @@ with open(os.path.join(HERE, "graph_util.json")) as _f:
 
 
 def _graph_def(graph):
-    """`graph` as TF's GraphDef proto (to become graph.as_graph_def() once that returns one)."""
-    return graph_def_proto(graph)
+    """`graph` as TF's GraphDef proto, as a TF1 program gets it."""
+    return graph.as_graph_def()
 
 
 def load(name: str):

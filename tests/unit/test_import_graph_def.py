@@ -14,7 +14,6 @@ import tensorweave as tf
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.tf_attr_defaults import TF_ATTR_DEFAULTS
-from tensorweave.summary.graph_proto import graph_def_proto
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
 with open(os.path.join(HERE, "values.json")) as _f:
@@ -228,13 +227,13 @@ def test_nodes_in_any_order_and_cycles():
 
 
 def test_attr_values_round_trip_through_our_writer():
-    # our GraphDef (summary/graph_proto.py, as tf.train.write_graph writes it) imports back
+    # our GraphDef (Graph.as_graph_def, as tf.train.write_graph writes it) imports back
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [None, 3], name="x")
         y = tf.reduce_sum(tf.strided_slice(x, [0, 1], [0, 3], end_mask=1) * 2.0, axis=1, keepdims=True, name="y")
         del y
     with tf.Graph().as_default():
-        y, = tf.import_graph_def(graph_def_proto(g), return_elements=["y:0"], name="")
+        y, = tf.import_graph_def(g.as_graph_def(), return_elements=["y:0"], name="")
         assert y.shape.as_list() == [None, 1]
         with tf.Session() as sess:
             np.testing.assert_allclose(sess.run(y, {"x:0": [[1.0, 2.0, 3.0]]}), [[10.0]])

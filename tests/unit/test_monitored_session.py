@@ -8,6 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from google.protobuf import text_format
+
 import tensorweave as tf
 from tensorweave.train import monitored_session
 
@@ -134,6 +136,9 @@ def test_training_session_saves_checkpoints_and_summaries_and_a_new_one_restores
             sess.run(train)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
     assert os.path.exists(tmp_path / "graph.pbtxt")
+    # TF's GraphDef, with the _output_shapes TF writes there
+    graph_def = text_format.Parse((tmp_path / "graph.pbtxt").read_text(), tf.GraphDef())
+    assert "_output_shapes" in next(n for n in graph_def.node if n.name == "x").attr
     events = [e for f in os.listdir(tmp_path) if f.startswith("events.out")
               for e in tf.train.summary_iterator(str(tmp_path / f))]
     values = {(v.tag, e.step): v.simple_value for e in events for v in e.summary.value}

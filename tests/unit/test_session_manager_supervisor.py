@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from google.protobuf import text_format
+
 import tensorweave as tf
 
 pytestmark = pytest.mark.usefixtures("graph")
@@ -104,6 +106,9 @@ def test_supervisor_managed_session_saves_summarises_and_restores(server, tmp_pa
     assert sv.should_stop()
     assert tf.train.load_variable(str(tmp_path), "x") == 6.0
     assert os.path.exists(tmp_path / "graph.pbtxt")
+    # TF's GraphDef, with the _output_shapes TF writes there
+    graph_def = text_format.Parse((tmp_path / "graph.pbtxt").read_text(), tf.GraphDef())
+    assert "_output_shapes" in next(n for n in graph_def.node if n.name == "x").attr
     events = [e for f in os.listdir(tmp_path) if f.startswith("events")
               for e in tf.train.summary_iterator(str(tmp_path / f))]
     assert any(v.tag == "x_value" for e in events for v in e.summary.value)
