@@ -7,7 +7,7 @@ framework/graph.py's `register_graph_def_writer` when the op library loads. The 
 Each op is a NodeDef, in creation order, with its name, type, inputs ("x", "x:1", then
 "^ctrl"), device and every attribute (ops/attr_value_proto.py: types, shapes, tensors, lists,
 strings, `_class` colocation), plus the attributes TF's OpDef derives from the op's tensors
-("T", "N", type lists; ops/tf_op_signatures.py) that our ops do not hold. `versions` as TF
+("T", "N", type lists; ops/tf_op_defs.py) that our ops do not hold. `versions` as TF
 writes them (the producer; a min_consumer of 0 left out). `from_version` keeps only the ops
 created after the graph's `version` had that value (TF's semantics: op ids count up with the
 graph's version); `add_shapes` adds `_output_shapes` to each op with outputs, as TF does.
@@ -27,11 +27,11 @@ from tensorboard.compat.proto import function_pb2, graph_pb2, node_def_pb2
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
 from tensorweave.ops.attr_value_proto import shape_proto, to_attr_value
-from tensorweave.ops.tf_op_signatures import TF_OP_SIGNATURES
+from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 
 def _split(args, tensors, attrs):
-    """`tensors` cut into one group per OpDef arg (ops/tf_op_signatures.py codes, "name:code");
+    """`tensors` cut into one group per OpDef arg (ops/tf_op_defs.py codes, "name:code");
     None when the counts do not fit (an op whose arguments differ from TF's)."""
     sizes = []
     for arg in args:

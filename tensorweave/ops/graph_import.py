@@ -28,7 +28,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.attr_value_proto import UnsupportedAttrError, from_attr_value
 from tensorweave.ops.tensor_proto import ProtoError, type_string
-from tensorweave.ops.tf_attr_defaults import TF_ATTR_DEFAULTS
+from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS
 
 GraphDef = graph_pb2.GraphDef
 NodeDef = node_def_pb2.NodeDef

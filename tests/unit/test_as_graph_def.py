@@ -18,7 +18,7 @@ from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, bui
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.attr_value_proto import shape_proto
-from tensorweave.ops.tf_op_signatures import TF_OP_SIGNATURES
+from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_import_of_ours")
 with open(os.path.join(HERE, "values.json")) as _f:
@@ -227,7 +227,7 @@ def test_file_writer_takes_session_graph_def(tmp_path):
 
 
 def test_op_signature_table_names_registered_ops():
-    # tools/record_tf_op_signatures.py writes only op types tensorweave registers; regenerate it
+    # tools/record_tf_op_defs.py writes only op types tensorweave registers; regenerate it
     # after registering ops, or their GraphDef nodes lack the attributes TF derives
     assert set(TF_OP_SIGNATURES) <= set(OP_DEFS)
     assert {"MatMul", "Conv2D", "If", "ConcatV2", "StringJoin"} <= set(TF_OP_SIGNATURES)

@@ -13,7 +13,7 @@ from google.protobuf import message, text_format
 import tensorweave as tf
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS
-from tensorweave.ops.tf_attr_defaults import TF_ATTR_DEFAULTS
+from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
 with open(os.path.join(HERE, "values.json")) as _f:
@@ -340,7 +340,7 @@ def test_attributes_tensorweave_cannot_hold_are_refused_by_name():
             tf.import_graph_def(graph_def)
 
 
-def test_tf_attr_defaults_name_registered_ops():
+def test_tf_op_defs_name_registered_ops():
     assert set(TF_ATTR_DEFAULTS) <= set(OP_DEFS)
     assert TF_ATTR_DEFAULTS["Conv2D"]["data_format"] == "NHWC"
     assert TF_ATTR_DEFAULTS["Placeholder"]["shape"].ndims is None
