@@ -14,7 +14,8 @@ import pytest
 from google.protobuf import text_format
 
 import tensorweave as tf
-from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp, decode
+from fixtures.recorded import decode
+from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.attr_value_proto import shape_proto

@@ -8,9 +8,9 @@ import os
 
 import numpy as np
 import pytest
-from google.protobuf import text_format
 
 import tensorweave as tf
+from fixtures.recorded import load_graph_def, nodes
 from tensorweave.ops.tensor_proto import from_proto
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
@@ -24,25 +24,7 @@ def _graph_def(graph):
 
 
 def load(name: str):
-    graph_def = tf.GraphDef()
-    if name.endswith(".pbtxt"):
-        with open(os.path.join(HERE, name)) as f:
-            return text_format.Parse(f.read(), graph_def)
-    with open(os.path.join(HERE, name), "rb") as f:
-        graph_def.ParseFromString(f.read())
-    return graph_def
-
-
-def nodes(graph_def, full=False) -> list:
-    """As record_tf_graph_util.py lists TF's results."""
-    out = []
-    for n in graph_def.node:
-        row = [n.name, n.op, list(n.input)]
-        if full:
-            row.append(sorted(n.attr))
-            row.append({k: int(n.attr[k].type) for k in ("T", "dtype", "Tparams", "Taxis") if k in n.attr})
-        out.append(row)
-    return out
+    return load_graph_def(os.path.join(HERE, name), tf.GraphDef())
 
 
 def recorded_value(name: str) -> np.ndarray:

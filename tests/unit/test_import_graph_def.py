@@ -12,6 +12,7 @@ from google.protobuf import message, text_format
 
 import tensorweave as tf
 from tensorweave.framework import errors
+from fixtures.recorded import decode, load_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS
 
@@ -20,22 +21,8 @@ with open(os.path.join(HERE, "values.json")) as _f:
     RECORDED = json.load(_f)
 
 
-def decode(v: dict) -> np.ndarray:
-    if v["dtype"] == "string":
-        out = np.empty(len(v["values"]), dtype=object)
-        out[:] = [s.encode("latin-1") for s in v["values"]]
-        return out.reshape(v["shape"])
-    return np.array(v["values"], dtype=v["dtype"]).reshape(v["shape"])
-
-
 def load(name: str):
-    graph_def = tf.GraphDef()
-    if name.endswith(".pbtxt"):
-        with open(os.path.join(HERE, name)) as f:
-            return text_format.Parse(f.read(), graph_def)
-    with open(os.path.join(HERE, name), "rb") as f:
-        graph_def.ParseFromString(f.read())
-    return graph_def
+    return load_graph_def(os.path.join(HERE, name), tf.GraphDef())
 
 
 def assert_like_tf(got, recorded: dict) -> None:
