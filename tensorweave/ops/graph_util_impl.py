@@ -22,6 +22,7 @@ from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Operation
+from tensorweave.framework.graph_def import parse_input
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.tensor_proto import to_proto
 
@@ -32,7 +33,7 @@ _INTERMEDIATE_OPS = {"Enter", "Exit", "Identity", "NextIteration", "Switch", "_S
 
 
 def _node_name(n: str) -> str:
-    return n[1:] if n.startswith("^") else n.split(":")[0]
+    return parse_input(n)[0]
 
 
 def _colocated_name(name: bytes) -> str:
@@ -199,7 +200,7 @@ class _Freezer:
         for n in graph_def.node:
             for index, inp in enumerate(n.input):
                 if not inp.startswith("^"):
-                    self.consumers.setdefault(inp.split(":")[0], []).append((n.name, index))
+                    self.consumers.setdefault(_node_name(inp), []).append((n.name, index))
 
     def _propagate(self, name, dtype_enum) -> None:
         for consumer, index in self.consumers.get(name, ()):
