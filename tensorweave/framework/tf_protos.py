@@ -1,0 +1,51 @@
+"""TensorFlow's protocol buffer messages, one import for the whole package.
+
+Most are TensorBoard's compiled copies of TF's `.proto` files (`tensorboard.compat.proto`: the
+same fields and numbers, so the same bytes and text as TF's). The few TensorBoard does not ship
+are declared here from TF's `.proto` sources, field for field: `SavedModel`
+(tensorflow/core/protobuf/saved_model.proto) and `QueueRunnerDef` (queue_runner.proto, whose
+`error.Code` enum travels as the int32 it is on the wire).
+"""
+from __future__ import annotations
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from tensorboard.compat.proto import (attr_value_pb2, config_pb2, function_pb2, graph_pb2, meta_graph_pb2,  # noqa: F401
+                                      node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2, types_pb2,
+                                      variable_pb2, versions_pb2)
+
+_F = descriptor_pb2.FieldDescriptorProto
+
+
+def _declare(file_name: str, package: str, messages: dict, dependencies: tuple = ()) -> dict:
+    """Message classes from `messages` = {name: [(field, number, type, label, type_name), ...]}."""
+    proto = descriptor_pb2.FileDescriptorProto(name=file_name, package=package, syntax="proto3",
+                                               dependency=list(dependencies))
+    for name, fields in messages.items():
+        msg = proto.message_type.add(name=name)
+        for field, number, kind, label, type_name in fields:
+            f = msg.field.add(name=field, number=number, type=kind, label=label)
+            if type_name:
+                f.type_name = type_name
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(file_name)
+    except KeyError:
+        pool.Add(proto)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}"))
+            for name in messages}
+
+
+_OPTIONAL, _REPEATED = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+
+SavedModel = _declare("tensorweave/saved_model.proto", "tensorweave", {"SavedModel": [
+    ("saved_model_schema_version", 1, _F.TYPE_INT64, _OPTIONAL, ""),
+    ("meta_graphs", 2, _F.TYPE_MESSAGE, _REPEATED, ".tensorboard.MetaGraphDef"),
+]}, (meta_graph_pb2.DESCRIPTOR.name,))["SavedModel"]
+
+QueueRunnerDef = _declare("tensorweave/queue_runner.proto", "tensorweave", {"QueueRunnerDef": [
+    ("queue_name", 1, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("enqueue_op_name", 2, _F.TYPE_STRING, _REPEATED, ""),
+    ("close_op_name", 3, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("cancel_op_name", 4, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("queue_closed_exception_types", 5, _F.TYPE_INT32, _REPEATED, ""),
+]})["QueueRunnerDef"]
