@@ -1,4 +1,5 @@
-"""Adding recorded operations back into a Graph (what import_meta_graph stands on).
+"""Adding recorded operations back into a Graph (what tf.import_graph_def, and through it
+import_meta_graph, stands on).
 
 A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
 values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
