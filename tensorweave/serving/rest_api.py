@@ -297,7 +297,7 @@ def _rows_json(outputs: dict) -> str:
         if batch is not None and arr.shape[0] != batch:
             raise _invalid(f"Tensor name: {name} has inconsistent batch size: {arr.shape[0]} expecting: {batch}")
         batch = arr.shape[0]
-    per_output = {name: [array_to_json(row, name.endswith(_BYTES_SUFFIX)) for row in arr]
+    per_output = {name: [array_to_json(arr[i, ...], name.endswith(_BYTES_SUFFIX)) for i in range(batch)]
                   for name, arr in outputs.items()}
     if len(outputs) == 1:
         items = next(iter(per_output.values()))

@@ -263,7 +263,7 @@ def load_inputs(inputs: str = "", input_exprs: str = "", input_examples: str = "
 
 # -- run -------------------------------------------------------------------------------------------
 def run(export_dir: str, tags: str, signature_key: str, feeds: dict, outdir=None, overwrite: bool = False,
-        out=sys.stdout) -> dict:
+        out=None) -> dict:
     """Runs a signature on `feeds` {input key: value}, printing each output as saved_model_cli
     does and saving it as outdir/<key>.npy; returns {output key: array}."""
     meta_graph = get_meta_graph_def(export_dir, _tags_arg(tags))
@@ -273,6 +273,7 @@ def run(export_dir: str, tags: str, signature_key: str, feeds: dict, outdir=None
             choices = '", "'.join(sig.inputs.keys())
             raise ValueError(f'"{key}" is not a valid input key. Please choose from "{choices}", or use --show option.')
     keys = sorted(sig.outputs)
+    out = out or sys.stdout
     with Session(graph=Graph()) as session:
         load(session, _tags_arg(tags), export_dir)
         values = session.run([sig.outputs[k].name for k in keys], {sig.inputs[k].name: v for k, v in feeds.items()})
