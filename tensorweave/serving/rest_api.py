@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import logging
 import re
@@ -146,13 +147,34 @@ def _fill(value, level: int, shape: list, dtype: str, out: list) -> None:
         _fill(v, level + 1, shape, dtype, out)
 
 
+_FAST_TYPES = {"float": {float, int}, "double": {float, int}, "half": {float, int}, "bfloat16": {float, int},
+               "bool": {bool}, "string": {str}, **{t: {int} for t in _INT_DTYPES}}
+
+
+def _regular_leaves(value, shape: list, types) -> Optional[list]:
+    """The leaves of a nested list of `shape` when every list has its level's length and every
+    leaf's type is one of `types` (a row at a time, not a leaf at a time); None otherwise."""
+    if not types:
+        return None
+    level = [value]
+    for n in shape:
+        if not all(type(x) is list and len(x) == n for x in level):
+            return None
+        level = list(itertools.chain.from_iterable(level))
+    return level if set(map(type, level)) <= types else None
+
+
 def json_to_array(value, info) -> np.ndarray:
     """A JSON value (a scalar, a nested list, a {"b64": ...}) as the tensor a signature input
     `info` (TensorInfo) takes; InvalidArgumentError with TF Serving's message when it does not fit."""
     dtype = dtype_name(info.dtype)
     shape = _dense_shape(value)
-    flat: list = []
-    _fill(value, 0, shape, dtype, flat)
+    flat = _regular_leaves(value, shape, _FAST_TYPES.get(dtype))
+    if flat is None:   # ragged, or a value to check one by one (and to name in the error)
+        flat = []
+        _fill(value, 0, shape, dtype, flat)
+    elif dtype == "string":
+        flat = [v.encode("utf-8") for v in flat]
     if dtype == "string":
         arr = np.empty(len(flat), dtype=object)
         arr[:] = flat

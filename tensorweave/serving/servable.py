@@ -132,9 +132,12 @@ def _signature_dims(info) -> Optional[list]:
     return [d.size for d in info.tensor_shape.dim]
 
 
+_DTYPE_NAMES = {enum: name[3:].lower() for name, enum in types_pb2.DataType.items()}
+
+
 def dtype_name(enum: int) -> str:
     """TF's DataTypeString of a DataType enum ('float', 'int64', 'string')."""
-    return types_pb2.DataType.Name(enum)[3:].lower()
+    return _DTYPE_NAMES.get(enum, str(enum))
 
 
 def as_input(info, key: str, value) -> np.ndarray:
