@@ -173,3 +173,15 @@ def test_b64_strings_and_a_new_version(half_plus_two):
     assert {v["version"]: v["state"] for v in status["model_version_status"]} == {"2": "AVAILABLE", "1": "END"}
     assert server.request("/versions/2:predict", {"instances": [[4.0]]}) == (200, {"predictions": [[4.0]]})
     assert server.request("/versions/1:predict", {"instances": [[4.0]]})[0] == 404
+
+
+def test_classify_and_regress_over_http(tmp_path):
+    shutil.copytree(os.path.join(FIXTURES, "half_plus_two_examples", "1"), tmp_path / "123")
+    server = Server(str(tmp_path), "half_plus_two")
+    try:
+        assert server.request(":regress", {"signature_name": "regress_x_to_y", "examples": [{"x": 80.0}]}) == (
+            200, {"results": [42.0]})
+        assert server.request(":classify", {"signature_name": "classify_x_to_y", "examples": [{"x": 20.0}]}) == (
+            200, {"results": [[["", 12.0]]]})
+    finally:
+        assert server.stop() == 0

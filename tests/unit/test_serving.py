@@ -26,6 +26,7 @@ from tensorweave.serving.servable import (CLASSIFY_METHOD_NAME, PREDICT_METHOD_N
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_serving")
 MNIST = os.path.join(FIXTURES, "mnist", "1")
 HALF_PLUS_TWO = os.path.join(FIXTURES, "half_plus_two", "1")
+HALF_PLUS_TWO_EXAMPLES = os.path.join(FIXTURES, "half_plus_two_examples", "1")
 with open(os.path.join(FIXTURES, "cli.json")) as _f:
     RECORDED = json.load(_f)
 _RUN_INPUTS = np.load(os.path.join(FIXTURES, "run_inputs.npz"))
@@ -93,7 +94,7 @@ def test_show_of_a_directory_without_a_saved_model_names_the_files(tmp_path, cap
 
 
 # -- saved_model run -------------------------------------------------------------------------------
-@pytest.mark.parametrize("record", ["run_print", "run_exprs"])
+@pytest.mark.parametrize("record", ["run_print", "run_exprs", "run_examples", "run_examples_v2"])
 def test_run_prints_what_saved_model_cli_prints(record, capsys, monkeypatch):
     monkeypatch.chdir(FIXTURES)
     rec = RECORDED[record]
@@ -263,6 +264,30 @@ def test_errors_are_tf_servings(api, method, path, body, status, message):
     got_status, out = _call(api, method, path, body)
     assert got_status == status and list(out) == ["error"]
     assert message in out["error"]
+
+
+def test_classify_and_regress_of_a_tf_model_as_tf_serving(tmp_path):
+    """TF Serving's own expectations for half_plus_two (http_rest_api_handler_test.cc): regress
+    {"x": 80.0} -> 42, classify {"x": 20.0} -> [["", 12]]; TF's ParseExample and ParseExampleV2."""
+    shutil.copytree(HALF_PLUS_TWO_EXAMPLES, tmp_path / "123")
+    models = ModelVersions("half_plus_two", str(tmp_path))
+    models.poll()
+    api = RestApi(models)
+    try:
+        assert _call(api, "POST", "/v1/models/half_plus_two:regress",
+                     {"signature_name": "regress_x_to_y", "examples": [{"x": 80.0}]}) == (200, {"results": [42.0]})
+        assert _call(api, "POST", "/v1/models/half_plus_two/versions/123:classify",
+                     {"signature_name": "classify_x_to_y", "examples": [{"x": 20.0}, {}]}) == (
+            200, {"results": [[["", 12.0]], [["", 2.0]]]})   # an Example without x: the default, 0
+        status, out = _call(api, "POST", "/v1/models/half_plus_two:regress",
+                            {"signature_name": "regress_x_to_y", "examples": [{"x": 80}]})
+        assert status == 400 and "Data types don't match" in out["error"]   # 80 is an int64 feature
+        assert _call(api, "POST", "/v1/models/half_plus_two:classify",
+                     {"signature_name": "regress_x_to_y", "examples": [{"x": 1.0}]}) == (400, {"error": (
+                         "Expected classification signature method_name to be tensorflow/serving/classify. Was: "
+                         "tensorflow/serving/regress")})
+    finally:
+        models.stop()
 
 
 # -- a servable built in this process: classify, regress, *_bytes ----------------------------------

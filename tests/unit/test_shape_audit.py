@@ -273,6 +273,13 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
+        # TF's own ParseExample (keys as inputs) and ParseExampleV2, as a TF GraphDef holds them
+        no_names, empty_default = tf.constant([], tf.string), tf.zeros([0])
+        tf_parse_attrs = {"sparse_types": [tf.int64], "Tdense": [tf.float32], "dense_shapes": [tf.TensorShape([2])]}
+        make_op("ParseExample", [words, no_names, tf.constant("b"), tf.constant("a"), empty_default],
+                dict(tf_parse_attrs, Nsparse=1, Ndense=1))
+        make_op("ParseExampleV2", [words, no_names, tf.constant(["b"]), tf.constant(["a"]), no_names, empty_default],
+                dict(tf_parse_attrs, num_sparse=1, ragged_value_types=[], ragged_split_types=[]))
         tf.io.read_file(text), tf.io.write_file(text, text), tf.io.matching_files(text)
         tf.io.match_filenames_once(os.path.join(tmp, "*"))
         # images
