@@ -657,6 +657,24 @@ TF_OP_SIGNATURES = {
     'ParseExample': (
         ('serialized:', 'names:', 'sparse_keys:Nsparse*', 'dense_keys:Ndense*', 'dense_defaults:[Tdense]'),
         ('sparse_indices:Nsparse*', 'sparse_values:[sparse_types]', 'sparse_shapes:Nsparse*', 'dense_values:[Tdense]')),
+    'ParseExampleV2': (
+        (
+            'serialized:',
+            'names:',
+            'sparse_keys:',
+            'dense_keys:',
+            'ragged_keys:',
+            'dense_defaults:[Tdense]',
+        ),
+        (
+            'sparse_indices:num_sparse*',
+            'sparse_values:[sparse_types]',
+            'sparse_shapes:num_sparse*',
+            'dense_values:[Tdense]',
+            'ragged_values:[ragged_value_types]',
+            'ragged_row_splits:[ragged_split_types]',
+        ),
+    ),
     'ParseTensor': (('serialized:',), ('output:out_type',)),
     'Placeholder': ((), ('output:dtype',)),
     'PlaceholderWithDefault': (('input:dtype',), ('output:dtype',)),
