@@ -181,8 +181,13 @@ def json_to_array(value, info) -> np.ndarray:
         return arr.reshape(shape)
     target = np.dtype(dtypes.as_dtype(info.dtype).as_numpy_dtype)
     if target.kind == "f":
-        wide = np.array(flat, dtype=np.float64)
-        arr = wide.astype(target)
+        try:
+            wide = np.array(flat, dtype=np.float64)
+        except OverflowError:   # an integer past any float
+            raise _invalid(f"Cannot convert JSON value: {_json_text(value)} to {dtype} without loss of "
+                           "precision.") from None
+        with np.errstate(over="ignore"):   # past the dtype's range: the error below
+            arr = wide.astype(target)
         lossy = np.isinf(arr) & np.isfinite(wide)
         if lossy.any():
             raise _invalid(f"Cannot convert JSON value: {_json_text(flat[int(np.argmax(lossy))])} to {dtype} without "
