@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import text_format
 
 import tensorweave as tf
-from fixtures.recorded import decode
+from fixtures.recorded import assert_same, decode
 from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
@@ -38,22 +38,6 @@ def copy_of(graph):
     with tf.Graph().as_default() as copy:
         tf.import_graph_def(graph.as_graph_def(), name="")
     return copy
-
-
-def assert_same(outputs, recorded):
-    assert len(outputs) == len(recorded)
-    for got, want in zip(outputs, recorded):
-        want = decode(want)
-        got = np.asarray(got)
-        assert got.shape == want.shape
-        if want.dtype.kind == "f":
-            assert got.dtype == want.dtype
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-        elif want.dtype == object:
-            assert got.tolist() == want.tolist()
-        else:
-            assert got.dtype == want.dtype
-            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
