@@ -18,8 +18,8 @@ body's input placeholders, in the functional op's input order), results "output_
 TF's function input names ("input_0", "node:out_arg:0", "^node"). TensorFlow imports and runs
 our tf.cond (If takes TF's inputs: the predicate, then every branch argument); it refuses our
 While, whose inputs are the loop variables and then the cond's and body's captures, not TF's
-While signature. tf.import_graph_def of ours refuses any library by name, so a graph with
-functions does not copy yet. The reverse direction is ops/graph_import.py.
+While signature. tf.import_graph_def (ops/graph_import.py, the reverse direction) reads the
+library back into function bodies, so graphs with control flow copy.
 """
 from __future__ import annotations
 
@@ -116,6 +116,7 @@ def function_def_proto(fg, library: dict, add_shapes: bool = False) -> function_
     for i, t in enumerate(fg.inputs):
         args[t] = f"input_{i}"
         fdef.signature.input_arg.add(name=f"input_{i}", type=t.dtype.base_dtype.as_datatype_enum)
+        fdef.arg_attr[i].attr["_output_shapes"].list.shape.add().CopyFrom(shape_proto(t.shape))   # as TF
     placeholders = {t.op for t in fg.inputs}
     for op in fg.get_operations():
         if op in placeholders:

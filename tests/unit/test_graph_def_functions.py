@@ -1,0 +1,188 @@
+"""GraphDef function libraries: tf.import_graph_def(g.as_graph_def()) copies graphs with tf.cond and
+tf.while_loop (their bodies travel as the library's FunctionDefs and come back as our function
+bodies), and the copy computes what the original and numpy compute."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.framework.func_graph import FuncGraph
+
+X = np.array([1.0, 0.5, 0.25], np.float32)
+
+
+def copy_of(graph, name=""):
+    with tf.Graph().as_default() as copy:
+        tf.import_graph_def(graph.as_graph_def(), name=name)
+    return copy
+
+
+def run(graph, fetches, feeds):
+    with tf.Session(graph=graph) as sess:
+        return sess.run(fetches, feeds)
+
+
+def build_loops():
+    """A while loop whose body captures outer tensors, one bounded by maximum_iterations, a while
+    inside a cond, a cond inside a while, and the gradients of the first loop."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        k = tf.constant(2.0, name="k")
+        _, acc = tf.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * k + x), [0, tf.zeros([3])], name="w")
+        tf.identity(acc, name="acc")
+        tf.identity(tf.while_loop(lambda j: j < 10, lambda j: j + 1, [0], maximum_iterations=4, name="m"), name="j")
+        inner = tf.cond(x[0] > 0, lambda: tf.while_loop(lambda n: n < 3.0, lambda n: n + x[1], [x[2]]),
+                        lambda: x[0], name="cw")
+        tf.identity(inner, name="r")
+        halve = tf.while_loop(lambda i, s: i < 4,
+                              lambda i, s: (i + 1, tf.cond(s > 1.0, lambda: s / 2.0, lambda: s + x[0])),
+                              [0, tf.reduce_sum(x) * 3.0], name="halve")[1]
+        tf.identity(halve, name="h")
+        gx, gk = tf.gradients(acc, [x, k])
+        tf.identity(gx, name="gx")
+        tf.identity(gk, name="gk")
+    return g
+
+
+def loops_in_numpy(x):
+    acc = np.zeros(3, np.float32)
+    for _ in range(5):
+        acc = acc * 2.0 + x
+    n = x[2]
+    while x[0] > 0 and n < 3.0:
+        n = n + x[1]
+    s = x.sum() * 3.0
+    for _ in range(4):
+        s = s / 2.0 if s > 1.0 else s + x[0]
+    # acc = x * (1 + 2 + 4 + 8 + 16); d sum(acc)/dk = sum over i of i * k**(i-1) * x summed
+    gk = sum(i * 2.0 ** (i - 1) for i in range(1, 5)) * x.sum()
+    return {"acc:0": acc, "j:0": 4, "r:0": n if x[0] > 0 else x[0], "h:0": s, "gx:0": np.full(3, 31.0), "gk:0": gk}
+
+
+def test_copy_of_loops_and_conds_computes_what_the_original_and_numpy_compute():
+    g = build_loops()
+    fetches = ["acc:0", "j:0", "r:0", "h:0", "gx:0", "gk:0"]
+    for x in (X, X * [-1, 1, 1]):
+        want = loops_in_numpy(x)
+        original = run(g, fetches, {"x:0": x})
+        copied = run(copy_of(g), fetches, {"x:0": x})
+        for name, a, b in zip(fetches, original, copied):
+            np.testing.assert_allclose(a, want[name], rtol=1e-6, err_msg=name)
+            np.testing.assert_allclose(b, want[name], rtol=1e-6, err_msg=name)
+
+
+def test_imported_functions_are_function_bodies_and_the_copy_copies_again():
+    g = build_loops()
+    copy = copy_of(g, name="imported")
+    loop = copy.get_operation_by_name("imported/w")
+    assert loop.type == "While"
+    body = loop.get_attr("body")
+    assert isinstance(body, FuncGraph) and body.outer_graph is copy
+    assert [t.dtype for t in body.inputs] == [t.dtype for t in loop.inputs]
+    assert len(body.outputs) == len(g.get_operation_by_name("w").get_attr("body").outputs)
+    # nested: the cond's branch holds a While whose bodies live in the branch
+    branch = copy.get_operation_by_name("imported/cw").get_attr("then_branch")
+    nested = next(op for op in branch.get_operations() if op.type == "While")
+    assert nested.get_attr("body").outer_graph is branch
+    again = copy_of(copy)
+    assert run(again, "imported/acc:0", {"imported/x:0": X}).tolist() == (X * 31).tolist()
+
+
+def test_gradients_of_an_imported_loop_match_the_originals():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.constant([0.5, -1.0, 2.0], name="w")
+        _, y = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.tanh(v * w) + x), [0, x], name="loop")
+        tf.identity(y, name="y")
+    with tf.Graph().as_default() as copy:
+        tf.import_graph_def(g.as_graph_def(), name="")
+        y = copy.get_tensor_by_name("y:0")
+        grads = tf.gradients(tf.reduce_sum(y * y), [copy.get_tensor_by_name("x:0"), copy.get_tensor_by_name("w:0")])
+    with g.as_default():
+        want = tf.gradients(tf.reduce_sum(g.get_tensor_by_name("y:0") ** 2), [g.get_tensor_by_name("x:0"),
+                                                                              g.get_tensor_by_name("w:0")])
+    for got, expected in zip(run(copy, grads, {"x:0": X}), run(g, want, {"x:0": X})):
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+    # numpy, by finite differences of the loop in x
+    def loop(x):
+        v = x.astype(np.float64)
+        for _ in range(3):
+            v = np.tanh(v * np.array([0.5, -1.0, 2.0])) + x
+        return (v * v).sum()
+    eps = 1e-6
+    numeric = [(loop(X + eps * e) - loop(X - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(run(copy, grads[0], {"x:0": X}), numeric, rtol=1e-4)
+
+
+def test_one_function_named_by_two_nodes_is_one_body():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.bool, [], name="p")
+        x = tf.placeholder(tf.float32, [], name="x")
+        tf.cond(p, lambda: x * 2.0, lambda: x - 1.0, name="y")
+    graph_def = g.as_graph_def()
+    twin = graph_def.node.add()
+    twin.CopyFrom(next(n for n in graph_def.node if n.name == "y"))
+    twin.name = "twin"
+    with tf.Graph().as_default() as copy:
+        tf.import_graph_def(graph_def, name="")
+    y, twin = copy.get_operation_by_name("y"), copy.get_operation_by_name("twin")
+    assert y.get_attr("then_branch") is twin.get_attr("then_branch")
+    assert y.get_attr("else_branch") is twin.get_attr("else_branch")
+    assert run(copy, ["y:0", "twin:0"], {"p:0": False, "x:0": 5.0}) == [4.0, 4.0]
+    # imported twice into one graph: the bodies get names of their own, each computes its own
+    with tf.Graph().as_default() as both:
+        tf.import_graph_def(graph_def, name="a")
+        tf.import_graph_def(graph_def, name="b")
+    names = {both.get_operation_by_name(f"{s}/y").get_attr("then_branch").name for s in "ab"}
+    assert len(names) == 2
+    assert run(both, ["a/y:0", "b/twin:0"], {"a/p:0": True, "a/x:0": 5.0, "b/p:0": False, "b/x:0": 1.0}) == [10.0, 0.0]
+
+
+def cond_graph_def():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.bool, [], name="p")
+        x = tf.placeholder(tf.float32, [], name="x")
+        tf.cond(p, lambda: tf.cond(p, lambda: x, lambda: x + 1.0, name="inner"), lambda: x - 1.0, name="y")
+    return g.as_graph_def()
+
+
+def test_a_missing_or_self_calling_function_is_an_error_naming_it():
+    graph_def = cond_graph_def()
+    outer = next(n for n in graph_def.node if n.name == "y")
+    then_name = outer.attr["then_branch"].func.name
+    missing = type(graph_def)()
+    missing.CopyFrom(graph_def)
+    kept = [f for f in missing.library.function if f.signature.name != then_name]
+    del missing.library.function[:]
+    missing.library.function.extend(kept)
+    with tf.Graph().as_default() as g:
+        with pytest.raises(ValueError, match=f"Node 'y': attribute 'then_branch' names function '{then_name}', "
+                                             "which the GraphDef's library does not define"):
+            tf.import_graph_def(missing)
+        assert g.get_operations() == []
+    # the inner If of the then branch calls the then branch again
+    looping = type(graph_def)()
+    looping.CopyFrom(graph_def)
+    then = next(f for f in looping.library.function if f.signature.name == then_name)
+    inner = next(n for n in then.node_def if n.op == "If")
+    inner.attr["else_branch"].func.name = then_name
+    with tf.Graph().as_default() as g:
+        with pytest.raises(ValueError, match=f"Function '{then_name}' calls itself \\({then_name} -> {then_name}\\)"):
+            tf.import_graph_def(looping)
+        assert g.get_operations() == []
+
+
+def test_errors_inside_a_function_name_the_node_and_the_function():
+    graph_def = cond_graph_def()
+    then = next(f for f in graph_def.library.function if any(n.op == "If" for n in f.node_def))
+    inner = next(n for n in then.node_def if n.op == "If")
+    inner.op = "NoSuchOp"
+    with tf.Graph().as_default():
+        with pytest.raises(tf.errors.NotFoundError,
+                           match=f"'NoSuchOp'.*node '{inner.name}' in function '{then.signature.name}'"):
+            tf.import_graph_def(graph_def)
