@@ -96,6 +96,8 @@ def _tensor(proto, node_name):
     enum, value = from_proto(proto, node_name)
     if value is None:
         raise UnsupportedAttrError(f"tensor of dtype {type_string(enum)}")
+    if isinstance(value, bytes):    # a scalar string: a Const's value is an array, as ours hold it
+        value = np.array(value, dtype=object)
     return value
 
 

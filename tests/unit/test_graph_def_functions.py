@@ -1,12 +1,18 @@
 """GraphDef function libraries: tf.import_graph_def(g.as_graph_def()) copies graphs with tf.cond and
 tf.while_loop (their bodies travel as the library's FunctionDefs and come back as our function
-bodies), and the copy computes what the original and numpy compute."""
+bodies), and the copy computes what the original and numpy compute; GraphDefs TensorFlow 2.21
+writes with control flow v2 (If, StatelessIf, While, StatelessWhile; fixtures/
+record_tf_control_flow.py) import and compute what TF computed."""
 from __future__ import annotations
+
+import json
+import os
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from fixtures.recorded import decode, load_graph_def
 from tensorweave.framework.func_graph import FuncGraph
 
 X = np.array([1.0, 0.5, 0.25], np.float32)
@@ -185,4 +191,90 @@ def test_errors_inside_a_function_name_the_node_and_the_function():
     with tf.Graph().as_default():
         with pytest.raises(tf.errors.NotFoundError,
                            match=f"'NoSuchOp'.*node '{inner.name}' in function '{then.signature.name}'"):
+            tf.import_graph_def(graph_def)
+
+
+# -- GraphDefs TensorFlow 2.21 wrote with control flow v2 (fixtures/record_tf_control_flow.py) ------
+TF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
+with open(os.path.join(TF_DIR, "control_flow.json")) as _f:
+    TF_RECORDED = json.load(_f)
+
+
+def tf_control_flow():
+    return load_graph_def(os.path.join(TF_DIR, "control_flow.pb"), tf.GraphDef())
+
+
+def feeds_of(case, prefix=""):
+    return {prefix + k: decode(v) for k, v in case["feeds"].items()}
+
+
+def test_tf_functional_control_flow_imports_and_runs_as_tf_ran_it():
+    graph_def = tf_control_flow()
+    assert {"If", "StatelessIf", "While", "StatelessWhile"} <= set(TF_RECORDED["ops"])
+    assert {"StatelessIf", "StatelessWhile", "Assert"} <= set(TF_RECORDED["function_ops"])
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def)
+    assert {op.type for op in g.get_operations()} >= {"If", "While"}
+    fetches = ["import/" + f for f in TF_RECORDED["fetches"]]
+    with tf.Session(graph=g) as sess:
+        for case in TF_RECORDED["cases"]:
+            for name, got, want in zip(fetches, sess.run(fetches, feeds_of(case, "import/")), case["outputs"]):
+                want = decode(want)
+                assert np.asarray(got).dtype == want.dtype, name
+                np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+        # the Assert inside the taken branch fails the step with TF's message
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run("import/checked:0", {**feeds_of(TF_RECORDED["cases"][0], "import/"), "import/n:0": -1})
+        assert TF_RECORDED["assert_error"][0] in str(e.value)
+
+
+def test_gradients_of_tf_written_while_loop():
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(tf_control_flow(), name="")
+        x, acc = g.get_tensor_by_name("x:0"), g.get_tensor_by_name("acc:0")
+        dx, = tf.gradients(tf.reduce_sum(acc), [x])
+    # acc = sum over i < n of x * i * k**(n - 1 - i), k = 1.5
+    with tf.Session(graph=g) as sess:
+        for case in TF_RECORDED["cases"]:
+            feeds = feeds_of(case)
+            n = int(feeds["n:0"])
+            want = sum(i * 1.5 ** (n - 1 - i) for i in range(n))
+            np.testing.assert_allclose(sess.run(dx, feeds), np.full(3, want), rtol=1e-6)
+
+
+def test_control_outputs_of_a_function_run_before_its_results():
+    graph_def = tf_control_flow()
+    branch = next(f for f in graph_def.library.function if any(n.op == "Assert" for n in f.node_def))
+    check = next(n for n in branch.node_def if n.op == "Assert")
+    for node in branch.node_def:        # the Assert ordered by control_ret instead of control inputs
+        kept = [i for i in node.input if i != "^" + check.name]
+        del node.input[:]
+        node.input.extend(kept)
+    branch.signature.control_output.append("check")
+    branch.control_ret["check"] = check.name
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+    feeds = feeds_of(TF_RECORDED["cases"][0])
+    with tf.Session(graph=g) as sess:
+        assert sess.run("checked:0", feeds) == pytest.approx(3.5)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="n must not be negative"):
+            sess.run("checked:0", {**feeds, "n:0": -1})
+
+
+def test_function_attributes_and_arguments_tensorweave_cannot_hold_are_refused_by_name():
+    graph_def = tf_control_flow()
+    body = next(f for f in graph_def.library.function if f.signature.name.startswith("while_body"))
+    node = next(n for n in body.node_def if n.op == "AddV2")
+    node.attr["T"].placeholder = "T"
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=f"Node '{node.name}' in function '{body.signature.name}' "
+                                             "\\(op 'AddV2'\\): attribute 'T' holds a .*placeholder"):
+            tf.import_graph_def(graph_def)
+    graph_def = tf_control_flow()
+    body = next(f for f in graph_def.library.function if f.signature.name.startswith("while_body"))
+    arg = body.signature.input_arg[0]
+    arg.type_attr = "T"
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=f"Function '{body.signature.name}': argument '{arg.name}' takes its "
+                                             "type from an attribute"):
             tf.import_graph_def(graph_def)
