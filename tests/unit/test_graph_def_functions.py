@@ -13,6 +13,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.recorded import decode, load_graph_def
+from fixtures.tw_graphs import build_while
 from tensorweave.framework.func_graph import FuncGraph
 
 X = np.array([1.0, 0.5, 0.25], np.float32)
@@ -87,7 +88,11 @@ def test_imported_functions_are_function_bodies_and_the_copy_copies_again():
     body = loop.get_attr("body")
     assert isinstance(body, FuncGraph) and body.outer_graph is copy
     assert [t.dtype for t in body.inputs] == [t.dtype for t in loop.inputs]
-    assert len(body.outputs) == len(g.get_operation_by_name("w").get_attr("body").outputs)
+    # as TF's While: every input a loop variable; then the values recorded for the gradient
+    original = g.get_operation_by_name("w")
+    assert loop.get_attr("record_history") and loop.get_attr("num_recorded") == original.get_attr("num_recorded") > 0
+    assert len(body.outputs) == len(loop.inputs) + loop.get_attr("num_recorded")
+    assert len(loop.outputs) == len(original.outputs) + len(original.inputs) - len(original.get_attr("T"))
     # nested: the cond's branch holds a While whose bodies live in the branch
     branch = copy.get_operation_by_name("imported/cw").get_attr("then_branch")
     nested = next(op for op in branch.get_operations() if op.type == "While")
@@ -278,3 +283,40 @@ def test_function_attributes_and_arguments_tensorweave_cannot_hold_are_refused_b
         with pytest.raises(ValueError, match=f"Function '{body.signature.name}': argument '{arg.name}' takes its "
                                              "type from an attribute"):
             tf.import_graph_def(graph_def)
+
+
+# -- our While as TF's (TF 2.21 ran these: fixtures/record_tf_import_of_ours.py, test_as_graph_def.py) ---
+def test_our_while_is_written_with_tfs_while_signature():
+    graph = build_while()[0]
+    graph_def = graph.as_graph_def()
+    library = {f.signature.name: f for f in graph_def.library.function}
+    loops = [n for n in graph_def.node if n.op == "While"]
+    loops += [n for f in library.values() for n in f.node_def if n.op == "While"]
+    assert len(loops) == 7
+    for node in loops:
+        assert {k for k in node.attr if not k.startswith("_")} == {"T", "cond", "body", "output_shapes",
+                                                                   "parallel_iterations"}
+        types = list(node.attr["T"].list.type)
+        assert len(types) == len([i for i in node.input if not i.startswith("^")])
+        assert len(node.attr["output_shapes"].list.shape) == len(types)
+        cond, body = library[node.attr["cond"].func.name], library[node.attr["body"].func.name]
+        assert [a.type for a in cond.signature.input_arg] == types
+        assert [a.type for a in body.signature.input_arg] == types == [a.type for a in body.signature.output_arg]
+        assert [a.type for a in cond.signature.output_arg] == [tf.bool.as_datatype_enum]
+    # the loop bounded by maximum_iterations counts its last loop variable down from the limit
+    bounded = next(n for n in graph_def.node if n.name == "while_2")
+    assert bounded.input[-1] == "n"
+    body = library[bounded.attr["body"].func.name]
+    assert {n.op for n in body.node_def} >= {"Sub", "Identity"}
+
+
+def test_a_loop_without_back_prop_stays_without_after_a_copy():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+        tf.identity(tf.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, [x], back_prop=False), name="y")
+    assert next(n for n in g.as_graph_def().node if n.op == "While").attr["_back_prop"].b is False
+    copy = copy_of(g)
+    with copy.as_default():
+        assert tf.gradients(copy.get_tensor_by_name("y:0"), copy.get_tensor_by_name("x:0")) == [None]
+    assert run(copy, "y:0", {"x:0": 3.0}) == 12.0
