@@ -292,7 +292,7 @@ def test_our_while_is_written_with_tfs_while_signature():
     library = {f.signature.name: f for f in graph_def.library.function}
     loops = [n for n in graph_def.node if n.op == "While"]
     loops += [n for f in library.values() for n in f.node_def if n.op == "While"]
-    assert len(loops) == 7
+    assert len(loops) == 8
     for node in loops:
         assert {k for k in node.attr if not k.startswith("_")} == {"T", "cond", "body", "output_shapes",
                                                                    "parallel_iterations"}
