@@ -320,3 +320,21 @@ def test_a_loop_without_back_prop_stays_without_after_a_copy():
     with copy.as_default():
         assert tf.gradients(copy.get_tensor_by_name("y:0"), copy.get_tensor_by_name("x:0")) == [None]
     assert run(copy, "y:0", {"x:0": 3.0}) == 12.0
+
+
+def test_if_and_while_without_output_shapes_take_tfs_defaults():
+    graph_def = tf_control_flow()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    for node in nodes:
+        if node.op in ("If", "StatelessIf", "While", "StatelessWhile"):
+            del node.attr["output_shapes"]
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(graph_def, name="")
+    # TF's shape functions: a While's outputs have its inputs' shapes, an If's are unknown
+    loop = g.get_operation_by_name("while_1")
+    assert [t.shape.as_list() for t in loop.outputs] == [t.shape.as_list() for t in loop.inputs]
+    assert g.get_operation_by_name("cond").outputs[0].shape.ndims is None
+    case = TF_RECORDED["cases"][0]
+    with tf.Session(graph=g) as sess:
+        for got, want in zip(sess.run(TF_RECORDED["fetches"], feeds_of(case)), case["outputs"]):
+            np.testing.assert_allclose(got, decode(want), rtol=1e-6)
