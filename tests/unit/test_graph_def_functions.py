@@ -128,6 +128,45 @@ def test_gradients_of_an_imported_loop_match_the_originals():
     np.testing.assert_allclose(run(copy, grads[0], {"x:0": X}), numeric, rtol=1e-4)
 
 
+
+def test_copy_of_rnn_training_map_fn_scan_tensor_arrays_and_second_derivatives():
+    rng = np.random.RandomState(0)
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(3)
+        x = tf.placeholder(tf.float32, [2, 5, 3], name="x")
+        out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(4), x, dtype=tf.float32)
+        loss = tf.identity(tf.reduce_sum(out ** 2), name="loss")
+        tf.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        squares = tf.map_fn(lambda r: tf.reduce_sum(r * r), x[0])
+        sums = tf.scan(lambda a, r: a + r, x[1])
+        ta = tf.while_loop(lambda i, t: i < 5, lambda i, t: (i + 1, t.write(i, tf.reduce_mean(x[:, i]))),
+                           [0, tf.TensorArray(tf.float32, size=5)])[1]
+        z = tf.placeholder(tf.float32, [], name="z")
+        w = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.sin(v) * z), [0, z])[1]
+        d1 = tf.gradients(w, z)[0]
+        d2 = tf.gradients(d1, z)[0]
+        init = tf.global_variables_initializer()
+    fetches = [loss.name, squares.name, sums.name, ta.stack().name, w.name, d1.name, d2.name]
+    feeds = {"x:0": rng.randn(2, 5, 3).astype(np.float32), "z:0": 0.7}
+    results = []
+    for graph in (g, copy_of(g)):
+        with tf.Session(graph=graph) as sess:
+            sess.run(init.name)
+            sess.run("train", feeds)    # one step through the copied loop's gradient
+            results.append(sess.run(fetches, feeds))
+    for name, got, want in zip(fetches, results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
+    x0 = feeds["x:0"]
+    np.testing.assert_allclose(results[1][1], (x0[0] ** 2).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(results[1][2], np.cumsum(x0[1], axis=0), rtol=1e-5)
+    np.testing.assert_allclose(results[1][3], x0.mean(axis=(0, 2)), rtol=1e-5)
+    v, dv, ddv = 0.7, 1.0, 0.0      # w = f(f(f(z))) with f(v) = sin(v) * z: forward-mode in numpy
+    for _ in range(3):
+        v, dv, ddv = (np.sin(v) * 0.7, np.cos(v) * dv * 0.7 + np.sin(v),
+                      (-np.sin(v) * dv * dv + np.cos(v) * ddv) * 0.7 + 2 * np.cos(v) * dv)
+    np.testing.assert_allclose(results[1][4:], [v, dv, ddv], rtol=1e-5)
+
 def test_one_function_named_by_two_nodes_is_one_body():
     g = tf.Graph()
     with g.as_default():
