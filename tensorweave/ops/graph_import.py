@@ -261,6 +261,9 @@ class _Functions:
                                  f"'{fdef.ret[out.name]}', which is not a tensor of that type")
             outputs.append(t)
         if fdef.control_ret:
+            unknown = sorted(n for n in fdef.control_ret.values() if n not in created)
+            if unknown:
+                raise ValueError(f"Function '{fname}': control outputs name nodes it lacks: {unknown}")
             if not outputs:
                 raise ValueError(f"Function '{fname}': a function that only runs ops (control outputs "
                                  f"{sorted(fdef.control_ret.values())}) is not supported")
