@@ -98,7 +98,8 @@ def _record(node, inputs=None, functions=None, where: str = "") -> OpRecord:
             None, None, f"Op type not registered '{node.op}' in binary running tensorweave (node '{node.name}'"
             f"{where}). tensorweave has no such op.")
     attrs = dict(TF_ATTR_DEFAULTS.get(op_type, {}))
-    for key, value in node.attr.items():
+    for key in sorted(node.attr):     # in one order: functions get the graph's counter as they are met
+        value = node.attr[key]
         try:
             attrs[key] = from_attr_value(value, node.name, functions and (lambda name, key=key: functions(name, key)))
         except UnsupportedAttrError as e:

@@ -377,3 +377,21 @@ def test_if_and_while_without_output_shapes_take_tfs_defaults():
     with tf.Session(graph=g) as sess:
         for got, want in zip(sess.run(TF_RECORDED["fetches"], feeds_of(case)), case["outputs"]):
             np.testing.assert_allclose(got, decode(want), rtol=1e-6)
+
+
+def test_tf_control_flow_written_back_keeps_every_attribute():
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(tf_control_flow(), name="")
+    graph_def = g.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    # TF refuses an AttrValue holding nothing: TF's empty lists stay lists
+    assert all(v.WhichOneof("value") for n in nodes for v in n.attr.values())
+    assert any(n.attr["_read_only_resource_inputs"].WhichOneof("value") == "list" for n in nodes
+               if "_read_only_resource_inputs" in n.attr)
+    # and the copy of the copy computes what TF computed
+    with tf.Graph().as_default() as again:
+        tf.import_graph_def(graph_def, name="")
+    case = TF_RECORDED["cases"][2]
+    with tf.Session(graph=again) as sess:
+        for got, want in zip(sess.run(TF_RECORDED["fetches"], feeds_of(case)), case["outputs"]):
+            np.testing.assert_allclose(got, decode(want), rtol=1e-6)
