@@ -165,12 +165,17 @@ def _set_results(fdef, results: list) -> None:
 
 
 def _add_node(fdef, name: str, op_type: str, inputs: list, **attrs) -> str:
-    """A node added to a FunctionDef; its first output's name in the function."""
-    node = fdef.node_def.add(name=name, op=op_type, input=inputs)
+    """A node added to a FunctionDef (named `name`, or `name_1`... when the body has that name); its
+    first output's name in the function."""
+    taken = {n.name for n in fdef.node_def} | {a.name for a in fdef.signature.input_arg}
+    unique, i = name, 1
+    while unique in taken:
+        unique, i = f"{name}_{i}", i + 1
+    node = fdef.node_def.add(name=unique, op=op_type, input=inputs)
     for key, value in attrs.items():
         node.attr[key].CopyFrom(to_attr_value(value))
     output = TF_OP_SIGNATURES[op_type][1][0].partition(":")[0]
-    return f"{name}:{output}:0"
+    return f"{unique}:{output}:0"
 
 
 def _tf_while(op, node, library: dict, add_shapes: bool) -> None:

@@ -395,3 +395,20 @@ def test_tf_control_flow_written_back_keeps_every_attribute():
     with tf.Session(graph=again) as sess:
         for got, want in zip(sess.run(TF_RECORDED["fetches"], feeds_of(case)), case["outputs"]):
             np.testing.assert_allclose(got, decode(want), rtol=1e-6)
+
+
+def test_the_nodes_the_export_adds_to_a_loop_body_keep_clear_of_its_names():
+    g = tf.Graph()
+    with g.as_default():
+        n = tf.placeholder(tf.int32, [], name="n")
+
+        def body(v):
+            with tf.name_scope("iteration_limit/"):      # the names the export's count-down nodes take
+                return tf.add(v, 1.0, name="one") * tf.constant(2.0, name="count_down")
+        tf.identity(tf.while_loop(lambda v: v < 100.0, body, [tf.constant(1.0)], maximum_iterations=n), name="y")
+    graph_def = g.as_graph_def()
+    body = next(f for f in graph_def.library.function if "body" in f.signature.name)
+    names = [node.name for node in body.node_def]
+    assert {"iteration_limit/one", "iteration_limit/one_1", "iteration_limit/count_down_1"} <= set(names)
+    assert len(names) == len(set(names))
+    assert [run(copy_of(g), "y:0", {"n:0": k}) for k in (0, 2, 10)] == [1.0, 10.0, 190.0]
