@@ -24,6 +24,7 @@ NAMESPACE_PATHS = {
     'distribute.cluster_resolver': 'tensorweave.distribute.cluster_resolver',
     'dtypes': 'tensorweave.framework.dtypes',
     'errors': 'tensorweave.framework.errors',
+    'feature_column': 'tensorweave.feature_column',
     'flags': 'tensorweave.flags',
     'gfile': 'tensorweave.gfile',
     'graph_util': 'tensorweave.graph_util',
@@ -239,6 +240,7 @@ NAMESPACES = {
         'expm1': ('tensorweave.ops.math.unary', 'expm1'),
         'extract_image_patches': ('tensorweave.ops.array.space', 'extract_image_patches'),
         'eye': ('tensorweave.ops.math.linalg', 'eye'),
+        'feature_column': ('tensorweave.feature_column', None),
         'fill': ('tensorweave.ops.array.fill', 'fill'),
         'fixed_size_partitioner': ('tensorweave.ops.state.partitioned_variables', 'fixed_size_partitioner'),
         'flags': ('tensorweave.flags', None),
@@ -659,6 +661,25 @@ NAMESPACES = {
         'TFConfigClusterResolver': ('tensorweave.distribute.cluster_resolver', 'TFConfigClusterResolver'),
         'UnionResolver': ('tensorweave.distribute.cluster_resolver', 'UnionResolver'),
         'format_master_url': ('tensorweave.distribute.cluster_resolver', 'format_master_url'),
+    },
+    'tensorweave.feature_column': {
+        'bucketized_column': ('tensorweave.feature_column.columns', 'bucketized_column'),
+        'categorical_column_with_hash_bucket':
+            ('tensorweave.feature_column.columns', 'categorical_column_with_hash_bucket'),
+        'categorical_column_with_identity': ('tensorweave.feature_column.columns', 'categorical_column_with_identity'),
+        'categorical_column_with_vocabulary_file':
+            ('tensorweave.feature_column.columns', 'categorical_column_with_vocabulary_file'),
+        'categorical_column_with_vocabulary_list':
+            ('tensorweave.feature_column.columns', 'categorical_column_with_vocabulary_list'),
+        'crossed_column': ('tensorweave.feature_column.columns', 'crossed_column'),
+        'embedding_column': ('tensorweave.feature_column.columns', 'embedding_column'),
+        'indicator_column': ('tensorweave.feature_column.columns', 'indicator_column'),
+        'input_layer': ('tensorweave.feature_column.layers', 'input_layer'),
+        'linear_model': ('tensorweave.feature_column.layers', 'linear_model'),
+        'make_parse_example_spec': ('tensorweave.feature_column.layers', 'make_parse_example_spec'),
+        'numeric_column': ('tensorweave.feature_column.columns', 'numeric_column'),
+        'shared_embedding_columns': ('tensorweave.feature_column.columns', 'shared_embedding_columns'),
+        'weighted_categorical_column': ('tensorweave.feature_column.columns', 'weighted_categorical_column'),
     },
     'tensorweave.flags': {
         'DEFINE_bool': ('tensorweave.flags', 'DEFINE_boolean'),
