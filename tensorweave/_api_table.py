@@ -286,6 +286,7 @@ NAMESPACES = {
         'imag': ('tensorweave.ops.math.complex_parts', 'imag'),
         'image': ('tensorweave.image', None),
         'import_graph_def': ('tensorweave.ops.graph_import', 'import_graph_def'),
+        'initialize_all_tables': ('tensorweave.ops.lookup.tables', 'tables_initializer'),
         'initialize_all_variables': ('tensorweave.ops.state.variables', 'global_variables_initializer'),
         'initialize_local_variables': ('tensorweave.ops.state.variables', 'local_variables_initializer'),
         'initialize_variables': ('tensorweave.ops.state.variables', 'variables_initializer'),

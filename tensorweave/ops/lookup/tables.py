@@ -314,10 +314,10 @@ class StaticVocabularyTable:
         return SparseTensor(keys.indices, ids, keys.dense_shape) if isinstance(keys, SparseTensor) else ids
 
 
-@tf_export("tables_initializer", "initializers.tables_initializer")
+@tf_export("tables_initializer", "initializers.tables_initializer", "initialize_all_tables")
 def tables_initializer(name="init_all_tables"):
     """tf.tables_initializer(name='init_all_tables'): one op that runs every table initializer of
-    the graph (a no_op when there is none)."""
+    the graph (a no_op when there is none). tf.initialize_all_tables is its deprecated name."""
     initializers = get_collection(GraphKeys.TABLE_INITIALIZERS)
     return group(*initializers, name=name) if initializers else no_op(name=name)
 
