@@ -19,21 +19,24 @@ import math
 import numpy as np
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
+from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
-from tensorweave.ops.array.core import expand_dims, reshape, shape, transpose
+from tensorweave.ops.array.core import expand_dims, identity, rank as rank_of, reshape, shape, transpose
 from tensorweave.ops.array.fill import fill
 from tensorweave.ops.array.gather import one_hot, scatter_nd
 from tensorweave.ops.array.pad import tile
 from tensorweave.ops.array.sort import where, where_v2
-from tensorweave.ops.io.gfile import GFile, Exists
+from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.debugging.asserts import assert_positive
+from tensorweave.ops.io.gfile import Exists, GFile
 from tensorweave.ops.io.parsing import FixedLenFeature, VarLenFeature
 from tensorweave.ops.lookup.tables import index_table_from_file, index_table_from_tensor
 from tensorweave.ops.math.array_composites import gather_nd
-from tensorweave.ops.math.binary import add, greater_equal, less, logical_or, multiply, not_equal
+from tensorweave.ops.math.binary import add, equal, greater_equal, less, logical_or, multiply, not_equal
 from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
@@ -110,6 +113,11 @@ class _LazyBuilder:
         rank = tensor.get_shape().ndims
         if rank == 0:
             raise ValueError(f"Feature (key: {key}) cannot have rank 0. Given: {tensor}")
+        if rank is None and not isinstance(tensor, SparseTensor):
+            # A rank known only at run time: expanded there when it is 1, as TF does.
+            message = f"Feature (key: {key}) cannot have rank 0. Given: {tensor}"
+            with control_dependencies([assert_positive(rank_of(tensor), message=message)]):
+                return cond(equal(1, rank_of(tensor)), lambda: expand_dims(tensor, -1), lambda: identity(tensor))
         if rank != 1:
             return tensor
         if isinstance(tensor, SparseTensor):
@@ -127,8 +135,7 @@ def _to_sparse_input_and_drop_ignore_values(input_tensor, ignore_value=None):
         if ignore_value is None:
             ignore_value = "" if input_tensor.dtype == dtypes.string else \
                 -1 if input_tensor.dtype.is_integer else input_tensor.dtype.as_numpy_dtype()
-        ignore = cast(ignore_value, input_tensor.dtype, name="ignore_value") if input_tensor.dtype != dtypes.string \
-            else convert_to_tensor_or_sparse_tensor(ignore_value, dtype=dtypes.string, name="ignore_value")
+        ignore = convert_to_tensor(ignore_value, dtype=input_tensor.dtype, name="ignore_value")
         indices = where(not_equal(input_tensor, ignore), name="indices")
         return SparseTensor(indices=indices, values=gather_nd(input_tensor, indices, name="values"),
                             dense_shape=shape(input_tensor, out_type=dtypes.int64, name="dense_shape"))

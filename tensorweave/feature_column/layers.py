@@ -123,8 +123,8 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum", weig
     [n, units] 'weights'; a categorical column's ids' rows of its [num_buckets, units] 'weights'
     combined by sparse_combiner: 'sum', 'mean' or 'sqrtn'), added, plus 'bias_weights' [units].
     Every variable starts at zero. cols_to_vars receives each column's variables and 'bias'."""
-    with variable_scope(None, default_name="linear_model") as vs:
-        model_name = vs.name.rsplit("/", 1)[-1]
+    with variable_scope(None, default_name="linear_model") as model_scope:
+        pass
     feature_columns = _normalize_feature_columns(feature_columns)
     weight_collections = _weight_collections(weight_collections)
     # TF names each column's layer in the caller's scope, then builds it inside the model's.
@@ -137,7 +137,7 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum", weig
             raise ValueError(f"Items of feature_columns must be either a _DenseColumn or _CategoricalColumn. Given: "
                              f"{column}")
     collected = {} if cols_to_vars is None else cols_to_vars
-    with variable_scope(model_name):
+    with variable_scope(model_scope):   # re-entered: the variables go under linear_model/ (or _1, ...)
         builder = _LazyBuilder(features)
         weighted_sums, ordered = [], []
         for column in sorted(feature_columns, key=lambda c: layer_names[c]):

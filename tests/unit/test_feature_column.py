@@ -167,3 +167,29 @@ def test_embedding_column_loads_from_checkpoint(tmp_path):
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
             np.testing.assert_allclose(s.run(out), [table[1] + table[3], table[2]])
+
+
+def test_features_of_unknown_rank_are_expanded_at_run_time():
+    with tf.Graph().as_default():
+        price, words = tf.placeholder(tf.float32, None), tf.placeholder(tf.string, None)
+        columns = [fc.numeric_column("price"),
+                   fc.indicator_column(fc.categorical_column_with_vocabulary_list("w", ["a", "b"]))]
+        out = fc.input_layer({"price": price, "w": words}, columns)
+        with tf.Session() as s:
+            s.run(tf.tables_initializer())
+            np.testing.assert_array_equal(s.run(out, {price: [1.0, 2.0], words: ["b", "a"]}), [[1, 0, 1], [2, 1, 0]])
+            np.testing.assert_array_equal(s.run(out, {price: [[3.0]], words: [["a"]]}), [[3, 1, 0]])
+            with pytest.raises(tf.errors.InvalidArgumentError, match="cannot have rank 0"):
+                s.run(out, {price: 1.0, words: [["a"]]})
+
+
+def test_weight_collections_and_trainable_false():
+    with tf.Graph().as_default():
+        f = {"price": np.array([[1.0], [2.0]], np.float32), "ids": np.array([[0], [2]], np.int64)}
+        ids = fc.categorical_column_with_identity("ids", 3)
+        fc.linear_model(f, [fc.numeric_column("price"), ids], weight_collections=["mine"], trainable=False)
+        fc.input_layer(f, [fc.embedding_column(ids, 2)], weight_collections=["mine"])
+        mine = sorted(v.op.name for v in tf.get_collection("mine"))
+        assert mine == ["input_layer/ids_embedding/embedding_weights", "linear_model/bias_weights",
+                        "linear_model/ids/weights", "linear_model/price/weights"]
+        assert [v.op.name for v in tf.trainable_variables()] == ["input_layer/ids_embedding/embedding_weights"]
