@@ -192,22 +192,34 @@ def _check_shape(shape, key) -> tuple:
 
 
 def _check_default_value(shape, default_value, dtype, key):
-    """TF's fc_utils.check_default_value: a scalar broadcast to `shape`, or nested lists of it."""
+    """TF's fc_utils.check_default_value: a scalar (an int, or a float for a float dtype) filled
+    into nested tuples of `shape`, or nested lists (or an array) of `shape` as nested tuples."""
+    def filled(dims, value):
+        return tuple(filled(dims[1:], value) for _ in range(dims[0])) if dims else value
+
+    def nested(value):
+        return tuple(nested(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+    def fits(value, dims):
+        if isinstance(value, (list, tuple)) != bool(dims):
+            return False
+        return not dims or (len(value) == dims[0] and all(fits(v, dims[1:]) for v in value))
+
     if default_value is None:
         return None
-    if isinstance(default_value, int) and not isinstance(default_value, bool) or isinstance(default_value, float):
-        if dtype.is_integer and not isinstance(default_value, int):
-            raise TypeError(f"The default_value must be compatible with dtype.is_integer. default_value: "
-                            f"{default_value}, dtype: {dtype}, key: {key}")
-        return (int(default_value) if dtype.is_integer else float(default_value),) * int(np.prod(shape))
-    array = np.asarray(default_value)
-    if array.dtype.kind not in "iuf" or (dtype.is_integer and array.dtype.kind == "f"):
-        raise TypeError(f"default_value must be compatible with dtype. default_value: {default_value}, dtype: "
-                        f"{dtype}, key: {key}")
-    if array.shape != tuple(shape):
-        raise ValueError(f"The shape of default_value must be equal to given shape. default_value: {default_value}, "
-                         f"shape: {shape}, key: {key}")
-    return tuple(array.reshape(-1).tolist())
+    if isinstance(default_value, int) or (isinstance(default_value, float) and dtype.is_floating):
+        return filled(shape, default_value)
+    if callable(getattr(default_value, "tolist", None)):
+        default_value = default_value.tolist()
+    if isinstance(default_value, (list, tuple)):
+        if not fits(default_value, shape):
+            raise ValueError(f"The shape of default_value must be equal to given shape. default_value: "
+                             f"{default_value}, shape: {shape}, key: {key}")
+        flat = np.asarray(default_value, dtype=object).reshape(-1).tolist()
+        if all(isinstance(v, int) for v in flat) or (any(isinstance(v, float) for v in flat) and dtype.is_floating):
+            return nested(default_value)
+    raise TypeError(f"default_value must be compatible with dtype. default_value: {default_value}, dtype: {dtype}, "
+                    f"key: {key}")
 
 
 @tf_export("feature_column.numeric_column")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.feature_column_cases import (CASES, ERRORS, RUN_ERRORS, features, fixed_values, parse_spec_columns,
-                                           spec_table)
+from fixtures.feature_column_cases import (CASES, DEFAULT_VALUES, ERRORS, RUN_ERRORS, default_value, features,
+                                           fixed_values, parse_spec_columns, spec_table)
 from fixtures.recorded import decode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +80,10 @@ def test_cols_to_vars_name_tf_variables():
 
 def test_make_parse_example_spec_equals_tf():
     assert spec_table(fc.make_parse_example_spec(parse_spec_columns(tf))) == RECORDED["parse_spec"]
+
+
+def test_numeric_default_values_are_tf_nested_tuples():
+    assert [default_value(tf, *args) for args in DEFAULT_VALUES] == RECORDED["default_values"]
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
