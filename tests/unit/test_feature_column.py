@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.feature_column_cases import (CASES, DEFAULT_VALUES, ERRORS, RUN_ERRORS, default_value, features,
-                                           fixed_values, parse_spec_columns, spec_table)
+from fixtures.feature_column_cases import (CASES, CHECKPOINT, CHECKPOINT_CASE, DEFAULT_VALUES, ERRORS, RUN_ERRORS,
+                                           default_value, features, fixed_values, parse_spec_columns, spec_table)
 from fixtures.recorded import decode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,6 +60,17 @@ def test_case_outputs_and_variables_equal_tf(name):
     assert sorted(values) == sorted(recorded["outputs"])
     for key, want in recorded["outputs"].items():
         _assert_value(values[key], want, f"{name}/{key}")
+
+
+def test_tf_checkpoint_of_feature_column_model_restores_into_ours():
+    with tf.Graph().as_default():
+        outputs = CASES[CHECKPOINT_CASE](tf, features(tf))
+        with tf.Session() as s:
+            s.run(tf.tables_initializer())
+            tf.train.Saver().restore(s, CHECKPOINT)   # TF 2.15 wrote it; every variable is found by its TF name
+            values = s.run(outputs)
+    for key, want in RECORDED["cases"][CHECKPOINT_CASE]["outputs"].items():
+        _assert_value(values[key], want, key)
 
 
 def test_cols_to_vars_name_tf_variables():
