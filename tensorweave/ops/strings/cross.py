@@ -21,24 +21,10 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import make_op, string_result
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
-from tensorweave.ops.strings.hashing import fingerprint64
+from tensorweave.ops.strings.hashing import fingerprint64, fingerprint_cat64
 
 _M64 = 0xFFFFFFFFFFFFFFFF
-_MUL = 0xC6A4A7935BD1E995
 DEFAULT_HASH_KEY = 0xDECAFCAFFE   # TF's sparse_ops._DEFAULT_HASH_KEY
-
-
-def _shift_mix(v: int) -> int:
-    return v ^ (v >> 47)
-
-
-def fingerprint_cat64(fp1: int, fp2: int) -> int:
-    """TF's FingerprintCat64 (core/platform/fingerprint.h): two fingerprints combined."""
-    result = fp1 ^ _MUL
-    result ^= (_shift_mix((fp2 * _MUL) & _M64) * _MUL) & _M64
-    result = (result * _MUL) & _M64
-    result = (_shift_mix(result) * _MUL) & _M64
-    return _shift_mix(result)
 
 
 def _rows(node, indices, values, batch: int) -> list:
