@@ -18,6 +18,7 @@ from tensorweave.ops.nn.activations import bias_add
 from tensorweave.ops.nn.sparse_embedding import safe_embedding_lookup_sparse
 from tensorweave.ops.sparse.core import sparse_reshape
 from tensorweave.ops.state.initializers import zeros_initializer
+from tensorweave.ops.state.partitioned_variables import PartitionedVariable
 from tensorweave.ops.state.variable_scope import get_variable, get_variable_scope, variable_scope
 from tensorweave.feature_column.columns import _CategoricalColumn, _DenseColumn, _FeatureColumn, _LazyBuilder
 
@@ -162,14 +163,20 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum", weig
         bias = get_variable("bias_weights", shape=[units], dtype=dtypes.float32, initializer=zeros_initializer(),
                             trainable=trainable, collections=[GraphKeys.GLOBAL_VARIABLES])
         _add_to_collections(bias, weight_collections)
-        collected["bias"] = [bias]
+        collected["bias"] = _parts(bias)
         return bias_add(no_bias, bias, name="weighted_sum")
+
+
+def _parts(var) -> list:
+    """A variable as a list: the parts of a PartitionedVariable (a scope's partitioner), as TF lists them."""
+    return list(var) if isinstance(var, PartitionedVariable) else [var]
 
 
 def _add_to_collections(var, weight_collections) -> None:
     for key in weight_collections:
         if key != GraphKeys.GLOBAL_VARIABLES:
-            add_to_collection(key, var)
+            for part in _parts(var):
+                add_to_collection(key, part)
 
 
 @tf_export("feature_column.make_parse_example_spec")
