@@ -283,10 +283,10 @@ class StaticVocabularyTable:
     name=None): ids of a vocabulary (the initializer maps keys to 0..n-1); a key out of it gets
     n + Fingerprint64(key) % num_oov_buckets (integer keys hashed as their decimal text)."""
 
-    def __init__(self, initializer, num_oov_buckets, lookup_key_dtype=None, name=None, default_value=-1):
+    def __init__(self, initializer, num_oov_buckets, lookup_key_dtype=None, name=None):
         if num_oov_buckets <= 0:
             raise ValueError("oov_buckets must be > 0.")
-        self._table = StaticHashTable(initializer, default_value) if initializer is not None else None
+        self._table = StaticHashTable(initializer, -1)
         self._num_oov_buckets = int(num_oov_buckets)
         self.key_dtype = dtypes.as_dtype(lookup_key_dtype) if lookup_key_dtype is not None else \
             self._table.key_dtype
@@ -338,7 +338,7 @@ def index_table_from_tensor(vocabulary_list, num_oov_buckets=0, default_value=-1
             table_keys = cast(keys, dtypes.int64) if keys.dtype.is_integer else keys
             init = KeyValueTensorInitializer(table_keys, np.arange(n, dtype=np.int64), name="table_init")
             if num_oov_buckets:
-                return StaticVocabularyTable(init, num_oov_buckets, lookup_key_dtype=dtype, default_value=default_value)
+                return StaticVocabularyTable(init, num_oov_buckets, lookup_key_dtype=dtype)
             return StaticHashTable(init, default_value)
 
 
@@ -358,6 +358,5 @@ def index_table_from_file(vocabulary_file, num_oov_buckets=0, vocab_size=None, d
             init = TextFileInitializer(vocabulary_file, dtypes.int64 if key_dtype.is_integer else key_dtype,
                                        WHOLE_LINE, dtypes.int64, LINE_NUMBER, vocab_size=vocab_size)
             if num_oov_buckets:
-                return StaticVocabularyTable(init, num_oov_buckets, lookup_key_dtype=key_dtype,
-                                             default_value=default_value)
+                return StaticVocabularyTable(init, num_oov_buckets, lookup_key_dtype=key_dtype)
             return StaticHashTable(init, default_value)
