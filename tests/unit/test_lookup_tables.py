@@ -103,3 +103,13 @@ def test_cast_between_strings_and_numbers_is_unimplemented_as_tf():
         with tf.Session() as s, pytest.raises(tf.errors.UnimplementedError,
                                               match="Cast string to float is not supported"):
             s.run(out)
+
+
+def test_vocabulary_table_without_initializer_hashes_every_key():
+    with tf.Graph().as_default():
+        table = tf.lookup.StaticVocabularyTable(None, num_oov_buckets=4)
+        ids = table.lookup(tf.constant(["a", "bb"]))
+        with tf.Session() as s:
+            got, size = s.run([ids, table.size()])
+    np.testing.assert_array_equal(got, [fingerprint64(b"a") % 4, fingerprint64(b"bb") % 4])
+    assert size == 4

@@ -281,12 +281,15 @@ class StaticHashTable:
 class StaticVocabularyTable:
     """tf.lookup.StaticVocabularyTable(initializer, num_oov_buckets, lookup_key_dtype=None,
     name=None): ids of a vocabulary (the initializer maps keys to 0..n-1); a key out of it gets
-    n + Fingerprint64(key) % num_oov_buckets (integer keys hashed as their decimal text)."""
+    n + Fingerprint64(key) % num_oov_buckets (integer keys hashed as their decimal text). Without
+    an initializer every key gets a bucket."""
 
     def __init__(self, initializer, num_oov_buckets, lookup_key_dtype=None, name=None):
         if num_oov_buckets <= 0:
             raise ValueError("oov_buckets must be > 0.")
-        self._table = StaticHashTable(initializer, -1)
+        if initializer is None and lookup_key_dtype is None:
+            lookup_key_dtype = dtypes.string
+        self._table = None if initializer is None else StaticHashTable(initializer, -1)
         self._num_oov_buckets = int(num_oov_buckets)
         self.key_dtype = dtypes.as_dtype(lookup_key_dtype) if lookup_key_dtype is not None else \
             self._table.key_dtype
@@ -294,23 +297,27 @@ class StaticVocabularyTable:
         self._name = name or "hash_bucket"
 
     name = property(lambda self: self._name)
-    resource_handle = property(lambda self: self._table.resource_handle)
+    resource_handle = property(lambda self: None if self._table is None else self._table.resource_handle)
 
     def size(self, name=None):
         """The vocabulary's size plus the oov buckets."""
         with name_scope(name, f"{self._name}_Size"):
+            if self._table is None:
+                return convert_to_tensor(self._num_oov_buckets, dtypes.int64)
             return self._table.size() + self._num_oov_buckets
 
     def lookup(self, keys, name=None):
+        """Each key's id (int64), for a Tensor or a SparseTensor of keys."""
         values = keys.values if isinstance(keys, SparseTensor) else convert_to_tensor(keys)
-        if values.dtype.is_integer and self._table.key_dtype == dtypes.int64 and values.dtype != dtypes.int64:
+        if values.dtype.is_integer and values.dtype != dtypes.int64 and (
+                self._table is None or self._table.key_dtype == dtypes.int64):
             values = cast(values, dtypes.int64)
         with name_scope(name, f"{self._name}_Lookup"):
             text = as_string(values) if values.dtype.is_integer else values
-            buckets = string_to_hash_bucket_fast(text, self._num_oov_buckets, name="hash_bucket")
-            ids = self._table.lookup(values)
-            buckets = add(buckets, self._table.size())
-            ids = where_v2(not_equal(ids, self._table.default_value), ids, buckets)
+            ids = string_to_hash_bucket_fast(text, self._num_oov_buckets, name="hash_bucket")
+            if self._table is not None:
+                found = self._table.lookup(values)
+                ids = where_v2(not_equal(found, self._table.default_value), found, add(ids, self._table.size()))
         return SparseTensor(keys.indices, ids, keys.dense_shape) if isinstance(keys, SparseTensor) else ids
 
 
