@@ -19,6 +19,7 @@ import tensorweave as tf
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
+from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
 from tensorweave.ops.state.variable_ops import variable_shape
@@ -117,6 +118,13 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
         tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
         tf.sparse_to_dense(ints, [9], 1.0)
+        # what feature columns build on: buckets, crosses, lookup tables
+        bucketize(m, [0.0, 1.0])
+        words = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.string, [4]), [3, 4])
+        tf.sparse.cross_hashed([words, tf.placeholder(tf.int64, [3, 2])], 10)
+        table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["a"], [1], value_dtype=tf.int64), -1)
+        table.lookup(tf.placeholder(tf.string, [3, 4])), table.size()
+        tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer("vocab.txt", tf.string, -2, tf.int64, -1), -1)
         seed = tf.placeholder(tf.int32, [2])
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
