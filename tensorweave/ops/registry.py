@@ -31,14 +31,16 @@ GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None =
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
              grad: Optional[Callable] = ..., *, dtypes=None, dtype_param: str = "x",
              stateful: bool = False, needs_step: bool = False, blocking: bool = False,
-             device_type: str = "CPU") -> None:
+             ref_outputs: tuple = (), ref_inputs: tuple = (), device_type: str = "CPU") -> None:
     """Registers an op's rules. `dtypes`: the dtypes input 0 (parameter `dtype_param`) accepts,
     or {input index: (parameter name, dtypes)}. grad=None marks the op not differentiable;
-    omitted leaves it to a `*_grad` module."""
+    omitted leaves it to a `*_grad` module. `ref_outputs`/`ref_inputs`: the indices of TF1 ref
+    outputs (whose runtime value is a variable, with `read(op_name)`) and of inputs that take one."""
     if dtypes is not None and not isinstance(dtypes, dict):
         dtypes = {0: (dtype_param, tuple(dtypes))}
     constraints = tuple((i, param, tuple(allowed)) for i, (param, allowed) in sorted((dtypes or {}).items()))
-    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking, constraints)
+    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking, constraints, tuple(ref_outputs),
+                              tuple(ref_inputs))
     if kernel is not None:
         KERNELS[(op_type, device_type)] = kernel
     if grad is not ...:

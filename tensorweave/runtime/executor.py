@@ -141,6 +141,7 @@ class Plan:
         for node in order:
             opdef = registry.lookup(node.op)
             ins = []
+            reads = []   # positions of the arguments that read a ref output's current value
             for inp in node.input:
                 op_name, idx, is_ctrl = parse_input(inp)
                 if is_ctrl:
@@ -149,6 +150,14 @@ class Plan:
                 if key not in slots:
                     _check_output_exists(key, by_name, f"Input {inp!r} of node {node.name}")
                     slots[key] = len(slots)
+                is_ref = key not in feed_set and _is_ref_output(by_name.get(op_name), idx)
+                if len(ins) in opdef.ref_inputs:
+                    if not is_ref:
+                        raise errors.InvalidArgumentError(
+                            node, node.name, f"Input {len(ins)} of node {node.name} ({node.op}) must be a reference "
+                            f"to a variable, but {inp!r} is a value (fed, or not a ref output)")
+                elif is_ref:
+                    reads.append(len(ins) + opdef.needs_step)
                 ins.append(slots[key])
             if opdef.needs_step:
                 ins.insert(0, _STEP_SLOT)
@@ -168,6 +177,8 @@ class Plan:
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(
                     node, node.name, f"{e}\n\t [[node {node.name} (op: {node.op}) on {ctx.task}]]") from None
+            if reads:
+                fn = _reading_refs(fn, reads, node.name)
             if node.op == "Const":  # constants are planned into the slot template, not run
                 if outs[0] >= 0:
                     template.append((outs[0], fn()))
@@ -200,6 +211,9 @@ class Plan:
         if missing:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
         self.fetch_slots = [slots[f] for f in fetches]
+        # a fetched ref output (a TF1 variable, an Assign) is its value after the step
+        self._ref_fetches = [(i, parse_input(f)[0]) for i, f in enumerate(fetches)
+                             if f not in feed_set and _is_ref_output(by_name.get(parse_input(f)[0]), parse_input(f)[1])]
 
     @staticmethod
     def _schedule(by_name: dict, feed_set: set, fetches: list, targets: Sequence[str]) -> list:
@@ -245,7 +259,10 @@ class Plan:
                                    "thread_id": threading.get_ident()})
         else:
             self._execute(vals, self._steps, 0)
-        return [vals[s] for s in self.fetch_slots]
+        out = [vals[s] for s in self.fetch_slots]
+        for i, name in self._ref_fetches:
+            out[i] = out[i].read(name)
+        return out
 
     def _execute(self, vals: list, steps: list, offset: int) -> None:
         """The hot loop: one kernel call per step, inputs and outputs by slot."""
@@ -271,6 +288,22 @@ class Plan:
 
 _FEEDABLE = frozenset(("Placeholder", "PlaceholderV2", "PlaceholderWithDefault"))
 _UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
+
+
+def _is_ref_output(node: Optional[NodeDef], index: int) -> bool:
+    return node is not None and index in registry.lookup(node.op).ref_outputs
+
+
+def _reading_refs(fn, positions: list, name: str):
+    """`fn` given the current value of the TF1 variables at argument `positions` (ref outputs
+    read by an op that takes values): read when the op runs, as TF reads a ref, so an op ordered
+    after an Assign sees the assigned value. The read names the reading op, as TF's error does."""
+    def call(*args):
+        args = list(args)
+        for p in positions:
+            args[p] = args[p].read(name)
+        return fn(*args)
+    return call
 
 
 def _guarded(fn, takes_step: bool):

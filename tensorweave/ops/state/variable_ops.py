@@ -122,7 +122,7 @@ def shape_str(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _frozen(value, np_dtype) -> np.ndarray:
+def frozen(value, np_dtype) -> np.ndarray:
     """`value` as a read-only array of `np_dtype`, copied unless it already is one."""
     if isinstance(value, np.ndarray) and not value.flags.writeable and value.dtype == np_dtype:
         return value
@@ -143,7 +143,9 @@ def var_handle_op(dtype, shape, container: str = "", shared_name: str = "", name
     return op.outputs[0]
 
 
-def _var_handle_kernel(node, ctx):
+def variable_kernel(node, ctx):
+    """The kernel of VarHandleOp and of TF1's VariableV2: the variable of (container, shared_name or
+    the node name), created uninitialized on first use."""
     dtype = dtypes.as_dtype(node.attr["dtype"])
     shape = node.attr.get("shape")
     container = node.attr.get("container") or ""
@@ -158,7 +160,7 @@ def _var_handle_kernel(node, ctx):
     return lambda: res
 
 
-register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], _var_handle_kernel,
+register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], variable_kernel,
          grad=None, stateful=True)
 
 
@@ -245,7 +247,7 @@ def _assign_kernel(node, ctx):
     locking = node.attr.get("use_locking", False)
 
     def assign(res, value):
-        arr = _frozen(value, np_dt)
+        arr = frozen(value, np_dt)
         if validate:
             cur = res.value
             want = cur.shape if cur is not None else res.shape
@@ -354,7 +356,7 @@ register("ResourceGather", _gather_infer, _gather_kernel, grad=_gather_grad, sta
 
 
 # -- counters and helpers for tf.Variable ---------------------------------------------------------
-def _count_up_to_kernel(node, ctx):
+def count_up_to_kernel(node, ctx):
     limit = node.attr["limit"]
     np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
 
@@ -369,7 +371,7 @@ def _count_up_to_kernel(node, ctx):
 
 
 register("ResourceCountUpTo", lambda op: [(op.get_attr("T"), handle_shape(op.inputs[0]))],
-         _count_up_to_kernel, grad=None, stateful=True)
+         count_up_to_kernel, grad=None, stateful=True)
 
 
 def _value_or_initial_kernel(node, ctx):
