@@ -21,7 +21,7 @@ from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
-from tensorweave.ops.state.variable_ops import variable_shape
+from tensorweave.ops.state.variable_ops import handle_shape, variable_shape
 
 # Op types the corpus cannot hold, and why.
 NOT_IN_CORPUS = {
@@ -233,6 +233,7 @@ def _build_corpus(g: tf.Graph) -> None:
         make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
                                                              "element_shape": tf.TensorShape([4])})
         make_op("TensorListPushBack", [lst, v])
+        _add_tf1_ref_ops(g, m)
         # ops the runtime and the optimizers' other paths create
         make_op("Div", [m, v], {"T": tf.float32})
         make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
@@ -247,6 +248,28 @@ def _build_corpus(g: tf.Graph) -> None:
         make_op("DestroyResourceOp", [var.handle], {"ignore_lookup_error": True})
         send(m, "m;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
         send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
+
+
+def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
+    """TF 1's reference-variable ops (what tf.import_graph_def of a TF 1 graph creates): each
+    Apply*/SparseApply* as the corpus's ResourceApply* op on VariableV2 refs of its variables' shapes."""
+    def ref(shape, dtype=tf.float32, op_type="VariableV2"):
+        return make_op(op_type, [], {"dtype": dtype, "shape": tf.TensorShape(shape), "container": "",
+                                     "shared_name": ""}, name="ref_var").outputs[0]
+    r = ref([3, 4])
+    ref([3, 4], op_type="Variable")
+    make_op("Assign", [r, m], {"T": tf.float32, "validate_shape": True, "use_locking": True})
+    make_op("AssignAdd", [r, m], {"T": tf.float32, "use_locking": False})
+    make_op("AssignSub", [r, m], {"T": tf.float32, "use_locking": False})
+    make_op("IsVariableInitialized", [r], {"dtype": tf.float32})
+    make_op("RefIdentity", [r], {"T": tf.float32})
+    make_op("CountUpTo", [ref([], tf.int32)], {"T": tf.int32, "limit": 3})
+    for op in list(g.get_operations()):
+        ref_type = op.type[len("Resource"):]
+        if op.type.startswith("Resource") and "Apply" in op.type and ref_type in OP_DEFS:
+            handles = [t for t in op.inputs if t.dtype == tf.resource]
+            refs = [ref(handle_shape(h), op.inputs[len(handles)].dtype) for h in handles]
+            make_op(ref_type, refs + list(op.inputs[len(handles):]), dict(op._attrs))
 
 
 def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
@@ -332,6 +355,9 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.summary.audio("a", tf.placeholder(tf.float32, [2, 100]), 8000), tf.summary.tensor_summary("t", m)
         tf.summary.merge_all()
         tf.train.Saver([var], sharded=True)
+        make_op("ShardedFilename", [text, tf.constant(0), tf.constant(2)])   # (TF 1's sharded Saver graphs)
+        make_op("ShardedFilespec", [text, tf.constant(2)])
+        make_op("StaticRegexFullMatch", [words], {"pattern": "^s3://.*"})
         # tensor arrays
         ta = tf.TensorArray(tf.float32, size=3, element_shape=[4])
         ta = ta.write(0, m[0]).scatter([1, 2], m[1:])
