@@ -24,6 +24,21 @@ from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup  # noqa: F401 (lookup: for the runtime)
 from tensorweave.framework.tf_export import tf_export
 
+class _Dead:
+    """The value of a tensor no step computes: an output of an untaken TF 1 Switch, and of every op
+    that reads one (ops/control_flow/switch_merge.py; runtime/executor.py propagates it). Reading
+    it as a ref gives itself, so a dead ref output stays dead."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEAD"
+
+    def read(self, op_name: str = None) -> "_Dead":
+        return self
+
+
+DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 

@@ -229,6 +229,9 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.cond(tf.placeholder(tf.bool, []), lambda: m * 2, lambda: m)
         tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), [tf.constant(0), m])
         tf.map_fn(lambda r: r * 2, m)
+        flag = tf.placeholder(tf.bool, [], name="flag")    # TF 1's dataflow cond (imported graphs)
+        branches = make_op("Switch", [m, flag]).outputs
+        make_op("Merge", [branches[0] * 2, branches[1]], {"N": 2})
         lst = make_op("TensorListFromTensor", [m], {"element_dtype": tf.float32}).outputs[0]
         make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
                                                              "element_shape": tf.TensorShape([4])})
@@ -263,6 +266,7 @@ def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
     make_op("AssignSub", [r, m], {"T": tf.float32, "use_locking": False})
     make_op("IsVariableInitialized", [r], {"dtype": tf.float32})
     make_op("RefIdentity", [r], {"T": tf.float32})
+    make_op("RefSwitch", [r, tf.placeholder(tf.bool, [], name="ref_flag")], {"T": tf.float32})
     make_op("CountUpTo", [ref([], tf.int32)], {"T": tf.int32, "limit": 3})
     for op in list(g.get_operations()):
         ref_type = op.type[len("Resource"):]
