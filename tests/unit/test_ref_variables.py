@@ -13,6 +13,7 @@ import pytest
 import tensorweave as tf
 from fixtures.recorded import decode, load_graph_def
 from tensorweave.framework import errors
+from tensorweave.ops.helpers import make_op
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
 with open(os.path.join(HERE, "tf1_train.json")) as _f:
@@ -40,7 +41,8 @@ def test_the_graph_holds_tf1_ref_ops():
     g = imported_graph()
     types = {op.type for op in g.get_operations()}
     assert {"VariableV2", "Assign", "AssignAdd", "IsVariableInitialized", "ApplyGradientDescent", "ApplyMomentum",
-            "ApplyAdam", "ShardedFilename", "MergeV2Checkpoints"} <= types
+            "ApplyAdam", "SparseApplyMomentum", "ScatterSub", "ScatterAdd", "ShardedFilename",
+            "MergeV2Checkpoints"} <= types
     assert sorted(types) == RECORDED["ops"]
     w1 = g.get_tensor_by_name("w1:0")
     assert w1.dtype == tf.float32 and w1.shape.as_list() == [4, 8]
@@ -158,3 +160,19 @@ def test_a_fed_variable_replaces_its_reads_but_cannot_be_assigned():
         np.testing.assert_array_equal(hidden, np.ones((6, 8), np.float32))
         with pytest.raises(errors.InvalidArgumentError, match="assign_w1.*must be a reference to a variable"):
             sess.run("assign_w1:0", {"w1:0": w1, "new_w1:0": w1})
+
+
+@pytest.mark.parametrize("case", RECORDED["broadcast_gradient_args"], ids=lambda c: f"{c[0]}-{c[1]}")
+def test_broadcast_gradient_args_as_tf(case):
+    """BroadcastGradientArgs, which TF 1's gradients of broadcasting ops (the bias add above) use."""
+    with tf.Graph().as_default():
+        op = make_op("BroadcastGradientArgs", [tf.constant(case[0], tf.int32), tf.constant(case[1], tf.int32)],
+                     {"T": tf.int32})
+        with tf.Session() as sess:
+            if len(case) == 3:
+                with pytest.raises(errors.InvalidArgumentError) as e:
+                    sess.run(op.outputs)
+                assert case[2].split(": ", 1)[1] in e.value.message
+            else:
+                r0, r1 = sess.run(op.outputs)
+                assert r0.dtype == np.int32 and [r0.tolist(), r1.tolist()] == case[2:]

@@ -21,7 +21,7 @@ from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
-from tensorweave.ops.state.variable_ops import handle_shape, variable_shape
+from tensorweave.ops.state.variable_ops import handle_dtype, handle_shape, variable_shape
 
 # Op types the corpus cannot hold, and why.
 NOT_IN_CORPUS = {
@@ -255,7 +255,8 @@ def _build_corpus(g: tf.Graph) -> None:
 
 def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
     """TF 1's reference-variable ops (what tf.import_graph_def of a TF 1 graph creates): each
-    Apply*/SparseApply* as the corpus's ResourceApply* op on VariableV2 refs of its variables' shapes."""
+    Apply*/SparseApply*/Scatter* as the corpus's ResourceApply*/ResourceScatter* op on VariableV2
+    refs of its variables' shapes."""
     def ref(shape, dtype=tf.float32, op_type="VariableV2"):
         return make_op(op_type, [], {"dtype": dtype, "shape": tf.TensorShape(shape), "container": "",
                                      "shared_name": ""}, name="ref_var").outputs[0]
@@ -268,11 +269,12 @@ def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
     make_op("RefIdentity", [r], {"T": tf.float32})
     make_op("RefSwitch", [r, tf.placeholder(tf.bool, [], name="ref_flag")], {"T": tf.float32})
     make_op("CountUpTo", [ref([], tf.int32)], {"T": tf.int32, "limit": 3})
+    make_op("BroadcastGradientArgs", [tf.constant([2, 1, 3]), tf.constant([1, 3])], {"T": tf.int32})
     for op in list(g.get_operations()):
         ref_type = op.type[len("Resource"):]
-        if op.type.startswith("Resource") and "Apply" in op.type and ref_type in OP_DEFS:
+        if op.type.startswith("Resource") and ("Apply" in op.type or "Scatter" in op.type) and ref_type in OP_DEFS:
             handles = [t for t in op.inputs if t.dtype == tf.resource]
-            refs = [ref(handle_shape(h), op.inputs[len(handles)].dtype) for h in handles]
+            refs = [ref(handle_shape(h), handle_dtype(h)) for h in handles]
             make_op(ref_type, refs + list(op.inputs[len(handles):]), dict(op._attrs))
 
 

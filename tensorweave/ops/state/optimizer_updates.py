@@ -19,7 +19,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.registry import register
-from tensorweave.ops.state.variable_ops import handle_shape, locked
+from tensorweave.ops.state.variable_ops import handle_shape, locked, returning_variable
 
 
 @dataclass(frozen=True)
@@ -232,18 +232,6 @@ def _var_shape(t):
     return handle_shape(t) if t.dtype is dtypes.resource else t.shape
 
 
-def _returning_var(factory: Callable) -> Callable:
-    """A ResourceApply* kernel factory as the Apply* (ref) one: the update, then the variable."""
-    def ref_factory(node, ctx):
-        update = factory(node, ctx)
-
-        def apply(*inputs):
-            update(*inputs)
-            return inputs[0]
-        return apply
-    return ref_factory
-
-
 def _make_infer(rule: _Rule, sparse: bool) -> Callable:
     """TF's shape function for ResourceApply* (no outputs) and Apply* (the variable's shape):
     scalars are scalars, var and slots agree, grad has var's shape (sparse: indices are a
@@ -285,10 +273,10 @@ for _rule in _RULES:
              grad=None, stateful=True)
 
     refs = tuple(range(1 + _rule.n_slots))
-    register(f"Apply{_rule.op_type}", _make_infer(_rule, False), _returning_var(_make_kernel(_rule, False)),
+    register(f"Apply{_rule.op_type}", _make_infer(_rule, False), returning_variable(_make_kernel(_rule, False)),
              grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
     if _rule.op_type not in ("GradientDescent", "Adam"):   # (TF has no SparseApply of these two)
-        register(f"SparseApply{_rule.op_type}", _make_infer(_rule, True), _returning_var(_make_kernel(_rule, True)),
+        register(f"SparseApply{_rule.op_type}", _make_infer(_rule, True), returning_variable(_make_kernel(_rule, True)),
                  grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
 
 _BY_NAME = {r.op_type: r for r in _RULES}

@@ -131,6 +131,19 @@ def frozen(value, np_dtype) -> np.ndarray:
     return arr
 
 
+def returning_variable(factory):
+    """The kernel factory of an update on a resource variable (no output) as that of its TF 1 ref
+    form (Apply*, Scatter*: ref_variables.py), which outputs its variable (TF's `output_ref`)."""
+    def ref_factory(node, ctx):
+        update = factory(node, ctx)
+
+        def update_and_return(*inputs):
+            update(*inputs)
+            return inputs[0]
+        return update_and_return
+    return ref_factory
+
+
 # -- VarHandleOp --------------------------------------------------------------------------------
 def var_handle_op(dtype, shape, container: str = "", shared_name: str = "", name=None) -> Tensor:
     """The VarHandleOp of a variable (a `resource` tensor); `name` ending in '/' is verbatim."""
