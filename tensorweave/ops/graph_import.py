@@ -82,8 +82,9 @@ def _record(node) -> OpRecord:
 
 
 def _in_input_order(graph_def) -> list:
-    """The nodes ordered so that every node comes after its inputs (TF allows any order);
-    ValueError for an input naming no node, or a cycle (TF 1 while loops, which we lack)."""
+    """The nodes ordered so that every node comes after its inputs but for a while loop's
+    NextIteration into its Merge (TF allows any order); ValueError for an input naming no node, or
+    another cycle."""
     nodes = {}
     for node in graph_def.node:
         if node.name in nodes:
@@ -101,9 +102,11 @@ def _in_input_order(graph_def) -> list:
                 source = parse_input(inp)[0]
                 if source not in nodes:
                     raise ValueError(f"Node '{node.name}': Unknown input node '{inp}'")
+                if node.op == "Merge" and nodes[source].op == "NextIteration":
+                    continue        # a TF 1 while loop's back edge (importer.import_ops adds it last)
                 if state.get(source) == 1:
-                    raise ValueError(f"GraphDef has a cycle through node '{source}' (TF 1 while loops are not "
-                                     "supported by import_graph_def)")
+                    raise ValueError(f"GraphDef has a cycle through node '{source}' that is not a TF 1 while "
+                                     "loop's (NextIteration into Merge)")
                 if not state.get(source):
                     state[source] = 1
                     stack.append((nodes[source], iter(nodes[source].input)))

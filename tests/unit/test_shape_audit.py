@@ -232,6 +232,9 @@ def _build_corpus(g: tf.Graph) -> None:
         flag = tf.placeholder(tf.bool, [], name="flag")    # TF 1's dataflow cond (imported graphs)
         branches = make_op("Switch", [m, flag]).outputs
         make_op("Merge", [branches[0] * 2, branches[1]], {"N": 2})
+        for op_type in ("Enter", "Exit", "NextIteration"):            # ... and TF 1's loop frames
+            make_op(op_type, [m], {"frame_name": "loop", "is_constant": True, "parallel_iterations": 10})
+        make_op("LoopCond", [flag])
         lst = make_op("TensorListFromTensor", [m], {"element_dtype": tf.float32}).outputs[0]
         make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
                                                              "element_shape": tf.TensorShape([4])})
@@ -268,6 +271,7 @@ def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
     make_op("IsVariableInitialized", [r], {"dtype": tf.float32})
     make_op("RefIdentity", [r], {"T": tf.float32})
     make_op("RefSwitch", [r, tf.placeholder(tf.bool, [], name="ref_flag")], {"T": tf.float32})
+    make_op("RefEnter", [r], {"T": tf.float32, "frame_name": "loop", "is_constant": True, "parallel_iterations": 10})
     make_op("CountUpTo", [ref([], tf.int32)], {"T": tf.int32, "limit": 3})
     make_op("BroadcastGradientArgs", [tf.constant([2, 1, 3]), tf.constant([1, 3])], {"T": tf.int32})
     for op in list(g.get_operations()):

@@ -1,7 +1,8 @@
-"""TF 1's dataflow conditionals, for graphs TensorFlow 1.x wrote (tf.import_graph_def of a frozen
-model whose dropout or batch normalisation sits behind an `is_training` cond): Switch, RefSwitch
-and Merge. tf.cond in tensorweave builds the functional If (cond.py); these ops have no public
-wrapper.
+"""TF 1's dataflow control flow, for graphs TensorFlow 1.x wrote (tf.import_graph_def of a frozen
+model whose dropout or batch normalisation sits behind an `is_training` cond, or with a
+tf.while_loop): Switch, RefSwitch, Merge, and the while loop frames' Enter, RefEnter, Exit,
+NextIteration and LoopCond. tf.cond and tf.while_loop in tensorweave build the functional If and While
+(cond.py, while_loop.py); these ops have no public wrapper.
 
 Switch(data, pred) forwards `data` to output 1 when `pred` is true, else to output 0; the other
 output is the registry's DEAD value. An op reading a dead tensor, through a data or a control
@@ -9,8 +10,9 @@ edge, is dead too and does not run (runtime/executor._dead_aware); Merge forward
 input with that input's index, and is dead only when all of them are. RefSwitch is Switch of a
 ref variable (an Assign inside a TF 1 cond branch): its live output is the variable itself.
 
-No gradients: tf.gradients through an imported TF 1 cond raises LookupError naming the op (TF
-builds them from the cond's context, which a GraphDef does not carry).
+A while loop frame is folded into a While before it runs (runtime/tf1_loops.py). No gradients:
+tf.gradients through an imported TF 1 cond or loop raises LookupError naming an op (TF builds them
+from the control flow's context, which a GraphDef does not carry).
 """
 from __future__ import annotations
 
@@ -68,3 +70,29 @@ def _merge_kernel(node, ctx):
 
 
 register("Merge", _merge_infer, _merge_kernel)
+
+
+# -- while loop frames ----------------------------------------------------------------------------
+# Enter, Exit and NextIteration never run: runtime/tf1_loops.py folds each frame into a While
+# (its functions hold the frame's other nodes) before a plan is built. LoopCond runs in the
+# folded cond function and passes the predicate on.
+def _enter_infer(op):
+    """TF's shape of Enter: its input's for a constant (a value the loop reads), else unknown (a
+    loop variable may change shape from one iteration to the next)."""
+    return [(op.inputs[0].dtype, op.inputs[0].shape if op.get_attr("is_constant") else unknown_shape())]
+
+
+register("Enter", _enter_infer, grad=None)
+register("RefEnter", _enter_infer, grad=None, ref_inputs=(0,), ref_outputs=(0,))   # a variable a body updates
+register("Exit", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], grad=None)
+register("NextIteration", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], grad=None)
+
+
+def _loop_cond_infer(op):
+    if op.inputs[0].shape.ndims not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {op.inputs[0].shape.ndims}")
+    return [(dtypes.bool, TensorShape([]))]
+
+
+register("LoopCond", _loop_cond_infer, lambda node, ctx: (lambda pred: pred), grad=None,
+         dtypes={0: ("input", (dtypes.bool,))})

@@ -1,7 +1,8 @@
-"""TF 1 conditionals (Switch, Merge, RefSwitch: dataflow control flow with dead tensors) as TF 2.21's
-compat.v1 writes them under disable_v2_behavior() (fixtures/tf_graph_defs/tf1_cond.*, from
-fixtures/record_tf1_cond.py): imported with tf.import_graph_def and run for each predicate,
-against what TensorFlow computed."""
+"""TF 1 conditionals (Switch, Merge, RefSwitch: dataflow control flow with dead tensors) and while
+loops (Enter, Exit, NextIteration, LoopCond frames) as TF 2.21's compat.v1 writes them under
+disable_v2_behavior() (fixtures/tf_graph_defs/tf1_cond.*, tf1_while.*, from
+fixtures/record_tf1_control_flow.py): imported with tf.import_graph_def and run for each predicate
+or iteration count, against what TensorFlow computed."""
 from __future__ import annotations
 
 import json
@@ -17,13 +18,15 @@ from tensorweave.framework import errors
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
 with open(os.path.join(HERE, "tf1_cond.json")) as _f:
     RECORDED = json.load(_f)
+with open(os.path.join(HERE, "tf1_while.json")) as _f:
+    LOOPS = json.load(_f)
 X = decode(RECORDED["feeds"]["x:0"])
 
 
-def imported_graph() -> tf.Graph:
+def imported_graph(name: str = "tf1_cond.pb") -> tf.Graph:
     g = tf.Graph()
     with g.as_default():
-        tf.import_graph_def(load_graph_def(os.path.join(HERE, "tf1_cond.pb"), tf.GraphDef()), name="")
+        tf.import_graph_def(load_graph_def(os.path.join(HERE, name), tf.GraphDef()), name="")
     return g
 
 
@@ -98,3 +101,44 @@ def test_tf1_cond_has_no_gradient_here():
     with g.as_default():
         with pytest.raises(LookupError, match="Merge"):
             tf.gradients(g.get_tensor_by_name("arith:0"), g.get_tensor_by_name("x:0"))
+
+
+# -- while loops ----------------------------------------------------------------------------------
+def test_the_loop_graph_holds_tf1_frames():
+    types = {op.type for op in imported_graph("tf1_while.pb").get_operations()}
+    assert sorted(types) == LOOPS["ops"]
+    assert {"Enter", "RefEnter", "Exit", "NextIteration", "LoopCond", "Merge", "Switch"} <= types
+    assert "While" not in types
+
+
+@pytest.mark.parametrize("case", LOOPS["cases"], ids=lambda c: f"n={c['n']}")
+def test_each_loop_as_tf_ran_it(case):
+    """A loop of two variables, a loop nested in a loop, a cond in a body, maximum_iterations,
+    and a body that updates a ref variable (RefEnter); no iteration, one, four."""
+    g = imported_graph("tf1_while.pb")
+    x = decode(LOOPS["feeds"]["x:0"])
+    with tf.Session(graph=g) as sess:
+        sess.run("init")
+        names = list(case["values"])
+        values = sess.run(names, {"x:0": x, "n:0": case["n"]})
+        for name, value in zip(names, values):
+            assert_close(value, case["values"][name])
+        assert sess.run("total:0") == case["n"]      # the body's AssignAdd ran once per iteration
+
+
+def test_a_loop_body_updates_its_variable_across_runs_as_tf():
+    g = imported_graph("tf1_while.pb")
+    with tf.Session(graph=g) as sess:
+        sess.run("init")
+        for case in LOOPS["cases"]:
+            sess.run("bumps:0", {"n:0": case["n"]})
+        assert sess.run("total:0") == LOOPS["total"]
+
+
+def test_a_loop_is_cancelled_by_its_deadline():
+    g = imported_graph("tf1_while.pb")
+    with tf.Session(graph=g) as sess:
+        sess.run("init")
+        with pytest.raises(errors.DeadlineExceededError):
+            sess.run("loop_steps:0", {"x:0": decode(LOOPS["feeds"]["x:0"]), "n:0": 2 ** 31 - 1},
+                     options=tf.RunOptions(timeout_in_ms=200))
