@@ -1,7 +1,7 @@
 """Graphs TF 1 wrote, imported and run across real server processes: ref variables (VariableV2)
 on a ps, the model on a worker reading them through _Send/_Recv, training, the imported Saver,
-variables outliving sessions and dropped by Session.reset; a TF 1 cond's dead branch refused at
-a task boundary."""
+variables outliving sessions and dropped by Session.reset; a TF 1 while loop on a worker, fed
+from the client and read by the ps; a TF 1 cond's dead branch refused at a task boundary."""
 from __future__ import annotations
 
 import json
@@ -82,3 +82,21 @@ def test_a_dead_tf1_cond_branch_is_refused_at_a_task_boundary(cluster):
         np.testing.assert_array_equal(sess.run(taken, {flag: True}), [3.0, 6.0])
         with pytest.raises(errors.UnimplementedError, match="untaken TF 1 cond branch"):
             sess.run(taken, {flag: False})
+
+
+def test_a_tf1_while_loop_runs_on_a_worker(cluster):
+    """The distributed master folds the loop frame as the local one does; its result crosses tasks."""
+    with open(os.path.join(FIXTURES, "tf1_while.json")) as f:
+        loops = json.load(f)
+    with open(os.path.join(FIXTURES, "tf1_while.pb"), "rb") as f:
+        graph_def = tf.GraphDef.FromString(f.read())
+    with tf.Graph().as_default() as g:
+        with tf.device("/job:worker/task:0"):
+            tf.import_graph_def(graph_def, name="")
+        with tf.device("/job:ps/task:0"):
+            doubled = g.get_tensor_by_name("nested:0") * 2.0
+    case = loops["cases"][-1]
+    with tf.Session(cluster.target("worker", 0), graph=g) as sess:
+        got, nested = sess.run([doubled, "nested:0"], {"x:0": decode(loops["feeds"]["x:0"]), "n:0": case["n"]})
+    np.testing.assert_allclose(nested, decode(case["values"]["nested:0"]), rtol=1e-6)
+    np.testing.assert_allclose(got, 2 * decode(case["values"]["nested:0"]), rtol=1e-6)
