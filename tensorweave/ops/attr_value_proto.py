@@ -96,7 +96,8 @@ def _tensor(proto, node_name):
     enum, value = from_proto(proto, node_name)
     if value is None:
         raise UnsupportedAttrError(f"tensor of dtype {type_string(enum)}")
-    return value
+    # a tensor attribute is an array, as our graphs hold it (a scalar string comes back as bytes)
+    return np.asarray(value, dtype=object) if isinstance(value, bytes) else value
 
 
 def from_attr_value(a: attr_value_pb2.AttrValue, node_name=None, function=None):

@@ -46,6 +46,11 @@ def test_the_graph_holds_tf1_ref_ops():
     assert sorted(types) == RECORDED["ops"]
     w1 = g.get_tensor_by_name("w1:0")
     assert w1.dtype == tf.float32 and w1.shape.as_list() == [4, 8]
+    # and written out again as TF's GraphDef, it imports the same (its scalar string Consts too)
+    with tf.Graph().as_default() as copy:
+        tf.import_graph_def(g.as_graph_def(), name="")
+    assert [(op.name, op.type) for op in copy.get_operations()] == [(op.name, op.type) for op in g.get_operations()]
+    assert copy.get_tensor_by_name("save/filename/input:0").shape.as_list() == []
 
 
 def test_initializer_then_reads_and_is_variable_initialized():

@@ -84,7 +84,7 @@ def _const_kernel(node, ctx):
     return lambda: value
 
 
-register("Const", lambda op: [(op.get_attr("dtype"), TensorShape(np.shape(op.get_attr("value"))))],
+register("Const", lambda op: [(op.get_attr("dtype"), TensorShape(op.get_attr("value").shape))],
          _const_kernel, grad=None)
 
 
