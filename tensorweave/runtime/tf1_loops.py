@@ -8,9 +8,10 @@ the library, over the frame's nodes without its Enter, loop Merge, NextIteration
   cond  inputs: the loop Merges' values and the constant Enters' values; output: LoopCond's;
   body  the same inputs and LoopCond's (fed true, so each Switch forwards to the body and its
         other output is dead); outputs: the NextIteration inputs, the next iteration's values.
-Each Exit becomes an Identity of its loop output, keeping its name for its consumers. A frame
-nested in a body is folded when that body is (its nodes are the body's). The loop runs on the
-task of its first Enter.
+Each Exit becomes an Identity of its loop output on the loop's task, keeping its name for its
+consumers; a RefEnter of a variable becomes that variable's node again inside the functions. A
+frame nested in a body is folded when that body is (its nodes are the body's). The loop runs on
+the task of its first Enter.
 """
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def _fold_frame(nodes: list, frame: str, members: set, enters: list, library: di
     true = NodeDef(f"{frame}/loop_cond_true", "Const", (), device,
                    {"value": np.array(True), "dtype": "bool", "_num_outputs": 1})
     captures = tuple(e.input[0] for e in const_enters)
-    loop = NodeDef(frame, "While", tuple(e.input[0] for e in loop_enters) + captures + captures + (true.name,),
+    waits = tuple(dict.fromkeys(i for e in enters for i in e.input[1:] if i.startswith("^")))   # Enters' control inputs
+    loop = NodeDef(frame, "While", tuple(e.input[0] for e in loop_enters) + captures + captures + (true.name,) + waits,
                    device, {"cond": cond_name, "body": body_name, "T": [e.attr.get("T") for e in loop_enters],
                             "num_cond_captures": len(captures), "num_body_captures": len(captures) + 1,
                             "has_maximum_iterations": False, "_num_outputs": len(merges)})
@@ -146,7 +148,7 @@ def _fold_frame(nodes: list, frame: str, members: set, enters: list, library: di
             if switch not in var_of_switch:
                 raise errors.InvalidArgumentError(None, n.name, f"TF 1 while loop {frame}: Exit {n.name} does not "
                                                                 "read a loop variable's Switch")
-            folded.append(NodeDef(n.name, "Identity", (f"{frame}:{var_of_switch[switch]}",), n.device,
+            folded.append(NodeDef(n.name, "Identity", (f"{frame}:{var_of_switch[switch]}",), device,
                                   {"T": n.attr.get("T"), "_num_outputs": 1}))
         elif n.name not in members:
             folded.append(n)
