@@ -181,3 +181,21 @@ def test_broadcast_gradient_args_as_tf(case):
             else:
                 r0, r1 = sess.run(op.outputs)
                 assert r0.dtype == np.int32 and [r0.tolist(), r1.tolist()] == case[2:]
+
+
+def test_a_trained_tf1_graph_freezes_and_the_frozen_graph_runs():
+    """convert_variables_to_constants reads each VariableV2 through the session: the frozen graph
+    holds no variable and computes what the trained one does."""
+    g = imported_graph()
+    with tf.Session(graph=g) as sess:
+        sess.run(RECORDED["init"])
+        for _ in range(3):
+            sess.run(RECORDED["train_ops"]["momentum"], FEEDS)
+        trained = sess.run("probs:0", FEEDS)
+        frozen = tf.graph_util.convert_variables_to_constants(sess, g.as_graph_def(), ["probs"])
+    assert not {n.op for n in frozen.node} & {"VariableV2", "Assign", "ApplyMomentum"}
+    np.testing.assert_allclose(trained, decode(RECORDED["steps"]["momentum"]["probs"]), rtol=1e-5, atol=1e-6)
+    with tf.Graph().as_default():
+        tf.import_graph_def(frozen, name="")
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run("probs:0", {"x:0": FEEDS["x:0"]}), trained)
