@@ -235,6 +235,17 @@ def _build_corpus(g: tf.Graph) -> None:
         for op_type in ("Enter", "Exit", "NextIteration"):            # ... and TF 1's loop frames
             make_op(op_type, [m], {"frame_name": "loop", "is_constant": True, "parallel_iterations": 10})
         make_op("LoopCond", [flag])
+        handle, flow = make_op("TensorArrayV3", [tf.constant(3)], {"dtype": tf.float32, "element_shape":
+                                                                  tf.TensorShape([4]), "dynamic_size": False}).outputs
+        i3 = tf.constant([0, 1, 2])
+        make_op("TensorArrayWriteV3", [handle, tf.constant(0), v, flow], {"T": tf.float32})
+        make_op("TensorArrayScatterV3", [handle, i3, m, flow], {"T": tf.float32})
+        make_op("TensorArraySplitV3", [handle, m, tf.constant([1, 1, 1], tf.int64), flow], {"T": tf.float32})
+        make_op("TensorArrayReadV3", [handle, tf.constant(0), flow], {"dtype": tf.float32})
+        make_op("TensorArrayGatherV3", [handle, i3, flow], {"dtype": tf.float32, "element_shape": tf.TensorShape([4])})
+        make_op("TensorArrayConcatV3", [handle, flow], {"dtype": tf.float32})
+        make_op("TensorArraySizeV3", [handle, flow])
+        make_op("TensorArrayCloseV3", [handle])
         lst = make_op("TensorListFromTensor", [m], {"element_dtype": tf.float32}).outputs[0]
         make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
                                                              "element_shape": tf.TensorShape([4])})

@@ -107,14 +107,16 @@ def test_tf1_cond_has_no_gradient_here():
 def test_the_loop_graph_holds_tf1_frames():
     types = {op.type for op in imported_graph("tf1_while.pb").get_operations()}
     assert sorted(types) == LOOPS["ops"]
-    assert {"Enter", "RefEnter", "Exit", "NextIteration", "LoopCond", "Merge", "Switch"} <= types
+    assert {"Enter", "RefEnter", "Exit", "NextIteration", "LoopCond", "Merge", "Switch", "TensorArrayV3",
+            "TensorArrayWriteV3", "TensorArrayReadV3", "TensorArrayScatterV3", "TensorArrayGatherV3"} <= types
     assert "While" not in types
 
 
 @pytest.mark.parametrize("case", LOOPS["cases"], ids=lambda c: f"n={c['n']}")
 def test_each_loop_as_tf_ran_it(case):
     """A loop of two variables, a loop nested in a loop, a cond in a body, maximum_iterations,
-    and a body that updates a ref variable (RefEnter); no iteration, one, four."""
+    a body that updates a ref variable (RefEnter), a recurrent layer over TensorArrays; no
+    iteration, one, four."""
     g = imported_graph("tf1_while.pb")
     x = decode(LOOPS["feeds"]["x:0"])
     with tf.Session(graph=g) as sess:
