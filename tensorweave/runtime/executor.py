@@ -225,9 +225,11 @@ class Plan:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
         self.fetch_slots = [slots[f] for f in fetches]
         self._may_be_dead = bool(may_be_dead)
-        # a fetched ref output (a TF1 variable, an Assign) is its value after the step
-        self._ref_fetches = [(i, parse_input(f)[0]) for i, f in enumerate(fetches)
-                             if f not in feed_set and _is_ref_output(by_name.get(parse_input(f)[0]), parse_input(f)[1])]
+        self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
+        for i, f in enumerate(fetches):
+            op_name, idx, _ = parse_input(f)
+            if f not in feed_set and _is_ref_output(by_name.get(op_name), idx):
+                self._ref_fetches.append((i, op_name))
 
     @staticmethod
     def _schedule(by_name: dict, feed_set: set, fetches: list, targets: Sequence[str]) -> list:
