@@ -211,8 +211,24 @@ register("RegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _full
          dtypes=(dtypes.string,), dtype_param="input")
 
 
+def _static_full_match_kernel(node, ctx):
+    pattern = node.attr["pattern"]
+    regex = _compile(node, pattern.encode() if isinstance(pattern, str) else pattern)
+    return lambda x: map_strings(node, lambda s, i: regex.fullmatch(s) is not None, x, np.bool_)
+
+
+register("StaticRegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _static_full_match_kernel,
+         grad=None, dtypes=(dtypes.string,), dtype_param="input")
+
+
 @tf_export("strings.regex_full_match")
 def regex_full_match(input, pattern, name=None):
-    """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches."""
+    """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches.
+    A Python string pattern is compiled once, into the op (TF's StaticRegexFullMatch, which
+    TF's sharded Saver builds); a tensor pattern is read at every run (RegexFullMatch)."""
+    if isinstance(pattern, (str, bytes)):
+        pattern = pattern.decode() if isinstance(pattern, bytes) else pattern
+        return make_op("StaticRegexFullMatch", [as_string_tensor(input)], {"pattern": pattern},
+                       name=name or "StaticRegexFullMatch").outputs[0]
     ts = [as_string_tensor(v) for v in (input, pattern)]
     return make_op("RegexFullMatch", ts, name=name or "RegexFullMatch").outputs[0]
