@@ -29,7 +29,6 @@ NAMESPACE_REASONS = {
     "audio": "audio file codecs (WAV) are out of scope",
     "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
     "feature_column": "the estimator-era feature columns are out of scope",
-    "saved_model": "SavedModel (protobuf MetaGraphs) is out of scope; checkpoints are supported",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
     "spectral": "FFTs: not yet implemented",
@@ -122,7 +121,6 @@ NAME_REASONS = [
     ("tf", "make_ndarray", "TensorProto (protobuf) is out of scope"),
     ("tf", "HistogramProto", "protobuf message classes are out of scope"),
     ("tf", "SummaryMetadata", "protobuf message classes are out of scope"),
-    ("tf", "TensorInfo", "SavedModel protobufs are out of scope"),
     ("tf", "MetaGraphDef", "SavedModel protobufs are out of scope"),
     ("tf", "get_session_handle", "session tensor handles are out of scope"),
     ("tf", "get_session_tensor", "session tensor handles are out of scope"),
@@ -131,6 +129,10 @@ NAME_REASONS = [
     ("dtypes", "quint*", "quantized dtypes are not supported"),
     ("dtypes", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
     ("dtypes", "bfloat16", "numpy has no bfloat16"),
+    ("saved_model", "save", "TF 2's object-based SavedModel (tf.Module, trackables); TF1's Builder is here"),
+    ("saved_model", "load_v2", "TF 2's object-based SavedModel (tf.Module, trackables); TF1's load is here"),
+    ("saved_model", "Asset", "TF 2's object-based SavedModel (tf.Module, trackables)"),
+    ("saved_model", "SaveOptions", "TF 2's object-based SavedModel (tf.Module, trackables)"),
 ]
 
 
