@@ -19,7 +19,8 @@ SAVED_MODEL_SCHEMA_VERSION = 1
 tf_export("saved_model.SAVED_MODEL_SCHEMA_VERSION",
           "saved_model.constants.SAVED_MODEL_SCHEMA_VERSION")(SAVED_MODEL_SCHEMA_VERSION)
 SAVED_MODEL_FILENAME_PB = "saved_model.pb"
-tf_export("saved_model.SAVED_MODEL_FILENAME_PB", "saved_model.constants.SAVED_MODEL_FILENAME_PB")(SAVED_MODEL_FILENAME_PB)
+tf_export("saved_model.SAVED_MODEL_FILENAME_PB",
+          "saved_model.constants.SAVED_MODEL_FILENAME_PB")(SAVED_MODEL_FILENAME_PB)
 SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
 tf_export("saved_model.SAVED_MODEL_FILENAME_PBTXT",
           "saved_model.constants.SAVED_MODEL_FILENAME_PBTXT")(SAVED_MODEL_FILENAME_PBTXT)

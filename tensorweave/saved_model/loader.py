@@ -108,8 +108,9 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
         if isinstance(saver, Saver):
             saver.restore(sess, os.path.join(export_dir, constants.VARIABLES_DIRECTORY, constants.VARIABLES_FILENAME))
         elif all_saveable_objects(scope=import_scope):
-            raise ValueError("No tf.train.Saver object was passed to the function `SavedModelLoader.restore_variables`. "
-                             "Since there are variables in the graph, a saver is required.")
+            raise ValueError("No tf.train.Saver object was passed to the function "
+                             "`SavedModelLoader.restore_variables`. Since there are variables in the graph, a saver is "
+                             "required.")
         else:
             _log.info("The specified SavedModel has no variables; no checkpoints were restored.")
         op = init_op(meta_graph_def, import_scope)
