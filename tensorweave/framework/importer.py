@@ -1,4 +1,5 @@
-"""Adding recorded operations back into a Graph (what import_meta_graph stands on).
+"""Adding recorded operations back into a Graph (what import_graph_def and import_meta_graph stand on),
+all or nothing.
 
 A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
 values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
@@ -10,6 +11,7 @@ never collide with them.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -115,7 +117,7 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                              "(or comes after its consumer)")
         return (op if is_ctrl else op._outputs[idx]), is_ctrl
 
-    with graph._lock:
+    with all_or_nothing(graph):
         renamed = _unique_names(graph, records, import_scope) if uniquify_names else {}
         for r in records:
             name = renamed.get(r.name) or prefixed(r.name, import_scope)
@@ -148,3 +150,24 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
             _mark_used(graph, name)
             created[r.name] = op
     return created
+
+
+@contextlib.contextmanager
+def all_or_nothing(graph: Graph):
+    """Ops added to `graph` inside the block are taken back out if it raises, with their names and
+    their links from the tensors and ops they consumed: TF's importer adds all or nothing."""
+    with graph._lock:
+        names_in_use, ops_before = dict(graph._names_in_use), len(graph._ops)
+        try:
+            yield
+        except BaseException:
+            for op in graph._ops[ops_before:]:
+                del graph._ops_by_name[op.name]
+                for t in op._inputs:
+                    t._consumers.remove(op)
+                for c in op._control_inputs:
+                    c._control_outputs.remove(op)
+            del graph._ops[ops_before:]
+            graph._names_in_use.clear()
+            graph._names_in_use.update(names_in_use)
+            raise

@@ -8,7 +8,8 @@ decoded by ops/attr_value_proto.py, tensors by ops/tensor_proto.py) without outp
 would. What the GraphDef alone decides is checked before the first op is added (versions, op
 types, attributes, inputs, input_map keys, return_elements' names), so such a refused GraphDef
 leaves the graph as it was; a mapped tensor of the wrong dtype, a shape error or a return output
-past an op's outputs is found while adding, as in TF. Names the graph holds are made unique
+past an op's outputs is found while adding, as in TF, and the ops added so far are taken back out
+(`importer.all_or_nothing`). Names the graph holds are made unique
 (`x_1`) and devices set as TF's importer sets them (`_place`).
 
 Not supported, each refused by name: a function library (TF 2's If/While bodies, defuns), a
@@ -22,7 +23,7 @@ from tensorboard.compat.proto import attr_value_pb2, graph_pb2, node_def_pb2
 from tensorweave.framework import errors
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import parse_input
-from tensorweave.framework.importer import OpRecord, import_ops
+from tensorweave.framework.importer import OpRecord, all_or_nothing, import_ops
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
@@ -214,20 +215,20 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                              for k, v in input_map.items()}
     mapped = _check_input_map(input_map, graph_def, graph)
     # as in TF, the caller's control dependencies do not apply to imported ops; its device scope does
-    created = import_ops(graph, records, import_scope, mapped, uniquify_names=True,
-                         check_mapped_dtypes=_type_name)
-    _place(graph, created.values())
-    if return_elements is None:
-        return None
-    results = []
-    for element in return_elements:
-        if ":" not in element:
-            results.append(created[element])
-            continue
-        op_name, _, index = element.rpartition(":")
-        op = created[op_name]
-        if int(index) >= len(op.outputs):
-            raise ValueError(f"Invalid return output {index} of node '{op_name}', which has {len(op.outputs)} "
-                             "output(s)")
-        results.append(op.outputs[int(index)])
-    return results
+    with all_or_nothing(graph):
+        created = import_ops(graph, records, import_scope, mapped, uniquify_names=True,
+                             check_mapped_dtypes=_type_name)
+        _place(graph, created.values())
+        return None if return_elements is None else [_return_element(created, e) for e in return_elements]
+
+
+def _return_element(created: dict, element: str):
+    """The Operation ("name") or Tensor ("name:i") `element` names among the imported ops."""
+    if ":" not in element:
+        return created[element]
+    op_name, _, index = element.rpartition(":")
+    op = created[op_name]
+    if int(index) >= len(op.outputs):
+        raise ValueError(f"Invalid return output {index} of node '{op_name}', which has {len(op.outputs)} "
+                         "output(s)")
+    return op.outputs[int(index)]

@@ -183,6 +183,17 @@ def test_corrupt_index_and_data_are_data_loss_naming_the_file(tmp_path):
         tf.train.NewCheckpointReader(prefix).get_tensor("d/bool")
 
 
+def test_a_malformed_record_with_a_good_checksum_is_data_loss_naming_the_tensor(tmp_path):
+    """An index whose blocks check out but whose entry for tensor "w" is not a BundleEntryProto
+    (a writer's bug, not disk corruption): the reader names the file and the tensor."""
+    header = read_table(TF_CKPT + ".index")[b""]
+    prefix = str(tmp_path / "bad")
+    with open(prefix + ".index", "wb") as f:
+        f.write(table_bytes([(b"", header), (b"w", b"\xff\xff\xff")]))
+    with pytest.raises(errors.DataLossError, match=r"bad.index, tensor w: a malformed BundleEntryProto record"):
+        tf.train.NewCheckpointReader(prefix)
+
+
 def test_missing_data_shard_is_not_found_naming_it(tmp_path):
     prefix = _copy(TF_SHARDED, tmp_path)
     os.remove(prefix + ".data-00001-of-00002")

@@ -295,6 +295,24 @@ def test_input_map_values_of_another_dtype_or_not_tensors():
             tf.import_graph_def(load("mlp.pb"), input_map={"x:0": x_value}, name="")
 
 
+def test_an_import_failing_midway_adds_nothing():
+    """TF's importer adds all or nothing: a mapped tensor of the wrong dtype (found at MatMul, after
+    the placeholder and constants were added) or a return output past an op's outputs (found after
+    every op was added) leaves the graph's ops, names and consumer links as they were."""
+    with tf.Graph().as_default() as g:
+        wrong = tf.zeros([5, 4], tf.int32, name="wrong")
+        before = [op.name for op in g.get_operations()]
+        with pytest.raises(ValueError, match="incompatible with expected"):
+            tf.import_graph_def(load("mlp.pb"), input_map={"x:0": wrong}, name="a")
+        with pytest.raises(ValueError, match="Invalid return output 3"):
+            tf.import_graph_def(load("mlp.pb"), return_elements=["probs:3"], name="b")
+        assert [op.name for op in g.get_operations()] == before
+        assert wrong.consumers() == []
+        probs, = tf.import_graph_def(load("mlp.pb"), return_elements=["probs:0"], name="b")
+        assert probs.name == "b_1/probs:0"     # the failed import's scope stays taken, as TF's does
+        assert len(g.get_operations()) == len(before) + len(load("mlp.pb").node)
+
+
 def test_colocation_follows_a_renamed_op():
     graph_def = tf.GraphDef()
     text_format.Parse("""

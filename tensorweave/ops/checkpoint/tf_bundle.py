@@ -7,10 +7,9 @@ a footer pointing at the index block, and a magic number), and `prefix.data-SSSS
 files of raw little-endian tensor bytes. The table's first value (key "") is a
 BundleHeaderProto; every other value is a BundleEntryProto (dtype, shape, shard, offset, size,
 crc32c, and for a tensor saved in slices, the slices, whose bytes are under keys that
-encode (name, slice) with TF's OrderedCode). Protobuf records are decoded and encoded here
-directly in the wire format: the few fields a checkpoint needs (TensorBoard's package ships no
-compiled tensor_bundle.proto or tensor_slice.proto). The writer follows TF's BundleWriter,
-table::TableBuilder and MergeBundles byte for byte, so an index written here equals TF's.
+encode (name, slice) with TF's OrderedCode). The records are TF's messages
+(framework/tf_protos.py). The writer follows TF's BundleWriter, table::TableBuilder and
+MergeBundles byte for byte, so an index written here equals TF's.
 """
 from __future__ import annotations
 
@@ -20,18 +19,15 @@ import struct
 import crc32c as _crc32c
 import numpy as np
 
-from tensorweave.framework import errors
+from google.protobuf.message import DecodeError
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.tf_protos import BundleEntryProto, BundleHeaderProto, TensorSliceProto
 from tensorweave.ops.checkpoint.bundle import data_filename, make_parent, merge_files, write_atomically
 from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
-
-# TF DataType enum -> numpy dtype name (the types a checkpoint can hold here).
-TF_DTYPES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string",
-             8: "complex64", 9: "int64", 10: "bool", 17: "uint16", 18: "complex128", 19: "float16",
-             22: "uint32", 23: "uint64"}
-
 
 def unmask(masked: int) -> int:
     rot = (masked - 0xa282ead8) & 0xffffffff
@@ -55,80 +51,44 @@ def _varint(buf: bytes, pos: int) -> tuple:
         shift += 7
 
 
-def _fields(buf: bytes):
-    """(field number, wire type, value) of one protobuf message; lengths delimited as bytes."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 1:
-            value = struct.unpack_from("<Q", buf, pos)[0]
-            pos += 8
-        elif wire == 2:
-            n, pos = _varint(buf, pos)
-            value = bytes(buf[pos:pos + n])
-            pos += n
-        elif wire == 5:
-            value = struct.unpack_from("<I", buf, pos)[0]
-            pos += 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        yield field, wire, value
+def _dtype_name(enum: int):
+    """The numpy dtype name of TF DataType `enum` ("string" for DT_STRING), None for one we do not hold."""
+    try:
+        dtype = dtypes.as_dtype(enum)
+    except (TypeError, ValueError):
+        return None
+    if dtype.as_datatype_enum != enum:      # a reference type (enum + 100)
+        return None
+    if dtype == dtypes.string:
+        return "string"
+    return None if dtype.as_numpy_dtype is object else np.dtype(dtype.as_numpy_dtype).name
 
 
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
+def _dtype_enum(name: str):
+    """The TF DataType enum of numpy dtype name `name` ("string" included), None for one TF's
+    checkpoints do not hold."""
+    try:
+        return dtypes.as_dtype(name).as_datatype_enum
+    except (TypeError, ValueError):
+        return None
 
 
-def _shape(buf: bytes) -> tuple:
-    dims = []
-    for f, _, v in _fields(buf):
-        if f == 2:  # TensorShapeProto.dim
-            size = 0
-            for f2, _, v2 in _fields(v):
-                if f2 == 1:
-                    size = _signed(v2)
-            dims.append(size)
-    return tuple(dims)
+def _record(message, raw: bytes, what: str):
+    try:
+        return message.FromString(raw)
+    except DecodeError:
+        raise errors.DataLossError(None, None, f"{what}: a malformed {message.__name__} record") from None
 
 
-def _slice(buf: bytes) -> tuple:
+def _shape(entry) -> tuple:
+    return tuple(d.size for d in entry.shape.dim)
+
+
+def _slice(proto) -> tuple:
     """A TensorSliceProto -> (start, length), length -1 where the slice takes the whole dimension
     (no length recorded), as TF's TensorSlice holds it and as its table key encodes it."""
-    start, length = [], []
-    for f, _, v in _fields(buf):
-        if f == 1:  # TensorSliceProto.extent
-            s, n = 0, -1
-            for f2, _, v2 in _fields(v):
-                if f2 == 1:
-                    s = _signed(v2)
-                elif f2 == 2:
-                    n = _signed(v2)
-            start.append(s)
-            length.append(n)
-    return tuple(start), tuple(length)
-
-
-def _entry(buf: bytes) -> dict:
-    e = {"dtype": 0, "shape": (), "shard_id": 0, "offset": 0, "size": 0, "crc32c": None, "slices": []}
-    for f, _, v in _fields(buf):
-        if f == 1:
-            e["dtype"] = v
-        elif f == 2:
-            e["shape"] = _shape(v)
-        elif f == 3:
-            e["shard_id"] = v
-        elif f == 4:
-            e["offset"] = v
-        elif f == 5:
-            e["size"] = v
-        elif f == 6:
-            e["crc32c"] = v
-        elif f == 7:
-            e["slices"].append(v)
-    return e
+    return (tuple(x.start for x in proto.extent),
+            tuple(x.length if x.HasField("length") else -1 for x in proto.extent))
 
 
 # -- OrderedCode keys of slices (TF's EncodeTensorNameSlice) --------------------------------------
@@ -227,14 +187,11 @@ def is_tf_index(path: str) -> bool:
 
 def _num_shards(header: bytes, prefix: str) -> int:
     """The data files a checkpoint has, from its BundleHeaderProto (little-endian ones only)."""
-    num_shards = 1
-    for f, _, v in _fields(header):
-        if f == 1:
-            num_shards = v
-        elif f == 2 and v != 0:
-            raise errors.UnimplementedError(None, None, f"Checkpoint {prefix} is big-endian; only little-endian "
-                                            "checkpoints are read")
-    return num_shards
+    proto = _record(BundleHeaderProto, header, f"Checkpoint index {prefix}.index")
+    if proto.endianness != 0:
+        raise errors.UnimplementedError(None, None, f"Checkpoint {prefix} is big-endian; only little-endian "
+                                        "checkpoints are read")
+    return proto.num_shards if header else 1
 
 
 class TFBundle:
@@ -249,44 +206,45 @@ class TFBundle:
             if key[:1] == b"\x00":
                 continue  # the bytes of one slice: reached through its tensor's entry
             name = key.decode()
-            e = _entry(value)
-            dtype = TF_DTYPES.get(e["dtype"])
+            what = f"Checkpoint index {prefix}.index, tensor {name}"
+            e = _record(BundleEntryProto, value, what)
+            dtype, shape = _dtype_name(e.dtype), _shape(e)
             if dtype is None:
                 raise errors.UnimplementedError(None, None, f"Tensor {name} in checkpoint {prefix} has TF dtype "
-                                                f"enum {e['dtype']}, which is not supported")
-            if e["slices"]:
+                                                f"enum {e.dtype}, which is not supported")
+            if e.slices:
                 parts = []
-                for s in e["slices"]:
+                for s in e.slices:
                     start, length = _slice(s)
                     raw = table.get(slice_key(name, start, length))
-                    length = tuple(d - b if n < 0 else n for d, b, n in zip(e["shape"], start, length))
+                    length = tuple(d - b if n < 0 else n for d, b, n in zip(shape, start, length))
                     if raw is None:
                         raise errors.DataLossError(None, None, f"Checkpoint {prefix}: slice {start}+{length} of "
                                                    f"{name} is listed but its entry is missing")
-                    parts.append(Part(start, length, _entry(raw)))
-                self.entries[name] = Entry(dtype, e["shape"], tuple(parts), sliced=True)
+                    parts.append(Part(start, length, _record(BundleEntryProto, raw, what)))
+                self.entries[name] = Entry(dtype, shape, tuple(parts), sliced=True)
             else:
-                self.entries[name] = Entry(dtype, e["shape"], (Part((0,) * len(e["shape"]), e["shape"], e),))
+                self.entries[name] = Entry(dtype, shape, (Part((0,) * len(shape), shape, e),))
 
     def load(self, part: Part) -> np.ndarray:
         e = part.locator
-        path = data_filename(self.prefix, e["shard_id"], self.num_shards)
+        path = data_filename(self.prefix, e.shard_id, self.num_shards)
         try:
             with open(path, "rb") as f:
                 # the index's size is checked against the file before anything is allocated
-                raw = f.read(e["size"]) if f.seek(e["offset"]) + e["size"] <= os.fstat(f.fileno()).st_size else b""
+                raw = f.read(e.size) if f.seek(e.offset) + e.size <= os.fstat(f.fileno()).st_size else b""
         except FileNotFoundError:
             raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found") from None
-        if len(raw) != e["size"]:
-            raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated: wanted {e['size']} "
-                                       f"bytes at offset {e['offset']}, got {len(raw)}")
-        dtype = TF_DTYPES[e["dtype"]]
+        if len(raw) != e.size:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated: wanted {e.size} "
+                                       f"bytes at offset {e.offset}, got {len(raw)}")
+        dtype = _dtype_name(e.dtype)
         shape = part.length
         if dtype == "string":
             value, crcs = _strings(raw, shape, path)
         else:
             value, crcs = None, (_crc32c.crc32c(raw),)
-        if e["crc32c"] is not None and unmask(e["crc32c"]) not in crcs:
+        if e.crc32c and unmask(e.crc32c) not in crcs:
             raise errors.DataLossError(None, None, f"Checksum mismatch for a tensor in {path} (corrupted file)")
         if value is not None:
             return value
@@ -320,7 +278,6 @@ def _strings(raw: bytes, shape, path: str) -> tuple:
 
 
 # -- writing --------------------------------------------------------------------------------------
-_TF_DTYPE_ENUMS = {name: enum for enum, name in TF_DTYPES.items()}
 _BLOCK_SIZE = 256 << 10      # table::Options: a data block is cut once it holds this much,
 _RESTART_INTERVAL = 16       # with a restart point every 16 keys (every key in the index block)
 _U64 = (1 << 64) - 1
@@ -335,34 +292,30 @@ def _put_varint(v: int) -> bytes:
     return bytes(out)
 
 
-def _pb_varint(field: int, v: int, always: bool = False) -> bytes:
-    """A varint field; proto3 leaves out zero unless the field has presence (a oneof member)."""
-    return _put_varint(field << 3) + _put_varint(v & _U64) if v or always else b""
-
-
-def _pb_bytes(field: int, body: bytes) -> bytes:
-    return _put_varint(field << 3 | 2) + _put_varint(len(body)) + body
-
-
 def _header_bytes(num_shards: int) -> bytes:
     """BundleHeaderProto {num_shards, endianness: LITTLE, version {producer: 1}}."""
-    return _pb_varint(1, num_shards) + _pb_bytes(3, _pb_varint(1, 1))
+    header = BundleHeaderProto(num_shards=num_shards)
+    header.version.producer = 1
+    return header.SerializeToString()
 
 
-def _entry_bytes(e: dict) -> bytes:
-    """A BundleEntryProto, fields in number order as protobuf serializes them (the shape is always
-    present, a scalar's empty)."""
-    shape = b"".join(_pb_bytes(2, _pb_varint(1, d)) for d in e["shape"])
-    crc = b"\x35" + struct.pack("<I", e["crc32c"]) if e["crc32c"] else b""
-    return (_pb_varint(1, e["dtype"]) + _pb_bytes(2, shape) + _pb_varint(3, e["shard_id"]) + _pb_varint(4, e["offset"])
-            + _pb_varint(5, e["size"]) + crc + b"".join(_pb_bytes(7, s) for s in e["slices"]))
-
-
-def _slice_bytes(start, length) -> bytes:
+def _slice_proto(start, length):
     """A TensorSliceProto: an empty extent for a whole dimension (length -1), else its start and
     length (the length always written: it is a oneof member)."""
-    return b"".join(_pb_bytes(1, b"" if n < 0 and s == 0 else _pb_varint(1, s) + _pb_varint(2, n, always=True))
-                    for s, n in zip(start, length))
+    proto = TensorSliceProto()
+    for s, n in zip(start, length):
+        extent = proto.extent.add()
+        if not (n < 0 and s == 0):
+            extent.start, extent.length = s, n
+    return proto
+
+
+def _entry(dtype: int, shape, offset: int = 0, size: int = 0, crc32c: int = 0):
+    """A BundleEntryProto (the shape always present, a scalar's empty)."""
+    entry = BundleEntryProto(dtype=dtype, offset=offset, size=size, crc32c=crc32c)
+    entry.shape.SetInParent()
+    entry.shape.dim.extend([entry.shape.Dim(size=d) for d in shape])
+    return entry
 
 
 class _Block:
@@ -442,7 +395,7 @@ def table_bytes(items) -> bytes:
 
 
 def _write_index(prefix: str, entries: dict, num_shards: int) -> None:
-    items = [(b"", _header_bytes(num_shards))] + [(k, _entry_bytes(e)) for k, e in sorted(entries.items())]
+    items = [(b"", _header_bytes(num_shards))] + [(k, e.SerializeToString()) for k, e in sorted(entries.items())]
     raw = table_bytes(items)
 
     def write(tmp):
@@ -481,7 +434,7 @@ def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
             for name, spec, value in items:
                 value = np.asarray(value)
                 dtype = "string" if value.dtype == object or value.dtype.kind in "SU" else value.dtype.name
-                enum = _TF_DTYPE_ENUMS.get(dtype)
+                enum = _dtype_enum(dtype)
                 if enum is None:
                     raise ValueError(f"{what}: tensor {name} has dtype {dtype}, which this TensorFlow checkpoint "
                                      "writer does not support")
@@ -497,20 +450,17 @@ def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
                         length = tuple(-1 if w else n for w, n in zip(whole, length))   # TF's full extent
                         tensor = entries.get(key)
                         if tensor is None:
-                            tensor = entries[key] = {"dtype": enum, "shape": tuple(full),
-                                                     "shard_id": 0, "offset": 0, "size": 0, "crc32c": None,
-                                                     "slices": []}
-                        elif not tensor["slices"] or tensor["dtype"] != enum or tensor["shape"] != tuple(full):
+                            tensor = entries[key] = _entry(enum, full)
+                        elif not tensor.slices or tensor.dtype != enum or _shape(tensor) != tuple(full):
                             raise ValueError(f"{what}: slices of {name} disagree on dtype or full shape, or it is "
                                              "also saved whole")
-                        tensor["slices"].append(_slice_bytes(start, length))
+                        tensor.slices.append(_slice_proto(start, length))
                         key = slice_key(name, start, length)
                 if key in entries:
                     raise ValueError(f"{what}: {name} is saved twice (same slice)")
                 raw, crc = _tensor_bytes(value, dtype)
                 f.write(raw)
-                entries[key] = {"dtype": enum, "shape": value.shape, "shard_id": 0,
-                                "offset": offset, "size": len(raw), "crc32c": mask(crc), "slices": []}
+                entries[key] = _entry(enum, value.shape, offset, len(raw), mask(crc))
                 offset += len(raw)
     write_atomically(data_filename(prefix, 0, 1), write_data)
     _write_index(prefix, entries, 1)
@@ -527,16 +477,14 @@ def merge_tf_bundles(sources: list, destination: str, delete_old_dirs: bool = Tr
         table = read_table(src + ".index")
         num_shards = _num_shards(table.pop(b"", b""), src)
         for key, value in table.items():
-            entry, have = _entry(value), merged.get(key)
+            entry, have = _record(BundleEntryProto, value, f"Checkpoint index {src}.index"), merged.get(key)
             if have is not None:
-                if not have["slices"] or not entry["slices"] or have["dtype"] != entry["dtype"] \
-                        or have["shape"] != entry["shape"]:
+                if not have.slices or not entry.slices or have.dtype != entry.dtype or have.shape != entry.shape:
                     raise errors.InvalidArgumentError(None, None, f"Duplicate tensor keyed by {key!r} encountered, "
                                                       f"when merging prefix: {src}")
-                have["slices"] += entry["slices"]
+                have.slices.extend(entry.slices)
                 continue
-            entry["shard_id"] = data_files.setdefault(data_filename(src, entry["shard_id"], num_shards),
-                                                      len(data_files))
+            entry.shard_id = data_files.setdefault(data_filename(src, entry.shard_id, num_shards), len(data_files))
             merged[key] = entry
     renames = [(path, data_filename(destination, i, len(data_files))) for path, i in data_files.items()]
     merge_files(sources, destination, renames, lambda: _write_index(destination, merged, len(data_files)),
