@@ -27,7 +27,8 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, types_pb2
 from tensorweave.ops.checkpoint.bundle import write_atomically
-from tensorweave.ops.checkpoint.reader import TENSORFLOW
+from tensorweave.ops.checkpoint.reader import TENSORFLOW, checkpoint_format
+from tensorweave.ops.checkpoint.tf_bundle import rewrite_as_tf_bundle
 from tensorweave.saved_model import constants, signature_constants, tag_constants
 from tensorweave.saved_model.signature_def_utils import predict_signature_def
 from tensorweave.train.meta_graph import SaverDef
@@ -167,8 +168,10 @@ class SavedModelBuilder:
             variables_dir = os.path.join(self._write_dir(), constants.VARIABLES_DIRECTORY)
             os.makedirs(variables_dir, exist_ok=True)
             saver = self._maybe_create_saver(saver)
-            saver.save(sess, os.path.join(variables_dir, constants.VARIABLES_FILENAME), write_meta_graph=False,
-                       write_state=False)
+            prefix = os.path.join(variables_dir, constants.VARIABLES_FILENAME)
+            saver.save(sess, prefix, write_meta_graph=False, write_state=False)
+            if os.path.exists(prefix + ".index") and checkpoint_format(prefix, "SavedModel") != TENSORFLOW:
+                rewrite_as_tf_bundle(prefix)   # a user's saver built to write ours
             meta_graph_def = saver.export_meta_graph(clear_devices=clear_devices,
                                                      strip_default_attrs=strip_default_attrs)
             self._add_meta_graph(meta_graph_def, tags, signature_def_map, assets_collection)
