@@ -120,7 +120,6 @@ NAMESPACES = {
         'TFRecordReader': ('tensorweave.ops.io.readers', 'TFRecordReader'),
         'Tensor': ('tensorweave.framework.graph', 'Tensor'),
         'TensorArray': ('tensorweave.ops.control_flow.tensor_array', 'TensorArray'),
-        'TensorInfo': ('tensorweave.saved_model.utils', 'TensorInfo'),
         'TensorShape': ('tensorweave.framework.shapes', 'TensorShape'),
         'TextLineReader': ('tensorweave.ops.io.readers', 'TextLineReader'),
         'UnconnectedGradients': ('tensorweave.ops.gradients.gradients', 'UnconnectedGradients'),

@@ -121,6 +121,7 @@ NAME_REASONS = [
     ("tf", "make_ndarray", "TensorProto (protobuf) is out of scope"),
     ("tf", "HistogramProto", "protobuf message classes are out of scope"),
     ("tf", "SummaryMetadata", "protobuf message classes are out of scope"),
+    ("tf", "TensorInfo", "SavedModel protobufs are out of scope"),
     ("tf", "MetaGraphDef", "SavedModel protobufs are out of scope"),
     ("tf", "get_session_handle", "session tensor handles are out of scope"),
     ("tf", "get_session_tensor", "session tensor handles are out of scope"),

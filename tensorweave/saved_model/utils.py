@@ -9,9 +9,6 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import meta_graph_pb2
 from tensorweave.ops.attr_value_proto import shape_proto
 
-TensorInfo = meta_graph_pb2.TensorInfo
-tf_export("TensorInfo")(TensorInfo)
-
 
 @tf_export("saved_model.build_tensor_info", "saved_model.utils.build_tensor_info")
 def build_tensor_info(tensor) -> meta_graph_pb2.TensorInfo:
