@@ -25,13 +25,12 @@ from google.protobuf import any_pb2, text_format
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, types_pb2
+from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, saver_pb2, types_pb2
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.ops.checkpoint.reader import TENSORFLOW, checkpoint_format
 from tensorweave.ops.checkpoint.tf_bundle import rewrite_as_tf_bundle
 from tensorweave.saved_model import constants, signature_constants, tag_constants
 from tensorweave.saved_model.signature_def_utils import predict_signature_def
-from tensorweave.train.meta_graph import SaverDef
 from tensorweave.train.saveable import all_saveable_objects
 from tensorweave.train.saver import BulkSaverBuilder, Saver
 
@@ -108,8 +107,9 @@ class SavedModelBuilder:
 
     def _maybe_create_saver(self, saver=None) -> Saver:
         """TF's builder's saver: sharded, V2, empty allowed; ours always writes TF's format."""
-        return saver or Saver(all_saveable_objects(), sharded=True, write_version=SaverDef.V2, allow_empty=True,
-                              builder=BulkSaverBuilder(SaverDef.V2, checkpoint_format=TENSORFLOW))
+        return saver or Saver(all_saveable_objects(), sharded=True, write_version=saver_pb2.SaverDef.V2,
+                              allow_empty=True, builder=BulkSaverBuilder(saver_pb2.SaverDef.V2,
+                                                                         checkpoint_format=TENSORFLOW))
 
     def _save_assets(self, meta_graph_def, assets_collection) -> None:
         """Copies the asset files into assets/ and lists them in the meta graph's
