@@ -198,3 +198,58 @@ def test_tags_not_found_is_tf_runtime_error():
                                        "the SavedModel CLI: `saved_model_cli`")
         assert "available_tags: [{'serve'}]" in str(e.value)
         assert sess.graph.get_operations() == []   # nothing imported
+
+
+# -- SavedModels TensorFlow wrote ------------------------------------------------------------------
+def run_signature(sess, meta_graph_def, key: str, feeds: dict) -> dict:
+    """The signature's outputs ({output key: value}) for {input key: value} feeds."""
+    sig = meta_graph_def.signature_def[key]
+    keys = sorted(sig.outputs)
+    values = sess.run([sig.outputs[k].name for k in keys], {sig.inputs[k].name: v for k, v in feeds.items()})
+    return dict(zip(keys, values))
+
+
+def ref_variable_ops_missing() -> list:
+    return [op for op in ("VariableV2", "Assign") if op not in OP_DEFS]
+
+
+@pytest.mark.parametrize("name", sorted(TF_RECORDED))
+def test_tensorflow_saved_model_loads_and_computes_what_tf_computed(name):
+    if name == "refvar" and ref_variable_ops_missing():
+        pytest.skip(f"ref variables: ops {ref_variable_ops_missing()} are not registered yet")
+    record = TF_RECORDED[name]
+    with tf.Graph().as_default() as g, tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, record["tags"], os.path.join(TF_MODELS, name))
+        assert list(meta.meta_info_def.tags) == record["tags"]
+        outputs = run_signature(sess, meta, record["signature"], {k: decode(v) for k, v in record["feeds"].items()})
+        assert sorted(outputs) == sorted(record["outputs"])
+        for key, want in record["outputs"].items():
+            assert_same(outputs[key], want)
+        assert g.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+
+
+def test_tensorflow_assets_are_fed_to_the_main_op():
+    """The MLP's main op read its asset (vocab.txt) into a local variable: the loader fed the asset
+    tensor the path of the copy under assets/, not the path it was exported from."""
+    record = TF_RECORDED["mlp"]
+    export_dir = os.path.join(TF_MODELS, "mlp")
+    meta_graph_def = tf_saved_model("mlp").meta_graphs[0]
+    assert not meta_graph_def.asset_file_def   # TF1's builder lists assets in a collection only
+    assert [a.type_url for a in meta_graph_def.collection_def["saved_model_assets"].any_list.value] == [
+        "type.googleapis.com/tensorflow.AssetFileDef"]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.load(sess, ["serve"], export_dir)
+        vocab = run_signature(sess, meta, "serving_default", {"x": decode(record["feeds"]["x"])})["vocab"]
+    assert vocab == decode(record["outputs"]["vocab"])[()] == b"alpha\nbeta\ngamma\n"
+
+
+def test_import_scope_prefixes_the_loaded_graph():
+    record = TF_RECORDED["linear"]
+    with tf.Graph().as_default() as g, tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], os.path.join(TF_MODELS, "linear"), import_scope="m")
+        sig = meta.signature_def["serving_default"]
+        assert sig.inputs["features"].name == "features:0"   # the returned proto is not rewritten, as in TF
+        x = tf.saved_model.get_tensor_from_tensor_info(sig.inputs["features"], import_scope="m")
+        y = tf.saved_model.get_tensor_from_tensor_info(sig.outputs["y"], graph=g, import_scope="m")
+        assert (x.name, y.name) == ("m/features:0", "m/y:0")
+        assert_same(sess.run(y, {x: decode(record["feeds"]["features"])}), record["outputs"]["y"])
