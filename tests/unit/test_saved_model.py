@@ -13,6 +13,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.recorded import decode
+from fixtures.tw_saved_models import EXPORTS, export
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, types_pb2
@@ -253,3 +254,160 @@ def test_import_scope_prefixes_the_loaded_graph():
         y = tf.saved_model.get_tensor_from_tensor_info(sig.outputs["y"], graph=g, import_scope="m")
         assert (x.name, y.name) == ("m/features:0", "m/y:0")
         assert_same(sess.run(y, {x: decode(record["feeds"]["features"])}), record["outputs"]["y"])
+
+
+# -- SavedModels we export, as TensorFlow loaded them ----------------------------------------------
+OURS = os.path.join(FIXTURES, "tf_load_of_ours")
+with open(os.path.join(OURS, "values.json")) as _f:
+    OURS_RECORDED = json.load(_f)["exports"]
+
+
+def files_under(root: str) -> list:
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+
+
+@pytest.mark.parametrize("name", sorted(OURS_RECORDED))
+def test_our_loader_computes_what_tensorflow_computed_from_our_export(name):
+    record = OURS_RECORDED[name]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, record["tags"], os.path.join(OURS, name))
+        outputs = run_signature(sess, meta, record["signature"], {k: decode(v) for k, v in record["feeds"].items()})
+    assert sorted(outputs) == sorted(record["outputs"])
+    for key, want in record["outputs"].items():
+        assert_same(outputs[key], want)
+
+
+@pytest.mark.parametrize("name", sorted(OURS_RECORDED))
+def test_we_still_export_what_tensorflow_loaded(tmp_path, name):
+    model, how = EXPORTS[name]
+    spec = export(model, how, str(tmp_path / name), str(tmp_path))
+    committed = os.path.join(OURS, name)
+    assert files_under(str(tmp_path / name)) == files_under(committed)
+    assert sorted(os.listdir(tmp_path)) == sorted([name] + (["vocab.txt"] if "vocab" in OURS_RECORDED[name]["outputs"]
+                                                            else []))   # no temporary directory left behind
+    ours, theirs = parse_saved_model(str(tmp_path / name)), parse_saved_model(committed)
+    assert ours.saved_model_schema_version == 1 and len(ours.meta_graphs) == 1
+    meta, recorded_meta = ours.meta_graphs[0], theirs.meta_graphs[0]
+    assert list(meta.meta_info_def.tags) == spec["tags"]
+    assert dict(meta.signature_def) == dict(recorded_meta.signature_def)
+    assert [[n.name, n.op] for n in meta.graph_def.node] == OURS_RECORDED[name]["nodes"]   # TF's import of it
+    assert sorted(meta.collection_def) == sorted(recorded_meta.collection_def)
+    assert meta.saver_def == recorded_meta.saver_def
+    prefix = str(tmp_path / name / "variables" / "variables")
+    assert checkpoint_format(prefix, "test") == TENSORFLOW
+    reader, recorded = tf.train.NewCheckpointReader(prefix), tf.train.NewCheckpointReader(
+        os.path.join(committed, "variables", "variables"))
+    assert reader.get_variable_to_shape_map() == recorded.get_variable_to_shape_map()
+    for key in reader.get_variable_to_shape_map():
+        np.testing.assert_array_equal(reader.get_tensor(key), recorded.get_tensor(key))
+
+
+def test_our_export_lists_its_asset_as_tf1_does_and_copies_it(tmp_path):
+    export("mlp", "builder", str(tmp_path / "m"), str(tmp_path))
+    meta = parse_saved_model(str(tmp_path / "m")).meta_graphs[0]
+    assert not meta.asset_file_def
+    (packed,) = meta.collection_def["saved_model_assets"].any_list.value
+    assert packed.type_url == "type.googleapis.com/tensorflow.AssetFileDef"
+    asset = meta_graph_pb2.AssetFileDef.FromString(packed.value)
+    assert (asset.filename, asset.tensor_info.name) == ("vocab.txt", "vocab_path:0")
+    assert (tmp_path / "m" / "assets" / "vocab.txt").read_bytes() == (tmp_path / "vocab.txt").read_bytes()
+    assert list(meta.collection_def["saved_model_main_op"].node_list.value) == ["main_op"]
+    os.remove(tmp_path / "vocab.txt")   # the loader reads the copy
+    with tf.Graph().as_default(), tf.Session() as sess:
+        loaded = tf.saved_model.load(sess, ["serve"], str(tmp_path / "m"))
+        outputs = run_signature(sess, loaded, "serving_default", {"x": np.zeros((1, 4), np.float32)})
+    assert outputs["vocab"] == b"cat\ndog\nemu\n"
+
+
+# -- the builder -----------------------------------------------------------------------------------
+def linear_session(values=(1.0, 2.0, 3.0)):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.Variable(np.array(values, np.float32).reshape(3, 1), name="w")
+    y = tf.matmul(x, w, name="y")
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    return sess, x, y, w
+
+
+def load_and_run(export_dir, tags=("serve",), key="serving_default"):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.load(sess, list(tags), export_dir)
+        return run_signature(sess, meta, key, {"x": np.ones((2, 3), np.float32)})
+
+
+def test_variables_are_tensorflow_format_whatever_the_environment_says(tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSORWEAVE_CHECKPOINT_FORMAT", "safetensors")
+    with tf.Graph().as_default():
+        sess, x, y, w = linear_session()
+        tf.saved_model.simple_save(sess, str(tmp_path / "m"), {"x": x}, {"y": y})
+        own = tf.train.Saver([w])   # a saver of the user's: writes ours
+        builder = tf.saved_model.Builder(str(tmp_path / "u"))
+        builder.add_meta_graph_and_variables(sess, ["serve"], {"serving_default": tf.saved_model.predict_signature_def(
+            {"x": x}, {"y": y})}, saver=own)
+        builder.save()
+        assert own.saver_def.save_tensor_name and checkpoint_format(own.save(sess, str(tmp_path / "c")), "t") == \
+            "safetensors"
+    for export_dir in ("m", "u"):
+        assert checkpoint_format(str(tmp_path / export_dir / "variables" / "variables"), "t") == TENSORFLOW
+        assert load_and_run(str(tmp_path / export_dir))["y"].tolist() == [[6.0], [6.0]]
+
+
+def test_several_meta_graphs_share_the_variables_and_load_by_their_tags(tmp_path):
+    export_dir = str(tmp_path / "m")
+    builder = tf.saved_model.Builder(export_dir)
+    with tf.Graph().as_default():
+        sess, x, y, _ = linear_session()
+        with pytest.raises(AssertionError, match="has not been saved yet"):
+            builder.add_meta_graph(["train"])
+        builder.add_meta_graph_and_variables(sess, ["serve"], {"serving_default": tf.saved_model.predict_signature_def(
+            {"x": x}, {"y": y})})
+        with pytest.raises(AssertionError, match="already been saved"):
+            builder.add_meta_graph_and_variables(sess, ["serve"])
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(np.zeros((3, 1), np.float32), name="w")
+        doubled = tf.multiply(tf.matmul(x, w), 2.0, name="doubled")
+        builder.add_meta_graph(["train", "gpu"], {"double": tf.saved_model.predict_signature_def({"x": x},
+                                                                                               {"y": doubled})})
+    builder.save(as_text=True)
+    assert sorted(os.listdir(export_dir)) == ["saved_model.pbtxt", "variables"]
+    assert load_and_run(export_dir)["y"].tolist() == [[6.0], [6.0]]
+    assert load_and_run(export_dir, ("gpu", "train"), "double")["y"].tolist() == [[12.0], [12.0]]
+
+
+def test_builder_refuses_bad_signatures_and_main_ops(tmp_path):
+    builder = tf.saved_model.Builder(str(tmp_path / "m"))
+    with tf.Graph().as_default():
+        sess, x, y, _ = linear_session()
+        with pytest.raises(AssertionError, match="must have the dtype field set"):
+            builder.add_meta_graph_and_variables(sess, ["serve"], {"s": tf.saved_model.build_signature_def(
+                {"x": meta_graph_pb2.TensorInfo(name="x:0")})})
+        with pytest.raises(KeyError, match="__saved_model_init_op"):
+            builder.add_meta_graph_and_variables(sess, ["serve"], {"__saved_model_init_op": tf.saved_model.
+                                                                   predict_signature_def({"x": x}, {"y": y})})
+        with pytest.raises(TypeError, match="main_op"):
+            builder.add_meta_graph_and_variables(sess, ["serve"], main_op=y)
+        tf.add_to_collection("saved_model_main_op", tf.no_op())
+        with pytest.raises(ValueError, match="Graph already contains one or more main ops"):
+            builder.add_meta_graph_and_variables(sess, ["serve"], main_op=tf.no_op())
+
+
+# -- bad variables -------------------------------------------------------------------------------
+def test_a_corrupt_variables_index_is_an_error_naming_the_file(tmp_path):
+    shutil.copytree(os.path.join(TF_MODELS, "linear"), tmp_path / "m")
+    index = tmp_path / "m" / "variables" / "variables.index"
+    data = bytearray(index.read_bytes())
+    data[10] ^= 0xFF                                      # inside the first block: its crc no longer matches
+    index.write_bytes(bytes(data))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(errors.DataLossError, match=f"{index}.*checksum mismatch"):
+            tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "m"))
+
+
+def test_a_missing_variables_shard_is_an_error_naming_the_file(tmp_path):
+    shutil.copytree(os.path.join(TF_MODELS, "linear"), tmp_path / "m")
+    shard = tmp_path / "m" / "variables" / "variables.data-00000-of-00001"
+    os.remove(shard)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with pytest.raises(errors.NotFoundError, match=f"{shard}"):
+            tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "m"))
