@@ -164,7 +164,7 @@ class SavedModelBuilder:
         signature_def_map = signature_def_map or {}
         self._validate_signature_def_map(signature_def_map)
         with sess.graph.as_default():
-            self._maybe_add_main_op(main_op or legacy_init_op)
+            self._maybe_add_main_op(main_op if main_op is not None else legacy_init_op)
             variables_dir = os.path.join(self._write_dir(), constants.VARIABLES_DIRECTORY)
             os.makedirs(variables_dir, exist_ok=True)
             saver = self._maybe_create_saver(saver)

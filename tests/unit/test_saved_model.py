@@ -52,7 +52,8 @@ def test_constants_are_tf_values_under_both_names():
     assert sm.tag_constants.SERVING is sm.SERVING
     assert sm.DEFAULT_SERVING_SIGNATURE_DEF_KEY == "serving_default"
     assert sm.signature_constants.PREDICT_METHOD_NAME == "tensorflow/serving/predict"
-    assert (sm.CLASSIFY_INPUTS, sm.CLASSIFY_OUTPUT_CLASSES, sm.CLASSIFY_OUTPUT_SCORES) == ("inputs", "classes", "scores")
+    assert (sm.CLASSIFY_INPUTS, sm.CLASSIFY_OUTPUT_CLASSES, sm.CLASSIFY_OUTPUT_SCORES) == ("inputs", "classes",
+                                                                                          "scores")
     assert (sm.REGRESS_INPUTS, sm.REGRESS_OUTPUTS, sm.PREDICT_OUTPUTS) == ("inputs", "outputs", "outputs")
     assert (sm.ASSETS_KEY, sm.MAIN_OP_KEY, sm.LEGACY_INIT_OP_KEY) == ("saved_model_assets", "saved_model_main_op",
                                                                     "legacy_init_op")
@@ -186,7 +187,8 @@ def test_a_truncated_saved_model_pb_is_an_error_naming_the_file(tmp_path):
 
 def test_a_missing_saved_model_is_an_error_naming_both_files(tmp_path):
     with tf.Graph().as_default(), tf.Session() as sess:
-        with pytest.raises(IOError, match=r"SavedModel file does not exist at: .*\{saved_model.pbtxt\|saved_model.pb\}"):
+        with pytest.raises(IOError, match=r"SavedModel file does not exist at: .*"
+                                          r"\{saved_model.pbtxt\|saved_model.pb\}"):
             tf.saved_model.load(sess, ["serve"], str(tmp_path))
 
 
