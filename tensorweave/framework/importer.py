@@ -1,5 +1,5 @@
-"""Adding recorded operations back into a Graph (what import_graph_def and import_meta_graph stand on),
-all or nothing.
+"""Adding recorded operations back into a Graph, all or nothing (what tf.import_graph_def, and
+through it import_meta_graph, stands on).
 
 A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
 values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
