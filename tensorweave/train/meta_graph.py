@@ -212,8 +212,9 @@ def export_scoped_meta_graph(filename=None, graph_def=None, graph=None, export_s
 
 
 def write_meta_graph(meta, filename: str, as_text: bool = False) -> None:
-    """Writes the MetaGraphDef to `filename` atomically: binary, or protobuf text with as_text."""
-    data = text_format.MessageToString(meta).encode() if as_text else meta.SerializeToString()
+    """Writes the MetaGraphDef to `filename` atomically: binary (map entries sorted: the same
+    graph writes the same bytes), or protobuf text with as_text."""
+    data = text_format.MessageToString(meta).encode() if as_text else meta.SerializeToString(deterministic=True)
 
     def write(tmp):
         with open(tmp, "wb") as f:

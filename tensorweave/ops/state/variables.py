@@ -322,77 +322,76 @@ class Variable:
         return var_is_initialized_op(self._handle, name=name)
 
     # -- updates --------------------------------------------------------------------------------
-    def _update(self, make, default_name, value, use_locking, name, read_value, **kw):
+    # use_locking is TF's argument and is ignored, as by TF's ResourceVariable: every write of a
+    # resource variable holds its lock (ops/state/variable_ops.py); only the ScatterNd ops have the attribute.
+    def _update(self, make, default_name, value, name, read_value, **kw):
         g = get_default_graph()
         value = convert_to_tensor(value, dtype=self._dtype)
         with g.name_scope(name or default_name) as scope:
             if not read_value:
-                return make(self._handle, value, use_locking=bool(use_locking), name=scope, **kw)
-            op = make(self._handle, value, use_locking=bool(use_locking), **kw)
+                return make(self._handle, value, name=scope, **kw)
+            op = make(self._handle, value, **kw)
             with g.control_dependencies([op]):
                 return read_variable_op(self._handle, self._dtype, name=scope)
 
     def assign(self, value, use_locking=None, name=None, read_value=True, _validate_shape=None):
         """Sets the variable to `value`; returns the new value (or the op when read_value=False)."""
         validate = True if _validate_shape is None else bool(_validate_shape)
-        return self._update(assign_variable_op, "Assign", value, use_locking, name, read_value,
-                            validate_shape=validate)
+        return self._update(assign_variable_op, "Assign", value, name, read_value, validate_shape=validate)
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update(assign_add_variable_op, "AssignAdd", delta, use_locking, name,
-                            read_value)
+        return self._update(assign_add_variable_op, "AssignAdd", delta, name, read_value)
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update(assign_sub_variable_op, "AssignSub", delta, use_locking, name,
-                            read_value)
+        return self._update(assign_sub_variable_op, "AssignSub", delta, name, read_value)
 
-    def _scatter(self, make, default_name, sparse_delta, use_locking, name):
+    def _scatter(self, make, default_name, sparse_delta, name):
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
-        return self._sparse_write(make, default_name, sparse_delta.indices, sparse_delta.values, use_locking, name)
+        return self._sparse_write(make, default_name, sparse_delta.indices, sparse_delta.values, name)
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_update, "ScatterUpdate", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_update, "ScatterUpdate", sparse_delta, name)
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_add, "ScatterAdd", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_add, "ScatterAdd", sparse_delta, name)
 
     def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_sub, "ScatterSub", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_sub, "ScatterSub", sparse_delta, name)
 
     def scatter_mul(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_mul, "ScatterMul", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_mul, "ScatterMul", sparse_delta, name)
 
     def scatter_div(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_div, "ScatterDiv", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_div, "ScatterDiv", sparse_delta, name)
 
     def scatter_max(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_max, "ScatterMax", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_max, "ScatterMax", sparse_delta, name)
 
     def scatter_min(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_min, "ScatterMin", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_min, "ScatterMin", sparse_delta, name)
 
-    def _sparse_write(self, make, default_name, indices, updates, use_locking, name):
-        """make(handle, indices, updates) in name scope `name or default_name`; then a read of the new value."""
+    def _sparse_write(self, make, default_name, indices, updates, name, **kw):
+        """make(handle, indices, updates, **kw) in name scope `name or default_name`; then a read of the new value."""
         g = get_default_graph()
         indices = convert_to_tensor(indices)
         updates = convert_to_tensor(updates, dtype=self._dtype)
         with g.name_scope(name or default_name) as scope:
-            op = make(self._handle, indices, updates, use_locking=bool(use_locking))
+            op = make(self._handle, indices, updates, **kw)
             with g.control_dependencies([op]):
                 return read_variable_op(self._handle, self._dtype, name=scope)
 
     def scatter_nd_update(self, indices, updates, name=None, use_locking=True):
-        return self._sparse_write(resource_scatter_nd_update, "ScatterNdUpdate", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_update, "ScatterNdUpdate", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def scatter_nd_add(self, indices, updates, name=None, use_locking=False):
-        return self._sparse_write(resource_scatter_nd_add, "ScatterNdAdd", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_add, "ScatterNdAdd", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def scatter_nd_sub(self, indices, updates, name=None, use_locking=False):
-        return self._sparse_write(resource_scatter_nd_sub, "ScatterNdSub", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_sub, "ScatterNdSub", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def count_up_to(self, limit, name=None) -> Tensor:
         """Increments the variable until `limit`; returns the value before the increment."""
