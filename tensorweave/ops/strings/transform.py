@@ -212,6 +212,7 @@ register("RegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _full
 
 
 def _static_full_match_kernel(node, ctx):
+    """StaticRegexFullMatch (the pattern an attribute, compiled once), in the Saver graphs TF 1 wrote."""
     pattern = node.attr["pattern"]
     regex = _compile(node, pattern.encode() if isinstance(pattern, str) else pattern)
     return lambda x: map_strings(node, lambda s, i: regex.fullmatch(s) is not None, x, np.bool_)
