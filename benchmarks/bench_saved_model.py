@@ -6,7 +6,7 @@ The model (written once by TensorFlow, tf.compat.v1's SavedModelBuilder: 1024 ->
 1024 dense layers with ReLU, 24M float32 weights, 96 MiB of variables) is loaded and run by both
 sides in the same command:
 - load: a fresh Graph and Session, the SavedModel's graph imported and its variables restored
-  (tensorweave's serving.servable.load; TF's tf.saved_model.loader.load), median of --loads;
+  (tf.saved_model.loader.load on both sides), median of --loads;
 - latency of one small request (one row), p50 and p99 over --requests: the signature run in the
   loaded session (both sides), and for tensorweave also a whole TF Serving REST request
   (`tensorweave serve` in its own process, JSON over a kept-alive HTTP connection);
@@ -38,7 +38,7 @@ LAYERS = (1024, 4096, 4096, 1024)
 
 
 def write_model(export_dir: str) -> None:
-    """The model, under TensorFlow (a plain saver: tensorweave does not run TF's sharded one's ops yet)."""
+    """The model, written by TensorFlow's SavedModelBuilder."""
     import tensorflow.compat.v1 as tf
     tf.disable_eager_execution()
     tf.enable_resource_variables()
@@ -55,8 +55,7 @@ def write_model(export_dir: str) -> None:
         sess.run(tf.global_variables_initializer())
         builder = tf.saved_model.builder.SavedModelBuilder(export_dir)
         sig = tf.saved_model.signature_def_utils.predict_signature_def({"x": x}, {"y": y})
-        builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": sig},
-                                             saver=tf.train.Saver(sharded=False))
+        builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": sig})
         builder.save()
 
 
@@ -110,11 +109,11 @@ def run_suite(framework: str, model_dir: str, requests: int, clients: int, loads
     else:
         from tensorweave.client.session import Session
         from tensorweave.framework.graph import Graph
-        from tensorweave.serving.servable import load as load_saved_model
+        from tensorweave.saved_model import loader
 
         def load():
             sess = Session(graph=Graph())
-            return sess, load_saved_model(sess, ["serve"], model_dir).signature_def["serving_default"]
+            return sess, loader.load(sess, ["serve"], model_dir).signature_def["serving_default"]
     load_s = []
     for _ in range(loads):
         t = time.perf_counter()

@@ -27,7 +27,8 @@ from aiohttp import web
 
 from tensorweave.framework import errors
 from tensorweave.serving.rest_api import RestApi
-from tensorweave.serving.servable import SERVING_TAG, Servable, contains_saved_model, tag_set
+from tensorweave.saved_model.tag_constants import SERVING
+from tensorweave.serving.servable import Servable, contains_saved_model, tag_set
 
 _log = logging.getLogger("tensorweave")
 MAX_REQUEST_BYTES = 1 << 30   # TF Serving takes large batches of images; aiohttp's default is 1 MiB
@@ -41,7 +42,7 @@ class ModelVersions:
     """The versions of one model under `base_path`: the newest complete one loaded and served,
     newer ones loaded as they appear (`poll`, or `start` for a polling thread)."""
 
-    def __init__(self, name: str, base_path: str, tags=(SERVING_TAG,), poll_wait_s: float = 1.0):
+    def __init__(self, name: str, base_path: str, tags=(SERVING,), poll_wait_s: float = 1.0):
         self.name, self.base_path = name, os.path.abspath(base_path)
         self.tags, self.poll_wait_s = tag_set(tags), poll_wait_s
         self._lock = threading.Lock()
@@ -161,7 +162,7 @@ async def _serve(app: web.Application, host: str, port: int, stop: asyncio.Event
         await runner.cleanup()
 
 
-def serve(model_name: str, model_base_path: str, port: int, host: str = "0.0.0.0", tags=(SERVING_TAG,),
+def serve(model_name: str, model_base_path: str, port: int, host: str = "0.0.0.0", tags=(SERVING,),
           poll_wait_s: float = 1.0, num_threads: Optional[int] = None) -> int:
     """Serves the model until SIGTERM/SIGINT; returns the exit status."""
     if not os.path.isdir(model_base_path):

@@ -29,7 +29,8 @@ from google.protobuf import json_format
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.ops.io.example_proto import Example
-from tensorweave.serving.servable import CLASSIFY_METHOD_NAME, REGRESS_METHOD_NAME, Servable, dtype_name
+from tensorweave.saved_model.signature_constants import CLASSIFY_METHOD_NAME, REGRESS_METHOD_NAME
+from tensorweave.serving.servable import Servable, dtype_name
 
 _log = logging.getLogger("tensorweave")
 

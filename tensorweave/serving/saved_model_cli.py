@@ -28,7 +28,8 @@ from tensorweave.client.session import Session
 from tensorweave.framework.graph import Graph
 from tensorweave.framework.tf_protos import types_pb2
 from tensorweave.ops.io.example_proto import Example
-from tensorweave.serving.servable import get_meta_graph_def, load, read_saved_model, tag_set
+from tensorweave.saved_model import loader
+from tensorweave.serving.servable import get_meta_graph_def, tag_set
 
 _log = logging.getLogger("tensorweave")
 
@@ -88,7 +89,7 @@ def ops_line(meta_graph) -> str:
 
 def show(export_dir: str, tags=None, signature_key=None, show_all: bool = False, list_ops: bool = False) -> str:
     """What `saved_model_cli show` prints for these arguments."""
-    saved_model = read_saved_model(export_dir)
+    saved_model = loader.parse_saved_model(export_dir)
     lines: list = []
     if show_all:
         for meta_graph in sorted(saved_model.meta_graphs, key=lambda m: list(m.meta_info_def.tags)):
@@ -275,7 +276,7 @@ def run(export_dir: str, tags: str, signature_key: str, feeds: dict, outdir=None
     keys = sorted(sig.outputs)
     out = out or sys.stdout
     with Session(graph=Graph()) as session:
-        load(session, _tags_arg(tags), export_dir)
+        loader.load(session, tag_set(tags), export_dir)
         values = session.run([sig.outputs[k].name for k in keys], {sig.inputs[k].name: v for k, v in feeds.items()})
     results = {}
     for key, value in zip(keys, values):

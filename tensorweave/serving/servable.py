@@ -15,62 +15,25 @@ import threading
 from typing import Iterable, Mapping, Optional
 
 import numpy as np
-from google.protobuf import message, text_format
 
 from tensorweave.client.session import Session
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.graph import Graph
-from tensorweave.framework.tf_protos import SavedModel, types_pb2
-from tensorweave.ops.graph_import import import_graph_def
-
-SAVED_MODEL_FILENAME_PB = "saved_model.pb"
-SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
-VARIABLES_DIRECTORY = "variables"
-VARIABLES_FILENAME = "variables"
-SERVING_TAG = "serve"
-DEFAULT_SERVING_SIGNATURE_DEF_KEY = "serving_default"
-PREDICT_METHOD_NAME = "tensorflow/serving/predict"
-CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
-REGRESS_METHOD_NAME = "tensorflow/serving/regress"
-# the collections that name the op a loader runs after restoring (TF's main_op, then the legacy one)
-_INIT_OP_COLLECTIONS = ("saved_model_main_op", "legacy_init_op")
+from tensorweave.framework.tf_protos import types_pb2
+from tensorweave.saved_model import constants, loader
+from tensorweave.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
+from tensorweave.saved_model.tag_constants import SERVING
 
 
 def contains_saved_model(export_dir: str) -> bool:
     """Whether `export_dir` holds a complete SavedModel: its saved_model.pb (or .pbtxt), and the
     variables' index where it has a variables directory (a version still being copied in has
     its data files before its index)."""
-    if not any(os.path.isfile(os.path.join(export_dir, f))
-               for f in (SAVED_MODEL_FILENAME_PB, SAVED_MODEL_FILENAME_PBTXT)):
+    if not loader.maybe_saved_model_directory(export_dir):
         return False
-    variables = os.path.join(export_dir, VARIABLES_DIRECTORY)
-    return not os.path.isdir(variables) or os.path.isfile(os.path.join(variables, VARIABLES_FILENAME + ".index"))
-
-
-def read_saved_model(export_dir: str):
-    """The SavedModel proto of `export_dir` (saved_model.pb, or saved_model.pbtxt), as TF's
-    saved_model_utils.read_saved_model; IOError naming the file when it is missing or unreadable."""
-    pb = os.path.join(export_dir, SAVED_MODEL_FILENAME_PB)
-    pbtxt = os.path.join(export_dir, SAVED_MODEL_FILENAME_PBTXT)
-    saved_model = SavedModel()
-    if os.path.isfile(pb):
-        with open(pb, "rb") as f:
-            data = f.read()
-        try:
-            saved_model.ParseFromString(data)
-        except message.DecodeError as e:
-            raise IOError(f"Cannot parse proto file {pb}: {e}.") from None
-        return saved_model
-    if os.path.isfile(pbtxt):
-        with open(pbtxt, encoding="utf-8") as f:
-            data = f.read()
-        try:
-            text_format.Merge(data, saved_model)
-        except text_format.ParseError as e:
-            raise IOError(f"Cannot parse pbtxt file {pbtxt}: {e}.") from None
-        return saved_model
-    raise IOError(f"SavedModel file does not exist at: {export_dir}/{{{SAVED_MODEL_FILENAME_PBTXT}|"
-                  f"{SAVED_MODEL_FILENAME_PB}}}")
+    variables = os.path.join(export_dir, constants.VARIABLES_DIRECTORY)
+    return not os.path.isdir(variables) or os.path.isfile(
+        os.path.join(variables, constants.VARIABLES_FILENAME + ".index"))
 
 
 def tag_set(tags) -> set:
@@ -83,9 +46,10 @@ def tag_set(tags) -> set:
 
 def get_meta_graph_def(saved_model, tags):
     """The MetaGraphDef of `saved_model` (a proto or a directory) whose tags are exactly `tags`;
-    RuntimeError with TF's message listing the tag-sets there are."""
+    RuntimeError with the message of TF's saved_model_utils.get_meta_graph_def (saved_model_cli's),
+    listing the tag-sets there are."""
     if isinstance(saved_model, str):
-        saved_model = read_saved_model(saved_model)
+        saved_model = loader.parse_saved_model(saved_model)
     wanted = tag_set(tags)
     for meta_graph in saved_model.meta_graphs:
         if set(meta_graph.meta_info_def.tags) == wanted:
@@ -94,31 +58,6 @@ def get_meta_graph_def(saved_model, tags):
     shown = tags if isinstance(tags, str) else ",".join(tags)
     raise RuntimeError(f"MetaGraphDef associated with tag-set {shown} could not be found in the SavedModel. "
                        f"Please use one of the following tag-sets: {valid}")
-
-
-def _node_names(meta_graph, collection: str) -> list:
-    if collection not in meta_graph.collection_def:
-        return []
-    return [n.split(":")[0] for n in meta_graph.collection_def[collection].node_list.value]
-
-
-def load(session: Session, tags, export_dir: str):
-    """Loads the MetaGraphDef of `export_dir` tagged `tags` into `session` (its graph), restores
-    its variables from variables/ and runs its main op; returns the MetaGraphDef (TF 1.15's
-    tf.saved_model.loader.load)."""
-    meta_graph = get_meta_graph_def(export_dir, tags)
-    with session.graph.as_default():
-        import_graph_def(meta_graph.graph_def, name="")
-    saver_def = meta_graph.saver_def
-    variables = os.path.join(export_dir, VARIABLES_DIRECTORY, VARIABLES_FILENAME)
-    if saver_def.restore_op_name and os.path.isfile(variables + ".index"):
-        session.run(saver_def.restore_op_name, {saver_def.filename_tensor_name: variables})
-    for collection in _INIT_OP_COLLECTIONS:
-        init_ops = _node_names(meta_graph, collection)
-        if init_ops:
-            session.run(init_ops)
-            break
-    return meta_graph
 
 
 def _shape_text(dims) -> str:
@@ -207,11 +146,11 @@ class Servable:
             self.session.close()
 
     @classmethod
-    def load(cls, export_dir: str, tags: Iterable = (SERVING_TAG,), name: str = "", version: int = 0) -> "Servable":
+    def load(cls, export_dir: str, tags: Iterable = (SERVING,), name: str = "", version: int = 0) -> "Servable":
         """The SavedModel of `export_dir` loaded into a new Session on a graph of its own."""
         session = Session(graph=Graph())
         try:
-            meta_graph = load(session, tags, export_dir)
+            meta_graph = loader.load(session, tag_set(tags), export_dir)
         except BaseException:
             session.close()
             raise

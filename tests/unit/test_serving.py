@@ -1,7 +1,7 @@
 """tensorweave saved_model show/run against TF 2.21's saved_model_cli (recorded text and arrays,
 fixtures/tf_serving/), and TF Serving's REST API (serving/rest_api.py) without sockets: predict
 in both formats, classify, regress, b64 strings, status, metadata and every error's message and
-status code, over TF-written SavedModels and a servable built in this process."""
+status code, over TF-written SavedModels and one exported by tensorweave's SavedModelBuilder."""
 from __future__ import annotations
 
 import base64
@@ -14,14 +14,11 @@ import pytest
 
 import tensorweave as tf
 from tensorweave import cli
-from tensorweave.framework import errors
-from tensorweave.framework.tf_protos import meta_graph_pb2
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.serving import saved_model_cli
 from tensorweave.serving.model_server import ModelVersions
 from tensorweave.serving.rest_api import RestApi
-from tensorweave.serving.servable import (CLASSIFY_METHOD_NAME, PREDICT_METHOD_NAME, REGRESS_METHOD_NAME, Servable,
-                                          contains_saved_model)
+from tensorweave.serving.servable import contains_saved_model
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_serving")
 MNIST = os.path.join(FIXTURES, "mnist", "1")
@@ -90,7 +87,7 @@ def test_show_of_a_directory_without_a_saved_model_names_the_files(tmp_path, cap
     assert rc == 1 and "SavedModel file does not exist at: " + str(tmp_path) in err
     (tmp_path / "saved_model.pb").write_bytes(b"\xff\xff\xff")
     rc, _, err = _cli(capsys, ["saved_model", "show", "--dir", str(tmp_path)])
-    assert rc == 1 and "Cannot parse proto file " + str(tmp_path / "saved_model.pb") in err
+    assert rc == 1 and "Cannot parse file " + str(tmp_path / "saved_model.pb") in err
 
 
 # -- saved_model run -------------------------------------------------------------------------------
@@ -215,7 +212,7 @@ def test_status_and_metadata(api):
     assert status == 200 and meta["model_spec"] == {"name": "half_plus_two", "signature_name": "", "version": "1"}
     sigs = meta["metadata"]["signature_def"]["signature_def"]
     assert sorted(sigs) == ["echo", "serving_default"]
-    assert sigs["serving_default"]["method_name"] == PREDICT_METHOD_NAME
+    assert sigs["serving_default"]["method_name"] == tf.saved_model.PREDICT_METHOD_NAME
     assert sigs["serving_default"]["inputs"]["x"] == {
         "dtype": "DT_FLOAT", "name": "x:0",
         "tensor_shape": {"dim": [{"size": "-1", "name": ""}, {"size": "1", "name": ""}], "unknown_rank": False}}
@@ -296,53 +293,13 @@ def test_classify_and_regress_of_a_tf_model_as_tf_serving(tmp_path):
         models.stop()
 
 
-# -- a servable built in this process: classify, regress, *_bytes ----------------------------------
-def tensor_info(t):
-    info = meta_graph_pb2.TensorInfo(name=t.name, dtype=t.dtype.as_datatype_enum)
-    for d in t.shape.as_list():
-        info.tensor_shape.dim.add(size=-1 if d is None else d)
-    return info
-
-
-def signature(inputs, outputs, method):
-    sig = meta_graph_pb2.SignatureDef(method_name=method)
-    for target, tensors in ((sig.inputs, inputs), (sig.outputs, outputs)):
-        for k, t in tensors.items():
-            target[k].CopyFrom(tensor_info(t))
-    return sig
-
-
-class OneModel:
-    """rest_api.Models over one servable."""
-
-    def __init__(self, servable):
-        self.served = servable
-
-    def servable(self, name, version):
-        if name != self.served.name:
-            raise errors.NotFoundError(None, None, f"Servable not found for request: Latest({name})")
-        return _Held(self.served.acquire())
-
-    def version_status(self, name, version):
-        return [{"version": str(self.served.version), "state": "AVAILABLE",
-                 "status": {"error_code": "OK", "error_message": ""}}]
-
-
-class _Held:
-    def __init__(self, servable):
-        self.servable = servable
-
-    def __enter__(self):
-        return self.servable
-
-    def __exit__(self, *exc):
-        self.servable.release()
-
-
-@pytest.fixture(scope="module")
-def mnist_api():
-    g = tf.Graph()
-    with g.as_default():
+# -- a model exported by tensorweave's SavedModelBuilder: classify, regress, *_bytes ----------------
+def export_mnist(export_dir: str) -> None:
+    """The MNIST-style model (784 -> 10 softmax, TF's weights) exported with TF1's API: predict
+    (classes, probabilities), classify and regress over serialized tf.Examples, and a string echo
+    whose `*_bytes` output TF Serving writes as base64."""
+    sm = tf.saved_model
+    with tf.Graph().as_default(), tf.Session() as sess:
         serialized = tf.placeholder(tf.string, [None], name="tf_example")
         parsed = tf.parse_example(serialized, {"x": tf.FixedLenFeature([784], tf.float32)})["x"]
         images = tf.placeholder(tf.float32, [None, 784], name="images")
@@ -356,22 +313,32 @@ def mnist_api():
         example_probabilities, _ = model(parsed)
         names = tf.tile(tf.constant([[str(i) for i in range(10)]]), tf.stack([tf.shape(parsed)[0], 1]))
         raw = tf.identity(serialized, name="raw")
+        info = sm.utils.build_tensor_info
         sigs = {
-            "serving_default": signature({"images": images}, {"classes": classes, "probabilities": probabilities},
-                                         PREDICT_METHOD_NAME),
-            "classify": signature({"inputs": serialized}, {"classes": names, "scores": example_probabilities},
-                                  CLASSIFY_METHOD_NAME),
-            "classify_scores": signature({"inputs": serialized}, {"scores": example_probabilities},
-                                         CLASSIFY_METHOD_NAME),
-            "regress": signature({"inputs": serialized}, {"outputs": tf.reduce_max(example_probabilities, 1)},
-                                 REGRESS_METHOD_NAME),
-            "raw": signature({"inputs": serialized}, {"echo_bytes": raw, "echo": raw}, PREDICT_METHOD_NAME),
+            "serving_default": sm.signature_def_utils.predict_signature_def(
+                {"images": images}, {"classes": classes, "probabilities": probabilities}),
+            "classify": sm.signature_def_utils.classification_signature_def(serialized, names, example_probabilities),
+            "classify_scores": sm.signature_def_utils.build_signature_def(
+                {"inputs": info(serialized)}, {"scores": info(example_probabilities)}, sm.CLASSIFY_METHOD_NAME),
+            "regress": sm.signature_def_utils.regression_signature_def(
+                serialized, tf.reduce_max(example_probabilities, 1)),
+            "raw": sm.signature_def_utils.predict_signature_def({"inputs": serialized},
+                                                                 {"echo_bytes": raw, "echo": raw}),
         }
-        sess = tf.Session(graph=g)
         sess.run(tf.global_variables_initializer())
-    servable = Servable(sess, sigs, "mnist", 7)
-    yield RestApi(OneModel(servable))
-    servable.close()
+        builder = sm.builder.SavedModelBuilder(export_dir)
+        builder.add_meta_graph_and_variables(sess, [sm.tag_constants.SERVING], signature_def_map=sigs)
+        builder.save()
+
+
+@pytest.fixture(scope="module")
+def mnist_api(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mnist")
+    export_mnist(str(base / "7"))
+    models = ModelVersions("mnist", str(base))
+    models.poll()
+    yield RestApi(models)
+    models.stop()
 
 
 def test_mnist_predict_answers_numpy(mnist_api):
@@ -461,7 +428,7 @@ def test_a_new_complete_version_takes_over(model_dir):
         (broken / "saved_model.pb").write_bytes(b"\xff\xff")
         models.poll()   # a version that fails to load is reported; the served one stays
         states = {s["version"]: s for s in _call(api, "GET", "/v1/models/half_plus_two")[1]["model_version_status"]}
-        assert states["3"]["state"] == "END" and "Cannot parse proto file" in states["3"]["status"]["error_message"]
+        assert states["3"]["state"] == "END" and "Cannot parse file" in states["3"]["status"]["error_message"]
         assert _call(api, "POST", "/v1/models/half_plus_two:predict", {"instances": [[2.0]]})[0] == 200
     finally:
         models.stop()

@@ -19,6 +19,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.io.example_proto import Example
@@ -299,6 +300,20 @@ register("ParseExampleV2", _tf_infer, _tf_kernel_factory, grad=None, dtypes=(dty
          dtype_param="serialized")
 
 
+def _tf_parse_example(serialized, sparse: list, dense: list):
+    """TF's ParseExample op: keys as string inputs, each dense default an input (empty: the
+    feature is required), a sequence feature's shape with a first dimension of -1."""
+    names = convert_to_tensor(np.zeros(0, object), dtype=dtypes.string)   # TF's example_names: none
+    keys = [convert_to_tensor(k.encode(), dtype=dtypes.string) for k in [k for k, _ in sparse] + [d[0] for d in dense]]
+    defaults = [convert_to_tensor(default if default is not None else np.zeros(0, dt.as_numpy_dtype), dtype=dt)
+                for _, dt, _, _, default in dense]
+    inputs = [serialized, names] + keys + defaults
+    attrs = {"Nsparse": len(sparse), "Ndense": len(dense), "sparse_types": [t for _, t in sparse],
+             "Tdense": [d[1] for d in dense],
+             "dense_shapes": [TensorShape(([None] if d[3] else []) + list(d[2])) for d in dense]}
+    return make_op("ParseExample", inputs, attrs, name="ParseExample")
+
+
 def _parse(serialized, features: dict, name, single: bool, default_name: str):
     if not isinstance(features, dict):
         raise TypeError("features must be a dict of feature keys to FixedLenFeature / VarLenFeature")
@@ -309,11 +324,14 @@ def _parse(serialized, features: dict, name, single: bool, default_name: str):
         if serialized.shape.ndims not in (None, want):
             raise ValueError(f"{default_name}: serialized must be a {'scalar' if single else 'vector'}, got shape "
                              f"{serialized.shape}")
-        attrs = {"single": single, "sparse_keys": [k for k, _ in sparse], "sparse_types": [t for _, t in sparse],
-                 "dense_keys": [d[0] for d in dense], "Tdense": [d[1] for d in dense],
-                 "dense_shapes": [d[2] for d in dense], "dense_is_sequence": [d[3] for d in dense],
-                 "dense_defaults": [d[4] for d in dense]}
-        op = make_op("ParseExample", [serialized], attrs, name="ParseExample")
+        if single:
+            attrs = {"single": single, "sparse_keys": [k for k, _ in sparse], "sparse_types": [t for _, t in sparse],
+                     "dense_keys": [d[0] for d in dense], "Tdense": [d[1] for d in dense],
+                     "dense_shapes": [d[2] for d in dense], "dense_is_sequence": [d[3] for d in dense],
+                     "dense_defaults": [d[4] for d in dense]}
+            op = make_op("ParseExample", [serialized], attrs, name="ParseExample")
+        else:   # TF's own op: its graph (and a SavedModel of it) is TensorFlow's, which TF loads
+            op = _tf_parse_example(serialized, sparse, dense)
     n = len(sparse)
     outs = op.outputs
     result = {}
