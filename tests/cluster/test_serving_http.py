@@ -1,6 +1,7 @@
 """`tensorweave serve` as a real process on a loopback port, asked over HTTP as TF Serving's clients
-ask it: predictions of the MNIST-style model against numpy, b64 strings, 8 clients at once, a
-malformed body, and a new version directory served without a restart."""
+ask it: predictions and classes of the MNIST-style model (exported by tensorweave) against numpy,
+b64 strings, 8 clients at once, a malformed body, classify/regress of a TF-written model, and a
+new version directory served without a restart."""
 from __future__ import annotations
 
 import base64
@@ -18,23 +19,13 @@ import urllib.request
 import numpy as np
 import pytest
 
-import tensorweave as tf
 from tensorweave.distributed.cluster import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(REPO, "tests", "unit", "fixtures", "tf_serving")
 READY_TIMEOUT_S = 120.0
-
-
-def _softmax_model():
-    ckpt = os.path.join(FIXTURES, "mnist", "1", "variables", "variables")
-    w, b = tf.train.load_variable(ckpt, "weights"), tf.train.load_variable(ckpt, "biases")
-
-    def predict(images):
-        logits = images.astype(np.float64) @ w + b
-        e = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-    return predict
+sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
+from fixtures.tw_serving_models import softmax  # noqa: E402  (the unit tests' model and its numpy answer)
 
 
 class Server:
@@ -98,8 +89,12 @@ class Server:
 
 @pytest.fixture(scope="module")
 def mnist(tmp_path_factory):
+    """The MNIST-style model exported by tensorweave's SavedModelBuilder (in a process of its own)."""
     base = tmp_path_factory.mktemp("mnist")
-    shutil.copytree(os.path.join(FIXTURES, "mnist", "1"), base / "1")
+    export = ("import sys; sys.path.insert(0, 'tests/unit'); from fixtures.tw_serving_models import export_mnist; "
+              f"export_mnist({str(base / '1')!r})")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, "-c", export], cwd=REPO, env=env, check=True, timeout=300)
     server = Server(str(base), "mnist")
     yield server
     assert server.stop() == 0   # SIGTERM: a clean exit
@@ -115,8 +110,8 @@ def half_plus_two(tmp_path):
 
 def test_predict_answers_what_numpy_computes(mnist):
     images = np.random.RandomState(1).rand(3, 784).astype(np.float32)
-    expected = _softmax_model()(images)
-    status, out = mnist.request(":predict", {"signature_name": "predict_images", "instances": images.tolist()})
+    expected = softmax(images)
+    status, out = mnist.request(":predict", {"instances": images.tolist()})
     assert status == 200
     assert [p["classes"] for p in out["predictions"]] == np.argmax(expected, 1).tolist()
     np.testing.assert_allclose([p["probabilities"] for p in out["predictions"]], expected, rtol=1e-5)
@@ -126,7 +121,6 @@ def test_predict_answers_what_numpy_computes(mnist):
 
 
 def test_eight_clients_at_once(mnist):
-    predict = _softmax_model()
     batches = [np.random.RandomState(seed).rand(2, 784).astype(np.float32) for seed in range(8 * 4)]
 
     def client(i):
@@ -141,7 +135,7 @@ def test_eight_clients_at_once(mnist):
         results = [r for rs in pool.map(client, range(8)) for r in rs]
     assert len(results) == len(batches)
     for images, probabilities in results:
-        np.testing.assert_allclose(probabilities, predict(images), rtol=1e-5)
+        np.testing.assert_allclose(probabilities, softmax(images), rtol=1e-5)
 
 
 def test_bad_requests_get_tf_servings_errors_and_the_server_goes_on(mnist):
@@ -154,8 +148,18 @@ def test_bad_requests_get_tf_servings_errors_and_the_server_goes_on(mnist):
     status, out = mnist.request("/versions/5:predict", {"instances": [[1.0]]})
     assert (status, out) == (404, {"error": "Servable not found for request: Specific(mnist, 5)"})
     status, out = mnist.request("/metadata")
-    assert status == 200 and sorted(out["metadata"]["signature_def"]["signature_def"]) == ["predict_images",
-                                                                                         "serving_default"]
+    assert status == 200 and sorted(out["metadata"]["signature_def"]["signature_def"]) == [
+        "classify", "classify_scores", "raw", "regress", "serving_default"]
+
+
+def test_classify_examples_as_json(mnist):
+    images = np.random.RandomState(2).rand(2, 784).astype(np.float32)
+    status, out = mnist.request(":classify", {"signature_name": "classify",
+                                              "examples": [{"x": row.tolist()} for row in images]})
+    assert status == 200
+    for result, want in zip(out["results"], softmax(images)):
+        assert [label for label, _ in result] == [str(i) for i in range(10)]
+        np.testing.assert_allclose([score for _, score in result], want, rtol=1e-5)
 
 
 def test_b64_strings_and_a_new_version(half_plus_two):

@@ -20,6 +20,8 @@ from tensorweave.serving.model_server import ModelVersions
 from tensorweave.serving.rest_api import RestApi
 from tensorweave.serving.servable import contains_saved_model
 
+from fixtures.tw_serving_models import export_mnist, softmax
+
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_serving")
 MNIST = os.path.join(FIXTURES, "mnist", "1")
 HALF_PLUS_TWO = os.path.join(FIXTURES, "half_plus_two", "1")
@@ -28,16 +30,6 @@ with open(os.path.join(FIXTURES, "cli.json")) as _f:
     RECORDED = json.load(_f)
 _RUN_INPUTS = np.load(os.path.join(FIXTURES, "run_inputs.npz"))
 IMAGES = _RUN_INPUTS["images"]
-WEIGHTS = tf.train.load_variable(os.path.join(MNIST, "variables", "variables"), "weights")
-BIASES = tf.train.load_variable(os.path.join(MNIST, "variables", "variables"), "biases")
-
-
-def softmax(images):
-    logits = images.astype(np.float64) @ WEIGHTS + BIASES
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def _split_ops(text: str):
     """The text without its ops lines, and the op sets they list (TF prints a set in hash order)."""
     lines, ops = [], []
@@ -294,43 +286,6 @@ def test_classify_and_regress_of_a_tf_model_as_tf_serving(tmp_path):
 
 
 # -- a model exported by tensorweave's SavedModelBuilder: classify, regress, *_bytes ----------------
-def export_mnist(export_dir: str) -> None:
-    """The MNIST-style model (784 -> 10 softmax, TF's weights) exported with TF1's API: predict
-    (classes, probabilities), classify and regress over serialized tf.Examples, and a string echo
-    whose `*_bytes` output TF Serving writes as base64."""
-    sm = tf.saved_model
-    with tf.Graph().as_default(), tf.Session() as sess:
-        serialized = tf.placeholder(tf.string, [None], name="tf_example")
-        parsed = tf.parse_example(serialized, {"x": tf.FixedLenFeature([784], tf.float32)})["x"]
-        images = tf.placeholder(tf.float32, [None, 784], name="images")
-        w, b = tf.Variable(WEIGHTS, name="weights"), tf.Variable(BIASES, name="biases")
-
-        def model(x):
-            probabilities = tf.nn.softmax(tf.matmul(x, w) + b)
-            return probabilities, tf.argmax(probabilities, 1)
-
-        probabilities, classes = model(images)
-        example_probabilities, _ = model(parsed)
-        names = tf.tile(tf.constant([[str(i) for i in range(10)]]), tf.stack([tf.shape(parsed)[0], 1]))
-        raw = tf.identity(serialized, name="raw")
-        info = sm.utils.build_tensor_info
-        sigs = {
-            "serving_default": sm.signature_def_utils.predict_signature_def(
-                {"images": images}, {"classes": classes, "probabilities": probabilities}),
-            "classify": sm.signature_def_utils.classification_signature_def(serialized, names, example_probabilities),
-            "classify_scores": sm.signature_def_utils.build_signature_def(
-                {"inputs": info(serialized)}, {"scores": info(example_probabilities)}, sm.CLASSIFY_METHOD_NAME),
-            "regress": sm.signature_def_utils.regression_signature_def(
-                serialized, tf.reduce_max(example_probabilities, 1)),
-            "raw": sm.signature_def_utils.predict_signature_def({"inputs": serialized},
-                                                                 {"echo_bytes": raw, "echo": raw}),
-        }
-        sess.run(tf.global_variables_initializer())
-        builder = sm.builder.SavedModelBuilder(export_dir)
-        builder.add_meta_graph_and_variables(sess, [sm.tag_constants.SERVING], signature_def_map=sigs)
-        builder.save()
-
-
 @pytest.fixture(scope="module")
 def mnist_api(tmp_path_factory):
     base = tmp_path_factory.mktemp("mnist")
