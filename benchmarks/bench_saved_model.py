@@ -1,6 +1,6 @@
 """SavedModel benchmark: loading a ~100 MB SavedModel and serving predictions from it.
 
-    python benchmarks/bench_saved_model.py [--requests 200] [--clients 8] [--loads 3]
+    python benchmarks/bench_saved_model.py [--requests 200] [--clients 8] [--loads 3] [--rounds 3]
 
 The model (written once by TensorFlow, tf.compat.v1's SavedModelBuilder: 1024 -> 4096 -> 4096 ->
 1024 dense layers with ReLU, 24M float32 weights, 96 MiB of variables) is loaded and run by both
@@ -11,8 +11,9 @@ sides in the same command:
   loaded session (both sides), and for tensorweave also a whole TF Serving REST request
   (`tensorweave serve` in its own process, JSON over a kept-alive HTTP connection);
 - throughput with --clients clients at once (threads, each its own connection), requests/s.
-TensorFlow runs under $TF_PYTHON or /opt/tfvenv/bin/python in a subprocess; ratios are
-tensorweave / TF (> 1: tensorweave slower or, for throughput, faster). Prints the load average.
+TensorFlow runs under $TF_PYTHON or /opt/tfvenv/bin/python in a subprocess, each side --rounds
+times, alternating; the medians over rounds are printed, with ratios tensorweave / TF (> 1:
+tensorweave slower or, for throughput, faster) and the load average.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -181,11 +183,19 @@ def http_suite(model_dir: str, row: np.ndarray, requests: int, clients: int) -> 
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _medians(results: list) -> Optional[dict]:
+    """Each figure's median over rounds; None when no round succeeded."""
+    if not results:
+        return None
+    return {k: statistics.median(r[k] for r in results) for k in results[0]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating tensorweave/TF runs; medians are printed")
     ap.add_argument("--framework", default="tensorweave", choices=["tensorweave", "tf"])
     ap.add_argument("--model_dir", help=argparse.SUPPRESS)
     ap.add_argument("--write_model", help=argparse.SUPPRESS)
@@ -211,15 +221,19 @@ def main() -> None:
         load = load_average()
         common = ["--model_dir", model_dir, "--requests", args.requests, "--clients", args.clients,
                   "--loads", args.loads]
-        ours = run_json(sys.executable, __file__, ["--framework", "tensorweave"] + common,
-                        env={"PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")})
-        theirs = run_json(py, __file__, ["--framework", "tf"] + common)
+        env = {"PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        runs: dict = {"tensorweave": [], "tf": []}
+        for _ in range(args.rounds):   # alternating, so both sides see the same load
+            runs["tensorweave"].append(run_json(sys.executable, __file__, ["--framework", "tensorweave"] + common,
+                                                env=env))
+            runs["tf"].append(run_json(py, __file__, ["--framework", "tf"] + common))
+        ours, theirs = (_medians([r for r in runs[k] if r]) for k in ("tensorweave", "tf"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if ours is None:
         return
     print(f"SavedModel of {size / (1 << 20):.0f} MiB ({' -> '.join(map(str, LAYERS))} dense); one-row requests; "
-          f"load average {load} (before), {load_average()} (after)")
+          f"medians of {args.rounds} alternating rounds; load average {load} (before), {load_average()} (after)")
     if theirs:
         assert abs(ours["checksum"] - theirs["checksum"]) <= 1e-3 * max(1.0, abs(theirs["checksum"])), (ours, theirs)
     fmt = "  {:<44} {:>12} {:>12} {:>8}"
