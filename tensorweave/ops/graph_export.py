@@ -27,6 +27,7 @@ from tensorboard.compat.proto import function_pb2, graph_pb2, node_def_pb2
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
 from tensorweave.ops.attr_value_proto import shape_proto, to_attr_value
+from tensorweave.ops.registry import TF_LOWERINGS
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 
@@ -148,12 +149,33 @@ def node_def_proto(op, add_shapes: bool = False, library: dict | None = None) ->
     return node
 
 
+def tf_node_defs(op, add_shapes: bool = False, library: dict | None = None) -> list:
+    """`op` as the NodeDefs TensorFlow imports: its own, or for an op type TF lacks, those of
+    the TF lowering registered beside it (ops/registry.py); the last of those has the op's name
+    and internal attributes ("_class")."""
+    lowering = TF_LOWERINGS.get(op.type)
+    if lowering is None:
+        return [node_def_proto(op, add_shapes, library)]
+    nodes = lowering(op)
+    protos = []
+    for plain in nodes:
+        attrs = {**plain.attr, **{k: v for k, v in op._attrs.items() if k.startswith("_")}} \
+            if plain is nodes[-1] else plain.attr
+        node = node_def_pb2.NodeDef(name=plain.name, op=plain.op, input=plain.input, device=plain.device)
+        for key, value in attrs.items():
+            node.attr[key].CopyFrom(to_attr_value(value))
+        protos.append(node)
+    if add_shapes and op.outputs:
+        protos[-1].attr["_output_shapes"].list.shape.extend([shape_proto(t.shape) for t in op.outputs])
+    return protos
+
+
 def graph_def_proto(graph, from_version=None, add_shapes: bool = False) -> graph_pb2.GraphDef:
     """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring)."""
     gd = empty_graph_def()
     library: dict = {}
-    gd.node.extend([node_def_proto(op, add_shapes, library) for op in graph.get_operations()
-                    if from_version is None or op._id > from_version])
+    gd.node.extend([node for op in graph.get_operations() if from_version is None or op._id > from_version
+                    for node in tf_node_defs(op, add_shapes, library)])
     if library:             # TF leaves the library out when it has no function
         gd.library.function.extend(library.values())
     return gd

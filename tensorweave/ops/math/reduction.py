@@ -16,7 +16,7 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, check_dtype, check_output_size, invalid, make_op,
+from tensorweave.ops.helpers import (BOOL, TFNodes, FLOATS, NUMERIC, REAL, check_dtype, check_output_size, invalid, make_op,
                                     same_as_input, static_int)
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
@@ -173,8 +173,23 @@ def _reduced_shape_kernel(node, ctx):
     return run
 
 
-register("ReducedShape", same_as_input(), _reduced_shape_kernel,
-         grad=None)
+def _reduced_shape_tf(op) -> list:
+    """TF's reduced_shape: DynamicStitch of range(rank) and the axes (mod rank, int32 as
+    DynamicStitch's indices) over the shape and ones."""
+    b, int32, dtype = TFNodes(op), dtypes.int32, op.inputs[0].dtype
+    axes = b.input(1)
+    if op.inputs[1].dtype != int32:
+        axes = b.node("axes", "Cast", [axes], SrcT=op.inputs[1].dtype, DstT=int32)
+    rank = b.node("rank", "Size", [b.input(0)], T=dtype, out_type=int32)
+    axes = b.node("wrapped_axes", "FloorMod", [b.node("shifted_axes", "AddV2", [axes, rank], T=int32), rank], T=int32)
+    positions = b.node("positions", "Range", [b.const("zero", 0, int32), rank, b.const("one", 1, int32)], Tidx=int32)
+    axes_shape = b.node("axes_shape", "Shape", [axes], T=int32, out_type=int32)
+    ones = b.node("ones", "Fill", [axes_shape, b.const("ones_value", 1, dtype)], T=dtype, index_type=int32)
+    b.node(None, "DynamicStitch", [positions, axes, b.input(0), ones], N=2, T=dtype)
+    return b.nodes
+
+
+register("ReducedShape", same_as_input(), _reduced_shape_kernel, grad=None, tf_lowering=_reduced_shape_tf)
 
 
 def _kept_dims_grad(op, grad):
