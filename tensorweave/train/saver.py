@@ -26,8 +26,10 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity, placeholder_with_default
-from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, shard_temp_prefix
+from tensorweave.ops.checkpoint.io_ops import (merge_v2_checkpoints, restore_v2, save_v2,
+                                               sharded_filename_tensor)
 from tensorweave.ops.grouping import group
+from tensorweave.ops.strings.join_split import string_join
 from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
                                                      remove_checkpoint, update_checkpoint_state_internal)
 from tensorweave.framework.tf_protos import SaverDef
@@ -77,13 +79,15 @@ class BaseSaverBuilder:
 
     def _AddShardedSaveOps(self, checkpoint_prefix, per_device):
         g = get_default_graph()
-        suffix = f"_temp_{uuid.uuid4().hex}/part"
+        # TF's _AddShardedSaveOpsForV2: shards write under a temporary prefix, merged at the end
+        temp_prefix = string_join([checkpoint_prefix, constant(f"_temp_{uuid.uuid4().hex}/part")])
+        num_shards = constant(len(per_device), name="num_shards")
         prefixes, saves = [], []
         last_device = ""
         for shard, (device, saveables) in enumerate(per_device):
             last_device = device
             with g.device(device):
-                shard_prefix = shard_temp_prefix(checkpoint_prefix, suffix, shard, len(per_device))
+                shard_prefix = sharded_filename_tensor(temp_prefix, shard, num_shards)
                 prefixes.append(shard_prefix)
                 saves.append(self._AddSaveOps(shard_prefix, saveables))
         with g.control_dependencies([s.op for s in saves]), g.device(last_device):

@@ -1,5 +1,5 @@
-"""The checkpoint ops: SaveV2, RestoreV2 and MergeV2Checkpoints (TF's names and signatures),
-plus the private _ShardTempPrefix that names one shard's temporary checkpoint.
+"""The checkpoint ops: SaveV2, RestoreV2 and MergeV2Checkpoints and ShardedFilename,
+which names one shard's checkpoint (TF's names and signatures).
 
 They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
 that holds its variables, so tensors are read and written where they live and only file names
@@ -175,19 +175,20 @@ register("MergeV2Checkpoints", lambda op: [], _merge_kernel, grad=None, stateful
          dtypes={0: ("checkpoint_prefixes", (dtypes.string,))})
 
 
-# -- _ShardTempPrefix -----------------------------------------------------------------------------
-def shard_temp_prefix(prefix, temp_suffix: str, shard: int, num_shards: int, name=None):
-    """The prefix shard `shard` of a sharded save writes to: `prefix + temp_suffix` as TF's
-    sharded filename ('..._temp_<uuid>/part-00000-of-00002')."""
-    return make_op("_ShardTempPrefix", [convert_to_tensor(prefix, dtype=dtypes.string)],
-                   {"temp_suffix": temp_suffix, "shard": int(shard), "num_shards": int(num_shards)},
+# -- ShardedFilename ------------------------------------------------------------------------------
+def sharded_filename_tensor(basename, shard, num_shards, name=None):
+    """TF's ShardedFilename: 'basename-00000-of-00002', the prefix shard `shard` of a sharded
+    save writes to."""
+    return make_op("ShardedFilename", [convert_to_tensor(basename, dtype=dtypes.string),
+                                       convert_to_tensor(shard, dtype=dtypes.int32),
+                                       convert_to_tensor(num_shards, dtype=dtypes.int32)],
                    name=name or "ShardedFilename").outputs[0]
 
 
-def _temp_prefix_kernel(node, ctx):
-    suffix, shard, n = node.attr["temp_suffix"], node.attr["shard"], node.attr["num_shards"]
-    return lambda prefix: sharded_filename(_text(prefix) + suffix, shard, n).encode()
+def _sharded_filename_kernel(node, ctx):
+    return lambda basename, shard, num_shards: sharded_filename(_text(basename), int(shard), int(num_shards)).encode()
 
 
-register("_ShardTempPrefix", lambda op: [(dtypes.string, TensorShape([]))], _temp_prefix_kernel, grad=None,
-         dtypes={0: ("prefix", (dtypes.string,))})
+register("ShardedFilename", lambda op: [(dtypes.string, TensorShape([]))], _sharded_filename_kernel, grad=None,
+         dtypes={0: ("basename", (dtypes.string,)), 1: ("shard", (dtypes.int32,)),
+                 2: ("num_shards", (dtypes.int32,))})
