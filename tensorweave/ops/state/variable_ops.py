@@ -25,7 +25,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, size
-from tensorweave.ops.helpers import make_op, np_dtype
+from tensorweave.ops.helpers import TFNodes, make_op, np_dtype
 from tensorweave.ops.registry import register
 
 
@@ -389,8 +389,23 @@ def _report_kernel(node, ctx):
     return report
 
 
+def _report_tf(op) -> list:
+    """TF's report_uninitialized_variables: the names masked by the negated flags."""
+    b, int32 = TFNodes(op), dtypes.int32
+    stacked = b.node("initialized", "Pack", [b.input(i) for i in range(len(op.inputs))], N=len(op.inputs),
+                     T=dtypes.bool, axis=0)
+    positions = b.node("positions", "Where", [b.node("uninitialized", "LogicalNot", [stacked])], T=dtypes.bool)
+    flat = b.node("flat_positions", "Reshape", [positions, b.const("flat", [-1], int32)], T=dtypes.int64,
+                  Tshape=int32)
+    names = b.const("names", [n.encode() if isinstance(n, str) else n for n in op.get_attr("var_names")],
+                    dtypes.string)
+    b.node(None, "GatherV2", [names, flat, b.const("axis", 0, int32)], Tparams=dtypes.string, Tindices=dtypes.int64,
+           Taxis=int32)
+    return b.nodes
+
+
 register("_ReportUninitialized", lambda op: [(dtypes.string, TensorShape([None]))], _report_kernel,
-         grad=None)
+         grad=None, tf_lowering=_report_tf)
 
 
 # -- TF1 module-level functions on variables ------------------------------------------------------
