@@ -19,7 +19,6 @@ from fixtures.tw_graphs import BUILDERS, TRAINING_BUILDERS, build_attrs, build_c
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.attr_value_proto import shape_proto
-from tensorweave.ops.registry import TF_LOWERINGS
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_import_of_ours")
