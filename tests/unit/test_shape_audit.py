@@ -235,6 +235,7 @@ def _build_corpus(g: tf.Graph) -> None:
         make_op("TensorListPushBack", [lst, v])
         # ops the runtime and the optimizers' other paths create
         make_op("Div", [m, v], {"T": tf.float32})
+        make_op("BroadcastGradientArgs", [tf.constant([2, 3, 4]), tf.constant([3, 1])])
         make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
         make_op("OnesLike", [m])
         for t in ("FusedBatchNorm", "FusedBatchNormV2"):

@@ -82,6 +82,8 @@ def _broadcast_gradient_args_kernel(node, ctx):
     def run(shape0, shape1):
         dtype = np.asarray(shape0).dtype
         s0, s1 = np.reshape(shape0, -1).tolist(), np.reshape(shape1, -1).tolist()
+        if s0 == s1:            # TF's BCast: equal shapes reduce nothing
+            return np.zeros(0, dtype), np.zeros(0, dtype)
         n = max(len(s0), len(s1))
         x, y = [1] * (n - len(s0)) + s0, [1] * (n - len(s1)) + s1
         r0, r1 = [], []
