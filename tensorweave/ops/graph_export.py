@@ -7,7 +7,15 @@ framework/graph.py's `register_graph_def_writer` when the op library loads. The 
 Each op is a NodeDef, in creation order, with its name, type, inputs ("x", "x:1", then
 "^ctrl"), device and every attribute (ops/attr_value_proto.py: types, shapes, tensors, lists,
 strings, `_class` colocation), plus the attributes TF's OpDef derives from the op's tensors
-("T", "N", type lists; ops/tf_op_defs.py) that our ops do not hold. `versions` as TF
+("T", "N", type lists; ops/tf_op_defs.py) that our ops do not hold. An op of a type TensorFlow
+lacks (our gradients' SumToShape and ReducedShape, sparse GradientDescent and Adam updates,
+report_uninitialized_variables, ...) is written as the TF ops its module registers as its
+`tf_lowering` (ops/registry.py): TF's own graph for the same computation, its last node named as
+the op, the others "<op>/...". So TensorFlow imports and runs the graphs the public API builds
+for training (fixtures/record_tf_import_of_ours.py: an MLP and a CNN take TF's training step and
+save with a sharded Saver), and our import_graph_def reads them back (TF ops we register); the
+op types still written as ours are listed with the reason in tests/unit/test_as_graph_def.py
+(NOT_LOWERED), and function bodies keep their ops as they are. `versions` as TF
 writes them (the producer; a min_consumer of 0 left out). `from_version` keeps only the ops
 created after the graph's `version` had that value (TF's semantics: op ids count up with the
 graph's version); `add_shapes` adds `_output_shapes` to each op with outputs, as TF does.

@@ -1,6 +1,8 @@
 """Graph.as_graph_def(): TF's GraphDef proto of our graph (ops/graph_export.py). Graphs copy with
 tf.import_graph_def(g.as_graph_def()) and compute what TensorFlow 2.21 computed from the same
-GraphDefs (fixtures/record_tf_import_of_ours.py); add_shapes, from_version, Session.graph_def,
+GraphDefs (fixtures/record_tf_import_of_ours.py), training graphs too (TF takes the same steps,
+saves and restores); every op type TF lacks is written as TF's ops (its tf_lowering) or listed in
+NOT_LOWERED; add_shapes, from_version, Session.graph_def,
 tf.train.write_graph text and binary."""
 from __future__ import annotations
 
