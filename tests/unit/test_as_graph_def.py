@@ -108,7 +108,6 @@ def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
 NOT_LOWERED = {
     "_VariableValueOrInitial": "Variable.initialized_value(): TF's form is a tf.cond (If with a function library), "
                                "which our import_graph_def refuses for now",
-    "UnicodeEncodeDense": "TF's UnicodeEncode takes ragged input (values, splits); we do not register it",
 }
 
 
