@@ -12,9 +12,9 @@ lacks (our gradients' SumToShape and ReducedShape, sparse GradientDescent and Ad
 report_uninitialized_variables, ...) is written as the TF ops its module registers as its
 `tf_lowering` (ops/registry.py): TF's own graph for the same computation, its last node named as
 the op, the others "<op>/...". So TensorFlow imports and runs the graphs the public API builds
-for training (fixtures/record_tf_import_of_ours.py: an MLP and a CNN take TF's training step and
+for training (fixtures/record_tf_training_of_ours.py: an MLP and a CNN take TF's training step and
 save with a sharded Saver), and our import_graph_def reads them back (TF ops we register); the
-op types still written as ours are listed with the reason in tests/unit/test_as_graph_def.py
+op types still written as ours are listed with the reason in tests/unit/test_tf_lowering.py
 (NOT_LOWERED), and function bodies keep their ops as they are. `versions` as TF
 writes them (the producer; a min_consumer of 0 left out). `from_version` keeps only the ops
 created after the graph's `version` had that value (TF's semantics: op ids count up with the

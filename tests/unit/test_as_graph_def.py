@@ -1,8 +1,6 @@
 """Graph.as_graph_def(): TF's GraphDef proto of our graph (ops/graph_export.py). Graphs copy with
 tf.import_graph_def(g.as_graph_def()) and compute what TensorFlow 2.21 computed from the same
-GraphDefs (fixtures/record_tf_import_of_ours.py), training graphs too (TF takes the same steps,
-saves and restores); every op type TF lacks is written as TF's ops (its tf_lowering) or listed in
-NOT_LOWERED; add_shapes, from_version, Session.graph_def,
+GraphDefs (fixtures/record_tf_import_of_ours.py); add_shapes, from_version, Session.graph_def,
 tf.train.write_graph text and binary."""
 from __future__ import annotations
 
@@ -17,11 +15,10 @@ from google.protobuf import text_format
 
 import tensorweave as tf
 from fixtures.recorded import assert_same, decode
-from fixtures.tw_graphs import BUILDERS, TRAINING_BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
+from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.attr_value_proto import shape_proto
-from tensorweave.ops.registry import TF_LOWERINGS
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_import_of_ours")
@@ -63,73 +60,6 @@ def test_tensorflow_imported_our_graph_def_and_computed_the_same(name):
         return
     # tf.import_graph_def(g.as_graph_def()), TF1's graph copy, computes the same
     assert_same(run_graph(copy_of(graph), feeds, fetches, init), rec["outputs"])
-
-
-def run_training(graph, feeds, runs, checkpoint, folder) -> tuple:
-    """Each run's outputs (None for an op) with the Saver's prefix fed as FOLDER/model, and the
-    files the save wrote there."""
-    with tf.Session(graph=graph) as sess:
-        outputs = [sess.run(run, {**feeds, checkpoint: os.path.join(folder, "model")}) for run in runs]
-    return outputs, sorted(os.listdir(folder))
-
-
-@pytest.mark.parametrize("read_back", [False, True])
-@pytest.mark.parametrize("name", sorted(TRAINING_BUILDERS))
-def test_tensorflow_took_our_training_step_and_computed_the_same(name, read_back, tmp_path):
-    # TF imported our training graph (its private ops written as TF's: ops/graph_export.py),
-    # reported the uninitialized variables, took a GradientDescent and an Adam step from the same
-    # values, saved with our sharded Saver and restored: the same loss, variables and files
-    rec = RECORDED["graphs"][name]
-    graph, feeds, runs, checkpoint = TRAINING_BUILDERS[name]()
-    graph_def = graph.as_graph_def()
-    assert [[n.name, n.op] for n in graph_def.node] == rec["nodes"]
-    assert {n.op for n in graph_def.node} <= set(TF_OP_SIGNATURES)
-    assert runs == rec["runs"]
-    for k, v in rec["feeds"].items():
-        assert decode(v).tolist() == np.asarray(feeds[k]).tolist()
-    if read_back:       # the GraphDef TF ran, imported by us: made of TF's ops we have
-        graph = copy_of(graph)
-    outputs, files = run_training(graph, feeds, runs, checkpoint, str(tmp_path))
-    assert files == rec["checkpoint_files"]
-    for got, want in zip(outputs, rec["outputs"], strict=True):
-        assert [g is None for g in got] == [w is None for w in want]
-        assert_same([g for g in got if g is not None], [w for w in want if w is not None])
-
-
-def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
-    # every node TF imported from our GraphDefs is of a type whose TF OpDef ops/tf_op_defs.py holds
-    # (so one we register: it reads back)
-    imported = {node[1] for rec in RECORDED["graphs"].values() for node in rec["nodes"]}
-    assert imported - set(TF_OP_SIGNATURES) == set()
-    assert {"BroadcastGradientArgs", "ShardedFilename", "ResourceScatterAdd", "Unique"} <= imported
-
-
-# Op types TensorFlow lacks that Graph.as_graph_def still writes as ours, and why
-NOT_LOWERED = {
-    "_VariableValueOrInitial": "Variable.initialized_value(): TF's form is a tf.cond (If with a function library), "
-                               "which our import_graph_def refuses for now",
-}
-
-
-def test_every_op_type_tensorflow_lacks_is_written_as_tensorflows_ops():
-    lacking = set(OP_DEFS) - set(TF_OP_SIGNATURES)
-    assert lacking - set(TF_LOWERINGS) == set(NOT_LOWERED)
-
-
-def test_list_files_written_as_tensorflows_ops_reads_back(tmp_path):
-    for name in ("a.txt", "b.txt"):
-        (tmp_path / name).write_text("")
-    graph = tf.Graph()
-    with graph.as_default():
-        patterns = tf.placeholder(tf.string, [None], name="patterns")
-        tf.data.Dataset.list_files(patterns, shuffle=False)
-    assert "NonEmptyMatchingFiles" not in {n.op for n in graph.as_graph_def().node}
-    with tf.Session(graph=copy_of(graph)) as sess:
-        fetch = "list_files/matching_files:0"
-        found = sess.run(fetch, {"patterns:0": [str(tmp_path / "b*"), str(tmp_path / "a*")]})
-        assert found.tolist() == [str(tmp_path / n).encode() for n in ("a.txt", "b.txt")]
-        with pytest.raises(tf.errors.InvalidArgumentError, match=f"No files matched pattern: {tmp_path}/c\\*, x"):
-            sess.run(fetch, {"patterns:0": [str(tmp_path / "c*"), "x"]})
 
 
 def test_round_trip_keeps_every_node_field():
