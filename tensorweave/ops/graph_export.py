@@ -165,12 +165,11 @@ def tf_node_defs(op, add_shapes: bool = False, library: dict | None = None) -> l
     if lowering is None:
         return [node_def_proto(op, add_shapes, library)]
     nodes = lowering(op)
+    internal = {k: v for k, v in op._attrs.items() if k.startswith("_")}
     protos = []
     for plain in nodes:
-        attrs = {**plain.attr, **{k: v for k, v in op._attrs.items() if k.startswith("_")}} \
-            if plain is nodes[-1] else plain.attr
         node = node_def_pb2.NodeDef(name=plain.name, op=plain.op, input=plain.input, device=plain.device)
-        for key, value in attrs.items():
+        for key, value in {**plain.attr, **(internal if plain is nodes[-1] else {})}.items():
             node.attr[key].CopyFrom(to_attr_value(value))
         protos.append(node)
     if add_shapes and op.outputs:
