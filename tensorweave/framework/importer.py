@@ -1,13 +1,10 @@
 """Adding recorded operations back into a Graph, all or nothing (what tf.import_graph_def, and
 through it import_meta_graph, stands on).
 
-A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
-values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
-are added as recorded, without re-running shape functions, so an imported graph is exactly
-the exported one; a record without outputs (a node of a GraphDef TensorFlow wrote, which holds
-none) gets them from the op's shape function, after its input dtypes are checked, as
-Graph.create_op does; names get `import_scope/` in front and are marked used, so ops created later
-never collide with them.
+A record is one node: type, name, inputs ("op:1", "^op"), device and attributes as graph
+values (DType, TensorShape, arrays, functions). Each gets its outputs from the op's shape
+function, after its input dtypes are checked, as Graph.create_op does; names get `import_scope/`
+in front and are marked used, so ops created later never collide with them.
 """
 from __future__ import annotations
 
@@ -19,31 +16,17 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor
 from tensorweave.framework.graph_def import parse_input
 from tensorweave.framework.op_def_registry import lookup
-from tensorweave.framework.shapes import as_shape, unknown_shape
+from tensorweave.framework.shapes import as_shape
 
 
 @dataclass(frozen=True)
 class OpRecord:
+    """One node to add: its outputs come from the op's shape function, as Graph.create_op's do."""
     op: str
     name: str
     inputs: tuple = ()
     device: str = ""
     attrs: dict = field(default_factory=dict)
-    outputs: Optional[tuple] = ()   # ((dtype name, dims or None), ...); None: infer them
-
-
-@dataclass
-class ImportedFunction:
-    """A function body brought in by an import: it travels to the runtime as its FunctionDef,
-    with the functions it calls (`library`, name -> FunctionDef)."""
-    name: str
-    library: dict
-
-    def _as_function_def(self, library: Optional[dict] = None):
-        if library is not None:
-            for k, f in self.library.items():
-                library.setdefault(k, f)
-        return self.library[self.name]
 
 
 def prefixed(name: str, import_scope: Optional[str]) -> str:
@@ -88,7 +71,9 @@ def _unique_names(graph: Graph, records: list, import_scope: Optional[str]) -> d
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
                clear_devices: bool = False, *, uniquify_names: bool = False,
                check_mapped_dtypes: Optional[Callable] = None) -> dict:
-    """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
+    """Adds `records` (in an order where inputs come first, but for the back edges of TF 1 while
+    loops: an input naming a later record is added to its op once that record's op exists, after
+    the op's shape function ran without it) to `graph`; returns {recorded name:
     new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`, and
     control inputs ("^x") to ops of `graph`. As tf.import_graph_def does: `uniquify_names` renames
     an op whose name the graph holds (`x_1`) instead of refusing it; `check_mapped_dtypes`, a
@@ -117,14 +102,20 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                              "(or comes after its consumer)")
         return (op if is_ctrl else op._outputs[idx]), is_ctrl
 
+    later = {r.name for r in records}
+    back_edges = []   # (op, input index, input name): a TF 1 loop's NextIteration into its Merge
     with all_or_nothing(graph):
         renamed = _unique_names(graph, records, import_scope) if uniquify_names else {}
         for r in records:
             name = renamed.get(r.name) or prefixed(r.name, import_scope)
             if name in graph._ops_by_name:
                 raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
-            inputs, controls = [], []
+            inputs, controls, deferred = [], [], []
             for inp in r.inputs:
+                op_name, _, is_ctrl = parse_input(inp)
+                if not is_ctrl and op_name in later and op_name not in created and inp not in input_map:
+                    deferred.append((len(inputs) + len(deferred), inp))   # added once its op is
+                    continue
                 value, is_ctrl = source(inp, name, len(inputs))
                 if is_ctrl:
                     controls.append(value)
@@ -137,9 +128,8 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                 attrs["_class"] = [f"loc:@{renamed.get(c[5:]) or prefixed(c[5:], import_scope)}"
                                    if c.startswith("loc:@") else c for c in attrs["_class"]]
             op = Operation(graph, r.op, name, inputs, attrs, controls)
-            outputs = r.outputs if r.outputs is not None else _inferred_outputs(op)
-            op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))
-                           for i, (dt, dims) in enumerate(outputs)]
+            op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), as_shape(shape))
+                           for i, (dt, shape) in enumerate(_inferred_outputs(op))]
             op._device = "" if clear_devices else r.device
             for t in inputs:
                 t._consumers.append(op)
@@ -149,6 +139,12 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
             graph._ops.append(op)
             _mark_used(graph, name)
             created[r.name] = op
+            later.discard(r.name)
+            back_edges += [(op, index, inp) for index, inp in deferred]
+        for op, index, inp in back_edges:
+            value, _ = source(inp, op.name, index)
+            op._inputs.insert(index, value)
+            value._consumers.append(op)
     return created
 
 

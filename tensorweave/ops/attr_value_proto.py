@@ -54,6 +54,7 @@ def to_attr_value(v) -> attr_value_pb2.AttrValue:
         a.s = v if isinstance(v, bytes) else v.encode()
     elif isinstance(v, (list, tuple)):
         lst = a.list
+        lst.SetInParent()       # an empty list is a list still (TF refuses an AttrValue holding nothing)
         for x in v:
             if isinstance(x, DType):
                 lst.type.append(x.as_datatype_enum)

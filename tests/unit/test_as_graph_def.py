@@ -52,12 +52,6 @@ def test_tensorflow_imported_our_graph_def_and_computed_the_same(name):
     for k, v in rec["feeds"].items():
         assert decode(v).tolist() == np.asarray(feeds[k]).tolist()
     assert_same(run_graph(graph, feeds, fetches, init), rec["outputs"])
-    if rec["functions"]:
-        # our import_graph_def does not read function libraries yet: refused by name
-        with tf.Graph().as_default():
-            with pytest.raises(tf.errors.UnimplementedError, match="function libraries"):
-                tf.import_graph_def(graph_def)
-        return
     # tf.import_graph_def(g.as_graph_def()), TF1's graph copy, computes the same
     assert_same(run_graph(copy_of(graph), feeds, fetches, init), rec["outputs"])
 

@@ -208,9 +208,6 @@ def test_meta_graph_import_runs_restores_and_keeps_collections(tmp_path):
         assert not meta.HasField("saver_def")
 
 
-@pytest.mark.xfail(strict=True, raises=tf.errors.UnimplementedError,
-                   reason="needs FunctionDef import in ops/graph_import.py (branch funcimport): remove this mark "
-                          "when it lands")
 def test_meta_graph_with_a_cond_imports_and_runs(tmp_path):
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None, 2], name="x")

@@ -3,7 +3,7 @@ registered beside each op, ops/registry.py): TensorFlow 2.21 imported and ran th
 (fixtures/record_tf_training_of_ours.py), training graphs too (an MLP with a partitioned
 embedding and a CNN: the same GradientDescent and Adam steps, a sharded Saver's save and restore),
 and tensorweave computes the same from its graphs and from the GraphDefs TF ran (read back: TF's
-ops we register). Every op type TF lacks is written as TF's ops or listed in NOT_LOWERED."""
+ops we register). Every op type TF lacks is written as TF's ops."""
 from __future__ import annotations
 
 import json
@@ -25,14 +25,6 @@ RECORDED = {}
 for _file in ("values.json", "training.json"):
     with open(os.path.join(HERE, _file)) as _f:
         RECORDED[_file] = json.load(_f)["graphs"]
-
-# Op types TensorFlow lacks that Graph.as_graph_def still writes as ours, and why
-NOT_LOWERED = {
-    "_VariableValueOrInitial": "Variable.initialized_value() (ExponentialMovingAverage's slots): TF's form is a "
-                               "tf.cond, which needs no-cost control flow our runtime lacks (Switch/Merge) or a "
-                               "function library (If)",
-}
-
 
 def copy_of(graph):
     """tf.import_graph_def(graph.as_graph_def()) into a new graph."""
@@ -83,8 +75,9 @@ def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
 
 
 def test_every_op_type_tensorflow_lacks_is_written_as_tensorflows_ops():
-    lacking = set(OP_DEFS) - set(TF_OP_SIGNATURES)
-    assert lacking - set(TF_LOWERINGS) == set(NOT_LOWERED)
+    # an op registered without a TF OpDef (ops/tf_op_defs.py) needs a tf_lowering, or TF refuses
+    # every GraphDef holding it ("Op type not registered")
+    assert set(OP_DEFS) - set(TF_OP_SIGNATURES) - set(TF_LOWERINGS) == set()
 
 
 def test_list_files_written_as_tensorflows_ops_reads_back(tmp_path):

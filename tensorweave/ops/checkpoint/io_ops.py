@@ -1,5 +1,6 @@
-"""The checkpoint ops: SaveV2, RestoreV2 and MergeV2Checkpoints and ShardedFilename,
-which names one shard's checkpoint (TF's names and signatures).
+"""The checkpoint ops: SaveV2, RestoreV2, MergeV2Checkpoints, ShardedFilename and ShardedFilespec
+(TF's names and signatures); the sharded Saver names each shard's temporary checkpoint with
+StringJoin and ShardedFilename, as TF's does.
 
 They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
 that holds its variables, so tensors are read and written where they live and only file names
@@ -175,7 +176,8 @@ register("MergeV2Checkpoints", lambda op: [], _merge_kernel, grad=None, stateful
          dtypes={0: ("checkpoint_prefixes", (dtypes.string,))})
 
 
-# -- ShardedFilename ------------------------------------------------------------------------------
+# -- ShardedFilename, ShardedFilespec ------------------------------------------------------------
+# TF's ops, in the sharded Saver graphs TF 1 writes ('save/ShardedFilename') and ours.
 def sharded_filename_tensor(basename, shard, num_shards, name=None):
     """TF's ShardedFilename: 'basename-00000-of-00002', the prefix shard `shard` of a sharded
     save writes to."""
@@ -185,10 +187,30 @@ def sharded_filename_tensor(basename, shard, num_shards, name=None):
                    name=name or "ShardedFilename").outputs[0]
 
 
+def _scalar_int(node, value, what: str) -> int:
+    if np.ndim(value) != 0:
+        raise invalid(node, f"{what} must be a scalar, got shape {list(np.shape(value))}")
+    return int(value)
+
+
 def _sharded_filename_kernel(node, ctx):
-    return lambda basename, shard, num_shards: sharded_filename(_text(basename), int(shard), int(num_shards)).encode()
+    def sharded(basename, shard, num_shards):
+        return sharded_filename(_text(basename), _scalar_int(node, shard, "shard"),
+                                _scalar_int(node, num_shards, "num_shards")).encode()
+    return sharded
 
 
-register("ShardedFilename", lambda op: [(dtypes.string, TensorShape([]))], _sharded_filename_kernel, grad=None,
+def _sharded_filespec_kernel(node, ctx):
+    return lambda basename, num_shards: \
+        f"{_text(basename)}-?????-of-{_scalar_int(node, num_shards, 'num_shards'):05d}".encode()
+
+
+def _string_scalar(op):
+    return [(dtypes.string, TensorShape([]))]
+
+
+register("ShardedFilename", _string_scalar, _sharded_filename_kernel, grad=None,
          dtypes={0: ("basename", (dtypes.string,)), 1: ("shard", (dtypes.int32,)),
                  2: ("num_shards", (dtypes.int32,))})
+register("ShardedFilespec", _string_scalar, _sharded_filespec_kernel, grad=None,
+         dtypes={0: ("basename", (dtypes.string,)), 1: ("num_shards", (dtypes.int32,))})

@@ -1,8 +1,9 @@
 """Conditionals: tf.cond and tf.case.
 
 Conditionals are *functional*: `cond` builds each branch in its own FuncGraph and adds one
-"If" op whose kernel runs only the taken branch's plan. The executor never sees Switch/Merge
-or dead tensors, and a partitioner places an If (with its bodies) on one task like any op.
+"If" op whose kernel runs only the taken branch's plan, and a partitioner places an If (with its
+bodies) on one task like any op. (Switch/Merge and dead tensors exist only for TF 1 graphs
+imported as they are: switch_merge.py.)
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _if_infer(op):
     pred = op.inputs[0]
     if pred.shape.ndims not in (None, 0):
         raise ValueError(f"Shape must be rank 0 but is rank {pred.shape.ndims}")
-    return list(zip(op.get_attr("Tout"), op.get_attr("output_shapes")))
+    # without output_shapes (a GraphDef may leave them out), TF's If has outputs of unknown shape
+    return list(zip(op.get_attr("Tout"), op.get_attr("output_shapes") or [None] * len(op.get_attr("Tout"))))
 
 
 def _truth(node, pred) -> bool:

@@ -77,31 +77,6 @@ def _sum_to_shape_tf(op) -> list:
 register("SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, grad=_sum_to_shape_grad, tf_lowering=_sum_to_shape_tf)
 
 
-# -- BroadcastGradientArgs (TF's op; SumToShape's TF form reads back with it) -----------------------
-def _broadcast_gradient_args_kernel(node, ctx):
-    def run(shape0, shape1):
-        dtype = np.asarray(shape0).dtype
-        s0, s1 = np.reshape(shape0, -1).tolist(), np.reshape(shape1, -1).tolist()
-        if s0 == s1:            # TF's BCast: equal shapes reduce nothing
-            return np.zeros(0, dtype), np.zeros(0, dtype)
-        n = max(len(s0), len(s1))
-        x, y = [1] * (n - len(s0)) + s0, [1] * (n - len(s1)) + s1
-        r0, r1 = [], []
-        for i, (a, c) in enumerate(zip(x, y)):
-            if a != c and 1 not in (a, c):
-                raise errors.InvalidArgumentError(node, node.name, f"Incompatible shapes: {s0} vs. {s1}")
-            if a == 1:          # TF's BCast: a dim of 1 on both sides is reduced for both
-                r0.append(i)
-            if c == 1:
-                r1.append(i)
-        return np.array(r0, dtype), np.array(r1, dtype)
-    return run
-
-
-register("BroadcastGradientArgs",
-         lambda op: [(op.inputs[0].dtype, TensorShape([None])), (op.inputs[0].dtype, TensorShape([None]))],
-         _broadcast_gradient_args_kernel, grad=None, dtypes=(dtypes.int32, dtypes.int64), dtype_param="s0")
-
 
 def sum_to_shape(grad: Tensor, shape, name: str = "SumToShape") -> Tensor:
     """Sums `grad` over the axes along which `shape` was broadcast to grad's shape."""
