@@ -1,7 +1,8 @@
 """Graphs with ops TensorFlow lacks, which Graph.as_graph_def writes as TF's ops (the tf_lowering
 registered beside each op, ops/registry.py): TensorFlow 2.21 imported and ran them
 (fixtures/record_tf_training_of_ours.py), training graphs too (an MLP with a partitioned
-embedding and a CNN: the same GradientDescent and Adam steps, a sharded Saver's save and restore),
+embedding, a CNN, an MLP through a tf.cond whose gradient's branches hold such ops: the same
+GradientDescent and Adam steps, a sharded Saver's save and restore),
 and tensorweave computes the same from its graphs and from the GraphDefs TF ran (read back: TF's
 ops we register). Every op type TF lacks is written as TF's ops."""
 from __future__ import annotations
@@ -53,7 +54,8 @@ def test_tensorflow_ran_our_graph_with_ops_it_lacks_and_computed_the_same(name, 
     graph, feeds, runs, checkpoint = TRAINING_BUILDERS[name]()
     graph_def = graph.as_graph_def()
     assert [[n.name, n.op] for n in graph_def.node] == rec["nodes"]
-    assert {n.op for n in graph_def.node} <= set(TF_OP_SIGNATURES)
+    function_nodes = [n for f in graph_def.library.function for n in f.node_def]
+    assert {n.op for n in list(graph_def.node) + function_nodes} <= set(TF_OP_SIGNATURES)
     assert runs == rec["runs"] and checkpoint == rec["checkpoint"]
     for k, v in rec["feeds"].items():
         assert decode(v).tolist() == np.asarray(feeds[k]).tolist()
