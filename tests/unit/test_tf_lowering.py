@@ -2,9 +2,10 @@
 registered beside each op, ops/registry.py): TensorFlow 2.21 imported and ran them
 (fixtures/record_tf_training_of_ours.py), training graphs too (an MLP with a partitioned
 embedding, a CNN, an MLP through a tf.cond whose gradient's branches hold such ops: the same
-GradientDescent and Adam steps, a sharded Saver's save and restore),
-and tensorweave computes the same from its graphs and from the GraphDefs TF ran (read back: TF's
-ops we register). Every op type TF lacks is written as TF's ops."""
+GradientDescent and Adam steps, a sharded Saver's save and restore), and tensorweave computes the
+same from its graphs and from the GraphDefs TF ran (read back: TF's ops we register); TF's loader
+took our SavedModels of whole training graphs and trained on. Every op type TF lacks is written
+as TF's ops."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.recorded import assert_same, decode
-from fixtures.tw_graphs import TRAINING_BUILDERS
+from fixtures.tw_graphs import SAVED_TRAINING, TRAINING_BUILDERS, export_trained
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.math.reduction import reduced_shape
 from tensorweave.ops.registry import TF_LOWERINGS
@@ -25,7 +26,7 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_
 RECORDED = {}
 for _file in ("values.json", "training.json"):
     with open(os.path.join(HERE, _file)) as _f:
-        RECORDED[_file] = json.load(_f)["graphs"]
+        RECORDED[_file] = json.load(_f)
 
 def copy_of(graph):
     """tf.import_graph_def(graph.as_graph_def()) into a new graph."""
@@ -50,7 +51,7 @@ def test_tensorflow_ran_our_graph_with_ops_it_lacks_and_computed_the_same(name, 
     # the training graphs: TF reported the uninitialized variables, took a GradientDescent and an
     # Adam step from the same values, saved with our sharded Saver and restored: the same loss,
     # variables and files
-    rec = RECORDED["training.json"][name]
+    rec = RECORDED["training.json"]["graphs"][name]
     graph, feeds, runs, checkpoint = TRAINING_BUILDERS[name]()
     graph_def = graph.as_graph_def()
     assert [[n.name, n.op] for n in graph_def.node] == rec["nodes"]
@@ -63,15 +64,31 @@ def test_tensorflow_ran_our_graph_with_ops_it_lacks_and_computed_the_same(name, 
         graph = copy_of(graph)
     outputs, files = run_all(graph, feeds, runs, checkpoint, str(tmp_path))
     assert files == rec["checkpoint_files"]
-    for got, want in zip(outputs, rec["outputs"], strict=True):
+    assert_runs_gave(outputs, rec["outputs"])
+
+
+def assert_runs_gave(outputs, recorded) -> None:
+    for got, want in zip(outputs, recorded, strict=True):
         assert [g is None for g in got] == [w is None for w in want]
         assert_same([g for g in got if g is not None], [w for w in want if w is not None])
+
+
+@pytest.mark.parametrize("name", SAVED_TRAINING)
+def test_tensorflow_loaded_our_saved_model_of_a_training_graph_and_trained_on(name, tmp_path):
+    # the TF 1 pattern: trained, then add_meta_graph_and_variables of the whole graph; TF's loader
+    # took it (no "Op type not registered") and took an Adam step as our loader's session does
+    rec = RECORDED["training.json"]["saved_models"][name]
+    feeds, runs = export_trained(name, str(tmp_path / "export"))
+    assert runs == rec["runs"]
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        tf.saved_model.loader.load(sess, ["train"], str(tmp_path / "export"))
+        assert_runs_gave([sess.run(names, feeds) for names in runs], rec["outputs"])
 
 
 def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
     # every node TF imported from our GraphDefs is of a type whose TF OpDef ops/tf_op_defs.py holds
     # (so one we register: the GraphDef reads back)
-    imported = {node[1] for graphs in RECORDED.values() for rec in graphs.values() for node in rec["nodes"]}
+    imported = {node[1] for record in RECORDED.values() for rec in record["graphs"].values() for node in rec["nodes"]}
     assert imported - set(TF_OP_SIGNATURES) == set()
     assert {"BroadcastGradientArgs", "ShardedFilename", "ResourceScatterAdd", "UnicodeEncode"} <= imported
 
