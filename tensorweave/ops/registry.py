@@ -16,7 +16,8 @@ by side and registers them here with `register`. The graph builder asks
   that needs ops its module may not import is registered from that family's
   `gradients/*_grad.py` module with `RegisterGradient`.
 - tf_lowering(op) -> list of framework.graph_def NodeDefs (attributes as the op's own: DTypes,
-  TensorShapes, numpy arrays): for an op type TensorFlow lacks, the TF ops computing the same
+  TensorShapes, numpy arrays): for an op type TensorFlow lacks (or whose inputs differ from TF's
+  op of that name, as PrintV2's), the TF ops computing the same
   that `Graph.as_graph_def` (ops/graph_export.py) writes in its place, so TensorFlow imports the
   graph; the last keeps the op's name (its consumers' inputs still resolve), the others are
   named "<op name>/...". Build them with `helpers.TFNodes`.

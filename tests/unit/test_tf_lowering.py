@@ -16,7 +16,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.recorded import assert_same, decode
-from fixtures.tw_graphs import SAVED_TRAINING, TRAINING_BUILDERS, export_trained
+from fixtures.tw_graphs import PRINTED, SAVED_TRAINING, TRAINING_BUILDERS, build_lowered, export_trained
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.math.reduction import reduced_shape
 from tensorweave.ops.registry import TF_LOWERINGS
@@ -83,6 +83,20 @@ def test_tensorflow_loaded_our_saved_model_of_a_training_graph_and_trained_on(na
     with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
         tf.saved_model.loader.load(sess, ["train"], str(tmp_path / "export"))
         assert_runs_gave([sess.run(names, feeds) for names in runs], rec["outputs"])
+
+
+def test_tf_print_prints_what_tensorflow_formatted(capfd):
+    # TF ran tf.print as StringFormat + PrintV2 of one string: we print that string, from our
+    # graph and from the GraphDef TF ran
+    rec = RECORDED["training.json"]["graphs"]["lowered"]
+    graph, feeds, runs, _ = build_lowered()
+    text = decode(rec["printed"]).tolist()
+    with tf.Session(graph=graph) as sess:
+        sess.run("after_print:0", feeds)
+    with tf.Session(graph=copy_of(graph)) as sess:
+        assert sess.run(PRINTED, feeds) == text
+        sess.run("after_print:0", feeds)
+    assert capfd.readouterr().err == (text.decode() + "\n") * 2
 
 
 def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
