@@ -276,9 +276,11 @@ def tf_node_defs(op, add_shapes: bool = False, library: dict | None = None) -> l
         return [node_def_proto(op, add_shapes, library)]
     nodes = lowering(op)
     internal = {k: v for k, v in op._attrs.items() if k.startswith("_")}
+    outer = {t._as_node_def_input(): _input_name(t) for t in op.inputs}     # a While's outputs renumbered
     protos = []
     for plain in nodes:
-        node = node_def_pb2.NodeDef(name=plain.name, op=plain.op, input=plain.input, device=plain.device)
+        node = node_def_pb2.NodeDef(name=plain.name, op=plain.op, input=[outer.get(i, i) for i in plain.input],
+                                    device=plain.device)
         for key, value in {**plain.attr, **(internal if plain is nodes[-1] else {})}.items():
             node.attr[key].CopyFrom(to_attr_value(value))
         protos.append(node)
@@ -292,7 +294,7 @@ def _function_node_defs(op, args: dict, placeholders: set, add_shapes: bool) -> 
     names them: the op's inputs as `_function_tensor_name` names them, its helper nodes' outputs
     by their OpDef output argument ("helper:r1:0"), no control input on an argument."""
     nodes = tf_node_defs(op, add_shapes)
-    outer = {t._as_node_def_input(): _function_tensor_name(t, args) for t in op.inputs}
+    outer = {_input_name(t): _function_tensor_name(t, args) for t in op.inputs}
     helpers = {n.name: TF_OP_SIGNATURES[n.op][1] for n in nodes}
     dropped = {"^" + p.name for p in placeholders}
 
