@@ -17,10 +17,10 @@ by side and registers them here with `register`. The graph builder asks
   `gradients/*_grad.py` module with `RegisterGradient`.
 - tf_lowering(op) -> list of framework.graph_def NodeDefs (attributes as the op's own: DTypes,
   TensorShapes, numpy arrays): for an op type TensorFlow lacks (or whose inputs differ from TF's
-  op of that name, as PrintV2's), the TF ops computing the same
-  that `Graph.as_graph_def` (ops/graph_export.py) writes in its place, so TensorFlow imports the
-  graph; the last keeps the op's name (its consumers' inputs still resolve), the others are
-  named "<op name>/...". Build them with `helpers.TFNodes`.
+  op of that name, as PrintV2's), the TF ops computing the same, which `Graph.as_graph_def`
+  (ops/graph_export.py) writes in its place so that TensorFlow imports the graph; the last keeps
+  the op's name (its consumers' inputs still resolve), the others are named "<op name>/...".
+  Build them with `helpers.TFNodes`.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class _Dead:
 DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
-TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops for a GraphDef
+TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,

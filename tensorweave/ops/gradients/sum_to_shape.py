@@ -77,7 +77,6 @@ def _sum_to_shape_tf(op) -> list:
 register("SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, grad=_sum_to_shape_grad, tf_lowering=_sum_to_shape_tf)
 
 
-
 def sum_to_shape(grad: Tensor, shape, name: str = "SumToShape") -> Tensor:
     """Sums `grad` over the axes along which `shape` was broadcast to grad's shape."""
     shape = convert_to_tensor(shape, dtype=dtypes.int32) if not isinstance(shape, Tensor) else shape
