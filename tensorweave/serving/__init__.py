@@ -3,7 +3,7 @@
 
 servable.py loads one version of a model into a Session and runs its signatures; rest_api.py is
 TF Serving's JSON (requests to tensors, tensors to responses, errors and status codes) with no
-HTTP in it; model_server.py serves the versions of a model directory over HTTP (aiohttp, the
-`serving` extra) and loads new versions as they appear; saved_model_cli.py prints and runs
-signatures as TF's saved_model_cli does.
+HTTP in it; model_versions.py keeps the versions of a model directory (new ones loaded as they
+appear); model_server.py serves them over HTTP (aiohttp, the `serving` extra); saved_model_cli.py
+prints and runs signatures as TF's saved_model_cli does.
 """

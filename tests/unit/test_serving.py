@@ -16,7 +16,7 @@ import tensorweave as tf
 from tensorweave import cli
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.serving import saved_model_cli
-from tensorweave.serving.model_server import ModelVersions
+from tensorweave.serving.model_versions import ModelVersions
 from tensorweave.serving.rest_api import RestApi
 from tensorweave.serving.servable import contains_saved_model
 
