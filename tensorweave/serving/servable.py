@@ -108,6 +108,7 @@ def as_input(info, key: str, value) -> np.ndarray:
                         f"signature's {_shape_text(dims)} ({info.name})")
     return arr
 
+
 class Servable:
     """One loaded version of a model: its Session and signature_def map (name -> SignatureDef)."""
 
@@ -131,19 +132,20 @@ class Servable:
     def release(self) -> None:
         with self._lock:
             self._users -= 1
-            close = self._retired and self._users == 0 and not self._closed
-            self._closed = self._closed or close
-        if close:
-            self.session.close()
+        self._close_if_idle()
 
     def retire(self) -> None:
         """Closes the servable once no request holds it (a newer version took its place)."""
         with self._lock:
             self._retired = True
-            close = self._users == 0 and not self._closed
-            self._closed = self._closed or close
-        if close:
-            self.session.close()
+        self._close_if_idle()
+
+    def _close_if_idle(self) -> None:
+        with self._lock:
+            if not self._retired or self._users or self._closed:
+                return
+            self._closed = True
+        self.session.close()
 
     @classmethod
     def load(cls, export_dir: str, tags: Iterable = (SERVING,), name: str = "", version: int = 0) -> "Servable":
@@ -185,6 +187,3 @@ class Servable:
         feeds = {sig.inputs[k].name: as_input(sig.inputs[k], k, inputs[k]) for k in sorted(inputs)}
         values = self.session.run([sig.outputs[k].name for k in keys], feeds)
         return {k: np.asarray(v) for k, v in zip(keys, values)}
-
-    def close(self) -> None:
-        self.retire()
