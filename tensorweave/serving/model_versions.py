@@ -2,7 +2,8 @@
 subdirectories of the base path; the newest complete one (servable.contains_saved_model) is
 loaded and served, and a newer one, found by `poll` (every --file_system_poll_wait_seconds with
 `start`), is loaded beside it and then takes its place, without a restart; the old one closes
-when its last request is done. A version that fails to load is reported in the status (state
+when its last request is done. When the served version's directory goes, the newest left is
+served again. A version that fails to load is reported in the status (state
 END, its error) and tried again once its directory changes; the served one stays. ModelVersions
 is rest_api.Models: what `tensorweave serve` answers requests from.
 """
@@ -49,14 +50,15 @@ class ModelVersions:
                       and contains_saved_model(os.path.join(self.base_path, n)))
 
     def poll(self) -> None:
-        """Loads the newest complete version if it is newer than the one served; a version whose
-        load failed is tried again once its directory changes."""
+        """Loads the newest complete version when it is not the one served (a newer one, or an
+        older one once the served version's directory is gone); a version whose load failed is
+        tried again once its directory changes."""
         versions = self.versions_on_disk()
         if not versions:
             return
         newest = versions[-1]
         served = self._served
-        if served is not None and served.version >= newest:
+        if served is not None and served.version == newest:
             return
         path = os.path.join(self.base_path, str(newest))
         mtime = os.stat(path).st_mtime_ns

@@ -358,7 +358,7 @@ def test_outputs_named_bytes_are_base64(mnist_api):
 
 
 # -- versions --------------------------------------------------------------------------------------
-def test_a_new_complete_version_takes_over(model_dir):
+def test_the_newest_complete_version_is_served(model_dir):
     models = ModelVersions("half_plus_two", str(model_dir))
     api = RestApi(models)
     try:
@@ -385,5 +385,13 @@ def test_a_new_complete_version_takes_over(model_dir):
         states = {s["version"]: s for s in _call(api, "GET", "/v1/models/half_plus_two")[1]["model_version_status"]}
         assert states["3"]["state"] == "END" and "Cannot parse file" in states["3"]["status"]["error_message"]
         assert _call(api, "POST", "/v1/models/half_plus_two:predict", {"instances": [[2.0]]})[0] == 200
+        shutil.rmtree(broken)
+        shutil.rmtree(partial)   # the served version's directory gone: the newest left is served
+        models.poll()
+        states = {s["version"]: s["state"] for s in _call(api, "GET", "/v1/models/half_plus_two")[1][
+            "model_version_status"]}
+        assert states == {"1": "AVAILABLE", "2": "END", "3": "END"}
+        assert _call(api, "POST", "/v1/models/half_plus_two/versions/1:predict", {"instances": [[2.0]]}) == (
+            200, {"predictions": [[3.0]]})
     finally:
         models.stop()
