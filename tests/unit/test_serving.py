@@ -18,7 +18,7 @@ from tensorweave.ops.io.example_proto import Example
 from tensorweave.serving import saved_model_cli
 from tensorweave.serving.model_versions import ModelVersions
 from tensorweave.serving.rest_api import RestApi
-from tensorweave.serving.servable import contains_saved_model
+from tensorweave.serving.servable import Servable, contains_saved_model
 
 from fixtures.tw_serving_models import export_mnist, softmax
 
@@ -107,6 +107,39 @@ def test_run_saves_the_outputs_tf_saved(tmp_path, capsys, monkeypatch):
     rc, _, err = _cli(capsys, ["saved_model"] + args)   # the files exist now
     assert rc == 1 and "already exists. Add \"--overwrite\" to overwrite" in err
     assert _cli(capsys, ["saved_model"] + args + ["--overwrite"])[0] == 0
+
+
+def test_tensorflow_loads_what_we_export(tmp_path, capsys, monkeypatch):
+    """tw_mnist/1 is our export as recorded (record_tf_serving.py): TF's loader ran it and TF's
+    saved_model_cli showed it. Ours shows the same, and both that export and a fresh one compute
+    what TensorFlow computed from it."""
+    with open(os.path.join(FIXTURES, "tw_mnist.json")) as f:
+        rec = json.load(f)
+    monkeypatch.chdir(FIXTURES)
+    rc, recorded_show, _ = _cli(capsys, ["saved_model"] + rec["show_all"]["args"])
+    assert rc == 0 and _split_ops(recorded_show) == _split_ops(rec["show_all"]["stdout"])
+    fresh = str(tmp_path / "1")
+    export_mnist(fresh)
+    rc, fresh_show, _ = _cli(capsys, ["saved_model", "show", "--dir", fresh, "--all"])
+    assert rc == 0 and _split_ops(fresh_show) == _split_ops(recorded_show)   # the same graph and signatures
+    examples = []
+    for row in IMAGES:
+        ex = Example()
+        ex.features.feature["x"].float_list.value.extend(row.tolist())
+        examples.append(ex.SerializeToString())
+    feeds = {"serving_default": {"images": IMAGES}, "classify": {"inputs": examples}, "regress": {"inputs": examples}}
+    for export_dir in (os.path.join(FIXTURES, "tw_mnist", "1"), fresh):
+        servable = Servable.load(export_dir)
+        try:
+            for key, feed in feeds.items():
+                out = servable.run(key, feed)
+                for name, want in rec["outputs"][key].items():
+                    if out[name].dtype == object:
+                        assert [[v.decode() for v in r] for r in out[name]] == want
+                    else:
+                        np.testing.assert_allclose(out[name], want, rtol=1e-5, atol=1e-7)
+        finally:
+            servable.retire()
 
 
 def test_input_exprs_are_parsed_never_evaluated():
