@@ -1,0 +1,61 @@
+"""Issue 28's vision and misc names against values recorded from TensorFlow 2.21
+(fixtures/record_tf_vision_misc.py): outputs and gradients, TF's orderings and paddings."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from fixtures.tf_values_cases import decode, resolve
+from fixtures.vision_misc_cases import CASES, JPEG_CASES
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures")
+with open(os.path.join(FIX, "tf_vision_misc.json")) as _f:
+    _RECORDED = json.load(_f)["cases"]
+
+
+def _compare(ours, theirs, what: str) -> None:
+    if isinstance(ours, (list, tuple)):   # a tuple of results
+        assert len(ours) == len(theirs), what
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            _compare(a, b, f"{what}[{i}]")
+        return
+    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    assert ours.shape == theirs.shape, (what, ours.shape, theirs.shape)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_tensorflow(name):
+    path, args, kwargs, grad_of = CASES[name]
+    with tf.Graph().as_default():
+        args = [decode(a, tf) for a in args]
+        kwargs = {k: decode(v, tf) for k, v in kwargs.items()}
+        if grad_of is not None:
+            args[grad_of] = tf.constant(args[grad_of])
+        result = resolve(tf, path)(*args, **kwargs)
+        fetch = {"value": result}
+        if grad_of is not None:
+            first = result[0] if isinstance(result, (list, tuple)) else result
+            fetch["grad"] = tf.gradients(tf.reduce_sum(first), args[grad_of])[0]
+        with tf.Session() as sess:
+            values = sess.run(fetch)
+    assert set(_RECORDED[name]) == set(fetch)
+    for key, recorded in _RECORDED[name].items():
+        _compare(values[key], recorded, f"{name}: {key}")
+
+
+@pytest.mark.parametrize("name", sorted(JPEG_CASES))
+def test_jpeg_headers_and_crops_match_tensorflow(name):
+    path, args, kwargs = JPEG_CASES[name]
+    with open(os.path.join(FIX, "tf_image.jpg"), "rb") as f:
+        jpg = f.read()
+    with tf.Graph().as_default(), tf.Session() as sess:
+        kwargs = {k: decode(v, tf) for k, v in kwargs.items()}
+        got = sess.run(resolve(tf, path)(jpg, *args, **kwargs))
+    want = np.asarray(_RECORDED[name]["value"])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=1)   # decoders may round one step apart
