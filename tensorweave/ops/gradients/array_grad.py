@@ -21,7 +21,7 @@ from tensorweave.ops.array.slicing import slice as slice_, strided_slice
 from tensorweave.ops.array.space import extract_image_patches
 from tensorweave.ops.helpers import dense, make_op, static_int, static_ints
 from tensorweave.ops.math.array_composites import gather_nd
-from tensorweave.ops.math.binary import add, floormod, subtract
+from tensorweave.ops.math.binary import add, equal, floormod, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_prod, reduce_sum
 from tensorweave.ops.math.segment import unsorted_segment_sum
@@ -185,6 +185,20 @@ def _tensor_scatter_grad(how: str):
 
 for _how in ("update", "add", "sub"):
     RegisterGradient("TensorScatter" + _how.capitalize())(_tensor_scatter_grad(_how))
+
+
+@RegisterGradient("TensorScatterMin")
+@RegisterGradient("TensorScatterMax")
+def _tensor_scatter_min_max_grad(op, grad):
+    """TF's: the gradient goes to whichever of tensor and updates holds the result, split evenly
+    between equal ones."""
+    grad = dense(grad)
+    x, indices, y = op.inputs
+    out = op.outputs[0]
+    x_ind = cast(equal(x, out), grad.dtype)
+    y_ind = cast(equal(y, gather_nd(out, indices)), grad.dtype)
+    count = x_ind + scatter_nd(indices, y_ind, shape(x, out_type=indices.dtype))
+    return [grad * x_ind / count, None, gather_nd(grad / count, indices) * y_ind]
 
 
 @RegisterGradient("DynamicPartition")
