@@ -174,6 +174,7 @@ NAMESPACES = {
         'atan': ('tensorweave.ops.math.unary', 'atan'),
         'atan2': ('tensorweave.ops.math.binary', 'atan2'),
         'atanh': ('tensorweave.ops.math.unary', 'atanh'),
+        'batch_gather': ('tensorweave.ops.math.array_composites', 'batch_gather'),
         'batch_to_space': ('tensorweave.ops.array.space', 'batch_to_space'),
         'batch_to_space_nd': ('tensorweave.ops.array.space', 'batch_to_space_nd'),
         'betainc': ('tensorweave.ops.math.special', 'betainc'),
@@ -423,6 +424,7 @@ NAMESPACES = {
         'register_tensor_conversion_function':
             ('tensorweave.framework.tensor_conversion', 'register_tensor_conversion_function'),
         'regularizers': ('tensorweave.regularizers', None),
+        'repeat': ('tensorweave.ops.math.array_composites', 'repeat'),
         'report_uninitialized_variables': ('tensorweave.ops.state.variables', 'report_uninitialized_variables'),
         'required_space_to_batch_paddings':
             ('tensorweave.ops.math.array_composites', 'required_space_to_batch_paddings'),
@@ -524,6 +526,7 @@ NAMESPACES = {
         'subtract': ('tensorweave.ops.math.binary', 'subtract'),
         'summary': ('tensorweave.summary', None),
         'svd': ('tensorweave.ops.math.decompositions', 'svd'),
+        'switch_case': ('tensorweave.ops.control_flow.cond', 'switch_case'),
         'tables_initializer': ('tensorweave.ops.lookup.tables', 'tables_initializer'),
         'tan': ('tensorweave.ops.math.unary', 'tan'),
         'tanh': ('tensorweave.ops.math.unary', 'tanh'),
