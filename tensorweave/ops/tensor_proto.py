@@ -211,7 +211,8 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False, allow_
         flat = string_array(nparray).reshape(-1)
         proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in flat)
         return proto
-    if nparray.size == size and size > 1:
+    if nparray.size == size and size > 1 and dtype not in (dtypes.bool, dtypes.complex64, dtypes.complex128):
+        # TF's _TENSOR_CONTENT_TYPES: bools and complex values always go to their typed fields
         proto.tensor_content = np.ascontiguousarray(nparray, dtype=nparray.dtype.newbyteorder("<")).tobytes()
         return proto
     getattr(proto, FIELDS[dtype]).extend(_typed_field_values(dtype, nparray.reshape(-1)))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.tf_values_cases import decode, resolve
-from fixtures.vision_misc_cases import CASES, JPEG_CASES
+from fixtures.tf_values_cases import decode, encode_output, resolve
+from fixtures.vision_misc_cases import CASES, JPEG_CASES, PROTO_CASES
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 with open(os.path.join(FIX, "tf_vision_misc.json")) as _f:
@@ -18,14 +18,26 @@ with open(os.path.join(FIX, "tf_vision_misc.json")) as _f:
 
 
 def _compare(ours, theirs, what: str) -> None:
+    if hasattr(ours, "indices") and np.ndim(ours.indices) == 1:   # a sparse gradient: the dense tensor it stands for
+        ours = encode_output(ours)
+    if isinstance(ours, tf.SparseTensorValue):
+        assert isinstance(theirs, dict) and "sparse" in theirs, what
+        for part, a, b in zip(("indices", "values", "dense_shape"), ours, theirs["sparse"]):
+            _compare(np.asarray(a), b, f"{what}.{part}")
+        return
     if isinstance(ours, (list, tuple)):   # a tuple of results
         assert len(ours) == len(theirs), what
         for i, (a, b) in enumerate(zip(ours, theirs)):
             _compare(a, b, f"{what}[{i}]")
         return
-    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    ours = np.asarray(ours)
+    if ours.dtype == object:   # strings
+        assert ours.reshape(-1).tolist() == [t.encode() if isinstance(t, str) else t
+                                            for t in np.asarray(theirs, dtype=object).reshape(-1)], what
+        return
+    theirs = np.asarray(theirs, np.float64)
     assert ours.shape == theirs.shape, (what, ours.shape, theirs.shape)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5, err_msg=what)
+    np.testing.assert_allclose(ours.astype(np.float64), theirs, rtol=1e-4, atol=1e-5, err_msg=what)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -59,3 +71,18 @@ def test_jpeg_headers_and_crops_match_tensorflow(name):
     want = np.asarray(_RECORDED[name]["value"])
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, atol=1)   # decoders may round one step apart
+
+
+@pytest.mark.parametrize("name", sorted(PROTO_CASES))
+def test_make_tensor_proto_writes_tensorflows_bytes(name):
+    values, kwargs = PROTO_CASES[name]
+    proto = tf.make_tensor_proto(values, **{k: decode(v, tf) for k, v in kwargs.items()})
+    assert proto.SerializeToString().hex() == _RECORDED[name]["proto"]
+    back = tf.make_ndarray(proto)   # read back: the values, filled out to the shape by the last one
+    flat = np.asarray(values).reshape(-1)
+    flat = flat.astype(object) if flat.dtype.kind == "U" else flat
+    want = np.concatenate([flat, np.repeat(flat[-1:], back.size - flat.size)]).reshape(back.shape)
+    if back.dtype == object:
+        assert back.tolist() == np.vectorize(str.encode, otypes=[object])(want).tolist()
+    else:
+        np.testing.assert_allclose(back, want.astype(back.dtype))

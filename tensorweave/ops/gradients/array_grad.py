@@ -124,13 +124,31 @@ def _slice_grad(op, grad):
     return [pad(grad, stack([b, after], axis=1)), None, None]
 
 
+def _batch_gather_grad(params, indices, axis, batch_dims: int, grad):
+    """GatherV2's gradient with batch dimensions gathering the first dimension after them (TF's
+    _BatchGatherGrad): each batch's indices offset into one flat dimension, rows summed there."""
+    nd, ni = params.shape.ndims, indices.shape.ndims
+    if ni is not None and batch_dims < 0:
+        batch_dims += ni
+    if axis is None or nd is None or ni is None or axis % nd != batch_dims:
+        raise NotImplementedError("GatherV2 gradient with batch_dims is supported where axis == batch_dims "
+                                  "and the ranks are known")
+    params_shape = shape(params)
+    outer, n = params_shape[:batch_dims], params_shape[batch_dims]
+    batches = reduce_prod(outer)
+    offsets = reshape(range_(batches) * n, concat([outer, np.ones(ni - batch_dims, np.int32)], 0))
+    flat = reshape(add(indices, cast(offsets, indices.dtype)), [-1])
+    rows = reshape(grad, concat([[-1], params_shape[batch_dims + 1:]], 0))
+    return reshape(unsorted_segment_sum(rows, flat, batches * n), params_shape)
+
+
 @RegisterGradient("GatherV2")
 def _gather_grad(op, grad):
     params, indices, axis_t = op.inputs
-    if op.get_attr("batch_dims") != 0:
-        raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
     axis = static_int(axis_t)
     grad = dense(grad)
+    if op.get_attr("batch_dims") != 0:
+        return [_batch_gather_grad(params, indices, axis, op.get_attr("batch_dims"), grad), None, None]
     with params.graph.colocate_with(params.op):
         params_shape = shape(params)
     nd = params.shape.ndims
