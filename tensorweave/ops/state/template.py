@@ -70,10 +70,14 @@ class Template:
 
     @property
     def variable_scope_name(self) -> str:
-        return self._variable_scope.name if self._variable_scope is not None else None
+        """The scope's name ending in "/" (so that "lin" does not match "lin_1")."""
+        if self._variable_scope is None:
+            return None
+        name = self._variable_scope.name
+        return name if not name or name.endswith("/") else name + "/"
 
     def _scoped(self, key) -> list:
-        return [] if self._variable_scope is None else get_collection(key, self.variable_scope_name + "/")
+        return [] if self._variable_scope is None else get_collection(key, self.variable_scope_name)
 
     @property
     def variables(self) -> list:

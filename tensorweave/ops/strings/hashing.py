@@ -9,11 +9,11 @@ import struct
 
 import numpy as np
 
-from tensorweave.framework import dtypes, errors
+from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import as_string_tensor, make_op, string_array
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.registry import register
 
 
@@ -294,18 +294,18 @@ def _fingerprint_kernel(node, ctx):
     def run(data, method):
         method = bytes(string_array(method).reshape(-1)[0]) if np.size(string_array(method)) == 1 else None
         if method != b"farmhash64":
-            raise errors.InvalidArgumentError(node, node.name, f"Unsupported fingerprint method: {method!r}")
+            raise invalid(node, f"Unsupported fingerprint method: {method!r}")
         if isinstance(data, bytes) or (isinstance(data, np.ndarray) and data.dtype == object):
             arr = string_array(data)
             if arr.ndim == 0:
-                raise errors.InvalidArgumentError(node, node.name, "data must have rank at least one, got a scalar")
+                raise invalid(node, "data must have rank at least one, got a scalar")
             rows = arr.reshape(arr.shape[0], -1)
             # one string: its fingerprint; more: the fingerprint of their fingerprints
             out = [digest(bytes(r[0])) if len(r) == 1 else digest(b"".join(digest(bytes(s)) for s in r)) for r in rows]
         else:
             arr = np.ascontiguousarray(data)
             if arr.ndim == 0:
-                raise errors.InvalidArgumentError(node, node.name, "data must have rank at least one, got a scalar")
+                raise invalid(node, "data must have rank at least one, got a scalar")
             rows = arr.astype(arr.dtype.newbyteorder("<"), copy=False).reshape(arr.shape[0], -1)
             out = [digest(r.tobytes()) for r in rows]
         return np.frombuffer(b"".join(out), np.uint8).reshape(len(out), 8).copy()
