@@ -130,9 +130,11 @@ def _batch_gather_grad(params, indices, axis, batch_dims: int, grad):
     nd, ni = params.shape.ndims, indices.shape.ndims
     if ni is not None and batch_dims < 0:
         batch_dims += ni
-    if axis is None or nd is None or ni is None or axis % nd != batch_dims:
+    if axis is not None and axis < 0 and nd is not None:
+        axis += nd
+    if axis != batch_dims or ni is None:
         raise NotImplementedError("GatherV2 gradient with batch_dims is supported where axis == batch_dims "
-                                  "and the ranks are known")
+                                  "and indices' rank is known")
     params_shape = shape(params)
     outer, n = params_shape[:batch_dims], params_shape[batch_dims]
     batches = reduce_prod(outer)
