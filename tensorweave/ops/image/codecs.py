@@ -295,7 +295,8 @@ def _encode_jpeg_kernel(node, ctx):
             raise invalid(node, f"image must have 1 or 3 channels, got {x.shape[2]}")
         buf = io.BytesIO()
         dpi = (a["x_density"], a["y_density"]) if a["density_unit"] == "in" else None
-        _pil(x).save(buf, format="JPEG", quality=a["quality"] if quality is None else quality, progressive=a["progressive"],
+        _pil(x).save(buf, format="JPEG", quality=a["quality"] if quality is None else quality,
+                     progressive=a["progressive"],
                      optimize=a["optimize_size"], subsampling=2 if a["chroma_downsampling"] else 0,
                      **({"dpi": dpi} if dpi else {}))
         return buf.getvalue()
@@ -357,8 +358,8 @@ def _decode_and_crop_kernel(node, ctx):
         image = _jpeg(node, data, channels, ratio)
         y, x, h, w = (int(v) for v in window)
         if min(y, x) < 0 or h <= 0 or w <= 0 or y + h > image.shape[0] or x + w > image.shape[1]:
-            raise invalid(node, f"Invalid JPEG data or crop window, data size {len(data)}: crop window {window.tolist()}"
-                                f" is outside the image of {image.shape[0]}x{image.shape[1]}")
+            raise invalid(node, f"Invalid JPEG data or crop window, data size {len(data)}: crop window "
+                                f"{window.tolist()} is outside the image of {image.shape[0]}x{image.shape[1]}")
         return image[y:y + h, x:x + w]
     return run
 

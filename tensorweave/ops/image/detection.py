@@ -159,8 +159,9 @@ def _nms_infer(op):
         raise ValueError(f"Dimension must be 4 but is {boxes[1]}")
     if None not in (boxes[0], scores[0]) and boxes[0] != scores[0]:
         raise ValueError(f"Dimensions must be equal, but are {boxes[0]} and {scores[0]}")
-    for i, what in enumerate(("max_output_size", "iou_threshold", "score_threshold", "soft_nms_sigma")[:len(op.inputs) - 2]):
-        dims_with_rank(op.inputs[2 + i], 0, what)
+    scalars = ("max_output_size", "iou_threshold", "score_threshold", "soft_nms_sigma")
+    for t, what in zip(op.inputs[2:], scalars):
+        dims_with_rank(t, 0, what)
     pad = op.type in ("NonMaxSuppressionV4", "NonMaxSuppressionV5") and op.get_attr("pad_to_max_output_size")
     selected = TensorShape([static_int(op.inputs[2]) if pad else None])
     out = [(dtypes.int32, selected)]
@@ -252,7 +253,8 @@ def _combined_kernel(node, ctx):
         if boxes.ndim != 4 or boxes.shape[3] != 4:
             raise invalid(node, f"boxes must be 4-D [batch, num_boxes, q, 4]{list(boxes.shape)}")
         if scores.ndim != 3 or scores.shape[:2] != boxes.shape[:2]:
-            raise invalid(node, f"scores must be 3-D [batch, num_boxes, num_classes] matching boxes{list(scores.shape)}")
+            raise invalid(node, f"scores must be 3-D [batch, num_boxes, num_classes] matching boxes"
+                                f"{list(scores.shape)}")
         batch, _, q, _ = boxes.shape
         classes = scores.shape[2]
         if q not in (1, classes):
@@ -262,7 +264,8 @@ def _combined_kernel(node, ctx):
             raise invalid(node, f"max_total_size must be > 0, got {total}")
         size = min(per_class * classes, total) if pad_per_class else total
         check_output_size(node, [batch, size, 4])
-        thr, score_thr = _threshold(node, iou_threshold, "iou_threshold"), _scalar(node, score_threshold, "score_threshold")
+        thr = _threshold(node, iou_threshold, "iou_threshold")
+        score_thr = _scalar(node, score_threshold, "score_threshold")
         out_boxes = np.zeros((batch, size, 4), _F)
         out_scores, out_classes = np.zeros((batch, size), _F), np.zeros((batch, size), _F)
         valid = np.zeros(batch, np.int32)

@@ -19,13 +19,18 @@ from tensorweave.ops.registry import register
 _SET_TYPES = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.string)
 
 
+def _array(x) -> np.ndarray:
+    """A kernel input as an array (a 0-d string may arrive as bytes)."""
+    return string_array(x) if isinstance(x, bytes) else np.asarray(x)
+
+
 def _elements(values: np.ndarray) -> list:
     return [bytes(v) for v in values] if values.dtype == object else values.tolist()
 
 
 def _dense_groups(node, x, what: str):
     """(group shape, {group index: set}) of a dense input."""
-    x = string_array(x) if isinstance(x, bytes) or getattr(x, "dtype", None) == object else np.asarray(x)
+    x = _array(x)
     if x.ndim < 2:
         raise invalid(node, f"{what} should be at least rank 2, got shape {list(x.shape)}")
     rows = x.reshape(-1, x.shape[-1])
@@ -36,7 +41,7 @@ def _dense_groups(node, x, what: str):
 def _sparse_groups(node, indices, values, shape, validate: bool, what: str):
     """(group shape, {group index: set}) of a sparse input, its indices checked as TF does."""
     indices, shape = np.asarray(indices, np.int64), np.asarray(shape, np.int64).reshape(-1)
-    values = string_array(values) if getattr(values, "dtype", None) == object else np.asarray(values)
+    values = _array(values)
     if shape.size < 2:
         raise invalid(node, f"{what} should be at least rank 2, got dense shape {shape.tolist()}")
     if indices.ndim != 2 or indices.shape[1] != shape.size or indices.shape[0] != values.reshape(-1).shape[0]:
@@ -142,7 +147,8 @@ def _set_operation(a, b, operation: str, validate_indices: bool) -> SparseTensor
     attrs = {"set_operation": operation, "validate_indices": bool(validate_indices), "T": dt}
     if isinstance(a, SparseTensor):
         if not isinstance(b, SparseTensor):
-            raise ValueError("Sparse,Dense is not supported, but Dense,Sparse is. Please flip the order of your inputs.")
+            raise ValueError("Sparse,Dense is not supported, but Dense,Sparse is. Please flip the order of your "
+                             "inputs.")
         op = make_op("SparseToSparseSetOperation", [a.indices, a.values, a.dense_shape, b.indices, b.values,
                                                     b.dense_shape], attrs, name="SparseToSparseSetOperation")
     elif isinstance(b, SparseTensor):
@@ -200,7 +206,7 @@ def set_difference(a, b, aminusb=True, validate_indices=True):
 def _sequences(node, indices, values, shape, what: str):
     """{group index: [values in order of the last index]} of a SparseTensor, and its shape."""
     indices, shape = np.asarray(indices, np.int64), np.asarray(shape, np.int64).reshape(-1)
-    values = string_array(values) if getattr(values, "dtype", None) == object else np.asarray(values)
+    values = _array(values)
     if indices.ndim != 2 or indices.shape[1] != shape.size or indices.shape[0] != values.reshape(-1).shape[0]:
         raise invalid(node, f"{what}: indices {list(indices.shape)}, values {list(values.shape)} and shape "
                             f"{shape.tolist()} do not describe one SparseTensor")
