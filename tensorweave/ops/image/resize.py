@@ -19,9 +19,9 @@ from tensorweave.ops.array.core import expand_dims, shape, squeeze
 from tensorweave.ops.helpers import REAL, check_output_size, invalid, make_op, static_ints
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.image.geometry import pad_to_bounding_box
-from tensorweave.ops.math.binary import maximum
+from tensorweave.ops.math.binary import maximum, minimum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.unary import floor
+from tensorweave.ops.math.unary import floor, round as round_
 from tensorweave.ops.registry import register
 
 
@@ -266,12 +266,16 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
             raise ValueError("'size' must be a 1-D Tensor of 2 elements: new_height, new_width")
         new = static_ints(size_t)
         h, w = (images.shape[1].value, images.shape[2].value) if images.shape.ndims == 4 else (None, None)
-        if preserve_aspect_ratio:
-            if new is None or h is None or w is None:
-                raise ValueError("preserve_aspect_ratio needs static image and target sizes")
+        if preserve_aspect_ratio and None not in (new, h, w):
             factor = min(np.float32(new[0]) / np.float32(h), np.float32(new[1]) / np.float32(w))
             new = [int(np.round(factor * np.float32(h))), int(np.round(factor * np.float32(w)))]
             size_t = convert_to_tensor(new, dtype=dtypes.int32)
+        elif preserve_aspect_ratio:   # TF's graph of the same computation, for sizes known at run time
+            dims = shape(images)
+            f_h, f_w = cast(dims[1], dtypes.float32), cast(dims[2], dtypes.float32)
+            factor = minimum(cast(size_t[0], dtypes.float32) / f_h, cast(size_t[1], dtypes.float32) / f_w)
+            size_t = stack([cast(round_(factor * f_h), dtypes.int32), cast(round_(factor * f_w), dtypes.int32)])
+            new = None
         if new is not None and [h, w] == list(new):
             out = images
         else:

@@ -140,3 +140,15 @@ def test_identical_images_have_ssim_one_and_infinite_psnr():
     assert np.isinf(run(tf.image.psnr(img, img, 1.0))).all()
     with pytest.raises(tf.errors.InvalidArgumentError):   # TF's Assert: the image is smaller than the filter
         run(tf.image.ssim(img[:, :8], img[:, :8], 1.0))
+
+
+def test_preserve_aspect_ratio_with_sizes_known_only_at_run_time():
+    # the static path's values are TF's (test_image.py's recorded resize_images cases)
+    image = R.rand(1, 9, 11, 2).astype(np.float32)
+    images, size = tf.placeholder(tf.float32, [None, None, None, 2]), tf.placeholder(tf.int32, [2])
+    dynamic = tf.image.resize(images, size, preserve_aspect_ratio=True)
+    static = tf.image.resize(image, [6, 6], preserve_aspect_ratio=True)
+    with tf.Session() as sess:
+        got, want = sess.run([dynamic, static], {images: image, size: [6, 6]})
+    assert want.shape == (1, 5, 6, 2)
+    np.testing.assert_array_equal(got, want)
