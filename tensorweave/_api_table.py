@@ -844,6 +844,7 @@ NAMESPACES = {
         'draw_bounding_boxes': ('tensorweave.ops.image.boxes', 'draw_bounding_boxes'),
         'encode_jpeg': ('tensorweave.ops.image.codecs', 'encode_jpeg'),
         'encode_png': ('tensorweave.ops.image.codecs', 'encode_png'),
+        'extract_glimpse': ('tensorweave.ops.image.detection', 'extract_glimpse'),
         'extract_image_patches': ('tensorweave.ops.array.space', 'extract_image_patches'),
         'extract_jpeg_shape': ('tensorweave.ops.image.codecs', 'extract_jpeg_shape'),
         'extract_patches': ('tensorweave.ops.array.space', 'extract_patches'),

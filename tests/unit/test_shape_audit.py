@@ -352,7 +352,7 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         crops = tf.image.crop_and_resize(img, tf.placeholder(tf.float32, [4, 4]), [0, 1, 1, 0], [3, 2])
         tf.gradients(tf.reduce_sum(crops), [img, crops.op.inputs[1]])
         tf.image.extract_jpeg_shape(text), tf.image.decode_and_crop_jpeg(text, [0, 0, 2, 2])
-        tf.image.adjust_jpeg_quality(u8, 50)
+        tf.image.adjust_jpeg_quality(u8, 50), tf.image.extract_glimpse(img, [3, 2], tf.zeros([2, 2]))
         # issue 28's misc ops
         sets = tf.placeholder(tf.int64, [2, 3])
         sp_sets = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.int64, [4]), [2, 3])

@@ -10,7 +10,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.tf_values_cases import decode, encode_output, resolve
-from fixtures.vision_misc_cases import CASES, JPEG_CASES, PROTO_CASES
+from fixtures.vision_misc_cases import CASES, GLIMPSE_CASES, GLIMPSE_IMAGE, JPEG_CASES, PROTO_CASES
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 with open(os.path.join(FIX, "tf_vision_misc.json")) as _f:
@@ -86,3 +86,20 @@ def test_make_tensor_proto_writes_tensorflows_bytes(name):
         assert back.tolist() == np.vectorize(str.encode, otypes=[object])(want).tolist()
     else:
         np.testing.assert_allclose(back, want.astype(back.dtype))
+
+
+@pytest.mark.parametrize("name", sorted(GLIMPSE_CASES))
+def test_extract_glimpse_matches_tensorflow_inside_the_image(name):
+    size, offsets, kwargs = GLIMPSE_CASES[name]
+    image = decode(GLIMPSE_IMAGE, tf)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        glimpse = tf.image.extract_glimpse(image, size, offsets, **kwargs)
+        first, second = sess.run(glimpse), sess.run(glimpse)
+    theirs = [np.asarray(r, np.float32) for r in _RECORDED[name]["runs"]]
+    inside = theirs[0] == theirs[1]   # TF's noise differs between runs; the image does not
+    assert first.shape == theirs[0].shape and glimpse.shape.as_list() == list(first.shape)
+    np.testing.assert_array_equal(first == second, inside)
+    np.testing.assert_array_equal(first[inside], theirs[0][inside])
+    for b in range(image.shape[0]):   # the noise spans the image's range of values
+        noise = first[b][~inside[b]]
+        assert ((noise >= image[b].min()) & (noise <= image[b].max())).all()

@@ -1,6 +1,7 @@
 """Detection ops: tf.image.non_max_suppression and its variants (NonMaxSuppressionV3/V4/V5,
-NonMaxSuppressionWithOverlaps, CombinedNonMaxSuppression) and tf.image.crop_and_resize
-(CropAndResize and the two ops of its gradient), following TF's kernels.
+NonMaxSuppressionWithOverlaps, CombinedNonMaxSuppression), tf.image.crop_and_resize
+(CropAndResize and the two ops of its gradient) and tf.image.extract_glimpse (ExtractGlimpse),
+following TF's kernels.
 
 Suppression is TF's greedy loop: candidates scoring above the score threshold are taken in order
 of score (equal scores: lower index first); a candidate is kept when its overlap (IoU of
@@ -532,3 +533,67 @@ def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear
               convert_to_tensor(crop_size, dtypes.int32, name="crop_size")]
     attrs = {"method": method, "extrapolation_value": float(extrapolation_value)}
     return make_op("CropAndResize", inputs, attrs, name=name or "CropAndResize").outputs[0]
+
+
+# -- extract_glimpse --------------------------------------------------------------------------------
+def _glimpse_kernel(node, ctx):
+    centered, normalized = bool(node.attr["centered"]), bool(node.attr["normalized"])
+    rng = np.random.default_rng()
+
+    def run(images, size, offsets):
+        images, offsets = np.asarray(images, _F), np.asarray(offsets, _F)
+        if images.ndim != 4:
+            raise invalid(node, f"input must be a 4-D tensor{list(images.shape)}")
+        batch, h, w, channels = images.shape
+        size = np.reshape(size, -1)
+        if size.shape != (2,) or (size <= 0).any():
+            raise invalid(node, f"size must be a vector of 2 positive sizes, got {size.tolist()}")
+        if offsets.shape != (batch, 2):
+            raise invalid(node, f"offsets must be a [batch_size, 2] matrix{list(offsets.shape)}")
+        gh, gw = int(size[0]), int(size[1])
+        check_output_size(node, [batch, gh, gw, channels])
+        out = np.empty((batch, gh, gw, channels), _F)
+        for b in range(batch):
+            y, x = offsets[b]
+            if normalized:   # offsets in [-1, 1] (centered) or [0, 1] of the image's size
+                y, x = y * _F(h), x * _F(w)
+            if centered:
+                y, x = y / _F(2) + _F(h) / _F(2), x / _F(2) + _F(w) / _F(2)
+            top, left = int(y - _F(gh) / _F(2)), int(x - _F(gw) / _F(2))   # truncated toward zero, as TF's
+            lo, hi = (images[b].min(), images[b].max()) if images[b].size else (0, 0)
+            # outside the image: uniform noise over the image's range (the v1 op's `noise` attribute
+            # defaults to "uniform", which TF's kernel honours whatever uniform_noise says)
+            out[b] = lo + rng.random((gh, gw, channels), dtype=_F) * (hi - lo)
+            y0, y1, x0, x1 = max(top, 0), min(top + gh, h), max(left, 0), min(left + gw, w)
+            if y0 < y1 and x0 < x1:
+                out[b, y0 - top:y1 - top, x0 - left:x1 - left] = images[b, y0:y1, x0:x1]
+        return out
+    return run
+
+
+def _glimpse_infer(op):
+    images = dims_with_rank(op.inputs[0], 4, "input")
+    dims_with_rank(op.inputs[1], 1, "size")
+    dims_with_rank(op.inputs[2], 2, "offsets")
+    size = static_ints(op.inputs[1]) or [None, None]
+    return [(dtypes.float32, TensorShape([images[0]] + size + [images[3]]))]
+
+
+register("ExtractGlimpse", _glimpse_infer, _glimpse_kernel, grad=None, stateful=True,
+         dtypes={0: ("input", (dtypes.float32,)), 1: ("size", (dtypes.int32,)), 2: ("offsets", (dtypes.float32,))})
+
+
+@tf_export("image.extract_glimpse")
+def extract_glimpse(input, size, offsets, centered=True, normalized=True, uniform_noise=True, name=None):
+    """tf.image.extract_glimpse(input, size, offsets, centered=True, normalized=True,
+    uniform_noise=True, name=None): from each image of a float32 [batch, h, w, c] batch, the
+    `size` [glimpse_height, glimpse_width] window around offsets[i] = (y, x): pixels when
+    normalized=False, else fractions of the size; relative to the image's centre (in [-1, 1]
+    when normalized) when centered, else to its top-left corner. Where the window leaves the
+    image it holds uniform noise over the image's range of values, as TF's op gives it."""
+    inputs = [convert_to_tensor(input, dtypes.float32, name="input"),
+              convert_to_tensor(size, dtypes.int32, name="size"),
+              convert_to_tensor(offsets, dtypes.float32, name="offsets")]
+    attrs = {"centered": bool(centered), "normalized": bool(normalized), "uniform_noise": bool(uniform_noise),
+             "noise": "uniform"}
+    return make_op("ExtractGlimpse", inputs, attrs, name=name or "ExtractGlimpse").outputs[0]
