@@ -150,3 +150,16 @@ def test_tensor_scatter_nd_and_repeat_gradients_match_finite_differences():
     x = tf.constant(np.arange(6.0).reshape(2, 3))
     dx = tf.gradients(tf.reduce_sum(tf.repeat(x, [3, 1], axis=0) ** 2), x)[0]
     np.testing.assert_allclose(run(tf.convert_to_tensor(dx)), 2 * np.arange(6.0).reshape(2, 3) * [[3], [1]])
+
+
+def test_make_template_custom_getter_sees_every_variable_request():
+    seen = []
+
+    def custom(getter, name, *args, **kwargs):   # TF passes the next getter as `getter=`
+        seen.append(name)
+        return getter(name, *args, **kwargs)
+
+    t = tf.make_template("g", _linear, custom_getter_=custom, scale=1.0)
+    x = tf.zeros([2, 3])
+    t(x), t(x)
+    assert seen == ["g/w", "g/w"] and [v.name for v in tf.global_variables()] == ["g/w:0"]
