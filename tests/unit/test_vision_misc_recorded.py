@@ -10,7 +10,7 @@ import pytest
 
 import tensorweave as tf
 from fixtures.tf_values_cases import decode, encode_output, resolve
-from fixtures.vision_misc_cases import CASES, GLIMPSE_CASES, GLIMPSE_IMAGE, JPEG_CASES, PROTO_CASES
+from fixtures.vision_misc_cases import CASES, GLIMPSE_CASES, GLIMPSE_IMAGE, JPEG_CASES, PROTO_CASES, build_export_graph
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
 with open(os.path.join(FIX, "tf_vision_misc.json")) as _f:
@@ -103,3 +103,16 @@ def test_extract_glimpse_matches_tensorflow_inside_the_image(name):
     for b in range(image.shape[0]):   # the noise spans the image's range of values
         noise = first[b][~inside[b]]
         assert ((noise >= image[b].min()) & (noise <= image[b].max())).all()
+
+
+def test_tensorflow_computes_the_same_from_our_graph_def_of_the_new_ops():
+    # the recording script had TF 2.21 import our GraphDef of this graph (every node's attributes
+    # in TF's OpDefs) and run it
+    recorded = _RECORDED["exported_graph"]
+    with tf.Graph().as_default():
+        fetches = build_export_graph(tf)
+        assert [t.name for t in fetches] == recorded["names"]
+        with tf.Session() as sess:
+            values = sess.run(fetches)
+    for name, ours, theirs in zip(recorded["names"], values, recorded["values"]):
+        _compare(ours, theirs, name)
