@@ -251,9 +251,9 @@ _METHODS = {ResizeMethod.BILINEAR: resize_bilinear, ResizeMethod.NEAREST_NEIGHBO
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False,
                   name=None):
     """tf.image.resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
-    preserve_aspect_ratio=False, name=None), also TF 1's tf.image.resize: a 3-D image or 4-D batch resized to size
-    [new_height, new_width] (float32 except for NEAREST_NEIGHBOR; the image itself when its
-    static size already is `size`)."""
+    preserve_aspect_ratio=False, name=None), also TF 1's tf.image.resize: a 3-D image or 4-D
+    batch resized to size [new_height, new_width] (float32 except for NEAREST_NEIGHBOR; the
+    image itself when its static size already is `size`)."""
     if method not in _METHODS:
         raise ValueError("Resize method is not implemented.")
     with name_scope(name, "resize", [images, size]):
@@ -296,8 +296,9 @@ def resize_image_with_pad(image, target_height, target_width, method=ResizeMetho
             if isinstance(v, (int, np.integer)) and v <= 0:
                 raise ValueError(f"{what} must be > 0.")
         batched = image.shape.ndims == 4
-        if not batched:
+        if not batched:   # as TF: an image of unknown rank is one 3-D image
             image = expand_dims(image, 0)
+            image.set_shape([None] * 4)
         dims = shape(image)
         f_height, f_width = (cast(image.shape[i].value if image.shape[i].value is not None else dims[i],
                                   dtypes.float32) for i in (1, 2))
