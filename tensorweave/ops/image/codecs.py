@@ -1,7 +1,7 @@
 """Image codecs: decode_png / jpeg / gif / bmp / image and encode_png / jpeg, extract_jpeg_shape,
 decode_and_crop_jpeg, adjust_jpeg_quality / random_jpeg_quality (EncodeJpegVariableQuality),
-through Pillow (the optional `image` extra). Data that is not the format asked for is InvalidArgumentError naming
-the op; without Pillow the kernels say how to install it."""
+through Pillow (the optional `image` extra). Data that is not the format asked for is
+InvalidArgumentError naming the op; without Pillow the kernels say how to install it."""
 from __future__ import annotations
 
 import io
