@@ -102,7 +102,7 @@ def _not_none(value, name: str):
     return value
 
 
-@tf_export("losses.compute_weighted_loss")
+@tf_export("losses.compute_weighted_loss", "contrib.losses.compute_weighted_loss")
 def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
                           reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """Weights `losses` by `weights` (broadcast), reduces by `reduction`, adds to `loss_collection`."""
@@ -129,19 +129,19 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         return loss
 
 
-@tf_export("losses.add_loss")
+@tf_export("losses.add_loss", "contrib.losses.add_loss")
 def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
     """Adds an externally defined loss to `loss_collection` (None: to no collection)."""
     if loss_collection:
         add_to_collection(loss_collection, loss)
 
 
-@tf_export("losses.get_losses")
+@tf_export("losses.get_losses", "contrib.losses.get_losses")
 def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
     return get_collection(loss_collection, scope)
 
 
-@tf_export("losses.get_regularization_losses")
+@tf_export("losses.get_regularization_losses", "contrib.losses.get_regularization_losses")
 def get_regularization_losses(scope=None) -> list:
     return get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
@@ -155,7 +155,7 @@ def get_regularization_loss(scope=None, name: str = "total_regularization_loss")
     return constant(0.0)
 
 
-@tf_export("losses.get_total_loss")
+@tf_export("losses.get_total_loss", "contrib.losses.get_total_loss")
 def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss", scope=None):
     """Sum of get_losses() and, by default, get_regularization_losses(); ValueError when empty."""
     losses = get_losses(scope=scope)

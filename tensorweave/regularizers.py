@@ -38,25 +38,25 @@ def _scaled_regularizer(scale, scope, default_name: str, penalty):
     return regularizer
 
 
-@tf_export("contrib.layers.l1_regularizer", "regularizers.l1_regularizer")
+@tf_export("contrib.layers.l1_regularizer", "contrib.slim.l1_regularizer", "regularizers.l1_regularizer")
 def l1_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * sum(|weights|), named "l1_regularizer"."""
     return _scaled_regularizer(scale, scope, "l1_regularizer", lambda w: reduce_sum(abs(w)))
 
 
-@tf_export("contrib.layers.l2_regularizer", "regularizers.l2_regularizer")
+@tf_export("contrib.layers.l2_regularizer", "contrib.slim.l2_regularizer", "regularizers.l2_regularizer")
 def l2_regularizer(scale, scope=None):
     """Returns fn(weights) = scale * tf.nn.l2_loss(weights) (= scale * sum(w^2) / 2)."""
     return _scaled_regularizer(scale, scope, "l2_regularizer", l2_loss)
 
 
-@tf_export("contrib.layers.l1_l2_regularizer", "regularizers.l1_l2_regularizer")
+@tf_export("contrib.layers.l1_l2_regularizer", "contrib.slim.l1_l2_regularizer", "regularizers.l1_l2_regularizer")
 def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
     """Returns fn(weights) = l1(weights) + l2(weights)."""
     return sum_regularizer([l1_regularizer(scale_l1), l2_regularizer(scale_l2)], scope=scope)
 
 
-@tf_export("contrib.layers.sum_regularizer", "regularizers.sum_regularizer")
+@tf_export("contrib.layers.sum_regularizer", "contrib.slim.sum_regularizer", "regularizers.sum_regularizer")
 def sum_regularizer(regularizer_list, scope=None):
     """Returns fn(weights) summing the non-None results of each regularizer."""
     def total(weights):
@@ -66,7 +66,8 @@ def sum_regularizer(regularizer_list, scope=None):
     return total
 
 
-@tf_export("contrib.layers.apply_regularization", "regularizers.apply_regularization")
+@tf_export("contrib.layers.apply_regularization", "contrib.slim.apply_regularization",
+           "regularizers.apply_regularization")
 def apply_regularization(regularizer, weights_list=None):
     """Sums regularizer(w) over weights_list (default: the WEIGHTS collection) and adds the
     total to REGULARIZATION_LOSSES."""

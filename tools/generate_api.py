@@ -31,6 +31,8 @@ NAMESPACE_MODULES = {
     "dtypes": "tensorweave.framework.dtypes",
     "errors": "tensorweave.framework.errors",
     "nn.rnn_cell": "tensorweave.rnn.rnn_cell",
+    "contrib.slim.losses": "tensorweave.contrib.losses",
+    "contrib.slim.metrics": "tensorweave.contrib.metrics",
 }
 
 

@@ -1,16 +1,28 @@
-"""tf.contrib.layers: regularizers, TF1's contrib initializers and fully_connected, and the
-tf.layers functions under their contrib names."""
+"""tf.contrib.layers (also tf.contrib.slim's layers): the layer functions TF1 research code is
+written in (conv2d, fully_connected, batch_norm, ... with slim's variable names "Conv/weights",
+"fully_connected/biases", "BatchNorm/moving_mean"), repeat and stack, TF1's contrib initializers,
+and the tf.layers functions under their contrib names. Each layer function is the tf.layers class
+of its kind, its variables renamed by a custom getter and added to MODEL_VARIABLES, as in TF."""
 from __future__ import annotations
 
 import math
 
 from tensorweave import _api
+from tensorweave.contrib.framework import add_arg_scope
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
+from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, \
+    get_collection_ref, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.math.linalg import matmul, tensordot
+from tensorweave.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose, Conv3D, SeparableConv2D
+from tensorweave.layers.core import Dense, Dropout, flatten as layers_flatten
+from tensorweave.layers.normalization import BatchNormalization
+from tensorweave.ops.array.core import identity, reshape, shape as array_shape
+from tensorweave.ops.array.gather import one_hot
+from tensorweave.ops.math.cast import to_int64
 from tensorweave.ops.nn.activations import bias_add, relu
+from tensorweave.ops.nn.conv import depthwise_conv2d
+from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.random import random_uniform, truncated_normal
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
@@ -18,7 +30,7 @@ from tensorweave.ops.state.variable_scope import get_variable, variable_scope
 __getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.contrib.layers gathers from elsewhere
 
 
-@tf_export("contrib.layers.variance_scaling_initializer")
+@tf_export("contrib.layers.variance_scaling_initializer", "contrib.slim.variance_scaling_initializer")
 def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=dtypes.float32):
     """tf.contrib.layers.variance_scaling_initializer: uniform in +-sqrt(3 factor / n), or a normal
     truncated at 2 stddev with stddev sqrt(1.3 factor / n); n the fan_in, fan_out or their mean."""
@@ -49,7 +61,8 @@ def variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=
     return _initializer
 
 
-@tf_export("contrib.layers.xavier_initializer", "contrib.layers.xavier_initializer_conv2d")
+@tf_export("contrib.layers.xavier_initializer", "contrib.layers.xavier_initializer_conv2d",
+           "contrib.slim.xavier_initializer", "contrib.slim.xavier_initializer_conv2d")
 def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
     """tf.contrib.layers.xavier_initializer: Glorot's initializer (variance 1 / fan_avg)."""
     return variance_scaling_initializer(factor=1.0, mode="FAN_AVG", uniform=uniform, seed=seed, dtype=dtype)
@@ -58,7 +71,27 @@ def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
 xavier_initializer_conv2d = xavier_initializer
 
 
+
+
+# -- plumbing shared by the layer functions ---------------------------------------------------------
+def _model_variable_getter(rename=None):
+    """A custom getter that names a layer's variables as slim does ({"kernel": "weights"}) and
+    puts them in MODEL_VARIABLES too."""
+    def getter(getter, name, *args, **kwargs):
+        head, _, short = name.rpartition("/")
+        if rename and short in rename:
+            name = f"{head}/{rename[short]}" if head else rename[short]
+        kwargs["collections"] = list(kwargs.get("collections") or [GraphKeys.GLOBAL_VARIABLES]) + \
+            [GraphKeys.MODEL_VARIABLES]
+        return getter(name, *args, **kwargs)
+    return getter
+
+
+_WEIGHTS_AND_BIASES = {"kernel": "weights", "bias": "biases"}
+
+
 def _add_to_collections(var, collections, key: str) -> None:
+    """variables_collections: a list of collection names, or a dict {variable kind: list}."""
     if isinstance(collections, dict):
         collections = collections.get(key)
     for name in collections or ():
@@ -66,45 +99,347 @@ def _add_to_collections(var, collections, key: str) -> None:
             add_to_collection(name, var)
 
 
-@tf_export("contrib.layers.fully_connected")
-def fully_connected(inputs, num_outputs, activation_fn="relu", normalizer_fn=None, normalizer_params=None,
-                    weights_initializer=None, weights_regularizer=None, biases_initializer="zeros",
-                    biases_regularizer=None, reuse=None, variables_collections=None, outputs_collections=None,
-                    trainable=True, scope=None):
+def _collect_outputs(collections, outputs):
+    for name in collections or ():
+        add_to_collection(name, outputs)
+    return outputs
+
+
+def _channels(data_format, allowed) -> str:
+    """slim's NHWC-style data_format as the layers' 'channels_last' / 'channels_first'."""
+    if data_format not in allowed:
+        raise ValueError(f"Invalid data_format: {data_format!r}")
+    return "channels_first" if data_format and data_format.startswith("NC") else "channels_last"
+
+
+def _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections):
+    if normalizer_fn is not None:
+        outputs = normalizer_fn(outputs, **(normalizer_params or {}))
+    if activation_fn is not None:
+        outputs = activation_fn(outputs)
+    return _collect_outputs(outputs_collections, outputs)
+
+
+def _apply_layer(layer_class, scope, default_name, inputs, reuse, rename, variables_collections, kinds,
+                 finish, **layer_kwargs):
+    """Builds layer_class in slim's variable scope, applies it, and then, in the same scope (where
+    TF puts a normalizer's variables: "Conv/BatchNorm/beta"), `finish` =
+    (normalizer_fn, normalizer_params, activation_fn, outputs_collections)."""
+    with variable_scope(scope, default_name, [inputs], reuse=reuse,
+                        custom_getter=_model_variable_getter(rename)) as sc:
+        inputs = convert_to_tensor(inputs)
+        layer = layer_class(name=sc.name, dtype=inputs.dtype.base_dtype, _scope=sc, _reuse=reuse, **layer_kwargs)
+        outputs = layer.apply(inputs)
+        for attribute, kind in kinds.items():
+            var = getattr(layer, attribute, None)
+            if var is not None:
+                _add_to_collections(var, variables_collections, kind)
+        return _finish(outputs, *finish)
+
+
+# -- layers -----------------------------------------------------------------------------------------
+@tf_export("contrib.layers.convolution", "contrib.slim.convolution")
+@add_arg_scope
+def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
+                activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                weights_initializer=xavier_initializer(), weights_regularizer=None,
+                biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                variables_collections=None, outputs_collections=None, trainable=True, scope=None, conv_dims=None):
+    """tf.contrib.layers.convolution: an N-D convolution (N from the rank of inputs, or conv_dims)
+    with variables "<scope>/weights" and "<scope>/biases" (scope "Conv", "Conv_1", ...; no biases
+    with a normalizer_fn), then normalizer_fn and activation_fn (relu)."""
+    allowed = (None, "NWC", "NCW", "NHWC", "NCHW", "NDHWC", "NCDHW")
+    channels = _channels(data_format, allowed)
+    inputs = convert_to_tensor(inputs)
+    rank = inputs.shape.ndims
+    if conv_dims is not None and rank is not None and rank != conv_dims + 2:
+        raise ValueError(f"Convolution expects input with rank {conv_dims + 2}, got {rank}")
+    dims = conv_dims if conv_dims is not None else (rank - 2 if rank is not None else None)
+    if dims not in (1, 2, 3):
+        raise ValueError(f"Convolution not supported for input with rank {rank}")
+    layer_class = {1: Conv1D, 2: Conv2D, 3: Conv3D}[dims]
+    return _apply_layer(
+        layer_class, scope, "Conv", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
+        {"kernel": "weights", "bias": "biases"},
+        (normalizer_fn, normalizer_params, activation_fn, outputs_collections),
+        filters=num_outputs, kernel_size=kernel_size, strides=stride,
+        padding=padding, data_format=channels, dilation_rate=rate, activation=None,
+        use_bias=not normalizer_fn and biases_initializer is not None, kernel_initializer=weights_initializer,
+        bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
+        bias_regularizer=biases_regularizer, trainable=trainable)
+
+
+@tf_export("contrib.layers.conv2d", "contrib.layers.convolution2d", "contrib.slim.conv2d",
+           "contrib.slim.convolution2d")
+@add_arg_scope
+def convolution2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
+                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  weights_initializer=xavier_initializer(), weights_regularizer=None,
+                  biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                  variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """tf.contrib.layers.conv2d (slim.conv2d): `convolution` of a 4-D input; weights
+    [kernel_h, kernel_w, in_channels, num_outputs], padding 'SAME' by default."""
+    return convolution(inputs, num_outputs, kernel_size, stride, padding, data_format, rate, activation_fn,
+                       normalizer_fn, normalizer_params, weights_initializer, weights_regularizer,
+                       biases_initializer, biases_regularizer, reuse, variables_collections, outputs_collections,
+                       trainable, scope, conv_dims=2)
+
+
+conv2d = convolution2d
+
+
+@tf_export("contrib.layers.conv2d_transpose", "contrib.layers.convolution2d_transpose",
+           "contrib.slim.conv2d_transpose", "contrib.slim.convolution2d_transpose")
+@add_arg_scope
+def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format="NHWC",
+                            activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                            weights_initializer=xavier_initializer(), weights_regularizer=None,
+                            biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                            variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """tf.contrib.layers.conv2d_transpose: the transposed convolution, weights
+    [kernel_h, kernel_w, num_outputs, in_channels] (scope "Conv2d_transpose")."""
+    channels = _channels(data_format, ("NCHW", "NHWC"))
+    return _apply_layer(
+        Conv2DTranspose, scope, "Conv2d_transpose", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
+        {"kernel": "weights", "bias": "biases"},
+        (normalizer_fn, normalizer_params, activation_fn, outputs_collections),
+        filters=num_outputs, kernel_size=kernel_size, strides=stride,
+        padding=padding, data_format=channels, activation=None,
+        use_bias=not normalizer_fn and biases_initializer is not None, kernel_initializer=weights_initializer,
+        bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
+        bias_regularizer=biases_regularizer, trainable=trainable)
+
+
+@tf_export("contrib.layers.separable_conv2d", "contrib.layers.separable_convolution2d",
+           "contrib.slim.separable_conv2d", "contrib.slim.separable_convolution2d")
+@add_arg_scope
+def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1, padding="SAME",
+                            data_format="NHWC", rate=1, activation_fn=relu, normalizer_fn=None,
+                            normalizer_params=None, weights_initializer=xavier_initializer(),
+                            pointwise_initializer=None, weights_regularizer=None,
+                            biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                            variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """tf.contrib.layers.separable_conv2d: a depthwise convolution ("depthwise_weights"
+    [kh, kw, in_channels, depth_multiplier]) then, unless num_outputs is None, a pointwise one
+    ("pointwise_weights" [1, 1, in_channels * depth_multiplier, num_outputs]); scope
+    "SeparableConv2d"."""
+    channels = _channels(data_format, ("NCHW", "NHWC"))
+    use_bias = not normalizer_fn and biases_initializer is not None
+    if num_outputs is not None:
+        return _apply_layer(
+            SeparableConv2D, scope, "SeparableConv2d", inputs, reuse,
+            {"bias": "biases", "depthwise_kernel": "depthwise_weights", "pointwise_kernel": "pointwise_weights"},
+            variables_collections, {"depthwise_kernel": "weights", "pointwise_kernel": "weights",
+                                    "bias": "biases"},
+            (normalizer_fn, normalizer_params, activation_fn, outputs_collections),
+            filters=num_outputs, kernel_size=kernel_size, strides=stride, padding=padding, data_format=channels,
+            dilation_rate=rate, depth_multiplier=depth_multiplier, activation=None, use_bias=use_bias,
+            depthwise_initializer=weights_initializer, pointwise_initializer=pointwise_initializer or
+            weights_initializer, bias_initializer=biases_initializer, depthwise_regularizer=weights_regularizer,
+            pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer, trainable=trainable)
+    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse,
+                        custom_getter=_model_variable_getter()):
+        inputs = convert_to_tensor(inputs)
+        fmt = "NCHW" if channels == "channels_first" else "NHWC"
+        in_channels = inputs.shape[1 if fmt == "NCHW" else -1].value
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        sh, sw = (stride, stride) if isinstance(stride, int) else stride
+        weights = get_variable("depthwise_weights", [kh, kw, in_channels, depth_multiplier],
+                               dtype=inputs.dtype.base_dtype, initializer=weights_initializer,
+                               regularizer=weights_regularizer, trainable=trainable)
+        _add_to_collections(weights, variables_collections, "weights")
+        strides = [1, 1, sh, sw] if fmt == "NCHW" else [1, sh, sw, 1]
+        rate = (rate, rate) if isinstance(rate, int) else tuple(rate)
+        outputs = depthwise_conv2d(inputs, weights, strides, padding, rate=rate, data_format=fmt)
+        if use_bias:
+            biases = get_variable("biases", [in_channels * depth_multiplier], dtype=inputs.dtype.base_dtype,
+                                  initializer=biases_initializer, regularizer=biases_regularizer,
+                                  trainable=trainable)
+            _add_to_collections(biases, variables_collections, "biases")
+            outputs = bias_add(outputs, biases, data_format=fmt)
+        return _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+@tf_export("contrib.layers.fully_connected", "contrib.slim.fully_connected")
+@add_arg_scope
+def fully_connected(inputs, num_outputs, activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                    weights_initializer=xavier_initializer(), weights_regularizer=None,
+                    biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                    variables_collections=None, outputs_collections=None, trainable=True, scope=None):
     """tf.contrib.layers.fully_connected: activation_fn(inputs @ weights + biases) with variables
     "<scope>/weights" and "<scope>/biases" (scope "fully_connected", "fully_connected_1", ...), also
-    in MODEL_VARIABLES; activation_fn defaults to relu, weights to xavier_initializer(); with a
-    normalizer_fn there are no biases."""
-    if activation_fn == "relu":
-        activation_fn = relu
-    if biases_initializer == "zeros":
-        biases_initializer = zeros_initializer()
+    in MODEL_VARIABLES; with a normalizer_fn there are no biases."""
     if not isinstance(num_outputs, int):
         raise ValueError(f"num_outputs type should be one of (int,), got {type(num_outputs)}.")
-    with variable_scope(scope, "fully_connected", [inputs], reuse=reuse):
-        inputs = convert_to_tensor(inputs)
-        dtype = inputs.dtype.base_dtype
-        last = inputs.shape[-1].value if inputs.shape.ndims else None
-        if last is None:
-            raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
-        collections = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MODEL_VARIABLES]
-        weights = get_variable("weights", [last, num_outputs], dtype=dtype,
-                               initializer=weights_initializer or xavier_initializer(dtype=dtype),
-                               regularizer=weights_regularizer, trainable=trainable, collections=collections)
-        _add_to_collections(weights, variables_collections, "weights")
-        rank = inputs.shape.ndims
-        outputs = (tensordot(inputs, weights, [[rank - 1], [0]]) if rank and rank > 2
-                   else matmul(inputs, weights))
-        if normalizer_fn is not None:
-            outputs = normalizer_fn(outputs, **(normalizer_params or {}))
-        elif biases_initializer is not None:
-            biases = get_variable("biases", [num_outputs], dtype=dtype, initializer=biases_initializer,
-                                  regularizer=biases_regularizer, trainable=trainable, collections=collections)
-            _add_to_collections(biases, variables_collections, "biases")
-            outputs = bias_add(outputs, biases)
+    return _apply_layer(
+        Dense, scope, "fully_connected", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
+        {"kernel": "weights", "bias": "biases"},
+        (normalizer_fn, normalizer_params, activation_fn, outputs_collections), units=num_outputs, activation=None,
+        use_bias=not normalizer_fn and biases_initializer is not None, kernel_initializer=weights_initializer,
+        bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
+        bias_regularizer=biases_regularizer, trainable=trainable)
+
+
+@tf_export("contrib.layers.batch_norm", "contrib.slim.batch_norm")
+@add_arg_scope
+def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, activation_fn=None,
+               param_initializers=None, param_regularizers=None, updates_collections=GraphKeys.UPDATE_OPS,
+               is_training=True, reuse=None, variables_collections=None, outputs_collections=None, trainable=True,
+               batch_weights=None, fused=None, data_format="NHWC", zero_debias_moving_mean=False, scope=None,
+               renorm=False, renorm_clipping=None, renorm_decay=0.99, adjustment=None):
+    """tf.contrib.layers.batch_norm (slim.batch_norm): normalizes with the batch's statistics when
+    is_training (a bool or a boolean tensor), else with "<scope>/moving_mean" and
+    "<scope>/moving_variance" (scope "BatchNorm"; "beta" with center, "gamma" only with scale).
+    The moving averages (decay 0.999) are updated by ops added to updates_collections (run them
+    with the train op: slim.learning.create_train_op does) or, with updates_collections=None, in
+    place before the output is returned. 2-D and 4-D inputs use the fused kernel (fused=None), so
+    the moving variance takes the Bessel-corrected batch variance, as TF's."""
+    if batch_weights is not None or renorm or adjustment is not None or zero_debias_moving_mean:
+        raise ValueError("batch_norm: batch_weights, renorm, adjustment and zero_debias_moving_mean are not "
+                         "supported")
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    inputs = convert_to_tensor(inputs)
+    rank = inputs.shape.ndims
+    if rank is None:
+        raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+    fused = True if fused is None else fused
+    first = data_format == "NCHW"
+    original = inputs
+    if fused and rank == 2:   # TF normalizes a 2-D batch with the fused kernel, as a [N, 1, 1, C] image
+        channels = inputs.shape[-1].value
+        inputs = reshape(inputs, [-1, channels, 1, 1] if first else [-1, 1, 1, channels])
+    params = param_initializers or {}
+    regularizers = param_regularizers or {}
+    with variable_scope(scope, "BatchNorm", [inputs], reuse=reuse, custom_getter=_model_variable_getter()) as sc:
+        layer = BatchNormalization(
+            axis=1 if first else -1, momentum=decay, epsilon=epsilon, center=center, scale=scale,
+            beta_initializer=params.get("beta"), gamma_initializer=params.get("gamma"),
+            moving_mean_initializer=params.get("moving_mean"),
+            moving_variance_initializer=params.get("moving_variance"), beta_regularizer=regularizers.get("beta"),
+            gamma_regularizer=regularizers.get("gamma"), trainable=trainable, name=sc.name, _scope=sc,
+            _reuse=reuse, fused=fused and inputs.shape.ndims == 4)
+        outputs = layer.apply(inputs, training=is_training)
+        for kind in ("moving_mean", "moving_variance", "beta", "gamma"):
+            if getattr(layer, kind) is not None:
+                _add_to_collections(getattr(layer, kind), variables_collections, kind)
+        if layer.updates and updates_collections is not GraphKeys.UPDATE_OPS:
+            ref = get_collection_ref(GraphKeys.UPDATE_OPS)
+            ref[:] = [op for op in ref if all(op is not u for u in layer.updates)]
+            if updates_collections is None:   # the updates run before the output is read
+                with control_dependencies(layer.updates):
+                    outputs = identity(outputs)
+            else:
+                for name in updates_collections if isinstance(updates_collections, (list, tuple)) \
+                        else [updates_collections]:
+                    for update in layer.updates:
+                        add_to_collection(name, update)
+        if outputs.shape.ndims != rank:
+            outputs = reshape(outputs, array_shape(original))
+            outputs.set_shape(original.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        if outputs_collections:
-            for name in outputs_collections:
-                add_to_collection(name, outputs)
+        return _collect_outputs(outputs_collections, outputs)
+
+
+def _pool(pool_fn, default_name, inputs, kernel_size, stride, padding, data_format, outputs_collections, scope):
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    with name_scope(scope, default_name, [inputs]):
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        sh, sw = (stride, stride) if isinstance(stride, int) else stride
+        first = data_format == "NCHW"
+        outputs = pool_fn(convert_to_tensor(inputs), [1, 1, kh, kw] if first else [1, kh, kw, 1],
+                          [1, 1, sh, sw] if first else [1, sh, sw, 1], padding.upper(), data_format=data_format)
+        return _collect_outputs(outputs_collections, outputs)
+
+
+@tf_export("contrib.layers.max_pool2d", "contrib.slim.max_pool2d")
+@add_arg_scope
+def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None,
+               scope=None):
+    """tf.contrib.layers.max_pool2d: the maximum over each kernel_size window, stride 2 and padding
+    'VALID' by default (name scope "MaxPool2D")."""
+    return _pool(max_pool, "MaxPool2D", inputs, kernel_size, stride, padding, data_format, outputs_collections,
+                 scope)
+
+
+@tf_export("contrib.layers.avg_pool2d", "contrib.slim.avg_pool2d")
+@add_arg_scope
+def avg_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None,
+               scope=None):
+    """tf.contrib.layers.avg_pool2d: the mean over each kernel_size window, stride 2 and padding
+    'VALID' by default (name scope "AvgPool2D")."""
+    return _pool(avg_pool, "AvgPool2D", inputs, kernel_size, stride, padding, data_format, outputs_collections,
+                 scope)
+
+
+@tf_export("contrib.layers.dropout", "contrib.slim.dropout")
+@add_arg_scope
+def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None,
+            seed=None):
+    """tf.contrib.layers.dropout: keeps each element with probability keep_prob (scaled by
+    1 / keep_prob) when is_training (a bool or a boolean tensor), else the identity."""
+    with variable_scope(scope, "Dropout", [inputs]) as sc:
+        layer = Dropout(rate=1 - keep_prob, noise_shape=noise_shape, seed=seed, name=sc.name, _scope=sc)
+        return _collect_outputs(outputs_collections, layer.apply(convert_to_tensor(inputs), training=is_training))
+
+
+@tf_export("contrib.layers.flatten", "contrib.slim.flatten")
+@add_arg_scope
+def flatten(inputs, outputs_collections=None, scope=None):
+    """tf.contrib.layers.flatten: inputs reshaped to [batch, k] (name scope "Flatten")."""
+    with name_scope(scope, "Flatten", [inputs]):
+        return _collect_outputs(outputs_collections, layers_flatten(convert_to_tensor(inputs)))
+
+
+@tf_export("contrib.layers.one_hot_encoding", "contrib.slim.one_hot_encoding")
+@add_arg_scope
+def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_collections=None, scope=None):
+    """tf.contrib.layers.one_hot_encoding: float32 one-hot rows of num_classes for labels."""
+    with name_scope(scope, "OneHotEncoding", [labels, num_classes]):
+        labels = convert_to_tensor(labels)
+        if labels.dtype == dtypes.int32:
+            labels = to_int64(labels)
+        return _collect_outputs(outputs_collections, one_hot(labels, num_classes, on_value=on_value,
+                                                             off_value=off_value))
+
+
+def _layer_name(layer, fallback: str) -> str:
+    if hasattr(layer, "__name__"):
+        return layer.__name__
+    return getattr(getattr(layer, "func", None), "__name__", fallback)   # a functools.partial
+
+
+@tf_export("contrib.layers.repeat", "contrib.slim.repeat")
+def repeat(inputs, repetitions, layer, *args, **kwargs):
+    """tf.contrib.layers.repeat(inputs, repetitions, layer, *args, scope=None, **kwargs): layer
+    applied repetitions times, the i-th in scope "<scope>/<scope>_<i>" (scope: the layer
+    function's name by default, e.g. conv1/conv1_1/weights)."""
+    scope = kwargs.pop("scope", None)
+    with variable_scope(scope, "Repeat", [inputs]):
+        outputs = convert_to_tensor(inputs)
+        scope = scope or _layer_name(layer, "repeat")
+        for i in range(repetitions):
+            kwargs["scope"] = f"{scope}_{i + 1}"
+            outputs = layer(outputs, *args, **kwargs)
+        return outputs
+
+
+@tf_export("contrib.layers.stack", "contrib.slim.stack")
+def stack(inputs, layer, stack_args, **kwargs):
+    """tf.contrib.layers.stack(inputs, layer, stack_args, scope=None, **kwargs): layer applied
+    once per entry of stack_args (its positional arguments), the i-th in scope
+    "<scope>/<scope>_<i>" (e.g. fc/fc_1, fc/fc_2)."""
+    scope = kwargs.pop("scope", None)
+    if not isinstance(stack_args, (list, tuple)):
+        raise ValueError("stack_args need to be a list or tuple")
+    with variable_scope(scope, "Stack", [inputs]):
+        outputs = convert_to_tensor(inputs)
+        scope = scope or _layer_name(layer, "stack")
+        for i, layer_args in enumerate(stack_args):
+            kwargs["scope"] = f"{scope}_{i + 1}"
+            if not isinstance(layer_args, (list, tuple)):
+                layer_args = [layer_args]
+            outputs = layer(outputs, *layer_args, **kwargs)
         return outputs

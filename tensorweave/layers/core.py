@@ -97,7 +97,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                  name, _reuse=reuse)(inputs)
 
 
-@tf_export("contrib.layers.flatten", "layers.flatten")
+@tf_export("layers.flatten")
 def flatten(inputs, name=None, data_format="channels_last"):
     """tf.layers.flatten: [batch, ...] -> [batch, prod(...)]."""
     return Flatten(data_format=data_format, name=name)(inputs)
