@@ -33,6 +33,7 @@ NAMESPACE_MODULES = {
     "nn.rnn_cell": "tensorweave.rnn.rnn_cell",
     "contrib.slim.losses": "tensorweave.contrib.losses",
     "contrib.slim.metrics": "tensorweave.contrib.metrics",
+    "contrib.slim.utils": "tensorweave.contrib.utils",
 }
 
 

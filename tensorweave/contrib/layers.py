@@ -9,6 +9,7 @@ import math
 
 from tensorweave import _api
 from tensorweave.contrib.framework import add_arg_scope
+from tensorweave.contrib.utils import collect_named_outputs
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, \
     get_collection_ref, name_scope
@@ -99,12 +100,6 @@ def _add_to_collections(var, collections, key: str) -> None:
             add_to_collection(name, var)
 
 
-def _collect_outputs(collections, outputs):
-    for name in collections or ():
-        add_to_collection(name, outputs)
-    return outputs
-
-
 def _channels(data_format, allowed) -> str:
     """slim's NHWC-style data_format as the layers' 'channels_last' / 'channels_first'."""
     if data_format not in allowed:
@@ -112,12 +107,12 @@ def _channels(data_format, allowed) -> str:
     return "channels_first" if data_format and data_format.startswith("NC") else "channels_last"
 
 
-def _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections):
+def _finish(outputs, alias, normalizer_fn, normalizer_params, activation_fn, outputs_collections):
     if normalizer_fn is not None:
         outputs = normalizer_fn(outputs, **(normalizer_params or {}))
     if activation_fn is not None:
         outputs = activation_fn(outputs)
-    return _collect_outputs(outputs_collections, outputs)
+    return collect_named_outputs(outputs_collections, alias, outputs)
 
 
 def _apply_layer(layer_class, scope, default_name, inputs, reuse, rename, variables_collections, kinds,
@@ -134,7 +129,7 @@ def _apply_layer(layer_class, scope, default_name, inputs, reuse, rename, variab
             var = getattr(layer, attribute, None)
             if var is not None:
                 _add_to_collections(var, variables_collections, kind)
-        return _finish(outputs, *finish)
+        return _finish(outputs, sc.name, *finish)
 
 
 # -- layers -----------------------------------------------------------------------------------------
@@ -238,7 +233,7 @@ def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1
             weights_initializer, bias_initializer=biases_initializer, depthwise_regularizer=weights_regularizer,
             pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer, trainable=trainable)
     with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse,
-                        custom_getter=_model_variable_getter()):
+                        custom_getter=_model_variable_getter()) as sc:
         inputs = convert_to_tensor(inputs)
         fmt = "NCHW" if channels == "channels_first" else "NHWC"
         in_channels = inputs.shape[1 if fmt == "NCHW" else -1].value
@@ -257,7 +252,7 @@ def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1
                                   trainable=trainable)
             _add_to_collections(biases, variables_collections, "biases")
             outputs = bias_add(outputs, biases, data_format=fmt)
-        return _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+        return _finish(outputs, sc.name, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
 
 
 @tf_export("contrib.layers.fully_connected", "contrib.slim.fully_connected")
@@ -339,19 +334,19 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
             outputs.set_shape(original.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        return _collect_outputs(outputs_collections, outputs)
+        return collect_named_outputs(outputs_collections, sc.name, outputs)
 
 
 def _pool(pool_fn, default_name, inputs, kernel_size, stride, padding, data_format, outputs_collections, scope):
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError("data_format has to be either NCHW or NHWC.")
-    with name_scope(scope, default_name, [inputs]):
+    with name_scope(scope, default_name, [inputs]) as sc:
         kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
         sh, sw = (stride, stride) if isinstance(stride, int) else stride
         first = data_format == "NCHW"
         outputs = pool_fn(convert_to_tensor(inputs), [1, 1, kh, kw] if first else [1, kh, kw, 1],
                           [1, 1, sh, sw] if first else [1, sh, sw, 1], padding.upper(), data_format=data_format)
-        return _collect_outputs(outputs_collections, outputs)
+        return collect_named_outputs(outputs_collections, sc, outputs)
 
 
 @tf_export("contrib.layers.max_pool2d", "contrib.slim.max_pool2d")
@@ -382,27 +377,28 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_c
     1 / keep_prob) when is_training (a bool or a boolean tensor), else the identity."""
     with variable_scope(scope, "Dropout", [inputs]) as sc:
         layer = Dropout(rate=1 - keep_prob, noise_shape=noise_shape, seed=seed, name=sc.name, _scope=sc)
-        return _collect_outputs(outputs_collections, layer.apply(convert_to_tensor(inputs), training=is_training))
+        outputs = layer.apply(convert_to_tensor(inputs), training=is_training)
+        return collect_named_outputs(outputs_collections, sc.name, outputs)
 
 
 @tf_export("contrib.layers.flatten", "contrib.slim.flatten")
 @add_arg_scope
 def flatten(inputs, outputs_collections=None, scope=None):
     """tf.contrib.layers.flatten: inputs reshaped to [batch, k] (name scope "Flatten")."""
-    with name_scope(scope, "Flatten", [inputs]):
-        return _collect_outputs(outputs_collections, layers_flatten(convert_to_tensor(inputs)))
+    with name_scope(scope, "Flatten", [inputs]) as sc:
+        return collect_named_outputs(outputs_collections, sc, layers_flatten(convert_to_tensor(inputs)))
 
 
 @tf_export("contrib.layers.one_hot_encoding", "contrib.slim.one_hot_encoding")
 @add_arg_scope
 def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_collections=None, scope=None):
     """tf.contrib.layers.one_hot_encoding: float32 one-hot rows of num_classes for labels."""
-    with name_scope(scope, "OneHotEncoding", [labels, num_classes]):
+    with name_scope(scope, "OneHotEncoding", [labels, num_classes]) as sc:
         labels = convert_to_tensor(labels)
         if labels.dtype == dtypes.int32:
             labels = to_int64(labels)
-        return _collect_outputs(outputs_collections, one_hot(labels, num_classes, on_value=on_value,
-                                                             off_value=off_value))
+        return collect_named_outputs(outputs_collections, sc,
+                                     one_hot(labels, num_classes, on_value=on_value, off_value=off_value))
 
 
 def _layer_name(layer, fallback: str) -> str:

@@ -29,7 +29,7 @@ def _by_name(graph):
     return t
 
 
-@tf_export("train.get_global_step", "contrib.framework.get_global_step")
+@tf_export("train.get_global_step", "contrib.framework.get_global_step", "contrib.slim.get_global_step")
 def get_global_step(graph=None):
     """tf.train.get_global_step(graph=None): the global step variable, or None if there is none."""
     graph = graph or get_default_graph()
@@ -47,7 +47,7 @@ def get_global_step(graph=None):
     return step
 
 
-@tf_export("train.create_global_step", "contrib.framework.create_global_step")
+@tf_export("train.create_global_step", "contrib.framework.create_global_step", "contrib.slim.create_global_step")
 def create_global_step(graph=None):
     """tf.train.create_global_step(graph=None): makes the int64 scalar 'global_step' (value 0,
     not trainable, in GLOBAL_VARIABLES and GLOBAL_STEP); ValueError if one exists."""
@@ -60,7 +60,8 @@ def create_global_step(graph=None):
                             trainable=False, collections=collections)
 
 
-@tf_export("train.get_or_create_global_step", "contrib.framework.get_or_create_global_step")
+@tf_export("train.get_or_create_global_step", "contrib.framework.get_or_create_global_step",
+           "contrib.slim.get_or_create_global_step")
 def get_or_create_global_step(graph=None):
     """tf.train.get_or_create_global_step(graph=None)."""
     graph = graph or get_default_graph()
@@ -70,7 +71,7 @@ def get_or_create_global_step(graph=None):
     return step
 
 
-@tf_export("train.assert_global_step", "contrib.framework.assert_global_step")
+@tf_export("train.assert_global_step", "contrib.framework.assert_global_step", "contrib.slim.assert_global_step")
 def assert_global_step(global_step_tensor) -> None:
     """TypeError unless `global_step_tensor` is an integer scalar Variable or Tensor."""
     is_var = getattr(global_step_tensor, "_is_resource_variable", False)

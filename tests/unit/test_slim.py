@@ -215,6 +215,23 @@ def test_variable_names_follow_slim():
         slim.stack(x, slim.conv2d, 3)
 
 
+def test_end_points_are_collected_with_their_scopes_as_slim_nets_return_them():
+    with tf.variable_scope("vgg_16") as sc:
+        collection = sc.original_name_scope + "_end_points"
+        with slim.arg_scope([slim.conv2d, slim.max_pool2d, slim.fully_connected, slim.flatten],
+                            outputs_collections=collection):
+            net = slim.repeat(tf.ones([1, 4, 4, 3]), 2, slim.conv2d, 4, [3, 3], scope="conv1")
+            net = slim.max_pool2d(net, [2, 2], scope="pool1")
+            net = slim.fully_connected(slim.flatten(net), 2, scope="fc8")
+    end_points = slim.utils.convert_collection_to_dict(collection)
+    assert list(end_points) == ["vgg_16/conv1/conv1_1", "vgg_16/conv1/conv1_2", "vgg_16/pool1", "vgg_16/Flatten",
+                                "vgg_16/fc8"]
+    assert end_points["vgg_16/fc8"] is net and end_points["vgg_16/pool1"].shape.as_list() == [1, 2, 2, 4]
+    assert slim.utils.get_tensor_aliases(tf.ones([1], name="plain")) == ["plain"]
+    slim.utils.convert_collection_to_dict(collection, clear_collection=True)
+    assert tf.get_collection(collection) == []
+
+
 def test_reuse_and_variables_collections():
     x = tf.ones([2, 3])
     a = slim.fully_connected(x, 2, scope="shared", variables_collections={"weights": ["my_weights"]},
