@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 from tensorweave import _api
-from tensorweave.contrib.framework import add_arg_scope
-from tensorweave.contrib.utils import collect_named_outputs
+from tensorweave.contrib.framework import add_arg_scope, model_variable
+from tensorweave.contrib.utils import collect_named_outputs, last_dimension, two_element_tuple
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, \
     get_collection_ref, name_scope
@@ -21,12 +21,13 @@ from tensorweave.layers.normalization import BatchNormalization
 from tensorweave.ops.array.core import identity, reshape, shape as array_shape
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.math.cast import to_int64
-from tensorweave.ops.nn.activations import bias_add, relu
+from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu, softmax as nn_softmax
 from tensorweave.ops.nn.conv import depthwise_conv2d
+from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, moments
 from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.random import random_uniform, truncated_normal
-from tensorweave.ops.state.initializers import zeros_initializer
-from tensorweave.ops.state.variable_scope import get_variable, variable_scope
+from tensorweave.ops.state.initializers import ones_initializer, zeros_initializer
+from tensorweave.ops.state.variable_scope import variable_scope
 
 __getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.contrib.layers gathers from elsewhere
 
@@ -232,26 +233,24 @@ def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1
             depthwise_initializer=weights_initializer, pointwise_initializer=pointwise_initializer or
             weights_initializer, bias_initializer=biases_initializer, depthwise_regularizer=weights_regularizer,
             pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer, trainable=trainable)
-    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse,
-                        custom_getter=_model_variable_getter()) as sc:
+    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         fmt = "NCHW" if channels == "channels_first" else "NHWC"
         in_channels = inputs.shape[1 if fmt == "NCHW" else -1].value
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        sh, sw = (stride, stride) if isinstance(stride, int) else stride
-        weights = get_variable("depthwise_weights", [kh, kw, in_channels, depth_multiplier],
-                               dtype=inputs.dtype.base_dtype, initializer=weights_initializer,
-                               regularizer=weights_regularizer, trainable=trainable)
+        dtype = inputs.dtype.base_dtype
+        sh, sw = two_element_tuple(stride)
+        weights = model_variable("depthwise_weights", list(two_element_tuple(kernel_size)) +
+                                 [in_channels, depth_multiplier], dtype=dtype, initializer=weights_initializer,
+                                 regularizer=weights_regularizer, trainable=trainable)
         _add_to_collections(weights, variables_collections, "weights")
         strides = [1, 1, sh, sw] if fmt == "NCHW" else [1, sh, sw, 1]
-        rate = (rate, rate) if isinstance(rate, int) else tuple(rate)
-        outputs = depthwise_conv2d(inputs, weights, strides, padding, rate=rate, data_format=fmt)
+        outputs = depthwise_conv2d(inputs, weights, strides, padding, rate=two_element_tuple(rate), data_format=fmt)
         if use_bias:
-            biases = get_variable("biases", [in_channels * depth_multiplier], dtype=inputs.dtype.base_dtype,
-                                  initializer=biases_initializer, regularizer=biases_regularizer,
-                                  trainable=trainable)
+            biases = model_variable("biases", [in_channels * depth_multiplier], dtype=dtype,
+                                    initializer=biases_initializer, regularizer=biases_regularizer,
+                                    trainable=trainable)
             _add_to_collections(biases, variables_collections, "biases")
-            outputs = bias_add(outputs, biases, data_format=fmt)
+            outputs = nn_bias_add(outputs, biases, data_format=fmt)
         return _finish(outputs, sc.name, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
 
 
@@ -341,8 +340,8 @@ def _pool(pool_fn, default_name, inputs, kernel_size, stride, padding, data_form
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError("data_format has to be either NCHW or NHWC.")
     with name_scope(scope, default_name, [inputs]) as sc:
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        sh, sw = (stride, stride) if isinstance(stride, int) else stride
+        kh, kw = two_element_tuple(kernel_size)
+        sh, sw = two_element_tuple(stride)
         first = data_format == "NCHW"
         outputs = pool_fn(convert_to_tensor(inputs), [1, 1, kh, kw] if first else [1, kh, kw, 1],
                           [1, 1, sh, sw] if first else [1, sh, sw, 1], padding.upper(), data_format=data_format)
@@ -439,3 +438,76 @@ def stack(inputs, layer, stack_args, **kwargs):
                 layer_args = [layer_args]
             outputs = layer(outputs, *layer_args, **kwargs)
         return outputs
+
+
+@tf_export("contrib.layers.bias_add", "contrib.slim.bias_add")
+@add_arg_scope
+def bias_add(inputs, activation_fn=None, initializer=zeros_initializer(), regularizer=None, reuse=None,
+             variables_collections=None, outputs_collections=None, trainable=True, data_format="NHWC", scope=None):
+    """tf.contrib.layers.bias_add: inputs plus a model variable "<scope>/biases" (scope "BiasAdd")
+    over the channel axis, then activation_fn."""
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    with variable_scope(scope, "BiasAdd", [inputs], reuse=reuse) as sc:
+        inputs = convert_to_tensor(inputs)
+        rank = inputs.shape.ndims
+        if rank is None:
+            raise ValueError("Dims of shape must be known but is None")
+        if rank == 1:
+            raise ValueError("Rank of shape must be at least 2 not: 1")
+        axis = 1 if data_format == "NCHW" and rank > 2 else -1
+        channels = inputs.shape[axis].value
+        if channels is None:
+            raise ValueError("`C` dimension must be known but is None")
+        biases = model_variable("biases", [channels], dtype=inputs.dtype.base_dtype, initializer=initializer,
+                                regularizer=regularizer, trainable=trainable)
+        _add_to_collections(biases, variables_collections, "biases")
+        outputs = nn_bias_add(inputs, biases, data_format=data_format if rank > 2 else None)
+        return _finish(outputs, sc.name, None, None, activation_fn, outputs_collections)
+
+
+@tf_export("contrib.layers.layer_norm", "contrib.slim.layer_norm")
+@add_arg_scope
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None, variables_collections=None,
+               outputs_collections=None, trainable=True, begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """tf.contrib.layers.layer_norm: each example normalized over axes begin_norm_axis.. (mean 0,
+    variance 1, epsilon 1e-12), then scaled by "<scope>/gamma" and shifted by "<scope>/beta" of
+    shape inputs.shape[begin_params_axis:] (scope "LayerNorm")."""
+    with variable_scope(scope, "LayerNorm", [inputs], reuse=reuse) as sc:
+        inputs = convert_to_tensor(inputs)
+        shape = inputs.shape
+        rank = shape.ndims
+        if rank is None:
+            raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+        begin_norm_axis = begin_norm_axis % rank if begin_norm_axis < 0 else begin_norm_axis
+        begin_params_axis = begin_params_axis % rank if begin_params_axis < 0 else begin_params_axis
+        if begin_params_axis >= rank or begin_norm_axis >= rank:
+            raise ValueError(f"begin_params_axis ({begin_params_axis}) and begin_norm_axis ({begin_norm_axis}) "
+                             f"must be < rank(inputs) ({rank})")
+        params_shape = shape[begin_params_axis:]
+        if not params_shape.is_fully_defined():
+            raise ValueError(f"Inputs {inputs.name}: shape(inputs)[{begin_params_axis}:] is not fully defined: "
+                             f"{params_shape}")
+        dtype = inputs.dtype.base_dtype
+        params = {}
+        for name, wanted, init in (("beta", center, zeros_initializer()), ("gamma", scale, ones_initializer())):
+            if wanted:
+                params[name] = model_variable(name, params_shape.as_list(), dtype=dtype, initializer=init,
+                                              trainable=trainable)
+                _add_to_collections(params[name], variables_collections, name)
+        mean, variance = moments(inputs, list(range(begin_norm_axis, rank)), keep_dims=True)
+        outputs = nn_batch_normalization(inputs, mean, variance, offset=params.get("beta"),
+                                         scale=params.get("gamma"), variance_epsilon=1e-12)
+        outputs.set_shape(shape)
+        return _finish(outputs, sc.name, None, None, activation_fn, outputs_collections)
+
+
+@tf_export("contrib.layers.softmax", "contrib.slim.softmax")
+def softmax(logits, scope=None):
+    """tf.contrib.layers.softmax: softmax over the last axis of logits of any rank >= 2."""
+    with variable_scope(scope, "softmax", [logits]):
+        logits = convert_to_tensor(logits)
+        num_logits = last_dimension(logits.shape, min_rank=2)
+        predictions = reshape(nn_softmax(reshape(logits, [-1, num_logits])), array_shape(logits))
+        predictions.set_shape(logits.shape)
+        return predictions

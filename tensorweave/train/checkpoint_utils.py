@@ -29,14 +29,14 @@ def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
     return ckpt_dir_or_file
 
 
-@tf_export("train.load_checkpoint")
+@tf_export("train.load_checkpoint", "contrib.framework.load_checkpoint")
 def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
     """tf.train.load_checkpoint(ckpt_dir_or_file): a CheckpointReader of the checkpoint (a
     directory's latest one)."""
     return CheckpointReader(_get_checkpoint_filename(ckpt_dir_or_file))
 
 
-@tf_export("train.load_variable")
+@tf_export("train.load_variable", "contrib.framework.load_variable")
 def load_variable(ckpt_dir_or_file, name):
     """tf.train.load_variable(ckpt_dir_or_file, name): the saved value of `name` (':0' ignored)."""
     if name.endswith(":0"):
@@ -44,7 +44,7 @@ def load_variable(ckpt_dir_or_file, name):
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 
-@tf_export("train.list_variables")
+@tf_export("train.list_variables", "contrib.framework.list_variables")
 def list_variables(ckpt_dir_or_file) -> list:
     """tf.train.list_variables(ckpt_dir_or_file): [(name, shape)], sorted by name."""
     shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
@@ -94,7 +94,7 @@ def _collect(name: str) -> object:
     return parts or None
 
 
-@tf_export("train.init_from_checkpoint")
+@tf_export("train.init_from_checkpoint", "contrib.framework.init_from_checkpoint")
 def init_from_checkpoint(ckpt_dir_or_file, assignment_map) -> None:
     """tf.train.init_from_checkpoint(ckpt_dir_or_file, assignment_map): replaces the initializers
     of the variables `assignment_map` names so they load from the checkpoint. Keys are checkpoint

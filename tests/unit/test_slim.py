@@ -332,6 +332,31 @@ def test_dropout_flatten_and_one_hot():
     np.testing.assert_array_equal(oh, [[0, 0, 1], [1, 0, 0]])
 
 
+def test_bias_add_layer_norm_and_softmax():
+    rng = np.random.RandomState(4)
+    x_value = rng.randn(3, 2, 4).astype(np.float32) * 2 + 1
+    x = tf.constant(x_value)
+    biased = slim.bias_add(x, initializer=tf.constant_initializer(0.5), activation_fn=tf.nn.relu)
+    normed = slim.layer_norm(x, begin_norm_axis=1)
+    last_axis = slim.layer_norm(x, begin_norm_axis=-1, center=False, scope="ln2")
+    probs = slim.softmax(x)
+    assert names(tf.global_variables()) == ["BiasAdd/biases", "LayerNorm/beta", "LayerNorm/gamma", "ln2/gamma"]
+    assert slim.get_unique_variable("LayerNorm/gamma").shape.as_list() == [4]
+    with pytest.raises(ValueError, match="must be < rank"):
+        slim.layer_norm(x, begin_norm_axis=3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([biased, normed, last_axis, probs])
+    np.testing.assert_allclose(got[0], np.maximum(x_value + 0.5, 0))
+    flat = x_value.reshape(3, -1)
+    want = ((flat - flat.mean(1, keepdims=True)) / flat.std(1, keepdims=True)).reshape(x_value.shape)
+    np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-5)
+    want = (x_value - x_value.mean(-1, keepdims=True)) / x_value.std(-1, keepdims=True)
+    np.testing.assert_allclose(got[2], want, rtol=1e-4, atol=1e-5)
+    e = np.exp(x_value - x_value.max(-1, keepdims=True))
+    np.testing.assert_allclose(got[3], e / e.sum(-1, keepdims=True), rtol=1e-5)
+
+
 # -- batch_norm -----------------------------------------------------------------------------------
 def test_batch_norm_numbers_updates_collections_and_formats():
     rng = np.random.RandomState(2)
