@@ -184,6 +184,36 @@ def convolution2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", da
 conv2d = convolution2d
 
 
+@tf_export("contrib.layers.conv1d", "contrib.layers.convolution1d", "contrib.slim.conv1d",
+           "contrib.slim.convolution1d")
+@add_arg_scope
+def convolution1d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
+                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  weights_initializer=xavier_initializer(), weights_regularizer=None,
+                  biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                  variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """tf.contrib.layers.conv1d: `convolution` of a 3-D input [batch, width, channels]."""
+    return convolution(inputs, num_outputs, kernel_size, stride, padding, data_format, rate, activation_fn,
+                       normalizer_fn, normalizer_params, weights_initializer, weights_regularizer,
+                       biases_initializer, biases_regularizer, reuse, variables_collections, outputs_collections,
+                       trainable, scope, conv_dims=1)
+
+
+@tf_export("contrib.layers.conv3d", "contrib.layers.convolution3d", "contrib.slim.conv3d",
+           "contrib.slim.convolution3d")
+@add_arg_scope
+def convolution3d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
+                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  weights_initializer=xavier_initializer(), weights_regularizer=None,
+                  biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
+                  variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """tf.contrib.layers.conv3d: `convolution` of a 5-D input [batch, depth, height, width, channels]."""
+    return convolution(inputs, num_outputs, kernel_size, stride, padding, data_format, rate, activation_fn,
+                       normalizer_fn, normalizer_params, weights_initializer, weights_regularizer,
+                       biases_initializer, biases_regularizer, reuse, variables_collections, outputs_collections,
+                       trainable, scope, conv_dims=3)
+
+
 @tf_export("contrib.layers.conv2d_transpose", "contrib.layers.convolution2d_transpose",
            "contrib.slim.conv2d_transpose", "contrib.slim.convolution2d_transpose")
 @add_arg_scope

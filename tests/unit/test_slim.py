@@ -357,6 +357,27 @@ def test_bias_add_layer_norm_and_softmax():
     np.testing.assert_allclose(got[3], e / e.sum(-1, keepdims=True), rtol=1e-5)
 
 
+def test_conv1d_conv3d_and_model_analyzer(capsys):
+    rng = np.random.RandomState(5)
+    x1 = rng.randn(2, 7, 3).astype(np.float32)
+    y1 = slim.conv1d(tf.constant(x1), 4, 3, activation_fn=None)
+    y3 = slim.conv3d(tf.ones([1, 4, 4, 4, 2]), 3, [2, 2, 2], stride=2)
+    assert y1.shape.as_list() == [2, 7, 4] and y3.shape.as_list() == [1, 2, 2, 2, 3]
+    assert names(tf.global_variables()) == ["Conv/weights", "Conv/biases", "Conv_1/weights", "Conv_1/biases"]
+    with pytest.raises(ValueError, match="Convolution expects input with rank 5, got 4"):
+        slim.conv3d(tf.ones([1, 4, 4, 2]), 3, 2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, w = sess.run([y1, slim.get_unique_variable("Conv/weights")])
+    want = np_conv2d(x1[:, None], w[None])[:, 0]   # a 1-D convolution is a 2-D one of height 1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    size, nbytes = slim.model_analyzer.analyze_vars(slim.get_model_variables(), print_info=True)
+    assert (size, nbytes) == (3 * 3 * 4 + 4 + 8 * 2 * 3 + 3, 4 * (3 * 3 * 4 + 4 + 8 * 2 * 3 + 3))
+    printed = capsys.readouterr().out
+    assert "Conv/weights:0 (float32 3x3x4) [36, bytes: 144]" in printed and "Total size of variables: 91" in printed
+    assert slim.model_analyzer.analyze_ops(tf.get_default_graph()) > 0
+
+
 # -- batch_norm -----------------------------------------------------------------------------------
 def test_batch_norm_numbers_updates_collections_and_formats():
     rng = np.random.RandomState(2)
