@@ -5,6 +5,7 @@ and the tf.layers functions under their contrib names. Each layer function is th
 of its kind, its variables renamed by a custom getter and added to MODEL_VARIABLES, as in TF."""
 from __future__ import annotations
 
+import functools
 import math
 
 from tensorweave import _api
@@ -21,7 +22,9 @@ from tensorweave.layers.normalization import BatchNormalization
 from tensorweave.ops.array.core import identity, reshape, shape as array_shape
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.math.cast import to_int64
-from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu, softmax as nn_softmax
+from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu, relu6, softmax as nn_softmax
+from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.nn.conv import depthwise_conv2d
 from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, moments
 from tensorweave.ops.nn.pool import avg_pool, max_pool
@@ -533,6 +536,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None, 
 
 
 @tf_export("contrib.layers.softmax", "contrib.slim.softmax")
+@add_arg_scope
 def softmax(logits, scope=None):
     """tf.contrib.layers.softmax: softmax over the last axis of logits of any rank >= 2."""
     with variable_scope(scope, "softmax", [logits]):
@@ -541,3 +545,26 @@ def softmax(logits, scope=None):
         predictions = reshape(nn_softmax(reshape(logits, [-1, num_logits])), array_shape(logits))
         predictions.set_shape(logits.shape)
         return predictions
+
+
+@tf_export("contrib.layers.unit_norm", "contrib.slim.unit_norm")
+@add_arg_scope
+def unit_norm(inputs, dim, epsilon=1e-7, scope=None):
+    """tf.contrib.layers.unit_norm: inputs / sqrt(epsilon + sum(inputs^2 over dim))."""
+    with variable_scope(scope, "UnitNorm", [inputs]):
+        inputs = convert_to_tensor(inputs)
+        rank = inputs.shape.ndims
+        if rank is None:
+            raise ValueError("The input rank must be known.")
+        if dim < 0 or dim >= rank:
+            raise ValueError("dim must be positive but smaller than the input rank.")
+        return inputs / sqrt(epsilon + reduce_sum(square(inputs), dim, keepdims=True))
+
+
+# fully_connected with a fixed activation, as TF names them
+relu_layer = functools.partial(fully_connected, activation_fn=relu)
+relu6_layer = functools.partial(fully_connected, activation_fn=relu6)
+linear = functools.partial(fully_connected, activation_fn=None)
+tf_export("contrib.layers.relu", "contrib.slim.relu")(relu_layer)
+tf_export("contrib.layers.relu6", "contrib.slim.relu6")(relu6_layer)
+tf_export("contrib.layers.linear", "contrib.slim.linear")(linear)

@@ -355,6 +355,17 @@ def test_bias_add_layer_norm_and_softmax():
     np.testing.assert_allclose(got[2], want, rtol=1e-4, atol=1e-5)
     e = np.exp(x_value - x_value.max(-1, keepdims=True))
     np.testing.assert_allclose(got[3], e / e.sum(-1, keepdims=True), rtol=1e-5)
+    unit = slim.unit_norm(tf.constant([[3.0, 4.0], [1.0, 0.0]]), 1)
+    linear = slim.linear(tf.constant([[-3.0, 4.0]]), 2, weights_initializer=tf.ones_initializer())
+    capped = slim.relu6(tf.constant([[-3.0, 4.0], [4.0, 4.0]]), 1, weights_initializer=tf.ones_initializer())
+    with pytest.raises(ValueError, match="dim must be positive but smaller than the input rank"):
+        slim.unit_norm(tf.ones([2, 2]), 2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([unit, linear, capped])
+    np.testing.assert_allclose(got[0], [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(got[1], [[1.0, 1.0]])
+    np.testing.assert_allclose(got[2], [[1.0], [6.0]])
 
 
 def test_conv1d_conv3d_and_model_analyzer(capsys):
