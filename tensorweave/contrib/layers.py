@@ -22,7 +22,8 @@ from tensorweave.layers.normalization import BatchNormalization
 from tensorweave.ops.array.core import identity, reshape, shape as array_shape
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.math.cast import to_int64
-from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu, relu6, softmax as nn_softmax
+from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu as nn_relu, relu6 as nn_relu6, \
+    softmax as nn_softmax
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.nn.conv import depthwise_conv2d
@@ -140,7 +141,7 @@ def _apply_layer(layer_class, scope, default_name, inputs, reuse, rename, variab
 @tf_export("contrib.layers.convolution", "contrib.slim.convolution")
 @add_arg_scope
 def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
-                activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                 weights_initializer=xavier_initializer(), weights_regularizer=None,
                 biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                 variables_collections=None, outputs_collections=None, trainable=True, scope=None, conv_dims=None):
@@ -172,7 +173,7 @@ def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data
            "contrib.slim.convolution2d")
 @add_arg_scope
 def convolution2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
-                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                   weights_initializer=xavier_initializer(), weights_regularizer=None,
                   biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                   variables_collections=None, outputs_collections=None, trainable=True, scope=None):
@@ -191,7 +192,7 @@ conv2d = convolution2d
            "contrib.slim.convolution1d")
 @add_arg_scope
 def convolution1d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
-                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                   weights_initializer=xavier_initializer(), weights_regularizer=None,
                   biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                   variables_collections=None, outputs_collections=None, trainable=True, scope=None):
@@ -206,7 +207,7 @@ def convolution1d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", da
            "contrib.slim.convolution3d")
 @add_arg_scope
 def convolution3d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None, rate=1,
-                  activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                  activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                   weights_initializer=xavier_initializer(), weights_regularizer=None,
                   biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                   variables_collections=None, outputs_collections=None, trainable=True, scope=None):
@@ -221,7 +222,7 @@ def convolution3d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", da
            "contrib.slim.conv2d_transpose", "contrib.slim.convolution2d_transpose")
 @add_arg_scope
 def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format="NHWC",
-                            activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+                            activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                             weights_initializer=xavier_initializer(), weights_regularizer=None,
                             biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                             variables_collections=None, outputs_collections=None, trainable=True, scope=None):
@@ -243,7 +244,7 @@ def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding=
            "contrib.slim.separable_conv2d", "contrib.slim.separable_convolution2d")
 @add_arg_scope
 def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1, padding="SAME",
-                            data_format="NHWC", rate=1, activation_fn=relu, normalizer_fn=None,
+                            data_format="NHWC", rate=1, activation_fn=nn_relu, normalizer_fn=None,
                             normalizer_params=None, weights_initializer=xavier_initializer(),
                             pointwise_initializer=None, weights_regularizer=None,
                             biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
@@ -289,7 +290,7 @@ def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1
 
 @tf_export("contrib.layers.fully_connected", "contrib.slim.fully_connected")
 @add_arg_scope
-def fully_connected(inputs, num_outputs, activation_fn=relu, normalizer_fn=None, normalizer_params=None,
+def fully_connected(inputs, num_outputs, activation_fn=nn_relu, normalizer_fn=None, normalizer_params=None,
                     weights_initializer=xavier_initializer(), weights_regularizer=None,
                     biases_initializer=zeros_initializer(), biases_regularizer=None, reuse=None,
                     variables_collections=None, outputs_collections=None, trainable=True, scope=None):
@@ -562,9 +563,9 @@ def unit_norm(inputs, dim, epsilon=1e-7, scope=None):
 
 
 # fully_connected with a fixed activation, as TF names them
-relu_layer = functools.partial(fully_connected, activation_fn=relu)
-relu6_layer = functools.partial(fully_connected, activation_fn=relu6)
+relu = functools.partial(fully_connected, activation_fn=nn_relu)
+relu6 = functools.partial(fully_connected, activation_fn=nn_relu6)
 linear = functools.partial(fully_connected, activation_fn=None)
-tf_export("contrib.layers.relu", "contrib.slim.relu")(relu_layer)
-tf_export("contrib.layers.relu6", "contrib.slim.relu6")(relu6_layer)
+tf_export("contrib.layers.relu", "contrib.slim.relu")(relu)
+tf_export("contrib.layers.relu6", "contrib.slim.relu6")(relu6)
 tf_export("contrib.layers.linear", "contrib.slim.linear")(linear)
