@@ -7,10 +7,13 @@ import contextlib
 import functools
 import logging
 import re
+from types import SimpleNamespace
 
 from tensorweave import _api
 from tensorweave.framework import dtypes
+from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.api import GraphKeys, add_to_collection, device as device_scope, get_collection
+from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import placeholder
 from tensorweave.ops.checkpoint.reader import NewCheckpointReader
@@ -19,6 +22,7 @@ from tensorweave.ops.state.variable_scope import VariableScope, get_variable, ge
 from tensorweave.ops.state.variable_ops import assign
 from tensorweave.ops.state.variables import Variable
 from tensorweave.train.saver import Saver
+from tensorweave.train.training_util import assert_global_step, get_global_step
 
 __getattr__, __dir__ = _api.lazy_attributes(__name__)   # the names tf.contrib.framework gathers from elsewhere
 
@@ -115,8 +119,20 @@ def variable(name, shape=None, dtype=None, initializer=None, regularizer=None, t
     if custom_getter is not None:
         getter = functools.partial(custom_getter, reuse=get_variable_scope().reuse)
         kwargs["dtype"] = dtype or dtypes.float32
-    with device_scope(device) if device else contextlib.nullcontext():
+    with device_scope(variable_device(device, name)) if device else contextlib.nullcontext():
         return getter(name, **kwargs)
+
+
+@tf_export("contrib.framework.variable_device")
+def variable_device(device, name):
+    """The device of the variable `name` about to be created: `device`, or what the device
+    function `device` says for it (asked once, with the variable's VariableV2 node), so that all
+    of the variable's ops stay together."""
+    if callable(device):
+        scope = get_default_graph().get_name_scope()
+        full_name = f"{scope}/{name}" if scope else name
+        device = device(SimpleNamespace(name=full_name, op="VariableV2", type="VariableV2", device=""))
+    return device or ""
 
 
 @tf_export("contrib.framework.model_variable", "contrib.slim.model_variable")
@@ -324,3 +340,34 @@ def assign_from_values_fn(var_names_to_values):
     def callback(session):
         return session.run(assign_op, feed_dict)
     return callback
+
+
+@tf_export("contrib.framework.assert_or_get_global_step", "contrib.slim.assert_or_get_global_step")
+def assert_or_get_global_step(graph=None, global_step_tensor=None):
+    """global_step_tensor checked to be a valid global step, or the graph's global step (None
+    when it has none)."""
+    if global_step_tensor is None:
+        return get_global_step(graph)
+    assert_global_step(global_step_tensor)
+    return global_step_tensor
+
+
+@tf_export("contrib.framework.VariableDeviceChooser", "contrib.slim.VariableDeviceChooser")
+class VariableDeviceChooser:
+    """tf.contrib.framework.VariableDeviceChooser(num_tasks=0, job_name='ps', device_type='CPU',
+    device_index=0, replica=None): a device function placing each new variable on the next of
+    num_tasks tasks of job_name, round robin (with num_tasks 0, on the device alone); pass it as
+    slim.variable's `device`."""
+
+    def __init__(self, num_tasks=0, job_name="ps", device_type="CPU", device_index=0, replica=None):
+        self._job_name, self._device_type, self._device_index = job_name, device_type, device_index
+        self._replica, self._num_tasks = replica, num_tasks
+        self._next_task_id = 0
+
+    def __call__(self, op) -> str:
+        job = task = None
+        if self._num_tasks > 0:
+            job, task = self._job_name, self._next_task_id
+            self._next_task_id = (self._next_task_id + 1) % self._num_tasks
+        return DeviceSpec(job=job, replica=self._replica, task=task, device_type=self._device_type,
+                          device_index=self._device_index).to_string()

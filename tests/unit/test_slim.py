@@ -251,7 +251,15 @@ def test_framework_variables_and_global_step():
     v = slim.variable("v", shape=[1], collections=["mine"], trainable=False)
     assert w.device.endswith("CPU:0") and w in slim.get_model_variables() and w in tf.trainable_variables()
     assert v in tf.get_collection("mine") and v not in tf.global_variables() and v not in tf.trainable_variables()
+    chooser = slim.VariableDeviceChooser(num_tasks=2)
+    with slim.arg_scope([slim.variable], device=chooser):
+        spread = [slim.variable(f"spread_{i}", shape=[1]) for i in range(3)]
+    assert [v.device for v in spread] == ["/job:ps/task:0/device:CPU:0", "/job:ps/task:1/device:CPU:0",
+                                          "/job:ps/task:0/device:CPU:0"]
+    assert spread[1].initializer.device == spread[1].device   # one choice per variable, for all its ops
+    assert tf.contrib.framework.assert_or_get_global_step() is None
     step = tf.contrib.framework.get_or_create_global_step()
+    assert tf.contrib.framework.assert_or_get_global_step() is step
     assert step is tf.train.get_global_step() and step.op.name == "global_step"
     assign, feed = slim.assign_from_values({"w": np.full([2, 3], 7.0, np.float32)})
     with tf.Session() as sess:
