@@ -22,10 +22,10 @@ from tensorweave.layers.normalization import BatchNormalization
 from tensorweave.ops.array.core import identity, reshape, shape as array_shape
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.math.cast import to_int64
-from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu as nn_relu, relu6 as nn_relu6, \
-    softmax as nn_softmax
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import sqrt, square
+from tensorweave.ops.nn.activations import bias_add as nn_bias_add, relu as nn_relu, relu6 as nn_relu6, \
+    softmax as nn_softmax
 from tensorweave.ops.nn.conv import depthwise_conv2d
 from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, moments
 from tensorweave.ops.nn.pool import avg_pool, max_pool
@@ -77,8 +77,6 @@ def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
 xavier_initializer_conv2d = xavier_initializer
 
 
-
-
 # -- plumbing shared by the layer functions ---------------------------------------------------------
 def _model_variable_getter(rename=None):
     """A custom getter that names a layer's variables as slim does ({"kernel": "weights"}) and
@@ -122,8 +120,9 @@ def _finish(outputs, alias, normalizer_fn, normalizer_params, activation_fn, out
 
 def _apply_layer(layer_class, scope, default_name, inputs, reuse, rename, variables_collections, kinds,
                  finish, **layer_kwargs):
-    """Builds layer_class in slim's variable scope, applies it, and then, in the same scope (where
-    TF puts a normalizer's variables: "Conv/BatchNorm/beta"), `finish` =
+    """Builds layer_class in slim's variable scope (its variables renamed by `rename`, each added to
+    the variables_collections of its kind: {layer attribute: kind}), applies it, and then, in the
+    same scope (where TF puts a normalizer's variables: "Conv/BatchNorm/beta"), `finish` =
     (normalizer_fn, normalizer_params, activation_fn, outputs_collections)."""
     with variable_scope(scope, default_name, [inputs], reuse=reuse,
                         custom_getter=_model_variable_getter(rename)) as sc:
@@ -160,7 +159,7 @@ def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data
     layer_class = {1: Conv1D, 2: Conv2D, 3: Conv3D}[dims]
     return _apply_layer(
         layer_class, scope, "Conv", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
-        {"kernel": "weights", "bias": "biases"},
+        _WEIGHTS_AND_BIASES,
         (normalizer_fn, normalizer_params, activation_fn, outputs_collections),
         filters=num_outputs, kernel_size=kernel_size, strides=stride,
         padding=padding, data_format=channels, dilation_rate=rate, activation=None,
@@ -231,7 +230,7 @@ def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding=
     channels = _channels(data_format, ("NCHW", "NHWC"))
     return _apply_layer(
         Conv2DTranspose, scope, "Conv2d_transpose", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
-        {"kernel": "weights", "bias": "biases"},
+        _WEIGHTS_AND_BIASES,
         (normalizer_fn, normalizer_params, activation_fn, outputs_collections),
         filters=num_outputs, kernel_size=kernel_size, strides=stride,
         padding=padding, data_format=channels, activation=None,
@@ -301,7 +300,7 @@ def fully_connected(inputs, num_outputs, activation_fn=nn_relu, normalizer_fn=No
         raise ValueError(f"num_outputs type should be one of (int,), got {type(num_outputs)}.")
     return _apply_layer(
         Dense, scope, "fully_connected", inputs, reuse, _WEIGHTS_AND_BIASES, variables_collections,
-        {"kernel": "weights", "bias": "biases"},
+        _WEIGHTS_AND_BIASES,
         (normalizer_fn, normalizer_params, activation_fn, outputs_collections), units=num_outputs, activation=None,
         use_bias=not normalizer_fn and biases_initializer is not None, kernel_initializer=weights_initializer,
         bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
