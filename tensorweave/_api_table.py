@@ -25,6 +25,7 @@ NAMESPACE_PATHS = {
     'contrib.slim.losses': 'tensorweave.contrib.losses',
     'contrib.slim.metrics': 'tensorweave.contrib.metrics',
     'contrib.slim.model_analyzer': 'tensorweave.contrib.slim.model_analyzer',
+    'contrib.slim.queues': 'tensorweave.contrib.slim.queues',
     'contrib.slim.utils': 'tensorweave.contrib.utils',
     'contrib.training': 'tensorweave.contrib.training',
     'data': 'tensorweave.data',
@@ -820,6 +821,7 @@ NAMESPACES = {
         'model_analyzer': ('tensorweave.contrib.slim.model_analyzer', None),
         'model_variable': ('tensorweave.contrib.framework', 'model_variable'),
         'one_hot_encoding': ('tensorweave.contrib.layers', 'one_hot_encoding'),
+        'queues': ('tensorweave.contrib.slim.queues', None),
         'relu': ('tensorweave.contrib.layers', 'relu'),
         'relu6': ('tensorweave.contrib.layers', 'relu6'),
         'repeat': ('tensorweave.contrib.layers', 'repeat'),
@@ -852,6 +854,10 @@ NAMESPACES = {
         'analyze_ops': ('tensorweave.contrib.slim.model_analyzer', 'analyze_ops'),
         'analyze_vars': ('tensorweave.contrib.slim.model_analyzer', 'analyze_vars'),
         'tensor_description': ('tensorweave.contrib.slim.model_analyzer', 'tensor_description'),
+    },
+    'tensorweave.contrib.slim.queues': {
+        'NestedQueueRunnerError': ('tensorweave.contrib.slim.queues', 'NestedQueueRunnerError'),
+        'QueueRunners': ('tensorweave.contrib.slim.queues', 'QueueRunners'),
     },
     'tensorweave.contrib.training': {
         'GreedyLoadBalancingStrategy': ('tensorweave.train.device_setter', 'GreedyLoadBalancingStrategy'),

@@ -475,6 +475,20 @@ def test_streaming_metrics_and_aggregate_metric_map():
     assert slim.metrics.aggregate_metrics((1, 2), (3, 4)) == ([1, 3], [2, 4])
 
 
+def test_queue_runners_feed_within_the_context():
+    queue = tf.FIFOQueue(4, tf.int32)
+    counter = tf.Variable(0)
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(tf.assign_add(counter, 1))]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with slim.queues.QueueRunners(sess):
+            got = [sess.run(queue.dequeue()) for _ in range(5)]
+            with pytest.raises(slim.queues.NestedQueueRunnerError, match="cannot be nested"):
+                with slim.queues.QueueRunners(sess):
+                    pass
+    assert got == sorted(got) and len(set(got)) == 5
+
+
 # -- learning and evaluation ----------------------------------------------------------------------
 def classification_problem():
     rng = np.random.RandomState(0)
