@@ -34,6 +34,12 @@ NAMESPACE_MODULES = {
     "contrib.slim.losses": "tensorweave.contrib.losses",
     "contrib.slim.metrics": "tensorweave.contrib.metrics",
     "contrib.slim.utils": "tensorweave.contrib.utils",
+    "contrib.slim.dataset": "tensorweave.contrib.slim.data",
+    "contrib.slim.data_decoder": "tensorweave.contrib.slim.data",
+    "contrib.slim.tfexample_decoder": "tensorweave.contrib.slim.data",
+    "contrib.slim.parallel_reader": "tensorweave.contrib.slim.data",
+    "contrib.slim.data_provider": "tensorweave.contrib.slim.data",
+    "contrib.slim.dataset_data_provider": "tensorweave.contrib.slim.data",
 }
 
 

@@ -489,6 +489,61 @@ def test_queue_runners_feed_within_the_context():
     assert got == sorted(got) and len(set(got)) == 5
 
 
+def write_examples(path, images, labels, raw=False):
+    """A TFRecord file of tf.train.Examples as slim's dataset converters write them."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        encoded = [sess.run(tf.image.encode_png(image)) for image in images]
+    with tf.python_io.TFRecordWriter(path) as writer:
+        for image, png, label in zip(images, encoded, labels):
+            feature = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image.tobytes() if raw
+                                                                                       else png])),
+                "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"raw" if raw else b"png"])),
+                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                "image/size": tf.train.Feature(int64_list=tf.train.Int64List(value=list(image.shape[:2])))}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+def test_dataset_data_provider_decodes_tfexamples_through_parallel_readers(tmp_path):
+    rng = np.random.RandomState(6)
+    images = [rng.randint(0, 256, size=(4, 3, 3), dtype=np.uint8) for _ in range(5)]
+    write_examples(str(tmp_path / "train-0.tfrecord"), images[:3], [0, 1, 2])
+    write_examples(str(tmp_path / "train-1.tfrecord"), images[3:], [3, 4], raw=True)
+    keys_to_features = {
+        "image/encoded": tf.FixedLenFeature((), tf.string, default_value=""),
+        "image/format": tf.FixedLenFeature((), tf.string, default_value="png"),
+        "image/class/label": tf.FixedLenFeature([], tf.int64),
+        "image/size": tf.VarLenFeature(tf.int64)}
+    decoder = slim.tfexample_decoder.TFExampleDecoder(keys_to_features, {
+        "image": slim.tfexample_decoder.Image(shape=[4, 3, 3]),
+        "label": slim.tfexample_decoder.Tensor("image/class/label"),
+        "size": slim.tfexample_decoder.Tensor("image/size", shape=[2]),
+        "label_plus_one": slim.tfexample_decoder.ItemHandlerCallback(["image/class/label"],
+                                                                     lambda t: t["image/class/label"] + 1)})
+    dataset = slim.dataset.Dataset(str(tmp_path / "train-*.tfrecord"), tf.TFRecordReader, decoder, num_samples=5,
+                                   items_to_descriptions={"image": "a 4x3 image", "label": "its class"})
+    provider = slim.dataset_data_provider.DatasetDataProvider(dataset, num_readers=2, shuffle=False, num_epochs=1)
+    assert provider.num_samples() == 5 and "record_key" in provider.list_items()
+    image, label, size, plus_one = provider.get(["image", "label", "size", "label_plus_one"])
+    with pytest.raises(ValueError, match=r"Item \[nothing\] is invalid"):
+        provider.get(["nothing"])
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        seen = {}
+        with slim.queues.QueueRunners(sess):
+            for _ in range(5):
+                i, lab, sz, p1 = sess.run([image, label, size, plus_one])
+                seen[int(lab)] = i
+                assert list(sz) == [4, 3] and p1 == lab + 1
+            with pytest.raises(tf.errors.OutOfRangeError):   # one epoch: the queue closes after 5 records
+                sess.run(label)
+    assert sorted(seen) == [0, 1, 2, 3, 4]
+    for lab, want in enumerate(images):
+        np.testing.assert_array_equal(seen[lab], want)
+    with pytest.raises(ValueError, match="No data files found in"):
+        slim.parallel_reader.get_data_files(str(tmp_path / "nothing-*"))
+
+
 # -- learning and evaluation ----------------------------------------------------------------------
 def classification_problem():
     rng = np.random.RandomState(0)
