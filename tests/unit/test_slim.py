@@ -232,6 +232,28 @@ def test_end_points_are_collected_with_their_scopes_as_slim_nets_return_them():
     assert tf.get_collection(collection) == []
 
 
+def test_vgg_16_has_the_variables_of_the_published_checkpoint():
+    vgg = slim.nets.vgg
+    with slim.arg_scope(vgg.vgg_arg_scope()):
+        logits, end_points = vgg.vgg_16(tf.placeholder(tf.float32, [None, 224, 224, 3]), num_classes=1000,
+                                        is_training=False)
+    assert logits.shape.as_list() == [None, 1000] and vgg.vgg_16.default_image_size == 224
+    want, depth = [], 3
+    for block, (times, out) in enumerate(zip((2, 2, 3, 3, 3), (64, 128, 256, 512, 512)), start=1):
+        for i in range(1, times + 1):
+            want += [(f"vgg_16/conv{block}/conv{block}_{i}/weights", [3, 3, depth, out]),
+                     (f"vgg_16/conv{block}/conv{block}_{i}/biases", [out])]
+            depth = out
+    want += [("vgg_16/fc6/weights", [7, 7, 512, 4096]), ("vgg_16/fc6/biases", [4096]),
+             ("vgg_16/fc7/weights", [1, 1, 4096, 4096]), ("vgg_16/fc7/biases", [4096]),
+             ("vgg_16/fc8/weights", [1, 1, 4096, 1000]), ("vgg_16/fc8/biases", [1000])]
+    assert [(v.op.name, v.shape.as_list()) for v in slim.get_model_variables()] == want
+    assert len(tf.losses.get_regularization_losses()) == 16
+    assert list(end_points)[:3] == ["vgg_16/conv1/conv1_1", "vgg_16/conv1/conv1_2", "vgg_16/pool1"]
+    assert list(end_points)[-3:] == ["vgg_16/fc6", "vgg_16/fc7", "vgg_16/fc8"]
+    assert end_points["vgg_16/fc8"] is logits and end_points["vgg_16/pool5"].shape.as_list() == [None, 7, 7, 512]
+
+
 def test_reuse_and_variables_collections():
     x = tf.ones([2, 3])
     a = slim.fully_connected(x, 2, scope="shared", variables_collections={"weights": ["my_weights"]},
