@@ -254,6 +254,48 @@ def test_vgg_16_has_the_variables_of_the_published_checkpoint():
     assert end_points["vgg_16/fc8"] is logits and end_points["vgg_16/pool5"].shape.as_list() == [None, 7, 7, 512]
 
 
+def test_resnet_v1_50_names_shapes_and_predictions():
+    resnet_v1 = slim.nets.resnet_v1
+    images = tf.placeholder(tf.float32, [1, 64, 64, 3])
+    with slim.arg_scope(resnet_v1.resnet_arg_scope()):
+        logits, end_points = resnet_v1.resnet_v1_50(images, num_classes=5, is_training=False)
+    variables = {v.op.name: v.shape.as_list() for v in slim.get_model_variables()}
+    assert len(variables) == 267 == len(tf.global_variables())   # as resnet_v1_50.ckpt of the model zoo
+    unit = "resnet_v1_50/block1/unit_1/bottleneck_v1"
+    assert variables["resnet_v1_50/conv1/weights"] == [7, 7, 3, 64]
+    assert variables[f"{unit}/shortcut/weights"] == [1, 1, 64, 256]
+    assert variables[f"{unit}/conv2/BatchNorm/moving_variance"] == [64]
+    assert variables["resnet_v1_50/block4/unit_3/bottleneck_v1/conv3/weights"] == [1, 1, 512, 2048]
+    assert variables["resnet_v1_50/logits/weights"] == [1, 1, 2048, 5]
+    assert "resnet_v1_50/block2/unit_1/bottleneck_v1/conv1/biases" not in variables   # batch_norm instead
+    assert logits.shape.as_list() == [1, 1, 1, 5]
+    assert end_points["resnet_v1_50/block4"].shape.as_list() == [1, 2, 2, 2048]
+    assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == []   # is_training=False: moving statistics only
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        probabilities = sess.run(end_points["predictions"], {images: np.random.RandomState(7).rand(1, 64, 64, 3)})
+    np.testing.assert_allclose(probabilities.sum(), 1.0, rtol=1e-5)
+    with tf.Graph().as_default():   # dense prediction: output_stride 16 by atrous convolution
+        net, _ = resnet_v1.resnet_v1_50(tf.ones([1, 64, 64, 3]), global_pool=False, output_stride=16)
+        assert net.shape.as_list() == [1, 4, 4, 2048]
+        with pytest.raises(ValueError, match="The output_stride needs to be a multiple of 4"):
+            resnet_v1.resnet_v1_50(tf.ones([1, 64, 64, 3]), output_stride=6, scope="other")
+
+
+def test_conv2d_same_is_the_stride_1_convolution_subsampled():
+    resnet_utils = slim.nets.resnet_utils
+    x = tf.constant(np.random.RandomState(8).randn(1, 8, 8, 2).astype(np.float32))
+    with slim.arg_scope([slim.conv2d], activation_fn=None):
+        strided = resnet_utils.conv2d_same(x, 3, 3, stride=2, scope="conv")
+        dense = slim.conv2d(x, 3, [3, 3], stride=1, scope="conv", reuse=True)
+    subsampled = resnet_utils.subsample(dense, 2)
+    assert strided.shape.as_list() == subsampled.shape.as_list() == [1, 4, 4, 3]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        a, b = sess.run([strided, subsampled])
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_reuse_and_variables_collections():
     x = tf.ones([2, 3])
     a = slim.fully_connected(x, 2, scope="shared", variables_collections={"weights": ["my_weights"]},
