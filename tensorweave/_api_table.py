@@ -32,6 +32,7 @@ NAMESPACE_PATHS = {
     'contrib.slim.nets': 'tensorweave.contrib.slim.nets',
     'contrib.slim.nets.resnet_utils': 'tensorweave.contrib.slim.nets.resnet_utils',
     'contrib.slim.nets.resnet_v1': 'tensorweave.contrib.slim.nets.resnet_v1',
+    'contrib.slim.nets.resnet_v2': 'tensorweave.contrib.slim.nets.resnet_v2',
     'contrib.slim.nets.vgg': 'tensorweave.contrib.slim.nets.vgg',
     'contrib.slim.parallel_reader': 'tensorweave.contrib.slim.data',
     'contrib.slim.queues': 'tensorweave.contrib.slim.queues',
@@ -889,6 +890,7 @@ NAMESPACES = {
     'tensorweave.contrib.slim.nets': {
         'resnet_utils': ('tensorweave.contrib.slim.nets.resnet_utils', None),
         'resnet_v1': ('tensorweave.contrib.slim.nets.resnet_v1', None),
+        'resnet_v2': ('tensorweave.contrib.slim.nets.resnet_v2', None),
         'vgg': ('tensorweave.contrib.slim.nets.vgg', None),
     },
     'tensorweave.contrib.slim.nets.resnet_utils': {
@@ -907,6 +909,16 @@ NAMESPACES = {
         'resnet_v1_200': ('tensorweave.contrib.slim.nets.resnet_v1', 'resnet_v1_200'),
         'resnet_v1_50': ('tensorweave.contrib.slim.nets.resnet_v1', 'resnet_v1_50'),
         'resnet_v1_block': ('tensorweave.contrib.slim.nets.resnet_v1', 'resnet_v1_block'),
+    },
+    'tensorweave.contrib.slim.nets.resnet_v2': {
+        'bottleneck': ('tensorweave.contrib.slim.nets.resnet_v2', 'bottleneck'),
+        'resnet_arg_scope': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_arg_scope'),
+        'resnet_v2': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2'),
+        'resnet_v2_101': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2_101'),
+        'resnet_v2_152': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2_152'),
+        'resnet_v2_200': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2_200'),
+        'resnet_v2_50': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2_50'),
+        'resnet_v2_block': ('tensorweave.contrib.slim.nets.resnet_v2', 'resnet_v2_block'),
     },
     'tensorweave.contrib.slim.nets.vgg': {
         'vgg_16': ('tensorweave.contrib.slim.nets.vgg', 'vgg_16'),

@@ -282,6 +282,23 @@ def test_resnet_v1_50_names_shapes_and_predictions():
             resnet_v1.resnet_v1_50(tf.ones([1, 64, 64, 3]), output_stride=6, scope="other")
 
 
+def test_resnet_v2_50_names_and_training_mode():
+    resnet_v2 = slim.nets.resnet_v2
+    with slim.arg_scope(resnet_v2.resnet_arg_scope()):
+        logits, end_points = resnet_v2.resnet_v2_50(tf.ones([2, 32, 32, 3]), num_classes=3, is_training=True)
+    names = [v.op.name for v in slim.get_model_variables()]
+    assert len(names) == 272   # as resnet_v2_50.ckpt of the model zoo
+    assert names[:3] == ["resnet_v2_50/conv1/weights", "resnet_v2_50/conv1/biases",
+                         "resnet_v2_50/block1/unit_1/bottleneck_v2/preact/gamma"]
+    assert names[-6:-2] == [f"resnet_v2_50/postnorm/{k}" for k in ("gamma", "beta", "moving_mean", "moving_variance")]
+    assert "resnet_v2_50/block1/unit_1/bottleneck_v2/conv3/biases" in names
+    assert "resnet_v2_50/block1/unit_1/bottleneck_v2/conv1/BatchNorm/beta" in names
+    # training: every batch_norm (the convolutions' and preact/postnorm) adds its two update ops
+    batch_norms = {n.rsplit("/", 1)[0] for n in names if n.endswith("moving_mean")}
+    assert len(tf.get_collection(tf.GraphKeys.UPDATE_OPS)) == 2 * len(batch_norms)
+    assert logits.shape.as_list() == [2, 1, 1, 3] and end_points["predictions"].shape.as_list() == [2, 1, 1, 3]
+
+
 def test_conv2d_same_is_the_stride_1_convolution_subsampled():
     resnet_utils = slim.nets.resnet_utils
     x = tf.constant(np.random.RandomState(8).randn(1, 8, 8, 2).astype(np.float32))

@@ -66,14 +66,16 @@ def stack_blocks_dense(net, blocks, output_stride=None, outputs_collections=None
 
 
 @tf_export("contrib.slim.nets.resnet_utils.resnet_arg_scope")
-def resnet_arg_scope(weight_decay=0.0001, batch_norm_decay=0.997, batch_norm_epsilon=1e-5, batch_norm_scale=True):
+def resnet_arg_scope(is_training=True, weight_decay=0.0001, batch_norm_decay=0.997, batch_norm_epsilon=1e-5,
+                     batch_norm_scale=True):
     """The ResNets' arg scope: He-initialized, L2-decayed convolutions followed by batch_norm
-    (scaled, decay 0.997, epsilon 1e-5) and relu; 'SAME' max pooling. The nets set batch_norm's
-    is_training themselves."""
+    (scaled, decay 0.997, epsilon 1e-5) and relu; 'SAME' max pooling. is_training is batch_norm's
+    default here, which a net's own is_training (when not None) overrides for every batch_norm."""
     batch_norm_params = {"decay": batch_norm_decay, "epsilon": batch_norm_epsilon, "scale": batch_norm_scale}
     with arg_scope([conv2d], weights_regularizer=l2_regularizer(weight_decay),
                    weights_initializer=variance_scaling_initializer(), activation_fn=relu, normalizer_fn=batch_norm,
                    normalizer_params=batch_norm_params):
-        with arg_scope([batch_norm], **batch_norm_params):
+        # is_training only as an arg_scope default, not in normalizer_params, where it would win over the net's
+        with arg_scope([batch_norm], is_training=is_training, **batch_norm_params):
             with arg_scope([max_pool2d], padding="SAME") as arg_sc:
                 return arg_sc

@@ -34,15 +34,16 @@ def bottleneck(inputs, depth, depth_bottleneck, stride, rate=1, outputs_collecti
 
 
 @tf_export("contrib.slim.nets.resnet_v1.resnet_v1")
-def resnet_v1(inputs, blocks, num_classes=None, is_training=True, global_pool=True, output_stride=None,
+def resnet_v1(inputs, blocks, num_classes=None, is_training=None, global_pool=True, output_stride=None,
               include_root_block=True, reuse=None, scope=None):
     """A ResNet v1 of `blocks`: (net, end_points). The root is a 7x7/2 convolution and a 3x3/2
     max pool; then the blocks; global average pooling ("pool5"); with num_classes, 1x1 "logits"
-    and end_points["predictions"] (their softmax)."""
+    and end_points["predictions"] (their softmax). is_training None keeps batch_norm's from the
+    arg scope."""
     with variable_scope(scope, "resnet_v1", [inputs], reuse=reuse) as sc:
         end_points_collection = sc.original_name_scope + "_end_points"
         with arg_scope([conv2d, bottleneck, stack_blocks_dense], outputs_collections=end_points_collection):
-            with arg_scope([batch_norm], is_training=is_training):
+            with arg_scope([batch_norm], **({} if is_training is None else {"is_training": is_training})):
                 net = inputs
                 if include_root_block:
                     if output_stride is not None:
@@ -73,7 +74,7 @@ def resnet_v1_block(scope, base_depth, num_units, stride):
 
 
 def _resnet(units, default_scope):
-    def build(inputs, num_classes=None, is_training=True, global_pool=True, output_stride=None, reuse=None,
+    def build(inputs, num_classes=None, is_training=None, global_pool=True, output_stride=None, reuse=None,
               scope=default_scope):
         blocks = [resnet_v1_block(f"block{i}", base_depth=64 * 2 ** (i - 1), num_units=n, stride=2 if i < 4 else 1)
                   for i, n in enumerate(units, start=1)]
