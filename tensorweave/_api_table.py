@@ -30,6 +30,7 @@ NAMESPACE_PATHS = {
     'contrib.slim.metrics': 'tensorweave.contrib.metrics',
     'contrib.slim.model_analyzer': 'tensorweave.contrib.slim.model_analyzer',
     'contrib.slim.nets': 'tensorweave.contrib.slim.nets',
+    'contrib.slim.nets.alexnet': 'tensorweave.contrib.slim.nets.alexnet',
     'contrib.slim.nets.resnet_utils': 'tensorweave.contrib.slim.nets.resnet_utils',
     'contrib.slim.nets.resnet_v1': 'tensorweave.contrib.slim.nets.resnet_v1',
     'contrib.slim.nets.resnet_v2': 'tensorweave.contrib.slim.nets.resnet_v2',
@@ -888,10 +889,15 @@ NAMESPACES = {
         'tensor_description': ('tensorweave.contrib.slim.model_analyzer', 'tensor_description'),
     },
     'tensorweave.contrib.slim.nets': {
+        'alexnet': ('tensorweave.contrib.slim.nets.alexnet', None),
         'resnet_utils': ('tensorweave.contrib.slim.nets.resnet_utils', None),
         'resnet_v1': ('tensorweave.contrib.slim.nets.resnet_v1', None),
         'resnet_v2': ('tensorweave.contrib.slim.nets.resnet_v2', None),
         'vgg': ('tensorweave.contrib.slim.nets.vgg', None),
+    },
+    'tensorweave.contrib.slim.nets.alexnet': {
+        'alexnet_v2': ('tensorweave.contrib.slim.nets.alexnet', 'alexnet_v2'),
+        'alexnet_v2_arg_scope': ('tensorweave.contrib.slim.nets.alexnet', 'alexnet_v2_arg_scope'),
     },
     'tensorweave.contrib.slim.nets.resnet_utils': {
         'Block': ('tensorweave.contrib.slim.nets.resnet_utils', 'Block'),

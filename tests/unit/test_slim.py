@@ -254,6 +254,16 @@ def test_vgg_16_has_the_variables_of_the_published_checkpoint():
     assert end_points["vgg_16/fc8"] is logits and end_points["vgg_16/pool5"].shape.as_list() == [None, 7, 7, 512]
 
 
+def test_alexnet_v2_names_and_shapes():
+    alexnet = slim.nets.alexnet
+    with slim.arg_scope(alexnet.alexnet_v2_arg_scope()):
+        logits, end_points = alexnet.alexnet_v2(tf.placeholder(tf.float32, [None, 224, 224, 3]), num_classes=10)
+    shapes = {v.op.name: v.shape.as_list() for v in slim.get_model_variables()}
+    assert len(shapes) == 16 and shapes["alexnet_v2/conv1/weights"] == [11, 11, 3, 64]
+    assert shapes["alexnet_v2/fc6/weights"] == [5, 5, 256, 4096] and shapes["alexnet_v2/fc8/biases"] == [10]
+    assert logits.shape.as_list() == [None, 10] and end_points["alexnet_v2/pool5"].shape.as_list() == [None, 5, 5, 256]
+
+
 def test_resnet_v1_50_names_shapes_and_predictions():
     resnet_v1 = slim.nets.resnet_v1
     images = tf.placeholder(tf.float32, [1, 64, 64, 3])
