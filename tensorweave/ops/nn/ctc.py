@@ -243,7 +243,7 @@ def _check_decoder_inputs(node, inputs, seq_len):
 
 
 def _greedy_kernel(node, ctx):
-    merge_repeated = bool(node.attr.get("merge_repeated", True))
+    merge_repeated = bool(node.attr.get("merge_repeated", False))  # the OpDef's default
     blank_attr = int(node.attr.get("blank_index", -1))
 
     def run(inputs, seq_len):

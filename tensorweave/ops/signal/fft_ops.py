@@ -160,7 +160,7 @@ def _real_fft_infer(op_type: str, fft_rank: int):
     def infer(op):
         _check_rank(op, fft_rank)
         x, length = op.inputs
-        if length.shape.ndims not in (None, 1) or length.shape.as_list() not in (None, [None], [fft_rank]):
+        if length.shape.ndims is not None and length.shape.as_list() not in ([None], [fft_rank]):
             raise ValueError(f"Shape must be rank 1 with {fft_rank} element(s) but is {length.shape}")
         out_dtype = op.get_attr("Tcomplex") if op_type == "RFFT" else op.get_attr("Treal")
         if x.shape.ndims is None:
