@@ -37,7 +37,10 @@ _LOCK = threading.Lock()
 
 
 def _register_callback(func: Callable, graph) -> str:
-    """A new token for `func`, dropped from the registry when `graph` is gone (as TF's)."""
+    """A new token for `func`, dropped from the registry when `graph` is gone (as TF's); a body
+    graph (cond branch, loop body) lives as long as its outermost graph, which keeps it."""
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
     with _LOCK:
         token = f"pyfunc_{next(_TOKENS)}"
         _CALLBACKS[token] = func
