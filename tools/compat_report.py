@@ -88,8 +88,6 @@ NAME_REASONS = [
     ("nn", "scale_regularization_loss", "a TF 2 tf.distribute helper"),
     ("nn", "ctc_unique_labels", "CTC helper (TF 2's unique-label speed-up): not yet implemented"),
     ("nn", "collapse_repeated", "CTC helper: not yet implemented"),
-    ("signal", "*mdct", "the modified DCT: not yet implemented"),
-    ("signal", "*_window", "windows other than Hann and Hamming: not yet implemented"),
     ("nn", "quantized_*", "quantized dtypes are not supported"),
     ("linalg", "LinearOperator*", "the LinearOperator class family is not provided; the matrix functions are"),
     ("linalg", "eigh_tridiagonal", "a TF 2.x addition"),

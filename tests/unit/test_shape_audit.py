@@ -577,6 +577,7 @@ COMPOSITES = {
     "overlap_and_add": (lambda x: tf.signal.overlap_and_add(x, 2), [A234]),
     "dct": (lambda x: tf.signal.dct(x, type=2, norm="ortho"), [A234]),
     "mfccs": (tf.signal.mfccs_from_log_mel_spectrograms, [A234]),
+    "mdct": (lambda x: tf.signal.inverse_mdct(tf.signal.mdct(x, 4, pad_end=True)), [A234]),
     "ctc_loss_v2": (lambda x: tf.nn.ctc_loss_v2(tf.constant([[1, 2], [3, 0], [1, 1]]), x, [2, 1, 2], [2, 2, 2]),
                     [A234]),
     "ragged_from_row_lengths_to_tensor": (lambda x: tf.RaggedTensor.from_row_lengths(

@@ -106,11 +106,12 @@ def test_irfft_gradients_match_finite_differences(fn, length):
     check_grad(lambda re, im: fn(tf.complex(re, im), length), R.randn(2, 3, 4), R.randn(2, 3, 4))
 
 
-def test_frame_overlap_and_add_stft_and_dct_gradients_match_finite_differences():
+def test_frame_overlap_and_add_stft_mdct_and_dct_gradients_match_finite_differences():
     check_grad(lambda x: s.frame(x, 4, 3, pad_end=True), R.randn(2, 11))
     check_grad(lambda x: s.overlap_and_add(x, 2), R.randn(2, 3, 5))
     check_grad(lambda x: _parts(s.stft(x, 6, 3)), R.randn(2, 17))
     check_grad(lambda x: s.inverse_stft(tf.complex(x, x * 0.5), 6, 3, fft_length=8), R.randn(3, 5))
+    check_grad(lambda x: s.inverse_mdct(s.mdct(x, 8)), R.randn(2, 24))
     for dct_type in (1, 2, 3, 4):
         check_grad(lambda x: s.dct(x, type=dct_type), R.randn(3, 6))
 
@@ -137,6 +138,18 @@ CASES = {
     "mel": lambda: s.linear_to_mel_weight_matrix(8, 17, 16000, 20.0, 4000.0),
     "mel_default": lambda: s.linear_to_mel_weight_matrix(),
     "mfccs": lambda: s.mfccs_from_log_mel_spectrograms(LOGMEL),
+    "kaiser": lambda: s.kaiser_window(9, beta=6.0),
+    "kaiser_one": lambda: s.kaiser_window(1),
+    "kaiser_bessel_derived": lambda: s.kaiser_bessel_derived_window(10, dtype=tf.float64),
+    "vorbis": lambda: s.vorbis_window(8),
+    "mdct": lambda: s.mdct(SIG, 8),
+    "mdct_ortho_kbd_pad_end": lambda: s.mdct(SIG, 12, window_fn=s.kaiser_bessel_derived_window, pad_end=True,
+                                             norm="ortho"),
+    "inverse_mdct": lambda: s.inverse_mdct(s.mdct(SIG, 8)),
+    "inverse_mdct_ortho_no_window": lambda: s.inverse_mdct(s.mdct(SIG, 8, window_fn=None, norm="ortho"),
+                                                           window_fn=None, norm="ortho"),
+    "dct4": lambda: s.dct(DCT_IN, type=4),
+    "dct4_ortho": lambda: s.dct(DCT_IN, type=4, norm="ortho"),
 }
 for _t in (1, 2, 3):
     CASES[f"dct{_t}"] = lambda t=_t: s.dct(DCT_IN, type=t)

@@ -13,20 +13,21 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.concat import concat, stack
+from tensorweave.ops.array.concat import concat, split, stack
 from tensorweave.ops.array.core import expand_dims, rank, reshape, shape, transpose
 from tensorweave.ops.array.fill import fill, ones, zeros
 from tensorweave.ops.array.gather import gather
-from tensorweave.ops.array.pad import pad, roll
+from tensorweave.ops.array.pad import pad, reverse, roll
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import static_int
 from tensorweave.ops.math.binary import equal, greater, maximum, minimum, pow
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.linalg import tensordot
-from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.reduction import cumsum, reduce_sum
 from tensorweave.ops.math.segment import unsorted_segment_sum
 from tensorweave.ops.math.sequences import linspace, range as range_
-from tensorweave.ops.math.unary import ceil, cos, log, sqrt
+from tensorweave.ops.math.special import bessel_i0e
+from tensorweave.ops.math.unary import ceil, cos, exp, log, sin, sqrt
 from tensorweave.ops.signal.fft_ops import fit_inner_dims, irfft, rfft
 
 
@@ -146,6 +147,62 @@ def hamming_window(window_length, periodic=True, dtype=dtypes.float32, name=None
                                  0.54, 0.46)
 
 
+def _with_length(window, length):
+    """`window` with its static length where `length` is known (a range of floats has none)."""
+    if isinstance(length, int):
+        window.set_shape([length])
+    return window
+
+
+def _window_length(window_length, dtype):
+    if not dtype.is_floating:
+        raise ValueError(f"dtype must be a floating point type. Found {dtype.name}")
+    return _int(window_length, "window_length")
+
+
+@tf_export("signal.kaiser_window")
+def kaiser_window(window_length, beta=12.0, dtype=dtypes.float32, name=None):
+    """tf.signal.kaiser_window(window_length, beta=12.0, dtype=tf.float32, name=None): the
+    Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta) (numpy.kaiser)."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, "kaiser_window"):
+        window_length = _window_length(window_length, dtype)
+        if window_length == 1:
+            return ones([1], dtype)
+        half = (cast(window_length, dtypes.float32) - 1.0) / 2.0
+        arg = cast(range_(-half, half + 0.1, dtype=dtypes.float32), dtype)
+        beta = cast(beta, dtype)
+        half = cast(half, dtype)
+        num = beta * sqrt(maximum(1.0 - (arg / half) * (arg / half), 0.0))
+        return _with_length(exp(num - beta) * (bessel_i0e(num) / bessel_i0e(beta)), window_length)
+
+
+@tf_export("signal.kaiser_bessel_derived_window")
+def kaiser_bessel_derived_window(window_length, beta=12.0, dtype=dtypes.float32, name=None):
+    """tf.signal.kaiser_bessel_derived_window(window_length, beta=12.0, dtype=tf.float32,
+    name=None): the Kaiser-Bessel-derived window (of even length), for MDCTs: the square roots of
+    a Kaiser window's cumulative sums, mirrored."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, "kaiser_bessel_derived_window"):
+        window_length = _window_length(window_length, dtype)
+        kaiser = kaiser_window(window_length // 2 + 1, beta, dtype=dtype)
+        running = cumsum(kaiser)
+        half = sqrt(running[:-1] / running[-1])
+        return _with_length(concat([half, reverse(half, [0])], 0), window_length // 2 * 2)
+
+
+@tf_export("signal.vorbis_window")
+def vorbis_window(window_length, dtype=dtypes.float32, name=None):
+    """tf.signal.vorbis_window(window_length, dtype=tf.float32, name=None): the Vorbis power
+    complementary window sin(pi / 2 sin^2(pi (n + 0.5) / N)), for MDCTs."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name, "vorbis_window"):
+        window_length = _window_length(window_length, dtype)
+        arg = cast(range_(window_length), dtype)
+        inner = sin(np.pi / cast(window_length, dtype) * (arg + 0.5))
+        return sin(np.pi / 2.0 * inner * inner)
+
+
 # -- stft, inverse_stft -----------------------------------------------------------------------
 def _enclosing_power_of_two(value):
     """The smallest power of 2 >= value (stft's default fft_length)."""
@@ -210,6 +267,49 @@ def inverse_stft_window_fn(frame_step, forward_window_fn=hann_window, name=None)
             denom = reshape(gather(denom, zeros(reshape(overlaps, [1]), dtypes.int32)), [-1])
             return window / fit_inner_dims(denom, reshape(length, [1]) if isinstance(length, Tensor) else [length], 1)
     return inverse_window
+
+
+@tf_export("signal.mdct")
+def mdct(signals, frame_length, window_fn=vorbis_window, pad_end=False, norm=None, name=None):
+    """tf.signal.mdct(signals, frame_length, window_fn=tf.signal.vorbis_window, pad_end=False,
+    norm=None, name=None): the modified DCT of real signals [..., samples] framed by frame_length
+    (a multiple of 4) with half-overlap: [..., frames, frame_length // 2] (norm None or 'ortho';
+    no window_fn scales by 1 / sqrt(2))."""
+    with name_scope(name, "mdct", [signals, frame_length]):
+        signals = convert_to_tensor(signals, name="signals")
+        if signals.shape.ndims is not None and signals.shape.ndims < 1:
+            raise ValueError(f"mdct: signals must have rank at least 1, got shape {signals.shape}")
+        frame_length = _int(frame_length, "frame_length")
+        if isinstance(frame_length, int) and frame_length % 4:
+            raise ValueError("The frame length must be a multiple of 4.")
+        framed = frame(signals, frame_length, frame_length // 2, pad_end=pad_end)
+        framed = framed * (window_fn(frame_length, dtype=framed.dtype) if window_fn is not None else 1.0 / np.sqrt(2))
+        quarters = split(framed, 4, axis=-1)
+        first = -reverse(quarters[2], [-1]) - quarters[3]
+        second = quarters[0] - reverse(quarters[1], [-1])
+        return dct(concat([first, second], -1), type=4, norm=norm)
+
+
+@tf_export("signal.inverse_mdct")
+def inverse_mdct(mdcts, window_fn=vorbis_window, norm=None, name=None):
+    """tf.signal.inverse_mdct(mdcts, window_fn=tf.signal.vorbis_window, norm=None, name=None):
+    the signal whose mdct (with a power-complementary window such as vorbis_window or
+    kaiser_bessel_derived_window) is `mdcts` [..., frames, frame_length // 2]."""
+    with name_scope(name, "inverse_mdct", [mdcts]):
+        mdcts = convert_to_tensor(mdcts, name="mdcts")
+        if mdcts.shape.ndims is not None and mdcts.shape.ndims < 2:
+            raise ValueError(f"inverse_mdct: mdcts must have rank at least 2, got shape {mdcts.shape}")
+        half_len = _axis_length(mdcts, -1)
+        if norm is None:
+            result = (0.5 / cast(half_len, mdcts.dtype)) * dct(mdcts, type=4)
+        elif norm == "ortho":
+            result = dct(mdcts, type=4, norm="ortho")
+        else:
+            raise ValueError(f"Unknown normalization. Expected None or 'ortho', got: {norm}")
+        first, second = split(result, 2, axis=-1)
+        frames = concat([second, -reverse(second, [-1]), -reverse(first, [-1]), -first], -1)
+        frames = frames * (window_fn(2 * half_len, dtype=mdcts.dtype) if window_fn is not None else 1.0 / np.sqrt(2))
+        return overlap_and_add(frames, half_len)
 
 
 # -- mel filterbank, MFCCs --------------------------------------------------------------------
