@@ -86,8 +86,6 @@ NAME_REASONS = [
     ("nn", "silu", "a TF 2.x addition (tf.nn.swish is here)"),
     ("nn", "compute_average_loss", "a TF 2 tf.distribute helper"),
     ("nn", "scale_regularization_loss", "a TF 2 tf.distribute helper"),
-    ("nn", "ctc_unique_labels", "CTC helper (TF 2's unique-label speed-up): not yet implemented"),
-    ("nn", "collapse_repeated", "CTC helper: not yet implemented"),
     ("nn", "quantized_*", "quantized dtypes are not supported"),
     ("linalg", "LinearOperator*", "the LinearOperator class family is not provided; the matrix functions are"),
     ("linalg", "eigh_tridiagonal", "a TF 2.x addition"),

@@ -140,3 +140,15 @@ def test_a_label_equal_to_the_blank_is_accepted_as_tf():
     # TF 2.21 computes a loss (no error) for a label equal to num_classes - 1
     loss = run(tf.nn.ctc_loss(sparse([[4, 4], [1]]), tf.constant(LOGITS[:4, :2]), [4, 4]))
     assert np.isfinite(loss).all()
+
+
+def test_unique_labels_and_collapse_repeated_equal_tf():
+    labels, index = tf.nn.ctc_unique_labels(tf.constant(REC["unique_in"]))
+    collapsed, length = tf.nn.collapse_repeated(tf.constant(REC["collapse_in"]), tf.constant([6, 3, 4]))
+    got = run([labels, index, collapsed, length])
+    for value, key in zip(got, ("unique/labels", "unique/index", "collapse/labels", "collapse/length")):
+        assert value.dtype == REC[key].dtype and value.tolist() == REC[key].tolist(), key
+    # `unique` only speeds TF up: the loss is the same with it
+    with_unique = tf.nn.ctc_loss_v2(DENSE + 1, tf.constant(LOGITS), DENSE_LEN, SEQ_LEN,
+                                    unique=tf.nn.ctc_unique_labels(DENSE + 1))
+    np.testing.assert_allclose(run(with_unique), REC["v2_dense/loss"], rtol=1e-5)

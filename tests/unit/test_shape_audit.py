@@ -578,6 +578,8 @@ COMPOSITES = {
     "dct": (lambda x: tf.signal.dct(x, type=2, norm="ortho"), [A234]),
     "mfccs": (tf.signal.mfccs_from_log_mel_spectrograms, [A234]),
     "mdct": (lambda x: tf.signal.inverse_mdct(tf.signal.mdct(x, 4, pad_end=True)), [A234]),
+    "ctc_unique_labels": (lambda x: tf.nn.ctc_unique_labels(tf.cast(x * 2, tf.int32)), [A234[0]]),
+    "collapse_repeated": (lambda x: tf.nn.collapse_repeated(tf.cast(x * 2, tf.int32), [3, 2, 4]), [A234[0]]),
     "ctc_loss_v2": (lambda x: tf.nn.ctc_loss_v2(tf.constant([[1, 2], [3, 0], [1, 1]]), x, [2, 1, 2], [2, 2, 2]),
                     [A234]),
     "ragged_from_row_lengths_to_tensor": (lambda x: tf.RaggedTensor.from_row_lengths(

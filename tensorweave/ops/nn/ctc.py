@@ -13,12 +13,16 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import shape, transpose
+from tensorweave.ops.array.concat import concat, stack
+from tensorweave.ops.array.core import expand_dims, reshape, shape, size, transpose
+from tensorweave.ops.array.fill import ones_like
+from tensorweave.ops.array.gather import gather, scatter_nd
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import invalid, make_op
-from tensorweave.ops.math.array_composites import gather_nd, sequence_mask
-from tensorweave.ops.math.binary import less, subtract
+from tensorweave.ops.math.array_composites import boolean_mask, gather_nd, sequence_mask
+from tensorweave.ops.math.binary import equal, less, logical_and, logical_not, not_equal, subtract
+from tensorweave.ops.math.reduction import argmax, cumsum, reduce_any, reduce_max, reduce_sum
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.nn.losses import _broadcast_mul
 from tensorweave.ops.nn.util import dims
@@ -218,6 +222,48 @@ def ctc_loss_v2(labels, logits, label_length, logit_length, logits_time_major=Tr
                              logits[:, :, blank_index:blank_index + 1]], axis=2)
             values = where(less(values, blank_index), values, subtract(values, 1))
         return ctc_loss(SparseTensor(indices, values, dense_shape), logits, logit_length, time_major=True)
+
+
+@tf_export("nn.collapse_repeated")
+def collapse_repeated(labels, seq_length, name=None):
+    """tf.nn.collapse_repeated(labels, seq_length, name=None): dense labels [batch, max_length]
+    with consecutive repeats merged within each sequence's seq_length: (collapsed labels
+    [batch, new max length], zero-padded; their new lengths)."""
+    with name_scope(name, "collapse_repeated_labels", [labels, seq_length]):
+        labels = convert_to_tensor(labels, name="labels")
+        seq_length = convert_to_tensor(seq_length, name="seq_length")
+        label_mask = concat([ones_like(labels[:, :1], dtype=dtypes.bool), not_equal(labels[:, 1:], labels[:, :-1])],
+                            axis=1)
+        label_mask = logical_and(label_mask, sequence_mask(seq_length, maxlen=shape(labels)[1]))
+        new_seq_len = reduce_sum(cast(label_mask, dtypes.int32), axis=1)
+        new_maxlen = reduce_max(new_seq_len)
+        flat_idx_mask = reshape(sequence_mask(new_seq_len, maxlen=new_maxlen), [-1])
+        positions = boolean_mask(range_(size(flat_idx_mask)), flat_idx_mask)
+        flat = scatter_nd(expand_dims(positions, 1), boolean_mask(reshape(labels, [-1]), reshape(label_mask, [-1])),
+                          shape(flat_idx_mask))
+        return reshape(flat, stack([shape(labels)[0], new_maxlen])), cast(new_seq_len, seq_length.dtype)
+
+
+@tf_export("nn.ctc_unique_labels")
+def ctc_unique_labels(labels, name=None):
+    """tf.nn.ctc_unique_labels(labels, name=None): for each row of labels [batch, max_length],
+    its distinct labels in order of first appearance, zero-padded (int64), and each label's index
+    among them (int32): the `unique` argument of ctc_loss_v2."""
+    with name_scope(name, "ctc_unique_labels", [labels]):
+        labels = convert_to_tensor(labels, name="labels")
+
+        # a label opens its row's list where no earlier position holds it; its index is the
+        # number of openings up to its first occurrence
+        same = equal(expand_dims(labels, 2), expand_dims(labels, 1))
+        length = shape(labels)[1]
+        earlier = less(expand_dims(range_(length), 0), expand_dims(range_(length), 1))
+        opens = logical_not(reduce_any(logical_and(same, earlier), axis=2))
+        slot = cumsum(cast(opens, dtypes.int32), axis=1) - 1
+        index = gather(slot, argmax(cast(same, dtypes.int32), axis=2, output_type=dtypes.int32), axis=1, batch_dims=1)
+        where_open = cast(where(opens), dtypes.int32)
+        targets = stack([where_open[:, 0], gather_nd(slot, where_open)], axis=1)
+        values = scatter_nd(targets, cast(gather_nd(labels, where_open), dtypes.int64), shape(labels))
+        return values, index
 
 
 # -- decoders ---------------------------------------------------------------------------------
