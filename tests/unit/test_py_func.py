@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -196,3 +197,19 @@ def test_bad_arguments_are_refused_when_building():
         tf.py_func(3, [], tf.float32)
     with pytest.raises(TypeError):
         tf.py_func(lambda: 0, [], "not a dtype")
+
+
+def test_a_function_may_run_the_session_that_runs_it_and_steps_may_overlap():
+    c = tf.constant(5.0)
+    sessions = []
+    y = tf.py_func(lambda a: np.float32(a + sessions[0].run(c)), [tf.constant(1.0)], tf.float32)
+    with tf.Session() as sess:
+        sessions.append(sess)
+        assert sess.run(y) == 6.0  # a nested step from inside the kernel does not deadlock
+        results = []
+        threads = [threading.Thread(target=lambda: results.append(sess.run(y))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == [6.0] * 4

@@ -227,7 +227,7 @@ def stft(signals, frame_length, frame_step, fft_length=None, window_fn=hann_wind
         framed = frame(signals, frame_length, frame_step, pad_end=pad_end)
         if window_fn is not None:
             framed = framed * window_fn(frame_length, dtype=framed.dtype)
-        return rfft(framed, reshape(fft_length, [1]) if isinstance(fft_length, Tensor) else [fft_length])
+        return rfft(framed, stack([fft_length]))
 
 
 @tf_export("signal.inverse_stft")
@@ -242,9 +242,8 @@ def inverse_stft(stfts, frame_length, frame_step, fft_length=None, window_fn=han
             raise ValueError(f"inverse_stft: stfts must have rank at least 2, got shape {stfts.shape}")
         frame_length = _int(frame_length, "frame_length")
         fft_length = _enclosing_power_of_two(frame_length) if fft_length is None else _int(fft_length, "fft_length")
-        real_frames = irfft(stfts, reshape(fft_length, [1]) if isinstance(fft_length, Tensor) else [fft_length])
-        real_frames = fit_inner_dims(real_frames, reshape(frame_length, [1]) if isinstance(frame_length, Tensor)
-                                     else [frame_length], 1)
+        real_frames = irfft(stfts, stack([fft_length]))
+        real_frames = fit_inner_dims(real_frames, stack([frame_length]), 1)
         if window_fn is not None:
             real_frames = real_frames * window_fn(frame_length, dtype=stfts.dtype.real_dtype)
         return overlap_and_add(real_frames, frame_step)
@@ -261,11 +260,10 @@ def inverse_stft_window_fn(frame_step, forward_window_fn=hann_window, name=None)
             window = forward_window_fn(frame_length, dtype=dtype)
             length = _int(frame_length, "frame_length")
             overlaps = -(-length // step)
-            denom = fit_inner_dims(window * window, reshape(overlaps * step, [1]) if isinstance(overlaps, Tensor)
-                                   else [overlaps * step], 1)
+            denom = fit_inner_dims(window * window, stack([overlaps * step]), 1)
             denom = reduce_sum(reshape(denom, stack([overlaps, step])), 0, keepdims=True)
-            denom = reshape(gather(denom, zeros(reshape(overlaps, [1]), dtypes.int32)), [-1])
-            return window / fit_inner_dims(denom, reshape(length, [1]) if isinstance(length, Tensor) else [length], 1)
+            denom = reshape(gather(denom, zeros(stack([overlaps]), dtypes.int32)), [-1])
+            return window / fit_inner_dims(denom, stack([length]), 1)
     return inverse_window
 
 
@@ -379,40 +377,32 @@ _DCT_ANGLES = {1: (0.0, 0.0, True), 2: (0.5, 0.0, False), 3: (0.0, 0.5, False), 
 
 
 def _edge_weights(n, dtype, first, middle, last) -> Tensor:
-    """[first, middle, ..., middle, last] of length n (scalars or scalar tensors)."""
+    """[first, middle, ..., middle, last] of length n."""
     index = range_(n)
-    inner = where(equal(index, n - 1), fill(reshape(n, [1]) if isinstance(n, Tensor) else [n],
-                                             convert_to_tensor(last, dtype)),
-                  fill(reshape(n, [1]) if isinstance(n, Tensor) else [n], convert_to_tensor(middle, dtype)))
-    return where(equal(index, 0), fill(shape(inner), convert_to_tensor(first, dtype)), inner)
+
+    def filled(value):
+        return fill(stack([n]), convert_to_tensor(value, dtype))
+    return where(equal(index, 0), filled(first), where(equal(index, n - 1), filled(last), filled(middle)))
 
 
 def _dct_matrix(n, dct_type: int, ortho: bool, dtype) -> Tensor:
     """M [n, n] with dct(x) = x @ M, scipy's unnormalised (or orthonormal) DCT of `dct_type`."""
     input_offset, output_offset, type_one = _DCT_ANGLES[dct_type]
     size = cast(n, dtype)
-    denominator = size - 1.0 if type_one else size
     position = cast(range_(n), dtype)
-    angle = np.pi * expand_dims(position + input_offset, 1) * expand_dims(position + output_offset, 0) / denominator
-    if dct_type == 1:
-        rows, columns = _edge_weights(n, dtype, 1.0, 2.0, 1.0), None
-    elif dct_type == 2:
-        rows = None
-        columns = (_edge_weights(n, dtype, 1.0, math.sqrt(2.0), math.sqrt(2.0)) / sqrt(size) if ortho
-                   else fill(reshape(n, [1]) if isinstance(n, Tensor) else [n], convert_to_tensor(2.0, dtype)))
-    elif dct_type == 3:
-        rows = (_edge_weights(n, dtype, 1.0, math.sqrt(2.0), math.sqrt(2.0)) / sqrt(size) if ortho
-                else _edge_weights(n, dtype, 1.0, 2.0, 2.0))
-        columns = None
-    else:
-        rows, columns = None, fill(reshape(n, [1]) if isinstance(n, Tensor) else [n],
-                                   (1.0 / sqrt(size * 2.0)) * 2.0 if ortho else convert_to_tensor(2.0, dtype))
+    angle = np.pi * expand_dims(position + input_offset, 1) * expand_dims(position + output_offset, 0) / (
+        size - 1.0 if type_one else size)
     matrix = cos(angle)
-    if rows is not None:
-        matrix = matrix * expand_dims(rows, 1)
-    if columns is not None:
-        matrix = matrix * expand_dims(columns, 0)
-    return matrix
+    root2 = math.sqrt(2.0)
+    if dct_type == 1:   # weights on the inputs
+        return matrix * expand_dims(_edge_weights(n, dtype, 1.0, 2.0, 1.0), 1)
+    if dct_type == 3:
+        weights = _edge_weights(n, dtype, 1.0, root2, root2) / sqrt(size) if ortho else \
+            _edge_weights(n, dtype, 1.0, 2.0, 2.0)
+        return matrix * expand_dims(weights, 1)
+    if dct_type == 2 and ortho:   # weights on the outputs
+        return matrix * expand_dims(_edge_weights(n, dtype, 1.0, root2, root2) / sqrt(size), 0)
+    return matrix * (2.0 / sqrt(size * 2.0) if ortho else 2.0)
 
 
 def _check_dct_arguments(x: Tensor, dct_type, n, axis, norm) -> None:
@@ -466,8 +456,8 @@ def _shift(x, axes, name, default_name, sign: int) -> Tensor:
             axes = list(np.arange(x.shape.ndims)) if x.shape.ndims is not None else range_(rank(x))
         elif isinstance(axes, int):
             axes = [axes]
-        sizes = gather(shape(x), axes)
-        return roll(x, sign * (sizes // 2) if sign > 0 else -(sizes // 2), axes)
+        shift = gather(shape(x), axes) // 2
+        return roll(x, shift if sign > 0 else -shift, axes)
 
 
 @tf_export("signal.fftshift")
