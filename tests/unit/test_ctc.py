@@ -4,12 +4,14 @@ sequences and log probabilities recorded from TF 2.21 (fixtures/record_tf_ctc.py
 against finite differences, and TF's errors naming the op."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from fixtures.recorded import random_beam_cases
 from unit_helpers import check_grad, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,3 +154,18 @@ def test_unique_labels_and_collapse_repeated_equal_tf():
     with_unique = tf.nn.ctc_loss_v2(DENSE + 1, tf.constant(LOGITS), DENSE_LEN, SEQ_LEN,
                                     unique=tf.nn.ctc_unique_labels(DENSE + 1))
     np.testing.assert_allclose(run(with_unique), REC["v2_dense/loss"], rtol=1e-5)
+
+
+def test_beam_search_equals_tf_on_random_problems():
+    """Which prefixes TF expands, keeps and turns away decides the paths: 150 small random
+    problems (fixtures/recorded.random_beam_cases), every path the beam holds."""
+    with open(os.path.join(HERE, "fixtures", "tf_ctc_beams.json")) as f:
+        recorded = json.load(f)
+    outputs = []
+    for (logits, width), want in zip(random_beam_cases(), recorded):
+        decoded, log_prob = tf.nn.ctc_beam_search_decoder_v2(logits[:, None], [len(logits)], beam_width=width,
+                                                             top_paths=len(want["paths"]))
+        outputs.append([[d.values for d in decoded], log_prob])
+    for want, (paths, log_prob) in zip(recorded, run(outputs)):
+        assert [p.tolist() for p in paths] == want["paths"]
+        np.testing.assert_allclose(log_prob[0], want["log_probs"], rtol=1e-5, atol=1e-5)

@@ -4,6 +4,7 @@ num_classes - 1 unless blank_index moves it)."""
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
@@ -36,10 +37,6 @@ def _log_softmax_rows(x: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
-def _logaddexp(a, b):
-    return np.logaddexp(a, b)
-
-
 def _batch_labels(node, indices, values, batch: int) -> list:
     """The label sequence of each batch entry from a SparseTensor's parts (TF's checks)."""
     if indices.ndim != 2 or indices.shape[1] != 2:
@@ -56,48 +53,50 @@ def _batch_labels(node, indices, values, batch: int) -> list:
 
 
 # -- CTCLoss ----------------------------------------------------------------------------------
+def _shifted(v: np.ndarray, k: int) -> np.ndarray:
+    """v moved k places towards higher indices (k < 0: lower), log-zero filled."""
+    out = np.full_like(v, _LOG_ZERO)
+    if k > 0:
+        out[k:] = v[:-k]
+    else:
+        out[:k] = v[-k:]
+    return out
+
+
 def _ctc_loss_one(log_y: np.ndarray, label: list, blank: int, merge_repeated: bool):
     """-log p(label | y) and its gradient with respect to the logits for one sequence (TF's
-    ctc_loss_calculator: alpha-beta over the label with blanks interleaved)."""
+    ctc_loss_calculator: alpha-beta over the label with blanks interleaved, a frame at a time;
+    states TF leaves out as unable to start or finish in time come out log-zero here too)."""
     T, C = log_y.shape
-    l_prime = [blank]
-    for c in label:
-        l_prime += [c, blank]
+    l_prime = np.full(2 * len(label) + 1, blank)
+    l_prime[1::2] = label
     U = len(l_prime)
-    alpha = np.full((U, T), _LOG_ZERO)
-    beta = np.full((U, T), _LOG_ZERO)
-    alpha[0, 0] = log_y[0, blank]
-    if U > 1:
-        alpha[1, 0] = log_y[0, l_prime[1]]
+    is_blank = l_prime == blank
+    stay = np.where(merge_repeated | is_blank, 0.0, _LOG_ZERO)    # u -> u allowed
+    skip = np.full(U, _LOG_ZERO)                                  # u - 2 -> u allowed
+    if U > 2:
+        merged = merge_repeated & (l_prime[2:] == l_prime[:-2])
+        skip[2:] = np.where(~is_blank[2:] & ~merged, 0.0, _LOG_ZERO)
+    emit = log_y[:, l_prime]                                      # [T, U]
+    alpha = np.full((T, U), _LOG_ZERO)
+    alpha[0, :min(U, 2)] = emit[0, :min(U, 2)]
     for t in range(1, T):
-        for u in range(max(0, U - 2 * (T - t)), min(U, 2 * (t + 1))):
-            total = alpha[u, t - 1] if merge_repeated or l_prime[u] == blank else _LOG_ZERO
-            if u > 0:
-                total = _logaddexp(total, alpha[u - 1, t - 1])
-            if u > 1 and l_prime[u] != blank and not (merge_repeated and l_prime[u] == l_prime[u - 2]):
-                total = _logaddexp(total, alpha[u - 2, t - 1])
-            alpha[u, t] = log_y[t, l_prime[u]] + total
-    beta[max(U - 2, 0):, T - 1] = 0.0
+        prev = alpha[t - 1]
+        alpha[t] = emit[t] + np.logaddexp(np.logaddexp(prev + stay, _shifted(prev, 1)), _shifted(prev, 2) + skip)
+    beta = np.full((T, U), _LOG_ZERO)
+    beta[T - 1, max(U - 2, 0):] = 0.0
     for t in range(T - 2, -1, -1):
-        for u in range(max(0, U - 2 * (T - t)), min(U, 2 * (t + 1))):
-            total = _LOG_ZERO
-            if merge_repeated or l_prime[u] == blank:
-                total = _logaddexp(total, beta[u, t + 1] + log_y[t + 1, l_prime[u]])
-            if u + 1 < U:
-                total = _logaddexp(total, beta[u + 1, t + 1] + log_y[t + 1, l_prime[u + 1]])
-            if u + 2 < U and l_prime[u + 2] != blank and not (merge_repeated and l_prime[u] == l_prime[u + 2]):
-                total = _logaddexp(total, beta[u + 2, t + 1] + log_y[t + 1, l_prime[u + 2]])
-            beta[u, t] = total
-    log_p = _LOG_ZERO
-    for u in range(U):
-        log_p = _logaddexp(log_p, alpha[u, 0] + beta[u, 0])
+        nxt = beta[t + 1] + emit[t + 1]
+        beta[t] = np.logaddexp(np.logaddexp(nxt + stay, _shifted(nxt, -1)), _shifted(nxt + skip, -2))
+    log_p = np.logaddexp.reduce(alpha[0] + beta[0])
     y = np.exp(log_y)
     if log_p == _LOG_ZERO:  # no valid path: TF's gradient is y itself
         return -log_p, y
-    occupancy = np.full((C, T), _LOG_ZERO)
-    for u in range(U):
-        occupancy[l_prime[u]] = _logaddexp(occupancy[l_prime[u]], alpha[u] + beta[u])
-    return -log_p, y - np.exp(occupancy.T - log_p)
+    occupancy = np.full((T, C), _LOG_ZERO)
+    both = alpha + beta
+    for c in np.unique(l_prime):
+        occupancy[:, c] = np.logaddexp.reduce(both[:, l_prime == c], axis=1)
+    return -log_p, y - np.exp(occupancy - log_p)
 
 
 def _ctc_loss_kernel(node, ctx):
@@ -328,14 +327,14 @@ register("CTCGreedyDecoder", _decoder_infer(1), _greedy_kernel, grad=None,
 
 
 class _Beam:
-    """A prefix in the beam search tree (TF's BeamEntry): its last label, parent, children by
-    label, and the log probabilities (blank-ending, label-ending, total) before and after the
+    """A prefix in the beam search tree (TF's BeamEntry): its last label, parent, the children
+    made so far by label, and the log probabilities (blank-ending, label-ending, total) before and after the
     current frame."""
 
     __slots__ = ("parent", "label", "children", "old", "new")
 
     def __init__(self, parent, label):
-        self.parent, self.label, self.children = parent, label, None
+        self.parent, self.label, self.children = parent, label, {}
         self.old = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
         self.new = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
 
@@ -378,6 +377,13 @@ class _TopN:
         return beams
 
 
+def _log_add(a: float, b: float) -> float:
+    """log(exp(a) + exp(b)) of two Python floats (numpy's costs a microsecond a call here)."""
+    if a < b:
+        a, b = b, a
+    return a if b == _LOG_ZERO else a + math.log1p(math.exp(b - a))
+
+
 def _beam_search(log_probs: np.ndarray, beam_width: int, blank: int, num_classes: int):
     """TF's CTCBeamSearchDecoder (default scorer) over one sequence's normalised log probabilities:
     the leaves of the final beam, best first."""
@@ -387,35 +393,53 @@ def _beam_search(log_probs: np.ndarray, beam_width: int, blank: int, num_classes
     leaves = _TopN(beam_width)
     leaves.push(root)
     for row in log_probs:
+        values = row.tolist()
         branches = leaves.extract()
+        # the branches each parent still has to expand this frame, by the parent
+        waiting: dict = {}
         for b in branches:
-            if b.parent is not None and b.parent.active():
-                previous = b.parent.old[0] if b.label == b.parent.label else b.parent.old[2]
-                b.new[1] = np.logaddexp(b.new[1], previous)
             if b.parent is not None:
-                b.new[1] += row[b.label]
-            b.new[0] = b.old[2] + row[blank]
-            b.new[2] = np.logaddexp(b.new[0], b.new[1])
+                if b.parent.active():
+                    previous = b.parent.old[0] if b.label == b.parent.label else b.parent.old[2]
+                    b.new[1] = _log_add(b.new[1], previous)
+                b.new[1] += values[b.label]
+                waiting.setdefault(id(b.parent), set()).add(b.label)
+            b.new[0] = b.old[2] + values[blank]
+            b.new[2] = _log_add(b.new[0], b.new[1])
             leaves.push(b)
         for b in branches:
+            if b.parent is not None:
+                waiting[id(b.parent)].discard(b.label)
             if not (b.old[2] > _LOG_ZERO and (not leaves.full() or b.old[2] > leaves.bottom().new[2])):
                 continue
-            if b.children is None:
-                b.children = [_Beam(b, c) for c in range(num_classes) if c != blank]
-            for c in b.children:
-                if c.active():
+            # every child's label probability at once: a repeat of b's label must follow a blank
+            previous = np.full(num_classes, b.old[2])
+            if b.label >= 0:
+                previous[b.label] = b.old[0]
+            scores = row + previous
+            scores[blank] = _LOG_ZERO
+            # The bottom of a full beam only rises: a child at or below it now never gets in. Of
+            # those, TF resets the ones that are not in the beam, past included, which matters
+            # only for a branch dropped earlier in this frame that has yet to expand.
+            floor = leaves.bottom().new[2] if leaves.full() else _LOG_ZERO
+            visit = np.flatnonzero(scores > floor).tolist()
+            pending = waiting.get(id(b))
+            if pending:
+                visit = sorted(set(visit) | pending)
+            for label in visit:   # in label order, as TF
+                child = b.children.get(label)
+                if child is not None and child.active():
                     continue
-                c.new[0] = _LOG_ZERO
-                previous = b.old[0] if c.label == b.label else b.old[2]
-                c.new[1] = row[c.label] + previous
-                c.new[2] = c.new[1]
-                if c.new[2] > _LOG_ZERO and (not leaves.full() or c.new[2] > leaves.bottom().new[2]):
+                score = float(scores[label])
+                if score > _LOG_ZERO and (not leaves.full() or score > leaves.bottom().new[2]):
+                    if child is None:
+                        child = b.children[label] = _Beam(b, label)
+                    child.new = [_LOG_ZERO, score, score]
                     if leaves.full():
                         leaves.bottom().new = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
-                    leaves.push(c)
-                else:
-                    c.old = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
-                    c.new = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
+                    leaves.push(child)
+                elif child is not None:  # turned away
+                    child.old = [_LOG_ZERO, _LOG_ZERO, _LOG_ZERO]
         for b in leaves.extract():
             b.old = list(b.new)
             leaves.push(b)
