@@ -236,3 +236,14 @@ def test_fftshift_equals_numpy():
     x = R.randn(4, 5)
     np.testing.assert_allclose(run(s.fftshift(x)), np.fft.fftshift(x))
     np.testing.assert_allclose(run(s.ifftshift(x, axes=1)), np.fft.ifftshift(x, axes=1))
+
+
+def test_tf_test_compute_gradient_checks_complex_ffts():
+    # tf.test's checker takes a complex tensor as its real and imaginary parts (DType.real_dtype)
+    x = tf.placeholder(tf.complex128, [2, 4])
+    init = _complex((2, 4), np.complex128)
+    with tf.Session():
+        for fn in (s.fft, s.ifft2d):
+            assert tf.test.compute_gradient_error(x, [2, 4], fn(x), [2, 4], x_init_value=init) < 1e-8
+        r = tf.placeholder(tf.float64, [2, 6])
+        assert tf.test.compute_gradient_error(r, [2, 6], s.rfft(r), [2, 4], x_init_value=R.randn(2, 6)) < 1e-8
