@@ -16,6 +16,7 @@ NAMESPACE_PATHS = {
     'contrib': 'tensorweave.contrib',
     'contrib.layers': 'tensorweave.contrib.layers',
     'contrib.rnn': 'tensorweave.contrib.rnn',
+    'contrib.signal': 'tensorweave.contrib.signal',
     'contrib.training': 'tensorweave.contrib.training',
     'data': 'tensorweave.data',
     'data.experimental': 'tensorweave.data.experimental',
@@ -599,6 +600,7 @@ NAMESPACES = {
     'tensorweave.contrib': {
         'layers': ('tensorweave.contrib.layers', None),
         'rnn': ('tensorweave.contrib.rnn', None),
+        'signal': ('tensorweave.contrib.signal', None),
         'training': ('tensorweave.contrib.training', None),
     },
     'tensorweave.contrib.layers': {
@@ -626,6 +628,17 @@ NAMESPACES = {
         'ResidualWrapper': ('tensorweave.rnn.wrappers', 'ResidualWrapper'),
         'static_bidirectional_rnn': ('tensorweave.rnn.loops', 'static_bidirectional_rnn'),
         'static_rnn': ('tensorweave.rnn.loops', 'static_rnn'),
+    },
+    'tensorweave.contrib.signal': {
+        'frame': ('tensorweave.ops.signal.spectral_ops', 'frame'),
+        'hamming_window': ('tensorweave.ops.signal.spectral_ops', 'hamming_window'),
+        'hann_window': ('tensorweave.ops.signal.spectral_ops', 'hann_window'),
+        'inverse_stft': ('tensorweave.ops.signal.spectral_ops', 'inverse_stft'),
+        'inverse_stft_window_fn': ('tensorweave.ops.signal.spectral_ops', 'inverse_stft_window_fn'),
+        'linear_to_mel_weight_matrix': ('tensorweave.ops.signal.spectral_ops', 'linear_to_mel_weight_matrix'),
+        'mfccs_from_log_mel_spectrograms': ('tensorweave.ops.signal.spectral_ops', 'mfccs_from_log_mel_spectrograms'),
+        'overlap_and_add': ('tensorweave.ops.signal.spectral_ops', 'overlap_and_add'),
+        'stft': ('tensorweave.ops.signal.spectral_ops', 'stft'),
     },
     'tensorweave.contrib.training': {
         'GreedyLoadBalancingStrategy': ('tensorweave.train.device_setter', 'GreedyLoadBalancingStrategy'),

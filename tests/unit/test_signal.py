@@ -247,3 +247,9 @@ def test_tf_test_compute_gradient_checks_complex_ffts():
             assert tf.test.compute_gradient_error(x, [2, 4], fn(x), [2, 4], x_init_value=init) < 1e-8
         r = tf.placeholder(tf.float64, [2, 6])
         assert tf.test.compute_gradient_error(r, [2, 6], s.rfft(r), [2, 4], x_init_value=R.randn(2, 6)) < 1e-8
+
+
+def test_tf_contrib_signal_is_tf_signal():
+    for name in ("frame", "hamming_window", "hann_window", "inverse_stft", "inverse_stft_window_fn",
+                 "linear_to_mel_weight_matrix", "mfccs_from_log_mel_spectrograms", "overlap_and_add", "stft"):
+        assert getattr(tf.contrib.signal, name) is getattr(s, name)

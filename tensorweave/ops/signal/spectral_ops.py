@@ -50,7 +50,7 @@ def _axis_length(signal: Tensor, axis):
 
 
 # -- frame, overlap_and_add -----------------------------------------------------------------
-@tf_export("signal.frame")
+@tf_export("signal.frame", "contrib.signal.frame")
 def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1, name=None):
     """tf.signal.frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1,
     name=None): the frames of `signal` along `axis` (frame i starts at i * frame_step), replacing
@@ -84,7 +84,7 @@ def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1,
         return gather(signal, indices, axis=axis)
 
 
-@tf_export("signal.overlap_and_add")
+@tf_export("signal.overlap_and_add", "contrib.signal.overlap_and_add")
 def overlap_and_add(signal, frame_step, name=None):
     """tf.signal.overlap_and_add(signal, frame_step, name=None): frames [..., frames,
     frame_length] added back together with their starts frame_step apart: a signal of length
@@ -132,14 +132,14 @@ def _raised_cosine_window(name, default_name, window_length, periodic, dtype, a,
         return where(fill(reshape(window_length, [1]), greater(window_length, 1)), window, one_point)
 
 
-@tf_export("signal.hann_window")
+@tf_export("signal.hann_window", "contrib.signal.hann_window")
 def hann_window(window_length, periodic=True, dtype=dtypes.float32, name=None):
     """tf.signal.hann_window(window_length, periodic=True, dtype=tf.float32, name=None):
     0.5 - 0.5 * cos(2 pi n / N) (N = window_length if periodic, else window_length - 1)."""
     return _raised_cosine_window(name, "hann_window", window_length, periodic, dtypes.as_dtype(dtype), 0.5, 0.5)
 
 
-@tf_export("signal.hamming_window")
+@tf_export("signal.hamming_window", "contrib.signal.hamming_window")
 def hamming_window(window_length, periodic=True, dtype=dtypes.float32, name=None):
     """tf.signal.hamming_window(window_length, periodic=True, dtype=tf.float32, name=None):
     0.54 - 0.46 * cos(2 pi n / N) (N = window_length if periodic, else window_length - 1)."""
@@ -211,7 +211,7 @@ def _enclosing_power_of_two(value):
     return cast(pow(2.0, ceil(log(cast(value, dtypes.float64)) / math.log(2.0))), dtypes.int32)
 
 
-@tf_export("signal.stft")
+@tf_export("signal.stft", "contrib.signal.stft")
 def stft(signals, frame_length, frame_step, fft_length=None, window_fn=hann_window, pad_end=False, name=None):
     """tf.signal.stft(signals, frame_length, frame_step, fft_length=None,
     window_fn=tf.signal.hann_window, pad_end=False, name=None): the short-time Fourier
@@ -230,7 +230,7 @@ def stft(signals, frame_length, frame_step, fft_length=None, window_fn=hann_wind
         return rfft(framed, stack([fft_length]))
 
 
-@tf_export("signal.inverse_stft")
+@tf_export("signal.inverse_stft", "contrib.signal.inverse_stft")
 def inverse_stft(stfts, frame_length, frame_step, fft_length=None, window_fn=hann_window, name=None):
     """tf.signal.inverse_stft(stfts, frame_length, frame_step, fft_length=None,
     window_fn=tf.signal.hann_window, name=None): the signal whose stft is `stfts`: each frame's
@@ -249,7 +249,7 @@ def inverse_stft(stfts, frame_length, frame_step, fft_length=None, window_fn=han
         return overlap_and_add(real_frames, frame_step)
 
 
-@tf_export("signal.inverse_stft_window_fn")
+@tf_export("signal.inverse_stft_window_fn", "contrib.signal.inverse_stft_window_fn")
 def inverse_stft_window_fn(frame_step, forward_window_fn=hann_window, name=None):
     """tf.signal.inverse_stft_window_fn(frame_step, forward_window_fn=tf.signal.hann_window,
     name=None): a window_fn for inverse_stft that inverts stft with forward_window_fn: the forward
@@ -319,7 +319,7 @@ def _hertz_to_mel(frequencies: Tensor) -> Tensor:
     return _MEL_HIGH_FREQUENCY_Q * log(1.0 + frequencies / _MEL_BREAK_FREQUENCY_HERTZ)
 
 
-@tf_export("signal.linear_to_mel_weight_matrix")
+@tf_export("signal.linear_to_mel_weight_matrix", "contrib.signal.linear_to_mel_weight_matrix")
 def linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129, sample_rate=8000,
                                 lower_edge_hertz=125.0, upper_edge_hertz=3800.0, dtype=dtypes.float32, name=None):
     """tf.signal.linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129,
@@ -358,7 +358,7 @@ def linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129, sampl
         return pad(maximum(zero, minimum(lower_slopes, upper_slopes)), [[1, 0], [0, 0]])
 
 
-@tf_export("signal.mfccs_from_log_mel_spectrograms")
+@tf_export("signal.mfccs_from_log_mel_spectrograms", "contrib.signal.mfccs_from_log_mel_spectrograms")
 def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
     """tf.signal.mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None): the
     mel-frequency cepstral coefficients of [..., num_mel_bins] log-magnitude mel spectrograms:
