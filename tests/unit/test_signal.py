@@ -52,13 +52,14 @@ def test_rfft_and_irfft_fit_the_signal_to_fft_length(fft_length):
 
 def test_multidimensional_real_ffts_equal_numpy():
     x = R.randn(2, 4, 6, 5)
-    y2, y3 = s.rfft2d(x, [3, 8]), s.rfft3d(x)
+    assert s.rfft2d(x).dtype == tf.complex64  # a numpy array is taken as float32 first, as TF does
+    y2, y3 = s.rfft2d(tf.constant(x), [3, 8]), s.rfft3d(tf.constant(x))
     assert y2.dtype == tf.complex128 and y2.shape.as_list() == [2, 4, 3, 5]
     np.testing.assert_allclose(run(y2), np.fft.rfft2(x, (3, 8)), atol=1e-10)
     np.testing.assert_allclose(run(y3), np.fft.rfftn(x, axes=(-3, -2, -1)), atol=1e-10)
     half = np.fft.rfftn(x, axes=(-3, -2, -1))
-    np.testing.assert_allclose(run(s.irfft3d(half, [4, 6, 5])), x, atol=1e-10)
-    np.testing.assert_allclose(run(s.irfft2d(half, [4, 7])), np.fft.irfft2(half, (4, 7)), atol=1e-10)
+    np.testing.assert_allclose(run(s.irfft3d(tf.constant(half), [4, 6, 5])), x, atol=1e-10)
+    np.testing.assert_allclose(run(s.irfft2d(tf.constant(half), [4, 7])), np.fft.irfft2(half, (4, 7)), atol=1e-10)
 
 
 def test_tf1_names_are_the_signal_functions():

@@ -125,27 +125,18 @@ for _rank, _fft, _ifft in ((1, fft, ifft), (2, fft2d, ifft2d), (3, fft3d, ifft3d
 def _real_fft(op_type: str, fft_rank: int, doc_name: str):
     def fn(input_tensor, fft_length=None, name=None):
         with name_scope(name, op_type + _suffix(fft_rank), [input_tensor, fft_length]) as scope:
-            x = convert_to_tensor(input_tensor, name="input_tensor")
-            if op_type == "RFFT":
-                real_dtype = x.dtype
-                if x.dtype not in _COMPLEX_OF:
-                    x = cast(x, dtypes.float32)
-                    real_dtype = dtypes.float32
-            else:
-                real_dtype = dtypes.float64 if x.dtype == dtypes.complex128 else dtypes.float32
+            x = convert_to_tensor(input_tensor, name="input_tensor",
+                                  preferred_dtype=dtypes.float32 if op_type == "RFFT" else dtypes.complex64)
+            real_dtype = x.dtype if op_type == "RFFT" else x.dtype.real_dtype
             if fft_length is None:
                 # TF's default: the input's inner dims (IRFFT: 2 * (last - 1) on the last one)
-                inner = shape(x)[-fft_rank:]
+                static = x.shape.as_list() if x.shape.ndims is not None else [None] * fft_rank
+                inner = [static[i] if static[i] is not None else shape(x)[i] for i in range(-fft_rank, 0)]
                 if op_type == "IRFFT":
-                    inner = concat([inner[:-1], 2 * (inner[-1:] - 1)], 0) if fft_rank > 1 else 2 * (inner - 1)
-                known = x.shape.as_list()[-fft_rank:] if x.shape.ndims is not None else None
-                if known is not None and None not in known:
-                    if op_type == "IRFFT":
-                        known[-1] = 2 * (known[-1] - 1)
-                    inner = known
-                fft_length = inner
+                    inner[-1] = 2 * (inner[-1] - 1)
+                fft_length = stack(inner)
             length = convert_to_tensor(fft_length, dtype=dtypes.int32, name="fft_length")
-            attrs = {"Treal": real_dtype, "Tcomplex": _COMPLEX_OF[real_dtype]}
+            attrs = {"Treal": real_dtype, "Tcomplex": _COMPLEX_OF.get(real_dtype, dtypes.complex64)}
             return make_op(op_type + _suffix(fft_rank), [x, length], attrs, name=scope).outputs[0]
     fn.__name__ = fn.__qualname__ = doc_name
     what = ("the discrete Fourier transform of a real signal over its innermost {r} dimension(s): the "
