@@ -211,5 +211,6 @@ def test_a_function_may_run_the_session_that_runs_it_and_steps_may_overlap():
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            t.join(300)  # a safety net against a deadlock, not a timing assumption
+        assert not any(t.is_alive() for t in threads)
     assert results == [6.0] * 4
