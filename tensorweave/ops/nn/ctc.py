@@ -22,19 +22,15 @@ from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.array_composites import boolean_mask, gather_nd, sequence_mask
 from tensorweave.ops.math.binary import equal, less, logical_and, logical_not, not_equal, subtract
+from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import argmax, cumsum, reduce_any, reduce_max, reduce_sum
 from tensorweave.ops.math.sequences import range as range_
-from tensorweave.ops.math.cast import cast
-from tensorweave.ops.nn.losses import _broadcast_mul
+from tensorweave.ops.nn.activations import log_softmax_np
+from tensorweave.ops.nn.losses import broadcast_mul
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.registry import register
 
 _LOG_ZERO = -np.inf
-
-
-def _log_softmax_rows(x: np.ndarray) -> np.ndarray:
-    shifted = x - x.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def _batch_labels(node, indices, values, batch: int) -> list:
@@ -137,7 +133,7 @@ def _ctc_loss_kernel(node, ctx):
                                     "ignore_longer_outputs_than_inputs")
             if n == 0:
                 continue
-            log_y = _log_softmax_rows(inputs[:n, b].astype(np.float64))
+            log_y = log_softmax_np(inputs[:n, b].astype(np.float64))
             loss[b], g = _ctc_loss_one(log_y, label, blank, merge_repeated)
             grad[:n, b] = g
         return loss, grad
@@ -153,7 +149,7 @@ def _ctc_loss_infer(op):
 
 
 register("CTCLoss", _ctc_loss_infer, _ctc_loss_kernel,
-         grad=lambda op, grad_loss, _: [_broadcast_mul(grad_loss, op.outputs[1]), None, None, None],
+         grad=lambda op, grad_loss, _: [broadcast_mul(grad_loss, op.outputs[1]), None, None, None],
          dtypes={0: ("inputs", (dtypes.float32, dtypes.float64)), 1: ("labels_indices", (dtypes.int64,)),
                  2: ("labels_values", (dtypes.int32,)), 3: ("sequence_length", (dtypes.int32,))})
 
@@ -460,7 +456,7 @@ def _beam_kernel(node, ctx):
         log_prob = np.zeros((B, top_paths), inputs.dtype)
         for b in range(B):
             n = int(seq_len[b])
-            beams = _beam_search(_log_softmax_rows(inputs[:n, b].astype(np.float64)), beam_width, C - 1, C)
+            beams = _beam_search(log_softmax_np(inputs[:n, b].astype(np.float64)), beam_width, C - 1, C)
             if len(beams) < top_paths:
                 raise invalid(node, "Less leaves in the beam search than requested.")
             for i in range(top_paths):
