@@ -24,6 +24,7 @@ NAMESPACE_PATHS = {
     'distribute.cluster_resolver': 'tensorweave.distribute.cluster_resolver',
     'dtypes': 'tensorweave.framework.dtypes',
     'errors': 'tensorweave.framework.errors',
+    'estimator': 'tensorweave.estimator',
     'flags': 'tensorweave.flags',
     'gfile': 'tensorweave.gfile',
     'graph_util': 'tensorweave.graph_util',
@@ -232,6 +233,7 @@ NAMESPACES = {
         'erf': ('tensorweave.ops.math.unary', 'erf'),
         'erfc': ('tensorweave.ops.math.special', 'erfc'),
         'errors': ('tensorweave.framework.errors', None),
+        'estimator': ('tensorweave.estimator', None),
         'executing_eagerly': ('tensorweave.framework.api', 'executing_eagerly'),
         'exp': ('tensorweave.ops.math.unary', 'exp'),
         'expand_dims': ('tensorweave.ops.array.core', 'expand_dims'),
@@ -607,7 +609,9 @@ NAMESPACES = {
     },
     'tensorweave.contrib.training': {
         'GreedyLoadBalancingStrategy': ('tensorweave.train.device_setter', 'GreedyLoadBalancingStrategy'),
+        'StopAfterNEvalsHook': ('tensorweave.train.evaluation', 'StopAfterNEvalsHook'),
         'byte_size_load_fn': ('tensorweave.train.device_setter', 'byte_size_load_fn'),
+        'evaluate_once': ('tensorweave.train.evaluation', 'evaluate_once'),
     },
     'tensorweave.data': {
         'Dataset': ('tensorweave.ops.data.dataset', 'Dataset'),
@@ -656,6 +660,17 @@ NAMESPACES = {
         'TFConfigClusterResolver': ('tensorweave.distribute.cluster_resolver', 'TFConfigClusterResolver'),
         'UnionResolver': ('tensorweave.distribute.cluster_resolver', 'UnionResolver'),
         'format_master_url': ('tensorweave.distribute.cluster_resolver', 'format_master_url'),
+    },
+    'tensorweave.estimator': {
+        'Estimator': ('tensorweave.estimator.estimator', 'Estimator'),
+        'EstimatorSpec': ('tensorweave.estimator.model_fn', 'EstimatorSpec'),
+        'EvalSpec': ('tensorweave.estimator.training', 'EvalSpec'),
+        'Exporter': ('tensorweave.estimator.training', 'Exporter'),
+        'ModeKeys': ('tensorweave.estimator.model_fn', 'ModeKeys'),
+        'RunConfig': ('tensorweave.estimator.run_config', 'RunConfig'),
+        'TrainSpec': ('tensorweave.estimator.training', 'TrainSpec'),
+        'WarmStartSettings': ('tensorweave.estimator.estimator', 'WarmStartSettings'),
+        'train_and_evaluate': ('tensorweave.estimator.training', 'train_and_evaluate'),
     },
     'tensorweave.flags': {
         'DEFINE_bool': ('tensorweave.flags', 'DEFINE_boolean'),
@@ -1552,6 +1567,7 @@ NAMESPACES = {
         'string_input_producer': ('tensorweave.train.input', 'string_input_producer'),
         'summary_iterator': ('tensorweave.summary.writer', 'summary_iterator'),
         'update_checkpoint_state': ('tensorweave.train.checkpoint_management', 'update_checkpoint_state'),
+        'warm_start': ('tensorweave.train.warm_starting_util', 'warm_start'),
         'write_graph': ('tensorweave.train.graph_io', 'write_graph'),
     },
     'tensorweave.train.queue_runner': {
