@@ -1,0 +1,269 @@
+"""tf.estimator.Estimator with a linear model_fn (estimator_cases.py): each training step's loss,
+the checkpoints, variables, evaluate() and predict() results, warm starts and local
+train_and_evaluate equal what TensorFlow 2.15's tf.compat.v1.estimator recorded
+(fixtures/tf_estimator.json, fixtures/record_tf_estimator.py); TF's errors for bad model_fns,
+input_fns, EstimatorSpecs and specs; the eval summaries TensorBoard reads."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import tensorweave as tf
+import estimator_cases as cases
+from fixtures.recorded import error
+
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator.json")) as f:
+    RECORDED = json.load(f)["estimator"]
+
+
+def close(got, want) -> None:
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=2e-6, atol=1e-7)
+
+
+def assert_metrics(got: dict, want: dict) -> None:
+    assert sorted(got) == sorted(want)
+    assert int(got["global_step"]) == want["global_step"]
+    for k in want:
+        close(got[k], want[k])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The recorded scenario: train 7 steps, 3 more, then max_steps=5 (already reached)."""
+    model_dir = str(tmp_path_factory.mktemp("estimator") / "model")
+    losses = []
+    config = tf.estimator.RunConfig(save_checkpoints_steps=5, save_summary_steps=2, log_step_count_steps=5,
+                                    keep_checkpoint_max=10)
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf, losses), model_dir=model_dir, config=config,
+                                 params={"learning_rate": 0.1})
+    out = {"est": est, "model_dir": model_dir, "losses": losses}
+    assert est.train(cases.train_input_fn(tf), steps=7) is est
+    out["losses_7"] = list(losses)
+    out["variable_names"] = est.get_variable_names()
+    out["w_7"], out["b_7"] = est.get_variable_value("w"), est.get_variable_value("b")
+    out["checkpoints_7"] = [os.path.basename(p) for p in
+                            tf.train.get_checkpoint_state(model_dir).all_model_checkpoint_paths]
+    est.train(cases.train_input_fn(tf), steps=3)
+    out["latest_10"] = os.path.basename(est.latest_checkpoint())
+    est.train(cases.train_input_fn(tf), max_steps=5)
+    out["after_max_steps_5"] = int(est.get_variable_value("global_step"))
+    out["losses_after_max_steps_5"] = len(losses)
+    return out
+
+
+def test_training_losses_variables_and_checkpoints_match_tensorflow(trained):
+    close(trained["losses_7"], RECORDED["losses_7"])
+    close(trained["losses"], RECORDED["losses_10"])
+    assert trained["variable_names"] == RECORDED["variable_names"]
+    close(trained["w_7"], RECORDED["w_7"])
+    close(trained["b_7"], RECORDED["b_7"])
+    assert trained["checkpoints_7"] == RECORDED["checkpoints_7"]
+    assert trained["latest_10"] == RECORDED["latest_10"]
+
+
+def test_max_steps_already_reached_returns_at_once(trained):
+    assert trained["after_max_steps_5"] == RECORDED["after_max_steps_5"] == 10
+    assert trained["losses_after_max_steps_5"] == RECORDED["losses_after_max_steps_5"]
+
+
+def test_training_summaries_hold_loss_and_steps_per_second(trained):
+    acc = EventAccumulator(trained["model_dir"], size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert "loss" in tags and "global_step/sec" in tags
+    loss_events = acc.Scalars("loss")
+    # save_summary_steps=2: the loss of steps 1, 3, 5, 7 (first run), then 8 and 10 (second run)
+    by_step = {e.step: e.value for e in loss_events}
+    for step in (1, 3, 5, 7):
+        close(by_step[step], RECORDED["losses_10"][step - 1])
+
+
+def test_evaluate_matches_tensorflow_and_writes_the_eval_summary(trained):
+    est = trained["est"]
+    assert_metrics(est.evaluate(cases.eval_input_fn(tf)), RECORDED["evaluate"])
+    assert_metrics(est.evaluate(cases.eval_input_fn(tf), steps=2, name="two"), RECORDED["evaluate_2_steps"])
+    first = os.path.join(trained["model_dir"], "model.ckpt-5")
+    assert_metrics(est.evaluate(cases.eval_input_fn(tf), checkpoint_path=first), RECORDED["evaluate_ckpt_5"])
+    for sub, want in (("eval", RECORDED["evaluate_ckpt_5"]), ("eval_two", RECORDED["evaluate_2_steps"])):
+        acc = EventAccumulator(os.path.join(trained["model_dir"], sub), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        assert {"loss", "mae", "rmse"} <= set(acc.Tags()["scalars"])
+        last = acc.Scalars("mae")[-1]
+        assert last.step == want["global_step"]
+        close(last.value, want["mae"])
+        path = acc.Tensors("checkpoint_path")[-1].tensor_proto.string_val[0].decode()
+        assert os.path.basename(path) == f"model.ckpt-{want['global_step']}"
+    assert est.eval_dir("two") == os.path.join(trained["model_dir"], "eval_two")
+
+
+def test_predict_matches_tensorflow(trained):
+    est = trained["est"]
+    got = [{k: v.tolist() for k, v in sorted(p.items())} for p in est.predict(cases.predict_input_fn(tf))]
+    assert len(got) == len(RECORDED["predict"]) == 16
+    for g, w in zip(got, RECORDED["predict"]):
+        assert sorted(g) == sorted(w)
+        for k in w:
+            close(g[k], w[k])
+    keys = [sorted(p) for p in est.predict(cases.predict_input_fn(tf), predict_keys=["y"])]
+    assert keys[:1] == RECORDED["predict_keys"] and len(keys) == 16
+    batches = [{k: list(v.shape) for k, v in sorted(p.items())}
+               for p in est.predict(cases.predict_input_fn(tf), yield_single_examples=False)]
+    assert batches == RECORDED["predict_batches"]
+
+
+def test_warm_start_from_a_directory_and_from_settings(trained, tmp_path):
+    warm = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path / "warm"),
+                                  params={"learning_rate": 0.1}, warm_start_from=trained["model_dir"])
+    assert_metrics(warm.evaluate(cases.eval_input_fn(tf)), RECORDED["warm_evaluate"])
+    warm_w = tf.estimator.Estimator(
+        cases.linear_model_fn(tf), model_dir=str(tmp_path / "warm_w"), params={"learning_rate": 0.1},
+        warm_start_from=tf.estimator.WarmStartSettings(trained["model_dir"], vars_to_warm_start="w"))
+    warm_w.train(cases.train_input_fn(tf), steps=1)
+    close(warm_w.get_variable_value("b"), RECORDED["warm_w_b"])
+    assert int(warm_w.get_variable_value("global_step")) == RECORDED["warm_w_gs"]
+
+
+def test_input_fn_of_tensors_taking_params_and_mode(tmp_path):
+    losses = []
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf, losses), model_dir=str(tmp_path),
+                                 params={"learning_rate": 0.1})
+    est.train(cases.tensor_input_fn(tf), max_steps=3)
+    close(losses, RECORDED["tensor_input_losses"])
+
+
+def test_model_fn_with_a_subset_of_arguments_and_a_temporary_model_dir(caplog):
+    seen = {}
+
+    def model_fn(features, mode, config):
+        seen["mode"], seen["config"] = mode, config
+        v = tf.get_variable("v", initializer=tf.constant(2.0))
+        return tf.estimator.EstimatorSpec(mode, predictions=features * v)
+
+    with caplog.at_level("WARNING", logger="tensorweave"):
+        est = tf.estimator.Estimator(model_fn)
+    assert os.path.isdir(est.model_dir)
+    assert "Using temporary folder as model directory: " + est.model_dir in caplog.text
+    got = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices(np.array([1.0, 3.0], np.float32)).batch(2)))
+    assert [float(g) for g in got] == [2.0, 6.0]
+    assert seen["mode"] == tf.estimator.ModeKeys.PREDICT == "infer"
+    assert isinstance(seen["config"], tf.estimator.RunConfig) and seen["config"].model_dir == est.model_dir
+
+
+def test_train_and_evaluate_locally_matches_tensorflow(tmp_path):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(save_checkpoints_steps=4),
+                                 params={"learning_rate": 0.1})
+    metrics, exports = tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(cases.train_input_fn(tf), max_steps=10),
+        tf.estimator.EvalSpec(cases.eval_input_fn(tf), steps=None, throttle_secs=0))
+    assert_metrics(metrics, RECORDED["train_and_evaluate"])
+    assert exports == RECORDED["train_and_evaluate_exports"]
+    acc = EventAccumulator(os.path.join(str(tmp_path), "eval"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert sorted(e.step for e in acc.Scalars("mae")) == RECORDED["train_and_evaluate_eval_steps"]
+
+
+def test_saving_listeners_are_called_and_can_stop_training(tmp_path):
+    class StopAtSecondSave(tf.train.CheckpointSaverListener):
+        def __init__(self):
+            self.calls = []
+
+        def after_save(self, session, global_step_value):
+            self.calls.append(global_step_value)
+            return len(self.calls) == 2
+
+    listener = StopAtSecondSave()
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(save_checkpoints_steps=3),
+                                 params={"learning_rate": 0.1})
+    est.train(cases.train_input_fn(tf), max_steps=100, saving_listeners=[listener])
+    assert listener.calls == [0, 3]
+    assert int(est.get_variable_value("global_step")) == 3
+    assert len(glob.glob(os.path.join(str(tmp_path), "model.ckpt-*.index"))) == 2
+
+
+# -- errors, as TF's ------------------------------------------------------------------------------
+def model_fn_no_features(labels, mode):
+    pass
+
+
+def model_fn_extra(features, labels, mode, extra):
+    pass
+
+
+def model_fn_no_params(features, labels):
+    pass
+
+
+def spec_without_loss(features, labels, mode):
+    tf.get_variable("v", initializer=1.0)
+    return tf.estimator.EstimatorSpec(mode, train_op=tf.no_op())
+
+
+def spec_without_train_op(features, labels, mode):
+    return tf.estimator.EstimatorSpec(mode, loss=tf.constant(1.0))
+
+
+def not_a_spec(features, labels, mode):
+    return {"loss": tf.constant(1.0)}
+
+
+def model_fn_without_labels(features, mode):
+    return tf.estimator.EstimatorSpec(mode, loss=tf.constant(1.0), train_op=tf.no_op())
+
+
+def vector_loss(features, labels, mode):
+    return tf.estimator.EstimatorSpec(mode, loss=tf.constant([1.0, 2.0]), train_op=tf.no_op())
+
+
+def test_errors_match_tensorflow(trained, tmp_path):
+    est = trained["est"]
+    tmp = str(tmp_path)
+
+    def train_with(fn, input_fn=cases.train_input_fn(tf), **kwargs):
+        return error(lambda: tf.estimator.Estimator(fn, model_dir=os.path.join(tmp, "e")).train(input_fn, **kwargs))
+
+    got = {
+        "no_features": error(lambda: tf.estimator.Estimator(model_fn_no_features)),
+        "extra_arg": error(lambda: tf.estimator.Estimator(model_fn_extra)),
+        "params_not_taken": error(lambda: tf.estimator.Estimator(model_fn_no_params, params={"a": 1})),
+        "no_model_fn": error(lambda: tf.estimator.Estimator(None)),
+        "bad_config": error(lambda: tf.estimator.Estimator(model_fn_no_params, config={"a": 1})),
+        "bad_warm_start": error(lambda: tf.estimator.Estimator(model_fn_no_params, warm_start_from=3)),
+        "model_dir_conflict": error(lambda: tf.estimator.Estimator(
+            model_fn_no_params, model_dir="/tmp/a", config=tf.estimator.RunConfig(model_dir="/tmp/b"))),
+        "warm_start_settings_empty": error(lambda: tf.estimator.WarmStartSettings("")),
+        "missing_loss": train_with(spec_without_loss, steps=1),
+        "missing_train_op": train_with(spec_without_train_op, steps=1),
+        "not_a_spec": train_with(not_a_spec, steps=1),
+        "labels_not_taken": train_with(model_fn_without_labels, steps=1),
+        "steps_and_max_steps": train_with(spec_without_train_op, steps=1, max_steps=2),
+        "steps_zero": train_with(spec_without_train_op, steps=0),
+        "max_steps_zero": train_with(spec_without_train_op, max_steps=0),
+        "hook_not_hook": train_with(spec_without_train_op, steps=1, hooks=[3]),
+        "listener_not_listener": train_with(spec_without_train_op, steps=1, saving_listeners=[3]),
+        "input_fn_three_tuple": train_with(
+            spec_without_train_op, input_fn=lambda: (tf.constant(1.0), tf.constant(1.0), tf.constant(1.0)), steps=1),
+        "no_checkpoint_variable": error(lambda: tf.estimator.Estimator(
+            model_fn_no_params, model_dir=os.path.join(tmp, "empty")).get_variable_value("w")),
+        "predict_keys_missing": error(lambda: list(est.predict(cases.predict_input_fn(tf), predict_keys=["nope"]))),
+        "evaluate_steps_zero": error(lambda: est.evaluate(cases.eval_input_fn(tf), steps=0)),
+        "eval_spec_steps_zero": error(lambda: tf.estimator.EvalSpec(cases.eval_input_fn(tf), steps=0)),
+        "eval_spec_name": error(lambda: tf.estimator.EvalSpec(cases.eval_input_fn(tf), name=3)),
+        "eval_spec_throttle": error(lambda: tf.estimator.EvalSpec(cases.eval_input_fn(tf), throttle_secs=-1)),
+        "train_spec_input_fn": error(lambda: tf.estimator.TrainSpec(3)),
+        "train_spec_max_steps": error(lambda: tf.estimator.TrainSpec(cases.train_input_fn(tf), max_steps=0)),
+        "tae_not_estimator": error(lambda: tf.estimator.train_and_evaluate(
+            3, tf.estimator.TrainSpec(cases.train_input_fn(tf)), tf.estimator.EvalSpec(cases.eval_input_fn(tf)))),
+        "tae_not_eval_spec": error(lambda: tf.estimator.train_and_evaluate(
+            est, tf.estimator.TrainSpec(cases.train_input_fn(tf)), 3)),
+    }
+    for name, message in got.items():
+        assert cases.clean_message(message).replace(tmp, "TMP") == RECORDED["errors"][name], name
+    vector = train_with(vector_loss, steps=1)
+    assert vector.startswith("ValueError: Loss must be scalar, given: ") and "shape=(2,)" in vector
