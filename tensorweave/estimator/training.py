@@ -39,6 +39,7 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
 from tensorweave.ops.data_flow.queues import FIFOQueue
 from tensorweave.train.basic_session_run_hooks import CheckpointSaverListener, SecondOrStepTimer
+from tensorweave.train.checkpoint_management import checkpoint_exists
 from tensorweave.train.session_run_hook import SessionRunHook
 
 _log = logging.getLogger("tensorweave")
@@ -188,9 +189,17 @@ class _Evaluator:
             self._warn("No new checkpoint ready for evaluation. Skip the current evaluation pass as evaluation results "
                        "are expected to be same for the same checkpoint.")
             return _EvalResult(_NO_NEW_CHECKPOINT), []
-        metrics = self._estimator.evaluate(input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
-                                           name=self._eval_spec.name, checkpoint_path=latest,
-                                           hooks=self._eval_spec.hooks)
+        try:
+            metrics = self._estimator.evaluate(input_fn=self._eval_spec.input_fn, steps=self._eval_spec.steps,
+                                               name=self._eval_spec.name, checkpoint_path=latest,
+                                               hooks=self._eval_spec.hooks)
+        except (errors.NotFoundError, ValueError):   # Saver.restore: ValueError when the files are gone
+            if checkpoint_exists(latest):
+                raise
+            # The trainer deleted it (keep_checkpoint_max) while we restored it; TF's evaluator
+            # dies here, ours takes the next one.
+            _log.warning("Checkpoint %s was deleted before it could be evaluated; waiting for the next one.", latest)
+            return _EvalResult(_NO_NEW_CHECKPOINT), []
         result = _EvalResult(_EVALUATED, metrics, latest)
         final = bool(self._max_training_steps) and metrics[GraphKeys.GLOBAL_STEP] >= self._max_training_steps
         export_base = os.path.join(self._estimator.model_dir, "export")

@@ -1,0 +1,137 @@
+"""tf.estimator.train_and_evaluate as a real cluster: 1 ps + chief + worker + evaluator, one process
+each on loopback ports, TF_CONFIG per process (tests/cluster/estimator_trainer.py). Every process
+exits by itself, the ps included; the final checkpoint has reached max_steps; the evaluator's
+metrics of that checkpoint are in model_dir/eval, where TensorBoard reads them; a chief SIGKILLed
+mid-training and started again restores the last checkpoint and finishes the job."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import tensorweave as tf
+from tensorweave.distributed.cluster import free_ports
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+TRAINER = os.path.join(HERE, "estimator_trainer.py")
+TASKS = [("ps", 0), ("chief", 0), ("worker", 0), ("evaluator", 0)]
+EXIT_TIMEOUT_S = 240
+
+
+class EstimatorCluster:
+    """The processes of one Estimator cluster, always killed at the end."""
+
+    def __init__(self, model_dir: str, max_steps: int):
+        ports = free_ports(3)
+        self.cluster = {"ps": [f"localhost:{ports[0]}"], "chief": [f"localhost:{ports[1]}"],
+                        "worker": [f"localhost:{ports[2]}"]}
+        self.model_dir, self.max_steps = model_dir, max_steps
+        self.procs: dict = {}
+        self.logs: dict = {}
+
+    def start(self, job: str, index: int = 0) -> None:
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   PYTHONFAULTHANDLER="1", TENSORWEAVE_CONNECT_TIMEOUT_S="20",
+                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}))
+        log = tempfile.TemporaryFile()
+        self.logs.setdefault((job, index), []).append(log)
+        self.procs[(job, index)] = subprocess.Popen(
+            [sys.executable, TRAINER, self.model_dir, str(self.max_steps)], env=env, cwd=REPO, stdout=log,
+            stderr=subprocess.STDOUT)
+
+    def log(self, job: str, index: int = 0) -> str:
+        out = []
+        for f in self.logs.get((job, index), []):
+            f.seek(0)
+            out.append(f.read().decode(errors="replace"))
+        return "\n--- restarted ---\n".join(out)
+
+    def wait_all(self) -> dict:
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        codes = {}
+        for key, proc in self.procs.items():
+            try:
+                codes[key] = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                codes[key] = "hung"
+        return codes
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for logs in self.logs.values():
+            for f in logs:
+                f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _checkpoint_step(model_dir: str) -> int:
+    path = tf.train.latest_checkpoint(model_dir)
+    return int(tf.train.load_variable(path, "global_step")) if path else -1
+
+
+def _assert_finished(c: EstimatorCluster, codes: dict) -> int:
+    for key, code in codes.items():
+        assert code == 0, f"{key} exited with {code}:\n{c.log(*key)[-6000:]}"
+    final = _checkpoint_step(c.model_dir)
+    # Each trainer stops once it sees the global step at max_steps, judged from the step's value
+    # read in its last run; with two asynchronous trainers each may have one step in flight past
+    # it (as in TF: global steps of asynchronous replicas are not fenced).
+    assert c.max_steps <= final <= c.max_steps + 2
+    acc = EventAccumulator(os.path.join(c.model_dir, "eval"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert {"loss", "mae"} <= set(acc.Tags()["scalars"])
+    last = acc.Scalars("mae")[-1]
+    assert last.step == final and 0 <= last.value < 0.5
+    assert "Exiting evaluation, global_step=" in c.log("evaluator")
+    assert "ps 0: 2 of 2 trainers have finished." in c.log("ps")
+    return final
+
+
+def test_ps_chief_worker_evaluator_train_evaluate_and_all_exit(tmp_path):
+    with EstimatorCluster(str(tmp_path), max_steps=60) as c:
+        for job, index in TASKS:
+            c.start(job, index)
+        codes = c.wait_all()
+        _assert_finished(c, codes)
+        # both trainers trained: the worker's own steps are in its log, the chief wrote the summaries
+        assert "loss = " in c.log("worker") and "loss = " in c.log("chief")
+        train_acc = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+        train_acc.Reload()
+        assert "loss" in train_acc.Tags()["scalars"]
+
+
+def test_a_killed_chief_restarts_from_the_last_checkpoint(tmp_path):
+    with EstimatorCluster(str(tmp_path), max_steps=3000) as c:
+        for job, index in TASKS:
+            c.start(job, index)
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        while _checkpoint_step(c.model_dir) < 10:   # a checkpoint past the first one
+            assert time.monotonic() < deadline and c.procs[("chief", 0)].poll() is None, c.log("chief")[-4000:]
+            time.sleep(0.05)
+        c.procs[("chief", 0)].kill()
+        c.procs[("chief", 0)].wait()
+        saved = _checkpoint_step(c.model_dir)
+        if saved >= c.max_steps:
+            pytest.skip("the cluster finished its 3000 steps before the chief could be killed")
+        c.start("chief", 0)
+        codes = c.wait_all()
+        _assert_finished(c, codes)
+        restarted = c.log("chief").split("--- restarted ---")[1]
+        assert "Restoring parameters from " in restarted and "model.ckpt-" in restarted
+        assert len(glob.glob(os.path.join(c.model_dir, "model.ckpt-*.index"))) >= 1
