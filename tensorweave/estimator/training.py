@@ -240,7 +240,8 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
         self._timer.update_last_triggered_step(global_step_value)
         self.eval_result, self.export_results = self._evaluator.evaluate_and_export()
         if self.eval_result.status != _EVALUATED:
-            raise RuntimeError(f"There was no new checkpoint after the training. Eval status: {self.eval_result.status}")
+            raise RuntimeError("There was no new checkpoint after the training. Eval status: "
+                               f"{self.eval_result.status}")
 
 
 def _done_queue(ps_index: int, num_trainers: int) -> FIFOQueue:
