@@ -25,6 +25,7 @@ NAMESPACE_PATHS = {
     'dtypes': 'tensorweave.framework.dtypes',
     'errors': 'tensorweave.framework.errors',
     'estimator': 'tensorweave.estimator',
+    'estimator.inputs': 'tensorweave.estimator.inputs',
     'flags': 'tensorweave.flags',
     'gfile': 'tensorweave.gfile',
     'graph_util': 'tensorweave.graph_util',
@@ -670,7 +671,11 @@ NAMESPACES = {
         'RunConfig': ('tensorweave.estimator.run_config', 'RunConfig'),
         'TrainSpec': ('tensorweave.estimator.training', 'TrainSpec'),
         'WarmStartSettings': ('tensorweave.estimator.estimator', 'WarmStartSettings'),
+        'inputs': ('tensorweave.estimator.inputs', None),
         'train_and_evaluate': ('tensorweave.estimator.training', 'train_and_evaluate'),
+    },
+    'tensorweave.estimator.inputs': {
+        'numpy_input_fn': ('tensorweave.estimator.inputs', 'numpy_input_fn'),
     },
     'tensorweave.flags': {
         'DEFINE_bool': ('tensorweave.flags', 'DEFINE_boolean'),

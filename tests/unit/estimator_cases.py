@@ -182,3 +182,30 @@ def tensor_input_fn(tf):
             tf.data.Dataset.from_tensor_slices((X, Y)).batch(8).repeat()).get_next()
         return features, labels
     return input_fn
+
+
+# -- numpy_input_fn -------------------------------------------------------------------------------
+NP_X = {"b": np.arange(14, dtype=np.float32).reshape(7, 2), "a": np.arange(7, dtype=np.int64)}
+NP_Y = np.arange(7, dtype=np.float64) * 10
+
+
+def numpy_input_cases(tf):
+    """name -> numpy_input_fn, read until its input ends (or for 4 batches when it repeats)."""
+    fn = tf.estimator.inputs.numpy_input_fn
+    return {
+        "dict_x_array_y_2_epochs": fn(NP_X, NP_Y, batch_size=3, num_epochs=2, shuffle=False),
+        "dict_y": fn({"a": NP_X["a"]}, {"t1": NP_Y, "t0": NP_Y + 1}, batch_size=4, num_epochs=1, shuffle=False),
+        "array_x_no_y_forever": fn(NP_X["b"], None, batch_size=3, num_epochs=None, shuffle=False),
+    }
+
+
+def numpy_input_errors(tf):
+    fn = tf.estimator.inputs.numpy_input_fn
+    return {
+        "shuffle_none": lambda: fn(NP_X, NP_Y),
+        "empty_dict": lambda: fn({}, NP_Y, shuffle=False)(),
+        "list_x": lambda: fn([1, 2], NP_Y, shuffle=False)(),
+        "length_mismatch": lambda: fn(NP_X, NP_Y[:5], shuffle=False)(),
+        "duplicate_keys": lambda: fn(NP_X, {"a": NP_Y}, shuffle=False)(),
+        "empty_y_dict": lambda: fn(NP_X, {}, shuffle=False)(),
+    }

@@ -18,7 +18,9 @@ import estimator_cases as cases
 from fixtures.recorded import error
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator.json")) as f:
-    RECORDED = json.load(f)["estimator"]
+    RECORDINGS = json.load(f)
+RECORDED = RECORDINGS["estimator"]
+NUMPY_RECORDED = RECORDINGS["numpy_input_fn"]
 
 
 def close(got, want) -> None:
@@ -267,3 +269,50 @@ def test_errors_match_tensorflow(trained, tmp_path):
         assert cases.clean_message(message).replace(tmp, "TMP") == RECORDED["errors"][name], name
     vector = train_with(vector_loss, steps=1)
     assert vector.startswith("ValueError: Loss must be scalar, given: ") and "shape=(2,)" in vector
+
+
+# -- tf.estimator.inputs.numpy_input_fn -----------------------------------------------------------
+def _read_batches(input_fn, limit=None) -> list:
+    with tf.Graph().as_default():
+        tensors = input_fn()
+        batches = []
+        with tf.train.MonitoredSession() as session:
+            while not session.should_stop() and (limit is None or len(batches) < limit):
+                values = session.run(tensors)
+                batches.append(json.loads(json.dumps(values, default=lambda v: np.asarray(v).tolist())))
+    return batches
+
+
+@pytest.mark.parametrize("name", sorted(cases.numpy_input_cases(tf)))
+def test_numpy_input_fn_batches_match_tensorflow(name):
+    input_fn = cases.numpy_input_cases(tf)[name]
+    got = _read_batches(input_fn, limit=4 if name.endswith("forever") else None)
+    assert got == NUMPY_RECORDED[name]
+
+
+def test_numpy_input_fn_keeps_dtypes_and_shuffles_within_epochs():
+    fn = tf.estimator.inputs.numpy_input_fn(cases.NP_X, cases.NP_Y, batch_size=7, num_epochs=2, shuffle=True)
+    with tf.Graph().as_default():
+        features, labels = fn()
+        assert (features["a"].dtype, features["b"].dtype, labels.dtype) == (tf.int64, tf.float32, tf.float64)
+        assert features["b"].shape.as_list() == [None, 2]
+    epochs = _read_batches(fn)
+    assert len(epochs) == 2
+    for f, lab in epochs:
+        assert sorted(f["a"]) == list(range(7))
+        np.testing.assert_array_equal(lab, np.array(f["a"]) * 10.0)
+        np.testing.assert_array_equal(f["b"], cases.NP_X["b"][f["a"]])
+
+
+def test_numpy_input_fn_errors_match_tensorflow():
+    for name, fn in cases.numpy_input_errors(tf).items():
+        assert error(fn) == NUMPY_RECORDED["errors"][name], name
+
+
+def test_estimator_trained_on_numpy_input_fn_matches_tensorflow(tmp_path):
+    losses = []
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf, losses), model_dir=str(tmp_path),
+                                 params={"learning_rate": 0.1})
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": cases.X}, cases.Y, batch_size=5, num_epochs=None,
+                                                 shuffle=False), steps=6)
+    close(losses, NUMPY_RECORDED["estimator_losses"])
