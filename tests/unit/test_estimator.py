@@ -15,6 +15,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import tensorweave as tf
 import estimator_cases as cases
+from tensorweave.estimator.early_stopping import read_eval_metrics
 from fixtures.recorded import error
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator.json")) as f:
@@ -316,3 +317,38 @@ def test_estimator_trained_on_numpy_input_fn_matches_tensorflow(tmp_path):
     est.train(tf.estimator.inputs.numpy_input_fn({"x": cases.X}, cases.Y, batch_size=5, num_epochs=None,
                                                  shuffle=False), steps=6)
     close(losses, NUMPY_RECORDED["estimator_losses"])
+
+
+# -- tf.estimator.experimental early stopping -----------------------------------------------------
+def test_early_stopping_hooks_read_the_eval_metrics(tmp_path):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path / "m"),
+                                 config=tf.estimator.RunConfig(save_checkpoints_steps=5, keep_checkpoint_max=10),
+                                 params={"learning_rate": 0.1})
+    never = tf.estimator.experimental.stop_if_lower_hook(est, "loss", -1.0, run_every_secs=None, run_every_steps=1)
+    est.train(cases.train_input_fn(tf), steps=10, hooks=[never])   # its STOP variable goes into the checkpoints
+    for step in (5, 10):   # eval loss: 0.295 at step 5, 0.084 at step 10 (TF's, as recorded)
+        est.evaluate(cases.eval_input_fn(tf), checkpoint_path=os.path.join(est.model_dir, f"model.ckpt-{step}"))
+    metrics = read_eval_metrics(est.eval_dir())
+    assert list(metrics) == [5, 10]
+    close(metrics[5]["loss"], RECORDED["evaluate_ckpt_5"]["loss"])
+    close(metrics[10]["loss"], RECORDED["train_and_evaluate"]["loss"])
+
+    def train_with(hook, steps=4) -> int:
+        before = int(est.get_variable_value("global_step"))
+        est.train(cases.train_input_fn(tf), steps=steps, hooks=[hook])
+        return int(est.get_variable_value("global_step")) - before
+
+    experimental = tf.estimator.experimental
+    assert train_with(experimental.stop_if_lower_hook(est, "loss", 0.1, run_every_secs=None, run_every_steps=1)) == 1
+    assert train_with(experimental.stop_if_lower_hook(est, "loss", 0.01, run_every_secs=None, run_every_steps=1)) == 4
+    assert train_with(experimental.stop_if_higher_hook(est, "mae", 0.4, run_every_secs=None, run_every_steps=1)) == 1
+    assert train_with(experimental.stop_if_higher_hook(est, "mae", 0.4, min_steps=6, run_every_secs=None,
+                                                       run_every_steps=1)) == 4
+    assert train_with(experimental.stop_if_no_increase_hook(est, "loss", 5, run_every_secs=None,
+                                                            run_every_steps=1)) == 1
+    assert train_with(experimental.stop_if_no_decrease_hook(est, "loss", 5, run_every_secs=None,
+                                                            run_every_steps=1)) == 4
+    with pytest.raises(ValueError, match="Only one of `run_every_secs` and `run_every_steps` must be set."):
+        experimental.stop_if_lower_hook(est, "loss", 0.1, run_every_secs=1, run_every_steps=1)
+    with pytest.raises(TypeError, match="`estimator` must have type `tf.estimator.Estimator`"):
+        experimental.make_early_stopping_hook(3, lambda: True)
