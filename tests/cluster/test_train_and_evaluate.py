@@ -135,3 +135,18 @@ def test_a_killed_chief_restarts_from_the_last_checkpoint(tmp_path):
         restarted = c.log("chief").split("--- restarted ---")[1]
         assert "Restoring parameters from " in restarted and "model.ckpt-" in restarted
         assert len(glob.glob(os.path.join(c.model_dir, "model.ckpt-*.index"))) >= 1
+
+
+def test_tensorweave_launch_runs_an_estimator_cluster_with_an_evaluator_to_the_end(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TENSORWEAVE_CONNECT_TIMEOUT_S="20")
+    env.pop("TF_CONFIG", None)
+    r = subprocess.run([sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--chief", "1", "--workers",
+                        "1", "--evaluator", "1", TRAINER, str(tmp_path), "40"], env=env, cwd=REPO,
+                       capture_output=True, text=True, timeout=EXIT_TIMEOUT_S)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    # every task, the ps too, returned from train_and_evaluate by itself and printed its line
+    for job in ("ps", "chief", "worker", "evaluator"):
+        assert f'"task": ["{job}", 0]' in out, out[-4000:]
+    assert 40 <= _checkpoint_step(str(tmp_path)) <= 42
