@@ -689,6 +689,7 @@ NAMESPACES = {
         'SummarySaverHook': ('tensorweave.train.basic_session_run_hooks', 'SummarySaverHook'),
         'TrainSpec': ('tensorweave.estimator.training', 'TrainSpec'),
         'WarmStartSettings': ('tensorweave.estimator.estimator', 'WarmStartSettings'),
+        'add_metrics': ('tensorweave.estimator.estimator', 'add_metrics'),
         'experimental': ('tensorweave.estimator.experimental', None),
         'inputs': ('tensorweave.estimator.inputs', None),
         'train_and_evaluate': ('tensorweave.estimator.training', 'train_and_evaluate'),

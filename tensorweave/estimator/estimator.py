@@ -498,3 +498,26 @@ class Estimator:
         if not chosen:
             raise ValueError(f"Expected to run at least one output from {existing}, provided {predict_keys}.")
         return chosen
+
+
+@tf_export("estimator.add_metrics")
+def add_metrics(estimator, metric_fn) -> Estimator:
+    """tf.estimator.add_metrics(estimator, metric_fn): a new Estimator (same model_dir, config and
+    warm start) whose evaluation also reports metric_fn's metrics; metric_fn takes any of
+    (features, labels, predictions, config) and returns {name: (value, update_op)}."""
+    valid = {"features", "labels", "predictions", "config"}
+    invalid = list(set(fn_args(metric_fn)) - valid)
+    if invalid:
+        raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {invalid}")
+
+    def new_model_fn(features, labels, mode, config):
+        spec = estimator.model_fn(features, labels, mode, config)
+        if mode != ModeKeys.EVAL:
+            return spec
+        args = fn_args(metric_fn)
+        given = {"features": features, "labels": labels, "predictions": spec.predictions, "config": config}
+        metrics = dict(spec.eval_metric_ops or {})
+        metrics.update(metric_fn(**{k: v for k, v in given.items() if k in args}))
+        return spec._replace(eval_metric_ops=metrics)
+    return Estimator(model_fn=new_model_fn, model_dir=estimator.model_dir, config=estimator.config,
+                     warm_start_from=estimator._warm_start_settings)

@@ -352,3 +352,16 @@ def test_early_stopping_hooks_read_the_eval_metrics(tmp_path):
         experimental.stop_if_lower_hook(est, "loss", 0.1, run_every_secs=1, run_every_steps=1)
     with pytest.raises(TypeError, match="`estimator` must have type `tf.estimator.Estimator`"):
         experimental.make_early_stopping_hook(3, lambda: True)
+
+
+def test_add_metrics_adds_to_the_evaluation(trained):
+    def metric_fn(labels, predictions):
+        return {"mse": tf.metrics.mean_squared_error(labels, predictions["y"])}
+
+    extended = tf.estimator.add_metrics(trained["est"], metric_fn)
+    assert extended.model_dir == trained["model_dir"]
+    got = extended.evaluate(cases.eval_input_fn(tf), name="extended")
+    assert_metrics({k: v for k, v in got.items() if k != "mse"}, RECORDED["evaluate"])
+    close(got["mse"], RECORDED["evaluate"]["rmse"] ** 2)
+    with pytest.raises(ValueError, match=r"has following not expected args: \['weights'\]"):
+        tf.estimator.add_metrics(trained["est"], lambda labels, weights: {})
