@@ -1,13 +1,10 @@
-"""Adding recorded operations back into a Graph (what import_graph_def and import_meta_graph stand on),
-all or nothing.
+"""Adding recorded operations back into a Graph, all or nothing (what tf.import_graph_def, and
+through it import_meta_graph, stands on).
 
-A record is one op as it was: type, name, inputs ("op:1", "^op"), device, attributes as graph
-values (DType, TensorShape, arrays, functions) and its outputs' dtypes and static shapes. Ops
-are added as recorded, without re-running shape functions, so an imported graph is exactly
-the exported one; a record without outputs (a node of a GraphDef TensorFlow wrote, which holds
-none) gets them from the op's shape function, after its input dtypes are checked, as
-Graph.create_op does; names get `import_scope/` in front and are marked used, so ops created later
-never collide with them.
+A record is one node: type, name, inputs ("op:1", "^op"), device and attributes as graph
+values (DType, TensorShape, arrays, functions). Each gets its outputs from the op's shape
+function, after its input dtypes are checked, as Graph.create_op does; names get `import_scope/`
+in front and are marked used, so ops created later never collide with them.
 """
 from __future__ import annotations
 
@@ -19,31 +16,17 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Graph, Operation, Tensor
 from tensorweave.framework.graph_def import parse_input
 from tensorweave.framework.op_def_registry import lookup
-from tensorweave.framework.shapes import as_shape, unknown_shape
+from tensorweave.framework.shapes import as_shape
 
 
 @dataclass(frozen=True)
 class OpRecord:
+    """One node to add: its outputs come from the op's shape function, as Graph.create_op's do."""
     op: str
     name: str
     inputs: tuple = ()
     device: str = ""
     attrs: dict = field(default_factory=dict)
-    outputs: Optional[tuple] = ()   # ((dtype name, dims or None), ...); None: infer them
-
-
-@dataclass
-class ImportedFunction:
-    """A function body brought in by an import: it travels to the runtime as its FunctionDef,
-    with the functions it calls (`library`, name -> FunctionDef)."""
-    name: str
-    library: dict
-
-    def _as_function_def(self, library: Optional[dict] = None):
-        if library is not None:
-            for k, f in self.library.items():
-                library.setdefault(k, f)
-        return self.library[self.name]
 
 
 def prefixed(name: str, import_scope: Optional[str]) -> str:
@@ -137,9 +120,8 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                 attrs["_class"] = [f"loc:@{renamed.get(c[5:]) or prefixed(c[5:], import_scope)}"
                                    if c.startswith("loc:@") else c for c in attrs["_class"]]
             op = Operation(graph, r.op, name, inputs, attrs, controls)
-            outputs = r.outputs if r.outputs is not None else _inferred_outputs(op)
-            op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), unknown_shape() if dims is None else as_shape(dims))
-                           for i, (dt, dims) in enumerate(outputs)]
+            op._outputs = [Tensor(op, i, dtypes.as_dtype(dt), as_shape(shape))
+                           for i, (dt, shape) in enumerate(_inferred_outputs(op))]
             op._device = "" if clear_devices else r.device
             for t in inputs:
                 t._consumers.append(op)

@@ -6,13 +6,18 @@ are declared here from TF's `.proto` sources, field for field: `SavedModel`
 (tensorflow/core/protobuf/saved_model.proto), `QueueRunnerDef` (queue_runner.proto),
 `BundleHeaderProto` and `BundleEntryProto` (tensor_bundle.proto, a checkpoint index's records)
 and `TensorSliceProto` (tensor_slice.proto). An enum field travels as the int32 it is on the wire.
+
+TF's public proto classes that no module of tensorweave defines its own use of are declared public
+here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef).
 """
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from tensorboard.compat.proto import (attr_value_pb2, config_pb2, function_pb2, graph_pb2, meta_graph_pb2,  # noqa: F401
-                                      node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2, types_pb2,
-                                      variable_pb2, versions_pb2)
+from tensorboard.compat.proto import (attr_value_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
+                                      meta_graph_pb2, node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2,
+                                      types_pb2, variable_pb2, versions_pb2)
+
+from tensorweave.framework.tf_export import tf_export
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -73,3 +78,12 @@ _bundle = _declare("tensorweave/tensor_bundle.proto", {
 }, (versions_pb2.DESCRIPTOR.name, tensor_shape_pb2.DESCRIPTOR.name))
 TensorSliceProto, BundleHeaderProto, BundleEntryProto = (
     _bundle["TensorSliceProto"], _bundle["BundleHeaderProto"], _bundle["BundleEntryProto"])
+
+MetaGraphDef = meta_graph_pb2.MetaGraphDef
+tf_export("MetaGraphDef")(MetaGraphDef)
+TensorInfo = meta_graph_pb2.TensorInfo
+tf_export("TensorInfo")(TensorInfo)
+SaverDef = saver_pb2.SaverDef
+tf_export("train.SaverDef")(SaverDef)
+LogMessage = event_pb2.LogMessage
+tf_export("LogMessage")(LogMessage)

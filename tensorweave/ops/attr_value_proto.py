@@ -54,6 +54,7 @@ def to_attr_value(v) -> attr_value_pb2.AttrValue:
         a.s = v if isinstance(v, bytes) else v.encode()
     elif isinstance(v, (list, tuple)):
         lst = a.list
+        lst.SetInParent()       # an empty list is a list still (TF refuses an AttrValue holding nothing)
         for x in v:
             if isinstance(x, DType):
                 lst.type.append(x.as_datatype_enum)
@@ -93,10 +94,12 @@ def _text(s: bytes):
 
 
 def _tensor(proto, node_name):
+    """A tensor attribute's value as our ops hold it: an ndarray (a scalar string too, which
+    from_proto gives as bytes)."""
     enum, value = from_proto(proto, node_name)
     if value is None:
         raise UnsupportedAttrError(f"tensor of dtype {type_string(enum)}")
-    return value
+    return np.asarray(value, dtype=object) if isinstance(value, bytes) else value
 
 
 def from_attr_value(a: attr_value_pb2.AttrValue, node_name=None, function=None):

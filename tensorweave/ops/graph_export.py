@@ -14,15 +14,21 @@ graph's version); `add_shapes` adds `_output_shapes` to each op with outputs, as
 
 Function bodies (the FuncGraphs of our functional ops: If branches, While cond and body,
 nested ones too) go into the GraphDef's `library` as TF's FunctionDefs: arguments "input_i" (the
-body's input placeholders, in the functional op's input order), results "output_i", nodes with
-TF's function input names ("input_0", "node:out_arg:0", "^node"). TensorFlow imports and runs
-our tf.cond (If takes TF's inputs: the predicate, then every branch argument); it refuses our
-While, whose inputs are the loop variables and then the cond's and body's captures, not TF's
-While signature. tf.import_graph_def of ours refuses any library by name, so a graph with
-functions does not copy yet. The reverse direction is ops/graph_import.py.
+functional op's inputs, each with its shape as TF's `_output_shapes` argument attribute), results
+"output_i", nodes with TF's function input names ("input_0", "node:out_arg:0", "^node"). Our If
+takes TF's If inputs (the predicate, then every branch argument). Our While, whose inputs are the
+loop variables, then the cond's and the body's captures and the iteration limit, is written as
+TF's While (`_tf_while`): every input a loop variable, cond and body taking them all, the body
+passing captures through and counting the limit down. TensorFlow 2.21 imports and runs both
+(tests/unit/fixtures/record_tf_import_of_ours.py); not a loop whose gradient was taken, whose body
+also returns the values it records for the gradient in our tensor lists (ops TF defines with
+other inputs). tf.import_graph_def (ops/graph_import.py,
+the reverse direction) reads the library back into function bodies, so graphs with control flow
+copy.
 """
 from __future__ import annotations
 
+import numpy as np
 from tensorboard.compat.proto import function_pb2, graph_pb2, node_def_pb2
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
@@ -91,6 +97,22 @@ def _functions_of(value) -> list:
     return []
 
 
+def _output_index(t) -> int:
+    """`t`'s output number in the NodeDef we write: a While's outputs past its loop variables (the
+    iteration count and the values recorded for its gradient) come after every input it passes
+    through as TF's While does (see `_tf_while`)."""
+    op = t.op
+    if op.type == "While" and t.value_index >= len(op._attrs["T"]):
+        return t.value_index + len(op.inputs) - len(op._attrs["T"])
+    return t.value_index
+
+
+def _input_name(t) -> str:
+    """`t` as a GraphDef node's input ("x", "x:1")."""
+    index = _output_index(t)
+    return t.op.name if index == 0 else f"{t.op.name}:{index}"
+
+
 def _function_tensor_name(t, args: dict) -> str:
     """A tensor inside a function body as FunctionDef names it: an argument by its name, an op's
     output as "node:output_arg:index" (TF's OpDef output argument)."""
@@ -103,19 +125,23 @@ def _function_tensor_name(t, args: dict) -> str:
         for arg, group in zip(signature[1], groups):
             if t in group:
                 return f"{op.name}:{arg.partition(':')[0]}:{group.index(t)}"
-    return f"{op.name}:output:{t.value_index}"
+    return f"{op.name}:output:{_output_index(t)}"
 
 
-def function_def_proto(fg, library: dict, add_shapes: bool = False) -> function_pb2.FunctionDef:
+def function_def_proto(fg, library: dict, add_shapes: bool = False, arg_tensors=None,
+                       positions=None) -> function_pb2.FunctionDef:
     """A function body (FuncGraph) as TF's FunctionDef; the bodies it names go into `library`.
-    Its arguments are its input placeholders ("input_i", in the functional op's input order),
-    its results "output_i"."""
+    Its arguments are "input_i", one per tensor of `arg_tensors` (the functional op's inputs;
+    default: the body's input placeholders), the body's input j being argument `positions[j]`
+    (default j); its results "output_i"."""
     fdef = function_pb2.FunctionDef()
     fdef.signature.name = fg.name
-    args = {}
-    for i, t in enumerate(fg.inputs):
-        args[t] = f"input_{i}"
+    arg_tensors = fg.inputs if arg_tensors is None else arg_tensors
+    for i, t in enumerate(arg_tensors):
         fdef.signature.input_arg.add(name=f"input_{i}", type=t.dtype.base_dtype.as_datatype_enum)
+        fdef.arg_attr[i].attr["_output_shapes"].list.shape.add().CopyFrom(shape_proto(t.shape))   # as TF
+    positions = range(len(fg.inputs)) if positions is None else positions
+    args = {t: f"input_{i}" for t, i in zip(fg.inputs, positions)}
     placeholders = {t.op for t in fg.inputs}
     for op in fg.get_operations():
         if op in placeholders:
@@ -125,26 +151,103 @@ def function_def_proto(fg, library: dict, add_shapes: bool = False) -> function_
         del node.input[:]
         node.input.extend([_function_tensor_name(t, args) for t in op.inputs]
                           + ["^" + c.name for c in op.control_inputs if c not in placeholders])
-    for i, t in enumerate(fg.outputs):
-        fdef.signature.output_arg.add(name=f"output_{i}", type=t.dtype.base_dtype.as_datatype_enum)
-        fdef.ret[f"output_{i}"] = _function_tensor_name(t, args)
+    _set_results(fdef, [(_function_tensor_name(t, args), t.dtype) for t in fg.outputs])
     return fdef
+
+
+def _set_results(fdef, results: list) -> None:
+    """The FunctionDef's results "output_i": (tensor name in the function, dtype) each."""
+    del fdef.signature.output_arg[:]
+    fdef.ret.clear()
+    for i, (name, dtype) in enumerate(results):
+        fdef.signature.output_arg.add(name=f"output_{i}", type=dtype.base_dtype.as_datatype_enum)
+        fdef.ret[f"output_{i}"] = name
+
+
+def _add_node(fdef, name: str, op_type: str, inputs: list, **attrs) -> str:
+    """A node added to a FunctionDef (named `name`, or `name_1`... when the body has that name); its
+    first output's name in the function."""
+    taken = {n.name for n in fdef.node_def} | {a.name for a in fdef.signature.input_arg}
+    unique, i = name, 1
+    while unique in taken:
+        unique, i = f"{name}_{i}", i + 1
+    node = fdef.node_def.add(name=unique, op=op_type, input=inputs)
+    for key, value in attrs.items():
+        node.attr[key].CopyFrom(to_attr_value(value))
+    output = TF_OP_SIGNATURES[op_type][1][0].partition(":")[0]
+    return f"{unique}:{output}:0"
+
+
+def _tf_while(op, node, library: dict, add_shapes: bool) -> None:
+    """Our While written as TF's While (`node`, and its cond and body into `library`): every input
+    is a loop variable, so cond and body take them all; the captures pass through the body
+    unchanged; an iteration limit (our last input) counts down in the body, the cond requiring it
+    positive. Our attributes TF's While lacks travel as "_back_prop" (when False) and, for a loop
+    recording values for its gradient, "_num_recorded" (its body returns them after the loop
+    variables, as our op outputs them after its iteration count)."""
+    n, nc = len(op._attrs["T"]), op._attrs["num_cond_captures"]
+    has_max = op._attrs["has_maximum_iterations"]
+    cond, body = op._attrs["cond"], op._attrs["body"]
+    loop_vars = list(body.inputs[:n]) + list(op.inputs[n:])       # the loop variables' invariant shapes
+    nb = len(body.inputs) - n
+    for key in ("num_cond_captures", "num_body_captures", "has_maximum_iterations", "back_prop", "record_history",
+                "num_recorded"):
+        if key in node.attr:
+            del node.attr[key]
+    node.attr["T"].CopyFrom(to_attr_value([t.dtype.base_dtype for t in loop_vars]))
+    node.attr["output_shapes"].CopyFrom(to_attr_value([t.shape for t in loop_vars]))
+    if not op._attrs.get("back_prop", True):
+        node.attr["_back_prop"].b = False
+    recorded = op._attrs.get("num_recorded", 0) if op._attrs.get("record_history") else 0
+    if op._attrs.get("record_history"):
+        node.attr["_num_recorded"].i = recorded
+    if add_shapes:
+        shapes = [t.shape for t in loop_vars] + [t.shape for t in op.outputs[n:]]
+        node.attr["_output_shapes"].list.ClearField("shape")
+        node.attr["_output_shapes"].list.shape.extend([shape_proto(s) for s in shapes])
+    for fg in (cond, body):
+        library.setdefault(fg.name, None)       # stops recursion on a body naming itself
+    limit = f"input_{len(loop_vars) - 1}"
+    limit_type = op.inputs[-1].dtype.base_dtype if has_max else None
+
+    cfd = function_def_proto(cond, library, add_shapes, loop_vars, range(n + nc))
+    if has_max:
+        zero = _add_node(cfd, "iteration_limit/zero", "Const", [], value=np.zeros((), limit_type.as_numpy_dtype),
+                         dtype=limit_type)
+        left = _add_node(cfd, "iteration_limit/left", "Greater", [limit, zero], T=limit_type)
+        both = _add_node(cfd, "iteration_limit/and", "LogicalAnd", [left, cfd.ret["output_0"]])
+        _set_results(cfd, [(both, cond.outputs[0].dtype)])
+    library[cond.name] = cfd
+
+    bfd = function_def_proto(body, library, add_shapes, loop_vars, list(range(n)) + list(range(n + nc, n + nc + nb)))
+    results = [(bfd.ret[f"output_{i}"], t.dtype) for i, t in enumerate(body.outputs)]
+    through = [(_add_node(bfd, f"pass_through/input_{i}", "Identity", [f"input_{i}"], T=loop_vars[i].dtype),
+                loop_vars[i].dtype) for i in range(n, len(loop_vars) - has_max)]
+    if has_max:
+        one = _add_node(bfd, "iteration_limit/one", "Const", [], value=np.ones((), limit_type.as_numpy_dtype),
+                        dtype=limit_type)
+        through.append((_add_node(bfd, "iteration_limit/count_down", "Sub", [limit, one], T=limit_type), limit_type))
+    _set_results(bfd, results[:n] + through + results[n:n + recorded])
+    library[body.name] = bfd
 
 
 def node_def_proto(op, add_shapes: bool = False, library: dict | None = None) -> node_def_pb2.NodeDef:
     """One op as TF's NodeDef; the function bodies it names go into `library` (name ->
     FunctionDef) when given."""
     node = node_def_pb2.NodeDef(name=op.name, op=op.type, device=op.device)
-    node.input.extend([t._as_node_def_input() for t in op.inputs] + ["^" + c.name for c in op.control_inputs])
+    node.input.extend([_input_name(t) for t in op.inputs] + ["^" + c.name for c in op.control_inputs])
     for key, value in {**op._attrs, **_derived_attrs(op)}.items():
         node.attr[key].CopyFrom(to_attr_value(value))
-        if library is not None:
-            for fg in _functions_of(value):
-                if fg.name not in library:
-                    library[fg.name] = None         # stops recursion on a body naming itself
-                    library[fg.name] = function_def_proto(fg, library, add_shapes)
     if add_shapes and op.outputs:
         node.attr["_output_shapes"].list.shape.extend([shape_proto(t.shape) for t in op.outputs])
+    library = {} if library is None else library
+    if op.type == "While":
+        _tf_while(op, node, library, add_shapes)
+    for value in op._attrs.values():
+        for fg in _functions_of(value):
+            if fg.name not in library:
+                library[fg.name] = None         # stops recursion on a body naming itself
+                library[fg.name] = function_def_proto(fg, library, add_shapes)
     return node
 
 

@@ -139,11 +139,8 @@ class FileWriter:
 
     def add_meta_graph(self, meta_graph_def, global_step=None) -> None:
         """Adds a MetaGraphDef protocol buffer."""
-        if not hasattr(meta_graph_def, "SerializeToString") or not hasattr(meta_graph_def, "graph_def"):
-            raise TypeError(f"meta_graph_def must be type MetaGraphDef, saw type: {type(meta_graph_def)}")
         if not isinstance(meta_graph_def, meta_graph_pb2.MetaGraphDef):
-            raise TypeError("add_meta_graph writes TensorFlow's MetaGraphDef protocol buffer; a tensorweave meta "
-                            "graph (export_meta_graph) is saved beside checkpoints, add_graph shows its graph")
+            raise TypeError(f"meta_graph_def must be type MetaGraphDef, saw type: {type(meta_graph_def)}")
         self._add_event(event_pb2.Event(meta_graph_def=meta_graph_def.SerializeToString()), global_step)
 
     def add_run_metadata(self, run_metadata, tag, global_step=None) -> None:

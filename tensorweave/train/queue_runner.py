@@ -14,6 +14,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph, get_default_session
 from tensorweave.framework.importer import prefixed
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import QueueRunnerDef
 from tensorweave.train.meta_graph import register_proto_function
 
 
@@ -113,31 +114,33 @@ class QueueRunner:
         self._cancel_op = cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
         self._queue_closed_exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
 
-    def _init_from_def(self, d: dict, import_scope) -> None:
+    def _init_from_def(self, d, import_scope) -> None:
         g = get_default_graph()
+        if not isinstance(d, QueueRunnerDef):
+            raise TypeError(f"queue_runner_def must be a QueueRunnerDef proto, not {type(d).__name__}")
 
         def element(name):
             return g.as_graph_element(prefixed(name, import_scope))
-        self._queue = element(d["queue_name"])
-        self._enqueue_ops = [element(n) for n in d["enqueue_op_name"]]
-        self._close_op = element(d["close_op_name"])
-        self._cancel_op = element(d["cancel_op_name"])
+        self._queue = element(d.queue_name)
+        self._enqueue_ops = [element(n) for n in d.enqueue_op_name]
+        self._close_op = element(d.close_op_name)
+        self._cancel_op = element(d.cancel_op_name)
         self._queue_closed_exception_types = tuple(
-            errors.exception_type_from_error_code(c) for c in d.get("queue_closed_exception_types", ())) or (
+            errors.exception_type_from_error_code(c) for c in d.queue_closed_exception_types) or (
             errors.OutOfRangeError,)
 
     def to_proto(self, export_scope=None):
-        """This runner as plain data naming its queue and ops (TF's QueueRunnerDef fields), or
-        None when its queue is outside export_scope."""
+        """This runner as TF's QueueRunnerDef naming its queue and ops, or None when its queue is
+        outside export_scope."""
         if export_scope and not self.name.startswith(export_scope + "/"):
             return None
 
         def strip(name: str) -> str:
             return name[len(export_scope) + 1:] if export_scope else name
-        return {"queue_name": strip(self.name), "enqueue_op_name": [strip(op.name) for op in self._enqueue_ops],
-                "close_op_name": strip(self._close_op.name), "cancel_op_name": strip(self._cancel_op.name),
-                "queue_closed_exception_types": [errors.error_code_from_exception_type(c)
-                                                 for c in self._queue_closed_exception_types]}
+        return QueueRunnerDef(queue_name=strip(self.name), enqueue_op_name=[strip(op.name) for op in self._enqueue_ops],
+                              close_op_name=strip(self._close_op.name), cancel_op_name=strip(self._cancel_op.name),
+                              queue_closed_exception_types=[errors.error_code_from_exception_type(c)
+                                                            for c in self._queue_closed_exception_types])
 
     @staticmethod
     def from_proto(queue_runner_def, import_scope=None) -> "QueueRunner":
@@ -236,8 +239,8 @@ class QueueRunner:
         return threads
 
 
-register_proto_function(GraphKeys.QUEUE_RUNNERS, lambda qr, scope: qr.to_proto(scope),
-                        lambda data, scope: QueueRunner.from_proto(data, scope))
+register_proto_function(GraphKeys.QUEUE_RUNNERS, QueueRunnerDef,
+                        lambda qr, export_scope=None: qr.to_proto(export_scope), QueueRunner.from_proto)
 
 
 @tf_export("train.add_queue_runner", "train.queue_runner.add_queue_runner")

@@ -30,8 +30,10 @@ from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, 
 from tensorweave.ops.grouping import group
 from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
                                                      remove_checkpoint, update_checkpoint_state_internal)
-from tensorweave.train.meta_graph import (MetaGraphDef, SaverDef, export_scoped_meta_graph,
-                                          import_scoped_meta_graph, read_meta_graph_file, register_proto_function)
+from tensorweave.framework.tf_protos import SaverDef
+from tensorweave.train.meta_graph import (MetaGraphDef, export_scoped_meta_graph,
+                                          import_scoped_meta_graph_with_return_elements, read_meta_graph_file,
+                                          register_proto_function)
 from tensorweave.train.saveable import SaveableObject, SaveSpec, all_saveable_objects, validate_and_slice_inputs
 from tensorweave.train.training_util import global_step as _global_step_value
 
@@ -243,7 +245,8 @@ class Saver:
                 restore_sequentially=self._restore_sequentially, filename=checkpoint_path,
                 build_save=build_save, build_restore=build_restore)
         elif self._name:
-            # With a saver_def, `name` is the scope its graph was imported under.
+            # With a saver_def, `name` is the scope its graph was imported under (TF changes the
+            # given SaverDef in place too).
             for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
                 setattr(self.saver_def, f, _prepend_scope(getattr(self.saver_def, f), self._name))
         self._is_empty = False
@@ -252,7 +255,7 @@ class Saver:
 
     def _check_saver_def(self) -> None:
         if not isinstance(self.saver_def, SaverDef):
-            raise ValueError(f"saver_def must be a SaverDef: {self.saver_def}")
+            raise ValueError(f"saver_def must be a saver_pb2.SaverDef: {self.saver_def}")
         if not self.saver_def.save_tensor_name:
             raise ValueError(f"saver_def must specify the save_tensor_name: {self.saver_def}")
         if not self.saver_def.restore_op_name:
@@ -269,10 +272,11 @@ class Saver:
         names = [self.saver_def.filename_tensor_name, self.saver_def.save_tensor_name, self.saver_def.restore_op_name]
         if not all(n.startswith(export_scope + "/") for n in names):
             return None
-        d = self.saver_def.to_dict()
+        saver_def = SaverDef()
+        saver_def.CopyFrom(self.saver_def)
         for f in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
-            d[f] = _strip_scope(d[f], export_scope)
-        return SaverDef.from_dict(d)
+            setattr(saver_def, f, _strip_scope(getattr(saver_def, f), export_scope))
+        return saver_def
 
     @staticmethod
     def from_proto(saver_def, import_scope=None) -> "Saver":
@@ -390,10 +394,12 @@ class Saver:
     def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
                           clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
                           save_debug_info=False) -> MetaGraphDef:
-        """Writes the default graph with this saver's SaverDef as a meta graph file."""
+        """The default graph with this saver's SaverDef as a MetaGraphDef, written to `filename`
+        when given."""
         return export_meta_graph(filename=filename, saver_def=self.saver_def, collection_list=collection_list,
                                  as_text=as_text, export_scope=export_scope, clear_devices=clear_devices,
-                                 clear_extraneous_savers=clear_extraneous_savers)
+                                 clear_extraneous_savers=clear_extraneous_savers,
+                                 strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
 
 def _wrap_restore_error(err, verbiage: str):
@@ -403,14 +409,9 @@ def _wrap_restore_error(err, verbiage: str):
     return type(err)(err.node_def, err.op, msg)
 
 
-def _saver_to_data(saver: "Saver", export_scope) -> Optional[dict]:
-    saver_def = saver.to_proto(export_scope)
-    return None if saver_def is None else saver_def.to_dict()
-
-
 # Savers travel in meta graphs (the SAVERS collection) as their SaverDefs, as in TF.
-register_proto_function(GraphKeys.SAVERS, _saver_to_data,
-                        lambda data, import_scope: Saver.from_proto(SaverDef.from_dict(data), import_scope))
+register_proto_function(GraphKeys.SAVERS, SaverDef, lambda saver, export_scope=None: saver.to_proto(export_scope),
+                        Saver.from_proto)
 
 
 @tf_export("train.export_meta_graph")
@@ -420,26 +421,42 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
                       **kwargs) -> MetaGraphDef:
     """tf.train.export_meta_graph(filename=None, meta_info_def=None, graph_def=None,
     saver_def=None, collection_list=None, as_text=False, graph=None, export_scope=None,
-    clear_devices=False, ...): the graph, its collections and saver_def as a MetaGraphDef,
-    written to `filename` when given (our plain-data format: msgpack, or JSON with as_text)."""
-    meta, _ = export_scoped_meta_graph(filename=filename, graph=graph, export_scope=export_scope, as_text=as_text,
-                                       clear_devices=clear_devices, saver_def=saver_def,
-                                       meta_info_def=meta_info_def, collection_list=collection_list)
+    clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False): the graph
+    (default graph), its collections and saver_def as TF's MetaGraphDef proto, written to
+    `filename` when given (binary, or protobuf text with as_text), which TensorFlow reads."""
+    meta, _ = export_scoped_meta_graph(
+        filename=filename, meta_info_def=meta_info_def, graph_def=graph_def, saver_def=saver_def,
+        collection_list=collection_list, as_text=as_text, graph=graph, export_scope=export_scope,
+        clear_devices=clear_devices, clear_extraneous_savers=clear_extraneous_savers,
+        strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info, **kwargs)
     return meta
+
+
+def _import_meta_graph_with_return_elements(meta_graph_or_file, clear_devices=False, import_scope=None,
+                                            return_elements=None, **kwargs) -> tuple:
+    meta = meta_graph_or_file if isinstance(meta_graph_or_file, MetaGraphDef) \
+        else read_meta_graph_file(meta_graph_or_file)
+    var_list, returned = import_scoped_meta_graph_with_return_elements(
+        meta, clear_devices=clear_devices, import_scope=import_scope, return_elements=return_elements, **kwargs)
+    if meta.HasField("saver_def"):
+        scope = import_scope
+        if var_list:        # the scope the import used (made unique as a name scope is), as TF infers it
+            key, v = next(iter(var_list.items()))
+            scope = v.name[:-len(key)].rstrip("/") or None
+        saver_def = SaverDef()
+        saver_def.CopyFrom(meta.saver_def)
+        return Saver(saver_def=saver_def, name=scope), returned
+    if all_saveable_objects(scope=import_scope):
+        return Saver(), returned
+    _log.info("Saver not created because there are no variables in the graph to restore")
+    return None, returned
 
 
 @tf_export("train.import_meta_graph")
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs) -> Optional[Saver]:
-    """tf.train.import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None):
-    adds the meta graph's ops and collections to the default graph and returns a Saver built
-    from its saver_def (or over its variables, or None when it has none)."""
-    meta = meta_graph_or_file if isinstance(meta_graph_or_file, MetaGraphDef) \
-        else read_meta_graph_file(meta_graph_or_file)
-    import_scoped_meta_graph(meta, clear_devices=clear_devices, import_scope=import_scope,
-                             input_map=kwargs.get("input_map"))
-    if meta.saver_def is not None:
-        return Saver(saver_def=SaverDef.from_dict(meta.saver_def.to_dict()), name=import_scope)
-    if all_saveable_objects(scope=import_scope):
-        return Saver()
-    _log.info("Saver not created because there are no variables in the graph to restore")
-    return None
+    """tf.train.import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
+    **kwargs): adds the meta graph's ops (binary or text file, ours or TensorFlow's, or a
+    MetaGraphDef proto) and collections to the default graph, under import_scope; kwargs go to
+    import_scoped_meta_graph (input_map, ...). Returns a Saver built from its saver_def (or over
+    all saveable objects when it has none; None when there are none either)."""
+    return _import_meta_graph_with_return_elements(meta_graph_or_file, clear_devices, import_scope, **kwargs)[0]

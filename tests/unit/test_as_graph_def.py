@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import text_format
 
 import tensorweave as tf
-from fixtures.recorded import decode
+from fixtures.recorded import assert_same, decode
 from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
@@ -40,22 +40,6 @@ def copy_of(graph):
     return copy
 
 
-def assert_same(outputs, recorded):
-    assert len(outputs) == len(recorded)
-    for got, want in zip(outputs, recorded):
-        want = decode(want)
-        got = np.asarray(got)
-        assert got.shape == want.shape
-        if want.dtype.kind == "f":
-            assert got.dtype == want.dtype
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-        elif want.dtype == object:
-            assert got.tolist() == want.tolist()
-        else:
-            assert got.dtype == want.dtype
-            np.testing.assert_array_equal(got, want)
-
-
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_tensorflow_imported_our_graph_def_and_computed_the_same(name):
     rec = RECORDED["graphs"][name]
@@ -68,12 +52,6 @@ def test_tensorflow_imported_our_graph_def_and_computed_the_same(name):
     for k, v in rec["feeds"].items():
         assert decode(v).tolist() == np.asarray(feeds[k]).tolist()
     assert_same(run_graph(graph, feeds, fetches, init), rec["outputs"])
-    if rec["functions"]:
-        # our import_graph_def does not read function libraries yet: refused by name
-        with tf.Graph().as_default():
-            with pytest.raises(tf.errors.UnimplementedError, match="function libraries"):
-                tf.import_graph_def(graph_def)
-        return
     # tf.import_graph_def(g.as_graph_def()), TF1's graph copy, computes the same
     assert_same(run_graph(copy_of(graph), feeds, fetches, init), rec["outputs"])
 

@@ -183,11 +183,11 @@ def test_garbage_or_truncated_pb_is_decode_error_as_tf():
         tf.import_graph_def(data)
 
 
-def test_function_library_and_newer_producer_are_refused_by_name():
+def test_function_gradients_and_newer_producer_are_refused_by_name():
     graph_def = load("mlp.pb")
-    graph_def.library.function.add().signature.name = "cond_true_12"
+    graph_def.library.gradient.add(function_name="cond_true_12", gradient_func="cond_true_12_grad")
     with tf.Graph().as_default():
-        with pytest.raises(errors.UnimplementedError, match="function libraries.*cond_true_12"):
+        with pytest.raises(errors.UnimplementedError, match="function gradients.*cond_true_12"):
             tf.import_graph_def(graph_def)
     graph_def = load("mlp.pb")
     graph_def.versions.producer = 99999

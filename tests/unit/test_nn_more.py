@@ -150,6 +150,22 @@ def test_max_pool_with_argmax_and_its_gradient():
     check_grad(lambda v: tf.nn.max_pool_with_argmax(v, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")[0], x)
 
 
+def test_max_pool_with_argmax_writes_and_imports_tf_s_node():
+    """TF's MaxPoolWithArgmax has no data_format (it is NHWC): our node leaves it out, and a node
+    without it (as TF writes it) imports and computes."""
+    x = R.randn(2, 5, 4, 3)
+    with tf.Graph().as_default() as g:
+        tf.nn.max_pool_with_argmax(tf.placeholder(tf.float64, x.shape, name="x"), [1, 2, 2, 1], [1, 2, 2, 1], "SAME",
+                                   name="pool")
+        want = run(["pool:0", "pool:1"], {"x:0": x})
+    (node,) = [n for n in g.as_graph_def().node if n.op == "MaxPoolWithArgmax"]
+    assert sorted(node.attr) == ["T", "Targmax", "include_batch_in_index", "ksize", "padding", "strides"]
+    with tf.Graph().as_default():
+        tf.import_graph_def(g.as_graph_def(), name="")
+        for got, expected in zip(run(["pool:0", "pool:1"], {"x:0": x}), want):
+            np.testing.assert_array_equal(got, expected)
+
+
 def _ref_dilation(x, f, s, r, padding):
     geo = [_pads(x.shape[1 + i], f.shape[i], s[i], r[i], padding) for i in range(2)]
     out = np.full((x.shape[0], geo[0][0], geo[1][0], x.shape[3]), -np.inf)

@@ -164,8 +164,11 @@ def test_pad_step_number_latest_filename_and_relative_paths(tmp_path):
 def test_meta_graph_import_runs_restores_and_keeps_collections(tmp_path):
     with tf.Graph().as_default():
         x, w, b, gs, train = _model()
-        pred = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.matmul(x, w), lambda: -tf.matmul(x, w))
+        pred = tf.matmul(x, w, name="pred")
         tf.add_to_collection("pred", pred)
+        tf.add_to_collection("numbers", 3)
+        tf.add_to_collection("numbers", 4)
+        tf.add_to_collection("words", "hello")
         tf.summary.scalar("loss_summary", tf.get_default_graph().get_tensor_by_name("loss:0"))
         saver = tf.train.Saver()
         with tf.Session() as sess:
@@ -175,10 +178,18 @@ def test_meta_graph_import_runs_restores_and_keeps_collections(tmp_path):
             sess.run(train, {x: FEED})
             want_pred = sess.run(pred, {x: FEED})
             want_w = sess.run(w)
+    meta = tf.MetaGraphDef()
+    meta.ParseFromString(open(path + ".meta", "rb").read())        # TF's MetaGraphDef proto
+    assert meta.saver_def.restore_op_name == "save/restore_all"
+    assert list(meta.collection_def["numbers"].int64_list.value) == [3, 4]
+    assert list(meta.collection_def["words"].bytes_list.value) == [b"hello"]
+    assert list(meta.collection_def["pred"].node_list.value) == ["pred:0"]
     with tf.Graph().as_default() as g:
         restorer = tf.train.import_meta_graph(path + ".meta", clear_devices=True)
         assert [v.op.name for v in tf.trainable_variables()] == ["w", "b"]
+        assert tf.trainable_variables()[0] is tf.global_variables()[0]     # one Variable per VariableDef
         assert len(tf.get_collection(tf.GraphKeys.SUMMARIES)) == 1
+        assert tf.get_collection("numbers") == [3, 4] and tf.get_collection("words") == [b"hello"]
         with tf.Session() as sess:
             restorer.restore(sess, path)
             sess.run(tf.get_collection(tf.GraphKeys.TRAIN_OP)[0], {"x:0": FEED})   # the restored train op runs
@@ -190,10 +201,24 @@ def test_meta_graph_import_runs_restores_and_keeps_collections(tmp_path):
     with tf.Graph().as_default():
         meta = tf.train.export_meta_graph(str(tmp_path / "text.meta"), as_text=True,
                                           graph=_import_graph(path + ".meta"))
-        assert open(tmp_path / "text.meta").read(1) == "{"
+        assert open(tmp_path / "text.meta").read().startswith("meta_info_def {")      # protobuf text format
         tf.train.import_meta_graph(str(tmp_path / "text.meta"), import_scope="copy")
         assert tf.get_default_graph().get_tensor_by_name("copy/loss:0") is not None
-        assert meta.saver_def is None
+        assert tf.get_collection("pred")[0].name == "copy/pred:0"
+        assert not meta.HasField("saver_def")
+
+
+def test_meta_graph_with_a_cond_imports_and_runs(tmp_path):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        pred = tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x)
+        tf.add_to_collection("pred", pred)
+        tf.train.export_meta_graph(str(tmp_path / "cond.meta"))
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(str(tmp_path / "cond.meta"))
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(tf.get_collection("pred")[0], {"x:0": FEED}), FEED * 2.0)
+            np.testing.assert_allclose(sess.run(tf.get_collection("pred")[0], {"x:0": -FEED}), FEED)
 
 
 def _import_graph(meta_path):

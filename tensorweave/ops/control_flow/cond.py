@@ -28,7 +28,8 @@ def _if_infer(op):
     pred = op.inputs[0]
     if pred.shape.ndims not in (None, 0):
         raise ValueError(f"Shape must be rank 0 but is rank {pred.shape.ndims}")
-    return list(zip(op.get_attr("Tout"), op.get_attr("output_shapes")))
+    # without output_shapes (a GraphDef may leave them out), TF's If has outputs of unknown shape
+    return list(zip(op.get_attr("Tout"), op.get_attr("output_shapes") or [None] * len(op.get_attr("Tout"))))
 
 
 def _truth(node, pred) -> bool:

@@ -321,7 +321,7 @@ def resize(lst: Tensor, size) -> Tensor:
 # -- whole lists as tensors ----------------------------------------------------------------------
 def _stack_infer(op):
     n = op.get_attr("num_elements")
-    out = TensorShape([n]).concatenate(op.get_attr("element_shape"))
+    out = TensorShape([None if n == -1 else n]).concatenate(op.get_attr("element_shape"))
     check_output_size(op, out)
     return [(op.get_attr("element_dtype"), out)]
 
@@ -360,7 +360,8 @@ def stack(lst: Tensor, element_dtype, element_shape=None, num_elements=None, rev
     """The items stacked along a new first dimension (in reverse order if asked)."""
     return make_op("TensorListStack", [lst], {"element_dtype": dtypes.as_dtype(element_dtype),
                                               "element_shape": as_shape(element_shape),
-                                              "num_elements": num_elements, "reverse": reverse_order},
+                                              "num_elements": -1 if num_elements is None else num_elements,
+                                              "reverse": reverse_order},
                    name="TensorListStack").outputs[0]
 
 

@@ -27,7 +27,8 @@ def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
 
 
 def _while_infer(op):
-    out = list(zip(op.get_attr("T"), op.get_attr("output_shapes")))
+    # without output_shapes (a GraphDef may leave them out), TF's While has its inputs' shapes
+    out = list(zip(op.get_attr("T"), op.get_attr("output_shapes") or [t.shape for t in op.inputs]))
     if op._attrs.get("record_history"):
         # the gradient's view of the forward loop: its iteration count and, per recorded body
         # tensor, the list of that tensor's value at each iteration

@@ -36,7 +36,7 @@ def _pool_attrs(ksize, strides, padding, data_format, op_name):
 
 def _pool_geom(attrs, h, w, op_name):
     """(kh, kw, sh, sw, oh, ow, pt, pl) in NHWC terms; validates the window."""
-    fmt = as_str(attrs["data_format"])
+    fmt = as_str(attrs.get("data_format", "NHWC"))      # TF's MaxPoolWithArgmax has none: NHWC
     c_axis, (ha, wa) = spatial_axes(fmt)
     k, s = list(attrs["ksize"]), list(attrs["strides"])
     if k[0] != 1 or k[c_axis] != 1 or s[0] != 1 or s[c_axis] != 1:
@@ -56,7 +56,7 @@ def _pool_geom(attrs, h, w, op_name):
 
 def _pool_infer(op):
     x = op.inputs[0]
-    fmt = as_str(op.get_attr("data_format"))
+    fmt = as_str(op._attrs.get("data_format", "NHWC"))
     n, h, w, c = nhwc_dims(rank4(x.shape, "input"), fmt)
     _, _, _, _, oh, ow, _, _ = _pool_geom(op.attrs, h, w, op.name)
     return [(x.dtype, TensorShape(fmt_dims([n, oh, ow, c], fmt)))]
@@ -233,6 +233,7 @@ def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Tar
     index_dtype = dtypes.as_dtype(output_dtype or Targmax or dtypes.int64)
     x = convert_to_tensor(input, name="input")
     attrs = _pool_attrs(ksize, strides, padding, "NHWC", "MaxPoolWithArgmax")
+    del attrs["data_format"]        # not an attribute of TF's MaxPoolWithArgmax
     attrs.update(T=x.dtype, Targmax=index_dtype, include_batch_in_index=bool(include_batch_in_index))
     op = make_op("MaxPoolWithArgmax", [x], attrs, name=name or "MaxPoolWithArgmax")
     return op.outputs[0], op.outputs[1]

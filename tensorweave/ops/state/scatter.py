@@ -57,10 +57,9 @@ def _row_scatter_kernel(write):
     the variable, then write(node, new, idx, upd) applies them to a copy that replaces it."""
     def factory(node, ctx):
         np_dt = np_dtype(node, "dtype")
-        locking = node.attr.get("use_locking", False)
 
         def scatter(res, indices, updates):
-            with locked([res], locking):
+            with res.lock:
                 old = res.read(node.name)
                 idx = np.asarray(indices)
                 upd = np.asarray(updates, dtype=np_dt)
@@ -79,10 +78,9 @@ def _row_scatter_kernel(write):
 
 
 def _scatter_op(op_type):
-    def make(handle, indices, updates, use_locking=False, name=None):
+    def make(handle, indices, updates, name=None):
         with colocated_with_handle(handle):
-            return make_op(op_type, [handle, indices, updates],
-                           {"dtype": updates.dtype, "Tindices": indices.dtype, "use_locking": bool(use_locking)},
+            return make_op(op_type, [handle, indices, updates], {"dtype": updates.dtype, "Tindices": indices.dtype},
                            name=name or op_type)
     return make
 

@@ -231,18 +231,17 @@ def _assign_infer(op):
     return []
 
 
-def assign_variable_op(handle: Tensor, value: Tensor, use_locking: bool = False, validate_shape: bool = True,
-                       name=None):
+def assign_variable_op(handle: Tensor, value: Tensor, validate_shape: bool = True, name=None):
+    """AssignVariableOp. Like every write of a resource variable it holds the variable's lock (TF's
+    kernels do; its OpDef has no use_locking)."""
     with colocated_with_handle(handle):
         return make_op("AssignVariableOp", [handle, value],
-                       {"dtype": value.dtype, "validate_shape": bool(validate_shape),
-                       "use_locking": bool(use_locking)}, name=name or "AssignVariableOp")
+                       {"dtype": value.dtype, "validate_shape": bool(validate_shape)}, name=name or "AssignVariableOp")
 
 
 def _assign_kernel(node, ctx):
     np_dt = np_dtype(node, "dtype")
     validate = node.attr.get("validate_shape", True)
-    locking = node.attr.get("use_locking", False)
 
     def assign(res, value):
         arr = _frozen(value, np_dt)
@@ -254,7 +253,7 @@ def _assign_kernel(node, ctx):
                 raise errors.InvalidArgumentError(
                     node, node.name, f"Trying to assign to variable {res.name} with tensor with wrong shape. "
                     f"Expected {shape_str(want)} got {shape_str(arr.shape)}")
-        with locked([res], locking):
+        with res.lock:
             res.value = arr
     return assign
 
@@ -265,10 +264,9 @@ register("AssignVariableOp", _assign_infer, _assign_kernel, grad=None, stateful=
 def _update_kernel(fn):
     def factory(node, ctx):
         np_dt = np_dtype(node, "dtype")
-        locking = node.attr.get("use_locking", False)
 
         def update(res, delta):
-            with locked([res], locking):
+            with res.lock:
                 old = res.read(node.name)
                 d = np.asarray(delta)
                 if d.shape != old.shape:
@@ -281,10 +279,9 @@ def _update_kernel(fn):
 
 
 def _update_op(op_type):
-    def make(handle, value, use_locking=False, name=None):
+    def make(handle, value, name=None):
         with colocated_with_handle(handle):
-            return make_op(op_type, [handle, value], {"dtype": value.dtype, "use_locking": bool(use_locking)},
-                           name=name or op_type)
+            return make_op(op_type, [handle, value], {"dtype": value.dtype}, name=name or op_type)
     return make
 
 

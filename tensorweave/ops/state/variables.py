@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from dataclasses import dataclass
 from typing import Optional
 
 from tensorweave.framework import dtypes
@@ -14,6 +13,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor, register_
 from tensorweave.framework.shapes import as_shape, unknown_shape
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import variable_pb2
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.state.scatter import (resource_scatter_add, resource_scatter_div, resource_scatter_max,
@@ -56,16 +56,6 @@ def sync_defaults(synchronization, aggregation, trainable):
     return synchronization, aggregation, trainable
 
 
-@dataclass(frozen=True)
-class VariableDef:
-    """The names that rebuild a Variable from a graph (TF's VariableDef proto, as plain data)."""
-    variable_name: str
-    initial_value_name: str
-    initializer_name: str
-    snapshot_name: str
-    trainable: bool = True
-
-
 class SaveSliceInfo:
     """Where a partition lies in its full variable (TF's Variable.SaveSliceInfo): the full
     variable's name and shape, this part's offset and shape. `spec` is TF's shape_and_slice
@@ -75,8 +65,8 @@ class SaveSliceInfo:
                  save_slice_info_def=None, import_scope=None):
         if save_slice_info_def is not None:
             d = save_slice_info_def
-            full_name = _prefixed(d["full_name"], import_scope)
-            full_shape, var_offset, var_shape = d["full_shape"], d["var_offset"], d["var_shape"]
+            full_name = _prefixed(d.full_name, import_scope)
+            full_shape, var_offset, var_shape = d.full_shape, d.var_offset, d.var_shape
         self.full_name = full_name
         self.full_shape = [int(x) for x in full_shape]
         self.var_offset = [int(x) for x in var_offset]
@@ -87,19 +77,25 @@ class SaveSliceInfo:
         return (" ".join(str(d) for d in self.full_shape) + " "
                 + ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape)))
 
-    def to_proto(self, export_scope=None) -> Optional[dict]:
-        """The slice info as plain data (TF's SaveSliceInfoDef fields)."""
-        name = self.full_name
-        if export_scope is not None:
-            if not name.startswith(export_scope + "/"):
-                return None
-            name = name[len(export_scope) + 1:]
-        return {"full_name": name, "full_shape": list(self.full_shape), "var_offset": list(self.var_offset),
-                "var_shape": list(self.var_shape)}
+    def to_proto(self, export_scope=None) -> Optional[variable_pb2.SaveSliceInfoDef]:
+        """The slice info as TF's SaveSliceInfoDef, the full name relative to export_scope (None
+        when outside it)."""
+        name = _relative(self.full_name, export_scope)
+        if name is None:
+            return None
+        return variable_pb2.SaveSliceInfoDef(full_name=name, full_shape=self.full_shape, var_offset=self.var_offset,
+                                             var_shape=self.var_shape)
 
 
 def _prefixed(name: str, import_scope: Optional[str]) -> str:
     return f"{import_scope}/{name}" if import_scope else name
+
+
+def _relative(name: str, export_scope: Optional[str]) -> Optional[str]:
+    """`name` relative to export_scope (None when outside it)."""
+    if export_scope is None:
+        return name
+    return name[len(export_scope) + 1:] if name.startswith(export_scope + "/") else None
 
 
 @contextlib.contextmanager
@@ -216,8 +212,8 @@ class Variable:
 
     def _init_from_def(self, variable_def, import_scope) -> None:
         g = get_default_graph()
-        if isinstance(variable_def, dict):
-            variable_def = VariableDef(**variable_def)
+        if not isinstance(variable_def, variable_pb2.VariableDef):
+            raise TypeError(f"variable_def must be a VariableDef proto, not {type(variable_def).__name__}")
         self._graph = g
         self._handle = g.as_graph_element(_prefixed(variable_def.variable_name, import_scope))
         self._init_op = g.as_graph_element(_prefixed(variable_def.initializer_name, import_scope))
@@ -229,8 +225,11 @@ class Variable:
         self._trainable = variable_def.trainable
         self._constraint = None
         self._caching_device = None
-        self._synchronization = VariableSynchronization.AUTO
-        self._aggregation = VariableAggregation.NONE
+        self._synchronization = VariableSynchronization(variable_def.synchronization)
+        self._aggregation = VariableAggregation(variable_def.aggregation)
+        if variable_def.HasField("save_slice_info_def"):
+            self._save_slice_info = SaveSliceInfo(save_slice_info_def=variable_def.save_slice_info_def,
+                                                  import_scope=import_scope)
 
     # -- properties -----------------------------------------------------------------------------
     name = property(lambda self: self._handle.name)
@@ -263,18 +262,23 @@ class Variable:
     def _ref(self):
         return self._handle
 
-    def to_proto(self, export_scope=None) -> Optional[VariableDef]:
-        def strip(n):
-            if export_scope is None:
-                return n
-            if not n.startswith(export_scope + "/"):
-                return None
-            return n[len(export_scope) + 1:]
-        names = [strip(t.name) for t in (self._handle, self._initial_value, self._snapshot)]
-        init = strip(self._init_op.name)
-        if any(n is None for n in names) or init is None:
+    def to_proto(self, export_scope=None) -> Optional[variable_pb2.VariableDef]:
+        """This variable as TF's VariableDef (a resource variable's), names relative to
+        export_scope; None when outside it."""
+        if export_scope is not None and not self._handle.name.startswith(export_scope + "/"):
             return None
-        return VariableDef(names[0], names[1], init, names[2], self._trainable)
+        vdef = variable_pb2.VariableDef(
+            variable_name=_relative(self._handle.name, export_scope),
+            initializer_name=_relative(self._init_op.name, export_scope),
+            snapshot_name=_relative(self._snapshot.name, export_scope), is_resource=True, trainable=self._trainable,
+            synchronization=self._synchronization.value, aggregation=self._aggregation.value)
+        if self._initial_value is not None:
+            vdef.initial_value_name = _relative(self._initial_value.name, export_scope) or ""
+        if self._save_slice_info is not None:
+            info = self._save_slice_info.to_proto(export_scope)
+            if info is not None:
+                vdef.save_slice_info_def.CopyFrom(info)
+        return vdef
 
     @staticmethod
     def from_proto(variable_def, import_scope=None) -> "Variable":
@@ -318,77 +322,76 @@ class Variable:
         return var_is_initialized_op(self._handle, name=name)
 
     # -- updates --------------------------------------------------------------------------------
-    def _update(self, make, default_name, value, use_locking, name, read_value, **kw):
+    # use_locking is TF's argument and is ignored, as by TF's ResourceVariable: every write of a
+    # resource variable holds its lock (ops/state/variable_ops.py); only the ScatterNd ops have the attribute.
+    def _update(self, make, default_name, value, name, read_value, **kw):
         g = get_default_graph()
         value = convert_to_tensor(value, dtype=self._dtype)
         with g.name_scope(name or default_name) as scope:
             if not read_value:
-                return make(self._handle, value, use_locking=bool(use_locking), name=scope, **kw)
-            op = make(self._handle, value, use_locking=bool(use_locking), **kw)
+                return make(self._handle, value, name=scope, **kw)
+            op = make(self._handle, value, **kw)
             with g.control_dependencies([op]):
                 return read_variable_op(self._handle, self._dtype, name=scope)
 
     def assign(self, value, use_locking=None, name=None, read_value=True, _validate_shape=None):
         """Sets the variable to `value`; returns the new value (or the op when read_value=False)."""
         validate = True if _validate_shape is None else bool(_validate_shape)
-        return self._update(assign_variable_op, "Assign", value, use_locking, name, read_value,
-                            validate_shape=validate)
+        return self._update(assign_variable_op, "Assign", value, name, read_value, validate_shape=validate)
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update(assign_add_variable_op, "AssignAdd", delta, use_locking, name,
-                            read_value)
+        return self._update(assign_add_variable_op, "AssignAdd", delta, name, read_value)
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update(assign_sub_variable_op, "AssignSub", delta, use_locking, name,
-                            read_value)
+        return self._update(assign_sub_variable_op, "AssignSub", delta, name, read_value)
 
-    def _scatter(self, make, default_name, sparse_delta, use_locking, name):
+    def _scatter(self, make, default_name, sparse_delta, name):
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta}")
-        return self._sparse_write(make, default_name, sparse_delta.indices, sparse_delta.values, use_locking, name)
+        return self._sparse_write(make, default_name, sparse_delta.indices, sparse_delta.values, name)
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_update, "ScatterUpdate", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_update, "ScatterUpdate", sparse_delta, name)
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_add, "ScatterAdd", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_add, "ScatterAdd", sparse_delta, name)
 
     def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_sub, "ScatterSub", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_sub, "ScatterSub", sparse_delta, name)
 
     def scatter_mul(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_mul, "ScatterMul", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_mul, "ScatterMul", sparse_delta, name)
 
     def scatter_div(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_div, "ScatterDiv", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_div, "ScatterDiv", sparse_delta, name)
 
     def scatter_max(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_max, "ScatterMax", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_max, "ScatterMax", sparse_delta, name)
 
     def scatter_min(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(resource_scatter_min, "ScatterMin", sparse_delta, use_locking, name)
+        return self._scatter(resource_scatter_min, "ScatterMin", sparse_delta, name)
 
-    def _sparse_write(self, make, default_name, indices, updates, use_locking, name):
-        """make(handle, indices, updates) in name scope `name or default_name`; then a read of the new value."""
+    def _sparse_write(self, make, default_name, indices, updates, name, **kw):
+        """make(handle, indices, updates, **kw) in name scope `name or default_name`; then a read of the new value."""
         g = get_default_graph()
         indices = convert_to_tensor(indices)
         updates = convert_to_tensor(updates, dtype=self._dtype)
         with g.name_scope(name or default_name) as scope:
-            op = make(self._handle, indices, updates, use_locking=bool(use_locking))
+            op = make(self._handle, indices, updates, **kw)
             with g.control_dependencies([op]):
                 return read_variable_op(self._handle, self._dtype, name=scope)
 
     def scatter_nd_update(self, indices, updates, name=None, use_locking=True):
-        return self._sparse_write(resource_scatter_nd_update, "ScatterNdUpdate", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_update, "ScatterNdUpdate", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def scatter_nd_add(self, indices, updates, name=None, use_locking=False):
-        return self._sparse_write(resource_scatter_nd_add, "ScatterNdAdd", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_add, "ScatterNdAdd", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def scatter_nd_sub(self, indices, updates, name=None, use_locking=False):
-        return self._sparse_write(resource_scatter_nd_sub, "ScatterNdSub", indices, updates,
-                                  use_locking, name)
+        return self._sparse_write(resource_scatter_nd_sub, "ScatterNdSub", indices, updates, name,
+                                  use_locking=bool(use_locking))
 
     def count_up_to(self, limit, name=None) -> Tensor:
         """Increments the variable until `limit`; returns the value before the increment."""
