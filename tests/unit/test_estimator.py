@@ -365,3 +365,29 @@ def test_add_metrics_adds_to_the_evaluation(trained):
     close(got["mse"], RECORDED["evaluate"]["rmse"] ** 2)
     with pytest.raises(ValueError, match=r"has following not expected args: \['weights'\]"):
         tf.estimator.add_metrics(trained["est"], lambda labels, weights: {})
+
+
+def test_training_logs_loss_and_steps_per_second_every_log_step_count_steps(tmp_path, caplog):
+    seen = {}
+
+    def input_fn(config):
+        seen["config"] = config
+        return cases.train_input_fn(tf)()
+
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(log_step_count_steps=3),
+                                 params={"learning_rate": 0.1})
+    with caplog.at_level("INFO", logger="tensorweave"):
+        est.train(input_fn, steps=7)
+    assert seen["config"].log_step_count_steps == 3
+    logged = [r.getMessage() for r in caplog.records]
+    steps = [m.split("step = ")[1].split(" ")[0] for m in logged if m.startswith("loss = ")]
+    assert steps == ["0", "3", "6"]   # the step read in the run, before its update: TF 2.15 logs the same
+    assert sum(m.startswith("global_step/sec: ") for m in logged) == 2
+    assert any(m.startswith("Loss for final step: ") for m in logged)
+
+
+def test_an_input_fn_of_unknown_arguments_fails_naming_them(tmp_path):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
+    with pytest.raises(TypeError, match="batch_size"):
+        est.train(lambda batch_size: cases.train_input_fn(tf)(), steps=1)
