@@ -51,7 +51,8 @@ def eval_input_fn():
 def main(model_dir: str, max_steps: int, sync: bool) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     config = tf.estimator.RunConfig(save_checkpoints_steps=10, save_summary_steps=5, log_step_count_steps=10)
-    est = tf.estimator.Estimator(model_fn, model_dir=model_dir, config=config, params={"learning_rate": 0.05, "sync": sync})
+    est = tf.estimator.Estimator(model_fn, model_dir=model_dir, config=config,
+                                 params={"learning_rate": 0.05, "sync": sync})
     result = tf.estimator.train_and_evaluate(
         est, tf.estimator.TrainSpec(train_input_fn, max_steps=max_steps),
         tf.estimator.EvalSpec(eval_input_fn, steps=None, start_delay_secs=0, throttle_secs=0))
