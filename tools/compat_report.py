@@ -28,7 +28,6 @@ OUTPUT = os.path.join(ROOT, "docs", "COMPATIBILITY.md")
 NAMESPACE_REASONS = {
     "audio": "audio file codecs (WAV) are out of scope",
     "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
-    "feature_column": "the estimator-era feature columns are out of scope",
     "saved_model": "SavedModel (protobuf MetaGraphs) is out of scope; checkpoints are supported",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
@@ -64,7 +63,7 @@ NAME_REASONS = [
     ("tf", "ragged_fill_empty_rows*", "a TF 2.x addition"),
     ("ragged", "boolean_mask", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),
     ("ragged", "stack*", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),
-    ("ragged", "cross*", "feature crosses (string hashing) are out of scope"),
+    ("ragged", "cross*", "crosses of ragged tensors: not yet implemented (tf.sparse.cross* are here)"),
     ("strings", "unicode_script", "needs ICU's Unicode script table, which Python's unicodedata lacks"),
     ("tf", "load_*library", "custom C++ ops are not loadable"),
     ("tf", "load_op_library", "custom C++ ops are not loadable"),

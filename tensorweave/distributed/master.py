@@ -55,6 +55,7 @@ from tensorweave.runtime import partition as _partition
 from tensorweave.runtime import placer as _placer
 from tensorweave.runtime.executor import step_timeout_s
 from tensorweave.runtime.step_stats import merge_step_stats
+from tensorweave.runtime.tf1_loops import fold_tf1_loops
 
 _ABORT_MARK = "Step aborted because another partition failed: "
 
@@ -443,7 +444,7 @@ class DistributedMaster:
         return plan
 
     def _build(self, feeds: tuple, fetches: tuple, targets: tuple) -> _StepPlan:
-        gd = graph_to_graph_def(self.graph)
+        gd = fold_tf1_loops(graph_to_graph_def(self.graph))
         dtypes = self._tensor_dtypes()
         names = _partition.prune(gd, feeds, fetches, targets)
         resource = {t for t, d in dtypes.items() if d == "resource"}

@@ -71,7 +71,9 @@ def _unique_names(graph: Graph, records: list, import_scope: Optional[str]) -> d
 def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, input_map: Optional[dict] = None,
                clear_devices: bool = False, *, uniquify_names: bool = False,
                check_mapped_dtypes: Optional[Callable] = None) -> dict:
-    """Adds `records` (in an order where inputs come first) to `graph`; returns {recorded name:
+    """Adds `records` (in an order where inputs come first, but for the back edges of TF 1 while
+    loops: an input naming a later record is added to its op once that record's op exists, after
+    the op's shape function ran without it) to `graph`; returns {recorded name:
     new Operation}. `input_map` maps recorded tensor names ("x:0") to tensors of `graph`, and
     control inputs ("^x") to ops of `graph`. As tf.import_graph_def does: `uniquify_names` renames
     an op whose name the graph holds (`x_1`) instead of refusing it; `check_mapped_dtypes`, a
@@ -100,14 +102,20 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
                              "(or comes after its consumer)")
         return (op if is_ctrl else op._outputs[idx]), is_ctrl
 
+    later = {r.name for r in records}
+    back_edges = []   # (op, input index, input name): a TF 1 loop's NextIteration into its Merge
     with all_or_nothing(graph):
         renamed = _unique_names(graph, records, import_scope) if uniquify_names else {}
         for r in records:
             name = renamed.get(r.name) or prefixed(r.name, import_scope)
             if name in graph._ops_by_name:
                 raise ValueError(f"Cannot import op '{name}': the graph already has an op of that name")
-            inputs, controls = [], []
+            inputs, controls, deferred = [], [], []
             for inp in r.inputs:
+                op_name, _, is_ctrl = parse_input(inp)
+                if not is_ctrl and op_name in later and op_name not in created and inp not in input_map:
+                    deferred.append((len(inputs) + len(deferred), inp))   # added once its op is
+                    continue
                 value, is_ctrl = source(inp, name, len(inputs))
                 if is_ctrl:
                     controls.append(value)
@@ -131,6 +139,12 @@ def import_ops(graph: Graph, records: list, import_scope: Optional[str] = None, 
             graph._ops.append(op)
             _mark_used(graph, name)
             created[r.name] = op
+            later.discard(r.name)
+            back_edges += [(op, index, inp) for index, inp in deferred]
+        for op, index, inp in back_edges:
+            value, _ = source(inp, op.name, index)
+            op._inputs.insert(index, value)
+            value._consumers.append(op)
     return created
 
 

@@ -21,6 +21,11 @@ class OpDef:
     blocking: bool = False     # may wait on another task or thread (Recv, dequeue): schedule late
     # (input index, parameter name, allowed dtypes) for each input whose dtype is constrained
     dtypes: tuple = ()
+    # TF1 reference edges (ops/state/ref_variables.py): the outputs that hand out a variable
+    # itself rather than a value, and the inputs that take one; the executor reads a ref output's
+    # current value for every other input (and for a fetch) when the consumer runs
+    ref_outputs: tuple = ()
+    ref_inputs: tuple = ()
 
     def check_input_dtypes(self, inputs) -> None:
         """TF's build-time error for an input dtype outside the op's allowed list."""

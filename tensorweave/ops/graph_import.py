@@ -115,9 +115,10 @@ def _record(node, inputs=None, functions=None, where: str = "") -> OpRecord:
 
 
 def _in_input_order(node_defs, inputs_of=lambda node: node.input, where: str = "") -> list:
-    """The nodes ordered so that every node comes after its inputs (TF allows any order);
-    ValueError for an input naming no node, or a cycle (TF 1 while loops, which we lack).
-    `inputs_of(node)`: its inputs as "x:1" / "^x" that name nodes (a function's arguments left out)."""
+    """The nodes ordered so that every node comes after its inputs but for a TF 1 while loop's
+    NextIteration into its Merge (TF allows any order); ValueError for an input naming no node, or
+    another cycle. `inputs_of(node)`: its inputs as "x:1" / "^x" that name nodes (a function's
+    arguments left out)."""
     nodes = {}
     for node in node_defs:
         if node.name in nodes:
@@ -135,9 +136,11 @@ def _in_input_order(node_defs, inputs_of=lambda node: node.input, where: str = "
                 source = parse_input(inp)[0]
                 if source not in nodes:
                     raise ValueError(f"Node '{node.name}'{where}: Unknown input node '{inp}'")
+                if node.op == "Merge" and nodes[source].op == "NextIteration":
+                    continue        # a TF 1 while loop's back edge (importer.import_ops adds it last)
                 if state.get(source) == 1:
-                    raise ValueError(f"GraphDef has a cycle through node '{source}'{where} (TF 1 while loops are "
-                                     "not supported by import_graph_def)")
+                    raise ValueError(f"GraphDef has a cycle through node '{source}'{where} that is not a TF 1 "
+                                     "while loop's (NextIteration into Merge)")
                 if not state.get(source):
                     state[source] = 1
                     stack.append((nodes[source], iter(inputs_of(nodes[source]))))

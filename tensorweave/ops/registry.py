@@ -24,6 +24,21 @@ from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup  # noqa: F401 (lookup: for the runtime)
 from tensorweave.framework.tf_export import tf_export
 
+class _Dead:
+    """The value of a tensor no step computes: an output of an untaken TF 1 Switch, and of every op
+    that reads one (ops/control_flow/switch_merge.py; runtime/executor.py propagates it). Reading
+    it as a ref gives itself, so a dead ref output stays dead."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEAD"
+
+    def read(self, op_name: str = None) -> "_Dead":
+        return self
+
+
+DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 
@@ -31,14 +46,16 @@ GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None =
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
              grad: Optional[Callable] = ..., *, dtypes=None, dtype_param: str = "x",
              stateful: bool = False, needs_step: bool = False, blocking: bool = False,
-             device_type: str = "CPU") -> None:
+             ref_outputs: tuple = (), ref_inputs: tuple = (), device_type: str = "CPU") -> None:
     """Registers an op's rules. `dtypes`: the dtypes input 0 (parameter `dtype_param`) accepts,
     or {input index: (parameter name, dtypes)}. grad=None marks the op not differentiable;
-    omitted leaves it to a `*_grad` module."""
+    omitted leaves it to a `*_grad` module. `ref_outputs`/`ref_inputs`: the indices of TF1 ref
+    outputs (whose runtime value is a variable, with `read(op_name)`) and of inputs that take one."""
     if dtypes is not None and not isinstance(dtypes, dict):
         dtypes = {0: (dtype_param, tuple(dtypes))}
     constraints = tuple((i, param, tuple(allowed)) for i, (param, allowed) in sorted((dtypes or {}).items()))
-    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking, constraints)
+    OP_DEFS[op_type] = OpDef(op_type, infer, stateful, needs_step, blocking, constraints, tuple(ref_outputs),
+                              tuple(ref_inputs))
     if kernel is not None:
         KERNELS[(op_type, device_type)] = kernel
     if grad is not ...:

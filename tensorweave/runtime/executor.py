@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
+from tensorweave.ops.registry import DEAD
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -127,7 +128,8 @@ class Plan:
                 _check_output_exists(key, by_name, f"{kind} {key}")
         feed_set = set(feeds)
         order = self._schedule(by_name, feed_set, fetches, targets)
-        unread = _unread_stateless(order, fetches, targets)
+        may_be_dead = _may_be_dead(order, feed_set)
+        unread = _unread_stateless(order, fetches, targets, may_be_dead)
         order = [n for n in order if n.name not in unread]
 
         slots: dict[str, int] = {_STEP_SLOT_KEY: _STEP_SLOT}
@@ -141,6 +143,7 @@ class Plan:
         for node in order:
             opdef = registry.lookup(node.op)
             ins = []
+            reads = []   # positions of the arguments that read a ref output's current value
             for inp in node.input:
                 op_name, idx, is_ctrl = parse_input(inp)
                 if is_ctrl:
@@ -149,6 +152,14 @@ class Plan:
                 if key not in slots:
                     _check_output_exists(key, by_name, f"Input {inp!r} of node {node.name}")
                     slots[key] = len(slots)
+                is_ref = key not in feed_set and _is_ref_output(by_name.get(op_name), idx)
+                if len(ins) in opdef.ref_inputs:
+                    if not is_ref:
+                        raise errors.InvalidArgumentError(
+                            node, node.name, f"Input {len(ins)} of node {node.name} ({node.op}) must be a reference "
+                            f"to a variable, but {inp!r} is a value (fed, or not a ref output)")
+                elif is_ref:
+                    reads.append(len(ins) + opdef.needs_step)
                 ins.append(slots[key])
             if opdef.needs_step:
                 ins.insert(0, _STEP_SLOT)
@@ -168,7 +179,18 @@ class Plan:
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(
                     node, node.name, f"{e}\n\t [[node {node.name} (op: {node.op}) on {ctx.task}]]") from None
-            if node.op == "Const":  # constants are planned into the slot template, not run
+            if reads:
+                fn = _reading_refs(fn, reads, node.name)
+            if node.name in may_be_dead:
+                # one more output, the node's own liveness (None or DEAD), which its control
+                # successors take as extra arguments
+                fn = _dead_aware(fn, nout, len(ins), node)
+                for inp in node.input:
+                    src, _, is_ctrl = parse_input(inp)
+                    if is_ctrl and src in may_be_dead:
+                        ins.append(slots[f"{src}:live"])
+                outs.append(slots.setdefault(f"{node.name}:live", len(slots)))
+            elif node.op == "Const":  # constants are planned into the slot template, not run
                 if outs[0] >= 0:
                     template.append((outs[0], fn()))
                 continue
@@ -177,7 +199,9 @@ class Plan:
                 if not opdef.needs_step:
                     ins.insert(0, _STEP_SLOT)
                 guarded = True
-            if nout == 1:
+            if node.name in may_be_dead:
+                steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
+            elif nout == 1:
                 if len(ins) == 2:
                     steps.append((_MODE_ONE_2, fn, ins[0], ins[1], outs[0]))
                 elif len(ins) == 1:   # (no argument list to build: a third of a small kernel's call)
@@ -200,6 +224,12 @@ class Plan:
         if missing:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
         self.fetch_slots = [slots[f] for f in fetches]
+        self._may_be_dead = bool(may_be_dead)
+        self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
+        for i, f in enumerate(fetches):
+            op_name, idx, _ = parse_input(f)
+            if f not in feed_set and _is_ref_output(by_name.get(op_name), idx):
+                self._ref_fetches.append((i, op_name))
 
     @staticmethod
     def _schedule(by_name: dict, feed_set: set, fetches: list, targets: Sequence[str]) -> list:
@@ -245,7 +275,14 @@ class Plan:
                                    "thread_id": threading.get_ident()})
         else:
             self._execute(vals, self._steps, 0)
-        return [vals[s] for s in self.fetch_slots]
+        out = [vals[s] for s in self.fetch_slots]
+        for i, name in self._ref_fetches:
+            out[i] = out[i].read(name)
+        if self._may_be_dead:
+            for i, v in enumerate(out):
+                if v is DEAD:
+                    raise errors.InvalidArgumentError(None, None, f"Retval[{i}] does not have value")
+        return out
 
     def _execute(self, vals: list, steps: list, offset: int) -> None:
         """The hot loop: one kernel call per step, inputs and outputs by slot."""
@@ -270,7 +307,26 @@ class Plan:
 
 
 _FEEDABLE = frozenset(("Placeholder", "PlaceholderV2", "PlaceholderWithDefault"))
+_SWITCHES = frozenset(("Switch", "RefSwitch"))   # TF 1 control flow: where dead tensors start
+_MERGES = frozenset(("Merge",))                  # ... and where they end
+_DEAD_REFUSED = frozenset(("_Send",))
 _UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
+
+
+def _is_ref_output(node: Optional[NodeDef], index: int) -> bool:
+    return node is not None and index in registry.lookup(node.op).ref_outputs
+
+
+def _reading_refs(fn, positions: list, name: str):
+    """`fn` given the current value of the TF1 variables at argument `positions` (ref outputs
+    read by an op that takes values): read when the op runs, as TF reads a ref, so an op ordered
+    after an Assign sees the assigned value. The read names the reading op, as TF's error does."""
+    def call(*args):
+        args = list(args)
+        for p in positions:
+            args[p] = args[p].read(name)
+        return fn(*args)
+    return call
 
 
 def _guarded(fn, takes_step: bool):
@@ -297,13 +353,50 @@ def _guard_state_change(step: StepContext) -> None:
         raise errors.DeadlineExceededError(None, None, f"Step {step.step_id} ran past its deadline")
 
 
-def _unread_stateless(order: Sequence[NodeDef], fetches: Sequence[str], targets: Sequence[str]) -> set:
+def _may_be_dead(order: Sequence[NodeDef], feed_set: set) -> set:
+    """The nodes of `order` (topologically sorted) an untaken TF 1 Switch can reach, through data or
+    control edges: they run through _dead_aware, the rest of the plan as before."""
+    reached: set = set()
+    for node in order:
+        if node.op in _SWITCHES or any(
+                src in reached and (is_ctrl or f"{src}:{idx}" not in feed_set)
+                for src, idx, is_ctrl in map(parse_input, node.input)):
+            reached.add(node.name)
+    return reached
+
+
+def _dead_aware(fn, nout: int, nargs: int, node: NodeDef):
+    """`fn` as TF's executor runs a node below a Switch: given `nargs` arguments and then the
+    liveness of its control inputs, it is dead (every output DEAD, and its liveness) when an
+    argument or control input is dead, and otherwise runs and is live. A Merge is dead only when
+    all its data inputs or one control input is; it forwards its first live input itself. A dead
+    value never crosses tasks: a _Send of one is refused."""
+    dead = (DEAD,) * (nout + 1)
+    merge = node.op in _MERGES
+
+    def call(*args):
+        if merge:
+            if any(a is DEAD for a in args[nargs:]) or all(a is DEAD for a in args[:nargs]):
+                return dead
+        elif any(a is DEAD for a in args):
+            if node.op in _DEAD_REFUSED:
+                raise errors.UnimplementedError(
+                    node, node.name, f"{node.name}: a tensor of an untaken TF 1 cond branch (Switch) cannot be sent "
+                    "to another task; place the cond on one task")
+            return dead
+        out = fn(*args[:nargs])
+        return (None,) if nout == 0 else (out, None) if nout == 1 else (*out, None)
+    return call
+
+
+def _unread_stateless(order: Sequence[NodeDef], fetches: Sequence[str], targets: Sequence[str],
+                      keep: set = frozenset()) -> set:
     """The nodes of `order` (topologically sorted) that need not run: stateless, not fetched nor a
     target, and every node that reads one of their outputs is itself such a node, so they are at
     most control inputs. TF's dependency optimizer turns them into NoOps; a gradient tuple, for one,
     makes a first layer's input gradient a control input only (conv1's Conv2DBackpropInput is
     computed by nobody in TF). Placeholders always run, as in TF: an unfed one is still an error."""
-    kept = {f.rsplit(":", 1)[0] for f in fetches} | set(targets)
+    kept = {f.rsplit(":", 1)[0] for f in fetches} | set(targets) | keep
     readers: dict[str, list] = {}
     for node in order:
         for inp in node.input:

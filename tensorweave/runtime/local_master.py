@@ -16,6 +16,7 @@ from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext, step_timeout_s
 from tensorweave.runtime.resources import ResourceManager
 from tensorweave.runtime.step_stats import merge_step_stats
+from tensorweave.runtime.tf1_loops import fold_tf1_loops
 
 
 class LocalMaster:
@@ -36,7 +37,7 @@ class LocalMaster:
             with self._lock:
                 plan = self._plans.get(key)
                 if plan is None:
-                    gd = graph_to_graph_def(self.graph)
+                    gd = fold_tf1_loops(graph_to_graph_def(self.graph))
                     self.ctx.library.update(gd.library)
                     plan = Plan(gd.node, feeds, fetches, targets, self.ctx)
                     self._check_placement(plan)

@@ -10,6 +10,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
+from tensorweave.ops.lookup.tables import tables_initializer
 from tensorweave.ops.state.variables import (global_variables, global_variables_initializer,
                                              local_variables_initializer, report_uninitialized_variables)
 from tensorweave.summary.summary import merge_all
@@ -124,5 +125,6 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        """The default local_init_op: initialises the local variables."""
-        return group(local_variables_initializer())
+        """The default local_init_op: initialises the local variables and the lookup tables (so a
+        vocabulary feature column works under MonitoredSession, as in TF)."""
+        return group(local_variables_initializer(), tables_initializer())

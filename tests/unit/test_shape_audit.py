@@ -19,9 +19,10 @@ import tensorweave as tf
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
+from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
-from tensorweave.ops.state.variable_ops import variable_shape
+from tensorweave.ops.state.variable_ops import handle_dtype, handle_shape, variable_shape
 
 # Op types the corpus cannot hold, and why.
 NOT_IN_CORPUS = {
@@ -117,6 +118,13 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.sparse_reshape(sp, [6, 2]), tf.sparse_reduce_max(sp), tf.sparse_reduce_max_sparse(sp, 1),
         tf.sparse_reduce_sum_sparse(sp, 0), tf.sparse_maximum(sp, sp2), tf.sparse_minimum(sp, sp2)
         tf.sparse_to_dense(ints, [9], 1.0)
+        # what feature columns build on: buckets, crosses, lookup tables
+        bucketize(m, [0.0, 1.0])
+        words = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.string, [4]), [3, 4])
+        tf.sparse.cross_hashed([words, tf.placeholder(tf.int64, [3, 2])], 10)
+        table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["a"], [1], value_dtype=tf.int64), -1)
+        table.lookup(tf.placeholder(tf.string, [3, 4])), table.size()
+        tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer("vocab.txt", tf.string, -2, tf.int64, -1), -1)
         seed = tf.placeholder(tf.int32, [2])
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
@@ -229,10 +237,28 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.cond(tf.placeholder(tf.bool, []), lambda: m * 2, lambda: m)
         tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), [tf.constant(0), m])
         tf.map_fn(lambda r: r * 2, m)
+        flag = tf.placeholder(tf.bool, [], name="flag")    # TF 1's dataflow cond (imported graphs)
+        branches = make_op("Switch", [m, flag]).outputs
+        make_op("Merge", [branches[0] * 2, branches[1]], {"N": 2})
+        for op_type in ("Enter", "Exit", "NextIteration"):            # ... and TF 1's loop frames
+            make_op(op_type, [m], {"frame_name": "loop", "is_constant": True, "parallel_iterations": 10})
+        make_op("LoopCond", [flag])
+        handle, flow = make_op("TensorArrayV3", [tf.constant(3)], {"dtype": tf.float32, "element_shape":
+                                                                  tf.TensorShape([4]), "dynamic_size": False}).outputs
+        i3 = tf.constant([0, 1, 2])
+        make_op("TensorArrayWriteV3", [handle, tf.constant(0), v, flow], {"T": tf.float32})
+        make_op("TensorArrayScatterV3", [handle, i3, m, flow], {"T": tf.float32})
+        make_op("TensorArraySplitV3", [handle, m, tf.constant([1, 1, 1], tf.int64), flow], {"T": tf.float32})
+        make_op("TensorArrayReadV3", [handle, tf.constant(0), flow], {"dtype": tf.float32})
+        make_op("TensorArrayGatherV3", [handle, i3, flow], {"dtype": tf.float32, "element_shape": tf.TensorShape([4])})
+        make_op("TensorArrayConcatV3", [handle, flow], {"dtype": tf.float32})
+        make_op("TensorArraySizeV3", [handle, flow])
+        make_op("TensorArrayCloseV3", [handle])
         lst = make_op("TensorListFromTensor", [m], {"element_dtype": tf.float32}).outputs[0]
         make_op("TensorListGetItem", [lst, tf.constant(1)], {"element_dtype": tf.float32,
                                                              "element_shape": tf.TensorShape([4])})
         make_op("TensorListPushBack", [lst, v])
+        _add_tf1_ref_ops(g, m)
         # ops the runtime and the optimizers' other paths create
         make_op("Div", [m, v], {"T": tf.float32})
         make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
@@ -247,6 +273,32 @@ def _build_corpus(g: tf.Graph) -> None:
         make_op("DestroyResourceOp", [var.handle], {"ignore_lookup_error": True})
         send(m, "m;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
         send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
+
+
+def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
+    """TF 1's reference-variable ops (what tf.import_graph_def of a TF 1 graph creates): each
+    Apply*/SparseApply*/Scatter* as the corpus's ResourceApply*/ResourceScatter* op on VariableV2
+    refs of its variables' shapes."""
+    def ref(shape, dtype=tf.float32, op_type="VariableV2"):
+        return make_op(op_type, [], {"dtype": dtype, "shape": tf.TensorShape(shape), "container": "",
+                                     "shared_name": ""}, name="ref_var").outputs[0]
+    r = ref([3, 4])
+    ref([3, 4], op_type="Variable")
+    make_op("Assign", [r, m], {"T": tf.float32, "validate_shape": True, "use_locking": True})
+    make_op("AssignAdd", [r, m], {"T": tf.float32, "use_locking": False})
+    make_op("AssignSub", [r, m], {"T": tf.float32, "use_locking": False})
+    make_op("IsVariableInitialized", [r], {"dtype": tf.float32})
+    make_op("RefIdentity", [r], {"T": tf.float32})
+    make_op("RefSwitch", [r, tf.placeholder(tf.bool, [], name="ref_flag")], {"T": tf.float32})
+    make_op("RefEnter", [r], {"T": tf.float32, "frame_name": "loop", "is_constant": True, "parallel_iterations": 10})
+    make_op("CountUpTo", [ref([], tf.int32)], {"T": tf.int32, "limit": 3})
+    make_op("BroadcastGradientArgs", [tf.constant([2, 1, 3]), tf.constant([1, 3])], {"T": tf.int32})
+    for op in list(g.get_operations()):
+        ref_type = op.type[len("Resource"):]
+        if op.type.startswith("Resource") and ("Apply" in op.type or "Scatter" in op.type) and ref_type in OP_DEFS:
+            handles = [t for t in op.inputs if t.dtype == tf.resource]
+            refs = [ref(handle_shape(h), handle_dtype(h)) for h in handles]
+            make_op(ref_type, refs + list(op.inputs[len(handles):]), dict(op._attrs))
 
 
 def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
@@ -332,6 +384,9 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.summary.audio("a", tf.placeholder(tf.float32, [2, 100]), 8000), tf.summary.tensor_summary("t", m)
         tf.summary.merge_all()
         tf.train.Saver([var], sharded=True)
+        make_op("ShardedFilename", [text, tf.constant(0), tf.constant(2)])   # (TF 1's sharded Saver graphs)
+        make_op("ShardedFilespec", [text, tf.constant(2)])
+        make_op("StaticRegexFullMatch", [words], {"pattern": "^s3://.*"})
         # tensor arrays
         ta = tf.TensorArray(tf.float32, size=3, element_shape=[4])
         ta = ta.write(0, m[0]).scatter([1, 2], m[1:])

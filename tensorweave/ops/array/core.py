@@ -205,6 +205,29 @@ def _shape_kernel(node, ctx):
 register("Shape", _shape_infer, _shape_kernel, grad=None)
 
 
+def _broadcast_gradient_args_kernel(node, ctx):
+    """TF's BroadcastGradientArgs (in the gradients TF 1 wrote for broadcasting ops): the axes each
+    input's gradient sums over, those where the input's shape, padded on the left with ones, is 1;
+    none when the shapes are equal."""
+    def reduction_axes(s0, s1):
+        s0, s1 = [int(d) for d in np.reshape(s0, -1)], [int(d) for d in np.reshape(s1, -1)]
+        dt = np_dtype(node, "T")
+        if s0 == s1:
+            return np.zeros(0, dt), np.zeros(0, dt)
+        rank = max(len(s0), len(s1))
+        p0, p1 = [1] * (rank - len(s0)) + s0, [1] * (rank - len(s1)) + s1
+        if any(a != b and a != 1 and b != 1 for a, b in zip(p0, p1)):
+            raise invalid(node, f"Incompatible shapes: [{','.join(map(str, s0))}] vs. [{','.join(map(str, s1))}]")
+        return (np.array([i for i, a in enumerate(p0) if a == 1], dt),
+                np.array([i for i, b in enumerate(p1) if b == 1], dt))
+    return reduction_axes
+
+
+register("BroadcastGradientArgs", lambda op: [(op.inputs[0].dtype, TensorShape([None]))] * 2,
+         _broadcast_gradient_args_kernel, grad=None, dtypes={0: ("s0", (dtypes.int32, dtypes.int64)),
+                                                              1: ("s1", (dtypes.int32, dtypes.int64))})
+
+
 @tf_export("shape_n")
 def shape_n(input, out_type=dtypes.int32, name=None) -> list:
     """tf.shape_n(input, out_type=tf.int32, name=None): the shapes of a list of tensors."""

@@ -1,5 +1,6 @@
-"""The checkpoint ops: SaveV2, RestoreV2 and MergeV2Checkpoints (TF's names and signatures),
-plus the private _ShardTempPrefix that names one shard's temporary checkpoint.
+"""The checkpoint ops: SaveV2, RestoreV2, MergeV2Checkpoints, ShardedFilename and ShardedFilespec
+(TF's names and signatures), plus the private _ShardTempPrefix that names one shard's temporary
+checkpoint.
 
 They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
 that holds its variables, so tensors are read and written where they live and only file names
@@ -191,3 +192,35 @@ def _temp_prefix_kernel(node, ctx):
 
 register("_ShardTempPrefix", lambda op: [(dtypes.string, TensorShape([]))], _temp_prefix_kernel, grad=None,
          dtypes={0: ("prefix", (dtypes.string,))})
+
+
+# -- ShardedFilename, ShardedFilespec ------------------------------------------------------------
+# TF's ops, in the sharded Saver graphs TF 1 writes ('save/ShardedFilename'); ours uses
+# _ShardTempPrefix, whose shard numbers are attributes.
+def _scalar_int(node, value, what: str) -> int:
+    if np.ndim(value) != 0:
+        raise invalid(node, f"{what} must be a scalar, got shape {list(np.shape(value))}")
+    return int(value)
+
+
+def _sharded_filename_kernel(node, ctx):
+    def sharded(basename, shard, num_shards):
+        return sharded_filename(_text(basename), _scalar_int(node, shard, "shard"),
+                                _scalar_int(node, num_shards, "num_shards")).encode()
+    return sharded
+
+
+def _sharded_filespec_kernel(node, ctx):
+    return lambda basename, num_shards: \
+        f"{_text(basename)}-?????-of-{_scalar_int(node, num_shards, 'num_shards'):05d}".encode()
+
+
+def _string_scalar(op):
+    return [(dtypes.string, TensorShape([]))]
+
+
+register("ShardedFilename", _string_scalar, _sharded_filename_kernel, grad=None,
+         dtypes={0: ("basename", (dtypes.string,)), 1: ("shard", (dtypes.int32,)),
+                 2: ("num_shards", (dtypes.int32,))})
+register("ShardedFilespec", _string_scalar, _sharded_filespec_kernel, grad=None,
+         dtypes={0: ("basename", (dtypes.string,)), 1: ("num_shards", (dtypes.int32,))})

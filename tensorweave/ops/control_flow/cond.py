@@ -1,8 +1,9 @@
 """Conditionals: tf.cond and tf.case.
 
 Conditionals are *functional*: `cond` builds each branch in its own FuncGraph and adds one
-"If" op whose kernel runs only the taken branch's plan. The executor never sees Switch/Merge
-or dead tensors, and a partitioner places an If (with its bodies) on one task like any op.
+"If" op whose kernel runs only the taken branch's plan, and a partitioner places an If (with its
+bodies) on one task like any op. (Switch/Merge and dead tensors exist only for TF 1 graphs
+imported as they are: switch_merge.py.)
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorweave.framework import dtypes
+from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -34,6 +34,15 @@ def cast(x, dtype, name=None):
 def _cast_kernel(node, ctx):
     dst = dtypes.as_dtype(node.attr["DstT"])
     npd = dst.as_numpy_dtype
+    src = dtypes.as_dtype(node.attr.get("SrcT", dst))
+    if (src == dtypes.string) != (dst == dtypes.string):
+        # TF has no Cast kernel to or from strings (tf.strings.to_number / as_string convert).
+        tf_names = {"float32": "float", "float64": "double", "float16": "half"}   # TF's DataTypeString
+        message = f"Cast {tf_names.get(src.name, src.name)} to {tf_names.get(dst.name, dst.name)} is not supported"
+
+        def unsupported(x):
+            raise errors.UnimplementedError(node, node.name, message)
+        return unsupported
 
     def run(x):
         x = np.asarray(x)

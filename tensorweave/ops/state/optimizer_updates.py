@@ -1,4 +1,7 @@
-"""Fused optimizer updates (TF's ResourceApply* / ResourceSparseApply* ops) on resource variables.
+"""Fused optimizer updates (TF's ResourceApply* / ResourceSparseApply* ops) on resource variables,
+and the same kernels as TF1's Apply* / SparseApply* on ref variables (ref_variables.py): a ref
+input's runtime value is the same VariableResource a handle's is, so one kernel serves both and the
+ref form only also outputs its variable (TF's `out: Ref(T)`).
 
 Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
 results. Stored arrays are replaced, never mutated: a value already read may be in flight to
@@ -12,11 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.registry import register
-from tensorweave.ops.state.variable_ops import handle_shape, locked
+from tensorweave.ops.state.variable_ops import handle_shape, locked, returning_variable
 
 
 @dataclass(frozen=True)
@@ -224,25 +227,32 @@ def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
     return [np.asarray(o, dtype=var.dtype) for o in out]
 
 
+def _var_shape(t):
+    """The static shape of a variable input: its handle's variable, or the ref tensor's own."""
+    return handle_shape(t) if t.dtype is dtypes.resource else t.shape
+
+
 def _make_infer(rule: _Rule, sparse: bool) -> Callable:
-    """TF's shape function for ResourceApply*: scalars are scalars, var and slots agree, grad has
-    var's shape (sparse: indices are a vector, grad is [len(indices)] + var.shape[1:])."""
+    """TF's shape function for ResourceApply* (no outputs) and Apply* (the variable's shape):
+    scalars are scalars, var and slots agree, grad has var's shape (sparse: indices are a
+    vector, grad is [len(indices)] + var.shape[1:])."""
     names = _input_names(rule, sparse)
 
     def infer(op):
         ins = dict(zip(names, op.inputs))
+        out = (lambda shape: []) if ins["var"].dtype is dtypes.resource else (lambda shape: [(ins["var"].dtype, shape)])
         for n in rule.scalars:
             if ins[n].shape.ndims not in (None, 0):
                 raise ValueError(f"Shape must be rank 0 but is rank {ins[n].shape.ndims}")
-        var = handle_shape(ins["var"])
+        var = _var_shape(ins["var"])
         for i in range(rule.n_slots):
-            var = var.merge_with(handle_shape(ins[f"slot{i}"]))
+            var = var.merge_with(_var_shape(ins[f"slot{i}"]))
         grad = ins["grad"].shape
         if not sparse:
             if var.ndims is not None and grad.ndims is not None and var.ndims != grad.ndims:
                 raise ValueError(f"Shapes must be equal rank, but are {var.ndims} and {grad.ndims}")
-            var.merge_with(grad)
-            return []
+            var = var.merge_with(grad)
+            return out(var)
         indices = ins["indices"].shape
         if indices.ndims not in (None, 1):
             raise ValueError(f"Shape must be rank 1 but is rank {indices.ndims}")
@@ -252,7 +262,7 @@ def _make_infer(rule: _Rule, sparse: bool) -> Callable:
             grad[1:].merge_with(var[1:])
         if grad.ndims is not None and indices.ndims is not None:
             grad[:1].merge_with(indices)
-        return []
+        return out(var)
     return infer
 
 
@@ -261,6 +271,13 @@ for _rule in _RULES:
              stateful=True)
     register(f"ResourceSparseApply{_rule.op_type}", _make_infer(_rule, True), _make_kernel(_rule, True),
              grad=None, stateful=True)
+
+    refs = tuple(range(1 + _rule.n_slots))
+    register(f"Apply{_rule.op_type}", _make_infer(_rule, False), returning_variable(_make_kernel(_rule, False)),
+             grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
+    if _rule.op_type not in ("GradientDescent", "Adam"):   # (TF has no SparseApply of these two)
+        register(f"SparseApply{_rule.op_type}", _make_infer(_rule, True), returning_variable(_make_kernel(_rule, True)),
+                 grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
 
 _BY_NAME = {r.op_type: r for r in _RULES}
 

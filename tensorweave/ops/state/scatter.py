@@ -11,31 +11,41 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import make_op, np_dtype
 from tensorweave.ops.math.binary import trunc_div
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import OP_DEFS, kernel_for, register
 from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
-                                                locked, shape_str, variable_method)
+                                                locked, returning_variable, shape_str, variable_method)
 
 
 # -- rows by index ------------------------------------------------------------------------------
 def _scatter_inputs(op, dtype):
-    """(the variable's static shape, indices, updates) of a scatter op (inputs handle, indices,
-    updates), after checking the handle and the updates against `dtype`."""
-    check_handle(op, dtype)
+    """(the variable's static shape, indices, updates) of a scatter op (inputs handle or TF 1 ref,
+    indices, updates), after checking the handle and the updates against `dtype`."""
     idx, upd = op.inputs[1], op.inputs[2]
+    if op.inputs[0].dtype is not dtypes.resource:   # a ref: the variable's tensor itself
+        if upd.dtype != op.inputs[0].dtype:
+            raise ValueError(f"Input 'updates' of '{op.type}' Op has type {upd.dtype.name} that does not match "
+                             f"type {op.inputs[0].dtype.name} of argument 'ref'")
+        return op.inputs[0].shape, idx, upd
+    check_handle(op, dtype)
     if upd.dtype != dtype:
         raise ValueError(f"Input 'updates' of '{op.type}' Op has type {upd.dtype.name} that does not match "
                          f"expected type of {dtypes.as_dtype(dtype).name}")
     return handle_shape(op.inputs[0]), idx, upd
 
 
+def _ref_output(op) -> list:
+    """No output for a ResourceScatter* op; TF 1's Scatter* (on a ref) outputs its variable."""
+    return [] if op.inputs[0].dtype is dtypes.resource else [(op.inputs[0].dtype, op.inputs[0].shape)]
+
+
 def _scatter_infer(op):
-    var_shape, idx, upd = _scatter_inputs(op, op.get_attr("dtype"))
+    var_shape, idx, upd = _scatter_inputs(op, op._attrs.get("dtype", op._attrs.get("T")))
     if var_shape.ndims is not None and idx.shape.ndims is not None and upd.shape.ndims not in (None, 0):
         want = idx.shape.concatenate(var_shape[1:])
         if not want.is_compatible_with(upd.shape):
             raise ValueError(f"Shapes must be equal rank, or updates must be scalar: updates shape "
                              f"{upd.shape} vs indices.shape + params.shape[1:] {want}")
-    return []
+    return _ref_output(op)
 
 
 def _set_at(array: np.ndarray, index, values) -> None:
@@ -56,7 +66,7 @@ def _row_scatter_kernel(write):
     """Kernel factory of a ResourceScatter* op (rows by index): checks indices and updates against
     the variable, then write(node, new, idx, upd) applies them to a copy that replaces it."""
     def factory(node, ctx):
-        np_dt = np_dtype(node, "dtype")
+        np_dt = np_dtype(node, "dtype" if "dtype" in node.attr else "T")   # (a ref op's is T)
 
         def scatter(res, indices, updates):
             with res.lock:
@@ -137,7 +147,7 @@ def _scatter_nd_infer(op):
         if not want.is_compatible_with(upd.shape):
             raise ValueError(f"{op.type}: updates shape {upd.shape} must be indices.shape[:-1] + "
                              f"ref.shape[{k}:] = {want}")
-    return []
+    return _ref_output(op)
 
 
 def _nd_scatter_kernel(mode: str):
@@ -201,6 +211,14 @@ resource_scatter_min = _scatter_op("ResourceScatterMin")
 resource_scatter_nd_update = _nd_op("ResourceScatterNdUpdate")
 resource_scatter_nd_add = _nd_op("ResourceScatterNdAdd")
 resource_scatter_nd_sub = _nd_op("ResourceScatterNdSub")
+
+
+# TF 1's forms on ref variables (imported TF 1 graphs: sparse optimizer updates, embeddings), one
+# kernel with the resource forms'
+for _t in ("Update", "Add", "Sub", "Mul", "Div", "Max", "Min", "NdUpdate", "NdAdd", "NdSub"):
+    _resource = OP_DEFS[f"ResourceScatter{_t}"]
+    register(f"Scatter{_t}", _resource.infer, returning_variable(kernel_for(f"ResourceScatter{_t}")), grad=None,
+             stateful=True, ref_inputs=(0,), ref_outputs=(0,))
 
 
 # -- public TF1 functions ---------------------------------------------------------------------

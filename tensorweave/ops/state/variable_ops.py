@@ -122,13 +122,26 @@ def shape_str(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _frozen(value, np_dtype) -> np.ndarray:
+def frozen(value, np_dtype) -> np.ndarray:
     """`value` as a read-only array of `np_dtype`, copied unless it already is one."""
     if isinstance(value, np.ndarray) and not value.flags.writeable and value.dtype == np_dtype:
         return value
     arr = np.array(value, dtype=np_dtype)
     arr.flags.writeable = False
     return arr
+
+
+def returning_variable(factory):
+    """The kernel factory of an update on a resource variable (no output) as that of its TF 1 ref
+    form (Apply*, Scatter*: ref_variables.py), which outputs its variable (TF's `output_ref`)."""
+    def ref_factory(node, ctx):
+        update = factory(node, ctx)
+
+        def update_and_return(*inputs):
+            update(*inputs)
+            return inputs[0]
+        return update_and_return
+    return ref_factory
 
 
 # -- VarHandleOp --------------------------------------------------------------------------------
@@ -143,7 +156,9 @@ def var_handle_op(dtype, shape, container: str = "", shared_name: str = "", name
     return op.outputs[0]
 
 
-def _var_handle_kernel(node, ctx):
+def variable_kernel(node, ctx):
+    """The kernel of VarHandleOp and of TF1's VariableV2: the variable of (container, shared_name or
+    the node name), created uninitialized on first use."""
     dtype = dtypes.as_dtype(node.attr["dtype"])
     shape = node.attr.get("shape")
     container = node.attr.get("container") or ""
@@ -158,7 +173,7 @@ def _var_handle_kernel(node, ctx):
     return lambda: res
 
 
-register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], _var_handle_kernel,
+register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], variable_kernel,
          grad=None, stateful=True)
 
 
@@ -244,7 +259,7 @@ def _assign_kernel(node, ctx):
     validate = node.attr.get("validate_shape", True)
 
     def assign(res, value):
-        arr = _frozen(value, np_dt)
+        arr = frozen(value, np_dt)
         if validate:
             cur = res.value
             want = cur.shape if cur is not None else res.shape
@@ -351,7 +366,7 @@ register("ResourceGather", _gather_infer, _gather_kernel, grad=_gather_grad, sta
 
 
 # -- counters and helpers for tf.Variable ---------------------------------------------------------
-def _count_up_to_kernel(node, ctx):
+def count_up_to_kernel(node, ctx):
     limit = node.attr["limit"]
     np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
 
@@ -366,7 +381,7 @@ def _count_up_to_kernel(node, ctx):
 
 
 register("ResourceCountUpTo", lambda op: [(op.get_attr("T"), handle_shape(op.inputs[0]))],
-         _count_up_to_kernel, grad=None, stateful=True)
+         count_up_to_kernel, grad=None, stateful=True)
 
 
 def _value_or_initial_kernel(node, ctx):

@@ -1,6 +1,7 @@
 """String hashing into buckets, bit-equal to TensorFlow's: tf.string_to_hash_bucket (TF's
 Hash64, a MurmurHash2-64 variant), _fast (FarmHash Fingerprint64) and _strong (SipHash-2-4 with
-a 128-bit key). The hashes are plain Python integer arithmetic, masked to 64 bits."""
+a 128-bit key); and FingerprintCat64, which feature crosses chain (cross.py). The hashes are
+plain Python integer arithmetic, masked to 64 bits."""
 from __future__ import annotations
 
 import struct
@@ -142,6 +143,17 @@ def fingerprint64(s: bytes) -> int:
     z, x = x, z
     return _len16((_len16(v[0], w[0], mul) + _shift_mix(y) * _K0 + z) & _M64,
                   (_len16(v[1], w[1], mul) + x) & _M64, mul)
+
+
+def fingerprint_cat64(fp1: int, fp2: int) -> int:
+    """TF's FingerprintCat64 (core/platform/fingerprint.h): two fingerprints combined into one
+    (SparseCross chains it over a cross's features)."""
+    mul = 0xC6A4A7935BD1E995
+    result = fp1 ^ mul
+    result ^= (_shift_mix((fp2 * mul) & _M64) * mul) & _M64
+    result = (result * mul) & _M64
+    result = (_shift_mix(result) * mul) & _M64
+    return _shift_mix(result)
 
 
 def tf_hash64(s: bytes, seed: int = 0xDECAFCAFFE) -> int:

@@ -211,6 +211,17 @@ register("RegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _full
          dtypes=(dtypes.string,), dtype_param="input")
 
 
+def _static_full_match_kernel(node, ctx):
+    """StaticRegexFullMatch (the pattern an attribute, compiled once), in the Saver graphs TF 1 wrote."""
+    pattern = node.attr["pattern"]
+    regex = _compile(node, pattern.encode() if isinstance(pattern, str) else pattern)
+    return lambda x: map_strings(node, lambda s, i: regex.fullmatch(s) is not None, x, np.bool_)
+
+
+register("StaticRegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)], _static_full_match_kernel,
+         grad=None, dtypes=(dtypes.string,), dtype_param="input")
+
+
 @tf_export("strings.regex_full_match")
 def regex_full_match(input, pattern, name=None):
     """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches."""

@@ -1,0 +1,2 @@
+"""Lookup tables: tables.py (HashTableV2 and its initializers and lookups; tf.lookup,
+tf.tables_initializer)."""
