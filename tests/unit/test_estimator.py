@@ -391,3 +391,17 @@ def test_an_input_fn_of_unknown_arguments_fails_naming_them(tmp_path):
     est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
     with pytest.raises(TypeError, match="batch_size"):
         est.train(lambda batch_size: cases.train_input_fn(tf)(), steps=1)
+
+
+def test_a_model_fn_reading_features_through_feature_columns(tmp_path):
+    losses = []
+    linear = cases.linear_model_fn(tf, losses)
+    columns = [tf.feature_column.numeric_column("x", shape=[2])]
+
+    def model_fn(features, labels, mode, params):
+        return linear({"x": tf.feature_column.input_layer(features, columns)}, labels, mode, params)
+
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path), params={"learning_rate": 0.1})
+    est.train(cases.train_input_fn(tf), steps=7)
+    close(losses, RECORDED["losses_7"])   # the numeric column hands x through: TF's losses
+    close(est.get_variable_value("w"), RECORDED["w_7"])
