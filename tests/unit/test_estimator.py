@@ -405,3 +405,19 @@ def test_a_model_fn_reading_features_through_feature_columns(tmp_path):
     est.train(cases.train_input_fn(tf), steps=7)
     close(losses, RECORDED["losses_7"])   # the numeric column hands x through: TF's losses
     close(est.get_variable_value("w"), RECORDED["w_7"])
+
+
+def test_train_and_evaluate_refuses_a_second_evaluator_and_a_ps_or_evaluator_that_trains(tmp_path, monkeypatch):
+    cluster = {"chief": ["localhost:1"], "ps": ["localhost:2"]}
+    spec = (tf.estimator.TrainSpec(cases.train_input_fn(tf), max_steps=1),
+            tf.estimator.EvalSpec(cases.eval_input_fn(tf)))
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 1}}))
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
+    with pytest.raises(ValueError, match="there can only be one `evaluator` task .* Given task id 1"):
+        tf.estimator.train_and_evaluate(est, *spec)
+    with pytest.raises(ValueError, match="Train has been called wrong configuration"):
+        est.train(cases.train_input_fn(tf), steps=1)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "ps", "index": 0}}))
+    ps = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
+    with pytest.raises(ValueError, match="Train has been called wrong configuration"):
+        ps.train(cases.train_input_fn(tf), steps=1)
