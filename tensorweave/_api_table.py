@@ -704,7 +704,9 @@ NAMESPACES = {
         'train_and_evaluate': ('tensorweave.estimator.training', 'train_and_evaluate'),
     },
     'tensorweave.estimator.experimental': {
+        'InMemoryEvaluatorHook': ('tensorweave.estimator.hooks', 'InMemoryEvaluatorHook'),
         'make_early_stopping_hook': ('tensorweave.estimator.early_stopping', 'make_early_stopping_hook'),
+        'make_stop_at_checkpoint_step_hook': ('tensorweave.estimator.hooks', 'make_stop_at_checkpoint_step_hook'),
         'stop_if_higher_hook': ('tensorweave.estimator.early_stopping', 'stop_if_higher_hook'),
         'stop_if_lower_hook': ('tensorweave.estimator.early_stopping', 'stop_if_lower_hook'),
         'stop_if_no_decrease_hook': ('tensorweave.estimator.early_stopping', 'stop_if_no_decrease_hook'),

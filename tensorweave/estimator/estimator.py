@@ -390,45 +390,59 @@ class Estimator:
         or warm-started) on input_fn's input, for `steps` batches or until it ends. Returns the
         eval_metric_ops' values with `loss` (the mean of the batch losses) and `global_step`, and
         writes them to eval_dir(name) as summaries of that global step."""
-        hooks = _check_hooks(hooks)
-        if steps is not None:
-            if steps <= 0:
-                raise ValueError(f"Must specify steps > 0, given: {steps}")
-            hooks.append(StopAfterNEvalsHook(num_evals=steps))
+        hooks = _check_hooks(hooks) + self._eval_steps_hooks(steps)
         if not checkpoint_path:
             checkpoint_path = latest_checkpoint(self._model_dir)
             if not checkpoint_path:
                 _log.info("Could not find trained model in model_dir: %s, running initialization to evaluate.",
                           self._model_dir)
-        with Graph().as_default() as g:
-            global_step = self._new_graph_with_global_step(g)
-            features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.EVAL))
-            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-            metric_ops = dict(spec.eval_metric_ops)
-            if "loss" in metric_ops:
-                raise ValueError('Metric with name "loss" is not allowed, because Estimator already defines a default '
-                                 "metric with the same name.")
-            metric_ops["loss"] = mean(spec.loss)
-            update_op = group(*[metric_ops[k][1] for k in sorted(metric_ops)])
-            eval_dict = {k: metric_ops[k][0] for k in sorted(metric_ops)}
-            self._maybe_warm_start(checkpoint_path)
-            if GraphKeys.GLOBAL_STEP in eval_dict:
-                raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
-                                 "default metric with the same name.")
-            eval_dict[GraphKeys.GLOBAL_STEP] = global_step
-            all_hooks = list(input_hooks) + hooks + list(spec.evaluation_hooks)
-            scaffold = spec.scaffold
-            if scaffold and scaffold.local_init_op:
-                get_or_create_eval_step()
-                scaffold = Scaffold(local_init_op=group(scaffold.local_init_op, Scaffold.default_local_init_op()),
-                                    copy_from_scaffold=scaffold)
-            results = evaluate_once(checkpoint_path=checkpoint_path, master=self._config.evaluation_master,
-                                    scaffold=scaffold, eval_ops=update_op, final_ops=eval_dict, hooks=all_hooks,
-                                    config=self._session_config)
+        with Graph().as_default():
+            scaffold, update_op, eval_dict, all_hooks = self._evaluate_build_graph(input_fn, hooks, checkpoint_path)
+            return self._evaluate_run(checkpoint_path, scaffold, update_op, eval_dict, all_hooks, self.eval_dir(name))
+
+    @staticmethod
+    def _eval_steps_hooks(steps) -> list:
+        if steps is None:
+            return []
+        if steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        return [StopAfterNEvalsHook(num_evals=steps)]
+
+    def _evaluate_build_graph(self, input_fn, hooks, checkpoint_path):
+        """The evaluation graph in the default graph: (scaffold, the metrics' update op, {name:
+        value tensor} with loss and global_step, every hook)."""
+        global_step = self._new_graph_with_global_step(get_default_graph())
+        features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.EVAL))
+        spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+        metric_ops = dict(spec.eval_metric_ops)
+        if "loss" in metric_ops:
+            raise ValueError('Metric with name "loss" is not allowed, because Estimator already defines a default '
+                             "metric with the same name.")
+        metric_ops["loss"] = mean(spec.loss)
+        update_op = group(*[metric_ops[k][1] for k in sorted(metric_ops)])
+        eval_dict = {k: metric_ops[k][0] for k in sorted(metric_ops)}
+        self._maybe_warm_start(checkpoint_path)
+        if GraphKeys.GLOBAL_STEP in eval_dict:
+            raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
+                             "default metric with the same name.")
+        eval_dict[GraphKeys.GLOBAL_STEP] = global_step
+        all_hooks = list(input_hooks) + list(hooks) + list(spec.evaluation_hooks)
+        scaffold = spec.scaffold
+        if scaffold and scaffold.local_init_op:
+            get_or_create_eval_step()
+            scaffold = Scaffold(local_init_op=group(scaffold.local_init_op, Scaffold.default_local_init_op()),
+                                copy_from_scaffold=scaffold)
+        return scaffold, update_op, eval_dict, all_hooks
+
+    def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict, all_hooks, output_dir) -> dict:
+        """Runs the evaluation graph once (evaluate_once) and writes its results to output_dir."""
+        results = evaluate_once(checkpoint_path=checkpoint_path, master=self._config.evaluation_master,
+                                scaffold=scaffold, eval_ops=update_op, final_ops=eval_dict, hooks=all_hooks,
+                                config=self._session_config)
         step = int(results[GraphKeys.GLOBAL_STEP])
-        _write_dict_to_summary(self.eval_dir(name), results, step)
+        _write_dict_to_summary(output_dir, results, step)
         if checkpoint_path:
-            _write_checkpoint_path_to_summary(self.eval_dir(name), checkpoint_path, step)
+            _write_checkpoint_path_to_summary(output_dir, checkpoint_path, step)
         return results
 
     def _maybe_warm_start(self, checkpoint_path) -> None:

@@ -421,3 +421,50 @@ def test_train_and_evaluate_refuses_a_second_evaluator_and_a_ps_or_evaluator_tha
     ps = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
     with pytest.raises(ValueError, match="Train has been called wrong configuration"):
         ps.train(cases.train_input_fn(tf), steps=1)
+
+
+def test_in_memory_evaluator_hook_evaluates_the_model_being_trained(tmp_path):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(save_checkpoints_steps=None, save_checkpoints_secs=None),
+                                 params={"learning_rate": 0.1})
+    hook = tf.estimator.experimental.InMemoryEvaluatorHook(est, cases.eval_input_fn(tf), name="in_memory",
+                                                           every_n_iter=5)
+    est.train(cases.train_input_fn(tf), steps=10, hooks=[hook])
+    assert est.latest_checkpoint() is None   # no checkpoint: the values came from the training session
+    metrics = read_eval_metrics(est.eval_dir("in_memory"))
+    assert list(metrics) == [0, 5, 10]
+    close(metrics[5]["loss"], RECORDED["evaluate_ckpt_5"]["loss"])
+    close(metrics[5]["mae"], RECORDED["evaluate_ckpt_5"]["mae"])
+    close(metrics[10]["loss"], RECORDED["train_and_evaluate"]["loss"])
+    with pytest.raises(ValueError, match="invalid every_n_iter=0."):
+        tf.estimator.experimental.InMemoryEvaluatorHook(est, cases.eval_input_fn(tf), every_n_iter=0)
+
+
+def test_stop_at_checkpoint_step_hook_is_a_stop_at_step_hook_on_the_chief(tmp_path):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path), params={"learning_rate": 0.1})
+    hook = tf.estimator.experimental.make_stop_at_checkpoint_step_hook(est, 4)
+    assert isinstance(hook, tf.train.StopAtStepHook)
+    est.train(cases.train_input_fn(tf), hooks=[hook])
+    assert int(est.get_variable_value("global_step")) == 4
+    # a worker's hook: stops once the chief's checkpoint in model_dir (step 4 here) has reached last_step
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]},
+                                          "task": {"type": "worker", "index": 0}})
+    try:
+        worker = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                        params={"learning_rate": 0.1})
+    finally:
+        del os.environ["TF_CONFIG"]
+    for last_step, runs in ((4, (3, 4)), (6, (8,))):
+        hook = tf.estimator.experimental.make_stop_at_checkpoint_step_hook(worker, last_step,
+                                                                         wait_after_file_check_secs=0)
+        with tf.Graph().as_default():
+            step = tf.train.create_global_step()
+            increment = tf.assign_add(step, 1)
+            count = 0
+            with tf.train.MonitoredSession(hooks=[hook]) as session:
+                while not session.should_stop() and count < 8:
+                    session.run(increment)
+                    count += 1
+        # the step read is not ordered with the run's increment (as in TF): it stops after run 3 or 4;
+        # with last_step 6 the checkpoint never reaches it, and the worker runs on
+        assert count in runs
