@@ -435,7 +435,7 @@ class LoggingTensorHook(SessionRunHook):
             _log.info(self._formatter(values))
             return
         with np.printoptions(suppress=True):
-            stats = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+            stats = ", ".join(f"{tag} = {values[tag]!s}" for tag in self._tag_order)   # str(): TF's "%s"
         if elapsed_secs is not None:
             _log.info("%s (%.3f sec)", stats, elapsed_secs)
         else:

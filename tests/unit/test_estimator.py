@@ -468,3 +468,14 @@ def test_stop_at_checkpoint_step_hook_is_a_stop_at_step_hook_on_the_chief(tmp_pa
         # the step read is not ordered with the run's increment (as in TF): it stops after run 3 or 4;
         # with last_step 6 the checkpoint never reaches it, and the worker runs on
         assert count in runs
+
+
+def test_the_loss_is_logged_as_tensorflow_prints_it(tmp_path, caplog):
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(log_step_count_steps=3),
+                                 params={"learning_rate": 0.1})
+    with caplog.at_level("INFO", logger="tensorweave"):
+        est.train(cases.train_input_fn(tf), steps=4)
+    logged = [r.getMessage() for r in caplog.records]
+    # TF 2.15 logs "loss = 4.2130604, step = 0" (a float32's str) for this model's first step
+    assert "loss = 4.2130604, step = 0" in logged
