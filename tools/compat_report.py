@@ -28,7 +28,6 @@ OUTPUT = os.path.join(ROOT, "docs", "COMPATIBILITY.md")
 NAMESPACE_REASONS = {
     "audio": "audio file codecs (WAV) are out of scope",
     "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
-    "saved_model": "SavedModel (protobuf MetaGraphs) is out of scope; checkpoints are supported",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
     "spectral": "FFTs: not yet implemented",
@@ -127,6 +126,10 @@ NAME_REASONS = [
     ("dtypes", "quint*", "quantized dtypes are not supported"),
     ("dtypes", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
     ("dtypes", "bfloat16", "numpy has no bfloat16"),
+    ("saved_model", "save", "TF 2's object-based SavedModel (tf.Module, trackables); TF1's Builder is here"),
+    ("saved_model", "load_v2", "TF 2's object-based SavedModel (tf.Module, trackables); TF1's load is here"),
+    ("saved_model", "Asset", "TF 2's object-based SavedModel (tf.Module, trackables)"),
+    ("saved_model", "SaveOptions", "TF 2's object-based SavedModel (tf.Module, trackables)"),
 ]
 
 

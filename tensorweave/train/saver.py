@@ -26,8 +26,9 @@ from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity, placeholder_with_default
-from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, shard_temp_prefix
+from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, sharded_filename
 from tensorweave.ops.grouping import group
+from tensorweave.ops.strings.join_split import string_join
 from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
                                                      remove_checkpoint, update_checkpoint_state_internal)
 from tensorweave.framework.tf_protos import SaverDef
@@ -48,13 +49,16 @@ def _shard_device(device: str) -> str:
 
 
 class BaseSaverBuilder:
-    """Builds the save and restore ops of a Saver (TF's BaseSaverBuilder)."""
+    """Builds the save and restore ops of a Saver (TF's BaseSaverBuilder). `checkpoint_format`
+    (not TF's) is the format its SaveV2 ops write, `safetensors` or `tensorflow`; None: the one
+    TENSORWEAVE_CHECKPOINT_FORMAT names (io_ops.save_v2)."""
 
     SaveSpec = SaveSpec
     SaveableObject = SaveableObject
 
-    def __init__(self, write_version: int = SaverDef.V2):
+    def __init__(self, write_version: int = SaverDef.V2, checkpoint_format: Optional[str] = None):
         self._write_version = write_version
+        self._checkpoint_format = checkpoint_format
 
     def save_op(self, filename_tensor, saveables):
         names, tensors, slices = [], [], []
@@ -63,7 +67,7 @@ class BaseSaverBuilder:
                 names.append(spec.name)
                 tensors.append(spec.tensor)
                 slices.append(spec.slice_spec)
-        return save_v2(filename_tensor, names, slices, tensors)
+        return save_v2(filename_tensor, names, slices, tensors, checkpoint_format=self._checkpoint_format)
 
     def bulk_restore(self, filename_tensor, saveables, preferred_shard, restore_sequentially) -> list:
         specs = [spec for s in saveables for spec in s.specs]
@@ -76,14 +80,16 @@ class BaseSaverBuilder:
             return identity(filename_tensor, name="control_dependency")
 
     def _AddShardedSaveOps(self, checkpoint_prefix, per_device):
+        # TF 1.15's ops and names: the shards go to <prefix>_temp_<uuid>/part-SSSSS-of-NNNNN.
         g = get_default_graph()
-        suffix = f"_temp_{uuid.uuid4().hex}/part"
+        temp_prefix = string_join([checkpoint_prefix, constant(f"_temp_{uuid.uuid4().hex}/part")])
+        num_shards = constant(len(per_device), name="num_shards")
         prefixes, saves = [], []
         last_device = ""
         for shard, (device, saveables) in enumerate(per_device):
             last_device = device
             with g.device(device):
-                shard_prefix = shard_temp_prefix(checkpoint_prefix, suffix, shard, len(per_device))
+                shard_prefix = sharded_filename(temp_prefix, shard, num_shards)
                 prefixes.append(shard_prefix)
                 saves.append(self._AddSaveOps(shard_prefix, saveables))
         with g.control_dependencies([s.op for s in saves]), g.device(last_device):

@@ -15,7 +15,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import errors
-from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, save_v2, shard_temp_prefix
+from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, save_v2, sharded_filename
 from tensorweave.ops.checkpoint.tf_bundle import (_block_entries, _varint, is_tf_index, merge_tf_bundles, read_table,
                                                    table_bytes, write_tf_bundle)
 
@@ -117,7 +117,7 @@ def test_sharded_save_merges_into_tensorflows_index_byte_for_byte(tmp_path, monk
               [("c", "", SHARDED["c"]), ("e", "6 2 3,3:0,2", e[3:])]]
     prefix = str(tmp_path / "model.ckpt")
     with tf.Graph().as_default():
-        temp = [shard_temp_prefix(prefix, "_temp_x/part", i, 2) for i in range(2)]
+        temp = [sharded_filename(prefix + "_temp_x/part", i, 2) for i in range(2)]
         saves = [save_v2(t, [n for n, _, _ in s], [spec for _, spec, _ in s], [v for _, _, v in s])
                  for t, s in zip(temp, shards)]
         with tf.control_dependencies(saves):

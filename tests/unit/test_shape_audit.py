@@ -312,6 +312,7 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.strings.as_string(m), tf.strings.format("{} and {}", [m, m]), tf.strings.join([words, words], "-")
         tf.strings.length(words), tf.strings.lower(words), tf.strings.upper(words), tf.strings.strip(words)
         tf.strings.reduce_join(tf.reshape(words, [3, 1]), 1), tf.strings.regex_full_match(words, "a.*")
+        tf.strings.regex_full_match(words, tf.constant("b.*"))
         tf.strings.regex_replace(words, "a", "b"), tf.strings.split(words), tf.string_split(words)
         tf.strings.substr(words, 0, 2), tf.strings.to_hash_bucket(words, 5), tf.strings.to_hash_bucket_fast(words, 5)
         tf.strings.to_hash_bucket_strong(words, 5, [1, 2]), tf.strings.to_number(words)

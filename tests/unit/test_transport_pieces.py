@@ -8,6 +8,7 @@ import socket
 import struct
 import threading
 import time
+import types
 
 import msgpack
 
@@ -223,26 +224,32 @@ def test_a_request_run_outside_the_pool_counts_against_its_limit():
 
 # -- waits that spin before they sleep -------------------------------------------------------------
 class _Poller:
-    """A poller whose fd becomes readable `delay` after arm(delay); it counts the polls that
-    did not wait."""
+    """A poller on a virtual clock (so a loaded machine cannot stretch a short wait into a long
+    one): its fd becomes readable `delay` seconds after arm(delay); a poll that does not wait takes
+    1 ms, one that waits returns when the fd is ready. It counts the polls that did not wait."""
 
     def __init__(self):
-        self.ready_at, self.spins = 0.0, 0
+        self.now, self.ready_at, self.spins = 0.0, 0.0, 0
+
+    def clock(self) -> float:
+        return self.now
 
     def arm(self, delay):
-        self.ready_at, self.spins = time.monotonic() + delay, 0
+        self.ready_at, self.spins = self.now + delay, 0
 
     def poll(self, timeout_ms):
         if timeout_ms == 0:
             self.spins += 1
+            self.now += 0.001
         else:
-            time.sleep(max(0.0, self.ready_at - time.monotonic()))
-        return [(3, 1)] if time.monotonic() >= self.ready_at else []
+            self.now = max(self.now, self.ready_at)
+        return [(3, 1)] if self.now >= self.ready_at else []
 
 
 def test_a_wait_spins_only_while_the_waits_before_it_were_short(monkeypatch):
     monkeypatch.setattr(sockets, "SPIN_S", 0.02)
     poller = _Poller()
+    monkeypatch.setattr(sockets, "time", types.SimpleNamespace(perf_counter=poller.clock))
     waiter = sockets.SpinPoll(poller)
     poller.arm(0.005)
     assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1       # spins at first, and finds it

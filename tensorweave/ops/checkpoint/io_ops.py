@@ -1,6 +1,6 @@
 """The checkpoint ops: SaveV2, RestoreV2, MergeV2Checkpoints, ShardedFilename and ShardedFilespec
-(TF's names and signatures), plus the private _ShardTempPrefix that names one shard's temporary
-checkpoint.
+(TF's names and signatures). A sharded Saver names each shard's temporary checkpoint with
+ShardedFilename, as TF 1.15's does, so TensorFlow imports its graph.
 
 They run wherever they are placed: the Saver puts each shard's SaveV2 / RestoreV2 on the task
 that holds its variables, so tensors are read and written where they live and only file names
@@ -21,7 +21,8 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.checkpoint.bundle import merge_bundles, sharded_filename, write_bundle
+from tensorweave.ops.checkpoint import bundle
+from tensorweave.ops.checkpoint.bundle import merge_bundles, write_bundle
 from tensorweave.ops.checkpoint.reader import SAFETENSORS, TENSORFLOW, CheckpointReader, checkpoint_format
 from tensorweave.ops.checkpoint.tf_bundle import merge_tf_bundles, write_tf_bundle
 from tensorweave.ops.helpers import invalid, make_op
@@ -57,13 +58,17 @@ def format_setting() -> str:
     return setting
 
 
-def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None):
+def save_v2(prefix, tensor_names, shape_and_slices, tensors, name=None, checkpoint_format=None):
     """Writes `tensors` as checkpoint `prefix` (data file and index), each under its name and
     slice (shape_and_slices[i]: '' for a whole tensor, TF's 'd0 d1 start,len:...' for a slice),
-    in the format TENSORWEAVE_CHECKPOINT_FORMAT names (format_setting)."""
+    in the format `checkpoint_format` names (`safetensors` or `tensorflow`; None: the one
+    TENSORWEAVE_CHECKPOINT_FORMAT names, format_setting). A SavedModel's saver passes
+    `tensorflow`: its variables are TF's whatever the environment says."""
     tensors = [convert_to_tensor(t) for t in tensors]
     attrs = {"dtypes": [t.dtype for t in tensors]}
-    setting = format_setting()
+    setting = checkpoint_format or format_setting()
+    if setting not in _WRITERS:
+        raise ValueError(f"checkpoint_format={setting!r}: expected one of {', '.join(_WRITERS)}")
     if setting != SAFETENSORS:   # ours is what an op without the attr writes: graphs as before
         attrs["_checkpoint_format"] = setting
     return make_op("SaveV2", [convert_to_tensor(prefix, dtype=dtypes.string), _strings(tensor_names, "tensor_names"),
@@ -176,27 +181,16 @@ register("MergeV2Checkpoints", lambda op: [], _merge_kernel, grad=None, stateful
          dtypes={0: ("checkpoint_prefixes", (dtypes.string,))})
 
 
-# -- _ShardTempPrefix -----------------------------------------------------------------------------
-def shard_temp_prefix(prefix, temp_suffix: str, shard: int, num_shards: int, name=None):
-    """The prefix shard `shard` of a sharded save writes to: `prefix + temp_suffix` as TF's
-    sharded filename ('..._temp_<uuid>/part-00000-of-00002')."""
-    return make_op("_ShardTempPrefix", [convert_to_tensor(prefix, dtype=dtypes.string)],
-                   {"temp_suffix": temp_suffix, "shard": int(shard), "num_shards": int(num_shards)},
+# -- ShardedFilename ------------------------------------------------------------------------------
+def sharded_filename(basename, shard, num_shards, name=None):
+    """TF's ShardedFilename: `basename-SSSSS-of-NNNNN`, the prefix shard `shard` of a sharded save
+    writes to (the Saver's basename is the checkpoint prefix plus a temporary '_temp_<uuid>/part')."""
+    return make_op("ShardedFilename", [convert_to_tensor(basename, dtype=dtypes.string),
+                                       convert_to_tensor(shard, dtype=dtypes.int32),
+                                       convert_to_tensor(num_shards, dtype=dtypes.int32)],
                    name=name or "ShardedFilename").outputs[0]
 
 
-def _temp_prefix_kernel(node, ctx):
-    suffix, shard, n = node.attr["temp_suffix"], node.attr["shard"], node.attr["num_shards"]
-    return lambda prefix: sharded_filename(_text(prefix) + suffix, shard, n).encode()
-
-
-register("_ShardTempPrefix", lambda op: [(dtypes.string, TensorShape([]))], _temp_prefix_kernel, grad=None,
-         dtypes={0: ("prefix", (dtypes.string,))})
-
-
-# -- ShardedFilename, ShardedFilespec ------------------------------------------------------------
-# TF's ops, in the sharded Saver graphs TF 1 writes ('save/ShardedFilename'); ours uses
-# _ShardTempPrefix, whose shard numbers are attributes.
 def _scalar_int(node, value, what: str) -> int:
     if np.ndim(value) != 0:
         raise invalid(node, f"{what} must be a scalar, got shape {list(np.shape(value))}")
@@ -205,8 +199,8 @@ def _scalar_int(node, value, what: str) -> int:
 
 def _sharded_filename_kernel(node, ctx):
     def sharded(basename, shard, num_shards):
-        return sharded_filename(_text(basename), _scalar_int(node, shard, "shard"),
-                                _scalar_int(node, num_shards, "num_shards")).encode()
+        return bundle.sharded_filename(_text(basename), _scalar_int(node, shard, "shard"),
+                                       _scalar_int(node, num_shards, "num_shards")).encode()
     return sharded
 
 

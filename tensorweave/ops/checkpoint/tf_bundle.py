@@ -23,8 +23,8 @@ from google.protobuf.message import DecodeError
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tf_protos import BundleEntryProto, BundleHeaderProto, TensorSliceProto
-from tensorweave.ops.checkpoint.bundle import data_filename, make_parent, merge_files, write_atomically
-from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice
+from tensorweave.ops.checkpoint.bundle import Bundle, data_filename, make_parent, merge_files, write_atomically
+from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, shape_and_slice_string
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
@@ -489,3 +489,16 @@ def merge_tf_bundles(sources: list, destination: str, delete_old_dirs: bool = Tr
     renames = [(path, data_filename(destination, i, len(data_files))) for path, i in data_files.items()]
     merge_files(sources, destination, renames, lambda: _write_index(destination, merged, len(data_files)),
                 delete_old_dirs)
+
+
+def rewrite_as_tf_bundle(prefix: str) -> None:
+    """Rewrites our checkpoint `prefix` (bundle.py) in TF's format, in place: every tensor, or
+    every slice of a partitioned one, into one data file. For a SavedModel whose variables a
+    user's Saver wrote in ours: TensorFlow reads only its own."""
+    ours = Bundle(prefix)
+    items = [(name, shape_and_slice_string(e.shape, p.start, p.length) if e.sliced else "", np.array(ours.load(p)))
+             for name, e in ours.entries.items() for p in e.parts]
+    for i in range(ours.num_data_files):
+        os.remove(data_filename(prefix, i, ours.num_data_files))
+    os.remove(prefix + ".index")
+    write_tf_bundle(prefix, items)

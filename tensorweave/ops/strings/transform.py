@@ -224,6 +224,12 @@ register("StaticRegexFullMatch", lambda op: [(dtypes.bool, op.inputs[0].shape)],
 
 @tf_export("strings.regex_full_match")
 def regex_full_match(input, pattern, name=None):
-    """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches."""
+    """tf.strings.regex_full_match(input, pattern, name=None): whether each whole string matches.
+    A Python string pattern is compiled once, into the op (TF's StaticRegexFullMatch, which
+    TF's sharded Saver builds); a tensor pattern is read at every run (RegexFullMatch)."""
+    if isinstance(pattern, (str, bytes)):
+        pattern = pattern.decode() if isinstance(pattern, bytes) else pattern
+        return make_op("StaticRegexFullMatch", [as_string_tensor(input)], {"pattern": pattern},
+                       name=name or "StaticRegexFullMatch").outputs[0]
     ts = [as_string_tensor(v) for v in (input, pattern)]
     return make_op("RegexFullMatch", ts, name=name or "RegexFullMatch").outputs[0]
