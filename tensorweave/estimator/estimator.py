@@ -13,10 +13,13 @@ import collections
 import copy
 import logging
 import os
+import shutil
 import tempfile
 
 import numpy as np
 
+from tensorweave.client.session import Session
+from tensorweave.estimator.export import build_all_signature_defs, get_export_outputs, get_timestamped_export_dir
 from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys, fn_args, verify_model_fn_args
 from tensorweave.estimator.run_config import RunConfig, TaskType, get_default_session_config
 from tensorweave.framework import dtypes, errors
@@ -29,6 +32,8 @@ from tensorweave.ops.data.dataset import Dataset
 from tensorweave.ops.grouping import group
 from tensorweave.ops.random import set_random_seed
 from tensorweave.ops.tensor_proto import to_proto
+from tensorweave.saved_model.builder import SavedModelBuilder
+from tensorweave.saved_model.tag_constants import SERVING
 from tensorweave.summary.summary import Summary, scalar
 from tensorweave.summary.writer import FileWriterCache
 from tensorweave.train.basic_session_run_hooks import (CheckpointSaverHook, CheckpointSaverListener,
@@ -483,6 +488,76 @@ class Estimator:
                     else:
                         for i in range(self._batch_length(values)):
                             yield {key: value[i] for key, value in values.items()}
+
+    # -- export -------------------------------------------------------------------------------
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                           checkpoint_path=None, experimental_mode=ModeKeys.PREDICT):
+        """Exports the model of checkpoint_path (default: the latest; else the warm-start
+        checkpoint) as a SavedModel in export_dir_base/<timestamp>, tagged "serve": the graph
+        serving_input_receiver_fn's receiver feeds, model_fn in PREDICT mode, one signature per
+        export output (default: "serving_default", a PredictOutput of the predictions), the
+        variables, and assets_extra ({path in assets.extra: source file}) copied in. Returns the
+        export directory (bytes, as TF). Only PREDICT exports are supported."""
+        if not serving_input_receiver_fn:
+            raise ValueError("An input_receiver_fn must be defined.")
+        if experimental_mode != ModeKeys.PREDICT:
+            raise ValueError(f"export_saved_model: tensorweave exports PREDICT graphs only (experimental_mode="
+                             f"{ModeKeys.PREDICT!r}); got {experimental_mode!r}.")
+        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
+                                        checkpoint_path, strip_default_attrs=True)
+
+    def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                          checkpoint_path=None, strip_default_attrs=False):
+        """The deprecated name of export_saved_model (TF 1.15)."""
+        if not serving_input_receiver_fn:
+            raise ValueError("An input_receiver_fn must be defined.")
+        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
+                                        checkpoint_path, strip_default_attrs)
+
+    def _export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
+                            checkpoint_path, strip_default_attrs) -> bytes:
+        checkpoint_path = checkpoint_path or self.latest_checkpoint()
+        if not checkpoint_path:
+            if not self._warm_start_settings:
+                raise ValueError(f"Couldn't find trained model at {self._model_dir}.")
+            checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+            if os.path.isdir(checkpoint_path):
+                checkpoint_path = latest_checkpoint(checkpoint_path)
+        export_dir = get_timestamped_export_dir(export_dir_base)
+        parent, base = os.path.split(export_dir)
+        temp_export_dir = os.path.join(parent, f"temp-{base}")
+        builder = SavedModelBuilder(temp_export_dir)
+        with Graph().as_default() as g:
+            self._new_graph_with_global_step(g)
+            receiver = serving_input_receiver_fn()
+            spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT, self.config)
+            signature_def_map = build_all_signature_defs(
+                receiver.receiver_tensors, get_export_outputs(spec.export_outputs, spec.predictions),
+                receiver.receiver_tensors_alternatives)
+            local_init_op = spec.scaffold.local_init_op
+            if local_init_op is None:
+                local_init_op = Scaffold.default_local_init_op()
+            saver = spec.scaffold.saver or Saver(sharded=True)
+            with Session(config=self._session_config) as session:
+                try:
+                    saver.restore(session, checkpoint_path)
+                except errors.NotFoundError as e:
+                    raise ValueError("Could not load all requested variables from checkpoint. Please make sure your "
+                                     "model_fn does not expect variables that were not saved in the checkpoint.\n\n"
+                                     f"Encountered error with mode `{ModeKeys.PREDICT}` while restoring checkpoint "
+                                     f"from: `{checkpoint_path}`. Full Traceback:\n\n{e}") from None
+                builder.add_meta_graph_and_variables(
+                    session, [SERVING], signature_def_map=signature_def_map,
+                    assets_collection=g.get_collection(GraphKeys.ASSET_FILEPATHS), main_op=local_init_op,
+                    saver=saver, strip_default_attrs=strip_default_attrs)
+        builder.save(as_text)
+        for dest, source in (assets_extra or {}).items():
+            target = os.path.join(temp_export_dir, "assets.extra", dest)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(source, target)
+        os.rename(temp_export_dir, export_dir)
+        _log.info("Exported the model to %s", export_dir)
+        return export_dir.encode()
 
     @staticmethod
     def _reads_input(features) -> bool:

@@ -6,6 +6,7 @@ import collections
 import inspect
 import logging
 
+from tensorweave.estimator.export import get_export_outputs
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.graph import Operation, Tensor
 from tensorweave.framework.shapes import TensorShape
@@ -153,6 +154,8 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
         train_op = _validate_train_op(train_op, mode)
         loss = _validate_loss(loss, mode)
         predictions = _validate_predictions(predictions, mode)
+        if mode == ModeKeys.PREDICT:
+            export_outputs = get_export_outputs(export_outputs, predictions)
         scaffold = scaffold or Scaffold()
         if not isinstance(scaffold, Scaffold):
             raise TypeError(f"scaffold must be tf.train.Scaffold. Given: {scaffold}")

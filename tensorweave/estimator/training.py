@@ -30,6 +30,7 @@ import time
 from tensorweave.distributed.server import Server
 from tensorweave.client.session import Session
 from tensorweave.estimator.estimator import Estimator
+from tensorweave.estimator.exporter import Exporter
 from tensorweave.estimator.run_config import TaskType, tf_config
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import GraphKeys, device
@@ -60,19 +61,6 @@ def _validate_hooks(hooks) -> tuple:
         if not isinstance(hook, SessionRunHook):
             raise TypeError(f"All hooks must be `SessionRunHook` instances, given: {hook}")
     return hooks
-
-
-@tf_export("estimator.Exporter")
-class Exporter:
-    """tf.estimator.Exporter: the base class of what EvalSpec's exporters are; `name` and
-    export(estimator, export_path, checkpoint_path, eval_result, is_the_final_export)."""
-
-    @property
-    def name(self):
-        raise NotImplementedError("Exporter subclasses define `name`.")
-
-    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        raise NotImplementedError("Exporter subclasses define `export`.")
 
 
 def _validate_exporters(exporters) -> tuple:
