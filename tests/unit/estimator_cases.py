@@ -209,3 +209,63 @@ def numpy_input_errors(tf):
         "duplicate_keys": lambda: fn(NP_X, {"a": NP_Y}, shuffle=False)(),
         "empty_y_dict": lambda: fn(NP_X, {}, shuffle=False)(),
     }
+
+
+# -- exports --------------------------------------------------------------------------------------
+def raw_receiver_fn(tf):
+    """Serving inputs: the feature x itself, a float32 [None, 2] placeholder."""
+    return tf.estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 2], name="x")})
+
+
+def raw_bytes_receiver_fn(tf):
+    """Serving inputs: serialized examples as raw float32 bytes, two per row (a string input, as TF
+    Serving's classify and regress signatures take)."""
+    def receiver_fn():
+        examples = tf.placeholder(tf.string, [None], name="examples")
+        features = {"x": tf.reshape(tf.io.decode_raw(examples, tf.float32), [-1, 2])}
+        return tf.estimator.export.ServingInputReceiver(features, {"examples": examples})
+    return receiver_fn
+
+
+def serving_model_fn(tf):
+    """linear_model_fn with regress (the default), classify and predict export outputs."""
+    linear = linear_model_fn(tf)
+
+    def model_fn(features, labels, mode, params):
+        spec = linear(features, labels, mode, params)
+        if mode != tf.estimator.ModeKeys.PREDICT:
+            return spec
+        y = tf.squeeze(spec.predictions["y"], 1)
+        classes = tf.where(y > 0, tf.fill(tf.shape(y), "positive"), tf.fill(tf.shape(y), "negative"))
+        outputs = {"serving_default": tf.estimator.export.RegressionOutput(y),
+                   "classify": tf.estimator.export.ClassificationOutput(scores=tf.expand_dims(tf.abs(y), 1),
+                                                                      classes=tf.expand_dims(classes, 1)),
+                   "predict": tf.estimator.export.PredictOutput({"y": y})}
+        return tf.estimator.EstimatorSpec(mode, predictions=spec.predictions, export_outputs=outputs)
+    return model_fn
+
+
+def export_both(tf, model_dir: str, export_base: str) -> dict:
+    """Trains the linear model 10 steps in model_dir and exports it twice (raw receiver with the
+    default predict signature; raw-bytes receiver with serving_model_fn's signatures):
+    {"raw": export dir, "serving": export dir}."""
+    est = tf.estimator.Estimator(linear_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    est.train(train_input_fn(tf), steps=10)
+    raw = est.export_saved_model(export_base + "/raw", raw_receiver_fn(tf))
+    serving = tf.estimator.Estimator(serving_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    serving_dir = serving.export_saved_model(export_base + "/serving", raw_bytes_receiver_fn(tf))
+    return {"raw": raw.decode(), "serving": serving_dir.decode()}
+
+
+def signature_structure(meta_graph) -> dict:
+    """{signature key: [method name, {input key: [dtype enum, dims]}, {output key: [dtype enum, dims]}]}."""
+    def infos(m):
+        return {k: [int(v.dtype), [int(d.size) for d in v.tensor_shape.dim]] for k, v in sorted(m.items())}
+    return {k: [s.method_name, infos(s.inputs), infos(s.outputs)] for k, s in sorted(meta_graph.signature_def.items())}
+
+
+SERVING_FEEDS = {"raw": {"serving_default": {"x": X}},
+                 "serving": {key: {name: np.array([row.tobytes() for row in X], dtype=object)}
+                             for key, name in (("serving_default", "inputs"), ("classify", "inputs"),
+                                               ("predict", "examples"))}}

@@ -1,9 +1,12 @@
-"""Estimator.export_saved_model / export_savedmodel and tf.estimator.export: the linear model of
-estimator_cases.py exported as a SavedModel (raw and tf.Example-parsing receivers; predict,
-regress and classify signatures) loads with tf.saved_model.loader.load and predicts what the
-Estimator predicts; TF's errors for bad receivers, outputs and exports."""
+"""Estimator.export_saved_model / export_savedmodel, tf.estimator.export and the exporters: the
+linear model of estimator_cases.py exported as a SavedModel (raw, raw-bytes and tf.Example-parsing
+receivers; predict, regress and classify signatures) has the signatures TensorFlow 2.15's
+Estimator exports, loads with tf.saved_model.loader.load and computes what TF computed from its
+own export and from ours (fixtures/tf_estimator_export.json, fixtures/record_tf_estimator_export.py);
+TF's errors for bad receivers, outputs and exports."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -11,7 +14,11 @@ import pytest
 
 import tensorweave as tf
 import estimator_cases as cases
+from fixtures.recorded import decode
 from tensorweave.saved_model.loader import parse_saved_model
+
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator_export.json")) as f:
+    RECORDED = json.load(f)
 
 
 @pytest.fixture(scope="module")
@@ -61,32 +68,11 @@ def test_raw_receiver_export_loads_and_predicts_as_the_estimator(trained, tmp_pa
     np.testing.assert_allclose(got["double"], 2 * predicted, rtol=1e-6)
 
 
-def _serving_model_fn(features, labels, mode, params):
-    """The linear model of estimator_cases with regress, classify and predict export outputs."""
-    spec = cases.linear_model_fn(tf)(features, labels, mode, params)
-    if mode != tf.estimator.ModeKeys.PREDICT:
-        return spec
-    y = tf.squeeze(spec.predictions["y"], 1)
-    classes = tf.where(y > 0, tf.fill(tf.shape(y), "positive"), tf.fill(tf.shape(y), "negative"))
-    outputs = {"serving_default": tf.estimator.export.RegressionOutput(y),
-               "classify": tf.estimator.export.ClassificationOutput(scores=tf.expand_dims(tf.abs(y), 1),
-                                                                  classes=tf.expand_dims(classes, 1)),
-               "predict": tf.estimator.export.PredictOutput({"y": y})}
-    return tf.estimator.EstimatorSpec(mode, predictions=spec.predictions, export_outputs=outputs)
-
-
-def _raw_bytes_receiver_fn():
-    """Serialized examples as raw float32 bytes, two per row: a string input, as TF Serving's
-    classify and regress signatures take (without tf.Example parsing)."""
-    examples = tf.placeholder(tf.string, [None], name="examples")
-    features = {"x": tf.reshape(tf.io.decode_raw(examples, tf.float32), [-1, 2])}
-    return tf.estimator.export.ServingInputReceiver(features, {"examples": examples})
-
-
 def test_regress_classify_and_predict_signatures_load_and_serve(trained, tmp_path):
     est, predicted = trained
-    serving_est = tf.estimator.Estimator(_serving_model_fn, model_dir=est.model_dir, params={"learning_rate": 0.1})
-    export_dir = serving_est.export_savedmodel(str(tmp_path), _raw_bytes_receiver_fn).decode()
+    serving_est = tf.estimator.Estimator(cases.serving_model_fn(tf), model_dir=est.model_dir,
+                                         params={"learning_rate": 0.1})
+    export_dir = serving_est.export_savedmodel(str(tmp_path), cases.raw_bytes_receiver_fn(tf)).decode()
     session, graph, signatures = _load(export_dir)
     assert sorted(signatures) == ["classify", "predict", "serving_default"]
     assert signatures["serving_default"].method_name == "tensorflow/serving/regress"
@@ -104,7 +90,8 @@ def test_regress_classify_and_predict_signatures_load_and_serve(trained, tmp_pat
 
 def test_parsing_receiver_feeds_serialized_examples(trained, tmp_path):
     est, _ = trained
-    serving_est = tf.estimator.Estimator(_serving_model_fn, model_dir=est.model_dir, params={"learning_rate": 0.1})
+    serving_est = tf.estimator.Estimator(cases.serving_model_fn(tf), model_dir=est.model_dir,
+                                         params={"learning_rate": 0.1})
     receiver_fn = tf.estimator.export.build_parsing_serving_input_receiver_fn(
         {"x": tf.FixedLenFeature([2], tf.float32)}, default_batch_size=4)
     with tf.Graph().as_default():
@@ -190,3 +177,20 @@ def test_exporter_arguments_are_checked():
                                                                   tf.estimator.LatestExporter("a", fn)])
     with pytest.raises(TypeError, match="`exporters` must be an Exporter, an iterable of Exporter, or `None`"):
         tf.estimator.EvalSpec(cases.eval_input_fn(tf), exporters=[3])
+
+
+def test_exports_have_tensorflows_signatures_and_compute_its_outputs(tmp_path):
+    exports = cases.export_both(tf, str(tmp_path / "model"), str(tmp_path / "export"))
+    for name, export_dir in exports.items():
+        session, graph, _ = _load(export_dir)
+        meta_graph = parse_saved_model(export_dir).meta_graphs[0]
+        assert cases.signature_structure(meta_graph) == RECORDED["tf_exports"][name]["signatures"], name
+        for key, feeds in cases.SERVING_FEEDS[name].items():
+            got = _run(session, graph, meta_graph.signature_def[key], feeds)
+            for out_key, want in RECORDED["tf_exports"][name]["outputs"][key].items():
+                want, ours_in_tf = decode(want), decode(RECORDED["tf_loads_ours"][name]["outputs"][key][out_key])
+                if want.dtype == object:   # TF read the same classes from its export and from ours
+                    assert got[out_key].tolist() == want.tolist() == ours_in_tf.tolist()
+                else:
+                    np.testing.assert_allclose(got[out_key], want, rtol=1e-6)
+                    np.testing.assert_allclose(ours_in_tf, want, rtol=1e-6)
