@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -160,3 +161,25 @@ def test_tensorweave_launch_runs_an_estimator_cluster_with_an_evaluator_to_the_e
     for job in ("ps", "chief", "worker", "evaluator"):
         assert f'"task": ["{job}", 0]' in out, out[-4000:]
     assert 40 <= _checkpoint_step(str(tmp_path)) <= 42
+
+
+def test_the_mnist_estimator_example_as_a_launched_cluster_exports_its_final_model(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TENSORWEAVE_CONNECT_TIMEOUT_S="20")
+    env.pop("TF_CONFIG", None)
+    model_dir = str(tmp_path / "model")
+    r = subprocess.run([sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--chief", "1", "--workers",
+                        "2", "--evaluator", "1", os.path.join(REPO, "examples", "mnist_estimator.py"),
+                        f"--model_dir={model_dir}", "--max_steps=120"], env=env, cwd=REPO,
+                       capture_output=True, text=True, timeout=EXIT_TIMEOUT_S)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for task in ('"ps", 0', '"chief", 0', '"worker", 0', '"worker", 1', '"evaluator", 0'):
+        assert '{"task": [' + task + "]}" in r.stdout, r.stdout[-3000:]
+    (export,) = glob.glob(os.path.join(model_dir, "export", "mnist", "*"))   # FinalExporter: one export
+    graph = tf.Graph()
+    with graph.as_default(), tf.Session(graph=graph) as session:
+        meta_graph = tf.saved_model.loader.load(session, ["serve"], export)
+        signature = meta_graph.signature_def["serving_default"]
+        images = np.random.RandomState(0).rand(3, 784).astype(np.float32)
+        probabilities = session.run(signature.outputs["probabilities"].name, {signature.inputs["images"].name: images})
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, rtol=1e-5)
