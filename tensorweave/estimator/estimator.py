@@ -37,8 +37,8 @@ from tensorweave.saved_model.tag_constants import SERVING
 from tensorweave.summary.summary import Summary, scalar
 from tensorweave.summary.writer import FileWriterCache
 from tensorweave.train.basic_session_run_hooks import (CheckpointSaverHook, CheckpointSaverListener,
-                                                        LoggingTensorHook, NanTensorHook, StopAtStepHook,
-                                                        global_step_read)
+                                                        LoggingTensorHook, NanTensorHook, StepCounterHook,
+                                                        StopAtStepHook, SummarySaverHook, global_step_read)
 from tensorweave.train.checkpoint_management import latest_checkpoint
 from tensorweave.train.checkpoint_utils import list_variables, load_variable
 from tensorweave.train.device_setter import STANDARD_PS_OPS, replica_device_setter
@@ -373,13 +373,25 @@ class Estimator:
             for listener in saving_listeners:
                 if listener not in saver_hooks[0]._listeners:
                     saver_hooks[0]._listeners.append(listener)
+        save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
+        jobs = config.cluster_spec.jobs if config.cluster_spec else []
+        if TaskType.WORKER in jobs and TaskType.MASTER in jobs:
+            # the legacy layout: the master evaluates, worker 0 writes the summaries and steps/sec
+            save_summary_steps, log_step_count_steps = 0, None
+            if config.task_type == TaskType.WORKER and config.task_id == 0:
+                if config.save_summary_steps and config.save_summary_steps > 0:
+                    worker_hooks.append(SummarySaverHook(save_steps=config.save_summary_steps,
+                                                         output_dir=self._model_dir, scaffold=spec.scaffold))
+                if config.log_step_count_steps and config.log_step_count_steps > 0:
+                    worker_hooks.append(StepCounterHook(every_n_steps=config.log_step_count_steps,
+                                                        output_dir=self._model_dir))
         with MonitoredTrainingSession(
                 master=config.master, is_chief=config.is_chief, checkpoint_dir=self._model_dir,
                 scaffold=spec.scaffold, hooks=worker_hooks,
                 chief_only_hooks=tuple(chief_hooks) + tuple(spec.training_chief_hooks), save_checkpoint_secs=0,
-                save_summaries_steps=config.save_summary_steps, config=self._session_config,
+                save_summaries_steps=save_summary_steps, config=self._session_config,
                 max_wait_secs=config.session_creation_timeout_secs,
-                log_step_count_steps=config.log_step_count_steps) as session:
+                log_step_count_steps=log_step_count_steps) as session:
             loss = None
             steps = 0
             while not session.should_stop():

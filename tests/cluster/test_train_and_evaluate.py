@@ -30,9 +30,9 @@ EXIT_TIMEOUT_S = 240
 class EstimatorCluster:
     """The processes of one Estimator cluster, always killed at the end."""
 
-    def __init__(self, model_dir: str, max_steps: int, extra=()):
+    def __init__(self, model_dir: str, max_steps: int, extra=(), chief_job: str = "chief"):
         ports = free_ports(3)
-        self.cluster = {"ps": [f"localhost:{ports[0]}"], "chief": [f"localhost:{ports[1]}"],
+        self.cluster = {"ps": [f"localhost:{ports[0]}"], chief_job: [f"localhost:{ports[1]}"],
                         "worker": [f"localhost:{ports[2]}"]}
         self.model_dir, self.max_steps, self.extra = model_dir, max_steps, list(extra)
         self.procs: dict = {}
@@ -125,6 +125,24 @@ def test_sync_replicas_through_training_hooks_stop_exactly_at_max_steps(tmp_path
         for job, index in TASKS:
             c.start(job, index)
         assert _assert_finished(c, c.wait_all(), overshoot=0) == 30
+
+
+def test_the_legacy_master_layout_trains_evaluates_and_ends(tmp_path):
+    """TF_CONFIG with a `master` job instead of `chief`: the master trains, checkpoints and
+    evaluates after its checkpoints (no evaluator task); worker 0 writes the training summaries."""
+    with EstimatorCluster(str(tmp_path), max_steps=40, chief_job="master") as c:
+        for job, index in (("ps", 0), ("master", 0), ("worker", 0)):
+            c.start(job, index)
+        codes = c.wait_all()
+        for key, code in codes.items():
+            assert code == 0, f"{key} exited with {code}:\n{c.log(*key)[-6000:]}"
+        final = _checkpoint_step(c.model_dir)
+        assert 40 <= final <= 42
+        acc = EventAccumulator(os.path.join(c.model_dir, "eval"), size_guidance={"scalars": 0})
+        acc.Reload()
+        assert acc.Scalars("mae")[-1].step == final
+        assert "ps 0: 2 of 2 trainers have finished." in c.log("ps")
+        assert "global_step/sec" in c.log("worker") and "global_step/sec" not in c.log("master")
 
 
 def test_a_killed_chief_restarts_from_the_last_checkpoint(tmp_path):
