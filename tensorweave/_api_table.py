@@ -720,6 +720,7 @@ NAMESPACES = {
     },
     'tensorweave.estimator.experimental': {
         'InMemoryEvaluatorHook': ('tensorweave.estimator.hooks', 'InMemoryEvaluatorHook'),
+        'call_logit_fn': ('tensorweave.estimator.model_fn', 'call_logit_fn'),
         'make_early_stopping_hook': ('tensorweave.estimator.early_stopping', 'make_early_stopping_hook'),
         'make_stop_at_checkpoint_step_hook': ('tensorweave.estimator.hooks', 'make_stop_at_checkpoint_step_hook'),
         'stop_if_higher_hook': ('tensorweave.estimator.early_stopping', 'stop_if_higher_hook'),

@@ -170,3 +170,19 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
         if "mode" in kwds and self.mode != kwds["mode"]:
             raise ValueError("mode of EstimatorSpec cannot be changed.")
         return EstimatorSpec(*map(kwds.pop, self._fields, list(self)))
+
+
+@tf_export("estimator.experimental.call_logit_fn")
+def call_logit_fn(logit_fn, features, mode, params, config):
+    """tf.estimator.experimental.call_logit_fn(logit_fn, features, mode, params, config): calls
+    logit_fn(features, [mode, params, config]) with those of the three it takes; it must return a
+    Tensor or a dict of string keys to Tensors."""
+    args = fn_args(logit_fn)
+    kwargs = {k: v for k, v in (("mode", mode), ("params", params), ("config", config)) if k in args}
+    result = logit_fn(features=features, **kwargs)
+    valid_dict = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, Tensor)
+                                                  for k, v in result.items())
+    if not (valid_dict or isinstance(result, Tensor)):
+        raise ValueError(f"logit_fn should return a Tensor or a dictionary mapping strings to Tensors.  logit_fn "
+                         f"returned: {result}")
+    return result

@@ -479,3 +479,14 @@ def test_the_loss_is_logged_as_tensorflow_prints_it(tmp_path, caplog):
     logged = [r.getMessage() for r in caplog.records]
     # TF 2.15 logs "loss = 4.2130604, step = 0" (a float32's str) for this model's first step
     assert "loss = 4.2130604, step = 0" in logged
+
+
+def test_call_logit_fn_passes_what_the_logit_fn_takes():
+    with tf.Graph().as_default():
+        x = tf.constant([[1.0, 2.0]])
+        got = tf.estimator.experimental.call_logit_fn(lambda features, params: features * params["k"], x,
+                                                      tf.estimator.ModeKeys.TRAIN, {"k": 3.0}, None)
+        with tf.Session() as s:
+            np.testing.assert_array_equal(s.run(got), [[3.0, 6.0]])
+        with pytest.raises(ValueError, match="logit_fn should return a Tensor or a dictionary mapping strings"):
+            tf.estimator.experimental.call_logit_fn(lambda features: [features], x, "train", None, None)
