@@ -325,7 +325,8 @@ class Estimator:
             raise ValueError("model_fn should return an EstimatorSpec.")
         return spec
 
-    def _new_graph_with_global_step(self, graph: Graph):
+    def _seed_and_create_global_step(self, graph: Graph):
+        """Sets the graph-level seed (RunConfig.tf_random_seed) and creates the global step in `graph`."""
         set_random_seed(self._config.tf_random_seed)
         step = create_global_step(graph)
         if not step.dtype.is_integer:
@@ -334,7 +335,7 @@ class Estimator:
 
     def _train_model(self, input_fn, hooks, saving_listeners):
         with Graph().as_default() as g, g.device(self._device_fn):
-            global_step = self._new_graph_with_global_step(g)
+            global_step = self._seed_and_create_global_step(g)
             global_step_read(g)
             features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.TRAIN))
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
@@ -428,7 +429,7 @@ class Estimator:
     def _evaluate_build_graph(self, input_fn, hooks, checkpoint_path):
         """The evaluation graph in the default graph: (scaffold, the metrics' update op, {name:
         value tensor} with loss and global_step, every hook)."""
-        global_step = self._new_graph_with_global_step(get_default_graph())
+        global_step = self._seed_and_create_global_step(get_default_graph())
         features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.EVAL))
         spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
         metric_ops = dict(spec.eval_metric_ops)
@@ -479,7 +480,7 @@ class Estimator:
             _log.info("Could not find trained model in model_dir: %s, running initialization to predict.",
                       self._model_dir)
         with Graph().as_default() as g:
-            self._new_graph_with_global_step(g)
+            self._seed_and_create_global_step(g)
             features, _, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.PREDICT))
             if not self._reads_input(features):
                 _log.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. That means predict "
@@ -540,7 +541,7 @@ class Estimator:
         temp_export_dir = os.path.join(parent, f"temp-{base}")
         builder = SavedModelBuilder(temp_export_dir)
         with Graph().as_default() as g:
-            self._new_graph_with_global_step(g)
+            self._seed_and_create_global_step(g)
             receiver = serving_input_receiver_fn()
             spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT, self.config)
             signature_def_map = build_all_signature_defs(
