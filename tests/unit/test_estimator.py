@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -490,3 +491,17 @@ def test_call_logit_fn_passes_what_the_logit_fn_takes():
             np.testing.assert_array_equal(s.run(got), [[3.0, 6.0]])
         with pytest.raises(ValueError, match="logit_fn should return a Tensor or a dictionary mapping strings"):
             tf.estimator.experimental.call_logit_fn(lambda features: [features], x, "train", None, None)
+
+
+def test_a_model_dir_tensorflow_trained_is_evaluated_and_trained_on(tmp_path):
+    """fixtures/tf_estimator_model/: TF 2.15's Estimator's checkpoint after 5 steps (TF's V2 format)."""
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator_model"), model_dir)
+    losses = []
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf, losses), model_dir=model_dir,
+                                 params={"learning_rate": 0.1})
+    assert est.get_variable_names() == RECORDED["variable_names"]
+    assert_metrics(est.evaluate(cases.eval_input_fn(tf)), RECORDED["evaluate_ckpt_5"])
+    est.train(cases.train_input_fn(tf), steps=5)
+    close(losses, RECORDINGS["continued_from_tf_checkpoint"])
+    assert os.path.basename(est.latest_checkpoint()) == "model.ckpt-10"
