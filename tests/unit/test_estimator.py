@@ -17,6 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import tensorweave as tf
 import estimator_cases as cases
 from tensorweave.estimator.early_stopping import read_eval_metrics
+from tensorweave.ops.checkpoint.reader import TENSORFLOW, checkpoint_format
 from fixtures.recorded import error
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_estimator.json")) as f:
@@ -505,3 +506,19 @@ def test_a_model_dir_tensorflow_trained_is_evaluated_and_trained_on(tmp_path):
     est.train(cases.train_input_fn(tf), steps=5)
     close(losses, RECORDINGS["continued_from_tf_checkpoint"])
     assert os.path.basename(est.latest_checkpoint()) == "model.ckpt-10"
+
+
+def test_a_model_dir_written_in_tensorflows_format_is_what_tensorflow_trained_on(tmp_path, monkeypatch):
+    """With TENSORWEAVE_CHECKPOINT_FORMAT=tensorflow the Estimator's checkpoints are TF's V2 files;
+    TF 2.15's Estimator went on training from such a model_dir exactly as from its own
+    (fixtures/record_tf_estimator.py), and so does ours."""
+    monkeypatch.setenv("TENSORWEAVE_CHECKPOINT_FORMAT", "tensorflow")
+    losses = []
+    est = tf.estimator.Estimator(cases.linear_model_fn(tf, losses), model_dir=str(tmp_path),
+                                 params={"learning_rate": 0.1})
+    est.train(cases.train_input_fn(tf), steps=5)
+    assert checkpoint_format(est.latest_checkpoint(), "test") == TENSORFLOW
+    del losses[:]
+    est.train(cases.train_input_fn(tf), steps=5)
+    assert RECORDINGS["tf_continued_from_ours"] == RECORDINGS["continued_from_tf_checkpoint"]
+    close(losses, RECORDINGS["tf_continued_from_ours"])
