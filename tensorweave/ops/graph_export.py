@@ -7,7 +7,15 @@ framework/graph.py's `register_graph_def_writer` when the op library loads. The 
 Each op is a NodeDef, in creation order, with its name, type, inputs ("x", "x:1", then
 "^ctrl"), device and every attribute (ops/attr_value_proto.py: types, shapes, tensors, lists,
 strings, `_class` colocation), plus the attributes TF's OpDef derives from the op's tensors
-("T", "N", type lists; ops/tf_op_defs.py) that our ops do not hold. `versions` as TF
+("T", "N", type lists; ops/tf_op_defs.py) that our ops do not hold. An op of a type TensorFlow
+lacks (our gradients' SumToShape and ReducedShape, sparse GradientDescent and Adam updates,
+report_uninitialized_variables, ...) is written as the TF ops its module registers as its
+`tf_lowering` (ops/registry.py): TF's own graph for the same computation, its last node named as
+the op, the others "<op>/...". So TensorFlow imports and runs the graphs the public API builds
+for training (fixtures/record_tf_training_of_ours.py: an MLP and a CNN take TF's training step and
+save with a sharded Saver), and our import_graph_def reads them back (TF ops we register); every
+op type TF lacks has one (tests/unit/test_tf_lowering.py). In a function body the lowered nodes
+take FunctionDef input names too. `versions` as TF
 writes them (the producer; a min_consumer of 0 left out). `from_version` keeps only the ops
 created after the graph's `version` had that value (TF's semantics: op ids count up with the
 graph's version); `add_shapes` adds `_output_shapes` to each op with outputs, as TF does.
@@ -33,6 +41,7 @@ from tensorboard.compat.proto import function_pb2, graph_pb2, node_def_pb2
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
 from tensorweave.ops.attr_value_proto import shape_proto, to_attr_value
+from tensorweave.ops.registry import TF_LOWERINGS
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 
@@ -119,8 +128,12 @@ def _function_tensor_name(t, args: dict) -> str:
     if t in args:
         return args[t]
     op = t.op
-    signature = TF_OP_SIGNATURES.get(op.type)
-    groups = _split(signature[1], list(op.outputs), op._attrs) if signature else None
+    op_type, attrs = op.type, op._attrs
+    if op_type in TF_LOWERINGS:             # written as its lowering, whose last node has its name
+        last = TF_LOWERINGS[op_type](op)[-1]
+        op_type, attrs = last.op, last.attr
+    signature = TF_OP_SIGNATURES.get(op_type)
+    groups = _split(signature[1], list(op.outputs), attrs) if signature else None
     if groups is not None:
         for arg, group in zip(signature[1], groups):
             if t in group:
@@ -145,6 +158,9 @@ def function_def_proto(fg, library: dict, add_shapes: bool = False, arg_tensors=
     placeholders = {t.op for t in fg.inputs}
     for op in fg.get_operations():
         if op in placeholders:
+            continue
+        if op.type in TF_LOWERINGS:
+            fdef.node_def.extend(_function_node_defs(op, args, placeholders, add_shapes))
             continue
         node = fdef.node_def.add()
         node.CopyFrom(node_def_proto(op, add_shapes, library))
@@ -251,12 +267,56 @@ def node_def_proto(op, add_shapes: bool = False, library: dict | None = None) ->
     return node
 
 
+def tf_node_defs(op, add_shapes: bool = False, library: dict | None = None) -> list:
+    """`op` as the NodeDefs TensorFlow imports: its own, or for an op type TF lacks, those of
+    the TF lowering registered beside it (ops/registry.py); the last of those has the op's name
+    and internal attributes ("_class")."""
+    lowering = TF_LOWERINGS.get(op.type)
+    if lowering is None:
+        return [node_def_proto(op, add_shapes, library)]
+    nodes = lowering(op)
+    internal = {k: v for k, v in op._attrs.items() if k.startswith("_")}
+    outer = {t._as_node_def_input(): _input_name(t) for t in op.inputs}     # a While's outputs renumbered
+    protos = []
+    for plain in nodes:
+        node = node_def_pb2.NodeDef(name=plain.name, op=plain.op, input=[outer.get(i, i) for i in plain.input],
+                                    device=plain.device)
+        for key, value in {**plain.attr, **(internal if plain is nodes[-1] else {})}.items():
+            node.attr[key].CopyFrom(to_attr_value(value))
+        protos.append(node)
+    if add_shapes and op.outputs:
+        protos[-1].attr["_output_shapes"].list.shape.extend([shape_proto(t.shape) for t in op.outputs])
+    return protos
+
+
+def _function_node_defs(op, args: dict, placeholders: set, add_shapes: bool) -> list:
+    """tf_node_defs of a lowered op inside a function body, their inputs named as FunctionDef
+    names them: the op's inputs as `_function_tensor_name` names them, its helper nodes' outputs
+    by their OpDef output argument ("helper:r1:0"), no control input on an argument."""
+    nodes = tf_node_defs(op, add_shapes)
+    outer = {_input_name(t): _function_tensor_name(t, args) for t in op.inputs}
+    helpers = {n.name: TF_OP_SIGNATURES[n.op][1] for n in nodes}
+    dropped = {"^" + p.name for p in placeholders}
+
+    def renamed(name: str) -> str:
+        if name in outer or name.startswith("^"):
+            return outer.get(name, name)
+        node, _, index = name.partition(":")
+        return f"{node}:{helpers[node][int(index or 0)].partition(':')[0]}:0"
+
+    for node in nodes:
+        inputs = [renamed(i) for i in node.input if i not in dropped]
+        del node.input[:]
+        node.input.extend(inputs)
+    return nodes
+
+
 def graph_def_proto(graph, from_version=None, add_shapes: bool = False) -> graph_pb2.GraphDef:
     """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring)."""
     gd = empty_graph_def()
     library: dict = {}
-    gd.node.extend([node_def_proto(op, add_shapes, library) for op in graph.get_operations()
-                    if from_version is None or op._id > from_version])
+    gd.node.extend([node for op in graph.get_operations() if from_version is None or op._id > from_version
+                    for node in tf_node_defs(op, add_shapes, library)])
     if library:             # TF leaves the library out when it has no function
         gd.library.function.extend(library.values())
     return gd

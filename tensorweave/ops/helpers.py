@@ -8,6 +8,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors, limits
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
+from tensorweave.framework.graph_def import NodeDef
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
@@ -115,3 +116,28 @@ def as_string_tensor(x, name: Optional[str] = None) -> Tensor:
     """A string op's input: a Tensor as it is (the op's declared dtypes give TF's TypeError for
     another dtype), any other value converted to a string tensor."""
     return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtypes.string, name=name)
+
+
+class TFNodes:
+    """Builds an op's TF lowering (`registry.register(tf_lowering=...)`): the NodeDefs of TF's ops
+    that compute what `op` computes, written by Graph.as_graph_def in its place. Each is on the
+    op's device, after the op's control inputs, named "<op name>/<suffix>"; the last, made with
+    `node(None, ...)`, takes the op's name, so consumers' inputs still resolve. Attributes are
+    given as an op holds them (DTypes, numpy arrays), every one TF's OpDef requires."""
+
+    def __init__(self, op: Operation):
+        self.op, self.nodes = op, []
+        self._controls = tuple("^" + c.name for c in op.control_inputs)
+
+    def input(self, index: int) -> str:
+        """The op's input `index` as a NodeDef input ("node" or "node:1")."""
+        return self.op.inputs[index]._as_node_def_input()
+
+    def node(self, suffix: Optional[str], op_type: str, inputs, **attrs) -> str:
+        """Adds a node (control inputs "^x" last in `inputs`); returns its name."""
+        name = self.op.name if suffix is None else f"{self.op.name}/{suffix}"
+        self.nodes.append(NodeDef(name, op_type, tuple(inputs) + self._controls, self.op.device, attrs))
+        return name
+
+    def const(self, suffix: str, value, dtype: dtypes.DType) -> str:
+        return self.node(suffix, "Const", [], value=np.asarray(value, dtype.as_numpy_dtype), dtype=dtype)

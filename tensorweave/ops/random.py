@@ -18,7 +18,7 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, shape as shape_of
 from tensorweave.ops.array.pad import pad
-from tensorweave.ops.helpers import FLOATS, check_output_size, make_op, same_as_input
+from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.registry import register
 
@@ -444,7 +444,29 @@ def _orthogonal_kernel(node, ctx):
     return draw
 
 
-register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True)
+def _orthogonal_tf(op) -> list:
+    """TF1's orthogonal_initializer: the signed Q of a normal matrix's QR, transposed when wider
+    than tall, reshaped, times the gain. TF builds it for a static shape, as this needs."""
+    dims = constant_value(op.inputs[0])
+    if dims is None:
+        raise ValueError(f"Operation '{op.name}' (an orthogonal initializer) has a shape that is not a constant: "
+                         "TensorFlow's form of it needs a static shape")
+    b, dtype, int32 = TFNodes(op), op.get_attr("dtype"), dtypes.int32
+    rows, cols = int(np.prod(dims[:-1])), int(dims[-1])
+    flat_shape = b.const("flat_shape", [max(rows, cols), min(rows, cols)], int32)
+    normal = b.node("normal", "RandomStandardNormal", [flat_shape],
+                    dtype=dtype, T=int32, seed=op.get_attr("seed"), seed2=op.get_attr("seed2"))
+    qr = b.node("qr", "Qr", [normal], T=dtype, full_matrices=False)
+    signs = b.node("signs", "Sign", [b.node("r_diagonal", "DiagPart", [qr + ":1"], T=dtype)], T=dtype)
+    q = b.node("signed_q", "Mul", [qr, signs], T=dtype)
+    if rows < cols:
+        q = b.node("transposed_q", "Transpose", [q, b.const("perm", [1, 0], int32)], T=dtype, Tperm=int32)
+    q = b.node("reshaped_q", "Reshape", [q, b.input(0)], T=dtype, Tshape=op.inputs[0].dtype)
+    b.node(None, "Mul", [b.const("gain", op.get_attr("gain"), dtype), q], T=dtype)
+    return b.nodes
+
+
+register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True, tf_lowering=_orthogonal_tf)
 
 
 # -- stateless random ops (tf.random.stateless_*) ---------------------------------------------------

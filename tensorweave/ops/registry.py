@@ -15,6 +15,12 @@ by side and registers them here with `register`. The graph builder asks
 - grad(op, *output_grads) -> one gradient (or None) per input, built from graph ops. A gradient
   that needs ops its module may not import is registered from that family's
   `gradients/*_grad.py` module with `RegisterGradient`.
+- tf_lowering(op) -> list of framework.graph_def NodeDefs (attributes as the op's own: DTypes,
+  TensorShapes, numpy arrays): for an op type TensorFlow lacks (or whose inputs differ from TF's
+  op of that name, as PrintV2's), the TF ops computing the same, which `Graph.as_graph_def`
+  (ops/graph_export.py) writes in its place so that TensorFlow imports the graph; the last keeps
+  the op's name (its consumers' inputs still resolve), the others are named "<op name>/...".
+  Build them with `helpers.TFNodes`.
 """
 from __future__ import annotations
 
@@ -41,16 +47,20 @@ class _Dead:
 DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
+TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
              grad: Optional[Callable] = ..., *, dtypes=None, dtype_param: str = "x",
              stateful: bool = False, needs_step: bool = False, blocking: bool = False,
-             ref_outputs: tuple = (), ref_inputs: tuple = (), device_type: str = "CPU") -> None:
+             ref_outputs: tuple = (), ref_inputs: tuple = (), device_type: str = "CPU",
+             tf_lowering: Optional[Callable] = None) -> None:
     """Registers an op's rules. `dtypes`: the dtypes input 0 (parameter `dtype_param`) accepts,
     or {input index: (parameter name, dtypes)}. grad=None marks the op not differentiable;
     omitted leaves it to a `*_grad` module. `ref_outputs`/`ref_inputs`: the indices of TF1 ref
-    outputs (whose runtime value is a variable, with `read(op_name)`) and of inputs that take one."""
+    outputs (whose runtime value is a variable, with `read(op_name)`) and of inputs that take one.
+    `tf_lowering`: for an op TensorFlow does not have, the TF ops that stand in for it in a
+    GraphDef (module docstring)."""
     if dtypes is not None and not isinstance(dtypes, dict):
         dtypes = {0: (dtype_param, tuple(dtypes))}
     constraints = tuple((i, param, tuple(allowed)) for i, (param, allowed) in sorted((dtypes or {}).items()))
@@ -60,6 +70,8 @@ def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
         KERNELS[(op_type, device_type)] = kernel
     if grad is not ...:
         GRADIENTS[op_type] = grad
+    if tf_lowering is not None:
+        TF_LOWERINGS[op_type] = tf_lowering
 
 
 def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:

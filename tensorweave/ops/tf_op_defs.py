@@ -412,6 +412,7 @@ TF_ATTR_DEFAULTS = {
         'replace_control_characters': False,
         'Tsplits': dtypes.int64,
     },
+    'UnicodeEncode': {'errors': 'replace', 'replacement_char': 65533, 'Tsplits': dtypes.int64},
     'UnicodeTranscode': {'errors': 'replace', 'replacement_char': 65533, 'replace_control_characters': False},
     'UniformCandidateSampler': {'seed': 0, 'seed2': 0},
     'Unique': {'out_idx': dtypes.int32},
@@ -1088,6 +1089,7 @@ TF_OP_SIGNATURES = {
     'TruncatedNormal': (('shape:T',), ('output:dtype',)),
     'UnicodeDecode': (('input:',), ('row_splits:Tsplits', 'char_values:')),
     'UnicodeDecodeWithOffsets': (('input:',), ('row_splits:Tsplits', 'char_values:', 'char_to_byte_starts:')),
+    'UnicodeEncode': (('input_values:', 'input_splits:Tsplits'), ('output:',)),
     'UnicodeTranscode': (('input:',), ('output:',)),
     'UniformCandidateSampler': (
         ('true_classes:',),

@@ -261,6 +261,8 @@ def _build_corpus(g: tf.Graph) -> None:
         _add_tf1_ref_ops(g, m)
         # ops the runtime and the optimizers' other paths create
         make_op("Div", [m, v], {"T": tf.float32})
+        make_op("UnicodeEncode", [tf.constant([72, 105, 33]), tf.constant([0, 2, 3], tf.int64)],
+                {"output_encoding": "UTF-8", "errors": "replace", "replacement_char": 65533})
         make_op("BiasAddV1", [m, v], {"T": tf.float32, "data_format": "NHWC"})
         make_op("OnesLike", [m])
         for t in ("FusedBatchNorm", "FusedBatchNormV2"):

@@ -27,7 +27,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data_flow.queue_resources import shape_str
 from tensorweave.ops.data_flow.waiting import NOT_YET, Waitable
-from tensorweave.ops.helpers import FLOATS, make_op
+from tensorweave.ops.helpers import FLOATS, TFNodes, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import register
 
@@ -263,8 +263,16 @@ for _prefix in ("Resource", ""):   # the dense accumulator's ops, and the sparse
              lambda node, ctx: (lambda acc: np.int32(acc.counter)), grad=None, stateful=True)
     register(f"{_prefix}AccumulatorSetGlobalStep", _on_handle(lambda op: []),
              lambda node, ctx: (lambda acc, step: acc.set_global_step(int(step))), grad=None, stateful=True)
+def _cancel_takes_tf(op) -> list:
+    """A NoOp: TensorFlow cancels a blocked take itself when its session closes (the chief queue
+    runner's cancel op still closes the dummy queue)."""
+    b = TFNodes(op)
+    b.node(None, "NoOp", [])
+    return b.nodes
+
+
 register("_AccumulatorCancelTakes", _on_handle(lambda op: []),
-         lambda node, ctx: (lambda acc: acc.cancel_takes()), grad=None, stateful=True)
+         lambda node, ctx: (lambda acc: acc.cancel_takes()), grad=None, stateful=True, tf_lowering=_cancel_takes_tf)
 
 
 # -- Python classes ------------------------------------------------------------------------------

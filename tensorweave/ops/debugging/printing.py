@@ -12,7 +12,7 @@ from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import same_as_input
+from tensorweave.ops.helpers import TFNodes, same_as_input
 from tensorweave.ops.registry import register
 
 
@@ -199,7 +199,7 @@ def print(*inputs, **kwargs):
         templates = []
         for inp in inputs:
             if isinstance(inp, str):
-                templates.append(inp.replace("{}", "{{}}"))
+                templates.append(_escaped(inp))
                 continue
             parts = []
             for x in nest.flatten(inp):
@@ -210,12 +210,34 @@ def print(*inputs, **kwargs):
                     parts.append(x)
             text = pprint.pformat(nest.pack_sequence_as(inp, parts)) if nest.is_sequence(inp) else (
                 marker if parts[0] is marker else str(parts[0]))
-            templates.append(text.replace("{}", "{{}}").replace(repr(marker), placeholder)
-                             .replace(marker, placeholder))
+            templates.append(_escaped(text).replace(repr(marker), placeholder).replace(marker, placeholder))
         template = sep.join(templates)
     attrs = {"template": template, "summarize": int(summarize), "output_stream": stream, "end": end,
              "raw_single": raw_single}
     return get_default_graph().create_op("PrintV2", tensors, attrs, name=name or "PrintV2")
+
+
+def _escaped(text: str) -> str:
+    """Text as it stands in a PrintV2 template: braces doubled, "{}" marking a tensor."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def template_pieces(template: str) -> list:
+    """A PrintV2 template's text between its "{}" (one more than the tensors), braces undoubled."""
+    pieces, text, i = [], [], 0
+    while i < len(template):
+        two = template[i:i + 2]
+        if two in ("{{", "}}"):
+            text.append(two[0])
+        elif two == "{}":
+            pieces.append("".join(text))
+            text = []
+        else:
+            text.append(template[i])
+            i += 1
+            continue
+        i += 2
+    return pieces + ["".join(text)]
 
 
 # TF's documented output streams, and where each goes: nothing else (a graph from the wire
@@ -224,23 +246,25 @@ _LOG_LEVELS = {"log(info)": logging.INFO, "log(warning)": logging.WARNING, "log(
 
 
 def _print_v2_kernel(node, ctx):
-    template, summarize = node.attr["template"], node.attr["summarize"]
-    stream, end, raw_single = node.attr["output_stream"], node.attr["end"], node.attr["raw_single"]
+    # TF's PrintV2 (a GraphDef's, or ours as Graph.as_graph_def writes it) prints one string input
+    template, summarize = node.attr.get("template", "{}"), node.attr.get("summarize", 3)
+    stream, end = node.attr["output_stream"], node.attr["end"]
+    raw_single = node.attr.get("raw_single", "template" not in node.attr)
     if not isinstance(stream, str) or stream not in _STREAMS:
         raise errors.InvalidArgumentError(
             node, node.name, f"{node.name} (PrintV2): output_stream {stream!r} is not one of the supported "
                              f"streams: {', '.join(sorted(_STREAMS))}")
-    pieces = template.split("{}")
+    pieces = template_pieces(template)
 
     def run(*values):
         if raw_single:
             v = np.asarray(values[0])[()]
             text = v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else str(v)
         else:
-            out = [pieces[0].replace("{{", "{").replace("}}", "}")]
+            out = [pieces[0]]
             for v, rest in zip(values, pieces[1:]):
                 out.append(summarize_value_v2(v, summarize))
-                out.append(rest.replace("{{", "{").replace("}}", "}"))
+                out.append(rest)
             text = "".join(out)
         level = _LOG_LEVELS.get(stream)
         if level is not None:
@@ -253,7 +277,27 @@ def _print_v2_kernel(node, ctx):
     return run
 
 
-register("PrintV2", lambda op: [], _print_v2_kernel, grad=None, stateful=True)
+def _print_v2_tf(op) -> list:
+    """TF's tf.print: StringFormat of the tensors (the template's text with a placeholder it does
+    not hold, as TF's print_v2 picks one), then TF's PrintV2 of that one string."""
+    b = TFNodes(op)
+    stream = {"output_stream": op.get_attr("output_stream"), "end": op.get_attr("end")}
+    if op.get_attr("raw_single"):
+        b.node(None, "PrintV2", [b.input(0)], **stream)
+        return b.nodes
+    pieces = template_pieces(op.get_attr("template"))
+    placeholder = "{}"
+    while any(placeholder in p for p in pieces):
+        placeholder = "{" + placeholder + "}"
+    text = b.node("format", "StringFormat", [b.input(i) for i in range(len(op.inputs))],
+                  T=[t.dtype for t in op.inputs], template=placeholder.join(pieces), placeholder=placeholder,
+                  summarize=op.get_attr("summarize"))
+    b.node(None, "PrintV2", [text], **stream)
+    return b.nodes
+
+
+# TF's PrintV2 takes one string (StringFormat's); ours formats its tensors itself, in one kernel
+register("PrintV2", lambda op: [], _print_v2_kernel, grad=None, stateful=True, tf_lowering=_print_v2_tf)
 
 
 # -- Assert ---------------------------------------------------------------------------------------

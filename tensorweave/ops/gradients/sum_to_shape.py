@@ -17,7 +17,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.core import shape as shape_of
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import make_op
+from tensorweave.ops.helpers import TFNodes, make_op
 from tensorweave.ops.registry import register
 
 
@@ -63,7 +63,18 @@ def _sum_to_shape_grad(op, grad):
     return [broadcast_to(grad, shape_of(op.inputs[0])), None]
 
 
-register("SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, grad=_sum_to_shape_grad)
+def _sum_to_shape_tf(op) -> list:
+    """TF's own gradient of a broadcast: Sum over the axes BroadcastGradientArgs gives for the
+    target shape, reshaped to it."""
+    b, dtype, index = TFNodes(op), op.inputs[0].dtype, op.inputs[1].dtype
+    grad_shape = b.node("grad_shape", "Shape", [b.input(0)], T=dtype, out_type=index)
+    axes = b.node("axes", "BroadcastGradientArgs", [grad_shape, b.input(1)], T=index)
+    summed = b.node("sum", "Sum", [b.input(0), axes + ":1"], T=dtype, Tidx=index, keep_dims=False)
+    b.node(None, "Reshape", [summed, b.input(1)], T=dtype, Tshape=index)
+    return b.nodes
+
+
+register("SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, grad=_sum_to_shape_grad, tf_lowering=_sum_to_shape_tf)
 
 
 def sum_to_shape(grad: Tensor, shape, name: str = "SumToShape") -> Tensor:

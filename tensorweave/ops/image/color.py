@@ -19,7 +19,7 @@ from tensorweave.ops.array.core import expand_dims, rank, shape
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.pad import tile
-from tensorweave.ops.helpers import FLOATS, REAL, invalid, make_op, same_as_input
+from tensorweave.ops.helpers import FLOATS, REAL, TFNodes, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import add, floordiv, maximum, multiply, pow as pow_, subtract, truediv
 from tensorweave.ops.math.cast import cast, saturate_cast
 from tensorweave.ops.math.reduction import reduce_mean, reduce_prod, reduce_sum
@@ -186,8 +186,38 @@ def _standardize_grad(op, grad):
     return [cast(dx, op.inputs[0].dtype)] if op.inputs[0].dtype.is_floating else [None]
 
 
+def _standardize_tf(op) -> list:
+    """TF's per_image_standardization: (x - mean) / max(stddev, rsqrt(pixels)) over the last
+    three axes, in float32."""
+    b, f32, int32 = TFNodes(op), dtypes.float32, dtypes.int32
+    x = b.input(0)
+    if op.inputs[0].dtype != f32:
+        x = b.node("image", "Cast", [x], SrcT=op.inputs[0].dtype, DstT=f32)
+    axes = b.const("axes", [-1, -2, -3], int32)
+
+    def unary(name, op_type, y):
+        return b.node(name, op_type, [y], T=f32)
+
+    def binary(name, op_type, y, z):
+        return b.node(name, op_type, [y, z], T=f32)
+
+    mean = b.node("mean", "Mean", [x, axes], T=f32, Tidx=int32, keep_dims=True)
+    squares_mean = b.node("squares_mean", "Mean", [unary("squares", "Square", x), axes], T=f32, Tidx=int32,
+                          keep_dims=True)
+    stddev = unary("stddev", "Sqrt", unary("variance", "Relu", binary("variance_or_less", "Sub", squares_mean,
+                                                                      unary("mean_squared", "Square", mean))))
+    dims = b.node("image_dims", "StridedSlice", [b.node("shape", "Shape", [x], T=f32, out_type=int32),
+                                                  b.const("begin", [-3], int32), b.const("end", [0], int32),
+                                                  b.const("strides", [1], int32)], T=int32, Index=int32, end_mask=1)
+    pixels = b.node("pixels", "Cast", [b.node("num_pixels", "Prod", [dims, b.const("axis", 0, int32)], T=int32,
+                                               Tidx=int32)], SrcT=int32, DstT=f32)
+    scale = binary("scale", "Maximum", stddev, unary("min_stddev", "Rsqrt", pixels))
+    binary(None, "RealDiv", binary("centered", "Sub", x, mean), scale)
+    return b.nodes
+
+
 register("PerImageStandardization", lambda op: [(dtypes.float32, op.inputs[0].shape)], _standardize_kernel,
-         grad=_standardize_grad, dtypes=REAL, dtype_param="image")
+         grad=_standardize_grad, dtypes=REAL, dtype_param="image", tf_lowering=_standardize_tf)
 
 
 @tf_export("image.per_image_standardization")

@@ -17,7 +17,7 @@ from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import shape as shape_of, transpose
 from tensorweave.ops.array.pad import pad, reverse
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import TFNodes, invalid, make_op
 from tensorweave.ops.image.color import check_image
 from tensorweave.ops.math.binary import maximum, minimum
 from tensorweave.ops.math.cast import cast
@@ -80,8 +80,35 @@ def _random_flip_grad(op, grad, _):
     return [make_op("Select", [flips, reverse(grad, [axis + 1]), grad]).outputs[0]]
 
 
+def _random_flip_tf(op) -> list:
+    """TF1's random_flip_*: an image reversed where a uniform draw is below 1/2 (a batch: one
+    rounded draw per image), with the flips as a second output (IdentityN)."""
+    ndims = op.inputs[0].shape.ndims
+    if ndims not in (3, 4):
+        raise ValueError(f"Operation '{op.name}' (a random flip) has an image of unknown rank: TensorFlow's form "
+                         "of it needs a 3-D or 4-D image")
+    b, dtype, f32, int32 = TFNodes(op), op.inputs[0].dtype, dtypes.float32, dtypes.int32
+    seeds = {"seed": op.get_attr("seed"), "seed2": op.get_attr("seed2")}
+    axis = op.get_attr("axis") + (ndims == 4)
+    if ndims == 3:
+        draw = b.node("draw", "RandomUniform", [b.const("draw_shape", [], int32)], dtype=f32, T=int32, **seeds)
+        flip = b.node("flip", "Less", [draw, b.const("half", 0.5, f32)], T=f32)
+        flips = b.node("flips", "Reshape", [flip, b.const("flips_shape", [1], int32)], T=dtypes.bool, Tshape=int32)
+    else:
+        shape = b.node("shape", "Shape", [b.input(0)], T=dtype, out_type=int32)
+        first = [b.const(name, [value], int32) for name, value in (("begin", 0), ("end", 1), ("strides", 1))]
+        batch = b.node("batch", "StridedSlice", [shape] + first, T=int32, Index=int32, shrink_axis_mask=1)
+        draw_shape = b.node("draw_shape", "Pack", [batch], N=1, T=int32, axis=0)
+        draw = b.node("draw", "RandomUniform", [draw_shape], dtype=f32, T=int32, **seeds)
+        flip = flips = b.node("flips", "Cast", [b.node("rounded", "Round", [draw], T=f32)], SrcT=f32, DstT=dtypes.bool)
+    reversed_ = b.node("reversed", "ReverseV2", [b.input(0), b.const("axis", [axis], int32)], T=dtype, Tidx=int32)
+    chosen = b.node("chosen", "Select", [flip, reversed_, b.input(0)], T=dtype)
+    b.node(None, "IdentityN", [chosen, flips], T=[dtype, dtypes.bool])
+    return b.nodes
+
+
 register("RandomFlip", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape), (dtypes.bool, TensorShape([None]))],
-         _random_flip_kernel, grad=_random_flip_grad, stateful=True)
+         _random_flip_kernel, grad=_random_flip_grad, stateful=True, tf_lowering=_random_flip_tf)
 
 
 def _random_flip(image, axis: int, seed, scope: str):

@@ -7,7 +7,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
+from tensorweave.ops.helpers import TFNodes, as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.io.gfile import Glob, as_path, os_error
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variables import Variable
@@ -110,9 +110,26 @@ def _nonempty_kernel(node, ctx):
     return run
 
 
+def _nonempty_tf(op) -> list:
+    """TF's Dataset.list_files: MatchingFiles, then an Identity after an Assert that some matched."""
+    b, int32, string = TFNodes(op), dtypes.int32, dtypes.string
+    files = b.node("files", "MatchingFiles", [b.input(0)])
+    count = b.node("count", "Size", [files], T=string, out_type=int32)
+    matched = b.node("match_not_empty", "Greater", [count, b.const("zero", 0, int32)], T=int32)
+    rank = b.node("rank", "Rank", [b.input(0)], T=string)
+    axes = b.node("pattern_axes", "Range", [b.const("first_axis", 0, int32), rank, b.const("one", 1, int32)],
+                  Tidx=int32)
+    patterns = b.node("patterns", "ReduceJoin", [b.input(0), axes], separator=", ")
+    prefix = b.const("no_match", "No files matched pattern: ", string)
+    message = b.node("message", "StringJoin", [prefix, patterns], N=2)
+    checked = b.node("assert_not_empty", "Assert", [matched, message], T=[string], summarize=1)
+    b.node(None, "Identity", [files, "^" + checked], T=string)
+    return b.nodes
+
+
 # list_files' source: MatchingFiles that fails when nothing matches
 register("NonEmptyMatchingFiles", lambda op: [(dtypes.string, TensorShape([None]))], _nonempty_kernel, grad=None,
-         stateful=True, dtypes=(dtypes.string,), dtype_param="pattern")
+         stateful=True, dtypes=(dtypes.string,), dtype_param="pattern", tf_lowering=_nonempty_tf)
 
 
 @tf_export("io.match_filenames_once", "train.match_filenames_once")

@@ -16,8 +16,8 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, check_dtype, check_output_size, invalid, make_op,
-                                    same_as_input, static_int)
+from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, check_dtype, check_output_size, invalid,
+                                    make_op, same_as_input, static_int)
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
@@ -173,8 +173,28 @@ def _reduced_shape_kernel(node, ctx):
     return run
 
 
-register("ReducedShape", same_as_input(), _reduced_shape_kernel,
-         grad=None)
+def _tf_axes(b: TFNodes, rank: str) -> str:
+    """TF's form of a reduction's axes (the op's input 1): flat, int32, each mod the rank."""
+    int32, axes = dtypes.int32, b.input(1)
+    if b.op.inputs[1].dtype != int32:
+        axes = b.node("axes", "Cast", [axes], SrcT=b.op.inputs[1].dtype, DstT=int32)
+    axes = b.node("flat_axes", "Reshape", [axes, b.const("flat", [-1], int32)], T=int32, Tshape=int32)
+    return b.node("wrapped_axes", "FloorMod", [b.node("shifted_axes", "AddV2", [axes, rank], T=int32), rank], T=int32)
+
+
+def _reduced_shape_tf(op) -> list:
+    """TF's reduced_shape: DynamicStitch of range(rank) and the axes over the shape and ones."""
+    b, int32, dtype = TFNodes(op), dtypes.int32, op.inputs[0].dtype
+    rank = b.node("rank", "Size", [b.input(0)], T=dtype, out_type=int32)
+    axes = _tf_axes(b, rank)
+    positions = b.node("positions", "Range", [b.const("zero", 0, int32), rank, b.const("one", 1, int32)], Tidx=int32)
+    axes_shape = b.node("axes_shape", "Shape", [axes], T=int32, out_type=int32)
+    ones = b.node("ones", "Fill", [axes_shape, b.const("ones_value", 1, dtype)], T=dtype, index_type=int32)
+    b.node(None, "DynamicStitch", [positions, axes, b.input(0), ones], N=2, T=dtype)
+    return b.nodes
+
+
+register("ReducedShape", same_as_input(), _reduced_shape_kernel, grad=None, tf_lowering=_reduced_shape_tf)
 
 
 def _kept_dims_grad(op, grad):
@@ -238,8 +258,35 @@ def _prod_of_others_kernel(node, ctx):
     return run
 
 
-register("ProdOfOthers", same_as_input(), _prod_of_others_kernel,
-         grad=None)
+def _prod_of_others_tf(op) -> list:
+    """TF's _ProdGrad: the reduced axes moved first and flattened, exclusive cumulative products
+    from both ends multiplied, moved back."""
+    b, int32, dtype = TFNodes(op), dtypes.int32, op.inputs[0].dtype
+    rank = b.node("rank", "Rank", [b.input(0)], T=dtype)
+    reduced = _tf_axes(b, rank)
+    zero = b.const("zero", 0, int32)
+    positions = b.node("positions", "Range", [zero, rank, b.const("one", 1, int32)], Tidx=int32)
+    other = b.node("other_axes", "ListDiff", [positions, reduced], T=int32, out_idx=int32)
+    perm = b.node("perm", "ConcatV2", [reduced, other, zero], N=2, T=int32, Tidx=int32)
+    shape = b.node("shape", "Shape", [b.input(0)], T=dtype, out_type=int32)
+    sizes = [b.node(f"{part}_size", "Prod", [b.node(f"{part}_dims", "GatherV2", [shape, axes, zero], Tparams=int32,
+                                                    Tindices=int32, Taxis=int32), zero], T=int32, Tidx=int32)
+             for part, axes in (("reduced", reduced), ("other", other))]
+    permuted = b.node("permuted", "Transpose", [b.input(0), perm], T=dtype, Tperm=int32)
+    matrix = b.node("matrix", "Reshape", [permuted, b.node("matrix_shape", "Pack", sizes, N=2, T=int32, axis=0)],
+                    T=dtype, Tshape=int32)
+    left, right = (b.node(f"{side}_products", "Cumprod", [matrix, zero], T=dtype, Tidx=int32, exclusive=True,
+                          reverse=side == "right") for side in ("left", "right"))
+    products = b.node("products", "Mul", [left, right], T=dtype)
+    products = b.node("permuted_products", "Reshape",
+                      [products, b.node("permuted_shape", "Shape", [permuted], T=dtype, out_type=int32)],
+                      T=dtype, Tshape=int32)
+    b.node(None, "Transpose", [products, b.node("inverse_perm", "InvertPermutation", [perm], T=int32)], T=dtype,
+           Tperm=int32)
+    return b.nodes
+
+
+register("ProdOfOthers", same_as_input(), _prod_of_others_kernel, grad=None, tf_lowering=_prod_of_others_tf)
 
 register("Sum", _reduction_infer(), _reducer(_sum_np), grad=_sum_grad, dtypes=NUMERIC, dtype_param="input")
 register("Mean", _reduction_infer(), _reducer(_mean_np), grad=_mean_grad, dtypes=NUMERIC, dtype_param="input")

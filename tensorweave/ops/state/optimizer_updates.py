@@ -17,7 +17,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import make_op
+from tensorweave.ops.helpers import TFNodes, make_op
 from tensorweave.ops.registry import register
 from tensorweave.ops.state.variable_ops import handle_shape, locked, returning_variable
 
@@ -266,11 +266,60 @@ def _make_infer(rule: _Rule, sparse: bool) -> Callable:
     return infer
 
 
+# -- TF's forms of the sparse updates TensorFlow has no op for (Graph.as_graph_def writes them) ----
+def _sparse_sgd_tf(op) -> list:
+    """TF1's GradientDescentOptimizer._resource_apply_sparse: var[indices] += -grad * lr
+    (ResourceScatterAdd adds the rows of repeated indices)."""
+    b, dtype = TFNodes(op), op.get_attr("T")
+    delta = b.node("delta", "Mul", [b.node("neg_grad", "Neg", [b.input(2)], T=dtype), b.input(1)], T=dtype)
+    b.node(None, "ResourceScatterAdd", [b.input(0), b.input(3), delta], dtype=dtype, Tindices=op.get_attr("Tindices"))
+    return b.nodes
+
+
+def _sparse_adam_tf(op) -> list:
+    """TF1's AdamOptimizer._resource_apply_sparse after the optimizer sums the rows of repeated
+    indices: m and v decay whole, the rows receive the gradient (ResourceScatterAdd), var moves
+    by lr_t * m / (sqrt(v) + epsilon)."""
+    b, dtype, int32 = TFNodes(op), op.get_attr("T"), dtypes.int32
+    var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices = (
+        b.input(i) for i in range(11))
+    unique = b.node("unique_indices", "Unique", [indices], T=op.get_attr("Tindices"), out_idx=int32)
+    count = b.node("num_unique", "Size", [unique], T=op.get_attr("Tindices"), out_type=int32)
+    grad = b.node("summed_grad", "UnsortedSegmentSum", [grad, unique + ":1", count], T=dtype, Tindices=int32,
+                  Tnumsegments=int32)
+    one = b.const("one", 1, dtype)
+
+    def binary(name, op_type, x, y):
+        return b.node(name, op_type, [x, y], T=dtype)
+
+    def update(slot, name, beta, rows_value):
+        decayed = binary(f"{name}_decayed", "Mul", b.node(f"{name}_read", "ReadVariableOp", [slot], dtype=dtype), beta)
+        assign = b.node(f"{name}_assign", "AssignVariableOp", [slot, decayed], dtype=dtype)
+        added = binary(f"{name}_scaled_grad", "Mul", rows_value, binary(f"one_minus_{name}_beta", "Sub", one, beta))
+        scatter = b.node(f"{name}_scatter", "ResourceScatterAdd", [slot, unique, added, "^" + assign], dtype=dtype,
+                         Tindices=op.get_attr("Tindices"))
+        return b.node(f"{name}_t", "ReadVariableOp", [slot, "^" + scatter], dtype=dtype)
+
+    m_t = update(m, "m", beta1, grad)
+    v_t = update(v, "v", beta2, b.node("grad_squared", "Square", [grad], T=dtype))
+    lr_t = binary("lr_t", "RealDiv",
+                  binary("lr_scaled", "Mul", lr, b.node("bias_correction", "Sqrt",
+                                                        [binary("one_minus_beta2_power", "Sub", one, beta2_power)],
+                                                        T=dtype)),
+                  binary("one_minus_beta1_power", "Sub", one, beta1_power))
+    denominator = binary("denominator", "AddV2", b.node("v_sqrt", "Sqrt", [v_t], T=dtype), epsilon)
+    step = binary("step", "RealDiv", binary("lr_m", "Mul", lr_t, m_t), denominator)
+    b.node(None, "AssignSubVariableOp", [var, step], dtype=dtype)
+    return b.nodes
+
+
+_SPARSE_TF_LOWERINGS = {"GradientDescent": _sparse_sgd_tf, "Adam": _sparse_adam_tf}
+
 for _rule in _RULES:
     register(f"ResourceApply{_rule.op_type}", _make_infer(_rule, False), _make_kernel(_rule, False), grad=None,
              stateful=True)
     register(f"ResourceSparseApply{_rule.op_type}", _make_infer(_rule, True), _make_kernel(_rule, True),
-             grad=None, stateful=True)
+             grad=None, stateful=True, tf_lowering=_SPARSE_TF_LOWERINGS.get(_rule.op_type))
 
     refs = tuple(range(1 + _rule.n_slots))
     register(f"Apply{_rule.op_type}", _make_infer(_rule, False), returning_variable(_make_kernel(_rule, False)),

@@ -25,7 +25,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, size
-from tensorweave.ops.helpers import make_op, np_dtype
+from tensorweave.ops.helpers import TFNodes, make_op, np_dtype
 from tensorweave.ops.registry import register
 
 
@@ -388,10 +388,22 @@ def _value_or_initial_kernel(node, ctx):
     return lambda res, initial: res.value if res.value is not None else initial
 
 
+def _value_or_initial_tf(op) -> list:
+    """TF 1's cond for initialized_value: Switch the handle and the initial value on
+    VarIsInitializedOp, read the variable on the true side, Merge."""
+    b, dtype = TFNodes(op), op.inputs[1].dtype
+    initialized = b.node("is_initialized", "VarIsInitializedOp", [b.input(0)])
+    handle = b.node("switch_handle", "Switch", [b.input(0), initialized], T=dtypes.resource)
+    value = b.node("read", "ReadVariableOp", [handle + ":1"], dtype=dtype)
+    initial = b.node("switch_initial", "Switch", [b.input(1), initialized], T=dtype)
+    b.node(None, "Merge", [initial, value], T=dtype, N=2)
+    return b.nodes
+
+
 # Variable.initialized_value(): the value when initialized, else the initial value (TF builds a
 # cond for this; one op evaluates the same way without a control-flow dependency).
 register("_VariableValueOrInitial", lambda op: [(op.inputs[1].dtype, op.inputs[1].shape)],
-         _value_or_initial_kernel, grad=None, stateful=True)
+         _value_or_initial_kernel, grad=None, stateful=True, tf_lowering=_value_or_initial_tf)
 
 
 def _report_kernel(node, ctx):
@@ -404,8 +416,23 @@ def _report_kernel(node, ctx):
     return report
 
 
+def _report_tf(op) -> list:
+    """TF's report_uninitialized_variables: the names masked by the negated flags."""
+    b, int32 = TFNodes(op), dtypes.int32
+    stacked = b.node("initialized", "Pack", [b.input(i) for i in range(len(op.inputs))], N=len(op.inputs),
+                     T=dtypes.bool, axis=0)
+    positions = b.node("positions", "Where", [b.node("uninitialized", "LogicalNot", [stacked])], T=dtypes.bool)
+    flat = b.node("flat_positions", "Reshape", [positions, b.const("flat", [-1], int32)], T=dtypes.int64,
+                  Tshape=int32)
+    names = b.const("names", [n.encode() if isinstance(n, str) else n for n in op.get_attr("var_names")],
+                    dtypes.string)
+    b.node(None, "GatherV2", [names, flat, b.const("axis", 0, int32)], Tparams=dtypes.string, Tindices=dtypes.int64,
+           Taxis=int32)
+    return b.nodes
+
+
 register("_ReportUninitialized", lambda op: [(dtypes.string, TensorShape([None]))], _report_kernel,
-         grad=None)
+         grad=None, tf_lowering=_report_tf)
 
 
 # -- TF1 module-level functions on variables ------------------------------------------------------

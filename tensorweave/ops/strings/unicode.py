@@ -12,7 +12,8 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import reshape
-from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array, string_result
+from tensorweave.ops.helpers import (TFNodes, as_string_tensor, check_output_size, invalid, make_op, string_array,
+                                    string_result)
 from tensorweave.ops.ragged.ragged_tensor import split_each
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.transform import map_strings
@@ -132,7 +133,48 @@ def _encode_kernel(node, ctx):
     return run
 
 
-register("UnicodeEncodeDense", _encode_infer, _encode_kernel, grad=None, dtypes=(dtypes.int32,), dtype_param="input")
+def _encode_tf(op) -> list:
+    """TF's UnicodeEncode of the code points flattened into rows of the last axis' length (row
+    splits 0, n, 2n, ...), reshaped to the outer dims."""
+    b, int64 = TFNodes(op), dtypes.int64
+    attrs = {k: op.get_attr(k) for k in ("output_encoding", "errors", "replacement_char")}
+    shape = b.node("shape", "Shape", [b.input(0)], T=dtypes.int32, out_type=int64)
+    ends = [b.const(name, [value], int64) for name, value in (("begin", 0), ("end", -1), ("strides", 1))]
+    outer = b.node("outer_shape", "StridedSlice", [shape] + ends, T=int64, Index=int64)
+    ends = [b.const(name, [value], int64) for name, value in (("last", -1), ("after_last", 0), ("step", 1))]
+    row_length = b.node("row_length", "StridedSlice", [shape] + ends, T=int64, Index=int64, end_mask=1,
+                        shrink_axis_mask=1)
+    zero, one = b.const("zero", 0, int64), b.const("one", 1, int64)
+    rows = b.node("rows", "Prod", [outer, b.const("axis", 0, dtypes.int32)], T=int64, Tidx=dtypes.int32)
+    row_starts = b.node("row_starts", "Range", [zero, b.node("rows_and_end", "AddV2", [rows, one], T=int64), one],
+                        Tidx=int64)
+    splits = b.node("row_splits", "Mul", [row_starts, row_length], T=int64)
+    values = b.node("values", "Reshape", [b.input(0), b.const("flat", [-1], dtypes.int32)], T=dtypes.int32,
+                    Tshape=dtypes.int32)
+    encoded = b.node("encoded", "UnicodeEncode", [values, splits], Tsplits=int64, **attrs)
+    b.node(None, "Reshape", [encoded, outer], T=dtypes.string, Tshape=int64)
+    return b.nodes
+
+
+register("UnicodeEncodeDense", _encode_infer, _encode_kernel, grad=None, dtypes=(dtypes.int32,), dtype_param="input",
+         tf_lowering=_encode_tf)
+
+
+def _ragged_encode_kernel(node, ctx):
+    codec, errors, repl = _CODECS[node.attr["output_encoding"]], node.attr["errors"], node.attr["replacement_char"]
+
+    def run(values, splits):
+        values, splits = np.asarray(values), np.asarray(splits).tolist()
+        if not splits or splits[0] != 0 or splits[-1] != len(values) or any(a > c for a, c in zip(splits, splits[1:])):
+            raise invalid(node, f"input_splits {splits} are not the row splits of {len(values)} code points")
+        return string_result([_encode(node, values[a:c], codec, errors, repl, i)
+                              for i, (a, c) in enumerate(zip(splits, splits[1:]))], (len(splits) - 1,))
+    return run
+
+
+# TF's UnicodeEncode: one string per row of ragged code points (the form UnicodeEncodeDense is written in)
+register("UnicodeEncode", lambda op: [(dtypes.string, TensorShape([None]))], _ragged_encode_kernel, grad=None,
+         dtypes={0: ("input_values", (dtypes.int32,)), 1: ("input_splits", (dtypes.int32, dtypes.int64))})
 
 
 @tf_export("strings.unicode_encode")
