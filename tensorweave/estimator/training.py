@@ -1,4 +1,4 @@
-"""tf.estimator.train_and_evaluate, TrainSpec, EvalSpec and the Exporter base class.
+"""tf.estimator.train_and_evaluate, TrainSpec and EvalSpec.
 
 Without a cluster in TF_CONFIG it trains and evaluates in this process: an evaluation after each
 new checkpoint (at most every throttle_secs) and after the last one, as TF 1.15's local path.
@@ -16,7 +16,9 @@ In a cluster each task does its role's part, by TF_CONFIG's task type:
   master     (legacy layout) trains as the chief and evaluates after its checkpoints.
   evaluator  not in the cluster: after start_delay_secs, evaluates each new checkpoint of
              model_dir, at most every throttle_secs, and stops once it has evaluated one whose
-             global step reached max_steps (with max_steps None it runs on, as TF's).
+             global step reached max_steps (with max_steps None it runs on, as TF's). A
+             checkpoint deleted before it could be restored (keep_checkpoint_max) is skipped.
+             After each evaluation the EvalSpec's exporters run (model_dir/export/NAME).
 
 Each process returns from train_and_evaluate by itself when training ends.
 """
