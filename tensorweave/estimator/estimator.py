@@ -73,7 +73,12 @@ def _warm_start_settings(warm_start_from):
     if warm_start_from is None:
         return None
     if isinstance(warm_start_from, (str, bytes, os.PathLike)):
-        return WarmStartSettings(ckpt_to_initialize_from=os.fsdecode(warm_start_from))
+        path = os.fsdecode(warm_start_from)
+        variables = os.path.join(path, "variables", "variables")
+        if os.path.exists(variables + ".index"):   # a SavedModel: its variables checkpoint
+            _log.info("Warm-starting from a SavedModel")
+            return WarmStartSettings(ckpt_to_initialize_from=variables)
+        return WarmStartSettings(ckpt_to_initialize_from=path)
     if isinstance(warm_start_from, WarmStartSettings):
         return warm_start_from
     raise ValueError(f"warm_start_from must be a string or a WarmStartSettings, instead got {type(warm_start_from)}")

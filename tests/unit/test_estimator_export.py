@@ -194,3 +194,14 @@ def test_exports_have_tensorflows_signatures_and_compute_its_outputs(tmp_path):
                 else:
                     np.testing.assert_allclose(got[out_key], want, rtol=1e-6)
                     np.testing.assert_allclose(ours_in_tf, want, rtol=1e-6)
+
+
+def test_warm_start_from_a_saved_model(trained, tmp_path):
+    est, _ = trained
+    export_dir = est.export_saved_model(str(tmp_path / "exports"), cases.raw_receiver_fn(tf)).decode()
+    warm = tf.estimator.Estimator(cases.linear_model_fn(tf), model_dir=str(tmp_path / "warm"),
+                                  params={"learning_rate": 0.1}, warm_start_from=export_dir)
+    got, want = warm.evaluate(cases.eval_input_fn(tf)), est.evaluate(cases.eval_input_fn(tf))
+    assert int(got["global_step"]) == 0   # trainable variables only, as TF's warm start
+    for k in ("loss", "mae", "rmse"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6)
