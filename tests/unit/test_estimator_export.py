@@ -205,3 +205,19 @@ def test_warm_start_from_a_saved_model(trained, tmp_path):
     assert int(got["global_step"]) == 0   # trainable variables only, as TF's warm start
     for k in ("loss", "mae", "rmse"):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6)
+
+
+def test_parsing_receiver_export_serves_tf_examples(trained, tmp_path):
+    est, predicted = trained
+    serving_est = tf.estimator.Estimator(cases.serving_model_fn(tf), model_dir=est.model_dir,
+                                         params={"learning_rate": 0.1})
+    receiver_fn = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        {"x": tf.FixedLenFeature([2], tf.float32)})
+    session, graph, signatures = _load(serving_est.export_saved_model(str(tmp_path), receiver_fn).decode())
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString() for row in cases.X]
+    regress = _run(session, graph, signatures["serving_default"], {"inputs": examples})
+    np.testing.assert_allclose(regress["outputs"], predicted[:, 0], rtol=1e-6)
+    classify = _run(session, graph, signatures["classify"], {"inputs": examples})
+    assert [c[0].decode() for c in classify["classes"]] == ["positive" if v > 0 else "negative"
+                                                            for v in predicted[:, 0]]
