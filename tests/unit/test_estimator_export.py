@@ -180,12 +180,12 @@ def test_exporter_arguments_are_checked():
 
 
 def test_exports_have_tensorflows_signatures_and_compute_its_outputs(tmp_path):
-    exports = cases.export_both(tf, str(tmp_path / "model"), str(tmp_path / "export"))
+    exports = cases.export_all(tf, str(tmp_path / "model"), str(tmp_path / "export"))
     for name, export_dir in exports.items():
         session, graph, _ = _load(export_dir)
         meta_graph = parse_saved_model(export_dir).meta_graphs[0]
         assert cases.signature_structure(meta_graph) == RECORDED["tf_exports"][name]["signatures"], name
-        for key, feeds in cases.SERVING_FEEDS[name].items():
+        for key, feeds in cases.serving_feeds(tf)[name].items():
             got = _run(session, graph, meta_graph.signature_def[key], feeds)
             for out_key, want in RECORDED["tf_exports"][name]["outputs"][key].items():
                 want, ours_in_tf = decode(want), decode(RECORDED["tf_loads_ours"][name]["outputs"][key][out_key])
