@@ -4,16 +4,19 @@ Most are TensorBoard's compiled copies of TF's `.proto` files (`tensorboard.comp
 same fields and numbers, so the same bytes and text as TF's). The few TensorBoard does not ship
 are declared here from TF's `.proto` sources, field for field: `SavedModel`
 (tensorflow/core/protobuf/saved_model.proto), `QueueRunnerDef` (queue_runner.proto),
-`BundleHeaderProto` and `BundleEntryProto` (tensor_bundle.proto, a checkpoint index's records)
-and `TensorSliceProto` (tensor_slice.proto). An enum field travels as the int32 it is on the wire.
+`BundleHeaderProto` and `BundleEntryProto` (tensor_bundle.proto, a checkpoint index's records),
+`TensorSliceProto` (tensor_slice.proto) and `ServerDef` (tensorflow_server.proto; its field 7,
+`cluster_device_filters`, is left out: tensorweave applies no device filters, and a ServerDef of TF's
+carrying them parses, the field kept as unknown bytes). An enum field travels as the int32 it is on the wire.
 
 TF's public proto classes that no module of tensorweave defines its own use of are declared public
-here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef).
+here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef, tf.train.ClusterDef, tf.train.JobDef,
+tf.train.ServerDef).
 """
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from tensorboard.compat.proto import (attr_value_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
+from tensorboard.compat.proto import (attr_value_pb2, cluster_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
                                       meta_graph_pb2, node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2,
                                       types_pb2, variable_pb2, versions_pb2)
 
@@ -78,6 +81,21 @@ _bundle = _declare("tensorweave/tensor_bundle.proto", {
 }, (versions_pb2.DESCRIPTOR.name, tensor_shape_pb2.DESCRIPTOR.name))
 TensorSliceProto, BundleHeaderProto, BundleEntryProto = (
     _bundle["TensorSliceProto"], _bundle["BundleHeaderProto"], _bundle["BundleEntryProto"])
+
+ServerDef = _declare("tensorweave/tensorflow_server.proto", {"ServerDef": [
+    ("cluster", 1, _F.TYPE_MESSAGE, _OPTIONAL, ".tensorboard.ClusterDef"),
+    ("job_name", 2, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("task_index", 3, _F.TYPE_INT32, _OPTIONAL, ""),
+    ("default_session_config", 4, _F.TYPE_MESSAGE, _OPTIONAL, ".tensorboard.ConfigProto"),
+    ("protocol", 5, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("port", 6, _F.TYPE_INT32, _OPTIONAL, ""),
+    ("replica", 8, _F.TYPE_INT32, _OPTIONAL, ""),
+]}, (cluster_pb2.DESCRIPTOR.name, config_pb2.DESCRIPTOR.name))["ServerDef"]
+tf_export("train.ServerDef")(ServerDef)
+ClusterDef = cluster_pb2.ClusterDef
+tf_export("train.ClusterDef")(ClusterDef)
+JobDef = cluster_pb2.JobDef
+tf_export("train.JobDef")(JobDef)
 
 MetaGraphDef = meta_graph_pb2.MetaGraphDef
 tf_export("MetaGraphDef")(MetaGraphDef)
