@@ -1670,6 +1670,7 @@ NAMESPACES = {
     },
     'tensorweave.train': {
         'AdadeltaOptimizer': ('tensorweave.train.optimizers', 'AdadeltaOptimizer'),
+        'AdagradDAOptimizer': ('tensorweave.train.optimizers', 'AdagradDAOptimizer'),
         'AdagradOptimizer': ('tensorweave.train.optimizers', 'AdagradOptimizer'),
         'AdamOptimizer': ('tensorweave.train.optimizers', 'AdamOptimizer'),
         'BytesList': ('tensorweave.ops.io.example_proto', 'BytesList'),
@@ -1704,6 +1705,8 @@ NAMESPACES = {
         'NewCheckpointReader': ('tensorweave.ops.checkpoint.reader', 'NewCheckpointReader'),
         'Optimizer': ('tensorweave.train.optimizer', 'Optimizer'),
         'ProfilerHook': ('tensorweave.train.basic_session_run_hooks', 'ProfilerHook'),
+        'ProximalAdagradOptimizer': ('tensorweave.train.optimizers', 'ProximalAdagradOptimizer'),
+        'ProximalGradientDescentOptimizer': ('tensorweave.train.optimizers', 'ProximalGradientDescentOptimizer'),
         'QueueRunner': ('tensorweave.train.queue_runner', 'QueueRunner'),
         'RMSPropOptimizer': ('tensorweave.train.optimizers', 'RMSPropOptimizer'),
         'Saver': ('tensorweave.train.saver', 'Saver'),
