@@ -44,6 +44,7 @@ NAMESPACE_PATHS = {
     'metrics': 'tensorweave.metrics',
     'nn': 'tensorweave.nn',
     'nn.rnn_cell': 'tensorweave.rnn.rnn_cell',
+    'profiler': 'tensorweave.profiler',
     'python': 'tensorweave.python',
     'python.client': 'tensorweave.python.client',
     'python.client.timeline': 'tensorweave.python.client.timeline',
@@ -403,6 +404,7 @@ NAMESPACES = {
         'polygamma': ('tensorweave.ops.math.special', 'polygamma'),
         'pow': ('tensorweave.ops.math.binary', 'pow'),
         'print': ('tensorweave.ops.debugging.printing', 'print'),
+        'profiler': ('tensorweave.profiler', None),
         'python': ('tensorweave.python', None),
         'python_io': ('tensorweave.python_io', None),
         'qr': ('tensorweave.ops.math.decompositions', 'qr'),
@@ -1380,6 +1382,12 @@ NAMESPACES = {
         'with_space_to_batch': ('tensorweave.ops.nn.conv_nd', 'with_space_to_batch'),
         'xw_plus_b': ('tensorweave.ops.nn.impl', 'xw_plus_b'),
         'zero_fraction': ('tensorweave.ops.nn.impl', 'zero_fraction'),
+    },
+    'tensorweave.profiler': {
+        'GraphNodeProto': ('tensorweave.framework.tf_protos', 'GraphNodeProto'),
+        'OpLogProto': ('tensorweave.framework.tf_protos', 'OpLogProto'),
+        'ProfileOptionBuilder': ('tensorweave.profiler', 'ProfileOptionBuilder'),
+        'profile': ('tensorweave.profiler', 'profile'),
     },
     'tensorweave.python': {
         'client': ('tensorweave.python.client', None),
