@@ -1682,6 +1682,8 @@ NAMESPACES = {
         'AdagradOptimizer': ('tensorweave.train.optimizers', 'AdagradOptimizer'),
         'AdamOptimizer': ('tensorweave.train.optimizers', 'AdamOptimizer'),
         'BytesList': ('tensorweave.ops.io.example_proto', 'BytesList'),
+        'Checkpoint': ('tensorweave.train.checkpoint', 'Checkpoint'),
+        'CheckpointManager': ('tensorweave.train.checkpoint', 'CheckpointManager'),
         'CheckpointSaverHook': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverHook'),
         'CheckpointSaverListener': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverListener'),
         'CheckpointState': ('tensorweave.train.checkpoint_management', 'CheckpointState'),
