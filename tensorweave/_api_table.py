@@ -1388,6 +1388,7 @@ NAMESPACES = {
         'OpLogProto': ('tensorweave.framework.tf_protos', 'OpLogProto'),
         'ProfileOptionBuilder': ('tensorweave.profiler', 'ProfileOptionBuilder'),
         'profile': ('tensorweave.profiler', 'profile'),
+        'write_op_log': ('tensorweave.profiler', 'write_op_log'),
     },
     'tensorweave.python': {
         'client': ('tensorweave.python.client', None),

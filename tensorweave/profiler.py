@@ -8,6 +8,7 @@ not fully known counts none (TF's rule). An op with a fully known `shape` attrib
 placeholders) has that many `parameters`; the graph's trainable variables are also of the type
 '_trainable_variables', which `ProfileOptionBuilder.trainable_variables_parameter()` accounts.
 Which nodes are accounted, shown and totalled follows TF's scope view (tfprof_scope.cc).
+`write_op_log` writes the same per-op statistics as TF's `tfprof_log` file.
 
 Only the static, graph-level statistics exist: tensorweave's RunMetadata records no output
 shapes, memory or per-op times for tfprof, so `run_meta` completes no shapes and time and memory
@@ -16,6 +17,7 @@ figures are zero.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from typing import Optional
@@ -24,7 +26,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.errors import InvalidArgumentError
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.framework.tf_protos import GraphNodeProto, OpLogProto  # noqa: F401
+from tensorweave.framework.tf_protos import GraphNodeProto, OpLogProto
 
 TRAINABLE_VARIABLES = "_trainable_variables"   # the op type tfprof gives trainable variables
 _ROOT = "_TFProfRoot"
@@ -312,15 +314,43 @@ class _Node:
         self.proto.total_float_ops += child.proto.total_float_ops
 
 
+def _merged_op_log(graph, op_log=None) -> OpLogProto:
+    """TF's merge_default_with_oplog: an entry of float_ops for each op that has some (TF's
+    formulas) and the type '_trainable_variables' for each trainable variable, merged into a copy
+    of `op_log` (whose types are kept and whose float_ops win unless zero). No code traces:
+    tensorweave's ops do not keep the Python stack that built them."""
+    default = OpLogProto()
+    logged: dict = {}
+    for op in graph.get_operations():
+        flops = float_ops(op)
+        if flops:
+            logged[op.name] = default.log_entries.add(name=op.name, float_ops=flops)
+    for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES):
+        if v.op.name not in logged:
+            logged[v.op.name] = default.log_entries.add(name=v.op.name)
+        logged[v.op.name].types.append(TRAINABLE_VARIABLES)
+    if op_log is None:
+        return default
+    merged = OpLogProto()
+    merged.CopyFrom(op_log)
+    given = {e.name: e for e in merged.log_entries}
+    for name, entry in logged.items():
+        if name not in given:
+            merged.log_entries.add().CopyFrom(entry)
+            continue
+        given[name].types.extend(entry.types)
+        if entry.float_ops > 0 and given[name].float_ops == 0:
+            given[name].float_ops = entry.float_ops
+    return merged
+
+
 def _build_tree(graph, op_log) -> _Node:
-    logged = {e.name: e for e in op_log.log_entries} if op_log is not None else {}
-    trainable = {v.op.name for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)}
+    logged = {e.name: e for e in _merged_op_log(graph, op_log).log_entries}
     nodes: dict = {}
     for op in graph.get_operations():
         entry = logged.get(op.name)
-        flops = float_ops(op) or (entry.float_ops if entry is not None else 0)
-        types = {op.type} | ({TRAINABLE_VARIABLES} if op.name in trainable else set())
-        nodes[op.name] = _Node(op.name, op, types | set(entry.types if entry is not None else ()), flops)
+        types = {op.type} | set(entry.types if entry is not None else ())
+        nodes[op.name] = _Node(op.name, op, types, entry.float_ops if entry is not None else 0)
         name = op.name
         while "/" in name:
             name = name.rpartition("/")[0]
@@ -478,3 +508,14 @@ def profile(graph=None, run_meta=None, op_log=None, cmd: str = "scope", options=
         raise InvalidArgumentError(None, None, f"profile output {output!r} is not supported by tensorweave: use "
                                                "'stdout', 'none' or 'file:outfile=PATH'")
     return result
+
+
+@tf_export("profiler.write_op_log")
+def write_op_log(graph, log_dir, op_log=None, run_meta=None, add_trace=True) -> None:
+    """tf.profiler.write_op_log(graph, log_dir, op_log=None, run_meta=None, add_trace=True): writes
+    `log_dir/tfprof_log`, a tf.profiler.OpLogProto of the graph's (default: the default graph's)
+    float operations and trainable variables merged into `op_log`, which TF's profiler tools read.
+    (run_meta and add_trace change nothing: no runtime shapes or code traces are recorded.)"""
+    graph = graph if graph is not None else get_default_graph()
+    with open(os.path.join(os.fspath(log_dir), "tfprof_log"), "wb") as f:
+        f.write(_merged_op_log(graph, op_log).SerializeToString())

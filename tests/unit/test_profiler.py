@@ -83,3 +83,19 @@ def test_op_log_adds_types_and_float_ops():
     options = Builder(Builder.float_operation()).with_accounted_types(["my_type"]).with_empty_output().build()
     result = tf.profiler.profile(g, op_log=op_log, options=options)
     assert result.total_float_ops == 7 and [c.name for c in result.children] == ["custom"]
+
+
+def test_write_op_log_records_float_ops_and_trainable_variables(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        profile_models.mlp(tf)
+    given = tf.profiler.OpLogProto()
+    given.log_entries.add(name="layer0/MatMul", float_ops=1, types=["mine"])   # a non-zero given value wins
+    tf.profiler.write_op_log(g, str(tmp_path), op_log=given)
+    log = tf.profiler.OpLogProto.FromString((tmp_path / "tfprof_log").read_bytes())
+    entries = {e.name: e for e in log.log_entries}
+    assert entries["layer0/MatMul"].float_ops == 1 and list(entries["layer0/MatMul"].types) == ["mine"]
+    assert entries["layer1/MatMul"].float_ops == 2 * 8 * 16 * 10 and entries["probs"].float_ops == 5 * 80
+    assert list(entries["layer0/kernel"].types) == ["_trainable_variables"]
+    assert {n for n, e in entries.items() if "_trainable_variables" in e.types} == {
+        "layer0/kernel", "layer0/bias", "layer1/kernel", "layer1/bias"}
