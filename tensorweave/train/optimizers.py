@@ -327,18 +327,11 @@ class FtrlOptimizer(_FusedOptimizer):
         return out + [cast_to(self._learning_rate_power_tensor, dtype)]
 
 
-def _check_regularization(l1, l2) -> None:
-    for what, value in (("l1_regularization_strength", l1), ("l2_regularization_strength", l2)):
-        if not callable(value) and not hasattr(value, "op") and value < 0.0:
-            raise ValueError(f"{what} {value} needs to be positive or zero")
-
-
 class _RegularizedOptimizer(_FusedOptimizer):
     """An optimizer whose update takes learning_rate, l1 and l2 scalars (the proximal ones, AdagradDA)."""
 
     def __init__(self, learning_rate, l1_regularization_strength, l2_regularization_strength,
                  use_locking: bool, name: str):
-        _check_regularization(l1_regularization_strength, l2_regularization_strength)
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
         self._l1_regularization_strength = l1_regularization_strength

@@ -344,3 +344,19 @@ def test_user_optimizer_with_only_apply_dense_and_sparse_runs_like_tf1():
     np.testing.assert_allclose(wv, [0.33118, 1.21885, 2.18879], rtol=1e-4)
     np.testing.assert_allclose(ev, [[-2.0, -1.0], [3.0, 4.0], [-1.0, 0.0]])
     np.testing.assert_allclose(acc, [5.22229, 25.18003, 61.13625], rtol=1e-4)
+
+
+def test_proximal_and_adagrad_da_errors_and_global_step(graph):
+    with pytest.raises(ValueError, match="initial_accumulator_value must be positive: 0.0"):
+        tf.train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.0)
+    with pytest.raises(ValueError, match="initial_gradient_squared_accumulator_value must be positive"):
+        tf.train.AdagradDAOptimizer(0.1, tf.constant(0, tf.int64), initial_gradient_squared_accumulator_value=-1.0)
+    # AdagradDA's t is global_step + 1: with l1 = l2 = 0, var = -lr * sum(g) / sqrt(0.1 + sum(g^2))
+    x = tf.Variable([1.0, 2.0], dtype=tf.float64)
+    step = tf.Variable(5, dtype=tf.int64)
+    opt = tf.train.AdagradDAOptimizer(0.5, step, l2_regularization_strength=0.25)
+    train = opt.minimize(tf.reduce_sum(3.0 * x))     # grad = 3
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(x), -0.5 * 3.0 / (0.25 * 6 * 0.5 + np.sqrt(0.1 + 9.0)) * np.ones(2))
