@@ -1685,6 +1685,7 @@ NAMESPACES = {
         'BytesList': ('tensorweave.ops.io.example_proto', 'BytesList'),
         'Checkpoint': ('tensorweave.train.checkpoint', 'Checkpoint'),
         'CheckpointManager': ('tensorweave.train.checkpoint', 'CheckpointManager'),
+        'CheckpointOptions': ('tensorweave.train.checkpoint', 'CheckpointOptions'),
         'CheckpointSaverHook': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverHook'),
         'CheckpointSaverListener': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverListener'),
         'CheckpointState': ('tensorweave.train.checkpoint_management', 'CheckpointState'),

@@ -14,11 +14,14 @@ name order, attributes set later after them.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from typing import Optional
 
+
 from tensorweave.framework import dtypes
+from tensorweave.framework.api import device
 from tensorweave.framework.graph import get_default_graph, get_default_session
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import TrackableObjectGraph
@@ -98,6 +101,32 @@ class _ObjectGraph:
                                 slot)
 
 
+@tf_export("train.CheckpointOptions")
+class CheckpointOptions:
+    """tf.train.CheckpointOptions(experimental_io_device=None, experimental_enable_async_checkpoint=False,
+    experimental_write_callbacks=None, enable_async=False, experimental_skip_slot_variables=False,
+    experimental_sharding_callback=None): options of Checkpoint.save/write and CheckpointManager.save.
+    The save ops run on `experimental_io_device`; each write callback (of no argument, or of the
+    path written) runs after a write. Writes are synchronous even when async is asked for: a
+    later save or restore sees the files all the same."""
+
+    def __init__(self, experimental_io_device=None, experimental_enable_async_checkpoint=False,
+                 experimental_write_callbacks=None, enable_async=False, experimental_skip_slot_variables=False,
+                 experimental_sharding_callback=None):
+        for callback in experimental_write_callbacks or ():
+            if len(inspect.signature(callback).parameters) > 1:
+                raise ValueError(f"A checkpoint write callback takes no argument or the path written: {callback}")
+        if experimental_sharding_callback is not None:
+            raise ValueError("The experimental_sharding_callback checkpoint option must be of type "
+                             f"ShardingCallback (TF 2's sharding policies), got {type(experimental_sharding_callback)}")
+        self.experimental_io_device = experimental_io_device
+        self.enable_async = self.experimental_enable_async_checkpoint = bool(
+            experimental_enable_async_checkpoint or enable_async)
+        self.experimental_write_callbacks = experimental_write_callbacks
+        self.experimental_skip_slot_variables = experimental_skip_slot_variables
+        self.experimental_sharding_callback = experimental_sharding_callback
+
+
 class _ObjectGraphSaveable(SaveableObject):
     """The serialized TrackableObjectGraph, saved as a string scalar; restoring it assigns nothing."""
 
@@ -150,33 +179,37 @@ class Checkpoint:
             self._dependencies["save_counter"] = counter
         return self._save_counter
 
-    def _saver(self, object_graph: _ObjectGraph) -> Saver:
-        """A Saver of the object graph's keys, built once per structure and graph."""
+    def _saver(self, object_graph: _ObjectGraph, io_device: Optional[str]) -> Saver:
+        """A Saver of the object graph's keys, built once per structure, graph and I/O device."""
         serialized = object_graph.proto.SerializeToString()
-        key = (get_default_graph(), serialized)
+        key = (get_default_graph(), serialized, io_device)
         if key not in self._savers:
             var_list = dict(object_graph.keys)
-            var_list[OBJECT_GRAPH_KEY] = _ObjectGraphSaveable(serialized)
-            self._savers[key] = Saver(var_list, max_to_keep=None)
+            with device(io_device):
+                var_list[OBJECT_GRAPH_KEY] = _ObjectGraphSaveable(serialized)
+                self._savers[key] = Saver(var_list, max_to_keep=None)
         return self._savers[key]
 
-    def write(self, file_prefix, session=None) -> str:
-        """Writes the checkpoint to exactly `file_prefix`, not numbered nor recorded; returns it."""
+    def write(self, file_prefix, session=None, options=None) -> str:
+        """Writes the checkpoint to exactly `file_prefix`, not numbered nor recorded, then runs
+        options.experimental_write_callbacks; returns file_prefix."""
         session = _session(session)
-        saver = self._saver(_ObjectGraph(self))
+        options = options or CheckpointOptions()
+        saver = self._saver(_ObjectGraph(self), options.experimental_io_device)
         file_prefix = os.fspath(file_prefix)
         os.makedirs(os.path.dirname(file_prefix) or ".", exist_ok=True)   # TF's bundle writer creates it
-        return saver.save(session, file_prefix, write_meta_graph=False, write_state=False)
+        path = saver.save(session, file_prefix, write_meta_graph=False, write_state=False)
+        for callback in options.experimental_write_callbacks or ():
+            callback(*[path][:len(inspect.signature(callback).parameters)])
+        return path
 
-    def save(self, file_prefix, session=None) -> str:
-        """Adds one to save_counter, writes `file_prefix-<save_counter>`, records it as the latest
-        checkpoint of its directory, and returns that path."""
+    def save(self, file_prefix, session=None, options=None) -> str:
+        """Adds one to save_counter, writes `file_prefix-<save_counter>`, records it as the
+        directory's latest checkpoint (the only one its `checkpoint` file lists, as TF's
+        Checkpoint.save does), and returns that path."""
         session = _session(session)
-        path = self.write(f"{os.fspath(file_prefix)}-{self._next_save_number(session)}", session)
-        state = get_checkpoint_state(os.path.dirname(path) or ".")
-        previous = [p for p in (state.all_model_checkpoint_paths if state else []) if p != path]
-        update_checkpoint_state_internal(os.path.dirname(path) or ".", path, previous + [path],
-                                         save_relative_paths=True)
+        path = self.write(f"{os.fspath(file_prefix)}-{self._next_save_number(session)}", session, options)
+        update_checkpoint_state_internal(os.path.dirname(path) or ".", path, [path], save_relative_paths=True)
         return path
 
     def _next_save_number(self, session) -> int:
@@ -319,11 +352,12 @@ class CheckpointManager:
                 continue
             remove_checkpoint(path)
 
-    def save(self, checkpoint_number=None, check_interval: bool = True, session=None) -> Optional[str]:
+    def save(self, checkpoint_number=None, check_interval: bool = True, options=None) -> Optional[str]:
         """Saves `checkpoint` as `<directory>/<checkpoint_name>-<n>` (n: checkpoint_number, else the
-        checkpoint's save_counter after adding one), deletes what max_to_keep no longer keeps, and
-        returns the new prefix (None when checkpoint_interval says it is not yet time)."""
-        session = _session(session)
+        checkpoint's save_counter after adding one) in the default session, deletes what
+        max_to_keep no longer keeps, and returns the new prefix (None when checkpoint_interval says
+        it is not yet time)."""
+        session = _session(None)
         if self._checkpoint_interval is not None and check_interval:
             step = int(session.run(self._step_counter) if hasattr(self._step_counter, "op") else self._step_counter)
             if self._last_checkpoint_step is not None and step < self._last_checkpoint_step + self._checkpoint_interval:
@@ -332,7 +366,7 @@ class CheckpointManager:
         number = self._checkpoint._next_save_number(session)
         if checkpoint_number is not None:
             number = int(session.run(checkpoint_number) if hasattr(checkpoint_number, "op") else checkpoint_number)
-        path = self._checkpoint.write(f"{self._prefix}-{number}", session)
+        path = self._checkpoint.write(f"{self._prefix}-{number}", session, options)
         self._latest_checkpoint = path
         self._maybe_delete.pop(path, None)
         self._maybe_delete[path] = time.time()
@@ -342,6 +376,9 @@ class CheckpointManager:
                                          all_model_checkpoint_timestamps=list(self._maybe_delete.values()),
                                          last_preserved_timestamp=self._last_preserved)
         return path
+
+    def sync(self) -> None:
+        """Waits for outstanding saves: none, tensorweave writes checkpoints synchronously."""
 
     def restore_or_initialize(self, session=None) -> Optional[str]:
         """Restores the latest checkpoint and returns its path; without one, runs init_fn (or

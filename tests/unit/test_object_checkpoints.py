@@ -118,3 +118,25 @@ def test_restore_none_initializes_and_mismatches_are_named(tmp_path):
             tf.train.CheckpointManager(ckpt, str(tmp_path), max_to_keep=0)
         with pytest.raises(ValueError, match="needs a session"):
             ckpt.save(str(tmp_path / "again"))
+
+
+def test_checkpoint_options_callbacks_and_io_device(tmp_path):
+    written = []
+    options = tf.train.CheckpointOptions(experimental_io_device="/job:localhost/replica:0/task:0/device:CPU:0",
+                                         experimental_write_callbacks=[written.append, lambda: written.append("-")],
+                                         enable_async=True)
+    assert options.experimental_enable_async_checkpoint
+    with tf.Graph().as_default() as g:
+        ckpt = tf.train.Checkpoint(v=tf.Variable(2.0, name="v"))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = ckpt.save(str(tmp_path / "ckpt"), options=options)
+            manager = tf.train.CheckpointManager(ckpt, str(tmp_path / "m"), max_to_keep=None)
+            second = manager.save(options=options)
+            manager.sync()
+        save_ops = [op for op in g.get_operations() if op.type == "SaveV2"]
+        assert save_ops and all(op.device.endswith("device:CPU:0") for op in save_ops)
+    assert written == [path, "-", second, "-"]
+    assert tf.train.load_variable(second, "v/.ATTRIBUTES/VARIABLE_VALUE") == 2.0
+    with pytest.raises(ValueError, match="no argument or the path written"):
+        tf.train.CheckpointOptions(experimental_write_callbacks=[lambda a, b: None])
