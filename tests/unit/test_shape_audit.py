@@ -231,7 +231,9 @@ def _build_corpus(g: tf.Graph) -> None:
         for opt in (tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
                     tf.train.AdagradOptimizer(0.1), tf.train.AdamOptimizer(), tf.train.AdadeltaOptimizer(),
                     tf.train.RMSPropOptimizer(0.1), tf.train.RMSPropOptimizer(0.1, centered=True),
-                    tf.train.FtrlOptimizer(0.1), tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.1)):
+                    tf.train.FtrlOptimizer(0.1), tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.1),
+                    tf.train.ProximalGradientDescentOptimizer(0.1), tf.train.ProximalAdagradOptimizer(0.1),
+                    tf.train.AdagradDAOptimizer(0.1, tf.Variable(0, dtype=tf.int64, name="da_step"))):
             opt.minimize(loss)
         # control flow (built by the control-flow family; audited here all the same)
         tf.cond(tf.placeholder(tf.bool, []), lambda: m * 2, lambda: m)
