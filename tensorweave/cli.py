@@ -6,6 +6,7 @@ REST API over a model directory's versions; serving/).
 
     tensorweave server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223 --job_name=ps --task_index=0
     tensorweave launch --ps 1 --workers 2 trainer.py --job_name={job_name} --task_index={task_index}
+    tensorweave launch --ps 1 --chief 1 --workers 2 --evaluator 1 estimator_trainer.py   # by TF_CONFIG
     tensorweave status --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}'
     tensorweave keygen ./keys --client laptop     # then TENSORWEAVE_CURVE_DIR=./keys on every task
     tensorweave saved_model show --dir /models/mnist/1 --all
@@ -163,6 +164,10 @@ def cmd_launch(args) -> int:
     if not cluster:
         print("tensorweave launch: the cluster is empty (use --ps/--workers/--chief)", file=sys.stderr)
         return 2
+    if args.evaluator and not args.script:
+        print("tensorweave launch: --evaluator runs the script as the evaluator task: give a script",
+              file=sys.stderr)
+        return 2
     print(f"tensorweave launch: cluster {json.dumps(cluster)}", file=sys.stderr, flush=True)
     blas_env = blas_threads_env(sum(len(a) for a in cluster.values()))
     if blas_env:
@@ -175,23 +180,25 @@ def cmd_launch(args) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     tasks: list = []
+    # The evaluator is no member of the cluster (TF's rule): it gets the cluster and its own task only.
+    roles = [(job, i) for job, addrs in cluster.items() for i in range(len(addrs))]
+    roles += [("evaluator", i) for i in range(args.evaluator)]
     try:
-        for job, addrs in cluster.items():
-            for i in range(len(addrs)):
-                env = dict(os.environ)
-                env.update(blas_env)
-                env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
-                env["PYTHONUNBUFFERED"] = "1"
-                if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw
-                    env["TENSORWEAVE_TTY"] = "1"
-                as_script = bool(args.script) and not (job == "ps" and args.ps_as_server)
-                if as_script:
-                    fmt = {"job_name": job, "task_index": i, "cluster": json.dumps(cluster)}
-                    cmd = [sys.executable, args.script] + [a.format(**fmt) if "{" in a else a
-                                                           for a in args.script_args]
-                else:
-                    cmd = [sys.executable, "-m", "tensorweave.cli", "server"]
-                tasks.append(_Task(job, i, cmd, env, main=as_script and job != "ps", prefix=not args.no_prefix))
+        for job, i in roles:
+            env = dict(os.environ)
+            env.update(blas_env)
+            env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
+            env["PYTHONUNBUFFERED"] = "1"
+            if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw
+                env["TENSORWEAVE_TTY"] = "1"
+            as_script = bool(args.script) and not (job == "ps" and args.ps_as_server)
+            if as_script:
+                fmt = {"job_name": job, "task_index": i, "cluster": json.dumps(cluster)}
+                cmd = [sys.executable, args.script] + [a.format(**fmt) if "{" in a else a
+                                                       for a in args.script_args]
+            else:
+                cmd = [sys.executable, "-m", "tensorweave.cli", "server"]
+            tasks.append(_Task(job, i, cmd, env, main=as_script and job != "ps", prefix=not args.no_prefix))
         mains = [t for t in tasks if t.main]
         rc = 0
         while not stop.is_set():
@@ -349,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ps", type=int, default=0, help="number of ps tasks")
     p.add_argument("--workers", type=int, default=1, help="number of worker tasks")
     p.add_argument("--chief", type=int, default=0, help="number of chief tasks (0 or 1)")
+    p.add_argument("--evaluator", type=int, default=0, choices=(0, 1),
+                   help="also run the script as an Estimator `evaluator` task, outside the cluster (0 or 1)")
     p.add_argument("--host", default="localhost")
     p.add_argument("--port", type=int, default=0, help="first port (default: free ports)")
     p.add_argument("--ps_as_server", action="store_true", help="run bare servers, not the script, for ps tasks")

@@ -30,8 +30,6 @@ NAMESPACE_REASONS = {
     "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
-    "spectral": "FFTs: not yet implemented",
-    "signal": "signal processing (FFT, STFT): not yet implemented",
 }
 
 # Names left out on purpose, by glob pattern within a namespace ("*" for any namespace).
@@ -76,8 +74,7 @@ NAME_REASONS = [
     ("tf", "is_symbolic_tensor", "a TF 2 helper"),
     ("tf", "approx_top_k", "TPU approximate top-k"),
     ("tf", "random_index_shuffle", "a TF 2.x addition"),
-    ("tf", "*fftnd", "FFTs: not yet implemented"),
-    ("tf", "*fft*", "FFTs: not yet implemented"),
+    ("*", "*fftnd", "N-dimensional FFTs over chosen axes: a TF 2.16 addition, not yet implemented"),
     ("tf", "nondifferentiable_batch_function", "TF Serving batching is out of scope"),
     ("tf", "variable_creator_scope", "a TF 2 variable-creation hook"),
     ("tf", "init_scope", "TF 2 function-building machinery"),
@@ -91,8 +88,6 @@ NAME_REASONS = [
     ("nn", "silu", "a TF 2.x addition (tf.nn.swish is here)"),
     ("nn", "compute_average_loss", "a TF 2 tf.distribute helper"),
     ("nn", "scale_regularization_loss", "a TF 2 tf.distribute helper"),
-    ("nn", "ctc_*", "CTC loss and decoders: deferred (issue 13 lets them wait)"),
-    ("nn", "collapse_repeated", "CTC helper: deferred with the CTC ops"),
     ("nn", "quantized_*", "quantized dtypes are not supported"),
     ("linalg", "LinearOperator*", "the LinearOperator class family is not provided; the matrix functions are"),
     ("linalg", "eigh_tridiagonal", "a TF 2.x addition"),

@@ -13,6 +13,7 @@ from typing import Optional
 
 from tensorweave.framework.device import task_name
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import ClusterDef
 
 
 def _normalize_job(job_name: str, tasks) -> dict[int, str]:
@@ -39,19 +40,18 @@ def _normalize_job(job_name: str, tasks) -> dict[int, str]:
 
 @tf_export("train.ClusterSpec")
 class ClusterSpec:
-    """tf.train.ClusterSpec(cluster): a dict of lists or of {index: address} dicts, another
-    ClusterSpec, or a cluster def dict ({"job": [{"name": J, "tasks": {i: addr}}]})."""
+    """tf.train.ClusterSpec(cluster): a dict of job name -> list of addresses or {index: address}
+    dict, another ClusterSpec, or a tf.train.ClusterDef protocol buffer."""
 
     def __init__(self, cluster):
         if isinstance(cluster, ClusterSpec):
             self._cluster_spec = {j: dict(t) for j, t in cluster._cluster_spec.items()}
-        elif isinstance(cluster, dict) and set(cluster) == {"job"} and isinstance(cluster["job"], list):
+        elif isinstance(cluster, ClusterDef):
             self._cluster_spec = {}
-            for job in cluster["job"]:
-                name = job["name"]
-                if name in self._cluster_spec:
-                    raise ValueError(f"Duplicate job name in cluster_def: {name}")
-                self._cluster_spec[name] = _normalize_job(name, job.get("tasks", {}))
+            for job in cluster.job:
+                if job.name in self._cluster_spec:
+                    raise ValueError(f"Duplicate job name in cluster_def: {job.name}")
+                self._cluster_spec[job.name] = _normalize_job(job.name, dict(job.tasks))
         elif isinstance(cluster, dict):
             self._cluster_spec = {}
             for name, tasks in cluster.items():
@@ -99,9 +99,12 @@ class ClusterSpec:
                 out[job] = dict(tasks)
         return out
 
-    def as_cluster_def(self) -> dict:
-        """The cluster as a ClusterDef-shaped dict: {"job": [{"name": J, "tasks": {i: addr}}]}."""
-        return {"job": [{"name": j, "tasks": dict(t)} for j, t in self._cluster_spec.items()]}
+    def as_cluster_def(self) -> ClusterDef:
+        """The cluster as a tf.train.ClusterDef protocol buffer (jobs in name order)."""
+        cluster_def = ClusterDef()
+        for name, tasks in self._cluster_spec.items():
+            cluster_def.job.add(name=name, tasks=tasks)
+        return cluster_def
 
     @property
     def jobs(self) -> list:

@@ -31,7 +31,8 @@ class DType:
 
     @property
     def real_dtype(self) -> "DType":
-        return self
+        """The dtype of a complex dtype's parts (float32 for complex64); a real dtype itself."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     @property
     def is_floating(self) -> bool:

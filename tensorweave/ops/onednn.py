@@ -110,6 +110,11 @@ def _load():
     path = _library_path()
     if path is None:
         return None
+    # GNU OpenMP reads this once, when it loads. Its default lets a team's idle threads spin at
+    # each barrier; on a machine busier than its cores (other tasks, other processes, two session
+    # threads each running a team) the spinning threads take the CPU the working ones need, and a
+    # training step ran 10x slower (docs/PERFORMANCE.md, "OpenMP threads"). Passive threads sleep.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         lib = ctypes.CDLL(path)
     except OSError:

@@ -86,7 +86,7 @@ def _as_graph_element(obj):
 
 
 # -- timers ---------------------------------------------------------------------------------------
-@tf_export("train.SecondOrStepTimer")
+@tf_export("train.SecondOrStepTimer", "estimator.SecondOrStepTimer")
 class SecondOrStepTimer:
     """tf.train.SecondOrStepTimer(every_secs=None, every_steps=None): triggers once every
     every_secs seconds or every every_steps steps."""
@@ -145,7 +145,7 @@ class _NeverTriggerTimer:
 
 
 # -- stopping -------------------------------------------------------------------------------------
-@tf_export("train.StopAtStepHook")
+@tf_export("train.StopAtStepHook", "estimator.StopAtStepHook")
 class StopAtStepHook(SessionRunHook):
     """tf.train.StopAtStepHook(num_steps=None, last_step=None): requests a stop once the global
     step reaches last_step (or num_steps more than when the session was created)."""
@@ -175,7 +175,7 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
-@tf_export("train.NanLossDuringTrainingError")
+@tf_export("train.NanLossDuringTrainingError", "estimator.NanLossDuringTrainingError")
 class NanLossDuringTrainingError(RuntimeError):
     """Raised by NanTensorHook when the loss is NaN."""
 
@@ -183,7 +183,7 @@ class NanLossDuringTrainingError(RuntimeError):
         return "NaN loss during training."
 
 
-@tf_export("train.NanTensorHook")
+@tf_export("train.NanTensorHook", "estimator.NanTensorHook")
 class NanTensorHook(SessionRunHook):
     """tf.train.NanTensorHook(loss_tensor, fail_on_nan_loss=True): raises
     NanLossDuringTrainingError (or only stops) when the loss becomes NaN."""
@@ -205,7 +205,7 @@ class NanTensorHook(SessionRunHook):
             run_context.request_stop()
 
 
-@tf_export("train.GlobalStepWaiterHook")
+@tf_export("train.GlobalStepWaiterHook", "estimator.GlobalStepWaiterHook")
 class GlobalStepWaiterHook(SessionRunHook):
     """tf.train.GlobalStepWaiterHook(wait_until_step): holds this worker's first run until the
     global step reaches wait_until_step (to let others warm up the model first)."""
@@ -238,7 +238,7 @@ class GlobalStepWaiterHook(SessionRunHook):
 
 
 # -- saving ---------------------------------------------------------------------------------------
-@tf_export("train.CheckpointSaverListener")
+@tf_export("train.CheckpointSaverListener", "estimator.CheckpointSaverListener")
 class CheckpointSaverListener:
     """tf.train.CheckpointSaverListener: called by CheckpointSaverHook around each save
     (after_save may return True to stop training)."""
@@ -256,7 +256,7 @@ class CheckpointSaverListener:
         pass
 
 
-@tf_export("train.CheckpointSaverHook")
+@tf_export("train.CheckpointSaverHook", "estimator.CheckpointSaverHook")
 class CheckpointSaverHook(SessionRunHook):
     """tf.train.CheckpointSaverHook(checkpoint_dir, save_secs=None, save_steps=None, saver=None,
     checkpoint_basename='model.ckpt', scaffold=None, listeners=None, save_graph_def=True): saves
@@ -343,7 +343,7 @@ class CheckpointSaverHook(SessionRunHook):
         return self._saver
 
 
-@tf_export("train.SummarySaverHook")
+@tf_export("train.SummarySaverHook", "estimator.SummarySaverHook")
 class SummarySaverHook(SessionRunHook):
     """tf.train.SummarySaverHook(save_steps=None, save_secs=None, output_dir=None,
     summary_writer=None, scaffold=None, summary_op=None): evaluates the summary op every
@@ -398,7 +398,7 @@ class SummarySaverHook(SessionRunHook):
 
 
 # -- watching -------------------------------------------------------------------------------------
-@tf_export("train.LoggingTensorHook")
+@tf_export("train.LoggingTensorHook", "estimator.LoggingTensorHook")
 class LoggingTensorHook(SessionRunHook):
     """tf.train.LoggingTensorHook(tensors, every_n_iter=None, every_n_secs=None, at_end=False,
     formatter=None): logs the values of `tensors` (a list, or a dict tag -> tensor or name)."""
@@ -435,7 +435,7 @@ class LoggingTensorHook(SessionRunHook):
             _log.info(self._formatter(values))
             return
         with np.printoptions(suppress=True):
-            stats = ", ".join(f"{tag} = {values[tag]}" for tag in self._tag_order)
+            stats = ", ".join(f"{tag} = {values[tag]!s}" for tag in self._tag_order)   # str(): TF's "%s"
         if elapsed_secs is not None:
             _log.info("%s (%.3f sec)", stats, elapsed_secs)
         else:
@@ -451,7 +451,7 @@ class LoggingTensorHook(SessionRunHook):
             self._log_tensors(session.run(self._current_tensors))
 
 
-@tf_export("train.StepCounterHook")
+@tf_export("train.StepCounterHook", "estimator.StepCounterHook")
 class StepCounterHook(SessionRunHook):
     """tf.train.StepCounterHook(every_n_steps=100, every_n_secs=None, output_dir=None,
     summary_writer=None): logs (and, with a summary writer, records) global steps per second."""
@@ -500,7 +500,7 @@ def _scalar_summary(tag: str, value: float) -> Summary:
     return Summary(value=[Summary.Value(tag=tag, simple_value=value)])
 
 
-@tf_export("train.FinalOpsHook")
+@tf_export("train.FinalOpsHook", "estimator.FinalOpsHook")
 class FinalOpsHook(SessionRunHook):
     """tf.train.FinalOpsHook(final_ops, final_ops_feed_dict=None): evaluates final_ops when the
     session ends (final_ops_values)."""
@@ -524,7 +524,7 @@ class FinalOpsHook(SessionRunHook):
                 raise
 
 
-@tf_export("train.FeedFnHook")
+@tf_export("train.FeedFnHook", "estimator.FeedFnHook")
 class FeedFnHook(SessionRunHook):
     """tf.train.FeedFnHook(feed_fn): feeds feed_fn() into every run."""
 
@@ -535,7 +535,7 @@ class FeedFnHook(SessionRunHook):
         return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())
 
 
-@tf_export("train.ProfilerHook")
+@tf_export("train.ProfilerHook", "estimator.ProfilerHook")
 class ProfilerHook(SessionRunHook):
     """tf.train.ProfilerHook(save_steps=None, save_secs=None, output_dir='', show_dataflow=True,
     show_memory=False): every save_steps steps (or save_secs seconds) traces one run and writes

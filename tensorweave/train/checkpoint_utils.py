@@ -1,9 +1,12 @@
 """Reading checkpoints from Python and initializing variables from them:
 tf.train.load_checkpoint, load_variable, list_variables, init_from_checkpoint (ours or
-TensorFlow's V2 checkpoints; a directory means its latest checkpoint)."""
+TensorFlow's V2 checkpoints; a directory means its latest checkpoint), and waiting for a
+directory's new checkpoints (tf.train.checkpoints_iterator)."""
 from __future__ import annotations
 
+import logging
 import os
+import time
 
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
@@ -27,6 +30,46 @@ def _get_checkpoint_filename(ckpt_dir_or_file) -> str:
             raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory {ckpt_dir_or_file}")
         return found
     return ckpt_dir_or_file
+
+
+def _wait_for_new_checkpoint(checkpoint_dir, last_checkpoint=None, seconds_to_sleep: float = 1,
+                             timeout=None):
+    """The directory's latest checkpoint once it is not `last_checkpoint`; None after `timeout`
+    seconds without one (TF's wait_for_new_checkpoint)."""
+    logging.info("Waiting for new checkpoint at %s", checkpoint_dir)
+    stop_time = time.time() + timeout if timeout is not None else None
+    while True:
+        checkpoint_path = latest_checkpoint(checkpoint_dir)
+        if checkpoint_path is not None and checkpoint_path != last_checkpoint:
+            logging.info("Found new checkpoint at %s", checkpoint_path)
+            return checkpoint_path
+        if stop_time is not None and time.time() + seconds_to_sleep > stop_time:
+            return None
+        time.sleep(seconds_to_sleep)
+
+
+@tf_export("train.checkpoints_iterator")
+def checkpoints_iterator(checkpoint_dir, min_interval_secs: float = 0, timeout=None, timeout_fn=None):
+    """tf.train.checkpoints_iterator: yields each new latest checkpoint of `checkpoint_dir` (the
+    current one first), at least `min_interval_secs` apart. Waiting longer than `timeout` seconds
+    for the next one ends the iteration, unless `timeout_fn` is given: then the iteration ends
+    when it returns True and waits on otherwise."""
+    checkpoint_path = None
+    while True:
+        new_checkpoint_path = _wait_for_new_checkpoint(checkpoint_dir, checkpoint_path, timeout=timeout)
+        if new_checkpoint_path is None:
+            if not timeout_fn:
+                logging.info("Timed-out waiting for a checkpoint.")
+                return
+            if timeout_fn():
+                return
+            continue
+        start = time.time()
+        checkpoint_path = new_checkpoint_path
+        yield checkpoint_path
+        time_to_next = start + min_interval_secs - time.time()
+        if time_to_next > 0:
+            time.sleep(time_to_next)
 
 
 @tf_export("train.load_checkpoint", "contrib.framework.load_checkpoint")

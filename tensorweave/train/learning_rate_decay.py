@@ -110,7 +110,7 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
         return multiply(lr, decayed, name=scope)
 
 
-@tf_export("train.piecewise_constant")
+@tf_export("train.piecewise_constant", "train.piecewise_constant_decay")
 def piecewise_constant(x, boundaries, values, name=None):
     """tf.train.piecewise_constant: values[0] while x <= boundaries[0], values[i] while
     boundaries[i-1] < x <= boundaries[i], values[-1] after the last boundary."""

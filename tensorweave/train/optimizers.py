@@ -1,4 +1,5 @@
-"""TF1's optimizers: GradientDescent, Momentum, Adam, Adagrad, RMSProp, Adadelta, Ftrl.
+"""TF1's optimizers: GradientDescent, Momentum, Adam, Adagrad, RMSProp, Adadelta, Ftrl,
+ProximalGradientDescent, ProximalAdagrad, AdagradDA.
 
 Each update is one fused ResourceApply* op (ResourceSparseApply* for IndexedSlices gradients,
 which sums repeated indices itself), created colocated with its variable. Defaults, slot names
@@ -8,6 +9,7 @@ from __future__ import annotations
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.ops.array.core import identity
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.state.optimizer_updates import resource_apply, resource_sparse_apply
@@ -323,3 +325,100 @@ class FtrlOptimizer(_FusedOptimizer):
         if self._l2_shrinkage > 0.0:
             out.append(cast_to(self._l2_shrinkage_tensor, dtype))
         return out + [cast_to(self._learning_rate_power_tensor, dtype)]
+
+
+class _RegularizedOptimizer(_FusedOptimizer):
+    """An optimizer whose update takes learning_rate, l1 and l2 scalars (the proximal ones, AdagradDA)."""
+
+    def __init__(self, learning_rate, l1_regularization_strength, l2_regularization_strength,
+                 use_locking: bool, name: str):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._l1_regularization_strength = l1_regularization_strength
+        self._l2_regularization_strength = l2_regularization_strength
+
+    def _prepare(self):
+        self._learning_rate_tensor = convert_to_tensor(self._call_if_callable(self._learning_rate),
+                                                       name="learning_rate")
+        self._l1_regularization_strength_tensor = convert_to_tensor(
+            self._call_if_callable(self._l1_regularization_strength), name="l1_regularization_strength")
+        self._l2_regularization_strength_tensor = convert_to_tensor(
+            self._call_if_callable(self._l2_regularization_strength), name="l2_regularization_strength")
+
+    def _scalars(self, dtype):
+        return [cast_to(self._learning_rate_tensor, dtype), cast_to(self._l1_regularization_strength_tensor, dtype),
+                cast_to(self._l2_regularization_strength_tensor, dtype)]
+
+
+@tf_export("train.ProximalGradientDescentOptimizer")
+class ProximalGradientDescentOptimizer(_RegularizedOptimizer):
+    """tf.train.ProximalGradientDescentOptimizer(learning_rate, l1_regularization_strength=0.0,
+    l2_regularization_strength=0.0, use_locking=False, name='ProximalGradientDescent'):
+    prox = var - lr * grad; var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
+
+    _kind = "ProximalGradientDescent"
+
+    def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking: bool = False, name: str = "ProximalGradientDescent"):
+        super().__init__(learning_rate, l1_regularization_strength, l2_regularization_strength, use_locking, name)
+
+
+@tf_export("train.ProximalAdagradOptimizer")
+class ProximalAdagradOptimizer(_RegularizedOptimizer):
+    """tf.train.ProximalAdagradOptimizer(learning_rate, initial_accumulator_value=0.1,
+    l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,
+    name='ProximalAdagrad'): accum += g^2, then the proximal step with rate lr / sqrt(accum)."""
+
+    _kind = "ProximalAdagrad"
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
+                 l2_regularization_strength=0.0, use_locking: bool = False, name: str = "ProximalAdagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
+        super().__init__(learning_rate, l1_regularization_strength, l2_regularization_strength, use_locking, name)
+        self._initial_accumulator_value = initial_accumulator_value
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._get_or_make_constant_slot(v, self._initial_accumulator_value, "accumulator", self._name)
+
+    def _slots_of(self, var):
+        return [self.get_slot(var, "accumulator")]
+
+
+@tf_export("train.AdagradDAOptimizer")
+class AdagradDAOptimizer(_RegularizedOptimizer):
+    """tf.train.AdagradDAOptimizer(learning_rate, global_step,
+    initial_gradient_squared_accumulator_value=0.1, l1_regularization_strength=0.0,
+    l2_regularization_strength=0.0, use_locking=False, name='AdagradDA'): Adagrad dual averaging;
+    `global_step` (a variable or tensor) + 1 is the t of the update, read once per step."""
+
+    _kind = "AdagradDA"
+
+    def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking: bool = False,
+                 name: str = "AdagradDA"):
+        if initial_gradient_squared_accumulator_value <= 0.0:
+            raise ValueError("initial_gradient_squared_accumulator_value must be positive: "
+                             f"{initial_gradient_squared_accumulator_value}")
+        super().__init__(learning_rate, l1_regularization_strength, l2_regularization_strength, use_locking, name)
+        self._initial_gradient_squared_accumulator_value = initial_gradient_squared_accumulator_value
+        self._global_step = global_step
+        self._global_step_on_worker = None
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "gradient_accumulator", self._name)
+            self._get_or_make_constant_slot(v, self._initial_gradient_squared_accumulator_value,
+                                            "gradient_squared_accumulator", self._name)
+
+    def _prepare(self):
+        super()._prepare()
+        # one read of the global step per step, on the worker (not one per variable from the ps)
+        self._global_step_on_worker = identity(self._global_step) + 1
+
+    def _slots_of(self, var):
+        return [self.get_slot(var, "gradient_accumulator"), self.get_slot(var, "gradient_squared_accumulator")]
+
+    def _scalars(self, dtype):
+        return super()._scalars(dtype) + [self._global_step_on_worker]

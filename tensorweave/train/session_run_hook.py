@@ -7,7 +7,7 @@ import collections
 from tensorweave.framework.tf_export import tf_export
 
 
-@tf_export("train.SessionRunHook")
+@tf_export("train.SessionRunHook", "estimator.SessionRunHook")
 class SessionRunHook:
     """A hook into MonitoredSession: begin (before the graph is finalized),
     after_create_session, before_run / after_run around every run call, and end."""
@@ -29,7 +29,7 @@ class SessionRunHook:
         """Called once at the end of the session (not when it ends with an error)."""
 
 
-@tf_export("train.SessionRunArgs")
+@tf_export("train.SessionRunArgs", "estimator.SessionRunArgs")
 class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_dict", "options"])):
     """tf.train.SessionRunArgs(fetches, feed_dict=None, options=None): what a hook adds to a run."""
 
@@ -37,7 +37,7 @@ class SessionRunArgs(collections.namedtuple("SessionRunArgs", ["fetches", "feed_
         return super().__new__(cls, fetches, feed_dict, options)
 
 
-@tf_export("train.SessionRunContext")
+@tf_export("train.SessionRunContext", "estimator.SessionRunContext")
 class SessionRunContext:
     """tf.train.SessionRunContext(original_args, session): the run a hook is called around."""
 
@@ -64,6 +64,6 @@ class SessionRunContext:
         self._stop_requested = True
 
 
-@tf_export("train.SessionRunValues")
+@tf_export("train.SessionRunValues", "estimator.SessionRunValues")
 class SessionRunValues(collections.namedtuple("SessionRunValues", ["results", "options", "run_metadata"])):
     """tf.train.SessionRunValues(results, options, run_metadata): what before_run asked for."""

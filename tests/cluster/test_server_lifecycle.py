@@ -43,9 +43,9 @@ def test_create_local_server_in_process():
     try:
         assert server.target.startswith("grpc://localhost:")
         sd = server.server_def
-        assert sd["job_name"] == "local" and sd["task_index"] == 0 and sd["protocol"] == "grpc"
+        assert sd.job_name == "local" and sd.task_index == 0 and sd.protocol == "grpc"
         address = server.target[len("grpc://"):]
-        assert sd["cluster"] == {"job": [{"name": "local", "tasks": {0: address}}]}
+        assert [(j.name, dict(j.tasks)) for j in sd.cluster.job] == [("local", {0: address})]
         c = WorkerClient.for_address(server.target, "/job:local/replica:0/task:0")
         assert worker_mod.local_service(server.target) is server.service   # called without a socket
         h = c.register_graph(_identity_graph(), ["x:0"], ["y:0"], [])

@@ -18,7 +18,8 @@ SVALS = [np.array([[0.1, -0.2], [0.3, 0.05], [-0.4, 0.6]]),
 
 def optimizers(train) -> dict:
     """Case name -> a function making that optimizer from `train` (tensorweave's tf.train, or
-    TensorFlow's tf.compat.v1.train)."""
+    TensorFlow's tf.compat.v1.train), in the graph where the problem's global step
+    (train.get_or_create_global_step, which apply_gradients advances) lives."""
     return {
         "sgd": lambda: train.GradientDescentOptimizer(0.1),
         "momentum": lambda: train.MomentumOptimizer(0.1, 0.9),
@@ -36,4 +37,16 @@ def optimizers(train) -> dict:
                                                        l1_regularization_strength=0.01,
                                                        l2_regularization_strength=0.02,
                                                        l2_shrinkage_regularization_strength=0.03),
+        "proximal_sgd_l1l2": lambda: train.ProximalGradientDescentOptimizer(0.1, l1_regularization_strength=0.05,
+                                                                            l2_regularization_strength=0.1),
+        "proximal_sgd_l2": lambda: train.ProximalGradientDescentOptimizer(0.1, l2_regularization_strength=0.1),
+        "proximal_adagrad": lambda: train.ProximalAdagradOptimizer(0.1),
+        "proximal_adagrad_l1l2": lambda: train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.2,
+                                                                        l1_regularization_strength=0.05,
+                                                                        l2_regularization_strength=0.1),
+        "adagrad_da": lambda: train.AdagradDAOptimizer(0.1, train.get_or_create_global_step()),
+        "adagrad_da_l1l2": lambda: train.AdagradDAOptimizer(0.1, train.get_or_create_global_step(),
+                                                            initial_gradient_squared_accumulator_value=0.2,
+                                                            l1_regularization_strength=0.01,
+                                                            l2_regularization_strength=0.02),
     }

@@ -156,3 +156,27 @@ def test_shape_dtype_and_name_mismatches_name_the_variable(tmp_path):
         _restore_into(path, w=np.zeros((2, 3), np.float64))
     with pytest.raises(errors.NotFoundError, match="Key other not found in checkpoint"):
         _restore_into(path, other=np.zeros((2, 3), np.float32))
+
+
+def test_checkpoints_iterator_yields_each_new_checkpoint_until_timeout_fn_says_stop(tmp_path):
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0, name="v")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0)) == []   # none yet
+            first = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1)
+            # without timeout_fn: the current checkpoint, then the iteration ends on the timeout
+            assert list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0)) == [first]
+            saved, timeouts = [first], []
+
+            def timeout_fn():   # on the first timeout a trainer writes another checkpoint
+                timeouts.append(1)
+                if len(timeouts) == 1:
+                    sess.run(v.assign(2.0))
+                    saved.append(saver.save(sess, str(tmp_path / "model.ckpt"), global_step=2))
+                return len(timeouts) > 1
+
+            got = list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0, timeout_fn=timeout_fn))
+    assert got == saved and len(timeouts) == 2
+    assert tf.train.load_variable(got[-1], "v") == 2.0

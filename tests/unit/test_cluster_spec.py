@@ -1,10 +1,15 @@
 """tf.train.ClusterSpec: construction forms, accessors, equality and TF's errors."""
 from __future__ import annotations
 
+import json
+import pathlib
+
 import pytest
 
+import tensorweave as tf
 from tensorweave.distributed.cluster import ClusterSpec, from_tf_config, parse_task_name
 
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 SPEC = {"ps": ["ps0:2222", "ps1:2222"], "worker": ["w0:2222", "w1:2222", "w2:2222"]}
 
 
@@ -33,10 +38,33 @@ def test_from_cluster_spec_and_cluster_def_roundtrip():
     c = ClusterSpec(SPEC)
     assert ClusterSpec(c) == c
     cd = c.as_cluster_def()
-    assert cd["job"][0] == {"name": "ps", "tasks": {0: "ps0:2222", 1: "ps1:2222"}}
+    assert isinstance(cd, tf.train.ClusterDef)
+    assert [j.name for j in cd.job] == ["ps", "worker"]
+    assert dict(cd.job[0].tasks) == {0: "ps0:2222", 1: "ps1:2222"}
     assert ClusterSpec(cd) == c
     assert c == SPEC and c != {"ps": ["ps0:2222"]}
     assert c != 3
+
+
+def test_cluster_def_and_server_def_are_tfs_messages():
+    """TF 2.21's serialized ClusterDef and ServerDef (fixtures/record_tf_server_defs.py) parse to
+    what ClusterSpec writes, and ours reparse to TF's fields."""
+    recorded = json.loads((FIXTURES / "tf_server_defs.json").read_text())
+    tf_cluster_def = tf.train.ClusterDef.FromString(bytes.fromhex(recorded["cluster_def"]))
+    ours = ClusterSpec(recorded["cluster_spec"]).as_cluster_def()
+    assert ours == tf_cluster_def
+    assert ClusterSpec(tf_cluster_def).as_dict() == {"ps": ["ps0:2222", "ps1:2222"],
+                                                     "worker": {0: "w0:2222", 2: "w2:2222"}}
+    assert isinstance(ours.job[0], tf.train.JobDef)
+    tf_server_def = tf.train.ServerDef.FromString(bytes.fromhex(recorded["server_def"]))
+    assert (tf_server_def.job_name, tf_server_def.task_index, tf_server_def.protocol) == ("worker", 1, "grpc")
+    assert (tf_server_def.port, tf_server_def.replica) == (7, 2)
+    assert tf_server_def.default_session_config.intra_op_parallelism_threads == 3
+    assert dict(tf_server_def.cluster.job[0].tasks) == {1: "localhost:7"}
+    ours = tf.train.ServerDef(cluster=ClusterSpec({"worker": {1: "localhost:7"}}).as_cluster_def(),
+                              job_name="worker", task_index=1, protocol="grpc", port=7, replica=2)
+    ours.default_session_config.intra_op_parallelism_threads = 3
+    assert ours.SerializeToString() == bytes.fromhex(recorded["server_def"])   # one task: no map order
 
 
 def test_errors():

@@ -67,6 +67,7 @@ def test_piecewise_constant():
     def pw(s):
         return 1.0 if s <= 5 else 0.5 if s <= 100 else 0.1
     check(lambda s: tf.train.piecewise_constant(s, [5, 100], [1.0, 0.5, 0.1]), pw)
+    check(lambda s: tf.train.piecewise_constant_decay(s, [5, 100], [1.0, 0.5, 0.1]), pw)   # TF's other name
     with pytest.raises(ValueError, match="The length of boundaries should be 1 less"):
         tf.train.piecewise_constant(tf.constant(1), [5], [1.0])
     with pytest.raises(ValueError, match="Values must have elements all with the same dtype"):

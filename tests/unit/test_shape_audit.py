@@ -231,7 +231,9 @@ def _build_corpus(g: tf.Graph) -> None:
         for opt in (tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
                     tf.train.AdagradOptimizer(0.1), tf.train.AdamOptimizer(), tf.train.AdadeltaOptimizer(),
                     tf.train.RMSPropOptimizer(0.1), tf.train.RMSPropOptimizer(0.1, centered=True),
-                    tf.train.FtrlOptimizer(0.1), tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.1)):
+                    tf.train.FtrlOptimizer(0.1), tf.train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=0.1),
+                    tf.train.ProximalGradientDescentOptimizer(0.1), tf.train.ProximalAdagradOptimizer(0.1),
+                    tf.train.AdagradDAOptimizer(0.1, tf.Variable(0, dtype=tf.int64, name="da_step"))):
             opt.minimize(loss)
         # control flow (built by the control-flow family; audited here all the same)
         tf.cond(tf.placeholder(tf.bool, []), lambda: m * 2, lambda: m)
@@ -259,6 +261,20 @@ def _build_corpus(g: tf.Graph) -> None:
                                                              "element_shape": tf.TensorShape([4])})
         make_op("TensorListPushBack", [lst, v])
         _add_tf1_ref_ops(g, m)
+        # FFTs, Python functions, CTC
+        cx = tf.complex(x, x)
+        for fn in (tf.signal.fft, tf.signal.ifft, tf.signal.fft2d, tf.signal.ifft2d, tf.signal.fft3d,
+                   tf.signal.ifft3d):
+            fn(cx)
+        for fn, inverse in ((tf.signal.rfft, tf.signal.irfft), (tf.signal.rfft2d, tf.signal.irfft2d),
+                            (tf.signal.rfft3d, tf.signal.irfft3d)):
+            inverse(fn(x))
+        tf.py_func(lambda a: a, [m], tf.float32), tf.py_func(lambda a: a, [m], [tf.float32], stateful=False)
+        tf.py_function(lambda a: a, [m], tf.float32)
+        tf.nn.ctc_loss(tf.SparseTensor(tf.constant([[0, 0], [1, 0]], tf.int64), tf.constant([1, 2]), [2, 1]),
+                       tf.transpose(x, [1, 0, 2]), [3, 3])
+        tf.nn.ctc_greedy_decoder(tf.transpose(x, [1, 0, 2]), [3, 3])
+        tf.nn.ctc_beam_search_decoder(tf.transpose(x, [1, 0, 2]), [3, 3], beam_width=3, top_paths=2)
         # ops the runtime and the optimizers' other paths create
         make_op("Div", [m, v], {"T": tf.float32})
         make_op("UnicodeEncode", [tf.constant([72, 105, 33]), tf.constant([0, 2, 3], tf.int64)],
@@ -600,6 +616,17 @@ COMPOSITES = {
     "ragged_from_tensor_padding": (lambda x: tf.RaggedTensor.from_tensor(
         tf.nn.relu(x), padding=np.zeros(4, F)).to_tensor(-1.0), [A234]),
     "ragged_from_tensor_lengths": (lambda x: tf.RaggedTensor.from_tensor(x, lengths=[2, 0]).to_tensor(), [A234]),
+    "stft": (lambda x: tf.signal.stft(x, 2, 1, pad_end=True), [A234]),
+    "inverse_stft": (lambda x: tf.signal.inverse_stft(tf.signal.stft(x, 4, 2), 4, 2), [A234]),
+    "frame_axis1": (lambda x: tf.signal.frame(x, 2, 1, axis=1), [A234]),
+    "overlap_and_add": (lambda x: tf.signal.overlap_and_add(x, 2), [A234]),
+    "dct": (lambda x: tf.signal.dct(x, type=2, norm="ortho"), [A234]),
+    "mfccs": (tf.signal.mfccs_from_log_mel_spectrograms, [A234]),
+    "mdct": (lambda x: tf.signal.inverse_mdct(tf.signal.mdct(x, 4, pad_end=True)), [A234]),
+    "ctc_unique_labels": (lambda x: tf.nn.ctc_unique_labels(tf.cast(x * 2, tf.int32)), [A234[0]]),
+    "collapse_repeated": (lambda x: tf.nn.collapse_repeated(tf.cast(x * 2, tf.int32), [3, 2, 4]), [A234[0]]),
+    "ctc_loss_v2": (lambda x: tf.nn.ctc_loss_v2(tf.constant([[1, 2], [3, 0], [1, 1]]), x, [2, 1, 2], [2, 2, 2]),
+                    [A234]),
     "ragged_from_row_lengths_to_tensor": (lambda x: tf.RaggedTensor.from_row_lengths(
         tf.reshape(x, [-1]), [5, 0, 19]).to_tensor(), [A234]),
 }

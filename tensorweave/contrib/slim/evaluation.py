@@ -4,14 +4,13 @@ updates), write the summaries to logdir at the global step of the checkpoint, re
 from __future__ import annotations
 
 import logging
-import time
 
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.summary.summary import merge_all
 from tensorweave.summary.writer import FileWriterCache
 from tensorweave.train.basic_session_run_hooks import FinalOpsHook
-from tensorweave.train.checkpoint_management import latest_checkpoint
+from tensorweave.train.checkpoint_utils import checkpoints_iterator
 from tensorweave.train.evaluation import StopAfterNEvalsHook, evaluate_once as training_evaluate_once, \
     get_or_create_eval_step
 from tensorweave.train.monitored_session import ChiefSessionCreator, MonitoredSession
@@ -82,30 +81,6 @@ def evaluate_once(master, checkpoint_path, logdir, num_evals=1, initial_op=None,
         hooks=_hooks(num_evals, logdir, summary_op, summary_op_feed_dict, hooks), config=session_config)
 
 
-def _new_checkpoints(checkpoint_dir, min_interval_secs, timeout, timeout_fn):
-    """Each checkpoint of checkpoint_dir newer than the last one yielded, at most one per
-    min_interval_secs; ends when none appears within timeout seconds and timeout_fn (if any)
-    says so."""
-    last = None
-    while True:
-        start = time.time()
-        deadline = None if timeout is None else start + timeout
-        path = latest_checkpoint(checkpoint_dir)
-        while path is None or path == last:
-            if deadline is not None and time.time() > deadline:
-                break
-            time.sleep(1.0)
-            path = latest_checkpoint(checkpoint_dir)
-        if path is None or path == last:
-            _log.info("Timed-out waiting for a checkpoint.")
-            if timeout_fn is None or timeout_fn():
-                return
-            continue
-        last = path
-        yield path
-        time.sleep(max(0.0, start + min_interval_secs - time.time()))
-
-
 @tf_export("contrib.slim.evaluation.evaluation_loop", "contrib.slim.evaluation_loop")
 def evaluation_loop(master, checkpoint_dir, logdir, num_evals=1, initial_op=None, initial_op_feed_dict=None,
                     init_fn=None, eval_op=None, eval_op_feed_dict=None, final_op=None, final_op_feed_dict=None,
@@ -134,7 +109,7 @@ def evaluation_loop(master, checkpoint_dir, logdir, num_evals=1, initial_op=None
     final_ops_hook = FinalOpsHook(final_op, final_op_feed_dict)
     all_hooks.append(final_ops_hook)
     done = 0
-    for checkpoint_path in _new_checkpoints(checkpoint_dir, eval_interval_secs, timeout, timeout_fn):
+    for checkpoint_path in checkpoints_iterator(checkpoint_dir, eval_interval_secs, timeout, timeout_fn):
         creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path, master=master,
                                       config=session_config)
         with MonitoredSession(session_creator=creator, hooks=all_hooks) as session:

@@ -40,6 +40,7 @@ from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import ServerDef
 
 
 _ALL_INTERFACES = ("*", "0.0.0.0", "::", "[::]", "all")
@@ -92,16 +93,21 @@ def _is_local_interface(ip) -> bool:
 @tf_export("train.Server")
 class Server:
     """tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
-    config=None, start=True): an in-process server of one task of the cluster."""
+    config=None, start=True): an in-process server of one task of the cluster.
+    `server_or_cluster_def` is a tf.train.ServerDef (the other arguments, when given, override
+    its fields), a tf.train.ClusterDef, a tf.train.ClusterSpec or a dict ClusterSpec accepts."""
 
     def __init__(self, server_or_cluster_def, job_name: Optional[str] = None, task_index: Optional[int] = None,
                  protocol: Optional[str] = None, config=None, start: bool = True, bind_address: Optional[str] = None):
-        if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
-            sd = server_or_cluster_def   # a ServerDef-shaped dict
-            cluster = ClusterSpec(sd["cluster"])
-            job_name = job_name or sd.get("job_name")
-            task_index = task_index if task_index is not None else sd.get("task_index")
-            protocol = protocol or sd.get("protocol")
+        if isinstance(server_or_cluster_def, ServerDef):
+            # TF's rule: the arguments given override the ServerDef's fields
+            server_def = server_or_cluster_def
+            cluster = ClusterSpec(server_def.cluster)
+            job_name = job_name or server_def.job_name or None
+            task_index = server_def.task_index if task_index is None else task_index
+            protocol = protocol or server_def.protocol or None
+            if config is None and server_def.HasField("default_session_config"):
+                config = server_def.default_session_config
         else:
             cluster = ClusterSpec(server_or_cluster_def)
         if protocol not in (None, "grpc", "zmq"):
@@ -142,10 +148,15 @@ class Server:
             self.start()
 
     @property
-    def server_def(self) -> dict:
-        """The ServerDef as a dict: cluster (ClusterDef), job_name, task_index, protocol."""
-        return {"cluster": self._cluster.as_cluster_def(), "job_name": self._job_name,
-                "task_index": self._task_index, "protocol": self._protocol}
+    def server_def(self) -> ServerDef:
+        """The tf.train.ServerDef of this server: cluster, job_name, task_index, protocol, and the
+        default_session_config of a ServerDef it was started from (a tf.ConfigProto record given as
+        `config` is not a protocol buffer and is not carried)."""
+        server_def = ServerDef(cluster=self._cluster.as_cluster_def(), job_name=self._job_name,
+                               task_index=self._task_index, protocol=self._protocol)
+        if isinstance(self._config, type(server_def.default_session_config)):
+            server_def.default_session_config.CopyFrom(self._config)
+        return server_def
 
     @property
     def target(self) -> str:

@@ -58,18 +58,18 @@ def _xent_kernel(features, labels):
     return loss.astype(features.dtype, copy=False), (np.exp(logp) - labels).astype(features.dtype, copy=False)
 
 
-def _broadcast_mul(vec, mat):
+def broadcast_mul(vec, mat):
     """vec[:, None] * mat, as TF's _BroadcastMul."""
     return multiply(expand_dims(vec, -1), mat)
 
 
 def _xent_grad(op, grad_loss, grad_grad):
     logits = op.inputs[0]
-    g = _broadcast_mul(grad_loss, op.outputs[1])
+    g = broadcast_mul(grad_loss, op.outputs[1])
     if grad_grad is not None:
         s = softmax(logits)
         g = add(g, multiply(subtract(grad_grad, reduce_sum(multiply(grad_grad, s), -1, keepdims=True)), s))
-    return [g, _broadcast_mul(grad_loss, negative(log_softmax(logits)))]
+    return [g, broadcast_mul(grad_loss, negative(log_softmax(logits)))]
 
 
 register("SoftmaxCrossEntropyWithLogits", _xent_infer, pure(_xent_kernel), grad=_xent_grad)
@@ -111,7 +111,7 @@ def _sparse_xent_kernel(node, ctx):
 
 
 def _sparse_xent_grad(op, grad_loss, grad_grad):
-    g = _broadcast_mul(grad_loss, op.outputs[1])
+    g = broadcast_mul(grad_loss, op.outputs[1])
     if grad_grad is not None:
         s = softmax(op.inputs[0])
         g = add(g, multiply(subtract(grad_grad, reduce_sum(multiply(grad_grad, s), -1, keepdims=True)), s))

@@ -109,6 +109,35 @@ def _ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
     return _ftrl_core(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
 
 
+def _proximal_step(prox_var, lr, l1, l2):
+    """TF's proximal step: soft-threshold prox_var by lr * l1 (when l1 > 0), then shrink by
+    1 + lr * l2."""
+    if l1 > 0:
+        prox_var = np.sign(prox_var) * np.maximum(np.abs(prox_var) - lr * l1, np.zeros((), prox_var.dtype))
+    return prox_var / (np.ones((), prox_var.dtype) + lr * l2)
+
+
+def _proximal_sgd(var, alpha, l1, l2, grad):
+    return (_proximal_step(var - alpha * grad, alpha, l1, l2),)
+
+
+def _proximal_adagrad(var, accum, lr, l1, l2, grad):
+    accum = accum + grad * grad
+    learning_rate = lr / np.sqrt(accum)
+    return _proximal_step(var - grad * learning_rate, learning_rate, l1, l2), accum
+
+
+def _adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1, l2, global_step):
+    gradient_accum = gradient_accum + grad
+    gradient_squared_accum = gradient_squared_accum + grad * grad
+    numerator = gradient_accum
+    if l1 > 0:
+        numerator = np.sign(gradient_accum) * np.maximum(np.abs(gradient_accum) - l1 * global_step,
+                                                         np.zeros((), var.dtype))
+    var = -lr * numerator / (l2 * global_step * lr + np.sqrt(gradient_squared_accum))
+    return var, gradient_accum, gradient_squared_accum
+
+
 _RULES = [
     _Rule("GradientDescent", 0, ("alpha",), _sgd),
     _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov")),
@@ -120,6 +149,10 @@ _RULES = [
     _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta),
     _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True),
     _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True),
+    _Rule("ProximalGradientDescent", 0, ("alpha", "l1", "l2"), _proximal_sgd),
+    _Rule("ProximalAdagrad", 1, ("lr", "l1", "l2"), _proximal_adagrad),
+    # global_step is TF's int64 input; the kernel uses it as T (TF's static_cast<T>)
+    _Rule("AdagradDA", 2, ("lr", "l1", "l2", "global_step"), _adagrad_da, grad_first=True),
 ]
 # Momentum's grad comes before its `momentum` scalar (TF's input order): lr, grad, momentum.
 _GRAD_AFTER = {"Momentum": 1}

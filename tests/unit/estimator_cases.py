@@ -1,0 +1,283 @@
+"""What tests/unit/fixtures/record_tf_estimator.py records from TensorFlow 2.15's tf.compat.v1.estimator
+and tests/unit/test_estimator.py / test_run_config.py replay against tensorweave: a table of
+TF_CONFIGs and RunConfig arguments, and a linear model_fn with fixed initial values trained by
+gradient descent on fixed data. Pure Python and numpy; `tf` is the TF1 namespace of either side."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+# -- RunConfig over TF_CONFIG ----------------------------------------------------------------------
+CLUSTER = {"chief": ["host0:2222"], "ps": ["host1:2222", "host2:2222"],
+           "worker": ["host3:2222", "host4:2222", "host5:2222"]}
+MASTER_CLUSTER = {"master": ["host0:2222"], "ps": ["host1:2222"], "worker": ["host3:2222", "host4:2222"]}
+
+
+def device_fn_of_op(op):
+    return "/cpu:0"
+
+
+def device_fn_of_x(x):
+    return "/cpu:0"
+
+
+def _tf_config(cluster=None, task_type=None, index=None, **extra):
+    config = dict(extra)
+    if cluster is not None:
+        config["cluster"] = cluster
+    if task_type is not None or index is not None:
+        config["task"] = {k: v for k, v in (("type", task_type), ("index", index)) if v is not None}
+    return config
+
+
+# name -> (TF_CONFIG dict or None, RunConfig kwargs, replace() kwargs or None)
+RUN_CONFIG_CASES = {
+    "no_tf_config": (None, {}, None),
+    "empty_tf_config": ({}, {}, None),
+    "chief": (_tf_config(CLUSTER, "chief", 0), {}, None),
+    "worker_1": (_tf_config(CLUSTER, "worker", 1), {}, None),
+    "worker_2_index_as_string": (_tf_config(CLUSTER, "worker", "2"), {}, None),
+    "ps_1": (_tf_config(CLUSTER, "ps", 1), {}, None),
+    "evaluator": (_tf_config(CLUSTER, "evaluator", 0), {}, None),
+    "evaluator_eval_session_master": (_tf_config(CLUSTER, "evaluator", 0, eval_session_master="grpc://e:1"), {},
+                                      None),
+    "session_master": (_tf_config(CLUSTER, "worker", 0, session_master="grpc://elsewhere:1"), {}, None),
+    "single_chief": (_tf_config({"chief": ["host0:2222"]}, "chief", 0), {}, None),
+    "master": (_tf_config(MASTER_CLUSTER, "master", 0), {}, None),
+    "master_cluster_worker": (_tf_config(MASTER_CLUSTER, "worker", 1), {}, None),
+    "master_cluster_ps": (_tf_config(MASTER_CLUSTER, "ps", 0), {}, None),
+    "no_cluster_worker_task": (_tf_config(None, "worker", 0), {}, None),
+    "no_cluster_session_master": (_tf_config(None, None, None, session_master="grpc://m:1"), {}, None),
+    "model_dir_in_tf_config": (_tf_config(CLUSTER, "chief", 0, model_dir="/tmp/from_tf_config"), {}, None),
+    "model_dir_both_same": (_tf_config(None, model_dir="/tmp/same"), {"model_dir": "/tmp/same"}, None),
+    "service": (_tf_config(CLUSTER, "chief", 0, service={"name": "x"}), {}, None),
+    "custom_session_config_kept": (_tf_config(CLUSTER, "worker", 0), {"save_checkpoints_steps": 10,
+                                                                      "keep_checkpoint_max": 2}, None),
+    "all_arguments": (None, {"model_dir": "/tmp/m", "tf_random_seed": 7, "save_summary_steps": 3,
+                             "save_checkpoints_secs": 30, "keep_checkpoint_max": 0,
+                             "keep_checkpoint_every_n_hours": 2, "log_step_count_steps": 9,
+                             "protocol": "grpc", "experimental_max_worker_delay_secs": 4,
+                             "session_creation_timeout_secs": 60}, None),
+    "save_steps_none_none": (None, {"save_checkpoints_steps": None, "save_checkpoints_secs": None}, None),
+    "replace_steps": (None, {}, {"save_checkpoints_steps": 10}),
+    "replace_secs": (None, {"save_checkpoints_steps": 10}, {"save_checkpoints_secs": 5}),
+    "replace_model_dir_and_seed": (_tf_config(CLUSTER, "worker", 1), {}, {"model_dir": "/tmp/r", "tf_random_seed": 3}),
+    "device_fn": (None, {"device_fn": device_fn_of_op}, None),
+    # errors
+    "err_no_chief": (_tf_config({"ps": ["h:1"], "worker": ["h:2"]}, "worker", 0), {}, None),
+    "err_two_chiefs": (_tf_config({"chief": ["h:1", "h:2"], "worker": ["h:3"]}, "chief", 0), {}, None),
+    "err_no_task_type": (_tf_config(CLUSTER, None, 0), {}, None),
+    "err_no_task_index": (_tf_config(CLUSTER, "worker", None), {}, None),
+    "err_negative_index": (_tf_config(CLUSTER, "worker", -1), {}, None),
+    "err_unknown_task_type": (_tf_config(CLUSTER, "trainer", 0), {}, None),
+    "err_index_out_of_range": (_tf_config(CLUSTER, "worker", 3), {}, None),
+    "err_no_cluster_ps": (_tf_config(None, "ps", 0), {}, None),
+    "err_no_cluster_index_1": (_tf_config(None, "worker", 1), {}, None),
+    "err_master_and_chief": (_tf_config(dict(MASTER_CLUSTER, chief=["h:9"]), "master", 0), {}, None),
+    "err_master_evaluator": (_tf_config(MASTER_CLUSTER, "evaluator", 0), {}, None),
+    "err_service_not_dict": (_tf_config(CLUSTER, "chief", 0, service="x"), {}, None),
+    "err_model_dir_conflict": (_tf_config(None, model_dir="/tmp/a"), {"model_dir": "/tmp/b"}, None),
+    "err_empty_model_dir": (None, {"model_dir": ""}, None),
+    "err_both_save": (None, {"save_checkpoints_steps": 1, "save_checkpoints_secs": 1}, None),
+    "err_summary_steps": (None, {"save_summary_steps": -1}, None),
+    "err_save_steps_negative": (None, {"save_checkpoints_steps": -1}, None),
+    "err_keep_max": (None, {"keep_checkpoint_max": -1}, None),
+    "err_keep_hours": (None, {"keep_checkpoint_every_n_hours": 0}, None),
+    "err_log_steps": (None, {"log_step_count_steps": 0}, None),
+    "err_seed": (None, {"tf_random_seed": 1.5}, None),
+    "err_delay": (None, {"experimental_max_worker_delay_secs": 1.5}, None),
+    "err_timeout": (None, {"session_creation_timeout_secs": 0}, None),
+    "err_protocol": (None, {"protocol": "http"}, None),
+    "err_device_fn_args": (None, {"device_fn": device_fn_of_x}, None),
+    "err_replace_unknown": (None, {}, {"master": "grpc://x:1"}),
+    "err_replace_both": (None, {}, {"save_checkpoints_steps": 1, "save_checkpoints_secs": 1}),
+}
+
+RUN_CONFIG_PROPERTIES = ("cluster_spec", "task_type", "task_id", "num_ps_replicas", "num_worker_replicas", "is_chief",
+                         "master", "evaluation_master", "global_id_in_cluster", "model_dir", "service",
+                         "tf_random_seed", "save_summary_steps", "save_checkpoints_steps", "save_checkpoints_secs",
+                         "keep_checkpoint_max", "keep_checkpoint_every_n_hours", "log_step_count_steps", "protocol",
+                         "experimental_max_worker_delay_secs", "session_creation_timeout_secs", "device_filters")
+
+
+def run_config_properties(config) -> dict:
+    """The recorded properties of a RunConfig, as JSON values."""
+    out = {}
+    for name in RUN_CONFIG_PROPERTIES:
+        if name == "device_filters":
+            sc = config.session_config
+            out[name] = None if sc is None else list(sc.device_filters)
+        elif name == "cluster_spec":
+            out[name] = config.cluster_spec.as_dict()
+        else:
+            out[name] = getattr(config, name)
+    return out
+
+
+def clean_message(text: str) -> str:
+    """An error message without object addresses (`<function f at 0x7f...>` -> `<function f>`)."""
+    return re.sub(r" at 0x[0-9a-f]+>", ">", text)
+
+
+# -- a linear model_fn ----------------------------------------------------------------------------
+_R = np.random.RandomState(7)
+X = _R.randn(16, 2).round(3).astype(np.float32)
+Y = (X @ np.array([[1.5], [-2.0]], np.float32) + 0.3 + 0.1 * _R.randn(16, 1)).round(3).astype(np.float32)
+W0 = [[0.5], [-0.3]]
+B0 = [0.1]
+
+
+def linear_model_fn(tf, step_losses=None):
+    """model_fn(features, labels, mode, params): y = x w + b with w, b starting at W0, B0; mean
+    squared error; GradientDescent(params["learning_rate"]); eval metrics mae and rmse. Each
+    training step's loss is appended to `step_losses` (through a training hook)."""
+
+    class RecordLoss(tf.train.SessionRunHook):
+        def __init__(self, loss):
+            self._loss = loss
+
+        def before_run(self, run_context):
+            return tf.train.SessionRunArgs(self._loss)
+
+        def after_run(self, run_context, run_values):
+            step_losses.append(float(run_values.results))
+
+    def model_fn(features, labels, mode, params):
+        w = tf.get_variable("w", initializer=tf.constant(W0))
+        b = tf.get_variable("b", initializer=tf.constant(B0))
+        x = features["x"] if isinstance(features, dict) else features
+        pred = tf.matmul(x, w) + b
+        predictions = {"y": pred, "double": pred * 2.0}
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions=predictions)
+        loss = tf.losses.mean_squared_error(labels, pred)
+        train_op = tf.train.GradientDescentOptimizer(params["learning_rate"]).minimize(
+            loss, global_step=tf.train.get_global_step())
+        metrics = {"mae": tf.metrics.mean_absolute_error(labels, pred),
+                   "rmse": tf.metrics.root_mean_squared_error(labels, pred)}
+        hooks = [RecordLoss(loss)] if step_losses is not None else []
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op,
+                                          eval_metric_ops=metrics, training_hooks=hooks)
+    return model_fn
+
+
+def train_input_fn(tf):
+    return lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(4).repeat()
+
+
+def eval_input_fn(tf):
+    return lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(4)
+
+
+def predict_input_fn(tf):
+    return lambda: tf.data.Dataset.from_tensor_slices({"x": X}).batch(5)
+
+
+def tensor_input_fn(tf):
+    """(features, labels) as tensors of a one-shot iterator, features a plain tensor."""
+    def input_fn(params, mode):
+        assert params["learning_rate"] == 0.1 and mode == tf.estimator.ModeKeys.TRAIN
+        features, labels = tf.data.make_one_shot_iterator(
+            tf.data.Dataset.from_tensor_slices((X, Y)).batch(8).repeat()).get_next()
+        return features, labels
+    return input_fn
+
+
+# -- numpy_input_fn -------------------------------------------------------------------------------
+NP_X = {"b": np.arange(14, dtype=np.float32).reshape(7, 2), "a": np.arange(7, dtype=np.int64)}
+NP_Y = np.arange(7, dtype=np.float64) * 10
+
+
+def numpy_input_cases(tf):
+    """name -> numpy_input_fn, read until its input ends (or for 4 batches when it repeats)."""
+    fn = tf.estimator.inputs.numpy_input_fn
+    return {
+        "dict_x_array_y_2_epochs": fn(NP_X, NP_Y, batch_size=3, num_epochs=2, shuffle=False),
+        "dict_y": fn({"a": NP_X["a"]}, {"t1": NP_Y, "t0": NP_Y + 1}, batch_size=4, num_epochs=1, shuffle=False),
+        "array_x_no_y_forever": fn(NP_X["b"], None, batch_size=3, num_epochs=None, shuffle=False),
+    }
+
+
+def numpy_input_errors(tf):
+    fn = tf.estimator.inputs.numpy_input_fn
+    return {
+        "shuffle_none": lambda: fn(NP_X, NP_Y),
+        "empty_dict": lambda: fn({}, NP_Y, shuffle=False)(),
+        "list_x": lambda: fn([1, 2], NP_Y, shuffle=False)(),
+        "length_mismatch": lambda: fn(NP_X, NP_Y[:5], shuffle=False)(),
+        "duplicate_keys": lambda: fn(NP_X, {"a": NP_Y}, shuffle=False)(),
+        "empty_y_dict": lambda: fn(NP_X, {}, shuffle=False)(),
+    }
+
+
+# -- exports --------------------------------------------------------------------------------------
+def raw_receiver_fn(tf):
+    """Serving inputs: the feature x itself, a float32 [None, 2] placeholder."""
+    return tf.estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 2], name="x")})
+
+
+def raw_bytes_receiver_fn(tf):
+    """Serving inputs: serialized examples as raw float32 bytes, two per row (a string input, as TF
+    Serving's classify and regress signatures take)."""
+    def receiver_fn():
+        examples = tf.placeholder(tf.string, [None], name="examples")
+        features = {"x": tf.reshape(tf.io.decode_raw(examples, tf.float32), [-1, 2])}
+        return tf.estimator.export.ServingInputReceiver(features, {"examples": examples})
+    return receiver_fn
+
+
+def serving_model_fn(tf):
+    """linear_model_fn with regress (the default), classify and predict export outputs."""
+    linear = linear_model_fn(tf)
+
+    def model_fn(features, labels, mode, params):
+        spec = linear(features, labels, mode, params)
+        if mode != tf.estimator.ModeKeys.PREDICT:
+            return spec
+        y = tf.squeeze(spec.predictions["y"], 1)
+        classes = tf.where(y > 0, tf.fill(tf.shape(y), "positive"), tf.fill(tf.shape(y), "negative"))
+        outputs = {"serving_default": tf.estimator.export.RegressionOutput(y),
+                   "classify": tf.estimator.export.ClassificationOutput(scores=tf.expand_dims(tf.abs(y), 1),
+                                                                      classes=tf.expand_dims(classes, 1)),
+                   "predict": tf.estimator.export.PredictOutput({"y": y})}
+        return tf.estimator.EstimatorSpec(mode, predictions=spec.predictions, export_outputs=outputs)
+    return model_fn
+
+
+def export_all(tf, model_dir: str, export_base: str) -> dict:
+    """Trains the linear model 10 steps in model_dir and exports it three times (raw receiver with
+    the default predict signature; raw-bytes and tf.Example-parsing receivers with
+    serving_model_fn's signatures): {"raw", "serving", "parsing": export dir}."""
+    est = tf.estimator.Estimator(linear_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    est.train(train_input_fn(tf), steps=10)
+    raw = est.export_saved_model(export_base + "/raw", raw_receiver_fn(tf))
+    serving = tf.estimator.Estimator(serving_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    serving_dir = serving.export_saved_model(export_base + "/serving", raw_bytes_receiver_fn(tf))
+    parsing_dir = serving.export_saved_model(export_base + "/parsing", parsing_receiver_fn(tf))
+    return {"raw": raw.decode(), "serving": serving_dir.decode(), "parsing": parsing_dir.decode()}
+
+
+def parsing_receiver_fn(tf):
+    """Serving inputs: serialized tf.Examples with a float feature x of 2 values."""
+    return tf.estimator.export.build_parsing_serving_input_receiver_fn({"x": tf.FixedLenFeature([2], tf.float32)})
+
+
+def serving_feeds(tf) -> dict:
+    """{export name: {signature key: {input key: value}}} for export_all's exports."""
+    raw_bytes = np.array([row.tobytes() for row in X], dtype=object)
+    examples = np.array([tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString() for row in X],
+        dtype=object)
+    signatures = (("serving_default", "inputs"), ("classify", "inputs"), ("predict", "examples"))
+    return {"raw": {"serving_default": {"x": X}},
+            "serving": {key: {name: raw_bytes} for key, name in signatures},
+            "parsing": {key: {name: examples} for key, name in signatures}}
+
+
+def signature_structure(meta_graph) -> dict:
+    """{signature key: [method name, {input key: [dtype enum, dims]}, {output key: [dtype enum, dims]}]}."""
+    def infos(m):
+        return {k: [int(v.dtype), [int(d.size) for d in v.tensor_shape.dim]] for k, v in sorted(m.items())}
+    return {k: [s.method_name, infos(s.inputs), infos(s.outputs)] for k, s in sorted(meta_graph.signature_def.items())}
