@@ -71,7 +71,7 @@ def name_scope(name, default_name=None, values=None):
 op_scope = name_scope
 
 
-@tf_export("get_name_scope")
+@tf_export("get_name_scope", "contrib.framework.get_name_scope")
 def get_name_scope() -> str:
     return get_default_graph().get_name_scope()
 

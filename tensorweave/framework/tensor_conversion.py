@@ -11,7 +11,7 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tf_export import tf_export
 
 
-@tf_export("is_tensor")
+@tf_export("is_tensor", "contrib.framework.is_tensor")
 def is_tensor(x) -> bool:
     return isinstance(x, Tensor) or getattr(x, "_is_tensor_like", False)
 

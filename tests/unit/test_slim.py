@@ -351,6 +351,13 @@ def test_framework_variables_and_global_step():
     assert tf.contrib.framework.assert_or_get_global_step() is None
     step = tf.contrib.framework.get_or_create_global_step()
     assert tf.contrib.framework.assert_or_get_global_step() is step
+    framework = tf.contrib.framework   # the names contrib.framework shares with tf and tf.train
+    assert framework.is_tensor(step.read_value()) and not framework.is_tensor(step.read_value().op)
+    with tf.name_scope("outer"):
+        assert framework.get_name_scope() == "outer"
+    with pytest.raises(ValueError):
+        framework.assert_scalar(tf.ones([2]))
+    assert framework.load_checkpoint is tf.train.load_checkpoint and framework.arg_scope is slim.arg_scope
     assert step is tf.train.get_global_step() and step.op.name == "global_step"
     assign, feed = slim.assign_from_values({"w": np.full([2, 3], 7.0, np.float32)})
     with tf.Session() as sess:

@@ -178,7 +178,7 @@ def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=
         return Assert(greater_equal(rank_of(x), rank_t), data, summarize=summarize)
 
 
-@tf_export("debugging.assert_scalar", "assert_scalar")
+@tf_export("debugging.assert_scalar", "assert_scalar", "contrib.framework.assert_scalar")
 def assert_scalar(tensor, name=None, message=None):
     """tf.assert_scalar(tensor, name=None, message=None): `tensor`, after a build-time check that
     it is a scalar (ValueError otherwise)."""

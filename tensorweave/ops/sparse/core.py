@@ -33,7 +33,8 @@ from tensorweave.ops.registry import RegisterGradient, register
 # framework's SparseTensor, declared here: a program whose first name is tf.SparseTensor built
 # from Python lists gets the op library that converts them.
 tf_export("sparse.SparseTensor", "SparseTensor")(SparseTensor)
-tf_export("convert_to_tensor_or_sparse_tensor")(convert_to_tensor_or_sparse_tensor)
+tf_export("convert_to_tensor_or_sparse_tensor", "contrib.framework.convert_to_tensor_or_sparse_tensor")(
+    convert_to_tensor_or_sparse_tensor)
 
 
 def convert_sparse(sp_input, what: str = "sp_input") -> SparseTensor:
