@@ -684,6 +684,18 @@ def test_learning_train_lowers_the_loss_and_checkpoints_into_logdir(tmp_path):
     assert glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
 
 
+def test_learning_train_with_a_sync_replicas_optimizer(tmp_path):
+    x_value, y_value = classification_problem()
+    logits = classifier(tf.constant(x_value), True)
+    slim.losses.sparse_softmax_cross_entropy(logits, tf.constant(y_value))
+    optimizer = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.5), replicas_to_aggregate=1,
+                                               total_num_replicas=1)
+    train_op = slim.learning.create_train_op(slim.losses.get_total_loss(), optimizer)
+    loss = slim.learning.train(train_op, str(tmp_path), number_of_steps=20, sync_optimizer=optimizer)
+    reader = tf.train.NewCheckpointReader(tf.train.latest_checkpoint(str(tmp_path)))
+    assert reader.get_tensor("global_step") == 20 and loss < 1.0
+
+
 def test_evaluate_once_and_evaluation_loop(tmp_path):
     logdir = str(tmp_path / "train")
     x_value, y_value = classification_problem()

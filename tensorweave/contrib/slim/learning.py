@@ -158,7 +158,8 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
     `master` that restores the latest checkpoint in logdir or else initialises the variables and
     calls init_fn(sess) (e.g. assign_from_checkpoint_fn for fine-tuning); the chief saves a
     checkpoint every save_interval_secs and at the end, and summaries every save_summaries_secs.
-    Returns the last total loss."""
+    With sync_optimizer (a SyncReplicasOptimizer or a list of them), the chief runs their token
+    queue runners and initial tokens. Returns the last total loss."""
     if train_op is None:
         raise ValueError("train_op cannot be None.")
     if logdir is None:
@@ -168,9 +169,8 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
             raise ValueError("Cannot provide saver because logdir=None")
         if trace_every_n_steps is not None:
             raise ValueError("Cannot provide trace_every_n_steps because logdir=None")
-    if sync_optimizer is not None:
-        raise ValueError("slim.learning.train: sync_optimizer is not supported; use "
-                         "tf.train.MonitoredTrainingSession with the optimizer's make_session_run_hook")
+    if sync_optimizer is not None and not isinstance(sync_optimizer, list):
+        sync_optimizer = [sync_optimizer]
     graph = graph or get_default_graph()
     with graph.as_default():
         if global_step is None:
@@ -186,6 +186,13 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
             summary_op = Supervisor.USE_DEFAULT
         if summary_writer is _USE_DEFAULT:
             summary_writer = Supervisor.USE_DEFAULT
+        ready_for_local_init_op = Supervisor.USE_DEFAULT
+        if sync_optimizer is not None:
+            if is_chief:   # built before the Supervisor finalizes the graph
+                init_tokens_op = [opt.get_init_tokens_op() for opt in sync_optimizer]
+                chief_queue_runner = [opt.get_chief_queue_runner() for opt in sync_optimizer]
+            local_init_op = group(local_init_op, *[opt.local_step_init_op for opt in sync_optimizer])
+            ready_for_local_init_op = group(*[opt.ready_for_local_init_op for opt in sync_optimizer])
         if train_step_kwargs is _USE_DEFAULT:
             with name_scope("train_step"):
                 train_step_kwargs = {"should_stop": greater_equal(global_step, number_of_steps)
@@ -193,7 +200,8 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
                 if log_every_n_steps > 0:
                     train_step_kwargs["should_log"] = equal(floormod(global_step, log_every_n_steps), 0)
     sv = Supervisor(graph=graph, is_chief=is_chief, logdir=logdir, init_op=init_op, init_feed_dict=init_feed_dict,
-                    local_init_op=local_init_op, ready_op=ready_op, summary_op=summary_op,
+                    local_init_op=local_init_op, ready_for_local_init_op=ready_for_local_init_op,
+                    ready_op=ready_op, summary_op=summary_op,
                     summary_writer=summary_writer, global_step=global_step, saver=saver,
                     save_summaries_secs=save_summaries_secs, save_model_secs=save_interval_secs, init_fn=init_fn)
     total_loss = None
@@ -212,6 +220,9 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
                     _wait_for_step(sess, global_step, min(startup_delay_steps, number_of_steps or sys.maxsize))
                 threads = sv.start_queue_runners(sess)
                 _log.info("Starting Queues.")
+                if is_chief and sync_optimizer is not None:   # the chief hands out the first tokens
+                    sv.start_queue_runners(sess, chief_queue_runner)
+                    sess.run(init_tokens_op)
                 try:
                     while not sv.should_stop():
                         total_loss, should_stop = train_step_fn(sess, train_op, global_step, train_step_kwargs)
