@@ -716,6 +716,8 @@ NAMESPACES = {
         'variable_device': ('tensorweave.contrib.framework', 'variable_device'),
     },
     'tensorweave.contrib.layers': {
+        'OPTIMIZER_CLS_NAMES': ('tensorweave.contrib.optimizers', 'OPTIMIZER_CLS_NAMES'),
+        'OPTIMIZER_SUMMARIES': ('tensorweave.contrib.optimizers', 'OPTIMIZER_SUMMARIES'),
         'apply_regularization': ('tensorweave.regularizers', 'apply_regularization'),
         'avg_pool2d': ('tensorweave.contrib.layers', 'avg_pool2d'),
         'batch_norm': ('tensorweave.contrib.layers', 'batch_norm'),
@@ -739,6 +741,7 @@ NAMESPACES = {
         'linear': ('tensorweave.contrib.layers', 'linear'),
         'max_pool2d': ('tensorweave.contrib.layers', 'max_pool2d'),
         'one_hot_encoding': ('tensorweave.contrib.layers', 'one_hot_encoding'),
+        'optimize_loss': ('tensorweave.contrib.optimizers', 'optimize_loss'),
         'relu': ('tensorweave.contrib.layers', 'relu'),
         'relu6': ('tensorweave.contrib.layers', 'relu6'),
         'repeat': ('tensorweave.contrib.layers', 'repeat'),
@@ -812,6 +815,8 @@ NAMESPACES = {
         'stft': ('tensorweave.ops.signal.spectral_ops', 'stft'),
     },
     'tensorweave.contrib.slim': {
+        'OPTIMIZER_CLS_NAMES': ('tensorweave.contrib.optimizers', 'OPTIMIZER_CLS_NAMES'),
+        'OPTIMIZER_SUMMARIES': ('tensorweave.contrib.optimizers', 'OPTIMIZER_SUMMARIES'),
         'VariableDeviceChooser': ('tensorweave.contrib.framework', 'VariableDeviceChooser'),
         'add_arg_scope': ('tensorweave.contrib.framework', 'add_arg_scope'),
         'add_model_variable': ('tensorweave.contrib.framework', 'add_model_variable'),
@@ -875,6 +880,7 @@ NAMESPACES = {
         'model_variable': ('tensorweave.contrib.framework', 'model_variable'),
         'nets': ('tensorweave.contrib.slim.nets', None),
         'one_hot_encoding': ('tensorweave.contrib.layers', 'one_hot_encoding'),
+        'optimize_loss': ('tensorweave.contrib.optimizers', 'optimize_loss'),
         'parallel_reader': ('tensorweave.contrib.slim.data', None),
         'queues': ('tensorweave.contrib.slim.queues', None),
         'relu': ('tensorweave.contrib.layers', 'relu'),

@@ -696,6 +696,38 @@ def test_learning_train_with_a_sync_replicas_optimizer(tmp_path):
     assert reader.get_tensor("global_step") == 20 and loss < 1.0
 
 
+def test_optimize_loss_and_gradient_multipliers():
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    w = tf.get_variable("w", [2, 1], initializer=tf.ones_initializer())
+    b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - tf.constant([[1.0], [2.0]])))
+    step = tf.train.get_or_create_global_step()
+    train = slim.optimize_loss(loss, step, 0.1, "SGD", clip_gradients=1.0, gradient_multipliers={b: 0.0},
+                               summaries=["loss", "gradient_norm"])
+    assert slim.get_variables("OptimizeLoss/learning_rate")[0] not in tf.trainable_variables()
+    tags = {t.op.name for t in tf.get_collection(tf.GraphKeys.SUMMARIES)}
+    assert {"OptimizeLoss/loss", "OptimizeLoss/global_norm/gradient_norm", "OptimizeLoss/gradient_norm/w_0"} <= tags
+    with pytest.raises(ValueError, match="Optimizer name should be one of"):
+        slim.optimize_loss(loss, step, 0.1, "Nesterov")
+    with pytest.raises(ValueError, match="Summaries should be one of"):
+        slim.optimize_loss(loss, step, 0.1, "SGD", summaries=["weights"])
+    with pytest.raises(ValueError, match="Requested multiple of `None` gradient"):
+        slim.learning.multiply_gradients([(None, b)], {b: 2.0})
+    scaled = slim.learning.multiply_gradients([(tf.constant([1.0, 2.0]), w)], {"w": tf.constant(3.0)})[0][0]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(scaled), [3.0, 6.0])   # keyed by the variable's op name
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(loss)
+        sess.run(train)
+        got_w, got_b, got_step = sess.run([w, b, step])
+    residual = np.array([[1.0, 2.0], [3.0, 4.0]]) @ np.ones([2, 1]) - [[1.0], [2.0]]
+    grad_w = 2 * np.array([[1.0, 2.0], [3.0, 4.0]]).T @ residual / 2   # d mean(r^2) / dw
+    scale = min(1.0, 1.0 / np.linalg.norm(grad_w))   # b's gradient multiplied by 0: only w's counts
+    np.testing.assert_allclose(got_w, 1.0 - 0.1 * grad_w * scale, rtol=1e-5)
+    np.testing.assert_array_equal(got_b, [0.0])
+    assert got_step == 1 and before == pytest.approx(np.mean(residual ** 2))
+
+
 def test_evaluate_once_and_evaluation_loop(tmp_path):
     logdir = str(tmp_path / "train")
     x_value, y_value = classification_problem()

@@ -10,7 +10,7 @@ import time
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys, control_dependencies, get_collection, get_collection_ref, \
     name_scope
-from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant
@@ -32,22 +32,30 @@ _USE_DEFAULT = object()
 _USE_GLOBAL_STEP = 0
 
 
-def _map_grads(grads_and_vars, fn) -> list:
-    out = []
-    for grad, var in grads_and_vars:
-        if grad is not None:
-            if isinstance(grad, IndexedSlices):
-                grad = IndexedSlices(fn(grad.values, var), grad.indices, grad.dense_shape)
-            else:
-                grad = fn(grad, var)
-        out.append((grad, var))
-    return out
-
-
 @tf_export("contrib.slim.learning.clip_gradient_norms")
 def clip_gradient_norms(gradients_to_variables, max_norm) -> list:
-    """Each gradient of the (gradient, variable) list clipped to L2 norm max_norm."""
-    return _map_grads(gradients_to_variables, lambda g, v: clip_by_norm(g, max_norm))
+    """Each gradient of the (gradient, variable) list clipped to L2 norm max_norm (an
+    IndexedSlices' values as one tensor)."""
+    return [(g if g is None else IndexedSlices(clip_by_norm(g.values, max_norm), g.indices, g.dense_shape)
+             if isinstance(g, IndexedSlices) else clip_by_norm(g, max_norm), v) for g, v in gradients_to_variables]
+
+
+def scale_gradients(grads_and_vars, gradient_multipliers, name_of, skip_none: bool = False) -> list:
+    """Each gradient whose variable, or name_of(variable), keys gradient_multipliers, times that
+    multiplier (a number or a tensor); a None gradient so keyed is an error unless skip_none."""
+    out = []
+    for grad, var in grads_and_vars:
+        key = var if var in gradient_multipliers else name_of(var)
+        if key in gradient_multipliers and not (grad is None and skip_none):
+            if grad is None:
+                raise ValueError("Requested multiple of `None` gradient.")
+            multiplier = gradient_multipliers[key]
+            if not isinstance(multiplier, Tensor):
+                multiplier = constant(multiplier, dtype=grad.dtype)
+            grad = (IndexedSlices(grad.values * multiplier, grad.indices, grad.dense_shape)
+                    if isinstance(grad, IndexedSlices) else grad * multiplier)
+        out.append((grad, var))
+    return out
 
 
 @tf_export("contrib.slim.learning.multiply_gradients")
@@ -58,13 +66,7 @@ def multiply_gradients(grads_and_vars, gradient_multipliers) -> list:
         raise ValueError("`grads_and_vars` must be a list.")
     if not gradient_multipliers:
         raise ValueError("`gradient_multipliers` is empty.")
-
-    def scale(grad, var):
-        key = var if var in gradient_multipliers else var.op.name
-        if key not in gradient_multipliers:
-            return grad
-        return grad * constant(gradient_multipliers[key], dtype=grad.dtype)
-    return _map_grads(grads_and_vars, scale)
+    return scale_gradients(grads_and_vars, gradient_multipliers, lambda v: v.op.name)
 
 
 @tf_export("contrib.slim.learning.add_gradients_summaries")
