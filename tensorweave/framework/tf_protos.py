@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tensorboard.compat.proto import (attr_value_pb2, cluster_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
-                                      meta_graph_pb2, node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2,
-                                      tfprof_log_pb2, trackable_object_graph_pb2, types_pb2, variable_pb2, versions_pb2)
+                                      meta_graph_pb2, node_def_pb2, saver_pb2, summary_pb2, tensor_pb2,
+                                      tensor_shape_pb2, tfprof_log_pb2, trackable_object_graph_pb2, types_pb2,
+                                      variable_pb2, versions_pb2)
 
 from tensorweave.framework.tf_export import tf_export
 
