@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tensorweave.client.device_lib import CPU_MEMORY_LIMIT
 from tensorweave.distributed import connector
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
@@ -160,7 +161,7 @@ class BaseSession:
         """TF1's Session.list_devices(): the devices this session may use, each with `name`
         ("/job:worker/replica:0/task:0/device:CPU:0"), `device_type`, `memory_limit_bytes`
         (TF's nominal 256 MiB for a CPU) and `incarnation` (0: tasks are told apart by name)."""
-        return [DeviceAttributes(name, name.rpartition("/device:")[2].split(":")[0], _CPU_MEMORY_LIMIT, 0)
+        return [DeviceAttributes(name, name.rpartition("/device:")[2].split(":")[0], CPU_MEMORY_LIMIT, 0)
                 for name in self._master.list_devices()]
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
@@ -257,7 +258,6 @@ class BaseSession:
 
 DeviceAttributes = collections.namedtuple("DeviceAttributes", ["name", "device_type", "memory_limit_bytes",
                                                                "incarnation"])
-_CPU_MEMORY_LIMIT = 268435456
 
 @tf_export("Session")
 class Session(BaseSession):

@@ -8,7 +8,8 @@ are declared here from TF's `.proto` sources, field for field: `SavedModel`
 `TensorSliceProto` (tensor_slice.proto), `GraphNodeProto` (tfprof_output.proto, what
 tf.profiler.profile returns) and `ServerDef` (tensorflow_server.proto; its field 7,
 `cluster_device_filters`, is left out: tensorweave applies no device filters, and a ServerDef of TF's
-carrying them parses, the field kept as unknown bytes). An enum field travels as the int32 it is on the wire.
+carrying them parses, the field kept as unknown bytes) and `DeviceAttributes` (device_attributes.proto,
+without its `locality`). An enum field travels as the int32 it is on the wire.
 
 TF's public proto classes that no module of tensorweave defines its own use of are declared public
 here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef, tf.train.ClusterDef, tf.train.JobDef,
@@ -141,3 +142,11 @@ SaverDef = saver_pb2.SaverDef
 tf_export("train.SaverDef")(SaverDef)
 LogMessage = event_pb2.LogMessage
 tf_export("LogMessage")(LogMessage)
+
+DeviceAttributes = _declare("tensorweave/device_attributes.proto", {"DeviceAttributes": [
+    ("name", 1, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("device_type", 2, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("memory_limit", 4, _F.TYPE_INT64, _OPTIONAL, ""),
+    ("incarnation", 6, _F.TYPE_FIXED64, _OPTIONAL, ""),
+    ("physical_device_desc", 7, _F.TYPE_STRING, _OPTIONAL, ""),
+]})["DeviceAttributes"]
