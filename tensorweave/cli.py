@@ -1,12 +1,16 @@
 """The `tensorweave` command line: `server` (one task), `launch` (a local cluster of
-processes, like torchrun), `status` (which tasks of a cluster answer) and `keygen` (the keys
-of a cluster that authenticates and encrypts its traffic, distributed/auth.py).
+processes, like torchrun), `status` (which tasks of a cluster answer), `keygen` (the keys
+of a cluster that authenticates and encrypts its traffic, distributed/auth.py), `saved_model`
+(TF's saved_model_cli: show and run a SavedModel's signatures) and `serve` (TensorFlow Serving's
+REST API over a model directory's versions; serving/).
 
     tensorweave server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223 --job_name=ps --task_index=0
     tensorweave launch --ps 1 --workers 2 trainer.py --job_name={job_name} --task_index={task_index}
     tensorweave launch --ps 1 --chief 1 --workers 2 --evaluator 1 estimator_trainer.py   # by TF_CONFIG
     tensorweave status --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}'
     tensorweave keygen ./keys --client laptop     # then TENSORWEAVE_CURVE_DIR=./keys on every task
+    tensorweave saved_model show --dir /models/mnist/1 --all
+    tensorweave serve --model_dir /models/mnist --model_name mnist --port 8501
 """
 from __future__ import annotations
 
@@ -294,6 +298,43 @@ def cmd_keygen(args) -> int:
     return 0
 
 
+# -- saved_model -----------------------------------------------------------------------------------
+def cmd_saved_model(args) -> int:
+    """show / run, printing what TF's saved_model_cli prints; an error is its class and message."""
+    from tensorweave.serving import saved_model_cli
+    try:
+        if args.saved_model_command == "show":
+            sys.stdout.write(saved_model_cli.show(args.dir, args.tag_set, args.signature_def, args.all,
+                                                  args.list_ops))
+        else:
+            if not (args.inputs or args.input_exprs or args.input_examples):
+                raise AttributeError("At least one of --inputs, --input_exprs or --input_examples must be required")
+            feeds = saved_model_cli.load_inputs(args.inputs, args.input_exprs, args.input_examples)
+            saved_model_cli.run(args.dir, args.tag_set, args.signature_def, feeds, args.outdir, args.overwrite)
+    except (OSError, ValueError, RuntimeError, AttributeError, TypeError) as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- serve -----------------------------------------------------------------------------------------
+def cmd_serve(args) -> int:
+    """Serves a model directory's versions over TF Serving's REST API until SIGTERM/SIGINT."""
+    try:
+        from tensorweave.serving import model_server
+    except ImportError as e:
+        if getattr(e, "name", "") != "aiohttp":
+            raise
+        print("tensorweave serve needs aiohttp: pip install 'tensorweave[serving]'", file=sys.stderr)
+        return 2
+    if not args.model_dir or args.port is None:
+        print("tensorweave serve: --model_dir (--model_base_path) and --port (--rest_api_port) are required",
+              file=sys.stderr)
+        return 2
+    return model_server.serve(args.model_name, args.model_dir, args.port, args.host, args.saved_model_tags.split(","),
+                              args.file_system_poll_wait_seconds, args.rest_api_num_threads)
+
+
 # -- entry point -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tensorweave", description="Distributed TF1 graphs on numpy and ZeroMQ.")
@@ -341,6 +382,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory")
     p.add_argument("--client", action="append", metavar="NAME", help="also write a key pair for this client")
     p.set_defaults(func=cmd_keygen)
+
+    p = sub.add_parser("saved_model", help="show or run a SavedModel's signatures (TF's saved_model_cli)")
+    smc = p.add_subparsers(dest="saved_model_command", metavar="show|run", required=True)
+    for name, text in (("show", "print the tag-sets, signatures, their tensors and ops"),
+                       ("run", "run a signature on inputs from files or expressions, print and save the outputs")):
+        q = smc.add_parser(name, help=text)
+        q.add_argument("--dir", required=True, help="the SavedModel's directory")
+        q.add_argument("--tag_set", required=name == "run", help="the MetaGraph's tags, comma-separated")
+        q.add_argument("--signature_def", required=name == "run", help="the signature's key")
+        if name == "show":
+            q.add_argument("--all", action="store_true", help="everything in the SavedModel")
+            q.add_argument("--list_ops", action="store_true", help="the op types of the MetaGraph")
+        else:
+            q.add_argument("--inputs", default="", help="'key=file.npy;key2=file.npz[array]' (no pickles)")
+            q.add_argument("--input_exprs", default="",
+                           help="'key=expression': literals, + - * / and numpy constructors (np.ones((2,3)), "
+                                "np.random.rand(4), ...), parsed, never evaluated")
+            q.add_argument("--input_examples", default="", help="'key=[{\"feature\": [values]}, ...]' as tf.Examples")
+            q.add_argument("--outdir", help="save each output as OUTDIR/<key>.npy")
+            q.add_argument("--overwrite", action="store_true", help="replace existing output files")
+        q.set_defaults(func=cmd_saved_model)
+
+    p = sub.add_parser("serve", help="serve a model over TensorFlow Serving's REST API",
+                       description="Serves the newest version (numeric subdirectory) of --model_dir at "
+                                   "http://HOST:PORT/v1/models/NAME (:predict, :classify, :regress, /metadata), "
+                                   "loading newer versions as they appear.")
+    p.add_argument("--model_dir", "--model_base_path", dest="model_dir", help="the directory of numbered versions")
+    p.add_argument("--model_name", default="default", help="the name in the URLs (default: default)")
+    p.add_argument("--port", "--rest_api_port", dest="port", type=int, help="the HTTP port")
+    p.add_argument("--host", default="0.0.0.0", help="the address to listen on (default: all interfaces)")
+    p.add_argument("--saved_model_tags", default="serve", help="the MetaGraph's tags, comma-separated")
+    p.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0,
+                   help="seconds between looks for a new version")
+    p.add_argument("--rest_api_num_threads", type=int, default=None,
+                   help="requests run at once (default: the number of cores)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -26,7 +26,7 @@ if not _logger.handlers:
 _counts: dict = {}
 
 
-@tf_export("logging.get_logger")
+@tf_export("logging.get_logger", "get_logger")
 def get_logger() -> _logging.Logger:
     return _logger
 

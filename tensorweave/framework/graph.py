@@ -14,6 +14,7 @@ from tensorweave.framework.graph_def import node_def_of
 from tensorweave.framework.op_def_registry import lookup as _lookup_op_def
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.versions import GRAPH_DEF_VERSION
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
@@ -590,9 +591,8 @@ class Graph:
         return empty_graph_def()
 
 
-# TF's GraphDef versions of the graphs we write: the producer TF 1.x graphs of this op set carry
-# (TF writes min_consumer only when it is not 0).
-GRAPH_DEF_PRODUCER = 27
+# TF's GraphDef versions of the graphs we write (framework/versions.py).
+GRAPH_DEF_PRODUCER = GRAPH_DEF_VERSION
 
 # Graph.as_graph_def's writer, fn(graph, from_version, add_shapes) -> GraphDef proto: set once by
 # the op library (ops/graph_export.py), which holds the attribute and tensor codecs this layer

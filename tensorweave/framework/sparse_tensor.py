@@ -24,7 +24,6 @@ SparseTensorValue = collections.namedtuple("SparseTensorValue", ["indices", "val
 tf_export("SparseTensorValue")(SparseTensorValue)
 
 
-@tf_export("sparse.SparseTensor", "SparseTensor")
 class SparseTensor:
     """tf.SparseTensor(indices, values, dense_shape): a tensor stored as its non-zero entries."""
 
@@ -111,7 +110,6 @@ def is_sparse(x) -> bool:
     return isinstance(x, (SparseTensor, SparseTensorValue))
 
 
-@tf_export("convert_to_tensor_or_sparse_tensor")
 def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
     """tf.convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None): SparseTensors (and
     SparseTensorValues, as constants) pass through; anything else becomes a Tensor."""

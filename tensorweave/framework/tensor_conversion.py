@@ -27,7 +27,6 @@ def register_tensor_conversion_function(base_type, conversion_func: Callable, pr
     _conversion_functions.sort(key=lambda e: e[0])
 
 
-@tf_export("convert_to_tensor")
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None) -> Tensor:
     """Converts Tensors, Variables, numpy arrays and Python values into a Tensor (TF1 semantics):
     `preferred_dtype` (alias dtype_hint) is tried first and dropped when the value does not fit."""

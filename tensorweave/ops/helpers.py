@@ -74,6 +74,17 @@ def static_ints(t) -> Optional[list]:
     return None if v is None else [int(x) for x in np.reshape(v, -1)]
 
 
+def dims_with_rank(t: Tensor, rank: int, what: str) -> list:
+    """A shape function's view of input `t`: its dims (None where unknown) at rank `rank`; TF's
+    "Shape must be rank R but is rank K for 'what'" ValueError for another known rank."""
+    d = t.shape.as_tuple_or_none()
+    if d is None:
+        return [None] * rank
+    if len(d) != rank:
+        raise ValueError(f"Shape must be rank {rank} but is rank {len(d)} for '{what}'")
+    return list(d)
+
+
 def check_axis(axis: int, ndims, op_name: str, extra: int = 0) -> int:
     """Normalises `axis` into [0, ndims+extra); ValueError when out of range."""
     if ndims is None:

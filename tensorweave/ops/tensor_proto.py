@@ -18,6 +18,7 @@ import numpy as np
 from tensorboard.compat.proto import tensor_pb2, types_pb2
 
 from tensorweave.framework import dtypes, limits
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import string_array, string_result
 
 _MAX_DIMS = 254                     # TensorShape::MaxDimensions()
@@ -155,3 +156,74 @@ def from_proto(proto: tensor_pb2.TensorProto, node_name=None) -> tuple:
                                                                         copy=False).reshape(dims)
     flat = _typed_values(proto, dtype, n, node_name)
     return proto.dtype, (string_result(list(flat), dims) if dtype is dtypes.string else flat.reshape(dims))
+
+
+# -- tf.make_tensor_proto / tf.make_ndarray ----------------------------------------------------------
+def _typed_field_values(dtype: dtypes.DType, flat: np.ndarray) -> list:
+    """The values TF's GetNumpyAppendFn appends to the dtype's typed field."""
+    if dtype is dtypes.float16:
+        return flat.astype(np.float16).view(np.uint16).astype(np.int64).tolist()
+    if dtype in (dtypes.complex64, dtypes.complex128):
+        return np.stack([flat.real, flat.imag], -1).reshape(-1).tolist()
+    return flat.tolist()
+
+
+@tf_export("make_tensor_proto")
+def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False, allow_broadcast=False):
+    """tf.make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
+    allow_broadcast=False): a TensorProto of `values` as TF writes it: Python floats become
+    float32 and ints int32 (int64 when they do not fit) unless `dtype` says otherwise; with
+    `shape`, fewer values are filled out by the last one (a single value broadcasts), more are a
+    ValueError; a full tensor of more than one number is raw `tensor_content`, anything else the
+    dtype's typed field."""
+    if isinstance(values, tensor_pb2.TensorProto):
+        return values
+    dtype = None if dtype is None else dtypes.as_dtype(dtype)
+    if isinstance(values, np.ndarray):
+        nparray = values.astype(dtype.as_numpy_dtype) if dtype is not None and dtype is not dtypes.string else values
+    else:
+        nparray = np.array(values, dtype=None if dtype is None or dtype is dtypes.string else dtype.as_numpy_dtype)
+        if dtype is None and nparray.dtype == np.float64:
+            nparray = nparray.astype(np.float32)
+        elif dtype is None and nparray.dtype == np.int64 and np.array_equal(nparray.astype(np.int32), nparray):
+            nparray = nparray.astype(np.int32)
+    if dtype is None:
+        dtype = dtypes.string if nparray.dtype == object or nparray.dtype.kind in "SU" else \
+            dtypes.as_dtype(nparray.dtype)
+    if shape is None:
+        shape, size = list(nparray.shape), nparray.size
+    else:
+        shape = [int(d) for d in shape]
+        size = int(np.prod(shape, dtype=np.int64))
+        if allow_broadcast:
+            if nparray.shape not in ((1,), ()) and nparray.size != size:
+                raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {nparray.shape}.")
+        else:
+            if verify_shape and nparray.shape != tuple(shape):
+                raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {nparray.shape}.")
+            if nparray.size > size:
+                raise ValueError(f"Too many elements provided. Needed at most {size}, but received {nparray.size}")
+    proto = tensor_pb2.TensorProto(dtype=dtype.as_datatype_enum)
+    proto.tensor_shape.SetInParent()
+    for d in shape:
+        proto.tensor_shape.dim.add(size=d)
+    if dtype is dtypes.string:
+        flat = string_array(nparray).reshape(-1)
+        proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in flat)
+        return proto
+    if nparray.size == size and size > 1 and dtype not in (dtypes.bool, dtypes.complex64, dtypes.complex128):
+        # TF's _TENSOR_CONTENT_TYPES: bools and complex values always go to their typed fields
+        proto.tensor_content = np.ascontiguousarray(nparray, dtype=nparray.dtype.newbyteorder("<")).tobytes()
+        return proto
+    getattr(proto, FIELDS[dtype]).extend(_typed_field_values(dtype, nparray.reshape(-1)))
+    return proto
+
+
+@tf_export("make_ndarray")
+def make_ndarray(tensor):
+    """tf.make_ndarray(tensor): a TensorProto's value as a numpy array (strings: an object array
+    of bytes); a dtype numpy lacks is a TypeError."""
+    enum, value = from_proto(tensor)
+    if value is None:
+        raise TypeError(f"Unsupported tensor type: {type_string(enum)}")
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else np.array(value, dtype=object)

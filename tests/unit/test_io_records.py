@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops.helpers import make_op
 from unit_helpers import run
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "tf_records")
@@ -187,3 +188,35 @@ def test_read_write_and_matching_files(graph, tmp_path):
             sess.run(tf.read_file(str(tmp_path / "nope.bin"), name="reader"))
         assert "reader" in str(info.value)
         assert sess.run(tf.read_file(target)) == b"\x00payload"   # the session is still usable
+
+
+@pytest.mark.parametrize("op_type", ["ParseExample", "ParseExampleV2"])
+def test_tensorflows_own_parse_ops_as_a_graph_def_holds_them(graph, op_type):
+    """TF's ParseExample (keys and defaults as inputs) and ParseExampleV2 (1-D key tensors), as a
+    TF GraphDef or SavedModel holds them, parse as TensorFlow did (the recorded FEATURES)."""
+    want = json.load(open(os.path.join(FIX, "parsed.json")))
+    dense = ["label", "name", "opt", "pixels", "seq", "seqvals"]
+    shapes = [[2], [2], [], [3], [-1, 1], [-1]]   # a sequence feature's first dimension is -1
+    defaults = [tf.zeros([0], tf.int64), tf.constant([], tf.string), tf.constant([-1.0]), tf.zeros([0]),
+                tf.zeros([0], tf.int64), tf.constant([-7], tf.int64)]
+    attrs = {"sparse_types": [tf.int64], "Tdense": [FEATURES[k].dtype for k in dense],
+             "dense_shapes": [tf.TensorShape([None if d == -1 else d for d in s]) for s in shapes]}
+    ser, names = tf.constant(_records()), tf.constant([], tf.string)
+    if op_type == "ParseExample":
+        inputs = [ser, names, tf.constant("tokens")] + [tf.constant(k) for k in dense] + defaults
+        attrs.update(Nsparse=1, Ndense=len(dense))
+    else:
+        inputs = [ser, names, tf.constant(["tokens"]), tf.constant(dense), names] + defaults
+        attrs.update(num_sparse=1, ragged_value_types=[], ragged_split_types=[])
+    op = make_op(op_type, inputs, attrs)
+    assert op.outputs[3 + dense.index("seqvals")].shape.as_list() == [len(_records()), None]
+    got = run(list(op.outputs))
+    assert [got[0].tolist(), got[1].tolist(), got[2].tolist()] == [want["tokens"]["indices"],
+                                                                   want["tokens"]["values"],
+                                                                   want["tokens"]["dense_shape"]]
+    for key, value in zip(dense, got[3:]):
+        if key == "name":
+            assert [v.decode("latin-1") for v in value.reshape(-1)] == want["name"]
+            continue
+        assert list(value.shape) == want[key + ":shape"], key
+        np.testing.assert_array_equal(value, np.array(want[key]).reshape(want[key + ":shape"]))

@@ -92,3 +92,14 @@ def test_a_name_loads_its_module_and_the_op_library_not_the_other_namespaces():
     loaded = _loaded_after("import tensorweave as tf\ntf.nn.relu")
     assert "tensorweave.ops.nn.activations" in loaded and "tensorweave.ops.state.variables" in loaded
     assert not [m for m in loaded if m.split(".")[1:2] in (["layers"], ["rnn"], ["metrics"], ["train"])]
+
+
+@pytest.mark.parametrize("first_call", ["tf.convert_to_tensor([1, 2])", "tf.SparseTensor([[0, 0]], [1], [2, 2])",
+                                        "tf.convert_to_tensor_or_sparse_tensor([1.0])"])
+def test_a_conversion_as_a_programs_first_call_has_the_op_library(first_call):
+    """Python values become Consts by a conversion the op library registers: a program whose first
+    name converts one (with nothing else loaded yet) must find it."""
+    out = subprocess.run([sys.executable, "-c", f"import tensorweave as tf\nprint(type({first_call}).__name__)"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() in (["Tensor"], ["SparseTensor"])

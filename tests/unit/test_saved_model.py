@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.recorded import decode
+from fixtures.recorded import assert_same, decode
 from fixtures.tw_saved_models import EXPORTS, export
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS
@@ -29,20 +29,6 @@ with open(os.path.join(TF_MODELS, "values.json")) as _f:
 
 def tf_saved_model(name: str):
     return parse_saved_model(os.path.join(TF_MODELS, name))
-
-
-def assert_same(got, want):
-    want = decode(want)
-    got = np.asarray(got)
-    assert got.shape == want.shape
-    if want.dtype.kind == "f":
-        assert got.dtype == want.dtype
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    elif want.dtype == object:
-        assert got.tolist() == want.tolist()
-    else:
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
 
 
 # -- constants, TensorInfos and signatures ---------------------------------------------------------
@@ -227,7 +213,7 @@ def test_tensorflow_saved_model_loads_and_computes_what_tf_computed(name):
         outputs = run_signature(sess, meta, record["signature"], {k: decode(v) for k, v in record["feeds"].items()})
         assert sorted(outputs) == sorted(record["outputs"])
         for key, want in record["outputs"].items():
-            assert_same(outputs[key], want)
+            assert_same([outputs[key]], [want])
         assert g.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
 
 
@@ -255,7 +241,7 @@ def test_import_scope_prefixes_the_loaded_graph():
         x = tf.saved_model.get_tensor_from_tensor_info(sig.inputs["features"], import_scope="m")
         y = tf.saved_model.get_tensor_from_tensor_info(sig.outputs["y"], graph=g, import_scope="m")
         assert (x.name, y.name) == ("m/features:0", "m/y:0")
-        assert_same(sess.run(y, {x: decode(record["feeds"]["features"])}), record["outputs"]["y"])
+        assert_same([sess.run(y, {x: decode(record["feeds"]["features"])})], [record["outputs"]["y"]])
 
 
 # -- SavedModels we export, as TensorFlow loaded them ----------------------------------------------
@@ -276,7 +262,7 @@ def test_our_loader_computes_what_tensorflow_computed_from_our_export(name):
         outputs = run_signature(sess, meta, record["signature"], {k: decode(v) for k, v in record["feeds"].items()})
     assert sorted(outputs) == sorted(record["outputs"])
     for key, want in record["outputs"].items():
-        assert_same(outputs[key], want)
+        assert_same([outputs[key]], [want])
 
 
 @pytest.mark.parametrize("name", sorted(OURS_RECORDED))

@@ -328,6 +328,13 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
+        # TF's own ParseExample (keys as inputs) and ParseExampleV2, as a TF GraphDef holds them
+        no_names, empty_default = tf.constant([], tf.string), tf.zeros([0])
+        tf_parse_attrs = {"sparse_types": [tf.int64], "Tdense": [tf.float32], "dense_shapes": [tf.TensorShape([2])]}
+        make_op("ParseExample", [words, no_names, tf.constant("b"), tf.constant("a"), empty_default],
+                dict(tf_parse_attrs, Nsparse=1, Ndense=1))
+        make_op("ParseExampleV2", [words, no_names, tf.constant(["b"]), tf.constant(["a"]), no_names, empty_default],
+                dict(tf_parse_attrs, num_sparse=1, ragged_value_types=[], ragged_split_types=[]))
         tf.io.read_file(text), tf.io.write_file(text, text), tf.io.matching_files(text)
         tf.io.match_filenames_once(os.path.join(tmp, "*"))
         # images
@@ -346,6 +353,27 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
                    tf.image.resize_nearest_neighbor):
             sizes.append(fn(img, [4, 5]))
         tf.gradients([tf.reduce_sum(t) for t in sizes], img)
+        boxes, scores = tf.placeholder(tf.float32, [5, 4]), tf.placeholder(tf.float32, [5])
+        tf.image.non_max_suppression(boxes, scores, 3), tf.image.non_max_suppression_with_scores(boxes, scores, 3)
+        tf.image.non_max_suppression_padded(boxes, scores, 3, pad_to_max_output_size=True)
+        tf.image.non_max_suppression_overlaps(tf.placeholder(tf.float32, [5, 5]), scores, 3)
+        tf.image.combined_non_max_suppression(tf.placeholder(tf.float32, [2, 5, 1, 4]),
+                                              tf.placeholder(tf.float32, [2, 5, 3]), 2, 4, pad_per_class=True)
+        crops = tf.image.crop_and_resize(img, tf.placeholder(tf.float32, [4, 4]), [0, 1, 1, 0], [3, 2])
+        tf.gradients(tf.reduce_sum(crops), [img, crops.op.inputs[1]])
+        tf.image.extract_jpeg_shape(text), tf.image.decode_and_crop_jpeg(text, [0, 0, 2, 2])
+        tf.image.adjust_jpeg_quality(u8, 50), tf.image.extract_glimpse(img, [3, 2], tf.zeros([2, 2]))
+        # issue 28's misc ops
+        sets = tf.placeholder(tf.int64, [2, 3])
+        sp_sets = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.int64, [4]), [2, 3])
+        tf.sets.set_union(sets, sets), tf.sets.set_union(sets, sp_sets), tf.sets.set_union(sp_sets, sp_sets)
+        tf.sets.set_size(sp_sets), tf.edit_distance(sp_sets, sp_sets)
+        tf.searchsorted(tf.placeholder(tf.float32, [2, 5]), tf.placeholder(tf.float32, [2, 3]), side="right")
+        tf.searchsorted(tf.placeholder(tf.float32, [2, 5]), tf.placeholder(tf.float32, [2, 3]))
+        tf.unravel_index(tf.placeholder(tf.int32, [5]), [3, 4]), tf.ensure_shape(m, [3, None]), tf.bitcast(m, tf.int32)
+        tf.bitcast(tf.placeholder(tf.int16, [3, 2]), tf.int32), tf.fingerprint(m), tf.timestamp()
+        for fn in (tf.tensor_scatter_nd_min, tf.tensor_scatter_nd_max):
+            tf.gradients(tf.reduce_sum(fn(m, [[0], [2]], tf.placeholder(tf.float32, [2, 4]))), m)
         # tf.data
         ds = tf.data.Dataset.from_tensor_slices(m).map(lambda r: r * 2).filter(lambda r: r[0] > 0)
         ds = ds.shuffle(3).repeat(2).skip(1).take(5).shard(2, 0).cache().prefetch(1)
@@ -536,6 +564,18 @@ COMPOSITES = {
     "histogram_bins": (lambda x: tf.histogram_fixed_width_bins(x, [-1.0, 1.0], 4), [A234]),
     "reduce_std": (lambda x: tf.math.reduce_std(x, 1), [A234]),
     "eye_dynamic": (lambda x: tf.eye(tf.shape(x)[0], tf.shape(x)[1]), [A34]),
+    "ssim": (lambda a, b: tf.image.ssim(a, b, 1.0, filter_size=3), [IMG, IMG[::-1]]),
+    "ssim_multiscale": (lambda a, b: tf.image.ssim_multiscale(a, b, 1.0, (0.5, 0.5), filter_size=2), [IMG, IMG[::-1]]),
+    "psnr": (lambda a, b: tf.image.psnr(a, b, 1.0), [IMG, IMG[::-1]]),
+    "sobel_edges": (tf.image.sobel_edges, [IMG]),
+    "image_gradients": (lambda x: tf.image.image_gradients(x)[1], [IMG]),
+    "rgb_to_yiq": (tf.image.rgb_to_yiq, [IMG]),
+    "resize_image_with_pad": (lambda x: tf.image.resize_image_with_pad(x, 4, 9), [IMG]),
+    "repeat": (lambda x: tf.repeat(x, [2, 0, 1], axis=1), [A234]),
+    "repeat_scalar": (lambda x: tf.repeat(x, 2, axis=-1), [A234]),
+    "batch_gather_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.batch_gather(x, [[2, 0], [1, 1]]) ** 2), x)[0],
+                          [A234]),
+    "searchsorted": (lambda x: tf.searchsorted(tf.sort(x), x[..., :2]), [A234]),
     "extract_patches_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.extract_image_patches(
         x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 1, 1], "SAME") ** 2), x)[0], [IMG]),
     "space_to_batch_grad": (lambda x: tf.gradients(tf.reduce_sum(tf.space_to_batch_nd(x, [2, 2], [[0, 1], [1, 0]])
@@ -582,7 +622,10 @@ def _composite_outputs(name: str, variant: str):
 # Composites that need a known rank in TF too.
 NEEDS_RANK = {"boolean_mask": "TF: the number of mask dimensions must be specified",
               "ragged_from_tensor_padding": "TF: RaggedTensor.from_tensor needs the tensor's rank",
-              "ragged_from_tensor_lengths": "TF: RaggedTensor.from_tensor needs the tensor's rank"}
+              "ragged_from_tensor_lengths": "TF: RaggedTensor.from_tensor needs the tensor's rank",
+              "image_gradients": "TF: image_gradients needs a 4-D tensor",
+              "resize_image_with_pad": "TF: an image of unknown rank is taken as one 3-D image",
+              "repeat_scalar": "TF: axis may not be negative if rank(data) is unknown"}
 
 
 @pytest.mark.parametrize("name,variant", [(n, v) for n in sorted(COMPOSITES) for v in ("unknown_dims", "unknown_rank")

@@ -93,6 +93,9 @@ def _constant_conversion(value, dtype=None, name=None) -> Tensor:
 
 
 register_tensor_conversion_function(object, _constant_conversion, priority=200)
+# The public convert_to_tensor is framework's, declared here beside the conversion of Python values:
+# `tf.convert_to_tensor([1, 2])` as a program's first call then loads the conversions it needs.
+tf_export("convert_to_tensor")(convert_to_tensor)
 
 
 # -- Placeholder -------------------------------------------------------------------------------

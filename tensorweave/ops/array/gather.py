@@ -152,25 +152,39 @@ def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
                    name=name or op_type).outputs[0]
 
 
-@tf_export("tensor_scatter_update")
+@tf_export("tensor_scatter_update", "tensor_scatter_nd_update")
 def tensor_scatter_update(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_update(tensor, indices, updates, name=None): a copy of `tensor` with the
     slices at `indices` (as scatter_nd's) replaced by `updates`."""
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
-@tf_export("tensor_scatter_add")
+@tf_export("tensor_scatter_add", "tensor_scatter_nd_add")
 def tensor_scatter_add(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_add(tensor, indices, updates, name=None): `tensor` with `updates` added at
     `indices` (duplicates add up)."""
     return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
 
 
-@tf_export("tensor_scatter_sub")
+@tf_export("tensor_scatter_sub", "tensor_scatter_nd_sub")
 def tensor_scatter_sub(tensor, indices, updates, name=None) -> Tensor:
     """tf.tensor_scatter_sub(tensor, indices, updates, name=None): `tensor` with `updates`
     subtracted at `indices`."""
     return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)
+
+
+@tf_export("tensor_scatter_nd_min")
+def tensor_scatter_nd_min(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_nd_min(tensor, indices, updates, name=None): `tensor` with each slice at
+    `indices` replaced by its elementwise minimum with `updates`."""
+    return _tensor_scatter("TensorScatterMin", tensor, indices, updates, name)
+
+
+@tf_export("tensor_scatter_nd_max")
+def tensor_scatter_nd_max(tensor, indices, updates, name=None) -> Tensor:
+    """tf.tensor_scatter_nd_max(tensor, indices, updates, name=None): `tensor` with each slice at
+    `indices` replaced by its elementwise maximum with `updates`."""
+    return _tensor_scatter("TensorScatterMax", tensor, indices, updates, name)
 
 
 def _tensor_scatter_infer(op):
@@ -200,6 +214,8 @@ def _tensor_scatter_kernel(how: str):
             rows = updates.reshape((-1,) + dims[k:])
             if how == "update":
                 out[pos] = rows
+            elif how in ("min", "max"):
+                (np.minimum if how == "min" else np.maximum).at(out, pos, rows)
             else:
                 np.add.at(out, pos, rows if how == "add" else -rows)
             return out
@@ -207,7 +223,7 @@ def _tensor_scatter_kernel(how: str):
     return factory
 
 
-for _how in ("update", "add", "sub"):
+for _how in ("update", "add", "sub", "min", "max"):
     register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
              dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
 
@@ -279,3 +295,43 @@ def _one_hot_kernel(node, ctx):
 
 register("OneHot", _one_hot_infer, _one_hot_kernel, grad=None,
          dtypes={0: ("indices", (dtypes.uint8, dtypes.int32, dtypes.int64))})
+
+
+# -- UnravelIndex ------------------------------------------------------------------------------
+def _unravel_infer(op):
+    indices, dims = op.inputs
+    if indices.shape.ndims not in (None, 0, 1):
+        raise ValueError(f"Shape must be at most rank 1 but is rank {indices.shape.ndims} for 'indices'")
+    if dims.shape.ndims not in (None, 1):
+        raise ValueError(f"Shape must be rank 1 but is rank {dims.shape.ndims} for 'dims'")
+    n = dims.shape[0].value if dims.shape.ndims == 1 else None
+    if indices.shape.ndims == 0:
+        return [(indices.dtype, TensorShape([n]))]
+    return [(indices.dtype, TensorShape([n, indices.shape[0].value if indices.shape.ndims == 1 else None])
+             if indices.shape.ndims == 1 else TensorShape(None))]
+
+
+def _unravel_kernel(node, ctx):
+    def run(indices, dims):
+        indices, dims = np.asarray(indices), np.asarray(dims)
+        if dims.ndim != 1 or (dims <= 0).any():
+            raise invalid(node, f"dims must be a vector of positive sizes, got {dims.tolist()}")
+        size = int(np.prod(dims, dtype=np.int64))
+        if indices.size and (indices.min() < 0 or indices.max() >= size):
+            raise invalid(node, f"index is out of bound as with dims {dims.tolist()}: {indices.tolist()}")
+        return np.asarray(np.unravel_index(indices, tuple(int(d) for d in dims)), dtype=indices.dtype)
+    return run
+
+
+register("UnravelIndex", _unravel_infer, _unravel_kernel, grad=None,
+         dtypes={0: ("indices", INDEX), 1: ("dims", INDEX)})
+
+
+@tf_export("unravel_index")
+def unravel_index(indices, dims, name=None) -> Tensor:
+    """tf.unravel_index(indices, dims, name=None): flat indices into an array of shape `dims` as
+    coordinates: [len(dims)] for a scalar index, [len(dims), n] for n indices (numpy's
+    unravel_index, stacked)."""
+    indices = convert_to_tensor(indices, name="indices")
+    dims = convert_to_tensor(dims, dtype=indices.dtype, name="dims")
+    return make_op("UnravelIndex", [indices, dims], {"Tidx": indices.dtype}, name=name or "UnravelIndex").outputs[0]

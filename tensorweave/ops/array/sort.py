@@ -1,4 +1,5 @@
-"""Array ops that choose, order or deduplicate: where/select, unique, setdiff1d, top_k (sort and
+"""Array ops that choose, order, search or deduplicate: where/select, unique, setdiff1d,
+searchsorted (LowerBound / UpperBound), top_k (sort and
 argsort, built on top_k: math/array_composites.py).
 `top_k` is tf.nn.top_k: it is exported from here for the nn namespace, not at the top level."""
 from __future__ import annotations
@@ -13,9 +14,10 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import constant
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import constant, reshape, shape
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import dense, invalid, make_op, np_dtype, static_int
+from tensorweave.ops.helpers import REAL, dense, invalid, make_op, np_dtype, static_int
 from tensorweave.ops.registry import register
 
 
@@ -290,3 +292,57 @@ def _top_k_kernel(node, ctx):
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
+
+
+# -- LowerBound / UpperBound (tf.searchsorted) ---------------------------------------------------------
+def _bound_infer(op):
+    seq, values = op.inputs
+    for t, what in ((seq, "sorted_inputs"), (values, "values")):
+        if t.shape.ndims not in (None, 2):
+            raise ValueError(f"Shape must be rank 2 but is rank {t.shape.ndims} for '{what}'")
+    batch = seq.shape[0].value if seq.shape.ndims else None
+    if batch is None and values.shape.ndims:
+        batch = values.shape[0].value
+    return [(dtypes.as_dtype(op.get_attr("out_type")), TensorShape([batch, values.shape[1].value
+                                                                    if values.shape.ndims else None]))]
+
+
+def _bound_kernel(node, ctx):
+    side = "left" if node.op == "LowerBound" else "right"
+    out = dtypes.as_dtype(node.attr["out_type"]).as_numpy_dtype
+
+    def run(seq, values):
+        seq, values = np.asarray(seq), np.asarray(values)
+        if seq.ndim != 2 or values.ndim != 2:
+            raise invalid(node, f"sorted_inputs and values must be 2-D, got {list(seq.shape)} and {list(values.shape)}")
+        if seq.shape[0] != values.shape[0]:
+            raise invalid(node, f"Leading dim_size of both tensors must match: {seq.shape[0]} != {values.shape[0]}")
+        result = np.empty(values.shape, out)
+        for i in range(seq.shape[0]):
+            result[i] = np.searchsorted(seq[i], values[i], side=side)
+        return result
+    return run
+
+
+for _op in ("LowerBound", "UpperBound"):
+    register(_op, _bound_infer, _bound_kernel, grad=None, dtypes={0: ("sorted_inputs", REAL), 1: ("values", REAL)})
+
+
+@tf_export("searchsorted")
+def searchsorted(sorted_sequence, values, side="left", out_type=dtypes.int32, name=None) -> Tensor:
+    """tf.searchsorted(sorted_sequence, values, side='left', out_type=tf.int32, name=None): for
+    each value, the index in its row of `sorted_sequence` (sorted along the last axis; leading
+    dims match `values`') where it would be inserted to keep the row sorted: before equal
+    elements ('left') or after them ('right'); the shape of `values`."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be either 'right' or 'left'.  Saw: {side}.")
+    seq = convert_to_tensor(sorted_sequence, name="sorted_sequence")
+    values = convert_to_tensor(values, dtype=seq.dtype, name="values")
+    seq_2d = reshape(seq, stack([-1, shape(seq)[-1]]))
+    values_shape = shape(values)
+    values_2d = reshape(values, stack([-1, values_shape[-1]]))
+    op_type = "LowerBound" if side == "left" else "UpperBound"
+    out = make_op(op_type, [seq_2d, values_2d], {"out_type": dtypes.as_dtype(out_type)}, name=name or op_type)
+    result = reshape(out.outputs[0], values_shape)
+    result.set_shape(values.shape)
+    return result

@@ -251,7 +251,7 @@ def batch_to_space(input, crops, block_size, name=None, block_shape=None) -> Ten
 
 
 # -- ExtractImagePatches ---------------------------------------------------------------------------
-@tf_export("extract_image_patches")
+@tf_export("extract_image_patches", "image.extract_image_patches")
 def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None,
                           sizes=None) -> Tensor:
     """tf.extract_image_patches(images, ksizes, strides, rates, padding, name=None, sizes=None):
@@ -269,6 +269,13 @@ def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding
     attrs = {"ksizes": [int(v) for v in ksizes], "strides": [int(v) for v in strides],
              "rates": [int(v) for v in rates], "padding": padding, "T": x.dtype}
     return make_op("ExtractImagePatches", [x], attrs, name=name or "ExtractImagePatches").outputs[0]
+
+
+@tf_export("image.extract_patches")
+def extract_patches(images, sizes, strides, rates, padding, name=None) -> Tensor:
+    """tf.image.extract_patches(images, sizes, strides, rates, padding, name=None): as
+    tf.extract_image_patches, with `sizes` for ksizes."""
+    return extract_image_patches(images, sizes, strides, rates, padding, name=name)
 
 
 def _patch_geometry(size, k: int, s: int, r: int, padding: str) -> tuple:

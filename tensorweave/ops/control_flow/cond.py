@@ -18,7 +18,7 @@ from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.grouping import group
 from tensorweave.ops.debugging.printing import Assert
-from tensorweave.ops.math.binary import less_equal
+from tensorweave.ops.math.binary import equal, less_equal
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.registry import register
@@ -210,6 +210,39 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
             with g.control_dependencies([check]):
                 return _identity_structure(fn())
         return fn()
+
+
+@tf_export("switch_case")
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """tf.switch_case(branch_index, branch_fns, default=None, name='switch_case'): the result of
+    branch_fns[branch_index]() (a list of callables, or (int, callable) pairs or a dict whose
+    keys are 0..n-1); an index out of range runs `default`, else the last branch. Only the
+    chosen branch runs."""
+    if not isinstance(branch_index, Tensor):
+        raise TypeError(f"branch_index must a Tensor, got {type(branch_index)}")
+    if not branch_index.dtype.is_integer:
+        raise TypeError(f"branch_index must an integer Tensor, got {branch_index.dtype}")
+    if not branch_fns:
+        raise ValueError("Must provide at least one item in branch_fns")
+    if not isinstance(branch_fns, (list, tuple, dict)):
+        raise TypeError("branch_fns must be a list, tuple, or dict")
+    pairs = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if all(callable(fn) for fn in pairs):
+        pairs = list(enumerate(pairs))
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError("Each entry in branch_fns must be a 2-tuple")
+        if not isinstance(pair[0], int):
+            raise TypeError(f"key must be a Python `int`, got {type(pair[0])}")
+        if not callable(pair[1]):
+            raise TypeError(f"fn for key {pair[0]} must be callable.")
+    keys = sorted(k for k, _ in pairs)
+    if keys != list(range(len(keys))):
+        raise ValueError(f"branch indices (keys) must form contiguous range of [0 to {len(keys)}) but found "
+                         f"{{{','.join(map(str, keys))}}}")
+    fns = [f for _, f in sorted(pairs, key=lambda p: p[0])] + ([default] if default is not None else [])
+    with get_default_graph().name_scope(name):
+        return case([(equal(branch_index, i), f) for i, f in enumerate(fns[:-1])], default=fns[-1], name="case")
 
 
 def _stack_bools(pairs):

@@ -10,14 +10,17 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank as rank_of, shape
 from tensorweave.ops.grouping import no_op
+from tensorweave.ops.helpers import make_op
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
 from tensorweave.ops.math.reduction import reduce_all
+from tensorweave.ops.registry import register
 
 
 def _static_string(x) -> str:
@@ -216,3 +219,38 @@ def assert_integer(x, message=None, name=None):
             prefix = f"{message} " if message else ""
             raise TypeError(f"{prefix}Expected Tensor {x.name} to be integer type; found dtype: {x.dtype!r}")
         return no_op("statically_determined_was_integer")
+
+
+# -- ensure_shape -------------------------------------------------------------------------------------
+def _ensure_shape_infer(op):
+    want = TensorShape(op.get_attr("shape"))
+    have = op.inputs[0].shape
+    if not have.is_compatible_with(want):
+        raise ValueError(f"Shapes {have} and {want} are incompatible")
+    return [(op.inputs[0].dtype, have.merge_with(want))]
+
+
+def _ensure_shape_kernel(node, ctx):
+    want = node.attr["shape"]
+
+    def run(x):
+        have = np.shape(x)
+        if want is not None and (len(have) != len(want) or any(w is not None and w != h for h, w in zip(have, want))):
+            shown = "<unknown>" if want is None else "[" + ",".join("?" if w is None else str(w) for w in want) + "]"
+            raise errors.InvalidArgumentError(
+                node, node.name, f"Shape of tensor {node.input[0] if node.input else node.name} "
+                                 f"[{','.join(str(d) for d in have)}] is not compatible with expected shape {shown}.")
+        return x
+    return run
+
+
+register("EnsureShape", _ensure_shape_infer, _ensure_shape_kernel, grad=lambda op, grad: [grad])
+
+
+@tf_export("ensure_shape", "debugging.ensure_shape")
+def ensure_shape(x, shape, name=None):
+    """tf.ensure_shape(x, shape, name=None): x, whose static shape becomes `shape` merged in;
+    at run time InvalidArgumentError when x's shape is not compatible with `shape`."""
+    x = convert_to_tensor(x, name="x")
+    shape = TensorShape(shape) if not isinstance(shape, TensorShape) else shape
+    return make_op("EnsureShape", [x], {"shape": shape}, name=name or "EnsureShape").outputs[0]

@@ -1,15 +1,17 @@
-"""tf.Print, tf.print and tf.Assert, with TF's value formatting (Tensor::SummarizeValue)."""
+"""tf.Print, tf.print and tf.Assert, with TF's value formatting (Tensor::SummarizeValue), and tf.timestamp."""
 from __future__ import annotations
 
 import logging
 import pprint
 import sys
 import threading
+import time
 
 import numpy as np
 
 from tensorweave.framework import dtypes, errors, nest
 from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import TFNodes, same_as_input
@@ -335,3 +337,15 @@ def _assert_kernel(node, ctx):
 
 
 register("Assert", lambda op: [], _assert_kernel, grad=None, stateful=True)
+
+
+# -- Timestamp ---------------------------------------------------------------------------------------
+register("Timestamp", lambda op: [(dtypes.float64, TensorShape([]))], lambda node, ctx: lambda: np.float64(time.time()),
+         grad=None, stateful=True)
+
+
+@tf_export("timestamp")
+def timestamp(name=None):
+    """tf.timestamp(name=None): the time the op runs, in seconds since the epoch (float64); a
+    new value at every run (the op is stateful, never folded or cached)."""
+    return get_default_graph().create_op("Timestamp", [], {}, name=name or "Timestamp").outputs[0]

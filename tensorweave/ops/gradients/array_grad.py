@@ -21,7 +21,7 @@ from tensorweave.ops.array.slicing import slice as slice_, strided_slice
 from tensorweave.ops.array.space import extract_image_patches
 from tensorweave.ops.helpers import dense, make_op, static_int, static_ints
 from tensorweave.ops.math.array_composites import gather_nd
-from tensorweave.ops.math.binary import add, floormod, subtract
+from tensorweave.ops.math.binary import add, equal, floormod, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_prod, reduce_sum
 from tensorweave.ops.math.segment import unsorted_segment_sum
@@ -124,13 +124,33 @@ def _slice_grad(op, grad):
     return [pad(grad, stack([b, after], axis=1)), None, None]
 
 
+def _batch_gather_grad(params, indices, axis, batch_dims: int, grad):
+    """GatherV2's gradient with batch dimensions gathering the first dimension after them (TF's
+    _BatchGatherGrad): each batch's indices offset into one flat dimension, rows summed there."""
+    nd, ni = params.shape.ndims, indices.shape.ndims
+    if ni is not None and batch_dims < 0:
+        batch_dims += ni
+    if axis is not None and axis < 0 and nd is not None:
+        axis += nd
+    if axis != batch_dims or ni is None:
+        raise NotImplementedError("GatherV2 gradient with batch_dims is supported where axis == batch_dims "
+                                  "and indices' rank is known")
+    params_shape = shape(params)
+    outer, n = params_shape[:batch_dims], params_shape[batch_dims]
+    batches = reduce_prod(outer)
+    offsets = reshape(range_(batches) * n, concat([outer, np.ones(ni - batch_dims, np.int32)], 0))
+    flat = reshape(add(indices, cast(offsets, indices.dtype)), [-1])
+    rows = reshape(grad, concat([[-1], params_shape[batch_dims + 1:]], 0))
+    return reshape(unsorted_segment_sum(rows, flat, batches * n), params_shape)
+
+
 @RegisterGradient("GatherV2")
 def _gather_grad(op, grad):
     params, indices, axis_t = op.inputs
-    if op.get_attr("batch_dims") != 0:
-        raise NotImplementedError("GatherV2 gradient with batch_dims != 0 is not supported")
     axis = static_int(axis_t)
     grad = dense(grad)
+    if op.get_attr("batch_dims") != 0:
+        return [_batch_gather_grad(params, indices, axis, op.get_attr("batch_dims"), grad), None, None]
     with params.graph.colocate_with(params.op):
         params_shape = shape(params)
     nd = params.shape.ndims
@@ -185,6 +205,20 @@ def _tensor_scatter_grad(how: str):
 
 for _how in ("update", "add", "sub"):
     RegisterGradient("TensorScatter" + _how.capitalize())(_tensor_scatter_grad(_how))
+
+
+@RegisterGradient("TensorScatterMin")
+@RegisterGradient("TensorScatterMax")
+def _tensor_scatter_min_max_grad(op, grad):
+    """TF's: the gradient goes to whichever of tensor and updates holds the result, split evenly
+    between equal ones."""
+    grad = dense(grad)
+    x, indices, y = op.inputs
+    out = op.outputs[0]
+    x_ind = cast(equal(x, out), grad.dtype)
+    y_ind = cast(equal(y, gather_nd(out, indices)), grad.dtype)
+    count = x_ind + scatter_nd(indices, y_ind, shape(x, out_type=indices.dtype))
+    return [grad * x_ind / count, None, gather_nd(grad / count, indices) * y_ind]
 
 
 @RegisterGradient("DynamicPartition")

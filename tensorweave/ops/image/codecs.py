@@ -1,6 +1,7 @@
-"""Image codecs: decode_png / jpeg / gif / bmp / image and encode_png / jpeg, through Pillow (the
-optional `image` extra). Data that is not the format asked for is InvalidArgumentError naming
-the op; without Pillow the kernels say how to install it."""
+"""Image codecs: decode_png / jpeg / gif / bmp / image and encode_png / jpeg, extract_jpeg_shape,
+decode_and_crop_jpeg, adjust_jpeg_quality / random_jpeg_quality (EncodeJpegVariableQuality),
+through Pillow (the optional `image` extra). Data that is not the format asked for is
+InvalidArgumentError naming the op; without Pillow the kernels say how to install it."""
 from __future__ import annotations
 
 import io
@@ -14,6 +15,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import as_string_tensor, check_output_size, invalid, make_op, string_array
 from tensorweave.ops.image.color import convert_image_dtype
+from tensorweave.ops.random import random_uniform
 from tensorweave.ops.registry import register
 
 try:   # Pillow is optional: pip install 'tensorweave[image]'
@@ -284,7 +286,7 @@ def _encode_jpeg_kernel(node, ctx):
     _need_pillow(node)
     a = node.attr
 
-    def run(image):
+    def run(image, quality=None):
         x = _image3(node, image)
         if a["format"] == "grayscale":
             x = x[..., :1]
@@ -294,7 +296,8 @@ def _encode_jpeg_kernel(node, ctx):
             raise invalid(node, f"image must have 1 or 3 channels, got {x.shape[2]}")
         buf = io.BytesIO()
         dpi = (a["x_density"], a["y_density"]) if a["density_unit"] == "in" else None
-        _pil(x).save(buf, format="JPEG", quality=a["quality"], progressive=a["progressive"],
+        _pil(x).save(buf, format="JPEG", quality=a["quality"] if quality is None else quality,
+                     progressive=a["progressive"],
                      optimize=a["optimize_size"], subsampling=2 if a["chroma_downsampling"] else 0,
                      **({"dpi": dpi} if dpi else {}))
         return buf.getvalue()
@@ -331,3 +334,102 @@ def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=F
              "xmp_metadata": xmp_metadata}
     image = convert_to_tensor(image, name="image")
     return make_op("EncodeJpeg", [image], attrs, name=name or "EncodeJpeg").outputs[0]
+
+
+# -- JPEG shape, crops and quality -------------------------------------------------------------------------
+def _jpeg_shape_kernel(node, ctx):
+    _need_pillow(node)
+    dt = dtypes.as_dtype(node.attr["output_type"]).as_numpy_dtype
+
+    def run(contents):
+        img = _open(node, _scalar(node, contents), "JPEG")
+        return np.array([img.size[1], img.size[0], len(img.getbands())], dt)
+    return run
+
+
+def _decode_and_crop_kernel(node, ctx):
+    _need_pillow(node)
+    channels, ratio = node.attr["channels"], node.attr["ratio"]
+
+    def run(contents, crop_window):
+        window = np.reshape(crop_window, -1)
+        if window.shape != (4,):
+            raise invalid(node, f"crop_window must be shape [4], got {list(np.shape(crop_window))}")
+        data = _scalar(node, contents)
+        image = _jpeg(node, data, channels, ratio)
+        y, x, h, w = (int(v) for v in window)
+        if min(y, x) < 0 or h <= 0 or w <= 0 or y + h > image.shape[0] or x + w > image.shape[1]:
+            raise invalid(node, f"Invalid JPEG data or crop window, data size {len(data)}: crop window "
+                                f"{window.tolist()} is outside the image of {image.shape[0]}x{image.shape[1]}")
+        return image[y:y + h, x:x + w]
+    return run
+
+
+def _variable_quality_kernel(node, ctx):
+    encode = _encode_jpeg_kernel(node, ctx)   # TF's defaults for the other attributes
+
+    def run(images, quality):
+        q = int(np.reshape(quality, -1)[0]) if np.size(quality) == 1 else None
+        if q is None or not 0 <= q <= 100:
+            raise invalid(node, f"quality must be a scalar in [0, 100], got {np.asarray(quality).tolist()}")
+        return encode(images, quality=q)
+    return run
+
+
+register("ExtractJpegShape", lambda op: [(dtypes.as_dtype(op.get_attr("output_type")), TensorShape([3]))],
+         _jpeg_shape_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="contents")
+register("DecodeAndCropJpeg", _hwc, _decode_and_crop_kernel, grad=None,
+         dtypes={0: ("contents", (dtypes.string,)), 1: ("crop_window", (dtypes.int32,))})
+register("EncodeJpegVariableQuality", lambda op: [(dtypes.string, TensorShape([]))], _variable_quality_kernel,
+         grad=None, dtypes={0: ("images", (dtypes.uint8,)), 1: ("quality", (dtypes.int32,))})
+
+
+@tf_export("image.extract_jpeg_shape", "io.extract_jpeg_shape")
+def extract_jpeg_shape(contents, output_type=dtypes.int32, name=None):
+    """tf.image.extract_jpeg_shape(contents, output_type=tf.int32, name=None): [height, width,
+    channels] of a JPEG, read from its header without decoding the pixels."""
+    attrs = {"output_type": dtypes.as_dtype(output_type)}
+    return make_op("ExtractJpegShape", [as_string_tensor(contents)], attrs, name=name or "ExtractJpegShape").outputs[0]
+
+
+@tf_export("image.decode_and_crop_jpeg", "io.decode_and_crop_jpeg")
+def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upscaling=True,
+                         try_recover_truncated=False, acceptable_fraction=1, dct_method="", name=None):
+    """tf.image.decode_and_crop_jpeg(contents, crop_window, channels=0, ...): decode_jpeg's
+    image cropped to crop_window [y, x, height, width]; a window outside the image is
+    InvalidArgumentError."""
+    if ratio not in (1, 2, 4, 8):
+        raise ValueError(f"ratio must be 1, 2, 4, or 8, got {ratio}")
+    attrs = {"channels": _check_channels(channels, (0, 1, 3)), "ratio": int(ratio),
+             "fancy_upscaling": bool(fancy_upscaling), "try_recover_truncated": bool(try_recover_truncated),
+             "acceptable_fraction": float(acceptable_fraction), "dct_method": dct_method}
+    inputs = [as_string_tensor(contents), convert_to_tensor(crop_window, dtypes.int32, name="crop_window")]
+    return make_op("DecodeAndCropJpeg", inputs, attrs, name=name or "DecodeAndCropJpeg").outputs[0]
+
+
+@tf_export("image.adjust_jpeg_quality")
+def adjust_jpeg_quality(image, jpeg_quality, name=None):
+    """tf.image.adjust_jpeg_quality(image, jpeg_quality, name=None): the image encoded as a JPEG
+    of quality jpeg_quality (0-100, an int or int32 tensor) and decoded again, in its dtype."""
+    with name_scope(name, "adjust_jpeg_quality", [image]):
+        image = convert_to_tensor(image, name="image")
+        as_uint8 = convert_image_dtype(image, dtypes.uint8)
+        attrs = {"format": "", "quality": 95, "progressive": False, "optimize_size": False,
+                 "chroma_downsampling": True, "density_unit": "in", "x_density": 300, "y_density": 300,
+                 "xmp_metadata": ""}
+        quality = convert_to_tensor(jpeg_quality, dtypes.int32, name="jpeg_quality")
+        encoded = make_op("EncodeJpegVariableQuality", [as_uint8, quality], attrs,
+                          name="EncodeJpegVariableQuality").outputs[0]
+        return convert_image_dtype(decode_jpeg(encoded), image.dtype)
+
+
+@tf_export("image.random_jpeg_quality")
+def random_jpeg_quality(image, min_jpeg_quality, max_jpeg_quality, seed=None):
+    """tf.image.random_jpeg_quality(image, min_jpeg_quality, max_jpeg_quality, seed=None):
+    adjust_jpeg_quality with a quality drawn uniformly from [min, max) at each run."""
+    if not (0 <= min_jpeg_quality <= 100 and 0 <= max_jpeg_quality <= 100):
+        raise ValueError("jpeg encoding range must be between 0 and 100.")
+    if min_jpeg_quality >= max_jpeg_quality:
+        raise ValueError("`min_jpeg_quality` must be less than `max_jpeg_quality`.")
+    quality = random_uniform([], min_jpeg_quality, max_jpeg_quality, seed=seed, dtype=dtypes.int32)
+    return adjust_jpeg_quality(image, quality)

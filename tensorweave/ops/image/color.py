@@ -15,13 +15,14 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import expand_dims, rank, shape
+from tensorweave.ops.array.core import expand_dims, rank, reshape, shape
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.pad import tile
 from tensorweave.ops.helpers import FLOATS, REAL, TFNodes, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import add, floordiv, maximum, multiply, pow as pow_, subtract, truediv
 from tensorweave.ops.math.cast import cast, saturate_cast
+from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.reduction import reduce_mean, reduce_prod, reduce_sum
 from tensorweave.ops.math.unary import sqrt, square
 from tensorweave.ops.random import random_uniform
@@ -383,3 +384,43 @@ def grayscale_to_rgb(images, name=None):
             raise ValueError(f"Last dimension of a grayscale image should be size 1 (shape {images.shape})")
         multiples = concat([ones(expand_dims(rank(images) - 1, 0), dtype=dtypes.int32), [3]], 0)
         return tile(images, multiples)
+
+
+# -- YIQ and YUV ----------------------------------------------------------------------------------------
+def _color_transform(images, kernel, name: str):
+    """TF's tensordot of the last axis with a 3x3 kernel (any rank; the kernel in images' dtype)."""
+    images = convert_to_tensor(images, name="images")
+    if images.shape.ndims is not None and images.shape[-1].value not in (None, 3):
+        raise ValueError(f"Dimensions must be equal, but are {images.shape[-1].value} and 3 for '{name}'")
+    kernel = convert_to_tensor(np.asarray(kernel), dtype=images.dtype, name="kernel")
+    out = reshape(matmul(reshape(images, [-1, 3]), kernel), shape(images), name=name)
+    out.set_shape(images.shape)
+    return out
+
+
+@tf_export("image.rgb_to_yiq")
+def rgb_to_yiq(images):
+    """tf.image.rgb_to_yiq(images): float RGB in [0, 1] (last dim 3) to YIQ (TF's kernel)."""
+    return _color_transform(images, [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+                                     [0.114, -0.32134392, 0.31119955]], "rgb_to_yiq")
+
+
+@tf_export("image.yiq_to_rgb")
+def yiq_to_rgb(images):
+    """tf.image.yiq_to_rgb(images): YIQ (last dim 3) back to RGB (TF's kernel)."""
+    return _color_transform(images, [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021],
+                                     [0.6208248, -0.64720424, 1.70423049]], "yiq_to_rgb")
+
+
+@tf_export("image.rgb_to_yuv")
+def rgb_to_yuv(images):
+    """tf.image.rgb_to_yuv(images): float RGB in [0, 1] (last dim 3) to YUV (TF's kernel)."""
+    return _color_transform(images, [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+                                     [0.114, 0.43601035, -0.10001026]], "rgb_to_yuv")
+
+
+@tf_export("image.yuv_to_rgb")
+def yuv_to_rgb(images):
+    """tf.image.yuv_to_rgb(images): YUV (last dim 3) back to RGB (TF's kernel)."""
+    return _color_transform(images, [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]],
+                            "yuv_to_rgb")

@@ -14,9 +14,14 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import expand_dims, squeeze
+from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.core import expand_dims, shape, squeeze
 from tensorweave.ops.helpers import REAL, check_output_size, invalid, make_op, static_ints
 from tensorweave.ops.image.color import check_image
+from tensorweave.ops.image.geometry import pad_to_bounding_box
+from tensorweave.ops.math.binary import maximum, minimum
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.unary import floor, round as round_
 from tensorweave.ops.registry import register
 
 
@@ -242,13 +247,13 @@ _METHODS = {ResizeMethod.BILINEAR: resize_bilinear, ResizeMethod.NEAREST_NEIGHBO
             "area": resize_area}
 
 
-@tf_export("image.resize_images")
+@tf_export("image.resize_images", "image.resize")
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False,
                   name=None):
     """tf.image.resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
-    preserve_aspect_ratio=False, name=None): a 3-D image or 4-D batch resized to size
-    [new_height, new_width] (float32 except for NEAREST_NEIGHBOR; the image itself when its
-    static size already is `size`)."""
+    preserve_aspect_ratio=False, name=None), also TF 1's tf.image.resize: a 3-D image or 4-D
+    batch resized to size [new_height, new_width] (float32 except for NEAREST_NEIGHBOR; the
+    image itself when its static size already is `size`)."""
     if method not in _METHODS:
         raise ValueError("Resize method is not implemented.")
     with name_scope(name, "resize", [images, size]):
@@ -261,14 +266,48 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
             raise ValueError("'size' must be a 1-D Tensor of 2 elements: new_height, new_width")
         new = static_ints(size_t)
         h, w = (images.shape[1].value, images.shape[2].value) if images.shape.ndims == 4 else (None, None)
-        if preserve_aspect_ratio:
-            if new is None or h is None or w is None:
-                raise ValueError("preserve_aspect_ratio needs static image and target sizes")
+        if preserve_aspect_ratio and None not in (new, h, w):
             factor = min(np.float32(new[0]) / np.float32(h), np.float32(new[1]) / np.float32(w))
             new = [int(np.round(factor * np.float32(h))), int(np.round(factor * np.float32(w)))]
             size_t = convert_to_tensor(new, dtype=dtypes.int32)
+        elif preserve_aspect_ratio:   # TF's graph of the same computation, for sizes known at run time
+            dims = shape(images)
+            f_h, f_w = cast(dims[1], dtypes.float32), cast(dims[2], dtypes.float32)
+            factor = minimum(cast(size_t[0], dtypes.float32) / f_h, cast(size_t[1], dtypes.float32) / f_w)
+            size_t = stack([cast(round_(factor * f_h), dtypes.int32), cast(round_(factor * f_w), dtypes.int32)])
+            new = None
         if new is not None and [h, w] == list(new):
             out = images
         else:
             out = _METHODS[method](images, size_t, align_corners=align_corners)
         return out if batched else squeeze(out, [0])
+
+
+@tf_export("image.resize_image_with_pad")
+def resize_image_with_pad(image, target_height, target_width, method=ResizeMethod.BILINEAR, align_corners=False):
+    """tf.image.resize_image_with_pad(image, target_height, target_width,
+    method=ResizeMethod.BILINEAR, align_corners=False): the image scaled by one factor to fit
+    [target_height, target_width] (sizes floored), then centred and zero-padded to it."""
+    with name_scope(None, "resize_image_with_pad", [image]):
+        image = convert_to_tensor(image, name="image")
+        if image.shape.ndims not in (None, 3, 4):
+            raise ValueError("'image' must have either 3 or 4 dimensions.")
+        for what, v in (("target_width", target_width), ("target_height", target_height)):
+            if isinstance(v, (int, np.integer)) and v <= 0:
+                raise ValueError(f"{what} must be > 0.")
+        batched = image.shape.ndims == 4
+        if not batched:   # as TF: an image of unknown rank is one 3-D image
+            image = expand_dims(image, 0)
+            image.set_shape([None] * 4)
+        dims = shape(image)
+        f_height, f_width = (cast(image.shape[i].value if image.shape[i].value is not None else dims[i],
+                                  dtypes.float32) for i in (1, 2))
+        f_target_height, f_target_width = cast(target_height, dtypes.float32), cast(target_width, dtypes.float32)
+        ratio = maximum(f_width / f_target_width, f_height / f_target_height)
+        resized_height, resized_width = f_height / ratio, f_width / ratio
+        new_size = stack([cast(floor(resized_height), dtypes.int32), cast(floor(resized_width), dtypes.int32)])
+        pad_height = maximum(0, cast(floor((f_target_height - resized_height) / 2), dtypes.int32))
+        pad_width = maximum(0, cast(floor((f_target_width - resized_width) / 2), dtypes.int32))
+        resized = resize_images(image, new_size, method, align_corners=align_corners)
+        padded = pad_to_bounding_box(resized, pad_height, pad_width, target_height, target_width)
+        return padded if batched else squeeze(padded, [0])

@@ -1,4 +1,4 @@
-"""Array functions built from math ops: boolean_mask and sequence_mask (gather, where,
+"""Array functions built from math ops: boolean_mask, sequence_mask, repeat and batch_gather (gather, where,
 comparisons, reductions), sort and argsort (top_k of negated values),
 required_space_to_batch_paddings (floormod), and gather_nd with its op GatherNd (with batch_dims,
 a composite of reduce_prod and range). They sit in math/, above math's own modules, because
@@ -20,6 +20,7 @@ from tensorweave.ops.array.core import constant, expand_dims, reshape, shape, si
 from tensorweave.ops.array.fill import ones_like, zeros, zeros_like
 from tensorweave.ops.array.gather import gather, nd_positions, scatter_nd
 from tensorweave.ops.array.slicing import strided_slice
+from tensorweave.ops.array.pad import broadcast_to, tile
 from tensorweave.ops.array.sort import top_k, where
 from tensorweave.ops.helpers import INDEX, dense, invalid, make_op
 from tensorweave.ops.math.binary import floormod, less, maximum, subtract
@@ -68,6 +69,58 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
 
 
 # -- sequence_mask -----------------------------------------------------------------------------
+@tf_export("repeat")
+def repeat(input, repeats, axis=None, name=None) -> Tensor:
+    """tf.repeat(input, repeats, axis=None, name=None): each slice of `input` along `axis`
+    repeated repeats[i] times (a scalar repeats every slice alike); axis=None repeats the
+    flattened input. Differentiable in `input` (a gather)."""
+    with name_scope(name, "Repeat"):
+        data = convert_to_tensor(input, name="input")
+        if axis is None:
+            data, axis = reshape(data, [-1]), 0
+        if not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"axis must be an int; got {type(axis).__name__}")
+        repeats = convert_to_tensor(repeats, name="repeats")
+        if not repeats.dtype.is_integer:
+            raise TypeError(f"repeats must be an integer tensor, got {repeats.dtype.name}")
+        repeats = cast(repeats, dtypes.int32)
+        if repeats.shape.ndims is not None and repeats.shape.ndims > 1:
+            raise ValueError(f"Shape must be at most rank 1 but is rank {repeats.shape.ndims} for 'repeats'")
+        if data.shape.ndims == 0:
+            data = reshape(data, [1])
+        ndims = data.shape.ndims
+        if ndims is not None and not -ndims <= axis < ndims:
+            raise ValueError(f"axis={axis} out of bounds: expected {-ndims}<=axis<{ndims}")
+        if axis < 0:
+            if ndims is None:
+                raise ValueError("axis may not be negative if rank(data) is unknown.")
+            axis += ndims
+        n = shape(data)[axis]
+        counts = broadcast_to(reshape(repeats, [-1]), reshape(n, [1]))
+        longest = maximum(0, reduce_max(counts))
+        slots = tile(expand_dims(range_(n), 1), stack([1, longest]))
+        result = gather(data, boolean_mask(slots, sequence_mask(counts, longest)), axis=axis)
+        if ndims is not None:
+            reps, dim = constant_value(repeats), data.shape[axis].value
+            new = int(np.sum(np.broadcast_to(reps, [dim]))) if reps is not None and dim is not None else None
+            result.set_shape(data.shape[:axis].concatenate([new]).concatenate(data.shape[axis + 1:]))
+        return result
+
+
+@tf_export("batch_gather")
+def batch_gather(params, indices, name=None) -> Tensor:
+    """tf.batch_gather(params, indices, name=None): gather along the first dimension after the
+    batch dimensions that `params` and `indices` share (all but indices' last):
+    result[b..., j] = params[b..., indices[b..., j]]."""
+    with name_scope(name, "BatchGather"):
+        indices = convert_to_tensor(indices, name="indices")
+        params = convert_to_tensor(params, name="params")
+        if indices.shape.ndims is None:
+            raise ValueError("batch_gather does not allow indices with unknown shape.")
+        batch_dims = indices.shape.ndims - 1
+        return gather(params, indices, axis=batch_dims, batch_dims=batch_dims)
+
+
 @tf_export("sequence_mask")
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None) -> Tensor:
     """tf.sequence_mask(lengths, maxlen=None, dtype=tf.bool, name=None): mask[..., j] = j < lengths[...];

@@ -9,6 +9,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
 from tensorweave.ops.registry import register
@@ -120,3 +121,51 @@ def saturate_cast(value, dtype, name=None) -> Tensor:
                 hi_t = convert_to_tensor(hi_v, dtype=src, name="max")
                 value = make_op("Minimum", [value, hi_t], {"T": src}).outputs[0]
         return cast(value, dtype, name=scope)
+
+
+# -- Bitcast ------------------------------------------------------------------------------------------
+_BITCAST_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.int16, dtypes.int32,
+                  dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.complex64,
+                  dtypes.complex128)
+
+
+def _bitcast_infer(op):
+    x, out = op.inputs[0], dtypes.as_dtype(op.get_attr("type"))
+    if out not in _BITCAST_TYPES:
+        raise TypeError(f"Value passed to parameter 'type' has DataType {out.name} not in list of allowed values")
+    a, b = x.dtype.size, out.size
+    if x.shape.ndims is None or a == b:
+        return [(out, x.shape if a == b else TensorShape(None))]
+    dims = x.shape.as_list()
+    if a > b:
+        return [(out, TensorShape(dims + [a // b]))]
+    if not dims or dims[-1] not in (None, b // a):
+        raise ValueError(f"Cannot bitcast from {x.dtype.name} to {out.name}: the last dimension of the input "
+                         f"({dims[-1] if dims else 'a scalar'}) must be {b // a}")
+    return [(out, TensorShape(dims[:-1]))]
+
+
+def _bitcast_kernel(node, ctx):
+    out = dtypes.as_dtype(node.attr["type"]).as_numpy_dtype
+
+    def run(x):
+        x = np.ascontiguousarray(x)
+        a, b = x.dtype.itemsize, np.dtype(out).itemsize
+        if a < b and (x.ndim == 0 or x.shape[-1] != b // a):
+            raise errors.InvalidArgumentError(node, node.name, f"Cannot bitcast from {x.dtype} to {np.dtype(out)}: "
+                                                               f"shape {list(x.shape)}")
+        shape = x.shape + (a // b,) if a > b else x.shape[:-1] if a < b else x.shape
+        return x.view(out).reshape(shape)
+    return run
+
+
+register("Bitcast", _bitcast_infer, _bitcast_kernel, grad=None, dtypes=_BITCAST_TYPES, dtype_param="input")
+
+
+@tf_export("bitcast")
+def bitcast(input, type, name=None):
+    """tf.bitcast(input, type, name=None): the same bytes read as `type`, no copy of the data:
+    a wider input gains a last dimension of size in_bytes / out_bytes, a narrower one loses its
+    last dimension, which must be out_bytes / in_bytes."""
+    x = convert_to_tensor(input, name="input")
+    return make_op("Bitcast", [x], {"T": x.dtype, "type": dtypes.as_dtype(type)}, name=name or "Bitcast").outputs[0]

@@ -11,7 +11,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, as_shape
-from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue, convert_to_tensor_or_sparse_tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
@@ -29,6 +29,11 @@ from tensorweave.ops.math.binary import subtract
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import RegisterGradient, register
+
+# framework's SparseTensor, declared here: a program whose first name is tf.SparseTensor built
+# from Python lists gets the op library that converts them.
+tf_export("sparse.SparseTensor", "SparseTensor")(SparseTensor)
+tf_export("convert_to_tensor_or_sparse_tensor")(convert_to_tensor_or_sparse_tensor)
 
 
 def convert_sparse(sp_input, what: str = "sp_input") -> SparseTensor:

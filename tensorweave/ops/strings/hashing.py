@@ -1,7 +1,8 @@
 """String hashing into buckets, bit-equal to TensorFlow's: tf.string_to_hash_bucket (TF's
 Hash64, a MurmurHash2-64 variant), _fast (FarmHash Fingerprint64) and _strong (SipHash-2-4 with
 a 128-bit key); and FingerprintCat64, which feature crosses chain (cross.py). The hashes are
-plain Python integer arithmetic, masked to 64 bits."""
+plain Python integer arithmetic, masked to 64 bits. tf.fingerprint (the Fingerprint op) is
+Fingerprint64 of each row's bytes."""
 from __future__ import annotations
 
 import struct
@@ -9,8 +10,10 @@ import struct
 import numpy as np
 
 from tensorweave.framework import dtypes
+from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import as_string_tensor, make_op, string_array
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.registry import register
 
 
@@ -281,3 +284,50 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):
     t = as_string_tensor(input)
     return make_op("StringToHashBucketStrong", [t], {"num_buckets": _check_buckets(num_buckets), "key": key},
                    name=name or "StringToHashBucketStrong").outputs[0]
+
+
+# -- Fingerprint -------------------------------------------------------------------------------------
+def _fingerprint_kernel(node, ctx):
+    def digest(s: bytes) -> bytes:
+        return struct.pack("<Q", fingerprint64(s))
+
+    def run(data, method):
+        method = bytes(string_array(method).reshape(-1)[0]) if np.size(string_array(method)) == 1 else None
+        if method != b"farmhash64":
+            raise invalid(node, f"Unsupported fingerprint method: {method!r}")
+        if isinstance(data, bytes) or (isinstance(data, np.ndarray) and data.dtype == object):
+            arr = string_array(data)
+            if arr.ndim == 0:
+                raise invalid(node, "data must have rank at least one, got a scalar")
+            rows = arr.reshape(arr.shape[0], -1)
+            # one string: its fingerprint; more: the fingerprint of their fingerprints
+            out = [digest(bytes(r[0])) if len(r) == 1 else digest(b"".join(digest(bytes(s)) for s in r)) for r in rows]
+        else:
+            arr = np.ascontiguousarray(data)
+            if arr.ndim == 0:
+                raise invalid(node, "data must have rank at least one, got a scalar")
+            rows = arr.astype(arr.dtype.newbyteorder("<"), copy=False).reshape(arr.shape[0], -1)
+            out = [digest(r.tobytes()) for r in rows]
+        return np.frombuffer(b"".join(out), np.uint8).reshape(len(out), 8).copy()
+    return run
+
+
+def _fingerprint_infer(op):
+    data = op.inputs[0]
+    if data.shape.ndims == 0:
+        raise ValueError("Shape must be at least rank 1 but is rank 0 for 'data'")
+    return [(dtypes.uint8, TensorShape([data.shape[0].value if data.shape.ndims else None, 8]))]
+
+
+register("Fingerprint", _fingerprint_infer, _fingerprint_kernel, grad=None,
+         dtypes={1: ("method", (dtypes.string,))})
+
+
+@tf_export("fingerprint")
+def fingerprint(data, method="farmhash64", name=None):
+    """tf.fingerprint(data, method='farmhash64', name=None): a uint8 [batch, 8] fingerprint of
+    each row data[i] (FarmHash Fingerprint64 of its bytes, little-endian; for strings of the
+    string, or of the strings' fingerprints when a row holds several), TF's bit for bit."""
+    data = convert_to_tensor(data, name="data")
+    method = convert_to_tensor(method, dtype=dtypes.string, name="method")
+    return make_op("Fingerprint", [data, method], {"T": data.dtype}, name=name or "Fingerprint").outputs[0]
