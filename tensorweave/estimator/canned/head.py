@@ -1,0 +1,336 @@
+"""The heads of TF 1.15's premade Estimators (estimator/canned/head.py): from a model's logits and
+the labels, the predictions, the loss, the evaluation metrics and the export outputs of each mode's
+EstimatorSpec. Binary (sigmoid cross entropy), multi-class (softmax cross entropy) and regression
+(squared error) heads, with `weight_column`, `label_vocabulary` and `loss_reduction` as TF's."""
+from __future__ import annotations
+
+from tensorweave.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
+from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys
+from tensorweave.feature_column.columns import NumericColumn
+from tensorweave.framework import dtypes
+from tensorweave.framework.api import GraphKeys, control_dependencies, get_collection, name_scope
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.losses import Reduction, compute_weighted_loss, mean_squared_error, sparse_softmax_cross_entropy
+from tensorweave.metrics.base import broadcast_weights
+from tensorweave.metrics.confusion import auc, precision, recall
+from tensorweave.metrics.means import accuracy, mean
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import constant, expand_dims, identity, shape
+from tensorweave.ops.array.fill import ones_like, zeros_like
+from tensorweave.ops.array.gather import gather
+from tensorweave.ops.array.pad import tile
+from tensorweave.ops.debugging.asserts import assert_less_equal, assert_non_negative
+from tensorweave.ops.grouping import group
+from tensorweave.ops.lookup.tables import index_table_from_tensor
+from tensorweave.ops.math.binary import maximum
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.reduction import argmax, reduce_sum
+from tensorweave.ops.math.sequences import range as tf_range
+from tensorweave.ops.math.unary import sigmoid
+from tensorweave.ops.nn.activations import softmax
+from tensorweave.ops.nn.impl import sigmoid_cross_entropy_with_logits
+from tensorweave.ops.strings.conversion import as_string
+from tensorweave.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
+from tensorweave.summary.summary import scalar
+
+CLASSIFY_SERVING_KEY, REGRESS_SERVING_KEY, PREDICT_SERVING_KEY = "classification", "regression", "predict"
+
+
+def _check_labels(labels, logits, dimension: int):
+    """labels as [batch, dimension] (a [batch] vector gains its last axis), checked against logits."""
+    if labels is None:
+        raise ValueError("You must provide a labels Tensor. Given: None. Suggested troubleshooting steps: Check that "
+                         "your data contain your label feature. Check that your input_fn properly parses and returns "
+                         "labels.")
+    if isinstance(labels, dict):
+        raise ValueError(f"labels must be a Tensor, not a dict: {sorted(labels)}")
+    labels = convert_to_tensor(labels)
+    if labels.shape.ndims == 1 and dimension == 1:
+        labels = expand_dims(labels, -1)
+    last = labels.shape[-1].value if labels.shape.ndims else None
+    if last is not None and last != dimension:
+        raise ValueError(f"Mismatched label shape. Expected labels dimension={dimension}.  Received {last}. "
+                         "Suggested Fix:If your classifier expects one-hot encoding label,check your n_classes "
+                         "argument to the estimator and/or the shape of your label.Otherwise, check the shape of "
+                         "your label.")
+    return labels
+
+
+def _weights(features, weight_column, logits):
+    """The examples' weights from features (1. without a weight_column), float32 [batch, 1]."""
+    if weight_column is None:
+        return 1.
+    key = weight_column.key if isinstance(weight_column, NumericColumn) else weight_column
+    if key not in features:
+        raise ValueError(f"weight_column {key!r} is not in features: {sorted(features)}")
+    weights = features[key]
+    if isinstance(weight_column, NumericColumn) and weight_column.normalizer_fn is not None:
+        weights = weight_column.normalizer_fn(weights)
+    weights = convert_to_tensor(weights)
+    if not (weights.dtype.is_floating or weights.dtype.is_integer):
+        raise ValueError(f"Weight column should be castable to float. Given dtype: {weights.dtype}")
+    weights = cast(weights, dtypes.float32, name="weights")
+    if weights.shape.ndims == 1:
+        weights = expand_dims(weights, -1)
+    return weights
+
+
+def _assert_range(labels, n_classes: int):
+    with name_scope(None, "assert_range", (labels,)):
+        less = assert_less_equal(labels, convert_to_tensor(n_classes - 1, dtype=labels.dtype),
+                                 message="Labels must <= n_classes - 1")
+        non_negative = assert_non_negative(labels, message="Labels must >= 0")
+        with control_dependencies((less, non_negative)):
+            return identity(labels)
+
+
+def _label_ids(labels, label_vocabulary, n_classes: int):
+    """Integer class ids of labels: by their index in label_vocabulary (string labels) or as given."""
+    if label_vocabulary is None:
+        if not labels.dtype.is_integer:
+            raise ValueError(f"Labels dtype should be integer. Instead got {labels.dtype}.")
+        return _assert_range(labels, n_classes)
+    if labels.dtype != dtypes.string:
+        raise ValueError(f"Labels dtype should be string if there is a vocabulary. Instead got {labels.dtype}")
+    ids = index_table_from_tensor(vocabulary_list=tuple(label_vocabulary), name="class_id_lookup").lookup(labels)
+    return _assert_range(ids, n_classes)
+
+
+def _class_names(n_classes: int, label_vocabulary):
+    return constant(list(label_vocabulary)) if label_vocabulary else as_string(tf_range(n_classes))
+
+
+def _per_example(row, logits):
+    """row [n] tiled to [batch, n]."""
+    return tile(expand_dims(row, 0), [shape(logits)[0], 1])
+
+
+def _float_mean(values, weights, name):
+    with name_scope(name, values=(values,)) as scope:
+        values = cast(values, dtypes.float32)
+        if not isinstance(weights, float):
+            weights = broadcast_weights(weights, values)
+        return mean(values, weights=weights, name=scope)
+
+
+def _optional_weights(weights):
+    return None if isinstance(weights, float) else weights
+
+
+class _Head:
+    """What every head shares: the EstimatorSpec of each mode from logits (TF's _Head)."""
+
+    def __init__(self, logits_dimension: int, weight_column=None, loss_reduction=Reduction.SUM, name=None):
+        if loss_reduction not in Reduction.all() or loss_reduction == Reduction.NONE:
+            raise ValueError(f"Invalid loss_reduction: {loss_reduction}")
+        self._logits_dimension, self._weight_column = logits_dimension, weight_column
+        self._loss_reduction, self._name = loss_reduction, name
+
+    name = property(lambda self: self._name)
+    logits_dimension = property(lambda self: self._logits_dimension)
+
+    def _loss(self, features, logits, labels):
+        """(training loss, unreduced loss [batch, d], weights, processed labels)."""
+        unreduced, labels = self._unreduced_loss(logits, labels)
+        weights = _weights(features, self._weight_column, logits)
+        training_loss = compute_weighted_loss(unreduced, weights=weights, reduction=self._loss_reduction)
+        return training_loss, unreduced, weights, labels
+
+    def create_estimator_spec(self, features, mode, logits, labels=None, optimizer=None, train_op_fn=None,
+                              regularization_losses=None) -> EstimatorSpec:
+        """The EstimatorSpec of `mode`: predictions and export outputs (PREDICT), loss and metrics
+        (EVAL), loss and the train op of optimizer.minimize or train_op_fn(loss) (TRAIN)."""
+        with name_scope(self._name, "head"):
+            logits = convert_to_tensor(logits)
+            last = logits.shape[-1].value if logits.shape.ndims else None
+            if last is not None and last != self._logits_dimension:
+                raise ValueError(f"logits shape must be [D0, D1, ... DN, logits_dimension], got {logits.shape}.")
+            with name_scope(None, "predictions", (logits,)):
+                predictions, export_outputs, metric_inputs = self._predictions(logits)
+            if mode == ModeKeys.PREDICT:
+                return EstimatorSpec(mode, predictions=predictions, export_outputs=export_outputs)
+            training_loss, unreduced, weights, labels = self._loss(features, logits, labels)
+            regularization_loss = None
+            loss = training_loss
+            if regularization_losses:
+                regularization_loss = sum(regularization_losses[1:], regularization_losses[0])
+                loss = training_loss + regularization_loss
+            if mode == ModeKeys.EVAL:
+                with name_scope(None, "metrics", (labels, logits, weights)):
+                    metrics = self._metrics(labels, weights, unreduced, **metric_inputs)
+                    metrics["average_loss"] = mean(unreduced, weights=_optional_weights(weights),
+                                                   name="average_loss")
+                    if regularization_loss is not None:
+                        metrics["regularization_loss"] = mean(regularization_loss, name="regularization_loss")
+                return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                     eval_metric_ops={_summary_key(self._name, k): v for k, v in metrics.items()})
+            if optimizer is not None:
+                if train_op_fn is not None:
+                    raise ValueError("train_op_fn and optimizer cannot both be set.")
+                train_op = optimizer.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
+            elif train_op_fn is not None:
+                train_op = train_op_fn(loss)
+            else:
+                raise ValueError("train_op_fn and optimizer cannot both be None.")
+            update_ops = get_collection(GraphKeys.UPDATE_OPS)
+            if update_ops:
+                train_op = group(train_op, *update_ops)
+            mean_loss = None
+            if self._loss_reduction == Reduction.SUM:   # TF summarises the mean only for SUM
+                mean_loss = training_loss / reduce_sum(weights * ones_like(unreduced))
+        with name_scope(""):
+            scalar(_summary_key(self._name, "loss"), loss)
+            if mean_loss is not None:
+                scalar(_summary_key(self._name, "average_loss"), mean_loss)
+            if regularization_loss is not None:
+                scalar(_summary_key(self._name, "regularization_loss"), regularization_loss)
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
+
+
+def _summary_key(head_name, key: str) -> str:
+    return f"{key}/{head_name}" if head_name else key
+
+
+class _MultiClassHead(_Head):
+    """Softmax cross entropy over n_classes > 2 logits."""
+
+    def __init__(self, n_classes, weight_column=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
+                 name=None):
+        if n_classes is None or n_classes <= 2:
+            raise ValueError(f"n_classes must be > 2: {n_classes}.")
+        _check_vocabulary(label_vocabulary, n_classes)
+        super().__init__(n_classes, weight_column, loss_reduction, name)
+        self._n_classes, self._label_vocabulary = n_classes, label_vocabulary
+
+    def _unreduced_loss(self, logits, labels):
+        ids = _label_ids(_check_labels(labels, logits, 1), self._label_vocabulary, self._n_classes)
+        loss = sparse_softmax_cross_entropy(labels=ids, logits=logits, reduction=Reduction.NONE)
+        return expand_dims(loss, -1), ids
+
+    def _predictions(self, logits):
+        class_ids = expand_dims(argmax(logits, axis=-1, name="class_ids"), -1)
+        probabilities = softmax(logits, name="probabilities")
+        predictions = _class_predictions(logits, probabilities, class_ids, self._n_classes, self._label_vocabulary)
+        return predictions, _classification_export_outputs(predictions), {"class_ids": class_ids}
+
+    @staticmethod
+    def _metrics(labels, weights, unreduced, class_ids):
+        return {"accuracy": accuracy(labels, class_ids, weights=_optional_weights(weights), name="accuracy")}
+
+
+class _BinaryHead(_Head):
+    """Sigmoid cross entropy over one logit."""
+
+    def __init__(self, weight_column=None, thresholds=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
+                 name=None):
+        _check_vocabulary(label_vocabulary, 2)
+        super().__init__(1, weight_column, loss_reduction, name)
+        self._label_vocabulary = label_vocabulary
+        self._thresholds = tuple(thresholds or ())
+
+    def _unreduced_loss(self, logits, labels):
+        labels = _check_labels(labels, logits, 1)
+        if self._label_vocabulary is not None:
+            labels = index_table_from_tensor(vocabulary_list=tuple(self._label_vocabulary),
+                                             name="class_id_lookup").lookup(labels)
+        labels = _assert_range(cast(labels, dtypes.float32), 2)
+        return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits), labels
+
+    def _predictions(self, logits):
+        logistic = sigmoid(logits, name="logistic")
+        two_class_logits = concat((zeros_like(logits), logits), axis=-1, name="two_class_logits")
+        probabilities = softmax(two_class_logits, name="probabilities")
+        class_ids = expand_dims(argmax(two_class_logits, axis=-1, name="class_ids"), -1)
+        predictions = _class_predictions(logits, probabilities, class_ids, 2, self._label_vocabulary)
+        predictions["logistic"] = logistic
+        export_outputs = _classification_export_outputs(predictions)
+        export_outputs[REGRESS_SERVING_KEY] = RegressionOutput(value=logistic)
+        return predictions, export_outputs, {"class_ids": class_ids, "logistic": logistic}
+
+    def _metrics(self, labels, weights, unreduced, class_ids, logistic):
+        w = _optional_weights(weights)
+        label_mean = _float_mean(labels, weights, "label/mean")
+        with name_scope(None, "accuracy_baseline", label_mean):
+            baseline = (maximum(label_mean[0], 1. - label_mean[0], name="value"),
+                        maximum(label_mean[1], 1. - label_mean[1], name="update_op"))
+        metrics = {
+            "accuracy": accuracy(labels, class_ids, weights=w, name="accuracy"),
+            "precision": precision(labels, class_ids, weights=w, name="precision"),
+            "recall": recall(labels, class_ids, weights=w, name="recall"),
+            "prediction/mean": _float_mean(logistic, weights, "prediction/mean"),
+            "label/mean": label_mean,
+            "accuracy_baseline": baseline,
+            "auc": auc(labels, logistic, weights=None if w is None else broadcast_weights(w, logistic), name="auc"),
+            "auc_precision_recall": auc(labels, logistic, curve="PR", name="auc_precision_recall",
+                                        weights=None if w is None else broadcast_weights(w, logistic)),
+        }
+        for threshold in self._thresholds:
+            predicted = cast(logistic >= threshold, dtypes.float32)
+            metrics[f"accuracy/positive_threshold_{threshold:g}"] = accuracy(labels, predicted, weights=w)
+            metrics[f"precision/positive_threshold_{threshold:g}"] = precision(labels, predicted, weights=w)
+            metrics[f"recall/positive_threshold_{threshold:g}"] = recall(labels, predicted, weights=w)
+        return metrics
+
+
+class _RegressionHead(_Head):
+    """Squared error of label_dimension predictions."""
+
+    def __init__(self, weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM, name=None):
+        if label_dimension < 1:
+            raise ValueError(f"Invalid label_dimension {label_dimension}.")
+        super().__init__(label_dimension, weight_column, loss_reduction, name)
+
+    def _unreduced_loss(self, logits, labels):
+        labels = cast(_check_labels(labels, logits, self._logits_dimension), dtypes.float32)
+        return mean_squared_error(labels=labels, predictions=logits, reduction=Reduction.NONE), labels
+
+    def _predictions(self, logits):
+        predictions = {"predictions": logits}
+        output = RegressionOutput(value=logits)
+        return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: output, REGRESS_SERVING_KEY: output,
+                             PREDICT_SERVING_KEY: PredictOutput(predictions)}, {"predicted": logits}
+
+    @staticmethod
+    def _metrics(labels, weights, unreduced, predicted):
+        w = _optional_weights(weights)
+        return {"prediction/mean": _float_mean(predicted, weights, "prediction/mean"),
+                "label/mean": mean(labels, weights=w)}
+
+
+def _check_vocabulary(label_vocabulary, n_classes: int) -> None:
+    if label_vocabulary is None:
+        return
+    if not isinstance(label_vocabulary, (list, tuple)):
+        raise ValueError(f"label_vocabulary should be a list or a tuple. Given type: {type(label_vocabulary)}")
+    if len(label_vocabulary) != n_classes:
+        raise ValueError(f"Length of label_vocabulary ({len(label_vocabulary)}) must equal n_classes ({n_classes}).")
+
+
+def _class_predictions(logits, probabilities, class_ids, n_classes: int, label_vocabulary) -> dict:
+    names = _class_names(n_classes, label_vocabulary)
+    classes = gather(names, class_ids) if label_vocabulary else as_string(class_ids, name="str_classes")
+    return {"logits": logits, "probabilities": probabilities, "class_ids": class_ids, "classes": classes,
+            "all_class_ids": _per_example(tf_range(n_classes), logits),
+            "all_classes": _per_example(_class_names(n_classes, label_vocabulary), logits)}
+
+
+def _classification_export_outputs(predictions) -> dict:
+    """serving_default and classification: the probabilities and the class names; predict: every prediction."""
+    output = ClassificationOutput(scores=predictions["probabilities"], classes=predictions["all_classes"])
+    return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: output, CLASSIFY_SERVING_KEY: output,
+            PREDICT_SERVING_KEY: PredictOutput(predictions)}
+
+
+def binary_or_multi_class_head(n_classes, weight_column, label_vocabulary, loss_reduction) -> _Head:
+    """The head of a premade classifier: binary for n_classes == 2, multi-class above."""
+    if n_classes == 2:
+        return _BinaryHead(weight_column=weight_column, label_vocabulary=label_vocabulary,
+                           loss_reduction=loss_reduction)
+    return _MultiClassHead(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
+                           loss_reduction=loss_reduction)
+
+
+def regression_head(weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM) -> _Head:
+    return _RegressionHead(weight_column=weight_column, label_dimension=label_dimension,
+                           loss_reduction=loss_reduction)
+
