@@ -713,9 +713,17 @@ NAMESPACES = {
         'format_master_url': ('tensorweave.distribute.cluster_resolver', 'format_master_url'),
     },
     'tensorweave.estimator': {
+        'BaselineClassifier': ('tensorweave.estimator.canned.baseline', 'BaselineClassifier'),
+        'BaselineRegressor': ('tensorweave.estimator.canned.baseline', 'BaselineRegressor'),
         'BestExporter': ('tensorweave.estimator.exporter', 'BestExporter'),
         'CheckpointSaverHook': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverHook'),
         'CheckpointSaverListener': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverListener'),
+        'DNNClassifier': ('tensorweave.estimator.canned.dnn', 'DNNClassifier'),
+        'DNNLinearCombinedClassifier':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedClassifier'),
+        'DNNLinearCombinedRegressor':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedRegressor'),
+        'DNNRegressor': ('tensorweave.estimator.canned.dnn', 'DNNRegressor'),
         'Estimator': ('tensorweave.estimator.estimator', 'Estimator'),
         'EstimatorSpec': ('tensorweave.estimator.model_fn', 'EstimatorSpec'),
         'EvalSpec': ('tensorweave.estimator.training', 'EvalSpec'),
@@ -725,6 +733,8 @@ NAMESPACES = {
         'FinalOpsHook': ('tensorweave.train.basic_session_run_hooks', 'FinalOpsHook'),
         'GlobalStepWaiterHook': ('tensorweave.train.basic_session_run_hooks', 'GlobalStepWaiterHook'),
         'LatestExporter': ('tensorweave.estimator.exporter', 'LatestExporter'),
+        'LinearClassifier': ('tensorweave.estimator.canned.linear', 'LinearClassifier'),
+        'LinearRegressor': ('tensorweave.estimator.canned.linear', 'LinearRegressor'),
         'LoggingTensorHook': ('tensorweave.train.basic_session_run_hooks', 'LoggingTensorHook'),
         'ModeKeys': ('tensorweave.estimator.model_fn', 'ModeKeys'),
         'NanLossDuringTrainingError': ('tensorweave.train.basic_session_run_hooks', 'NanLossDuringTrainingError'),

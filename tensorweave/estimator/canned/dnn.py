@@ -49,8 +49,7 @@ def dnn_logits(features, mode, units: int, hidden_units, feature_columns, activa
                 net = Dropout(rate=dropout)(net, training=True)
             if batch_norm:
                 # TF's momentum: 0.999 (tf.contrib.layers.batch_norm's), as the default 0.99 can diverge
-                net = BatchNormalization(momentum=0.999, name=f"batchnorm_{layer_id}",
-                                         _scope=f"batchnorm_{layer_id}")(net, training=training)
+                net = BatchNormalization(momentum=0.999, name=f"batchnorm_{layer_id}")(net, training=training)
         add_layer_summary(net, scope.name)
     with variable_scope("logits", values=(net,)) as scope:
         logits = Dense(units, kernel_initializer=GlorotUniform(), name=scope.name, _scope=scope)(net)
