@@ -246,16 +246,34 @@ def serving_model_fn(tf):
     return model_fn
 
 
-def export_both(tf, model_dir: str, export_base: str) -> dict:
-    """Trains the linear model 10 steps in model_dir and exports it twice (raw receiver with the
-    default predict signature; raw-bytes receiver with serving_model_fn's signatures):
-    {"raw": export dir, "serving": export dir}."""
+def export_all(tf, model_dir: str, export_base: str) -> dict:
+    """Trains the linear model 10 steps in model_dir and exports it three times (raw receiver with
+    the default predict signature; raw-bytes and tf.Example-parsing receivers with
+    serving_model_fn's signatures): {"raw", "serving", "parsing": export dir}."""
     est = tf.estimator.Estimator(linear_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
     est.train(train_input_fn(tf), steps=10)
     raw = est.export_saved_model(export_base + "/raw", raw_receiver_fn(tf))
     serving = tf.estimator.Estimator(serving_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
     serving_dir = serving.export_saved_model(export_base + "/serving", raw_bytes_receiver_fn(tf))
-    return {"raw": raw.decode(), "serving": serving_dir.decode()}
+    parsing_dir = serving.export_saved_model(export_base + "/parsing", parsing_receiver_fn(tf))
+    return {"raw": raw.decode(), "serving": serving_dir.decode(), "parsing": parsing_dir.decode()}
+
+
+def parsing_receiver_fn(tf):
+    """Serving inputs: serialized tf.Examples with a float feature x of 2 values."""
+    return tf.estimator.export.build_parsing_serving_input_receiver_fn({"x": tf.FixedLenFeature([2], tf.float32)})
+
+
+def serving_feeds(tf) -> dict:
+    """{export name: {signature key: {input key: value}}} for export_all's exports."""
+    raw_bytes = np.array([row.tobytes() for row in X], dtype=object)
+    examples = np.array([tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString() for row in X],
+        dtype=object)
+    signatures = (("serving_default", "inputs"), ("classify", "inputs"), ("predict", "examples"))
+    return {"raw": {"serving_default": {"x": X}},
+            "serving": {key: {name: raw_bytes} for key, name in signatures},
+            "parsing": {key: {name: examples} for key, name in signatures}}
 
 
 def signature_structure(meta_graph) -> dict:
@@ -263,9 +281,3 @@ def signature_structure(meta_graph) -> dict:
     def infos(m):
         return {k: [int(v.dtype), [int(d.size) for d in v.tensor_shape.dim]] for k, v in sorted(m.items())}
     return {k: [s.method_name, infos(s.inputs), infos(s.outputs)] for k, s in sorted(meta_graph.signature_def.items())}
-
-
-SERVING_FEEDS = {"raw": {"serving_default": {"x": X}},
-                 "serving": {key: {name: np.array([row.tobytes() for row in X], dtype=object)}
-                             for key, name in (("serving_default", "inputs"), ("classify", "inputs"),
-                                               ("predict", "examples"))}}

@@ -180,12 +180,12 @@ def test_exporter_arguments_are_checked():
 
 
 def test_exports_have_tensorflows_signatures_and_compute_its_outputs(tmp_path):
-    exports = cases.export_both(tf, str(tmp_path / "model"), str(tmp_path / "export"))
+    exports = cases.export_all(tf, str(tmp_path / "model"), str(tmp_path / "export"))
     for name, export_dir in exports.items():
         session, graph, _ = _load(export_dir)
         meta_graph = parse_saved_model(export_dir).meta_graphs[0]
         assert cases.signature_structure(meta_graph) == RECORDED["tf_exports"][name]["signatures"], name
-        for key, feeds in cases.SERVING_FEEDS[name].items():
+        for key, feeds in cases.serving_feeds(tf)[name].items():
             got = _run(session, graph, meta_graph.signature_def[key], feeds)
             for out_key, want in RECORDED["tf_exports"][name]["outputs"][key].items():
                 want, ours_in_tf = decode(want), decode(RECORDED["tf_loads_ours"][name]["outputs"][key][out_key])
@@ -205,3 +205,19 @@ def test_warm_start_from_a_saved_model(trained, tmp_path):
     assert int(got["global_step"]) == 0   # trainable variables only, as TF's warm start
     for k in ("loss", "mae", "rmse"):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6)
+
+
+def test_parsing_receiver_export_serves_tf_examples(trained, tmp_path):
+    est, predicted = trained
+    serving_est = tf.estimator.Estimator(cases.serving_model_fn(tf), model_dir=est.model_dir,
+                                         params={"learning_rate": 0.1})
+    receiver_fn = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        {"x": tf.FixedLenFeature([2], tf.float32)})
+    session, graph, signatures = _load(serving_est.export_saved_model(str(tmp_path), receiver_fn).decode())
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))})).SerializeToString() for row in cases.X]
+    regress = _run(session, graph, signatures["serving_default"], {"inputs": examples})
+    np.testing.assert_allclose(regress["outputs"], predicted[:, 0], rtol=1e-6)
+    classify = _run(session, graph, signatures["classify"], {"inputs": examples})
+    assert [c[0].decode() for c in classify["classes"]] == ["positive" if v > 0 else "negative"
+                                                            for v in predicted[:, 0]]
