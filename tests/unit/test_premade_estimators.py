@@ -53,6 +53,15 @@ def _assert_predictions(est, recorded: dict, rtol: float = 1e-5) -> None:
             assert got.tolist() == want.tolist(), key
 
 
+def _restored(name, tmp_path):
+    """The premade Estimator of case `name` over a copy of TF's trained checkpoint."""
+    model_dir = tmp_path / "model"
+    shutil.copytree(os.path.join(FIXTURES, "tf_premade", name, "trained"), model_dir)
+    with open(model_dir / "checkpoint", "w") as f:
+        f.write('model_checkpoint_path: "model.ckpt"\n')
+    return _estimator(name, model_dir)
+
+
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_trains_evaluates_and_predicts_as_tf(name, tmp_path):
     """TF's initial weights (warm start), TRAIN_STEPS steps of the same batches: TF's metrics,
@@ -75,10 +84,127 @@ def test_trains_evaluates_and_predicts_as_tf(name, tmp_path):
 def test_restores_tf_trained_checkpoint(name, tmp_path):
     """A checkpoint TF's premade Estimator wrote, as ours's model_dir: the same evaluation and
     predictions (its variables are named as ours)."""
-    model_dir = tmp_path / "model"
-    shutil.copytree(os.path.join(FIXTURES, "tf_premade", name, "trained"), model_dir)
-    with open(model_dir / "checkpoint", "w") as f:
-        f.write('model_checkpoint_path: "model.ckpt"\n')
-    est = _estimator(name, model_dir)
+    est = _restored(name, tmp_path)
     _assert_metrics(est.evaluate(cases.input_fn(tf, name, False)), RECORDED[name]["metrics"])
     _assert_predictions(est, RECORDED[name]["predictions"])
+
+
+def test_export_serves_tf_trained_classifier(tmp_path):
+    """export_saved_model of a DNNClassifier: TF's signatures (serving_default and classification:
+    the class names and probabilities; predict: every prediction) computing TF's predictions
+    from serialized tf.Examples."""
+    est = _restored("dnn_iris", tmp_path)
+    columns = cases.CASES["dnn_iris"][2](tf)["feature_columns"]
+    receiver_fn = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec(columns))
+    export_dir = est.export_saved_model(str(tmp_path / "exports"), receiver_fn).decode()
+    features, _, _ = cases.data()
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        k: tf.train.Feature(float_list=tf.train.FloatList(value=[float(features[k][i])])) for k in cases.NUMERIC}))
+        .SerializeToString() for i in range(4)]
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as session:
+        signatures = tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING],
+                                                export_dir).signature_def
+        assert sorted(signatures) == ["classification", "predict", "serving_default"]
+        assert signatures["serving_default"].method_name == "tensorflow/serving/classify"
+
+        def run(key):
+            signature = signatures[key]
+            fetches = {k: graph.get_tensor_by_name(v.name) for k, v in signature.outputs.items()}
+            feed = {graph.get_tensor_by_name(v.name): examples for v in signature.inputs.values()}
+            return session.run(fetches, feed)
+        want = decode(RECORDED["dnn_iris"]["predictions"]["probabilities"])[:4]
+        classified = run("classification")
+        np.testing.assert_allclose(classified["scores"], want, rtol=1e-5, atol=1e-6)
+        assert classified["classes"].tolist() == [[b"0", b"1", b"2"]] * 4
+        predicted = run("predict")
+        assert sorted(predicted) == sorted(RECORDED["dnn_iris"]["predictions"])
+        np.testing.assert_allclose(predicted["probabilities"], want, rtol=1e-5, atol=1e-6)
+
+
+# The iris premade-estimator tutorial (premade_estimator.py) as written, on iris-like data: three
+# species around the real ones' means.
+SPECIES = ["Setosa", "Versicolor", "Virginica"]
+SPECIES_MEANS = [(5.0, 3.4, 1.5, 0.2), (5.9, 2.8, 4.3, 1.3), (6.6, 3.0, 5.6, 2.0)]
+
+
+def _iris(n_per_species: int, seed: int):
+    rng = np.random.RandomState(seed)
+    x = np.concatenate([rng.normal(m, 0.15, size=(n_per_species, 4)) for m in SPECIES_MEANS]).astype(np.float32)
+    y = np.repeat(np.arange(3), n_per_species)
+    return {name: x[:, i] for i, name in enumerate(cases.NUMERIC)}, y
+
+
+def test_iris_tutorial_dnn_classifier(tmp_path):
+    train_x, train_y = _iris(40, 0)
+    test_x, test_y = _iris(10, 1)
+
+    def train_input_fn(features, labels, batch_size):
+        dataset = tf.data.Dataset.from_tensor_slices((dict(features), labels))
+        return dataset.shuffle(1000).repeat().batch(batch_size)
+
+    def eval_input_fn(features, labels, batch_size):
+        inputs = dict(features) if labels is None else (dict(features), labels)
+        return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size)
+
+    my_feature_columns = [tf.feature_column.numeric_column(key=key) for key in train_x]
+    classifier = tf.estimator.DNNClassifier(feature_columns=my_feature_columns, hidden_units=[10, 10], n_classes=3,
+                                            model_dir=str(tmp_path / "iris"))
+    classifier.train(input_fn=lambda: train_input_fn(train_x, train_y, 20), steps=300)
+    eval_result = classifier.evaluate(input_fn=lambda: eval_input_fn(test_x, test_y, 20))
+    assert sorted(eval_result) == ["accuracy", "average_loss", "global_step", "loss"]
+    assert eval_result["global_step"] == 300
+    assert eval_result["accuracy"] >= 0.9
+    # SUM reduction (the v1 classes' default): loss is each batch's summed loss, averaged over batches
+    np.testing.assert_allclose(eval_result["loss"], eval_result["average_loss"] * 15, rtol=1e-5)
+    expected = ["Setosa", "Versicolor", "Virginica"]
+    predict_x = {"SepalLength": [5.1, 5.9, 6.9], "SepalWidth": [3.3, 3.0, 3.1], "PetalLength": [1.7, 4.2, 5.4],
+                 "PetalWidth": [0.5, 1.5, 2.1]}
+    predictions = classifier.predict(input_fn=lambda: eval_input_fn(
+        {k: np.array(v, np.float32) for k, v in predict_x.items()}, labels=None, batch_size=20))
+    for pred_dict, expec in zip(predictions, expected):
+        class_id = pred_dict["class_ids"][0]
+        assert SPECIES[class_id] == expec
+        assert pred_dict["probabilities"][class_id] > 0.5
+        assert pred_dict["classes"] == [str(class_id).encode()]
+
+
+def test_dropout_only_in_training_and_optimizer_instance(tmp_path):
+    """dropout drops units in training only (predictions repeat); an Optimizer instance is used as given."""
+    est = tf.estimator.DNNRegressor(hidden_units=[8], feature_columns=[tf.feature_column.numeric_column("x")],
+                                    dropout=0.5, optimizer=tf.train.GradientDescentOptimizer(0.01),
+                                    model_dir=str(tmp_path / "m"))
+    x = np.linspace(0, 1, 8).astype(np.float32)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, 2 * x)).batch(8).repeat()
+    est.train(input_fn, steps=3)
+    assert "dnn/hiddenlayer_0/kernel/GradientDescent" not in est.get_variable_names()   # (no slots)
+
+    def predict_fn():
+        return tf.data.Dataset.from_tensor_slices({"x": x}).batch(8)
+    first = [p["predictions"] for p in est.predict(predict_fn)]
+    assert np.array_equal(first, [p["predictions"] for p in est.predict(predict_fn)])
+
+
+def test_bad_arguments_raise_tfs_errors(tmp_path):
+    columns = [tf.feature_column.numeric_column("x")]
+    with pytest.raises(ValueError, match=r"n_classes must be > 2: 1\."):
+        tf.estimator.DNNClassifier(hidden_units=[2], feature_columns=columns, n_classes=1)
+    with pytest.raises(ValueError, match="Invalid loss_reduction: none"):
+        tf.estimator.LinearRegressor(columns, loss_reduction=tf.losses.Reduction.NONE)
+    with pytest.raises(ValueError, match="Either linear_feature_columns or dnn_feature_columns must be defined"):
+        tf.estimator.DNNLinearCombinedClassifier()
+    est = tf.estimator.LinearClassifier(columns, optimizer="Nadam", model_dir=str(tmp_path / "a"))
+
+    def input_fn():
+        return {"x": tf.constant([[1.], [2.]])}, tf.constant([[0], [1]])
+    with pytest.raises(ValueError, match=r"Unsupported optimizer name: Nadam\. Supported names are: "
+                                         r"\('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'\)"):
+        est.train(input_fn, steps=1)
+    est = tf.estimator.LinearClassifier(columns, n_classes=3, model_dir=str(tmp_path / "b"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Labels must <= n_classes - 1"):
+        est.train(lambda: ({"x": tf.constant([[1.], [2.]])}, tf.constant([[0], [5]])), steps=1)
+    with pytest.raises(ValueError, match="Labels dtype should be integer"):
+        est.train(lambda: ({"x": tf.constant([[1.], [2.]])}, tf.constant([[0.], [1.]])), steps=1)

@@ -196,9 +196,11 @@ class _MultiClassHead(_Head):
 
     def __init__(self, n_classes, weight_column=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
                  name=None):
-        if n_classes is None or n_classes <= 2:
+        if n_classes is None:
+            raise ValueError("n_classes cannot be None")
+        if n_classes <= 2:
             raise ValueError(f"n_classes must be > 2: {n_classes}.")
-        _check_vocabulary(label_vocabulary, n_classes)
+        _check_vocabulary(label_vocabulary)
         super().__init__(n_classes, weight_column, loss_reduction, name)
         self._n_classes, self._label_vocabulary = n_classes, label_vocabulary
 
@@ -223,7 +225,7 @@ class _BinaryHead(_Head):
 
     def __init__(self, weight_column=None, thresholds=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
                  name=None):
-        _check_vocabulary(label_vocabulary, 2)
+        _check_vocabulary(label_vocabulary)
         super().__init__(1, weight_column, loss_reduction, name)
         self._label_vocabulary = label_vocabulary
         self._thresholds = tuple(thresholds or ())
@@ -297,13 +299,10 @@ class _RegressionHead(_Head):
                 "label/mean": mean(labels, weights=w)}
 
 
-def _check_vocabulary(label_vocabulary, n_classes: int) -> None:
-    if label_vocabulary is None:
-        return
-    if not isinstance(label_vocabulary, (list, tuple)):
+def _check_vocabulary(label_vocabulary) -> None:
+    """(TF checks only the type: a label missing from the vocabulary fails "Labels must >= 0" when run.)"""
+    if label_vocabulary is not None and not isinstance(label_vocabulary, (list, tuple)):
         raise ValueError(f"label_vocabulary should be a list or a tuple. Given type: {type(label_vocabulary)}")
-    if len(label_vocabulary) != n_classes:
-        raise ValueError(f"Length of label_vocabulary ({len(label_vocabulary)}) must equal n_classes ({n_classes}).")
 
 
 def _class_predictions(logits, probabilities, class_ids, n_classes: int, label_vocabulary) -> dict:
