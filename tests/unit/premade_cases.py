@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-N_EXAMPLES, BATCH, TRAIN_STEPS = 30, 10, 10
+N_EXAMPLES, BATCH, TRAIN_STEPS, RESUMED_STEPS = 30, 10, 10, 5
 NUMERIC = ("SepalLength", "SepalWidth", "PetalLength", "PetalWidth")
 COLORS = ("red", "green", "blue")
 
@@ -32,6 +32,10 @@ def labels_of(case):
         return (classes > 0).astype(np.int64)
     if kind == "regression":
         return target
+    if kind == "regression2":
+        return np.stack([target, 0.5 * target - 1.0], axis=1)
+    if kind == "multi_vocab":
+        return np.array([b"abc"[c:c + 1] for c in classes], dtype=object)
     return classes
 
 
@@ -85,9 +89,15 @@ CASES = {
     "combined_regressor": ("DNNLinearCombinedRegressor", "regression", lambda tf: dict(
         linear_feature_columns=[_color(tf)], dnn_feature_columns=_numeric(tf), dnn_hidden_units=[3],
         dnn_optimizer="SGD", linear_optimizer="Ftrl", weight_column="w")),
+    "dnn_multi_vocab": ("DNNClassifier", "multi_vocab", lambda tf: dict(
+        hidden_units=[6], feature_columns=_numeric(tf), n_classes=3, label_vocabulary=["a", "b", "c"],
+        weight_column="w", optimizer="SGD", loss_reduction=tf.losses.Reduction.SUM_BY_NONZERO_WEIGHTS)),
+    "linear_regressor_2d": ("LinearRegressor", "regression2", lambda tf: dict(
+        feature_columns=_numeric(tf), label_dimension=2, loss_reduction=tf.losses.Reduction.SUM_OVER_BATCH_SIZE,
+        weight_column=tf.feature_column.numeric_column("w", normalizer_fn=lambda w: 2.0 * w))),
     "baseline_classifier": ("BaselineClassifier", "multi", lambda tf: dict(n_classes=3)),
     "baseline_regressor": ("BaselineRegressor", "regression", lambda tf: dict(weight_column="w")),
     "baseline_binary": ("BaselineClassifier", "binary", lambda tf: dict(optimizer="SGD")),
 }
 # the cases whose TF-trained checkpoint is a fixture too (ours restores it and evaluates/predicts)
-TRAINED_CHECKPOINTS = ("dnn_iris", "linear_multi", "combined_classifier")
+TRAINED_CHECKPOINTS = ("dnn_iris", "dnn_binary", "linear_multi", "combined_classifier")

@@ -70,10 +70,11 @@ def dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, op
         logits = dnn_logits(features, mode, head.logits_dimension, hidden_units, feature_columns, activation_fn,
                             dropout, input_layer_partitioner, batch_norm)
 
-    def train_op_fn(loss):
-        return optimizer.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
-                                      logits=logits)
+        def train_op_fn(loss):
+            return optimizer.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
+        # (inside 'dnn', as TF: its slots are named "dnn/<var>/..." from there, e.g. ".../t_0/Adagrad")
+        return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
+                                          logits=logits)
 
 
 def _dnn_estimator_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
