@@ -211,3 +211,8 @@ def test_bad_arguments_raise_tfs_errors(tmp_path):
         est.train(lambda: ({"x": tf.constant([[1.], [2.]])}, tf.constant([[0], [5]])), steps=1)
     with pytest.raises(ValueError, match="Labels dtype should be integer"):
         est.train(lambda: ({"x": tf.constant([[1.], [2.]])}, tf.constant([[0.], [1.]])), steps=1)
+    with pytest.raises(ValueError, match="SparseTensor labels are not supported"):
+        est.train(lambda: ({"x": tf.constant([[1.], [2.]])},
+                           tf.SparseTensor([[0, 0], [1, 0]], tf.constant([0, 1], tf.int64), [2, 1])), steps=1)
+    with pytest.raises(ValueError, match="features should be a dictionary of `Tensor`s"):
+        est.train(lambda: (tf.constant([[1.], [2.]]), tf.constant([[0], [1]])), steps=1)

@@ -9,6 +9,7 @@ from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorweave.feature_column.columns import NumericColumn
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, control_dependencies, get_collection, name_scope
+from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.losses import Reduction, compute_weighted_loss, mean_squared_error, sparse_softmax_cross_entropy
 from tensorweave.metrics.base import broadcast_weights
@@ -42,6 +43,12 @@ def _check_labels(labels, logits, dimension: int):
         raise ValueError("You must provide a labels Tensor. Given: None. Suggested troubleshooting steps: Check that "
                          "your data contain your label feature. Check that your input_fn properly parses and returns "
                          "labels.")
+    if isinstance(labels, SparseTensor):
+        raise ValueError("SparseTensor labels are not supported. labels must be a Tensor of shape [D0, D1, ..., DN, "
+                         f"{dimension}], e.g. [batch_size, {dimension}]. Suggested Fix (1): Check the label feature in "
+                         f"your data. Each example must contain {dimension} value(s). If not, your choice of label was "
+                         "probably incorrect. Suggested Fix (2): In your input_fn, use tf.sparse_tensor_to_dense() to "
+                         "turn labels into a Tensor.")
     if isinstance(labels, dict):
         raise ValueError(f"labels must be a Tensor, not a dict: {sorted(labels)}")
     labels = convert_to_tensor(labels)
@@ -223,12 +230,10 @@ class _MultiClassHead(_Head):
 class _BinaryHead(_Head):
     """Sigmoid cross entropy over one logit."""
 
-    def __init__(self, weight_column=None, thresholds=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
-                 name=None):
+    def __init__(self, weight_column=None, label_vocabulary=None, loss_reduction=Reduction.SUM, name=None):
         _check_vocabulary(label_vocabulary)
         super().__init__(1, weight_column, loss_reduction, name)
         self._label_vocabulary = label_vocabulary
-        self._thresholds = tuple(thresholds or ())
 
     def _unreduced_loss(self, logits, labels):
         labels = _check_labels(labels, logits, 1)
@@ -255,7 +260,7 @@ class _BinaryHead(_Head):
         with name_scope(None, "accuracy_baseline", label_mean):
             baseline = (maximum(label_mean[0], 1. - label_mean[0], name="value"),
                         maximum(label_mean[1], 1. - label_mean[1], name="update_op"))
-        metrics = {
+        return {
             "accuracy": accuracy(labels, class_ids, weights=w, name="accuracy"),
             "precision": precision(labels, class_ids, weights=w, name="precision"),
             "recall": recall(labels, class_ids, weights=w, name="recall"),
@@ -266,12 +271,6 @@ class _BinaryHead(_Head):
             "auc_precision_recall": auc(labels, logistic, curve="PR", name="auc_precision_recall",
                                         weights=None if w is None else broadcast_weights(w, logistic)),
         }
-        for threshold in self._thresholds:
-            predicted = cast(logistic >= threshold, dtypes.float32)
-            metrics[f"accuracy/positive_threshold_{threshold:g}"] = accuracy(labels, predicted, weights=w)
-            metrics[f"precision/positive_threshold_{threshold:g}"] = precision(labels, predicted, weights=w)
-            metrics[f"recall/positive_threshold_{threshold:g}"] = recall(labels, predicted, weights=w)
-        return metrics
 
 
 class _RegressionHead(_Head):
