@@ -760,6 +760,8 @@ NAMESPACES = {
     'tensorweave.estimator.experimental': {
         'InMemoryEvaluatorHook': ('tensorweave.estimator.hooks', 'InMemoryEvaluatorHook'),
         'call_logit_fn': ('tensorweave.estimator.model_fn', 'call_logit_fn'),
+        'dnn_logit_fn_builder': ('tensorweave.estimator.canned.dnn', 'dnn_logit_fn_builder'),
+        'linear_logit_fn_builder': ('tensorweave.estimator.canned.linear', 'linear_logit_fn_builder'),
         'make_early_stopping_hook': ('tensorweave.estimator.early_stopping', 'make_early_stopping_hook'),
         'make_stop_at_checkpoint_step_hook': ('tensorweave.estimator.hooks', 'make_stop_at_checkpoint_step_hook'),
         'stop_if_higher_hook': ('tensorweave.estimator.early_stopping', 'stop_if_higher_hook'),

@@ -216,3 +216,47 @@ def test_bad_arguments_raise_tfs_errors(tmp_path):
                            tf.SparseTensor([[0, 0], [1, 0]], tf.constant([0, 1], tf.int64), [2, 1])), steps=1)
     with pytest.raises(ValueError, match="features should be a dictionary of `Tensor`s"):
         est.train(lambda: (tf.constant([[1.], [2.]]), tf.constant([[0], [1]])), steps=1)
+
+
+@pytest.mark.parametrize("name, signatures", [
+    ("linear_binary", ["classification", "predict", "regression", "serving_default"]),
+    ("linear_regressor", ["predict", "regression", "serving_default"])])
+def test_export_signatures_of_binary_and_regression_heads(name, signatures, tmp_path):
+    """The binary head also serves its logistic as `regression`; a regressor serves regress by default."""
+    est = _estimator(name, tmp_path / "model")
+    est.train(cases.input_fn(tf, name, True), steps=1)
+    columns = cases.CASES[name][2](tf)["feature_columns"]
+    receiver_fn = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec(columns))
+    export_dir = est.export_saved_model(str(tmp_path / "exports"), receiver_fn).decode()
+    with tf.Session(graph=tf.Graph()) as session:
+        signature_def = tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING],
+                                                   export_dir).signature_def
+    assert sorted(signature_def) == signatures
+    assert signature_def["regression"].method_name == "tensorflow/serving/regress"
+    assert sorted(signature_def["predict"].outputs) == sorted(RECORDED[name]["predictions"])
+
+
+def test_logit_fn_builders_build_the_premade_models():
+    """tf.estimator.experimental.dnn_logit_fn_builder / linear_logit_fn_builder in scopes 'dnn' and
+    'linear': the premade models' variables, so TF's trained checkpoints restore into them and the
+    logits are TF's."""
+    features, _, _ = cases.data()
+    for name, scope in (("dnn_iris", "dnn"), ("linear_multi", "linear")):
+        kwargs = cases.CASES[name][2](tf)
+        with tf.Graph().as_default():
+            inputs = {k: tf.constant(v) for k, v in features.items()}
+            with tf.variable_scope(scope, partitioner=tf.min_max_variable_partitioner(max_partitions=0)):
+                if scope == "dnn":
+                    logits = tf.estimator.experimental.dnn_logit_fn_builder(
+                        3, kwargs["hidden_units"], kwargs["feature_columns"], tf.nn.relu, None, None, False)(
+                        inputs, tf.estimator.ModeKeys.PREDICT)
+                else:
+                    logits = tf.estimator.experimental.linear_logit_fn_builder(3, kwargs["feature_columns"])(inputs)
+            with tf.Session() as session:
+                session.run(tf.tables_initializer())
+                tf.train.Saver().restore(session, os.path.join(FIXTURES, "tf_premade", name, "trained", "model.ckpt"))
+                np.testing.assert_allclose(session.run(logits), decode(RECORDED[name]["predictions"]["logits"]),
+                                           rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="units must be an int"):
+        tf.estimator.experimental.dnn_logit_fn_builder("3", [2], [], tf.nn.relu, None, None, False)

@@ -57,6 +57,21 @@ def dnn_logits(features, mode, units: int, hidden_units, feature_columns, activa
     return logits
 
 
+@tf_export("estimator.experimental.dnn_logit_fn_builder")
+def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn, dropout, input_layer_partitioner,
+                         batch_norm):
+    """tf.estimator.experimental.dnn_logit_fn_builder(units, hidden_units, feature_columns,
+    activation_fn, dropout, input_layer_partitioner, batch_norm): the DNN Estimators' network as
+    logit_fn(features, mode) -> logits [batch, units], built in the caller's variable scope."""
+    if not isinstance(units, int):
+        raise ValueError(f"units must be an int.  Given type: {type(units)}")
+
+    def dnn_logit_fn(features, mode):
+        return dnn_logits(features, mode, units, hidden_units, feature_columns, activation_fn, dropout,
+                          input_layer_partitioner, batch_norm)
+    return dnn_logit_fn
+
+
 def dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, optimizer="Adagrad",
                  activation_fn=relu, dropout=None, input_layer_partitioner=None, config=None, batch_norm=False):
     """The DNN Estimators' model_fn: logits under variable scope 'dnn', trained by `optimizer`."""

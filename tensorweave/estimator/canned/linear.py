@@ -17,6 +17,16 @@ from tensorweave.ops.state.variable_scope import variable_scope
 LEARNING_RATE = 0.2
 
 
+@tf_export("estimator.experimental.linear_logit_fn_builder")
+def linear_logit_fn_builder(units, feature_columns, sparse_combiner="sum"):
+    """tf.estimator.experimental.linear_logit_fn_builder(units, feature_columns,
+    sparse_combiner='sum'): the linear Estimators' model as logit_fn(features) -> logits
+    [batch, units] (tf.feature_column.linear_model in the caller's variable scope)."""
+    def linear_logit_fn(features):
+        return linear_model(features, feature_columns, units=units, sparse_combiner=sparse_combiner)
+    return linear_logit_fn
+
+
 def linear_model_fn(features, labels, mode, head, feature_columns, optimizer, partitioner, config,
                     sparse_combiner="sum"):
     """The linear Estimators' model_fn."""
@@ -25,8 +35,7 @@ def linear_model_fn(features, labels, mode, head, feature_columns, optimizer, pa
     partitioner = partitioner or min_max_variable_partitioner(max_partitions=num_ps_replicas,
                                                               min_slice_size=64 << 20)
     with variable_scope("linear", values=tuple(features.values()), partitioner=partitioner):
-        logits = linear_model(features, feature_columns, units=head.logits_dimension,
-                              sparse_combiner=sparse_combiner)
+        logits = linear_logit_fn_builder(head.logits_dimension, feature_columns, sparse_combiner)(features)
         return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits,
                                           optimizer=get_optimizer_instance(optimizer, learning_rate=LEARNING_RATE))
 
