@@ -67,6 +67,17 @@ def sgd(tf):
     return tf.train.GradientDescentOptimizer(0.1)
 
 
+def _wide_deep(tf):
+    """The census tutorial's kinds of columns: bucketized and crossed (hashed) ones in the linear
+    part, an embedding, an indicator of hashed words and a numeric one in the DNN."""
+    fc = tf.feature_column
+    sepal = fc.bucketized_column(fc.numeric_column("SepalLength"), boundaries=[1.0, 2.0, 3.0])
+    return dict(linear_feature_columns=[sepal, fc.crossed_column([sepal, "color"], hash_bucket_size=10)],
+                dnn_feature_columns=[fc.embedding_column(_color(tf), dimension=2), fc.numeric_column("PetalLength"),
+                                     fc.indicator_column(fc.categorical_column_with_hash_bucket("color", 5))],
+                dnn_hidden_units=[5], n_classes=3)
+
+
 # name -> (class name, label kind, constructor kwargs of (tf))
 CASES = {
     "dnn_iris": ("DNNClassifier", "multi", lambda tf: dict(
@@ -95,6 +106,7 @@ CASES = {
     "linear_regressor_2d": ("LinearRegressor", "regression2", lambda tf: dict(
         feature_columns=_numeric(tf), label_dimension=2, loss_reduction=tf.losses.Reduction.SUM_OVER_BATCH_SIZE,
         weight_column=tf.feature_column.numeric_column("w", normalizer_fn=lambda w: 2.0 * w))),
+    "wide_deep": ("DNNLinearCombinedClassifier", "multi", lambda tf: _wide_deep(tf)),
     "baseline_classifier": ("BaselineClassifier", "multi", lambda tf: dict(n_classes=3)),
     "baseline_regressor": ("BaselineRegressor", "regression", lambda tf: dict(weight_column="w")),
     "baseline_binary": ("BaselineClassifier", "binary", lambda tf: dict(optimizer="SGD")),
