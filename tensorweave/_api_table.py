@@ -14,6 +14,7 @@ NAMESPACE_PATHS = {
     'compat': 'tensorweave.compat',
     'compat.v1': 'tensorweave',
     'contrib': 'tensorweave.contrib',
+    'contrib.estimator': 'tensorweave.contrib.estimator',
     'contrib.layers': 'tensorweave.contrib.layers',
     'contrib.rnn': 'tensorweave.contrib.rnn',
     'contrib.training': 'tensorweave.contrib.training',
@@ -627,9 +628,17 @@ NAMESPACES = {
         'v1': ('tensorweave', None),
     },
     'tensorweave.contrib': {
+        'estimator': ('tensorweave.contrib.estimator', None),
         'layers': ('tensorweave.contrib.layers', None),
         'rnn': ('tensorweave.contrib.rnn', None),
         'training': ('tensorweave.contrib.training', None),
+    },
+    'tensorweave.contrib.estimator': {
+        'binary_classification_head': ('tensorweave.estimator.canned.head', 'binary_classification_head'),
+        'logistic_regression_head': ('tensorweave.estimator.canned.head', 'logistic_regression_head'),
+        'multi_class_head': ('tensorweave.estimator.canned.head', 'multi_class_head'),
+        'poisson_regression_head': ('tensorweave.estimator.canned.head', 'poisson_regression_head'),
+        'regression_head': ('tensorweave.estimator.canned.head', 'regression_head'),
     },
     'tensorweave.contrib.layers': {
         'apply_regularization': ('tensorweave.regularizers', 'apply_regularization'),
@@ -714,13 +723,17 @@ NAMESPACES = {
     },
     'tensorweave.estimator': {
         'BaselineClassifier': ('tensorweave.estimator.canned.baseline', 'BaselineClassifier'),
+        'BaselineEstimator': ('tensorweave.estimator.canned.baseline', 'BaselineEstimator'),
         'BaselineRegressor': ('tensorweave.estimator.canned.baseline', 'BaselineRegressor'),
         'BestExporter': ('tensorweave.estimator.exporter', 'BestExporter'),
         'CheckpointSaverHook': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverHook'),
         'CheckpointSaverListener': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverListener'),
         'DNNClassifier': ('tensorweave.estimator.canned.dnn', 'DNNClassifier'),
+        'DNNEstimator': ('tensorweave.estimator.canned.dnn', 'DNNEstimator'),
         'DNNLinearCombinedClassifier':
             ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedClassifier'),
+        'DNNLinearCombinedEstimator':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedEstimator'),
         'DNNLinearCombinedRegressor':
             ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedRegressor'),
         'DNNRegressor': ('tensorweave.estimator.canned.dnn', 'DNNRegressor'),
@@ -734,6 +747,7 @@ NAMESPACES = {
         'GlobalStepWaiterHook': ('tensorweave.train.basic_session_run_hooks', 'GlobalStepWaiterHook'),
         'LatestExporter': ('tensorweave.estimator.exporter', 'LatestExporter'),
         'LinearClassifier': ('tensorweave.estimator.canned.linear', 'LinearClassifier'),
+        'LinearEstimator': ('tensorweave.estimator.canned.linear', 'LinearEstimator'),
         'LinearRegressor': ('tensorweave.estimator.canned.linear', 'LinearRegressor'),
         'LoggingTensorHook': ('tensorweave.train.basic_session_run_hooks', 'LoggingTensorHook'),
         'ModeKeys': ('tensorweave.estimator.model_fn', 'ModeKeys'),

@@ -4,6 +4,9 @@ tensorweave: iris-like data (4 numeric features, a colour word, a weight, 3 clas
 constructor per case. Pure Python and numpy; `tf` is the TF1 namespace of either side."""
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 
 N_EXAMPLES, BATCH, TRAIN_STEPS, RESUMED_STEPS = 30, 10, 10, 5
@@ -34,9 +37,22 @@ def labels_of(case):
         return target
     if kind == "regression2":
         return np.stack([target, 0.5 * target - 1.0], axis=1)
+    if kind == "counts":
+        return np.round(np.abs(target)).astype(np.float32)
+    if kind == "binary_float":
+        return (classes > 0).astype(np.float32)
     if kind == "multi_vocab":
         return np.array([b"abc"[c:c + 1] for c in classes], dtype=object)
     return classes
+
+
+def seed_model_dir(model_dir: str, checkpoint_dir: str) -> None:
+    """model_dir holding a copy of checkpoint_dir's model.ckpt as its latest checkpoint."""
+    os.makedirs(model_dir)
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(os.path.join(checkpoint_dir, "model.ckpt" + suffix), os.path.join(model_dir, "model.ckpt" + suffix))
+    with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+        f.write('model_checkpoint_path: "model.ckpt"\n')
 
 
 def input_fn(tf, case, train):
@@ -65,6 +81,15 @@ def _color(tf):
 
 def sgd(tf):
     return tf.train.GradientDescentOptimizer(0.1)
+
+
+def _weighted_softmax_loss(tf):
+    """A loss_fn(labels, logits, features): softmax cross entropy times the example's weight feature."""
+    def loss_fn(labels, logits, features):
+        loss = tf.losses.sparse_softmax_cross_entropy(tf.reshape(labels, [-1]), logits,
+                                                      reduction=tf.losses.Reduction.NONE)
+        return tf.expand_dims(loss * features["w"], -1)
+    return loss_fn
 
 
 def _wide_deep(tf):
@@ -107,6 +132,17 @@ CASES = {
         feature_columns=_numeric(tf), label_dimension=2, loss_reduction=tf.losses.Reduction.SUM_OVER_BATCH_SIZE,
         weight_column=tf.feature_column.numeric_column("w", normalizer_fn=lambda w: 2.0 * w))),
     "wide_deep": ("DNNLinearCombinedClassifier", "multi", lambda tf: _wide_deep(tf)),
+    # the head-taking Estimators, with tf.contrib.estimator's heads
+    "dnn_estimator_binary_head": ("DNNEstimator", "binary", lambda tf: dict(
+        head=tf.contrib.estimator.binary_classification_head(weight_column="w", thresholds=[0.3, 0.7], name="bin"),
+        hidden_units=[4], feature_columns=_numeric(tf))),
+    "linear_estimator_poisson": ("LinearEstimator", "counts", lambda tf: dict(
+        head=tf.contrib.estimator.poisson_regression_head(), feature_columns=_numeric(tf), optimizer="Adagrad")),
+    "combined_estimator_loss_fn": ("DNNLinearCombinedEstimator", "multi", lambda tf: dict(
+        head=tf.contrib.estimator.multi_class_head(3, loss_fn=_weighted_softmax_loss(tf), name="m"),
+        linear_feature_columns=[_color(tf)], dnn_feature_columns=_numeric(tf), dnn_hidden_units=[4])),
+    "baseline_estimator_logistic": ("BaselineEstimator", "binary_float", lambda tf: dict(
+        head=tf.contrib.estimator.logistic_regression_head(weight_column="w"), optimizer="SGD")),
     "baseline_classifier": ("BaselineClassifier", "multi", lambda tf: dict(n_classes=3)),
     "baseline_regressor": ("BaselineRegressor", "regression", lambda tf: dict(weight_column="w")),
     "baseline_binary": ("BaselineClassifier", "binary", lambda tf: dict(optimizer="SGD")),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -46,23 +45,25 @@ def _assert_predictions(est, recorded: dict, rtol: float = 1e-5) -> None:
             assert got.tolist() == want.tolist(), key
 
 
-def _restored(name, tmp_path):
-    """The premade Estimator of case `name` over a copy of TF's trained checkpoint."""
-    model_dir = tmp_path / "model"
-    shutil.copytree(os.path.join(FIXTURES, "tf_premade", name, "trained"), model_dir)
-    with open(model_dir / "checkpoint", "w") as f:
-        f.write('model_checkpoint_path: "model.ckpt"\n')
-    return _estimator(name, model_dir)
+def _restored(name, tmp_path, checkpoint="trained", **extra):
+    """The premade Estimator of case `name` over a copy of TF's checkpoint."""
+    cases.seed_model_dir(str(tmp_path / "model"), os.path.join(FIXTURES, "tf_premade", name, checkpoint))
+    return _estimator(name, tmp_path / "model", **extra)
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_trains_evaluates_and_predicts_as_tf(name, tmp_path):
-    """TF's initial weights (warm start), TRAIN_STEPS steps of the same batches: TF's metrics,
-    predictions and variable names."""
-    extra = {}
-    if not cases.CASES[name][0].startswith("Baseline"):
-        extra["warm_start_from"] = os.path.join(FIXTURES, "tf_premade", name, "init", "model.ckpt")
-    est = _estimator(name, tmp_path / "model", **extra)
+    """TF's initial weights (warm start; DNNLinearCombinedEstimator, which takes none: resumed from
+    TF's initial checkpoint), TRAIN_STEPS steps of the same batches: TF's metrics, predictions and
+    variable names."""
+    cls_name = cases.CASES[name][0]
+    init = os.path.join(FIXTURES, "tf_premade", name, "init", "model.ckpt")
+    if cls_name.startswith("Baseline"):   # (they start at zero)
+        est = _estimator(name, tmp_path / "model")
+    elif cls_name == "DNNLinearCombinedEstimator":
+        est = _restored(name, tmp_path, "init")
+    else:
+        est = _estimator(name, tmp_path / "model", warm_start_from=init)
     est.train(cases.input_fn(tf, name, True), steps=cases.TRAIN_STEPS)
     recorded = RECORDED[name]
     # every variable as TF names it, optimizer slots too ("dnn/hiddenlayer_0/kernel/t_0/Adagrad":

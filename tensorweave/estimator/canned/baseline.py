@@ -51,6 +51,12 @@ def baseline_model_fn(features, labels, mode, head, optimizer, weight_column=Non
                                       train_op_fn=train_op_fn)
 
 
+def _baseline_estimator_fn(head, optimizer, weight_column=None):
+    def model_fn(features, labels, mode):
+        return baseline_model_fn(features, labels, mode, head, optimizer, weight_column)
+    return model_fn
+
+
 @tf_export("estimator.BaselineClassifier")
 class BaselineClassifier(Estimator):
     """tf.estimator.BaselineClassifier(model_dir=None, n_classes=2, weight_column=None,
@@ -60,10 +66,7 @@ class BaselineClassifier(Estimator):
     def __init__(self, model_dir=None, n_classes=2, weight_column=None, label_vocabulary=None, optimizer="Ftrl",
                  config=None, loss_reduction=Reduction.SUM):
         head = binary_or_multi_class_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-
-        def model_fn(features, labels, mode):
-            return baseline_model_fn(features, labels, mode, head, optimizer, weight_column)
-        super().__init__(model_fn, model_dir=model_dir, config=config)
+        super().__init__(_baseline_estimator_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
 
 
 @tf_export("estimator.BaselineRegressor")
@@ -75,7 +78,13 @@ class BaselineRegressor(Estimator):
     def __init__(self, model_dir=None, label_dimension=1, weight_column=None, optimizer="Ftrl", config=None,
                  loss_reduction=Reduction.SUM):
         head = regression_head(weight_column, label_dimension, loss_reduction)
+        super().__init__(_baseline_estimator_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
 
-        def model_fn(features, labels, mode):
-            return baseline_model_fn(features, labels, mode, head, optimizer, weight_column)
-        super().__init__(model_fn, model_dir=model_dir, config=config)
+
+@tf_export("estimator.BaselineEstimator")
+class BaselineEstimator(Estimator):
+    """tf.estimator.BaselineEstimator(head, model_dir=None, optimizer='Ftrl', config=None): the
+    bias-only model with a head of tf.contrib.estimator."""
+
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None):
+        super().__init__(_baseline_estimator_fn(head, optimizer), model_dir=model_dir, config=config)

@@ -136,3 +136,17 @@ class DNNRegressor(Estimator):
         super().__init__(_dnn_estimator_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
                                            input_layer_partitioner, batch_norm),
                          model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+@tf_export("estimator.DNNEstimator")
+class DNNEstimator(Estimator):
+    """tf.estimator.DNNEstimator(head, hidden_units, feature_columns, model_dir=None,
+    optimizer='Adagrad', activation_fn=tf.nn.relu, dropout=None, input_layer_partitioner=None,
+    config=None, warm_start_from=None, batch_norm=False): the DNN with a head of
+    tf.contrib.estimator (its loss, predictions and metrics)."""
+
+    def __init__(self, head, hidden_units, feature_columns, model_dir=None, optimizer="Adagrad", activation_fn=relu,
+                 dropout=None, input_layer_partitioner=None, config=None, warm_start_from=None, batch_norm=False):
+        super().__init__(_dnn_estimator_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
+                                           input_layer_partitioner, batch_norm),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)

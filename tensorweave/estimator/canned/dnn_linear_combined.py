@@ -118,3 +118,21 @@ class DNNLinearCombinedRegressor(Estimator):
                                                 dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
                                                 input_layer_partitioner, batch_norm, linear_sparse_combiner),
                          model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+@tf_export("estimator.DNNLinearCombinedEstimator")
+class DNNLinearCombinedEstimator(Estimator):
+    """tf.estimator.DNNLinearCombinedEstimator(head, model_dir=None, linear_feature_columns=None,
+    linear_optimizer='Ftrl', dnn_feature_columns=None, dnn_optimizer='Adagrad',
+    dnn_hidden_units=None, dnn_activation_fn=tf.nn.relu, dnn_dropout=None,
+    input_layer_partitioner=None, config=None, batch_norm=False, linear_sparse_combiner='sum'):
+    the wide-and-deep model with a head of tf.contrib.estimator."""
+
+    def __init__(self, head, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+                 dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=relu,
+                 dnn_dropout=None, input_layer_partitioner=None, config=None, batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        super().__init__(_combined_estimator_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+                                                dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
+                                                input_layer_partitioner, batch_norm, linear_sparse_combiner),
+                         model_dir=model_dir, config=config)

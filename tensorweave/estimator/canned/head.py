@@ -5,31 +5,33 @@ EstimatorSpec. Binary (sigmoid cross entropy), multi-class (softmax cross entrop
 from __future__ import annotations
 
 from tensorweave.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
-from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys
+from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys, fn_args
 from tensorweave.feature_column.columns import NumericColumn
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, control_dependencies, get_collection, name_scope
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_export import tf_export
 from tensorweave.losses import Reduction, compute_weighted_loss, mean_squared_error, sparse_softmax_cross_entropy
 from tensorweave.metrics.base import broadcast_weights
-from tensorweave.metrics.confusion import auc, precision, recall
+from tensorweave.metrics.confusion import auc, precision, precision_at_thresholds, recall, recall_at_thresholds
 from tensorweave.metrics.means import accuracy, mean
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import constant, expand_dims, identity, shape
+from tensorweave.ops.array.core import constant, expand_dims, identity, shape, squeeze
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.pad import tile
 from tensorweave.ops.debugging.asserts import assert_less_equal, assert_non_negative
 from tensorweave.ops.grouping import group
 from tensorweave.ops.lookup.tables import index_table_from_tensor
-from tensorweave.ops.math.binary import maximum
+from tensorweave.ops.debugging.printing import Assert
+from tensorweave.ops.math.binary import equal, maximum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import argmax, reduce_sum
+from tensorweave.ops.math.reduction import argmax, reduce_all, reduce_sum
 from tensorweave.ops.math.sequences import range as tf_range
-from tensorweave.ops.math.unary import sigmoid
+from tensorweave.ops.math.unary import exp, sigmoid
 from tensorweave.ops.nn.activations import softmax
-from tensorweave.ops.nn.impl import sigmoid_cross_entropy_with_logits
+from tensorweave.ops.nn.impl import log_poisson_loss, sigmoid_cross_entropy_with_logits
 from tensorweave.ops.strings.conversion import as_string
 from tensorweave.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
 from tensorweave.summary.summary import scalar
@@ -82,11 +84,11 @@ def _weights(features, weight_column, logits):
     return weights
 
 
-def _assert_range(labels, n_classes: int):
+def _assert_range(labels, n_classes: int, message=None):
     with name_scope(None, "assert_range", (labels,)):
         less = assert_less_equal(labels, convert_to_tensor(n_classes - 1, dtype=labels.dtype),
-                                 message="Labels must <= n_classes - 1")
-        non_negative = assert_non_negative(labels, message="Labels must >= 0")
+                                 message=message or "Labels must <= n_classes - 1")
+        non_negative = assert_non_negative(labels, message=message or "Labels must >= 0")
         with control_dependencies((less, non_negative)):
             return identity(labels)
 
@@ -127,18 +129,25 @@ def _optional_weights(weights):
 class _Head:
     """What every head shares: the EstimatorSpec of each mode from logits (TF's _Head)."""
 
-    def __init__(self, logits_dimension: int, weight_column=None, loss_reduction=Reduction.SUM, name=None):
+    def __init__(self, logits_dimension: int, weight_column=None, loss_reduction=Reduction.SUM, loss_fn=None,
+                 name=None):
         if loss_reduction not in Reduction.all() or loss_reduction == Reduction.NONE:
             raise ValueError(f"Invalid loss_reduction: {loss_reduction}")
+        if loss_fn is not None:
+            _validate_loss_fn_args(loss_fn)
         self._logits_dimension, self._weight_column = logits_dimension, weight_column
-        self._loss_reduction, self._name = loss_reduction, name
+        self._loss_reduction, self._loss_fn, self._name = loss_reduction, loss_fn, name
 
     name = property(lambda self: self._name)
     logits_dimension = property(lambda self: self._logits_dimension)
 
     def _loss(self, features, logits, labels):
         """(training loss, unreduced loss [batch, d], weights, processed labels)."""
-        unreduced, labels = self._unreduced_loss(logits, labels)
+        labels = self._processed_labels(logits, labels)
+        if self._loss_fn is None:
+            unreduced = self._default_loss(labels, logits)
+        else:
+            unreduced = _call_loss_fn(self._loss_fn, labels, logits, features, self._loss_dimension)
         weights = _weights(features, self._weight_column, logits)
         training_loss = compute_weighted_loss(unreduced, weights=weights, reduction=self._loss_reduction)
         return training_loss, unreduced, weights, labels
@@ -201,20 +210,24 @@ def _summary_key(head_name, key: str) -> str:
 class _MultiClassHead(_Head):
     """Softmax cross entropy over n_classes > 2 logits."""
 
+    _loss_dimension = 1
+
     def __init__(self, n_classes, weight_column=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
-                 name=None):
+                 loss_fn=None, name=None):
         if n_classes is None:
             raise ValueError("n_classes cannot be None")
         if n_classes <= 2:
             raise ValueError(f"n_classes must be > 2: {n_classes}.")
         _check_vocabulary(label_vocabulary)
-        super().__init__(n_classes, weight_column, loss_reduction, name)
+        super().__init__(n_classes, weight_column, loss_reduction, loss_fn, name)
         self._n_classes, self._label_vocabulary = n_classes, label_vocabulary
 
-    def _unreduced_loss(self, logits, labels):
-        ids = _label_ids(_check_labels(labels, logits, 1), self._label_vocabulary, self._n_classes)
-        loss = sparse_softmax_cross_entropy(labels=ids, logits=logits, reduction=Reduction.NONE)
-        return expand_dims(loss, -1), ids
+    def _processed_labels(self, logits, labels):
+        return _label_ids(_check_labels(labels, logits, 1), self._label_vocabulary, self._n_classes)
+
+    @staticmethod
+    def _default_loss(labels, logits):
+        return expand_dims(sparse_softmax_cross_entropy(labels=labels, logits=logits, reduction=Reduction.NONE), -1)
 
     def _predictions(self, logits):
         class_ids = expand_dims(argmax(logits, axis=-1, name="class_ids"), -1)
@@ -230,18 +243,27 @@ class _MultiClassHead(_Head):
 class _BinaryHead(_Head):
     """Sigmoid cross entropy over one logit."""
 
-    def __init__(self, weight_column=None, label_vocabulary=None, loss_reduction=Reduction.SUM, name=None):
-        _check_vocabulary(label_vocabulary)
-        super().__init__(1, weight_column, loss_reduction, name)
-        self._label_vocabulary = label_vocabulary
+    _loss_dimension = 1
 
-    def _unreduced_loss(self, logits, labels):
+    def __init__(self, weight_column=None, thresholds=None, label_vocabulary=None, loss_reduction=Reduction.SUM,
+                 loss_fn=None, name=None):
+        thresholds = tuple(thresholds) if thresholds else ()
+        if any(t <= 0. or t >= 1. for t in thresholds):
+            raise ValueError(f"thresholds not in (0, 1): {thresholds}.")
+        _check_vocabulary(label_vocabulary)
+        super().__init__(1, weight_column, loss_reduction, loss_fn, name)
+        self._label_vocabulary, self._thresholds = label_vocabulary, thresholds
+
+    def _processed_labels(self, logits, labels):
         labels = _check_labels(labels, logits, 1)
         if self._label_vocabulary is not None:
             labels = index_table_from_tensor(vocabulary_list=tuple(self._label_vocabulary),
                                              name="class_id_lookup").lookup(labels)
-        labels = _assert_range(cast(labels, dtypes.float32), 2)
-        return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits), labels
+        return _assert_range(cast(labels, dtypes.float32), 2)
+
+    @staticmethod
+    def _default_loss(labels, logits):
+        return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
     def _predictions(self, logits):
         logistic = sigmoid(logits, name="logistic")
@@ -260,7 +282,7 @@ class _BinaryHead(_Head):
         with name_scope(None, "accuracy_baseline", label_mean):
             baseline = (maximum(label_mean[0], 1. - label_mean[0], name="value"),
                         maximum(label_mean[1], 1. - label_mean[1], name="update_op"))
-        return {
+        metrics = {
             "accuracy": accuracy(labels, class_ids, weights=w, name="accuracy"),
             "precision": precision(labels, class_ids, weights=w, name="precision"),
             "recall": recall(labels, class_ids, weights=w, name="recall"),
@@ -271,31 +293,76 @@ class _BinaryHead(_Head):
             "auc_precision_recall": auc(labels, logistic, curve="PR", name="auc_precision_recall",
                                         weights=None if w is None else broadcast_weights(w, logistic)),
         }
+        for threshold in self._thresholds:
+            with name_scope(None, f"accuracy_at_{threshold}", (logistic, labels)) as scope:
+                metrics[f"accuracy/positive_threshold_{threshold:g}"] = accuracy(
+                    labels, cast(logistic >= threshold, dtypes.float32), weights=w, name=scope)
+            for key, at_thresholds in (("precision", precision_at_thresholds), ("recall", recall_at_thresholds)):
+                with name_scope(None, f"{key}_at_{threshold}", (logistic, labels)) as scope:
+                    value, update = at_thresholds(labels, logistic, (threshold,), weights=w, name=scope)
+                    metrics[f"{key}/positive_threshold_{threshold:g}"] = (squeeze(value), squeeze(update))
+        return metrics
 
 
 class _RegressionHead(_Head):
     """Squared error of label_dimension predictions."""
 
-    def __init__(self, weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM, name=None):
+    def __init__(self, weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM, loss_fn=None,
+                 inverse_link_fn=None, name=None):
         if label_dimension < 1:
             raise ValueError(f"Invalid label_dimension {label_dimension}.")
-        super().__init__(label_dimension, weight_column, loss_reduction, name)
+        super().__init__(label_dimension, weight_column, loss_reduction, loss_fn, name)
+        self._inverse_link_fn = inverse_link_fn
 
-    def _unreduced_loss(self, logits, labels):
-        labels = cast(_check_labels(labels, logits, self._logits_dimension), dtypes.float32)
-        return mean_squared_error(labels=labels, predictions=logits, reduction=Reduction.NONE), labels
+    _loss_dimension = property(lambda self: self._logits_dimension)
+
+    def _processed_labels(self, logits, labels):
+        return cast(_check_labels(labels, logits, self._logits_dimension), dtypes.float32)
+
+    @staticmethod
+    def _default_loss(labels, logits):
+        return mean_squared_error(labels=labels, predictions=logits, reduction=Reduction.NONE)
 
     def _predictions(self, logits):
-        predictions = {"predictions": logits}
-        output = RegressionOutput(value=logits)
+        predicted = logits if self._inverse_link_fn is None else self._inverse_link_fn(logits)
+        predictions = {"predictions": predicted}
+        if self._inverse_link_fn is not None:
+            predictions["logits"] = logits
+        output = RegressionOutput(value=predicted)
         return predictions, {DEFAULT_SERVING_SIGNATURE_DEF_KEY: output, REGRESS_SERVING_KEY: output,
-                             PREDICT_SERVING_KEY: PredictOutput(predictions)}, {"predicted": logits}
+                             PREDICT_SERVING_KEY: PredictOutput(predictions)}, {"predicted": predicted}
 
     @staticmethod
     def _metrics(labels, weights, unreduced, predicted):
         w = _optional_weights(weights)
         return {"prediction/mean": _float_mean(predicted, weights, "prediction/mean"),
                 "label/mean": mean(labels, weights=w)}
+
+
+def _validate_loss_fn_args(loss_fn) -> None:
+    """loss_fn(labels, logits[, features]), as TF requires."""
+    args = fn_args(loss_fn)
+    for required in ("labels", "logits"):
+        if required not in args:
+            raise ValueError(f"loss_fn must contain argument: {required}. Given arguments: {args}")
+    unexpected = sorted(set(args) - {"labels", "logits", "features"})
+    if unexpected:
+        raise ValueError(f"loss_fn has unexpected args: {unexpected}")
+
+
+def _call_loss_fn(loss_fn, labels, logits, features, expected_loss_dim: int):
+    """loss_fn's unweighted loss, asserted [D0, ... DN, expected_loss_dim] when run."""
+    kwargs = {"features": features} if "features" in fn_args(loss_fn) else {}
+    with name_scope(None, "call_loss_fn", [labels, logits] + list(features.values())):
+        loss = loss_fn(labels=labels, logits=logits, **kwargs)
+        logits_shape = shape(logits, name="logits_shape")
+        expected = concat([logits_shape[:-1], [expected_loss_dim]], axis=0, name="expected_loss_shape")
+        loss_shape = shape(loss, name="loss_shape")
+        check = Assert(reduce_all(equal(loss_shape, expected)),
+                       [f"loss_fn must return Tensor of shape [D0, D1, ... DN, {expected_loss_dim}]. ",
+                        "logits_shape: ", logits_shape, "loss_shape: ", loss_shape], name="check_loss_shape")
+        with control_dependencies([check]):
+            return identity(loss)
 
 
 def _check_vocabulary(label_vocabulary) -> None:
@@ -328,7 +395,52 @@ def binary_or_multi_class_head(n_classes, weight_column, label_vocabulary, loss_
                            loss_reduction=loss_reduction)
 
 
-def regression_head(weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM) -> _Head:
-    return _RegressionHead(weight_column=weight_column, label_dimension=label_dimension,
-                           loss_reduction=loss_reduction)
 
+@tf_export("contrib.estimator.binary_classification_head")
+def binary_classification_head(weight_column=None, thresholds=None, label_vocabulary=None,
+                               loss_reduction=Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None, name=None) -> _Head:
+    """tf.contrib.estimator.binary_classification_head(weight_column=None, thresholds=None,
+    label_vocabulary=None, loss_reduction=SUM_OVER_BATCH_SIZE, loss_fn=None, name=None): sigmoid
+    cross entropy over one logit (or loss_fn(labels, logits[, features])); `thresholds` add
+    accuracy/precision/recall at each; `name` suffixes the metric keys ("auc/NAME")."""
+    return _BinaryHead(weight_column, thresholds, label_vocabulary, loss_reduction, loss_fn, name)
+
+
+@tf_export("contrib.estimator.multi_class_head")
+def multi_class_head(n_classes, weight_column=None, label_vocabulary=None,
+                     loss_reduction=Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None, name=None) -> _Head:
+    """tf.contrib.estimator.multi_class_head(n_classes, weight_column=None, label_vocabulary=None,
+    loss_reduction=SUM_OVER_BATCH_SIZE, loss_fn=None, name=None): softmax cross entropy over
+    n_classes > 2 logits."""
+    return _MultiClassHead(n_classes, weight_column, label_vocabulary, loss_reduction, loss_fn, name)
+
+
+@tf_export("contrib.estimator.regression_head")
+def regression_head(weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM_OVER_BATCH_SIZE,
+                    loss_fn=None, inverse_link_fn=None, name=None) -> _Head:
+    """tf.contrib.estimator.regression_head(weight_column=None, label_dimension=1,
+    loss_reduction=SUM_OVER_BATCH_SIZE, loss_fn=None, inverse_link_fn=None, name=None): squared
+    error (or loss_fn) of label_dimension logits; predictions inverse_link_fn(logits) when given."""
+    return _RegressionHead(weight_column, label_dimension, loss_reduction, loss_fn, inverse_link_fn, name)
+
+
+@tf_export("contrib.estimator.poisson_regression_head")
+def poisson_regression_head(weight_column=None, label_dimension=1, loss_reduction=Reduction.SUM_OVER_BATCH_SIZE,
+                            compute_full_loss=True, name=None) -> _Head:
+    """tf.contrib.estimator.poisson_regression_head(weight_column=None, label_dimension=1,
+    loss_reduction=SUM_OVER_BATCH_SIZE, compute_full_loss=True, name=None): Poisson regression
+    (tf.nn.log_poisson_loss of the logits as log rates); predictions exp(logits)."""
+    def _poisson_loss(labels, logits):
+        return log_poisson_loss(targets=labels, log_input=logits, compute_full_loss=compute_full_loss)
+    return _RegressionHead(weight_column, label_dimension, loss_reduction, _poisson_loss, exp, name)
+
+
+@tf_export("contrib.estimator.logistic_regression_head")
+def logistic_regression_head(weight_column=None, loss_reduction=Reduction.SUM_OVER_BATCH_SIZE, name=None) -> _Head:
+    """tf.contrib.estimator.logistic_regression_head(weight_column=None,
+    loss_reduction=SUM_OVER_BATCH_SIZE, name=None): regression of labels in [0, 1] by sigmoid
+    cross entropy; predictions sigmoid(logits)."""
+    def _logistic_loss(labels, logits):
+        labels = _assert_range(labels, 2, message="Labels must be in range [0, 1]")
+        return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+    return _RegressionHead(weight_column, 1, loss_reduction, _logistic_loss, sigmoid, name)

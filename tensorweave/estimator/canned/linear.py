@@ -82,3 +82,15 @@ class LinearRegressor(Estimator):
         head = regression_head(weight_column, label_dimension, loss_reduction)
         super().__init__(_linear_estimator_fn(head, feature_columns, optimizer, partitioner, sparse_combiner),
                          model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+@tf_export("estimator.LinearEstimator")
+class LinearEstimator(Estimator):
+    """tf.estimator.LinearEstimator(head, feature_columns, model_dir=None, optimizer='Ftrl',
+    config=None, partitioner=None, sparse_combiner='sum', warm_start_from=None): the linear model
+    with a head of tf.contrib.estimator."""
+
+    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl", config=None, partitioner=None,
+                 sparse_combiner="sum", warm_start_from=None):
+        super().__init__(_linear_estimator_fn(head, feature_columns, optimizer, partitioner, sparse_combiner),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
