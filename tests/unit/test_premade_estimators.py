@@ -261,3 +261,31 @@ def test_logit_fn_builders_build_the_premade_models():
                                            rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="units must be an int"):
         tf.estimator.experimental.dnn_logit_fn_builder("3", [2], [], tf.nn.relu, None, None, False)
+
+
+def test_contrib_head_in_a_custom_model_fn_with_regularization(tmp_path):
+    """A tf.contrib.estimator head's create_estimator_spec(optimizer=..., regularization_losses=...):
+    the loss is the reduced loss plus the regularization, reported as regularization_loss."""
+    head = tf.contrib.estimator.regression_head()
+    x = np.arange(6, dtype=np.float32)
+    y = 3 * x + 1
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.0))
+        logits = tf.expand_dims(w * features["x"], -1)
+        return head.create_estimator_spec(features, mode, logits, labels=labels,
+                                          optimizer=tf.train.GradientDescentOptimizer(0.0),
+                                          regularization_losses=[tf.constant(0.5), 0.25 * w])
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(3)
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path / "m"))
+    est.train(input_fn, steps=2)
+    metrics = est.evaluate(input_fn)
+    errors = (2 * x - y) ** 2
+    np.testing.assert_allclose(metrics["average_loss"], errors.mean(), rtol=1e-6)
+    np.testing.assert_allclose(metrics["regularization_loss"], 1.0, rtol=1e-6)
+    # SUM_OVER_BATCH_SIZE per batch, plus the regularization, averaged over the two batches
+    np.testing.assert_allclose(metrics["loss"], (errors[:3].mean() + errors[3:].mean()) / 2 + 1.0, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"loss_fn has unexpected args: \['weights'\]"):
+        tf.contrib.estimator.regression_head(loss_fn=lambda labels, logits, weights: labels)

@@ -8,7 +8,7 @@ from tensorweave.estimator.canned.optimizers import get_optimizer_instance
 from tensorweave.estimator.estimator import Estimator
 from tensorweave.feature_column.columns import NumericColumn
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys, control_dependencies, get_collection
+from tensorweave.framework.api import control_dependencies
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tf_export import tf_export
@@ -20,6 +20,7 @@ from tensorweave.ops.math.binary import multiply
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.initializers import Zeros
 from tensorweave.ops.state.variable_scope import get_variable, variable_scope
+from tensorweave.train.training_util import get_global_step
 
 LEARNING_RATE = 0.3
 
@@ -46,7 +47,7 @@ def baseline_model_fn(features, labels, mode, head, optimizer, weight_column=Non
 
     def train_op_fn(loss):
         opt = get_optimizer_instance(optimizer, learning_rate=LEARNING_RATE)
-        return opt.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
+        return opt.minimize(loss, global_step=get_global_step())
     return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
                                       train_op_fn=train_op_fn)
 

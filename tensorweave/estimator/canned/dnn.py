@@ -9,7 +9,6 @@ from tensorweave.estimator.canned.optimizers import get_optimizer_instance
 from tensorweave.estimator.estimator import Estimator
 from tensorweave.estimator.model_fn import ModeKeys
 from tensorweave.feature_column.layers import input_layer
-from tensorweave.framework.api import GraphKeys, get_collection
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.layers.core import Dense, Dropout
 from tensorweave.layers.normalization import BatchNormalization
@@ -20,6 +19,7 @@ from tensorweave.ops.state.initializers import GlorotUniform
 from tensorweave.ops.state.partitioned_variables import min_max_variable_partitioner
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.summary.summary import histogram, scalar
+from tensorweave.train.training_util import get_global_step
 
 LEARNING_RATE = 0.05
 
@@ -86,7 +86,7 @@ def dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, op
                             dropout, input_layer_partitioner, batch_norm)
 
         def train_op_fn(loss):
-            return optimizer.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
+            return optimizer.minimize(loss, global_step=get_global_step())
         # (inside 'dnn', as TF: its slots are named "dnn/<var>/..." from there, e.g. ".../t_0/Adagrad")
         return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
                                           logits=logits)

@@ -20,6 +20,7 @@ from tensorweave.ops.nn.activations import relu
 from tensorweave.ops.state.partitioned_variables import min_max_variable_partitioner
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
+from tensorweave.train.training_util import get_global_step
 
 DNN_LEARNING_RATE, LINEAR_LEARNING_RATE = 0.001, 0.005
 
@@ -59,7 +60,7 @@ def dnn_linear_combined_model_fn(features, labels, mode, head, linear_feature_co
         train_op = group(*[optimizer.minimize(loss, var_list=get_collection(GraphKeys.TRAINABLE_VARIABLES, scope=name))
                            for _, optimizer, name in parts])
         with control_dependencies([train_op]):
-            return assign_add(get_collection(GraphKeys.GLOBAL_STEP)[0], 1).op
+            return assign_add(get_global_step(), 1).op
     return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
                                       logits=logits)
 

@@ -35,6 +35,7 @@ from tensorweave.ops.nn.impl import log_poisson_loss, sigmoid_cross_entropy_with
 from tensorweave.ops.strings.conversion import as_string
 from tensorweave.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
 from tensorweave.summary.summary import scalar
+from tensorweave.train.training_util import get_global_step
 
 CLASSIFY_SERVING_KEY, REGRESS_SERVING_KEY, PREDICT_SERVING_KEY = "classification", "regression", "predict"
 
@@ -183,7 +184,7 @@ class _Head:
             if optimizer is not None:
                 if train_op_fn is not None:
                     raise ValueError("train_op_fn and optimizer cannot both be set.")
-                train_op = optimizer.minimize(loss, global_step=get_collection(GraphKeys.GLOBAL_STEP)[0])
+                train_op = optimizer.minimize(loss, global_step=get_global_step())
             elif train_op_fn is not None:
                 train_op = train_op_fn(loss)
             else:
