@@ -1,7 +1,10 @@
 """The heads of TF 1.15's premade Estimators (estimator/canned/head.py): from a model's logits and
 the labels, the predictions, the loss, the evaluation metrics and the export outputs of each mode's
 EstimatorSpec. Binary (sigmoid cross entropy), multi-class (softmax cross entropy) and regression
-(squared error) heads, with `weight_column`, `label_vocabulary` and `loss_reduction` as TF's."""
+(squared error) heads, with `weight_column`, `label_vocabulary` and `loss_reduction` as TF's; and
+tf.contrib.estimator's factories of them (SUM_OVER_BATCH_SIZE by default; `loss_fn`, binary
+`thresholds`, `inverse_link_fn`, a `name` suffixing the metric keys) for the head-taking
+Estimators and custom model_fns."""
 from __future__ import annotations
 
 from tensorweave.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
