@@ -14,6 +14,7 @@ NAMESPACE_PATHS = {
     'compat': 'tensorweave.compat',
     'compat.v1': 'tensorweave',
     'contrib': 'tensorweave.contrib',
+    'contrib.estimator': 'tensorweave.contrib.estimator',
     'contrib.layers': 'tensorweave.contrib.layers',
     'contrib.rnn': 'tensorweave.contrib.rnn',
     'contrib.signal': 'tensorweave.contrib.signal',
@@ -648,10 +649,18 @@ NAMESPACES = {
         'v1': ('tensorweave', None),
     },
     'tensorweave.contrib': {
+        'estimator': ('tensorweave.contrib.estimator', None),
         'layers': ('tensorweave.contrib.layers', None),
         'rnn': ('tensorweave.contrib.rnn', None),
         'signal': ('tensorweave.contrib.signal', None),
         'training': ('tensorweave.contrib.training', None),
+    },
+    'tensorweave.contrib.estimator': {
+        'binary_classification_head': ('tensorweave.estimator.canned.head', 'binary_classification_head'),
+        'logistic_regression_head': ('tensorweave.estimator.canned.head', 'logistic_regression_head'),
+        'multi_class_head': ('tensorweave.estimator.canned.head', 'multi_class_head'),
+        'poisson_regression_head': ('tensorweave.estimator.canned.head', 'poisson_regression_head'),
+        'regression_head': ('tensorweave.estimator.canned.head', 'regression_head'),
     },
     'tensorweave.contrib.layers': {
         'apply_regularization': ('tensorweave.regularizers', 'apply_regularization'),
@@ -746,9 +755,21 @@ NAMESPACES = {
         'format_master_url': ('tensorweave.distribute.cluster_resolver', 'format_master_url'),
     },
     'tensorweave.estimator': {
+        'BaselineClassifier': ('tensorweave.estimator.canned.baseline', 'BaselineClassifier'),
+        'BaselineEstimator': ('tensorweave.estimator.canned.baseline', 'BaselineEstimator'),
+        'BaselineRegressor': ('tensorweave.estimator.canned.baseline', 'BaselineRegressor'),
         'BestExporter': ('tensorweave.estimator.exporter', 'BestExporter'),
         'CheckpointSaverHook': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverHook'),
         'CheckpointSaverListener': ('tensorweave.train.basic_session_run_hooks', 'CheckpointSaverListener'),
+        'DNNClassifier': ('tensorweave.estimator.canned.dnn', 'DNNClassifier'),
+        'DNNEstimator': ('tensorweave.estimator.canned.dnn', 'DNNEstimator'),
+        'DNNLinearCombinedClassifier':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedClassifier'),
+        'DNNLinearCombinedEstimator':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedEstimator'),
+        'DNNLinearCombinedRegressor':
+            ('tensorweave.estimator.canned.dnn_linear_combined', 'DNNLinearCombinedRegressor'),
+        'DNNRegressor': ('tensorweave.estimator.canned.dnn', 'DNNRegressor'),
         'Estimator': ('tensorweave.estimator.estimator', 'Estimator'),
         'EstimatorSpec': ('tensorweave.estimator.model_fn', 'EstimatorSpec'),
         'EvalSpec': ('tensorweave.estimator.training', 'EvalSpec'),
@@ -758,6 +779,9 @@ NAMESPACES = {
         'FinalOpsHook': ('tensorweave.train.basic_session_run_hooks', 'FinalOpsHook'),
         'GlobalStepWaiterHook': ('tensorweave.train.basic_session_run_hooks', 'GlobalStepWaiterHook'),
         'LatestExporter': ('tensorweave.estimator.exporter', 'LatestExporter'),
+        'LinearClassifier': ('tensorweave.estimator.canned.linear', 'LinearClassifier'),
+        'LinearEstimator': ('tensorweave.estimator.canned.linear', 'LinearEstimator'),
+        'LinearRegressor': ('tensorweave.estimator.canned.linear', 'LinearRegressor'),
         'LoggingTensorHook': ('tensorweave.train.basic_session_run_hooks', 'LoggingTensorHook'),
         'ModeKeys': ('tensorweave.estimator.model_fn', 'ModeKeys'),
         'NanLossDuringTrainingError': ('tensorweave.train.basic_session_run_hooks', 'NanLossDuringTrainingError'),
@@ -783,6 +807,8 @@ NAMESPACES = {
     'tensorweave.estimator.experimental': {
         'InMemoryEvaluatorHook': ('tensorweave.estimator.hooks', 'InMemoryEvaluatorHook'),
         'call_logit_fn': ('tensorweave.estimator.model_fn', 'call_logit_fn'),
+        'dnn_logit_fn_builder': ('tensorweave.estimator.canned.dnn', 'dnn_logit_fn_builder'),
+        'linear_logit_fn_builder': ('tensorweave.estimator.canned.linear', 'linear_logit_fn_builder'),
         'make_early_stopping_hook': ('tensorweave.estimator.early_stopping', 'make_early_stopping_hook'),
         'make_stop_at_checkpoint_step_hook': ('tensorweave.estimator.hooks', 'make_stop_at_checkpoint_step_hook'),
         'stop_if_higher_hook': ('tensorweave.estimator.early_stopping', 'stop_if_higher_hook'),
