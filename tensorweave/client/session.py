@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tensorweave.client.device_lib import CPU_MEMORY_LIMIT
 from tensorweave.distributed import connector
 from tensorweave.framework import dtypes
 from tensorweave.framework.config import ConfigProto
@@ -157,7 +158,11 @@ class BaseSession:
         return self._graph.as_graph_def(add_shapes=bool(self._config.graph_options.infer_shapes))
 
     def list_devices(self) -> list:
-        return list(self._master.list_devices())
+        """TF1's Session.list_devices(): the devices this session may use, each with `name`
+        ("/job:worker/replica:0/task:0/device:CPU:0"), `device_type`, `memory_limit_bytes`
+        (TF's nominal 256 MiB for a CPU) and `incarnation` (0: tasks are told apart by name)."""
+        return [DeviceAttributes(name, name.rpartition("/device:")[2].split(":")[0], CPU_MEMORY_LIMIT, 0)
+                for name in self._master.list_devices()]
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs the ops and evaluates the tensors in `fetches`, returning values in the same structure."""
@@ -250,6 +255,9 @@ class BaseSession:
         """Drops the named resource containers (all when None) on every task of target's cluster."""
         connector.reset(target, containers, config)
 
+
+DeviceAttributes = collections.namedtuple("DeviceAttributes", ["name", "device_type", "memory_limit_bytes",
+                                                               "incarnation"])
 
 @tf_export("Session")
 class Session(BaseSession):

@@ -6,14 +6,13 @@ import re
 import threading
 from typing import Callable, Iterable, Optional
 
-from tensorboard.compat.proto import graph_pb2, versions_pb2
-
 from tensorweave.framework import dtypes as _dtypes
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph_def import node_def_of
 from tensorweave.framework.op_def_registry import lookup as _lookup_op_def
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import graph_pb2, versions_pb2
 from tensorweave.framework.versions import GRAPH_DEF_VERSION
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")

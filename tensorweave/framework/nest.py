@@ -1,25 +1,40 @@
-"""Nested-structure helpers for control flow (a small subset of TF's `nest`).
+"""tf.nest (and tensorflow.python.util.nest): nested structures of lists, tuples, namedtuples and
+dicts.
 
 Sequences are lists, tuples and namedtuples; dicts are sequences of their values in sorted key
-order, as in TF. Anything else (Tensors, Operations, None, numbers) is a leaf.
+order, as in TF. Anything else (Tensors, Operations, None, numbers) is a leaf; with
+`expand_composites`, a SparseTensor is the sequence (indices, values, dense_shape) and an
+IndexedSlices (values, indices, dense_shape), as TF's composite tensors are.
 """
 from __future__ import annotations
 
 import collections.abc
 from typing import Any, Callable
 
+from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tf_export import tf_export
+
+_COMPOSITES = {SparseTensor: lambda x: [x.indices, x.values, x.dense_shape],
+               IndexedSlices: lambda x: [x.values, x.indices] + ([] if x.dense_shape is None else [x.dense_shape])}
 
 def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
-def is_sequence(x) -> bool:
-    return isinstance(x, (list, tuple, collections.abc.Mapping)) and not isinstance(x, (str, bytes))
+def is_sequence(x, expand_composites: bool = False) -> bool:
+    return (isinstance(x, (list, tuple, collections.abc.Mapping)) and not isinstance(x, (str, bytes))
+            or expand_composites and type(x) in _COMPOSITES)
+
+
+tf_export("nest.is_nested", "python.util.nest.is_sequence", "python.util.nest.is_nested")(is_sequence)
 
 
 def _children(x) -> list:
     if isinstance(x, collections.abc.Mapping):
         return [x[k] for k in _sorted_keys(x)]
+    if type(x) in _COMPOSITES:
+        return _COMPOSITES[type(x)](x)
     return list(x)
 
 
@@ -30,13 +45,14 @@ def _sorted_keys(d) -> list:
         return sorted(d, key=repr)
 
 
-def flatten(structure) -> list:
+@tf_export("nest.flatten", "python.util.nest.flatten")
+def flatten(structure, expand_composites: bool = False) -> list:
     """All leaves of `structure`, depth first (a leaf alone gives a one-element list)."""
-    if not is_sequence(structure):
+    if not is_sequence(structure, expand_composites):
         return [structure]
     out: list = []
     for c in _children(structure):
-        out.extend(flatten(c))
+        out.extend(flatten(c, expand_composites))
     return out
 
 
@@ -44,23 +60,24 @@ def _rebuild(template, children: list):
     if isinstance(template, collections.abc.Mapping):
         values = dict(zip(_sorted_keys(template), children))
         return type(template)((k, values[k]) for k in template)
-    if _is_namedtuple(template):
+    if _is_namedtuple(template) or type(template) in _COMPOSITES:
         return type(template)(*children)
     if isinstance(template, tuple):
         return tuple(children)
     return list(children)
 
 
-def pack_sequence_as(structure, flat: list):
-    """`flat` rearranged into the nesting of `structure`."""
-    flat = list(flat)
-    if not is_sequence(structure):
+@tf_export("nest.pack_sequence_as", "python.util.nest.pack_sequence_as")
+def pack_sequence_as(structure, flat_sequence: list, expand_composites: bool = False):
+    """`flat_sequence` rearranged into the nesting of `structure`."""
+    flat = list(flat_sequence)
+    if not is_sequence(structure, expand_composites):
         if len(flat) != 1:
             raise ValueError(f"Structure is a scalar but len(flat_sequence) == {len(flat)} > 1")
         return flat[0]
 
     def build(s, pos: int):
-        if not is_sequence(s):
+        if not is_sequence(s, expand_composites):
             return flat[pos], pos + 1
         kids = []
         for c in _children(s):
@@ -68,27 +85,37 @@ def pack_sequence_as(structure, flat: list):
             kids.append(v)
         return _rebuild(s, kids), pos
 
-    n = len(flatten(structure))
+    n = len(flatten(structure, expand_composites))
     if n != len(flat):
         raise ValueError(f"Could not pack sequence. Structure had {n} elements, but flat_sequence had "
                          f"{len(flat)} elements.")
     return build(structure, 0)[0]
 
 
-def map_structure(fn: Callable, structure, *more):
-    flats = [flatten(structure)] + [flatten(m) for m in more]
-    return pack_sequence_as(structure, [fn(*xs) for xs in zip(*flats)])
+@tf_export("nest.map_structure", "python.util.nest.map_structure")
+def map_structure(func: Callable, *structure, check_types: bool = True, expand_composites: bool = False):
+    """func applied to the leaves of `structure` (one or more structures of the same nesting, leaf
+    by leaf), in the nesting of the first."""
+    if not structure:
+        raise ValueError("Must provide at least one structure")
+    for other in structure[1:]:
+        assert_same_structure(structure[0], other, check_types, expand_composites)
+    flats = [flatten(s, expand_composites) for s in structure]
+    return pack_sequence_as(structure[0], [func(*xs) for xs in zip(*flats)], expand_composites)
 
 
-def assert_same_structure(a, b, check_types: bool = True) -> None:
-    """Raises ValueError (TF's message) unless `a` and `b` nest the same way."""
+@tf_export("nest.assert_same_structure", "python.util.nest.assert_same_structure")
+def assert_same_structure(nest1, nest2, check_types: bool = True, expand_composites: bool = False) -> None:
+    """Raises ValueError (TF's message) unless `nest1` and `nest2` nest the same way."""
+    a, b = nest1, nest2
+
     def fail(detail: str, cls=ValueError):
         raise cls("The two structures don't have the same nested structure.\n\n"
                          f"First structure: {_describe(a)}\n\nSecond structure: {_describe(b)}\n\n"
                          f"More specifically: {detail}")
 
     def walk(x, y):
-        sx, sy = is_sequence(x), is_sequence(y)
+        sx, sy = is_sequence(x, expand_composites), is_sequence(y, expand_composites)
         if sx != sy:
             seq, leaf = (x, y) if sx else (y, x)
             fail(f"Substructure \"{_describe(seq)}\" is a sequence, while substructure "

@@ -8,7 +8,8 @@ are declared here from TF's `.proto` sources, field for field: `SavedModel`
 `TensorSliceProto` (tensor_slice.proto), `GraphNodeProto` (tfprof_output.proto, what
 tf.profiler.profile returns) and `ServerDef` (tensorflow_server.proto; its field 7,
 `cluster_device_filters`, is left out: tensorweave applies no device filters, and a ServerDef of TF's
-carrying them parses, the field kept as unknown bytes). An enum field travels as the int32 it is on the wire.
+carrying them parses, the field kept as unknown bytes) and `DeviceAttributes` (device_attributes.proto,
+without its `locality`). An enum field travels as the int32 it is on the wire.
 
 TF's public proto classes that no module of tensorweave defines its own use of are declared public
 here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef, tf.train.ClusterDef, tf.train.JobDef,
@@ -18,8 +19,9 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tensorboard.compat.proto import (attr_value_pb2, cluster_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
-                                      meta_graph_pb2, node_def_pb2, saver_pb2, tensor_pb2, tensor_shape_pb2,
-                                      tfprof_log_pb2, trackable_object_graph_pb2, types_pb2, variable_pb2, versions_pb2)
+                                      meta_graph_pb2, node_def_pb2, saver_pb2, summary_pb2, tensor_pb2,
+                                      tensor_shape_pb2, tfprof_log_pb2, trackable_object_graph_pb2, types_pb2,
+                                      variable_pb2, versions_pb2)
 
 from tensorweave.framework.tf_export import tf_export
 
@@ -140,3 +142,11 @@ SaverDef = saver_pb2.SaverDef
 tf_export("train.SaverDef")(SaverDef)
 LogMessage = event_pb2.LogMessage
 tf_export("LogMessage")(LogMessage)
+
+DeviceAttributes = _declare("tensorweave/device_attributes.proto", {"DeviceAttributes": [
+    ("name", 1, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("device_type", 2, _F.TYPE_STRING, _OPTIONAL, ""),
+    ("memory_limit", 4, _F.TYPE_INT64, _OPTIONAL, ""),
+    ("incarnation", 6, _F.TYPE_FIXED64, _OPTIONAL, ""),
+    ("physical_device_desc", 7, _F.TYPE_STRING, _OPTIONAL, ""),
+]})["DeviceAttributes"]

@@ -16,6 +16,7 @@ from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalizatio
 from tensorweave.ops.nn.norm import fused_batch_norm
 from tensorweave.ops.state.initializers import ones_initializer, zeros_initializer
 from tensorweave.ops.state.variable_ops import assign_sub
+from tensorweave.ops.state.variable_scope import get_variable_scope
 from tensorweave.layers.base import Layer
 
 
@@ -58,10 +59,17 @@ class BatchNormalization(Layer):
                                       constraint=self.gamma_constraint) if self.scale else None)
         self.beta = (self.add_weight("beta", [dim], param_dtype, self.beta_initializer, self.beta_regularizer,
                                      constraint=self.beta_constraint) if self.center else None)
-        self.moving_mean = self.add_weight("moving_mean", [dim], param_dtype, self.moving_mean_initializer,
-                                           trainable=False)
-        self.moving_variance = self.add_weight("moving_variance", [dim], param_dtype,
-                                               self.moving_variance_initializer, trainable=False)
+        # As TF: the moving statistics are never partitioned (their updates assign them whole).
+        scope = get_variable_scope()
+        partitioner = scope.partitioner
+        scope.set_partitioner(None)
+        try:
+            self.moving_mean = self.add_weight("moving_mean", [dim], param_dtype, self.moving_mean_initializer,
+                                               trainable=False)
+            self.moving_variance = self.add_weight("moving_variance", [dim], param_dtype,
+                                                   self.moving_variance_initializer, trainable=False)
+        finally:
+            scope.set_partitioner(partitioner)
 
     def _moving_update(self, var, value):
         with name_scope(None, "AssignMovingAvg", [var, value]):

@@ -8,11 +8,11 @@ bool/int/float, str (TF's `s` bytes, which our ops compare with str), functions,
 from __future__ import annotations
 
 import numpy as np
-from tensorboard.compat.proto import attr_value_pb2, tensor_shape_pb2
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.dtypes import DType
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.tf_protos import attr_value_pb2, tensor_shape_pb2
 from tensorweave.ops.tensor_proto import from_proto, to_proto, type_string
 
 

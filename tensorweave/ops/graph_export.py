@@ -37,9 +37,9 @@ copy.
 from __future__ import annotations
 
 import numpy as np
-from tensorboard.compat.proto import function_pb2, graph_pb2, node_def_pb2
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
+from tensorweave.framework.tf_protos import function_pb2, graph_pb2, node_def_pb2
 from tensorweave.ops.attr_value_proto import shape_proto, to_attr_value
 from tensorweave.ops.registry import TF_LOWERINGS
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES

@@ -26,17 +26,16 @@ from __future__ import annotations
 
 import re
 
-from tensorboard.compat.proto import attr_value_pb2, graph_pb2, node_def_pb2
-
 from tensorweave.framework import errors
 from tensorweave.framework.func_graph import FuncGraph, unique_function_name
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.graph_def import parse_input
 from tensorweave.framework.importer import OpRecord, all_or_nothing, import_ops
-from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import attr_value_pb2, graph_pb2, node_def_pb2
 from tensorweave.ops.attr_value_proto import UnsupportedAttrError, from_attr_value, shape_from_proto
 from tensorweave.ops.tensor_proto import ProtoError, type_string
 from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS, TF_OP_SIGNATURES

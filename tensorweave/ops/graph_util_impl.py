@@ -18,12 +18,12 @@ import copy
 import re
 
 import numpy as np
-from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Operation
 from tensorweave.framework.graph_def import parse_input
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import graph_pb2, node_def_pb2
 from tensorweave.ops.tensor_proto import to_proto
 
 _VARIABLE_OPS = {"Assign", "AssignAdd", "AssignSub", "Queue", "ScatterAdd", "ScatterSub", "ScatterUpdate",

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from tensorboard.compat.proto import tensor_pb2, types_pb2
 
 from tensorweave.framework import dtypes, limits
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import tensor_pb2, types_pb2
 from tensorweave.ops.helpers import string_array, string_result
 
 _MAX_DIMS = 254                     # TensorShape::MaxDimensions()

@@ -10,15 +10,14 @@ import logging
 import re
 
 from google.protobuf import json_format
-from tensorboard.compat.proto import summary_pb2
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import summary_pb2
 from tensorweave.ops.summary.summary_ops import (audio_summary_v2, histogram_summary, image_summary, merge_summary,
                                                  scalar_summary, tensor_summary_v2)
-
 
 Summary = summary_pb2.Summary
 tf_export("summary.Summary", "Summary")(Summary)

@@ -13,11 +13,9 @@ import threading
 import time
 import warnings
 
-from tensorboard.compat.proto import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
-
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
-
+from tensorweave.framework.tf_protos import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
 
 Event = event_pb2.Event
 tf_export("summary.Event", "Event")(Event)

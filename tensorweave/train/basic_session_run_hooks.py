@@ -14,21 +14,20 @@ import time
 from typing import Optional
 
 import numpy as np
-from tensorboard.compat.proto import meta_graph_pb2
 
 from tensorweave.client.timeline import Timeline
 from tensorweave.framework import dtypes, errors
-from tensorweave.framework.config import RunOptions
 from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.config import RunOptions
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import meta_graph_pb2
 from tensorweave.ops.checkpoint.bundle import write_atomically
 from tensorweave.summary.summary import Summary
 from tensorweave.summary.writer import FileWriterCache, SessionLog
 from tensorweave.train.graph_io import write_graph
 from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunHook
 from tensorweave.train.training_util import get_global_step
-
 
 _log = logging.getLogger("tensorweave")
 SummaryWriterCache = FileWriterCache   # tf.train.SummaryWriterCache: one FileWriter per directory

@@ -12,6 +12,7 @@ from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant, shape
 from tensorweave.ops.array.fill import fill
+from tensorweave.ops.state.variable_scope import get_variable_scope
 from tensorweave.ops.state.variables import Variable
 
 
@@ -22,9 +23,12 @@ def _primary_name(primary) -> str:
 
 def _make_slot(primary, initial_value, name: str, dtype, colocate_with_primary: bool):
     g = getattr(primary, "graph", None) or get_default_graph()
-    # TF names slots by variable scope, independent of the caller's name scope and control deps.
+    # TF names slots by variable scope, independent of the caller's name scope and control deps: the
+    # caller's variable scope, then the primary's name ("outer/dnn/w/Adagrad" when minimize runs
+    # inside variable_scope("outer"), as the premade Estimators' model_fns do).
+    outer = get_variable_scope().name
     with g.as_default(), g.name_scope(None), g.control_dependencies(None):
-        slot_name = f"{_primary_name(primary)}/{name}"
+        slot_name = f"{outer}/{_primary_name(primary)}/{name}" if outer else f"{_primary_name(primary)}/{name}"
         if colocate_with_primary:
             with g.colocate_with(primary.op):
                 slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,

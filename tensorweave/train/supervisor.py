@@ -9,12 +9,11 @@ import logging
 import os
 import time
 
-from tensorboard.compat.proto import meta_graph_pb2
-
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import meta_graph_pb2
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import global_variables, global_variables_initializer, \
     local_variables_initializer, report_uninitialized_variables
@@ -25,7 +24,6 @@ from tensorweave.train.graph_io import write_graph
 from tensorweave.train.saver import Saver
 from tensorweave.train.session_manager import SessionManager
 from tensorweave.train.training_util import global_step as read_global_step
-
 
 _log = logging.getLogger("tensorweave")
 

@@ -47,7 +47,8 @@ def test_feeds_and_fetches_on_every_task(cluster):
             assert vc.dtype == np.float32 and vc.shape == (3,)
             # Feeding an intermediate cuts the graph there; its producer's task is not needed.
             np.testing.assert_array_equal(sess.run(c, {a: np.ones(3, np.float32), p: feed}), 2 + feed)
-            assert sess.list_devices() == [f"{t}/device:CPU:0" for t in (PS0, W0, W1)]
+            assert [d.name for d in sess.list_devices()] == [f"{t}/device:CPU:0" for t in (PS0, W0, W1)]
+            assert {(d.device_type, d.memory_limit_bytes) for d in sess.list_devices()} == {("CPU", 268435456)}
 
 
 def test_every_fetch_structure(cluster):
@@ -150,7 +151,7 @@ def test_device_filters_keep_the_session_off_other_tasks(cluster):
         config = tf.ConfigProto(device_filters=["/job:worker/task:0"])
         with tf.Session(cluster.target("worker", 0), config=config) as sess:
             assert sess.run(near) == 2
-            assert sess.list_devices() == [W0 + "/device:CPU:0"]
+            assert [d.name for d in sess.list_devices()] == [W0 + "/device:CPU:0"]
             with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot assign a device for operation far"):
                 sess.run(far)
 

@@ -12,12 +12,12 @@ import base64
 
 from google.protobuf import message as proto_message
 from google.protobuf import text_format
-from tensorboard.compat.proto import tensor_pb2
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import tensor_pb2
 from tensorweave.ops.helpers import BOOL, NUMERIC, as_string_tensor, invalid, make_op, string_array
 from tensorweave.ops.registry import register
 from tensorweave.ops.tensor_proto import FIELDS, ProtoError, from_proto, to_proto, type_string

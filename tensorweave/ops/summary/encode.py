@@ -9,7 +9,8 @@ import sys
 import zlib
 
 import numpy as np
-from tensorboard.compat.proto import summary_pb2
+
+from tensorweave.framework.tf_protos import summary_pb2
 
 DBL_MAX = sys.float_info.max
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 from google.protobuf.message import DecodeError
-from tensorboard.compat.proto import summary_pb2
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tf_protos import summary_pb2
 from tensorweave.ops.helpers import REAL, invalid, make_op
 from tensorweave.ops.registry import register
 from tensorweave.ops.summary.encode import histogram_proto, normalize_image, png, wav
