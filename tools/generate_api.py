@@ -34,6 +34,7 @@ NAMESPACE_MODULES = {
     "contrib.slim.losses": "tensorweave.contrib.losses",
     "contrib.slim.metrics": "tensorweave.contrib.metrics",
     "contrib.slim.utils": "tensorweave.contrib.utils",
+    "contrib.framework.nest": "tensorweave.nest",
     "contrib.slim.dataset": "tensorweave.contrib.slim.data",
     "contrib.slim.data_decoder": "tensorweave.contrib.slim.data",
     "contrib.slim.tfexample_decoder": "tensorweave.contrib.slim.data",

@@ -358,6 +358,7 @@ def test_framework_variables_and_global_step():
     with pytest.raises(ValueError):
         framework.assert_scalar(tf.ones([2]))
     assert framework.load_checkpoint is tf.train.load_checkpoint and framework.arg_scope is slim.arg_scope
+    assert framework.nest.flatten({"b": [1, 2], "a": 3}) == [3, 1, 2]   # tf.nest
     assert step is tf.train.get_global_step() and step.op.name == "global_step"
     assign, feed = slim.assign_from_values({"w": np.full([2, 3], 7.0, np.float32)})
     with tf.Session() as sess:
