@@ -10,13 +10,15 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection, name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import constant, shape, size, squeeze, stop_gradient
+from tensorweave.ops.array.core import constant, rank, shape, size, squeeze, stop_gradient
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.math.binary import add_n, div_no_nan, equal, minimum, multiply, squared_difference, subtract
+from tensorweave.ops.math.binary import add_n, div_no_nan, equal, greater, maximum, minimum, multiply, \
+    squared_difference, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
-from tensorweave.ops.math.unary import abs, log
+from tensorweave.ops.math.sequences import range as range_
+from tensorweave.ops.math.unary import abs, log, square
 from tensorweave.ops.nn.activations import relu
 from tensorweave.ops.nn.impl import (sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
                                      sparse_softmax_cross_entropy_with_logits)
@@ -202,6 +204,29 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collec
         labels, predictions = _float32_pair(labels, predictions)
         losses = squared_difference(predictions, labels)
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+@tf_export("losses.mean_pairwise_squared_error")
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES):
+    """tf.losses.mean_pairwise_squared_error: per example, the mean over pairs of its elements of
+    ((p_i - p_j) - (l_i - l_j))^2, as TF computes it (2 (sum d^2 / (n - 1) - (sum d)^2 / (n (n - 1)))
+    with d = predictions - labels and n its elements of non-zero weight), times the weights, summed
+    over the batch (0 when no element has weight)."""
+    with name_scope(scope, "mean_pairwise_squared_error", (predictions, labels, weights)) as scope:
+        weights = cast(convert_to_tensor(weights), dtypes.float32)
+        labels, predictions = _float32_pair(labels, predictions)
+        diffs = subtract(predictions, labels)
+        axis = range_(1, rank(diffs))
+        present = reduce_sum(where(equal(weights, 0.0), zeros_like(weights), ones_like(weights)) * ones_like(diffs),
+                             axis=axis, keepdims=True)
+        term1 = 2.0 * div_no_nan(reduce_sum(square(diffs), axis=axis, keepdims=True), maximum(present - 1, 0.0),
+                                 name="value")
+        term2 = 2.0 * div_no_nan(square(reduce_sum(diffs, axis=axis, keepdims=True)),
+                                 maximum(multiply(present, present - 1), 0.0), name="value")
+        loss = reduce_sum(multiply(term1 - term2, weights))
+        mean_loss = where(greater(reduce_sum(present), 0.0), loss, zeros_like(loss), name="value")
+        add_loss(mean_loss, loss_collection)
+        return mean_loss
 
 
 @tf_export("losses.log_loss")

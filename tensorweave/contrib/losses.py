@@ -28,6 +28,13 @@ def log_loss(predictions, labels=None, weights=1.0, epsilon=1e-7, scope=None):
     return tf_losses.log_loss(labels, predictions, weights, epsilon, scope)
 
 
+@tf_export("contrib.losses.mean_pairwise_squared_error")
+def mean_pairwise_squared_error(predictions, labels=None, weights=1.0, scope=None):
+    """tf.contrib.losses.mean_pairwise_squared_error: tf.losses.mean_pairwise_squared_error(labels,
+    predictions)."""
+    return tf_losses.mean_pairwise_squared_error(labels, predictions, weights, scope)
+
+
 @tf_export("contrib.losses.hinge_loss")
 def hinge_loss(logits, labels=None, scope=None):
     """tf.contrib.losses.hinge_loss: the unreduced max(0, 1 - (2 labels - 1) logits), which

@@ -554,6 +554,23 @@ def test_slim_losses_take_predictions_first_and_sum_into_the_total_loss():
     assert w in slim.get_model_variables()
 
 
+def test_mean_pairwise_squared_error_is_the_mean_over_pairs():
+    rng = np.random.RandomState(3)
+    labels, predictions = rng.randn(3, 4).astype(np.float32), rng.randn(3, 4).astype(np.float32)
+    d = predictions - labels
+    per_example = np.array([np.mean([(d[b, i] - d[b, j]) ** 2 for i in range(4) for j in range(4) if i != j])
+                            for b in range(3)])
+    plain = slim.losses.mean_pairwise_squared_error(tf.constant(predictions), tf.constant(labels))
+    weighted = tf.losses.mean_pairwise_squared_error(labels, predictions, weights=[[1.0], [0.0], [2.0]])
+    nothing = tf.losses.mean_pairwise_squared_error(labels, predictions, weights=0.0)
+    assert tf.losses.get_losses()[:2] == [plain, weighted]
+    with tf.Session() as sess:
+        got = sess.run([plain, weighted, nothing])
+    np.testing.assert_allclose(got[0], per_example.sum(), rtol=1e-5)
+    np.testing.assert_allclose(got[1], per_example[0] + 2 * per_example[2], rtol=1e-5)
+    assert got[2] == 0.0
+
+
 def test_streaming_metrics_and_aggregate_metric_map():
     predictions = tf.placeholder(tf.int64, [None])
     labels = tf.placeholder(tf.int64, [None])
