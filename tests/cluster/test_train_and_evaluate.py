@@ -144,7 +144,12 @@ def test_the_legacy_master_layout_trains_evaluates_and_ends(tmp_path):
         acc.Reload()
         assert acc.Scalars("mae")[-1].step == final
         assert "ps 0: 2 of 2 trainers have finished." in c.log("ps")
-        assert "global_step/sec" in c.log("worker") and "global_step/sec" not in c.log("master")
+        # worker 0, not the master, writes the training summaries (its first step always does; how
+        # many steps it takes, and so whether its step counter reaches a report, is up to scheduling)
+        assert "global_step/sec" not in c.log("master")
+        train = EventAccumulator(c.model_dir, size_guidance={"scalars": 0})
+        train.Reload()
+        assert "loss" in train.Tags()["scalars"]
 
 
 def test_a_killed_chief_restarts_from_the_last_checkpoint(tmp_path):
