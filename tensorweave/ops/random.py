@@ -3,9 +3,14 @@
 Each stateful random op draws from one numpy Generator per op and session, created when the
 op is first planned (kept in the session's resource manager, so every plan of the session
 shares it): each run draws new numbers, and two sessions with the same seeds draw the same
-sequences. Seeds (0, 0) mean nondeterministic, as in TF. Numbers are not bit-equal to TF's.
+sequences. Seeds (0, 0) mean nondeterministic, as in TF. Numbers are not bit-equal to TF's, except the
+stateless ops': those run TF's Philox4x32-10 counter-based generator (in numpy, vectorised) and
+give TF's numbers bit for bit.
 """
 from __future__ import annotations
+
+import ctypes
+import ctypes.util
 
 import numpy as np
 
@@ -469,15 +474,148 @@ def _orthogonal_tf(op) -> list:
 register("_RandomOrthogonal", _random_infer, _orthogonal_kernel, grad=None, stateful=True, tf_lowering=_orthogonal_tf)
 
 
-# -- stateless random ops (tf.random.stateless_*) ---------------------------------------------------
-def _stateless_rng(node, seed) -> np.random.Generator:
-    """A generator determined by the [2] seed tensor alone: equal seeds give equal numbers (the
-    numbers are not TF's own Philox stream)."""
+# -- stateless random ops (tf.random.stateless_*): TF's Philox4x32-10 streams ---------------------
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def _philox_blocks(key, counter, n: int, skip=None) -> np.ndarray:
+    """Philox4x32-10 (TF's random::PhiloxRandom): [n, 4] uint32 outputs for the 128-bit counters
+    `counter` + i (i in 0..n-1, or the given `skip` offsets), under the 64-bit `key`."""
+    offs = np.arange(n, dtype=np.uint64) if skip is None else np.asarray(skip, np.uint64)
+    c = [np.uint64(v) for v in counter]
+    lo = c[0] + offs  # 128-bit add of offs (< 2**64) to the counter, carried word by word
+    words = [lo & _U32]
+    carry = lo >> np.uint64(32)
+    for w in c[1:]:
+        s = w + carry
+        words.append(s & _U32)
+        carry = s >> np.uint64(32)
+    c0, c1, c2, c3 = words
+    k0, k1 = int(key[0]), int(key[1])
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + _PHILOX_W[0]) & 0xFFFFFFFF, (k1 + _PHILOX_W[1]) & 0xFFFFFFFF
+        p0, p1 = _PHILOX_M[0] * c0, _PHILOX_M[1] * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & _U32,
+                          (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & _U32)
+    return np.stack([c0, c1, c2, c3], axis=-1).astype(np.uint32)
+
+
+def _philox_key_counter(node, seed) -> tuple:
+    """TF's GenerateKey: the [2] seed scrambled by one Philox round into the key and counter."""
     s = np.asarray(seed).reshape(-1)
     if s.size != 2:
         raise errors.InvalidArgumentError(node, node.name, f"seed must have shape [2], not {list(np.shape(seed))}")
-    key = (int(s[0]) & 0xFFFFFFFFFFFFFFFF) << 64 | (int(s[1]) & 0xFFFFFFFFFFFFFFFF)
-    return np.random.Generator(np.random.Philox(key=key))
+    s0, s1 = (int(v) & 0xFFFFFFFFFFFFFFFF for v in s.astype(np.int64))
+    mix = _philox_blocks((0x3EC8F720, 0x02461E29), (s0 & 0xFFFFFFFF, s0 >> 32, s1 & 0xFFFFFFFF, s1 >> 32), 1)[0]
+    return (int(mix[0]), int(mix[1])), (0, 0, int(mix[2]), int(mix[3]))
+
+
+def _uint32_stream(key, counter, n: int) -> np.ndarray:
+    """The first n uint32s of the stream (four per counter step)."""
+    return _philox_blocks(key, counter, -(-n // 4)).reshape(-1)[:n]
+
+
+def _to_float(x: np.ndarray) -> np.ndarray:
+    """TF's Uint32ToFloat: 23 random mantissa bits in [1, 2), minus 1."""
+    return ((x & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1.0)
+
+
+def _to_double(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """TF's Uint64ToDouble: 20 mantissa bits of `hi` and 32 of `lo` in [1, 2), minus 1."""
+    man = ((hi.astype(np.uint64) & np.uint64(0xFFFFF)) << np.uint64(32)) | lo.astype(np.uint64)
+    return (man | np.uint64(1023 << 52)).view(np.float64) - 1.0
+
+
+def _to_half(x: np.ndarray) -> np.ndarray:
+    """TF's Uint16ToHalf: 10 mantissa bits of the low half-word in [1, 2), minus 1."""
+    return ((x & np.uint32(0x3FF)) | np.uint32(15 << 10)).astype(np.uint16).view(np.float16) - np.float16(1.0)
+
+
+_LIBM_UFUNCS: dict = {}
+
+
+def _libm(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library's `name` (log, sin, cos or their float forms) on each element: TF's Box-Muller
+    calls these, and numpy's own vectorised ones differ from them in the last bit."""
+    ufunc = _LIBM_UFUNCS.get(name)
+    if ufunc is None:
+        c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
+        fn = getattr(ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6"), name)
+        fn.restype, fn.argtypes = c_type, [c_type]
+        ufunc = _LIBM_UFUNCS[name] = np.frompyfunc(fn, 1, 1)
+    return ufunc(x).astype(x.dtype) if x.size else x.copy()
+
+
+def _box_muller(x: np.ndarray, double: bool) -> np.ndarray:
+    """TF's BoxMullerFloat/BoxMullerDouble on consecutive uint32s (two, or four for double, per
+    pair of outputs): sin and cos of 2*pi*u2 times sqrt(-2 log u1), u1 at least 1e-7."""
+    if double:
+        q = x.reshape(-1, 4)
+        u1, u2 = _to_double(q[:, 0], q[:, 1]), _to_double(q[:, 2], q[:, 3])
+        u1 = np.maximum(u1, 1.0e-7)
+        v1 = 2.0 * np.pi * u2
+        r = np.sqrt(-2.0 * _libm("log", u1))
+        return np.stack([_libm("sin", v1) * r, _libm("cos", v1) * r], axis=-1).reshape(-1)
+    q = x.reshape(-1, 2)
+    u1, u2 = _to_float(q[:, 0]), _to_float(q[:, 1])
+    u1 = np.maximum(u1, np.float32(1.0e-7))
+    v1 = (2.0 * np.pi * u2.astype(np.float64)).astype(np.float32)  # TF: float = 2.0f * M_PI (a double) * u2
+    r = np.sqrt(np.float32(-2.0) * _libm("logf", u1))
+    return np.stack([_libm("sinf", v1) * r, _libm("cosf", v1) * r], axis=-1).reshape(-1)
+
+
+def _stateless_uniform(key, counter, n, np_dt) -> np.ndarray:
+    if np_dt == np.float64:
+        x = _uint32_stream(key, counter, 2 * n)
+        return _to_double(x[0::2], x[1::2])
+    x = _uint32_stream(key, counter, n)
+    return _to_half(x) if np_dt == np.float16 else _to_float(x).astype(np_dt)
+
+
+def _stateless_normal(key, counter, n, np_dt) -> np.ndarray:
+    double = np_dt == np.float64
+    # float: four outputs from each block of four uint32s; double: two
+    per_block = 2 if double else 4
+    blocks = -(-n // per_block)
+    return _box_muller(_philox_blocks(key, counter, blocks).reshape(-1), double)[:n].astype(np_dt)
+
+
+def _stateless_truncated(key, counter, n, np_dt) -> np.ndarray:
+    """TF's TruncatedNormalDistribution: output groups of 4 (double: 2) values, group g drawing
+    Box-Muller pairs from the stream at counter + g * 256 (double: 128) and keeping |z| < 2."""
+    double = np_dt == np.float64
+    group, stride = (2, 128) if double else (4, 256)
+    groups = -(-n // group)
+    out = np.empty((groups, group), np.float64 if double else np.float32)
+    filled = np.zeros(groups, np.int64)
+    start = np.arange(groups, dtype=np.uint64) * np.uint64(stride)
+    step = 0
+    pending = np.arange(groups)
+    while pending.size:  # one Philox block per pending group and round: two (double: one) Box-Muller pairs
+        z = _box_muller(_philox_blocks(key, counter, pending.size, skip=start[pending] + np.uint64(step))
+                        .reshape(-1), double).reshape(pending.size, -1)
+        for j in range(z.shape[1]):
+            take = (np.abs(z[:, j]) < 2.0) & (filled[pending] < group)
+            rows = pending[take]
+            out[rows, filled[rows]] = z[take, j]
+            filled[rows] += 1
+        pending = pending[filled[pending] < group]
+        step += 1
+    return out.reshape(-1)[:n].astype(np_dt)
+
+
+def _stateless_uniform_int(key, counter, n, np_dt, lo, hi) -> np.ndarray:
+    """TF's UniformDistribution for ints: lo + (bits mod (hi - lo)), 32 bits (int64: 64) each."""
+    span = int(hi) - int(lo)
+    if np_dt == np.int64:
+        x = _uint32_stream(key, counter, 2 * n).astype(np.uint64)
+        bits = (x[1::2] << np.uint64(32)) | x[0::2]
+        return (np.int64(lo) + (bits % np.uint64(span)).astype(np.int64)).astype(np_dt)
+    x = _uint32_stream(key, counter, n)
+    return (int(lo) + (x % np.uint32(span)).astype(np.int64)).astype(np_dt)
 
 
 def _stateless_kernel(draw):
@@ -485,32 +623,19 @@ def _stateless_kernel(draw):
         np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
 
         def run(shape, seed, *args):
-            return draw(_stateless_rng(node, seed), node, _dims(node, shape), np_dt, *args)
+            dims = _dims(node, shape)
+            key, counter = _philox_key_counter(node, seed)
+            if args and not args[0] < args[1]:
+                raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {args[0]} >= {args[1]}")
+            return draw(key, counter, int(np.prod(dims)), np_dt, *args).reshape(dims)
         return run
     return factory
 
 
-def _truncated_draw(rng, node, dims, np_dt):
-    out = rng.standard_normal(dims)
-    bad = np.abs(out) > 2.0
-    while bad.any():
-        out[bad] = rng.standard_normal(int(bad.sum()))
-        bad = np.abs(out) > 2.0
-    return out.astype(np_dt)
-
-
-def _uniform_int_draw(rng, node, dims, np_dt, lo, hi):
-    if not lo < hi:
-        raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {lo} >= {hi}")
-    return rng.integers(lo, hi, size=dims, dtype=np_dt)
-
-
-register("StatelessRandomUniform", _random_infer, _stateless_kernel(lambda rng, node, d, t: rng.random(d).astype(t)),
-         grad=None)
-register("StatelessRandomNormal", _random_infer,
-         _stateless_kernel(lambda rng, node, d, t: rng.standard_normal(d).astype(t)), grad=None)
-register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_truncated_draw), grad=None)
-register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_uniform_int_draw), grad=None)
+register("StatelessRandomUniform", _random_infer, _stateless_kernel(_stateless_uniform), grad=None)
+register("StatelessRandomNormal", _random_infer, _stateless_kernel(_stateless_normal), grad=None)
+register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_stateless_truncated), grad=None)
+register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_stateless_uniform_int), grad=None)
 
 
 def _stateless_seed(seed) -> Tensor:
@@ -569,22 +694,27 @@ def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.f
 
 
 def _stateless_multinomial_kernel(node, ctx):
+    """TF's StatelessMultinomial: per row, the unnormalised CDF of exp(logit - max finite logit)
+    over the finite logits, searched (upper bound) for uniform doubles times its total; the rows
+    read one Philox stream in turn, two uint32s a sample (TF's numbers whenever TF runs the
+    batch in one shard, as it does unless the batch is large)."""
     np_dt = dtypes.as_dtype(node.attr["output_dtype"]).as_numpy_dtype
 
     def run(logits, num_samples, seed):
-        logits = np.asarray(logits, np.float64)
-        rng = _stateless_rng(node, seed)
+        logits = np.asarray(logits)
         if logits.ndim != 2:
             raise errors.InvalidArgumentError(node, node.name, f"logits should be a matrix, got shape "
                                                                f"{list(logits.shape)}")
-        check_output_size(node, [logits.shape[0], int(num_samples)])
-        m = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
-        p = np.exp(logits - np.where(np.isfinite(m), m, 0.0))
-        cdf = np.cumsum(p, axis=1)
-        u = rng.random((logits.shape[0], int(num_samples))) * cdf[:, -1:]
-        out = np.stack([np.searchsorted(cdf[b], u[b], side="right") for b in range(logits.shape[0])]) \
-            if logits.shape[0] else np.zeros((0, int(num_samples)))
-        return np.minimum(out, logits.shape[1] - 1).astype(np_dt)
+        batch, samples = logits.shape[0], int(num_samples)
+        check_output_size(node, [batch, samples])
+        key, counter = _philox_key_counter(node, seed)
+        finite = np.isfinite(logits)
+        top = np.max(np.where(finite, logits, np.finfo(logits.dtype).min), axis=1, keepdims=True)
+        cdf = np.cumsum(np.where(finite, np.exp(logits.astype(np.float64) - top.astype(np.float64)), 0.0), axis=1)
+        x = _uint32_stream(key, counter, 2 * batch * samples)
+        u = _to_double(x[0::2], x[1::2]).reshape(batch, samples) * (cdf[:, -1:] if logits.shape[1] else 0.0)
+        out = [np.searchsorted(cdf[b], u[b], side="right") for b in range(batch)]
+        return np.asarray(out, np.int64).reshape(batch, samples).astype(np_dt)
     return run
 
 
