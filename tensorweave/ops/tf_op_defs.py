@@ -225,6 +225,7 @@ TF_ATTR_DEFAULTS = {
     'ListDiff': {'out_idx': dtypes.int32},
     'LogUniformCandidateSampler': {'seed': 0, 'seed2': 0},
     'LowerBound': {'out_type': dtypes.int32},
+    'Lu': {'output_idx_type': dtypes.int32},
     'MapDataset': {
         'use_inter_op_parallelism': True,
         'preserve_cardinality': False,
@@ -457,6 +458,7 @@ TF_ATTR_DEFAULTS = {
     'Tile': {'Tmultiples': dtypes.int32},
     'TopKV2': {'sorted': True, 'Tk': dtypes.int32, 'index_type': dtypes.int32},
     'Transpose': {'Tperm': dtypes.int32},
+    'TridiagonalSolve': {'partial_pivoting': True, 'perturb_singular': False},
     'TruncatedNormal': {'seed': 0, 'seed2': 0},
     'UnicodeDecode': {
         'errors': 'replace',
@@ -806,6 +808,7 @@ TF_OP_SIGNATURES = {
     'LookupTableSizeV2': (('table_handle:',), ('size:',)),
     'LoopCond': (('input:',), ('output:',)),
     'LowerBound': (('sorted_inputs:T', 'values:T'), ('output:out_type',)),
+    'Lu': (('input:T',), ('lu:T', 'p:output_idx_type')),
     'MakeIterator': (('dataset:', 'iterator:'), ()),
     'MapDataset': (('input_dataset:', 'other_arguments:[Targuments]'), ('handle:',)),
     'MatMul': (('a:T', 'b:T'), ('product:T',)),
@@ -1310,6 +1313,7 @@ TF_OP_SIGNATURES = {
     'Timestamp': ((), ('ts:',)),
     'TopKV2': (('input:T', 'k:Tk'), ('values:T', 'indices:index_type')),
     'Transpose': (('x:T', 'perm:Tperm'), ('y:T',)),
+    'TridiagonalSolve': (('diagonals:T', 'rhs:T'), ('output:T',)),
     'TruncateDiv': (('x:T', 'y:T'), ('z:T',)),
     'TruncateMod': (('x:T', 'y:T'), ('z:T',)),
     'TruncatedNormal': (('shape:T',), ('output:dtype',)),

@@ -81,6 +81,7 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.linalg.expm(sq), tf.linalg.sqrtm(sq), tf.linalg.logm(tf.cast(sq, tf.complex64))
         tf.matrix_solve(sq, rhs), tf.matrix_triangular_solve(sq, rhs), tf.matrix_solve_ls(x, tf.placeholder(
             tf.float32, [2, 3, 2]))
+        tf.linalg.lu(sq), tf.linalg.tridiagonal_solve(tf.placeholder(tf.float32, [2, 3, 4]), rhs)
         tf.linalg.diag(v), tf.linalg.diag(tf.placeholder(tf.float32, [2, 2, 3]), k=(0, 1)), tf.linalg.diag_part(x),
         tf.linalg.diag_part(x, k=(-1, 1)), tf.linalg.set_diag(x, tf.placeholder(tf.float32, [2, 3])),
         tf.linalg.band_part(x, 1, -1), tf.diag(m), tf.diag_part(tf.placeholder(tf.float32, [3, 4, 3, 4]))
@@ -571,6 +572,12 @@ COMPOSITES = {
     "svd_values": (lambda a: tf.svd(a, compute_uv=False), [A234]),
     "logdet": (lambda a: tf.linalg.logdet(tf.matmul(a, a, transpose_b=True) + tf.eye(4)), [A44]),
     "lstsq": (lambda a, b: tf.linalg.lstsq(a, b), [A43, A44[:, :2]]),
+    "lu_solve": (lambda a, b: tf.linalg.lu_solve(*tf.linalg.lu(a + 4 * tf.eye(4)), b), [A44, A44[:, :2]]),
+    "lu_grad": (lambda a: tf.gradients(tf.reduce_sum(tf.linalg.lu(a + 4 * tf.eye(4))[0] ** 2), a)[0], [A44]),
+    "pinv": (tf.linalg.pinv, [A43]),
+    "tridiagonal_solve": (lambda d, b: tf.linalg.tridiagonal_solve(d + [[0.0], [4.0], [0.0]], b), [A34[:, :3],
+                                                                                                  A34[:, :3].T]),
+    "tridiagonal_matmul": (lambda d, b: tf.linalg.tridiagonal_matmul(d, b), [A34[:, :3], A34[:, :3].T]),
     "lbeta": (tf.lbeta, [P234]),
     "unsorted_segment_mean": (lambda x: tf.unsorted_segment_mean(x, [0, 2], 3), [A234]),
     "unsorted_segment_sqrt_n": (lambda x: tf.unsorted_segment_sqrt_n(x, [[0, 1, 1], [2, 0, 1]], 3), [A234]),

@@ -3,6 +3,8 @@ eigendecomposition of self-adjoint matrices (SelfAdjointEigV2), with TF's gradie
 logdet and matrix_rank built on them. numpy does the arithmetic."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tensorweave.framework import dtypes
@@ -13,9 +15,11 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
 from tensorweave.ops.array.diag import matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
-from tensorweave.ops.array.fill import zeros_like
+from tensorweave.ops.array.fill import fill, ones_like, zeros_like
+from tensorweave.ops.array.gather import one_hot
+from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import invalid, make_op
-from tensorweave.ops.math.binary import add, greater, multiply, subtract
+from tensorweave.ops.math.binary import add, divide, greater, multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.linalg import eye, matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, adjoint, batch_of, check_square, matrix_shape
@@ -343,3 +347,121 @@ def _eig_grad(op, grad_e, grad_v):
 
 
 register("SelfAdjointEigV2", _eig_infer, _eig_kernel, grad=_eig_grad, dtypes=LINALG_TYPES, dtype_param="input")
+
+
+# -- Lu and the functions of its factors -----------------------------------------------------------
+@tf_export("linalg.lu")
+def lu(input, output_idx_type=dtypes.int32, name=None):
+    """tf.linalg.lu(input, output_idx_type=tf.int32, name=None) -> (lu, p): the LU decomposition
+    with partial pivoting of each innermost square matrix: `lu` packs the unit lower-triangular L
+    (its diagonal not stored) and upper-triangular U, and input[..., p, :] = L @ U."""
+    with name_scope(name, "Lu", [input]) as scope:
+        x = convert_to_tensor(input, name="input")
+        op = make_op("Lu", [x], {"T": x.dtype, "output_idx_type": dtypes.as_dtype(output_idx_type)}, name=scope)
+        return op.outputs[0], op.outputs[1]
+
+
+def _lu_infer(op):
+    s = matrix_shape(op.inputs[0].shape, square=True)
+    return [(op.inputs[0].dtype, s), (op.get_attr("output_idx_type"), s[:-1] if s.ndims is not None else s)]
+
+
+def _lu_kernel(node, ctx):
+    import scipy.linalg
+    idx_dt = dtypes.as_dtype(node.attr.get("output_idx_type", dtypes.int32)).as_numpy_dtype
+
+    def run(x):
+        x = np.asarray(x)
+        check_square(node, x)
+        n = x.shape[-1]
+        flat = x.reshape((-1, n, n))
+        packed, perms = np.empty_like(flat), np.tile(np.arange(n, dtype=idx_dt), (flat.shape[0], 1))
+        with warnings.catch_warnings():  # a singular matrix still has (a singular) U, as in TF
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            for i, a in enumerate(flat):
+                packed[i], swaps = scipy.linalg.lu_factor(a, check_finite=False) if n else (a, ())
+                for row, other in enumerate(swaps):  # LAPACK's row interchanges as one permutation
+                    perms[i, [row, other]] = perms[i, [other, row]]
+        return packed.reshape(x.shape), perms.reshape(x.shape[:-1])
+    return run
+
+
+def _lu_factors(lower_upper: Tensor) -> tuple:
+    """The unit lower-triangular L and the upper-triangular U packed in `lower_upper`."""
+    lower = matrix_set_diag(matrix_band_part(lower_upper, -1, 0), ones_like(matrix_diag_part(lower_upper)))
+    return lower, matrix_band_part(lower_upper, 0, -1)
+
+
+def _permutation_matrix(perm: Tensor, dtype) -> Tensor:
+    """P with (P @ x)[i] = x[perm[i]]."""
+    return one_hot(perm, shape(perm)[-1], dtype=dtype)
+
+
+def _lu_grad(op, grad_lu, grad_perm):
+    # P A = L U: dA = P^T L^{-H} (tril_-1(L^H dL) + triu(dU U^H)) U^{-H}, for the square matrices Lu takes
+    lower_upper, perm = op.outputs
+    lower, upper = _lu_factors(lower_upper)
+    grad_l = matrix_band_part(grad_lu, -1, 0)
+    grad_l = matrix_set_diag(grad_l, zeros_like(matrix_diag_part(grad_l)))
+    middle = matmul(lower, grad_l, adjoint_a=True)
+    middle = add(matrix_set_diag(matrix_band_part(middle, -1, 0), zeros_like(matrix_diag_part(middle))),
+                 matrix_band_part(matmul(matrix_band_part(grad_lu, 0, -1), upper, adjoint_b=True), 0, -1))
+    grad_perm_a = matrix_triangular_solve(lower, middle, lower=True, adjoint=True)
+    grad_perm_a = adjoint(matrix_triangular_solve(upper, adjoint(grad_perm_a), lower=False))
+    return [matmul(_permutation_matrix(perm, grad_perm_a.dtype), grad_perm_a, adjoint_a=True)]
+
+
+register("Lu", _lu_infer, _lu_kernel, grad=_lu_grad, dtypes=LINALG_TYPES, dtype_param="input")
+
+
+@tf_export("linalg.lu_reconstruct")
+def lu_reconstruct(lower_upper, perm, validate_args=False, name=None) -> Tensor:
+    """tf.linalg.lu_reconstruct(lower_upper, perm, validate_args=False, name=None): the matrix
+    whose tf.linalg.lu is (lower_upper, perm): P^T L U."""
+    with name_scope(name, "lu_reconstruct", [lower_upper, perm]):
+        lower_upper = convert_to_tensor(lower_upper, name="lower_upper")
+        lower, upper = _lu_factors(lower_upper)
+        return matmul(_permutation_matrix(convert_to_tensor(perm, name="perm"), lower_upper.dtype),
+                      matmul(lower, upper), adjoint_a=True)
+
+
+@tf_export("linalg.lu_solve")
+def lu_solve(lower_upper, perm, rhs, validate_args=False, name=None) -> Tensor:
+    """tf.linalg.lu_solve(lower_upper, perm, rhs, validate_args=False, name=None): X with A X = rhs
+    for the A whose tf.linalg.lu is (lower_upper, perm): two triangular solves of rhs[perm]."""
+    with name_scope(name, "lu_solve", [lower_upper, perm, rhs]):
+        lower_upper = convert_to_tensor(lower_upper, name="lower_upper")
+        rhs = convert_to_tensor(rhs, dtype=lower_upper.dtype, name="rhs")
+        lower, _ = _lu_factors(lower_upper)
+        permuted = matmul(_permutation_matrix(convert_to_tensor(perm, name="perm"), rhs.dtype), rhs)
+        return matrix_triangular_solve(lower_upper, matrix_triangular_solve(lower, permuted, lower=True), lower=False)
+
+
+@tf_export("linalg.lu_matrix_inverse")
+def lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None) -> Tensor:
+    """tf.linalg.lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None): the inverse
+    of the matrix whose tf.linalg.lu is (lower_upper, perm)."""
+    with name_scope(name, "lu_matrix_inverse", [lower_upper, perm]):
+        lower_upper = convert_to_tensor(lower_upper, name="lower_upper")
+        n = shape(lower_upper)[-1]
+        return lu_solve(lower_upper, perm, eye(n, batch_shape=shape(lower_upper)[:-2], dtype=lower_upper.dtype))
+
+
+# -- pinv ------------------------------------------------------------------------------------------
+@tf_export("linalg.pinv")
+def pinv(a, rcond=None, validate_args=False, name=None) -> Tensor:
+    """tf.linalg.pinv(a, rcond=None, validate_args=False, name=None): the Moore-Penrose
+    pseudo-inverse of each innermost matrix, from its SVD: singular values at most rcond times
+    the largest count as zero; rcond defaults to 10 * max(rows, cols) * the dtype's epsilon."""
+    with name_scope(name, "pinv", [a, rcond]):
+        a = convert_to_tensor(a, name="a")
+        if not a.dtype.is_floating:
+            raise TypeError(f"Input `a` must have `float`-like `dtype` (saw {a.dtype.name}).")
+        if rcond is None:
+            dims, eps = [d.value for d in _dims(matrix_shape(a.shape))], float(np.finfo(a.dtype.as_numpy_dtype).eps)
+            rcond = 10.0 * eps * max(dims) if None not in dims else \
+                multiply(cast(reduce_max(shape(a)[-2:]), a.dtype), 10.0 * eps)
+        s, u, v = svd(a, full_matrices=False, compute_uv=True)
+        cutoff = multiply(convert_to_tensor(rcond, dtype=a.dtype, name="rcond"), reduce_max(s, axis=-1))
+        s = where(greater(s, expand_dims(cutoff, -1)), s, fill(shape(s), np.array(np.inf, s.dtype.as_numpy_dtype)))
+        return matmul(divide(v, expand_dims(s, -2)), u, adjoint_b=True)

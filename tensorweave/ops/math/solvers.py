@@ -10,11 +10,15 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import expand_dims, squeeze
-from tensorweave.ops.array.diag import band_mask, matrix_band_part
+from tensorweave.ops.array.concat import concat, stack
+from tensorweave.ops.array.core import expand_dims, matrix_transpose, squeeze
+from tensorweave.ops.array.diag import band_mask, matrix_band_part, matrix_diag_part
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import invalid, make_op
-from tensorweave.ops.math.linalg import matmul
+from tensorweave.ops.math.binary import add
+from tensorweave.ops.math.linalg import conj, matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, batch_of, check_square, matrix_shape
+from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.registry import register
 
 
@@ -215,3 +219,119 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
         out = matmul(a, expand_dims(convert_to_tensor(b, name="b"), -1), transpose_a=transpose_a,
                      adjoint_a=adjoint_a)
         return squeeze(out, -1)
+
+
+# -- tridiagonal matrices: TridiagonalSolve, tridiagonal_matmul ------------------------------------
+def _compact_diagonals(diagonals, diagonals_format: str) -> Tensor:
+    """diagonals in TF's "compact" form [..., 3, M] (superdiagonal, its last entry unused; main
+    diagonal; subdiagonal, its first entry unused) from any of TF's three formats."""
+    if diagonals_format == "compact":
+        return convert_to_tensor(diagonals, name="diagonals")
+    if diagonals_format == "sequence":
+        if not isinstance(diagonals, (list, tuple)) or len(diagonals) != 3:
+            raise ValueError("Expected diagonals to be a sequence of length 3.")
+        superdiag, maindiag, subdiag = (convert_to_tensor(d) for d in diagonals)
+        return stack([superdiag, maindiag, subdiag], axis=-2)
+    if diagonals_format == "matrix":
+        m = convert_to_tensor(diagonals, name="diagonals")
+        if m.shape.ndims is not None and m.shape.ndims < 2:
+            raise ValueError(f"Expected diagonals to have rank at least 2, got {m.shape.ndims}")
+        maindiag = matrix_diag_part(m)
+        zero = zeros_like(maindiag[..., :1])
+        return stack([concat([matrix_diag_part(m[..., :-1, 1:]), zero], -1), maindiag,
+                      concat([zero, matrix_diag_part(m[..., 1:, :-1])], -1)], axis=-2)
+    raise ValueError(f"Unrecognized diagonals_format: {diagonals_format}")
+
+
+@tf_export("linalg.tridiagonal_solve")
+def tridiagonal_solve(diagonals, rhs, diagonals_format="compact", transpose_rhs=False, conjugate_rhs=False,
+                      name=None, partial_pivoting=True) -> Tensor:
+    """tf.linalg.tridiagonal_solve(diagonals, rhs, diagonals_format='compact', transpose_rhs=False,
+    conjugate_rhs=False, name=None, partial_pivoting=True): X with A X = rhs for the tridiagonal
+    A given as `diagonals` ("compact" [..., 3, M], "sequence" of three [..., M], or "matrix"
+    [..., M, M]); rhs [..., M, K] or [..., M]. Solved by LAPACK's gtsv-style banded solver with
+    partial pivoting either way (without pivoting TF fails on a zero pivot that this solves)."""
+    with name_scope(name, "tridiagonal_solve", [diagonals, rhs]) as scope:
+        diags = _compact_diagonals(diagonals, diagonals_format)
+        rhs = convert_to_tensor(rhs, dtype=diags.dtype, name="rhs")
+        if transpose_rhs:
+            rhs = matrix_transpose(rhs, conjugate=conjugate_rhs)
+        elif conjugate_rhs:
+            rhs = conj(rhs)
+        vector = diags.shape.ndims is not None and rhs.shape.ndims == diags.shape.ndims - 1
+        if vector:
+            rhs = expand_dims(rhs, -1)
+        x = make_op("TridiagonalSolve", [diags, rhs], {"partial_pivoting": bool(partial_pivoting), "T": diags.dtype},
+                    name=scope if not vector else None).outputs[0]
+        return squeeze(x, -1, name=scope) if vector else x
+
+
+def _tridiagonal_solve_infer(op):
+    d, b = op.inputs[0].shape, op.inputs[1].shape
+    if d.ndims is not None:
+        if d.ndims < 2 or not d[-2].is_compatible_with(3):
+            raise ValueError(f"Expected diagonals to have shape [..., 3, M], got {d}")
+        if b.ndims is not None and (b.ndims != d.ndims or not d[-1].is_compatible_with(b[-2])):
+            raise ValueError(f"Expected rhs to have shape [..., M, K] matching diagonals {d}, got {b}")
+    return [(op.inputs[1].dtype, b)]
+
+
+def _tridiagonal_solve_kernel(node, ctx):
+    import scipy.linalg
+
+    def run(diags, b):
+        diags, b = np.asarray(diags), np.asarray(b)
+        if diags.ndim < 2 or diags.shape[-2] != 3 or b.ndim != diags.ndim or b.shape[:-2] != diags.shape[:-2] \
+                or b.shape[-2] != diags.shape[-1]:
+            raise invalid(node, f"Expected diagonals [..., 3, M] and rhs [..., M, K] with the same batch shape and "
+                                f"M, got {list(diags.shape)} and {list(b.shape)}")
+        m = diags.shape[-1]
+        banded = np.zeros(diags.shape, np.result_type(diags, b))  # scipy's (1, 1) band layout
+        banded[..., 0, 1:], banded[..., 1, :], banded[..., 2, :-1] = diags[..., 0, :-1], diags[..., 1, :], \
+            diags[..., 2, 1:]
+        flat_a, flat_b = banded.reshape((-1, 3, m)), b.reshape((-1,) + b.shape[-2:])
+        out = np.empty(flat_b.shape, banded.dtype)
+        for i in range(flat_a.shape[0] if m and b.shape[-1] else 0):
+            try:
+                out[i] = scipy.linalg.solve_banded((1, 1), flat_a[i], flat_b[i], check_finite=False)
+            except np.linalg.LinAlgError:
+                raise invalid(node, "The tridiagonal matrix is not invertible.") from None
+        return out.reshape(b.shape).astype(b.dtype, copy=False)
+    return run
+
+
+def _three_diagonals_of_product(x: Tensor, y: Tensor) -> Tensor:
+    """The compact diagonals of x @ y^T: sums over K of x[i] * y[j] for j = i + 1, i, i - 1."""
+    zero = zeros_like(reduce_sum(x[..., :1, :], -1))
+    return stack([concat([reduce_sum(x[..., :-1, :] * y[..., 1:, :], -1), zero], -1), reduce_sum(x * y, -1),
+                  concat([zero, reduce_sum(x[..., 1:, :] * y[..., :-1, :], -1)], -1)], axis=-2)
+
+
+def _tridiagonal_solve_grad(op, grad):
+    # A X = B: dB = A^{-T} dX (A^T has the sub- and superdiagonals swapped); dA = -dB X^T on A's band
+    diags, x = op.inputs[0], op.outputs[0]
+    superdiag, maindiag, subdiag = diags[..., 0, :], diags[..., 1, :], diags[..., 2, :]
+    zero = zeros_like(maindiag[..., :1])
+    transposed = stack([concat([subdiag[..., 1:], zero], -1), maindiag, concat([zero, superdiag[..., :-1]], -1)],
+                       axis=-2)
+    grad_rhs = make_op("TridiagonalSolve", [transposed, grad],
+                       {"partial_pivoting": op.get_attr("partial_pivoting"), "T": diags.dtype}).outputs[0]
+    return [-_three_diagonals_of_product(grad_rhs, x), grad_rhs]
+
+
+register("TridiagonalSolve", _tridiagonal_solve_infer, _tridiagonal_solve_kernel, grad=_tridiagonal_solve_grad,
+         dtypes=LINALG_TYPES, dtype_param="diagonals")
+
+
+@tf_export("linalg.tridiagonal_matmul")
+def tridiagonal_matmul(diagonals, rhs, diagonals_format="compact", name=None) -> Tensor:
+    """tf.linalg.tridiagonal_matmul(diagonals, rhs, diagonals_format='compact', name=None): A @ rhs
+    for the tridiagonal A given as `diagonals` (formats as tridiagonal_solve's); rhs [..., M, N]."""
+    with name_scope(name, "tridiagonal_matmul", [diagonals, rhs]) as scope:
+        diags = _compact_diagonals(diagonals, diagonals_format)
+        rhs = convert_to_tensor(rhs, dtype=diags.dtype, name="rhs")
+        zero_row = zeros_like(rhs[..., :1, :])
+        above = concat([rhs[..., 1:, :], zero_row], -2)   # row i holds rhs[i + 1]
+        below = concat([zero_row, rhs[..., :-1, :]], -2)  # row i holds rhs[i - 1]
+        return add(add(expand_dims(diags[..., 0, :], -1) * above, expand_dims(diags[..., 1, :], -1) * rhs),
+                   expand_dims(diags[..., 2, :], -1) * below, name=scope)
