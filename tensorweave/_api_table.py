@@ -1017,6 +1017,7 @@ NAMESPACES = {
         'Dataset': ('tensorweave.ops.data.dataset', 'Dataset'),
         'FixedLengthRecordDataset': ('tensorweave.ops.data.dataset', 'FixedLengthRecordDataset'),
         'Iterator': ('tensorweave.ops.data.iterator', 'Iterator'),
+        'Options': ('tensorweave.ops.data.dataset', 'Options'),
         'TFRecordDataset': ('tensorweave.ops.data.dataset', 'TFRecordDataset'),
         'TextLineDataset': ('tensorweave.ops.data.dataset', 'TextLineDataset'),
         'experimental': ('tensorweave.data.experimental', None),
@@ -1028,6 +1029,9 @@ NAMESPACES = {
     },
     'tensorweave.data.experimental': {
         'AUTOTUNE': ('tensorweave.ops.data.dataset', 'AUTOTUNE'),
+        'DistributeOptions': ('tensorweave.ops.data.dataset', 'DistributeOptions'),
+        'OptimizationOptions': ('tensorweave.ops.data.dataset', 'OptimizationOptions'),
+        'ThreadingOptions': ('tensorweave.ops.data.dataset', 'ThreadingOptions'),
     },
     'tensorweave.debugging': {
         'Assert': ('tensorweave.ops.debugging.printing', 'Assert'),

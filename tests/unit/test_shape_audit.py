@@ -396,7 +396,9 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         ds = ds.shuffle(3).repeat(2).skip(1).take(5).shard(2, 0).cache().prefetch(1)
         ds = ds.concatenate(tf.data.Dataset.from_tensors(tf.zeros([4])))
         ds = tf.data.Dataset.zip((ds, tf.data.Dataset.range(10))).batch(2)
-        it = ds.make_initializable_iterator()
+        threads = tf.data.Options()
+        threads.experimental_threading.private_threadpool_size = 2
+        it = ds.with_options(threads).make_initializable_iterator()
         it.get_next(), it.string_handle()
         tf.data.Iterator.from_string_handle(text, ds.output_types, ds.output_shapes)
         tf.data.Dataset.range(3).interleave(lambda i: tf.data.Dataset.from_tensors(i), cycle_length=2) \

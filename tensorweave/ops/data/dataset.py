@@ -337,17 +337,152 @@ class Dataset:
             return Dataset._make("ConcatenateDataset", [self._variant_tensor, dataset._variant_tensor],
                                  self._template, specs)
 
+    # -- options ------------------------------------------------------------------------------------
+    def with_options(self, options) -> "Dataset":
+        """Dataset.with_options(options): this dataset with `options` (a tf.data.Options) merged
+        into its inputs' (differing values of one option are a ValueError, as in TF 1)."""
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options expects a tf.data.Options, got {type(options).__name__}")
+        merged = self.options()._merged(options)
+        with name_scope(None, "OptionsDataset"):
+            ds = self._derive("OptionsDataset", [], {"serialized_options": b""})
+        ds._variant_tensor.graph._dataset_options = {**getattr(ds._variant_tensor.graph, "_dataset_options", {}),
+                                                     ds._variant_tensor.op.name: merged}
+        return ds
+
+    def options(self) -> "Options":
+        """Dataset.options(): the tf.data.Options of this dataset and its inputs, merged."""
+        recorded = getattr(self._variant_tensor.graph, "_dataset_options", {})
+        merged, seen, todo = Options(), set(), [self._variant_tensor.op]
+        while todo:
+            op = todo.pop()
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            if op.name in recorded:
+                merged = merged._merged(recorded[op.name])   # it holds its inputs' options already
+                continue
+            todo.extend(t.op for t in op.inputs if t.dtype == dtypes.variant)
+        return merged
+
+    def _apply_options(self) -> "Dataset":
+        """The dataset an iterator runs: with a private thread pool when the options ask for one."""
+        threads = self.options().experimental_threading.private_threadpool_size
+        if not threads:
+            return self
+        with name_scope(None, "PrivateThreadPoolDataset"):
+            return self._derive("PrivateThreadPoolDataset", [_int64(threads, "num_threads")])
+
     # -- iterators ---------------------------------------------------------------------------------
     def make_one_shot_iterator(self) -> Iterator:
         """An iterator that starts on its first use and cannot be re-initialized (the dataset may
         not capture placeholders)."""
-        return Iterator._for_dataset(self, one_shot=True)
+        return Iterator._for_dataset(self._apply_options(), one_shot=True)
 
     def make_initializable_iterator(self, shared_name=None) -> Iterator:
         """An iterator whose `initializer` op (re)starts it; the dataset may use placeholders
         fed when the initializer runs."""
-        return Iterator._for_dataset(self, one_shot=False, shared_name=shared_name)
+        return Iterator._for_dataset(self._apply_options(), one_shot=False, shared_name=shared_name)
 
+
+# -- tf.data.Options -------------------------------------------------------------------------------
+class _OptionsBase:
+    """A set of options: each unset (None) until assigned; an unknown name or a value of the wrong
+    type is an error, as in TF. Nested option sets are created on first access."""
+
+    _FIELDS: dict = {}   # name -> (type, docstring)
+
+    def __init__(self):
+        object.__setattr__(self, "_values", {})
+
+    def __getattr__(self, name):
+        fields = type(self)._FIELDS
+        if name.startswith("_") or name not in fields:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        kind = fields[name][0]
+        if name not in self._values and isinstance(kind, type) and issubclass(kind, _OptionsBase):
+            self._values[name] = kind()
+        return self._values.get(name)
+
+    def __setattr__(self, name, value):
+        fields = type(self)._FIELDS
+        if name not in fields:
+            raise AttributeError(f"Cannot set the property {name} on {type(self).__name__}.")
+        kind = fields[name][0]
+        if value is not None and not isinstance(value, kind) or kind is int and isinstance(value, bool):
+            raise TypeError(f"Property \"{name}\" must be of type {kind.__name__}, got {type(value).__name__}")
+        self._values[name] = value
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+    def _merged(self, other: "_OptionsBase") -> "_OptionsBase":
+        out = type(self)()
+        for name, (kind, _) in self._FIELDS.items():
+            mine, theirs = self._values.get(name), other._values.get(name)
+            if isinstance(kind, type) and issubclass(kind, _OptionsBase):
+                out._values[name] = (mine or kind())._merged(theirs or kind())
+            elif mine is not None and theirs is not None and mine != theirs:
+                raise ValueError(f"Cannot merge incompatible values ({mine!r} and {theirs!r}) of option: {name}")
+            else:
+                out._values[name] = mine if mine is not None else theirs
+        return out
+
+
+_HINT = "a performance hint; accepted and without effect here (the results are the same)"
+
+
+@tf_export("data.experimental.ThreadingOptions")
+class ThreadingOptions(_OptionsBase):
+    """tf.data.experimental.ThreadingOptions: the threads a pipeline may use.
+    private_threadpool_size: a pool of this many threads for the pipeline: honoured, each parallel
+    map runs at most this many calls at once (0: no limit).
+    max_intra_op_parallelism: the most threads one op may use: a performance hint without effect
+    here (tensorweave's dataset ops run single-threaded)."""
+    _FIELDS = {"max_intra_op_parallelism": (int, _HINT), "private_threadpool_size": (int, "honoured")}
+
+
+@tf_export("data.experimental.OptimizationOptions")
+class OptimizationOptions(_OptionsBase):
+    """tf.data.experimental.OptimizationOptions: tf.data's graph rewrites (map_fusion,
+    map_and_batch_fusion, noop_elimination, autotune, ...). Each is a performance hint, accepted
+    and without effect: tensorweave runs the pipeline as written, with the same results."""
+    _FIELDS = {k: (bool, _HINT) for k in (
+        "apply_default_optimizations", "autotune", "autotune_buffers", "filter_fusion",
+        "filter_with_random_uniform_fusion", "hoist_random_uniform", "map_and_batch_fusion", "map_and_filter_fusion",
+        "map_fusion", "map_parallelization", "noop_elimination", "parallel_batch", "shuffle_and_repeat_fusion")}
+    _FIELDS["autotune_cpu_budget"] = (int, _HINT)
+
+
+@tf_export("data.experimental.DistributeOptions")
+class DistributeOptions(_OptionsBase):
+    """tf.data.experimental.DistributeOptions: how a tf.distribute strategy shards the dataset
+    (auto_shard, num_devices). Recorded only: tensorweave's between-graph replication shards
+    with Dataset.shard."""
+    _FIELDS = {"auto_shard": (bool, "recorded only"), "num_devices": (int, "recorded only")}
+
+
+@tf_export("data.Options")
+class Options(_OptionsBase):
+    """tf.data.Options: options of a dataset, set with Dataset.with_options and read back with
+    Dataset.options() (merged over the dataset's inputs).
+    experimental_deterministic: whether elements come in a deterministic order. Honoured, always:
+    parallel map and interleave keep the input order (False permits, but does not require,
+    another order).
+    experimental_threading: a ThreadingOptions (its private_threadpool_size is honoured).
+    experimental_optimization (OptimizationOptions), experimental_slack: performance hints,
+    accepted and without effect. experimental_distribute: a DistributeOptions, recorded only."""
+    _FIELDS = {"experimental_deterministic": (bool, "honoured"), "experimental_distribute": (DistributeOptions, ""),
+               "experimental_optimization": (OptimizationOptions, _HINT), "experimental_slack": (bool, _HINT),
+               "experimental_threading": (ThreadingOptions, "")}
 
 def _files_dataset(op_type: str, filenames, inputs: list, default_name: str) -> Dataset:
     with name_scope(None, default_name):

@@ -627,6 +627,17 @@ _register("TakeDataset", _take_kernel)
 _register("SkipDataset", _skip_kernel)
 _register("ShardDataset", _shard_kernel)
 _register("PrefetchDataset", _prefetch_kernel)
+_register("OptionsDataset", lambda node, ctx: lambda input_ds: input_ds)   # options act at iterator creation
+
+
+def _private_threadpool_kernel(node, ctx):
+    def run(input_ds, num_threads):
+        threads = _int(num_threads)
+        return _Gen(lambda: pipeline.with_thread_cap(input_ds.elements(), threads)) if threads > 0 else input_ds
+    return run
+
+
+_register("PrivateThreadPoolDataset", _private_threadpool_kernel)
 _register("CacheDataset", _cache_kernel, stateful=True)
 _register("ConcatenateDataset", _concat_kernel)
 _register("ZipDataset", _zip_kernel)

@@ -103,6 +103,7 @@ class Iterator:
 
     def make_initializer(self, dataset, name=None):
         """An op that (re)starts this iterator on `dataset` (same output types and classes)."""
+        dataset = dataset._apply_options()
         want = [(s.dtype, s.sparse) for s in self._specs]
         got = [(s.dtype, s.sparse) for s in dataset._specs]
         if want != got:

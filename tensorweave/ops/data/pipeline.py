@@ -128,6 +128,8 @@ def parallel_map(inputs: Iterator, fn: Callable[[object], object], calls: int, n
     workers stop and the consumer runs the remaining calls itself. Long calls (codecs, file reads,
     large numpy kernels: they release the GIL) stay on the workers. Items that `passes` are
     handed on untouched."""
+    cap = getattr(_tls, "max_threads", None)
+    calls = min(calls, cap) if cap else calls
     window = 2 * calls
     cond = threading.Condition()
     results: dict = {}
@@ -202,6 +204,20 @@ def parallel_map(inputs: Iterator, fn: Callable[[object], object], calls: int, n
 
 
 # -- stacking ------------------------------------------------------------------------------------
+def with_thread_cap(inputs: Iterator, threads: int) -> Iterator:
+    """inputs, with every parallel_map that starts while it is read running at most `threads`
+    workers (tf.data's private_threadpool_size)."""
+    while True:
+        outer, _tls.max_threads = getattr(_tls, "max_threads", None), threads
+        try:
+            item = next(inputs)
+        except StopIteration:
+            return
+        finally:
+            _tls.max_threads = outer
+        yield item
+
+
 def stack(values: list, what: str) -> np.ndarray:
     """Values of one component (same shape) stacked along a new first axis."""
     first = np.asarray(values[0]) if not isinstance(values[0], bytes) else None
