@@ -125,6 +125,11 @@ def _build_corpus(g: tf.Graph) -> None:
         table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["a"], [1], value_dtype=tf.int64), -1)
         table.lookup(tf.placeholder(tf.string, [3, 4])), table.size()
         tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer("vocab.txt", tf.string, -2, tf.int64, -1), -1)
+        mutable = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -1)
+        mutable.insert(tf.placeholder(tf.string, [3]), tf.placeholder(tf.int64, [3])), mutable.export()
+        mutable.remove(tf.placeholder(tf.string, [3]))
+        tf.contrib.lookup.MutableHashTable(tf.int64, tf.float32, [0.0, 1.0]).lookup(tf.placeholder(tf.int64, [3]))
+        tf.contrib.lookup.MutableDenseHashTable(tf.int64, tf.int64, -1, 0, -1).lookup(tf.placeholder(tf.int64, [3]))
         seed = tf.placeholder(tf.int32, [2])
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)

@@ -163,16 +163,30 @@ def _size_kernel(node, ctx):
 
 
 _SCALAR = TensorShape([])
+
+
+def _find_shape(op):
+    """keys' shape, then the value shape of a table of tensor values (the value_shape attr of a
+    MutableHashTableOfTensors or MutableDenseHashTable handle)."""
+    handle = op.inputs[0].op
+    if handle.type in ("MutableHashTableOfTensorsV2", "MutableDenseHashTableV2"):
+        value_shape = TensorShape(handle.get_attr("value_shape"))
+    elif handle.type in ("HashTableV2", "MutableHashTableV2"):
+        value_shape = _SCALAR
+    else:   # a handle from elsewhere: default_value has the value shape
+        value_shape = op.inputs[2].shape
+    return [(op.get_attr("Tout"), op.inputs[1].shape.concatenate(value_shape))]
+
+
 register("HashTableV2", lambda op: [(dtypes.resource, _SCALAR)], _hash_table_kernel, grad=None, stateful=True)
 register("InitializeTableV2", lambda op: [], _initialize_kernel, grad=None, stateful=True)
 register("InitializeTableFromTextFileV2", lambda op: [], _text_file_kernel, grad=None, stateful=True)
-register("LookupTableFindV2", lambda op: [(op.get_attr("Tout"), op.inputs[1].shape)], _find_kernel, grad=None,
-         stateful=True)
+register("LookupTableFindV2", _find_shape, _find_kernel, grad=None, stateful=True)
 register("LookupTableSizeV2", lambda op: [(dtypes.int64, _SCALAR)], _size_kernel, grad=None, stateful=True)
 
 
 # -- initializers ----------------------------------------------------------------------------------
-@tf_export("lookup.KeyValueTensorInitializer")
+@tf_export("lookup.KeyValueTensorInitializer", "contrib.lookup.KeyValueTensorInitializer")
 class KeyValueTensorInitializer:
     """tf.lookup.KeyValueTensorInitializer(keys, values, key_dtype=None, value_dtype=None,
     name=None): a table's contents from two tensors of the same length."""
@@ -192,7 +206,7 @@ class KeyValueTensorInitializer:
         return op
 
 
-@tf_export("lookup.TextFileIndex")
+@tf_export("lookup.TextFileIndex", "contrib.lookup.TextFileIndex")
 class TextFileIndex:
     """tf.lookup.TextFileIndex: which part of a line is a key or value (a column index >= 0, or
     these)."""
@@ -200,7 +214,7 @@ class TextFileIndex:
     LINE_NUMBER = LINE_NUMBER
 
 
-@tf_export("lookup.TextFileInitializer")
+@tf_export("lookup.TextFileInitializer", "contrib.lookup.TextFileInitializer")
 class TextFileInitializer:
     """tf.lookup.TextFileInitializer(filename, key_dtype, key_index, value_dtype, value_index,
     vocab_size=None, delimiter='\\t', name=None, offset=0): a table's contents from a text file,
@@ -239,7 +253,7 @@ class TextFileInitializer:
 
 
 # -- tables ----------------------------------------------------------------------------------------
-@tf_export("lookup.StaticHashTable")
+@tf_export("lookup.StaticHashTable", "contrib.lookup.HashTable")
 class StaticHashTable:
     """tf.lookup.StaticHashTable(initializer, default_value, name=None): an immutable table, filled
     by `initializer` when tf.tables_initializer() (or `.initializer`) runs; lookup(keys) gives each
@@ -330,6 +344,7 @@ def tables_initializer(name="init_all_tables"):
 
 
 # -- vocabulary tables (TF's lookup_ops.index_table_from_*, for feature columns) ------------------------
+@tf_export("contrib.lookup.index_table_from_tensor")
 def index_table_from_tensor(vocabulary_list, num_oov_buckets=0, default_value=-1, dtype=dtypes.string, name=None):
     """A table of each key of vocabulary_list to its position (int64), other keys to default_value
     or, with num_oov_buckets, to a hash bucket after the vocabulary."""
@@ -349,6 +364,7 @@ def index_table_from_tensor(vocabulary_list, num_oov_buckets=0, default_value=-1
             return StaticHashTable(init, default_value)
 
 
+@tf_export("contrib.lookup.index_table_from_file")
 def index_table_from_file(vocabulary_file, num_oov_buckets=0, vocab_size=None, default_value=-1,
                           key_dtype=dtypes.string, name=None):
     """As index_table_from_tensor, the vocabulary one key a line of `vocabulary_file` (its first
