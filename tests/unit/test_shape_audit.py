@@ -348,6 +348,9 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
+        sp_m = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
+        tf.io.serialize_sparse(sp_m)
+        tf.io.deserialize_many_sparse(tf.io.serialize_many_sparse(sp_m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
         # TF's own ParseExample (keys as inputs) and ParseExampleV2, as a TF GraphDef holds them
         no_names, empty_default = tf.constant([], tf.string), tf.zeros([0])
