@@ -350,6 +350,11 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         sp_m = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
         tf.io.serialize_sparse(sp_m)
+        seq_features = {"p": tf.io.FixedLenSequenceFeature([2], tf.float32, allow_missing=True),
+                        "w": tf.io.VarLenFeature(tf.string)}
+        ctx_features = {"n": tf.io.FixedLenFeature([], tf.int64, 0), "t": tf.io.VarLenFeature(tf.int64)}
+        tf.io.parse_single_sequence_example(tf.placeholder(tf.string, []), ctx_features, seq_features)
+        tf.io.parse_sequence_example(tf.placeholder(tf.string, [3]), ctx_features, seq_features)
         tf.io.deserialize_many_sparse(tf.io.serialize_many_sparse(sp_m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
         # TF's own ParseExample (keys as inputs) and ParseExampleV2, as a TF GraphDef holds them
