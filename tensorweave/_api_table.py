@@ -780,6 +780,7 @@ NAMESPACES = {
     },
     'tensorweave.contrib.lookup': {
         'HashTable': ('tensorweave.ops.lookup.tables', 'StaticHashTable'),
+        'IdTableWithHashBuckets': ('tensorweave.ops.lookup.tables', 'IdTableWithHashBuckets'),
         'KeyValueTensorInitializer': ('tensorweave.ops.lookup.tables', 'KeyValueTensorInitializer'),
         'MutableDenseHashTable': ('tensorweave.ops.lookup.mutable_tables', 'MutableDenseHashTable'),
         'MutableHashTable': ('tensorweave.ops.lookup.mutable_tables', 'MutableHashTable'),

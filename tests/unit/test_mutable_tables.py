@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops.helpers import make_op
 
 
 def test_mutable_hash_table_insert_lookup_remove_export():
@@ -92,3 +93,35 @@ def test_index_to_string_tables(tmp_path):
     assert a.tolist() == [b"salad", b"UNK", b"brain"]
     assert b.tolist() == [b"lake", b"?", b"emerson"]
     assert c.tolist() == [1, -1]
+
+
+def test_a_lookup_op_of_another_key_dtype_is_tfs_signature_error():
+    """A graph (as an imported GraphDef may hold) whose LookupTableFindV2 takes int64 keys for a
+    string table: the op fails with TF's signature mismatch, naming it."""
+    with tf.Graph().as_default():
+        table = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -1)
+        bad = make_op("LookupTableFindV2", [table.resource_handle, tf.constant([1], tf.int64),
+                                            tf.constant(-1, tf.int64)], {"Tin": tf.int64, "Tout": tf.int64},
+                      name="bad_find").outputs[0]
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r"LookupTableFindV2 \(bad_find\): Signature mismatch, have: resource, int64, "
+                                     r"int64->int64 expected: resource, string, int64->int64"):
+                s.run(bad)
+
+
+def test_id_table_with_hash_buckets():
+    """Keys of the table keep their ids; others get the table's size + TF's Fingerprint64 bucket
+    (the same ids StaticVocabularyTable gives, which test_lookup_tables.py checks against TF)."""
+    with tf.Graph().as_default():
+        inner = tf.contrib.lookup.HashTable(
+            tf.contrib.lookup.KeyValueTensorInitializer(["a", "b"], np.array([0, 1], np.int64)), -1)
+        table = tf.contrib.lookup.IdTableWithHashBuckets(inner, 3)
+        vocab = tf.lookup.StaticVocabularyTable(
+            tf.lookup.KeyValueTensorInitializer(["a", "b"], np.array([0, 1], np.int64)), 3)
+        keys = tf.constant(["b", "zebra", "a", "yak"])
+        with tf.Session() as s:
+            s.run(tf.tables_initializer())
+            got, want, size = s.run([table.lookup(keys), vocab.lookup(keys), table.size()])
+    assert got.tolist()[0] == 1 and got.tolist()[2] == 0 and all(2 <= i < 5 for i in got.tolist()[1::2])
+    assert got.tolist() == want.tolist() and size == 5

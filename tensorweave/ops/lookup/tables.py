@@ -77,8 +77,20 @@ def _text(v) -> str:
 
 
 def _table(node, handle) -> HashTableResource:
+    """The table of a handle; TF's signature error (naming the op) when the node's key or value
+    dtype (Tin, Tout) is not the table's."""
     if not isinstance(handle, HashTableResource):
         raise errors.InvalidArgumentError(node, node.name, f"{node.op} expects a lookup table handle")
+    if "Tin" in node.attr:
+        have = [dtypes.as_dtype(node.attr[a]).name for a in ("Tin", "Tout") if a in node.attr]
+        want = [dtypes.as_dtype(d).name for d in (handle.key_dtype, handle.value_dtype)][:len(have)]
+        if have != want:
+            outputs = have[1:] if node.op == "LookupTableFindV2" else []
+            expected_outputs = want[1:] if node.op == "LookupTableFindV2" else []
+            raise errors.InvalidArgumentError(
+                node, node.name, f"{node.op} ({node.name}): Signature mismatch, have: "
+                                 f"{', '.join(['resource'] + have)}->{', '.join(outputs)} expected: "
+                                 f"{', '.join(['resource'] + want)}->{', '.join(expected_outputs)}")
     return handle
 
 
@@ -333,6 +345,34 @@ class StaticVocabularyTable:
                 found = self._table.lookup(values)
                 ids = where_v2(not_equal(found, self._table.default_value), found, add(ids, self._table.size()))
         return SparseTensor(keys.indices, ids, keys.dense_shape) if isinstance(keys, SparseTensor) else ids
+
+
+@tf_export("contrib.lookup.IdTableWithHashBuckets")
+class IdTableWithHashBuckets(StaticVocabularyTable):
+    """tf.contrib.lookup.IdTableWithHashBuckets(table, num_oov_buckets, hasher_spec=FastHashSpec,
+    name=None, key_dtype=None): the ids of `table` (an int64-valued table, or None), a key it
+    does not hold (its default_value) getting table.size() + Fingerprint64(key) % num_oov_buckets.
+    Only TF's default hasher (FastHashSpec) is here."""
+
+    def __init__(self, table, num_oov_buckets, hasher_spec=None, name=None, key_dtype=None):
+        if hasher_spec is not None and getattr(hasher_spec, "hasher", "fasthash") != "fasthash":
+            raise ValueError(f"IdTableWithHashBuckets: only the FastHashSpec hasher is supported, got {hasher_spec}")
+        if num_oov_buckets < 0:
+            raise ValueError(f"oov_buckets must be >= 0, got {num_oov_buckets}")
+        if table is None and key_dtype is None:
+            key_dtype = dtypes.string
+        if table is not None and table.value_dtype != dtypes.int64:
+            raise TypeError(f"Invalid value dtype, expected {dtypes.int64} but got {table.value_dtype}.")
+        self._table, self._num_oov_buckets = table, int(num_oov_buckets)
+        self.key_dtype = dtypes.as_dtype(key_dtype) if key_dtype is not None else table.key_dtype
+        self.value_dtype = dtypes.int64
+        self._name = name or "hash_bucket"
+
+    def lookup(self, keys, name=None):
+        """Each key's id in `table`, or its bucket after them (no buckets: the table's lookup)."""
+        if not self._num_oov_buckets:
+            return self._table.lookup(keys, name)
+        return super().lookup(keys, name)
 
 
 @tf_export("tables_initializer", "initializers.tables_initializer", "initialize_all_tables")
