@@ -110,7 +110,6 @@ NAME_REASONS = [
     ("sparse", "bincount", "a TF 2.x addition"),
     ("sparse", "cross*", "feature crosses (string hashing) are out of scope"),
     ("tf", "SparseConditionalAccumulator", "sparse accumulators for sync replicas: not yet implemented"),
-    ("tf", "*serialize*sparse", "serialized (protobuf) tensors are out of scope"),
     ("tf", "HistogramProto", "protobuf message classes are out of scope"),
     ("tf", "get_session_handle", "session tensor handles are out of scope"),
     ("tf", "get_session_tensor", "session tensor handles are out of scope"),

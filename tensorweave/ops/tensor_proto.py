@@ -41,9 +41,11 @@ def type_string(enum: int) -> str:
         return str(enum)
 
 
-def to_proto(value, dtype: Optional[dtypes.DType] = None) -> tensor_pb2.TensorProto:
+def to_proto(value, dtype: Optional[dtypes.DType] = None, strings_as_content: bool = False) -> tensor_pb2.TensorProto:
     """`value` as TF's TensorProto; its dtype is `dtype`, else the numpy value's (object, bytes or
-    str arrays: string). TypeError for a value of no TF dtype."""
+    str arrays: string). TypeError for a value of no TF dtype. Strings go to string_val (TF's
+    AsProtoField), or with strings_as_content to tensor_content as TF's AsProtoTensorContent
+    writes them (port::EncodeStringList: the varint32 lengths, then the strings)."""
     if dtype is None:
         a = np.asarray(value)
         dtype = dtypes.string if a.dtype == object or a.dtype.kind in "SU" else dtypes.as_dtype(a.dtype)
@@ -54,7 +56,11 @@ def to_proto(value, dtype: Optional[dtypes.DType] = None) -> tensor_pb2.TensorPr
     for d in a.shape:
         proto.tensor_shape.dim.add(size=int(d))
     if dtype is dtypes.string:
-        proto.string_val.extend(x if isinstance(x, bytes) else str(x).encode() for x in a.reshape(-1))
+        strings = [x if isinstance(x, bytes) else str(x).encode() for x in a.reshape(-1)]
+        if not strings_as_content:
+            proto.string_val.extend(strings)
+        elif strings:
+            proto.tensor_content = b"".join(_varint(len(x)) for x in strings) + b"".join(strings)
     elif a.size:
         proto.tensor_content = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
     return proto
@@ -76,6 +82,15 @@ def _shape(proto) -> list:
         if count > _INT64_MAX:
             raise ProtoError("more elements than int64 counts")
     return dims
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7f:
+        out.append((n & 0x7f) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _string_list(content: bytes, n: int) -> list:

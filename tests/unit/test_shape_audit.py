@@ -126,6 +126,11 @@ def _build_corpus(g: tf.Graph) -> None:
         table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["a"], [1], value_dtype=tf.int64), -1)
         table.lookup(tf.placeholder(tf.string, [3, 4])), table.size()
         tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer("vocab.txt", tf.string, -2, tf.int64, -1), -1)
+        mutable = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -1)
+        mutable.insert(tf.placeholder(tf.string, [3]), tf.placeholder(tf.int64, [3])), mutable.export()
+        mutable.remove(tf.placeholder(tf.string, [3]))
+        tf.contrib.lookup.MutableHashTable(tf.int64, tf.float32, [0.0, 1.0]).lookup(tf.placeholder(tf.int64, [3]))
+        tf.contrib.lookup.MutableDenseHashTable(tf.int64, tf.int64, -1, 0, -1).lookup(tf.placeholder(tf.int64, [3]))
         seed = tf.placeholder(tf.int32, [2])
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
@@ -344,6 +349,14 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
+        sp_m = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
+        tf.io.serialize_sparse(sp_m)
+        seq_features = {"p": tf.io.FixedLenSequenceFeature([2], tf.float32, allow_missing=True),
+                        "w": tf.io.VarLenFeature(tf.string)}
+        ctx_features = {"n": tf.io.FixedLenFeature([], tf.int64, 0), "t": tf.io.VarLenFeature(tf.int64)}
+        tf.io.parse_single_sequence_example(tf.placeholder(tf.string, []), ctx_features, seq_features)
+        tf.io.parse_sequence_example(tf.placeholder(tf.string, [3]), ctx_features, seq_features)
+        tf.io.deserialize_many_sparse(tf.io.serialize_many_sparse(sp_m), tf.float32)
         tf.io.parse_example(words, {"a": tf.io.FixedLenFeature([2], tf.float32), "b": tf.io.VarLenFeature(tf.int64)})
         # TF's own ParseExample (keys as inputs) and ParseExampleV2, as a TF GraphDef holds them
         no_names, empty_default = tf.constant([], tf.string), tf.zeros([0])

@@ -77,8 +77,20 @@ def _text(v) -> str:
 
 
 def _table(node, handle) -> HashTableResource:
+    """The table of a handle; TF's signature error (naming the op) when the node's key or value
+    dtype (Tin, Tout) is not the table's."""
     if not isinstance(handle, HashTableResource):
         raise errors.InvalidArgumentError(node, node.name, f"{node.op} expects a lookup table handle")
+    if "Tin" in node.attr:
+        have = [dtypes.as_dtype(node.attr[a]).name for a in ("Tin", "Tout") if a in node.attr]
+        want = [dtypes.as_dtype(d).name for d in (handle.key_dtype, handle.value_dtype)][:len(have)]
+        if have != want:
+            outputs = have[1:] if node.op == "LookupTableFindV2" else []
+            expected_outputs = want[1:] if node.op == "LookupTableFindV2" else []
+            raise errors.InvalidArgumentError(
+                node, node.name, f"{node.op} ({node.name}): Signature mismatch, have: "
+                                 f"{', '.join(['resource'] + have)}->{', '.join(outputs)} expected: "
+                                 f"{', '.join(['resource'] + want)}->{', '.join(expected_outputs)}")
     return handle
 
 
@@ -163,16 +175,30 @@ def _size_kernel(node, ctx):
 
 
 _SCALAR = TensorShape([])
+
+
+def _find_shape(op):
+    """keys' shape, then the value shape of a table of tensor values (the value_shape attr of a
+    MutableHashTableOfTensors or MutableDenseHashTable handle)."""
+    handle = op.inputs[0].op
+    if handle.type in ("MutableHashTableOfTensorsV2", "MutableDenseHashTableV2"):
+        value_shape = TensorShape(handle.get_attr("value_shape"))
+    elif handle.type in ("HashTableV2", "MutableHashTableV2"):
+        value_shape = _SCALAR
+    else:   # a handle from elsewhere: default_value has the value shape
+        value_shape = op.inputs[2].shape
+    return [(op.get_attr("Tout"), op.inputs[1].shape.concatenate(value_shape))]
+
+
 register("HashTableV2", lambda op: [(dtypes.resource, _SCALAR)], _hash_table_kernel, grad=None, stateful=True)
 register("InitializeTableV2", lambda op: [], _initialize_kernel, grad=None, stateful=True)
 register("InitializeTableFromTextFileV2", lambda op: [], _text_file_kernel, grad=None, stateful=True)
-register("LookupTableFindV2", lambda op: [(op.get_attr("Tout"), op.inputs[1].shape)], _find_kernel, grad=None,
-         stateful=True)
+register("LookupTableFindV2", _find_shape, _find_kernel, grad=None, stateful=True)
 register("LookupTableSizeV2", lambda op: [(dtypes.int64, _SCALAR)], _size_kernel, grad=None, stateful=True)
 
 
 # -- initializers ----------------------------------------------------------------------------------
-@tf_export("lookup.KeyValueTensorInitializer")
+@tf_export("lookup.KeyValueTensorInitializer", "contrib.lookup.KeyValueTensorInitializer")
 class KeyValueTensorInitializer:
     """tf.lookup.KeyValueTensorInitializer(keys, values, key_dtype=None, value_dtype=None,
     name=None): a table's contents from two tensors of the same length."""
@@ -192,7 +218,7 @@ class KeyValueTensorInitializer:
         return op
 
 
-@tf_export("lookup.TextFileIndex")
+@tf_export("lookup.TextFileIndex", "contrib.lookup.TextFileIndex")
 class TextFileIndex:
     """tf.lookup.TextFileIndex: which part of a line is a key or value (a column index >= 0, or
     these)."""
@@ -200,7 +226,7 @@ class TextFileIndex:
     LINE_NUMBER = LINE_NUMBER
 
 
-@tf_export("lookup.TextFileInitializer")
+@tf_export("lookup.TextFileInitializer", "contrib.lookup.TextFileInitializer")
 class TextFileInitializer:
     """tf.lookup.TextFileInitializer(filename, key_dtype, key_index, value_dtype, value_index,
     vocab_size=None, delimiter='\\t', name=None, offset=0): a table's contents from a text file,
@@ -239,7 +265,7 @@ class TextFileInitializer:
 
 
 # -- tables ----------------------------------------------------------------------------------------
-@tf_export("lookup.StaticHashTable")
+@tf_export("lookup.StaticHashTable", "contrib.lookup.HashTable")
 class StaticHashTable:
     """tf.lookup.StaticHashTable(initializer, default_value, name=None): an immutable table, filled
     by `initializer` when tf.tables_initializer() (or `.initializer`) runs; lookup(keys) gives each
@@ -321,6 +347,34 @@ class StaticVocabularyTable:
         return SparseTensor(keys.indices, ids, keys.dense_shape) if isinstance(keys, SparseTensor) else ids
 
 
+@tf_export("contrib.lookup.IdTableWithHashBuckets")
+class IdTableWithHashBuckets(StaticVocabularyTable):
+    """tf.contrib.lookup.IdTableWithHashBuckets(table, num_oov_buckets, hasher_spec=FastHashSpec,
+    name=None, key_dtype=None): the ids of `table` (an int64-valued table, or None), a key it
+    does not hold (its default_value) getting table.size() + Fingerprint64(key) % num_oov_buckets.
+    Only TF's default hasher (FastHashSpec) is here."""
+
+    def __init__(self, table, num_oov_buckets, hasher_spec=None, name=None, key_dtype=None):
+        if hasher_spec is not None and getattr(hasher_spec, "hasher", "fasthash") != "fasthash":
+            raise ValueError(f"IdTableWithHashBuckets: only the FastHashSpec hasher is supported, got {hasher_spec}")
+        if num_oov_buckets < 0:
+            raise ValueError(f"oov_buckets must be >= 0, got {num_oov_buckets}")
+        if table is None and key_dtype is None:
+            key_dtype = dtypes.string
+        if table is not None and table.value_dtype != dtypes.int64:
+            raise TypeError(f"Invalid value dtype, expected {dtypes.int64} but got {table.value_dtype}.")
+        self._table, self._num_oov_buckets = table, int(num_oov_buckets)
+        self.key_dtype = dtypes.as_dtype(key_dtype) if key_dtype is not None else table.key_dtype
+        self.value_dtype = dtypes.int64
+        self._name = name or "hash_bucket"
+
+    def lookup(self, keys, name=None):
+        """Each key's id in `table`, or its bucket after them (no buckets: the table's lookup)."""
+        if not self._num_oov_buckets:
+            return self._table.lookup(keys, name)
+        return super().lookup(keys, name)
+
+
 @tf_export("tables_initializer", "initializers.tables_initializer", "initialize_all_tables")
 def tables_initializer(name="init_all_tables"):
     """tf.tables_initializer(name='init_all_tables'): one op that runs every table initializer of
@@ -330,6 +384,7 @@ def tables_initializer(name="init_all_tables"):
 
 
 # -- vocabulary tables (TF's lookup_ops.index_table_from_*, for feature columns) ------------------------
+@tf_export("contrib.lookup.index_table_from_tensor")
 def index_table_from_tensor(vocabulary_list, num_oov_buckets=0, default_value=-1, dtype=dtypes.string, name=None):
     """A table of each key of vocabulary_list to its position (int64), other keys to default_value
     or, with num_oov_buckets, to a hash bucket after the vocabulary."""
@@ -349,6 +404,7 @@ def index_table_from_tensor(vocabulary_list, num_oov_buckets=0, default_value=-1
             return StaticHashTable(init, default_value)
 
 
+@tf_export("contrib.lookup.index_table_from_file")
 def index_table_from_file(vocabulary_file, num_oov_buckets=0, vocab_size=None, default_value=-1,
                           key_dtype=dtypes.string, name=None):
     """As index_table_from_tensor, the vocabulary one key a line of `vocabulary_file` (its first
