@@ -1,0 +1,182 @@
+"""tf.estimator training of the MNIST-style model: examples/mnist_estimator.py's model_fn (784-128-10,
+Adam) and data (synthetic MNIST, batch 64) and its RunConfig cadence (checkpoints every 100 steps,
+summaries every 50), trained locally (Estimator.train) and as a cluster of 1 ps + chief + worker
+(train_and_evaluate; real processes on loopback, TF_CONFIG per process, no evaluator), under
+tensorweave and under TensorFlow's Estimator (tf.compat.v1.estimator, TF 2.15 with
+tensorflow-estimator) in the same run.
+
+    TF_PYTHON=/opt/tf215venv/bin/python python benchmarks/bench_estimator.py [--steps 400] [--job_steps 4000]
+
+Printed, medians over --rounds rounds that alternate tensorweave and TF:
+  local        examples/s of Estimator.train, from its 20th step to its last
+  job          examples/s of the cluster while both trainers train (from the later one's 20th step
+               to the earlier one's last; asynchronous: a step is one batch)
+  first step   seconds from starting the job's processes to the worker's (not the chief's) first step
+and the ratios tensorweave/TF, and the load average. The TF side runs the very same example
+code: its `import tensorweave as tf` is given tf.compat.v1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from _harness import free_ports, load_average, run_json, tf_python
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 64
+WARMUP = 20
+
+
+def import_framework(framework: str):
+    """(tf, the example module) with the example's `import tensorweave as tf` bound to `tf`."""
+    if framework == "tf":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow.compat.v1 as tf
+        tf.disable_eager_execution()
+        tf.logging.set_verbosity(tf.logging.ERROR)
+        sys.modules["tensorweave"] = tf   # (only in this TF process: the example then runs on TF)
+    else:
+        sys.path.insert(0, REPO)   # (this checkout's tensorweave, not an installed one)
+        import tensorweave as tf
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    import mnist_estimator
+    return tf, mnist_estimator
+
+
+def make_estimator(tf, example, model_dir: str):
+    x, y = example.synthetic_mnist(2000, seed=1)
+
+    def train_input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"images": x}, y)).shuffle(2000).repeat().batch(BATCH)
+
+    def eval_input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"images": x[:500]}, y[:500])).batch(500)
+
+    config = tf.estimator.RunConfig(model_dir=model_dir, save_checkpoints_steps=100, save_summary_steps=50,
+                                    log_step_count_steps=100)
+    estimator = tf.estimator.Estimator(example.model_fn, config=config, params={"learning_rate": 1e-3})
+    return estimator, train_input_fn, eval_input_fn
+
+
+def step_times_hook(tf, times: list):
+    class StepTimes(tf.train.SessionRunHook):
+        """The wall-clock time at the end of each of this process's training steps."""
+
+        def after_run(self, run_context, run_values):
+            times.append(time.time())
+    return StepTimes()
+
+
+def run_local(framework: str, steps: int) -> dict:
+    tf, example = import_framework(framework)
+    times: list = []
+    with tempfile.TemporaryDirectory() as model_dir:
+        estimator, train_input_fn, _ = make_estimator(tf, example, model_dir)
+        estimator.train(train_input_fn, max_steps=steps, hooks=[step_times_hook(tf, times)])
+    return {"local": BATCH * (len(times) - WARMUP) / (times[-1] - times[WARMUP - 1])}
+
+
+def run_task(framework: str, steps: int, model_dir: str, out: str) -> None:
+    """One task of the job, from TF_CONFIG; a trainer writes its step times to `out`."""
+    tf, example = import_framework(framework)
+    times: list = []
+    estimator, train_input_fn, eval_input_fn = make_estimator(tf, example, model_dir)
+    tf.estimator.train_and_evaluate(
+        estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=steps, hooks=[step_times_hook(tf, times)]),
+        tf.estimator.EvalSpec(eval_input_fn, steps=1))
+    with open(out, "w") as f:
+        json.dump(times, f)
+
+
+def run_job(python: str, framework: str, steps: int, timeout_s: float = 150) -> dict:
+    """1 ps + chief + worker as processes; the job's examples/s and launch-to-worker-first-step."""
+    ports = free_ports(3)
+    cluster = {"ps": [f"localhost:{ports[0]}"], "chief": [f"localhost:{ports[1]}"], "worker": [f"localhost:{ports[2]}"]}
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TF_CPP_MIN_LOG_LEVEL="3")
+    with tempfile.TemporaryDirectory() as tmp:
+        procs, outs = {}, {}
+        start = time.time()
+        for job in ("ps", "chief", "worker"):
+            outs[job] = os.path.join(tmp, job + ".json")
+            task_env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": 0}}))
+            procs[job] = subprocess.Popen(
+                [python, os.path.abspath(__file__), "--task", "--framework", framework, "--steps", str(steps),
+                 "--model_dir", os.path.join(tmp, "model"), "--out", outs[job]],
+                env=task_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for job in ("chief", "worker"):
+                _, err = procs[job].communicate(timeout=max(1.0, start + timeout_s - time.time()))
+                if procs[job].returncode:
+                    print(f"({framework} {job} failed: {err.decode(errors='replace')[-800:]})")
+                    return {}
+        except subprocess.TimeoutExpired:
+            print(f"({framework} job did not finish in {timeout_s:.0f} s)")
+            return {}
+        finally:
+            for proc in procs.values():   # (TF's ps serves forever; tensorweave's has exited or is exiting)
+                if proc.poll() is None:
+                    proc.kill()
+                proc.communicate()
+        chief, worker = (json.load(open(outs[job])) for job in ("chief", "worker"))
+    print(f"({framework} job: the chief made {len(chief)} steps, the worker {len(worker)})")
+    result = {"first_step_s": worker[0] - start if worker else None, "job": None}
+    if min(len(chief), len(worker)) >= WARMUP:   # (else the job was over before both trained)
+        lo, hi = max(chief[WARMUP - 1], worker[WARMUP - 1]), min(chief[-1], worker[-1])
+        if hi > lo:
+            result["job"] = BATCH * sum(lo < t <= hi for t in chief + worker) / (hi - lo)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=400, help="local training steps")
+    parser.add_argument("--job_steps", type=int, default=4000, help="global steps of the ps job")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
+    parser.add_argument("--task", action="store_true", help="(internal) run one task from TF_CONFIG")
+    parser.add_argument("--model_dir")
+    parser.add_argument("--out")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.task:
+        run_task(args.framework, args.steps, args.model_dir, args.out)
+        return
+    if args.json:
+        print(json.dumps(run_local(args.framework, args.steps)))
+        return
+    load0, py = load_average(), tf_python()
+    results: dict = {"tensorweave": [], "tf": []}
+    for _ in range(max(1, args.rounds)):
+        for framework, python in (("tensorweave", sys.executable), ("tf", py)):
+            if python is None:
+                continue
+            local = run_json(python, __file__, ["--framework", framework, "--steps", args.steps], timeout=300)
+            if local:
+                results[framework].append(dict(local, **run_job(python, framework, args.job_steps)))
+    print(f"MNIST-style Estimator, batch {BATCH}; median of {args.rounds} rounds; local {args.steps} steps, "
+          f"1 ps + chief + worker {args.job_steps} global steps")
+    for key, label, unit in (("local", "local Estimator.train", "examples/s"),
+                             ("job", "1 ps + chief + worker", "examples/s"),
+                             ("first_step_s", "launch to the worker's first step", "s")):
+        line = f"{label}:"
+        medians = {}
+        for framework, rows in results.items():
+            values = [r[key] for r in rows if r.get(key) is not None]
+            if values:
+                medians[framework] = statistics.median(values)
+                line += f" {framework} {medians[framework]:.{0 if unit != 's' else 2}f} {unit};"
+        if len(medians) == 2:
+            line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x"
+        print(line)
+    print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
+
+
+if __name__ == "__main__":
+    main()
