@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.tf_values_cases import CASES, decode, encode_output, resolve
+from fixtures.tf_values_cases import CASES, case_fetches, encode_output
 
 _RECORDED = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_values.json")))["cases"]
 
@@ -32,17 +32,8 @@ def _compare(ours, theirs, what):
 
 @pytest.mark.parametrize("name", sorted(_RECORDED))
 def test_matches_tensorflow(name):
-    path, args, kwargs, grad_of = CASES[name]
     with tf.Graph().as_default():
-        args = [decode(a, tf) for a in args]
-        kwargs = {k: decode(v, tf) for k, v in kwargs.items()}
-        if grad_of is not None:
-            args[grad_of] = tf.constant(args[grad_of])
-        result = resolve(tf, path)(*args, **kwargs)
-        fetch = {"value": result}
-        if grad_of is not None:
-            first = result[0] if isinstance(result, (list, tuple)) else result
-            fetch["grad"] = tf.gradients(tf.reduce_sum(first), args[grad_of])[0]
+        fetch = case_fetches(tf, CASES[name])
         with tf.Session() as sess:
             values = sess.run(fetch)
     for key, recorded in _RECORDED[name].items():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.tf_values_cases import decode, encode_output, resolve
+from fixtures.tf_values_cases import case_fetches, decode, encode_output, resolve
 from fixtures.vision_misc_cases import CASES, GLIMPSE_CASES, GLIMPSE_IMAGE, JPEG_CASES, PROTO_CASES, build_export_graph
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -42,17 +42,8 @@ def _compare(ours, theirs, what: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_tensorflow(name):
-    path, args, kwargs, grad_of = CASES[name]
     with tf.Graph().as_default():
-        args = [decode(a, tf) for a in args]
-        kwargs = {k: decode(v, tf) for k, v in kwargs.items()}
-        if grad_of is not None:
-            args[grad_of] = tf.constant(args[grad_of])
-        result = resolve(tf, path)(*args, **kwargs)
-        fetch = {"value": result}
-        if grad_of is not None:
-            first = result[0] if isinstance(result, (list, tuple)) else result
-            fetch["grad"] = tf.gradients(tf.reduce_sum(first), args[grad_of])[0]
+        fetch = case_fetches(tf, CASES[name])
         with tf.Session() as sess:
             values = sess.run(fetch)
     assert set(_RECORDED[name]) == set(fetch)
