@@ -79,3 +79,20 @@ def resnet_arg_scope(is_training=True, weight_decay=0.0001, batch_norm_decay=0.9
         with arg_scope([batch_norm], is_training=is_training, **batch_norm_params):
             with arg_scope([max_pool2d], padding="SAME") as arg_sc:
                 return arg_sc
+
+
+def resnet_of_depth(network, block, units, default_scope: str, version: str):
+    """ResNet `version` ("v1", "v2") of one depth as slim's nets define it: `network(inputs, blocks,
+    ...)` over four blocks made by `block`, of `units` units each (block i: base depth 64 * 2**(i-1),
+    stride 2 but for the last); a function (inputs, num_classes, is_training, global_pool,
+    output_stride, reuse, scope) -> (net, end_points)."""
+    def build(inputs, num_classes=None, is_training=None, global_pool=True, output_stride=None, reuse=None,
+              scope=default_scope):
+        blocks = [block(f"block{i}", base_depth=64 * 2 ** (i - 1), num_units=n, stride=2 if i < 4 else 1)
+                  for i, n in enumerate(units, start=1)]
+        return network(inputs, blocks, num_classes, is_training, global_pool, output_stride,
+                       include_root_block=True, reuse=reuse, scope=scope)
+    build.__name__ = default_scope
+    build.__doc__ = f"ResNet {version} with {sum(units) * 3 + 2} layers (units per block {units}): (net, end_points)."
+    build.default_image_size = 224
+    return build

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tensorweave.contrib.framework import add_arg_scope, arg_scope
 from tensorweave.contrib.layers import batch_norm, conv2d, max_pool2d, softmax
-from tensorweave.contrib.slim.nets.resnet_utils import Block, conv2d_same, resnet_arg_scope, stack_blocks_dense, \
-    subsample
+from tensorweave.contrib.slim.nets.resnet_utils import Block, conv2d_same, resnet_arg_scope, resnet_of_depth, \
+    stack_blocks_dense, subsample
 from tensorweave.contrib.utils import collect_named_outputs, convert_collection_to_dict, last_dimension
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.math.reduction import reduce_mean
@@ -73,23 +73,10 @@ def resnet_v1_block(scope, base_depth, num_units, stride):
     return Block(scope, bottleneck, [dict(unit, stride=1)] * (num_units - 1) + [dict(unit, stride=stride)])
 
 
-def _resnet(units, default_scope):
-    def build(inputs, num_classes=None, is_training=None, global_pool=True, output_stride=None, reuse=None,
-              scope=default_scope):
-        blocks = [resnet_v1_block(f"block{i}", base_depth=64 * 2 ** (i - 1), num_units=n, stride=2 if i < 4 else 1)
-                  for i, n in enumerate(units, start=1)]
-        return resnet_v1(inputs, blocks, num_classes, is_training, global_pool, output_stride,
-                         include_root_block=True, reuse=reuse, scope=scope)
-    build.__name__ = default_scope
-    build.__doc__ = f"ResNet v1 with {sum(units) * 3 + 2} layers (units per block {units}): (net, end_points)."
-    build.default_image_size = 224
-    return build
-
-
-resnet_v1_50 = _resnet((3, 4, 6, 3), "resnet_v1_50")
-resnet_v1_101 = _resnet((3, 4, 23, 3), "resnet_v1_101")
-resnet_v1_152 = _resnet((3, 8, 36, 3), "resnet_v1_152")
-resnet_v1_200 = _resnet((3, 24, 36, 3), "resnet_v1_200")
+resnet_v1_50 = resnet_of_depth(resnet_v1, resnet_v1_block, (3, 4, 6, 3), "resnet_v1_50", "v1")
+resnet_v1_101 = resnet_of_depth(resnet_v1, resnet_v1_block, (3, 4, 23, 3), "resnet_v1_101", "v1")
+resnet_v1_152 = resnet_of_depth(resnet_v1, resnet_v1_block, (3, 8, 36, 3), "resnet_v1_152", "v1")
+resnet_v1_200 = resnet_of_depth(resnet_v1, resnet_v1_block, (3, 24, 36, 3), "resnet_v1_200", "v1")
 tf_export("contrib.slim.nets.resnet_v1.resnet_v1_50")(resnet_v1_50)
 tf_export("contrib.slim.nets.resnet_v1.resnet_v1_101")(resnet_v1_101)
 tf_export("contrib.slim.nets.resnet_v1.resnet_v1_152")(resnet_v1_152)
