@@ -11,6 +11,7 @@ import pytest
 import scipy.fft
 
 import tensorweave as tf
+from fixtures.signal_cases import signal_cases
 from unit_helpers import check_grad, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,48 +119,7 @@ def test_frame_overlap_and_add_stft_mdct_and_dct_gradients_match_finite_differen
 
 
 # -- the composites against TF's recordings --------------------------------------------------
-CASES = {
-    "hann_periodic": lambda: s.hann_window(8),
-    "hann_symmetric": lambda: s.hann_window(7, periodic=False),
-    "hann_one": lambda: s.hann_window(1),
-    "hamming_periodic": lambda: s.hamming_window(9, dtype=tf.float64),
-    "hamming_symmetric": lambda: s.hamming_window(6, periodic=False),
-    "frame": lambda: s.frame(SIG, 12, 5),
-    "frame_pad_end": lambda: s.frame(SIG, 12, 5, pad_end=True, pad_value=1.5),
-    "frame_axis0": lambda: s.frame(tf.transpose(SIG), 7, 4, axis=0),
-    "frame_short": lambda: s.frame(SHORT, 8, 2),
-    "overlap_and_add": lambda: s.overlap_and_add(FRAMES, 3),
-    "stft": lambda: s.stft(SIG, 16, 8),
-    "stft_fft32_pad_end": lambda: s.stft(SIG, 12, 5, fft_length=32, pad_end=True),
-    "stft_hamming": lambda: s.stft(SIG, 10, 4, window_fn=s.hamming_window),
-    "stft_short": lambda: s.stft(SHORT, 8, 2),
-    "inverse_stft": lambda: s.inverse_stft(s.stft(SIG, 16, 4), 16, 4, window_fn=s.inverse_stft_window_fn(4)),
-    "inverse_stft_window_fn": lambda: s.inverse_stft_window_fn(3)(10, tf.float32),
-    "inverse_stft_long_frame": lambda: s.inverse_stft(s.stft(SIG, 16, 8, fft_length=16), 20, 8),
-    "mel": lambda: s.linear_to_mel_weight_matrix(8, 17, 16000, 20.0, 4000.0),
-    "mel_default": lambda: s.linear_to_mel_weight_matrix(),
-    "mfccs": lambda: s.mfccs_from_log_mel_spectrograms(LOGMEL),
-    "kaiser": lambda: s.kaiser_window(9, beta=6.0),
-    "kaiser_one": lambda: s.kaiser_window(1),
-    "kaiser_bessel_derived": lambda: s.kaiser_bessel_derived_window(10, dtype=tf.float64),
-    "vorbis": lambda: s.vorbis_window(8),
-    "mdct": lambda: s.mdct(SIG, 8),
-    "mdct_ortho_kbd_pad_end": lambda: s.mdct(SIG, 12, window_fn=s.kaiser_bessel_derived_window, pad_end=True,
-                                             norm="ortho"),
-    "inverse_mdct": lambda: s.inverse_mdct(s.mdct(SIG, 8)),
-    "inverse_mdct_ortho_no_window": lambda: s.inverse_mdct(s.mdct(SIG, 8, window_fn=None, norm="ortho"),
-                                                           window_fn=None, norm="ortho"),
-    "dct4": lambda: s.dct(DCT_IN, type=4),
-    "dct4_ortho": lambda: s.dct(DCT_IN, type=4, norm="ortho"),
-}
-for _t in (1, 2, 3):
-    CASES[f"dct{_t}"] = lambda t=_t: s.dct(DCT_IN, type=t)
-    CASES[f"idct{_t}"] = lambda t=_t: s.idct(DCT_IN, type=t)
-    CASES[f"dct{_t}_n6"] = lambda t=_t: s.dct(DCT_IN, type=t, n=6)
-    CASES[f"dct{_t}_n12"] = lambda t=_t: s.dct(DCT_IN, type=t, n=12)
-    if _t != 1:
-        CASES[f"dct{_t}_ortho"] = lambda t=_t: s.dct(DCT_IN, type=t, norm="ortho")
-        CASES[f"idct{_t}_ortho"] = lambda t=_t: s.idct(DCT_IN, type=t, norm="ortho")
+CASES = signal_cases(tf, REC)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
