@@ -1,0 +1,128 @@
+"""tf.config: the devices this process sees, and the placement default of Sessions created
+without a ConfigProto (as in TF, `tf.Session()` with config=None takes the process's context
+config, so `tf.config.set_soft_device_placement(True)` reaches it).
+
+The devices are those device_lib lists. TF decides the visible devices once, when the runtime
+first lists its logical devices; changing them after that is an error, as in TF.
+"""
+from __future__ import annotations
+
+import collections
+
+from tensorweave.client.device_lib import list_local_devices
+from tensorweave.framework.config import ConfigProto
+from tensorweave.framework.tf_export import tf_export
+
+
+@tf_export("config.PhysicalDevice", "config.experimental.PhysicalDevice")
+class PhysicalDevice(collections.namedtuple("PhysicalDevice", ["name", "device_type"])):
+    """A device of this machine: name ("/physical_device:CPU:0") and device_type ("CPU")."""
+    __slots__ = ()
+
+
+@tf_export("config.LogicalDevice", "config.experimental.LogicalDevice")
+class LogicalDevice(collections.namedtuple("LogicalDevice", ["name", "device_type"])):
+    """A device ops are placed on: name ("/device:CPU:0", what tf.device takes) and device_type."""
+    __slots__ = ()
+
+
+_context = {"visible": None, "initialized": False, "soft_placement": False}
+
+
+def _physical() -> list:
+    return [PhysicalDevice(d.name.replace("/device:", "/physical_device:"), d.device_type)
+            for d in list_local_devices()]
+
+
+def _of_type(devices: list, device_type) -> list:
+    return [d for d in devices if device_type is None or d.device_type == device_type]
+
+
+@tf_export("config.list_physical_devices", "config.experimental.list_physical_devices")
+def list_physical_devices(device_type=None) -> list:
+    """The PhysicalDevices of this process ("/physical_device:CPU:0"), of one device_type
+    ("CPU", case-sensitive as in TF) when given."""
+    return _of_type(_physical(), device_type)
+
+
+@tf_export("config.get_visible_devices", "config.experimental.get_visible_devices")
+def get_visible_devices(device_type=None) -> list:
+    """The PhysicalDevices the runtime uses (all of them unless set_visible_devices narrowed it)."""
+    visible = _context["visible"]
+    return _of_type(_physical() if visible is None else list(visible), device_type)
+
+
+@tf_export("config.set_visible_devices", "config.experimental.set_visible_devices")
+def set_visible_devices(devices, device_type=None) -> None:
+    """Restricts the runtime to `devices` (a PhysicalDevice or a list) of `device_type` (all types
+    when None); devices of other types stay visible. Raises RuntimeError once the runtime has
+    listed its logical devices, unless nothing changes."""
+    devices = [devices] if isinstance(devices, PhysicalDevice) else list(devices)
+    known = _physical()
+    for d in devices:
+        if d not in known:
+            raise ValueError(f"Unrecognized device: {d!r}")
+        if device_type is not None and d.device_type != device_type:
+            raise ValueError(f"Device {d.name} is of type {d.device_type}, not {device_type}")
+    kept = [d for d in get_visible_devices() if device_type is not None and d.device_type != device_type]
+    visible = [d for d in known if d in devices or d in kept]
+    if not _of_type(visible, "CPU"):
+        raise ValueError("No CPU devices would be visible: the runtime needs a CPU device "
+                         f"(set_visible_devices({devices!r}, device_type={device_type!r}))")
+    if visible == get_visible_devices():
+        return
+    if _context["initialized"]:
+        raise RuntimeError("Visible devices cannot be modified after being initialized")
+    _context["visible"] = visible
+
+
+@tf_export("config.list_logical_devices", "config.experimental.list_logical_devices")
+def list_logical_devices(device_type=None) -> list:
+    """The LogicalDevices ("/device:CPU:0") ops can be placed on; the visible devices are fixed
+    from here on."""
+    _context["initialized"] = True
+    return [LogicalDevice(d.name.replace("/physical_device:", "/device:"), d.device_type)
+            for d in get_visible_devices(device_type)]
+
+
+@tf_export("config.get_soft_device_placement")
+def get_soft_device_placement() -> bool:
+    """Whether Sessions created without a ConfigProto allow soft placement (False, TF's default for
+    graph mode)."""
+    return _context["soft_placement"]
+
+
+@tf_export("config.set_soft_device_placement")
+def set_soft_device_placement(enabled) -> None:
+    """Soft placement for Sessions created from now on without a ConfigProto: an op pinned to a
+    device this process lacks (e.g. "/device:GPU:0") runs on one it has."""
+    _context["soft_placement"] = bool(enabled)
+
+
+def default_session_config() -> ConfigProto:
+    """The ConfigProto a Session created with config=None runs with."""
+    return ConfigProto(allow_soft_placement=_context["soft_placement"])
+
+
+@tf_export("config.experimental.get_memory_growth")
+def get_memory_growth(device) -> bool:
+    """Whether a GPU's memory grows on demand; only GPUs have the setting."""
+    _check_gpu(device)
+    return _context.setdefault("memory_growth", {}).get(device.name, False)
+
+
+@tf_export("config.experimental.set_memory_growth")
+def set_memory_growth(device, enable) -> None:
+    """Lets a GPU's memory grow on demand rather than taking it all at start (TF's idiom: for each
+    of list_physical_devices("GPU")); only GPUs have the setting."""
+    _check_gpu(device)
+    if _context["initialized"]:
+        raise RuntimeError("Physical devices cannot be modified after being initialized")
+    _context.setdefault("memory_growth", {})[device.name] = bool(enable)
+
+
+def _check_gpu(device) -> None:
+    if device not in _physical():
+        raise ValueError(f"Unrecognized device: {device!r}")
+    if device.device_type != "GPU":
+        raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
