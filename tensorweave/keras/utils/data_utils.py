@@ -1,0 +1,183 @@
+"""tf.keras.utils.Sequence and get_file: the base class of the data sequences Model.fit accepts,
+and Keras's cache of downloaded files (~/.keras/datasets), which works offline once the file is
+there and says where to put it when it is not."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+
+from tensorweave.framework.tf_export import tf_export
+
+# Seconds a download waits on a silent connection: an offline machine fails fast, not after the
+# operating system's own connect timeout.
+DOWNLOAD_TIMEOUT_S = 20.0
+
+
+@tf_export("keras.utils.Sequence")
+class Sequence:
+    """Base object for fitting to a sequence of data, such as a dataset: subclasses give
+    `__getitem__(index)` (one complete batch) and `__len__` (batches per epoch), and may override
+    `on_epoch_end`, which the training loop calls after each epoch."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must define __getitem__ (the batch at a position)")
+
+    def __len__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __len__ (the number of batches)")
+
+    def on_epoch_end(self):
+        """Called at the end of every epoch (a subclass shuffles here)."""
+
+    def __iter__(self):
+        """The batches in order, one pass."""
+        for index in range(len(self)):
+            yield self[index]
+
+
+def _hasher(algorithm: str, file_hash=None):
+    """Keras's choice: sha256 when asked, or for "auto" with a 64-digit hash; md5 otherwise."""
+    if algorithm == "sha256" or (algorithm == "auto" and file_hash is not None and len(file_hash) == 64):
+        return hashlib.sha256()
+    if algorithm not in ("md5", "auto"):
+        raise ValueError(f"hash_algorithm must be 'md5', 'sha256' or 'auto', not {algorithm!r}")
+    return hashlib.md5()
+
+
+def _digest(fpath: str, hasher, chunk_size: int = 65535) -> str:
+    with open(fpath, "rb") as f:
+        for chunk in iter(lambda: f.read(chunk_size), b""):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def validate_file(fpath: str, file_hash: str, algorithm: str = "auto", chunk_size: int = 65535) -> bool:
+    """Whether the file at `fpath` has hash `file_hash` (md5 or sha256; "auto" tells them apart by
+    length)."""
+    return _digest(fpath, _hasher(algorithm, file_hash), chunk_size) == str(file_hash)
+
+
+def _inside(path: str, base: str) -> bool:
+    base = os.path.realpath(base)
+    return os.path.commonpath([base, os.path.realpath(os.path.join(base, path))]) == base
+
+
+def _extract_archive(file_path: str, path: str = ".", archive_format="auto") -> bool:
+    """Extracts a tar or zip archive into `path` (members that would land outside it are refused);
+    True when `file_path` was an archive of an asked-for format."""
+    if archive_format is None:
+        return False
+    formats = ["tar", "zip"] if archive_format == "auto" else [archive_format] if isinstance(
+        archive_format, str) else list(archive_format)
+    for kind in formats:
+        if kind == "tar" and tarfile.is_tarfile(file_path):
+            with tarfile.open(file_path) as archive:
+                members = archive.getmembers()
+                outside = [m.name for m in members if not _inside(m.name, path)
+                           or ((m.issym() or m.islnk()) and not _inside(
+                               os.path.join(os.path.dirname(m.name), m.linkname), path))]
+                if outside:
+                    raise ValueError(f"{file_path}: archive members would be written outside {path}: {outside}")
+                archive.extractall(path, members=members)
+            return True
+        if kind == "zip" and zipfile.is_zipfile(file_path):
+            with zipfile.ZipFile(file_path) as archive:
+                outside = [n for n in archive.namelist() if not _inside(n, path)]
+                if outside:
+                    raise ValueError(f"{file_path}: archive members would be written outside {path}: {outside}")
+                archive.extractall(path)
+            return True
+    return False
+
+
+def _download(origin: str, fpath: str, fname: str) -> None:
+    """Fetches `origin` into `fpath` (through a temporary file, so a failed download leaves what was
+    there); a failure says where to put the file by hand."""
+    directory = os.path.dirname(fpath)
+    fd, partial = tempfile.mkstemp(prefix=os.path.basename(fpath) + ".", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(origin, timeout=DOWNLOAD_TIMEOUT_S) as response:
+            shutil.copyfileobj(response, out)
+        os.replace(partial, fpath)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", None) or e
+        raise OSError(f"URL fetch failure on {origin}: {reason}. Without network access, download {fname} "
+                      f"from {origin} elsewhere and put it at {fpath}") from e
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+@tf_export("keras.utils.get_file")
+def get_file(fname, origin, untar=False, md5_hash=None, file_hash=None, cache_subdir="datasets",
+             hash_algorithm="auto", extract=False, archive_format="auto", cache_dir=None):
+    """Returns the path of file `fname` in Keras's cache, downloading it from `origin` first when it
+    is not there (or its `file_hash`, md5 or sha256, does not match).
+
+    The cache is `cache_dir/cache_subdir`, by default ~/.keras/datasets (/tmp/.keras when ~/.keras
+    is not writable). `untar=True` (legacy) fetches `fname + ".tar.gz"` and returns the directory
+    it extracts to; `extract=True` extracts a tar or zip archive (`archive_format`) beside the file.
+    Offline, a file put at the returned path by hand is used as is: the error of a failed download
+    names the URL and that path.
+    """
+    if origin is None:
+        raise ValueError('Please specify the "origin" argument (URL of the file to download).')
+    if cache_dir is None:
+        cache_dir = os.path.join(os.path.expanduser("~"), ".keras")
+    if md5_hash is not None and file_hash is None:
+        file_hash, hash_algorithm = md5_hash, "md5"
+    datadir_base = os.path.expanduser(os.fspath(cache_dir))
+    try:
+        os.makedirs(datadir_base, exist_ok=True)   # Keras's backend made ~/.keras on import; nothing here does
+    except OSError:
+        pass                                       # not writable: the fallback below
+    if not os.access(datadir_base, os.W_OK):
+        datadir_base = os.path.join(tempfile.gettempdir(), ".keras")
+    datadir = os.path.join(datadir_base, cache_subdir)
+    os.makedirs(datadir, exist_ok=True)
+    fname = os.fspath(fname) if fname else os.path.basename(urllib.parse.urlsplit(origin).path)
+    if not fname:
+        raise ValueError(f"Can't parse the file name from the origin provided: '{origin}'. "
+                         "Please specify the `fname` argument.")
+    if untar:
+        untar_fpath = os.path.join(datadir, fname[:-len(".tar.gz")] if fname.endswith(".tar.gz") else fname)
+        fpath = untar_fpath + ".tar.gz"
+        if not os.path.exists(fpath) and os.path.isdir(untar_fpath):
+            return untar_fpath     # extracted by hand, without its archive: the files are there
+    else:
+        fpath = os.path.join(datadir, fname)
+
+    if not os.path.exists(fpath):
+        _download(origin, fpath, os.path.basename(fpath))
+        _check_hash(fpath, file_hash, hash_algorithm, origin)
+    elif file_hash is not None and not validate_file(fpath, file_hash, hash_algorithm):
+        try:
+            _download(origin, fpath, os.path.basename(fpath))
+        except OSError as e:
+            raise OSError(f"The file {fpath} does not match the expected {_algorithm_name(hash_algorithm, file_hash)} "
+                          f"hash {file_hash} (incomplete or outdated), and downloading it again failed: {e}") from e
+        _check_hash(fpath, file_hash, hash_algorithm, origin)
+
+    if untar:
+        if not os.path.exists(untar_fpath):
+            _extract_archive(fpath, datadir, archive_format="tar")
+        return untar_fpath
+    if extract:
+        _extract_archive(fpath, datadir, archive_format)
+    return fpath
+
+
+def _algorithm_name(algorithm: str, file_hash) -> str:
+    return _hasher(algorithm, file_hash).name
+
+
+def _check_hash(fpath, file_hash, algorithm, origin) -> None:
+    if file_hash is not None and not validate_file(fpath, file_hash, algorithm):
+        raise ValueError(f"Incomplete or corrupted file detected: {fpath} (from {origin}) does not match the expected "
+                         f"{_algorithm_name(algorithm, file_hash)} hash {file_hash}.")
