@@ -11,8 +11,10 @@ import numpy as np
 
 ORIGIN_FOLDER = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
 
-# The globals a pickled numpy array refers to (under numpy 1's and numpy 2's module names).
+# The globals a pickled numpy array refers to (under numpy 1's and numpy 2's module names), and
+# the str-to-bytes codec Python 3 writes bytes with under pickle protocol 2.
 _ALLOWED_GLOBALS = {
+    ("_codecs", "encode"),
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("numpy", "ndarray"), ("numpy", "dtype"),

@@ -6,6 +6,7 @@ float32, with Keras's draws from numpy's global random state, so a seed gives Ke
 from __future__ import annotations
 
 import io
+import math
 import os
 import pathlib
 import threading
@@ -708,5 +709,5 @@ class ImageDataGenerator:
         if self.zca_whitening:
             n = len(x)
             u, s, _ = np.linalg.svd(np.reshape(x, (n, -1)).T, full_matrices=False)
-            s_inv = np.sqrt(n) / (s + self.zca_epsilon)
+            s_inv = math.sqrt(n) / (s + self.zca_epsilon)   # a Python float keeps float32 images float32
             self.principal_components = (u * s_inv).dot(u.T)

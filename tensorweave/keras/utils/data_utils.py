@@ -96,9 +96,9 @@ def _extract_archive(file_path: str, path: str = ".", archive_format="auto") -> 
     return False
 
 
-def _download(origin: str, fpath: str, fname: str) -> None:
+def _download(origin: str, fpath: str, extracted: str | None = None) -> None:
     """Fetches `origin` into `fpath` (through a temporary file, so a failed download leaves what was
-    there); a failure says where to put the file by hand."""
+    there); a failure says where to put the file by hand (or its extracted folder, `extracted`)."""
     directory = os.path.dirname(fpath)
     fd, partial = tempfile.mkstemp(prefix=os.path.basename(fpath) + ".", suffix=".part", dir=directory)
     try:
@@ -107,8 +107,9 @@ def _download(origin: str, fpath: str, fname: str) -> None:
         os.replace(partial, fpath)
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", None) or e
-        raise OSError(f"URL fetch failure on {origin}: {reason}. Without network access, download {fname} "
-                      f"from {origin} elsewhere and put it at {fpath}") from e
+        folder = f" (or extract it to {extracted})" if extracted else ""
+        raise OSError(f"URL fetch failure on {origin}: {reason}. Without network access, download "
+                      f"{os.path.basename(fpath)} from {origin} elsewhere and put it at {fpath}{folder}") from e
     finally:
         if os.path.exists(partial):
             os.remove(partial)
@@ -145,6 +146,7 @@ def get_file(fname, origin, untar=False, md5_hash=None, file_hash=None, cache_su
     if not fname:
         raise ValueError(f"Can't parse the file name from the origin provided: '{origin}'. "
                          "Please specify the `fname` argument.")
+    untar_fpath = None
     if untar:
         untar_fpath = os.path.join(datadir, fname[:-len(".tar.gz")] if fname.endswith(".tar.gz") else fname)
         fpath = untar_fpath + ".tar.gz"
@@ -154,11 +156,11 @@ def get_file(fname, origin, untar=False, md5_hash=None, file_hash=None, cache_su
         fpath = os.path.join(datadir, fname)
 
     if not os.path.exists(fpath):
-        _download(origin, fpath, os.path.basename(fpath))
+        _download(origin, fpath, untar_fpath)
         _check_hash(fpath, file_hash, hash_algorithm, origin)
     elif file_hash is not None and not validate_file(fpath, file_hash, hash_algorithm):
         try:
-            _download(origin, fpath, os.path.basename(fpath))
+            _download(origin, fpath, untar_fpath)
         except OSError as e:
             raise OSError(f"The file {fpath} does not match the expected {_algorithm_name(hash_algorithm, file_hash)} "
                           f"hash {file_hash} (incomplete or outdated), and downloading it again failed: {e}") from e

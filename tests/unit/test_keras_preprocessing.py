@@ -1,0 +1,111 @@
+"""tf.keras.preprocessing (sequence, text, image) against TF 2.15's Keras: the cases of
+fixtures/keras_preprocessing_cases.py, recorded by fixtures/record_keras_preprocessing.py; and the
+errors of bad input."""
+import json
+import os
+
+import numpy as np
+import pytest
+from fixtures.keras_preprocessing_cases import image_cases, jsonable, sequence_cases, text_cases
+
+import tensorweave as tf
+
+pytest.importorskip("PIL")
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "keras_preprocessing.json")
+with open(FIXTURE) as f:
+    RECORDED = json.load(f)
+
+
+def _assert_same(got, want, where="output"):
+    if isinstance(want, dict) and "dtype" in want and "values" in want:
+        assert isinstance(got, dict) and got.get("dtype") == want["dtype"], f"{where}: dtype {got} vs {want['dtype']}"
+        assert got["shape"] == want["shape"], f"{where}: shape {got['shape']} vs {want['shape']}"
+        if np.dtype(want["dtype"]).kind == "f":
+            np.testing.assert_allclose(got["values"], want["values"], rtol=1e-5, atol=1e-4, err_msg=where)
+        else:
+            assert got["values"] == want["values"], where
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), f"{where}: keys {got} vs {sorted(want)}"
+        for k in want:
+            _assert_same(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{where}: {got} vs {want}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _assert_same(g, w, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-6), where
+    else:
+        assert got == want, f"{where}: {got!r} vs {want!r}"
+
+
+def _check(section, outputs):
+    recorded = RECORDED[section]
+    assert sorted(outputs) == sorted(recorded)
+    for name, value in outputs.items():
+        _assert_same(jsonable(value), recorded[name], f"{section}.{name}")
+
+
+def test_sequence_matches_keras():
+    _check("sequence", sequence_cases(tf.keras.preprocessing.sequence))
+
+
+def test_text_matches_keras():
+    _check("text", text_cases(tf.keras.preprocessing.text))
+
+
+def test_image_matches_keras(tmp_path):
+    _check("image", image_cases(tf.keras.preprocessing.image, str(tmp_path)))
+
+
+def test_timeseries_generator_is_a_keras_sequence():
+    gen = tf.keras.preprocessing.sequence.TimeseriesGenerator(np.arange(10), np.arange(10), length=2, batch_size=3)
+    assert isinstance(gen, tf.keras.utils.Sequence)
+    assert [len(x) for x, _ in gen] == [3, 3, 2]
+    assert json.loads(gen.to_json())["config"]["length"] == 2
+
+
+def test_pad_sequences_errors_name_the_bad_input():
+    pad = tf.keras.preprocessing.sequence.pad_sequences
+    with pytest.raises(ValueError, match="non-iterable: 3 at position 1"):
+        pad([[1, 2], 3])
+    with pytest.raises(ValueError, match="position 1 is different"):
+        pad([[[1, 2]], [[1, 2, 3]]])
+    with pytest.raises(ValueError, match='Padding type "middle"'):
+        pad([[1]], padding="middle")
+    with pytest.raises(ValueError, match="dtype=object"):
+        pad([["a"]], value="x")
+    with pytest.raises(ValueError, match="must be iterable"):
+        pad(5)
+
+
+def test_tokenizer_errors_name_the_bad_text():
+    tok = tf.keras.preprocessing.text.Tokenizer()
+    with pytest.raises(TypeError, match=r"text 1 must be a str, got int: 7"):
+        tok.fit_on_texts(["fine", 7])
+    with pytest.raises(TypeError, match="list of texts, not one str"):
+        tok.fit_on_texts("one text")
+    with pytest.raises(ValueError, match="Specify a dimension"):
+        tf.keras.preprocessing.text.Tokenizer().texts_to_matrix(["a"])
+    tok.fit_on_texts(["a b"])
+    with pytest.raises(ValueError, match="Unknown vectorization mode: 'tf'"):
+        tok.texts_to_matrix(["a"], mode="tf")
+    with pytest.raises(ValueError, match="lacks 'word_counts'"):
+        tf.keras.preprocessing.text.tokenizer_from_json('{"config": {}}')
+
+
+def test_image_errors_name_the_bad_input(tmp_path):
+    im = tf.keras.preprocessing.image
+    with pytest.raises(ValueError, match="should have rank 4"):
+        im.ImageDataGenerator().flow(np.zeros((2, 3, 3)))
+    with pytest.raises(ValueError, match="same length"):
+        im.ImageDataGenerator().flow(np.zeros((2, 3, 3, 1)), [0])
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        im.ImageDataGenerator(validation_split=1.5)
+    with pytest.raises(ValueError, match="fill_mode"):
+        im.ImageDataGenerator(fill_mode="mirror")
+    with pytest.raises(ValueError, match="is not a directory"):
+        im.ImageDataGenerator().flow_from_directory(str(tmp_path / "missing"))
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    with pytest.raises(ValueError, match="bad.png is not an image file"):
+        im.load_img(str(bad))
