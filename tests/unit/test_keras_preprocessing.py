@@ -70,6 +70,10 @@ def test_pad_sequences_errors_name_the_bad_input():
         pad([[1, 2], 3])
     with pytest.raises(ValueError, match="position 1 is different"):
         pad([[[1, 2]], [[1, 2, 3]]])
+    with pytest.raises(ValueError, match="sequence at position 0 is not a sequence of equal-shaped elements"):
+        pad([[1, [2, 3]]])
+    with pytest.raises(ValueError, match="sequence at position 1 is not a sequence of int32 elements"):
+        pad([[1], ["x"]])
     with pytest.raises(ValueError, match='Padding type "middle"'):
         pad([[1]], padding="middle")
     with pytest.raises(ValueError, match="dtype=object"):

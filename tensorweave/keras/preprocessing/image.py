@@ -605,22 +605,20 @@ class ImageDataGenerator:
             x -= np.mean(x, keepdims=True)
         if self.samplewise_std_normalization:
             x /= np.std(x, keepdims=True) + 1e-6
-        if self.featurewise_center:
-            x = self._fitted(x, self.mean, lambda x, mean: x.__isub__(mean))
-        if self.featurewise_std_normalization:
-            x = self._fitted(x, self.std, lambda x, std: x.__itruediv__(std + 1e-6))
-        if self.zca_whitening:
-            x = self._fitted(x, self.principal_components,
-                             lambda x, pc: np.reshape(x.reshape(-1, np.prod(x.shape[-3:])) @ pc, x.shape))
+        if self.featurewise_center and self._fitted(self.mean):
+            x -= self.mean
+        if self.featurewise_std_normalization and self._fitted(self.std):
+            x /= self.std + 1e-6
+        if self.zca_whitening and self._fitted(self.principal_components):
+            x = np.reshape(x.reshape(-1, np.prod(x.shape[-3:])) @ self.principal_components, x.shape)
         return x
 
     @staticmethod
-    def _fitted(x, statistic, apply):
+    def _fitted(statistic) -> bool:
         if statistic is None:
             warnings.warn("This ImageDataGenerator specifies featurewise normalization or whitening, but it hasn't "
                           "been fit on any training data. Fit it first by calling `.fit(numpy_data)`.")
-            return x
-        return apply(x, statistic)
+        return statistic is not None
 
     def _random_shift(self, shift_range, size):
         if not shift_range:

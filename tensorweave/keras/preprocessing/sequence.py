@@ -11,6 +11,14 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras.utils.data_utils import Sequence
 
 
+def _as_array(sequence, dtype, position):
+    try:
+        return np.asarray(sequence, dtype=dtype)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"the sequence at position {position} is not a sequence of {dtype or 'equal-shaped'} "
+                         f"elements: {e}") from e
+
+
 @tf_export("keras.preprocessing.sequence.pad_sequences")
 def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0):
     """Pads a list of sequences to one length: a numpy array of shape (len(sequences), maxlen) (plus
@@ -33,7 +41,7 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
                              f"at position {position}")
         lengths.append(len(x))
         if sample_shape is None and len(x):
-            sample_shape = np.asarray(x).shape[1:]   # the first non-empty sequence sets the element shape
+            sample_shape = _as_array(x, None, position).shape[1:]   # the first non-empty sequence sets it
     sample_shape = sample_shape or ()
     if maxlen is None:
         maxlen = max(lengths) if lengths else 0
@@ -45,7 +53,7 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
     for idx, s in enumerate(sequences):
         if not len(s) or not maxlen:
             continue
-        trunc = np.asarray(s[-maxlen:] if truncating == "pre" else s[:maxlen], dtype=dtype)
+        trunc = _as_array(s[-maxlen:] if truncating == "pre" else s[:maxlen], dtype, idx)
         if trunc.shape[1:] != sample_shape:
             raise ValueError(f"Shape of sample {trunc.shape[1:]} of sequence at position {idx} is different "
                              f"from expected shape {sample_shape}")
