@@ -1535,8 +1535,11 @@ NAMESPACES = {
     },
     'tensorweave.keras.utils': {
         'CustomObjectScope': ('tensorweave.keras.utils.generic_utils', 'CustomObjectScope'),
+        'GeneratorEnqueuer': ('tensorweave.keras.utils.data_utils', 'GeneratorEnqueuer'),
+        'OrderedEnqueuer': ('tensorweave.keras.utils.data_utils', 'OrderedEnqueuer'),
         'Progbar': ('tensorweave.keras.utils.generic_utils', 'Progbar'),
         'Sequence': ('tensorweave.keras.utils.data_utils', 'Sequence'),
+        'SequenceEnqueuer': ('tensorweave.keras.utils.data_utils', 'SequenceEnqueuer'),
         'custom_object_scope': ('tensorweave.keras.utils.generic_utils', 'custom_object_scope'),
         'deserialize_keras_object': ('tensorweave.keras.utils.generic_utils', 'deserialize_keras_object'),
         'get_custom_objects': ('tensorweave.keras.utils.generic_utils', 'get_custom_objects'),

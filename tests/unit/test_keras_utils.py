@@ -177,3 +177,79 @@ def test_get_file_accepts_an_archive_extracted_by_hand(tmp_path):
     path = utils.get_file("cifar-10-batches-py", _origin(tmp_path / "missing.tar.gz"), untar=True,
                           cache_dir=str(tmp_path / "cache"))
     assert path == str(folder)
+
+
+class _Batches(utils.Sequence):
+    def __init__(self, n):
+        self.n = n
+        self.epochs_ended = 0
+        self.offset = 0
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        if index < 0:
+            raise IndexError(index)
+        return self.offset + index
+
+    def on_epoch_end(self):
+        self.epochs_ended += 1
+        self.offset += 100
+
+
+def _take(iterator, n):
+    return [next(iterator) for _ in range(n)]
+
+
+def test_ordered_enqueuer_yields_epochs_in_order():
+    seq = _Batches(5)
+    enqueuer = utils.OrderedEnqueuer(seq)
+    enqueuer.start(workers=3, max_queue_size=2)
+    try:
+        batches = _take(enqueuer.get(), 12)
+    finally:
+        enqueuer.stop()
+    assert batches == [0, 1, 2, 3, 4, 100, 101, 102, 103, 104, 200, 201]
+    assert seq.epochs_ended >= 2 and not enqueuer.is_running()
+
+
+def test_ordered_enqueuer_shuffles_each_epoch_and_raises_errors():
+    enqueuer = utils.OrderedEnqueuer(_Batches(6), shuffle=True)
+    enqueuer.start(workers=2)
+    try:
+        first, second = sorted(_take(enqueuer.get(), 6)), sorted(_take(enqueuer.get(), 6))
+    finally:
+        enqueuer.stop()
+    assert first == list(range(6)) and second == list(range(100, 106))
+
+    class Broken(_Batches):
+        def __getitem__(self, index):
+            if index == 2:
+                raise KeyError("batch 2 is missing")
+            return index
+
+    enqueuer = utils.OrderedEnqueuer(Broken(4))
+    enqueuer.start()
+    with pytest.raises(KeyError, match="batch 2 is missing"):
+        list(enqueuer.get())
+    assert not enqueuer.is_running()
+
+
+def test_generator_enqueuer_yields_every_item_then_ends():
+    enqueuer = utils.GeneratorEnqueuer(iter(range(7)))
+    enqueuer.start(workers=1, max_queue_size=3)
+    assert list(enqueuer.get()) == list(range(7))
+    assert not enqueuer.is_running()
+    enqueuer = utils.GeneratorEnqueuer((x * x for x in range(20)))
+    enqueuer.start(workers=4, max_queue_size=2)
+    assert sorted(enqueuer.get()) == [x * x for x in range(20)]
+
+    def failing():
+        yield 1
+        raise RuntimeError("reader broke")
+
+    enqueuer = utils.GeneratorEnqueuer(failing())
+    enqueuer.start()
+    with pytest.raises(RuntimeError, match="reader broke"):
+        list(enqueuer.get())

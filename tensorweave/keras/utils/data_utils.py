@@ -1,13 +1,18 @@
-"""tf.keras.utils.Sequence and get_file: the base class of the data sequences Model.fit accepts,
-and Keras's cache of downloaded files (~/.keras/datasets), which works offline once the file is
-there and says where to put it when it is not."""
+"""tf.keras.utils.Sequence, the enqueuers and get_file: the base class of the data sequences
+Model.fit accepts, the enqueuers that build their batches ahead in worker threads, and Keras's
+cache of downloaded files (~/.keras/datasets), which works offline once the file is there and says
+where to put it when it is not."""
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
+import queue
+import random
 import shutil
 import tarfile
 import tempfile
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -183,3 +188,156 @@ def _check_hash(fpath, file_hash, algorithm, origin) -> None:
     if file_hash is not None and not validate_file(fpath, file_hash, algorithm):
         raise ValueError(f"Incomplete or corrupted file detected: {fpath} (from {origin}) does not match the expected "
                          f"{_algorithm_name(algorithm, file_hash)} hash {file_hash}.")
+
+
+@tf_export("keras.utils.SequenceEnqueuer")
+class SequenceEnqueuer:
+    """Builds the items of `sequence` ahead of their use: start(workers, max_queue_size) runs
+    `workers` threads that keep up to max_queue_size items queued; get() yields them; stop()
+    ends. use_multiprocessing is accepted and served by the threads too: items are built in this
+    process, so none is pickled between processes."""
+
+    def __init__(self, sequence, use_multiprocessing=False):
+        self.sequence = sequence
+        self.use_multiprocessing = use_multiprocessing
+        self.workers = 0
+        self.queue = None
+        self.run_thread = None
+        self.stop_signal = None
+
+    def is_running(self):
+        return self.stop_signal is not None and not self.stop_signal.is_set()
+
+    def start(self, workers=1, max_queue_size=10):
+        """Starts filling the queue with `workers` threads (at least one)."""
+        self.workers = max(1, workers)
+        self.queue = queue.Queue(max_queue_size)
+        self.stop_signal = threading.Event()
+        self.run_thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
+        self.run_thread.start()
+
+    def stop(self, timeout=None):
+        """Stops the workers and drops what they queued; waits up to `timeout` for the filling thread."""
+        self.stop_signal.set()
+        with self.queue.mutex:
+            self.queue.queue.clear()
+            self.queue.unfinished_tasks = 0
+            self.queue.not_full.notify_all()
+        if self.run_thread is not threading.current_thread():
+            self.run_thread.join(timeout)
+
+    def _put(self, future) -> bool:
+        """Queues `future` unless stopped first (False)."""
+        while not self.stop_signal.is_set():
+            try:
+                self.queue.put(future, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _futures(self):
+        """The queued futures, in order and each done, while running."""
+        while self.is_running():
+            try:
+                future = self.queue.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            concurrent.futures.wait([future])
+            if self.is_running():
+                self.queue.task_done()   # taken: the last of an epoch lets the epoch end
+            yield future
+
+    def _run(self):
+        raise NotImplementedError(f"{type(self).__name__} must define _run (what the workers compute)")
+
+    def get(self):
+        raise NotImplementedError(f"{type(self).__name__} must define get (the items, in order)")
+
+
+@tf_export("keras.utils.OrderedEnqueuer")
+class OrderedEnqueuer(SequenceEnqueuer):
+    """Yields the batches of a keras.utils.Sequence in order (a new random order each epoch with
+    `shuffle`), epoch after epoch, calling sequence.on_epoch_end() between epochs."""
+
+    def __init__(self, sequence, use_multiprocessing=False, shuffle=False):
+        super().__init__(sequence, use_multiprocessing)
+        self.shuffle = shuffle
+
+    def _run(self):
+        executor = concurrent.futures.ThreadPoolExecutor(self.workers)
+        try:
+            while True:
+                order = list(range(len(self.sequence)))
+                if self.shuffle:
+                    random.shuffle(order)
+                for i in order:
+                    if not self._put(executor.submit(self.sequence.__getitem__, i)):
+                        return
+                # The epoch ends once every batch was taken: only then may the sequence change.
+                while self.queue.unfinished_tasks and not self.stop_signal.is_set():
+                    self.stop_signal.wait(0.05)
+                if self.stop_signal.is_set():
+                    return
+                self.sequence.on_epoch_end()
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def get(self):
+        """The batches, endlessly while running; an error of __getitem__ stops the enqueuer and is raised."""
+        for future in self._futures():
+            try:
+                inputs = future.result()
+            except BaseException:
+                self.stop()
+                raise
+            if inputs is not None:
+                yield inputs
+
+
+@tf_export("keras.utils.GeneratorEnqueuer")
+class GeneratorEnqueuer(SequenceEnqueuer):
+    """Yields the items of a Python generator, drawn by the worker threads (one at a time: a
+    generator is not thread-safe); ends when the generator does. `random_seed` is accepted as
+    Keras's (it seeds worker processes, which threads do not have)."""
+
+    def __init__(self, generator, use_multiprocessing=False, random_seed=None):
+        super().__init__(generator, use_multiprocessing)
+        self.random_seed = random_seed
+        self._lock = threading.Lock()
+
+    def _next_sample(self):
+        with self._lock:
+            return next(self.sequence)
+
+    def _run(self):
+        executor = concurrent.futures.ThreadPoolExecutor(self.workers)
+        try:
+            while self._put(executor.submit(self._next_sample)):
+                pass
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def get(self):
+        """The generator's items while running; the generator's error stops the enqueuer and is raised."""
+        for future in self._futures():
+            try:
+                inputs = future.result()
+            except StopIteration:
+                # The generator is done: what the other workers drew before it ended still counts.
+                with self.queue.mutex:
+                    rest = list(self.queue.queue)
+                last = []
+                for pending in rest:
+                    try:
+                        last.append(pending.result())
+                    except StopIteration:
+                        pass
+                self.stop()
+                yield from (inputs for inputs in last if inputs is not None)
+                return
+            except BaseException:
+                self.stop()
+                raise
+            if inputs is not None:
+                yield inputs
