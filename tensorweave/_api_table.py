@@ -1536,6 +1536,7 @@ NAMESPACES = {
     'tensorweave.keras.utils': {
         'CustomObjectScope': ('tensorweave.keras.utils.generic_utils', 'CustomObjectScope'),
         'GeneratorEnqueuer': ('tensorweave.keras.utils.data_utils', 'GeneratorEnqueuer'),
+        'HDF5Matrix': ('tensorweave.keras.utils.io_utils', 'HDF5Matrix'),
         'OrderedEnqueuer': ('tensorweave.keras.utils.data_utils', 'OrderedEnqueuer'),
         'Progbar': ('tensorweave.keras.utils.generic_utils', 'Progbar'),
         'Sequence': ('tensorweave.keras.utils.data_utils', 'Sequence'),

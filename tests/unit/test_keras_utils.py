@@ -253,3 +253,25 @@ def test_generator_enqueuer_yields_every_item_then_ends():
     enqueuer.start()
     with pytest.raises(RuntimeError, match="reader broke"):
         list(enqueuer.get())
+
+
+def test_hdf5_matrix_reads_rows_of_a_dataset(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    data = np.arange(60, dtype="float32").reshape(10, 3, 2)
+    path = str(tmp_path / "data.h5")
+    with h5py.File(path, "w") as f:
+        f["x"] = data
+    matrix = utils.HDF5Matrix(path, "x", start=2, end=8, normalizer=lambda a: a / 2)
+    assert len(matrix) == 6 and matrix.shape == (6, 3, 2) and matrix.dtype == np.float32
+    assert matrix.ndim == 3 and matrix.size == 36
+    np.testing.assert_array_equal(matrix[0], data[2] / 2)
+    np.testing.assert_array_equal(matrix[1:4], data[3:6] / 2)
+    np.testing.assert_array_equal(matrix[:], data[2:8] / 2)
+    np.testing.assert_array_equal(matrix[np.array([0, 3, 5])], data[[2, 5, 7]] / 2)
+    np.testing.assert_array_equal(matrix[[1, 2]], data[[3, 4]] / 2)
+    with pytest.raises(IndexError, match="row 6 of an HDF5Matrix of 6 rows"):
+        matrix[6]
+    with pytest.raises(IndexError):
+        matrix[4:7]
+    with pytest.raises(KeyError, match="no dataset 'y'"):
+        utils.HDF5Matrix(path, "y")
