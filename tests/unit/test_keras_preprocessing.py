@@ -1,6 +1,7 @@
 """tf.keras.preprocessing (sequence, text, image) against TF 2.15's Keras: the cases of
 fixtures/keras_preprocessing_cases.py, recorded by fixtures/record_keras_preprocessing.py; and the
 errors of bad input."""
+import importlib.util
 import json
 import os
 
@@ -10,7 +11,7 @@ from fixtures.keras_preprocessing_cases import image_cases, jsonable, sequence_c
 
 import tensorweave as tf
 
-pytest.importorskip("PIL")
+needs_pillow = pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="Pillow (the image extra)")
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "keras_preprocessing.json")
 with open(FIXTURE) as f:
     RECORDED = json.load(f)
@@ -53,6 +54,7 @@ def test_text_matches_keras():
     _check("text", text_cases(tf.keras.preprocessing.text))
 
 
+@needs_pillow
 def test_image_matches_keras(tmp_path):
     _check("image", image_cases(tf.keras.preprocessing.image, str(tmp_path)))
 
@@ -97,6 +99,17 @@ def test_tokenizer_errors_name_the_bad_text():
         tf.keras.preprocessing.text.tokenizer_from_json('{"config": {}}')
 
 
+def test_apply_affine_transform_defaults_to_channels_last():
+    im = tf.keras.preprocessing.image
+    x = np.random.RandomState(0).uniform(size=(5, 6, 2))
+    np.testing.assert_array_equal(im.apply_affine_transform(x, theta=30, zx=0.8),
+                                  im.apply_affine_transform(x, theta=30, zx=0.8, row_axis=0, col_axis=1,
+                                                            channel_axis=2))
+    with pytest.raises(ValueError, match="rank 3"):
+        im.apply_affine_transform(x[0], theta=1)
+
+
+@needs_pillow
 def test_image_errors_name_the_bad_input(tmp_path):
     im = tf.keras.preprocessing.image
     with pytest.raises(ValueError, match="should have rank 4"):

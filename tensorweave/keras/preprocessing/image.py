@@ -148,7 +148,8 @@ def apply_affine_transform(x, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1, row_axis
                            fill_mode="nearest", cval=0.0, order=1):
     """Rotates by `theta` degrees, shifts by (tx rows, ty columns), shears by `shear` degrees and
     zooms by (zx, zy) the rank-3 image `x`, about its center; points outside are filled per
-    `fill_mode` ("constant" with `cval`, "nearest", "reflect", "wrap"), `order` the spline order."""
+    `fill_mode` ("constant" with `cval`, "nearest", "reflect", "wrap"), `order` the spline order.
+    The axes default to TF 1.15's, channels last (later Keras made them channels first)."""
     if sorted([row_axis, col_axis, channel_axis]) != [0, 1, 2]:
         raise ValueError(f"row_axis, col_axis and channel_axis must be 0, 1 and 2 in some order, got "
                          f"{row_axis}, {col_axis}, {channel_axis}")
