@@ -1498,6 +1498,7 @@ NAMESPACES = {
         'text': ('tensorweave.keras.preprocessing.text', None),
     },
     'tensorweave.keras.preprocessing.image': {
+        'DataFrameIterator': ('tensorweave.keras.preprocessing.image', 'DataFrameIterator'),
         'DirectoryIterator': ('tensorweave.keras.preprocessing.image', 'DirectoryIterator'),
         'ImageDataGenerator': ('tensorweave.keras.preprocessing.image', 'ImageDataGenerator'),
         'Iterator': ('tensorweave.keras.preprocessing.image', 'Iterator'),

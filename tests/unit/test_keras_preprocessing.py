@@ -7,7 +7,8 @@ import os
 
 import numpy as np
 import pytest
-from fixtures.keras_preprocessing_cases import image_cases, jsonable, sequence_cases, text_cases
+from fixtures.keras_preprocessing_cases import (DIRECTORY_FLOW, image_cases, jsonable, sequence_cases, text_cases,
+                                                write_class_folders)
 
 import tensorweave as tf
 
@@ -126,3 +127,52 @@ def test_image_errors_name_the_bad_input(tmp_path):
     bad.write_bytes(b"not an image")
     with pytest.raises(ValueError, match="bad.png is not an image file"):
         im.load_img(str(bad))
+
+
+@needs_pillow
+def test_flow_from_dataframe_gives_flow_from_directorys_batches(tmp_path):
+    pd = pytest.importorskip("pandas")
+    im = tf.keras.preprocessing.image
+    write_class_folders(im, str(tmp_path))
+    files = sorted((cls, f) for cls in ("cats", "dogs") for f in os.listdir(tmp_path / cls))
+    frame = pd.DataFrame({"filename": [os.path.join(c, f) for c, f in files] + ["cats/missing.png", "notes.txt"],
+                          "class": [c for c, _ in files] + ["cats", "dogs"],
+                          "weight": np.arange(len(files) + 2.0), "size": np.arange(len(files) + 2) * 10})
+    gen = im.ImageDataGenerator(rescale=1 / 255., horizontal_flip=True)
+    with pytest.warns(UserWarning, match="Found 2 invalid image filename"):
+        flow = gen.flow_from_dataframe(frame, str(tmp_path), **DIRECTORY_FLOW)
+    # Same files, classes and seed as the recorded flow_from_directory case: Keras's batches.
+    indices, classes, _ = RECORDED["image"]["directory_classes"]
+    assert flow.class_indices == indices and flow.classes == classes["values"]
+    _assert_same(jsonable([flow[0], flow[1]]), RECORDED["image"]["directory_batches"], "batches")
+
+    with pytest.warns(UserWarning):
+        raw = im.ImageDataGenerator().flow_from_dataframe(frame, str(tmp_path), y_col="size", weight_col="weight",
+                                                          class_mode="raw", target_size=(2, 2), shuffle=False)
+    x, y, w = raw[0]
+    assert x.shape == (5, 2, 2, 3) and y.tolist() == [0, 10, 20, 30, 40] and w.tolist() == [0, 1, 2, 3, 4]
+    multi = im.ImageDataGenerator().flow_from_dataframe(
+        frame.iloc[:5], str(tmp_path), y_col=["size", "weight"], class_mode="multi_output", target_size=(2, 2),
+        shuffle=False, batch_size=2)
+    assert [t.tolist() for t in multi[1][1]] == [[20, 30], [2.0, 3.0]]
+    picked = im.ImageDataGenerator().flow_from_dataframe(frame.iloc[:5], str(tmp_path), classes=["dogs"],
+                                                         class_mode="sparse", target_size=(2, 2), shuffle=False)
+    assert picked.filenames == [os.path.join(c, f) for c, f in files if c == "dogs"]
+    assert picked[0][1].tolist() == [0.0] * len(picked.filenames)
+
+
+@needs_pillow
+def test_flow_from_dataframe_errors_name_the_column(tmp_path):
+    pd = pytest.importorskip("pandas")
+    gen = tf.keras.preprocessing.image.ImageDataGenerator()
+    frame = pd.DataFrame({"filename": ["a.png", 3], "class": ["x", "y"]})
+    with pytest.raises(TypeError, match="x_col=filename must be strings"):
+        gen.flow_from_dataframe(frame, str(tmp_path))
+    frame = pd.DataFrame({"filename": ["a.png", "b.png"], "class": ["x", 1]})
+    with pytest.raises(TypeError, match="row 1 is 1"):
+        gen.flow_from_dataframe(frame, str(tmp_path), validate_filenames=False)
+    with pytest.raises(ValueError, match="there must be 2 classes. Found 3"):
+        gen.flow_from_dataframe(pd.DataFrame({"filename": ["a", "b", "c"], "class": ["x", "y", "z"]}),
+                                validate_filenames=False, class_mode="binary")
+    with pytest.raises(TypeError, match="y_col must be a list"):
+        gen.flow_from_dataframe(frame, class_mode="multi_output", validate_filenames=False)

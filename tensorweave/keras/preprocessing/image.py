@@ -429,23 +429,18 @@ def _image_files(directory, white_list_formats, follow_links):
                 yield root, fname
 
 
-@tf_export("keras.preprocessing.image.DirectoryIterator")
-class DirectoryIterator(Iterator):
-    """Batches of images read from `directory`, one subfolder per class (sorted, or `classes`), with
-    labels per `class_mode`: "categorical" (one-hot), "binary"/"sparse" (the class index),
-    "input" (the images), None (no labels)."""
-    allowed_class_modes = {"categorical", "binary", "sparse", "input", None}
+class _ImageFileIterator(Iterator):
+    """What DirectoryIterator and DataFrameIterator share: images read from files (resized to
+    target_size in color_mode), transformed and standardized, with labels per class_mode."""
 
-    def __init__(self, directory, image_data_generator, target_size=(256, 256), color_mode="rgb", classes=None,
-                 class_mode="categorical", batch_size=32, shuffle=True, seed=None, data_format=None, save_to_dir=None,
-                 save_prefix="", save_format="png", follow_links=False, subset=None, interpolation="nearest",
-                 dtype="float32"):
-        self.data_format = _check_data_format(data_format)
+    def _set_processing_attrs(self, image_data_generator, target_size, color_mode, data_format, save_to_dir,
+                              save_prefix, save_format, subset, interpolation):
         self.image_data_generator = image_data_generator
         self.target_size = tuple(target_size)
         if color_mode not in ("rgb", "rgba", "grayscale"):
             raise ValueError(f'Invalid color mode: {color_mode!r}; expected "rgb", "rgba", or "grayscale".')
         self.color_mode = color_mode
+        self.data_format = _check_data_format(data_format)
         channels = {"rgba": 4, "rgb": 3, "grayscale": 1}[color_mode]
         self.image_shape = (self.target_size + (channels,) if self.data_format == "channels_last"
                             else (channels,) + self.target_size)
@@ -454,41 +449,18 @@ class DirectoryIterator(Iterator):
         self.save_format = save_format
         self.interpolation = interpolation
         if subset is None:
-            split = None
+            self.split = None
         elif subset in ("validation", "training"):
             validation_split = image_data_generator._validation_split
-            split = (0, validation_split) if subset == "validation" else (validation_split, 1)
+            self.split = (0, validation_split) if subset == "validation" else (validation_split, 1)
         else:
             raise ValueError(f'Invalid subset name: {subset!r}; expected "training" or "validation"')
-        self.split = split
         self.subset = subset
+
+    def _check_class_mode(self, class_mode):
         if class_mode not in self.allowed_class_modes:
             raise ValueError(f"Invalid class_mode: {class_mode}; expected one of: {self.allowed_class_modes}")
-        if not os.path.isdir(directory):
-            raise ValueError(f"flow_from_directory: {directory} is not a directory")
-        self.directory = directory
         self.class_mode = class_mode
-        self.dtype = dtype
-        if not classes:
-            classes = [d for d in sorted(os.listdir(directory)) if os.path.isdir(os.path.join(directory, d))]
-        self.num_classes = len(classes)
-        self.class_indices = dict(zip(classes, range(len(classes))))
-        self.filenames = []
-        labels = []
-        for subdir in classes:
-            class_dir = os.path.join(directory, subdir)
-            files = list(_image_files(class_dir, self.white_list_formats, follow_links))
-            if split:
-                files = files[int(split[0] * len(files)):int(split[1] * len(files))]
-            for root, fname in files:
-                labels.append(self.class_indices[subdir])
-                self.filenames.append(os.path.join(subdir, os.path.relpath(os.path.join(root, fname), class_dir)))
-        self.samples = len(self.filenames)
-        self.classes = np.array(labels, dtype="int32")
-        print(f"Found {self.samples} images belonging to {self.num_classes} classes.")
-        self.filepaths = [os.path.join(directory, fname) for fname in self.filenames]
-        self.labels = self.classes
-        super().__init__(self.samples, batch_size, shuffle, seed)
 
     def _get_batches_of_transformed_samples(self, index_array):
         batch_x = np.zeros((len(index_array),) + self.image_shape, dtype=self.dtype)
@@ -505,14 +477,153 @@ class DirectoryIterator(Iterator):
         if self.save_to_dir:
             self._save_batch(batch_x, index_array, 1e7)
         if self.class_mode == "input":
-            return batch_x, batch_x.copy()
-        if self.class_mode in ("binary", "sparse"):
-            return batch_x, self.classes[index_array].astype(self.dtype)
-        if self.class_mode == "categorical":
+            batch_y = batch_x.copy()
+        elif self.class_mode in ("binary", "sparse"):
+            batch_y = np.asarray([self.classes[j] for j in index_array], dtype=self.dtype)
+        elif self.class_mode == "categorical":
             batch_y = np.zeros((len(batch_x), len(self.class_indices)), dtype=self.dtype)
-            batch_y[np.arange(len(index_array)), self.classes[index_array]] = 1.0
+            for i, j in enumerate(index_array):
+                batch_y[i, self.classes[j]] = 1.0   # a list of classes (multi-label) sets each
+        elif self.class_mode == "multi_output":
+            batch_y = [output[index_array] for output in self.labels]
+        elif self.class_mode == "raw":
+            batch_y = self.labels[index_array]
+        else:
+            return batch_x
+        if self.sample_weight is None:
             return batch_x, batch_y
-        return batch_x
+        return batch_x, batch_y, self.sample_weight[index_array]
+
+
+@tf_export("keras.preprocessing.image.DirectoryIterator")
+class DirectoryIterator(_ImageFileIterator):
+    """Batches of images read from `directory`, one subfolder per class (sorted, or `classes`), with
+    labels per `class_mode`: "categorical" (one-hot), "binary"/"sparse" (the class index),
+    "input" (the images), None (no labels)."""
+    allowed_class_modes = {"categorical", "binary", "sparse", "input", None}
+
+    def __init__(self, directory, image_data_generator, target_size=(256, 256), color_mode="rgb", classes=None,
+                 class_mode="categorical", batch_size=32, shuffle=True, seed=None, data_format=None, save_to_dir=None,
+                 save_prefix="", save_format="png", follow_links=False, subset=None, interpolation="nearest",
+                 dtype="float32"):
+        self._set_processing_attrs(image_data_generator, target_size, color_mode, data_format, save_to_dir,
+                                   save_prefix, save_format, subset, interpolation)
+        self._check_class_mode(class_mode)
+        if not os.path.isdir(directory):
+            raise ValueError(f"flow_from_directory: {directory} is not a directory")
+        self.directory = directory
+        self.dtype = dtype
+        if not classes:
+            classes = [d for d in sorted(os.listdir(directory)) if os.path.isdir(os.path.join(directory, d))]
+        self.num_classes = len(classes)
+        self.class_indices = dict(zip(classes, range(len(classes))))
+        self.filenames = []
+        labels = []
+        for subdir in classes:
+            class_dir = os.path.join(directory, subdir)
+            files = list(_image_files(class_dir, self.white_list_formats, follow_links))
+            if self.split:
+                files = files[int(self.split[0] * len(files)):int(self.split[1] * len(files))]
+            for root, fname in files:
+                labels.append(self.class_indices[subdir])
+                self.filenames.append(os.path.join(subdir, os.path.relpath(os.path.join(root, fname), class_dir)))
+        self.samples = len(self.filenames)
+        self.classes = np.array(labels, dtype="int32")
+        print(f"Found {self.samples} images belonging to {self.num_classes} classes.")
+        self.filepaths = [os.path.join(directory, fname) for fname in self.filenames]
+        self.labels = self.classes
+        self.sample_weight = None
+        super().__init__(self.samples, batch_size, shuffle, seed)
+
+
+@tf_export("keras.preprocessing.image.DataFrameIterator")
+class DataFrameIterator(_ImageFileIterator):
+    """Batches of images whose file names (relative to `directory`) are the column `x_col` of a
+    pandas DataFrame, with labels from `y_col` per `class_mode`: "categorical" (class names, or
+    lists of them, one-hot), "binary"/"sparse" (class names as indices), "raw" (the column's
+    values), "multi_output" (y_col a list of columns), "input", None; sample weights from
+    `weight_col`. Files that are missing or not images are skipped (validate_filenames)."""
+    allowed_class_modes = {"binary", "categorical", "input", "multi_output", "raw", "sparse", None}
+
+    def __init__(self, dataframe, directory=None, image_data_generator=None, x_col="filename", y_col="class",
+                 weight_col=None, target_size=(256, 256), color_mode="rgb", classes=None, class_mode="categorical",
+                 batch_size=32, shuffle=True, seed=None, data_format="channels_last", save_to_dir=None,
+                 save_prefix="", save_format="png", subset=None, interpolation="nearest", dtype="float32",
+                 validate_filenames=True):
+        self._set_processing_attrs(image_data_generator, target_size, color_mode, data_format, save_to_dir,
+                                   save_prefix, save_format, subset, interpolation)
+        self._check_class_mode(class_mode)
+        self.directory = directory or ""
+        self.dtype = dtype
+        labelled = class_mode not in ("input", "multi_output", "raw", None)
+        if class_mode == "multi_output" and not isinstance(y_col, list):
+            raise TypeError(f'If class_mode="multi_output", y_col must be a list. Received {type(y_col).__name__}.')
+        columns = {"x": list(dataframe[x_col])}
+        if not all(isinstance(x, str) for x in columns["x"]):
+            raise TypeError(f"All values in column x_col={x_col} must be strings.")
+        if class_mode is not None and class_mode != "input":
+            columns["y"] = ([list(dataframe[c]) for c in y_col] if class_mode == "multi_output"
+                            else list(dataframe[y_col]))
+        if weight_col:
+            columns["w"] = np.asarray(list(dataframe[weight_col]))
+            if not np.issubdtype(columns["w"].dtype, np.number):
+                raise TypeError(f"Column weight_col={weight_col} must be numeric.")
+        rows = list(range(len(columns["x"])))
+        if validate_filenames:
+            rows = [r for r in rows if self._valid_file(columns["x"][r])]
+            if len(rows) < len(columns["x"]):
+                warnings.warn(f'Found {len(columns["x"]) - len(rows)} invalid image filename(s) in x_col="{x_col}". '
+                              "These filename(s) will be ignored.")
+        if labelled:
+            rows, classes = self._filter_classes(columns["y"], rows, classes, class_mode, y_col)
+            self.class_indices = dict(zip(classes, range(len(classes))))
+        if self.split:
+            rows = rows[int(self.split[0] * len(rows)):int(self.split[1] * len(rows))]
+        if labelled:
+            self.classes = [[self.class_indices[c] for c in y] if isinstance(y, (list, tuple))
+                            else self.class_indices[y] for y in (columns["y"][r] for r in rows)]
+            self.labels = self.classes
+        elif class_mode == "multi_output":
+            self.labels = [np.array([column[r] for r in rows]) for column in columns["y"]]
+        elif class_mode == "raw":
+            self.labels = np.array([columns["y"][r] for r in rows])
+        self.filenames = [columns["x"][r] for r in rows]
+        self.sample_weight = columns["w"][rows] if weight_col else None
+        self.samples = len(self.filenames)
+        validated = "validated" if validate_filenames else "non-validated"
+        belonging = f" belonging to {len(classes)} classes" if labelled else ""
+        print(f"Found {self.samples} {validated} image filenames{belonging}.")
+        self.filepaths = [os.path.join(self.directory, fname) for fname in self.filenames]
+        super().__init__(self.samples, batch_size, shuffle, seed)
+
+    def _valid_file(self, fname):
+        path = os.path.join(self.directory, fname)
+        return fname.lower().endswith(self.white_list_formats) and os.path.isfile(path)
+
+    @staticmethod
+    def _filter_classes(labels, rows, classes, class_mode, y_col):
+        """The rows with a label among `classes` (labels outside them dropped from lists), and the
+        classes: those given, in order, or all labels sorted."""
+        for r in rows:
+            if not isinstance(labels[r], (str, list, tuple)) or (
+                    class_mode in ("binary", "sparse") and not isinstance(labels[r], str)):
+                raise TypeError(f'If class_mode="{class_mode}", y_col="{y_col}" column values must be strings'
+                                f"{'' if class_mode in ('binary', 'sparse') else ', lists or tuples'}; row {r} is "
+                                f"{labels[r]!r}")
+        if classes:
+            classes = list(dict.fromkeys(classes))
+            for r in rows:
+                if isinstance(labels[r], (list, tuple)):
+                    labels[r] = [c for c in labels[r] if c in classes] or None
+                elif labels[r] not in classes:
+                    labels[r] = None
+            rows = [r for r in rows if labels[r] is not None]
+        else:
+            classes = sorted({c for r in rows for c in (labels[r] if isinstance(labels[r], (list, tuple))
+                                                         else [labels[r]])})
+        if class_mode == "binary" and len(classes) != 2:
+            raise ValueError(f'If class_mode="binary" there must be 2 classes. Found {len(classes)} classes.')
+        return rows, classes
 
 
 @tf_export("keras.preprocessing.image.ImageDataGenerator")
@@ -584,6 +695,26 @@ class ImageDataGenerator:
         return NumpyArrayIterator(x, y, self, batch_size=batch_size, shuffle=shuffle, sample_weight=sample_weight,
                                   seed=seed, data_format=self.data_format, save_to_dir=save_to_dir,
                                   save_prefix=save_prefix, save_format=save_format, subset=subset, dtype=self.dtype)
+
+    def flow_from_dataframe(self, dataframe, directory=None, x_col="filename", y_col="class", weight_col=None,
+                            target_size=(256, 256), color_mode="rgb", classes=None, class_mode="categorical",
+                            batch_size=32, shuffle=True, seed=None, save_to_dir=None, save_prefix="",
+                            save_format="png", subset=None, interpolation="nearest", validate_filenames=True,
+                            **kwargs):
+        """A DataFrameIterator over the image files a pandas DataFrame lists (class_mode "other"
+        is the old name of "raw"; has_ext, sort and drop_duplicates are accepted and ignored, as
+        by Keras)."""
+        if class_mode == "other":
+            class_mode = "raw"
+        unknown = set(kwargs) - {"has_ext", "sort", "drop_duplicates"}
+        if unknown:
+            raise TypeError(f"flow_from_dataframe got unexpected keyword arguments {sorted(unknown)}")
+        return DataFrameIterator(dataframe, directory, self, x_col=x_col, y_col=y_col, weight_col=weight_col,
+                                 target_size=target_size, color_mode=color_mode, classes=classes,
+                                 class_mode=class_mode, data_format=self.data_format, batch_size=batch_size,
+                                 shuffle=shuffle, seed=seed, save_to_dir=save_to_dir, save_prefix=save_prefix,
+                                 save_format=save_format, subset=subset, interpolation=interpolation,
+                                 dtype=self.dtype, validate_filenames=validate_filenames)
 
     def flow_from_directory(self, directory, target_size=(256, 256), color_mode="rgb", classes=None,
                             class_mode="categorical", batch_size=32, shuffle=True, seed=None, save_to_dir=None,
