@@ -129,11 +129,12 @@ def test_get_file_fetches_once_into_the_cache_and_checks_hashes(tmp_path):
         utils.get_file("other.bin", _origin(other), file_hash="0" * 32, cache_dir=str(cache))
 
 
-def test_get_file_offline_says_where_to_put_the_file(tmp_path):
+def test_get_file_offline_says_where_to_put_the_file(tmp_path, capsys):
     missing = tmp_path / "nowhere" / "mnist.npz"
     want = tmp_path / "cache" / "datasets" / "mnist.npz"
     with pytest.raises(OSError, match=f"URL fetch failure on {_origin(missing)}.*put it at {want}"):
         utils.get_file("mnist.npz", _origin(missing), cache_dir=str(tmp_path / "cache"))
+    assert capsys.readouterr().out == f"Downloading data from {_origin(missing)}\n"
     assert os.listdir(want.parent) == []   # no partial file left behind
 
 

@@ -9,7 +9,6 @@ import hashlib
 import os
 import queue
 import random
-import shutil
 import tarfile
 import tempfile
 import threading
@@ -19,6 +18,7 @@ import urllib.request
 import zipfile
 
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.keras.utils.generic_utils import Progbar
 
 # Seconds a download waits on a silent connection: an offline machine fails fast, not after the
 # operating system's own connect timeout.
@@ -104,11 +104,18 @@ def _extract_archive(file_path: str, path: str = ".", archive_format="auto") -> 
 def _download(origin: str, fpath: str, extracted: str | None = None) -> None:
     """Fetches `origin` into `fpath` (through a temporary file, so a failed download leaves what was
     there); a failure says where to put the file by hand (or its extracted folder, `extracted`)."""
+    print("Downloading data from", origin)
     directory = os.path.dirname(fpath)
     fd, partial = tempfile.mkstemp(prefix=os.path.basename(fpath) + ".", suffix=".part", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(origin, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            shutil.copyfileobj(response, out)
+            length = response.headers.get("Content-Length")
+            total = int(length) if length else None   # None when the server does not say
+            progbar, done = Progbar(total), 0
+            for chunk in iter(lambda: response.read(1 << 16), b""):
+                out.write(chunk)
+                done += len(chunk)
+                progbar.update(done if total is None else min(done, total))
         os.replace(partial, fpath)
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", None) or e
@@ -164,6 +171,9 @@ def get_file(fname, origin, untar=False, md5_hash=None, file_hash=None, cache_su
         _download(origin, fpath, untar_fpath)
         _check_hash(fpath, file_hash, hash_algorithm, origin)
     elif file_hash is not None and not validate_file(fpath, file_hash, hash_algorithm):
+        print(f"A local file was found, but it seems to be incomplete or outdated because the "
+              f"{_algorithm_name(hash_algorithm, file_hash)} file hash does not match the original value of "
+              f"{file_hash} so we will re-download the data.")
         try:
             _download(origin, fpath, untar_fpath)
         except OSError as e:
