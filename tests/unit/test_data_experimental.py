@@ -433,3 +433,49 @@ def test_option_enums_and_autotune_options():
     assert tf.data.ThreadingOptions is E.ThreadingOptions
     with pytest.raises(TypeError):
         o.autotune.cpu_budget = "many"
+
+
+# -- optionals and tables -------------------------------------------------------------------------------
+def test_get_next_as_optional_and_optional_values():
+    it = tf.data.Dataset.range(2).map(lambda x: (x, tf.cast(x, tf.float32) / 2)).make_initializable_iterator()
+    opt = E.get_next_as_optional(it)
+    has, value = opt.has_value(), opt.get_value()
+    assert opt.value_structure[1].dtype == tf.float32
+    with tf.Session() as sess:
+        sess.run(it.initializer)
+        assert [(bool(h), int(a), float(b)) for h, (a, b) in (sess.run([has, value]) for _ in range(2))] == [
+            (True, 0, 0.0), (True, 1, 0.5)]
+        assert not sess.run(has)   # the end: an empty Optional, not OutOfRangeError
+        with pytest.raises(tf.errors.InvalidArgumentError, match="OptionalGetValue.*does not have a value"):
+            sess.run(value)
+    full = E.Optional.from_value({"a": tf.constant([1, 2])})
+    empty = E.Optional.none_from_structure(tf.TensorSpec([], tf.int32))
+    got = run([full.has_value(), full.get_value(), empty.has_value()])
+    assert got[0] and got[1]["a"].tolist() == [1, 2] and not got[2]
+    assert empty.value_structure.dtype == tf.int32
+
+
+def test_tables_from_datasets():
+    pairs = tf.data.Dataset.zip((tf.data.Dataset.range(100), tf.data.Dataset.range(100).map(
+        lambda x: tf.as_string(x * 2))))
+    table = E.table_from_dataset(pairs, default_value="n/a", key_dtype=tf.int64)
+    words = tf.data.Dataset.from_tensor_slices(["the", "cat", "sat"])
+    index = E.index_table_from_dataset(words)
+    buckets = E.index_table_from_dataset(words, num_oov_buckets=2)
+    first_two = E.index_table_from_dataset(words, vocab_size=2)
+    empty = E.index_table_from_dataset(words.take(0))
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        assert sess.run(table.lookup(tf.constant([0, 7, 500], tf.int64))).tolist() == [b"0", b"14", b"n/a"]
+        assert sess.run(index.lookup(tf.constant(["sat", "the", "dog"]))).tolist() == [2, 0, -1]
+        ids = sess.run(buckets.lookup(tf.constant(["cat", "dog", "dog"])))
+        assert ids[0] == 1 and 3 <= ids[1] < 5 and ids[1] == ids[2]
+        assert sess.run(first_two.lookup(tf.constant(["cat", "sat"]))).tolist() == [1, -1]
+        assert sess.run(empty.lookup(tf.constant(["the"]))).tolist() == [-1]
+    with pytest.raises(ValueError, match="default_value"):
+        E.table_from_dataset(tf.data.Dataset.zip((words, words)))
+    with pytest.raises(TypeError, match="key_dtype"):
+        E.index_table_from_dataset(words, key_dtype=tf.float32)
+    E.index_table_from_dataset(words, vocab_size=5)   # fewer keys than vocab_size: its initializer fails
+    with tf.Session() as sess, pytest.raises(tf.errors.FailedPreconditionError, match="expected to contain 5"):
+        sess.run(tf.tables_initializer())
