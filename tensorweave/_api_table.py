@@ -1071,6 +1071,7 @@ NAMESPACES = {
         'SHARD_HINT': ('tensorweave.ops.data.experimental', 'SHARD_HINT'),
         'SqlDataset': ('tensorweave.ops.data.experimental', 'SqlDataset'),
         'TFRecordWriter': ('tensorweave.ops.data.experimental', 'TFRecordWriter'),
+        'TensorStructure': ('tensorweave.ops.data.experimental', 'TensorStructure'),
         'ThreadingOptions': ('tensorweave.ops.data.dataset', 'ThreadingOptions'),
         'UNKNOWN_CARDINALITY': ('tensorweave.ops.data.experimental', 'UNKNOWN_CARDINALITY'),
         'assert_cardinality': ('tensorweave.ops.data.experimental', 'assert_cardinality'),

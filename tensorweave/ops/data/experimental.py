@@ -17,6 +17,7 @@ from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.tensor_spec import TensorSpec
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.fill import zeros
@@ -39,6 +40,13 @@ tf_export("data.INFINITE_CARDINALITY", "data.experimental.INFINITE_CARDINALITY")
 tf_export("data.UNKNOWN_CARDINALITY", "data.experimental.UNKNOWN_CARDINALITY")(UNKNOWN_CARDINALITY)
 SHARD_HINT = -1
 tf_export("data.experimental.SHARD_HINT")(SHARD_HINT)
+
+
+@tf_export("data.experimental.TensorStructure")
+def TensorStructure(dtype, shape) -> TensorSpec:
+    """tf.data.experimental.TensorStructure(dtype, shape): TF 1.15's name for
+    tf.TensorSpec(shape, dtype)."""
+    return TensorSpec(shape, dtype)
 
 
 # -- the option enums ------------------------------------------------------------------------------
