@@ -258,6 +258,7 @@ def test_rejection_resample_reaches_the_target_distribution():
     data = tf.data.Dataset.range(8000).map(lambda x: x % 4)
     for initial in (None, [0.25] * 4):
         ds = data.apply(E.rejection_resample(lambda x: tf.cast(x, tf.int32), target, initial_dist=initial, seed=5))
+        assert ds.output_types == (tf.int32, tf.int64)   # the class as class_func gives it
         out = drain(ds)
         assert all(int(c) == int(x) for c, x in out)
         freq = np.bincount([int(c) for c, _ in out], minlength=4) / len(out)

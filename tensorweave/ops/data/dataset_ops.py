@@ -38,10 +38,10 @@ def _int(x) -> int:
 
 
 class _Function:
-    """A dataset function (attr `f`) with its captured values."""
+    """A dataset function (attr `f`, or `attr`) with its captured values."""
 
-    def __init__(self, node, ctx, captured: tuple):
-        self.plan = ctx.function_plan(node.attr["f"])
+    def __init__(self, node, ctx, captured: tuple, attr: str = "f"):
+        self.plan = ctx.function_plan(node.attr[attr])
         self.captured = list(captured)
 
     def __call__(self, element: list) -> list:
@@ -680,9 +680,7 @@ def _functions(node, ctx, captured: tuple, names: list) -> list:
     that order (attr `captures`: how many each has)."""
     out, at = [], 0
     for name, n in zip(names, node.attr["captures"]):
-        fn = _Function.__new__(_Function)
-        fn.plan, fn.captured = ctx.function_plan(node.attr[name]), list(captured[at:at + n])
-        out.append(fn)
+        out.append(_Function(node, ctx, captured[at:at + n], name))
         at += n
     return out
 

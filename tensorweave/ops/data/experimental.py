@@ -459,12 +459,12 @@ def rejection_resample(class_func: Callable, target_dist, initial_dist=None, see
 
     def apply(dataset):
         k = len(target)
-        classed = dataset.map(lambda *x: (cast(class_func(*x), dtypes.int64), x[0] if len(x) == 1 else x))
+        classed = dataset.map(lambda *x: (class_func(*x), x[0] if len(x) == 1 else x))
         if initial_dist is not None:
             ratio = target / np.maximum(np.asarray(initial_dist, np.float64), 1e-30)
             probs = convert_to_tensor(ratio / ratio.max())
             weighted = classed.map(lambda c, x: (c, x, probs[c]))
-        else:
+        else:   # the initial distribution estimated from the classes seen so far (unseen ones: never drawn yet)
             def count(seen, pair):
                 seen = seen + one_hot(pair[0], k, dtype=dtypes.int64)
                 est = cast(seen, dtypes.float64) / cast(reduce_sum(seen), dtypes.float64)
@@ -580,10 +580,6 @@ class TFRecordWriter:
 
 
 # -- input pipelines from files --------------------------------------------------------------------------
-def _files(file_pattern, shuffle: bool, seed) -> Dataset:
-    return Dataset.list_files(file_pattern, shuffle=shuffle, seed=seed)
-
-
 def _epochs_and_batches(dataset: Dataset, batch_size, num_epochs, shuffle: bool, buffer: int, seed,
                         drop_final: bool) -> Dataset:
     if shuffle:
@@ -679,7 +675,9 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
         label = features.pop(label_name)
         return features, label
 
-    dataset = _files(files, shuffle, shuffle_seed).interleave(read, cycle_length=num_parallel_reads or 1,
+    names = Dataset.from_tensor_slices(files)
+    names = names.shuffle(len(files), shuffle_seed) if shuffle else names
+    dataset = names.interleave(read, cycle_length=num_parallel_reads or 1,
                                                               num_parallel_calls=num_parallel_reads)
     dataset = _epochs_and_batches(dataset, batch_size, num_epochs, shuffle, shuffle_buffer_size, shuffle_seed,
                                   num_epochs is None)
@@ -696,7 +694,7 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     parsed with tf.parse_example into dicts ((features, label) with label_key); files and
     records shuffled unless shuffle=False, num_epochs passes (forever when None)."""
     reader = reader or TFRecordDataset
-    dataset = _files(file_pattern, shuffle, shuffle_seed).interleave(
+    dataset = Dataset.list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed).interleave(
         lambda f: reader(f, *(reader_args or [])), cycle_length=reader_num_threads or 1,
         num_parallel_calls=reader_num_threads)
     dataset = _epochs_and_batches(dataset, batch_size, num_epochs, shuffle, shuffle_buffer_size, shuffle_seed,
