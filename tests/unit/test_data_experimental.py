@@ -60,6 +60,30 @@ def test_unbatch_enumerate_and_reduce():
         tf.data.Dataset.range(3).unbatch()
 
 
+def windows_of(n, size, shift, stride, drop):
+    out, start = [], 0
+    while start < n:
+        w = list(range(start, n))[:(size - 1) * stride + 1:stride]
+        if drop and len(w) < size:
+            break
+        out.append(w)
+        start += shift
+    return out
+
+
+@pytest.mark.parametrize("size,shift,stride,drop", [(3, 2, 1, False), (3, 2, 1, True), (2, 4, 3, False),
+                                                    (3, 1, 4, False), (3, None, 1, True), (4, 3, 2, True)])
+def test_window_against_python(size, shift, stride, drop):
+    ds = tf.data.Dataset.range(10).window(size, shift, stride, drop)
+    expect = windows_of(10, size, shift or size, stride, drop)
+    assert as_lists(drain(ds.flat_map(lambda w: w.batch(size)))) == expect
+    assert run(E.cardinality(ds)) == len(expect)
+    # a window of tuples is a tuple of datasets
+    pairs = tf.data.Dataset.range(10).map(lambda x: (x, tf.as_string(x))).window(size, shift, stride, drop)
+    out = drain(pairs.flat_map(lambda a, b: tf.data.Dataset.zip((a, b)).batch(size)))
+    assert [(a.tolist(), b.tolist()) for a, b in out] == [(w, [str(v).encode() for v in w]) for w in expect]
+
+
 def test_unbatch_of_ragged_first_dimensions_is_an_error_naming_the_op():
     ds = tf.data.Dataset.from_tensors((np.zeros((2, 1)), np.zeros(3))).unbatch()
     with pytest.raises(tf.errors.InvalidArgumentError, match="unbatch: component 1 has first dimension 3"):

@@ -58,7 +58,11 @@ def trace_function(fn: Callable, what: str, args: list, returns_dataset: bool = 
             template, specs = arg
             tensors = [fg.add_arg(t, s, name="arg") for t, s in zip(structure.component_types(specs),
                                                                      structure.component_shapes(specs))]
-            values.append(structure.pack(template, specs, tensors))
+            value = structure.pack(template, specs, tensors)
+            if any(s.inner for s in specs):   # a window's leaves are datasets
+                value = structure.pack_as(template, [Dataset(t, *s.inner) if s.inner else t
+                                                     for t, s in zip(structure.flatten(value), specs)])
+            values.append(value)
         ret = fn(*values[0]) if spread and len(values) == 1 and type(values[0]) is tuple else fn(*values)
         if returns_dataset:
             if not isinstance(ret, Dataset):
@@ -279,6 +283,18 @@ class Dataset:
             specs = [structure.Spec(s.dtype, TensorShape([n]).concatenate(s.shape), s.sparse) for s in self._specs]
             op_inputs = [size, _bool(drop_remainder, "drop_remainder")]
             return Dataset._make("BatchDatasetV2", [self._variant_tensor] + op_inputs, self._template, specs,
+                                 {"leaf_widths": [s.width for s in self._specs]})
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False) -> "Dataset":
+        """Dataset.window(size, shift=None, stride=1, drop_remainder=False): a dataset of windows,
+        each a nest like the element of datasets (one per component) of up to `size` elements:
+        every `stride`-th from a start that moves by `shift` (default: size); the last windows
+        may be smaller unless drop_remainder. flat_map(lambda w: w.batch(size)) makes tensors."""
+        with name_scope(None, "WindowDataset"):
+            inputs = [_int64(size, "size"), _int64(size if shift is None else shift, "shift"),
+                      _int64(stride, "stride"), _bool(drop_remainder, "drop_remainder")]
+            specs = [structure.Spec(dtypes.variant, TensorShape([]), inner=(0, [s])) for s in self._specs]
+            return Dataset._make("WindowDataset", [self._variant_tensor] + inputs, self._template, specs,
                                  {"leaf_widths": [s.width for s in self._specs]})
 
     def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False) -> "Dataset":

@@ -68,6 +68,11 @@ class _Gen(DatasetValue):
         return self._make()
 
 
+def _window_value(items: list) -> DatasetValue:
+    """A dataset of the given elements (a window of group_by_window or window)."""
+    return _Gen(lambda: iter(items), len(items))
+
+
 def _tensor_kernel(node, ctx):
     def run(*components):
         comps = list(components)
@@ -401,7 +406,51 @@ def _padded_kernel(node, ctx):
     return run
 
 
+def _window_kernel(node, ctx):
+    widths = node.attr["leaf_widths"]
+    starts = np.cumsum([0] + widths[:-1]).tolist()
+
+    def run(input_ds, size, shift, stride, drop_remainder):
+        size, shift, stride, drop = _int(size), _int(shift), _int(stride), bool(drop_remainder)
+        for name, v in (("size", size), ("shift", shift), ("stride", stride)):
+            if v <= 0:
+                raise errors.InvalidArgumentError(node, node.name, f"Window {name} must be positive, got {v}")
+        span = (size - 1) * stride + 1
+
+        def as_datasets(window: list) -> list:
+            return [_window_value([e[c:c + w] for e in window]) for c, w in zip(starts, widths)]
+
+        def elements():
+            source = input_ds.elements()
+            buf: list = []
+            base = start = 0        # buf[0] is element `base`; the next window starts at `start`
+            exhausted = False
+            while True:
+                while not exhausted and len(buf) < start - base + span:
+                    e = next(source, None)
+                    if e is None:
+                        exhausted = True
+                    elif passes(e):
+                        yield e
+                    else:
+                        buf.append(e)
+                window = buf[start - base:start - base + span:stride]
+                if not window or drop and len(window) < size:
+                    return
+                yield as_datasets(window)
+                start += shift
+                cut = min(start - base, len(buf))
+                del buf[:cut]
+                base += cut
+        n = input_ds.cardinality
+        if n >= 0:
+            n = max(0, (n - span) // shift + 1) if drop and n >= span else 0 if drop else -(-n // shift)
+        return _Gen(elements, n)
+    return run
+
+
 _register("BatchDatasetV2", _batch_kernel)
+_register("WindowDataset", _window_kernel)
 _register("PaddedBatchDatasetV2", _padded_kernel)
 
 
@@ -763,10 +812,6 @@ def _ignore_errors_kernel(node, ctx):
     def run(input_ds):
         return _Gen(lambda: (e for e in input_ds.elements() if not isinstance(e, ElementError)))
     return run
-
-
-def _window_value(items: list) -> DatasetValue:
-    return _Gen(lambda: iter(items), len(items))
 
 
 def _group_by_window_kernel(node, ctx):
