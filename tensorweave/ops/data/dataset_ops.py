@@ -980,12 +980,11 @@ _register("AssertCardinalityDataset", _assert_cardinality_kernel)
 
 # -- readers of CSV files and SQL queries -------------------------------------------------------------
 def _csv_kernel(node, ctx):
+    """CSVDataset and CSVDatasetV2 (TF's inputs; V2 ends with exclude_cols)."""
     types = [dtypes.as_dtype(t) for t in node.attr["output_types"]]
-    header, quoted = node.attr["header"], node.attr["use_quote_delim"]
-    delim, na = node.attr["field_delim"].encode(), node.attr["na_value"].encode()
-    select, exclude = list(node.attr["select_cols"]), set(node.attr["exclude_cols"])
 
-    def records(path: bytes, kind: str, defaults: list) -> Iterator:
+    def records(path: bytes, kind: str, options: tuple, defaults: list) -> Iterator:
+        header, delim, quoted, na, select, exclude = options
         name = path.decode("utf-8", "replace")
         for r, line in enumerate(record_files.text_lines(path, kind, node, skip_header_lines=int(header))):
             where = f"record {r + int(header)} of {name}"
@@ -1000,10 +999,18 @@ def _csv_kernel(node, ctx):
             except errors.OpError as e:
                 yield ElementError(e)
 
-    def run(filenames, compression, *defaults):
+    def text(x) -> bytes:
+        return bytes(string_array(x)[()])
+
+    def run(filenames, compression, buffer_size, header, field_delim, use_quote_delim, na_value, select_cols,
+            *rest):
         names = _filenames(node, filenames)
-        kind = record_files.compression_of(bytes(string_array(compression)[()]).decode())
-        return _Gen(lambda: _files_of(node, names, lambda f: records(f, kind, list(defaults))))
+        kind = record_files.compression_of(text(compression).decode())
+        defaults = list(rest[:len(types)])
+        exclude = set(np.asarray(rest[len(types)]).reshape(-1).tolist()) if len(rest) > len(types) else set()
+        options = (bool(header), text(field_delim), bool(use_quote_delim), text(na_value),
+                   np.asarray(select_cols).reshape(-1).tolist(), exclude)
+        return _Gen(lambda: _files_of(node, names, lambda f: records(f, kind, options, defaults)))
     return run
 
 
@@ -1073,6 +1080,7 @@ def _sql_kernel(node, ctx):
 
 
 _register("CSVDataset", _csv_kernel, stateful=True)
+_register("CSVDatasetV2", _csv_kernel, stateful=True)
 _register("SqlDataset", _sql_kernel, stateful=True)
 
 

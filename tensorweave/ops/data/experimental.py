@@ -24,7 +24,7 @@ from tensorweave.ops.array.fill import zeros
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.array.sort import searchsorted
 from tensorweave.ops.data import structure
-from tensorweave.ops.data.dataset import (Dataset, DatasetArg, TFRecordDataset, _int64, _static_int,
+from tensorweave.ops.data.dataset import (Dataset, DatasetArg, TFRecordDataset, _bool, _int64, _static_int,
                                           trace_function)
 from tensorweave.ops.data.pipeline import INFINITE, UNKNOWN
 from tensorweave.ops.helpers import as_string_tensor, make_op
@@ -527,13 +527,18 @@ def CsvDataset(filenames, record_defaults, compression_type=None, buffer_size=No
     decoding.check_csv_options(select_cols, len(record_defaults), field_delim)
     with name_scope(None, "CsvDataset"):
         defaults = decoding.csv_defaults(record_defaults, "CsvDataset")
-        names = as_string_tensor(filenames, name="filenames")
-        attrs = {"output_types": [d.dtype for d in defaults], "header": bool(header), "field_delim": field_delim,
-                 "use_quote_delim": bool(use_quote_delim), "na_value": na_value,
-                 "select_cols": list(select_cols or []), "exclude_cols": list(exclude_cols or [])}
         specs = [structure.Spec(d.dtype, TensorShape([])) for d in defaults]
-        inputs = [names, as_string_tensor(compression_type or "", "compression_type")] + defaults
-        return Dataset._make("CSVDataset", inputs, tuple(range(len(specs))), specs, attrs)
+        inputs = [as_string_tensor(filenames, name="filenames"),
+                  as_string_tensor(compression_type or "", "compression_type"), _int64(buffer_size or 0, "buffer_size"),
+                  _bool(header, "header"), as_string_tensor(field_delim, "field_delim"),
+                  _bool(use_quote_delim, "use_quote_delim"), as_string_tensor(na_value, "na_value"),
+                  _int64(np.asarray(select_cols or [], np.int64), "select_cols")] + defaults
+        op_type = "CSVDataset"
+        if exclude_cols is not None:   # TF's V2 op: exclude_cols after the defaults
+            op_type = "CSVDatasetV2"
+            inputs.append(_int64(np.asarray(exclude_cols, np.int64), "exclude_cols"))
+        attrs = {"output_types": [d.dtype for d in defaults], "output_shapes": [s.shape for s in specs]}
+        return Dataset._make(op_type, inputs, tuple(range(len(specs))), specs, attrs)
 
 
 @tf_export("data.experimental.SqlDataset")
