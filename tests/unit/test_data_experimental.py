@@ -159,6 +159,13 @@ def test_bucket_by_sequence_length_buckets_and_padding():
                                                     pad_to_bucket_boundary=True))
     boundaries[:] = [3, 9]
     assert as_lists(drain(ds)) == reference(lambda b, batch: [3, 9][b] - 1)
+    # (sequence, label) pairs: only the unknown dimension is padded, the scalar label batched
+    pairs = tf.data.Dataset.from_generator(lambda: (([n] * n, n * 10) for n in lengths), (tf.int64, tf.int64),
+                                           ([None], []))
+    out = drain(pairs.apply(E.bucket_by_sequence_length(lambda x, y: tf.shape(x)[0], [3, 9], sizes,
+                                                        pad_to_bucket_boundary=True)))
+    assert [s.tolist() for s, _ in out] == reference(lambda b, batch: [3, 9][b] - 1)
+    assert [y.tolist() for _, y in out] == [[row[0] * 10 for row in s.tolist()] for s, _ in out]
     with pytest.raises(ValueError, match="bucket_batch_sizes"):
         E.bucket_by_sequence_length(len, [3, 5], [2, 2])
 
@@ -275,6 +282,14 @@ def test_sample_from_datasets_follows_the_weights():
     per_step = tf.data.Dataset.from_tensor_slices(np.array([[1., 0.], [0., 1.]] * 10, np.float32))
     ds = E.sample_from_datasets([tf.data.Dataset.range(100), tf.data.Dataset.range(100, 200)], per_step, seed=1)
     assert as_lists(drain(ds)) == [v for i in range(10) for v in (i, 100 + i)]
+
+
+def test_sampling_only_exhausted_inputs_still_honours_a_deadline():
+    # the only live input has weight 0: the selector never picks it, as in TF; the step can still end
+    ds = E.sample_from_datasets([tf.data.Dataset.range(0), tf.data.Dataset.range(5)], [1.0, 0.0], seed=2)
+    nxt = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess, pytest.raises(tf.errors.DeadlineExceededError):
+        sess.run(nxt, options=tf.RunOptions(timeout_in_ms=300))
 
 
 def test_rejection_resample_reaches_the_target_distribution():

@@ -564,7 +564,7 @@ class OptimizationOptions(_OptionsBase):
 @tf_export("data.experimental.DistributeOptions")
 class DistributeOptions(_OptionsBase):
     """tf.data.experimental.DistributeOptions: how a tf.distribute strategy shards the dataset
-    (auto_shard, num_devices). Recorded only: tensorweave's between-graph replication shards
+    (auto_shard, auto_shard_policy: an AutoShardPolicy, num_devices). Recorded only: tensorweave's between-graph replication shards
     with Dataset.shard."""
     _FIELDS = {"auto_shard": (bool, "recorded only"), "auto_shard_policy": (int, "recorded only (an AutoShardPolicy)"),
                "num_devices": (int, "recorded only")}
@@ -587,8 +587,10 @@ class Options(_OptionsBase):
     parallel map and interleave keep the input order (False permits, but does not require,
     another order).
     experimental_threading: a ThreadingOptions (its private_threadpool_size is honoured).
-    experimental_optimization (OptimizationOptions), experimental_slack: performance hints,
-    accepted and without effect. experimental_distribute: a DistributeOptions, recorded only."""
+    experimental_optimization (OptimizationOptions), experimental_slack, autotune
+    (AutotuneOptions): performance hints, accepted and without effect. experimental_distribute: a
+    DistributeOptions, and experimental_external_state_policy (an ExternalStatePolicy): recorded
+    only."""
     _FIELDS = {"autotune": (AutotuneOptions, _HINT), "experimental_deterministic": (bool, "honoured"),
                "experimental_distribute": (DistributeOptions, ""),
                "experimental_external_state_policy": (int, "recorded only (an ExternalStatePolicy)"),

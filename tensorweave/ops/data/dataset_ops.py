@@ -902,8 +902,11 @@ def _directed_interleave_kernel(node, ctx):
                     yield e
                     if e is not NOT_READY:
                         break
-                if not live[i] and (stop_on_empty or not any(live)):
-                    return
+                if not live[i]:
+                    if stop_on_empty or not any(live):
+                        return
+                    if pipeline.give_up():   # choices of exhausted inputs only: let a cancelled step go
+                        yield NOT_READY
         return _Gen(elements)
     return run
 

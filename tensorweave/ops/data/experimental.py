@@ -232,7 +232,8 @@ def bucket_by_sequence_length(element_length_func: Callable, bucket_boundaries, 
     bucket_batch_sizes, ...): elements put in buckets by length (bucket i holds
     boundaries[i-1] <= length < boundaries[i]), each batched by its bucket_batch_sizes[i] with
     padded_batch (to the longest in the batch, or to boundary - 1 with pad_to_bucket_boundary;
-    plain batch with no_padding)."""
+    plain batch with no_padding). With pad_to_bucket_boundary the elements must be shorter than
+    the last boundary (the last bucket's are padded to its longest)."""
     boundaries = list(bucket_boundaries)
     sizes = list(bucket_batch_sizes)
     if len(sizes) != len(boundaries) + 1:
@@ -257,13 +258,15 @@ def bucket_by_sequence_length(element_length_func: Callable, bucket_boundaries, 
                 return window.batch(window_size_func(key), drop_remainder=drop_remainder)
             if not pad_to_bucket_boundary:
                 return window.padded_batch(window_size_func(key), shapes, padding_values, drop_remainder)
-            if any(s.shape.ndims is None or s.shape.ndims < 1 for s in dataset._specs):
-                raise ValueError("bucket_by_sequence_length: pad_to_bucket_boundary needs elements of rank >= 1")
             limit = convert_to_tensor(np.asarray(boundaries + [0], np.int64))[key] - 1
 
-            def bounded(shape):
-                rest = [-1 if d is None else d for d in TensorShape(shape).as_list()[1:]]
-                return concat([limit[None], convert_to_tensor(np.asarray(rest, np.int64))], 0)
+            def bounded(shape):   # TF's rule: each unknown dimension padded to the bucket's boundary - 1
+                if TensorShape(shape).ndims is None:
+                    raise ValueError("bucket_by_sequence_length: pad_to_bucket_boundary needs elements of known rank")
+                dims = TensorShape(shape).as_list()
+                if not dims:
+                    return convert_to_tensor(np.zeros(0, np.int64))
+                return concat([limit[None] if d is None else convert_to_tensor([d], dtypes.int64) for d in dims], 0)
             return window.padded_batch(window_size_func(key), structure.map_leaves(bounded, shapes),
                                        padding_values, drop_remainder)
         return dataset.apply(group_by_window(key_func, reduce_func, window_size_func=window_size_func))
