@@ -564,8 +564,8 @@ class OptimizationOptions(_OptionsBase):
 @tf_export("data.experimental.DistributeOptions")
 class DistributeOptions(_OptionsBase):
     """tf.data.experimental.DistributeOptions: how a tf.distribute strategy shards the dataset
-    (auto_shard, auto_shard_policy: an AutoShardPolicy, num_devices). Recorded only: tensorweave's between-graph replication shards
-    with Dataset.shard."""
+    (auto_shard, auto_shard_policy: an AutoShardPolicy, num_devices). Recorded only:
+    tensorweave's between-graph replication shards with Dataset.shard."""
     _FIELDS = {"auto_shard": (bool, "recorded only"), "auto_shard_policy": (int, "recorded only (an AutoShardPolicy)"),
                "num_devices": (int, "recorded only")}
 
