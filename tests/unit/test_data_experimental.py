@@ -58,6 +58,9 @@ def test_unbatch_enumerate_and_reduce():
         tf.data.Dataset.range(3).reduce(np.int32(0), lambda s, x: x)
     with pytest.raises(ValueError, match="scalar"):
         tf.data.Dataset.range(3).unbatch()
+    legacy = tf.data.Dataset.range(6).map_with_legacy_function(lambda x: x * 3).filter_with_legacy_function(
+        lambda x: x % 2 > 0)
+    assert as_lists(drain(legacy)) == [3, 9, 15]
 
 
 def windows_of(n, size, shift, stride, drop):
@@ -357,6 +360,9 @@ def test_csv_dataset_types_defaults_header_and_select(tmp_path):
     assert ds.output_types == (tf.int32, tf.float32, tf.string)
     assert [tuple(np.asarray(v).item() for v in e) for e in drain(ds)] == [(1, 2.5, b"x"), (3, 9.0, b"y, z"),
                                                                              (4, 5.0, b"zz")]
+    multi = write(tmp_path / "m.csv", '"head\ner",x\na,"multi\nline ""q"""\nb,plain\n')
+    ds = E.CsvDataset(multi, [tf.string, tf.string], header=True)   # quoted line breaks, as TF reads them
+    assert drain(ds) == [(b"a", b'multi\nline "q"'), (b"b", b"plain")]
     ds = E.CsvDataset([path, path], [tf.constant(0.0)], header=True, select_cols=[1])
     assert [float(e[0]) for e in drain(ds)] == [2.5, 0.0, 5.0] * 2
     tsv = write(tmp_path / "b.tsv", "1\tNA\n2\t7\n")

@@ -240,6 +240,15 @@ class Dataset:
                 calls = os.cpu_count() or 2
             return self._with_function("MapDataset", fg, template, specs, [], {"num_parallel_calls": calls or 0})
 
+    def map_with_legacy_function(self, map_func: Callable, num_parallel_calls=None) -> "Dataset":
+        """Dataset.map_with_legacy_function (TF 1.15, deprecated): map; functions are traced
+        alike here."""
+        return self.map(map_func, num_parallel_calls)
+
+    def filter_with_legacy_function(self, predicate: Callable) -> "Dataset":
+        """Dataset.filter_with_legacy_function (TF 1.15, deprecated): filter."""
+        return self.filter(predicate)
+
     def filter(self, predicate: Callable) -> "Dataset":
         """Dataset.filter(predicate): the elements for which predicate returns a true scalar bool."""
         with name_scope(None, "FilterDataset"):

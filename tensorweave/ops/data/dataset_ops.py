@@ -982,6 +982,20 @@ _register("AssertCardinalityDataset", _assert_cardinality_kernel)
 
 
 # -- readers of CSV files and SQL queries -------------------------------------------------------------
+def _csv_records(lines: Iterator, quoted: bool) -> Iterator:
+    """The records of a CSV file's lines: a quoted field may hold line breaks, as in TF."""
+    pending = None
+    for line in lines:
+        record = line if pending is None else pending + b"\n" + line
+        if quoted and record.count(b'"') % 2:
+            pending = record
+            continue
+        pending = None
+        yield record
+    if pending is not None:
+        yield pending   # an unterminated quote: the parser names it
+
+
 def _csv_kernel(node, ctx):
     """CSVDataset and CSVDatasetV2 (TF's inputs; V2 ends with exclude_cols)."""
     types = [dtypes.as_dtype(t) for t in node.attr["output_types"]]
@@ -989,8 +1003,10 @@ def _csv_kernel(node, ctx):
     def records(path: bytes, kind: str, options: tuple, defaults: list) -> Iterator:
         header, delim, quoted, na, select, exclude = options
         name = path.decode("utf-8", "replace")
-        for r, line in enumerate(record_files.text_lines(path, kind, node, skip_header_lines=int(header))):
-            where = f"record {r + int(header)} of {name}"
+        for r, line in enumerate(_csv_records(record_files.text_lines(path, kind, node), quoted)):
+            if r < header:
+                continue
+            where = f"record {r} of {name}"
             try:
                 cols = select
                 if exclude:
