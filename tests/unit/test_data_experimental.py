@@ -416,6 +416,11 @@ def test_make_csv_dataset_infers_names_types_and_labels(tmp_path):
     assert all(len(r) == 2 for r in rows) and sorted(sum(rows, [])) == sorted([1, 3, 4, 6] * 3)
     with pytest.raises(ValueError, match="label_name"):
         E.make_csv_dataset(path, 2, label_name="nope")
+    # TF's inference: the narrowest of int32, int64, float32, float64 (finite), string for every value
+    wide = write(tmp_path / "w.csv", "i,l,f,d,s\n1,1,1,2.5,1\n2,3000000000,1.5,1e300,inf\n")
+    ds = E.make_csv_dataset(wide, batch_size=2, num_epochs=1, shuffle=False)
+    assert ds.output_types == {"i": tf.int32, "l": tf.int64, "f": tf.float32, "d": tf.float64, "s": tf.string}
+    assert drain(ds)[0]["l"].tolist() == [1, 3000000000]
 
 
 # -- TFRecord files of Examples -------------------------------------------------------------------

@@ -598,22 +598,25 @@ def _epochs_and_batches(dataset: Dataset, batch_size, num_epochs, shuffle: bool,
 
 
 def _infer_csv_type(text: str, na_value: str, prev):
-    """TF's rule: the narrowest of int32, int64, float32, float64, string every value parses as."""
+    """TF's rule: the narrowest of int32, int64, float32, float64 (finite), string that this value
+    and the column's earlier ones parse as."""
     if text in ("", na_value):
         return prev
     order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64, dtypes.string]
     for t in order[order.index(prev) if prev is not None else 0:]:
         try:
-            if t == dtypes.int32 and -2 ** 31 <= int(text) < 2 ** 31 or t == dtypes.int64 and -2 ** 63 <= int(
-                    text) < 2 ** 63:
+            if t.is_integer:
+                info = np.iinfo(t.as_numpy_dtype)
+                if info.min <= int(text) <= info.max:
+                    return t
+            elif t.is_floating:
+                with np.errstate(over="ignore"):
+                    if t.as_numpy_dtype(text) < np.inf:
+                        return t
+            else:
                 return t
-            if t in (dtypes.float32, dtypes.float64):
-                float(text)
-                return t
-        except ValueError:
+        except (ValueError, OverflowError):
             continue
-        if t == dtypes.string:
-            return t
     return dtypes.string
 
 
