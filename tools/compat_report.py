@@ -125,6 +125,22 @@ NAME_REASONS = [
     ("saved_model", "load_v2", "TF 2's object-based SavedModel (tf.Module, trackables); TF1's load is here"),
     ("saved_model", "Asset", "TF 2's object-based SavedModel (tf.Module, trackables)"),
     ("saved_model", "SaveOptions", "TF 2's object-based SavedModel (tf.Module, trackables)"),
+    ("data", "DatasetSpec", "TypeSpecs are TF 2 composite-tensor machinery"),
+    ("data", "NumpyIterator", "Dataset.as_numpy_iterator is TF 2 eager iteration; TF1 iterates with get_next"),
+    ("data.experimental", "*Structure", "TypeSpecs of composite values are TF 2 machinery (TensorStructure, "
+                                        "tf.TensorSpec, is here)"),
+    ("data.experimental", "get_structure", "returns TypeSpecs (TF 2 machinery); output_types/output_shapes are here"),
+    ("data.experimental", "dense_to_ragged_batch", "dataset elements hold Tensors and SparseTensors, not "
+                                                   "RaggedTensors"),
+    ("data.experimental", "ServiceOptions", "the tf.data service (dispatcher and worker servers) is not provided"),
+    ("data.experimental", "distributed_save", "the tf.data service (dispatcher and worker servers) is not provided"),
+    ("data.experimental", "snapshot", "a TF 2.3 addition; Dataset.cache(filename) keeps a pass in a file"),
+    ("data.experimental", "to_variant", "a dataset's variant is a Python pipeline here, not TF's C++ object"),
+    ("data.experimental", "from_variant", "a dataset's variant is a Python pipeline here, not TF's C++ object"),
+    ("data.experimental", "get_model_proto", "tf.data's autotuning model (a TF 2 proto) does not exist here"),
+    ("data.experimental", "enable_debug_mode", "TF 2's switch to run tf.data functions eagerly"),
+    ("data.experimental", "make_saveable_from_iterator", "an iterator's position (a running Python pipeline) is not "
+                                                         "saved in checkpoints"),
 ]
 
 

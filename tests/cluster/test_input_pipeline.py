@@ -46,6 +46,30 @@ def test_iterator_on_a_task_runs_its_pipeline_there(cluster, tmp_path):
                 sess.run(gen_next)
 
 
+def test_experimental_pipeline_on_a_task(cluster, tmp_path):
+    # functions with several bodies (group_by_window's key, reduce and window size), a window
+    # dataset as a function's argument and a CSV reader travel to the task in its graph
+    csv = tmp_path / "rows.csv"
+    csv.write_text("k,v\n" + "".join(f"{i % 3},{i}\n" for i in range(10)))
+    E = tf.data.experimental
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device(REMOTE):
+            rows = E.CsvDataset(str(csv), [tf.int64, tf.int64], header=True)
+            grouped = rows.apply(E.group_by_window(lambda k, v: k, lambda key, w: w.map(lambda k, v: v).batch(4), 4))
+            windows = tf.data.Dataset.range(5).window(2, 1).flat_map(lambda w: w.batch(2))
+            nxt = grouped.make_one_shot_iterator().get_next(name="next_group")
+            win = windows.make_one_shot_iterator().get_next()
+            total = rows.reduce(np.int64(0), lambda s, row: s + row[1])
+        with tf.Session(cluster.target("worker", 0), graph=g) as sess:
+            first, devices = _traced(sess, nxt)
+            assert first.tolist() == [0, 3, 6, 9]
+            assert any(name.startswith("next_group") and TASK1 in dev for name, dev in devices.items()), devices
+            assert [sess.run(nxt).tolist() for _ in range(2)] == [[1, 4, 7], [2, 5, 8]]
+            assert [sess.run(win).tolist() for _ in range(4)] == [[0, 1], [1, 2], [2, 3], [3, 4]]
+            assert sess.run(total) == 45
+
+
 def test_reader_and_queue_on_a_task(cluster, tmp_path):
     data = tmp_path / "records.bin"
     data.write_bytes(bytes(range(12)))

@@ -420,6 +420,20 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         for cls in (tf.data.TFRecordDataset, tf.data.TextLineDataset):
             cls(words).make_initializable_iterator()
         tf.data.FixedLengthRecordDataset(words, 4).make_initializable_iterator()
+        E, r = tf.data.experimental, tf.data.Dataset.range(10)
+        r.batch(2).unbatch(), r.window(2), r.apply(E.scan(np.int64(0), lambda s, x: (s + x, x)))
+        r.apply(E.take_while(lambda x: x < 3)), r.apply(E.unique()), r.apply(E.ignore_errors())
+        r.apply(E.group_by_window(lambda x: x % 2, lambda k, w: w, 2)), r.apply(E.assert_cardinality(10))
+        r.apply(E.group_by_reducer(lambda x: x % 2, E.Reducer(lambda k: k, lambda s, x: s + x, lambda s: s)))
+        E.choose_from_datasets([r, r], r.map(lambda x: x % 2)), E.RandomDataset(1)
+        r.map(lambda x: tf.fill([x], x)).apply(E.dense_to_sparse_batch(2, [10]))
+        E.CsvDataset(words, [tf.int32]), E.CsvDataset(words, [tf.int32], exclude_cols=[1])
+        E.SqlDataset("sqlite", text, text, tf.int64)
+        E.cardinality(r), E.get_single_element(r.take(1)), r.reduce(np.int64(0), lambda s, x: s + x)
+        E.TFRecordWriter(text).write(tf.data.TFRecordDataset(words))
+        optional = E.get_next_as_optional(r.make_one_shot_iterator())
+        optional.has_value(), optional.get_value(), E.Optional.none_from_structure(tf.TensorSpec([], tf.int32))
+        E.Optional.from_value(m).get_value()
         # queues, readers, accumulators
         queues = [tf.FIFOQueue(4, [tf.float32], shapes=[[3, 4]]),
                   tf.PaddingFIFOQueue(4, [tf.float32], shapes=[[None, 4]]),

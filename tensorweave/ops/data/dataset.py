@@ -28,7 +28,53 @@ from tensorweave.ops.random import get_seed
 
 
 AUTOTUNE = -1
-tf_export("data.experimental.AUTOTUNE")(AUTOTUNE)
+tf_export("data.AUTOTUNE", "data.experimental.AUTOTUNE")(AUTOTUNE)
+
+
+class DatasetArg:
+    """An argument of a traced function that is a dataset (group_by_window's window) of this
+    structure."""
+
+    def __init__(self, template, specs: list):
+        self.template, self.specs = template, specs
+
+
+def trace_function(fn: Callable, what: str, args: list, returns_dataset: bool = False, spread: bool = False):
+    """fn traced into a FuncGraph: (graph, output structure, output specs), or with returns_dataset
+    (graph, its dataset's template, specs). `args`: one (template, specs) per argument, or a
+    DatasetArg; with `spread` a single tuple argument is passed as separate arguments (tf.data's
+    rule for an element)."""
+    if not callable(fn):
+        raise TypeError(f"`{what}` must be callable.")
+    g = get_default_graph()
+    fg = FuncGraph(unique_function_name(g, f"{what}_fn"), g)
+    with fg.as_default():
+        values = []
+        for arg in args:
+            if isinstance(arg, DatasetArg):
+                values.append(Dataset(fg.add_arg(dtypes.variant, TensorShape([]), name="arg"), arg.template,
+                                      arg.specs))
+                continue
+            template, specs = arg
+            tensors = [fg.add_arg(t, s, name="arg") for t, s in zip(structure.component_types(specs),
+                                                                     structure.component_shapes(specs))]
+            value = structure.pack(template, specs, tensors)
+            if any(s.inner for s in specs):   # a window's leaves are datasets
+                value = structure.pack_as(template, [Dataset(t, *s.inner) if s.inner else t
+                                                     for t, s in zip(structure.flatten(value), specs)])
+            values.append(value)
+        ret = fn(*values[0]) if spread and len(values) == 1 and type(values[0]) is tuple else fn(*values)
+        if returns_dataset:
+            if not isinstance(ret, Dataset):
+                raise TypeError(f"`{what}` must return a Dataset object.")
+            fg.outputs = [ret._variant_tensor]
+            return fg, ret._template, ret._specs
+        if isinstance(ret, list):
+            warnings.warn("Converting the list returned by a dataset function to a tuple.")
+            ret = tuple(ret)
+        out = structure.normalize(ret)
+        fg.outputs = [fg.capture(t) if t.graph is not fg else t for t in structure.components(out)]
+        return fg, out, structure.specs_of(out)
 
 
 def _int64(x, name: str) -> Tensor:
@@ -165,32 +211,23 @@ class Dataset:
     # -- element-wise transformations --------------------------------------------------------------
     def _trace(self, fn: Callable, what: str, returns_dataset: bool = False):
         """fn traced into a FuncGraph over this dataset's element: (graph, output template, specs)."""
-        if not callable(fn):
-            raise TypeError(f"`{what}` must be callable.")
-        g = get_default_graph()
-        fg = FuncGraph(unique_function_name(g, f"{what}_fn"), g)
-        with fg.as_default():
-            args = [fg.add_arg(t, s, name="arg") for t, s in zip(structure.component_types(self._specs),
-                                                                  structure.component_shapes(self._specs))]
-            element = structure.pack(self._template, self._specs, args)
-            ret = fn(*element) if type(element) is tuple else fn(element)
-            if returns_dataset:
-                if not isinstance(ret, Dataset):
-                    raise TypeError(f"`{what}` must return a Dataset object.")
-                fg.outputs = [ret._variant_tensor]
-                return fg, ret._template, ret._specs
-            if isinstance(ret, list):
-                warnings.warn("Converting the list returned by a dataset function to a tuple.")
-                ret = tuple(ret)
-            out = structure.normalize(ret)
-            comps = [fg.capture(t) if t.graph is not fg else t for t in structure.components(out)]
-            fg.outputs = comps
-            return fg, out, structure.specs_of(out)
+        return trace_function(fn, what, [(self._template, self._specs)], returns_dataset, spread=True)
 
     def _with_function(self, op_type: str, fg: FuncGraph, template, specs: list, inputs: list,
                        attrs: dict) -> "Dataset":
-        inputs = [self._variant_tensor] + inputs + list(fg.external_captures)
-        return Dataset._make(op_type, inputs, template, specs, dict(attrs, f=fg), control=fg.control_captures)
+        return self._with_functions(op_type, {"f": fg}, template, specs, inputs, attrs)
+
+    def _with_functions(self, op_type: str, functions: dict, template, specs: list, inputs: list,
+                        attrs: dict) -> "Dataset":
+        """An op over this dataset with FuncGraph attrs `functions` (name -> graph): the captured
+        tensors of each follow `inputs`, in order; attr `captures` says how many each has."""
+        captured = [list(fg.external_captures) for fg in functions.values()]
+        control = [c for fg in functions.values() for c in fg.control_captures]
+        attrs = dict(attrs, **functions)
+        if len(functions) > 1:
+            attrs["captures"] = [len(c) for c in captured]
+        inputs = [self._variant_tensor] + inputs + [t for c in captured for t in c]
+        return Dataset._make(op_type, inputs, template, specs, attrs, control=control or None)
 
     def map(self, map_func: Callable, num_parallel_calls=None) -> "Dataset":
         """Dataset.map(map_func, num_parallel_calls=None): map_func over each element (a tuple is
@@ -202,6 +239,15 @@ class Dataset:
             if calls == AUTOTUNE:
                 calls = os.cpu_count() or 2
             return self._with_function("MapDataset", fg, template, specs, [], {"num_parallel_calls": calls or 0})
+
+    def map_with_legacy_function(self, map_func: Callable, num_parallel_calls=None) -> "Dataset":
+        """Dataset.map_with_legacy_function (TF 1.15, deprecated): map; functions are traced
+        alike here."""
+        return self.map(map_func, num_parallel_calls)
+
+    def filter_with_legacy_function(self, predicate: Callable) -> "Dataset":
+        """Dataset.filter_with_legacy_function (TF 1.15, deprecated): filter."""
+        return self.filter(predicate)
 
     def filter(self, predicate: Callable) -> "Dataset":
         """Dataset.filter(predicate): the elements for which predicate returns a true scalar bool."""
@@ -248,6 +294,18 @@ class Dataset:
             return Dataset._make("BatchDatasetV2", [self._variant_tensor] + op_inputs, self._template, specs,
                                  {"leaf_widths": [s.width for s in self._specs]})
 
+    def window(self, size, shift=None, stride=1, drop_remainder=False) -> "Dataset":
+        """Dataset.window(size, shift=None, stride=1, drop_remainder=False): a dataset of windows,
+        each a nest like the element of datasets (one per component) of up to `size` elements:
+        every `stride`-th from a start that moves by `shift` (default: size); the last windows
+        may be smaller unless drop_remainder. flat_map(lambda w: w.batch(size)) makes tensors."""
+        with name_scope(None, "WindowDataset"):
+            inputs = [_int64(size, "size"), _int64(size if shift is None else shift, "shift"),
+                      _int64(stride, "stride"), _bool(drop_remainder, "drop_remainder")]
+            specs = [structure.Spec(dtypes.variant, TensorShape([]), inner=(0, [s])) for s in self._specs]
+            return Dataset._make("WindowDataset", [self._variant_tensor] + inputs, self._template, specs,
+                                 {"leaf_widths": [s.width for s in self._specs]})
+
     def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False) -> "Dataset":
         """Dataset.padded_batch(batch_size, padded_shapes, padding_values=None,
         drop_remainder=False): batches elements padded to `padded_shapes` (None or -1: the
@@ -281,7 +339,23 @@ class Dataset:
             return Dataset._make("PaddedBatchDatasetV2", inputs, self._template, specs,
                                  {"num_components": len(self._specs)})
 
+    def unbatch(self) -> "Dataset":
+        """Dataset.unbatch(): each element split along its first dimension into that many
+        elements (every component's first dimension must agree)."""
+        if any(s.sparse for s in self._specs):
+            raise TypeError("unbatch does not take SparseTensor components")
+        if any(s.shape.ndims == 0 for s in self._specs):
+            raise ValueError("Cannot unbatch an input with scalar components.")
+        specs = [structure.Spec(s.dtype, s.shape[1:] if s.shape.ndims is not None else TensorShape(None))
+                 for s in self._specs]
+        with name_scope(None, "UnbatchDataset"):
+            return Dataset._make("UnbatchDataset", [self._variant_tensor], self._template, specs)
+
     # -- order and count ---------------------------------------------------------------------------
+    def enumerate(self, start=0) -> "Dataset":
+        """Dataset.enumerate(start=0): (index, element) pairs, the index an int64 from `start`."""
+        return Dataset.zip((Dataset.range(start, 2 ** 63 - 1), self))
+
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None) -> "Dataset":
         """Dataset.shuffle(buffer_size, seed=None, reshuffle_each_iteration=None): a random
         order, drawing each element uniformly from a buffer of `buffer_size`; a new order for
@@ -336,6 +410,40 @@ class Dataset:
         with name_scope(None, "ConcatenateDataset"):
             return Dataset._make("ConcatenateDataset", [self._variant_tensor, dataset._variant_tensor],
                                  self._template, specs)
+
+    def reduce(self, initial_state, reduce_func: Callable):
+        """Dataset.reduce(initial_state, reduce_func): the state after reduce_func(state, element)
+        over every element (a tensor nest like initial_state; its dtypes must not change)."""
+        with name_scope(None, "ReduceDataset"):
+            fg, template, specs, initial = self._state_function(initial_state, reduce_func, "reduce_func",
+                                                                lambda out: out)
+            attrs = {"f": fg, "num_state": len(structure.components(initial)),
+                     "output_types": structure.component_types(specs),
+                     "output_shapes": structure.component_shapes(specs)}
+            op = make_op("ReduceDataset", [self._variant_tensor] + structure.components(initial)
+                         + list(fg.external_captures), attrs, name="ReduceDataset")
+            return structure.pack(template, specs, list(op.outputs))
+
+    def _state_function(self, initial_state, fn: Callable, what: str, state_of: Callable):
+        """fn(state, element) traced with the state's shapes relaxed until the state it returns
+        (`state_of` its output) fits them: (graph, output structure, specs, initial state)."""
+        initial = structure.normalize(initial_state, "initial_state")
+        state_specs = structure.specs_of(initial)
+        for _ in range(2):
+            fg, out, specs = trace_function(fn, what, [(initial, state_specs), (self._template, self._specs)])
+            new_state = state_of(out)
+            new_specs = structure.specs_of(new_state)
+            if len(new_specs) != len(state_specs) or any(
+                    (a.dtype, a.sparse) != (b.dtype, b.sparse) for a, b in zip(state_specs, new_specs)):
+                raise TypeError(f"The element types for the new state must match the initial state in {what}: "
+                                f"expected {[s.dtype.name for s in state_specs]}, got "
+                                f"{[s.dtype.name for s in new_specs]}")
+            relaxed = [structure.Spec(a.dtype, a.shape.most_specific_compatible_shape(b.shape), a.sparse)
+                       for a, b in zip(state_specs, new_specs)]
+            if relaxed == state_specs:
+                return fg, out, specs, initial
+            state_specs = relaxed
+        return fg, out, specs, initial
 
     # -- options ------------------------------------------------------------------------------------
     def with_options(self, options) -> "Dataset":
@@ -440,7 +548,7 @@ class _OptionsBase:
 _HINT = "a performance hint; accepted and without effect here (the results are the same)"
 
 
-@tf_export("data.experimental.ThreadingOptions")
+@tf_export("data.ThreadingOptions", "data.experimental.ThreadingOptions")
 class ThreadingOptions(_OptionsBase):
     """tf.data.experimental.ThreadingOptions: the threads a pipeline may use.
     private_threadpool_size: a pool of this many threads for the pipeline: honoured, each parallel
@@ -465,9 +573,19 @@ class OptimizationOptions(_OptionsBase):
 @tf_export("data.experimental.DistributeOptions")
 class DistributeOptions(_OptionsBase):
     """tf.data.experimental.DistributeOptions: how a tf.distribute strategy shards the dataset
-    (auto_shard, num_devices). Recorded only: tensorweave's between-graph replication shards
-    with Dataset.shard."""
-    _FIELDS = {"auto_shard": (bool, "recorded only"), "num_devices": (int, "recorded only")}
+    (auto_shard, auto_shard_policy: an AutoShardPolicy, num_devices). Recorded only:
+    tensorweave's between-graph replication shards with Dataset.shard."""
+    _FIELDS = {"auto_shard": (bool, "recorded only"), "auto_shard_policy": (int, "recorded only (an AutoShardPolicy)"),
+               "num_devices": (int, "recorded only")}
+
+
+@tf_export("data.experimental.AutotuneOptions")
+class AutotuneOptions(_OptionsBase):
+    """tf.data.experimental.AutotuneOptions: tf.data's autotuning (enabled, cpu_budget,
+    ram_budget, autotune_algorithm): performance hints, accepted and without effect (AUTOTUNE
+    is a fixed rule here)."""
+    _FIELDS = {"enabled": (bool, _HINT), "cpu_budget": (int, _HINT), "ram_budget": (int, _HINT),
+               "autotune_algorithm": (int, _HINT)}
 
 
 @tf_export("data.Options")
@@ -478,9 +596,13 @@ class Options(_OptionsBase):
     parallel map and interleave keep the input order (False permits, but does not require,
     another order).
     experimental_threading: a ThreadingOptions (its private_threadpool_size is honoured).
-    experimental_optimization (OptimizationOptions), experimental_slack: performance hints,
-    accepted and without effect. experimental_distribute: a DistributeOptions, recorded only."""
-    _FIELDS = {"experimental_deterministic": (bool, "honoured"), "experimental_distribute": (DistributeOptions, ""),
+    experimental_optimization (OptimizationOptions), experimental_slack, autotune
+    (AutotuneOptions): performance hints, accepted and without effect. experimental_distribute: a
+    DistributeOptions, and experimental_external_state_policy (an ExternalStatePolicy): recorded
+    only."""
+    _FIELDS = {"autotune": (AutotuneOptions, _HINT), "experimental_deterministic": (bool, "honoured"),
+               "experimental_distribute": (DistributeOptions, ""),
+               "experimental_external_state_policy": (int, "recorded only (an ExternalStatePolicy)"),
                "experimental_optimization": (OptimizationOptions, _HINT), "experimental_slack": (bool, _HINT),
                "experimental_threading": (ThreadingOptions, "")}
 

@@ -5,6 +5,7 @@ elements flow only when an iterator pulls them."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from typing import Callable, Iterator
 
@@ -14,9 +15,9 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.ops.data import pipeline
-from tensorweave.ops.data.pipeline import NOT_READY, DatasetValue, ElementError, passes
+from tensorweave.ops.data.pipeline import INFINITE, NOT_READY, UNKNOWN, DatasetValue, ElementError, passes
 from tensorweave.ops.helpers import check_output_size, string_array
-from tensorweave.ops.io import record_files
+from tensorweave.ops.io import decoding, record_files
 from tensorweave.ops.io.tfrecord import TFRecordWriter
 from tensorweave.ops.random import op_generator
 from tensorweave.ops.registry import register
@@ -37,10 +38,10 @@ def _int(x) -> int:
 
 
 class _Function:
-    """A dataset function (attr `f`) with its captured values."""
+    """A dataset function (attr `f`, or `attr`) with its captured values."""
 
-    def __init__(self, node, ctx, captured: tuple):
-        self.plan = ctx.function_plan(node.attr["f"])
+    def __init__(self, node, ctx, captured: tuple, attr: str = "f"):
+        self.plan = ctx.function_plan(node.attr[attr])
         self.captured = list(captured)
 
     def __call__(self, element: list) -> list:
@@ -59,17 +60,23 @@ def _safe(fn: Callable, element):
 
 # -- sources -------------------------------------------------------------------------------------
 class _Gen(DatasetValue):
-    def __init__(self, make: Callable[[], Iterator]):
+    def __init__(self, make: Callable[[], Iterator], cardinality: int = UNKNOWN):
         self._make = make
+        self.cardinality = cardinality
 
     def elements(self) -> Iterator:
         return self._make()
 
 
+def _window_value(items: list) -> DatasetValue:
+    """A dataset of the given elements (a window of group_by_window or window)."""
+    return _Gen(lambda: iter(items), len(items))
+
+
 def _tensor_kernel(node, ctx):
     def run(*components):
         comps = list(components)
-        return _Gen(lambda: iter([comps]))
+        return _Gen(lambda: iter([comps]), 1)
     return run
 
 
@@ -88,7 +95,7 @@ def _slices(node, comps: list) -> Iterator:
 def _slice_kernel(node, ctx):
     def run(*components):
         comps = [np.asarray(c, dtype=object) if isinstance(c, bytes) else c for c in components]
-        return _Gen(lambda: _slices(node, comps))
+        return _Gen(lambda: _slices(node, comps), len(comps[0]) if comps and np.ndim(comps[0]) else UNKNOWN)
     return run
 
 
@@ -97,7 +104,7 @@ def _range_kernel(node, ctx):
         start, stop, step = _int(start), _int(stop), _int(step)
         if step == 0:
             raise errors.InvalidArgumentError(node, node.name, "step must be a non-zero integer.")
-        return _Gen(lambda: ([np.int64(i)] for i in range(start, stop, step)))
+        return _Gen(lambda: ([np.int64(i)] for i in range(start, stop, step)), len(range(start, stop, step)))
     return run
 
 
@@ -222,7 +229,7 @@ def _map_kernel(node, ctx):
             if calls and calls > 1:
                 return pipeline.parallel_map(source, lambda e: _safe(fn, e), calls, node.name)
             return (_safe(fn, e) for e in source)
-        return _Gen(elements)
+        return _Gen(elements, input_ds.cardinality)
     return run
 
 
@@ -346,13 +353,20 @@ def _batches(node, source: Iterator, size: int, drop: bool, make: Callable[[list
         yield _safe(make, buf)
 
 
+def _batched_cardinality(card: int, size: int, drop: bool) -> int:
+    if card < 0 or size <= 0:
+        return card
+    return card // size if drop else -(-card // size)
+
+
 def _batch_kernel(node, ctx):
     widths = node.attr["leaf_widths"]
 
     def run(input_ds, batch_size, drop_remainder):
         size, drop = _int(batch_size), bool(drop_remainder)
         return _Gen(lambda: _batches(node, input_ds.elements(), size, drop,
-                                     lambda buf: _batch_element(node, buf, widths)))
+                                     lambda buf: _batch_element(node, buf, widths)),
+                    _batched_cardinality(input_ds.cardinality, size, drop))
     return run
 
 
@@ -386,11 +400,57 @@ def _padded_kernel(node, ctx):
                     arr[(i,) + tuple(slice(0, d) for d in x.shape)] = x
                 out.append(arr)
             return out
-        return _Gen(lambda: _batches(node, input_ds.elements(), _int(batch_size), bool(drop_remainder), make))
+        size, drop = _int(batch_size), bool(drop_remainder)
+        return _Gen(lambda: _batches(node, input_ds.elements(), size, drop, make),
+                    _batched_cardinality(input_ds.cardinality, size, drop))
+    return run
+
+
+def _window_kernel(node, ctx):
+    widths = node.attr["leaf_widths"]
+    starts = np.cumsum([0] + widths[:-1]).tolist()
+
+    def run(input_ds, size, shift, stride, drop_remainder):
+        size, shift, stride, drop = _int(size), _int(shift), _int(stride), bool(drop_remainder)
+        for name, v in (("size", size), ("shift", shift), ("stride", stride)):
+            if v <= 0:
+                raise errors.InvalidArgumentError(node, node.name, f"Window {name} must be positive, got {v}")
+        span = (size - 1) * stride + 1
+
+        def as_datasets(window: list) -> list:
+            return [_window_value([e[c:c + w] for e in window]) for c, w in zip(starts, widths)]
+
+        def elements():
+            source = input_ds.elements()
+            buf: list = []
+            base = start = 0        # buf[0] is element `base`; the next window starts at `start`
+            exhausted = False
+            while True:
+                while not exhausted and len(buf) < start - base + span:
+                    e = next(source, None)
+                    if e is None:
+                        exhausted = True
+                    elif passes(e):
+                        yield e
+                    else:
+                        buf.append(e)
+                window = buf[start - base:start - base + span:stride]
+                if not window or drop and len(window) < size:
+                    return
+                yield as_datasets(window)
+                start += shift
+                cut = min(start - base, len(buf))
+                del buf[:cut]
+                base += cut
+        n = input_ds.cardinality
+        if n >= 0:
+            n = max(0, (n - span) // shift + 1) if drop and n >= span else 0 if drop else -(-n // shift)
+        return _Gen(elements, n)
     return run
 
 
 _register("BatchDatasetV2", _batch_kernel)
+_register("WindowDataset", _window_kernel)
 _register("PaddedBatchDatasetV2", _padded_kernel)
 
 
@@ -428,7 +488,7 @@ def _shuffle_kernel(node, ctx):
                 j = int(rng.integers(len(buf)))
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
-        return _Gen(elements)
+        return _Gen(elements, input_ds.cardinality)
     return run
 
 
@@ -446,7 +506,14 @@ def _repeat_kernel(node, ctx):
                 done += 1
                 if empty:   # an empty dataset repeated forever is still empty
                     return
-        return _Gen(elements)
+        card = input_ds.cardinality
+        if n == 0 or card == 0:
+            card = 0
+        elif card == UNKNOWN or card == INFINITE:
+            pass
+        else:
+            card = INFINITE if n < 0 else card * n
+        return _Gen(elements, card)
     return run
 
 
@@ -463,7 +530,10 @@ def _take_kernel(node, ctx):
                 taken += e is not NOT_READY
                 if taken == n:
                     return
-        return _Gen(elements)
+        card = input_ds.cardinality
+        if n >= 0 and card != UNKNOWN:
+            card = n if card == INFINITE else min(card, n)
+        return _Gen(elements, card)
     return run
 
 
@@ -480,7 +550,10 @@ def _skip_kernel(node, ctx):
                 seen += 1
                 if 0 <= n < seen:
                     yield e
-        return _Gen(elements)
+        card = input_ds.cardinality
+        if card >= 0:
+            card = 0 if n < 0 else max(0, card - n)
+        return _Gen(elements, card)
     return run
 
 
@@ -502,7 +575,8 @@ def _shard_kernel(node, ctx):
                 if i % n == k:
                     yield e
                 i += 1
-        return _Gen(elements)
+        card = input_ds.cardinality
+        return _Gen(elements, card // n + (k < card % n) if card >= 0 else card)
     return run
 
 
@@ -512,7 +586,7 @@ def _prefetch_kernel(node, ctx):
         size = 2 if size < 0 else size   # AUTOTUNE
         if size == 0:
             return input_ds
-        return _Gen(lambda: pipeline.run_ahead(input_ds.elements, size, node.name))
+        return _Gen(lambda: pipeline.run_ahead(input_ds.elements, size, node.name), input_ds.cardinality)
     return run
 
 
@@ -586,7 +660,7 @@ def _cache_kernel(node, ctx):
                     os.replace(tmp, final)   # a cache file exists only once whole
                 elif os.path.exists(tmp):
                     os.remove(tmp)
-        return _Gen(on_disk if path else in_memory)
+        return _Gen(on_disk if path else in_memory, input_ds.cardinality)
     return run
 
 
@@ -595,7 +669,8 @@ def _concat_kernel(node, ctx):
         def elements():
             yield from first.elements()
             yield from second.elements()
-        return _Gen(elements)
+        a, b = first.cardinality, second.cardinality
+        return _Gen(elements, INFINITE if INFINITE in (a, b) else UNKNOWN if UNKNOWN in (a, b) else a + b)
     return run
 
 
@@ -617,7 +692,10 @@ def _zip_kernel(node, ctx):
                     parts.append(part)
                 bad = next((p for p in parts if isinstance(p, ElementError)), None)
                 yield bad if bad is not None else [c for p in parts for c in p]
-        return _Gen(elements)
+        counts = [d.cardinality for d in datasets]
+        known = [c for c in counts if c >= 0]
+        card = UNKNOWN if UNKNOWN in counts else min(known) if known else INFINITE
+        return _Gen(elements, card)
     return run
 
 
@@ -633,7 +711,9 @@ _register("OptionsDataset", lambda node, ctx: lambda input_ds: input_ds)   # opt
 def _private_threadpool_kernel(node, ctx):
     def run(input_ds, num_threads):
         threads = _int(num_threads)
-        return _Gen(lambda: pipeline.with_thread_cap(input_ds.elements(), threads)) if threads > 0 else input_ds
+        if threads <= 0:
+            return input_ds
+        return _Gen(lambda: pipeline.with_thread_cap(input_ds.elements(), threads), input_ds.cardinality)
     return run
 
 
@@ -641,3 +721,446 @@ _register("PrivateThreadPoolDataset", _private_threadpool_kernel)
 _register("CacheDataset", _cache_kernel, stateful=True)
 _register("ConcatenateDataset", _concat_kernel)
 _register("ZipDataset", _zip_kernel)
+
+
+# -- tf.data.experimental's transformations --------------------------------------------------------
+def _functions(node, ctx, captured: tuple, names: list) -> list:
+    """The dataset functions in attrs `names`, whose captured values follow the op's inputs in
+    that order (attr `captures`: how many each has)."""
+    out, at = [], 0
+    for name, n in zip(names, node.attr["captures"]):
+        out.append(_Function(node, ctx, captured[at:at + n], name))
+        at += n
+    return out
+
+
+def _unbatch_kernel(node, ctx):
+    def split(element):
+        n = len(element[0]) if element and np.ndim(element[0]) else 0
+        for i, c in enumerate(element):
+            if np.ndim(c) == 0 or len(c) != n:
+                raise errors.InvalidArgumentError(node, node.name, f"unbatch: component {i} has first dimension "
+                                                                   f"{len(c) if np.ndim(c) else 'none (a scalar)'}, "
+                                                                   f"component 0 has {n}")
+        return [[c[j] for c in element] for j in range(n)]
+
+    def run(input_ds):
+        def elements():
+            for e in input_ds.elements():
+                parts = _safe(split, e)
+                if passes(parts):
+                    yield parts
+                else:
+                    yield from parts
+        return _Gen(elements)
+    return run
+
+
+def _scan_kernel(node, ctx):
+    num_state = node.attr["num_state"]
+
+    def run(input_ds, *rest):
+        initial, fn = list(rest[:num_state]), _Function(node, ctx, rest[num_state:])
+
+        def elements():
+            state = initial
+            for e in input_ds.elements():
+                out = _safe(lambda x: fn(state + x), e)
+                if passes(out):
+                    yield out
+                    continue
+                state = list(out[:num_state])
+                yield list(out[num_state:])
+        return _Gen(elements, input_ds.cardinality)
+    return run
+
+
+def _take_while_kernel(node, ctx):
+    def run(input_ds, *captured):
+        fn = _Function(node, ctx, captured)
+
+        def elements():
+            for e in input_ds.elements():
+                verdict = _safe(lambda x: [bool(fn(x)[0])], e)
+                if passes(verdict):
+                    yield verdict
+                elif not verdict[0]:
+                    return
+                else:
+                    yield e
+        return _Gen(elements)
+    return run
+
+
+def _unique_kernel(node, ctx):
+    def run(input_ds):
+        def elements():
+            seen = set()
+            for e in input_ds.elements():
+                if passes(e):
+                    yield e
+                    continue
+                key = e[0] if isinstance(e[0], bytes) else np.asarray(e[0]).item()
+                if key not in seen:
+                    seen.add(key)
+                    yield e
+        return _Gen(elements)
+    return run
+
+
+def _ignore_errors_kernel(node, ctx):
+    def run(input_ds):
+        return _Gen(lambda: (e for e in input_ds.elements() if not isinstance(e, ElementError)))
+    return run
+
+
+def _group_by_window_kernel(node, ctx):
+    def run(input_ds, *captured):
+        key_fn, reduce_fn, size_fn = _functions(node, ctx, captured, ["key_func", "reduce_func", "window_size_func"])
+
+        def key_of(element):
+            return [np.int64(key_fn(element)[0])]
+
+        def reduced(key, window: list) -> Iterator:
+            try:
+                yield from reduce_fn([np.int64(key), _window_value(window)])[0].elements()
+            except Exception as e:  # noqa: BLE001 - the failure belongs to this window
+                yield pipeline.as_element_error(e)
+
+        def elements():
+            groups: dict = {}
+            sizes: dict = {}
+            for e in input_ds.elements():
+                key = _safe(key_of, e)
+                if passes(key):
+                    yield key
+                    continue
+                key = int(key[0])
+                if key not in sizes:
+                    size = _int(size_fn([np.int64(key)])[0])
+                    if size <= 0:
+                        yield ElementError(errors.InvalidArgumentError(
+                            node, node.name, f"group_by_window: window size must be greater than zero, got {size}"))
+                        continue
+                    sizes[key] = size
+                groups.setdefault(key, []).append(e)
+                if len(groups[key]) == sizes[key]:
+                    yield from reduced(key, groups.pop(key))
+            for key in sorted(groups):   # TF flushes the partial windows in key order
+                yield from reduced(key, groups.pop(key))
+        return _Gen(elements)
+    return run
+
+
+def _group_by_reducer_kernel(node, ctx):
+    n_state = node.attr["num_state"]
+
+    def run(input_ds, *captured):
+        key_fn, init_fn, reduce_fn, finalize_fn = _functions(
+            node, ctx, captured, ["key_func", "init_func", "reduce_func", "finalize_func"])
+
+        def elements():
+            states: dict = {}   # in the order keys first appear, the order TF finalizes them
+            for e in input_ds.elements():
+                if passes(e):
+                    yield e
+                    continue
+                try:
+                    key = np.int64(key_fn(e)[0])
+                    state = states[int(key)] if int(key) in states else list(init_fn([key]))
+                    states[int(key)] = list(reduce_fn(state + list(e)))[:n_state]
+                except Exception as err:  # noqa: BLE001 - the failure belongs to this element
+                    yield pipeline.as_element_error(err)
+            for state in states.values():
+                yield _safe(finalize_fn, state)
+        return _Gen(elements)
+    return run
+
+
+def _directed_interleave_kernel(node, ctx):
+    stop_on_empty = node.attr.get("stop_on_empty_dataset", False)
+
+    def run(selector, *inputs):
+        def elements():
+            sources = [d.elements() for d in inputs]
+            live = [True] * len(sources)
+            for choice in selector.elements():
+                if passes(choice):
+                    yield choice
+                    continue
+                i = int(np.asarray(choice[0]))
+                if not 0 <= i < len(sources):
+                    yield ElementError(errors.InvalidArgumentError(
+                        node, node.name, f"Selector index out of range: {i} >= {len(sources)}"))
+                    return
+                while live[i]:
+                    try:
+                        e = next(sources[i])
+                    except StopIteration:
+                        live[i] = False
+                        break
+                    yield e
+                    if e is not NOT_READY:
+                        break
+                if not live[i]:
+                    if stop_on_empty or not any(live):
+                        return
+                    if pipeline.give_up():   # choices of exhausted inputs only: let a cancelled step go
+                        yield NOT_READY
+        return _Gen(elements)
+    return run
+
+
+def _random_kernel(node, ctx):
+    def run(seed, seed2):
+        seeds = [_int(seed), _int(seed2)]
+
+        def elements():   # TF's values: uniform 32-bit draws, the same each pass when seeded
+            gen = np.random.default_rng(seeds if any(seeds) else None)
+            while True:
+                yield [np.int64(gen.integers(0, 1 << 32))]
+        return _Gen(elements, INFINITE)
+    return run
+
+
+def _dense_to_sparse_batch_kernel(node, ctx):
+    def run(input_ds, batch_size, row_shape):
+        size, limit = _int(batch_size), [int(d) for d in np.asarray(row_shape).reshape(-1)]
+
+        def make(buf):
+            rows, values, biggest = [], [], [0] * len(limit)
+            for b, e in enumerate(buf):
+                x = np.asarray(e[0]) if not isinstance(e[0], bytes) else np.asarray(e[0], dtype=object)
+                if x.ndim != len(limit) or any(0 <= lim < d for d, lim in zip(x.shape, limit)):
+                    raise errors.InvalidArgumentError(node, node.name, f"dense_to_sparse_batch: an element of shape "
+                                                                       f"{list(x.shape)} does not fit row_shape "
+                                                                       f"{limit}")
+                biggest = [max(m, d) for m, d in zip(biggest, x.shape)]
+                idx = np.indices(x.shape).reshape(x.ndim, -1).T
+                rows.append(np.concatenate([np.full((len(idx), 1), b), idx], 1).astype(np.int64))
+                values.append(x.reshape(-1))
+            shape = [len(buf)] + [m if lim < 0 else lim for m, lim in zip(biggest, limit)]
+            return [np.concatenate(rows), np.concatenate(values), np.asarray(shape, np.int64)]
+        return _Gen(lambda: _batches(node, input_ds.elements(), size, False, make),
+                    _batched_cardinality(input_ds.cardinality, size, False))
+    return run
+
+
+def _assert_cardinality_kernel(node, ctx):
+    def run(input_ds, expected):
+        n = _int(expected)
+
+        def failure(what: str) -> ElementError:
+            return ElementError(errors.FailedPreconditionError(
+                node, node.name, f"Input dataset was expected to contain {n} elements but contained {what}."))
+
+        def elements():
+            count = 0
+            for e in input_ds.elements():
+                count += not passes(e)
+                if n >= 0 and count > n:
+                    yield failure(f"at least {count} elements")
+                    return
+                yield e
+            if count != n:
+                yield failure(f"only {count} elements")
+        return _Gen(elements, n)
+    return run
+
+
+_register("UnbatchDataset", _unbatch_kernel)
+_register("ScanDataset", _scan_kernel)
+_register("TakeWhileDataset", _take_while_kernel)
+_register("UniqueDataset", _unique_kernel)
+_register("IgnoreErrorsDataset", _ignore_errors_kernel)
+_register("GroupByWindowDataset", _group_by_window_kernel)
+_register("GroupByReducerDataset", _group_by_reducer_kernel)
+_register("DirectedInterleaveDataset", _directed_interleave_kernel)
+_register("RandomDataset", _random_kernel, stateful=True)
+_register("DenseToSparseBatchDataset", _dense_to_sparse_batch_kernel)
+_register("AssertCardinalityDataset", _assert_cardinality_kernel)
+
+
+# -- readers of CSV files and SQL queries -------------------------------------------------------------
+def _csv_records(lines: Iterator, quoted: bool) -> Iterator:
+    """The records of a CSV file's lines: a quoted field may hold line breaks, as in TF."""
+    pending = None
+    for line in lines:
+        record = line if pending is None else pending + b"\n" + line
+        if quoted and record.count(b'"') % 2:
+            pending = record
+            continue
+        pending = None
+        yield record
+    if pending is not None:
+        yield pending   # an unterminated quote: the parser names it
+
+
+def _csv_kernel(node, ctx):
+    """CSVDataset and CSVDatasetV2 (TF's inputs; V2 ends with exclude_cols)."""
+    types = [dtypes.as_dtype(t) for t in node.attr["output_types"]]
+
+    def records(path: bytes, kind: str, options: tuple, defaults: list) -> Iterator:
+        header, delim, quoted, na, select, exclude = options
+        name = path.decode("utf-8", "replace")
+        for r, line in enumerate(_csv_records(record_files.text_lines(path, kind, node), quoted)):
+            if r < header:
+                continue
+            where = f"record {r} of {name}"
+            try:
+                cols = select
+                if exclude:
+                    width = len(decoding.split_csv(node, line, delim, quoted, where))
+                    cols = [c for c in range(width) if c not in exclude]
+                fields = decoding.csv_fields(node, line, delim, quoted, cols, len(types), where)
+                yield [decoding.csv_value(node, f, d, dt, na, c, where)
+                       for c, (f, d, dt) in enumerate(zip(fields, defaults, types))]
+            except errors.OpError as e:
+                yield ElementError(e)
+
+    def text(x) -> bytes:
+        return bytes(string_array(x)[()])
+
+    def run(filenames, compression, buffer_size, header, field_delim, use_quote_delim, na_value, select_cols,
+            *rest):
+        names = _filenames(node, filenames)
+        kind = record_files.compression_of(text(compression).decode())
+        defaults = list(rest[:len(types)])
+        exclude = set(np.asarray(rest[len(types)]).reshape(-1).tolist()) if len(rest) > len(types) else set()
+        options = (bool(header), text(field_delim), bool(use_quote_delim), text(na_value),
+                   np.asarray(select_cols).reshape(-1).tolist(), exclude)
+        return _Gen(lambda: _files_of(node, names, lambda f: records(f, kind, options, defaults)))
+    return run
+
+
+def _files_of(node, names: list, read: Callable[[bytes], Iterator]) -> Iterator:
+    """The elements of each file in turn; a file that fails to open ends with its error."""
+    for name in names:
+        try:
+            yield from read(name)
+        except errors.OpError as e:
+            yield ElementError(e)
+
+
+def _sql_value(node, value, dt, col: int):
+    if dt is dtypes.string:
+        if isinstance(value, (str, bytes)):
+            return value.encode() if isinstance(value, str) else value
+    elif dt is dtypes.bool:
+        if isinstance(value, int):
+            return np.bool_(value)
+    elif dt.is_integer:
+        if isinstance(value, int):
+            info = np.iinfo(dt.as_numpy_dtype)
+            if info.min <= value <= info.max:
+                return dt.as_numpy_dtype(value)
+    elif isinstance(value, (int, float)):
+        return dt.as_numpy_dtype(value)
+    raise errors.InvalidArgumentError(node, node.name, f"SqlDataset: column {col} holds {value!r}, which is not a "
+                                                       f"{dt.name}")
+
+
+def _sql_kernel(node, ctx):
+    types = [dtypes.as_dtype(t) for t in node.attr["output_types"]]
+
+    def run(driver, source, query):
+        driver = bytes(string_array(driver)[()]).decode()
+        if driver != "sqlite":
+            raise errors.InvalidArgumentError(node, node.name, f"SqlDataset: the only supported database driver "
+                                                               f"is 'sqlite', got {driver!r}")
+        path, text = bytes(string_array(source)[()]).decode(), bytes(string_array(query)[()]).decode()
+
+        def elements():
+            try:   # read-only, as TF opens it: a query cannot change the database
+                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            except sqlite3.Error as e:
+                yield ElementError(errors.InvalidArgumentError(node, node.name, f"SqlDataset: cannot open {path}: "
+                                                                                f"{e}"))
+                return
+            try:
+                try:
+                    cursor = db.execute(text)
+                except sqlite3.Error as e:
+                    yield ElementError(errors.InvalidArgumentError(node, node.name, f"SqlDataset: query {text!r} on "
+                                                                                    f"{path} failed: {e}"))
+                    return
+                if len(cursor.description or ()) != len(types):
+                    yield ElementError(errors.InvalidArgumentError(
+                        node, node.name, f"SqlDataset: the query gives {len(cursor.description or ())} columns, "
+                                         f"output_types has {len(types)}"))
+                    return
+                for row in cursor:
+                    yield _safe(lambda r: [_sql_value(node, v, dt, c) for c, (v, dt) in enumerate(zip(r, types))],
+                                list(row))
+            finally:
+                db.close()
+        return _Gen(elements)
+    return run
+
+
+_register("CSVDataset", _csv_kernel, stateful=True)
+_register("CSVDatasetV2", _csv_kernel, stateful=True)
+_register("SqlDataset", _sql_kernel, stateful=True)
+
+
+# -- ops that run a dataset to its end -------------------------------------------------------------
+def _component_outputs(op) -> list:
+    return list(zip(op.get_attr("output_types"), op.get_attr("output_shapes")))
+
+
+def _whole_pass(node, dataset: DatasetValue) -> Iterator:
+    """The elements of one pass, an element's failure raised."""
+    for e in dataset.elements():
+        if isinstance(e, ElementError):
+            raise e.error
+        if e is not NOT_READY:
+            yield e
+
+
+def _single_element_kernel(node, ctx):
+    def run(dataset):
+        found = None
+        for i, e in enumerate(_whole_pass(node, dataset)):
+            if i:
+                raise errors.InvalidArgumentError(node, node.name, "Dataset had more than one element.")
+            found = e
+        if found is None:
+            raise errors.InvalidArgumentError(node, node.name, "Dataset was empty.")
+        return found[0] if len(found) == 1 else tuple(found)
+    return run
+
+
+def _reduce_kernel(node, ctx):
+    num_state = node.attr["num_state"]
+
+    def run(dataset, *rest):
+        state, fn = list(rest[:num_state]), _Function(node, ctx, rest[num_state:])
+        for e in _whole_pass(node, dataset):
+            state = list(fn(state + list(e)))
+        return state[0] if len(state) == 1 else tuple(state)
+    return run
+
+
+def _cardinality_kernel(node, ctx):
+    return lambda dataset: np.int64(dataset.cardinality)
+
+
+def _to_tfrecord_kernel(node, ctx):
+    def run(dataset, filename, compression):
+        path = bytes(string_array(filename)[()]).decode()
+        writer = TFRecordWriter(path, bytes(string_array(compression)[()]).decode())
+        try:
+            for e in _whole_pass(node, dataset):
+                if not isinstance(e[0], bytes):
+                    raise errors.InvalidArgumentError(node, node.name, "TFRecordWriter writes a dataset of scalar "
+                                                                       "strings")
+                writer.write(e[0])
+        finally:
+            writer.close()
+    return run
+
+
+register("DatasetToSingleElement", _component_outputs, _single_element_kernel, grad=None, stateful=True)
+register("ReduceDataset", _component_outputs, _reduce_kernel, grad=None, stateful=True)
+register("DatasetCardinality", lambda op: [(dtypes.int64, TensorShape([]))], _cardinality_kernel, grad=None)
+register("DatasetToTFRecord", lambda op: [], _to_tfrecord_kernel, grad=None, stateful=True)

@@ -2,13 +2,14 @@
 (from_string_handle) iterators over datasets (their ops: iterator_ops.py)."""
 from __future__ import annotations
 
-from typing import Optional
+import typing
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.func_graph import FuncGraph, unique_function_name
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.tensor_spec import TensorSpec
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import DATASET_OPS
@@ -52,7 +53,7 @@ class Iterator:
 
     # -- construction -----------------------------------------------------------------------------
     @staticmethod
-    def _handle_op(op_type: str, inputs: list, template, specs: list, attrs: dict, name: Optional[str]) -> Tensor:
+    def _handle_op(op_type: str, inputs: list, template, specs: list, attrs: dict, name: "str | None") -> Tensor:
         attrs = dict(attrs, output_types=structure.component_types(specs),
                      output_shapes=structure.component_shapes(specs))
         return make_op(op_type, inputs, attrs, name=name or op_type).outputs[0]
@@ -78,7 +79,7 @@ class Iterator:
         return cls(handle, None, output_types, specs)
 
     @classmethod
-    def _for_dataset(cls, dataset, one_shot: bool, shared_name: Optional[str] = None) -> "Iterator":
+    def _for_dataset(cls, dataset, one_shot: bool, shared_name: typing.Optional[str] = None) -> "Iterator":
         with name_scope(None, "Iterator"):
             fg = dataset_factory(dataset._variant_tensor)
             captures = list(fg.external_captures)
@@ -138,3 +139,51 @@ class Iterator:
     output_shapes = property(lambda self: structure.map_specs(self._template, self._specs, lambda s: s.shape))
     output_classes = property(lambda self: structure.map_specs(
         self._template, self._specs, lambda s: SparseTensor if s.sparse else Tensor))
+
+
+@tf_export("data.experimental.Optional")
+class Optional:
+    """tf.data.experimental.Optional: a value that may be missing (a `variant` tensor):
+    has_value() a bool tensor, get_value() its tensors (InvalidArgumentError when it has none)."""
+
+    def __init__(self, variant: Tensor, template, specs: list):
+        self._variant_tensor, self._template, self._specs = variant, template, specs
+
+    @staticmethod
+    def from_value(value) -> "Optional":
+        """Optional.from_value(value): an Optional holding `value` (a nest of tensors)."""
+        with name_scope(None, "OptionalFromValue"):
+            element = structure.normalize(value, "value")
+            op = make_op("OptionalFromValue", structure.components(element), name="OptionalFromValue")
+            return Optional(op.outputs[0], element, structure.specs_of(element))
+
+    @staticmethod
+    def none_from_structure(value_structure) -> "Optional":
+        """Optional.none_from_structure(value_structure): an empty Optional whose value would have
+        the structure of `value_structure` (a nest of tf.TensorSpec)."""
+        specs = [structure.Spec(s.dtype, s.shape) for s in structure.flatten(value_structure)]
+        return Optional(make_op("OptionalNone", [], name="OptionalNone").outputs[0], value_structure, specs)
+
+    @property
+    def value_structure(self):
+        """The structure of the value: a nest of tf.TensorSpec."""
+        return structure.map_specs(self._template, self._specs, lambda s: TensorSpec(s.shape, s.dtype))
+
+    def has_value(self, name=None) -> Tensor:
+        return make_op("OptionalHasValue", [self._variant_tensor], name=name or "OptionalHasValue").outputs[0]
+
+    def get_value(self, name=None):
+        attrs = {"output_types": structure.component_types(self._specs),
+                 "output_shapes": structure.component_shapes(self._specs)}
+        op = make_op("OptionalGetValue", [self._variant_tensor], attrs, name=name or "OptionalGetValue")
+        return structure.pack(self._template, self._specs, list(op.outputs))
+
+
+@tf_export("data.experimental.get_next_as_optional")
+def get_next_as_optional(iterator: Iterator) -> Optional:
+    """tf.data.experimental.get_next_as_optional(iterator): the next element as an Optional,
+    empty at the end of the dataset instead of OutOfRangeError."""
+    attrs = {"output_types": structure.component_types(iterator._specs),
+             "output_shapes": structure.component_shapes(iterator._specs)}
+    op = make_op("IteratorGetNextAsOptional", [iterator._handle], attrs, name="IteratorGetNextAsOptional")
+    return Optional(op.outputs[0], iterator._template, iterator._specs)

@@ -181,3 +181,47 @@ def _close(elements) -> None:
     close = getattr(elements, "close", None)
     if close is not None:
         close()
+
+
+# -- optionals ---------------------------------------------------------------------------------------
+class OptionalValue:
+    """An Optional at run time: the components of its value, or None."""
+
+    __slots__ = ("components",)
+
+    def __init__(self, components):
+        self.components = components
+
+
+def _optional_of(node, x) -> OptionalValue:
+    if not isinstance(x, OptionalValue):
+        raise invalid(node, f"expected an Optional, got {type(x).__name__}")
+    return x
+
+
+def _next_as_optional_kernel(node, ctx):
+    def run(step, handle):
+        try:
+            return OptionalValue(list(handle.get_next(node, step)))
+        except errors.OutOfRangeError:
+            return OptionalValue(None)
+    return run
+
+
+def _optional_get_value_kernel(node, ctx):
+    def run(optional):
+        value = _optional_of(node, optional).components
+        if value is None:
+            raise invalid(node, "The optional does not have a value.")
+        return value[0] if len(value) == 1 else tuple(value)
+    return run
+
+
+_VARIANT = lambda op: [(dtypes.variant, TensorShape([]))]   # noqa: E731 - one shape rule for three ops
+register("IteratorGetNextAsOptional", _VARIANT, _next_as_optional_kernel, grad=None, stateful=True, needs_step=True,
+         blocking=True)
+register("OptionalFromValue", _VARIANT, lambda node, ctx: lambda *c: OptionalValue(list(c)), grad=None)
+register("OptionalNone", _VARIANT, lambda node, ctx: lambda: OptionalValue(None), grad=None)
+register("OptionalHasValue", lambda op: [(dtypes.bool, TensorShape([]))],
+         lambda node, ctx: lambda o: _optional_of(node, o).components is not None, grad=None)
+register("OptionalGetValue", _get_next_infer, _optional_get_value_kernel, grad=None)

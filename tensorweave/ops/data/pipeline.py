@@ -63,8 +63,14 @@ def as_element_error(e: BaseException) -> ElementError:
     return ElementError(errors.InvalidArgumentError(None, None, f"{type(e).__name__}: {e}"))
 
 
+INFINITE, UNKNOWN = -1, -2   # cardinalities that are not counts (tf.data.INFINITE_CARDINALITY, ...)
+
+
 class DatasetValue:
-    """A dataset at run time: `elements()` starts a fresh pass over it."""
+    """A dataset at run time: `elements()` starts a fresh pass over it; `cardinality` is its
+    number of elements when known without running it (else INFINITE or UNKNOWN)."""
+
+    cardinality = UNKNOWN
 
     def elements(self) -> Iterator:
         raise NotImplementedError

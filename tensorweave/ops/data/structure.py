@@ -15,10 +15,12 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 
 @dataclass(frozen=True)
 class Spec:
-    """One leaf of an element: its dtype, static shape and whether it is a SparseTensor."""
+    """One leaf of an element: its dtype, static shape and whether it is a SparseTensor; a leaf
+    that is a dataset (Dataset.window's) is a `variant` with `inner`, its (template, specs)."""
     dtype: dtypes.DType
     shape: TensorShape
     sparse: bool = False
+    inner: object = None
 
     @property
     def width(self) -> int:

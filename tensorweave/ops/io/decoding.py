@@ -112,7 +112,7 @@ def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None, inp
 
 
 # -- DecodeCSV ---------------------------------------------------------------------------------
-def _split_csv(node, record: bytes, delim: bytes, quoted: bool, index: int) -> list:
+def split_csv(node, record: bytes, delim: bytes, quoted: bool, where: str) -> list:
     if not quoted or b'"' not in record:
         return record.split(delim)
     fields, i, n = [], 0, len(record)
@@ -123,8 +123,7 @@ def _split_csv(node, record: bytes, delim: bytes, quoted: bool, index: int) -> l
             while True:
                 j = record.find(b'"', i)
                 if j < 0:
-                    raise invalid(node, f"Quoted field has to end with quote followed by delim or end in record "
-                                        f"{index}")
+                    raise invalid(node, f"Quoted field has to end with quote followed by delim or end in {where}")
                 buf += record[i:j]
                 if record[j + 1:j + 2] == b'"':
                     buf += b'"'
@@ -133,14 +132,14 @@ def _split_csv(node, record: bytes, delim: bytes, quoted: bool, index: int) -> l
                 i = j + 1
                 break
             if i < n and record[i:i + len(delim)] != delim:
-                raise invalid(node, f"Quoted field has to end with quote followed by delim or end in record {index}")
+                raise invalid(node, f"Quoted field has to end with quote followed by delim or end in {where}")
             fields.append(bytes(buf))
         else:
             j = record.find(delim, i)
             end = n if j < 0 else j
             field = record[i:end]
             if b'"' in field:
-                raise invalid(node, f"Unquoted fields cannot have quotes inside in record {index}")
+                raise invalid(node, f"Unquoted fields cannot have quotes inside in {where}")
             fields.append(field)
             i = end
         if i >= n:
@@ -151,6 +150,40 @@ def _split_csv(node, record: bytes, delim: bytes, quoted: bool, index: int) -> l
             return fields
 
 
+def csv_value(node, field: bytes, default, dt, na: bytes, col: int, where: str):
+    """One CSV field as a value of `dt`: its column's default when empty or `na` (an error when the
+    column has none), else the field parsed; `where` names the record in errors."""
+    if field == na or (not field and dt is not dtypes.string):
+        if np.size(default) == 0:
+            raise invalid(node, f"Field {col} is required but missing in {where}!")
+        return np.asarray(default).reshape(-1)[0]
+    if dt is dtypes.string:
+        return field
+    text = field.decode("utf-8", "replace")
+    try:
+        if dt.is_integer:
+            v = int(text.strip(), 10)
+            info = np.iinfo(dt.as_numpy_dtype)
+            if not info.min <= v <= info.max:
+                raise ValueError
+            return v
+        return float(text)
+    except ValueError:
+        raise invalid(node, f"Field {col} in {where} is not a valid {dt.name}: {text}") from None
+
+
+def csv_fields(node, record: bytes, delim: bytes, quoted: bool, select: list, count: int, where: str) -> list:
+    """The fields of one CSV record (only the `select` columns when given); `count` expected."""
+    fields = split_csv(node, record, delim, quoted, where)
+    if select:
+        if max(select) >= len(fields):
+            raise invalid(node, f"Expect {max(select) + 1} fields but have {len(fields)} in {where}")
+        fields = [fields[c] for c in select]
+    if len(fields) != count:
+        raise invalid(node, f"Expect {count} fields but have {len(fields)} in {where}")
+    return fields
+
+
 def _decode_csv_kernel(node, ctx):
     out_types = [dtypes.as_dtype(t) for t in node.attr["OUT_TYPE"]]
     delim = node.attr["field_delim"].encode()
@@ -158,39 +191,14 @@ def _decode_csv_kernel(node, ctx):
     na = node.attr["na_value"].encode()
     select = node.attr.get("select_cols") or []
 
-    def convert(field: bytes, default, dt, col: int, rec: int):
-        if field == na or (not field and dt is not dtypes.string):
-            if np.size(default) == 0:
-                raise invalid(node, f"Field {col} is required but missing in record {rec}!")
-            return np.asarray(default).reshape(-1)[0]
-        if dt is dtypes.string:
-            return field
-        text = field.decode("utf-8", "replace")
-        try:
-            if dt.is_integer:
-                v = int(text.strip(), 10)
-                info = np.iinfo(dt.as_numpy_dtype)
-                if not info.min <= v <= info.max:
-                    raise ValueError
-                return v
-            return float(text)
-        except ValueError:
-            raise invalid(node, f"Field {col} in record {rec} is not a valid {dt.name}: {text}") from None
-
     def run(records, *defaults):
         arr = string_array(records)
         flat = arr.reshape(-1)
         cols: list = [[] for _ in out_types]
         for r, rec in enumerate(flat):
-            fields = _split_csv(node, bytes(rec), delim, quoted, r)
-            if select:
-                if max(select) >= len(fields):
-                    raise invalid(node, f"Expect {max(select) + 1} fields but have {len(fields)} in record {r}")
-                fields = [fields[c] for c in select]
-            if len(fields) != len(out_types):
-                raise invalid(node, f"Expect {len(out_types)} fields but have {len(fields)} in record {r}")
+            fields = csv_fields(node, bytes(rec), delim, quoted, select, len(out_types), f"record {r}")
             for c, (f, d, dt) in enumerate(zip(fields, defaults, out_types)):
-                cols[c].append(convert(f, d, dt, c, r))
+                cols[c].append(csv_value(node, f, d, dt, na, c, f"record {r}"))
         outs = []
         for c, dt in enumerate(out_types):
             if dt is dtypes.string:
@@ -204,7 +212,37 @@ def _decode_csv_kernel(node, ctx):
 register("DecodeCSV", lambda op: [(t, op.inputs[0].shape) for t in op.get_attr("OUT_TYPE")], _decode_csv_kernel,
          grad=None, dtypes=(dtypes.string,), dtype_param="records")
 
-_CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
+CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
+
+
+def csv_defaults(record_defaults, op: str) -> list:
+    """A CSV reader's record_defaults as tensors: each a one-element tensor (the column's dtype and
+    value of an empty field) or empty, or a DType (an empty default: the column is required)."""
+    defaults = []
+    for i, d in enumerate(record_defaults):
+        if isinstance(d, dtypes.DType):
+            d = convert_to_tensor(np.zeros(0, d.as_numpy_dtype if d is not dtypes.string else object), dtype=d)
+        t = convert_to_tensor(d, name=f"record_defaults_{i}")
+        if t.dtype not in CSV_TYPES:
+            raise TypeError(f"{op}: record_defaults[{i}] has DataType {t.dtype.name} not in list of allowed "
+                            "values: " + ", ".join(x.name for x in CSV_TYPES))
+        if t.shape.ndims not in (None, 0, 1):
+            raise ValueError(f"{op}: Shape of a default must be a length-0 or length-1 vector, or a scalar "
+                             f"(record_defaults[{i}] has shape {t.shape})")
+        defaults.append(t)
+    return defaults
+
+
+def check_csv_options(select_cols, count: int, field_delim: str) -> None:
+    """select_cols (strictly increasing, non-negative, one per default) and field_delim (one char)."""
+    if select_cols is not None and any(select_cols[i] >= select_cols[i + 1] for i in range(len(select_cols) - 1)):
+        raise ValueError("select_cols is not strictly increasing.")
+    if select_cols is not None and select_cols and select_cols[0] < 0:
+        raise ValueError("select_cols contains negative values.")
+    if select_cols is not None and len(select_cols) != count:
+        raise ValueError("Length of select_cols and record_defaults do not match.")
+    if len(field_delim) != 1:
+        raise ValueError(f"field_delim should be only 1 char, got {field_delim!r}")
 
 
 @tf_export("io.decode_csv", "decode_csv")
@@ -214,26 +252,10 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     na_value='', select_cols=None): one tensor per column, each of `records`' shape. Each
     default is a one-element tensor (the column's dtype and value for an empty field) or empty
     (the column is required)."""
-    if select_cols is not None and any(select_cols[i] >= select_cols[i + 1] for i in range(len(select_cols) - 1)):
-        raise ValueError("select_cols is not strictly increasing.")
-    if select_cols is not None and select_cols and select_cols[0] < 0:
-        raise ValueError("select_cols contains negative values.")
-    if select_cols is not None and len(select_cols) != len(record_defaults):
-        raise ValueError("Length of select_cols and record_defaults do not match.")
-    if len(field_delim) != 1:
-        raise ValueError(f"field_delim should be only 1 char, got {field_delim!r}")
+    check_csv_options(select_cols, len(record_defaults), field_delim)
     with name_scope(name, "DecodeCSV"):
         records = as_string_tensor(records, name="records")
-        defaults = []
-        for i, d in enumerate(record_defaults):
-            t = convert_to_tensor(d, name=f"record_defaults_{i}")
-            if t.dtype not in _CSV_TYPES:
-                raise TypeError(f"record_defaults[{i}] has DataType {t.dtype.name} not in list of allowed values: "
-                                + ", ".join(x.name for x in _CSV_TYPES))
-            if t.shape.ndims not in (None, 0, 1):
-                raise ValueError(f"Shape of a default must be a length-0 or length-1 vector, or a scalar "
-                                 f"(record_defaults[{i}] has shape {t.shape})")
-            defaults.append(t)
+        defaults = csv_defaults(record_defaults, "DecodeCSV")
         attrs = {"OUT_TYPE": [t.dtype for t in defaults], "field_delim": field_delim,
                  "use_quote_delim": bool(use_quote_delim), "na_value": na_value,
                  "select_cols": list(select_cols or [])}
