@@ -89,7 +89,6 @@ NAME_REASONS = [
     ("nn", "compute_average_loss", "a TF 2 tf.distribute helper"),
     ("nn", "scale_regularization_loss", "a TF 2 tf.distribute helper"),
     ("nn", "quantized_*", "quantized dtypes are not supported"),
-    ("linalg", "LinearOperator*", "the LinearOperator class family is not provided; the matrix functions are"),
     ("linalg", "eigh_tridiagonal", "a TF 2.x addition"),
     ("math", "sobol_sample", "a TF 2.x addition"),
     ("math", "nextafter", "a TF 2.x addition"),

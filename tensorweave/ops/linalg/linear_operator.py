@@ -51,7 +51,7 @@ def batch_shape_of(*tensors) -> Tensor:
     """The broadcast batch shape (all but the last two dims) of `tensors`, as a 1-D int32 tensor."""
     probe = None
     for t in tensors:
-        corner = zeros_like(t[..., :1, :1])
+        corner = zeros_like(t[..., :1, :1], dtype=dtypes.int32)
         probe = corner if probe is None else probe + corner
     return shape(probe)[:-2]
 
