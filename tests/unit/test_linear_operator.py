@@ -389,3 +389,24 @@ def test_zeros_and_non_square_operators():
         with pytest.raises(NotImplementedError, match="not be square"):
             op.determinant()
         _close(sess.run(op.matmul(np.ones((2, 1)), adjoint=True)), wide.T @ np.ones((2, 1)), "wide adjoint")
+
+
+def test_tf_linalg_functions_dispatch_on_operators():
+    m, x = _well(2, 2), RNG.randn(2, 2)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        op = LA.LinearOperatorFullMatrix(m)
+        got = sess.run([tf.matmul(op, x), LA.matmul(x, op), LA.matmul(op, x, adjoint_a=True),
+                        LA.matmul(x, op, adjoint_b=True), LA.trace(op), LA.det(op), LA.solve(op, x),
+                        LA.diag_part(op), LA.adjoint(op).to_dense(), LA.inv(op).to_dense()])
+        want = [m @ x, x @ m, m.T @ x, x @ m.T, np.trace(m), np.linalg.det(m), np.linalg.solve(m, x), np.diag(m),
+                m.T, np.linalg.inv(m)]
+        for g, w in zip(got, want):
+            _close(g, w, "dispatch")
+        spd = LA.LinearOperatorFullMatrix(_spd(2, 2), is_self_adjoint=True, is_positive_definite=True)
+        _close(sess.run(LA.logdet(spd)), np.linalg.slogdet(sess.run(spd.to_dense()))[1], "logdet")
+        _close(sess.run(LA.cholesky(spd).to_dense()), np.linalg.cholesky(sess.run(spd.to_dense())), "cholesky")
+        with pytest.raises(ValueError, match="self-adjoint positive definite"):
+            LA.logdet(op)
+        with pytest.raises(ValueError, match="Transposing not supported"):
+            tf.matmul(op, x, transpose_a=True)
+        _close(sess.run(tf.matmul(m, x)), m @ x, "tensors are not dispatched")

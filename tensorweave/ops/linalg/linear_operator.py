@@ -15,6 +15,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
+from tensorweave.framework.dispatch import dispatch_for_types
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -27,9 +28,9 @@ from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.debugging.asserts import assert_equal, assert_less, assert_positive
 from tensorweave.ops.math.binary import maximum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.decompositions import cholesky, self_adjoint_eigvals, svd
-from tensorweave.ops.math.linalg import eye
-from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix, matrix_determinant, slogdet
+from tensorweave.ops.math.decompositions import cholesky, logdet, self_adjoint_eigvals, svd
+from tensorweave.ops.math.linalg import eye, matmul, trace
+from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix, matrix_determinant, matrix_inverse, slogdet
 from tensorweave.ops.math.reduction import reduce_max, reduce_min, reduce_sum
 from tensorweave.ops.math.solvers import cholesky_solve, matrix_solve
 from tensorweave.ops.math.unary import abs as abs_, exp, log
@@ -479,3 +480,61 @@ class LinearOperator:
 
     def __repr__(self) -> str:
         return f"<tf.linalg.{type(self).__name__} '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+
+# -- TF's dispatch: the tf.linalg functions that accept an operator ---------------------------------
+@dispatch_for_types(matmul, LinearOperator)
+def _matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
+            b_is_sparse=False, name=None):
+    if transpose_a or transpose_b:
+        raise ValueError("Transposing not supported at this time.")
+    if a_is_sparse or b_is_sparse:
+        raise ValueError("Packed matrices not supported at this time.")
+    if not isinstance(a, LinearOperator):   # a @ B = (B^H a^H)^H
+        return adjoint_matrix(b.matmul(a, adjoint=not adjoint_b, adjoint_arg=not adjoint_a, name=name or "matmul"))
+    return a.matmul(b, adjoint=adjoint_a, adjoint_arg=adjoint_b, name=name or "matmul")
+
+
+@dispatch_for_types(adjoint_matrix, LinearOperator)
+def _adjoint(matrix, name=None):
+    return matrix.adjoint(name or "adjoint")
+
+
+@dispatch_for_types(cholesky, LinearOperator)
+def _cholesky(input, name=None):
+    return input.cholesky(name or "cholesky")
+
+
+@dispatch_for_types(matrix_diag_part, LinearOperator)
+def _diag_part(input, name="diag_part", k=0, padding_value=0):
+    return input.diag_part(name)
+
+
+@dispatch_for_types(matrix_determinant, LinearOperator)
+def _det(input, name=None):
+    return input.determinant(name or "det")
+
+
+@dispatch_for_types(matrix_inverse, LinearOperator)
+def _inverse(input, adjoint=False, name=None):
+    inverse = input.inverse(name or "inverse")
+    return inverse.adjoint() if adjoint else inverse
+
+
+@dispatch_for_types(logdet, LinearOperator)
+def _logdet(matrix, name=None):
+    if matrix.is_positive_definite and matrix.is_self_adjoint:
+        return matrix.log_abs_determinant(name or "log_abs_det")
+    raise ValueError("Expected matrix to be self-adjoint positive definite.")
+
+
+@dispatch_for_types(matrix_solve, LinearOperator)
+def _solve(matrix, rhs, adjoint=False, name=None):
+    if not isinstance(matrix, LinearOperator):
+        raise ValueError("Passing in `matrix` as a Tensor and `rhs` as a LinearOperator is not supported.")
+    return matrix.solve(rhs, adjoint=adjoint, name=name or "solve")
+
+
+@dispatch_for_types(trace, LinearOperator)
+def _trace(x, name=None):
+    return x.trace(name or "trace")
