@@ -280,17 +280,29 @@ def _numeric_grad(f, v, eps=1e-6):
     return out
 
 
+GRAD_CASES = {
+    "full": (lambda: _well(3, 3), LA.LinearOperatorFullMatrix),
+    "diag": (lambda: RNG.uniform(1, 2, 3), LA.LinearOperatorDiag),
+    "tril": (lambda: _well(3, 3), LA.LinearOperatorLowerTriangular),
+    "kronecker": (lambda: _well(2, 2), lambda p: LA.LinearOperatorKronecker(
+        [LA.LinearOperatorFullMatrix(p), LA.LinearOperatorDiag(np.array([1.0, 2.0]))])),
+    "low_rank": (lambda: RNG.randn(3, 1), lambda p: LA.LinearOperatorLowRankUpdate(
+        LA.LinearOperatorDiag(np.array([2.0, 3.0, 4.0])), p)),
+}
+
+
 @pytest.mark.parametrize("method", ["matmul", "solve"])
-@pytest.mark.parametrize("kind", ["full", "diag", "tril"])
+@pytest.mark.parametrize("kind", sorted(GRAD_CASES))
 def test_gradients_through_matmul_and_solve_match_finite_differences(kind, method):
-    values = {"full": _well(3, 3), "diag": RNG.uniform(1, 2, 3), "tril": _well(3, 3)}[kind]
-    make = {"full": LA.LinearOperatorFullMatrix, "diag": LA.LinearOperatorDiag,
-            "tril": LA.LinearOperatorLowerTriangular}[kind]
-    x0 = RNG.randn(3, 2)
-    weights = RNG.randn(3, 2)
+    make_values, make = GRAD_CASES[kind]
+    values = make_values()
     with tf.Graph().as_default():
-        p, x = tf.placeholder(tf.float64, values.shape), tf.placeholder(tf.float64, [3, 2])
-        loss = tf.reduce_sum(getattr(make(p), method)(x) * weights)
+        p = tf.placeholder(tf.float64, values.shape)
+        op = make(p)
+        n = op.domain_dimension.value
+        x0, weights = RNG.randn(n, 2), RNG.randn(n, 2)
+        x = tf.placeholder(tf.float64, [n, 2])
+        loss = tf.reduce_sum(getattr(op, method)(x) * weights)
         grads = tf.gradients(loss, [p, x])
         with tf.Session() as sess:
             g_p, g_x = sess.run(grads, {p: values, x: x0})
@@ -302,6 +314,27 @@ def test_gradients_through_matmul_and_solve_match_finite_differences(kind, metho
                 return sess.run(loss, {p: values, x: v})
             np.testing.assert_allclose(g_p, _numeric_grad(f_p, values), rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(g_x, _numeric_grad(f_x, x0), rtol=1e-5, atol=1e-6)
+
+
+def test_a_user_subclass_gets_the_dense_defaults():
+    class Doubling(LA.LinearOperator):
+        def __init__(self):
+            super().__init__(tf.float64, is_self_adjoint=True, is_positive_definite=True, name="Doubling")
+
+        def _shape(self):
+            return tf.TensorShape([3, 3])
+
+        def _matmul(self, x, adjoint=False, adjoint_arg=False):
+            return 2 * (tf.linalg.adjoint(x) if adjoint_arg else x)
+
+    op = Doubling()
+    assert op.is_square and op.is_non_singular
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = RNG.randn(3, 2)
+        got = sess.run([op.to_dense(), op.solve(x), op.determinant(), op.log_abs_determinant(), op.trace(),
+                        op.eigvals(), op.cholesky().to_dense(), op.shape_tensor()])
+        for g, w in zip(got, [2 * np.eye(3), x / 2, 8.0, np.log(8.0), 6.0, [2.0] * 3, np.sqrt(2) * np.eye(3), [3, 3]]):
+            _close(g, w, "subclass defaults")
 
 
 def test_hint_errors_are_tfs():
