@@ -18,7 +18,7 @@ from tensorweave.ops.debugging.asserts import assert_equal, assert_non_negative,
 from tensorweave.ops.grouping import no_op, with_dependencies
 from tensorweave.ops.linalg.full_matrix import checked_tensor
 from tensorweave.ops.linalg.linear_operator import (
-    LinearOperator, abs_, assert_no_entries_with_modulus_zero, forced_hint)
+    LinearOperator, abs_, assert_no_entries_with_modulus_zero, broadcast_static_shapes, forced_hint)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.complex_parts import imag, real
 from tensorweave.ops.math.linalg import conj, eye
@@ -44,7 +44,7 @@ def checked_size(value, name: str, rank: int, assert_proper: bool):
 
 
 class _BaseIdentity(LinearOperator):
-    """What both identities share: num_rows, and a batch shape their products broadcast to."""
+    """What both identities share: num_rows and a batch shape."""
 
     def _init_rows(self, num_rows, assert_proper_shapes):
         self._num_rows = checked_size(num_rows, "num_rows", 0, assert_proper_shapes)
@@ -57,17 +57,6 @@ class _BaseIdentity(LinearOperator):
     def _batch_and_rows(self) -> TensorShape:
         n = None if self._num_rows_static is None else int(self._num_rows_static)
         return self._static_batch().concatenate([n, n])
-
-    def _broadcast_to_batch(self, x):
-        """x + zeros of the operator's batch shape, when that shape would change x's."""
-        batch = self._static_batch()
-        if batch.ndims == 0:
-            return x
-        special = batch.concatenate([1, 1])
-        if special.is_fully_defined() and x.shape.is_fully_defined() and len(special) <= len(x.shape) and all(
-                s in (1, d) for s, d in zip(special.as_list()[::-1], x.shape.as_list()[::-1])):
-            return x
-        return x + zeros(concat([self.batch_shape_tensor(), [1, 1]], 0), dtype=x.dtype)
 
     def _shape(self):
         return self._batch_and_rows()
@@ -104,7 +93,10 @@ class LinearOperatorIdentity(_BaseIdentity):
                 [], dtype=dtypes.int32)
 
     def _matmul(self, x, adjoint=False, adjoint_arg=False):
-        return self._broadcast_to_batch(adjoint_matrix(x) if adjoint_arg else x)
+        x = adjoint_matrix(x) if adjoint_arg else x
+        if self._batch_shape_arg is None or x.shape[:-2] == broadcast_static_shapes(x.shape[:-2], self._batch_static):
+            return x
+        return x + zeros(concat([self._batch_shape_arg, [1, 1]], 0), dtype=x.dtype)   # x, broadcast to the batch
 
     def _solve(self, rhs, adjoint=False, adjoint_arg=False):
         return self._matmul(rhs, adjoint_arg=adjoint_arg)

@@ -10,6 +10,7 @@ register here (`register_default`), since they are themselves subclasses of this
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.dispatch import dispatch_for_types
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.shapes import Dimension, TensorShape
+from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
@@ -68,9 +69,7 @@ def broadcast_batch(*tensors) -> list:
     tensors = [convert_to_tensor(t) for t in tensors]
     statics = [t.shape[:-2] for t in tensors]
     if all(s.is_fully_defined() for s in statics):
-        target = statics[0]
-        for s in statics[1:]:
-            target = TensorShape(np.broadcast_shapes(tuple(target.as_list()), tuple(s.as_list())))
+        target = broadcast_static_shapes(*statics)
         return [t if s == target else broadcast_to(t, target.as_list() + [shape(t)[-2], shape(t)[-1]])
                 for t, s in zip(tensors, statics)]
     batch = batch_shape_of(*tensors)
@@ -78,22 +77,8 @@ def broadcast_batch(*tensors) -> list:
 
 
 def broadcast_static_shapes(*shapes) -> TensorShape:
-    """Broadcast of static batch shapes, unknown dims where any is unknown."""
-    out = TensorShape([])
-    for s in shapes:
-        if out.ndims is None or s.ndims is None:
-            return TensorShape(None)
-        n = max(out.ndims, s.ndims)
-        a, b = [None] * (n - out.ndims) + out.as_list(), [None] * (n - s.ndims) + s.as_list()
-        a = [1 if i < n - out.ndims else d for i, d in enumerate(a)]
-        b = [1 if i < n - s.ndims else d for i, d in enumerate(b)]
-        dims = []
-        for x, y in zip(a, b):
-            if x is not None and y is not None and x != 1 and y != 1 and x != y:
-                raise ValueError(f"Incompatible batch shapes {out} and {s}")
-            dims.append(y if x == 1 else x if y == 1 else x if x is not None else y)
-        out = TensorShape(dims)
-    return out
+    """Broadcast of static batch shapes (unknown where any is)."""
+    return functools.reduce(broadcast_shapes, shapes, TensorShape([]))
 
 
 def assert_no_entries_with_modulus_zero(x, message: str):
