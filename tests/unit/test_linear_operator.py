@@ -443,3 +443,34 @@ def test_tf_linalg_functions_dispatch_on_operators():
         with pytest.raises(ValueError, match="Transposing not supported"):
             tf.matmul(op, x, transpose_a=True)
         _close(sess.run(tf.matmul(m, x)), m @ x, "tensors are not dispatched")
+
+
+DYNAMIC = {
+    "full": lambda m, d: LA.LinearOperatorFullMatrix(m),
+    "diag": lambda m, d: LA.LinearOperatorDiag(d),
+    "composition": lambda m, d: LA.LinearOperatorComposition(
+        [LA.LinearOperatorFullMatrix(m), LA.LinearOperatorDiag(d)]),
+    "scaled": lambda m, d: LA.LinearOperatorScaledIdentity(tf.placeholder_with_default(3, []), d[:, 0]),
+    "householder": lambda m, d: LA.LinearOperatorHouseholder(d),
+    "tridiag": lambda m, d: LA.LinearOperatorTridiag(m, diagonals_format="matrix"),
+    "toeplitz": lambda m, d: LA.LinearOperatorToeplitz(d, d),
+    "low_rank": lambda m, d: LA.LinearOperatorLowRankUpdate(
+        LA.LinearOperatorDiag(d), tf.placeholder_with_default(np.ones((3, 1)), [None, None])),
+    "kronecker": lambda m, d: LA.LinearOperatorKronecker([LA.LinearOperatorDiag(d), LA.LinearOperatorFullMatrix(m)]),
+    "block_diag": lambda m, d: LA.LinearOperatorBlockDiag([LA.LinearOperatorDiag(d), LA.LinearOperatorFullMatrix(m)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DYNAMIC))
+def test_operators_of_unknown_static_shape_work_at_run_time(case):
+    m_value = _well(2, 3, 3)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        m, d = tf.placeholder(tf.float64, [None, None, None]), tf.placeholder(tf.float64, [None, None])
+        op = DYNAMIC[case](m, d)
+        feeds = {m: m_value, d: m_value[..., 0]}
+        n = sess.run(op.domain_dimension_tensor(), feeds)
+        x = RNG.randn(n, 2)
+        shape, dense, y, solved = sess.run([op.shape_tensor(), op.to_dense(), op.matmul(x), op.solve(x)], feeds)
+        assert list(shape) == list(dense.shape) and dense.shape[-1] == n
+        _close(y, dense @ x, f"{case} matmul")
+        _close(solved, np.linalg.solve(dense, np.broadcast_to(x, dense.shape[:-2] + x.shape)), f"{case} solve")

@@ -3,7 +3,7 @@ products and solves act block by block on slices of the argument."""
 from __future__ import annotations
 
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.concat import concat, split
+from tensorweave.ops.array.concat import concat, split, stack
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.array.pad import pad
 from tensorweave.ops.grouping import group
@@ -35,11 +35,13 @@ def pad_columns(matrix, before: int, after: int):
     return pad(matrix, [[0, 0]] * (matrix.shape.ndims - 1) + [[before, after]])
 
 
-def split_rows(x, sizes):
-    """x [..., sum(sizes), R] split along its rows."""
-    if any(s is None for s in sizes):
-        raise ValueError(f"Splitting needs the operators' static dimensions, got {sizes}")
-    return split(x, sizes, axis=-2)
+def split_rows(x, operators, use_range: bool):
+    """x [..., sum of the operators' range (or domain) dims, R] split along its rows, one part each."""
+    static = [dim_value(op.range_dimension if use_range else op.domain_dimension) for op in operators]
+    if None in static:
+        static = stack([op.range_dimension_tensor() if use_range else op.domain_dimension_tensor()
+                        for op in operators])
+    return split(x, static, axis=-2, num=len(operators))
 
 
 @tf_export("linalg.LinearOperatorBlockDiag")
@@ -76,9 +78,7 @@ class LinearOperatorBlockDiag(LinearOperator):
 
     def _blockwise(self, method: str, x, adjoint: bool, adjoint_arg: bool):
         x = adjoint_matrix(x) if adjoint_arg else x
-        in_adjoint = (method == "matmul") == adjoint   # solve reads range dims, matmul^H too
-        sizes = [dim_value(op.range_dimension if in_adjoint else op.domain_dimension) for op in self._operators]
-        parts = split_rows(x, sizes)
+        parts = split_rows(x, self._operators, use_range=(method == "matmul") == adjoint)   # solve, matmul^H: rows
         return concat_broadcast([getattr(op, method)(p, adjoint=adjoint) for op, p in zip(self._operators, parts)],
                                 -2)
 

@@ -58,7 +58,7 @@ class LinearOperatorBlockLowerTriangular(LinearOperator):
 
     def _matmul(self, x, adjoint=False, adjoint_arg=False):
         x = adjoint_matrix(x) if adjoint_arg else x
-        parts, n = split_rows(x, self._sizes()), len(self._rows)
+        parts, n = split_rows(x, self._diag, use_range=False), len(self._rows)
         if adjoint:   # block j of A^H x: the sum over rows i >= j of L_ij^H x_i
             out = [sum(self._rows[i][j].matmul(parts[i], adjoint=True) for i in range(j, n)) for j in range(n)]
         else:
@@ -67,7 +67,7 @@ class LinearOperatorBlockLowerTriangular(LinearOperator):
 
     def _solve(self, rhs, adjoint=False, adjoint_arg=False):
         rhs = adjoint_matrix(rhs) if adjoint_arg else rhs
-        parts, n = split_rows(rhs, self._sizes()), len(self._rows)
+        parts, n = split_rows(rhs, self._diag, use_range=False), len(self._rows)
         out = [None] * n
         order = range(n - 1, -1, -1) if adjoint else range(n)
         for i in order:
