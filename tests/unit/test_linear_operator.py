@@ -356,6 +356,8 @@ def test_hint_errors_are_tfs():
             LA.LinearOperatorZeros(3, is_non_singular=True)
         with pytest.raises(ValueError, match="Householder operator is always self adjoint"):
             LA.LinearOperatorHouseholder([1.0, 2.0], is_self_adjoint=False)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="always non-positive definite"):
+            LA.LinearOperatorHouseholder([1.0, 2.0]).assert_positive_definite()
         with pytest.raises(ValueError, match="Argument num_rows must be non-negative"):
             LA.LinearOperatorIdentity(-1)
         with pytest.raises(TypeError, match="same dtype"):
