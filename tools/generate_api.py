@@ -31,6 +31,7 @@ NAMESPACE_MODULES = {
     "dtypes": "tensorweave.framework.dtypes",
     "errors": "tensorweave.framework.errors",
     "nn.rnn_cell": "tensorweave.rnn.rnn_cell",
+    "random.experimental": "tensorweave.random_experimental",
     "contrib.slim.losses": "tensorweave.contrib.losses",
     "contrib.slim.metrics": "tensorweave.contrib.metrics",
     "contrib.slim.utils": "tensorweave.contrib.utils",

@@ -737,3 +737,108 @@ def stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, 
 def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None) -> Tensor:
     """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
     return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")
+
+
+# -- the V2 stateless ops: an explicit Philox key and counter (what tf.random.Generator draws with) --
+RNG_ALG_PHILOX, RNG_ALG_AUTO_SELECT = 1, 3   # TF's Algorithm ids; auto_select is Philox on CPU
+
+
+def _philox_words(node, key, counter, alg) -> tuple:
+    """A V2 op's uint64 key [1] and counter [2] as Philox's 32-bit key and counter words."""
+    if int(alg) not in (RNG_ALG_PHILOX, RNG_ALG_AUTO_SELECT):
+        raise errors.InvalidArgumentError(node, node.name, f"Unsupported algorithm id: {int(alg)}")
+    k, c = np.asarray(key).reshape(-1), np.asarray(counter).reshape(-1)
+    if k.size != 1 or c.size != 2:
+        raise errors.InvalidArgumentError(node, node.name, f"key must have 1 element and counter 2 for Philox, "
+                                                           f"got {k.size} and {c.size}")
+    k, c0, c1 = (int(v) & 0xFFFFFFFFFFFFFFFF for v in (k[0], c[0], c[1]))
+    return (k & 0xFFFFFFFF, k >> 32), (c0 & 0xFFFFFFFF, c0 >> 32, c1 & 0xFFFFFFFF, c1 >> 32)
+
+
+def _stateless_full_int(key, counter, n, np_dt) -> np.ndarray:
+    """TF's UniformFullIntDistribution: the raw 32 bits, or for 64-bit types two uint32s, the first low."""
+    if np.dtype(np_dt).itemsize == 8:
+        x = _uint32_stream(key, counter, 2 * n).astype(np.uint64)
+        return ((x[1::2] << np.uint64(32)) | x[0::2]).view(np_dt)
+    return _uint32_stream(key, counter, n).view(np_dt)
+
+
+def _stateless_v2_kernel(draw):
+    def factory(node, ctx):
+        np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+        def run(shape, key, counter, alg, *bounds):
+            dims = _dims(node, shape)
+            if bounds and not bounds[0] < bounds[1]:
+                raise errors.InvalidArgumentError(node, node.name, f"Need minval < maxval: {bounds[0]} >= {bounds[1]}")
+            return draw(*_philox_words(node, key, counter, alg), int(np.prod(dims)), np_dt, *bounds).reshape(dims)
+        return run
+    return factory
+
+
+for _op_type, _draw in (("StatelessRandomUniformV2", _stateless_uniform),
+                        ("StatelessRandomNormalV2", _stateless_normal),
+                        ("StatelessTruncatedNormalV2", _stateless_truncated),
+                        ("StatelessRandomUniformIntV2", _stateless_uniform_int),
+                        ("StatelessRandomUniformFullIntV2", _stateless_full_int)):
+    register(_op_type, _random_infer, _stateless_v2_kernel(_draw), grad=None)
+
+
+def stateless_v2(op_type: str, shape, key, counter, alg, dtype, bounds=(), name=None) -> Tensor:
+    """One of the StatelessRandom*V2 ops: `shape`'s values of `dtype` from Philox's (key, counter)."""
+    inputs = [_shape_tensor(shape), key, counter, convert_to_tensor(alg, dtype=dtypes.int32, name="alg"), *bounds]
+    return make_op(op_type, inputs, {"dtype": dtypes.as_dtype(dtype)}, name=name or op_type).outputs[0]
+
+
+def _get_key_counter_kernel(node, ctx):
+    def run(seed):
+        key, counter = _philox_key_counter(node, seed)
+        return (np.asarray([key[0] | key[1] << 32], np.uint64),
+                np.asarray([counter[0] | counter[1] << 32, counter[2] | counter[3] << 32], np.uint64))
+    return run
+
+
+register("StatelessRandomGetKeyCounter",
+         lambda op: [(dtypes.uint64, TensorShape([1])), (dtypes.uint64, TensorShape([2]))],
+         _get_key_counter_kernel, grad=None)
+
+
+def _seed_key_counter(seed) -> tuple:
+    op = make_op("StatelessRandomGetKeyCounter", [_stateless_seed(seed)], {}, name="StatelessRandomGetKeyCounter")
+    return op.outputs[0], op.outputs[1]
+
+
+@tf_export("random.experimental.stateless_split", "random.split")
+def split(seed, num=2, alg="auto_select", name=None) -> Tensor:
+    """tf.random.split(seed, num=2, alg='auto_select'): `num` new [2] seeds (a [num, 2] tensor of
+    seed's dtype) drawn from `seed`, for stateless random ops."""
+    with get_default_graph().name_scope(name or "split"):
+        seed = _stateless_seed(seed)
+        key, counter = _seed_key_counter(seed)
+        return stateless_v2("StatelessRandomUniformFullIntV2", [num, 2], key, counter, algorithm_id(alg), seed.dtype)
+
+
+@tf_export("random.experimental.stateless_fold_in", "random.fold_in")
+def fold_in(seed, data, alg="auto_select", name=None) -> Tensor:
+    """tf.random.fold_in(seed, data, alg='auto_select'): a new [2] seed combining `seed` with the
+    integer `data` ([a draw from seed, data], of data's dtype)."""
+    with get_default_graph().name_scope(name or "fold_in"):
+        data = convert_to_tensor(data, name="data")
+        key, counter = _seed_key_counter(seed)
+        drawn = stateless_v2("StatelessRandomUniformFullIntV2", [], key, counter, algorithm_id(alg), data.dtype)
+        return stack([drawn, data])
+
+
+_ALGORITHMS = {"philox": RNG_ALG_PHILOX, "auto_select": RNG_ALG_AUTO_SELECT, "threefry": 2}
+
+
+def algorithm_id(alg) -> int:
+    """TF's convert_alg_to_int: an Algorithm, its name or its id, as the id; ThreeFry is not here."""
+    alg = getattr(alg, "value", alg)
+    if isinstance(alg, str):
+        if alg.lower() not in _ALGORITHMS:
+            raise ValueError(f"Unknown algorithm name: {alg}")
+        alg = _ALGORITHMS[alg.lower()]
+    if alg not in (RNG_ALG_PHILOX, RNG_ALG_AUTO_SELECT):
+        raise ValueError(f"Algorithm {alg} is not supported: tensorweave's RNGs are Philox (1) or auto_select (3)")
+    return int(alg)

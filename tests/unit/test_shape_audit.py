@@ -135,6 +135,9 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
         tf.random.stateless_multinomial(tf.placeholder(tf.float32, [2, 5]), 3, seed)
+        gen = tf.random.experimental.Generator.from_seed(3)
+        gen.normal([2, 3]), gen.uniform([2]), gen.uniform([2], 0, 5, tf.int32), gen.truncated_normal([3])
+        gen.uniform_full_int([2]), tf.random.split(seed)
         vol = tf.placeholder(tf.float32, [2, 4, 5, 3, 2])
         c3 = tf.nn.conv3d(vol, tf.placeholder(tf.float32, [2, 2, 2, 2, 3]), [1, 1, 2, 1, 1], "SAME")
         p3 = [tf.nn.max_pool3d(vol, [1, 2, 2, 2, 1], [1, 1, 1, 1, 1], "VALID"),

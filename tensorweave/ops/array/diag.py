@@ -11,6 +11,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.dispatch import add_dispatch_support
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.array.fill import zeros_like
@@ -55,6 +56,7 @@ def _check_k(node, rows: int, cols: int, lo: int, hi: int) -> None:
 
 # -- MatrixDiagPartV2 ------------------------------------------------------------------------------
 @tf_export("linalg.diag_part", "matrix_diag_part")
+@add_dispatch_support
 def matrix_diag_part(input, name: str = "diag_part", k=0, padding_value=0) -> Tensor:
     """tf.linalg.diag_part(input, name='diag_part', k=0, padding_value=0): the k-th diagonal of
     each innermost matrix ([..., max_diag_len]), or the band of diagonals k = (lo, hi)

@@ -12,6 +12,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.dispatch import add_dispatch_support
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
 from tensorweave.ops.array.diag import matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag
@@ -52,6 +53,7 @@ def _batched(x: np.ndarray, fn, out_shapes: list, dtype) -> list:
 
 # -- Cholesky --------------------------------------------------------------------------------------
 @tf_export("linalg.cholesky", "cholesky")
+@add_dispatch_support
 def cholesky(input, name=None) -> Tensor:
     """tf.linalg.cholesky(input, name=None): the lower-triangular L with L @ L^H = input for each
     innermost positive-definite matrix (only the lower triangle of input is read)."""
@@ -90,6 +92,7 @@ register("Cholesky", lambda op: [(op.inputs[0].dtype, matrix_shape(op.inputs[0].
 
 
 @tf_export("linalg.logdet")
+@add_dispatch_support
 def logdet(matrix, name=None) -> Tensor:
     """tf.linalg.logdet(matrix, name=None): log(det(matrix)) of each innermost Hermitian
     positive-definite matrix, from its Cholesky factor."""

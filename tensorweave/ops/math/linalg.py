@@ -14,6 +14,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import Dimension, TensorShape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.dispatch import add_dispatch_support
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, identity, index_tensor, rank, reshape, shape, squeeze, transpose
@@ -48,6 +49,7 @@ register("Conj", same_as_input(), lambda node, ctx: np.conj,
 
 # -- matmul ------------------------------------------------------------------------------------
 @tf_export("linalg.matmul", "matmul")
+@add_dispatch_support
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
     """tf.matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
@@ -462,6 +464,7 @@ def normalize(tensor, ord="euclidean", axis=None, name=None):
 
 
 @tf_export("linalg.trace", "trace")
+@add_dispatch_support
 def trace(x, name=None) -> Tensor:
     """tf.linalg.trace(x, name=None): the sum of the main diagonal of each innermost matrix."""
     with name_scope(name, "Trace", [x]) as scope:

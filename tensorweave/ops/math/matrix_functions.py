@@ -12,6 +12,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.dispatch import add_dispatch_support
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, shape
@@ -50,6 +51,7 @@ def check_square(node, x: np.ndarray, what: str = "Input") -> None:
 
 
 @tf_export("linalg.adjoint")
+@add_dispatch_support
 def adjoint(matrix, name=None) -> Tensor:
     """tf.linalg.adjoint(matrix, name=None): the conjugate transpose of each innermost matrix."""
     with name_scope(name, "adjoint", [matrix]):
@@ -69,6 +71,7 @@ def _unary_matrix_op(op_type: str, x, name, attrs=None) -> Tensor:
 
 # -- MatrixInverse ---------------------------------------------------------------------------------
 @tf_export("linalg.inv", "matrix_inverse")
+@add_dispatch_support
 def matrix_inverse(input, adjoint=False, name=None) -> Tensor:
     """tf.linalg.inv(input, adjoint=False, name=None): the inverse of each innermost square
     matrix (of its adjoint when `adjoint`); a singular one is InvalidArgumentError."""
@@ -105,6 +108,7 @@ register("MatrixInverse", _square_infer, _inverse_kernel, grad=_inverse_grad, dt
 
 # -- MatrixDeterminant, LogMatrixDeterminant -------------------------------------------------------
 @tf_export("linalg.det", "matrix_determinant")
+@add_dispatch_support
 def matrix_determinant(input, name=None) -> Tensor:
     """tf.linalg.det(input, name=None): the determinant of each innermost square matrix."""
     return _unary_matrix_op("MatrixDeterminant", input, name)

@@ -9,6 +9,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.framework.dispatch import add_dispatch_support
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, squeeze
@@ -61,6 +62,7 @@ def _solve(node, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 # -- MatrixSolve -----------------------------------------------------------------------------------
 @tf_export("linalg.solve", "matrix_solve")
+@add_dispatch_support
 def matrix_solve(matrix, rhs, adjoint=False, name=None) -> Tensor:
     """tf.linalg.solve(matrix, rhs, adjoint=False, name=None): X with matrix @ X = rhs (or
     adjoint(matrix) @ X = rhs) for each innermost square matrix."""
