@@ -94,13 +94,34 @@ class RPCOptions(_Message):
                "disable_session_connection_sharing": False}
 
 
+# tf.debugging.set_log_device_placement's switch: the log_device_placement a ConfigProto starts with
+# (so a Session made without a config, or with one that leaves the field alone, logs placements).
+_log_device_placement = [False]
+
+
+@tf_export("debugging.set_log_device_placement")
+def set_log_device_placement(enabled) -> None:
+    """tf.debugging.set_log_device_placement(enabled): whether sessions log the device each op is
+    placed on; it is the default of ConfigProto.log_device_placement from now on, so it covers
+    sessions created without a config."""
+    _log_device_placement[0] = bool(enabled)
+
+
+@tf_export("debugging.get_log_device_placement")
+def get_log_device_placement() -> bool:
+    """tf.debugging.get_log_device_placement(): what set_log_device_placement last set (False at
+    start)."""
+    return _log_device_placement[0]
+
+
 @tf_export("ConfigProto")
 class ConfigProto(_Message):
     """Session configuration (TF1 `tf.ConfigProto`)."""
     _fields = {"device_count": dict, "intra_op_parallelism_threads": 0, "inter_op_parallelism_threads": 0,
                "use_per_session_threads": False, "session_inter_op_thread_pool": list,
                "placement_period": 0, "device_filters": list, "gpu_options": GPUOptions,
-               "allow_soft_placement": False, "log_device_placement": False, "graph_options": GraphOptions,
+               "allow_soft_placement": False, "log_device_placement": get_log_device_placement,
+               "graph_options": GraphOptions,
                "operation_timeout_in_ms": 0, "rpc_options": RPCOptions, "cluster_def": None,
                "isolate_session_state": False, "experimental": dict}
 

@@ -16,7 +16,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank as rank_of, reshape, shape
-from tensorweave.ops.grouping import group, no_op, with_dependencies
+from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.binary import add, equal, greater, greater_equal, less, less_equal, multiply, not_equal, \
