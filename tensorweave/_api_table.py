@@ -871,6 +871,7 @@ NAMESPACES = {
         'ResidualWrapper': ('tensorweave.rnn.wrappers', 'ResidualWrapper'),
         'static_bidirectional_rnn': ('tensorweave.rnn.loops', 'static_bidirectional_rnn'),
         'static_rnn': ('tensorweave.rnn.loops', 'static_rnn'),
+        'static_state_saving_rnn': ('tensorweave.rnn.loops', 'static_state_saving_rnn'),
     },
     'tensorweave.contrib.signal': {
         'frame': ('tensorweave.ops.signal.spectral_ops', 'frame'),
@@ -1909,6 +1910,7 @@ NAMESPACES = {
             ('tensorweave.ops.nn.impl', 'sparse_softmax_cross_entropy_with_logits'),
         'static_bidirectional_rnn': ('tensorweave.rnn.loops', 'static_bidirectional_rnn'),
         'static_rnn': ('tensorweave.rnn.loops', 'static_rnn'),
+        'static_state_saving_rnn': ('tensorweave.rnn.loops', 'static_state_saving_rnn'),
         'sufficient_statistics': ('tensorweave.ops.nn.impl', 'sufficient_statistics'),
         'swish': ('tensorweave.ops.nn.impl', 'swish'),
         'tanh': ('tensorweave.ops.math.unary', 'tanh'),
