@@ -133,6 +133,6 @@ def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
     if isinstance(value, (IndexedSlices, SparseTensor)):
         if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
             raise ValueError(f"Incompatible tensor conversion requested to `dtype` {dtypes.as_dtype(dtype).name} "
-                             f"for {type(value).__name__} ({value}) with dtype {value.dtype.name}")
+                             f"for `value` ({value}) with dtype {value.dtype.name}.")
         return value
     return convert_to_tensor(value, dtype=dtype, name=name)

@@ -162,7 +162,8 @@ def guarantee_const(input, name=None) -> Tensor:
     return make_op("GuaranteeConst", [input], {"T": input.dtype}, name=name or "GuaranteeConst").outputs[0]
 
 
-register("GuaranteeConst", same_as_input(0), lambda node, ctx: (lambda x: x), grad=None)
+# no gradient, as in TF: tf.gradients through it raises LookupError (its value is promised constant)
+register("GuaranteeConst", same_as_input(0), lambda node, ctx: (lambda x: x))
 
 
 def index_tensor(value, name: str = None, dtype=None) -> Tensor:

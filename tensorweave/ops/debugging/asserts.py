@@ -227,8 +227,8 @@ def assert_integer(x, message=None, name=None):
 @tf_export("debugging.assert_near", "assert_near")
 def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None, name=None):
     """tf.assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None,
-    name=None): an op that fails (InvalidArgumentError) unless |x - y| <= atol + rtol * |y|
-    element-wise; rtol and atol default to 10 * eps of x's float dtype."""
+    name=None): an op that fails (InvalidArgumentError) unless |x - y| < atol + rtol * |y|
+    element-wise (strictly, as TF); rtol and atol default to 10 * eps of x's float dtype."""
     with get_default_graph().name_scope(name or "assert_near"):
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, name="y", dtype=x.dtype)
@@ -236,12 +236,12 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
         rtol = 10 * eps if rtol is None else rtol
         atol = 10 * eps if atol is None else atol
         if data is None:
-            data = [message or "", f"x and y not equal to tolerance rtol = {_static_string(rtol)}, "
+            data = [f"{message}.  " if message else "", f"x and y not equal to tolerance rtol = {_static_string(rtol)}, "
                                    f"atol = {_static_string(atol)}", f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
         tol_dtype = x.dtype.real_dtype
         tol = add(convert_to_tensor(atol, name="atol", dtype=tol_dtype),
                   multiply(convert_to_tensor(rtol, name="rtol", dtype=tol_dtype), abs_(y)))
-        return Assert(reduce_all(less_equal(abs_(subtract(x, y)), tol)), data, summarize=summarize)
+        return Assert(reduce_all(less(abs_(subtract(x, y)), tol)), data, summarize=summarize)
 
 
 @tf_export("debugging.assert_proper_iterable", "assert_proper_iterable")
