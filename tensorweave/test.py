@@ -16,10 +16,11 @@ from typing import Optional
 import numpy as np
 
 from tensorweave.client.session import Session
+from tensorweave.client.timeline import Timeline
 from tensorweave.distributed.cluster import ClusterSpec, free_ports
 from tensorweave.distributed.server import Server
 from tensorweave.framework import dtypes
-from tensorweave.framework.config import ConfigProto
+from tensorweave.framework.config import ConfigProto, RunMetadata, RunOptions
 from tensorweave.framework.errors import OpError
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph, get_default_session
 from tensorweave.framework.indexed_slices import IndexedSlices
@@ -488,6 +489,14 @@ def _report_benchmark(name, iters=None, cpu_time=None, wall_time=None, throughpu
                          ("throughput", throughput)):
         if value is not None:
             setattr(entry, field, int(value) if field == "iters" else float(value))
+    if extras is not None and not isinstance(extras, dict):
+        raise TypeError("report_benchmark: extras must be a dict")
+    if metrics is not None and not isinstance(metrics, list):
+        raise TypeError("report_benchmark: metrics must be a list")
+    for metric in metrics or []:
+        for field in ("name", "value"):
+            if field not in metric:
+                raise TypeError(f"report_benchmark: metric must has a '{field}' field")
     for key, value in (extras or {}).items():
         if isinstance(value, numbers.Number):
             entry.extras[key].double_value = float(value)
@@ -518,30 +527,34 @@ class Benchmark:
     TF's BenchmarkEntries protobuf (test_log.proto) to that prefix plus its name."""
 
     def _get_name(self, overwrite_name=None) -> str:
-        """"<class>.<benchmark method>": the calling benchmark* method of this object."""
-        if overwrite_name:
-            return overwrite_name
-        frame = sys._getframe(1)
+        """"<class>.<method>" of the outermost method of a Benchmark on the call stack (TF's
+        rule), `overwrite_name` in place of the method's name when given."""
+        frames, frame = [], sys._getframe(1)
         while frame is not None:
-            if frame.f_code.co_name.startswith("benchmark") and frame.f_locals.get("self") is self:
-                return f"{type(self).__name__}.{frame.f_code.co_name}"
+            frames.append(frame)
             frame = frame.f_back
-        raise ValueError("Unable to determine calling Benchmark function.")
+        for frame in reversed(frames):
+            caller = frame.f_locals.get("self")
+            if isinstance(caller, Benchmark):
+                return f"{type(caller).__name__}.{overwrite_name or frame.f_code.co_name}"
+        raise ValueError("Unable to determine calling Benchmark class.")
 
     def report_benchmark(self, iters=None, cpu_time=None, wall_time=None, throughput=None, extras=None, name=None,
                          metrics=None) -> None:
         """Reports one benchmark: iters, cpu_time and wall_time (seconds per iteration),
         throughput, extras ({name: number or string}), metrics ([{"name", "value", optional
-        "min_value", "max_value"}]); the name defaults to "<class>.<calling benchmark method>"."""
+        "min_value", "max_value"}]); named "<class>.<calling method, or `name`>"."""
         _report_benchmark(self._get_name(name), iters=iters, cpu_time=cpu_time, wall_time=wall_time,
                           throughput=throughput, extras=extras, metrics=metrics)
 
     def run_op_benchmark(self, sess, op_or_tensor, feed_dict=None, burn_iters=2, min_iters=10,
                          store_trace=False, store_memory_usage=True, name=None, extras=None, mbs=0) -> dict:
         """Runs `op_or_tensor` burn_iters times unmeasured, then min_iters times timed, and
-        reports the median wall time per run (throughput mbs / wall_time when mbs > 0); returns
-        the reported values. store_trace and store_memory_usage add nothing here (no step
-        traces or allocator statistics)."""
+        reports the median wall time per run and throughput mbs / wall_time. With store_trace
+        or store_memory_usage one more traced run adds the Chrome trace
+        ("full_trace_chrome_format", returned only) or each allocator's peak bytes (reported
+        as "allocator_maximum_num_bytes_<allocator>"). Returns the reported values, their
+        extras also holding "wall_time_mean" and "wall_time_stdev"."""
         for _ in range(burn_iters):
             sess.run(op_or_tensor, feed_dict=feed_dict)
         deltas = []
@@ -549,36 +562,24 @@ class Benchmark:
             start = time.time()
             sess.run(op_or_tensor, feed_dict=feed_dict)
             deltas.append(time.time() - start)
-        values = {"iters": min_iters, "wall_time": float(np.median(deltas)), "extras": dict(extras or {}),
-                  "name": self._get_name(name)}
-        if mbs > 0:
-            values["throughput"] = mbs / values["wall_time"]
+        extras = extras if extras is not None else {}
+        unreported = {}
+        if store_trace or store_memory_usage:
+            run_metadata = RunMetadata()
+            sess.run(op_or_tensor, feed_dict=feed_dict, options=RunOptions(trace_level=RunOptions.FULL_TRACE),
+                     run_metadata=run_metadata)
+            trace = Timeline(run_metadata.step_stats)
+            if store_trace:
+                unreported["full_trace_chrome_format"] = trace.generate_chrome_trace_format()
+            if store_memory_usage:
+                for allocator, peak in trace.analyze_step_stats(show_memory=True).allocator_maximums.items():
+                    extras[f"allocator_maximum_num_bytes_{allocator}"] = peak.num_bytes
+        ordered = sorted(deltas)
+        median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2.0 if ordered else -1
+        values = {"iters": min_iters, "wall_time": median, "extras": extras, "name": name,
+                  "throughput": mbs / median}
         self.report_benchmark(**values)
+        unreported["wall_time_mean"] = float(np.mean(deltas)) if deltas else -1
+        unreported["wall_time_stdev"] = float(np.std(deltas, ddof=1)) if len(deltas) > 1 else -1
+        values["extras"].update(unreported)
         return values
-
-
-@tf_export("test.gpu_device_name")
-def gpu_device_name() -> str:
-    return ""
-
-
-@tf_export("test.get_temp_dir")
-def get_temp_dir() -> str:
-    import tempfile
-    return tempfile.mkdtemp(prefix="tensorweave_test_")
-
-
-@tf_export("test.create_local_cluster")
-def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc", worker_config=None,
-                         ps_config=None) -> tuple:
-    """tf.test.create_local_cluster(num_workers, num_ps, protocol='grpc', worker_config=None,
-    ps_config=None): a cluster of `num_workers` worker and `num_ps` ps servers started in this
-    process on free localhost ports; returns (workers, ps_servers), lists of tf.train.Server."""
-    ports = free_ports(num_workers + num_ps)
-    cluster = ClusterSpec({"worker": [f"localhost:{p}" for p in ports[:num_workers]],
-                           "ps": [f"localhost:{p}" for p in ports[num_workers:]]})
-    workers = [Server(cluster, job_name="worker", task_index=i, protocol=protocol, config=worker_config)
-               for i in range(num_workers)]
-    ps_servers = [Server(cluster, job_name="ps", task_index=i, protocol=protocol, config=ps_config)
-                  for i in range(num_ps)]
-    return workers, ps_servers
