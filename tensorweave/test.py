@@ -583,3 +583,30 @@ class Benchmark:
         unreported["wall_time_stdev"] = float(np.std(deltas, ddof=1)) if len(deltas) > 1 else -1
         values["extras"].update(unreported)
         return values
+
+
+@tf_export("test.gpu_device_name")
+def gpu_device_name() -> str:
+    return ""
+
+
+@tf_export("test.get_temp_dir")
+def get_temp_dir() -> str:
+    import tempfile
+    return tempfile.mkdtemp(prefix="tensorweave_test_")
+
+
+@tf_export("test.create_local_cluster")
+def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc", worker_config=None,
+                         ps_config=None) -> tuple:
+    """tf.test.create_local_cluster(num_workers, num_ps, protocol='grpc', worker_config=None,
+    ps_config=None): a cluster of `num_workers` worker and `num_ps` ps servers started in this
+    process on free localhost ports; returns (workers, ps_servers), lists of tf.train.Server."""
+    ports = free_ports(num_workers + num_ps)
+    cluster = ClusterSpec({"worker": [f"localhost:{p}" for p in ports[:num_workers]],
+                           "ps": [f"localhost:{p}" for p in ports[num_workers:]]})
+    workers = [Server(cluster, job_name="worker", task_index=i, protocol=protocol, config=worker_config)
+               for i in range(num_workers)]
+    ps_servers = [Server(cluster, job_name="ps", task_index=i, protocol=protocol, config=ps_config)
+                  for i in range(num_ps)]
+    return workers, ps_servers

@@ -104,7 +104,8 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.space_to_depth(img[:, :6, :6], 2), tf.depth_to_space(tf.placeholder(tf.float32, [2, 3, 3, 8]), 2)
         tf.space_to_batch_nd(img, [2, 2], [[0, 0], [1, 1]]), tf.batch_to_space_nd(img, [1, 2], [[0, 0], [1, 1]])
         tf.extract_image_patches(img, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
-        tf.extract_volume_patches(tf.placeholder(tf.float32, [2, 4, 5, 6, 3]), [1, 2, 2, 3, 1], [1, 2, 1, 2, 1], "VALID")
+        vol = tf.placeholder(tf.float32, [2, 4, 5, 6, 3])
+        tf.extract_volume_patches(vol, [1, 2, 2, 3, 1], [1, 2, 1, 2, 1], "VALID")
         tf.broadcast_dynamic_shape(tf.shape(m), [5, 1, 4]), tf.guarantee_const(m)
         # sparse
         sp = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])

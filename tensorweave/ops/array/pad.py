@@ -393,8 +393,9 @@ def broadcast_static_shape(shape_x, shape_y) -> TensorShape:
     try:
         return broadcast_shapes(shape_x, shape_y)
     except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting. Two shapes are compatible if for each dimension "
-                         f"pair they are either equal or one of them is 1. Received: {shape_x} and {shape_y}.") from None
+        pass
+    raise ValueError(f"Incompatible shapes for broadcasting. Two shapes are compatible if for each dimension pair "
+                     f"they are either equal or one of them is 1. Received: {shape_x} and {shape_y}.")
 
 
 # -- meshgrid ----------------------------------------------------------------------------------

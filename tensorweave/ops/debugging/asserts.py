@@ -236,8 +236,9 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
         rtol = 10 * eps if rtol is None else rtol
         atol = 10 * eps if atol is None else atol
         if data is None:
-            data = [f"{message}.  " if message else "", f"x and y not equal to tolerance rtol = {_static_string(rtol)}, "
-                                   f"atol = {_static_string(atol)}", f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+            data = [f"{message}.  " if message else "",
+                    f"x and y not equal to tolerance rtol = {_static_string(rtol)}, atol = {_static_string(atol)}",
+                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
         tol_dtype = x.dtype.real_dtype
         tol = add(convert_to_tensor(atol, name="atol", dtype=tol_dtype),
                   multiply(convert_to_tensor(rtol, name="rtol", dtype=tol_dtype), abs_(y)))
