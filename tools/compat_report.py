@@ -58,7 +58,6 @@ NAME_REASONS = [
     ("tf", "type_spec_from_value", "TypeSpecs are TF 2 composite-tensor machinery"),
     ("tf", "RaggedTensorSpec", "TypeSpecs are TF 2 composite-tensor machinery"),
     ("tf", "ragged_fill_empty_rows*", "a TF 2.x addition"),
-    ("image", "decode_webp", "a TF 2.x addition"),
     ("image", "decode_jxl", "a TF 2.x addition"),
     ("io", "decode_jxl", "JPEG XL: a TF 2.x addition, and Pillow has no JPEG XL decoder"),
     ("io", "RaggedFeature", "ragged parsing of Examples: a TF 2.x addition"),

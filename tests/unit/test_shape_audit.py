@@ -351,6 +351,10 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
         tf.io.decode_json_example(words)
+        tf.io.decode_proto(words, "tensorflow.Example", ["features"], [tf.string])
+        tf.io.encode_proto(tf.placeholder(tf.int32, [3, 1]), [tf.placeholder(tf.string, [3, 1])], ["features"],
+                           "tensorflow.Example")
+        tf.io.decode_webp(text)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         sp_m = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
