@@ -301,7 +301,7 @@ def is_built_with_xla() -> bool:
 
 # TF's CPU target names -> the platform.machine() names of the hosts that run them.
 _CPU_TARGETS = {"x86": ("x86_64", "amd64", "i386", "i686", "x86"), "aarch64": ("aarch64", "arm64"),
-                "arm": ("aarch64", "arm64", "armv7l", "armv8l", "arm"), "ppc": ("ppc64le", "ppc64", "ppc"),
+                "arm": ("armv7l", "armv8l", "arm"), "ppc": ("ppc64le", "ppc64", "ppc"),
                 "s390x": ("s390x",)}
 
 

@@ -15,7 +15,7 @@ from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import rank as rank_of, reshape, shape
+from tensorweave.ops.array.core import rank as rank_of, shape
 from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.debugging.printing import Assert
@@ -337,9 +337,8 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
                 if symbol is None or symbol == ".":
                     continue
                 dim = i - len(sizes) if outer else i
-                with get_default_graph().control_dependencies(rank_checks):
-                    actual = static[dim] if static is not None and static[dim] is not None else \
-                        reshape(x, [-1])[0:1] if x.shape.ndims == 0 else shape(x)[dim]
+                with get_default_graph().control_dependencies(rank_checks):   # read a size after its rank check
+                    actual = static[dim] if static is not None and static[dim] is not None else shape(x)[dim]
                 if isinstance(symbol, str) and symbol not in symbols:
                     symbols[symbol] = (actual, x, dim)
                     continue
