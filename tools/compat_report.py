@@ -62,7 +62,8 @@ NAME_REASONS = [
     ("io", "decode_jxl", "JPEG XL: a TF 2.x addition, and Pillow has no JPEG XL decoder"),
     ("io", "RaggedFeature", "ragged parsing of Examples: a TF 2.x addition"),
     ("tf", "LMDBReader", "LMDB databases need the lmdb C library, which is not a dependency"),
-    ("tf", "wrap_function", "wrap_function builds a TF 2 ConcreteFunction called eagerly; TF1 graphs call the "
+    ("tf", "wrap_function", "wrap_function traces into a TF 2 ConcreteFunction (a function called through "
+                            "PartitionedCall, its variables lifted out); there is no function-call op here: call the "
                             "Python function in the graph instead"),
     ("tf", "conv", "the N-D Conv op (batch_dims, groups) is a TF 2.x addition; tf.nn.convolution is here"),
     ("debugging", "*able_check_numerics", "TF 2's instrumentation of eager ops and tf.functions; TF1 graphs use "
