@@ -69,6 +69,20 @@ def error(msg, *args, **kwargs) -> None:
     _logger.error(msg, *args, **kwargs)
 
 
+@tf_export("logging.TaskLevelStatusMessage")
+def TaskLevelStatusMessage(msg) -> None:
+    """tf.logging.TaskLevelStatusMessage(msg): logs `msg` at ERROR level, as TF1 does."""
+    error(msg)
+
+
+@tf_export("logging.flush")
+def flush() -> None:
+    """tf.logging.flush(): flushes the handlers of TensorFlow's logger (TF1 itself left this
+    unimplemented)."""
+    for handler in _logger.handlers:
+        handler.flush()
+
+
 @tf_export("logging.fatal")
 def fatal(msg, *args, **kwargs) -> None:
     _logger.fatal(msg, *args, **kwargs)

@@ -2,19 +2,31 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import numbers
+import os
+import platform
+import re
+import sys
+import time
 import unittest
 from typing import Optional
 
 import numpy as np
 
 from tensorweave.client.session import Session
+from tensorweave.client.timeline import Timeline
 from tensorweave.distributed.cluster import ClusterSpec, free_ports
 from tensorweave.distributed.server import Server
 from tensorweave.framework import dtypes
+from tensorweave.framework.config import ConfigProto, RunMetadata, RunOptions
 from tensorweave.framework.errors import OpError
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph, get_default_session
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.tf_protos import BenchmarkEntries, graph_pb2
+from tensorweave.logging import info as log_info
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.gradients.gradients import gradients
 
@@ -267,6 +279,310 @@ def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None) -> bool:
 @tf_export("test.is_built_with_cuda")
 def is_built_with_cuda() -> bool:
     return False
+
+
+@tf_export("test.is_built_with_gpu_support")
+def is_built_with_gpu_support() -> bool:
+    """False: kernels are numpy's (and oneDNN's), CPU only."""
+    return False
+
+
+@tf_export("test.is_built_with_rocm")
+def is_built_with_rocm() -> bool:
+    """False: no ROCm kernels."""
+    return False
+
+
+@tf_export("test.is_built_with_xla")
+def is_built_with_xla() -> bool:
+    """False: no XLA compiler."""
+    return False
+
+
+# TF's CPU target names -> the platform.machine() names of the hosts that run them.
+_CPU_TARGETS = {"x86": ("x86_64", "amd64", "i386", "i686", "x86"), "aarch64": ("aarch64", "arm64"),
+                "arm": ("armv7l", "armv8l", "arm"), "ppc": ("ppc64le", "ppc64", "ppc"),
+                "s390x": ("s390x",)}
+
+
+@tf_export("test.is_cpu_target_available")
+def is_cpu_target_available(target) -> bool:
+    """tf.test.is_cpu_target_available(target): whether ops run on CPU target `target` ('x86',
+    'aarch64', 'arm', ...): here the host's own architecture, as numpy runs the kernels."""
+    return platform.machine().lower() in _CPU_TARGETS.get(str(target).lower(), (str(target).lower(),))
+
+
+@tf_export("test.benchmark_config")
+def benchmark_config() -> ConfigProto:
+    """tf.test.benchmark_config(): a ConfigProto with Grappler's dependency optimizer off
+    (graph_options.rewrite_options['dependency_optimization'] = RewriterConfig.OFF, 2), so a
+    benchmarked op is not pruned away."""
+    config = ConfigProto()
+    config.graph_options.rewrite_options["dependency_optimization"] = 2   # RewriterConfig.OFF
+    return config
+
+
+@tf_export("test.test_src_dir_path")
+def test_src_dir_path(relative_path) -> str:
+    """tf.test.test_src_dir_path(relative_path): the absolute path of `relative_path` under the
+    library's source root (TF's: tensorflow/; here the tensorweave package directory)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), relative_path)
+
+
+@tf_export("test.disable_with_predicate")
+def disable_with_predicate(pred, skip_message):
+    """tf.test.disable_with_predicate(pred, skip_message): a decorator of a TestCase method that
+    skips the test with `skip_message` when pred() is true at run time."""
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(self, *args, **kwargs):
+            if pred():
+                self.skipTest(skip_message)
+            return func(self, *args, **kwargs)
+        return wrapper
+    return decorator
+
+
+@tf_export("test.with_eager_op_as_function")
+def with_eager_op_as_function(cls=None, only_as_function=False):
+    """tf.test.with_eager_op_as_function(cls=None, only_as_function=False): the class unchanged
+    (TensorFlow's own is a no-op now; graph-mode tests have no eager ops to run as functions)."""
+    return cls if cls is not None else (lambda c: c)
+
+
+_CHECKPOINT_TEMP = re.compile(rb"<_temp_[0-9a-f]{32}/part>")
+_HASH_TABLE_NAME = re.compile(rb"hash_table_[0-9a-z\-]+")
+
+
+def _stripped_nodes(graph_def, checkpoint_v2: bool, hash_table_shared_name: bool) -> dict:
+    """{name: NodeDef} of a copy of graph_def, without what differs from run to run: a V2
+    Saver's random temp file suffix, and the shared names hash tables make up."""
+    nodes = {}
+    for node in graph_def.node:
+        node = type(node).FromString(node.SerializeToString())
+        if checkpoint_v2 and node.op == "Const" and "value" in node.attr:
+            strings = node.attr["value"].tensor.string_val
+            for i, s in enumerate(strings):
+                strings[i] = _CHECKPOINT_TEMP.sub(b"", s)
+        if hash_table_shared_name and node.op.startswith("HashTable") and "shared_name" in node.attr:
+            node.attr["shared_name"].s = _HASH_TABLE_NAME.sub(b"", node.attr["shared_name"].s)
+        nodes[node.name] = node
+    return nodes
+
+
+def _node_differences(name: str, actual, expected) -> list:
+    out = []
+    if actual.op != expected.op:
+        out.append(f"Node named '{name}' has op '{actual.op}' that does not match expected '{expected.op}'")
+    data = [(i for i in node.input if not i.startswith("^")) for node in (actual, expected)]
+    data_a, data_e = (list(d) for d in data)
+    if data_a != data_e:
+        out.append(f"Node named '{name}' has inputs {data_a} that do not match expected {data_e}")
+    ctrl_a, ctrl_e = ({i for i in node.input if i.startswith("^")} for node in (actual, expected))
+    if ctrl_a != ctrl_e:
+        out.append(f"Node named '{name}' has control inputs {sorted(ctrl_a)} that do not match expected "
+                   f"{sorted(ctrl_e)}")
+    if actual.device != expected.device:
+        out.append(f"Node named '{name}' has device '{actual.device}' that does not match expected "
+                   f"'{expected.device}'")
+    for key in sorted(set(actual.attr) | set(expected.attr)):
+        if key not in expected.attr:
+            out.append(f"Node named '{name}' has unexpected attr '{key}' with value: {actual.attr[key]}")
+        elif key not in actual.attr:
+            out.append(f"Node named '{name}' missing expected attr '{key}' with value: {expected.attr[key]}")
+        elif actual.attr[key] != expected.attr[key]:
+            out.append(f"Node named '{name}' has attr '{key}' with value: {actual.attr[key]} that does not match "
+                       f"expected: {expected.attr[key]}")
+    return out
+
+
+@tf_export("test.assert_equal_graph_def")
+def assert_equal_graph_def(actual, expected, checkpoint_v2=False, hash_table_shared_name=False) -> None:
+    """tf.test.assert_equal_graph_def(actual, expected, checkpoint_v2=False,
+    hash_table_shared_name=False): AssertionError, saying what differs, unless the two GraphDefs
+    hold the same nodes (by name, in any order: op, inputs, control inputs as a set, device,
+    attrs). checkpoint_v2 ignores a V2 Saver's random temp file names; hash_table_shared_name
+    the shared names of hash tables. TypeError when either is not a GraphDef."""
+    for what, g in (("actual", actual), ("expected", expected)):
+        if not isinstance(g, graph_pb2.GraphDef):
+            raise TypeError(f"Expected tf.GraphDef for {what}, got {type(g).__name__}")
+    got = _stripped_nodes(actual, checkpoint_v2, hash_table_shared_name)
+    want = _stripped_nodes(expected, checkpoint_v2, hash_table_shared_name)
+    problems = [f"Found unexpected node '{got[n].name} = {got[n].op}({', '.join(got[n].input)})'"
+                for n in got if n not in want]
+    problems += [f"Did not find expected node '{want[n].name} = {want[n].op}({', '.join(want[n].input)})'"
+                 for n in want if n not in got]
+    for n in got:
+        if n in want:
+            problems += _node_differences(n, got[n], want[n])
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+@tf_export("test.StubOutForTesting")
+class StubOutForTesting:
+    """tf.test.StubOutForTesting(): replaces attributes for a test and puts them back.
+    Set(parent, name, new) stubs parent.name itself; SmartSet(obj, name, new) stubs a module's or
+    an instance's own attribute in place, and otherwise on the class (obj's class, for an
+    instance), so subclasses and other instances see it too; UnsetAll / SmartUnsetAll / CleanUp
+    (all of them, last first) restore; also a context manager."""
+
+    def __init__(self):
+        self.cache = []
+        self.stubs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, unused_exc_type, unused_exc_value, unused_tb):
+        self.CleanUp()
+
+    def CleanUp(self) -> None:
+        self.SmartUnsetAll()
+        self.UnsetAll()
+
+    def SmartSet(self, obj, attr_name, new_attr) -> None:
+        own = isinstance(obj, type(sys)) or (not isinstance(obj, type) and attr_name in vars(obj))
+        owner = obj if own or isinstance(obj, type) else type(obj)
+        try:   # the raw attribute: a staticmethod or classmethod stays one when put back
+            original = inspect.getattr_static(owner, attr_name)
+        except AttributeError:
+            raise AttributeError(f"Attribute not found: {attr_name}") from None
+        self.stubs.append((owner, attr_name, original, attr_name in vars(owner)))
+        setattr(owner, attr_name, new_attr)
+
+    def SmartUnsetAll(self) -> None:
+        for owner, attr_name, original, was_own in reversed(self.stubs):
+            if was_own:
+                setattr(owner, attr_name, original)
+            else:   # it was inherited: drop the stub, and the base's shows through again
+                delattr(owner, attr_name)
+        self.stubs = []
+
+    def Set(self, parent, child_name, new_child) -> None:
+        old_child = getattr(parent, child_name)
+        if isinstance(getattr(parent, "__dict__", {}).get(child_name), staticmethod):
+            old_child = staticmethod(old_child)
+        self.cache.append((parent, old_child, child_name))
+        setattr(parent, child_name, new_child)
+
+    def UnsetAll(self) -> None:
+        for parent, old_child, child_name in reversed(self.cache):
+            setattr(parent, child_name, old_child)
+        self.cache = []
+
+
+# TF's environment variable: a report's file is this prefix plus the benchmark's name ("/" as "__").
+TEST_REPORTER_TEST_ENV = "TEST_REPORT_FILE_PREFIX"
+
+
+def _report_benchmark(name, iters=None, cpu_time=None, wall_time=None, throughput=None, extras=None,
+                      metrics=None) -> None:
+    log_info("Benchmark [%s] iters: %d, wall_time: %g, cpu_time: %g, throughput: %g, extras: %s, metrics: %s",
+             name, -1 if iters is None else iters, -1 if wall_time is None else wall_time,
+             -1 if cpu_time is None else cpu_time, -1 if throughput is None else throughput,
+             str(extras) if extras else "None", str(metrics) if metrics else "None")
+    entries = BenchmarkEntries()
+    entry = entries.entry.add()
+    entry.name = name
+    for field, value in (("iters", iters), ("cpu_time", cpu_time), ("wall_time", wall_time),
+                         ("throughput", throughput)):
+        if value is not None:
+            setattr(entry, field, int(value) if field == "iters" else float(value))
+    if extras is not None and not isinstance(extras, dict):
+        raise TypeError("report_benchmark: extras must be a dict")
+    if metrics is not None and not isinstance(metrics, list):
+        raise TypeError("report_benchmark: metrics must be a list")
+    for metric in metrics or []:
+        for field in ("name", "value"):
+            if field not in metric:
+                raise TypeError(f"report_benchmark: metric must has a '{field}' field")
+    for key, value in (extras or {}).items():
+        if isinstance(value, numbers.Number):
+            entry.extras[key].double_value = float(value)
+        else:
+            entry.extras[key].string_value = str(value)
+    for metric in metrics or []:
+        m = entry.metrics.add()
+        m.name, m.value = metric["name"], float(metric["value"])
+        if "min_value" in metric:
+            m.min_value.value = float(metric["min_value"])
+        if "max_value" in metric:
+            m.max_value.value = float(metric["max_value"])
+    prefix = os.environ.get(TEST_REPORTER_TEST_ENV)
+    if prefix is None:
+        print(str(entries))
+        return
+    path = prefix + name.replace("/", "__")
+    if os.path.exists(path):
+        raise IOError(f"File already exists: {path}")
+    with open(path, "wb") as f:
+        f.write(entries.SerializeToString())
+
+
+@tf_export("test.Benchmark")
+class Benchmark:
+    """tf.test.Benchmark: a base class whose `benchmark*` methods measure something and call
+    report_benchmark. A report is printed, or, when TEST_REPORT_FILE_PREFIX is set, written as
+    TF's BenchmarkEntries protobuf (test_log.proto) to that prefix plus its name."""
+
+    def _get_name(self, overwrite_name=None) -> str:
+        """"<class>.<method>" of the outermost method of a Benchmark on the call stack (TF's
+        rule), `overwrite_name` in place of the method's name when given."""
+        frames, frame = [], sys._getframe(1)
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.f_back
+        for frame in reversed(frames):
+            caller = frame.f_locals.get("self")
+            if isinstance(caller, Benchmark):
+                return f"{type(caller).__name__}.{overwrite_name or frame.f_code.co_name}"
+        raise ValueError("Unable to determine calling Benchmark class.")
+
+    def report_benchmark(self, iters=None, cpu_time=None, wall_time=None, throughput=None, extras=None, name=None,
+                         metrics=None) -> None:
+        """Reports one benchmark: iters, cpu_time and wall_time (seconds per iteration),
+        throughput, extras ({name: number or string}), metrics ([{"name", "value", optional
+        "min_value", "max_value"}]); named "<class>.<calling method, or `name`>"."""
+        _report_benchmark(self._get_name(name), iters=iters, cpu_time=cpu_time, wall_time=wall_time,
+                          throughput=throughput, extras=extras, metrics=metrics)
+
+    def run_op_benchmark(self, sess, op_or_tensor, feed_dict=None, burn_iters=2, min_iters=10,
+                         store_trace=False, store_memory_usage=True, name=None, extras=None, mbs=0) -> dict:
+        """Runs `op_or_tensor` burn_iters times unmeasured, then min_iters times timed, and
+        reports the median wall time per run and throughput mbs / wall_time. With store_trace
+        or store_memory_usage one more traced run adds the Chrome trace
+        ("full_trace_chrome_format", returned only) or each allocator's peak bytes (reported
+        as "allocator_maximum_num_bytes_<allocator>"). Returns the reported values, their
+        extras also holding "wall_time_mean" and "wall_time_stdev"."""
+        for _ in range(burn_iters):
+            sess.run(op_or_tensor, feed_dict=feed_dict)
+        deltas = []
+        for _ in range(min_iters):
+            start = time.time()
+            sess.run(op_or_tensor, feed_dict=feed_dict)
+            deltas.append(time.time() - start)
+        extras = extras if extras is not None else {}
+        unreported = {}
+        if store_trace or store_memory_usage:
+            run_metadata = RunMetadata()
+            sess.run(op_or_tensor, feed_dict=feed_dict, options=RunOptions(trace_level=RunOptions.FULL_TRACE),
+                     run_metadata=run_metadata)
+            trace = Timeline(run_metadata.step_stats)
+            if store_trace:
+                unreported["full_trace_chrome_format"] = trace.generate_chrome_trace_format()
+            if store_memory_usage:
+                for allocator, peak in trace.analyze_step_stats(show_memory=True).allocator_maximums.items():
+                    extras[f"allocator_maximum_num_bytes_{allocator}"] = peak.num_bytes
+        ordered = sorted(deltas)
+        median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2.0 if ordered else -1
+        values = {"iters": min_iters, "wall_time": median, "extras": extras, "name": name,
+                  "throughput": mbs / median}
+        self.report_benchmark(**values)
+        unreported["wall_time_mean"] = float(np.mean(deltas)) if deltas else -1
+        unreported["wall_time_stdev"] = float(np.std(deltas, ddof=1)) if len(deltas) > 1 else -1
+        values["extras"].update(unreported)
+        return values
 
 
 @tf_export("test.gpu_device_name")

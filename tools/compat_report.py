@@ -61,8 +61,19 @@ NAME_REASONS = [
     ("tf", "type_spec_from_value", "TypeSpecs are TF 2 composite-tensor machinery"),
     ("tf", "RaggedTensorSpec", "TypeSpecs are TF 2 composite-tensor machinery"),
     ("tf", "ragged_fill_empty_rows*", "a TF 2.x addition"),
-    ("image", "decode_webp", "a TF 2.x addition"),
     ("image", "decode_jxl", "a TF 2.x addition"),
+    ("io", "decode_jxl", "JPEG XL: a TF 2.x addition, and Pillow has no JPEG XL decoder"),
+    ("io", "RaggedFeature", "ragged parsing of Examples: a TF 2.x addition"),
+    ("tf", "LMDBReader", "LMDB databases need the lmdb C library, which is not a dependency"),
+    ("tf", "wrap_function", "wrap_function traces into a TF 2 ConcreteFunction (a function called through "
+                            "PartitionedCall, its variables lifted out); there is no function-call op here: call the "
+                            "Python function in the graph instead"),
+    ("tf", "conv", "the N-D Conv op (batch_dims, groups) is a TF 2.x addition; tf.nn.convolution is here"),
+    ("debugging", "*able_check_numerics", "TF 2's instrumentation of eager ops and tf.functions; TF1 graphs use "
+                                          "tf.add_check_numerics_ops, which is here"),
+    ("debugging", "*traceback_filtering*", "a TF 2.x addition: hides TensorFlow's own frames in eager tracebacks"),
+    ("summary", "initialize", "initializes tf.contrib.summary's (TF 2-style) writers, which are not provided; "
+                              "tf.summary.FileWriter is here"),
     ("image", "generate_bounding_box_proposals", "a TF 2.x addition"),
     ("ragged", "boolean_mask", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),
     ("ragged", "stack*", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),

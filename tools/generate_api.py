@@ -28,7 +28,6 @@ NAMESPACE_MODULES = {
     "": "tensorweave",
     "compat.v1": "tensorweave",
     "app.flags": "tensorweave.flags",
-    "dtypes": "tensorweave.framework.dtypes",
     "errors": "tensorweave.framework.errors",
     "nn.rnn_cell": "tensorweave.rnn.rnn_cell",
     "random.experimental": "tensorweave.random_experimental",

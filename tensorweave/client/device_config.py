@@ -1,4 +1,4 @@
-"""tf.config: the devices this process sees, and the placement default of Sessions created
+"""tf.config: the devices this process sees, and the placement defaults of Sessions created
 without a ConfigProto (as in TF, `tf.Session()` with config=None takes the process's context
 config, so `tf.config.set_soft_device_placement(True)` reaches it).
 
@@ -26,7 +26,7 @@ class LogicalDevice(collections.namedtuple("LogicalDevice", ["name", "device_typ
     __slots__ = ()
 
 
-_context = {"visible": None, "initialized": False, "soft_placement": False}
+_context = {"visible": None, "initialized": False, "soft_placement": False, "log_placement": False}
 
 
 def _physical() -> list:
@@ -99,9 +99,22 @@ def set_soft_device_placement(enabled) -> None:
     _context["soft_placement"] = bool(enabled)
 
 
+@tf_export("debugging.get_log_device_placement")
+def get_log_device_placement() -> bool:
+    """Whether Sessions created without a ConfigProto log the device of each op (False at start)."""
+    return _context["log_placement"]
+
+
+@tf_export("debugging.set_log_device_placement")
+def set_log_device_placement(enabled) -> None:
+    """Device-placement logging for Sessions created from now on without a ConfigProto."""
+    _context["log_placement"] = bool(enabled)
+
+
 def default_session_config() -> ConfigProto:
     """The ConfigProto a Session created with config=None runs with."""
-    return ConfigProto(allow_soft_placement=_context["soft_placement"])
+    return ConfigProto(allow_soft_placement=_context["soft_placement"],
+                       log_device_placement=_context["log_placement"])
 
 
 @tf_export("config.experimental.get_memory_growth")

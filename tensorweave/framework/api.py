@@ -138,6 +138,30 @@ def disable_v2_behavior() -> None:
     """Accepted for TF1 programs; tensorweave is always TF1."""
 
 
+@tf_export("disable_control_flow_v2")
+def disable_control_flow_v2() -> None:
+    """Accepted for TF1 programs: tf.cond and tf.while_loop always build TF1 control flow
+    (Switch/Merge, Enter/Exit) here."""
+
+
+@tf_export("control_flow_v2_enabled")
+def control_flow_v2_enabled() -> bool:
+    """False: TF1 control flow is the only kind."""
+    return False
+
+
+@tf_export("disable_tensor_equality")
+def disable_tensor_equality() -> None:
+    """Accepted for TF1 programs: `==` on tensors is always object identity (TF1), so tensors
+    key dicts and sets."""
+
+
+@tf_export("disable_v2_tensorshape")
+def disable_v2_tensorshape() -> None:
+    """Accepted for TF1 programs: TensorShape always holds TF1 Dimension objects
+    (`shape[i].value`)."""
+
+
 @tf_export("executing_eagerly")
 def executing_eagerly() -> bool:
     return False

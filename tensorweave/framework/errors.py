@@ -39,7 +39,7 @@ UNAUTHENTICATED = 16
 tf_export("errors.UNAUTHENTICATED")(UNAUTHENTICATED)
 
 
-@tf_export("errors.OpError")
+@tf_export("errors.OpError", "OpError")
 class OpError(Exception):
     """A failure while running an op: carries the op, its NodeDef, a message and a code."""
 

@@ -92,8 +92,18 @@ def as_dimension(value) -> Dimension:
     return value if isinstance(value, Dimension) else Dimension(value)
 
 
+@tf_export("dimension_value")
 def dimension_value(dim):
+    """tf.dimension_value(dimension): the int (or None) of a Dimension; an int or None as is."""
     return dim.value if isinstance(dim, Dimension) else dim
+
+
+@tf_export("dimension_at_index")
+def dimension_at_index(shape, index) -> Dimension:
+    """tf.dimension_at_index(shape, index): the Dimension at `index` of `shape`; Dimension(None)
+    when the rank is unknown."""
+    shape = TensorShape(shape)
+    return Dimension(None) if shape.ndims is None else shape.dims[index]
 
 
 @tf_export("TensorShape")

@@ -14,6 +14,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph import Tensor, default_session_for
+from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
@@ -120,5 +121,18 @@ def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
     if isinstance(value, SparseTensor):
         if dtype is not None and not dtype.is_compatible_with(value.dtype):
             raise RuntimeError(f"Sparse dtype: requested = {dtype.name}, actual = {value.dtype.name}")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+@tf_export("convert_to_tensor_or_indexed_slices")
+def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """tf.convert_to_tensor_or_indexed_slices(value, dtype=None, name=None): an IndexedSlices or
+    SparseTensor unchanged (ValueError when `dtype` does not match it); anything else becomes a
+    Tensor."""
+    if isinstance(value, (IndexedSlices, SparseTensor)):
+        if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
+            raise ValueError(f"Incompatible tensor conversion requested to `dtype` {dtypes.as_dtype(dtype).name} "
+                             f"for `value` ({value}) with dtype {value.dtype.name}.")
         return value
     return convert_to_tensor(value, dtype=dtype, name=name)

@@ -8,6 +8,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.tf_export import tf_export
 
 
 def constant_value(tensor) -> Optional[np.ndarray]:
@@ -45,6 +46,23 @@ def constant_value(tensor) -> Optional[np.ndarray]:
             return None
         return np.concatenate(vals[:-1], axis=int(vals[-1]))
     return None
+
+
+@tf_export("get_static_value")
+def get_static_value(tensor, partial=False):
+    """tf.get_static_value(tensor, partial=False): the numpy value of `tensor` when it can be
+    computed without running the graph (constants and shape arithmetic on known shapes), else
+    None; a value that is not a tensor is returned as is. With partial=True a Pack of partly
+    known elements gives an object array holding None where an element is unknown."""
+    if not hasattr(tensor, "op"):
+        return tensor
+    value = constant_value(tensor)
+    if value is None and partial and tensor.op.type == "Pack":
+        value = np.array([constant_value(x) for x in tensor.op.inputs], dtype=object)
+    if value is not None:
+        # TF1: a value the graph folded at build time must not be changed by a feed
+        tensor.graph.prevent_feeding(tensor)
+    return value
 
 
 def constant_value_as_shape(tensor) -> TensorShape:

@@ -9,7 +9,8 @@ are declared here from TF's `.proto` sources, field for field: `SavedModel`
 tf.profiler.profile returns) and `ServerDef` (tensorflow_server.proto; its field 7,
 `cluster_device_filters`, is left out: tensorweave applies no device filters, and a ServerDef of TF's
 carrying them parses, the field kept as unknown bytes) and `DeviceAttributes` (device_attributes.proto,
-without its `locality`). An enum field travels as the int32 it is on the wire.
+without its `locality`) and `BenchmarkEntries` (test_log.proto's benchmark records, which
+tf.test.Benchmark writes). An enum field travels as the int32 it is on the wire.
 
 TF's public proto classes that no module of tensorweave defines its own use of are declared public
 here (tf.MetaGraphDef, tf.TensorInfo, tf.LogMessage, tf.train.SaverDef, tf.train.ClusterDef, tf.train.JobDef,
@@ -17,7 +18,7 @@ tf.train.ServerDef).
 """
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, wrappers_pb2
 from tensorboard.compat.proto import (attr_value_pb2, cluster_pb2, config_pb2, event_pb2, function_pb2, graph_pb2,  # noqa: F401
                                       meta_graph_pb2, node_def_pb2, saver_pb2, summary_pb2, tensor_pb2,
                                       tensor_shape_pb2, tfprof_log_pb2, trackable_object_graph_pb2, types_pb2,
@@ -150,3 +151,19 @@ DeviceAttributes = _declare("tensorweave/device_attributes.proto", {"DeviceAttri
     ("incarnation", 6, _F.TYPE_FIXED64, _OPTIONAL, ""),
     ("physical_device_desc", 7, _F.TYPE_STRING, _OPTIONAL, ""),
 ]})["DeviceAttributes"]
+
+
+_benchmarks = _declare("tensorweave/test_log.proto", {
+    "EntryValue": [("double_value", 1, _F.TYPE_DOUBLE, _OPTIONAL, "", "kind_double"),
+                   ("string_value", 2, _F.TYPE_STRING, _OPTIONAL, "", "kind_string")],
+    "MetricEntry": [("name", 1, _F.TYPE_STRING, _OPTIONAL, ""), ("value", 2, _F.TYPE_DOUBLE, _OPTIONAL, ""),
+                    ("min_value", 3, _F.TYPE_MESSAGE, _OPTIONAL, ".google.protobuf.DoubleValue"),
+                    ("max_value", 4, _F.TYPE_MESSAGE, _OPTIONAL, ".google.protobuf.DoubleValue")],
+    "BenchmarkEntry": [("name", 1, _F.TYPE_STRING, _OPTIONAL, ""), ("iters", 2, _F.TYPE_INT64, _OPTIONAL, ""),
+                       ("cpu_time", 3, _F.TYPE_DOUBLE, _OPTIONAL, ""), ("wall_time", 4, _F.TYPE_DOUBLE, _OPTIONAL, ""),
+                       ("throughput", 5, _F.TYPE_DOUBLE, _OPTIONAL, ""),
+                       ("extras", 6, _F.TYPE_STRING, _MAP, ".tensorweave.EntryValue"),
+                       ("metrics", 7, _F.TYPE_MESSAGE, _REPEATED, ".tensorweave.MetricEntry")],
+    "BenchmarkEntries": [("entry", 1, _F.TYPE_MESSAGE, _REPEATED, ".tensorweave.BenchmarkEntry")],
+}, (wrappers_pb2.DESCRIPTOR.name,))
+BenchmarkEntries = _benchmarks["BenchmarkEntries"]

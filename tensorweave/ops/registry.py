@@ -113,7 +113,7 @@ class RegisterGradient:
         return f
 
 
-@tf_export("NoGradient", "NotDifferentiable")
+@tf_export("NoGradient", "NotDifferentiable", "no_gradient")
 def NotDifferentiable(op_type: str) -> None:
     GRADIENTS[op_type] = None
 

@@ -245,6 +245,36 @@ def _reverse_seq(input_seq: list, lengths) -> list:
     return [nest.pack_sequence_as(x, r) for x, r in zip(input_seq, results)]
 
 
+@tf_export("contrib.rnn.static_state_saving_rnn", "nn.static_state_saving_rnn")
+def static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None, scope=None):
+    """tf.nn.static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None,
+    scope=None): static_rnn whose initial state is state_saver.state(state_name) and whose final
+    state is handed to state_saver.save_state(state_name, state) before the last output and the
+    state are returned (a tuple state_name names each part of a tuple state). `state_saver` is
+    any object with those two methods (TF1's SequenceQueueingStateSaver is one)."""
+    state_size = cell.state_size
+    state_is_tuple = nest.is_sequence(state_size)
+    names_are_tuple = nest.is_sequence(state_name)
+    if state_is_tuple != names_are_tuple:
+        raise ValueError(f"static_state_saving_rnn: state_name should be the same type as cell.state_size.  "
+                         f"state_name: {state_name!s}, cell.state_size: {state_size!s}")
+    if state_is_tuple:
+        nest.assert_same_structure(state_name, state_size, check_types=False)
+        names = nest.flatten(state_name)
+        initial_state = nest.pack_sequence_as(state_size, [state_saver.state(n) for n in names])
+    else:
+        names = [state_name]
+        initial_state = state_saver.state(state_name)
+    outputs, state = static_rnn(cell, inputs, initial_state=initial_state, sequence_length=sequence_length,
+                                scope=scope)
+    saves = [state_saver.save_state(n, s) for n, s in zip(names, nest.flatten(state))]
+    with get_default_graph().control_dependencies(saves):   # reading the results saves the state first
+        last = outputs[-1]
+        outputs[-1] = nest.pack_sequence_as(last, [identity(o) for o in nest.flatten(last)])
+        state = nest.pack_sequence_as(state, [identity(s) for s in nest.flatten(state)])
+    return outputs, state
+
+
 @tf_export("contrib.rnn.static_bidirectional_rnn", "nn.static_bidirectional_rnn")
 def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, initial_state_bw=None, dtype=None,
                              sequence_length=None, scope=None):

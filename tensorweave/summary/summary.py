@@ -32,6 +32,9 @@ _log = logging.getLogger("tensorweave")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
 
 
+_SUMMARY_V2_COLLECTION = "_SUMMARY_V2"   # TF's GraphKeys._SUMMARY_COLLECTION
+
+
 def clean_tag(name):
     """The name with characters a tag may not hold replaced by '_' and leading '/' removed."""
     if name is not None:
@@ -156,3 +159,12 @@ def get_summary_description(node_def) -> SummaryDescription:
     description = SummaryDescription()
     json_format.Parse(raw or json.dumps({}), description)
     return description
+
+
+@tf_export("summary.all_v2_summary_ops")
+def all_v2_summary_ops() -> list:
+    """tf.summary.all_v2_summary_ops(): the ops of the default graph's V2-summary collection
+    ("_SUMMARY_V2", which TF 2's and tf.contrib.summary's ops join; TF1's tf.summary ops are in
+    GraphKeys.SUMMARIES instead). tensorweave builds only TF1 summaries, so this holds what a
+    program adds to that collection itself."""
+    return get_collection(_SUMMARY_V2_COLLECTION)

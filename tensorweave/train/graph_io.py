@@ -11,7 +11,7 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.checkpoint.bundle import write_atomically
 
 
-@tf_export("train.write_graph")
+@tf_export("train.write_graph", "io.write_graph")
 def write_graph(graph_or_graph_def, logdir, name, as_text=True) -> str:
     """tf.train.write_graph(graph_or_graph_def, logdir, name, as_text=True): writes the graph
     (a Graph, or a GraphDef protocol buffer) to logdir/name, atomically; returns the path."""

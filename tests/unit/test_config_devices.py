@@ -8,7 +8,8 @@ from tensorweave.client import device_config
 
 @pytest.fixture(autouse=True)
 def fresh_context(monkeypatch):
-    monkeypatch.setattr(device_config, "_context", {"visible": None, "initialized": False, "soft_placement": False})
+    monkeypatch.setattr(device_config, "_context", {"visible": None, "initialized": False, "soft_placement": False,
+                                                       "log_placement": False})
 
 
 def test_devices_listed_as_tf_names_them():

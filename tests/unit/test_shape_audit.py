@@ -104,6 +104,9 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.space_to_depth(img[:, :6, :6], 2), tf.depth_to_space(tf.placeholder(tf.float32, [2, 3, 3, 8]), 2)
         tf.space_to_batch_nd(img, [2, 2], [[0, 0], [1, 1]]), tf.batch_to_space_nd(img, [1, 2], [[0, 0], [1, 1]])
         tf.extract_image_patches(img, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+        vol = tf.placeholder(tf.float32, [2, 4, 5, 6, 3])
+        tf.extract_volume_patches(vol, [1, 2, 2, 3, 1], [1, 2, 1, 2, 1], "VALID")
+        tf.broadcast_dynamic_shape(tf.shape(m), [5, 1, 4]), tf.guarantee_const(m)
         # sparse
         sp = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])
         sp2 = tf.SparseTensor(tf.placeholder(tf.int64, [5, 2]), tf.placeholder(tf.float32, [5]), [3, 4])
@@ -350,6 +353,11 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         tf.RaggedTensor.from_row_splits(words, [0, 1, 3], validate=False).to_sparse()
         tf.strings.unsorted_segment_join(words, [0, 1, 0], 2)
         tf.io.encode_base64(words), tf.io.decode_base64(words), tf.io.decode_compressed(words)
+        tf.io.decode_json_example(words)
+        tf.io.decode_proto(words, "tensorflow.Example", ["features"], [tf.string])
+        tf.io.encode_proto(tf.placeholder(tf.int32, [3, 1]), [tf.placeholder(tf.string, [3, 1])], ["features"],
+                           "tensorflow.Example")
+        tf.io.decode_webp(text)
         tf.io.decode_raw(words, tf.uint8), tf.io.decode_csv(words, [[0.0], [""]])
         tf.io.parse_tensor(tf.io.serialize_tensor(m), tf.float32)
         sp_m = tf.SparseTensor(tf.placeholder(tf.int64, [4, 2]), tf.placeholder(tf.float32, [4]), [3, 4])

@@ -154,6 +154,18 @@ def identity(input, name=None) -> Tensor:
 register("Identity", same_as_input(0), lambda node, ctx: (lambda x: x), grad=lambda op, g: [g])
 
 
+@tf_export("guarantee_const")
+def guarantee_const(input, name=None) -> Tensor:
+    """tf.guarantee_const(input, name=None): `input` unchanged, promising the runtime that it is
+    constant over the session (TF's GuaranteeConst; here it runs as Identity)."""
+    input = convert_to_tensor(input, name="input")
+    return make_op("GuaranteeConst", [input], {"T": input.dtype}, name=name or "GuaranteeConst").outputs[0]
+
+
+# no gradient, as in TF: tf.gradients through it raises LookupError (its value is promised constant)
+register("GuaranteeConst", same_as_input(0), lambda node, ctx: (lambda x: x))
+
+
 def index_tensor(value, name: str = None, dtype=None) -> Tensor:
     """An int32/int64 tensor from a Python int/list (int64 only when a value needs it)."""
     if isinstance(value, Tensor):

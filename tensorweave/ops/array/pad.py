@@ -6,7 +6,7 @@ import numpy as np
 
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.shapes import TensorShape, unknown_shape
+from tensorweave.framework.shapes import TensorShape, as_shape, broadcast_shapes, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
@@ -349,6 +349,53 @@ def _broadcast_to_kernel(node, ctx):
 
 
 register("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel)   # gradient: array_grad.py
+
+
+# -- BroadcastArgs -----------------------------------------------------------------------------
+@tf_export("broadcast_dynamic_shape")
+def broadcast_dynamic_shape(shape_x, shape_y) -> Tensor:
+    """tf.broadcast_dynamic_shape(shape_x, shape_y): the 1-D shape tensor of the broadcast of
+    tensors of shapes `shape_x` and `shape_y` (numpy rules); InvalidArgumentError at run time
+    when they do not broadcast."""
+    x = index_tensor(shape_x, name="shape_x")
+    y = index_tensor(shape_y, name="shape_y", dtype=x.dtype)
+    if x.dtype != y.dtype:
+        raise TypeError(f"BroadcastArgs: shape_x and shape_y must have one dtype, got {x.dtype.name} and "
+                        f"{y.dtype.name}")
+    return make_op("BroadcastArgs", [x, y], {"T": x.dtype}, name="BroadcastArgs").outputs[0]
+
+
+def _broadcast_args_infer(op):
+    x, y = (s.shape.with_rank(1) if s.shape.ndims is not None else unknown_shape(1) for s in op.inputs)
+    n = None if x[0].value is None or y[0].value is None else max(x[0].value, y[0].value)
+    return [(op.inputs[0].dtype, TensorShape([n]))]
+
+
+def _broadcast_args_kernel(node, ctx):
+    def run(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        try:
+            return np.asarray(np.broadcast_shapes(tuple(x.tolist()), tuple(y.tolist())), dtype=x.dtype)
+        except ValueError:
+            raise invalid(node, f"Incompatible shapes: [{','.join(map(str, x.tolist()))}] vs. "
+                                f"[{','.join(map(str, y.tolist()))}]") from None
+    return run
+
+
+register("BroadcastArgs", _broadcast_args_infer, _broadcast_args_kernel, grad=None)
+
+
+@tf_export("broadcast_static_shape")
+def broadcast_static_shape(shape_x, shape_y) -> TensorShape:
+    """tf.broadcast_static_shape(shape_x, shape_y): the TensorShape of the broadcast of two
+    TensorShapes (unknown where either is); ValueError when they cannot broadcast."""
+    shape_x, shape_y = as_shape(shape_x), as_shape(shape_y)
+    try:
+        return broadcast_shapes(shape_x, shape_y)
+    except ValueError:
+        pass
+    raise ValueError(f"Incompatible shapes for broadcasting. Two shapes are compatible if for each dimension pair "
+                     f"they are either equal or one of them is 1. Received: {shape_x} and {shape_y}.")
 
 
 # -- meshgrid ----------------------------------------------------------------------------------

@@ -290,39 +290,67 @@ def _patch_geometry(size, k: int, s: int, r: int, padding: str) -> tuple:
 
 
 def _patches_infer(op):
+    """[batch, out spatial..., prod(ksizes) * depth] for ExtractImagePatches (4-D, with rates)
+    and ExtractVolumePatches (5-D, no rates)."""
     x = op.inputs[0]
-    s = x.shape.with_rank(4) if x.shape.ndims is not None else unknown_shape(4)
-    k, st, r = op.get_attr("ksizes"), op.get_attr("strides"), op.get_attr("rates")
+    k, st = op.get_attr("ksizes"), op.get_attr("strides")
+    r = op.get_attr("rates") if op.type == "ExtractImagePatches" else [1] * len(k)
+    s = x.shape.with_rank(len(k)) if x.shape.ndims is not None else unknown_shape(len(k))
     pad = op.get_attr("padding")
-    rows = _patch_geometry(s[1].value, k[1], st[1], r[1], pad)[0]
-    cols = _patch_geometry(s[2].value, k[2], st[2], r[2], pad)[0]
-    return [(x.dtype, TensorShape([s[0], rows, cols, s[3] * (k[1] * k[2])]))]
+    spatial = [_patch_geometry(s[a].value, k[a], st[a], r[a], pad)[0] for a in range(1, len(k) - 1)]
+    return [(x.dtype, TensorShape([s[0]] + spatial + [s[-1] * int(np.prod(k[1:-1]))]))]
 
 
 def _patches_kernel(node, ctx):
-    k, st, r = node.attr["ksizes"], node.attr["strides"], node.attr["rates"]
+    k, st = node.attr["ksizes"], node.attr["strides"]
+    r = node.attr["rates"] if node.op == "ExtractImagePatches" else [1] * len(k)
     pad = node.attr["padding"]
     pad = pad.decode() if isinstance(pad, bytes) else pad
-
-    def axis_index(size: int, axis: int) -> tuple:
-        out, before = _patch_geometry(size, k[axis], st[axis], r[axis], pad)
-        pos = np.arange(out)[:, None] * st[axis] + np.arange(k[axis])[None, :] * r[axis] - before
-        return pos, (pos >= 0) & (pos < size)
+    n = len(k) - 2   # spatial dimensions
 
     def run(x):
         x = np.asarray(x)
-        if x.ndim != 4:
-            raise invalid(node, f"input must be 4-dimensional, got shape {list(x.shape)}")
-        b, h, w, c = x.shape
-        ri, rv = axis_index(h, 1)
-        ci, cv = axis_index(w, 2)
-        # [b, out_r, kr, out_c, kc, c] gathered, zero where the window is off the image
-        g = x[:, np.clip(ri, 0, max(h - 1, 0))[:, :, None, None], np.clip(ci, 0, max(w - 1, 0))[None, None], :] \
-            if x.size else np.zeros((b,) + ri.shape + ci.shape + (c,), x.dtype)
-        valid = (rv[:, :, None, None] & cv[None, None])[None, ..., None]
-        g = np.where(valid, g, np.zeros((), x.dtype))
-        return np.ascontiguousarray(g.transpose(0, 1, 3, 2, 4, 5).reshape(b, ri.shape[0], ci.shape[0], -1))
+        if x.ndim != n + 2:
+            raise invalid(node, f"input must be {n + 2}-dimensional, got shape {list(x.shape)}")
+        outs = []
+        g = x
+        for a in range(n):   # gather axis a's windows: its dimension becomes [out, k], zero off the input
+            size = x.shape[a + 1]
+            out, before = _patch_geometry(size, k[a + 1], st[a + 1], r[a + 1], pad)
+            pos = np.arange(out)[:, None] * st[a + 1] + np.arange(k[a + 1])[None, :] * r[a + 1] - before
+            outs.append(out)
+            if size == 0 or g.size == 0:
+                g = np.zeros(g.shape[:1 + 2 * a] + pos.shape + g.shape[2 + 2 * a:], x.dtype)
+                continue
+            g = np.take(g, np.clip(pos, 0, size - 1), axis=1 + 2 * a)
+            valid = ((pos >= 0) & (pos < size)).reshape((1,) * (1 + 2 * a) + pos.shape + (1,) * (n - a))
+            g = np.where(valid, g, np.zeros((), x.dtype))
+        # [b, o1, k1, ..., on, kn, c] -> [b, o1..on, k1..kn, c]
+        order = [0] + [1 + 2 * a for a in range(n)] + [2 + 2 * a for a in range(n)] + [2 * n + 1]
+        return np.ascontiguousarray(g.transpose(order).reshape([x.shape[0]] + outs + [-1]))
     return run
 
 
 register("ExtractImagePatches", _patches_infer, _patches_kernel)   # gradient: array_grad.py
+
+
+@tf_export("extract_volume_patches")
+def extract_volume_patches(input, ksizes, strides, padding, name=None) -> Tensor:
+    """tf.extract_volume_patches(input, ksizes, strides, padding, name=None): the 3-D extension of
+    extract_image_patches: the ksize_planes x ksize_rows x ksize_cols patches of NDHWC `input`,
+    taken every `strides`, each flattened into the depth dimension: [batch, out_planes, out_rows,
+    out_cols, ksize_planes * ksize_rows * ksize_cols * depth]."""
+    padding = padding.decode() if isinstance(padding, bytes) else padding
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"extract_volume_patches: padding must be 'SAME' or 'VALID', got {padding!r}")
+    for what, v in (("ksizes", ksizes), ("strides", strides)):
+        if v is None or len(v) != 5 or v[0] != 1 or v[4] != 1:
+            raise ValueError(f"extract_volume_patches: {what} must be a list of 5 ints [1, planes, rows, cols, 1], "
+                             f"got {v}")
+    x = convert_to_tensor(input, name="input")
+    attrs = {"ksizes": [int(v) for v in ksizes], "strides": [int(v) for v in strides], "padding": padding,
+             "T": x.dtype}
+    return make_op("ExtractVolumePatches", [x], attrs, name=name or "ExtractVolumePatches").outputs[0]
+
+
+register("ExtractVolumePatches", _patches_infer, _patches_kernel)   # gradient: array_grad.py

@@ -9,17 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
-from tensorweave.framework.graph import get_default_graph
+from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank as rank_of, shape
-from tensorweave.ops.grouping import no_op
+from tensorweave.ops.grouping import group, no_op
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.debugging.printing import Assert
-from tensorweave.ops.math.binary import equal, greater, greater_equal, less, less_equal, not_equal
-from tensorweave.ops.math.reduction import reduce_all
+from tensorweave.ops.math.binary import add, equal, greater, greater_equal, less, less_equal, multiply, not_equal, \
+    subtract
+from tensorweave.ops.math.reduction import reduce_all, reduce_any
+from tensorweave.ops.math.unary import abs as abs_
 from tensorweave.ops.registry import register
 
 
@@ -219,6 +222,151 @@ def assert_integer(x, message=None, name=None):
             prefix = f"{message} " if message else ""
             raise TypeError(f"{prefix}Expected Tensor {x.name} to be integer type; found dtype: {x.dtype!r}")
         return no_op("statically_determined_was_integer")
+
+
+@tf_export("debugging.assert_near", "assert_near")
+def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None, name=None):
+    """tf.assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None,
+    name=None): an op that fails (InvalidArgumentError) unless |x - y| < atol + rtol * |y|
+    element-wise (strictly, as TF); rtol and atol default to 10 * eps of x's float dtype."""
+    with get_default_graph().name_scope(name or "assert_near"):
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, name="y", dtype=x.dtype)
+        eps = np.finfo(x.dtype.real_dtype.as_numpy_dtype).eps
+        rtol = 10 * eps if rtol is None else rtol
+        atol = 10 * eps if atol is None else atol
+        if data is None:
+            data = [f"{message}.  " if message else "",
+                    f"x and y not equal to tolerance rtol = {_static_string(rtol)}, atol = {_static_string(atol)}",
+                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+        tol_dtype = x.dtype.real_dtype
+        tol = add(convert_to_tensor(atol, name="atol", dtype=tol_dtype),
+                  multiply(convert_to_tensor(rtol, name="rtol", dtype=tol_dtype), abs_(y)))
+        return Assert(reduce_all(less(abs_(subtract(x, y)), tol)), data, summarize=summarize)
+
+
+@tf_export("debugging.assert_proper_iterable", "assert_proper_iterable")
+def assert_proper_iterable(values) -> None:
+    """tf.assert_proper_iterable(values): TypeError unless `values` is an iterable other than a
+    Tensor, SparseTensor, ndarray or string (all of which are iterable by accident)."""
+    if isinstance(values, (Tensor, SparseTensor, np.ndarray, bytes, str)):
+        raise TypeError(f'Expected argument "values" to be a "proper" iterable.  Found: {type(values)}')
+    if not hasattr(values, "__iter__"):
+        raise TypeError(f'Expected argument "values" to be iterable.  Found: {type(values)}')
+
+
+@tf_export("debugging.assert_rank_in", "assert_rank_in")
+def assert_rank_in(x, ranks, data=None, summarize=None, message=None, name=None):
+    """tf.assert_rank_in(x, ranks, data=None, summarize=None, message=None, name=None):
+    ValueError at build time when x's rank is known and not one of `ranks`; otherwise an op that
+    fails at run time unless it is."""
+    with get_default_graph().name_scope(name or "assert_rank_in"):
+        x = convert_to_tensor(x, name="x")
+        ranks = [convert_to_tensor(r, name="rank") for r in ranks]
+        prefix = f"{message}.  " if message else ""
+        known = [constant_value(r) for r in ranks]
+        if x.shape.ndims is not None and all(r is not None for r in known):
+            if x.shape.ndims not in [int(r) for r in known]:
+                raise ValueError(f"{prefix}Tensor {x.name} must have rank in {tuple(int(r) for r in known)}.  "
+                                 f"Received rank {x.shape.ndims}, shape {x.shape}")
+            return no_op(name="static_checks_determined_all_ok")
+        if data is None:
+            data = [prefix, f"Tensor {x.name} must have rank in"] + ranks + ["Received shape: ", shape(x)]
+        rank_t = rank_of(x)
+        return Assert(reduce_any([equal(rank_t, r) for r in ranks]), data, summarize=summarize)
+
+
+@tf_export("debugging.assert_same_float_dtype", "assert_same_float_dtype")
+def assert_same_float_dtype(tensors=None, dtype=None):
+    """tf.assert_same_float_dtype(tensors=None, dtype=None): the one float dtype of `tensors`
+    (None entries skipped) and `dtype`; float32 when neither is given. ValueError when they
+    differ or the dtype is not floating point."""
+    expected = dtypes.as_dtype(dtype).base_dtype if dtype is not None else None
+    first = None
+    for item in tensors or []:
+        if item is None:
+            continue
+        item_type = item.dtype.base_dtype
+        if expected is None:
+            expected, first = item_type, getattr(item, "name", str(item))
+        elif item_type != expected:
+            as_first = f" as {first}" if first else ""
+            raise ValueError(f"{getattr(item, 'name', str(item))}, type={item_type.name}, must be of the same type "
+                             f"({expected.name}){as_first}.")
+    if expected is None:
+        return dtypes.float32
+    if not expected.is_floating:
+        raise ValueError(f"Expected floating point type, got {expected.name}.")
+    return expected
+
+
+@tf_export("debugging.assert_shapes")
+def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
+    """tf.debugging.assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
+    checks a list of (tensor, shape) pairs (or a dict) whose shape entries are ints (exact
+    sizes), strings (symbols that must name one size across all tensors), None / "." (any size),
+    and a leading "*" or `...` (any number of outer dimensions). Build-time ValueError where
+    the shapes are known; otherwise an op that fails at run time."""
+    pairs = list(shapes.items()) if isinstance(shapes, dict) else list(shapes)
+    prefix = f"{message}.  " if message else ""
+    with get_default_graph().name_scope(name or "assert_shapes"):
+        rank_checks, size_checks, symbols = [], [], {}
+        for x, spec in pairs:
+            x = convert_to_tensor(x)
+            if not hasattr(spec, "__iter__"):
+                raise ValueError(f"{prefix}Tensor {x.name}.  Specified shape must be an iterable.  An iterable has "
+                                 f"the attribute `__iter__` or `__getitem__`.  Received specified shape: {spec}")
+            spec = tuple(spec)
+            if any(s in (Ellipsis, "*") for s in spec[1:]):
+                raise ValueError(f"{prefix}Tensor {x.name} specified shape index {spec.index('*')}.  Symbol `...` "
+                                 "or `*` for a variable number of unspecified dimensions is only allowed as the "
+                                 "first entry")
+            outer = bool(spec) and spec[0] in (Ellipsis, "*")
+            sizes = spec[1:] if outer else spec
+            if outer:
+                if len(sizes) > 1:
+                    rank_checks.append(assert_rank_at_least(x, len(sizes), data, summarize, message))
+            elif len(sizes) <= 1:   # a scalar counts as a vector of one element
+                rank_checks.append(assert_rank_in(x, [0, 1], data, summarize, message))
+            else:
+                rank_checks.append(assert_rank(x, len(sizes), data, summarize, message))
+            static = x.shape.as_list() if x.shape.ndims is not None else None
+            if static is not None and len(static) == 0:
+                static = [1]
+            for i, symbol in enumerate(sizes):
+                if symbol is None or symbol == ".":
+                    continue
+                dim = i - len(sizes) if outer else i
+                with get_default_graph().control_dependencies(rank_checks):   # read a size after its rank check
+                    actual = static[dim] if static is not None and static[dim] is not None else shape(x)[dim]
+                if isinstance(symbol, str) and symbol not in symbols:
+                    symbols[symbol] = (actual, x, dim)
+                    continue
+                if isinstance(symbol, str):
+                    want, by, at = symbols[symbol]
+                    why = f"Specified by tensor {by.name} dimension {at}"
+                else:
+                    want, why = int(symbol), "Specified explicitly"
+                if isinstance(actual, int) and isinstance(want, int):
+                    if actual != want:
+                        raise ValueError(f"{prefix}{why}.  Tensor {x.name} dimension {dim} must have size {want}.  "
+                                         f"Received size {actual}, shape {x.shape}")
+                    continue
+                actual_t = convert_to_tensor(actual, dtype=dtypes.int32)
+                want_t = convert_to_tensor(want, dtype=dtypes.int32)
+                size_checks.append(Assert(equal(actual_t, want_t), data or [
+                    prefix, why, f"Tensor {x.name} dimension", dim, "must have size", want_t, "Received shape: ",
+                    shape(x)], summarize=summarize))
+        with get_default_graph().control_dependencies(rank_checks):
+            return group(*size_checks)
+
+
+@tf_export("debugging.is_numeric_tensor", "is_numeric_tensor")
+def is_numeric_tensor(tensor) -> bool:
+    """tf.is_numeric_tensor(tensor): whether `tensor` is a Tensor of an integer, float or complex
+    dtype."""
+    return isinstance(tensor, Tensor) and (tensor.dtype.is_integer or tensor.dtype.is_floating
+                                           or tensor.dtype.is_complex) and tensor.dtype != dtypes.bool
 
 
 # -- ensure_shape -------------------------------------------------------------------------------------

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.framework import dtypes, errors
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.ops.grouping import group
 from tensorweave.ops.helpers import FLOATS, same_as_input
 from tensorweave.ops.registry import register
 
@@ -43,11 +44,41 @@ register("CheckNumerics", same_as_input(0), _check_numerics_kernel, grad=_check_
          dtypes=FLOATS, dtype_param="tensor")
 
 
-@tf_export("verify_tensor_all_finite")
-def verify_tensor_all_finite(t, msg, name=None) -> Tensor:
-    """tf.verify_tensor_all_finite(t, msg, name=None): `t`, checked for NaN/Inf at run time."""
+@tf_export("verify_tensor_all_finite", "debugging.assert_all_finite")
+def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None) -> Tensor:
+    """tf.verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None) (also
+    tf.debugging.assert_all_finite): `t` (alias x), checked for NaN/Inf at run time, failing with
+    `msg` (alias message)."""
+    t = x if t is None else t
+    msg = message if msg is None else msg
+    if t is None:
+        raise ValueError("verify_tensor_all_finite: pass the tensor to check as t (or x)")
     g = get_default_graph()
     with g.name_scope(name or "VerifyFinite"):
         t = convert_to_tensor(t, name="t")
         with g.colocate_with(t.op):
             return check_numerics(t, message=msg)
+
+
+# TF1 while-loop and cond frames: a check inside one would run in the frame's iterations, which TF1 refuses.
+_FRAME_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
+                        "NextIteration", "RefNextIteration", "LoopCond"})
+
+
+@tf_export("add_check_numerics_ops")
+def add_check_numerics_ops():
+    """tf.add_check_numerics_ops(): one op that runs check_numerics on every float16/32/64 output
+    in the default graph (one after the other, each named "<op name>:<output index>"), failing
+    with InvalidArgumentError at run time when any holds a NaN or an infinity. ValueError when
+    the graph holds TF1 cond/while frames (Switch, Merge, Enter, ...), as TF1's does."""
+    checks = []
+    g = get_default_graph()
+    for op in g.get_operations():
+        if op.type in _FRAME_OPS:
+            raise ValueError(f"`tf.add_check_numerics_ops() is not compatible with TensorFlow control flow "
+                             f"operations such as `tf.cond()` or `tf.while_loop()` (op {op.name} is a {op.type}).")
+        for output in op.outputs:
+            if output.dtype in (dtypes.float16, dtypes.float32, dtypes.float64):
+                with g.control_dependencies(checks):
+                    checks = [check_numerics(output, message=f"{op.name}:{output.value_index}")]
+    return group(*checks)

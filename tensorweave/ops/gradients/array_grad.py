@@ -18,7 +18,7 @@ from tensorweave.ops.array.gather import gather, scatter_nd, tensor_scatter_upda
 from tensorweave.ops.array.pad import pad
 from tensorweave.ops.array.partition import dynamic_partition, stitch
 from tensorweave.ops.array.slicing import slice as slice_, strided_slice
-from tensorweave.ops.array.space import extract_image_patches
+from tensorweave.ops.array.space import extract_image_patches, extract_volume_patches
 from tensorweave.ops.helpers import dense, make_op, static_int, static_ints
 from tensorweave.ops.math.array_composites import gather_nd
 from tensorweave.ops.math.binary import add, equal, floormod, subtract
@@ -248,16 +248,20 @@ def _stitch_grad(op, grad):
 
 
 @RegisterGradient("ExtractImagePatches")
+@RegisterGradient("ExtractVolumePatches")
 def _patches_grad(op, grad):
     """Each input pixel receives the sum of the gradient entries of the patch elements that read
     it: the patches of an image of pixel numbers say which, and a segment sum adds them up."""
     x = op.inputs[0]
     x_shape = shape(x)
-    b, h, w, c = x_shape[0], x_shape[1], x_shape[2], x_shape[3]
-    pixel_ids = reshape(range_(1, h * w + 1, dtype=dtypes.int64), stack([1, h, w, 1]))
-    ids = extract_image_patches(pixel_ids, op.get_attr("ksizes"), op.get_attr("strides"), op.get_attr("rates"),
-                                op.get_attr("padding"))
-    ids = reshape(ids, [-1]) - 1   # one id per (out_r, out_c, kr, kc); padding reads become -1 and drop
-    per_patch = reshape(dense(grad), stack([b, -1, c]))   # [b, out_r * out_c * kr * kc, c]
-    summed = unsorted_segment_sum(transpose(per_patch, [1, 0, 2]), ids, cast(h * w, dtypes.int64))
+    b, c = x_shape[0], x_shape[-1]
+    pixels = reduce_prod(x_shape[1:-1])
+    pixel_ids = reshape(range_(1, cast(pixels, dtypes.int64) + 1, dtype=dtypes.int64),
+                        concat([[1], x_shape[1:-1], [1]], 0))
+    k, st, pad = op.get_attr("ksizes"), op.get_attr("strides"), op.get_attr("padding")
+    ids = extract_image_patches(pixel_ids, k, st, op.get_attr("rates"), pad) if op.type == "ExtractImagePatches" \
+        else extract_volume_patches(pixel_ids, k, st, pad)
+    ids = reshape(ids, [-1]) - 1   # one id per (out position, kernel offset); padding reads become -1 and drop
+    per_patch = reshape(dense(grad), stack([b, -1, c]))   # [b, out positions * kernel offsets, c]
+    summed = unsorted_segment_sum(transpose(per_patch, [1, 0, 2]), ids, cast(pixels, dtypes.int64))
     return [reshape(transpose(summed, [1, 0, 2]), x_shape)]

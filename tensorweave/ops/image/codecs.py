@@ -127,6 +127,33 @@ def _bmp(node, data: bytes, channels: int) -> np.ndarray:
     return _channels(_array(_open(node, data, "BMP")), channels)
 
 
+def _webp(node, data: bytes, channels: int) -> np.ndarray:
+    """[frames, h, w, 3 or 4] of a WebP (4 channels when it has alpha): TF's DecodeWebP."""
+    try:
+        if not (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+            raise ValueError("no RIFF WEBP signature")
+        img = Image.open(io.BytesIO(data))
+    except Exception as e:  # noqa: BLE001 - Pillow's UnidentifiedImageError and the like
+        raise invalid(node, f"Failed to decode WebP header. ({e})") from None
+    try:
+        check_output_size(node, [getattr(img, "n_frames", 1), img.size[1], img.size[0], 4])
+        mode = "RGBA" if img.mode in ("RGBA", "LA", "PA") or "transparency" in img.info else "RGB"
+        frames = np.stack([np.asarray(f.convert(mode)) for f in ImageSequence.Iterator(img)])
+    except errors.ResourceExhaustedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - Pillow raises many kinds for damaged data
+        raise invalid(node, f"Failed to decode WebP image, size {len(data)}: {e}") from None
+    if channels not in (0, frames.shape[-1]):
+        raise invalid(node, "Number of channels requested does not match input")
+    return frames
+
+
+def _webp_kernel(node, ctx):
+    _need_pillow(node)
+    channels = node.attr["channels"]
+    return lambda contents: _webp(node, _scalar(node, contents), channels)
+
+
 def _scalar(node, contents) -> bytes:
     arr = string_array(contents)
     if arr.ndim != 0:
@@ -167,6 +194,8 @@ register("DecodePng", lambda op: _hwc(op, op.get_attr("dtype")), _png_kernel, gr
          dtype_param="contents")
 register("DecodeJpeg", _hwc, _jpeg_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="contents")
 register("DecodeBmp", _hwc, _bmp_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="contents")
+register("DecodeWebP", lambda op: [(dtypes.uint8, TensorShape([None, None, None, op.get_attr("channels") or None]))],
+         _webp_kernel, grad=None, dtypes=(dtypes.string,), dtype_param="contents")
 register("DecodeGif", lambda op: [(dtypes.uint8, TensorShape([None, None, None, 3]))], _decoder(_gif), grad=None,
          dtypes=(dtypes.string,), dtype_param="contents")
 
@@ -232,6 +261,19 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
 def decode_gif(contents, name=None):
     """tf.image.decode_gif(contents, name=None): the frames of a GIF, uint8 [frames, h, w, 3]."""
     return make_op("DecodeGif", [as_string_tensor(contents)], name=name or "DecodeGif").outputs[0]
+
+
+@tf_export("io.decode_webp", "image.decode_webp")
+def decode_webp(contents, channels=0, dtype=dtypes.uint8, name=None):
+    """tf.io.decode_webp(contents, channels=0, dtype=tf.uint8, name=None): a WebP image's frames
+    as uint8 [frames, h, w, channels] (one frame for a still image); channels 0 keeps the image's
+    own (3, or 4 with alpha), and 3 or 4 must match it (InvalidArgumentError otherwise)."""
+    if channels not in (0, 3, 4):
+        raise ValueError(f"decode_webp: WebP only supports 3 or 4 channels, got {channels}")
+    if dtypes.as_dtype(dtype) != dtypes.uint8:
+        raise ValueError(f"decode_webp: dtype must be uint8, got {dtypes.as_dtype(dtype).name}")
+    return make_op("DecodeWebP", [as_string_tensor(contents)], {"channels": int(channels), "dtype": dtypes.uint8},
+                   name=name or "DecodeWebP").outputs[0]
 
 
 @tf_export("image.decode_bmp", "io.decode_bmp")

@@ -300,7 +300,7 @@ register("DecodeCompressed", lambda op: [(dtypes.string, op.inputs[0].shape)], _
          dtypes=(dtypes.string,), dtype_param="bytes")
 
 
-@tf_export("io.decode_compressed")
+@tf_export("io.decode_compressed", "decode_compressed")
 def decode_compressed(bytes, compression_type="", name=None):
     """tf.io.decode_compressed(bytes, compression_type='', name=None): each string decompressed
     ('' leaves it as it is, 'ZLIB', 'GZIP')."""

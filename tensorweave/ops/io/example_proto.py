@@ -59,12 +59,12 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
     return fd
 
 
-_POOL = descriptor_pool.DescriptorPool()
-_POOL.Add(_file())
+POOL = descriptor_pool.DescriptorPool()
+POOL.Add(_file())
 
 
 def _cls(name: str):
-    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"tensorflow.{name}"))
+    return message_factory.GetMessageClass(POOL.FindMessageTypeByName(f"tensorflow.{name}"))
 
 
 BytesList = _cls("BytesList")

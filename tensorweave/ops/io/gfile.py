@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import posixpath
 import shutil
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -245,3 +246,19 @@ def Walk(top, in_order: bool = True) -> Iterator:
     for dirpath, dirs, files in os.walk(top, topdown=in_order):
         dirs.sort()
         yield dirpath, list(dirs), sorted(files)
+
+
+@tf_export("io.gfile.get_registered_schemes")
+def get_registered_schemes() -> list:
+    """tf.io.gfile.get_registered_schemes(): the URI schemes file names may carry: '' (a plain
+    path) and 'file', the local file system, the only one here."""
+    return ["", "file"]
+
+
+@tf_export("io.gfile.join")
+def join(path, *paths) -> str:
+    """tf.io.gfile.join(path, *paths): the components joined as os.path.join does; a path with a
+    scheme ("gs://b", "file:///d") is joined with "/" as a URL, on every platform."""
+    if "://" in os.fspath(path)[1:]:
+        return posixpath.join(path, *paths)
+    return os.path.join(path, *paths)

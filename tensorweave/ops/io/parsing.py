@@ -14,6 +14,7 @@ import collections
 from typing import Optional
 
 import numpy as np
+from google.protobuf import json_format
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
@@ -21,9 +22,10 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array
+from tensorweave.ops.helpers import as_string_tensor, invalid, make_op, string_array, string_result
 from tensorweave.ops.io.example_proto import Example
 from tensorweave.ops.registry import register
+from tensorweave.ops.sparse.core import sparse_merge
 
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}
@@ -53,6 +55,53 @@ class FixedLenSequenceFeature(collections.namedtuple(
 @tf_export("io.VarLenFeature", "VarLenFeature")
 class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """tf.VarLenFeature(dtype): any number of values, parsed into a SparseTensor."""
+
+
+@tf_export("io.SparseFeature", "SparseFeature")
+class SparseFeature(collections.namedtuple("SparseFeature",
+                                           ["index_key", "value_key", "dtype", "size", "already_sorted"])):
+    """tf.SparseFeature(index_key, value_key, dtype, size, already_sorted=False): a SparseTensor
+    of dense shape [size] (per example) built from two features of the Example: the int64
+    positions under `index_key` and the values under `value_key`. A list of index keys with a
+    list of sizes gives a multi-dimensional SparseTensor."""
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
+
+
+def _raw_features(features: dict) -> dict:
+    """The features with each SparseFeature replaced by VarLenFeatures of its index and value
+    keys, as TF1's parse_example reads them."""
+    raw = {k: f for k, f in features.items() if not isinstance(f, SparseFeature)}
+    for key, f in features.items():
+        if not isinstance(f, SparseFeature):
+            continue
+        index_keys = f.index_key if isinstance(f.index_key, (list, tuple)) else [f.index_key]
+        sizes = f.size if isinstance(f.size, (list, tuple)) else [f.size]
+        if not index_keys or len(index_keys) != len(sizes):
+            raise ValueError(f"SparseFeature {key}: index_key and size must have the same number of entries, got "
+                             f"{f.index_key!r} and {f.size!r}")
+        for k, want in [(k, VarLenFeature(dtypes.int64)) for k in index_keys] + [(f.value_key,
+                                                                                   VarLenFeature(f.dtype))]:
+            have = raw.get(k)
+            if have is not None and (not isinstance(have, VarLenFeature)
+                                     or dtypes.as_dtype(have.dtype) != dtypes.as_dtype(want.dtype)):
+                raise ValueError(f"Conflicting type {have} vs {want.dtype} for feature {k} (of SparseFeature {key}).")
+            raw[k] = want
+    return raw
+
+
+def _merge_sparse_features(features: dict, parsed: dict) -> dict:
+    """parse_example's result for `features`: SparseFeatures merged from their parsed parts."""
+    out = {}
+    for key, f in features.items():
+        if isinstance(f, SparseFeature):
+            several = isinstance(f.index_key, (list, tuple))
+            ids = [parsed[k] for k in f.index_key] if several else parsed[f.index_key]
+            out[key] = sparse_merge(ids, parsed[f.value_key], f.size, already_sorted=f.already_sorted)
+        else:
+            out[key] = parsed[key]
+    return out
 
 
 def _check_dtype(key: str, dtype) -> dtypes.DType:
@@ -317,6 +366,7 @@ def _tf_parse_example(serialized, sparse: list, dense: list):
 def _parse(serialized, features: dict, name, single: bool, default_name: str):
     if not isinstance(features, dict):
         raise TypeError("features must be a dict of feature keys to FixedLenFeature / VarLenFeature")
+    requested, features = features, _raw_features(features)
     sparse, dense = _split_features(features, single)
     with name_scope(name, default_name):
         serialized = as_string_tensor(serialized, name="serialized")
@@ -339,7 +389,7 @@ def _parse(serialized, features: dict, name, single: bool, default_name: str):
         result[key] = SparseTensor(outs[i], outs[n + i], outs[2 * n + i])
     for j, d in enumerate(dense):
         result[d[0]] = outs[3 * n + j]
-    return result
+    return _merge_sparse_features(requested, result)
 
 
 @tf_export("io.parse_example", "parse_example")
@@ -356,3 +406,31 @@ def parse_single_example(serialized, features, name=None, example_names=None) ->
     serialized Example (a scalar) into a dict of Tensors of each feature's shape and
     SparseTensors with 1-D indices."""
     return _parse(serialized, features, name, True, "ParseSingleExample")
+
+
+# -- DecodeJSONExample -------------------------------------------------------------------------
+@tf_export("io.decode_json_example", "decode_json_example")
+def decode_json_example(json_examples, name=None):
+    """tf.decode_json_example(json_examples, name=None): each string, a tf.train.Example in
+    protobuf's JSON mapping (json_format.MessageToJson), as the serialized binary Example, in a
+    string tensor of the same shape, ready for parse_example. InvalidArgumentError at run time
+    for a string that is not such JSON."""
+    json_examples = as_string_tensor(json_examples, name="json_examples")
+    return make_op("DecodeJSONExample", [json_examples], name=name or "DecodeJSONExample").outputs[0]
+
+
+def _decode_json_kernel(node, ctx):
+    def one(i: int, text: bytes) -> bytes:
+        try:
+            return json_format.Parse(text, Example()).SerializeToString()
+        except json_format.ParseError as e:
+            raise invalid(node, f"Error while parsing JSON example {i}: {e}") from None
+
+    def run(x):
+        arr = string_array(x)
+        return string_result([one(i, bytes(s)) for i, s in enumerate(arr.reshape(-1))], arr.shape)
+    return run
+
+
+register("DecodeJSONExample", lambda op: [(dtypes.string, op.inputs[0].shape)], _decode_json_kernel, grad=None,
+         dtypes=(dtypes.string,), dtype_param="json_examples")

@@ -16,7 +16,7 @@ from tensorweave.ops.registry import register
 
 
 # -- casts -------------------------------------------------------------------------------------
-@tf_export("cast")
+@tf_export("cast", "dtypes.cast")
 def cast(x, dtype, name=None):
     """tf.cast(x, dtype, name=None): converts element type (floats truncate toward zero when
     cast to ints); returns `x` itself when it already has `dtype`. Works on IndexedSlices."""
@@ -100,7 +100,7 @@ def to_complex128(x, name="ToComplex128"):
     return cast(x, dtypes.complex128, name=name)
 
 
-@tf_export("saturate_cast")
+@tf_export("saturate_cast", "dtypes.saturate_cast")
 def saturate_cast(value, dtype, name=None) -> Tensor:
     """tf.saturate_cast(value, dtype, name=None): cast, clamping to `dtype`'s range first."""
     with name_scope(name, "saturate_cast", [value]) as scope:

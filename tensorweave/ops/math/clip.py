@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import collections.abc
 
+from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
-from tensorweave.ops.array.core import identity
+from tensorweave.ops.array.core import identity, size
 from tensorweave.ops.array.fill import ones_like
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.binary import add, greater, maximum, minimum, multiply, subtract, truediv
+from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
-from tensorweave.ops.math.unary import sqrt
+from tensorweave.ops.math.unary import rsqrt, sqrt
 
 
 def _values(t, name: str) -> Tensor:
@@ -55,6 +57,19 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
         values.shape.merge_with(intermediate.shape)
         clipped = identity(truediv(intermediate, maximum(l2norm, clip_norm)), name=scope)
         return _like(t, clipped)
+
+
+@tf_export("clip_by_average_norm")
+def clip_by_average_norm(t, clip_norm, name=None):
+    """tf.clip_by_average_norm(t, clip_norm, name=None): t * clip_norm / max(l2norm(t) / size(t),
+    clip_norm), i.e. t scaled down so that its average L2-norm (norm over number of elements) is
+    at most clip_norm; float32 `t`, as TF1."""
+    with name_scope(name, "clip_by_average_norm", [t, clip_norm]) as scope:
+        values = convert_to_tensor(t, name="t")
+        n_element = cast(size(values), dtypes.float32)
+        l2norm_inv = rsqrt(reduce_sum(multiply(values, values)))
+        scale = minimum(multiply(l2norm_inv, n_element), truediv(1.0, clip_norm))
+        return identity(multiply(multiply(values, clip_norm), scale), name=scope)
 
 
 def _check_sequence(t_list) -> list:

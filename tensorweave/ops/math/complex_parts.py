@@ -23,7 +23,7 @@ _PART_OF = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
 
 
-@tf_export("complex")
+@tf_export("complex", "dtypes.complex")
 def complex(real, imag, name=None) -> Tensor:
     """tf.complex(real, imag, name=None): real + imag * 1j elementwise (float32 -> complex64,
     float64 -> complex128)."""

@@ -382,7 +382,7 @@ def _flat_diff(x):
     return subtract(x[1:], x[:-1]), x
 
 
-@tf_export("math.is_non_decreasing", "is_non_decreasing")
+@tf_export("math.is_non_decreasing", "debugging.is_non_decreasing", "is_non_decreasing")
 def is_non_decreasing(x, name=None) -> Tensor:
     """tf.is_non_decreasing(x, name=None): whether x's elements, in row-major order, never
     decrease (True for fewer than two elements)."""
@@ -392,7 +392,7 @@ def is_non_decreasing(x, name=None) -> Tensor:
         return reduce_all(greater_equal(diff, zeros_like(diff)))
 
 
-@tf_export("math.is_strictly_increasing", "is_strictly_increasing")
+@tf_export("math.is_strictly_increasing", "debugging.is_strictly_increasing", "is_strictly_increasing")
 def is_strictly_increasing(x, name=None) -> Tensor:
     """tf.is_strictly_increasing(x, name=None): whether x's elements, in row-major order, always
     increase (True for fewer than two elements)."""

@@ -11,6 +11,7 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
@@ -195,6 +196,37 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
     attrs = _attrs(strides, padding, data_format, dilations, "Conv2DBackpropFilter")
     return _conv_backprop_filter(input, convert_to_tensor(filter_sizes, dtype=dtypes.int32),
                                  convert_to_tensor(out_backprop, dtype=input.dtype), attrs, name)
+
+
+def _explicit_pairs(padding, explicit_paddings):
+    """TF's padding="EXPLICIT" with a flat explicit_paddings list, as the [before, after] pairs
+    tf.nn.conv2d takes; 'SAME'/'VALID' as they are."""
+    if as_str(padding).upper() != "EXPLICIT":
+        return padding
+    flat = list(explicit_paddings)
+    return [flat[i:i + 2] for i in range(0, len(flat), 2)]
+
+
+@tf_export("conv2d_backprop_input_v2")
+def conv2d_backprop_input_v2(input, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,
+                             explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.conv2d_backprop_input_v2(input, filter, out_backprop, strides, padding, ...): as
+    tf.nn.conv2d_backprop_input, taking the input tensor itself (only its shape is used) for
+    input_sizes."""
+    padding = _explicit_pairs(padding, explicit_paddings)
+    return conv2d_backprop_input(shape(input), filter, out_backprop, strides, padding,
+                                 data_format=data_format, dilations=dilations, name=name)
+
+
+@tf_export("conv2d_backprop_filter_v2")
+def conv2d_backprop_filter_v2(input, filter, out_backprop, strides, padding, use_cudnn_on_gpu=True,
+                              explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1), name=None):
+    """tf.conv2d_backprop_filter_v2(input, filter, out_backprop, strides, padding, ...): as
+    tf.nn.conv2d_backprop_filter, taking the filter tensor itself (only its shape is used) for
+    filter_sizes."""
+    padding = _explicit_pairs(padding, explicit_paddings)
+    return conv2d_backprop_filter(input, shape(filter), out_backprop, strides, padding,
+                                  data_format=data_format, dilations=dilations, name=name)
 
 
 def _check_dy(op, xd, fd, dyd, depthwise):

@@ -391,12 +391,18 @@ def sparse_to_indicator(sp_input, vocab_size, name=None) -> Tensor:
 @tf_export("sparse.merge", "sparse_merge")
 def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False) -> SparseTensor:
     """tf.sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False): the
-    SparseTensor [..., vocab_size] holding sp_values at [row..., sp_ids] (one id list per row)."""
-    ids, vals = convert_sparse(sp_ids, "sp_ids"), convert_sparse(sp_values, "sp_values")
-    with name_scope(name, "SparseMerge", [ids, vals]):
-        new_ids = expand_dims(cast(ids.values, dtypes.int64), 1)
-        indices = concat([ids.indices[:, :-1], new_ids], 1)
-        dense_shape = concat([ids.dense_shape[:-1], reshape(cast(vocab_size, dtypes.int64), [1])], 0)
+    SparseTensor [..., vocab_size] holding sp_values at [row..., sp_ids] (one id list per row).
+    A list of sp_ids with a list of vocab sizes gives one trailing dimension per id list."""
+    several = isinstance(sp_ids, (list, tuple))
+    ids = [convert_sparse(s, "sp_ids") for s in (sp_ids if several else [sp_ids])]
+    sizes = list(vocab_size) if several else [vocab_size]
+    if len(sizes) != len(ids):
+        raise ValueError(f"sparse_merge: {len(ids)} sp_ids need as many vocab sizes, got {len(sizes)}")
+    vals = convert_sparse(sp_values, "sp_values")
+    with name_scope(name, "SparseMerge", ids + [vals]):
+        new_ids = [expand_dims(cast(i.values, dtypes.int64), 1) for i in ids]
+        indices = concat([ids[0].indices[:, :-1]] + new_ids, 1)
+        dense_shape = concat([ids[0].dense_shape[:-1]] + [reshape(cast(v, dtypes.int64), [1]) for v in sizes], 0)
         out = SparseTensor(indices, vals.values, dense_shape)
         return out if already_sorted else sparse_reorder(out)
 

@@ -9,8 +9,13 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.framework.api import name_scope
+from tensorweave.ops.array.concat import concat
+from tensorweave.ops.array.core import expand_dims, reshape, shape
+from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.helpers import make_op, np_dtype
 from tensorweave.ops.math.binary import trunc_div
+from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import OP_DEFS, kernel_for, register
 from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
                                                 locked, returning_variable, shape_str, variable_method)
@@ -258,6 +263,26 @@ def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
     """tf.scatter_nd_update(ref, indices, updates, use_locking=True, name=None): ref[indices[i]] =
     updates[i], where indices' last dimension indexes ref's leading dimensions."""
     return _scatter_nd("scatter_nd_update", ref, indices, updates, use_locking, name or "ScatterNdUpdate")
+
+
+@tf_export("batch_scatter_update")
+def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """tf.batch_scatter_update(ref, indices, updates, use_locking=True, name=None): scatter_update
+    along the axis after the leading dimensions `ref`, `indices` and `updates` share:
+    ref[i, ..., j, indices[i, ..., j, k]] = updates[i, ..., j, k]."""
+    with name_scope(name, "BatchScatterUpdate", [ref, indices, updates]):
+        indices = convert_to_tensor(indices, name="indices")
+        rank = indices.shape.ndims
+        if rank is None:
+            raise ValueError("batch_scatter_update does not allow indices with unknown shape.")
+        indices_shape = shape(indices, out_type=indices.dtype)
+        coords_shape = concat([indices_shape, [1]], axis=0)
+        # one coordinate per leading dimension (its own index, broadcast), then the indices
+        coords = [broadcast_to(reshape(range_(indices_shape[d], dtype=indices.dtype),
+                                       [-1 if i == d else 1 for i in range(rank + 1)]), coords_shape)
+                  for d in range(rank - 1)]
+        nd_indices = concat(coords + [expand_dims(indices, -1)], axis=-1)
+        return scatter_nd_update(ref, nd_indices, updates, use_locking=use_locking)
 
 
 @tf_export("scatter_nd_add")

@@ -59,7 +59,7 @@ register("AsString", lambda op: [(dtypes.string, op.inputs[0].shape)], _as_strin
          dtypes=FLOATS + INTS + COMPLEX + BOOL, dtype_param="input")
 
 
-@tf_export("strings.as_string", "as_string")
+@tf_export("strings.as_string", "dtypes.as_string", "as_string")
 def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):
     """tf.as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill='',
     name=None): each number formatted as printf does ('%f' / '%e' / '%g' / '%d', with `width`
