@@ -66,6 +66,7 @@ NAMESPACE_PATHS = {
     'keras': 'tensorweave.keras',
     'keras.losses': 'tensorweave.keras.losses',
     'keras.metrics': 'tensorweave.keras.metrics',
+    'keras.optimizers': 'tensorweave.keras.optimizers',
     'keras.regularizers': 'tensorweave.keras.regularizers',
     'layers': 'tensorweave.layers',
     'linalg': 'tensorweave.linalg',
@@ -1446,6 +1447,7 @@ NAMESPACES = {
     'tensorweave.keras': {
         'losses': ('tensorweave.keras.losses', None),
         'metrics': ('tensorweave.keras.metrics', None),
+        'optimizers': ('tensorweave.keras.optimizers', None),
         'regularizers': ('tensorweave.keras.regularizers', None),
     },
     'tensorweave.keras.losses': {
@@ -1521,6 +1523,21 @@ NAMESPACES = {
         'poisson': ('tensorweave.keras.losses', 'poisson'),
         'sparse_categorical_crossentropy': ('tensorweave.keras.losses', 'sparse_categorical_crossentropy'),
         'squared_hinge': ('tensorweave.keras.losses', 'squared_hinge'),
+    },
+    'tensorweave.keras.optimizers': {
+        'Adadelta': ('tensorweave.keras.optimizers', 'Adadelta'),
+        'Adagrad': ('tensorweave.keras.optimizers', 'Adagrad'),
+        'Adam': ('tensorweave.keras.optimizers', 'Adam'),
+        'Adamax': ('tensorweave.keras.optimizers', 'Adamax'),
+        'Ftrl': ('tensorweave.keras.optimizers', 'Ftrl'),
+        'Nadam': ('tensorweave.keras.optimizers', 'Nadam'),
+        'Optimizer': ('tensorweave.keras.optimizers', 'OptimizerV2'),
+        'RMSprop': ('tensorweave.keras.optimizers', 'RMSprop'),
+        'SGD': ('tensorweave.keras.optimizers', 'SGD'),
+        'TFOptimizer': ('tensorweave.keras.optimizers', 'TFOptimizer'),
+        'deserialize': ('tensorweave.keras.optimizers', 'deserialize'),
+        'get': ('tensorweave.keras.optimizers', 'get'),
+        'serialize': ('tensorweave.keras.optimizers', 'serialize'),
     },
     'tensorweave.keras.regularizers': {
         'l1': ('tensorweave.regularizers', 'keras_l1'),
