@@ -24,16 +24,18 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.logging import warning
+from tensorweave.ops.array.core import identity
 from tensorweave.ops.array.fill import fill
+from tensorweave.ops.array.gather import gather
 from tensorweave.ops.gradients.gradients import gradients
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import maximum, pow as pow_
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.clip import clip_by_norm, clip_by_value
 from tensorweave.ops.math.unary import abs as abs_, sqrt, square
-from tensorweave.ops.state.optimizer_updates import resource_apply
+from tensorweave.ops.state.optimizer_updates import resource_apply, resource_sparse_apply
 from tensorweave.ops.state.variables import Variable
-from tensorweave.train.optimizer import Optimizer as TrainOptimizer
+from tensorweave.train.optimizer import Optimizer as TrainOptimizer, deduplicate_indexed_slices
 from tensorweave.keras.losses import deserialize_keras_object, serialize_keras_object
 
 _ALLOWED_KWARGS = {"clipnorm", "clipvalue", "lr", "decay"}
@@ -250,10 +252,16 @@ class OptimizerV2:
             self._coefficients = {}
             update_ops = []
             for grad, var in kept:
-                if isinstance(grad, IndexedSlices):
-                    grad = convert_to_tensor(grad)
-                with name_scope("update_" + _shared_name(var).replace(":", "_")), colocate_with(var):
-                    update_ops.append(self._resource_apply_dense(convert_to_tensor(grad), var))
+                with name_scope("update_" + _shared_name(var)), colocate_with(var):
+                    if isinstance(grad, IndexedSlices):
+                        update = self._resource_apply_sparse(*deduplicate_indexed_slices(grad.values, grad.indices),
+                                                             var)
+                    else:
+                        update = self._resource_apply_dense(convert_to_tensor(grad), var)
+                    if getattr(var, "constraint", None) is not None:
+                        with control_dependencies([update]):
+                            update = var.assign(var.constraint(var), read_value=False)
+                    update_ops.append(update)
             with control_dependencies([group(*update_ops)]):
                 return self.iterations.assign_add(1, read_value=False)
 
@@ -277,6 +285,13 @@ class OptimizerV2:
 
     def _resource_apply_dense(self, grad, var):
         raise NotImplementedError(f"{type(self).__name__} must implement _resource_apply_dense")
+
+    def _resource_apply_sparse(self, grad, indices, var):
+        """The update for rows `indices` (unique) of `var` with gradient rows `grad`; by default
+        the dense update of the scattered gradient, which is Keras's sparse rule wherever rows
+        without a gradient would not move."""
+        dense_shape = convert_to_tensor(var.shape.as_list(), dtype=dtypes.int32)
+        return self._resource_apply_dense(convert_to_tensor(IndexedSlices(grad, indices, dense_shape)), var)
 
     # -- config ---------------------------------------------------------------------------------
     def get_config(self) -> dict:
@@ -338,6 +353,18 @@ class SGD(OptimizerV2):
         step = accum_t * momentum - lr * grad if self.nesterov else accum_t
         return var.assign_add(step, read_value=False)
 
+    def _resource_apply_sparse(self, grad, indices, var):
+        lr = self._coefficients_for(var.dtype.base_dtype)["lr_t"]
+        if not self._momentum:
+            return resource_sparse_apply("GradientDescent", var.handle, [], [lr], grad, indices)
+        # Keras's sparse momentum moves only the rows with a gradient
+        momentum = self._get_hyper("momentum", var.dtype.base_dtype)
+        accum = self.get_slot(var, "momentum")
+        accum_rows = gather(accum, indices) * momentum - lr * grad
+        with control_dependencies([accum.scatter_update(IndexedSlices(accum_rows, indices))]):
+            step = accum_rows * momentum - lr * grad if self.nesterov else identity(accum_rows)
+        return var.scatter_add(IndexedSlices(step, indices))
+
     def get_config(self):
         return self._config_of("momentum", nesterov=self.nesterov)
 
@@ -376,18 +403,29 @@ class RMSprop(OptimizerV2):
         rho = self._get_hyper("rho", dtype)
         rms = self.get_slot(var, "rms")
         if self._momentum:
-            scalars = [lr, rho, self._get_hyper("momentum", dtype), cast(self.epsilon, dtype)]
-            if self.centered:
-                slots = [self.get_slot(var, "mg").handle, rms.handle, self.get_slot(var, "momentum").handle]
-                return resource_apply("CenteredRMSProp", var.handle, slots, scalars, grad)
-            return resource_apply("RMSProp", var.handle, [rms.handle, self.get_slot(var, "momentum").handle],
-                                  scalars, grad)
+            return self._momentum_update(grad, var, resource_apply)
         denominator = rms_t = _assign(rms, rho * rms + (1.0 - rho) * square(grad))
         if self.centered:
             mg = self.get_slot(var, "mg")
             mg_t = _assign(mg, rho * mg + (1.0 - rho) * grad)
             denominator = rms_t - square(mg_t)
         return var.assign_sub(lr * grad / (sqrt(denominator) + self.epsilon), read_value=False)
+
+    def _momentum_update(self, grad, var, apply, *indices):
+        """TF's (Centered)RMSProp kernel, dense or (apply=resource_sparse_apply) on rows `indices`."""
+        dtype = var.dtype.base_dtype
+        scalars = [self._coefficients_for(dtype)["lr_t"], self._get_hyper("rho", dtype),
+                   self._get_hyper("momentum", dtype), cast(self.epsilon, dtype)]
+        slots = [self.get_slot(var, "rms").handle, self.get_slot(var, "momentum").handle]
+        if self.centered:
+            return apply("CenteredRMSProp", var.handle, [self.get_slot(var, "mg").handle] + slots, scalars, grad,
+                         *indices)
+        return apply("RMSProp", var.handle, slots, scalars, grad, *indices)
+
+    def _resource_apply_sparse(self, grad, indices, var):
+        if self._momentum:
+            return self._momentum_update(grad, var, resource_sparse_apply, indices)
+        return super()._resource_apply_sparse(grad, indices, var)
 
     def get_config(self):
         return self._config_of("rho", "momentum", epsilon=self.epsilon, centered=self.centered)
@@ -440,11 +478,14 @@ class Adadelta(OptimizerV2):
         for var in var_list:
             self.add_slot(var, "accum_var")
 
-    def _resource_apply_dense(self, grad, var):
+    def _resource_apply_dense(self, grad, var, apply=resource_apply, *indices):
         dtype = var.dtype.base_dtype
         slots = [self.get_slot(var, "accum_grad").handle, self.get_slot(var, "accum_var").handle]
         scalars = [self._coefficients_for(dtype)["lr_t"], self._get_hyper("rho", dtype), cast(self.epsilon, dtype)]
-        return resource_apply("Adadelta", var.handle, slots, scalars, grad)
+        return apply("Adadelta", var.handle, slots, scalars, grad, *indices)
+
+    def _resource_apply_sparse(self, grad, indices, var):
+        return self._resource_apply_dense(grad, var, resource_sparse_apply, indices)
 
     def get_config(self):
         return self._config_of("rho", epsilon=self.epsilon)
@@ -529,6 +570,17 @@ class Adamax(_AdamFamily):
         v_t = _assign(v, maximum(c["beta_2"] * v, abs_(grad)))
         return var.assign_sub(c["lr_t"] / (1.0 - c["beta_1_power"]) * m_t / (v_t + c["epsilon"]), read_value=False)
 
+    def _resource_apply_sparse(self, grad, indices, var):
+        # Keras's sparse Adamax: m, v and var change only on the rows with a gradient
+        c = self._coefficients_for(var.dtype.base_dtype)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_rows = gather(m, indices) * c["beta_1"] + (1.0 - c["beta_1"]) * grad
+        v_rows = maximum(gather(v, indices) * c["beta_2"], abs_(grad))
+        with control_dependencies([m.scatter_update(IndexedSlices(m_rows, indices)),
+                                   v.scatter_update(IndexedSlices(v_rows, indices))]):
+            step = c["lr_t"] / (1.0 - c["beta_1_power"]) * m_rows / (v_rows + c["epsilon"])
+            return var.scatter_sub(IndexedSlices(step, indices))
+
 
 @tf_export("keras.optimizers.Nadam")
 class Nadam(_AdamFamily):
@@ -579,6 +631,23 @@ class Nadam(_AdamFamily):
         m_t_bar = (1.0 - c["m_t"]) * g_prime + c["m_t_1"] * m_t_prime
         return var.assign_sub(c["lr_t"] * m_t_bar / (sqrt(v_t_prime) + c["epsilon"]), read_value=False)
 
+    def _resource_apply_sparse(self, grad, indices, var):
+        # Keras's sparse Nadam: m and v decay everywhere; var changes only on the rows with a gradient
+        c = self._coefficients_for(var.dtype.base_dtype)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        g_prime = grad / (1.0 - c["m_schedule_new"])
+        with control_dependencies([_assign(m, m * c["beta_1"])]):
+            m_t = m.scatter_add(IndexedSlices((1.0 - c["beta_1"]) * grad, indices))
+        with control_dependencies([m_t]):
+            m_rows = gather(m, indices)
+        with control_dependencies([_assign(v, v * c["beta_2"])]):
+            v_t = v.scatter_add(IndexedSlices((1.0 - c["beta_2"]) * square(grad), indices))
+        with control_dependencies([v_t]):
+            v_rows = gather(v, indices)
+        m_t_bar = (1.0 - c["m_t"]) * g_prime + c["m_t_1"] * m_rows / (1.0 - c["m_schedule_next"])
+        step = c["lr_t"] * m_t_bar / (sqrt(v_rows / (1.0 - c["beta_2_power"])) + c["epsilon"])
+        return var.scatter_sub(IndexedSlices(step, indices))
+
 
 @tf_export("keras.optimizers.Ftrl")
 class Ftrl(OptimizerV2):
@@ -612,7 +681,10 @@ class Ftrl(OptimizerV2):
             self.add_slot(var, "accumulator", self._initial_accumulator_value)
             self.add_slot(var, "linear")
 
-    def _resource_apply_dense(self, grad, var):
+    def _resource_apply_sparse(self, grad, indices, var):
+        return self._resource_apply_dense(grad, var, resource_sparse_apply, indices)
+
+    def _resource_apply_dense(self, grad, var, apply=resource_apply, *indices):
         dtype = var.dtype.base_dtype
         slots = [self.get_slot(var, "accumulator").handle, self.get_slot(var, "linear").handle]
         scalars = [self._coefficients_for(dtype)["lr_t"], self._get_hyper("l1_regularization_strength", dtype),
@@ -621,7 +693,7 @@ class Ftrl(OptimizerV2):
             scalars.append(cast(self._l2_shrinkage_regularization_strength, dtype))
         scalars.append(self._get_hyper("learning_rate_power", dtype))
         kind = "FtrlV2" if self._l2_shrinkage_regularization_strength > 0.0 else "Ftrl"
-        return resource_apply(kind, var.handle, slots, scalars, grad)
+        return apply(kind, var.handle, slots, scalars, grad, *indices)
 
     def get_config(self):
         return self._config_of("learning_rate_power", "l1_regularization_strength", "l2_regularization_strength",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.keras_cases import OPTIMIZERS, build_optimizer
+from fixtures.keras_cases import OPTIMIZERS, SPARSE_OPTIMIZERS, build_optimizer
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_keras.json")) as f:
     RECORDED = json.load(f)
@@ -38,6 +38,32 @@ def test_steps_weights_and_config_match_tf(case):
     assert sorted(config) == sorted(want)
     for key, value in want.items():
         assert config[key] == pytest.approx(value, rel=1e-6), key
+
+
+@pytest.mark.parametrize("case", range(len(SPARSE_OPTIMIZERS)), ids=[f"{c}{k}" for c, k in SPARSE_OPTIMIZERS])
+def test_sparse_gradients_update_as_tf(case):
+    """IndexedSlices gradients with a repeated row, and a row without a gradient (which Keras's
+    sparse rules leave alone: Ftrl's dense rule would move it)."""
+    class_name, kwargs = SPARSE_OPTIMIZERS[case]
+    with tf.Graph().as_default():
+        w, optimizer, updates = build_optimizer(tf, tf.keras, class_name, kwargs, sparse=True)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            steps = []
+            for _ in range(3):
+                s.run(updates)
+                steps.append(s.run(w))
+    np.testing.assert_allclose(steps, RECORDED["sparse_optimizers"][case]["steps"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_variable_constraint_applies_after_each_update():
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, -1.0], use_resource=True, constraint=lambda v: tf.clip_by_value(v, -0.5, 0.5))
+        step = tf.keras.optimizers.SGD(0.1).minimize(lambda: tf.reduce_sum(w), [w])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(step)
+            np.testing.assert_allclose(s.run(w), [0.5, -0.5])
 
 
 def test_slot_names_follow_the_variable_scope():
