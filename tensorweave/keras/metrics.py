@@ -28,8 +28,8 @@ from tensorweave.ops.math.binary import div_no_nan, equal, greater, maximum, min
     squared_difference
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.array.diag import diag_part
-from tensorweave.ops.math.reduction import argmax, reduce_mean, reduce_sum
-from tensorweave.ops.math.unary import log, sqrt
+from tensorweave.ops.math.reduction import argmax, argmin, reduce_mean, reduce_sum
+from tensorweave.ops.math.unary import abs as abs_, log, sqrt
 from tensorweave.ops.nn.impl import l2_normalize
 from tensorweave.ops.nn.losses import in_top_k
 from tensorweave.ops.state.variables import Variable
@@ -704,6 +704,84 @@ def where_positive_pair(before, after):
     """before / after where both are positive, else 1 (the ratio AUC's PR interpolation takes the log of)."""
     both = cast(greater(before, 0), before.dtype) * cast(greater(after, 0), before.dtype)
     return both * div_no_nan(before, maximum(after, 0)) + (1.0 - both)
+
+
+class _SensitivitySpecificityBase(_ConfusionCounts):
+    """Counts at num_thresholds thresholds evenly spaced over [0, 1] (0.5 alone for one)."""
+
+    def __init__(self, value, num_thresholds=200, name=None, dtype=None):
+        if num_thresholds <= 0:
+            raise ValueError("`num_thresholds` must be > 0.")
+        self.value, self.num_thresholds = value, num_thresholds
+        inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        super().__init__(("tp", "tn", "fp", "fn"), ("true_positives", "true_negatives", "false_positives",
+                                                    "false_negatives"), None, name, dtype,
+                         resolved_thresholds=[0.5] if num_thresholds == 1 else [0.0] + inner + [1.0])
+
+    def _at_closest(self, achieved, hits, misses):
+        """hits / (hits + misses) at the threshold where `achieved` is closest to the target value."""
+        index = cast(argmin(abs_(achieved - self.value), axis=0), dtypes.int32)
+        return div_no_nan(hits[index], hits[index] + misses[index])
+
+
+@tf_export("keras.metrics.SensitivityAtSpecificity")
+class SensitivityAtSpecificity(_SensitivitySpecificityBase):
+    """tf.keras.metrics.SensitivityAtSpecificity(specificity, num_thresholds=200, name=None,
+    dtype=None): the sensitivity (recall) at the threshold whose specificity is closest to the
+    given one."""
+
+    def __init__(self, specificity, num_thresholds=200, name=None, dtype=None):
+        if not 0 <= specificity <= 1:
+            raise ValueError("`specificity` must be in the range [0, 1].")
+        self.specificity = specificity
+        super().__init__(specificity, num_thresholds, name, dtype)
+
+    def result(self):
+        tp, tn, fp, fn = (convert_to_tensor(v) for v in (self.true_positives, self.true_negatives,
+                                                          self.false_positives, self.false_negatives))
+        return self._at_closest(div_no_nan(tn, tn + fp), tp, fn)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "specificity": self.specificity}
+
+
+@tf_export("keras.metrics.SpecificityAtSensitivity")
+class SpecificityAtSensitivity(_SensitivitySpecificityBase):
+    """tf.keras.metrics.SpecificityAtSensitivity(sensitivity, num_thresholds=200, name=None,
+    dtype=None): the specificity at the threshold whose sensitivity is closest to the given one."""
+
+    def __init__(self, sensitivity, num_thresholds=200, name=None, dtype=None):
+        if not 0 <= sensitivity <= 1:
+            raise ValueError("`sensitivity` must be in the range [0, 1].")
+        self.sensitivity = sensitivity
+        super().__init__(sensitivity, num_thresholds, name, dtype)
+
+    def result(self):
+        tp, tn, fp, fn = (convert_to_tensor(v) for v in (self.true_positives, self.true_negatives,
+                                                          self.false_positives, self.false_negatives))
+        return self._at_closest(div_no_nan(tp, tp + fn), tn, fp)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "sensitivity": self.sensitivity}
+
+
+@tf_export("keras.metrics.MeanRelativeError")
+class MeanRelativeError(Mean):
+    """tf.keras.metrics.MeanRelativeError(normalizer, name=None, dtype=None): the (weighted) mean
+    of |y_pred - y_true| / normalizer (0 where the normalizer is 0)."""
+
+    def __init__(self, normalizer, name=None, dtype=None):
+        super().__init__(name=name or "mean_relative_error", dtype=dtype)
+        self._normalizer_value = normalizer
+        self.normalizer = cast(normalizer, self._dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "normalizer": self._normalizer_value}
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true, y_pred = squeeze_pair(cast(y_true, self._dtype), cast(y_pred, self._dtype))
+        normalizer, y_pred = squeeze_pair(self.normalizer, y_pred)
+        return super().update_state(div_no_nan(abs_(y_true - y_pred), normalizer), sample_weight=sample_weight)
 
 
 @tf_export("keras.metrics.MeanIoU")

@@ -112,3 +112,45 @@ def test_scores_outside_0_1_fail_when_the_update_runs():
             s.run(tf.variables_initializer(auc.variables))
             with pytest.raises(tf.errors.InvalidArgumentError, match="predictions must be in"):
                 s.run(update)
+
+
+def _counts_at(y_true, y_pred, thresholds):
+    pos = y_pred.reshape(1, -1) > np.array(thresholds)[:, None]
+    lab = y_true.reshape(1, -1).astype(bool)
+    return [(a & b).sum(1).astype(np.float64) for a, b in ((lab, pos), (~lab, ~pos), (~lab, pos), (lab, ~pos))]
+
+
+@pytest.mark.parametrize("which,target", [("SensitivityAtSpecificity", 0.6), ("SpecificityAtSensitivity", 0.3)])
+def test_sensitivity_specificity_at_the_closest_threshold(which, target):
+    batches = [data("binary", b) for b in range(2)]
+    with tf.Graph().as_default():
+        metric = getattr(tf.keras.metrics, which)(target, num_thresholds=7)
+        assert [v.name for v in metric.variables] == ["true_positives:0", "true_negatives:0", "false_positives:0",
+                                                      "false_negatives:0"]
+        updates = [metric.update_state(*b) for b in batches]
+        with tf.Session() as s:
+            s.run(tf.variables_initializer(metric.variables))
+            s.run(updates)
+            got = s.run(metric.result())
+    thresholds = [0.0] + [(i + 1) / 6 for i in range(5)] + [1.0]
+    tp, tn, fp, fn = (a + b for a, b in zip(*[_counts_at(*b, thresholds) for b in batches]))
+    if which == "SensitivityAtSpecificity":
+        i = np.argmin(np.abs(tn / (tn + fp) - target))
+        want = tp[i] / (tp[i] + fn[i])
+    else:
+        i = np.argmin(np.abs(tp / (tp + fn) - target))
+        want = tn[i] / (tn[i] + fp[i])
+    assert got == pytest.approx(want, rel=1e-6)
+
+
+def test_mean_relative_error():
+    y_true, y_pred = data("reg")
+    normalizer = np.array([1.0, 0.0, 2.0], np.float32)
+    with tf.Graph().as_default():
+        metric = tf.keras.metrics.MeanRelativeError(normalizer=normalizer)
+        value = metric(y_true, y_pred)
+        with tf.Session() as s:
+            s.run(tf.variables_initializer(metric.variables))
+            got = s.run(value)
+    relative = np.where(normalizer == 0, 0.0, np.abs(y_true - y_pred) / np.where(normalizer == 0, 1, normalizer))
+    assert metric.name == "mean_relative_error" and got == pytest.approx(relative.mean(), rel=1e-6)
