@@ -1521,7 +1521,6 @@ NAMESPACES = {
         'MeanAbsoluteError': ('tensorweave.keras.metrics', 'MeanAbsoluteError'),
         'MeanAbsolutePercentageError': ('tensorweave.keras.metrics', 'MeanAbsolutePercentageError'),
         'MeanIoU': ('tensorweave.keras.metrics', 'MeanIoU'),
-        'MeanMetricWrapper': ('tensorweave.keras.metrics', 'MeanMetricWrapper'),
         'MeanRelativeError': ('tensorweave.keras.metrics', 'MeanRelativeError'),
         'MeanSquaredError': ('tensorweave.keras.metrics', 'MeanSquaredError'),
         'MeanSquaredLogarithmicError': ('tensorweave.keras.metrics', 'MeanSquaredLogarithmicError'),

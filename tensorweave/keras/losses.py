@@ -482,7 +482,8 @@ class CosineSimilarity(LossFunctionWrapper):
         super().__init__(cosine_similarity, reduction=reduction, name=name, axis=axis)
 
 
-_OBJECTS = {k: v for k, v in dict(globals()).items()
+# what a loss name can name: every public function and class of this module
+ALL_OBJECTS = {k: v for k, v in dict(globals()).items()
             if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
             and getattr(v, "__module__", None) == __name__ and k not in {
                 "serialize_keras_object", "deserialize_keras_object", "compute_weighted_loss", "Reduction"}
@@ -499,7 +500,7 @@ def serialize(loss):
 def deserialize(name, custom_objects=None):
     """The loss function or Loss a name or config names (ValueError "Unknown loss function: ..."
     for a name Keras does not have)."""
-    return deserialize_keras_object(name, _OBJECTS, custom_objects, "loss function")
+    return deserialize_keras_object(name, ALL_OBJECTS, custom_objects, "loss function")
 
 
 @tf_export("keras.losses.get")

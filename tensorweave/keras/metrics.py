@@ -116,7 +116,6 @@ def _cosine_similarity(y_true, y_pred, axis=-1):
 
 
 acc = ACC = accuracy
-bce = BCE = binary_crossentropy
 
 
 # -- the Metric base ------------------------------------------------------------------------------
@@ -295,7 +294,6 @@ class MeanTensor(Metric):
         return div_no_nan(self._total, self._count)
 
 
-@tf_export("keras.metrics.MeanMetricWrapper")
 class MeanMetricWrapper(Mean):
     """The mean of `fn(y_true, y_pred, **kwargs)` per sample, y_true and y_pred cast to the
     metric's dtype (a trailing 1 squeezed off the one of higher rank)."""
@@ -814,7 +812,7 @@ class MeanIoU(Metric):
 
 
 # -- by name --------------------------------------------------------------------------------------
-_OBJECTS = {**{k: v for k, v in losses._OBJECTS.items() if not isinstance(v, type)},
+_OBJECTS = {**{k: v for k, v in losses.ALL_OBJECTS.items() if not isinstance(v, type)},
             **{k: v for k, v in dict(globals()).items()
                if not k.startswith("_") and callable(v) and getattr(v, "__module__", None) == __name__
                and k not in {"where_positive_pair", "serialize", "deserialize", "get"}}}
