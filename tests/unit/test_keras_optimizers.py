@@ -77,6 +77,20 @@ def test_slot_names_follow_the_variable_scope():
         assert optimizer.get_slot_names() == ["m", "v"]
 
 
+@pytest.mark.parametrize("class_name,kwargs,slots", [
+    ("Adam", {"amsgrad": True}, ["a/m", "b/m", "a/v", "b/v", "a/vhat", "b/vhat"]),
+    ("Ftrl", {}, ["a/accumulator", "a/linear", "b/accumulator", "b/linear"]),
+    ("RMSprop", {"momentum": 0.1, "centered": True}, ["a/rms", "b/rms", "a/momentum", "b/momentum", "a/mg", "b/mg"]),
+    ("Nadam", {}, ["momentum_cache", "a/m", "b/m", "a/v", "b/v"])])
+def test_weights_order_of_two_variables_is_keras_hdf5_order(class_name, kwargs, slots):
+    with tf.Graph().as_default():
+        a = tf.Variable([1.0, 2.0], name="a", use_resource=True)
+        b = tf.Variable(3.0, name="b", use_resource=True)
+        optimizer = getattr(tf.keras.optimizers, class_name)(**kwargs)
+        optimizer.get_updates(tf.reduce_sum(a * a) + b * b, [a, b])
+        assert [v.op.name for v in optimizer.weights] == [f"{class_name}/{n}" for n in ["iter"] + slots]
+
+
 def test_get_weights_set_weights_and_lr_alias():
     with tf.Graph().as_default():
         w, optimizer, updates = build_optimizer(tf, tf.keras, "SGD", {"lr": 0.1, "momentum": 0.5})
