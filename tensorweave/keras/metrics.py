@@ -196,7 +196,7 @@ def _weighted_values(values, sample_weight, dtype, reduce_extra):
         return values, None
     values, _, sample_weight = remove_squeezable_dimensions(values, None, cast(sample_weight, dtype))
     vr, wr = values.shape.ndims, sample_weight.shape.ndims
-    if vr is not None and wr and wr < vr and not values.shape[wr:].is_compatible_with(sample_weight.shape[wr:]):
+    if vr is not None and wr and wr < vr:   # weights broadcast only from a scalar or the values' rank
         values = reduce_extra(values, axis=list(range(wr, vr)))
     sample_weight = broadcast_weights(sample_weight, values)
     return multiply(values, sample_weight), sample_weight

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.keras_cases import METRIC_CLASSES, METRIC_FUNCTIONS, build_metric_class, data
+from fixtures.keras_cases import METRIC_CLASSES, METRIC_FUNCTIONS, SAMPLE_WEIGHT, build_metric_class, data
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_keras.json")) as f:
     RECORDED = json.load(f)
@@ -154,3 +154,16 @@ def test_mean_relative_error():
             got = s.run(value)
     relative = np.where(normalizer == 0, 0.0, np.abs(y_true - y_pred) / np.where(normalizer == 0, 1, normalizer))
     assert metric.name == "mean_relative_error" and got == pytest.approx(relative.mean(), rel=1e-6)
+
+
+def test_per_sample_weights_of_deeper_values_weight_each_sample_mean():
+    values = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    with tf.Graph().as_default():
+        mean, total = tf.keras.metrics.Mean(), tf.keras.metrics.Sum()
+        ops = [mean(values, sample_weight=SAMPLE_WEIGHT), total(values, sample_weight=SAMPLE_WEIGHT)]
+        with tf.Session() as s:
+            s.run(tf.variables_initializer(mean.variables + total.variables))
+            got_mean, got_sum = s.run(ops)
+    per_sample = values.reshape(4, -1)
+    assert got_mean == pytest.approx((per_sample.mean(1) * SAMPLE_WEIGHT).sum() / SAMPLE_WEIGHT.sum())
+    assert got_sum == pytest.approx((per_sample.sum(1) * SAMPLE_WEIGHT).sum())
