@@ -27,7 +27,7 @@ def _flat(t):
     return reshape(t, [-1]) if t.shape.ndims is None or t.shape.ndims > 1 else t
 
 
-def _batch_confusion_matrix(labels, predictions, num_classes: int, weights):
+def batch_confusion_matrix(labels, predictions, num_classes: int, weights):
     """The [num_classes, num_classes] float64 confusion matrix of one batch: rows are labels,
     columns predictions, entries the summed weights (TF's tf.math.confusion_matrix)."""
     labels, predictions = cast(_flat(labels), dtypes.int64), cast(_flat(predictions), dtypes.int64)
@@ -52,7 +52,7 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
     with variable_scope(name, "mean_iou", (predictions, labels, weights)):
         convert_to_tensor(predictions).shape.assert_is_compatible_with(convert_to_tensor(labels).shape)
         total_cm = metric_variable([num_classes, num_classes], dtypes.float64, name="total_confusion_matrix")
-        update_op = assign_add(total_cm, _batch_confusion_matrix(labels, predictions, num_classes, weights))
+        update_op = assign_add(total_cm, batch_confusion_matrix(labels, predictions, num_classes, weights))
         cm = convert_to_tensor(total_cm)
         over_rows = cast(reduce_sum(cm, 0), dtypes.float32)
         over_cols = cast(reduce_sum(cm, 1), dtypes.float32)

@@ -79,9 +79,12 @@ def false_negatives(labels, predictions, weights=None, metrics_collections=None,
 
 
 # -- counts at thresholds of scores ------------------------------------------------------------------
-def confusion_at_thresholds(labels, predictions, thresholds, weights=None, includes=("tp", "fn", "tn", "fp")):
-    """({kind: counter variable [len(thresholds)]}, {kind: its update}) for the kinds in
-    `includes`; predictions are scores in [0, 1] (checked when the update runs)."""
+def batch_counts_at_thresholds(labels, predictions, thresholds, weights=None, includes=("tp", "fn", "tn", "fp"),
+                               transform=None):
+    """{kind: the (weighted) count in this batch at each threshold [len(thresholds)]} for the kinds
+    in `includes`; predictions are scores in [0, 1] (checked when the counts are computed), positive
+    when strictly above a threshold; `transform` (Keras's top-k filter) maps the checked scores
+    before they are compared."""
     for kind in includes:
         if kind not in _KINDS:
             raise ValueError(f"Invalid key: {kind}")
@@ -89,25 +92,36 @@ def confusion_at_thresholds(labels, predictions, thresholds, weights=None, inclu
     checks = [assert_greater_equal(predictions, cast(0.0, predictions.dtype), message="predictions must be in [0, 1]"),
               assert_less_equal(predictions, cast(1.0, predictions.dtype), message="predictions must be in [0, 1]")]
     with control_dependencies(checks):
-        predictions, labels, weights = remove_squeezable_dimensions(cast(predictions, dtypes.float32),
-                                                                    cast(labels, dtypes.bool), weights)
-    n = len(thresholds)
+        predictions = identity(cast(predictions, dtypes.float32), name="checked_predictions")  # so the checks run
+    if transform is not None:
+        predictions = transform(predictions)
+    predictions, labels, weights = remove_squeezable_dimensions(predictions, cast(labels, dtypes.bool), weights)
     pred_pos = greater(reshape(predictions, [1, -1]), constant([[float(t)] for t in thresholds], dtypes.float32))
     label_pos = reshape(labels, [1, -1])
     w = None
     if weights is not None:
         w = reshape(broadcast_weights(cast(weights, dtypes.float32), predictions), [1, -1])
-    values, updates = {}, {}
+    counts = {}
     for kind in ("tp", "fn", "tn", "fp"):
         if kind not in includes:
             continue
-        var = metric_variable([n], dtypes.float32, name=_KINDS[kind])
         lab = label_pos if kind in ("tp", "fn") else logical_not(label_pos)
         pred = pred_pos if kind in ("tp", "fp") else logical_not(pred_pos)
         hits = cast(logical_and(lab, pred), dtypes.float32)
         if w is not None:
             hits = multiply(hits, w)
-        values[kind], updates[kind] = var, assign_add(var, reduce_sum(hits, 1))
+        counts[kind] = reduce_sum(hits, 1)
+    return counts
+
+
+def confusion_at_thresholds(labels, predictions, thresholds, weights=None, includes=("tp", "fn", "tn", "fp")):
+    """({kind: counter variable [len(thresholds)]}, {kind: its update}) for the kinds in
+    `includes`: batch_counts_at_thresholds accumulated in local variables."""
+    counts = batch_counts_at_thresholds(labels, predictions, thresholds, weights, includes)
+    values, updates = {}, {}
+    for kind, count in counts.items():
+        var = metric_variable([len(thresholds)], dtypes.float32, name=_KINDS[kind])
+        values[kind], updates[kind] = var, assign_add(var, count)
     return values, updates
 
 
