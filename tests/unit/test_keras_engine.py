@@ -1,0 +1,299 @@
+"""tf.keras engine in graph mode: Sequential, functional and nested models, shared layers,
+summary() text, configs and JSON, weights, a model called in a graph twice, gradients; values
+recorded from TF 2.15 (fixtures/record_keras_engine.py -> keras_engine.json)."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from fixtures.recorded import assert_same, decode
+
+keras = tf.keras
+K = tf.keras.backend
+
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "keras_engine.json"), encoding="utf-8") as f:
+    RECORDED = json.load(f)
+X4 = decode(RECORDED["x4"])
+
+
+def ramp_weights(model) -> list:
+    """The recorder's weights: each variable a ramp from -0.5 to 0.7."""
+    return [np.linspace(-0.5, 0.7, int(np.prod(w.shape)), dtype=np.float32).reshape(w.shape)
+            for w in model.get_weights()]
+
+
+def summary_text(model) -> str:
+    lines = []
+    model.summary(print_fn=lines.append)
+    return "\n".join(lines)
+
+
+def variables(model) -> list:
+    return [[v.name, v.shape.as_list()] for v in model.weights]
+
+
+def test_sequential_with_input_shape_matches_tf():
+    want = RECORDED["sequential"]
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu", input_shape=(4,)),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.set_weights(ramp_weights(model))
+    assert variables(model) == want["variables"]
+    assert summary_text(model) == want["summary"]
+    assert_same([K.get_session().run(model.output, {model.input: X4})], [want["y"]])
+    assert [layer.name for layer in model.layers] == ["dense", "dense_1"]
+    assert model.inputs[0].name == "dense_input:0"
+
+
+def test_two_inputs_and_a_shared_layer_match_tf():
+    want = RECORDED["two_inputs_shared"]
+    a, b = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+    shared = keras.layers.Dense(3, activation="tanh", name="shared")
+    out_a = keras.layers.Dense(2, name="out_a")(shared(a))
+    out_b = keras.layers.Dense(1, use_bias=False, name="out_b")(shared(b))
+    model = keras.Model([a, b], [out_a, out_b])
+    model.set_weights(ramp_weights(model))
+    assert variables(model) == want["variables"]      # the shared layer's weights once
+    assert summary_text(model) == want["summary"]
+    ya, yb = K.get_session().run(model.outputs, {a: X4, b: X4[::-1] * 2})
+    assert_same([ya, yb], [want["ya"], want["yb"]])
+    assert model.input_names == ["a", "b"] and model.output_names == ["out_a", "out_b"]
+    assert [layer.name for layer in model.layers] == ["a", "b", "shared", "out_a", "out_b"]
+    assert model.get_layer("shared") is shared and model.get_layer(index=2) is shared
+    assert shared.get_output_at(1).shape.as_list() == [None, 3]
+    with pytest.raises(AttributeError, match="multiple inbound nodes"):
+        shared.output
+    with pytest.raises(ValueError, match="No such layer: nope"):
+        model.get_layer("nope")
+
+
+def test_nested_models_match_tf():
+    want = RECORDED["nested"]
+    inner = keras.Sequential([keras.layers.Dense(3, input_shape=(4,)), keras.layers.Activation("relu")],
+                             name="inner")
+    x = keras.Input((4,))
+    y = keras.layers.Dense(2)(inner(x))
+    model = keras.Model(x, y, name="outer")
+    model.set_weights(ramp_weights(model))
+    assert variables(model) == want["variables"]
+    assert summary_text(model) == want["summary"]
+    assert_same([K.get_session().run(y, {x: X4})], [want["y"]])
+    assert model.layers[1] is inner and inner.count_params() == 15
+
+
+def test_sequential_deferred_build_matches_tf():
+    want = RECORDED["deferred_sequential"]
+    model = keras.Sequential()
+    model.add(keras.layers.Dense(5))
+    model.add(keras.layers.Dense(2))
+    assert not model.built and model.weights == []
+    with pytest.raises(ValueError, match="not yet been built"):
+        model.summary()
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = model(x)
+    model.set_weights(ramp_weights(model))
+    assert variables(model) == want["variables"]
+    assert summary_text(model) == want["summary"]
+    assert_same([K.get_session().run(y, {x: X4})], [want["y"]])
+
+
+def test_model_called_twice_in_a_graph_shares_its_variables():
+    want = RECORDED["graph_twice"]
+    inp = keras.Input((4,))
+    model = keras.Model(inp, keras.layers.Dense(2)(inp))
+    x1 = tf.placeholder(tf.float32, [None, 4])
+    x2 = tf.placeholder(tf.float32, [None, 4])
+    with tf.name_scope("tower"):
+        y1 = model(x1)
+    y2 = model(x2)
+    assert [v.name for v in tf.global_variables()] == want["variables"]
+    assert [y1.name, y2.name] == [want["y1"], want["y2"]]
+    v1, v2 = K.get_session().run([y1, y2], {x1: X4, x2: X4})
+    np.testing.assert_array_equal(v1, v2)
+
+
+def test_model_in_an_estimator_style_model_fn_builds_once():
+    """A subclassed model made outside and called inside a graph: one set of variables, created
+    under the model's scope on the first call."""
+
+    class TwoLayer(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = keras.layers.Dense(3, activation="relu")
+            self.out = keras.layers.Dense(1)
+
+        def call(self, inputs):
+            return self.out(self.hidden(inputs))
+
+    model = TwoLayer()
+    features = tf.placeholder(tf.float32, [None, 4])
+    first = model(features)
+    second = model(features * 2.0)
+    assert [v.name for v in model.weights] == ["two_layer/dense/kernel:0", "two_layer/dense/bias:0",
+                                               "two_layer/dense_1/kernel:0", "two_layer/dense_1/bias:0"]
+    assert len(tf.trainable_variables()) == 4
+    sess = K.get_session()
+    k1, b1, k2, b2 = model.get_weights()
+    got1, got2 = sess.run([first, second], {features: X4})
+    np.testing.assert_allclose(got1, np.maximum(X4 @ k1 + b1, 0) @ k2 + b2, rtol=1e-5)
+    np.testing.assert_allclose(got2, np.maximum(2 * X4 @ k1 + b1, 0) @ k2 + b2, rtol=1e-5)
+    assert summary_text(model).splitlines()[4].split() == ["dense", "(Dense)", "multiple", "15"]
+
+
+def test_get_config_from_config_and_json_round_trip():
+    a, b = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+    shared = keras.layers.Dense(3, activation="tanh", name="shared", kernel_regularizer=keras.regularizers.l2(0.1))
+    out = keras.layers.Dense(1, name="out", kernel_constraint="max_norm")(shared(b))
+    model = keras.Model([a, b], [keras.layers.Dropout(0.5, name="drop")(shared(a)), out], name="twin")
+    config = model.get_config()
+    assert config["input_layers"] == [["a", 0, 0], ["b", 0, 0]]
+    assert config["output_layers"] == [["drop", 0, 0], ["out", 0, 0]]
+    assert [layer["inbound_nodes"] for layer in config["layers"] if layer["name"] == "shared"] == \
+        [[[["b", 0, 0, {}]], [["a", 0, 0, {}]]]]
+    text = model.to_json()
+    assert json.loads(text)["class_name"] == "Model"
+    for clone in (keras.Model.from_config(config), keras.models.model_from_json(text)):
+        assert clone.get_config() == config
+        assert clone.name == "twin" and len(clone.losses) == 1
+        assert isinstance(clone.get_layer("out").kernel_constraint, keras.constraints.MaxNorm)
+        clone.set_weights(model.get_weights())
+        feeds = {model.inputs[0]: X4, model.inputs[1]: -X4, clone.inputs[0]: X4, clone.inputs[1]: -X4}
+        want, got = K.get_session().run([model.outputs, clone.outputs], feeds)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_sequential_and_nested_configs_round_trip():
+    inner = keras.Sequential([keras.layers.Dense(3, input_shape=(4,)), keras.layers.Activation("relu")],
+                             name="inner")
+    x = keras.Input((4,), name="x")
+    model = keras.Model(x, keras.layers.Dense(2, name="head")(inner(x)), name="outer")
+    config = json.loads(model.to_json())
+    clone = keras.models.model_from_json(model.to_json())
+    assert json.loads(clone.to_json()) == config
+    assert isinstance(clone.get_layer("inner"), keras.Sequential)
+    clone.set_weights(model.get_weights())
+    want, got = K.get_session().run([model.output, clone.output], {model.input: X4, clone.input: X4})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    seq_config = inner.get_config()
+    assert seq_config["layers"][0]["config"]["batch_input_shape"] == (None, 4)
+    assert keras.Sequential.from_config(seq_config).get_config() == {**seq_config,
+                                                                     "name": seq_config["name"]}
+
+
+def test_get_weights_and_set_weights():
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+    kernel, bias = model.get_weights()
+    assert kernel.shape == (3, 2) and np.all(bias == 0)
+    limit = np.sqrt(6 / 5)    # glorot_uniform
+    assert np.all(np.abs(kernel) <= limit)
+    new = [np.ones((3, 2), np.float32), np.array([1.0, -1.0], np.float32)]
+    model.set_weights(new)
+    for got, want in zip(model.get_weights(), new):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="expecting 2 weights"):
+        model.set_weights(new[:1])
+    with pytest.raises(ValueError, match=r"not compatible with provided weight shape \(2, 3\)"):
+        model.layers[0].set_weights([np.ones((2, 3)), np.ones(2)])
+
+
+def test_gradient_through_a_model_matches_finite_differences():
+    model = keras.Sequential([keras.layers.Dense(3, activation="tanh", input_shape=(4,)), keras.layers.Dense(1)])
+    model.set_weights(ramp_weights(model))
+    loss = K.sum(K.square(model.output))
+    grads = K.gradients(loss, model.trainable_weights)
+    sess = K.get_session()
+    analytic = sess.run(grads, {model.input: X4})
+    weights = model.get_weights()
+
+    def loss_at(ws):
+        h = np.tanh(X4.astype(np.float64) @ ws[0] + ws[1])
+        return float(np.sum((h @ ws[2] + ws[3]) ** 2))
+
+    eps = 1e-5
+    for i, w in enumerate(weights):
+        numeric = np.zeros_like(w, dtype=np.float64)
+        for idx in np.ndindex(w.shape):
+            up = [x.astype(np.float64) for x in weights]
+            down = [x.astype(np.float64) for x in weights]
+            up[i][idx] += eps
+            down[i][idx] -= eps
+            numeric[idx] = (loss_at(up) - loss_at(down)) / (2 * eps)
+        np.testing.assert_allclose(analytic[i], numeric, rtol=1e-3, atol=1e-4)
+
+
+def test_unreachable_outputs_raise_graph_disconnected():
+    want = RECORDED["errors"]["unreachable"]
+    a, b = keras.Input((4,)), keras.Input((4,))
+    with pytest.raises(ValueError) as err:
+        keras.Model(a, keras.layers.Dense(1)(b))
+    assert str(err.value).split(" for tensor ")[0] == want.split(" for tensor ")[0]
+    assert b.name in str(err.value) and 'at layer "dense"' in str(err.value)
+    with pytest.raises(ValueError, match="must come from `tf.keras.Input`"):
+        keras.Model(tf.placeholder(tf.float32, [None, 4]), keras.layers.Dense(1)(a))
+
+
+def test_bad_input_names_the_layer_and_the_shapes():
+    dense = keras.layers.Dense(2, name="d")
+    dense(keras.Input((4,)))
+    with pytest.raises(ValueError) as err:
+        dense(keras.Input((5,)))
+    assert "d" in str(err.value) and "expected axis -1 of input shape to have value 4" in str(err.value)
+    assert "[None, 5]" in str(err.value)
+    with pytest.raises(ValueError, match="expected min_ndim=2, found ndim=1"):
+        dense(keras.Input(()))
+
+
+def test_layer_names_count_per_graph_and_reset():
+    assert keras.layers.Dense(1).name == "dense"
+    assert keras.layers.Dense(1).name == "dense_1"
+    assert keras.layers.ActivityRegularization().name == "activity_regularization"
+    with tf.Graph().as_default():
+        assert keras.layers.Dense(1).name == "dense"
+    K.reset_uids()
+    assert keras.layers.Dense(1).name == "dense"
+
+
+def test_sequential_pop_and_add_errors():
+    model = keras.Sequential([keras.layers.Dense(3, input_shape=(4,)), keras.layers.Dense(2)])
+    model.pop()
+    assert [layer.name for layer in model.layers] == ["dense"]
+    assert model.output.shape.as_list() == [None, 3]
+    model.add(keras.layers.Dense(5, name="wide"))
+    assert model.output_shape == (None, 5)
+    with pytest.raises(TypeError, match="must be an instance of class Layer"):
+        model.add("dense")
+    model.pop()
+    model.pop()
+    with pytest.raises(TypeError, match="no layers"):
+        model.pop()
+
+
+def test_custom_layer_with_add_weight_losses_and_updates():
+    class Scale(keras.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight("scale", shape=(int(input_shape[-1]),), initializer="ones",
+                                         regularizer=keras.regularizers.l1(0.5))
+            self.count = self.add_weight("count", shape=(), initializer="zeros", trainable=False)
+            super().build(input_shape)
+
+        def call(self, inputs):
+            self.add_update(self.count.assign_add(1.0))
+            return inputs * self.scale
+
+    layer = Scale()
+    x = keras.Input((3,))
+    y = layer(x)
+    assert [w.name for w in layer.trainable_weights] == ["scale/scale:0"]
+    assert [w.name for w in layer.non_trainable_weights] == ["scale/count:0"]
+    sess = K.get_session()
+    assert sess.run(layer.losses) == [1.5]
+    out = sess.run([y] + layer.updates, {x: np.ones((2, 3))})[0]
+    np.testing.assert_array_equal(out, np.ones((2, 3)))
+    assert K.get_value(layer.count) == 1.0
+    layer.trainable = False
+    assert layer.trainable_weights == [] and len(layer.non_trainable_weights) == 2
+    assert keras.layers.deserialize(keras.layers.serialize(layer), custom_objects={"Scale": Scale}).name == "scale"
