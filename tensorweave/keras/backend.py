@@ -25,7 +25,10 @@ from tensorweave.ops.math import binary as _binary, cast as _cast, clip as _clip
 from tensorweave.ops.math import reduction as _reduction, unary as _unary_ops
 from tensorweave.ops.control_flow.cond import cond as _cond
 from tensorweave.ops.nn import activations as _nn
-from tensorweave.ops.nn.impl import l2_normalize as _l2_normalize
+from tensorweave.ops.nn.impl import dropout as _nn_dropout, l2_normalize as _l2_normalize
+from tensorweave.ops.nn.impl import sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2
+from tensorweave.ops.nn.impl import sparse_softmax_cross_entropy_with_logits
+from tensorweave.train.moving_averages import assign_moving_average
 from tensorweave.ops import random as _random
 from tensorweave.ops.state.variable_ops import is_variable_initialized
 from tensorweave.ops.state.variables import Variable, variables_initializer
@@ -776,3 +779,99 @@ def to_dense(tensor):
 @tf_export("keras.backend.identity")
 def identity(x, name=None):
     return _array.identity(x, name=name)
+
+
+@tf_export("keras.backend.bias_add")
+def bias_add(x, bias, data_format=None):
+    """x + bias along the channel axis (last for channels_last, 1 for channels_first)."""
+    data_format = data_format or image_data_format()
+    if data_format == "channels_last" or ndim(x) == 2:
+        return _nn.bias_add(x, bias)
+    if ndim(x) == 4:
+        return _nn.bias_add(x, bias, data_format="NCHW")
+    return _binary.add(x, _array.reshape(bias, [1, -1] + [1] * (ndim(x) - 2)))
+
+
+@tf_export("keras.backend.dropout")
+def dropout(x, level, noise_shape=None, seed=None):
+    return _nn_dropout(x, rate=level, noise_shape=noise_shape, seed=seed)
+
+
+# -- variable updates -------------------------------------------------------------------------
+@tf_export("keras.backend.update")
+def update(x, new_x):
+    return x.assign(new_x)
+
+
+@tf_export("keras.backend.update_add")
+def update_add(x, increment):
+    return x.assign_add(increment)
+
+
+@tf_export("keras.backend.update_sub")
+def update_sub(x, decrement):
+    return x.assign_sub(decrement)
+
+
+@tf_export("keras.backend.moving_average_update")
+def moving_average_update(x, value, momentum):
+    """x = momentum * x + (1 - momentum) * value, zero-debiased as in TF 1.x graph mode."""
+    return assign_moving_average(x, value, momentum, zero_debias=True)
+
+
+# -- losses ---------------------------------------------------------------------------------------
+def _logits_of(output, op_type):
+    """The logits under a Softmax/Sigmoid op Keras applied, so the loss works from them."""
+    if not isinstance(output, Variable) and getattr(output, "op", None) is not None and output.op.type == op_type:
+        return output.op.inputs[0]
+    return None
+
+
+@tf_export("keras.backend.categorical_crossentropy")
+def categorical_crossentropy(target, output, from_logits=False, axis=-1):
+    """-sum(target * log(output)) over `axis`; output probabilities are renormalised and clipped
+    to [epsilon, 1 - epsilon], and a softmax output is undone to use its logits (as Keras)."""
+    if not from_logits:
+        logits = _logits_of(output, "Softmax")
+        if logits is None:
+            output = output / _reduction.reduce_sum(output, axis, True)
+            output = _clip.clip_by_value(output, epsilon(), 1.0 - epsilon())
+            return _unary_ops.negative(_reduction.reduce_sum(target * _unary_ops.log(output), axis))
+        output = logits
+    return softmax_cross_entropy_with_logits_v2(labels=target, logits=output, axis=axis)
+
+
+@tf_export("keras.backend.sparse_categorical_crossentropy")
+def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
+    """Categorical crossentropy with integer targets (any leading shape)."""
+    if not from_logits:
+        logits = _logits_of(output, "Softmax")
+        if logits is None:
+            output = _unary_ops.log(_clip.clip_by_value(output, epsilon(), 1.0 - epsilon()))
+        else:
+            output = logits
+    rank = ndim(output)
+    axis = axis % rank
+    if axis != rank - 1:
+        output = _array.transpose(output, list(range(axis)) + list(range(axis + 1, rank)) + [axis])
+    targets = _cast.cast(flatten(target), "int64")
+    logits = _array.reshape(output, [-1, int(output.shape[-1].value)])
+    res = sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    if rank >= 3:
+        return _array.reshape(res, _array.shape(output)[:-1])
+    return res
+
+
+@tf_export("keras.backend.binary_crossentropy")
+def binary_crossentropy(target, output, from_logits=False):
+    """Elementwise binary crossentropy; probabilities are clipped to [epsilon, 1 - epsilon], and a
+    sigmoid output is undone to use its logits (as Keras)."""
+    if not from_logits:
+        logits = _logits_of(output, "Sigmoid")
+        if logits is None:
+            output = _clip.clip_by_value(output, epsilon(), 1.0 - epsilon())
+            bce = target * _unary_ops.log(output + epsilon())
+            bce = bce + (1 - target) * _unary_ops.log(1 - output + epsilon())
+            return _unary_ops.negative(bce)
+        output = logits
+    return sigmoid_cross_entropy_with_logits(labels=target, logits=output)

@@ -339,10 +339,13 @@ class Layer:
         flat_inputs = nest.flatten(inputs)
         if self.input_spec is not None:
             _check_input_spec(self.input_spec, inputs, self.name)
-        if "mask" not in kwargs and self._call_accepts("mask"):
+        input_masks = kwargs.get("mask")
+        if input_masks is None:
             masks = [K.keras_mask(x) for x in flat_inputs]
             if any(m is not None for m in masks):
-                kwargs["mask"] = masks[0] if len(masks) == 1 and not isinstance(inputs, (list, tuple)) else masks
+                input_masks = masks[0] if len(masks) == 1 and not isinstance(inputs, (list, tuple)) else masks
+                if self._call_accepts("mask"):
+                    kwargs["mask"] = input_masks
         graph = flat_inputs[0].graph if flat_inputs and hasattr(flat_inputs[0], "graph") else get_default_graph()
         with graph.as_default(), K.name_scope(self.name):
             if not self.built:
@@ -361,16 +364,18 @@ class Layer:
                         loss = self._activity_regularizer(y)
                         batch = K.cast(K.shape(y)[0], loss.dtype)
                         self.add_loss(loss / batch)
-            self._set_masks(inputs, outputs, kwargs.get("mask"))
+            self._set_masks(inputs, outputs, input_masks)
         if not _in_network_call() and all(K.keras_history(x) is not None for x in flat_inputs) and flat_inputs:
             self._add_inbound_node(inputs, outputs, kwargs)
         return outputs
 
     def _set_masks(self, inputs, outputs, previous_mask) -> None:
-        if not self.supports_masking and previous_mask is None and type(self).compute_mask is Layer.compute_mask:
-            return
-        masks = self.compute_mask(inputs, previous_mask)
         flat_outputs = nest.flatten(outputs)
+        if not self.supports_masking and type(self).compute_mask is Layer.compute_mask:
+            return   # TF 1.15 drops the mask silently at a layer that does not support masking
+        if all(K.keras_mask(y) is not None for y in flat_outputs):
+            return   # `call` set the output masks itself
+        masks = self.compute_mask(inputs, previous_mask)
         flat_masks = [masks] * len(flat_outputs) if not isinstance(masks, (list, tuple)) else list(masks)
         for y, m in zip(flat_outputs, flat_masks):
             K.set_keras_mask(y, m)
