@@ -158,3 +158,84 @@ def test_reshape_and_permute_errors():
         L.Permute((1, 3))
     with pytest.raises(ValueError, match="expected ndim=3, found ndim=2"):
         L.Permute((2, 1))(keras.Input((3,)))
+
+
+def test_initializers_resolve_keras_names_and_defaults():
+    I = keras.initializers  # noqa: N806
+    assert I.serialize(I.get("glorot_uniform")) == {"class_name": "GlorotUniform",
+                                                     "config": {"seed": None, "dtype": "float32"}}
+    he = I.get("he_normal")
+    assert isinstance(he, I.VarianceScaling) and (he.scale, he.mode, he.distribution) == \
+        (2.0, "fan_in", "truncated_normal")
+    assert I.get("normal").get_config()["stddev"] == 0.05
+    assert I.get("uniform").get_config()["minval"] == -0.05
+    assert isinstance(I.deserialize({"class_name": "Constant", "config": {"value": 3.0}}), I.Constant)
+    fn = lambda shape, dtype=None: tf.zeros(shape, dtype)  # noqa: E731
+    assert I.get(fn) is fn and I.get(None) is None
+    with pytest.raises(ValueError, match="Unknown initializer: nope"):
+        I.get("nope")
+    values = K.get_session().run(I.RandomNormal(seed=1)((20000,)))
+    assert abs(values.std() - 0.05) < 0.002 and abs(values.mean()) < 0.002
+
+
+def test_activations_by_name():
+    A = keras.activations  # noqa: N806
+    assert A.get(None) is A.linear and A.get("relu") is A.relu and A.serialize(A.tanh) == "tanh"
+    assert A.deserialize("softmax") is A.softmax
+    with pytest.raises(ValueError, match="Unknown activation function: nope"):
+        A.get("nope")
+    with pytest.raises(ValueError, match="Cannot apply softmax to a tensor that is 1D"):
+        A.softmax(tf.constant([1.0, 2.0]))
+    x = np.array([[-1.0, 0.5, 2.0]], np.float32)
+    got = K.get_session().run([A.selu(tf.constant(x)), A.softsign(tf.constant(x)), A.exponential(tf.constant(x))])
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    np.testing.assert_allclose(got[0], scale * np.where(x > 0, x, alpha * (np.exp(x) - 1)), rtol=1e-5)
+    np.testing.assert_allclose(got[1], x / (1 + np.abs(x)), rtol=1e-6)
+    np.testing.assert_allclose(got[2], np.exp(x), rtol=1e-6)
+
+
+def test_constraints_project_as_keras_defines_them():
+    C = keras.constraints  # noqa: N806
+    w = np.array([[3.0, -0.1], [4.0, 0.2]], np.float32)
+    norms = np.sqrt((w ** 2).sum(0, keepdims=True))
+    eps = K.epsilon()
+    t = tf.constant(w)
+    got = K.get_session().run([C.MaxNorm(2.0)(t), C.NonNeg()(t), C.UnitNorm()(t),
+                               C.MinMaxNorm(1.0, 3.0, rate=0.5)(t)])
+    np.testing.assert_allclose(got[0], w * np.clip(norms, 0, 2) / (eps + norms), rtol=1e-5)
+    np.testing.assert_array_equal(got[1], np.maximum(w, 0))
+    np.testing.assert_allclose(got[2], w / (eps + norms), rtol=1e-5)
+    desired = 0.5 * np.clip(norms, 1, 3) + 0.5 * norms
+    np.testing.assert_allclose(got[3], w * desired / (eps + norms), rtol=1e-5)
+    for name, cls in (("max_norm", C.MaxNorm), ("non_neg", C.NonNeg), ("unit_norm", C.UnitNorm),
+                      ("min_max_norm", C.MinMaxNorm)):
+        c = C.get(name)
+        assert isinstance(c, cls) and C.deserialize(C.serialize(c)).get_config() == c.get_config()
+
+
+def test_regularizers_get_serialize_deserialize():
+    R = keras.regularizers  # noqa: N806
+    reg = R.get("l1_l2")
+    assert isinstance(reg, R.L1L2) and R.serialize(reg) == {"class_name": "L1L2",
+                                                           "config": {"l1": pytest.approx(0.01),
+                                                                      "l2": pytest.approx(0.01)}}
+    assert R.deserialize(R.serialize(R.l2(0.5))).get_config() == {"l1": 0.0, "l2": 0.5}
+    assert K.get_session().run(R.l1(0.5)(tf.constant([1.0, -2.0]))) == 1.5
+    dense = tf.layers.Dense(2, kernel_regularizer=R.l2(0.5))     # usable by tf.layers too (TF1 programs)
+    dense(tf.ones([1, 3]))
+    assert len(tf.losses.get_regularization_losses()) == 1
+
+
+def test_clone_model_makes_new_layers_with_new_weights():
+    inp = keras.Input((3,), name="x")
+    model = keras.Model(inp, L.Dense(2, name="out")(L.Dense(4, activation="relu", name="hidden")(inp)))
+    clone = keras.models.clone_model(model)
+    assert [layer.name for layer in clone.layers] == ["x", "hidden", "out"]
+    assert not set(map(id, clone.weights)) & set(map(id, model.weights))
+    clone.set_weights(model.get_weights())
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want, got = K.get_session().run([model.output, clone.output], {model.input: data, clone.input: data})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    seq = keras.Sequential([L.Dense(2, input_shape=(3,))])
+    seq_clone = keras.models.clone_model(seq)
+    assert isinstance(seq_clone, keras.Sequential) and seq_clone.output_shape == (None, 2)

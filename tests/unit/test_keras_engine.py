@@ -100,6 +100,17 @@ def test_sequential_deferred_build_matches_tf():
     assert_same([K.get_session().run(y, {x: X4})], [want["y"]])
 
 
+def test_summary_of_a_frozen_layer_and_long_names_matches_tf():
+    x = keras.Input((4,), name="an_input_with_a_rather_long_name")
+    frozen = keras.layers.Dense(3, name="a_very_long_layer_name_that_wraps_around_the_column")
+    frozen.trainable = False
+    h = frozen(x)
+    y = keras.layers.Dense(2, name="head")(keras.layers.Dense(3, name="side")(x))
+    model = keras.Model(x, [h, y], name="frozen")
+    assert summary_text(model) == RECORDED["frozen"]["summary"]
+    assert len(model.trainable_weights) == 4 and len(model.non_trainable_weights) == 2
+
+
 def test_model_called_twice_in_a_graph_shares_its_variables():
     want = RECORDED["graph_twice"]
     inp = keras.Input((4,))
@@ -297,3 +308,29 @@ def test_custom_layer_with_add_weight_losses_and_updates():
     layer.trainable = False
     assert layer.trainable_weights == [] and len(layer.non_trainable_weights) == 2
     assert keras.layers.deserialize(keras.layers.serialize(layer), custom_objects={"Scale": Scale}).name == "scale"
+
+
+def test_a_keras_model_inside_an_estimator_model_fn_trains(tmp_path):
+    """The TF1 pattern: a Sequential built in model_fn on the features tensor; its variables are
+    the graph's, trained by a tf.train optimizer and saved under the model's scope."""
+    rng = np.random.RandomState(0)
+    data = rng.randn(64, 4).astype(np.float32)
+    labels = (data @ np.array([[1.0], [-2.0], [0.5], [0.0]], np.float32)).astype(np.float32)
+
+    def model_fn(features, labels, mode):
+        model = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dropout(0.1),
+                                  keras.layers.Dense(1)])
+        predictions = model(features["x"], training=mode == tf.estimator.ModeKeys.TRAIN)
+        loss = tf.losses.mean_squared_error(labels, predictions)
+        train_op = tf.train.AdamOptimizer(0.05).minimize(loss, global_step=tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=predictions)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": data}, labels)).repeat().batch(16)
+
+    estimator = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    before = estimator.train(input_fn, steps=1).evaluate(input_fn, steps=4)["loss"]
+    after = estimator.train(input_fn, steps=150).evaluate(input_fn, steps=4)["loss"]
+    assert after < before / 4
+    names = {name for name, _ in tf.train.list_variables(str(tmp_path))}
+    assert {"sequential/dense/kernel", "sequential/dense/bias", "sequential/dense_1/kernel"} <= names
