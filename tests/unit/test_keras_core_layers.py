@@ -161,7 +161,7 @@ def test_reshape_and_permute_errors():
 
 
 def test_initializers_resolve_keras_names_and_defaults():
-    I = keras.initializers  # noqa: N806
+    I = keras.initializers
     assert I.serialize(I.get("glorot_uniform")) == {"class_name": "GlorotUniform",
                                                      "config": {"seed": None, "dtype": "float32"}}
     he = I.get("he_normal")
@@ -179,7 +179,7 @@ def test_initializers_resolve_keras_names_and_defaults():
 
 
 def test_activations_by_name():
-    A = keras.activations  # noqa: N806
+    A = keras.activations
     assert A.get(None) is A.linear and A.get("relu") is A.relu and A.serialize(A.tanh) == "tanh"
     assert A.deserialize("softmax") is A.softmax
     with pytest.raises(ValueError, match="Unknown activation function: nope"):
@@ -195,7 +195,7 @@ def test_activations_by_name():
 
 
 def test_constraints_project_as_keras_defines_them():
-    C = keras.constraints  # noqa: N806
+    C = keras.constraints
     w = np.array([[3.0, -0.1], [4.0, 0.2]], np.float32)
     norms = np.sqrt((w ** 2).sum(0, keepdims=True))
     eps = K.epsilon()
@@ -214,7 +214,7 @@ def test_constraints_project_as_keras_defines_them():
 
 
 def test_regularizers_get_serialize_deserialize():
-    R = keras.regularizers  # noqa: N806
+    R = keras.regularizers
     reg = R.get("l1_l2")
     assert isinstance(reg, R.L1L2) and R.serialize(reg) == {"class_name": "L1L2",
                                                            "config": {"l1": pytest.approx(0.01),
