@@ -161,20 +161,20 @@ def test_reshape_and_permute_errors():
 
 
 def test_initializers_resolve_keras_names_and_defaults():
-    I = keras.initializers
-    assert I.serialize(I.get("glorot_uniform")) == {"class_name": "GlorotUniform",
+    inits = keras.initializers
+    assert inits.serialize(inits.get("glorot_uniform")) == {"class_name": "GlorotUniform",
                                                      "config": {"seed": None, "dtype": "float32"}}
-    he = I.get("he_normal")
-    assert isinstance(he, I.VarianceScaling) and (he.scale, he.mode, he.distribution) == \
+    he = inits.get("he_normal")
+    assert isinstance(he, inits.VarianceScaling) and (he.scale, he.mode, he.distribution) == \
         (2.0, "fan_in", "truncated_normal")
-    assert I.get("normal").get_config()["stddev"] == 0.05
-    assert I.get("uniform").get_config()["minval"] == -0.05
-    assert isinstance(I.deserialize({"class_name": "Constant", "config": {"value": 3.0}}), I.Constant)
+    assert inits.get("normal").get_config()["stddev"] == 0.05
+    assert inits.get("uniform").get_config()["minval"] == -0.05
+    assert isinstance(inits.deserialize({"class_name": "Constant", "config": {"value": 3.0}}), inits.Constant)
     fn = lambda shape, dtype=None: tf.zeros(shape, dtype)  # noqa: E731
-    assert I.get(fn) is fn and I.get(None) is None
+    assert inits.get(fn) is fn and inits.get(None) is None
     with pytest.raises(ValueError, match="Unknown initializer: nope"):
-        I.get("nope")
-    values = K.get_session().run(I.RandomNormal(seed=1)((20000,)))
+        inits.get("nope")
+    values = K.get_session().run(inits.RandomNormal(seed=1)((20000,)))
     assert abs(values.std() - 0.05) < 0.002 and abs(values.mean()) < 0.002
 
 

@@ -334,3 +334,31 @@ def test_a_keras_model_inside_an_estimator_model_fn_trains(tmp_path):
     assert after < before / 4
     names = {name for name, _ in tf.train.list_variables(str(tmp_path))}
     assert {"sequential/dense/kernel", "sequential/dense/bias", "sequential/dense_1/kernel"} <= names
+
+
+def test_updates_and_losses_are_conditional_on_the_inputs_of_their_call():
+    class Tracker(keras.layers.Layer):
+        """Counts calls per input (a conditional update) and penalises its weight (unconditional)."""
+
+        def build(self, input_shape):
+            self.total = self.add_weight("total", shape=(), initializer="zeros", trainable=False)
+            self.w = self.add_weight("w", shape=(), initializer="ones", regularizer=keras.regularizers.l2(1.0))
+
+        def call(self, inputs):
+            self.add_update(self.total.assign_add(K.sum(inputs)))
+            self.add_loss(K.mean(inputs))
+            return inputs * self.w
+
+    tracker = Tracker()
+    x1, x2 = keras.Input((2,)), keras.Input((2,))
+    tracker(x1)
+    tracker(x2)
+    assert len(tracker.updates) == 2 and len(tracker.losses) == 3
+    assert tracker.get_updates_for(None) == [] and len(tracker.get_losses_for(None)) == 1
+    (update_1,) = tracker.get_updates_for(x1)
+    assert tracker.get_updates_for([x2]) == [tracker.updates[1]] and update_1 is tracker.updates[0]
+    assert tracker.get_losses_for(x2) == [tracker.losses[2]]
+    model = keras.Model(x1, tracker.get_output_at(0))
+    assert model.get_updates_for(model.inputs) == [update_1]
+    K.get_session().run(model.get_updates_for(model.inputs), {x1: np.ones((3, 2))})
+    assert K.get_value(tracker.total) == 6.0

@@ -5,8 +5,10 @@ call, and records on its outputs the Keras history (layer, node, tensor index) t
 (engine/network.py) follows back to the inputs. Each call made on Keras tensors adds a Node."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
+import weakref
 
 import numpy as np
 
@@ -28,6 +30,52 @@ _ALLOWED_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "weights", 
                    "autocast"}
 _LAYER_CLASSES: dict = {}   # every Layer subclass by class name, for deserialize
 _CALL_STATE = threading.local()   # depth of Network.call: layers called inside a network add no nodes
+
+
+# Whether each loss and update is conditional on the inputs of the call that made it.
+_CONDITIONAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def _layer_call():
+    _CALL_STATE.layer_depth = getattr(_CALL_STATE, "layer_depth", 0) + 1
+    try:
+        yield
+    finally:
+        _CALL_STATE.layer_depth -= 1
+
+
+def _in_layer_call() -> bool:
+    return getattr(_CALL_STATE, "layer_depth", 0) > 0
+
+
+def _reachable_ops(inputs) -> set:
+    """The ops computed from `inputs`, following data edges and control edges forward (a resource
+    variable's update returns a read that waits on the update)."""
+    seen = set()
+    frontier = [op for x in nest.flatten(inputs) if isinstance(x, Tensor) for op in x.consumers()]
+    while frontier:
+        op = frontier.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        frontier.extend(consumer for y in op.outputs for consumer in y.consumers())
+        frontier.extend(op._control_outputs)
+    return seen
+
+
+def _for_inputs(items: list, inputs) -> list:
+    """TF 1.15's get_*_for: unconditional items for None, else the conditional ones reachable
+    from `inputs`."""
+    def conditional(item):
+        try:
+            return _CONDITIONAL.get(item, False)
+        except TypeError:
+            return False
+    if inputs is None:
+        return [x for x in items if not conditional(x)]
+    reachable = _reachable_ops(inputs)
+    return [x for x in items if conditional(x) and getattr(x, "op", x) in reachable]
 
 
 def _in_network_call() -> bool:
@@ -272,24 +320,35 @@ class Layer:
         return self._unique(self._updates + [u for layer in self._sublayers() for u in layer.updates])
 
     def add_loss(self, losses, inputs=None) -> None:
-        """Adds loss tensors (or zero-argument callables) to the layer's losses."""
+        """Adds loss tensors (or zero-argument callables). A loss added inside `call` or with
+        `inputs` is conditional on the call's inputs (get_losses_for(inputs)); one added elsewhere
+        (a weight regularizer in build) is unconditional (get_losses_for(None))."""
+        conditional = inputs is not None or _in_layer_call()
         for loss in nest.flatten(losses):
             if loss is None:
                 continue
             if callable(loss) and not isinstance(loss, Tensor):
                 loss = loss()
-            self._losses.append(convert_to_tensor(loss) if not isinstance(loss, Tensor) else loss)
+            loss = convert_to_tensor(loss) if not isinstance(loss, Tensor) else loss
+            self._losses.append(loss)
+            _CONDITIONAL[loss] = conditional
 
     def add_update(self, updates, inputs=None) -> None:
-        """Adds update ops (run by the training loop, or through `layer.updates`)."""
+        """Adds update ops (run by the training loop, or through `layer.updates`); those added in
+        `call` or with `inputs` are conditional on the inputs, as add_loss's."""
+        conditional = inputs is not None or _in_layer_call()
         for u in nest.flatten(updates):
-            self._updates.append(u() if callable(u) and not hasattr(u, "op") else u)
+            u = u() if callable(u) and not hasattr(u, "op") else u
+            self._updates.append(u)
+            _CONDITIONAL[u] = conditional
 
     def get_losses_for(self, inputs) -> list:
-        return self.losses
+        """The unconditional losses (inputs None), or the conditional ones computed from `inputs`."""
+        return _for_inputs(self.losses, inputs)
 
     def get_updates_for(self, inputs) -> list:
-        return self.updates
+        """The unconditional updates (inputs None), or the conditional ones computed from `inputs`."""
+        return _for_inputs(self.updates, inputs)
 
     # -- the call ---------------------------------------------------------------------------------
     def build(self, input_shape) -> None:
@@ -352,7 +411,8 @@ class Layer:
                 self._maybe_build(inputs)
                 if self.input_spec is not None:   # build may tighten it (Dense fixes the last axis)
                     _check_input_spec(self.input_spec, inputs, self.name)
-            outputs = self.call(inputs, *args, **kwargs)
+            with _layer_call():
+                outputs = self.call(inputs, *args, **kwargs)
             if outputs is None:
                 raise ValueError(f"A layer's `call` method should return a Tensor or a list of Tensors, not None "
                                  f"(layer: {self.name}).")
@@ -363,7 +423,7 @@ class Layer:
                     for y in nest.flatten(outputs):
                         loss = self._activity_regularizer(y)
                         batch = K.cast(K.shape(y)[0], loss.dtype)
-                        self.add_loss(loss / batch)
+                        self.add_loss(loss / batch, inputs=inputs)
             self._set_masks(inputs, outputs, input_masks)
         if not _in_network_call() and all(K.keras_history(x) is not None for x in flat_inputs) and flat_inputs:
             self._add_inbound_node(inputs, outputs, kwargs)
