@@ -362,3 +362,25 @@ def test_updates_and_losses_are_conditional_on_the_inputs_of_their_call():
     assert model.get_updates_for(model.inputs) == [update_1]
     K.get_session().run(model.get_updates_for(model.inputs), {x1: np.ones((3, 2))})
     assert K.get_value(tracker.total) == 6.0
+
+
+def test_compute_output_shape_of_models_and_custom_layers():
+    class Halve(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs[:, : int(inputs.shape[1]) // 2]
+
+    assert Halve().compute_output_shape((None, 6)).as_list() == [None, 3]
+    inp = keras.Input((4,))
+    model = keras.Model(inp, keras.layers.Dense(3)(keras.layers.RepeatVector(2)(inp)))
+    assert model.compute_output_shape((None, 4)).as_list() == [None, 2, 3]
+    seq = keras.Sequential([keras.layers.Dense(5), keras.layers.Reshape((5, 1))])
+    assert seq.compute_output_shape((7, 2)).as_list() == [7, 5, 1]
+
+    class Weighted(keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight("w", shape=(2,))
+
+    layer = Weighted()
+    layer(keras.Input((2,)))
+    with pytest.raises(NotImplementedError, match="implement `compute_output_shape`"):
+        layer.compute_output_shape((None, 2))

@@ -14,7 +14,7 @@ import numpy as np
 
 from tensorweave.framework import nest
 from tensorweave.framework.dtypes import as_dtype
-from tensorweave.framework.graph import Tensor, get_default_graph
+from tensorweave.framework.graph import Graph, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
@@ -100,6 +100,17 @@ def shape_tuple(shape):
         return [shape_tuple(s) for s in shape]
     shape = TensorShape(shape)
     return tuple(shape.as_list()) if shape.ndims is not None else None
+
+
+def infer_output_shape(fn, input_shape, **kwargs):
+    """The static shape(s) of fn(placeholders of `input_shape`), built in a scratch graph."""
+    with Graph().as_default():
+        if isinstance(input_shape, list) and input_shape and not isinstance(input_shape[0], (int, type(None))):
+            x = [K.placeholder(shape=shape_tuple(s)) for s in input_shape]
+        else:
+            x = K.placeholder(shape=shape_tuple(input_shape))
+        y = fn(x, **kwargs)
+    return [TensorShape(t.shape) for t in y] if isinstance(y, (list, tuple)) else TensorShape(y.shape)
 
 
 class Node:
@@ -359,9 +370,13 @@ class Layer:
         return inputs
 
     def compute_output_shape(self, input_shape):
-        """The output shape for `input_shape` (a TensorShape or tuple). Layers that change the shape
-        override it; the base layer returns the input shape (as TF 1.15's identity `call`)."""
-        return input_shape
+        """The output shape for `input_shape`. Layers with weights override it (TF 1.15 raises
+        NotImplementedError for them in graph mode); for a layer without weights it is inferred
+        by applying `call` to placeholders of that shape in a scratch graph."""
+        if self.weights:
+            raise NotImplementedError(f"Layer {type(self).__name__} has weights, so its output shape cannot be "
+                                      "inferred in a scratch graph: implement `compute_output_shape`.")
+        return infer_output_shape(self.call, input_shape)
 
     def compute_mask(self, inputs, mask=None):
         """The output mask: the input mask passed on if the layer supports masking, else None."""

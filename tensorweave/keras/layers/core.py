@@ -6,21 +6,16 @@ import inspect
 
 import numpy as np
 
-from tensorweave.framework.graph import Graph
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import activations, backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer
+from tensorweave.keras.engine.base_layer import Layer, infer_output_shape
 from tensorweave.keras.utils.generic_utils import deserialize_keras_object
 from tensorweave.layers.base import InputSpec, smart_cond
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.math.linalg import matmul, tensordot
 from tensorweave.ops.nn.activations import bias_add
 from tensorweave.ops.nn.impl import dropout as nn_dropout
-
-
-def _known(dims) -> tuple:
-    return tuple(TensorShape(dims).as_list())
 
 
 @tf_export("keras.layers.Dense")
@@ -101,6 +96,9 @@ class Activation(Layer):
     def call(self, inputs):
         return self.activation(inputs)
 
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
     def get_config(self) -> dict:
         return {**super().get_config(), "activation": activations.serialize(self.activation)}
 
@@ -123,6 +121,9 @@ class Dropout(Layer):
         return smart_cond(training,
                           lambda: nn_dropout(inputs, noise_shape=self.noise_shape, seed=self.seed, rate=self.rate),
                           lambda: identity(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape, "seed": self.seed}
@@ -283,12 +284,7 @@ class Lambda(Layer):
 
     def compute_output_shape(self, input_shape):
         if self._output_shape is None:
-            # what the function makes of a placeholder of that shape, in a scratch graph
-            with Graph().as_default():
-                shapes = input_shape if isinstance(input_shape, list) else None
-                x = [K.placeholder(shape=_known(s)) for s in shapes] if shapes else K.placeholder(_known(input_shape))
-                y = self.function(x, **self.arguments)
-            return [TensorShape(t.shape) for t in y] if isinstance(y, (list, tuple)) else TensorShape(y.shape)
+            return infer_output_shape(self.function, input_shape, **self.arguments)
         if callable(self._output_shape):
             return TensorShape(self._output_shape(input_shape))
         return TensorShape([TensorShape(input_shape).as_list()[0]] + list(self._output_shape))
@@ -339,6 +335,9 @@ class Masking(Layer):
         boolean_mask = K.any(K.not_equal(inputs, self.mask_value), axis=-1, keepdims=True)
         return inputs * K.cast(boolean_mask, inputs.dtype)
 
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
     def get_config(self) -> dict:
         return {**super().get_config(), "mask_value": self.mask_value}
 
@@ -352,6 +351,9 @@ class ActivityRegularization(Layer):
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.supports_masking = True
         self.l1, self.l2 = l1, l2
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
 
     def get_config(self) -> dict:
         return {**super().get_config(), "l1": self.l1, "l2": self.l2}
