@@ -108,7 +108,8 @@ def test_summary_of_a_frozen_layer_and_long_names_matches_tf():
     y = keras.layers.Dense(2, name="head")(keras.layers.Dense(3, name="side")(x))
     model = keras.Model(x, [h, y], name="frozen")
     assert summary_text(model) == RECORDED["frozen"]["summary"]
-    assert len(model.trainable_weights) == 4 and len(model.non_trainable_weights) == 2
+    assert [v.name for v in model.weights] == RECORDED["frozen"]["weights"]      # layer by layer
+    assert [v.name for v in model.trainable_weights] == RECORDED["frozen"]["trainable_weights"]
 
 
 def test_model_called_twice_in_a_graph_shares_its_variables():
@@ -175,6 +176,23 @@ def test_get_config_from_config_and_json_round_trip():
         want, got = K.get_session().run([model.outputs, clone.outputs], feeds)
         for w, g in zip(want, got):
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_configs_recorded_from_tf_load_and_serialize_back():
+    """TF's functional configs load; ours equal them but for what TF 2 added: the model's
+    `trainable` key and the InputLayer a Sequential's config lists first (TF 1.15 leaves it out)."""
+    for case in ("two_inputs_shared", "nested"):
+        tf.reset_default_graph()
+        config = RECORDED[case]["config"]
+        model = keras.Model.from_config(config)
+        want = {k: v for k, v in config.items() if k != "trainable"}
+        for layer in want["layers"]:
+            if layer["class_name"] == "Sequential":
+                layer["config"]["layers"] = [c for c in layer["config"]["layers"] if c["class_name"] != "InputLayer"]
+        assert json.loads(model.to_json())["config"] == want
+        model.set_weights(ramp_weights(model))
+        if case == "nested":
+            assert_same([K.get_session().run(model.output, {model.input: X4})], [RECORDED[case]["y"]])
 
 
 def test_sequential_and_nested_configs_round_trip():

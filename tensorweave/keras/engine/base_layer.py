@@ -20,6 +20,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.state.variables import Variable
+from tensorweave import keras as keras_namespace
 from tensorweave.keras import backend as K, constraints, initializers, layers as layers_namespace, regularizers
 from tensorweave.keras.utils.generic_utils import deserialize_keras_object, to_snake_case
 from tensorweave.layers.base import InputSpec, _check_input_spec
@@ -557,11 +558,16 @@ def deserialize(config, custom_objects=None):
     Keras's layer classes (tf.keras.layers and the models)."""
 
     class _Lookup(dict):
+        """Layer classes by name: those defined so far, then tf.keras.layers and tf.keras (Model,
+        Sequential), whose lazy namespaces import the defining module on first use."""
+
         def __contains__(self, name):
-            return name in _LAYER_CLASSES or name in dir(layers_namespace)
+            return name in _LAYER_CLASSES or any(name in dir(ns) for ns in (layers_namespace, keras_namespace))
 
         def __getitem__(self, name):
-            return _LAYER_CLASSES[name] if name in _LAYER_CLASSES else getattr(layers_namespace, name)
+            if name in _LAYER_CLASSES:
+                return _LAYER_CLASSES[name]
+            return getattr(layers_namespace if name in dir(layers_namespace) else keras_namespace, name)
 
     return deserialize_keras_object(config, module_objects=_Lookup(), custom_objects=custom_objects,
                                     printable_module_name="layer")

@@ -170,6 +170,15 @@ class Network(Layer):
     def _sublayers(self) -> list:
         return list(self.__dict__.get("_layers", []))
 
+    @property
+    def weights(self) -> list:
+        """Every layer's weights, layer by layer (the order get_weights/set_weights and the
+        saved files use), then the network's own."""
+        return self._unique([w for layer in self._sublayers() for w in layer.weights] +
+                            self._trainable_weights + self._non_trainable_weights)
+
+    variables = weights
+
     def get_layer(self, name=None, index=None):
         """The layer called `name`, or at position `index` of `layers`."""
         if index is not None:
