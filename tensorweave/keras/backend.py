@@ -24,6 +24,10 @@ from tensorweave.ops.grouping import group
 from tensorweave.ops.math import binary as _binary, cast as _cast, clip as _clip, linalg as _linalg
 from tensorweave.ops.math import reduction as _reduction, unary as _unary_ops
 from tensorweave.ops.control_flow.cond import cond as _cond
+from tensorweave.ops.control_flow import functional as _functional
+from tensorweave.ops.math.sequences import range as _range
+from tensorweave.ops.nn.conv import conv2d as _conv2d
+from tensorweave.ops.nn.pool import avg_pool as _avg_pool, max_pool as _max_pool
 from tensorweave.ops.nn import activations as _nn
 from tensorweave.ops.nn.impl import dropout as _nn_dropout, l2_normalize as _l2_normalize
 from tensorweave.ops.nn.impl import sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2
@@ -875,3 +879,100 @@ def binary_crossentropy(target, output, from_logits=False):
             return _unary_ops.negative(bce)
         output = logits
     return sigmoid_cross_entropy_with_logits(labels=target, logits=output)
+
+
+# -- more of Keras's backend (sequences, randomness, convolution and pooling) --------------------
+@tf_export("keras.backend.reverse")
+def reverse(x, axes):
+    return _pad.reverse(x, [axes] if isinstance(axes, int) else list(axes))
+
+
+@tf_export("keras.backend.arange")
+def arange(start, stop=None, step=1, dtype="int32"):
+    """K.arange: like np.arange; a negative `start` with no `stop` gives an empty range."""
+    if stop is None and start < 0:
+        start = 0
+    return _cast.cast(_range(start, limit=stop, delta=step, name="arange"), dtype)
+
+
+@tf_export("keras.backend.cos")
+def cos(x):
+    return _unary_ops.cos(x)
+
+
+@tf_export("keras.backend.sin")
+def sin(x):
+    return _unary_ops.sin(x)
+
+
+@tf_export("keras.backend.cumprod")
+def cumprod(x, axis=0):
+    return _reduction.cumprod(x, axis=axis)
+
+
+@tf_export("keras.backend.truncated_normal")
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    return _random.truncated_normal(shape, mean, stddev, dtype=dtype or floatx(), seed=seed)
+
+
+@tf_export("keras.backend.random_binomial")
+def random_binomial(shape, p=0.0, dtype=None, seed=None):
+    """1 with probability p, else 0."""
+    dtype = dtype or floatx()
+    return _where(_binary.less(_random.random_uniform(shape, dtype=dtype, seed=seed), p),
+                  _fill.ones(shape, dtype=dtype), _fill.zeros(shape, dtype=dtype))
+
+
+@tf_export("keras.backend.get_variable_shape")
+def get_variable_shape(x):
+    return int_shape(x)
+
+
+@tf_export("keras.backend.is_sparse")
+def is_sparse(tensor) -> bool:
+    return type(tensor).__name__ == "SparseTensor"
+
+
+@tf_export("keras.backend.map_fn")
+def map_fn(fn, elems, name=None, dtype=None):
+    return _functional.map_fn(fn, elems, name=name, dtype=dtype)
+
+
+@tf_export("keras.backend.foldl")
+def foldl(fn, elems, initializer=None, name=None):
+    return _functional.foldl(fn, elems, initializer=initializer, name=name)
+
+
+@tf_export("keras.backend.foldr")
+def foldr(fn, elems, initializer=None, name=None):
+    return _functional.foldr(fn, elems, initializer=initializer, name=name)
+
+
+def _tf_data_format(data_format) -> str:
+    data_format = data_format or image_data_format()
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"Unknown data_format: {data_format}")
+    return "NHWC" if data_format == "channels_last" else "NCHW"
+
+
+def _spatial(pair, fmt: str) -> list:
+    """Per-axis window/stride values of the two spatial axes, as a 4-list in `fmt` order."""
+    return [1, 1] + list(pair) if fmt == "NCHW" else [1] + list(pair) + [1]
+
+
+@tf_export("keras.backend.conv2d")
+def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)):
+    """2-D convolution; padding 'valid' or 'same', strides and dilation over the spatial axes."""
+    fmt = _tf_data_format(data_format)
+    return _conv2d(x, kernel, strides=_spatial(strides, fmt), padding=padding.upper(), data_format=fmt,
+                   dilations=_spatial(dilation_rate, fmt))
+
+
+@tf_export("keras.backend.pool2d")
+def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max"):
+    """2-D max or average pooling."""
+    fmt = _tf_data_format(data_format)
+    if pool_mode not in ("max", "avg"):
+        raise ValueError(f"Invalid pooling mode: {pool_mode}")
+    pool = _max_pool if pool_mode == "max" else _avg_pool
+    return pool(x, _spatial(pool_size, fmt), _spatial(strides, fmt), padding.upper(), data_format=fmt)

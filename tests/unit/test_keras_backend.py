@@ -199,3 +199,28 @@ def test_crossentropies_match_tf():
         assert got.shape == want.shape, name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
     assert recorded["plain_initialized_by_get_session"] is False
+
+
+def test_sequences_randomness_convolution_and_pooling():
+    img = np.arange(2 * 4 * 4 * 1, dtype=np.float32).reshape(2, 4, 4, 1)
+    kernel = np.ones((2, 2, 1, 1), np.float32)
+    x = K.constant(img)
+    ops = [K.reverse(K.constant([[1, 2], [3, 4]]), 1), K.arange(1, 7, 2), K.arange(-3),
+           K.cumprod(K.constant([1, 2, 3])), K.conv2d(x, K.constant(kernel)), K.pool2d(x, (2, 2), strides=(2, 2)),
+           K.pool2d(x, (2, 2), strides=(2, 2), pool_mode="avg"), K.map_fn(lambda t: t * 2.0, K.constant([1.0, 2.0])),
+           K.foldl(lambda a, t: a + t, K.constant([1.0, 2.0, 3.0])), K.random_binomial((1000,), p=0.3, seed=2)]
+    rev, rng, empty, cp, conv, mx, avg, mapped, folded, coins = K.get_session().run(ops)
+    np.testing.assert_array_equal(rev, [[2, 1], [4, 3]])
+    np.testing.assert_array_equal(rng, [1, 3, 5])
+    assert empty.shape == (0,) and rng.dtype == np.int32
+    np.testing.assert_array_equal(cp, [1, 2, 6])
+    windows = img[:, :-1, :-1] + img[:, 1:, :-1] + img[:, :-1, 1:] + img[:, 1:, 1:]
+    np.testing.assert_array_equal(conv, windows)
+    blocks = img.reshape(2, 2, 2, 2, 2, 1)
+    np.testing.assert_array_equal(mx, blocks.max(axis=(2, 4)))
+    np.testing.assert_allclose(avg, blocks.mean(axis=(2, 4)))
+    np.testing.assert_array_equal(mapped, [2.0, 4.0])
+    assert folded == 6.0
+    assert set(np.unique(coins)) <= {0.0, 1.0} and 200 < coins.sum() < 400
+    with pytest.raises(ValueError, match="Invalid pooling mode"):
+        K.pool2d(x, (2, 2), pool_mode="median")

@@ -269,7 +269,7 @@ class Layer:
         if partitioner is not None:
             raise ValueError("Keras layers do not support `partitioner` in graph mode here; use tf.get_variable.")
         dtype = as_dtype(dtype or self.dtype or K.floatx()).base_dtype
-        shape = tuple(shape or ())
+        shape = tuple(TensorShape(shape).as_list()) if shape is not None else ()
         initializer = initializers.get(initializer)
         if initializer is None:
             if dtype.is_floating:

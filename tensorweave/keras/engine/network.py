@@ -134,6 +134,9 @@ class Network(Layer):
             if history is None or not isinstance(history[0], InputLayer):
                 raise ValueError(f"Input tensors to a Model must come from `tf.keras.Input`. Received: {x} (missing "
                                  "previous layer metadata).")
+        if len({id(x) for x in flat_inputs}) != len(flat_inputs):
+            raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
+                             f"once. Found: {flat_inputs}")
         for x in flat_outputs:
             if K.keras_history(x) is None:
                 raise ValueError(f"Output tensors to a Model must be the output of a TensorFlow `Layer` (thus holding "
