@@ -153,7 +153,8 @@ class Layer:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _LAYER_CLASSES.setdefault(cls.__name__, cls)
+        if cls.__module__.startswith("tensorweave."):   # user classes come through custom_objects, as in Keras
+            _LAYER_CLASSES.setdefault(cls.__name__, cls)
 
     def __init__(self, trainable=True, name=None, dtype=None, dynamic=False, **kwargs):
         for k in kwargs:
