@@ -402,3 +402,18 @@ def test_compute_output_shape_of_models_and_custom_layers():
     layer(keras.Input((2,)))
     with pytest.raises(NotImplementedError, match="implement `compute_output_shape`"):
         layer.compute_output_shape((None, 2))
+
+
+def test_sequential_build_and_models_as_its_first_layer():
+    model = keras.Sequential([keras.layers.Dense(2)])
+    model.build((None, 3))
+    assert model.built and model.inputs is None
+    assert [v.name for v in model.weights] == ["dense/kernel:0", "dense/bias:0"]     # as TF: not under the model
+    inp = keras.Input((4,), name="features")
+    inner = keras.Model(inp, keras.layers.Dense(3, name="inner_dense")(inp), name="inner")
+    outer = keras.Sequential([inner, keras.layers.Dense(1, name="head")])
+    assert outer.inputs[0].shape.as_list() == [None, 4] and outer.output_shape == (None, 1)
+    assert [layer.name for layer in outer.layers] == ["inner", "head"]
+    outer.set_weights([np.ones((4, 3)), np.zeros(3), np.ones((3, 1)), np.zeros(1)])
+    np.testing.assert_allclose(K.get_session().run(outer.output, {outer.input: X4}), X4.sum(1, keepdims=True) * 3,
+                               rtol=1e-6)

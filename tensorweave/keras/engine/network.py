@@ -223,8 +223,7 @@ class Network(Layer):
         else:
             x = K.placeholder(shape=tuple(TensorShape(input_shape).as_list()))
         self._build_input_shape = input_shape
-        with K.name_scope(self.name):
-            self.call(x)
+        self.call(x)   # outside the model's name scope, as TF: "dense/kernel:0"
         self.built = True
 
     def call(self, inputs, training=None, mask=None):

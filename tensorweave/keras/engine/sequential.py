@@ -27,6 +27,16 @@ def _source_inputs(tensor) -> list:
     return out
 
 
+def _input_shape_and_dtype(layer):
+    """The batch input shape and dtype a first layer declares; a nested graph model's are its
+    first layer's (down to the deepest one)."""
+    while getattr(layer, "_is_graph_network", False) or isinstance(layer, Sequential):
+        if not layer.layers:
+            raise ValueError("An empty Model cannot be used as a Layer.")
+        layer = layer._layers[0]
+    return getattr(layer, "_batch_input_shape", None), layer.dtype
+
+
 @tf_export("keras.Sequential", "keras.models.Sequential")
 class Sequential(Model):
     """tf.keras.Sequential(layers=None, name=None): `add` appends a layer, `pop` removes the last."""
@@ -55,9 +65,9 @@ class Sequential(Model):
             if isinstance(layer, InputLayer):
                 set_inputs = True
             else:
-                batch_shape = getattr(layer, "_batch_input_shape", None)
+                batch_shape, dtype = _input_shape_and_dtype(layer)
                 if batch_shape:
-                    x = Input(batch_shape=batch_shape, dtype=layer.dtype, name=layer.name + "_input")
+                    x = Input(batch_shape=batch_shape, dtype=dtype, name=layer.name + "_input")
                     layer(x)
                     set_inputs = True
             if set_inputs:
