@@ -239,3 +239,13 @@ def test_clone_model_makes_new_layers_with_new_weights():
     seq = keras.Sequential([L.Dense(2, input_shape=(3,))])
     seq_clone = keras.models.clone_model(seq)
     assert isinstance(seq_clone, keras.Sequential) and seq_clone.output_shape == (None, 2)
+
+
+def test_custom_object_scope_resolves_names_while_open():
+    config = L.Lambda(double_plus_one).get_config()
+    with pytest.raises(ValueError, match="Unknown function in Lambda layer: double_plus_one"):
+        L.Lambda.from_config(config)
+    with keras.utils.custom_object_scope({"double_plus_one": double_plus_one}):
+        assert L.Lambda.from_config(config).function is double_plus_one
+        assert "double_plus_one" in keras.utils.get_custom_objects()
+    assert "double_plus_one" not in keras.utils.get_custom_objects()

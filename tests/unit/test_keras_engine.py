@@ -417,3 +417,20 @@ def test_sequential_build_and_models_as_its_first_layer():
     outer.set_weights([np.ones((4, 3)), np.zeros(3), np.ones((3, 1)), np.zeros(1)])
     np.testing.assert_allclose(K.get_session().run(outer.output, {outer.input: X4}), X4.sum(1, keepdims=True) * 3,
                                rtol=1e-6)
+
+
+def test_input_variants():
+    x = keras.Input((3,), batch_size=8, dtype="int32", name="ids")
+    assert x.name == "ids:0" and x.shape.as_list() == [8, 3] and x.dtype == tf.int32
+    assert keras.Input(batch_shape=(None, 2, 5)).shape.as_list() == [None, 2, 5]
+    assert keras.Input((2,)).name == "input_2:0" and keras.Input((2,)).name == "input_3:0"   # after input_1 above
+    features = tf.placeholder(tf.float32, [None, 4], name="features")
+    adopted = keras.Input(tensor=features)
+    assert adopted is features and K.is_keras_tensor(features)
+    model = keras.Model(adopted, keras.layers.Dense(1, kernel_initializer="ones")(adopted))
+    assert model.layers[0].get_config()["batch_input_shape"] == (None, 4)
+    assert K.get_session().run(model.output, {features: X4}).shape == (2, 1)
+    with pytest.raises(ValueError, match="either a `shape` or a `tensor`"):
+        keras.Input()
+    with pytest.raises(ValueError, match="`input_tensor.dtype` differs from `dtype`"):
+        keras.Input(tensor=features, dtype="int32")
