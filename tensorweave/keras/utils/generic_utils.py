@@ -3,9 +3,9 @@ through a module's objects and the custom objects in scope (keras.utils.generic_
 from __future__ import annotations
 
 import inspect
-import re
 
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.layers.base import snake_case
 
 _GLOBAL_CUSTOM_OBJECTS: dict = {}
 
@@ -41,10 +41,10 @@ def custom_object_scope(*args) -> CustomObjectScope:
 
 
 def to_snake_case(name: str) -> str:
-    """"Dense" -> "dense", "ActivityRegularization" -> "activity_regularization" (Keras's layer names)."""
-    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    insecure = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
-    return insecure if insecure[0] != "_" else "private" + insecure
+    """"Dense" -> "dense", "ActivityRegularization" -> "activity_regularization" (Keras's layer
+    names: tf.layers' snake_case, with "private" before a leading underscore)."""
+    snake = snake_case(name)
+    return snake if snake[0] != "_" else "private" + snake
 
 
 @tf_export("keras.utils.serialize_keras_object")
