@@ -70,6 +70,8 @@ def test_dropout_follows_the_learning_phase_and_the_training_argument():
     dropped = sess.run(y, {x: ones, K.learning_phase(): True})
     assert set(np.unique(dropped)) <= {0.0, 2.0} and 300 < np.count_nonzero(dropped) < 700
     assert np.count_nonzero(sess.run(y_train, {x: ones})) < 1000
+    rows = sess.run(L.Dropout(0.5, noise_shape=(None, 1), seed=3)(x, training=True), {x: np.ones((8, 1000))})
+    assert all(len(set(row)) == 1 for row in rows)      # one draw per sample, any batch size
     f = K.function([x, K.learning_phase()], [y])
     assert np.count_nonzero(f([ones, 1])[0]) < 1000
     np.testing.assert_array_equal(f([ones, 0])[0], ones)

@@ -119,8 +119,16 @@ class Dropout(Layer):
         if training is None:
             training = K.learning_phase()
         return smart_cond(training,
-                          lambda: nn_dropout(inputs, noise_shape=self.noise_shape, seed=self.seed, rate=self.rate),
+                          lambda: nn_dropout(inputs, noise_shape=self._noise_shape(inputs), seed=self.seed,
+                                             rate=self.rate),
                           lambda: identity(inputs))
+
+    def _noise_shape(self, inputs):
+        """noise_shape with its None entries taken from the inputs' shape (a batch of any size)."""
+        if self.noise_shape is None:
+            return None
+        dims = [d if d is not None else K.shape(inputs)[i] for i, d in enumerate(self.noise_shape)]
+        return dims if all(isinstance(d, int) for d in dims) else K.stack(dims)
 
     def compute_output_shape(self, input_shape):
         return input_shape
