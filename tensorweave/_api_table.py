@@ -1692,6 +1692,7 @@ NAMESPACES = {
         'custom_object_scope': ('tensorweave.keras.utils.generic_utils', 'custom_object_scope'),
         'deserialize_keras_object': ('tensorweave.keras.utils.generic_utils', 'deserialize_keras_object'),
         'get_custom_objects': ('tensorweave.keras.utils.generic_utils', 'get_custom_objects'),
+        'get_source_inputs': ('tensorweave.keras.utils.layer_utils', 'get_source_inputs'),
         'serialize_keras_object': ('tensorweave.keras.utils.generic_utils', 'serialize_keras_object'),
     },
     'tensorweave.layers': {

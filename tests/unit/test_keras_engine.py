@@ -434,3 +434,12 @@ def test_input_variants():
         keras.Input()
     with pytest.raises(ValueError, match="`input_tensor.dtype` differs from `dtype`"):
         keras.Input(tensor=features, dtype="int32")
+
+
+def test_get_source_inputs():
+    a, b = keras.Input((2,)), keras.Input((2,))
+    shared = keras.layers.Dense(2)
+    y = keras.layers.Dense(1)(shared(b))
+    assert keras.utils.get_source_inputs(y) == [b]
+    z = keras.Model([a, b], [shared(a), y])([a, b])[0]
+    assert keras.utils.get_source_inputs(z) == [a, b]

@@ -7,24 +7,10 @@ import copy
 
 from tensorweave.framework import nest
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.keras import backend as K
 from tensorweave.keras.engine.base_layer import Layer, deserialize
 from tensorweave.keras.engine.input_layer import Input, InputLayer
 from tensorweave.keras.engine.training import Model
-
-
-def _source_inputs(tensor) -> list:
-    """The Input tensors `tensor` comes from (following its Keras history)."""
-    layer, node_index, _ = K.keras_history(tensor)
-    node = layer._inbound_nodes[node_index]
-    if not node.inbound_layers:
-        return list(node.input_tensors)
-    out = []
-    for x in node.input_tensors:
-        for source in _source_inputs(x):
-            if not any(source is s for s in out):
-                out.append(source)
-    return out
+from tensorweave.keras.utils.layer_utils import get_source_inputs
 
 
 def _input_shape_and_dtype(layer):
@@ -76,7 +62,7 @@ class Sequential(Model):
                     raise ValueError("All layers in a Sequential model should have a single output tensor. For "
                                      "multi-output layers, use the functional API.")
                 self.outputs = [outputs[0]]
-                self.inputs = _source_inputs(self.outputs[0])
+                self.inputs = get_source_inputs(self.outputs[0])
         elif self.outputs:
             output = layer(self.outputs[0])
             if len(nest.flatten(output)) != 1:

@@ -6,6 +6,26 @@ from __future__ import annotations
 import numpy as np
 
 from tensorweave.framework import nest
+from tensorweave.framework.tf_export import tf_export
+from tensorweave.keras import backend as K
+
+
+@tf_export("keras.utils.get_source_inputs")
+def get_source_inputs(tensor, layer=None, node_index=None) -> list:
+    """The Input tensors `tensor` is computed from, following its Keras history."""
+    if K.keras_history(tensor) is None:
+        return [tensor]
+    if layer is None or node_index is None:
+        layer, node_index, _ = K.keras_history(tensor)
+    node = layer._inbound_nodes[node_index]
+    if not node.inbound_layers:
+        return list(node.input_tensors)
+    sources = []
+    for inbound_layer, inbound_index, _, x in node.iterate_inbound():
+        for source in get_source_inputs(x, inbound_layer, inbound_index):
+            if not any(source is s for s in sources):
+                sources.append(source)
+    return sources
 
 
 def count_params(weights) -> int:
