@@ -12,7 +12,7 @@ import numpy as np
 from tensorweave import _api
 from tensorweave.client.session import Session
 from tensorweave.framework import nest
-from tensorweave.framework.api import name_scope as _name_scope
+from tensorweave.framework.api import graph_from_inputs, name_scope as _name_scope
 from tensorweave.framework.dtypes import as_dtype
 from tensorweave.framework.graph import Tensor, get_default_graph, get_default_session, reset_default_graph
 from tensorweave.framework.shapes import TensorShape
@@ -135,12 +135,12 @@ def manual_variable_initialization(value: bool) -> None:
 @tf_export("keras.backend.get_session")
 def get_session(op_input_list=()):
     """The session Keras runs in: the default session if one is installed, else one Keras creates
-    for the default graph (and recreates when that graph changes). Before returning it, the
+    for the default graph, or the graph of `op_input_list` (and recreates when that graph changes). Before returning it, the
     variables Keras created that are not initialised yet are initialised (TF 1.15's behaviour)."""
     global _SESSION
     session = get_default_session()
     if session is None:
-        graph = get_default_graph()
+        graph = graph_from_inputs(list(op_input_list)) if op_input_list else get_default_graph()
         if _SESSION is None or _SESSION.graph is not graph:
             _SESSION = Session(graph=graph)
         session = _SESSION
@@ -511,8 +511,11 @@ def dot(x, y):
 
 @tf_export("keras.backend.batch_dot")
 def batch_dot(x, y, axes=None):
-    """K.batch_dot for rank-2 and rank-3 inputs (the common uses)."""
+    """K.batch_dot of two rank-2 or two rank-3 inputs (the common uses)."""
     x_rank, y_rank = ndim(x), ndim(y)
+    if (x_rank, y_rank) not in ((2, 2), (3, 3)):
+        raise ValueError(f"keras.backend.batch_dot supports two rank-2 or two rank-3 inputs here; got ranks {x_rank} "
+                         f"and {y_rank}")
     if axes is None:
         axes = [x_rank - 1, y_rank - 2]
     if isinstance(axes, int):
