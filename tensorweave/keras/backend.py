@@ -135,8 +135,9 @@ def manual_variable_initialization(value: bool) -> None:
 @tf_export("keras.backend.get_session")
 def get_session(op_input_list=()):
     """The session Keras runs in: the default session if one is installed, else one Keras creates
-    for the default graph, or the graph of `op_input_list` (and recreates when that graph changes). Before returning it, the
-    variables Keras created that are not initialised yet are initialised (TF 1.15's behaviour)."""
+    for the default graph, or the graph of `op_input_list` (and recreates when that graph
+    changes). Before returning it, the variables Keras created that are not initialised yet are
+    initialised (TF 1.15's behaviour)."""
     global _SESSION
     session = get_default_session()
     if session is None:
