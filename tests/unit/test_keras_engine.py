@@ -443,3 +443,23 @@ def test_get_source_inputs():
     assert keras.utils.get_source_inputs(y) == [b]
     z = keras.Model([a, b], [shared(a), y])([a, b])[0]
     assert keras.utils.get_source_inputs(z) == [a, b]
+
+
+def test_a_subclassed_model_with_its_own_build_and_weights():
+    class Affine(keras.Model):
+        def __init__(self):
+            super().__init__(name="affine")
+            self.proj = keras.layers.Dense(2, kernel_initializer="ones", name="proj")
+
+        def build(self, input_shape):
+            self.offset = self.add_weight("offset", shape=(2,), initializer="ones")
+            super().build(input_shape)
+
+        def call(self, inputs):
+            return self.proj(inputs) + self.offset
+
+    model = Affine()
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = model(x)
+    assert [v.name for v in model.weights] == ["affine/proj/kernel:0", "affine/proj/bias:0", "affine/offset:0"]
+    np.testing.assert_allclose(K.get_session().run(y, {x: np.ones((1, 3))}), [[4.0, 4.0]])

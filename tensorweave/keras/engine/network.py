@@ -206,10 +206,15 @@ class Network(Layer):
 
     # -- calling --------------------------------------------------------------------------------
     def _maybe_build(self, inputs) -> None:
-        """A subclassed network builds its layers in its first real call (no dummy call)."""
-        if not self.built:
-            self._build_input_shape = nest.map_structure(lambda x: shape_tuple(x.shape), inputs)
-            self.built = True
+        """A subclassed network builds its layers in its first real call (no dummy call); a
+        `build` the subclass wrote runs first, as a layer's does."""
+        if self.built:
+            return
+        build_owner = next(c for c in type(self).__mro__ if "build" in c.__dict__)
+        if not build_owner.__module__.startswith("tensorweave.keras.engine."):
+            super()._maybe_build(inputs)
+        self._build_input_shape = nest.map_structure(lambda x: shape_tuple(x.shape), inputs)
+        self.built = True
 
     def build(self, input_shape) -> None:
         """Builds a subclassed model by calling it on placeholders of `input_shape`."""
