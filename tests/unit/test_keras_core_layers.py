@@ -104,6 +104,10 @@ def test_masking_mask_reaches_a_layer_that_takes_it():
     data = np.array([[[1, 2], [0, 0], [3, 4]]], np.float32)
     np.testing.assert_allclose(K.get_session().run(y, {x: data}), [[2.0, 3.0]])
     assert K.keras_mask(L.Flatten()(L.Masking()(x))) is None    # a layer without masking support drops it
+    model = keras.Model(x, MeanOverUnmasked()(x))      # a mask given to a model's call reaches its layers
+    features, mask = tf.placeholder(tf.float32, [None, 3, 2]), tf.placeholder(tf.bool, [None, 3])
+    got = K.get_session().run(model(features, mask=mask), {features: data, mask: [[True, False, True]]})
+    np.testing.assert_allclose(got, [[2.0, 3.0]])
 
 
 def test_regularizers_become_layer_losses():

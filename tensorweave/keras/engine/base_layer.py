@@ -186,7 +186,7 @@ class Layer:
     # -- sublayer tracking --------------------------------------------------------------------
     def __setattr__(self, name, value):
         if not name.startswith("_") or name == "_layers":
-            for candidate in nest.flatten(value) if isinstance(value, (list, tuple)) else [value]:
+            for candidate in nest.flatten(value) if isinstance(value, (list, tuple, dict)) else [value]:
                 if isinstance(candidate, Layer) and candidate is not self:
                     tracked = self.__dict__.setdefault("_layers", [])
                     if not any(candidate is t for t in tracked):

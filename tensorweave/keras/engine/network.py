@@ -235,17 +235,19 @@ class Network(Layer):
         """Runs the graph's layers on `inputs` (reusing their weights)."""
         if not self._is_graph_network:
             raise NotImplementedError("When subclassing the `Model` class, you should implement a `call` method.")
-        return self._run_internal_graph(inputs, training=training)
+        return self._run_internal_graph(inputs, training=training, mask=mask)
 
     def _set_masks(self, inputs, outputs, previous_mask) -> None:
         """The layers inside already set the masks of the network's outputs."""
 
-    def _run_internal_graph(self, inputs, training=None):
+    def _run_internal_graph(self, inputs, training=None, mask=None):
         flat = nest.flatten(inputs)
         if len(flat) != len(self.inputs):
             raise ValueError(f"Layer {self.name} expects {len(self.inputs)} inputs, but it received {len(flat)} input "
                              "tensors.")
         tensor_map = {id(x): y for x, y in zip(self.inputs, flat)}
+        masks = nest.flatten(mask) if mask is not None else []
+        input_masks = {id(x): m for x, m in zip(self.inputs, masks) if m is not None}   # masks given to the call
         with network_call():
             for depth in sorted(self._nodes_by_depth, reverse=True):
                 for node in self._nodes_by_depth[depth]:
@@ -256,6 +258,9 @@ class Network(Layer):
                     kwargs = dict(node.arguments)
                     if training is not None and "training" not in kwargs and layer._call_accepts("training"):
                         kwargs["training"] = training
+                    given = [input_masks.get(id(x)) for x in node.input_tensors]
+                    if any(m is not None for m in given) and layer._call_accepts("mask"):
+                        kwargs["mask"] = given[0] if len(given) == 1 else given
                     outputs = layer(computed[0] if len(computed) == 1 else computed, **kwargs)
                     for x, y in zip(node.output_tensors, nest.flatten(outputs)):
                         tensor_map[id(x)] = y
