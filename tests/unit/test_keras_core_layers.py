@@ -93,6 +93,8 @@ def test_masking_mask_reaches_a_layer_that_takes_it():
             self.supports_masking = True
 
         def call(self, inputs, mask=None):
+            if mask is None:
+                return K.mean(inputs, axis=1)
             weights = K.cast(K.expand_dims(mask, -1), inputs.dtype)
             return K.sum(inputs * weights, axis=1) / K.sum(weights, axis=1)
 
