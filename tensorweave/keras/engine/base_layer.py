@@ -29,8 +29,10 @@ tf_export("keras.layers.InputSpec")(InputSpec)
 
 _ALLOWED_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "weights", "activity_regularizer",
                    "autocast"}
-_LAYER_CLASSES: dict = {}   # every Layer subclass by class name, for deserialize
-_CALL_STATE = threading.local()   # depth of Network.call: layers called inside a network add no nodes
+_LAYER_CLASSES: dict = {}   # tensorweave's Layer subclasses by class name, for deserialize
+# Per thread: how deep in layer calls (`layer_depth`) and in networks running their layers
+# (`network_depth`; layers called there add no nodes) the current code is.
+_CALL_STATE = threading.local()
 
 
 # Whether each loss and update is conditional on the inputs of the call that made it.
@@ -80,18 +82,18 @@ def _for_inputs(items: list, inputs) -> list:
 
 
 def _in_network_call() -> bool:
-    return getattr(_CALL_STATE, "depth", 0) > 0
+    return getattr(_CALL_STATE, "network_depth", 0) > 0
 
 
-class network_call:
+@contextlib.contextmanager
+def network_call():
     """While a network runs its layers (its own call), those calls record no Keras nodes: the
     network's call is the one node the outer graph sees."""
-
-    def __enter__(self):
-        _CALL_STATE.depth = getattr(_CALL_STATE, "depth", 0) + 1
-
-    def __exit__(self, *args):
-        _CALL_STATE.depth -= 1
+    _CALL_STATE.network_depth = getattr(_CALL_STATE, "network_depth", 0) + 1
+    try:
+        yield
+    finally:
+        _CALL_STATE.network_depth -= 1
 
 
 def shape_tuple(shape):
