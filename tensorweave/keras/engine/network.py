@@ -108,8 +108,11 @@ class Network(Layer):
     them, the base of a subclassed model whose layers are its attributes."""
 
     def __init__(self, *args, **kwargs):
-        if len(args) == 2 or (len(args) == 1 and "outputs" in kwargs) or ("inputs" in kwargs and "outputs" in kwargs):
+        if len(args) >= 2 or (len(args) == 1 and "outputs" in kwargs) or ("inputs" in kwargs and "outputs" in kwargs):
             self._init_graph_network(*args, **kwargs)
+        elif args:
+            raise TypeError(f"{type(self).__name__} takes inputs and outputs (a functional model), or only keyword "
+                            f"arguments (a subclassed model); got {len(args)} positional argument(s).")
         else:
             self._init_subclassed_network(**kwargs)
 
