@@ -463,3 +463,14 @@ def test_a_subclassed_model_with_its_own_build_and_weights():
     y = model(x)
     assert [v.name for v in model.weights] == ["affine/proj/kernel:0", "affine/proj/bias:0", "affine/offset:0"]
     np.testing.assert_allclose(K.get_session().run(y, {x: np.ones((1, 3))}), [[4.0, 4.0]])
+
+
+def test_a_custom_layer_with_init_arguments_must_write_get_config():
+    class Scaled(keras.layers.Layer):
+        def __init__(self, factor, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+    with pytest.raises(NotImplementedError, match="must override `get_config`"):
+        Scaled(2.0).get_config()
+    assert keras.layers.Layer(name="plain").get_config() == {"name": "plain", "trainable": True, "dtype": None}

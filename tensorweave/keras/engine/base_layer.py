@@ -542,6 +542,14 @@ class Layer:
         if hasattr(self, "_batch_input_shape"):
             config["batch_input_shape"] = self._batch_input_shape
         config["dtype"] = self.dtype
+        if self.dynamic:
+            config["dynamic"] = True
+        if type(self).get_config is Layer.get_config:
+            parameters = inspect.signature(type(self).__init__).parameters.values()
+            extra = [p.name for p in parameters if p.name not in ("self", "dynamic", *config)
+                     and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            if extra:   # the config could not rebuild the layer: TF says so rather than save a wrong one
+                raise NotImplementedError("Layers with arguments in `__init__` must override `get_config`.")
         return config
 
     @classmethod
