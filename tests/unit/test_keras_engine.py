@@ -474,3 +474,23 @@ def test_a_custom_layer_with_init_arguments_must_write_get_config():
     with pytest.raises(NotImplementedError, match="must override `get_config`"):
         Scaled(2.0).get_config()
     assert keras.layers.Layer(name="plain").get_config() == {"name": "plain", "trainable": True, "dtype": None}
+
+
+def split_halves(t):
+    return [t[:, :2], t[:, 2:]]
+
+
+def test_initial_weights_and_a_layer_with_two_outputs():
+    kernel, bias = np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1.0, -1.0], np.float32)
+    dense = keras.layers.Dense(2, weights=[kernel, bias], input_shape=(3,))
+    model = keras.Sequential([dense])
+    for got, want in zip(model.get_weights(), [kernel, bias]):
+        np.testing.assert_array_equal(got, want)
+    x = keras.Input((4,), name="x")
+    left, right = keras.layers.Lambda(split_halves, name="split")(x)
+    two = keras.Model(x, [keras.layers.Dense(1, name="l")(left), right], name="two")
+    config = two.get_config()
+    assert config["output_layers"] == [["l", 0, 0], ["split", 0, 1]]
+    clone = keras.Model.from_config(config, custom_objects={"split_halves": split_halves})
+    assert [t.shape.as_list() for t in clone.outputs] == [[None, 1], [None, 2]]
+    assert clone.get_config() == config
