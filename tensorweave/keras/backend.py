@@ -389,14 +389,9 @@ class GraphExecutionFunction:
         self.fetches = session_kwargs.pop("fetches", None) or []
         if session_kwargs:
             raise ValueError(f"Invalid argument(s) to keras.backend.function: {sorted(session_kwargs)}")
-        update_ops = []
-        for u in updates or []:
-            if isinstance(u, (list, tuple)):
-                p, new_p = u
-                update_ops.append(p.assign(new_p))
-            else:
-                update_ops.append(u)
-        with get_default_graph().control_dependencies(self.outputs):
+        # as TF: (variable, new value) updates are assigned after the first output is computed
+        with get_default_graph().control_dependencies(self.outputs[:1]):
+            update_ops = [u[0].assign(u[1]) if isinstance(u, (list, tuple)) else u for u in updates or []]
             self.updates_op = group(*update_ops) if update_ops else None
         self.name = name
 

@@ -89,6 +89,9 @@ def test_function_runs_outputs_and_updates():
     assert K.batch_get_value([counter, total]) == [1.0, 10.0]
     f([np.ones((1, 2))])
     assert K.batch_get_value([counter, total]) == [2.0, 12.0]
+    step = K.variable(0.0)
+    read_then_bump = K.function([], [step * 1.0], updates=[(step, step + 1.0)])
+    assert [read_then_bump([])[0] for _ in range(3)] == [0.0, 1.0, 2.0]     # outputs see the value before updates
     with pytest.raises(ValueError, match="expects 1 input values, got 2"):
         f([np.ones((1, 2)), np.ones((1, 2))])
 
