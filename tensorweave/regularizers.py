@@ -82,13 +82,13 @@ def apply_regularization(regularizer, weights_list=None):
         return total
 
 
-@tf_export("keras.regularizers.l1", "regularizers.keras_l1")
+@tf_export("regularizers.keras_l1")
 def keras_l1(l=0.01):  # noqa: E741 (Keras' argument name)
     """tf.keras.regularizers.l1: l * sum(|x|)."""
     return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(abs(x)))
 
 
-@tf_export("keras.regularizers.l2", "regularizers.keras_l2")
+@tf_export("regularizers.keras_l2")
 def keras_l2(l=0.01):  # noqa: E741
     """tf.keras.regularizers.l2: l * sum(x^2) (no 1/2, unlike l2_regularizer)."""
     return lambda x: multiply(constant(l, x.dtype.base_dtype), reduce_sum(square(x)))

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.layers.base import snake_case
 
 _GLOBAL_CUSTOM_OBJECTS = {}
 
@@ -64,14 +65,18 @@ def serialize_keras_object(instance):
 
 
 def _lookup(name, module_objects, custom_objects, printable_module_name):
-    if custom_objects and name in custom_objects:
-        return custom_objects[name]
-    if name in _GLOBAL_CUSTOM_OBJECTS:
-        return _GLOBAL_CUSTOM_OBJECTS[name]
-    found = (module_objects or {}).get(name)
-    if found is None:
-        raise ValueError(f"Unknown {printable_module_name}: {name}")
-    return found
+    """`name` in the custom objects given, then the global ones, then `module_objects` (any mapping
+    with `in` and `[]`: the layer lookup resolves names through lazy namespaces)."""
+    for table in (custom_objects or {}, _GLOBAL_CUSTOM_OBJECTS, {} if module_objects is None else module_objects):
+        if name in table:
+            return table[name]
+    raise ValueError(f"Unknown {printable_module_name}: {name}")
+
+
+def to_snake_case(name: str) -> str:
+    """A class name as Keras names its layers: "Dense" -> "dense", "_Private" -> "private_private"."""
+    snake = snake_case(name)
+    return snake if snake[0] != "_" else "private" + snake
 
 
 def class_and_config_for_serialized_keras_object(config, module_objects=None, custom_objects=None,
