@@ -36,6 +36,8 @@ copy.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
@@ -311,8 +313,30 @@ def _function_node_defs(op, args: dict, placeholders: set, add_shapes: bool) -> 
     return nodes
 
 
+# A finalized graph's GraphDefs, {graph: (graph.version, {(from_version, add_shapes): bytes})}: a
+# training loop's hooks write the same graph with every checkpoint's meta graph and every summary
+# writer (a finalized graph gets no ops; TF's own code does not change the ones it has).
+_finalized_graph_defs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def graph_def_proto(graph, from_version=None, add_shapes: bool = False) -> graph_pb2.GraphDef:
-    """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring)."""
+    """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring); a finalized
+    graph's is written once and copied."""
+    if not graph.finalized:
+        return _graph_def_proto(graph, from_version, add_shapes)
+    version, written = _finalized_graph_defs.get(graph, (None, None))
+    if version != graph.version:
+        written = {}
+        _finalized_graph_defs[graph] = (graph.version, written)
+    key = (from_version, bool(add_shapes))
+    if key not in written:
+        written[key] = _graph_def_proto(graph, from_version, add_shapes).SerializeToString()
+    gd = graph_pb2.GraphDef()
+    gd.ParseFromString(written[key])
+    return gd
+
+
+def _graph_def_proto(graph, from_version, add_shapes: bool) -> graph_pb2.GraphDef:
     gd = empty_graph_def()
     library: dict = {}
     gd.node.extend([node for op in graph.get_operations() if from_version is None or op._id > from_version
