@@ -313,9 +313,10 @@ def _function_node_defs(op, args: dict, placeholders: set, add_shapes: bool) -> 
     return nodes
 
 
-# A finalized graph's GraphDefs, {graph: (graph.version, {(from_version, add_shapes): bytes})}: a
-# training loop's hooks write the same graph with every checkpoint's meta graph and every summary
-# writer (a finalized graph gets no ops; TF's own code does not change the ones it has).
+# A finalized graph's GraphDefs, {graph: ((graph.version, graph._mutations), {(from_version,
+# add_shapes): bytes})}: a training loop's hooks write the same graph with every checkpoint's meta
+# graph and every summary writer. Keyed as framework/graph_def.py's runtime GraphDef is: a new op
+# changes the version, a changed op (inputs, attributes, device) the mutation count.
 _finalized_graph_defs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -324,10 +325,11 @@ def graph_def_proto(graph, from_version=None, add_shapes: bool = False) -> graph
     graph's is written once and copied."""
     if not graph.finalized:
         return _graph_def_proto(graph, from_version, add_shapes)
-    version, written = _finalized_graph_defs.get(graph, (None, None))
-    if version != graph.version:
+    state = (graph.version, graph._mutations)
+    cached_state, written = _finalized_graph_defs.get(graph, (None, None))
+    if cached_state != state:
         written = {}
-        _finalized_graph_defs[graph] = (graph.version, written)
+        _finalized_graph_defs[graph] = (state, written)
     key = (from_version, bool(add_shapes))
     if key not in written:
         written[key] = _graph_def_proto(graph, from_version, add_shapes).SerializeToString()
