@@ -1332,6 +1332,7 @@ NAMESPACES = {
     },
     'tensorweave.estimator.inputs': {
         'numpy_input_fn': ('tensorweave.estimator.inputs', 'numpy_input_fn'),
+        'pandas_input_fn': ('tensorweave.estimator.inputs', 'pandas_input_fn'),
     },
     'tensorweave.feature_column': {
         'bucketized_column': ('tensorweave.feature_column.columns', 'bucketized_column'),

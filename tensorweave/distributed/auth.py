@@ -33,7 +33,6 @@ from typing import Optional
 
 import zmq
 import zmq.auth
-from zmq.auth.thread import ThreadAuthenticator
 
 ZAP_DOMAIN = "tensorweave"
 _ENV_DIR = "TENSORWEAVE_CURVE_DIR"
@@ -170,6 +169,9 @@ def secure_server(sock: zmq.Socket) -> None:
                          "TENSORWEAVE_CURVE_SECRET_KEY): it cannot serve")
     with _lock:
         if not _authenticator:
+            # Imported here, when a server first authenticates: zmq.auth.thread loads asyncio and
+            # ssl (~50 ms), which every process of a cluster without keys would pay at start-up.
+            from zmq.auth.thread import ThreadAuthenticator
             provider = _AllowedKeys(k.authorized)
             auth = ThreadAuthenticator(sock.context)
             auth.start()

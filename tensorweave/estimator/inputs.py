@@ -1,5 +1,5 @@
-"""tf.estimator.inputs: input_fns over in-memory arrays (numpy_input_fn; pandas_input_fn is left out:
-pandas is not a dependency).
+"""tf.estimator.inputs: input_fns over in-memory arrays (numpy_input_fn) and pandas DataFrames
+(pandas_input_fn; pandas is the optional extra `tensorweave[pandas]`).
 
 TF 1.15 feeds the arrays through a queue filled by QueueRunner threads; here they are a tf.data
 pipeline with the same batches: rows in order (or shuffled within each epoch), epochs one after
@@ -8,6 +8,8 @@ when it is None."""
 from __future__ import annotations
 
 import collections
+import importlib.util
+import sys
 
 import numpy as np
 
@@ -71,16 +73,77 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
                 shapes_y = {k: data[k].shape for k in target_keys}
             raise ValueError("Length of tensors in x and y is mismatched. All elements in x and y must have the same "
                              f"length.\nShapes in x: {shapes_x}\nShapes in y: {shapes_y}\n")
-        rows = len(next(iter(data.values())))
-        dataset = Dataset.from_tensor_slices(tuple(np.asarray(v) for v in data.values()))
-        if shuffle:
-            dataset = dataset.shuffle(max(1, min(queue_capacity, rows)))
-        dataset = dataset.repeat(num_epochs).batch(batch_size, drop_remainder=num_epochs is None)
-        batch = list(dataset.make_one_shot_iterator().get_next())
+        batch = _batched_rows(list(data.values()), batch_size, num_epochs, shuffle, queue_capacity)
         features = batch[0] if isinstance(x, np.ndarray) else dict(zip(feature_keys, batch[:len(feature_keys)]))
         if target_keys is None:
             return features
         if isinstance(target_keys, str):
             return features, batch[-1]
         return features, dict(zip(target_keys, batch[-len(target_keys):]))
+    return input_fn
+
+
+def _batched_rows(columns: list, batch_size, num_epochs, shuffle: bool, queue_capacity) -> list:
+    """The next batch of the rows of `columns` (arrays of one length), as tensors: in order or
+    shuffled through a buffer of queue_capacity rows, num_epochs times (None: forever, and every
+    batch full)."""
+    rows = len(columns[0])
+    dataset = Dataset.from_tensor_slices(tuple(np.asarray(c) for c in columns))
+    if shuffle:
+        dataset = dataset.shuffle(max(1, min(queue_capacity, rows)))
+    dataset = dataset.repeat(num_epochs).batch(batch_size, drop_remainder=num_epochs is None)
+    return list(dataset.make_one_shot_iterator().get_next())
+
+
+@tf_export("estimator.inputs.pandas_input_fn")
+def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1,
+                    target_column="target"):
+    """tf.estimator.inputs.pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None,
+    queue_capacity=1000, num_threads=1, target_column='target'): an input_fn returning batches of
+    the columns of x (a pandas DataFrame) as a dict {column: tensor}, with y (a Series, named
+    target_column, or a DataFrame: a dict {column: tensor}) as (features, target), or features
+    alone when y is None. y's index must equal x's. shuffle must be given as a bool (rows are then
+    shuffled within each epoch, through a buffer of queue_capacity rows; None: 4 * len(x) when
+    shuffling, else len(x)); num_epochs None repeats forever. Batches are those numpy_input_fn
+    makes of the same columns."""
+    pd = sys.modules.get("pandas")   # (a DataFrame's module is loaded; pandas_input_fn never imports it)
+    if pd is None and importlib.util.find_spec("pandas") is None:
+        raise TypeError("pandas_input_fn should not be called without pandas installed "
+                        "(pip install 'tensorweave[pandas]')")
+    if pd is None or not isinstance(x, pd.DataFrame):
+        raise TypeError(f"pandas_input_fn: x must be a pandas DataFrame; got {type(x).__name__}")
+    if not isinstance(shuffle, bool):
+        raise ValueError("shuffle must be provided and explicitly set as boolean (it is recommended to set it as True "
+                         f"for training); got {shuffle}")
+    if not isinstance(target_column, str):
+        raise TypeError("target_column must be a string type")
+    feature_keys = list(x.columns)
+    # The rows' positions first (TF's queue carries the index likewise, then drops it): a frame
+    # without columns still has rows to batch.
+    columns = [np.arange(len(x), dtype=np.int64)] + [x[k].to_numpy() for k in feature_keys]
+    target_keys = None
+    if y is not None:
+        if not isinstance(y, (pd.Series, pd.DataFrame)):
+            raise TypeError(f"pandas_input_fn: y must be a pandas Series or DataFrame; got {type(y).__name__}")
+        if target_column in x:
+            raise ValueError(f"Cannot use name {target_column} for target column: DataFrame already has a column "
+                             f"with that name: {x.columns}")
+        if not np.array_equal(x.index, y.index):
+            raise ValueError(f"Index for x and y are mismatched.\nIndex for x: {x.index}\nIndex for y: {y.index}\n")
+        if isinstance(y, pd.DataFrame):
+            target_keys = list(y.columns)
+            columns += [y[k].to_numpy() for k in target_keys]
+        else:
+            columns.append(y.to_numpy())
+    if queue_capacity is None:
+        queue_capacity = 4 * len(x) if shuffle else len(x)
+
+    def input_fn():
+        batch = _batched_rows(columns, batch_size, num_epochs, shuffle, queue_capacity)
+        features = dict(zip(feature_keys, batch[1:1 + len(feature_keys)]))
+        if y is None:
+            return features
+        if target_keys is None:
+            return features, batch[-1]
+        return features, dict(zip(target_keys, batch[1 + len(feature_keys):]))
     return input_fn

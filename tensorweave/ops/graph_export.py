@@ -36,6 +36,8 @@ copy.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
@@ -311,8 +313,32 @@ def _function_node_defs(op, args: dict, placeholders: set, add_shapes: bool) -> 
     return nodes
 
 
+# A finalized graph's GraphDefs, {graph: ((graph.version, graph._mutations), {(from_version,
+# add_shapes): bytes})}: a training loop's hooks write the same graph with every checkpoint's meta
+# graph and every summary writer. Keyed as framework/graph_def.py's runtime GraphDef is: a new op
+# changes the version, a changed op (inputs, attributes, device) the mutation count.
+_finalized_graph_defs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def graph_def_proto(graph, from_version=None, add_shapes: bool = False) -> graph_pb2.GraphDef:
-    """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring)."""
+    """`graph` (a tensorweave Graph) as TF's GraphDef (see the module docstring); a finalized
+    graph's is written once and copied."""
+    if not graph.finalized:
+        return _graph_def_proto(graph, from_version, add_shapes)
+    state = (graph.version, graph._mutations)
+    cached_state, written = _finalized_graph_defs.get(graph, (None, None))
+    if cached_state != state:
+        written = {}
+        _finalized_graph_defs[graph] = (state, written)
+    key = (from_version, bool(add_shapes))
+    if key not in written:
+        written[key] = _graph_def_proto(graph, from_version, add_shapes).SerializeToString()
+    gd = graph_pb2.GraphDef()
+    gd.ParseFromString(written[key])
+    return gd
+
+
+def _graph_def_proto(graph, from_version, add_shapes: bool) -> graph_pb2.GraphDef:
     gd = empty_graph_def()
     library: dict = {}
     gd.node.extend([node for op in graph.get_operations() if from_version is None or op._id > from_version

@@ -1,21 +1,28 @@
 """tf.summary.FileWriter and FileWriterCache, and tf.train.summary_iterator.
 
-Event files are real TensorBoard event files (`events.out.tfevents.<time>.<host>...`) written
-by the `tensorboard` package's own EventFileWriter (its record framing, crc32c and
-asynchronous queue), with TensorBoard's Event/Summary protos: `tensorboard --logdir DIR` shows
-them. We use `tensorboard` rather than tensorboardX because it is the package users already run
-to look at the files, its protos are the ones its reader parses, and it needs no PyTorch.
+Event files are real TensorBoard event files (`events.out.tfevents.<time>.<host>.<pid>.<n>`):
+TFRecord-framed Event protos (the `tensorboard` package's own protos, which its reader parses),
+written by a thread of the writer's own so that `add_summary` does not wait for the disk.
+`tensorboard --logdir DIR` shows them. The framing's crc32c is the C `crc32c` module's
+(ops/io/tfrecord.py), not tensorboard's writer's pure-Python one: that one held the GIL for
+~0.1 s per graph event in the writer thread, which stalled a training loop's steps.
 """
 from __future__ import annotations
 
 import logging
+import os
+import queue
+import socket
 import threading
 import time
 import warnings
+from itertools import count
 
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
+from tensorweave.ops.io.gfile import MakeDirs, open_file
+from tensorweave.ops.io.tfrecord import frame
 
 Event = event_pb2.Event
 tf_export("summary.Event", "Event")(Event)
@@ -26,11 +33,77 @@ tf_export("summary.TaggedRunMetadata")(TaggedRunMetadata)
 _log = logging.getLogger("tensorweave")
 
 
-def _event_file_writer(logdir: str, max_queue: int, flush_secs: float, suffix: str):
-    # Imported on first use: tensorboard's writer module loads its whole summary package
-    # (~0.15 s), which `import tensorweave` should not pay for.
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-    return EventFileWriter(logdir, max_queue, flush_secs, suffix)
+_file_numbers = count()   # (the last part of an event file's name: unique within a process)
+_FLUSH, _STOP = object(), object()   # queued after events: flush the file; flush it and end the thread
+
+
+class _EventFileWriter:
+    """One event file: TFRecord-framed Event protos, its file_version event first; events are
+    queued (at most `max_queue`) for a daemon thread that writes them and flushes the file
+    every `flush_secs` seconds, on `flush()` and on `close()`."""
+
+    def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str):
+        MakeDirs(logdir)
+        name = "events.out.tfevents.%010d.%s.%s.%s%s" % (time.time(), socket.gethostname(), os.getpid(),
+                                                          next(_file_numbers), suffix)
+        self._file = open_file(os.path.join(logdir, name), "wb")
+        self._queue: queue.Queue = queue.Queue(max(int(max_queue), 1))
+        self._flush_secs = flush_secs
+        self._error = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._write_queued, name="tensorweave-events", daemon=True)
+        self._thread.start()
+        self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self.flush()
+
+    def _write_queued(self) -> None:
+        due = None   # when the written, still unflushed events are to be flushed
+        while True:
+            got = True
+            try:
+                item = self._queue.get(timeout=None if due is None else max(due - time.monotonic(), 0.0))
+            except queue.Empty:
+                item, got = _FLUSH, False
+            try:
+                if isinstance(item, bytes) and self._error is None:
+                    self._file.write(frame(item))
+                    due = due or time.monotonic() + self._flush_secs
+                if item is _FLUSH or item is _STOP or (due is not None and time.monotonic() >= due):
+                    self._file.flush()
+                    due = None
+            except OSError as e:   # raised to the caller at its next add_event, flush or close
+                self._error = e
+            finally:
+                if got:
+                    self._queue.task_done()
+            if item is _STOP:
+                return
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise IOError("Writer is closed")
+
+    def add_event(self, event) -> None:
+        self._check()
+        self._queue.put(event.SerializeToString())
+
+    def flush(self) -> None:
+        """Returns once every event added before it is written and the file flushed."""
+        self._check()
+        self._queue.put(_FLUSH)
+        self._queue.join()
+        self._check()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._file.close()
+            if self._error is not None:
+                raise self._error
 
 
 def _run_metadata_bytes(run_metadata) -> bytes:
@@ -66,7 +139,7 @@ class FileWriter:
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._filename_suffix = filename_suffix or ""
-        self.event_writer = _event_file_writer(self._logdir, max_queue, flush_secs, self._filename_suffix)
+        self.event_writer = _EventFileWriter(self._logdir, max_queue, flush_secs, self._filename_suffix)
         self._closed = False
         self._seen_summary_tags: set = set()
         self._session_run_tags: dict = {}
@@ -163,7 +236,7 @@ class FileWriter:
     def reopen(self) -> None:
         """Reopens a closed writer on a new event file in the same logdir."""
         if self._closed:
-            self.event_writer = _event_file_writer(self._logdir, self._max_queue, self._flush_secs,
+            self.event_writer = _EventFileWriter(self._logdir, self._max_queue, self._flush_secs,
                                                    self._filename_suffix)
             self._closed = False
 

@@ -212,3 +212,19 @@ def test_op_signature_table_names_registered_ops():
     assert {"MatMul", "Conv2D", "If", "ConcatV2", "StringJoin"} <= set(TF_OP_SIGNATURES)
     for inputs, outputs in TF_OP_SIGNATURES.values():
         assert all(":" in arg for arg in inputs + outputs)
+
+
+def test_finalized_graphs_graph_def_is_a_fresh_copy_that_follows_changes():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant(1.0, name="a")
+        b = tf.identity(a, name="b")
+    g.finalize()
+    first = g.as_graph_def()
+    first.node[0].name = "changed by the caller"
+    del first.node[1:]
+    assert [n.name for n in g.as_graph_def().node] == ["a", "b"]
+    assert "_output_shapes" in g.as_graph_def(add_shapes=True).node[1].attr   # (each form kept apart)
+    assert "_output_shapes" not in g.as_graph_def().node[1].attr
+    b.op._add_control_input(a.op)   # (an op changed in a finalized graph, as graph editors do)
+    assert list(g.as_graph_def().node[1].input) == ["a", "^a"]
