@@ -82,7 +82,7 @@ def deconv_length(size, kernel: int, stride: int, padding: str, output_padding=N
 
 
 def conv_transpose(inputs, kernel, filters: int, kernel_size, strides, padding: str, data_format: str,
-                   output_padding=None):
+                   output_padding=None, dilation_rate=None):
     """The transposed convolution (rank 2 or 3) of tf.layers and tf.keras.layers: kernel
     [*kernel_size, filters, in_channels], output sizes by deconv_length (unknown input sizes from
     the input's dynamic shape)."""
@@ -92,17 +92,23 @@ def conv_transpose(inputs, kernel, filters: int, kernel_size, strides, padding: 
     static = inputs.shape.as_list()
     sp_axes = list(range(2, 2 + rank) if first else range(1, 1 + rank))
     output_padding = output_padding or (None,) * rank
+    dilation_rate = tuple(dilation_rate or (1,) * rank)
     sizes, static_sizes = [], []
-    for axis, k, s, op in zip(sp_axes, kernel_size, strides, output_padding):
-        length = deconv_length(static[axis], k, s, padding, op)
+    for axis, k, s, op, d in zip(sp_axes, kernel_size, strides, output_padding, dilation_rate):
+        length = deconv_length(static[axis], k, s, padding, op, d)
         static_sizes.append(length)
         if length is None:   # the same formula on the dynamic size
-            length = (dyn[axis] - 1) * s + deconv_length(1, k, s, padding, op)
+            length = (dyn[axis] - 1) * s + deconv_length(1, k, s, padding, op, d)
         sizes.append(length)
     out_shape = [dyn[0], filters, *sizes] if first else [dyn[0], *sizes, filters]
-    transpose = nn_conv3d_transpose if rank == 3 else nn_conv2d_transpose
-    outputs = transpose(inputs, kernel, stack(out_shape), full_attr(strides, data_format), padding.upper(),
-                        data_format=_FORMATS[(rank, data_format)])
+    fmt = _FORMATS[(rank, data_format)]
+    if rank == 3:
+        outputs = nn_conv3d_transpose(inputs, kernel, stack(out_shape), full_attr(strides, data_format),
+                                      padding.upper(), data_format=fmt)
+    else:
+        outputs = nn_conv2d_transpose(inputs, kernel, stack(out_shape), full_attr(strides, data_format),
+                                      padding.upper(), data_format=fmt,
+                                      dilations=full_attr(dilation_rate, data_format))
     outputs.set_shape([static[0], filters, *static_sizes] if first else [static[0], *static_sizes, filters])
     return outputs
 
