@@ -136,4 +136,10 @@ class ReLU(_Activation):
         self.threshold = float(threshold)
 
     def call(self, inputs):
-        return K.relu(inputs, alpha=self.negative_slope, max_value=self.max_value, threshold=self.threshold)
+        if self.max_value is None or self.threshold == 0:
+            return K.relu(inputs, alpha=self.negative_slope, max_value=self.max_value, threshold=self.threshold)
+        # Keras clips the thresholded part to [0, max_value] (backend.relu here clips from the threshold)
+        outputs = K.minimum(K.relu(inputs, threshold=self.threshold), self.max_value)
+        if self.negative_slope:
+            outputs = outputs - self.negative_slope * K.relu(self.threshold - inputs)
+        return outputs
