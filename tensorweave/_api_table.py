@@ -1693,6 +1693,8 @@ NAMESPACES = {
         'Layer': ('tensorweave.keras.engine.base_layer', 'Layer'),
         'LayerNormalization': ('tensorweave.keras.layers.normalization', 'LayerNormalization'),
         'LeakyReLU': ('tensorweave.keras.layers.advanced_activations', 'LeakyReLU'),
+        'LocallyConnected1D': ('tensorweave.keras.layers.local', 'LocallyConnected1D'),
+        'LocallyConnected2D': ('tensorweave.keras.layers.local', 'LocallyConnected2D'),
         'Masking': ('tensorweave.keras.layers.core', 'Masking'),
         'MaxPool1D': ('tensorweave.keras.layers.pooling', 'MaxPooling1D'),
         'MaxPool2D': ('tensorweave.keras.layers.pooling', 'MaxPooling2D'),

@@ -15,7 +15,8 @@ from keras_layer_recordings import check_case
 
 L = tf.keras.layers
 K = tf.keras.backend
-CONV_MODULES = {"tensorweave.keras.layers.convolutional", "tensorweave.keras.layers.pooling"}
+CONV_MODULES = {"tensorweave.keras.layers.convolutional", "tensorweave.keras.layers.pooling",
+                "tensorweave.keras.layers.local"}
 MISC_CASES = [name for name, case in cases.CASES.items() if getattr(L, case[0]).__module__ not in CONV_MODULES]
 
 
