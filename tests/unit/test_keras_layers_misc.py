@@ -169,3 +169,22 @@ def test_noise_layers_act_only_in_training(layer):
         z = tf.placeholder(tf.float32, [None, 16])
         out = sess.run(made(z, training=True), {z: big})
         assert abs(out.mean() - big.mean()) < 0.05 and abs(out.std() - big.std()) < 0.05
+
+
+def test_functional_model_of_these_layers_round_trips_through_json():
+    a, b = tf.keras.Input((6, 6, 2)), tf.keras.Input((6, 6, 2))
+    x = L.Conv2D(3, 3, padding="same", activation="relu")(a)
+    y = L.SeparableConv2D(3, 3, padding="same")(L.ZeroPadding2D(1)(L.Cropping2D(1)(b)))
+    m = L.BatchNormalization()(L.concatenate([x, y]))
+    m = L.GlobalAveragePooling2D()(L.UpSampling2D()(L.MaxPooling2D()(m)))
+    out = L.Dense(2)(L.add([m, L.LeakyReLU()(L.Dense(6)(m))]))
+    model = tf.keras.Model([a, b], out)
+    clone = tf.keras.models.model_from_json(model.to_json())
+    assert [type(layer).__name__ for layer in clone.layers] == [type(layer).__name__ for layer in model.layers]
+    weights = [cases.weight_array(w.name, w.shape.as_list()) for w in model.weights]
+    model.set_weights(weights)
+    clone.set_weights(weights)
+    feeds = {a: cases.input_array((2, 6, 6, 2), 0, "float32"), b: cases.input_array((2, 6, 6, 2), 1, "float32")}
+    want = K.get_session().run(model.output, feeds)
+    got = K.get_session().run(clone.output, {clone.inputs[0]: feeds[a], clone.inputs[1]: feeds[b]})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
