@@ -116,13 +116,16 @@ class Conv(Layer):
     def _finish(self, outputs):
         return bias_and_activation(outputs, self.bias, self.activation, self.data_format)
 
+    def _causal(self, inputs):
+        """(inputs, padding) to convolve: 'causal' pads the past only (output t sees inputs <= t)."""
+        if self.padding != "causal":
+            return inputs, self.padding
+        left = self.dilation_rate[0] * (self.kernel_size[0] - 1)
+        return pad(inputs, [[0, 0], [0, 0], [left, 0]] if self.data_format == "channels_first" else
+                   [[0, 0], [left, 0], [0, 0]]), "valid"
+
     def call(self, inputs):
-        padding = self.padding
-        if padding == "causal":   # pad the past only: output t sees inputs <= t
-            left = self.dilation_rate[0] * (self.kernel_size[0] - 1)
-            inputs = pad(inputs, [[0, 0], [0, 0], [left, 0]] if self.data_format == "channels_first" else
-                         [[0, 0], [left, 0], [0, 0]])
-            padding = "valid"
+        inputs, padding = self._causal(inputs)
         return self._finish(convolve(inputs, self.kernel, self.strides, padding, self.data_format,
                                      self.dilation_rate))
 
@@ -257,8 +260,9 @@ class _SeparableConv(Conv):
         self.built = True
 
     def call(self, inputs):
+        inputs, padding = self._causal(inputs)
         return self._finish(separable_convolve(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides,
-                                               self.padding, self.data_format, self.dilation_rate))
+                                               padding, self.data_format, self.dilation_rate))
 
     def get_config(self) -> dict:
         config = super().get_config()
