@@ -294,3 +294,30 @@ def test_bidirectional_with_explicit_backward_layer_and_initial_weights():
     for _ in range(5):
         h = np.tanh(np.full(2, -0.3) + h.sum())
     np.testing.assert_allclose(got[0], (h + 0.0) / 2, rtol=1e-5)   # relu of negatives: the backward half is 0
+
+
+def test_rnn_over_a_tf_nn_cell_matches_dynamic_rnn():
+    x = tf.placeholder(tf.float32, [None, 5, 3])
+    cell = tf.nn.rnn_cell.GRUCell(4)
+    seq, state = L.RNN(cell, return_sequences=True, return_state=True)(x)
+    want_seq, want_state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    sess = K.get_session()
+    sess.run(tf.global_variables_initializer())   # the cell's variables are tf.get_variable's, not Keras's
+    got = sess.run([seq, state, want_seq, want_state], {x: X["x"]})
+    np.testing.assert_allclose(got[0], got[2], rtol=1e-6)
+    np.testing.assert_allclose(got[1], got[3], rtol=1e-6)
+
+
+def test_an_lstm_learns_with_a_tf_optimizer():
+    x = keras.Input((5, 3))
+    layer = L.LSTM(4)
+    y = layer(x)
+    set_case_weights([layer])
+    loss = tf.reduce_mean(tf.square(y - 0.5))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=layer.trainable_weights)
+    sess = K.get_session()
+    sess.run(tf.variables_initializer(tf.global_variables()[3:]))
+    before = sess.run(loss, {x: X["x"]})
+    for _ in range(20):
+        sess.run(train, {x: X["x"]})
+    assert sess.run(loss, {x: X["x"]}) < 0.5 * before

@@ -26,6 +26,7 @@ from tensorweave.keras.engine.base_layer import Layer, deserialize as _deseriali
 from tensorweave.layers.base import InputSpec
 from tensorweave.ops.array.concat import concat, split, stack, unstack
 from tensorweave.ops.array.core import expand_dims, shape
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to, reverse
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.cond import cond
@@ -33,7 +34,7 @@ from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.reduction import count_nonzero
 from tensorweave.ops.state.variable_ops import assign
-from tensorweave.rnn.cells import zero_state_tensors
+from tensorweave.rnn.cells import RNNCell, zero_state_tensors
 from tensorweave.rnn.loops import _transpose_batch_time, dynamic_rnn, static_rnn
 
 
@@ -80,7 +81,7 @@ class _StepCell:
         output, new_states = self._step(x, nest.pack_sequence_as(self._template, list(flat_states)))
         new_states = tuple(nest.flatten(new_states))
         if mask_t is not None:
-            fill = output * 0 if self._zero_output_for_mask else prev_output
+            fill = zeros_like(output) if self._zero_output_for_mask else prev_output
             output = _masked(mask_t, output, fill)
             new_states = tuple(_masked(mask_t, n, s) for n, s in zip(new_states, flat_states))
         return output, (output, new_states)
@@ -109,15 +110,14 @@ def run_rnn(step, inputs, initial_states, go_backwards=False, mask=None, unroll=
     output_zero, _ = step(x[0], nest.pack_sequence_as(initial_states, nest.flatten(initial_states)))
     cell = _StepCell(step, initial_states, TensorShape(output_zero.shape[1:]), mask is not None,
                      zero_output_for_mask)
-    state = (output_zero * 0, tuple(nest.flatten(initial_states)))
+    state = (zeros_like(output_zero), tuple(nest.flatten(initial_states)))
     if unroll:
         steps = unstack(x, axis=0) if mask is None else list(zip(unstack(x, axis=0), unstack(mask, axis=0)))
         outputs, (last_output, flat_states) = static_rnn(cell, steps, initial_state=state)
         outputs = stack(outputs, axis=0)
     else:
         step_inputs = x if mask is None else (x, mask)
-        outputs, (last_output, flat_states) = dynamic_rnn(cell, step_inputs, initial_state=state, time_major=True,
-                                                          swap_memory=True)
+        outputs, (last_output, flat_states) = dynamic_rnn(cell, step_inputs, initial_state=state, time_major=True)
     if not time_major:
         outputs = _transpose_batch_time(outputs)
     return last_output, outputs, nest.pack_sequence_as(initial_states, list(flat_states))
@@ -450,9 +450,9 @@ class StackedRNNCells(Layer):
         for cell, cell_states in zip(self.cells, nested_states):
             cell_states = list(cell_states) if nest.is_sequence(cell_states) else [cell_states]
             cell_kwargs = {}
-            if constants is not None and cell._call_accepts("constants"):
+            if constants is not None and _accepts(cell, "constants"):
                 cell_kwargs["constants"] = constants
-            if cell._call_accepts("training"):
+            if _accepts(cell, "training"):
                 cell_kwargs["training"] = training
             inputs, cell_states = cell.call(inputs, cell_states, **cell_kwargs)
             new_nested_states.append(cell_states)
@@ -688,10 +688,12 @@ class RNN(Layer):
             if not _accepts(self.cell, "constants"):
                 raise ValueError("RNN cell does not support constants")
             kwargs["constants"] = constants
-        cell_call = self.cell.__call__ if isinstance(self.cell, Layer) else self.cell.call
+        cell_call = self.cell.__call__ if callable(self.cell) else self.cell.call
+        # a tf.nn.rnn_cell cell takes its one state as a tensor, not a list
+        single_tf_state = isinstance(self.cell, RNNCell) and len(self._state_sizes()) == 1
 
         def step(x, states):
-            output, new_states = cell_call(x, states, **kwargs)
+            output, new_states = cell_call(x, states[0] if single_tf_state else states, **kwargs)
             return output, new_states if nest.is_sequence(new_states) else [new_states]
 
         last_output, outputs, states = run_rnn(step, inputs, initial_state, go_backwards=self.go_backwards, mask=mask,
