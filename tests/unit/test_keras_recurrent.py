@@ -321,3 +321,24 @@ def test_an_lstm_learns_with_a_tf_optimizer():
     for _ in range(20):
         sess.run(train, {x: X["x"]})
     assert sess.run(loss, {x: X["x"]}) < 0.5 * before
+
+
+def test_bidirectional_initial_states_split_between_the_directions():
+    inputs = keras_inputs()
+    h0, c0 = inputs["h0"], inputs["c0"]
+    bidi = L.Bidirectional(L.LSTM(4, return_state=True), merge_mode=None)
+    outputs = bidi(inputs["x"], initial_state=[h0, c0, c0, h0])
+    assert len(outputs) == 6 and K.is_keras_tensor(outputs[0])
+    set_case_weights([bidi])   # the forward layer's weights first: those of the lstm_initial_state case
+    y_fw, _, h_fw, c_fw, _, _ = K.get_session().run(outputs, feed(inputs))
+    assert_same([y_fw, h_fw, c_fw], RECORDED["lstm_initial_state"]["outputs"])
+
+
+def test_time_distributed_over_an_unknown_number_of_steps():
+    x = keras.Input((None, 3))
+    layer = L.TimeDistributed(L.Dense(2, activation="tanh"))
+    y = layer(x)
+    assert y.shape.as_list() == [None, None, 2]
+    set_case_weights([layer])
+    got = K.get_session().run(y, {x: X["x"]})
+    assert_same([got], RECORDED["time_distributed"]["outputs"])
