@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.keras_recurrent_cases import CASES, CONFIG_CASES, INPUT_SHAPES, input_values, weight_values
+from fixtures.keras_recurrent_cases import (CASES, CONFIG_CASES, INPUT_SHAPES, input_values, summary_model,
+                                            weight_values)
 from fixtures.recorded import assert_same, decode
 
 keras = tf.keras
@@ -342,3 +343,9 @@ def test_time_distributed_over_an_unknown_number_of_steps():
     set_case_weights([layer])
     got = K.get_session().run(y, {x: X["x"]})
     assert_same([got], RECORDED["time_distributed"]["outputs"])
+
+
+def test_summary_of_recurrent_layers_and_wrappers_matches_tf():
+    lines = []
+    summary_model(L, keras.Sequential).summary(print_fn=lines.append)
+    assert "\n".join(lines) == RECORDED["summary"]

@@ -158,7 +158,7 @@ class DropoutRNNCellMixin:
         if getattr(self, attr, None) is None:
             ones = K.ones_like(like)
             masks = [K.in_train_phase(lambda: K.dropout(ones, rate), ones, training=training) for _ in range(count)]
-            object.__setattr__(self, attr, masks if count > 1 else masks[0])
+            setattr(self, attr, masks if count > 1 else masks[0])
         return getattr(self, attr)
 
     def get_dropout_mask_for_cell(self, inputs, training, count=1):
@@ -171,7 +171,7 @@ class DropoutRNNCellMixin:
 _CELL_OBJECTS = ("initializer", "regularizer", "constraint")
 
 
-class _GatedCell(DropoutRNNCellMixin, Layer):
+class _RecurrentCell(DropoutRNNCellMixin, Layer):
     """What SimpleRNNCell, LSTMCell and GRUCell share: units, activations, the kernel /
     recurrent_kernel / bias initializers, regularizers and constraints, dropout rates."""
 
@@ -246,7 +246,7 @@ class _GatedCell(DropoutRNNCellMixin, Layer):
 
 
 @tf_export("keras.layers.SimpleRNNCell")
-class SimpleRNNCell(_GatedCell):
+class SimpleRNNCell(_RecurrentCell):
     """SimpleRNNCell(units, activation='tanh', use_bias=True, kernel_initializer='glorot_uniform',
     recurrent_initializer='orthogonal', bias_initializer='zeros', ..., dropout=0.,
     recurrent_dropout=0.): output = activation(x @ kernel + bias + h @ recurrent_kernel)."""
@@ -271,7 +271,7 @@ class SimpleRNNCell(_GatedCell):
 
 
 @tf_export("keras.layers.LSTMCell")
-class LSTMCell(_GatedCell):
+class LSTMCell(_RecurrentCell):
     """LSTMCell(units, activation='tanh', recurrent_activation='hard_sigmoid', use_bias=True, ...,
     unit_forget_bias=True, dropout=0., recurrent_dropout=0., implementation=1): the LSTM step,
     gates in the order i, f, c, o along the kernels' last axis; states [h, c].
@@ -332,7 +332,7 @@ class LSTMCell(_GatedCell):
 
 
 @tf_export("keras.layers.GRUCell")
-class GRUCell(_GatedCell):
+class GRUCell(_RecurrentCell):
     """GRUCell(units, activation='tanh', recurrent_activation='hard_sigmoid', use_bias=True, ...,
     dropout=0., recurrent_dropout=0., implementation=1, reset_after=False): the GRU step, gates
     z, r, h along the kernels' last axis. reset_after=False applies the reset gate to the state
