@@ -224,6 +224,9 @@ class AddConstantCell(L.Layer):
         output = states[0] + inputs + constants[0]
         return output, [output]
 
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
 
 def test_constants_reach_the_cell_at_every_step():
     x, const = keras.Input((4, 2)), keras.Input((2,))
@@ -234,6 +237,11 @@ def test_constants_reach_the_cell_at_every_step():
     np.testing.assert_allclose(got, np.cumsum(xs + cs[:, None, :], axis=1))
     with pytest.raises(ValueError, match="does not support constants"):
         L.SimpleRNN(2)(x, constants=const)
+    both = L.Bidirectional(L.RNN(AddConstantCell(2), return_sequences=True), merge_mode=None)(x, constants=const)
+    assert all(K.is_keras_tensor(t) for t in both)
+    forward, backward = K.get_session().run(both, {x: xs, const: cs})
+    np.testing.assert_allclose(forward, np.cumsum(xs + cs[:, None, :], axis=1))
+    np.testing.assert_allclose(backward, np.cumsum((xs + cs[:, None, :])[:, ::-1], axis=1)[:, ::-1])
 
 
 def test_functional_and_sequential_models_round_trip_their_config():

@@ -180,19 +180,22 @@ class Bidirectional(Wrapper):
         inputs, initial_state, constants = _standardize_args(inputs, initial_state, constants, self._num_constants)
         if initial_state is None and constants is None:
             return super().__call__(inputs, **kwargs)
-        if constants is not None:
-            raise ValueError("Bidirectional here passes no `constants` to its layers; call the RNNs directly.")
-        if len(initial_state) % 2:
+        if initial_state is not None and len(initial_state) % 2:
             raise ValueError("When passing `initial_state` to a Bidirectional RNN, the state should be a list "
                              f"containing the states of the underlying RNNs. Found: {initial_state}")
-        if all(K.is_keras_tensor(s) for s in initial_state) and K.is_keras_tensor(inputs):
+        if constants is not None:
+            self._num_constants = len(constants)
+            self.forward_layer._num_constants = self.backward_layer._num_constants = len(constants)
+        additional = list(initial_state or []) + list(constants or [])
+        if all(K.is_keras_tensor(t) for t in [inputs] + additional):
+            # Keras tensors go in as inputs (the functional graph records them); call splits them again
             original_spec = self.input_spec
-            self.input_spec = [None] * (1 + len(initial_state))
+            self.input_spec = [None] * (1 + len(additional))
             try:
-                return super().__call__([inputs] + list(initial_state), **kwargs)
+                return super().__call__([inputs] + additional, **kwargs)
             finally:
                 self.input_spec = original_spec
-        return super().__call__(inputs, initial_state=initial_state, **kwargs)
+        return super().__call__(inputs, initial_state=initial_state, constants=constants, **kwargs)
 
     def call(self, inputs, training=None, mask=None, initial_state=None, constants=None):
         kwargs = {}
@@ -201,9 +204,14 @@ class Bidirectional(Wrapper):
         if self.layer._call_accepts("mask"):
             kwargs["mask"] = mask
         if isinstance(inputs, list) and len(inputs) > 1:
-            initial_state, inputs = inputs[1:], inputs[0]
+            n_states = len(inputs) - 1 - self._num_constants
+            initial_state = inputs[1:1 + n_states] or None
+            constants = inputs[1 + n_states:] or None
+            inputs = inputs[0]
             if isinstance(mask, list):
                 kwargs["mask"] = mask[0]
+        if constants is not None:
+            kwargs["constants"] = constants
         forward_state = backward_state = None
         if initial_state is not None:
             half = len(initial_state) // 2
