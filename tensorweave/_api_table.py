@@ -1557,6 +1557,7 @@ NAMESPACES = {
         'repeat': ('tensorweave.keras.backend', 'repeat'),
         'reset_uids': ('tensorweave.keras.backend', 'reset_uids'),
         'reshape': ('tensorweave.keras.backend', 'reshape'),
+        'rnn': ('tensorweave.keras.layers.recurrent', 'rnn'),
         'round': ('tensorweave.keras.backend', 'round'),
         'set_epsilon': ('tensorweave.keras.backend', 'set_epsilon'),
         'set_floatx': ('tensorweave.keras.backend', 'set_floatx'),

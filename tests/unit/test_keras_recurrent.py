@@ -357,3 +357,30 @@ def test_summary_of_recurrent_layers_and_wrappers_matches_tf():
     lines = []
     summary_model(L, keras.Sequential).summary(print_fn=lines.append)
     assert "\n".join(lines) == RECORDED["summary"]
+
+
+def test_backend_rnn_with_mask_constants_and_go_backwards():
+    x = tf.placeholder(tf.float32, [2, 4, 3])
+    mask = tf.placeholder(tf.bool, [2, 4])
+
+    def step(x_t, states):   # states: [running sum, the constant]
+        total = states[0] + x_t * states[1]
+        return total * 10.0, [total]
+
+    xs = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    ms = np.array([[True, False, True, True], [True, True, False, False]])
+    for go_backwards in (False, True):
+        for unroll in (False, True):
+            last, outputs, states = K.rnn(step, x, [tf.zeros([2, 3])], go_backwards=go_backwards, mask=mask,
+                                          constants=[tf.constant(2.0)], unroll=unroll)
+            got_last, got_outputs, got_state = K.get_session().run([last, outputs, states[0]], {x: xs, mask: ms})
+            order = range(3, -1, -1) if go_backwards else range(4)
+            total, out, want = np.zeros((2, 3)), np.zeros((2, 3)), []
+            for t in order:
+                m = ms[:, t:t + 1]
+                total = np.where(m, total + 2.0 * xs[:, t], total)
+                out = np.where(m, total * 10.0, out)
+                want.append(out)
+            np.testing.assert_allclose(got_outputs, np.stack(want, 1))
+            np.testing.assert_allclose(got_last, want[-1])
+            np.testing.assert_allclose(got_state, total)

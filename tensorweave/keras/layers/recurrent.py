@@ -87,13 +87,21 @@ class _StepCell:
         return output, (output, new_states)
 
 
-def run_rnn(step, inputs, initial_states, go_backwards=False, mask=None, unroll=False, time_major=False,
-            zero_output_for_mask=False):
-    """K.rnn's contract: runs `step(x_t, states) -> (output_t, new_states)` over the time axis of
-    `inputs` ([batch, time, ...], time-major when `time_major`) from `initial_states` (a list).
-    `mask` ([batch, time], bool) keeps a masked entry's states and repeats its previous output.
-    Returns (last_output, outputs, new_states); outputs in the order the steps ran (reversed
-    time with go_backwards)."""
+@tf_export("keras.backend.rnn")
+def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, constants=None, unroll=False,
+        input_length=None, time_major=False, zero_output_for_mask=False):
+    """K.rnn: runs `step_function(x_t, states + constants) -> (output_t, new_states)` over the
+    time axis of `inputs` ([batch, time, ...], [time, batch, ...] when `time_major`) from
+    `initial_states` (a list). A `mask` ([batch, time], bool) keeps a masked entry's states and
+    repeats its previous output (zeros with zero_output_for_mask). Returns (last_output,
+    outputs, new_states), outputs in the order the steps ran (time reversed with go_backwards).
+    The loop is tf.nn.dynamic_rnn's while_loop (tf.nn.static_rnn's when unroll=True).
+    input_length is accepted for TF's signature; the inputs' shape gives the steps."""
+    constants = list(constants or [])
+
+    def step(x, states):
+        return step_function(x, list(states) + constants)
+
     inputs = convert_to_tensor(inputs)
     x = inputs if time_major else _transpose_batch_time(inputs)
     if mask is not None:
@@ -107,7 +115,7 @@ def run_rnn(step, inputs, initial_states, go_backwards=False, mask=None, unroll=
     initial_states = list(initial_states)
     # The first step outside the loop (as K.rnn): it gives the output's shape, and the cells'
     # dropout masks it makes there are the ones every step of the loop uses.
-    output_zero, _ = step(x[0], nest.pack_sequence_as(initial_states, nest.flatten(initial_states)))
+    output_zero, _ = step(x[0], initial_states)
     cell = _StepCell(step, initial_states, TensorShape(output_zero.shape[1:]), mask is not None,
                      zero_output_for_mask)
     state = (zeros_like(output_zero), tuple(nest.flatten(initial_states)))
@@ -696,7 +704,7 @@ class RNN(Layer):
             output, new_states = cell_call(x, states[0] if single_tf_state else states, **kwargs)
             return output, new_states if nest.is_sequence(new_states) else [new_states]
 
-        last_output, outputs, states = run_rnn(step, inputs, initial_state, go_backwards=self.go_backwards, mask=mask,
+        last_output, outputs, states = rnn(step, inputs, initial_state, go_backwards=self.go_backwards, mask=mask,
                                                unroll=self.unroll, time_major=self.time_major,
                                                zero_output_for_mask=self.zero_output_for_mask)
         if self.stateful:
