@@ -1640,6 +1640,7 @@ NAMESPACES = {
         'zeros': ('tensorweave.keras.initializers', 'Zeros'),
     },
     'tensorweave.keras.layers': {
+        'AbstractRNNCell': ('tensorweave.keras.layers.recurrent', 'AbstractRNNCell'),
         'Activation': ('tensorweave.keras.layers.core', 'Activation'),
         'ActivityRegularization': ('tensorweave.keras.layers.core', 'ActivityRegularization'),
         'Bidirectional': ('tensorweave.keras.layers.wrappers', 'Bidirectional'),

@@ -212,13 +212,20 @@ def test_recurrent_dropout_trains_and_is_off_at_inference():
     assert all(np.isfinite(g).all() for g in sess.run(grads, {x: X["x"], K.learning_phase(): 1}))
 
 
-class AddConstantCell(L.Layer):
+class AddConstantCell(L.AbstractRNNCell):
     """A cell whose state accumulates inputs plus a constant given to the RNN call."""
 
     def __init__(self, units, **kwargs):
         super().__init__(**kwargs)
         self.units = units
-        self.state_size = units
+
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self):
+        return self.units
 
     def call(self, inputs, states, constants):
         output = states[0] + inputs + constants[0]
@@ -235,6 +242,8 @@ def test_constants_reach_the_cell_at_every_step():
     cs = np.array([[10.0, 20.0], [0.5, 0.25]], np.float32)
     got = K.get_session().run(y, {x: xs, const: cs})
     np.testing.assert_allclose(got, np.cumsum(xs + cs[:, None, :], axis=1))
+    zeros = AddConstantCell(3).get_initial_state(batch_size=4, dtype=tf.float32)
+    assert len(zeros) == 1 and zeros[0].shape.as_list() == [4, 3]
     with pytest.raises(ValueError, match="does not support constants"):
         L.SimpleRNN(2)(x, constants=const)
     both = L.Bidirectional(L.RNN(AddConstantCell(2), return_sequences=True), merge_mode=None)(x, constants=const)

@@ -176,10 +176,21 @@ class DropoutRNNCellMixin:
         return self._cached_mask("_recurrent_dropout_mask", inputs, self.recurrent_dropout, training, count)
 
 
+@tf_export("keras.layers.AbstractRNNCell")
+class AbstractRNNCell(Layer):
+    """The base of a Keras RNN cell: a subclass gives `state_size` and `output_size` and
+    `call(inputs, states) -> (output, new_states)`; its initial state is zeros of state_size."""
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        if inputs is not None:
+            batch_size, dtype = shape(inputs)[0], inputs.dtype
+        return _zero_states(self.state_size, batch_size, dtype)
+
+
 _CELL_OBJECTS = ("initializer", "regularizer", "constraint")
 
 
-class _RecurrentCell(DropoutRNNCellMixin, Layer):
+class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     """What SimpleRNNCell, LSTMCell and GRUCell share: units, activations, the kernel /
     recurrent_kernel / bias initializers, regularizers and constraints, dropout rates."""
 
@@ -231,11 +242,6 @@ class _RecurrentCell(DropoutRNNCellMixin, Layer):
     @property
     def output_size(self):
         return self.units
-
-    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
-        if inputs is not None:
-            batch_size, dtype = shape(inputs)[0], inputs.dtype
-        return _zero_states(self.state_size, batch_size, dtype)
 
     def _config_items(self) -> dict:
         config = {"units": self.units, "activation": activations.serialize(self.activation)}
