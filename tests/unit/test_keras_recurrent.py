@@ -219,6 +219,9 @@ class AddConstantCell(L.AbstractRNNCell):
         super().__init__(**kwargs)
         self.units = units
 
+    def build(self, input_shape):
+        self.built_for = input_shape
+
     @property
     def state_size(self):
         return self.units
@@ -235,9 +238,15 @@ class AddConstantCell(L.AbstractRNNCell):
         return {**super().get_config(), "units": self.units}
 
 
+def shape_list(shape):
+    return tf.TensorShape(shape).as_list()
+
+
 def test_constants_reach_the_cell_at_every_step():
     x, const = keras.Input((4, 2)), keras.Input((2,))
-    y = L.RNN(AddConstantCell(2), return_sequences=True)(x, constants=const)
+    cell = AddConstantCell(2)
+    y = L.RNN(cell, return_sequences=True)(x, constants=const)
+    assert [shape_list(s) for s in cell.built_for] == [[None, 2], [None, 2]]   # step input, constant
     xs = np.arange(16, dtype=np.float32).reshape(2, 4, 2)
     cs = np.array([[10.0, 20.0], [0.5, 0.25]], np.float32)
     got = K.get_session().run(y, {x: xs, const: cs})

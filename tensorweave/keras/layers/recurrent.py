@@ -573,7 +573,11 @@ class RNN(Layer):
         return output_mask
 
     def build(self, input_shape) -> None:
+        # with initial states and constants as Keras inputs, input_shape lists their shapes too
+        constants_shape = None
         if isinstance(input_shape, list):
+            if self._num_constants:
+                constants_shape = list(input_shape[-self._num_constants:])
             input_shape = input_shape[0]
         input_shape = TensorShape(input_shape)
         spec_shape = input_shape.as_list()
@@ -589,7 +593,10 @@ class RNN(Layer):
         step_input_shape = input_shape[1:] if self.time_major else \
             TensorShape([input_shape[0]]).concatenate(input_shape[2:])
         if isinstance(self.cell, Layer) and not self.cell.built:
-            self.cell.build(step_input_shape)   # under the RNN's name scope: "lstm/kernel:0" (TF 1.15)
+            # under the RNN's name scope: "lstm/kernel:0" (TF 1.15); a cell taking constants gets their
+            # shapes after the step input's, as TF 1.15 builds it
+            with_constants = constants_shape and _accepts(self.cell, "constants")
+            self.cell.build([step_input_shape] + constants_shape if with_constants else step_input_shape)
             self.cell.built = True
         if self.state_spec is not None:
             self._validate_state_spec(self._state_sizes(), self.state_spec)
