@@ -402,3 +402,18 @@ def test_backend_rnn_with_mask_constants_and_go_backwards():
             np.testing.assert_allclose(got_outputs, np.stack(want, 1))
             np.testing.assert_allclose(got_last, want[-1])
             np.testing.assert_allclose(got_state, total)
+
+
+def test_embedding_mask_zero_masks_the_padded_steps():
+    pytest.importorskip("tensorweave.keras.layers.embeddings")   # keras/layers/embeddings.py (issue 23's layers)
+    ids = keras.Input((5,), dtype="int32")
+    embedded = L.Embedding(10, 3, mask_zero=True)(ids)
+    lstm = L.LSTM(2, return_sequences=True, return_state=True)
+    seq, h, _ = lstm(embedded)
+    short = tf.placeholder(tf.float32, [None, 2, 3])
+    _, h_short, _ = lstm(short)
+    values = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 7]])
+    sess = K.get_session()
+    got_seq, got_h, vectors = sess.run([seq, h, embedded], {ids: values})
+    np.testing.assert_array_equal(got_seq[0, 2:], np.repeat(got_seq[0, 1:2], 3, axis=0))
+    np.testing.assert_allclose(got_h[0], sess.run(h_short, {short: vectors[:1, :2]})[0], rtol=1e-6)
