@@ -4,6 +4,7 @@ forwards and backwards, outputs merged)."""
 from __future__ import annotations
 
 import copy
+import inspect
 
 from tensorweave.framework import nest
 from tensorweave.framework.shapes import TensorShape
@@ -147,7 +148,12 @@ class Bidirectional(Wrapper):
         config = layer.get_config()
         if go_backwards:
             config["go_backwards"] = not config["go_backwards"]
-        return type(layer).from_config(config)
+        if "custom_objects" not in inspect.signature(type(layer).from_config).parameters:
+            return type(layer).from_config(config)
+        # the layer's own cell classes (custom ones included) resolve its cell config
+        cell = getattr(layer, "cell", None)
+        cells = [cell] + list(getattr(cell, "cells", [])) if cell is not None else []
+        return type(layer).from_config(config, custom_objects={type(c).__name__: type(c) for c in cells})
 
     def _verify_layer_config(self) -> None:
         if self.forward_layer.go_backwards == self.backward_layer.go_backwards:
