@@ -1644,6 +1644,8 @@ NAMESPACES = {
         'Activation': ('tensorweave.keras.layers.core', 'Activation'),
         'ActivityRegularization': ('tensorweave.keras.layers.core', 'ActivityRegularization'),
         'Bidirectional': ('tensorweave.keras.layers.wrappers', 'Bidirectional'),
+        'CuDNNGRU': ('tensorweave.keras.layers.recurrent', 'CuDNNGRU'),
+        'CuDNNLSTM': ('tensorweave.keras.layers.recurrent', 'CuDNNLSTM'),
         'Dense': ('tensorweave.keras.layers.core', 'Dense'),
         'Dropout': ('tensorweave.keras.layers.core', 'Dropout'),
         'Flatten': ('tensorweave.keras.layers.core', 'Flatten'),

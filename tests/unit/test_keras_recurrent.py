@@ -417,3 +417,32 @@ def test_embedding_mask_zero_masks_the_padded_steps():
     got_seq, got_h, vectors = sess.run([seq, h, embedded], {ids: values})
     np.testing.assert_array_equal(got_seq[0, 2:], np.repeat(got_seq[0, 1:2], 3, axis=0))
     np.testing.assert_allclose(got_h[0], sess.run(h_short, {short: vectors[:1, :2]})[0], rtol=1e-6)
+
+
+def test_cudnn_layers_compute_tf_lstm_and_gru_with_cudnn_biases():
+    # CuDNNLSTM == LSTM(recurrent_activation='sigmoid') with bias = input bias + recurrent bias;
+    # CuDNNGRU == GRU(reset_after=True, recurrent_activation='sigmoid') with its (2, 3u) bias flat
+    x = keras.Input((5, 3))
+    lstm = L.CuDNNLSTM(4, return_sequences=True, return_state=True)
+    gru = L.CuDNNGRU(4, return_sequences=True)
+    lstm_out, gru_out = lstm(x), gru(x)
+    assert [[w.name, w.shape.as_list()] for w in lstm.weights + gru.weights] == [
+        ["cu_dnnlstm/kernel:0", [3, 16]], ["cu_dnnlstm/recurrent_kernel:0", [4, 16]], ["cu_dnnlstm/bias:0", [32]],
+        ["cu_dnngru/kernel:0", [3, 12]], ["cu_dnngru/recurrent_kernel:0", [4, 12]], ["cu_dnngru/bias:0", [24]]]
+    kernel, recurrent, bias = weight_values([[3, 16], [4, 16], [16]])
+    half = np.float32(0.5) * bias
+    lstm.set_weights([kernel, recurrent, np.concatenate([half, bias - half])])
+    kernel, recurrent, bias = weight_values([[3, 12], [4, 12], [2, 12]])
+    gru.set_weights([kernel, recurrent, bias.reshape(-1)])
+    got = K.get_session().run(lstm_out + [gru_out], {x: X["x"]})
+    for g, w in zip(got[:3], RECORDED["lstm_sigmoid"]["outputs"]):
+        np.testing.assert_allclose(g, decode(w), rtol=1e-5, atol=1e-6)
+    assert_same(got[3:], RECORDED["gru_reset_after"]["outputs"])
+    with pytest.raises(ValueError, match="Masking is not supported for CuDNN RNNs"):
+        L.CuDNNGRU(2)(L.Masking(0.0)(x))
+
+
+def test_cudnn_lstm_unit_forget_bias_is_in_the_recurrent_half():
+    layer = L.CuDNNLSTM(2)
+    layer(keras.Input((5, 3)))
+    np.testing.assert_array_equal(K.get_value(layer.cell.bias), [0] * 10 + [1, 1] + [0] * 4)

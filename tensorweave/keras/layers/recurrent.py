@@ -2,7 +2,8 @@
 any Keras cell (a list of cells becomes StackedRNNCells), SimpleRNN/LSTM/GRU and their cells
 (the v1 defaults: recurrent_activation='hard_sigmoid', LSTM implementation=1, GRU
 reset_after=False), masks from Masking/Embedding(mask_zero), dropout masks fixed over the time
-steps of a call, stateful layers with reset_states, initial states and constants.
+steps of a call, stateful layers with reset_states, initial states and constants; CuDNNLSTM and
+CuDNNGRU (cuDNN's arithmetic and weight layout, on any device); K.rnn.
 
 The time loop is tf.nn.dynamic_rnn's (a while_loop over TensorArrays; tf.nn.static_rnn when
 unroll=True): the Keras step runs as a tf.nn cell whose state also carries the previous output,
@@ -312,6 +313,9 @@ class LSTMCell(_RecurrentCell):
                            base((self.units * 2,), dtype=dtype)], 0)
         return bias_initializer
 
+    def _gate_bias(self):
+        return self.bias
+
     def call(self, inputs, states, training=None):
         h_tm1, c_tm1 = states[0], states[1]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
@@ -323,7 +327,7 @@ class LSTMCell(_RecurrentCell):
             kernels = split(self.kernel, 4, axis=1)
             x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
             if self.use_bias:
-                x = [K.bias_add(xi, b) for xi, b in zip(x, split(self.bias, 4, axis=0))]
+                x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
             z = [xi + K.dot(hi, self.recurrent_kernel[:, g * u:(g + 1) * u]) for g, (xi, hi) in enumerate(zip(x, hs))]
         else:
             if dp_mask is not None:
@@ -332,7 +336,7 @@ class LSTMCell(_RecurrentCell):
                 h_tm1 = h_tm1 * rec_dp_mask[0]
             zz = K.dot(inputs, self.kernel) + K.dot(h_tm1, self.recurrent_kernel)
             if self.use_bias:
-                zz = K.bias_add(zz, self.bias)
+                zz = K.bias_add(zz, self._gate_bias())
             z = split(zz, 4, axis=1)
         i, f, o = rec_act(z[0]), rec_act(z[1]), rec_act(z[3])
         c = f * c_tm1 + i * act(z[2])
@@ -366,6 +370,9 @@ class GRUCell(_RecurrentCell):
     def _bias_shape(self):
         return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
 
+    def _bias_pair(self):
+        return self.bias
+
     def call(self, inputs, states, training=None):
         h_tm1 = states[0]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=3)
@@ -373,7 +380,7 @@ class GRUCell(_RecurrentCell):
         u = self.units
         input_bias = recurrent_bias = None
         if self.use_bias:
-            input_bias, recurrent_bias = (unstack(self.bias) if self.reset_after else (self.bias, None))
+            input_bias, recurrent_bias = (unstack(self._bias_pair()) if self.reset_after else (self.bias, None))
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 3
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 3
@@ -864,3 +871,118 @@ class GRU(_CellLayer):
     _cell_class = GRUCell
     _cell_args = _COMMON_CELL_ARGS + ("recurrent_activation", "implementation", "reset_after")
 
+
+
+# -- the CuDNN layers -----------------------------------------------------------------------------
+class _CuDNNLSTMCell(LSTMCell):
+    """CuDNNLSTM's step: sigmoid gates, and cuDNN's two biases (input and recurrent, 8 * units),
+    which act as their sum. unit_forget_bias sets the recurrent forget-gate bias to 1."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, recurrent_activation="sigmoid", implementation=2, **kwargs)
+
+    def _bias_shape(self):
+        return (self.units * 8,)
+
+    def _bias_initializer(self):
+        if not self.unit_forget_bias:
+            return None
+        base = self.bias_initializer
+
+        def bias_initializer(shape, dtype=None, partition_info=None):
+            return concat([base((self.units * 5,), dtype=dtype), initializers.Ones()((self.units,), dtype=dtype),
+                           base((self.units * 2,), dtype=dtype)], 0)
+        return bias_initializer
+
+    def _gate_bias(self):
+        return self.bias[:4 * self.units] + self.bias[4 * self.units:]
+
+
+class _CuDNNGRUCell(GRUCell):
+    """CuDNNGRU's step: sigmoid gates, the reset gate applied after the recurrent matmul, and
+    cuDNN's input and recurrent biases in one (6 * units,) vector."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, recurrent_activation="sigmoid", implementation=2, reset_after=True, **kwargs)
+
+    def _bias_shape(self):
+        return (self.units * 6,)
+
+    def _bias_pair(self):
+        return K.reshape(self.bias, (2, 3 * self.units))
+
+
+class _CuDNNRNN(RNN):
+    """CuDNNLSTM and CuDNNGRU: TF 1.15 runs them only on a GPU through cuDNN; here the same
+    arithmetic runs on any device (the weights as cuDNN lays them out, so GPU-trained models
+    load). No masking, dropout or unrolling, as cuDNN."""
+
+    _cell_class = None
+    _config_keys = ("units", "kernel_initializer", "recurrent_initializer", "bias_initializer", "kernel_regularizer",
+                    "recurrent_regularizer", "bias_regularizer", "kernel_constraint", "recurrent_constraint",
+                    "bias_constraint")
+
+    def __init__(self, units, kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 return_sequences=False, return_state=False, go_backwards=False, stateful=False, time_major=False,
+                 **kwargs):
+        cell_kwargs = {k: kwargs.pop(k) for k in ("unit_forget_bias",) if k in kwargs}
+        cell = self._cell_class(units, kernel_initializer=kernel_initializer,
+                                recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
+                                kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+                                bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                                recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint,
+                                dtype=kwargs.get("dtype"), **cell_kwargs)
+        super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
+                         go_backwards=go_backwards, stateful=stateful, time_major=time_major, **kwargs)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        self.supports_masking = False
+        self.input_spec = [InputSpec(ndim=3)]
+
+    def __getattr__(self, name):
+        if name in type(self)._config_keys:
+            return getattr(self.__dict__["cell"], name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(mask, list):
+            mask = mask[0]
+        if mask is not None:
+            raise ValueError("Masking is not supported for CuDNN RNNs.")
+        return super().call(inputs, training=training, initial_state=initial_state)
+
+    def get_config(self) -> dict:
+        config = Layer.get_config(self)
+        config.update(return_sequences=self.return_sequences, return_state=self.return_state,
+                      go_backwards=self.go_backwards, stateful=self.stateful, time_major=self.time_major)
+        cell_config = self.cell.get_config()
+        config.update({k: cell_config[k] for k in self._config_keys})
+        config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return cls(**config)
+
+
+@tf_export("keras.layers.CuDNNLSTM")
+class CuDNNLSTM(_CuDNNRNN):
+    """CuDNNLSTM(units, kernel_initializer='glorot_uniform', unit_forget_bias=True,
+    recurrent_initializer='orthogonal', bias_initializer='zeros', ..., return_sequences=False,
+    return_state=False, go_backwards=False, stateful=False): the cuDNN LSTM (sigmoid gates;
+    weights kernel (input_dim, 4 * units), recurrent_kernel, bias (8 * units,): the input then
+    the recurrent biases)."""
+
+    _cell_class = _CuDNNLSTMCell
+    _config_keys = _CuDNNRNN._config_keys + ("unit_forget_bias",)
+
+
+@tf_export("keras.layers.CuDNNGRU")
+class CuDNNGRU(_CuDNNRNN):
+    """CuDNNGRU(units, kernel_initializer='glorot_uniform', recurrent_initializer='orthogonal',
+    bias_initializer='zeros', ..., return_sequences=False, return_state=False,
+    go_backwards=False, stateful=False): the cuDNN GRU (sigmoid gates, reset gate after the
+    recurrent matmul; bias (6 * units,): the input then the recurrent biases)."""
+
+    _cell_class = _CuDNNGRUCell
