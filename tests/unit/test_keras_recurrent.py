@@ -446,3 +446,17 @@ def test_cudnn_lstm_unit_forget_bias_is_in_the_recurrent_half():
     layer = L.CuDNNLSTM(2)
     layer(keras.Input((5, 3)))
     np.testing.assert_array_equal(K.get_value(layer.cell.bias), [0] * 10 + [1, 1] + [0] * 4)
+
+
+def test_regularizers_frozen_layers_and_input_dim_arguments():
+    model = keras.Sequential([L.LSTM(2, input_dim=3, input_length=5, kernel_regularizer=keras.regularizers.l2(0.1),
+                                     activity_regularizer="l1", return_sequences=True),
+                              L.SimpleRNN(2, trainable=False)])
+    assert model.input.shape.as_list() == [None, 5, 3]
+    lstm, frozen = model.layers
+    assert len(lstm.losses) == 2 and len(model.losses) == 2
+    kernel = K.get_value(lstm.cell.kernel)
+    weight_loss = [loss for loss in lstm.losses if "Regularizer" in loss.name and "kernel" in loss.name]
+    np.testing.assert_allclose(K.get_session().run(weight_loss[0]), 0.1 * np.sum(kernel ** 2), rtol=1e-5)
+    assert frozen.trainable_weights == [] and len(frozen.non_trainable_weights) == 3
+    assert len(model.trainable_weights) == 3
