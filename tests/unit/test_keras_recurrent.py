@@ -122,6 +122,10 @@ def test_rank_2_input_raises_naming_layer_and_shape():
     with pytest.raises(ValueError, match=re.escape("Input 0 of layer lstm is incompatible with the layer: expected "
                                                    "ndim=3, found ndim=2. Full shape received: [None, 4]")):
         L.LSTM(2)(keras.Input((4,)))
+    with pytest.raises(ValueError, match=re.escape("Input 0 of layer rnn is incompatible with the layer: expected "
+                                                   "ndim>=3 (batch, time, ...), found ndim=2. Full shape received: "
+                                                   "[None, 4]")):
+        L.RNN(L.SimpleRNNCell(2))(keras.Input((4,)))
 
 
 def test_unroll_needs_a_known_time_dimension():

@@ -587,6 +587,10 @@ class RNN(Layer):
                 constants_shape = list(input_shape[-self._num_constants:])
             input_shape = input_shape[0]
         input_shape = TensorShape(input_shape)
+        if input_shape.ndims is not None and input_shape.ndims < 3:
+            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: expected ndim>=3 (batch, "
+                             f"time, ...), found ndim={input_shape.ndims}. Full shape received: "
+                             f"{input_shape.as_list()}")
         spec_shape = input_shape.as_list()
         batch_index, time_index = (1, 0) if self.time_major else (0, 1)
         if not self.stateful:
