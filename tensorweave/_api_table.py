@@ -1976,8 +1976,10 @@ NAMESPACES = {
         'Model': ('tensorweave.keras.engine.training', 'Model'),
         'Sequential': ('tensorweave.keras.engine.sequential', 'Sequential'),
         'clone_model': ('tensorweave.keras.models', 'clone_model'),
+        'load_model': ('tensorweave.keras.saving.save', 'load_model'),
         'model_from_config': ('tensorweave.keras.models', 'model_from_config'),
         'model_from_json': ('tensorweave.keras.models', 'model_from_json'),
+        'save_model': ('tensorweave.keras.saving.save', 'save_model'),
     },
     'tensorweave.keras.optimizers': {
         'Adadelta': ('tensorweave.keras.optimizers', 'Adadelta'),
