@@ -305,7 +305,7 @@ def compile_args_from_training_config(config, custom_objects=None) -> dict:
             "loss_weights": config.get("loss_weights"), "sample_weight_mode": config.get("sample_weight_mode")}
 
 
-def load_model_from_hdf5(filepath, custom_objects=None, compile=True):  # noqa: A002 - Keras's argument name
+def load_model_from_hdf5(filepath, custom_objects=None, compile=True):
     """The model the HDF5 file `filepath` holds, with its weights; compiled with the saved
     training configuration and optimizer state when `compile` and the file has them."""
     require_h5py("Loading a Keras model from HDF5")

@@ -34,7 +34,7 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, save_for
 
 
 @tf_export("keras.models.load_model")
-def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 - Keras's argument name
+def load_model(filepath, custom_objects=None, compile=True):
     """The model an HDF5 file from save_model holds (custom layers, losses, ... by name in
     `custom_objects`); compiled as saved when `compile` and the file was saved compiled."""
     hdf5.require_h5py("load_model")
