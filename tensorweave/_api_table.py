@@ -77,6 +77,7 @@ NAMESPACE_PATHS = {
     'keras.datasets.imdb': 'tensorweave.keras.datasets.imdb',
     'keras.datasets.mnist': 'tensorweave.keras.datasets.mnist',
     'keras.datasets.reuters': 'tensorweave.keras.datasets.reuters',
+    'keras.estimator': 'tensorweave.keras.estimator',
     'keras.initializers': 'tensorweave.keras.initializers',
     'keras.layers': 'tensorweave.keras.layers',
     'keras.losses': 'tensorweave.keras.losses',
@@ -1602,6 +1603,7 @@ NAMESPACES = {
         'backend': ('tensorweave.keras.backend', None),
         'constraints': ('tensorweave.keras.constraints', None),
         'datasets': ('tensorweave.keras.datasets', None),
+        'estimator': ('tensorweave.keras.estimator', None),
         'initializers': ('tensorweave.keras.initializers', None),
         'layers': ('tensorweave.keras.layers', None),
         'losses': ('tensorweave.keras.losses', None),
@@ -1801,6 +1803,9 @@ NAMESPACES = {
     'tensorweave.keras.datasets.reuters': {
         'get_word_index': ('tensorweave.keras.datasets.reuters', 'get_word_index'),
         'load_data': ('tensorweave.keras.datasets.reuters', 'load_data'),
+    },
+    'tensorweave.keras.estimator': {
+        'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
     },
     'tensorweave.keras.initializers': {
         'Constant': ('tensorweave.keras.initializers', 'Constant'),
