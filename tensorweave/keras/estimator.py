@@ -16,7 +16,8 @@ The Keras model's current weights are the warm start: written once, in a graph o
 "<model_dir>/keras/keras_model.ckpt" (by variable name with checkpoint_format="saver", TF 1.15's
 default; or as save_weights' TF-format checkpoint, keys "layer_with_weights-0/kernel/...", with
 "checkpoint", warm-started through var_name_to_prev_var_name). The Estimator's own checkpoints in
-model_dir are name-based (tf.train.Saver) in both cases."""
+model_dir are name-based (tf.train.Saver) in both cases, so with "checkpoint" an export or a
+prediction restores from model_dir once trained (before that the warm start is by name only)."""
 from __future__ import annotations
 
 import logging
@@ -100,7 +101,10 @@ def _metric_name_and_fn(metric, output_shape, loss_fn):
 def _metric_ops(model, targets: list, loss_fns: list) -> dict:
     """eval_metric_ops of the compile metrics: each a Keras Metric whose variables are local
     (so evaluation resets them), as (result, update_state)."""
-    per_output = _per_output(getattr(model, "_compile_metrics", None) or [], model, "metrics")
+    metrics = getattr(model, "_compile_metrics", None) or []
+    if isinstance(metrics, (list, tuple)) and not all(isinstance(m, (list, tuple)) for m in metrics):
+        metrics = [list(metrics)] * len(model.outputs)   # a flat list: every output's metrics
+    per_output = _per_output(metrics, model, "metrics")
     ops = {}
     for output, target, name, loss_fn, metrics in zip(model.outputs, targets, model.output_names, loss_fns,
                                                       per_output):
@@ -180,22 +184,19 @@ def _save_first_checkpoint(keras_model, custom_objects, config, checkpoint_forma
     weights = keras_model.get_weights()
     with Graph().as_default():
         set_random_seed(config.tf_random_seed)
-        get_or_create_global_step()
+        global_step = get_or_create_global_step()
         model = _clone(keras_model, custom_objects)
         names = {key: variable.op.name for key, variable in _ObjectGraph(_checkpoint_of(model, {})).keys.items()}
         if not path:
             os.makedirs(keras_model_dir, exist_ok=True)
             path = os.path.join(keras_model_dir, "keras_model.ckpt")
-            with Session(config=config.session_config) as session:
-                K.set_session(session)
-                try:
-                    model.set_weights(weights)
-                    if checkpoint_format == "checkpoint":
-                        model.save_weights(path)
-                    else:
-                        Saver(model.weights).save(session, path)
-                finally:
-                    K.set_session(None)
+            with Session(config=config.session_config) as session:   # the default session: Keras's here
+                model.set_weights(weights)
+                session.run(global_step.initializer)
+                if checkpoint_format == "checkpoint":
+                    model.save_weights(path)
+                else:
+                    Saver().save(session, path)   # the weights and global_step, which a restore of it needs
     if checkpoint_format == "checkpoint":
         return WarmStartSettings(path, vars_to_warm_start=".*",
                                  var_name_to_prev_var_name={name: key for key, name in names.items()})
