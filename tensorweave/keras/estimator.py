@@ -4,10 +4,10 @@ compile set it up.
 
 The model_fn rebuilds the model from its config on the features (a dict keyed by the model's input
 names, or a tensor when it has one input), with the learning phase fixed by the mode (Dropout
-active only in TRAIN). TRAIN and EVAL use the compile attributes of the Keras model as Keras's
-training loop does: `loss` (a name, function or Loss, or a list/dict of them per output),
-`loss_weights`, the model's own losses (regularizers) added, `_compile_metrics` as eval metrics
-named as Keras 2.2.4-tf names them ("acc", "mean_absolute_error", "<output>_acc" for several
+active only in TRAIN). TRAIN and EVAL use what the Keras model was compiled with
+(saving/hdf5.compile_arguments) as Keras's training loop does: `loss` (a name, function or Loss,
+or a list/dict of them per output), `loss_weights`, the model's own losses (regularizers) added,
+the metrics as eval metrics named as Keras 2.2.4-tf names them ("acc", "mean_absolute_error", "<output>_acc" for several
 outputs), and a fresh `optimizer` of the same class and config whose `iterations` is the global
 step; the model's updates (get_updates_for None and its inputs) run with each train step.
 Predictions are {output name: output}, exported as the PredictOutput "serving_default".
@@ -35,6 +35,7 @@ from tensorweave.keras import backend as K
 from tensorweave.keras import losses as losses_module
 from tensorweave.keras import metrics as metrics_module
 from tensorweave.keras.models import Sequential, clone_model
+from tensorweave.keras.saving.hdf5 import compile_arguments
 from tensorweave.keras.saving.save import _checkpoint_of, load_model
 from tensorweave.keras.utils.generic_utils import CustomObjectScope
 from tensorweave.ops.grouping import group
@@ -98,10 +99,10 @@ def _metric_name_and_fn(metric, output_shape, loss_fn):
     return getattr(fn, "name", None) or fn.__name__, fn
 
 
-def _metric_ops(model, targets: list, loss_fns: list) -> dict:
+def _metric_ops(model, metrics, targets: list, loss_fns: list) -> dict:
     """eval_metric_ops of the compile metrics: each a Keras Metric whose variables are local
     (so evaluation resets them), as (result, update_state)."""
-    metrics = getattr(model, "_compile_metrics", None) or []
+    metrics = metrics or []
     if isinstance(metrics, (list, tuple)) and not all(isinstance(m, (list, tuple)) for m in metrics):
         metrics = [list(metrics)] * len(model.outputs)   # a flat list: every output's metrics
     per_output = _per_output(metrics, model, "metrics")
@@ -121,11 +122,11 @@ def _metric_ops(model, targets: list, loss_fns: list) -> dict:
     return ops
 
 
-def _total_loss(model, targets: list):
+def _total_loss(model, loss, loss_weights, targets: list):
     """(the compiled loss: the weighted sum of each output's mean loss plus the model's own losses,
     the loss function of each output)."""
-    loss_fns = [losses_module.get(fn) for fn in _per_output(model.loss, model, "loss")]
-    weights = _per_output(model.loss_weights if model.loss_weights is not None else 1.0, model, "loss_weights")
+    loss_fns = [losses_module.get(fn) for fn in _per_output(loss, model, "loss")]
+    weights = _per_output(loss_weights if loss_weights is not None else 1.0, model, "loss_weights")
     terms = []
     for output, target, fn, weight, name in zip(model.outputs, targets, loss_fns, weights, model.output_names):
         if fn is None:
@@ -159,10 +160,9 @@ def _create_keras_model_fn(keras_model, custom_objects):
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions,
                                  export_outputs={_DEFAULT_SERVING_KEY: PredictOutput(predictions)})
-        for attribute in ("optimizer", "loss", "loss_weights", "_compile_metrics"):
-            setattr(model, attribute, getattr(keras_model, attribute, None))
+        compiled = compile_arguments(keras_model)
         targets = _as_list(labels, model.output_names, "labels")
-        loss, loss_fns = _total_loss(model, targets)
+        loss, loss_fns = _total_loss(model, compiled["loss"], compiled["loss_weights"], targets)
         train_op = None
         if mode == ModeKeys.TRAIN:
             optimizer = _fresh_optimizer(keras_model, get_or_create_global_step())
@@ -170,7 +170,7 @@ def _create_keras_model_fn(keras_model, custom_objects):
             with control_dependencies(updates):
                 train_op = group(*optimizer.get_updates(loss, model.trainable_weights))
         return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op,
-                             eval_metric_ops=_metric_ops(model, targets, loss_fns),
+                             eval_metric_ops=_metric_ops(model, compiled["metrics"], targets, loss_fns),
                              export_outputs={_DEFAULT_SERVING_KEY: PredictOutput(predictions)})
 
     return model_fn

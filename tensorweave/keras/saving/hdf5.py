@@ -236,16 +236,27 @@ def open_hdf5(filepath, mode: str):
 
 
 # -- whole models ------------------------------------------------------------------------------------
+def compile_arguments(model) -> dict:
+    """What compile() was given (loss, metrics, weighted_metrics, loss_weights,
+    sample_weight_mode): from the `_compile_args` dict tensorweave's compile keeps, else from the
+    attributes TF 1.15's compile sets (loss, _compile_metrics, _compile_weighted_metrics,
+    loss_weights, sample_weight_mode)."""
+    args = getattr(model, "_compile_args", None)
+    if isinstance(args, dict):
+        return {"loss": getattr(model, "loss", None), **{k: args.get(k) for k in (
+            "metrics", "weighted_metrics", "loss_weights", "sample_weight_mode")}}
+    return {"loss": getattr(model, "loss", None), "metrics": getattr(model, "_compile_metrics", None),
+            "weighted_metrics": getattr(model, "_compile_weighted_metrics", None),
+            "sample_weight_mode": getattr(model, "sample_weight_mode", None),
+            "loss_weights": getattr(model, "loss_weights", None)}
+
+
 def training_config(model):
-    """The training_config of a compiled model (the attributes compile sets), None otherwise."""
+    """The training_config of a compiled model, None otherwise."""
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
         return None
-    config = {"loss": getattr(model, "loss", None),
-              "metrics": getattr(model, "_compile_metrics", None),
-              "weighted_metrics": getattr(model, "_compile_weighted_metrics", None),
-              "sample_weight_mode": getattr(model, "sample_weight_mode", None),
-              "loss_weights": getattr(model, "loss_weights", None)}
+    config = compile_arguments(model)
     if isinstance(optimizer, optimizers_module.TFOptimizer):
         _log.warning("TensorFlow optimizers do not make it possible to access optimizer attributes or optimizer state "
                      "after instantiation. As a result, we cannot save the optimizer as part of the model save file. "
