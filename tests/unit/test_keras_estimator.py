@@ -158,3 +158,20 @@ def test_features_missing_an_input_name_the_inputs(tmp_path):
     est = keras.estimator.model_to_estimator(keras_model=two_input_classifier(), model_dir=str(tmp_path))
     with pytest.raises(ValueError, match=r"has keys \['a'\], but the Keras model expects \['a', 'b'\]"):
         est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"a": X[:, :3]}, {"out_a": Y, "out_b": Y})).batch(8))
+
+
+@pytest.mark.skipif(not hasattr(keras.Model, "compile"), reason="keras training (compile) not merged")
+def test_a_compiled_model_trains_in_the_estimator_as_fit_trains_it(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(8, activation="tanh", input_shape=(5,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.05, momentum=0.5), "mse", metrics=["mae"])
+    start = model.evaluate(X, Y, verbose=0)
+    est = keras.estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    first = est.evaluate(eval_input_fn)
+    assert first["loss"] == pytest.approx(start[0], rel=1e-5)
+    assert first["mean_absolute_error"] == pytest.approx(start[1], rel=1e-5)
+    metrics, _ = tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(train_input_fn, max_steps=8),
+                                                 tf.estimator.EvalSpec(eval_input_fn, steps=None, throttle_secs=0))
+    model.fit(X, Y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0)   # the same 8 batches
+    for name, value in zip(["dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"], model.get_weights()):
+        np.testing.assert_allclose(est.get_variable_value(name), value, rtol=1e-4, atol=1e-5)
+    assert metrics["loss"] == pytest.approx(model.evaluate(X, Y, verbose=0)[0], rel=1e-4)

@@ -363,3 +363,43 @@ def test_missing_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
         mlp().save_weights(str(tmp_path / "w.h5"))
     with pytest.raises(ImportError, match="requires h5py"):
         keras.models.load_model(str(tmp_path / "m.h5"))
+
+
+# -- with compile() ----------------------------------------------------------------------------------------
+needs_compile = pytest.mark.skipif(not hasattr(keras.Model, "compile"), reason="keras training (compile) not merged")
+
+
+@needs_compile
+def test_tf215_compiled_file_loads_compiled_with_its_optimizer_state():
+    path = os.path.join(FIXTURES, "mlp.h5")
+    model = keras.models.load_model(path)
+    assert isinstance(model.optimizer, keras.optimizers.SGD)
+    assert model.optimizer.get_config()["momentum"] == pytest.approx(0.9)
+    with h5py.File(path, "r") as f:
+        group = f["optimizer_weights"]
+        saved = [group[name][()] for name in hdf5.load_attributes_from_hdf5_group(group, "weight_names")]
+    with K.get_session().as_default():
+        state = model.optimizer.get_weights()
+    assert state[0] == 2 and len(state) == len(saved)
+    for got, want in zip(state, saved):
+        np.testing.assert_array_equal(got, want)
+
+
+@needs_compile
+def test_compiled_model_round_trips_and_trains_on_identically(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(4, activation="relu", input_shape=(5,)),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile(keras.optimizers.SGD(0.1, momentum=0.9), "categorical_crossentropy", metrics=["accuracy"])
+    x, y = RNG.randn(8, 5).astype(np.float32), np.eye(3, dtype=np.float32)[RNG.randint(0, 3, 8)]
+    model.train_on_batch(x, y)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        config = json.loads(f.attrs["training_config"])
+    assert config["loss"] == "categorical_crossentropy" and config["metrics"] == ["accuracy"]
+    loaded = keras.models.load_model(path)
+    assert loaded.metrics_names == model.metrics_names
+    for _ in range(2):
+        np.testing.assert_allclose(loaded.train_on_batch(x, y), model.train_on_batch(x, y), rtol=1e-5)
+    for got, want in zip(loaded.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
