@@ -102,7 +102,8 @@ def _metric_name_and_fn(metric, output_shape, loss_fn):
 def _metric_ops(model, metrics, targets: list, loss_fns: list) -> dict:
     """eval_metric_ops of the compile metrics: each a Keras Metric whose variables are local
     (so evaluation resets them), as (result, update_state)."""
-    metrics = metrics or []
+    if not metrics:
+        return {}
     if isinstance(metrics, (list, tuple)) and not all(isinstance(m, (list, tuple)) for m in metrics):
         metrics = [list(metrics)] * len(model.outputs)   # a flat list: every output's metrics
     per_output = _per_output(metrics, model, "metrics")

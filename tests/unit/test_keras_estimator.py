@@ -175,3 +175,19 @@ def test_a_compiled_model_trains_in_the_estimator_as_fit_trains_it(tmp_path):
     for name, value in zip(["dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"], model.get_weights()):
         np.testing.assert_allclose(est.get_variable_value(name), value, rtol=1e-4, atol=1e-5)
     assert metrics["loss"] == pytest.approx(model.evaluate(X, Y, verbose=0)[0], rel=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(keras.Model, "compile"), reason="keras training (compile) not merged")
+def test_keras_model_path_with_a_custom_layer(tmp_path):
+    class Shift(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs + 1.0
+
+    model = keras.Sequential([keras.layers.Dense(4, input_shape=(5,)), Shift(name="shift"), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    start = model.evaluate(X, Y, verbose=0)
+    model.save(str(tmp_path / "model.h5"))
+    tf.reset_default_graph()
+    est = keras.estimator.model_to_estimator(keras_model_path=str(tmp_path / "model.h5"),
+                                             custom_objects={"Shift": Shift}, model_dir=str(tmp_path / "est"))
+    assert est.evaluate(eval_input_fn)["loss"] == pytest.approx(start, rel=1e-5)
