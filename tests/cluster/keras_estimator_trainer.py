@@ -1,6 +1,6 @@
 """One task of a model_to_estimator cluster (tests/cluster/test_keras_estimator_cluster.py):
-TF_CONFIG says which; a Keras Sequential regression model (its weights set from a fixed seed, its
-compile attributes set as compile sets them) made an Estimator by tf.keras.estimator.model_to_estimator
+TF_CONFIG says which; a Keras Sequential regression model (its weights set from a fixed seed,
+compiled) made an Estimator by tf.keras.estimator.model_to_estimator
 and trained by tf.estimator.train_and_evaluate.
 
     TF_CONFIG=... python keras_estimator_trainer.py MODEL_DIR MAX_STEPS
@@ -27,8 +27,11 @@ def keras_model():
     model = keras.Sequential([keras.layers.Dense(8, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
     rng = np.random.RandomState(7)
     model.set_weights([rng.randn(*w.shape).astype(np.float32) * 0.5 for w in model.get_weights()])
-    model.optimizer, model.loss, model.loss_weights = keras.optimizers.SGD(0.05), "mse", None
-    model._compile_metrics = ["mae"]
+    if hasattr(model, "compile"):   # keras training merged
+        model.compile(keras.optimizers.SGD(0.05), "mse", metrics=["mae"])
+    else:                           # the attributes TF 1.15's compile sets
+        model.optimizer, model.loss, model.loss_weights = keras.optimizers.SGD(0.05), "mse", None
+        model._compile_metrics = ["mae"]
     return model
 
 
