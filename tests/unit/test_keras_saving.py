@@ -76,6 +76,12 @@ def test_tf215_weights_file_loads_into_the_same_architecture():
     np.testing.assert_allclose(predict(model, RECORDED["x"]), RECORDED["mlp"], rtol=1e-5, atol=1e-6)
 
 
+def test_tf215_tf_format_weights_load_into_the_same_architecture():
+    model = mlp()
+    model.load_weights(os.path.join(FIXTURES, "mlp_tf"))
+    np.testing.assert_allclose(predict(model, RECORDED["x"]), RECORDED["mlp"], rtol=1e-5, atol=1e-6)
+
+
 def test_tf215_training_config_gives_the_compile_arguments():
     with h5py.File(os.path.join(FIXTURES, "mlp.h5"), "r") as f:
         config = hdf5.loads_config(f.attrs["training_config"])
