@@ -355,6 +355,14 @@ def test_corrupt_and_truncated_files_are_errors_naming_the_file(tmp_path):
         keras.models.load_model(str(tmp_path / "missing.h5"))
 
 
+def test_missing_or_corrupt_tf_format_weights_name_the_file(tmp_path):
+    with pytest.raises(tf.errors.NotFoundError, match="no .*nothere.index"):
+        mlp().load_weights(str(tmp_path / "nothere"))
+    (tmp_path / "junk.index").write_bytes(b"garbage" * 20)
+    with pytest.raises(tf.errors.DataLossError, match="junk.index is neither"):
+        mlp().load_weights(str(tmp_path / "junk"))
+
+
 def test_a_weights_file_is_not_a_model_file(tmp_path):
     mlp().save_weights(str(tmp_path / "w.h5"))
     with pytest.raises(ValueError, match="No model found in config file"):
