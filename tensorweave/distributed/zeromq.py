@@ -16,11 +16,14 @@ client stops renewing its lease (pings, channel.py) is cancelled after CLIENT_LE
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import uuid
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from tensorweave.distributed import auth, sockets, transports, wire
 from tensorweave.distributed.sockets import (EVENTS, NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames,
@@ -29,6 +32,8 @@ from tensorweave.framework import errors, limits
 
 _POLLOUT = int(zmq.POLLOUT)
 _NO_LEASES = ()
+_log = logging.getLogger("tensorweave.distributed")
+_REVOKED = errors.UnauthenticatedError(None, None, "this client's key was revoked: the task serves it no more")
 
 
 # -- the client side ------------------------------------------------------------------------------
@@ -71,7 +76,48 @@ class _Socket(zmq.Socket):
             return 0
 
 
+_HANDSHAKE_FAILED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL}
+
+
+def _why_unconnected(endpoint: str, wait_s: float) -> str:
+    """What happened to a connection that never came up, found by a probe with the same keys
+    (ZeroMQ reconnects in silence; only a socket monitor sees why): refused, a handshake that
+    failed for authentication (the one case that names keys), or no answer (timed out)."""
+    sock = zmq_context().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    _configure_dealer(sock)
+    monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-probe-{uuid.uuid4().hex}")
+    seen: set = set()
+    try:
+        sock.connect(endpoint)
+        deadline = time.monotonic() + min(max(wait_s, 0.2), 2.0)
+        while time.monotonic() < deadline and not seen & (_HANDSHAKE_FAILED | {zmq.EVENT_HANDSHAKE_SUCCEEDED}):
+            if monitor.poll(50):
+                seen.add(zmq.Event(recv_monitor_message(monitor)["event"]))
+            elif zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
+                break
+    finally:
+        sock.disable_monitor()
+        monitor.close(0)
+        sock.close(0)
+    if zmq.EVENT_HANDSHAKE_FAILED_AUTH in seen:
+        return "the handshake failed for authentication: the task refused this client's key"
+    if seen & _HANDSHAKE_FAILED:
+        if auth.keys() is None:
+            return ("the handshake failed: is it serving with authentication this client has no key for "
+                    "(TENSORWEAVE_CURVE_DIR)?")
+        return ("the handshake failed for authentication: the task does not hold the cluster's secret key this "
+                "client knows, or serves without authentication")
+    if zmq.EVENT_HANDSHAKE_SUCCEEDED in seen:
+        return "timed out (it took the connection but did not take the request in time)"
+    if zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
+        return "connection refused (nothing listens there)"
+    return "timed out (no answer)"
+
+
 class _CallSocket(_Socket):
+    endpoint = ""
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)
@@ -79,8 +125,8 @@ class _CallSocket(_Socket):
         except zmq.Again:
             pass
         if not self.poll(int(wait_s * 1000), zmq.POLLOUT):
-            hint = " (is it serving with authentication this client has no key for?)" if auth.keys() is None else ""
-            raise transports.Unreachable(f"no connection within {wait_s:g} s{hint}")
+            why = _why_unconnected(self.endpoint, wait_s)
+            raise transports.Unreachable(f"no connection within {wait_s:g} s: {why}")
         try:
             send_frames(self, frames, NOBLOCK)
         except zmq.Again:
@@ -128,6 +174,7 @@ class _Route(transports.Route):
 
     def connect(self, wait_s: float) -> _CallSocket:
         sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
+        sock.endpoint = self.endpoint
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)
         sock.ident = os.urandom(12)
@@ -161,6 +208,7 @@ class _Listener:
     def __init__(self, server, router: zmq.Socket, ipc_path):
         self._server = server
         self._router = router
+        self._secured = auth.keys() is not None   # (its messages' keys are checked against revocations)
         self._ipc_path = ipc_path
         self._fd = router.getsockopt(zmq.FD)
         self._lock = threading.Lock()   # whoever sends or receives on the ROUTER holds it
@@ -182,10 +230,15 @@ class _Listener:
                 while len(batch) < 256 and router.getsockopt(EVENTS) & POLLIN:
                     batch.append(recv_frames(router))
                 pending = bool(batch) and bool(router.getsockopt(EVENTS) & POLLIN)
+            allowed = auth.authorized() if self._secured and batch else None
             for msg in batch:
                 ident, frames = msg[0].bytes, msg[1:]
                 size = sum(len(f) for f in frames)
-                if size > limits.value(limits.MESSAGE_BYTES):
+                if allowed is not None and frames and frames[0].get("User-Id").encode() not in allowed:
+                    # Its key was revoked since the connection's handshake: nothing more of it is run.
+                    header = frames[0].bytes if len(frames[0]) <= 1 << 16 else None
+                    server.refuse(self, ident, transports.Refused(header, None).request_id(), _REVOKED)
+                elif size > limits.value(limits.MESSAGE_BYTES):
                     # (ZeroMQ itself drops a connection that sends one frame over the limit)
                     header = frames[0].bytes if frames and len(frames[0]) <= 1 << 16 else None
                     refused = transports.Refused(header, limits.exceeded(limits.MESSAGE_BYTES, size, "message"))
@@ -285,13 +338,15 @@ class ZeroMQ(transports.Transport):
             why = e.strerror if isinstance(e, zmq.ZMQError) else str(e)
             raise errors.UnknownError(None, None, f"Could not start server on {bind}: {why}") from None
         port = transports.port_of(address)
-        ipc_path = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
-        if ipc_path is not None:
+        ipc_path = None
+        if port is not None and sockets.TRANSPORT != "tcp":
             # Same-host clients use this endpoint: measurably faster than tcp on loopback.
             try:
-                sockets.ipc_dir()
+                ipc_path = sockets.ipc_path_for_port(port)
                 router.bind("ipc://" + ipc_path)
-            except (OSError, zmq.ZMQError):
+            except (OSError, zmq.ZMQError) as e:
+                _log.warning("transport: could not open the ipc:// socket for port %d (%s): same-host ZeroMQ "
+                             "clients reach this server over tcp://", port, e)
                 ipc_path = None
         return _Listener(server, router, ipc_path)
 
