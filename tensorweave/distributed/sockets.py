@@ -30,7 +30,8 @@ The size of one message is limited by framework/limits.MESSAGE_BYTES.
 
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
 stream socket (<ipc dir>/<port>.uds, uds.py) and ZeroMQ ipc://<ipc dir>/<port>.sock, where
-<ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700). TENSORWEAVE_TRANSPORT
+<ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700; private_dir: when it is not,
+a private one beside it, which clients find by trusted_dirs). TENSORWEAVE_TRANSPORT
 picks among them for same-host peers: auto (the Unix socket, the default), ipc, or tcp; inproc
 reaches a server of the client's own process over a socket pair (inproc.py).
 """

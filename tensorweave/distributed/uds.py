@@ -56,6 +56,8 @@ _REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) 
 _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
 _HELLO_SIZE = len(auth.HELLO)
+_UNPROVEN = errors.UnauthenticatedError(None, None, "this task serves only clients that prove a key of its cluster "
+                                        "(authentication is on: TENSORWEAVE_CURVE_DIR)")
 _DONTWAIT = socket.MSG_DONTWAIT
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a peer that sends on with this much of its replies unread is dropped
 _IN, _OUT = select.POLLIN, select.POLLOUT
@@ -807,6 +809,10 @@ class Listener:
             return
         else:
             _log.warning("transport: refused a same-host connection that did not prove a key")
+            head = bytes(msg[0]) if type(msg) is not Refused and len(msg[0]) <= _REFUSED_HEAD_MAX else None
+            rid = Refused(head, _UNPROVEN).request_id()
+            if rid >= 0:   # (a client without keys is told why)
+                self.server.refuse(conn, b"", rid, _UNPROVEN)
         conn.shutdown()   # (the IO role sees its end and drops it; the refusal above is written first)
         conn.expected_proof = b"\0"   # (nothing more of it is served)
 
