@@ -78,39 +78,60 @@ class _Socket(zmq.Socket):
 
 _HANDSHAKE_FAILED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
                      zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL}
+_HANDSHAKE_ENDED = _HANDSHAKE_FAILED | {zmq.EVENT_HANDSHAKE_SUCCEEDED}
+_KEYS_REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}   # (not retried: no wait)
 
 
-def _why_unconnected(endpoint: str, wait_s: float) -> str:
-    """What happened to a connection that never came up, found by a probe with the same keys
-    (ZeroMQ reconnects in silence; only a socket monitor sees why): refused, a handshake that
-    failed for authentication (the one case that names keys), or no answer (timed out)."""
+def _monitor(sock: zmq.Socket) -> zmq.Socket:
+    return sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
+
+
+def _read_events(monitor: zmq.Socket, seen: set) -> None:
+    while monitor.poll(0):
+        seen.add(recv_monitor_message(monitor)["event"])
+
+
+def _probe(endpoint: str, wait_s: float) -> set:
+    """The events of a new connection to `endpoint` with this process's keys, until its
+    handshake ends or it was refused (2 s at most): for a connection whose failure came before
+    it was watched (ZeroMQ does not retry a handshake the server refused)."""
     sock = zmq_context().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     _configure_dealer(sock)
-    monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-probe-{uuid.uuid4().hex}")
+    monitor = _monitor(sock)
     seen: set = set()
     try:
         sock.connect(endpoint)
         deadline = time.monotonic() + min(max(wait_s, 0.2), 2.0)
-        while time.monotonic() < deadline and not seen & (_HANDSHAKE_FAILED | {zmq.EVENT_HANDSHAKE_SUCCEEDED}):
+        while time.monotonic() < deadline and not seen & _HANDSHAKE_ENDED:
             if monitor.poll(50):
-                seen.add(zmq.Event(recv_monitor_message(monitor)["event"]))
+                _read_events(monitor, seen)
             elif zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
                 break
     finally:
         sock.disable_monitor()
         monitor.close(0)
         sock.close(0)
+    return seen
+
+
+def _why(seen: set) -> str:
+    """What the events of a connection that never came up say happened: refused, a handshake
+    that failed for authentication (the one case that names keys), or no answer (timed out)."""
     if zmq.EVENT_HANDSHAKE_FAILED_AUTH in seen:
         return "the handshake failed for authentication: the task refused this client's key"
-    if seen & _HANDSHAKE_FAILED:
+    if zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL in seen:
         if auth.keys() is None:
             return ("the handshake failed: is it serving with authentication this client has no key for "
                     "(TENSORWEAVE_CURVE_DIR)?")
-        return ("the handshake failed for authentication: the task does not hold the cluster's secret key this "
-                "client knows, or serves without authentication")
+        return "the handshake failed for authentication: the task serves without authentication"
+    if zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL in seen and zmq.EVENT_HANDSHAKE_SUCCEEDED not in seen:
+        if auth.keys() is not None:
+            return ("the handshake failed for authentication: the task does not hold the cluster's secret key "
+                    "this client knows")
+        return "the handshake did not finish (the connection ended during it)"
     if zmq.EVENT_HANDSHAKE_SUCCEEDED in seen:
-        return "timed out (it took the connection but did not take the request in time)"
+        return "timed out (it took the connection but not the request)"
     if zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
         return "connection refused (nothing listens there)"
     return "timed out (no answer)"
@@ -118,19 +139,43 @@ def _why_unconnected(endpoint: str, wait_s: float) -> str:
 
 class _CallSocket(_Socket):
     endpoint = ""
+
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)
             return
         except zmq.Again:
             pass
-        if not self.poll(int(wait_s * 1000), zmq.POLLOUT):
-            why = _why_unconnected(self.endpoint, wait_s)
-            raise transports.Unreachable(f"no connection within {wait_s:g} s: {why}")
+        self._await_connection(wait_s)
         try:
             send_frames(self, frames, NOBLOCK)
         except zmq.Again:
             raise transports.Unreachable("connection lost while sending") from None
+
+    def _await_connection(self, wait_s: float) -> None:
+        """Waits until the connection is up (its handshake done), watching its events: a
+        handshake refused for its keys ends the wait at once (waiting changes no key), a
+        refused connection is retried until `wait_s` (the peer may be starting). Unreachable
+        says which."""
+        monitor = _monitor(self)
+        seen: set = set()
+        deadline = time.monotonic() + wait_s
+        try:
+            while not seen & _KEYS_REFUSED:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if zmq.zmq_poll([(self, _POLLOUT), (monitor, POLLIN)], max(1, int(left * 1000))):
+                    if self.getsockopt(EVENTS) & _POLLOUT:
+                        return
+                    _read_events(monitor, seen)
+        finally:
+            self.disable_monitor()
+            monitor.close(0)
+        if self.getsockopt(EVENTS) & _POLLOUT:
+            return
+        why = _why(seen or _probe(self.endpoint, wait_s))
+        raise transports.Unreachable(why if seen & _KEYS_REFUSED else f"no connection within {wait_s:g} s: {why}")
 
 
 class _PushSocket(_Socket):
