@@ -87,10 +87,8 @@ def test_a_revoked_key_opens_no_new_connection_and_its_open_ones_are_closed(star
         (unix_conn,) = over_unix._free
         assert isinstance(unix_conn, uds.Conn) and not unix_conn.ended()
 
-        assert cli.main(["keygen", keys, "--revoke", "alice"]) == 0
+        os.remove(os.path.join(keys, "authorized", "alice.key"))   # (what `keygen --revoke alice` does first)
         revoked_at = time.monotonic()
-        assert not os.path.exists(os.path.join(keys, "authorized", "alice.key"))
-        assert not os.path.exists(os.path.join(keys, "clients", "alice"))
 
         deadline = time.monotonic() + 30
         while not unix_conn.ended():   # the server closes the open Unix connection itself
@@ -129,7 +127,14 @@ def test_a_revoked_key_opens_no_new_connection_and_its_open_ones_are_closed(star
             out.stdout + out.stderr
 
 
-def test_keygen_revoke_names_what_it_cannot_revoke(keys, capsys):
+def test_keygen_revoke_removes_the_key_and_names_what_it_cannot_revoke(keys, capsys):
+    assert cli.main(["keygen", keys, "--revoke", "alice"]) == 0
+    assert not os.path.exists(os.path.join(keys, "authorized", "alice.key"))
+    assert not os.path.exists(os.path.join(keys, "clients", "alice"))
+    assert os.path.exists(os.path.join(keys, "authorized", "bob.key"))
+    assert auth.keys_from_directory(keys).authorized == {auth.keys_from_directory(keys).server_public,
+                                                         auth.keys_from_directory(os.path.join(keys, "clients",
+                                                                                               "bob")).client_public}
     assert cli.main(["keygen", keys, "--revoke", "carol"]) == 1
     assert "no client 'carol' is authorized" in capsys.readouterr().err
     assert cli.main(["keygen", keys, "--revoke", "../cluster"]) == 1

@@ -20,6 +20,7 @@ import select
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -30,6 +31,7 @@ import tensorweave as tf
 from tensorweave import cli
 from tensorweave.distributed import auth, shm, sockets, uds
 from tensorweave.distributed import channel as channel_mod
+from tensorweave.distributed.cluster import free_ports
 from tensorweave.framework import errors
 
 from raw_peer import raw_header, uds_bytes
@@ -111,18 +113,32 @@ def shared_tmp(monkeypatch):
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _feed_and_read_back(target: str) -> np.ndarray:
-    """What a session reads back of a variable on the ps after feeding FED into it."""
-    with tf.Graph().as_default():
-        with tf.device("/job:ps/task:0"):
-            v = tf.Variable(np.zeros(4, np.float32), name="v")
-        fed = tf.placeholder(tf.float32, [4])
-        assign = tf.assign(v, fed)
-        config = tf.ConfigProto(operation_timeout_in_ms=60000)
-        with tf.Session(target, config=config) as sess:
-            sess.run(v.initializer)
-            sess.run(assign, {fed: FED})
-            return sess.run(v)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The victim's client, a process of its own with the victim's TMPDIR: feeds FED into a variable
+# on the ps and prints what it reads back (or the error).
+VICTIM = """
+import sys
+import numpy as np
+import tensorweave as tf
+with tf.device("/job:ps/task:0"):
+    v = tf.Variable(np.zeros(4, np.float32), name="v")
+fed = tf.placeholder(tf.float32, [4])
+assign = tf.assign(v, fed)
+try:
+    with tf.Session(sys.argv[1], config=tf.ConfigProto(operation_timeout_in_ms=30000)) as sess:
+        sess.run(v.initializer)
+        sess.run(assign, {fed: [3.14, 2.71, 1.41, 1.73]})
+        print("READ", " ".join(str(x) for x in sess.run(v)))
+except tf.errors.OpError as e:
+    print(type(e).__name__, e.message)
+"""
+
+
+def _victim(target: str, tmpdir: str) -> str:
+    env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=tmpdir)
+    out = subprocess.run([sys.executable, "-c", VICTIM, target], env=env, capture_output=True, text=True, timeout=180)
+    return out.stdout.strip() or out.stderr.strip()
 
 
 def _serve_later(start_cluster, env: dict):
@@ -144,12 +160,13 @@ def test_a_squatted_socket_directory_is_never_used(start_cluster, shared_tmp):
     squatter = _squat(squatted, [f"{port}.uds", f"{port}.sock"])
     try:
         start()
-        read_back = _feed_and_read_back(c.target("ps", 0))
+        read_back = _victim(c.target("ps", 0), shared_tmp)
     finally:
         log = _squatter_log(squatter)
-    print(f"\nsquatter saw: {log!r}; the server said: {c.stderr('ps', 0).strip()!r}")
+    print(f"\nthe victim read: {read_back!r}; the squatter saw: {log!r}; the server said: "
+          f"{c.stderr('ps', 0).strip()!r}")
     assert "CONNECTED" not in log   # not even a connection: the client never looked in its directory
-    assert np.array_equal(read_back, FED)
+    assert read_back.startswith("READ ") and np.array_equal(np.array(read_back.split()[1:], np.float32), FED)
     private = glob.glob(os.path.join(shared_tmp, f"tensorweave-{os.getuid()}-*", f"{port}.uds"))
     assert len(private) == 1, "the server listens in a private directory of its own"
     assert squatted in c.stderr("ps", 0)   # the warning names the squatted path
@@ -159,22 +176,20 @@ def test_a_socket_served_by_another_user_is_refused_by_the_client(shared_tmp):
     """A socket file in the servers' own private directory whose process runs as another user
     (moved there: root can) is refused by the client's SO_PEERCRED check before a byte is sent."""
     _need_nobody()
-    port = __import__("tensorweave.distributed.cluster", fromlist=["free_ports"]).free_ports(1)[0]
+    port = free_ports(1)[0]
     elsewhere = os.path.join(shared_tmp, "elsewhere")
     squatter = _squat(elsewhere, [f"{port}.uds"])
-    mine = sockets.private_dir(os.path.join(shared_tmp, f"tensorweave-{os.getuid()}"))
+    mine = os.path.join(shared_tmp, f"tensorweave-{os.getuid()}")
+    os.mkdir(mine, 0o700)   # the servers' own private directory
     os.rename(os.path.join(elsewhere, f"{port}.uds"), os.path.join(mine, f"{port}.uds"))
-    ch = channel_mod.Channel(f"localhost:{port}", PS0, 5.0)
     try:
-        assert ch.preferred_route().name == "unix"
-        with pytest.raises(errors.UnavailableError, match=f"runs as user id {NOBODY}, not {os.getuid()}"):
-            ch.call("get_status", {})
+        said = _victim(f"grpc://localhost:{port}", shared_tmp)
         ready, _, _ = select.select([squatter.stdout], [], [], 60)   # (it reports once the client hung up)
         line = squatter.stdout.readline() if ready else ""
     finally:
-        ch.close()
         _squatter_log(squatter)
-    print(f"\nsquatter saw: {line!r}")
+    print(f"\nthe client said: {said!r}; the squatter saw: {line!r}")
+    assert said.startswith("UnavailableError") and f"runs as user id {NOBODY}, not {os.getuid()}" in said
     assert line.strip() == "CONNECTED 0"   # a connection, and not a byte sent on it
 
 
