@@ -93,7 +93,7 @@ def set_heartbeats(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
 
 
-def _trusted(path: str, uid: int) -> bool:
+def trusted(path: str, uid: int) -> bool:
     """Whether `path` is a directory (not a link) of user `uid` that no one else may enter."""
     try:
         st = os.lstat(path)
@@ -112,7 +112,7 @@ def trusted_dirs(primary: str, uid: int) -> list:
         names = sorted(n for n in os.listdir(parent) if n.startswith(base + "-"))
     except OSError:
         names = []
-    return [d for d in [primary] + [os.path.join(parent, n) for n in names] if _trusted(d, uid)]
+    return [d for d in [primary] + [os.path.join(parent, n) for n in names] if trusted(d, uid)]
 
 
 _private_lock = threading.Lock()
@@ -129,7 +129,7 @@ def private_dir(primary: str) -> str:
     uid = os.getuid()
     with _private_lock:
         chosen = _private.get(primary)
-        if chosen is not None and _trusted(chosen, uid):
+        if chosen is not None and trusted(chosen, uid):
             return chosen
         try:
             os.mkdir(primary, 0o700)
@@ -143,7 +143,7 @@ def private_dir(primary: str) -> str:
                 os.chmod(primary, 0o700)   # (lchmod is moot: lstat said it is no link)
         except OSError:
             pass
-        if _trusted(primary, uid):
+        if trusted(primary, uid):
             chosen = primary
         else:
             others = trusted_dirs(primary, uid)
@@ -213,7 +213,7 @@ def same_host_socket(port: int, suffix: str) -> Optional[str]:
     never used), or None."""
     primary = os.path.join(tempfile.gettempdir(), f"tensorweave-{SERVER_UID}")
     name = f"{port}{suffix}"
-    if _trusted(primary, SERVER_UID) and os.path.exists(os.path.join(primary, name)):
+    if trusted(primary, SERVER_UID) and os.path.exists(os.path.join(primary, name)):
         return os.path.join(primary, name)   # (the common case: no directory listing)
     for d in trusted_dirs(primary, SERVER_UID):
         if os.path.exists(os.path.join(d, name)):

@@ -722,6 +722,9 @@ class Route(transports.Route):
         return conn
 
     def _dial(self, timeout_s: float) -> Conn:
+        if not sockets.trusted(os.path.dirname(self.path), sockets.SERVER_UID):
+            raise Untrusted(f"{os.path.dirname(self.path)} is no longer a private directory of user id "
+                            f"{sockets.SERVER_UID}: its socket is not used")
         return connect(self.path, timeout_s, self.channel.connect_timeout_s)
 
     def _refused(self) -> None:
