@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 import pytest
+import zmq
+from zmq.utils import z85
 
 import tensorweave as tf
 from tensorweave import cli
@@ -312,3 +314,39 @@ def test_with_keys_a_same_host_connection_proves_its_key(start_cluster, keys, cl
         got += chunk
     raw.close()
     assert b"prove a key" in got and b'"job"' not in got and b"ps" not in got.replace(b"prove", b"")
+
+
+def test_the_proof_of_key_uses_x25519_as_curve_does():
+    """The same-host proof rests on X25519: RFC 7748's test vector, the public keys libzmq makes
+    from secret keys, and one shared secret from either side; a client whose key pair does not
+    match its public key cannot answer the server's welcome."""
+    scalar = bytes.fromhex("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4")
+    point = bytes.fromhex("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c")
+    assert auth.x25519(scalar, point).hex() == "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"
+    (a_pub, a_sec), (b_pub, b_sec) = zmq.curve_keypair(), zmq.curve_keypair()
+    base = (9).to_bytes(32, "little")
+    assert z85.encode(auth.x25519(z85.decode(a_sec), base)) == a_pub
+    shared = auth.x25519(z85.decode(a_sec), z85.decode(b_pub))
+    assert shared == auth.x25519(z85.decode(b_sec), z85.decode(a_pub)) and shared != bytes(32)
+
+    cluster, alice = zmq.curve_keypair(), zmq.curve_keypair()
+    server = auth.CurveKeys(cluster[0], cluster[1], cluster[0], cluster[1], frozenset({cluster[0], alice[0]}))
+    auth.configure(server)
+    try:
+        honest = auth.CurveKeys(cluster[0], None, alice[0], alice[1], frozenset())
+        hello, nonce = auth.client_hello(honest)
+        welcome, expected, who = auth.server_welcome(hello)
+        assert who == alice[0] and auth.client_proof(honest, nonce, welcome) == [expected]
+        liar = auth.CurveKeys(cluster[0], None, alice[0], zmq.curve_keypair()[1], frozenset())   # alice's name only
+        hello, nonce = auth.client_hello(liar)
+        welcome, expected, _ = auth.server_welcome(hello)
+        with pytest.raises(auth.HandshakeFailed, match="no secret key of this cluster"):
+            auth.client_proof(liar, nonce, welcome)   # (its shared secret differs: the server's proof fails)
+        fake_server = auth.CurveKeys(cluster[0], None, alice[0], alice[1], frozenset())
+        auth.configure(auth.CurveKeys(cluster[0], zmq.curve_keypair()[1], cluster[0], cluster[1],
+                                      frozenset({cluster[0], alice[0]})))   # a server without the real secret
+        hello, nonce = auth.client_hello(fake_server)
+        with pytest.raises(auth.HandshakeFailed, match="no secret key of this cluster"):
+            auth.client_proof(fake_server, nonce, auth.server_welcome(hello)[0])
+    finally:
+        auth.configure(None)
