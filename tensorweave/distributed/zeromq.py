@@ -76,65 +76,82 @@ class _Socket(zmq.Socket):
             return 0
 
 
-_HANDSHAKE_FAILED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
-                     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL}
-_HANDSHAKE_ENDED = _HANDSHAKE_FAILED | {zmq.EVENT_HANDSHAKE_SUCCEEDED}
-_KEYS_REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}   # (not retried: no wait)
+_KEYS_REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}   # (never retried)
 
 
-def _monitor(sock: zmq.Socket) -> zmq.Socket:
-    return sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
+class _Watch:
+    """The monitor events of one connection being made, and how many of its handshakes failed
+    soon after the connection was made (a handshake that times out takes HANDSHAKE_S: a peer
+    stopped or cut off, not one that refuses the keys)."""
+
+    def __init__(self, sock: zmq.Socket):
+        self.monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
+        self.seen: set = set()
+        self.quick_failures = 0
+        self._connected_at = 0.0
+
+    def read(self) -> None:
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)["event"]
+            now = time.monotonic()
+            if event == zmq.EVENT_CONNECTED:
+                self._connected_at = now
+            elif event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and now - self._connected_at < sockets.HANDSHAKE_S / 2:
+                self.quick_failures += 1
+            self.seen.add(event)
+
+    def keys_refused(self) -> bool:
+        """Whether the handshake failed for keys, as every retry will (waiting changes nothing):
+        refused by the server's ZAP handler, another mechanism, or (twice, at once) a server
+        whose key is not the one this client checks it by."""
+        return bool(self.seen & _KEYS_REFUSED) or self.quick_failures >= 2
+
+    def why(self) -> str:
+        """What the events say happened: refused, a handshake that failed for authentication
+        (the one case that names keys), or no answer (timed out)."""
+        seen = self.seen
+        if zmq.EVENT_HANDSHAKE_FAILED_AUTH in seen:
+            return "the handshake failed for authentication: the task refused this client's key"
+        if zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL in seen or self.quick_failures >= 2:
+            if auth.keys() is None:
+                return ("the handshake failed: is it serving with authentication this client has no key for "
+                        "(TENSORWEAVE_CURVE_DIR)?")
+            return ("the handshake failed for authentication: the task does not hold the cluster's secret key this "
+                    "client knows, or serves without authentication")
+        if zmq.EVENT_HANDSHAKE_SUCCEEDED in seen:
+            return "timed out (it took the connection but not the request)"
+        if zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
+            return "connection refused (nothing listens there)"
+        if zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL in seen:
+            return "the handshake did not finish (the connection ended during it, or the peer did not answer)"
+        return "timed out (no answer)"
+
+    def close(self, sock: zmq.Socket) -> None:
+        sock.disable_monitor()
+        self.monitor.close(0)
 
 
-def _read_events(monitor: zmq.Socket, seen: set) -> None:
-    while monitor.poll(0):
-        seen.add(recv_monitor_message(monitor)["event"])
-
-
-def _probe(endpoint: str, wait_s: float) -> set:
+def _probe(endpoint: str, wait_s: float) -> _Watch:
     """The events of a new connection to `endpoint` with this process's keys, until its
     handshake ends or it was refused (2 s at most): for a connection whose failure came before
     it was watched (ZeroMQ does not retry a handshake the server refused)."""
     sock = zmq_context().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     _configure_dealer(sock)
-    monitor = _monitor(sock)
-    seen: set = set()
+    watch = _Watch(sock)
     try:
         sock.connect(endpoint)
         deadline = time.monotonic() + min(max(wait_s, 0.2), 2.0)
-        while time.monotonic() < deadline and not seen & _HANDSHAKE_ENDED:
-            if monitor.poll(50):
-                _read_events(monitor, seen)
-            elif zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
+        while time.monotonic() < deadline and not watch.keys_refused() \
+                and zmq.EVENT_HANDSHAKE_SUCCEEDED not in watch.seen:
+            if watch.monitor.poll(50):
+                watch.read()
+            elif zmq.EVENT_CONNECT_RETRIED in watch.seen and zmq.EVENT_CONNECTED not in watch.seen:
                 break
     finally:
-        sock.disable_monitor()
-        monitor.close(0)
+        watch.close(sock)
         sock.close(0)
-    return seen
-
-
-def _why(seen: set) -> str:
-    """What the events of a connection that never came up say happened: refused, a handshake
-    that failed for authentication (the one case that names keys), or no answer (timed out)."""
-    if zmq.EVENT_HANDSHAKE_FAILED_AUTH in seen:
-        return "the handshake failed for authentication: the task refused this client's key"
-    if zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL in seen:
-        if auth.keys() is None:
-            return ("the handshake failed: is it serving with authentication this client has no key for "
-                    "(TENSORWEAVE_CURVE_DIR)?")
-        return "the handshake failed for authentication: the task serves without authentication"
-    if zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL in seen and zmq.EVENT_HANDSHAKE_SUCCEEDED not in seen:
-        if auth.keys() is not None:
-            return ("the handshake failed for authentication: the task does not hold the cluster's secret key "
-                    "this client knows")
-        return "the handshake did not finish (the connection ended during it)"
-    if zmq.EVENT_HANDSHAKE_SUCCEEDED in seen:
-        return "timed out (it took the connection but not the request)"
-    if zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
-        return "connection refused (nothing listens there)"
-    return "timed out (no answer)"
+    return watch
 
 
 class _CallSocket(_Socket):
@@ -157,25 +174,25 @@ class _CallSocket(_Socket):
         handshake refused for its keys ends the wait at once (waiting changes no key), a
         refused connection is retried until `wait_s` (the peer may be starting). Unreachable
         says which."""
-        monitor = _monitor(self)
-        seen: set = set()
+        watch = _Watch(self)
         deadline = time.monotonic() + wait_s
         try:
-            while not seen & _KEYS_REFUSED:
+            while not watch.keys_refused():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                if zmq.zmq_poll([(self, _POLLOUT), (monitor, POLLIN)], max(1, int(left * 1000))):
+                if zmq.zmq_poll([(self, _POLLOUT), (watch.monitor, POLLIN)], max(1, int(left * 1000))):
                     if self.getsockopt(EVENTS) & _POLLOUT:
                         return
-                    _read_events(monitor, seen)
+                    watch.read()
         finally:
-            self.disable_monitor()
-            monitor.close(0)
+            watch.close(self)
         if self.getsockopt(EVENTS) & _POLLOUT:
             return
-        why = _why(seen or _probe(self.endpoint, wait_s))
-        raise transports.Unreachable(why if seen & _KEYS_REFUSED else f"no connection within {wait_s:g} s: {why}")
+        if watch.keys_refused():
+            raise transports.Unreachable(watch.why())
+        why = (watch if watch.seen else _probe(self.endpoint, wait_s)).why()
+        raise transports.Unreachable(f"no connection within {wait_s:g} s: {why}")
 
 
 class _PushSocket(_Socket):
