@@ -285,10 +285,20 @@ def cmd_status(args) -> int:
 
 # -- keygen ----------------------------------------------------------------------------------------
 def cmd_keygen(args) -> int:
-    """Writes a cluster key pair (and client key pairs) for CURVE authentication."""
+    """Writes a cluster key pair (and client key pairs) for CURVE authentication, or revokes
+    clients' keys (--revoke NAME: running tasks refuse them within a second)."""
     try:
+        if args.revoke:
+            if args.client:
+                raise ValueError("--revoke and --client do not go together")
+            for name in args.revoke:
+                for path in auth.revoke(args.directory, name):
+                    print(f"removed {path}")
+            print("Tasks that read their keys from this directory refuse these keys from now on and close their "
+                  "connections; copies of the directory elsewhere need the same removal.", file=sys.stderr)
+            return 0
         written = auth.write_keys(args.directory, tuple(args.client or ()))
-    except (FileExistsError, ValueError, OSError) as e:
+    except (FileExistsError, FileNotFoundError, ValueError, OSError) as e:
         print(f"tensorweave keygen: {e}", file=sys.stderr)
         return 1
     for path in written:
@@ -381,6 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "all a client that is not a task needs) with DIR/authorized/NAME.key.")
     p.add_argument("directory")
     p.add_argument("--client", action="append", metavar="NAME", help="also write a key pair for this client")
+    p.add_argument("--revoke", action="append", metavar="NAME",
+                   help="remove this client's authorized key (and clients/NAME/): tasks refuse it from then on")
     p.set_defaults(func=cmd_keygen)
 
     p = sub.add_parser("saved_model", help="show or run a SavedModel's signatures (TF's saved_model_cli)")

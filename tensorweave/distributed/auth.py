@@ -20,22 +20,38 @@ or the same keys as Z85 text in the environment (a Secret mapped to variables):
 A task admits a connection whose client key is the cluster's or an authorized one: anyone
 else fails the CURVE handshake (the ZAP handler below says no) before ZeroMQ hands over a
 single message of theirs. Every tcp:// and ipc:// message is then encrypted. The same-host
-Unix socket (uds.py) carries no key: it admits only processes of this user id, who could
-read the key files anyway.
+Unix socket (uds.py) admits only processes of the server's user id and, with keys on, only
+after the same proof of key (`hello`/`welcome`/`proof` below: each side shows it holds the
+secret of its public key, by X25519 and an HMAC over both sides' nonces); its messages are not
+encrypted (they never leave the host, and no other user can reach the socket).
+
+Revocation: the authorized keys of TENSORWEAVE_CURVE_DIR are read again when authorized/ or a
+file in it changes (looked at, at most every REREAD_S, by every handshake and by the servers'
+sweeps): a removed key's next connection is refused, and a server closes the same-host
+connections of a removed key and refuses every further request on its ZeroMQ connections.
+`tensorweave keygen DIR --revoke NAME` removes authorized/NAME.key (and clients/NAME/).
 """
 from __future__ import annotations
 
 import glob
+import hashlib
+import hmac
+import logging
 import os
+import shutil
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Optional
 
 import zmq
 import zmq.auth
+from zmq.utils import z85
 
 ZAP_DOMAIN = "tensorweave"
 _ENV_DIR = "TENSORWEAVE_CURVE_DIR"
+REREAD_S = 0.2   # the authorized keys' files are looked at no more often than this
+_log = logging.getLogger("tensorweave.distributed")
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,7 @@ class CurveKeys:
     client_public: bytes                # the key pair this process connects with
     client_secret: bytes
     authorized: frozenset               # client public keys servers admit (the cluster's included)
+    directory: Optional[str] = field(default=None, compare=False)   # where they were read (re-read on change)
 
 
 def _z85(value: str, what: str) -> bytes:
@@ -84,7 +101,68 @@ def keys_from_directory(directory: str) -> CurveKeys:
     authorized = {cluster_public}
     for path in sorted(glob.glob(os.path.join(directory, "authorized", "*.key"))):
         authorized.add(_load(path, False)[0])
-    return CurveKeys(cluster_public, cluster_secret, client_public, client_secret, frozenset(authorized))
+    return CurveKeys(cluster_public, cluster_secret, client_public, client_secret, frozenset(authorized), directory)
+
+
+def _authorized_files(directory: str) -> tuple:
+    """What tells a change of authorized/: its own mtime and each key file's name, mtime, size."""
+    folder = os.path.join(directory, "authorized")
+    try:
+        seen = [("", os.stat(folder).st_mtime_ns, 0)]
+    except OSError:
+        return ()
+    for path in sorted(glob.glob(os.path.join(folder, "*.key"))):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue   # (removed meanwhile)
+        seen.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(seen)
+
+
+class _Authorized:
+    """The client keys admitted now: those of the configured keys, read again from their
+    directory when it changed (a key file that cannot be read is left out and named)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._keys: Optional[CurveKeys] = None
+        self._files: tuple = ()
+        self._checked = 0.0
+        self.allowed: frozenset = frozenset()
+
+    def reset(self, k: Optional[CurveKeys]) -> None:
+        with self._lock:
+            self._keys, self._checked = k, 0.0
+            self._files = _authorized_files(k.directory) if k is not None and k.directory else ()
+            self.allowed = k.authorized if k is not None else frozenset()
+
+    def now(self) -> frozenset:
+        k = self._keys
+        if k is None or k.directory is None or time.monotonic() - self._checked < REREAD_S:
+            return self.allowed
+        with self._lock:
+            self._checked = time.monotonic()
+            files = _authorized_files(k.directory)
+            if files != self._files:
+                allowed = {k.server_public}
+                for path, _, _ in files[1:]:
+                    try:
+                        allowed.add(_load(path, False)[0])
+                    except ValueError as e:
+                        _log.warning("auth: %s: left out of the authorized keys", e)
+                self._files, self.allowed = files, frozenset(allowed)
+        return self.allowed
+
+
+_AUTHORIZED = _Authorized()
+
+
+def authorized() -> frozenset:
+    """The client public keys a server of this process admits now (empty with keys off)."""
+    if not _configured:
+        keys()
+    return _AUTHORIZED.now()
 
 
 def keys_from_environment(env=None) -> Optional[CurveKeys]:
@@ -125,7 +203,9 @@ def keys() -> Optional[CurveKeys]:
     if not _configured:
         with _lock:
             if not _configured:
-                _configured.append(keys_from_environment())
+                k = keys_from_environment()
+                _AUTHORIZED.reset(k)
+                _configured.append(k)
     return _configured[0]
 
 
@@ -133,9 +213,8 @@ def configure(curve_keys: Optional[CurveKeys]) -> None:
     """Sets this process's keys in place of the environment's (None: authentication off).
     Sockets made before keep what they had."""
     with _lock:
+        _AUTHORIZED.reset(curve_keys)
         _configured[:] = [curve_keys]
-        if _authenticator and curve_keys is not None:
-            _authenticator[0].allowed = curve_keys.authorized
 
 
 def secure_client(sock: zmq.Socket) -> None:
@@ -149,13 +228,10 @@ def secure_client(sock: zmq.Socket) -> None:
 
 
 class _AllowedKeys:
-    """The ZAP handler's verdict on a client key: the cluster's key or an authorized one."""
-
-    def __init__(self, allowed: frozenset):
-        self.allowed = allowed
+    """The ZAP handler's verdict on a client key: the cluster's key or one authorized now."""
 
     def callback(self, domain: str, key: bytes) -> bool:
-        return key in self.allowed
+        return key in authorized()
 
 
 def secure_server(sock: zmq.Socket) -> None:
@@ -172,18 +248,123 @@ def secure_server(sock: zmq.Socket) -> None:
             # Imported here, when a server first authenticates: zmq.auth.thread loads asyncio and
             # ssl (~50 ms), which every process of a cluster without keys would pay at start-up.
             from zmq.auth.thread import ThreadAuthenticator
-            provider = _AllowedKeys(k.authorized)
             auth = ThreadAuthenticator(sock.context)
             auth.start()
-            auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=provider)
-            _authenticator.append(provider)
+            auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=_AllowedKeys())
             _authenticator.append(auth)
-        else:
-            _authenticator[0].allowed = k.authorized
     sock.zap_domain = ZAP_DOMAIN.encode()
     sock.curve_server = True
     sock.curve_publickey = k.server_public
     sock.curve_secretkey = k.server_secret
+
+
+# -- the same-host proof of key (uds.py) -----------------------------------------------------------
+HELLO = b"tensorweave-curve-1"   # the first frame of a client's hello on a same-host socket
+_P = 2 ** 255 - 19
+
+
+def x25519(scalar: bytes, point: bytes) -> bytes:
+    """RFC 7748's X25519 (the Diffie-Hellman function of CURVE's keys), 32 bytes each: the
+    Montgomery ladder over Python integers (a few ms; the shared secrets are cached)."""
+    k = bytearray(scalar)
+    k[0] &= 248
+    k[31] = (k[31] & 127) | 64
+    n = int.from_bytes(k, "little")
+    x1 = int.from_bytes(point, "little") & ((1 << 255) - 1)
+    x2, z2, x3, z3, swap = 1, 0, x1, 1, 0
+    for t in range(254, -1, -1):
+        bit = (n >> t) & 1
+        if swap ^ bit:
+            x2, x3, z2, z3 = x3, x2, z3, z2
+        swap = bit
+        a, b, c, d = x2 + z2, x2 - z2, x3 + z3, x3 - z3
+        aa, bb, da, cb = a * a % _P, b * b % _P, d * a % _P, c * b % _P
+        e = aa - bb
+        x3, z3 = (da + cb) ** 2 % _P, x1 * (da - cb) ** 2 % _P
+        x2, z2 = aa * bb % _P, e * (aa + 121665 * e) % _P
+    if swap:
+        x2, z2 = x3, z3
+    return (x2 * pow(z2, _P - 2, _P) % _P).to_bytes(32, "little")
+
+
+_shared_cache: dict = {}
+
+
+def _shared(secret: bytes, public: bytes) -> bytes:
+    """The X25519 secret of a Z85 secret key and a Z85 public key (cached)."""
+    key = (secret, public)
+    got = _shared_cache.get(key)
+    if got is None:
+        got = x25519(z85.decode(secret), z85.decode(public))
+        if len(_shared_cache) < 1024:
+            _shared_cache[key] = got
+    return got
+
+
+def _mac(shared: bytes, role: bytes, client_public: bytes, client_nonce: bytes, server_nonce: bytes) -> bytes:
+    return hmac.new(shared, role + client_public + client_nonce + server_nonce, hashlib.sha256).digest()
+
+
+class HandshakeFailed(Exception):
+    """A same-host handshake failed for authentication: the text says how."""
+
+
+def client_hello(k: CurveKeys) -> tuple:
+    """(the client's hello frames, its nonce)."""
+    nonce = os.urandom(32)
+    return [HELLO, k.client_public, nonce], nonce
+
+
+def server_welcome(frames: list) -> tuple:
+    """The server's answer to a hello: (reply frames, the proof expected from the client, the
+    client's public key); the proof is None when the client is refused (the reply says why)."""
+    k = keys()
+    if k is None or k.server_secret is None:
+        return [b"no", b"this task serves without authentication"], None, None
+    if len(frames) != 3 or bytes(frames[0]) != HELLO or len(frames[1]) != 40 or len(frames[2]) != 32:
+        return [b"no", b"a malformed hello"], None, None
+    client_public, client_nonce = bytes(frames[1]), bytes(frames[2])
+    if client_public not in authorized():
+        return [b"no", b"this client's key is not authorized"], None, None
+    try:
+        shared = _shared(k.server_secret, client_public)
+    except ValueError:
+        return [b"no", b"a malformed key"], None, None
+    nonce = os.urandom(32)
+    proof = _mac(shared, b"client", client_public, client_nonce, nonce)
+    return [b"ok", nonce, _mac(shared, b"server", client_public, client_nonce, nonce)], proof, client_public
+
+
+def client_proof(k: CurveKeys, client_nonce: bytes, reply: list) -> list:
+    """The client's proof frames for the server's welcome, once the server proved it holds the
+    cluster's secret key; HandshakeFailed otherwise."""
+    if len(reply) == 2 and bytes(reply[0]) == b"no":
+        raise HandshakeFailed(f"the task refused the handshake: {bytes(reply[1]).decode('utf-8', 'replace')}")
+    if len(reply) != 3 or bytes(reply[0]) != b"ok" or len(reply[1]) != 32:
+        raise HandshakeFailed("the task answered the handshake with something else (is it serving without "
+                              "authentication, or is it not a tensorweave task?)")
+    shared = _shared(k.client_secret, k.server_public)
+    server_nonce = bytes(reply[1])
+    if not hmac.compare_digest(bytes(reply[2]), _mac(shared, b"server", k.client_public, client_nonce, server_nonce)):
+        raise HandshakeFailed("the process at the other end holds no secret key of this cluster")
+    return [_mac(shared, b"client", k.client_public, client_nonce, server_nonce)]
+
+
+def revoke(directory: str, name: str) -> list:
+    """`tensorweave keygen DIR --revoke NAME`: removes authorized/NAME.key (servers refuse the
+    key from then on and close its connections) and clients/NAME/. Returns what it removed."""
+    if not name or os.sep in name or name.startswith("."):
+        raise ValueError(f"Bad client name {name!r}")
+    authorized_key = os.path.join(directory, "authorized", f"{name}.key")
+    home = os.path.join(directory, "clients", name)
+    if not os.path.exists(authorized_key):
+        raise FileNotFoundError(f"{authorized_key} does not exist: no client {name!r} is authorized in {directory}")
+    os.unlink(authorized_key)
+    removed = [authorized_key]
+    if os.path.isdir(home):
+        shutil.rmtree(home)
+        removed.append(home)
+    return removed
 
 
 def write_keys(directory: str, clients: tuple = ()) -> list:

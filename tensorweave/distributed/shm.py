@@ -34,6 +34,8 @@ from typing import Optional
 
 import numpy as np
 
+from tensorweave.distributed import sockets
+
 MIN_BYTES = int(os.environ.get("TENSORWEAVE_SHM_MIN_BYTES", str(256 << 10)))
 POOL_BYTES = int(os.environ.get("TENSORWEAVE_SHM_POOL_BYTES", str(1 << 30)))
 HEADER = 64
@@ -74,36 +76,19 @@ def _owner_alive(pid: int, start: int) -> bool:
     return True
 
 
-def _private_dir() -> Optional[str]:
-    """This user's buffer directory, created 0700; None when it cannot be trusted or made."""
+def _primary_dir() -> str:
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    path = os.path.join(base, f"tensorweave-{os.getuid()}")
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None   # not ours, or open to others: never used
-    return path
-
-
-_DIR: Optional[str] = None
-_DIR_LOCK = threading.Lock()
+    return os.path.join(base, f"tensorweave-{os.getuid()}")
 
 
 def directory() -> Optional[str]:
-    global _DIR
-    if _DIR is None:
-        with _DIR_LOCK:
-            if _DIR is None:
-                _DIR = _private_dir() or ""
-    return _DIR or None
+    """This user's buffer directory (sockets.private_dir: 0700, ours, no link, checked with
+    lstat on every call; a squatted one is replaced by a private one), or None when none can
+    be made (tensors then travel in the socket)."""
+    try:
+        return sockets.private_dir(_primary_dir())
+    except OSError:
+        return None
 
 
 def sweep() -> int:
@@ -244,6 +229,8 @@ class Pool:
     def _create(self, need: int) -> Optional[_Buffer]:
         capacity = _rounded(need)
         name = f"{self._prefix}{next(_SEQ)}"
+        if directory() != self.dir:
+            return None   # (its directory is no longer private: the tensor travels in the socket)
         path = os.path.join(self.dir, name)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -388,11 +375,17 @@ class Attached:
         d = directory()
         if d is None or type(name) is not str or not _NAME.match(name):
             raise ShmError(f"bad shared buffer name {name!r:.80}")
-        path = os.path.join(d, name)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as e:
-            raise ShmError(f"shared buffer {name} cannot be opened ({e.strerror})") from None
+        fd = None
+        for folder in [d] + [f for f in sockets.trusted_dirs(_primary_dir(), os.getuid()) if f != d]:
+            try:   # (a sender whose private directory is another of this user's, made at the same time)
+                fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+                break
+            except FileNotFoundError as e:
+                error = e
+            except OSError as e:
+                raise ShmError(f"shared buffer {name} cannot be opened ({e.strerror})") from None
+        if fd is None:
+            raise ShmError(f"shared buffer {name} cannot be opened ({error.strerror})") from None
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size < HEADER:

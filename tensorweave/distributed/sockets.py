@@ -30,12 +30,14 @@ The size of one message is limited by framework/limits.MESSAGE_BYTES.
 
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
 stream socket (<ipc dir>/<port>.uds, uds.py) and ZeroMQ ipc://<ipc dir>/<port>.sock, where
-<ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700). TENSORWEAVE_TRANSPORT
+<ipc dir> is $TMPDIR/tensorweave-<uid>, private to the user (0700; private_dir: when it is not,
+a private one beside it, which clients find by trusted_dirs). TENSORWEAVE_TRANSPORT
 picks among them for same-host peers: auto (the Unix socket, the default), ipc, or tcp; inproc
 reaches a server of the client's own process over a socket pair (inproc.py).
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -68,6 +70,9 @@ SPIN_S = _seconds("SPIN_US", 200.0) * 1e-6
 HANDSHAKE_S = 10.0            # a ZeroMQ connection that has not finished its handshake by then is dropped
 
 IPC_DIR = os.path.join(tempfile.gettempdir(), f"tensorweave-{os.getuid()}")
+# The user id same-host servers run as: a same-host socket is used only in that user's private
+# directory and only when the process at its other end runs as that user (SO_PEERCRED).
+SERVER_UID = int(os.environ.get("TENSORWEAVE_SERVER_UID", "").strip() or os.getuid())
 TRANSPORT = os.environ.get("TENSORWEAVE_TRANSPORT", "auto")   # auto | tcp | ipc
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
 
@@ -88,20 +93,72 @@ def set_heartbeats(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.HANDSHAKE_IVL, int(HANDSHAKE_S * 1000))
 
 
-def ipc_dir() -> str:
-    """The directory of this user's same-host sockets, created private (0700) if need be.
-    Raises PermissionError when it exists but belongs to someone else or is open to others
-    (and cannot be closed): its sockets would be reachable by other users."""
+def trusted(path: str, uid: int) -> bool:
+    """Whether `path` is a directory (not a link) of user `uid` that no one else may enter."""
     try:
-        os.mkdir(IPC_DIR, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(IPC_DIR)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise PermissionError(f"{IPC_DIR} is not a directory of user {os.getuid()}")
-    if st.st_mode & 0o077:
-        os.chmod(IPC_DIR, 0o700)
-    return IPC_DIR
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077
+
+
+def trusted_dirs(primary: str, uid: int) -> list:
+    """The private directories of user `uid` named after `primary` (a path ending in
+    "tensorweave-<uid>"): `primary` itself and the ones made in its place (`primary`-XXXX)
+    when it was squatted, each only while it is a directory of that user, mode 0700, not a
+    link (checked with lstat now: only that user, or root, can put a socket or file there)."""
+    parent, base = os.path.split(primary)
+    try:
+        names = sorted(n for n in os.listdir(parent) if n.startswith(base + "-"))
+    except OSError:
+        names = []
+    return [d for d in [primary] + [os.path.join(parent, n) for n in names] if trusted(d, uid)]
+
+
+_private_lock = threading.Lock()
+_private: dict = {}   # primary path -> the directory this process uses in its place
+_log = logging.getLogger("tensorweave.distributed")
+
+
+def private_dir(primary: str) -> str:
+    """This user's directory `primary`, created 0700, when it is this user's, 0700 and no link
+    (closed to others when it is ours but open); otherwise (another user made it first, or a
+    link) a private directory `primary`-XXXX made in its place (tempfile.mkdtemp), found again
+    by every process of this user (`trusted_dirs`), and a warning naming the squatted path.
+    Checked again (lstat) on every call: the caller calls it before each use."""
+    uid = os.getuid()
+    with _private_lock:
+        chosen = _private.get(primary)
+        if chosen is not None and trusted(chosen, uid):
+            return chosen
+        try:
+            os.mkdir(primary, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            pass   # (e.g. an unwritable parent: the fallback below says so)
+        try:
+            st = os.lstat(primary)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and st.st_mode & 0o077:
+                os.chmod(primary, 0o700)   # (lchmod is moot: lstat said it is no link)
+        except OSError:
+            pass
+        if trusted(primary, uid):
+            chosen = primary
+        else:
+            others = trusted_dirs(primary, uid)
+            chosen = others[0] if others else tempfile.mkdtemp(prefix=os.path.basename(primary) + "-",
+                                                                dir=os.path.dirname(primary))
+            _log.warning("transport: %s is not a private directory of user %d (another user's, open to others, "
+                         "or a link): using %s instead", primary, uid, chosen)
+        _private[primary] = chosen
+        return chosen
+
+
+def ipc_dir() -> str:
+    """The directory of this user's same-host sockets (see private_dir): $TMPDIR/tensorweave-<uid>,
+    or a private one made in its place when that one cannot be trusted."""
+    return private_dir(IPC_DIR)
 
 
 # -- frames -------------------------------------------------------------------------------------
@@ -141,13 +198,27 @@ def on_io_thread() -> bool:
 
 # -- where a peer is reached ----------------------------------------------------------------------
 def ipc_path_for_port(port: int) -> str:
-    """The ZeroMQ ipc:// socket file a server on this host binds for its port."""
-    return os.path.join(IPC_DIR, f"{port}.sock")
+    """The ZeroMQ ipc:// socket file a server of this process binds for its port."""
+    return os.path.join(ipc_dir(), f"{port}.sock")
 
 
 def uds_path_for_port(port: int) -> str:
-    """The Unix stream socket (uds.py) a server on this host listens on for its port."""
-    return os.path.join(IPC_DIR, f"{port}.uds")
+    """The Unix stream socket (uds.py) a server of this process listens on for its port."""
+    return os.path.join(ipc_dir(), f"{port}.uds")
+
+
+def same_host_socket(port: int, suffix: str) -> Optional[str]:
+    """The socket file `<port><suffix>` of a same-host server (".uds" or ".sock"), looked for
+    only in the private directories of SERVER_UID (trusted_dirs; a file in a squatted one is
+    never used), or None."""
+    primary = os.path.join(tempfile.gettempdir(), f"tensorweave-{SERVER_UID}")
+    name = f"{port}{suffix}"
+    if trusted(primary, SERVER_UID) and os.path.exists(os.path.join(primary, name)):
+        return os.path.join(primary, name)   # (the common case: no directory listing)
+    for d in trusted_dirs(primary, SERVER_UID):
+        if os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
 
 
 def is_local_host(host: str) -> bool:
@@ -169,8 +240,8 @@ def endpoint_of(address: str) -> str:
         address = rest
     host, _, port = address.rpartition(":")
     if TRANSPORT != "tcp" and port.isdigit() and is_local_host(host):
-        path = ipc_path_for_port(int(port))
-        if os.path.exists(path) and _ipc_answers("ipc://" + path):
+        path = same_host_socket(int(port), ".sock")
+        if path is not None and _ipc_answers("ipc://" + path):
             return "ipc://" + path
     return f"tcp://{address}"
 
@@ -186,15 +257,12 @@ def same_host_port(address: str) -> Optional[int]:
     return int(port) if port.isdigit() and is_local_host(host) else None
 
 
-def uds_path_of(address: str, must_exist: bool = True) -> Optional[str]:
-    """The Unix socket path of a same-host server at 'host:port' when it serves one (or, with
-    must_exist=False, would serve one once up) and the transport is left to choose
+def uds_path_of(address: str) -> Optional[str]:
+    """The Unix socket path of a same-host server at 'host:port' when it serves one where it
+    can be trusted (same_host_socket) and the transport is left to choose
     (TENSORWEAVE_TRANSPORT=auto), else None."""
     port = same_host_port(address) if TRANSPORT == "auto" else None
-    if port is None:
-        return None
-    path = uds_path_for_port(port)
-    return path if not must_exist or os.path.exists(path) else None
+    return None if port is None else same_host_socket(port, ".uds")
 
 
 def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:

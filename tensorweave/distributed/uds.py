@@ -14,13 +14,20 @@ length per frame>`` and the frames back to back.
               non-blocking reads into a buffer per connection (a message over
               limits.MESSAGE_BYTES is skipped and answered ResourceExhaustedError), replies
               queued and written as the socket takes them.
-The listening socket and its directory are private to this user (sockets.ipc_dir); a
-connection from another user id is closed before anything is read from it.
+Same-host trust: the listening socket is in a directory private to this user (sockets.ipc_dir:
+a squatted one is replaced by a private one, with a warning; a client looks only in
+SERVER_UID's private directories); a connection from another user id is closed before anything
+is read from it, and a client refuses a server whose process runs as another user id than
+sockets.SERVER_UID (SO_PEERCRED). With keys on (auth.py), a connection carries the same proof of
+key as ZeroMQ's CURVE before its first request: the client's hello, the server's welcome (which
+proves the server's key), the client's proof; a server serves nothing else first, and closes the
+connections of a key revoked since (its sweep).
 """
 from __future__ import annotations
 
 import collections
 import functools
+import hmac
 import itertools
 import logging
 import os
@@ -34,7 +41,7 @@ from typing import Optional
 import numpy as np
 import zmq
 
-from tensorweave.distributed import shm, sockets, transports, wire
+from tensorweave.distributed import auth, shm, sockets, transports, wire
 from tensorweave.distributed.sockets import SpinPoll, on_io_thread, uds_path_of
 from tensorweave.distributed.transports import Refused
 from tensorweave.framework import errors, limits
@@ -48,6 +55,9 @@ _READ_BUDGET = 8 << 20   # bytes one readiness event may read before the IO thre
 _REFUSED_HEAD_MAX = 1 << 16   # a refused message's header is read (for its id) up to this size
 _IOV_MAX = 64            # buffers per sendmsg
 _PEERCRED = struct.Struct("3i")
+_HELLO_SIZE = len(auth.HELLO)
+_UNPROVEN = errors.UnauthenticatedError(None, None, "this task serves only clients that prove a key of its cluster "
+                                        "(authentication is on: TENSORWEAVE_CURVE_DIR)")
 _DONTWAIT = socket.MSG_DONTWAIT
 _MAX_UNREAD_REPLY_BYTES = 16 << 20   # a peer that sends on with this much of its replies unread is dropped
 _IN, _OUT = select.POLLIN, select.POLLOUT
@@ -262,19 +272,43 @@ def _split(view: memoryview, lens) -> list:
     return frames
 
 
+class Untrusted(Exception):
+    """The process at the other end of a same-host socket is not the server it should be (its
+    user id, or its proof of key): the text says how."""
+
+
 def connect(path: str, timeout_s: float, io_timeout_s: Optional[float] = None) -> Conn:
-    """A connection to the server listening at `path`; OSError when none answers in time.
-    Its sends, and its reads of a message begun, then wait at most `io_timeout_s` (a server
-    stopped mid-message must not hold its client forever)."""
+    """A connection to the server listening at `path`; OSError when none answers in time,
+    Untrusted when the process listening there runs as another user than sockets.SERVER_UID or,
+    with keys on, does not prove the cluster's key (auth.py). Its sends, and its reads of a
+    message begun, then wait at most `io_timeout_s` (a server stopped mid-message must not hold
+    its client forever)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout_s)
         sock.connect(path)
         sock.settimeout(None)
+        uid = peer_cred(sock)[1]
+        if uid is not None and uid != sockets.SERVER_UID:
+            raise Untrusted(f"the process listening on {path} runs as user id {uid}, not {sockets.SERVER_UID} "
+                            "(TENSORWEAVE_SERVER_UID): not trusted with this client's messages")
+        conn = Conn(sock, io_timeout_s if io_timeout_s is not None else timeout_s)
+        k = auth.keys()
+        if k is not None:
+            hello, nonce = auth.client_hello(k)
+            conn.send(hello)
+            try:
+                conn.send(auth.client_proof(k, nonce, conn.read()))
+            except auth.HandshakeFailed as e:
+                raise Untrusted(f"the handshake failed for authentication: {e}") from None
+            except (OSError, TimeoutError):
+                raise Untrusted("the handshake failed for authentication: the task closed the connection (does "
+                                "it serve without authentication, or with keys this client has none of?)") from None
+        conn.io_timeout_ms = -1 if io_timeout_s is None else max(1, int(io_timeout_s * 1000))
     except BaseException:
         sock.close()
         raise
-    return Conn(sock, io_timeout_s)
+    return conn
 
 
 # -- the server's end ---------------------------------------------------------------------------
@@ -290,7 +324,7 @@ class ServerConn:
     __slots__ = ("sock", "fd", "peer_pid", "inflight", "rbuf", "last_read", "_state", "_need", "_total", "_lens",
                  "_big", "_big_have", "_discard", "_refused_head", "_refusal", "_chunk", "_chunk_view",
                  "wlock", "out", "out_bytes", "last_write", "io_wants_write", "writer_waiting", "closed", "ended",
-                 "listener")
+                 "listener", "client_key", "expected_proof")
 
     def __init__(self, sock: socket.socket, peer_pid: int = 0, listener: Optional["Listener"] = None):
         sock.setblocking(False)
@@ -319,6 +353,8 @@ class ServerConn:
         self.io_wants_write = False       # the IO thread watches for room and writes the rest
         self.writer_waiting = False       # a pool thread does (wait_written)
         self.closed = False
+        self.client_key: Optional[bytes] = None       # with keys on: the client's, once it proved it
+        self.expected_proof: Optional[bytes] = None   # with keys on: the proof its hello was answered for
         self.ended: Optional[str] = None  # why no more can be read (the peer closed, broke the framing)
 
     # -- reading (the IO thread only) --------------------------------------------------------
@@ -592,15 +628,15 @@ class ServerConn:
                 pass
 
 
-def listen(path: str) -> Optional[socket.socket]:
+def listen(path: str) -> socket.socket:
     """A non-blocking listening socket at `path` (replacing a stale file), readable and
-    writable by this user only, or None."""
+    writable by this user only; OSError when it cannot be made."""
     try:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
         old = os.umask(0o177)   # the socket file is created 0600
         try:
             sock.bind(path)
@@ -608,9 +644,10 @@ def listen(path: str) -> Optional[socket.socket]:
             os.umask(old)
         sock.listen(128)
         sock.setblocking(False)
-        return sock
-    except OSError:
-        return None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def _file_id(path: str) -> Optional[tuple]:
@@ -628,17 +665,19 @@ class Route(transports.Route):
 
     name = "unix"
 
-    def __init__(self, channel, candidate: str):
+    def __init__(self, channel, address: str):
         super().__init__(channel)
-        self._candidate = candidate   # where the peer listens once up
+        self._address = address   # its socket is looked for once the peer is up (sockets.uds_path_of)
         self.path: Optional[str] = None
         self._stale: Optional[tuple] = None   # (inode, mtime) of a socket file nobody listened on
 
     def available(self) -> bool:
         """A peer not listening yet (not started) is looked for again on later calls, not
         given up for the next route for good."""
-        if self.path is None and _file_id(self._candidate) not in (None, self._stale):
-            self.path = self._candidate
+        if self.path is None:
+            candidate = uds_path_of(self._address)
+            if candidate is not None and _file_id(candidate) not in (None, self._stale):
+                self.path = candidate
         return self.path is not None
 
     def connect(self, wait_s: float) -> Optional[Conn]:
@@ -650,9 +689,12 @@ class Route(transports.Route):
             except ConnectionRefusedError:
                 self._refused()
                 return None
+            except Untrusted as e:
+                raise transports.Unreachable(str(e)) from None
             except OSError as e:
                 if time.monotonic() >= deadline:
-                    raise transports.Unreachable(f"no connection within {wait_s:g} s ({type(e).__name__})") from None
+                    why = "timed out" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e.strerror or e}"
+                    raise transports.Unreachable(f"no connection within {wait_s:g} s ({why})") from None
                 time.sleep(0.05)
                 continue
             conn.rank = self.rank
@@ -674,18 +716,21 @@ class Route(transports.Route):
             conn.close()   # at its end: the peer went away
         try:
             conn = self._dial(0.5)
-        except OSError:
+        except (OSError, Untrusted):
             return None
         conn.rank = self.rank
         return conn
 
     def _dial(self, timeout_s: float) -> Conn:
+        if not sockets.trusted(os.path.dirname(self.path), sockets.SERVER_UID):
+            raise Untrusted(f"{os.path.dirname(self.path)} is no longer a private directory of user id "
+                            f"{sockets.SERVER_UID}: its socket is not used")
         return connect(self.path, timeout_s, self.channel.connect_timeout_s)
 
     def _refused(self) -> None:
         """A file left by a server that is gone (its port may serve another one now, whose
         file is elsewhere): the address is reached the next way until the file is made again."""
-        self._stale, self.path = _file_id(self._candidate), None
+        self._stale, self.path = _file_id(self.path), None
 
 
 class Listener:
@@ -712,7 +757,10 @@ class Listener:
                 _log.warning("transport: refused a same-host connection from user id %d", uid)
                 sock.close()
                 continue
-            self.adopt(ServerConn(sock, pid, self))
+            conn = ServerConn(sock, pid, self)
+            if auth.keys() is not None:
+                conn.expected_proof = b""   # (its hello comes first)
+            self.adopt(conn)
 
     def adopt(self, conn: ServerConn) -> None:
         """Serves a client's connection from now on."""
@@ -733,6 +781,10 @@ class Listener:
         for msg in messages:
             if conn.closed:
                 return
+            if conn.expected_proof is not None or (type(msg) is not Refused and len(msg[0]) == _HELLO_SIZE
+                                                   and bytes(msg[0]) == auth.HELLO):
+                self._handshake(conn, msg)
+                continue
             if type(msg) is Refused:
                 server.refuse(conn, b"", msg.request_id(), msg.error)
             elif conn.ended is None:
@@ -744,6 +796,28 @@ class Listener:
         if conn.ended is not None:
             # The client went away (or broke the framing): its calls still running are cancelled.
             self._drop(conn)
+
+    def _handshake(self, conn: ServerConn, msg) -> None:
+        """With keys on, a connection's first messages: the client's hello (answered with the
+        server's welcome) and its proof; anything else, or a refused key, ends the connection."""
+        if type(msg) is not Refused and conn.expected_proof in (None, b"") and bytes(msg[0]) == auth.HELLO:
+            reply, conn.expected_proof, conn.client_key = auth.server_welcome(msg)
+            conn.queue(reply, True)
+            if conn.expected_proof is not None:
+                return
+            _log.warning("transport: refused a same-host connection: %s", bytes(reply[1]).decode())
+        elif type(msg) is not Refused and conn.expected_proof and len(msg) == 1 \
+                and hmac.compare_digest(bytes(msg[0]), conn.expected_proof):
+            conn.expected_proof = None   # authenticated: its requests are served from now on
+            return
+        else:
+            _log.warning("transport: refused a same-host connection that did not prove a key")
+            head = bytes(msg[0]) if type(msg) is not Refused and len(msg[0]) <= _REFUSED_HEAD_MAX else None
+            rid = Refused(head, _UNPROVEN).request_id()
+            if rid >= 0:   # (a client without keys is told why)
+                self.server.refuse(conn, b"", rid, _UNPROVEN)
+        conn.shutdown()   # (the IO role sees its end and drops it; the refusal above is written first)
+        conn.expected_proof = b"\0"   # (nothing more of it is served)
 
     def _drop(self, conn: ServerConn) -> None:
         if self._conns.pop(conn.fd, None) is conn:
@@ -760,7 +834,12 @@ class Listener:
         pass   # (its calls hold no leases)
 
     def sweep(self, now: float) -> None:
+        allowed = auth.authorized() if auth.keys() is not None else None
         for conn in list(self._conns.values()):
+            if allowed is not None and conn.client_key is not None and conn.client_key not in allowed:
+                _log.warning("transport: closing a same-host connection whose client key was revoked")
+                self._drop(conn)
+                continue
             if (conn.mid_message() and now - conn.last_read > sockets.PEER_STALL_S) \
                     or conn.output_stalled(now, sockets.PEER_STALL_S):
                 _log.warning("transport: dropping a same-host peer that stalled for %.0f s", sockets.PEER_STALL_S)
@@ -784,20 +863,24 @@ class Unix(transports.Transport):
     preference = 20
 
     def route(self, channel, address: str) -> Optional[Route]:
-        candidate = uds_path_of(address, must_exist=False)
-        return None if candidate is None else Route(channel, candidate)
+        if sockets.TRANSPORT != "auto" or sockets.same_host_port(address) is None:
+            return None
+        return Route(channel, address)
 
     def listen(self, server, address: str, bind: str) -> Optional[Listener]:
+        """None, with a warning that says why, when the socket cannot be made: same-host
+        clients then reach the server over ZeroMQ."""
         port = transports.port_of(address)
         if port is None or sockets.TRANSPORT == "tcp":
             return None
-        path = sockets.uds_path_for_port(port)
         try:
-            sockets.ipc_dir()
-        except OSError:
+            path = sockets.uds_path_for_port(port)
+            sock = listen(path)
+        except OSError as e:
+            _log.warning("transport: could not open the same-host socket for port %d (%s): same-host clients "
+                         "reach this server over ZeroMQ", port, e)
             return None
-        sock = listen(path)
-        return None if sock is None else Listener(server, sock, path)
+        return Listener(server, sock, path)
 
 
 transports.register(Unix())

@@ -16,11 +16,14 @@ client stops renewing its lease (pings, channel.py) is cancelled after CLIENT_LE
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import uuid
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from tensorweave.distributed import auth, sockets, transports, wire
 from tensorweave.distributed.sockets import (EVENTS, NOBLOCK, POLLIN, endpoint_of, on_io_thread, recv_frames,
@@ -29,6 +32,8 @@ from tensorweave.framework import errors, limits
 
 _POLLOUT = int(zmq.POLLOUT)
 _NO_LEASES = ()
+_log = logging.getLogger("tensorweave.distributed")
+_REVOKED = errors.UnauthenticatedError(None, None, "this client's key was revoked: the task serves it no more")
 
 
 # -- the client side ------------------------------------------------------------------------------
@@ -71,20 +76,123 @@ class _Socket(zmq.Socket):
             return 0
 
 
+_KEYS_REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}   # (never retried)
+
+
+class _Watch:
+    """The monitor events of one connection being made, and how many of its handshakes failed
+    soon after the connection was made (a handshake that times out takes HANDSHAKE_S: a peer
+    stopped or cut off, not one that refuses the keys)."""
+
+    def __init__(self, sock: zmq.Socket):
+        self.monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
+        self.seen: set = set()
+        self.quick_failures = 0
+        self._connected_at = 0.0
+
+    def read(self) -> None:
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)["event"]
+            now = time.monotonic()
+            if event == zmq.EVENT_CONNECTED:
+                self._connected_at = now
+            elif event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and now - self._connected_at < sockets.HANDSHAKE_S / 2:
+                self.quick_failures += 1
+            self.seen.add(event)
+
+    def keys_refused(self) -> bool:
+        """Whether the handshake failed for keys, as every retry will (waiting changes nothing):
+        refused by the server's ZAP handler, another mechanism, or (twice, at once) a server
+        whose key is not the one this client checks it by."""
+        return bool(self.seen & _KEYS_REFUSED) or self.quick_failures >= 2
+
+    def why(self) -> str:
+        """What the events say happened: refused, a handshake that failed for authentication
+        (the one case that names keys), or no answer (timed out)."""
+        seen = self.seen
+        if zmq.EVENT_HANDSHAKE_FAILED_AUTH in seen:
+            return "the handshake failed for authentication: the task refused this client's key"
+        if zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL in seen or self.quick_failures >= 2:
+            if auth.keys() is None:
+                return ("the handshake failed: is it serving with authentication this client has no key for "
+                        "(TENSORWEAVE_CURVE_DIR)?")
+            return ("the handshake failed for authentication: the task does not hold the cluster's secret key this "
+                    "client knows, or serves without authentication")
+        if zmq.EVENT_HANDSHAKE_SUCCEEDED in seen:
+            return "timed out (it took the connection but not the request)"
+        if zmq.EVENT_CONNECT_RETRIED in seen and zmq.EVENT_CONNECTED not in seen:
+            return "connection refused (nothing listens there)"
+        if zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL in seen:
+            return "the handshake did not finish (the connection ended during it, or the peer did not answer)"
+        return "timed out (no answer)"
+
+    def close(self, sock: zmq.Socket) -> None:
+        sock.disable_monitor()
+        self.monitor.close(0)
+
+
+def _probe(endpoint: str, wait_s: float) -> _Watch:
+    """The events of a new connection to `endpoint` with this process's keys, until its
+    handshake ends or it was refused (2 s at most): for a connection whose failure came before
+    it was watched (ZeroMQ does not retry a handshake the server refused)."""
+    sock = zmq_context().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    _configure_dealer(sock)
+    watch = _Watch(sock)
+    try:
+        sock.connect(endpoint)
+        deadline = time.monotonic() + min(max(wait_s, 0.2), 2.0)
+        while time.monotonic() < deadline and not watch.keys_refused() \
+                and zmq.EVENT_HANDSHAKE_SUCCEEDED not in watch.seen:
+            if watch.monitor.poll(50):
+                watch.read()
+            elif zmq.EVENT_CONNECT_RETRIED in watch.seen and zmq.EVENT_CONNECTED not in watch.seen:
+                break
+    finally:
+        watch.close(sock)
+        sock.close(0)
+    return watch
+
+
 class _CallSocket(_Socket):
+    endpoint = ""
+
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)
             return
         except zmq.Again:
             pass
-        if not self.poll(int(wait_s * 1000), zmq.POLLOUT):
-            hint = " (is it serving with authentication this client has no key for?)" if auth.keys() is None else ""
-            raise transports.Unreachable(f"no connection within {wait_s:g} s{hint}")
+        self._await_connection(wait_s)
         try:
             send_frames(self, frames, NOBLOCK)
         except zmq.Again:
             raise transports.Unreachable("connection lost while sending") from None
+
+    def _await_connection(self, wait_s: float) -> None:
+        """Waits until the connection is up (its handshake done), watching its events: a
+        handshake refused for its keys ends the wait at once (waiting changes no key), a
+        refused connection is retried until `wait_s` (the peer may be starting). Unreachable
+        says which."""
+        watch = _Watch(self)
+        deadline = time.monotonic() + wait_s
+        try:
+            while not watch.keys_refused():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if zmq.zmq_poll([(self, _POLLOUT), (watch.monitor, POLLIN)], max(1, int(left * 1000))):
+                    if self.getsockopt(EVENTS) & _POLLOUT:
+                        return
+                    watch.read()
+        finally:
+            watch.close(self)
+        if self.getsockopt(EVENTS) & _POLLOUT:
+            return
+        if watch.keys_refused():
+            raise transports.Unreachable(watch.why())
+        why = (watch if watch.seen else _probe(self.endpoint, wait_s)).why()
+        raise transports.Unreachable(f"no connection within {wait_s:g} s: {why}")
 
 
 class _PushSocket(_Socket):
@@ -128,6 +236,7 @@ class _Route(transports.Route):
 
     def connect(self, wait_s: float) -> _CallSocket:
         sock = zmq_context().socket(zmq.DEALER, socket_class=_CallSocket)
+        sock.endpoint = self.endpoint
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)
         sock.ident = os.urandom(12)
@@ -161,6 +270,7 @@ class _Listener:
     def __init__(self, server, router: zmq.Socket, ipc_path):
         self._server = server
         self._router = router
+        self._secured = auth.keys() is not None   # (its messages' keys are checked against revocations)
         self._ipc_path = ipc_path
         self._fd = router.getsockopt(zmq.FD)
         self._lock = threading.Lock()   # whoever sends or receives on the ROUTER holds it
@@ -182,10 +292,15 @@ class _Listener:
                 while len(batch) < 256 and router.getsockopt(EVENTS) & POLLIN:
                     batch.append(recv_frames(router))
                 pending = bool(batch) and bool(router.getsockopt(EVENTS) & POLLIN)
+            allowed = auth.authorized() if self._secured and batch else None
             for msg in batch:
                 ident, frames = msg[0].bytes, msg[1:]
                 size = sum(len(f) for f in frames)
-                if size > limits.value(limits.MESSAGE_BYTES):
+                if allowed is not None and frames and frames[0].get("User-Id").encode() not in allowed:
+                    # Its key was revoked since the connection's handshake: nothing more of it is run.
+                    header = frames[0].bytes if len(frames[0]) <= 1 << 16 else None
+                    server.refuse(self, ident, transports.Refused(header, None).request_id(), _REVOKED)
+                elif size > limits.value(limits.MESSAGE_BYTES):
                     # (ZeroMQ itself drops a connection that sends one frame over the limit)
                     header = frames[0].bytes if frames and len(frames[0]) <= 1 << 16 else None
                     refused = transports.Refused(header, limits.exceeded(limits.MESSAGE_BYTES, size, "message"))
@@ -285,13 +400,15 @@ class ZeroMQ(transports.Transport):
             why = e.strerror if isinstance(e, zmq.ZMQError) else str(e)
             raise errors.UnknownError(None, None, f"Could not start server on {bind}: {why}") from None
         port = transports.port_of(address)
-        ipc_path = sockets.ipc_path_for_port(port) if port is not None and sockets.TRANSPORT != "tcp" else None
-        if ipc_path is not None:
+        ipc_path = None
+        if port is not None and sockets.TRANSPORT != "tcp":
             # Same-host clients use this endpoint: measurably faster than tcp on loopback.
             try:
-                sockets.ipc_dir()
+                ipc_path = sockets.ipc_path_for_port(port)
                 router.bind("ipc://" + ipc_path)
-            except (OSError, zmq.ZMQError):
+            except (OSError, zmq.ZMQError) as e:
+                _log.warning("transport: could not open the ipc:// socket for port %d (%s): same-host ZeroMQ "
+                             "clients reach this server over tcp://", port, e)
                 ipc_path = None
         return _Listener(server, router, ipc_path)
 
