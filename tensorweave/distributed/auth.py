@@ -46,6 +46,7 @@ from typing import Optional
 
 import zmq
 import zmq.auth
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from zmq.utils import z85
 
 ZAP_DOMAIN = "tensorweave"
@@ -260,31 +261,12 @@ def secure_server(sock: zmq.Socket) -> None:
 
 # -- the same-host proof of key (uds.py) -----------------------------------------------------------
 HELLO = b"tensorweave-curve-1"   # the first frame of a client's hello on a same-host socket
-_P = 2 ** 255 - 19
 
 
 def x25519(scalar: bytes, point: bytes) -> bytes:
-    """RFC 7748's X25519 (the Diffie-Hellman function of CURVE's keys), 32 bytes each: the
-    Montgomery ladder over Python integers (a few ms; the shared secrets are cached)."""
-    k = bytearray(scalar)
-    k[0] &= 248
-    k[31] = (k[31] & 127) | 64
-    n = int.from_bytes(k, "little")
-    x1 = int.from_bytes(point, "little") & ((1 << 255) - 1)
-    x2, z2, x3, z3, swap = 1, 0, x1, 1, 0
-    for t in range(254, -1, -1):
-        bit = (n >> t) & 1
-        if swap ^ bit:
-            x2, x3, z2, z3 = x3, x2, z3, z2
-        swap = bit
-        a, b, c, d = x2 + z2, x2 - z2, x3 + z3, x3 - z3
-        aa, bb, da, cb = a * a % _P, b * b % _P, d * a % _P, c * b % _P
-        e = aa - bb
-        x3, z3 = (da + cb) ** 2 % _P, x1 * (da - cb) ** 2 % _P
-        x2, z2 = aa * bb % _P, e * (aa + 121665 * e) % _P
-    if swap:
-        x2, z2 = x3, z3
-    return (x2 * pow(z2, _P - 2, _P) % _P).to_bytes(32, "little")
+    """RFC 7748's X25519 (the Diffie-Hellman function of CURVE's keys), 32 bytes each, by the
+    `cryptography` package; ValueError for a low-order point (an all-zero shared secret)."""
+    return X25519PrivateKey.from_private_bytes(scalar).exchange(X25519PublicKey.from_public_bytes(point))
 
 
 _shared_cache: dict = {}
