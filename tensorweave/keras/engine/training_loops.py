@@ -94,7 +94,8 @@ def standardize_weights(y, sample_weight=None, class_weight=None, sample_weight_
         class_sample_weight = np.asarray([class_weight[c] for c in classes if c in class_weight])
         if len(class_sample_weight) != len(classes):
             raise ValueError(f"`class_weight` must contain all classes in the data. The classes "
-                             f"{set(classes.tolist()) - set(class_weight)} exist in the data but not in `class_weight`.")
+                             f"{set(classes.tolist()) - set(class_weight)} exist in the data but not in "
+                             "`class_weight`.")
     if class_sample_weight is not None and sample_weight is not None:
         return class_sample_weight * sample_weight
     if sample_weight is not None:
