@@ -19,6 +19,100 @@ _FORMATS = {(1, "channels_last"): "NHWC", (1, "channels_first"): "NCHW", (2, "ch
             (2, "channels_first"): "NCHW", (3, "channels_last"): "NDHWC", (3, "channels_first"): "NCDHW"}
 
 
+def full_attr(values, data_format: str) -> list:
+    """Per-spatial-axis values as the 2+rank entries of an op attr in `data_format`'s layout."""
+    return [1, 1, *values] if data_format == "channels_first" else [1, *values, 1]
+
+
+def convolve(inputs, kernel, strides, padding: str, data_format: str, dilation_rate):
+    """The N-D convolution (rank = len(strides): 1, 2 or 3) of tf.layers and tf.keras.layers; a
+    1-D convolution is a 2-D one over a height-1 image, as TF's conv1d. `padding` is 'SAME'/'VALID'."""
+    rank = len(strides)
+    fmt = _FORMATS[(rank, data_format)]
+    padding = padding.upper()
+    if rank == 3:
+        return nn_conv3d(inputs, kernel, full_attr(strides, data_format), padding, data_format=fmt,
+                         dilations=full_attr(dilation_rate, data_format))
+    if rank == 2:
+        return nn_conv2d(inputs, kernel, full_attr(strides, data_format), padding, data_format=fmt,
+                         dilations=full_attr(dilation_rate, data_format))
+    axis = 2 if data_format == "channels_first" else 1
+    y = nn_conv2d(expand_dims(inputs, axis), expand_dims(kernel, 0), full_attr((1,) + tuple(strides), data_format),
+                  padding, data_format=fmt, dilations=full_attr((1,) + tuple(dilation_rate), data_format))
+    return squeeze(y, [axis])
+
+
+def separable_convolve(inputs, depthwise_kernel, pointwise_kernel, strides, padding: str, data_format: str,
+                       dilation_rate):
+    """Depthwise then pointwise convolution (rank 1 or 2; 1-D as a height-1 image)."""
+    rank = len(strides)
+    fmt = _FORMATS[(rank, data_format)]
+    padding = padding.upper()
+    if rank == 2:
+        return nn_separable_conv2d(inputs, depthwise_kernel, pointwise_kernel, full_attr(strides, data_format),
+                                   padding, rate=tuple(dilation_rate), data_format=fmt)
+    axis = 2 if data_format == "channels_first" else 1
+    y = nn_separable_conv2d(expand_dims(inputs, axis), expand_dims(depthwise_kernel, 0),
+                            expand_dims(pointwise_kernel, 0), full_attr((1,) + tuple(strides), data_format), padding,
+                            rate=(1,) + tuple(dilation_rate), data_format=fmt)
+    return squeeze(y, [axis])
+
+
+def bias_and_activation(outputs, bias, activation, data_format: str):
+    """outputs + bias along the channel axis, then the activation (either may be None)."""
+    if bias is not None:
+        outputs = bias_add(outputs, bias, data_format="NCHW" if data_format == "channels_first" else "NHWC")
+    return activation(outputs) if activation is not None else outputs
+
+
+def deconv_length(size, kernel: int, stride: int, padding: str, output_padding=None, dilation: int = 1):
+    """The length of a transposed convolution's output axis (Keras's conv_utils.deconv_output_length)."""
+    if size is None:
+        return None
+    padding = padding.lower()
+    kernel = kernel + (kernel - 1) * (dilation - 1)
+    if output_padding is None:
+        if padding == "valid":
+            return size * stride + max(kernel - stride, 0)
+        if padding == "full":
+            return size * stride - (stride + kernel - 2)
+        return size * stride
+    pad = {"same": kernel // 2, "valid": 0, "full": kernel - 1}[padding]
+    return (size - 1) * stride + kernel - 2 * pad + output_padding
+
+
+def conv_transpose(inputs, kernel, filters: int, kernel_size, strides, padding: str, data_format: str,
+                   output_padding=None, dilation_rate=None):
+    """The transposed convolution (rank 2 or 3) of tf.layers and tf.keras.layers: kernel
+    [*kernel_size, filters, in_channels], output sizes by deconv_length (unknown input sizes from
+    the input's dynamic shape)."""
+    rank = len(strides)
+    first = data_format == "channels_first"
+    dyn = shape(inputs)
+    static = inputs.shape.as_list()
+    sp_axes = list(range(2, 2 + rank) if first else range(1, 1 + rank))
+    output_padding = output_padding or (None,) * rank
+    dilation_rate = tuple(dilation_rate or (1,) * rank)
+    sizes, static_sizes = [], []
+    for axis, k, s, op, d in zip(sp_axes, kernel_size, strides, output_padding, dilation_rate):
+        length = deconv_length(static[axis], k, s, padding, op, d)
+        static_sizes.append(length)
+        if length is None:   # the same formula on the dynamic size
+            length = (dyn[axis] - 1) * s + deconv_length(1, k, s, padding, op, d)
+        sizes.append(length)
+    out_shape = [dyn[0], filters, *sizes] if first else [dyn[0], *sizes, filters]
+    fmt = _FORMATS[(rank, data_format)]
+    if rank == 3:
+        outputs = nn_conv3d_transpose(inputs, kernel, stack(out_shape), full_attr(strides, data_format),
+                                      padding.upper(), data_format=fmt)
+    else:
+        outputs = nn_conv2d_transpose(inputs, kernel, stack(out_shape), full_attr(strides, data_format),
+                                      padding.upper(), data_format=fmt,
+                                      dilations=full_attr(dilation_rate, data_format))
+    outputs.set_shape([static[0], filters, *static_sizes] if first else [static[0], *static_sizes, filters])
+    return outputs
+
+
 class _Conv(Layer):
     """The N-D convolution layer (rank 1, 2 or 3): kernel [*kernel_size, in_channels, filters]."""
 
@@ -66,31 +160,11 @@ class _Conv(Layer):
                                      regularizer=self.bias_regularizer, constraint=self.bias_constraint)
                      if self.use_bias else None)
 
-    def _full(self, values) -> list:
-        """Per-spatial-axis values as the 2+rank entries of an op attr in this layer's layout."""
-        return [1, 1, *values] if self.data_format == "channels_first" else [1, *values, 1]
-
     def _convolve(self, inputs):
-        fmt = _FORMATS[(self.rank, self.data_format)]
-        if self.rank == 3:
-            return nn_conv3d(inputs, self.kernel, self._full(self.strides), self.padding, data_format=fmt,
-                             dilations=self._full(self.dilation_rate))
-        if self.rank == 2:
-            return nn_conv2d(inputs, self.kernel, self._full(self.strides), self.padding, data_format=fmt,
-                             dilations=self._full(self.dilation_rate))
-        # 1-D: a 2-D convolution over a height-1 image
-        axis = 2 if self.data_format == "channels_first" else 1
-        x = expand_dims(inputs, axis)
-        k = expand_dims(self.kernel, 0)
-        y = nn_conv2d(x, k, self._full((1,) + self.strides), self.padding, data_format=fmt,
-                      dilations=self._full((1,) + self.dilation_rate))
-        return squeeze(y, [axis])
+        return convolve(inputs, self.kernel, self.strides, self.padding, self.data_format, self.dilation_rate)
 
     def _finish(self, outputs):
-        if self.bias is not None:
-            outputs = bias_add(outputs, self.bias, data_format="NCHW" if self.data_format == "channels_first"
-                               else "NHWC")
-        return self.activation(outputs) if self.activation is not None else outputs
+        return bias_and_activation(outputs, self.bias, self.activation, self.data_format)
 
     def call(self, inputs):
         return self._finish(self._convolve(inputs))
@@ -117,12 +191,6 @@ class Conv3D(_Conv):
     rank = 3
 
 
-def _deconv_length(size, k: int, s: int, padding: str):
-    if size is None:
-        return None
-    return size * s if padding == "SAME" else size * s + max(k - s, 0)
-
-
 class _ConvTranspose(_Conv):
     """The transposed convolution (the gradient of a convolution with respect to its input):
     kernel [*kernel_size, filters, in_channels]."""
@@ -144,26 +212,8 @@ class _ConvTranspose(_Conv):
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
 
     def call(self, inputs):
-        first = self.data_format == "channels_first"
-        dyn = shape(inputs)
-        static = inputs.shape.as_list()
-        sp_axes = range(2, 2 + self.rank) if first else range(1, 1 + self.rank)
-        sizes = []
-        for axis, k, s in zip(sp_axes, self.kernel_size, self.strides):
-            length = _deconv_length(static[axis], k, s, self.padding)
-            sizes.append(length if length is not None else
-                         dyn[axis] * s + (0 if self.padding == "SAME" else max(k - s, 0)))
-        out_shape = [dyn[0], self.filters, *sizes] if first else [dyn[0], *sizes, self.filters]
-        fmt = _FORMATS[(self.rank, self.data_format)]
-        transpose = nn_conv3d_transpose if self.rank == 3 else nn_conv2d_transpose
-        outputs = transpose(inputs, self.kernel, stack(out_shape), self._full(self.strides), self.padding,
-                            data_format=fmt)
-        static_out = [static[0], self.filters] + [_deconv_length(static[a], k, s, self.padding) for a, k, s in
-                                                  zip(sp_axes, self.kernel_size, self.strides)] if first else \
-            [static[0]] + [_deconv_length(static[a], k, s, self.padding) for a, k, s in
-                           zip(sp_axes, self.kernel_size, self.strides)] + [self.filters]
-        outputs.set_shape(static_out)
-        return self._finish(outputs)
+        return self._finish(conv_transpose(inputs, self.kernel, self.filters, self.kernel_size, self.strides,
+                                           self.padding, self.data_format))
 
 
 @tf_export("layers.Conv2DTranspose")
@@ -211,16 +261,8 @@ class _SeparableConv(_Conv):
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
 
     def call(self, inputs):
-        fmt = _FORMATS[(self.rank, self.data_format)]
-        if self.rank == 2:
-            y = nn_separable_conv2d(inputs, self.depthwise_kernel, self.pointwise_kernel, self._full(self.strides),
-                                    self.padding, rate=self.dilation_rate, data_format=fmt)
-            return self._finish(y)
-        axis = 2 if self.data_format == "channels_first" else 1
-        y = nn_separable_conv2d(expand_dims(inputs, axis), expand_dims(self.depthwise_kernel, 0),
-                                expand_dims(self.pointwise_kernel, 0), self._full((1,) + self.strides), self.padding,
-                                rate=(1,) + self.dilation_rate, data_format=fmt)
-        return self._finish(squeeze(y, [axis]))
+        return self._finish(separable_convolve(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides,
+                                               self.padding, self.data_format, self.dilation_rate))
 
 
 @tf_export("layers.SeparableConv1D")

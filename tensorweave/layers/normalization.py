@@ -20,6 +20,57 @@ from tensorweave.ops.state.variable_scope import get_variable_scope
 from tensorweave.layers.base import Layer
 
 
+def moving_average_update(var, value, momentum):
+    """var -= (var - value) * (1 - momentum), under "AssignMovingAvg" (batch normalization's update)."""
+    with name_scope(None, "AssignMovingAvg", [var, value]):
+        decay = constant(1.0 - momentum, dtype=var.dtype)
+        return assign_sub(var, (var - cast(value, var.dtype)) * decay)
+
+
+def batch_norm(inputs, axis: int, gamma, beta, moving_mean, moving_variance, epsilon: float, fused: bool, training):
+    """Batch normalization over every axis but `axis` (non-negative) for tf.layers and
+    tf.keras.layers: (outputs, mean, variance) with the batch statistics when `training` (a Python
+    bool or a bool tensor choosing by tf.cond) and the moving ones otherwise; mean and variance are
+    None when `training` is Python False (nothing to update). The fused kernel (4-D, axis 1 or 3)
+    gives the Bessel-corrected batch variance, as TF's."""
+    ndims = inputs.shape.ndims
+    dim = inputs.shape[axis].value
+    gamma = gamma if gamma is not None else ones([dim], inputs.dtype)
+    beta = beta if beta is not None else zeros([dim], inputs.dtype)
+    if fused:
+        fmt = "NHWC" if axis == 3 else "NCHW"
+
+        def train():
+            return fused_batch_norm(inputs, gamma, beta, epsilon=epsilon, data_format=fmt, is_training=True)
+
+        def infer():
+            y, _, _ = fused_batch_norm(inputs, gamma, beta, mean=moving_mean, variance=moving_variance,
+                                       epsilon=epsilon, data_format=fmt, is_training=False)
+            return y, convert_to_tensor(moving_mean), convert_to_tensor(moving_variance)
+    else:
+        axes = [i for i in range(ndims) if i != axis]
+        shape = [1] * ndims
+        shape[axis] = dim
+
+        def normalize(mean, var):
+            return nn_batch_normalization(inputs, reshape(mean, shape), reshape(var, shape), reshape(beta, shape),
+                                          reshape(gamma, shape), epsilon)
+
+        def train():
+            mean, var = moments(inputs, axes)
+            return normalize(mean, var), mean, var
+
+        def infer():
+            mean, var = convert_to_tensor(moving_mean), convert_to_tensor(moving_variance)
+            return normalize(mean, var), mean, var
+
+    if isinstance(training, (bool, np.bool_, int)):
+        if not training:
+            return infer()[0], None, None
+        return tuple(train())
+    return tuple(cond(training, train, infer))
+
+
 @tf_export("layers.BatchNormalization")
 class BatchNormalization(Layer):
     """tf.layers.BatchNormalization: batch statistics when training (moving averages updated through
@@ -71,53 +122,13 @@ class BatchNormalization(Layer):
         finally:
             scope.set_partitioner(partitioner)
 
-    def _moving_update(self, var, value):
-        with name_scope(None, "AssignMovingAvg", [var, value]):
-            decay = constant(1.0 - self.momentum, dtype=var.dtype)
-            return assign_sub(var, (var - cast(value, var.dtype)) * decay)
-
     def call(self, inputs, training=False):
-        dim = inputs.shape[self._axis].value
-        gamma = self.gamma if self.gamma is not None else ones([dim], inputs.dtype)
-        beta = self.beta if self.beta is not None else zeros([dim], inputs.dtype)
-        if self.fused:
-            fmt = "NHWC" if self._axis == 3 else "NCHW"
-
-            def train():
-                y, m, v = fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon, data_format=fmt,
-                                                 is_training=True)
-                return y, m, v
-
-            def infer():
-                y, m, v = fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
-                                                 variance=self.moving_variance, epsilon=self.epsilon,
-                                                 data_format=fmt, is_training=False)
-                return y, convert_to_tensor(self.moving_mean), convert_to_tensor(self.moving_variance)
-        else:
-            axes = [i for i in range(self._ndims) if i != self._axis]
-            shape = [1] * self._ndims
-            shape[self._axis] = dim
-
-            def normalize(mean, var):
-                return nn_batch_normalization(inputs, reshape(mean, shape), reshape(var, shape),
-                                                 reshape(beta, shape), reshape(gamma, shape), self.epsilon)
-
-            def train():
-                mean, var = moments(inputs, axes)
-                return normalize(mean, var), mean, var
-
-            def infer():
-                mean = convert_to_tensor(self.moving_mean)
-                var = convert_to_tensor(self.moving_variance)
-                return normalize(mean, var), mean, var
-
-        if isinstance(training, (bool, np.bool_, int)) and not training:
-            return infer()[0]
-        if isinstance(training, (bool, np.bool_, int)):
-            out, mean, var = train()
-        else:
-            out, mean, var = cond(training, train, infer)
-        updates = [self._moving_update(self.moving_mean, mean), self._moving_update(self.moving_variance, var)]
+        out, mean, var = batch_norm(inputs, self._axis, self.gamma, self.beta, self.moving_mean,
+                                    self.moving_variance, self.epsilon, self.fused, training)
+        if mean is None:
+            return out
+        updates = [moving_average_update(self.moving_mean, mean, self.momentum),
+                   moving_average_update(self.moving_variance, var, self.momentum)]
         for u in updates:
             add_to_collection(GraphKeys.UPDATE_OPS, u)
         self._updates.extend(updates)

@@ -5,7 +5,29 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.nn.pool import avg_pool, max_pool
 from tensorweave.ops.nn.pool3d import avg_pool3d, max_pool3d
+from tensorweave.layers.convolutional import full_attr
 from tensorweave.layers.base import InputSpec, Layer, check_data_format, check_padding, normalize_tuple
+
+
+def pool(inputs, is_max: bool, pool_size, strides, padding: str, data_format: str):
+    """Max or average pooling of rank len(pool_size) (1-D as a height-1 image), for tf.layers and
+    tf.keras.layers; `padding` 'valid'/'same' in either case."""
+    rank = len(pool_size)
+    first = data_format == "channels_first"
+    padding = padding.upper()
+    if rank == 3:
+        op = max_pool3d if is_max else avg_pool3d
+        return op(inputs, full_attr(pool_size, data_format), full_attr(strides, data_format), padding,
+                  data_format="NCDHW" if first else "NDHWC")
+    op = max_pool if is_max else avg_pool
+    fmt = "NCHW" if first else "NHWC"
+    if rank == 2:
+        return op(inputs, ksize=full_attr(pool_size, data_format), strides=full_attr(strides, data_format),
+                  padding=padding, data_format=fmt)
+    axis = 2 if first else 1
+    y = op(expand_dims(inputs, axis), ksize=full_attr((1,) + tuple(pool_size), data_format),
+           strides=full_attr((1,) + tuple(strides), data_format), padding=padding, data_format=fmt)
+    return squeeze(y, [axis])
 
 
 class _Pooling(Layer):
@@ -20,24 +42,8 @@ class _Pooling(Layer):
         self.data_format = check_data_format(data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
-    def _full(self, values) -> list:
-        return [1, 1, *values] if self.data_format == "channels_first" else [1, *values, 1]
-
     def call(self, inputs):
-        first = self.data_format == "channels_first"
-        if self.rank == 3:
-            pool = max_pool3d if self._max else avg_pool3d
-            return pool(inputs, self._full(self.pool_size), self._full(self.strides), self.padding,
-                        data_format="NCDHW" if first else "NDHWC")
-        pool = max_pool if self._max else avg_pool
-        fmt = "NCHW" if first else "NHWC"
-        if self.rank == 2:
-            return pool(inputs, ksize=self._full(self.pool_size), strides=self._full(self.strides),
-                        padding=self.padding, data_format=fmt)
-        axis = 2 if first else 1   # 1-D: pooled as a height-1 image
-        y = pool(expand_dims(inputs, axis), ksize=self._full((1,) + self.pool_size),
-                 strides=self._full((1,) + self.strides), padding=self.padding, data_format=fmt)
-        return squeeze(y, [axis])
+        return pool(inputs, self._max, self.pool_size, self.strides, self.padding, self.data_format)
 
 
 @tf_export("layers.MaxPooling1D")
