@@ -364,3 +364,62 @@ def test_loss_dict_missing_output_takes_no_targets_and_loss_weights():
     np.testing.assert_allclose(loss, 2 * l1 + 0.5 * l2, rtol=1e-5)
     with pytest.raises(ValueError, match=r"Unknown entries in loss dictionary: \['three'\]"):
         model.compile("sgd", loss={"three": "mse"})
+
+
+def test_evaluate_prints_its_progress_bar_by_default(capsys):
+    x, y = xy()
+    model = small_model()
+    loss, mae = model.evaluate(x, y, batch_size=5)
+    out = capsys.readouterr().out
+    last = out.split("\n")[-2].split("\r")[-1]
+    assert re.fullmatch(r"12/12 \[=+\] - \d+s \d+[mu]?s/sample - loss: (\d\.\d{4}) - mean_absolute_error: "
+                        r"(\d\.\d{4})", last), out
+    assert float(re.search(r"mean_absolute_error: (\S+)", last).group(1)) == pytest.approx(mae, abs=1e-4)
+    assert model.predict(x, batch_size=5).shape == (12, 1) and capsys.readouterr().out == ""
+
+
+def test_dict_inputs_dataset_validation_and_validation_freq():
+    a, b = keras.Input((3,), name="a"), keras.Input((1,), name="b")
+    out = keras.layers.Dense(1, name="out")(keras.layers.Lambda(lambda t: t[0] * t[1])([a, b]))
+    model = keras.Model([a, b], out)
+    model.compile("sgd", "mse", metrics=[keras.metrics.MeanSquaredError(name="sq")])
+    assert model.metrics_names == ["loss", "sq"]
+    x, y = xy()
+    inputs = {"b": np.full((12, 1), 2.0, np.float32), "a": x}
+    val = tf.data.Dataset.from_tensor_slices(({"a": x[:4], "b": inputs["b"][:4]}, y[:4])).batch(2)
+    history = model.fit(inputs, y, epochs=4, verbose=0, validation_data=val, validation_freq=2)
+    assert len(history.history["val_loss"]) == 2 and len(history.history["loss"]) == 4
+    np.testing.assert_allclose(history.history["val_loss"][-1],
+                               np.mean((model.predict({"a": x[:4], "b": inputs["b"][:4]}) - y[:4]) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(history.history["val_sq"], history.history["val_loss"], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"No data provided for 'b'"):
+        model.fit({"a": x}, y, verbose=0)
+    with pytest.raises(ValueError, match="`y` argument is not supported when using dataset as input."):
+        model.fit(val, y, verbose=0)
+
+
+def test_deferred_sequential_and_target_tensors():
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    x, y = xy()
+    history = model.fit(x, y, epochs=3, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    K.clear_session()
+    inputs = keras.Input(tensor=tf.constant(x))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile("sgd", "mse", target_tensors=[tf.constant(y)])
+    kernel, bias = model.get_weights()
+    np.testing.assert_allclose(model.train_on_batch(None), np.mean((x @ kernel + bias - y) ** 2), rtol=1e-5)
+
+
+def test_temporal_sample_weights_weight_each_timestep():
+    inputs = keras.Input((4, 2))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile("sgd", "mse", sample_weight_mode="temporal")
+    rng = np.random.RandomState(1)
+    x, y = rng.normal(size=(3, 4, 2)).astype(np.float32), rng.normal(size=(3, 4, 1)).astype(np.float32)
+    w = rng.uniform(size=(3, 4)).astype(np.float32)
+    per_step = np.mean((model.predict(x) - y) ** 2, axis=-1)
+    np.testing.assert_allclose(model.test_on_batch(x, y, sample_weight=w), np.mean(per_step * w), rtol=1e-5)
+    with pytest.raises(ValueError, match="you should pass a 2D sample_weight array"):
+        model.test_on_batch(x, y, sample_weight=w[:, 0])

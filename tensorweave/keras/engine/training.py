@@ -319,8 +319,12 @@ class Model(Network):
     def _feeds(self) -> tuple:
         """(input placeholders, target placeholders, sample-weight placeholders) fed by the loops."""
         endpoints = [e for e in self._endpoints if not e.skipped]
-        return (list(self.inputs), [e.feed_target for e in endpoints if e.feed_target is not None],
+        return (self._feed_inputs(), [e.feed_target for e in endpoints if e.feed_target is not None],
                 [e.sample_weight for e in endpoints])
+
+    def _feed_inputs(self) -> list:
+        """The inputs fed with data: placeholders (an Input(tensor=...) feeds itself)."""
+        return [x for x in self.inputs if K.is_placeholder(x)]
 
     def _make_train_function(self) -> None:
         self._assert_compile_was_called()
@@ -360,7 +364,7 @@ class Model(Network):
 
     def _make_predict_function(self) -> None:
         if getattr(self, "predict_function", None) is None:
-            self.predict_function = K.function(list(self.inputs) + self._learning_phase_inputs(), list(self.outputs),
+            self.predict_function = K.function(self._feed_inputs() + self._learning_phase_inputs(), list(self.outputs),
                                                name="predict_function", **getattr(self, "_function_kwargs", {}))
 
     # -- the user's API -------------------------------------------------------------------------
@@ -398,7 +402,8 @@ class Model(Network):
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True):
         """One gradient step on one batch; the loss (and metrics) of that batch, before the step."""
         self._assert_compile_was_called()
-        ins = loops.standardize(self, x, y, sample_weight=sample_weight, class_weight=class_weight)
+        ins = loops.standardize(self, x, y, sample_weight=sample_weight, class_weight=class_weight,
+                                need_targets=True)
         self._make_train_function()
         outputs = self.train_function(ins + self._phase_values(1))
         if reset_metrics:
@@ -408,7 +413,7 @@ class Model(Network):
     def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True):
         """The loss (and metrics) of one batch, without training."""
         self._assert_compile_was_called()
-        ins = loops.standardize(self, x, y, sample_weight=sample_weight)
+        ins = loops.standardize(self, x, y, sample_weight=sample_weight, need_targets=True)
         self._make_test_function()
         outputs = self.test_function(ins + self._phase_values(0))
         if reset_metrics:

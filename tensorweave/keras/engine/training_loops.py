@@ -129,20 +129,28 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None, need_ta
     if not model.inputs:
         model._set_inputs_from_data(_as_list(x, [f"input_{i + 1}" for i in range(len(x))]
                                              if isinstance(x, (list, tuple)) else ["input_1"], "input"))
-    shapes = [t.shape.as_list() if t.shape.ndims is not None else None for t in model.inputs]
-    xs = _check_shapes(_as_list(x, model.input_names, "input"), model.input_names, shapes, "input")
-    xs = [np.asarray(a, dtype=t.dtype.as_numpy_dtype) for a, t in zip(xs, model.inputs)]
+    fed = [(name, t) for name, t in zip(model.input_names, model.inputs) if K.is_placeholder(t)]
+    names = [name for name, _ in fed]
+    shapes = [t.shape.as_list() if t.shape.ndims is not None else None for _, t in fed]
+    xs = _as_list(x, names, "input") if fed else []
+    for name, array in zip(names, xs):
+        if array is None or array.dtype == object:
+            raise ValueError(f"Please provide data for the model's input {name!r} (x is {x!r}).")
+    xs = _check_shapes(xs, names, shapes, "input")
+    xs = [np.asarray(a, dtype=t.dtype.as_numpy_dtype) for a, (_, t) in zip(xs, fed)]
     if need_targets is None:
         need_targets = y is not None
     if not need_targets:
         _check_lengths(xs, [], [])
         return xs
-    if y is None:
-        raise ValueError("You passed no targets (`y`) for a compiled model: fit and evaluate need them.")
     endpoints = [e for e in model._endpoints if not e.skipped]
     fed = [e for e in endpoints if e.feed_target is not None]
+    if y is None and fed:
+        raise ValueError("You passed no targets (`y`) for a compiled model: fit and evaluate need them.")
     names = [e.name for e in fed]
-    if isinstance(y, dict) or len(fed) == len(model._endpoints):
+    if not fed:
+        ys = []
+    elif isinstance(y, dict) or len(fed) == len(model._endpoints):
         ys = _as_list(y, names, "target")
     else:   # a list for every output, the ones without a loss included
         ys = [a for a, e in zip(_as_list(y, [e.name for e in model._endpoints], "target"), model._endpoints)
@@ -153,13 +161,17 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None, need_ta
     weights = sample_weight if isinstance(sample_weight, (list, dict)) else [sample_weight] * len(endpoints)
     weights = _as_list(weights, [e.name for e in endpoints], "sample_weight") if isinstance(weights, dict) \
         else list(weights)
-    class_weights = class_weight if isinstance(class_weight, (list, tuple)) else [
-        class_weight.get(e.name, class_weight) if isinstance(class_weight, dict) and e.name in class_weight
-        else class_weight for e in endpoints]
-    ws = [standardize_weights(array, w, cw, e.sample_weight_mode).astype(K.floatx())
-          for array, w, cw, e in zip(ys, weights, class_weights, endpoints)]
+    per_output = isinstance(class_weight, dict) and any(e.name in class_weight for e in endpoints)
+    y_of = dict(zip(names, ys))
+    ws = []
+    for e, w in zip(endpoints, weights):
+        cw = class_weight.get(e.name) if per_output else class_weight
+        if e.name in y_of:
+            ws.append(standardize_weights(y_of[e.name], w, cw, e.sample_weight_mode).astype(K.floatx()))
+        else:   # targets given as tensors in compile: only given weights are fed
+            ws.append(None if w is None else np.asarray(w, dtype=K.floatx()))
     ys = [np.asarray(a, dtype=e.feed_target.dtype.as_numpy_dtype) for a, e in zip(ys, fed)]
-    _check_lengths(xs, ys, ws)
+    _check_lengths(xs, ys, [w for w in ws if w is not None])
     return xs + ys + ws
 
 
