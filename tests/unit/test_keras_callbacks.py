@@ -190,3 +190,72 @@ def test_evaluate_and_predict_call_test_and_predict_hooks():
     model.predict(x, batch_size=6, callbacks=[hooks])
     assert [e if isinstance(e, str) else e[:2] for e in events] == [
         "test_begin", ("test", 0), ("test", 1), "test_end", ("predict", 0), ("predict", 1)]
+
+
+class SavesWeightsAsNpz(keras.Sequential):
+    """Model.save/save_weights come with keras/saving (another branch); until it is merged here,
+    this model writes its weights as .npz so ModelCheckpoint's own logic is what is tested."""
+
+    def save_weights(self, filepath, overwrite=True, save_format=None):
+        with open(filepath, "wb") as f:
+            np.savez(f, *self.get_weights())
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
+        self.save_weights(filepath + ".model")
+
+
+def checkpointed_model():
+    model = SavesWeightsAsNpz([keras.layers.Dense(2, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
+    model.set_weights(weights_for(model))
+    model.compile(keras.optimizers.SGD(0.05), "mse", metrics=["mae"])
+    return model
+
+
+def saved(path):
+    with np.load(path) as f:
+        return [f[f"arr_{i}"] for i in range(len(f.files))]
+
+
+def test_model_checkpoint_formats_the_path_with_epoch_and_logs(tmp_path):
+    weights = []
+    model = checkpointed_model()
+    record = cb.LambdaCallback(on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
+    path = str(tmp_path / "w.{epoch:02d}-{loss:.4f}")
+    history = fit(model, [cb.ModelCheckpoint(path, save_weights_only=True), record], epochs=3)
+    names = sorted(os.listdir(tmp_path))
+    assert names == [f"w.{e + 1:02d}-{loss:.4f}" for e, loss in enumerate(history.history["loss"])]
+    for name, want in zip(names, weights):
+        for got, w in zip(saved(tmp_path / name), want):
+            np.testing.assert_allclose(got, w)
+    fit(checkpointed_model(), [cb.ModelCheckpoint(str(tmp_path / "m{epoch}"), period=2)], epochs=4)
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("m")) == ["m2.model", "m4.model"]
+    with pytest.raises(KeyError, match="Failed to format this callback filepath"):
+        fit(checkpointed_model(), [cb.ModelCheckpoint(str(tmp_path / "{val_loss}"))], epochs=1)
+
+
+def test_model_checkpoint_save_best_only_keeps_the_best_epoch(tmp_path, capsys):
+    weights = []
+    model = checkpointed_model()
+    # a learning rate that makes the loss grow after the first epoch
+    record = cb.LambdaCallback(on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
+    path = str(tmp_path / "best")
+    history = fit(model, [cb.ModelCheckpoint(path, monitor="loss", save_best_only=True, save_weights_only=True,
+                                             verbose=1),
+                          cb.LearningRateScheduler(lambda epoch, lr: 0.05 if epoch == 0 else 3.0), record],
+                  epochs=4)
+    losses = history.history["loss"]
+    best = int(np.argmin(losses))
+    for got, w in zip(saved(path), weights[best]):
+        np.testing.assert_allclose(got, w)
+    out = capsys.readouterr().out
+    assert f"Epoch 00001: loss improved from inf to {losses[0]:0.5f}, saving model to {path}" in out
+    assert out.count("did not improve") == 4 - 1 - sum(np.diff(np.minimum.accumulate(losses)) < 0)
+
+
+def test_model_checkpoint_every_so_many_samples(tmp_path):
+    path = str(tmp_path / "s{epoch}")
+    fit(checkpointed_model(), [cb.ModelCheckpoint(path, save_weights_only=True, save_freq=8)], epochs=2)
+    # batches of 4, 4, 4 per epoch: a save after every 8 samples seen, named by the epoch it falls in
+    assert sorted(os.listdir(tmp_path)) == ["s1", "s2"]
+    with pytest.raises(ValueError, match="Unrecognized save_freq: batch"):
+        cb.ModelCheckpoint(path, save_freq="batch")
