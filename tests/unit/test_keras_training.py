@@ -423,3 +423,16 @@ def test_temporal_sample_weights_weight_each_timestep():
     np.testing.assert_allclose(model.test_on_batch(x, y, sample_weight=w), np.mean(per_step * w), rtol=1e-5)
     with pytest.raises(ValueError, match="you should pass a 2D sample_weight array"):
         model.test_on_batch(x, y, sample_weight=w[:, 0])
+
+
+def test_dataset_size_from_its_cardinality(capsys):
+    x, y = xy()
+    model = small_model()
+    model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(5), epochs=2, verbose=2)
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[:2] == ["Train on 3 steps", "Epoch 1/2"] and lines[2].startswith("3/3 - ")
+    with pytest.raises(ValueError, match="When passing an infinitely repeating dataset, you must specify the "
+                                         "`steps_per_epoch` argument."):
+        model.fit(tf.data.Dataset.from_tensor_slices((x, y)).repeat(), verbose=0)
+    with pytest.raises(ValueError, match=r"Your dataset ran out of data after 3 steps"):
+        model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(5), steps_per_epoch=4, verbose=0)

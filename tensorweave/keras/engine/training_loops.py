@@ -12,6 +12,7 @@ import numpy as np
 
 from tensorweave.framework.errors import OutOfRangeError
 from tensorweave.ops.data.dataset import Dataset
+from tensorweave.ops.data.experimental import INFINITE_CARDINALITY as INFINITE, cardinality
 from tensorweave.ops.data.iterator import Iterator
 from tensorweave.keras import backend as K, callbacks as cbks
 from tensorweave.keras.utils.data_utils import GeneratorEnqueuer, OrderedEnqueuer, Sequence
@@ -214,10 +215,15 @@ class _StepSource:
                  what="steps_per_epoch"):
         self.data, self.steps, self.enqueuer = data, steps, None
         self.dataset = isinstance(data, (Dataset, Iterator))
+        self.restart = False   # a Dataset without steps restarts each epoch
         if isinstance(data, Dataset):
             with K.get_graph().as_default():
-                iterator = data.make_initializable_iterator() if steps is None else data.make_one_shot_iterator()
-                self.initializer = iterator.initializer if steps is None else None
+                if steps is None:
+                    iterator = data.make_initializable_iterator()
+                    self.initializer, self.restart = iterator.initializer, True
+                    self.steps = self._known_size(data, what)
+                else:
+                    iterator, self.initializer = data.make_one_shot_iterator(), None
                 self.next_element = iterator.get_next()
         elif isinstance(data, Iterator):
             self.initializer = None
@@ -242,6 +248,15 @@ class _StepSource:
                 self.output = data
 
     @staticmethod
+    def _known_size(dataset, what):
+        """The dataset's cardinality when tf.data knows it (None when it does not); an infinite
+        dataset needs `steps`."""
+        size = int(K.get_session().run(cardinality(dataset)))
+        if size == INFINITE:
+            raise ValueError(f"When passing an infinitely repeating dataset, you must specify the `{what}` argument.")
+        return size if size >= 0 else None
+
+    @staticmethod
     def _sequence_forever(sequence, shuffle):
         while True:
             order = np.random.permutation(len(sequence)) if shuffle else range(len(sequence))
@@ -260,7 +275,7 @@ class _StepSource:
                 try:
                     yield session.run(self.next_element)
                 except OutOfRangeError:
-                    if self.steps is not None:
+                    if not self.restart:
                         raise ValueError(f"Your dataset ran out of data after {step} steps; make sure it can give "
                                          f"at least `steps` ({self.steps}) batches (use `repeat()`).") from None
                     return
@@ -349,9 +364,10 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
                                      stateful_metrics=model.metrics_names[1:] if mode == TEST else None)
         progbar.set_params({**callbacks.params, "verbose": verbose, "epochs": 1})
         progbar.on_epoch_begin(0)
-    if mode == TRAIN and verbose and not use_steps:
-        message = f"Train on {num} samples"
-        print(message + (f", validate on {val['samples']} samples" if val is not None and val.get("samples") else ""))
+    if mode == TRAIN and verbose and not generator and num:   # as Keras's arrays-and-datasets loop
+        unit = "steps" if use_steps else "samples"
+        val_count = None if val is None else val.get("samples") or getattr(val.get("source"), "steps", None)
+        print(f"Train on {num} {unit}" + (f", validate on {val_count} {unit}" if val_count else ""))
     callbacks._call_begin_hook(mode)
     results = None
     for epoch in range(initial_epoch, epochs):
