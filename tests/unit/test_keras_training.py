@@ -436,3 +436,16 @@ def test_dataset_size_from_its_cardinality(capsys):
         model.fit(tf.data.Dataset.from_tensor_slices((x, y)).repeat(), verbose=0)
     with pytest.raises(ValueError, match=r"Your dataset ran out of data after 3 steps"):
         model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(5), steps_per_epoch=4, verbose=0)
+
+
+def test_layer_losses_join_the_total_loss_and_dropout_trains_only():
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,), kernel_regularizer=keras.regularizers.l2(0.1)),
+                              keras.layers.Dropout(0.9), keras.layers.Dense(1)])
+    model.set_weights(weights_for(model))
+    model.compile(keras.optimizers.SGD(0.0), "mse")   # a step that leaves the weights as they are
+    x, y = xy()
+    kernel = model.get_weights()[0]
+    mse = np.mean((model.predict(x) - y) ** 2)
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), mse + 0.1 * np.sum(kernel ** 2), rtol=1e-5)
+    assert model.train_on_batch(x, y) != pytest.approx(model.evaluate(x, y, verbose=0), rel=1e-3)
+    np.testing.assert_allclose(model.get_weights()[0], kernel)
