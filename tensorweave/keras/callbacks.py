@@ -242,8 +242,6 @@ class ProgbarLogger(Callback):
     def on_batch_begin(self, batch, logs=None):
         self.log_values = []
 
-    on_test_batch_begin = on_predict_batch_begin = on_batch_begin
-
     def on_batch_end(self, batch, logs=None):
         logs = logs or {}
         num_steps = logs.get("num_steps", 1)
