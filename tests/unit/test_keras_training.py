@@ -449,3 +449,20 @@ def test_layer_losses_join_the_total_loss_and_dropout_trains_only():
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), mse + 0.1 * np.sum(kernel ** 2), rtol=1e-5)
     assert model.train_on_batch(x, y) != pytest.approx(model.evaluate(x, y, verbose=0), rel=1e-3)
     np.testing.assert_allclose(model.get_weights()[0], kernel)
+
+
+def test_epoch_loss_per_step_for_datasets_per_sample_for_arrays_and_generators():
+    """As TF 1.15 (checked against TF 2.15's graph-mode loop): a dataset's batches count one
+    each, arrays' and a Sequence's count by their size; evaluate over steps averages per step."""
+    x, y = xy()
+    model = small_model(optimizer=keras.optimizers.SGD(0.0))
+    errors = (model.predict(x) - y) ** 2
+    batch_losses = [np.mean(errors[i:i + 5]) for i in (0, 5, 10)]
+    per_step, per_sample = np.mean(batch_losses), np.mean(errors)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(5)
+    np.testing.assert_allclose(model.fit(dataset, verbose=0).history["loss"], [per_step], rtol=1e-5)
+    np.testing.assert_allclose(model.fit(Batches(x, y, 5), verbose=0).history["loss"], [per_sample], rtol=1e-5)
+    np.testing.assert_allclose(model.fit(x, y, batch_size=5, verbose=0).history["loss"], [per_sample], rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(dataset, verbose=0)[0], per_step, rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(Batches(x, y, 5), verbose=0)[0], per_step, rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(x, y, batch_size=5, verbose=0)[0], per_sample, rtol=1e-5)
