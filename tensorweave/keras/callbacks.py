@@ -19,7 +19,8 @@ from tensorweave import _api
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import summary_pb2
 from tensorweave.logging import warning
-from tensorweave.summary.summary import histogram, merge
+from tensorweave.ops.array.core import squeeze as _squeezed
+from tensorweave.summary.summary import histogram, image, merge
 from tensorweave.summary.writer import FileWriter
 from tensorweave.keras import backend as K
 from tensorweave.keras.utils.generic_utils import Progbar
@@ -572,6 +573,26 @@ class TerminateOnNaN(Callback):
             self.model.stop_training = True
 
 
+def _weight_image(w):
+    """A weight as Keras draws it: a kernel [1, rows, cols, 1] (the longer side across), a bias
+    [1, n, 1, 1], a 1-D convolution kernel one image per output channel; None for other ranks."""
+    w_img = _squeezed(w)
+    shape = w_img.shape.as_list()
+    if len(shape) == 2:
+        if shape[0] > shape[1]:
+            w_img = K.transpose(w_img)
+            shape = shape[::-1]
+        return K.reshape(w_img, [1, shape[0], shape[1], 1])
+    if len(shape) == 3:
+        if K.image_data_format() == "channels_last":
+            w_img = K.permute_dimensions(w_img, (2, 0, 1))
+            shape = [shape[2], shape[0], shape[1]]
+        return K.reshape(w_img, [shape[0], shape[1], shape[2], 1])
+    if len(shape) == 1:
+        return K.reshape(w_img, [1, shape[0], 1, 1])
+    return None
+
+
 @tf_export("keras.callbacks.TensorBoard")
 class TensorBoard(Callback):
     """Writes event files for TensorBoard under log_dir: the graph (write_graph), each epoch's
@@ -583,9 +604,10 @@ class TensorBoard(Callback):
                  write_images=False, embeddings_freq=0, embeddings_layer_names=None, embeddings_metadata=None,
                  embeddings_data=None, update_freq="epoch", profile_batch=2):
         super().__init__()
-        if embeddings_freq:
-            raise ValueError("TensorBoard embeddings need the TensorBoard projector plugin's files, which tensorweave "
-                             "does not write; use embeddings_freq=0.")
+        if embeddings_freq or write_grads:
+            raise ValueError("TensorBoard: embeddings (embeddings_freq) and gradient histograms (write_grads, "
+                             "computed on validation batches in Keras) are not written by tensorweave; weight "
+                             "histograms (histogram_freq) and images (write_images) are.")
         self.log_dir, self.histogram_freq, self.batch_size = log_dir, histogram_freq, batch_size
         self.write_graph, self.write_grads, self.write_images = write_graph, write_grads, write_images
         self.update_freq = 1 if update_freq == "batch" else update_freq
@@ -599,7 +621,13 @@ class TensorBoard(Callback):
         self.writer = FileWriter(self.log_dir, graph if self.write_graph else None)
         if self.histogram_freq and self.merged is None:
             with graph.as_default():
-                ops = [histogram(w.name.replace(":", "_"), w) for layer in model.layers for w in layer.weights]
+                ops = []
+                for layer in model.layers:
+                    for w in layer.weights:
+                        ops.append(histogram(w.name.replace(":", "_"), w))
+                        picture = _weight_image(w) if self.write_images else None
+                        if picture is not None:
+                            ops.append(image(w.name.replace(":", "_"), picture))
                 self.merged = merge(ops) if ops else None
 
     def _write_scalars(self, step, logs) -> None:

@@ -153,8 +153,21 @@ def test_tensorboard_writes_epoch_scalars_histograms_and_the_graph(tmp_path):
     np.testing.assert_allclose([v.simple_value for _, v in found["epoch_val_mean_absolute_error"]],
                                history.history["val_mean_absolute_error"], rtol=1e-6)
     kernel = found["dense/kernel_0"]
-    assert [step for step, _ in kernel] == [0, 2]
+    assert [step for step, _ in kernel if step is not None and _.HasField("histo")] == [0, 2]
     assert kernel[0][1].histo.num == 6
+
+
+def test_tensorboard_weight_images(tmp_path):
+    log_dir = str(tmp_path / "tb")
+    fit(model_for(), [cb.TensorBoard(log_dir, histogram_freq=1, write_images=True)], epochs=1)
+    found, _ = events_of(log_dir)
+    images = {tag: v[0][1].image for tag, v in found.items() if v[0][1].HasField("image")}
+    # the kernel [3, 2] drawn as 2 x 3 (the longer side across), the bias [2] as 2 x 1, the [1] bias not at all
+    sizes = {tag: (image.height, image.width) for tag, image in images.items()}
+    assert sizes == {"dense/kernel_0_1/image/0": (2, 3), "dense/bias_0_1/image/0": (2, 1),
+                     "dense_1/kernel_0_1/image/0": (2, 1)}   # [2, 1] squeezes to a column too
+    with pytest.raises(ValueError, match="write_grads"):
+        cb.TensorBoard(log_dir, write_grads=True)
 
 
 def test_tensorboard_batch_scalars_every_so_many_samples(tmp_path):
