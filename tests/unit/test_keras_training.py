@@ -466,3 +466,18 @@ def test_epoch_loss_per_step_for_datasets_per_sample_for_arrays_and_generators()
     np.testing.assert_allclose(model.evaluate(dataset, verbose=0)[0], per_step, rtol=1e-5)
     np.testing.assert_allclose(model.evaluate(Batches(x, y, 5), verbose=0)[0], per_step, rtol=1e-5)
     np.testing.assert_allclose(model.evaluate(x, y, batch_size=5, verbose=0)[0], per_sample, rtol=1e-5)
+
+
+def test_trainable_changes_take_effect_at_the_next_compile():
+    x, y = xy()
+    model = small_model()
+    first = model.layers[0]
+    first.trainable = False           # after compile: still trained, as Keras
+    model.fit(x, y, epochs=1, verbose=0)
+    assert not np.allclose(first.get_weights()[0], weights_for(model)[0])
+    frozen, second = first.get_weights(), model.layers[1].get_weights()
+    model.compile("sgd", "mse")
+    model.fit(x, y, epochs=1, verbose=0)
+    for got, want in zip(first.get_weights(), frozen):
+        np.testing.assert_allclose(got, want)
+    assert not np.allclose(model.layers[1].get_weights()[0], second[0])

@@ -188,6 +188,8 @@ class Model(Network):
                 self._prepare_endpoint(endpoint, mode, target)
             self._prepare_total_loss()
             self._prepare_metrics(args["metrics"], args["weighted_metrics"])
+        # what trains is what was trainable at compile (Keras: change `trainable`, then compile again)
+        self._compiled_trainable_weights = self.trainable_weights
         self._is_compiled = True
 
     def _prepare_endpoint(self, endpoint, mode, target) -> None:
@@ -349,7 +351,7 @@ class Model(Network):
         return [v for i, v in enumerate(found) if not any(v is u for u in found[:i])]
 
     def _collected_trainable_weights(self) -> list:
-        weights = self.trainable_weights
+        weights = self._compiled_trainable_weights
         if not weights:
             raise ValueError("The model has no trainable weights: there is nothing for the optimizer to train.")
         return weights
