@@ -171,7 +171,7 @@ class Model(Network):
         names = self.output_names
         with K.get_graph().as_default():
             loss_fns = [_loss_function(fn) for fn in _per_output(self.loss, names, "loss")]
-            if isinstance(self.loss, dict):
+            if isinstance(self.loss, dict) and self.loss:
                 for name in names:
                     if name not in self.loss:
                         warning("Output %s missing from loss dictionary. We assume this was done on purpose. The fit "
