@@ -481,3 +481,18 @@ def test_trainable_changes_take_effect_at_the_next_compile():
     for got, want in zip(first.get_weights(), frozen):
         np.testing.assert_allclose(got, want)
     assert not np.allclose(model.layers[1].get_weights()[0], second[0])
+
+
+def test_numpy_data_with_steps_feeds_the_whole_arrays_each_step():
+    x, y = xy()
+    model = small_model(optimizer=keras.optimizers.SGD(0.1))
+    history = model.fit(x, y, steps_per_epoch=3, epochs=1, verbose=0, validation_data=(x, y),
+                        validation_freq=[1])
+    trained = model.get_weights()
+    K.clear_session()
+    again = small_model(optimizer=keras.optimizers.SGD(0.1))
+    losses = [again.train_on_batch(x, y)[0] for _ in range(3)]
+    np.testing.assert_allclose(history.history["loss"], [np.mean(losses)], rtol=1e-5)
+    for got, want in zip(trained, again.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert "val_loss" in history.history

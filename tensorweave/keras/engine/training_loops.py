@@ -335,6 +335,15 @@ def _batches(model, mode, ins, batch_size, shuffle, source, class_weight, steps)
         yield [a[ids] for a in ins], len(ids)
 
 
+def _should_validate(validation_freq, epoch) -> bool:
+    """validation_freq: every so many epochs (an int) or the 1-based epochs to validate after."""
+    if isinstance(validation_freq, int):
+        if validation_freq < 1:
+            raise ValueError("`validation_freq` can not be less than 1.")
+        return (epoch + 1) % validation_freq == 0
+    return epoch + 1 in validation_freq
+
+
 def _make_logs(model, logs: dict, outputs: list, mode, prefix="") -> dict:
     if mode in (TRAIN, TEST):
         for label, output in zip(model.metrics_names, outputs):
@@ -378,7 +387,7 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
             model.reset_metrics()
         if mode == TRAIN:
             callbacks.on_epoch_begin(epoch, epoch_logs)
-        loss_sum, seen, outputs, steps = 0.0, 0, [], 0
+        loss_sum, seen, outputs, done = 0.0, 0, [], 0
         batch_outs = None
         for batch_index, (batch, size) in enumerate(_batches(model, mode, ins, batch_size, shuffle, source,
                                                              class_weight, steps)):
@@ -386,7 +395,7 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
             batch_logs = {"batch": batch_index, "size": 1 if use_steps and not generator else size}
             callbacks._call_batch_hook(mode, "begin", batch_index, batch_logs)
             batch_outs = f(batch + _phase(model, mode))
-            steps += 1
+            done += 1
             if mode == PREDICT:
                 outputs.append(batch_outs)
             else:
@@ -398,14 +407,14 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
                 progbar.on_batch_end(batch_index, batch_logs)
             if callbacks.model.stop_training:
                 break
-        if steps == 0:
+        if done == 0:
             raise ValueError("Empty training data." if mode == TRAIN else "Empty input data: no batch was given.")
         if mode == PREDICT:
             results = [np.concatenate([o[i] for o in outputs]) for i in range(len(outputs[0]))]
         else:
-            results = [loss_sum / (steps if use_steps else (num or seen))] + list(batch_outs[1:])
+            results = [loss_sum / (done if use_steps else (num or seen))] + list(batch_outs[1:])
             epoch_logs = _make_logs(model, epoch_logs, results, mode)
-        if mode == TRAIN and val is not None and (epoch + 1) % validation_freq == 0 \
+        if mode == TRAIN and val is not None and _should_validate(validation_freq, epoch) \
                 and not callbacks.model.stop_training:
             val_results = model_iteration(model, TEST, ins=val.get("ins"), source=val.get("source"),
                                           batch_size=batch_size, verbose=0, callbacks=callbacks, in_fit=True)
