@@ -10,6 +10,7 @@ import collections
 import csv
 import json
 import os
+import re
 import urllib.parse
 import urllib.request
 
@@ -273,7 +274,8 @@ def _monitor_op(mode, monitor, what):
 class ModelCheckpoint(Callback):
     """Saves the model (model.save) or its weights (model.save_weights) to `filepath`, formatted
     with the epoch (1-based) and the logs ("weights.{epoch:02d}-{val_loss:.2f}.hdf5"): each epoch
-    (`period`/save_freq="epoch") or every save_freq samples, or only when `monitor` improved."""
+    (`period`/save_freq="epoch") or every save_freq samples, or only when `monitor` improved.
+    load_weights_on_restart loads the newest file matching filepath when training begins."""
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
                  mode="auto", save_freq="epoch", load_weights_on_restart=False, **kwargs):
@@ -292,6 +294,21 @@ class ModelCheckpoint(Callback):
         self.epochs_since_last_save = 0
         self._samples_seen_since_last_saving = 0
         self._current_epoch = 0
+
+    def on_train_begin(self, logs=None):
+        if self.load_weights_on_restart:
+            latest = self._latest_saved_file()
+            if latest is not None:
+                self.model.load_weights(latest)
+
+    def _latest_saved_file(self):
+        """The most recently written file whose name the filepath's pattern could have made
+        (each {...} field standing for any text); of files written at the same time, the last
+        by name, as Keras picks."""
+        folder, pattern = os.path.split(self.filepath)
+        regex = re.compile("^" + ".*".join(re.escape(part) for part in re.split(r"\{.*?\}", pattern)) + "$")
+        found = [os.path.join(folder or ".", name) for name in os.listdir(folder or ".") if regex.match(name)]
+        return max(found, key=lambda path: (os.path.getmtime(path), path)) if found else None   # ties: by name
 
     def on_epoch_begin(self, epoch, logs=None):
         self._current_epoch = epoch

@@ -272,3 +272,21 @@ def test_model_checkpoint_every_so_many_samples(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["s1", "s2"]
     with pytest.raises(ValueError, match="Unrecognized save_freq: batch"):
         cb.ModelCheckpoint(path, save_freq="batch")
+
+
+class LoadsWeightsFromNpz(SavesWeightsAsNpz):
+    def load_weights(self, filepath, by_name=False, skip_mismatch=False):
+        self.set_weights(saved(filepath))
+
+
+def test_model_checkpoint_loads_the_newest_file_on_restart(tmp_path):
+    path = str(tmp_path / "ckpt-{epoch:02d}")
+    model = checkpointed_model()
+    fit(model, [cb.ModelCheckpoint(path, save_weights_only=True)], epochs=2)
+    trained = model.get_weights()
+    restarted = LoadsWeightsFromNpz([keras.layers.Dense(2, activation="tanh", input_shape=(3,)),
+                                     keras.layers.Dense(1)])
+    restarted.compile(keras.optimizers.SGD(0.0), "mse")
+    fit(restarted, [cb.ModelCheckpoint(path, save_weights_only=True, load_weights_on_restart=True)], epochs=1)
+    for got, want in zip(restarted.get_weights(), trained):   # a zero rate: what it loaded is what it has
+        np.testing.assert_allclose(got, want)
