@@ -43,7 +43,7 @@ def _per_output(value, names: list, what: str, default=None) -> list:
             raise ValueError(f"Unknown entries in {what} dictionary: {unknown}. Only expected following keys: "
                              f"{names}")
         return [value.get(name, default) for name in names]
-    if isinstance(value, (list, tuple)) and what != "metrics":
+    if isinstance(value, (list, tuple)):
         if len(value) != len(names):
             raise ValueError(f"When passing a list as {what}, it should have one entry per model outputs. The model "
                              f"has {len(names)} outputs, but you passed {what}={value}")
@@ -118,7 +118,7 @@ class _Endpoint:
         self.feed_target = None          # the placeholder fed with y (None for target_tensors)
         self.sample_weight = None
         self.sample_weight_mode = None
-        self.loss_metric = None
+        self.loss_metric = self.loss_metric_result = None   # several outputs: a Mean of this output's loss
 
     @property
     def skipped(self) -> bool:
