@@ -496,3 +496,24 @@ def test_numpy_data_with_steps_feeds_the_whole_arrays_each_step():
     for got, want in zip(trained, again.get_weights()):
         np.testing.assert_allclose(got, want, rtol=1e-5)
     assert "val_loss" in history.history
+
+
+def test_per_output_sample_and_class_weights():
+    a = keras.Input((3,), name="a")
+    reg = keras.layers.Dense(1, name="reg")(a)
+    cls = keras.layers.Dense(2, activation="softmax", name="cls")(a)
+    model = keras.Model(a, [reg, cls])
+    model.compile("sgd", {"reg": "mse", "cls": "categorical_crossentropy"})
+    x, y = xy()
+    labels = np.eye(2, dtype=np.float32)[(x[:, 0] > 0).astype(int)]
+    p_reg, p_cls = model.predict(x)
+    w = np.linspace(0.5, 2.0, 12).astype(np.float32)
+    cw = {0: 2.0, 1: 0.5}
+    loss, reg_loss, cls_loss = model.test_on_batch(x, {"reg": y, "cls": labels}, sample_weight={"reg": w})
+    np.testing.assert_allclose(reg_loss, np.mean((p_reg - y)[:, 0] ** 2 * w), rtol=1e-5)
+    ce = -np.log(np.sum(p_cls * labels, axis=1))
+    np.testing.assert_allclose(cls_loss, np.mean(ce), rtol=1e-5)
+    _, reg_loss, cls_loss = model.test_on_batch(x, [y, labels], sample_weight=[None, w])
+    np.testing.assert_allclose([reg_loss, cls_loss], [np.mean((p_reg - y) ** 2), np.mean(ce * w)], rtol=1e-5)
+    _, _, cls_loss = model.train_on_batch(x, [y, labels], class_weight={"cls": cw})
+    np.testing.assert_allclose(cls_loss, np.mean(ce * np.array([cw[c] for c in labels.argmax(1)])), rtol=1e-5)

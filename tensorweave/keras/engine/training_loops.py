@@ -159,9 +159,15 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None, need_ta
     ys = _check_shapes(ys, names, [e.feed_target.shape.as_list() for e in fed], "target")
     for array, e in zip(ys, fed):
         _check_loss_and_target(array, e)
-    weights = sample_weight if isinstance(sample_weight, (list, dict)) else [sample_weight] * len(endpoints)
-    weights = _as_list(weights, [e.name for e in endpoints], "sample_weight") if isinstance(weights, dict) \
-        else list(weights)
+    if isinstance(sample_weight, dict):   # outputs left out are not weighted
+        weights = [sample_weight.get(e.name) for e in endpoints]
+    elif isinstance(sample_weight, (list, tuple)):
+        if len(sample_weight) != len(endpoints):
+            raise ValueError(f"When passing a list as sample_weight, it should have one entry per model output "
+                             f"with a loss ({len(endpoints)}); got {len(sample_weight)}.")
+        weights = list(sample_weight)
+    else:
+        weights = [sample_weight] * len(endpoints)
     per_output = isinstance(class_weight, dict) and any(e.name in class_weight for e in endpoints)
     y_of = dict(zip(names, ys))
     ws = []
