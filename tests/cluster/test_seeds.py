@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+
+import tensorweave as tf
 from tensorweave.distributed.cluster import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,3 +77,26 @@ def test_in_graph_replication_trains_on_a_ps_and_two_workers(start_cluster):
     first, last = (float(v) for v in out[0].replace("loss", "").split("->"))
     assert first > 1.0 and last < 1e-4
     assert out[1] == "w [2.0, -3.0, 0.5] b [1.0]"
+
+
+def test_the_mnist_sample_seed_004_names_trains_on_a_launched_cluster_and_exports_for_serving(tmp_path):
+    """Seed 004's recipe: the sample's program unchanged on every task of 1 ps + chief + worker +
+    evaluator with TF_CONFIG set per process (by `tensorweave launch`); every task ends by itself
+    and the chief's export serves the Keras CNN's probabilities for [None, 28, 28] images."""
+    model_dir, export_dir = str(tmp_path / "model"), str(tmp_path / "export")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--chief", "1", "--workers", "1",
+         "--evaluator", "1", os.path.join(SEEDS, "mnist_sample.py"), f"--model_dir={model_dir}",
+         f"--export_dir={export_dir}", "--max_steps=24", "--batch_size=16", "--ckpt_steps=12", "--eval_secs=0"],
+        capture_output=True, text=True, env=_env(), timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [json.loads(line.partition("] ")[2]) for line in proc.stdout.splitlines() if '] {"task"' in line]
+    assert sorted(tuple(line["task"]) for line in lines) == [("chief", 0), ("evaluator", 0), ("ps", 0), ("worker", 0)]
+    (chief,) = [line for line in lines if line["task"] == ["chief", 0]]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta_graph = tf.saved_model.loader.load(sess, ["serve"], chief["export"])
+        signature = meta_graph.signature_def["serving_default"]     # the one export output, also the default
+        assert sorted(signature.outputs) == ["classes", "probabilities"]
+        probabilities = sess.run(signature.outputs["probabilities"].name,
+                                 {signature.inputs["image"].name: np.random.RandomState(0).rand(3, 28, 28)})
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
