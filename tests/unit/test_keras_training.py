@@ -517,3 +517,16 @@ def test_per_output_sample_and_class_weights():
     np.testing.assert_allclose([reg_loss, cls_loss], [np.mean((p_reg - y) ** 2), np.mean(ce * w)], rtol=1e-5)
     _, _, cls_loss = model.train_on_batch(x, [y, labels], class_weight={"cls": cw})
     np.testing.assert_allclose(cls_loss, np.mean(ce * np.array([cw[c] for c in labels.argmax(1)])), rtol=1e-5)
+
+
+def test_masked_timesteps_count_in_the_mean_as_tf_1_15():
+    """TF 1.15 multiplies the loss by the output's mask and divides by every element (masked ones
+    too: tensorflow/tensorflow#26784); Keras 2.15's v1 loop divides by the unmasked ones."""
+    model = keras.Sequential([keras.layers.Embedding(10, 2, mask_zero=True, input_length=5), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", sample_weight_mode="temporal")
+    rng = np.random.RandomState(2)
+    x = rng.randint(1, 10, (4, 5))
+    x[:, 3:] = 0
+    y = rng.normal(size=(4, 5, 1)).astype(np.float32)
+    per_step = np.mean((model.predict(x) - y) ** 2, axis=-1)
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), np.sum(per_step * (x != 0)) / x.size, rtol=1e-5)
