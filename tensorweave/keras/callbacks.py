@@ -615,7 +615,9 @@ class TensorBoard(Callback):
     """Writes event files for TensorBoard under log_dir: the graph (write_graph), each epoch's
     logs as scalars "epoch_<name>" (step = epoch; with update_freq "batch" or a number of
     samples also "batch_<name>" every so many samples, and the epoch ones at the samples seen),
-    and every histogram_freq epochs a histogram of each layer weight."""
+    and every histogram_freq epochs a histogram (with write_images, an image) of each layer
+    weight. batch_size and profile_batch are accepted as Keras's: no activation histograms or
+    profiler traces are written."""
 
     def __init__(self, log_dir="./logs", histogram_freq=0, batch_size=32, write_graph=True, write_grads=False,
                  write_images=False, embeddings_freq=0, embeddings_layer_names=None, embeddings_metadata=None,
