@@ -243,7 +243,7 @@ class Model(Network):
     def _prepare_metrics(self, metrics, weighted_metrics) -> None:
         names = self.output_names
         self._compile_metrics = []       # (name, Metric, result tensor) in metrics_names order
-        taken = set()
+        taken = {"loss"} | ({e.name + "_loss" for e in self._endpoints} if len(self._endpoints) > 1 else set())
         for index, endpoint in enumerate(self._endpoints):
             if endpoint.skipped:
                 continue
