@@ -78,6 +78,7 @@ NAMESPACE_PATHS = {
     'keras.datasets.imdb': 'tensorweave.keras.datasets.imdb',
     'keras.datasets.mnist': 'tensorweave.keras.datasets.mnist',
     'keras.datasets.reuters': 'tensorweave.keras.datasets.reuters',
+    'keras.estimator': 'tensorweave.keras.estimator',
     'keras.initializers': 'tensorweave.keras.initializers',
     'keras.layers': 'tensorweave.keras.layers',
     'keras.losses': 'tensorweave.keras.losses',
@@ -1604,6 +1605,7 @@ NAMESPACES = {
         'callbacks': ('tensorweave.keras.callbacks', None),
         'constraints': ('tensorweave.keras.constraints', None),
         'datasets': ('tensorweave.keras.datasets', None),
+        'estimator': ('tensorweave.keras.estimator', None),
         'initializers': ('tensorweave.keras.initializers', None),
         'layers': ('tensorweave.keras.layers', None),
         'losses': ('tensorweave.keras.losses', None),
@@ -1819,6 +1821,9 @@ NAMESPACES = {
     'tensorweave.keras.datasets.reuters': {
         'get_word_index': ('tensorweave.keras.datasets.reuters', 'get_word_index'),
         'load_data': ('tensorweave.keras.datasets.reuters', 'load_data'),
+    },
+    'tensorweave.keras.estimator': {
+        'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
     },
     'tensorweave.keras.initializers': {
         'Constant': ('tensorweave.keras.initializers', 'Constant'),
@@ -2089,8 +2094,10 @@ NAMESPACES = {
         'Model': ('tensorweave.keras.engine.training', 'Model'),
         'Sequential': ('tensorweave.keras.engine.sequential', 'Sequential'),
         'clone_model': ('tensorweave.keras.models', 'clone_model'),
+        'load_model': ('tensorweave.keras.saving.save', 'load_model'),
         'model_from_config': ('tensorweave.keras.models', 'model_from_config'),
         'model_from_json': ('tensorweave.keras.models', 'model_from_json'),
+        'save_model': ('tensorweave.keras.saving.save', 'save_model'),
     },
     'tensorweave.keras.optimizers': {
         'Adadelta': ('tensorweave.keras.optimizers', 'Adadelta'),

@@ -306,9 +306,20 @@ class ModelCheckpoint(Callback):
         (each {...} field standing for any text); of files written at the same time, the last
         by name, as Keras picks."""
         folder, pattern = os.path.split(self.filepath)
+        folder = folder or "."
         regex = re.compile("^" + ".*".join(re.escape(part) for part in re.split(r"\{.*?\}", pattern)) + "$")
-        found = [os.path.join(folder or ".", name) for name in os.listdir(folder or ".") if regex.match(name)]
-        return max(found, key=lambda path: (os.path.getmtime(path), path)) if found else None   # ties: by name
+        found = []
+        for name in os.listdir(folder):
+            if ".data-" in name:
+                continue
+            if name.endswith(".index"):   # a TF-format checkpoint is known by its prefix
+                name = name[:-len(".index")]
+            if regex.match(name):
+                found.append(os.path.join(folder, name))
+        def written_at(path):
+            return os.path.getmtime(path if os.path.exists(path) else path + ".index"), path   # ties: by name
+
+        return max(found, key=written_at) if found else None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._current_epoch = epoch

@@ -205,28 +205,23 @@ def test_evaluate_and_predict_call_test_and_predict_hooks():
         "test_begin", ("test", 0), ("test", 1), "test_end", ("predict", 0), ("predict", 1)]
 
 
-class SavesWeightsAsNpz(keras.Sequential):
-    """Model.save/save_weights come with keras/saving (another branch); until it is merged here,
-    this model writes its weights as .npz so ModelCheckpoint's own logic is what is tested."""
-
-    def save_weights(self, filepath, overwrite=True, save_format=None):
-        with open(filepath, "wb") as f:
-            np.savez(f, *self.get_weights())
-
-    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
-        self.save_weights(filepath + ".model")
-
-
-def checkpointed_model():
-    model = SavesWeightsAsNpz([keras.layers.Dense(2, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
+def checkpointed_model(lr=0.05):
+    model = keras.Sequential([keras.layers.Dense(2, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
     model.set_weights(weights_for(model))
-    model.compile(keras.optimizers.SGD(0.05), "mse", metrics=["mae"])
+    model.compile(keras.optimizers.SGD(lr), "mse", metrics=["mae"])
     return model
 
 
 def saved(path):
-    with np.load(path) as f:
-        return [f[f"arr_{i}"] for i in range(len(f.files))]
+    """The weights save_weights wrote at `path` (a TF-format prefix or an HDF5 file), read into a
+    fresh model of the same layers."""
+    model = checkpointed_model()
+    model.load_weights(str(path))
+    return model.get_weights()
+
+
+def checkpoints(folder, suffix=".index"):
+    return sorted(name[:-len(suffix)] for name in os.listdir(folder) if name.endswith(suffix))
 
 
 def test_model_checkpoint_formats_the_path_with_epoch_and_logs(tmp_path):
@@ -235,13 +230,18 @@ def test_model_checkpoint_formats_the_path_with_epoch_and_logs(tmp_path):
     record = cb.LambdaCallback(on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
     path = str(tmp_path / "w.{epoch:02d}-{loss:.4f}")
     history = fit(model, [cb.ModelCheckpoint(path, save_weights_only=True), record], epochs=3)
-    names = sorted(os.listdir(tmp_path))
+    names = checkpoints(tmp_path)   # TF-format weights: <prefix>.index and <prefix>.data-...
     assert names == [f"w.{e + 1:02d}-{loss:.4f}" for e, loss in enumerate(history.history["loss"])]
     for name, want in zip(names, weights):
         for got, w in zip(saved(tmp_path / name), want):
             np.testing.assert_allclose(got, w)
-    fit(checkpointed_model(), [cb.ModelCheckpoint(str(tmp_path / "m{epoch}"), period=2)], epochs=4)
-    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("m")) == ["m2.model", "m4.model"]
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    fit(checkpointed_model(), [cb.ModelCheckpoint(str(whole / "m{epoch}.h5"), period=2)], epochs=4)
+    assert sorted(os.listdir(whole)) == ["m2.h5", "m4.h5"]
+    K.clear_session()
+    restored = keras.models.load_model(str(whole / "m4.h5"))   # the whole model, compiled as it was
+    assert restored.metrics_names == ["loss", "mean_absolute_error"]
     with pytest.raises(KeyError, match="Failed to format this callback filepath"):
         fit(checkpointed_model(), [cb.ModelCheckpoint(str(tmp_path / "{val_loss}"))], epochs=1)
 
@@ -249,7 +249,6 @@ def test_model_checkpoint_formats_the_path_with_epoch_and_logs(tmp_path):
 def test_model_checkpoint_save_best_only_keeps_the_best_epoch(tmp_path, capsys):
     weights = []
     model = checkpointed_model()
-    # a learning rate that makes the loss grow after the first epoch
     record = cb.LambdaCallback(on_epoch_end=lambda epoch, logs: weights.append(model.get_weights()))
     path = str(tmp_path / "best")
     history = fit(model, [cb.ModelCheckpoint(path, monitor="loss", save_best_only=True, save_weights_only=True,
@@ -269,14 +268,9 @@ def test_model_checkpoint_every_so_many_samples(tmp_path):
     path = str(tmp_path / "s{epoch}")
     fit(checkpointed_model(), [cb.ModelCheckpoint(path, save_weights_only=True, save_freq=8)], epochs=2)
     # batches of 4, 4, 4 per epoch: a save after every 8 samples seen, named by the epoch it falls in
-    assert sorted(os.listdir(tmp_path)) == ["s1", "s2"]
+    assert checkpoints(tmp_path) == ["s1", "s2"]
     with pytest.raises(ValueError, match="Unrecognized save_freq: batch"):
         cb.ModelCheckpoint(path, save_freq="batch")
-
-
-class LoadsWeightsFromNpz(SavesWeightsAsNpz):
-    def load_weights(self, filepath, by_name=False, skip_mismatch=False):
-        self.set_weights(saved(filepath))
 
 
 def test_model_checkpoint_loads_the_newest_file_on_restart(tmp_path):
@@ -284,9 +278,7 @@ def test_model_checkpoint_loads_the_newest_file_on_restart(tmp_path):
     model = checkpointed_model()
     fit(model, [cb.ModelCheckpoint(path, save_weights_only=True)], epochs=2)
     trained = model.get_weights()
-    restarted = LoadsWeightsFromNpz([keras.layers.Dense(2, activation="tanh", input_shape=(3,)),
-                                     keras.layers.Dense(1)])
-    restarted.compile(keras.optimizers.SGD(0.0), "mse")
+    restarted = checkpointed_model(lr=0.0)
     fit(restarted, [cb.ModelCheckpoint(path, save_weights_only=True, load_weights_on_restart=True)], epochs=1)
     for got, want in zip(restarted.get_weights(), trained):   # a zero rate: what it loaded is what it has
         np.testing.assert_allclose(got, want)

@@ -16,6 +16,7 @@ from tensorweave.ops.state.variables import Variable
 from tensorweave.keras import backend as K, losses as losses_module, metrics as metrics_module, optimizers
 from tensorweave.keras.engine import training_loops as loops
 from tensorweave.keras.engine.network import Network
+from tensorweave.keras.saving import save as saving
 
 _FUNCTION_KWARGS = {"feed_dict", "fetches"}
 
@@ -468,3 +469,15 @@ class Model(Network):
         self.built = True
         if self._compile_was_called:
             self._compile_graph()
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
+        """keras.models.save_model(self, ...): architecture, weights and training state in HDF5."""
+        saving.save_model(self, filepath, overwrite, include_optimizer, save_format)
+
+    def save_weights(self, filepath, overwrite=True, save_format=None):
+        """The weights to HDF5 (.h5/.keras/.hdf5 or save_format="h5") or a TF-format checkpoint."""
+        saving.save_weights(self, filepath, overwrite, save_format)
+
+    def load_weights(self, filepath, by_name=False, skip_mismatch=False):
+        """The weights from save_weights' HDF5 or TF-format file (by_name: HDF5 only)."""
+        saving.load_weights(self, filepath, by_name, skip_mismatch)
