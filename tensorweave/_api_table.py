@@ -1309,6 +1309,8 @@ NAMESPACES = {
     },
     'tensorweave.estimator.experimental': {
         'InMemoryEvaluatorHook': ('tensorweave.estimator.hooks', 'InMemoryEvaluatorHook'),
+        'build_raw_supervised_input_receiver_fn':
+            ('tensorweave.estimator.export', 'build_raw_supervised_input_receiver_fn'),
         'call_logit_fn': ('tensorweave.estimator.model_fn', 'call_logit_fn'),
         'dnn_logit_fn_builder': ('tensorweave.estimator.canned.dnn', 'dnn_logit_fn_builder'),
         'linear_logit_fn_builder': ('tensorweave.estimator.canned.linear', 'linear_logit_fn_builder'),
@@ -1321,6 +1323,7 @@ NAMESPACES = {
     },
     'tensorweave.estimator.export': {
         'ClassificationOutput': ('tensorweave.estimator.export', 'ClassificationOutput'),
+        'EvalOutput': ('tensorweave.estimator.export', 'EvalOutput'),
         'ExportOutput': ('tensorweave.estimator.export', 'ExportOutput'),
         'PredictOutput': ('tensorweave.estimator.export', 'PredictOutput'),
         'RegressionOutput': ('tensorweave.estimator.export', 'RegressionOutput'),

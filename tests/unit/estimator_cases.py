@@ -259,6 +259,52 @@ def export_all(tf, model_dir: str, export_base: str) -> dict:
     return {"raw": raw.decode(), "serving": serving_dir.decode(), "parsing": parsing_dir.decode()}
 
 
+def all_modes_model_fn(tf):
+    """linear_model_fn with one more metric whose update is an Operation (a group), which a
+    TRAIN/EVAL signature holds as an empty constant run after it."""
+    linear = linear_model_fn(tf)
+
+    def model_fn(features, labels, mode, params):
+        spec = linear(features, labels, mode, params)
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return spec
+        value, update = tf.metrics.mean(spec.loss)
+        metrics = dict(spec.eval_metric_ops, mean_loss=(value, tf.group(update)))
+        return spec._replace(eval_metric_ops=metrics)
+    return model_fn
+
+
+def export_all_modes(tf, model_dir: str, export_base: str) -> str:
+    """Trains all_modes_model_fn 10 steps in model_dir and exports its TRAIN, EVAL and PREDICT
+    graphs as one SavedModel (features {"x": [None, 2]}, a [None, 1] label): the export dir."""
+    est = tf.estimator.Estimator(all_modes_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    est.train(train_input_fn(tf), steps=10)
+    supervised = tf.estimator.experimental.build_raw_supervised_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 2], name="x")}, tf.placeholder(tf.float32, [None, 1], name="y"))
+    receivers = {tf.estimator.ModeKeys.TRAIN: supervised, tf.estimator.ModeKeys.EVAL: supervised,
+                 tf.estimator.ModeKeys.PREDICT: raw_receiver_fn(tf)}
+    return est.experimental_export_all_saved_models(export_base, receivers).decode()
+
+
+def run_all_modes_export(tf, session, meta_graph) -> dict:
+    """What a loaded meta graph of export_all_modes computes on X, Y: "serve": its predictions;
+    "eval": the metrics' values after one update (and loss, predictions); "train": loss and
+    predictions, then the loss after one run of the saved train op."""
+    signature = meta_graph.signature_def[sorted(meta_graph.signature_def)[0]]
+    graph = session.graph
+    feeds = {graph.get_tensor_by_name(signature.inputs[k].name): {"x": X, "label": Y}[k] for k in signature.inputs}
+
+    def run(keys):
+        return {k: session.run(graph.get_tensor_by_name(signature.outputs[k].name), feeds) for k in sorted(keys)}
+    if "train" in meta_graph.signature_def:
+        out = run(k for k in signature.outputs if not k.startswith("metrics/"))
+        session.run(graph.get_collection("saved_model_train_op"), feeds)
+        out["loss_after_train_op"] = run(["loss"])["loss"]
+        return out
+    run(k for k in signature.outputs if k.endswith("/update_op"))
+    return run(k for k in signature.outputs if not k.endswith("/update_op"))
+
+
 def parsing_receiver_fn(tf):
     """Serving inputs: serialized tf.Examples with a float feature x of 2 values."""
     return tf.estimator.export.build_parsing_serving_input_receiver_fn({"x": tf.FixedLenFeature([2], tf.float32)})
