@@ -1302,9 +1302,12 @@ NAMESPACES = {
         'VocabInfo': ('tensorweave.train.warm_starting_util', 'VocabInfo'),
         'WarmStartSettings': ('tensorweave.estimator.estimator', 'WarmStartSettings'),
         'add_metrics': ('tensorweave.estimator.estimator', 'add_metrics'),
+        'classifier_parse_example_spec':
+            ('tensorweave.estimator.canned.parsing_utils', 'classifier_parse_example_spec'),
         'experimental': ('tensorweave.estimator.experimental', None),
         'export': ('tensorweave.estimator.export', None),
         'inputs': ('tensorweave.estimator.inputs', None),
+        'regressor_parse_example_spec': ('tensorweave.estimator.canned.parsing_utils', 'regressor_parse_example_spec'),
         'train_and_evaluate': ('tensorweave.estimator.training', 'train_and_evaluate'),
     },
     'tensorweave.estimator.experimental': {

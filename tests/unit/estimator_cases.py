@@ -327,3 +327,30 @@ def signature_structure(meta_graph) -> dict:
     def infos(m):
         return {k: [int(v.dtype), [int(d.size) for d in v.tensor_shape.dim]] for k, v in sorted(m.items())}
     return {k: [s.method_name, infos(s.inputs), infos(s.outputs)] for k, s in sorted(meta_graph.signature_def.items())}
+
+
+# -- classifier/regressor_parse_example_spec --------------------------------------------------------
+def parse_spec_cases(tf) -> dict:
+    """name -> a call of tf.estimator.classifier_/regressor_parse_example_spec (errors included)."""
+    fc, est = tf.feature_column, tf.estimator
+    columns = [fc.numeric_column("a", shape=(2,)), fc.categorical_column_with_identity("c", 4),
+               fc.bucketized_column(fc.numeric_column("b"), [0., 1.])]
+    return {
+        "classifier": lambda: est.classifier_parse_example_spec(columns, "y"),
+        "classifier_string_weight": lambda: est.classifier_parse_example_spec(
+            columns, "y", label_dtype=tf.string, label_default="no", weight_column="w"),
+        "regressor_column_weight": lambda: est.regressor_parse_example_spec(
+            columns, "y", label_dimension=3, label_default=[0., 0., 0.],
+            weight_column=fc.numeric_column("w", dtype=tf.float64)),
+        "label_is_feature": lambda: est.regressor_parse_example_spec(columns, "a"),
+        "weight_is_feature": lambda: est.classifier_parse_example_spec(columns, "y", weight_column="b"),
+        "weight_not_numeric": lambda: est.classifier_parse_example_spec(columns, "y", weight_column=columns[1]),
+    }
+
+
+def describe_parse_spec(spec: dict) -> dict:
+    """{key: [feature class name, shape or None, dtype name, default]} of a parse_example spec."""
+    def default(v):
+        return None if v is None else np.asarray(v).tolist()
+    return {k: [type(v).__name__, list(v.shape) if hasattr(v, "shape") else None, v.dtype.name,
+                default(getattr(v, "default_value", None))] for k, v in sorted(spec.items())}
