@@ -19,7 +19,8 @@ import tempfile
 import numpy as np
 
 from tensorweave.client.session import Session
-from tensorweave.estimator.export import build_all_signature_defs, get_export_outputs, get_timestamped_export_dir
+from tensorweave.estimator.export import (EXPORT_TAG_MAP, TRAIN_OP_KEY, build_all_signature_defs,
+                                          export_outputs_for_mode, get_timestamped_export_dir)
 from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys, fn_args, verify_model_fn_args
 from tensorweave.estimator.run_config import RunConfig, TaskType, get_default_session_config
 from tensorweave.framework import dtypes, errors
@@ -33,7 +34,6 @@ from tensorweave.ops.grouping import group
 from tensorweave.ops.random import set_random_seed
 from tensorweave.ops.tensor_proto import to_proto
 from tensorweave.saved_model.builder import SavedModelBuilder
-from tensorweave.saved_model.tag_constants import SERVING
 from tensorweave.summary.summary import Summary, scalar
 from tensorweave.summary.writer import FileWriterCache
 from tensorweave.train.basic_session_run_hooks import (CheckpointSaverHook, CheckpointSaverListener,
@@ -515,25 +515,35 @@ class Estimator:
         serving_input_receiver_fn's receiver feeds, model_fn in PREDICT mode, one signature per
         export output (default: "serving_default", a PredictOutput of the predictions), the
         variables, and assets_extra ({path in assets.extra: source file}) copied in. Returns the
-        export directory (bytes, as TF). Only PREDICT exports are supported."""
+        export directory (bytes, as TF). experimental_mode TRAIN or EVAL exports that mode's graph
+        instead, as experimental_export_all_saved_models does."""
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
-        if experimental_mode != ModeKeys.PREDICT:
-            raise ValueError(f"export_saved_model: tensorweave exports PREDICT graphs only (experimental_mode="
-                             f"{ModeKeys.PREDICT!r}); got {experimental_mode!r}.")
-        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
-                                        checkpoint_path, strip_default_attrs=True)
+        return self._export_all_saved_models(export_dir_base, {experimental_mode: serving_input_receiver_fn},
+                                             assets_extra, as_text, checkpoint_path, strip_default_attrs=True)
 
     def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
                           checkpoint_path=None, strip_default_attrs=False):
         """The deprecated name of export_saved_model (TF 1.15)."""
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
-        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
-                                        checkpoint_path, strip_default_attrs)
+        return self._export_all_saved_models(export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
+                                             assets_extra, as_text, checkpoint_path, strip_default_attrs)
 
-    def _export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra, as_text,
-                            checkpoint_path, strip_default_attrs) -> bytes:
+    def experimental_export_all_saved_models(self, export_dir_base, input_receiver_fn_map, assets_extra=None,
+                                             as_text=False, checkpoint_path=None):
+        """Exports one SavedModel in export_dir_base/<timestamp> holding a meta graph per mode of
+        input_receiver_fn_map ({ModeKeys: input_receiver_fn}): TRAIN tagged "train" (signature
+        "train": loss, predictions/KEY, metrics/NAME/value|update_op; the train op in the
+        saved_model_train_op collection), EVAL tagged "eval" (signature "eval", the same outputs),
+        PREDICT tagged "serve" (the serving signatures). A TRAIN or EVAL receiver fn returns a
+        SupervisedInputReceiver (build_raw_supervised_input_receiver_fn). The first mode exported
+        (TRAIN, EVAL, PREDICT in that order) saves the variables restored from checkpoint_path."""
+        return self._export_all_saved_models(export_dir_base, input_receiver_fn_map, assets_extra, as_text,
+                                             checkpoint_path, strip_default_attrs=True)
+
+    def _export_all_saved_models(self, export_dir_base, input_receiver_fn_map, assets_extra, as_text,
+                                 checkpoint_path, strip_default_attrs) -> bytes:
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
             if not self._warm_start_settings:
@@ -545,13 +555,36 @@ class Estimator:
         parent, base = os.path.split(export_dir)
         temp_export_dir = os.path.join(parent, f"temp-{base}")
         builder = SavedModelBuilder(temp_export_dir)
+        save_variables = True
+        for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
+            if input_receiver_fn_map.get(mode):
+                self._add_meta_graph_for_mode(builder, input_receiver_fn_map[mode], checkpoint_path, save_variables,
+                                              mode, strip_default_attrs)
+                save_variables = False
+        if save_variables:
+            raise ValueError(f"No valid modes for exporting found. Got {input_receiver_fn_map.keys()}.")
+        builder.save(as_text)
+        for dest, source in (assets_extra or {}).items():
+            target = os.path.join(temp_export_dir, "assets.extra", dest)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(source, target)
+        os.rename(temp_export_dir, export_dir)
+        _log.info("Exported the model to %s", export_dir)
+        return export_dir.encode()
+
+    def _add_meta_graph_for_mode(self, builder, input_receiver_fn, checkpoint_path, save_variables, mode,
+                                 strip_default_attrs) -> None:
+        """Builds mode's graph from input_receiver_fn's receiver and the model_fn, restores the
+        checkpoint into it and adds it to builder (with the variables when save_variables)."""
         with Graph().as_default() as g:
             self._seed_and_create_global_step(g)
-            receiver = serving_input_receiver_fn()
-            spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT, self.config)
+            receiver = input_receiver_fn()
+            spec = self._call_model_fn(receiver.features, getattr(receiver, "labels", None), mode, self.config)
+            export_outputs = export_outputs_for_mode(spec.mode, spec.export_outputs, spec.predictions, spec.loss,
+                                                     spec.eval_metric_ops)
             signature_def_map = build_all_signature_defs(
-                receiver.receiver_tensors, get_export_outputs(spec.export_outputs, spec.predictions),
-                receiver.receiver_tensors_alternatives)
+                receiver.receiver_tensors, export_outputs, getattr(receiver, "receiver_tensors_alternatives", None),
+                serving_only=mode == ModeKeys.PREDICT)
             local_init_op = spec.scaffold.local_init_op
             if local_init_op is None:
                 local_init_op = Scaffold.default_local_init_op()
@@ -562,20 +595,17 @@ class Estimator:
                 except errors.NotFoundError as e:
                     raise ValueError("Could not load all requested variables from checkpoint. Please make sure your "
                                      "model_fn does not expect variables that were not saved in the checkpoint.\n\n"
-                                     f"Encountered error with mode `{ModeKeys.PREDICT}` while restoring checkpoint "
+                                     f"Encountered error with mode `{mode}` while restoring checkpoint "
                                      f"from: `{checkpoint_path}`. Full Traceback:\n\n{e}") from None
-                builder.add_meta_graph_and_variables(
-                    session, [SERVING], signature_def_map=signature_def_map,
-                    assets_collection=g.get_collection(GraphKeys.ASSET_FILEPATHS), main_op=local_init_op,
-                    saver=saver, strip_default_attrs=strip_default_attrs)
-        builder.save(as_text)
-        for dest, source in (assets_extra or {}).items():
-            target = os.path.join(temp_export_dir, "assets.extra", dest)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(source, target)
-        os.rename(temp_export_dir, export_dir)
-        _log.info("Exported the model to %s", export_dir)
-        return export_dir.encode()
+                if spec.train_op is not None:   # kept for a trainer of the SavedModel, as TF's builder does
+                    g.add_to_collection(TRAIN_OP_KEY, spec.train_op)
+                kwargs = dict(tags=EXPORT_TAG_MAP[mode], signature_def_map=signature_def_map,
+                              assets_collection=g.get_collection(GraphKeys.ASSET_FILEPATHS), main_op=local_init_op,
+                              saver=saver, strip_default_attrs=strip_default_attrs)
+                if save_variables:
+                    builder.add_meta_graph_and_variables(session, **kwargs)
+                else:
+                    builder.add_meta_graph(**kwargs)
 
     @staticmethod
     def _reads_input(features) -> bool:

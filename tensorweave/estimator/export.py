@@ -11,20 +11,31 @@ import time
 
 from tensorweave import _api
 from tensorweave.framework import dtypes
-from tensorweave.framework.graph import Tensor
+from tensorweave.framework.api import control_dependencies
+from tensorweave.framework.graph import Operation, Tensor
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import placeholder
+from tensorweave.ops.array.core import constant, placeholder
 from tensorweave.ops.io.parsing import parse_example
 from tensorweave.saved_model import signature_constants, signature_def_utils
+from tensorweave.saved_model.tag_constants import SERVING, TRAINING
+from tensorweave.saved_model.utils import build_tensor_info
 
 __getattr__, __dir__ = _api.lazy_attributes(__name__)
 _log = logging.getLogger("tensorweave")
 SINGLE_FEATURE_DEFAULT_NAME = "feature"
 SINGLE_RECEIVER_DEFAULT_NAME = "input"
+SINGLE_LABEL_DEFAULT_NAME = "label"
 _DEFAULT_NAMES = {"feature": SINGLE_FEATURE_DEFAULT_NAME, "receiver_tensor": SINGLE_RECEIVER_DEFAULT_NAME,
-                  "receiver_tensors_alternative": SINGLE_RECEIVER_DEFAULT_NAME}
+                  "receiver_tensors_alternative": SINGLE_RECEIVER_DEFAULT_NAME, "label": SINGLE_LABEL_DEFAULT_NAME}
+# The meta graph tags and signature keys of each mode's export (TF's model_utils EXPORT_TAG_MAP and
+# SIGNATURE_KEY_MAP; "eval" is no public tag constant in TF 1.15).
+EXPORT_TAG_MAP = {"train": [TRAINING], "eval": ["eval"], "infer": [SERVING]}
+SIGNATURE_KEY_MAP = {"train": "train", "eval": "eval", "infer": signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY}
+TRAIN_OP_KEY = "saved_model_train_op"   # the collection of a TRAIN export's train op (TF's builder's)
+SUPERVISED_TRAIN_METHOD_NAME = "tensorflow/supervised/training"
+SUPERVISED_EVAL_METHOD_NAME = "tensorflow/supervised/eval"
 
 
 def _check_tensor(tensor, name, error_label: str = "feature") -> None:
@@ -86,6 +97,19 @@ class TensorServingInputReceiver(collections.namedtuple("TensorServingInputRecei
                                receiver_tensors_alternatives=receiver.receiver_tensors_alternatives)
 
 
+class SupervisedInputReceiver(collections.namedtuple("SupervisedInputReceiver", [
+        "features", "labels", "receiver_tensors"])):
+    """What a TRAIN or EVAL input_receiver_fn of experimental_export_all_saved_models returns: the
+    features and labels the model_fn receives (tensors or dicts, passed as given) and the tensors
+    the SavedModel's user feeds."""
+
+    def __new__(cls, features, labels, receiver_tensors):
+        _wrap_and_check_input_tensors(features, "feature", allow_int_keys=True)
+        _wrap_and_check_input_tensors(labels, "label", allow_int_keys=True)
+        receiver_tensors = _wrap_and_check_input_tensors(receiver_tensors, "receiver_tensor")
+        return super().__new__(cls, features=features, labels=labels, receiver_tensors=receiver_tensors)
+
+
 @tf_export("estimator.export.build_parsing_serving_input_receiver_fn")
 def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):
     """tf.estimator.export.build_parsing_serving_input_receiver_fn(feature_spec,
@@ -111,6 +135,33 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
         tensors = {name: _placeholder_from_tensor(t, default_batch_size) for name, t in features.items()}
         return ServingInputReceiver(tensors, tensors)
     return serving_input_receiver_fn
+
+
+@tf_export("estimator.experimental.build_raw_supervised_input_receiver_fn")
+def build_raw_supervised_input_receiver_fn(features, labels, default_batch_size=None):
+    """tf.estimator.experimental.build_raw_supervised_input_receiver_fn(features, labels,
+    default_batch_size=None): an input_receiver_fn (for TRAIN or EVAL exports) of placeholders
+    shaped as `features` and `labels` (tensors or dicts of tensors) past the batch dimension, fed
+    as the receiver tensors (a lone feature as "input", a lone label as "label"; the keys must
+    differ)."""
+    feature_keys = features.keys() if isinstance(features, dict) else [SINGLE_RECEIVER_DEFAULT_NAME]
+    label_keys = labels.keys() if isinstance(labels, dict) else [SINGLE_LABEL_DEFAULT_NAME]
+    overlap = set(feature_keys) & set(label_keys)
+    if overlap:
+        raise ValueError(f"Features and labels must have distinct keys. Found overlapping keys: {overlap}")
+
+    def placeholders(tensors, single_name):
+        if isinstance(tensors, dict):
+            tensors = {name: _placeholder_from_tensor(t, default_batch_size) for name, t in tensors.items()}
+            return tensors, tensors
+        tensor = _placeholder_from_tensor(tensors, default_batch_size)
+        return tensor, {single_name: tensor}
+
+    def supervised_input_receiver_fn():
+        features_in, receiver_features = placeholders(features, SINGLE_RECEIVER_DEFAULT_NAME)
+        labels_in, receiver_labels = placeholders(labels, SINGLE_LABEL_DEFAULT_NAME)
+        return SupervisedInputReceiver(features_in, labels_in, {**receiver_features, **receiver_labels})
+    return supervised_input_receiver_fn
 
 
 # -- export outputs -------------------------------------------------------------------------------
@@ -209,6 +260,83 @@ class PredictOutput(ExportOutput):
         return signature_def_utils.predict_signature_def(receiver_tensors, self.outputs)
 
 
+class _SupervisedOutput(ExportOutput):
+    """The outputs of a TRAIN or EVAL meta graph: the loss ("loss", or "loss/KEY"), the predictions
+    ("predictions/KEY") and each metric's value and update ("metrics/NAME/value",
+    "metrics/NAME/update_op"; an update that is an Operation becomes an empty constant run after
+    it, since signatures hold tensors only)."""
+
+    _method_name = None
+
+    def __init__(self, loss=None, predictions=None, metrics=None):
+        self._loss = self._prefixed(self._wrap_and_check_outputs(loss, "loss"), "loss") if loss is not None else None
+        self._predictions = None if predictions is None else self._prefixed(
+            self._wrap_and_check_outputs(predictions, "predictions"), "predictions")
+        self._metrics = None if metrics is None else self._wrap_and_check_metrics(metrics)
+
+    loss = property(lambda self: self._loss)
+    predictions = property(lambda self: self._predictions)
+    metrics = property(lambda self: self._metrics)
+
+    def _prefix_key(self, key: str, name: str) -> str:
+        return key if key.find(name) == 0 else f"{name}{self._SEPARATOR_CHAR}{key}"
+
+    def _prefixed(self, outputs: dict, name: str) -> dict:
+        return {self._prefix_key(key, name): value for key, value in outputs.items()}
+
+    def _wrap_and_check_metrics(self, metrics) -> dict:
+        if not isinstance(metrics, dict):
+            metrics = {"metrics": metrics}
+        outputs = {}
+        for key, (value, update_op) in metrics.items():
+            key = self._prefix_key(self._check_output_key(key, "metrics"), "metrics")
+            if not isinstance(value, Tensor):
+                raise ValueError(f"{key} output value must be a Tensor; got {value}.")
+            if not isinstance(update_op, (Tensor, Operation)):
+                raise ValueError(f"{key} update_op must be a Tensor or Operation; got {update_op}.")
+            if isinstance(update_op, Operation):
+                with control_dependencies([update_op]):
+                    update_op = constant([], name="metric_op_wrapper")
+            outputs[f"{key}{self._SEPARATOR_CHAR}value"] = value
+            outputs[f"{key}{self._SEPARATOR_CHAR}update_op"] = update_op
+        return outputs
+
+    def as_signature_def(self, receiver_tensors):
+        if not receiver_tensors:
+            raise ValueError(f"{self._method_name} `inputs` cannot be None or empty.")
+        outputs = {}
+        for output_set in (self.loss, self.predictions, self.metrics):
+            outputs.update({k: build_tensor_info(t) for k, t in (output_set or {}).items()})
+        return signature_def_utils.build_signature_def({k: build_tensor_info(t) for k, t in receiver_tensors.items()},
+                                                       outputs, self._method_name)
+
+
+class TrainOutput(_SupervisedOutput):
+    """The "train" signature of a TRAIN export (method tensorflow/supervised/training)."""
+    _method_name = SUPERVISED_TRAIN_METHOD_NAME
+
+
+@tf_export("estimator.export.EvalOutput")
+class EvalOutput(_SupervisedOutput):
+    """tf.estimator.export.EvalOutput(loss=None, predictions=None, metrics=None): the "eval"
+    signature of an EVAL export (method tensorflow/supervised/eval): outputs "loss",
+    "predictions/KEY" and "metrics/NAME/value" and "metrics/NAME/update_op" of each
+    (value, update_op) metric."""
+    _method_name = SUPERVISED_EVAL_METHOD_NAME
+
+
+def export_outputs_for_mode(mode, serving_export_outputs=None, predictions=None, loss=None, metrics=None) -> dict:
+    """The export outputs of a mode's meta graph: PREDICT's serving outputs (get_export_outputs),
+    TRAIN's TrainOutput under "train", EVAL's EvalOutput under "eval"."""
+    if mode not in SIGNATURE_KEY_MAP:
+        raise ValueError(f"Export output type not found for `mode`: {mode}. Expected one of: "
+                         f"{list(SIGNATURE_KEY_MAP)}.")
+    if mode == "infer":
+        return get_export_outputs(serving_export_outputs, predictions)
+    output_type = TrainOutput if mode == "train" else EvalOutput
+    return {SIGNATURE_KEY_MAP[mode]: output_type(loss=loss, predictions=predictions, metrics=metrics)}
+
+
 def get_export_outputs(export_outputs, predictions) -> dict:
     """A PREDICT EstimatorSpec's export_outputs: the given ones (with a serving default), or a
     PredictOutput of its predictions under "serving_default"."""
@@ -230,10 +358,11 @@ def get_export_outputs(export_outputs, predictions) -> dict:
     return export_outputs
 
 
-def build_all_signature_defs(receiver_tensors, export_outputs, receiver_tensors_alternatives=None) -> dict:
+def build_all_signature_defs(receiver_tensors, export_outputs, receiver_tensors_alternatives=None,
+                             serving_only=True) -> dict:
     """{signature key: SignatureDef} of every export output over the receiver tensors (and each
-    alternative's, keyed "alternative:output"); signatures that cannot be built, or that TF
-    Serving could not serve, are left out and logged."""
+    alternative's, keyed "alternative:output"); signatures that cannot be built, or (serving_only)
+    that TF Serving could not serve, are left out and logged."""
     if not isinstance(receiver_tensors, dict):
         receiver_tensors = {SINGLE_RECEIVER_DEFAULT_NAME: receiver_tensors}
     if not isinstance(export_outputs, dict):
@@ -256,6 +385,8 @@ def build_all_signature_defs(receiver_tensors, export_outputs, receiver_tensors_
         _log.warning("Export includes no signatures!")
     elif signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY not in signatures:
         _log.warning("Export includes no default signature!")
+    if not serving_only:
+        return signatures
     return {k: v for k, v in signatures.items() if signature_def_utils.is_valid_signature(v)}
 
 

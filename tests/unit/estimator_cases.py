@@ -259,6 +259,52 @@ def export_all(tf, model_dir: str, export_base: str) -> dict:
     return {"raw": raw.decode(), "serving": serving_dir.decode(), "parsing": parsing_dir.decode()}
 
 
+def all_modes_model_fn(tf):
+    """linear_model_fn with one more metric whose update is an Operation (a group), which a
+    TRAIN/EVAL signature holds as an empty constant run after it."""
+    linear = linear_model_fn(tf)
+
+    def model_fn(features, labels, mode, params):
+        spec = linear(features, labels, mode, params)
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return spec
+        value, update = tf.metrics.mean(spec.loss)
+        metrics = dict(spec.eval_metric_ops, mean_loss=(value, tf.group(update)))
+        return spec._replace(eval_metric_ops=metrics)
+    return model_fn
+
+
+def export_all_modes(tf, model_dir: str, export_base: str) -> str:
+    """Trains all_modes_model_fn 10 steps in model_dir and exports its TRAIN, EVAL and PREDICT
+    graphs as one SavedModel (features {"x": [None, 2]}, a [None, 1] label): the export dir."""
+    est = tf.estimator.Estimator(all_modes_model_fn(tf), model_dir=model_dir, params={"learning_rate": 0.1})
+    est.train(train_input_fn(tf), steps=10)
+    supervised = tf.estimator.experimental.build_raw_supervised_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 2], name="x")}, tf.placeholder(tf.float32, [None, 1], name="y"))
+    receivers = {tf.estimator.ModeKeys.TRAIN: supervised, tf.estimator.ModeKeys.EVAL: supervised,
+                 tf.estimator.ModeKeys.PREDICT: raw_receiver_fn(tf)}
+    return est.experimental_export_all_saved_models(export_base, receivers).decode()
+
+
+def run_all_modes_export(tf, session, meta_graph) -> dict:
+    """What a loaded meta graph of export_all_modes computes on X, Y: "serve": its predictions;
+    "eval": the metrics' values after one update (and loss, predictions); "train": loss and
+    predictions, then the loss after one run of the saved train op."""
+    signature = meta_graph.signature_def[sorted(meta_graph.signature_def)[0]]
+    graph = session.graph
+    feeds = {graph.get_tensor_by_name(signature.inputs[k].name): {"x": X, "label": Y}[k] for k in signature.inputs}
+
+    def run(keys):
+        return {k: session.run(graph.get_tensor_by_name(signature.outputs[k].name), feeds) for k in sorted(keys)}
+    if "train" in meta_graph.signature_def:
+        out = run(k for k in signature.outputs if not k.startswith("metrics/"))
+        session.run(graph.get_collection("saved_model_train_op"), feeds)
+        out["loss_after_train_op"] = run(["loss"])["loss"]
+        return out
+    run(k for k in signature.outputs if k.endswith("/update_op"))
+    return run(k for k in signature.outputs if not k.endswith("/update_op"))
+
+
 def parsing_receiver_fn(tf):
     """Serving inputs: serialized tf.Examples with a float feature x of 2 values."""
     return tf.estimator.export.build_parsing_serving_input_receiver_fn({"x": tf.FixedLenFeature([2], tf.float32)})
@@ -281,3 +327,148 @@ def signature_structure(meta_graph) -> dict:
     def infos(m):
         return {k: [int(v.dtype), [int(d.size) for d in v.tensor_shape.dim]] for k, v in sorted(m.items())}
     return {k: [s.method_name, infos(s.inputs), infos(s.outputs)] for k, s in sorted(meta_graph.signature_def.items())}
+
+
+# -- classifier/regressor_parse_example_spec --------------------------------------------------------
+def parse_spec_cases(tf) -> dict:
+    """name -> a call of tf.estimator.classifier_/regressor_parse_example_spec (errors included)."""
+    fc, est = tf.feature_column, tf.estimator
+    columns = [fc.numeric_column("a", shape=(2,)), fc.categorical_column_with_identity("c", 4),
+               fc.bucketized_column(fc.numeric_column("b"), [0., 1.])]
+    return {
+        "classifier": lambda: est.classifier_parse_example_spec(columns, "y"),
+        "classifier_string_weight": lambda: est.classifier_parse_example_spec(
+            columns, "y", label_dtype=tf.string, label_default="no", weight_column="w"),
+        "regressor_column_weight": lambda: est.regressor_parse_example_spec(
+            columns, "y", label_dimension=3, label_default=[0., 0., 0.],
+            weight_column=fc.numeric_column("w", dtype=tf.float64)),
+        "label_is_feature": lambda: est.regressor_parse_example_spec(columns, "a"),
+        "weight_is_feature": lambda: est.classifier_parse_example_spec(columns, "y", weight_column="b"),
+        "weight_not_numeric": lambda: est.classifier_parse_example_spec(columns, "y", weight_column=columns[1]),
+    }
+
+
+def describe_parse_spec(spec: dict) -> dict:
+    """{key: [feature class name, shape or None, dtype name, default]} of a parse_example spec."""
+    def default(v):
+        return None if v is None else np.asarray(v).tolist()
+    return {k: [type(v).__name__, list(v.shape) if hasattr(v, "shape") else None, v.dtype.name,
+                default(getattr(v, "default_value", None))] for k, v in sorted(spec.items())}
+
+
+# -- tf.estimator.*Head ---------------------------------------------------------------------------
+_H = np.random.RandomState(11)
+HEAD_WEIGHTS = np.array([[1.], [0.5], [2.], [1.], [0.], [1.5]], np.float32)
+HEAD_DATA = {
+    "binary": (_H.randn(6, 1).round(2), np.array([[1], [0], [1], [1], [0], [0]])),
+    "binary_vocab": (_H.randn(6, 1).round(2), np.array([[b"pos"], [b"neg"], [b"pos"], [b"neg"], [b"neg"], [b"pos"]])),
+    "multi_class": (_H.randn(6, 3).round(2), np.array([[0], [2], [1], [1], [0], [2]])),
+    "multi_class_vocab": (_H.randn(6, 3).round(2), np.array([[b"b"], [b"c"], [b"a"], [b"b"], [b"a"], [b"c"]])),
+    "regression": (_H.randn(6, 2).round(2), _H.randn(6, 2).round(2)),
+    "logistic": (_H.randn(6, 1).round(2), np.array([[0.2], [0.9], [0.5], [0.], [1.], [0.7]])),
+    "poisson": (_H.randn(6, 1).round(2), np.array([[1.], [0.], [3.], [2.], [1.], [5.]])),
+    "multi_label": (_H.randn(6, 3).round(2), np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 0, 0],
+                                                      [0, 1, 1]])),
+    "multi_head": ({"a": _H.randn(6, 3).round(2), "b": _H.randn(6, 1).round(2)},
+                   {"a": np.array([[0], [2], [1], [1], [0], [2]]), "b": _H.randn(6, 1).round(2)}),
+}
+
+
+def head_cases(tf) -> dict:
+    """name -> the tf.estimator head of HEAD_DATA[name] (weights in feature "w" where used)."""
+    est = tf.estimator
+    return {
+        "binary": lambda: est.BinaryClassHead(weight_column="w", thresholds=[0.3, 0.7]),
+        "binary_vocab": lambda: est.BinaryClassHead(label_vocabulary=["neg", "pos"],
+                                                    loss_reduction="sum"),  # tf.keras.losses.Reduction.SUM
+        "multi_class": lambda: est.MultiClassHead(3, weight_column="w"),
+        "multi_class_vocab": lambda: est.MultiClassHead(3, label_vocabulary=["a", "b", "c"], name="letters"),
+        "regression": lambda: est.RegressionHead(label_dimension=2, weight_column="w"),
+        "logistic": lambda: est.LogisticRegressionHead(weight_column="w"),
+        "poisson": lambda: est.PoissonRegressionHead(),
+        "multi_label": lambda: est.MultiLabelHead(3, weight_column="w", thresholds=[0.4]),
+        "multi_head": lambda: est.MultiHead([est.MultiClassHead(3, name="a"), est.RegressionHead(name="b")],
+                                            head_weights=[1., 2.]),
+    }
+
+
+def _head_features(logits) -> dict:
+    logits = logits if isinstance(logits, dict) else {"": logits}
+    return dict({f"logits{k}": v.astype(np.float32) for k, v in logits.items()}, w=HEAD_WEIGHTS)
+
+
+def head_input_fn(tf, name: str, with_labels: bool = True):
+    """HEAD_DATA[name] as one batch: the logits as features "logits" ("logitsNAME" for MultiHead)."""
+    logits, labels = HEAD_DATA[name]
+    labels = {k: v.astype(np.float32) if v.dtype.kind == "f" else v for k, v in labels.items()} \
+        if isinstance(labels, dict) else (labels.astype(np.float32) if labels.dtype.kind == "f" else labels)
+    data = (_head_features(logits), labels) if with_labels else _head_features(logits)
+    return lambda: tf.data.Dataset.from_tensors(data)
+
+
+def head_model_fn(tf, name: str):
+    """model_fn whose logits are the "logits" features; it trains by a train_op_fn that steps the
+    global step (the logits have no variables)."""
+    def model_fn(features, labels, mode):
+        head = head_cases(tf)[name]()
+        keys = [k[len("logits"):] for k in features if k.startswith("logits")]
+        logits = features["logits"] if keys == [""] else {k: features["logits" + k] for k in keys}
+        return head.create_estimator_spec(
+            features, mode, logits, labels=labels,
+            train_op_fn=lambda loss: tf.assign_add(tf.train.get_global_step(), 1))
+    return model_fn
+
+
+def run_head_case(tf, name: str, model_dir: str) -> dict:
+    """{"evaluate": metrics after one training step, "predictions": {key: stacked values}} of
+    head_model_fn over HEAD_DATA[name]."""
+    est = tf.estimator.Estimator(head_model_fn(tf, name), model_dir=model_dir)
+    est.train(head_input_fn(tf, name), steps=1)
+    metrics = {k: float(v) for k, v in est.evaluate(head_input_fn(tf, name)).items() if k != "global_step"}
+    rows = list(est.predict(head_input_fn(tf, name, with_labels=False)))
+    keys = sorted(rows[0], key=str)
+    predictions = {"/".join(k) if isinstance(k, tuple) else k: np.stack([r[k] for r in rows]) for k in keys}
+    return {"evaluate": metrics, "predictions": predictions}
+
+
+HEAD_X = _H.randn(8, 2).round(2).astype(np.float32)
+HEAD_MULTI_HOT = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 0, 0], [0, 1, 1], [1, 1, 1], [0, 0, 0]])
+HEAD_CLASS = np.array([[0], [2], [1], [1], [0], [2], [1], [0]])
+
+
+def head_estimator_cases(tf, estimators=None, sgd=None) -> dict:
+    """name -> (Estimator taking a head, its labels): LinearEstimator (zero initial weights,
+    gradient descent: TF's numbers) and DNN / DNNLinearCombined Estimators (random initial weights:
+    TF's metric keys). `estimators` holds the Estimator classes (default tf.estimator) and
+    sgd(learning_rate) makes the optimizer (default tf.train.GradientDescentOptimizer): TF 2.15
+    records with its v2 Estimators and a Keras SGD, since its v1 Estimators hand the head a
+    tf.train optimizer, which TF's Head classes refuse."""
+    est, fc = tf.estimator, tf.feature_column
+    estimators = estimators or est
+    sgd = sgd or tf.train.GradientDescentOptimizer
+    x = [fc.numeric_column("x", shape=(2,))]
+    multi_head = lambda: est.MultiHead([est.MultiLabelHead(3, name="tags"), est.MultiClassHead(3, name="kind")])  # noqa
+    return {
+        "linear_multi_label": (lambda d: estimators.LinearEstimator(
+            est.MultiLabelHead(3, thresholds=[0.5]), x, model_dir=d, optimizer=sgd(0.5)), HEAD_MULTI_HOT),
+        "linear_multi_head": (lambda d: estimators.LinearEstimator(multi_head(), x, model_dir=d, optimizer=sgd(0.5)),
+                              {"tags": HEAD_MULTI_HOT, "kind": HEAD_CLASS}),
+        "dnn_binary": (lambda d: estimators.DNNEstimator(est.BinaryClassHead(), [4], x, model_dir=d), HEAD_CLASS % 2),
+        "combined_regression": (lambda d: estimators.DNNLinearCombinedEstimator(
+            est.RegressionHead(label_dimension=3), model_dir=d, linear_feature_columns=x, dnn_feature_columns=x,
+            dnn_hidden_units=[3]), HEAD_MULTI_HOT.astype(np.float32)),
+    }
+
+
+def run_head_estimator_case(tf, name: str, model_dir: str, **kwargs) -> dict:
+    """{"evaluate": metrics after training on the one batch, "variables": {linear weights: value}}."""
+    make, labels = head_estimator_cases(tf, **kwargs)[name]
+    estimator = make(model_dir)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensors(({"x": HEAD_X}, labels))
+    estimator.train(input_fn)
+    metrics = {k: float(v) for k, v in estimator.evaluate(input_fn).items()}
+    variables = {n: estimator.get_variable_value(n).tolist() for n in estimator.get_variable_names()
+                 if n.startswith("linear/linear_model/") and "Ftrl" not in n}
+    return {"evaluate": metrics, "variables": variables}

@@ -156,15 +156,35 @@ class _Head:
         training_loss = compute_weighted_loss(unreduced, weights=weights, reduction=self._loss_reduction)
         return training_loss, unreduced, weights, labels
 
+    _summarise_mean_loss = True   # TF's v1 heads summarise average_loss (for SUM); the v2 Head classes do not
+
     def create_estimator_spec(self, features, mode, logits, labels=None, optimizer=None, train_op_fn=None,
                               regularization_losses=None) -> EstimatorSpec:
         """The EstimatorSpec of `mode`: predictions and export outputs (PREDICT), loss and metrics
         (EVAL), loss and the train op of optimizer.minimize or train_op_fn(loss) (TRAIN)."""
+        def train_op_of(loss):
+            if optimizer is not None:
+                if train_op_fn is not None:
+                    raise ValueError("train_op_fn and optimizer cannot both be set.")
+                train_op = optimizer.minimize(loss, global_step=get_global_step())
+            elif train_op_fn is not None:
+                train_op = train_op_fn(loss)
+            else:
+                raise ValueError("train_op_fn and optimizer cannot both be None.")
+            update_ops = get_collection(GraphKeys.UPDATE_OPS)
+            return group(train_op, *update_ops) if update_ops else train_op
+        return self._estimator_spec(features, mode, logits, labels, regularization_losses, train_op_of)
+
+    def _checked_logits(self, logits):
+        logits = convert_to_tensor(logits)
+        last = logits.shape[-1].value if logits.shape.ndims else None
+        if last is not None and last != self._logits_dimension:
+            raise ValueError(f"logits shape must be [D0, D1, ... DN, logits_dimension], got {logits.shape}.")
+        return logits
+
+    def _estimator_spec(self, features, mode, logits, labels, regularization_losses, train_op_of) -> EstimatorSpec:
         with name_scope(self._name, "head"):
-            logits = convert_to_tensor(logits)
-            last = logits.shape[-1].value if logits.shape.ndims else None
-            if last is not None and last != self._logits_dimension:
-                raise ValueError(f"logits shape must be [D0, D1, ... DN, logits_dimension], got {logits.shape}.")
+            logits = self._checked_logits(logits)
             with name_scope(None, "predictions", (logits,)):
                 predictions, export_outputs, metric_inputs = self._predictions(logits)
             if mode == ModeKeys.PREDICT:
@@ -184,19 +204,9 @@ class _Head:
                         metrics["regularization_loss"] = mean(regularization_loss, name="regularization_loss")
                 return EstimatorSpec(mode, predictions=predictions, loss=loss,
                                      eval_metric_ops={_summary_key(self._name, k): v for k, v in metrics.items()})
-            if optimizer is not None:
-                if train_op_fn is not None:
-                    raise ValueError("train_op_fn and optimizer cannot both be set.")
-                train_op = optimizer.minimize(loss, global_step=get_global_step())
-            elif train_op_fn is not None:
-                train_op = train_op_fn(loss)
-            else:
-                raise ValueError("train_op_fn and optimizer cannot both be None.")
-            update_ops = get_collection(GraphKeys.UPDATE_OPS)
-            if update_ops:
-                train_op = group(train_op, *update_ops)
+            train_op = train_op_of(loss)
             mean_loss = None
-            if self._loss_reduction == Reduction.SUM:   # TF summarises the mean only for SUM
+            if self._summarise_mean_loss and self._loss_reduction == Reduction.SUM:
                 mean_loss = training_loss / reduce_sum(weights * ones_like(unreduced))
         with name_scope(""):
             scalar(_summary_key(self._name, "loss"), loss)
@@ -280,6 +290,8 @@ class _BinaryHead(_Head):
         export_outputs[REGRESS_SERVING_KEY] = RegressionOutput(value=logistic)
         return predictions, export_outputs, {"class_ids": class_ids, "logistic": logistic}
 
+    _pr_summation = "trapezoidal"   # tf.metrics.auc's (v1 heads); the v2 heads' Keras AUC interpolates
+
     def _metrics(self, labels, weights, unreduced, class_ids, logistic):
         w = _optional_weights(weights)
         label_mean = _float_mean(labels, weights, "label/mean")
@@ -295,6 +307,7 @@ class _BinaryHead(_Head):
             "accuracy_baseline": baseline,
             "auc": auc(labels, logistic, weights=None if w is None else broadcast_weights(w, logistic), name="auc"),
             "auc_precision_recall": auc(labels, logistic, curve="PR", name="auc_precision_recall",
+                                        summation_method=self._pr_summation,
                                         weights=None if w is None else broadcast_weights(w, logistic)),
         }
         for threshold in self._thresholds:
@@ -434,9 +447,8 @@ def poisson_regression_head(weight_column=None, label_dimension=1, loss_reductio
     """tf.contrib.estimator.poisson_regression_head(weight_column=None, label_dimension=1,
     loss_reduction=SUM_OVER_BATCH_SIZE, compute_full_loss=True, name=None): Poisson regression
     (tf.nn.log_poisson_loss of the logits as log rates); predictions exp(logits)."""
-    def _poisson_loss(labels, logits):
-        return log_poisson_loss(targets=labels, log_input=logits, compute_full_loss=compute_full_loss)
-    return _RegressionHead(weight_column, label_dimension, loss_reduction, _poisson_loss, exp, name)
+    return _RegressionHead(weight_column, label_dimension, loss_reduction, poisson_loss_fn(compute_full_loss), exp,
+                           name)
 
 
 @tf_export("contrib.estimator.logistic_regression_head")
@@ -444,7 +456,17 @@ def logistic_regression_head(weight_column=None, loss_reduction=Reduction.SUM_OV
     """tf.contrib.estimator.logistic_regression_head(weight_column=None,
     loss_reduction=SUM_OVER_BATCH_SIZE, name=None): regression of labels in [0, 1] by sigmoid
     cross entropy; predictions sigmoid(logits)."""
-    def _logistic_loss(labels, logits):
-        labels = _assert_range(labels, 2, message="Labels must be in range [0, 1]")
-        return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-    return _RegressionHead(weight_column, 1, loss_reduction, _logistic_loss, sigmoid, name)
+    return _RegressionHead(weight_column, 1, loss_reduction, logistic_loss, sigmoid, name)
+
+
+def poisson_loss_fn(compute_full_loss: bool):
+    """loss_fn of Poisson regression: tf.nn.log_poisson_loss of the logits as log rates."""
+    def poisson_loss(labels, logits):
+        return log_poisson_loss(targets=labels, log_input=logits, compute_full_loss=compute_full_loss)
+    return poisson_loss
+
+
+def logistic_loss(labels, logits):
+    """loss_fn of logistic regression: sigmoid cross entropy of labels in [0, 1]."""
+    labels = _assert_range(labels, 2, message="Labels must be in range [0, 1]")
+    return sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
