@@ -4,8 +4,10 @@ creators (ChiefSessionCreator, WorkerSessionCreator).
 A MonitoredSession is a stack of wrappers around a tf.Session:
 
   _RecoverableSession   recreates the session when a task was lost (AbortedError,
-                        UnavailableError): the chief restores the latest checkpoint onto the
-                        restarted task, the others wait for it. Gives up with the last error
+                        UnavailableError): the chief restores the latest checkpoint onto a
+                        restarted task (a new incarnation), the others wait for it; when no
+                        task restarted (a partition, a stall) the model its tasks still hold
+                        is kept, not rolled back (TF restores). Gives up with the last error
                         once no session could be made for TENSORWEAVE_RECOVERY_TIMEOUT_S
                         seconds (default 600): a task gone for good ends the program, it does
                         not hang it.
@@ -94,6 +96,12 @@ class ChiefSessionCreator(_ScaffoldedCreator):
             checkpoint_filename_with_path=self._checkpoint_filename_with_path, config=self._config,
             init_op=self._scaffold.init_op, init_feed_dict=self._scaffold.init_feed_dict,
             init_fn=self._scaffold.init_fn)
+
+    def _resume_session(self):
+        """After a lost task (MonitoredSession's recovery): a session on the model as its tasks
+        still hold it, or None when a task restarted and create_session must restore it."""
+        self._scaffold.finalize()
+        return self._get_session_manager()._resume_session(self._master, config=self._config)
 
 
 @tf_export("train.WorkerSessionCreator")
@@ -304,7 +312,7 @@ class _RecoverableSession(_WrappedSession):
     def _create_session(self):
         while True:
             try:
-                return self._sess_creator.create_session()
+                return self._sess_creator.create_session(after_loss=self._lost_since is not None)
             except PREEMPTION_ERRORS as e:
                 if self._lost_since is None:
                     self._lost_since = time.monotonic()
@@ -380,8 +388,11 @@ class _MonitoredSession:
             self.tf_sess = None
             self._stop_grace_period_secs = stop_grace_period_secs
 
-        def create_session(self):
-            self.tf_sess = self._session_creator.create_session()
+        def create_session(self, after_loss: bool = False):
+            # After a lost task a chief keeps the model its tasks still hold (a partition is not
+            # a failure); only a restarted task's lost state is restored from the checkpoint.
+            resume = getattr(self._session_creator, "_resume_session", None) if after_loss else None
+            self.tf_sess = (resume and resume()) or self._session_creator.create_session()
             self.coord = Coordinator(clean_stop_exception_types=[])
             if get_default_graph().get_collection(GraphKeys.QUEUE_RUNNERS):
                 start_queue_runners(sess=self.tf_sess, coord=self.coord)

@@ -67,6 +67,10 @@ class TrainerCluster:
                 pass
             p.wait(10)
 
+    def signal(self, job: str, index: int, signum: int) -> None:
+        """Sends `signum` to the task's process group (SIGSTOP/SIGCONT: a stall, not a restart)."""
+        os.killpg(self.procs[(job, index)].pid, signum)
+
     def wait(self, job: str, index: int, timeout: float = 60) -> int:
         """The task's exit code; AssertionError (with its threads' stacks) when it hangs."""
         p = self.procs[(job, index)]
