@@ -72,6 +72,35 @@ class _Socket(zmq.Socket):
 
 
 class _CallSocket(_Socket):
+    _monitor = None   # a PAIR that gets an event each time the connection drops (watch_resets)
+    _resets = 0
+
+    def watch_resets(self) -> None:
+        self._monitor = self.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._resets = 0
+
+    def resets(self) -> int:
+        """How often the connection dropped so far. ZeroMQ reconnects at once, but what was in
+        flight then (a request, its reply) is lost: a call whose connection dropped fails."""
+        monitor = self._monitor
+        while monitor is not None:
+            try:
+                monitor.recv_multipart(NOBLOCK)
+            except zmq.Again:
+                break
+            self._resets += 1
+        return self._resets if monitor is not None else 0
+
+    def close(self, linger=None) -> None:
+        if self._monitor is not None and not self.closed:
+            try:
+                self.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(0)
+            self._monitor = None
+        super().close(linger)
+
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)
@@ -134,6 +163,7 @@ class _Route(transports.Route):
         sock.setsockopt(zmq.IDENTITY, sock.ident)
         sock.rank = self.rank
         _configure_dealer(sock)
+        sock.watch_resets()
         sock.connect(self.endpoint)
         return sock
 

@@ -317,12 +317,22 @@ class _RecoverableSession(_WrappedSession):
                 if self._lost_since is None:
                     self._lost_since = time.monotonic()
                 waited = time.monotonic() - self._lost_since
-                if waited > recovery_timeout_s():
+                limit, why = self._recovery_window()
+                if waited > limit:
                     raise type(e)(e.node_def, e.op, f"No session could be created for {waited:.1f} s after a task "
-                                                    f"was lost (TENSORWEAVE_RECOVERY_TIMEOUT_S="
-                                                    f"{recovery_timeout_s():g}); last error: {e.message}") from e
+                                                    f"was lost ({why}); last error: {e.message}") from e
                 _log.info("An error was raised while a session was being created (a lost task?); retrying: %s", e)
                 time.sleep(0.1)
+
+    def _recovery_window(self) -> tuple:
+        """(seconds, what set them): TENSORWEAVE_RECOVERY_TIMEOUT_S, or the session config's
+        operation_timeout_in_ms when shorter (the run that lost the task was bound by it)."""
+        limit, why = recovery_timeout_s(), f"TENSORWEAVE_RECOVERY_TIMEOUT_S={recovery_timeout_s():g}"
+        config = getattr(getattr(self._sess_creator, "session_creator", None), "_config", None)
+        op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
+        if 0 < op_timeout_ms / 1000 < limit:
+            limit, why = op_timeout_ms / 1000, f"operation_timeout_in_ms={op_timeout_ms}"
+        return limit, why
 
     def _check_stop(self) -> bool:
         try:
@@ -382,7 +392,7 @@ class _MonitoredSession:
 
     class _CoordinatedSessionCreator(SessionCreator):
         def __init__(self, session_creator, hooks, stop_grace_period_secs):
-            self._session_creator = session_creator
+            self.session_creator = session_creator
             self._hooks = hooks
             self.coord: Optional[Coordinator] = None
             self.tf_sess = None
@@ -391,8 +401,8 @@ class _MonitoredSession:
         def create_session(self, after_loss: bool = False):
             # After a lost task a chief keeps the model its tasks still hold (a partition is not
             # a failure); only a restarted task's lost state is restored from the checkpoint.
-            resume = getattr(self._session_creator, "_resume_session", None) if after_loss else None
-            self.tf_sess = (resume and resume()) or self._session_creator.create_session()
+            resume = getattr(self.session_creator, "_resume_session", None) if after_loss else None
+            self.tf_sess = (resume and resume()) or self.session_creator.create_session()
             self.coord = Coordinator(clean_stop_exception_types=[])
             if get_default_graph().get_collection(GraphKeys.QUEUE_RUNNERS):
                 start_queue_runners(sess=self.tf_sess, coord=self.coord)

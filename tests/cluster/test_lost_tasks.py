@@ -15,7 +15,7 @@ import pytest
 import tensorweave as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_procs import TrainerCluster
+from trainer_procs import StepWatcher, TrainerCluster
 
 
 @pytest.fixture(autouse=True)
@@ -23,47 +23,6 @@ def _short_connect_timeout(monkeypatch):
     # The watcher's own reads of a killed ps give up after a second (the tasks' timeout is
     # set for them by TrainerCluster).
     monkeypatch.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "1")
-
-
-class StepWatcher:
-    """Reads the global step from the ps, as a separate client (None while unreadable)."""
-
-    def __init__(self, ps_address: str):
-        self._target = "grpc://" + ps_address
-        self._graph = tf.Graph()
-        with self._graph.as_default(), tf.device("/job:ps/task:0"):
-            self._step = tf.train.get_or_create_global_step()
-        self._sess = None
-        self.seen: list = []
-
-    def read(self):
-        try:
-            if self._sess is None:
-                self._sess = tf.Session(self._target, graph=self._graph,
-                                        config=tf.ConfigProto(device_filters=["/job:ps"]))
-            value = int(self._sess.run(self._step))
-            self.seen.append((time.monotonic(), value))
-            return value
-        except tf.errors.OpError:
-            self.close()
-            return None
-
-    def wait_for(self, at_least: int, timeout: float = 60) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            v = self.read()
-            if v is not None and v >= at_least:
-                return v
-            time.sleep(0.05)
-        raise AssertionError(f"global step did not reach {at_least} within {timeout} s (seen {self.seen[-5:]})")
-
-    def close(self):
-        if self._sess is not None:
-            try:
-                self._sess.close()
-            except Exception:  # noqa: BLE001
-                pass
-            self._sess = None
 
 
 def _exit_codes(c: TrainerCluster, timeout: float = 60) -> dict:
