@@ -291,11 +291,13 @@ class _RecoverableSession(_WrappedSession):
     def __init__(self, sess_creator):
         self._sess_creator = sess_creator
         self._lost_since: Optional[float] = None
+        self._run_started: Optional[float] = None   # of the run that lost a task
         super().__init__(self._create_session())
 
-    def _lost(self, e: BaseException, where: str) -> None:
+    def _lost(self, e: BaseException, where: str, run_started: Optional[float] = None) -> None:
         if self._lost_since is None:
             self._lost_since = time.monotonic()
+            self._run_started = run_started
         _log.info("A task was lost (%s: %s) %s; a new session will be created.", type(e).__name__, e, where)
         self._abandon()
 
@@ -315,24 +317,27 @@ class _RecoverableSession(_WrappedSession):
                 return self._sess_creator.create_session(after_loss=self._lost_since is not None)
             except PREEMPTION_ERRORS as e:
                 if self._lost_since is None:
-                    self._lost_since = time.monotonic()
+                    self._lost_since, self._run_started = time.monotonic(), None
                 waited = time.monotonic() - self._lost_since
-                limit, why = self._recovery_window()
-                if waited > limit:
+                deadline, why = self._recovery_deadline()
+                if time.monotonic() > deadline:
                     raise type(e)(e.node_def, e.op, f"No session could be created for {waited:.1f} s after a task "
                                                     f"was lost ({why}); last error: {e.message}") from e
                 _log.info("An error was raised while a session was being created (a lost task?); retrying: %s", e)
                 time.sleep(0.1)
 
-    def _recovery_window(self) -> tuple:
-        """(seconds, what set them): TENSORWEAVE_RECOVERY_TIMEOUT_S, or the session config's
-        operation_timeout_in_ms when shorter (the run that lost the task was bound by it)."""
-        limit, why = recovery_timeout_s(), f"TENSORWEAVE_RECOVERY_TIMEOUT_S={recovery_timeout_s():g}"
+    def _recovery_deadline(self) -> tuple:
+        """(when recovery gives up, what set it): TENSORWEAVE_RECOVERY_TIMEOUT_S after the loss,
+        or, when sooner, the session config's operation_timeout_in_ms after the start of the
+        run that lost the task (that run was bound by it: its caller gets an error in time)."""
+        deadline = self._lost_since + recovery_timeout_s()
+        why = f"TENSORWEAVE_RECOVERY_TIMEOUT_S={recovery_timeout_s():g}"
         config = getattr(getattr(self._sess_creator, "session_creator", None), "_config", None)
         op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
-        if 0 < op_timeout_ms / 1000 < limit:
-            limit, why = op_timeout_ms / 1000, f"operation_timeout_in_ms={op_timeout_ms}"
-        return limit, why
+        start = self._run_started if self._run_started is not None else self._lost_since
+        if op_timeout_ms > 0 and start + op_timeout_ms / 1000 < deadline:
+            deadline, why = start + op_timeout_ms / 1000, f"operation_timeout_in_ms={op_timeout_ms}"
+        return deadline, why
 
     def _check_stop(self) -> bool:
         try:
@@ -350,10 +355,11 @@ class _RecoverableSession(_WrappedSession):
         while True:
             if not self._sess:
                 self._sess = self._create_session()   # (gives up with the last error, unretried)
+            started = time.monotonic()
             try:
                 out = self._sess.run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
             except PREEMPTION_ERRORS as e:
-                self._lost(e, "during a run")
+                self._lost(e, "during a run", started)
                 continue
             self._lost_since = None
             return out
@@ -362,10 +368,11 @@ class _RecoverableSession(_WrappedSession):
         while True:
             if not self._sess:
                 self._sess = self._create_session()
+            started = time.monotonic()
             try:
                 out = self._sess.run_step_fn(step_fn, self._sess.raw(), None)
             except PREEMPTION_ERRORS as e:
-                self._lost(e, "during step_fn")
+                self._lost(e, "during step_fn", started)
                 continue
             self._lost_since = None
             return out
