@@ -163,7 +163,9 @@ class NetnsLab:
             relay.stdout.close()
             relay.stderr.close()
         self.relays.clear()
-        for ns in self.namespaces.values():   # (its veth end goes with it, and so the pair)
+        for i in range(len(self.namespaces)):   # (now: a namespace's own end would go only once its last socket has)
+            _run(["ip", "link", "del", f"tw{self.tag}{i}b"], check=False)
+        for ns in self.namespaces.values():
             _run(["ip", "netns", "del", ns], check=False)
         self.namespaces.clear()
         _run(["ip", "link", "del", self.bridge], check=False)

@@ -56,9 +56,17 @@ def _watch_until_workers_exit(c: TrainerCluster, watch: StepWatcher, timeout: fl
         time.sleep(0.05)
 
 
+def _exit_codes(c: TrainerCluster) -> dict:
+    """Every task's exit code, the workers' first (the ps ends once each has reported)."""
+    try:
+        return {key: c.wait(*key, timeout=30) for key in [("worker", 0), ("worker", 1), ("ps", 0)]}
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{c.describe()}") from None
+
+
 def test_a_5s_partition_from_the_ps_is_ridden_out_without_restoring(netns_lab, tmp_path):
     lab = netns_lab(["ps", "w0", "w1"])
-    args = ["--last_step=250", "--step_delay=0.01", "--verbose=true", f"--checkpoint_dir={tmp_path}",
+    args = ["--last_step=100000", "--step_delay=0.01", "--verbose=true", f"--checkpoint_dir={tmp_path}",
             "--save_checkpoint_steps=100000"]   # (one checkpoint, at step 0: a restore would go back there)
     with _cluster(lab, args) as c:
         c.start_all()
@@ -69,10 +77,8 @@ def test_a_5s_partition_from_the_ps_is_ridden_out_without_restoring(netns_lab, t
         time.sleep(5)
         lab.heal("ps")
         healed = time.monotonic()
-        _watch_until_workers_exit(c, watch, 90)
-        codes = {key: c.wait(*key, timeout=30) for key in list(c.procs)}
-        assert all(rc == 0 for rc in codes.values()), c.describe()
-        results = [c.result("worker", i) for i in (0, 1)]
+        went_on_to = watch.wait_for(max(v for _, v in watch.seen) + 100, timeout=60)
+        assert c.alive("worker", 0) and c.alive("worker", 1), c.describe()
         during = [v for t, v in watch.seen if cut < t < healed]
         after = [v for t, v in watch.seen if t > healed]
         chief_log = c.stderr("worker", 0)
@@ -81,12 +87,10 @@ def test_a_5s_partition_from_the_ps_is_ridden_out_without_restoring(netns_lab, t
     assert LOST in chief_log, chief_log[-3000:]   # the partition outlasted the heartbeats: the ps was lost
     assert "continuing without restoring a checkpoint" in chief_log, chief_log[-3000:]
     assert not any(r in logs for r in RESTORED), logs[-3000:]
-    assert after and min(after) >= max([cut_at, *during]), watch.seen   # the global step never went back
-    assert all(r["global_step"] >= 250 and r["loss"] < 0.5 for r in results)
+    assert min(after) >= max([cut_at, *during]), watch.seen   # the global step never went back
     _summary("5 s partition (ps | workers)", at_global_step=cut_at, seen_during=[min(during, default=None),
                                                                                  max(during, default=None)],
-             seen_after=[min(after), max(after)], final_global_step=[r["global_step"] for r in results],
-             seconds_to_detect=round(_first_logged(chief_log, LOST) - cut_wall, 2))
+             went_on_to=went_on_to, seconds_to_detect=round(_first_logged(chief_log, LOST) - cut_wall, 2))
 
 
 def test_a_20s_partition_ends_each_worker_with_a_clean_error_within_the_operation_timeout(netns_lab):
@@ -118,7 +122,7 @@ def test_a_20s_partition_ends_each_worker_with_a_clean_error_within_the_operatio
 
 def test_a_restarted_ps_in_its_namespace_is_restored_from_the_checkpoint(netns_lab, tmp_path):
     lab = netns_lab(["ps", "w0", "w1"])
-    args = ["--last_step=200", "--step_delay=0.01", "--verbose=true", f"--checkpoint_dir={tmp_path}",
+    args = ["--last_step=300", "--step_delay=0.01", "--verbose=true", f"--checkpoint_dir={tmp_path}",
             "--save_checkpoint_steps=20"]
     with _cluster(lab, args) as c:
         c.start_all()
@@ -129,7 +133,7 @@ def test_a_restarted_ps_in_its_namespace_is_restored_from_the_checkpoint(netns_l
         saved_step = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
         c.start("ps", 0)
         _watch_until_workers_exit(c, watch, 90)
-        codes = {key: c.wait(*key, timeout=30) for key in list(c.procs)}
+        codes = _exit_codes(c)
         assert all(rc == 0 for rc in codes.values()), c.describe()
         results = [c.result("worker", i) for i in (0, 1)]
         after = [v for t, v in watch.seen if t > c.started_at[("ps", 0)]]
@@ -137,7 +141,7 @@ def test_a_restarted_ps_in_its_namespace_is_restored_from_the_checkpoint(netns_l
         watch.close()
     assert LOST in chief_log and any(r in chief_log for r in RESTORED), chief_log[-3000:]
     assert after and saved_step <= killed_at + 25 and min(after) >= saved_step, (saved_step, watch.seen)
-    assert all(r["global_step"] >= 200 and r["loss"] < 0.5 for r in results)
+    assert all(r["global_step"] >= 300 and r["loss"] < 0.5 for r in results)
     _summary("ps killed and restarted", at_global_step=killed_at, latest_checkpoint_step=saved_step,
              seen_after_restart=[min(after), max(after)], final_global_step=[r["global_step"] for r in results],
              seconds_to_detect=round(_first_logged(chief_log, LOST) - killed_wall, 2))
