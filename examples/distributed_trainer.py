@@ -46,6 +46,8 @@ def make_parser():
     parser.add_argument("--checkpoint_dir", type=str, default=None)
     parser.add_argument("--save_checkpoint_steps", type=int, default=None)
     parser.add_argument("--step_delay", type=float, default=0.0, help="seconds to sleep after each step")
+    parser.add_argument("--operation_timeout_ms", type=int, default=0,
+                        help="ConfigProto.operation_timeout_in_ms of the training session (0: none)")
     parser.add_argument("--verbose", type="bool", default=False, help="log what the sessions do (recoveries, saves)")
     return parser
 
@@ -110,11 +112,12 @@ def run_worker(flags, server, cluster_spec, task_index):
         train_op = opt.minimize(loss, global_step=global_step)
     report = [done_queue(i, num_workers).enqueue(task_index) for i in range(cluster_spec.num_tasks("ps"))]
     steps = 0
+    config = tf.ConfigProto(operation_timeout_in_ms=flags.operation_timeout_ms)
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                            checkpoint_dir=flags.checkpoint_dir, hooks=hooks,
                                            save_checkpoint_steps=flags.save_checkpoint_steps,
                                            save_checkpoint_secs=None if flags.save_checkpoint_steps else 600,
-                                           log_step_count_steps=0) as mon_sess:
+                                           log_step_count_steps=0, config=config) as mon_sess:
         while not mon_sess.should_stop():
             # mon_sess.run recovers from a lost ps (AbortedError/UnavailableError).
             mon_sess.run(train_op)

@@ -10,7 +10,8 @@ Each call borrows a connection from the channel's pool; a peer that takes none w
     up on and told to drop the call (Conn.cancel), so a step that timed out changes no state
     there afterwards;
   - every LIVENESS_CHECK_S the connection is looked at: down for DEAD_PEER_S is
-    UnavailableError (the peer's process or host is gone);
+    UnavailableError (the peer's process or host is gone), and so is one that dropped and
+    came back meanwhile (what was in flight is lost);
   - every probe interval the peer is pinged on another connection: a new incarnation is
     AbortedError; the ping renews the server's lease on the call and is no verdict when
     unanswered.
@@ -201,7 +202,7 @@ class Pending:
     thread at a time calls `result()`, `try_result()` or `wait_all([...])`."""
 
     __slots__ = ("channel", "sock", "ident", "rid", "method", "timeout_s", "expect_incarnation", "start",
-                 "next_probe", "next_check", "down_since", "done", "value", "error", "close_linger_ms")
+                 "next_probe", "next_check", "down_since", "resets", "done", "value", "error", "close_linger_ms")
 
     def __init__(self, channel: Channel, sock, rid: int, method: str, timeout_s: Optional[float],
                  expect_incarnation: Optional[int]):
@@ -216,6 +217,7 @@ class Pending:
         self.next_probe = self.start + channel.probe_interval_s
         self.next_check = self.start + sockets.LIVENESS_CHECK_S
         self.down_since: Optional[float] = None
+        self.resets = _resets(sock)
         self.done = False
         self.value: Any = None
         self.error: Optional[BaseException] = None
@@ -279,7 +281,13 @@ class Pending:
 
     def _check_connection(self, now: float) -> None:
         """A call's connection that has been down DEAD_PEER_S: the peer is gone (its host
-        reset the connection, or heartbeats went unanswered)."""
+        reset the connection, or heartbeats went unanswered). One that dropped and came back
+        (a partition longer than the heartbeats, then healed) lost what was in flight: the
+        request or its reply will never come."""
+        if _resets(self.sock) != self.resets:
+            self.channel.mark_lost()
+            raise self.channel._unavailable(f"connection reset while awaiting the reply to {self.method} (the "
+                                            "request or its reply was lost)")
         if self.sock.connected():
             self.down_since = None
             return
@@ -368,6 +376,13 @@ def wait_any(left: list, timeout_s: Optional[float], on_done: Optional[Callable[
         elif on_done is not None:
             on_done(p)
     return still
+
+
+def _resets(conn) -> int:
+    """How often `conn` dropped (transports.Conn.resets, for transports that reconnect by
+    themselves; a same-host connection that ends is an error on read instead)."""
+    resets = getattr(conn, "resets", None)
+    return resets() if resets is not None else 0
 
 
 def _grace_s(timeout_s: float) -> float:

@@ -88,7 +88,13 @@ class _Watch:
         self.monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
         self.seen: set = set()
         self.quick_failures = 0
+        self.disconnects = 0
         self._connected_at = 0.0
+
+    def restart(self) -> None:
+        """Forgets what earlier connection attempts showed (a new wait for the connection)."""
+        self.read()
+        self.seen, self.quick_failures = set(), 0
 
     def read(self) -> None:
         while self.monitor.poll(0):
@@ -96,6 +102,8 @@ class _Watch:
             now = time.monotonic()
             if event == zmq.EVENT_CONNECTED:
                 self._connected_at = now
+            elif event == zmq.EVENT_DISCONNECTED:
+                self.disconnects += 1
             elif event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and now - self._connected_at < sockets.HANDSHAKE_S / 2:
                 self.quick_failures += 1
             self.seen.add(event)
@@ -156,6 +164,29 @@ def _probe(endpoint: str, wait_s: float) -> _Watch:
 
 class _CallSocket(_Socket):
     endpoint = ""
+    _watch = None   # the connection's one monitor (ZeroMQ allows one per socket): see watch()
+
+    def watch(self) -> None:
+        """Monitors the connection from now on: its handshake (_await_connection) and each time
+        it drops (resets)."""
+        self._watch = _Watch(self)
+
+    def resets(self) -> int:
+        """How often the connection dropped so far. ZeroMQ reconnects at once, but what was in
+        flight then (a request, its reply) is lost: a call whose connection dropped fails."""
+        if self._watch is None:
+            return 0
+        self._watch.read()
+        return self._watch.disconnects
+
+    def close(self, linger=None) -> None:
+        if self._watch is not None and not self.closed:
+            try:
+                self._watch.close(self)
+            except zmq.ZMQError:
+                pass
+            self._watch = None
+        super().close(linger)
 
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
@@ -174,7 +205,9 @@ class _CallSocket(_Socket):
         handshake refused for its keys ends the wait at once (waiting changes no key), a
         refused connection is retried until `wait_s` (the peer may be starting). Unreachable
         says which."""
-        watch = _Watch(self)
+        owned = self._watch is None
+        watch = _Watch(self) if owned else self._watch
+        watch.restart()
         deadline = time.monotonic() + wait_s
         try:
             while not watch.keys_refused():
@@ -186,7 +219,8 @@ class _CallSocket(_Socket):
                         return
                     watch.read()
         finally:
-            watch.close(self)
+            if owned:
+                watch.close(self)
         if self.getsockopt(EVENTS) & _POLLOUT:
             return
         if watch.keys_refused():
@@ -243,6 +277,7 @@ class _Route(transports.Route):
         sock.setsockopt(zmq.IDENTITY, sock.ident)
         sock.rank = self.rank
         _configure_dealer(sock)
+        sock.watch()
         sock.connect(self.endpoint)
         return sock
 

@@ -4,8 +4,10 @@ creators (ChiefSessionCreator, WorkerSessionCreator).
 A MonitoredSession is a stack of wrappers around a tf.Session:
 
   _RecoverableSession   recreates the session when a task was lost (AbortedError,
-                        UnavailableError): the chief restores the latest checkpoint onto the
-                        restarted task, the others wait for it. Gives up with the last error
+                        UnavailableError): the chief restores the latest checkpoint onto a
+                        restarted task (a new incarnation), the others wait for it; when no
+                        task restarted (a partition, a stall) the model its tasks still hold
+                        is kept, not rolled back (TF restores). Gives up with the last error
                         once no session could be made for TENSORWEAVE_RECOVERY_TIMEOUT_S
                         seconds (default 600): a task gone for good ends the program, it does
                         not hang it.
@@ -94,6 +96,12 @@ class ChiefSessionCreator(_ScaffoldedCreator):
             checkpoint_filename_with_path=self._checkpoint_filename_with_path, config=self._config,
             init_op=self._scaffold.init_op, init_feed_dict=self._scaffold.init_feed_dict,
             init_fn=self._scaffold.init_fn)
+
+    def _resume_session(self):
+        """After a lost task (MonitoredSession's recovery): a session on the model as its tasks
+        still hold it, or None when a task restarted and create_session must restore it."""
+        self._scaffold.finalize()
+        return self._get_session_manager()._resume_session(self._master, config=self._config)
 
 
 @tf_export("train.WorkerSessionCreator")
@@ -283,11 +291,13 @@ class _RecoverableSession(_WrappedSession):
     def __init__(self, sess_creator):
         self._sess_creator = sess_creator
         self._lost_since: Optional[float] = None
+        self._run_started: Optional[float] = None   # of the run that lost a task
         super().__init__(self._create_session())
 
-    def _lost(self, e: BaseException, where: str) -> None:
+    def _lost(self, e: BaseException, where: str, run_started: Optional[float] = None) -> None:
         if self._lost_since is None:
             self._lost_since = time.monotonic()
+            self._run_started = run_started
         _log.info("A task was lost (%s: %s) %s; a new session will be created.", type(e).__name__, e, where)
         self._abandon()
 
@@ -304,17 +314,30 @@ class _RecoverableSession(_WrappedSession):
     def _create_session(self):
         while True:
             try:
-                return self._sess_creator.create_session()
+                return self._sess_creator.create_session(after_loss=self._lost_since is not None)
             except PREEMPTION_ERRORS as e:
                 if self._lost_since is None:
-                    self._lost_since = time.monotonic()
+                    self._lost_since, self._run_started = time.monotonic(), None
                 waited = time.monotonic() - self._lost_since
-                if waited > recovery_timeout_s():
+                deadline, why = self._recovery_deadline()
+                if time.monotonic() > deadline:
                     raise type(e)(e.node_def, e.op, f"No session could be created for {waited:.1f} s after a task "
-                                                    f"was lost (TENSORWEAVE_RECOVERY_TIMEOUT_S="
-                                                    f"{recovery_timeout_s():g}); last error: {e.message}") from e
+                                                    f"was lost ({why}); last error: {e.message}") from e
                 _log.info("An error was raised while a session was being created (a lost task?); retrying: %s", e)
                 time.sleep(0.1)
+
+    def _recovery_deadline(self) -> tuple:
+        """(when recovery gives up, what set it): TENSORWEAVE_RECOVERY_TIMEOUT_S after the loss,
+        or, when sooner, the session config's operation_timeout_in_ms after the start of the
+        run that lost the task (that run was bound by it: its caller gets an error in time)."""
+        deadline = self._lost_since + recovery_timeout_s()
+        why = f"TENSORWEAVE_RECOVERY_TIMEOUT_S={recovery_timeout_s():g}"
+        config = getattr(getattr(self._sess_creator, "session_creator", None), "_config", None)
+        op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
+        start = self._run_started if self._run_started is not None else self._lost_since
+        if op_timeout_ms > 0 and start + op_timeout_ms / 1000 < deadline:
+            deadline, why = start + op_timeout_ms / 1000, f"operation_timeout_in_ms={op_timeout_ms}"
+        return deadline, why
 
     def _check_stop(self) -> bool:
         try:
@@ -332,10 +355,11 @@ class _RecoverableSession(_WrappedSession):
         while True:
             if not self._sess:
                 self._sess = self._create_session()   # (gives up with the last error, unretried)
+            started = time.monotonic()
             try:
                 out = self._sess.run(fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata)
             except PREEMPTION_ERRORS as e:
-                self._lost(e, "during a run")
+                self._lost(e, "during a run", started)
                 continue
             self._lost_since = None
             return out
@@ -344,10 +368,11 @@ class _RecoverableSession(_WrappedSession):
         while True:
             if not self._sess:
                 self._sess = self._create_session()
+            started = time.monotonic()
             try:
                 out = self._sess.run_step_fn(step_fn, self._sess.raw(), None)
             except PREEMPTION_ERRORS as e:
-                self._lost(e, "during step_fn")
+                self._lost(e, "during step_fn", started)
                 continue
             self._lost_since = None
             return out
@@ -374,14 +399,17 @@ class _MonitoredSession:
 
     class _CoordinatedSessionCreator(SessionCreator):
         def __init__(self, session_creator, hooks, stop_grace_period_secs):
-            self._session_creator = session_creator
+            self.session_creator = session_creator
             self._hooks = hooks
             self.coord: Optional[Coordinator] = None
             self.tf_sess = None
             self._stop_grace_period_secs = stop_grace_period_secs
 
-        def create_session(self):
-            self.tf_sess = self._session_creator.create_session()
+        def create_session(self, after_loss: bool = False):
+            # After a lost task a chief keeps the model its tasks still hold (a partition is not
+            # a failure); only a restarted task's lost state is restored from the checkpoint.
+            resume = getattr(self.session_creator, "_resume_session", None) if after_loss else None
+            self.tf_sess = (resume and resume()) or self.session_creator.create_session()
             self.coord = Coordinator(clean_stop_exception_types=[])
             if get_default_graph().get_collection(GraphKeys.QUEUE_RUNNERS):
                 start_queue_runners(sess=self.tf_sess, coord=self.coord)

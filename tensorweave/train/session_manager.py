@@ -190,6 +190,29 @@ class SessionManager:
         _log.info("Restored model from %s", source)
         return sess, True
 
+    def _resume_session(self, master, config=None):
+        """After a lost task: a new session on the model as its tasks still hold it, when every
+        variable is still initialised (no task restarted: the lost one came back as the same
+        incarnation, after a partition or a stall), then local_init_op; else None, and the
+        chief restores or initialises as prepare_session does. TF restores either way, which
+        rolls a partitioned job back to its last checkpoint."""
+        sess = Session(master, graph=self._graph, config=config)
+        try:
+            check_tasks_answer(sess, config)
+            ok, _ = self._model_ready(sess)
+            if ok:
+                ok, _ = self._try_run_local_init_op(sess)
+            if ok:
+                ok, _ = self._model_ready(sess)
+        except BaseException:
+            _safe_close(sess)
+            raise
+        if not ok:
+            _safe_close(sess)
+            return None
+        _log.info("The model survived on its tasks (no task restarted): continuing without restoring a checkpoint.")
+        return sess
+
     # -- waiting ---------------------------------------------------------------------------------
     def wait_for_session(self, master, config=None, max_wait_secs=float("Inf")):
         """A session on `master` once another task made the model ready (running local_init_op

@@ -217,3 +217,26 @@ def module_env():
     mp = pytest.MonkeyPatch()
     yield mp
     mp.undo()
+
+
+@pytest.fixture
+def netns_lab():
+    """netns_lab(names) -> netns.NetnsLab: one network namespace per name, on a bridge, torn
+    down after the test (also when it fails). Skips, saying why, unless run as root with `ip`
+    and `nft` (tests/cluster/netns.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import netns   # (a test helper beside this file, not a package)
+
+    reason = netns.unavailable_reason()
+    if reason:
+        print(f"\nnetns_lab: skipped: {reason}", file=sys.stderr)
+        pytest.skip(f"network namespaces unavailable: {reason}")
+    labs = []
+
+    def make(names) -> "netns.NetnsLab":
+        labs.append(netns.NetnsLab(names))
+        return labs[-1]
+
+    yield make
+    for lab in labs:
+        lab.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -14,7 +15,7 @@ import pytest
 import tensorweave as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainer_procs import TrainerCluster
+from trainer_procs import StepWatcher, TrainerCluster
 
 
 @pytest.fixture(autouse=True)
@@ -22,47 +23,6 @@ def _short_connect_timeout(monkeypatch):
     # The watcher's own reads of a killed ps give up after a second (the tasks' timeout is
     # set for them by TrainerCluster).
     monkeypatch.setenv("TENSORWEAVE_CONNECT_TIMEOUT_S", "1")
-
-
-class StepWatcher:
-    """Reads the global step from the ps, as a separate client (None while unreadable)."""
-
-    def __init__(self, ps_address: str):
-        self._target = "grpc://" + ps_address
-        self._graph = tf.Graph()
-        with self._graph.as_default(), tf.device("/job:ps/task:0"):
-            self._step = tf.train.get_or_create_global_step()
-        self._sess = None
-        self.seen: list = []
-
-    def read(self):
-        try:
-            if self._sess is None:
-                self._sess = tf.Session(self._target, graph=self._graph,
-                                        config=tf.ConfigProto(device_filters=["/job:ps"]))
-            value = int(self._sess.run(self._step))
-            self.seen.append((time.monotonic(), value))
-            return value
-        except tf.errors.OpError:
-            self.close()
-            return None
-
-    def wait_for(self, at_least: int, timeout: float = 60) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            v = self.read()
-            if v is not None and v >= at_least:
-                return v
-            time.sleep(0.05)
-        raise AssertionError(f"global step did not reach {at_least} within {timeout} s (seen {self.seen[-5:]})")
-
-    def close(self):
-        if self._sess is not None:
-            try:
-                self._sess.close()
-            except Exception:  # noqa: BLE001
-                pass
-            self._sess = None
 
 
 def _exit_codes(c: TrainerCluster, timeout: float = 60) -> dict:
@@ -180,3 +140,33 @@ def test_a_ps_gone_for_good_ends_every_worker_with_unavailable_in_bounded_time()
     _summary("ps gone for good", killed="ps 0 (SIGKILL), never restarted", at_global_step=killed_at,
              exit_codes=codes, seconds_to_exit=took,
              error=[ln for ln in errs[0].splitlines() if "UnavailableError" in ln][-1][:200])
+
+
+def test_a_ps_stalled_then_resumed_is_not_restored_from_the_checkpoint(tmp_path):
+    # A ps that stops answering (SIGSTOP: as far as the workers can tell, the network cut it
+    # off) and comes back as the same incarnation still holds the model: the workers lose it,
+    # recover, and go on from where it is, not from the last checkpoint (TF rolls back).
+    args = ["--sync=false", "--last_step=100000", "--step_delay=0.01", "--verbose=true",
+            f"--checkpoint_dir={tmp_path}", "--save_checkpoint_steps=100000"]
+    # (over TCP, whose heartbeats tell a peer that stopped answering; a Unix socket just waits)
+    with TrainerCluster(ps=1, workers=2, args=args, env={"TENSORWEAVE_TRANSPORT": "tcp"}) as c:
+        c.start_all()
+        watch = StepWatcher(c.hosts["ps"][0])
+        stalled_at = watch.wait_for(60)
+        saved = tf.train.latest_checkpoint(str(tmp_path))   # the chief's save at step 0
+        c.signal("ps", 0, signal.SIGSTOP)
+        time.sleep(6)   # past the heartbeat timeout (3 s): the workers lose the ps
+        c.signal("ps", 0, signal.SIGCONT)
+        resumed = time.monotonic()
+        went_on_to = watch.wait_for(stalled_at + 150, timeout=60)
+        assert c.alive("worker", 0) and c.alive("worker", 1), c.describe()
+        after = [v for t, v in watch.seen if t > resumed]
+        log = c.stderr("worker", 0)
+        watch.close()
+    assert saved is not None, tmp_path
+    assert "A task was lost (" in log, log[-3000:]
+    assert "continuing without restoring a checkpoint" in log, log[-3000:]
+    assert "Restoring parameters" not in log and "Restored model from" not in log, log[-3000:]
+    assert min(after) >= stalled_at   # a restore would have sent the global step back to 0
+    _summary("ps stalled 6 s (SIGSTOP) and resumed", at_global_step=stalled_at, checkpoint=os.path.basename(saved),
+             steps_seen_after_resume=[min(after), went_on_to])

@@ -17,6 +17,7 @@ import tempfile
 import time
 from typing import Optional
 
+import tensorweave as tf
 from tensorweave.distributed.cluster import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,10 +26,13 @@ TRAINER = os.path.join(REPO, "examples", "distributed_trainer.py")
 
 class TrainerCluster:
     def __init__(self, ps: int = 1, workers: int = 2, args=(), env: Optional[dict] = None,
-                 script: str = TRAINER):
+                 script: str = TRAINER, hosts: Optional[dict] = None, wrap=None):
+        # hosts: {"ps": [addresses], "worker": [...]} other than loopback's; wrap(job, index, argv)
+        # -> the argv that runs the task (in a network namespace: netns.NetnsLab.command)
         ports = free_ports(ps + workers)
-        self.hosts = {"ps": [f"localhost:{p}" for p in ports[:ps]],
-                      "worker": [f"localhost:{p}" for p in ports[ps:]]}
+        self.hosts = hosts or {"ps": [f"localhost:{p}" for p in ports[:ps]],
+                               "worker": [f"localhost:{p}" for p in ports[ps:]]}
+        self.wrap = wrap or (lambda job, index, argv: argv)
         self.args = list(args)
         self.script = script
         self.env = dict(os.environ)
@@ -47,8 +51,8 @@ class TrainerCluster:
         cmd = [sys.executable, self.script, f"--ps_hosts={','.join(self.hosts['ps'])}",
                f"--worker_hosts={','.join(self.hosts['worker'])}", f"--job_name={job}", f"--task_index={index}",
                *self.args, *extra]
-        self.procs[(job, index)] = subprocess.Popen(cmd, stdout=out, stderr=err, env=self.env, cwd=REPO,
-                                                    start_new_session=True)
+        self.procs[(job, index)] = subprocess.Popen(self.wrap(job, index, cmd), stdout=out, stderr=err, env=self.env,
+                                                    cwd=REPO, start_new_session=True)
         self.outputs.setdefault((job, index), []).append((out, err))
         self.started_at[(job, index)] = time.monotonic()
 
@@ -66,6 +70,10 @@ class TrainerCluster:
             except ProcessLookupError:
                 pass
             p.wait(10)
+
+    def signal(self, job: str, index: int, signum: int) -> None:
+        """Sends `signum` to the task's process group (SIGSTOP/SIGCONT: a stall, not a restart)."""
+        os.killpg(self.procs[(job, index)].pid, signum)
 
     def wait(self, job: str, index: int, timeout: float = 60) -> int:
         """The task's exit code; AssertionError (with its threads' stacks) when it hangs."""
@@ -122,6 +130,47 @@ class TrainerCluster:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class StepWatcher:
+    """Reads the global step from the ps, as a separate client (None while unreadable)."""
+
+    def __init__(self, ps_address: str):
+        self._target = "grpc://" + ps_address
+        self._graph = tf.Graph()
+        with self._graph.as_default(), tf.device("/job:ps/task:0"):
+            self._step = tf.train.get_or_create_global_step()
+        self._sess = None
+        self.seen: list = []
+
+    def read(self):
+        try:
+            if self._sess is None:
+                self._sess = tf.Session(self._target, graph=self._graph,
+                                        config=tf.ConfigProto(device_filters=["/job:ps"]))
+            value = int(self._sess.run(self._step))
+            self.seen.append((time.monotonic(), value))
+            return value
+        except tf.errors.OpError:
+            self.close()
+            return None
+
+    def wait_for(self, at_least: int, timeout: float = 60) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            v = self.read()
+            if v is not None and v >= at_least:
+                return v
+            time.sleep(0.05)
+        raise AssertionError(f"global step did not reach {at_least} within {timeout} s (seen {self.seen[-5:]})")
+
+    def close(self):
+        if self._sess is not None:
+            try:
+                self._sess.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._sess = None
 
 
 def _read(f) -> str:
