@@ -12,6 +12,9 @@
   RMSProp (learning rate 0.01), batch 256.
 - gan: `gan.py`'s generator 100-256-784 and discriminator 784-256-1, two Adam optimizers
   (learning rate 2e-4), each with its var_list, both trained in one Session.run, batch 128.
+- matmul, histogram: the two kernels the summaries program spends its time in, alone: a
+  Session.run of the first layer's product (a fed [100, 784] batch times a [784, 256]
+  variable), and of a histogram summary of a [784, 256] variable (10x the steps).
 
 Each program runs in a process of its own (imports not timed); the figure is the time from
 building the graph to the end of the last step (graph, variable initialization, --steps steps).
@@ -33,7 +36,7 @@ import numpy as np
 from _harness import load_average, run_json, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRAMS = ("summaries", "autoencoder", "gan")
+PROGRAMS = ("summaries", "autoencoder", "gan", "matmul", "histogram")
 
 
 def synthetic_mnist(n: int = 5000, seed: int = 0):
@@ -149,6 +152,24 @@ def gan(tf, steps: int, logdir: str) -> None:
             sess.run([train_gen, train_disc, gen_loss, disc_loss], {disc_input: bx, gen_input: z})
 
 
+def matmul(tf, steps: int, logdir: str) -> None:
+    x = tf.placeholder(tf.float32, [None, 784])
+    product = tf.matmul(x, tf.Variable(tf.random_normal([784, 256])))
+    batch = synthetic_mnist(100)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(10 * steps):
+            sess.run(product, {x: batch})
+
+
+def histogram(tf, steps: int, logdir: str) -> None:
+    summary = tf.summary.histogram("weights", tf.Variable(tf.random_normal([784, 256])))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(10 * steps):
+            sess.run(summary)
+
+
 def import_framework(framework: str):
     if framework == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -200,7 +221,8 @@ def main() -> None:
         for framework, _ in runs:
             if seconds[program, framework]:
                 t = medians[framework] = statistics.median(seconds[program, framework])
-                line += f" {framework} {t:.2f} s ({t / args.steps * 1e3:.2f} ms/step);"
+                per_step = t / args.steps / (10 if program in ("matmul", "histogram") else 1)
+                line += f" {framework} {t:.2f} s ({per_step * 1e3:.3f} ms/step);"
         if len(medians) == 2:
             line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x TF's time"
         print(line)
