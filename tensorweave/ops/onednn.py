@@ -30,6 +30,7 @@ import numpy as np
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
+_GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -134,6 +135,8 @@ def _load():
     lib.dnnl_sgemm.argtypes = [ctypes.c_char, ctypes.c_char, *[ctypes.c_int64] * 3, ctypes.c_float, _p, ctypes.c_int64,
                                _p, ctypes.c_int64, ctypes.c_float, _p, ctypes.c_int64]
     lib.dnnl_sgemm.restype = ctypes.c_int
+    lib.omp_get_max_threads.restype = ctypes.c_int
+    lib.omp_set_num_threads.argtypes = [ctypes.c_int]
     return lib
 
 
@@ -500,7 +503,13 @@ def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
     """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
-    convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper."""
+    convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
+
+    Products below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M) run on
+    the calling thread alone: a second thread made them no faster on a quiet 2-core machine, and
+    on a busy one sgemm waited for the woken thread to get a core, 3-10x longer (docs/PERFORMANCE.md,
+    "Whole programs"). Their results are also the same bits on machines of any core count (a team
+    splits some products along k, and adds in another order)."""
     if not AVAILABLE or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
         return None
     m, k = a.shape[::-1] if transpose_a else a.shape
@@ -509,8 +518,16 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
         return None
     (a, ta), (b, tb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     c = np.empty((m, n), np.float32)
-    _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, a.shape[1],
-                           b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, n), "sgemm")
+    serial = m * n * k < _GEMM_SERIAL_MAX
+    team = _lib.omp_get_max_threads() if serial else 0
+    if serial:
+        _lib.omp_set_num_threads(1)   # (this thread's own OpenMP setting, restored below)
+    try:
+        _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, a.shape[1],
+                               b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, n), "sgemm")
+    finally:
+        if serial:
+            _lib.omp_set_num_threads(team)
     return c
 
 

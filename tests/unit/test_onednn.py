@@ -120,6 +120,24 @@ def test_matmul_matches_numpy_for_every_transpose_and_memory_order(ta, tb, order
     np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-4)
 
 
+@needs_onednn
+@pytest.mark.parametrize("m,k,n", [(100, 784, 256), (784, 100, 256), (256, 256, 10), (8, 100000, 8), (1, 65536, 1),
+                                   (1, 16384, 8), (8, 16384, 1), (3, 1 << 20, 1)])
+def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(m, k, n):
+    # below _GEMM_SERIAL_MAX multiply-adds sgemm runs on the calling thread: a 1-core machine's numbers
+    for ta, tb in itertools.product([False, True], repeat=2):
+        a = rng.randn(*((k, m) if ta else (m, k))).astype(np.float32)
+        b = rng.randn(*((n, k) if tb else (k, n))).astype(np.float32)
+        results, team = [], onednn._lib.omp_get_max_threads()
+        for threads in (1, 2, 1):
+            onednn._lib.omp_set_num_threads(threads)
+            results.append(onednn.matmul(a, b, ta, tb))
+        onednn._lib.omp_set_num_threads(team)
+        np.testing.assert_array_equal(results[0], results[1])
+        np.testing.assert_array_equal(results[1], results[2])
+        np.testing.assert_allclose(results[0], (a.T if ta else a) @ (b.T if tb else b), rtol=1e-3, atol=1e-3)
+
+
 def test_what_onednn_does_not_take_is_left_to_numpy():
     x64 = rng.randn(2, 8, 8, 3)
     g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")

@@ -12,6 +12,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework.indexed_slices import IndexedSlices
+from tensorweave.ops.state import optimizer_updates as updates
 
 from optimizer_problem import GRADS, SIDX, SVALS, SVAR0, VAR0, optimizers
 
@@ -360,3 +361,28 @@ def test_proximal_and_adagrad_da_errors_and_global_step(graph):
         sess.run(tf.global_variables_initializer())
         sess.run(train)
         np.testing.assert_allclose(sess.run(x), -0.5 * 3.0 / (0.25 * 6 * 0.5 + np.sqrt(0.1 + 9.0)) * np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_adam_and_rmsprop_updates_in_their_own_buffers_round_as_the_plain_expressions(dtype):
+    # TF 1.15 training_ops.cc's formulas, written out: the kernels' in-place passes must give these bits
+    rng = np.random.default_rng(7)
+    one = np.ones((), dtype)
+    for shape in [(3,), (64, 33), (5, 4, 3)]:
+        var, m, grad = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+        v = np.abs(rng.standard_normal(shape)).astype(dtype)
+        b1p, b2p, lr, b1, b2, eps, rho, mom_c = (np.asarray(x, dtype) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-7,
+                                                                                   0.9, 0.5))
+        inputs = [a.copy() for a in (var, m, v, grad)]
+        got = updates._adam(var, m, v, b1p, b2p, lr, b1, b2, eps, grad)
+        lr_t = lr * np.sqrt(one - b2p) / (one - b1p)
+        m2 = m + (grad - m) * (one - b1)
+        v2 = v + (grad * grad - v) * (one - b2)
+        for a, b in zip(got, (var - lr_t * m2 / (np.sqrt(v2) + eps), m2, v2)):
+            assert a.dtype == dtype and a.tobytes() == b.tobytes()
+        got = updates._rmsprop(var, v, m, lr, rho, mom_c, eps, grad)
+        ms = v + (grad * grad - v) * (one - rho)
+        mom = m * mom_c + lr * grad / np.sqrt(ms + eps)
+        for a, b in zip(got, (var - mom, ms, mom)):
+            assert a.dtype == dtype and a.tobytes() == b.tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(inputs, (var, m, v, grad)))   # inputs untouched

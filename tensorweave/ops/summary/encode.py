@@ -4,6 +4,7 @@ scaled to uint8 as TF's ImageSummary does, PNG (zlib, no other dependency) and 1
 (tensors: ops/tensor_proto.py)."""
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 import zlib
@@ -28,29 +29,54 @@ def _default_bucket_limits() -> np.ndarray:
 BUCKET_LIMITS = _default_bucket_limits()
 
 
+@functools.lru_cache(maxsize=None)
+def _float32_prefix_buckets() -> np.ndarray:
+    """For each 16-bit prefix of a float32's bits (sign, exponent, the top 7 mantissa bits), the
+    bucket index (np.searchsorted(BUCKET_LIMITS, v, side="right")) that every float32 with that
+    prefix falls in, or -1 where the 2**16 floats of the prefix straddle a bucket limit (about 1 in
+    40 prefixes) or are not finite. Within a prefix the values are monotonic in their bits, so
+    equal indices at its two ends mean the same index for all of it."""
+    prefixes = np.arange(1 << 16, dtype=np.uint32) << 16
+    with np.errstate(invalid="ignore"):   # (the NaN prefixes, dropped below)
+        lo = np.searchsorted(BUCKET_LIMITS, prefixes.view(np.float32).astype(np.float64), side="right")
+        hi = np.searchsorted(BUCKET_LIMITS, (prefixes | 0xFFFF).view(np.float32).astype(np.float64), side="right")
+    finite = (prefixes & 0x7F800000) != 0x7F800000
+    return np.where((lo == hi) & finite, lo, -1).astype(np.int16)
+
+
+def _bucket_counts(values: np.ndarray) -> np.ndarray:
+    """How many of `values` (float32 or float64) fall in each bucket: TF's Histogram::Add
+    (std::upper_bound over the limits). float32 tensors (the common case) look their bucket up by
+    the top 16 bits of each value, and search only the values whose prefix straddles a limit."""
+    if values.dtype == np.float32:
+        flat = values.reshape(-1)
+        index = np.take(_float32_prefix_buckets(), flat.view(np.uint32) >> 16)
+        straddling = np.flatnonzero(index < 0)
+        index[straddling] = np.searchsorted(BUCKET_LIMITS, flat[straddling].astype(np.float64), side="right")
+    else:
+        index = np.searchsorted(BUCKET_LIMITS, values.reshape(-1), side="right")
+    return np.bincount(index, minlength=len(BUCKET_LIMITS))[:len(BUCKET_LIMITS)]
+
+
 def histogram_proto(values: np.ndarray) -> summary_pb2.HistogramProto:
-    """TF's Histogram::EncodeToProto of `values` (finite, as float64): runs of empty buckets
-    collapse into the last limit of the run."""
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    counts = np.bincount(np.searchsorted(BUCKET_LIMITS, x, side="right"), minlength=len(BUCKET_LIMITS))
+    """TF's Histogram::EncodeToProto of `values` (finite): min and max, and the sum and the sum
+    of squares accumulated in float64 one value after another, as TF's Histogram::Add does (a
+    running sum: the same bits as TF's); runs of empty buckets collapse into the last limit of
+    the run."""
+    values = np.asarray(values)
+    x = values.astype(np.float64).reshape(-1)   # (a copy: the running sums below overwrite it)
+    counts = _bucket_counts(values if values.dtype == np.float32 else x)
     h = summary_pb2.HistogramProto(min=float(x.min()) if x.size else DBL_MAX,
-                                   max=float(x.max()) if x.size else -DBL_MAX, num=float(x.size),
-                                   sum=float(np.sum(x)), sum_squares=float(np.dot(x, x)))
-    limits, buckets = [], []
-    i, n = 0, len(BUCKET_LIMITS)
-    while i < n:
-        end, count = BUCKET_LIMITS[i], counts[i]
-        i += 1
-        if count <= 0:
-            while i < n and counts[i] <= 0:
-                end, count = BUCKET_LIMITS[i], counts[i]
-                i += 1
-        limits.append(float(end))
-        buckets.append(float(count))
-    if not limits:
-        limits, buckets = [DBL_MAX], [0.0]
-    h.bucket_limit.extend(limits)
-    h.bucket.extend(buckets)
+                                   max=float(x.max()) if x.size else -DBL_MAX, num=float(x.size))
+    if x.size:
+        with np.errstate(over="ignore"):   # (squares past DBL_MAX are inf, as TF's are)
+            squares = x * x
+            h.sum = float(np.add.accumulate(x, out=x)[-1])
+            h.sum_squares = float(np.add.accumulate(squares, out=squares)[-1])
+    filled = counts > 0
+    kept = filled | np.append(filled[1:], True)   # each filled bucket, and each empty run's last
+    h.bucket_limit.extend(BUCKET_LIMITS[kept].tolist())
+    h.bucket.extend(counts[kept].astype(np.float64).tolist())
     return h
 
 

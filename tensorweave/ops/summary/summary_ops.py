@@ -59,11 +59,10 @@ def histogram_summary(tag, values, name=None):
 
 def _histogram_kernel(node, ctx):
     def run(tag, values):
-        x = np.asarray(values, dtype=np.float64)
-        if np.isnan(x).any():
-            raise invalid(node, f"Nan in summary histogram for: {node.name}")
-        if np.isinf(x).any():
-            raise invalid(node, f"Infinity in summary histogram for: {node.name}")
+        x = np.asarray(values)
+        if not np.isfinite(x).all():
+            what = "Nan" if np.isnan(x).any() else "Infinity"
+            raise invalid(node, f"{what} in summary histogram for: {node.name}")
         s = summary_pb2.Summary()
         s.value.add(tag=_text(tag), histo=histogram_proto(x))
         return s.SerializeToString()
