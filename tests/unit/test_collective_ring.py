@@ -1,0 +1,156 @@
+"""The collective algorithms of ops/collective_ops.py with no sockets: the ring's segments and
+chunks, and the all-reduce / gather run by threads over an in-memory link, against numpy. The
+same functions run between real processes in tests/cluster/test_collectives.py."""
+from __future__ import annotations
+
+import queue
+import threading
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.framework import errors
+from tensorweave.ops import collective_ops as co
+
+
+class _Net:
+    """Mailboxes between `size` ranks; records what crossed."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.boxes: dict = {}
+        self.lock = threading.Lock()
+        self.sent_bytes = [0] * size
+
+    def box(self, key):
+        with self.lock:
+            return self.boxes.setdefault(key, queue.Queue())
+
+
+class _Link:
+    def __init__(self, net: _Net, rank: int):
+        self.net, self.rank, self.size = net, rank, net.size
+
+    def send(self, dst, tag, value, anonymous=False):
+        assert dst != self.rank
+        self.net.sent_bytes[self.rank] += value.nbytes
+        self.net.box((None if anonymous else self.rank, dst, tag)).put(value)
+
+    def recv(self, src, tag):
+        return self.net.box((src, self.rank, tag)).get(timeout=30)
+
+
+def _run_group(size: int, fn) -> tuple:
+    net = _Net(size)
+    results: list = [None] * size
+    failures: list = []
+
+    def member(r):
+        try:
+            results[r] = fn(_Link(net, r), r)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if failures:
+        raise failures[0]
+    return results, net
+
+
+def test_segments_cover_any_length_and_differ_by_at_most_one():
+    for n in (0, 1, 2, 3, 7, 8, 1001):
+        for k in (1, 2, 3, 4, 5):
+            b = co.segment_bounds(n, k)
+            lengths = np.diff(b)
+            assert b[0] == 0 and b[-1] == n and len(b) == k + 1
+            assert lengths.max() - lengths.min() <= 1
+    assert co.segment_bounds(10, 4) == [0, 3, 6, 8, 10]   # numpy.array_split's cut
+    assert [len(p) for p in np.array_split(np.arange(10), 4)] == list(np.diff(co.segment_bounds(10, 4)))
+
+
+def test_chunks_tile_the_segment():
+    assert co.chunk_bounds(5, 5, 3) == []
+    assert co.chunk_bounds(0, 7, 3) == [(0, 3), (3, 6), (6, 7)]
+    assert co.chunk_bounds(2, 4, 100) == [(2, 4)]
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("n", [0, 1, 5, 1001])
+@pytest.mark.parametrize("merge_op", ["Add", "Max", "Min"])
+def test_ring_all_reduce_equals_numpy(size, dtype, n, merge_op):
+    rng = np.random.RandomState(n + size)
+    inputs = [(rng.randn(n) * 100).astype(dtype) for _ in range(size)]
+    # Tiny chunks and no small-tensor shortcut: many chunks per segment, the ring's every path.
+    results, _ = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], link, co.MERGE_OPS[merge_op], chunk_bytes=3 * np.dtype(dtype).itemsize, small_bytes=0))
+    want = {"Add": np.sum, "Max": np.max, "Min": np.min}[merge_op](np.stack(inputs), axis=0)
+    for got in results:
+        assert got.dtype == dtype and got.shape == (n,)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3 if dtype == np.float32 else 1e-9)
+        np.testing.assert_array_equal(got, results[0])   # every member the same bits
+
+
+def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():
+    size, n = 4, 4000
+    inputs = [np.full(n, r + 1.0) for r in range(size)]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(inputs[r], link, np.add, small_bytes=0,
+                                                                        chunk_bytes=1000))
+    np.testing.assert_array_equal(results[2], np.full(n, 10.0))
+    assert net.sent_bytes == [2 * (size - 1) * n * 8 // size] * size
+
+
+def test_small_tensors_take_one_round_and_mean_divides_integers_like_tf():
+    size = 3
+    inputs = [np.array([[7, -7], [2, 9]], np.int32) * (r + 1) for r in range(size)]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], link, np.add, lambda v: co.final_divide(v, size)))
+    np.testing.assert_array_equal(results[1], np.array([[14, -14], [4, 18]], np.int32))   # 42/3, -42/3, 12/3, 54/3
+    assert results[0].shape == (2, 2)
+    assert net.sent_bytes == [(size - 1) * 16] * size
+    np.testing.assert_array_equal(co.final_divide(np.array([-7, 7, -1], np.int32), 2), [-3, 3, 0])   # truncates
+    np.testing.assert_allclose(co.final_divide(np.array([3.0], np.float32), 2), [1.5])
+
+
+def test_gather_concatenates_in_rank_order_and_refuses_mismatched_shapes():
+    inputs = [np.arange(r + 1, dtype=np.float64).reshape(r + 1, 1) + 10 * r for r in range(3)]
+    results, _ = _run_group(3, lambda link, r: co.all_gather_values(inputs[r], link))
+    for got in results:
+        np.testing.assert_array_equal(got, np.concatenate(inputs))
+    bad = [np.zeros((1, 2)), np.zeros((1, 3))]
+    with pytest.raises(errors.InvalidArgumentError, match="does not stack"):
+        _run_group(2, lambda link, r: co.all_gather_values(bad[r], link))
+
+
+def test_a_peer_with_another_length_is_invalid_argument():
+    inputs = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
+    with pytest.raises(errors.InvalidArgumentError, match="disagree"):
+        _run_group(2, lambda link, r: co.ring_all_reduce(inputs[r], link, np.add, small_bytes=0))
+
+
+def test_wrappers_build_tf_nodes_and_a_group_of_one_runs_in_a_local_session():
+    with tf.Graph().as_default() as g:
+        x = tf.constant([1.0, 2.0, 3.0])
+        red = co.all_reduce(x, 1, group_key=1, instance_key=1, merge_op="Add", final_op="Div")
+        gathered = co.all_gather(tf.constant([[1, 2]]), 1, 1, 2)
+        sent = co.broadcast_send(x, [3], tf.float32, 1, 1, 3)
+        recv = co.broadcast_recv([3], tf.float32, 2, 1, 4)
+        assert red.op.type == "CollectiveReduce" and red.op.get_attr("merge_op") == "Add"
+        assert red.op.get_attr("subdiv_offsets") == [0] and red.shape.as_list() == [3]
+        assert gathered.shape.as_list() == [None, 2] and recv.shape.as_list() == [3]
+        node = {n.name: n for n in g.as_graph_def().node}[red.op.name]
+        assert node.attr["group_size"].i == 1 and node.attr["final_op"].s == b"Div"
+        with pytest.raises(ValueError, match="merge_op"):
+            co.all_reduce(x, 2, 1, 1, merge_op="Sum")
+        with pytest.raises(ValueError, match="group_size"):
+            co.all_reduce(x, 0, 1, 1)
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(red), [1.0, 2.0, 3.0])
+            np.testing.assert_array_equal(sess.run(gathered), [[1, 2]])
+            np.testing.assert_array_equal(sess.run(sent), [1.0, 2.0, 3.0])
+            with pytest.raises(errors.FailedPreconditionError, match="distributed runtime"):
+                sess.run(recv)
