@@ -117,14 +117,15 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
         seg = (r - s - 1) % k
         for c, (a, b) in enumerate(chunks[seg]):
             got = _expect(link.recv(prev, f"rs{s}.{c}"), flat.dtype, b - a, node)
-            reduced = merge(flat[a:b], got)
             if s < k - 2:
-                link.send(nxt, f"rs{s + 1}.{c}", reduced)
-            else:                                              # this member completes segment r+1
-                if final is not None:
-                    reduced = final(reduced)
-                out[a:b] = reduced
-                link.send(nxt, f"ag0.{c}", reduced)
+                link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got))
+                continue
+            # This member completes segment r+1, in its place in `out` (which all-gather never
+            # writes again: it may go out as it is).
+            merge(flat[a:b], got, out=out[a:b])
+            if final is not None:
+                out[a:b] = final(out[a:b])
+            link.send(nxt, f"ag0.{c}", out[a:b])
     for s in range(k - 1):                                     # all-gather: receive, keep, forward
         seg = (r - s) % k
         for c, (a, b) in enumerate(chunks[seg]):
