@@ -20,7 +20,11 @@ of their own (negative, never a real step's).
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
 step's cancellation; past it the run fails with UnavailableError naming the member that sent
-nothing (dead, or not running the op), never a hang.
+nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
+member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
+does not answer within PROBE_TIMEOUT_S). A run that fails here aborts the run on the other
+members ("collective_abort", one-way: their waits raise the same UnavailableError at once), so
+one member seeing a death fails the whole group's step.
 """
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
 from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime.rendezvous import Rendezvous
+
+PROBE_S = 2.0            # a wait pings the member it waits for this often
+PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
 
 
 def group_leader(cluster: ClusterSpec) -> str:
@@ -51,16 +58,32 @@ def _step_key(*parts) -> int:
 
 
 class _Wait:
-    """What a rendezvous receive reads of a step, with the collective's own deadline."""
+    """What a rendezvous receive reads of a step, with the collective's own deadline; between
+    its slices it pings `peer` (the member waited for) every PROBE_S."""
 
-    __slots__ = ("_step", "deadline", "cancelled", "on_wait", "wait_remote")
+    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed")
 
-    def __init__(self, step, deadline: Optional[float]):
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str], None]):
         self._step = step
         self.deadline = deadline
         self.cancelled = step.cancelled
-        self.on_wait = step.on_wait
         self.wait_remote = step.wait_remote
+        self.peer: Optional[str] = None
+        self._probe = probe
+        self._probed = time.monotonic()
+
+    def on_wait(self) -> None:
+        if self._step.on_wait is not None:
+            self._step.on_wait()
+        now = time.monotonic()
+        if self.peer is not None and now - self._probed >= PROBE_S:
+            self._probe(self.peer)
+            self._probed = time.monotonic()
+
+    def waiting_for(self, peer: str) -> "_Wait":
+        if peer != self.peer:
+            self.peer, self._probed = peer, time.monotonic()
+        return self
 
     @property
     def error(self):
@@ -73,16 +96,19 @@ class _Wait:
 class Collectives:
     """One task's groups, run counters and leader bookkeeping. `send(dst_task, key, value)`
     pushes a value into another task's rendezvous, `push(dst_task, method, args)` a one-way
-    message to its service (neither waits)."""
+    message to its service (neither waits); `probe(task, timeout_s)` pings a task
+    (UnavailableError when it does not answer)."""
 
     def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
-                 send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None]):
+                 send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
+                 probe: Callable[[str, float], None]):
         self.task = task
         self.leader = group_leader(cluster)
         self._cluster_tasks = frozenset(cluster.task_names())
         self._rendezvous = rendezvous
         self._send = send
         self._push = push
+        self._probe = probe
         self._lock = threading.Lock()
         self._groups: dict = {}       # group_key -> (members, epoch)
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
@@ -92,10 +118,11 @@ class Collectives:
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
         """The link of this task's next run of (group_key, instance_key), its group resolved."""
+        probe = self._probe
         deadline = time.monotonic() + timeout_s if timeout_s > 0 else None
         if step is not None and step.deadline is not None:
             deadline = step.deadline if deadline is None else min(deadline, step.deadline)
-        wait = _Wait(step, deadline)
+        wait = _Wait(step, deadline, lambda peer: probe(peer, PROBE_TIMEOUT_S))
         members, epoch = self._group(node, wait, size, group_key)
         with self._lock:
             run = self._runs.get((group_key, instance_key), 0)
@@ -108,6 +135,27 @@ class Collectives:
             self._groups.pop(group_key, None)
             for k in [k for k in self._runs if k[0] == group_key]:
                 del self._runs[k]
+
+    def take_abort(self, args) -> Optional[tuple]:
+        """A member's "collective_abort" [step id, message]: (step id, message) of the run to
+        fail here with UnavailableError (only runs' own negative step ids)."""
+        wire.expect(args, list, "collective abort")
+        if len(args) != 2:
+            raise wire.WireError(f"a collective abort carries 2 fields, got {len(args)}")
+        step_id, message = wire.expect(args[0], int, "step id"), wire.expect(args[1], str, "message")
+        if step_id >= 0:
+            raise wire.WireError("a collective abort names a step of its own (a negative id)")
+        return step_id, message[:1000]
+
+    def _abort_others(self, link: "Link", error: BaseException) -> None:
+        message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+        for member in link.members:
+            if member != self.task:
+                try:
+                    self._push(member, "collective_abort", [link.step_id, f"{member} aborted by {self.task}: "
+                                                                          f"{message}"])
+                except errors.OpError:
+                    pass   # (gone: it has no run to fail)
 
     def _group(self, node, wait: _Wait, size: int, group_key: int) -> tuple:
         with self._lock:
@@ -136,7 +184,7 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        answer = _receive(self._rendezvous, key, wait, node,
+        answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
                           f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
                           f"member (a member is down or does not run the op)")
         members, epoch = answer
@@ -179,13 +227,16 @@ class Collectives:
 
 
 def _receive(rendezvous: Rendezvous, key: RendezvousKey, wait: _Wait, node, what: str):
-    """A value from the rendezvous within the wait's deadline; past it, UnavailableError."""
+    """A value from the rendezvous within the wait's deadline; past it, or when the member
+    waited for does not answer a ping, UnavailableError."""
     try:
         return rendezvous.recv(key, wait, node.name)
     except errors.DeadlineExceededError:
         raise errors.UnavailableError(
             node, node.name, f"{node.op} {node.name}: nothing from {key.send_device} within the collective's "
                              f"timeout: {what}") from None
+    except errors.UnavailableError as e:
+        raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {e.message}") from None
 
 
 class Link:
@@ -202,7 +253,7 @@ class Link:
         self.rank = members.index(owner.task)
         self._group_key = group_key
         self._prefix = f"collective/{epoch}/{group_key}/{instance_key}/{run}/"
-        self._step_id = _step_key(epoch, group_key, instance_key, run)
+        self.step_id = _step_key(epoch, group_key, instance_key, run)
 
     def __enter__(self) -> "Link":
         return self
@@ -210,13 +261,14 @@ class Link:
     def __exit__(self, kind, exc, tb) -> bool:
         if kind is not None:
             self._owner.failed(self._group_key)
+            self._owner._abort_others(self, exc)
         return False
 
     def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
         src = self.members[0] if anonymous else self._owner.task
         dst = self.members[dst_rank]
         try:
-            self._owner._send(dst, RendezvousKey(src, dst, self._prefix + tag, self._step_id), value)
+            self._owner._send(dst, RendezvousKey(src, dst, self._prefix + tag, self.step_id), value)
         except errors.OpError as e:
             raise errors.UnavailableError(self._node, self._node.name,
                                           f"{self._node.op} {self._node.name}: sending to {dst} failed: "
@@ -224,8 +276,9 @@ class Link:
 
     def recv(self, src_rank: Optional[int], tag: str):
         src = self.members[0 if src_rank is None else src_rank]
-        key = RendezvousKey(src, self._owner.task, self._prefix + tag, self._step_id)
+        key = RendezvousKey(src, self._owner.task, self._prefix + tag, self.step_id)
         who = "the sender" if src_rank is None else src
-        return _receive(self._owner._rendezvous, key, self._wait, self._node,
+        wait = self._wait if src_rank is None else self._wait.waiting_for(src)
+        return _receive(self._owner._rendezvous, key, wait, self._node,
                         f"{who} is down, or does not run instance {self._prefix.split('/')[3]} of group "
                         f"{self._group_key}")

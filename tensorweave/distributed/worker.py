@@ -145,7 +145,7 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._peers: dict[str, Channel] = {}
         self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
-        self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push)
+        self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe)
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -315,6 +315,11 @@ class WorkerService:
             channel = self._peers[dst_task] = _channel(address, dst_task, self.connect_timeout_s)
         return channel
 
+    def _probe(self, dst_task: str, timeout_s: float) -> None:
+        """Pings `dst_task` (UnavailableError naming it when it does not answer in time)."""
+        if dst_task != self.task and local_service(self._peer(dst_task).address) is None:
+            self._peer(dst_task).ping(timeout_s=timeout_s)
+
     def _push(self, dst_task: str, method: str, args) -> None:
         """A one-way message other than a tensor to `dst_task` (collectives.py's joins)."""
         svc = self if dst_task == self.task else local_service(self._peer(dst_task).address)
@@ -327,6 +332,10 @@ class WorkerService:
         """A one-way message from a peer (the transport runs it on its IO thread)."""
         if method == "collective_join":
             self.collectives.take_join(a)
+            return
+        if method == "collective_abort":
+            step_id, message = self.collectives.take_abort(a)
+            self.abort_step(step_id, errors.UNAVAILABLE, message)
             return
         if method != "recv_tensor":
             return

@@ -33,11 +33,14 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import concat, split
+from tensorweave.ops.array.core import reshape
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.registry import register
 
 CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
 SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
+PACK_BYTES = 4 << 20   # all_reduce_packed's default pack size
 
 MERGE_OPS: dict[str, Callable] = {"Add": np.add, "Mul": np.multiply, "Max": np.maximum, "Min": np.minimum}
 FINAL_OPS = ("Id", "Div")
@@ -136,9 +139,9 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
     return out.reshape(x.shape)
 
 
-def all_gather_values(x: np.ndarray, link, node=None) -> np.ndarray:
+def all_gather_values(x: np.ndarray, link, node=None, equal_rows: bool = False) -> np.ndarray:
     """Every member's `x` concatenated in rank order along dimension 0 (their first dimensions
-    may differ; the others must agree)."""
+    may differ unless `equal_rows`; the others must agree)."""
     if x.ndim == 0:
         raise _mismatch(node, "CollectiveGather needs a tensor of rank at least 1, got a scalar")
     for peer in range(link.size):
@@ -147,7 +150,8 @@ def all_gather_values(x: np.ndarray, link, node=None) -> np.ndarray:
     parts = []
     for peer in range(link.size):
         v = x if peer == link.rank else link.recv(peer, "gather")
-        if not isinstance(v, np.ndarray) or v.dtype != x.dtype or v.shape[1:] != x.shape[1:]:
+        if not isinstance(v, np.ndarray) or v.dtype != x.dtype or v.shape[int(not equal_rows):] != x.shape[
+                int(not equal_rows):]:
             raise _mismatch(node, f"member {peer} of the group sent {getattr(v, 'dtype', '?')} "
                                   f"{getattr(v, 'shape', '?')}, which does not stack with {x.dtype} {x.shape}")
         parts.append(v)
@@ -174,6 +178,40 @@ def all_reduce(t, group_size, group_key, instance_key, merge_op="Add", final_op=
     attrs = _group_attrs(group_size, group_key, instance_key, communication_hint, timeout)
     attrs.update(merge_op=merge_op, final_op=final_op, subdiv_offsets=[int(o) for o in subdiv_offsets], wait_for=[])
     return make_op("CollectiveReduce", [convert_to_tensor(t)], attrs, name=name or "CollectiveReduce").outputs[0]
+
+
+def all_reduce_packed(tensors, group_size, group_key, instance_key, merge_op="Add", final_op="Id",
+                      bytes_per_pack=PACK_BYTES, communication_hint="auto", timeout=0, name=None) -> list:
+    """The all-reduce of each of `tensors` (fully known shapes), fused: tensors of one dtype are
+    flattened and concatenated, in order, into packs of at most `bytes_per_pack` (a larger
+    tensor is a pack of its own), each pack one CollectiveReduce under the instance keys
+    instance_key, instance_key + 1, ... (every member must pack the same list alike); the results
+    are split and reshaped back, in the order given. So a model with many small variables pays
+    one round per pack rather than per tensor (TF's strategies pack gradients so,
+    cross_device_utils.pack_by_size)."""
+    tensors = [convert_to_tensor(t) for t in tensors]
+    for t in tensors:
+        if not t.shape.is_fully_defined():
+            raise ValueError(f"all_reduce_packed needs fully known shapes, {t.name} has shape {t.shape}")
+    packs: list = []   # [dtype, [indices], bytes]
+    for i, t in enumerate(tensors):
+        nbytes = t.shape.num_elements() * t.dtype.size
+        pack = next((p for p in packs if p[0] == t.dtype and p[2] + nbytes <= bytes_per_pack), None)
+        if pack is None:
+            packs.append([t.dtype, [i], nbytes])
+        else:
+            pack[1].append(i)
+            pack[2] += nbytes
+    out: list = [None] * len(tensors)
+    for key, (_, members, _) in enumerate(packs):
+        flat = [reshape(tensors[i], [-1]) for i in members]
+        packed = concat(flat, 0) if len(flat) > 1 else flat[0]
+        reduced = all_reduce(packed, group_size, group_key, instance_key + key, merge_op, final_op,
+                             communication_hint=communication_hint, timeout=timeout, name=name)
+        parts = split(reduced, [tensors[i].shape.num_elements() for i in members]) if len(flat) > 1 else [reduced]
+        for i, part in zip(members, parts):
+            out[i] = reshape(part, tensors[i].shape)
+    return out
 
 
 def all_gather(t, group_size, group_key, instance_key, communication_hint="auto", timeout=0, name=None):
@@ -259,13 +297,20 @@ def _gather_infer(op):
         return [(op.inputs[0].dtype, unknown_shape())]
     if shape.ndims == 0:
         raise ValueError(f"CollectiveGather {op.name} needs an input of rank at least 1, got a scalar")
-    return [(op.inputs[0].dtype, TensorShape([None] + shape.as_list()[1:]))]
+    rows = shape.as_list()[0]   # (TF's shape function: group_size times the rows, when known)
+    return [(op.inputs[0].dtype, TensorShape([None if rows is None else rows * op.get_attr("group_size")]
+                                             + shape.as_list()[1:]))]
 
 
 def _gather_kernel(node, ctx):
+    # Members whose graphs know the rows must all have that many (the static output shape says
+    # group_size times them); otherwise they may differ.
+    shape = node.attr.get("shape")
+    equal_rows = shape is not None and as_shape(shape).ndims and as_shape(shape).as_list()[0] is not None
+
     def run(step, x):
         with _link(ctx, node, step) as link:
-            return all_gather_values(np.asarray(x), link, node) if link.size > 1 else np.array(x)
+            return all_gather_values(np.asarray(x), link, node, bool(equal_rows)) if link.size > 1 else np.array(x)
     return run
 
 

@@ -124,6 +124,9 @@ def test_gather_concatenates_in_rank_order_and_refuses_mismatched_shapes():
     bad = [np.zeros((1, 2)), np.zeros((1, 3))]
     with pytest.raises(errors.InvalidArgumentError, match="does not stack"):
         _run_group(2, lambda link, r: co.all_gather_values(bad[r], link))
+    rows = [np.zeros((1, 2)), np.zeros((2, 2))]
+    with pytest.raises(errors.InvalidArgumentError, match="does not stack"):
+        _run_group(2, lambda link, r: co.all_gather_values(rows[r], link, equal_rows=True))
 
 
 def test_a_peer_with_another_length_is_invalid_argument():
@@ -141,7 +144,8 @@ def test_wrappers_build_tf_nodes_and_a_group_of_one_runs_in_a_local_session():
         recv = co.broadcast_recv([3], tf.float32, 2, 1, 4)
         assert red.op.type == "CollectiveReduce" and red.op.get_attr("merge_op") == "Add"
         assert red.op.get_attr("subdiv_offsets") == [0] and red.shape.as_list() == [3]
-        assert gathered.shape.as_list() == [None, 2] and recv.shape.as_list() == [3]
+        assert gathered.shape.as_list() == [1, 2] and recv.shape.as_list() == [3]   # (TF: group_size x rows)
+        assert co.all_gather(tf.constant([[1, 2]]), 3, 1, 5).shape.as_list() == [3, 2]
         node = {n.name: n for n in g.as_graph_def().node}[red.op.name]
         assert node.attr["group_size"].i == 1 and node.attr["final_op"].s == b"Div"
         with pytest.raises(ValueError, match="merge_op"):
@@ -154,3 +158,21 @@ def test_wrappers_build_tf_nodes_and_a_group_of_one_runs_in_a_local_session():
             np.testing.assert_array_equal(sess.run(sent), [1.0, 2.0, 3.0])
             with pytest.raises(errors.FailedPreconditionError, match="distributed runtime"):
                 sess.run(recv)
+
+
+def test_packed_all_reduce_fuses_small_tensors_by_dtype_and_gives_each_back_in_its_shape():
+    with tf.Graph().as_default() as g:
+        values = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array(5, np.int32), np.ones([4], np.float32),
+                  np.full([3, 1], 2.5, np.float32), np.arange(3, dtype=np.int32)]
+        reduced = co.all_reduce_packed([tf.constant(v) for v in values], 1, 1, 10, final_op="Div",
+                                       bytes_per_pack=48)
+        ops = [op for op in g.get_operations() if op.type == "CollectiveReduce"]
+        # float32: 24 + 16 bytes fill the first 48-byte pack, 12 more start a second; one int32 pack
+        assert sorted(op.get_attr("instance_key") for op in ops) == [10, 11, 12]
+        assert [r.shape.as_list() for r in reduced] == [[2, 3], [], [4], [3, 1], [3]]
+        with tf.Session() as sess:
+            for got, want in zip(sess.run(reduced), values):
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+        with pytest.raises(ValueError, match="fully known"):
+            co.all_reduce_packed([tf.placeholder(tf.float32, [None])], 1, 1, 1)
