@@ -19,7 +19,8 @@ of their own (negative, never a real step's).
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
-step's cancellation; past it the run fails with UnavailableError naming the member that sent
+step's cancellation (ending a little before the step's deadline, so that the client hears
+why); past it the run fails with UnavailableError naming the member that sent
 nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
 member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
 does not answer within PROBE_TIMEOUT_S). A run that fails here aborts the run on the other
@@ -42,6 +43,7 @@ from tensorweave.runtime.rendezvous import Rendezvous
 
 PROBE_S = 2.0            # a wait pings the member it waits for this often
 PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
+STEP_MARGIN_S = 2.0      # a run's waits end this long (at most a quarter of the time left) before its step's deadline
 
 
 def group_leader(cluster: ClusterSpec) -> str:
@@ -63,7 +65,7 @@ class _Wait:
 
     __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed")
 
-    def __init__(self, step, deadline: Optional[float], probe: Callable[[str], None]):
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], None]):
         self._step = step
         self.deadline = deadline
         self.cancelled = step.cancelled
@@ -77,7 +79,8 @@ class _Wait:
             self._step.on_wait()
         now = time.monotonic()
         if self.peer is not None and now - self._probed >= PROBE_S:
-            self._probe(self.peer)
+            left = self.time_left()   # (a ping never outlasts the wait's deadline)
+            self._probe(self.peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01))
             self._probed = time.monotonic()
 
     def waiting_for(self, peer: str) -> "_Wait":
@@ -118,11 +121,14 @@ class Collectives:
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
         """The link of this task's next run of (group_key, instance_key), its group resolved."""
-        probe = self._probe
-        deadline = time.monotonic() + timeout_s if timeout_s > 0 else None
+        now = time.monotonic()
+        deadline = now + timeout_s if timeout_s > 0 else None
         if step is not None and step.deadline is not None:
-            deadline = step.deadline if deadline is None else min(deadline, step.deadline)
-        wait = _Wait(step, deadline, lambda peer: probe(peer, PROBE_TIMEOUT_S))
+            # Ends before the step's own deadline, so that its UnavailableError reaches the
+            # client before the client gives up on the step (DeadlineExceededError).
+            ours = step.deadline - min(STEP_MARGIN_S, 0.25 * max(step.deadline - now, 0.0))
+            deadline = ours if deadline is None else min(deadline, ours)
+        wait = _Wait(step, deadline, self._probe)
         members, epoch = self._group(node, wait, size, group_key)
         with self._lock:
             run = self._runs.get((group_key, instance_key), 0)

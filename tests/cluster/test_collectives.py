@@ -107,8 +107,9 @@ def test_a_16_mib_all_reduce_over_4_tasks_equals_numpy(start_cluster):
             lambda step: {x: value(rank, step)}
 
     results = _run_members(c, 4, build, steps=2)
-    total = lambda step: sum(value(r, step).astype(np.float64) for r in range(4))  # noqa: E731
-    _check(results, lambda step, key: (total(step) / (4 if key == "mean" else 1)).astype(np.float32))
+    want = {(step, key): (sum(value(r, step).astype(np.float64) for r in range(4)) / (4 if key == "mean" else 1))
+            .astype(np.float32) for step in range(2) for key in ("sum", "mean")}
+    _check(results, lambda step, key: want[step, key])
 
 
 def test_gather_broadcast_and_packed_small_tensors(start_cluster):
