@@ -1,17 +1,23 @@
 """The collective algorithms of ops/collective_ops.py with no sockets: the ring's segments and
-chunks, and the all-reduce / gather run by threads over an in-memory link, against numpy. The
-same functions run between real processes in tests/cluster/test_collectives.py."""
+chunks, and the all-reduce / gather run by threads over an in-memory link, against numpy; the
+group leader's bookkeeping and the wire checks of distributed/collectives.py. The same functions
+run between real processes in tests/cluster/test_collectives.py."""
 from __future__ import annotations
 
 import queue
+import time
 import threading
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distributed.collectives import Collectives
+from tensorweave.distributed.wire import WireError
 from tensorweave.framework import errors
 from tensorweave.ops import collective_ops as co
+from tensorweave.runtime.rendezvous import Rendezvous
 
 
 class _Net:
@@ -176,3 +182,43 @@ def test_packed_all_reduce_fuses_small_tensors_by_dtype_and_gives_each_back_in_i
                 np.testing.assert_array_equal(got, want)
         with pytest.raises(ValueError, match="fully known"):
             co.all_reduce_packed([tf.placeholder(tf.float32, [None])], 1, 1, 1)
+
+
+def _collectives(task="/job:worker/replica:0/task:0", jobs=None):
+    sent: list = []
+    cluster = ClusterSpec(jobs or {"ps": ["h:1"], "worker": ["h:2", "h:3", "h:4"]})
+    svc = Collectives(task, cluster, Rendezvous(), lambda dst, key, value: sent.append((dst, key, value)),
+                      lambda dst, method, args: sent.append((dst, method, args)), lambda task, timeout: None)
+    return svc, sent
+
+
+def test_the_leader_answers_each_member_once_the_group_is_complete_in_task_order():
+    svc, sent = _collectives()
+    assert svc.leader == "/job:worker/replica:0/task:0"
+    assert _collectives(jobs={"chief": ["h:0"], "worker": ["h:1"]})[0].leader == "/job:chief/replica:0/task:0"
+    members = [f"/job:worker/replica:0/task:{i}" for i in (2, 0)] + ["/job:ps/replica:0/task:0"]
+    for nonce, member in enumerate(members):
+        svc.take_join([member, 7, 3, nonce])
+    deadline = time.monotonic() + 30
+    while len(sent) < 3 and time.monotonic() < deadline:   # (answered from a thread)
+        time.sleep(0.01)
+    assert sorted(dst for dst, _, _ in sent) == sorted(members)
+    answers = {dst: (key, value) for dst, key, value in sent}
+    order = ["/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:2"]
+    for nonce, member in enumerate(members):
+        key, (got_members, epoch) = answers[member]
+        assert got_members == order and key.tensor_name == f"collective-group/7/{nonce}" and key.step_id < 0
+    assert len({v[1] for _, v in answers.values()}) == 1   # one epoch for the group
+
+
+def test_joins_and_aborts_from_the_wire_are_checked():
+    svc, sent = _collectives()
+    for bad in (["/job:evil/replica:0/task:0", 1, 2, 3], ["/job:worker/replica:0/task:1", 1, 0, 3],
+                ["/job:worker/replica:0/task:1", "1", 2, 3], [1, 2], "join"):
+        with pytest.raises(WireError):
+            svc.take_join(bad)
+    assert svc.take_abort([-5, "x" * 5000]) == (-5, "x" * 1000)
+    for bad in ([5, "a real step"], [-5], ["-5", "m"], None):
+        with pytest.raises(WireError):
+            svc.take_abort(bad)
+    assert sent == []
