@@ -107,6 +107,7 @@ class Collectives:
                  probe: Callable[[str, float], None]):
         self.task = task
         self.leader = group_leader(cluster)
+        self.cluster = cluster
         self._cluster_tasks = frozenset(cluster.task_names())
         self._rendezvous = rendezvous
         self._send = send
@@ -256,6 +257,7 @@ class Link:
         self._wait = wait
         self.members = members
         self.size = len(members)
+        self.hosts = [owner.cluster.address_of(m).rpartition(":")[0] for m in members]   # (hierarchical)
         self.rank = members.index(owner.task)
         self._group_key = group_key
         self._prefix = f"collective/{epoch}/{group_key}/{instance_key}/{run}/"

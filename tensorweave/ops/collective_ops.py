@@ -18,6 +18,8 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   tensor. Tensors of at most SMALL_BYTES skip the ring: one round where every member sends its
   tensor to every other and reduces them in rank order (latency, not bandwidth, bounds those).
   Every member computes every element in the same order, so all members get identical bits.
+  When the group spans hosts, hierarchically: reduced within each host first, the ring among one
+  member per host, the result sent back within each host (hierarchical_all_reduce).
   gather: every member's tensor to every other, concatenated in rank order along dimension 0.
   broadcast: the sender's tensor to every other member.
 
@@ -137,6 +139,45 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
             if s < k - 2:
                 link.send(nxt, f"ag{s + 1}.{c}", got)
     return out.reshape(x.shape)
+
+
+class _SubLink:
+    """The link among some members of a group (`ranks`, renumbered 0..), its tags kept apart."""
+
+    def __init__(self, link, ranks: list, prefix: str):
+        self._link, self._ranks, self._prefix = link, ranks, prefix
+        self.rank, self.size = ranks.index(link.rank), len(ranks)
+
+    def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
+        self._link.send(self._ranks[dst_rank], self._prefix + tag, value)
+
+    def recv(self, src_rank: int, tag: str):
+        return self._link.recv(self._ranks[src_rank], self._prefix + tag)
+
+
+def hierarchical_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None, node=None,
+                            **ring) -> np.ndarray:
+    """ring_all_reduce, but when the group spans hosts (`link.hosts`, each rank's) and a host
+    holds several members: each host's members send their tensor to its first member, which
+    reduces them in rank order; those run the ring among themselves and send the result back
+    on their host. What crosses between hosts is then one tensor's share per host, not per
+    member. Every member still gets the same bits."""
+    hosts = getattr(link, "hosts", None)
+    if hosts is None or len(set(hosts)) in (1, link.size):
+        return ring_all_reduce(x, link, merge, final, node=node, **ring)
+    flat = x.reshape(-1)
+    local = [r for r in range(link.size) if hosts[r] == hosts[link.rank]]
+    if link.rank != local[0]:
+        link.send(local[0], "host-in", flat)
+        return np.array(_expect(link.recv(local[0], "host-out"), flat.dtype, flat.size, node)).reshape(x.shape)
+    acc = flat
+    for r in local[1:]:
+        acc = merge(acc, _expect(link.recv(r, "host-in"), flat.dtype, flat.size, node))
+    heads = sorted({hosts.index(h) for h in hosts})
+    out = ring_all_reduce(acc.reshape(x.shape), _SubLink(link, heads, "hosts-"), merge, final, node=node, **ring)
+    for r in local[1:]:
+        link.send(r, "host-out", out.reshape(-1))
+    return out
 
 
 def all_gather_values(x: np.ndarray, link, node=None, equal_rows: bool = False) -> np.ndarray:
@@ -287,7 +328,7 @@ def _reduce_kernel(node, ctx):
 
     def run(step, x):
         with _link(ctx, node, step) as link:
-            return ring_all_reduce(np.asarray(x), link, merge, final, node=node)
+            return hierarchical_all_reduce(np.asarray(x), link, merge, final, node=node)
     return run
 
 

@@ -101,6 +101,38 @@ def test_ring_all_reduce_equals_numpy(size, dtype, n, merge_op):
         np.testing.assert_array_equal(got, results[0])   # every member the same bits
 
 
+@pytest.mark.parametrize("hosts", [["a", "a", "b", "b", "b"], ["a", "b", "a", "c", "b"], ["a", "a"]])
+def test_hierarchical_all_reduce_equals_numpy_and_crosses_hosts_once_per_host(hosts):
+    size, n = len(hosts), 1001
+    inputs = [np.random.RandomState(r).randn(n) for r in range(size)]
+    crossed = [0]
+
+    class HostLink(_Link):
+        def __init__(self, net, rank):
+            super().__init__(net, rank)
+            self.hosts = hosts
+
+        def send(self, dst, tag, value, anonymous=False):
+            if hosts[dst] != hosts[self.rank]:
+                crossed[0] += value.nbytes
+            super().send(dst, tag, value, anonymous)
+
+    net = _Net(size)
+    results: list = [None] * size
+    threads = [threading.Thread(target=lambda r=r: results.__setitem__(r, co.hierarchical_all_reduce(
+        inputs[r], HostLink(net, r), np.add, lambda v: co.final_divide(v, size), small_bytes=0, chunk_bytes=800)))
+        for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for got in results:
+        np.testing.assert_allclose(got, np.mean(inputs, axis=0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got, results[0])
+    nhosts = len(set(hosts))
+    assert crossed[0] == (2 * (nhosts - 1) * n * 8 if nhosts > 1 else 0)   # the ring among one member per host
+
+
 def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():
     size, n = 4, 4000
     inputs = [np.full(n, r + 1.0) for r in range(size)]
