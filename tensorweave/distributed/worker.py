@@ -79,6 +79,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 from tensorweave.distributed import wire
 from tensorweave.distributed.channel import Channel, Pending
 from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distributed.collectives import Collectives
 from tensorweave.distributed.graphs import GraphTable, Registered
 from tensorweave.distributed.transport import RequestContext
 from tensorweave.framework import errors
@@ -144,6 +145,7 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._peers: dict[str, Channel] = {}
         self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
+        self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe)
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -171,7 +173,8 @@ class WorkerService:
             with self._lock:
                 resources = self._session_resources.setdefault(session_handle, ResourceManager())
         ctx = KernelContext(resources=resources, task=self.task, library=dict(graph_def.library),
-                            services={"rendezvous": self.rendezvous, "send": self._send, "worker": self},
+                            services={"rendezvous": self.rendezvous, "send": self._send, "worker": self,
+                                      "collectives": self.collectives},
                             log_device_placement=bool(config.get("log_device_placement", False)))
         plan = Plan(graph_def.node, list(feeds), list(fetches), list(targets), ctx, guard_state_changes=True)
         handle = f"{self.task}/graph:{next(self._handles)}:{session_handle}"
@@ -294,6 +297,14 @@ class WorkerService:
         if dst_task == self.task:
             self.rendezvous.send(key, value)
             return
+        channel = self._peer(dst_task)
+        svc = local_service(channel.address)
+        if svc is not None:
+            svc.recv_tensor(key, value)
+            return
+        channel.push("recv_tensor", [key.send_device, key.recv_device, key.tensor_name, key.step_id, value])
+
+    def _peer(self, dst_task: str) -> Channel:
         channel = self._peers.get(dst_task)
         if channel is None:
             try:
@@ -302,14 +313,30 @@ class WorkerService:
                 raise errors.InvalidArgumentError(None, None, f"Send to {dst_task}, which is not in the "
                                                               f"cluster of {self.task}") from None
             channel = self._peers[dst_task] = _channel(address, dst_task, self.connect_timeout_s)
-        svc = local_service(channel.address)
+        return channel
+
+    def _probe(self, dst_task: str, timeout_s: float) -> None:
+        """Pings `dst_task` (UnavailableError naming it when it does not answer in time)."""
+        if dst_task != self.task and local_service(self._peer(dst_task).address) is None:
+            self._peer(dst_task).ping(timeout_s=timeout_s)
+
+    def _push(self, dst_task: str, method: str, args) -> None:
+        """A one-way message other than a tensor to `dst_task` (collectives.py's joins)."""
+        svc = self if dst_task == self.task else local_service(self._peer(dst_task).address)
         if svc is not None:
-            svc.recv_tensor(key, value)
-            return
-        channel.push("recv_tensor", [key.send_device, key.recv_device, key.tensor_name, key.step_id, value])
+            svc.oneway(method, args)
+        else:
+            self._peer(dst_task).push(method, args)
 
     def oneway(self, method: str, a) -> None:
         """A one-way message from a peer (the transport runs it on its IO thread)."""
+        if method == "collective_join":
+            self.collectives.take_join(a)
+            return
+        if method == "collective_abort":
+            step_id, message = self.collectives.take_abort(a)
+            self.abort_step(step_id, errors.UNAVAILABLE, message)
+            return
         if method != "recv_tensor":
             return
         wire.expect(a, list, "push")

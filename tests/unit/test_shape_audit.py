@@ -17,6 +17,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops import collective_ops
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.bucketize import bucketize
@@ -303,6 +304,10 @@ def _build_corpus(g: tf.Graph) -> None:
         make_op("DestroyResourceOp", [var.handle], {"ignore_lookup_error": True})
         send(m, "m;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
         send(tf.placeholder(tf.float32, None), "u;0", "/job:a/task:0/device:CPU:0", "/job:b/task:0/device:CPU:0")
+        collective_ops.all_reduce(m, 2, 1, 1, merge_op="Max", final_op="Div")
+        collective_ops.all_gather(m, 2, 1, 2)
+        collective_ops.broadcast_send(m, [3, 4], tf.float32, 2, 1, 3)
+        collective_ops.broadcast_recv([3, 4], tf.float32, 2, 1, 4)
 
 
 def _add_tf1_ref_ops(g: tf.Graph, m) -> None:

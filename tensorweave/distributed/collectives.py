@@ -1,0 +1,292 @@
+"""A task's side of the collective ops (ops/collective_ops.py): who the members of a group are,
+and the link by rank over which one run of an instance sends and receives.
+
+Groups. A member learns the group (group_key, group_size) once and keeps it: it pushes a join
+("collective_join": [its task, group_key, group_size, nonce]) to the group leader, the cluster's
+/job:chief/task:0, else /job:worker/task:0, else its first task (TF's MultiWorkerMirroredStrategy
+picks the same leader). The leader's service answers once `group_size` tasks joined: every member
+gets the members in (job, task index) order, their rank order, and a fresh epoch, pushed to its
+rendezvous under its nonce. A run that fails forgets the group, so the next run joins afresh
+(a restarted member and the survivors meet again under a new epoch; stale values of the old
+epoch are never taken, and expire with the rendezvous' TTL).
+
+Instances. The n-th run of (group_key, instance_key) on a task meets the n-th run on the other
+members (a step id differs between the members' sessions, so it cannot name the meeting): its
+values travel as ordinary tensor pushes into the receiver's rendezvous (worker._send, over the
+transport the peer's address selects: Unix socket and shared memory on one host, TCP between
+hosts) under the tensor name "collective/<epoch>/<group>/<instance>/<run>/<tag>" and a step id
+of their own (negative, never a real step's).
+
+Faults. A receive waits within the op's timeout_seconds and the step's deadline
+(RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
+step's cancellation (ending a little before the step's deadline, so that the client hears
+why); past it the run fails with UnavailableError naming the member that sent
+nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
+member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
+does not answer within PROBE_TIMEOUT_S). A run that fails here aborts the run on the other
+members ("collective_abort", one-way: their waits raise the same UnavailableError at once), so
+one member seeing a death fails the whole group's step.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Callable, Optional
+
+from tensorweave.distributed import wire
+from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
+from tensorweave.framework import errors
+from tensorweave.framework.device import task_name
+from tensorweave.ops.sendrecv import RendezvousKey
+from tensorweave.runtime.rendezvous import Rendezvous
+
+PROBE_S = 2.0            # a wait pings the member it waits for this often
+PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
+STEP_MARGIN_S = 2.0      # a run's waits end this long (at most a quarter of the time left) before its step's deadline
+
+
+def group_leader(cluster: ClusterSpec) -> str:
+    """The task that resolves the cluster's collective groups."""
+    for job in ("chief", "worker"):
+        if job in cluster.jobs and cluster.task_indices(job):
+            return task_name(job, min(cluster.task_indices(job)))
+    return cluster.task_names()[0]
+
+
+def _step_key(*parts) -> int:
+    """A negative step id for one run's values (ints hash alike in every process)."""
+    return -1 - (hash(parts) & ((1 << 62) - 1))
+
+
+class _Wait:
+    """What a rendezvous receive reads of a step, with the collective's own deadline; between
+    its slices it pings `peer` (the member waited for) every PROBE_S."""
+
+    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed")
+
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], None]):
+        self._step = step
+        self.deadline = deadline
+        self.cancelled = step.cancelled
+        self.wait_remote = step.wait_remote
+        self.peer: Optional[str] = None
+        self._probe = probe
+        self._probed = time.monotonic()
+
+    def on_wait(self) -> None:
+        if self._step.on_wait is not None:
+            self._step.on_wait()
+        now = time.monotonic()
+        if self.peer is not None and now - self._probed >= PROBE_S:
+            left = self.time_left()   # (a ping never outlasts the wait's deadline)
+            self._probe(self.peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01))
+            self._probed = time.monotonic()
+
+    def waiting_for(self, peer: str) -> "_Wait":
+        if peer != self.peer:
+            self.peer, self._probed = peer, time.monotonic()
+        return self
+
+    @property
+    def error(self):
+        return self._step.error
+
+    def time_left(self) -> Optional[float]:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+class Collectives:
+    """One task's groups, run counters and leader bookkeeping. `send(dst_task, key, value)`
+    pushes a value into another task's rendezvous, `push(dst_task, method, args)` a one-way
+    message to its service (neither waits); `probe(task, timeout_s)` pings a task
+    (UnavailableError when it does not answer)."""
+
+    def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
+                 send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
+                 probe: Callable[[str, float], None]):
+        self.task = task
+        self.leader = group_leader(cluster)
+        self.cluster = cluster
+        self._cluster_tasks = frozenset(cluster.task_names())
+        self._rendezvous = rendezvous
+        self._send = send
+        self._push = push
+        self._probe = probe
+        self._lock = threading.Lock()
+        self._groups: dict = {}       # group_key -> (members, epoch)
+        self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
+        self._runs: dict = {}         # (group_key, instance_key) -> runs started
+        self._joins: dict = {}        # (leader) group_key -> (group_size, {task: nonce})
+
+    # -- a run ----------------------------------------------------------------------------------
+    def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
+        """The link of this task's next run of (group_key, instance_key), its group resolved."""
+        now = time.monotonic()
+        deadline = now + timeout_s if timeout_s > 0 else None
+        if step is not None and step.deadline is not None:
+            # Ends before the step's own deadline, so that its UnavailableError reaches the
+            # client before the client gives up on the step (DeadlineExceededError).
+            ours = step.deadline - min(STEP_MARGIN_S, 0.25 * max(step.deadline - now, 0.0))
+            deadline = ours if deadline is None else min(deadline, ours)
+        wait = _Wait(step, deadline, self._probe)
+        members, epoch = self._group(node, wait, size, group_key)
+        with self._lock:
+            run = self._runs.get((group_key, instance_key), 0)
+            self._runs[(group_key, instance_key)] = run + 1
+        return Link(self, node, wait, members, epoch, group_key, instance_key, run)
+
+    def failed(self, group_key: int) -> None:
+        """A run of the group failed here: forget the group and its run counters."""
+        with self._lock:
+            self._groups.pop(group_key, None)
+            for k in [k for k in self._runs if k[0] == group_key]:
+                del self._runs[k]
+
+    def take_abort(self, args) -> Optional[tuple]:
+        """A member's "collective_abort" [step id, message]: (step id, message) of the run to
+        fail here with UnavailableError (only runs' own negative step ids)."""
+        wire.expect(args, list, "collective abort")
+        if len(args) != 2:
+            raise wire.WireError(f"a collective abort carries 2 fields, got {len(args)}")
+        step_id, message = wire.expect(args[0], int, "step id"), wire.expect(args[1], str, "message")
+        if step_id >= 0:
+            raise wire.WireError("a collective abort names a step of its own (a negative id)")
+        return step_id, message[:1000]
+
+    def _abort_others(self, link: "Link", error: BaseException) -> None:
+        message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+        for member in link.members:
+            if member != self.task:
+                try:
+                    self._push(member, "collective_abort", [link.step_id, f"{member} aborted by {self.task}: "
+                                                                          f"{message}"])
+                except errors.OpError:
+                    pass   # (gone: it has no run to fail)
+
+    def _group(self, node, wait: _Wait, size: int, group_key: int) -> tuple:
+        with self._lock:
+            known = self._groups.get(group_key)
+            gate = self._resolving.setdefault(group_key, threading.Lock())
+        if known is None:
+            with gate:   # (one join per group at a time; the others find its result)
+                with self._lock:
+                    known = self._groups.get(group_key)
+                if known is None:
+                    known = self._join(node, wait, size, group_key)
+                    with self._lock:
+                        self._groups[group_key] = known
+        members, epoch = known
+        if len(members) != size:
+            raise errors.InvalidArgumentError(
+                node, node.name, f"{node.op} {node.name}: group {group_key} has {len(members)} members, "
+                                 f"but the op says group_size {size}")
+        return members, epoch
+
+    def _join(self, node, wait: _Wait, size: int, group_key: int) -> tuple:
+        nonce = secrets.randbits(48)
+        try:
+            self._push(self.leader, "collective_join", [self.task, group_key, size, nonce])
+        except errors.OpError as e:
+            raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
+                                                           f"{self.leader} is unreachable: {e.message}") from None
+        key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
+        answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
+                          f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
+                          f"member (a member is down or does not run the op)")
+        members, epoch = answer
+        if self.task not in members:
+            raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
+        return tuple(members), int(epoch)
+
+    # -- the leader -----------------------------------------------------------------------------
+    def take_join(self, args) -> None:
+        """(leader) A member's join [task, group_key, group_size, nonce]; once group_size tasks
+        joined, each gets [members, epoch] (pushed from a thread: this runs on the IO role)."""
+        wire.expect(args, list, "collective join")
+        if len(args) != 4:
+            raise wire.WireError(f"a collective join carries 4 fields, got {len(args)}")
+        member = wire.expect(args[0], str, "member")
+        group_key, size, nonce = (wire.expect(a, int, w) for a, w in zip(args[1:], ("group_key", "size", "nonce")))
+        if member not in self._cluster_tasks or size < 1:
+            raise wire.WireError(f"collective join from {member:.80} (group size {size}) refused")
+        with self._lock:
+            want, joined = self._joins.setdefault(group_key, (size, {}))
+            if want != size:   # (a new group size starts over: members that disagree time out)
+                want, joined = self._joins[group_key] = (size, {})
+            joined[member] = nonce
+            if len(joined) < size:
+                return
+            del self._joins[group_key]
+        members = sorted(joined, key=parse_task_name)
+        epoch = secrets.randbits(48)
+        answers = [(t, RendezvousKey(self.task, t, f"collective-group/{group_key}/{n}", _step_key(n)))
+                   for t, n in joined.items()]
+        threading.Thread(target=self._answer, args=(answers, [members, epoch]), daemon=True,
+                         name="tw-collective-group").start()
+
+    def _answer(self, answers: list, value: list) -> None:
+        for member, key in answers:
+            try:
+                self._send(member, key, value)
+            except errors.OpError:
+                pass   # (that member is gone: the others' runs time out with UnavailableError)
+
+
+def _receive(rendezvous: Rendezvous, key: RendezvousKey, wait: _Wait, node, what: str):
+    """A value from the rendezvous within the wait's deadline; past it, or when the member
+    waited for does not answer a ping, UnavailableError."""
+    try:
+        return rendezvous.recv(key, wait, node.name)
+    except errors.DeadlineExceededError:
+        raise errors.UnavailableError(
+            node, node.name, f"{node.op} {node.name}: nothing from {key.send_device} within the collective's "
+                             f"timeout: {what}") from None
+    except errors.UnavailableError as e:
+        raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {e.message}") from None
+
+
+class Link:
+    """One run's link to the group's members by rank (ops/collective_ops.py's `link`); used as a
+    context manager: a run that fails makes the task forget the group."""
+
+    def __init__(self, owner: Collectives, node, wait: _Wait, members: tuple, epoch: int, group_key: int,
+                 instance_key: int, run: int):
+        self._owner = owner
+        self._node = node
+        self._wait = wait
+        self.members = members
+        self.size = len(members)
+        self.hosts = [owner.cluster.address_of(m).rpartition(":")[0] for m in members]   # (hierarchical)
+        self.rank = members.index(owner.task)
+        self._group_key = group_key
+        self._prefix = f"collective/{epoch}/{group_key}/{instance_key}/{run}/"
+        self.step_id = _step_key(epoch, group_key, instance_key, run)
+
+    def __enter__(self) -> "Link":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is not None:
+            self._owner.failed(self._group_key)
+            self._owner._abort_others(self, exc)
+        return False
+
+    def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
+        src = self.members[0] if anonymous else self._owner.task
+        dst = self.members[dst_rank]
+        try:
+            self._owner._send(dst, RendezvousKey(src, dst, self._prefix + tag, self.step_id), value)
+        except errors.OpError as e:
+            raise errors.UnavailableError(self._node, self._node.name,
+                                          f"{self._node.op} {self._node.name}: sending to {dst} failed: "
+                                          f"{e.message}") from None
+
+    def recv(self, src_rank: Optional[int], tag: str):
+        src = self.members[0 if src_rank is None else src_rank]
+        key = RendezvousKey(src, self._owner.task, self._prefix + tag, self.step_id)
+        who = "the sender" if src_rank is None else src
+        wait = self._wait if src_rank is None else self._wait.waiting_for(src)
+        return _receive(self._owner._rendezvous, key, wait, self._node,
+                        f"{who} is down, or does not run instance {self._prefix.split('/')[3]} of group "
+                        f"{self._group_key}")

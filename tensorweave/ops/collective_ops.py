@@ -1,0 +1,396 @@
+"""Collective ops between tasks: CollectiveReduce (all-reduce), CollectiveGather (all-gather),
+CollectiveBcastSend / CollectiveBcastRecv, with TF's op names, attrs and semantics (TF 1.15's
+tensorflow/python/ops/collective_ops.py wrappers: all_reduce, all_gather, broadcast_send,
+broadcast_recv). Not differentiable, as in TF.
+
+Every member of a group (group_key, group_size) runs the op on its own task (tf.device); the n-th
+run of instance `instance_key` on one task meets the n-th run on every other member. The group's
+members are resolved at run time through the cluster (distributed/collectives.py: the kernel asks
+`ctx.services["collectives"].instance(...)` for a link to its peers, by rank); this module holds the
+algorithms, over a link with `rank`, `size`, `send(dst_rank, tag, array)` (never waits) and
+`recv(src_rank, tag) -> array` (waits, within the op's timeout; src_rank None: from whichever member
+sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
+
+  all-reduce: a bandwidth-optimal ring, reduce-scatter then all-gather. The flattened tensor is
+  cut into `size` segments (lengths differ by at most one: any length, 0 and 1 included), each
+  segment into chunks of at most CHUNK_BYTES; a chunk is forwarded as soon as it is reduced, so
+  the 2 (size - 1) steps overlap (pipelined). Each member sends and receives 2 (size-1)/size of the
+  tensor. Tensors of at most SMALL_BYTES skip the ring: one round where every member sends its
+  tensor to every other and reduces them in rank order (latency, not bandwidth, bounds those).
+  Every member computes every element in the same order, so all members get identical bits.
+  When the group spans hosts, hierarchically: reduced within each host first, the ring among one
+  member per host, the result sent back within each host (hierarchical_all_reduce).
+  gather: every member's tensor to every other, concatenated in rank order along dimension 0.
+  broadcast: the sender's tensor to every other member.
+
+A value a member sends is never written afterwards (the transport may send it zero-copy, later).
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import numpy as np
+
+from tensorweave.framework import dtypes, errors
+from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
+from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops.array.concat import concat, split
+from tensorweave.ops.array.core import reshape
+from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.registry import register
+
+CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
+SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
+PACK_BYTES = 4 << 20   # all_reduce_packed's default pack size
+
+MERGE_OPS: dict[str, Callable] = {"Add": np.add, "Mul": np.multiply, "Max": np.maximum, "Min": np.minimum}
+FINAL_OPS = ("Id", "Div")
+_REDUCE_DTYPES = (dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
+_GATHER_DTYPES = (dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
+_BCAST_DTYPES = (dtypes.bool, dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
+
+
+# -- the ring's arithmetic (no communication) ---------------------------------------------------
+def segment_bounds(n: int, size: int) -> list:
+    """The `size` + 1 boundaries of the ring's segments of `n` elements: the first n % size
+    segments one element longer (numpy.array_split's cut)."""
+    base, extra = divmod(n, size)
+    bounds = [0]
+    for s in range(size):
+        bounds.append(bounds[-1] + base + (1 if s < extra else 0))
+    return bounds
+
+
+def chunk_bounds(lo: int, hi: int, chunk_elems: int) -> list:
+    """The chunks [(a, b), ...] of the segment [lo, hi): at most `chunk_elems` elements each,
+    none for an empty segment."""
+    step = max(int(chunk_elems), 1)
+    return [(a, min(a + step, hi)) for a in range(lo, hi, step)]
+
+
+def final_divide(value: np.ndarray, size: int) -> np.ndarray:
+    """final_op "Div": the reduced value divided by the group size (TF's Div: integers
+    truncate toward zero)."""
+    if value.dtype.kind in "iu":
+        return (np.sign(value) * (np.abs(value) // size)).astype(value.dtype, copy=False)
+    return (value / value.dtype.type(size)).astype(value.dtype, copy=False)
+
+
+def _mismatch(node, message: str) -> errors.InvalidArgumentError:
+    """The error of a value a peer sent that does not fit (`node`: None outside a kernel)."""
+    return errors.InvalidArgumentError(node, getattr(node, "name", None),
+                                       f"{getattr(node, 'op', 'collective')} {getattr(node, 'name', '')}: {message}")
+
+
+def _expect(got, dtype, length: int, node=None) -> np.ndarray:
+    if not isinstance(got, np.ndarray) or got.dtype != dtype or got.size != length:
+        shape = getattr(got, "shape", type(got).__name__)
+        raise _mismatch(node, f"a peer sent {getattr(got, 'dtype', '?')} {shape} where {dtype} of {length} "
+                              f"elements was expected (the group's members disagree on the tensor's shape or dtype)")
+    return got.reshape(-1)
+
+
+def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None,
+                    chunk_bytes: int = CHUNK_BYTES, small_bytes: int = SMALL_BYTES, node=None) -> np.ndarray:
+    """The all-reduce of `x` over `link`'s group (module docstring): a new array of x's shape;
+    `final(reduced)` (final_op) is applied once per element, by the member that completes it."""
+    k, r = link.size, link.rank
+    flat = x.reshape(-1)
+    n = flat.size
+    out = np.empty(n, flat.dtype)
+    if k == 1 or n == 0:
+        out[...] = final(flat) if final is not None else flat
+        return out.reshape(x.shape)
+    if flat.nbytes <= small_bytes or n < k:
+        for peer in range(k):
+            if peer != r:
+                link.send(peer, "all", flat)
+        acc = None
+        for peer in range(k):
+            v = flat if peer == r else _expect(link.recv(peer, "all"), flat.dtype, n, node)
+            acc = v if acc is None else merge(acc, v)
+        out[...] = final(acc) if final is not None else acc
+        return out.reshape(x.shape)
+    bounds = segment_bounds(n, k)
+    chunk_elems = max(chunk_bytes // flat.itemsize, 1)
+    chunks = [chunk_bounds(bounds[s], bounds[s + 1], chunk_elems) for s in range(k)]
+    nxt, prev = (r + 1) % k, (r - 1) % k
+    for c, (a, b) in enumerate(chunks[r]):                     # reduce-scatter, step 0
+        link.send(nxt, f"rs0.{c}", flat[a:b])
+    for s in range(k - 1):                                     # reduce-scatter: receive, reduce, forward
+        seg = (r - s - 1) % k
+        for c, (a, b) in enumerate(chunks[seg]):
+            got = _expect(link.recv(prev, f"rs{s}.{c}"), flat.dtype, b - a, node)
+            if s < k - 2:
+                link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got))
+                continue
+            # This member completes segment r+1, in its place in `out` (which all-gather never
+            # writes again: it may go out as it is).
+            merge(flat[a:b], got, out=out[a:b])
+            if final is not None:
+                out[a:b] = final(out[a:b])
+            link.send(nxt, f"ag0.{c}", out[a:b])
+    for s in range(k - 1):                                     # all-gather: receive, keep, forward
+        seg = (r - s) % k
+        for c, (a, b) in enumerate(chunks[seg]):
+            got = _expect(link.recv(prev, f"ag{s}.{c}"), flat.dtype, b - a, node)
+            out[a:b] = got
+            if s < k - 2:
+                link.send(nxt, f"ag{s + 1}.{c}", got)
+    return out.reshape(x.shape)
+
+
+class _SubLink:
+    """The link among some members of a group (`ranks`, renumbered 0..), its tags kept apart."""
+
+    def __init__(self, link, ranks: list, prefix: str):
+        self._link, self._ranks, self._prefix = link, ranks, prefix
+        self.rank, self.size = ranks.index(link.rank), len(ranks)
+
+    def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
+        self._link.send(self._ranks[dst_rank], self._prefix + tag, value)
+
+    def recv(self, src_rank: int, tag: str):
+        return self._link.recv(self._ranks[src_rank], self._prefix + tag)
+
+
+def hierarchical_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None, node=None,
+                            **ring) -> np.ndarray:
+    """ring_all_reduce, but when the group spans hosts (`link.hosts`, each rank's) and a host
+    holds several members: each host's members send their tensor to its first member, which
+    reduces them in rank order; those run the ring among themselves and send the result back
+    on their host. What crosses between hosts is then one tensor's share per host, not per
+    member. Every member still gets the same bits."""
+    hosts = getattr(link, "hosts", None)
+    if hosts is None or len(set(hosts)) in (1, link.size):
+        return ring_all_reduce(x, link, merge, final, node=node, **ring)
+    flat = x.reshape(-1)
+    local = [r for r in range(link.size) if hosts[r] == hosts[link.rank]]
+    if link.rank != local[0]:
+        link.send(local[0], "host-in", flat)
+        return np.array(_expect(link.recv(local[0], "host-out"), flat.dtype, flat.size, node)).reshape(x.shape)
+    acc = flat
+    for r in local[1:]:
+        acc = merge(acc, _expect(link.recv(r, "host-in"), flat.dtype, flat.size, node))
+    heads = sorted({hosts.index(h) for h in hosts})
+    out = ring_all_reduce(acc.reshape(x.shape), _SubLink(link, heads, "hosts-"), merge, final, node=node, **ring)
+    for r in local[1:]:
+        link.send(r, "host-out", out.reshape(-1))
+    return out
+
+
+def all_gather_values(x: np.ndarray, link, node=None, equal_rows: bool = False) -> np.ndarray:
+    """Every member's `x` concatenated in rank order along dimension 0 (their first dimensions
+    may differ unless `equal_rows`; the others must agree)."""
+    if x.ndim == 0:
+        raise _mismatch(node, "CollectiveGather needs a tensor of rank at least 1, got a scalar")
+    for peer in range(link.size):
+        if peer != link.rank:
+            link.send(peer, "gather", x)
+    parts = []
+    for peer in range(link.size):
+        v = x if peer == link.rank else link.recv(peer, "gather")
+        if not isinstance(v, np.ndarray) or v.dtype != x.dtype or v.shape[int(not equal_rows):] != x.shape[
+                int(not equal_rows):]:
+            raise _mismatch(node, f"member {peer} of the group sent {getattr(v, 'dtype', '?')} "
+                                  f"{getattr(v, 'shape', '?')}, which does not stack with {x.dtype} {x.shape}")
+        parts.append(v)
+    return np.concatenate(parts, axis=0)
+
+
+# -- graph-building wrappers (TF's collective_ops module) --------------------------------------
+def _group_attrs(group_size, group_key, instance_key, communication_hint, timeout) -> dict:
+    if int(group_size) < 1:
+        raise ValueError(f"Parameter group_size to collective ops must be at least 1, got {group_size}")
+    return {"group_size": int(group_size), "group_key": int(group_key), "instance_key": int(instance_key),
+            "communication_hint": str(communication_hint).lower(), "timeout_seconds": float(timeout)}
+
+
+def all_reduce(t, group_size, group_key, instance_key, merge_op="Add", final_op="Id", subdiv_offsets=(0,),
+               communication_hint="auto", timeout=0, name=None):
+    """collective_ops.all_reduce: the reduction (merge_op Add/Mul/Max/Min, then final_op Id or
+    Div by group_size) of `t` over the group's members; every member gets the result.
+    subdiv_offsets is kept for TF's graphs (this ring cuts its own segments)."""
+    if merge_op not in MERGE_OPS:
+        raise ValueError(f"Unrecognized merge_op {merge_op!r}: expected one of {sorted(MERGE_OPS)}")
+    if final_op not in FINAL_OPS:
+        raise ValueError(f"Unrecognized final_op {final_op!r}: expected Id or Div")
+    attrs = _group_attrs(group_size, group_key, instance_key, communication_hint, timeout)
+    attrs.update(merge_op=merge_op, final_op=final_op, subdiv_offsets=[int(o) for o in subdiv_offsets], wait_for=[])
+    return make_op("CollectiveReduce", [convert_to_tensor(t)], attrs, name=name or "CollectiveReduce").outputs[0]
+
+
+def all_reduce_packed(tensors, group_size, group_key, instance_key, merge_op="Add", final_op="Id",
+                      bytes_per_pack=PACK_BYTES, communication_hint="auto", timeout=0, name=None) -> list:
+    """The all-reduce of each of `tensors` (fully known shapes), fused: tensors of one dtype are
+    flattened and concatenated, in order, into packs of at most `bytes_per_pack` (a larger
+    tensor is a pack of its own), each pack one CollectiveReduce under the instance keys
+    instance_key, instance_key + 1, ... (every member must pack the same list alike); the results
+    are split and reshaped back, in the order given. So a model with many small variables pays
+    one round per pack rather than per tensor (TF's strategies pack gradients so,
+    cross_device_utils.pack_by_size)."""
+    tensors = [convert_to_tensor(t) for t in tensors]
+    for t in tensors:
+        if not t.shape.is_fully_defined():
+            raise ValueError(f"all_reduce_packed needs fully known shapes, {t.name} has shape {t.shape}")
+    packs: list = []   # [dtype, [indices], bytes]
+    for i, t in enumerate(tensors):
+        nbytes = t.shape.num_elements() * t.dtype.size
+        pack = next((p for p in packs if p[0] == t.dtype and p[2] + nbytes <= bytes_per_pack), None)
+        if pack is None:
+            packs.append([t.dtype, [i], nbytes])
+        else:
+            pack[1].append(i)
+            pack[2] += nbytes
+    out: list = [None] * len(tensors)
+    for key, (_, members, _) in enumerate(packs):
+        flat = [reshape(tensors[i], [-1]) for i in members]
+        packed = concat(flat, 0) if len(flat) > 1 else flat[0]
+        reduced = all_reduce(packed, group_size, group_key, instance_key + key, merge_op, final_op,
+                             communication_hint=communication_hint, timeout=timeout, name=name)
+        parts = split(reduced, [tensors[i].shape.num_elements() for i in members]) if len(flat) > 1 else [reduced]
+        for i, part in zip(members, parts):
+            out[i] = reshape(part, tensors[i].shape)
+    return out
+
+
+def all_gather(t, group_size, group_key, instance_key, communication_hint="auto", timeout=0, name=None):
+    """collective_ops.all_gather: the members' `t` concatenated in rank order along dimension 0."""
+    t = convert_to_tensor(t)
+    attrs = _group_attrs(group_size, group_key, instance_key, communication_hint, timeout)
+    attrs["shape"] = t.shape
+    return make_op("CollectiveGather", [t], attrs, name=name or "CollectiveGather").outputs[0]
+
+
+def broadcast_send(t, shape, dtype, group_size, group_key, instance_key, communication_hint="auto", timeout=0,
+                   name=None):
+    """collective_ops.broadcast_send: sends `t` (of `shape` and `dtype`) to the group's other
+    members, which run broadcast_recv; returns `t`."""
+    t = convert_to_tensor(t)
+    shape, dtype = as_shape(shape), dtypes.as_dtype(dtype)
+    if t.dtype != dtype:
+        raise ValueError(f"Type mismatch: broadcast_send of a {t.dtype.name} tensor declared as {dtype.name}")
+    if not t.shape.is_compatible_with(shape):
+        raise ValueError(f"Shape mismatch: broadcast_send of a tensor of shape {t.shape} declared as {shape}")
+    attrs = _group_attrs(group_size, group_key, instance_key, communication_hint, timeout)
+    attrs["shape"] = shape
+    return make_op("CollectiveBcastSend", [t], attrs, name=name or "CollectiveBcastSend").outputs[0]
+
+
+def broadcast_recv(shape, dtype, group_size, group_key, instance_key, communication_hint="auto", timeout=0,
+                   name=None):
+    """collective_ops.broadcast_recv: the tensor of `shape` and `dtype` that one member of the
+    group sends with broadcast_send."""
+    attrs = _group_attrs(group_size, group_key, instance_key, communication_hint, timeout)
+    attrs.update(shape=as_shape(shape), T=dtypes.as_dtype(dtype))
+    return make_op("CollectiveBcastRecv", [], attrs, name=name or "CollectiveBcastRecv").outputs[0]
+
+
+# -- kernels ------------------------------------------------------------------------------------
+def _link(ctx, node, step):
+    """The link to the other members of the node's group for this run (group of one: none)."""
+    size = int(node.attr["group_size"])
+    if size < 1:
+        raise invalid(node, f"group_size must be at least 1, got {size}")
+    service = ctx.services.get("collectives")
+    if service is None:
+        if size == 1:
+            return _Alone()
+        raise errors.FailedPreconditionError(
+            node, node.name, f"{node.op} {node.name} with group_size {size} needs the distributed runtime: it runs "
+                             f"only on a task of a cluster (tf.train.Server)")
+    return service.instance(node, step, size, int(node.attr["group_key"]), int(node.attr["instance_key"]),
+                            float(node.attr.get("timeout_seconds", 0.0) or 0.0))
+
+
+class _Alone:
+    """The link of a group of one member."""
+
+    rank, size = 0, 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _reduce_kernel(node, ctx):
+    merge_op, final_op = node.attr["merge_op"], node.attr["final_op"]
+    if merge_op not in MERGE_OPS:
+        raise invalid(node, f"merge_op must be one of {sorted(MERGE_OPS)}, got {merge_op!r}")
+    if final_op not in FINAL_OPS:
+        raise invalid(node, f"final_op must be Id or Div, got {final_op!r}")
+    merge = MERGE_OPS[merge_op]
+    size = int(node.attr["group_size"])
+    final = (lambda v: final_divide(v, size)) if final_op == "Div" else None
+
+    def run(step, x):
+        with _link(ctx, node, step) as link:
+            return hierarchical_all_reduce(np.asarray(x), link, merge, final, node=node)
+    return run
+
+
+def _gather_infer(op):
+    shape = op.inputs[0].shape
+    if shape.ndims is None:
+        return [(op.inputs[0].dtype, unknown_shape())]
+    if shape.ndims == 0:
+        raise ValueError(f"CollectiveGather {op.name} needs an input of rank at least 1, got a scalar")
+    rows = shape.as_list()[0]   # (TF's shape function: group_size times the rows, when known)
+    return [(op.inputs[0].dtype, TensorShape([None if rows is None else rows * op.get_attr("group_size")]
+                                             + shape.as_list()[1:]))]
+
+
+def _gather_kernel(node, ctx):
+    # Members whose graphs know the rows must all have that many (the static output shape says
+    # group_size times them); otherwise they may differ.
+    shape = node.attr.get("shape")
+    equal_rows = shape is not None and as_shape(shape).ndims and as_shape(shape).as_list()[0] is not None
+
+    def run(step, x):
+        with _link(ctx, node, step) as link:
+            return all_gather_values(np.asarray(x), link, node, bool(equal_rows)) if link.size > 1 else np.array(x)
+    return run
+
+
+def _bcast_send_kernel(node, ctx):
+    def run(step, x):
+        x = np.asarray(x)
+        with _link(ctx, node, step) as link:
+            for peer in range(link.size):
+                if peer != link.rank:
+                    link.send(peer, "bcast", x, anonymous=True)
+        return x
+    return run
+
+
+def _bcast_recv_infer(op):
+    return [(op.get_attr("T"), op.get_attr("shape"))]
+
+
+def _bcast_recv_kernel(node, ctx):
+    dtype = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
+    shape = as_shape(node.attr["shape"])
+
+    def run(step):
+        with _link(ctx, node, step) as link:
+            if link.size == 1:
+                raise invalid(node, "a broadcast_recv in a group of one member has no sender")
+            v = link.recv(None, "bcast")   # (from whichever member sends)
+        if not isinstance(v, np.ndarray) or v.dtype != dtype or not shape.is_compatible_with(TensorShape(v.shape)):
+            raise invalid(node, f"received {getattr(v, 'dtype', '?')} {getattr(v, 'shape', '?')} where "
+                                f"{np.dtype(dtype)} {shape} was declared")
+        return v
+    return run
+
+
+register("CollectiveReduce", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _reduce_kernel, grad=None,
+         dtypes=_REDUCE_DTYPES, dtype_param="input", stateful=True, needs_step=True, blocking=True)
+register("CollectiveGather", _gather_infer, _gather_kernel, grad=None, dtypes=_GATHER_DTYPES, dtype_param="input",
+         stateful=True, needs_step=True, blocking=True)
+register("CollectiveBcastSend", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _bcast_send_kernel,
+         grad=None, dtypes=_BCAST_DTYPES, dtype_param="input", stateful=True, needs_step=True, blocking=True)
+register("CollectiveBcastRecv", _bcast_recv_infer, _bcast_recv_kernel, grad=None, stateful=True, needs_step=True,
+         blocking=True)

@@ -1,0 +1,256 @@
+"""The collective algorithms of ops/collective_ops.py with no sockets: the ring's segments and
+chunks, and the all-reduce / gather run by threads over an in-memory link, against numpy; the
+group leader's bookkeeping and the wire checks of distributed/collectives.py. The same functions
+run between real processes in tests/cluster/test_collectives.py."""
+from __future__ import annotations
+
+import queue
+import time
+import threading
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distributed.collectives import Collectives
+from tensorweave.distributed.wire import WireError
+from tensorweave.framework import errors
+from tensorweave.ops import collective_ops as co
+from tensorweave.runtime.rendezvous import Rendezvous
+
+
+class _Net:
+    """Mailboxes between `size` ranks; records what crossed."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.boxes: dict = {}
+        self.lock = threading.Lock()
+        self.sent_bytes = [0] * size
+
+    def box(self, key):
+        with self.lock:
+            return self.boxes.setdefault(key, queue.Queue())
+
+
+class _Link:
+    def __init__(self, net: _Net, rank: int):
+        self.net, self.rank, self.size = net, rank, net.size
+
+    def send(self, dst, tag, value, anonymous=False):
+        assert dst != self.rank
+        self.net.sent_bytes[self.rank] += value.nbytes
+        self.net.box((None if anonymous else self.rank, dst, tag)).put(value)
+
+    def recv(self, src, tag):
+        return self.net.box((src, self.rank, tag)).get(timeout=30)
+
+
+def _run_group(size: int, fn) -> tuple:
+    net = _Net(size)
+    results: list = [None] * size
+    failures: list = []
+
+    def member(r):
+        try:
+            results[r] = fn(_Link(net, r), r)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if failures:
+        raise failures[0]
+    return results, net
+
+
+def test_segments_cover_any_length_and_differ_by_at_most_one():
+    for n in (0, 1, 2, 3, 7, 8, 1001):
+        for k in (1, 2, 3, 4, 5):
+            b = co.segment_bounds(n, k)
+            lengths = np.diff(b)
+            assert b[0] == 0 and b[-1] == n and len(b) == k + 1
+            assert lengths.max() - lengths.min() <= 1
+    assert co.segment_bounds(10, 4) == [0, 3, 6, 8, 10]   # numpy.array_split's cut
+    assert [len(p) for p in np.array_split(np.arange(10), 4)] == list(np.diff(co.segment_bounds(10, 4)))
+
+
+def test_chunks_tile_the_segment():
+    assert co.chunk_bounds(5, 5, 3) == []
+    assert co.chunk_bounds(0, 7, 3) == [(0, 3), (3, 6), (6, 7)]
+    assert co.chunk_bounds(2, 4, 100) == [(2, 4)]
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("n", [0, 1, 5, 1001])
+@pytest.mark.parametrize("merge_op", ["Add", "Max", "Min"])
+def test_ring_all_reduce_equals_numpy(size, dtype, n, merge_op):
+    rng = np.random.RandomState(n + size)
+    inputs = [(rng.randn(n) * 100).astype(dtype) for _ in range(size)]
+    # Tiny chunks and no small-tensor shortcut: many chunks per segment, the ring's every path.
+    results, _ = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], link, co.MERGE_OPS[merge_op], chunk_bytes=3 * np.dtype(dtype).itemsize, small_bytes=0))
+    want = {"Add": np.sum, "Max": np.max, "Min": np.min}[merge_op](np.stack(inputs), axis=0)
+    for got in results:
+        assert got.dtype == dtype and got.shape == (n,)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3 if dtype == np.float32 else 1e-9)
+        np.testing.assert_array_equal(got, results[0])   # every member the same bits
+
+
+@pytest.mark.parametrize("hosts", [["a", "a", "b", "b", "b"], ["a", "b", "a", "c", "b"], ["a", "a"]])
+def test_hierarchical_all_reduce_equals_numpy_and_crosses_hosts_once_per_host(hosts):
+    size, n = len(hosts), 1001
+    inputs = [np.random.RandomState(r).randn(n) for r in range(size)]
+    crossed = [0]
+
+    class HostLink(_Link):
+        def __init__(self, net, rank):
+            super().__init__(net, rank)
+            self.hosts = hosts
+
+        def send(self, dst, tag, value, anonymous=False):
+            if hosts[dst] != hosts[self.rank]:
+                crossed[0] += value.nbytes
+            super().send(dst, tag, value, anonymous)
+
+    net = _Net(size)
+    results: list = [None] * size
+    threads = [threading.Thread(target=lambda r=r: results.__setitem__(r, co.hierarchical_all_reduce(
+        inputs[r], HostLink(net, r), np.add, lambda v: co.final_divide(v, size), small_bytes=0, chunk_bytes=800)))
+        for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for got in results:
+        np.testing.assert_allclose(got, np.mean(inputs, axis=0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got, results[0])
+    nhosts = len(set(hosts))
+    assert crossed[0] == (2 * (nhosts - 1) * n * 8 if nhosts > 1 else 0)   # the ring among one member per host
+
+
+def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():
+    size, n = 4, 4000
+    inputs = [np.full(n, r + 1.0) for r in range(size)]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(inputs[r], link, np.add, small_bytes=0,
+                                                                        chunk_bytes=1000))
+    np.testing.assert_array_equal(results[2], np.full(n, 10.0))
+    assert net.sent_bytes == [2 * (size - 1) * n * 8 // size] * size
+
+
+def test_small_tensors_take_one_round_and_mean_divides_integers_like_tf():
+    size = 3
+    inputs = [np.array([[7, -7], [2, 9]], np.int32) * (r + 1) for r in range(size)]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], link, np.add, lambda v: co.final_divide(v, size)))
+    np.testing.assert_array_equal(results[1], np.array([[14, -14], [4, 18]], np.int32))   # 42/3, -42/3, 12/3, 54/3
+    assert results[0].shape == (2, 2)
+    assert net.sent_bytes == [(size - 1) * 16] * size
+    np.testing.assert_array_equal(co.final_divide(np.array([-7, 7, -1], np.int32), 2), [-3, 3, 0])   # truncates
+    np.testing.assert_allclose(co.final_divide(np.array([3.0], np.float32), 2), [1.5])
+
+
+def test_gather_concatenates_in_rank_order_and_refuses_mismatched_shapes():
+    inputs = [np.arange(r + 1, dtype=np.float64).reshape(r + 1, 1) + 10 * r for r in range(3)]
+    results, _ = _run_group(3, lambda link, r: co.all_gather_values(inputs[r], link))
+    for got in results:
+        np.testing.assert_array_equal(got, np.concatenate(inputs))
+    bad = [np.zeros((1, 2)), np.zeros((1, 3))]
+    with pytest.raises(errors.InvalidArgumentError, match="does not stack"):
+        _run_group(2, lambda link, r: co.all_gather_values(bad[r], link))
+    rows = [np.zeros((1, 2)), np.zeros((2, 2))]
+    with pytest.raises(errors.InvalidArgumentError, match="does not stack"):
+        _run_group(2, lambda link, r: co.all_gather_values(rows[r], link, equal_rows=True))
+
+
+def test_a_peer_with_another_length_is_invalid_argument():
+    inputs = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
+    with pytest.raises(errors.InvalidArgumentError, match="disagree"):
+        _run_group(2, lambda link, r: co.ring_all_reduce(inputs[r], link, np.add, small_bytes=0))
+
+
+def test_wrappers_build_tf_nodes_and_a_group_of_one_runs_in_a_local_session():
+    with tf.Graph().as_default() as g:
+        x = tf.constant([1.0, 2.0, 3.0])
+        red = co.all_reduce(x, 1, group_key=1, instance_key=1, merge_op="Add", final_op="Div")
+        gathered = co.all_gather(tf.constant([[1, 2]]), 1, 1, 2)
+        sent = co.broadcast_send(x, [3], tf.float32, 1, 1, 3)
+        recv = co.broadcast_recv([3], tf.float32, 2, 1, 4)
+        assert red.op.type == "CollectiveReduce" and red.op.get_attr("merge_op") == "Add"
+        assert red.op.get_attr("subdiv_offsets") == [0] and red.shape.as_list() == [3]
+        assert gathered.shape.as_list() == [1, 2] and recv.shape.as_list() == [3]   # (TF: group_size x rows)
+        assert co.all_gather(tf.constant([[1, 2]]), 3, 1, 5).shape.as_list() == [3, 2]
+        node = {n.name: n for n in g.as_graph_def().node}[red.op.name]
+        assert node.attr["group_size"].i == 1 and node.attr["final_op"].s == b"Div"
+        with pytest.raises(ValueError, match="merge_op"):
+            co.all_reduce(x, 2, 1, 1, merge_op="Sum")
+        with pytest.raises(ValueError, match="group_size"):
+            co.all_reduce(x, 0, 1, 1)
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(red), [1.0, 2.0, 3.0])
+            np.testing.assert_array_equal(sess.run(gathered), [[1, 2]])
+            np.testing.assert_array_equal(sess.run(sent), [1.0, 2.0, 3.0])
+            with pytest.raises(errors.FailedPreconditionError, match="distributed runtime"):
+                sess.run(recv)
+
+
+def test_packed_all_reduce_fuses_small_tensors_by_dtype_and_gives_each_back_in_its_shape():
+    with tf.Graph().as_default() as g:
+        values = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array(5, np.int32), np.ones([4], np.float32),
+                  np.full([3, 1], 2.5, np.float32), np.arange(3, dtype=np.int32)]
+        reduced = co.all_reduce_packed([tf.constant(v) for v in values], 1, 1, 10, final_op="Div",
+                                       bytes_per_pack=48)
+        ops = [op for op in g.get_operations() if op.type == "CollectiveReduce"]
+        # float32: 24 + 16 bytes fill the first 48-byte pack, 12 more start a second; one int32 pack
+        assert sorted(op.get_attr("instance_key") for op in ops) == [10, 11, 12]
+        assert [r.shape.as_list() for r in reduced] == [[2, 3], [], [4], [3, 1], [3]]
+        with tf.Session() as sess:
+            for got, want in zip(sess.run(reduced), values):
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+        with pytest.raises(ValueError, match="fully known"):
+            co.all_reduce_packed([tf.placeholder(tf.float32, [None])], 1, 1, 1)
+
+
+def _collectives(task="/job:worker/replica:0/task:0", jobs=None):
+    sent: list = []
+    cluster = ClusterSpec(jobs or {"ps": ["h:1"], "worker": ["h:2", "h:3", "h:4"]})
+    svc = Collectives(task, cluster, Rendezvous(), lambda dst, key, value: sent.append((dst, key, value)),
+                      lambda dst, method, args: sent.append((dst, method, args)), lambda task, timeout: None)
+    return svc, sent
+
+
+def test_the_leader_answers_each_member_once_the_group_is_complete_in_task_order():
+    svc, sent = _collectives()
+    assert svc.leader == "/job:worker/replica:0/task:0"
+    assert _collectives(jobs={"chief": ["h:0"], "worker": ["h:1"]})[0].leader == "/job:chief/replica:0/task:0"
+    members = [f"/job:worker/replica:0/task:{i}" for i in (2, 0)] + ["/job:ps/replica:0/task:0"]
+    for nonce, member in enumerate(members):
+        svc.take_join([member, 7, 3, nonce])
+    deadline = time.monotonic() + 30
+    while len(sent) < 3 and time.monotonic() < deadline:   # (answered from a thread)
+        time.sleep(0.01)
+    assert sorted(dst for dst, _, _ in sent) == sorted(members)
+    answers = {dst: (key, value) for dst, key, value in sent}
+    order = ["/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:2"]
+    for nonce, member in enumerate(members):
+        key, (got_members, epoch) = answers[member]
+        assert got_members == order and key.tensor_name == f"collective-group/7/{nonce}" and key.step_id < 0
+    assert len({v[1] for _, v in answers.values()}) == 1   # one epoch for the group
+
+
+def test_joins_and_aborts_from_the_wire_are_checked():
+    svc, sent = _collectives()
+    for bad in (["/job:evil/replica:0/task:0", 1, 2, 3], ["/job:worker/replica:0/task:1", 1, 0, 3],
+                ["/job:worker/replica:0/task:1", "1", 2, 3], [1, 2], "join"):
+        with pytest.raises(WireError):
+            svc.take_join(bad)
+    assert svc.take_abort([-5, "x" * 5000]) == (-5, "x" * 1000)
+    for bad in ([5, "a real step"], [-5], ["-5", "m"], None):
+        with pytest.raises(WireError):
+            svc.take_abort(bad)
+    assert sent == []
