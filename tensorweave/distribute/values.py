@@ -1,0 +1,185 @@
+"""tf.distribute's distributed values: one component per replica device.
+
+`PerReplica` holds what each replica computed (a replica function's outputs, a split batch);
+`Mirrored` holds copies kept equal (a reduction's result); `MirroredVariable` is one variable
+per device kept equal by the strategy's updates: read in a replica it is that replica's copy,
+read in cross-replica context the first device's.
+"""
+from __future__ import annotations
+
+from tensorweave.framework import nest
+from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.distribution_context import current_entry
+from tensorweave.framework.tensor_conversion import register_tensor_conversion_function
+from tensorweave.ops.grouping import group
+from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
+
+
+def current_replica_id(strategy=None):
+    """The replica id of the replica function running on this thread, or None in cross-replica
+    context (of `strategy`, when given)."""
+    entry = current_entry()
+    if entry is None or entry[1] is None or (strategy is not None and entry[0] is not strategy):
+        return None
+    return entry[1].replica_id_in_sync_group
+
+
+class DistributedValues:
+    """Values of one logical quantity, one per replica device (TF's DistributedValues)."""
+
+    def __init__(self, values, devices):
+        self._values = tuple(values)
+        self._devices = tuple(devices)
+
+    values = property(lambda self: self._values)
+    devices = property(lambda self: self._devices)
+    primary = property(lambda self: self._values[0])
+
+    def _get(self):
+        """This replica's component in a replica function, the primary one elsewhere."""
+        replica = current_replica_id()
+        return self._values[0 if replica is None or replica >= len(self._values) else replica]
+
+    def __repr__(self):
+        parts = ", ".join(f"{i}: {v!r}" for i, v in enumerate(self._values))
+        return f"{type(self).__name__}:{{{parts}}}"
+
+
+class PerReplica(DistributedValues):
+    """What each replica computed: component i belongs to replica i."""
+
+
+class Mirrored(DistributedValues):
+    """Copies of one value, one per device, equal by construction."""
+
+
+class MirroredVariable(Mirrored):
+    """One variable per device (component i on device i), kept equal: updates go through
+    `strategy.extended.update`, which applies the same update to every copy."""
+
+    _is_resource_variable = True
+    __array_priority__ = 100
+
+    def __init__(self, strategy, values, devices, aggregation):
+        super().__init__(values, devices)
+        self._distribute_strategy = strategy
+        self._aggregation = aggregation
+        for i, v in enumerate(values):
+            v._distributed_container = self
+            v._replica_index = i
+
+    def __getattr__(self, name):
+        # handle, op, name, dtype, shape, value(), read_value(), ... of the local copy
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._get(), name)
+
+    aggregation = property(lambda self: self._aggregation)
+    distribute_strategy = property(lambda self: self._distribute_strategy)
+    initializer = property(lambda self: group(*[v.initializer for v in self._values]))
+    name = property(lambda self: self.primary.name)
+    op = property(lambda self: self._get().op)
+    handle = property(lambda self: self._get().handle)
+    dtype = property(lambda self: self.primary.dtype)
+    shape = property(lambda self: self.primary.shape)
+    graph = property(lambda self: self.primary.graph)
+    trainable = property(lambda self: self.primary.trainable)
+    constraint = property(lambda self: self.primary.constraint)
+
+    def get_shape(self):
+        return self.primary.shape
+
+    def value(self):
+        return self._get().value()
+
+    def read_value(self):
+        return self._get().read_value()
+
+    def _as_graph_element(self):
+        return self._get()._as_graph_element()
+
+    def _assign(self, method: str, value, use_locking=False, name=None, read_value=True):
+        strategy = self._distribute_strategy
+        replica = current_replica_id(strategy)
+        if replica is None:
+            return strategy.extended.update(
+                self, lambda v, x: getattr(v, method)(x, use_locking=use_locking, read_value=False), args=(value,))
+        if self._aggregation == VariableAggregation.NONE:
+            raise ValueError("You must specify an aggregation method to update a MirroredVariable in Replica "
+                             "Context. You can do so by passing an explicit value for argument `aggregation` to "
+                             "tf.Variable(..).e.g. `tf.Variable(..., aggregation=tf.VariableAggregation.SUM)`"
+                             "`tf.VariableAggregation` lists the possible aggregation types.")
+
+        def merge_fn(strategy, value):
+            if self._aggregation == VariableAggregation.ONLY_FIRST_REPLICA:
+                value = value.values[0] if isinstance(value, DistributedValues) else value
+            else:
+                op = "SUM" if self._aggregation == VariableAggregation.SUM else "MEAN"
+                value = strategy.extended.reduce_to(op, value, self)
+            return strategy.extended.update(
+                self, lambda v, x: getattr(v, method)(x, use_locking=use_locking, read_value=False), args=(value,))
+        return strategy.extended._replica_context().merge_call(merge_fn, args=(value,))
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return self._assign("assign", value, use_locking, name, read_value)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return self._assign("assign_add", delta, use_locking, name, read_value)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return self._assign("assign_sub", delta, use_locking, name, read_value)
+
+
+def _delegate(op_name: str):
+    def method(self, *args):
+        return getattr(self.value(), op_name)(*args)
+    method.__name__ = op_name
+    return method
+
+
+for _name in _OPERATORS:
+    setattr(MirroredVariable, _name, _delegate(_name))
+
+
+def _mirrored_to_tensor(v, dtype=None, name=None, as_ref=False):
+    got = v._get()
+    if isinstance(v, MirroredVariable):
+        return got.handle if as_ref else got.value()
+    return got
+
+
+register_tensor_conversion_function(Mirrored, _mirrored_to_tensor)
+
+
+def select_replica(replica_id: int, structure):
+    """`structure` with each PerReplica/Mirrored value replaced by replica `replica_id`'s component
+    (mirrored variables stay whole: a replica reads its own copy through them)."""
+    def pick(x):
+        if isinstance(x, MirroredVariable) or not isinstance(x, DistributedValues):
+            return x
+        return x.values[replica_id]
+    return nest.map_structure(pick, structure)
+
+
+def regroup(per_replica: list, devices, wrap=PerReplica):
+    """One structure from each replica -> one structure whose leaves are `wrap` values (a leaf
+    that is the same object in every replica, e.g. a mirrored variable, stays as it is)."""
+    flat = [nest.flatten(s) for s in per_replica]
+    leaves = []
+    for items in zip(*flat):
+        leaves.append(items[0] if all(x is items[0] for x in items) else wrap(items, devices))
+    return nest.pack_sequence_as(per_replica[0], leaves)
+
+
+def is_distributed_variable(v) -> bool:
+    return isinstance(v, MirroredVariable)
+
+
+def trainable_collection_swap(graph, values, mirrored) -> None:
+    """Puts `mirrored` in place of its components in TRAINABLE_VARIABLES (GLOBAL_VARIABLES keeps
+    the components: the initializer and Saver see every copy)."""
+    ref = graph.get_collection_ref(GraphKeys.TRAINABLE_VARIABLES)
+    kept = [v for v in ref if not any(v is c for c in values)]
+    if len(kept) != len(ref):
+        kept.append(mirrored)
+    ref[:] = kept
