@@ -41,8 +41,8 @@ def canonical_device(device: str) -> str:
         raise ValueError(f"Unknown device {device!r}: {e}") from None
     if spec.device_type is None:
         raise ValueError(f"Unknown device {device!r}: it names no device type (e.g. '/device:CPU:0')")
-    job = spec.job or "localhost"
-    return f"/job:{job}/replica:{spec.replica or 0}/task:{spec.task or 0}/device:{spec.device_type}:{spec.device_index or 0}"
+    task = f"/job:{spec.job or 'localhost'}/replica:{spec.replica or 0}/task:{spec.task or 0}"
+    return f"{task}/device:{spec.device_type}:{spec.device_index or 0}"
 
 
 # -- cross-device reductions ---------------------------------------------------------------------
@@ -212,7 +212,7 @@ class _ReplicaThread(threading.Thread):
                                       **values_lib.select_replica(self.replica_id, self.kwargs))
         except _Aborted:
             pass
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - re-raised on the calling thread
             self.exc_info = sys.exc_info()
         finally:
             self.done = True
@@ -276,7 +276,7 @@ def _run_replicas(extended, fn, args, kwargs):
         try:
             with distribute_lib._entered(strategy, None):
                 result = threads[0].merge_fn(strategy, *merge_args, **merge_kwargs)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - stop() stops the replicas, then re-raises it
             stop(sys.exc_info())
         for t in threads:
             t.merge_result = result
