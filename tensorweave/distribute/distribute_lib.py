@@ -249,6 +249,17 @@ class Strategy:
 
     def __init__(self, extended):
         self._extended = extended
+        self._scale_loss_for_estimator = False
+
+    @contextlib.contextmanager
+    def _scale_loss_for_estimator_enabled(self):
+        """While the Estimator builds its replicas' model_fn: v1 optimizers divide a mean loss by
+        the number of replicas (get_loss_reduction), so the summed gradients are the mean's."""
+        old, self._scale_loss_for_estimator = self._scale_loss_for_estimator, True
+        try:
+            yield
+        finally:
+            self._scale_loss_for_estimator = old
 
     extended = property(lambda self: self._extended)
     num_replicas_in_sync = property(lambda self: len(self._extended.worker_devices))
@@ -405,8 +416,11 @@ def get_cross_replica_context():
 
 @tf_export("distribute.get_loss_reduction")
 def get_loss_reduction():
-    """ReduceOp.SUM when the last tf.losses loss of this graph used Reduction.SUM, else MEAN: how an
-    optimizer scales each replica's loss."""
-    return ReduceOp.SUM if getattr(get_default_graph(), "_last_loss_reduction", None) == "weighted_sum" \
-        else ReduceOp.MEAN
+    """Whether a v1 optimizer scales each replica's loss (used only for the Estimator + v1
+    optimizer case): MEAN while an Estimator builds its replicas, unless the last tf.losses loss
+    of the graph used Reduction.SUM; SUM otherwise (the replicas' gradients are summed)."""
+    if not get_strategy()._scale_loss_for_estimator:
+        return ReduceOp.SUM
+    last = getattr(get_default_graph(), "_last_loss_reduction", None)
+    return ReduceOp.SUM if last in ("weighted_sum", "sum") else ReduceOp.MEAN
 

@@ -364,8 +364,9 @@ class Estimator:
                 spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
                 return (spec.loss, spec.train_op, list(spec.training_hooks), list(spec.training_chief_hooks),
                         spec.scaffold)
-            loss, train_op, train_hooks, chief_hooks, scaffold = strategy.extended.call_for_each_replica(
-                replica_fn, args=(features, labels))
+            with strategy._scale_loss_for_estimator_enabled():
+                loss, train_op, train_hooks, chief_hooks, scaffold = strategy.extended.call_for_each_replica(
+                    replica_fn, args=(features, labels))
             first = strategy.experimental_local_results
             spec = EstimatorSpec(mode=ModeKeys.TRAIN, loss=strategy.reduce("SUM", loss),
                                  train_op=strategy.group(train_op), training_hooks=[first(h)[0] for h in train_hooks],

@@ -129,12 +129,14 @@ class Optimizer:
 
     @staticmethod
     def _scale_loss(loss):
-        """In a replica of a strategy with N > 1 replicas and a mean loss (get_loss_reduction), the
-        loss divided by N: the summed gradients of the replicas are then the mean's (TF 1.15)."""
+        """In a replica of an Estimator's strategy with N > 1 replicas and a mean loss
+        (tf.distribute.get_loss_reduction), the loss divided by N: the summed gradients of the
+        replicas are then the mean's. Elsewhere the replicas' gradients are summed, as in TF."""
         entry = current_entry(loss.graph)
-        if entry is None or entry[1] is None or entry[1].num_replicas_in_sync == 1:
+        if entry is None or entry[1] is None or entry[1].num_replicas_in_sync == 1 \
+                or not getattr(entry[0], "_scale_loss_for_estimator", False):
             return loss
-        if getattr(loss.graph, "_last_loss_reduction", None) == "weighted_sum":
+        if getattr(loss.graph, "_last_loss_reduction", None) in ("weighted_sum", "sum"):
             return loss
         return loss * convert_to_tensor(1.0 / entry[1].num_replicas_in_sync, dtype=loss.dtype.base_dtype)
 
