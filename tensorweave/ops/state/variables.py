@@ -110,7 +110,6 @@ def _attr_scope(graph, attrs: dict):
         graph._attr_scope = saved
 
 
-@tf_export("Variable", "VariableV1")
 class _CreatorStacks(threading.local):
     def __init__(self):
         self.by_graph: dict = {}
@@ -155,6 +154,7 @@ class _VariableMeta(type):
         return chain(len(creators) - 1)(**kwargs)
 
 
+@tf_export("Variable", "VariableV1")
 class Variable(metaclass=_VariableMeta):
     """tf.Variable(initial_value=None, trainable=None, collections=None, validate_shape=True,
     caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
