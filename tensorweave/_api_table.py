@@ -1264,6 +1264,7 @@ NAMESPACES = {
     'tensorweave.distribute.experimental': {
         'AllReduceCrossDeviceOps': ('tensorweave.distribute.mirrored_strategy', 'AllReduceCrossDeviceOps'),
         'CentralStorageStrategy': ('tensorweave.distribute.mirrored_strategy', 'CentralStorageStrategy'),
+        'ParameterServerStrategy': ('tensorweave.distribute.parameter_server_strategy', 'ParameterServerStrategy'),
     },
     'tensorweave.dtypes': {
         'DType': ('tensorweave.framework.dtypes', 'DType'),
