@@ -1,6 +1,7 @@
 """tf.distribute.experimental.ParameterServerStrategy with real ps and worker processes: variables
 land on the ps tasks round-robin (slots beside their variable), the worker computes, and training
-through the worker's server gives plain gradient descent's numbers."""
+through the worker's server gives plain gradient descent's numbers. And a server given
+ConfigProto.device_count has that many CPU devices."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.distributed.cluster import free_ports
 
 X = (np.arange(24, dtype=np.float32).reshape(8, 3) % 5 - 2) / 3
 Y = X @ np.array([[0.5], [-1.0], [2.0]], np.float32) + 0.1
@@ -57,3 +59,26 @@ def test_a_cluster_without_ps_is_an_error():
         tf.train.ClusterSpec({"worker": ["localhost:1"]}), task_type="worker", task_id=0)
     with pytest.raises(ValueError, match="No `ps` job"):
         tf.distribute.experimental.ParameterServerStrategy(resolver)
+
+
+def test_a_server_with_device_count_runs_ops_on_each_of_its_cpus():
+    spec = {"worker": [f"localhost:{free_ports(1)[0]}"]}
+    server = tf.train.Server(spec, job_name="worker", task_index=0,
+                             config=tf.ConfigProto(device_count={"CPU": 3}))
+    try:
+        with tf.Graph().as_default():
+            parts = []
+            for i in range(3):
+                with tf.device(f"/job:worker/task:0/device:CPU:{i}"):
+                    parts.append(tf.constant(float(i + 1)) * 2)
+            with tf.Session(server.target) as sess:
+                assert sess.run(tf.add_n(parts)) == 12.0
+                assert [d.name for d in sess.list_devices()] == [
+                    f"/job:worker/replica:0/task:0/device:CPU:{i}" for i in range(3)]
+            with tf.device("/job:worker/task:0/device:CPU:3"):
+                bad = tf.constant(1.0) + 1
+            with tf.Session(server.target) as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                                                  match="Cannot assign a device"):
+                sess.run(bad)
+    finally:
+        server.stop()
