@@ -334,3 +334,54 @@ def test_bad_devices_and_reductions_give_tf_errors():
             strategy.experimental_run_v2(lambda: v.assign(2.0))
         with pytest.raises(ValueError, match="reduce_op must be"):
             strategy.reduce("MAX", tf.constant(1.0))
+
+
+def test_estimator_with_contrib_one_device_strategy_equals_plain_training():
+    # Google's MNIST sample: RunConfig(train_distribute=tf.contrib.distribute.OneDeviceStrategy("device:CPU:0"))
+    one = _estimator_weights(tf.contrib.distribute.OneDeviceStrategy("device:CPU:0"), 8)
+    plain = _estimator_weights(None, 8)
+    for got, want in zip(one, plain):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_errors_in_replica_functions_reach_the_caller():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+    def fails_in_replica_1():
+        if tf.distribute.get_replica_context().replica_id_in_sync_group == 1:
+            raise KeyError("replica 1 failed")
+        return tf.distribute.get_replica_context().merge_call(lambda s: tf.constant(1.0))
+
+    def uneven_merge_calls():
+        ctx = tf.distribute.get_replica_context()
+        if ctx.replica_id_in_sync_group == 0:
+            ctx.merge_call(lambda s: None)
+        return tf.constant(0.0)
+    with tf.Graph().as_default():
+        with pytest.raises(KeyError, match="replica 1 failed"):
+            strategy.experimental_run_v2(fails_in_replica_1)
+        with pytest.raises(RuntimeError, match="different number of replica_context\\(\\).merge_call\\(\\) calls"):
+            strategy.experimental_run_v2(uneven_merge_calls)
+        # the graph's scopes are intact afterwards
+        assert tf.get_default_graph().get_name_scope() == ""
+        assert tf.constant(1.0).device == ""
+
+
+def test_extended_update_and_colocate_vars_with():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with tf.Graph().as_default(), strategy.scope():
+        v = tf.Variable([1.0, 2.0], name="v")
+        with strategy.extended.colocate_vars_with(v):
+            s = tf.Variable([0.0, 0.0], name="s")
+        assert [c.device for c in strategy.experimental_local_results(s)] == \
+            [c.device for c in strategy.experimental_local_results(v)]
+        upd = strategy.extended.update(v, lambda var, x: var.assign_add(x, read_value=False), args=(tf.constant(
+            [10.0, 20.0]),))
+        per_device = strategy.extended.update(s, lambda var: var.assign_sub([1.0, 1.0]), group=False)
+        assert len(per_device) == 2
+        with tf.Session(config=_config(2)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([upd, per_device])
+            assert [c.tolist() for c in sess.run(list(strategy.experimental_local_results(v)))] == \
+                [[11.0, 22.0], [11.0, 22.0]]
+            assert sess.run(list(strategy.experimental_local_results(s)))[1].tolist() == [-1.0, -1.0]
