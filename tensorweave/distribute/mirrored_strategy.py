@@ -358,13 +358,11 @@ class MirroredExtended(StrategyExtended):
             if i:
                 kw["name"] = f"{copies[0].op.name}/replica_{i}"
                 kw["initial_value"] = lambda: identity(copies[0].initial_value)
-                kw["collections"] = [c for c in collections if c in (GraphKeys.GLOBAL_VARIABLES,
-                                                                      GraphKeys.LOCAL_VARIABLES)]
             with g.device(d):
                 copies.append(next_creator(**kw))
         aggregation = kwargs.get("aggregation") or VariableAggregation.NONE
         mirrored = values_lib.MirroredVariable(self._container_strategy(), copies, devices, aggregation)
-        values_lib.trainable_collection_swap(g, copies, mirrored)
+        values_lib.collections_swap(g, mirrored)
         self._created.add(id(mirrored))
         return mirrored
 

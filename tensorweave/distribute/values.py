@@ -8,11 +8,11 @@ read in cross-replica context the first device's.
 from __future__ import annotations
 
 from tensorweave.framework import nest
-from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.tensor_conversion import register_tensor_conversion_function
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
+from tensorweave.train.saveable import SaveableObject, VariableSaveable
 
 
 def current_replica_id(strategy=None):
@@ -58,6 +58,7 @@ class MirroredVariable(Mirrored):
     `strategy.extended.update`, which applies the same update to every copy."""
 
     _is_resource_variable = True
+    _replica_index = None      # the copies carry their index; the whole has none
     __array_priority__ = 100
 
     def __init__(self, strategy, values, devices, aggregation):
@@ -88,6 +89,10 @@ class MirroredVariable(Mirrored):
 
     def get_shape(self):
         return self.primary.shape
+
+    def _saveable_for(self, name: str):
+        """The SaveableObject a Saver saves this variable with (under `name`)."""
+        return MirroredSaveable(self, name)
 
     def value(self):
         return self._get().value()
@@ -175,11 +180,26 @@ def is_distributed_variable(v) -> bool:
     return isinstance(v, MirroredVariable)
 
 
-def trainable_collection_swap(graph, values, mirrored) -> None:
-    """Puts `mirrored` in place of its components in TRAINABLE_VARIABLES (GLOBAL_VARIABLES keeps
-    the components: the initializer and Saver see every copy)."""
-    ref = graph.get_collection_ref(GraphKeys.TRAINABLE_VARIABLES)
-    kept = [v for v in ref if not any(v is c for c in values)]
-    if len(kept) != len(ref):
-        kept.append(mirrored)
-    ref[:] = kept
+def collections_swap(graph, mirrored) -> None:
+    """Puts `mirrored` where its primary copy is in every collection and removes the other copies,
+    as TF does: tf.global_variables() lists the MirroredVariable (its initializer runs every
+    copy), the Saver saves it once under the primary's name."""
+    copies = mirrored.values
+    for key in graph.get_all_collection_keys():
+        ref = graph.get_collection_ref(key)
+        if any(v is c for v in ref for c in copies):
+            ref[:] = [mirrored if v is copies[0] else v for v in ref if not any(v is c for c in copies[1:])]
+
+
+class MirroredSaveable(SaveableObject):
+    """A MirroredVariable in a checkpoint: saved once from the primary copy under its name,
+    restored into every copy."""
+
+    def __init__(self, mirrored: MirroredVariable, name: str):
+        self._mirrored = mirrored
+        primary = VariableSaveable(mirrored.primary, "", name)
+        super().__init__(mirrored.primary, primary.specs, name)
+
+    def restore(self, restored_tensors, restored_shapes):
+        return group(*[VariableSaveable(v, "", self.name).restore(restored_tensors, restored_shapes)
+                       for v in self._mirrored.values])

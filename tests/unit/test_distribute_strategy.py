@@ -300,6 +300,7 @@ def _estimator_weights(train_distribute, batch_size):
     est = tf.estimator.Estimator(model_fn, model_dir=tempfile.mkdtemp(), config=config)
     est.train(input_fn, steps=6)
     assert est.get_variable_value("global_step") == 6
+    assert est.get_variable_names() == ["b", "b/Momentum", "global_step", "w", "w/Momentum"]   # once each
     return est.get_variable_value("w"), est.get_variable_value("b")
 
 
@@ -385,3 +386,32 @@ def test_extended_update_and_colocate_vars_with():
             assert [c.tolist() for c in sess.run(list(strategy.experimental_local_results(v)))] == \
                 [[11.0, 22.0], [11.0, 22.0]]
             assert sess.run(list(strategy.experimental_local_results(s)))[1].tolist() == [-1.0, -1.0]
+
+
+def test_checkpoints_hold_each_mirrored_variable_once_and_restore_every_copy():
+    path = os.path.join(tempfile.mkdtemp(), "model.ckpt")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with tf.Graph().as_default():
+        with strategy.scope():
+            v = tf.get_variable("v", initializer=tf.constant([1.0, 2.0]))
+        assert tf.global_variables() == [v] and tf.trainable_variables() == [v]
+        saver = tf.train.Saver()
+        with tf.Session(config=_config(2)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(strategy.extended.update(v, lambda c: c.assign([3.0, 4.0])))
+            saver.save(sess, path)
+    assert [n for n, _ in tf.train.list_variables(path)] == ["v"]
+    with tf.Graph().as_default():      # a single-device graph restores it
+        w = tf.get_variable("v", [2])
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, path)
+            assert sess.run(w).tolist() == [3.0, 4.0]
+            sess.run(w.assign([5.0, 6.0]))
+            tf.train.Saver().save(sess, path)
+    with tf.Graph().as_default():      # and a single-device checkpoint restores every copy
+        with strategy.scope():
+            v = tf.get_variable("v", [2])
+        with tf.Session(config=_config(2)) as sess:
+            tf.train.Saver().restore(sess, path)
+            assert [c.tolist() for c in sess.run(list(strategy.experimental_local_results(v)))] == \
+                [[5.0, 6.0], [5.0, 6.0]]
