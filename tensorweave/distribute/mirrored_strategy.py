@@ -26,7 +26,7 @@ from tensorweave.ops.array.core import identity, shape
 from tensorweave.ops.math.binary import add_n, minimum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.state.variable_scope import get_variable_scope, variable_scope
-from tensorweave.ops.state.variables import VariableAggregation, variable_creator_scope
+from tensorweave.ops.state.variables import VariableAggregation, VariableSynchronization, variable_creator_scope
 from tensorweave.distribute import distribute_lib
 from tensorweave.distribute import values as values_lib
 from tensorweave.distribute.distribute_lib import ReduceOp, ReplicaContext, Strategy, StrategyExtended
@@ -361,7 +361,9 @@ class MirroredExtended(StrategyExtended):
             with g.device(d):
                 copies.append(next_creator(**kw))
         aggregation = kwargs.get("aggregation") or VariableAggregation.NONE
-        mirrored = values_lib.MirroredVariable(self._container_strategy(), copies, devices, aggregation)
+        kind = values_lib.SyncOnReadVariable if kwargs.get("synchronization") == VariableSynchronization.ON_READ \
+            else values_lib.MirroredVariable
+        mirrored = kind(self._container_strategy(), copies, devices, aggregation)
         values_lib.collections_swap(g, mirrored)
         self._created.add(id(mirrored))
         return mirrored

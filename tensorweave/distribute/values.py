@@ -11,6 +11,7 @@ from tensorweave.framework import nest
 from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.tensor_conversion import register_tensor_conversion_function
 from tensorweave.ops.grouping import group
+from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
 from tensorweave.train.saveable import SaveableObject, VariableSaveable
 
@@ -135,6 +136,31 @@ class MirroredVariable(Mirrored):
         return self._assign("assign_sub", delta, use_locking, name, read_value)
 
 
+class SyncOnReadVariable(MirroredVariable):
+    """One variable per device that each replica updates on its own (a metric's total): in a
+    replica, reads and writes are the local copy's; read in cross-replica context it is the
+    copies' aggregate (SUM, MEAN, or the first copy)."""
+
+    def value(self):
+        if current_replica_id(self._distribute_strategy) is not None:
+            return self._get().value()
+        reads = [v.value() for v in self._values]
+        if self._aggregation in (VariableAggregation.SUM, VariableAggregation.MEAN):
+            total = add_n(reads) if len(reads) > 1 else reads[0]
+            return total / len(reads) if self._aggregation == VariableAggregation.MEAN else total
+        return reads[0]
+
+    def read_value(self):
+        return self.value()
+
+    def _assign(self, method: str, value, use_locking=False, name=None, read_value=True):
+        if current_replica_id(self._distribute_strategy) is not None:
+            return getattr(self._get(), method)(value, use_locking=use_locking, read_value=read_value)
+        if self._aggregation == VariableAggregation.SUM and method == "assign":
+            value = value / len(self._values)   # TF: the copies sum to the assigned value
+        return group(*[getattr(v, method)(value, use_locking=use_locking, read_value=False) for v in self._values])
+
+
 def _delegate(op_name: str):
     def method(self, *args):
         return getattr(self.value(), op_name)(*args)
@@ -149,7 +175,7 @@ for _name in _OPERATORS:
 def _mirrored_to_tensor(v, dtype=None, name=None, as_ref=False):
     got = v._get()
     if isinstance(v, MirroredVariable):
-        return got.handle if as_ref else got.value()
+        return got.handle if as_ref else v.value()
     return got
 
 

@@ -415,3 +415,20 @@ def test_checkpoints_hold_each_mirrored_variable_once_and_restore_every_copy():
             tf.train.Saver().restore(sess, path)
             assert [c.tolist() for c in sess.run(list(strategy.experimental_local_results(v)))] == \
                 [[5.0, 6.0], [5.0, 6.0]]
+
+
+def test_metrics_in_replicas_accumulate_per_replica_and_sum_on_read():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with tf.Graph().as_default(), strategy.scope():
+        def fn():
+            rid = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+            return tf.metrics.mean(tf.constant([1.0, 2.0]) + rid)
+        value, update = strategy.experimental_run_v2(fn)
+        total = [v for v in tf.local_variables() if v.op.name.endswith("total")]
+        assert len(total) == 1                        # one (sync-on-read) variable, copies per device
+        summed = total[0].value()                     # read in cross-replica context: the copies' SUM
+        with tf.Session(config=_config(2)) as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(list(strategy.experimental_local_results(update)))
+            assert [float(x) for x in sess.run(list(strategy.experimental_local_results(value)))] == [1.5, 2.5]
+            assert sess.run(summed) == 8.0
