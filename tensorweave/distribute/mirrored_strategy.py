@@ -176,7 +176,7 @@ class _ReplicaThread(threading.Thread):
         self.should_run, self.has_paused = threading.Event(), threading.Event()
         self.done = self.abort = False
         self.result = self.exc_info = None
-        self.merge_fn = self.merge_args = self.merge_kwargs = self.merge_result = None
+        self.merge_fn = self.merge_args = self.merge_kwargs = self.merge_result = self.captured = None
         self.created = 0
 
     def wait_turn(self) -> None:
@@ -227,7 +227,7 @@ class _MirroredReplicaContext(ReplicaContext):
     def merge_call(self, merge_fn, args=(), kwargs=None):
         t = self._thread
         t.merge_fn, t.merge_args, t.merge_kwargs = merge_fn, args, kwargs or {}
-        state = _scopes_of(t.graph)
+        state = t.captured = _scopes_of(t.graph)
         t.has_paused.set()
         t.wait_turn()
         _restore_scopes(t.graph, state)
@@ -273,11 +273,16 @@ def _run_replicas(extended, fn, args, kwargs):
                 stop(sys.exc_info())
         merge_args = values_lib.regroup([t.merge_args for t in threads], devices)
         merge_kwargs = values_lib.regroup([t.merge_kwargs for t in threads], devices)
+        main_state = _scopes_of(g)
+        # as TF: merge_fn runs in replica 0's name scope and control dependencies
+        _restore_scopes(g, {f: threads[0].captured[f] for f in ("_name_stack", "_control_stack")})
         try:
             with distribute_lib._entered(strategy, None):
                 result = threads[0].merge_fn(strategy, *merge_args, **merge_kwargs)
         except BaseException:  # noqa: BLE001 - stop() stops the replicas, then re-raises it
+            _restore_scopes(g, main_state)
             stop(sys.exc_info())
+        _restore_scopes(g, main_state)
         for t in threads:
             t.merge_result = result
     for t in threads:

@@ -214,7 +214,7 @@ class Optimizer:
                         var, lambda v, g: self._update_op(g, v), args=(grad,), group=False))
             finish = self._finish(update_ops, "update")
             if global_step is None:
-                apply_updates = finish
+                apply_updates = group(finish, name=scope)
             else:
                 with graph.control_dependencies([finish]):
                     apply_updates = strategy.extended.update(

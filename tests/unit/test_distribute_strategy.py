@@ -432,3 +432,20 @@ def test_metrics_in_replicas_accumulate_per_replica_and_sum_on_read():
             sess.run(list(strategy.experimental_local_results(update)))
             assert [float(x) for x in sess.run(list(strategy.experimental_local_results(value)))] == [1.5, 2.5]
             assert sess.run(summed) == 8.0
+
+
+def test_merge_call_runs_in_the_replicas_name_scope():
+    # TF 2.15 names these "outer/GradientDescent" and "outer/c:0"
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with tf.Graph().as_default(), strategy.scope():
+        w = tf.get_variable("w", initializer=tf.constant(1.0))
+        opt = tf.train.GradientDescentOptimizer(0.1)
+
+        def fn():
+            with tf.name_scope("outer"):
+                train = opt.minimize(w * 2.0)
+                merged = tf.distribute.get_replica_context().merge_call(lambda s: tf.constant(1.0, name="c"))
+            return train, merged
+        train, merged = strategy.experimental_run_v2(fn)
+        assert strategy.experimental_local_results(train)[0].name == "outer/GradientDescent"
+        assert merged.name == "outer/c:0"
