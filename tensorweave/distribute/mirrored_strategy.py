@@ -330,6 +330,15 @@ def _share(x, i: int, n: int):
     return x[minimum(per * i, rows):minimum(per * (i + 1), rows)]
 
 
+def input_fn_iterator(input_fn, devices):
+    """make_input_fn_iterator on one worker: input_fn(InputContext) builds the dataset, each of
+    `devices` takes its own batch of it per step."""
+    dataset = input_fn(distribute_lib.InputContext(1, 0, len(devices)))
+    if not hasattr(dataset, "make_initializable_iterator"):
+        raise ValueError(f"input_fn must return a tf.data.Dataset or a callable, got {type(dataset).__name__}")
+    return DistributedIterator(dataset.make_initializable_iterator(), devices, split=False)
+
+
 class DistributedDataset:
     """experimental_distribute_dataset's result: iterators whose batches are split per replica."""
 
@@ -394,11 +403,7 @@ class MirroredExtended(StrategyExtended):
         return DistributedDataset(dataset, self._devices)
 
     def _input_fn_iterator(self, input_fn):
-        context = distribute_lib.InputContext(1, 0, len(self._devices))
-        dataset = input_fn(context)
-        if not hasattr(dataset, "make_initializable_iterator"):
-            raise ValueError(f"input_fn must return a tf.data.Dataset, got {type(dataset).__name__}")
-        return DistributedIterator(dataset.make_initializable_iterator(), self._devices, split=False)
+        return input_fn_iterator(input_fn, self._devices)
 
     def read_var(self, v):
         return super().read_var(v)
@@ -456,8 +461,7 @@ class OneDeviceExtended(StrategyExtended):
         return DistributedDataset(dataset, self._devices)
 
     def _input_fn_iterator(self, input_fn):
-        dataset = input_fn(distribute_lib.InputContext(1, 0, 1))
-        return DistributedIterator(dataset.make_initializable_iterator(), self._devices, split=False)
+        return input_fn_iterator(input_fn, self._devices)
 
     def _reduce_to(self, reduce_op, value, destinations):
         return value.values[0] if isinstance(value, values_lib.DistributedValues) else value

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.distribute import distribute_lib
 from tensorweave.distribute import values as values_lib
 from tensorweave.distribute.cluster_resolver import TFConfigClusterResolver
 from tensorweave.distribute.distribute_lib import Strategy, StrategyExtended
-from tensorweave.distribute.mirrored_strategy import DistributedDataset, DistributedIterator
+from tensorweave.distribute.mirrored_strategy import DistributedDataset, input_fn_iterator
 
 
 @tf_export("distribute.experimental.ParameterServerStrategy")
@@ -89,8 +88,7 @@ class ParameterServerExtended(StrategyExtended):
         return DistributedDataset(dataset, self._devices)
 
     def _input_fn_iterator(self, input_fn):
-        dataset = input_fn(distribute_lib.InputContext(1, 0, 1))
-        return DistributedIterator(dataset.make_initializable_iterator(), self._devices, split=False)
+        return input_fn_iterator(input_fn, self._devices)
 
     def non_slot_devices(self, var_list):
         return (min(var_list, key=lambda v: v.name).device,)
