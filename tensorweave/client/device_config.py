@@ -8,6 +8,7 @@ first lists its logical devices; changing them after that is an error, as in TF.
 from __future__ import annotations
 
 import collections
+import copy
 
 from tensorweave.client.device_lib import list_local_devices
 from tensorweave.framework.config import ConfigProto
@@ -76,13 +77,72 @@ def set_visible_devices(devices, device_type=None) -> None:
     _context["visible"] = visible
 
 
+@tf_export("config.LogicalDeviceConfiguration", "config.experimental.VirtualDeviceConfiguration")
+class LogicalDeviceConfiguration(collections.namedtuple("LogicalDeviceConfiguration",
+                                                        ["memory_limit", "experimental_priority"])):
+    """One logical device to make of a physical one (set_logical_device_configuration); a CPU
+    split into N logical CPUs is how TF runs MirroredStrategy on one CPU machine."""
+    __slots__ = ()
+
+    def __new__(cls, memory_limit=None, experimental_priority=None):
+        return super().__new__(cls, memory_limit, experimental_priority)
+
+
+@tf_export("config.set_logical_device_configuration",
+           "config.experimental.set_virtual_device_configuration")
+def set_logical_device_configuration(device, logical_devices) -> None:
+    """Splits the PhysicalDevice `device` into the given LogicalDeviceConfigurations: a CPU into
+    logical CPUs /device:CPU:0..N-1 that Sessions created afterwards may place ops on. Raises
+    RuntimeError once the runtime has listed its logical devices, as TF does."""
+    if device not in _physical():
+        raise ValueError(f"Unrecognized device: {device!r}")
+    logical_devices = list(logical_devices)
+    if not logical_devices or not all(isinstance(c, LogicalDeviceConfiguration) for c in logical_devices):
+        raise ValueError(f"logical_devices must be a non-empty list of LogicalDeviceConfiguration, "
+                         f"got {logical_devices!r}")
+    configs = _context.setdefault("logical", {})
+    if configs.get(device.name) == logical_devices:
+        return
+    if _context["initialized"]:
+        raise RuntimeError("Virtual devices cannot be modified after being initialized")
+    configs[device.name] = logical_devices
+
+
+@tf_export("config.get_logical_device_configuration",
+           "config.experimental.get_virtual_device_configuration")
+def get_logical_device_configuration(device):
+    """The LogicalDeviceConfigurations set for the PhysicalDevice `device`, or None."""
+    if device not in _physical():
+        raise ValueError(f"Unrecognized device: {device!r}")
+    return _context.get("logical", {}).get(device.name)
+
+
+def _logical_count(physical: PhysicalDevice) -> int:
+    return len(_context.get("logical", {}).get(physical.name) or [None])
+
+
 @tf_export("config.list_logical_devices", "config.experimental.list_logical_devices")
 def list_logical_devices(device_type=None) -> list:
     """The LogicalDevices ("/device:CPU:0") ops can be placed on; the visible devices are fixed
     from here on."""
     _context["initialized"] = True
-    return [LogicalDevice(d.name.replace("/physical_device:", "/device:"), d.device_type)
-            for d in get_visible_devices(device_type)]
+    out = []
+    for d in get_visible_devices(device_type):
+        first = int(d.name.rsplit(":", 1)[1])
+        out.extend(LogicalDevice(f"/device:{d.device_type}:{first + i}", d.device_type)
+                   for i in range(_logical_count(d)))
+    return out
+
+
+def with_logical_devices(config: ConfigProto) -> ConfigProto:
+    """`config` with device_count["CPU"] from set_logical_device_configuration when it names none
+    (a Session's CPUs: ConfigProto.device_count first, as in TF)."""
+    cpus = sum(_logical_count(d) for d in get_visible_devices("CPU"))
+    if cpus > 1 and "CPU" not in config.device_count:
+        _context["initialized"] = True
+        config = copy.deepcopy(config)
+        config.device_count["CPU"] = cpus
+    return config
 
 
 @tf_export("config.get_soft_device_placement")
@@ -113,8 +173,8 @@ def set_log_device_placement(enabled) -> None:
 
 def default_session_config() -> ConfigProto:
     """The ConfigProto a Session created with config=None runs with."""
-    return ConfigProto(allow_soft_placement=_context["soft_placement"],
-                       log_device_placement=_context["log_placement"])
+    return with_logical_devices(ConfigProto(allow_soft_placement=_context["soft_placement"],
+                                            log_device_placement=_context["log_placement"]))
 
 
 @tf_export("config.experimental.get_memory_growth")

@@ -11,7 +11,7 @@ import numpy as np
 from tensorweave.client.device_lib import CPU_MEMORY_LIMIT
 from tensorweave.distributed import connector
 from tensorweave.framework import dtypes
-from tensorweave.client.device_config import default_session_config
+from tensorweave.client.device_config import default_session_config, with_logical_devices
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.graph import Graph, Operation, Tensor, default_session, get_default_graph
 from tensorweave.framework.tf_export import tf_export
@@ -144,7 +144,7 @@ class BaseSession:
             target = target.decode()
         self._graph = graph or get_default_graph()
         self._target = target or ""
-        self._config = config or default_session_config()
+        self._config = with_logical_devices(config) if config else default_session_config()
         self._closed = False
         self._master = _make_master(self._target, self._graph, self._config)
         self._default_ctx: list = []

@@ -129,8 +129,10 @@ _INLINE_METHODS = frozenset(("get_status", "recv_tensor", "abort_step", "deregis
 class WorkerService:
     """The state and RPCs of one task: resources, registered partitions, rendezvous."""
 
-    def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, connect_timeout_s: float = 60.0):
+    def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, connect_timeout_s: float = 60.0,
+                 cpus: int = 1):
         self.cluster = cluster
+        self.cpus = max(1, int(cpus))   # the server's ConfigProto.device_count["CPU"]: CPU:0..cpus-1
         self.job_name = job_name
         self.task_index = task_index
         self.task = make_task_name(job_name, task_index)
@@ -150,7 +152,7 @@ class WorkerService:
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
         return {"cluster": self.cluster.as_dict(), "job": self.job_name, "task": self.task_index,
-                "incarnation": self.incarnation, "devices": [f"{self.task}/device:CPU:0"],
+                "incarnation": self.incarnation, "devices": [f"{self.task}/device:CPU:{i}" for i in range(self.cpus)],
                 "active_steps": len(self._steps), "graphs": len(self._graphs),
                 "sessions": len(self._session_resources), "pending_tensors": len(self.rendezvous),
                 "aborted_steps": self.rendezvous.aborted_steps()}

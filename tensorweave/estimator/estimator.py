@@ -339,12 +339,40 @@ class Estimator:
         return step
 
     def _train_model(self, input_fn, hooks, saving_listeners):
+        if self._config.train_distribute is not None:
+            return self._train_model_distributed(self._config.train_distribute, input_fn, hooks, saving_listeners)
         with Graph().as_default() as g, g.device(self._device_fn):
             global_step = self._seed_and_create_global_step(g)
             global_step_read(g)
             features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.TRAIN))
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             return self._train_with_estimator_spec(spec, input_hooks, hooks, global_step, saving_listeners)
+
+    def _train_model_distributed(self, strategy, input_fn, hooks, saving_listeners):
+        """RunConfig(train_distribute=strategy), as TF 1.15: input_fn builds the dataset each replica
+        draws its own batch from, model_fn runs once per replica under the strategy (its optimizer
+        sums the replicas' gradients), the logged loss is the replicas' losses summed."""
+        strategy.configure(self._session_config)
+        with Graph().as_default() as g, strategy.scope():
+            global_step = self._seed_and_create_global_step(g)
+            global_step_read(g)
+            iterator = strategy.make_input_fn_iterator(lambda ctx: self._call_input_fn(input_fn, ModeKeys.TRAIN))
+            batch = iterator.get_next()
+            features, labels = batch if isinstance(batch, tuple) and len(batch) == 2 else (batch, None)
+
+            def replica_fn(features, labels):
+                spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+                return (spec.loss, spec.train_op, list(spec.training_hooks), list(spec.training_chief_hooks),
+                        spec.scaffold)
+            with strategy._scale_loss_for_estimator_enabled():
+                loss, train_op, train_hooks, chief_hooks, scaffold = strategy.extended.call_for_each_replica(
+                    replica_fn, args=(features, labels))
+            first = strategy.experimental_local_results
+            spec = EstimatorSpec(mode=ModeKeys.TRAIN, loss=strategy.reduce("SUM", loss),
+                                 train_op=strategy.group(train_op), training_hooks=[first(h)[0] for h in train_hooks],
+                                 training_chief_hooks=[first(h)[0] for h in chief_hooks], scaffold=first(scaffold)[0])
+            return self._train_with_estimator_spec(spec, [_DatasetInitializerHook(iterator)], hooks, global_step,
+                                                   saving_listeners)
 
     def _train_with_estimator_spec(self, spec, worker_hooks, hooks, global_step, saving_listeners):
         config = self._config

@@ -13,13 +13,16 @@ from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.array.fill import ones_like, zeros
 from tensorweave.ops.math.binary import div_no_nan, maximum, multiply
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.state.variables import Variable
+from tensorweave.ops.state.variables import Variable, VariableAggregation, VariableSynchronization
 
 
 def metric_variable(shape, dtype, validate_shape: bool = True, name=None) -> Variable:
-    """A non-trainable local variable of zeros in LOCAL_VARIABLES and METRIC_VARIABLES."""
+    """A non-trainable local variable of zeros in LOCAL_VARIABLES and METRIC_VARIABLES; synchronized
+    on read with SUM aggregation, as in TF (under MirroredStrategy each replica accumulates into its
+    own copy)."""
     return Variable(lambda: zeros(shape, dtype), trainable=False, validate_shape=validate_shape,
-                    collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES], name=name)
+                    collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES], name=name,
+                    synchronization=VariableSynchronization.ON_READ, aggregation=VariableAggregation.SUM)
 
 
 def safe_mean(total, count, name: str):

@@ -47,16 +47,17 @@ class LocalMaster:
     def _check_placement(self, plan: Plan) -> None:
         if self.config.allow_soft_placement:
             return
+        cpus = self.config.device_count.get("CPU", 1)
         for node in plan.nodes:
             if not node.device:
                 continue
             d = DeviceSpec.from_string(node.device)
             if d.job not in (None, "localhost") or d.task not in (None, 0) or d.replica not in (None, 0) \
-                    or d.device_type not in (None, "CPU") or d.device_index not in (None, 0):
+                    or d.device_type not in (None, "CPU") or (d.device_index or 0) >= cpus:
                 raise errors.InvalidArgumentError(
                     node, node.name,
                     f"Cannot assign a device for operation {node.name}: Operation was explicitly assigned to "
-                    f"{node.device} but available devices are [ {LOCAL_TASK}/device:CPU:0 ]. Make sure the "
+                    f"{node.device} but available devices are [ {', '.join(self.list_devices())} ]. Make sure the "
                     "device specification refers to a valid device.")
 
     def run(self, feeds: dict, fetches: list, targets: list, options: Optional[RunOptions], run_metadata):
@@ -76,4 +77,6 @@ class LocalMaster:
         self.resources.cleanup()
 
     def list_devices(self) -> list:
-        return [LOCAL_TASK + "/device:CPU:0"]
+        """This session's CPUs: ConfigProto.device_count["CPU"] of them (TF's way to give one
+        machine several CPU devices), /device:CPU:0 alone by default."""
+        return [f"{LOCAL_TASK}/device:CPU:{i}" for i in range(max(1, self.config.device_count.get("CPU", 1)))]

@@ -39,7 +39,7 @@ class ClusterDevices:
         types = []
         for d in devices:
             spec = DeviceSpec.from_string(d)
-            if spec.device_type and spec.device_type != "CPU":
+            if spec.device_type and (spec.device_type != "CPU" or spec.device_index):
                 types.append(f"{spec.device_type}:{spec.device_index or 0}")
         return cls(tuple(tasks), default_task, ("CPU",) + tuple(sorted(set(types))))
 
@@ -203,7 +203,7 @@ def _resolve(spec: DeviceSpec, requester: NodeDef, cluster: ClusterDevices, soft
         if not soft:
             raise _cannot_assign(node, requester, cluster)
         dtype, index = "CPU", 0
-    elif dtype == "CPU" and index != 0:
+    elif dtype == "CPU" and index != 0 and f"CPU:{index}" not in cluster.device_types:
         if not soft:
             raise _cannot_assign(node, requester, cluster)
         index = 0

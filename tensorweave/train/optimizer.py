@@ -5,6 +5,7 @@ from typing import Optional
 
 from tensorweave.framework import api, dtypes
 from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
@@ -21,7 +22,9 @@ import tensorweave.train.slot_creator as slot_creator
 
 
 def _var_key(var):
-    return (var.op.graph, var.op.name)
+    # a copy of a mirrored variable shares its slots' key with the mirrored variable (TF's rule)
+    var = getattr(var, "_distributed_container", var)
+    return (var.graph, var.primary.op.name) if hasattr(var, "primary") else (var.op.graph, var.op.name)
 
 
 def _is_variable(v) -> bool:
@@ -95,7 +98,7 @@ class Optimizer:
         if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
             raise ValueError("gate_gradients must be one of: Optimizer.GATE_NONE, Optimizer.GATE_OP, "
                              f"Optimizer.GATE_GRAPH.  Not {gate_gradients}")
-        loss = convert_to_tensor(loss)
+        loss = self._scale_loss(convert_to_tensor(loss))
         self._assert_valid_dtypes([loss])
         if grad_loss is not None:
             grad_loss = convert_to_tensor(grad_loss)
@@ -124,11 +127,29 @@ class Optimizer:
         self._assert_valid_dtypes([v for gr, v in grads_and_vars if gr is not None])
         return grads_and_vars
 
+    @staticmethod
+    def _scale_loss(loss):
+        """In a replica of an Estimator's strategy with N > 1 replicas and a mean loss
+        (tf.distribute.get_loss_reduction), the loss divided by N: the summed gradients of the
+        replicas are then the mean's. Elsewhere the replicas' gradients are summed, as in TF."""
+        entry = current_entry(loss.graph)
+        if entry is None or entry[1] is None or entry[1].num_replicas_in_sync == 1 \
+                or not getattr(entry[0], "_scale_loss_for_estimator", False):
+            return loss
+        if getattr(loss.graph, "_last_loss_reduction", None) in ("weighted_sum", "sum"):
+            return loss
+        return loss * convert_to_tensor(1.0 / entry[1].num_replicas_in_sync, dtype=loss.dtype.base_dtype)
+
     def apply_gradients(self, grads_and_vars, global_step=None, name: Optional[str] = None):
-        """Adds the update ops for `grads_and_vars` (then global_step += 1); returns the train op."""
+        """Adds the update ops for `grads_and_vars` (then global_step += 1); returns the train op.
+        In a replica of a tf.distribute strategy the gradients of all replicas are summed first
+        and every copy of each variable gets the same update."""
         grads_and_vars = tuple(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("No variables provided.")
+        entry = current_entry()
+        if entry is not None and entry[1] is not None:
+            return entry[1].merge_call(self._distributed_apply, args=(grads_and_vars, global_step, name))
         converted = []
         for g, v in grads_and_vars:
             if g is not None:
@@ -173,6 +194,39 @@ class Optimizer:
                 train_op.append(apply_updates)
             return apply_updates
 
+    def _distributed_apply(self, strategy, grads_and_vars, global_step=None, name=None):
+        """apply_gradients in cross-replica context: gradients summed over replicas (a PerReplica
+        per variable), then strategy.extended.update on each copy of each variable."""
+        grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not grads_and_vars:
+            raise ValueError("No gradients provided for any variable.")
+        reduced = strategy.extended.batch_reduce_to("SUM", grads_and_vars)
+        var_list = [v for _, v in grads_and_vars]
+        graph = get_default_graph()
+        with graph.control_dependencies(None):
+            self._create_slots(var_list)
+        update_ops = []
+        with api.name_scope(name, self._name) as scope:
+            self._prepare()
+            for grad, var in zip(reduced, var_list):
+                with api.name_scope("update_" + var.op.name):
+                    update_ops.extend(strategy.extended.update(
+                        var, lambda v, g: self._update_op(g, v), args=(grad,), group=False))
+            finish = self._finish(update_ops, "update")
+            if global_step is None:
+                apply_updates = group(finish, name=scope)
+            else:
+                with graph.control_dependencies([finish]):
+                    apply_updates = strategy.extended.update(
+                        global_step, lambda v: assign_add_variable_op(
+                            v.handle, convert_to_tensor(1, dtype=v.dtype), name=scope))
+        if isinstance(apply_updates, Tensor):
+            apply_updates = apply_updates.op
+        train_op = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+        if apply_updates not in train_op:
+            train_op.append(apply_updates)
+        return apply_updates
+
     def _update_op(self, grad, var):
         if isinstance(grad, IndexedSlices):
             if var.constraint is not None:
@@ -189,7 +243,11 @@ class Optimizer:
         named = self._slots.get(name)
         if not named:
             return None
-        return named.get(_var_key(var))
+        slot = named.get(_var_key(var))
+        index = getattr(var, "_replica_index", None)
+        if index is not None and hasattr(slot, "primary"):
+            return slot.values[index]   # the copy of a mirrored slot beside this copy of the variable
+        return slot
 
     def get_slot_names(self) -> list:
         return sorted(self._slots)

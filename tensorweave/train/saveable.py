@@ -98,6 +98,11 @@ def op_list_to_dict(op_list, convert_variable_to_tensor: bool = True) -> dict:
     for var in sorted(op_list, key=lambda x: x.name):
         if isinstance(var, SaveableObject):
             out[var.name] = var
+        elif hasattr(var, "_saveable_for"):      # a variable of several copies (tf.distribute's mirrored)
+            name = var.primary.op.name
+            if name in out:
+                raise ValueError(f"At least two variables have the same name: {name}")
+            out[name] = var._saveable_for(name)
         elif isinstance(var, PartitionedVariable):
             if var.name in out:
                 raise ValueError(f"At least two variables have the same name: {var.name}")
@@ -135,6 +140,8 @@ def saveables_for(name: str, op) -> list:
     """The SaveableObjects of one var_list entry."""
     if isinstance(op, SaveableObject):
         return [op]
+    if hasattr(op, "_saveable_for"):
+        return [op._saveable_for(name)]
     if isinstance(op, (list, tuple, PartitionedVariable)):
         out = []
         for part in op:

@@ -132,7 +132,8 @@ class Server:
         self._config = config
         self._address = cluster.task_address(job_name, task_index)
         self._protocol = protocol or "grpc"
-        self.service = WorkerService(cluster, job_name, task_index)
+        cpus = config.device_count.get("CPU", 1) if config is not None else 1
+        self.service = WorkerService(cluster, job_name, task_index, cpus=cpus)
         try:
             self._bind = bind_endpoint(self._address, bind_address)
             self._transport = TransportServer(self._address, self._bind, self.service.dispatch, self.service.ping,

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import inspect
+import threading
 from typing import Optional
 
 from tensorweave.framework import dtypes
@@ -108,8 +110,52 @@ def _attr_scope(graph, attrs: dict):
         graph._attr_scope = saved
 
 
+class _CreatorStacks(threading.local):
+    def __init__(self):
+        self.by_graph: dict = {}
+
+
+_creator_stacks = _CreatorStacks()
+
+
+def _creator_stack() -> list:
+    return _creator_stacks.by_graph.setdefault(id(get_default_graph()), [])
+
+
+@tf_export("variable_creator_scope")
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Within the scope, `tf.Variable(...)` (and so `tf.get_variable`) calls
+    `variable_creator(next_creator, **kwargs)`, which may change the arguments, call
+    `next_creator(**kwargs)` (the enclosing creator, finally the plain constructor), or return a
+    variable-like object of its own (how tf.distribute makes mirrored variables)."""
+    stack = _creator_stack()
+    stack.append(variable_creator)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+class _VariableMeta(type):
+    """Routes `Variable(...)` through the active variable_creator_scope creators, innermost first."""
+
+    def __call__(cls, *args, **kwargs):
+        creators = list(_creator_stack()) if cls is Variable else []
+        if not creators or kwargs.get("variable_def") is not None:
+            return type.__call__(cls, *args, **kwargs)
+        kwargs = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments
+        kwargs.pop("self")
+
+        def chain(i):
+            if i < 0:
+                return lambda **kw: type.__call__(cls, **kw)
+            return lambda **kw: creators[i](chain(i - 1), **kw)
+        return chain(len(creators) - 1)(**kwargs)
+
+
 @tf_export("Variable", "VariableV1")
-class Variable:
+class Variable(metaclass=_VariableMeta):
     """tf.Variable(initial_value=None, trainable=None, collections=None, validate_shape=True,
     caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
     import_scope=None, constraint=None, use_resource=None, synchronization=AUTO,
