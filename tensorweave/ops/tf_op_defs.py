@@ -950,6 +950,7 @@ TF_OP_SIGNATURES = {
     'LogicalOr': (('x:', 'y:'), ('z:',)),
     'LookupTableExportV2': (('table_handle:',), ('keys:Tkeys', 'values:Tvalues')),
     'LookupTableFindV2': (('table_handle:', 'keys:Tin', 'default_value:Tout'), ('values:Tout',)),
+    'LookupTableImportV2': (('table_handle:', 'keys:Tin', 'values:Tout'), ()),
     'LookupTableInsertV2': (('table_handle:', 'keys:Tin', 'values:Tout'), ()),
     'LookupTableRemoveV2': (('table_handle:', 'keys:Tin'), ()),
     'LookupTableSizeV2': (('table_handle:',), ('size:',)),

@@ -69,6 +69,19 @@ class VariableSaveable(SaveableObject):
             return assign_variable_op(var.handle, value)
 
 
+class CheckpointedSaveable(SaveableObject):
+    """An object that says what to save of it (`checkpoint_tensors()`: [(name, tensor)]) and
+    how to restore it (`restore_from(tensors)`): a mutable lookup table, saved as TF saves it."""
+
+    def __init__(self, obj, name: str):
+        self._obj = obj
+        specs = [SaveSpec(tensor, "", spec_name) for spec_name, tensor in obj.checkpoint_tensors()]
+        super().__init__(obj, specs, name)
+
+    def restore(self, restored_tensors, restored_shapes):
+        return self._obj.restore_from(list(restored_tensors))
+
+
 def _is_saveable_variable(v) -> bool:
     return isinstance(v, Variable)
 
@@ -98,6 +111,10 @@ def op_list_to_dict(op_list, convert_variable_to_tensor: bool = True) -> dict:
     for var in sorted(op_list, key=lambda x: x.name):
         if isinstance(var, SaveableObject):
             out[var.name] = var
+        elif hasattr(var, "checkpoint_tensors"):    # a mutable lookup table
+            if var.name in out:
+                raise ValueError(f"At least two variables have the same name: {var.name}")
+            out[var.name] = CheckpointedSaveable(var, var.name)
         elif hasattr(var, "_saveable_for"):      # a variable of several copies (tf.distribute's mirrored)
             name = var.primary.op.name
             if name in out:

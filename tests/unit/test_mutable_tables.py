@@ -125,3 +125,32 @@ def test_id_table_with_hash_buckets():
             got, want, size = s.run([table.lookup(keys), vocab.lookup(keys), table.size()])
     assert got.tolist()[0] == 1 and got.tolist()[2] == 0 and all(2 <= i < 5 for i in got.tolist()[1::2])
     assert got.tolist() == want.tolist() and size == 5
+
+
+def test_a_saver_saves_and_restores_a_mutable_table_under_tfs_names(tmp_path):
+    """checkpoint=True (the default): the Saver keeps the entries as "<name>-keys" / "<name>-values"
+    (the names TF's Saver gives them) and a restore replaces the table's contents."""
+    with tf.Graph().as_default():
+        table = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, default_value=-1, name="vocab")
+        untracked = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -1, name="scratch", checkpoint=False)
+        fill = table.insert(tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64))
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run([fill, untracked.insert(tf.constant(["z"]), tf.constant([9], tf.int64))])
+            path = saver.save(sess, str(tmp_path / "model"))
+            sess.run(table.insert(tf.constant(["c"]), tf.constant([3], tf.int64)))
+            saver.restore(sess, path)
+            np.testing.assert_array_equal(sess.run(table.lookup(tf.constant(["a", "b", "c"]))), [1, 2, -1])
+            assert sess.run(table.size()) == 2
+    assert dict(tf.train.list_variables(path)) == {"vocab-keys": [2], "vocab-values": [2]}
+    reader = tf.train.load_checkpoint(path)
+    keys, values = reader.get_tensor("vocab-keys"), reader.get_tensor("vocab-values")
+    assert dict(zip(keys.tolist(), values.tolist())) == {b"a": 1, b"b": 2}
+
+
+def test_a_restored_table_of_the_wrong_value_shape_is_refused(tmp_path):
+    with tf.Graph().as_default():
+        table = tf.contrib.lookup.MutableHashTable(tf.int64, tf.float32, [0.0, 0.0], name="t")
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Expected shape \\[2, 2\\] for values"):
+                sess.run(table.restore_from([tf.constant([1, 2], tf.int64), tf.constant([1.0, 2.0])]))

@@ -133,6 +133,7 @@ def _build_corpus(g: tf.Graph) -> None:
         mutable = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -1)
         mutable.insert(tf.placeholder(tf.string, [3]), tf.placeholder(tf.int64, [3])), mutable.export()
         mutable.remove(tf.placeholder(tf.string, [3]))
+        mutable.restore_from([tf.placeholder(tf.string, [3]), tf.placeholder(tf.int64, [3])])
         tf.contrib.lookup.MutableHashTable(tf.int64, tf.float32, [0.0, 1.0]).lookup(tf.placeholder(tf.int64, [3]))
         tf.contrib.lookup.MutableDenseHashTable(tf.int64, tf.int64, -1, 0, -1).lookup(tf.placeholder(tf.int64, [3]))
         seed = tf.placeholder(tf.int32, [2])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
-from tensorweave.framework.api import name_scope
+from tensorweave.framework.api import GraphKeys, name_scope
 from tensorweave.framework.func_graph import init_scope
 from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -22,6 +22,7 @@ from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.lookup.tables import (LINE_NUMBER, WHOLE_LINE, HashTableResource, KeyValueTensorInitializer,
                                            StaticHashTable, TextFileInitializer, _key, _table)
 from tensorweave.ops.registry import register
+from tensorweave.ops.state.variable_ops import colocated_with_handle
 
 class MutableTableResource(HashTableResource):
     """A table that starts empty and takes inserts and removes; values of shape value_shape; a
@@ -71,6 +72,15 @@ class MutableTableResource(HashTableResource):
                 out[i] = self.entries.get(k, default)
         return out.reshape(keys.shape + self.value_shape)
 
+    def import_(self, node, keys: np.ndarray, values: np.ndarray) -> None:
+        """Replaces every entry by `keys` -> `values` (a checkpoint's restore)."""
+        self._check_values(node, "values", keys.shape, values)
+        flat_keys = self._check_keys(node, keys)
+        rows = values.reshape((len(flat_keys),) + self.value_shape)
+        entries = {k: v.copy() for k, v in zip(flat_keys, rows)}
+        with self._lock:
+            self.entries = entries
+
     def export(self):
         with self._lock:
             items = list(self.entries.items())
@@ -119,6 +129,11 @@ def _remove_kernel(node, ctx):
     return lambda handle, keys: _mutable(node, handle).remove(node, np.asarray(keys, dtype=object))
 
 
+def _import_kernel(node, ctx):
+    return lambda handle, keys, values: _mutable(node, handle).import_(node, np.asarray(keys, dtype=object),
+                                                                       np.asarray(values))
+
+
 def _export_kernel(node, ctx):
     def run(handle):
         table = _table(node, handle)
@@ -140,6 +155,7 @@ register("MutableHashTableOfTensorsV2", _handle_shape, _mutable_table_kernel, gr
 register("MutableDenseHashTableV2", _handle_shape, _mutable_table_kernel, grad=None, stateful=True)
 register("LookupTableInsertV2", lambda op: [], _insert_kernel, grad=None, stateful=True)
 register("LookupTableRemoveV2", lambda op: [], _remove_kernel, grad=None, stateful=True)
+register("LookupTableImportV2", lambda op: [], _import_kernel, grad=None, stateful=True)
 register("LookupTableExportV2", lambda op: [(op.get_attr("Tkeys"), TensorShape([None])),
                                             (op.get_attr("Tvalues"), unknown_shape())],
          _export_kernel, grad=None, stateful=True)
@@ -205,6 +221,25 @@ class _MutableTable:
         values.set_shape(TensorShape([None]).concatenate(self._value_shape))
         return keys, values
 
+    def _checkpointed(self, checkpoint: bool) -> None:
+        """With checkpoint=True (TF's default) a Saver saves the table's entries as
+        "<name>-keys" and "<name>-values" and its restore replaces them (train/saveable.py)."""
+        if checkpoint:
+            with init_scope():
+                self._handle.graph.add_to_collection(GraphKeys.SAVEABLE_OBJECTS, self)
+
+    def checkpoint_tensors(self) -> list:
+        """[(checkpoint name, tensor)] of what a Saver saves of this table."""
+        keys, values = self.export()
+        return [(f"{self._name}-keys", keys), (f"{self._name}-values", values)]
+
+    def restore_from(self, tensors: list):
+        """The op that replaces the table's entries by restored (keys, values)."""
+        keys, values = tensors
+        with colocated_with_handle(self._handle):
+            return make_op("LookupTableImportV2", [self._handle, keys, values],
+                           {"Tin": self.key_dtype, "Tout": self.value_dtype}, name="table_restore")
+
 
 @tf_export("contrib.lookup.MutableHashTable")
 class MutableHashTable(_MutableTable):
@@ -218,6 +253,7 @@ class MutableHashTable(_MutableTable):
         op_type, attrs = (("MutableHashTableOfTensorsV2", {"value_shape": shape}) if shape.ndims
                           else ("MutableHashTableV2", {}))
         self._make(op_type, [], attrs, key_dtype, value_dtype, default_value, name, "MutableHashTable")
+        self._checkpointed(checkpoint)
 
 
 @tf_export("contrib.lookup.MutableDenseHashTable")
@@ -239,6 +275,7 @@ class MutableDenseHashTable(_MutableTable):
                  "max_load_factor": 0.8}
         self._make("MutableDenseHashTableV2", [lambda t: t._empty_key, lambda t: t._deleted_key], attrs, key_dtype,
                    value_dtype, default_value, name, "MutableDenseHashTable")
+        self._checkpointed(checkpoint)
 
 
 # -- id -> string tables -------------------------------------------------------------------------
