@@ -109,6 +109,11 @@ def test_members_run_steps_over_an_authenticated_cluster(secured, keys, with_key
 
 
 def test_a_stranger_is_refused_before_any_message_is_read(secured, keys, with_keys):
+    with_keys(keys)
+    with tf.Graph().as_default():   # (state of its own: the strangers below send `reset`s)
+        v, _ = _variable_graph()
+        with tf.Session(secured.target("worker", 0)) as sess:
+            sess.run(tf.variables_initializer([v]))
     endpoint = "tcp://" + secured.address("ps", 0)
     reply, seen = _stranger(endpoint)   # no keys at all
     print(f"\nstranger without keys saw: reply={reply}, events={seen}")
@@ -133,7 +138,7 @@ def test_a_stranger_is_refused_before_any_message_is_read(secured, keys, with_ke
     ch.close()
     with_keys(keys)   # the `reset`s were never read: the state is intact
     with tf.Graph().as_default():
-        v, doubled = _variable_graph()
+        v, _ = _variable_graph()
         with tf.Session(secured.target("worker", 0)) as sess:
             assert sess.run(v) >= 1
 
