@@ -76,7 +76,7 @@ import threading
 import time
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
-from tensorweave.distributed import wire
+from tensorweave.distributed import sockets, wire
 from tensorweave.distributed.channel import Channel, Pending
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.distributed.collectives import Collectives
@@ -409,6 +409,13 @@ class WorkerService:
         timeout_s = args.get("timeout_s")
         if timeout_s is not None:
             wire.expect(timeout_s, (int, float), "timeout_s")
+            expires_at = args.get("expires_at")
+            if expires_at is not None:   # (a same-host client: one clock; see _run_graph_args)
+                timeout_s = min(timeout_s, wire.expect(expires_at, (int, float), "expires_at") - time.time())
+                if timeout_s <= 0:
+                    raise errors.DeadlineExceededError(
+                        None, None, f"run_graph of step {args.get('step_id')} reached {self.task} after its "
+                                    "deadline (it waited unread, the task stopped or starved): not run")
         carry_to = args.get("carry_to")
         carried: list = []
         if carry_to is not None:
@@ -552,19 +559,27 @@ class WorkerClient:
         svc = local_service(self.address)
         if svc is not None:
             return svc.run_graph(graph_handle, step_id, feed_values, trace, timeout_s, inc)
-        r = self._call("run_graph", {"graph_handle": graph_handle, "step_id": step_id,
-                                     "feed_values": list(feed_values), "trace": trace, "timeout_s": timeout_s,
-                                     "incarnation": inc}, timeout_s=timeout_s)
+        r = self._call("run_graph", self._run_graph_args(graph_handle, step_id, feed_values, trace, timeout_s, inc),
+                       timeout_s=timeout_s)
         return r["values"], r["stats"]
+
+    def _run_graph_args(self, graph_handle, step_id, feed_values, trace, timeout_s, inc) -> dict:
+        """run_graph's arguments. For a task on this host, the deadline also goes as a wall-clock
+        time: the task reads the request only when it next runs, and one that was stopped or
+        starved past the deadline must not run a step its client has given up on (the cancel
+        sent behind the request may be read after the step has started)."""
+        args = {"graph_handle": graph_handle, "step_id": step_id, "feed_values": list(feed_values),
+                "trace": trace, "timeout_s": timeout_s, "incarnation": inc}
+        if timeout_s is not None and sockets.same_host_port(self.address) is not None:
+            args["expires_at"] = time.time() + timeout_s
+        return args
 
     def start_run_graph(self, graph_handle: str, step_id: int, feed_values: Sequence[Any], trace: bool = False,
                         timeout_s: Optional[float] = None, carry_to: Optional[str] = None) -> Pending:
         """Sends run_graph to a remote task now; `.result()` of the returned Pending (or
         channel.wait_all) gives {"values": ..., "stats": ...} and, with `carry_to`, "carried":
         the values its Sends to that task produced, [send task, recv task, tensor name, value]."""
-        inc = self.incarnation
-        args = {"graph_handle": graph_handle, "step_id": step_id, "feed_values": list(feed_values),
-                "trace": trace, "timeout_s": timeout_s, "incarnation": inc}
+        args = self._run_graph_args(graph_handle, step_id, feed_values, trace, timeout_s, self.incarnation)
         if carry_to is not None:
             args["carry_to"] = carry_to
         return self._remote().start("run_graph", args, timeout_s=timeout_s, expect_incarnation=self._incarnation)

@@ -201,3 +201,28 @@ def test_state_shared_across_clients(cluster):
     b.reset()
     with pytest.raises(errors.NotFoundError):
         b.run_graph(inc_b, 22, [])
+
+
+def test_a_same_host_step_read_after_its_deadline_is_not_run(cluster, monkeypatch):
+    """A task that was stopped or starved reads a step's request late: past the deadline its
+    client set (a wall-clock time: one clock on one host), the step changes nothing."""
+    def build():
+        v = tf.Variable(np.float32(0), name="v")
+        tf.assign_add(v, 1.0, name="inc")
+    c = client(cluster, 0)
+    gd = _graph_def(build)
+    h = c.register_graph(gd, [], ["inc:0"], [])
+    c.run_graph(c.register_graph(gd, [], [], ["v/Assign"]), 1, [])
+    assert c._run_graph_args(h, 2, [], False, 5.0, c.incarnation)["expires_at"] > time.time()
+    late = c._run_graph_args
+
+    def args_that_waited_unread(*a):
+        args = late(*a)
+        args["expires_at"] -= 10.0   # as if read 10 s after it was sent: past its 5 s
+        return args
+    monkeypatch.setattr(c, "_run_graph_args", args_that_waited_unread)
+    with pytest.raises(errors.DeadlineExceededError, match="after its deadline"):
+        c.run_graph(h, 2, [], timeout_s=5.0)
+    monkeypatch.undo()
+    (value,), _ = c.run_graph(h, 3, [], timeout_s=5.0)
+    assert value == 1.0   # the late step never ran
