@@ -8,14 +8,17 @@ to look at the files, its protos are the ones its reader parses, and it needs no
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import warnings
 
+from tensorweave.framework import errors
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
+from tensorweave.ops.io.tfrecord import tf_record_iterator
 
 Event = event_pb2.Event
 tf_export("summary.Event", "Event")(Event)
@@ -30,7 +33,20 @@ def _event_file_writer(logdir: str, max_queue: int, flush_secs: float, suffix: s
     # Imported on first use: tensorboard's writer module loads its whole summary package
     # (~0.15 s), which `import tensorweave` should not pay for.
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
-    return EventFileWriter(logdir, max_queue, flush_secs, suffix)
+    try:
+        return EventFileWriter(logdir, max_queue, flush_secs, suffix)
+    except OSError as e:
+        raise errors.os_error(e, e.filename or logdir) from None
+
+
+@contextlib.contextmanager
+def _writing(event_writer):
+    """A failed write of the event file (tensorboard's writer thread reports it at the next
+    call) as TF's error naming the file: a full disk is ResourceExhaustedError."""
+    try:
+        yield
+    except OSError as e:
+        raise errors.os_error(e, getattr(event_writer, "_file_name", None) or event_writer.get_logdir()) from None
 
 
 def _run_metadata_bytes(run_metadata) -> bytes:
@@ -100,7 +116,8 @@ class FileWriter:
     def add_event(self, event) -> None:
         """Writes one Event protocol buffer."""
         if not self._warn_if_closed():
-            self.event_writer.add_event(event)
+            with _writing(self.event_writer):
+                self.event_writer.add_event(event)
 
     def add_summary(self, summary, global_step=None) -> None:
         """Adds a Summary protocol buffer, or its serialized bytes (a summary op's output), at
@@ -152,13 +169,15 @@ class FileWriter:
     def flush(self) -> None:
         """Writes every pending event to disk."""
         if not self._warn_if_closed():
-            self.event_writer.flush()
+            with _writing(self.event_writer):
+                self.event_writer.flush()
 
     def close(self) -> None:
         """Flushes and closes the event file; `reopen` starts a new one."""
         if not self._closed:
-            self.event_writer.close()
-        self._closed = True
+            self._closed = True
+            with _writing(self.event_writer):
+                self.event_writer.close()
 
     def reopen(self) -> None:
         """Reopens a closed writer on a new event file in the same logdir."""
@@ -195,8 +214,8 @@ class FileWriterCache:
 
 @tf_export("train.summary_iterator")
 def summary_iterator(path):
-    """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
-    # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.
-    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
-    for record in RawEventFileLoader(str(path)).Load():
+    """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order
+    (its records read as tf_record_iterator reads them: a damaged one is DataLossError naming
+    the file and offset)."""
+    for record in tf_record_iterator(path):
         yield event_pb2.Event.FromString(record)

@@ -9,14 +9,18 @@ as its concatenated bytes (uint8) plus `key#lengths` (int64); dtypes safetensors
 stored as raw bytes (uint8) and restored from the index's dtype.
 
 Every file is written under a temporary name and renamed into place, the index last: a reader
-never sees a half-written file under a checkpoint's name.
+never sees a half-written file under a checkpoint's name. Temporaries name their writer's host and
+process, so the next write in their directory removes those a killed writer left.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
 import uuid
+from typing import Optional
 
 import crc32c as _crc32c
 import numpy as np
@@ -42,20 +46,78 @@ def sharded_filename(basename: str, shard: int, num_shards: int) -> str:
     return f"{basename}-{shard:05d}-of-{num_shards:05d}"
 
 
-def _temp_name(path: str) -> str:
-    return f"{path}.tempstate{uuid.uuid4().hex}"
+# A temporary name carries the host and process id of its writer, so that whoever writes in its
+# directory next can tell a temporary of a writer that died (kill -9 mid-save) from one still
+# being written, and removes it: a killed save leaves nothing behind for long.
+_TEMPORARY = re.compile(r"(\.tempstate-|_temp_)(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}$")
+
+
+def temporary_name(path: str, marker: str = ".tempstate-") -> str:
+    """A fresh temporary sibling of `path`, named for this process (see sweep_temporaries)."""
+    return f"{path}{marker}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
+
+
+def sweep_temporaries(directory: str) -> None:
+    """Removes the temporaries (files or directories) in `directory` that processes of this host
+    which are gone left behind. Another host's are left alone: its processes cannot be asked."""
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return
+    host = socket.gethostname()
+    for name in names:
+        m = _TEMPORARY.search(name)
+        if m is None or m.group("host") != host or _alive(int(m.group("pid"))):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
+def _saved_errno(e: Exception) -> Optional[int]:
+    """The errno in a SafetensorError's message (its Rust io::Error says "(os error 28)")."""
+    m = re.search(r"os error (\d+)", str(e))
+    return int(m.group(1)) if m else None
 
 
 def write_atomically(path: str, write) -> None:
-    """write(temp_path), then rename the temporary file to `path` (removed on failure)."""
-    tmp = _temp_name(path)
+    """write(temporary path), then rename it to `path`. The temporary lies in a directory of its
+    own (safetensors writes through a hidden temporary of its own beside its target), swept by
+    the next write in this directory if a kill leaves it behind. A failure to write is TF's
+    error naming `path` (a full disk or quota ResourceExhaustedError)."""
+    directory = os.path.dirname(path)
+    sweep_temporaries(directory)
+    tmp_dir = temporary_name(path)
     try:
-        write(tmp)
+        os.mkdir(tmp_dir)
+        tmp = os.path.join(tmp_dir, os.path.basename(path))
+        try:
+            write(tmp)
+        except SafetensorError as e:
+            code = _saved_errno(e)
+            if code is None:
+                raise
+            raise OSError(code, os.strerror(code)) from None
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    except OSError as e:
+        raise errors.os_error(e, path) from None
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def write_text_atomically(path: str, text: str) -> None:

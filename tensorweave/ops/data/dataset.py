@@ -23,6 +23,7 @@ from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import register_generator
 from tensorweave.ops.data.iterator import Iterator
 from tensorweave.ops.helpers import as_string_tensor, make_op
+from tensorweave.ops.io import record_files
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import get_seed
 
@@ -517,6 +518,8 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
     """tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,
     footer_bytes=None, buffer_size=None): records of `record_bytes` bytes after a header and
     before a footer; a file whose body is not whole records is InvalidArgumentError naming it."""
+    record_files.check_record_sizes(record_bytes=record_bytes, header_bytes=header_bytes or 0,
+                                    footer_bytes=footer_bytes or 0)
     inputs = [_int64(header_bytes or 0, "header_bytes"), _int64(record_bytes, "record_bytes"),
               _int64(footer_bytes or 0, "footer_bytes"), _int64(buffer_size or 0, "buffer_size"),
               as_string_tensor(compression_type or "", "compression_type")]
