@@ -256,12 +256,52 @@ def merge_files(sources: list, destination: str, renames: list, write_merged_ind
             shutil.rmtree(d, ignore_errors=True)
 
 
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _counts(x) -> bool:
+    return isinstance(x, list) and all(_count(v) for v in x)
+
+
+def _known_dtype(name) -> bool:
+    if name == "string":
+        return True
+    try:
+        return isinstance(name, str) and np.dtype(name).name == name
+    except TypeError:
+        return False
+
+
+def _check_index(index: dict, path: str) -> None:
+    """DataLossError naming the index file when its JSON is not a checkpoint index's shape: the
+    reader then never meets a key that is not a string or a shape that is not a list of sizes."""
+    def bad(what: str):
+        return errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: {what}")
+    files = index.get("num_data_files")
+    if not _count(files) or files < 1:
+        raise bad(f"num_data_files is {files!r}")
+    entries = index.get("entries")
+    if not isinstance(entries, dict):
+        raise bad("it has no entries")
+    for name, e in entries.items():
+        if not isinstance(e, dict) or not _known_dtype(e.get("dtype")) or not _counts(e.get("shape")) or \
+                not isinstance(e.get("parts"), list) or not e["parts"]:
+            raise bad(f"the entry of {name} is malformed")
+        for p in e["parts"]:
+            if not isinstance(p, dict) or not isinstance(p.get("key"), str) or not _count(p.get("crc32c")) or \
+                    not _count(p.get("file")) or p["file"] >= files or not _counts(p.get("start")) or \
+                    not _counts(p.get("length")) or not len(p["start"]) == len(p["length"]) == len(e["shape"]):
+                raise bad(f"a part of {name} is malformed")
+
+
 class Bundle:
     """One of our checkpoints opened for reading: `entries` (name -> Entry) and `load(part)`."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix
         index = read_index(prefix)
+        _check_index(index, prefix + ".index")
         self.num_data_files = index["num_data_files"]
         self.entries = {}
         for name, e in index["entries"].items():
@@ -301,6 +341,13 @@ class Bundle:
             raise errors.DataLossError(None, None, f"Checkpoint data file {path}: checksum mismatch for {key} "
                                        "(corrupted file)")
         shape = tuple(part.length)
+        count = int(np.prod(part.length, dtype=np.int64))
+        fits = len(lengths) == count and int(lengths.sum()) == raw.size if dtype == "string" \
+            else raw.nbytes == count * np.dtype(dtype).itemsize
+        if not fits:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path}: {key} holds {raw.nbytes} bytes, "
+                                       f"which is not a {dtype} tensor of shape {list(part.length)} (corrupted "
+                                       "index)")
         if dtype == "string":
             out = np.empty(len(lengths), dtype=object)
             ends = np.cumsum(lengths)
