@@ -49,7 +49,7 @@ def sharded_filename(basename: str, shard: int, num_shards: int) -> str:
 # A temporary name carries the host and process id of its writer, so that whoever writes in its
 # directory next can tell a temporary of a writer that died (kill -9 mid-save) from one still
 # being written, and removes it: a killed save leaves nothing behind for long.
-_TEMPORARY = re.compile(r"(\.tempstate-|_temp_)(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{32}$")
+_TEMPORARY = re.compile(r"(\.tempstate-|_temp_)(?P<host>(?:(?!\.tempstate-|_temp_).)+)-(?P<pid>\d+)-[0-9a-f]{32}$")
 
 
 def temporary_name(path: str, marker: str = ".tempstate-") -> str:
