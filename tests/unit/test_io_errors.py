@@ -264,3 +264,11 @@ def test_a_tensorflow_index_with_a_runaway_varint_is_data_loss(tmp_path, monkeyp
         f.write(data)
     with pytest.raises(tf.errors.DataLossError, match="model.ckpt.index"):
         tf.train.load_checkpoint(prefix).get_tensor("v")
+
+
+def test_a_gfile_that_fills_the_disk_is_resource_exhausted_naming_it(full_disk):
+    path = os.path.join(full_disk, "notes.txt")
+    with pytest.raises(tf.errors.ResourceExhaustedError) as e:
+        with tf.gfile.GFile(path, "w") as f:
+            f.write("x" * 100_000)
+    assert path in e.value.message

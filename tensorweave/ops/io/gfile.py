@@ -95,8 +95,11 @@ class GFile:
 
     def close(self) -> None:
         if self._f is not None:
-            self._f.close()
-            self._f = None
+            f, self._f = self._f, None
+            try:
+                f.close()   # writes what is buffered: a full disk shows here
+            except OSError as e:
+                raise os_error(e, self._name) from None
 
     def seekable(self) -> bool:
         return True
