@@ -335,7 +335,7 @@ class Saver:
             return
         series = os.path.abspath(save_path)
         known = {os.path.abspath(p) for p, _ in self._last_checkpoints}
-        earlier = [p for p in state.all_model_checkpoint_paths if os.path.abspath(p) not in known and
+        earlier = [os.path.normpath(p) for p in state.all_model_checkpoint_paths if os.path.abspath(p) not in known and
                    (os.path.abspath(p) == series or os.path.abspath(p).startswith(series + "-")) and
                    checkpoint_exists(p)]
         if earlier:
