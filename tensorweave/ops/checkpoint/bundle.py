@@ -27,7 +27,7 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from tensorweave.framework import errors
+from tensorweave.framework import dtypes, errors
 from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, slice_string
 
 FORMAT = "tensorweave-checkpoint"
@@ -198,6 +198,7 @@ def read_index(prefix: str) -> dict:
                                    "JSON)") from None
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise errors.DataLossError(None, None, f"{path} is not a tensorweave checkpoint index")
+    _check_index(index, path)
     return index
 
 
@@ -268,8 +269,8 @@ def _known_dtype(name) -> bool:
     if name == "string":
         return True
     try:
-        return isinstance(name, str) and np.dtype(name).name == name
-    except TypeError:
+        return isinstance(name, str) and dtypes.as_dtype(name) is not None
+    except (TypeError, ValueError, KeyError):
         return False
 
 
@@ -301,7 +302,6 @@ class Bundle:
     def __init__(self, prefix: str):
         self.prefix = prefix
         index = read_index(prefix)
-        _check_index(index, prefix + ".index")
         self.num_data_files = index["num_data_files"]
         self.entries = {}
         for name, e in index["entries"].items():
