@@ -43,9 +43,16 @@ with tf.Graph().as_default():
 
 
 def trainer(train_dir: str, sharded: bool, saves: int) -> subprocess.Popen:
+    """The trainer, its stderr in a file beside train_dir (a pipe nobody drains could block it)."""
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", CHILD, train_dir, "1" if sharded else "0", str(saves)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    with open(train_dir + ".stderr", "w") as stderr:
+        return subprocess.Popen([sys.executable, "-c", CHILD, train_dir, "1" if sharded else "0", str(saves)],
+                                stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
+
+
+def stderr_of(train_dir: str) -> str:
+    with open(train_dir + ".stderr") as f:
+        return f.read()
 
 
 def leftovers(train_dir: str) -> list:
@@ -56,8 +63,8 @@ def leftovers(train_dir: str) -> list:
 
 def run_to_end(train_dir: str, sharded: bool, saves: int) -> None:
     child = trainer(train_dir, sharded, saves)
-    out, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err
+    child.communicate(timeout=300)
+    assert child.returncode == 0, stderr_of(train_dir)
 
 
 def checkpoints(train_dir: str) -> list:
@@ -77,7 +84,7 @@ def test_a_save_killed_mid_write_leaves_nothing_after_the_restart(tmp_path, shar
                 line = child.stdout.readline()
                 while line and line.strip() != "saving":
                     line = child.stdout.readline()
-                assert line, child.stderr.read()
+                assert line, stderr_of(train_dir)
             # a save is starting: kill it somewhere in its writes (16 MB take tens of ms)
             time.sleep(rng.uniform(0.0, 0.25))
             child.send_signal(signal.SIGKILL)
@@ -87,7 +94,6 @@ def test_a_save_killed_mid_write_leaves_nothing_after_the_restart(tmp_path, shar
                 child.kill()
                 child.wait()
             child.stdout.close()
-            child.stderr.close()
         if leftovers(train_dir):
             landed = leftovers(train_dir)
             break
