@@ -28,6 +28,7 @@ from tensorweave.framework.api import GraphKeys, device
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.metrics.means import mean
+from tensorweave.ops.checkpoint.bundle import temporary_name
 from tensorweave.ops.checkpoint.reader import CheckpointReader
 from tensorweave.ops.data.dataset import Dataset
 from tensorweave.ops.grouping import group
@@ -580,8 +581,7 @@ class Estimator:
             if os.path.isdir(checkpoint_path):
                 checkpoint_path = latest_checkpoint(checkpoint_path)
         export_dir = get_timestamped_export_dir(export_dir_base)
-        parent, base = os.path.split(export_dir)
-        temp_export_dir = os.path.join(parent, f"temp-{base}")
+        temp_export_dir = temporary_name(export_dir, "_temp_")   # swept by the next export once its process is gone
         builder = SavedModelBuilder(temp_export_dir)
         save_variables = True
         for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):

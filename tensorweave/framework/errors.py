@@ -1,6 +1,8 @@
 """TF1 error classes (`tf.errors`): OpError and one subclass per canonical code."""
 from __future__ import annotations
 
+import errno
+
 from tensorweave.framework.tf_export import tf_export
 
 OK = 0
@@ -151,3 +153,15 @@ class raise_exception_on_not_ok_status:
 
     def __exit__(self, *exc):
         return False
+
+
+# A full disk or an exceeded quota is TF's ResourceExhaustedError, whatever was being written.
+_OS_ERROR_CLASSES = {errno.ENOENT: NotFoundError, errno.EEXIST: AlreadyExistsError, errno.EACCES: PermissionDeniedError,
+                     errno.EPERM: PermissionDeniedError, errno.EISDIR: FailedPreconditionError,
+                     errno.ENOTDIR: FailedPreconditionError, errno.ENOSPC: ResourceExhaustedError,
+                     errno.EDQUOT: ResourceExhaustedError}
+
+
+def os_error(e: OSError, path: str, node=None, op=None) -> OpError:
+    """An OSError as TF's error class (by its errno), naming the file `path`."""
+    return _OS_ERROR_CLASSES.get(e.errno, UnknownError)(node, op, f"{path}; {e.strerror or e}")

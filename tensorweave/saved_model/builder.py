@@ -8,16 +8,17 @@ TensorFlow's own layout, which TF's loader (and TF Serving) reads:
     export_dir/assets/                      the asset files, copied
 
 Nothing half-written is ever seen as a SavedModel: everything is written into a temporary sibling
-directory (`<export_dir>_temp_<uuid>`) that `save()` renames onto the empty export_dir in one
-step, so a process killed while exporting leaves no directory `contains_saved_model` accepts (the
-temporary one is left behind; delete it).
+directory (`<export_dir>_temp_<host>-<pid>-<uuid>`) that `save()` renames onto the empty
+export_dir in one step, so a process killed while exporting leaves no directory
+`contains_saved_model` accepts. The next SavedModelBuilder in the same parent directory removes
+the temporaries of exporters that are gone (killed), and a save() that fails (a full disk) removes
+its own, so they do not accumulate.
 """
 from __future__ import annotations
 
 import logging
 import os
 import shutil
-import uuid
 from typing import Optional
 
 from google.protobuf import any_pb2, text_format
@@ -26,7 +27,7 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, saver_pb2, types_pb2
-from tensorweave.ops.checkpoint.bundle import write_atomically
+from tensorweave.ops.checkpoint.bundle import sweep_temporaries, temporary_name, write_atomically
 from tensorweave.ops.checkpoint.reader import TENSORFLOW, checkpoint_format
 from tensorweave.ops.checkpoint.tf_bundle import rewrite_as_tf_bundle
 from tensorweave.saved_model import constants, signature_constants, tag_constants
@@ -52,6 +53,7 @@ class SavedModelBuilder:
 
     def __init__(self, export_dir):
         self._export_dir = os.path.normpath(_path(export_dir))
+        sweep_temporaries(os.path.dirname(self._export_dir))
         if os.path.exists(self._export_dir):
             if os.listdir(self._export_dir):
                 raise AssertionError(_not_empty(self._export_dir))
@@ -68,8 +70,7 @@ class SavedModelBuilder:
         if self._published:
             return self._export_dir
         if self._staging is None:
-            parent, base = os.path.split(self._export_dir)
-            self._staging = os.path.join(parent, f"{base}_temp_{uuid.uuid4().hex}")
+            self._staging = temporary_name(self._export_dir, "_temp_")
             os.makedirs(self._staging)
         return self._staging
 
@@ -188,7 +189,13 @@ class SavedModelBuilder:
         def write(tmp):
             with open(tmp, "wb") as f:
                 f.write(data)
-        write_atomically(os.path.join(write_dir, name), write)
+        try:
+            write_atomically(os.path.join(write_dir, name), write)
+        except BaseException:
+            if write_dir != self._export_dir:   # nothing of a failed export is kept (it may fill the disk)
+                shutil.rmtree(write_dir, ignore_errors=True)
+                self._staging = None
+            raise
         if write_dir != self._export_dir:
             _publish(write_dir, self._export_dir)
             self._staging, self._published = None, True

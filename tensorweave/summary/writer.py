@@ -9,6 +9,7 @@ written by a thread of the writer's own so that `add_summary` does not wait for 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -18,11 +19,12 @@ import time
 import warnings
 from itertools import count
 
+from tensorweave.framework import errors
 from tensorweave.framework.graph import Graph, get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import config_pb2, event_pb2, meta_graph_pb2, summary_pb2
 from tensorweave.ops.io.gfile import MakeDirs, open_file
-from tensorweave.ops.io.tfrecord import frame
+from tensorweave.ops.io.tfrecord import frame, tf_record_iterator
 
 Event = event_pb2.Event
 tf_export("summary.Event", "Event")(Event)
@@ -46,10 +48,12 @@ class _EventFileWriter:
         MakeDirs(logdir)
         name = "events.out.tfevents.%010d.%s.%s.%s%s" % (time.time(), socket.gethostname(), os.getpid(),
                                                           next(_file_numbers), suffix)
-        self._file = open_file(os.path.join(logdir, name), "wb")
+        self.path = os.path.join(logdir, name)
+        self._file = open_file(self.path, "wb")
         self._queue: queue.Queue = queue.Queue(max(int(max_queue), 1))
         self._flush_secs = flush_secs
         self._error = None
+        self._reported = False
         self._closed = False
         self._thread = threading.Thread(target=self._write_queued, name="tensorweave-events", daemon=True)
         self._thread.start()
@@ -81,6 +85,7 @@ class _EventFileWriter:
 
     def _check(self) -> None:
         if self._error is not None:
+            self._reported = True
             raise self._error
         if self._closed:
             raise IOError("Writer is closed")
@@ -101,9 +106,23 @@ class _EventFileWriter:
             self._closed = True
             self._queue.put(_STOP)
             self._thread.join()
-            self._file.close()
-            if self._error is not None:
+            if self._error is None:
+                self._file.close()
+                return
+            with contextlib.suppress(OSError):   # (what could not be written, still buffered)
+                self._file.close()
+            if not self._reported:   # (a failure already raised to the caller is not raised again)
                 raise self._error
+
+
+@contextlib.contextmanager
+def _writing(event_writer):
+    """A failed write of the event file (the writer thread reports it at the next call) as TF's
+    error naming the file: a full disk is ResourceExhaustedError."""
+    try:
+        yield
+    except OSError as e:
+        raise errors.os_error(e, event_writer.path) from None
 
 
 def _run_metadata_bytes(run_metadata) -> bytes:
@@ -173,7 +192,8 @@ class FileWriter:
     def add_event(self, event) -> None:
         """Writes one Event protocol buffer."""
         if not self._warn_if_closed():
-            self.event_writer.add_event(event)
+            with _writing(self.event_writer):
+                self.event_writer.add_event(event)
 
     def add_summary(self, summary, global_step=None) -> None:
         """Adds a Summary protocol buffer, or its serialized bytes (a summary op's output), at
@@ -225,13 +245,15 @@ class FileWriter:
     def flush(self) -> None:
         """Writes every pending event to disk."""
         if not self._warn_if_closed():
-            self.event_writer.flush()
+            with _writing(self.event_writer):
+                self.event_writer.flush()
 
     def close(self) -> None:
         """Flushes and closes the event file; `reopen` starts a new one."""
         if not self._closed:
-            self.event_writer.close()
-        self._closed = True
+            self._closed = True
+            with _writing(self.event_writer):
+                self.event_writer.close()
 
     def reopen(self) -> None:
         """Reopens a closed writer on a new event file in the same logdir."""
@@ -268,8 +290,8 @@ class FileWriterCache:
 
 @tf_export("train.summary_iterator")
 def summary_iterator(path):
-    """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order."""
-    # Imported on first use, like the writer: it loads tensorboard's TensorFlow stub.
-    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
-    for record in RawEventFileLoader(str(path)).Load():
+    """tf.train.summary_iterator(path): the Event protocol buffers of an event file, in order
+    (its records read as tf_record_iterator reads them: a damaged one is DataLossError naming
+    the file and offset)."""
+    for record in tf_record_iterator(path):
         yield event_pb2.Event.FromString(record)

@@ -8,11 +8,22 @@ RestoreV2 run on that device (each ps task writes and reads its own shard: tenso
 travel to the client), and a MergeV2Checkpoints on the last device merges the shards' indexes.
 `save` then writes the meta graph and, last, the `checkpoint` state file, and deletes
 checkpoints beyond max_to_keep (but one every keep_checkpoint_every_n_hours).
+
+max_to_keep holds across restarts: a Saver's first save takes over the checkpoints of its own
+series (`save_path` and `save_path-<step>`) that the state file lists, so a trainer restarted
+ten times keeps max_to_keep checkpoints, not eleven times as many. TF's Saver forgets them
+(unless a SessionManager restores and calls recover_last_checkpoints, which we do too); TF2's
+CheckpointManager keeps them, and so do we. Checkpoints of another series in the same directory
+(another save_path) are never touched, and an explicit set_last_checkpoints(_with_time) or
+recover_last_checkpoints before the first save wins. A save also removes the `_temp_<uuid>`
+shard directories of its series that a sharded save killed half-way left behind.
 """
 from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
 import time
 import uuid
 from typing import Optional
@@ -29,8 +40,9 @@ from tensorweave.ops.array.core import constant, identity, placeholder_with_defa
 from tensorweave.ops.checkpoint.io_ops import merge_v2_checkpoints, restore_v2, save_v2, sharded_filename
 from tensorweave.ops.grouping import group
 from tensorweave.ops.strings.join_split import string_join
-from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, meta_graph_filename,
-                                                     remove_checkpoint, update_checkpoint_state_internal)
+from tensorweave.train.checkpoint_management import (checkpoint_exists, get_checkpoint_mtimes, get_checkpoint_state,
+                                                     meta_graph_filename, remove_checkpoint,
+                                                     update_checkpoint_state_internal)
 from tensorweave.framework.tf_protos import SaverDef
 from tensorweave.train.meta_graph import (MetaGraphDef, export_scoped_meta_graph,
                                           import_scoped_meta_graph_with_return_elements, read_meta_graph_file,
@@ -217,6 +229,7 @@ class Saver:
         self._pad_step_number = pad_step_number
         self._filename = filename
         self._last_checkpoints: list = []
+        self._took_over_earlier = False   # the state file's checkpoints of this series are adopted once
         self._checkpoints_to_be_deleted: list = []
         self._save_relative_paths = save_relative_paths
         self._next_checkpoint_time = None
@@ -298,12 +311,35 @@ class Saver:
         if not isinstance(last_checkpoints, list):
             raise TypeError("last_checkpoints must be a list")
         self._last_checkpoints = [(s, np.inf) for s in last_checkpoints]
+        self._took_over_earlier = True
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time) -> None:
         """Sets the kept checkpoints from [(path, save time)], oldest first."""
         if not isinstance(last_checkpoints_with_time, list):
             raise TypeError("last_checkpoints_with_time must be a list")
         self._last_checkpoints = list(last_checkpoints_with_time)
+        self._took_over_earlier = True
+
+    def _take_over_earlier_checkpoints(self, save_dir: str, latest_filename: str, save_path: str) -> None:
+        """Adopts, once, the checkpoints of this saver's series (`save_path`, `save_path-<step>`)
+        that the state file lists and that still exist, as older than its own: a restarted
+        trainer's max_to_keep then counts them (TF2's CheckpointManager's rule)."""
+        if self._took_over_earlier:
+            return
+        self._took_over_earlier = True
+        try:
+            state = get_checkpoint_state(save_dir or ".", latest_filename)
+        except ValueError:
+            return
+        if state is None:
+            return
+        series = os.path.abspath(save_path)
+        known = {os.path.abspath(p) for p, _ in self._last_checkpoints}
+        earlier = [os.path.normpath(p) for p in state.all_model_checkpoint_paths if os.path.abspath(p) not in known and
+                   (os.path.abspath(p) == series or os.path.abspath(p).startswith(series + "-")) and
+                   checkpoint_exists(p)]
+        if earlier:
+            self._last_checkpoints = list(zip(earlier, get_checkpoint_mtimes(earlier))) + self._last_checkpoints
 
     def recover_last_checkpoints(self, checkpoint_paths) -> None:
         """Takes over `checkpoint_paths` (e.g. a restarted trainer's state file's list) as the kept
@@ -359,6 +395,8 @@ class Saver:
         if parent and not os.path.isdir(parent):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         model_checkpoint_path = None
+        if self._sharded:
+            _remove_abandoned_shards(save_path)
         if not self._is_empty:
             model_checkpoint_path = sess.run(self.saver_def.save_tensor_name,
                                              {self.saver_def.filename_tensor_name: checkpoint_file})
@@ -370,6 +408,8 @@ class Saver:
             with sess.graph.as_default():
                 self.export_meta_graph(meta_file, strip_default_attrs=strip_default_attrs)
         if model_checkpoint_path is not None and write_state:
+            if self.saver_def.max_to_keep:
+                self._take_over_earlier_checkpoints(parent, latest_filename, save_path)
             self._RecordLastCheckpoint(model_checkpoint_path)
             update_checkpoint_state_internal(save_dir=parent, model_checkpoint_path=model_checkpoint_path,
                                                 all_model_checkpoint_paths=self.last_checkpoints,
@@ -406,6 +446,20 @@ class Saver:
                                  as_text=as_text, export_scope=export_scope, clear_devices=clear_devices,
                                  clear_extraneous_savers=clear_extraneous_savers,
                                  strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
+
+
+def _remove_abandoned_shards(save_path: str) -> None:
+    """Removes the `<save_path>[-<step>]_temp_<uuid>` directories a sharded save of this series
+    left when it was killed before MergeV2Checkpoints (saves of one series do not overlap)."""
+    parent, base = os.path.split(save_path)
+    abandoned = re.compile(re.escape(base) + r"(-\d+)?_temp_[0-9a-f]{32}")
+    try:
+        names = os.listdir(parent or ".")
+    except OSError:
+        return
+    for name in names:
+        if abandoned.fullmatch(name):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
 def _wrap_restore_error(err, verbiage: str):

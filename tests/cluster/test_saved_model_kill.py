@@ -2,7 +2,7 @@
 exports with tf.saved_model.simple_save and is SIGKILLed at the last moment before the export is
 put in place (variables and saved_model.pb fully written in the temporary sibling, the rename onto
 export_dir not done); it stops there by a file handshake, not a sleep. A new export into the same
-directory then succeeds and loads."""
+directory then succeeds and loads, and the killed export's temporary directory is gone."""
 from __future__ import annotations
 
 import os
@@ -81,6 +81,8 @@ def test_an_export_killed_before_it_is_in_place_leaves_no_saved_model(tmp_path):
         sess.run(tf.global_variables_initializer())
         tf.saved_model.simple_save(sess, export_dir, {"x": x}, {"y": y})
     assert tf.saved_model.contains_saved_model(export_dir)
+    assert not os.path.exists(staging)   # the next builder removed the killed export's temporary
+    assert [n for n in os.listdir(tmp_path) if "_temp_" in n] == []
     with tf.Graph().as_default(), tf.Session() as sess:
         meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
         sig = meta.signature_def["serving_default"]

@@ -9,21 +9,25 @@ as its concatenated bytes (uint8) plus `key#lengths` (int64); dtypes safetensors
 stored as raw bytes (uint8) and restored from the index's dtype.
 
 Every file is written under a temporary name and renamed into place, the index last: a reader
-never sees a half-written file under a checkpoint's name.
+never sees a half-written file under a checkpoint's name. Temporaries name their writer's host and
+process, so the next write in their directory removes those a killed writer left.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
 import uuid
+from typing import Optional
 
 import crc32c as _crc32c
 import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from tensorweave.framework import errors
+from tensorweave.framework import dtypes, errors
 from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, slice_string
 
 FORMAT = "tensorweave-checkpoint"
@@ -42,20 +46,78 @@ def sharded_filename(basename: str, shard: int, num_shards: int) -> str:
     return f"{basename}-{shard:05d}-of-{num_shards:05d}"
 
 
-def _temp_name(path: str) -> str:
-    return f"{path}.tempstate{uuid.uuid4().hex}"
+# A temporary name carries the host and process id of its writer, so that whoever writes in its
+# directory next can tell a temporary of a writer that died (kill -9 mid-save) from one still
+# being written, and removes it: a killed save leaves nothing behind for long.
+_TEMPORARY = re.compile(r"(\.tempstate-|_temp_)(?P<host>(?:(?!\.tempstate-|_temp_).)+)-(?P<pid>\d+)-[0-9a-f]{32}$")
+
+
+def temporary_name(path: str, marker: str = ".tempstate-") -> str:
+    """A fresh temporary sibling of `path`, named for this process (see sweep_temporaries)."""
+    return f"{path}{marker}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
+
+
+def sweep_temporaries(directory: str) -> None:
+    """Removes the temporaries (files or directories) in `directory` that processes of this host
+    which are gone left behind. Another host's are left alone: its processes cannot be asked."""
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return
+    host = socket.gethostname()
+    for name in names:
+        m = _TEMPORARY.search(name)
+        if m is None or m.group("host") != host or _alive(int(m.group("pid"))):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
+def _saved_errno(e: Exception) -> Optional[int]:
+    """The errno in a SafetensorError's message (its Rust io::Error says "(os error 28)")."""
+    m = re.search(r"os error (\d+)", str(e))
+    return int(m.group(1)) if m else None
 
 
 def write_atomically(path: str, write) -> None:
-    """write(temp_path), then rename the temporary file to `path` (removed on failure)."""
-    tmp = _temp_name(path)
+    """write(temporary path), then rename it to `path`. The temporary lies in a directory of its
+    own (safetensors writes through a hidden temporary of its own beside its target), swept by
+    the next write in this directory if a kill leaves it behind. A failure to write is TF's
+    error naming `path` (a full disk or quota ResourceExhaustedError)."""
+    directory = os.path.dirname(path)
+    sweep_temporaries(directory)
+    tmp_dir = temporary_name(path)
     try:
-        write(tmp)
+        os.mkdir(tmp_dir)
+        tmp = os.path.join(tmp_dir, os.path.basename(path))
+        try:
+            write(tmp)
+        except SafetensorError as e:
+            code = _saved_errno(e)
+            if code is None:
+                raise
+            raise OSError(code, os.strerror(code)) from None
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    except OSError as e:
+        raise errors.os_error(e, path) from None
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -136,6 +198,7 @@ def read_index(prefix: str) -> dict:
                                    "JSON)") from None
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise errors.DataLossError(None, None, f"{path} is not a tensorweave checkpoint index")
+    _check_index(index, path)
     return index
 
 
@@ -194,6 +257,45 @@ def merge_files(sources: list, destination: str, renames: list, write_merged_ind
             shutil.rmtree(d, ignore_errors=True)
 
 
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _counts(x) -> bool:
+    return isinstance(x, list) and all(_count(v) for v in x)
+
+
+def _known_dtype(name) -> bool:
+    if name == "string":
+        return True
+    try:
+        return isinstance(name, str) and dtypes.as_dtype(name) is not None
+    except (TypeError, ValueError, KeyError):
+        return False
+
+
+def _check_index(index: dict, path: str) -> None:
+    """DataLossError naming the index file when its JSON is not a checkpoint index's shape: the
+    reader then never meets a key that is not a string or a shape that is not a list of sizes."""
+    def bad(what: str):
+        return errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: {what}")
+    files = index.get("num_data_files")
+    if not _count(files) or files < 1:
+        raise bad(f"num_data_files is {files!r}")
+    entries = index.get("entries")
+    if not isinstance(entries, dict):
+        raise bad("it has no entries")
+    for name, e in entries.items():
+        if not isinstance(e, dict) or not _known_dtype(e.get("dtype")) or not _counts(e.get("shape")) or \
+                not isinstance(e.get("parts"), list) or not e["parts"]:
+            raise bad(f"the entry of {name} is malformed")
+        for p in e["parts"]:
+            if not isinstance(p, dict) or not isinstance(p.get("key"), str) or not _count(p.get("crc32c")) or \
+                    not _count(p.get("file")) or p["file"] >= files or not _counts(p.get("start")) or \
+                    not _counts(p.get("length")) or not len(p["start"]) == len(p["length"]) == len(e["shape"]):
+                raise bad(f"a part of {name} is malformed")
+
+
 class Bundle:
     """One of our checkpoints opened for reading: `entries` (name -> Entry) and `load(part)`."""
 
@@ -239,6 +341,13 @@ class Bundle:
             raise errors.DataLossError(None, None, f"Checkpoint data file {path}: checksum mismatch for {key} "
                                        "(corrupted file)")
         shape = tuple(part.length)
+        count = int(np.prod(part.length, dtype=np.int64))
+        fits = len(lengths) == count and int(lengths.sum()) == raw.size if dtype == "string" \
+            else raw.nbytes == count * np.dtype(dtype).itemsize
+        if not fits:
+            raise errors.DataLossError(None, None, f"Checkpoint data file {path}: {key} holds {raw.nbytes} bytes, "
+                                       f"which is not a {dtype} tensor of shape {list(part.length)} (corrupted "
+                                       "index)")
         if dtype == "string":
             out = np.empty(len(lengths), dtype=object)
             ends = np.cumsum(lengths)

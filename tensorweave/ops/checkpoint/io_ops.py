@@ -94,12 +94,15 @@ def _save_kernel(node, ctx):
         if len(names) != len(tensors) or len(specs) != len(tensors):
             raise invalid(node, f"Got {len(tensors)} tensors, {len(names)} names and {len(specs)} slice specs")
         try:
-            write(_text(prefix), list(zip(names, specs, tensors)), node.name)
+            try:
+                write(_text(prefix), list(zip(names, specs, tensors)), node.name)
+            except OSError as e:
+                raise errors.os_error(e, e.filename or _text(prefix)) from None
         except ValueError as e:
             raise invalid(node, str(e)) from None
-        except OSError as e:
-            raise errors.UnknownError(node, node.name, f"{node.name}: writing checkpoint {_text(prefix)} failed on "
-                                      f"{ctx.task or 'this task'}: {e}") from None
+        except errors.OpError as e:   # a full disk is ResourceExhaustedError naming the file, as in TF
+            raise type(e)(node, node.name, f"{node.name}: writing checkpoint {_text(prefix)} failed on "
+                          f"{ctx.task or 'this task'}: {e.message}") from None
     return save
 
 
@@ -172,8 +175,9 @@ def _merge_kernel(node, ctx):
         except errors.OpError as e:
             raise type(e)(node, node.name, f"{node.name}: {e.message}") from None
         except OSError as e:
-            raise errors.UnknownError(node, node.name, f"{node.name}: merging into {_text(destination)} failed: "
-                                      f"{e}") from None
+            err = errors.os_error(e, e.filename or _text(destination))
+            raise type(err)(node, node.name, f"{node.name}: merging into {_text(destination)} failed: "
+                            f"{err.message}") from None
     return merge
 
 

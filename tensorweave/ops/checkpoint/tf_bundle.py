@@ -162,17 +162,20 @@ def read_table(path: str) -> dict:
         raise errors.DataLossError(None, None, f"{path} is not a TensorFlow checkpoint index (bad magic number "
                                    "or truncated)")
     footer = data[-_FOOTER:]
-    pos = 0
-    _, pos = _varint(footer, pos)      # metaindex handle (unused by checkpoints)
-    _, pos = _varint(footer, pos)
-    index_off, pos = _varint(footer, pos)
-    index_size, pos = _varint(footer, pos)
     table = {}
-    for _, handle in _block_entries(_block(data, index_off, index_size, path)):
-        off, p = _varint(handle, 0)
-        size, _ = _varint(handle, p)
-        for k, v in _block_entries(_block(data, off, size, path)):
-            table[bytes(k)] = bytes(v)
+    try:
+        pos = 0
+        _, pos = _varint(footer, pos)      # metaindex handle (unused by checkpoints)
+        _, pos = _varint(footer, pos)
+        index_off, pos = _varint(footer, pos)
+        index_size, pos = _varint(footer, pos)
+        for _, handle in _block_entries(_block(data, index_off, index_size, path)):
+            off, p = _varint(handle, 0)
+            size, _ = _varint(handle, p)
+            for k, v in _block_entries(_block(data, off, size, path)):
+                table[bytes(k)] = bytes(v)
+    except (ValueError, IndexError, struct.error) as e:   # a varint or block running past its end
+        raise errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted ({e})") from None
     return table
 
 
@@ -205,7 +208,11 @@ class TFBundle:
         for key, value in table.items():
             if key[:1] == b"\x00":
                 continue  # the bytes of one slice: reached through its tensor's entry
-            name = key.decode()
+            try:
+                name = key.decode()
+            except UnicodeDecodeError:
+                raise errors.DataLossError(None, None, f"Checkpoint index {prefix}.index is corrupted (a tensor name "
+                                           "that is not UTF-8)") from None
             what = f"Checkpoint index {prefix}.index, tensor {name}"
             e = _record(BundleEntryProto, value, what)
             dtype, shape = _dtype_name(e.dtype), _shape(e)

@@ -23,6 +23,7 @@ from tensorweave.ops.data import structure
 from tensorweave.ops.data.dataset_ops import register_generator
 from tensorweave.ops.data.iterator import Iterator
 from tensorweave.ops.helpers import as_string_tensor, make_op
+from tensorweave.ops.io import record_files
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.random import get_seed
 
@@ -639,8 +640,10 @@ def FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None, footer_
     """tf.data.FixedLengthRecordDataset(filenames, record_bytes, header_bytes=None,
     footer_bytes=None, buffer_size=None): records of `record_bytes` bytes after a header and
     before a footer; a file whose body is not whole records is InvalidArgumentError naming it."""
-    inputs = [_int64(header_bytes or 0, "header_bytes"), _int64(record_bytes, "record_bytes"),
-              _int64(footer_bytes or 0, "footer_bytes"), _int64(buffer_size or 0, "buffer_size"),
+    header_bytes, footer_bytes = (0 if b is None else b for b in (header_bytes, footer_bytes))
+    record_files.check_record_sizes(record_bytes=record_bytes, header_bytes=header_bytes, footer_bytes=footer_bytes)
+    inputs = [_int64(header_bytes, "header_bytes"), _int64(record_bytes, "record_bytes"),
+              _int64(footer_bytes, "footer_bytes"), _int64(buffer_size or 0, "buffer_size"),
               as_string_tensor(compression_type or "", "compression_type")]
     return _files_dataset("FixedLengthRecordDatasetV2", filenames, inputs, "FixedLengthRecordDataset")
 

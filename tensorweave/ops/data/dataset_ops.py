@@ -192,8 +192,7 @@ def _fixed_kernel(node, ctx):
     def run(filenames, header, record, footer, buffer_size, compression):
         names = _filenames(node, filenames)
         h, r, f = _int(header), _int(record), _int(footer)
-        if r <= 0:
-            raise errors.InvalidArgumentError(node, node.name, f"record_bytes must be positive, got {r}")
+        record_files.check_record_sizes(node, record_bytes=r, header_bytes=h, footer_bytes=f)
         kind = record_files.compression_of(bytes(string_array(compression)[()]).decode())
         return _Gen(lambda: _files(node, names, lambda n: record_files.fixed_length_records(
             n, r, h, f, node=node, compression=kind)))

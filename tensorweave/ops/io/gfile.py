@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from tensorweave.framework import errors
+from tensorweave.framework.errors import os_error
 from tensorweave.framework.tf_export import tf_export
 
 
@@ -22,15 +23,6 @@ def as_path(name) -> str:
     if not isinstance(name, str):
         raise TypeError(f"A file name must be a string, got {type(name).__name__}")
     return name[len("file://"):] if name.startswith("file://") else name
-
-
-def os_error(e: OSError, path: str, node=None, op=None) -> errors.OpError:
-    """An OSError as TF's error class, naming the file."""
-    cls = {FileNotFoundError: errors.NotFoundError, FileExistsError: errors.AlreadyExistsError,
-           PermissionError: errors.PermissionDeniedError, IsADirectoryError: errors.FailedPreconditionError,
-           NotADirectoryError: errors.FailedPreconditionError}.get(type(e), errors.UnknownError)
-    reason = e.strerror or str(e)
-    return cls(node, op, f"{path}; {reason}")
 
 
 def open_file(path, mode: str = "rb", node=None, op=None):
@@ -104,8 +96,11 @@ class GFile:
 
     def close(self) -> None:
         if self._f is not None:
-            self._f.close()
-            self._f = None
+            f, self._f = self._f, None
+            try:
+                f.close()   # writes what is buffered: a full disk shows here
+            except OSError as e:
+                raise os_error(e, self._name) from None
 
     def seekable(self) -> bool:
         return True

@@ -91,6 +91,9 @@ def _fixed_records(node) -> Callable:
     a = node.attr
     kind = record_files.compression_of(a.get("encoding", ""))
 
+    record_files.check_record_sizes(node, **{k: a[k] for k in ("record_bytes", "header_bytes", "footer_bytes",
+                                                                "hop_bytes")})
+
     def records(work: bytes, n):
         return _numbered(work, record_files.fixed_length_records(
             work, a["record_bytes"], a["header_bytes"], a["footer_bytes"], a["hop_bytes"], node=n, strict=False,
@@ -228,11 +231,10 @@ class FixedLengthRecordReader(ReaderBase):
     partial last record is dropped. encoding: '' or 'ZLIB' / 'GZIP'."""
 
     def __init__(self, record_bytes, header_bytes=None, footer_bytes=None, hop_bytes=None, name=None, encoding=None):
-        if int(record_bytes) <= 0:
-            raise ValueError(f"record_bytes must be positive, got {record_bytes}")
-        attrs = {"record_bytes": int(record_bytes), "header_bytes": int(header_bytes or 0),
-                 "footer_bytes": int(footer_bytes or 0), "hop_bytes": int(hop_bytes or 0),
-                 "encoding": record_files.compression_of(encoding)}
+        sizes = {"record_bytes": int(record_bytes), "header_bytes": int(header_bytes or 0),
+                 "footer_bytes": int(footer_bytes or 0), "hop_bytes": int(hop_bytes or 0)}
+        record_files.check_record_sizes(**sizes)
+        attrs = dict(sizes, encoding=record_files.compression_of(encoding))
         super().__init__(self._make("FixedLengthRecordReaderV2", attrs, name))
 
 

@@ -9,6 +9,8 @@ import os
 import zlib
 from typing import Iterator, Optional
 
+import numpy as np
+
 from tensorweave.framework import errors
 from tensorweave.ops.io.gfile import as_path, open_file, os_error
 from tensorweave.ops.io.tfrecord import RecordFile
@@ -45,6 +47,18 @@ class _ZlibStream:
 
     def close(self) -> None:
         self._f.close()
+
+
+def check_record_sizes(node=None, **sizes) -> None:
+    """InvalidArgumentError naming the first of a fixed-length reader's sizes out of range, as
+    TF's kernels check them: record_bytes must be positive, header_bytes, footer_bytes and
+    hop_bytes not negative. A size that is not yet known (a tensor) is checked when it is."""
+    for what, value in sizes.items():
+        if isinstance(value, (int, np.integer)):
+            low = 1 if what == "record_bytes" else 0
+            if value < low:
+                raise errors.InvalidArgumentError(node, node.name if node is not None else None,
+                                                  f"{what} must be {'> 0' if low else '>= 0'}, got {value}")
 
 
 def fixed_length_records(path, record_bytes: int, header_bytes: int = 0, footer_bytes: int = 0,

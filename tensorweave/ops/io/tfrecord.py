@@ -5,6 +5,7 @@ DataLossError naming the file and offset, a clean end is None. tf.python_io's wr
 and options live here too."""
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from typing import Iterator, Optional
@@ -19,6 +20,7 @@ from tensorweave.ops.io.gfile import as_path, open_file, os_error
 _MASK_DELTA = 0xA282EAD8
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+_MAX_LENGTH = (1 << 63) - 1
 
 
 def masked_crc32c(data: bytes) -> int:
@@ -124,16 +126,23 @@ class TFRecordWriter:
 
     def flush(self) -> None:
         if self._f is not None:
-            if self._compress:
-                self._f.write(self._compress.flush(zlib.Z_SYNC_FLUSH))
-            self._f.flush()
+            try:
+                if self._compress:
+                    self._f.write(self._compress.flush(zlib.Z_SYNC_FLUSH))
+                self._f.flush()
+            except OSError as e:
+                raise os_error(e, self._path) from None
 
     def close(self) -> None:
         if self._f is not None:
-            if self._compress:
-                self._f.write(self._compress.flush())
-            self._f.close()
-            self._f = None
+            f, self._f = self._f, None
+            try:
+                if self._compress:
+                    f.write(self._compress.flush())
+                f.close()
+            except OSError as e:
+                f.close()   # closing again drops what could not be written
+                raise os_error(e, self._path) from None
 
     def __enter__(self):
         return self
@@ -187,6 +196,9 @@ class RecordFile:
         self._node = node
         raw = open_file(self.path, "rb", node, node.name if node is not None else None)
         self._f = _Inflating(raw, compression, self.path) if compression else raw
+        # A length field is checked before anything is allocated for it: no record is longer
+        # than its file (uncompressed), or than 2**63 bytes (compressed: read as it inflates).
+        self._max_length = os.fstat(raw.fileno()).st_size if not compression else _MAX_LENGTH
         self.offset = 0
 
     def _loss(self, what: str) -> errors.DataLossError:
@@ -203,6 +215,8 @@ class RecordFile:
         (length,) = _U64.unpack_from(header)
         if _U32.unpack_from(header, 8)[0] != masked_crc32c(header[:8]):
             raise self._loss("corrupted")
+        if length > self._max_length:
+            raise self._loss(f"record size too large ({length} bytes) for the")
         body = self._f.read(length + 4)
         if len(body) < length + 4:
             raise self._loss("truncated")
