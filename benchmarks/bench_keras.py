@@ -44,7 +44,8 @@ def build(keras, model: str):
         net.compile(loss="categorical_crossentropy", optimizer="adadelta", metrics=["accuracy"])
         return net, 128
     net = keras.Sequential([layers.Embedding(20000, 128, input_length=80),
-                            layers.LSTM(128, dropout=0.2, recurrent_dropout=0.2), layers.Dense(1, activation="sigmoid")])
+                            layers.LSTM(128, dropout=0.2, recurrent_dropout=0.2),
+                            layers.Dense(1, activation="sigmoid")])
     net.compile(loss="binary_crossentropy", optimizer="adam", metrics=["accuracy"])
     return net, 32
 
