@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from typing import Optional
 
@@ -79,6 +80,10 @@ class NetnsLab:
         self.names = list(names)
         self.namespaces: dict = {}
         self.relays: list = []
+        # A namespace's tasks get a TMPDIR of their own: the same-host socket files are named by
+        # port, and a port of another network namespace is another port (here and in the root
+        # namespace the same number serves different servers).
+        self.tmpdir = tempfile.mkdtemp(prefix="tw-netns-")
         _LIVE.add(self)
         try:
             self._build()
@@ -114,8 +119,10 @@ class NetnsLab:
         return f"{self.subnet}.{self.names.index(name) + 1}"
 
     def command(self, name: str, argv) -> list:
-        """`argv` run inside the namespace of `name`."""
-        return ["ip", "netns", "exec", self.namespaces[name], *argv]
+        """`argv` run inside the namespace of `name` (with that namespace's TMPDIR)."""
+        tmpdir = os.path.join(self.tmpdir, name)
+        os.makedirs(tmpdir, exist_ok=True)
+        return ["ip", "netns", "exec", self.namespaces[name], "env", f"TMPDIR={tmpdir}", *argv]
 
     def nft(self, name: str, script: str) -> None:
         _run(["ip", "netns", "exec", self.namespaces[name], "nft", "-f", "-"], stdin=script)
@@ -169,6 +176,7 @@ class NetnsLab:
             _run(["ip", "netns", "del", ns], check=False)
         self.namespaces.clear()
         _run(["ip", "link", "del", self.bridge], check=False)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
         _LIVE.discard(self)
 
 
