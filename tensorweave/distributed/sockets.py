@@ -80,8 +80,21 @@ EVENTS, POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)   # plain ints: the enum wrapp
 _SNDMORE, NOBLOCK = int(zmq.SNDMORE), int(zmq.NOBLOCK)
 
 
+MAX_SOCKETS = 16384   # ZeroMQ's default is 1,023; each client connection holds a monitor socket too
+
+
 def zmq_context() -> zmq.Context:
-    return zmq.Context.instance()
+    """The process's ZeroMQ context, with room for MAX_SOCKETS sockets (set on first use: ZeroMQ
+    takes the limit only before a context's first socket)."""
+    ctx = zmq.Context.instance()
+    if ctx is not _sized[0]:
+        if ctx.get(zmq.MAX_SOCKETS) < MAX_SOCKETS:
+            ctx.set(zmq.MAX_SOCKETS, MAX_SOCKETS)
+        _sized[0] = ctx
+    return ctx
+
+
+_sized: list = [None]   # the context whose limit was set
 
 
 def set_heartbeats(sock: zmq.Socket) -> None:
