@@ -77,6 +77,10 @@ class _Socket(zmq.Socket):
 
 
 _KEYS_REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}   # (never retried)
+# Events that come once per connection made or lost, never per retry of a peer that is gone.
+_LASTING = (zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
+            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
 
 class _Watch:
@@ -84,8 +88,16 @@ class _Watch:
     soon after the connection was made (a handshake that times out takes HANDSHAKE_S: a peer
     stopped or cut off, not one that refuses the keys)."""
 
-    def __init__(self, sock: zmq.Socket):
-        self.monitor = sock.get_monitor_socket(addr=f"inproc://tensorweave-monitor-{uuid.uuid4().hex}")
+    def __init__(self, sock: zmq.Socket, events: int = zmq.EVENT_ALL):
+        # ZeroMQ's IO thread blocks, for every socket of the process, on a monitor whose queue is
+        # full: this one's has no limit (a receive HWM of 0), and a long-lived connection's
+        # watch takes only the events that are few however long its peer is gone (_LASTING).
+        addr = f"inproc://tensorweave-monitor-{uuid.uuid4().hex}"
+        sock.monitor(addr, events)
+        self.monitor = sock.context.socket(zmq.PAIR)
+        self.monitor.setsockopt(zmq.RCVHWM, 0)
+        self.monitor.setsockopt(zmq.LINGER, 0)
+        self.monitor.connect(addr)
         self.seen: set = set()
         self.quick_failures = 0
         self.disconnects = 0
@@ -169,7 +181,7 @@ class _CallSocket(_Socket):
     def watch(self) -> None:
         """Monitors the connection from now on: its handshake (_await_connection) and each time
         it drops (resets)."""
-        self._watch = _Watch(self)
+        self._watch = _Watch(self, _LASTING)
 
     def resets(self) -> int:
         """How often the connection dropped so far. ZeroMQ reconnects at once, but what was in

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -182,3 +184,38 @@ def test_a_task_idle_after_a_burst_of_steps_spends_no_cpu_waiting(start_cluster)
     before = _cpu_s(pid)
     time.sleep(2.0)
     assert _cpu_s(pid) - before < 0.15
+
+
+_RETRYING_CLIENT = """
+import time, zmq
+import tensorweave as tf
+from tensorweave.distributed import channel, zeromq
+configure = zeromq._configure_dealer
+def retry_at_once(sock):   # thousands of connect attempts (and monitor events) a second
+    configure(sock)
+    sock.setsockopt(zmq.RECONNECT_IVL, 1)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1)
+zeromq._configure_dealer = retry_at_once
+T0 = "/job:local/replica:0/task:0"
+gone = tf.train.Server.create_local_server()
+idle = channel.Channel("tcp://" + gone.target.rpartition("/")[2], T0, 5.0)
+assert idle.call("get_status", {})["job"] == "local"   # (its connection stays in the pool)
+gone.stop()
+time.sleep(3)
+server = tf.train.Server.create_local_server()
+ch = channel.Channel("tcp://" + server.target.rpartition("/")[2], T0, 5.0)
+assert ch.call("get_status", {})["job"] == "local"
+ch.close(); server.stop(); idle.close()
+print("served on")
+"""
+
+
+def test_a_connection_retrying_a_gone_peer_does_not_stop_the_process_s_other_connections():
+    # ZeroMQ's one IO thread blocks, for every socket of the process, on a connection monitor
+    # whose queue is full; a pooled connection to a peer that went away retries without end,
+    # and nobody reads its monitor while it sits in the pool. (A process: the defect hangs it.)
+    try:
+        done = subprocess.run([sys.executable, "-c", _RETRYING_CLIENT], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process hung: its connections stopped once the idle one had retried for a while")
+    assert done.returncode == 0 and done.stdout.strip() == "served on", done.stderr[-3000:]
