@@ -46,6 +46,7 @@ class _Mailbox:
         """(True, the item) or (False, None) when none waits."""
         if not self.messages:
             return False, None
+        self._poll.poll(-1)   # (its byte follows a message seen here at once)
         os.read(self.fd, 1)
         return True, self.messages.popleft()
 
