@@ -48,6 +48,7 @@ DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
+HOST_MEMORY: dict[str, tuple] = {}              # op type -> (input, output indices) a GPU kernel keeps on the host
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
@@ -74,11 +75,27 @@ def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
         TF_LOWERINGS[op_type] = tf_lowering
 
 
+def register_gpu(*op_types: str, host_inputs: tuple = (), host_outputs: tuple = (),
+                 kernel: Optional[Callable] = None) -> None:
+    """Gives each of `op_types` a GPU kernel: `kernel`, or by default its CPU kernel, whose code
+    is written against its inputs' array module (runtime/devices.array_module) and so runs on
+    CuPy arrays too. `host_inputs`/`host_outputs`: the indices of the inputs it reads and the
+    outputs it writes in host memory (TF's HostMemory: shapes, axes, sizes)."""
+    for op_type in op_types:
+        KERNELS[(op_type, "GPU")] = kernel or KERNELS[(op_type, "CPU")]
+        if host_inputs or host_outputs:
+            HOST_MEMORY[op_type] = (tuple(host_inputs), tuple(host_outputs))
+
+
+def has_kernel(op_type: str, device_type: str) -> bool:
+    return (op_type, device_type) in KERNELS or (device_type != "GPU" and (op_type, "CPU") in KERNELS)
+
+
 def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
     try:
         return KERNELS[(op_type, device_type)]
     except KeyError:
-        if (op_type, "CPU") in KERNELS:
+        if device_type != "GPU" and (op_type, "CPU") in KERNELS:
             return KERNELS[(op_type, "CPU")]
         raise errors.NotFoundError(
             None, None, f"No registered kernel for op '{op_type}' on device type {device_type}") from None

@@ -13,6 +13,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
+from tensorweave.runtime import devices
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -27,6 +28,7 @@ class KernelContext:
     library: dict = field(default_factory=dict)     # function name -> FunctionDef
     services: dict = field(default_factory=dict)    # rendezvous, transport hooks (distributed runtime)
     log_device_placement: bool = False
+    gpus: dict = field(default_factory=dict)        # "GPU:i" -> runtime.devices.Gpu, this task's GPUs
     _function_plans: dict = field(default_factory=dict)
 
     def function_plan(self, name: str) -> "Plan":
@@ -140,8 +142,28 @@ class Plan:
         steps = []
         self._names: list[NodeDef] = []
         guarded = False
+        gpus = ctx.gpus
+        where: dict = {}   # slot -> the Gpu whose memory holds its value (absent: host memory)
+        moved: dict = {}   # (slot, Gpu or None) -> the slot of its copy there
+
+        def located(slot: int, device, consumer: NodeDef) -> int:
+            """`slot`, or the slot of its one copy on `device` (None: host), made before `consumer`."""
+            if where.get(slot) is device:
+                return slot
+            copy = moved.get((slot, device))
+            if copy is None:
+                copy = moved[(slot, device)] = len(slots)
+                slots[f"^copy{copy}"] = copy
+                steps.append((_MODE_ONE_1, devices.to_host if device is None else device.to_device, slot, None, copy))
+                self._names.append(consumer)
+                if device is not None:
+                    where[copy] = device
+            return copy
+
         for node in order:
             opdef = registry.lookup(node.op)
+            device = _gpu_of(node, gpus) if gpus else None
+            host_in, host_out = registry.HOST_MEMORY.get(node.op, ((), ())) if device is not None else ((), ())
             ins = []
             reads = []   # positions of the arguments that read a ref output's current value
             for inp in node.input:
@@ -160,6 +182,9 @@ class Plan:
                             f"to a variable, but {inp!r} is a value (fed, or not a ref output)")
                 elif is_ref:
                     reads.append(len(ins) + opdef.needs_step)
+                elif gpus:
+                    ins.append(located(slots[key], None if len(ins) in host_in else device, node))
+                    continue
                 ins.append(slots[key])
             if opdef.needs_step:
                 ins.insert(0, _STEP_SLOT)
@@ -173,14 +198,22 @@ class Plan:
             if ctx.log_device_placement:
                 print(f"{node.name}: ({node.op}): {node.device or ctx.task}", file=sys.stderr)
             try:
-                fn = registry.kernel_for(node.op, ctx.device_type)(node, ctx)
+                fn = registry.kernel_for(node.op, "GPU" if device is not None else ctx.device_type)(node, ctx)
             except errors.OpError as e:
                 raise _with_node(e, node, ctx.task) from None
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(
                     node, node.name, f"{e}\n\t [[node {node.name} (op: {node.op}) on {ctx.task}]]") from None
+            if device is not None:
+                fn = device.kernel(fn, node, tuple(i + opdef.needs_step for i in host_in), host_out)
+                for i, o in enumerate(outs):
+                    if o >= 0 and i not in host_out:
+                        where[o] = device
+            elif gpus and isinstance(next(iter(gpus.values())), devices.StandInGpu):
+                fn = devices.host_kernel(fn, node)
             if reads:
-                fn = _reading_refs(fn, reads, node.name)
+                fn = _reading_refs(fn, reads, node.name, (device.to_device if device else devices.to_host)
+                                   if gpus else None)
             if node.name in may_be_dead:
                 # one more output, the node's own liveness (None or DEAD), which its control
                 # successors take as extra arguments
@@ -213,17 +246,18 @@ class Plan:
             else:
                 steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
             self._names.append(node)
-        self.num_slots = len(slots)
-        self._template = [None] * len(slots)
-        for s, v in template:
-            self._template[s] = v
-        self._steps = steps
         self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
-        self.fetch_slots = [slots[f] for f in fetches]
+        self.fetch_slots = [located(slots[f], None, by_name.get(f.rsplit(":", 1)[0]))
+                            if gpus else slots[f] for f in fetches]
+        self.num_slots = len(slots)
+        self._template = [None] * len(slots)
+        for s, v in template:
+            self._template[s] = v
+        self._steps = steps
         self._may_be_dead = bool(may_be_dead)
         self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
         for i, f in enumerate(fetches):
@@ -277,7 +311,7 @@ class Plan:
             self._execute(vals, self._steps, 0)
         out = [vals[s] for s in self.fetch_slots]
         for i, name in self._ref_fetches:
-            out[i] = out[i].read(name)
+            out[i] = devices.to_host(out[i].read(name))
         if self._may_be_dead:
             for i, v in enumerate(out):
                 if v is DEAD:
@@ -317,16 +351,23 @@ def _is_ref_output(node: Optional[NodeDef], index: int) -> bool:
     return node is not None and index in registry.lookup(node.op).ref_outputs
 
 
-def _reading_refs(fn, positions: list, name: str):
+def _reading_refs(fn, positions: list, name: str, move: Optional[Callable] = None):
     """`fn` given the current value of the TF1 variables at argument `positions` (ref outputs
     read by an op that takes values): read when the op runs, as TF reads a ref, so an op ordered
-    after an Assign sees the assigned value. The read names the reading op, as TF's error does."""
+    after an Assign sees the assigned value. The read names the reading op, as TF's error does.
+    `move` brings the value to the reading op's device (a variable may live on a GPU)."""
     def call(*args):
         args = list(args)
         for p in positions:
-            args[p] = args[p].read(name)
+            args[p] = args[p].read(name) if move is None else move(args[p].read(name))
         return fn(*args)
     return call
+
+
+def _gpu_of(node: NodeDef, gpus: dict):
+    """The Gpu a placed node runs on ("/job:../device:GPU:1"), or None for the CPU."""
+    at = node.device.rfind("GPU:")
+    return None if at < 0 else gpus.get(node.device[at:])
 
 
 def _guarded(fn, takes_step: bool):

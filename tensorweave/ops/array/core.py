@@ -13,7 +13,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor, register_
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, np_dtype, same_as_input, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- Const -------------------------------------------------------------------------------------
@@ -86,6 +86,7 @@ def _const_kernel(node, ctx):
 
 register("Const", lambda op: [(op.get_attr("dtype"), TensorShape(op.get_attr("value").shape))],
          _const_kernel, grad=None)
+register_gpu("Const")
 
 
 def _constant_conversion(value, dtype=None, name=None) -> Tensor:
@@ -120,6 +121,7 @@ def _placeholder_kernel(node, ctx):
 
 register("Placeholder", lambda op: [(op.get_attr("dtype"), op.get_attr("shape"))],
          _placeholder_kernel, grad=None)
+register_gpu("Placeholder")
 
 
 @tf_export("placeholder_with_default")
@@ -152,6 +154,7 @@ def identity(input, name=None) -> Tensor:
 
 
 register("Identity", same_as_input(0), lambda node, ctx: (lambda x: x), grad=lambda op, g: [g])
+register_gpu("Identity")
 
 
 @tf_export("guarantee_const")
@@ -218,6 +221,7 @@ def _shape_kernel(node, ctx):
 
 
 register("Shape", _shape_infer, _shape_kernel, grad=None)
+register_gpu("Shape", host_outputs=(0,))
 
 
 def _broadcast_gradient_args_kernel(node, ctx):
@@ -351,6 +355,7 @@ def _reshape_grad(op, grad):
 
 
 register("Reshape", _reshape_infer, _reshape_kernel, grad=_reshape_grad)
+register_gpu("Reshape", host_inputs=(1,))
 
 
 # -- ExpandDims, Squeeze -----------------------------------------------------------------------
