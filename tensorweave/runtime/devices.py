@@ -1,7 +1,7 @@
 """The GPUs of this process, and how values move between host memory and theirs.
 
 A GPU's tensors are CuPy arrays; a kernel is written once against the array module of its
-inputs (`array_module`: CuPy's for device arrays, numpy's otherwise) and runs on both. Which
+inputs (ops/helpers.array_module: CuPy's for device arrays, numpy's otherwise) and runs on both. Which
 GPUs exist follows TF: those CUDA shows the process (`CUDA_VISIBLE_DEVICES`), narrowed and
 renumbered by `ConfigProto.gpu_options.visible_device_list`, none when
 `ConfigProto.device_count["GPU"]` is 0 or CuPy (the extra `gpu`) is missing.
@@ -19,11 +19,7 @@ from typing import Optional
 import numpy as np
 
 from tensorweave.framework import errors
-
-try:   # the extra `gpu`; without it this process has no GPU
-    import cupy
-except ImportError:   # (a missing CUDA library is an ImportError too)
-    cupy = None
+from tensorweave.ops.helpers import array_module, cupy  # noqa: F401 (the kernels. xp)
 
 STANDIN_ENV = "TENSORWEAVE_STANDIN_GPUS"
 _MOVABLE = frozenset("biufc")   # dtype kinds with device memory (strings and objects stay on the host)
@@ -31,15 +27,6 @@ _MOVABLE = frozenset("biufc")   # dtype kinds with device memory (strings and ob
 
 class StandInArray(np.ndarray):
     """A stand-in GPU's array: host memory that the copy plan treats as device memory."""
-
-
-def array_module(*values):
-    """numpy, or CuPy when any of `values` is a CuPy array: a kernel's `xp`."""
-    if cupy is not None:
-        for v in values:
-            if isinstance(v, cupy.ndarray):
-                return cupy
-    return np
 
 
 def to_host(value):
