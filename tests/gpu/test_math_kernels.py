@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tensorweave  # noqa: F401 (registers the ops)
+import tensorweave as tf
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops import registry
@@ -117,3 +117,38 @@ def test_sparse_xent_label_out_of_range_on_the_gpu_is_an_error(cupy):
     kernel = registry.kernel_for("SparseSoftmaxCrossEntropyWithLogits", "GPU")(node, None)
     with pytest.raises(errors.InvalidArgumentError, match="outside the valid range"):
         kernel(cupy.asarray(LOGITS), cupy.asarray(np.array([0, 5, 2, 2, 1, 3], np.int32)))
+
+
+def _mlp_loss_and_gradients():
+    rng = np.random.RandomState(0)
+    c = tf.constant
+    x, labels = c(rng.randn(64, 20).astype(np.float32)), c(np.eye(10, dtype=np.float32)[rng.randint(0, 10, 64)])
+    w1, b1 = c(rng.randn(20, 32).astype(np.float32) * 0.3), c(np.zeros(32, np.float32))
+    w2, b2 = c(rng.randn(32, 10).astype(np.float32) * 0.3), c(np.full(10, 0.1, np.float32))
+    logits = tf.nn.bias_add(tf.matmul(tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1)), w2), b2)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), tf.argmax(labels, 1)), tf.float32))
+    return [loss, accuracy] + tf.gradients(loss, [w1, b1, w2, b2])
+
+
+def _run_mlp(device: str):
+    with tf.Graph().as_default() as g:
+        with tf.device(device):
+            fetches = _mlp_loss_and_gradients()
+        options, metadata = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), tf.RunMetadata()
+        with tf.Session(graph=g, config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+            values = sess.run(fetches, options=options, run_metadata=metadata)
+        types = {op.name: op.type for op in g.get_operations()}
+        ran = {d.device.split("/")[-1]: {types[n.node_name] for n in d.node_stats if n.node_name in types}
+               for d in metadata.step_stats.dev_stats}
+    return values, ran
+
+
+def test_mlp_gradients_in_a_session_on_the_gpu_match_the_cpu(cupy):
+    cpu, _ = _run_mlp("/cpu:0")
+    gpu, ran = _run_mlp("/gpu:0")
+    assert {"MatMul", "BiasAdd", "Relu", "ReluGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "Mean",
+            "ArgMax", "Equal", "Cast"} <= ran["device:GPU:0"]
+    for g, c in zip(gpu, cpu):
+        assert type(g) is type(c) and np.asarray(g).dtype == np.asarray(c).dtype   # fetches come back as numpy
+        np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5)
