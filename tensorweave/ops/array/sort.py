@@ -17,8 +17,8 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, reshape, shape
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import REAL, dense, invalid, make_op, np_dtype, static_int
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import REAL, array_module, dense, invalid, make_op, np_dtype, static_int
+from tensorweave.ops.registry import register, register_gpu
 
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
@@ -94,7 +94,8 @@ def _select_infer(op):
 
 def _select_kernel(node, ctx):
     def run(c, x, y):
-        c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
+        xp = array_module(c, x, y)
+        c, x, y = xp.asarray(c), xp.asarray(x), xp.asarray(y)
         if x.shape != y.shape:
             raise invalid(node, f"'then' and 'else' must have the same size. but received: {list(x.shape)} vs. "
                                 f"{list(y.shape)}")
@@ -115,6 +116,7 @@ def _select_grad(op, grad):
 
 
 register("Select", _select_infer, _select_kernel, grad=_select_grad)
+register_gpu("Select")
 
 
 def _select_v2_infer(op):
@@ -145,6 +147,7 @@ def _select_v2_grad(op, grad):
 
 
 register("SelectV2", _select_v2_infer, _select_v2_kernel, grad=_select_v2_grad)
+register_gpu("SelectV2")
 
 
 # -- Unique ------------------------------------------------------------------------------------
