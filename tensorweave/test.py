@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from tensorweave.client.device_lib import list_local_devices
 from tensorweave.client.session import Session
 from tensorweave.client.timeline import Timeline
 from tensorweave.distributed.cluster import ClusterSpec, free_ports
@@ -29,6 +30,7 @@ from tensorweave.framework.tf_protos import BenchmarkEntries, graph_pb2
 from tensorweave.logging import info as log_info
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.gradients.gradients import gradients
+from tensorweave.runtime.devices import STANDIN_ENV, cupy
 
 
 _ALLOWED = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -273,18 +275,32 @@ def main(argv=None):
 
 @tf_export("test.is_gpu_available")
 def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None) -> bool:
+    """TF1's tf.test.is_gpu_available: whether list_local_devices() has a GPU, of CUDA compute
+    capability (major, minor) >= `min_cuda_compute_capability` when given (read from the device's
+    physical_device_desc; a stand-in GPU has none, so it counts as (0, 0)). Every GPU here is a
+    CUDA one, so `cuda_only` narrows nothing."""
+    for device in list_local_devices():
+        if device.device_type != "GPU":
+            continue
+        if min_cuda_compute_capability is None:
+            return True
+        found = re.search(r"compute capability: (\d+)\.(\d+)", device.physical_device_desc or "")
+        if (tuple(map(int, found.groups())) if found else (0, 0)) >= tuple(min_cuda_compute_capability):
+            return True
     return False
 
 
 @tf_export("test.is_built_with_cuda")
 def is_built_with_cuda() -> bool:
-    return False
+    """Whether GPU kernels can run: the `gpu` extra (CuPy) is installed, or this process has stand-in
+    GPUs (TENSORWEAVE_STANDIN_GPUS), which run them on the host."""
+    return cupy is not None or bool(os.environ.get(STANDIN_ENV))
 
 
 @tf_export("test.is_built_with_gpu_support")
 def is_built_with_gpu_support() -> bool:
-    """False: kernels are numpy's (and oneDNN's), CPU only."""
-    return False
+    """is_built_with_cuda() (no ROCm kernels)."""
+    return is_built_with_cuda()
 
 
 @tf_export("test.is_built_with_rocm")
@@ -587,7 +603,8 @@ class Benchmark:
 
 @tf_export("test.gpu_device_name")
 def gpu_device_name() -> str:
-    return ""
+    """The name of this process's first GPU ("/device:GPU:0"), "" without one."""
+    return next((d.name for d in list_local_devices() if d.device_type == "GPU"), "")
 
 
 @tf_export("test.get_temp_dir")
