@@ -399,6 +399,8 @@ class DistributedMaster:
 
     def _forget_locked(self, task: str) -> None:
         self._clients.pop(task, None)
+        if task != self.master_task:   # (asked again when a graph names it: a restart may change its GPUs)
+            self._devices_known.discard(task)
         for key in [k for k, p in self._plans.items() if any(x.task == task for x in p.parts)]:
             del self._plans[key]
 
