@@ -2,6 +2,9 @@
 memory options bound each GPU's pool, out of GPU memory is ResourceExhaustedError naming the op
 and the size and the session serves on, tf.test / device_lib / tf.config answer from the GPUs,
 a device index past them is InvalidArgumentError as TF words it."""
+import os
+import unittest
+
 import numpy as np
 import pytest
 
@@ -175,3 +178,23 @@ def test_the_placer_uses_the_gpus_a_remote_task_lists():
     learned = cluster.with_task_devices(w1, [f"{w1}/device:CPU:0", f"{w1}/device:GPU:0"])
     assert placer.place(gd, learned) == {"g": f"{w1}/device:GPU:0", "h": f"{w1}/device:GPU:0"}
     assert learned.with_task_devices(w1, [f"{w1}/device:CPU:0"]).gpus == ()
+
+
+def test_a_test_cases_session_pins_to_the_cpu_unless_use_gpu_and_to_the_gpu_with_force_gpu():
+    placed = {}
+
+    class Case(tf.test.TestCase):
+        def test_devices(self):
+            for kwargs in ({}, {"use_gpu": True}, {"force_gpu": True}):
+                with self.session(**kwargs) as sess:
+                    x = tf.identity(tf.constant([1.0, 2.0]), name="x")
+                    metadata = tf.RunMetadata()
+                    self.assertAllEqual(sess.run(x, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                                                 run_metadata=metadata), [1.0, 2.0])
+                    placed[tuple(kwargs)] = {d.device for d in metadata.step_stats.dev_stats
+                                             for n in d.node_stats if n.node_name == x.op.name}
+
+    result = unittest.TextTestRunner(stream=open(os.devnull, "w")).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(Case))
+    assert result.wasSuccessful(), result.errors + result.failures
+    assert placed == {(): {f"{LOCAL_TASK}/device:CPU:0"}, ("use_gpu",): {GPU0}, ("force_gpu",): {GPU0}}
