@@ -225,7 +225,10 @@ class Plan:
                 outs.append(slots.setdefault(f"{node.name}:live", len(slots)))
             elif node.op == "Const":  # constants are planned into the slot template, not run
                 if outs[0] >= 0:
-                    template.append((outs[0], fn()))
+                    try:
+                        template.append((outs[0], fn()))
+                    except devices.OUT_OF_MEMORY as e:   # (a GPU's constant: it is made here)
+                        raise _as_op_error(e, node, ctx.task) from None
                 continue
             if guard_state_changes and opdef.stateful and node.op not in _UNGUARDED:
                 fn = _guarded(fn, opdef.needs_step)
@@ -489,6 +492,10 @@ def _with_node(e: errors.OpError, node: NodeDef, task: str) -> errors.OpError:
 def _as_op_error(e: BaseException, node: NodeDef, task: str) -> errors.OpError:
     if isinstance(e, errors.OpError):
         return _with_node(e, node, task)
+    if isinstance(e, devices.OUT_OF_MEMORY):   # a GPU's pool is full: this step fails, the task serves on
+        return errors.ResourceExhaustedError(
+            node, node.name, f"{devices.out_of_memory_message(e, node.device or task)}\n\t [[node {node.name} "
+                             f"(op: {node.op}) on {task}]]")
     cls = errors.ResourceExhaustedError if isinstance(e, MemoryError) else errors.InvalidArgumentError
     return cls(node, node.name, f"{type(e).__name__}: {e}\n\t [[node {node.name} (op: {node.op}) on {task}]]")
 

@@ -9,13 +9,13 @@ Pure functions over plain data. Rules, in TF 1.x's order of precedence:
 - a node whose request names no device type runs on the task's first GPU when the task has
   one and every member of its colocation group has a GPU kernel, else on its CPU;
 - soft placement (ConfigProto.allow_soft_placement) relaxes only the device type and index
-  (a GPU request on a CPU-only task, or for an op without a GPU kernel, runs on its CPU),
-  never an unknown job or task.
+  (a GPU request on a CPU-only task, or for an op without a GPU kernel, runs on its CPU; one
+  past the task's GPUs on its first GPU), never an unknown job or task.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Optional
 
 from tensorweave.framework import errors
@@ -43,19 +43,34 @@ class ClusterDevices:
     def from_cluster(cls, cluster: Mapping, default_task: str, device_filters: Iterable[str] = (),
                      devices: Iterable[str] = ()) -> "ClusterDevices":
         """From a ClusterSpec dict (job -> [addresses] or {index: address}), the master task's
-        full name, ConfigProto.device_filters and the master task's local device names."""
+        full name, ConfigProto.device_filters and the master task's local device names (other
+        tasks' GPUs: with_task_devices, once a graph needs them)."""
         tasks = [t for t in cluster_task_names(cluster) if t == default_task or matches_filters(t, device_filters)]
         if default_task not in tasks:
             tasks.insert(0, default_task)
-        types, gpus = [], []
+        types = []
         for d in devices:
             spec = DeviceSpec.from_string(d)
-            if spec.device_type == "GPU":   # (the master task's own: other tasks' GPUs are not known here)
-                gpus.append(f"GPU:{spec.device_index or 0}")
-            elif spec.device_type and (spec.device_type != "CPU" or spec.device_index):
+            if spec.device_type not in (None, "GPU") and (spec.device_type != "CPU" or spec.device_index):
                 types.append(f"{spec.device_type}:{spec.device_index or 0}")
-        return cls(tuple(tasks), default_task, ("CPU",) + tuple(sorted(set(types))),
-                   ((default_task, tuple(sorted(set(gpus)))),) if gpus else ())
+        return cls(tuple(tasks), default_task, ("CPU",) + tuple(sorted(set(types)))).with_task_devices(
+            default_task, devices)
+
+    def with_task_devices(self, task: str, devices: Iterable[str]) -> "ClusterDevices":
+        """These devices with `task`'s GPUs as its get_status lists them ("/job:J/.../device:GPU:0")."""
+        names = sorted({f"GPU:{s.device_index or 0}" for s in map(DeviceSpec.from_string, devices)
+                        if s.device_type == "GPU"})
+        gpus = tuple(g for g in self.gpus if g[0] != task) + (((task, tuple(names)),) if names else ())
+        return replace(self, gpus=gpus)
+
+    def task_of(self, spec: DeviceSpec) -> str:
+        """The task a requested device names: its job's (task 0 when it names none), else the
+        default task's job (with the task it names)."""
+        if spec.job is not None:
+            return task_name(spec.job, spec.task or 0)
+        if spec.task is None:
+            return self.default_task
+        return task_name(DeviceSpec.from_string(self.default_task).job, spec.task)
 
     def available(self) -> str:
         return ", ".join(f"{t}/device:{d if ':' in d else d + ':0'}" for t in self.tasks
@@ -204,13 +219,7 @@ def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Itera
 
 def _resolve(spec: DeviceSpec, requester: NodeDef, cluster: ClusterDevices, soft: bool,
              node: NodeDef, gpu_kernels: bool = False) -> str:
-    if spec.job is None:
-        task = cluster.default_task
-        if spec.task is not None or spec.replica not in (None, 0):
-            d = DeviceSpec.from_string(cluster.default_task)
-            task = task_name(d.job, spec.task if spec.task is not None else d.task)
-    else:
-        task = task_name(spec.job, spec.task or 0)
+    task = cluster.task_of(spec)
     if task not in cluster.tasks or spec.replica not in (None, 0):
         raise _cannot_assign(node, requester, cluster)
     gpus = cluster.gpus_of(task)
@@ -226,6 +235,8 @@ def _resolve(spec: DeviceSpec, requester: NodeDef, cluster: ClusterDevices, soft
                     f"Cannot assign a device for operation {node.name}: Could not satisfy explicit device "
                     f"specification '{requester.device}' because no supported kernel for GPU devices is available."
                     f"\n\t [[node {node.name} (op: {node.op})]]")
+        if gpus and gpu_kernels:   # (an index past the task's GPUs: TF's soft placement takes its first GPU)
+            return f"{task}/device:{min(gpus, key=lambda g: int(g[4:]))}"
         return f"{task}/device:CPU:0"
     if dtype != "CPU" and f"{dtype}:{index}" not in cluster.device_types:
         if not soft:
