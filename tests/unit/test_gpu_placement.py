@@ -49,7 +49,8 @@ def test_a_gpu_the_task_lacks_is_refused_unless_soft():
     gd = GraphDef([node("x", "Const", device="/gpu:2")])
     with pytest.raises(errors.InvalidArgumentError, match="Cannot assign a device for operation x"):
         placer.place(gd, cluster())
-    assert placer.place(gd, cluster(), allow_soft_placement=True)["x"] == W0 + "/device:CPU:0"
+    assert placer.place(gd, cluster(), allow_soft_placement=True)["x"] == W0 + "/device:GPU:0"   # TF: the first GPU
+    assert placer.place(gd, cluster(gpus=()), allow_soft_placement=True)["x"] == W0 + "/device:CPU:0"
 
 
 def test_a_colocation_group_goes_to_the_gpu_only_when_every_member_has_a_gpu_kernel():
