@@ -12,8 +12,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
-from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, invalid, make_op, static_int
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import INDEX, array_module, check_axis, check_output_size, invalid, make_op, static_int
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -49,20 +49,21 @@ def _gather_infer(op):
 
 
 def _take(node, x, idx, axis: int, what: str = "indices"):
-    n = x.shape[axis]
+    n, xp = x.shape[axis], array_module(x, idx)
     bad = (idx < 0) | (idx >= n)
-    if bad.any():
-        pos = np.argwhere(bad)[0]
-        where = ",".join(str(int(v)) for v in pos)
+    if bad.any():   # (on a GPU, one wait for the device: TF's GPU kernel writes zeros instead of failing)
+        pos = [int(v) for v in xp.argwhere(bad)[0]]
+        where = ",".join(str(v) for v in pos)
         raise invalid(node, f"{what}[{where}] = {int(idx[tuple(pos)])} is not in [0, {n})")
-    return np.take(x, idx, axis=axis)
+    return xp.take(x, idx, axis=axis)
 
 
 def _gather_kernel(node, ctx):
     bd0 = int(node.attr.get("batch_dims", 0))
 
     def run(params, indices, axis):
-        params, indices = np.asarray(params), np.asarray(indices)
+        xp = array_module(params, indices)
+        params, indices = xp.asarray(params), xp.asarray(indices)
         axis = int(axis)
         if not -params.ndim <= axis < params.ndim:
             raise invalid(node, f"Expected axis in the range [{-params.ndim}, {params.ndim}), but got {axis}")
@@ -78,12 +79,13 @@ def _gather_kernel(node, ctx):
         i2 = indices.reshape((-1,) + indices.shape[bd:])
         parts = [_take(node, p2[k], i2[k], axis - bd) for k in range(p2.shape[0])]
         out_tail = params.shape[bd:axis] + indices.shape[bd:] + params.shape[axis + 1:]
-        out = np.stack(parts) if parts else np.zeros((0,) + out_tail, params.dtype)
+        out = xp.stack(parts) if parts else xp.zeros((0,) + out_tail, params.dtype)
         return out.reshape(batch + out_tail)
     return run
 
 
 register("GatherV2", _gather_infer, _gather_kernel, dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
+register_gpu("GatherV2", host_inputs=(2,))
 
 
 # -- ScatterNd (GatherNd, whose batch form needs math ops: math/array_composites.py) -----------
@@ -282,19 +284,21 @@ def _one_hot_kernel(node, ctx):
     axis = node.attr["axis"]
 
     def run(indices, depth, on, off):
-        indices = np.asarray(indices)
+        xp = array_module(indices, on, off)
+        indices, on = xp.asarray(indices), xp.asarray(on)
         depth = int(depth)
         if depth < 0:
             raise invalid(node, f"depth must be non-negative, got: {depth}")
         check_output_size(node, list(indices.shape) + [depth])
-        hot = indices[..., None] == np.arange(depth, dtype=np.int64)
-        out = np.where(hot, on, off).astype(np.asarray(on).dtype)
-        return out if axis == -1 else np.moveaxis(out, -1, axis)
+        hot = indices[..., None] == xp.arange(depth, dtype=np.int64)
+        out = xp.where(hot, on, off).astype(on.dtype)
+        return out if axis == -1 else xp.moveaxis(out, -1, axis)
     return run
 
 
 register("OneHot", _one_hot_infer, _one_hot_kernel, grad=None,
          dtypes={0: ("indices", (dtypes.uint8, dtypes.int32, dtypes.int64))})
+register_gpu("OneHot", host_inputs=(1,))
 
 
 # -- UnravelIndex ------------------------------------------------------------------------------

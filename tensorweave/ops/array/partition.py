@@ -12,8 +12,8 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import check_output_size, invalid, make_op
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_output_size, invalid, make_op
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -138,8 +138,9 @@ def _stitch_kernel(node, ctx):
     dt = dtypes.as_dtype(node.attr["T"])
 
     def run(*args):
-        indices = [np.asarray(a) for a in args[:n]]
-        data = [np.asarray(a) for a in args[n:]]
+        xp = array_module(*args)
+        indices = [xp.asarray(a) for a in args[:n]]
+        data = [xp.asarray(a) for a in args[n:]]
         inner = None
         for k, (i, d) in enumerate(zip(indices, data)):
             if d.shape[:i.ndim] != i.shape:
@@ -157,7 +158,7 @@ def _stitch_kernel(node, ctx):
         rows = max((int(i.max()) for i in indices if i.size), default=-1) + 1
         np_dt = object if dt is dtypes.string else dt.as_numpy_dtype
         check_output_size(node, (rows,) + tuple(inner or ()))
-        out = np.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
+        out = xp.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
         if dt is dtypes.string:
             out[...] = b""
         for i, d in zip(indices, data):
@@ -169,3 +170,6 @@ def _stitch_kernel(node, ctx):
 
 register("DynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
 register("ParallelDynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
+# (the indices on the device, unlike TF's HostMemory("indices"): N is per node; their minimum and
+# maximum, a wait for the device each, size the output)
+register_gpu("DynamicStitch", "ParallelDynamicStitch")

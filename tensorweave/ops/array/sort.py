@@ -17,8 +17,8 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, reshape, shape
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import REAL, dense, invalid, make_op, np_dtype, static_int
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import REAL, array_module, dense, invalid, make_op, np_dtype, static_int
+from tensorweave.ops.registry import register, register_gpu
 
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
@@ -69,7 +69,8 @@ def where_v2(condition, x=None, y=None, name=None) -> Tensor:
 
 
 register("Where", lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape.ndims]))],
-         lambda node, ctx: (lambda c: np.argwhere(np.asarray(c)).astype(np.int64)), grad=None)
+         lambda node, ctx: (lambda c: array_module(c).argwhere(c).astype(np.int64)), grad=None)
+register_gpu("Where")   # its output in device memory, as TF's GPU kernel (which reads the count on the host)
 
 
 def _select_infer(op):
