@@ -158,7 +158,9 @@ def _stitch_kernel(node, ctx):
         rows = max((int(i.max()) for i in indices if i.size), default=-1) + 1
         np_dt = object if dt is dtypes.string else dt.as_numpy_dtype
         check_output_size(node, (rows,) + tuple(inner or ()))
-        out = xp.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
+        if xp is not np:
+            return _stitch_on_device(xp, indices, data, rows, tuple(inner or ()))
+        out = np.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
         if dt is dtypes.string:
             out[...] = b""
         for i, d in zip(indices, data):
@@ -166,6 +168,21 @@ def _stitch_kernel(node, ctx):
                 out[i.reshape(-1)] = d.reshape((i.size,) + tuple(inner))
         return out
     return run
+
+
+def _stitch_on_device(xp, indices: list, data: list, rows: int, inner: tuple):
+    """DynamicStitch of CuPy arrays: a row written twice takes the later value, as in TF (CuPy's
+    scatter leaves which one of duplicate indices wins open): each output row gathers the row of
+    the last position naming it, found with maximum.at; rows no index names are zeros."""
+    flat_i = xp.concatenate([i.reshape(-1).astype(np.int64) for i in indices])
+    flat_d = xp.concatenate([d.reshape((i.size,) + inner) for i, d in zip(indices, data)])
+    last = xp.full(rows, -1, dtype=np.int64)
+    xp.maximum.at(last, flat_i, xp.arange(flat_i.size, dtype=np.int64))
+    if not flat_i.size:
+        return xp.zeros((rows,) + inner, dtype=flat_d.dtype)
+    out = flat_d[xp.maximum(last, 0)]
+    out[last < 0] = 0
+    return out
 
 
 register("DynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
