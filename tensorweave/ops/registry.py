@@ -49,6 +49,7 @@ KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kern
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
 HOST_MEMORY: dict[str, tuple] = {}              # op type -> (input, output indices) a GPU kernel keeps on the host
+#                                                 (or ALL; negative ones from the end: host_memory resolves them)
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
@@ -75,7 +76,18 @@ def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
         TF_LOWERINGS[op_type] = tf_lowering
 
 
-ALL = "all"   # host_inputs/host_outputs of an op with any number of them, all in host memory (ShapeN, ConcatOffset)
+class _All:
+    """`ALL` as host_inputs/host_outputs: every one of them, however many a node has (ShapeN's
+    outputs, ConcatOffset's inputs and outputs); `i in ALL` holds for every index."""
+
+    def __contains__(self, index) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ALL"
+
+
+ALL = _All()
 
 
 def register_gpu(*op_types: str, host_inputs=(), host_outputs=(), kernel: Optional[Callable] = None) -> None:
@@ -87,7 +99,7 @@ def register_gpu(*op_types: str, host_inputs=(), host_outputs=(), kernel: Option
     for op_type in op_types:
         KERNELS[(op_type, "GPU")] = kernel or KERNELS[(op_type, "CPU")]
         if host_inputs or host_outputs:
-            HOST_MEMORY[op_type] = tuple(given if given == ALL else tuple(given)
+            HOST_MEMORY[op_type] = tuple(given if given is ALL else tuple(given)
                                          for given in (host_inputs, host_outputs))
 
 
@@ -97,7 +109,7 @@ def host_memory(op_type: str, n_inputs: int, n_outputs: int) -> tuple:
     spec = HOST_MEMORY.get(op_type)
     if spec is None:
         return (), ()
-    return tuple(tuple(range(n)) if given == ALL else tuple(i % n for i in given if -n <= i < n)
+    return tuple(tuple(range(n)) if given is ALL else tuple(i % n for i in given if -n <= i < n)
                  for given, n in zip(spec, (n_inputs, n_outputs)))
 
 
