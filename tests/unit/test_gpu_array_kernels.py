@@ -196,3 +196,27 @@ def test_gradients_through_concat_slice_gather_transpose(monkeypatch):
         return {"x:0": X, "y:0": Y, "p:0": np.array([1, 0], np.int32), "i:0": np.array([5, 0, 5], np.int32)}, grads
     _check(monkeypatch, build, ["ConcatV2", "ConcatOffset", "ShapeN", "Slice", "StridedSlice", "StridedSliceGrad",
                                 "Transpose", "InvertPermutation", "GatherV2", "UnsortedSegmentSum"])
+
+
+def test_scatter_gather_nd_partition_top_k_roll(monkeypatch):
+    def build():
+        x, i = _ph("x", shape=[4, 6]), _ph("i", tf.int32, [3, 2])
+        ids = tf.constant([1, -1, 0, 1], name="ids")
+        parts = tf.constant([1, 0, 2, 1], name="parts")
+        lengths = tf.constant([3, 0, 6, 1], dtype=tf.int64, name="lengths")
+        return {"x:0": X, "i:0": np.array([[3, 5], [0, 0], [3, 5]], np.int32)}, {
+            "default": tf.placeholder_with_default(x, [4, 6]), "const": tf.guarantee_const(x),
+            "broadcast_args": tf.broadcast_dynamic_shape(tf.shape(x[:1]), tf.shape(x[:, :1])),
+            "roll": tf.roll(x, [1, -2], [0, 1]), "reverse_sequence": tf.reverse_sequence(x, lengths, 1, 0),
+            "segment_max": tf.unsorted_segment_max(x, ids, 3), "segment_min": tf.unsorted_segment_min(x, ids, 3),
+            "scatter_nd": tf.scatter_nd(i, x[:3, 0], [4, 6]), "gather_nd": tf.gather_nd(x, i),
+            "update": tf.tensor_scatter_update(x, i[:2], x[0, :2]), "add": tf.tensor_scatter_add(x, i, x[0, :3]),
+            "sub": tf.tensor_scatter_sub(x, i[:1], x[1, :1]), "min": tf.tensor_scatter_nd_min(x, i, x[2, :3]),
+            "max": tf.tensor_scatter_nd_max(x, i, x[2, :3]), "partition": tf.dynamic_partition(x, parts, 3),
+            "top_k": list(tf.nn.top_k(x, 3))}
+    out = _check(monkeypatch, build, [
+        "PlaceholderWithDefault", "GuaranteeConst", "BroadcastArgs", "Roll", "ReverseSequence",
+        "UnsortedSegmentMax", "UnsortedSegmentMin", "ScatterNd", "GatherNd", "TensorScatterUpdate",
+        "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "DynamicPartition", "TopKV2"])
+    np.testing.assert_array_equal(out["scatter_nd"][3, 5], X[0, 0] + X[2, 0])   # duplicates sum
+    np.testing.assert_array_equal(out["top_k"][0], -np.sort(-X, axis=1)[:, :3])

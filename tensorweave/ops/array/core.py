@@ -144,6 +144,7 @@ def _pwd_infer(op):
 
 register("PlaceholderWithDefault", _pwd_infer, lambda node, ctx: (lambda x: x),
          grad=lambda op, g: [g])
+register_gpu("PlaceholderWithDefault")
 
 
 # -- Identity ----------------------------------------------------------------------------------
@@ -170,6 +171,7 @@ def guarantee_const(input, name=None) -> Tensor:
 
 # no gradient, as in TF: tf.gradients through it raises LookupError (its value is promised constant)
 register("GuaranteeConst", same_as_input(0), lambda node, ctx: (lambda x: x))
+register_gpu("GuaranteeConst")
 
 
 def index_tensor(value, name: str = None, dtype=None) -> Tensor:

@@ -92,11 +92,11 @@ register_gpu("GatherV2", host_inputs=(2,))
 def nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
     """The positions the rows of index array `idx` name in an array of shape `dims` (GatherNd,
     ScatterNd and TensorScatter* kernels); InvalidArgumentError for one outside it."""
-    k = idx.shape[-1]
+    k, xp = idx.shape[-1], array_module(idx)
     flat = idx.reshape(-1, k)
-    bad = (flat < 0) | (flat >= np.asarray(dims[:k], dtype=np.int64))
-    if bad.any():
-        r = int(np.argwhere(bad.any(axis=1))[0][0])
+    bad = (flat < 0) | (flat >= xp.asarray(dims[:k], dtype=np.int64))
+    if bad.any():   # (on a GPU, one wait for the device)
+        r = int(xp.argwhere(bad.any(axis=1))[0][0])
         raise invalid(node, f"indices[{r}] = {flat[r].tolist()} does not index into {what} {list(dims)}")
     return tuple(flat.T)
 
@@ -128,21 +128,23 @@ def _scatter_nd_infer(op):
 
 def _scatter_nd_kernel(node, ctx):
     def run(indices, updates, shp):
-        indices, updates = np.asarray(indices), np.asarray(updates)
+        xp = array_module(indices, updates)
+        indices, updates = xp.asarray(indices), xp.asarray(updates)
         dims = tuple(int(v) for v in np.reshape(shp, -1))
         k = indices.shape[-1]
         want = indices.shape[:-1] + dims[k:]
         if updates.shape != want:
             raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
         check_output_size(node, dims)
-        out = np.zeros(dims, dtype=updates.dtype)
+        out = xp.zeros(dims, dtype=updates.dtype)
         pos = nd_positions(node, indices, dims, "shape")
-        np.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
+        xp.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
         return out
     return run
 
 
 register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, dtypes={0: ("indices", INDEX)})   # gradient: array_grad.py
+register_gpu("ScatterNd", host_inputs=(2,))
 
 
 # -- TensorScatterUpdate / Add / Sub -----------------------------------------------------------
@@ -205,21 +207,22 @@ def _tensor_scatter_infer(op):
 def _tensor_scatter_kernel(how: str):
     def factory(node, ctx):
         def run(tensor, indices, updates):
-            tensor, indices, updates = np.asarray(tensor), np.asarray(indices), np.asarray(updates)
+            xp = array_module(tensor, indices, updates)
+            tensor, indices, updates = xp.asarray(tensor), xp.asarray(indices), xp.asarray(updates)
             dims = tensor.shape
             k = indices.shape[-1]
             want = indices.shape[:-1] + dims[k:]
             if updates.shape != want:
                 raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
-            out = np.array(tensor, copy=True)
+            out = xp.array(tensor, copy=True)
             pos = nd_positions(node, indices, dims, "tensor")
             rows = updates.reshape((-1,) + dims[k:])
             if how == "update":
                 out[pos] = rows
             elif how in ("min", "max"):
-                (np.minimum if how == "min" else np.maximum).at(out, pos, rows)
+                (xp.minimum if how == "min" else xp.maximum).at(out, pos, rows)
             else:
-                np.add.at(out, pos, rows if how == "add" else -rows)
+                xp.add.at(out, pos, rows if how == "add" else -rows)
             return out
         return run
     return factory
@@ -228,6 +231,7 @@ def _tensor_scatter_kernel(how: str):
 for _how in ("update", "add", "sub", "min", "max"):
     register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
              dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
+    register_gpu("TensorScatter" + _how.capitalize())
 
 
 # -- OneHot ------------------------------------------------------------------------------------

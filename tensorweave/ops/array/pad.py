@@ -271,24 +271,27 @@ def _reverse_sequence_kernel(node, ctx):
     seq, batch = node.attr["seq_dim"], node.attr["batch_dim"]
 
     def run(x, lengths):
-        x = np.asarray(x)
-        lengths = np.asarray(lengths).reshape(-1)
+        xp = array_module(x, lengths)
+        x = xp.asarray(x)
+        lengths = xp.asarray(lengths).reshape(-1)
         if lengths.shape[0] != x.shape[batch]:
             raise invalid(node, f"len(seq_lens) != input.dims({batch}), ({lengths.shape[0]} vs. {x.shape[batch]})")
-        if (lengths < 0).any() or (lengths > x.shape[seq]).any():
+        if bool((lengths < 0).any()) or bool((lengths > x.shape[seq]).any()):   # (on a GPU: a wait for it)
             raise invalid(node, f"seq_lens must be in [0, {x.shape[seq]}], got {lengths.tolist()}")
         # position t of row b reads t' = L_b - 1 - t when t < L_b, else t itself
-        t = np.arange(x.shape[seq])
-        src = np.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
-        moved = np.moveaxis(x, (batch, seq), (0, 1))
-        out = np.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
-        return np.moveaxis(out, (0, 1), (batch, seq))
+        t = xp.arange(x.shape[seq])
+        src = xp.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
+        moved = xp.moveaxis(x, (batch, seq), (0, 1))
+        src = xp.broadcast_to(src.reshape(src.shape + (1,) * (moved.ndim - 2)), src.shape + moved.shape[2:])
+        out = xp.take_along_axis(moved, src, axis=1)
+        return xp.moveaxis(out, (0, 1), (batch, seq))
     return run
 
 
 register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
          grad=lambda op, grad: [reverse_sequence(dense(grad), op.inputs[1], op.get_attr("seq_dim"),
                                                  op.get_attr("batch_dim")), None])
+register_gpu("ReverseSequence")
 
 
 # -- Roll ----------------------------------------------------------------------------------------
@@ -304,19 +307,21 @@ def roll(input, shift, axis, name=None) -> Tensor:
 
 def _roll_kernel(node, ctx):
     def run(x, shift, axis):
-        x = np.asarray(x)
+        xp = array_module(x)
+        x = xp.asarray(x)
         shift, axis = np.reshape(shift, -1).tolist(), np.reshape(axis, -1).tolist()
         if len(shift) != len(axis):
             raise invalid(node, f"shift and axis must have the same size, got {len(shift)} and {len(axis)}")
         for a in axis:
             if not -x.ndim <= a < x.ndim:
                 raise invalid(node, f"axis {a} is out of range for a tensor of rank {x.ndim}")
-        return np.roll(x, shift, axis) if shift else x
+        return xp.roll(x, shift, axis) if shift else x
     return run
 
 
 register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_kernel,
          grad=lambda op, grad: [roll(dense(grad), -op.inputs[1], op.inputs[2]), None, None])
+register_gpu("Roll", host_inputs=(1, 2))
 
 
 # -- BroadcastTo -------------------------------------------------------------------------------
@@ -393,6 +398,7 @@ def _broadcast_args_kernel(node, ctx):
 
 
 register("BroadcastArgs", _broadcast_args_infer, _broadcast_args_kernel, grad=None)
+register_gpu("BroadcastArgs", host_inputs=(0, 1), host_outputs=(0,))
 
 
 @tf_export("broadcast_static_shape")

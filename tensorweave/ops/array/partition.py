@@ -56,14 +56,15 @@ def _partition_kernel(node, ctx):
     n = int(node.attr["num_partitions"])
 
     def run(data, parts):
-        data, parts = np.asarray(data), np.asarray(parts)
+        xp = array_module(data, parts)
+        data, parts = xp.asarray(data), xp.asarray(parts)
         if data.shape[:parts.ndim] != parts.shape:
             raise invalid(node, f"data.shape must start with partitions.shape, got data.shape = "
                                 f"{list(data.shape)}, partitions.shape = {list(parts.shape)}")
         bad = (parts < 0) | (parts >= n)
         if bad.any():
-            pos = np.argwhere(bad)[0]
-            raise invalid(node, f"partitions[{','.join(str(int(p)) for p in pos)}] = {int(parts[tuple(pos)])} "
+            pos = [int(p) for p in xp.argwhere(bad)[0]]
+            raise invalid(node, f"partitions[{','.join(str(p) for p in pos)}] = {int(parts[tuple(pos)])} "
                                 f"is not in [0, {n})")
         flat_p = parts.reshape(-1)
         flat_d = data.reshape((flat_p.size,) + data.shape[parts.ndim:])
@@ -72,6 +73,7 @@ def _partition_kernel(node, ctx):
 
 
 register("DynamicPartition", _partition_infer, _partition_kernel)   # gradient: array_grad.py
+register_gpu("DynamicPartition")   # (each partition's size: a wait for the device)
 
 
 # -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------

@@ -278,7 +278,8 @@ def _top_k_infer(op):
 
 def _top_k_kernel(node, ctx):
     def run(x, k):
-        x, k = np.asarray(x), int(k)
+        xp = array_module(x)
+        x, k = xp.asarray(x), int(k)
         if x.ndim == 0:
             raise invalid(node, "input must be at least 1-D")
         n = x.shape[-1]
@@ -286,13 +287,14 @@ def _top_k_kernel(node, ctx):
             raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
                           f"Need k >= 0, got {k}")
         # Stable descending: an ascending stable sort of the reversed row, read backwards.
-        asc = np.argsort(x[..., ::-1], axis=-1, kind="stable")
+        asc = xp.argsort(x[..., ::-1], axis=-1, kind="stable")
         idx = (n - 1 - asc)[..., ::-1][..., :k]
-        return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+        return xp.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
     return run
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
+register_gpu("TopKV2", host_inputs=(1,))
 
 
 # -- LowerBound / UpperBound (tf.searchsorted) ---------------------------------------------------------

@@ -113,7 +113,8 @@ def _unsorted_kernel(kind: str):
 for _kind, _allowed in (("Sum", NUMERIC), ("Prod", NUMERIC), ("Max", REAL), ("Min", REAL)):
     register("UnsortedSegment" + _kind, _segment_infer, _unsorted_kernel(_kind), dtypes=_allowed,
              dtype_param="data")   # gradients: math_grad.py
-register_gpu("UnsortedSegmentSum", host_inputs=(2,))   # (CuPy's ufunc.at: add; not multiply)
+register_gpu("UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin",
+             host_inputs=(2,))   # (CuPy's ufunc.at has add, maximum and minimum; not multiply)
 
 
 @tf_export("math.unsorted_segment_sum", "unsorted_segment_sum")
