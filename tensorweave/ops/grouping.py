@@ -114,3 +114,4 @@ def identity_n(input, name=None) -> list:
 
 register("IdentityN", lambda op: [(t.dtype, t.shape) for t in op.inputs],
          lambda node, ctx: (lambda *xs: _builtin_tuple(xs)), grad=lambda op, *grads: list(grads))
+register_gpu("IdentityN")

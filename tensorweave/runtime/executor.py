@@ -163,7 +163,9 @@ class Plan:
         for node in order:
             opdef = registry.lookup(node.op)
             device = _gpu_of(node, gpus) if gpus else None
-            host_in, host_out = registry.HOST_MEMORY.get(node.op, ((), ())) if device is not None else ((), ())
+            host_in, host_out = registry.host_memory(
+                node.op, sum(not inp.startswith("^") for inp in node.input), _num_outputs(node)) \
+                if device is not None else ((), ())
             ins = []
             reads = []   # positions of the arguments that read a ref output's current value
             for inp in node.input:

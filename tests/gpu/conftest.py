@@ -1,6 +1,5 @@
-"""Tests that need CuPy and a CUDA GPU (issue 25): each skips, with the reason, where either is
-missing. The fixture `run_both` gives `run_both(op_type, attrs, inputs)`, which runs an op's GPU
-kernel on CuPy arrays and its CPU kernel on numpy arrays and compares them."""
+"""GPU kernel tests (issue 25): each op's GPU kernel on CuPy arrays against its CPU kernel on numpy
+arrays. They need CuPy (the extra `gpu`) and a CUDA GPU, and skip with the reason without them."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,21 +8,23 @@ import pytest
 from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops import registry
 from tensorweave.ops.helpers import cupy as _cupy
+from tensorweave.runtime.devices import Gpu
 
 
-def _no_gpu_reason():
+def _why_no_gpu():
     if _cupy is None:
-        return "CuPy is not installed (tensorweave's GPUs are CuPy's)"
+        return "CuPy (the extra `gpu`) is not installed"
     try:
         count = _cupy.cuda.runtime.getDeviceCount()
     except _cupy.cuda.runtime.CUDARuntimeError as e:   # no driver, no device
-        return f"CUDA finds no GPU: {e}"
-    return None if count else "CUDA finds no GPU"
+        return f"CuPy finds no GPU: {e}"
+    return None if count else "CuPy finds no GPU"
 
 
 @pytest.fixture
 def cupy():
-    reason = _no_gpu_reason()
+    """The cupy module; skips the test when CuPy or a GPU is missing."""
+    reason = _why_no_gpu()
     if reason:
         pytest.skip(reason)
     return _cupy
@@ -31,35 +32,38 @@ def cupy():
 
 @pytest.fixture
 def run_both(cupy):
+    """`run_both(op_type, attrs, inputs)` (below); skips the test when CuPy or a GPU is missing."""
     return _run_both
 
 
-def _run_both(op_type: str, attrs: dict, inputs: list, rtol: float = 1e-5, atol: float = 1e-6):
-    """Runs `op_type`'s GPU kernel (registry.kernel_for(op, "GPU")) on `inputs` moved to the GPU
-    (those its registration keeps in host memory stay numpy) and its CPU kernel on the numpy
-    `inputs`; asserts each output the GPU kernel leaves in device memory is a CuPy array with the
-    CPU's dtype and values. `attrs`: the NodeDef's attributes as plain data ("T": "float32").
-    Returns the GPU outputs, as numpy arrays."""
-    node = NodeDef(op_type.lower(), op_type, attr=dict(attrs))
-    host_in, host_out = registry.HOST_MEMORY.get(op_type, ((), ()))
-    cpu = registry.kernel_for(op_type, "CPU")(node, None)(*inputs)
-    on_gpu = [v if i in host_in else _cupy.asarray(v) for i, v in enumerate(inputs)]
-    with _cupy.cuda.Device(0):
-        gpu = registry.kernel_for(op_type, "GPU")(node, None)(*on_gpu)
-    several = isinstance(cpu, tuple)
-    cpu, gpu = (cpu, gpu) if several else ((cpu,), (gpu,))
-    assert len(gpu) == len(cpu), op_type
-    out = []
-    for i, (g, c) in enumerate(zip(gpu, cpu)):
-        if i not in host_out:
-            assert isinstance(g, _cupy.ndarray), f"{op_type} output {i} is a {type(g).__name__}, not in device memory"
-            g = g.get()
-        c = np.asarray(c)
-        assert g.dtype == c.dtype, f"{op_type} output {i}: {g.dtype} on the GPU, {c.dtype} on the CPU"
-        assert g.shape == c.shape, f"{op_type} output {i}: {g.shape} on the GPU, {c.shape} on the CPU"
-        if c.dtype.kind in "biu":
-            np.testing.assert_array_equal(g, c, err_msg=f"{op_type} output {i}")
+def _run_both(op_type: str, attrs: dict, inputs: list, rtol: float = 1e-6):
+    """Runs `op_type`'s CPU kernel on `inputs` (numpy) and its GPU kernel, as the executor wraps it
+    on GPU:0, on the same values (those at the op's host-memory positions in host memory, the rest
+    on the device); asserts each output is where the op says (host or device) and equals the CPU
+    one (dtype, shape, values). Returns the GPU outputs (a tuple when several)."""
+    node = NodeDef("kernel_under_test", op_type, tuple(f"input{i}" for i in range(len(inputs))),
+                   "/device:GPU:0", dict(attrs))
+    inputs = [np.asarray(v) for v in inputs]
+    want = registry.kernel_for(op_type, "CPU")(node, None)(*inputs)
+    many = isinstance(want, tuple)
+    want = want if many else (want,)
+    host_in, host_out = registry.host_memory(op_type, len(inputs), len(want))
+    gpu = Gpu(0, 0)
+    kernel = gpu.kernel(registry.kernel_for(op_type, "GPU")(node, None), node, host_in, host_out)
+    got = kernel(*[v if i in host_in else gpu.to_device(v) for i, v in enumerate(inputs)])
+    got = got if many else (got,)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        w = np.asarray(w)
+        if i in host_out:
+            assert isinstance(g, (np.ndarray, np.generic)), f"{op_type} output {i}: {type(g)} is not in host memory"
         else:
-            np.testing.assert_allclose(g, c, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{op_type} output {i}")
-        out.append(g)
-    return tuple(out) if several else out[0]
+            assert isinstance(g, _cupy.ndarray), f"{op_type} output {i}: {type(g)} is not in device memory"
+            g = _cupy.asnumpy(g)
+        assert g.dtype == w.dtype and g.shape == w.shape, f"{op_type} output {i}: {g.dtype}{g.shape} vs " \
+                                                          f"{w.dtype}{w.shape}"
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=rtol)
+        else:
+            np.testing.assert_array_equal(g, w)
+    return got if many else got[0]

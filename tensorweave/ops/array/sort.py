@@ -69,7 +69,8 @@ def where_v2(condition, x=None, y=None, name=None) -> Tensor:
 
 
 register("Where", lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape.ndims]))],
-         lambda node, ctx: (lambda c: np.argwhere(np.asarray(c)).astype(np.int64)), grad=None)
+         lambda node, ctx: (lambda c: array_module(c).argwhere(c).astype(np.int64)), grad=None)
+register_gpu("Where")   # its output in device memory, as TF's GPU kernel (which reads the count on the host)
 
 
 def _select_infer(op):
@@ -280,7 +281,8 @@ def _top_k_infer(op):
 
 def _top_k_kernel(node, ctx):
     def run(x, k):
-        x, k = np.asarray(x), int(k)
+        xp = array_module(x)
+        x, k = xp.asarray(x), int(k)
         if x.ndim == 0:
             raise invalid(node, "input must be at least 1-D")
         n = x.shape[-1]
@@ -288,13 +290,14 @@ def _top_k_kernel(node, ctx):
             raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
                           f"Need k >= 0, got {k}")
         # Stable descending: an ascending stable sort of the reversed row, read backwards.
-        asc = np.argsort(x[..., ::-1], axis=-1, kind="stable")
+        asc = xp.argsort(x[..., ::-1], axis=-1, kind="stable")
         idx = (n - 1 - asc)[..., ::-1][..., :k]
-        return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+        return xp.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
     return run
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
+register_gpu("TopKV2", host_inputs=(1,))
 
 
 # -- LowerBound / UpperBound (tf.searchsorted) ---------------------------------------------------------

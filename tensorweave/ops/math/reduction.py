@@ -16,8 +16,13 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
+<<<<<<< HEAD
 from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype,
                                     check_output_size, invalid, make_op, same_as_input, static_int)
+=======
+from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype, check_output_size,
+                                    invalid, make_op, same_as_input, static_int)
+>>>>>>> gk-array
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
@@ -516,20 +521,22 @@ def _cum_kernel(np_fn, identity):
         exclusive, reverse = bool(node.attr.get("exclusive")), bool(node.attr.get("reverse"))
 
         def run(x, axis):
-            x = np.asarray(x)
+            xp = array_module(x)
+            x = xp.asarray(x)
             a = int(axis)
             if not -x.ndim <= a < x.ndim:
                 raise invalid(node, f"axis {a} is out of range [{-x.ndim}, {x.ndim})")
             a %= x.ndim
             if reverse:
-                x = np.flip(x, a)
-            out = np_fn(x, axis=a, dtype=x.dtype)
+                x = xp.flip(x, a)
+            out = np_fn(x, axis=a, dtype=x.dtype)   # (a numpy function: CuPy's, given a CuPy array)
             if exclusive:
-                lead = np.full_like(np.take(out, [0], axis=a), identity)
-                out = np.concatenate([lead, np.take(out, np.arange(x.shape[a] - 1), axis=a)], axis=a)
+                along = (slice(None),) * a
+                lead = xp.full_like(out[along + (slice(0, 1),)], identity)
+                out = xp.concatenate([lead, out[along + (slice(0, x.shape[a] - 1),)]], axis=a)
             if reverse:
-                out = np.flip(out, a)
-            return np.ascontiguousarray(out)
+                out = xp.flip(out, a)
+            return xp.ascontiguousarray(out)
         return run
     return factory
 
@@ -548,6 +555,7 @@ def _cumprod_grad(op, grad):
 
 
 register("Cumsum", _cum_infer, _cum_kernel(np.cumsum, 0), grad=_cumsum_grad, dtypes=NUMERIC)
+register_gpu("Cumsum", host_inputs=(1,))
 register("Cumprod", _cum_infer, _cum_kernel(np.cumprod, 1), grad=_cumprod_grad, dtypes=NUMERIC)
 
 
