@@ -16,13 +16,8 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-<<<<<<< HEAD
 from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype,
                                     check_output_size, invalid, make_op, same_as_input, static_int)
-=======
-from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype, check_output_size,
-                                    invalid, make_op, same_as_input, static_int)
->>>>>>> gk-array
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
