@@ -329,3 +329,54 @@ def test_tf1_switch_and_merge_on_the_gpu():
         assert i == wi and i.dtype == np.int32
         assert devices["switch"].endswith("GPU:0") and devices["merge"].endswith("GPU:0")
     assert [int(i) for (_, i), _ in got] == [1, 0]
+
+
+def test_a_while_loop_and_its_gradient_run_on_the_gpu():
+    """tf.while_loop's While on the GPU: its loop values stay in GPU memory between iterations (its
+    body's ops with a GPU kernel run there), and a model trains through it to the CPU's numbers."""
+    def train(device):
+        g = tf.Graph()
+        with g.as_default(), tf.device(device):
+            w = tf.get_variable("w", initializer=tf.constant([0.5, -1.0]))
+            _, y = tf.while_loop(lambda i, x: i < 4, lambda i, x: (i + 1, tf.identity(x * w + 1.0)),
+                                 [tf.constant(0), tf.constant([1.0, 2.0])])
+            step = tf.train.get_or_create_global_step()
+            train_op = tf.train.MomentumOptimizer(0.01, 0.9).minimize(tf.reduce_sum(y * y), global_step=step)
+            with tf.Session(config=tf.ConfigProto(**SOFT)) as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(2):
+                    (value, _), devices = traced(sess, [y, train_op])
+                return value, sess.run([w, step]), devices
+    want_y, want_vars, _ = train("/cpu:0")
+    got_y, got_vars, devices = train("/gpu:0")
+    np.testing.assert_array_equal(got_y, want_y)
+    for w, v in zip(want_vars, got_vars):
+        np.testing.assert_array_equal(v, w)
+    on_gpu = {n for n, d in devices.items() if d.endswith("/device:GPU:0")}
+    assert {"while", "gradients/while_grad/while", "while/Identity"} <= on_gpu, sorted(devices.items())
+
+
+def test_an_imported_tf1_while_loop_runs_on_the_gpu():
+    """TF 1.x's Enter/Merge/Switch/LoopCond/NextIteration/Exit frames (folded into a While) under /gpu:0,
+    a ref variable updated in the body included, give what TensorFlow computed."""
+    with open(os.path.join(HERE, "tf1_while.json")) as f:
+        loops = json.load(f)
+    g = tf.Graph()
+    with g.as_default(), tf.device("/gpu:0"):
+        tf.import_graph_def(load_graph_def(os.path.join(HERE, "tf1_while.pb"), tf.GraphDef()), name="")
+    x = decode(loops["feeds"]["x:0"])
+    devices = {}
+    with tf.Session(graph=g, config=tf.ConfigProto(**SOFT)) as sess:
+        sess.run("init")
+        for case in loops["cases"]:
+            names = list(case["values"])
+            values, placed = traced(sess, names, {"x:0": x, "n:0": case["n"]})
+            devices.update(placed)
+            for name, value in zip(names, values):
+                want = decode(case["values"][name])
+                np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert sess.run("total:0") == sum(case["n"] for case in loops["cases"])
+    on_gpu = {n for n, d in devices.items() if d.endswith("/device:GPU:0")}
+    # the loops, their bodies' Switch and LoopCond, a cond's Merge in a body, a ref variable's AssignAdd
+    assert {"while/while_context", "while/LoopCond", "while/Switch", "while_2/cond/Merge",
+            "while_5/AssignAdd"} <= on_gpu, sorted(devices.items())
