@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import build_kernel, on_gpu, run_both
+from kernel_check import build_kernel, on_gpu, run_both
 from tensorweave.framework import dtypes
 from tensorweave.ops import registry
 from tensorweave.ops.state import optimizer_updates, ref_variables, scatter  # noqa: F401 (registers the kernels)

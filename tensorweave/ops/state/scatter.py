@@ -55,20 +55,35 @@ def _scatter_infer(op):
     return _ref_output(op)
 
 
-def _set_at(array: np.ndarray, index, values) -> None:
-    array[index] = values
+def _set_at(array, index, values) -> None:
+    xp = array_module(array)
+    if xp is np:
+        array[index] = values
+        return
+    # a GPU's writes to a repeated row land in any order: keep each row's last, which numpy writes last
+    flat = index.reshape(-1)
+    _, first_from_end = np.unique(flat[::-1], return_index=True)
+    keep = flat.size - 1 - first_from_end
+    if values.ndim:
+        values = values.reshape((flat.size,) + values.shape[index.ndim:])[xp.asarray(keep)]
+    array[xp.asarray(flat[keep])] = values
 
 
 def _add_at(array, index, values) -> None:
-    array_module(array).add.at(array, index, values)
+    xp = array_module(array)
+    xp.add.at(array, index if xp is np else xp.asarray(index), values)
 
 
 def _subtract_at(array, index, values) -> None:
-    array_module(array).subtract.at(array, index, values)
+    xp = array_module(array)
+    if xp is np:
+        np.subtract.at(array, index, values)
+    else:   # (CuPy's subtract.at takes integers only; a - b is a + -b exactly)
+        xp.add.at(array, xp.asarray(index), -values)
 
 
-# How update/add/sub write `values` at `index` (rows, or N-d positions) of a copy of the variable
-# (on its device); add.at and subtract.at combine repeated indices.
+# How update/add/sub write `values` at `index` (rows in host memory, or N-d positions) of a copy of
+# the variable (on its device); add.at and subtract.at combine repeated indices.
 _SCATTER_WRITES = {"update": _set_at, "add": _add_at, "sub": _subtract_at}
 
 
@@ -96,7 +111,7 @@ def _row_scatter_kernel(write):
                         f"updates.shape = [], got updates.shape {shape_str(upd.shape)}, indices.shape "
                         f"{shape_str(idx.shape)}, params.shape {shape_str(old.shape)}")
                 new = old.copy()
-                write(node, new, array_module(new).asarray(idx), upd)
+                write(node, new, idx, upd)
                 res.store(new)
         return scatter
     return factory
