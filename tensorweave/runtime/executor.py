@@ -31,16 +31,37 @@ class KernelContext:
     gpus: dict = field(default_factory=dict)        # "GPU:i" -> runtime.devices.Gpu, this task's GPUs
     _function_plans: dict = field(default_factory=dict)
 
-    def function_plan(self, name: str) -> "Plan":
-        """A plan for a function body: feeds are its inputs, fetches its outputs (cached)."""
-        plan = self._function_plans.get(name)
+    def function_plan(self, name: str, device: str = "") -> "Plan":
+        """A plan for a function body: feeds are its inputs, fetches its outputs (cached). `device`:
+        where the op calling it runs; on a GPU, the body's inputs and outputs are in that GPU's
+        memory and its ops without a device run there when they have a GPU kernel."""
+        gpu = _gpu_of(NodeDef("", "", device=device), self.gpus) if device and self.gpus else None
+        key = name if gpu is None else (name, gpu.name)
+        plan = self._function_plans.get(key)
         if plan is None:
             fdef = self.library.get(name)
             if fdef is None:
                 raise errors.NotFoundError(None, None, f"Function '{name}' is not in the graph's library")
-            plan = Plan(fdef.node, fdef.inputs, fdef.outputs, (), self)
-            self._function_plans[name] = plan
+            nodes = [self._function_node(n, gpu) for n in fdef.node] if self.gpus else fdef.node
+            plan = Plan(nodes, fdef.inputs, fdef.outputs, (), self, device=gpu)
+            self._function_plans[key] = plan
         return plan
+
+    def _function_node(self, node: NodeDef, gpu) -> NodeDef:
+        """A function's op placed as TF places them, softly: one asking for a GPU runs on the CPU
+        without a GPU kernel; one asking for nothing runs on the caller's GPU (`gpu`) when it has a
+        GPU kernel, else on the CPU."""
+        has_gpu_kernel = registry.has_kernel(node.op, "GPU")
+        if node.device and "GPU:" in node.device and not has_gpu_kernel:
+            return NodeDef(node.name, node.op, node.input, "", node.attr)
+        if not node.device and gpu is not None and has_gpu_kernel:
+            return NodeDef(node.name, node.op, node.input, f"{self.task}/device:{gpu.name}", node.attr)
+        return node
+
+    @staticmethod
+    def to_host(value):
+        """`value` in host memory: for a kernel keeping a device value in host-only state."""
+        return devices.to_host(value)
 
 
 class _CancelFlag:
@@ -118,8 +139,9 @@ class Plan:
     that point, so a step reported as timed out does not land later."""
 
     def __init__(self, nodes: Sequence[NodeDef], feeds: Sequence[str], fetches: Sequence[str],
-                 targets: Sequence[str], ctx: KernelContext, guard_state_changes: bool = False):
+                 targets: Sequence[str], ctx: KernelContext, guard_state_changes: bool = False, device=None):
         self.ctx = ctx
+        self.device = device   # a function's plan called on a GPU: its inputs and outputs are there
         by_name = {n.name: n for n in nodes}
         if len(by_name) != len(nodes):
             _refuse_duplicates(nodes)
@@ -135,15 +157,17 @@ class Plan:
         order = [n for n in order if n.name not in unread]
 
         slots: dict[str, int] = {_STEP_SLOT_KEY: _STEP_SLOT}
+        where: dict = {}   # slot -> the Gpu whose memory holds its value (absent: host memory)
         for f in feeds:
             slots.setdefault(f, len(slots))
+            if device is not None:
+                where[slots[f]] = device
         self.nodes = order
         template: list = []
         steps = []
         self._names: list[NodeDef] = []
         guarded = False
         gpus = ctx.gpus
-        where: dict = {}   # slot -> the Gpu whose memory holds its value (absent: host memory)
         moved: dict = {}   # (slot, Gpu or None) -> the slot of its copy there
 
         def located(slot: int, device, consumer: NodeDef) -> int:
@@ -256,7 +280,7 @@ class Plan:
         missing = [f for f in fetches if f not in slots]
         if missing:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
-        self.fetch_slots = [located(slots[f], None, by_name.get(f.rsplit(":", 1)[0]))
+        self.fetch_slots = [located(slots[f], self.device, by_name.get(f.rsplit(":", 1)[0]))
                             if gpus else slots[f] for f in fetches]
         self.num_slots = len(slots)
         self._template = [None] * len(slots)
