@@ -6,19 +6,10 @@
 # The machine has python3 with CuPy, PyTorch and JAX but not our dependencies and no network:
 # .whl/ (ignored) holds the wheels it lacks. Every step runs under `timeout`, and a step that fails
 # or hangs does not stop the next. The whole log goes to $OUT/gpu_check.log when $OUT is set.
-#   bash benchmarks/gpu_check.sh
+#   bash benchmarks/gpu_check.sh            # GPU_CHECK_STEPS=ad: only steps (a) and (d)
 set -u
 cd "$(dirname "$0")/.."
-LOG="${OUT:-/tmp}/gpu_check.log"
-exec > >(tee "$LOG") 2>&1
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || echo "!!! installing .whl/*.whl failed"
-export PYTHONPATH=/tmp/site:$PWD
-export WORK=$(mktemp -d /tmp/gpu_check.XXXXXX)
-START=$SECONDS
-FAILED=()
-
+SELF="$PWD/benchmarks/gpu_check.sh"
 # step NAME SECONDS COMMAND...: runs COMMAND with a time limit (SIGKILL 5 s after the SIGTERM)
 step() {
     local name=$1 limit=$2 t0=$SECONDS rc
@@ -76,16 +67,32 @@ for i, name in enumerate([f'data_batch_{k}.bin' for k in range(1, 6)] + ['test_b
     [ "$rc" = 0 ] || { [ "$rc" = 124 ] && [ "$reports" -ge 2 ]; }
 }
 
-step "(a) GPUs and versions" 30 bash -c versions
-if [ -d tests/gpu ]; then
+if [ "${1:-}" = "--step" ]; then   # one step's function, run by `step` under `timeout` (a fresh bash)
+    "$2"
+    exit $?
+fi
+
+LOG="${OUT:-/tmp}/gpu_check.log"
+exec > >(tee "$LOG") 2>&1
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || echo "!!! installing .whl/*.whl failed"
+export PYTHONPATH=/tmp/site:$PWD
+export WORK=$(mktemp -d /tmp/gpu_check.XXXXXX)
+START=$SECONDS
+FAILED=()
+
+STEPS=${GPU_CHECK_STEPS:-abcd}
+[[ $STEPS == *a* ]] && step "(a) GPUs and versions" 30 bash "$SELF" --step versions
+if [[ $STEPS == *b* ]] && [ -d tests/gpu ]; then
     step "(b) GPU kernels vs numpy: pytest tests/gpu" 90 python3 -m pytest -q -x -p no:cacheprovider tests/gpu
-else
+elif [[ $STEPS == *b* ]]; then
     echo "=== (b) tests/gpu: missing on this branch"
     FAILED+=("(b) tests/gpu missing")
 fi
-step "(c) bench_gpu.py: tutorial net on one GPU, tensorweave vs PyTorch" 75 \
+[[ $STEPS == *c* ]] && step "(c) bench_gpu.py: tutorial net on one GPU, tensorweave vs PyTorch" 75 \
     python3 benchmarks/bench_gpu.py --windows 5 --window_s 3
-step "(d) CIFAR-10 example: 1 ps (CPU) + 2 GPU workers" 75 bash -c cluster
+[[ $STEPS == *d* ]] && step "(d) CIFAR-10 example: 1 ps (CPU) + 2 GPU workers" 75 bash "$SELF" --step cluster
 
 echo
 echo "=== gpu_check done in $((SECONDS - START)) s; log: $LOG"
