@@ -7,6 +7,7 @@
 # .whl/ (ignored) holds the wheels it lacks. Every step runs under `timeout`, and a step that fails
 # or hangs does not stop the next. The whole log goes to $OUT/gpu_check.log when $OUT is set.
 #   bash benchmarks/gpu_check.sh            # GPU_CHECK_STEPS=ad: only steps (a) and (d)
+#   GPU_CHECK_QUICK=1 bash benchmarks/gpu_check.sh   # shorter windows and limits: about 2.5 minutes
 set -u
 cd "$(dirname "$0")/.."
 SELF="$PWD/benchmarks/gpu_check.sh"
@@ -58,7 +59,7 @@ for i, name in enumerate([f'data_batch_{k}.bin' for k in range(1, 6)] + ['test_b
     r[:, 0] %= 10
     r.tofile(sys.argv[1] + '/' + name)" "$WORK/data" || return 1
     # (stopped after 60 s if not done by then: the progress lines already give examples/s)
-    timeout -s INT 60 python3 -m tensorweave.cli launch --ps 1 --workers 2 --num_gpus 1 \
+    timeout -s INT "${CLUSTER_S:-60}" python3 -m tensorweave.cli launch --ps 1 --workers 2 --num_gpus 1 \
         examples/cifar10/cifar10_train.py --data_dir="$WORK/data" --train_dir="$WORK/train" --max_steps=400 \
         --log_frequency=25 --batch_size=128 --num_gpus=1 --save_checkpoint_secs=600 | tee "$WORK/cluster.log"
     local rc=${PIPESTATUS[0]} reports
@@ -83,16 +84,21 @@ START=$SECONDS
 FAILED=()
 
 STEPS=${GPU_CHECK_STEPS:-abcd}
+LIMIT_B=90 LIMIT_C=75 LIMIT_D=75 BENCH_ARGS="--windows 5 --window_s 3"
+if [ -n "${GPU_CHECK_QUICK:-}" ]; then
+    LIMIT_B=45 LIMIT_C=55 LIMIT_D=50 BENCH_ARGS="--windows 3 --window_s 2"
+    export CLUSTER_S=38
+fi
 [[ $STEPS == *a* ]] && step "(a) GPUs and versions" 30 bash "$SELF" --step versions
 if [[ $STEPS == *b* ]] && [ -d tests/gpu ]; then
-    step "(b) GPU kernels vs numpy: pytest tests/gpu" 90 python3 -m pytest -q -x -p no:cacheprovider tests/gpu
+    step "(b) GPU kernels vs numpy: pytest tests/gpu" "$LIMIT_B" python3 -m pytest -q -x -p no:cacheprovider tests/gpu
 elif [[ $STEPS == *b* ]]; then
     echo "=== (b) tests/gpu: missing on this branch"
     FAILED+=("(b) tests/gpu missing")
 fi
-[[ $STEPS == *c* ]] && step "(c) bench_gpu.py: tutorial net on one GPU, tensorweave vs PyTorch" 75 \
-    python3 benchmarks/bench_gpu.py --windows 5 --window_s 3
-[[ $STEPS == *d* ]] && step "(d) CIFAR-10 example: 1 ps (CPU) + 2 GPU workers" 75 bash "$SELF" --step cluster
+[[ $STEPS == *c* ]] && step "(c) bench_gpu.py: tutorial net on one GPU, tensorweave vs PyTorch" "$LIMIT_C" \
+    python3 benchmarks/bench_gpu.py $BENCH_ARGS
+[[ $STEPS == *d* ]] && step "(d) CIFAR-10 example: 1 ps (CPU) + 2 GPU workers" "$LIMIT_D" bash "$SELF" --step cluster
 
 echo
 echo "=== gpu_check done in $((SECONDS - START)) s; log: $LOG"

@@ -196,6 +196,7 @@ def _reduced_shape_tf(op) -> list:
 
 
 register("ReducedShape", same_as_input(), _reduced_shape_kernel, grad=None, tf_lowering=_reduced_shape_tf)
+register_gpu("ReducedShape", host_inputs=(0, 1), host_outputs=(0,))   # (shapes: TF's is host memory throughout)
 
 
 def _kept_dims_grad(op, grad):
