@@ -7,6 +7,7 @@ REST API over a model directory's versions; serving/).
     tensorweave server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223 --job_name=ps --task_index=0
     tensorweave launch --ps 1 --workers 2 trainer.py --job_name={job_name} --task_index={task_index}
     tensorweave launch --ps 1 --chief 1 --workers 2 --evaluator 1 estimator_trainer.py   # by TF_CONFIG
+    tensorweave launch --ps 1 --workers 2 --num_gpus 2 trainer.py   # a GPU per worker, the ps on its CPU
     tensorweave status --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}'
     tensorweave keygen ./keys --client laptop     # then TENSORWEAVE_CURVE_DIR=./keys on every task
     tensorweave saved_model show --dir /models/mnist/1 --all
@@ -157,6 +158,27 @@ def blas_threads_env(num_tasks: int) -> dict:
     return {v: per_task for v in BLAS_THREAD_VARS}
 
 
+def present_gpus() -> list:
+    """The CUDA ids of this machine's GPUs a launch may hand out: CUDA_VISIBLE_DEVICES's, else all."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [x.strip() for x in listed.split(",") if x.strip() and not x.strip().startswith("-")]
+    from tensorweave.runtime.devices import physical_gpu_count
+    return [str(i) for i in range(physical_gpu_count())]
+
+
+def gpu_shares(roles: list, gpus: list) -> dict:
+    """{(job, index): CUDA_VISIBLE_DEVICES} for a launch: ps tasks hold variables on their CPU and
+    get no GPU; the other tasks get the GPUs shared out in contiguous blocks (with fewer GPUs than
+    tasks, tasks share one), so each trains a tower per GPU it sees."""
+    trainers = [r for r in roles if r[0] != "ps"]
+    shares = {r: "" for r in roles}
+    n, g = len(trainers), len(gpus)
+    for k, role in enumerate(trainers if gpus else ()):
+        shares[role] = ",".join(gpus[k * g // n:(k + 1) * g // n] if g >= n else [gpus[k % g]])
+    return shares
+
+
 def cmd_launch(args) -> int:
     """Starts one process per task with TF_CONFIG set; stops them all when the script's
     non-ps tasks are done, when one fails, or on Ctrl-C/SIGTERM."""
@@ -183,12 +205,23 @@ def cmd_launch(args) -> int:
     # The evaluator is no member of the cluster (TF's rule): it gets the cluster and its own task only.
     roles = [(job, i) for job, addrs in cluster.items() for i in range(len(addrs))]
     roles += [("evaluator", i) for i in range(args.evaluator)]
+    gpus = present_gpus() if args.num_gpus is None else present_gpus()[:args.num_gpus]
+    if args.num_gpus is not None and len(gpus) < args.num_gpus:
+        print(f"tensorweave launch: --num_gpus {args.num_gpus}, but {len(gpus)} GPU(s) present", file=sys.stderr)
+        return 2
+    # without GPUs (and without --num_gpus) the tasks' environment stays as it is
+    shares = gpu_shares(roles, gpus) if gpus or args.num_gpus is not None else {}
+    if gpus:
+        print(f"tensorweave launch: GPUs {json.dumps({f'{j}:{i}': shares[(j, i)] for j, i in roles})} "
+              "(CUDA_VISIBLE_DEVICES per task)", file=sys.stderr, flush=True)
     try:
         for job, i in roles:
             env = dict(os.environ)
             env.update(blas_env)
             env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
             env["PYTHONUNBUFFERED"] = "1"
+            if shares:
+                env["CUDA_VISIBLE_DEVICES"] = shares[(job, i)]
             if sys.stdout.isatty():   # the tasks' output reaches a terminal: progress lines may redraw
                 env["TENSORWEAVE_TTY"] = "1"
             as_script = bool(args.script) and not (job == "ps" and args.ps_as_server)
@@ -373,6 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ps_as_server", action="store_true", help="run bare servers, not the script, for ps tasks")
     p.add_argument("--no_prefix", action="store_true", help="do not prefix output lines with [job:index]")
     p.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL at exit")
+    p.add_argument("--num_gpus", type=int, help="GPUs shared out to the non-ps tasks (CUDA_VISIBLE_DEVICES; "
+                                                "ps tasks get none); default: all present, 0: CPUs only")
     p.add_argument("script", nargs="?", help="the program to run in every task")
     p.add_argument("script_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_launch)

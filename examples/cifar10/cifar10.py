@@ -4,8 +4,11 @@
 192, softmax linear; weight decay on the dense layers. `--model xception`: a reduced Xception for
 32x32 inputs (xception.py). Training: exponentially decaying learning rate, gradient descent
 (wrapped in SyncReplicasOptimizer with --sync_replicas), moving averages of the loss and of
-every trainable variable (the evaluation restores the averages).
+every trainable variable (the evaluation restores the averages). Several towers (one per GPU,
+as TF's cifar10_multi_gpu_train) each compute their gradients on their own device; the update
+applies their mean.
 """
+import contextlib
 import re
 
 from backend import tf
@@ -75,32 +78,46 @@ def inference(images, model: str = "tutorial", is_training: bool = True, middle_
     raise ValueError(f"unknown --model {model!r} (tutorial or xception)")
 
 
-def loss(logits, labels):
-    """Mean cross-entropy plus every weight-decay term in the "losses" collection."""
+def loss(logits, labels, scope=None):
+    """Mean cross-entropy plus every weight-decay term in the "losses" collection (of the tower
+    whose name scope is `scope`, when given)."""
     labels = tf.cast(labels, tf.int64)
     cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                                    name="cross_entropy_per_example")
     tf.add_to_collection("losses", tf.reduce_mean(cross_entropy, name="cross_entropy"))
-    return tf.add_n(tf.get_collection("losses"), name="total_loss")
+    return tf.add_n(tf.get_collection("losses", scope), name="total_loss")
 
 
-def _add_loss_summaries(total_loss):
+def average_gradients(tower_grads):
+    """[(mean gradient, variable)] over the towers' compute_gradients lists (same variables, same order)."""
+    if len(tower_grads) == 1:
+        return tower_grads[0]
+    scale = 1.0 / len(tower_grads)
+    return [(tf.multiply(tf.add_n([g for g, _ in pairs]), scale), pairs[0][1]) for pairs in zip(*tower_grads)]
+
+
+def _add_loss_summaries(total_losses):
     averages = tf.train.ExponentialMovingAverage(0.9, name="avg")
-    losses = tf.get_collection("losses")
-    averages_op = averages.apply(losses + [total_loss])
-    for each in losses + [total_loss]:
+    losses = tf.get_collection("losses") + total_losses
+    averages_op = averages.apply(losses)
+    for each in losses:
         tf.summary.scalar(each.op.name + " (raw)", each)
         tf.summary.scalar(each.op.name, averages.average(each))
     return averages_op
 
 
-def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int, sync_replicas: int = 0):
-    """The training op; with sync_replicas=N, also the SyncReplicasOptimizer (for its hook)."""
+def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int, sync_replicas: int = 0,
+          tower_devices=None):
+    """The training op; with sync_replicas=N, also the SyncReplicasOptimizer (for its hook).
+    `total_loss`: the loss, or a list of the towers' losses, whose gradients are computed under
+    the matching `tower_devices` (device names or functions) and averaged."""
+    total_losses = list(total_loss) if isinstance(total_loss, (list, tuple)) else [total_loss]
+    tower_devices = tower_devices or [None] * len(total_losses)
     decay_steps = int(num_examples_per_epoch / batch_size * NUM_EPOCHS_PER_DECAY)
     lr = tf.train.exponential_decay(INITIAL_LEARNING_RATE, global_step, decay_steps, LEARNING_RATE_DECAY_FACTOR,
                                     staircase=True)
     tf.summary.scalar("learning_rate", lr)
-    loss_averages_op = _add_loss_summaries(total_loss)
+    loss_averages_op = _add_loss_summaries(total_losses)
     variable_averages = tf.train.ExponentialMovingAverage(MOVING_AVERAGE_DECAY, global_step)
     opt = tf.train.GradientDescentOptimizer(lr)
     if sync_replicas:
@@ -108,9 +125,12 @@ def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int,
                                              total_num_replicas=sync_replicas,
                                              variable_averages=variable_averages,
                                              variables_to_average=tf.trainable_variables())
-    with tf.control_dependencies([loss_averages_op] + tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        grads = opt.compute_gradients(total_loss)
-    apply_op = opt.apply_gradients(grads, global_step=global_step)
+    tower_grads = []
+    for each, device in zip(total_losses, tower_devices):
+        with tf.device(device) if device is not None else contextlib.nullcontext(), \
+                tf.control_dependencies([loss_averages_op] + tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            tower_grads.append(opt.compute_gradients(each))
+    apply_op = opt.apply_gradients(average_gradients(tower_grads), global_step=global_step)
     for var in tf.trainable_variables():
         tf.summary.histogram(var.op.name, var)
     if sync_replicas:   # SyncReplicasOptimizer averages the variables itself, on the chief

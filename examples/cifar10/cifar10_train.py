@@ -10,8 +10,14 @@ with --sync_replicas), the chief saving checkpoints and summaries to --train_dir
     python cifar10_train.py --job_name=worker --task_index=0 ...   (and task 1)
     # with no cluster at all, one process trains alone.
 
+GPUs (--num_gpus, default: the GPUs this process sees): each worker builds one tower per GPU, its
+compute on /gpu:N of its own task and its variables on the ps tasks (on the CPU without a
+cluster), and applies the mean of the towers' gradients, as TF's cifar10_multi_gpu_train;
+--batch_size is per tower. `tensorweave launch` gives each worker task its share of the GPUs.
+
 Runs unchanged on TensorFlow: CIFAR10_BACKEND=tensorflow (see backend.py).
 """
+import contextlib
 import json
 import os
 import sys
@@ -36,6 +42,8 @@ tf.app.flags.DEFINE_boolean("sync_replicas", False, "aggregate the workers' grad
 tf.app.flags.DEFINE_string("model", "tutorial", "tutorial or xception")
 tf.app.flags.DEFINE_integer("xception_middle_repeats", 2, "repeats of Xception's middle flow")
 tf.app.flags.DEFINE_integer("save_checkpoint_secs", 60, "seconds between checkpoints")
+tf.app.flags.DEFINE_integer("num_gpus", -1, "GPUs (towers) per worker; -1: the GPUs present, 0: CPU only")
+tf.app.flags.DEFINE_boolean("log_device_placement", False, "print where each op runs")
 
 
 def cluster_and_task():
@@ -87,22 +95,52 @@ class ProgressHook(tf.train.SessionRunHook):
             print(flush=True)
 
 
-def build(num_workers: int, is_chief: bool):
-    """The training graph of one worker: (train_op, loss, global_step, hooks)."""
+def num_gpus() -> int:
+    return FLAGS.num_gpus if FLAGS.num_gpus >= 0 else len(tf.config.experimental.list_physical_devices("GPU"))
+
+
+def tower_devices(gpus: int, spec, task_index: int) -> list:
+    """One device function per tower: variables on the ps tasks (the CPU without a cluster),
+    everything else on the tower's GPU of this task; [None] (the enclosing device) without GPUs."""
+    if not gpus:
+        return [None]
+    if spec is None:
+        return [tf.train.replica_device_setter(ps_tasks=1, ps_device="/device:CPU:0", worker_device=f"/device:GPU:{i}")
+                for i in range(gpus)]
+    return [tf.train.replica_device_setter(worker_device=f"/job:worker/task:{task_index}/device:GPU:{i}", cluster=spec)
+            for i in range(gpus)]
+
+
+def build(num_workers: int, is_chief: bool, devices: list):
+    """The training graph of one worker, a tower per device of `devices`: (train_op, hooks)."""
     global_step = tf.train.get_or_create_global_step()
     with tf.device("/cpu:0"):
-        images, labels = cifar10_input.distorted_inputs(FLAGS.data_dir, FLAGS.batch_size)
-    logits = cifar10.inference(images, FLAGS.model, is_training=True, middle_repeats=FLAGS.xception_middle_repeats)
-    loss = cifar10.loss(logits, labels)
+        images, labels = cifar10_input.distorted_inputs(FLAGS.data_dir, FLAGS.batch_size * len(devices))
+        if len(devices) > 1:
+            images, labels = tf.split(images, len(devices)), tf.split(labels, len(devices))
+        else:
+            images, labels = [images], [labels]
+    losses = []
+    with tf.variable_scope(tf.get_variable_scope()):
+        for i, device in enumerate(devices):
+            scope = f"tower_{i}" if len(devices) > 1 else None
+            with tf.device(device) if device is not None else contextlib.nullcontext(), \
+                    tf.name_scope(scope) if scope else contextlib.nullcontext():
+                logits = cifar10.inference(images[i], FLAGS.model, is_training=True,
+                                           middle_repeats=FLAGS.xception_middle_repeats)
+                losses.append(cifar10.loss(logits, labels[i], scope=scope))
+            tf.get_variable_scope().reuse_variables()
     examples = cifar10_input.num_records([os.path.join(FLAGS.data_dir, f) for f in cifar10_input.TRAIN_FILES])
     sync = num_workers if FLAGS.sync_replicas else 0
-    train_op, sync_opt = cifar10.train(loss, global_step, FLAGS.batch_size, examples, sync_replicas=sync)
+    train_op, sync_opt = cifar10.train(losses, global_step, FLAGS.batch_size * len(devices), examples,
+                                       sync_replicas=sync, tower_devices=devices)
+    loss = losses[-1]
     hooks = [tf.train.StopAtStepHook(last_step=FLAGS.max_steps), tf.train.NanTensorHook(loss)]
     if sync_opt is not None:
         hooks.append(sync_opt.make_session_run_hook(is_chief))
     if is_chief:
-        # a global step is one worker's batch, or (sync) one batch from each worker
-        examples_per_step = FLAGS.batch_size * (num_workers if sync else 1)
+        # a global step is one worker's batch on each tower, or (sync) that from each worker
+        examples_per_step = FLAGS.batch_size * len(devices) * (num_workers if sync else 1)
         hooks.append(ProgressHook(loss, global_step, examples_per_step, FLAGS.max_steps, FLAGS.log_frequency))
     return train_op, hooks
 
@@ -120,6 +158,9 @@ def main(_):
         print(f"Training the {FLAGS.model} model on {what} ({FLAGS.data_dir}), "
               f"{'synchronous' if FLAGS.sync_replicas else 'asynchronous'}, checkpoints in {FLAGS.train_dir}",
               flush=True)
+    gpus, spec = num_gpus(), None
+    if is_chief and gpus:
+        print(f"{gpus} GPU tower(s) per worker", flush=True)
     if cluster:
         spec = tf.train.ClusterSpec(cluster)
         server = tf.train.Server(spec, job_name=job, task_index=task_index)
@@ -128,8 +169,11 @@ def main(_):
     else:
         master, num_workers, device = "", 1, None
     with tf.Graph().as_default(), tf.device(device):
-        train_op, hooks = build(num_workers, is_chief)
-        config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task_index}"]) if cluster else None
+        train_op, hooks = build(num_workers, is_chief, tower_devices(gpus, spec, task_index))
+        # soft placement: an op without a GPU kernel runs on its task's CPU (as TF's multi-GPU trainer)
+        config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=FLAGS.log_device_placement)
+        if cluster:
+            config.device_filters.extend(["/job:ps", f"/job:worker/task:{task_index}"])
         with tf.train.MonitoredTrainingSession(master=master, is_chief=is_chief, checkpoint_dir=FLAGS.train_dir,
                                                hooks=hooks, save_checkpoint_secs=FLAGS.save_checkpoint_secs,
                                                save_summaries_steps=100, log_step_count_steps=0,

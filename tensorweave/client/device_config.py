@@ -2,17 +2,20 @@
 without a ConfigProto (as in TF, `tf.Session()` with config=None takes the process's context
 config, so `tf.config.set_soft_device_placement(True)` reaches it).
 
-The devices are those device_lib lists. TF decides the visible devices once, when the runtime
-first lists its logical devices; changing them after that is an error, as in TF.
+The physical devices are this process's CPU and the GPUs CUDA shows it (or its stand-in GPUs,
+runtime/devices.py); listing them sets up nothing. TF decides the visible devices once, when the
+runtime first lists its logical devices; changing them after that is an error, as in TF. The GPUs
+left visible and their memory growth reach Sessions created without a ConfigProto as TF's context
+config does: gpu_options.visible_device_list and allow_growth.
 """
 from __future__ import annotations
 
 import collections
 import copy
 
-from tensorweave.client.device_lib import list_local_devices
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.runtime.devices import physical_gpu_count
 
 
 @tf_export("config.PhysicalDevice", "config.experimental.PhysicalDevice")
@@ -31,8 +34,8 @@ _context = {"visible": None, "initialized": False, "soft_placement": False, "log
 
 
 def _physical() -> list:
-    return [PhysicalDevice(d.name.replace("/device:", "/physical_device:"), d.device_type)
-            for d in list_local_devices()]
+    return [PhysicalDevice("/physical_device:CPU:0", "CPU")] + [
+        PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(physical_gpu_count())]
 
 
 def _of_type(devices: list, device_type) -> list:
@@ -123,14 +126,14 @@ def _logical_count(physical: PhysicalDevice) -> int:
 
 @tf_export("config.list_logical_devices", "config.experimental.list_logical_devices")
 def list_logical_devices(device_type=None) -> list:
-    """The LogicalDevices ("/device:CPU:0") ops can be placed on; the visible devices are fixed
-    from here on."""
+    """The LogicalDevices ("/device:CPU:0") ops can be placed on (the visible GPUs renumbered from
+    /device:GPU:0, as Sessions see them); the visible devices are fixed from here on."""
     _context["initialized"] = True
-    out = []
-    for d in get_visible_devices(device_type):
-        first = int(d.name.rsplit(":", 1)[1])
-        out.extend(LogicalDevice(f"/device:{d.device_type}:{first + i}", d.device_type)
-                   for i in range(_logical_count(d)))
+    out, count = [], collections.Counter()
+    for d in get_visible_devices(device_type):   # numbered per type over the visible ones, as TF's
+        for _ in range(_logical_count(d)):
+            out.append(LogicalDevice(f"/device:{d.device_type}:{count[d.device_type]}", d.device_type))
+            count[d.device_type] += 1
     return out
 
 
@@ -172,9 +175,22 @@ def set_log_device_placement(enabled) -> None:
 
 
 def default_session_config() -> ConfigProto:
-    """The ConfigProto a Session created with config=None runs with."""
-    return with_logical_devices(ConfigProto(allow_soft_placement=_context["soft_placement"],
-                                            log_device_placement=_context["log_placement"]))
+    """The ConfigProto a Session created with config=None runs with: the soft placement and
+    logging defaults, the visible GPUs (gpu_options.visible_device_list; device_count["GPU"] 0 when
+    none is left) and their memory growth (gpu_options.allow_growth), as TF's context config."""
+    config = with_logical_devices(ConfigProto(allow_soft_placement=_context["soft_placement"],
+                                              log_device_placement=_context["log_placement"]))
+    gpus = _of_type(_physical(), "GPU")
+    visible = get_visible_devices("GPU")
+    if visible != gpus:
+        config.gpu_options.visible_device_list = ",".join(str(gpus.index(d)) for d in visible)
+        if not visible:
+            config.device_count["GPU"] = 0
+    growth = {get_memory_growth(d) for d in visible}
+    if len(growth) > 1:
+        raise ValueError("Memory growth cannot differ between GPU devices")
+    config.gpu_options.allow_growth = bool(growth and growth.pop())
+    return config
 
 
 @tf_export("config.experimental.get_memory_growth")

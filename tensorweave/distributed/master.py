@@ -47,7 +47,7 @@ from tensorweave.distributed.channel import Pending, wait_all, wait_any
 from tensorweave.distributed.worker import WorkerService
 from tensorweave.framework import errors
 from tensorweave.framework.config import ConfigProto, RunOptions
-from tensorweave.framework.device import task_of
+from tensorweave.framework.device import DeviceSpec, task_of
 from tensorweave.framework.graph_def import graph_to_graph_def, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.sendrecv import RendezvousKey
@@ -380,6 +380,7 @@ class DistributedMaster:
         self._session_tasks: dict = {}   # task -> client, every task this session registered with
         self._client_id = uuid.uuid4().hex   # whose graphs they are, for the tasks (graphs.py)
         self._incarnations: dict = {self.master_task: connection.client.incarnation}   # task -> as first seen
+        self._devices_known = {self.master_task}   # tasks whose devices self.devices holds
         self._inflight: dict = {}   # step id -> its plan, while the step runs (close cancels them)
         self._closed = False
 
@@ -398,6 +399,8 @@ class DistributedMaster:
 
     def _forget_locked(self, task: str) -> None:
         self._clients.pop(task, None)
+        if task != self.master_task:   # (asked again when a graph names it: a restart may change its GPUs)
+            self._devices_known.discard(task)
         for key in [k for k, p in self._plans.items() if any(x.task == task for x in p.parts)]:
             del self._plans[key]
 
@@ -448,6 +451,7 @@ class DistributedMaster:
         dtypes = self._tensor_dtypes()
         names = _partition.prune(gd, feeds, fetches, targets)
         resource = {t for t, d in dtypes.items() if d == "resource"}
+        self._learn_devices(gd, set(names))
         devices = _placer.place(gd, self.devices, nodes=names,
                                 allow_soft_placement=self.config.allow_soft_placement,
                                 log_device_placement=self.config.log_device_placement,
@@ -490,6 +494,28 @@ class DistributedMaster:
             raise failed
         fed_fetches = tuple((i, feed_pos[f]) for i, f in enumerate(fetch_keys) if f in feed_pos)
         return _StepPlan(out, fed_fetches, len(fetches), carry=_carry_plan(out))
+
+    def _learn_devices(self, graph_def, names) -> None:
+        """Asks the tasks that the requests of the nodes `names` name, and that this session has
+        not asked yet, for their devices (in parallel), so an op pinned to another task's GPU
+        (or given no device type there) is placed on it. Tasks no graph names are never asked.
+        (The caller holds self._lock.)"""
+        wanted = set()
+        for node in graph_def.node:
+            if node.device and node.name in names:
+                task = self.devices.task_of(DeviceSpec.from_string(node.device))
+                if task in self.devices.tasks and task not in self._devices_known:
+                    wanted.add(task)
+        asked = [(task, _POOL.submit(self.client(task).get_status)) for task in sorted(wanted)]
+        for task, fut in asked:
+            try:
+                status = fut.result()
+            except errors.OpError as e:
+                if isinstance(e, (errors.UnavailableError, errors.AbortedError)):
+                    self._forget_locked(task)
+                raise
+            self.devices = self.devices.with_task_devices(task, status.get("devices") or ())
+            self._devices_known.add(task)
 
     # -- running ----------------------------------------------------------------------------
     def run(self, feeds: dict, fetches: list, targets: list, options: Optional[RunOptions],

@@ -130,9 +130,10 @@ class WorkerService:
     """The state and RPCs of one task: resources, registered partitions, rendezvous."""
 
     def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, connect_timeout_s: float = 60.0,
-                 cpus: int = 1):
+                 cpus: int = 1, gpus: tuple = ()):
         self.cluster = cluster
         self.cpus = max(1, int(cpus))   # the server's ConfigProto.device_count["CPU"]: CPU:0..cpus-1
+        self.gpus = {g.name: g for g in gpus}   # runtime.devices.Gpu by "GPU:i"
         self.job_name = job_name
         self.task_index = task_index
         self.task = make_task_name(job_name, task_index)
@@ -152,7 +153,8 @@ class WorkerService:
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
         return {"cluster": self.cluster.as_dict(), "job": self.job_name, "task": self.task_index,
-                "incarnation": self.incarnation, "devices": [f"{self.task}/device:CPU:{i}" for i in range(self.cpus)],
+                "incarnation": self.incarnation, "devices": [f"{self.task}/device:CPU:{i}" for i in range(self.cpus)]
+                + [f"{self.task}/device:{g}" for g in self.gpus],
                 "active_steps": len(self._steps), "graphs": len(self._graphs),
                 "sessions": len(self._session_resources), "pending_tensors": len(self.rendezvous),
                 "aborted_steps": self.rendezvous.aborted_steps()}
@@ -177,7 +179,7 @@ class WorkerService:
         ctx = KernelContext(resources=resources, task=self.task, library=dict(graph_def.library),
                             services={"rendezvous": self.rendezvous, "send": self._send, "worker": self,
                                       "collectives": self.collectives},
-                            log_device_placement=bool(config.get("log_device_placement", False)))
+                            log_device_placement=bool(config.get("log_device_placement", False)), gpus=self.gpus)
         plan = Plan(graph_def.node, list(feeds), list(fetches), list(targets), ctx, guard_state_changes=True)
         handle = f"{self.task}/graph:{next(self._handles)}:{session_handle}"
         edges = {op: [(task_of(n.attr["send_device"]), task_of(n.attr["recv_device"]), n.attr["tensor_name"])

@@ -8,7 +8,7 @@ from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 _builtin_tuple = tuple
@@ -21,6 +21,7 @@ def no_op(name=None) -> Operation:
 
 
 register("NoOp", lambda op: [], lambda node, ctx: (lambda: None), grad=None)
+register_gpu("NoOp")
 
 
 def _group_on_device(dev, deps, name=None) -> Operation:
@@ -113,3 +114,4 @@ def identity_n(input, name=None) -> list:
 
 register("IdentityN", lambda op: [(t.dtype, t.shape) for t in op.inputs],
          lambda node, ctx: (lambda *xs: _builtin_tuple(xs)), grad=lambda op, *grads: list(grads))
+register_gpu("IdentityN")

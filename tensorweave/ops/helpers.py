@@ -13,6 +13,22 @@ from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 
+try:   # the extra `gpu`: a GPU's tensors are CuPy arrays
+    import cupy
+except ImportError:   # (a missing CUDA library is an ImportError too)
+    cupy = None
+
+
+def array_module(*values):
+    """numpy, or CuPy when any of `values` is a CuPy array: the `xp` a kernel written once for
+    both devices computes with (runtime/devices.py)."""
+    if cupy is not None:
+        for v in values:
+            if isinstance(v, cupy.ndarray):
+                return cupy
+    return np
+
+
 # -- dtype families (TF's allowed type lists) --------------------------------------------------
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 COMPLEX = (dtypes.complex64, dtypes.complex128)

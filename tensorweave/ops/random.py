@@ -25,7 +25,7 @@ from tensorweave.ops.array.core import constant, shape as shape_of
 from tensorweave.ops.array.pad import pad
 from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
 from tensorweave.ops.math.binary import add
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 DEFAULT_GRAPH_SEED = 87654321
@@ -171,9 +171,14 @@ def _uniform_int_kernel(node, ctx):
     return draw
 
 
+# On a GPU the random ops draw on the host with their CPU kernels (the numbers do not depend on
+# the device; the output moves to the GPU) from a shape in host memory, as TF's HostMemory("shape").
 register("RandomStandardNormal", _random_infer, _normal_kernel, grad=None, stateful=True)
+register_gpu("RandomStandardNormal", host_inputs=(0,))
 register("TruncatedNormal", _random_infer, _truncated_kernel, grad=None, stateful=True)
+register_gpu("TruncatedNormal", host_inputs=(0,))
 register("RandomUniform", _random_infer, _uniform_kernel, grad=None, stateful=True)
+register_gpu("RandomUniform", host_inputs=(0,))
 def _uniform_int_infer(op):
     out = _shape_from_input(op)
     check_output_size(op, out)
@@ -181,6 +186,7 @@ def _uniform_int_infer(op):
 
 
 register("RandomUniformInt", _uniform_int_infer, _uniform_int_kernel, grad=None, stateful=True)
+register_gpu("RandomUniformInt", host_inputs=(0, 1, 2))     # minval and maxval are read on the host too
 
 
 def _scaled(op_type, scope, shape, mean, stddev, dtype, seed, name):
@@ -636,6 +642,9 @@ register("StatelessRandomUniform", _random_infer, _stateless_kernel(_stateless_u
 register("StatelessRandomNormal", _random_infer, _stateless_kernel(_stateless_normal), grad=None)
 register("StatelessTruncatedNormal", _random_infer, _stateless_kernel(_stateless_truncated), grad=None)
 register("StatelessRandomUniformInt", _random_infer, _stateless_kernel(_stateless_uniform_int), grad=None)
+# Philox on the host (TF's numbers on both devices); shape, seed and bounds in host memory.
+register_gpu("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal", "StatelessRandomUniformInt",
+             host_inputs=(0, 1, 2, 3))
 
 
 def _stateless_seed(seed) -> Tensor:
@@ -782,6 +791,7 @@ for _op_type, _draw in (("StatelessRandomUniformV2", _stateless_uniform),
                         ("StatelessRandomUniformIntV2", _stateless_uniform_int),
                         ("StatelessRandomUniformFullIntV2", _stateless_full_int)):
     register(_op_type, _random_infer, _stateless_v2_kernel(_draw), grad=None)
+    register_gpu(_op_type, host_inputs=(0, 1, 2, 3, 4, 5))
 
 
 def stateless_v2(op_type: str, shape, key, counter, alg, dtype, bounds=(), name=None) -> Tensor:

@@ -48,6 +48,8 @@ DEAD = _Dead()
 KERNELS: dict[tuple[str, str], Callable] = {}   # (op type, device type) -> kernel factory
 GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None = not differentiable
 TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
+HOST_MEMORY: dict[str, tuple] = {}              # op type -> (input, output indices) a GPU kernel keeps on the host
+#                                                 (or ALL; negative ones from the end: host_memory resolves them)
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
@@ -74,11 +76,52 @@ def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
         TF_LOWERINGS[op_type] = tf_lowering
 
 
+class _All:
+    """`ALL` as host_inputs/host_outputs: every one of them, however many a node has (ShapeN's
+    outputs, ConcatOffset's inputs and outputs); `i in ALL` holds for every index."""
+
+    def __contains__(self, index) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ALL"
+
+
+ALL = _All()
+
+
+def register_gpu(*op_types: str, host_inputs=(), host_outputs=(), kernel: Optional[Callable] = None) -> None:
+    """Gives each of `op_types` a GPU kernel: `kernel`, or by default its CPU kernel, whose code
+    is written against its inputs' array module (runtime/devices.array_module) and so runs on
+    CuPy arrays too. `host_inputs`/`host_outputs`: the indices of the inputs it reads and the
+    outputs it writes in host memory (TF's HostMemory: shapes, axes, sizes); a negative index
+    counts from the end (ConcatV2's axis follows its N values), `ALL` names every one."""
+    for op_type in op_types:
+        KERNELS[(op_type, "GPU")] = kernel or KERNELS[(op_type, "CPU")]
+        if host_inputs or host_outputs:
+            HOST_MEMORY[op_type] = tuple(given if given is ALL else tuple(given)
+                                         for given in (host_inputs, host_outputs))
+
+
+def host_memory(op_type: str, n_inputs: int, n_outputs: int) -> tuple:
+    """(input indices, output indices) that a node of `op_type` with that many inputs and outputs
+    keeps in host memory on a GPU, as non-negative indices."""
+    spec = HOST_MEMORY.get(op_type)
+    if spec is None:
+        return (), ()
+    return tuple(tuple(range(n)) if given is ALL else tuple(i % n for i in given if -n <= i < n)
+                 for given, n in zip(spec, (n_inputs, n_outputs)))
+
+
+def has_kernel(op_type: str, device_type: str) -> bool:
+    return (op_type, device_type) in KERNELS or (device_type != "GPU" and (op_type, "CPU") in KERNELS)
+
+
 def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
     try:
         return KERNELS[(op_type, device_type)]
     except KeyError:
-        if (op_type, "CPU") in KERNELS:
+        if device_type != "GPU" and (op_type, "CPU") in KERNELS:
             return KERNELS[(op_type, "CPU")]
         raise errors.NotFoundError(
             None, None, f"No registered kernel for op '{op_type}' on device type {device_type}") from None

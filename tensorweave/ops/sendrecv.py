@@ -21,7 +21,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.device import task_of
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.shapes import unknown_shape
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 class RendezvousKey(NamedTuple):
@@ -90,6 +90,7 @@ def _send_kernel(node, ctx):
 
 
 register("_Send", lambda op: [], _send_kernel, grad=None, stateful=True, needs_step=True)
+register_gpu("_Send", host_inputs=(0,))
 
 
 # -- _Recv -------------------------------------------------------------------------------------
@@ -109,3 +110,4 @@ def _recv_kernel(node, ctx):
 
 
 register("_Recv", _recv_infer, _recv_kernel, grad=None, stateful=True, needs_step=True, blocking=True)
+register_gpu("_Recv", host_outputs=(0,))

@@ -13,6 +13,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
+from tensorweave.runtime import devices
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -27,18 +28,40 @@ class KernelContext:
     library: dict = field(default_factory=dict)     # function name -> FunctionDef
     services: dict = field(default_factory=dict)    # rendezvous, transport hooks (distributed runtime)
     log_device_placement: bool = False
+    gpus: dict = field(default_factory=dict)        # "GPU:i" -> runtime.devices.Gpu, this task's GPUs
     _function_plans: dict = field(default_factory=dict)
 
-    def function_plan(self, name: str) -> "Plan":
-        """A plan for a function body: feeds are its inputs, fetches its outputs (cached)."""
-        plan = self._function_plans.get(name)
+    def function_plan(self, name: str, device: str = "") -> "Plan":
+        """A plan for a function body: feeds are its inputs, fetches its outputs (cached). `device`:
+        where the op calling it runs; on a GPU, the body's inputs and outputs are in that GPU's
+        memory and its ops without a device run there when they have a GPU kernel."""
+        gpu = _gpu_of(NodeDef("", "", device=device), self.gpus) if device and self.gpus else None
+        key = name if gpu is None else (name, gpu.name)
+        plan = self._function_plans.get(key)
         if plan is None:
             fdef = self.library.get(name)
             if fdef is None:
                 raise errors.NotFoundError(None, None, f"Function '{name}' is not in the graph's library")
-            plan = Plan(fdef.node, fdef.inputs, fdef.outputs, (), self)
-            self._function_plans[name] = plan
+            nodes = [self._function_node(n, gpu) for n in fdef.node] if self.gpus else fdef.node
+            plan = Plan(nodes, fdef.inputs, fdef.outputs, (), self, device=gpu)
+            self._function_plans[key] = plan
         return plan
+
+    def _function_node(self, node: NodeDef, gpu) -> NodeDef:
+        """A function's op placed as TF places them, softly: one asking for a GPU runs on the CPU
+        without a GPU kernel; one asking for nothing runs on the caller's GPU (`gpu`) when it has a
+        GPU kernel, else on the CPU."""
+        has_gpu_kernel = registry.has_kernel(node.op, "GPU")
+        if node.device and "GPU:" in node.device and not has_gpu_kernel:
+            return NodeDef(node.name, node.op, node.input, "", node.attr)
+        if not node.device and gpu is not None and has_gpu_kernel:
+            return NodeDef(node.name, node.op, node.input, f"{self.task}/device:{gpu.name}", node.attr)
+        return node
+
+    @staticmethod
+    def to_host(value):
+        """`value` in host memory: for a kernel keeping a device value in host-only state."""
+        return devices.to_host(value)
 
 
 class _CancelFlag:
@@ -116,8 +139,9 @@ class Plan:
     that point, so a step reported as timed out does not land later."""
 
     def __init__(self, nodes: Sequence[NodeDef], feeds: Sequence[str], fetches: Sequence[str],
-                 targets: Sequence[str], ctx: KernelContext, guard_state_changes: bool = False):
+                 targets: Sequence[str], ctx: KernelContext, guard_state_changes: bool = False, device=None):
         self.ctx = ctx
+        self.device = device   # a function's plan called on a GPU: its inputs and outputs are there
         by_name = {n.name: n for n in nodes}
         if len(by_name) != len(nodes):
             _refuse_duplicates(nodes)
@@ -133,15 +157,39 @@ class Plan:
         order = [n for n in order if n.name not in unread]
 
         slots: dict[str, int] = {_STEP_SLOT_KEY: _STEP_SLOT}
+        where: dict = {}   # slot -> the Gpu whose memory holds its value (absent: host memory)
         for f in feeds:
             slots.setdefault(f, len(slots))
+            if device is not None:
+                where[slots[f]] = device
         self.nodes = order
         template: list = []
         steps = []
         self._names: list[NodeDef] = []
         guarded = False
+        gpus = ctx.gpus
+        moved: dict = {}   # (slot, Gpu or None) -> the slot of its copy there
+
+        def located(slot: int, device, consumer: NodeDef) -> int:
+            """`slot`, or the slot of its one copy on `device` (None: host), made before `consumer`."""
+            if where.get(slot) is device:
+                return slot
+            copy = moved.get((slot, device))
+            if copy is None:
+                copy = moved[(slot, device)] = len(slots)
+                slots[f"^copy{copy}"] = copy
+                steps.append((_MODE_ONE_1, devices.to_host if device is None else device.to_device, slot, None, copy))
+                self._names.append(consumer)
+                if device is not None:
+                    where[copy] = device
+            return copy
+
         for node in order:
             opdef = registry.lookup(node.op)
+            device = _gpu_of(node, gpus) if gpus else None
+            host_in, host_out = registry.host_memory(
+                node.op, sum(not inp.startswith("^") for inp in node.input), _num_outputs(node)) \
+                if device is not None else ((), ())
             ins = []
             reads = []   # positions of the arguments that read a ref output's current value
             for inp in node.input:
@@ -160,6 +208,9 @@ class Plan:
                             f"to a variable, but {inp!r} is a value (fed, or not a ref output)")
                 elif is_ref:
                     reads.append(len(ins) + opdef.needs_step)
+                elif gpus:
+                    ins.append(located(slots[key], None if len(ins) in host_in else device, node))
+                    continue
                 ins.append(slots[key])
             if opdef.needs_step:
                 ins.insert(0, _STEP_SLOT)
@@ -173,14 +224,22 @@ class Plan:
             if ctx.log_device_placement:
                 print(f"{node.name}: ({node.op}): {node.device or ctx.task}", file=sys.stderr)
             try:
-                fn = registry.kernel_for(node.op, ctx.device_type)(node, ctx)
+                fn = registry.kernel_for(node.op, "GPU" if device is not None else ctx.device_type)(node, ctx)
             except errors.OpError as e:
                 raise _with_node(e, node, ctx.task) from None
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(
                     node, node.name, f"{e}\n\t [[node {node.name} (op: {node.op}) on {ctx.task}]]") from None
+            if device is not None:
+                fn = device.kernel(fn, node, tuple(i + opdef.needs_step for i in host_in), host_out)
+                for i, o in enumerate(outs):
+                    if o >= 0 and i not in host_out:
+                        where[o] = device
+            elif gpus and isinstance(next(iter(gpus.values())), devices.StandInGpu):
+                fn = devices.host_kernel(fn, node)
             if reads:
-                fn = _reading_refs(fn, reads, node.name)
+                fn = _reading_refs(fn, reads, node.name, (device.to_device if device else devices.to_host)
+                                   if gpus else None)
             if node.name in may_be_dead:
                 # one more output, the node's own liveness (None or DEAD), which its control
                 # successors take as extra arguments
@@ -192,7 +251,10 @@ class Plan:
                 outs.append(slots.setdefault(f"{node.name}:live", len(slots)))
             elif node.op == "Const":  # constants are planned into the slot template, not run
                 if outs[0] >= 0:
-                    template.append((outs[0], fn()))
+                    try:
+                        template.append((outs[0], fn()))
+                    except devices.OUT_OF_MEMORY as e:   # (a GPU's constant: it is made here)
+                        raise _as_op_error(e, node, ctx.task) from None
                 continue
             if guard_state_changes and opdef.stateful and node.op not in _UNGUARDED:
                 fn = _guarded(fn, opdef.needs_step)
@@ -213,17 +275,18 @@ class Plan:
             else:
                 steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
             self._names.append(node)
-        self.num_slots = len(slots)
-        self._template = [None] * len(slots)
-        for s, v in template:
-            self._template[s] = v
-        self._steps = steps
         self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:
             raise errors.InvalidArgumentError(None, None, f"Fetch {missing[0]} was not found in the graph")
-        self.fetch_slots = [slots[f] for f in fetches]
+        self.fetch_slots = [located(slots[f], self.device, by_name.get(f.rsplit(":", 1)[0]))
+                            if gpus else slots[f] for f in fetches]
+        self.num_slots = len(slots)
+        self._template = [None] * len(slots)
+        for s, v in template:
+            self._template[s] = v
+        self._steps = steps
         self._may_be_dead = bool(may_be_dead)
         self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
         for i, f in enumerate(fetches):
@@ -277,7 +340,7 @@ class Plan:
             self._execute(vals, self._steps, 0)
         out = [vals[s] for s in self.fetch_slots]
         for i, name in self._ref_fetches:
-            out[i] = out[i].read(name)
+            out[i] = devices.to_host(out[i].read(name))
         if self._may_be_dead:
             for i, v in enumerate(out):
                 if v is DEAD:
@@ -317,16 +380,23 @@ def _is_ref_output(node: Optional[NodeDef], index: int) -> bool:
     return node is not None and index in registry.lookup(node.op).ref_outputs
 
 
-def _reading_refs(fn, positions: list, name: str):
+def _reading_refs(fn, positions: list, name: str, move: Optional[Callable] = None):
     """`fn` given the current value of the TF1 variables at argument `positions` (ref outputs
     read by an op that takes values): read when the op runs, as TF reads a ref, so an op ordered
-    after an Assign sees the assigned value. The read names the reading op, as TF's error does."""
+    after an Assign sees the assigned value. The read names the reading op, as TF's error does.
+    `move` brings the value to the reading op's device (a variable may live on a GPU)."""
     def call(*args):
         args = list(args)
         for p in positions:
-            args[p] = args[p].read(name)
+            args[p] = args[p].read(name) if move is None else move(args[p].read(name))
         return fn(*args)
     return call
+
+
+def _gpu_of(node: NodeDef, gpus: dict):
+    """The Gpu a placed node runs on ("/job:../device:GPU:1"), or None for the CPU."""
+    at = node.device.rfind("GPU:")
+    return None if at < 0 else gpus.get(node.device[at:])
 
 
 def _guarded(fn, takes_step: bool):
@@ -448,6 +518,10 @@ def _with_node(e: errors.OpError, node: NodeDef, task: str) -> errors.OpError:
 def _as_op_error(e: BaseException, node: NodeDef, task: str) -> errors.OpError:
     if isinstance(e, errors.OpError):
         return _with_node(e, node, task)
+    if isinstance(e, devices.OUT_OF_MEMORY):   # a GPU's pool is full: this step fails, the task serves on
+        return errors.ResourceExhaustedError(
+            node, node.name, f"{devices.out_of_memory_message(e, node.device or task)}\n\t [[node {node.name} "
+                             f"(op: {node.op}) on {task}]]")
     cls = errors.ResourceExhaustedError if isinstance(e, MemoryError) else errors.InvalidArgumentError
     return cls(node, node.name, f"{type(e).__name__}: {e}\n\t [[node {node.name} (op: {node.op}) on {task}]]")
 

@@ -12,7 +12,9 @@ from tensorweave.framework import errors
 from tensorweave.framework.config import ConfigProto, RunOptions
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import Graph
-from tensorweave.framework.graph_def import graph_to_graph_def
+from tensorweave.framework.graph_def import NodeDef, graph_to_graph_def
+from tensorweave.runtime import placer
+from tensorweave.runtime.devices import visible_gpus
 from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext, step_timeout_s
 from tensorweave.runtime.resources import ResourceManager
 from tensorweave.runtime.step_stats import merge_step_stats
@@ -26,7 +28,8 @@ class LocalMaster:
         self.graph = graph
         self.config = config
         self.resources = ResourceManager()
-        self.ctx = KernelContext(self.resources, log_device_placement=config.log_device_placement)
+        self.gpus = {g.name: g for g in visible_gpus(config)}
+        self.ctx = KernelContext(self.resources, log_device_placement=config.log_device_placement, gpus=self.gpus)
         self._plans: dict = {}
         self._lock = threading.Lock()
 
@@ -39,19 +42,31 @@ class LocalMaster:
                 if plan is None:
                     gd = fold_tf1_loops(graph_to_graph_def(self.graph))
                     self.ctx.library.update(gd.library)
-                    plan = Plan(gd.node, feeds, fetches, targets, self.ctx)
-                    self._check_placement(plan)
+                    self._check_placement(gd.node)
+                    plan = Plan(self._placed(gd) if self.gpus else gd.node, feeds, fetches, targets, self.ctx)
                     self._plans[key] = plan
         return plan
 
-    def _check_placement(self, plan: Plan) -> None:
+    def _placed(self, gd) -> list:
+        """The nodes on this process's devices by the placer's rules (GPU ops to the first GPU);
+        a request's job and task are this process (other ones were refused, or soft placement)."""
+        local = type(gd)(
+            [NodeDef(n.name, n.op, n.input, _device_part(n.device), n.attr) for n in gd.node], gd.library)
+        cpus = tuple(f"CPU:{i}" for i in range(1, self.config.device_count.get("CPU", 1)))
+        cluster = placer.ClusterDevices((LOCAL_TASK,), LOCAL_TASK, ("CPU",) + cpus, ((LOCAL_TASK, tuple(self.gpus)),))
+        devices = placer.place(local, cluster, allow_soft_placement=self.config.allow_soft_placement)
+        return [NodeDef(n.name, n.op, n.input, devices[n.name], n.attr) for n in gd.node]
+
+    def _check_placement(self, nodes) -> None:
         if self.config.allow_soft_placement:
             return
         cpus = self.config.device_count.get("CPU", 1)
-        for node in plan.nodes:
+        for node in nodes:
             if not node.device:
                 continue
             d = DeviceSpec.from_string(node.device)
+            if d.device_type == "GPU" and (d.device_index or 0) < len(self.gpus):
+                continue   # (the placer checks the op has a GPU kernel)
             if d.job not in (None, "localhost") or d.task not in (None, 0) or d.replica not in (None, 0) \
                     or d.device_type not in (None, "CPU") or (d.device_index or 0) >= cpus:
                 raise errors.InvalidArgumentError(
@@ -78,5 +93,12 @@ class LocalMaster:
 
     def list_devices(self) -> list:
         """This session's CPUs: ConfigProto.device_count["CPU"] of them (TF's way to give one
-        machine several CPU devices), /device:CPU:0 alone by default."""
-        return [f"{LOCAL_TASK}/device:CPU:{i}" for i in range(max(1, self.config.device_count.get("CPU", 1)))]
+        machine several CPU devices), /device:CPU:0 alone by default; then its GPUs."""
+        return [f"{LOCAL_TASK}/device:CPU:{i}" for i in range(max(1, self.config.device_count.get("CPU", 1)))] \
+            + [f"{LOCAL_TASK}/device:{g}" for g in self.gpus]
+
+
+def _device_part(device: str) -> str:
+    """A local request's device type and index alone ("/job:worker/gpu:1" -> "/device:GPU:1")."""
+    d = DeviceSpec.from_string(device)
+    return DeviceSpec(device_type=d.device_type, device_index=d.device_index).to_string() if d.device_type else ""

@@ -6,18 +6,22 @@ Pure functions over plain data. Rules, in TF 1.x's order of precedence:
   device, the merge of its members' requested devices (incompatible requests are an error);
 - a requested device is completed against the cluster: "/job:ps" means task 0, a spec
   without a job ("/cpu:0", "") means the default task (the session's master task);
+- a node whose request names no device type runs on the task's first GPU when the task has
+  one and every member of its colocation group has a GPU kernel, else on its CPU;
 - soft placement (ConfigProto.allow_soft_placement) relaxes only the device type and index
-  (a GPU request on a CPU-only task runs on its CPU), never an unknown job or task.
+  (a GPU request on a CPU-only task, or for an op without a GPU kernel, runs on its CPU; one
+  past the task's GPUs on its first GPU), never an unknown job or task.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Optional
 
 from tensorweave.framework import errors
 from tensorweave.framework.device import DeviceSpec, task_name
 from tensorweave.framework.graph_def import GraphDef, NodeDef, parse_input
+from tensorweave.ops import registry
 
 
 @dataclass(frozen=True)
@@ -27,24 +31,50 @@ class ClusterDevices:
     tasks: tuple                      # task names "/job:J/replica:0/task:I"
     default_task: str                 # where unplaced ops go (the master task)
     device_types: tuple = ("CPU",)    # (type, count) pairs are expressed as "GPU:2" entries
+    gpus: tuple = ()                  # (task, ("GPU:0", ...)) for each task known to have GPUs
+
+    def gpus_of(self, task: str) -> tuple:
+        for t, names in self.gpus:
+            if t == task:
+                return names
+        return ()
 
     @classmethod
     def from_cluster(cls, cluster: Mapping, default_task: str, device_filters: Iterable[str] = (),
                      devices: Iterable[str] = ()) -> "ClusterDevices":
         """From a ClusterSpec dict (job -> [addresses] or {index: address}), the master task's
-        full name, ConfigProto.device_filters and the master task's local device names."""
+        full name, ConfigProto.device_filters and the master task's local device names (other
+        tasks' GPUs: with_task_devices, once a graph needs them)."""
         tasks = [t for t in cluster_task_names(cluster) if t == default_task or matches_filters(t, device_filters)]
         if default_task not in tasks:
             tasks.insert(0, default_task)
         types = []
         for d in devices:
             spec = DeviceSpec.from_string(d)
-            if spec.device_type and (spec.device_type != "CPU" or spec.device_index):
+            if spec.device_type not in (None, "GPU") and (spec.device_type != "CPU" or spec.device_index):
                 types.append(f"{spec.device_type}:{spec.device_index or 0}")
-        return cls(tuple(tasks), default_task, ("CPU",) + tuple(sorted(set(types))))
+        return cls(tuple(tasks), default_task, ("CPU",) + tuple(sorted(set(types)))).with_task_devices(
+            default_task, devices)
+
+    def with_task_devices(self, task: str, devices: Iterable[str]) -> "ClusterDevices":
+        """These devices with `task`'s GPUs as its get_status lists them ("/job:J/.../device:GPU:0")."""
+        names = sorted({f"GPU:{s.device_index or 0}" for s in map(DeviceSpec.from_string, devices)
+                        if s.device_type == "GPU"})
+        gpus = tuple(g for g in self.gpus if g[0] != task) + (((task, tuple(names)),) if names else ())
+        return replace(self, gpus=gpus)
+
+    def task_of(self, spec: DeviceSpec) -> str:
+        """The task a requested device names: its job's (task 0 when it names none), else the
+        default task's job (with the task it names)."""
+        if spec.job is not None:
+            return task_name(spec.job, spec.task or 0)
+        if spec.task is None:
+            return self.default_task
+        return task_name(DeviceSpec.from_string(self.default_task).job, spec.task)
 
     def available(self) -> str:
-        return ", ".join(f"{t}/device:{d if ':' in d else d + ':0'}" for t in self.tasks for d in self.device_types)
+        return ", ".join(f"{t}/device:{d if ':' in d else d + ':0'}" for t in self.tasks
+                         for d in self.device_types + self.gpus_of(t))
 
 
 def cluster_task_names(cluster: Mapping) -> list:
@@ -177,8 +207,9 @@ def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Itera
         root = uf.find(name)
         if root not in resolved:
             spec, by = group_request[root]
+            gpu_kernels = bool(cluster.gpus) and all(registry.has_kernel(by_name[m].op, "GPU") for m in members[root])
             resolved[root] = _resolve(spec, by_name[name] if by is None else by_name[by], cluster, soft,
-                                      by_name[name])
+                                      by_name[name], gpu_kernels)
         result[name] = resolved[root]
     if log_device_placement:
         for name in wanted:
@@ -187,18 +218,26 @@ def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Itera
 
 
 def _resolve(spec: DeviceSpec, requester: NodeDef, cluster: ClusterDevices, soft: bool,
-             node: NodeDef) -> str:
-    if spec.job is None:
-        task = cluster.default_task
-        if spec.task is not None or spec.replica not in (None, 0):
-            d = DeviceSpec.from_string(cluster.default_task)
-            task = task_name(d.job, spec.task if spec.task is not None else d.task)
-    else:
-        task = task_name(spec.job, spec.task or 0)
+             node: NodeDef, gpu_kernels: bool = False) -> str:
+    task = cluster.task_of(spec)
     if task not in cluster.tasks or spec.replica not in (None, 0):
         raise _cannot_assign(node, requester, cluster)
-    dtype = spec.device_type or "CPU"
+    gpus = cluster.gpus_of(task)
+    dtype = spec.device_type or ("GPU" if gpus and gpu_kernels and spec.device_index is None else "CPU")
     index = spec.device_index or 0
+    if dtype == "GPU":
+        if f"GPU:{index}" in gpus and gpu_kernels:
+            return f"{task}/device:GPU:{index}"
+        if not soft:
+            raise _cannot_assign(node, requester, cluster) if f"GPU:{index}" not in gpus else \
+                errors.InvalidArgumentError(
+                    node, node.name,
+                    f"Cannot assign a device for operation {node.name}: Could not satisfy explicit device "
+                    f"specification '{requester.device}' because no supported kernel for GPU devices is available."
+                    f"\n\t [[node {node.name} (op: {node.op})]]")
+        if gpus and gpu_kernels:   # (an index past the task's GPUs: TF's soft placement takes its first GPU)
+            return f"{task}/device:{min(gpus, key=lambda g: int(g[4:]))}"
+        return f"{task}/device:CPU:0"
     if dtype != "CPU" and f"{dtype}:{index}" not in cluster.device_types:
         if not soft:
             raise _cannot_assign(node, requester, cluster)

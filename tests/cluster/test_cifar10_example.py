@@ -100,3 +100,27 @@ def test_the_xception_model_trains_and_evaluates(data_dir, tmp_path):
               "--xception_middle_repeats=1"], timeout=120)
     assert e.returncode == 0, e.stdout[-2000:] + e.stderr[-2000:]
     assert 0.0 <= float(re.search(r"precision @ 1 = (\d\.\d+)", e.stdout).group(1)) <= 1.0
+
+
+_NET_OPS = {"Conv2D", "BiasAdd", "Relu", "MaxPool", "LRN", "Reshape", "MatMul", "Add", "L2Loss",
+            "SparseSoftmaxCrossEntropyWithLogits", "Mean", "AddN"}
+
+
+def test_two_gpu_towers_train_each_on_its_gpu(data_dir, tmp_path):
+    """--num_gpus=2 (on two stand-in GPUs): a tower per GPU, the variables on the CPU, the mean of
+    the towers' gradients applied; each tower's ops run on its own GPU (or, lacking a GPU kernel,
+    on the CPU by soft placement), never on the other's."""
+    train_dir = str(tmp_path / "train")
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLE, "cifar10_train.py"), f"--data_dir={data_dir}",
+                        f"--train_dir={train_dir}", "--max_steps=60", "--log_frequency=5", "--batch_size=32",
+                        "--num_gpus=2", "--log_device_placement"], capture_output=True, text=True,
+                       env=dict(_env(), TENSORWEAVE_STANDIN_GPUS="2"), cwd=REPO, timeout=240)
+    _trained(r, train_dir, 60)
+    assert "2 GPU tower(s) per worker" in r.stdout
+    placed = {m[0]: (m[1], m[2]) for m in re.findall(r"^(\S+): \((\w+)\): (\S+)$", r.stderr, re.M)}
+    for i in (0, 1):
+        assert placed[f"tower_{i}/Reshape"][1].endswith(f"/device:GPU:{i}"), placed[f"tower_{i}/Reshape"]
+        tower = {n: d for n, (op, d) in placed.items()
+                 if op in _NET_OPS and re.match(rf"(gradients\w*/)?tower_{i}/", n)}
+        assert len(tower) > 20 and all(d.endswith((f"/device:GPU:{i}", "/device:CPU:0")) for d in tower.values()), tower
+    assert placed["conv1/weights"][1].endswith("/device:CPU:0") and placed["local3/weights"][1].endswith("CPU:0")

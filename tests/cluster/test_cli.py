@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from tensorweave.cli import gpu_shares
 from tensorweave.distributed.cluster import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -137,3 +138,18 @@ def test_tasks_of_a_killed_launcher_stop_too(spawn):
             break
         time.sleep(0.2)
     assert down.returncode == 1 and down.stdout.count(" DOWN ") == 2, down.stdout
+
+
+def test_launch_deals_the_gpus_to_the_workers_and_none_to_the_ps(tmp_path):
+    script = tmp_path / "show.py"
+    script.write_text("import os\nprint('gpus', repr(os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True)\n")
+    r = cli("launch", "--ps", "1", "--workers", "3", str(script), env=_env(CUDA_VISIBLE_DEVICES="3,5"), timeout=60)
+    assert r.returncode == 0, r.stderr
+    for task, gpus in [("ps:0", "''"), ("worker:0", "'3'"), ("worker:1", "'5'"), ("worker:2", "'3'")]:
+        assert f"[{task}] gpus {gpus}" in r.stdout, r.stdout
+    r = cli("launch", "--workers", "1", "--num_gpus", "0", str(script), env=_env(CUDA_VISIBLE_DEVICES="3,5"))
+    assert "[worker:0] gpus ''" in r.stdout, r.stdout
+    r = cli("launch", "--workers", "1", "--num_gpus", "3", str(script), env=_env(CUDA_VISIBLE_DEVICES="3,5"))
+    assert r.returncode == 2 and "--num_gpus 3, but 2 GPU(s) present" in r.stderr
+    roles = [("chief", 0), ("ps", 0), ("worker", 0)]
+    assert gpu_shares(roles, list("0123")) == {("chief", 0): "0,1", ("ps", 0): "", ("worker", 0): "2,3"}

@@ -12,8 +12,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor, register_
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, identity, index_tensor
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, static_int, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_axis, dense, invalid, make_op, static_int, static_ints
+from tensorweave.ops.registry import ALL, register, register_gpu
 
 
 def _convert_list(values, op_name: str) -> list:
@@ -94,12 +94,12 @@ def _concat_infer(op):
 def _concat_kernel(node, ctx):
     def run(*args):
         xs, axis = args[:-1], int(args[-1])
-        nd = np.ndim(xs[0])
+        nd = len(np.shape(xs[0]))
         if not -nd <= axis < nd:
             raise invalid(node, f"ConcatOp : Expected concatenating dimensions in the range [{-nd}, {nd}), "
                                 f"but got {axis}")
         try:
-            return np.concatenate(xs, axis=axis)
+            return array_module(*xs).concatenate(xs, axis=axis)
         except ValueError:
             shapes = " vs. ".join(str(list(np.shape(x))) for x in xs)
             raise invalid(node, f"ConcatOp : Dimensions of inputs should match: {shapes}") from None
@@ -121,9 +121,11 @@ def _concat_offset_kernel(node, ctx):
 
 register("ConcatOffset", lambda op: [(t.dtype, t.shape) for t in op.inputs[1:]], _concat_offset_kernel,
          grad=None)
+register_gpu("ConcatOffset", host_inputs=ALL, host_outputs=ALL)
 
 
 register("ConcatV2", _concat_infer, _concat_kernel)   # gradient: array_grad.py
+register_gpu("ConcatV2", host_inputs=(-1,))   # the axis
 
 
 def _has_tensor(values) -> bool:
@@ -180,7 +182,7 @@ def _pack_kernel(node, ctx):
 
     def run(*xs):
         try:
-            return np.stack(xs, axis=axis)
+            return array_module(*xs).stack(xs, axis=axis)
         except ValueError:
             raise invalid(node, "Shapes of all inputs must match: " +
                           " vs. ".join(str(list(np.shape(x))) for x in xs)) from None
@@ -189,6 +191,7 @@ def _pack_kernel(node, ctx):
 
 register("Pack", _pack_infer, _pack_kernel,
          grad=lambda op, grad: unstack(dense(grad), num=op.get_attr("N"), axis=op.get_attr("axis")))
+register_gpu("Pack")
 
 
 @tf_export("unstack")
@@ -225,7 +228,7 @@ def _unpack_kernel(node, ctx):
     def run(x):
         if np.shape(x)[axis] != num:
             raise invalid(node, f"Input shape axis {axis} must equal {num}, got shape {list(np.shape(x))}")
-        return tuple(np.take(x, i, axis=axis) for i in range(num))
+        return tuple(np.take(x, i, axis=axis) for i in range(num))   # (CuPy's take, given CuPy arrays)
     return run
 
 
@@ -235,6 +238,7 @@ def _unpack_grad(op, *grads):
 
 
 register("Unpack", _unpack_infer, _unpack_kernel, grad=_unpack_grad)
+register_gpu("Unpack")
 
 
 # -- Split, SplitV -----------------------------------------------------------------------------
@@ -280,14 +284,13 @@ def _split_kernel(node, ctx):
     n = node.attr["num_split"]
 
     def run(a, x):
-        axis = int(a)
-        if not -np.ndim(x) <= axis < np.ndim(x):
-            raise invalid(node, f"-input rank(-{np.ndim(x)}) <= split_dim < input rank ({np.ndim(x)}), but got "
-                                f"{axis}")
+        axis, nd = int(a), len(np.shape(x))
+        if not -nd <= axis < nd:
+            raise invalid(node, f"-input rank(-{nd}) <= split_dim < input rank ({nd}), but got {axis}")
         if np.shape(x)[axis] % n:
             raise invalid(node, f"Number of ways to split should evenly divide the split dimension, but got "
                                 f"split_dim {axis} (size = {np.shape(x)[axis]}) and num_split {n}")
-        return tuple(np.split(x, n, axis=axis))
+        return tuple(array_module(x).split(x, n, axis=axis))
     return run
 
 
@@ -297,6 +300,7 @@ def _split_grad(op, *grads):
 
 
 register("Split", _split_infer, _split_kernel, grad=_split_grad)
+register_gpu("Split", host_inputs=(0,))
 
 
 def _resolve_sizes(sizes: list, dim, exc, node=None) -> list:
@@ -339,14 +343,14 @@ def _splitv_infer(op):
 
 def _splitv_kernel(node, ctx):
     def run(x, s, a):
-        axis = int(a)
-        if not -np.ndim(x) <= axis < np.ndim(x):
-            raise invalid(node, f"split_dim {axis} out of range for a tensor of rank {np.ndim(x)}")
+        axis, nd = int(a), len(np.shape(x))
+        if not -nd <= axis < nd:
+            raise invalid(node, f"split_dim {axis} out of range for a tensor of rank {nd}")
         try:
             sizes = _resolve_sizes([int(v) for v in np.reshape(s, -1)], np.shape(x)[axis], ValueError)
         except ValueError as e:
             raise invalid(node, str(e)) from None
-        return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+        return tuple(array_module(x).split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis))
     return run
 
 
@@ -356,3 +360,4 @@ def _splitv_grad(op, *grads):
 
 
 register("SplitV", _splitv_infer, _splitv_kernel, grad=_splitv_grad)
+register_gpu("SplitV", host_inputs=(1, 2))

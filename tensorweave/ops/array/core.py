@@ -3,6 +3,8 @@ builds on (shape, size, rank, reshape, expand_dims, squeeze, transpose). Python 
 Const tensors here, through the conversion function this module registers."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
@@ -12,8 +14,9 @@ from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import check_axis, dense, invalid, make_op, np_dtype, same_as_input, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import (array_module, check_axis, dense, invalid, make_op, np_dtype, same_as_input,
+                                    static_ints)
+from tensorweave.ops.registry import ALL, register, register_gpu
 
 
 # -- Const -------------------------------------------------------------------------------------
@@ -86,6 +89,7 @@ def _const_kernel(node, ctx):
 
 register("Const", lambda op: [(op.get_attr("dtype"), TensorShape(op.get_attr("value").shape))],
          _const_kernel, grad=None)
+register_gpu("Const")
 
 
 def _constant_conversion(value, dtype=None, name=None) -> Tensor:
@@ -120,6 +124,7 @@ def _placeholder_kernel(node, ctx):
 
 register("Placeholder", lambda op: [(op.get_attr("dtype"), op.get_attr("shape"))],
          _placeholder_kernel, grad=None)
+register_gpu("Placeholder")
 
 
 @tf_export("placeholder_with_default")
@@ -139,6 +144,7 @@ def _pwd_infer(op):
 
 register("PlaceholderWithDefault", _pwd_infer, lambda node, ctx: (lambda x: x),
          grad=lambda op, g: [g])
+register_gpu("PlaceholderWithDefault")
 
 
 # -- Identity ----------------------------------------------------------------------------------
@@ -152,6 +158,7 @@ def identity(input, name=None) -> Tensor:
 
 
 register("Identity", same_as_input(0), lambda node, ctx: (lambda x: x), grad=lambda op, g: [g])
+register_gpu("Identity")
 
 
 @tf_export("guarantee_const")
@@ -164,6 +171,7 @@ def guarantee_const(input, name=None) -> Tensor:
 
 # no gradient, as in TF: tf.gradients through it raises LookupError (its value is promised constant)
 register("GuaranteeConst", same_as_input(0), lambda node, ctx: (lambda x: x))
+register_gpu("GuaranteeConst")
 
 
 def index_tensor(value, name: str = None, dtype=None) -> Tensor:
@@ -194,6 +202,7 @@ def stop_gradient(input, name=None) -> Tensor:
 
 
 register("StopGradient", same_as_input(0), lambda node, ctx: (lambda x: x), grad=None)
+register_gpu("StopGradient")
 
 
 # -- Shape, ShapeN, Size, Rank -----------------------------------------------------------------
@@ -218,6 +227,7 @@ def _shape_kernel(node, ctx):
 
 
 register("Shape", _shape_infer, _shape_kernel, grad=None)
+register_gpu("Shape", host_outputs=(0,))
 
 
 def _broadcast_gradient_args_kernel(node, ctx):
@@ -241,6 +251,7 @@ def _broadcast_gradient_args_kernel(node, ctx):
 register("BroadcastGradientArgs", lambda op: [(op.inputs[0].dtype, TensorShape([None]))] * 2,
          _broadcast_gradient_args_kernel, grad=None, dtypes={0: ("s0", (dtypes.int32, dtypes.int64)),
                                                               1: ("s1", (dtypes.int32, dtypes.int64))})
+register_gpu("BroadcastGradientArgs", host_inputs=(0, 1), host_outputs=(0, 1))
 
 
 @tf_export("shape_n")
@@ -258,6 +269,7 @@ def _shape_n_kernel(node, ctx):
 
 register("ShapeN", lambda op: [(op.get_attr("out_type"), TensorShape([x.shape.ndims])) for x in op.inputs],
          _shape_n_kernel, grad=None)
+register_gpu("ShapeN", host_outputs=ALL)
 
 
 @tf_export("size")
@@ -273,10 +285,11 @@ def size(input, name=None, out_type=dtypes.int32) -> Tensor:
 
 def _size_kernel(node, ctx):
     dt = np_dtype(node, "out_type")
-    return lambda x: np.array(np.size(x), dtype=dt)
+    return lambda x: np.array(math.prod(np.shape(x)), dtype=dt)
 
 
 register("Size", lambda op: [(op.get_attr("out_type"), TensorShape([]))], _size_kernel, grad=None)
+register_gpu("Size", host_outputs=(0,))
 
 
 @tf_export("rank")
@@ -289,7 +302,8 @@ def rank(input, name=None) -> Tensor:
 
 
 register("Rank", lambda op: [(dtypes.int32, TensorShape([]))],
-         lambda node, ctx: (lambda x: np.array(np.ndim(x), dtype=np.int32)), grad=None)
+         lambda node, ctx: (lambda x: np.array(len(np.shape(x)), dtype=np.int32)), grad=None)
+register_gpu("Rank", host_outputs=(0,))
 
 
 # -- Reshape -----------------------------------------------------------------------------------
@@ -351,6 +365,7 @@ def _reshape_grad(op, grad):
 
 
 register("Reshape", _reshape_infer, _reshape_kernel, grad=_reshape_grad)
+register_gpu("Reshape", host_inputs=(1,))
 
 
 # -- ExpandDims, Squeeze -----------------------------------------------------------------------
@@ -387,15 +402,16 @@ def _expand_dims_infer(op):
 def _expand_dims_kernel(node, ctx):
     def run(x, a):
         ax = int(np.reshape(a, -1)[0])
-        nd = np.ndim(x)
+        nd = len(np.shape(x))
         if not -nd - 1 <= ax <= nd:
             raise invalid(node, f"Tried to expand dim index {ax} for tensor with {nd} dimensions.")
-        return np.expand_dims(x, ax)
+        return array_module(x).expand_dims(x, ax)
     return run
 
 
 register("ExpandDims", _expand_dims_infer, _expand_dims_kernel,
          grad=lambda op, grad: [reshape(dense(grad), shape(op.inputs[0])), None])
+register_gpu("ExpandDims", host_inputs=(1,))
 
 
 @tf_export("squeeze")
@@ -439,19 +455,21 @@ def _squeeze_kernel(node, ctx):
     axes = tuple(node.attr["squeeze_dims"])
 
     def run(x):
-        nd = np.ndim(x)
+        nd = len(np.shape(x))
         for a in axes:
             if not -nd <= a < nd:
                 raise invalid(node, f"Tried to squeeze dim index {a} for tensor with {nd} dimensions.")
             if np.shape(x)[a] != 1:
                 raise invalid(node, f"Can not squeeze dim[{a % nd}], expected a dimension of 1, got "
                                     f"{np.shape(x)[a]}")
-        return np.squeeze(x, axis=tuple(a % nd for a in axes)) if axes else np.squeeze(x)
+        xp = array_module(x)
+        return xp.squeeze(x, axis=tuple(a % nd for a in axes)) if axes else xp.squeeze(x)
     return run
 
 
 register("Squeeze", _squeeze_infer, _squeeze_kernel,
          grad=lambda op, grad: [reshape(dense(grad), shape(op.inputs[0]))])
+register_gpu("Squeeze")
 
 
 # -- Transpose, ConjugateTranspose, InvertPermutation ------------------------------------------
@@ -498,11 +516,12 @@ def _transpose_infer(op):
 def _transpose_kernel(conj: bool):
     def factory(node, ctx):
         def run(x, p):
-            p = np.reshape(p, -1).tolist()
-            if len(p) != np.ndim(x) or sorted(p) != list(range(len(p))):
-                raise invalid(node, f"transpose expects a permutation of rank {np.ndim(x)}, got {p}")
-            y = np.transpose(x, p)
-            return np.conj(y) if conj else y
+            p, nd = np.reshape(p, -1).tolist(), len(np.shape(x))
+            if len(p) != nd or sorted(p) != list(range(len(p))):
+                raise invalid(node, f"transpose expects a permutation of rank {nd}, got {p}")
+            xp = array_module(x)
+            y = xp.transpose(x, p)
+            return xp.conj(y) if conj else y
         return run
     return factory
 
@@ -516,6 +535,7 @@ def _transpose_grad(op, grad):
 
 register("Transpose", _transpose_infer, _transpose_kernel(False), grad=_transpose_grad)
 register("ConjugateTranspose", _transpose_infer, _transpose_kernel(True), grad=_transpose_grad)
+register_gpu("Transpose", "ConjugateTranspose", host_inputs=(1,))
 
 
 @tf_export("math.invert_permutation", "invert_permutation")
@@ -536,6 +556,7 @@ def _invert_permutation_kernel(node, ctx):
 
 register("InvertPermutation", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape.with_rank(1))],
          _invert_permutation_kernel, grad=None)
+register_gpu("InvertPermutation", host_inputs=(0,), host_outputs=(0,))
 
 
 def swap_axes_perm(x: Tensor, axis: int, other: int = -1):

@@ -12,8 +12,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import constant, index_tensor, reshape, shape
-from tensorweave.ops.helpers import check_output_size, invalid, make_op, same_as_input, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_output_size, invalid, make_op, same_as_input, static_ints
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -43,14 +43,20 @@ def _fill_kernel(node, ctx):
         d = [int(x) for x in np.reshape(d, -1)]
         if any(x < 0 for x in d):
             raise invalid(node, f"dims must be non-negative, got {d}")
-        if np.ndim(v) != 0:
+        if np.shape(v) != ():
             raise invalid(node, f"value must be a scalar, got shape {list(np.shape(v))}")
         check_output_size(node, d)
-        return np.full(d, v, dtype=np.asarray(v).dtype)
+        xp = array_module(v)
+        if xp is np:
+            return np.full(d, v, dtype=np.asarray(v).dtype)
+        out = xp.empty(d, dtype=v.dtype)
+        out[...] = v   # (a device scalar: no trip through the host)
+        return out
     return run
 
 
 register("Fill", _fill_infer, _fill_kernel)   # gradient: array_grad.py
+register_gpu("Fill", host_inputs=(0,))
 
 
 def _filled(value, shape_arg, dtype, name, default_name):
@@ -112,9 +118,10 @@ def ones_like(tensor, dtype=None, name=None, optimize: bool = True) -> Tensor:
 def _zeros_like_kernel(node, ctx):
     def run(x):
         # a variant (a tensor list of the control-flow family) knows its own zeros
-        return x.zeros_like() if hasattr(x, "zeros_like") else np.zeros_like(x)
+        return x.zeros_like() if hasattr(x, "zeros_like") else array_module(x).zeros_like(x)
     return run
 
 
 register("ZerosLike", same_as_input(0), _zeros_like_kernel, grad=None)
-register("OnesLike", same_as_input(0), lambda node, ctx: (lambda x: np.ones_like(x)), grad=None)
+register("OnesLike", same_as_input(0), lambda node, ctx: (lambda x: array_module(x).ones_like(x)), grad=None)
+register_gpu("ZerosLike", "OnesLike")

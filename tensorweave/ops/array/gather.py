@@ -12,8 +12,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
-from tensorweave.ops.helpers import INDEX, check_axis, check_output_size, invalid, make_op, static_int
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import INDEX, array_module, check_axis, check_output_size, invalid, make_op, static_int
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -49,20 +49,21 @@ def _gather_infer(op):
 
 
 def _take(node, x, idx, axis: int, what: str = "indices"):
-    n = x.shape[axis]
+    n, xp = x.shape[axis], array_module(x, idx)
     bad = (idx < 0) | (idx >= n)
-    if bad.any():
-        pos = np.argwhere(bad)[0]
-        where = ",".join(str(int(v)) for v in pos)
+    if bad.any():   # (on a GPU, one wait for the device: TF's GPU kernel writes zeros instead of failing)
+        pos = [int(v) for v in xp.argwhere(bad)[0]]
+        where = ",".join(str(v) for v in pos)
         raise invalid(node, f"{what}[{where}] = {int(idx[tuple(pos)])} is not in [0, {n})")
-    return np.take(x, idx, axis=axis)
+    return xp.take(x, idx, axis=axis)
 
 
 def _gather_kernel(node, ctx):
     bd0 = int(node.attr.get("batch_dims", 0))
 
     def run(params, indices, axis):
-        params, indices = np.asarray(params), np.asarray(indices)
+        xp = array_module(params, indices)
+        params, indices = xp.asarray(params), xp.asarray(indices)
         axis = int(axis)
         if not -params.ndim <= axis < params.ndim:
             raise invalid(node, f"Expected axis in the range [{-params.ndim}, {params.ndim}), but got {axis}")
@@ -78,23 +79,24 @@ def _gather_kernel(node, ctx):
         i2 = indices.reshape((-1,) + indices.shape[bd:])
         parts = [_take(node, p2[k], i2[k], axis - bd) for k in range(p2.shape[0])]
         out_tail = params.shape[bd:axis] + indices.shape[bd:] + params.shape[axis + 1:]
-        out = np.stack(parts) if parts else np.zeros((0,) + out_tail, params.dtype)
+        out = xp.stack(parts) if parts else xp.zeros((0,) + out_tail, params.dtype)
         return out.reshape(batch + out_tail)
     return run
 
 
 register("GatherV2", _gather_infer, _gather_kernel, dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
+register_gpu("GatherV2", host_inputs=(2,))
 
 
 # -- ScatterNd (GatherNd, whose batch form needs math ops: math/array_composites.py) -----------
 def nd_positions(node, idx: np.ndarray, dims: tuple, what: str) -> tuple:
     """The positions the rows of index array `idx` name in an array of shape `dims` (GatherNd,
     ScatterNd and TensorScatter* kernels); InvalidArgumentError for one outside it."""
-    k = idx.shape[-1]
+    k, xp = idx.shape[-1], array_module(idx)
     flat = idx.reshape(-1, k)
-    bad = (flat < 0) | (flat >= np.asarray(dims[:k], dtype=np.int64))
-    if bad.any():
-        r = int(np.argwhere(bad.any(axis=1))[0][0])
+    bad = (flat < 0) | (flat >= xp.asarray(dims[:k], dtype=np.int64))
+    if bad.any():   # (on a GPU, one wait for the device)
+        r = int(xp.argwhere(bad.any(axis=1))[0][0])
         raise invalid(node, f"indices[{r}] = {flat[r].tolist()} does not index into {what} {list(dims)}")
     return tuple(flat.T)
 
@@ -126,21 +128,23 @@ def _scatter_nd_infer(op):
 
 def _scatter_nd_kernel(node, ctx):
     def run(indices, updates, shp):
-        indices, updates = np.asarray(indices), np.asarray(updates)
+        xp = array_module(indices, updates)
+        indices, updates = xp.asarray(indices), xp.asarray(updates)
         dims = tuple(int(v) for v in np.reshape(shp, -1))
         k = indices.shape[-1]
         want = indices.shape[:-1] + dims[k:]
         if updates.shape != want:
             raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
         check_output_size(node, dims)
-        out = np.zeros(dims, dtype=updates.dtype)
+        out = xp.zeros(dims, dtype=updates.dtype)
         pos = nd_positions(node, indices, dims, "shape")
-        np.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
+        xp.add.at(out, pos, updates.reshape((-1,) + dims[k:]))
         return out
     return run
 
 
 register("ScatterNd", _scatter_nd_infer, _scatter_nd_kernel, dtypes={0: ("indices", INDEX)})   # gradient: array_grad.py
+register_gpu("ScatterNd", host_inputs=(2,))
 
 
 # -- TensorScatterUpdate / Add / Sub -----------------------------------------------------------
@@ -203,21 +207,22 @@ def _tensor_scatter_infer(op):
 def _tensor_scatter_kernel(how: str):
     def factory(node, ctx):
         def run(tensor, indices, updates):
-            tensor, indices, updates = np.asarray(tensor), np.asarray(indices), np.asarray(updates)
+            xp = array_module(tensor, indices, updates)
+            tensor, indices, updates = xp.asarray(tensor), xp.asarray(indices), xp.asarray(updates)
             dims = tensor.shape
             k = indices.shape[-1]
             want = indices.shape[:-1] + dims[k:]
             if updates.shape != want:
                 raise invalid(node, f"updates shape {list(updates.shape)} must be {list(want)}")
-            out = np.array(tensor, copy=True)
+            out = xp.array(tensor, copy=True)
             pos = nd_positions(node, indices, dims, "tensor")
             rows = updates.reshape((-1,) + dims[k:])
             if how == "update":
                 out[pos] = rows
             elif how in ("min", "max"):
-                (np.minimum if how == "min" else np.maximum).at(out, pos, rows)
+                (xp.minimum if how == "min" else xp.maximum).at(out, pos, rows)
             else:
-                np.add.at(out, pos, rows if how == "add" else -rows)
+                xp.add.at(out, pos, rows if how == "add" else -rows)
             return out
         return run
     return factory
@@ -226,6 +231,7 @@ def _tensor_scatter_kernel(how: str):
 for _how in ("update", "add", "sub", "min", "max"):
     register("TensorScatter" + _how.capitalize(), _tensor_scatter_infer, _tensor_scatter_kernel(_how),
              dtypes={1: ("indices", INDEX)})   # gradient: array_grad.py
+    register_gpu("TensorScatter" + _how.capitalize())
 
 
 # -- OneHot ------------------------------------------------------------------------------------
@@ -282,19 +288,21 @@ def _one_hot_kernel(node, ctx):
     axis = node.attr["axis"]
 
     def run(indices, depth, on, off):
-        indices = np.asarray(indices)
+        xp = array_module(indices, on, off)
+        indices, on = xp.asarray(indices), xp.asarray(on)
         depth = int(depth)
         if depth < 0:
             raise invalid(node, f"depth must be non-negative, got: {depth}")
         check_output_size(node, list(indices.shape) + [depth])
-        hot = indices[..., None] == np.arange(depth, dtype=np.int64)
-        out = np.where(hot, on, off).astype(np.asarray(on).dtype)
-        return out if axis == -1 else np.moveaxis(out, -1, axis)
+        hot = indices[..., None] == xp.arange(depth, dtype=np.int64)
+        out = xp.where(hot, on, off).astype(on.dtype)
+        return out if axis == -1 else xp.moveaxis(out, -1, axis)
     return run
 
 
 register("OneHot", _one_hot_infer, _one_hot_kernel, grad=None,
          dtypes={0: ("indices", (dtypes.uint8, dtypes.int32, dtypes.int64))})
+register_gpu("OneHot", host_inputs=(1,))
 
 
 # -- UnravelIndex ------------------------------------------------------------------------------

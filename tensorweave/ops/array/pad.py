@@ -12,8 +12,8 @@ from tensorweave.framework.tensor_util import constant_value, constant_value_as_
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import index_tensor, reshape, size
-from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_output_size, dense, invalid, make_op, static_ints
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- Tile --------------------------------------------------------------------------------------
@@ -46,18 +46,19 @@ def _tile_infer(op):
 
 def _tile_kernel(node, ctx):
     def run(x, m):
-        m = [int(k) for k in np.reshape(m, -1)]
-        if len(m) != np.ndim(x):
-            raise invalid(node, f"Expected multiples argument to be a vector of length {np.ndim(x)} but got "
+        m, xp = [int(k) for k in np.reshape(m, -1)], array_module(x)
+        if len(m) != len(np.shape(x)):
+            raise invalid(node, f"Expected multiples argument to be a vector of length {len(np.shape(x))} but got "
                                 f"length {len(m)}")
         if any(k < 0 for k in m):
             raise invalid(node, f"Expected multiples >= 0, got {m}")
         check_output_size(node, [d * k for d, k in zip(np.shape(x), m)])
-        return np.tile(x, m) if m else np.asarray(x)
+        return xp.tile(x, m) if m else xp.asarray(x)
     return run
 
 
 register("Tile", _tile_infer, _tile_kernel)   # gradient: array_grad.py
+register_gpu("Tile", host_inputs=(1,))
 
 
 # -- Pad, PadV2, MirrorPad ---------------------------------------------------------------------
@@ -121,7 +122,8 @@ def _pad_kernel(node, ctx):
     mode = node.attr.get("mode") if node.op == "MirrorPad" else None
 
     def run(x, p, cv=0):
-        x = np.asarray(x)
+        xp = array_module(x)
+        x = xp.asarray(x)
         p = np.reshape(p, (-1, 2)).astype(np.int64)
         if p.shape[0] != x.ndim:
             raise invalid(node, f"The first dimension of paddings must be the rank of inputs "
@@ -132,31 +134,35 @@ def _pad_kernel(node, ctx):
             except ValueError as e:
                 raise invalid(node, str(e)) from None
         check_output_size(node, [d + a + b for d, (a, b) in zip(x.shape, p.tolist())])
-        if mode is None:
-            return np.pad(x, p, mode="constant", constant_values=np.asarray(cv, dtype=x.dtype)) if x.ndim else x
-        return np.pad(x, p, mode=mode.lower()) if x.ndim else x
+        if mode is None:   # (cv: in host memory)
+            return xp.pad(x, p.tolist(), mode="constant", constant_values=np.asarray(cv, dtype=x.dtype)[()]) \
+                if x.ndim else x
+        return xp.pad(x, p.tolist(), mode=mode.lower()) if x.ndim else x
     return run
 
 
 register("Pad", _pad_infer, _pad_kernel)     # gradient: array_grad.py
+register_gpu("Pad", host_inputs=(1,))
 register("PadV2", _pad_infer, _pad_kernel)   # gradient: array_grad.py
+register_gpu("PadV2", host_inputs=(1, 2))
 
 
 def _mirror_pad_grad_kernel(node, ctx):
     offset = 1 if node.attr["mode"] == "REFLECT" else 0
 
     def run(g, p):
-        g = np.asarray(g)
+        xp = array_module(g)
+        g = xp.asarray(g)
         p = np.reshape(p, (-1, 2)).astype(np.int64)
         for ax, (a, b) in enumerate(p.tolist()):
-            g = np.moveaxis(g, ax, 0)
+            g = xp.moveaxis(g, ax, 0)
             n = g.shape[0] - a - b
             core = g[a:a + n].copy()
             if a:
                 core[offset:offset + a] += g[:a][::-1]
             if b:
                 core[n - offset - b:n - offset] += g[a + n:][::-1]
-            g = np.moveaxis(core, 0, ax)
+            g = xp.moveaxis(core, 0, ax)
         return g
     return run
 
@@ -173,9 +179,11 @@ def _mirror_pad_grad_infer(op):
 
 register("MirrorPadGrad", _mirror_pad_grad_infer, _mirror_pad_grad_kernel,
          grad=lambda op, grad: [pad(dense(grad), op.inputs[1], mode=op.get_attr("mode")), None])
+register_gpu("MirrorPadGrad", host_inputs=(1,))
 register("MirrorPad", _pad_infer, _pad_kernel,
          grad=lambda op, grad: [make_op("MirrorPadGrad", [dense(grad), op.inputs[1]],
                                         {"mode": op.get_attr("mode")}).outputs[0], None])
+register_gpu("MirrorPad", host_inputs=(1,))
 
 
 # -- ReverseV2 ---------------------------------------------------------------------------------
@@ -208,17 +216,18 @@ def _reverse_infer(op):
 
 def _reverse_kernel(node, ctx):
     def run(x, a):
-        axes = [int(v) for v in np.reshape(a, -1)]
-        nd = np.ndim(x)
+        axes, xp = [int(v) for v in np.reshape(a, -1)], array_module(x)
+        nd = len(np.shape(x))
         for ax in axes:
             if not -nd <= ax < nd:
                 raise invalid(node, f"'axis'[{ax}] = {ax} is out of valid range [{-nd}, {nd})")
-        return np.flip(x, axis=tuple(axes)) if axes else np.asarray(x)
+        return xp.flip(x, axis=tuple(axes)) if axes else xp.asarray(x)
     return run
 
 
 register("ReverseV2", _reverse_infer, _reverse_kernel,
          grad=lambda op, grad: [reverse(dense(grad), op.inputs[1]), None])
+register_gpu("ReverseV2", host_inputs=(1,))
 
 
 # -- ReverseSequence ---------------------------------------------------------------------------
@@ -262,24 +271,27 @@ def _reverse_sequence_kernel(node, ctx):
     seq, batch = node.attr["seq_dim"], node.attr["batch_dim"]
 
     def run(x, lengths):
-        x = np.asarray(x)
-        lengths = np.asarray(lengths).reshape(-1)
+        xp = array_module(x, lengths)
+        x = xp.asarray(x)
+        lengths = xp.asarray(lengths).reshape(-1)
         if lengths.shape[0] != x.shape[batch]:
             raise invalid(node, f"len(seq_lens) != input.dims({batch}), ({lengths.shape[0]} vs. {x.shape[batch]})")
-        if (lengths < 0).any() or (lengths > x.shape[seq]).any():
+        if bool((lengths < 0).any()) or bool((lengths > x.shape[seq]).any()):   # (on a GPU: a wait for it)
             raise invalid(node, f"seq_lens must be in [0, {x.shape[seq]}], got {lengths.tolist()}")
         # position t of row b reads t' = L_b - 1 - t when t < L_b, else t itself
-        t = np.arange(x.shape[seq])
-        src = np.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
-        moved = np.moveaxis(x, (batch, seq), (0, 1))
-        out = np.take_along_axis(moved, src.reshape(src.shape + (1,) * (moved.ndim - 2)), axis=1)
-        return np.moveaxis(out, (0, 1), (batch, seq))
+        t = xp.arange(x.shape[seq])
+        src = xp.where(t[None, :] < lengths[:, None], lengths[:, None] - 1 - t[None, :], t[None, :])   # [batch, seq]
+        moved = xp.moveaxis(x, (batch, seq), (0, 1))
+        src = xp.broadcast_to(src.reshape(src.shape + (1,) * (moved.ndim - 2)), src.shape + moved.shape[2:])
+        out = xp.take_along_axis(moved, src, axis=1)
+        return xp.moveaxis(out, (0, 1), (batch, seq))
     return run
 
 
 register("ReverseSequence", _reverse_sequence_infer, _reverse_sequence_kernel,
          grad=lambda op, grad: [reverse_sequence(dense(grad), op.inputs[1], op.get_attr("seq_dim"),
                                                  op.get_attr("batch_dim")), None])
+register_gpu("ReverseSequence")
 
 
 # -- Roll ----------------------------------------------------------------------------------------
@@ -295,19 +307,21 @@ def roll(input, shift, axis, name=None) -> Tensor:
 
 def _roll_kernel(node, ctx):
     def run(x, shift, axis):
-        x = np.asarray(x)
+        xp = array_module(x)
+        x = xp.asarray(x)
         shift, axis = np.reshape(shift, -1).tolist(), np.reshape(axis, -1).tolist()
         if len(shift) != len(axis):
             raise invalid(node, f"shift and axis must have the same size, got {len(shift)} and {len(axis)}")
         for a in axis:
             if not -x.ndim <= a < x.ndim:
                 raise invalid(node, f"axis {a} is out of range for a tensor of rank {x.ndim}")
-        return np.roll(x, shift, axis) if shift else x
+        return xp.roll(x, shift, axis) if shift else x
     return run
 
 
 register("Roll", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], _roll_kernel,
          grad=lambda op, grad: [roll(dense(grad), -op.inputs[1], op.inputs[2]), None, None])
+register_gpu("Roll", host_inputs=(1, 2))
 
 
 # -- BroadcastTo -------------------------------------------------------------------------------
@@ -342,13 +356,14 @@ def _broadcast_to_kernel(node, ctx):
         if all(d >= 0 for d in s):
             check_output_size(node, s)
         try:
-            return np.broadcast_to(x, s)
+            return array_module(x).broadcast_to(x, s)
         except ValueError:
             raise invalid(node, f"Incompatible shapes: {list(np.shape(x))} vs. {s}") from None
     return run
 
 
 register("BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel)   # gradient: array_grad.py
+register_gpu("BroadcastTo", host_inputs=(1,))
 
 
 # -- BroadcastArgs -----------------------------------------------------------------------------
@@ -383,6 +398,7 @@ def _broadcast_args_kernel(node, ctx):
 
 
 register("BroadcastArgs", _broadcast_args_infer, _broadcast_args_kernel, grad=None)
+register_gpu("BroadcastArgs", host_inputs=(0, 1), host_outputs=(0,))
 
 
 @tf_export("broadcast_static_shape")

@@ -12,8 +12,8 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import check_output_size, invalid, make_op
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_output_size, invalid, make_op
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -56,14 +56,15 @@ def _partition_kernel(node, ctx):
     n = int(node.attr["num_partitions"])
 
     def run(data, parts):
-        data, parts = np.asarray(data), np.asarray(parts)
+        xp = array_module(data, parts)
+        data, parts = xp.asarray(data), xp.asarray(parts)
         if data.shape[:parts.ndim] != parts.shape:
             raise invalid(node, f"data.shape must start with partitions.shape, got data.shape = "
                                 f"{list(data.shape)}, partitions.shape = {list(parts.shape)}")
         bad = (parts < 0) | (parts >= n)
         if bad.any():
-            pos = np.argwhere(bad)[0]
-            raise invalid(node, f"partitions[{','.join(str(int(p)) for p in pos)}] = {int(parts[tuple(pos)])} "
+            pos = [int(p) for p in xp.argwhere(bad)[0]]
+            raise invalid(node, f"partitions[{','.join(str(p) for p in pos)}] = {int(parts[tuple(pos)])} "
                                 f"is not in [0, {n})")
         flat_p = parts.reshape(-1)
         flat_d = data.reshape((flat_p.size,) + data.shape[parts.ndim:])
@@ -72,6 +73,7 @@ def _partition_kernel(node, ctx):
 
 
 register("DynamicPartition", _partition_infer, _partition_kernel)   # gradient: array_grad.py
+register_gpu("DynamicPartition")   # (each partition's size: a wait for the device)
 
 
 # -- DynamicStitch, ParallelDynamicStitch ------------------------------------------------------
@@ -138,8 +140,9 @@ def _stitch_kernel(node, ctx):
     dt = dtypes.as_dtype(node.attr["T"])
 
     def run(*args):
-        indices = [np.asarray(a) for a in args[:n]]
-        data = [np.asarray(a) for a in args[n:]]
+        xp = array_module(*args)
+        indices = [xp.asarray(a) for a in args[:n]]
+        data = [xp.asarray(a) for a in args[n:]]
         inner = None
         for k, (i, d) in enumerate(zip(indices, data)):
             if d.shape[:i.ndim] != i.shape:
@@ -157,6 +160,8 @@ def _stitch_kernel(node, ctx):
         rows = max((int(i.max()) for i in indices if i.size), default=-1) + 1
         np_dt = object if dt is dtypes.string else dt.as_numpy_dtype
         check_output_size(node, (rows,) + tuple(inner or ()))
+        if xp is not np:
+            return _stitch_on_device(xp, indices, data, rows, tuple(inner or ()))
         out = np.zeros((rows,) + tuple(inner or ()), dtype=np_dt)
         if dt is dtypes.string:
             out[...] = b""
@@ -167,5 +172,23 @@ def _stitch_kernel(node, ctx):
     return run
 
 
+def _stitch_on_device(xp, indices: list, data: list, rows: int, inner: tuple):
+    """DynamicStitch of CuPy arrays: a row written twice takes the later value, as in TF (CuPy's
+    scatter leaves which one of duplicate indices wins open): each output row gathers the row of
+    the last position naming it, found with maximum.at; rows no index names are zeros."""
+    flat_i = xp.concatenate([i.reshape(-1).astype(np.int64) for i in indices])
+    flat_d = xp.concatenate([d.reshape((i.size,) + inner) for i, d in zip(indices, data)])
+    last = xp.full(rows, -1, dtype=np.int64)
+    xp.maximum.at(last, flat_i, xp.arange(flat_i.size, dtype=np.int64))
+    if not flat_i.size:
+        return xp.zeros((rows,) + inner, dtype=flat_d.dtype)
+    out = flat_d[xp.maximum(last, 0)]
+    out[last < 0] = 0
+    return out
+
+
 register("DynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
 register("ParallelDynamicStitch", _stitch_infer, _stitch_kernel)   # gradient: array_grad.py
+# (the indices on the device, unlike TF's HostMemory("indices"): N is per node; their minimum and
+# maximum, a wait for the device each, size the output)
+register_gpu("DynamicStitch", "ParallelDynamicStitch")

@@ -16,8 +16,8 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, index_tensor, shape
 from tensorweave.ops.array.fill import ones_like
-from tensorweave.ops.helpers import check_output_size, dense, invalid, make_op, static_int, static_ints
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import array_module, check_output_size, dense, invalid, make_op, static_int, static_ints
+from tensorweave.ops.registry import register, register_gpu
 
 
 newaxis = None
@@ -82,7 +82,7 @@ def _slice_infer(op):
 
 def _slice_kernel(node, ctx):
     def run(x, b, s):
-        x = np.asarray(x)
+        x = array_module(x).asarray(x)
         b = [int(v) for v in np.reshape(b, -1)]
         s = [int(v) for v in np.reshape(s, -1)]
         if len(b) != x.ndim or len(s) != x.ndim:
@@ -104,6 +104,7 @@ _builtin_slice = builtins.slice   # this module's `slice` is tf.slice
 
 
 register("Slice", _slice_infer, _slice_kernel)   # gradient: array_grad.py
+register_gpu("Slice", host_inputs=(1, 2))
 
 
 # -- StridedSlice ------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ def _strided_slice_kernel(node, ctx):
     seen: dict = {}   # (shape, begin, end, strides) -> index: the same slice is planned once
 
     def run(x, b, e, s):
-        x = np.asarray(x)
+        x = array_module(x).asarray(x)
         key = (x.shape, np.asarray(b).tobytes(), np.asarray(e).tobytes(), np.asarray(s).tobytes())
         idx = seen.get(key)
         if idx is None:
@@ -269,6 +270,7 @@ def _strided_slice_grad(op, grad):
 
 
 register("StridedSlice", _strided_slice_infer, _strided_slice_kernel, grad=_strided_slice_grad)
+register_gpu("StridedSlice", host_inputs=(1, 2, 3))
 
 
 def _strided_slice_grad_infer(op):
@@ -282,9 +284,10 @@ def _strided_slice_grad_kernel(node, ctx):
 
     def run(shp, b, e, s, dy):
         shp = tuple(int(v) for v in np.reshape(shp, -1))
-        dy = np.asarray(dy)
+        xp = array_module(dy)
+        dy = xp.asarray(dy)
         check_output_size(node, shp)
-        out = np.zeros(shp, dtype=dy.dtype)
+        out = xp.zeros(shp, dtype=dy.dtype)
         out[_strided_index(node, masks, shp, b, e, s)] = dy
         return out
     return run
@@ -297,6 +300,7 @@ def _strided_slice_grad_grad(op, grad):
 
 
 register("StridedSliceGrad", _strided_slice_grad_infer, _strided_slice_grad_kernel, grad=_strided_slice_grad_grad)
+register_gpu("StridedSliceGrad", host_inputs=(0, 1, 2, 3))
 
 
 # -- Tensor.__getitem__ ------------------------------------------------------------------------

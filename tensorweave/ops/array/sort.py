@@ -17,8 +17,8 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import stack
 from tensorweave.ops.array.core import constant, reshape, shape
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import REAL, dense, invalid, make_op, np_dtype, static_int
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import REAL, array_module, dense, invalid, make_op, np_dtype, static_int
+from tensorweave.ops.registry import register, register_gpu
 
 
 UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])
@@ -69,7 +69,8 @@ def where_v2(condition, x=None, y=None, name=None) -> Tensor:
 
 
 register("Where", lambda op: [(dtypes.int64, TensorShape([None, op.inputs[0].shape.ndims]))],
-         lambda node, ctx: (lambda c: np.argwhere(np.asarray(c)).astype(np.int64)), grad=None)
+         lambda node, ctx: (lambda c: array_module(c).argwhere(c).astype(np.int64)), grad=None)
+register_gpu("Where")   # its output in device memory, as TF's GPU kernel (which reads the count on the host)
 
 
 def _select_infer(op):
@@ -94,7 +95,8 @@ def _select_infer(op):
 
 def _select_kernel(node, ctx):
     def run(c, x, y):
-        c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
+        xp = array_module(c, x, y)
+        c, x, y = xp.asarray(c), xp.asarray(x), xp.asarray(y)
         if x.shape != y.shape:
             raise invalid(node, f"'then' and 'else' must have the same size. but received: {list(x.shape)} vs. "
                                 f"{list(y.shape)}")
@@ -115,6 +117,7 @@ def _select_grad(op, grad):
 
 
 register("Select", _select_infer, _select_kernel, grad=_select_grad)
+register_gpu("Select")
 
 
 def _select_v2_infer(op):
@@ -145,6 +148,7 @@ def _select_v2_grad(op, grad):
 
 
 register("SelectV2", _select_v2_infer, _select_v2_kernel, grad=_select_v2_grad)
+register_gpu("SelectV2")
 
 
 # -- Unique ------------------------------------------------------------------------------------
@@ -277,7 +281,8 @@ def _top_k_infer(op):
 
 def _top_k_kernel(node, ctx):
     def run(x, k):
-        x, k = np.asarray(x), int(k)
+        xp = array_module(x)
+        x, k = xp.asarray(x), int(k)
         if x.ndim == 0:
             raise invalid(node, "input must be at least 1-D")
         n = x.shape[-1]
@@ -285,13 +290,14 @@ def _top_k_kernel(node, ctx):
             raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
                           f"Need k >= 0, got {k}")
         # Stable descending: an ascending stable sort of the reversed row, read backwards.
-        asc = np.argsort(x[..., ::-1], axis=-1, kind="stable")
+        asc = xp.argsort(x[..., ::-1], axis=-1, kind="stable")
         idx = (n - 1 - asc)[..., ::-1][..., :k]
-        return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+        return xp.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
     return run
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
+register_gpu("TopKV2", host_inputs=(1,))
 
 
 # -- LowerBound / UpperBound (tf.searchsorted) ---------------------------------------------------------

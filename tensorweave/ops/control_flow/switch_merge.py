@@ -20,7 +20,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, unknown_shape
-from tensorweave.ops.registry import DEAD, register
+from tensorweave.ops.registry import DEAD, register, register_gpu
 
 
 def _switch_infer(op):
@@ -42,6 +42,7 @@ def _switch_kernel(node, ctx):
 register("Switch", _switch_infer, _switch_kernel, dtypes={1: ("pred", (dtypes.bool,))})
 register("RefSwitch", _switch_infer, _switch_kernel, dtypes={1: ("pred", (dtypes.bool,))}, stateful=True,
          ref_inputs=(0,), ref_outputs=(0, 1))
+register_gpu("Switch", "RefSwitch", host_inputs=(1,))   # (TF's GPU Switch reads its predicate in host memory)
 
 
 def _merge_infer(op):
@@ -70,6 +71,7 @@ def _merge_kernel(node, ctx):
 
 
 register("Merge", _merge_infer, _merge_kernel)
+register_gpu("Merge", host_outputs=(1,))   # (value_index in host memory, as TF's GPU Merge)
 
 
 # -- while loop frames ----------------------------------------------------------------------------
@@ -96,3 +98,4 @@ def _loop_cond_infer(op):
 
 register("LoopCond", _loop_cond_infer, lambda node, ctx: (lambda pred: pred), grad=None,
          dtypes={0: ("input", (dtypes.bool,))})
+register_gpu("LoopCond", host_inputs=(0,), host_outputs=(0,))

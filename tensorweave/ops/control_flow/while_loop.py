@@ -14,7 +14,7 @@ from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.control_flow.tensor_list import TensorListValue
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 def _shape_le(shape: TensorShape, invariant: TensorShape) -> bool:
@@ -38,8 +38,13 @@ def _while_infer(op):
 
 
 def _while_kernel(node, ctx):
-    cond_plan = ctx.function_plan(node.attr["cond"])
-    body_plan = ctx.function_plan(node.attr["body"])
+    # On a GPU the loop's values stay in its memory from one iteration to the next (the functions
+    # run there); the predicate and the iteration bound are read back once per iteration, as TF's
+    # GPU While reads its cond output. Recorded iterations go to host memory: their consumers (the
+    # gradient loop's TensorList ops) are host ops.
+    cond_plan = ctx.function_plan(node.attr["cond"], node.device)
+    body_plan = ctx.function_plan(node.attr["body"], node.device)
+    keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
     n = len(node.attr["T"])
     nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
     has_max = node.attr["has_maximum_iterations"]
@@ -64,7 +69,7 @@ def _while_kernel(node, ctx):
             outs = body_plan.run(vs + bc, step)
             vs = outs[:n]
             for h, v in zip(history, outs[n:n + nrec]):
-                h.append(v)
+                h.append(keep(v))
             i += 1
             if step.cancelled.is_set():
                 raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
@@ -80,6 +85,7 @@ def _while_kernel(node, ctx):
 # The gradient (control_flow_grad.py) runs the body's gradient backwards over the values this op
 # records once `record` has asked it to.
 register("While", _while_infer, _while_kernel, stateful=True, needs_step=True)
+register_gpu("While")
 
 
 def _function_changed(fg) -> None:

@@ -1,15 +1,13 @@
 """Numeric checks: check_numerics (the CheckNumerics op) and verify_tensor_all_finite."""
 from __future__ import annotations
 
-import numpy as np
-
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.grouping import group
-from tensorweave.ops.helpers import FLOATS, same_as_input
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import FLOATS, array_module, same_as_input
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- CheckNumerics -----------------------------------------------------------------------------
@@ -26,9 +24,10 @@ def _check_numerics_kernel(node, ctx):
     message = node.attr.get("message", "")
 
     def run(x):
-        a = np.asarray(x)
-        if not np.all(np.isfinite(a)):
-            nan, inf = bool(np.isnan(a).any()), bool(np.isinf(a).any())
+        xp = array_module(x)
+        a = xp.asarray(x)
+        if not bool(xp.isfinite(a).all()):   # (on a GPU, one wait for the device)
+            nan, inf = bool(xp.isnan(a).any()), bool(xp.isinf(a).any())
             what = "NaN and Inf" if nan and inf else "NaN" if nan else "Inf"
             raise errors.InvalidArgumentError(node, node.name, f"{message} : Tensor had {what} values")
         return x
@@ -42,6 +41,7 @@ def _check_numerics_grad(op, grad):
 
 register("CheckNumerics", same_as_input(0), _check_numerics_kernel, grad=_check_numerics_grad, stateful=True,
          dtypes=FLOATS, dtype_param="tensor")
+register_gpu("CheckNumerics")
 
 
 @tf_export("verify_tensor_all_finite", "debugging.assert_all_finite")

@@ -17,8 +17,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.ops.array.core import shape as shape_of
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import TFNodes, make_op
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import TFNodes, array_module, make_op
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- SumToShape --------------------------------------------------------------------------------
@@ -46,8 +46,9 @@ def reduction_axes(g_shape: tuple, target: tuple) -> Optional[tuple]:
 
 def _sum_to_shape_kernel(node, ctx):
     def run(g, shape):
-        g = np.asarray(g)
-        target = tuple(int(d) for d in np.reshape(shape, -1))
+        xp = array_module(g)
+        g = xp.asarray(g)
+        target = tuple(int(d) for d in np.reshape(shape, -1))   # (host memory)
         if g.shape == target:
             return g
         axes = reduction_axes(g.shape, target)
@@ -55,7 +56,7 @@ def _sum_to_shape_kernel(node, ctx):
             raise errors.InvalidArgumentError(
                 node, node.name, f"Incompatible shapes: gradient of shape {list(g.shape)} cannot be "
                 f"reduced to its input's shape {list(target)}")
-        return np.sum(g, axis=axes, dtype=g.dtype).reshape(target)
+        return xp.sum(g, axis=axes, dtype=g.dtype).reshape(target)
     return run
 
 
@@ -75,6 +76,7 @@ def _sum_to_shape_tf(op) -> list:
 
 
 register("SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, grad=_sum_to_shape_grad, tf_lowering=_sum_to_shape_tf)
+register_gpu("SumToShape", host_inputs=(1,))
 
 
 def sum_to_shape(grad: Tensor, shape, name: str = "SumToShape") -> Tensor:

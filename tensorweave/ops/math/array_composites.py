@@ -22,13 +22,13 @@ from tensorweave.ops.array.gather import gather, nd_positions, scatter_nd
 from tensorweave.ops.array.slicing import strided_slice
 from tensorweave.ops.array.pad import broadcast_to, tile
 from tensorweave.ops.array.sort import top_k, where
-from tensorweave.ops.helpers import INDEX, dense, invalid, make_op
+from tensorweave.ops.helpers import INDEX, array_module, dense, invalid, make_op
 from tensorweave.ops.math.binary import floormod, less, maximum, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import negative
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -266,13 +266,14 @@ def _gather_nd_infer(op):
 
 def _gather_nd_kernel(node, ctx):
     def run(params, indices):
-        params, indices = np.asarray(params), np.asarray(indices)
+        xp = array_module(params, indices)
+        params, indices = xp.asarray(params), xp.asarray(indices)
         k = indices.shape[-1]
         if k > params.ndim:
             raise invalid(node, f"index innermost dimension length must be <= params rank; saw: {k} vs. "
                                 f"{params.ndim}")
         pos = nd_positions(node, indices, params.shape, "param shape")
-        out = params[pos] if k else np.broadcast_to(params, (indices.reshape(-1, 0).shape[0],) + params.shape)
+        out = params[pos] if k else xp.broadcast_to(params, (indices.reshape(-1, 0).shape[0],) + params.shape)
         return out.reshape(indices.shape[:-1] + params.shape[k:])
     return run
 
@@ -283,3 +284,4 @@ def _gather_nd_grad(op, grad):
 
 
 register("GatherNd", _gather_nd_infer, _gather_nd_kernel, grad=_gather_nd_grad, dtypes={1: ("indices", INDEX)})
+register_gpu("GatherNd")

@@ -15,9 +15,9 @@ from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
-from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, make_op
+from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.registry import pure, register
+from tensorweave.ops.registry import pure, register, register_gpu
 
 
 def binary_inputs(x, y, op_type: str) -> tuple[Tensor, Tensor]:
@@ -51,12 +51,12 @@ def binary(op_type: str, x, y, name: Optional[str], default: str) -> Tensor:
 
 
 def _int_zero_check(node, y) -> None:
-    if np.any(np.asarray(y) == 0):
+    if (y == 0).any():   # on a GPU: one sync, for TF's error (integer division is rare there)
         raise errors.InvalidArgumentError(node, node.name, "Integer division by zero")
 
 
 def _is_int(a) -> bool:
-    return np.asarray(a).dtype.kind in "iu"
+    return array_module(a).asarray(a).dtype.kind in "iu"
 
 
 def _divlike_kernel(int_fn: Callable, float_fn: Callable):
@@ -78,11 +78,11 @@ def _divlike_kernel(int_fn: Callable, float_fn: Callable):
 def trunc_div(x, y):
     """C-style integer division (rounding toward zero), as TF's TruncateDiv and scatter_div."""
     q = np.floor_divide(x, y)
-    return np.where((np.mod(x, y) != 0) & ((x < 0) != (y < 0)), q + 1, q).astype(np.result_type(x, y))
+    return np.where((np.mod(x, y) != 0) & ((x < 0) != (y < 0)), q + 1, q).astype(q.dtype)
 
 
 def _cast_like(result, x):
-    return np.asarray(result).astype(np.asarray(x).dtype, copy=False)
+    return array_module(result).asarray(result).astype(x.dtype, copy=False)
 
 
 # -- arithmetic --------------------------------------------------------------------------------
@@ -109,7 +109,9 @@ def _add_kernel(node, ctx):
 
 
 register("Add", _broadcast_infer, _add_kernel, grad=_add_grad, dtypes=NUMERIC + (dtypes.string,))
+register_gpu("Add")
 register("AddV2", _broadcast_infer, _add_kernel, grad=_add_grad, dtypes=NUMERIC + (dtypes.string,))
+register_gpu("AddV2")
 
 
 @tf_export("math.subtract", "subtract")
@@ -119,6 +121,7 @@ def subtract(x, y, name=None) -> Tensor:
 
 
 register("Sub", _broadcast_infer, pure(np.subtract), grad=lambda op, g: [g, -g], dtypes=NUMERIC)
+register_gpu("Sub")
 
 
 @tf_export("math.multiply", "multiply")
@@ -138,6 +141,7 @@ def _mul_grad(op, grad):
 
 
 register("Mul", _broadcast_infer, pure(np.multiply), grad=_mul_grad, dtypes=NUMERIC)
+register_gpu("Mul")
 
 _TRUEDIV_TABLE = {dtypes.uint8: dtypes.float32, dtypes.int8: dtypes.float32, dtypes.uint16: dtypes.float32,
                   dtypes.int16: dtypes.float32, dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64,
@@ -187,7 +191,9 @@ def _realdiv_grad(op, grad):
 
 register("RealDiv", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide), grad=_realdiv_grad,
          dtypes=NUMERIC)
+register_gpu("RealDiv")
 register("Div", _broadcast_infer, _divlike_kernel(trunc_div, np.true_divide), grad=_realdiv_grad, dtypes=NUMERIC)
+register_gpu("Div")
 
 
 @tf_export("math.div_no_nan", "math.divide_no_nan", "div_no_nan")
@@ -228,6 +234,7 @@ def _float_floordiv(x, y):
 
 
 register("FloorDiv", _broadcast_infer, _divlike_kernel(np.floor_divide, _float_floordiv), grad=None, dtypes=REAL)
+register_gpu("FloorDiv")
 
 
 @tf_export("math.floormod", "math.mod", "floormod", "mod")
@@ -245,6 +252,7 @@ def _floormod_grad(op, grad):
 
 
 register("FloorMod", _broadcast_infer, _divlike_kernel(np.mod, np.mod), grad=_floormod_grad, dtypes=REAL)
+register_gpu("FloorMod")
 
 
 @tf_export("math.truncatediv", "truncatediv")
@@ -274,7 +282,7 @@ def pow(x, y, name=None) -> Tensor:
 def _pow_kernel(node, ctx):
     def run(x, y):
         if _is_int(x):
-            if np.any(np.asarray(y) < 0):
+            if (y < 0).any():
                 raise errors.InvalidArgumentError(node, node.name,
                                                   "Integers to negative integer powers are not allowed")
         return np.power(x, y)
@@ -283,6 +291,7 @@ def _pow_kernel(node, ctx):
 
 register("Pow", _broadcast_infer, _pow_kernel,   # gradient: math_grad.py
          dtypes=FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX)
+register_gpu("Pow")
 
 
 @tf_export("math.atan2", "atan2")
@@ -379,6 +388,7 @@ def _sqdiff_grad(op, grad):
 
 register("SquaredDifference", _broadcast_infer, pure(lambda x, y: np.square(np.subtract(x, y))),
          grad=_sqdiff_grad, dtypes=NUMERIC)
+register_gpu("SquaredDifference")
 
 
 @tf_export("math.scalar_mul", "scalar_mul")
@@ -417,8 +427,10 @@ def _select_grad(selector: Callable):
 
 register("Maximum", _broadcast_infer, pure(np.maximum), grad=_select_grad(lambda x, y: greater_equal(x, y)),
          dtypes=REAL)
+register_gpu("Maximum")
 register("Minimum", _broadcast_infer, pure(np.minimum), grad=_select_grad(lambda x, y: less_equal(x, y)),
          dtypes=REAL)
+register_gpu("Minimum")
 
 
 # -- comparisons and logic ---------------------------------------------------------------------
@@ -426,6 +438,7 @@ def _compare(op_type: str, np_fn, allowed):
     def fn(x, y, name=None) -> Tensor:
         return binary(op_type, x, y, name, op_type)
     register(op_type, _bool_broadcast_infer, pure(np_fn), grad=None, dtypes=allowed)
+    register_gpu(op_type)
     fn.__name__ = op_type
     return fn
 
@@ -494,8 +507,11 @@ def logical_xor(x, y, name="LogicalXor") -> Tensor:
 
 
 register("LogicalAnd", _bool_broadcast_infer, pure(np.logical_and), grad=None)
+register_gpu("LogicalAnd")
 register("LogicalOr", _bool_broadcast_infer, pure(np.logical_or), grad=None)
+register_gpu("LogicalOr")
 register("LogicalNot", lambda op: [(dtypes.bool, op.inputs[0].shape)], pure(np.logical_not), grad=None)
+register_gpu("LogicalNot")
 
 
 # -- add_n -------------------------------------------------------------------------------------
@@ -540,6 +556,7 @@ def _add_n_kernel(node, ctx):
 
 
 register("AddN", _add_n_infer, _add_n_kernel, grad=lambda op, g: [g] * len(op.inputs))
+register_gpu("AddN")
 
 
 @tf_export("math.accumulate_n", "accumulate_n")

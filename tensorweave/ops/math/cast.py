@@ -11,8 +11,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.helpers import FLOAT_COMPLEX, make_op
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import FLOAT_COMPLEX, array_module, make_op
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- casts -------------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def _cast_kernel(node, ctx):
         return unsupported
 
     def run(x):
-        x = np.asarray(x)
+        x = array_module(x).asarray(x)
         if x.dtype.kind == "c" and not dst.is_complex:
             x = np.real(x)
         out = x.astype(npd)
@@ -62,6 +62,7 @@ def _cast_grad(op, grad):
 
 
 register("Cast", lambda op: [(op.get_attr("DstT"), op.inputs[0].shape)], _cast_kernel, grad=_cast_grad)
+register_gpu("Cast")
 
 
 @tf_export("to_float")

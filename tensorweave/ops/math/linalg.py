@@ -22,13 +22,13 @@ from tensorweave.ops.array.diag import matrix_diag, matrix_diag_part
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d
-from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, invalid, make_op, same_as_input
+from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, array_module, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, minimum, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, sqrt, unary
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 _MATMUL_TYPES = FLOATS + (dtypes.int32, dtypes.int64) + COMPLEX
@@ -97,9 +97,10 @@ def _matmul_kernel(node, ctx):
     ta, tb = bool(node.attr.get("transpose_a")), bool(node.attr.get("transpose_b"))
 
     def run(a, b):
-        a, b = np.asarray(a), np.asarray(b)
-        if (c := onednn.matmul(a, b, ta, tb)) is not None:
-            return c
+        if array_module(a, b) is np:   # oneDNN's GEMM on the CPU; a GPU's arrays go to np.matmul (CuPy's cuBLAS)
+            a, b = np.asarray(a), np.asarray(b)
+            if (c := onednn.matmul(a, b, ta, tb)) is not None:
+                return c
         try:
             return np.matmul(a.T if ta else a, b.T if tb else b)
         except ValueError:
@@ -132,6 +133,7 @@ def _matmul_grad(op, grad):
 
 
 register("MatMul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, dtypes=_MATMUL_TYPES, dtype_param="a")
+register_gpu("MatMul")
 
 
 def _batch_matmul_infer(op):
@@ -159,9 +161,10 @@ def _batch_matmul_kernel(node, ctx):
         return np.conj(x) if x.dtype.kind == "c" else x
 
     def run(a, b):
-        a, b = np.asarray(a), np.asarray(b)
-        if (c := onednn.matmul(a, b, ax, ay)) is not None:
-            return c
+        if array_module(a, b) is np:   # as MatMul's kernel
+            a, b = np.asarray(a), np.asarray(b)
+            if (c := onednn.matmul(a, b, ax, ay)) is not None:
+                return c
         try:
             return np.matmul(adj(a) if ax else a, adj(b) if ay else b)
         except ValueError:
@@ -189,6 +192,7 @@ def _batch_matmul_grad(op, grad):
 
 register("BatchMatMulV2", _batch_matmul_infer, _batch_matmul_kernel, grad=_batch_matmul_grad,
          dtypes=_MATMUL_TYPES)
+register_gpu("BatchMatMulV2")
 
 
 # -- tensordot ---------------------------------------------------------------------------------

@@ -16,14 +16,14 @@ from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to
 from tensorweave.ops.array.sort import where
-from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, check_dtype, check_output_size, invalid,
-                                    make_op, same_as_input, static_int)
+from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype,
+                                    check_output_size, invalid, make_op, same_as_input, static_int)
 from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
                                          realdiv, subtract)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 # reduce_variance, reduce_std and reduce_euclidean_norm are tf.math names only.
 
@@ -96,15 +96,16 @@ def _reduction_infer(out_dtype=None):
 
 
 def _reducer(np_fn, int_mean: bool = False):
-    """Kernel factory for a reduction: normalises axes at run time, keeps TF's dtype."""
+    """Kernel factory for a reduction: normalises axes (host memory) at run time, keeps TF's
+    dtype; `np_fn(x, axes, keepdims)` computes with x's array module."""
     def factory(node, ctx):
         keep = bool(node.attr.get("keep_dims", False))
 
         def run(x, axes):
-            x = np.asarray(x)
+            xp = array_module(x)
+            x = xp.asarray(x)
             red = _norm_axes(axes, x.ndim, node)
-            out = np_fn(x, red, keep)
-            out = np.asarray(out)
+            out = xp.asarray(np_fn(x, red, keep))
             if out.dtype != x.dtype and x.dtype != object:
                 out = out.astype(x.dtype)
             return out[()] if out.ndim == 0 else out
@@ -137,9 +138,9 @@ def _mean_np(x, axes, keep):
 
 def _extreme_np(fn, fill):
     def run(x, axes, keep):
-        if x.size == 0:
-            initial = fill(x.dtype)
-            return fn(x, axis=axes, keepdims=keep, initial=initial)
+        if x.size == 0:   # TF's identity of the reduction (lowest or highest value) fills the output
+            shape = [1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes]
+            return array_module(x).full(shape, fill(x.dtype), x.dtype)
         return fn(x, axis=axes, keepdims=keep)
     return run
 
@@ -195,6 +196,7 @@ def _reduced_shape_tf(op) -> list:
 
 
 register("ReducedShape", same_as_input(), _reduced_shape_kernel, grad=None, tf_lowering=_reduced_shape_tf)
+register_gpu("ReducedShape", host_inputs=(0, 1), host_outputs=(0,))   # (shapes: TF's is host memory throughout)
 
 
 def _kept_dims_grad(op, grad):
@@ -289,16 +291,23 @@ def _prod_of_others_tf(op) -> list:
 register("ProdOfOthers", same_as_input(), _prod_of_others_kernel, grad=None, tf_lowering=_prod_of_others_tf)
 
 register("Sum", _reduction_infer(), _reducer(_sum_np), grad=_sum_grad, dtypes=NUMERIC, dtype_param="input")
+register_gpu("Sum", host_inputs=(1,))
 register("Mean", _reduction_infer(), _reducer(_mean_np), grad=_mean_grad, dtypes=NUMERIC, dtype_param="input")
+register_gpu("Mean", host_inputs=(1,))
 register("Prod", _reduction_infer(), _reducer(_prod_np), grad=_prod_grad, dtypes=NUMERIC, dtype_param="input")
+register_gpu("Prod", host_inputs=(1,))
 register("Max", _reduction_infer(), _reducer(_extreme_np(np.max, _lowest)), grad=_min_max_grad, dtypes=REAL,
          dtype_param="input")
+register_gpu("Max", host_inputs=(1,))
 register("Min", _reduction_infer(), _reducer(_extreme_np(np.min, _highest)), grad=_min_max_grad, dtypes=REAL,
          dtype_param="input")
+register_gpu("Min", host_inputs=(1,))
 register("Any", _reduction_infer(dtypes.bool), _reducer(lambda x, a, k: np.any(x, axis=a, keepdims=k)),
          grad=None, dtypes=BOOL, dtype_param="input")
+register_gpu("Any", host_inputs=(1,))
 register("All", _reduction_infer(dtypes.bool), _reducer(lambda x, a, k: np.all(x, axis=a, keepdims=k)),
          grad=None, dtypes=BOOL, dtype_param="input")
+register_gpu("All", host_inputs=(1,))
 
 
 def _reduction_fn(op_type: str, doc: str):
@@ -441,20 +450,23 @@ def _arg_kernel(np_fn):
         out = dtypes.as_dtype(node.attr["output_type"]).as_numpy_dtype
 
         def run(x, dim):
-            x = np.asarray(x)
-            d = int(dim)
+            xp = array_module(x)
+            x = xp.asarray(x)
+            d = int(dim)   # host memory
             if not -max(x.ndim, 1) <= d < max(x.ndim, 1):
                 raise invalid(node, f"Expected dimension in the range [{-x.ndim}, {x.ndim}), but got {d}")
             if x.ndim and x.shape[d] == 0:
                 raise invalid(node, f"Reduction axis {d} is empty in shape {list(x.shape)}")
-            r = np.asarray(np_fn(x, axis=d if x.ndim else None)).astype(out)
+            r = xp.asarray(np_fn(x, axis=d if x.ndim else None)).astype(out)
             return r[()] if r.ndim == 0 else r
         return run
     return factory
 
 
 register("ArgMax", _arg_infer, _arg_kernel(np.argmax), grad=None, dtypes=NUMERIC, dtype_param="input")
+register_gpu("ArgMax", host_inputs=(1,))
 register("ArgMin", _arg_infer, _arg_kernel(np.argmin), grad=None, dtypes=NUMERIC, dtype_param="input")
+register_gpu("ArgMin", host_inputs=(1,))
 
 
 @tf_export("math.argmax", "argmax")
@@ -505,20 +517,22 @@ def _cum_kernel(np_fn, identity):
         exclusive, reverse = bool(node.attr.get("exclusive")), bool(node.attr.get("reverse"))
 
         def run(x, axis):
-            x = np.asarray(x)
+            xp = array_module(x)
+            x = xp.asarray(x)
             a = int(axis)
             if not -x.ndim <= a < x.ndim:
                 raise invalid(node, f"axis {a} is out of range [{-x.ndim}, {x.ndim})")
             a %= x.ndim
             if reverse:
-                x = np.flip(x, a)
-            out = np_fn(x, axis=a, dtype=x.dtype)
+                x = xp.flip(x, a)
+            out = np_fn(x, axis=a, dtype=x.dtype)   # (a numpy function: CuPy's, given a CuPy array)
             if exclusive:
-                lead = np.full_like(np.take(out, [0], axis=a), identity)
-                out = np.concatenate([lead, np.take(out, np.arange(x.shape[a] - 1), axis=a)], axis=a)
+                along = (slice(None),) * a
+                lead = xp.full_like(out[along + (slice(0, 1),)], identity)
+                out = xp.concatenate([lead, out[along + (slice(0, x.shape[a] - 1),)]], axis=a)
             if reverse:
-                out = np.flip(out, a)
-            return np.ascontiguousarray(out)
+                out = xp.flip(out, a)
+            return xp.ascontiguousarray(out)
         return run
     return factory
 
@@ -537,6 +551,7 @@ def _cumprod_grad(op, grad):
 
 
 register("Cumsum", _cum_infer, _cum_kernel(np.cumsum, 0), grad=_cumsum_grad, dtypes=NUMERIC)
+register_gpu("Cumsum", host_inputs=(1,))
 register("Cumprod", _cum_infer, _cum_kernel(np.cumprod, 1), grad=_cumprod_grad, dtypes=NUMERIC)
 
 

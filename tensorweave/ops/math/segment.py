@@ -21,11 +21,11 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import fill, ones
-from tensorweave.ops.helpers import INDEX, NUMERIC, REAL, check_output_size, invalid, make_op
+from tensorweave.ops.helpers import INDEX, NUMERIC, REAL, array_module, check_output_size, invalid, make_op
 from tensorweave.ops.math.binary import maximum, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import sqrt
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 def _lowest(dt: np.dtype):
@@ -45,13 +45,14 @@ _REDUCERS = {"Sum": (np.add, lambda dt: 0), "Prod": (np.multiply, lambda dt: 1),
 def _reduce_rows(node, rows: np.ndarray, ids: np.ndarray, n: int, kind: str, empty) -> np.ndarray:
     """out[i] = reduction of rows[j] with ids[j] == i (ids >= 0 and < n); `empty` fills segments
     no row reaches. The one place every segment kernel allocates its output (n rows: a value)."""
-    ufunc, _ = _REDUCERS[kind]
+    xp = array_module(rows, ids)
+    ufunc = getattr(xp, _REDUCERS[kind][0].__name__)   # (CuPy's add.at for CuPy arrays)
     check_output_size(node, (n,) + rows.shape[1:])
     start = {"Sum": 0, "Prod": 1, "Max": _lowest(rows.dtype), "Min": _highest(rows.dtype)}[kind]
-    out = np.full((n,) + rows.shape[1:], start, dtype=rows.dtype)
+    out = xp.full((n,) + rows.shape[1:], start, dtype=rows.dtype)
     ufunc.at(out, ids, rows)
     if empty != start:
-        counts = np.bincount(ids, minlength=n)
+        counts = xp.bincount(ids, minlength=n)
         out[counts == 0] = empty
     return out
 
@@ -93,13 +94,14 @@ def _unsorted(kind: str, data, segment_ids, num_segments, name) -> Tensor:
 def _unsorted_kernel(kind: str):
     def factory(node, ctx):
         def run(data, ids, n):
-            data, ids, n = np.asarray(data), np.asarray(ids), int(n)
+            xp = array_module(data, ids)
+            data, ids, n = xp.asarray(data), xp.asarray(ids), int(n)
             if data.shape[:ids.ndim] != ids.shape:
                 raise invalid(node, f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
                                     f"{list(ids.shape)}")
             flat_ids = ids.reshape(-1)
-            if flat_ids.size and flat_ids.max() >= n:
-                bad = int(np.flatnonzero(flat_ids >= n)[0])
+            if flat_ids.size and flat_ids.max() >= n:   # (on a GPU, one wait for the device)
+                bad = int(xp.flatnonzero(flat_ids >= n)[0])
                 raise invalid(node, f"segment_ids[{bad}] = {int(flat_ids[bad])} is out of range [0, {n})")
             rows = data.reshape((flat_ids.size,) + data.shape[ids.ndim:])
             keep = flat_ids >= 0
@@ -111,6 +113,8 @@ def _unsorted_kernel(kind: str):
 for _kind, _allowed in (("Sum", NUMERIC), ("Prod", NUMERIC), ("Max", REAL), ("Min", REAL)):
     register("UnsortedSegment" + _kind, _segment_infer, _unsorted_kernel(_kind), dtypes=_allowed,
              dtype_param="data")   # gradients: math_grad.py
+register_gpu("UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin",
+             host_inputs=(2,))   # (CuPy's ufunc.at has add, maximum and minimum; not multiply)
 
 
 @tf_export("math.unsorted_segment_sum", "unsorted_segment_sum")

@@ -14,7 +14,7 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import index_tensor
 from tensorweave.ops.helpers import check_output_size, invalid, make_op, static_int
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 
@@ -95,6 +95,7 @@ def _range_kernel(node, ctx):
 
 
 register("Range", _range_infer, _range_kernel, grad=None)
+register_gpu("Range", host_inputs=(0, 1, 2))   # made on the host, then moved (its output: device memory, as TF's)
 
 
 @tf_export("lin_space", "linspace")

@@ -13,9 +13,9 @@ from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, make_op, same_as_input
+from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op, same_as_input
 from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
-from tensorweave.ops.registry import pure, register
+from tensorweave.ops.registry import pure, register, register_gpu
 
 
 def _bool_same(op):
@@ -29,9 +29,12 @@ def unary(op_type: str, x, name: Optional[str], default: Optional[str] = None, a
         return make_op(op_type, [x], dict(attrs or {}, T=x.dtype), name=scope).outputs[0]
 
 
-def _define(op_type: str, np_fn: Callable, grad, allowed, doc: str, infer=same_as_input()):
-    """Registers a unary op and returns its TF-style wrapper `fn(x, name=None)`."""
+def _define(op_type: str, np_fn: Callable, grad, allowed, doc: str, infer=same_as_input(), gpu: bool = True):
+    """Registers a unary op and returns its TF-style wrapper `fn(x, name=None)`. `gpu`: its
+    kernel is written against its input's array module, so it is its GPU kernel too."""
     register(op_type, infer, pure(np_fn), grad=grad, dtypes=allowed)
+    if gpu:
+        register_gpu(op_type)
 
     def fn(x, name=None) -> Tensor:
         return unary(op_type, x, name, op_type)
@@ -46,6 +49,7 @@ def _abs_grad(op, g):
 
 
 register("Abs", same_as_input(), pure(np.abs), grad=_abs_grad, dtypes=REAL)
+register_gpu("Abs")
 register("ComplexAbs", lambda op: [(dtypes.float32 if op.inputs[0].dtype == dtypes.complex64 else dtypes.float64,
                                     op.inputs[0].shape)], pure(np.abs), grad=None)
 
@@ -87,9 +91,10 @@ tf_export("math.rsqrt", "rsqrt")(rsqrt)
 
 
 def _reciprocal_kernel(x):
-    x = np.asarray(x)
+    xp = array_module(x)
+    x = xp.asarray(x)
     if x.dtype.kind in "iu":  # integer 1/x truncates, as C does; 1/0 is left to numpy's value
-        return np.where(np.abs(x) == 1, x, np.zeros((), x.dtype)).astype(x.dtype)
+        return xp.where(xp.abs(x) == 1, x, xp.zeros((), x.dtype)).astype(x.dtype)
     return np.reciprocal(x)
 
 
@@ -154,7 +159,7 @@ tf_export("math.tanh", "nn.tanh", "tanh")(tanh)
 
 
 def _sigmoid_np(x):
-    x = np.asarray(x)
+    x = array_module(x).asarray(x)
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
     # Two branches so that exp never overflows: TF's value for large |x| is exactly 0 or 1.
@@ -190,7 +195,7 @@ def _erf_np(x):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf = _define("Erf", _erf_np,
               lambda op, g: [multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(op.inputs[0])))))],
-              FLOATS, "tf.erf(x, name=None): the Gauss error function elementwise.")
+              FLOATS, "tf.erf(x, name=None): the Gauss error function elementwise.", gpu=False)  # math.erf per element
 tf_export("math.erf", "erf")(erf)
 
 
@@ -203,6 +208,7 @@ rint = _define("Rint", np.rint, None, FLOATS,
                "tf.rint(x, name=None): nearest integer, halves to even.")
 tf_export("math.rint", "rint")(rint)
 register("Round", same_as_input(), pure(np.rint), grad=None, dtypes=FLOAT_COMPLEX)
+register_gpu("Round")
 
 
 @tf_export("math.round", "round")

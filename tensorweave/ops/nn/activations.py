@@ -12,14 +12,14 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import swap_axes_perm, transpose
-from tensorweave.ops.helpers import make_op, same_as_input
+from tensorweave.ops.helpers import array_module, make_op, same_as_input
 from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import exp, negative
 from tensorweave.ops.nn.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
-from tensorweave.ops.registry import pure, register
+from tensorweave.ops.registry import pure, register, register_gpu
 
 
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -82,12 +82,15 @@ def softsign(features, name=None):
     return make_op("Softsign", [convert_to_tensor(features)], name=name or "Softsign").outputs[0]
 
 
+# Constants are numpy scalars of the input's dtype (not 0-d arrays): they mix with a GPU's arrays.
 def _relu_kernel(x):
+    if array_module(x) is not np:   # split_elementwise: the CPU's intra-op threads
+        return np.maximum(x, x.dtype.type(0))
     return split_elementwise(np.maximum, x, np.zeros((), x.dtype))
 
 
 def _relu6_kernel(x):
-    return np.clip(x, np.zeros((), x.dtype), np.array(6, x.dtype))
+    return np.clip(x, x.dtype.type(0), x.dtype.type(6))
 
 
 def _elu_kernel(x):
@@ -101,11 +104,11 @@ def _selu_kernel(x):
 
 def _leaky_relu_kernel(node, ctx):
     alpha = float(node.attr["alpha"])
-    return lambda x: np.where(x > 0, x, x * np.asarray(alpha, x.dtype)).astype(x.dtype, copy=False)
+    return lambda x: np.where(x > 0, x, x * x.dtype.type(alpha)).astype(x.dtype, copy=False)
 
 
 def _softplus_kernel(x):
-    return np.logaddexp(np.zeros((), x.dtype), x).astype(x.dtype, copy=False)
+    return np.logaddexp(x.dtype.type(0), x).astype(x.dtype, copy=False)
 
 
 def _softsign_kernel(x):
@@ -118,17 +121,23 @@ def _grad_op(op_type, g, f, attrs=None):
 
 register("Relu", same_as_input(0), pure(_relu_kernel),
          grad=lambda op, g: [_grad_op("ReluGrad", g, op.outputs[0])])
+register_gpu("Relu")
 register("Relu6", same_as_input(0), pure(_relu6_kernel),
          grad=lambda op, g: [_grad_op("Relu6Grad", g, op.inputs[0])])
+register_gpu("Relu6")
 register("Elu", same_as_input(0), pure(_elu_kernel),
          grad=lambda op, g: [_grad_op("EluGrad", g, op.outputs[0])])
+register_gpu("Elu")
 register("Selu", same_as_input(0), pure(_selu_kernel),
          grad=lambda op, g: [_grad_op("SeluGrad", g, op.outputs[0])])
+register_gpu("Selu")
 register("LeakyRelu", same_as_input(0), _leaky_relu_kernel,
          grad=lambda op, g: [_grad_op("LeakyReluGrad", g, op.inputs[0],
                                       {"alpha": op.get_attr("alpha"), "T": op.inputs[0].dtype})])
+register_gpu("LeakyRelu")
 register("Softplus", same_as_input(0), pure(_softplus_kernel),
          grad=lambda op, g: [_grad_op("SoftplusGrad", g, op.inputs[0])])
+register_gpu("Softplus")
 register("Softsign", same_as_input(0), pure(_softsign_kernel),
          grad=lambda op, g: [_grad_op("SoftsignGrad", g, op.inputs[0])])
 
@@ -136,6 +145,8 @@ register("Softsign", same_as_input(0), pure(_softsign_kernel),
 # The *Grad ops: (gradients, features-or-outputs) -> backprops, as TF defines them.
 # Multiplying by a boolean mask is several times faster than np.where on large arrays.
 def _relu_grad(g, y):
+    if array_module(g, y) is not np:   # oneDNN and the intra-op threads are the CPU's
+        return np.multiply(g, y > 0, dtype=g.dtype)
     if (dx := onednn.relu_grad(g, y)) is not None:
         return dx
     if g.shape != y.shape or g.dtype.kind != "f":
@@ -152,21 +163,21 @@ def _relu6_grad(g, x):
 
 
 def _elu_grad(g, y):
-    return np.where(y > 0, g, g * (y + np.ones((), y.dtype))).astype(g.dtype, copy=False)
+    return np.where(y > 0, g, g * (y + y.dtype.type(1))).astype(g.dtype, copy=False)
 
 
 def _selu_grad(g, y):
-    neg = g * (y + np.asarray(_SELU_SCALE * _SELU_ALPHA, y.dtype))
-    return np.where(y > 0, g * np.asarray(_SELU_SCALE, g.dtype), neg).astype(g.dtype, copy=False)
+    neg = g * (y + y.dtype.type(_SELU_SCALE * _SELU_ALPHA))
+    return np.where(y > 0, g * g.dtype.type(_SELU_SCALE), neg).astype(g.dtype, copy=False)
 
 
 def _leaky_relu_grad_kernel(node, ctx):
     alpha = float(node.attr["alpha"])
-    return lambda g, x: np.where(x > 0, g, g * np.asarray(alpha, g.dtype)).astype(g.dtype, copy=False)
+    return lambda g, x: np.where(x > 0, g, g * g.dtype.type(alpha)).astype(g.dtype, copy=False)
 
 
 def _softplus_grad(g, x):
-    return (g / (np.ones((), x.dtype) + np.exp(-x))).astype(g.dtype, copy=False)
+    return (g / (x.dtype.type(1) + np.exp(-x))).astype(g.dtype, copy=False)
 
 
 def _softsign_grad(g, x):
@@ -179,14 +190,20 @@ def _relu_grad_grad(op, gg):
 
 
 register("ReluGrad", _pair_infer, pure(_relu_grad), grad=_relu_grad_grad)
+register_gpu("ReluGrad")
 register("Relu6Grad", _pair_infer, pure(_relu6_grad),
          grad=lambda op, gg: [_grad_op("Relu6Grad", gg, op.inputs[1]), None])
+register_gpu("Relu6Grad")
 register("EluGrad", _pair_infer, pure(_elu_grad), grad=None)
+register_gpu("EluGrad")
 register("SeluGrad", _pair_infer, pure(_selu_grad), grad=None)
+register_gpu("SeluGrad")
 register("LeakyReluGrad", _pair_infer, _leaky_relu_grad_kernel,
          grad=lambda op, gg: [_grad_op("LeakyReluGrad", gg, op.inputs[1],
                                        {"alpha": op.get_attr("alpha"), "T": op.inputs[1].dtype}), None])
+register_gpu("LeakyReluGrad")
 register("SoftplusGrad", _pair_infer, pure(_softplus_grad), grad=None)
+register_gpu("SoftplusGrad")
 register("SoftsignGrad", _pair_infer, pure(_softsign_grad), grad=None)
 
 
@@ -250,7 +267,9 @@ def _log_softmax_grad(op, g):
 
 
 register("Softmax", _rank_ge1_infer, pure(softmax_np), grad=_softmax_grad)
+register_gpu("Softmax")
 register("LogSoftmax", _rank_ge1_infer, pure(log_softmax_np), grad=_log_softmax_grad)
+register_gpu("LogSoftmax")
 
 
 # -- bias_add ----------------------------------------------------------------------------------
@@ -299,13 +318,14 @@ def _bias_add_infer(op):
 
 
 def _bias_add_kernel(node, ctx):
-    if node.attr.get("data_format") == "NCHW":
-        def run(x, b):
-            return split_elementwise(np.add, x, b.reshape((-1,) + (1,) * (x.ndim - 2)))
-        return run
+    nchw = node.attr.get("data_format") == "NCHW"
 
     def run(x, b):
-        y = onednn.bias_add(x, b)
+        if nchw:
+            b = b.reshape((-1,) + (1,) * (x.ndim - 2))
+        if array_module(x, b) is not np:   # oneDNN and the intra-op threads are the CPU's
+            return np.add(x, b)
+        y = None if nchw else onednn.bias_add(x, b)
         return split_elementwise(np.add, x, b) if y is None else y
     return run
 
@@ -333,7 +353,7 @@ def _bias_add_grad_kernel(node, ctx):
             axes = (0,) + tuple(range(2, g.ndim))
         else:
             g2 = g.reshape(-1, g.shape[-1])
-            if g2.dtype in (np.float32, np.float64) and g2.shape[0] >= 256:
+            if g2.dtype in (np.float32, np.float64) and g2.shape[0] >= 256 and array_module(g) is np:
                 # ones @ g: one BLAS pass, faster than numpy's row-by-row axis-0 reduction and
                 # more accurate (blocked accumulation instead of one running sum per column);
                 # oneDNN's where it runs the convolutions, so numpy's BLAS threads stay asleep.
@@ -346,5 +366,8 @@ def _bias_add_grad_kernel(node, ctx):
 
 
 register("BiasAdd", _bias_add_infer, _bias_add_kernel, grad=_bias_add_grad)
+register_gpu("BiasAdd")
 register("BiasAddV1", _bias_add_infer, _bias_add_kernel, grad=_bias_add_grad)
+register_gpu("BiasAddV1")
 register("BiasAddGrad", _bias_add_grad_infer, _bias_add_grad_kernel, grad=None)
+register_gpu("BiasAddGrad")

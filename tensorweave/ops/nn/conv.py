@@ -2,6 +2,8 @@
 and its backprops; the conv2d, conv2d_transpose, depthwise_conv2d, separable_conv2d wrappers."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import tensorweave.ops.onednn as onednn
@@ -13,10 +15,10 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
-from tensorweave.ops.nn import conv_kernels
+from tensorweave.ops.nn import conv_kernels, im2col
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 # -- attribute handling ------------------------------------------------------------------------
@@ -136,7 +138,9 @@ def _conv2d_infer(op):
     return [(x.dtype, _conv_out_shape(op, xd, fd, False))]
 
 
-def _conv2d_kernel(node, ctx):
+def _conv2d_kernel(node, ctx, gpu=False):
+    """Conv2D's kernel: oneDNN's (or conv_kernels') on the CPU; with `gpu`, im2col's, written
+    against its inputs' array module (CuPy on a GPU)."""
     attrs = _node_attrs(node)
     fmt = attrs["data_format"]
     ws = conv_kernels.Workspace()
@@ -147,6 +151,8 @@ def _conv2d_kernel(node, ctx):
             raise invalid(node, f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs "
                                   f"{w.shape[2]} (grouped convolution is not supported)")
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        if gpu:
+            return from_nhwc(im2col.conv2d(x, w, g, oh, ow), fmt)
         y = onednn.conv2d(x, w, g, oh, ow)
         return from_nhwc(conv_kernels.conv2d_nhwc(x, w, g, ws) if y is None else y, fmt)
     return run
@@ -161,6 +167,7 @@ def _conv2d_grad(op, grad):
 
 
 register("Conv2D", _conv2d_infer, _conv2d_kernel, grad=_conv2d_grad)
+register_gpu("Conv2D", kernel=partial(_conv2d_kernel, gpu=True))
 
 
 # -- Conv2DBackpropInput / Conv2DBackpropFilter ------------------------------------------------
@@ -266,7 +273,7 @@ def _backprop_filter_infer(op):
     return [(dy.dtype, TensorShape(fd))]
 
 
-def _backprop_input_kernel(node, ctx):
+def _backprop_input_kernel(node, ctx, gpu=False):
     attrs = _node_attrs(node)
     fmt = attrs["data_format"]
     ws = conv_kernels.Workspace()
@@ -281,6 +288,9 @@ def _backprop_input_kernel(node, ctx):
         if (dy.shape[0], dy.shape[1], dy.shape[2], dy.shape[3]) != (n, oh, ow, want_c) or c != w.shape[2]:
             raise invalid(node, f"Conv2DCustomBackpropInput: shapes do not agree: input_sizes "
                                   f"{list(sizes)}, filter {list(w.shape)}, out_backprop {list(dy.shape)}")
+        if gpu:
+            grad = im2col.depthwise_input_grad if depthwise else im2col.conv2d_input_grad
+            return from_nhwc(grad((n, h, wd, c), w, dy, g), fmt)
         if (dx := onednn.conv2d_input_grad((n, h, wd, c), w, dy, g, depthwise)) is None:
             dx = (conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g) if depthwise else
                   conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws))
@@ -288,7 +298,7 @@ def _backprop_input_kernel(node, ctx):
     return run
 
 
-def _backprop_filter_kernel(node, ctx):
+def _backprop_filter_kernel(node, ctx, gpu=False):
     attrs = _node_attrs(node)
     fmt = attrs["data_format"]
     ws = conv_kernels.Workspace()
@@ -303,6 +313,8 @@ def _backprop_filter_kernel(node, ctx):
         if dy.shape[1:] != (oh, ow, want_c) or x.shape[3] != ci or dy.shape[0] != x.shape[0]:
             raise invalid(node, f"Conv2DCustomBackpropFilter: shapes do not agree: input {list(x.shape)}, "
                                   f"filter_sizes {list(sizes)}, out_backprop {list(dy.shape)}")
+        if gpu:
+            return (im2col.depthwise_filter_grad if depthwise else im2col.conv2d_filter_grad)(x, dy, kh, kw, g)
         if (dw := onednn.conv2d_filter_grad(x, dy, kh, kw, g, depthwise)) is not None:
             return dw
         if depthwise:
@@ -326,7 +338,9 @@ def _backprop_filter_grad(op, grad):
 
 
 register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=_backprop_input_grad)
+register_gpu("Conv2DBackpropInput", host_inputs=(0,), kernel=partial(_backprop_input_kernel, gpu=True))
 register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
+register_gpu("Conv2DBackpropFilter", host_inputs=(1,), kernel=partial(_backprop_filter_kernel, gpu=True))
 
 
 @tf_export("nn.conv2d_transpose")
@@ -386,7 +400,7 @@ def _depthwise_infer(op):
     return [(x.dtype, _conv_out_shape(op, xd, fd, True))]
 
 
-def _depthwise_kernel(node, ctx):
+def _depthwise_kernel(node, ctx, gpu=False):
     attrs = _node_attrs(node)
     fmt = attrs["data_format"]
 
@@ -395,6 +409,8 @@ def _depthwise_kernel(node, ctx):
         if x.shape[3] != w.shape[2]:
             raise invalid(node, f"input and filter must have the same depth: {x.shape[3]} vs {w.shape[2]}")
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        if gpu:
+            return from_nhwc(im2col.depthwise(x, w, g, oh, ow), fmt)
         y = onednn.conv2d(x, w, g, oh, ow, depthwise=True)
         return from_nhwc(conv_kernels.depthwise_nhwc(x, w, g) if y is None else y, fmt)
     return run
@@ -411,6 +427,7 @@ def _depthwise_grad(op, grad):
 
 
 register("DepthwiseConv2dNative", _depthwise_infer, _depthwise_kernel, grad=_depthwise_grad)
+register_gpu("DepthwiseConv2dNative", kernel=partial(_depthwise_kernel, gpu=True))
 
 
 @tf_export("nn.depthwise_conv2d_backprop_input", "nn.depthwise_conv2d_native_backprop_input")
@@ -441,7 +458,9 @@ def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop, s
                                                            convert_to_tensor(out_backprop, dtype=input.dtype)], attrs,
                    name=name or "DepthwiseConv2dNativeBackpropFilter").outputs[0]
 register("DepthwiseConv2dNativeBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=None)
+register_gpu("DepthwiseConv2dNativeBackpropInput", host_inputs=(0,), kernel=partial(_backprop_input_kernel, gpu=True))
 register("DepthwiseConv2dNativeBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=None)
+register_gpu("DepthwiseConv2dNativeBackpropFilter", host_inputs=(1,), kernel=partial(_backprop_filter_kernel, gpu=True))
 
 
 @tf_export("nn.separable_conv2d")

@@ -9,13 +9,13 @@ from tensorweave.framework.shapes import TensorShape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import expand_dims
-from tensorweave.ops.helpers import INDEX, invalid, make_op
+from tensorweave.ops.helpers import INDEX, array_module, invalid, make_op
 from tensorweave.ops.math.binary import add, multiply, subtract
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.nn.activations import log_softmax_np, log_softmax, softmax
 from tensorweave.ops.nn.util import dims
-from tensorweave.ops.registry import pure, register
+from tensorweave.ops.registry import pure, register, register_gpu
 
 
 # -- l2_loss -----------------------------------------------------------------------------------
@@ -28,11 +28,12 @@ def l2_loss(t, name=None):
 def _l2_loss_kernel(x):
     flat = x.reshape(-1)
     return (np.dot(flat, flat) / 2).astype(x.dtype) if x.dtype.kind == "f" else \
-        np.asarray(np.sum(np.square(x)) / 2).astype(x.dtype)
+        array_module(x).asarray(np.sum(np.square(x)) / 2).astype(x.dtype)
 
 
 register("L2Loss", lambda op: [(op.inputs[0].dtype, TensorShape([]))], pure(_l2_loss_kernel),
          grad=lambda op, g: [multiply(op.inputs[0], g)])
+register_gpu("L2Loss")
 
 
 # -- softmax cross-entropy ---------------------------------------------------------------------
@@ -73,6 +74,7 @@ def _xent_grad(op, grad_loss, grad_grad):
 
 
 register("SoftmaxCrossEntropyWithLogits", _xent_infer, pure(_xent_kernel), grad=_xent_grad)
+register_gpu("SoftmaxCrossEntropyWithLogits")
 
 
 def _sparse_xent_infer(op):
@@ -97,12 +99,12 @@ def _sparse_xent_kernel(node, ctx):
         if labels.shape[0] != n:
             raise invalid(node, f"logits and labels must have the same first dimension, got logits shape "
                                   f"{list(features.shape)} and labels shape {list(labels.shape)}")
-        if n and ((labels < 0).any() or (labels >= c).any()):
+        if n and ((labels < 0).any() or (labels >= c).any()):   # on a GPU: one sync, for TF's CPU error
             bad = labels[(labels < 0) | (labels >= c)][0]
             raise invalid(node, f"Received a label value of {bad} which is outside the valid range of "
                                   f"[0, {c}).  Label values: {' '.join(map(str, labels.tolist()))}")
         logp = log_softmax_np(features)
-        rows = np.arange(n)
+        rows = array_module(labels).arange(n)
         loss = -logp[rows, labels]
         back = np.exp(logp)
         back[rows, labels] -= 1
@@ -120,6 +122,7 @@ def _sparse_xent_grad(op, grad_loss, grad_grad):
 
 register("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_infer, _sparse_xent_kernel,
          grad=_sparse_xent_grad, dtypes={1: ("labels", INDEX)})
+register_gpu("SparseSoftmaxCrossEntropyWithLogits")
 
 
 # -- in_top_k ----------------------------------------------------------------------------------
@@ -157,11 +160,12 @@ def _in_top_k_kernel(node, ctx):
             raise invalid(node, f"First dimension of predictions {n} must match length of targets {targets.shape[0]}")
         valid = (targets >= 0) & (targets < c)
         safe = np.where(valid, targets, 0)
-        target_val = pred[np.arange(n), safe]
+        target_val = pred[array_module(pred).arange(n), safe]
         larger = (pred > target_val[:, None]).sum(axis=1)
         finite = np.isfinite(pred).all(axis=1)
-        return valid & finite & (larger < int(k))
+        return valid & finite & (larger < int(k))   # k: host memory
     return run
 
 
 register("InTopKV2", _in_top_k_infer, _in_top_k_kernel, grad=None)
+register_gpu("InTopKV2", host_inputs=(2,))

@@ -13,7 +13,7 @@ from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.math.binary import add, multiply, subtract
 from tensorweave.ops.math.unary import rsqrt
 from tensorweave.ops.nn.util import as_str, check_data_format, dims
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 @tf_export("nn.fused_batch_norm")
@@ -111,7 +111,7 @@ def _bn_kernel(node, ctx):
             out_mean, out_var, saved_mean, saved_var = mean, var, mean, var
         pt = scale.dtype
         res = (y.astype(x.dtype, copy=False), out_mean.astype(pt), out_var.astype(pt),
-               np.asarray(saved_mean, pt), np.asarray(saved_var, pt))
+               saved_mean.astype(pt, copy=False), saved_var.astype(pt, copy=False))
         return res + (np.zeros([0], pt),) if v3 else res
     return run
 
@@ -166,8 +166,10 @@ def _bn_grad_kernel(node, ctx):
 
 for _t in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"):
     register(_t, _bn_infer, _bn_kernel, grad=_bn_grad)
+    register_gpu(_t)        # the kernels' code is also valid CuPy code
 for _t in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"):
     register(_t, _bn_grad_infer, _bn_grad_kernel, grad=None)
+    register_gpu(_t)
 
 
 @tf_export("nn.batch_norm_with_global_normalization")

@@ -2,6 +2,8 @@
 LRNGrad and the max_pool, avg_pool, lrn wrappers."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import tensorweave.ops.onednn as onednn
@@ -11,10 +13,10 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
-from tensorweave.ops.nn import pool_kernels
+from tensorweave.ops.nn import im2col, pool_kernels
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, fmt_dims, from_nhwc, nhwc_dims, rank4,
                                       shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
-from tensorweave.ops.registry import register
+from tensorweave.ops.registry import register, register_gpu
 
 
 def _pool_attrs(ksize, strides, padding, data_format, op_name):
@@ -67,8 +69,9 @@ def _node_pool_attrs(node):
         "data_format": as_str(node.attr.get("data_format", "NHWC"))}
 
 
-def _pool_kernel(fn, fast):
-    """A MaxPool/AvgPool kernel factory: oneDNN's `fast` kernel where it applies, else numpy's `fn`."""
+def _pool_kernel(fn, fast=None):
+    """A MaxPool/AvgPool kernel factory: oneDNN's `fast` kernel where it applies, else `fn`
+    (numpy's; or, without `fast`, im2col's for both devices)."""
     def factory(node, ctx):
         attrs = _node_pool_attrs(node)
         fmt = attrs["data_format"]
@@ -76,9 +79,10 @@ def _pool_kernel(fn, fast):
         def run(x):
             xn = to_nhwc(x, fmt)
             kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, xn.shape[1], xn.shape[2], node.name)
-            if fmt != "NHWC":
-                xn = np.ascontiguousarray(xn)
-            y = fast(xn, oh, ow, kh, kw, sh, sw, pt, pl)
+            y = None
+            if fast is not None:
+                xn = np.ascontiguousarray(xn) if fmt != "NHWC" else xn
+                y = fast(xn, oh, ow, kh, kw, sh, sw, pt, pl)
             return from_nhwc(fn(xn, oh, ow, kh, kw, sh, sw, pt, pl) if y is None else y, fmt)
         return run
     return factory
@@ -112,16 +116,19 @@ def _max_pool_grad_infer(op):
     return [(x.dtype, x.shape)]
 
 
-def _max_pool_grad_kernel(node, ctx):
+def _max_pool_grad_kernel(node, ctx, gpu=False):
     attrs = _node_pool_attrs(node)
     fmt = attrs["data_format"]
 
     def run(x, y, g):
-        xn, yn, gn = (np.ascontiguousarray(to_nhwc(a, fmt)) if fmt != "NHWC" else a for a in (x, y, g))
+        xn, yn, gn = (np.ascontiguousarray(to_nhwc(a, fmt)) if fmt != "NHWC" and not gpu else to_nhwc(a, fmt)
+                      for a in (x, y, g))
         kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, xn.shape[1], xn.shape[2], node.name)
         if yn.shape != gn.shape or yn.shape[1:3] != (oh, ow):
             raise invalid(node, f"Expected orig_output and grad of shape {[xn.shape[0], oh, ow, xn.shape[3]]}, "
                                   f"got {list(y.shape)} and {list(g.shape)}")
+        if gpu:
+            return from_nhwc(im2col.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl), fmt)
         dx = onednn.max_pool_grad(xn, gn, kh, kw, sh, sw, pt, pl)
         return from_nhwc(pool_kernels.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl) if dx is None else dx, fmt)
     return run
@@ -148,18 +155,20 @@ def _avg_pool_grad_infer(op):
     return [(g.dtype, xs if xs.ndims is not None else TensorShape([None] * 4))]
 
 
-def _avg_pool_grad_kernel(node, ctx):
+def _avg_pool_grad_kernel(node, ctx, gpu=False):
     attrs = _node_pool_attrs(node)
     fmt = attrs["data_format"]
 
     def run(sizes, g):
         n, h, w, c = nhwc_dims([int(v) for v in sizes], fmt)
         check_output_size(node, [n, h, w, c])
-        gn = np.ascontiguousarray(to_nhwc(g, fmt))
+        gn = to_nhwc(g, fmt) if gpu else np.ascontiguousarray(to_nhwc(g, fmt))
         kh, kw, sh, sw, oh, ow, pt, pl = _pool_geom(attrs, h, w, node.name)
         if gn.shape != (n, oh, ow, c):
             raise invalid(node, f"grad shape {list(g.shape)} does not match the pooled shape of "
                                   f"orig_input_shape {list(sizes)}")
+        if gpu:
+            return from_nhwc(im2col.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl), fmt)
         dx = onednn.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl)
         return from_nhwc(pool_kernels.avg_pool_grad((n, h, w, c), gn, kh, kw, sh, sw, pt, pl) if dx is None else dx,
                          fmt)
@@ -167,12 +176,16 @@ def _avg_pool_grad_kernel(node, ctx):
 
 
 register("MaxPool", _pool_infer, _pool_kernel(pool_kernels.max_pool, onednn.max_pool), grad=_max_pool_grad)
+register_gpu("MaxPool", kernel=_pool_kernel(im2col.max_pool))
 register("AvgPool", _pool_infer, _pool_kernel(pool_kernels.avg_pool, onednn.avg_pool), grad=_avg_pool_grad,
          dtypes=FLOATS, dtype_param="value")
+register_gpu("AvgPool", kernel=_pool_kernel(im2col.avg_pool))
 register("MaxPoolGrad", _max_pool_grad_infer, _max_pool_grad_kernel, grad=None)
+register_gpu("MaxPoolGrad", kernel=partial(_max_pool_grad_kernel, gpu=True))
 register("AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel,
          grad=lambda op, g: [None, make_op("AvgPool", [g], dict(_pool_op_attrs(op), T=g.dtype),
                                            name="AvgPool").outputs[0]])
+register_gpu("AvgPoolGrad", host_inputs=(0,), kernel=partial(_avg_pool_grad_kernel, gpu=True))
 
 
 # -- LRN ---------------------------------------------------------------------------------------
@@ -216,8 +229,10 @@ def _lrn_grad(op, grad):
 
 
 register("LRN", _lrn_infer, _lrn_kernel, grad=_lrn_grad, dtypes=(dtypes.float16, dtypes.float32), dtype_param="input")
+register_gpu("LRN")
 register("LRNGrad", lambda op: [(op.inputs[0].dtype, op.inputs[1].shape.merge_with(op.inputs[0].shape))],
          _lrn_grad_kernel, grad=None)
+register_gpu("LRNGrad")
 
 
 # -- MaxPoolWithArgmax -------------------------------------------------------------------------

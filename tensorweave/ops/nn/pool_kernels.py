@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorweave.ops.helpers import array_module
 from tensorweave.ops.nn.intra_op import parallel_ranges
 
 
@@ -216,51 +217,54 @@ def avg_pool_grad(x_shape, g, kh, kw, sh, sw, pt, pl) -> np.ndarray:
 _BANDS: dict = {}
 
 
-def _band(c: int, r: int, dtype) -> np.ndarray:
-    """[c, c] 0/1 matrix with ones where |i - j| <= r: v @ band sums each channel's window."""
-    key = (c, r, np.dtype(dtype).str)
+def _band(c: int, r: int, dtype, xp=np):
+    """[c, c] 0/1 matrix with ones where |i - j| <= r: v @ band sums each channel's window (in
+    the memory of `xp`'s arrays: one per GPU, made there once)."""
+    key = (c, r, np.dtype(dtype).str, None if xp is np else xp.cuda.Device().id)
     band = _BANDS.get(key)
     if band is None:
-        idx = np.arange(c)
-        band = _BANDS[key] = (np.abs(idx[:, None] - idx[None, :]) <= r).astype(dtype)
+        idx = xp.arange(c)
+        band = _BANDS[key] = (xp.abs(idx[:, None] - idx[None, :]) <= r).astype(dtype)
     return band
 
 
-def _window_sum(v: np.ndarray, r: int) -> np.ndarray:
+def _window_sum(v, r: int):
     """sum_{c' in [c - r, c + r]} v[..., c'] along the last axis: one GEMM with a band matrix
     (several times faster here than a cumulative sum and two gathers, and exact in float32 up to
     summation order)."""
     c = v.shape[-1]
-    return np.matmul(v.reshape(-1, c), _band(c, r, v.dtype)).reshape(v.shape)
+    return array_module(v).matmul(v.reshape(-1, c), _band(c, r, v.dtype, array_module(v))).reshape(v.shape)
 
 
-def _lrn_norm(x: np.ndarray, r: int, bias: float, alpha: float) -> np.ndarray:
-    norm = _window_sum(np.multiply(x, x), r)
+# LRN's kernels are written against their input's array module: LRN and LRNGrad run them on GPUs too.
+def _lrn_norm(x, r: int, bias: float, alpha: float):
+    norm = _window_sum(x * x, r)
     norm *= alpha
     norm += bias
     return norm
 
 
-def lrn(x, r, bias, alpha, beta) -> np.ndarray:
+def lrn(x, r, bias, alpha, beta):
     acc_t = np.float32 if x.dtype == np.float16 else x.dtype
     xf = x.astype(acc_t, copy=False)
     out = _lrn_norm(xf, r, bias, alpha)
-    np.power(out, -beta, out=out)
+    array_module(x).power(out, -beta, out=out)
     out *= xf
     return out.astype(x.dtype, copy=False)
 
 
-def lrn_grad(g, x, r, bias, alpha, beta) -> np.ndarray:
+def lrn_grad(g, x, r, bias, alpha, beta):
+    xp = array_module(g, x)
     acc_t = np.float32 if x.dtype == np.float16 else x.dtype
     xf, gf = x.astype(acc_t, copy=False), g.astype(acc_t, copy=False)
     norm = _lrn_norm(xf, r, bias, alpha)
-    npow = np.power(norm, -beta)
-    t = np.multiply(gf, xf)
+    npow = xp.power(norm, -beta)
+    t = gf * xf
     t *= npow
     t /= norm
     back = _window_sum(t, r)
     back *= xf
     back *= 2 * alpha * beta
-    dx = np.multiply(gf, npow)
+    dx = gf * npow
     dx -= back
     return dx.astype(g.dtype, copy=False)

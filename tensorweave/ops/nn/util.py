@@ -9,6 +9,7 @@ import numpy as np
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant, shape
+from tensorweave.ops.helpers import array_module
 
 
 def dims(shape: TensorShape) -> Optional[list]:
@@ -83,7 +84,7 @@ def to_nhwc(x, fmt):
 
 
 def from_nhwc(x, fmt):
-    return x if fmt == "NHWC" else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    return x if fmt == "NHWC" else array_module(x).ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
 def nhwc_dims(d, fmt):

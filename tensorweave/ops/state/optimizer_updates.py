@@ -7,6 +7,11 @@ Each op reads a variable and its slots, applies one optimizer step in numpy and 
 results. Stored arrays are replaced, never mutated: a value already read may be in flight to
 another task. Sparse forms first sum the rows of repeated indices (TF's optimizers do so before
 calling the kernel), then touch only the rows looked up.
+
+On a GPU the same kernels run on CuPy arrays (the variable, its slots, grad and the scalars in device
+memory; handles and a sparse update's indices in host memory, where they are checked). The
+formulas take their constants as the variable dtype's scalars (`var.dtype.type(1)`), which numpy
+and CuPy arrays both combine with, and numpy's in-place fast paths apply to numpy arrays only.
 """
 from __future__ import annotations
 
@@ -17,9 +22,9 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
-from tensorweave.ops.helpers import TFNodes, make_op
-from tensorweave.ops.registry import register
-from tensorweave.ops.state.variable_ops import handle_shape, locked, returning_variable
+from tensorweave.ops.helpers import TFNodes, array_module, make_op
+from tensorweave.ops.registry import register, register_gpu
+from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def _moving_average(avg, x, one_minus_decay):
 
 
 def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_nesterov=False):
-    one = np.ones((), var.dtype)
+    one = var.dtype.type(1)
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
     if not use_nesterov and _in_place(var, m, v, grad):
         # the expressions below, in as many passes and four allocations instead of ten
@@ -91,7 +96,7 @@ def _adagrad(var, accum, lr, grad, update_slots=True):
 def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
     if _in_place(var, ms, mom, grad):
         # the expressions below, in as many passes and four allocations instead of eight
-        ms = _moving_average(ms, grad * grad, np.ones((), var.dtype) - rho)
+        ms = _moving_average(ms, grad * grad, var.dtype.type(1) - rho)
         denom = ms + epsilon
         np.sqrt(denom, out=denom)
         step = lr * grad
@@ -99,13 +104,13 @@ def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
         mom = mom * momentum
         mom += step
         return np.subtract(var, mom, out=step), ms, mom
-    ms = ms + (grad * grad - ms) * (np.ones((), var.dtype) - rho)
+    ms = ms + (grad * grad - ms) * (var.dtype.type(1) - rho)
     mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
     return var - mom, ms, mom
 
 
 def _centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
-    one = np.ones((), var.dtype)
+    one = var.dtype.type(1)
     mg = mg + (grad - mg) * (one - rho)
     ms = ms + (grad * grad - ms) * (one - rho)
     mom = mom * momentum + lr * grad / np.sqrt(ms - mg * mg + epsilon)
@@ -113,7 +118,7 @@ def _centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
 
 
 def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
-    one = np.ones((), var.dtype)
+    one = var.dtype.type(1)
     accum = accum * rho + grad * grad * (one - rho)
     update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * grad
     accum_update = accum_update * rho + update * update * (one - rho)
@@ -201,18 +206,22 @@ def _input_names(rule: _Rule, sparse: bool) -> list:
 
 
 def _dedup(node, grad, indices, nrows: int):
+    """(the sorted distinct rows of `indices`, the rows of `grad` summed per row), in grad's
+    memory; `indices` is in host memory on any device."""
     indices = np.asarray(indices).reshape(-1)
     if indices.size and (indices.min() < 0 or indices.max() >= nrows):
         i = int(np.flatnonzero((indices < 0) | (indices >= nrows))[0])
         raise errors.InvalidArgumentError(node, node.name,
                                           f"indices[{i}] = {indices[i]} is not in [0, {nrows})")
     unique, inverse = np.unique(indices, return_inverse=True)
+    grad = as_array(grad)
+    xp = array_module(grad)
     if unique.size == indices.size:
         order = np.argsort(indices, kind="stable")
-        return unique, np.asarray(grad)[order]
-    summed = np.zeros((unique.size,) + np.shape(grad)[1:], dtype=np.asarray(grad).dtype)
-    np.add.at(summed, inverse.reshape(-1), grad)
-    return unique, summed
+        return xp.asarray(unique), grad[xp.asarray(order)]
+    summed = xp.zeros((unique.size,) + grad.shape[1:], dtype=grad.dtype)
+    xp.add.at(summed, xp.asarray(inverse.reshape(-1)), grad)
+    return xp.asarray(unique), summed
 
 
 def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
@@ -231,8 +240,8 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
             values = [r.read(node.name) for r in res]
             var = values[0]
             dtype = var.dtype
-            scalars = [np.asarray(inputs[i]).astype(dtype) for i in scalar_pos]
-            grad = np.asarray(inputs[grad_pos]).astype(dtype, copy=False)
+            scalars = [as_array(inputs[i]).astype(dtype) for i in scalar_pos]
+            grad = as_array(inputs[grad_pos]).astype(dtype, copy=False)
             for i, v in enumerate(values[1:], 1):
                 if v.shape != var.shape:
                     raise errors.InvalidArgumentError(
@@ -274,13 +283,13 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     moves; only the looked-up rows receive the gradient (not 'lazy' Adam)."""
     var, m, v = values
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
-    one = np.ones((), var.dtype)
+    one = var.dtype.type(1)
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
     m = m * beta1
     m[rows] += g * (one - beta1)
     v = v * beta2
     v[rows] += (g * g) * (one - beta2)
-    return [np.asarray(var - lr_t * m / (np.sqrt(v) + epsilon), var.dtype), m, v]
+    return [as_array(var - lr_t * m / (np.sqrt(v) + epsilon), var.dtype), m, v]
 
 
 def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
@@ -290,7 +299,7 @@ def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
     else:
         k = _GRAD_AFTER.get(rule.op_type, len(scalars))
         out = rule.fn(var, *slots, *scalars[:k], grad, *scalars[k:], **attrs)
-    return [np.asarray(o, dtype=var.dtype) for o in out]
+    return [as_array(o, var.dtype) for o in out]
 
 
 def _var_shape(t):
@@ -380,19 +389,30 @@ def _sparse_adam_tf(op) -> list:
 
 
 _SPARSE_TF_LOWERINGS = {"GradientDescent": _sparse_sgd_tf, "Adam": _sparse_adam_tf}
+# The updates whose formulas are array-module clean (the others compare hyperparameters in Python)
+_ON_GPU = frozenset(("GradientDescent", "Momentum", "Adam", "Adagrad", "RMSProp", "CenteredRMSProp", "Adadelta"))
 
 for _rule in _RULES:
     register(f"ResourceApply{_rule.op_type}", _make_infer(_rule, False), _make_kernel(_rule, False), grad=None,
              stateful=True)
     register(f"ResourceSparseApply{_rule.op_type}", _make_infer(_rule, True), _make_kernel(_rule, True),
              grad=None, stateful=True, tf_lowering=_SPARSE_TF_LOWERINGS.get(_rule.op_type))
+    _handles = tuple(range(1 + _rule.n_slots))
+    if _rule.op_type in _ON_GPU:
+        register_gpu(f"ResourceApply{_rule.op_type}", host_inputs=_handles)
+        register_gpu(f"ResourceSparseApply{_rule.op_type}",
+                     host_inputs=_handles + (_input_names(_rule, True).index("indices"),))
 
     refs = tuple(range(1 + _rule.n_slots))
     register(f"Apply{_rule.op_type}", _make_infer(_rule, False), returning_variable(_make_kernel(_rule, False)),
              grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
+    if _rule.op_type in _ON_GPU:
+        register_gpu(f"Apply{_rule.op_type}")
     if _rule.op_type not in ("GradientDescent", "Adam"):   # (TF has no SparseApply of these two)
         register(f"SparseApply{_rule.op_type}", _make_infer(_rule, True), returning_variable(_make_kernel(_rule, True)),
                  grad=None, stateful=True, ref_inputs=refs, ref_outputs=(0,))
+        if _rule.op_type in _ON_GPU:
+            register_gpu(f"SparseApply{_rule.op_type}", host_inputs=(_input_names(_rule, True).index("indices"),))
 
 _BY_NAME = {r.op_type: r for r in _RULES}
 

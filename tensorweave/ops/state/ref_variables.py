@@ -28,14 +28,16 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.ops.helpers import np_dtype
-from tensorweave.ops.registry import register
-from tensorweave.ops.state.variable_ops import count_up_to_kernel, frozen, locked, shape_str, variable_kernel
+from tensorweave.ops.registry import register, register_gpu
+from tensorweave.ops.state.variable_ops import (as_array, count_up_to_kernel, frozen, locked, shape_str,
+                                                variable_kernel)
 
 
 # -- VariableV2 ---------------------------------------------------------------------------------
 for _op_type in ("VariableV2", "Variable"):
     register(_op_type, lambda op: [(op.get_attr("dtype"), as_shape(op.get_attr("shape")))], variable_kernel,
              grad=None, stateful=True, ref_outputs=(0,))
+register_gpu("VariableV2", "Variable")   # (a ref is the variable itself: the executor reads it where its reader runs)
 
 
 # -- Assign, AssignAdd, AssignSub -----------------------------------------------------------------
@@ -76,6 +78,7 @@ def _assign_kernel(node, ctx):
 
 
 register("Assign", _assign_infer, _assign_kernel, grad=None, stateful=True, ref_inputs=(0,), ref_outputs=(0,))
+register_gpu("Assign")
 
 
 def _update_infer(op):
@@ -91,10 +94,10 @@ def _update_kernel(fn):
         def update(res, delta):
             with locked([res], locking):
                 old = res.read(node.name)
-                delta = np.asarray(delta)
+                delta = as_array(delta)
                 if delta.shape != old.shape:
                     raise errors.InvalidArgumentError(node, node.name, "Parameters and update must be the same size")
-                res.store(np.asarray(fn(old, delta), dtype=np_dt))
+                res.store(as_array(fn(old, delta), np_dt))
             return res
         return update
     return factory
@@ -104,13 +107,16 @@ register("AssignAdd", _update_infer, _update_kernel(np.add), grad=None, stateful
          ref_outputs=(0,))
 register("AssignSub", _update_infer, _update_kernel(np.subtract), grad=None, stateful=True, ref_inputs=(0,),
          ref_outputs=(0,))
+register_gpu("AssignAdd", "AssignSub")
 
 
 # -- reads that keep the ref ----------------------------------------------------------------------
 register("IsVariableInitialized", lambda op: [(dtypes.bool, TensorShape([]))],
          lambda node, ctx: (lambda res: np.bool_(res.value is not None)), grad=None, stateful=True,
          ref_inputs=(0,))
+register_gpu("IsVariableInitialized", host_outputs=(0,))
 register("RefIdentity", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], lambda node, ctx: (lambda res: res),
          grad=lambda op, g: [g], stateful=True, ref_inputs=(0,), ref_outputs=(0,))
+register_gpu("RefIdentity")
 register("CountUpTo", lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)], count_up_to_kernel, grad=None,
          stateful=True, ref_inputs=(0,))

@@ -1,6 +1,8 @@
 """Sparse variable updates: scatter_update/add/sub/mul/div/max/min (rows by index) and
 scatter_nd_update/add/sub (elements or slices by N-d index), on the resource variables of
-variable_ops.py: same handle colocation, same replace-never-mutate rule for the stored array."""
+variable_ops.py: same handle colocation, same replace-never-mutate rule for the stored array.
+ResourceScatterUpdate/Add/Sub and their ref forms also run on a GPU: the variable and the updates
+in device memory, the indices in host memory (checked there, then copied to the device)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,12 +15,12 @@ from tensorweave.framework.api import name_scope
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, reshape, shape
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import make_op, np_dtype
+from tensorweave.ops.helpers import array_module, make_op, np_dtype
 from tensorweave.ops.math.binary import trunc_div
 from tensorweave.ops.math.sequences import range as range_
-from tensorweave.ops.registry import OP_DEFS, kernel_for, register
-from tensorweave.ops.state.variable_ops import (check_handle, check_indices, colocated_with_handle, handle_shape,
-                                                locked, returning_variable, shape_str, variable_method)
+from tensorweave.ops.registry import OP_DEFS, kernel_for, register, register_gpu
+from tensorweave.ops.state.variable_ops import (as_array, check_handle, check_indices, colocated_with_handle,
+                                                handle_shape, locked, returning_variable, shape_str, variable_method)
 
 
 # -- rows by index ------------------------------------------------------------------------------
@@ -53,13 +55,36 @@ def _scatter_infer(op):
     return _ref_output(op)
 
 
-def _set_at(array: np.ndarray, index, values) -> None:
-    array[index] = values
+def _set_at(array, index, values) -> None:
+    xp = array_module(array)
+    if xp is np:
+        array[index] = values
+        return
+    # a GPU's writes to a repeated row land in any order: keep each row's last, which numpy writes last
+    flat = index.reshape(-1)
+    _, first_from_end = np.unique(flat[::-1], return_index=True)
+    keep = flat.size - 1 - first_from_end
+    if values.ndim:
+        values = values.reshape((flat.size,) + values.shape[index.ndim:])[xp.asarray(keep)]
+    array[xp.asarray(flat[keep])] = values
 
 
-# How update/add/sub write `values` at `index` (rows, or N-d positions) of a copy of the variable;
-# np.add.at and np.subtract.at combine repeated indices.
-_SCATTER_WRITES = {"update": _set_at, "add": np.add.at, "sub": np.subtract.at}
+def _add_at(array, index, values) -> None:
+    xp = array_module(array)
+    xp.add.at(array, index if xp is np else xp.asarray(index), values)
+
+
+def _subtract_at(array, index, values) -> None:
+    xp = array_module(array)
+    if xp is np:
+        np.subtract.at(array, index, values)
+    else:   # (CuPy's subtract.at takes integers only; a - b is a + -b exactly)
+        xp.add.at(array, xp.asarray(index), -values)
+
+
+# How update/add/sub write `values` at `index` (rows in host memory, or N-d positions) of a copy of
+# the variable (on its device); add.at and subtract.at combine repeated indices.
+_SCATTER_WRITES = {"update": _set_at, "add": _add_at, "sub": _subtract_at}
 
 
 def _plain_write(mode: str):
@@ -76,8 +101,8 @@ def _row_scatter_kernel(write):
         def scatter(res, indices, updates):
             with res.lock:
                 old = res.read(node.name)
-                idx = np.asarray(indices)
-                upd = np.asarray(updates, dtype=np_dt)
+                idx = np.asarray(indices)   # (host memory on a GPU too)
+                upd = as_array(updates, np_dt)
                 check_indices(node, idx, old.shape[0] if old.ndim else 0)
                 want = idx.shape + old.shape[1:]
                 if upd.ndim and upd.shape != want:
@@ -102,6 +127,7 @@ def _scatter_op(op_type):
 
 for _t, _m in (("ResourceScatterUpdate", "update"), ("ResourceScatterAdd", "add"), ("ResourceScatterSub", "sub")):
     register(_t, _scatter_infer, _row_scatter_kernel(_plain_write(_m)), grad=None, stateful=True)
+    register_gpu(_t, host_inputs=(0, 1))
 resource_scatter_update = _scatter_op("ResourceScatterUpdate")
 resource_scatter_add = _scatter_op("ResourceScatterAdd")
 resource_scatter_sub = _scatter_op("ResourceScatterSub")
@@ -224,6 +250,8 @@ for _t in ("Update", "Add", "Sub", "Mul", "Div", "Max", "Min", "NdUpdate", "NdAd
     _resource = OP_DEFS[f"ResourceScatter{_t}"]
     register(f"Scatter{_t}", _resource.infer, returning_variable(kernel_for(f"ResourceScatter{_t}")), grad=None,
              stateful=True, ref_inputs=(0,), ref_outputs=(0,))
+    if _t in ("Update", "Add", "Sub"):
+        register_gpu(f"Scatter{_t}", host_inputs=(1,))
 
 
 # -- public TF1 functions ---------------------------------------------------------------------

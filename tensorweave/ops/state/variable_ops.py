@@ -6,6 +6,11 @@ shared_name). `VarHandleOp` finds or creates it at plan time and outputs it as a
 value; every other op here takes that handle as input 0 and is created colocated with it, so
 handles never cross tasks. Updates replace the stored (read-only) array rather than mutate it:
 a value already read may still be in flight to another task.
+
+A variable placed on a GPU holds its value in that GPU's memory (its ops there are given their
+values there by the executor's copy plan), so the kernels here are written against the array module
+of the values they get (`as_array`, not np.asarray): the same code runs on numpy and CuPy arrays.
+Resource handles are host values (TF's HostMemory("resource")).
 """
 from __future__ import annotations
 
@@ -25,8 +30,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import constant, expand_dims, reshape, size
-from tensorweave.ops.helpers import TFNodes, make_op, np_dtype
-from tensorweave.ops.registry import register
+from tensorweave.ops.helpers import TFNodes, array_module, make_op, np_dtype
+from tensorweave.ops.registry import register, register_gpu
 
 
 class VariableResource:
@@ -52,10 +57,19 @@ class VariableResource:
         return v
 
     def store(self, value) -> None:
-        """Replaces the value with `value`, frozen: the old array may still be in flight elsewhere."""
-        value = np.asarray(value)
-        value.flags.writeable = False
+        """Replaces the value with `value`, frozen: the old array may still be in flight elsewhere.
+        (A GPU's array has no read-only flag: no kernel writes into an input.)"""
+        value = as_array(value)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
         self.value = value
+
+
+def as_array(value, dtype=None):
+    """np.asarray(value, dtype) that keeps a device array in its device's memory: a CuPy array
+    stays one, and so does a stand-in GPU's array (an ndarray subclass)."""
+    xp = array_module(value)
+    return np.asanyarray(value, dtype) if xp is np else xp.asarray(value, dtype)
 
 
 @contextlib.contextmanager
@@ -122,11 +136,15 @@ def shape_str(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def frozen(value, np_dtype) -> np.ndarray:
-    """`value` as a read-only array of `np_dtype`, copied unless it already is one."""
+def frozen(value, np_dtype):
+    """`value` as a read-only array of `np_dtype` in its own device's memory, copied unless it
+    already is one (a GPU's array: always copied, it has no read-only flag)."""
     if isinstance(value, np.ndarray) and not value.flags.writeable and value.dtype == np_dtype:
         return value
-    arr = np.array(value, dtype=np_dtype)
+    xp = array_module(value)
+    if xp is not np:
+        return xp.array(value, dtype=np_dtype)
+    arr = np.array(value, dtype=np_dtype, subok=True)
     arr.flags.writeable = False
     return arr
 
@@ -175,6 +193,7 @@ def variable_kernel(node, ctx):
 
 register("VarHandleOp", lambda op: [(dtypes.resource, TensorShape([]))], variable_kernel,
          grad=None, stateful=True)
+register_gpu("VarHandleOp", host_outputs=(0,))
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -197,6 +216,7 @@ def _read_kernel(node, ctx):
 
 
 register("ReadVariableOp", _read_infer, _read_kernel, grad=lambda op, g: [g], stateful=True)
+register_gpu("ReadVariableOp", host_inputs=(0,))
 
 
 def variable_shape(handle: Tensor, out_type=dtypes.int32, name=None) -> Tensor:
@@ -222,6 +242,7 @@ def var_is_initialized_op(handle: Tensor, name=None) -> Tensor:
 
 register("VarIsInitializedOp", lambda op: [(dtypes.bool, TensorShape([]))],
          lambda node, ctx: (lambda res: np.bool_(res.value is not None)), grad=None, stateful=True)
+register_gpu("VarIsInitializedOp", host_inputs=(0,), host_outputs=(0,))
 
 
 def _destroy_kernel(node, ctx):
@@ -231,6 +252,7 @@ def _destroy_kernel(node, ctx):
 
 
 register("DestroyResourceOp", lambda op: [], _destroy_kernel, grad=None, stateful=True)
+register_gpu("DestroyResourceOp", host_inputs=(0,))
 
 
 # -- assignment ---------------------------------------------------------------------------------
@@ -274,6 +296,7 @@ def _assign_kernel(node, ctx):
 
 
 register("AssignVariableOp", _assign_infer, _assign_kernel, grad=None, stateful=True)
+register_gpu("AssignVariableOp", host_inputs=(0,))
 
 
 def _update_kernel(fn):
@@ -283,12 +306,12 @@ def _update_kernel(fn):
         def update(res, delta):
             with res.lock:
                 old = res.read(node.name)
-                d = np.asarray(delta)
+                d = as_array(delta)
                 if d.shape != old.shape:
                     raise errors.InvalidArgumentError(
                         node, node.name, f"Cannot update variable with shape {shape_str(old.shape)} using a "
                         f"Tensor with shape {shape_str(d.shape)}, shapes must be equal.")
-                res.store(np.asarray(fn(old, d), dtype=np_dt))
+                res.store(as_array(fn(old, d), np_dt))
         return update
     return factory
 
@@ -302,6 +325,7 @@ def _update_op(op_type):
 
 register("AssignAddVariableOp", _assign_infer, _update_kernel(np.add), grad=None, stateful=True)
 register("AssignSubVariableOp", _assign_infer, _update_kernel(np.subtract), grad=None, stateful=True)
+register_gpu("AssignAddVariableOp", "AssignSubVariableOp", host_inputs=(0,))
 assign_add_variable_op = _update_op("AssignAddVariableOp")
 assign_sub_variable_op = _update_op("AssignSubVariableOp")
 
@@ -341,9 +365,9 @@ def _gather_infer(op):
 def _gather_kernel(node, ctx):
     def gather(res, indices):
         value = res.read(node.name)
-        idx = np.asarray(indices)
+        idx = np.asarray(indices)   # (host memory on a GPU too: checked here)
         check_indices(node, idx, value.shape[0])
-        return np.take(value, idx, axis=0)
+        return value.take(array_module(value).asarray(idx), axis=0)
     return gather
 
 
@@ -363,6 +387,7 @@ def _gather_grad(op, grad):
 
 
 register("ResourceGather", _gather_infer, _gather_kernel, grad=_gather_grad, stateful=True)
+register_gpu("ResourceGather", host_inputs=(0, 1))
 
 
 # -- counters and helpers for tf.Variable ---------------------------------------------------------
