@@ -9,6 +9,8 @@ from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops import registry
 from tensorweave.ops.helpers import cupy as _cupy
 from tensorweave.runtime.devices import Gpu
+from tensorweave.runtime.executor import KernelContext
+from tensorweave.runtime.resources import ResourceManager
 
 
 def _why_no_gpu():
@@ -45,11 +47,12 @@ def _run_both(op_type: str, attrs: dict, inputs: list, rtol: float = 1e-5, atol:
     node = NodeDef("kernel_under_test", op_type, tuple(f"input{i}" for i in range(len(inputs))),
                    "/device:GPU:0", dict(attrs))
     inputs = [np.asarray(v) for v in inputs]
-    want = registry.kernel_for(op_type, "CPU")(node, None)(*inputs)
+    want = registry.kernel_for(op_type, "CPU")(node, KernelContext(ResourceManager()))(*inputs)
     want = want if isinstance(want, tuple) else (want,)
     host_in, host_out = registry.host_memory(op_type, len(inputs), len(want))
     gpu = Gpu(0, 0)
-    kernel = gpu.kernel(registry.kernel_for(op_type, "GPU")(node, None), node, host_in, host_out)
+    kernel = gpu.kernel(registry.kernel_for(op_type, "GPU")(node, KernelContext(ResourceManager())), node, host_in,
+                        host_out)
     got = kernel(*[v if i in host_in else gpu.to_device(v) for i, v in enumerate(inputs)])
     got = got if isinstance(got, tuple) else (got,)
     assert len(got) == len(want)
