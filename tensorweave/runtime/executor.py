@@ -252,9 +252,16 @@ class Plan:
             elif node.op == "Const":  # constants are planned into the slot template, not run
                 if outs[0] >= 0:
                     try:
-                        template.append((outs[0], fn()))
+                        value = fn()
                     except devices.OUT_OF_MEMORY as e:   # (a GPU's constant: it is made here)
                         raise _as_op_error(e, node, ctx.task) from None
+                    template.append((outs[0], value))
+                    if device is not None and devices.on_device(value):
+                        # and a host copy beside it, for the consumers that read it in host memory
+                        # (shapes, axes: TF keeps a GPU's int32 constants there): no copy per step
+                        host = moved[(outs[0], None)] = len(slots)
+                        slots[f"^copy{host}"] = host
+                        template.append((host, devices.to_host(value)))
                 continue
             if guard_state_changes and opdef.stateful and node.op not in _UNGUARDED:
                 fn = _guarded(fn, opdef.needs_step)

@@ -12,7 +12,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.config import ConfigProto, RunOptions
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import Graph
-from tensorweave.framework.graph_def import NodeDef, graph_to_graph_def
+from tensorweave.framework.graph_def import NodeDef, graph_to_graph_def, needed_nodes, tensor_key
 from tensorweave.runtime import placer
 from tensorweave.runtime.devices import visible_gpus
 from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext, step_timeout_s
@@ -42,20 +42,27 @@ class LocalMaster:
                 if plan is None:
                     gd = fold_tf1_loops(graph_to_graph_def(self.graph))
                     self.ctx.library.update(gd.library)
-                    self._check_placement(gd.node)
-                    plan = Plan(self._placed(gd) if self.gpus else gd.node, feeds, fetches, targets, self.ctx)
+                    if self.gpus:
+                        needed = needed_nodes({n.name: n for n in gd.node}, {tensor_key(f) for f in feeds},
+                                              fetches, targets)
+                        self._check_placement(needed.values())
+                        plan = Plan(self._placed(gd, needed), feeds, fetches, targets, self.ctx)
+                    else:
+                        plan = Plan(gd.node, feeds, fetches, targets, self.ctx)
+                        self._check_placement(plan.nodes)
                     self._plans[key] = plan
         return plan
 
-    def _placed(self, gd) -> list:
+    def _placed(self, gd, needed) -> list:
         """The nodes on this process's devices by the placer's rules (GPU ops to the first GPU);
-        a request's job and task are this process (other ones were refused, or soft placement)."""
+        a request's job and task are this process (other ones were refused, or soft placement).
+        Only the `needed` ones are placed (and checked)."""
         local = type(gd)(
             [NodeDef(n.name, n.op, n.input, _device_part(n.device), n.attr) for n in gd.node], gd.library)
         cpus = tuple(f"CPU:{i}" for i in range(1, self.config.device_count.get("CPU", 1)))
         cluster = placer.ClusterDevices((LOCAL_TASK,), LOCAL_TASK, ("CPU",) + cpus, ((LOCAL_TASK, tuple(self.gpus)),))
-        devices = placer.place(local, cluster, allow_soft_placement=self.config.allow_soft_placement)
-        return [NodeDef(n.name, n.op, n.input, devices[n.name], n.attr) for n in gd.node]
+        devices = placer.place(local, cluster, nodes=needed, allow_soft_placement=self.config.allow_soft_placement)
+        return [NodeDef(n.name, n.op, n.input, devices.get(n.name, n.device), n.attr) for n in gd.node]
 
     def _check_placement(self, nodes) -> None:
         if self.config.allow_soft_placement:

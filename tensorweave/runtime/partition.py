@@ -134,7 +134,7 @@ def partition(graph_def: GraphDef, devices: Mapping[str, str], feeds: Iterable[s
                 if key not in recv_of:
                     c = by_name[src]
                     out_nodes.setdefault(here, []).append(
-                        NodeDef(c.name, c.op, (), devices[src].replace(task[src], here, 1), c.attr))
+                        NodeDef(c.name, c.op, (), devices[name], c.attr))   # (its first consumer's device)
                     recv_of[key] = c.name
                 new_inputs.append(inp)
             else:
@@ -212,7 +212,7 @@ def _add_pair(out_nodes: dict, sends: dict, tname: str, src: str, idx: Optional[
               dst_task: str, devices: Mapping, dtype: str) -> str:
     """Adds a _Send on src_task and a _Recv on dst_task for `tname`; returns the Recv's name."""
     send_dev = devices[src]
-    recv_dev = send_dev.replace(src_task, dst_task, 1)
+    recv_dev = f"{dst_task}/device:CPU:0"   # (a received value is in host memory, whatever its consumers' devices)
     base = _safe(tname.lstrip("^").replace(":", "_"))
     if idx is None:   # control edge: send an empty tensor once `src` has run
         dummy = f"_ctrl/{base}/to_{_task_suffix(dst_task)}"

@@ -10,10 +10,11 @@ from tensorweave.runtime.devices import STANDIN_ENV
 
 
 def train(target: str, worker_device: str) -> tuple:
-    """Three steps of a two-layer net (Adam, global step) with its variables on the ps."""
+    """Three steps of a two-layer net (Adam, global step) with its variables on the ps's CPU (a ps
+    that has a GPU would take them there, as in TF, unless pinned)."""
     rng = np.random.RandomState(0)
     with tf.Graph().as_default():
-        with tf.device("/job:ps/task:0"):
+        with tf.device("/job:ps/task:0/cpu:0"):
             w1 = tf.get_variable("w1", initializer=tf.constant(rng.randn(4, 8).astype(np.float32)))
             w2 = tf.get_variable("w2", initializer=tf.constant(rng.randn(8, 2).astype(np.float32)))
             step = tf.train.get_or_create_global_step()
@@ -22,7 +23,7 @@ def train(target: str, worker_device: str) -> tuple:
             loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2) - 0.5))
             optimizer = tf.train.AdamOptimizer(0.05)
             grads = optimizer.compute_gradients(loss)
-        with tf.device("/job:ps/task:0"):
+        with tf.device("/job:ps/task:0/cpu:0"):
             train_op = optimizer.apply_gradients(grads, global_step=step)
         config = tf.ConfigProto(allow_soft_placement=True)
         with tf.Session(target, config=config) as sess:

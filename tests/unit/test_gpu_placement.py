@@ -140,3 +140,21 @@ def test_without_gpus_a_gpu_request_needs_soft_placement_as_in_tf():
     with pytest.raises(errors.InvalidArgumentError, match="Cannot assign a device"):
         tf.Session().run(y)
     np.testing.assert_array_equal(tf.Session(config=tf.ConfigProto(allow_soft_placement=True)).run(y), [1.0])
+
+
+def test_a_gpu_constant_read_in_host_memory_costs_no_copy_per_step(two_gpus):
+    x = tf.placeholder(tf.float32, [2, 3])
+    with tf.device("/gpu:0"):
+        y = tf.reshape(tf.identity(x), tf.constant([3, 2]))   # the shape: a GPU Const, read on the host
+    from tensorweave.framework.graph_def import graph_to_graph_def
+    from tensorweave.runtime.executor import KernelContext, Plan
+    from tensorweave.runtime.resources import ResourceManager
+    gpu = devices.StandInGpu(0, 0)
+    nodes = [NodeDef(n.name, n.op, n.input, "/job:localhost/replica:0/task:0/device:GPU:0", n.attr)
+             for n in graph_to_graph_def(tf.get_default_graph()).node if n.name != x.op.name]
+    plan = Plan(nodes, [x.name], [y.name], [], KernelContext(ResourceManager(), gpus={"GPU:0": gpu}))
+    copies = [s[1] for s in plan._steps if getattr(s[1], "__func__", None) in (devices.StandInGpu.to_device,)
+              or s[1] is devices.to_host]
+    assert len(copies) == 2   # the fed x onto the GPU, the fetched y back: none for the shape
+    np.testing.assert_array_equal(plan.run([np.arange(6, dtype=np.float32).reshape(2, 3)])[0],
+                                  np.arange(6).reshape(3, 2))
