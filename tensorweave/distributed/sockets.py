@@ -210,22 +210,36 @@ def on_io_thread() -> bool:
 
 
 # -- where a peer is reached ----------------------------------------------------------------------
+def _network_namespace() -> str:
+    """"-n<inode>" of this process's network namespace, "" where Linux does not say: a port is a
+    port of one network stack, and processes of two namespaces (containers, a pod beside its
+    host) may share one /tmp, where a socket file named by the port alone would reach the
+    other stack's server."""
+    try:
+        return f"-n{os.stat('/proc/self/ns/net').st_ino}"
+    except OSError:
+        return ""
+
+
+_NETWORK_NAMESPACE = _network_namespace()
+
+
 def ipc_path_for_port(port: int) -> str:
     """The ZeroMQ ipc:// socket file a server of this process binds for its port."""
-    return os.path.join(ipc_dir(), f"{port}.sock")
+    return os.path.join(ipc_dir(), f"{port}{_NETWORK_NAMESPACE}.sock")
 
 
 def uds_path_for_port(port: int) -> str:
     """The Unix stream socket (uds.py) a server of this process listens on for its port."""
-    return os.path.join(ipc_dir(), f"{port}.uds")
+    return os.path.join(ipc_dir(), f"{port}{_NETWORK_NAMESPACE}.uds")
 
 
 def same_host_socket(port: int, suffix: str) -> Optional[str]:
-    """The socket file `<port><suffix>` of a same-host server (".uds" or ".sock"), looked for
-    only in the private directories of SERVER_UID (trusted_dirs; a file in a squatted one is
-    never used), or None."""
+    """The socket file of a same-host server for `port` in this network namespace (`suffix`
+    ".uds" or ".sock"), looked for only in the private directories of SERVER_UID (trusted_dirs;
+    a file in a squatted one is never used), or None."""
     primary = os.path.join(tempfile.gettempdir(), f"tensorweave-{SERVER_UID}")
-    name = f"{port}{suffix}"
+    name = f"{port}{_NETWORK_NAMESPACE}{suffix}"
     if trusted(primary, SERVER_UID) and os.path.exists(os.path.join(primary, name)):
         return os.path.join(primary, name)   # (the common case: no directory listing)
     for d in trusted_dirs(primary, SERVER_UID):

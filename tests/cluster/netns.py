@@ -80,9 +80,8 @@ class NetnsLab:
         self.names = list(names)
         self.namespaces: dict = {}
         self.relays: list = []
-        # A namespace's tasks get a TMPDIR of their own: the same-host socket files are named by
-        # port, and a port of another network namespace is another port (here and in the root
-        # namespace the same number serves different servers).
+        # A namespace's tasks get a TMPDIR of their own, as separate hosts have (sharing one is
+        # fine too: test_transport_paths.py's namespace test).
         self.tmpdir = tempfile.mkdtemp(prefix="tw-netns-")
         _LIVE.add(self)
         try:

@@ -159,7 +159,7 @@ def test_the_unix_socket_is_private_to_its_user(start_cluster):
     os.chmod(tmpdir, 0o755)                            # would close it again while the test opens it)
     c = start_cluster({"local": 1}, env={"TMPDIR": tmpdir})
     port = int(c.address("local", 0).rpartition(":")[2])
-    path = os.path.join(tmpdir, f"tensorweave-{os.getuid()}", f"{port}.uds")
+    path = os.path.join(tmpdir, f"tensorweave-{os.getuid()}", os.path.basename(sockets.uds_path_for_port(port)))
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 

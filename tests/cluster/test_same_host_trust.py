@@ -80,6 +80,8 @@ while True:
 """
 
 
+_name = os.path.basename   # (a socket file's name: the port and the network namespace)
+
 def _need_nobody():
     if os.getuid() != 0:
         pytest.skip("the squatter is a real second user (nobody): run as root to test it")
@@ -159,7 +161,7 @@ def test_a_squatted_socket_directory_is_never_used(start_cluster, shared_tmp):
     c, start = _serve_later(start_cluster, {"TMPDIR": shared_tmp})
     port = int(c.address("ps", 0).rpartition(":")[2])
     squatted = os.path.join(shared_tmp, f"tensorweave-{os.getuid()}")
-    squatter = _squat(squatted, [f"{port}.uds", f"{port}.sock"])
+    squatter = _squat(squatted, [_name(sockets.uds_path_for_port(port)), _name(sockets.ipc_path_for_port(port))])
     try:
         start()
         read_back = _victim(c.target("ps", 0), shared_tmp)
@@ -169,7 +171,8 @@ def test_a_squatted_socket_directory_is_never_used(start_cluster, shared_tmp):
           f"{c.stderr('ps', 0).strip()!r}")
     assert "CONNECTED" not in log   # not even a connection: the client never looked in its directory
     assert read_back.startswith("READ ") and np.array_equal(np.array(read_back.split()[1:], np.float32), FED)
-    private = glob.glob(os.path.join(shared_tmp, f"tensorweave-{os.getuid()}-*", f"{port}.uds"))
+    private = glob.glob(os.path.join(shared_tmp, f"tensorweave-{os.getuid()}-*",
+                                     _name(sockets.uds_path_for_port(port))))
     assert len(private) == 1, "the server listens in a private directory of its own"
     assert squatted in c.stderr("ps", 0)   # the warning names the squatted path
 
@@ -180,10 +183,11 @@ def test_a_socket_served_by_another_user_is_refused_by_the_client(shared_tmp):
     _need_nobody()
     port = free_ports(1)[0]
     elsewhere = os.path.join(shared_tmp, "elsewhere")
-    squatter = _squat(elsewhere, [f"{port}.uds"])
+    squatter = _squat(elsewhere, [_name(sockets.uds_path_for_port(port))])
     mine = os.path.join(shared_tmp, f"tensorweave-{os.getuid()}")
     os.mkdir(mine, 0o700)   # the servers' own private directory
-    os.rename(os.path.join(elsewhere, f"{port}.uds"), os.path.join(mine, f"{port}.uds"))
+    os.rename(os.path.join(elsewhere, _name(sockets.uds_path_for_port(port))),
+              os.path.join(mine, _name(sockets.uds_path_for_port(port))))
     try:
         said = _victim(f"grpc://localhost:{port}", shared_tmp)
         ready, _, _ = select.select([squatter.stdout], [], [], 60)   # (it reports once the client hung up)

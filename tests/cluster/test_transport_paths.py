@@ -219,3 +219,35 @@ def test_a_connection_retrying_a_gone_peer_does_not_stop_the_process_s_other_con
     except subprocess.TimeoutExpired:
         pytest.fail("the process hung: its connections stopped once the idle one had retried for a while")
     assert done.returncode == 0 and done.stdout.strip() == "served on", done.stderr[-3000:]
+
+
+def _serve(argv_prefix: list, job: str, port: int) -> subprocess.Popen:
+    return subprocess.Popen(argv_prefix + [sys.executable, "-m", "tensorweave.cli", "server",
+                                           "--cluster", f'{{"{job}": ["localhost:{port}"]}}', "--job_name", job,
+                                           "--task_index", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def test_the_same_port_in_another_network_namespace_is_another_server(netns_lab):
+    # Two network stacks sharing one /tmp (containers, a pod beside its host): each stack's
+    # clients reach its own server on that port, by its Unix socket.
+    lab = netns_lab(["other"])
+    port = free_ports(1)[0]
+    in_other = ["ip", "netns", "exec", lab.namespaces["other"]]   # (the same TMPDIR as this process)
+    servers = [_serve(in_other, "other", port), _serve([], "here", port)]
+    ask = ("import sys, tensorweave.distributed.channel as c; "
+           "ch = c.Channel(sys.argv[1], '/job:other/replica:0/task:0', 60.0); "
+           "print(ch.call('get_status', {})['job'], ch.preferred_route().name)")
+    try:
+        ch = channel_mod.Channel(f"localhost:{port}", "/job:here/replica:0/task:0", 60.0)
+        assert ch.call("get_status", {})["job"] == "here"
+        assert ch.preferred_route().name == "unix"
+        ch.close()
+        there = subprocess.run(in_other + [sys.executable, "-c", ask, f"localhost:{port}"], capture_output=True,
+                               text=True, timeout=120)
+        assert there.stdout.split() == ["other", "unix"], there.stderr[-2000:]
+    finally:
+        for s in servers:
+            os.killpg(s.pid, 9)
+            s.wait(10)
+            s.stderr.close()
