@@ -149,6 +149,29 @@ def test_write_graph_of_session_graph_def_reads_back_as_tf_graph_def(tmp_path, a
     assert_same(run_graph(copy, feeds, fetches, init), RECORDED["graphs"]["mlp"]["outputs"])
 
 
+def test_write_graph_text_of_large_constants_is_protobufs_text(tmp_path):
+    # graph.pbtxt of a graph holding a dataset's array (its escapes are computed in numpy, not by
+    # protobuf's per-byte loop): the very text protobuf's text_format writes, every byte value
+    # among the contents, and a function's node as well as the graph's
+    every_byte = np.tile(np.arange(256, dtype=np.uint8), 300)   # (over 64 KB: escaped in numpy)
+    with tf.Graph().as_default() as graph:
+        tf.constant(every_byte, name="every_byte")
+        tf.constant(np.random.RandomState(0).rand(200, 100).astype(np.float32), name="floats")
+        tf.constant(np.arange(3.0), name="small")
+        reversed_bytes = every_byte[::-1].astype(np.int32)
+        tf.cond(tf.placeholder(tf.bool, []), lambda: tf.constant(reversed_bytes) + 1,
+                lambda: tf.zeros(reversed_bytes.shape, tf.int32))
+    graph_def = graph.as_graph_def(add_shapes=True)
+    assert graph_def.library.function
+    expected = text_format.MessageToString(graph_def)
+    path = tf.train.write_graph(graph_def, str(tmp_path), "graph.pbtxt")
+    with open(path, "rb") as f:
+        same = f.read().decode() == expected   # (not in the assert: pytest's diff of 1 MB of text takes minutes)
+    assert same, "graph.pbtxt differs from text_format.MessageToString's text"
+    same = text_format.MessageToString(graph_def) == expected
+    assert same, "write_graph changed the GraphDef it wrote"
+
+
 def test_empty_graph_before_the_op_library_loads():
     code = ("import sys, tensorweave as tf; gd = tf.Graph().as_graph_def(); "
             "print(type(gd).__name__, gd.versions.producer, len(gd.node), 'tensorweave.ops' in sys.modules)")
