@@ -18,18 +18,22 @@ from tensorweave.ops.image.color import convert_image_dtype
 from tensorweave.ops.random import random_uniform
 from tensorweave.ops.registry import register
 
-try:   # Pillow is optional: pip install 'tensorweave[image]'
-    from PIL import Image, ImageSequence
-except ImportError:  # pragma: no cover - exercised only without the extra
-    Image = ImageSequence = None
+# Pillow's modules, imported when the first image kernel is built (_need_pillow): not at the op
+# library's load, which every process of a job pays at start-up (~10 ms)
+Image = ImageSequence = None
 
 
 _MAGIC = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"))
 
 
 def _need_pillow(node) -> None:
+    global Image, ImageSequence
     if Image is None:
-        raise errors.UnimplementedError(node, node.name, f"{node.op} needs Pillow: pip install 'tensorweave[image]'")
+        try:   # Pillow is optional: pip install 'tensorweave[image]'
+            from PIL import Image, ImageSequence
+        except ImportError:  # pragma: no cover - exercised only without the extra
+            raise errors.UnimplementedError(node, node.name,
+                                            f"{node.op} needs Pillow: pip install 'tensorweave[image]'") from None
 
 
 def _sniff(data: bytes):
