@@ -4,8 +4,10 @@ it (the chief: prepare_session, recover_session) or by waiting for another task 
 
 Readiness is `ready_op` returning an empty list of uninitialised variable names. Unlike TF,
 which sleeps recovery_wait_secs (30 s) between checks, a waiting task polls with a short
-backoff (50 ms doubling to at most 0.5 s, and never more than recovery_wait_secs): it is ready
-within about half a second of the chief's initialisation.
+backoff (20 ms, growing by a quarter each time to at most 0.5 s, and never more than
+recovery_wait_secs): a worker that starts beside its chief sees the model ready within a fifth
+of the time it waited (~0.1 s when the chief initialises within its first second), and a long
+wait settles at two checks a second.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from tensorweave.train.checkpoint_management import get_checkpoint_state
 
 
 _log = logging.getLogger("tensorweave")
-POLL_START_S = 0.05
+POLL_START_S = 0.02
+POLL_GROWTH = 1.25   # (doubling, a check could come up to the whole wait so far after the chief was ready)
 POLL_MAX_S = 0.5
 
 
@@ -76,7 +79,7 @@ def _maybe_name(obj) -> str:
 
 
 class Backoff:
-    """Poll intervals: `start` seconds, doubling up to `cap`."""
+    """Poll intervals: `start` seconds, growing by POLL_GROWTH up to `cap`."""
 
     def __init__(self, cap: float, start: float = POLL_START_S):
         self._next = min(start, cap)
@@ -84,7 +87,7 @@ class Backoff:
 
     def next(self) -> float:
         wait = self._next
-        self._next = min(self._next * 2, self._cap)
+        self._next = min(self._next * POLL_GROWTH, self._cap)
         return wait
 
 
