@@ -83,7 +83,7 @@ _LASTING = (zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_S
             | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
 
-def monitor_event(monitor: zmq.Socket) -> int:
+def _monitor_event(monitor: zmq.Socket) -> int:
     """The event of the next message of a socket monitor (libzmq's: a 16-bit event id, a 32-bit
     value, then the endpoint), as zmq.utils.monitor reads it; that module imports asyncio and ssl
     (~13 ms of every task's start-up)."""
@@ -117,7 +117,7 @@ class _Watch:
 
     def read(self) -> None:
         while self.monitor.poll(0):
-            event = monitor_event(self.monitor)
+            event = _monitor_event(self.monitor)
             now = time.monotonic()
             if event == zmq.EVENT_CONNECTED:
                 self._connected_at = now
