@@ -265,7 +265,7 @@ HELLO = b"tensorweave-curve-1"   # the first frame of a client's hello on a same
 def x25519(scalar: bytes, point: bytes) -> bytes:
     """RFC 7748's X25519 (the Diffie-Hellman function of CURVE's keys), 32 bytes each, by the
     `cryptography` package; ValueError for a low-order point (an all-zero shared secret)."""
-    # (imported here, by a cluster with keys only: ~7 ms of every task's start-up otherwise)
+    # (imported here, by a cluster with keys only, not at every task's start-up)
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
     return X25519PrivateKey.from_private_bytes(scalar).exchange(X25519PublicKey.from_public_bytes(point))
 

@@ -86,7 +86,7 @@ _LASTING = (zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_S
 def _monitor_event(monitor: zmq.Socket) -> int:
     """The event of the next message of a socket monitor (libzmq's: a 16-bit event id, a 32-bit
     value, then the endpoint), as zmq.utils.monitor reads it; that module imports asyncio and ssl
-    (~13 ms of every task's start-up)."""
+    at every task's start-up."""
     return struct.unpack_from("=H", monitor.recv_multipart()[0])[0]
 
 

@@ -19,7 +19,7 @@ from tensorweave.ops.random import random_uniform
 from tensorweave.ops.registry import register
 
 # Pillow's modules, imported when the first image kernel is built (_need_pillow): not at the op
-# library's load, which every process of a job pays at start-up (~10 ms)
+# library's load, which every process of a job pays at start-up
 Image = ImageSequence = None
 
 
