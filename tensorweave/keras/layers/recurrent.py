@@ -320,7 +320,7 @@ class LSTMCell(_RecurrentCell):
         h_tm1, c_tm1 = states[0], states[1]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
-        act, rec_act, u = self.activation, self.recurrent_activation, self.units
+        act, rec_act = self.activation, self.recurrent_activation
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
@@ -328,7 +328,10 @@ class LSTMCell(_RecurrentCell):
             x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
             if self.use_bias:
                 x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
-            z = [xi + K.dot(hi, self.recurrent_kernel[:, g * u:(g + 1) * u]) for g, (xi, hi) in enumerate(zip(x, hs))]
+            # one Split (its gradient one Concat) where TF slices four times (four StridedSliceGrads
+            # of the whole kernel and their AddN per step): the same columns, the same sums
+            recurrent_kernels = split(self.recurrent_kernel, 4, axis=1)
+            z = [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
         else:
             if dp_mask is not None:
                 inputs = inputs * dp_mask[0]
