@@ -495,10 +495,17 @@ def avg_pool_grad(x_shape, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optional[np
 
 
 def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
-    """(row-major buffer, whether oneDNN reads it transposed) for the operand a or a.T."""
+    """(row-major matrix, whether oneDNN reads it transposed, its leading dimension) for the
+    operand a or a.T. Rows of dense elements a whole number of elements apart (a slice of
+    columns: a Split of a kernel) are read in place, not copied: sgemm gives the same bits as
+    for the copy (it does not for a single column, nor for a transposed read of a strided matrix)."""
+    (rows, cols), (s0, s1), size = a.shape, a.strides, a.itemsize
+    if s1 == size and s0 >= cols * size and s0 % size == 0 and rows > 1 and cols > 1:
+        return a, transpose, s0 // size
     if not a.flags.c_contiguous and a.flags.f_contiguous:
-        return a.T, not transpose
-    return np.ascontiguousarray(a), transpose
+        return a.T, not transpose, rows
+    a = np.ascontiguousarray(a)
+    return a, transpose, a.shape[1]
 
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
@@ -516,15 +523,15 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     k2, n = b.shape[::-1] if transpose_b else b.shape
     if k != k2 or m * n * k < _GEMM_MIN:
         return None
-    (a, ta), (b, tb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
+    (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     c = np.empty((m, n), np.float32)
     serial = m * n * k < _GEMM_SERIAL_MAX
     team = _lib.omp_get_max_threads() if serial else 0
     if serial:
         _lib.omp_set_num_threads(1)   # (this thread's own OpenMP setting, restored below)
     try:
-        _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, a.shape[1],
-                               b.ctypes.data, b.shape[1], 0.0, c.ctypes.data, n), "sgemm")
+        _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, a.ctypes.data, lda,
+                               b.ctypes.data, ldb, 0.0, c.ctypes.data, n), "sgemm")
     finally:
         if serial:
             _lib.omp_set_num_threads(team)

@@ -121,6 +121,20 @@ def test_matmul_matches_numpy_for_every_transpose_and_memory_order(ta, tb, order
 
 
 @needs_onednn
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("m,k,n", [(32, 128, 128), (128, 32, 128), (7, 290, 45), (256, 158, 2)])
+def test_a_slice_of_columns_is_read_in_place_with_the_bits_of_its_copy(ta, tb, m, k, n):
+    # (an LSTM's kernel split per gate: a view whose rows lie a whole kernel's width apart)
+    a_rows, a_cols = (k, m) if ta else (m, k)
+    b_rows, b_cols = (n, k) if tb else (k, n)
+    a = rng.randn(a_rows, 3 * a_cols).astype(np.float32)[:, a_cols:2 * a_cols]
+    b = rng.randn(b_rows, 4 * b_cols).astype(np.float32)[:, 3 * b_cols:]
+    got = onednn.matmul(a, b, ta, tb)
+    np.testing.assert_array_equal(got, onednn.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), ta, tb))
+    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-4)
+
+
+@needs_onednn
 @pytest.mark.parametrize("m,k,n", [(100, 784, 256), (784, 100, 256), (256, 256, 10), (8, 100000, 8), (1, 65536, 1),
                                    (1, 16384, 8), (8, 16384, 1), (3, 1 << 20, 1)])
 def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(m, k, n):

@@ -42,6 +42,26 @@ def test_unsorted_segments(op, fn, empty):
     check_grad(lambda d: op(d, [2, 0, -1, 2, 1, 2], 3), DATA)   # no empty segment: max/min would be inf
 
 
+@pytest.mark.parametrize("op,ufunc,start", [(tf.math.unsorted_segment_sum, np.add, 0),
+                                             (tf.math.unsorted_segment_max, np.maximum, np.finfo(np.float32).min),
+                                             (tf.math.unsorted_segment_prod, np.multiply, 1)],
+                         ids=["sum", "max", "prod"])
+@pytest.mark.parametrize("repeats", [1, 3, 20])
+def test_unsorted_segments_combine_rows_in_order_with_the_bits_of_ufunc_at(op, ufunc, start, repeats):
+    # each segment's rows combined in the order they come, as TF's kernel adds them (float sums
+    # depend on the order): an id repeated up to `repeats` times, shuffled; NaN and -0.0 among them
+    r = np.random.RandomState(repeats)
+    ids = r.permutation(np.repeat(np.arange(40), r.randint(1, repeats + 1, 40)))
+    data = (r.randn(ids.size, 3) * 1e3).astype(np.float32)
+    data[r.randint(0, ids.size, 3), 0] = np.nan
+    data[r.randint(0, ids.size, 3), 1] = -0.0
+    expected = np.full((45, 3), start, np.float32)
+    with np.errstate(over="ignore"):   # (products overflow to inf, in the kernel too)
+        ufunc.at(expected, ids, data)   # (segments 40-44 empty: TF's 0, lowest float, 1)
+    got = run(op(data, ids, 45))
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
 def test_unsorted_segment_max_of_ints_and_prod_gradient_with_zeros():
     out = run(tf.unsorted_segment_max(np.array([3, 1, 7], np.int32), [1, 1, 1], 2))
     np.testing.assert_array_equal(out, [np.iinfo(np.int32).min, 7])

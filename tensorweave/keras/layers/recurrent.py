@@ -320,7 +320,7 @@ class LSTMCell(_RecurrentCell):
         h_tm1, c_tm1 = states[0], states[1]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
-        act, rec_act, u = self.activation, self.recurrent_activation, self.units
+        act, rec_act = self.activation, self.recurrent_activation
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
@@ -328,7 +328,10 @@ class LSTMCell(_RecurrentCell):
             x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
             if self.use_bias:
                 x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
-            z = [xi + K.dot(hi, self.recurrent_kernel[:, g * u:(g + 1) * u]) for g, (xi, hi) in enumerate(zip(x, hs))]
+            # one Split (its gradient one Concat) where TF slices four times (four StridedSliceGrads
+            # of the whole kernel and their AddN per step): the same columns, the same sums
+            recurrent_kernels = split(self.recurrent_kernel, 4, axis=1)
+            z = [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
         else:
             if dp_mask is not None:
                 inputs = inputs * dp_mask[0]
@@ -384,21 +387,24 @@ class GRUCell(_RecurrentCell):
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 3
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 3
-            x = [K.dot(xi, self.kernel[:, g * u:(g + 1) * u]) for g, xi in enumerate(xs)]
+            # each weight split once per step (one Concat in its gradient), as LSTMCell does
+            kernels, recurrent_kernels = split(self.kernel, 3, axis=1), split(self.recurrent_kernel, 3, axis=1)
+            x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
             if self.use_bias:
-                x = [K.bias_add(xi, input_bias[g * u:(g + 1) * u]) for g, xi in enumerate(x)]
-            rec = [K.dot(hs[g], self.recurrent_kernel[:, g * u:(g + 1) * u]) for g in range(2)]
-            if self.reset_after and self.use_bias:
-                rec = [K.bias_add(r, recurrent_bias[g * u:(g + 1) * u]) for g, r in enumerate(rec)]
+                x = [K.bias_add(xi, b) for xi, b in zip(x, split(input_bias, 3, axis=0))]
+            recurrent_biases = split(recurrent_bias, 3, axis=0) if self.reset_after and self.use_bias else None
+            rec = [K.dot(hs[g], recurrent_kernels[g]) for g in range(2)]
+            if recurrent_biases is not None:
+                rec = [K.bias_add(r, b) for r, b in zip(rec, recurrent_biases)]
             z = self.recurrent_activation(x[0] + rec[0])
             r = self.recurrent_activation(x[1] + rec[1])
             if self.reset_after:
-                recurrent_h = K.dot(hs[2], self.recurrent_kernel[:, 2 * u:])
-                if self.use_bias:
-                    recurrent_h = K.bias_add(recurrent_h, recurrent_bias[2 * u:])
+                recurrent_h = K.dot(hs[2], recurrent_kernels[2])
+                if recurrent_biases is not None:
+                    recurrent_h = K.bias_add(recurrent_h, recurrent_biases[2])
                 recurrent_h = r * recurrent_h
             else:
-                recurrent_h = K.dot(r * hs[2], self.recurrent_kernel[:, 2 * u:])
+                recurrent_h = K.dot(r * hs[2], recurrent_kernels[2])
             hh = self.activation(x[2] + recurrent_h)
         else:
             if dp_mask is not None:

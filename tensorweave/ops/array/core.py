@@ -223,7 +223,7 @@ def _shape_infer(op):
 
 def _shape_kernel(node, ctx):
     dt = np_dtype(node, "out_type")
-    return lambda x: np.array(np.shape(x), dtype=dt)
+    return lambda x: np.array(x.shape if type(x) is np.ndarray else np.shape(x), dtype=dt)
 
 
 register("Shape", _shape_infer, _shape_kernel, grad=None)

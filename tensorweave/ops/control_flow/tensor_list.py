@@ -38,12 +38,13 @@ class ZeroItem:
 class TensorListValue:
     """A persistent list of items: a shared tuple prefix plus a cons-cell tail of pushes."""
 
-    __slots__ = ("base", "tail", "length")
+    __slots__ = ("base", "tail", "length", "_zeros")
 
     def __init__(self, base: tuple = (), tail=None, length: Optional[int] = None):
         self.base = base
         self.tail = tail
         self.length = len(base) if length is None else length
+        self._zeros = None
 
     def push(self, item) -> "TensorListValue":
         return TensorListValue(self.base, (self.tail, item), self.length + 1)
@@ -83,10 +84,14 @@ class TensorListValue:
         return TensorListValue(tuple(items + [None] * (n - len(items))))
 
     def zeros_like(self) -> "TensorListValue":
-        """The list's zero gradient: each written item's zeros (lazily), unwritten items unwritten."""
-        return TensorListValue(tuple(
-            item if item is None or isinstance(item, ZeroItem)
-            else ZeroItem(np.shape(item), np.asarray(item).dtype) for item in self.items()))
+        """The list's zero gradient: each written item's zeros (lazily), unwritten items unwritten.
+        Made once per list (a value never changes): a loop's gradient asks for the zeros of the
+        list it reads from at every iteration."""
+        if self._zeros is None:
+            self._zeros = TensorListValue(tuple(
+                item if item is None or isinstance(item, ZeroItem)
+                else ZeroItem(np.shape(item), np.asarray(item).dtype) for item in self.items()))
+        return self._zeros
 
     def __add__(self, other: "TensorListValue") -> "TensorListValue":
         """Itemwise sum (gradients of one list arriving along several paths)."""

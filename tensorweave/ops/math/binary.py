@@ -550,7 +550,11 @@ def _add_n_kernel(node, ctx):
     def run(*xs):
         total = np.add(xs[0], xs[1])
         for x in xs[2:]:
-            total = np.add(total, x)
+            # into the first sum's own buffer where it can take the next sum's shape and dtype
+            if type(total) is type(x) is np.ndarray and x.shape == total.shape and x.dtype == total.dtype:
+                np.add(total, x, out=total)
+            else:
+                total = np.add(total, x)
         return total
     return run
 

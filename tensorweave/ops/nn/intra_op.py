@@ -69,6 +69,8 @@ def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndar
     axis 0 on the intra-op threads. `fn` is a ufunc called as fn(x, *others, out=out), or with
     ufunc=False a function fn(out, x, *others) writing its part. The result has x's shape."""
     others = [np.asarray(o) for o in others]
+    if ufunc and (x.ndim == 0 or x.size < _MIN_ELEMS or THREADS == 1):
+        return fn(x, *others)   # (before broadcast_shapes, which costs more than a small op)
     shape = np.broadcast_shapes(x.shape, *(o.shape for o in others))
     if x.ndim == 0 or x.size < _MIN_ELEMS or shape != x.shape or THREADS == 1:
         if ufunc:
