@@ -725,13 +725,14 @@ def less(x, y):
 
 @tf_export("keras.backend.relu")
 def relu(x, alpha=0.0, max_value=None, threshold=0):
-    """K.relu: max(x, threshold), slope `alpha` below it, capped at `max_value`."""
+    """K.relu: x above `threshold` and 0 below it, slope `alpha` below the threshold, capped at
+    `max_value` (the cap clips at 0 from below, as TF's)."""
     if alpha == 0 and max_value is None and threshold == 0:
         return _nn.relu(x)
     negative = _nn.relu(_binary.subtract(threshold, x)) if alpha != 0 else None
     y = _binary.multiply(x, _cast.cast(_binary.greater(x, threshold), x.dtype)) if threshold != 0 else _nn.relu(x)
     if max_value is not None:
-        y = _clip.clip_by_value(y, 0 if threshold == 0 else threshold, max_value)
+        y = _clip.clip_by_value(y, 0, max_value)
     if negative is not None:
         y = _binary.subtract(y, _binary.multiply(alpha, negative))
     return y

@@ -156,6 +156,12 @@ def test_math_wrappers_match_numpy():
         "maximum": (K.maximum(x, 0.0), np.maximum(a, 0)),
         "relu": (K.relu(x, alpha=0.1, max_value=4.0), np.where(a > 0, np.minimum(a, 4), 0.1 * a)),
         "relu_threshold": (K.relu(x, threshold=2.0), np.where(a > 2, a, 0)),
+        # a threshold with a cap clips at 0, not at the threshold (as TF 2.15's K.relu gives)
+        "relu_threshold_max": (K.relu(x, threshold=2.0, max_value=4.0), np.clip(np.where(a > 2, a, 0), 0, 4)),
+        "relu_negative_threshold_max": (K.relu(x, threshold=-3.0, max_value=4.0),
+                                        np.clip(np.where(a > -3, a, 0), 0, 4)),
+        "relu_alpha_threshold_max": (K.relu(x, alpha=0.1, threshold=2.0, max_value=4.0),
+                                     np.clip(np.where(a > 2, a, 0), 0, 4) - 0.1 * np.maximum(2 - a, 0)),
         "sigmoid": (K.sigmoid(x), 1 / (1 + np.exp(-a))),
         "hard_sigmoid": (K.hard_sigmoid(x), np.clip(0.2 * a + 0.5, 0, 1)),
         "softmax": (K.softmax(x), np.exp(a) / np.exp(a).sum(-1, keepdims=True)),

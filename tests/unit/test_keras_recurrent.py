@@ -179,6 +179,19 @@ def test_stateful_layer_continues_from_the_last_call_until_reset():
         L.LSTM(2).reset_states()
 
 
+def test_a_model_s_reset_states_zeroes_its_stateful_layers():
+    model = keras.Sequential([L.GRU(4, stateful=True, batch_input_shape=(2, 3, 3), return_sequences=True),
+                              L.LSTM(2, stateful=True), L.Dense(1)])
+    data = X["x"][:, :3]
+    first = model.predict(data, batch_size=2)
+    assert not np.allclose(model.predict(data, batch_size=2), first)   # the states carried over
+    model.reset_states()
+    for layer in model.layers[:2]:
+        for state in layer.states:
+            np.testing.assert_array_equal(K.get_value(state), np.zeros(state.shape.as_list()))
+    np.testing.assert_allclose(model.predict(data, batch_size=2), first, rtol=1e-6)
+
+
 def test_stateful_layer_needs_a_batch_size():
     with pytest.raises(ValueError, match="needs to know its batch size"):
         L.GRU(2, stateful=True)(keras.Input((5, 3)))

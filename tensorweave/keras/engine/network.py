@@ -177,6 +177,18 @@ class Network(Layer):
         return list(self.__dict__.get("_layers", []))
 
     @property
+    def state_updates(self) -> list:
+        """The updates of the stateful layers (their states' assignments): what evaluate and
+        predict run besides the outputs, so the states carry over from one batch to the next."""
+        return [u for layer in self.layers if getattr(layer, "stateful", False) for u in layer.updates]
+
+    def reset_states(self) -> None:
+        """Zeroes the stored states of every stateful layer of the model (TF's Network.reset_states)."""
+        for layer in self.layers:
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
+    @property
     def weights(self) -> list:
         """Every layer's weights, layer by layer (the order get_weights/set_weights and the
         saved files use), then the network's own."""

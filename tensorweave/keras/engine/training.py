@@ -362,13 +362,14 @@ class Model(Network):
         if self.test_function is None:
             inputs, targets, weights = self._feeds()
             self.test_function = K.function(inputs + targets + weights + self._learning_phase_inputs(),
-                                            [self.total_loss] + self._metric_results(), name="test_function",
-                                            **self._function_kwargs)
+                                            [self.total_loss] + self._metric_results(), updates=self.state_updates,
+                                            name="test_function", **self._function_kwargs)
 
     def _make_predict_function(self) -> None:
         if getattr(self, "predict_function", None) is None:
             self.predict_function = K.function(self._feed_inputs() + self._learning_phase_inputs(), list(self.outputs),
-                                               name="predict_function", **getattr(self, "_function_kwargs", {}))
+                                               updates=self.state_updates, name="predict_function",
+                                               **getattr(self, "_function_kwargs", {}))
 
     # -- the user's API -------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, validation_split=0.0,
