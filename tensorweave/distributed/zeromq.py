@@ -443,6 +443,10 @@ class ZeroMQ(transports.Transport):
         router.setsockopt(zmq.LINGER, 0)
         router.setsockopt(zmq.MAXMSGSIZE, limits.value(limits.MESSAGE_BYTES))
         router.setsockopt(zmq.ROUTER_MANDATORY, 0)
+        # A client that reconnects (its heartbeats timed out while this task was stopped) keeps its
+        # identity: its new connection takes over, rather than being refused until this task
+        # notices the old one closed (a request sent meanwhile was lost, and its caller waited on).
+        router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         sockets.set_heartbeats(router)
         if "[" in bind:
             router.setsockopt(zmq.IPV6, 1)
