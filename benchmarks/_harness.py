@@ -11,14 +11,14 @@ import sys
 from typing import Optional
 
 
-def tf_python() -> Optional[str]:
-    """A Python that has TensorFlow: this one, $TF_PYTHON or /opt/tfvenv/bin/python; None if none
-    (or if TF_PYTHON=none: a tensorweave-only run)."""
+def tf_python(default: str = "/opt/tfvenv/bin/python") -> Optional[str]:
+    """A Python that has TensorFlow: this one, $TF_PYTHON or `default`; None if none (or if
+    TF_PYTHON=none: a tensorweave-only run)."""
     if os.environ.get("TF_PYTHON") == "none":
         return None
     if importlib.util.find_spec("tensorflow") is not None:
         return sys.executable
-    for cand in (os.environ.get("TF_PYTHON"), "/opt/tfvenv/bin/python"):
+    for cand in (os.environ.get("TF_PYTHON"), default):
         if cand and os.path.exists(cand):
             return cand
     return None

@@ -172,7 +172,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(run_local(args.framework, args.steps)))
         return
-    load0, py = load_average(), tf_python()
+    load0, py = load_average(), tf_python("/opt/tf215venv/bin/python")   # (tf.estimator: TF 2.15)
     results: dict = {"tensorweave": [], "tf": []}
     with tempfile.TemporaryDirectory() as cache:
         envs = {"tensorweave": compiled_bytecode_env(sys.executable, cache), "tf": {}}

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from _harness import load_average, run_json
+from _harness import load_average, run_json, tf_python
 
 MODELS = ("cnn", "lstm")
 
@@ -87,8 +87,8 @@ def main() -> None:
     if args.model:
         print(json.dumps(run_model(args.framework, args.model, args.examples)))
         return
-    tf215 = os.environ.get("TF_PYTHON", "/opt/tf215venv/bin/python")
-    runs = [("tensorweave", sys.executable)] + ([("tf", tf215)] if tf215 != "none" and os.path.exists(tf215) else [])
+    tf215 = tf_python("/opt/tf215venv/bin/python")
+    runs = [("tensorweave", sys.executable)] + ([("tf", tf215)] if tf215 else [])
     models = [m for m in args.models.split(",") if m]
     load0 = load_average()
     rates: dict = {(m, f): [] for m in models for f, _ in runs}

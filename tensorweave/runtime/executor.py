@@ -35,7 +35,7 @@ class KernelContext:
         """A plan for a function body: feeds are its inputs, fetches its outputs (cached). `device`:
         where the op calling it runs; on a GPU, the body's inputs and outputs are in that GPU's
         memory and its ops without a device run there when they have a GPU kernel."""
-        gpu = _gpu_of(NodeDef("", "", device=device), self.gpus) if device and self.gpus else None
+        gpu = _gpu_of(device, self.gpus) if device and self.gpus else None
         key = name if gpu is None else (name, gpu.name)
         plan = self._function_plans.get(key)
         if plan is None:
@@ -168,6 +168,7 @@ class Plan:
         self._names: list[NodeDef] = []
         guarded = False
         gpus = ctx.gpus
+        standin = any(isinstance(g, devices.StandInGpu) for g in gpus.values())   # (CPU kernels then check)
         moved: dict = {}   # (slot, Gpu or None) -> the slot of its copy there
 
         def located(slot: int, device, consumer: NodeDef) -> int:
@@ -186,7 +187,7 @@ class Plan:
 
         for node in order:
             opdef = registry.lookup(node.op)
-            device = _gpu_of(node, gpus) if gpus else None
+            device = _gpu_of(node.device, gpus) if gpus else None
             host_in, host_out = registry.host_memory(
                 node.op, sum(not inp.startswith("^") for inp in node.input), _num_outputs(node)) \
                 if device is not None else ((), ())
@@ -235,7 +236,7 @@ class Plan:
                 for i, o in enumerate(outs):
                     if o >= 0 and i not in host_out:
                         where[o] = device
-            elif gpus and isinstance(next(iter(gpus.values())), devices.StandInGpu):
+            elif standin:
                 fn = devices.host_kernel(fn, node)
             if reads:
                 fn = _reading_refs(fn, reads, node.name, (device.to_device if device else devices.to_host)
@@ -400,10 +401,10 @@ def _reading_refs(fn, positions: list, name: str, move: Optional[Callable] = Non
     return call
 
 
-def _gpu_of(node: NodeDef, gpus: dict):
-    """The Gpu a placed node runs on ("/job:../device:GPU:1"), or None for the CPU."""
-    at = node.device.rfind("GPU:")
-    return None if at < 0 else gpus.get(node.device[at:])
+def _gpu_of(device: str, gpus: dict):
+    """The Gpu a placed device name denotes ("/job:../device:GPU:1"), or None for the CPU."""
+    at = device.rfind("GPU:")
+    return None if at < 0 else gpus.get(device[at:])
 
 
 def _guarded(fn, takes_step: bool):
