@@ -9,12 +9,13 @@ import math
 import numpy as np
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import name_scope
+from tensorweave.framework.api import control_dependencies, name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, split, stack
-from tensorweave.ops.array.core import expand_dims, rank, reshape, shape, transpose
+from tensorweave.ops.array.core import expand_dims, identity, rank, reshape, shape, transpose
+from tensorweave.ops.debugging.asserts import assert_greater_equal
 from tensorweave.ops.array.fill import fill, ones, zeros
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.pad import pad, reverse, roll
@@ -217,17 +218,34 @@ def stft(signals, frame_length, frame_step, fft_length=None, window_fn=hann_wind
     window_fn=tf.signal.hann_window, pad_end=False, name=None): the short-time Fourier
     transform of real signals [..., samples]: [..., frames, fft_length // 2 + 1] complex values,
     the RFFT of each windowed frame (fft_length defaults to the smallest power of 2 enclosing
-    frame_length). A frame longer than the signal gives no frames, as TF."""
+    frame_length). Without pad_end, a frame longer than the signal is an error here (TF returns
+    no frames, which later ops trip over far from the cause): a ValueError when both lengths are
+    known while building, else an InvalidArgumentError from the step that feeds such a signal."""
     with name_scope(name, "stft", [signals, frame_length, frame_step]):
         signals = convert_to_tensor(signals, name="signals")
         if signals.shape.ndims is not None and signals.shape.ndims < 1:
             raise ValueError(f"stft: signals must have rank at least 1, got shape {signals.shape}")
         frame_length = _int(frame_length, "frame_length")
         fft_length = _enclosing_power_of_two(frame_length) if fft_length is None else _int(fft_length, "fft_length")
+        if not pad_end:
+            signals = _with_frame_fitting(signals, frame_length)
         framed = frame(signals, frame_length, frame_step, pad_end=pad_end)
         if window_fn is not None:
             framed = framed * window_fn(frame_length, dtype=framed.dtype)
         return rfft(framed, stack([fft_length]))
+
+
+def _with_frame_fitting(signals, frame_length):
+    """`signals`, checked to hold at least one frame of frame_length samples (stft without pad_end)."""
+    length = _axis_length(signals, -1)
+    message = f"stft: frame_length {frame_length} is longer than the signal"
+    if isinstance(length, int) and isinstance(frame_length, int):
+        if frame_length > length:
+            raise ValueError(f"{message} ({length} samples); pass pad_end=True to pad it")
+        return signals
+    fits = assert_greater_equal(length, frame_length, message=message + " (samples, frame_length):")
+    with control_dependencies([fits]):
+        return identity(signals)
 
 
 @tf_export("signal.inverse_stft", "contrib.signal.inverse_stft")
