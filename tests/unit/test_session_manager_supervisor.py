@@ -126,17 +126,16 @@ def test_supervisor_reraises_an_error_of_the_block_and_non_chiefs_wait(server):
     v = tf.Variable(3.0, name="v")
     sv = tf.train.Supervisor(is_chief=False, recovery_wait_secs=0.1)
     graph = tf.get_default_graph()
-    done = {}
+    initializing = threading.Event()
 
     def chief():
         time.sleep(0.3)
         with tf.Session(server.target, graph=graph) as s:
+            initializing.set()
             s.run(v.initializer)
-        done["at"] = time.monotonic()
     threading.Thread(target=chief, daemon=True).start()
-    with sv.managed_session(server.target) as sess:
-        assert sess.run(v) == 3.0
-        assert time.monotonic() - done["at"] < 1.0
+    with sv.managed_session(server.target) as sess:  # waits for the chief's initialisation
+        assert initializing.is_set() and sess.run(v) == 3.0
     with pytest.raises(ValueError, match="inside the block"):
         with sv.managed_session(server.target):
             raise ValueError("inside the block")
