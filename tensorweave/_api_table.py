@@ -18,6 +18,7 @@ NAMESPACE_PATHS = {
     'contrib': 'tensorweave.contrib',
     'contrib.distribute': 'tensorweave.contrib.distribute',
     'contrib.estimator': 'tensorweave.contrib.estimator',
+    'contrib.feature_column': 'tensorweave.contrib.feature_column',
     'contrib.framework': 'tensorweave.contrib.framework',
     'contrib.framework.nest': 'tensorweave.nest',
     'contrib.layers': 'tensorweave.contrib.layers',
@@ -769,6 +770,7 @@ NAMESPACES = {
     'tensorweave.contrib': {
         'distribute': ('tensorweave.contrib.distribute', None),
         'estimator': ('tensorweave.contrib.estimator', None),
+        'feature_column': ('tensorweave.contrib.feature_column', None),
         'framework': ('tensorweave.contrib.framework', None),
         'layers': ('tensorweave.contrib.layers', None),
         'lookup': ('tensorweave.contrib.lookup', None),
@@ -789,6 +791,19 @@ NAMESPACES = {
         'multi_class_head': ('tensorweave.estimator.canned.head', 'multi_class_head'),
         'poisson_regression_head': ('tensorweave.estimator.canned.head', 'poisson_regression_head'),
         'regression_head': ('tensorweave.estimator.canned.head', 'regression_head'),
+    },
+    'tensorweave.contrib.feature_column': {
+        'concatenate_context_input': ('tensorweave.feature_column.layers', 'concatenate_context_input'),
+        'sequence_categorical_column_with_hash_bucket':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_hash_bucket'),
+        'sequence_categorical_column_with_identity':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_identity'),
+        'sequence_categorical_column_with_vocabulary_file':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_file'),
+        'sequence_categorical_column_with_vocabulary_list':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_list'),
+        'sequence_input_layer': ('tensorweave.feature_column.layers', 'sequence_input_layer'),
+        'sequence_numeric_column': ('tensorweave.feature_column.columns', 'sequence_numeric_column'),
     },
     'tensorweave.contrib.framework': {
         'VariableDeviceChooser': ('tensorweave.contrib.framework', 'VariableDeviceChooser'),
@@ -1404,6 +1419,15 @@ NAMESPACES = {
         'linear_model': ('tensorweave.feature_column.layers', 'linear_model'),
         'make_parse_example_spec': ('tensorweave.feature_column.layers', 'make_parse_example_spec'),
         'numeric_column': ('tensorweave.feature_column.columns', 'numeric_column'),
+        'sequence_categorical_column_with_hash_bucket':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_hash_bucket'),
+        'sequence_categorical_column_with_identity':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_identity'),
+        'sequence_categorical_column_with_vocabulary_file':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_file'),
+        'sequence_categorical_column_with_vocabulary_list':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_list'),
+        'sequence_numeric_column': ('tensorweave.feature_column.columns', 'sequence_numeric_column'),
         'shared_embedding_columns': ('tensorweave.feature_column.columns', 'shared_embedding_columns'),
         'weighted_categorical_column': ('tensorweave.feature_column.columns', 'weighted_categorical_column'),
     },
