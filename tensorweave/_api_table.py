@@ -82,6 +82,7 @@ NAMESPACE_PATHS = {
     'keras.datasets.mnist': 'tensorweave.keras.datasets.mnist',
     'keras.datasets.reuters': 'tensorweave.keras.datasets.reuters',
     'keras.estimator': 'tensorweave.keras.estimator',
+    'keras.experimental': 'tensorweave.keras.experimental',
     'keras.initializers': 'tensorweave.keras.initializers',
     'keras.layers': 'tensorweave.keras.layers',
     'keras.losses': 'tensorweave.keras.losses',
@@ -1682,6 +1683,7 @@ NAMESPACES = {
         'constraints': ('tensorweave.keras.constraints', None),
         'datasets': ('tensorweave.keras.datasets', None),
         'estimator': ('tensorweave.keras.estimator', None),
+        'experimental': ('tensorweave.keras.experimental', None),
         'initializers': ('tensorweave.keras.initializers', None),
         'layers': ('tensorweave.keras.layers', None),
         'losses': ('tensorweave.keras.losses', None),
@@ -1900,6 +1902,9 @@ NAMESPACES = {
     },
     'tensorweave.keras.estimator': {
         'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
+    },
+    'tensorweave.keras.experimental': {
+        'SequenceFeatures': ('tensorweave.keras.layers.feature_column', 'SequenceFeatures'),
     },
     'tensorweave.keras.initializers': {
         'Constant': ('tensorweave.keras.initializers', 'Constant'),

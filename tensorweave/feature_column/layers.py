@@ -119,26 +119,39 @@ def sequence_input_layer(features, feature_columns, weight_collections=None, tra
     concatenated in the order of the columns' names: [batch, T, sum of n], zero (or a numeric
     column's default_value) past each example's end; and that end, an int64 [batch], which every
     column must agree on (checked when run). Variables go under sequence_input_layer/<column>/."""
+    feature_columns = sequence_dense_columns(feature_columns)
+    with variable_scope(None, default_name="sequence_input_layer", values=list(features.values())):
+        return sequence_dense_tensors(features, feature_columns, weight_collections, trainable)
+
+
+def sequence_dense_columns(feature_columns) -> list:
+    """feature_columns as a list sorted by name; ValueError unless each is a sequence dense column."""
     feature_columns = _normalize_feature_columns(feature_columns)
     for column in feature_columns:
         if not isinstance(column, _SequenceDenseColumn):
             raise ValueError("All feature_columns must be of type _SequenceDenseColumn. You can wrap a "
                              "sequence_categorical_column with an embedding_column or indicator_column. Given (type "
                              f"{type(column)}): {column}")
-    with variable_scope(None, default_name="sequence_input_layer", values=list(features.values())):
-        builder = _LazyBuilder(features)
-        outputs, sequence_lengths, ordered = [], [], []
-        for column in sorted(feature_columns, key=lambda c: c.name):
-            ordered.append(column)
-            with variable_scope(None, default_name=column._var_scope_name):
-                dense, sequence_length = column._get_sequence_dense_tensor(
-                    builder, weight_collections=weight_collections, trainable=trainable)
-                dims = shape(dense)
-                outputs.append(reshape(dense, [dims[0], dims[1], column._variable_shape.num_elements()]))
-                sequence_lengths.append(sequence_length)
-        _verify_static_batch_size_equality(outputs, ordered)
-        _verify_static_batch_size_equality(sequence_lengths, ordered)
-        return concat(outputs, -1), _assert_all_equal_and_return(sequence_lengths)
+    return sorted(feature_columns, key=lambda c: c.name)
+
+
+def sequence_dense_tensors(features, columns, weight_collections=None, trainable=True, reuse=None):
+    """(the columns' [batch, T, n] outputs concatenated, their common lengths) for `features`, each
+    column's variables in the variable scope <current>/<column>: a new one (`_1`, ...) per call, or
+    with reuse=AUTO_REUSE, the same one every call."""
+    builder = _LazyBuilder(features)
+    outputs, sequence_lengths = [], []
+    for column in columns:
+        scope = (column._var_scope_name, None) if reuse else (None, column._var_scope_name)
+        with variable_scope(scope[0], default_name=scope[1], reuse=reuse):
+            dense, sequence_length = column._get_sequence_dense_tensor(
+                builder, weight_collections=weight_collections, trainable=trainable)
+            dims = shape(dense)
+            outputs.append(reshape(dense, [dims[0], dims[1], column._variable_shape.num_elements()]))
+            sequence_lengths.append(sequence_length)
+    _verify_static_batch_size_equality(outputs, columns)
+    _verify_static_batch_size_equality(sequence_lengths, columns)
+    return concat(outputs, -1), _assert_all_equal_and_return(sequence_lengths)
 
 
 def _assert_all_equal_and_return(tensors):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import types
 
 import numpy as np
 import pytest
@@ -23,6 +24,10 @@ with open(os.path.join(HERE, "fixtures", "tf_sequence_feature_columns.json")) as
     RECORDED = json.load(f)
 fc = tf.feature_column
 contrib = tf.contrib.feature_column
+# The cases through tf.keras.experimental.SequenceFeatures, as TF 2.15 recorded them.
+keras_layer = types.SimpleNamespace(
+    sequence_input_layer=lambda features, columns: tf.keras.experimental.SequenceFeatures(columns)(features),
+    concatenate_context_input=contrib.concatenate_context_input)
 
 
 def _variables() -> list:
@@ -32,9 +37,9 @@ def _variables() -> list:
                   for v in tf.global_variables())
 
 
-def _run_case(name):
+def _run_case(name, api=contrib):
     with tf.Graph().as_default():
-        outputs = CASES[name](tf, features(tf), contrib)
+        outputs = CASES[name](tf, features(tf), api)
         variables = _variables()
         with tf.Session() as s:
             s.run([tf.global_variables_initializer(), tf.tables_initializer()])
@@ -53,10 +58,34 @@ def _assert_outputs(got: dict, want: dict) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case_outputs_equal_tf(name):
     outputs, variables = _run_case(name)
-    _assert_outputs(outputs, RECORDED["cases"][name])
+    _assert_outputs(outputs, RECORDED["cases"][name]["outputs"])
     if name in RECORDED["contrib_cases"]:
         _assert_outputs(outputs, RECORDED["contrib_cases"][name]["outputs"])
         assert variables == RECORDED["contrib_cases"][name]["variables"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sequence_features_layer_equals_tf(name):
+    outputs, variables = _run_case(name, keras_layer)
+    _assert_outputs(outputs, RECORDED["cases"][name]["outputs"])
+    assert variables == RECORDED["cases"][name]["variables"]
+
+
+def test_sequence_features_layer_owns_and_shares_its_variables():
+    with tf.Graph().as_default():
+        column = fc.embedding_column(fc.sequence_categorical_column_with_identity("ids", 4), 2)
+        layer = tf.keras.experimental.SequenceFeatures([column, fc.sequence_numeric_column("temp")])
+        f = features(tf)
+        first, length = layer(f)
+        second, _ = layer(f)
+        assert [v.op.name for v in layer.trainable_weights] == ["sequence_features/ids_embedding/embedding_weights"]
+        assert len(tf.global_variables()) == 1
+        session = tf.keras.backend.get_session()   # initializes the layer's weights
+        a, b, got_length = session.run([first, second, length])
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got_length, [2, 0, 3, 0])
+    with pytest.raises(ValueError, match="dictionary"):
+        layer([f["temp_dense"]])
 
 
 def test_make_parse_example_spec_gives_var_len_features_as_tf():
