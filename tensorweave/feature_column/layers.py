@@ -10,9 +10,8 @@ graph). Columns are visited sorted by name."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
+from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, name_scope
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.framework.api import control_dependencies, name_scope
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, identity, reshape, shape
 from tensorweave.ops.array.pad import tile
@@ -142,8 +141,8 @@ def sequence_dense_tensors(features, columns, weight_collections=None, trainable
     builder = _LazyBuilder(features)
     outputs, sequence_lengths = [], []
     for column in columns:
-        scope = (column._var_scope_name, None) if reuse else (None, column._var_scope_name)
-        with variable_scope(scope[0], default_name=scope[1], reuse=reuse):
+        with (variable_scope(column._var_scope_name, reuse=reuse) if reuse else
+              variable_scope(None, default_name=column._var_scope_name)):
             dense, sequence_length = column._get_sequence_dense_tensor(
                 builder, weight_collections=weight_collections, trainable=trainable)
             dims = shape(dense)
