@@ -18,6 +18,7 @@ NAMESPACE_PATHS = {
     'contrib': 'tensorweave.contrib',
     'contrib.distribute': 'tensorweave.contrib.distribute',
     'contrib.estimator': 'tensorweave.contrib.estimator',
+    'contrib.feature_column': 'tensorweave.contrib.feature_column',
     'contrib.framework': 'tensorweave.contrib.framework',
     'contrib.framework.nest': 'tensorweave.nest',
     'contrib.layers': 'tensorweave.contrib.layers',
@@ -81,6 +82,7 @@ NAMESPACE_PATHS = {
     'keras.datasets.mnist': 'tensorweave.keras.datasets.mnist',
     'keras.datasets.reuters': 'tensorweave.keras.datasets.reuters',
     'keras.estimator': 'tensorweave.keras.estimator',
+    'keras.experimental': 'tensorweave.keras.experimental',
     'keras.initializers': 'tensorweave.keras.initializers',
     'keras.layers': 'tensorweave.keras.layers',
     'keras.losses': 'tensorweave.keras.losses',
@@ -769,6 +771,7 @@ NAMESPACES = {
     'tensorweave.contrib': {
         'distribute': ('tensorweave.contrib.distribute', None),
         'estimator': ('tensorweave.contrib.estimator', None),
+        'feature_column': ('tensorweave.contrib.feature_column', None),
         'framework': ('tensorweave.contrib.framework', None),
         'layers': ('tensorweave.contrib.layers', None),
         'lookup': ('tensorweave.contrib.lookup', None),
@@ -789,6 +792,19 @@ NAMESPACES = {
         'multi_class_head': ('tensorweave.estimator.canned.head', 'multi_class_head'),
         'poisson_regression_head': ('tensorweave.estimator.canned.head', 'poisson_regression_head'),
         'regression_head': ('tensorweave.estimator.canned.head', 'regression_head'),
+    },
+    'tensorweave.contrib.feature_column': {
+        'concatenate_context_input': ('tensorweave.feature_column.layers', 'concatenate_context_input'),
+        'sequence_categorical_column_with_hash_bucket':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_hash_bucket'),
+        'sequence_categorical_column_with_identity':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_identity'),
+        'sequence_categorical_column_with_vocabulary_file':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_file'),
+        'sequence_categorical_column_with_vocabulary_list':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_list'),
+        'sequence_input_layer': ('tensorweave.feature_column.layers', 'sequence_input_layer'),
+        'sequence_numeric_column': ('tensorweave.feature_column.columns', 'sequence_numeric_column'),
     },
     'tensorweave.contrib.framework': {
         'VariableDeviceChooser': ('tensorweave.contrib.framework', 'VariableDeviceChooser'),
@@ -1404,6 +1420,15 @@ NAMESPACES = {
         'linear_model': ('tensorweave.feature_column.layers', 'linear_model'),
         'make_parse_example_spec': ('tensorweave.feature_column.layers', 'make_parse_example_spec'),
         'numeric_column': ('tensorweave.feature_column.columns', 'numeric_column'),
+        'sequence_categorical_column_with_hash_bucket':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_hash_bucket'),
+        'sequence_categorical_column_with_identity':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_identity'),
+        'sequence_categorical_column_with_vocabulary_file':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_file'),
+        'sequence_categorical_column_with_vocabulary_list':
+            ('tensorweave.feature_column.columns', 'sequence_categorical_column_with_vocabulary_list'),
+        'sequence_numeric_column': ('tensorweave.feature_column.columns', 'sequence_numeric_column'),
         'shared_embedding_columns': ('tensorweave.feature_column.columns', 'shared_embedding_columns'),
         'weighted_categorical_column': ('tensorweave.feature_column.columns', 'weighted_categorical_column'),
     },
@@ -1658,6 +1683,7 @@ NAMESPACES = {
         'constraints': ('tensorweave.keras.constraints', None),
         'datasets': ('tensorweave.keras.datasets', None),
         'estimator': ('tensorweave.keras.estimator', None),
+        'experimental': ('tensorweave.keras.experimental', None),
         'initializers': ('tensorweave.keras.initializers', None),
         'layers': ('tensorweave.keras.layers', None),
         'losses': ('tensorweave.keras.losses', None),
@@ -1876,6 +1902,9 @@ NAMESPACES = {
     },
     'tensorweave.keras.estimator': {
         'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
+    },
+    'tensorweave.keras.experimental': {
+        'SequenceFeatures': ('tensorweave.keras.layers.feature_column', 'SequenceFeatures'),
     },
     'tensorweave.keras.initializers': {
         'Constant': ('tensorweave.keras.initializers', 'Constant'),

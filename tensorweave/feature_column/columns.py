@@ -7,6 +7,12 @@ file, identity, weighted, crossed) give ids as an int64 SparseTensor and optiona
 (`_get_sparse_tensors`). input_layer and linear_model (layers.py) drive them through a
 _LazyBuilder, which transforms each raw feature and each column once per call.
 
+Sequence columns (sequence_categorical_column_with_*, sequence_numeric_column) read SparseTensors
+[batch, T] (or [batch, T, k] from tf.parse_sequence_example's feature lists) as one value (or
+`shape` values) per time step; embedding_column and indicator_column over a sequence categorical
+column, and sequence_numeric_column, give [batch, T, ...] and each example's length
+(`_get_sequence_dense_tensor`), which sequence_input_layer (layers.py) reads.
+
 Categorical inputs may be dense Tensors (an empty string or -1 marks a missing value) or
 SparseTensors; the ids are TF's: hash buckets are FarmHash Fingerprint64 modulo the bucket count
 (StringToHashBucketFast), vocabularies are lookup tables (ops/lookup/tables.py, initialized by
@@ -24,9 +30,9 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor, convert_to_tensor_or_sparse_tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.concat import stack
+from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, identity, rank as rank_of, reshape, shape, transpose
-from tensorweave.ops.array.fill import fill
+from tensorweave.ops.array.fill import fill, zeros
 from tensorweave.ops.array.gather import one_hot, scatter_nd
 from tensorweave.ops.array.pad import tile
 from tensorweave.ops.array.sort import where, where_v2
@@ -36,10 +42,12 @@ from tensorweave.ops.io.gfile import Exists, GFile
 from tensorweave.ops.io.parsing import FixedLenFeature, VarLenFeature
 from tensorweave.ops.lookup.tables import index_table_from_file, index_table_from_tensor
 from tensorweave.ops.math.array_composites import gather_nd
-from tensorweave.ops.math.binary import add, equal, greater_equal, less, logical_or, multiply, not_equal
+from tensorweave.ops.math.binary import (add, equal, floordiv, greater_equal, less, logical_or, multiply,
+                                         not_equal, subtract)
 from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.reduction import reduce_prod, reduce_sum
+from tensorweave.ops.math.segment import segment_max
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.nn.sparse_embedding import safe_embedding_lookup_sparse
 from tensorweave.ops.sparse.combine import sparse_slice
@@ -68,6 +76,13 @@ class _DenseColumn(_FeatureColumn):
     """A column giving a dense float32 tensor [batch, *_variable_shape]."""
 
     variable_shape = property(lambda self: self._variable_shape)
+
+
+class _SequenceDenseColumn(_FeatureColumn):
+    """A column giving a dense tensor [batch, T, *_variable_shape] and each example's number of
+    time steps T_i, an int64 [batch] (`_get_sequence_dense_tensor`): what sequence_input_layer reads."""
+
+    TensorSequenceLengthPair = collections.namedtuple("TensorSequenceLengthPair", ["dense_tensor", "sequence_length"])
 
 
 IdWeightPair = collections.namedtuple("IdWeightPair", ["id_tensor", "weight_tensor"])
@@ -567,9 +582,168 @@ def crossed_column(keys, hash_bucket_size, hash_key=None):
     return CrossedColumn(keys=tuple(keys), hash_bucket_size=hash_bucket_size, hash_key=hash_key)
 
 
+# -- sequence columns ------------------------------------------------------------------------------
+def _sequence_length(sp_tensor, num_elements=1):
+    """Each example's number of time steps, an int64 [batch]: one past its last column index (time
+    step) in sp_tensor, in groups of num_elements values per step (rounded up); 0 for an empty row."""
+    with name_scope(None, "sequence_length") as scope:
+        row_ids = sp_tensor.indices[:, 0]
+        steps = segment_max(add(sp_tensor.indices[:, 1], 1), segment_ids=row_ids)
+        if num_elements != 1:
+            steps = floordiv(add(steps, num_elements - 1), num_elements)
+        # segment_max stops at the last row with a value: the empty rows after it are 0 too.
+        missing = subtract(sp_tensor.dense_shape[:1], shape(steps, out_type=dtypes.int64)[:1])
+        return concat([steps, zeros(missing, dtype=dtypes.int64)], 0, name=scope)
+
+
+class SequenceCategoricalColumn(_CategoricalColumn, collections.namedtuple("SequenceCategoricalColumn",
+                                                                           ("categorical_column",))):
+    """A sequence_categorical_column_with_*: its categorical column's ids as [batch, T, k]
+    (k ids per time step, 1 from a [batch, T] feature), so an embedding_column or
+    indicator_column over it combines the ids of each time step, not of each example."""
+
+    name = property(lambda self: self.categorical_column.name)
+    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
+    _num_buckets = property(lambda self: self.categorical_column._num_buckets)
+
+    def _transform_feature(self, inputs):
+        return inputs.get(self.categorical_column)
+
+    def _get_sparse_tensors(self, inputs, weight_collections=None, trainable=None):
+        id_tensor, weight_tensor = self.categorical_column._get_sparse_tensors(inputs)
+        dims = id_tensor.dense_shape
+        # The third dimension counted, not -1: -1 fails when the batch holds no time step at all.
+        target_shape = stack([dims[0], dims[1], reduce_prod(dims[2:])])
+        id_tensor = sparse_reshape(id_tensor, target_shape)
+        if weight_tensor is not None:
+            weight_tensor = sparse_reshape(weight_tensor, target_shape)
+        return IdWeightPair(id_tensor, weight_tensor)
+
+
+@tf_export("feature_column.sequence_categorical_column_with_identity",
+           "contrib.feature_column.sequence_categorical_column_with_identity")
+def sequence_categorical_column_with_identity(key, num_buckets, default_value=None):
+    """tf.feature_column.sequence_categorical_column_with_identity(key, num_buckets,
+    default_value=None): sequences of integers in [0, num_buckets), as
+    categorical_column_with_identity's ids per time step (for embedding_column or
+    indicator_column, read by sequence_input_layer)."""
+    return SequenceCategoricalColumn(categorical_column_with_identity(key, num_buckets, default_value))
+
+
+@tf_export("feature_column.sequence_categorical_column_with_hash_bucket",
+           "contrib.feature_column.sequence_categorical_column_with_hash_bucket")
+def sequence_categorical_column_with_hash_bucket(key, hash_bucket_size, dtype=dtypes.string):
+    """tf.feature_column.sequence_categorical_column_with_hash_bucket(key, hash_bucket_size,
+    dtype=tf.string): sequences of values hashed into hash_bucket_size ids, as
+    categorical_column_with_hash_bucket's, per time step."""
+    return SequenceCategoricalColumn(categorical_column_with_hash_bucket(key, hash_bucket_size, dtype))
+
+
+@tf_export("feature_column.sequence_categorical_column_with_vocabulary_file",
+           "contrib.feature_column.sequence_categorical_column_with_vocabulary_file")
+def sequence_categorical_column_with_vocabulary_file(key, vocabulary_file, vocabulary_size=None, num_oov_buckets=0,
+                                                     default_value=None, dtype=dtypes.string):
+    """tf.feature_column.sequence_categorical_column_with_vocabulary_file(key, vocabulary_file,
+    vocabulary_size=None, num_oov_buckets=0, default_value=None, dtype=tf.string): sequences of
+    values looked up in a vocabulary file, as categorical_column_with_vocabulary_file's, per
+    time step."""
+    return SequenceCategoricalColumn(categorical_column_with_vocabulary_file(
+        key, vocabulary_file, vocabulary_size=vocabulary_size, num_oov_buckets=num_oov_buckets,
+        default_value=default_value, dtype=dtype))
+
+
+@tf_export("feature_column.sequence_categorical_column_with_vocabulary_list",
+           "contrib.feature_column.sequence_categorical_column_with_vocabulary_list")
+def sequence_categorical_column_with_vocabulary_list(key, vocabulary_list, dtype=None, default_value=-1,
+                                                     num_oov_buckets=0):
+    """tf.feature_column.sequence_categorical_column_with_vocabulary_list(key, vocabulary_list,
+    dtype=None, default_value=-1, num_oov_buckets=0): sequences of values looked up in
+    vocabulary_list, as categorical_column_with_vocabulary_list's, per time step."""
+    return SequenceCategoricalColumn(categorical_column_with_vocabulary_list(
+        key, vocabulary_list, dtype=dtype, default_value=default_value, num_oov_buckets=num_oov_buckets))
+
+
+class SequenceNumericColumn(_SequenceDenseColumn, collections.namedtuple(
+        "SequenceNumericColumn", ("key", "shape", "default_value", "dtype", "normalizer_fn"))):
+    """A sequence_numeric_column."""
+
+    name = property(lambda self: self.key)
+    _parse_example_spec = property(lambda self: {self.key: VarLenFeature(self.dtype)})
+    _variable_shape = property(lambda self: TensorShape(self.shape))
+
+    def _transform_feature(self, inputs):
+        tensor = inputs.get(self.key)
+        # TypeErrors, as TF's (from its SparseToDense), but naming the column.
+        if not isinstance(tensor, SparseTensor):
+            raise TypeError(f"sequence_numeric_column {self.key} reads a SparseTensor (tf.parse_example's "
+                            f"VarLenFeature, or a feature list of tf.parse_sequence_example); given a dense {tensor}")
+        if tensor.dtype != self.dtype:
+            raise TypeError(f"sequence_numeric_column {self.key} has dtype {self.dtype.name}; its feature has dtype "
+                            f"{tensor.dtype.name}")
+        return tensor if self.normalizer_fn is None else self.normalizer_fn(tensor)
+
+    def _get_sequence_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+        sp_tensor = inputs.get(self)
+        dense = sparse_tensor_to_dense(sp_tensor, default_value=self.default_value)
+        dense = reshape(dense, concat([shape(dense)[:1], [-1], list(self.shape)], 0))
+        # From [batch, values] the values of a step are `shape`'s elements in a row; from
+        # parse_sequence_example's [batch, T, values] the steps are the second dimension.
+        num_elements = self._variable_shape.num_elements() if sp_tensor.get_shape().ndims == 2 else 1
+        return self.TensorSequenceLengthPair(dense, _sequence_length(sp_tensor, num_elements))
+
+
+@tf_export("feature_column.sequence_numeric_column", "contrib.feature_column.sequence_numeric_column")
+def sequence_numeric_column(key, shape=(1,), default_value=0., dtype=dtypes.float32, normalizer_fn=None):
+    """tf.feature_column.sequence_numeric_column(key, shape=(1,), default_value=0.,
+    dtype=tf.float32, normalizer_fn=None): sequences of numbers, `shape` of them per time step
+    (each example holding shape's elements times its length), padded with default_value to
+    [batch, T, *shape]; normalizer_fn maps the SparseTensor of values first."""
+    shape = _check_shape(shape, key)
+    dtype = dtypes.as_dtype(dtype)
+    if not (dtype.is_integer or dtype.is_floating):
+        raise ValueError(f"dtype must be convertible to float. dtype: {dtype}, key: {key}")
+    if normalizer_fn is not None and not callable(normalizer_fn):
+        raise TypeError(f"normalizer_fn must be a callable. Given: {normalizer_fn}")
+    _assert_key_is_string(key)
+    return SequenceNumericColumn(key, shape=shape, default_value=default_value, dtype=dtype,
+                                 normalizer_fn=normalizer_fn)
+
+
 # -- dense columns over categorical ones ----------------------------------------------------------
-class IndicatorColumn(_DenseColumn, collections.namedtuple("IndicatorColumn", ("categorical_column",))):
-    """An indicator_column."""
+class _DenseOverCategoricalColumn(_DenseColumn, _SequenceDenseColumn):
+    """A dense column over `categorical_column` (`_dense` gives its values): input_layer reads it
+    over a plain categorical column, sequence_input_layer over a sequence one."""
+
+    _kind = "a column"   # its constructor's name, for the errors
+
+    def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+        self._check_sequence_use(sequence=False)
+        return self._dense(inputs, weight_collections, trainable)
+
+    def _get_sequence_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+        self._check_sequence_use(sequence=True)
+        dense = self._dense(inputs, weight_collections, trainable)
+        return self.TensorSequenceLengthPair(dense, _sequence_length(
+            self.categorical_column._get_sparse_tensors(inputs).id_tensor))
+
+    def _check_sequence_use(self, sequence: bool) -> None:
+        if isinstance(self.categorical_column, SequenceCategoricalColumn) == sequence:
+            return
+        given = f"Given (type {type(self.categorical_column)}): {self.categorical_column}"
+        if sequence:
+            raise ValueError(f"In {self._kind}: {self.name}. categorical_column must be of type "
+                             "_SequenceCategoricalColumn to use sequence_input_layer. Suggested fix: Use one of "
+                             f"sequence_categorical_column_with_*. {given}")
+        raise ValueError(f"In {self._kind}: {self.name}. categorical_column must not be of type "
+                         "_SequenceCategoricalColumn. Suggested fix A: If you wish to use input_layer, use a "
+                         "non-sequence categorical_column_with_*. Suggested fix B: If you wish to create sequence "
+                         f"input, use sequence_input_layer instead of input_layer. {given}")
+
+
+class IndicatorColumn(_DenseOverCategoricalColumn, collections.namedtuple("IndicatorColumn", ("categorical_column",))):
+    """An indicator_column (over a sequence column: [batch, T, num_buckets])."""
+
+    _kind = "indicator_column"
 
     name = property(lambda self: f"{self.categorical_column.name}_indicator")
     _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
@@ -585,7 +759,7 @@ class IndicatorColumn(_DenseColumn, collections.namedtuple("IndicatorColumn", ("
         dense_ids = sparse_tensor_to_dense(id_tensor, default_value=-1)
         return reduce_sum(one_hot(dense_ids, depth=size, on_value=1.0, off_value=0.0), axis=[-2])
 
-    def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+    def _dense(self, inputs, weight_collections, trainable):
         return inputs.get(self)
 
 
@@ -613,10 +787,12 @@ def _embedding_collections(weight_collections):
     return weight_collections
 
 
-class EmbeddingColumn(_DenseColumn, collections.namedtuple(
+class EmbeddingColumn(_DenseOverCategoricalColumn, collections.namedtuple(
         "EmbeddingColumn", ("categorical_column", "dimension", "combiner", "initializer", "ckpt_to_load_from",
                             "tensor_name_in_ckpt", "max_norm", "trainable"))):
-    """An embedding_column."""
+    """An embedding_column (over a sequence column: [batch, T, dimension], each step's ids combined)."""
+
+    _kind = "embedding_column"
 
     name = property(lambda self: f"{self.categorical_column.name}_embedding")
     _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
@@ -625,7 +801,7 @@ class EmbeddingColumn(_DenseColumn, collections.namedtuple(
     def _transform_feature(self, inputs):
         return inputs.get(self.categorical_column)
 
-    def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+    def _dense(self, inputs, weight_collections, trainable):
         sparse_tensors = self.categorical_column._get_sparse_tensors(inputs, weight_collections, trainable)
         weights = get_variable("embedding_weights", shape=(self.categorical_column._num_buckets, self.dimension),
                                dtype=dtypes.float32, initializer=self.initializer,
@@ -658,12 +834,14 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
                            tensor_name_in_ckpt=tensor_name_in_ckpt, max_norm=max_norm, trainable=trainable)
 
 
-class _SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
+class _SharedEmbeddingColumn(_DenseOverCategoricalColumn, collections.namedtuple(
         "_SharedEmbeddingColumn", ("categorical_column", "dimension", "combiner", "initializer",
                                    "shared_embedding_collection_name", "ckpt_to_load_from", "tensor_name_in_ckpt",
                                    "max_norm", "trainable"))):
     """One of shared_embedding_columns: its variable is the one variable of the graph collection
     shared_embedding_collection_name, made by whichever column is built first."""
+
+    _kind = "shared_embedding_column"
 
     name = property(lambda self: f"{self.categorical_column.name}_shared_embedding")
     _var_scope_name = property(lambda self: self.shared_embedding_collection_name)
@@ -673,7 +851,7 @@ class _SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
     def _transform_feature(self, inputs):
         return inputs.get(self.categorical_column)
 
-    def _get_dense_tensor(self, inputs, weight_collections=None, trainable=None):
+    def _dense(self, inputs, weight_collections, trainable):
         with name_scope(None, self.name):
             sparse_tensors = self.categorical_column._get_sparse_tensors(inputs, weight_collections, trainable)
             embedding_shape = (self.categorical_column._num_buckets, self.dimension)

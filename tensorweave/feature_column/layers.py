@@ -1,6 +1,8 @@
 """What reads feature columns (TF 1.15's tf.feature_column): input_layer (the dense input of a
-network), linear_model (a linear model's logits) and make_parse_example_spec (the spec of
-tf.parse_example for the raw features the columns read).
+network), linear_model (a linear model's logits), make_parse_example_spec (the spec of
+tf.parse_example for the raw features the columns read), and tf.contrib.feature_column's
+sequence_input_layer (the [batch, T, d] input of a recurrent network and each example's length)
+and concatenate_context_input.
 
 Variables are named as TF's, so checkpoints line up: input_layer/<column>/embedding_weights,
 linear_model/<column>/weights, linear_model/bias_weights (`_1`, ... for later calls in one
@@ -8,10 +10,12 @@ graph). Columns are visited sorted by name."""
 from __future__ import annotations
 
 from tensorweave.framework import dtypes
-from tensorweave.framework.api import GraphKeys, add_to_collection, get_collection
+from tensorweave.framework.api import GraphKeys, add_to_collection, control_dependencies, get_collection, name_scope
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.array.core import reshape, shape
+from tensorweave.ops.array.core import expand_dims, identity, reshape, shape
+from tensorweave.ops.array.pad import tile
+from tensorweave.ops.debugging.asserts import assert_equal, assert_rank, assert_type
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.nn.activations import bias_add
@@ -20,7 +24,8 @@ from tensorweave.ops.sparse.core import sparse_reshape
 from tensorweave.ops.state.initializers import zeros_initializer
 from tensorweave.ops.state.partitioned_variables import PartitionedVariable
 from tensorweave.ops.state.variable_scope import get_variable, get_variable_scope, variable_scope
-from tensorweave.feature_column.columns import _CategoricalColumn, _DenseColumn, _FeatureColumn, _LazyBuilder
+from tensorweave.feature_column.columns import (_CategoricalColumn, _DenseColumn, _FeatureColumn, _LazyBuilder,
+                                                _SequenceDenseColumn)
 
 
 def _normalize_feature_columns(feature_columns) -> list:
@@ -102,6 +107,76 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
                     cols_to_output_tensors[column] = output
         _verify_static_batch_size_equality(outputs, ordered)
         return concat(outputs, 1)
+
+
+@tf_export("contrib.feature_column.sequence_input_layer")
+def sequence_input_layer(features, feature_columns, weight_collections=None, trainable=True):
+    """tf.contrib.feature_column.sequence_input_layer(features, feature_columns,
+    weight_collections=None, trainable=True): (input_layer, sequence_length): the sequence
+    columns' outputs (sequence_numeric_column; embedding_column or indicator_column over a
+    sequence_categorical_column_with_*) for the feature dict `features`, each as [batch, T, n],
+    concatenated in the order of the columns' names: [batch, T, sum of n], zero (or a numeric
+    column's default_value) past each example's end; and that end, an int64 [batch], which every
+    column must agree on (checked when run). Variables go under sequence_input_layer/<column>/."""
+    feature_columns = sequence_dense_columns(feature_columns)
+    with variable_scope(None, default_name="sequence_input_layer", values=list(features.values())):
+        return sequence_dense_tensors(features, feature_columns, weight_collections, trainable)
+
+
+def sequence_dense_columns(feature_columns) -> list:
+    """feature_columns as a list sorted by name; ValueError unless each is a sequence dense column."""
+    feature_columns = _normalize_feature_columns(feature_columns)
+    for column in feature_columns:
+        if not isinstance(column, _SequenceDenseColumn):
+            raise ValueError("All feature_columns must be of type _SequenceDenseColumn. You can wrap a "
+                             "sequence_categorical_column with an embedding_column or indicator_column. Given (type "
+                             f"{type(column)}): {column}")
+    return sorted(feature_columns, key=lambda c: c.name)
+
+
+def sequence_dense_tensors(features, columns, weight_collections=None, trainable=True, reuse=None):
+    """(the columns' [batch, T, n] outputs concatenated, their common lengths) for `features`, each
+    column's variables in the variable scope <current>/<column>: a new one (`_1`, ...) per call, or
+    with reuse=AUTO_REUSE, the same one every call."""
+    builder = _LazyBuilder(features)
+    outputs, sequence_lengths = [], []
+    for column in columns:
+        with (variable_scope(column._var_scope_name, reuse=reuse) if reuse else
+              variable_scope(None, default_name=column._var_scope_name)):
+            dense, sequence_length = column._get_sequence_dense_tensor(
+                builder, weight_collections=weight_collections, trainable=trainable)
+            dims = shape(dense)
+            outputs.append(reshape(dense, [dims[0], dims[1], column._variable_shape.num_elements()]))
+            sequence_lengths.append(sequence_length)
+    _verify_static_batch_size_equality(outputs, columns)
+    _verify_static_batch_size_equality(sequence_lengths, columns)
+    return concat(outputs, -1), _assert_all_equal_and_return(sequence_lengths)
+
+
+def _assert_all_equal_and_return(tensors):
+    """tensors[0], once every tensor equals it (checked when run)."""
+    with name_scope(None, "assert_all_equal", tensors):
+        if len(tensors) == 1:
+            return tensors[0]
+        with control_dependencies([assert_equal(tensors[0], t) for t in tensors[1:]]):
+            return identity(tensors[0])
+
+
+@tf_export("contrib.feature_column.concatenate_context_input")
+def concatenate_context_input(context_input, sequence_input):
+    """tf.contrib.feature_column.concatenate_context_input(context_input, sequence_input): the
+    float32 [batch, d1] context_input repeated at every step of the float32 [batch, T, d0]
+    sequence_input and appended to it: [batch, T, d0 + d1]."""
+    checks = [assert_rank(sequence_input, 3, message="sequence_input must have rank 3", data=[shape(sequence_input)]),
+              assert_type(sequence_input, dtypes.float32,
+                          message=f"sequence_input must have dtype float32; got {sequence_input.dtype}."),
+              assert_rank(context_input, 2, message="context_input must have rank 2", data=[shape(context_input)]),
+              assert_type(context_input, dtypes.float32,
+                          message=f"context_input must have dtype float32; got {context_input.dtype}.")]
+    with control_dependencies(checks):
+        padded_length = shape(sequence_input)[1]
+        tiled_context_input = tile(expand_dims(context_input, 1), concat([[1], [padded_length], [1]], 0))
+    return concat([sequence_input, tiled_context_input], 2)
 
 
 def _categorical_weighted_sum(column, builder, weight, sparse_combiner, weight_collections, trainable):

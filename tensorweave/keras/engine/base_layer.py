@@ -16,6 +16,7 @@ from tensorweave.framework import nest
 from tensorweave.framework.dtypes import as_dtype
 from tensorweave.framework.graph import Graph, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
+from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
@@ -412,8 +413,8 @@ class Layer:
         """Builds the layer on its first call (under the name scope of the call), checks the
         input spec, applies `call` and records the call as a Node when the inputs are Keras
         tensors. Input masks are passed to `call` when it takes `mask`."""
-        inputs = nest.map_structure(lambda x: x if isinstance(x, Tensor) or hasattr(x, "_as_graph_element")
-                                    else convert_to_tensor(x), inputs)
+        inputs = nest.map_structure(lambda x: x if isinstance(x, (Tensor, SparseTensor))
+                                    or hasattr(x, "_as_graph_element") else convert_to_tensor(x), inputs)
         flat_inputs = nest.flatten(inputs)
         if self.input_spec is not None:
             _check_input_spec(self.input_spec, inputs, self.name)
