@@ -440,7 +440,7 @@ def test_dataset_size_from_its_cardinality(capsys):
 
 def test_layer_losses_join_the_total_loss_and_dropout_trains_only():
     model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,), kernel_regularizer=keras.regularizers.l2(0.1)),
-                              keras.layers.Dropout(0.9), keras.layers.Dense(1)])
+                              keras.layers.Dropout(0.9, seed=3), keras.layers.Dense(1)])
     model.set_weights(weights_for(model))
     model.compile(keras.optimizers.SGD(0.0), "mse")   # a step that leaves the weights as they are
     x, y = xy()
