@@ -108,6 +108,9 @@ def _decode_wav_infer(op):
     if op.inputs[0].shape.ndims not in (None, 0):
         raise ValueError(f"Shape must be rank 0 but is rank {op.inputs[0].shape.ndims} for 'contents'")
     samples, channels = op.get_attr("desired_samples"), op.get_attr("desired_channels")
+    for value, what in ((samples, "desired_samples"), (channels, "desired_channels")):
+        if value < -1:
+            raise ValueError(f"{what} must be -1 (as in the file) or a count, got {value}")
     audio = TensorShape([None if samples == -1 else samples, None if channels == -1 else channels])
     return [(dtypes.float32, audio), (dtypes.int32, TensorShape([]))]
 

@@ -91,6 +91,11 @@ def test_bad_input_to_encode_names_the_op():
         run(encoded, {audio: np.zeros((3, 1)), rate: 0})
 
 
+def test_bad_desired_counts_name_the_op():
+    with pytest.raises(ValueError, match="desired_samples must be -1.*-4 for 'DecodeWav'"):
+        tf.audio.decode_wav(wav_bytes(np.zeros((3, 1))), desired_samples=-4)
+
+
 def test_a_truncated_file_names_the_op():
     contents = tf.placeholder(tf.string, [])
     audio = tf.audio.decode_wav(contents).audio
