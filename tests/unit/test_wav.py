@@ -78,6 +78,8 @@ def test_static_shapes_and_outputs():
     assert tf.audio.decode_wav(b"").audio.shape.as_list() == [None, None]
     encoded = tf.audio.encode_wav(tf.placeholder(tf.float32, [None, 1]), 16000)
     assert encoded.dtype == tf.string and encoded.op.type == "EncodeWav"
+    nodes = {n.op: n for n in tf.get_default_graph().as_graph_def().node}
+    assert sorted(nodes["DecodeWav"].attr) == ["desired_channels", "desired_samples"] and not nodes["EncodeWav"].attr
 
 
 def test_bad_input_to_encode_names_the_op():
