@@ -26,7 +26,6 @@ OUTPUT = os.path.join(ROOT, "docs", "COMPATIBILITY.md")
 
 # Whole namespaces left out on purpose.
 NAMESPACE_REASONS = {
-    "audio": "audio file codecs (WAV) are out of scope",
     "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
@@ -37,7 +36,6 @@ NAME_REASONS = [
     ("*", "quantize*", "quantized dtypes (qint8, quint8, ...) are not supported"),
     ("*", "quantized_*", "quantized dtypes (qint8, quint8, ...) are not supported"),
     ("*", "dequantize", "quantized dtypes (qint8, quint8, ...) are not supported"),
-    ("*", "fake_quant*", "quantization-aware training ops need quantized dtypes"),
     ("tf", "q*int*", "quantized dtypes are not supported"),
     ("tf", "QUANTIZED_DTYPES", "quantized dtypes are not supported"),
     ("tf", "bfloat16", "numpy has no bfloat16"),
@@ -88,7 +86,6 @@ NAME_REASONS = [
     ("tf", "is_symbolic_tensor", "a TF 2 helper"),
     ("tf", "approx_top_k", "TPU approximate top-k"),
     ("tf", "random_index_shuffle", "a TF 2.x addition"),
-    ("*", "*fftnd", "N-dimensional FFTs over chosen axes: a TF 2.16 addition, not yet implemented"),
     ("tf", "nondifferentiable_batch_function", "TF Serving batching is out of scope"),
     ("tf", "variable_creator_scope", "a TF 2 variable-creation hook"),
     ("tf", "init_scope", "TF 2 function-building machinery"),

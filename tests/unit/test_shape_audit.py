@@ -283,6 +283,15 @@ def _build_corpus(g: tf.Graph) -> None:
         for fn, inverse in ((tf.signal.rfft, tf.signal.irfft), (tf.signal.rfft2d, tf.signal.irfft2d),
                             (tf.signal.rfft3d, tf.signal.irfft3d)):
             inverse(fn(x))
+        tf.signal.irfftnd(tf.signal.rfftnd(x, [3, 6], axes=[0, 2]), [3, 6], axes=[0, 2])
+        tf.signal.ifftnd(tf.signal.fftnd(cx, [4, 2], axes=[2, 1]), axes=[1])
+        # fake quantization, WAV
+        fq = tf.fake_quant_with_min_max_args(x)
+        tf.fake_quant_with_min_max_args_gradient(fq, x)
+        tf.fake_quant_with_min_max_vars_gradient(m, tf.fake_quant_with_min_max_vars(m, -1.0, 1.0), -1.0, 1.0)
+        per_channel = tf.fake_quant_with_min_max_vars_per_channel(x, [-1.0] * 4, [1.0] * 4)
+        tf.fake_quant_with_min_max_vars_per_channel_gradient(x, per_channel, [-1.0] * 4, [1.0] * 4)
+        tf.audio.decode_wav(tf.audio.encode_wav(m, 8000), desired_channels=2)
         tf.py_func(lambda a: a, [m], tf.float32), tf.py_func(lambda a: a, [m], [tf.float32], stateful=False)
         tf.py_function(lambda a: a, [m], tf.float32)
         tf.nn.ctc_loss(tf.SparseTensor(tf.constant([[0, 0], [1, 0]], tf.int64), tf.constant([1, 2]), [2, 1]),

@@ -1,6 +1,8 @@
 """The FFT ops: FFT/IFFT over the innermost 1, 2 or 3 dimensions of a complex tensor, RFFT/IRFFT
 between real signals and their non-negative frequency halves (tf.signal.fft ... irfft3d, TF 1's
-tf.fft and tf.spectral names), with TF's gradients."""
+tf.fft and tf.spectral names), with TF's gradients; and TF 2.16's N-D ones over chosen axes
+(FFTND ... IRFFTND: tf.signal.fftnd ... irfftnd with their norm, tf.fftnd ... the bare ops),
+whose gradients (TF defines none) follow the same rules."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,13 +16,15 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import ones, zeros
+from tensorweave.ops.array.gather import gather, one_hot
 from tensorweave.ops.array.pad import pad
 from tensorweave.ops.array.slicing import slice as slice_
-from tensorweave.ops.helpers import COMPLEX, make_op, static_ints
-from tensorweave.ops.math.binary import maximum, minimum, multiply, subtract
+from tensorweave.ops.helpers import COMPLEX, invalid, make_op, static_ints
+from tensorweave.ops.math.binary import floormod, maximum, minimum, multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.complex_parts import real
-from tensorweave.ops.math.reduction import reduce_prod
+from tensorweave.ops.math.reduction import reduce_prod, reduce_sum
+from tensorweave.ops.math.unary import sqrt
 from tensorweave.ops.registry import register
 
 _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
@@ -234,3 +238,244 @@ for _rank in (1, 2, 3):
              grad=_rfft_grad(_rank), dtypes=_REALS)
     register("IRFFT" + _suffix(_rank), _real_fft_infer("IRFFT", _rank), _real_fft_kernel("IRFFT", _rank),
              grad=_irfft_grad(_rank), dtypes=_HALVES)
+
+
+# -- N-D FFTs over chosen axes (TF 2.16's FFTND, IFFTND, RFFTND, IRFFTND) ---------------------
+_ND_TRANSFORMS = {"FFTND": np.fft.fftn, "IFFTND": np.fft.ifftn, "RFFTND": np.fft.rfftn, "IRFFTND": np.fft.irfftn}
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _nd_op(op_type: str, x: Tensor, fft_length, axes, attrs: dict, name) -> Tensor:
+    inputs = [x, convert_to_tensor(fft_length, dtype=dtypes.int32, name="fft_length"),
+              convert_to_tensor(axes, dtype=dtypes.int32, name="axes")]
+    return make_op(op_type, inputs, attrs, name=name or op_type).outputs[0]
+
+
+@tf_export("fftnd")
+def fftnd_op(input, fft_length, axes, name=None):
+    """tf.fftnd(input, fft_length, axes, name=None): the FFTND op, the discrete Fourier transform
+    of a complex tensor over `axes`, the input first cut or zero-padded to `fft_length` along them
+    (np.fft.fftn(input, fft_length, axes))."""
+    x = convert_to_tensor(input, name="input")
+    return _nd_op("FFTND", x, fft_length, axes, {"Tcomplex": x.dtype}, name)
+
+
+@tf_export("ifftnd")
+def ifftnd_op(input, fft_length, axes, name=None):
+    """tf.ifftnd(input, fft_length, axes, name=None): the IFFTND op, the inverse of fftnd
+    (np.fft.ifftn(input, fft_length, axes))."""
+    x = convert_to_tensor(input, name="input")
+    return _nd_op("IFFTND", x, fft_length, axes, {"Tcomplex": x.dtype}, name)
+
+
+@tf_export("rfftnd")
+def rfftnd_op(input, fft_length, axes, Tcomplex=dtypes.complex64, name=None):
+    """tf.rfftnd(input, fft_length, axes, Tcomplex=tf.complex64, name=None): the RFFTND op, the
+    discrete Fourier transform of a real tensor over `axes`, fft_length[-1] // 2 + 1 frequencies
+    along the last of them (np.fft.rfftn(input, fft_length, axes))."""
+    x = convert_to_tensor(input, name="input")
+    return _nd_op("RFFTND", x, fft_length, axes, {"Treal": x.dtype, "Tcomplex": dtypes.as_dtype(Tcomplex)}, name)
+
+
+@tf_export("irfftnd")
+def irfftnd_op(input, fft_length, axes, Treal=dtypes.float32, name=None):
+    """tf.irfftnd(input, fft_length, axes, Treal=tf.float32, name=None): the IRFFTND op, the real
+    tensor of lengths `fft_length` along `axes` whose rfftnd is the input (np.fft.irfftn)."""
+    x = convert_to_tensor(input, name="input")
+    return _nd_op("IRFFTND", x, fft_length, axes, {"Treal": dtypes.as_dtype(Treal), "Tcomplex": x.dtype}, name)
+
+
+def _default_axes(x: Tensor) -> list:
+    if x.shape.ndims is None:
+        raise ValueError("fftnd and its kin need the input's rank to default `axes` to all of its dimensions")
+    return list(range(x.shape.ndims))
+
+
+def _dims_along(x: Tensor, axes):
+    """x's lengths along `axes`: a list of ints where known when building, else an int32 tensor."""
+    static_axes = static_ints(axes)
+    if static_axes is not None and x.shape.ndims is not None:
+        if any(not -x.shape.ndims <= a < x.shape.ndims for a in static_axes):
+            raise ValueError(f"axes {static_axes} are out of range for a tensor of rank {x.shape.ndims}")
+        known = [x.shape.as_list()[a] for a in static_axes]
+        if None not in known:
+            return known
+    return gather(shape(x, out_type=dtypes.int32), floormod(convert_to_tensor(axes, dtype=dtypes.int32), rank(x)))
+
+
+def _normalized(op_type: str, x: Tensor, fft_length: Tensor, norm) -> Tensor:
+    """x scaled for `norm` before the op: 'backward' (the default) leaves it, 'forward' puts 1/n
+    on the forward transform (so the inverse has none) and 'ortho' 1/sqrt(n) on both (TF's)."""
+    norm = norm or "backward"
+    if norm not in _NORMS:
+        raise ValueError(f"norm must be one of {', '.join(map(repr, _NORMS))}, got {norm!r}")
+    if norm == "backward":
+        return x
+    lengths = static_ints(fft_length)
+    if lengths is not None:
+        factor = float(np.prod(lengths)) ** (1.0 if norm == "forward" else 0.5)
+    else:
+        n = cast(reduce_prod(fft_length), x.dtype.real_dtype)
+        factor = cast(n if norm == "forward" else sqrt(n), x.dtype)
+    forward = op_type in ("FFTND", "RFFTND")
+    return x / factor if forward else multiply(x, factor)
+
+
+def _signal_nd(op_type: str, doc_name: str):
+    def fn(input_tensor, fft_length=None, axes=None, norm=None, name=None):
+        with name_scope(name, doc_name, [input_tensor, fft_length, axes]) as scope:
+            real_in = op_type == "RFFTND"
+            x = convert_to_tensor(input_tensor, name="input_tensor",
+                                  preferred_dtype=dtypes.float32 if real_in else dtypes.complex64)
+            axes = _default_axes(x) if axes is None else axes
+            axes = convert_to_tensor(axes, dtype=dtypes.int32, name="axes")
+            if fft_length is None:
+                fft_length = _dims_along(x, axes)
+                if op_type == "IRFFTND" and isinstance(fft_length, list):   # n // 2 + 1 of n points (n even)
+                    fft_length[-1:] = [max(2 * (n - 1), 0) for n in fft_length[-1:]]
+                elif op_type == "IRFFTND":
+                    fft_length = concat([fft_length[:-1], maximum(2 * (fft_length[-1:] - 1), 0)], 0)
+            fft_length = convert_to_tensor(fft_length, dtype=dtypes.int32, name="fft_length")
+            x = _normalized(op_type, x, fft_length, norm)
+            if real_in:
+                attrs = {"Treal": x.dtype, "Tcomplex": _COMPLEX_OF.get(x.dtype, dtypes.complex64)}
+            elif op_type == "IRFFTND":
+                attrs = {"Treal": x.dtype.real_dtype, "Tcomplex": x.dtype}
+            else:
+                attrs = {"Tcomplex": x.dtype}
+            return _nd_op(op_type, x, fft_length, axes, attrs, scope)
+    fn.__name__ = fn.__qualname__ = doc_name
+    fn.__doc__ = (f"tf.signal.{doc_name}(input_tensor, fft_length=None, axes=None, norm=None, name=None): "
+                  f"np.fft.{doc_name[:-1]}(input_tensor, fft_length, axes, norm): {_ND_DOCS[op_type]} over `axes` "
+                  "(default all), the input first cut or zero-padded to `fft_length` along them (default its "
+                  "lengths there); norm 'backward' (default), 'ortho' or 'forward'.")
+    return fn
+
+
+_ND_DOCS = {"FFTND": "the discrete Fourier transform of a complex tensor",
+            "IFFTND": "the inverse discrete Fourier transform of a complex tensor",
+            "RFFTND": "the discrete Fourier transform of a real tensor, n // 2 + 1 frequencies along the last axis",
+            "IRFFTND": "the real tensor whose rfftnd is the input (default length 2 * (m - 1) along the last axis)"}
+fftnd = _signal_nd("FFTND", "fftnd")
+tf_export("signal.fftnd")(fftnd)
+ifftnd = _signal_nd("IFFTND", "ifftnd")
+tf_export("signal.ifftnd")(ifftnd)
+rfftnd = _signal_nd("RFFTND", "rfftnd")
+tf_export("signal.rfftnd")(rfftnd)
+irfftnd = _signal_nd("IRFFTND", "irfftnd")
+tf_export("signal.irfftnd")(irfftnd)
+
+
+def _nd_infer(op_type: str):
+    def infer(op):
+        x, length, axes = op.inputs
+        for t, what in ((length, "fft_length"), (axes, "axes")):
+            if t.shape.ndims not in (None, 1):
+                raise ValueError(f"Shape must be rank 1 but is rank {t.shape.ndims} for '{what}'")
+        out_dtype = op.get_attr("Tcomplex") if op_type == "RFFTND" else (
+            op.get_attr("Treal") if op_type == "IRFFTND" else x.dtype)
+        if x.shape.ndims is None:
+            return [(out_dtype, unknown_shape())]
+        out, lengths, axes = x.shape.as_list(), static_ints(length), static_ints(axes)
+        if axes is None:
+            return [(out_dtype, unknown_shape(len(out)))]
+        if lengths is not None and len(lengths) != len(axes):
+            raise ValueError(f"fft_length and axes must have the same length, got {len(lengths)} and {len(axes)}")
+        for i, a in enumerate(axes):
+            if not -len(out) <= a < len(out):
+                raise ValueError(f"axes {axes} are out of range for a tensor of rank {len(out)}")
+            out[a] = None if lengths is None else lengths[i]
+        if op_type == "RFFTND" and lengths:
+            out[axes[-1]] = lengths[-1] // 2 + 1
+        return [(out_dtype, TensorShape(out))]
+    return infer
+
+
+def _nd_kernel(op_type: str):
+    transform = _ND_TRANSFORMS[op_type]
+
+    def kernel(node, ctx):
+        out_dtype = dtypes.as_dtype(node.attr["Treal" if op_type == "IRFFTND" else "Tcomplex"]).as_numpy_dtype
+
+        def run(x, fft_length, axes):
+            lengths, axes = [int(n) for n in fft_length.reshape(-1)], [int(a) for a in axes.reshape(-1)]
+            if len(lengths) != len(axes):
+                raise invalid(node, f"fft_length and axes must have the same length, got {lengths} and {axes}")
+            if any(not -x.ndim <= a < x.ndim for a in axes) or len({a % x.ndim for a in axes}) != len(axes):
+                raise invalid(node, f"axes must be distinct dimensions of the rank-{x.ndim} input, got {axes}")
+            if any(n < 0 for n in lengths):
+                raise invalid(node, f"fft_length must be non-negative, got {lengths}")
+            out_shape = list(x.shape)
+            for a, n in zip(axes, lengths):
+                out_shape[a] = n
+            if op_type == "RFFTND" and axes:
+                out_shape[axes[-1]] = lengths[-1] // 2 + 1
+            if 0 in out_shape or 0 in x.shape:
+                return np.zeros(out_shape, out_dtype)
+            return transform(x, s=lengths, axes=axes).astype(out_dtype, copy=False)
+        return run
+    return kernel
+
+
+def fit_axes(t: Tensor, lengths: Tensor, axes: Tensor) -> Tensor:
+    """`t` cut or zero-padded to `lengths` along `axes` (int32 tensors, negative axes from the
+    end): what the N-D ops do to their input first, and its adjoint the other way round."""
+    r = rank(t)
+    hot = one_hot(floormod(axes, r), r, dtype=dtypes.int32)   # [k, rank]
+    dims = shape(t, out_type=dtypes.int32)
+    target = dims * (1 - reduce_sum(hot, 0)) + reduce_sum(hot * reshape(lengths, [-1, 1]), 0)
+    cut = slice_(t, zeros([r], dtypes.int32), minimum(dims, target))
+    return pad(cut, stack([zeros([r], dtypes.int32), maximum(target - dims, 0)], axis=1))
+
+
+def _back_to_input(back: Tensor, op) -> Tensor:
+    """A gradient computed at fft_length along the axes, fitted to the op's input's shape."""
+    x, _, axes = op.inputs
+    out = fit_axes(back, convert_to_tensor(_dims_along(x, axes), dtype=dtypes.int32), axes)
+    out.set_shape(x.shape)
+    return out
+
+
+def _points(length: Tensor, dtype) -> Tensor:
+    return cast(reduce_prod(length), dtype)
+
+
+def _fftnd_grad(op, g):
+    _, length, axes = op.inputs
+    return [_back_to_input(multiply(ifftnd_op(g, length, axes), _points(length, g.dtype)), op), None, None]
+
+
+def _ifftnd_grad(op, g):
+    _, length, axes = op.inputs
+    return [_back_to_input(fftnd_op(g, length, axes) / _points(length, g.dtype), op), None, None]
+
+
+def _rfftnd_grad(op, g):
+    """As RFFT's: the half spectrum zero-padded to the full length, N * IFFTND of it, real part."""
+    _, length, axes = op.inputs
+    full = fit_axes(g, length, axes)
+    back = real(multiply(ifftnd_op(full, length, axes), _points(length, g.dtype)))
+    return [_back_to_input(back, op), None, None]
+
+
+def _irfftnd_grad(op, g):
+    """As IRFFT's: RFFTND of the gradient over N, the interior frequencies along the last axis
+    (counted twice by the inverse) doubled."""
+    x, length, axes = op.inputs
+    n = length[-1]
+    half, is_odd = n // 2 + 1, n % 2
+    mask = concat([ones([1], g.dtype), 2.0 * ones(reshape(half - 2 + is_odd, [1]), g.dtype),
+                   ones(reshape(1 - is_odd, [1]), g.dtype)], 0)
+    r = rank(g)
+    mask = reshape(mask, 1 + (half - 1) * one_hot(floormod(axes[-1], r), r, dtype=dtypes.int32))
+    scale = cast(mask / _points(length, g.dtype), x.dtype)
+    back = multiply(rfftnd_op(g, length, axes, Tcomplex=x.dtype), scale)
+    return [_back_to_input(back, op), None, None]
+
+
+_INT32 = (dtypes.int32,)
+for _op_type, _grad, _inputs in (("FFTND", _fftnd_grad, COMPLEX), ("IFFTND", _ifftnd_grad, COMPLEX),
+                                 ("RFFTND", _rfftnd_grad, (dtypes.float32, dtypes.float64)),
+                                 ("IRFFTND", _irfftnd_grad, COMPLEX)):
+    register(_op_type, _nd_infer(_op_type), _nd_kernel(_op_type), grad=_grad,
+             dtypes={0: ("input", _inputs), 1: ("fft_length", _INT32), 2: ("axes", _INT32)})
