@@ -2731,13 +2731,18 @@ NAMESPACES = {
     },
     'tensorweave.ragged': {
         'RaggedTensorValue': ('tensorweave.ops.ragged.ragged_tensor', 'RaggedTensorValue'),
+        'boolean_mask': ('tensorweave.ops.ragged.array_ops', 'boolean_mask'),
         'constant': ('tensorweave.ops.ragged.factory', 'constant'),
         'constant_value': ('tensorweave.ops.ragged.factory', 'constant_value'),
+        'cross': ('tensorweave.ops.strings.cross', 'ragged_cross'),
+        'cross_hashed': ('tensorweave.ops.strings.cross', 'ragged_cross_hashed'),
         'map_flat_values': ('tensorweave.ops.ragged.factory', 'map_flat_values'),
         'placeholder': ('tensorweave.ops.ragged.factory', 'placeholder'),
         'range': ('tensorweave.ops.ragged.factory', 'ragged_range'),
         'row_splits_to_segment_ids': ('tensorweave.ops.ragged.ragged_tensor', 'row_splits_to_segment_ids'),
         'segment_ids_to_row_splits': ('tensorweave.ops.ragged.ragged_tensor', 'segment_ids_to_row_splits'),
+        'stack': ('tensorweave.ops.ragged.array_ops', 'stack'),
+        'stack_dynamic_partitions': ('tensorweave.ops.ragged.array_ops', 'stack_dynamic_partitions'),
     },
     'tensorweave.random': {
         'Algorithm': ('tensorweave.ops.state.stateful_random', 'Algorithm'),
