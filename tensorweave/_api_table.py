@@ -2683,9 +2683,13 @@ NAMESPACES = {
         'zero_fraction': ('tensorweave.ops.nn.impl', 'zero_fraction'),
     },
     'tensorweave.profiler': {
+        'AdviceProto': ('tensorweave.framework.tf_protos', 'AdviceProto'),
         'GraphNodeProto': ('tensorweave.framework.tf_protos', 'GraphNodeProto'),
+        'MultiGraphNodeProto': ('tensorweave.framework.tf_protos', 'MultiGraphNodeProto'),
         'OpLogProto': ('tensorweave.framework.tf_protos', 'OpLogProto'),
         'ProfileOptionBuilder': ('tensorweave.profiler', 'ProfileOptionBuilder'),
+        'Profiler': ('tensorweave.profiler', 'Profiler'),
+        'advise': ('tensorweave.profiler', 'advise'),
         'profile': ('tensorweave.profiler', 'profile'),
         'write_op_log': ('tensorweave.profiler', 'write_op_log'),
     },
