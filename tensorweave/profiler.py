@@ -7,8 +7,11 @@ and the Conv2D/BiasAdd/... ones of nn_ops.py) over the graph's static shapes; an
 not fully known counts none (TF's rule). An op with a fully known `shape` attribute (variables,
 placeholders) has that many `parameters`; the graph's trainable variables are also of the type
 '_trainable_variables', which `ProfileOptionBuilder.trainable_variables_parameter()` accounts.
-Which nodes are accounted, shown and totalled follows TF's scope view (tfprof_scope.cc).
-`write_op_log` writes the same per-op statistics as TF's `tfprof_log` file.
+Which nodes are accounted, shown and totalled follows TF's scope view (tfprof_scope.cc). cmd='graph'
+is TF's graph view (tfprof_graph.cc: a node's inputs are its children), cmd='op' its op view
+(tfprof_op.cc: a MultiGraphNodeProto per op type, each shown type the child of the one before).
+`Profiler` keeps a graph to show in each view; `advise` runs TF's advisor checkers over the same
+statistics. `write_op_log` writes the same per-op statistics as TF's `tfprof_log` file.
 
 Only the static, graph-level statistics exist: tensorweave's RunMetadata records no output
 shapes, memory or per-op times for tfprof, so `run_meta` completes no shapes and time and memory
