@@ -7,8 +7,11 @@ and the Conv2D/BiasAdd/... ones of nn_ops.py) over the graph's static shapes; an
 not fully known counts none (TF's rule). An op with a fully known `shape` attribute (variables,
 placeholders) has that many `parameters`; the graph's trainable variables are also of the type
 '_trainable_variables', which `ProfileOptionBuilder.trainable_variables_parameter()` accounts.
-Which nodes are accounted, shown and totalled follows TF's scope view (tfprof_scope.cc).
-`write_op_log` writes the same per-op statistics as TF's `tfprof_log` file.
+Which nodes are accounted, shown and totalled follows TF's scope view (tfprof_scope.cc). cmd='graph'
+is TF's graph view (tfprof_graph.cc: a node's inputs are its children), cmd='op' its op view
+(tfprof_op.cc: a MultiGraphNodeProto per op type, each shown type the child of the one before).
+`Profiler` keeps a graph to show in each view; `advise` runs TF's advisor checkers over the same
+statistics. `write_op_log` writes the same per-op statistics as TF's `tfprof_log` file.
 
 Only the static, graph-level statistics exist: tensorweave's RunMetadata records no output
 shapes, memory or per-op times for tfprof, so `run_meta` completes no shapes and time and memory
@@ -26,11 +29,12 @@ from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.errors import InvalidArgumentError
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.framework.tf_protos import GraphNodeProto, OpLogProto
+from tensorweave.framework.tf_protos import AdviceProto, GraphNodeProto, MultiGraphNodeProto, OpLogProto
 
 TRAINABLE_VARIABLES = "_trainable_variables"   # the op type tfprof gives trainable variables
 _ROOT = "_TFProfRoot"
 _SCOPE_PARENT = "_TFProfScopeParent"
+_GRAPH_PARENT = "_TFGraphParent"
 
 
 @tf_export("profiler.ProfileOptionBuilder")
@@ -344,14 +348,21 @@ def _merged_op_log(graph, op_log=None) -> OpLogProto:
     return merged
 
 
-def _build_tree(graph, op_log) -> _Node:
+def _graph_nodes(graph, op_log) -> dict:
+    """{op name: _Node} of every op of the graph, its types the op's and op_log's."""
     logged = {e.name: e for e in _merged_op_log(graph, op_log).log_entries}
     nodes: dict = {}
     for op in graph.get_operations():
         entry = logged.get(op.name)
         types = {op.type} | set(entry.types if entry is not None else ())
         nodes[op.name] = _Node(op.name, op, types, entry.float_ops if entry is not None else 0)
-        name = op.name
+    return nodes
+
+
+def _scope_tree(nodes: dict) -> _Node:
+    """The scope view's tree: each op under its name scope's parent node (children by name)."""
+    nodes = dict(nodes)
+    for name in list(nodes):
         while "/" in name:
             name = name.rpartition("/")[0]
             nodes.setdefault(name, _Node(name, types={_SCOPE_PARENT}))
@@ -362,24 +373,64 @@ def _build_tree(graph, op_log) -> _Node:
     return root
 
 
+def _dataflow_tree(nodes: dict) -> _Node:
+    """The graph view's tree (tfprof_graph.cc): a node's children are its inputs (control ones
+    too) in input order; the root's, by name, the nodes no other node takes as input."""
+    inputs = set()
+    for node in nodes.values():
+        op = node.op
+        node.children = [nodes[t.op.name] for t in op.inputs] + [nodes[c.name] for c in op.control_inputs]
+        inputs.update(c.name for c in node.children)
+    root = _Node(_ROOT, types={_GRAPH_PARENT})
+    root.children = [nodes[name] for name in sorted(nodes) if name not in inputs]
+    return root
+
+
 def _full_match(regexes, text: str) -> bool:
     return any(re.fullmatch(r, text) for r in regexes)
 
 
+def _reaccount(node: _Node, opts: dict) -> bool:
+    """Fresh statistics for the node; whether one of its types is accounted."""
+    node.reinit()
+    return opts["account_type_regexes"] == [".*"] or any(_full_match(opts["account_type_regexes"], t)
+                                                         for t in node.types)
+
+
+def _keep(node: _Node, children: list) -> _Node:
+    node.reset_totals()
+    node.add_self()
+    node.show_children = children
+    for c in children:
+        node.aggregate(c)
+    return node
+
+
 def _account(nodes: list, opts: dict) -> list:
+    """The scope view's accounting: a scope is kept when it or a descendant is accounted."""
     kept = []
     for node in nodes:
         kept_children = _account(node.children, opts)
-        node.reinit()
-        node.account = (opts["account_type_regexes"] == [".*"]
-                        or any(_full_match(opts["account_type_regexes"], t) for t in node.types))
+        node.account = _reaccount(node, opts)
         if node.account or kept_children:
-            node.reset_totals()
-            node.add_self()
-            node.show_children = kept_children
-            for c in kept_children:
-                node.aggregate(c)
-            kept.append(node)
+            kept.append(_keep(node, kept_children))
+    return kept
+
+
+def _account_dataflow(nodes: list, opts: dict, visits: set) -> list:
+    """The graph view's accounting (each node once, depth first): an unaccounted node hands its
+    accounted inputs to its consumer."""
+    kept = []
+    for node in nodes:
+        if node.name in visits:
+            continue
+        visits.add(node.name)
+        kept_children = _account_dataflow(node.children, opts, visits)
+        node.account = _reaccount(node, opts)
+        if node.account:
+            kept.append(_keep(node, kept_children))
+        else:
+            kept.extend(kept_children)
     return kept
 
 
@@ -402,18 +453,28 @@ _ORDER_KEYS = {"params": "total_parameters", "float_ops": "total_float_ops", "oc
 
 
 def _sorted(nodes: list, opts: dict) -> list:
+    """TF's SortNodes: a stable sort by name, or largest first by the order_by total (the time
+    and memory totals are all zero here, so those keep the order)."""
+    if opts["order_by"] == "name":
+        return sorted(nodes, key=lambda n: n.name)
     key = _ORDER_KEYS.get(opts["order_by"])
-    nodes = sorted(nodes, key=lambda n: n.name)
-    return nodes if key is None else sorted(nodes, key=lambda n: -getattr(n.proto, key))
+    return list(nodes) if key is None else sorted(nodes, key=lambda n: -getattr(n.proto, key))
 
 
-def _print_scope(nodes: list, opts: dict, depth: int) -> list:
+def _print_tree(nodes: list, opts: dict, depth: int, visits: Optional[set] = None) -> list:
+    """The shown nodes among `nodes` (a hidden node's shown descendants take its place), their
+    totals redone over what is shown when account_displayed_op_only. `visits`: the graph view's
+    set of nodes already printed (each node once)."""
     shown = []
     for node in nodes:
+        if visits is not None:
+            if node.name in visits:
+                continue
+            visits.add(node.name)
         show = _should_show(node, opts, depth)
         children = []
         if not _full_match(opts["trim_name_regexes"], node.name) and depth <= opts["max_depth"]:
-            children = _print_scope(node.show_children, opts, depth + 1)
+            children = _print_tree(node.show_children, opts, depth + 1, visits)
         if not show:
             shown.extend(children)
             continue
@@ -428,13 +489,17 @@ def _print_scope(nodes: list, opts: dict, depth: int) -> list:
     return shown
 
 
-def _search_root(nodes: list, regexes: list) -> list:
+def _search_root(nodes: list, regexes: list, visits: Optional[set] = None) -> list:
     found = []
     for node in nodes:
+        if visits is not None:
+            if node.name in visits:
+                continue
+            visits.add(node.name)
         if _full_match(regexes, node.name):
             found.append(node)
         else:
-            found.extend(_search_root(node.show_children, regexes))
+            found.extend(_search_root(node.show_children, regexes, visits))
     return found
 
 
@@ -466,48 +531,261 @@ def _to_proto(node: _Node, proto) -> None:
         _to_proto(child, out)
 
 
-def _report(root: _Node, opts: dict) -> str:
+def _legend(opts: dict) -> str:
     legend = [name for key, name in (("params", "# parameters"), ("float_ops", "# float_ops")) if key in opts["select"]]
-    return f"node name | {' | '.join(legend)}\n{_format(root, opts, 0)}\n"
+    return f"node name | {' | '.join(legend)}\n"
+
+
+def _tree_view(nodes: dict, opts: dict, cmd: str):
+    """The scope or graph view (tfprof_scope.cc, tfprof_graph.cc): (GraphNodeProto, report)."""
+    dataflow = cmd == "graph"
+    root = _dataflow_tree(nodes) if dataflow else _scope_tree(nodes)
+    roots = _account_dataflow(root.children, opts, set()) if dataflow else _account(root.children, opts)
+    root.reinit()
+    if opts["start_name_regexes"] != [".*"]:
+        roots = _search_root(roots, opts["start_name_regexes"], set() if dataflow else None)
+    root.show_children = roots
+    for r in roots:
+        root.aggregate(r)
+    root = _print_tree([root], opts, 1, set() if dataflow else None)[0]
+    result = GraphNodeProto()
+    result.MergeFrom(root.proto)
+    _to_proto(root, result)
+    return result, _legend(opts) + _format(root, opts, 0) + "\n"
+
+
+# -- the op view ---------------------------------------------------------------------------------------
+class _OpType:
+    """One op type of the op view (TF's TFMultiGraphNode): the graph's ops of that type."""
+
+    def __init__(self, name: str, members: list):
+        self.name, self.members = name, sorted(members, key=lambda n: n.name)
+        self.account = False
+        self.proto = MultiGraphNodeProto(name=name)
+
+    def reinit(self, opts: dict) -> bool:
+        """This type's statistics over its accounted ops (all when accounting '.*'); whether any is."""
+        regexes = opts["account_type_regexes"]
+        picked = self.members if regexes == [".*"] else [
+            n for n in self.members if any(_full_match(regexes, t) for t in n.types)]
+        self.proto = MultiGraphNodeProto(name=self.name)
+        for n in picked:
+            n.reinit()
+            n.reset_totals()
+            n.add_self()
+            self.proto.graph_nodes.add().CopyFrom(n.proto)
+            self.proto.parameters += n.proto.parameters
+            self.proto.float_ops += n.proto.float_ops
+        return bool(picked) or regexes == [".*"]
+
+    def reset_totals(self) -> None:
+        for field in ("total_parameters", "total_float_ops"):
+            self.proto.ClearField(field)
+
+    def add_self(self) -> None:
+        self.proto.total_parameters += self.proto.parameters
+        self.proto.total_float_ops += self.proto.float_ops
+
+    def aggregate(self, other) -> None:
+        self.proto.total_parameters += other.proto.total_parameters
+        self.proto.total_float_ops += other.proto.total_float_ops
+
+
+def _should_show_type(node: _OpType, opts: dict, depth: int) -> bool:
+    """TFMultiShow::ShouldShow: by the totals down the chain, the op type's name and its number of ops."""
+    p = node.proto
+    if (p.total_parameters < opts["min_params"] or p.total_float_ops < opts["min_float_ops"]
+            or depth > opts["max_depth"] or opts["min_occurrence"] > len(p.graph_nodes)
+            or any(opts.get(k, 0) > 0 for k in ("min_bytes", "min_peak_bytes", "min_residual_bytes",
+                                                   "min_output_bytes", "min_micros", "min_accelerator_micros",
+                                                   "min_cpu_micros"))):
+        return False
+    if opts["show_name_regexes"] != [".*"] and not _full_match(opts["show_name_regexes"], node.name):
+        return False
+    return not _full_match(opts["hide_name_regexes"], node.name)
+
+
+def _chain_totals(chain: list) -> None:
+    """Each op type's totals: its own and those of every type after it (TF's op view chain)."""
+    following = None
+    for node in reversed(chain):
+        node.reset_totals()
+        node.add_self()
+        if following is not None:
+            node.aggregate(following)
+        following = node
+
+
+def _op_view(nodes: dict, opts: dict):
+    """The op view (tfprof_op.cc): (MultiGraphNodeProto, report). One node per op type, ordered
+    by `order_by`; each shown type is the child of the one before it, totals summing down the
+    chain; a type's graph_nodes are its accounted ops."""
+    by_type: dict = {}
+    for node in nodes.values():
+        by_type.setdefault(node.op.type, []).append(node)
+    types = [_OpType(t, members) for t, members in sorted(by_type.items())]
+    for t in types:
+        t.account = t.reinit(opts)
+        t.reset_totals()
+        t.add_self()
+    accounted = [t for t in _sorted(types, opts) if t.account]
+    _chain_totals(accounted)
+    root = MultiGraphNodeProto(name=_ROOT)
+    start = 0
+    if opts["start_name_regexes"] not in ([], [".*"]):
+        start = next((i for i, t in enumerate(accounted) if _full_match(opts["start_name_regexes"], t.name)),
+                     len(accounted))
+    shown = []
+    for depth, t in enumerate(accounted[start:]):
+        if _full_match(opts["trim_name_regexes"], t.name) or depth > opts["max_depth"]:
+            break
+        if _should_show_type(t, opts, depth):
+            shown.append(t)
+    chain = shown if opts["account_displayed_op_only"] else accounted
+    if opts["account_displayed_op_only"]:
+        _chain_totals(shown)
+    if chain:
+        root.total_parameters, root.total_float_ops = chain[0].proto.total_parameters, chain[0].proto.total_float_ops
+    report = _legend(opts) + "".join(_format_type(t, root, opts) for t in shown)
+    parent = root
+    for t in shown:
+        child = parent.children.add()
+        child.CopyFrom(t.proto)
+        child.ClearField("children")
+        parent = child
+    return root, report
+
+
+def _format_type(node: _OpType, root, opts: dict) -> str:
+    """An op type's line of the op view's report: its own count with its share of the whole,
+    accumulated down the chain and its own."""
+    info = []
+    for key, own, total, root_total, unit in (
+            ("params", "parameters", "total_parameters", root.total_parameters, "params"),
+            ("float_ops", "float_ops", "total_float_ops", root.total_float_ops, "float_ops")):
+        if key in opts["select"]:
+            value, accumulated = getattr(node.proto, own), getattr(node.proto, total)
+            shares = (100.0 * accumulated / root_total, 100.0 * value / root_total) if accumulated > 0 else (0.0, 0.0)
+            text = f"{_format_number(value)} {unit} ({shares[0]:.2f}%, {shares[1]:.2f}%)"
+            info.append(f"{text:>30}")
+    return f"{node.name:<25}{', '.join(info)}\n"
+
+
+def _write_report(report: str, output: str) -> None:
+    if output == "stdout":
+        sys.stdout.write(report)
+    elif output.startswith("file:outfile="):
+        with open(output.partition("=")[2], "w") as f:
+            f.write(report)
+    elif output != "none":
+        raise InvalidArgumentError(None, None, f"profile output {output!r} is not supported by tensorweave: use "
+                                               "'stdout', 'none' or 'file:outfile=PATH'")
+
+
+def _show(graph, op_log, cmd: str, options):
+    """The `cmd` view ('scope', 'graph' or 'op') of the graph's statistics under `options`,
+    its report written where options['output'] says."""
+    if cmd not in ("scope", "graph", "op"):
+        raise InvalidArgumentError(None, None, f"profile cmd {cmd!r} is not supported by tensorweave: only "
+                                               "'scope', 'graph' and 'op' are ('code' needs the Python stack "
+                                               "that built each op, which tensorweave does not keep)")
+    opts = {**_options(), **(ProfileOptionBuilder.trainable_variables_parameter() if options is None
+                              else dict(options))}
+    nodes = _graph_nodes(graph if graph is not None else get_default_graph(), op_log)
+    result, report = _op_view(nodes, opts) if cmd == "op" else _tree_view(nodes, opts, cmd)
+    _write_report(report, opts["output"])
+    return result
 
 
 @tf_export("profiler.profile")
 def profile(graph=None, run_meta=None, op_log=None, cmd: str = "scope", options=None):
     """tf.profiler.profile(graph=None, run_meta=None, op_log=None, cmd='scope', options=...):
-    the graph's (default: the default graph's) statistics as a GraphNodeProto tree (root
-    `_TFProfRoot`, whose total_float_ops and total_parameters sum the accounted nodes), printed
-    as `options['output']` says ('stdout', 'none', 'file:outfile=PATH'). `options` defaults to
+    the graph's (default: the default graph's) statistics, printed as `options['output']` says
+    ('stdout', 'none', 'file:outfile=PATH'). cmd 'scope' (by name scope) and 'graph' (by data
+    flow: each node's inputs are its children) give a GraphNodeProto tree under `_TFProfRoot`,
+    whose total_float_ops and total_parameters sum the accounted nodes; 'op' (by op type) a
+    MultiGraphNodeProto. `options` defaults to
     ProfileOptionBuilder.trainable_variables_parameter(); `op_log` (a tf.profiler.OpLogProto)
     adds op types and float_ops to the graph's ops by name."""
-    if cmd != "scope":
-        raise InvalidArgumentError(None, None, f"profile cmd {cmd!r} is not supported by tensorweave: only "
-                                               "'scope' (the name-scope view) is")
-    opts = ProfileOptionBuilder.trainable_variables_parameter() if options is None else dict(options)
-    defaults = _options()
-    opts = {**defaults, **opts}
-    graph = graph if graph is not None else get_default_graph()
-    root = _build_tree(graph, op_log)
-    roots = _account(root.children, opts)
-    root.reinit()
-    if opts["start_name_regexes"] != [".*"]:
-        roots = _search_root(roots, opts["start_name_regexes"])
-    root.show_children = roots
-    for r in roots:
-        root.aggregate(r)
-    root = _print_scope([root], opts, 1)[0]
-    result = GraphNodeProto()
-    result.MergeFrom(root.proto)
-    _to_proto(root, result)
-    output = opts["output"]
-    if output == "stdout":
-        sys.stdout.write(_report(root, opts))
-    elif output.startswith("file:outfile="):
-        with open(output.partition("=")[2], "w") as f:
-            f.write(_report(root, opts))
-    elif output != "none":
-        raise InvalidArgumentError(None, None, f"profile output {output!r} is not supported by tensorweave: use "
-                                               "'stdout', 'none' or 'file:outfile=PATH'")
+    return _show(graph, op_log, cmd, options)
+
+
+@tf_export("profiler.Profiler")
+class Profiler:
+    """tf.profiler.Profiler(graph=None, op_log=None): profiles one graph (default: the default
+    graph) in several views, over the steps added with add_step. The statistics are the static
+    ones profile() gives: tensorweave's RunMetadata holds no per-op times, memory or shapes for
+    tfprof, so a step adds no time or memory figures."""
+
+    def __init__(self, graph=None, op_log=None):
+        self._graph = graph if graph is not None else get_default_graph()
+        self._op_log = op_log
+        self._steps: dict = {}
+
+    def add_step(self, step, run_meta) -> None:
+        """Adds the run of step `step` (its RunMetadata): the steps the options' `step` can name."""
+        self._steps[int(step)] = run_meta
+
+    def profile_name_scope(self, options):
+        """The scope view: a GraphNodeProto tree by name scope."""
+        return _show(self._graph, self._op_log, "scope", options)
+
+    def profile_graph(self, options):
+        """The graph view: a GraphNodeProto tree by data flow (a node's inputs are its children)."""
+        return _show(self._graph, self._op_log, "graph", options)
+
+    def profile_operations(self, options):
+        """The op view: a MultiGraphNodeProto chain of op types (MatMul, Conv2D, ...)."""
+        return _show(self._graph, self._op_log, "op", options)
+
+    def profile_python(self, options):
+        """The code view: not available (InvalidArgumentError): it groups ops by the Python stack
+        that built them, which tensorweave does not keep."""
+        return _show(self._graph, self._op_log, "code", options)
+
+    def advise(self, options):
+        """The AdviceProto of the checkers named in `options` ({checker name: {}}; see advise())."""
+        return _advise(self._graph, options, have_steps=bool(self._steps))
+
+
+ALL_ADVICE = {"ExpensiveOperationChecker": {}, "AcceleratorUtilizationChecker": {}, "JobChecker": {},
+              "OperationChecker": {}}
+
+
+def _advise(graph, options, have_steps: bool):
+    """TF's Advisor over static statistics. AcceleratorUtilizationChecker: no accelerator runs
+    kernels here, so no report. OperationChecker: "Maybe use faster FusedBatchNorm instead of
+    BatchNorm" when an op is named *BatchNorm* and none is a FusedBatchNorm (NHWC advice concerns
+    GPU ops). ExpensiveOperationChecker: its views show ops by time, zero here, so no report.
+    JobChecker is Google-internal (TF's open-source build reports nothing for it either)."""
+    result = AdviceProto()
+    options = options or {}
+    ops = graph.get_operations()
+    if "AcceleratorUtilizationChecker" in options:
+        result.checkers["AcceleratorUtilizationChecker"].SetInParent()
+    if "OperationChecker" in options:
+        checker = result.checkers["OperationChecker"]
+        checker.SetInParent()
+        if any("BatchNorm" in op.name for op in ops) and not any(op.type == "FusedBatchNorm" for op in ops):
+            checker.reports.append("Maybe use faster FusedBatchNorm instead of BatchNorm")
+    if "ExpensiveOperationChecker" in options:
+        result.checkers["ExpensiveOperationChecker"].SetInParent()
+        if not have_steps:
+            sys.stderr.write("Missing RunMetadata info. Skip ExpensiveOperationChecker\n"
+                             "Missing run_meta for ExpensiveOperationChecker\n")
+        sys.stderr.write("Missing op_log (code traces) for ExpensiveOperationChecker\n")
+    for name in sorted(result.checkers):
+        sys.stdout.write(f"\n{name}:\n" + "".join(f"{r}\n" for r in result.checkers[name].reports))
     return result
+
+
+@tf_export("profiler.advise")
+def advise(graph=None, run_meta=None, options=None):
+    """tf.profiler.advise(graph=None, run_meta=None, options=ALL_ADVICE): runs the advisor's
+    checkers (all by default) over the graph (default: the default graph), printing and
+    returning their reports as an AdviceProto {checker: reports}."""
+    graph = graph if graph is not None else get_default_graph()
+    return _advise(graph, ALL_ADVICE if options is None else options, have_steps=run_meta is not None)
 
 
 @tf_export("profiler.write_op_log")

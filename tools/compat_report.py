@@ -73,9 +73,10 @@ NAME_REASONS = [
     ("summary", "initialize", "initializes tf.contrib.summary's (TF 2-style) writers, which are not provided; "
                               "tf.summary.FileWriter is here"),
     ("image", "generate_bounding_box_proposals", "a TF 2.x addition"),
-    ("ragged", "boolean_mask", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),
-    ("ragged", "stack*", "ragged dispatch of array ops (boolean_mask, stack, ...): not yet implemented"),
-    ("ragged", "cross*", "crosses of ragged tensors: not yet implemented (tf.sparse.cross* are here)"),
+    ("distribute.cluster_resolver", "GCEClusterResolver", "resolves through Google Compute Engine's API and "
+                                                          "metadata service, which are not reachable here"),
+    ("distribute.cluster_resolver", "TPUClusterResolver", "TPUs (and the Cloud TPU API naming them) are not "
+                                                          "supported"),
     ("strings", "unicode_script", "needs ICU's Unicode script table, which Python's unicodedata lacks"),
     ("tf", "load_*library", "custom C++ ops are not loadable"),
     ("tf", "load_op_library", "custom C++ ops are not loadable"),

@@ -8,6 +8,7 @@ answers, as in TF.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import enum
 
@@ -54,6 +55,20 @@ def as_reduce_op(reduce_op) -> ReduceOp:
 class InputReplicationMode(enum.Enum):
     """How input_fn is replicated: PER_WORKER (input_fn runs once per worker)."""
     PER_WORKER = "PER_WORKER"
+
+
+@tf_export("distribute.RunOptions")
+class RunOptions(collections.namedtuple("RunOptions", ["experimental_enable_dynamic_batch_size",
+                                                       "experimental_bucketizing_dynamic_shape",
+                                                       "experimental_xla_options"])):
+    """tf.distribute.RunOptions(experimental_enable_dynamic_batch_size=True,
+    experimental_bucketizing_dynamic_shape=False, experimental_xla_options=None): the options of
+    `strategy.run` (TPU dynamic shapes and XLA compilation: recorded, with no effect here)."""
+
+    def __new__(cls, experimental_enable_dynamic_batch_size=True, experimental_bucketizing_dynamic_shape=False,
+                experimental_xla_options=None):
+        return super().__new__(cls, experimental_enable_dynamic_batch_size, experimental_bucketizing_dynamic_shape,
+                               experimental_xla_options)
 
 
 @tf_export("distribute.InputContext")
@@ -276,9 +291,12 @@ class Strategy:
                 variable_creator_scope(self._extended._variable_creator):
             yield self
 
-    def experimental_run_v2(self, fn, args=(), kwargs=None):
+    def experimental_run_v2(self, fn, args=(), kwargs=None, options=None):
         """Runs fn once per replica with the replica's components of args; returns per-replica
-        results."""
+        results. `options` (a tf.distribute.RunOptions) tunes TPU and XLA compilation, which
+        does not apply here."""
+        if options is not None and not isinstance(options, RunOptions):
+            raise TypeError(f"options must be a tf.distribute.RunOptions, got {type(options).__name__}")
         return self._extended.call_for_each_replica(fn, args=args, kwargs=kwargs)
 
     run = experimental_run_v2
@@ -385,6 +403,24 @@ def get_strategy():
 def has_strategy() -> bool:
     """Whether a non-default strategy is current."""
     return current_entry() is not None
+
+
+@tf_export("distribute.experimental_set_strategy")
+def experimental_set_strategy(strategy) -> None:
+    """tf.distribute.experimental_set_strategy(strategy): makes `strategy` current in the default
+    graph as `with strategy.scope():` would, until the next call (None: back to the default
+    strategy). RuntimeError inside a strategy's scope()."""
+    graph = get_default_graph()
+    old_scope = getattr(graph, "_global_distribute_strategy_scope", None)
+    if old_scope is not None:
+        old_scope.__exit__(None, None, None)
+        graph._global_distribute_strategy_scope = None
+    if has_strategy():
+        raise RuntimeError("Must not be called inside a `tf.distribute.Strategy` scope.")
+    if strategy is not None:
+        new_scope = strategy.scope()
+        new_scope.__enter__()
+        graph._global_distribute_strategy_scope = new_scope
 
 
 @tf_export("distribute.in_cross_replica_context")

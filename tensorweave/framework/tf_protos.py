@@ -5,8 +5,9 @@ same fields and numbers, so the same bytes and text as TF's). The few TensorBoar
 are declared here from TF's `.proto` sources, field for field: `SavedModel`
 (tensorflow/core/protobuf/saved_model.proto), `QueueRunnerDef` (queue_runner.proto),
 `BundleHeaderProto` and `BundleEntryProto` (tensor_bundle.proto, a checkpoint index's records),
-`TensorSliceProto` (tensor_slice.proto), `GraphNodeProto` (tfprof_output.proto, what
-tf.profiler.profile returns) and `ServerDef` (tensorflow_server.proto; its field 7,
+`TensorSliceProto` (tensor_slice.proto), `GraphNodeProto`, `MultiGraphNodeProto` and `AdviceProto`
+(tfprof_output.proto, what tf.profiler's views and advisor return) and `ServerDef`
+(tensorflow_server.proto; its field 7,
 `cluster_device_filters`, is left out: tensorweave applies no device filters, and a ServerDef of TF's
 carrying them parses, the field kept as unknown bytes) and `DeviceAttributes` (device_attributes.proto,
 without its `locality`) and `BenchmarkEntries` (test_log.proto's benchmark records, which
@@ -34,12 +35,16 @@ _MAP = -1   # not a protobuf label: _declare's mark of a map field
 def _declare(file_name: str, messages: dict, dependencies: tuple = ()) -> dict:
     """Message classes (package tensorweave) from `messages` = {name: [(field, number, type,
     label, type_name[, oneof]), ...]}; a field naming a oneof is its only member (presence kept).
-    A map field is (field, number, key type, _MAP, value message type name)."""
+    A map field is (field, number, key type, _MAP, value message type name); a message named
+    "Outer.Inner" is nested in Outer (declared before it)."""
     package = "tensorweave"
     proto = descriptor_pb2.FileDescriptorProto(name=file_name, package=package, syntax="proto3",
                                                dependency=list(dependencies))
+    declared: dict = {}
     for name, fields in messages.items():
-        msg = proto.message_type.add(name=name)
+        parent, _, own = name.rpartition(".")   # "Outer.Inner": a message nested in one declared before it
+        msg = declared[parent].nested_type.add(name=own) if parent else proto.message_type.add(name=name)
+        declared[name] = msg
         for field, number, kind, label, type_name, *oneof in fields:
             if label == _MAP:   # protoc's form of map<K, V>: a repeated nested XxxEntry(key, value)
                 entry = msg.nested_type.add(name="".join(w.title() for w in field.split("_")) + "Entry")
@@ -115,6 +120,12 @@ _int64_fields = [("run_count", 21), ("exec_micros", 2), ("accelerator_exec_micro
                  ("total_exec_micros", 6), ("total_accelerator_exec_micros", 19), ("total_cpu_exec_micros", 20),
                  ("total_requested_bytes", 7), ("total_peak_bytes", 27), ("total_residual_bytes", 28),
                  ("total_output_bytes", 29), ("total_parameters", 8), ("total_float_ops", 14)]
+_multi_int64_fields = [("exec_micros", 2), ("accelerator_exec_micros", 12), ("cpu_exec_micros", 13),
+                       ("requested_bytes", 3), ("peak_bytes", 16), ("residual_bytes", 17), ("output_bytes", 18),
+                       ("parameters", 4), ("float_ops", 5), ("total_exec_micros", 6),
+                       ("total_accelerator_exec_micros", 14), ("total_cpu_exec_micros", 15),
+                       ("total_requested_bytes", 7), ("total_peak_bytes", 19), ("total_residual_bytes", 20),
+                       ("total_output_bytes", 21), ("total_parameters", 8), ("total_float_ops", 9)]
 _tfprof = _declare("tensorweave/tfprof_output.proto", {
     "TFProfTensorProto": [("dtype", 1, _F.TYPE_INT32, _OPTIONAL, ""),
                           ("value_double", 2, _F.TYPE_DOUBLE, _REPEATED, ""),
@@ -127,9 +138,19 @@ _tfprof = _declare("tensorweave/tfprof_output.proto", {
                          ("shapes", 11, _F.TYPE_MESSAGE, _REPEATED, ".tensorboard.TensorShapeProto"),
                          ("input_shapes", 16, _F.TYPE_INT32, _MAP, ".tensorboard.TensorShapeProto"),
                          ("children", 12, _F.TYPE_MESSAGE, _REPEATED, ".tensorweave.GraphNodeProto")],
+    "MultiGraphNodeProto": [("name", 1, _F.TYPE_STRING, _OPTIONAL, "")]
+                           + [(field, number, _F.TYPE_INT64, _OPTIONAL, "") for field, number in _multi_int64_fields]
+                           + [("graph_nodes", 10, _F.TYPE_MESSAGE, _REPEATED, ".tensorweave.GraphNodeProto"),
+                              ("children", 11, _F.TYPE_MESSAGE, _REPEATED, ".tensorweave.MultiGraphNodeProto")],
+    "AdviceProto": [("checkers", 1, _F.TYPE_STRING, _MAP, ".tensorweave.AdviceProto.Checker")],
+    "AdviceProto.Checker": [("reports", 2, _F.TYPE_STRING, _REPEATED, "")],
 }, (tensor_shape_pb2.DESCRIPTOR.name,))
 GraphNodeProto = _tfprof["GraphNodeProto"]
 tf_export("profiler.GraphNodeProto")(GraphNodeProto)
+MultiGraphNodeProto = _tfprof["MultiGraphNodeProto"]   # what the op (and code) view of tf.profiler gives
+tf_export("profiler.MultiGraphNodeProto")(MultiGraphNodeProto)
+AdviceProto = _tfprof["AdviceProto"]   # tf.profiler.advise's reports, by checker
+tf_export("profiler.AdviceProto")(AdviceProto)
 OpLogProto = tfprof_log_pb2.OpLogProto
 tf_export("profiler.OpLogProto")(OpLogProto)
 

@@ -35,3 +35,20 @@ def cnn(tf) -> None:
     tf.reduce_sum(tf.nn.softmax(logits), name="total")
     unknown = tf.placeholder(tf.float32, [None, 5], name="unknown_batch")
     tf.matmul(unknown, tf.transpose(w), name="unknown_matmul")
+
+
+def batch_norm(tf) -> None:
+    """A dense layer, batch normalization spelled out op by op (no FusedBatchNorm op) in a
+    'BatchNorm' scope, and a squared mean: the advisor's BatchNorm check."""
+    x = tf.placeholder_with_default(tf.ones([6, 4]), [6, 4], name="x")
+    with tf.variable_scope("dense"):
+        w = tf.get_variable("kernel", [4, 3], initializer=tf.ones_initializer())
+        h = tf.matmul(x, w, name="matmul")
+    with tf.variable_scope("BatchNorm"):
+        gamma = tf.get_variable("gamma", [3], initializer=tf.ones_initializer())
+        mean = tf.reduce_mean(h, 0, name="mean")
+        centered = tf.subtract(h, mean, name="centered")
+        variance = tf.reduce_mean(tf.square(centered, name="squared"), 0, name="variance")
+        scale = tf.multiply(tf.rsqrt(variance, name="rsqrt"), gamma, name="scale")
+        h = tf.multiply(centered, scale, name="normalized")
+    tf.reduce_mean(tf.square(h, name="square"), name="loss")

@@ -70,8 +70,8 @@ def test_report_to_a_file_and_bad_arguments(tmp_path):
     _profile("mlp", Builder(Builder.trainable_variables_parameter()).with_file_output(str(out)).build())
     assert out.read_text().splitlines()[:4] == ["node name | # parameters", "_TFProfRoot (--/506 params)",
                                                 "  layer0 (--/336 params)", "    layer0/bias (16, 16/16 params)"]
-    with pytest.raises(errors.InvalidArgumentError, match="profile cmd 'graph'"):
-        tf.profiler.profile(tf.Graph(), cmd="graph")
+    with pytest.raises(errors.InvalidArgumentError, match="profile cmd 'code'"):
+        tf.profiler.profile(tf.Graph(), cmd="code")
 
 
 def test_op_log_adds_types_and_float_ops():

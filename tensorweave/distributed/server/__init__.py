@@ -91,7 +91,7 @@ def _is_local_interface(ip) -> bool:
         return False
 
 
-@tf_export("train.Server")
+@tf_export("distribute.Server", "train.Server")
 class Server:
     """tf.train.Server(server_or_cluster_def, job_name=None, task_index=None, protocol=None,
     config=None, start=True): an in-process server of one task of the cluster.

@@ -1,6 +1,7 @@
 """SparseCross: the crosses of sparse and dense features row by row (tf.sparse.cross,
-tf.sparse.cross_hashed; crossed feature columns). In strings/, beside the Fingerprint64 its
-hashed crosses are built from (sparse/ sits below strings/).
+tf.sparse.cross_hashed; crossed feature columns; tf.ragged.cross and cross_hashed, whose ragged
+inputs enter as their SparseTensors and whose result is the SparseCross's rows). In strings/,
+beside the Fingerprint64 its hashed crosses are built from (sparse/ sits below strings/).
 
 Row b of the output holds every combination of one feature from each input's row b, the last
 input varying fastest (a row where an input has no feature has none). A string cross joins the
@@ -14,12 +15,14 @@ import itertools
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
+from tensorweave.framework.api import name_scope
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import make_op, string_result
 from tensorweave.ops.math.cast import cast
+from tensorweave.ops.ragged.ragged_tensor import RaggedTensor, convert_to_tensor_or_ragged_tensor
 from tensorweave.ops.registry import register
 from tensorweave.ops.strings.hashing import fingerprint64, fingerprint_cat64
 
@@ -125,3 +128,52 @@ def sparse_cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
     each cross TF's fingerprint of its features modulo num_buckets (int64); 0 buckets: modulo
     2**63 - 1."""
     return _cross(inputs, True, num_buckets, hash_key, name)
+
+
+def _ragged_cross(inputs, hashed_output: bool, num_buckets: int, hash_key, name):
+    """TF's RaggedCross as SparseCross over the inputs' rows (a RaggedTensor enters as its
+    to_sparse()), the result's rows made a RaggedTensor again."""
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError("Inputs must be a list")
+    with name_scope(name, "RaggedCross", inputs):
+        converted, nrows, splits_dtypes = [], set(), set()
+        for i, t in enumerate(inputs):
+            t = SparseTensor.from_value(t) if isinstance(t, (SparseTensor, SparseTensorValue)) else \
+                convert_to_tensor_or_ragged_tensor(t)
+            if not (t.dtype.is_integer or t.dtype == dtypes.string):
+                raise ValueError(f"Unexpected dtype for inputs[{i}]: {t.dtype.name}")
+            if isinstance(t, RaggedTensor):
+                if t.ragged_rank != 1 or t.flat_values.shape.ndims != 1:
+                    raise ValueError("tf.ragged.cross only supports inputs with rank=2")
+                splits_dtypes.add(t.row_splits.dtype)
+                n = t.row_splits.shape[0].value
+                nrows.add(None if n is None else n - 1)
+                t = t.to_sparse()
+            elif isinstance(t, SparseTensor):
+                t.shape.with_rank(2)
+            else:
+                t.shape.with_rank(2)
+                nrows.add(t.shape[0].value)
+            converted.append(t)
+        known = {n for n in nrows if n is not None}
+        if len(known) > 1:
+            raise ValueError(f"tf.ragged.cross: inputs must have the same number of rows, got {sorted(known)}")
+        crossed = _cross(converted, hashed_output, num_buckets, hash_key, None)
+        splits_dtype = dtypes.int32 if splits_dtypes == {dtypes.int32} else dtypes.int64
+        return RaggedTensor.from_value_rowids(crossed.values, cast(crossed.indices[:, 0], splits_dtype),
+                                              nrows=cast(crossed.dense_shape[0], splits_dtype), validate=False)
+
+
+@tf_export("ragged.cross")
+def ragged_cross(inputs, name=None):
+    """tf.ragged.cross(inputs, name=None): row by row, the string crosses ("a_X_b") of the rank-2
+    RaggedTensors, SparseTensors and Tensors in `inputs` (integer or string), as a RaggedTensor."""
+    return _ragged_cross(inputs, False, 0, None, name)
+
+
+@tf_export("ragged.cross_hashed")
+def ragged_cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
+    """tf.ragged.cross_hashed(inputs, num_buckets=0, hash_key=None, name=None): as ragged.cross,
+    each cross TF's fingerprint of its features modulo num_buckets (int64; 0 buckets: modulo
+    2**63 - 1), bit-equal to TF's."""
+    return _ragged_cross(inputs, True, num_buckets, hash_key, name)
