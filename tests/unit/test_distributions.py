@@ -393,3 +393,24 @@ def test_validate_args_errors_name_the_parameter(make, feed, message):
     out = make(p)
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         run(out, {p: feed})
+
+
+def test_fitting_a_normal_by_maximum_likelihood_and_a_reparameterized_sample():
+    """A TF1 program's use: variables as parameters, log_prob as the loss, an optimizer; and a
+    loss on reparameterized samples, whose gradients reach loc and scale through sample()."""
+    data = np.random.RandomState(0).normal(2.0, 0.5, size=400).astype(np.float32)
+    loc, log_scale = tf.Variable(0.0), tf.Variable(0.0)
+    fit = tfd.Normal(loc, tf.exp(log_scale))
+    nll = -tf.reduce_mean(fit.log_prob(data))
+    q_loc, q_log_scale = tf.Variable(0.0), tf.Variable(0.0)
+    q = tfd.Normal(q_loc, tf.exp(q_log_scale))
+    # E_q[(x - 3)^2] + KL(q || N(0, 1)) = (m - 3)^2 + s^2 + (s^2 + m^2 - 1)/2 - log s: least at m = 2, s^2 = 1/3
+    elbo_like = tf.reduce_mean(tf.square(q.sample(2000, seed=1) - 3.0)) + q.kl_divergence(tfd.Normal(0.0, 1.0))
+    train = tf.train.AdamOptimizer(0.05).minimize(nll + elbo_like)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(400):
+            sess.run(train)
+        got = sess.run([loc, fit.scale, q_loc, q.scale])
+    np.testing.assert_allclose(got[:2], [data.mean(), data.std()], rtol=0.02)
+    np.testing.assert_allclose(got[2:], [2.0, 1 / np.sqrt(3.0)], rtol=0.03)
