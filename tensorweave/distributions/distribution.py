@@ -85,9 +85,17 @@ class Distribution:
         self._reparameterization_type = reparameterization_type
         self._allow_nan_stats = allow_nan_stats
         self._validate_args = validate_args
-        self._parameters = {k: v for k, v in (parameters or {}).items() if k not in ("self", "__class__")}
+        self._parameters = parameters
         self._graph_parents = graph_parents
         self._name = name
+
+    @property
+    def _parameters(self):
+        return self._parameter_dict
+
+    @_parameters.setter
+    def _parameters(self, value):   # set from dict(locals()) by subclasses, as in TF: `self` left out
+        self._parameter_dict = {k: v for k, v in (value or {}).items() if k not in ("self", "__class__")}
 
     @classmethod
     def param_shapes(cls, sample_shape, name="DistributionParamShapes"):
@@ -200,85 +208,74 @@ class Distribution:
     _survival_function = _unimplemented("survival_function")
     _quantile = _unimplemented("quantile")
 
-    def _call(self, name, value, method, fallback=None, via=None):
-        with self._name_scope(name, values=[value]):
-            value = convert_to_tensor(value, name="value", preferred_dtype=self.dtype)
+    def _call(self, name, method, fallback=None, via=None, values=()):
+        """`method(*values)` in the scope `name`; where it is not implemented, `via(fallback(*values))`
+        (TF's pairs: prob from log_prob, stddev from variance, ...), else the first method's error."""
+        with self._name_scope(name, values=list(values)):
+            values = [convert_to_tensor(v, name="value", preferred_dtype=self.dtype) for v in values]
             try:
-                return method(value)
+                return method(*values)
             except NotImplementedError:
                 if fallback is None:
                     raise
                 try:
-                    return via(fallback(value))
+                    return via(fallback(*values))
                 except NotImplementedError:
                     pass
                 raise
 
     def log_prob(self, value, name="log_prob"):
         """Log probability density (or mass) of `value`."""
-        return self._call(name, value, self._log_prob, self._prob, log)
+        return self._call(name, self._log_prob, self._prob, log, values=[value])
 
     def prob(self, value, name="prob"):
         """Probability density (or mass) of `value`."""
-        return self._call(name, value, self._prob, self._log_prob, exp)
+        return self._call(name, self._prob, self._log_prob, exp, values=[value])
 
     def log_cdf(self, value, name="log_cdf"):
         """log P[X <= value]."""
-        return self._call(name, value, self._log_cdf, self._cdf, log)
+        return self._call(name, self._log_cdf, self._cdf, log, values=[value])
 
     def cdf(self, value, name="cdf"):
         """P[X <= value]."""
-        return self._call(name, value, self._cdf, self._log_cdf, exp)
+        return self._call(name, self._cdf, self._log_cdf, exp, values=[value])
 
     def log_survival_function(self, value, name="log_survival_function"):
         """log P[X > value]."""
-        return self._call(name, value, self._log_survival_function, self.cdf, lambda c: log1p(-c))
+        return self._call(name, self._log_survival_function, self.cdf, lambda c: log1p(-c), values=[value])
 
     def survival_function(self, value, name="survival_function"):
         """P[X > value]."""
-        return self._call(name, value, self._survival_function, self.cdf, lambda c: 1. - c)
+        return self._call(name, self._survival_function, self.cdf, lambda c: 1. - c, values=[value])
 
     def quantile(self, value, name="quantile"):
         """The inverse cdf at probability `value`."""
-        return self._call(name, value, self._quantile)
+        return self._call(name, self._quantile, values=[value])
 
     # -- statistics -----------------------------------------------------------------------------------
     _entropy, _mean, _mode = _unimplemented("entropy"), _unimplemented("mean"), _unimplemented("mode")
     _variance, _stddev = _unimplemented("variance"), _unimplemented("stddev")
     _covariance = _unimplemented("covariance")
 
-    def _statistic(self, name, method, fallback=None, via=None):
-        with self._name_scope(name):
-            try:
-                return method()
-            except NotImplementedError:
-                if fallback is None:
-                    raise
-                try:
-                    return via(fallback())
-                except NotImplementedError:
-                    pass
-                raise
-
     def entropy(self, name="entropy"):
         """Shannon entropy in nats."""
-        return self._statistic(name, self._entropy)
+        return self._call(name, self._entropy)
 
     def mean(self, name="mean"):
-        return self._statistic(name, self._mean)
+        return self._call(name, self._mean)
 
     def mode(self, name="mode"):
-        return self._statistic(name, self._mode)
+        return self._call(name, self._mode)
 
     def variance(self, name="variance"):
-        return self._statistic(name, self._variance, self._stddev, square)
+        return self._call(name, self._variance, self._stddev, square)
 
     def stddev(self, name="stddev"):
-        return self._statistic(name, self._stddev, self._variance, sqrt)
+        return self._call(name, self._stddev, self._variance, sqrt)
 
     def covariance(self, name="covariance"):
         """The covariance matrices of vector-valued distributions (batch_shape + event x event)."""
-        return self._statistic(name, self._covariance)
+        return self._call(name, self._covariance)
 
     def cross_entropy(self, other, name="cross_entropy"):
         """H[self, other] = E_self[-log other(X)] = entropy + KL[self || other]."""

@@ -12,6 +12,7 @@ from tensorweave.ops.array.diag import matrix_set_diag
 from tensorweave.ops.array.fill import ones, ones_like
 from tensorweave.ops.array.gather import one_hot
 from tensorweave.ops.debugging.asserts import assert_equal, assert_less, assert_near, assert_non_negative
+from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.math.array_composites import sequence_mask
 from tensorweave.ops.math.binary import equal
 from tensorweave.ops.math.cast import cast
@@ -24,7 +25,6 @@ from tensorweave.ops.random import multinomial, random_gamma
 from tensorweave.distributions.distribution import (FULLY_REPARAMETERIZED, NOT_REPARAMETERIZED, Distribution,
                                                     RegisterKL, checked, gen_new_seed, log_combinations,
                                                     logits_and_probs, parameter_tensors)
-from tensorweave.ops.debugging.printing import Assert
 
 
 class _VectorEvent(Distribution):
@@ -43,28 +43,28 @@ class _VectorEvent(Distribution):
         return shape(self._event_parent)[-1:]
 
     def _covariance(self):
-        """Off the diagonal -x_i x_j of the variance's scaled means; the variance on it."""
+        """-x_i x_j off the diagonal (x: the means times _variance_scale_term), the variances on it."""
         x = self._variance_scale_term() * self._mean()
         return matrix_set_diag(-matmul(x[..., None], x[..., None, :]), self._variance())
 
 
+def _whole_numbers(x, what: str) -> list:
+    """validate_args's checks that `x` holds non-negative whole numbers."""
+    return [assert_non_negative(x, message=f"{what} must be non-negative"),
+            Assert(reduce_all(equal(x, floor(x))), [f"{what} cannot contain fractional components."])]
+
+
 def _count_checks(total_count, counts, validate_args: bool, what: str) -> list:
-    """validate_args's checks of counts: non-negative whole numbers summing to total_count."""
+    """validate_args's checks of counts: whole numbers summing to total_count."""
     if not validate_args:
         return []
-    return [assert_non_negative(counts, message="counts must be non-negative"),
-            Assert(reduce_all(equal(counts, floor(counts))), ["counts cannot contain fractional components."]),
-            assert_equal(total_count, reduce_sum(counts, -1), message=f"counts {what}must sum to `total_count`")]
+    return _whole_numbers(counts, "counts") + [
+        assert_equal(total_count, reduce_sum(counts, -1), message=f"counts {what}must sum to `total_count`")]
 
 
 def _whole_count(total_count, validate_args: bool):
     total_count = convert_to_tensor(total_count, name="total_count")
-    if not validate_args:
-        return total_count
-    return checked(total_count, [
-        assert_non_negative(total_count, message="total_count must be non-negative"),
-        Assert(reduce_all(equal(total_count, floor(total_count))), ["total_count cannot contain fractional "
-                                                                    "components."])])
+    return checked(total_count, _whole_numbers(total_count, "total_count") if validate_args else [])
 
 
 def _sample_counts(dist, n, logits, seed):

@@ -211,8 +211,8 @@ class StudentT(ScalarEvent):
 
     def _entropy(self):
         df = self.df * ones(self.batch_shape_tensor(), dtype=self.dtype)
-        return (log(abs(self.scale)) + 0.5 * log(self.df) + lbeta(concat([df[..., None], ones_like(df)[..., None]],
-                                                                            -1) / 2.)
+        half_df_and_half = concat([df[..., None], ones_like(df)[..., None]], -1) / 2.
+        return (log(abs(self.scale)) + 0.5 * log(self.df) + lbeta(half_df_and_half)
                 + 0.5 * (self.df + 1.) * (digamma(0.5 * (self.df + 1.)) - digamma(0.5 * self.df)))
 
     def _mean(self):
@@ -349,7 +349,7 @@ class Exponential(Gamma):
         with name_scope(name, values=[rate]) as name:
             self._rate = convert_to_tensor(rate, name="rate")
         super().__init__(ones([], dtype=self._rate.dtype), self._rate, validate_args, allow_nan_stats, name)
-        self._parameters = {k: v for k, v in parameters.items() if k not in ("self", "__class__")}
+        self._parameters = parameters
 
     _param_shapes = _param_shapes("rate")
 
