@@ -2,6 +2,8 @@
 DirichletMultinomial and Multinomial, with TF 1.15's formulas and the Dirichlet-Dirichlet KL."""
 from __future__ import annotations
 
+import numpy as np
+
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -9,10 +11,12 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import reshape, shape
 from tensorweave.ops.array.diag import matrix_set_diag
-from tensorweave.ops.array.fill import ones, ones_like
+from tensorweave.ops.array.fill import fill, ones, ones_like
 from tensorweave.ops.array.gather import one_hot
+from tensorweave.ops.array.sort import where_v2
 from tensorweave.ops.debugging.asserts import assert_equal, assert_less, assert_near, assert_non_negative
 from tensorweave.ops.debugging.printing import Assert
+from tensorweave.ops.grouping import with_dependencies
 from tensorweave.ops.math.array_composites import sequence_mask
 from tensorweave.ops.math.binary import equal
 from tensorweave.ops.math.cast import cast
@@ -120,6 +124,17 @@ class Dirichlet(_VectorEvent):
 
     def _mean(self):
         return self.concentration / self.total_concentration[..., None]
+
+    def _mode(self):
+        """(concentration - 1) / (total - k); NaN for a member with a concentration <= 1 (TF 1.15
+        selects whole rows)."""
+        k = cast(self.event_shape_tensor()[0], self.dtype)
+        mode = (self.concentration - 1.) / (self.total_concentration[..., None] - k)
+        if self.allow_nan_stats:
+            nan = fill(shape(mode), np.array(np.nan, self.dtype.as_numpy_dtype), name="nan")
+            return where_v2(reduce_all(self.concentration > 1., axis=-1, keepdims=True), mode, nan)
+        return with_dependencies([assert_less(ones([], self.dtype), self.concentration,
+                                              message="Mode undefined when any concentration <= 1")], mode)
 
     def _variance_scale_term(self):
         return rsqrt(1. + self.total_concentration[..., None])

@@ -227,7 +227,7 @@ class StudentT(ScalarEvent):
         return _nan_where(self.df > 1., var, self, "variance not defined for components of df <= 1")
 
     def _mode(self):
-        return self.loc * ones(self.batch_shape_tensor(), dtype=self.dtype)
+        return identity(self.loc)
 
 
 @tf_export("distributions.Uniform")

@@ -125,6 +125,11 @@ def test_dirichlet():
         np.testing.assert_allclose(got[3][i], ref.var(), rtol=1e-10)
         np.testing.assert_allclose(got[4][i], ref.cov(), rtol=1e-10, atol=1e-15)
     assert got[5].tolist() == [3]
+    mode = run(d.mode())
+    np.testing.assert_allclose(mode[0], (alpha[0] - 1) / (alpha[0].sum() - 3), rtol=1e-12)
+    assert np.isnan(mode[1]).all()              # a concentration <= 1: the member's mode is undefined
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Mode undefined when any concentration <= 1"):
+        run(tfd.Dirichlet(alpha, allow_nan_stats=False).mode())
 
 
 def test_multinomial_and_dirichlet_multinomial():
