@@ -186,6 +186,8 @@ class Distribution:
     def sample(self, sample_shape=(), seed=None, name="sample"):
         """Samples of shape sample_shape + batch_shape + event_shape."""
         with self._name_scope(name, values=[sample_shape]):
+            if isinstance(sample_shape, TensorShape):
+                sample_shape = sample_shape.as_list()
             sample_shape = convert_to_tensor(sample_shape, dtype=dtypes.int32, name="sample_shape")
             if sample_shape.shape.ndims not in (None, 0, 1):
                 raise ValueError("Input is neither scalar nor vector.")

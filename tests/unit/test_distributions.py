@@ -260,6 +260,7 @@ def test_same_seed_same_samples_and_sample_shape_forms():
     scalar, vector, tensor = d.sample(3, seed=11), d.sample([3], seed=11), d.sample(tf.constant([2, 2]), seed=5)
     assert scalar.shape.as_list() == [3, 2] and d.sample().shape.as_list() == [2]
     assert tensor.shape.as_list() == [2, 2, 2] and scalar.name.startswith("Normal/sample/")
+    assert d.sample(tf.TensorShape([4, 1])).shape.as_list() == [4, 1, 2]
     a, b = run([scalar, vector])
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="neither scalar nor vector"):
