@@ -21,7 +21,7 @@ from tensorweave.ops.debugging.asserts import assert_less
 from tensorweave.ops.debugging.printing import Assert
 from tensorweave.ops.grouping import with_dependencies
 from tensorweave.ops.math.array_composites import sequence_mask
-from tensorweave.ops.math.binary import logical_and, logical_or, xlogy
+from tensorweave.ops.math.binary import equal, logical_and, logical_or, xlogy
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import argmax, reduce_all, reduce_sum
 from tensorweave.ops.math.special import betainc, digamma, igamma, lbeta, lgamma, ndtri
@@ -452,6 +452,9 @@ class Bernoulli(ScalarEvent):
         return cast(u < self.probs, self.dtype)
 
     def _log_prob(self, event):
+        if self.validate_args:
+            binary = logical_or(equal(event, zeros_like(event)), equal(event, ones_like(event)))
+            event = checked(event, [Assert(reduce_all(binary), ["event must be 0 or 1"])])
         event = cast(event, self.logits.dtype)
         logits = self.logits
         if not (event.shape.is_fully_defined() and logits.shape.is_fully_defined() and event.shape == logits.shape):
