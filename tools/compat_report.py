@@ -26,7 +26,6 @@ OUTPUT = os.path.join(ROOT, "docs", "COMPATIBILITY.md")
 
 # Whole namespaces left out on purpose.
 NAMESPACE_REASONS = {
-    "distributions": "tf.distributions was deprecated in TF 1.13 for TensorFlow Probability",
     "sysconfig": "build flags of TensorFlow's C++ library; tensorweave has none",
     "user_ops": "custom C++ ops are not loadable",
 }

@@ -20,11 +20,17 @@ from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.concat import stack
-from tensorweave.ops.array.core import constant, shape as shape_of
+from tensorweave.ops.array.concat import concat, stack
+from tensorweave.ops.array.core import constant, reshape, shape as shape_of, size
+from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.pad import pad
 from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
-from tensorweave.ops.math.binary import add
+from tensorweave.ops.math.binary import add, xlogy
+from tensorweave.ops.math.cast import cast
+from tensorweave.ops.math.reduction import reduce_sum
+from tensorweave.ops.math.sequences import range as range_
+from tensorweave.ops.math.special import igamma_grad_a, lgamma
+from tensorweave.ops.math.unary import exp
 from tensorweave.ops.registry import register, register_gpu
 
 
@@ -335,7 +341,20 @@ def _gamma_kernel(node, ctx):
     return draw
 
 
-register("RandomGamma", _param_infer, _gamma_kernel, grad=None, stateful=True)
+def _random_gamma_grad(op, grad):
+    """d sample / d alpha by implicit differentiation (TF's RandomGamma gradient, Figurnov et al.
+    2018): holding u = P(alpha, x) fixed, dx/dalpha = -(dP/dalpha) / density(x), summed over the
+    sample dimensions. In float64: the density under- or overflows float32 in the tails."""
+    shape_t, alpha = op.inputs
+    n_sample_dims = size(shape_t)
+    alpha = cast(reshape(alpha, concat([cast(ones_like(shape_t), dtypes.int32), shape_of(alpha)], 0)), dtypes.float64)
+    x = cast(op.outputs[0], dtypes.float64)
+    log_density = xlogy(alpha - 1., x) - x - lgamma(alpha)
+    partial = cast(-igamma_grad_a(alpha, x) * exp(-log_density), grad.dtype)
+    return [None, reduce_sum(grad * partial, axis=range_(n_sample_dims))]
+
+
+register("RandomGamma", _param_infer, _gamma_kernel, grad=_random_gamma_grad, stateful=True)
 
 
 @tf_export("random.gamma", "random_gamma")
@@ -347,11 +366,12 @@ def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=
     with g.name_scope(name or "random_gamma"):
         shape_t = _shape_tensor(shape)
         alpha = convert_to_tensor(alpha, name="alpha", dtype=dtype)
+        if beta is not None:   # alpha broadcast to beta's shape too, as TF's
+            beta = convert_to_tensor(beta, name="beta", dtype=dtype)
+            alpha = alpha + zeros_like(beta)
         out = make_op("RandomGamma", [shape_t, alpha], {"T": dtype, "S": shape_t.dtype, **seed_attrs(seed)},
                       name="RandomGamma").outputs[0]
-        if beta is None:
-            return out
-        return out / convert_to_tensor(beta, name="beta", dtype=dtype)
+        return out if beta is None else out / beta
 
 
 def _poisson_kernel(node, ctx):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import special
 
 import tensorweave as tf
 from tensorweave.ops import random as random_ops
@@ -157,6 +158,20 @@ def test_gamma_and_poisson(graph):
     vg, vp = run([g, p])
     np.testing.assert_allclose(vg.mean(axis=0), [1.0, 2.5], rtol=0.03)
     assert abs(vp.mean() - 3.0) < 0.05 and vp.dtype == np.float32
+
+
+def test_gamma_broadcasts_alpha_with_beta_and_differentiates_implicitly(graph):
+    """As TF's: alpha is broadcast to beta's shape, and d sample / d alpha holds the sample's cdf
+    value u = P(alpha, beta x) fixed (finite differences of scipy's inverse at u)."""
+    alpha = tf.constant(np.array([0.4, 3.0]))
+    beta = np.array([[1.0], [4.0]])
+    g = tf.random_gamma([5], alpha, beta=beta, dtype=tf.float64, seed=3)
+    assert g.shape.as_list() == [5, 2, 2]
+    x, (grad,) = run([g, tf.gradients(tf.reduce_sum(g * [[1.0, 2.0]]), alpha)])
+    a = np.array([0.4, 3.0])
+    u, h = special.gammainc(a, beta * x), 1e-6
+    dx = (special.gammaincinv(a + h, u) - special.gammaincinv(a - h, u)) / (2 * h) / beta
+    np.testing.assert_allclose(grad, (dx * [1.0, 2.0]).sum((0, 1)), rtol=1e-5)
 
 
 def test_random_namespace(graph):

@@ -122,7 +122,8 @@ def _igamma_grad_a_np(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _igamma_grad_a(a: Tensor, x: Tensor) -> Tensor:
+def igamma_grad_a(a: Tensor, x: Tensor) -> Tensor:
+    """dP(a, x)/da of the regularized lower incomplete gamma function (TF's IgammaGradA)."""
     return make_op("IgammaGradA", [a, x], {"T": a.dtype}, name="IgammaGradA").outputs[0]
 
 
@@ -135,7 +136,7 @@ def _igamma_partials(op):
     a, x = op.inputs
     # d P / dx = exp(-x) x^(a-1) / Gamma(a)
     partial_x = exp(subtract(subtract(xlogy(subtract(a, 1.0), x), x), lgamma(a)))
-    return _igamma_grad_a(a, x), partial_x
+    return igamma_grad_a(a, x), partial_x
 
 
 def _igamma_grad(op, g):
