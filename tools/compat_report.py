@@ -142,6 +142,10 @@ NAME_REASONS = [
     ("data.experimental", "enable_debug_mode", "TF 2's switch to run tf.data functions eagerly"),
     ("data.experimental", "make_saveable_from_iterator", "an iterator's position (a running Python pipeline) is not "
                                                          "saved in checkpoints"),
+    ("train", "sdca_*", "the ops of tf.contrib.linear_optimizer's SDCA solver, which is not provided (linear "
+                        "Estimators train with FTRL and the other optimizers here)"),
+    ("train", "do_quantize_training_on_graphdef", "TF's deprecated C++ rewrite of a GraphDef for quantized training; "
+                                                  "the fake_quant ops it inserts are here"),
 ]
 
 
