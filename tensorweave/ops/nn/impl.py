@@ -512,9 +512,13 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
         return result
 
 
-@tf_export("nn.swish")
-def swish(features, name=None):
-    """tf.nn.swish(features): features * sigmoid(features)."""
+@tf_export("nn.silu", "nn.swish")
+def swish(features, beta=1.0, name=None):
+    """tf.nn.swish(features, beta=1.0) (also tf.nn.silu, TF 2's name): features *
+    sigmoid(beta * features); beta a scalar tensor or number, cast to features' dtype."""
     with name_scope(name, "swish", [features]):
         features = convert_to_tensor(features, name="features")
-        return features * sigmoid(features)
+        if isinstance(beta, (int, float)) and beta == 1.0:
+            return features * sigmoid(features)
+        beta = cast(convert_to_tensor(beta, name="beta"), features.dtype)
+        return features * sigmoid(beta * features)
