@@ -2964,6 +2964,7 @@ NAMESPACES = {
     'tensorweave.sparse': {
         'SparseTensor': ('tensorweave.ops.sparse.core', 'SparseTensor'),
         'add': ('tensorweave.ops.sparse.combine', 'sparse_add'),
+        'bincount': ('tensorweave.ops.sparse.math', 'sparse_bincount'),
         'concat': ('tensorweave.ops.sparse.combine', 'sparse_concat'),
         'cross': ('tensorweave.ops.strings.cross', 'sparse_cross'),
         'cross_hashed': ('tensorweave.ops.strings.cross', 'sparse_cross_hashed'),
