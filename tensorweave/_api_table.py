@@ -2301,6 +2301,7 @@ NAMESPACES = {
         'diag': ('tensorweave.ops.array.diag', 'matrix_diag'),
         'diag_part': ('tensorweave.ops.array.diag', 'matrix_diag_part'),
         'eigh': ('tensorweave.ops.math.decompositions', 'self_adjoint_eig'),
+        'eigh_tridiagonal': ('tensorweave.ops.linalg.tridiag', 'eigh_tridiagonal'),
         'eigvalsh': ('tensorweave.ops.math.decompositions', 'self_adjoint_eigvals'),
         'einsum': ('tensorweave.ops.math.linalg', 'einsum'),
         'expm': ('tensorweave.ops.math.matrix_functions', 'matrix_exponential'),
