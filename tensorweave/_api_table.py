@@ -2774,6 +2774,8 @@ NAMESPACES = {
         'stateless_gamma': ('tensorweave.ops.random', 'stateless_random_gamma'),
         'stateless_multinomial': ('tensorweave.ops.random', 'stateless_multinomial'),
         'stateless_normal': ('tensorweave.ops.random', 'stateless_random_normal'),
+        'stateless_parameterized_truncated_normal':
+            ('tensorweave.ops.random', 'stateless_parameterized_truncated_normal'),
         'stateless_poisson': ('tensorweave.ops.random', 'stateless_random_poisson'),
         'stateless_truncated_normal': ('tensorweave.ops.random', 'stateless_truncated_normal'),
         'stateless_uniform': ('tensorweave.ops.random', 'stateless_random_uniform'),

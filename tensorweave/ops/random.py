@@ -1003,6 +1003,97 @@ def _stateless_binomial_kernel(node, ctx):
     return run
 
 
+_MAX_ITERATIONS = 1000   # TF's kMaxIterations: consecutive rejections before a truncated normal sampler gives up
+
+
+def _truncated_candidates(blocks: np.ndarray, method: str, norm_min, norm_max, diff, t) -> tuple:
+    """One round of a TF truncated-normal sampler from its Philox blocks ([rounds, 1 or 2, 4]):
+    (candidate values, accepted) [rounds, per round], all arithmetic in the dtype `t` as TF's."""
+    double = t == np.float64
+    exp, log = (("exp", "log") if double else ("expf", "logf"))
+
+    def uniform(b):
+        b = b.reshape(-1, 4)
+        if double:
+            return _to_double(b[:, 0::2].reshape(-1), b[:, 1::2].reshape(-1)).reshape(len(b), 2)
+        return _to_float(b).astype(t)
+    if method == "randn":
+        z = _box_muller(blocks.reshape(-1), double).astype(t).reshape(len(blocks), -1)
+        return z, (z >= norm_min) & (z <= norm_max)
+    if method == "uniform":
+        z = uniform(blocks[:, 0]) * diff + norm_min
+        g = (t(0) if norm_min < 0 else norm_min * norm_min) - z * z
+        return z, uniform(blocks[:, 1]) <= _libm(exp, (g / t(2.0)).astype(t))
+    r = uniform(blocks[:, 0])                   # exponential: (r[0], r[1]), (r[2], r[3]) each a proposal
+    alpha = (norm_min + np.sqrt(norm_min * norm_min + t(4))) / t(2)
+    z = -_libm(log, r[:, 0::2]) / alpha + norm_min
+    x = alpha - z if norm_min < alpha else np.full_like(z, norm_min - alpha)
+    return z, (r[:, 1::2] <= _libm(exp, (-x * x / t(2.0)).astype(t))) & (z < norm_max)
+
+
+def _truncated_batch(node, reader: list, need: int, mean, stddev, minval, maxval, t) -> np.ndarray:
+    """TF's TruncatedNormalFunctorV2 for one batch member: `need` samples from the shared stream
+    (reader: [key, counter, next block]), by normal rejection, uniform or exponential proposals."""
+    with np.errstate(all="ignore"):
+        if not (stddev > 0 and minval < maxval and (np.isfinite(minval) or np.isfinite(maxval))):
+            raise errors.InvalidArgumentError(node, node.name, "Invalid parameters")
+        if (np.isinf(minval) and minval < 0) or maxval < mean:
+            minval, maxval, stddev = maxval, minval, -stddev
+        norm_min, norm_max = (minval - mean) / stddev, (maxval - mean) / stddev
+        root = np.sqrt(norm_min * norm_min + t(4))
+        cutoff = t(2) * _libm("exp" if t == np.float64 else "expf", np.asarray(
+            [t(0.5) + norm_min * (norm_min - root) / t(4)], t))[0] / (norm_min + root)
+        diff = norm_max - norm_min
+        inside = t(1.3)
+        method = ("randn" if (norm_min < -inside and norm_max >= 0) or (norm_max > inside and norm_min <= 0) else
+                  "uniform" if diff < cutoff else "exponential")
+        per_round = 2 if method == "uniform" else 1
+        limit = _MAX_ITERATIONS + (1 if method == "randn" else 0)
+        taken, run, rounds = [], 0, 2 * need
+        while True:
+            key, counter, start = reader
+            blocks = _philox_blocks(key, counter, rounds * per_round,
+                                    skip=np.arange(start, start + rounds * per_round, dtype=np.uint64))
+            z, ok = _truncated_candidates(blocks.reshape(rounds, per_round, 4), method, norm_min, norm_max, diff, t)
+            hits = np.flatnonzero(ok.reshape(-1))
+            gaps = np.diff(np.concatenate([[-1 - run], hits])) - 1
+            if (gaps >= limit).any():
+                raise errors.InternalError(node, node.name, f"TruncatedNormal {method} rejection sampler failed to "
+                                                            f"accept a sample.")
+            hits = hits[:need - len(taken)]
+            taken.extend(z.reshape(-1)[hits])
+            if len(taken) == need:
+                reader[2] = start + (hits[-1] // z.shape[1] + 1) * per_round
+                return (np.asarray(taken, t) * stddev + mean).astype(t)
+            run = z.size - 1 - (hits[-1] if hits.size else -1 - run)
+            reader[2] = start + rounds * per_round
+
+
+def _stateless_truncated_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    t = np.float32 if np_dt == np.float16 else np_dt   # half: float arithmetic (TF rounds each step to half)
+
+    def run(shape, seed, *params):
+        dims = _dims(node, shape)
+        try:
+            params = np.broadcast_arrays(*(np.asarray(p, t) for p in params))
+        except ValueError:
+            raise errors.InvalidArgumentError(node, node.name, "means, stddevs, minvals, maxvals must have compatible "
+                                                               "batch dimensions: " + " vs. ".join(
+                                                                   str(list(np.shape(p))) for p in params)) from None
+        _ends_with(node, dims, params[0].shape)
+        key, counter = _philox_key_counter(node, seed)
+        batches = params[0].size
+        out = np.empty((int(np.prod(dims)) // max(batches, 1), batches), t)
+        reader = [key, counter, 0]   # one stream through every batch member: TF's numbers while TF runs one shard
+        for b, (mean, stddev, lo, hi) in enumerate(zip(*(p.reshape(-1) for p in params))):
+            if out.shape[0]:
+                out[:, b] = _truncated_batch(node, reader, out.shape[0], mean, stddev, lo, hi, t)
+        return out.astype(np_dt).reshape(dims)
+    return run
+
+
+register("StatelessParameterizedTruncatedNormal", _random_infer, _stateless_truncated_kernel, grad=None)
 register("StatelessRandomGammaV3", _random_infer, _stateless_gamma_kernel, grad=None)
 register("StatelessRandomPoisson", _random_infer, _stateless_poisson_kernel, grad=None)
 register("StatelessRandomBinomial", _random_infer, _stateless_binomial_kernel, grad=None)
@@ -1050,6 +1141,22 @@ def stateless_random_binomial(shape, seed, counts, probs, output_dtype=dtypes.in
         return make_op("StatelessRandomBinomial", [shape_t, seed, counts, probs],
                        {"dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
 
+
+@tf_export("random.stateless_parameterized_truncated_normal")
+def stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0, minvals=-2.0, maxvals=2.0,
+                                             name=None) -> Tensor:
+    """tf.random.stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0,
+    minvals=-2.0, maxvals=2.0, name=None): normal values of each mean and standard deviation
+    truncated to [minval, maxval] (the four broadcast to the trailing dimensions of `shape`),
+    determined by `seed`: TF's numbers for float32 and float64 whenever TF samples in one shard,
+    as it does for small outputs (a larger one TF splits among its threads, each from its own
+    offset in the stream)."""
+    with get_default_graph().name_scope(name or "stateless_parameterized_truncated_normal") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        params = [convert_to_tensor(v, name=n) for v, n in ((means, "means"), (stddevs, "stddevs"),
+                                                             (minvals, "minvals"), (maxvals, "maxvals"))]
+        return make_op("StatelessParameterizedTruncatedNormal", [shape_t, seed, *params],
+                       {"dtype": params[0].dtype}, name=scope).outputs[0]
 
 # -- the V2 stateless ops: an explicit Philox key and counter (what tf.random.Generator draws with) --
 RNG_ALG_PHILOX, RNG_ALG_AUTO_SELECT = 1, 3   # TF's Algorithm ids; auto_select is Philox on CPU
