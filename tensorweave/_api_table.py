@@ -225,6 +225,7 @@ NAMESPACES = {
         'all_variables': ('tensorweave.ops.state.variables', 'all_variables'),
         'angle': ('tensorweave.ops.math.complex_parts', 'angle'),
         'app': ('tensorweave.app', None),
+        'approx_top_k': ('tensorweave.ops.array.sort', 'approx_top_k'),
         'arg_max': ('tensorweave.ops.math.reduction', 'arg_max'),
         'arg_min': ('tensorweave.ops.math.reduction', 'arg_min'),
         'argmax': ('tensorweave.ops.math.reduction', 'argmax'),

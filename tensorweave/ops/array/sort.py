@@ -306,9 +306,13 @@ register_gpu("TopKV2", host_inputs=(1,))
 
 
 # -- ApproxTopK: TPU's approximate top-k, exact here as on TF's CPU ------------------------------------
-def _approx_top_k(operand, k, reduction_dimension, recall_target, is_max_k, reduction_input_size_override,
-                  aggregate_to_topk, name):
-    operand = convert_to_tensor(operand, name="input")
+@tf_export("approx_top_k")
+def approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95, is_max_k=True,
+                 reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
+    """tf.approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95, is_max_k=True,
+    reduction_input_size_override=-1, aggregate_to_topk=True, name=None) -> (values, indices):
+    the op under approx_max_k and approx_min_k (is_max_k=False)."""
+    operand = convert_to_tensor(input, name="input")
     op = make_op("ApproxTopK", [operand],
                  {"k": int(k), "reduction_dimension": int(reduction_dimension),
                   "recall_target": float(recall_target), "is_max_k": bool(is_max_k),
@@ -324,8 +328,8 @@ def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reducti
     reduction_input_size_override=-1, aggregate_to_topk=True, name=None) -> (values, indices):
     the k largest entries along `reduction_dimension`, largest first. TPUs trade recall for
     speed; here, as on TF's CPU, the result is exact (top_k's, ties in their original order)."""
-    return _approx_top_k(operand, k, reduction_dimension, recall_target, True, reduction_input_size_override,
-                         aggregate_to_topk, name)
+    return approx_top_k(operand, k, reduction_dimension, recall_target, True, reduction_input_size_override,
+                        aggregate_to_topk, name)
 
 
 @tf_export("math.approx_min_k", "nn.approx_min_k")
@@ -333,8 +337,8 @@ def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95, reducti
                  aggregate_to_topk=True, name=None):
     """tf.math.approx_min_k(...) -> (values, indices): as approx_max_k, the k smallest entries,
     smallest first."""
-    return _approx_top_k(operand, k, reduction_dimension, recall_target, False, reduction_input_size_override,
-                         aggregate_to_topk, name)
+    return approx_top_k(operand, k, reduction_dimension, recall_target, False, reduction_input_size_override,
+                        aggregate_to_topk, name)
 
 
 def _approx_top_k_axis(axis: int, ndim: int) -> int:
