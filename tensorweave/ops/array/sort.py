@@ -384,7 +384,7 @@ def _approx_top_k_kernel(node, ctx):
     return run
 
 
-register("ApproxTopK", _approx_top_k_infer, _approx_top_k_kernel, dtypes=REAL,
+register("ApproxTopK", _approx_top_k_infer, _approx_top_k_kernel, dtypes=(dtypes.float16, dtypes.float32),
          dtype_param="input")   # gradient: array_grad.py
 
 

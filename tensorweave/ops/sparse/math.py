@@ -395,13 +395,20 @@ def sparse_bincount(values, weights=None, axis=0, minlength=None, maxlength=None
 
 
 def _count_weights(values, weights, sparse_in: bool) -> Tensor:
-    """The weights' values: a SparseTensor's for sparse values (whose indices it must share: not
-    checked here, TF asserts them equal), a Tensor's otherwise."""
+    """The weights' values: a SparseTensor's for sparse values (whose indices and dense shape it
+    must share: their static shapes are checked; TF also asserts their values equal at run
+    time, which is not done here), a Tensor's otherwise."""
     if sparse_in:
         if not isinstance(weights, (SparseTensor, SparseTensorValue)):
             raise ValueError(f"Argument `weights` must be a SparseTensor if `values` is a SparseTensor. Received "
                              f"weights={weights} of type: {type(weights).__name__}")
-        return convert_sparse(weights, "weights").values
+        weights = convert_sparse(weights, "weights")
+        for ours, theirs, what in ((weights.indices, values.indices, "indices"),
+                                   (weights.dense_shape, values.dense_shape, "dense shape")):
+            if not ours.shape.is_compatible_with(theirs.shape):
+                raise ValueError(f"'weights' and 'values' must have the same {what}: both shapes must be equal, "
+                                 f"got {ours.shape} and {theirs.shape}")
+        return weights.values
     if isinstance(weights, (SparseTensor, SparseTensorValue)):
         raise ValueError(f"Argument `weights` must be a tf.Tensor if `values` is a tf.Tensor. Received "
                          f"weights={weights} of type: {type(weights).__name__}")
@@ -425,10 +432,9 @@ def _count(node, batch, values, weights, num_batches):
     binary = bool(node.attr["binary_output"])
     out_dt = dtypes.as_dtype(node.attr["output_type"]).as_numpy_dtype
     values = np.asarray(values).astype(np.int64).reshape(-1)
-    if weights.size and weights.size != values.size:
-        raise invalid(node, f"Weights and values must have the same shape. Weight shape: {list(weights.shape)}, "
-                            f"values shape: {values.size}")
-    keep = (values >= 0) & ((maxlength <= 0) | (values < maxlength))
+    if (values < 0).any():
+        raise invalid(node, "Input values must all be non-negative")
+    keep = (maxlength <= 0) | (values < maxlength)
     kept = values[keep]
     width = maxlength if maxlength > 0 else max(int(kept.max()) + 1 if kept.size else 1, minlength)
     shape = [width] if batch is None else [num_batches, width]
@@ -449,7 +455,10 @@ def _dense_count_kernel(node, ctx):
         if values.ndim not in (1, 2):
             raise invalid(node, f"Input must be a 1 or 2-dimensional tensor. Got: {list(values.shape)}")
         if weights.size and weights.shape != values.shape:
-            raise invalid(node, f"Weights and data must have the same shape. Weight shape: {list(weights.shape)}")
+            raise invalid(node, f"Weights and data must have the same shape. Weight shape: {list(weights.shape)}; "
+                                f"data shape: {list(values.shape)}")
+        if values.ndim == 2 and not values.shape[0]:
+            raise invalid(node, "Invalid input: Shapes dimension cannot be 0.")
         if values.ndim == 1:
             return _count(node, None, values, weights, 1)
         rows = np.repeat(np.arange(values.shape[0]), values.shape[1])
@@ -461,6 +470,16 @@ def _sparse_count_kernel(node, ctx):
     def run(indices, values, dense_shape, weights):
         if dense_shape.size not in (1, 2):
             raise invalid(node, f"Input must be a 1 or 2-dimensional tensor. Got: {dense_shape.tolist()}")
+        if indices.ndim != 2 or indices.shape != (values.size, dense_shape.size):
+            raise invalid(node, f"Input indices must be [number of values, rank] = [{values.size}, {dense_shape.size}]"
+                                f". Got: {list(indices.shape)}")
+        bad = np.flatnonzero(((indices < 0) | (indices >= dense_shape)).any(axis=1))
+        if bad.size:
+            raise invalid(node, f"Invalid index value at {bad[0]}: {indices[bad[0]].tolist()} is not within the dense "
+                                f"shape {dense_shape.tolist()}")
+        if weights.size and weights.shape != values.shape:
+            raise invalid(node, f"Weights and values must have the same shape. Weight shape: {list(weights.shape)}; "
+                                f"values shape: {list(values.shape)}")
         if dense_shape.size == 1:
             return _count(node, None, values, weights, 1)
         return _count(node, indices[:, 0], values, weights, int(dense_shape[0]))
