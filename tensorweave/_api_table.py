@@ -2969,6 +2969,7 @@ NAMESPACES = {
         'vorbis_window': ('tensorweave.ops.signal.spectral_ops', 'vorbis_window'),
     },
     'tensorweave.sparse': {
+        'SparseConditionalAccumulator': ('tensorweave.ops.data_flow.accumulators', 'SparseConditionalAccumulator'),
         'SparseTensor': ('tensorweave.ops.sparse.core', 'SparseTensor'),
         'add': ('tensorweave.ops.sparse.combine', 'sparse_add'),
         'bincount': ('tensorweave.ops.sparse.math', 'sparse_bincount'),

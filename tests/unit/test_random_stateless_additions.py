@@ -85,7 +85,8 @@ def test_bad_input_is_named():
                              lambda: tf.random.stateless_parameterized_truncated_normal([3], [1, 2], [0.0, 1.0]))):
         with pytest.raises(tf.errors.InvalidArgumentError, match=f"(?s)must end with broadcasted shape.*op: {op_type}"):
             run(sample())
-    with pytest.raises(tf.errors.InvalidArgumentError, match="(?s)Invalid parameters.*op: StatelessParameterizedTruncatedNormal"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="(?s)Invalid parameters.*op: StatelessParameterizedTruncatedNormal"):
         run(tf.random.stateless_parameterized_truncated_normal([3], [1, 2], minvals=1.0, maxvals=0.0))
     with pytest.raises(tf.errors.InvalidArgumentError, match="counts and probs must have compatible batch"):
         run(tf.random.stateless_binomial([2, 3], [1, 2], [1.0, 2.0], [0.5, 0.5, 0.5]))

@@ -1,6 +1,7 @@
-"""tf.sparse.bincount (TF 2.x, in tf.compat.v1; issue 28): counts of a Tensor's or SparseTensor's
-values as a SparseTensor, over all values or per row, weighted or binary, sized by
-minlength/maxlength; against numpy and TensorFlow's recorded values; bad input named."""
+"""tf.sparse names of tf.compat.v1 added in issue 28. tf.sparse.bincount (TF 2.x): counts of a
+Tensor's or SparseTensor's values as a SparseTensor, over all values or per row, weighted or
+binary, sized by minlength/maxlength; against numpy and TensorFlow's recorded values; bad input
+named. tf.sparse.SparseConditionalAccumulator: tf.SparseConditionalAccumulator by its other name."""
 from __future__ import annotations
 
 import json
@@ -75,3 +76,13 @@ def test_bincount_bad_input_is_named():
     weights = tf.placeholder(tf.float32, None)
     with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="Weights and data must have"):
         sess.run(tf.sparse.bincount(values, weights=weights, axis=-1), {values: [[1, 2]], weights: [[1.0]]})
+
+
+def test_sparse_conditional_accumulator_is_also_a_tf_sparse_name():
+    assert tf.sparse.SparseConditionalAccumulator is tf.SparseConditionalAccumulator
+    acc = tf.sparse.SparseConditionalAccumulator(tf.float32, shape=[3, 2])
+    with tf.Session() as sess:
+        sess.run(acc.apply_grad([0, 2], [[2.0, 4.0], [1.0, 1.0]], [3, 2], local_step=0))
+        sess.run(acc.apply_grad([2], [[3.0, 5.0]], [3, 2], local_step=0))
+        got = sess.run(acc.take_indexed_slices_grad(2))
+    assert got.indices.tolist() == [0, 2] and got.values.tolist() == [[2.0, 4.0], [2.0, 3.0]]
