@@ -5,7 +5,8 @@ op is first planned (kept in the session's resource manager, so every plan of th
 shares it): each run draws new numbers, and two sessions with the same seeds draw the same
 sequences. Seeds (0, 0) mean nondeterministic, as in TF. Numbers are not bit-equal to TF's, except the
 stateless ops': those run TF's Philox4x32-10 counter-based generator (in numpy, vectorised) and
-give TF's numbers bit for bit.
+give TF's numbers bit for bit, TF's own samplers included (gamma, Poisson, binomial, the
+parameterized truncated normal).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Array ops that choose, order, search or deduplicate: where/select, unique, setdiff1d,
 searchsorted (LowerBound / UpperBound), top_k (sort and
-argsort, built on top_k: math/array_composites.py).
+argsort, built on top_k: math/array_composites.py), approx_top_k (exact, as on TF's CPU).
 `top_k` is tf.nn.top_k: it is exported from here for the nn namespace, not at the top level."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """tf.nn functions TF builds in Python from primitive ops (TF's nn_impl.py): moments,
 sufficient_statistics, normalize_moments, weighted_moments, batch_normalization, l2_normalize,
 dropout, the sigmoid/weighted cross-entropies, the softmax cross-entropy wrappers (any rank, any
-axis), embedding_lookup, xw_plus_b, relu_layer, zero_fraction, conv1d, log_poisson_loss, swish."""
+axis), embedding_lookup, xw_plus_b, relu_layer, zero_fraction, conv1d, log_poisson_loss, swish (silu)."""
 from __future__ import annotations
 
 import contextlib
