@@ -751,10 +751,10 @@ def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=No
 
 # -- stateless gamma, Poisson, binomial: TF's per-output Philox streams ------------------------------
 class _Streams:
-    """TF's per-sample streams: output i reads Philox blocks from counter + stride * i on (its
-    kernels Skip each output's generator so, whatever the sharding), one block per draw of a
-    distribution, through two buffers of a block's two doubles (TF's SampleBuffer and UNIFORM
-    macro: a block's second value first)."""
+    """TF's per-output streams: its kernels Skip output i's generator to counter + stride * i, so
+    the numbers do not depend on sharding. Each draw of a distribution takes the stream's next
+    Philox block into a buffer of its two doubles, handed out last first (TF's SampleBuffer and
+    UNIFORM macro)."""
 
     def __init__(self, key, counter, n: int, stride: int):
         self.key, self.counter = key, counter
@@ -917,14 +917,15 @@ def _binomial_draw(key, counter, counts: np.ndarray, probs: np.ndarray, samples:
     t_dt = probs.dtype
     n = np.repeat(counts.astype(np.float64), samples)
     p = np.repeat(probs, samples)
-    out = np.where(n <= 0, 0.0, np.nan)
+    out = np.full(n.size, np.nan)
+    out[(n <= 0) | (p <= 0)] = 0.0
+    certain = (n > 0) & (p >= 1)
+    out[certain] = n[certain]
+    live = (n > 0) & (p > 0) & (p < 1)
     flip = p > t_dt.type(0.5)
     small = np.where(flip, t_dt.type(1) - p, p)           # TF: T q = T(1) - prob
     with np.errstate(all="ignore"):
         large = np.repeat(counts, samples).astype(t_dt) * small >= t_dt.type(10)
-    live = (n > 0) & (p > 0) & (p < 1)
-    out[(n > 0) & (p > 0) & (p >= 1)] = n[(n > 0) & (p > 0) & (p >= 1)]
-    out[(n > 0) & (p <= 0)] = 0.0
     for use_btrs, stride in ((True, 256), (False, 42)):
         rows = np.flatnonzero(live & (large == use_btrs))
         if not rows.size:
