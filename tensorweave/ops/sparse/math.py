@@ -362,8 +362,8 @@ SparseTensor.__div__ = SparseTensor.__truediv__
 @tf_export("sparse.bincount")
 def sparse_bincount(values, weights=None, axis=0, minlength=None, maxlength=None, binary_output=False, name=None):
     """tf.sparse.bincount(values, weights=None, axis=0, minlength=None, maxlength=None,
-    binary_output=False, name=None): a SparseTensor counting each non-negative value of `values`
-    (a Tensor or SparseTensor of ints): over all of it (axis=0, a [size] result) or per row of a
+    binary_output=False, name=None): a SparseTensor counting each value of `values` (a Tensor or
+    SparseTensor of non-negative ints): over all of it (axis=0, a [size] result) or per row of a
     rank-2 input (axis=-1, [rows, size]); size is maxlength when given, else max(largest value
     + 1, minlength), values >= maxlength dropped. `weights` (shaped as values) are summed
     instead of counting; binary_output gives 1 for each value present."""
