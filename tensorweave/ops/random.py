@@ -5,7 +5,8 @@ op is first planned (kept in the session's resource manager, so every plan of th
 shares it): each run draws new numbers, and two sessions with the same seeds draw the same
 sequences. Seeds (0, 0) mean nondeterministic, as in TF. Numbers are not bit-equal to TF's, except the
 stateless ops': those run TF's Philox4x32-10 counter-based generator (in numpy, vectorised) and
-give TF's numbers bit for bit.
+give TF's numbers bit for bit, TF's own samplers included (gamma, Poisson, binomial, the
+parameterized truncated normal).
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import constant, reshape, shape as shape_of, size
 from tensorweave.ops.array.fill import ones_like, zeros_like
-from tensorweave.ops.array.pad import pad
+from tensorweave.ops.array.pad import broadcast_dynamic_shape, broadcast_to, pad
 from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
-from tensorweave.ops.math.binary import add, xlogy
+from tensorweave.ops.math.binary import add, maximum, xlogy
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.sequences import range as range_
@@ -767,6 +768,417 @@ def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=No
     """tf.random.stateless_categorical(logits, num_samples, seed, dtype=tf.int64, name=None)."""
     return stateless_multinomial(logits, num_samples, seed, output_dtype=dtype, name=name or "stateless_categorical")
 
+
+# -- stateless gamma, Poisson, binomial: TF's per-output Philox streams ------------------------------
+class _Streams:
+    """TF's per-output streams: its kernels Skip output i's generator to counter + stride * i, so
+    the numbers do not depend on sharding. Each draw of a distribution takes the stream's next
+    Philox block into a buffer of its two doubles, handed out last first (TF's SampleBuffer and
+    UNIFORM macro)."""
+
+    def __init__(self, key, counter, n: int, stride: int):
+        self.key, self.counter = key, counter
+        self.next = np.arange(n, dtype=np.uint64) * np.uint64(stride)
+        self.buffers = {kind: (np.zeros((n, 2)), np.zeros(n, np.int64)) for kind in ("uniform", "normal")}
+
+    def draw(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        """One double of `kind` ("uniform" in [0, 1) or "normal") for each output in `rows`."""
+        values, remaining = self.buffers[kind]
+        empty = rows[remaining[rows] == 0]
+        if empty.size:
+            blocks = _philox_blocks(self.key, self.counter, empty.size, skip=self.next[empty])
+            self.next[empty] += np.uint64(1)
+            if kind == "uniform":
+                values[empty] = np.stack([_to_double(blocks[:, 0], blocks[:, 1]),
+                                          _to_double(blocks[:, 2], blocks[:, 3])], axis=1)
+            else:
+                values[empty] = _box_muller(blocks.reshape(-1), True).reshape(-1, 2)
+            remaining[empty] = 2
+        remaining[rows] -= 1
+        return values[rows, remaining[rows]]
+
+
+def _per_sample_layout(flat: np.ndarray, num_params: int, dims: tuple) -> np.ndarray:
+    """TF's kernels count outputs parameter-major (output i: parameter i // samples, sample
+    i % samples) and store sample s of parameter p at s * num_params + p."""
+    return flat.reshape(num_params, -1).T.reshape(dims)
+
+
+def _gamma_draw(key, counter, alpha: np.ndarray, samples: int) -> np.ndarray:
+    """TF's StatelessRandomGamma: exponential draws for alpha == 1, else Marsaglia and Tsang's
+    transformation-rejection (alpha < 1 boosted by a uniform ** (1 / alpha)); doubles."""
+    a = np.repeat(alpha.astype(np.float64), samples)
+    streams = _Streams(key, counter, a.size, 256)
+    out = np.empty(a.size)
+    one = np.flatnonzero(a == 1.0)
+    out[one] = -np.log1p(-streams.draw("uniform", one))
+    d = a + np.where(a < 1, 2.0 / 3, -1.0 / 3)
+    c = 1.0 / 3 / np.sqrt(d)
+    pending = np.flatnonzero(a != 1.0)
+    with np.errstate(all="ignore"):
+        while pending.size:
+            x = streams.draw("normal", pending)
+            v = 1 + c[pending] * x
+            ok = v > 0
+            rows, x, v = pending[ok], x[ok], v[ok]
+            v = v * v * v
+            u = streams.draw("uniform", rows)
+            dr = d[rows]
+            accept = (u < 1 - 0.0331 * (x * x) * (x * x)) | \
+                (_libm("log", u) < 0.5 * x * x + dr * (1 - v + _libm("log", v)))
+            done, res = rows[accept], dr[accept] * v[accept]
+            boost = a[done] < 1
+            if boost.any():
+                res[boost] *= np.power(streams.draw("uniform", done[boost]), 1 / a[done[boost]])
+            out[done] = res
+            pending = pending[~np.isin(pending, done)]
+    return out
+
+
+def _poisson_draw(key, counter, rate: np.ndarray, samples: int, highest: float) -> np.ndarray:
+    """TF's Poisson sampler (doubles): Knuth's product of uniforms below rate 10, Hormann's
+    transformed rejection above; a NaN rate gives NaN (TF's loop would not end)."""
+    r = np.repeat(rate.astype(np.float64), samples)
+    streams = _Streams(key, counter, r.size, 256)
+    out = np.full(r.size, np.nan)
+    rows = np.flatnonzero(r < 10)
+    limit, prod, x = _libm("exp", -r), np.ones(r.size), np.zeros(r.size)
+    while rows.size:
+        prod[rows] *= streams.draw("uniform", rows)
+        done = (prod[rows] <= limit[rows]) & (x[rows] <= highest)
+        out[rows[done]] = x[rows[done]]
+        rows = rows[~done]
+        x[rows] += 1
+    rows = np.flatnonzero(r >= 10)
+    log_rate = _libm("log", r)
+    b = 0.931 + 2.53 * np.sqrt(r)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    with np.errstate(all="ignore"):
+        while rows.size:
+            u = streams.draw("uniform", rows) - 0.5
+            v = streams.draw("uniform", rows)
+            ar, br, rr = a[rows], b[rows], r[rows]
+            us = 0.5 - np.abs(u)
+            k = np.floor((2 * ar / us + br) * u + rr + 0.43)
+            fits = k <= highest
+            quick = fits & (us >= 0.07) & (v <= 0.9277 - 3.6224 / (br - 2))
+            test = fits & ~quick & ~((k < 0) | ((us < 0.013) & (v > us)))
+            s = _libm("log", v * inv_alpha[rows] / (ar / (us * us) + br))
+            t = -rr + k * log_rate[rows] - _libm("lgamma", k + 1)
+            done = quick | (test & (s <= t))
+            out[rows[done]] = k[done]
+            rows = rows[~done]
+    return out
+
+
+_STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                           0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                           0.00925546218271273, 0.00833056343336287])
+
+
+def _stirling_tail(k: np.ndarray) -> np.ndarray:
+    kp1sq = (k + 1) * (k + 1)
+    far = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    return np.where(k <= 9, _STIRLING_TAIL[np.clip(k, 0, 9).astype(np.int64)], far)
+
+
+def _btrs(streams, rows, count, prob) -> np.ndarray:
+    """TF's btrs (Hormann's transformed rejection for binomials) for each of `rows`."""
+    out = np.empty(rows.size)
+    stddev = np.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = np.floor((count + 1) * prob)
+    pending = np.arange(rows.size)
+    with np.errstate(all="ignore"):
+        while pending.size:
+            u = streams.draw("uniform", rows[pending])
+            v = streams.draw("uniform", rows[pending])
+            n, p_m, p_r = count[pending], m[pending], r[pending]
+            u = u - 0.5
+            us = 0.5 - np.abs(u)
+            k = np.floor((2 * a[pending] / us + b[pending]) * u + c[pending])
+            quick = (us >= 0.07) & (v <= v_r[pending])
+            test = ~quick & ~((k < 0) | (k > n))
+            v = _libm("log", v * alpha[pending] / (a[pending] / (us * us) + b[pending]))
+            bound = ((p_m + 0.5) * _libm("log", (p_m + 1) / (p_r * (n - p_m + 1))) +
+                     (n + 1) * _libm("log", (n - p_m + 1) / (n - k + 1)) +
+                     (k + 0.5) * _libm("log", p_r * (n - k + 1) / (k + 1)) +
+                     _stirling_tail(p_m) + _stirling_tail(n - p_m) - _stirling_tail(k) - _stirling_tail(n - k))
+            done = quick | (test & (v <= bound))
+            out[pending[done]] = k[done]
+            pending = pending[~done]
+    return out
+
+
+def _binomial_inversion(streams, rows, count, prob) -> np.ndarray:
+    """TF's binomial inversion: how many geometric(prob) gaps fit in count trials."""
+    out, total = np.zeros(rows.size), np.zeros(rows.size)
+    pending = np.arange(rows.size)
+    step = _libm("log1p", -prob)
+    with np.errstate(all="ignore"):
+        while pending.size:
+            total[pending] += np.ceil(_libm("log", streams.draw("uniform", rows[pending])) / step[pending])
+            over = total[pending] > count[pending]
+            out[pending[~over]] += 1
+            pending = pending[~over]
+    return out
+
+
+def _binomial_draw(key, counter, counts: np.ndarray, probs: np.ndarray, samples: int) -> np.ndarray:
+    """TF's RandomBinomialFunctor: 0 for count <= 0 or prob <= 0, count for prob >= 1, else by the
+    smaller of prob and 1 - prob (counted as failures): btrs when count times it is at least 10
+    (in the parameters' dtype, as TF), binomial inversion otherwise; NaN for a NaN prob."""
+    t_dt = probs.dtype
+    n = np.repeat(counts.astype(np.float64), samples)
+    p = np.repeat(probs, samples)
+    out = np.full(n.size, np.nan)
+    out[(n <= 0) | (p <= 0)] = 0.0
+    certain = (n > 0) & (p >= 1)
+    out[certain] = n[certain]
+    live = (n > 0) & (p > 0) & (p < 1)
+    flip = p > t_dt.type(0.5)
+    small = np.where(flip, t_dt.type(1) - p, p)           # TF: T q = T(1) - prob
+    with np.errstate(all="ignore"):
+        large = np.repeat(counts, samples).astype(t_dt) * small >= t_dt.type(10)
+    for use_btrs, stride in ((True, 256), (False, 42)):
+        rows = np.flatnonzero(live & (large == use_btrs))
+        if not rows.size:
+            continue
+        streams = _Streams(key, counter, n.size, stride)
+        q = small[rows].astype(np.float64)
+        drawn = (_btrs if use_btrs else _binomial_inversion)(streams, rows, n[rows], q)
+        out[rows] = np.where(flip[rows], n[rows] - drawn, drawn)
+    return out
+
+
+def _as_output(values: np.ndarray, np_dt) -> np.ndarray:
+    """A double sample as TF's static_cast to the output dtype (to half through float, as Eigen)."""
+    if np_dt == np.float16:
+        return values.astype(np.float32).astype(np.float16)
+    if np.dtype(np_dt).kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.nan_to_num(values, nan=0.0).astype(np_dt)
+    return values.astype(np_dt)
+
+
+def _ends_with(node, dims: tuple, param_shape: tuple) -> None:
+    if len(param_shape) > len(dims) or tuple(dims[len(dims) - len(param_shape):]) != tuple(param_shape):
+        raise errors.InvalidArgumentError(node, node.name, f"Shape passed in must end with broadcasted shape: "
+                                                           f"shape {list(dims)}, parameters' shape {list(param_shape)}")
+
+
+def _stateless_gamma_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+    def run(shape, key, counter, alg, alpha):
+        dims = _dims(node, shape)
+        alpha = np.asarray(alpha)
+        _ends_with(node, dims, alpha.shape)
+        if not alpha.size:
+            raise errors.InvalidArgumentError(node, node.name, "Input alpha should have non-zero element count, got: 0")
+        if not int(np.prod(dims)):
+            return np.zeros(dims, np_dt)
+        flat = _gamma_draw(*_philox_words(node, key, counter, alg), alpha.reshape(-1), int(np.prod(dims)) // alpha.size)
+        return _per_sample_layout(_as_output(flat, np_dt), alpha.size, dims)
+    return run
+
+
+def _stateless_poisson_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    highest = float(np.iinfo(np_dt).max if np.dtype(np_dt).kind in "iu" else np.finfo(np_dt).max)
+
+    def run(shape, seed, lam):
+        dims = _dims(node, shape)
+        lam = np.asarray(lam)
+        _ends_with(node, dims, lam.shape)
+        key, counter = _philox_key_counter(node, seed)
+        if not int(np.prod(dims)):
+            return np.zeros(dims, np_dt)
+        flat = _poisson_draw(key, counter, lam.reshape(-1), int(np.prod(dims)) // lam.size, highest)
+        return _per_sample_layout(_as_output(flat, np_dt), lam.size, dims)
+    return run
+
+
+def _stateless_binomial_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+    def run(shape, seed, counts, probs):
+        dims = _dims(node, shape)
+        try:
+            counts, probs = np.broadcast_arrays(np.asarray(counts), np.asarray(probs))
+        except ValueError:
+            raise errors.InvalidArgumentError(node, node.name, f"counts and probs must have compatible batch "
+                                                               f"dimensions: {list(np.shape(counts))} vs. "
+                                                               f"{list(np.shape(probs))}") from None
+        _ends_with(node, dims, counts.shape)
+        key, counter = _philox_key_counter(node, seed)
+        if not int(np.prod(dims)):
+            return np.zeros(dims, np_dt)
+        flat = _binomial_draw(key, counter, counts.reshape(-1), probs.reshape(-1), int(np.prod(dims)) // counts.size)
+        return _per_sample_layout(_as_output(flat, np_dt), counts.size, dims)
+    return run
+
+
+_MAX_ITERATIONS = 1000   # TF's kMaxIterations: consecutive rejections before a truncated normal sampler gives up
+
+
+def _truncated_candidates(blocks: np.ndarray, method: str, norm_min, norm_max, diff, t) -> tuple:
+    """One round of a TF truncated-normal sampler from its Philox blocks ([rounds, 1 or 2, 4]):
+    (candidate values, accepted) [rounds, per round], all arithmetic in the dtype `t` as TF's."""
+    double = t == np.float64
+    exp, log = (("exp", "log") if double else ("expf", "logf"))
+
+    def uniform(b):
+        b = b.reshape(-1, 4)
+        if double:
+            return _to_double(b[:, 0::2].reshape(-1), b[:, 1::2].reshape(-1)).reshape(len(b), 2)
+        return _to_float(b).astype(t)
+    if method == "randn":
+        z = _box_muller(blocks.reshape(-1), double).astype(t).reshape(len(blocks), -1)
+        return z, (z >= norm_min) & (z <= norm_max)
+    if method == "uniform":
+        z = uniform(blocks[:, 0]) * diff + norm_min
+        g = (t(0) if norm_min < 0 else norm_min * norm_min) - z * z
+        return z, uniform(blocks[:, 1]) <= _libm(exp, (g / t(2.0)).astype(t))
+    r = uniform(blocks[:, 0])                   # exponential: (r[0], r[1]), (r[2], r[3]) each a proposal
+    alpha = (norm_min + np.sqrt(norm_min * norm_min + t(4))) / t(2)
+    z = -_libm(log, r[:, 0::2]) / alpha + norm_min
+    x = alpha - z if norm_min < alpha else np.full_like(z, norm_min - alpha)
+    return z, (r[:, 1::2] <= _libm(exp, (-x * x / t(2.0)).astype(t))) & (z < norm_max)
+
+
+def _truncated_batch(node, reader: list, need: int, mean, stddev, minval, maxval, t) -> np.ndarray:
+    """TF's TruncatedNormalFunctorV2 for one batch member: `need` samples from the shared stream
+    (reader: [key, counter, next block]), by normal rejection, uniform or exponential proposals."""
+    with np.errstate(all="ignore"):
+        if not (stddev > 0 and minval < maxval and (np.isfinite(minval) or np.isfinite(maxval))):
+            raise errors.InvalidArgumentError(node, node.name, "Invalid parameters")
+        if (np.isinf(minval) and minval < 0) or maxval < mean:
+            minval, maxval, stddev = maxval, minval, -stddev
+        norm_min, norm_max = (minval - mean) / stddev, (maxval - mean) / stddev
+        root = np.sqrt(norm_min * norm_min + t(4))
+        cutoff = t(2) * _libm("exp" if t == np.float64 else "expf", np.asarray(
+            [t(0.5) + norm_min * (norm_min - root) / t(4)], t))[0] / (norm_min + root)
+        diff = norm_max - norm_min
+        inside = t(1.3)
+        method = ("randn" if (norm_min < -inside and norm_max >= 0) or (norm_max > inside and norm_min <= 0) else
+                  "uniform" if diff < cutoff else "exponential")
+        per_round = 2 if method == "uniform" else 1
+        limit = _MAX_ITERATIONS + (1 if method == "randn" else 0)
+        taken, run, rounds = [], 0, 2 * need
+        while True:
+            key, counter, start = reader
+            blocks = _philox_blocks(key, counter, rounds * per_round,
+                                    skip=np.arange(start, start + rounds * per_round, dtype=np.uint64))
+            z, ok = _truncated_candidates(blocks.reshape(rounds, per_round, 4), method, norm_min, norm_max, diff, t)
+            hits = np.flatnonzero(ok.reshape(-1))
+            gaps = np.diff(np.concatenate([[-1 - run], hits])) - 1
+            if (gaps >= limit).any():
+                raise errors.InternalError(node, node.name, f"TruncatedNormal {method} rejection sampler failed to "
+                                                            f"accept a sample.")
+            hits = hits[:need - len(taken)]
+            taken.extend(z.reshape(-1)[hits])
+            if len(taken) == need:
+                reader[2] = start + (hits[-1] // z.shape[1] + 1) * per_round
+                return (np.asarray(taken, t) * stddev + mean).astype(t)
+            run = z.size - 1 - (hits[-1] if hits.size else -1 - run)
+            reader[2] = start + rounds * per_round
+
+
+def _stateless_truncated_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+    t = np.float32 if np_dt == np.float16 else np_dt   # half: float arithmetic (TF rounds each step to half)
+
+    def run(shape, seed, *params):
+        dims = _dims(node, shape)
+        try:
+            params = np.broadcast_arrays(*(np.asarray(p, t) for p in params))
+        except ValueError:
+            raise errors.InvalidArgumentError(node, node.name, "means, stddevs, minvals, maxvals must have compatible "
+                                                               "batch dimensions: " + " vs. ".join(
+                                                                   str(list(np.shape(p))) for p in params)) from None
+        _ends_with(node, dims, params[0].shape)
+        key, counter = _philox_key_counter(node, seed)
+        batches = params[0].size
+        out = np.empty((int(np.prod(dims)) // max(batches, 1), batches), t)
+        reader = [key, counter, 0]   # one stream through every batch member: TF's numbers while TF runs one shard
+        for b, (mean, stddev, lo, hi) in enumerate(zip(*(p.reshape(-1) for p in params))):
+            if out.shape[0]:
+                out[:, b] = _truncated_batch(node, reader, out.shape[0], mean, stddev, lo, hi, t)
+        return out.astype(np_dt).reshape(dims)
+    return run
+
+
+register("StatelessParameterizedTruncatedNormal", _random_infer, _stateless_truncated_kernel, grad=None)
+register("StatelessRandomGammaV3", _random_infer, _stateless_gamma_kernel, grad=None)
+register("StatelessRandomPoisson", _random_infer, _stateless_poisson_kernel, grad=None)
+register("StatelessRandomBinomial", _random_infer, _stateless_binomial_kernel, grad=None)
+
+
+@tf_export("random.stateless_gamma")
+def stateless_random_gamma(shape, seed, alpha, beta=None, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.random.stateless_gamma(shape, seed, alpha, beta=None, dtype=tf.float32, name=None):
+    Gamma(alpha, beta) samples (beta the inverse scale; both broadcast to the trailing
+    dimensions of `shape`), determined by the [2] int `seed`: TF's numbers."""
+    dtype = _check_float(dtype)
+    with get_default_graph().name_scope(name or "stateless_random_gamma"):
+        shape_t = _shape_tensor(shape)
+        alpha = convert_to_tensor(alpha, dtype=dtype, name="alpha")
+        beta = convert_to_tensor(1 if beta is None else beta, dtype=dtype, name="beta")
+        alpha = broadcast_to(alpha, broadcast_dynamic_shape(shape_of(alpha), shape_of(beta)))
+        key, counter = _seed_key_counter(seed)
+        alg = convert_to_tensor(RNG_ALG_AUTO_SELECT, dtype=dtypes.int32, name="alg")
+        rnd = make_op("StatelessRandomGammaV3", [shape_t, key, counter, alg, alpha],
+                      {"dtype": dtype, "shape_dtype": shape_t.dtype}, name="StatelessRandomGammaV3").outputs[0]
+        return maximum(np.finfo(dtype.as_numpy_dtype).tiny, rnd / beta)
+
+
+@tf_export("random.stateless_poisson")
+def stateless_random_poisson(shape, seed, lam, dtype=dtypes.int32, name=None) -> Tensor:
+    """tf.random.stateless_poisson(shape, seed, lam, dtype=tf.int32, name=None): Poisson(lam)
+    samples (lam broadcast to the trailing dimensions of `shape`), determined by `seed`: TF's
+    numbers."""
+    with get_default_graph().name_scope(name or "stateless_random_poisson") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        lam = convert_to_tensor(lam, name="lam")
+        return make_op("StatelessRandomPoisson", [shape_t, seed, lam], {"dtype": dtypes.as_dtype(dtype)},
+                       name=scope).outputs[0]
+
+
+@tf_export("random.stateless_binomial")
+def stateless_random_binomial(shape, seed, counts, probs, output_dtype=dtypes.int32, name=None) -> Tensor:
+    """tf.random.stateless_binomial(shape, seed, counts, probs, output_dtype=tf.int32, name=None):
+    the number of successes in `counts` trials of probability `probs` (broadcast together, to
+    the trailing dimensions of `shape`), determined by `seed`: TF's numbers."""
+    with get_default_graph().name_scope(name or "stateless_random_binomial") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        probs = convert_to_tensor(probs, preferred_dtype=dtypes.float32, name="probs")
+        counts = convert_to_tensor(counts, dtype=probs.dtype, name="counts")
+        return make_op("StatelessRandomBinomial", [shape_t, seed, counts, probs],
+                       {"dtype": dtypes.as_dtype(output_dtype)}, name=scope).outputs[0]
+
+
+@tf_export("random.stateless_parameterized_truncated_normal")
+def stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0, minvals=-2.0, maxvals=2.0,
+                                             name=None) -> Tensor:
+    """tf.random.stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0,
+    minvals=-2.0, maxvals=2.0, name=None): normal values of each mean and standard deviation
+    truncated to [minval, maxval] (the four broadcast to the trailing dimensions of `shape`),
+    determined by `seed`: TF's numbers for float32 and float64 whenever TF samples in one shard,
+    as it does for small outputs (a larger one TF splits among its threads, each from its own
+    offset in the stream)."""
+    with get_default_graph().name_scope(name or "stateless_parameterized_truncated_normal") as scope:
+        shape_t, seed = _shape_tensor(shape), _stateless_seed(seed)
+        params = [convert_to_tensor(v, name=n) for v, n in ((means, "means"), (stddevs, "stddevs"),
+                                                             (minvals, "minvals"), (maxvals, "maxvals"))]
+        return make_op("StatelessParameterizedTruncatedNormal", [shape_t, seed, *params],
+                       {"dtype": params[0].dtype}, name=scope).outputs[0]
 
 # -- the V2 stateless ops: an explicit Philox key and counter (what tf.random.Generator draws with) --
 RNG_ALG_PHILOX, RNG_ALG_AUTO_SELECT = 1, 3   # TF's Algorithm ids; auto_select is Philox on CPU

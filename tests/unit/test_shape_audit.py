@@ -140,6 +140,16 @@ def _build_corpus(g: tf.Graph) -> None:
         tf.random.stateless_uniform([2, 3], seed), tf.random.stateless_normal([2, 3], seed),
         tf.random.stateless_truncated_normal([2, 3], seed), tf.random.stateless_uniform([4], seed, 0, 5, tf.int32)
         tf.random.stateless_multinomial(tf.placeholder(tf.float32, [2, 5]), 3, seed)
+        tf.random.stateless_gamma([4, 3], seed, tf.placeholder(tf.float32, [3]))
+        tf.random.stateless_poisson([4, 3], seed, tf.placeholder(tf.float32, [3]))
+        tf.random.stateless_binomial([4, 3], seed, tf.placeholder(tf.float32, [3]), tf.placeholder(tf.float32, [3]))
+        tf.random.stateless_parameterized_truncated_normal([4, 3], seed, v[:3], 1.0, -1.0, 1.0)
+        # TF 2.x additions to tf.math, tf.nn and tf.sparse
+        tf.math.cumulative_logsumexp(x, 1, exclusive=True), tf.math.nextafter(m, v)
+        tf.math.sobol_sample(3, tf.placeholder(tf.int32, []), 2)
+        tf.math.approx_max_k(x, 2), tf.math.approx_min_k(x, 1, reduction_dimension=1)
+        tf.sparse.bincount(ints), tf.sparse.bincount(tf.placeholder(tf.int32, [3, 4]), axis=-1)
+        tf.sparse.bincount(tf.SparseTensor(tf.placeholder(tf.int64, [None, 2]), ints, [4, 9]), axis=-1)
         gen = tf.random.experimental.Generator.from_seed(3)
         gen.normal([2, 3]), gen.uniform([2]), gen.uniform([2], 0, 5, tf.int32), gen.truncated_normal([3])
         gen.uniform_full_int([2]), tf.random.split(seed)

@@ -1,6 +1,6 @@
 """Array ops that choose, order, search or deduplicate: where/select, unique, setdiff1d,
 searchsorted (LowerBound / UpperBound), top_k (sort and
-argsort, built on top_k: math/array_composites.py).
+argsort, built on top_k: math/array_composites.py), approx_top_k (exact, as on TF's CPU).
 `top_k` is tf.nn.top_k: it is exported from here for the nn namespace, not at the top level."""
 from __future__ import annotations
 
@@ -279,6 +279,13 @@ def _top_k_infer(op):
     return [(x.dtype, out), (dtypes.int32, out)]
 
 
+def _descending_order(x):
+    """The indices sorting x's last axis largest first, equal values in their original order: an
+    ascending stable sort of the reversed rows, read backwards."""
+    n = x.shape[-1]
+    return (n - 1 - array_module(x).argsort(x[..., ::-1], axis=-1, kind="stable"))[..., ::-1]
+
+
 def _top_k_kernel(node, ctx):
     def run(x, k):
         xp = array_module(x)
@@ -289,15 +296,96 @@ def _top_k_kernel(node, ctx):
         if k < 0 or k > n:
             raise invalid(node, f"input must have at least k columns. Had {n}, needed {k}" if k > n else
                           f"Need k >= 0, got {k}")
-        # Stable descending: an ascending stable sort of the reversed row, read backwards.
-        asc = xp.argsort(x[..., ::-1], axis=-1, kind="stable")
-        idx = (n - 1 - asc)[..., ::-1][..., :k]
+        idx = _descending_order(x)[..., :k]
         return xp.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
     return run
 
 
 register("TopKV2", _top_k_infer, _top_k_kernel)   # gradient: array_grad.py
 register_gpu("TopKV2", host_inputs=(1,))
+
+
+# -- ApproxTopK: TPU's approximate top-k, exact here as on TF's CPU ------------------------------------
+@tf_export("approx_top_k")
+def approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95, is_max_k=True,
+                 reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
+    """tf.approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95, is_max_k=True,
+    reduction_input_size_override=-1, aggregate_to_topk=True, name=None) -> (values, indices):
+    the op under approx_max_k and approx_min_k (is_max_k=False)."""
+    operand = convert_to_tensor(input, name="input")
+    op = make_op("ApproxTopK", [operand],
+                 {"k": int(k), "reduction_dimension": int(reduction_dimension),
+                  "recall_target": float(recall_target), "is_max_k": bool(is_max_k),
+                  "reduction_input_size_override": int(reduction_input_size_override),
+                  "aggregate_to_topk": bool(aggregate_to_topk), "T": operand.dtype}, name=name or "ApproxTopK")
+    return TopKV2Output(*op.outputs)
+
+
+@tf_export("math.approx_max_k", "nn.approx_max_k")
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True, name=None):
+    """tf.math.approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+    reduction_input_size_override=-1, aggregate_to_topk=True, name=None) -> (values, indices):
+    the k largest entries along `reduction_dimension`, largest first. TPUs trade recall for
+    speed; here, as on TF's CPU, the result is exact (top_k's, ties in their original order)."""
+    return approx_top_k(operand, k, reduction_dimension, recall_target, True, reduction_input_size_override,
+                        aggregate_to_topk, name)
+
+
+@tf_export("math.approx_min_k", "nn.approx_min_k")
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True, name=None):
+    """tf.math.approx_min_k(...) -> (values, indices): as approx_max_k, the k smallest entries,
+    smallest first."""
+    return approx_top_k(operand, k, reduction_dimension, recall_target, False, reduction_input_size_override,
+                        aggregate_to_topk, name)
+
+
+def _approx_top_k_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"ApproxTopK: reduction_dimension {axis} is out of range for an operand of rank {ndim}")
+    return axis % ndim
+
+
+def _approx_top_k_infer(op):
+    x = op.inputs[0]
+    k = op.get_attr("k")
+    if k < 0:
+        raise ValueError(f"ApproxTopK: need k >= 0, got {k}")
+    if x.shape.ndims is None:
+        return [(x.dtype, unknown_shape()), (dtypes.int32, unknown_shape())]
+    axis = _approx_top_k_axis(op.get_attr("reduction_dimension"), x.shape.ndims)
+    n = x.shape[axis].value
+    if n is not None and n < k:
+        raise ValueError(f"ApproxTopK: reduction dimension {axis} of the operand has {n} entries, fewer than k = {k}")
+    dims = x.shape.as_list()
+    dims[axis] = k
+    return [(x.dtype, TensorShape(dims)), (dtypes.int32, TensorShape(dims))]
+
+
+def _approx_top_k_kernel(node, ctx):
+    k, is_max, dim = int(node.attr["k"]), bool(node.attr["is_max_k"]), int(node.attr["reduction_dimension"])
+
+    def run(x):
+        xp = array_module(x)
+        if x.ndim == 0:
+            raise invalid(node, "operand must be at least 1-D")
+        try:
+            axis = _approx_top_k_axis(dim, x.ndim)
+        except ValueError as e:
+            raise invalid(node, str(e)) from None
+        if x.shape[axis] < k:
+            raise invalid(node, f"reduction dimension {axis} has {x.shape[axis]} entries, fewer than k = {k}")
+        rows = xp.moveaxis(x, axis, -1)
+        idx = (_descending_order(rows) if is_max else xp.argsort(rows, axis=-1, kind="stable"))[..., :k]
+        values = xp.take_along_axis(rows, idx, axis=-1)
+        return (xp.ascontiguousarray(xp.moveaxis(values, -1, axis)),
+                xp.ascontiguousarray(xp.moveaxis(idx, -1, axis)).astype(np.int32))
+    return run
+
+
+register("ApproxTopK", _approx_top_k_infer, _approx_top_k_kernel, dtypes=(dtypes.float16, dtypes.float32),
+         dtype_param="input")   # gradient: array_grad.py
 
 
 # -- LowerBound / UpperBound (tf.searchsorted) ---------------------------------------------------------

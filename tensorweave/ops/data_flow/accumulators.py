@@ -352,7 +352,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
 SparseTakeGradient = collections.namedtuple("SparseAccumulatorTakeGradient", ["indices", "values", "shape"])
 
 
-@tf_export("SparseConditionalAccumulator")
+@tf_export("SparseConditionalAccumulator", "sparse.SparseConditionalAccumulator")
 class SparseConditionalAccumulator(ConditionalAccumulatorBase):
     """tf.SparseConditionalAccumulator(dtype, shape=None, shared_name=None,
     name='sparse_conditional_accumulator', reduction_type='MEAN')."""

@@ -99,17 +99,35 @@ def _broadcast_to_grad(op, grad):
     return [grad, None]  # broadcast-shaped: tf.gradients reduces it to x's shape
 
 
-@RegisterGradient("TopKV2")
-def _top_k_grad(op, grad, _indices_grad=None):
-    x, idx = op.inputs[0], op.outputs[1]
+def _scatter_along_last_axis(x, idx, grad) -> Tensor:
+    """grad (idx's shape) scattered into zeros of x's shape at idx's positions along the last axis."""
     grad = dense(grad)
-    in_shape = shape(x)
     n = shape(x)[-1]
     idx_2d = reshape(idx, stack([-1, shape(idx)[-1]]))
     offsets = expand_dims(range_(0, size(x), n), -1)   # row r starts at r * n in the flat input
     flat = reshape(add(idx_2d, offsets), [-1, 1])
     dx = scatter_nd(flat, reshape(grad, [-1]), reshape(size(x), [1]))
-    return [reshape(dx, in_shape), zeros([], dtype=dtypes.int32)]
+    return reshape(dx, shape(x))
+
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, grad, _indices_grad=None):
+    return [_scatter_along_last_axis(op.inputs[0], op.outputs[1], grad), zeros([], dtype=dtypes.int32)]
+
+
+@RegisterGradient("ApproxTopK")
+def _approx_top_k_grad(op, grad, _indices_grad=None):
+    """The values' gradient scattered back to the chosen entries (TF's scatter_nd of the lifted
+    indices), through a transpose that makes the reduction dimension last."""
+    x, idx = op.inputs[0], op.outputs[1]
+    ndim = x.shape.ndims
+    axis = op.get_attr("reduction_dimension") % ndim
+    if axis == ndim - 1:
+        return [_scatter_along_last_axis(x, idx, grad)]
+    perm = list(range(ndim))
+    perm[axis], perm[-1] = perm[-1], perm[axis]   # a swap: its own inverse
+    return [transpose(_scatter_along_last_axis(transpose(x, perm), transpose(idx, perm), transpose(dense(grad), perm)),
+                      perm)]
 
 
 @RegisterGradient("Slice")

@@ -15,6 +15,7 @@ from tensorweave.framework.shapes import broadcast_shapes
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
+from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import pure, register, register_gpu
@@ -220,6 +221,16 @@ def _div_no_nan_grad(op, grad):
 register("DivNoNan", _broadcast_infer, _div_no_nan_kernel, grad=_div_no_nan_grad, dtypes=FLOAT_COMPLEX)
 
 
+@tf_export("math.reciprocal_no_nan")
+def reciprocal_no_nan(x, name=None) -> Tensor:
+    """tf.math.reciprocal_no_nan(x, name=None): 1 / x, or 0 where x == 0 (a DivNoNan of one by x,
+    as TF builds it)."""
+    with name_scope(name, "reciprocal_no_nan", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        one = convert_to_tensor(1, dtype=x.dtype, name="one")
+        return make_op("DivNoNan", [one, x], {"T": x.dtype}, name=scope).outputs[0]
+
+
 @tf_export("math.floordiv", "floor_div", "floordiv")
 def floordiv(x, y, name=None) -> Tensor:
     """tf.floordiv(x, y, name=None): floor(x / y); integer division by zero is an error."""
@@ -235,6 +246,19 @@ def _float_floordiv(x, y):
 
 register("FloorDiv", _broadcast_infer, _divlike_kernel(np.floor_divide, _float_floordiv), grad=None, dtypes=REAL)
 register_gpu("FloorDiv")
+
+
+@tf_export("math.nextafter")
+def nextafter(x1, x2, name=None) -> Tensor:
+    """tf.math.nextafter(x1, x2, name=None): the next representable value after x1 in the
+    direction of x2, elementwise (float32 or float64)."""
+    return binary("NextAfter", x1, x2, name, "NextAfter")
+
+
+# TF's gradient: the incoming one for x1 (as if nextafter were x1 itself), zeros for x2
+register("NextAfter", _broadcast_infer, pure(np.nextafter), grad=lambda op, g: [g, zeros_like(g)],
+         dtypes=(dtypes.float32, dtypes.float64), dtype_param="x1")
+register_gpu("NextAfter")
 
 
 @tf_export("math.floormod", "math.mod", "floormod", "mod")

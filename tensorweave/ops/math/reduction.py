@@ -1,5 +1,5 @@
 """Math ops, reduction family: reduce_sum/mean/max/min/prod/any/all/logsumexp, the variance,
-standard deviation and euclidean norm, argmax/argmin, cumsum/cumprod, count_nonzero and
+standard deviation and euclidean norm, argmax/argmin, cumsum/cumprod/cumulative_logsumexp, count_nonzero and
 bincount. (Segment reductions are in segment.py.)"""
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import rank, reshape, shape, stop_gradient
-from tensorweave.ops.array.fill import zeros_like
+from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.array.sort import where
+from tensorweave.ops.array.sort import where, where_v2
 from tensorweave.ops.helpers import (BOOL, FLOATS, NUMERIC, REAL, TFNodes, array_module, check_dtype,
                                     check_output_size, invalid, make_op, same_as_input, static_int)
-from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, maximum, multiply, not_equal,
-                                         realdiv, subtract)
+from tensorweave.ops.math.binary import (add, equal, floordiv, greater, greater_equal, less, maximum, multiply,
+                                         not_equal, realdiv, subtract)
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.math.unary import abs, exp, is_finite, log, sqrt
@@ -553,6 +553,37 @@ def _cumprod_grad(op, grad):
 register("Cumsum", _cum_infer, _cum_kernel(np.cumsum, 0), grad=_cumsum_grad, dtypes=NUMERIC)
 register_gpu("Cumsum", host_inputs=(1,))
 register("Cumprod", _cum_infer, _cum_kernel(np.cumprod, 1), grad=_cumprod_grad, dtypes=NUMERIC)
+
+
+def _logaddexp_accumulate(x, axis, dtype):
+    return np.logaddexp.accumulate(x, axis=axis, dtype=dtype)
+
+
+def _cumulative_logsumexp_grad(op, grad):
+    """TF's: the incoming gradient split by sign, each part's log carried back by a reversed
+    cumulative_logsumexp (stable where the gradient is large and the outputs small)."""
+    x, axis = op.inputs
+    out = op.outputs[0]
+    exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
+    lowest = convert_to_tensor(np.finfo(grad.dtype.as_numpy_dtype).min, dtype=grad.dtype)
+
+    def part(mask, magnitude):
+        log_part = where_v2(mask, log(where_v2(mask, magnitude, ones_like(grad))), lowest)
+        return exp(add(cumulative_logsumexp(subtract(log_part, out), axis, exclusive=exclusive,
+                                            reverse=not reverse), x))
+    return [subtract(part(greater(grad, 0), grad), part(less(grad, 0), -grad)), None]
+
+
+register("CumulativeLogsumexp", _cum_infer, _cum_kernel(_logaddexp_accumulate, -np.inf),
+         grad=_cumulative_logsumexp_grad, dtypes=FLOATS)
+
+
+@tf_export("math.cumulative_logsumexp")
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None) -> Tensor:
+    """tf.math.cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None): the
+    running log(sum(exp(x))) along `axis`, computed without overflow (exclusive: the first
+    is -inf)."""
+    return _cumulative("CumulativeLogsumexp", x, axis, exclusive, reverse, name)
 
 
 @tf_export("math.cumsum", "cumsum")

@@ -1,6 +1,8 @@
 """Math ops that make sequences of numbers: tf.range (math, as in TF: it casts its arguments to
-one dtype) and tf.linspace."""
+one dtype), tf.linspace and tf.math.sobol_sample."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -139,3 +141,50 @@ def _linspace_kernel(node, ctx):
 
 register("LinSpace", _linspace_infer, _linspace_kernel, grad=None, dtypes=(dtypes.float32, dtypes.float64),
          dtype_param="start")
+
+
+# -- SobolSample -----------------------------------------------------------------------------------
+_SOBOL_MAX_DIM = 21200   # TF's direction numbers (Joe and Kuo's), as scipy's
+
+
+@tf_export("math.sobol_sample")
+def sobol_sample(dim, num_results, skip=0, dtype=dtypes.float32, name=None) -> Tensor:
+    """tf.math.sobol_sample(dim, num_results, skip=0, dtype=tf.float32, name=None): points
+    [num_results, dim] of the (unscrambled) Sobol sequence in [0, 1)^dim, after its first
+    `skip` points (the all-zero point never among them)."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in (dtypes.float32, dtypes.float64):
+        raise ValueError(f"sobol_sample: dtype must be float32 or float64, not {dtype.name}")
+    with name_scope(name, "sobol", [dim, num_results, skip]) as scope:
+        inputs = [convert_to_tensor(v, dtype=dtypes.int32, name=n)
+                  for v, n in ((dim, "dim"), (num_results, "num_results"), (skip, "skip"))]
+        return make_op("SobolSample", inputs, {"dtype": dtype}, name=scope).outputs[0]
+
+
+def _sobol_infer(op):
+    dim, num = (static_int(t) for t in op.inputs[:2])
+    return [(op.get_attr("dtype"), TensorShape([num, dim]))]
+
+
+def _sobol_kernel(node, ctx):
+    np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
+
+    def run(dim, num_results, skip):
+        from scipy.stats import qmc   # scipy on first use: importing tensorweave stays fast
+        dim, num_results, skip = int(dim), int(num_results), int(skip)
+        for ok, message in ((dim >= 1, "dim must be at least one"),
+                            (num_results >= 1, "num_results must be at least one"),
+                            (skip >= 0, "skip must be non-negative"),
+                            (dim <= _SOBOL_MAX_DIM, f"dim must be at most {_SOBOL_MAX_DIM}")):
+            if not ok:
+                raise invalid(node, message)
+        check_output_size(node, [num_results, dim])
+        engine = qmc.Sobol(dim, scramble=False)
+        engine.fast_forward(skip + 1)   # TF's sequence starts after the all-zero point
+        with warnings.catch_warnings():   # scipy's note that balance needs 2**m points: TF takes any count
+            warnings.simplefilter("ignore", UserWarning)
+            return engine.random(num_results).astype(np_dt)
+    return run
+
+
+register("SobolSample", _sobol_infer, _sobol_kernel, grad=None)

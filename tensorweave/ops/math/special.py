@@ -1,5 +1,5 @@
 """Math ops, special functions: lgamma, digamma, polygamma, igamma/igammac (regularized
-incomplete gamma), betainc, zeta (Hurwitz), erfc, erfinv, ndtri, the scaled modified Bessel
+incomplete gamma), betainc, zeta (Hurwitz), erfc, erfinv, ndtri, erfcinv, the scaled modified Bessel
 functions bessel_i0e/i1e, and lbeta, bessel_i0/i1 built on them; with TF's gradients.
 scipy.special does the arithmetic; it is imported when a kernel is first built, so importing
 tensorweave stays fast."""
@@ -221,6 +221,15 @@ ndtri = _define_unary("Ndtri", "ndtri",
                                                           exp(multiply(square(op.outputs[0]), 0.5))))],
                       "tf.math.ndtri(x, name=None): the inverse of the standard normal CDF on (0, 1).")
 tf_export("math.ndtri")(ndtri)
+
+
+@tf_export("math.erfcinv")
+def erfcinv(x, name=None) -> Tensor:
+    """tf.math.erfcinv(x, name=None): the inverse of erfc on (0, 2), as TF builds it:
+    -ndtri(x / 2) / sqrt(2)."""
+    with name_scope(name, "erfcinv", [x]):
+        x = convert_to_tensor(x, name="start")
+        return multiply(negative(ndtri(multiply(x, 0.5))), math.sqrt(0.5))
 
 
 # -- Bessel functions ------------------------------------------------------------------------------

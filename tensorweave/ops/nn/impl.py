@@ -1,7 +1,7 @@
 """tf.nn functions TF builds in Python from primitive ops (TF's nn_impl.py): moments,
 sufficient_statistics, normalize_moments, weighted_moments, batch_normalization, l2_normalize,
 dropout, the sigmoid/weighted cross-entropies, the softmax cross-entropy wrappers (any rank, any
-axis), embedding_lookup, xw_plus_b, relu_layer, zero_fraction, conv1d, log_poisson_loss, swish."""
+axis), embedding_lookup, xw_plus_b, relu_layer, zero_fraction, conv1d, log_poisson_loss, swish (silu)."""
 from __future__ import annotations
 
 import contextlib
@@ -512,9 +512,13 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
         return result
 
 
-@tf_export("nn.swish")
-def swish(features, name=None):
-    """tf.nn.swish(features): features * sigmoid(features)."""
+@tf_export("nn.silu", "nn.swish")
+def swish(features, beta=1.0, name=None):
+    """tf.nn.swish(features, beta=1.0) (also tf.nn.silu, TF 2's name): features *
+    sigmoid(beta * features); beta a scalar tensor or number, cast to features' dtype."""
     with name_scope(name, "swish", [features]):
         features = convert_to_tensor(features, name="features")
-        return features * sigmoid(features)
+        if isinstance(beta, (int, float)) and beta == 1.0:
+            return features * sigmoid(features)
+        beta = cast(convert_to_tensor(beta, name="beta"), features.dtype)
+        return features * sigmoid(beta * features)

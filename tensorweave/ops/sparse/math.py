@@ -2,7 +2,7 @@
 reductions sparse_reduce_sum / sparse_reduce_max (dense or sparse results), sparse_softmax
 (SparseSoftmax), and SparseTensor * / dense tensors (SparseDenseCwiseMul, SparseDenseCwiseDiv;
 SparseDenseCwiseAdd for softmax's gradient). sparse_matmul is TF1's dense matmul with sparsity
-hints."""
+hints. tf.sparse.bincount (DenseCountSparseOutput, SparseCountSparseOutput)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.shapes import TensorShape, unknown_shape
-from tensorweave.framework.sparse_tensor import SparseTensor
+from tensorweave.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tensor_util import constant_value
 from tensorweave.framework.tf_export import tf_export
@@ -356,3 +356,135 @@ def _sparse_times(op_type: str):
 SparseTensor.__mul__ = _sparse_times("SparseDenseCwiseMul")
 SparseTensor.__truediv__ = _sparse_times("SparseDenseCwiseDiv")
 SparseTensor.__div__ = SparseTensor.__truediv__
+
+
+# -- DenseCountSparseOutput, SparseCountSparseOutput: tf.sparse.bincount -------------------------------
+@tf_export("sparse.bincount")
+def sparse_bincount(values, weights=None, axis=0, minlength=None, maxlength=None, binary_output=False, name=None):
+    """tf.sparse.bincount(values, weights=None, axis=0, minlength=None, maxlength=None,
+    binary_output=False, name=None): a SparseTensor counting each value of `values` (a Tensor or
+    SparseTensor of non-negative ints): over all of it (axis=0, a [size] result) or per row of a
+    rank-2 input (axis=-1, [rows, size]); size is maxlength when given, else max(largest value
+    + 1, minlength), values >= maxlength dropped. `weights` (shaped as values) are summed
+    instead of counting; binary_output gives 1 for each value present."""
+    with name_scope(name, "count", [values, weights]):
+        sparse_in = isinstance(values, (SparseTensor, SparseTensorValue))
+        values = convert_sparse(values, "values") if sparse_in else convert_to_tensor(values, name="values")
+        if weights is not None and binary_output:
+            raise ValueError("Arguments `binary_output` and `weights` are mutually exclusive. Please specify only one.")
+        if axis is None:
+            axis = 0
+        if axis not in (0, -1):
+            raise ValueError(f"Unsupported value for argument axis={axis}. Only 0 and -1 are currently supported.")
+        weights = _count_weights(values, weights, sparse_in) if weights is not None else \
+            convert_to_tensor(np.zeros([0], values.dtype.as_numpy_dtype), name="weights")
+        if axis == 0:   # every value in one batch, as TF: a SparseTensor's values, a Tensor flattened
+            values = values.values if sparse_in else reshape(values, [-1])
+            if not sparse_in and weights.shape.num_elements() != 0:
+                weights = reshape(weights, [-1])
+            sparse_in = False
+        attrs = {"T": values.dtype, "minlength": -1 if minlength is None else int(minlength),
+                 "maxlength": -1 if maxlength is None else int(maxlength), "binary_output": bool(binary_output),
+                 "output_type": weights.dtype}
+        if sparse_in:
+            op = make_op("SparseCountSparseOutput", [values.indices, values.values, values.dense_shape, weights],
+                         attrs, name="SparseCountSparseOutput")
+        else:
+            op = make_op("DenseCountSparseOutput", [values, weights], attrs, name="DenseCountSparseOutput")
+        return SparseTensor(*op.outputs)
+
+
+def _count_weights(values, weights, sparse_in: bool) -> Tensor:
+    """The weights' values: a SparseTensor's for sparse values (whose indices and dense shape it
+    must share: their static shapes are checked; TF also asserts their values equal at run
+    time, which is not done here), a Tensor's otherwise."""
+    if sparse_in:
+        if not isinstance(weights, (SparseTensor, SparseTensorValue)):
+            raise ValueError(f"Argument `weights` must be a SparseTensor if `values` is a SparseTensor. Received "
+                             f"weights={weights} of type: {type(weights).__name__}")
+        weights = convert_sparse(weights, "weights")
+        for ours, theirs, what in ((weights.indices, values.indices, "indices"),
+                                   (weights.dense_shape, values.dense_shape, "dense shape")):
+            if not ours.shape.is_compatible_with(theirs.shape):
+                raise ValueError(f"'weights' and 'values' must have the same {what}: both shapes must be equal, "
+                                 f"got {ours.shape} and {theirs.shape}")
+        return weights.values
+    if isinstance(weights, (SparseTensor, SparseTensorValue)):
+        raise ValueError(f"Argument `weights` must be a tf.Tensor if `values` is a tf.Tensor. Received "
+                         f"weights={weights} of type: {type(weights).__name__}")
+    return convert_to_tensor(weights, name="weights")
+
+
+def _count_infer(op):
+    rank = op.inputs[2].shape[0].value if op.type == "SparseCountSparseOutput" else None
+    if op.type == "DenseCountSparseOutput" and op.inputs[0].shape.ndims is not None:
+        rank = op.inputs[0].shape.ndims
+        if rank not in (1, 2):
+            raise ValueError(f"DenseCountSparseOutput: input must be a 1 or 2-dimensional tensor, got rank {rank}")
+    return [(dtypes.int64, TensorShape([None, rank])), (op.get_attr("output_type"), TensorShape([None])),
+            (dtypes.int64, TensorShape([rank]))]
+
+
+def _count(node, batch, values, weights, num_batches):
+    """TF's count ops: (indices, counts, dense shape), each batch's distinct kept values in
+    increasing order; `batch` None for a rank-1 input."""
+    minlength, maxlength = int(node.attr["minlength"]), int(node.attr["maxlength"])
+    binary = bool(node.attr["binary_output"])
+    out_dt = dtypes.as_dtype(node.attr["output_type"]).as_numpy_dtype
+    values = np.asarray(values).astype(np.int64).reshape(-1)
+    if (values < 0).any():
+        raise invalid(node, "Input values must all be non-negative")
+    keep = (maxlength <= 0) | (values < maxlength)
+    kept = values[keep]
+    width = maxlength if maxlength > 0 else max(int(kept.max()) + 1 if kept.size else 1, minlength)
+    shape = [width] if batch is None else [num_batches, width]
+    check_output_size(node, shape)
+    rows = np.zeros_like(kept) if batch is None else np.asarray(batch, np.int64)[keep]
+    keys, slot = np.unique(rows * width + kept, return_inverse=True)
+    counts = np.zeros(keys.size, out_dt)
+    if binary:
+        counts[:] = 1
+    else:
+        np.add.at(counts, slot, weights.reshape(-1)[keep] if weights.size else np.ones(kept.size, out_dt))
+    indices = keys[:, None] if batch is None else np.stack([keys // width, keys % width], axis=1)
+    return indices.astype(np.int64), counts, np.asarray(shape, np.int64)
+
+
+def _dense_count_kernel(node, ctx):
+    def run(values, weights):
+        if values.ndim not in (1, 2):
+            raise invalid(node, f"Input must be a 1 or 2-dimensional tensor. Got: {list(values.shape)}")
+        if weights.size and weights.shape != values.shape:
+            raise invalid(node, f"Weights and data must have the same shape. Weight shape: {list(weights.shape)}; "
+                                f"data shape: {list(values.shape)}")
+        if values.ndim == 2 and not values.shape[0]:
+            raise invalid(node, "Invalid input: Shapes dimension cannot be 0.")
+        if values.ndim == 1:
+            return _count(node, None, values, weights, 1)
+        rows = np.repeat(np.arange(values.shape[0]), values.shape[1])
+        return _count(node, rows, values, weights, values.shape[0])
+    return run
+
+
+def _sparse_count_kernel(node, ctx):
+    def run(indices, values, dense_shape, weights):
+        if dense_shape.size not in (1, 2):
+            raise invalid(node, f"Input must be a 1 or 2-dimensional tensor. Got: {dense_shape.tolist()}")
+        if indices.ndim != 2 or indices.shape != (values.size, dense_shape.size):
+            raise invalid(node, f"Input indices must be [number of values, rank] = [{values.size}, {dense_shape.size}]"
+                                f". Got: {list(indices.shape)}")
+        bad = np.flatnonzero(((indices < 0) | (indices >= dense_shape)).any(axis=1))
+        if bad.size:
+            raise invalid(node, f"Invalid index value at {bad[0]}: {indices[bad[0]].tolist()} is not within the dense "
+                                f"shape {dense_shape.tolist()}")
+        if weights.size and weights.shape != values.shape:
+            raise invalid(node, f"Weights and values must have the same shape. Weight shape: {list(weights.shape)}; "
+                                f"values shape: {list(values.shape)}")
+        if dense_shape.size == 1:
+            return _count(node, None, values, weights, 1)
+        return _count(node, indices[:, 0], values, weights, int(dense_shape[0]))
+    return run
+
+
+register("DenseCountSparseOutput", _count_infer, _dense_count_kernel, grad=None)
+register("SparseCountSparseOutput", _count_infer, _sparse_count_kernel, grad=None)
