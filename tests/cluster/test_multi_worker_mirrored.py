@@ -1,0 +1,195 @@
+"""tf.distribute.experimental.MultiWorkerMirroredStrategy with real worker processes on loopback
+(distribute/collective_all_reduce_strategy.py over ops/collective_ops.py): each worker builds its
+graph and runs it in a session on its own task, as TF's between-graph workers do. Training on 2
+workers equals one process training on the concatenated batch, the mirrored variables are
+identical on both (the chief's random initial values broadcast), a worker SIGKILLed during
+training fails the other's step with UnavailableError instead of a hang, `tensorweave launch
+--workers 2` runs a collective job, and an Estimator trains with RunConfig(train_distribute=MWMS)
+through train_and_evaluate."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+import tensorweave as tf
+from tensorweave.framework import errors
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GLOBAL_BATCH = 8
+X = ((np.arange(48, dtype=np.float32).reshape(16, 3) * 7) % 11 - 5) / 4
+IDS = (np.arange(16, dtype=np.int64) * 3) % 5
+Y = (X @ np.array([[0.5], [-1.0], [2.0]], np.float32) + 0.1 + IDS[:, None] * 0.2).astype(np.float32)
+
+
+def _model(strategy, it, initial=None):
+    """A linear model with an embedding (its gradient IndexedSlices) and Momentum; the replica loss is
+    the sum of squares over the global batch size (TF's advice for custom loops), so the summed
+    gradients are the global batch's mean's. `initial`: {name: value} (else random, unseeded)."""
+    init = (lambda name: tf.constant_initializer(initial[name])) if initial else \
+        (lambda name: tf.random_normal_initializer())
+    w = tf.get_variable("w", [3, 1], initializer=init("w"))
+    b = tf.get_variable("b", [1], initializer=init("b"))
+    emb = tf.get_variable("emb", [5, 1], initializer=init("emb"))
+    opt = tf.train.MomentumOptimizer(0.05, 0.9)
+    step = tf.train.get_or_create_global_step()
+
+    def replica_step(batch):
+        x, ids, y = batch
+        pred = tf.matmul(x, w) + b + tf.gather(emb, ids)
+        return opt.minimize(tf.reduce_sum(tf.square(pred - y)) / GLOBAL_BATCH, global_step=step)
+    train = strategy.group(strategy.experimental_run_v2(replica_step, args=(it.get_next(),)))
+    return train, {"w": w, "b": b, "emb": emb}
+
+
+def _dataset():
+    return tf.data.Dataset.from_tensor_slices((X, IDS, Y)).repeat().batch(GLOBAL_BATCH)
+
+
+def _mwms(spec, job, index):
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(tf.train.ClusterSpec(spec), task_type=job,
+                                                                    task_id=index)
+    return tf.distribute.experimental.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+
+
+def _run_workers(c, steps, after_step=None, config=None):
+    """Each worker of cluster `c` trains `steps` steps in its own thread, graph and session on its
+    task; [(initial values, final values, global step, error)] by worker. `after_step(rank, step)`
+    returning False stops that worker."""
+    spec = c.spec
+    out: list = [None] * len(spec["worker"])
+
+    def worker(rank):
+        initial = final = gstep = None
+        try:
+            strategy = _mwms(spec, "worker", rank)
+            with tf.Graph().as_default(), strategy.scope():
+                it = strategy.make_dataset_iterator(_dataset())
+                train, variables = _model(strategy, it)
+                session_config = strategy.update_config_proto(config or tf.ConfigProto())
+                with tf.Session(c.target("worker", rank), config=session_config) as sess:
+                    sess.run([tf.global_variables_initializer(), it.initializer])
+                    initial = sess.run(variables)
+                    for i in range(steps):
+                        sess.run(train)
+                        if after_step is not None and after_step(rank, i) is False:
+                            break
+                    final, gstep = sess.run(variables), sess.run(tf.train.get_global_step())
+            out[rank] = (initial, final, gstep, None)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            out[rank] = (initial, final, gstep, e)
+    threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in range(len(out))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    return out
+
+
+def _single_process(initial, steps):
+    """The same training in one process on the whole (concatenated) global batch."""
+    with tf.Graph().as_default():
+        it = tf.data.make_initializable_iterator(_dataset())
+        w = tf.get_variable("w", initializer=tf.constant(initial["w"]))
+        b = tf.get_variable("b", initializer=tf.constant(initial["b"]))
+        emb = tf.get_variable("emb", initializer=tf.constant(initial["emb"]))
+        x, ids, y = it.get_next()
+        pred = tf.matmul(x, w) + b + tf.gather(emb, ids)
+        train = tf.train.MomentumOptimizer(0.05, 0.9).minimize(tf.reduce_mean(tf.square(pred - y)))
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), it.initializer])
+            for _ in range(steps):
+                sess.run(train)
+            return sess.run({"w": w, "b": b, "emb": emb})
+
+
+def test_two_workers_train_equal_to_one_process_on_the_concatenated_batch(start_cluster):
+    c = start_cluster({"worker": 2})
+    steps = 6
+    results = _run_workers(c, steps)
+    for initial, final, gstep, err in results:
+        if err is not None:
+            raise err
+        assert gstep == steps
+    (init0, final0, _, _), (init1, final1, _, _) = results
+    for name in final0:
+        np.testing.assert_array_equal(init1[name], init0[name])   # the chief's random values, broadcast
+        np.testing.assert_array_equal(final1[name], final0[name])   # mirrored: identical after N steps
+    assert not np.allclose(final0["w"], init0["w"])
+    want = _single_process(init0, steps)
+    for name in want:
+        np.testing.assert_allclose(final0[name], want[name], rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+def test_strategy_reads_tf_config_and_sets_the_session_config(monkeypatch):
+    spec = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": spec, "task": {"type": "worker", "index": 1}}))
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    assert strategy.num_replicas_in_sync == 3
+    assert strategy.extended.worker_devices == ("/job:worker/replica:0/task:1/device:CPU:0",)
+    assert not strategy.extended.should_checkpoint and strategy.extended.experimental_should_init
+    config = tf.ConfigProto(allow_soft_placement=True)
+    updated = strategy.update_config_proto(config)
+    assert list(updated.device_filters) == ["/job:worker/task:1"] and not config.device_filters   # a copy
+    assert updated.experimental["collective_group_leader"] == "/job:chief/replica:0/task:0"
+    strategy.configure(config)
+    assert list(config.device_filters) == ["/job:worker/task:1"] and config.allow_soft_placement
+    contrib = tf.contrib.distribute.CollectiveAllReduceStrategy()
+    assert contrib.num_replicas_in_sync == 3 and contrib.extended.is_chief is False
+    with tf.Graph().as_default(), strategy.scope():
+        seen = []
+        strategy.make_input_fn_iterator(lambda ctx: seen.append(ctx) or _dataset())
+        assert (seen[0].num_input_pipelines, seen[0].input_pipeline_id, seen[0].num_replicas_in_sync) == (3, 2, 3)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"ps": ["localhost:1"], "worker": ["localhost:2"]},
+                                                "task": {"type": "ps", "index": 0}}))
+    try:
+        tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    except ValueError as e:
+        assert "'ps'" in str(e)
+    else:
+        raise AssertionError("a ps task made a MultiWorkerMirroredStrategy")
+
+
+def test_a_worker_killed_during_training_fails_the_other_with_unavailable(start_cluster):
+    c = start_cluster({"worker": 2})
+    killed = threading.Event()
+
+    def after_step(rank, step):
+        if rank == 1 and step == 2:
+            c.kill("worker", 1)   # SIGKILL, mid-training
+            killed.set()
+            return False
+        return None
+    results = _run_workers(c, 10000, after_step, config=tf.ConfigProto(operation_timeout_in_ms=60000))
+    assert killed.is_set()
+    initial, final, gstep, err = results[0]
+    assert isinstance(err, errors.UnavailableError), err
+    assert "Collective" in str(err)
+
+
+def _launch(args, env, timeout=240):
+    env = dict(os.environ, **env)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TF_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "tensorweave.cli", "launch", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=REPO)
+
+
+def test_launch_with_workers_and_no_ps_runs_a_collective_job(tmp_path):
+    proc = _launch(["--workers", "2", os.path.join(HERE, "mwms_trainer.py"), str(tmp_path)], {})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [json.loads(line.split("] ", 1)[1]) for line in proc.stdout.splitlines() if "{" in line]
+    assert sorted(r["task"] for r in lines) == [0, 1]
+    assert lines[0]["weights"] == lines[1]["weights"] and lines[0]["step"] == lines[1]["step"] == 5
+    assert lines[0]["replicas"] == 2
+    # only the chief (worker 0) saved
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
+    reader = tf.train.load_checkpoint(str(tmp_path))
+    chief = next(r for r in lines if r["task"] == 0)
+    np.testing.assert_array_equal(reader.get_tensor("w"), np.array(chief["weights"], np.float32))
