@@ -193,3 +193,17 @@ def test_launch_with_workers_and_no_ps_runs_a_collective_job(tmp_path):
     reader = tf.train.load_checkpoint(str(tmp_path))
     chief = next(r for r in lines if r["task"] == 0)
     np.testing.assert_array_equal(reader.get_tensor("w"), np.array(chief["weights"], np.float32))
+
+
+def test_an_estimator_trains_with_train_distribute_on_a_chief_and_a_worker(tmp_path):
+    proc = _launch(["--chief", "1", "--workers", "1", os.path.join(HERE, "mwms_trainer.py"), str(tmp_path),
+                    "estimator"], {})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = {tuple(r["task"]): r for r in (json.loads(line.split("] ", 1)[1]) for line in proc.stdout.splitlines()
+                                           if "{" in line)}
+    chief, worker = lines[("chief", 0)], lines[("worker", 0)]
+    assert chief["is_chief"] and not worker["is_chief"] and chief["replicas"] == worker["replicas"] == 2
+    assert chief["weights"] == worker["weights"] and set(chief["weights"]) == {"w", "b"}
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
+    reader = tf.train.load_checkpoint(str(tmp_path))
+    np.testing.assert_array_equal(reader.get_tensor("w"), np.array(chief["weights"]["w"], np.float32))
