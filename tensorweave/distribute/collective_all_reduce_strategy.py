@@ -160,12 +160,19 @@ class CollectiveAllReduceExtended(MirroredExtended):
             if not value.shape.is_fully_defined():
                 raise ValueError(f"MultiWorkerMirroredStrategy broadcasts each variable's initial value, which needs "
                                  f"a fully known shape: {value.name} has shape {value.shape}")
-            with get_default_graph().device(self._host_device):
-                if is_chief:
+            g = get_default_graph()
+            # On the host, out of the variable's colocation group (the initializer's "_class"
+            # attribute): the collectives run on CPUs.
+            saved, g._attr_scope = g._attr_scope, {k: v for k, v in g._attr_scope.items() if k != "_class"}
+            try:
+                with g.colocate_with(None, ignore_existing=True), g.device(self._host_device):
+                    if not is_chief:
+                        return collective_ops.broadcast_recv(value.shape, value.dtype, size, group_key, key)
                     sent = collective_ops.broadcast_send(value, value.shape, value.dtype, size, group_key, key)
-                    with get_default_graph().control_dependencies([sent]):
+                    with g.control_dependencies([sent]):
                         return identity(value)
-                return collective_ops.broadcast_recv(value.shape, value.dtype, size, group_key, key)
+            finally:
+                g._attr_scope = saved
         return initial_value_fn
 
     # -- reductions -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 import tensorweave as tf
 from tensorweave.framework import errors
@@ -51,13 +52,13 @@ def _dataset():
     return tf.data.Dataset.from_tensor_slices((X, IDS, Y)).repeat().batch(GLOBAL_BATCH)
 
 
-def _mwms(spec, job, index):
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(tf.train.ClusterSpec(spec), task_type=job,
-                                                                    task_id=index)
+def _mwms(spec, job, index, gpus=None):
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(spec), task_type=job, task_id=index, num_accelerators={"GPU": gpus} if gpus else None)
     return tf.distribute.experimental.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 
 
-def _run_workers(c, steps, after_step=None, config=None):
+def _run_workers(c, steps, after_step=None, config=None, gpus=None):
     """Each worker of cluster `c` trains `steps` steps in its own thread, graph and session on its
     task; [(initial values, final values, global step, error)] by worker. `after_step(rank, step)`
     returning False stops that worker."""
@@ -67,7 +68,8 @@ def _run_workers(c, steps, after_step=None, config=None):
     def worker(rank):
         initial = final = gstep = None
         try:
-            strategy = _mwms(spec, "worker", rank)
+            strategy = _mwms(spec, "worker", rank, gpus)
+            assert strategy.num_replicas_in_sync == len(spec["worker"]) * (gpus or 1)
             with tf.Graph().as_default(), strategy.scope():
                 it = strategy.make_dataset_iterator(_dataset())
                 train, variables = _model(strategy, it)
@@ -109,10 +111,12 @@ def _single_process(initial, steps):
             return sess.run({"w": w, "b": b, "emb": emb})
 
 
-def test_two_workers_train_equal_to_one_process_on_the_concatenated_batch(start_cluster):
-    c = start_cluster({"worker": 2})
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_two_workers_train_equal_to_one_process_on_the_concatenated_batch(start_cluster, gpus):
+    """With 2 (stand-in) GPUs per worker, 4 replicas: summed on each worker, then between them."""
+    c = start_cluster({"worker": 2}, env={"TENSORWEAVE_STANDIN_GPUS": str(gpus)} if gpus else None)
     steps = 6
-    results = _run_workers(c, steps)
+    results = _run_workers(c, steps, gpus=gpus)
     for initial, final, gstep, err in results:
         if err is not None:
             raise err
