@@ -205,13 +205,17 @@ def test_launch_with_workers_and_no_ps_runs_a_collective_job(tmp_path):
     np.testing.assert_array_equal(reader.get_tensor("w"), np.array(chief["weights"], np.float32))
 
 
-def test_an_estimator_trains_with_train_distribute_on_a_chief_and_a_worker(tmp_path):
-    proc = _launch(["--chief", "1", "--workers", "1", "--evaluator", "1", os.path.join(HERE, "mwms_trainer.py"),
-                    str(tmp_path), "estimator"], {})
+@pytest.mark.parametrize("layout", [["--chief", "1", "--workers", "1"], ["--workers", "2"]],
+                         ids=["chief and worker", "workers only"])
+def test_an_estimator_trains_with_train_distribute_through_train_and_evaluate(tmp_path, layout):
+    """A cluster of workers only is TF's multi-worker Estimator tutorial's: worker 0 acts as the chief."""
+    proc = _launch([*layout, "--evaluator", "1", os.path.join(HERE, "mwms_trainer.py"), str(tmp_path), "estimator"],
+                   {})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = {tuple(r["task"]): r for r in (json.loads(line.split("] ", 1)[1]) for line in proc.stdout.splitlines()
                                            if "{" in line)}
-    chief, worker, evaluator = lines[("chief", 0)], lines[("worker", 0)], lines[("evaluator", 0)]
+    chief = lines.get(("chief", 0)) or lines[("worker", 0)]
+    worker, evaluator = lines[("worker", 0 if "--chief" in layout else 1)], lines[("evaluator", 0)]
     assert evaluator["task"] == ["evaluator", 0]
     evals = [e for f in (tmp_path / "eval").iterdir() for e in tf.train.summary_iterator(str(f))
              if any(v.tag == "mae" for v in e.summary.value)]

@@ -3,6 +3,8 @@ task's CPU, no collectives, training as a plain graph does; and the errors of a 
 run in. The multi-worker behaviour is tests/cluster/test_multi_worker_mirrored.py's."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,17 @@ def test_bad_clusters_and_arguments_are_named():
     with tf.Graph().as_default(), strategy.scope():
         with pytest.raises(ValueError, match="fully known shape"):
             tf.Variable(tf.placeholder_with_default(tf.zeros([2]), [None]))
+
+
+def test_run_config_of_a_cluster_of_workers_only_makes_worker_0_the_chief(monkeypatch):
+    """As TF's distribute coordinator does for a between-graph train_distribute; without one a
+    cluster needs its chief."""
+    cluster = {"worker": ["localhost:1", "localhost:2"]}
+    for index in (0, 1):
+        monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        config = tf.estimator.RunConfig(train_distribute=tf.distribute.experimental.MultiWorkerMirroredStrategy())
+        assert (config.is_chief, config.task_type, config.task_id) == (index == 0, "worker", index)
+        assert (config.num_worker_replicas, config.global_id_in_cluster) == (2, index)
+        assert config.master == "grpc://" + cluster["worker"][index]
+    with pytest.raises(ValueError, match='must have one "chief" node'):
+        tf.estimator.RunConfig()
