@@ -82,7 +82,8 @@ def _run_workers(c, steps, after_step=None, config=None, gpus=None):
                     for i in range(steps):
                         sess.run(train)
                         if after_step is not None and after_step(rank, i) is False:
-                            break
+                            out[rank] = (initial, None, None, None)
+                            return
                     final, gstep = sess.run(variables), sess.run(tf.train.get_global_step())
             out[rank] = (initial, final, gstep, None)
         except Exception as e:  # noqa: BLE001 - the test inspects it
