@@ -104,7 +104,7 @@ class CollectiveAllReduceExtended(MirroredExtended):
         gpus = self._num_gpus_per_worker
         if gpus is None:
             gpus = (resolver.num_accelerators() or {}).get("GPU", 0) or physical_gpu_count()
-        if cluster is not None and task_type not in ("evaluator",):
+        if cluster is not None and task_type != "evaluator":
             if task_type is None or task_id is None:
                 raise ValueError("When `cluster_spec` is given, you must also specify `task_type` and `task_id`: "
                                  f"got {task_type!r}, {task_id!r}")
@@ -118,14 +118,13 @@ class CollectiveAllReduceExtended(MirroredExtended):
             self._workers = [task_name(job, i) for job in _WORKER_JOBS if job in cluster.jobs
                              for i in sorted(cluster.task_indices(job))]
             host = f"/job:{task_type}/replica:0/task:{self._task_id}"
+            self._worker_index = self._workers.index(task_name(task_type, self._task_id))
         else:
             self._cluster, self._task_type, self._task_id = None, task_type, task_id
-            self._workers = [task_name("localhost", 0)]
+            self._workers, self._worker_index = [task_name("localhost", 0)], 0
             host = "/job:localhost/replica:0/task:0"
         self._host_device = f"{host}/device:CPU:0"
         self._devices = tuple(f"{host}/device:GPU:{i}" for i in range(gpus)) if gpus else (self._host_device,)
-        self._worker_index = self._workers.index(task_name(self._task_type, self._task_id)) \
-            if self._cluster is not None else 0
         self._collective_keys = CollectiveKeys()
 
     num_workers = property(lambda self: len(self._workers))
