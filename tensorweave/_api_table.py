@@ -808,6 +808,8 @@ NAMESPACES = {
         'training': ('tensorweave.contrib.training', None),
     },
     'tensorweave.contrib.distribute': {
+        'CollectiveAllReduceStrategy':
+            ('tensorweave.distribute.collective_all_reduce_strategy', 'CollectiveAllReduceStrategy'),
         'MirroredStrategy': ('tensorweave.distribute.mirrored_strategy', 'MirroredStrategy'),
         'OneDeviceStrategy': ('tensorweave.distribute.mirrored_strategy', 'OneDeviceStrategy'),
     },
@@ -1312,6 +1314,9 @@ NAMESPACES = {
     'tensorweave.distribute.experimental': {
         'AllReduceCrossDeviceOps': ('tensorweave.distribute.mirrored_strategy', 'AllReduceCrossDeviceOps'),
         'CentralStorageStrategy': ('tensorweave.distribute.mirrored_strategy', 'CentralStorageStrategy'),
+        'CollectiveCommunication': ('tensorweave.distribute.collective_all_reduce_strategy', 'CollectiveCommunication'),
+        'MultiWorkerMirroredStrategy':
+            ('tensorweave.distribute.collective_all_reduce_strategy', 'MultiWorkerMirroredStrategy'),
         'ParameterServerStrategy': ('tensorweave.distribute.parameter_server_strategy', 'ParameterServerStrategy'),
     },
     'tensorweave.distributions': {

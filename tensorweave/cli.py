@@ -7,6 +7,7 @@ REST API over a model directory's versions; serving/).
     tensorweave server --ps_hosts=localhost:2222 --worker_hosts=localhost:2223 --job_name=ps --task_index=0
     tensorweave launch --ps 1 --workers 2 trainer.py --job_name={job_name} --task_index={task_index}
     tensorweave launch --ps 1 --chief 1 --workers 2 --evaluator 1 estimator_trainer.py   # by TF_CONFIG
+    tensorweave launch --workers 2 mwms_trainer.py   # no ps: MultiWorkerMirroredStrategy's collectives
     tensorweave launch --ps 1 --workers 2 --num_gpus 2 trainer.py   # a GPU per worker, the ps on its CPU
     tensorweave status --cluster '{"ps": ["localhost:2222"], "worker": ["localhost:2223"]}'
     tensorweave keygen ./keys --client laptop     # then TENSORWEAVE_CURVE_DIR=./keys on every task

@@ -287,8 +287,11 @@ class Strategy:
         if entry is not None and entry[0] is not self:
             raise ValueError("Mixing different tf.distribute.Strategy objects: "
                              f"{self} is not {entry[0]}")
-        with _entered(self, None if entry is None else entry[1]), \
-                variable_creator_scope(self._extended._variable_creator):
+        if entry is not None:   # (entered again: its variable creator is in place already, as in TF)
+            with _entered(self, entry[1]):
+                yield self
+            return
+        with _entered(self, None), variable_creator_scope(self._extended._variable_creator):
             yield self
 
     def experimental_run_v2(self, fn, args=(), kwargs=None, options=None):

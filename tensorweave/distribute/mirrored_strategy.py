@@ -292,12 +292,15 @@ def _run_replicas(extended, fn, args, kwargs):
 
 # -- input ---------------------------------------------------------------------------------------
 class DistributedIterator:
-    """Per step, one PerReplica batch: `get_next()` gives replica i its part."""
+    """Per step, one PerReplica batch: `get_next()` gives replica i its part (with `split`, of
+    `num_replicas` parts of the batch, this task's replicas taking those from `first_replica` on:
+    a worker of several takes its workers' share)."""
 
-    def __init__(self, iterator, devices, split: bool):
+    def __init__(self, iterator, devices, split: bool, first_replica: int = 0, num_replicas=None):
         self._iterator = iterator
         self._devices = devices
         self._split = split
+        self._first, self._num_replicas = first_replica, num_replicas or len(devices)
 
     initializer = property(lambda self: self._iterator.initializer)
 
@@ -307,10 +310,11 @@ class DistributedIterator:
 
     def get_next(self, name=None):
         g = get_default_graph()
-        n = len(self._devices)
+        n = self._num_replicas
         if self._split:
             batch = self._iterator.get_next()
-            parts = [nest.map_structure(lambda x, i=i: _share(x, i, n), batch) for i in range(n)]
+            parts = [nest.map_structure(lambda x, i=i: _share(x, i, n), batch)
+                     for i in range(self._first, self._first + len(self._devices))]
             out = []
             for d, p in zip(self._devices, parts):
                 with g.device(d):
@@ -342,15 +346,17 @@ def input_fn_iterator(input_fn, devices):
 class DistributedDataset:
     """experimental_distribute_dataset's result: iterators whose batches are split per replica."""
 
-    def __init__(self, dataset, devices):
+    def __init__(self, dataset, devices, first_replica: int = 0, num_replicas=None):
         self._dataset = dataset
         self._devices = devices
+        self._shares = {"first_replica": first_replica, "num_replicas": num_replicas}
 
     def make_one_shot_iterator(self):
-        return DistributedIterator(self._dataset.make_one_shot_iterator(), self._devices, split=True)
+        return DistributedIterator(self._dataset.make_one_shot_iterator(), self._devices, split=True, **self._shares)
 
     def make_initializable_iterator(self):
-        return DistributedIterator(self._dataset.make_initializable_iterator(), self._devices, split=True)
+        return DistributedIterator(self._dataset.make_initializable_iterator(), self._devices, split=True,
+                                   **self._shares)
 
 
 # -- the strategies ------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class ParameterServerExtended(StrategyExtended):
 
     parameter_devices = property(lambda self: self._ps)
     experimental_between_graph = property(lambda self: True)
+    experimental_should_init = property(lambda self: self._is_chief())
     should_checkpoint = property(lambda self: self._is_chief())
     should_save_summary = property(lambda self: self._is_chief())
 

@@ -299,9 +299,11 @@ class Estimator:
         _log.info("Loss for final step: %s.", loss)
         return self
 
-    def _call_input_fn(self, input_fn, mode):
+    def _call_input_fn(self, input_fn, mode, input_context=None):
         args = fn_args(input_fn)
         kwargs = {}
+        if "input_context" in args:   # (a tf.distribute.InputContext under train_distribute)
+            kwargs["input_context"] = input_context
         if "mode" in args:
             kwargs["mode"] = mode
         if "params" in args:
@@ -357,7 +359,7 @@ class Estimator:
         with Graph().as_default() as g, strategy.scope():
             global_step = self._seed_and_create_global_step(g)
             global_step_read(g)
-            iterator = strategy.make_input_fn_iterator(lambda ctx: self._call_input_fn(input_fn, ModeKeys.TRAIN))
+            iterator = strategy.make_input_fn_iterator(lambda ctx: self._call_input_fn(input_fn, ModeKeys.TRAIN, ctx))
             batch = iterator.get_next()
             features, labels = batch if isinstance(batch, tuple) and len(batch) == 2 else (batch, None)
 

@@ -50,10 +50,11 @@ def get_default_session_config() -> ConfigProto:
 
 
 def _validate_task_type_and_task_id(cluster_spec: ClusterSpec, task_env: dict, chief_task_type: str):
-    if chief_task_type not in cluster_spec.jobs:
-        raise ValueError(f'If "cluster" is set in TF_CONFIG, it must have one "{chief_task_type}" node.')
-    if len(cluster_spec.job_tasks(chief_task_type)) > 1:
-        raise ValueError(f'The "cluster" in TF_CONFIG must have only one "{chief_task_type}" node.')
+    if chief_task_type != TaskType.WORKER:   # (worker: a cluster of workers, worker 0 the chief, _workers_only)
+        if chief_task_type not in cluster_spec.jobs:
+            raise ValueError(f'If "cluster" is set in TF_CONFIG, it must have one "{chief_task_type}" node.')
+        if len(cluster_spec.job_tasks(chief_task_type)) > 1:
+            raise ValueError(f'The "cluster" in TF_CONFIG must have only one "{chief_task_type}" node.')
     task_type = task_env.get("type")
     task_id = task_env.get("index")
     if not task_type:
@@ -206,8 +207,8 @@ class RunConfig:
         if self._cluster_spec and TaskType.MASTER in self._cluster_spec.jobs:
             self._init_with_master(config, task_env)
         elif self._cluster_spec:
-            self._task_type, self._task_id = _validate_task_type_and_task_id(self._cluster_spec, task_env,
-                                                                             TaskType.CHIEF)
+            chief = TaskType.WORKER if self._workers_only() else TaskType.CHIEF
+            self._task_type, self._task_id = _validate_task_type_and_task_id(self._cluster_spec, task_env, chief)
             self._evaluation_master = (config.get("eval_session_master", _LOCAL_MASTER)
                                        if self._task_type == TaskType.EVALUATOR else _LOCAL_MASTER)
             if self._task_type != TaskType.EVALUATOR:
@@ -215,14 +216,14 @@ class RunConfig:
                 self._num_ps_replicas = len(self._cluster_spec.as_dict().get(TaskType.PS, []))
                 self._num_worker_replicas = _count_workers(self._cluster_spec, TaskType.CHIEF)
                 self._global_id_in_cluster = _global_id_in_cluster(self._cluster_spec, self._task_type,
-                                                                   self._task_id, TaskType.CHIEF)
+                                                                   self._task_id, chief)
             else:   # the evaluator is not part of the training cluster
                 self._cluster_spec = ClusterSpec({})
                 self._master = _LOCAL_MASTER
                 self._num_ps_replicas = 0
                 self._num_worker_replicas = 0
                 self._global_id_in_cluster = None
-            self._is_chief = self._task_type == TaskType.CHIEF
+            self._is_chief = self._task_type == chief and self._task_id == 0
         else:
             self._task_type = task_env.get("type", TaskType.WORKER)
             self._task_id = int(task_env.get("index", 0))
@@ -236,6 +237,13 @@ class RunConfig:
             self._is_chief = True
             self._num_ps_replicas = 0
             self._num_worker_replicas = 1
+
+    def _workers_only(self) -> bool:
+        """A cluster of workers without a chief, for a between-graph train_distribute
+        (MultiWorkerMirroredStrategy): TF's distribute coordinator lets worker 0 act as the chief."""
+        strategy = self._train_distribute
+        return strategy is not None and strategy.extended.experimental_between_graph \
+            and TaskType.CHIEF not in self._cluster_spec.jobs and TaskType.WORKER in self._cluster_spec.jobs
 
     def _init_with_master(self, config: dict, task_env: dict) -> None:
         """The legacy layout: a `master` job instead of `chief`."""

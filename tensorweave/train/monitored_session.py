@@ -31,6 +31,7 @@ from tensorweave.distributed import sockets
 from tensorweave.framework import errors
 from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.config import RunMetadata, RunOptions
+from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.train.basic_session_run_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
@@ -522,7 +523,10 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     initialises or restores the model and (with checkpoint_dir / summary_dir) saves
     checkpoints every save_checkpoint_secs (default 600) or save_checkpoint_steps, summaries
     every save_summaries_steps (default 100) or save_summaries_secs, and logs global steps/sec
-    every log_step_count_steps; the others wait up to max_wait_secs for the chief."""
+    every log_step_count_steps; the others wait up to max_wait_secs for the chief. Inside the
+    scope() of a between-graph tf.distribute strategy, the strategy says who is chief (as TF's
+    distribute coordinator does), and every MultiWorkerMirroredStrategy worker initialises its own
+    variables."""
     if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
         save_summaries_steps, save_summaries_secs = 100, None
     elif save_summaries_secs is USE_DEFAULT:
@@ -536,6 +540,17 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
+    strategy = current_entry()
+    if strategy is not None and strategy[0].extended.experimental_between_graph:
+        # TF's worker context of a between-graph strategy: the chief saves; a worker that keeps its
+        # own copies of the variables (MultiWorkerMirroredStrategy) initialises or restores them itself
+        ext = strategy[0].extended
+        is_chief = ext.should_checkpoint
+        if not is_chief and ext.experimental_should_init:
+            creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master,
+                                          config=config)
+            return MonitoredSession(session_creator=creator, hooks=hooks or [],
+                                    stop_grace_period_secs=stop_grace_period_secs)
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
         return MonitoredSession(session_creator=creator, hooks=hooks or [],

@@ -29,7 +29,14 @@ def _make_slot(primary, initial_value, name: str, dtype, colocate_with_primary: 
     outer = get_variable_scope().name
     with g.as_default(), g.name_scope(None), g.control_dependencies(None):
         slot_name = f"{outer}/{_primary_name(primary)}/{name}" if outer else f"{_primary_name(primary)}/{name}"
-        if colocate_with_primary:
+        mirrored = getattr(primary, "_distributed_container", None)
+        if colocate_with_primary and mirrored is not None:
+            # a tf.distribute variable of copies: a slot copy beside each copy (TF's slot_creator
+            # asks the strategy, colocate_vars_with, rather than colocating with one copy)
+            with mirrored.distribute_strategy.extended.colocate_vars_with(mirrored):
+                slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
+                                validate_shape=_static_shape(primary) is not None)
+        elif colocate_with_primary:
             with g.colocate_with(primary.op):
                 slot = Variable(initial_value, trainable=False, name=slot_name, dtype=dtype,
                                 validate_shape=_static_shape(primary) is not None)
