@@ -81,6 +81,7 @@ NAMESPACE_PATHS = {
     'keras.datasets.mnist': 'tensorweave.keras.datasets.mnist',
     'keras.datasets.reuters': 'tensorweave.keras.datasets.reuters',
     'keras.estimator': 'tensorweave.keras.estimator',
+    'keras.experimental': 'tensorweave.keras.experimental',
     'keras.initializers': 'tensorweave.keras.initializers',
     'keras.layers': 'tensorweave.keras.layers',
     'keras.losses': 'tensorweave.keras.losses',
@@ -1658,6 +1659,7 @@ NAMESPACES = {
         'constraints': ('tensorweave.keras.constraints', None),
         'datasets': ('tensorweave.keras.datasets', None),
         'estimator': ('tensorweave.keras.estimator', None),
+        'experimental': ('tensorweave.keras.experimental', None),
         'initializers': ('tensorweave.keras.initializers', None),
         'layers': ('tensorweave.keras.layers', None),
         'losses': ('tensorweave.keras.losses', None),
@@ -1877,6 +1879,9 @@ NAMESPACES = {
     'tensorweave.keras.estimator': {
         'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
     },
+    'tensorweave.keras.experimental': {
+        'PeepholeLSTMCell': ('tensorweave.keras.layers.recurrent', 'PeepholeLSTMCell'),
+    },
     'tensorweave.keras.initializers': {
         'Constant': ('tensorweave.keras.initializers', 'Constant'),
         'GlorotNormal': ('tensorweave.keras.initializers', 'GlorotNormal'),
@@ -1931,6 +1936,7 @@ NAMESPACES = {
         'Conv2DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv2DTranspose'),
         'Conv3D': ('tensorweave.keras.layers.convolutional', 'Conv3D'),
         'Conv3DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv3DTranspose'),
+        'ConvLSTM2D': ('tensorweave.keras.layers.convolutional_recurrent', 'ConvLSTM2D'),
         'Convolution1D': ('tensorweave.keras.layers.convolutional', 'Conv1D'),
         'Convolution2D': ('tensorweave.keras.layers.convolutional', 'Conv2D'),
         'Convolution2DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv2DTranspose'),

@@ -320,7 +320,12 @@ class LSTMCell(_RecurrentCell):
         h_tm1, c_tm1 = states[0], states[1]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
-        act, rec_act = self.activation, self.recurrent_activation
+        c, o = self._carry_and_output(self._gate_inputs(inputs, h_tm1, dp_mask, rec_dp_mask), c_tm1)
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def _gate_inputs(self, inputs, h_tm1, dp_mask, rec_dp_mask) -> list:
+        """The four gates' pre-activations [i, f, c, o] from the step's input and previous output."""
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
@@ -341,15 +346,41 @@ class LSTMCell(_RecurrentCell):
             if self.use_bias:
                 zz = K.bias_add(zz, self._gate_bias())
             z = split(zz, 4, axis=1)
+        return z
+
+    def _carry_and_output(self, z, c_tm1):
+        """The new carry state and the output gate from the gates' pre-activations."""
+        rec_act = self.recurrent_activation
         i, f, o = rec_act(z[0]), rec_act(z[1]), rec_act(z[3])
-        c = f * c_tm1 + i * act(z[2])
-        h = o * act(c)
-        return h, [h, c]
+        return f * c_tm1 + i * self.activation(z[2]), o
 
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(unit_forget_bias=self.unit_forget_bias, implementation=self.implementation)
         return config
+
+
+@tf_export("keras.experimental.PeepholeLSTMCell")
+class PeepholeLSTMCell(LSTMCell):
+    """tf.keras.experimental.PeepholeLSTMCell(units, ...): LSTMCell's arguments, and peephole
+    connections (Gers & Schmidhuber, 2000): the input and forget gates also see the previous carry
+    state, the output gate the new one, each through a weight vector of `units` ("input_gate_peephole_
+    weights", "forget_gate_peephole_weights", "output_gate_peephole_weights", made by
+    kernel_initializer after kernel, recurrent_kernel and bias)."""
+
+    _peepholes = ("input_gate_peephole_weights", "forget_gate_peephole_weights", "output_gate_peephole_weights")
+
+    def build(self, input_shape) -> None:
+        super().build(input_shape)
+        for name in self._peepholes:
+            setattr(self, name, self.add_weight(name=name, shape=(self.units,), initializer=self.kernel_initializer))
+
+    def _carry_and_output(self, z, c_tm1):
+        rec_act = self.recurrent_activation
+        i = rec_act(z[0] + self.input_gate_peephole_weights * c_tm1)
+        f = rec_act(z[1] + self.forget_gate_peephole_weights * c_tm1)
+        c = f * c_tm1 + i * self.activation(z[2])
+        return c, rec_act(z[3] + self.output_gate_peephole_weights * c)
 
 
 @tf_export("keras.layers.GRUCell")
