@@ -26,7 +26,7 @@ from tensorweave.keras import activations, backend as K, constraints, initialize
 from tensorweave.keras.engine.base_layer import Layer, deserialize as _deserialize_layer
 from tensorweave.layers.base import InputSpec
 from tensorweave.ops.array.concat import concat, split, stack, unstack
-from tensorweave.ops.array.core import expand_dims, shape
+from tensorweave.ops.array.core import expand_dims, reshape, shape, transpose
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to, reverse
 from tensorweave.ops.array.sort import where
@@ -237,6 +237,10 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     def _bias_shape(self):
         return (self.units * self._gates,)
 
+    def _matmul_kernels(self) -> tuple:
+        """(kernel, recurrent_kernel) as the step multiplies by them: x @ kernel, h @ recurrent_kernel."""
+        return self.kernel, self.recurrent_kernel
+
     def _bias_initializer(self):
         return None
 
@@ -342,7 +346,8 @@ class LSTMCell(_RecurrentCell):
                 inputs = inputs * dp_mask[0]
             if rec_dp_mask is not None:
                 h_tm1 = h_tm1 * rec_dp_mask[0]
-            zz = K.dot(inputs, self.kernel) + K.dot(h_tm1, self.recurrent_kernel)
+            kernel, recurrent_kernel = self._matmul_kernels()
+            zz = K.dot(inputs, kernel) + K.dot(h_tm1, recurrent_kernel)
             if self.use_bias:
                 zz = K.bias_add(zz, self._gate_bias())
             z = split(zz, 4, axis=1)
@@ -440,23 +445,24 @@ class GRUCell(_RecurrentCell):
         else:
             if dp_mask is not None:
                 inputs = inputs * dp_mask[0]
-            matrix_x = K.dot(inputs, self.kernel)
+            kernel, recurrent_kernel = self._matmul_kernels()
+            matrix_x = K.dot(inputs, kernel)
             if self.use_bias:
                 matrix_x = K.bias_add(matrix_x, input_bias)
             if rec_dp_mask is not None:
                 h_tm1 = h_tm1 * rec_dp_mask[0]   # TF 1.15 mixes the dropped state into h below too
             if self.reset_after:
-                matrix_inner = K.dot(h_tm1, self.recurrent_kernel)
+                matrix_inner = K.dot(h_tm1, recurrent_kernel)
                 if self.use_bias:
                     matrix_inner = K.bias_add(matrix_inner, recurrent_bias)
             else:
-                matrix_inner = K.dot(h_tm1, self.recurrent_kernel[:, :2 * u])
+                matrix_inner = K.dot(h_tm1, recurrent_kernel[:, :2 * u])
             z = self.recurrent_activation(matrix_x[:, :u] + matrix_inner[:, :u])
             r = self.recurrent_activation(matrix_x[:, u:2 * u] + matrix_inner[:, u:2 * u])
             if self.reset_after:
                 recurrent_h = r * matrix_inner[:, 2 * u:]
             else:
-                recurrent_h = K.dot(r * h_tm1, self.recurrent_kernel[:, 2 * u:])
+                recurrent_h = K.dot(r * h_tm1, recurrent_kernel[:, 2 * u:])
             hh = self.activation(matrix_x[:, 2 * u:] + recurrent_h)
         h = z * h_tm1 + (1 - z) * hh
         return h, [h]
@@ -915,6 +921,18 @@ class GRU(_CellLayer):
 
 
 # -- the CuDNN layers -----------------------------------------------------------------------------
+def _cudnn_matmul_kernels(cell) -> tuple:
+    """What cuDNN's weights multiply as: cuDNN reads each gate's block of the kernel (input_dim, units)
+    in row-major order as its [units, input_dim] matrix W (gate = W x), and each recurrent block
+    as [units, units]; so x @ kernel is, per gate, x @ the block reshaped to (units, input_dim) and
+    transposed, and h @ recurrent_kernel is h @ the recurrent block transposed. (Keras's
+    load_weights converts plain LSTM/GRU weights into this layout: saving/hdf5.py.)"""
+    gates = cell._gates
+    kernel = concat([transpose(reshape(k, (cell.units, -1))) for k in split(cell.kernel, gates, axis=1)], 1)
+    recurrent_kernel = concat([transpose(k) for k in split(cell.recurrent_kernel, gates, axis=1)], 1)
+    return kernel, recurrent_kernel
+
+
 class _CuDNNLSTMCell(LSTMCell):
     """CuDNNLSTM's step: sigmoid gates, and cuDNN's two biases (input and recurrent, 8 * units),
     which act as their sum. unit_forget_bias sets the recurrent forget-gate bias to 1."""
@@ -938,6 +956,8 @@ class _CuDNNLSTMCell(LSTMCell):
     def _gate_bias(self):
         return self.bias[:4 * self.units] + self.bias[4 * self.units:]
 
+    _matmul_kernels = _cudnn_matmul_kernels
+
 
 class _CuDNNGRUCell(GRUCell):
     """CuDNNGRU's step: sigmoid gates, the reset gate applied after the recurrent matmul, and
@@ -951,6 +971,8 @@ class _CuDNNGRUCell(GRUCell):
 
     def _bias_pair(self):
         return K.reshape(self.bias, (2, 3 * self.units))
+
+    _matmul_kernels = _cudnn_matmul_kernels
 
 
 class _CuDNNRNN(RNN):
