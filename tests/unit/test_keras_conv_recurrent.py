@@ -205,3 +205,24 @@ def test_bad_arguments_raise_as_tf():
     with pytest.raises(ValueError, match="An initial_state was passed that is not compatible with `cell.state_size`"):
         keras.layers.ConvLSTM2D(2, 3, padding="same")(keras.Input((3, 5, 5, 2)),
                                                       initial_state=[keras.Input((5, 5, 3)), keras.Input((5, 5, 3))])
+
+
+def test_frames_of_any_size_give_the_values_of_known_sizes():
+    # (tf.nn.dynamic_rnn needs the step's shape; K.rnn then loops on its own, as TF's does)
+    v = input_values()["v"]
+    layer = keras.layers.ConvLSTM2D(3, 3, padding="same", return_sequences=True, return_state=True)
+    x_any, x_known = keras.Input((None, None, None, 2)), keras.Input((3, 5, 5, 2))
+    out_any, out_known = layer(x_any), layer(x_known)
+    assert [o.shape.as_list() for o in out_any] == [[None, None, None, None, 3]] + [[None, None, None, 3]] * 2
+    mask = tf.placeholder(tf.bool, [None, 3])
+    masked_any, masked_known = layer(x_any, mask=mask)[0], layer(x_known, mask=mask)[0]
+    grads_any = tf.gradients(tf.reduce_sum(out_any[0]), [x_any] + layer.weights)
+    grads_known = tf.gradients(tf.reduce_sum(out_known[0]), [x_known] + layer.weights)
+    got_any, got_known = K.get_session().run([out_any + [masked_any] + grads_any,
+                                              out_known + [masked_known] + grads_known],
+                                             {x_any: v, x_known: v, mask: [[True, False, True], [True, True, False]]})
+    for a, b in zip(got_any, got_known):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    masked = got_any[3]
+    np.testing.assert_array_equal(masked[0, 1], masked[0, 0])   # a masked step repeats the previous output
+    np.testing.assert_array_equal(masked[1, 2], masked[1, 1])

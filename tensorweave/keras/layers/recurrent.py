@@ -31,6 +31,8 @@ from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to, reverse
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.control_flow.tensor_array import TensorArray
+from tensorweave.ops.control_flow.while_loop import while_loop
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.reduction import count_nonzero
@@ -124,12 +126,40 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
         steps = unstack(x, axis=0) if mask is None else list(zip(unstack(x, axis=0), unstack(mask, axis=0)))
         outputs, (last_output, flat_states) = static_rnn(cell, steps, initial_state=state)
         outputs = stack(outputs, axis=0)
-    else:
+    elif TensorShape(x.shape[2:]).is_fully_defined():
         step_inputs = x if mask is None else (x, mask)
         outputs, (last_output, flat_states) = dynamic_rnn(cell, step_inputs, initial_state=state, time_major=True)
+    else:   # dynamic_rnn needs the step's shape (a ConvLSTM2D over frames of any size has none)
+        outputs, (last_output, flat_states) = _while_rnn(cell, x, mask, state)
     if not time_major:
         outputs = _transpose_batch_time(outputs)
     return last_output, outputs, nest.pack_sequence_as(initial_states, list(flat_states))
+
+
+def _while_rnn(cell, x, mask, state):
+    """`cell` (a _StepCell) over time-major `x` (and `mask`) in a while_loop over TensorArrays, as
+    TF's K.rnn runs: for steps whose shape is not fully known. Returns (outputs, final state)."""
+    steps = shape(x)[0]
+    inputs_ta = TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]).unstack(x)
+    masks_ta = None if mask is None else TensorArray(mask.dtype, size=steps, element_shape=mask.shape[1:]).unstack(mask)
+    outputs_ta = TensorArray(state[0].dtype, size=steps, element_shape=state[0].shape)
+
+    def body(t, outputs_ta, state):
+        step_input = inputs_ta.read(t)
+        step_input.set_shape(x.shape[1:])
+        if masks_ta is not None:
+            step_mask = masks_ta.read(t)
+            step_mask.set_shape(mask.shape[1:])
+            step_input = (step_input, step_mask)
+        output, new_state = cell(step_input, state)
+        return t + 1, outputs_ta.write(t, output), new_state
+
+    time = convert_to_tensor(0, dtype="int32")
+    _, outputs_ta, state = while_loop(lambda t, *_: t < steps, body, (time, outputs_ta, state),
+                                      maximum_iterations=steps)
+    outputs = outputs_ta.stack()
+    outputs.set_shape(TensorShape(x.shape[:1]).concatenate(state[0].shape))
+    return outputs, state
 
 
 def _standardize_args(inputs, initial_state, constants, num_constants):
