@@ -704,8 +704,10 @@ class TensorBoard(Callback):
                 if picture is not None:
                     image(name, picture)
             if self.write_grads:
+                # a Keras optimizer's gradients (clipped as it clips them); a wrapped tf.train optimizer's plain ones
+                get_gradients = getattr(model.optimizer, "get_gradients", K.gradients)
                 for w in layer.trainable_weights:
-                    grad = model.optimizer.get_gradients(model.total_loss, [w])[0]
+                    grad = get_gradients(model.total_loss, [w])[0]
                     histogram(w.name.replace(":", "_") + "_grad",
                               grad.values if type(grad).__name__ == "IndexedSlices" else grad)
             try:

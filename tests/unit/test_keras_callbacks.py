@@ -203,6 +203,16 @@ def test_tensorboard_gradient_and_output_histograms_match_tf(tmp_path):
         np.testing.assert_allclose(got[key][1:], stats[1:], rtol=1e-5, atol=1e-6, err_msg=str(key))
 
 
+def test_tensorboard_gradient_histograms_with_a_tf_optimizer(tmp_path):
+    log_dir = str(tmp_path / "tb")
+    model = keras.Sequential([keras.layers.Dense(2, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
+    model.compile(tf.train.GradientDescentOptimizer(0.05), "mse")
+    fit(model, [cb.TensorBoard(log_dir, histogram_freq=1, write_grads=True)], epochs=2, validation_split=0.25)
+    found, _ = events_of(log_dir)
+    assert [(step, v.histo.num) for step, v in found["dense/kernel_0_grad"]] == [(0, 6), (1, 6)]
+    assert [(step, v.histo.num) for step, v in found["dense_1/bias_0_grad"]] == [(0, 1), (1, 1)]
+
+
 def test_tensorboard_embeddings_write_the_projector_config_and_checkpoint_tf_writes(tmp_path):
     log_dir = str(tmp_path / "tb")
     _tensorboard_case_run(log_dir)
