@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from fixtures.keras_h5 import weight_conversion_cases
 from tensorweave.keras.saving import hdf5
 
 keras = tf.keras
@@ -494,3 +495,36 @@ def test_cudnn_gru_weights_do_not_fit_a_gru_without_reset_after(tmp_path):
     with pytest.raises(ValueError, match=r"Invalid bias shape: \(5,\)"):
         hdf5.preprocess_weights_for_loading(keras.layers.LSTM(3), [np.zeros((2, 12)), np.zeros((3, 12)),
                                                                    np.zeros(5)])
+
+
+# -- Keras 1 and Theano-ordered weights (fixtures/keras_h5/record_keras_weight_conversions.py) --------------
+CONVERTED = np.load(os.path.join(FIXTURES, "weight_conversions.npz"))
+
+
+@pytest.mark.parametrize("name", sorted(weight_conversion_cases.CASES))
+def test_older_weight_layouts_convert_as_keras_converts_them(name):
+    make, shape, _, version = weight_conversion_cases.CASES[name]
+    layer = make(keras.layers)
+    layer(keras.Input(shape))
+    converted = hdf5.preprocess_weights_for_loading(layer, weight_conversion_cases.saved_values(name), version,
+                                                    "theano")
+    assert len(converted) == len(layer.weights)
+    for i, got in enumerate(converted):
+        np.testing.assert_array_equal(got, CONVERTED[f"{name}_{i}"])
+
+
+def test_a_keras_1_weights_file_loads_converted(tmp_path):
+    # Keras 1's layout: no keras_version attribute, an LSTM's weights gate by gate
+    path = str(tmp_path / "keras1.h5")
+    saved = weight_conversion_cases.saved_values("lstm_keras1")
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [b"lstm_1"]
+        group = f.create_group("lstm_1")
+        names = [f"lstm_1_{part}_{gate}".encode() for gate in "icfo" for part in ("W", "U", "b")]
+        group.attrs["weight_names"] = names
+        for name, value in zip(names, saved):
+            group.create_dataset(name.decode(), data=value)
+    model = keras.Sequential([keras.layers.LSTM(3, input_shape=(5, 2))])
+    model.load_weights(path)
+    for i, got in enumerate(model.get_weights()):
+        np.testing.assert_array_equal(got, CONVERTED[f"lstm_keras1_{i}"])

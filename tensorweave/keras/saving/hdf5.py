@@ -188,8 +188,10 @@ def _check_shapes(k: int, layer, symbolic, values, skip_mismatch: bool) -> list:
 # -- converting saved weights to the layer loading them -------------------------------------------
 def preprocess_weights_for_loading(layer, weights, original_keras_version=None, original_backend=None) -> list:
     """The saved `weights` of a layer as `layer` takes them (Keras 2's preprocess_weights_for_loading):
-    cuDNN and plain recurrent weights converted into each other (_convert_rnn_weights), also inside
-    Bidirectional, TimeDistributed and nested models. Keras 1 files are not converted here."""
+    Keras 1 weights (a file without keras_version, or "1") in Keras 2's layout; a convolution kernel
+    saved in Theano's order (out, in, rows, cols) transposed; cuDNN and plain recurrent weights
+    converted into each other (_convert_rnn_weights); also inside Bidirectional, TimeDistributed
+    and nested models. (Keras 2 converts a Keras 1 TimeDistributed's inner weights twice; once here.)"""
     kind = type(layer).__name__
     if kind == "Bidirectional":
         half = len(weights) // 2
@@ -201,7 +203,46 @@ def preprocess_weights_for_loading(layer, weights, original_keras_version=None, 
         weights = preprocess_weights_for_loading(layer.layer, weights, original_keras_version, original_backend)
     elif kind in ("Model", "Sequential", "Functional"):
         weights = _convert_nested_model(layer, weights, original_keras_version, original_backend)
+    if original_keras_version == "1":
+        weights = _convert_keras_1_weights(layer, list(weights))
+    if kind in ("Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "ConvLSTM2D") and weights and \
+            K.int_shape(layer.weights[0]) != weights[0].shape and weights[0].ndim == 4:
+        weights = list(weights)   # a Theano-ordered kernel (out, in, rows, cols)
+        weights[0] = np.transpose(weights[0], (3, 2, 0, 1))
+        if kind == "ConvLSTM2D":
+            weights[1] = np.transpose(weights[1], (3, 2, 0, 1))
     return _convert_rnn_weights(layer, weights)
+
+
+def _gates_of_keras_1(weights: list, order: list) -> list:
+    """Keras 1's per-gate (kernel, recurrent kernel, bias) triples joined in `order` of the gates."""
+    return [np.concatenate([weights[3 * gate + part] for gate in order], axis=-1) for part in range(3)]
+
+
+def _convert_keras_1_weights(layer, weights: list) -> list:
+    """Keras 1's weights of a layer in Keras 2's layout (Keras 2's conversions): convolution kernels
+    of channels_first layers (and Conv1D's 4-D kernels) reordered, GRU's 9 and LSTM's and
+    ConvLSTM2D's 12 per-gate weights joined (Keras 1's LSTM gates i, c, f, o as Keras 2's i, f, c, o)."""
+    kind = type(layer).__name__
+    channels_first = getattr(layer, "data_format", None) == "channels_first"
+    if kind == "Conv1D":
+        shape = weights[0].shape
+        if shape[:2] != (layer.kernel_size[0], 1) or shape[3] != layer.filters:
+            weights[0] = np.transpose(weights[0], (2, 3, 1, 0))   # (filters, input_dim, length, 1)
+        weights[0] = weights[0][:, 0, :, :]
+    elif kind == "Conv2D" and channels_first:
+        weights[0] = np.transpose(weights[0], (2, 3, 1, 0))
+    elif kind == "Conv2DTranspose":
+        weights[0] = np.transpose(weights[0], (2, 3, 0, 1) if channels_first else (0, 1, 3, 2))
+    elif kind == "Conv3D" and channels_first:
+        weights[0] = np.transpose(weights[0], (2, 3, 4, 1, 0))
+    elif kind == "GRU" and len(weights) == 9:
+        weights = _gates_of_keras_1(weights, [0, 1, 2])
+    elif kind in ("LSTM", "ConvLSTM2D") and len(weights) == 12:
+        weights = _gates_of_keras_1(weights, [0, 2, 1, 3])
+        if kind == "ConvLSTM2D" and channels_first:
+            weights[:2] = [np.transpose(w, (2, 3, 1, 0)) for w in weights[:2]]
+    return weights
 
 
 def _convert_nested_model(model, weights, original_keras_version, original_backend) -> list:
