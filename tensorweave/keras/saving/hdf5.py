@@ -13,7 +13,7 @@ object header allows is split into `name0`, `name1`, ... as Keras does.
 Keras 2.15 files load too: its "Functional" class name is tf.keras.Model here, and its extra
 `top_level_model_weights` group (not in layer_names) is ignored. Loading converts cuDNN recurrent
 weights (CuDNNLSTM, CuDNNGRU) into the plain layers' layout (LSTM, GRU(reset_after=True)) and
-back, as Keras's load_weights does."""
+back, and Keras 1 weights into Keras 2's, as Keras's load_weights does."""
 from __future__ import annotations
 
 import json
