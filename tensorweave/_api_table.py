@@ -1960,6 +1960,7 @@ NAMESPACES = {
         'model_to_estimator': ('tensorweave.keras.estimator', 'model_to_estimator'),
     },
     'tensorweave.keras.experimental': {
+        'PeepholeLSTMCell': ('tensorweave.keras.layers.recurrent', 'PeepholeLSTMCell'),
         'SequenceFeatures': ('tensorweave.keras.layers.feature_column', 'SequenceFeatures'),
     },
     'tensorweave.keras.initializers': {
@@ -2016,6 +2017,7 @@ NAMESPACES = {
         'Conv2DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv2DTranspose'),
         'Conv3D': ('tensorweave.keras.layers.convolutional', 'Conv3D'),
         'Conv3DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv3DTranspose'),
+        'ConvLSTM2D': ('tensorweave.keras.layers.convolutional_recurrent', 'ConvLSTM2D'),
         'Convolution1D': ('tensorweave.keras.layers.convolutional', 'Conv1D'),
         'Convolution2D': ('tensorweave.keras.layers.convolutional', 'Conv2D'),
         'Convolution2DTranspose': ('tensorweave.keras.layers.convolutional', 'Conv2DTranspose'),

@@ -379,7 +379,8 @@ def print_tensor(x, message=""):
 
 class GraphExecutionFunction:
     """K.function's result: called with a list of input values, runs `outputs` and `updates` in
-    the Keras session and returns the outputs' values (in the outputs' structure)."""
+    the Keras session and returns the outputs' values (in the outputs' structure). `fetches` run
+    too; a fetch in `fetch_callbacks` has its callback called with its value."""
 
     def __init__(self, inputs, outputs, updates=None, name=None, **session_kwargs):
         self.inputs = nest.flatten(inputs)
@@ -387,6 +388,7 @@ class GraphExecutionFunction:
         self.outputs = nest.flatten(outputs)
         self.feed_dict = session_kwargs.pop("feed_dict", None) or {}
         self.fetches = session_kwargs.pop("fetches", None) or []
+        self.fetch_callbacks = {}   # fetch -> callable given its value after each call (TF's hook)
         if session_kwargs:
             raise ValueError(f"Invalid argument(s) to keras.backend.function: {sorted(session_kwargs)}")
         # as TF: (variable, new value) updates are assigned after the first output is computed
@@ -405,6 +407,10 @@ class GraphExecutionFunction:
                 feeds[tensor] = value
         fetches = self.outputs + ([self.updates_op] if self.updates_op is not None else []) + list(self.fetches)
         values = get_session().run(fetches, feed_dict=feeds)
+        if self.fetches:
+            for fetch, value in zip(self.fetches, values[-len(self.fetches):]):
+                if fetch in self.fetch_callbacks:
+                    self.fetch_callbacks[fetch](value)
         return nest.pack_sequence_as(self._outputs_structure, list(values[:len(self.outputs)]))
 
 

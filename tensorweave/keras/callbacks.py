@@ -21,7 +21,13 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import summary_pb2
 from tensorweave.logging import warning
 from tensorweave.ops.array.core import squeeze as _squeezed
-from tensorweave.summary.summary import histogram, image, merge
+from tensorweave.ops.array.core import placeholder
+from tensorweave.ops.array.fill import zeros
+from tensorweave.ops.math.sequences import range as sequence_range
+from tensorweave.ops.state.scatter import scatter_update
+from tensorweave.ops.state.variables import Variable, variables_initializer
+from tensorweave.summary.summary import histogram, image, merge_all
+from tensorweave.train.saver import Saver
 from tensorweave.summary.writer import FileWriter
 from tensorweave.keras import backend as K
 from tensorweave.keras.utils.generic_utils import Progbar
@@ -621,44 +627,144 @@ def _weight_image(w):
     return None
 
 
+PROJECTOR_CONFIG_FILE = "projector_config.pbtxt"   # what TensorBoard's projector plugin reads in a log dir
+
+
+def _pbtxt_string(text: str) -> str:
+    """A string as protobuf's text format writes it: quoted, C-escaped (bytes past ASCII as octal)."""
+    special = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
+               ord("\\"): "\\\\"}
+    out = "".join(special.get(b, chr(b) if 32 <= b < 127 else f"\\{b:03o}") for b in text.encode("utf8"))
+    return f'"{out}"'
+
+
+def projector_config_text(embeddings) -> str:
+    """The text of a projector_config.pbtxt (a ProjectorConfig in protobuf's text format, as
+    projector.visualize_embeddings writes it) for [(tensor_name, metadata_path or None)]."""
+    lines = []
+    for tensor_name, metadata_path in embeddings:
+        lines += ["embeddings {", f"  tensor_name: {_pbtxt_string(tensor_name)}"]
+        if metadata_path is not None:
+            lines.append(f"  metadata_path: {_pbtxt_string(metadata_path)}")
+        lines.append("}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _as_input_list(data, model) -> list:
+    """embeddings_data as one array per model input (an array, a list of them, or a dict by input name)."""
+    if isinstance(data, dict):
+        missing = [name for name in model.input_names if name not in data]
+        if missing:
+            raise ValueError(f"TensorBoard: embeddings_data has no entry for the model's input(s) {missing}; it has "
+                             f"{sorted(data)}.")
+        data = [data[name] for name in model.input_names]
+    data = [np.asarray(a) for a in (data if isinstance(data, (list, tuple)) else [data])]
+    if len(data) != len(model.inputs):
+        raise ValueError(f"TensorBoard: embeddings_data holds {len(data)} array(s), but the model has "
+                         f"{len(model.inputs)} input(s).")
+    return data
+
+
 @tf_export("keras.callbacks.TensorBoard")
 class TensorBoard(Callback):
-    """Writes event files for TensorBoard under log_dir: the graph (write_graph), each epoch's
-    logs as scalars "epoch_<name>" (step = epoch; with update_freq "batch" or a number of
-    samples also "batch_<name>" every so many samples, and the epoch ones at the samples seen),
-    and every histogram_freq epochs a histogram (with write_images, an image) of each layer
-    weight. batch_size and profile_batch are accepted as Keras's: no activation histograms or
-    profiler traces are written."""
+    """Writes event files for TensorBoard under log_dir (TF 1.15's graph-mode callback): the graph
+    (write_graph); each epoch's logs as scalars "epoch_<name>" (step = epoch; with update_freq
+    "batch" or a number of samples also "batch_<name>" every so many samples, and the epoch ones
+    at the samples seen); every histogram_freq epochs, on each validation batch (step = the
+    validation batches seen; validation data is needed), histograms of each layer's weights
+    ("dense/kernel_0"), outputs ("dense_out") and, with write_grads, of the total loss's gradient
+    for each trainable weight ("dense/kernel_0_grad"), and with write_images each weight drawn as
+    an image. With embeddings_freq, every so many epochs the outputs of the layers
+    embeddings_layer_names (default: the Embedding layers) for embeddings_data (fed batch_size
+    rows at a time) are stored in variables "<layer>_embedding" saved to
+    log_dir/keras_embedding.ckpt-<epoch>, and projector_config.pbtxt names them for TensorBoard's
+    projector, with embeddings_metadata (a file for all layers, or a dict by layer name) as their
+    metadata_path. profile_batch is accepted as Keras's: no profiler traces are written."""
 
     def __init__(self, log_dir="./logs", histogram_freq=0, batch_size=32, write_graph=True, write_grads=False,
                  write_images=False, embeddings_freq=0, embeddings_layer_names=None, embeddings_metadata=None,
                  embeddings_data=None, update_freq="epoch", profile_batch=2):
         super().__init__()
-        if embeddings_freq or write_grads:
-            raise ValueError("TensorBoard: embeddings (embeddings_freq) and gradient histograms (write_grads, "
-                             "computed on validation batches in Keras) are not written by tensorweave; weight "
-                             "histograms (histogram_freq) and images (write_images) are.")
         self.log_dir, self.histogram_freq, self.batch_size = log_dir, histogram_freq, batch_size
         self.write_graph, self.write_grads, self.write_images = write_graph, write_grads, write_images
+        self.embeddings_freq, self.embeddings_layer_names = embeddings_freq, embeddings_layer_names
+        self.embeddings_metadata, self.embeddings_data = embeddings_metadata, embeddings_data
         self.update_freq = 1 if update_freq == "batch" else update_freq
         self.writer = None
         self.merged = None
         self._samples_seen = self._samples_seen_at_last_write = self._total_batches_seen = 0
+        self._total_val_batches_seen = 0
+
+    def _make_histogram_ops(self, model) -> None:
+        for layer in model.layers:
+            for w in layer.weights:
+                name = w.name.replace(":", "_")
+                histogram(name, w)
+                picture = _weight_image(w) if self.write_images else None
+                if picture is not None:
+                    image(name, picture)
+            if self.write_grads:
+                # a Keras optimizer's gradients (clipped as it clips them); a wrapped tf.train optimizer's plain ones
+                get_gradients = getattr(model.optimizer, "get_gradients", K.gradients)
+                for w in layer.trainable_weights:
+                    grad = get_gradients(model.total_loss, [w])[0]
+                    histogram(w.name.replace(":", "_") + "_grad",
+                              grad.values if type(grad).__name__ == "IndexedSlices" else grad)
+            try:
+                output = layer.output
+            except AttributeError:   # a layer called more than once has no one output
+                continue
+            if isinstance(output, list):
+                for i, out in enumerate(output):
+                    histogram(f"{layer.name}_out_{i}", out)
+            else:
+                histogram(f"{layer.name}_out", output)
 
     def set_model(self, model):
         self.model = model
         graph = K.get_graph()
         self.writer = FileWriter(self.log_dir, graph if self.write_graph else None)
-        if self.histogram_freq and self.merged is None:
-            with graph.as_default():
-                ops = []
-                for layer in model.layers:
-                    for w in layer.weights:
-                        ops.append(histogram(w.name.replace(":", "_"), w))
-                        picture = _weight_image(w) if self.write_images else None
-                        if picture is not None:
-                            ops.append(image(w.name.replace(":", "_"), picture))
-                self.merged = merge(ops) if ops else None
+        with graph.as_default():
+            if self.histogram_freq and self.merged is None:
+                self._make_histogram_ops(model)
+            self.merged = merge_all()
+            if self.embeddings_freq and self.embeddings_data is not None:
+                self._make_embeddings(model)
+
+    def _make_embeddings(self, model) -> None:
+        self.embeddings_data = _as_input_list(self.embeddings_data, model)
+        names = self.embeddings_layer_names or [layer.name for layer in model.layers
+                                                if type(layer).__name__ == "Embedding"]
+        self.batch_id = batch_id = placeholder("int32")
+        self.step = step = placeholder("int32")
+        self.assign_embeddings, embeddings_vars = [], {}
+        for layer in model.layers:
+            if layer.name not in names:
+                continue
+            output = model.get_layer(layer.name).output
+            size = int(np.prod(output.shape.as_list()[1:]))
+            rows = K.reshape(output, (step, size))
+            embedding = Variable(zeros((self.embeddings_data[0].shape[0], size)), name=layer.name + "_embedding")
+            embeddings_vars[layer.name] = embedding
+            # rows batch_id .. batch_id + step (TF 1.15 assigns the slice embedding[batch_id:batch_id + step])
+            self.assign_embeddings.append(scatter_update(embedding, sequence_range(batch_id, batch_id + step), rows))
+        unknown = sorted(set(names) - {layer.name for layer in model.layers})
+        if unknown:
+            raise ValueError(f"TensorBoard: embeddings_layer_names {unknown} are not layers of the model (it has "
+                             f"{[layer.name for layer in model.layers]}).")
+        K.get_session().run(variables_initializer(list(embeddings_vars.values())))
+        self.saver = Saver(list(embeddings_vars.values()))
+        metadata = self.embeddings_metadata
+        if isinstance(metadata, str):
+            metadata = {name: metadata for name in embeddings_vars}
+        config = [(v.name, (metadata or {}).get(name)) for name, v in embeddings_vars.items()]
+        os.makedirs(self.log_dir, exist_ok=True)
+        with open(os.path.join(self.log_dir, PROJECTOR_CONFIG_FILE), "w", encoding="utf-8") as f:
+            f.write(projector_config_text(config))
+
+    def _fetch_callback(self, summary) -> None:
+        self.writer.add_summary(summary, self._total_val_batches_seen)
+        self._total_val_batches_seen += 1
 
     def _write_scalars(self, step, logs) -> None:
         for name, value in logs.items():
@@ -678,12 +784,39 @@ class TensorBoard(Callback):
             self._samples_seen_at_last_write = self._samples_seen
         self._total_batches_seen += 1
 
+    def on_epoch_begin(self, epoch, logs=None):
+        # the histograms run with the validation batches of this epoch (TF 1.15: fetches of the test function)
+        if self.histogram_freq and self.merged is not None and epoch % self.histogram_freq == 0:
+            self.model._make_test_function()
+            function = self.model.test_function
+            if self.merged not in function.fetches:
+                function.fetches.append(self.merged)
+                function.fetch_callbacks[self.merged] = self._fetch_callback
+
     def on_epoch_end(self, epoch, logs=None):
         logs = {"epoch_" + k: v for k, v in (logs or {}).items() if k not in ("batch", "size", "num_steps")}
         self._write_scalars(epoch if self.update_freq == "epoch" else self._samples_seen, logs)
-        if self.merged is not None and epoch % self.histogram_freq == 0:
-            self.writer.add_summary(K.get_session().run(self.merged), epoch)
+        function = getattr(self.model, "test_function", None)
+        if self.histogram_freq and function is not None and self.merged in function.fetches:
+            function.fetches.remove(self.merged)
+            function.fetch_callbacks.pop(self.merged, None)
             self.writer.flush()
+        if self.embeddings_freq and self.embeddings_data is None:
+            raise ValueError("To visualize embeddings, embeddings_data must be provided.")
+        if self.embeddings_freq and epoch % self.embeddings_freq == 0:
+            self._write_embeddings(epoch)
+
+    def _write_embeddings(self, epoch) -> None:
+        n_samples = self.embeddings_data[0].shape[0]
+        session = K.get_session()
+        for i in range(0, n_samples, self.batch_size):
+            step = min(self.batch_size, n_samples - i)
+            feed = {x: data[i:i + step] for x, data in zip(self.model.inputs, self.embeddings_data)}
+            feed.update({self.batch_id: i, self.step: step})
+            if not isinstance(K.learning_phase(), int):
+                feed[K.learning_phase()] = False
+            session.run(self.assign_embeddings, feed_dict=feed)
+        self.saver.save(session, os.path.join(self.log_dir, "keras_embedding.ckpt"), epoch)
 
     def on_train_end(self, logs=None):
         self.writer.close()

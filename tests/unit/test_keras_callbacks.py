@@ -1,6 +1,7 @@
 """tf.keras.callbacks in Model.fit (graph mode): what each callback does to training and what it
 writes (CSV rows, checkpoints, TensorBoard event files read back)."""
 import glob
+import json
 import os
 
 import numpy as np
@@ -8,9 +9,12 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.summary.writer import summary_iterator
+from fixtures import keras_tensorboard_cases as tensorboard_case
 from fixtures.keras_training_cases import weights_for
 
 keras = tf.keras
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "keras_tensorboard.json"), encoding="utf-8") as f:
+    TENSORBOARD_RECORDED = json.load(f)
 K = keras.backend
 cb = keras.callbacks
 
@@ -153,21 +157,96 @@ def test_tensorboard_writes_epoch_scalars_histograms_and_the_graph(tmp_path):
     np.testing.assert_allclose([v.simple_value for _, v in found["epoch_val_mean_absolute_error"]],
                                history.history["val_mean_absolute_error"], rtol=1e-6)
     kernel = found["dense/kernel_0"]
-    assert [step for step, _ in kernel if step is not None and _.HasField("histo")] == [0, 2]
+    # on the validation batches (one an epoch here) of epochs 0 and 2: steps count those batches
+    assert [step for step, _ in kernel if step is not None and _.HasField("histo")] == [0, 1]
     assert kernel[0][1].histo.num == 6
+    assert [v.histo.num for _, v in found["dense_1_out"]] == [3, 3]   # the 3 validation samples' outputs
 
 
 def test_tensorboard_weight_images(tmp_path):
     log_dir = str(tmp_path / "tb")
-    fit(model_for(), [cb.TensorBoard(log_dir, histogram_freq=1, write_images=True)], epochs=1)
+    fit(model_for(), [cb.TensorBoard(log_dir, histogram_freq=1, write_images=True)], epochs=1, validation_split=0.25)
     found, _ = events_of(log_dir)
     images = {tag: v[0][1].image for tag, v in found.items() if v[0][1].HasField("image")}
     # the kernel [3, 2] drawn as 2 x 3 (the longer side across), the bias [2] as 2 x 1, the [1] bias not at all
     sizes = {tag: (image.height, image.width) for tag, image in images.items()}
     assert sizes == {"dense/kernel_0_1/image/0": (2, 3), "dense/bias_0_1/image/0": (2, 1),
                      "dense_1/kernel_0_1/image/0": (2, 1)}   # [2, 1] squeezes to a column too
-    with pytest.raises(ValueError, match="write_grads"):
-        cb.TensorBoard(log_dir, write_grads=True)
+    # without validation data there is nothing to compute the histograms on (as TF 1.15)
+    other_dir = str(tmp_path / "tb2")
+    fit(model_for(), [cb.TensorBoard(other_dir, histogram_freq=1, write_images=True)], epochs=1)
+    found, _ = events_of(other_dir)
+    assert sorted(found) == ["epoch_loss", "epoch_mean_absolute_error"]
+
+
+def _tensorboard_case_run(log_dir):
+    """Fits keras_tensorboard_cases' model with its TensorBoard callback; returns the event files' histograms
+    as {(tag, step): (num, sum, min, max)}."""
+    d = tensorboard_case.data()
+    model = keras.Sequential(tensorboard_case.layers(keras.layers))
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    model.set_weights(tensorboard_case.weight_values([w.shape.as_list() for w in model.weights]))
+    board = cb.TensorBoard(log_dir, embeddings_data=d["embeddings_data"], **tensorboard_case.TENSORBOARD_ARGS)
+    model.fit(d["x"], d["y"], batch_size=tensorboard_case.BATCH_SIZE, epochs=tensorboard_case.EPOCHS, shuffle=False,
+              verbose=0, validation_data=(d["x_val"], d["y_val"]), callbacks=[board])
+    found, _ = events_of(log_dir)
+    return {(tag, step): (v.histo.num, v.histo.sum, v.histo.min, v.histo.max)
+            for tag, values in found.items() for step, v in values if v.HasField("histo")}
+
+
+def test_tensorboard_gradient_and_output_histograms_match_tf(tmp_path):
+    got = _tensorboard_case_run(str(tmp_path / "tb"))
+    want = {(tag, step): tuple(stats) for tag, step, *stats in TENSORBOARD_RECORDED["histograms"]}
+    assert sorted(got) == sorted(want)   # weights, "<layer>_out" and "<weight>_grad" at each validation batch
+    for key, stats in want.items():
+        assert got[key][0] == stats[0], key
+        np.testing.assert_allclose(got[key][1:], stats[1:], rtol=1e-5, atol=1e-6, err_msg=str(key))
+
+
+def test_tensorboard_gradient_histograms_with_a_tf_optimizer(tmp_path):
+    log_dir = str(tmp_path / "tb")
+    model = keras.Sequential([keras.layers.Dense(2, activation="tanh", input_shape=(3,)), keras.layers.Dense(1)])
+    model.compile(tf.train.GradientDescentOptimizer(0.05), "mse")
+    fit(model, [cb.TensorBoard(log_dir, histogram_freq=1, write_grads=True)], epochs=2, validation_split=0.25)
+    found, _ = events_of(log_dir)
+    assert [(step, v.histo.num) for step, v in found["dense/kernel_0_grad"]] == [(0, 6), (1, 6)]
+    assert [(step, v.histo.num) for step, v in found["dense_1/bias_0_grad"]] == [(0, 1), (1, 1)]
+
+
+def test_tensorboard_embeddings_write_the_projector_config_and_checkpoint_tf_writes(tmp_path):
+    log_dir = str(tmp_path / "tb")
+    _tensorboard_case_run(log_dir)
+    with open(os.path.join(log_dir, "projector_config.pbtxt"), encoding="utf-8") as f:
+        assert f.read() == TENSORBOARD_RECORDED["projector_config"]
+    # TF's also holds plugins/profile (profile_batch's trace), which tensorweave does not write
+    assert sorted(f for f in os.listdir(log_dir) if not f.startswith("events.out")) == \
+        [f for f in TENSORBOARD_RECORDED["files"] if f != "plugins"]
+    checkpoint = tf.train.latest_checkpoint(log_dir)
+    assert os.path.basename(checkpoint) == TENSORBOARD_RECORDED["checkpoint"]
+    assert [[n, s] for n, s in tf.train.list_variables(checkpoint)] == TENSORBOARD_RECORDED["checkpoint_variables"]
+    np.testing.assert_allclose(tf.train.load_variable(checkpoint, "embedding_embedding"),
+                               TENSORBOARD_RECORDED["embedding"], rtol=1e-6)
+
+
+def test_tensorboard_embedding_arguments_are_checked(tmp_path):
+    log_dir = str(tmp_path / "tb")
+    d = tensorboard_case.data()
+    model = keras.Sequential(tensorboard_case.layers(keras.layers))
+    model.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="To visualize embeddings, embeddings_data must be provided."):
+        model.fit(d["x"], d["y"], epochs=1, verbose=0, callbacks=[cb.TensorBoard(log_dir, embeddings_freq=1)])
+    with pytest.raises(ValueError, match=r"embeddings_layer_names \['dense_9'\] are not layers of the model"):
+        cb.TensorBoard(log_dir, embeddings_freq=1, embeddings_layer_names=["dense_9"],
+                       embeddings_data=d["x"]).set_model(model)
+    with pytest.raises(ValueError, match="embeddings_data holds 2 array\\(s\\), but the model has 1 input"):
+        cb.TensorBoard(log_dir, embeddings_freq=1, embeddings_data=[d["x"], d["x"]]).set_model(model)
+    # a metadata file for every layer, and names in protobuf's text escaping
+    cb.TensorBoard(log_dir, embeddings_freq=1, embeddings_layer_names=["embedding", "flatten"],
+                   embeddings_metadata='m "1".tsv', embeddings_data={model.input_names[0]: d["x"]}).set_model(model)
+    with open(os.path.join(log_dir, "projector_config.pbtxt"), encoding="utf-8") as f:
+        escaped = r'"m \"1\".tsv"'
+        assert f.read() == "".join(f'embeddings {{\n  tensor_name: "{name}:0"\n  metadata_path: {escaped}\n}}\n'
+                                   for name in ("embedding_embedding", "flatten_embedding"))
 
 
 def test_tensorboard_batch_scalars_every_so_many_samples(tmp_path):

@@ -438,7 +438,9 @@ def test_embedding_mask_zero_masks_the_padded_steps():
 
 def test_cudnn_layers_compute_tf_lstm_and_gru_with_cudnn_biases():
     # CuDNNLSTM == LSTM(recurrent_activation='sigmoid') with bias = input bias + recurrent bias;
-    # CuDNNGRU == GRU(reset_after=True, recurrent_activation='sigmoid') with its (2, 3u) bias flat
+    # CuDNNGRU == GRU(reset_after=True, recurrent_activation='sigmoid') with its (2, 3u) bias flat;
+    # the kernels in cuDNN's layout, as Keras's load_weights converts them (each gate's input kernel
+    # reinterpreted between row- and column-major order, each recurrent kernel transposed)
     x = keras.Input((5, 3))
     lstm = L.CuDNNLSTM(4, return_sequences=True, return_state=True)
     gru = L.CuDNNGRU(4, return_sequences=True)
@@ -446,11 +448,15 @@ def test_cudnn_layers_compute_tf_lstm_and_gru_with_cudnn_biases():
     assert [[w.name, w.shape.as_list()] for w in lstm.weights + gru.weights] == [
         ["cu_dnnlstm/kernel:0", [3, 16]], ["cu_dnnlstm/recurrent_kernel:0", [4, 16]], ["cu_dnnlstm/bias:0", [32]],
         ["cu_dnngru/kernel:0", [3, 12]], ["cu_dnngru/recurrent_kernel:0", [4, 12]], ["cu_dnngru/bias:0", [24]]]
+    def cudnn_layout(kernel, recurrent, gates):
+        return [np.hstack([k.T.reshape(k.shape) for k in np.hsplit(kernel, gates)]),
+                np.hstack([k.T for k in np.hsplit(recurrent, gates)])]
+
     kernel, recurrent, bias = weight_values([[3, 16], [4, 16], [16]])
     half = np.float32(0.5) * bias
-    lstm.set_weights([kernel, recurrent, np.concatenate([half, bias - half])])
+    lstm.set_weights(cudnn_layout(kernel, recurrent, 4) + [np.concatenate([half, bias - half])])
     kernel, recurrent, bias = weight_values([[3, 12], [4, 12], [2, 12]])
-    gru.set_weights([kernel, recurrent, bias.reshape(-1)])
+    gru.set_weights(cudnn_layout(kernel, recurrent, 3) + [bias.reshape(-1)])
     got = K.get_session().run(lstm_out + [gru_out], {x: X["x"]})
     for g, w in zip(got[:3], RECORDED["lstm_sigmoid"]["outputs"]):
         np.testing.assert_allclose(g, decode(w), rtol=1e-5, atol=1e-6)

@@ -1,7 +1,8 @@
 """tf.keras model and weight files: Keras's HDF5 layout (Model.save, keras.models.save_model /
 load_model, save_weights / load_weights by topology, by name, skip_mismatch), TensorFlow-format
 weights (checkpoint keys as Keras writes them), files written by TF 2.15's Keras
-(fixtures/keras_h5/record_keras_h5.py) loading with TF's predictions, custom objects, and bad
+(fixtures/keras_h5/record_keras_h5.py) loading with TF's predictions, cuDNN and plain recurrent weights
+converted into each other as TF converts them (record_keras_cudnn_h5.py), custom objects, and bad
 files."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from fixtures.keras_h5 import weight_conversion_cases
 from tensorweave.keras.saving import hdf5
 
 keras = tf.keras
@@ -417,3 +419,112 @@ def test_compiled_model_round_trips_and_trains_on_identically(tmp_path):
         np.testing.assert_allclose(loaded.train_on_batch(x, y), model.train_on_batch(x, y), rtol=1e-5)
     for got, want in zip(loaded.get_weights(), model.get_weights()):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# -- cuDNN and plain recurrent weights (fixtures/keras_h5/record_keras_cudnn_h5.py) ----------------------------
+CONVERSIONS = np.load(os.path.join(FIXTURES, "cudnn_conversions.npz"))
+
+
+def cudnn_model(names=(None, None)):
+    return keras.Sequential([keras.layers.Bidirectional(keras.layers.CuDNNLSTM(3, return_sequences=True),
+                                                        input_shape=(4, 2), name=names[0]),
+                             keras.layers.CuDNNGRU(2, name=names[1])])
+
+
+def plain_model(reset_after=True, names=(None, None)):
+    return keras.Sequential([
+        keras.layers.Bidirectional(keras.layers.LSTM(3, recurrent_activation="sigmoid", return_sequences=True),
+                                   input_shape=(4, 2), name=names[0]),
+        keras.layers.GRU(2, reset_after=reset_after, recurrent_activation="sigmoid", name=names[1])])
+
+
+def recorded_weights(prefix) -> list:
+    return [CONVERSIONS[f"{prefix}_{i}"] for i in range(9)]
+
+
+def test_tf215_cudnn_weights_load_into_lstm_and_gru_as_tf_converts_them():
+    model = plain_model()
+    randomize(model)
+    model.load_weights(os.path.join(FIXTURES, "cudnn_weights.h5"))
+    for got, want in zip(model.get_weights(), recorded_weights("cudnn_as_plain")):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(model.predict(CONVERSIONS["x"]), CONVERSIONS["cudnn_as_plain_predictions"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_tf215_lstm_and_gru_weights_load_into_cudnn_layers_as_tf_converts_them():
+    model = cudnn_model()
+    randomize(model)
+    model.load_weights(os.path.join(FIXTURES, "plain_weights.h5"))
+    for got, want in zip(model.get_weights(), recorded_weights("plain_as_cudnn")):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    # the cuDNN arithmetic (here on any device) on the converted weights gives the plain layers' outputs
+    np.testing.assert_allclose(model.predict(CONVERSIONS["x"]), CONVERSIONS["plain_predictions"], rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_cudnn_weights_round_trip_through_plain_layers_by_name_and_inside_nested_models(tmp_path):
+    cudnn = cudnn_model(names=("bi", "gru"))
+    values = randomize(cudnn)
+    path = str(tmp_path / "cudnn.h5")
+    cudnn.save_weights(path)
+    plain = plain_model(names=("bi", "gru"))
+    plain.load_weights(path, by_name=True)
+    np.testing.assert_allclose(plain.layers[0].get_weights()[2], values[2][:12] + values[2][12:], rtol=1e-6)
+    x = CONVERSIONS["x"]
+    np.testing.assert_allclose(plain.predict(x), cudnn.predict(x), rtol=1e-5, atol=1e-6)
+    # a model nested in another converts each of its layers
+    outer_plain = keras.Sequential([plain_model()])
+    outer_plain.build((None, 4, 2))
+    outer_cudnn = keras.Sequential([cudnn])
+    outer_cudnn.save_weights(path)
+    outer_plain.load_weights(path)
+    np.testing.assert_allclose(outer_plain.predict(x), cudnn.predict(x), rtol=1e-5, atol=1e-6)
+    outer_plain.save_weights(path)
+    cudnn_again = keras.Sequential([cudnn_model()])
+    cudnn_again.build((None, 4, 2))
+    cudnn_again.load_weights(path)
+    np.testing.assert_allclose(cudnn_again.predict(x), cudnn.predict(x), rtol=1e-5, atol=1e-6)
+
+
+def test_cudnn_gru_weights_do_not_fit_a_gru_without_reset_after(tmp_path):
+    path = str(tmp_path / "cudnn.h5")
+    cudnn_model().save_weights(path)
+    with pytest.raises(ValueError, match=r"CuDNNGRU is not compatible with GRU\(reset_after=False\)"):
+        plain_model(reset_after=False).load_weights(path)
+    with pytest.raises(ValueError, match=r"Invalid bias shape: \(5,\)"):
+        hdf5.preprocess_weights_for_loading(keras.layers.LSTM(3), [np.zeros((2, 12)), np.zeros((3, 12)),
+                                                                   np.zeros(5)])
+
+
+# -- Keras 1 and Theano-ordered weights (fixtures/keras_h5/record_keras_weight_conversions.py) --------------
+CONVERTED = np.load(os.path.join(FIXTURES, "weight_conversions.npz"))
+
+
+@pytest.mark.parametrize("name", sorted(weight_conversion_cases.CASES))
+def test_older_weight_layouts_convert_as_keras_converts_them(name):
+    make, shape, _, version = weight_conversion_cases.CASES[name]
+    layer = make(keras.layers)
+    layer(keras.Input(shape))
+    converted = hdf5.preprocess_weights_for_loading(layer, weight_conversion_cases.saved_values(name), version,
+                                                    "theano")
+    assert len(converted) == len(layer.weights)
+    for i, got in enumerate(converted):
+        np.testing.assert_array_equal(got, CONVERTED[f"{name}_{i}"])
+
+
+def test_a_keras_1_weights_file_loads_converted(tmp_path):
+    # Keras 1's layout: no keras_version attribute, an LSTM's weights gate by gate
+    path = str(tmp_path / "keras1.h5")
+    saved = weight_conversion_cases.saved_values("lstm_keras1")
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [b"lstm_1"]
+        group = f.create_group("lstm_1")
+        names = [f"lstm_1_{part}_{gate}".encode() for gate in "icfo" for part in ("W", "U", "b")]
+        group.attrs["weight_names"] = names
+        for name, value in zip(names, saved):
+            group.create_dataset(name.decode(), data=value)
+    model = keras.Sequential([keras.layers.LSTM(3, input_shape=(5, 2))])
+    model.load_weights(path)
+    for i, got in enumerate(model.get_weights()):
+        np.testing.assert_array_equal(got, CONVERTED[f"lstm_keras1_{i}"])

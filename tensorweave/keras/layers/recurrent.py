@@ -26,11 +26,13 @@ from tensorweave.keras import activations, backend as K, constraints, initialize
 from tensorweave.keras.engine.base_layer import Layer, deserialize as _deserialize_layer
 from tensorweave.layers.base import InputSpec
 from tensorweave.ops.array.concat import concat, split, stack, unstack
-from tensorweave.ops.array.core import expand_dims, shape
+from tensorweave.ops.array.core import expand_dims, reshape, shape, transpose
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.array.pad import broadcast_to, reverse
 from tensorweave.ops.array.sort import where
 from tensorweave.ops.control_flow.cond import cond
+from tensorweave.ops.control_flow.tensor_array import TensorArray
+from tensorweave.ops.control_flow.while_loop import while_loop
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.math.reduction import count_nonzero
@@ -124,12 +126,40 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
         steps = unstack(x, axis=0) if mask is None else list(zip(unstack(x, axis=0), unstack(mask, axis=0)))
         outputs, (last_output, flat_states) = static_rnn(cell, steps, initial_state=state)
         outputs = stack(outputs, axis=0)
-    else:
+    elif TensorShape(x.shape[2:]).is_fully_defined():
         step_inputs = x if mask is None else (x, mask)
         outputs, (last_output, flat_states) = dynamic_rnn(cell, step_inputs, initial_state=state, time_major=True)
+    else:   # dynamic_rnn needs the step's shape (a ConvLSTM2D over frames of any size has none)
+        outputs, (last_output, flat_states) = _while_rnn(cell, x, mask, state)
     if not time_major:
         outputs = _transpose_batch_time(outputs)
     return last_output, outputs, nest.pack_sequence_as(initial_states, list(flat_states))
+
+
+def _while_rnn(cell, x, mask, state):
+    """`cell` (a _StepCell) over time-major `x` (and `mask`) in a while_loop over TensorArrays, as
+    TF's K.rnn runs: for steps whose shape is not fully known. Returns (outputs, final state)."""
+    steps = shape(x)[0]
+    inputs_ta = TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]).unstack(x)
+    masks_ta = None if mask is None else TensorArray(mask.dtype, size=steps, element_shape=mask.shape[1:]).unstack(mask)
+    outputs_ta = TensorArray(state[0].dtype, size=steps, element_shape=state[0].shape)
+
+    def body(t, outputs_ta, state):
+        step_input = inputs_ta.read(t)
+        step_input.set_shape(x.shape[1:])
+        if masks_ta is not None:
+            step_mask = masks_ta.read(t)
+            step_mask.set_shape(mask.shape[1:])
+            step_input = (step_input, step_mask)
+        output, new_state = cell(step_input, state)
+        return t + 1, outputs_ta.write(t, output), new_state
+
+    time = convert_to_tensor(0, dtype="int32")
+    _, outputs_ta, state = while_loop(lambda t, *_: t < steps, body, (time, outputs_ta, state),
+                                      maximum_iterations=steps)
+    outputs = outputs_ta.stack()
+    outputs.set_shape(TensorShape(x.shape[:1]).concatenate(state[0].shape))
+    return outputs, state
 
 
 def _standardize_args(inputs, initial_state, constants, num_constants):
@@ -237,6 +267,10 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     def _bias_shape(self):
         return (self.units * self._gates,)
 
+    def _matmul_kernels(self) -> tuple:
+        """(kernel, recurrent_kernel) as the step multiplies by them: x @ kernel, h @ recurrent_kernel."""
+        return self.kernel, self.recurrent_kernel
+
     def _bias_initializer(self):
         return None
 
@@ -320,7 +354,12 @@ class LSTMCell(_RecurrentCell):
         h_tm1, c_tm1 = states[0], states[1]
         dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
-        act, rec_act = self.activation, self.recurrent_activation
+        c, o = self._carry_and_output(self._gate_inputs(inputs, h_tm1, dp_mask, rec_dp_mask), c_tm1)
+        h = o * self.activation(c)
+        return h, [h, c]
+
+    def _gate_inputs(self, inputs, h_tm1, dp_mask, rec_dp_mask) -> list:
+        """The four gates' pre-activations [i, f, c, o] from the step's input and previous output."""
         if self.implementation == 1:
             xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
@@ -337,19 +376,46 @@ class LSTMCell(_RecurrentCell):
                 inputs = inputs * dp_mask[0]
             if rec_dp_mask is not None:
                 h_tm1 = h_tm1 * rec_dp_mask[0]
-            zz = K.dot(inputs, self.kernel) + K.dot(h_tm1, self.recurrent_kernel)
+            kernel, recurrent_kernel = self._matmul_kernels()
+            zz = K.dot(inputs, kernel) + K.dot(h_tm1, recurrent_kernel)
             if self.use_bias:
                 zz = K.bias_add(zz, self._gate_bias())
             z = split(zz, 4, axis=1)
+        return z
+
+    def _carry_and_output(self, z, c_tm1):
+        """The new carry state and the output gate from the gates' pre-activations."""
+        rec_act = self.recurrent_activation
         i, f, o = rec_act(z[0]), rec_act(z[1]), rec_act(z[3])
-        c = f * c_tm1 + i * act(z[2])
-        h = o * act(c)
-        return h, [h, c]
+        return f * c_tm1 + i * self.activation(z[2]), o
 
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(unit_forget_bias=self.unit_forget_bias, implementation=self.implementation)
         return config
+
+
+@tf_export("keras.experimental.PeepholeLSTMCell")
+class PeepholeLSTMCell(LSTMCell):
+    """tf.keras.experimental.PeepholeLSTMCell(units, ...): LSTMCell's arguments, and peephole
+    connections (Gers & Schmidhuber, 2000): the input and forget gates also see the previous carry
+    state, the output gate the new one, each through a weight vector of `units` ("input_gate_peephole_
+    weights", "forget_gate_peephole_weights", "output_gate_peephole_weights", made by
+    kernel_initializer after kernel, recurrent_kernel and bias)."""
+
+    _peepholes = ("input_gate_peephole_weights", "forget_gate_peephole_weights", "output_gate_peephole_weights")
+
+    def build(self, input_shape) -> None:
+        super().build(input_shape)
+        for name in self._peepholes:
+            setattr(self, name, self.add_weight(name=name, shape=(self.units,), initializer=self.kernel_initializer))
+
+    def _carry_and_output(self, z, c_tm1):
+        rec_act = self.recurrent_activation
+        i = rec_act(z[0] + self.input_gate_peephole_weights * c_tm1)
+        f = rec_act(z[1] + self.forget_gate_peephole_weights * c_tm1)
+        c = f * c_tm1 + i * self.activation(z[2])
+        return c, rec_act(z[3] + self.output_gate_peephole_weights * c)
 
 
 @tf_export("keras.layers.GRUCell")
@@ -409,23 +475,24 @@ class GRUCell(_RecurrentCell):
         else:
             if dp_mask is not None:
                 inputs = inputs * dp_mask[0]
-            matrix_x = K.dot(inputs, self.kernel)
+            kernel, recurrent_kernel = self._matmul_kernels()
+            matrix_x = K.dot(inputs, kernel)
             if self.use_bias:
                 matrix_x = K.bias_add(matrix_x, input_bias)
             if rec_dp_mask is not None:
                 h_tm1 = h_tm1 * rec_dp_mask[0]   # TF 1.15 mixes the dropped state into h below too
             if self.reset_after:
-                matrix_inner = K.dot(h_tm1, self.recurrent_kernel)
+                matrix_inner = K.dot(h_tm1, recurrent_kernel)
                 if self.use_bias:
                     matrix_inner = K.bias_add(matrix_inner, recurrent_bias)
             else:
-                matrix_inner = K.dot(h_tm1, self.recurrent_kernel[:, :2 * u])
+                matrix_inner = K.dot(h_tm1, recurrent_kernel[:, :2 * u])
             z = self.recurrent_activation(matrix_x[:, :u] + matrix_inner[:, :u])
             r = self.recurrent_activation(matrix_x[:, u:2 * u] + matrix_inner[:, u:2 * u])
             if self.reset_after:
                 recurrent_h = r * matrix_inner[:, 2 * u:]
             else:
-                recurrent_h = K.dot(r * h_tm1, self.recurrent_kernel[:, 2 * u:])
+                recurrent_h = K.dot(r * h_tm1, recurrent_kernel[:, 2 * u:])
             hh = self.activation(matrix_x[:, 2 * u:] + recurrent_h)
         h = z * h_tm1 + (1 - z) * hh
         return h, [h]
@@ -884,6 +951,18 @@ class GRU(_CellLayer):
 
 
 # -- the CuDNN layers -----------------------------------------------------------------------------
+def _cudnn_matmul_kernels(cell) -> tuple:
+    """What cuDNN's weights multiply as: cuDNN reads each gate's block of the kernel (input_dim, units)
+    in row-major order as its [units, input_dim] matrix W (gate = W x), and each recurrent block
+    as [units, units]; so x @ kernel is, per gate, x @ the block reshaped to (units, input_dim) and
+    transposed, and h @ recurrent_kernel is h @ the recurrent block transposed. (Keras's
+    load_weights converts plain LSTM/GRU weights into this layout: saving/hdf5.py.)"""
+    gates = cell._gates
+    kernel = concat([transpose(reshape(k, (cell.units, -1))) for k in split(cell.kernel, gates, axis=1)], 1)
+    recurrent_kernel = concat([transpose(k) for k in split(cell.recurrent_kernel, gates, axis=1)], 1)
+    return kernel, recurrent_kernel
+
+
 class _CuDNNLSTMCell(LSTMCell):
     """CuDNNLSTM's step: sigmoid gates, and cuDNN's two biases (input and recurrent, 8 * units),
     which act as their sum. unit_forget_bias sets the recurrent forget-gate bias to 1."""
@@ -907,6 +986,8 @@ class _CuDNNLSTMCell(LSTMCell):
     def _gate_bias(self):
         return self.bias[:4 * self.units] + self.bias[4 * self.units:]
 
+    _matmul_kernels = _cudnn_matmul_kernels
+
 
 class _CuDNNGRUCell(GRUCell):
     """CuDNNGRU's step: sigmoid gates, the reset gate applied after the recurrent matmul, and
@@ -920,6 +1001,8 @@ class _CuDNNGRUCell(GRUCell):
 
     def _bias_pair(self):
         return K.reshape(self.bias, (2, 3 * self.units))
+
+    _matmul_kernels = _cudnn_matmul_kernels
 
 
 class _CuDNNRNN(RNN):

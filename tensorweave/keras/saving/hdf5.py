@@ -11,7 +11,9 @@ that path inside the layer's group ("dense/dense/kernel:0"). An attribute longer
 object header allows is split into `name0`, `name1`, ... as Keras does.
 
 Keras 2.15 files load too: its "Functional" class name is tf.keras.Model here, and its extra
-`top_level_model_weights` group (not in layer_names) is ignored."""
+`top_level_model_weights` group (not in layer_names) is ignored. Loading converts cuDNN recurrent
+weights (CuDNNLSTM, CuDNNGRU) into the plain layers' layout (LSTM, GRU(reset_after=True)) and
+back, and Keras 1 weights into Keras 2's, as Keras's load_weights does."""
 from __future__ import annotations
 
 import json
@@ -183,6 +185,135 @@ def _check_shapes(k: int, layer, symbolic, values, skip_mismatch: bool) -> list:
     return list(zip(symbolic, values))
 
 
+# -- converting saved weights to the layer loading them -------------------------------------------
+def preprocess_weights_for_loading(layer, weights, original_keras_version=None, original_backend=None) -> list:
+    """The saved `weights` of a layer as `layer` takes them (Keras 2's preprocess_weights_for_loading):
+    Keras 1 weights (a file without keras_version, or "1") in Keras 2's layout; a convolution kernel
+    saved in Theano's order (out, in, rows, cols) transposed; cuDNN and plain recurrent weights
+    converted into each other (_convert_rnn_weights); also inside Bidirectional, TimeDistributed
+    and nested models. (Keras 2 converts a Keras 1 TimeDistributed's inner weights twice; once here.)"""
+    kind = type(layer).__name__
+    if kind == "Bidirectional":
+        half = len(weights) // 2
+        weights = (preprocess_weights_for_loading(layer.forward_layer, weights[:half], original_keras_version,
+                                                  original_backend) +
+                   preprocess_weights_for_loading(layer.backward_layer, weights[half:], original_keras_version,
+                                                  original_backend))
+    elif kind == "TimeDistributed":
+        weights = preprocess_weights_for_loading(layer.layer, weights, original_keras_version, original_backend)
+    elif kind in ("Model", "Sequential", "Functional"):
+        weights = _convert_nested_model(layer, weights, original_keras_version, original_backend)
+    if original_keras_version == "1":
+        weights = _convert_keras_1_weights(layer, list(weights))
+    if kind in ("Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "ConvLSTM2D") and weights and \
+            K.int_shape(layer.weights[0]) != weights[0].shape and weights[0].ndim == 4:
+        weights = list(weights)   # a Theano-ordered kernel (out, in, rows, cols)
+        weights[0] = np.transpose(weights[0], (3, 2, 0, 1))
+        if kind == "ConvLSTM2D":
+            weights[1] = np.transpose(weights[1], (3, 2, 0, 1))
+    return _convert_rnn_weights(layer, weights)
+
+
+def _gates_of_keras_1(weights: list, order: list) -> list:
+    """Keras 1's per-gate (kernel, recurrent kernel, bias) triples joined in `order` of the gates."""
+    return [np.concatenate([weights[3 * gate + part] for gate in order], axis=-1) for part in range(3)]
+
+
+def _convert_keras_1_weights(layer, weights: list) -> list:
+    """Keras 1's weights of a layer in Keras 2's layout (Keras 2's conversions): convolution kernels
+    of channels_first layers (and Conv1D's 4-D kernels) reordered, GRU's 9 and LSTM's and
+    ConvLSTM2D's 12 per-gate weights joined (Keras 1's LSTM gates i, c, f, o as Keras 2's i, f, c, o)."""
+    kind = type(layer).__name__
+    channels_first = getattr(layer, "data_format", None) == "channels_first"
+    if kind == "Conv1D":
+        shape = weights[0].shape
+        if shape[:2] != (layer.kernel_size[0], 1) or shape[3] != layer.filters:
+            weights[0] = np.transpose(weights[0], (2, 3, 1, 0))   # (filters, input_dim, length, 1)
+        weights[0] = weights[0][:, 0, :, :]
+    elif kind == "Conv2D" and channels_first:
+        weights[0] = np.transpose(weights[0], (2, 3, 1, 0))
+    elif kind == "Conv2DTranspose":
+        weights[0] = np.transpose(weights[0], (2, 3, 0, 1) if channels_first else (0, 1, 3, 2))
+    elif kind == "Conv3D" and channels_first:
+        weights[0] = np.transpose(weights[0], (2, 3, 4, 1, 0))
+    elif kind == "GRU" and len(weights) == 9:
+        weights = _gates_of_keras_1(weights, [0, 1, 2])
+    elif kind in ("LSTM", "ConvLSTM2D") and len(weights) == 12:
+        weights = _gates_of_keras_1(weights, [0, 2, 1, 3])
+        if kind == "ConvLSTM2D" and channels_first:
+            weights[:2] = [np.transpose(w, (2, 3, 1, 0)) for w in weights[:2]]
+    return weights
+
+
+def _convert_nested_model(model, weights, original_keras_version, original_backend) -> list:
+    """A nested model's saved weights (its trainable, then its non-trainable ones), each sublayer's
+    converted for it."""
+    trainable, non_trainable = weights[:len(model.trainable_weights)], weights[len(model.trainable_weights):]
+    new_trainable, new_non_trainable = [], []
+    for sublayer in model.layers:
+        n_trainable, n_non_trainable = len(sublayer.trainable_weights), len(sublayer.non_trainable_weights)
+        if not n_trainable + n_non_trainable:
+            continue
+        converted = preprocess_weights_for_loading(sublayer, trainable[:n_trainable] + non_trainable[:n_non_trainable],
+                                                   original_keras_version, original_backend)
+        new_trainable += converted[:n_trainable]
+        new_non_trainable += converted[n_trainable:]
+        trainable, non_trainable = trainable[n_trainable:], non_trainable[n_non_trainable:]
+    return new_trainable + trainable + new_non_trainable + non_trainable
+
+
+def _convert_rnn_weights(layer, weights) -> list:
+    """Keras's conversion of recurrent weights between the native and the cuDNN layouts, in both
+    directions: LSTM <-> CuDNNLSTM and GRU(reset_after=True) <-> CuDNNGRU. The source is told by
+    the bias's shape; each gate's input kernel is transposed between C and Fortran order, each
+    recurrent kernel transposed; LSTM biases are summed (cuDNN's input + recurrent) or split in
+    halves, GRU biases reshaped. Weights without a bias are left as they are; GRU(reset_after=
+    False) weights are not compatible with cuDNN's (ValueError)."""
+    target = type(layer).__name__
+    if len(weights) != 3 or target not in ("LSTM", "CuDNNLSTM", "GRU", "CuDNNGRU"):
+        return weights
+    gates = 4 if target.endswith("LSTM") else 3
+    units = weights[1].shape[0]
+    bias_shape = weights[2].shape
+
+    def convert_kernels(from_cudnn: bool) -> list:
+        order = "F" if from_cudnn else "C"
+        kernels = np.hstack([k.T.reshape(k.shape, order=order) for k in np.hsplit(weights[0], gates)])
+        recurrent_kernels = np.hstack([k.T for k in np.hsplit(weights[1], gates)])
+        return [kernels, recurrent_kernels]
+
+    if gates == 4:
+        sources = {(2 * units * gates,): "CuDNNLSTM", (units * gates,): "LSTM"}
+        if bias_shape not in sources:
+            raise ValueError(f"Invalid bias shape: {bias_shape}")
+        source = sources[bias_shape]
+        if source == target:
+            return weights
+        if source == "CuDNNLSTM":   # cuDNN's input and recurrent biases act as their sum
+            return convert_kernels(True) + [np.sum(np.split(weights[2], 2, axis=0), axis=0)]
+        return convert_kernels(False) + [np.tile(0.5 * weights[2], 2)]
+    sources = {(2 * units * gates,): "CuDNNGRU", (2, units * gates): "GRU(reset_after=True)",
+               (units * gates,): "GRU(reset_after=False)"}
+    if bias_shape not in sources:
+        raise ValueError(f"Invalid bias shape: {bias_shape}")
+    source = sources[bias_shape]
+    if target == "GRU":
+        target = f"GRU(reset_after={bool(layer.reset_after)})"
+    if source == target:
+        return weights
+    if "GRU(reset_after=False)" in (source, target):
+        raise ValueError(f"{source} is not compatible with {target}")
+    from_cudnn = source == "CuDNNGRU"
+    return convert_kernels(from_cudnn) + [np.asarray(weights[2]).reshape((2, -1) if from_cudnn else -1)]
+
+
+def _file_versions(group) -> tuple:
+    """(keras_version, backend) a weights group was saved with ("1" for a file without a version)."""
+    attrs = group.attrs
+    return (_text(attrs["keras_version"]) if "keras_version" in attrs else "1",
+            _text(attrs["backend"]) if "backend" in attrs else None)
+
+
 def load_weights_from_hdf5_group(group, layers) -> None:
     """Loads the weights of `group` into `layers` by topological order: the i-th layer with
     weights gets the i-th saved layer with weights."""
@@ -191,9 +322,11 @@ def load_weights_from_hdf5_group(group, layers) -> None:
     if len(saved) != len(layers):
         raise ValueError(f"You are trying to load a weight file containing {len(saved)} layers into a model with "
                          f"{len(layers)} layers.")
+    versions = _file_versions(group)
     tuples = []
     for k, (layer, (name, values)) in enumerate(zip(layers, saved)):
         symbolic = layer_weights(layer)
+        values = preprocess_weights_for_loading(layer, values, *versions)
         if len(values) != len(symbolic):
             raise ValueError(f'Layer #{k} (named "{layer.name}" in the current model) was found to correspond to '
                              f"layer {name} in the save file. However the new layer {layer.name} expects "
@@ -209,10 +342,12 @@ def load_weights_from_hdf5_group_by_name(group, layers, skip_mismatch: bool = Fa
     by_name = {}
     for layer in layers:
         by_name.setdefault(layer.name, []).append(layer)
+    versions = _file_versions(group)
     tuples = []
-    for k, (name, values) in enumerate(_saved_layers(group)):
+    for k, (name, saved_values) in enumerate(_saved_layers(group)):
         for layer in by_name.get(name, []):
             symbolic = layer_weights(layer)
+            values = preprocess_weights_for_loading(layer, saved_values, *versions)
             if len(values) != len(symbolic):
                 if skip_mismatch:
                     _log.warning("Skipping loading of weights for layer %s due to mismatch in number of weights (%d "
