@@ -272,6 +272,9 @@ class Strategy:
         if entry is not None and entry[0] is not self:
             raise ValueError("Mixing different tf.distribute.Strategy objects: "
                              f"{self} is not {entry[0]}")
+        if entry is not None and entry[1] is None:   # entered again (as TF: once is enough)
+            yield self
+            return
         with _entered(self, None if entry is None else entry[1]), \
                 variable_creator_scope(self._extended._variable_creator):
             yield self

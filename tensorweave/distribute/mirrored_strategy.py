@@ -478,6 +478,8 @@ class CentralStorageStrategy(Strategy):
         ext._parameter_device = canonical_device(parameter_device) if parameter_device else ext.worker_devices[0]
         super().__init__(ext)
 
+    update_config_proto = MirroredStrategy.update_config_proto   # enough CPUs for its compute devices
+
 
 class CentralStorageExtended(MirroredExtended):
     def _variable_creator(self, next_creator, **kwargs):
