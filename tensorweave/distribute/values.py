@@ -91,9 +91,10 @@ class MirroredVariable(Mirrored):
     def get_shape(self):
         return self.primary.shape
 
-    def _saveable_for(self, name: str):
-        """The SaveableObject a Saver saves this variable with (under `name`)."""
-        return MirroredSaveable(self, name)
+    def _saveable_for(self, name: str, slice_spec: str = ""):
+        """The SaveableObject a Saver saves this variable with (under `name`; `slice_spec`: the
+        slice of `name` this variable is, for a partition)."""
+        return MirroredSaveable(self, name, slice_spec)
 
     def value(self):
         return self._get().value()
@@ -218,14 +219,15 @@ def collections_swap(graph, mirrored) -> None:
 
 
 class MirroredSaveable(SaveableObject):
-    """A MirroredVariable in a checkpoint: saved once from the primary copy under its name,
-    restored into every copy."""
+    """A MirroredVariable in a checkpoint: saved once from the primary copy under its name (the
+    slice `slice_spec` of it, for a partition), restored into every copy."""
 
-    def __init__(self, mirrored: MirroredVariable, name: str):
+    def __init__(self, mirrored: MirroredVariable, name: str, slice_spec: str = ""):
         self._mirrored = mirrored
-        primary = VariableSaveable(mirrored.primary, "", name)
+        self._slice_spec = slice_spec
+        primary = VariableSaveable(mirrored.primary, slice_spec, name)
         super().__init__(mirrored.primary, primary.specs, name)
 
     def restore(self, restored_tensors, restored_shapes):
-        return group(*[VariableSaveable(v, "", self.name).restore(restored_tensors, restored_shapes)
+        return group(*[VariableSaveable(v, self._slice_spec, self.name).restore(restored_tensors, restored_shapes)
                        for v in self._mirrored.values])
