@@ -26,7 +26,7 @@ from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import identity, shape
 from tensorweave.ops.math.binary import add_n, minimum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.state.variable_scope import get_variable_scope, variable_scope
+from tensorweave.ops.state.variable_scope import get_variable_scope, get_variable_scope_store, variable_scope
 from tensorweave.ops.state.variables import VariableAggregation, VariableSynchronization, variable_creator_scope
 from tensorweave.distribute import distribute_lib
 from tensorweave.distribute import values as values_lib
@@ -187,6 +187,7 @@ class _ReplicaThread(threading.Thread):
         self.done = self.abort = False
         self.result = self.exc_info = None
         self.merge_fn = self.merge_args = self.merge_kwargs = self.merge_result = self.captured = None
+        self.captured_var_scope = None
         self.reused: dict = {}   # canonical name -> how many of replica 0's variables of that name this one took
 
     def wait_turn(self) -> None:
@@ -243,6 +244,7 @@ class _MirroredReplicaContext(ReplicaContext):
         t = self._thread
         t.merge_fn, t.merge_args, t.merge_kwargs = merge_fn, args, kwargs or {}
         state = t.captured = _scopes_of(t.graph)
+        t.captured_var_scope = get_variable_scope()
         t.has_paused.set()
         t.wait_turn()
         _restore_scopes(t.graph, state)
@@ -289,15 +291,19 @@ def _run_replicas(extended, fn, args, kwargs):
         merge_args = values_lib.regroup([t.merge_args for t in threads], devices)
         merge_kwargs = values_lib.regroup([t.merge_kwargs for t in threads], devices)
         main_state = _scopes_of(g)
-        # as TF: merge_fn runs in replica 0's name scope and control dependencies
+        # as TF: merge_fn runs in replica 0's name scope, control dependencies and variable scope
         _restore_scopes(g, {f: threads[0].captured[f] for f in ("_name_stack", "_control_stack")})
+        scopes = get_variable_scope_store()
+        main_var_scope, scopes.current_scope = scopes.current_scope, threads[0].captured_var_scope
         try:
             with distribute_lib._entered(strategy, None):
                 result = threads[0].merge_fn(strategy, *merge_args, **merge_kwargs)
         except BaseException:  # noqa: BLE001 - stop() stops the replicas, then re-raises it
             _restore_scopes(g, main_state)
+            scopes.current_scope = main_var_scope
             stop(sys.exc_info())
         _restore_scopes(g, main_state)
+        scopes.current_scope = main_var_scope
         for t in threads:
             t.merge_result = result
     for t in threads:
