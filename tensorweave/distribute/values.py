@@ -13,7 +13,7 @@ from tensorweave.framework.tensor_conversion import register_tensor_conversion_f
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
-from tensorweave.train.saveable import SaveableObject, VariableSaveable
+from tensorweave.train.saveable import SaveableObject, SaveSpec, VariableSaveable
 
 
 def current_replica_id(strategy=None):
@@ -154,6 +154,12 @@ class SyncOnReadVariable(MirroredVariable):
     def read_value(self):
         return self.value()
 
+    def _as_graph_element(self):
+        # fetched outside a replica (session.run, Keras get_weights): the aggregate, as TF's
+        if current_replica_id(self._distribute_strategy) is not None:
+            return self._get()._as_graph_element()
+        return self.value()
+
     def _assign(self, method: str, value, use_locking=False, name=None, read_value=True):
         if current_replica_id(self._distribute_strategy) is not None:
             return getattr(self._get(), method)(value, use_locking=use_locking, read_value=read_value)
@@ -225,9 +231,13 @@ class MirroredSaveable(SaveableObject):
     def __init__(self, mirrored: MirroredVariable, name: str, slice_spec: str = ""):
         self._mirrored = mirrored
         self._slice_spec = slice_spec
-        primary = VariableSaveable(mirrored.primary, slice_spec, name)
-        super().__init__(mirrored.primary, primary.specs, name)
+        specs = VariableSaveable(mirrored.primary, slice_spec, name).specs
+        if isinstance(mirrored, SyncOnReadVariable):   # as TF: the copies' aggregate
+            specs = [SaveSpec(mirrored.value, slice_spec, name, dtype=mirrored.dtype, device=mirrored.primary.device)]
+        super().__init__(mirrored.primary, specs, name)
 
     def restore(self, restored_tensors, restored_shapes):
+        if isinstance(self._mirrored, SyncOnReadVariable) and self._mirrored.aggregation == VariableAggregation.SUM:
+            restored_tensors = [restored_tensors[0] / len(self._mirrored.values)]   # the copies sum to it again
         return group(*[VariableSaveable(v, self._slice_spec, self.name).restore(restored_tensors, restored_shapes)
                        for v in self._mirrored.values])

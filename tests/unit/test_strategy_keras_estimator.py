@@ -55,6 +55,34 @@ def test_keras_under_each_strategy_trains_like_the_whole_batch_on_one_device(str
     _assert_copies_equal(got[7:])
 
 
+@pytest.mark.parametrize("case", sorted(cases.BATCH_NORM_CASES))
+def test_keras_batch_norm_under_a_strategy_matches_tf(case):
+    """Each replica normalizes by its share's statistics and keeps its own moving statistics
+    (the last output: every copy); get_weights reads their mean, as TF's."""
+    got = cases.keras_batch_norm(tf, cases.BATCH_NORM_CASES[case])
+    _assert_close(got, _recorded(case))
+
+
+def test_sync_on_read_variables_read_and_checkpoint_their_aggregate():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    on_read = dict(trainable=False, synchronization=tf.VariableSynchronization.ON_READ)
+    with tf.Graph().as_default(), strategy.scope():
+        mean = tf.Variable([1.0, 2.0], aggregation=tf.VariableAggregation.MEAN, name="mean", **on_read)
+        total = tf.Variable([1.0, 2.0], aggregation=tf.VariableAggregation.SUM, name="total", **on_read)
+        saver = tf.train.Saver()
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([mean.values[1].assign([3.0, 6.0]), total.values[1].assign([3.0, 6.0])])
+            assert sess.run(mean).tolist() == [2.0, 4.0] and sess.run(total).tolist() == [4.0, 8.0]
+            path = saver.save(sess, os.path.join(tempfile.mkdtemp(), "model.ckpt"))
+            assert tf.train.load_variable(path, "mean").tolist() == [2.0, 4.0]
+            assert tf.train.load_variable(path, "total").tolist() == [4.0, 8.0]
+            saver.restore(sess, path)
+            # every copy gets the saved value (a SUM's copies a share each, so they sum to it)
+            assert [c.tolist() for c in sess.run(list(mean.values))] == [[2.0, 4.0]] * 2
+            assert [c.tolist() for c in sess.run(list(total.values))] == [[2.0, 4.0]] * 2
+
+
 def _mirrored_model(strategy, **compile_kwargs):
     with strategy.scope():
         model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,), kernel_initializer="ones")])
