@@ -154,6 +154,29 @@ def test_keras_multi_output_model_under_mirrored_equals_no_strategy():
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
 
 
+def test_keras_weights_of_a_mirrored_model_save_and_load_into_every_copy(tmp_path):
+    tf.keras.backend.clear_session()
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    model = _mirrored_model(strategy, optimizer=tf.keras.optimizers.Adam(0.05))
+    checkpoint = tf.keras.callbacks.ModelCheckpoint(str(tmp_path / "weights.h5"), save_weights_only=True)
+    model.fit(cases.X, cases.Y, batch_size=8, epochs=2, verbose=0, validation_data=(cases.X, cases.Y),
+              callbacks=[checkpoint])
+    trained = model.get_weights()
+    model.save_weights(str(tmp_path / "tf_format"))
+    model.save(str(tmp_path / "model.h5"))
+    sess = tf.keras.backend.get_session()
+    for path in ("weights.h5", "tf_format"):
+        model.set_weights([np.zeros_like(w) for w in trained])
+        model.load_weights(str(tmp_path / path))
+        for weight, want in zip(model.weights, trained):
+            for copy in sess.run(list(strategy.experimental_local_results(weight))):
+                np.testing.assert_array_equal(copy, want)
+    tf.keras.backend.clear_session()
+    loaded = tf.keras.models.load_model(str(tmp_path / "model.h5"))   # no strategy now
+    for got, want in zip(loaded.get_weights(), trained):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_keras_model_built_outside_the_scope_is_refused_at_compile():
     tf.keras.backend.clear_session()
     model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,))])
