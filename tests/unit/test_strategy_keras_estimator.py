@@ -276,3 +276,52 @@ def test_model_fn_estimator_train_distribute_with_each_strategy(strategy):
     replicas = 2 if strategy == "central2" else 1
     np.testing.assert_allclose(weights(cases.make_strategy(tf, strategy), 8 // replicas), weights(None, 8),
                                rtol=1e-5, atol=1e-6)
+
+
+def _categorical_input_fn(batch_size, repeat):
+    colors = np.array([b"a", b"b", b"c", b"a"] * 4)
+
+    def input_fn():
+        data = tf.data.Dataset.from_tensor_slices(({"x": cases.X, "c": colors}, cases.LABELS))
+        return (data.repeat() if repeat else data).batch(batch_size)
+    return input_fn
+
+
+def _linear_or_combined(kind, model_dir, config, warm_start_from, learning_rate):
+    columns = [tf.feature_column.numeric_column("x", shape=[3]),
+               tf.feature_column.categorical_column_with_vocabulary_list("c", ["a", "b", "c"])]
+    ftrl = lambda: tf.train.FtrlOptimizer(learning_rate)   # noqa: E731
+    if kind == "linear":
+        return tf.estimator.LinearClassifier(columns, model_dir=model_dir, config=config, optimizer=ftrl,
+                                             warm_start_from=warm_start_from)
+    return tf.estimator.DNNLinearCombinedClassifier(
+        linear_feature_columns=columns, linear_optimizer=ftrl,
+        dnn_feature_columns=[columns[0], tf.feature_column.embedding_column(columns[1], 2)], dnn_hidden_units=[3],
+        dnn_optimizer=lambda: tf.train.AdagradOptimizer(learning_rate), model_dir=model_dir, config=config,
+        warm_start_from=warm_start_from)
+
+
+@pytest.mark.parametrize("kind", ["linear", "combined"])
+def test_train_and_evaluate_with_train_and_eval_distribute(kind):
+    """train_and_evaluate (local) of a LinearClassifier / DNNLinearCombinedClassifier with a
+    categorical column (sparse gradients; the combined one steps the global step once per step,
+    not once per replica) under MirroredStrategy equals it without a strategy on twice the batch."""
+    init_dir = tempfile.mkdtemp()
+    _linear_or_combined(kind, init_dir, None, None, 0.0).train(_categorical_input_fn(8, True), steps=1)
+
+    def run(strategy, batch_size):
+        config = tf.estimator.RunConfig(train_distribute=strategy, eval_distribute=strategy, save_summary_steps=None,
+                                        log_step_count_steps=None, save_checkpoints_steps=2)
+        est = _linear_or_combined(kind, tempfile.mkdtemp(), config, init_dir, 0.3)
+        metrics, _ = tf.estimator.train_and_evaluate(
+            est, tf.estimator.TrainSpec(_categorical_input_fn(batch_size, True), max_steps=4),
+            tf.estimator.EvalSpec(_categorical_input_fn(4, False), steps=None, throttle_secs=0))
+        return {n: est.get_variable_value(n) for n in est.get_variable_names()}, metrics
+    plain_weights, plain_metrics = run(None, 8)
+    weights, metrics = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), 4)
+    assert sorted(weights) == sorted(plain_weights)
+    for name in plain_weights:
+        np.testing.assert_allclose(weights[name], plain_weights[name], rtol=1e-5, atol=1e-6)
+    assert metrics["global_step"] == plain_metrics["global_step"] == 4
+    for name in plain_metrics:
+        np.testing.assert_allclose(metrics[name], plain_metrics[name], rtol=1e-5, atol=1e-6)
