@@ -325,3 +325,29 @@ def test_train_and_evaluate_with_train_and_eval_distribute(kind):
     assert metrics["global_step"] == plain_metrics["global_step"] == 4
     for name in plain_metrics:
         np.testing.assert_allclose(metrics[name], plain_metrics[name], rtol=1e-5, atol=1e-6)
+
+
+def test_keras_model_to_estimator_under_train_and_eval_distribute():
+    """model_to_estimator's model_fn in each replica: the Keras optimizer sums the replicas'
+    gradients of their mean losses scaled by 1/N; the metrics read every replica's state."""
+    def run(strategy, batch_size):
+        tf.keras.backend.clear_session()
+        inputs = tf.keras.Input((3,), name="x")
+        hidden = tf.keras.layers.Dense(4, activation="tanh", kernel_initializer="ones")(inputs)
+        model = tf.keras.Model(inputs, tf.keras.layers.Dense(1, kernel_initializer="ones", name="out")(hidden))
+        model.compile(tf.keras.optimizers.SGD(0.05, momentum=0.5), "mse", metrics=["mae"])
+        config = tf.estimator.RunConfig(train_distribute=strategy, eval_distribute=strategy, save_summary_steps=None,
+                                        log_step_count_steps=None)
+        est = tf.keras.estimator.model_to_estimator(model, config=config, model_dir=tempfile.mkdtemp())
+        est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": cases.X}, cases.Y)).repeat().batch(batch_size),
+                  steps=4)
+        metrics = est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": cases.X}, cases.Y)).batch(4))
+        return {n: est.get_variable_value(n) for n in est.get_variable_names()}, metrics
+    plain_weights, plain_metrics = run(None, 8)
+    weights, metrics = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), 4)
+    assert sorted(weights) == sorted(plain_weights)
+    for name in plain_weights:
+        np.testing.assert_allclose(weights[name], plain_weights[name], rtol=1e-5, atol=1e-6)
+    assert sorted(metrics) == ["global_step", "loss", "mean_absolute_error"]
+    for name in plain_metrics:
+        np.testing.assert_allclose(metrics[name], plain_metrics[name], rtol=1e-5, atol=1e-6)
