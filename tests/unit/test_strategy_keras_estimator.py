@@ -351,3 +351,34 @@ def test_keras_model_to_estimator_under_train_and_eval_distribute():
     assert sorted(metrics) == ["global_step", "loss", "mean_absolute_error"]
     for name in plain_metrics:
         np.testing.assert_allclose(metrics[name], plain_metrics[name], rtol=1e-5, atol=1e-6)
+
+
+def test_keras_sample_and_class_weights_and_on_batch_methods_over_uneven_shares():
+    """Three replicas, batches of 8, 6, 5, 7 rows (uneven shares), sample and class weights, a
+    validation split, AUC: the same numbers as without a strategy."""
+    weights = np.linspace(0.5, 2.0, 16).astype(np.float32)
+    labels = cases.LABELS.astype(np.float32)
+
+    def run(strategy):
+        tf.keras.backend.clear_session()
+        with strategy.scope() if strategy else tf.keras.backend.get_graph().as_default():
+            model = tf.keras.Sequential([
+                tf.keras.layers.Dense(3, activation="tanh", input_shape=(3,), kernel_initializer="ones"),
+                tf.keras.layers.Dense(1, activation="sigmoid", kernel_initializer="ones")])
+            model.compile(tf.keras.optimizers.Adam(0.05), "binary_crossentropy",
+                          metrics=["accuracy", tf.keras.metrics.AUC()])
+        history = model.fit(cases.X, labels, batch_size=8, epochs=2, verbose=0, shuffle=False,
+                            sample_weight=weights, validation_split=0.25).history
+        out = [history[k] for k in sorted(history)]
+        history = model.fit(cases.X, labels, batch_size=6, verbose=0, shuffle=False,
+                            class_weight={0: 2.0, 1: 0.5}).history
+        out += [history[k] for k in sorted(history)]
+        out += [model.train_on_batch(cases.X[:5], labels[:5], sample_weight=weights[:5]),
+                model.test_on_batch(cases.X[5:12], labels[5:12]), model.predict_on_batch(cases.X[:3]),
+                model.evaluate(cases.X, labels, batch_size=5, verbose=0, sample_weight=weights)]
+        return out + model.get_weights()
+    plain = run(None)
+    got = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"]))
+    assert len(got) == len(plain)
+    for g, w in zip(got, plain):
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=2e-5, atol=2e-6)
