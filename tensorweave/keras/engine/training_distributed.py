@@ -46,14 +46,12 @@ def _row_range(x, replica: int, replicas: int):
     return range_(minimum(per * replica, rows), minimum(per * (replica + 1), rows))
 
 
-def _share(x, replica: int, replicas: int, like=None):
-    """Replica `replica`'s rows of `x`, split like `like`'s batch (x's own by default). A
-    one-row x (a sample-weight placeholder left at its default [1.0]) gives that row to each
-    row of the share."""
-    if x is None:
-        return None
-    rows = _row_range(x if like is None else like, replica, replicas)
-    return gather(x, minimum(rows, shape(x)[0] - 1)) if like is not None else gather(x, rows)
+def _share(x, replica: int, replicas: int, batch=None):
+    """Replica `replica`'s rows of `x`, split as `batch`'s rows are (x's own by default); a
+    one-row x (a sample-weight placeholder left at its default [1.0]) gives its row to each."""
+    if batch is None:
+        return gather(x, _row_range(x, replica, replicas))
+    return gather(x, minimum(_row_range(batch, replica, replicas), shape(x)[0] - 1))
 
 
 def _batch_share(x, replica: int, replicas: int):
@@ -84,7 +82,7 @@ def _replica_step(model, mode):
         if endpoint.skipped:
             continue
         targets[id(endpoint)] = target = _share(endpoint.target, replica, replicas)
-        weights[id(endpoint)] = weight = _share(endpoint.sample_weight, replica, replicas, like=endpoint.target)
+        weights[id(endpoint)] = weight = _share(endpoint.sample_weight, replica, replicas, batch=endpoint.target)
         loss, is_mean = model._output_loss(endpoint, target, output, weight)
         share = _batch_share(endpoint.target, replica, replicas)
         if endpoint.loss_metric is not None:   # weighted: a batch counts once, as without a strategy
@@ -114,7 +112,7 @@ def _replica_step(model, mode):
 def make_function(model, mode):
     """The K.function of `mode` under the model's strategy, over the usual placeholders."""
     strategy = model._distribution_strategy
-    feeds = model._feed_inputs() + model._learning_phase_inputs()
+    phase = model._learning_phase_inputs()
     with K.get_graph().as_default(), strategy.scope():
         K.get_session()   # made here, in the scope, it has the strategy's devices
         if mode == PREDICT:
@@ -123,9 +121,9 @@ def make_function(model, mode):
                 return _replica_outputs(model, ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync)[1]
             per_replica = strategy.extended.call_for_each_replica(replica_predict)
             outputs = [concat(list(strategy.experimental_local_results(o)), 0) for o in per_replica]
-            return K.function(feeds, outputs, updates=model.state_updates, name="distributed_predict_function",
-                              **model._function_kwargs)
-        _, targets, weights = model._feeds()
+            return K.function(model._feed_inputs() + phase, outputs, updates=model.state_updates,
+                              name="distributed_predict_function", **model._function_kwargs)
+        inputs, targets, weights = model._feeds()
         with K.name_scope("training" if mode == TRAIN else "evaluation"):
             loss, step = strategy.extended.call_for_each_replica(_replica_step, args=(model, mode))
             loss = strategy.reduce(ReduceOp.SUM, loss)
@@ -136,6 +134,5 @@ def make_function(model, mode):
             for v in model._optimizer_variables():
                 K.track_variable(v)
         updates = [step] + (model.get_updates_for(None) if mode == TRAIN else model.state_updates)
-        return K.function(feeds[:len(model._feed_inputs())] + targets + weights + feeds[len(model._feed_inputs()):],
-                          [loss] + results, updates=updates, name=f"distributed_{mode}_function",
-                          **model._function_kwargs)
+        return K.function(inputs + targets + weights + phase, [loss] + results, updates=updates,
+                          name=f"distributed_{mode}_function", **model._function_kwargs)
