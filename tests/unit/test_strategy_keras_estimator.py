@@ -3,6 +3,7 @@ compile/fit/evaluate/predict under `strategy.scope()`, and the Estimator's
 RunConfig(train_distribute=..., eval_distribute=...) with a model_fn and a premade Estimator.
 Numbers are checked against TF 2.15 recordings (fixtures/record_tf_strategy_use.py) and against
 the same program without a strategy (the whole batch on one device)."""
+import contextlib
 import json
 import os
 import tempfile
@@ -135,7 +136,7 @@ def test_keras_fit_on_a_dataset_and_with_a_tf_train_optimizer_under_mirrored():
 def test_keras_multi_output_model_under_mirrored_equals_no_strategy():
     def run(strategy):
         tf.keras.backend.clear_session()
-        with strategy.scope() if strategy else tf.keras.backend.get_graph().as_default():
+        with strategy.scope() if strategy else contextlib.nullcontext():
             inputs = tf.keras.Input((3,))
             hidden = tf.keras.layers.Dense(4, activation="tanh", kernel_initializer="ones", name="hidden")(inputs)
             a = tf.keras.layers.Dense(1, kernel_initializer="ones", name="a")(hidden)
@@ -216,9 +217,9 @@ def _two_batches():
     """The metrics of an undistributed evaluation of the first two batches (steps=2)."""
     model_dir = tempfile.mkdtemp()
     quiet = dict(save_summary_steps=None, log_step_count_steps=None)
-    est = tf.estimator.Estimator(cases._model_fn(tf), model_dir=model_dir, config=tf.estimator.RunConfig(**quiet))
-    est.train(lambda: cases._input_fn(tf, 4)().repeat(), steps=3)
-    result = est.evaluate(cases._input_fn(tf, 4), steps=2)
+    est = tf.estimator.Estimator(cases.model_fn(tf), model_dir=model_dir, config=tf.estimator.RunConfig(**quiet))
+    est.train(lambda: cases.input_fn(tf, 4)().repeat(), steps=3)
+    result = est.evaluate(cases.input_fn(tf, 4), steps=2)
     return np.array([result[k] for k in cases.ESTIMATOR_KEYS], np.float32)
 
 
@@ -361,7 +362,7 @@ def test_keras_sample_and_class_weights_and_on_batch_methods_over_uneven_shares(
 
     def run(strategy):
         tf.keras.backend.clear_session()
-        with strategy.scope() if strategy else tf.keras.backend.get_graph().as_default():
+        with strategy.scope() if strategy else contextlib.nullcontext():
             model = tf.keras.Sequential([
                 tf.keras.layers.Dense(3, activation="tanh", input_shape=(3,), kernel_initializer="ones"),
                 tf.keras.layers.Dense(1, activation="sigmoid", kernel_initializer="ones")])
