@@ -383,3 +383,30 @@ def test_keras_sample_and_class_weights_and_on_batch_methods_over_uneven_shares(
     assert len(got) == len(plain)
     for g, w in zip(got, plain):
         np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32), rtol=2e-5, atol=2e-6)
+
+
+class _Linear(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = tf.keras.layers.Dense(1, kernel_initializer="ones")
+
+    def call(self, inputs, training=None, mask=None):
+        return self.dense(inputs)
+
+
+def test_keras_subclassed_model_compiled_in_the_scope_builds_mirrored_weights_on_its_first_data():
+    def run(strategy):
+        tf.keras.backend.clear_session()
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            model = _Linear()
+            model.compile(tf.keras.optimizers.SGD(0.1), "mse")
+        history = model.fit(cases.X, cases.Y, batch_size=8, epochs=2, verbose=0, shuffle=False).history
+        return model, history["loss"] + model.get_weights()
+    _, plain = run(None)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    model, got = run(strategy)
+    for g, w in zip(got, plain):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+    copies = tf.keras.backend.get_session().run(list(strategy.experimental_local_results(model.weights[0])))
+    assert len(copies) == 2
+    np.testing.assert_array_equal(copies[0], copies[1])

@@ -6,6 +6,8 @@ train one holds the optimizer's updates, the model's own updates and the learnin
 `backend.get_session()`. The loops over arrays, datasets and generators are training_loops.py's."""
 from __future__ import annotations
 
+import contextlib
+
 from tensorweave.framework import nest
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.logging import warning
@@ -488,8 +490,10 @@ class Model(Network):
 
     def _set_inputs_from_data(self, arrays: list) -> None:
         """A subclassed model builds on its first data: placeholders of the arrays' shapes (batch
-        dimension unknown), its call's outputs, then the compiled loss and metrics."""
-        with K.get_graph().as_default():
+        dimension unknown), its call's outputs, then the compiled loss and metrics (its weights
+        made in the scope of the strategy it was compiled under, if any)."""
+        strategy = self._distribution_strategy
+        with K.get_graph().as_default(), strategy.scope() if strategy is not None else contextlib.nullcontext():
             inputs = [K.placeholder(shape=(None,) + tuple(a.shape[1:]), dtype=loops.floatx_or(a),
                                     name=f"input_{i + 1}") for i, a in enumerate(arrays)]
             outputs = self(inputs[0] if len(inputs) == 1 else inputs)
