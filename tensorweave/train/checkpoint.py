@@ -146,12 +146,12 @@ def _session(session):
     return session
 
 
-@tf_export("train.Checkpoint")
 def _is_variable(obj) -> bool:
     """A Variable, or a variable a tf.distribute strategy keeps copies of (saved as one)."""
     return isinstance(obj, Variable) or hasattr(obj, "_saveable_for")
 
 
+@tf_export("train.Checkpoint")
 class Checkpoint:
     """tf.train.Checkpoint(**kwargs): groups variables, TF1 optimizers and other Checkpoints
     (its keyword arguments, or attributes set later) for object-based saving and restoring.
