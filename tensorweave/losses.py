@@ -128,6 +128,9 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
                 loss = _safe_mean(loss, _num_elements(losses))
         loss = cast(loss, input_dtype)
         add_loss(loss, loss_collection)
+        # as TF: under a tf.distribute strategy an Estimator's v1 optimizer scales a mean loss by
+        # 1/replicas, not a SUM (tf.distribute.get_loss_reduction reads this)
+        loss.graph._last_loss_reduction = reduction
         return loss
 
 

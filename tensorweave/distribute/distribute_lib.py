@@ -453,6 +453,17 @@ def get_cross_replica_context():
     return entry[0] if entry[1] is None else None
 
 
+def increment_var(v, amount=1):
+    """v += amount once per step (TF's distribute_lib.increment_var): in a replica function, once
+    for all replicas (a merge_call), not once per replica."""
+    def update(strategy, v):
+        return strategy.extended.update(v, lambda x: x.assign_add(amount, read_value=False))
+    entry = current_entry()
+    if entry is not None and entry[1] is not None:
+        return entry[1].merge_call(update, args=(v,))
+    return v.assign_add(amount, read_value=False)
+
+
 @tf_export("distribute.get_loss_reduction")
 def get_loss_reduction():
     """Whether a v1 optimizer scales each replica's loss (used only for the Estimator + v1

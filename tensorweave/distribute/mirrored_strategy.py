@@ -11,6 +11,7 @@ saved and restored around each switch.
 """
 from __future__ import annotations
 
+import re
 import sys
 import threading
 
@@ -25,7 +26,7 @@ from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import identity, shape
 from tensorweave.ops.math.binary import add_n, minimum
 from tensorweave.ops.math.cast import cast
-from tensorweave.ops.state.variable_scope import get_variable_scope, variable_scope
+from tensorweave.ops.state.variable_scope import get_variable_scope, get_variable_scope_store, variable_scope
 from tensorweave.ops.state.variables import VariableAggregation, VariableSynchronization, variable_creator_scope
 from tensorweave.distribute import distribute_lib
 from tensorweave.distribute import values as values_lib
@@ -163,6 +164,15 @@ def _restore_scopes(graph, state: dict) -> None:
         setattr(graph, f, type(v)(v) if isinstance(v, (list, dict)) else v)
 
 
+def _canonical_variable_name(name) -> str:
+    """A variable's name without its uniquifying "_<n>" ("Variable" when it has none)."""
+    if name is None:
+        return "Variable"
+    name = str(name).split(":")[0]
+    match = re.match(r"^(.*)_\d+$", name)
+    return match.group(1) if match else name
+
+
 class _Aborted(Exception):
     """Raised in a replica thread the strategy stopped because another one failed."""
 
@@ -177,7 +187,8 @@ class _ReplicaThread(threading.Thread):
         self.done = self.abort = False
         self.result = self.exc_info = None
         self.merge_fn = self.merge_args = self.merge_kwargs = self.merge_result = self.captured = None
-        self.created = 0
+        self.captured_var_scope = None
+        self.reused: dict = {}   # canonical name -> how many of replica 0's variables of that name this one took
 
     def wait_turn(self) -> None:
         self.should_run.wait()
@@ -186,16 +197,21 @@ class _ReplicaThread(threading.Thread):
             raise _Aborted()
 
     def share_variable(self, next_creator, **kwargs):
-        """Replica 0 creates variables; replica i gets replica 0's variable of the same order."""
+        """Replica 0 creates variables; replica i gets replica 0's variable of the same name, in
+        order (TF's shared_variable_creator: a get_variable that reuses takes no variable here, so
+        the order alone would pair a later tf.Variable with the wrong one)."""
+        name = _canonical_variable_name(kwargs.get("name"))
         if self.replica_id == 0:
             v = next_creator(**kwargs)
-            self.shared_vars.append(v)
+            self.shared_vars.setdefault(name, []).append(v)
             return v
-        if self.created >= len(self.shared_vars):
-            raise RuntimeError("Replica function of replica "
-                               f"{self.replica_id} created more variables than replica 0 did")
-        self.created += 1
-        return self.shared_vars[self.created - 1]
+        index = self.reused.get(name, 0)
+        made = self.shared_vars.get(name, [])
+        if index >= len(made):
+            raise RuntimeError(f"Replica function of replica {self.replica_id} created a variable {name!r} that "
+                               "replica 0 did not (the replicas must create the same variables)")
+        self.reused[name] = index + 1
+        return made[index]
 
     def run(self):
         try:
@@ -228,6 +244,7 @@ class _MirroredReplicaContext(ReplicaContext):
         t = self._thread
         t.merge_fn, t.merge_args, t.merge_kwargs = merge_fn, args, kwargs or {}
         state = t.captured = _scopes_of(t.graph)
+        t.captured_var_scope = get_variable_scope()
         t.has_paused.set()
         t.wait_turn()
         _restore_scopes(t.graph, state)
@@ -238,7 +255,7 @@ def _run_replicas(extended, fn, args, kwargs):
     """TF's mirrored_run: one thread per replica, taking turns, merge calls in between."""
     g = get_default_graph()
     devices = extended.worker_devices
-    shared: list = []
+    shared: dict = {}
     var_scope = get_variable_scope()
     threads = [_ReplicaThread(extended, i, fn, args, kwargs, g, var_scope, shared) for i in range(len(devices))]
     for t in threads:
@@ -274,15 +291,19 @@ def _run_replicas(extended, fn, args, kwargs):
         merge_args = values_lib.regroup([t.merge_args for t in threads], devices)
         merge_kwargs = values_lib.regroup([t.merge_kwargs for t in threads], devices)
         main_state = _scopes_of(g)
-        # as TF: merge_fn runs in replica 0's name scope and control dependencies
+        # as TF: merge_fn runs in replica 0's name scope, control dependencies and variable scope
         _restore_scopes(g, {f: threads[0].captured[f] for f in ("_name_stack", "_control_stack")})
+        scopes = get_variable_scope_store()
+        main_var_scope, scopes.current_scope = scopes.current_scope, threads[0].captured_var_scope
         try:
             with distribute_lib._entered(strategy, None):
                 result = threads[0].merge_fn(strategy, *merge_args, **merge_kwargs)
         except BaseException:  # noqa: BLE001 - stop() stops the replicas, then re-raises it
             _restore_scopes(g, main_state)
+            scopes.current_scope = main_var_scope
             stop(sys.exc_info())
         _restore_scopes(g, main_state)
+        scopes.current_scope = main_var_scope
         for t in threads:
             t.merge_result = result
     for t in threads:
@@ -483,6 +504,8 @@ class CentralStorageStrategy(Strategy):
         ext = CentralStorageExtended(self, _local_devices(compute_devices))
         ext._parameter_device = canonical_device(parameter_device) if parameter_device else ext.worker_devices[0]
         super().__init__(ext)
+
+    update_config_proto = MirroredStrategy.update_config_proto   # enough CPUs for its compute devices
 
 
 class CentralStorageExtended(MirroredExtended):

@@ -13,7 +13,7 @@ from tensorweave.framework.tensor_conversion import register_tensor_conversion_f
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
-from tensorweave.train.saveable import SaveableObject, VariableSaveable
+from tensorweave.train.saveable import SaveableObject, SaveSpec, VariableSaveable
 
 
 def current_replica_id(strategy=None):
@@ -91,9 +91,10 @@ class MirroredVariable(Mirrored):
     def get_shape(self):
         return self.primary.shape
 
-    def _saveable_for(self, name: str):
-        """The SaveableObject a Saver saves this variable with (under `name`)."""
-        return MirroredSaveable(self, name)
+    def _saveable_for(self, name: str, slice_spec: str = ""):
+        """The SaveableObject a Saver saves this variable with (under `name`; `slice_spec`: the
+        slice of `name` this variable is, for a partition)."""
+        return MirroredSaveable(self, name, slice_spec)
 
     def value(self):
         return self._get().value()
@@ -151,6 +152,12 @@ class SyncOnReadVariable(MirroredVariable):
         return reads[0]
 
     def read_value(self):
+        return self.value()
+
+    def _as_graph_element(self):
+        # fetched outside a replica (session.run, Keras get_weights): the aggregate, as TF's
+        if current_replica_id(self._distribute_strategy) is not None:
+            return self._get()._as_graph_element()
         return self.value()
 
     def _assign(self, method: str, value, use_locking=False, name=None, read_value=True):
@@ -218,14 +225,19 @@ def collections_swap(graph, mirrored) -> None:
 
 
 class MirroredSaveable(SaveableObject):
-    """A MirroredVariable in a checkpoint: saved once from the primary copy under its name,
-    restored into every copy."""
+    """A MirroredVariable in a checkpoint: saved once from the primary copy under its name (the
+    slice `slice_spec` of it, for a partition), restored into every copy."""
 
-    def __init__(self, mirrored: MirroredVariable, name: str):
+    def __init__(self, mirrored: MirroredVariable, name: str, slice_spec: str = ""):
         self._mirrored = mirrored
-        primary = VariableSaveable(mirrored.primary, "", name)
-        super().__init__(mirrored.primary, primary.specs, name)
+        self._slice_spec = slice_spec
+        specs = VariableSaveable(mirrored.primary, slice_spec, name).specs
+        if isinstance(mirrored, SyncOnReadVariable):   # as TF: the copies' aggregate
+            specs = [SaveSpec(mirrored.value, slice_spec, name, dtype=mirrored.dtype, device=mirrored.primary.device)]
+        super().__init__(mirrored.primary, specs, name)
 
     def restore(self, restored_tensors, restored_shapes):
-        return group(*[VariableSaveable(v, "", self.name).restore(restored_tensors, restored_shapes)
+        if isinstance(self._mirrored, SyncOnReadVariable) and self._mirrored.aggregation == VariableAggregation.SUM:
+            restored_tensors = [restored_tensors[0] / len(self._mirrored.values)]   # the copies sum to it again
+        return group(*[VariableSaveable(v, self._slice_spec, self.name).restore(restored_tensors, restored_shapes)
                        for v in self._mirrored.values])

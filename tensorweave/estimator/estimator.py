@@ -10,6 +10,7 @@ the chief initialises, saves and summarises, the other workers wait for it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import logging
 import os
@@ -156,6 +157,16 @@ class _DatasetInitializerHook(SessionRunHook):
 
     def after_create_session(self, session, coord):
         session.run(self._initializer)
+
+
+def _with_loss_metric(spec) -> dict:
+    """spec's eval_metric_ops and "loss": the mean of the batch losses."""
+    metric_ops = dict(spec.eval_metric_ops)
+    if "loss" in metric_ops:
+        raise ValueError('Metric with name "loss" is not allowed, because Estimator already defines a default metric '
+                         "with the same name.")
+    metric_ops["loss"] = mean(spec.loss)
+    return metric_ops
 
 
 def parse_input_fn_result(result):
@@ -450,7 +461,10 @@ class Estimator:
             if not checkpoint_path:
                 _log.info("Could not find trained model in model_dir: %s, running initialization to evaluate.",
                           self._model_dir)
-        with Graph().as_default():
+        strategy = self._config.eval_distribute
+        if strategy is not None:
+            strategy.configure(self._session_config)
+        with Graph().as_default(), strategy.scope() if strategy is not None else contextlib.nullcontext():
             scaffold, update_op, eval_dict, all_hooks = self._evaluate_build_graph(input_fn, hooks, checkpoint_path)
             return self._evaluate_run(checkpoint_path, scaffold, update_op, eval_dict, all_hooks, self.eval_dir(name))
 
@@ -466,13 +480,12 @@ class Estimator:
         """The evaluation graph in the default graph: (scaffold, the metrics' update op, {name:
         value tensor} with loss and global_step, every hook)."""
         global_step = self._seed_and_create_global_step(get_default_graph())
-        features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.EVAL))
-        spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-        metric_ops = dict(spec.eval_metric_ops)
-        if "loss" in metric_ops:
-            raise ValueError('Metric with name "loss" is not allowed, because Estimator already defines a default '
-                             "metric with the same name.")
-        metric_ops["loss"] = mean(spec.loss)
+        if self._config.eval_distribute is not None:
+            metric_ops, evaluation_hooks, scaffold, input_hooks = self._eval_model_fn_distributed(input_fn)
+        else:
+            features, labels, input_hooks = parse_input_fn_result(self._call_input_fn(input_fn, ModeKeys.EVAL))
+            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            metric_ops, evaluation_hooks, scaffold = _with_loss_metric(spec), spec.evaluation_hooks, spec.scaffold
         update_op = group(*[metric_ops[k][1] for k in sorted(metric_ops)])
         eval_dict = {k: metric_ops[k][0] for k in sorted(metric_ops)}
         self._maybe_warm_start(checkpoint_path)
@@ -480,13 +493,31 @@ class Estimator:
             raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
                              "default metric with the same name.")
         eval_dict[GraphKeys.GLOBAL_STEP] = global_step
-        all_hooks = list(input_hooks) + list(hooks) + list(spec.evaluation_hooks)
-        scaffold = spec.scaffold
+        all_hooks = list(input_hooks) + list(hooks) + list(evaluation_hooks)
         if scaffold and scaffold.local_init_op:
             get_or_create_eval_step()
             scaffold = Scaffold(local_init_op=group(scaffold.local_init_op, Scaffold.default_local_init_op()),
                                 copy_from_scaffold=scaffold)
         return scaffold, update_op, eval_dict, all_hooks
+
+    def _eval_model_fn_distributed(self, input_fn):
+        """RunConfig(eval_distribute=strategy), as TF 1.15: each replica draws its own batch from
+        input_fn's dataset and runs model_fn; a metric's value reads the replicas' states summed
+        (all replicas' batches together), its update op runs every replica's. Returns ({name:
+        (value, update op)} with "loss", the first replica's evaluation hooks and scaffold, the
+        input hooks)."""
+        strategy = self._config.eval_distribute
+        iterator = strategy.make_input_fn_iterator(lambda ctx: self._call_input_fn(input_fn, ModeKeys.EVAL))
+        batch = iterator.get_next()
+        features, labels = batch if isinstance(batch, tuple) and len(batch) == 2 else (batch, None)
+
+        def replica_fn(features, labels):
+            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            return _with_loss_metric(spec), list(spec.evaluation_hooks), spec.scaffold
+        metric_ops, hooks, scaffold = strategy.extended.call_for_each_replica(replica_fn, args=(features, labels))
+        first = strategy.experimental_local_results
+        metric_ops = {k: (first(value)[0], strategy.group(update)) for k, (value, update) in metric_ops.items()}
+        return metric_ops, [first(h)[0] for h in hooks], first(scaffold)[0], [_DatasetInitializerHook(iterator)]
 
     def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict, all_hooks, output_dir) -> dict:
         """Runs the evaluation graph once (evaluate_once) and writes its results to output_dir."""

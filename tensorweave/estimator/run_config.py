@@ -156,9 +156,9 @@ class RunConfig:
     task_id, num_ps_replicas, num_worker_replicas, is_chief, master, evaluation_master,
     global_id_in_cluster, service) come from TF_CONFIG; a task of a cluster gets a session_config
     whose device_filters keep it talking to the ps tasks and itself only. `train_distribute` (a
-    tf.distribute strategy) makes train() run model_fn once per replica under it;
-    `eval_distribute` and `experimental_distribute` are kept but not acted on (evaluate() runs on
-    one device)."""
+    tf.distribute strategy) makes train() run model_fn once per replica under it, `eval_distribute`
+    evaluate() (each replica its own batch per step, the metrics read over all replicas);
+    `experimental_distribute` is kept but not acted on."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT, session_config=None,

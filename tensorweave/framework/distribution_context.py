@@ -21,8 +21,12 @@ _stacks = _Stacks()
 
 
 def context_stack(graph=None) -> list:
-    """This thread's stack of (strategy, replica_context or None) entries for `graph`."""
-    return _stacks.by_graph.setdefault(id(graph or get_default_graph()), [])
+    """This thread's stack of (strategy, replica_context or None) entries for `graph` (a function
+    body's, e.g. a tf.cond branch's, is its outer graph's, as TF's FuncGraph inherits it)."""
+    graph = graph or get_default_graph()
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    return _stacks.by_graph.setdefault(id(graph), [])
 
 
 def current_entry(graph=None):

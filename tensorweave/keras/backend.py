@@ -12,7 +12,9 @@ import numpy as np
 from tensorweave import _api
 from tensorweave.client.session import Session
 from tensorweave.framework import nest
+from tensorweave.distribute.distribute_lib import get_strategy, has_strategy
 from tensorweave.framework.api import graph_from_inputs, name_scope as _name_scope
+from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.dtypes import as_dtype
 from tensorweave.framework.graph import Tensor, get_default_graph, get_default_session, reset_default_graph
 from tensorweave.framework.shapes import TensorShape
@@ -143,11 +145,22 @@ def get_session(op_input_list=()):
     if session is None:
         graph = graph_from_inputs(list(op_input_list)) if op_input_list else get_default_graph()
         if _SESSION is None or _SESSION.graph is not graph:
-            _SESSION = Session(graph=graph)
+            _SESSION = Session(graph=graph, config=_strategy_session_config())
         session = _SESSION
     if not _MANUAL_VAR_INIT:
         _initialize_variables(session)
     return session
+
+
+def _strategy_session_config():
+    """Inside a tf.distribute strategy's scope, the session config the strategy asks for (its
+    devices: MirroredStrategy(["/cpu:0", "/cpu:1"]) needs two CPUs), as TF's Keras creates its
+    session there; else None."""
+    if not has_strategy():
+        return None
+    config = ConfigProto()
+    get_strategy().configure(config)
+    return config
 
 
 def _initialize_variables(session) -> None:

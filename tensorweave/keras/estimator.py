@@ -24,6 +24,7 @@ import logging
 import os
 
 from tensorweave import _api
+from tensorweave.distribute.distribute_lib import get_replica_context
 from tensorweave.estimator.estimator import Estimator, WarmStartSettings, _with_model_dir_and_session_config
 from tensorweave.estimator.export import PredictOutput
 from tensorweave.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -38,6 +39,7 @@ from tensorweave.keras.models import Sequential, clone_model
 from tensorweave.keras.saving.hdf5 import compile_arguments
 from tensorweave.keras.saving.save import _checkpoint_of, load_model
 from tensorweave.keras.utils.generic_utils import CustomObjectScope
+from tensorweave.metrics.base import cross_replica_value
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.reduction import reduce_mean
 from tensorweave.ops.math.binary import add_n
@@ -119,7 +121,8 @@ def _metric_ops(model, metrics, targets: list, loss_fns: list) -> dict:
             update = metric_object.update_state(target, output)
             for variable in metric_object.variables:
                 add_to_collection(GraphKeys.LOCAL_VARIABLES, variable)
-            ops[metric_name] = (metric_object.result(), update)
+            # under eval_distribute: read over every replica's state (cross-replica), as TF
+            ops[metric_name] = (cross_replica_value(metric_object.result), update)
     return ops
 
 
@@ -168,8 +171,13 @@ def _create_keras_model_fn(keras_model, custom_objects):
         if mode == ModeKeys.TRAIN:
             optimizer = _fresh_optimizer(keras_model, get_or_create_global_step())
             updates = model.get_updates_for(None) + model.get_updates_for(model.inputs)
+            # in a replica of train_distribute's strategy the gradients are summed over the N
+            # replicas: each replica's mean loss counts 1/N (TF's scale_loss_for_distribution)
+            context = get_replica_context()
+            replicas = context.num_replicas_in_sync if context is not None else 1
             with control_dependencies(updates):
-                train_op = group(*optimizer.get_updates(loss, model.trainable_weights))
+                train_op = group(*optimizer.get_updates(loss / replicas if replicas > 1 else loss,
+                                                        model.trainable_weights))
         return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op,
                              eval_metric_ops=_metric_ops(model, compiled["metrics"], targets, loss_fns),
                              export_outputs={_DEFAULT_SERVING_KEY: PredictOutput(predictions)})

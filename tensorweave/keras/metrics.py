@@ -32,7 +32,7 @@ from tensorweave.ops.math.reduction import argmax, argmin, reduce_mean, reduce_s
 from tensorweave.ops.math.unary import abs as abs_, log, sqrt
 from tensorweave.ops.nn.impl import l2_normalize
 from tensorweave.ops.nn.losses import in_top_k
-from tensorweave.ops.state.variables import Variable
+from tensorweave.ops.state.variables import Variable, VariableAggregation, VariableSynchronization
 from tensorweave.metrics.base import broadcast_weights, remove_squeezable_dimensions, squeeze_pair
 from tensorweave.metrics.classes import batch_confusion_matrix
 from tensorweave.metrics.confusion import batch_counts_at_thresholds
@@ -139,10 +139,14 @@ class Metric:
         return self._dtype.name
 
     def add_weight(self, name, shape=(), dtype=None, initializer=0.0):
-        """A non-trainable variable of zeros (or `initializer`) named `name` in no collection."""
+        """A non-trainable variable of zeros (or `initializer`) named `name` in no collection;
+        synchronized on read with SUM aggregation, as TF's: under a tf.distribute strategy each
+        replica accumulates into its own copy and result() (in cross-replica context) reads the
+        copies' sum."""
         dtype = self._dtype if dtype is None else dtypes.as_dtype(dtype)
         var = Variable(lambda: fill(list(shape), convert_to_tensor(initializer, dtype=dtype)), name=name,
-                       dtype=dtype, trainable=False, collections=[], use_resource=True)
+                       dtype=dtype, trainable=False, collections=[], use_resource=True,
+                       synchronization=VariableSynchronization.ON_READ, aggregation=VariableAggregation.SUM)
         self._weights.append(var)
         self._reset_op = None
         return var

@@ -19,6 +19,7 @@ import contextlib
 from tensorweave import _api
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import colocate_with, control_dependencies, name_scope
+from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.graph import Tensor, get_default_session
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -42,6 +43,8 @@ _ALLOWED_KWARGS = {"clipnorm", "clipvalue", "lr", "decay"}
 
 
 def _shared_name(var) -> str:
+    # a copy of a mirrored variable shares its slots with the mirrored variable (TF's rule)
+    var = getattr(var, "_distributed_container", var)
     return var.name.split(":")[0]
 
 
@@ -163,7 +166,11 @@ class OptimizerV2:
         return slots[slot_name]
 
     def get_slot(self, var, slot_name):
-        return self._slots[_shared_name(var)][slot_name]
+        slot = self._slots[_shared_name(var)][slot_name]
+        index = getattr(var, "_replica_index", None)
+        if index is not None and hasattr(slot, "primary"):
+            return slot.values[index]   # the copy of a mirrored slot beside this copy of the variable
+        return slot
 
     def get_slot_names(self):
         return list(self._slot_names)
@@ -247,23 +254,46 @@ class OptimizerV2:
         if len(kept) < len(grads_and_vars):
             warning("Gradients do not exist for variables %s when minimizing the loss.",
                     [v.name for g, v in grads_and_vars if g is None])
+        entry = current_entry()
+        if entry is not None and entry[1] is not None:   # a replica of a tf.distribute strategy
+            return entry[1].merge_call(self._distributed_apply, args=(kept, name))
         self._create_all_weights([v for _, v in kept])
         with name_scope(name or self._name):
             self._coefficients = {}
             update_ops = []
             for grad, var in kept:
                 with name_scope("update_" + _shared_name(var)), colocate_with(var):
-                    if isinstance(grad, IndexedSlices):
-                        update = self._resource_apply_sparse(*deduplicate_indexed_slices(grad.values, grad.indices),
-                                                             var)
-                    else:
-                        update = self._resource_apply_dense(convert_to_tensor(grad), var)
-                    if getattr(var, "constraint", None) is not None:
-                        with control_dependencies([update]):
-                            update = var.assign(var.constraint(var), read_value=False)
-                    update_ops.append(update)
+                    update_ops.append(self._apply_one(grad, var))
             with control_dependencies([group(*update_ops)]):
                 return self.iterations.assign_add(1, read_value=False)
+
+    def _distributed_apply(self, strategy, grads_and_vars, name=None):
+        """apply_gradients in cross-replica context (TF's OptimizerV2._distributed_apply): each
+        variable's gradients summed over the replicas, the update applied to every copy of the
+        variable (strategy.extended.update), then `iterations` + 1 once."""
+        reduced = strategy.extended.batch_reduce_to("SUM", grads_and_vars)
+        var_list = [v for _, v in grads_and_vars]
+        self._create_all_weights(var_list)
+        with name_scope(name or self._name):
+            self._coefficients = {}
+            update_ops = []
+            for grad, var in zip(reduced, var_list):
+                with name_scope("update_" + _shared_name(var)):
+                    update_ops.extend(strategy.extended.update(var, lambda v, g: self._apply_one(g, v), args=(grad,),
+                                                               group=False))
+            with control_dependencies([group(*update_ops)]):
+                return self.iterations.assign_add(1, read_value=False)
+
+    def _apply_one(self, grad, var):
+        """The update of `var` (one copy, under a strategy) by `grad`, then its constraint."""
+        if isinstance(grad, IndexedSlices):
+            update = self._resource_apply_sparse(*deduplicate_indexed_slices(grad.values, grad.indices), var)
+        else:
+            update = self._resource_apply_dense(convert_to_tensor(grad), var)
+        if getattr(var, "constraint", None) is not None:
+            with control_dependencies([update]):
+                update = var.assign(var.constraint(var), read_value=False)
+        return update
 
     def _decayed_lr(self, dtype):
         lr = self._get_hyper("learning_rate", dtype)

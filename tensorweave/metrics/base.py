@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import GraphKeys, add_to_collections
+from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import expand_dims, squeeze
 from tensorweave.ops.array.fill import ones_like, zeros
@@ -82,6 +83,17 @@ def weighted(values, weights, dtype=dtypes.float32):
 def collect(collections, value) -> None:
     if collections:
         add_to_collections(collections, value)
+
+
+def cross_replica_value(value_fn):
+    """value_fn(), the metric's value from its variables. In a replica of a tf.distribute strategy
+    it is built once, in cross-replica context (a merge_call), where the sync-on-read variables
+    read as their sum over the replicas: the value of every replica's batches together, as TF's
+    _aggregate_across_replicas."""
+    entry = current_entry()
+    if entry is None or entry[1] is None:
+        return value_fn()
+    return entry[1].merge_call(lambda strategy: value_fn())
 
 
 def finish(value, update_op, metrics_collections, updates_collections) -> tuple:

@@ -19,7 +19,7 @@ from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.state.scatter import scatter_add
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
-from tensorweave.metrics.base import finish, metric_variable
+from tensorweave.metrics.base import cross_replica_value, finish, metric_variable
 
 
 def _flat(t):
@@ -53,16 +53,18 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
         convert_to_tensor(predictions).shape.assert_is_compatible_with(convert_to_tensor(labels).shape)
         total_cm = metric_variable([num_classes, num_classes], dtypes.float64, name="total_confusion_matrix")
         update_op = assign_add(total_cm, batch_confusion_matrix(labels, predictions, num_classes, weights))
-        cm = convert_to_tensor(total_cm)
-        over_rows = cast(reduce_sum(cm, 0), dtypes.float32)
-        over_cols = cast(reduce_sum(cm, 1), dtypes.float32)
-        diag = cast(gather(reshape(cm, [-1]), range_(0, num_classes * num_classes, num_classes + 1)), dtypes.float32)
-        denominator = over_rows + over_cols - diag
-        num_valid = reduce_sum(cast(not_equal(denominator, 0), dtypes.float32))
-        denominator = where(greater(denominator, 0), denominator, ones_like(denominator))
-        iou = truediv(diag, denominator)
-        value = where(greater(num_valid, 0), reduce_sum(iou, name="mean_iou") / num_valid, 0.0)
-        return finish(value, update_op, metrics_collections, updates_collections)
+        def value():
+            cm = convert_to_tensor(total_cm)
+            over_rows = cast(reduce_sum(cm, 0), dtypes.float32)
+            over_cols = cast(reduce_sum(cm, 1), dtypes.float32)
+            diag = cast(gather(reshape(cm, [-1]), range_(0, num_classes * num_classes, num_classes + 1)),
+                        dtypes.float32)
+            denominator = over_rows + over_cols - diag
+            num_valid = reduce_sum(cast(not_equal(denominator, 0), dtypes.float32))
+            denominator = where(greater(denominator, 0), denominator, ones_like(denominator))
+            iou = truediv(diag, denominator)
+            return where(greater(num_valid, 0), reduce_sum(iou, name="mean_iou") / num_valid, 0.0)
+        return finish(cross_replica_value(value), update_op, metrics_collections, updates_collections)
 
 
 @tf_export("metrics.mean_per_class_accuracy")
@@ -87,6 +89,6 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None, metr
             is_correct, weight = multiply(is_correct, w), multiply(weight, w)
         update_total = scatter_add(total, labels, weight)
         update_count = scatter_add(count, labels, is_correct)
-        value = reduce_mean(div_no_nan(count, maximum(total, 0)), name="mean_accuracy")
+        value = cross_replica_value(lambda: reduce_mean(div_no_nan(count, maximum(total, 0)), name="mean_accuracy"))
         update_op = div_no_nan(update_count, maximum(update_total, 0), name="update_op")
         return finish(value, update_op, metrics_collections, updates_collections)

@@ -24,7 +24,8 @@ from tensorweave.ops.math.unary import abs as abs_, log
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.logging import warning
-from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, remove_squeezable_dimensions
+from tensorweave.metrics.base import (broadcast_weights, cross_replica_value, finish, metric_variable,
+                                      remove_squeezable_dimensions)
 
 
 _KEPSILON = 1e-7
@@ -38,7 +39,8 @@ def _count_condition(condition, weights, metrics_collections, updates_collection
     values = cast(condition, dtypes.float32)
     if weights is not None:
         values = multiply(values, cast(weights, dtypes.float32))
-    return finish(identity(count), assign_add(count, reduce_sum(values)), metrics_collections, updates_collections)
+    return finish(cross_replica_value(lambda: identity(count)), assign_add(count, reduce_sum(values)),
+                  metrics_collections, updates_collections)
 
 
 def _binary_count(kind: str, labels, predictions, weights, metrics_collections, updates_collections, name):
@@ -129,7 +131,8 @@ def _count_at_thresholds(kind, labels, predictions, thresholds, weights, metrics
                          name):
     with variable_scope(name, _KINDS[kind], (predictions, labels, weights)):
         values, updates = confusion_at_thresholds(labels, predictions, thresholds, weights, includes=(kind,))
-        return finish(identity(values[kind]), updates[kind], metrics_collections, updates_collections)
+        return finish(cross_replica_value(lambda: identity(values[kind])), updates[kind], metrics_collections,
+                      updates_collections)
 
 
 @tf_export("metrics.true_positives_at_thresholds")
@@ -207,8 +210,8 @@ def precision_at_thresholds(labels, predictions, thresholds, weights=None, metri
 
         def compute(c, suffix):
             return truediv(c["tp"], _KEPSILON + c["tp"] + c["fp"], name="precision_" + suffix)
-        return finish(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
-                      updates_collections)
+        return finish(cross_replica_value(lambda: compute(values, "value")), compute(updates, "update_op"),
+                      metrics_collections, updates_collections)
 
 
 @tf_export("metrics.recall_at_thresholds")
@@ -221,8 +224,8 @@ def recall_at_thresholds(labels, predictions, thresholds, weights=None, metrics_
 
         def compute(c, suffix):
             return truediv(c["tp"], _KEPSILON + c["tp"] + c["fn"], name="recall_" + suffix)
-        return finish(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
-                      updates_collections)
+        return finish(cross_replica_value(lambda: compute(values, "value")), compute(updates, "update_op"),
+                      metrics_collections, updates_collections)
 
 
 # -- curves ------------------------------------------------------------------------------------------
@@ -287,8 +290,8 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
                                  "'trapezoidal', 'careful_interpolation', 'minoring', or 'majoring'.")
             return reduce_sum(multiply(x[:n - 1] - x[1:], heights), name=name_)
 
-        return finish(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
-                      updates_collections)
+        return finish(cross_replica_value(lambda: compute(values, "value")), compute(updates, "update_op"),
+                      metrics_collections, updates_collections)
 
 
 @tf_export("metrics.sensitivity_at_specificity")
@@ -308,8 +311,8 @@ def sensitivity_at_specificity(labels, predictions, specificity, weights=None, n
             index = cast(argmin(abs_(specificities - specificity), 0), dtypes.int32)
             tp, fn = gather(c["tp"], index), gather(c["fn"], index)
             return truediv(tp, tp + fn + _KEPSILON, name=name_)
-        return finish(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
-                      updates_collections)
+        return finish(cross_replica_value(lambda: compute(values, "value")), compute(updates, "update_op"),
+                      metrics_collections, updates_collections)
 
 
 @tf_export("metrics.specificity_at_sensitivity")
@@ -330,5 +333,5 @@ def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None, n
             index = cast(argmax(at_min, 0), dtypes.int32)
             tn, fp = gather(c["tn"], index), gather(c["fp"], index)
             return truediv(tn, tn + fp + _KEPSILON, name=name_)
-        return finish(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
-                      updates_collections)
+        return finish(cross_replica_value(lambda: compute(values, "value")), compute(updates, "update_op"),
+                      metrics_collections, updates_collections)

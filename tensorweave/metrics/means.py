@@ -16,8 +16,8 @@ from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import abs as abs_, sqrt
 from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
-from tensorweave.metrics.base import (broadcast_weights, finish, metric_variable, remove_squeezable_dimensions,
-                                      safe_mean, squeeze_pair)
+from tensorweave.metrics.base import (broadcast_weights, cross_replica_value, finish, metric_variable,
+                                      remove_squeezable_dimensions, safe_mean, squeeze_pair)
 
 
 @tf_export("metrics.mean")
@@ -39,7 +39,8 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
         update_total = assign_add(total, reduce_sum(values))
         with control_dependencies([values]):
             update_count = assign_add(count, num_values)
-        return finish(safe_mean(total, count, "value"), safe_mean(update_total, update_count, "update_op"),
+        return finish(cross_replica_value(lambda: safe_mean(total, count, "value")),
+                      safe_mean(update_total, update_count, "update_op"),
                       metrics_collections, updates_collections)
 
 
@@ -62,7 +63,8 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
         update_total = assign_add(total, values)
         with control_dependencies([values]):
             update_count = assign_add(count, num_values)
-        return finish(safe_mean(total, count, "value"), safe_mean(update_total, update_count, "update_op"),
+        return finish(cross_replica_value(lambda: safe_mean(total, count, "value")),
+                      safe_mean(update_total, update_count, "update_op"),
                       metrics_collections, updates_collections)
 
 

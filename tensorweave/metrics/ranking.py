@@ -24,7 +24,7 @@ from tensorweave.ops.math.reduction import cumsum, reduce_any, reduce_max, reduc
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.sparse.core import sparse_tensor_to_dense
 from tensorweave.ops.state.variable_ops import assign_add
-from tensorweave.metrics.base import broadcast_weights, finish, metric_variable, safe_mean
+from tensorweave.metrics.base import broadcast_weights, cross_replica_value, finish, metric_variable, safe_mean
 
 
 def _at_k_name(name: str, k=None, class_id=None) -> str:
@@ -114,7 +114,7 @@ def _top_k_metric(kind: str, labels, predictions_idx, k, class_id, weights, metr
             other, other_update = _streaming_count(fp_rows, weights, _at_k_name("false_positive", k, class_id))
         else:
             other, other_update = _streaming_count(fn_rows, weights, _at_k_name("false_negative", k, class_id))
-        value = truediv(tp, add(tp, other), name=scope)
+        value = cross_replica_value(lambda: truediv(tp, add(tp, other), name=scope))
         update = truediv(tp_update, add(tp_update, other_update), name="update")
         return finish(value, update, metrics_collections, updates_collections)
 
@@ -209,7 +209,8 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
         with name_scope(None, "total", (ap,)) as total_scope:
             total_var = metric_variable([], dtypes.float64, name=total_scope)
             total_update = assign_add(total_var, reduce_sum(ap), name="update")
-        return finish(safe_mean(total_var, max_var, "mean"), safe_mean(total_update, max_update, scope),
+        return finish(cross_replica_value(lambda: safe_mean(total_var, max_var, "mean")),
+                      safe_mean(total_update, max_update, scope),
                       metrics_collections, updates_collections)
 
 

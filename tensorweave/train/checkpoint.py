@@ -74,7 +74,7 @@ class _ObjectGraph:
                 self.proto.nodes[i].children.add(node_id=ids[id(child)], local_name=name)
             i += 1
         for node_id, obj in enumerate(self.nodes):
-            if isinstance(obj, Variable):
+            if _is_variable(obj):
                 self._add_value(node_id, "/".join(map(_escape, self.paths[node_id])) + "/" + _VALUE_SUFFIX, obj)
         for opt_id, opt in enumerate(list(self.nodes)):
             if isinstance(opt, Optimizer):
@@ -88,7 +88,7 @@ class _ObjectGraph:
         opt_path = "/".join(map(_escape, self.paths[opt_id]))
         for slot_name in opt.get_slot_names():
             for var_id, var in enumerate(list(self.nodes)):
-                slot = opt.get_slot(var, slot_name) if isinstance(var, Variable) else None
+                slot = opt.get_slot(var, slot_name) if _is_variable(var) else None
                 if slot is None:
                     continue
                 slot_id = len(self.nodes)
@@ -146,6 +146,11 @@ def _session(session):
     return session
 
 
+def _is_variable(obj) -> bool:
+    """A Variable, or a variable a tf.distribute strategy keeps copies of (saved as one)."""
+    return isinstance(obj, Variable) or hasattr(obj, "_saveable_for")
+
+
 @tf_export("train.Checkpoint")
 class Checkpoint:
     """tf.train.Checkpoint(**kwargs): groups variables, TF1 optimizers and other Checkpoints
@@ -164,7 +169,7 @@ class Checkpoint:
 
     def __setattr__(self, name: str, value) -> None:
         if not name.startswith("_"):
-            if not isinstance(value, (Variable, Optimizer, Checkpoint)):
+            if not (_is_variable(value) or isinstance(value, (Optimizer, Checkpoint))):
                 raise ValueError(f"`Checkpoint` was expecting a trackable object (a Variable, an Optimizer or a "
                                  f"Checkpoint) for {name!r}, got {value!r}")
             self._dependencies[name] = value

@@ -96,12 +96,14 @@ def list_variables(ckpt_dir_or_file) -> list:
 
 def _set_checkpoint_initializer(variable: Variable, ckpt_file: str, tensor_name: str, slice_spec: str,
                                 name: str = "checkpoint_initializer") -> None:
-    """Makes `variable`'s initializer restore it from the checkpoint (on its own task)."""
-    with colocated_with_handle(variable.handle):
-        value = restore_v2(ckpt_file, [tensor_name], [slice_spec], [variable.dtype], name=name)[0]
-        value.set_shape(variable.shape)
-        variable._init_op = assign_variable_op(variable.handle, value)
-    variable._initial_value = value
+    """Makes `variable`'s initializer restore it from the checkpoint (on its own task); each copy's,
+    for a variable a tf.distribute strategy mirrors."""
+    for copy in variable.values if hasattr(variable, "_saveable_for") else (variable,):
+        with colocated_with_handle(copy.handle):
+            value = restore_v2(ckpt_file, [tensor_name], [slice_spec], [copy.dtype], name=name)[0]
+            value.set_shape(copy.shape)
+            copy._init_op = assign_variable_op(copy.handle, value)
+        copy._initial_value = value
 
 
 def _set_variable_or_list_initializer(var, ckpt_file: str, tensor_name: str, shapes: dict) -> None:
@@ -147,7 +149,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map) -> None:
     reader = CheckpointReader(ckpt_file)
     shapes = reader.get_variable_to_shape_map()
     for tensor_name, target in sorted(assignment_map.items(), key=lambda kv: kv[0]):
-        if isinstance(target, (Variable, PartitionedVariable, list)):
+        if isinstance(target, (Variable, PartitionedVariable, list)) or hasattr(target, "_saveable_for"):
             var = target
         else:
             var = None if "/" in target[-1:] else _collect(target)

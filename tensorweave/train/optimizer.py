@@ -217,9 +217,11 @@ class Optimizer:
                 apply_updates = group(finish, name=scope)
             else:
                 with graph.control_dependencies([finish]):
+                    # a mirrored global step (a Keras TFOptimizer's iterations): the train op is the first copy's
                     apply_updates = strategy.extended.update(
                         global_step, lambda v: assign_add_variable_op(
-                            v.handle, convert_to_tensor(1, dtype=v.dtype), name=scope))
+                            v.handle, convert_to_tensor(1, dtype=v.dtype),
+                            name=None if getattr(v, "_replica_index", None) else scope))
         if isinstance(apply_updates, Tensor):
             apply_updates = apply_updates.op
         train_op = graph.get_collection_ref(GraphKeys.TRAIN_OP)

@@ -115,6 +115,8 @@ def op_list_to_dict(op_list, convert_variable_to_tensor: bool = True) -> dict:
             if var.name in out:
                 raise ValueError(f"At least two variables have the same name: {var.name}")
             out[var.name] = CheckpointedSaveable(var, var.name)
+        elif hasattr(var, "_saveable_for") and var.primary._get_save_slice_info() is not None:
+            out.setdefault(var.primary._get_save_slice_info().full_name, []).append(var)   # a mirrored partition
         elif hasattr(var, "_saveable_for"):      # a variable of several copies (tf.distribute's mirrored)
             name = var.primary.op.name
             if name in out:
@@ -162,6 +164,9 @@ def saveables_for(name: str, op) -> list:
     if isinstance(op, (list, tuple, PartitionedVariable)):
         out = []
         for part in op:
+            if hasattr(part, "_saveable_for"):   # a partition mirrored by a tf.distribute strategy
+                out.append(part._saveable_for(name, part.primary._get_save_slice_info().spec))
+                continue
             part = _resolve(part)
             info = part._get_save_slice_info() if isinstance(part, Variable) else None
             if info is None:

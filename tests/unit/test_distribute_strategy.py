@@ -417,7 +417,7 @@ def test_checkpoints_hold_each_mirrored_variable_once_and_restore_every_copy():
                 [[5.0, 6.0], [5.0, 6.0]]
 
 
-def test_metrics_in_replicas_accumulate_per_replica_and_sum_on_read():
+def test_metrics_in_replicas_accumulate_per_replica_and_aggregate_their_value():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with tf.Graph().as_default(), strategy.scope():
         def fn():
@@ -429,8 +429,9 @@ def test_metrics_in_replicas_accumulate_per_replica_and_sum_on_read():
         summed = total[0].value()                     # read in cross-replica context: the copies' SUM
         with tf.Session(config=_config(2)) as sess:
             sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
-            sess.run(list(strategy.experimental_local_results(update)))
-            assert [float(x) for x in sess.run(list(strategy.experimental_local_results(value)))] == [1.5, 2.5]
+            # as TF 2.15: each replica's update_op is its own mean, the value is all replicas' mean
+            assert [float(x) for x in sess.run(list(strategy.experimental_local_results(update)))] == [1.5, 2.5]
+            assert [float(x) for x in sess.run(list(strategy.experimental_local_results(value)))] == [2.0]
             assert sess.run(summed) == 8.0
 
 

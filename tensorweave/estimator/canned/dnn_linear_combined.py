@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from tensorweave.distribute.distribute_lib import increment_var
 from tensorweave.estimator.canned.dnn import add_layer_summary, check_features, dnn_logits
 from tensorweave.estimator.canned.head import binary_or_multi_class_head, regression_head
 from tensorweave.estimator.canned.optimizers import get_optimizer_instance
@@ -18,7 +19,6 @@ from tensorweave.losses import Reduction
 from tensorweave.ops.grouping import group
 from tensorweave.ops.nn.activations import relu
 from tensorweave.ops.state.partitioned_variables import min_max_variable_partitioner
-from tensorweave.ops.state.variable_ops import assign_add
 from tensorweave.ops.state.variable_scope import variable_scope
 from tensorweave.train.training_util import get_global_step
 
@@ -60,7 +60,7 @@ def dnn_linear_combined_model_fn(features, labels, mode, head, linear_feature_co
         train_op = group(*[optimizer.minimize(loss, var_list=get_collection(GraphKeys.TRAINABLE_VARIABLES, scope=name))
                            for _, optimizer, name in parts])
         with control_dependencies([train_op]):
-            return assign_add(get_global_step(), 1).op
+            return increment_var(get_global_step())
     return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
                                       logits=logits)
 

@@ -20,7 +20,7 @@ from tensorweave.framework.sparse_tensor import SparseTensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
-from tensorweave.ops.state.variables import Variable
+from tensorweave.ops.state.variables import Variable, VariableSynchronization
 from tensorweave import keras as keras_namespace
 from tensorweave.keras import backend as K, constraints, initializers, layers as layers_namespace, regularizers
 from tensorweave.keras.utils.generic_utils import deserialize_keras_object, to_snake_case
@@ -269,7 +269,9 @@ class Layer:
                    **kwargs):
         """A variable `name` of `shape` made under the layer's name scope ("dense/kernel:0"),
         initialised by `initializer` (a name, config or callable; glorot_uniform for floats, zeros
-        for ints and bools), its `regularizer` penalty added to the layer's losses."""
+        for ints and bools), its `regularizer` penalty added to the layer's losses; `synchronization`
+        and `aggregation` say how a tf.distribute strategy keeps its copies (ON_READ: not
+        trainable, each replica updates its own)."""
         if partitioner is not None:
             raise ValueError("Keras layers do not support `partitioner` in graph mode here; use tf.get_variable.")
         dtype = as_dtype(dtype or self.dtype or K.floatx()).base_dtype
@@ -283,9 +285,10 @@ class Layer:
             else:
                 raise ValueError(f"An initializer for variable {name} of type {dtype.name} is required for layer "
                                  f"{self.name}")
-        trainable = True if trainable is None else bool(trainable)
+        trainable = synchronization != VariableSynchronization.ON_READ if trainable is None else bool(trainable)
         variable = Variable(lambda: initializer(shape, dtype=dtype), name=name, dtype=dtype, trainable=trainable,
-                            constraint=constraints.get(constraint))
+                            constraint=constraints.get(constraint), synchronization=synchronization,
+                            aggregation=aggregation)
         K.track_variable(variable)
         if regularizer is not None:
             with K.name_scope(f"{name}/Regularizer"):

@@ -6,6 +6,8 @@ train one holds the optimizer's updates, the model's own updates and the learnin
 `backend.get_session()`. The loops over arrays, datasets and generators are training_loops.py's."""
 from __future__ import annotations
 
+import contextlib
+
 from tensorweave.framework import nest
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.logging import warning
@@ -13,8 +15,10 @@ from tensorweave.ops.array.core import placeholder_with_default
 from tensorweave.ops.math.binary import add_n
 from tensorweave.ops.grouping import group
 from tensorweave.ops.state.variables import Variable
+from tensorweave.distribute.distribute_lib import get_strategy, in_cross_replica_context
+from tensorweave.distribute.values import MirroredVariable
 from tensorweave.keras import backend as K, losses as losses_module, metrics as metrics_module, optimizers
-from tensorweave.keras.engine import training_loops as loops
+from tensorweave.keras.engine import training_distributed as distributed, training_loops as loops
 from tensorweave.keras.engine.network import Network
 from tensorweave.keras.saving import save as saving
 
@@ -134,6 +138,7 @@ class Model(Network):
     attributes in `__init__`. compile() then fit()/evaluate()/predict() train and run it."""
 
     _compile_was_called = False
+    _distribution_strategy = None
     _is_compiled = False
     optimizer = None
     history = None
@@ -150,9 +155,15 @@ class Model(Network):
         unknown = sorted(set(kwargs) - _FUNCTION_KWARGS)
         if unknown:
             raise TypeError(f"Invalid keyword argument(s) in `compile`: {set(unknown)}")
-        if distribute is not None:
-            raise ValueError("`distribute` in compile is TF 2's distribution strategies; tensorweave trains graph-mode "
-                             "Keras models by device placement (replica_device_setter) instead.")
+        # the strategy: `distribute` (TF 1.15's deprecated argument), else the scope compile runs in
+        strategy = distribute if distribute is not None else get_strategy() if in_cross_replica_context() else None
+        if strategy is not None:
+            for value, what in ((sample_weight_mode, "sample_weight_mode"), (weighted_metrics, "weighted_metrics")):
+                if value:
+                    raise NotImplementedError(f"{what} is not supported with tf.distribute.Strategy.")
+            if target_tensors is not None:
+                raise ValueError("target_tensors is not supported with tf.distribute.Strategy.")
+        self._distribution_strategy = strategy
         self.optimizer = optimizers.get(optimizer)
         self.loss = loss or {}
         self._compile_args = {"metrics": metrics, "loss_weights": loss_weights,
@@ -165,6 +176,8 @@ class Model(Network):
         self._is_compiled = False
         if self.outputs:
             self._compile_graph()
+        if strategy is not None and distribute is None:
+            distributed.check_variables_in_scope(self, strategy)
 
     def _compile_graph(self) -> None:
         """Builds targets, sample weights, the total loss and the metrics for the outputs."""
@@ -216,17 +229,7 @@ class Model(Network):
             for endpoint in self._endpoints:
                 if endpoint.skipped:
                     continue
-                with K.name_scope(endpoint.name + "_loss"):
-                    y_pred = endpoint.output
-                    weights = _with_mask(endpoint.sample_weight, K.keras_mask(y_pred), y_pred.dtype)
-                    if hasattr(endpoint.loss_fn, "reduction"):
-                        reduction = endpoint.loss_fn.reduction
-                        if reduction == losses_module.Reduction.AUTO:
-                            reduction = losses_module.Reduction.SUM_OVER_BATCH_SIZE
-                        per_sample = endpoint.loss_fn.call(endpoint.target, y_pred)
-                        output_loss = losses_module.compute_weighted_loss(per_sample, weights, reduction=reduction)
-                    else:
-                        output_loss = endpoint.loss_fn(endpoint.target, y_pred, sample_weight=weights)
+                output_loss, _ = self._output_loss(endpoint, endpoint.target, endpoint.output, endpoint.sample_weight)
                 if len(self.outputs) > 1:   # each output's loss, as a running mean over the batches
                     endpoint.loss_metric = metrics_module.Mean(endpoint.name + "_loss")
                     endpoint.loss_metric_result = endpoint.loss_metric(output_loss)
@@ -241,9 +244,29 @@ class Model(Network):
                 total = total + add_n(extra)
         self.total_loss = total
 
+    def _output_loss(self, endpoint, y_true, y_pred, sample_weight) -> tuple:
+        """(endpoint's loss for y_pred against y_true, whether it is a mean over the batch: a
+        Loss reducing by SUM_OVER_BATCH_SIZE, or a loss function, which Keras takes as one)."""
+        with K.name_scope(endpoint.name + "_loss"):
+            weights = _with_mask(sample_weight, K.keras_mask(y_pred), y_pred.dtype)
+            if not hasattr(endpoint.loss_fn, "reduction"):
+                return endpoint.loss_fn(y_true, y_pred, sample_weight=weights), True
+            reduction = endpoint.loss_fn.reduction
+            if reduction == losses_module.Reduction.AUTO:
+                reduction = losses_module.Reduction.SUM_OVER_BATCH_SIZE
+            per_sample = endpoint.loss_fn.call(y_true, y_pred)
+            return (losses_module.compute_weighted_loss(per_sample, weights, reduction=reduction),
+                    reduction == losses_module.Reduction.SUM_OVER_BATCH_SIZE)
+
+    @staticmethod
+    def _metric_weight(sample_weight, output):
+        """A metric's sample weights: the given ones (weighted metrics) times the output's mask."""
+        return _with_mask(sample_weight, K.keras_mask(output), output.dtype)
+
     def _prepare_metrics(self, metrics, weighted_metrics) -> None:
         names = self.output_names
         self._compile_metrics = []       # (name, Metric, result tensor) in metrics_names order
+        self._metric_sources = []        # (endpoint, weighted) of each compiled metric
         taken = {"loss"} | ({e.name + "_loss" for e in self._endpoints} if len(self._endpoints) > 1 else set())
         for index, endpoint in enumerate(self._endpoints):
             if endpoint.skipped:
@@ -265,10 +288,11 @@ class Model(Network):
                             metric_obj.name = name
                         else:
                             metric_obj = metrics_module.MeanMetricWrapper(fn, name=name)
-                        sample_weight = endpoint.sample_weight if weighted else None
-                        sample_weight = _with_mask(sample_weight, K.keras_mask(endpoint.output), endpoint.output.dtype)
+                        sample_weight = self._metric_weight(endpoint.sample_weight if weighted else None,
+                                                            endpoint.output)
                         result = metric_obj(endpoint.target, endpoint.output, sample_weight=sample_weight)
                     self._compile_metrics.append((name, metric_obj, result))
+                    self._metric_sources.append((endpoint, weighted))
         for metric in self._all_metrics():
             for v in metric.variables:
                 K.track_variable(v)
@@ -333,6 +357,9 @@ class Model(Network):
         self._assert_compile_was_called()
         if self.train_function is not None:
             return
+        if self._distribution_strategy is not None:
+            self.train_function = distributed.make_function(self, distributed.TRAIN)
+            return
         inputs, targets, weights = self._feeds()
         with K.get_graph().as_default(), K.name_scope("training"):
             params = self._collected_trainable_weights()
@@ -347,7 +374,8 @@ class Model(Network):
     def _optimizer_variables(self) -> list:
         """What the optimizer made (iterations, hyperparameters, slots): Keras's session
         initialises them, as it does the layers' weights."""
-        hypers = [v for v in getattr(self.optimizer, "_hyper", {}).values() if isinstance(v, Variable)]
+        hypers = [v for v in getattr(self.optimizer, "_hyper", {}).values()
+                  if isinstance(v, (Variable, MirroredVariable))]
         found = [self.optimizer.iterations] + hypers + list(self.optimizer.weights)
         return [v for i, v in enumerate(found) if not any(v is u for u in found[:i])]
 
@@ -359,6 +387,8 @@ class Model(Network):
 
     def _make_test_function(self) -> None:
         self._assert_compile_was_called()
+        if self.test_function is None and self._distribution_strategy is not None:
+            self.test_function = distributed.make_function(self, distributed.TEST)
         if self.test_function is None:
             inputs, targets, weights = self._feeds()
             self.test_function = K.function(inputs + targets + weights + self._learning_phase_inputs(),
@@ -366,6 +396,8 @@ class Model(Network):
                                             name="test_function", **self._function_kwargs)
 
     def _make_predict_function(self) -> None:
+        if getattr(self, "predict_function", None) is None and getattr(self, "_distribution_strategy", None):
+            self.predict_function = distributed.make_function(self, distributed.PREDICT)
         if getattr(self, "predict_function", None) is None:
             self.predict_function = K.function(self._feed_inputs() + self._learning_phase_inputs(), list(self.outputs),
                                                updates=self.state_updates, name="predict_function",
@@ -458,8 +490,10 @@ class Model(Network):
 
     def _set_inputs_from_data(self, arrays: list) -> None:
         """A subclassed model builds on its first data: placeholders of the arrays' shapes (batch
-        dimension unknown), its call's outputs, then the compiled loss and metrics."""
-        with K.get_graph().as_default():
+        dimension unknown), its call's outputs, then the compiled loss and metrics (its weights
+        made in the scope of the strategy it was compiled under, if any)."""
+        strategy = self._distribution_strategy
+        with K.get_graph().as_default(), strategy.scope() if strategy is not None else contextlib.nullcontext():
             inputs = [K.placeholder(shape=(None,) + tuple(a.shape[1:]), dtype=loops.floatx_or(a),
                                     name=f"input_{i + 1}") for i, a in enumerate(arrays)]
             outputs = self(inputs[0] if len(inputs) == 1 else inputs)

@@ -13,6 +13,7 @@ from tensorweave.layers.base import InputSpec
 from tensorweave.layers.normalization import batch_norm, moving_average_update
 from tensorweave.ops.array.core import reshape
 from tensorweave.ops.nn.impl import batch_normalization as nn_batch_normalization, moments
+from tensorweave.ops.state.variables import VariableAggregation, VariableSynchronization
 
 
 def _axes(axis, ndims: int, layer: str) -> list:
@@ -109,10 +110,14 @@ class BatchNormalization(_Normalization):
                              f"inputs; got axis={self.axis} on a {ndims}-D input")
         self._fused = fusable if self.fused is None else bool(self.fused)
         self._add_scale_and_center(param_shape)
+        # as TF's: under a tf.distribute strategy each replica keeps its own statistics (of its
+        # share of the batch); read outside the replicas they are the replicas' mean
+        on_read = dict(trainable=False, synchronization=VariableSynchronization.ON_READ,
+                       aggregation=VariableAggregation.MEAN)
         self.moving_mean = self.add_weight("moving_mean", shape=param_shape, initializer=self.moving_mean_initializer,
-                                           trainable=False)
+                                           **on_read)
         self.moving_variance = self.add_weight("moving_variance", shape=param_shape,
-                                               initializer=self.moving_variance_initializer, trainable=False)
+                                               initializer=self.moving_variance_initializer, **on_read)
         self.built = True
 
     def call(self, inputs, training=None):
