@@ -129,3 +129,11 @@ def test_every_float32_of_prefixes_holding_a_limit_lands_in_the_searched_bucket(
         x = ((prefix << 16) | np.arange(1 << 16, dtype=np.uint32)).view(np.float32)
         x = x[np.isfinite(x)]
         assert histogram_proto(x).SerializeToString() == reference_histogram_proto(x).SerializeToString()
+
+
+def test_views_and_other_real_dtypes_encode_as_the_reference_does():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((60, 70)).astype(np.float32) * 100
+    for values in (x.T, x[::3, 1::2], x.reshape(-1)[::7], x.astype(np.float16), x.astype(np.int32),
+                   x.astype(np.float64)[:, ::-1], np.float32(2.5)):
+        assert histogram_proto(values).SerializeToString() == reference_histogram_proto(values).SerializeToString()
