@@ -14,7 +14,9 @@
   (learning rate 2e-4), each with its var_list, both trained in one Session.run, batch 128.
 - matmul, histogram: the two kernels the summaries program spends its time in, alone: a
   Session.run of the first layer's product (a fed [100, 784] batch times a [784, 256]
-  variable), and of a histogram summary of a [784, 256] variable (10x the steps).
+  variable), and of a histogram summary of a [784, 256] variable (10x the steps). Besides the
+  whole, the median of the single runs (each timed) is printed: on a loaded machine the whole
+  is mostly the runs that lost their core, the median is the kernel's own cost.
 
 Each program runs in a process of its own (imports not timed); the figure is the time from
 building the graph to the end of the last step (graph, variable initialization, --steps steps).
@@ -152,22 +154,30 @@ def gan(tf, steps: int, logdir: str) -> None:
             sess.run([train_gen, train_disc, gen_loss, disc_loss], {disc_input: bx, gen_input: z})
 
 
-def matmul(tf, steps: int, logdir: str) -> None:
+def timed_runs(sess, fetch, feed: dict, runs: int) -> float:
+    """Runs `fetch` `runs` times; the median seconds of one run."""
+    seconds = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        sess.run(fetch, feed)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def matmul(tf, steps: int, logdir: str) -> float:
     x = tf.placeholder(tf.float32, [None, 784])
     product = tf.matmul(x, tf.Variable(tf.random_normal([784, 256])))
     batch = synthetic_mnist(100)[0]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        for _ in range(10 * steps):
-            sess.run(product, {x: batch})
+        return timed_runs(sess, product, {x: batch}, 10 * steps)
 
 
-def histogram(tf, steps: int, logdir: str) -> None:
+def histogram(tf, steps: int, logdir: str) -> float:
     summary = tf.summary.histogram("weights", tf.Variable(tf.random_normal([784, 256])))
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        for _ in range(10 * steps):
-            sess.run(summary)
+        return timed_runs(sess, summary, {}, 10 * steps)
 
 
 def import_framework(framework: str):
@@ -186,8 +196,8 @@ def run_program(framework: str, program: str, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as logdir, tf.Graph().as_default():
         tf.set_random_seed(0)
         start = time.perf_counter()
-        globals()[program](tf, steps, logdir)
-        return {"seconds": time.perf_counter() - start}
+        run_median = globals()[program](tf, steps, logdir)
+        return {"seconds": time.perf_counter() - start, "run_median": run_median}
 
 
 def main() -> None:
@@ -206,6 +216,7 @@ def main() -> None:
     load0, py = load_average(), tf_python()
     runs = [("tensorweave", sys.executable)] + ([("tf", py)] if py else [])
     seconds: dict = {(p, f): [] for p in programs for f, _ in runs}
+    run_medians: dict = {(p, f): [] for p in programs for f, _ in runs}
     for _ in range(max(1, args.rounds)):
         for program in programs:
             for framework, python in runs:
@@ -213,6 +224,8 @@ def main() -> None:
                                                   "--steps", args.steps], timeout=1200)
                 if out:
                     seconds[program, framework].append(out["seconds"])
+                    if out.get("run_median") is not None:
+                        run_medians[program, framework].append(out["run_median"])
     print(f"whole programs, {args.steps} steps each; medians of {args.rounds} alternating rounds "
           "(graph + init + steps)")
     for program in programs:
@@ -226,6 +239,12 @@ def main() -> None:
         if len(medians) == 2:
             line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x TF's time"
         print(line)
+        singles = {f: statistics.median(run_medians[program, f]) for f, _ in runs if run_medians[program, f]}
+        if singles:
+            line = f"{'':12s} median single run:" + "".join(f" {f} {t * 1e3:.3f} ms;" for f, t in singles.items())
+            if len(singles) == 2:
+                line += f" ratio {singles['tensorweave'] / singles['tf']:.2f}x TF's time"
+            print(line)
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 

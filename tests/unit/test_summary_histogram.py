@@ -117,3 +117,23 @@ def recorded_case_values(name: str) -> np.ndarray:
              "wide_float64": rng.standard_normal(70001) * 10.0 ** rng.uniform(-30, 30, 70001),
              "uniform_float32": rng.uniform(0, 1, (100, 256)).astype(np.float32)}
     return cases[name]
+
+
+def test_every_float32_of_prefixes_holding_a_limit_lands_in_the_searched_bucket():
+    # the float32 path's tables: all 2**16 floats under a 16-bit prefix that holds a limit, for
+    # limits spread over the ladder, both signs (and -0.0's prefix, which holds the limit 0)
+    limits32 = BUCKET_LIMITS[1:-1].astype(np.float32)
+    prefixes = np.unique(limits32[np.isfinite(limits32)].view(np.uint32) >> 16)[::40]
+    prefixes = np.append(prefixes, 0x8000).astype(np.uint32)
+    for prefix in prefixes:
+        x = ((prefix << 16) | np.arange(1 << 16, dtype=np.uint32)).view(np.float32)
+        x = x[np.isfinite(x)]
+        assert histogram_proto(x).SerializeToString() == reference_histogram_proto(x).SerializeToString()
+
+
+def test_views_and_other_real_dtypes_encode_as_the_reference_does():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((60, 70)).astype(np.float32) * 100
+    for values in (x.T, x[::3, 1::2], x.reshape(-1)[::7], x.astype(np.float16), x.astype(np.int32),
+                   x.astype(np.float64)[:, ::-1], np.float32(2.5)):
+        assert histogram_proto(values).SerializeToString() == reference_histogram_proto(values).SerializeToString()

@@ -30,31 +30,40 @@ BUCKET_LIMITS = _default_bucket_limits()
 
 
 @functools.lru_cache(maxsize=None)
-def _float32_prefix_buckets() -> np.ndarray:
-    """For each 16-bit prefix of a float32's bits (sign, exponent, the top 7 mantissa bits), the
-    bucket index (np.searchsorted(BUCKET_LIMITS, v, side="right")) that every float32 with that
-    prefix falls in, or -1 where the 2**16 floats of the prefix straddle a bucket limit (about 1 in
-    40 prefixes) or are not finite. Within a prefix the values are monotonic in their bits, so
-    equal indices at its two ends mean the same index for all of it."""
-    prefixes = np.arange(1 << 16, dtype=np.uint32) << 16
-    with np.errstate(invalid="ignore"):   # (the NaN prefixes, dropped below)
-        lo = np.searchsorted(BUCKET_LIMITS, prefixes.view(np.float32).astype(np.float64), side="right")
-        hi = np.searchsorted(BUCKET_LIMITS, (prefixes | 0xFFFF).view(np.float32).astype(np.float64), side="right")
-    finite = (prefixes & 0x7F800000) != 0x7F800000
-    return np.where((lo == hi) & finite, lo, -1).astype(np.int16)
+def _prefix_tables(dtype: np.dtype) -> tuple:
+    """For each 16-bit prefix of a float32's or float64's bits (the sign, the exponent and the top
+    mantissa bits): the bucket index (np.searchsorted(BUCKET_LIMITS, v, side="right")) of the
+    prefix's lowest value, and the value of this dtype at or above which the prefix's values fall
+    one bucket higher (+inf where all of them fall in one). Within a prefix the values are
+    monotonic in their bits and span a ratio of at most 1 + 2**-4, less than the limits' 1.1, so
+    at most one limit lies inside (checked here); a float32 compared with the float32 at or above
+    a limit compares as it does with the limit itself. Non-finite prefixes index past the last
+    bucket (dropped by _bucket_counts)."""
+    shift = 8 * dtype.itemsize - 16
+    uint = np.dtype(f"u{dtype.itemsize}")
+    prefixes = np.arange(1 << 16, dtype=uint) << uint.type(shift)
+    with np.errstate(invalid="ignore", over="ignore"):   # (the NaN prefixes; limits past float32's range)
+        ends = np.stack([prefixes, prefixes | uint.type((1 << shift) - 1)]).view(dtype).astype(np.float64)
+        ends[:, ~np.isfinite(ends).all(axis=0)] = np.inf
+        index = np.searchsorted(BUCKET_LIMITS, ends, side="right")
+        low = index.min(axis=0)
+        step = index.max(axis=0) - low
+        assert step.max() <= 1, "a float prefix spans two bucket limits"
+        limit64 = BUCKET_LIMITS[np.minimum(low, len(BUCKET_LIMITS) - 1)]
+        limit = limit64.astype(dtype)
+        limit = np.where(limit < limit64, np.nextafter(limit, dtype.type(np.inf)), limit)   # (float32: round up)
+    return low.astype(np.int16), np.where(step == 1, limit, dtype.type(np.inf)).astype(dtype)
 
 
 def _bucket_counts(values: np.ndarray) -> np.ndarray:
     """How many of `values` (float32 or float64) fall in each bucket: TF's Histogram::Add
-    (std::upper_bound over the limits). float32 tensors (the common case) look their bucket up by
-    the top 16 bits of each value, and search only the values whose prefix straddles a limit."""
-    if values.dtype == np.float32:
-        flat = values.reshape(-1)
-        index = np.take(_float32_prefix_buckets(), flat.view(np.uint32) >> 16)
-        straddling = np.flatnonzero(index < 0)
-        index[straddling] = np.searchsorted(BUCKET_LIMITS, flat[straddling].astype(np.float64), side="right")
-    else:
-        index = np.searchsorted(BUCKET_LIMITS, values.reshape(-1), side="right")
+    (std::upper_bound over the limits), without a search: each value's bucket is its prefix's
+    lowest, plus one where the value is at or above the one limit inside the prefix (_prefix_tables)."""
+    flat = values.reshape(-1)
+    prefix = flat.view(f"u{flat.itemsize}") >> (8 * flat.itemsize - 16)
+    low, limit = _prefix_tables(flat.dtype)
+    index = np.take(low, prefix)
+    index += flat >= np.take(limit, prefix)
     return np.bincount(index, minlength=len(BUCKET_LIMITS))[:len(BUCKET_LIMITS)]
 
 
@@ -62,17 +71,23 @@ def histogram_proto(values: np.ndarray) -> summary_pb2.HistogramProto:
     """TF's Histogram::EncodeToProto of `values` (finite): min and max, and the sum and the sum
     of squares accumulated in float64 one value after another, as TF's Histogram::Add does (a
     running sum: the same bits as TF's); runs of empty buckets collapse into the last limit of
-    the run."""
+    the run. (Non-finite values give a non-finite min or max.)"""
     values = np.asarray(values)
-    x = values.astype(np.float64).reshape(-1)   # (a copy: the running sums below overwrite it)
-    counts = _bucket_counts(values if values.dtype == np.float32 else x)
-    h = summary_pb2.HistogramProto(min=float(x.min()) if x.size else DBL_MAX,
-                                   max=float(x.max()) if x.size else -DBL_MAX, num=float(x.size))
-    if x.size:
-        with np.errstate(over="ignore"):   # (squares past DBL_MAX are inf, as TF's are)
-            squares = x * x
-            h.sum = float(np.add.accumulate(x, out=x)[-1])
-            h.sum_squares = float(np.add.accumulate(squares, out=squares)[-1])
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    h = summary_pb2.HistogramProto(min=float(values.min()) if values.size else DBL_MAX,
+                                   max=float(values.max()) if values.size else -DBL_MAX, num=float(values.size))
+    counts = _bucket_counts(values)
+    if values.size:
+        # The two running sums in one pass: a complex128's real and imaginary parts are added
+        # apart, so accumulating value + 1j * value**2 runs both float64 chains side by side.
+        pairs = np.empty(values.size, np.complex128)
+        parts = pairs.view(np.float64).reshape(-1, 2)
+        parts[:, 0] = values.reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):   # (squares past DBL_MAX are inf, as TF's are)
+            np.multiply(parts[:, 0], parts[:, 0], out=parts[:, 1])
+            total = np.add.accumulate(pairs, out=pairs)[-1]
+        h.sum, h.sum_squares = float(total.real), float(total.imag)
     filled = counts > 0
     kept = filled | np.append(filled[1:], True)   # each filled bucket, and each empty run's last
     h.bucket_limit.extend(BUCKET_LIMITS[kept].tolist())

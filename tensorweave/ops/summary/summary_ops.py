@@ -60,11 +60,12 @@ def histogram_summary(tag, values, name=None):
 def _histogram_kernel(node, ctx):
     def run(tag, values):
         x = np.asarray(values)
-        if not np.isfinite(x).all():
+        histo = histogram_proto(x)
+        if not (np.isfinite(histo.min) and np.isfinite(histo.max)):   # (min and max carry any NaN or inf)
             what = "Nan" if np.isnan(x).any() else "Infinity"
             raise invalid(node, f"{what} in summary histogram for: {node.name}")
         s = summary_pb2.Summary()
-        s.value.add(tag=_text(tag), histo=histogram_proto(x))
+        s.value.add(tag=_text(tag), histo=histo)
         return s.SerializeToString()
     return run
 
