@@ -137,9 +137,9 @@ class Channel:
             raise
         return Pending(self, conn, rid, method, timeout_s, expect_incarnation)
 
-    def _send(self, conn, frames: list, wait_s: float) -> None:
+    def _send(self, conn, frames: list, wait_s: float, refused_is_final: bool = False) -> None:
         try:
-            conn.send_message(frames, wait_s)
+            conn.send_message(frames, wait_s, refused_is_final)
         except transports.Unreachable as e:
             raise self._unavailable(str(e)) from None
 
@@ -167,7 +167,9 @@ class Channel:
              extra: Optional[dict] = None) -> dict:
         """The peer's status (incarnation, ...) within timeout_s (default: the connect timeout).
         `wait` lists [identity, request id] of calls whose leases it renews; `extra` adds
-        arguments (a client's keep-alive)."""
+        arguments (a client's keep-alive). A connection the peer's host refuses is
+        UnavailableError at once: nothing listens there now, which is the answer (a live peer,
+        however slow, takes connections)."""
         timeout_s = self.connect_timeout_s if timeout_s is None else timeout_s
         rid = next(_ids)
         conn = self._checkout()
@@ -177,7 +179,7 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
-            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
+            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s, refused_is_final=True)
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not conn.readable(int(left * 1000) + 1):

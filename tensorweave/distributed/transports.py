@@ -37,7 +37,9 @@ Conn, one connection (a call owns its connection until its reply came):
   rank, ident                        its route's rank; bytes that name its calls in lease pings
   poll_handle                        what zmq.zmq_poll polls for its input (wait_any)
   encode(message) -> (frames, shared-memory leases, bytes in shared memory); decode(frames)
-  send_message(frames, wait_s)       raises Unreachable(why)
+  send_message(frames, wait_s, refused_is_final=False)   raises Unreachable(why); a connection
+                                     still being made is waited for up to wait_s, or, with
+                                     refused_is_final, until the peer's host refuses it
   readable(timeout_ms) -> bool       input (or the connection's end) waits, waiting that long
   recv_message(block) -> frames|None the next message (None: none waits and not `block`);
                                      OSError or ValueError: the connection ended
