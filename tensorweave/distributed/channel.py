@@ -164,12 +164,13 @@ class Channel:
         route.give_back(conn)
 
     def ping(self, wait: Optional[list] = None, timeout_s: Optional[float] = None,
-             extra: Optional[dict] = None) -> dict:
+             extra: Optional[dict] = None, refused_is_final: bool = True) -> dict:
         """The peer's status (incarnation, ...) within timeout_s (default: the connect timeout).
         `wait` lists [identity, request id] of calls whose leases it renews; `extra` adds
         arguments (a client's keep-alive). A connection the peer's host refuses is
         UnavailableError at once: nothing listens there now, which is the answer (a live peer,
-        however slow, takes connections)."""
+        however slow, takes connections); unless not `refused_is_final` (a peer that may be
+        starting), when it is retried within timeout_s as a call's connection is."""
         timeout_s = self.connect_timeout_s if timeout_s is None else timeout_s
         rid = next(_ids)
         conn = self._checkout()
@@ -179,7 +180,7 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
-            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s, refused_is_final=True)
+            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s, refused_is_final)
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not conn.readable(int(left * 1000) + 1):

@@ -65,11 +65,13 @@ def _step_key(*parts) -> int:
 class _Wait:
     """What a rendezvous receive reads of a step, with the collective's own deadline; between
     its slices it pings `peer` (the member waited for) every PROBE_S, which must answer as the
-    incarnation that joined the group (`incarnations`, once the group is known)."""
+    incarnation that joined the group (`incarnations`, once the group is known). A member of a
+    group was up, so a refused ping says it is gone; the leader waited for while the group forms
+    may still be starting (its refusal is retried within the ping's timeout)."""
 
     __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations")
 
-    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], Optional[int]]):
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float, bool], Optional[int]]):
         self._step = step
         self.deadline = deadline
         self.cancelled = step.cancelled
@@ -85,8 +87,8 @@ class _Wait:
         now = time.monotonic()
         if self.peer is not None and now - self._probed >= PROBE_S:
             left = self.time_left()   # (a ping never outlasts the wait's deadline)
-            answered = self._probe(self.peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left),
-                                                                                        0.01))
+            timeout_s = PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01)
+            answered = self._probe(self.peer, timeout_s, bool(self.incarnations))
             joined = self.incarnations.get(self.peer)
             if answered is not None and joined is not None and answered != joined:
                 raise errors.UnavailableError(None, None, f"{self.peer} was restarted (incarnation {joined} is "
@@ -109,13 +111,14 @@ class _Wait:
 class Collectives:
     """One task's groups, run counters and leader bookkeeping. `send(dst_task, key, value)`
     pushes a value into another task's rendezvous, `push(dst_task, method, args)` a one-way
-    message to its service (neither waits); `probe(task, timeout_s)` pings a task and gives its
-    incarnation (None: not known, in process; UnavailableError when it does not answer).
+    message to its service (neither waits); `probe(task, timeout_s, refused_is_final)` pings a
+    task and gives its incarnation (None: not known, in process; UnavailableError when it does not
+    answer, at once when its host refuses the connection and `refused_is_final`).
     `incarnation` is this task's."""
 
     def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
                  send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
-                 probe: Callable[[str, float], Optional[int]], incarnation: int = 0):
+                 probe: Callable[[str, float, bool], Optional[int]], incarnation: int = 0):
         self.task = task
         self.incarnation = incarnation
         self.leader = group_leader(cluster)

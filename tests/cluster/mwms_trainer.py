@@ -68,10 +68,11 @@ def main(model_dir: str, last_step=None, gate=None) -> None:
         train = strategy.group(strategy.experimental_run_v2(replica_step, args=(it.get_next(),)))
         scaffold = tf.train.Scaffold(local_init_op=tf.group(tf.local_variables_initializer(), it.initializer))
         hooks = [tf.train.StopAtStepHook(last_step=last_step or 5), *_gate_hooks(resolver.task_id, model_dir, gate)]
+        every = {"save_checkpoint_steps": 5} if last_step else {}   # (else the default: at the start and the end)
         with tf.train.MonitoredTrainingSession(master=server.target, is_chief=strategy.extended.should_checkpoint,
                                                checkpoint_dir=model_dir, scaffold=scaffold, config=config,
-                                               hooks=hooks, save_checkpoint_steps=5 if last_step else None,
-                                               save_summaries_steps=None, log_step_count_steps=None) as sess:
+                                               hooks=hooks, save_summaries_steps=None, log_step_count_steps=None,
+                                               **every) as sess:
             while not sess.should_stop():
                 sess.run(train)
         with tf.Session(server.target, config=config) as sess:   # (the variables live on in this task)

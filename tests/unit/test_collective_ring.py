@@ -222,7 +222,7 @@ def _collectives(task="/job:worker/replica:0/task:0", jobs=None):
     sent: list = []
     cluster = ClusterSpec(jobs or {"ps": ["h:1"], "worker": ["h:2", "h:3", "h:4"]})
     svc = Collectives(task, cluster, Rendezvous(), lambda dst, key, value: sent.append((dst, key, value)),
-                      lambda dst, method, args: sent.append((dst, method, args)), lambda task, timeout: None)
+                      lambda dst, method, args: sent.append((dst, method, args)), lambda *probed: None)
     return svc, sent
 
 
@@ -281,8 +281,8 @@ def test_a_wait_fails_when_the_member_waited_for_answers_as_another_incarnation(
     def send(dst, key, value):
         (rendezvous.send(key, value) if dst == leader else pushed.append((dst, key.tensor_name)))
 
-    def probe(task, timeout_s):
-        probed.append(task)
+    def probe(task, timeout_s, refused_is_final):
+        probed.append((task, refused_is_final))
         return now_answers
     def push(dst, method, args):
         (svc.take_join(args) if dst == leader else pushed.append((dst, method)))
@@ -294,7 +294,7 @@ def test_a_wait_fails_when_the_member_waited_for_answers_as_another_incarnation(
     with pytest.raises(errors.UnavailableError) as raised:
         with link:
             link.recv(1, "x")
-    assert member in probed
+    assert (member, True) in probed   # (a member of the group: a refused ping would fail the wait at once)
     if answers_as == "a restarted process":
         assert f"{member} was restarted (incarnation 5 is gone, 6 answers)" in str(raised.value)
     else:   # the live member is waited for until the collective's timeout
