@@ -151,41 +151,44 @@ def _checkpoint_step(model_dir: str) -> int:
     return int(tf.train.load_variable(path, "global_step")) if path else -1
 
 
-def _kill_worker_1_mid_training_and_restart_it(job: CollectiveJob) -> None:
+def _kill_mid_training_and_restart(job: CollectiveJob, victim: int) -> None:
     """Worker 1 holds after step GATE; the chief checkpoints that step and waits in the next
-    step's all-reduce for worker 1, which is killed there, then started again (released)."""
+    step's all-reduce for worker 1. The victim is killed there, then started again, and worker 1
+    released (the chief killed, worker 1 meets its death in that all-reduce)."""
     deadline = time.monotonic() + EXIT_TIMEOUT_S
     while _checkpoint_step(job.model_dir) < GATE:
         assert time.monotonic() < deadline and all(p.poll() is None for p in job.procs.values()), job.describe()
         time.sleep(0.05)
     assert _checkpoint_step(job.model_dir) == GATE   # (no step past it without worker 1)
-    job.kill("worker", 1)
+    job.kill("worker", victim)
     open(os.path.join(job.model_dir, "gate"), "w").close()
-    job.start("worker", 1)
+    job.start("worker", victim)
 
 
-def _assert_restarted_and_finished(job: CollectiveJob, codes: dict) -> None:
+def _assert_restarted_and_finished(job: CollectiveJob, codes: dict, victim: int) -> None:
     for key, code in codes.items():
         assert code == 0, f"{key} exited with {code}:\n{job.describe()}"
     assert _checkpoint_step(job.model_dir) == LAST_STEP
-    chief = job.output("worker", 0)
-    # the chief's step failed (a refused ping of the dead worker, or, when the new process was up
-    # first, its other incarnation), its session recovered and restored the checkpoint of the step
-    # it was held at, as the restarted worker did
-    assert "A task was lost (UnavailableError" in chief, chief[-4000:]
-    assert "connection refused" in chief or "/job:worker/replica:0/task:1 was restarted" in chief, chief[-4000:]
+    survivor = job.output("worker", 1 - victim)
+    # the survivor's step failed (a refused ping of the dead worker, or, when the new process was
+    # up first, its other incarnation), its session recovered and restored the checkpoint of the
+    # step it was held at, as the restarted worker did
+    assert "A task was lost (UnavailableError" in survivor, survivor[-4000:]
+    assert "connection refused" in survivor or f"/job:worker/replica:0/task:{victim} was restarted" in survivor, \
+        survivor[-4000:]
     restored = f"Restoring parameters from {os.path.join(job.model_dir, f'model.ckpt-{GATE}')}"
-    after_loss = chief[chief.index("A task was lost"):]
+    after_loss = survivor[survivor.index("A task was lost"):]
     assert restored in after_loss, after_loss[-4000:]
-    assert restored in job.output("worker", 1), job.output("worker", 1)[-4000:]
+    assert restored in job.output("worker", victim), job.output("worker", victim)[-4000:]
 
 
-def test_a_killed_worker_started_again_rejoins_a_monitored_training_session_job(tmp_path):
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker 1", "the chief, worker 0, the group's leader"])
+def test_a_killed_worker_started_again_rejoins_a_monitored_training_session_job(tmp_path, victim):
     with CollectiveJob(str(tmp_path), 2, [f"--last_step={LAST_STEP}", f"--gate={GATE}"]) as job:
         for i in range(2):
             job.start("worker", i)
-        _kill_worker_1_mid_training_and_restart_it(job)
-        _assert_restarted_and_finished(job, job.wait_all())
+        _kill_mid_training_and_restart(job, victim)
+        _assert_restarted_and_finished(job, job.wait_all(), victim)
         chief, worker = job.result("worker", 0), job.result("worker", 1)
         assert chief["step"] == worker["step"] == LAST_STEP
         assert chief["weights"] == worker["weights"]   # mirrored again: the same checkpoint, the same steps since
@@ -197,8 +200,8 @@ def test_a_killed_worker_started_again_rejoins_an_estimator_train_and_evaluate_j
     with CollectiveJob(str(tmp_path), 2, ["estimator", f"--last_step={LAST_STEP}", f"--gate={GATE}"]) as job:
         for task in (("worker", 0), ("worker", 1), ("evaluator", 0)):
             job.start(*task)
-        _kill_worker_1_mid_training_and_restart_it(job)
-        _assert_restarted_and_finished(job, job.wait_all())
+        _kill_mid_training_and_restart(job, 1)
+        _assert_restarted_and_finished(job, job.wait_all(), 1)
         chief, worker = job.result("worker", 0), job.result("worker", 1)
         assert chief["is_chief"] and not worker["is_chief"] and chief["weights"] == worker["weights"]
         evals = [e for f in (tmp_path / "eval").iterdir() for e in tf.train.summary_iterator(str(f))
