@@ -7,7 +7,9 @@ A MonitoredSession is a stack of wrappers around a tf.Session:
                         UnavailableError): the chief restores the latest checkpoint onto a
                         restarted task (a new incarnation), the others wait for it; when no
                         task restarted (a partition, a stall) the model its tasks still hold
-                        is kept, not rolled back (TF restores). Gives up with the last error
+                        is kept, not rolled back (TF restores; so does every
+                        MultiWorkerMirroredStrategy worker, whose copies must stay equal
+                        to a restarted worker's). Gives up with the last error
                         once no session could be made for TENSORWEAVE_RECOVERY_TIMEOUT_S
                         seconds (default 600): a task gone for good ends the program, it does
                         not hang it.
