@@ -35,6 +35,10 @@ from tensorweave.framework import errors, limits
 _ids = itertools.count(1)
 
 
+def _never() -> bool:
+    return False
+
+
 class Channel:
     """Thread-safe request/reply channel to one peer address."""
 
@@ -137,9 +141,9 @@ class Channel:
             raise
         return Pending(self, conn, rid, method, timeout_s, expect_incarnation)
 
-    def _send(self, conn, frames: list, wait_s: float, refused_is_final: bool = False) -> None:
+    def _send(self, conn, frames: list, wait_s: float) -> None:
         try:
-            conn.send_message(frames, wait_s, refused_is_final)
+            conn.send_message(frames, wait_s)
         except transports.Unreachable as e:
             raise self._unavailable(str(e)) from None
 
@@ -180,7 +184,9 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
-            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s, refused_is_final)
+            if refused_is_final and not conn.connected() and getattr(conn, "refused", _never)():
+                raise self._unavailable("connection refused: nothing listens there (its process is gone)")
+            self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not conn.readable(int(left * 1000) + 1):

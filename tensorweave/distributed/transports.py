@@ -37,15 +37,16 @@ Conn, one connection (a call owns its connection until its reply came):
   rank, ident                        its route's rank; bytes that name its calls in lease pings
   poll_handle                        what zmq.zmq_poll polls for its input (wait_any)
   encode(message) -> (frames, shared-memory leases, bytes in shared memory); decode(frames)
-  send_message(frames, wait_s, refused_is_final=False)   raises Unreachable(why); a connection
-                                     still being made is waited for up to wait_s, or, with
-                                     refused_is_final, until the peer's host refuses it
+  send_message(frames, wait_s)       raises Unreachable(why)
   readable(timeout_ms) -> bool       input (or the connection's end) waits, waiting that long
   recv_message(block) -> frames|None the next message (None: none waits and not `block`);
                                      OSError or ValueError: the connection ended
   ended() -> bool                    an idle connection found at its end (the peer went away)
   connected() -> bool                False while the connection is down (DEAD_PEER_S of it:
                                      the peer is gone)
+  refused() -> bool                  (optional) whether the peer's host refuses a connection now
+                                     (nothing listens there); asked of one not connected() yet
+                                     by a ping, which takes a refusal as its answer
   resets() -> int                    (optional) how often a connection that reconnects by itself
                                      dropped: a call's request or reply in flight then is lost
   cancel(rid) -> int                 tells the server the call was given up on; returns the

@@ -136,8 +136,8 @@ class Conn:
     def decode(self, frames: list):
         return wire.decode(frames, shm.attached())
 
-    def send_message(self, frames: list, wait_s: float, refused_is_final: bool = False) -> None:
-        try:   # (connected when made: a refusal was the route's, which gave way to the next)
+    def send_message(self, frames: list, wait_s: float) -> None:
+        try:
             self.send(frames)
         except OSError as e:
             raise transports.Unreachable(f"connection lost while sending ({type(e).__name__})") from None

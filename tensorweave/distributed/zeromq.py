@@ -207,28 +207,29 @@ class _CallSocket(_Socket):
             self._watch = None
         super().close(linger)
 
-    def send_message(self, frames: list, wait_s: float, refused_is_final: bool = False) -> None:
+    def refused(self) -> bool:
+        """Whether the peer's host refuses a connection to its endpoint now (nothing listens
+        there: the process is gone; sockets.refuses_connections). ZeroMQ itself retries alike
+        whatever failed, and a long-lived connection's watch takes no retries."""
+        return sockets.refuses_connections(self.endpoint, 0.5)   # (longer: no verdict)
+
+    def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)
             return
         except zmq.Again:
             pass
-        self._await_connection(wait_s, refused_is_final)
+        self._await_connection(wait_s)
         try:
             send_frames(self, frames, NOBLOCK)
         except zmq.Again:
             raise transports.Unreachable("connection lost while sending") from None
 
-    def _await_connection(self, wait_s: float, refused_is_final: bool = False) -> None:
+    def _await_connection(self, wait_s: float) -> None:
         """Waits until the connection is up (its handshake done), watching its events: a
         handshake refused for its keys ends the wait at once (waiting changes no key), a
-        refused connection is retried until `wait_s` (the peer may be starting) or, when
-        `refused_is_final` (a liveness question: is the peer's process there now?), ends the
-        wait at once when the operating system itself refuses a connection there
-        (sockets.refuses_connections: ZeroMQ retries alike whatever failed, and a long-lived
-        connection's watch takes no retries). Unreachable says which."""
-        if refused_is_final and sockets.refuses_connections(self.endpoint, max(0.05, min(1.0, wait_s))):
-            raise transports.Unreachable("connection refused: nothing listens there (its process is gone)")
+        refused connection is retried until `wait_s` (the peer may be starting). Unreachable
+        says which."""
         owned = self._watch is None
         watch = _Watch(self) if owned else self._watch
         watch.restart()
@@ -254,7 +255,7 @@ class _CallSocket(_Socket):
 
 
 class _PushSocket(_Socket):
-    def send_message(self, frames: list, wait_s: float, refused_is_final: bool = False) -> None:
+    def send_message(self, frames: list, wait_s: float) -> None:
         """Queued for the peer even while it (re)connects; only a full queue waits, and never
         on a server's IO thread."""
         try:
