@@ -206,9 +206,14 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
-                          f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
-                          f"member (a member is down or does not run the op)")
+        try:
+            answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
+                              f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
+                              f"member (a member is down or does not run the op)")
+        except errors.OpError:
+            if self.task == self.leader:   # (its join, waited for no more, must not complete a group)
+                self._withdraw(group_key, nonce)
+            raise
         members, epoch, incarnations = answer
         if self.task not in members:
             raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
@@ -243,6 +248,14 @@ class Collectives:
         incarnations = [joined[m][1] for m in members]
         threading.Thread(target=self._answer, args=(answers, [members, epoch, incarnations]), daemon=True,
                          name="tw-collective-group").start()
+
+    def _withdraw(self, group_key: int, nonce: int) -> None:
+        """(leader) Its own join `nonce` is waited for no more: the others that join meanwhile
+        wait for its next one, rather than meet in a group whose leader never runs it."""
+        with self._lock:
+            joins = self._joins.get(group_key)
+            if joins is not None and joins[1].get(self.task, (None,))[0] == nonce:
+                del joins[1][self.task]
 
     def _answer(self, answers: list, value: list) -> None:
         for member, key in answers:

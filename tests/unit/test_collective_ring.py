@@ -300,3 +300,30 @@ def test_a_wait_fails_when_the_member_waited_for_answers_as_another_incarnation(
     else:   # the live member is waited for until the collective's timeout
         assert "within the collective's timeout" in str(raised.value) and "restarted" not in str(raised.value)
     assert (member, "collective_abort") in pushed and 7 not in svc._groups   # the group is forgotten
+
+
+def test_the_leader_s_join_given_up_on_completes_no_group():
+    """The leader's run timed out waiting for the group: a member joining afterwards waits for
+    the leader's next join (a group answered then would have a leader that never runs it)."""
+    svc, sent = _collectives(jobs={"worker": ["h:1", "h:2"]})
+    leader, member = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+
+    def push(dst, method, args):
+        assert dst == leader
+        svc.take_join(args)
+
+    def send(dst, key, value):
+        (svc._rendezvous.send(key, value) if dst == leader else sent.append((dst, key, value)))
+    svc._push, svc._send = push, send
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    with pytest.raises(errors.UnavailableError, match="did not gather every member"):
+        svc.instance(node, _Step(), 2, 7, 1, timeout_s=0.2)
+    svc.take_join([member, 7, 2, 99, 5])
+    assert sent == [] and list(svc._joins[7][1]) == [member]   # nobody answered: the member waits
+    link = svc.instance(node, _Step(), 2, 7, 1, timeout_s=60)   # the leader's next run completes the group
+    assert link.members == (leader, member)
+    deadline = time.monotonic() + 30
+    while not sent and time.monotonic() < deadline:   # (answered from a thread)
+        time.sleep(0.01)
+    (dst, key, (members, epoch, incarnations)), = sent
+    assert dst == member and key.tensor_name == "collective-group/7/99" and incarnations == [0, 5]
