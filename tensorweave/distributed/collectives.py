@@ -26,7 +26,10 @@ nothing (dead, or not running the op). Without any timeout it still never hangs 
 member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
 does not answer within PROBE_TIMEOUT_S, at once when the member's host refuses the ping's
 connection: its process is gone, and when another incarnation answers: it was restarted, quicker
-than the ping noticed, and the group it joined is no more). A run that fails here aborts the run on the other
+than the ping noticed, and the group it joined is no more). While a group forms, a member pings
+the leader and the leader pings a member of the group's last forming that has not joined again
+(a refused connection retried there: it may be restarting); the leader's join given up on
+completes no group. A run that fails here aborts the run on the other
 members ("collective_abort", one-way: their waits raise the same UnavailableError at once), so
 one member seeing a death fails the whole group's step.
 """
@@ -69,7 +72,8 @@ class _Wait:
     group was up, so a refused ping says it is gone; the leader waited for while the group forms
     may still be starting (its refusal is retried within the ping's timeout)."""
 
-    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations")
+    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations",
+                 "absent")
 
     def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float, bool], Optional[int]]):
         self._step = step
@@ -80,20 +84,24 @@ class _Wait:
         self._probe = probe
         self._probed = time.monotonic()
         self.incarnations: dict = {}
+        self.absent: Optional[Callable[[], Optional[str]]] = None   # (the leader's join: whom to ping)
 
     def on_wait(self) -> None:
         if self._step.on_wait is not None:
             self._step.on_wait()
         now = time.monotonic()
-        if self.peer is not None and now - self._probed >= PROBE_S:
+        if now - self._probed < PROBE_S:
+            return
+        peer = self.peer if self.absent is None else self.absent()
+        if peer is not None:
             left = self.time_left()   # (a ping never outlasts the wait's deadline)
             timeout_s = PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01)
-            answered = self._probe(self.peer, timeout_s, bool(self.incarnations))
-            joined = self.incarnations.get(self.peer)
+            answered = self._probe(peer, timeout_s, bool(self.incarnations))
+            joined = self.incarnations.get(peer)
             if answered is not None and joined is not None and answered != joined:
-                raise errors.UnavailableError(None, None, f"{self.peer} was restarted (incarnation {joined} is "
+                raise errors.UnavailableError(None, None, f"{peer} was restarted (incarnation {joined} is "
                                                           f"gone, {answered} answers): the group it joined is no more")
-            self._probed = time.monotonic()
+        self._probed = time.monotonic()
 
     def waiting_for(self, peer: str) -> "_Wait":
         if peer != self.peer:
@@ -133,6 +141,7 @@ class Collectives:
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
         self._runs: dict = {}         # (group_key, instance_key) -> runs started
         self._joins: dict = {}        # (leader) group_key -> (group_size, {task: (nonce, incarnation)})
+        self._formed: dict = {}       # (leader) group_key -> the members of its last group
 
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
@@ -206,14 +215,20 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
+        if self.task == self.leader:   # it pings a member of the group's last forming that has not joined yet
+            wait.absent = lambda: self._absent(group_key)
+        else:
+            wait.waiting_for(self.leader)
         try:
-            answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
+            answer = _receive(self._rendezvous, key, wait, node,
                               f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
                               f"member (a member is down or does not run the op)")
         except errors.OpError:
             if self.task == self.leader:   # (its join, waited for no more, must not complete a group)
                 self._withdraw(group_key, nonce)
             raise
+        finally:
+            wait.absent = None
         members, epoch, incarnations = answer
         if self.task not in members:
             raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
@@ -241,13 +256,20 @@ class Collectives:
             if len(joined) < size:
                 return
             del self._joins[group_key]
-        members = sorted(joined, key=parse_task_name)
+            members = self._formed[group_key] = sorted(joined, key=parse_task_name)
         epoch = secrets.randbits(48)
         answers = [(t, RendezvousKey(self.task, t, f"collective-group/{group_key}/{n}", _step_key(n)))
                    for t, (n, _) in joined.items()]
         incarnations = [joined[m][1] for m in members]
         threading.Thread(target=self._answer, args=(answers, [members, epoch, incarnations]), daemon=True,
                          name="tw-collective-group").start()
+
+    def _absent(self, group_key: int) -> Optional[str]:
+        """(leader) A member of the group's last forming that has not joined it again (gone, or
+        restarting: its pings retry a refused connection within their timeout), else None."""
+        with self._lock:
+            joined = self._joins.get(group_key, (0, {}))[1]
+            return next((m for m in self._formed.get(group_key, ()) if m != self.task and m not in joined), None)
 
     def _withdraw(self, group_key: int, nonce: int) -> None:
         """(leader) Its own join `nonce` is waited for no more: the others that join meanwhile

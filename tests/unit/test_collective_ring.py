@@ -327,3 +327,33 @@ def test_the_leader_s_join_given_up_on_completes_no_group():
         time.sleep(0.01)
     (dst, key, (members, epoch, incarnations)), = sent
     assert dst == member and key.tensor_name == "collective-group/7/99" and incarnations == [0, 5]
+
+
+def test_the_leader_waiting_for_the_group_again_pings_the_member_that_has_not_come_back(monkeypatch):
+    """Without a timeout the leader's join never hangs on a member gone for good: it pings the
+    members of the group's last forming that did not join again (retrying a refused connection:
+    it may be restarting), and fails with UnavailableError naming it when unanswered."""
+    monkeypatch.setattr(collectives, "PROBE_S", 0.0)
+    leader, member = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+    rendezvous, probed = Rendezvous(), []
+
+    def send(dst, key, value):
+        if dst == leader:
+            rendezvous.send(key, value)
+
+    def push(dst, method, args):
+        if dst == leader:
+            svc.take_join(args)
+
+    def probe(task, timeout_s, refused_is_final):
+        probed.append((task, refused_is_final))
+        raise errors.UnavailableError(None, None, f"Task {task} is unavailable: no connection within 10 s")
+    svc = Collectives(leader, ClusterSpec({"worker": ["h:1", "h:2"]}), rendezvous, send, push, probe, incarnation=4)
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    svc.take_join([member, 7, 2, 99, 5])
+    assert svc.instance(node, _Step(), 2, 7, 1, timeout_s=0).members == (leader, member)   # formed once
+    assert probed == []
+    svc.failed(7)   # a run failed: the group is joined again, and the member does not come
+    with pytest.raises(errors.UnavailableError, match=f"Task {member} is unavailable"):
+        svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)
+    assert probed and set(probed) == {(member, False)}
