@@ -310,31 +310,33 @@ def refuses_connections(endpoint: str, timeout_s: float = 1.0) -> bool:
     listens there, because the process that served it is gone (or not started yet). A live
     server never refuses, however loaded: a full backlog makes a connect wait (or, for a Unix
     socket, fail with EAGAIN), so anything but a refusal - a timeout, another error - is no
-    verdict and answers False."""
+    verdict and answers False; a host name refuses only when every address of it does."""
     scheme, _, rest = endpoint.partition("://")
     if scheme == "ipc":
-        family, target = socket.AF_UNIX, rest
+        targets = [(socket.AF_UNIX, rest)]
     elif scheme == "tcp":
         host, _, port = rest.rpartition(":")
         if not port.isdigit():
             return False
         try:
-            family, _, _, _, target = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)[0]
+            targets = [(a[0], a[4]) for a in socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)]
         except OSError:
             return False
     else:
         return False
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout_s)
-        sock.connect(target)
-    except (ConnectionRefusedError, FileNotFoundError):   # (an ipc:// file removed: its server stopped)
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.close()
-    return False
+    for family, target in targets:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(target)
+            return False
+        except (ConnectionRefusedError, FileNotFoundError):   # (an ipc:// file removed: its server stopped)
+            continue
+        except OSError:
+            return False
+        finally:
+            sock.close()
+    return bool(targets)
 
 
 class SpinPoll:
