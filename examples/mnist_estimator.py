@@ -7,10 +7,16 @@ The same program runs as every task; TF_CONFIG says which:
     tensorweave launch --ps 1 --chief 1 --workers 2 --evaluator 1 examples/mnist_estimator.py \\
         --model_dir=/tmp/mnist_estimator
     python examples/mnist_estimator.py --model_dir=/tmp/mnist_estimator      # locally, no TF_CONFIG
+    tensorweave launch --workers 2 --evaluator 1 examples/mnist_estimator.py \
+        --model_dir=/tmp/mnist_collective --strategy=multi_worker_mirrored    # a collective job, no ps
 
 The ps tasks serve the variables and exit once every trainer has finished; the chief and workers
-train asynchronously to --max_steps; the evaluator evaluates each new checkpoint and, after the
-final one, FinalExporter writes model_dir/export/mnist/<timestamp>, a SavedModel
+train asynchronously to --max_steps. With --strategy=multi_worker_mirrored
+(RunConfig(train_distribute=tf.distribute.experimental.MultiWorkerMirroredStrategy()), the one
+line that changes) there is no ps: every worker keeps a copy of the variables, kept equal by
+all-reducing the gradients of each step, and worker 0 (or the chief) checkpoints. The evaluator
+evaluates each new checkpoint and, after the final one, FinalExporter writes
+model_dir/export/mnist/<timestamp>, a SavedModel
 (tf.saved_model.loader.load, tag "serve", signature "serving_default": images in, classes and
 probabilities out). Each task prints one JSON line when it is done.
 """
@@ -54,6 +60,8 @@ def main() -> None:
     parser.add_argument("--max_steps", type=int, default=600)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--strategy", choices=("none", "multi_worker_mirrored"), default="none",
+                        help="multi_worker_mirrored: a collective job of workers (no ps)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     x_train, y_train = synthetic_mnist(2000, seed=1)
@@ -66,8 +74,10 @@ def main() -> None:
     def eval_input_fn():
         return tf.data.Dataset.from_tensor_slices(({"images": x_test}, y_test)).batch(500)
 
+    strategy = (tf.distribute.experimental.MultiWorkerMirroredStrategy() if args.strategy == "multi_worker_mirrored"
+                else None)
     config = tf.estimator.RunConfig(model_dir=args.model_dir, save_checkpoints_steps=100, save_summary_steps=50,
-                                    log_step_count_steps=100)
+                                    log_step_count_steps=100, train_distribute=strategy)
     estimator = tf.estimator.Estimator(model_fn, config=config, params={"learning_rate": args.learning_rate})
     serving_input_fn = tf.estimator.export.build_raw_serving_input_receiver_fn(
         {"images": tf.placeholder(tf.float32, [None, 784], name="images")})

@@ -35,6 +35,10 @@ from tensorweave.framework import errors, limits
 _ids = itertools.count(1)
 
 
+def _never() -> bool:
+    return False
+
+
 class Channel:
     """Thread-safe request/reply channel to one peer address."""
 
@@ -164,10 +168,13 @@ class Channel:
         route.give_back(conn)
 
     def ping(self, wait: Optional[list] = None, timeout_s: Optional[float] = None,
-             extra: Optional[dict] = None) -> dict:
+             extra: Optional[dict] = None, refused_is_final: bool = True) -> dict:
         """The peer's status (incarnation, ...) within timeout_s (default: the connect timeout).
         `wait` lists [identity, request id] of calls whose leases it renews; `extra` adds
-        arguments (a client's keep-alive)."""
+        arguments (a client's keep-alive). A connection the peer's host refuses is
+        UnavailableError at once: nothing listens there now, which is the answer (a live peer,
+        however slow, takes connections); unless not `refused_is_final` (a peer that may be
+        starting), when it is retried within timeout_s as a call's connection is."""
         timeout_s = self.connect_timeout_s if timeout_s is None else timeout_s
         rid = next(_ids)
         conn = self._checkout()
@@ -177,6 +184,8 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
+            if refused_is_final and not conn.connected() and getattr(conn, "refused", _never)():
+                raise self._unavailable("connection refused: nothing listens there (its process is gone)")
             self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:
                 left = deadline - time.monotonic()

@@ -2,13 +2,14 @@
 and the link by rank over which one run of an instance sends and receives.
 
 Groups. A member learns the group (group_key, group_size) once and keeps it: it pushes a join
-("collective_join": [its task, group_key, group_size, nonce]) to the group leader, the cluster's
-/job:chief/task:0, else /job:worker/task:0, else its first task (TF's MultiWorkerMirroredStrategy
-picks the same leader). The leader's service answers once `group_size` tasks joined: every member
-gets the members in (job, task index) order, their rank order, and a fresh epoch, pushed to its
-rendezvous under its nonce. A run that fails forgets the group, so the next run joins afresh
-(a restarted member and the survivors meet again under a new epoch; stale values of the old
-epoch are never taken, and expire with the rendezvous' TTL).
+("collective_join": [its task, group_key, group_size, nonce, its incarnation]) to the group leader,
+the cluster's /job:chief/task:0, else /job:worker/task:0, else its first task (TF's
+MultiWorkerMirroredStrategy picks the same leader). The leader's service answers once `group_size`
+tasks joined: every member gets the members in (job, task index) order, their rank order, a fresh
+epoch and the members' incarnations, pushed to its rendezvous under its nonce. A run that fails
+forgets the group, so the next run joins afresh (a restarted member and the survivors meet again
+under a new epoch; stale values of the old epoch are never taken, and expire with the
+rendezvous' TTL).
 
 Instances. The n-th run of (group_key, instance_key) on a task meets the n-th run on the other
 members (a step id differs between the members' sessions, so it cannot name the meeting): its
@@ -23,7 +24,12 @@ step's cancellation (ending a little before the step's deadline, so that the cli
 why); past it the run fails with UnavailableError naming the member that sent
 nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
 member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
-does not answer within PROBE_TIMEOUT_S). A run that fails here aborts the run on the other
+does not answer within PROBE_TIMEOUT_S, at once when the member's host refuses the ping's
+connection: its process is gone, and when another incarnation answers: it was restarted, quicker
+than the ping noticed, and the group it joined is no more). While a group forms, a member pings
+the leader and the leader pings a member of the group's last forming that has not joined again
+(a refused connection retried there: it may be restarting); the leader's join given up on
+completes no group. A run that fails here aborts the run on the other
 members ("collective_abort", one-way: their waits raise the same UnavailableError at once), so
 one member seeing a death fails the whole group's step.
 """
@@ -61,11 +67,15 @@ def _step_key(*parts) -> int:
 
 class _Wait:
     """What a rendezvous receive reads of a step, with the collective's own deadline; between
-    its slices it pings `peer` (the member waited for) every PROBE_S."""
+    its slices it pings `peer` (the member waited for) every PROBE_S, which must answer as the
+    incarnation that joined the group (`incarnations`, once the group is known). A member of a
+    group was up, so a refused ping says it is gone; the leader waited for while the group forms
+    may still be starting (its refusal is retried within the ping's timeout)."""
 
-    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed")
+    __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations",
+                 "absent")
 
-    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], None]):
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float, bool], Optional[int]]):
         self._step = step
         self.deadline = deadline
         self.cancelled = step.cancelled
@@ -73,15 +83,25 @@ class _Wait:
         self.peer: Optional[str] = None
         self._probe = probe
         self._probed = time.monotonic()
+        self.incarnations: dict = {}
+        self.absent: Optional[Callable[[], Optional[str]]] = None   # (the leader's join: whom to ping)
 
     def on_wait(self) -> None:
         if self._step.on_wait is not None:
             self._step.on_wait()
         now = time.monotonic()
-        if self.peer is not None and now - self._probed >= PROBE_S:
+        if now - self._probed < PROBE_S:
+            return
+        peer = self.peer if self.absent is None else self.absent()
+        if peer is not None:
             left = self.time_left()   # (a ping never outlasts the wait's deadline)
-            self._probe(self.peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01))
-            self._probed = time.monotonic()
+            timeout_s = PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01)
+            answered = self._probe(peer, timeout_s, bool(self.incarnations))
+            joined = self.incarnations.get(peer)
+            if answered is not None and joined is not None and answered != joined:
+                raise errors.UnavailableError(None, None, f"{peer} was restarted (incarnation {joined} is "
+                                                          f"gone, {answered} answers): the group it joined is no more")
+        self._probed = time.monotonic()
 
     def waiting_for(self, peer: str) -> "_Wait":
         if peer != self.peer:
@@ -99,13 +119,16 @@ class _Wait:
 class Collectives:
     """One task's groups, run counters and leader bookkeeping. `send(dst_task, key, value)`
     pushes a value into another task's rendezvous, `push(dst_task, method, args)` a one-way
-    message to its service (neither waits); `probe(task, timeout_s)` pings a task
-    (UnavailableError when it does not answer)."""
+    message to its service (neither waits); `probe(task, timeout_s, refused_is_final)` pings a
+    task and gives its incarnation (None: not known, in process; UnavailableError when it does not
+    answer, at once when its host refuses the connection and `refused_is_final`).
+    `incarnation` is this task's."""
 
     def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
                  send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
-                 probe: Callable[[str, float], None]):
+                 probe: Callable[[str, float, bool], Optional[int]], incarnation: int = 0):
         self.task = task
+        self.incarnation = incarnation
         self.leader = group_leader(cluster)
         self.cluster = cluster
         self._cluster_tasks = frozenset(cluster.task_names())
@@ -114,10 +137,11 @@ class Collectives:
         self._push = push
         self._probe = probe
         self._lock = threading.Lock()
-        self._groups: dict = {}       # group_key -> (members, epoch)
+        self._groups: dict = {}       # group_key -> (members, epoch, {member: incarnation})
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
         self._runs: dict = {}         # (group_key, instance_key) -> runs started
-        self._joins: dict = {}        # (leader) group_key -> (group_size, {task: nonce})
+        self._joins: dict = {}        # (leader) group_key -> (group_size, {task: (nonce, incarnation)})
+        self._formed: dict = {}       # (leader) group_key -> the members of its last group
 
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
@@ -130,7 +154,7 @@ class Collectives:
             ours = step.deadline - min(STEP_MARGIN_S, 0.25 * max(step.deadline - now, 0.0))
             deadline = ours if deadline is None else min(deadline, ours)
         wait = _Wait(step, deadline, self._probe)
-        members, epoch = self._group(node, wait, size, group_key)
+        members, epoch, wait.incarnations = self._group(node, wait, size, group_key)
         with self._lock:
             run = self._runs.get((group_key, instance_key), 0)
             self._runs[(group_key, instance_key)] = run + 1
@@ -176,54 +200,84 @@ class Collectives:
                     known = self._join(node, wait, size, group_key)
                     with self._lock:
                         self._groups[group_key] = known
-        members, epoch = known
+        members = known[0]
         if len(members) != size:
             raise errors.InvalidArgumentError(
                 node, node.name, f"{node.op} {node.name}: group {group_key} has {len(members)} members, "
                                  f"but the op says group_size {size}")
-        return members, epoch
+        return known
 
     def _join(self, node, wait: _Wait, size: int, group_key: int) -> tuple:
         nonce = secrets.randbits(48)
         try:
-            self._push(self.leader, "collective_join", [self.task, group_key, size, nonce])
+            self._push(self.leader, "collective_join", [self.task, group_key, size, nonce, self.incarnation])
         except errors.OpError as e:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        answer = _receive(self._rendezvous, key, wait.waiting_for(self.leader), node,
-                          f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
-                          f"member (a member is down or does not run the op)")
-        members, epoch = answer
+        if self.task == self.leader:   # it pings a member of the group's last forming that has not joined yet
+            wait.absent = lambda: self._absent(group_key)
+        else:
+            wait.waiting_for(self.leader)
+        try:
+            answer = _receive(self._rendezvous, key, wait, node,
+                              f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
+                              f"member (a member is down or does not run the op)")
+        except errors.OpError:
+            if self.task == self.leader:   # (its join, waited for no more, must not complete a group)
+                self._withdraw(group_key, nonce)
+            raise
+        finally:
+            wait.absent = None
+        members, epoch, incarnations = answer
         if self.task not in members:
             raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
-        return tuple(members), int(epoch)
+        return tuple(members), int(epoch), dict(zip(members, incarnations))
 
     # -- the leader -----------------------------------------------------------------------------
     def take_join(self, args) -> None:
-        """(leader) A member's join [task, group_key, group_size, nonce]; once group_size tasks
-        joined, each gets [members, epoch] (pushed from a thread: this runs on the IO role)."""
+        """(leader) A member's join [task, group_key, group_size, nonce, incarnation]; once
+        group_size tasks joined, each gets [members, epoch, their incarnations] (pushed from a
+        thread: this runs on the IO role). A member's later join replaces its earlier one (a
+        restarted member's old process never runs the group)."""
         wire.expect(args, list, "collective join")
-        if len(args) != 4:
-            raise wire.WireError(f"a collective join carries 4 fields, got {len(args)}")
+        if len(args) != 5:
+            raise wire.WireError(f"a collective join carries 5 fields, got {len(args)}")
         member = wire.expect(args[0], str, "member")
-        group_key, size, nonce = (wire.expect(a, int, w) for a, w in zip(args[1:], ("group_key", "size", "nonce")))
+        group_key, size, nonce, incarnation = (wire.expect(a, int, w) for a, w in
+                                               zip(args[1:], ("group_key", "size", "nonce", "incarnation")))
         if member not in self._cluster_tasks or size < 1:
             raise wire.WireError(f"collective join from {member:.80} (group size {size}) refused")
         with self._lock:
             want, joined = self._joins.setdefault(group_key, (size, {}))
             if want != size:   # (a new group size starts over: members that disagree time out)
                 want, joined = self._joins[group_key] = (size, {})
-            joined[member] = nonce
+            joined[member] = (nonce, incarnation)
             if len(joined) < size:
                 return
             del self._joins[group_key]
-        members = sorted(joined, key=parse_task_name)
+            members = self._formed[group_key] = sorted(joined, key=parse_task_name)
         epoch = secrets.randbits(48)
         answers = [(t, RendezvousKey(self.task, t, f"collective-group/{group_key}/{n}", _step_key(n)))
-                   for t, n in joined.items()]
-        threading.Thread(target=self._answer, args=(answers, [members, epoch]), daemon=True,
+                   for t, (n, _) in joined.items()]
+        incarnations = [joined[m][1] for m in members]
+        threading.Thread(target=self._answer, args=(answers, [members, epoch, incarnations]), daemon=True,
                          name="tw-collective-group").start()
+
+    def _absent(self, group_key: int) -> Optional[str]:
+        """(leader) A member of the group's last forming that has not joined it again (gone, or
+        restarting: its pings retry a refused connection within their timeout), else None."""
+        with self._lock:
+            joined = self._joins.get(group_key, (0, {}))[1]
+            return next((m for m in self._formed.get(group_key, ()) if m != self.task and m not in joined), None)
+
+    def _withdraw(self, group_key: int, nonce: int) -> None:
+        """(leader) Its own join `nonce` is waited for no more: the others that join meanwhile
+        wait for its next one, rather than meet in a group whose leader never runs it."""
+        with self._lock:
+            joins = self._joins.get(group_key)
+            if joins is not None and joins[1].get(self.task, (None,))[0] == nonce:
+                del joins[1][self.task]
 
     def _answer(self, answers: list, value: list) -> None:
         for member, key in answers:

@@ -305,6 +305,40 @@ def _ipc_answers(endpoint: str, timeout_s: float = 0.2) -> bool:
         sock.close(0)
 
 
+def refuses_connections(endpoint: str, timeout_s: float = 1.0) -> bool:
+    """Whether the operating system refuses a connection to a tcp:// or ipc:// endpoint: nothing
+    listens there, because the process that served it is gone (or not started yet). A live
+    server never refuses, however loaded: a full backlog makes a connect wait (or, for a Unix
+    socket, fail with EAGAIN), so anything but a refusal - a timeout, another error - is no
+    verdict and answers False; a host name refuses only when every address of it does."""
+    scheme, _, rest = endpoint.partition("://")
+    if scheme == "ipc":
+        targets = [(socket.AF_UNIX, rest)]
+    elif scheme == "tcp":
+        host, _, port = rest.rpartition(":")
+        if not port.isdigit():
+            return False
+        try:
+            targets = [(a[0], a[4]) for a in socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)]
+        except OSError:
+            return False
+    else:
+        return False
+    for family, target in targets:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(target)
+            return False
+        except (ConnectionRefusedError, FileNotFoundError):   # (an ipc:// file removed: its server stopped)
+            continue
+        except OSError:
+            return False
+        finally:
+            sock.close()
+    return bool(targets)
+
+
 class SpinPoll:
     """A select.poll whose waits first poll without sleeping, for up to SPIN_S, when the last
     wait was no longer than that: waking a thread asleep in poll(2) is slow on a virtual

@@ -44,6 +44,9 @@ Conn, one connection (a call owns its connection until its reply came):
   ended() -> bool                    an idle connection found at its end (the peer went away)
   connected() -> bool                False while the connection is down (DEAD_PEER_S of it:
                                      the peer is gone)
+  refused() -> bool                  (optional) whether the peer's host refuses a connection now
+                                     (nothing listens there); asked of one not connected() yet
+                                     by a ping, which takes a refusal as its answer
   resets() -> int                    (optional) how often a connection that reconnects by itself
                                      dropped: a call's request or reply in flight then is lost
   cancel(rid) -> int                 tells the server the call was given up on; returns the

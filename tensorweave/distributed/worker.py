@@ -148,7 +148,8 @@ class WorkerService:
         self._handles = itertools.count(1)
         self._peers: dict[str, Channel] = {}
         self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
-        self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe)
+        self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe,
+                                       self.incarnation)
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -319,10 +320,12 @@ class WorkerService:
             channel = self._peers[dst_task] = _channel(address, dst_task, self.connect_timeout_s)
         return channel
 
-    def _probe(self, dst_task: str, timeout_s: float) -> None:
-        """Pings `dst_task` (UnavailableError naming it when it does not answer in time)."""
-        if dst_task != self.task and local_service(self._peer(dst_task).address) is None:
-            self._peer(dst_task).ping(timeout_s=timeout_s)
+    def _probe(self, dst_task: str, timeout_s: float, refused_is_final: bool = True) -> Optional[int]:
+        """Pings `dst_task`: its incarnation (None in this process); UnavailableError naming it
+        when it does not answer in time (at once when refused and `refused_is_final`)."""
+        if dst_task == self.task or local_service(self._peer(dst_task).address) is not None:
+            return None
+        return self._peer(dst_task).ping(timeout_s=timeout_s, refused_is_final=refused_is_final).get("incarnation")
 
     def _push(self, dst_task: str, method: str, args) -> None:
         """A one-way message other than a tensor to `dst_task` (collectives.py's joins)."""

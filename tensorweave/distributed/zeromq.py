@@ -207,6 +207,12 @@ class _CallSocket(_Socket):
             self._watch = None
         super().close(linger)
 
+    def refused(self) -> bool:
+        """Whether the peer's host refuses a connection to its endpoint now (nothing listens
+        there: the process is gone; sockets.refuses_connections). ZeroMQ itself retries alike
+        whatever failed, and a long-lived connection's watch takes no retries."""
+        return sockets.refuses_connections(self.endpoint, 0.5)   # (longer: no verdict)
+
     def send_message(self, frames: list, wait_s: float) -> None:
         try:
             send_frames(self, frames, NOBLOCK)

@@ -7,7 +7,9 @@ A MonitoredSession is a stack of wrappers around a tf.Session:
                         UnavailableError): the chief restores the latest checkpoint onto a
                         restarted task (a new incarnation), the others wait for it; when no
                         task restarted (a partition, a stall) the model its tasks still hold
-                        is kept, not rolled back (TF restores). Gives up with the last error
+                        is kept, not rolled back (TF restores; so does every
+                        MultiWorkerMirroredStrategy worker, whose copies must stay equal
+                        to a restarted worker's). Gives up with the last error
                         once no session could be made for TENSORWEAVE_RECOVERY_TIMEOUT_S
                         seconds (default 600): a task gone for good ends the program, it does
                         not hang it.
@@ -103,6 +105,16 @@ class ChiefSessionCreator(_ScaffoldedCreator):
         still hold it, or None when a task restarted and create_session must restore it."""
         self._scaffold.finalize()
         return self._get_session_manager()._resume_session(self._master, config=self._config)
+
+
+class _MirroredChiefSessionCreator(ChiefSessionCreator):
+    """A MultiWorkerMirroredStrategy worker's (each keeps its own copies of the variables, kept
+    equal by collectives): after a lost task it restores the latest checkpoint (or initialises)
+    as the restarted worker does, never keeps the copies it holds, which would then differ from
+    the restarted one's (TF's ChiefSessionCreator always restores)."""
+
+    def _resume_session(self):
+        return None
 
 
 @tf_export("train.WorkerSessionCreator")
@@ -526,7 +538,8 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     every log_step_count_steps; the others wait up to max_wait_secs for the chief. Inside the
     scope() of a between-graph tf.distribute strategy, the strategy says who is chief (as TF's
     distribute coordinator does), and every MultiWorkerMirroredStrategy worker initialises its own
-    variables."""
+    variables, and after a lost worker restores them from the latest checkpoint (or initialises
+    them) as the restarted one does, re-forming the collective group with it on the next step."""
     if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
         save_summaries_steps, save_summaries_secs = 100, None
     elif save_summaries_secs is USE_DEFAULT:
@@ -541,22 +554,24 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
     strategy = current_entry()
+    chief_creator = ChiefSessionCreator
     if strategy is not None and strategy[0].extended.experimental_between_graph:
         # TF's worker context of a between-graph strategy: the chief saves; a worker that keeps its
         # own copies of the variables (MultiWorkerMirroredStrategy) initialises or restores them itself
         ext = strategy[0].extended
         is_chief = ext.should_checkpoint
-        if not is_chief and ext.experimental_should_init:
-            creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master,
-                                          config=config)
-            return MonitoredSession(session_creator=creator, hooks=hooks or [],
-                                    stop_grace_period_secs=stop_grace_period_secs)
+        if ext.experimental_should_init:
+            chief_creator = _MirroredChiefSessionCreator
+            if not is_chief:
+                creator = chief_creator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
+                return MonitoredSession(session_creator=creator, hooks=hooks or [],
+                                        stop_grace_period_secs=stop_grace_period_secs)
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
         return MonitoredSession(session_creator=creator, hooks=hooks or [],
                                 stop_grace_period_secs=stop_grace_period_secs)
     all_hooks = list(chief_only_hooks or [])
-    creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
+    creator = chief_creator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir and log_step_count_steps and log_step_count_steps > 0:
         all_hooks.append(StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps))

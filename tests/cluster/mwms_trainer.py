@@ -5,11 +5,18 @@ strategy (only the chief checkpoints into MODEL_DIR). With a second argument `es
 (`launch --chief 1 --workers 1`), an Estimator with RunConfig(train_distribute=the strategy) does it
 through train_and_evaluate.
 
+Options after those (tests/cluster/test_collective_faults.py): `--last_step=N` trains N steps (5;
+the Estimator 6), checkpointing every 5 (the Estimator 3); `--gate=G` makes worker 1 wait, after
+its step G, until the file MODEL_DIR/gate exists (a worker held mid-training, to be killed there).
+
 Prints one JSON line at the end: the task, its final weights and replica count (and global step)."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -19,7 +26,32 @@ X = ((np.arange(48, dtype=np.float32).reshape(16, 3) * 7) % 11 - 5) / 4
 Y = (X @ np.array([[0.5], [-1.0], [2.0]], np.float32) + 0.1).astype(np.float32)
 
 
-def main(model_dir: str) -> None:
+class _Gate(tf.train.SessionRunHook):
+    """On worker 1 with --gate=G: after its step G it waits until MODEL_DIR/gate exists."""
+
+    def __init__(self, model_dir: str, gate):
+        self._path, self._gate = os.path.join(model_dir, "gate"), gate
+
+    def begin(self):
+        self._step = tf.train.get_global_step()
+
+    def after_run(self, run_context, run_values):
+        if self._gate is not None and run_context.session.run(self._step) >= self._gate:
+            while not os.path.exists(self._path):
+                time.sleep(0.05)
+
+
+def _options(args: list) -> dict:
+    options = dict(a[2:].split("=", 1) for a in args if a.startswith("--"))
+    return {"last_step": int(options["last_step"]) if "last_step" in options else None,
+            "gate": int(options["gate"]) if "gate" in options else None}
+
+
+def _gate_hooks(task_id: int, model_dir: str, gate) -> list:
+    return [_Gate(model_dir, gate)] if gate is not None and task_id == 1 else []
+
+
+def main(model_dir: str, last_step=None, gate=None) -> None:
     strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
     resolver = strategy.cluster_resolver
     server = tf.train.Server(resolver.cluster_spec(), job_name=resolver.task_type, task_index=resolver.task_id)
@@ -35,10 +67,12 @@ def main(model_dir: str) -> None:
             return opt.minimize(tf.reduce_sum(tf.square(tf.matmul(x, w) - y)) / 8, global_step=step)
         train = strategy.group(strategy.experimental_run_v2(replica_step, args=(it.get_next(),)))
         scaffold = tf.train.Scaffold(local_init_op=tf.group(tf.local_variables_initializer(), it.initializer))
+        hooks = [tf.train.StopAtStepHook(last_step=last_step or 5), *_gate_hooks(resolver.task_id, model_dir, gate)]
+        every = {"save_checkpoint_steps": 5} if last_step else {}   # (else the default: at the start and the end)
         with tf.train.MonitoredTrainingSession(master=server.target, is_chief=strategy.extended.should_checkpoint,
                                                checkpoint_dir=model_dir, scaffold=scaffold, config=config,
-                                               hooks=[tf.train.StopAtStepHook(last_step=5)],
-                                               save_summaries_steps=None, log_step_count_steps=None) as sess:
+                                               hooks=hooks, save_summaries_steps=None, log_step_count_steps=None,
+                                               **every) as sess:
             while not sess.should_stop():
                 sess.run(train)
         with tf.Session(server.target, config=config) as sess:   # (the variables live on in this task)
@@ -48,6 +82,7 @@ def main(model_dir: str) -> None:
 
 
 FINAL: dict = {}
+GATE: list = []   # (the --gate hook of this worker, for model_fn)
 
 
 class _FinalValues(tf.train.SessionRunHook):
@@ -63,7 +98,7 @@ def model_fn(features, labels, mode):
     pred = tf.matmul(features["x"], w) + b
     loss = tf.losses.mean_squared_error(labels, pred)
     train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_global_step())
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[_FinalValues()],
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[_FinalValues(), *GATE],
                                       eval_metric_ops={"mae": tf.metrics.mean_absolute_error(labels, pred)})
 
 
@@ -74,12 +109,14 @@ def input_fn(input_context=None):
     return dataset.repeat().batch(4)
 
 
-def main_estimator(model_dir: str) -> None:
+def main_estimator(model_dir: str, last_step=None, gate=None) -> None:
     strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
-    config = tf.estimator.RunConfig(train_distribute=strategy, save_checkpoints_steps=3, save_summary_steps=2,
-                                    log_step_count_steps=2)
+    config = tf.estimator.RunConfig(train_distribute=strategy, save_checkpoints_steps=5 if last_step else 3,
+                                    save_summary_steps=2, log_step_count_steps=2)
+    if config.task_type == "worker":
+        GATE.extend(_gate_hooks(config.task_id, model_dir, gate))
     est = tf.estimator.Estimator(model_fn, model_dir=model_dir, config=config)
-    tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn, max_steps=6),
+    tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn, max_steps=last_step or 6),
                                     tf.estimator.EvalSpec(input_fn, steps=2, start_delay_secs=0, throttle_secs=0))
     print(json.dumps({"task": [config.task_type, config.task_id], "is_chief": config.is_chief,
                       "weights": {k: v.tolist() for k, v in FINAL.items()},
@@ -87,4 +124,6 @@ def main_estimator(model_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    (main_estimator if sys.argv[2:] == ["estimator"] else main)(sys.argv[1])
+    if _options(sys.argv[2:])["last_step"]:   # (recoveries and restores logged, on stderr)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    (main_estimator if "estimator" in sys.argv[2:] else main)(sys.argv[1], **_options(sys.argv[2:]))

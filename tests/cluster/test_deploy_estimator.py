@@ -1,8 +1,9 @@
-"""deploy/kubernetes/estimator-tfjob.yaml's job, run here as the TFJob operator would run it: one
-process per replica (1 ps, chief, 2 workers, evaluator) with the operator's TF_CONFIG, whose
-cluster names the evaluator too, its host names replaced by loopback ports, each running the
-replica's own command. Every process exits by itself with 0, each printing its task, and the
-evaluator exports the final model."""
+"""deploy/kubernetes/estimator-tfjob.yaml's and collective-tfjob.yaml's jobs, run here as the
+TFJob operator would run them: one process per replica (1 ps, chief, 2 workers, evaluator; or, the
+collective job of MultiWorkerMirroredStrategy, 2 workers and the evaluator) with the operator's
+TF_CONFIG, whose cluster names the evaluator too, its host names replaced by loopback ports, each
+running the replica's own command. Every process exits by itself with 0, each printing its task,
+and the evaluator exports the final model."""
 from __future__ import annotations
 
 import glob
@@ -23,8 +24,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TIMEOUT_S = 300
 
 
-def test_the_tfjob_manifest_runs_to_the_end_with_the_operators_tf_config(tmp_path):
-    with open(os.path.join(REPO, "deploy", "kubernetes", "estimator-tfjob.yaml")) as f:
+@pytest.mark.parametrize("manifest", ["estimator-tfjob.yaml", "collective-tfjob.yaml"])
+def test_the_tfjob_manifest_runs_to_the_end_with_the_operators_tf_config(tmp_path, manifest):
+    with open(os.path.join(REPO, "deploy", "kubernetes", manifest)) as f:
         (tfjob,) = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "TFJob"]
     specs = {rtype.lower(): spec for rtype, spec in tfjob["spec"]["tfReplicaSpecs"].items()}
     ports = iter(free_ports(sum(spec["replicas"] for spec in specs.values())))

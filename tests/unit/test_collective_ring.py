@@ -7,11 +7,13 @@ from __future__ import annotations
 import queue
 import time
 import threading
+import types
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.distributed import collectives
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.distributed.collectives import Collectives
 from tensorweave.distributed.wire import WireError
@@ -220,7 +222,7 @@ def _collectives(task="/job:worker/replica:0/task:0", jobs=None):
     sent: list = []
     cluster = ClusterSpec(jobs or {"ps": ["h:1"], "worker": ["h:2", "h:3", "h:4"]})
     svc = Collectives(task, cluster, Rendezvous(), lambda dst, key, value: sent.append((dst, key, value)),
-                      lambda dst, method, args: sent.append((dst, method, args)), lambda task, timeout: None)
+                      lambda dst, method, args: sent.append((dst, method, args)), lambda *probed: None)
     return svc, sent
 
 
@@ -230,7 +232,7 @@ def test_the_leader_answers_each_member_once_the_group_is_complete_in_task_order
     assert _collectives(jobs={"chief": ["h:0"], "worker": ["h:1"]})[0].leader == "/job:chief/replica:0/task:0"
     members = [f"/job:worker/replica:0/task:{i}" for i in (2, 0)] + ["/job:ps/replica:0/task:0"]
     for nonce, member in enumerate(members):
-        svc.take_join([member, 7, 3, nonce])
+        svc.take_join([member, 7, 3, nonce, 100 + nonce])
     deadline = time.monotonic() + 30
     while len(sent) < 3 and time.monotonic() < deadline:   # (answered from a thread)
         time.sleep(0.01)
@@ -238,15 +240,17 @@ def test_the_leader_answers_each_member_once_the_group_is_complete_in_task_order
     answers = {dst: (key, value) for dst, key, value in sent}
     order = ["/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:2"]
     for nonce, member in enumerate(members):
-        key, (got_members, epoch) = answers[member]
+        key, (got_members, epoch, incarnations) = answers[member]
         assert got_members == order and key.tensor_name == f"collective-group/7/{nonce}" and key.step_id < 0
+        assert incarnations[order.index(member)] == 100 + nonce   # each member's own, in rank order
     assert len({v[1] for _, v in answers.values()}) == 1   # one epoch for the group
 
 
 def test_joins_and_aborts_from_the_wire_are_checked():
     svc, sent = _collectives()
-    for bad in (["/job:evil/replica:0/task:0", 1, 2, 3], ["/job:worker/replica:0/task:1", 1, 0, 3],
-                ["/job:worker/replica:0/task:1", "1", 2, 3], [1, 2], "join"):
+    for bad in (["/job:evil/replica:0/task:0", 1, 2, 3, 4], ["/job:worker/replica:0/task:1", 1, 0, 3, 4],
+                ["/job:worker/replica:0/task:1", "1", 2, 3, 4], ["/job:worker/replica:0/task:1", 1, 2, 3],
+                ["/job:worker/replica:0/task:1", 1, 2, 3, "4"], [1, 2], "join"):
         with pytest.raises(WireError):
             svc.take_join(bad)
     assert svc.take_abort([-5, "x" * 5000]) == (-5, "x" * 1000)
@@ -254,3 +258,102 @@ def test_joins_and_aborts_from_the_wire_are_checked():
         with pytest.raises(WireError):
             svc.take_abort(bad)
     assert sent == []
+
+
+class _Step:
+    """What a run's step gives the collective's waits (runtime's step): no deadline of its own."""
+    deadline = on_wait = wait_remote = error = None
+
+    def __init__(self):
+        self.cancelled = threading.Event()
+
+
+@pytest.mark.parametrize("answers_as", ["the incarnation that joined", "a restarted process"])
+def test_a_wait_fails_when_the_member_waited_for_answers_as_another_incarnation(monkeypatch, answers_as):
+    """A member killed and started again before a ping noticed it is gone: its new process
+    answers the pings, but never runs the group its old one joined."""
+    monkeypatch.setattr(collectives, "PROBE_S", 0.0)   # (a ping at every slice of the wait)
+    leader, member = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+    rendezvous, pushed = Rendezvous(), []
+    now_answers = 5 if answers_as == "the incarnation that joined" else 6
+    probed = []
+
+    def send(dst, key, value):
+        (rendezvous.send(key, value) if dst == leader else pushed.append((dst, key.tensor_name)))
+
+    def probe(task, timeout_s, refused_is_final):
+        probed.append((task, refused_is_final))
+        return now_answers
+    def push(dst, method, args):
+        (svc.take_join(args) if dst == leader else pushed.append((dst, method)))
+    svc = Collectives(leader, ClusterSpec({"worker": ["h:1", "h:2"]}), rendezvous, send, push, probe, incarnation=4)
+    svc.take_join([member, 7, 2, 99, 5])   # the member's join came first (incarnation 5)
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    link = svc.instance(node, _Step(), 2, 7, 1, timeout_s=1.0)
+    assert link.members == (leader, member) and link.rank == 0
+    with pytest.raises(errors.UnavailableError) as raised:
+        with link:
+            link.recv(1, "x")
+    assert (member, True) in probed   # (a member of the group: a refused ping would fail the wait at once)
+    if answers_as == "a restarted process":
+        assert f"{member} was restarted (incarnation 5 is gone, 6 answers)" in str(raised.value)
+    else:   # the live member is waited for until the collective's timeout
+        assert "within the collective's timeout" in str(raised.value) and "restarted" not in str(raised.value)
+    assert (member, "collective_abort") in pushed and 7 not in svc._groups   # the group is forgotten
+
+
+def test_the_leader_s_join_given_up_on_completes_no_group():
+    """The leader's run timed out waiting for the group: a member joining afterwards waits for
+    the leader's next join (a group answered then would have a leader that never runs it)."""
+    svc, sent = _collectives(jobs={"worker": ["h:1", "h:2"]})
+    leader, member = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+
+    def push(dst, method, args):
+        assert dst == leader
+        svc.take_join(args)
+
+    def send(dst, key, value):
+        (svc._rendezvous.send(key, value) if dst == leader else sent.append((dst, key, value)))
+    svc._push, svc._send = push, send
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    with pytest.raises(errors.UnavailableError, match="did not gather every member"):
+        svc.instance(node, _Step(), 2, 7, 1, timeout_s=0.2)
+    svc.take_join([member, 7, 2, 99, 5])
+    assert sent == [] and list(svc._joins[7][1]) == [member]   # nobody answered: the member waits
+    link = svc.instance(node, _Step(), 2, 7, 1, timeout_s=60)   # the leader's next run completes the group
+    assert link.members == (leader, member)
+    deadline = time.monotonic() + 30
+    while not sent and time.monotonic() < deadline:   # (answered from a thread)
+        time.sleep(0.01)
+    (dst, key, (members, epoch, incarnations)), = sent
+    assert dst == member and key.tensor_name == "collective-group/7/99" and incarnations == [0, 5]
+
+
+def test_the_leader_waiting_for_the_group_again_pings_the_member_that_has_not_come_back(monkeypatch):
+    """Without a timeout the leader's join never hangs on a member gone for good: it pings the
+    members of the group's last forming that did not join again (retrying a refused connection:
+    it may be restarting), and fails with UnavailableError naming it when unanswered."""
+    monkeypatch.setattr(collectives, "PROBE_S", 0.0)
+    leader, member = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+    rendezvous, probed = Rendezvous(), []
+
+    def send(dst, key, value):
+        if dst == leader:
+            rendezvous.send(key, value)
+
+    def push(dst, method, args):
+        if dst == leader:
+            svc.take_join(args)
+
+    def probe(task, timeout_s, refused_is_final):
+        probed.append((task, refused_is_final))
+        raise errors.UnavailableError(None, None, f"Task {task} is unavailable: no connection within 10 s")
+    svc = Collectives(leader, ClusterSpec({"worker": ["h:1", "h:2"]}), rendezvous, send, push, probe, incarnation=4)
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    svc.take_join([member, 7, 2, 99, 5])
+    assert svc.instance(node, _Step(), 2, 7, 1, timeout_s=0).members == (leader, member)   # formed once
+    assert probed == []
+    svc.failed(7)   # a run failed: the group is joined again, and the member does not come
+    with pytest.raises(errors.UnavailableError, match=f"Task {member} is unavailable"):
+        svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)
+    assert probed and set(probed) == {(member, False)}

@@ -1,7 +1,9 @@
-"""deploy/kubernetes/estimator-*.yaml: the manifests parse, and the TF_CONFIG each of their pods
-gets (from the TFJob operator's rule, or from the StatefulSet pod's own shell command, run here)
-gives tf.estimator.RunConfig the task type, index and cluster the manifest intends: 1 ps, a chief,
-2 workers and an evaluator outside the training cluster, each address naming that very pod."""
+"""deploy/kubernetes/estimator-*.yaml and collective-*.yaml: the manifests parse, and the
+TF_CONFIG each of their pods gets (from the TFJob operator's rule, or from the StatefulSet pod's
+own shell command, run here) gives tf.estimator.RunConfig the task type, index and cluster the
+manifest intends, each address naming that very pod: for the ps job 1 ps, a chief, 2 workers and
+an evaluator outside the training cluster; for the collective job (MultiWorkerMirroredStrategy,
+no ps) 2 workers, worker 0 the chief, and the evaluator."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,7 @@ import os
 import re
 import subprocess
 
+import pytest
 import yaml
 
 import tensorweave as tf
@@ -17,7 +20,25 @@ import tensorweave as tf
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KUBE = os.path.join(REPO, "deploy", "kubernetes")
 TRAINER = "/opt/tensorweave/examples/mnist_estimator.py"
-INTENDED = {"ps": 1, "chief": 1, "worker": 2, "evaluator": 1}
+COLLECTIVE = "--strategy=multi_worker_mirrored"
+
+
+class Job:
+    """What one pair of manifests (TFJob, StatefulSets) intends."""
+
+    def __init__(self, prefix: str, name: str, replicas: dict, collective: bool):
+        self.tfjob, self.statefulset = f"{prefix}-tfjob.yaml", f"{prefix}-statefulset.yaml"
+        self.name, self.replicas, self.collective = name, replicas, collective
+        self.claim, self.model_dir = f"{name}-model", f"/model/{name}"
+        self.num_ps = replicas.get("ps", 0)
+        self.num_workers = replicas.get("chief", 0) + replicas["worker"]
+
+    def is_chief(self, job: str, index: int) -> bool:
+        return job == "chief" or (job == "worker" and index == 0 and "chief" not in self.replicas)
+
+
+JOBS = [Job("estimator", "mnist", {"ps": 1, "chief": 1, "worker": 2, "evaluator": 1}, collective=False),
+        Job("collective", "mnist-collective", {"worker": 2, "evaluator": 1}, collective=True)]
 
 
 def _load(name: str) -> list:
@@ -33,9 +54,16 @@ def _the_image_has_the_trainer() -> None:
     assert os.path.exists(os.path.join(REPO, "examples", "mnist_estimator.py"))
 
 
-def _assert_run_config(monkeypatch, tf_config: dict, job: str, index: int, cluster: dict, model_dir_claim) -> None:
+def _assert_args(spec: Job, args: list) -> None:
+    assert f"--model_dir={spec.model_dir}" in args and (COLLECTIVE in args) == spec.collective
+
+
+def _assert_run_config(monkeypatch, spec: Job, tf_config: dict, job: str, index: int, cluster: dict,
+                       model_dir_claim) -> None:
     monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
-    config = tf.estimator.RunConfig(model_dir="/model/mnist")
+    # (what the trainer's --strategy makes: the strategy reads the same TF_CONFIG)
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy() if spec.collective else None
+    config = tf.estimator.RunConfig(model_dir=spec.model_dir, train_distribute=strategy)
     assert (config.task_type, config.task_id) == (job, index)
     if job == "evaluator":   # not a member of the training cluster (TF's rule)
         assert config.cluster_spec.as_dict() == {} and not config.is_chief and config.master == ""
@@ -43,8 +71,11 @@ def _assert_run_config(monkeypatch, tf_config: dict, job: str, index: int, clust
     # (a TFJob's cluster names its evaluator too; TF keeps it there but counts no evaluator as a worker)
     assert config.cluster_spec.as_dict() == cluster
     assert config.master == "grpc://" + cluster[job][index]
-    assert (config.num_ps_replicas, config.num_worker_replicas, config.is_chief) == (1, 3, job == "chief")
-    assert model_dir_claim == "mnist-model"
+    assert (config.num_ps_replicas, config.num_worker_replicas, config.is_chief) == \
+        (spec.num_ps, spec.num_workers, spec.is_chief(job, index))
+    if spec.collective:   # one replica per worker, all-reduced between the workers
+        assert strategy.num_replicas_in_sync == spec.num_workers
+    assert model_dir_claim == spec.claim
 
 
 def _model_claim(pod_spec: dict) -> str:
@@ -53,14 +84,16 @@ def _model_claim(pod_spec: dict) -> str:
     return next(v for v in pod_spec["volumes"] if v["name"] == mount["name"])["persistentVolumeClaim"]["claimName"]
 
 
-def test_tfjob_replicas_get_the_tasks_the_manifest_intends(monkeypatch):
+@pytest.mark.parametrize("intended", JOBS, ids=lambda j: j.tfjob)
+def test_tfjob_replicas_get_the_tasks_the_manifest_intends(monkeypatch, intended):
     _the_image_has_the_trainer()
-    objects = _load("estimator-tfjob.yaml")
+    objects = _load(intended.tfjob)
     (claim,) = [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
-    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"] and claim["metadata"]["name"] == intended.claim
     (job,) = [o for o in objects if o["kind"] == "TFJob"]
+    assert job["metadata"]["name"] == intended.name
     specs = job["spec"]["tfReplicaSpecs"]
-    assert {rtype.lower(): spec["replicas"] for rtype, spec in specs.items()} == INTENDED
+    assert {rtype.lower(): spec["replicas"] for rtype, spec in specs.items()} == intended.replicas
     # The training operator's TF_CONFIG: every replica type, lower-cased, at
     # <job>-<type>-<index>.<namespace>.svc:<the container port named tfjob-port>.
     namespace = job["metadata"].get("namespace", "default")
@@ -68,26 +101,29 @@ def test_tfjob_replicas_get_the_tasks_the_manifest_intends(monkeypatch):
     for rtype, spec in specs.items():
         (container,) = spec["template"]["spec"]["containers"]
         assert container["name"] == "tensorflow"
-        assert container["command"] == ["python", TRAINER] and "--model_dir=/model/mnist" in container["args"]
+        assert container["command"] == ["python", TRAINER]
+        _assert_args(intended, container["args"])
         (port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "tfjob-port"]
         cluster[rtype.lower()] = [f"{job['metadata']['name']}-{rtype.lower()}-{i}.{namespace}.svc:{port}"
                                   for i in range(spec["replicas"])]
-    assert cluster["chief"] == ["mnist-chief-0.default.svc:2222"]
+    chief = "chief" if "chief" in cluster else "worker"
+    assert cluster[chief][0] == f"{intended.name}-{chief}-0.default.svc:2222"
     for rtype, spec in specs.items():
         for index in range(spec["replicas"]):
             tf_config = {"cluster": cluster, "task": {"type": rtype.lower(), "index": index}, "environment": "cloud"}
-            _assert_run_config(monkeypatch, tf_config, rtype.lower(), index, cluster,
+            _assert_run_config(monkeypatch, intended, tf_config, rtype.lower(), index, cluster,
                                _model_claim(spec["template"]["spec"]))
 
 
-def test_statefulset_pods_build_the_tf_config_the_manifest_intends(monkeypatch, tmp_path):
+@pytest.mark.parametrize("intended", JOBS, ids=lambda j: j.statefulset)
+def test_statefulset_pods_build_the_tf_config_the_manifest_intends(monkeypatch, tmp_path, intended):
     _the_image_has_the_trainer()
-    objects = _load("estimator-statefulset.yaml")
+    objects = _load(intended.statefulset)
     (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"]
     services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
     sets = [o for o in objects if o["kind"] == "StatefulSet"]
     jobs = {s["spec"]["template"]["metadata"]["labels"]["job"]: s for s in sets}
-    assert {job: s["spec"]["replicas"] for job, s in jobs.items()} == INTENDED
+    assert {job: s["spec"]["replicas"] for job, s in jobs.items()} == intended.replicas
     cluster = json.loads(config_map["data"]["cluster.json"])
     assert "evaluator" not in cluster
     for job, addresses in cluster.items():   # each address names that pod of that job's StatefulSet
@@ -112,7 +148,8 @@ def test_statefulset_pods_build_the_tf_config_the_manifest_intends(monkeypatch, 
         # the pod's own command, with the ConfigMap where this test put it and TF_CONFIG printed
         # where the pod would exec the trainer
         prefix, trainer = script.split("&& exec ")
-        assert trainer.split()[:2] == ["python", TRAINER] and "--model_dir=/model/mnist" in trainer
+        assert trainer.split()[:2] == ["python", TRAINER]
+        _assert_args(intended, trainer.split())
         shell = prefix.replace(mount["mountPath"], str(files)) + '&& printf %s "$TF_CONFIG"'
         (task_type_env,) = [e for e in container["env"] if e["name"] == "TASK_TYPE"]
         label = re.fullmatch(r"metadata\.labels\['(\w+)'\]", task_type_env["valueFrom"]["fieldRef"]["fieldPath"])
@@ -121,4 +158,4 @@ def test_statefulset_pods_build_the_tf_config_the_manifest_intends(monkeypatch, 
                    "TASK_TYPE": s["spec"]["template"]["metadata"]["labels"][label.group(1)]}
             out = subprocess.run(container["command"] + [shell], env=env, capture_output=True, text=True,
                                  check=True).stdout
-            _assert_run_config(monkeypatch, json.loads(out), job, index, cluster, _model_claim(pod))
+            _assert_run_config(monkeypatch, intended, json.loads(out), job, index, cluster, _model_claim(pod))

@@ -1,0 +1,209 @@
+"""Faults of a collective (MultiWorkerMirroredStrategy) job with real processes on loopback.
+
+A ping of a task whose process is gone fails at once (its host refuses the connection) on every
+transport, where a stopped (slow) task is only unanswered and is reached again once it goes on:
+so a worker SIGKILLed during an all-reduce fails the others' step at their first ping of it
+(tests/cluster/test_multi_worker_mirrored.py), not after a ping's timeout. And when the killed
+worker is started again, the job goes on: with MonitoredTrainingSession and with an Estimator
+(train_and_evaluate, RunConfig(train_distribute=MWMS)), the surviving worker's session recovers
+from the UnavailableError, restores the chief's last checkpoint as the restarted worker does, the
+group meets again with the new process, and every process finishes and exits
+(tests/cluster/mwms_trainer.py trains; `--gate` holds worker 1 mid-training, to be killed there).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.distributed import channel as channel_mod
+from tensorweave.distributed import sockets
+from tensorweave.distributed.cluster import free_ports
+from tensorweave.framework import errors
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+TRAINER = os.path.join(HERE, "mwms_trainer.py")
+EXIT_TIMEOUT_S = 240
+GATE, LAST_STEP = 15, 40   # worker 1 waits after step GATE until released; checkpoints every 5 steps
+
+
+def _wait_stopped(pid: int) -> None:
+    """Until every thread of the process is stopped (a signal is delivered after kill returns)."""
+    deadline = time.monotonic() + 60
+    while any(open(f"/proc/{pid}/task/{t}/stat").read().rpartition(")")[2].split()[0] not in "Tt"
+              for t in os.listdir(f"/proc/{pid}/task")):
+        assert time.monotonic() < deadline, "the task did not stop"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads whether a process stopped from /proc")
+@pytest.mark.parametrize("transport", ["auto", "ipc", "tcp"])
+def test_a_ping_of_a_killed_task_is_refused_at_once_and_a_stopped_one_is_waited_for(start_cluster, monkeypatch,
+                                                                                     transport):
+    c = start_cluster({"local": 1}, env={"TENSORWEAVE_TRANSPORT": transport})
+    monkeypatch.setattr(sockets, "TRANSPORT", transport)
+    address, task = c.address("local", 0), c.task_name("local", 0)
+    pid = c.procs[("local", 0)].pid
+    pinged = channel_mod.Channel(address, task, 60.0)
+    try:
+        incarnation = pinged.ping(timeout_s=60)["incarnation"]
+        os.kill(pid, signal.SIGSTOP)   # alive, answering nothing: a ping times out, refused by nobody
+        try:
+            _wait_stopped(pid)
+            fresh = channel_mod.Channel(address, task, 60.0)   # (a connection made while it is stopped)
+            for ch in (pinged, fresh):
+                with pytest.raises(errors.UnavailableError) as unanswered:
+                    ch.ping(timeout_s=0.5)
+                assert "refused" not in str(unanswered.value)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        for ch in (pinged, fresh):   # going on, it is reached again
+            assert ch.ping(timeout_s=60)["incarnation"] == incarnation
+        fresh.close()
+        c.kill("local", 0)
+        fresh = channel_mod.Channel(address, task, 60.0)
+        for ch in (pinged, fresh):
+            started = time.monotonic()
+            with pytest.raises(errors.UnavailableError, match="connection refused: nothing listens there"):
+                ch.ping(timeout_s=60)
+            assert time.monotonic() - started < 60   # the refusal is the answer: the ping's timeout is not waited out
+        fresh.close()
+        c.restart("local", 0)   # a call still waits for a task that starts (again)
+        assert pinged.call("get_status", {})["incarnation"] != incarnation
+    finally:
+        pinged.close()
+
+
+class CollectiveJob:
+    """The processes of one MultiWorkerMirroredStrategy job (tests/cluster/mwms_trainer.py), by
+    TF_CONFIG, each one's output kept per start; always killed at the end."""
+
+    def __init__(self, model_dir: str, workers: int, args=()):
+        self.cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
+        self.model_dir, self.args = model_dir, list(args)
+        self.procs: dict = {}
+        self.logs: dict = {}
+
+    def start(self, job: str, index: int = 0) -> None:
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   PYTHONFAULTHANDLER="1", TENSORWEAVE_CONNECT_TIMEOUT_S="20",
+                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}))
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self.logs.setdefault((job, index), []).append((out, err))
+        self.procs[(job, index)] = subprocess.Popen([sys.executable, TRAINER, self.model_dir, *self.args], env=env,
+                                                    cwd=REPO, stdout=out, stderr=err, start_new_session=True)
+
+    def kill(self, job: str, index: int = 0) -> None:
+        proc = self.procs[(job, index)]
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+    def output(self, job: str, index: int = 0, run: int = -1, stream: int = 1) -> str:
+        f = self.logs[(job, index)][run][stream]
+        f.seek(0)
+        return f.read().decode(errors="replace")
+
+    def result(self, job: str, index: int = 0) -> dict:
+        lines = [line for line in self.output(job, index, stream=0).splitlines() if line.startswith("{")]
+        assert lines, f"/job:{job}/task:{index} printed no result:\n{self.output(job, index)[-4000:]}"
+        return json.loads(lines[-1])
+
+    def describe(self) -> str:
+        return "\n".join(f"--- {key} run {r}:\n{self.output(*key, run=r)[-3000:]}"
+                         for key, runs in self.logs.items() for r in range(len(runs)))
+
+    def wait_all(self) -> dict:
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        codes = {}
+        for key, proc in self.procs.items():
+            try:
+                codes[key] = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGABRT)   # faulthandler prints its threads' stacks
+                proc.wait(30)
+                codes[key] = "hung"
+        return codes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for key in self.procs:
+            self.kill(*key)
+        for runs in self.logs.values():
+            for out, err in runs:
+                out.close()
+                err.close()
+
+
+def _checkpoint_step(model_dir: str) -> int:
+    path = tf.train.latest_checkpoint(model_dir)
+    return int(tf.train.load_variable(path, "global_step")) if path else -1
+
+
+def _kill_mid_training_and_restart(job: CollectiveJob, victim: int) -> None:
+    """Worker 1 holds after step GATE; the chief checkpoints that step and waits in the next
+    step's all-reduce for worker 1. The victim is killed there, then started again, and worker 1
+    released (the chief killed, worker 1 meets its death in that all-reduce)."""
+    deadline = time.monotonic() + EXIT_TIMEOUT_S
+    while _checkpoint_step(job.model_dir) < GATE:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in job.procs.values()), job.describe()
+        time.sleep(0.05)
+    assert _checkpoint_step(job.model_dir) == GATE   # (no step past it without worker 1)
+    job.kill("worker", victim)
+    open(os.path.join(job.model_dir, "gate"), "w").close()
+    job.start("worker", victim)
+
+
+def _assert_restarted_and_finished(job: CollectiveJob, codes: dict, victim: int) -> None:
+    for key, code in codes.items():
+        assert code == 0, f"{key} exited with {code}:\n{job.describe()}"
+    assert _checkpoint_step(job.model_dir) == LAST_STEP
+    survivor = job.output("worker", 1 - victim)
+    # the survivor's step failed (a refused ping of the dead worker, or, when the new process was
+    # up first, its other incarnation), its session recovered and restored the checkpoint of the
+    # step it was held at, as the restarted worker did
+    assert "A task was lost (UnavailableError" in survivor, survivor[-4000:]
+    assert "connection refused" in survivor or f"/job:worker/replica:0/task:{victim} was restarted" in survivor, \
+        survivor[-4000:]
+    restored = f"Restoring parameters from {os.path.join(job.model_dir, f'model.ckpt-{GATE}')}"
+    after_loss = survivor[survivor.index("A task was lost"):]
+    assert restored in after_loss, after_loss[-4000:]
+    assert restored in job.output("worker", victim), job.output("worker", victim)[-4000:]
+
+
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker 1", "the chief, worker 0, the group's leader"])
+def test_a_killed_worker_started_again_rejoins_a_monitored_training_session_job(tmp_path, victim):
+    with CollectiveJob(str(tmp_path), 2, [f"--last_step={LAST_STEP}", f"--gate={GATE}"]) as job:
+        for i in range(2):
+            job.start("worker", i)
+        _kill_mid_training_and_restart(job, victim)
+        _assert_restarted_and_finished(job, job.wait_all(), victim)
+        chief, worker = job.result("worker", 0), job.result("worker", 1)
+        assert chief["step"] == worker["step"] == LAST_STEP
+        assert chief["weights"] == worker["weights"]   # mirrored again: the same checkpoint, the same steps since
+        reader = tf.train.load_checkpoint(str(tmp_path))
+        np.testing.assert_array_equal(reader.get_tensor("w"), np.array(chief["weights"], np.float32))
+
+
+def test_a_killed_worker_started_again_rejoins_an_estimator_train_and_evaluate_job(tmp_path):
+    with CollectiveJob(str(tmp_path), 2, ["estimator", f"--last_step={LAST_STEP}", f"--gate={GATE}"]) as job:
+        for task in (("worker", 0), ("worker", 1), ("evaluator", 0)):
+            job.start(*task)
+        _kill_mid_training_and_restart(job, 1)
+        _assert_restarted_and_finished(job, job.wait_all(), 1)
+        chief, worker = job.result("worker", 0), job.result("worker", 1)
+        assert chief["is_chief"] and not worker["is_chief"] and chief["weights"] == worker["weights"]
+        evals = [e for f in (tmp_path / "eval").iterdir() for e in tf.train.summary_iterator(str(f))
+                 if any(v.tag == "mae" for v in e.summary.value)]
+        assert evals and max(e.step for e in evals) == LAST_STEP   # the evaluator saw the final checkpoint
