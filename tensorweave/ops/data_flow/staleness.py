@@ -47,13 +47,12 @@ class StalenessBarrier(Waitable):
         self.state = [_IN] * num_workers
         self.last_seen = [time.monotonic()] * num_workers
 
-    def describe(self) -> tuple:
-        return (self.num_workers, self.staleness)
-
-    def _check(self, node, worker: int, other: "StalenessBarrier") -> None:
-        if other.describe() != self.describe():
+    def check(self, node, worker: int, num_workers: int, staleness: int) -> None:
+        """InvalidArgumentError when a node asks for this barrier with other settings, or names a
+        worker it does not have."""
+        if (num_workers, staleness) != (self.num_workers, self.staleness):
             raise invalid(node, f"staleness barrier '{self.name}' was created for (num_workers, staleness) = "
-                                f"{self.describe()}, but is requested as {other.describe()}")
+                                f"{(self.num_workers, self.staleness)}, but is requested as {(num_workers, staleness)}")
         if not 0 <= worker < self.num_workers:
             raise invalid(node, f"worker {worker} is not one of the {self.num_workers} workers of staleness barrier "
                                 f"'{self.name}'")
@@ -106,18 +105,19 @@ class StalenessBarrier(Waitable):
 def _barrier_kernel(act):
     def factory(node, ctx):
         container, shared = node.attr.get("container") or "", node.attr.get("shared_name") or node.name
-        worker = int(node.attr["worker"])
-        fresh = StalenessBarrier(shared, int(node.attr["num_workers"]), int(node.attr["staleness"]),
-                                 float(node.attr["worker_timeout"]))
-        if fresh.num_workers < 1 or fresh.staleness < 0 or not fresh.worker_timeout > 0:
-            raise invalid(node, f"needs num_workers >= 1, staleness >= 0 and worker_timeout > 0, got "
-                                f"{fresh.num_workers}, {fresh.staleness} and {fresh.worker_timeout}")
+        worker, num_workers, staleness = (int(node.attr[k]) for k in ("worker", "num_workers", "staleness"))
+        timeout = float(node.attr["worker_timeout"])
+        if num_workers < 1 or staleness < 0 or not timeout > 0:
+            raise invalid(node, f"needs num_workers >= 1, staleness >= 0 and worker_timeout > 0, got {num_workers}, "
+                                f"{staleness} and {timeout}")
 
         def kernel(step):
-            barrier = ctx.resources.lookup_or_create(container, shared, lambda: fresh)
+            # (looked up each time: a reset drops the barrier, and the next step makes a new one)
+            barrier = ctx.resources.lookup_or_create(
+                container, shared, lambda: StalenessBarrier(shared, num_workers, staleness, timeout))
             if not isinstance(barrier, StalenessBarrier):
                 raise invalid(node, f"resource {container}/{shared} is not a staleness barrier")
-            barrier._check(node, worker, fresh)
+            barrier.check(node, worker, num_workers, staleness)
             act(barrier, step, node, worker)
         return kernel
     return factory
