@@ -27,6 +27,11 @@ ps's log, and rejoins at the slowest clock if it steps again; so keep the timeou
 longest pause of a live worker between two steps (a checkpoint, an evaluation), and below
 ConfigProto.operation_timeout_in_ms, which otherwise ends the waiting step with
 DeadlineExceededError first.
+
+The trade-off, measured on the CIFAR-10 example (docs/PERFORMANCE.md, "Bounded staleness"): a
+bound of a few steps keeps async's throughput through transient stalls of a worker (staleness 0
+pays each of them); with a persistently slower worker every bound runs the job at that worker's
+pace, where unbounded async lets the others run on with its gradients ever staler.
 """
 from __future__ import annotations
 
