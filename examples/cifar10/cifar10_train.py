@@ -114,14 +114,18 @@ def tower_devices(gpus: int, spec, task_index: int) -> list:
             for i in range(gpus)]
 
 
+def check_staleness_flag() -> None:
+    """Before anything starts: --staleness where it cannot work."""
+    if FLAGS.staleness >= 0 and FLAGS.sync_replicas:
+        raise SystemExit("--staleness and --sync_replicas exclude each other (--sync_replicas is synchronous)")
+    if FLAGS.staleness >= 0 and BoundedStalenessOptimizer is None:
+        raise SystemExit("--staleness needs tensorweave: TensorFlow has no bounded-staleness training")
+
+
 def bounded_staleness(num_workers: int, task_index: int):
     """--staleness: the function wrapping the optimizer, or None (no bound)."""
     if FLAGS.staleness < 0:
         return None
-    if FLAGS.sync_replicas:
-        raise SystemExit("--staleness and --sync_replicas exclude each other (--sync_replicas is synchronous)")
-    if BoundedStalenessOptimizer is None:
-        raise SystemExit("--staleness needs tensorweave: TensorFlow has no bounded-staleness training")
     return lambda opt: BoundedStalenessOptimizer(opt, FLAGS.staleness, num_workers, task_index)
 
 
@@ -168,6 +172,7 @@ def mode() -> str:
 
 
 def main(_):
+    check_staleness_flag()
     cluster, job, task_index = cluster_and_task()
     is_chief = task_index == 0
     if job == "ps":
