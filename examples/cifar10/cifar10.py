@@ -107,10 +107,11 @@ def _add_loss_summaries(total_losses):
 
 
 def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int, sync_replicas: int = 0,
-          tower_devices=None):
-    """The training op; with sync_replicas=N, also the SyncReplicasOptimizer (for its hook).
-    `total_loss`: the loss, or a list of the towers' losses, whose gradients are computed under
-    the matching `tower_devices` (device names or functions) and averaged."""
+          tower_devices=None, wrap_optimizer=None):
+    """The training op; with sync_replicas=N, also the SyncReplicasOptimizer (for its hook), and
+    with `wrap_optimizer` (a function of the optimizer: cifar10_train.py's --staleness) the wrapped
+    optimizer. `total_loss`: the loss, or a list of the towers' losses, whose gradients are computed
+    under the matching `tower_devices` (device names or functions) and averaged."""
     total_losses = list(total_loss) if isinstance(total_loss, (list, tuple)) else [total_loss]
     tower_devices = tower_devices or [None] * len(total_losses)
     decay_steps = int(num_examples_per_epoch / batch_size * NUM_EPOCHS_PER_DECAY)
@@ -125,6 +126,8 @@ def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int,
                                              total_num_replicas=sync_replicas,
                                              variable_averages=variable_averages,
                                              variables_to_average=tf.trainable_variables())
+    elif wrap_optimizer is not None:
+        opt = wrap_optimizer(opt)
     tower_grads = []
     for each, device in zip(total_losses, tower_devices):
         with tf.device(device) if device is not None else contextlib.nullcontext(), \
@@ -136,4 +139,4 @@ def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int,
     if sync_replicas:   # SyncReplicasOptimizer averages the variables itself, on the chief
         return apply_op, opt
     with tf.control_dependencies([apply_op]):
-        return variable_averages.apply(tf.trainable_variables()), None
+        return variable_averages.apply(tf.trainable_variables()), (opt if wrap_optimizer is not None else None)

@@ -1,6 +1,7 @@
 """Distributed CIFAR-10 training, as seed 003 runs it: one process per task, parameters on the ps
 tasks, every worker training a replica with MonitoredTrainingSession (asynchronously, or in step
-with --sync_replicas), the chief saving checkpoints and summaries to --train_dir.
+with --sync_replicas, or asynchronously with no worker more than N steps ahead of the slowest with
+--staleness=N, a tensorweave extension), the chief saving checkpoints and summaries to --train_dir.
 
     # a whole local cluster in one command (TF_CONFIG tells each process its task):
     tensorweave launch --ps 1 --workers 2 examples/cifar10/cifar10_train.py --train_dir=/tmp/cifar10_train
@@ -23,7 +24,7 @@ import os
 import sys
 import time
 
-from backend import tf
+from backend import BoundedStalenessOptimizer, tf
 import cifar10
 import cifar10_input
 
@@ -39,6 +40,8 @@ tf.app.flags.DEFINE_integer("batch_size", 128, "examples per batch and worker")
 tf.app.flags.DEFINE_integer("max_steps", 1800, "global steps to train for")
 tf.app.flags.DEFINE_integer("log_frequency", 20, "global steps between progress lines")
 tf.app.flags.DEFINE_boolean("sync_replicas", False, "aggregate the workers' gradients each step")
+tf.app.flags.DEFINE_integer("staleness", -1, "asynchronous, but no worker more than this many steps ahead of "
+                            "the slowest (0: in step; -1: no bound); a tensorweave extension")
 tf.app.flags.DEFINE_string("model", "tutorial", "tutorial or xception")
 tf.app.flags.DEFINE_integer("xception_middle_repeats", 2, "repeats of Xception's middle flow")
 tf.app.flags.DEFINE_integer("save_checkpoint_secs", 60, "seconds between checkpoints")
@@ -111,8 +114,24 @@ def tower_devices(gpus: int, spec, task_index: int) -> list:
             for i in range(gpus)]
 
 
-def build(num_workers: int, is_chief: bool, devices: list):
+def check_staleness_flag() -> None:
+    """Before anything starts: --staleness where it cannot work."""
+    if FLAGS.staleness >= 0 and FLAGS.sync_replicas:
+        raise SystemExit("--staleness and --sync_replicas exclude each other (--sync_replicas is synchronous)")
+    if FLAGS.staleness >= 0 and BoundedStalenessOptimizer is None:
+        raise SystemExit("--staleness needs tensorweave: TensorFlow has no bounded-staleness training")
+
+
+def bounded_staleness(num_workers: int, task_index: int):
+    """--staleness: the function wrapping the optimizer, or None (no bound)."""
+    if FLAGS.staleness < 0:
+        return None
+    return lambda opt: BoundedStalenessOptimizer(opt, FLAGS.staleness, num_workers, task_index)
+
+
+def build(num_workers: int, task_index: int, devices: list):
     """The training graph of one worker, a tower per device of `devices`: (train_op, hooks)."""
+    is_chief = task_index == 0
     global_step = tf.train.get_or_create_global_step()
     with tf.device("/cpu:0"):
         images, labels = cifar10_input.distorted_inputs(FLAGS.data_dir, FLAGS.batch_size * len(devices))
@@ -132,12 +151,13 @@ def build(num_workers: int, is_chief: bool, devices: list):
             tf.get_variable_scope().reuse_variables()
     examples = cifar10_input.num_records([os.path.join(FLAGS.data_dir, f) for f in cifar10_input.TRAIN_FILES])
     sync = num_workers if FLAGS.sync_replicas else 0
-    train_op, sync_opt = cifar10.train(losses, global_step, FLAGS.batch_size * len(devices), examples,
-                                       sync_replicas=sync, tower_devices=devices)
+    train_op, wrapped_opt = cifar10.train(losses, global_step, FLAGS.batch_size * len(devices), examples,
+                                       sync_replicas=sync, tower_devices=devices,
+                                       wrap_optimizer=bounded_staleness(num_workers, task_index))
     loss = losses[-1]
     hooks = [tf.train.StopAtStepHook(last_step=FLAGS.max_steps), tf.train.NanTensorHook(loss)]
-    if sync_opt is not None:
-        hooks.append(sync_opt.make_session_run_hook(is_chief))
+    if wrapped_opt is not None:   # SyncReplicasOptimizer's hook, or BoundedStalenessOptimizer's
+        hooks.append(wrapped_opt.make_session_run_hook(is_chief) if sync else wrapped_opt.make_session_run_hook())
     if is_chief:
         # a global step is one worker's batch on each tower, or (sync) that from each worker
         examples_per_step = FLAGS.batch_size * len(devices) * (num_workers if sync else 1)
@@ -145,7 +165,14 @@ def build(num_workers: int, is_chief: bool, devices: list):
     return train_op, hooks
 
 
+def mode() -> str:
+    if FLAGS.sync_replicas:
+        return "synchronous"
+    return "asynchronous" + (f" (at most {FLAGS.staleness} steps apart)" if FLAGS.staleness >= 0 else "")
+
+
 def main(_):
+    check_staleness_flag()
     cluster, job, task_index = cluster_and_task()
     is_chief = task_index == 0
     if job == "ps":
@@ -156,7 +183,7 @@ def main(_):
                                       log=lambda m: print(m, flush=True) if is_chief else None)
     if is_chief:
         print(f"Training the {FLAGS.model} model on {what} ({FLAGS.data_dir}), "
-              f"{'synchronous' if FLAGS.sync_replicas else 'asynchronous'}, checkpoints in {FLAGS.train_dir}",
+              f"{mode()}, checkpoints in {FLAGS.train_dir}",
               flush=True)
     gpus, spec = num_gpus(), None
     if is_chief and gpus:
@@ -169,7 +196,7 @@ def main(_):
     else:
         master, num_workers, device = "", 1, None
     with tf.Graph().as_default(), tf.device(device):
-        train_op, hooks = build(num_workers, is_chief, tower_devices(gpus, spec, task_index))
+        train_op, hooks = build(num_workers, task_index, tower_devices(gpus, spec, task_index))
         # soft placement: an op without a GPU kernel runs on its task's CPU (as TF's multi-GPU trainer)
         config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=FLAGS.log_device_placement)
         if cluster:

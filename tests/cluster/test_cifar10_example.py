@@ -1,5 +1,6 @@
 """The main job, shortened: seed 003's CIFAR-10 trainer (examples/cifar10/) on a local cluster of
-one ps and two workers under `tensorweave launch`, asynchronous and synchronous, then the
+one ps and two workers under `tensorweave launch`, asynchronous, synchronous and with bounded
+staleness (--staleness=0: the workers in step, neither waiting for the other at the end), then the
 evaluation of its checkpoint; and the same trainer file in one plain process."""
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def _trained(r: subprocess.CompletedProcess, train_dir: str, steps: int) -> None
     assert glob.glob(os.path.join(train_dir, "events.out.tfevents.*"))
 
 
-@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize("mode", ["async", "sync", "staleness"])
 def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
     train_dir = str(tmp_path / "train")
     steps = 80
@@ -61,8 +62,12 @@ def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
             "--batch_size=32"]
     if mode == "sync":
         args.append("--sync_replicas")
+    if mode == "staleness":
+        args.append("--staleness=0")
     r = _run(args, timeout=240)
     _trained(r, train_dir, steps)
+    if mode == "staleness":
+        assert "asynchronous (at most 0 steps apart)" in r.stdout
     assert "[worker:0] step" in r.stdout          # per-task prefixes; the chief reports progress
     e = _run([os.path.join(EXAMPLE, "cifar10_eval.py"), f"--checkpoint_dir={train_dir}", f"--data_dir={data_dir}",
               f"--eval_dir={tmp_path / 'eval'}", "--run_once", "--batch_size=50"], timeout=120)

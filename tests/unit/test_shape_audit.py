@@ -19,6 +19,7 @@ import tensorweave as tf
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops import collective_ops
 from tensorweave.ops.control_flow import tensor_list
+from tensorweave.ops.data_flow import staleness
 from tensorweave.ops.helpers import make_op
 from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.nn.activations import bias_add_v1
@@ -491,6 +492,8 @@ def _build_input_and_state_corpus(g: tf.Graph, tmp: str) -> None:
         sacc.apply_grad([0, 2], tf.placeholder(tf.float32, [2, 4])), sacc.take_grad(1)
         sacc.num_accumulated(), sacc.set_global_step(3)
         acc._cancel_takes()   # what a sync-replicas chief's shutdown runs
+        barrier = ("barrier", 2, 1, 60.0, 0)   # a bounded-staleness worker's ops
+        staleness.staleness_barrier_advance(*barrier), staleness.staleness_barrier_leave(*barrier)
         var = tf.Variable(tf.zeros([3, 4]), name="io_var")
         # summaries and checkpoints
         tf.summary.scalar("s", m[0, 0]), tf.summary.histogram("h", m), tf.summary.image("i", img)
