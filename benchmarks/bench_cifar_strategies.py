@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import runpy
+import shutil
 import signal
 import statistics
 import subprocess
@@ -99,8 +100,8 @@ def task_main(out: str, every: int, per_step: int, trainer_args: list) -> None:
     runpy.run_path(TRAINER, run_name="__main__")
 
 
-def run_job(mode: str, examples: int, batch: int, marks: int, data_dir: str) -> list:
-    """The chief's marks of one job of `mode`."""
+def run_job(mode: str, examples: int, batch: int, marks: int, data_dir: str) -> dict:
+    """One job of `mode`: its examples/s and its (examples, training seconds, precision@1) curve."""
     jobs = MODES[mode]
     per_step = batch * (jobs["worker"] if mode != "ps" else 1)
     if examples % (marks * per_step):
@@ -133,8 +134,11 @@ def run_job(mode: str, examples: int, batch: int, marks: int, data_dir: str) -> 
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-    with open(os.path.join(out, "marks.json")) as f:
-        return json.load(f)
+    try:
+        with open(os.path.join(out, "marks.json")) as f:
+            return summary(json.load(f), data_dir)
+    finally:
+        shutil.rmtree(out)   # (a few hundred MB of checkpoints)
 
 
 def precision_at_1(checkpoints: list, data_dir: str, batch: int = 100) -> list:
@@ -189,8 +193,7 @@ def main() -> None:
     results: dict = {row: [] for row in rows}
     for _ in range(args.rounds):
         for row in rows:
-            results[row].append(summary(run_job(*row[:1], args.examples, row[1], args.marks, args.data_dir),
-                                        args.data_dir))
+            results[row].append(run_job(row[0], args.examples, row[1], args.marks, args.data_dir))
     print(f"CIFAR-10 tutorial model, embedded digits, {args.examples} global examples per job, {args.rounds} "
           f"round(s), {os.cpu_count()} CPUs, load average {load0} at start")
     print("| mode | batch per worker | global batch per step | examples/s | final precision@1 | time to 95% of ps |")

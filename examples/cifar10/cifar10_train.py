@@ -19,10 +19,11 @@ cluster), and applies the mean of the towers' gradients, as TF's cifar10_multi_g
 
 --strategy=multi_worker_mirrored (tf.distribute.experimental.MultiWorkerMirroredStrategy, TF 1.15's
 recipe for a custom loop in graph mode): a cluster of workers only; each worker serves its task
-(tf.train.Server) and builds the same model under the strategy's scope, one replica per GPU or its
-CPU, each replica reading its own batches; the optimizer all-reduces the gradients, so every
-worker applies the same update and a global step trains on batch_size x replicas examples. Only
-the chief (worker 0) writes checkpoints and summaries.
+(tf.train.Server) and builds the same model under the strategy's scope, one replica (on its GPU,
+if it sees one, else its CPU) reading its own batches; the optimizer all-reduces the gradients, so
+every worker applies the same update and a global step trains on batch_size x workers examples.
+Only the chief (worker 0) writes checkpoints and summaries. The cluster comes from TF_CONFIG or
+the host flags, as for the ps job.
 
 Runs unchanged on TensorFlow: CIFAR10_BACKEND=tensorflow (see backend.py).
 """
@@ -161,10 +162,16 @@ def train_under_strategy(cluster, job: str, task_index: int) -> None:
     cifar10.train, so the all-reduced gradients are the global batch's mean's."""
     if FLAGS.strategy != "multi_worker_mirrored":
         raise SystemExit(f"Unknown --strategy={FLAGS.strategy!r}: multi_worker_mirrored, or none for the ps job")
-    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()   # (from TF_CONFIG)
-    master = ""
+    master, resolver = "", None
     if cluster:   # each worker serves its own task; the collectives run between these servers
-        master = tf.train.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=task_index).target
+        spec = tf.train.ClusterSpec(cluster)
+        master = tf.train.Server(spec, job_name=job, task_index=task_index).target
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type=job, task_id=task_index)
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    if len(strategy.extended.worker_devices) > 1:
+        # (each replica's loss averages would be variables of their own, which a strategy forbids)
+        raise SystemExit(f"--strategy trains one replica per worker, and this worker has "
+                         f"{len(strategy.extended.worker_devices)} GPUs: make one visible (CUDA_VISIBLE_DEVICES)")
     is_chief, replicas = strategy.extended.should_checkpoint, strategy.num_replicas_in_sync
     examples = cifar10_input.num_records([os.path.join(FLAGS.data_dir, f) for f in cifar10_input.TRAIN_FILES])
     with tf.Graph().as_default(), strategy.scope():
@@ -186,10 +193,12 @@ def train_under_strategy(cluster, job: str, task_index: int) -> None:
                                       FLAGS.log_frequency))
         config = strategy.update_config_proto(tf.ConfigProto(allow_soft_placement=True,
                                                              log_device_placement=FLAGS.log_device_placement))
-        with tf.train.MonitoredTrainingSession(master=master, is_chief=is_chief, checkpoint_dir=FLAGS.train_dir,
-                                               hooks=hooks, save_checkpoint_secs=FLAGS.save_checkpoint_secs,
-                                               save_summaries_steps=100, log_step_count_steps=0,
-                                               config=config) as sess:
+        # every worker initialises (or restores) its own copies, as a chief; only the chief saves
+        with tf.train.MonitoredTrainingSession(master=master, is_chief=True, checkpoint_dir=FLAGS.train_dir,
+                                               hooks=hooks,
+                                               save_checkpoint_secs=FLAGS.save_checkpoint_secs if is_chief else None,
+                                               save_summaries_steps=100 if is_chief else None,
+                                               log_step_count_steps=0, config=config) as sess:
             while not sess.should_stop():
                 sess.run(train_op)
     if is_chief:
