@@ -89,12 +89,15 @@ class _Marks(tf.train.SessionRunHook):
 
 
 def task_main(out: str, every: int, per_step: int, trainer_args: list) -> None:
-    """One task of a job: the trainer as it is, the chief's MonitoredTrainingSession with _Marks."""
+    """One task of a job: the trainer as it is, the chief's (worker 0's) MonitoredTrainingSession
+    with _Marks."""
     monitored_training_session = tf.train.MonitoredTrainingSession
+    task = json.loads(os.environ["TF_CONFIG"])["task"]
+    chief = task == {"type": "worker", "index": 0}
 
-    def with_marks(*args, hooks=None, is_chief=True, **kwargs):
-        hooks = list(hooks or []) + ([_Marks(out, every, per_step)] if is_chief else [])
-        return monitored_training_session(*args, hooks=hooks, is_chief=is_chief, **kwargs)
+    def with_marks(*args, hooks=None, **kwargs):
+        hooks = list(hooks or []) + ([_Marks(out, every, per_step)] if chief else [])
+        return monitored_training_session(*args, hooks=hooks, **kwargs)
     tf.train.MonitoredTrainingSession = with_marks   # (in this task's process only)
     sys.argv = [TRAINER, *trainer_args]
     runpy.run_path(TRAINER, run_name="__main__")
@@ -121,14 +124,19 @@ def run_job(mode: str, examples: int, batch: int, marks: int, data_dir: str) -> 
             task_env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": i}}))
             cmd = [sys.executable, os.path.abspath(__file__), "task", out, str(examples // marks), str(per_step),
                    *args]
-            procs.append((job, subprocess.Popen(cmd, env=task_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                text=True, start_new_session=True)))
-    try:
-        for job, p in procs:
-            if job == "worker":
-                _, err = p.communicate(timeout=3600)
-                if p.returncode:
-                    raise RuntimeError(f"{mode}: a worker failed\n{err[-3000:]}")
+            with open(os.path.join(out, f"{job}-{i}.log"), "w") as log:
+                procs.append((job, subprocess.Popen(cmd, env=task_env, stdout=log, stderr=subprocess.STDOUT,
+                                                    start_new_session=True)))
+    workers = [p for job, p in procs if job == "worker"]
+    try:   # until every worker is done; one that fails ends the job
+        while True:
+            for i, p in enumerate(workers):
+                if p.poll():
+                    with open(os.path.join(out, f"worker-{i}.log")) as log:
+                        raise RuntimeError(f"{mode}: worker {i} failed\n{log.read()[-3000:]}")
+            if all(p.poll() is not None for p in workers):
+                break
+            time.sleep(0.5)
     finally:
         for _, p in procs:
             if p.poll() is None:
