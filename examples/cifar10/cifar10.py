@@ -128,11 +128,14 @@ def train(total_loss, global_step, batch_size: int, num_examples_per_epoch: int,
                                              variables_to_average=tf.trainable_variables())
     elif wrap_optimizer is not None:
         opt = wrap_optimizer(opt)
+    # under a tf.distribute strategy the replicas' gradients are summed (TF 1.15's v1 optimizers
+    # leave the scaling to the model outside an Estimator): each replica's loss over the replicas
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
     tower_grads = []
     for each, device in zip(total_losses, tower_devices):
         with tf.device(device) if device is not None else contextlib.nullcontext(), \
                 tf.control_dependencies([loss_averages_op] + tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-            tower_grads.append(opt.compute_gradients(each))
+            tower_grads.append(opt.compute_gradients(each / replicas if replicas > 1 else each))
     apply_op = opt.apply_gradients(average_gradients(tower_grads), global_step=global_step)
     for var in tf.trainable_variables():
         tf.summary.histogram(var.op.name, var)

@@ -10,11 +10,21 @@ with --sync_replicas, or asynchronously with no worker more than N steps ahead o
         --worker_hosts=localhost:2223,localhost:2224
     python cifar10_train.py --job_name=worker --task_index=0 ...   (and task 1)
     # with no cluster at all, one process trains alone.
+    # synchronous all-reduce between the workers instead of parameter servers:
+    tensorweave launch --workers 2 examples/cifar10/cifar10_train.py --strategy=multi_worker_mirrored
 
 GPUs (--num_gpus, default: the GPUs this process sees): each worker builds one tower per GPU, its
 compute on /gpu:N of its own task and its variables on the ps tasks (on the CPU without a
 cluster), and applies the mean of the towers' gradients, as TF's cifar10_multi_gpu_train;
 --batch_size is per tower. `tensorweave launch` gives each worker task its share of the GPUs.
+
+--strategy=multi_worker_mirrored (tf.distribute.experimental.MultiWorkerMirroredStrategy, TF 1.15's
+recipe for a custom loop in graph mode): a cluster of workers only; each worker serves its task
+(tf.train.Server) and builds the same model under the strategy's scope, one replica (on its GPU,
+if it sees one, else its CPU) reading its own batches; the optimizer all-reduces the gradients, so
+every worker applies the same update and a global step trains on batch_size x workers examples.
+Only the chief (worker 0) writes checkpoints and summaries. The cluster comes from TF_CONFIG or
+the host flags, as for the ps job.
 
 Runs unchanged on TensorFlow: CIFAR10_BACKEND=tensorflow (see backend.py).
 """
@@ -47,6 +57,7 @@ tf.app.flags.DEFINE_integer("xception_middle_repeats", 2, "repeats of Xception's
 tf.app.flags.DEFINE_integer("save_checkpoint_secs", 60, "seconds between checkpoints")
 tf.app.flags.DEFINE_integer("num_gpus", -1, "GPUs (towers) per worker; -1: the GPUs present, 0: CPU only")
 tf.app.flags.DEFINE_boolean("log_device_placement", False, "print where each op runs")
+tf.app.flags.DEFINE_string("strategy", "", "multi_worker_mirrored: all-reduce between the workers (no ps tasks)")
 
 
 def cluster_and_task():
@@ -118,6 +129,8 @@ def check_staleness_flag() -> None:
     """Before anything starts: --staleness where it cannot work."""
     if FLAGS.staleness >= 0 and FLAGS.sync_replicas:
         raise SystemExit("--staleness and --sync_replicas exclude each other (--sync_replicas is synchronous)")
+    if FLAGS.staleness >= 0 and FLAGS.strategy:
+        raise SystemExit("--staleness bounds a ps job's workers; --strategy trains without ps, in step")
     if FLAGS.staleness >= 0 and BoundedStalenessOptimizer is None:
         raise SystemExit("--staleness needs tensorweave: TensorFlow has no bounded-staleness training")
 
@@ -165,7 +178,58 @@ def build(num_workers: int, task_index: int, devices: list):
     return train_op, hooks
 
 
+def train_under_strategy(cluster, job: str, task_index: int) -> None:
+    """--strategy: TF 1.15's training loop under a distribution strategy in graph mode. Each
+    replica reads its own batches and builds the model; its loss is scaled by 1/replicas in
+    cifar10.train, so the all-reduced gradients are the global batch's mean's."""
+    if FLAGS.strategy != "multi_worker_mirrored":
+        raise SystemExit(f"Unknown --strategy={FLAGS.strategy!r}: multi_worker_mirrored, or none for the ps job")
+    master, resolver = "", None
+    if cluster:   # each worker serves its own task; the collectives run between these servers
+        spec = tf.train.ClusterSpec(cluster)
+        master = tf.train.Server(spec, job_name=job, task_index=task_index).target
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, task_type=job, task_id=task_index)
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    if len(strategy.extended.worker_devices) > 1:
+        # (each replica's loss averages would be variables of their own, which a strategy forbids)
+        raise SystemExit(f"--strategy trains one replica per worker, and this worker has "
+                         f"{len(strategy.extended.worker_devices)} GPUs: make one visible (CUDA_VISIBLE_DEVICES)")
+    is_chief, replicas = strategy.extended.should_checkpoint, strategy.num_replicas_in_sync
+    examples = cifar10_input.num_records([os.path.join(FLAGS.data_dir, f) for f in cifar10_input.TRAIN_FILES])
+    with tf.Graph().as_default(), strategy.scope():
+        global_step = tf.train.get_or_create_global_step()
+
+        def replica_step():
+            images, labels = cifar10_input.distorted_inputs(FLAGS.data_dir, FLAGS.batch_size)
+            logits = cifar10.inference(images, FLAGS.model, is_training=True,
+                                       middle_repeats=FLAGS.xception_middle_repeats)
+            loss = cifar10.loss(logits, labels, scope=tf.get_default_graph().get_name_scope() or None)
+            train_op, _ = cifar10.train(loss, global_step, FLAGS.batch_size * replicas, examples)
+            with tf.control_dependencies([train_op]):
+                return tf.identity(loss)
+        losses = strategy.extended.call_for_each_replica(replica_step)   # (TF 1.15 and 2.x)
+        train_op, loss = strategy.group(losses), strategy.experimental_local_results(losses)[0]
+        hooks = [tf.train.StopAtStepHook(last_step=FLAGS.max_steps), tf.train.NanTensorHook(loss)]
+        if is_chief:   # a global step is one batch on every replica
+            hooks.append(ProgressHook(loss, global_step, FLAGS.batch_size * replicas, FLAGS.max_steps,
+                                      FLAGS.log_frequency))
+        config = strategy.update_config_proto(tf.ConfigProto(allow_soft_placement=True,
+                                                             log_device_placement=FLAGS.log_device_placement))
+        # every worker initialises (or restores) its own copies, as a chief; only the chief saves
+        with tf.train.MonitoredTrainingSession(master=master, is_chief=True, checkpoint_dir=FLAGS.train_dir,
+                                               hooks=hooks,
+                                               save_checkpoint_secs=FLAGS.save_checkpoint_secs if is_chief else None,
+                                               save_summaries_steps=100 if is_chief else None,
+                                               log_step_count_steps=0, config=config) as sess:
+            while not sess.should_stop():
+                sess.run(train_op)
+    if is_chief:
+        print(f"Done: {FLAGS.max_steps} steps; checkpoints in {FLAGS.train_dir}", flush=True)
+
+
 def mode() -> str:
+    if FLAGS.strategy:
+        return FLAGS.strategy
     if FLAGS.sync_replicas:
         return "synchronous"
     return "asynchronous" + (f" (at most {FLAGS.staleness} steps apart)" if FLAGS.staleness >= 0 else "")
@@ -182,9 +246,10 @@ def main(_):
     what = cifar10_input.prepare_data(FLAGS.data_dir, FLAGS.download,
                                       log=lambda m: print(m, flush=True) if is_chief else None)
     if is_chief:
-        print(f"Training the {FLAGS.model} model on {what} ({FLAGS.data_dir}), "
-              f"{mode()}, checkpoints in {FLAGS.train_dir}",
-              flush=True)
+        print(f"Training the {FLAGS.model} model on {what} ({FLAGS.data_dir}), {mode()}, "
+              f"checkpoints in {FLAGS.train_dir}", flush=True)
+    if FLAGS.strategy:
+        return train_under_strategy(cluster, job, task_index)
     gpus, spec = num_gpus(), None
     if is_chief and gpus:
         print(f"{gpus} GPU tower(s) per worker", flush=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tensorweave.framework import api, dtypes
 from tensorweave.framework.api import GraphKeys
+from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.graph import Tensor, get_default_graph
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
@@ -22,32 +23,50 @@ def _is_variable(v) -> bool:
     return not isinstance(v, Tensor) and getattr(v, "_is_resource_variable", False)
 
 
-def _zero_debias(unbiased_var, value, decay):
-    """The delta that moves `unbiased_var` to the bias-corrected average (Adam-style debiasing)."""
+def _debias_variables(unbiased_var):
+    """The biased average and its step count that zero-debias `unbiased_var` (zeros)."""
     g = get_default_graph()
     base = unbiased_var.op.name
+    with g.colocate_with(unbiased_var.op), g.name_scope(None), g.control_dependencies(None):
+        shape = unbiased_var.get_shape().as_list()
+        dt = unbiased_var.dtype.base_dtype
+        biased = Variable(lambda: zeros(shape, dtype=dt), trainable=False, name=f"{base}/biased", dtype=dt)
+        local_step = Variable(lambda: zeros([], dtype=dt), trainable=False, name=f"{base}/local_step", dtype=dt)
+    return biased, local_step
+
+
+def _zero_debias(unbiased_var, value, decay, biased, local_step):
+    """The delta that moves `unbiased_var` to the bias-corrected average (Adam-style debiasing)."""
+    g = get_default_graph()
     with g.colocate_with(unbiased_var.op):
-        with g.name_scope(None), g.control_dependencies(None):
-            shape = unbiased_var.get_shape().as_list()
-            dt = unbiased_var.dtype.base_dtype
-            biased = Variable(lambda: zeros(shape, dtype=dt), trainable=False,
-                                        name=f"{base}/biased", dtype=dt)
-            local_step = Variable(lambda: zeros([], dtype=dt), trainable=False,
-                                            name=f"{base}/local_step", dtype=dt)
+        dt = unbiased_var.dtype.base_dtype
         read = convert_to_tensor(biased)
         update_biased = biased.assign_sub(multiply(subtract(read, value), decay))
         update_step = local_step.assign_add(constant(1, dtype=dt))
         with g.control_dependencies([update_biased, update_step]):
             one = constant(1.0, dtype=dt)
-            correction = subtract(one, pow(subtract(one, decay),
-                                                             local_step.read_value()))
-            return subtract(convert_to_tensor(unbiased_var),
-                                     truediv(biased.read_value(), correction))
+            correction = subtract(one, pow(subtract(one, decay), local_step.read_value()))
+            return subtract(convert_to_tensor(unbiased_var), truediv(biased.read_value(), correction))
+
+
+def _assign_moving_average(variable, value, decay, debias, scope):
+    if debias is not None:
+        delta = _zero_debias(variable, value, decay, *debias)
+    else:
+        delta = multiply(subtract(convert_to_tensor(variable), value), decay)
+    return variable.assign_sub(delta, name=scope)
+
+
+def _component(distributed, copies: list, copy):
+    """The component of mirrored `distributed` beside `copy`, one of `copies`."""
+    return distributed.values[next(i for i, c in enumerate(copies) if c is copy)]
 
 
 @tf_export("train.assign_moving_average")
 def assign_moving_average(variable, value, decay, zero_debias: bool = True, name=None):
-    """variable -= (1 - decay) * (variable - value); returns the updated value."""
+    """variable -= (1 - decay) * (variable - value); returns the updated value. In a replica
+    context of a tf.distribute strategy (as TF 1.15), once for all replicas: every copy of the
+    variable moves toward the mean of the replicas' values."""
     g = get_default_graph()
     with api.name_scope(name, "AssignMovingAvg") as scope:
         with g.colocate_with(variable.op):
@@ -56,12 +75,22 @@ def assign_moving_average(variable, value, decay, zero_debias: bool = True, name
             decay = subtract(one, decay, name="decay")
             if decay.dtype != variable.dtype.base_dtype:
                 decay = cast(decay, variable.dtype.base_dtype)
-            value = convert_to_tensor(value)
-            if zero_debias:
-                delta = _zero_debias(variable, value, decay)
-            else:
-                delta = multiply(subtract(convert_to_tensor(variable), value), decay)
-            return variable.assign_sub(delta, name=scope)
+        entry = current_entry()
+        if entry is None or entry[1] is None:
+            with g.colocate_with(variable.op):
+                debias = _debias_variables(variable) if zero_debias else None
+                return _assign_moving_average(variable, convert_to_tensor(value), decay, debias, scope)
+
+        def merge_fn(strategy, v, value):
+            value = strategy.extended.reduce_to("MEAN", value, v)
+            debias = _debias_variables(v) if zero_debias else None
+            copies = list(getattr(v, "values", (v,)))
+
+            def update(copy, value):
+                mine = debias and tuple(_component(d, copies, copy) if hasattr(d, "values") else d for d in debias)
+                return _assign_moving_average(copy, convert_to_tensor(value), decay, mine, None)
+            return strategy.extended.update(v, update, args=(value,))
+        return entry[1].merge_call(merge_fn, args=(variable, value))
 
 
 @tf_export("train.ExponentialMovingAverage")

@@ -1,7 +1,8 @@
 """The main job, shortened: seed 003's CIFAR-10 trainer (examples/cifar10/) on a local cluster of
 one ps and two workers under `tensorweave launch`, asynchronous, synchronous and with bounded
 staleness (--staleness=0: the workers in step, neither waiting for the other at the end), then the
-evaluation of its checkpoint; and the same trainer file in one plain process."""
+evaluation of its checkpoint; the same trainer with MultiWorkerMirroredStrategy on two workers and
+no ps; and the same trainer file in one plain process."""
 from __future__ import annotations
 
 import glob
@@ -13,7 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tensorweave as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 EXAMPLE = os.path.join(REPO, "examples", "cifar10")
 
 
@@ -75,6 +79,37 @@ def test_cluster_trains_checkpoints_and_evaluates(mode, data_dir, tmp_path):
     precision = float(re.search(r"precision @ 1 = (\d\.\d+)", e.stdout).group(1))
     assert 0.0 <= precision <= 1.0
     assert glob.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
+
+
+def test_multi_worker_mirrored_keeps_the_workers_equal_and_the_chief_checkpoints(data_dir, tmp_path):
+    """--strategy=multi_worker_mirrored on `launch --workers 2` (no ps): every variable (weights,
+    their moving averages, the loss averages, the global step) ends equal on both workers, the
+    chief's checkpoint holds those values, and the evaluation reads it."""
+    train_dir, values = str(tmp_path / "train"), tmp_path / "values"
+    values.mkdir()
+    steps = 12
+    r = _run(["-m", "tensorweave.cli", "launch", "--workers", "2", os.path.join(HERE, "cifar10_final_values.py"),
+              str(values), "--strategy=multi_worker_mirrored", f"--data_dir={data_dir}", f"--train_dir={train_dir}",
+              f"--max_steps={steps}", "--log_frequency=3", "--batch_size=16"], timeout=240)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "multi_worker_mirrored" in r.stdout and f"Done: {steps} steps" in r.stdout
+    assert re.search(r"\[worker:0\] step \d+/12 +\d+ examples/s", r.stdout) and "[worker:1] step" not in r.stdout
+    chief, other = np.load(values / "worker-0.npz"), np.load(values / "worker-1.npz")
+    names = {n.replace("|", "/") for n in chief.files}
+    assert {"conv1/weights", "conv1/weights/ExponentialMovingAverage", "total_loss/avg", "global_step"} <= names
+    assert sorted(chief.files) == sorted(other.files)
+    for name in chief.files:
+        np.testing.assert_array_equal(other[name], chief[name], err_msg=name)
+    assert int(chief["global_step"]) == steps
+    assert tf.train.latest_checkpoint(train_dir).endswith(f"model.ckpt-{steps}")
+    reader = tf.train.load_checkpoint(train_dir)
+    for name in ("conv1/weights", "local3/weights/ExponentialMovingAverage", "softmax_linear/biases"):
+        np.testing.assert_array_equal(reader.get_tensor(name), chief[name.replace("/", "|")], err_msg=name)
+    assert len(glob.glob(os.path.join(train_dir, "events.out.tfevents.*"))) == 1   # the chief's summaries only
+    e = _run([os.path.join(EXAMPLE, "cifar10_eval.py"), f"--checkpoint_dir={train_dir}", f"--data_dir={data_dir}",
+              f"--eval_dir={tmp_path / 'eval'}", "--run_once", "--batch_size=50"], timeout=120)
+    assert e.returncode == 0, e.stdout[-2000:] + e.stderr[-2000:]
+    assert f"step {steps}: precision @ 1 = " in e.stdout
 
 
 def test_same_trainer_in_one_plain_process(data_dir, tmp_path):

@@ -450,3 +450,34 @@ def test_merge_call_runs_in_the_replicas_name_scope():
         train, merged = strategy.experimental_run_v2(fn)
         assert strategy.experimental_local_results(train)[0].name == "outer/GradientDescent"
         assert merged.name == "outer/c:0"
+
+
+def test_moving_averages_in_replicas_move_every_copy_toward_the_replicas_mean():
+    """TF 1.15's assign_moving_average in a replica context: one update for all replicas (a
+    merge_call), toward the mean of their values, on every copy; the zero-debiased one too."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with tf.Graph().as_default(), strategy.scope():
+        plain = tf.Variable([1.0, -2.0], name="plain", trainable=False)
+        debiased = tf.Variable([0.0, 0.0], name="debiased", trainable=False)
+
+        def fn():
+            ctx = tf.distribute.get_replica_context()
+            mine = tf.constant([2.0, 4.0]) * tf.cast(ctx.replica_id_in_sync_group + 1, tf.float32)
+            return tf.group(tf.train.assign_moving_average(plain, mine, 0.75, zero_debias=False),
+                            tf.train.assign_moving_average(debiased, mine, 0.75))
+        step = strategy.group(strategy.experimental_run_v2(fn))
+        with tf.Session(config=_config(2)) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(2):
+                sess.run(step)
+            got_plain, got_debiased = sess.run([list(strategy.experimental_local_results(v))
+                                                for v in (plain, debiased)])
+    mean = np.array([3.0, 6.0])     # of [2, 4] and [4, 8]
+    want_plain = np.array([1.0, -2.0])
+    biased = np.zeros(2)
+    for _ in range(2):
+        want_plain = want_plain - 0.25 * (want_plain - mean)
+        biased = biased - 0.25 * (biased - mean)
+    for copy in range(2):
+        np.testing.assert_allclose(got_plain[copy], want_plain, rtol=1e-6)
+        np.testing.assert_allclose(got_debiased[copy], biased / (1 - 0.75 ** 2), rtol=1e-6)
