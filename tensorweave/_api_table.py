@@ -2029,6 +2029,7 @@ NAMESPACES = {
         'CuDNNGRU': ('tensorweave.keras.layers.recurrent', 'CuDNNGRU'),
         'CuDNNLSTM': ('tensorweave.keras.layers.recurrent', 'CuDNNLSTM'),
         'Dense': ('tensorweave.keras.layers.core', 'Dense'),
+        'DenseFeatures': ('tensorweave.keras.layers.feature_column', 'DenseFeatures'),
         'DepthwiseConv2D': ('tensorweave.keras.layers.convolutional', 'DepthwiseConv2D'),
         'Dot': ('tensorweave.keras.layers.merge', 'Dot'),
         'Dropout': ('tensorweave.keras.layers.core', 'Dropout'),

@@ -85,28 +85,42 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
     for the feature dict `features`, each flattened to [batch, n], concatenated in the order of
     the columns' names: a float32 [batch, sum of n]. cols_to_vars (a dict) receives each column's
     variables, cols_to_output_tensors its output."""
+    weight_collections = _weight_collections(weight_collections)
+    columns = dense_columns(feature_columns)
+    with variable_scope(None, default_name="input_layer", values=list(features.values())):
+        return dense_tensors(features, columns, weight_collections, trainable, cols_to_vars=cols_to_vars,
+                             cols_to_output_tensors=cols_to_output_tensors)
+
+
+def dense_columns(feature_columns) -> list:
+    """feature_columns as a list sorted by name; ValueError unless each is a dense column."""
     feature_columns = _normalize_feature_columns(feature_columns)
     for column in feature_columns:
         if not isinstance(column, _DenseColumn):
             raise ValueError("Items of feature_columns must be a _DenseColumn. You can wrap a categorical column with "
                              f"an embedding_column or indicator_column. Given: {column}")
-    weight_collections = _weight_collections(weight_collections)
-    with variable_scope(None, default_name="input_layer", values=list(features.values())):
-        builder = _LazyBuilder(features)
-        outputs, ordered = [], []
-        for column in sorted(feature_columns, key=lambda c: c.name):
-            ordered.append(column)
-            with variable_scope(None, default_name=column._var_scope_name):
-                output = _flat(column._get_dense_tensor(builder, weight_collections=weight_collections,
-                                                        trainable=trainable), column)
-                outputs.append(output)
-                if cols_to_vars is not None:
-                    cols_to_vars[column] = get_collection(GraphKeys.GLOBAL_VARIABLES,
-                                                          scope=get_variable_scope().name)
-                if cols_to_output_tensors is not None:
-                    cols_to_output_tensors[column] = output
-        _verify_static_batch_size_equality(outputs, ordered)
-        return concat(outputs, 1)
+    return sorted(feature_columns, key=lambda c: c.name)
+
+
+def dense_tensors(features, columns, weight_collections=None, trainable=True, reuse=None, cols_to_vars=None,
+                  cols_to_output_tensors=None):
+    """The columns' outputs for `features`, each flattened to [batch, n], concatenated: [batch, sum
+    of n]; each column's variables in the variable scope <current>/<column>: a new one (`_1`, ...)
+    per call, or with reuse=AUTO_REUSE, the same one every call."""
+    builder = _LazyBuilder(features)
+    outputs = []
+    for column in columns:
+        with (variable_scope(column._var_scope_name, reuse=reuse) if reuse else
+              variable_scope(None, default_name=column._var_scope_name)):
+            output = _flat(column._get_dense_tensor(builder, weight_collections=weight_collections,
+                                                    trainable=trainable), column)
+            outputs.append(output)
+            if cols_to_vars is not None:
+                cols_to_vars[column] = get_collection(GraphKeys.GLOBAL_VARIABLES, scope=get_variable_scope().name)
+            if cols_to_output_tensors is not None:
+                cols_to_output_tensors[column] = output
+    _verify_static_batch_size_equality(outputs, columns)
+    return concat(outputs, 1)
 
 
 @tf_export("contrib.feature_column.sequence_input_layer")
