@@ -12,6 +12,7 @@ from safetensors.numpy import load_file
 
 import tensorweave as tf
 from tensorweave.framework import errors
+from tensorweave.ops.checkpoint import bundle
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "tf_checkpoints")
 TF_CKPT = os.path.join(FIXTURES, "model.ckpt-3")
@@ -134,6 +135,21 @@ def test_missing_and_truncated_files_name_the_file(tmp_path):
         tf.train.NewCheckpointReader(path)
     with pytest.raises(ValueError, match="not a valid checkpoint"):
         _restore_into(str(tmp_path / "nothing"), w=w)
+
+
+def test_a_data_file_deleted_while_it_is_opened_is_not_found_not_data_loss(tmp_path, monkeypatch):
+    """A trainer rotating its checkpoints (max_to_keep) may delete one between a reader's look and
+    its open: that is NotFoundError, which an evaluator skips, never DataLossError."""
+    w = np.ones((4, 4), np.float32)
+    path = _save(tmp_path, w=w)
+    real_open = bundle.safe_open
+
+    def deleted_first(file, **kwargs):
+        os.remove(file)
+        return real_open(file, **kwargs)
+    monkeypatch.setattr(bundle, "safe_open", deleted_first)
+    with pytest.raises(errors.NotFoundError, match="m.data-00000-of-00001 not found"):
+        _restore_into(path, w=w)
 
 
 def test_truncated_tensorflow_index_is_data_loss(tmp_path):

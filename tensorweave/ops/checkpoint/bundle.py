@@ -313,11 +313,12 @@ class Bundle:
         f = self._files.get(i)
         if f is None:
             path = data_filename(self.prefix, i, self.num_data_files)
-            if not os.path.exists(path):
-                raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found")
             try:
                 f = self._files[i] = safe_open(path, framework="np")
             except (SafetensorError, OSError, ValueError) as e:
+                # (asked after the open: a writer rotating its checkpoints may delete the file in between)
+                if not os.path.exists(path):
+                    raise errors.NotFoundError(None, None, f"Checkpoint data file {path} not found") from None
                 raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated or corrupted: "
                                            f"{e}") from None
         return f
