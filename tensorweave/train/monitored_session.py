@@ -554,20 +554,18 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
     strategy = current_entry()
-    chief_creator = ChiefSessionCreator
+    chief_creator, creates_own = ChiefSessionCreator, False
     if strategy is not None and strategy[0].extended.experimental_between_graph:
         # TF's worker context of a between-graph strategy: the chief saves; a worker that keeps its
         # own copies of the variables (MultiWorkerMirroredStrategy) initialises or restores them itself
         ext = strategy[0].extended
         is_chief = ext.should_checkpoint
         if ext.experimental_should_init:
-            chief_creator = _MirroredChiefSessionCreator
-            if not is_chief:
-                creator = chief_creator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
-                return MonitoredSession(session_creator=creator, hooks=hooks or [],
-                                        stop_grace_period_secs=stop_grace_period_secs)
+            chief_creator, creates_own = _MirroredChiefSessionCreator, True
     if not is_chief:
-        creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
+        creator = (chief_creator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
+                   if creates_own else
+                   WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs))
         return MonitoredSession(session_creator=creator, hooks=hooks or [],
                                 stop_grace_period_secs=stop_grace_period_secs)
     all_hooks = list(chief_only_hooks or [])
