@@ -79,7 +79,48 @@ def tensorweave_rate(images: np.ndarray, labels: np.ndarray, device: str, args) 
                     on_cpu.update(names[s.node_name] for s in dev.node_stats if s.node_name in names)
         rate = measure(lambda: sess.run(train_op), lambda: sess.run(probe), len(images), args.warmup,
                        args.windows, args.window_s)
+        if args.profile:
+            profile(sess, train_op, probe, args.profile)
     return rate, sorted(on_cpu)
+
+
+def profile(sess, train_op, probe, steps: int) -> None:
+    """Where tensorweave's step goes: wall and CPU seconds a step (CPU about wall: the host is the
+    bound, the device waits), each op type's time a step from FULL_TRACE (a kernel's host time:
+    the launch, or the whole kernel when it waits for the device), and cProfile's top functions."""
+    import cProfile
+    import pstats
+    from collections import Counter
+    sess.run(probe)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        sess.run(train_op)
+    sess.run(probe)
+    wall, cpu = (time.perf_counter() - wall) / steps, (time.process_time() - cpu) / steps
+    print(f"profile: {wall * 1e3:.2f} ms a step, {cpu * 1e3:.2f} ms of CPU a step ({steps} steps)")
+    per_type, ops = Counter(), Counter()
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    types = {op.name: op.type for op in train_op.graph.get_operations()}
+    for _ in range(10):
+        meta = tf.RunMetadata()
+        sess.run(train_op, options=options, run_metadata=meta)
+        for dev in meta.step_stats.dev_stats:
+            for s in dev.node_stats:
+                t = types.get(s.node_name, s.node_name)
+                per_type[t] += s.all_end_rel_micros / 10
+                ops[t] += 1 / 10
+    print(f"  FULL_TRACE: {sum(ops.values()):.0f} ops, {sum(per_type.values()):.0f} us of kernel time a step; "
+          "by op type (us a step, ops):")
+    for t, us in per_type.most_common(25):
+        print(f"    {us:8.0f}  {ops[t]:4.0f}  {t}")
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        sess.run(train_op)
+    sess.run(probe)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(30)
 
 
 def torch_rate(images: np.ndarray, labels: np.ndarray, on_gpu: bool, args):
@@ -125,6 +166,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps before the windows")
     parser.add_argument("--windows", type=int, default=5)
     parser.add_argument("--window_s", type=float, default=4.0, help="seconds per timed window (whole steps)")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="after timing, profile tensorweave's step over STEPS steps (wall/CPU, per op, cProfile)")
     args = parser.parse_args()
     rng = np.random.RandomState(0)
     images = rng.standard_normal((args.batch_size, IMAGE, IMAGE, 3)).astype(np.float32)

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from tensorweave.framework import dtypes, errors
+from tensorweave.framework.graph_def import NodeDef
+from tensorweave.ops import registry
 
 rng = np.random.default_rng(25)
 F32, I32, I64 = dtypes.float32, np.int32, np.int64
@@ -113,9 +115,17 @@ def test_gpu_kernel_matches_cpu_kernel(run_both, op_type, attrs, inputs):
     run_both(op_type, attrs, inputs)
 
 
-def test_gather_index_out_of_range_is_an_error_on_the_gpu(run_both):
+def test_gather_index_out_of_range_gives_zeros_on_the_gpu(cupy):
+    """TF's documented GPU behaviour (an error on the CPU): the rows of bad indices are zeros."""
+    node = NodeDef("gather", "GatherV2", attr={"batch_dims": 0, "Tparams": "float32", "Tindices": "int32"})
+    kernel = registry.kernel_for("GatherV2", "GPU")(node, None)
+    params = floats(5, 2)
+    got = kernel(cupy.asarray(params), cupy.asarray(ints([0, 7], [-1, 4])), 0)
+    assert isinstance(got, cupy.ndarray)
+    want = np.stack([np.stack([params[0], np.zeros(2, np.float32)]), np.stack([np.zeros(2, np.float32), params[4]])])
+    np.testing.assert_array_equal(got.get(), want)
     with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = 7 is not in \[0, 5\)"):
-        run_both("GatherV2", {"batch_dims": 0}, [floats(5, 2), ints(0, 7), I32(0)])
+        registry.kernel_for("GatherV2", "CPU")(node, None)(params, ints(0, 7), 0)
 
 
 def test_check_numerics_finds_nan_and_inf_on_the_gpu(run_both):

@@ -112,11 +112,22 @@ def test_integer_division_by_zero_on_the_gpu_is_an_error(cupy):
         kernel(cupy.asarray(INTS), cupy.asarray(np.array([1, 0, 1, 1], np.int32)))
 
 
-def test_sparse_xent_label_out_of_range_on_the_gpu_is_an_error(cupy):
+def test_sparse_xent_label_out_of_range_on_the_gpu_is_a_nan_row(cupy):
+    """TF's documented GPU behaviour (an error on the CPU): NaN loss and gradient rows for the bad
+    labels, the other rows as the CPU computes them."""
     node = NodeDef("xent", "SparseSoftmaxCrossEntropyWithLogits", attr={"T": "float32", "Tlabels": "int32"})
-    kernel = registry.kernel_for("SparseSoftmaxCrossEntropyWithLogits", "GPU")(node, None)
+    labels = np.array([0, 5, 2, -1, 1, 3], np.int32)
+    loss, back = registry.kernel_for("SparseSoftmaxCrossEntropyWithLogits", "GPU")(node, None)(
+        cupy.asarray(LOGITS), cupy.asarray(labels))
+    loss, back = loss.get(), back.get()
+    good = np.array([True, False, True, False, True, True])
+    assert np.isnan(loss[~good]).all() and np.isnan(back[~good]).all()
+    want_loss, want_back = registry.kernel_for("SparseSoftmaxCrossEntropyWithLogits", "CPU")(node, None)(
+        LOGITS[good], labels[good])
+    np.testing.assert_allclose(loss[good], want_loss, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(back[good], want_back, rtol=1e-5, atol=1e-6)
     with pytest.raises(errors.InvalidArgumentError, match="outside the valid range"):
-        kernel(cupy.asarray(LOGITS), cupy.asarray(np.array([0, 5, 2, 2, 1, 3], np.int32)))
+        registry.kernel_for("SparseSoftmaxCrossEntropyWithLogits", "CPU")(node, None)(LOGITS, labels)
 
 
 def _mlp_loss_and_gradients():

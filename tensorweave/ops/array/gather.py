@@ -51,11 +51,15 @@ def _gather_infer(op):
 def _take(node, x, idx, axis: int, what: str = "indices"):
     n, xp = x.shape[axis], array_module(x, idx)
     bad = (idx < 0) | (idx >= n)
-    if bad.any():   # (on a GPU, one wait for the device: TF's GPU kernel writes zeros instead of failing)
-        pos = [int(v) for v in xp.argwhere(bad)[0]]
+    if xp is not np:   # TF's GPU kernel: zeros for indices out of range, no wait for the device to check them
+        out = xp.take(x, xp.where(bad, 0, idx), axis=axis)
+        bad = bad.reshape((1,) * axis + idx.shape + (1,) * (x.ndim - axis - 1))
+        return xp.where(bad, 0, out).astype(x.dtype, copy=False)
+    if bad.any():
+        pos = [int(v) for v in np.argwhere(bad)[0]]
         where = ",".join(str(v) for v in pos)
         raise invalid(node, f"{what}[{where}] = {int(idx[tuple(pos)])} is not in [0, {n})")
-    return xp.take(x, idx, axis=axis)
+    return np.take(x, idx, axis=axis)
 
 
 def _gather_kernel(node, ctx):

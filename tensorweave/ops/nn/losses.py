@@ -99,15 +99,23 @@ def _sparse_xent_kernel(node, ctx):
         if labels.shape[0] != n:
             raise invalid(node, f"logits and labels must have the same first dimension, got logits shape "
                                   f"{list(features.shape)} and labels shape {list(labels.shape)}")
-        if n and ((labels < 0).any() or (labels >= c).any()):   # on a GPU: one sync, for TF's CPU error
-            bad = labels[(labels < 0) | (labels >= c)][0]
-            raise invalid(node, f"Received a label value of {bad} which is outside the valid range of "
-                                  f"[0, {c}).  Label values: {' '.join(map(str, labels.tolist()))}")
+        xp = array_module(features, labels)
+        bad = None
+        if xp is np:
+            if n and ((labels < 0).any() or (labels >= c).any()):
+                value = labels[(labels < 0) | (labels >= c)][0]
+                raise invalid(node, f"Received a label value of {value} which is outside the valid range of "
+                                      f"[0, {c}).  Label values: {' '.join(map(str, labels.tolist()))}")
+        else:   # TF's GPU kernel: NaN rows for labels out of range, no wait for the device to check them
+            bad = (labels < 0) | (labels >= c)
+            labels = xp.where(bad, 0, labels)
         logp = log_softmax_np(features)
-        rows = array_module(labels).arange(n)
+        rows = xp.arange(n)
         loss = -logp[rows, labels]
         back = np.exp(logp)
         back[rows, labels] -= 1
+        if bad is not None:
+            loss, back = xp.where(bad, np.nan, loss), xp.where(bad[:, None], np.nan, back)
         return loss.astype(features.dtype, copy=False), back.astype(features.dtype, copy=False)
     return run
 
