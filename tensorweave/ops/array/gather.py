@@ -21,7 +21,8 @@ from tensorweave.ops.registry import register, register_gpu
 @tf_export("gather")
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims: int = 0) -> Tensor:
     """tf.gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
-    slices of `params` along `axis` (default 0) at `indices`."""
+    slices of `params` along `axis` (default 0) at `indices`. An index out of range is
+    InvalidArgumentError on the CPU and a slice of zeros on a GPU, as TF's kernels."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     axis_t = index_tensor(0 if axis is None else axis, dtype=indices.dtype if not isinstance(axis, Tensor) else None)

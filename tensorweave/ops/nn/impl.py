@@ -243,7 +243,7 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """tf.nn.sparse_softmax_cross_entropy_with_logits(labels=..., logits=..., name=None): the
     cross-entropy of integer class labels; a label outside [0, num_classes) is
-    InvalidArgumentError at run time."""
+    InvalidArgumentError at run time on the CPU, and NaN loss and gradient rows on a GPU (TF's)."""
     _sentinel_check(_sentinel, "sparse_softmax_cross_entropy_with_logits")
     with name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits]) as scope:
         labels = convert_to_tensor(labels)
