@@ -16,6 +16,7 @@ class _FeaturesLayer(Layer):
     """A layer whose call on a dict of features gives its columns' outputs; the columns' variables,
     "<layer name>/<column>/...", are the layer's weights, made on the first call and shared by later ones."""
     _columns = _tensors = None   # (the feature_column/layers.py functions a subclass stands on)
+    _is_feature_layer = True     # a Sequential may take a dict of features through it (training.py)
 
     def __init__(self, feature_columns, trainable=True, name=None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)
