@@ -6,10 +6,11 @@ from __future__ import annotations
 from tensorweave.feature_column.layers import dense_columns, dense_tensors, sequence_dense_columns, \
     sequence_dense_tensors
 from tensorweave.framework.api import GraphKeys, get_collection
+from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K
 from tensorweave.keras.engine.base_layer import Layer
-from tensorweave.ops.state.variable_scope import AUTO_REUSE, variable_scope
+from tensorweave.ops.state.variable_scope import AUTO_REUSE, VariableScope, variable_scope
 
 
 class _FeaturesLayer(Layer):
@@ -21,6 +22,7 @@ class _FeaturesLayer(Layer):
     def __init__(self, feature_columns, trainable=True, name=None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)
         self._feature_columns = type(self)._columns(feature_columns)
+        self._variable_scope = None
 
     def build(self, input_shape) -> None:
         self.built = True   # the columns make their variables when called
@@ -28,7 +30,11 @@ class _FeaturesLayer(Layer):
     def call(self, features, training=None):
         if not isinstance(features, dict):
             raise ValueError(f"We expected a dictionary here. Instead we got: {features}")
-        with variable_scope(self.name, reuse=AUTO_REUSE, auxiliary_name_scope=False) as scope:
+        if self._variable_scope is None:
+            # the variables are named by the name scope of the first call, as Keras names its weights
+            # ("sequential/dense_features/<column>/..." in a model), and found there by later calls
+            self._variable_scope = VariableScope(AUTO_REUSE, name=get_default_graph().get_name_scope())
+        with variable_scope(self._variable_scope, auxiliary_name_scope=False) as scope:
             outputs = type(self)._tensors(features, self._feature_columns, trainable=self.trainable, reuse=AUTO_REUSE)
         # The columns make their variables with get_variable: the layer's weights are those in its scope.
         known = {id(v) for v in self.weights}
