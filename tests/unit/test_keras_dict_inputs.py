@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.keras_dict_inputs_cases import CASES, nested_dict_model, start
+from fixtures.keras_dict_inputs_cases import CASES, nested_dict_model, saved_features, saved_model, start
 
 keras = tf.keras
 K = keras.backend
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "keras_dict_inputs.json")) as f:
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+with open(os.path.join(FIXTURES, "keras_dict_inputs.json")) as f:
     RECORDED = json.load(f)
 
 RNG = np.random.RandomState(7)
@@ -155,6 +156,46 @@ def test_clone_of_a_dict_model_keeps_its_dict_inputs():
     np.testing.assert_allclose(clone.predict({"a": A, "b": B}), expected(A, B), rtol=1e-6)
 
 
+def _without_later_fields(config):
+    """TF 2.15's column configs less its `use_safe_embedding_lookup` (TF 1.15's have none)."""
+    if isinstance(config, dict):
+        return {k: _without_later_fields(v) for k, v in config.items() if k != "use_safe_embedding_lookup"}
+    return [_without_later_fields(v) for v in config] if isinstance(config, list) else config
+
+
+def test_dense_features_model_saved_by_tf_loads_and_ours_is_written_as_tf_s(tmp_path):
+    """keras_dict_inputs.h5 (TF 2.15: DenseFeatures over numeric, bucketized, vocabulary-list,
+    crossed, hashed, identity and weighted columns on a dict of Inputs) loads and predicts as TF;
+    our config of the same model holds the columns as TF's does; ours saves and loads back."""
+    recorded = RECORDED["saved_model"]
+    loaded = keras.models.load_model(os.path.join(FIXTURES, "keras_dict_inputs.h5"))
+    K.get_session().run(tf.tables_initializer())
+    np.testing.assert_allclose(loaded.predict(saved_features()).reshape(-1), recorded["predict"], rtol=1e-5)
+    ours = saved_model(tf)
+    layer_config = {layer["name"]: layer for layer in ours.get_config()["layers"]}["dense_features"]
+    want = {layer["name"]: layer for layer in recorded["config"]["layers"]}["dense_features"]
+    assert json.loads(json.dumps(layer_config["config"])) == _without_later_fields(want["config"])
+    assert json.loads(json.dumps(layer_config["inbound_nodes"])) == want["inbound_nodes"]
+    path = str(tmp_path / "ours.h5")
+    ours.save(path)
+    again = keras.models.load_model(path)
+    K.get_session().run(tf.tables_initializer())
+    np.testing.assert_allclose(again.predict(saved_features()).reshape(-1), recorded["predict"], rtol=1e-5)
+
+
+def test_feature_column_configs_that_cannot_load_are_named():
+    fc = tf.feature_column
+    layer = keras.layers.DenseFeatures([fc.numeric_column("a", normalizer_fn=lambda x: x * 2)])
+    config = layer.get_config()
+    with pytest.raises(ValueError, match="normalizer_fn.*<lambda>"):
+        keras.layers.DenseFeatures.from_config(config)
+    scaled = keras.layers.DenseFeatures.from_config(config, custom_objects={"<lambda>": lambda x: x * 3})
+    assert scaled._feature_columns[0].normalizer_fn(1) == 3
+    config["feature_columns"][0]["class_name"] = "NoSuchColumn"
+    with pytest.raises(ValueError, match="Unknown feature column class: 'NoSuchColumn'"):
+        keras.layers.DenseFeatures.from_config(config)
+
+
 # -- Sequential and subclassed models built by a dict ---------------------------------------------
 def test_sequential_dense_features_builds_on_a_numpy_dict():
     fc = tf.feature_column
@@ -172,6 +213,10 @@ def test_sequential_dense_features_builds_on_a_numpy_dict():
     np.testing.assert_allclose(model.evaluate(features, Y, verbose=0), np.mean((expected(A, B) - Y) ** 2), rtol=1e-5)
     with pytest.raises(ValueError, match='No data provided for "unused"'):
         model.predict({"a": A, "b": B})
+    # its config (no input shape: a dict builds it again on data, as TF) rebuilds it
+    again = keras.Sequential.from_config(model.get_config())
+    assert not again.inputs and again.layers[0]._feature_columns == model.layers[0]._feature_columns
+    assert again.predict({"a": A, "b": B}).shape == (10, 1)
 
 
 def test_subclassed_model_with_a_custom_layer_on_a_dict_dataset():
