@@ -242,6 +242,59 @@ def test_subclassed_model_with_a_custom_layer_on_a_dict_dataset():
     np.testing.assert_allclose(model.predict({"u": u, "v": v}), want, rtol=1e-5)
 
 
+def test_subclassed_model_over_sequence_features_on_a_dict_dataset():
+    """SequenceFeatures (an embedding of a sequence vocabulary column, "" padding) in a subclassed
+    model: built by the dataset's (dict, label) structure, its output the tokens' mean embedding."""
+    fc = tf.feature_column
+    table = np.arange(12.0).reshape(4, 3) / 10
+    words = fc.sequence_categorical_column_with_vocabulary_list("words", ["a", "b", "c", "d"])
+
+    class MeanEmbedding(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.sequence = keras.experimental.SequenceFeatures(
+                [fc.embedding_column(words, 3, initializer=tf.constant_initializer(table))])
+            self.dense = keras.layers.Dense(1, kernel_initializer="ones")
+
+        def call(self, inputs):
+            x, length = self.sequence(inputs)
+            return self.dense(tf.reduce_sum(x, axis=1) / tf.expand_dims(tf.cast(length, tf.float32), 1))
+
+    model = MeanEmbedding()
+    model.compile(keras.optimizers.SGD(0.0), "mse")
+    x = {"words": np.array([["a", "b", ""], ["c", "", ""], ["d", "a", "c"], ["b", "b", ""]])}
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.ones((4, 1)))).batch(2)
+    init = keras.callbacks.LambdaCallback(on_train_begin=lambda logs: K.get_session().run(tf.tables_initializer()))
+    model.fit(dataset, verbose=0, callbacks=[init])
+    want = [table[ids].mean(axis=0).sum() for ids in ([0, 1], [2], [3, 0, 2], [1, 1])]
+    np.testing.assert_allclose(model.predict(x).reshape(-1), want, rtol=1e-6)
+    assert model.input_names == ["words"]
+    assert [w.name for w in model.weights][0] == "mean_embedding/sequence_features/words_embedding/embedding_weights:0"
+
+
+def test_sequential_dense_features_fits_on_a_generator_of_dicts():
+    """A generator's first (dict, y) builds the model (Keras trains batch by batch there)."""
+    fc = tf.feature_column
+    model = keras.Sequential([keras.layers.DenseFeatures([fc.numeric_column("a"), fc.numeric_column("b", (2,))]),
+                              keras.layers.Dense(1, kernel_initializer="zeros")])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+
+    def batches():
+        while True:
+            for first in (0, 5):
+                yield {"a": A[first:first + 5], "b": B[first:first + 5]}, Y[first:first + 5]
+
+    history = model.fit(batches(), steps_per_epoch=2, epochs=1, verbose=0)
+    # the first step from zero weights: loss mean(y^2), then kernel -= 0.1 * grad
+    x = np.concatenate([A, B], axis=1)
+    first = -2 * x[:5].T @ Y[:5] / 5
+    kernel = -0.1 * first
+    bias = -0.1 * (-2 * Y[:5].mean())
+    second = np.mean((x[5:] @ kernel + bias - Y[5:]) ** 2)
+    np.testing.assert_allclose(history.history["loss"], [(np.mean(Y[:5] ** 2) + second) / 2], rtol=1e-5)
+    assert model.input_names == ["a", "b"]
+
+
 # -- bad input ------------------------------------------------------------------------------------
 def test_a_missing_key_is_named():
     model = dict_model()
