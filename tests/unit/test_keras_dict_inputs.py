@@ -196,6 +196,24 @@ def test_feature_column_configs_that_cannot_load_are_named():
         keras.layers.DenseFeatures.from_config(config)
 
 
+def test_dict_model_to_estimator_predicts_as_the_keras_model(tmp_path):
+    """model_to_estimator of a DenseFeatures model on a dict of Inputs: the estimator's model_fn
+    clones it on the input_fn's features dict and starts from its weights."""
+    fc = tf.feature_column
+    thal = fc.categorical_column_with_vocabulary_list("thal", ["fixed", "normal", "reversible"])
+    inputs = {"age": keras.Input((1,), name="age"), "thal": keras.Input((1,), name="thal", dtype=tf.string)}
+    features = keras.layers.DenseFeatures([fc.numeric_column("age"), fc.embedding_column(thal, 3)])(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(features))
+    model.compile("adam", "binary_crossentropy")
+    x = {"age": np.array([[0.2], [0.4], [0.6]], np.float32), "thal": np.array([["fixed"], ["normal"], ["x"]])}
+    K.get_session().run(tf.tables_initializer())
+    want = model.predict(x)
+    estimator = keras.estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    predictions = estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(x).batch(3))
+    got = np.array([list(p.values())[0] for p in predictions])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 # -- Sequential and subclassed models built by a dict ---------------------------------------------
 def test_sequential_dense_features_builds_on_a_numpy_dict():
     fc = tf.feature_column
