@@ -47,9 +47,11 @@ def set_inputs_from_data(model, x, dataset=None) -> None:
     placeholders for `x` (numpy data) or for the `x` part of `dataset`'s elements: the batch
     dimension unknown, a 1-D array as a column (None, 1), as Keras's deferred build."""
     if dataset is not None:
-        first = lambda structure: structure[0] if isinstance(structure, tuple) else structure   # noqa: E731
-        names, shapes, as_dict = _by_input_name(first(dataset.output_shapes))
-        dtypes = _by_input_name(first(dataset.output_types))[1]
+        shapes, types = dataset.output_shapes, dataset.output_types
+        if isinstance(types, tuple):   # elements (x, y) or (x, y, sample_weight)
+            shapes, types = shapes[0], types[0]
+        names, shapes, as_dict = _by_input_name(shapes)
+        dtypes = _by_input_name(types)[1]
         shapes = [s.as_list() if s.ndims is not None else [None] for s in shapes]
     else:
         names, values, as_dict = _by_input_name(x)
