@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tensorweave import _api
+from tensorweave.framework import nest
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K
 from tensorweave.keras.engine.base_layer import deserialize
@@ -57,7 +58,7 @@ def clone_model(model, input_tensors=None, clone_function=None):
                   for layer in model._input_layers]
     else:
         inputs = [x if K.keras_history(x) is not None else Input(tensor=x)
-                  for x in (input_tensors if isinstance(input_tensors, (list, tuple)) else [input_tensors])]
+                  for x in model._flatten_to_reference_inputs(input_tensors)]
     tensor_map = {id(x): y for x, y in zip(model.inputs, inputs)}
     for depth in sorted(model._nodes_by_depth, reverse=True):
         for node in model._nodes_by_depth[depth]:
@@ -66,8 +67,12 @@ def clone_model(model, input_tensors=None, clone_function=None):
                 continue
             if layer not in new_layers:
                 new_layers[layer] = clone_function(layer)
-            computed = [tensor_map[id(x)] for x in node.input_tensors]
+            computed = [tensor_map[id(x)] for x in nest.flatten(node.input_tensors)]
+            if isinstance(node.input_tensors, dict):
+                computed = [nest.pack_sequence_as(node.input_tensors, computed)]
             outputs = new_layers[layer](computed[0] if len(computed) == 1 else computed, **node.arguments)
             for x, y in zip(node.output_tensors, outputs if isinstance(outputs, list) else [outputs]):
                 tensor_map[id(x)] = y
-    return Model(inputs, [tensor_map[id(x)] for x in model.outputs], name=model.name)
+    nested_inputs = nest.pack_sequence_as(model._nested_inputs, inputs) if nest.is_sequence(model._nested_inputs) \
+        else inputs
+    return Model(nested_inputs, [tensor_map[id(x)] for x in model.outputs], name=model.name)

@@ -392,7 +392,7 @@ def test_dict_inputs_dataset_validation_and_validation_freq():
     np.testing.assert_allclose(history.history["val_loss"][-1],
                                np.mean((model.predict({"a": x[:4], "b": inputs["b"][:4]}) - y[:4]) ** 2), rtol=1e-5)
     np.testing.assert_allclose(history.history["val_sq"], history.history["val_loss"], rtol=1e-6)
-    with pytest.raises(ValueError, match=r"No data provided for 'b'"):
+    with pytest.raises(ValueError, match='No data provided for "b"'):
         model.fit({"a": x}, y, verbose=0)
     with pytest.raises(ValueError, match="`y` argument is not supported when using dataset as input."):
         model.fit(val, y, verbose=0)

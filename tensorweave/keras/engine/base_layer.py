@@ -465,9 +465,10 @@ class Layer:
 
     def _add_inbound_node(self, inputs, outputs, arguments) -> None:
         histories = [K.keras_history(x) for x in nest.flatten(inputs)]
-        as_list = isinstance(inputs, (list, tuple))
-        node = Node(self, [h[0] for h in histories], [h[1] for h in histories], [h[2] for h in histories],
-                    list(nest.flatten(inputs)) if as_list else [inputs],
+        # the inputs as the call took them: a list, a dict by key (as a DenseFeatures layer takes), else one tensor
+        called = list(nest.flatten(inputs)) if isinstance(inputs, (list, tuple)) else \
+            inputs if isinstance(inputs, dict) else [inputs]
+        node = Node(self, [h[0] for h in histories], [h[1] for h in histories], [h[2] for h in histories], called,
                     list(nest.flatten(outputs)) if isinstance(outputs, (list, tuple)) else [outputs],
                     {k: v for k, v in arguments.items() if k != "mask"})
         node_index = len(self._inbound_nodes) - 1

@@ -87,7 +87,7 @@ def _map_graph_network(inputs, outputs):
         for node in nodes_by_depth[depth]:
             if not node.inbound_layers:   # an input layer's own node
                 continue
-            for x in node.input_tensors:
+            for x in nest.flatten(node.input_tensors):
                 if id(x) not in computable:
                     raise ValueError(f'Graph disconnected: cannot obtain value for tensor {x} at layer '
                                      f'"{node.outbound_layer.name}". The following previous layers were accessed '
@@ -255,8 +255,19 @@ class Network(Layer):
     def _set_masks(self, inputs, outputs, previous_mask) -> None:
         """The layers inside already set the masks of the network's outputs."""
 
+    def _flatten_to_reference_inputs(self, inputs) -> list:
+        """`inputs` in the order of `self.inputs`: a dict by the keys of the dict of Inputs the model
+        was built on, or by the input layers' names (Keras maps a dict onto a list of Inputs by
+        name); a dict without those keys, and anything else, in nest.flatten order, as TF."""
+        if isinstance(inputs, dict):
+            nested = self._nested_inputs
+            names = sorted(nested) if isinstance(nested, dict) else [layer.name for layer in self._input_layers]
+            if all(name in inputs for name in names):
+                return [inputs[name] for name in names]
+        return nest.flatten(inputs)
+
     def _run_internal_graph(self, inputs, training=None, mask=None):
-        flat = nest.flatten(inputs)
+        flat = self._flatten_to_reference_inputs(inputs)
         if len(flat) != len(self.inputs):
             raise ValueError(f"Layer {self.name} expects {len(self.inputs)} inputs, but it received {len(flat)} input "
                              "tensors.")
@@ -267,16 +278,21 @@ class Network(Layer):
             for depth in sorted(self._nodes_by_depth, reverse=True):
                 for node in self._nodes_by_depth[depth]:
                     layer = node.outbound_layer
-                    if not node.inbound_layers or not all(id(x) in tensor_map for x in node.input_tensors):
+                    flat_inputs = nest.flatten(node.input_tensors)
+                    if not node.inbound_layers or not all(id(x) in tensor_map for x in flat_inputs):
                         continue
-                    computed = [tensor_map[id(x)] for x in node.input_tensors]
+                    computed = [tensor_map[id(x)] for x in flat_inputs]
                     kwargs = dict(node.arguments)
                     if training is not None and "training" not in kwargs and layer._call_accepts("training"):
                         kwargs["training"] = training
-                    given = [input_masks.get(id(x)) for x in node.input_tensors]
+                    given = [input_masks.get(id(x)) for x in flat_inputs]
                     if any(m is not None for m in given) and layer._call_accepts("mask"):
                         kwargs["mask"] = given[0] if len(given) == 1 else given
-                    outputs = layer(computed[0] if len(computed) == 1 else computed, **kwargs)
+                    if isinstance(node.input_tensors, dict):   # the layer takes its dict back
+                        computed = nest.pack_sequence_as(node.input_tensors, computed)
+                    elif len(computed) == 1:
+                        computed = computed[0]
+                    outputs = layer(computed, **kwargs)
                     for x, y in zip(node.output_tensors, nest.flatten(outputs)):
                         tensor_map[id(x)] = y
         return nest.pack_sequence_as(self._nested_outputs, [tensor_map[id(x)] for x in self.outputs])
@@ -291,7 +307,9 @@ class Network(Layer):
             for node in self._nodes_by_depth[depth]:
                 if not node.inbound_layers:
                     continue
-                known = [shape_map[id(x)] for x in node.input_tensors]
+                known = [shape_map[id(x)] for x in nest.flatten(node.input_tensors)]
+                if isinstance(node.input_tensors, dict):
+                    known = [nest.pack_sequence_as(node.input_tensors, known)]
                 out = node.outbound_layer.compute_output_shape(known[0] if len(known) == 1 else known)
                 outs = out if isinstance(out, list) else [out]
                 for x, s in zip(node.output_tensors, outs):
@@ -328,9 +346,12 @@ class Network(Layer):
             for index, node in enumerate(layer._inbound_nodes):
                 if _node_key(layer, index) not in self._network_nodes or not node.inbound_layers:
                     continue
-                inbound.append([[inbound_layer.name, conversion.get(_node_key(inbound_layer, node_id), 0),
-                                 tensor_id, copy.deepcopy(node.arguments)]
-                                for inbound_layer, node_id, tensor_id, _ in node.iterate_inbound()])
+                entries = [[inbound_layer.name, conversion.get(_node_key(inbound_layer, node_id), 0), tensor_id,
+                            copy.deepcopy(node.arguments)]
+                           for inbound_layer, node_id, tensor_id, _ in node.iterate_inbound()]
+                # a call on a dict is saved as a dict of entries by key, as Keras saves it
+                inbound.append(nest.pack_sequence_as(node.input_tensors, entries)
+                               if isinstance(node.input_tensors, dict) else entries)
             layer_configs.append({"name": layer.name, "class_name": type(layer).__name__,
                                   "config": layer.get_config(), "inbound_nodes": inbound})
 
@@ -338,7 +359,7 @@ class Network(Layer):
             out = [[layer.name, conversion[_node_key(layer, node_index)], tensor_index]
                    for layer, node_index, tensor_index in coords]
             out = nest.pack_sequence_as(nested, out) if nest.is_sequence(nested) else out
-            return out if isinstance(out, list) else [out]
+            return out if isinstance(out, (list, dict)) else [out]
 
         return {"name": self.name, "layers": layer_configs,
                 "input_layers": coordinates(self._input_coordinates, self._nested_inputs),
@@ -353,13 +374,17 @@ class Network(Layer):
         def process_node(layer, node_data) -> bool:
             inputs = []
             kwargs = {}
-            for inbound_name, inbound_index, tensor_index, *rest in node_data:
+            entries = [node_data[k] for k in sorted(node_data)] if isinstance(node_data, dict) else node_data
+            for inbound_name, inbound_index, tensor_index, *rest in entries:
                 inbound = created[inbound_name]
                 if len(inbound._inbound_nodes) <= inbound_index:
                     return False
                 inputs.append(nest.flatten(inbound._inbound_nodes[inbound_index].output_tensors)[tensor_index])
                 kwargs = rest[0] if rest else {}
-            layer(inputs[0] if len(inputs) == 1 else inputs, **kwargs)
+            if isinstance(node_data, dict):   # a call on a dict of tensors by key
+                layer(dict(zip(sorted(node_data), inputs)), **kwargs)
+            else:
+                layer(inputs[0] if len(inputs) == 1 else inputs, **kwargs)
             return True
 
         for layer_data in config["layers"]:
@@ -378,6 +403,8 @@ class Network(Layer):
                                  "never become available (the config is inconsistent).")
 
         def tensors(coords):
+            if isinstance(coords, dict):   # a model built on a dict of Inputs
+                return {key: tensors([coords[key]])[0] for key in coords}
             out = []
             for layer_name, node_index, tensor_index in coords:
                 node = created[layer_name]._inbound_nodes[node_index]

@@ -112,6 +112,14 @@ class Sequential(Model):
             outputs = layer(outputs, **kwargs)
         return outputs
 
+    def _set_inputs_from_data(self, names: list, shapes: list, dtypes: list, as_dict: bool) -> None:
+        """A dict of features builds a Sequential only through a first layer that takes one (a
+        DenseFeatures or SequenceFeatures layer), as Keras checks."""
+        if as_dict and not getattr(self.layers[0] if self.layers else None, "_is_feature_layer", False):
+            raise ValueError("Passing a dictionary input to a Sequential Model which doesn't have FeatureLayer as the "
+                             "first layer is an error.")
+        super()._set_inputs_from_data(names, shapes, dtypes, as_dict)
+
     def compute_output_shape(self, input_shape):
         shape = input_shape
         for layer in self.layers:
@@ -136,6 +144,6 @@ class Sequential(Model):
         model = cls(name=name)
         for layer_config in layer_configs:
             model.add(deserialize(layer_config, custom_objects=custom_objects))
-        if not model.inputs and build_input_shape:
+        if not model.inputs and isinstance(build_input_shape, (list, tuple)):   # a dict's builds on data, as TF
             model.build(build_input_shape)
         return model

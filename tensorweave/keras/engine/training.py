@@ -488,17 +488,19 @@ class Model(Network):
         return self.predict(generator, steps=steps, callbacks=callbacks, max_queue_size=max_queue_size,
                             workers=workers, use_multiprocessing=use_multiprocessing, verbose=verbose)
 
-    def _set_inputs_from_data(self, arrays: list) -> None:
-        """A subclassed model builds on its first data: placeholders of the arrays' shapes (batch
-        dimension unknown), its call's outputs, then the compiled loss and metrics (its weights
-        made in the scope of the strategy it was compiled under, if any)."""
+    def _set_inputs_from_data(self, names: list, shapes: list, dtypes: list, as_dict: bool) -> None:
+        """A model without inputs (subclassed, or Sequential without an input shape) builds on its
+        first data (training_loops.set_inputs_from_data): placeholders `names` of `shapes` and
+        `dtypes`, given to its call as a dict by name when the data is a dict, its call's outputs,
+        then the compiled loss and metrics (its weights made in the scope of the strategy it was
+        compiled under, if any)."""
         strategy = self._distribution_strategy
         with K.get_graph().as_default(), strategy.scope() if strategy is not None else contextlib.nullcontext():
-            inputs = [K.placeholder(shape=(None,) + tuple(a.shape[1:]), dtype=loops.floatx_or(a),
-                                    name=f"input_{i + 1}") for i, a in enumerate(arrays)]
-            outputs = self(inputs[0] if len(inputs) == 1 else inputs)
+            inputs = [K.placeholder(shape=shape, dtype=dtype, name=name)
+                      for name, shape, dtype in zip(names, shapes, dtypes)]
+            outputs = self(dict(zip(names, inputs)) if as_dict else inputs[0] if len(inputs) == 1 else inputs)
         self.inputs = inputs
-        self.input_names = [f"input_{i + 1}" for i in range(len(inputs))]
+        self.input_names = list(names)
         self.outputs = nest.flatten(outputs)
         self.output_names = [f"output_{i + 1}" for i in range(len(self.outputs))]
         self.built = True

@@ -20,10 +20,45 @@ from tensorweave.keras.utils.data_utils import GeneratorEnqueuer, OrderedEnqueue
 TRAIN, TEST, PREDICT = "train", "test", "predict"
 
 
-def floatx_or(array) -> str:
-    """The dtype a placeholder for `array` gets: its own if integer/bool, else floatx."""
-    kind = np.asarray(array).dtype.kind
-    return np.asarray(array).dtype.name if kind in "iub" else K.floatx()
+def _placeholder_dtype(dtype) -> str:
+    """The dtype of the placeholder for data of `dtype` (numpy's or a dataset's): floats as floatx,
+    strings as string, integers and bools as they are."""
+    if isinstance(dtype, np.dtype):
+        if dtype.kind in "USO":
+            return "string"
+        if dtype.kind in "iub":
+            return dtype.name
+        return K.floatx()
+    return K.floatx() if dtype.is_floating else dtype.name
+
+
+def _by_input_name(x) -> tuple:
+    """(names, values, whether a dict) of the inputs data `x` gives a model not yet built, as
+    Keras's ModelInputs names them: a dict's keys in sorted order, else "input_1", "input_2", ..."""
+    if isinstance(x, dict):
+        names = sorted(x)
+        return names, [x[name] for name in names], True
+    values = list(x) if isinstance(x, (list, tuple)) else [x]
+    return [f"input_{i + 1}" for i in range(len(values))], values, False
+
+
+def set_inputs_from_data(model, x, dataset=None) -> None:
+    """Builds a model without inputs (Sequential without an input shape, subclassed) on
+    placeholders for `x` (numpy data) or for the `x` part of `dataset`'s elements: the batch
+    dimension unknown, a 1-D array as a column (None, 1), as Keras's deferred build."""
+    if dataset is not None:
+        shapes, types = dataset.output_shapes, dataset.output_types
+        if isinstance(types, tuple):   # elements (x, y) or (x, y, sample_weight)
+            shapes, types = shapes[0], types[0]
+        names, shapes, as_dict = _by_input_name(shapes)
+        dtypes = _by_input_name(types)[1]
+        shapes = [s.as_list() if s.ndims is not None else [None] for s in shapes]
+    else:
+        names, values, as_dict = _by_input_name(x)
+        values = [np.asarray(v) for v in values]
+        shapes, dtypes = [v.shape for v in values], [v.dtype for v in values]
+    shapes = [(None,) + tuple(s[1:]) if len(s) > 1 else (None, 1) for s in shapes]
+    model._set_inputs_from_data(names, shapes, [_placeholder_dtype(d) for d in dtypes], as_dict)
 
 
 # -- standardizing user data ----------------------------------------------------------------------
@@ -34,7 +69,7 @@ def _as_list(data, names: list, what: str) -> list:
     if isinstance(data, dict):
         missing = [n for n in names if n not in data]
         if missing:
-            raise ValueError(f"No data provided for {missing[0]!r}. Need data for each key in: {names}")
+            raise ValueError(f'No data provided for "{missing[0]}". Need data for each key in: {names}')
         return [np.asarray(data[n]) for n in names]
     if isinstance(data, (list, tuple)):
         if len(data) != len(names):
@@ -128,14 +163,13 @@ def standardize(model, x, y=None, sample_weight=None, class_weight=None, need_ta
     """The arrays the model's functions feed for (x, y, sample_weight): inputs, then (when y is
     given or the model is compiled and targets are needed) targets and sample weights."""
     if not model.inputs:
-        model._set_inputs_from_data(_as_list(x, [f"input_{i + 1}" for i in range(len(x))]
-                                             if isinstance(x, (list, tuple)) else ["input_1"], "input"))
+        set_inputs_from_data(model, x)
     fed = [(name, t) for name, t in zip(model.input_names, model.inputs) if K.is_placeholder(t)]
     names = [name for name, _ in fed]
     shapes = [t.shape.as_list() if t.shape.ndims is not None else None for _, t in fed]
     xs = _as_list(x, names, "input") if fed else []
-    for name, array in zip(names, xs):
-        if array is None or array.dtype == object:
+    for name, array, (_, t) in zip(names, xs, fed):
+        if array is None or (array.dtype == object and t.dtype.name != "string"):
             raise ValueError(f"Please provide data for the model's input {name!r} (x is {x!r}).")
     xs = _check_shapes(xs, names, shapes, "input")
     xs = [np.asarray(a, dtype=t.dtype.as_numpy_dtype) for a, (_, t) in zip(xs, fed)]
@@ -364,7 +398,7 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
                     in_fit=False):
     """Runs `epochs` of the train/test/predict function over arrays `ins` or a step `source`;
     fit's History, evaluate's results or predict's outputs."""
-    f = _function(model, mode)
+    f = _function(model, mode) if model.inputs else None   # a model built by its first batch: made then
     use_steps = source is not None or bool(steps)
     generator = source is not None and not source.dataset
     num = (steps or source.steps) if use_steps else _num_samples(ins)
@@ -400,6 +434,8 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
             # Keras's batch size in the logs: 1 per step of a dataset or of numpy data with steps
             batch_logs = {"batch": batch_index, "size": 1 if use_steps and not generator else size}
             callbacks._call_batch_hook(mode, "begin", batch_index, batch_logs)
+            if f is None:
+                f = _function(model, mode)
             batch_outs = f(batch + _phase(model, mode))
             done += 1
             if mode == PREDICT:
@@ -447,6 +483,8 @@ def _source_or_arrays(model, x, y, sample_weight, class_weight, steps, shuffle, 
         if sample_weight is not None:
             raise ValueError("`sample_weight` argument is not supported when input `x` is a dataset or a generator. "
                              "Instead pass sample weights as the third element of the generator.")
+        if not model.inputs and isinstance(x, (Dataset, Iterator)):   # built on the elements' structure, as Keras
+            set_inputs_from_data(model, None, dataset=x)
         return None, _StepSource(x, steps, shuffle=shuffle, workers=workers, max_queue_size=max_queue_size,
                                  use_multiprocessing=use_multiprocessing, what=what)
     if x is None:
