@@ -32,7 +32,7 @@ FUSED_OP = "_XlaRun"
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
 
 _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PERFORMANCE.md)
-_MAX_MEMBERS = 96             # the expression's nesting stays under Python's parser limit (200)
+_MAX_MEMBERS = 150            # the expression's nesting stays under Python's parser limit (200)
 _MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
 _MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
 

@@ -1,0 +1,188 @@
+"""Fusion of elementwise trees (runtime/fusion.py): fused and unfused steps give the same bits,
+and what must stay unfused (fetched or control-read intermediates, other devices) does."""
+import numpy as np
+import pytest
+
+import tensorweave as tf
+
+_SPECIAL = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, -1.0, 0.5, 7.0]
+
+
+def _config(jit_level: int):
+    return tf.ConfigProto(graph_options=tf.GraphOptions(
+        optimizer_options=tf.OptimizerOptions(global_jit_level=jit_level)))
+
+
+def _run_both(fetches, feeds: dict, trace: bool = False):
+    """(fused values, unfused values, the node names a traced fused step reports)."""
+    out = []
+    for level in (tf.OptimizerOptions.DEFAULT, tf.OptimizerOptions.OFF):
+        with tf.Session(config=_config(level)) as sess:
+            out.append(sess.run(fetches, feeds))
+    with tf.Session() as sess:
+        meta = tf.RunMetadata()
+        sess.run(fetches, feeds, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    names = {ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+    return out[0], out[1], names
+
+
+def _same_bits(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _special_pairs(dtype, n_random: int):
+    rng = np.random.default_rng(7)
+    sx, sy = np.meshgrid(np.array(_SPECIAL, dtype), np.array(_SPECIAL, dtype))
+    x = np.concatenate([sx.ravel(), (rng.standard_normal(n_random) * 10).astype(dtype)])
+    y = np.concatenate([sy.ravel(), (rng.standard_normal(n_random) * 10).astype(dtype)])
+    return x, y
+
+
+_BINARY = {"add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "div": tf.realdiv, "max": tf.maximum,
+           "min": tf.minimum}
+_UNARY = {"neg": tf.negative, "abs": tf.abs, "sqrt": tf.sqrt, "floor": tf.floor, "ceil": tf.ceil,
+          "square": tf.square, "relu": tf.nn.relu}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("small", [True, False])   # small inputs: the one-pass program; large: the kernels in turn
+def test_each_fused_op_gives_its_kernels_bits_with_nan_inf_and_signed_zeros(dtype, small):
+    special = np.array(_SPECIAL, dtype)
+    if small:   # every pair of special values by broadcasting a row against a column
+        x, y = special, special[:, None]
+    else:
+        rng = np.random.default_rng(7)
+        x = np.concatenate([np.repeat(special, len(special)), (rng.standard_normal(4000) * 10).astype(dtype)])
+        y = np.concatenate([np.tile(special, len(special)), (rng.standard_normal(4000) * 10).astype(dtype)])
+    px, py = tf.placeholder(dtype, [None] * x.ndim), tf.placeholder(dtype, [None] * y.ndim)
+    fetches = {}
+    for name, op in _BINARY.items():   # each op between others, so that it fuses into a tree
+        fetches[name] = op(px + py, py - px) * py
+        fetches[name + "_leaves"] = op(px, py) * 2.0
+    for name, op in _UNARY.items():
+        fetches[name] = -op(px * py)
+    with np.errstate(all="ignore"):
+        fused, unfused, names = _run_both(fetches, {px: x, py: y})
+    for k in fetches:
+        assert _same_bits(fused[k], unfused[k]), k
+    assert sum(n.endswith("/xla_run") for n in names) == len(fetches)
+
+
+def test_small_chains_fuse_and_agree_exactly_with_broadcasting():
+    for dtype in (np.float32, np.float64):
+        a = tf.placeholder(dtype, [None, 3])
+        b = tf.placeholder(dtype, [3])
+        y = a
+        for i in range(40):
+            y = tf.maximum(y * 1.5 - b, -2.0) / 3.0 + tf.cast(i, dtype)
+        x = np.array([[1, -2, 3], [np.nan, np.inf, -0.0]], dtype)
+        fused, unfused, names = _run_both(y, {a: x, b: np.array([0.25, -1, 2], dtype)}, trace=True)
+        assert _same_bits(fused, unfused)
+        assert any(n.endswith("/xla_run") for n in names)   # it did fuse: the step reports its clusters
+        assert not any(n.startswith("truediv") for n in names)
+
+
+def test_the_200_add_chain_is_one_kernel_and_returns_a_scalar_of_its_dtype():
+    x = tf.placeholder(tf.float32, [])
+    y = x
+    for _ in range(200):
+        y = y + 1.0
+    fused, unfused, names = _run_both(y, {x: 0.1})
+    assert _same_bits(fused, unfused) and type(fused) is type(unfused) is np.float32
+    assert not any(n.startswith("add") for n in names)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_int_chains_wrap_as_numpy_does(dtype):
+    info = np.iinfo(dtype)
+    x = tf.placeholder(dtype, [None])
+    y = tf.placeholder(dtype, [None])
+    z = tf.maximum((x * y + x) - y, tf.negative(x))
+    z = tf.minimum(z * 3, y) + tf.nn.relu(x - y)
+    vx = np.array([0, 1, -1, info.max, info.min, 5, -7, 3], dtype)
+    vy = np.array([info.max, info.max, info.min, 1, -1, 3, 2, -3], dtype)
+    fused, unfused, names = _run_both(z, {x: vx, y: vy})
+    assert _same_bits(fused, unfused)
+    assert any(n.endswith("/xla_run") for n in names)
+
+
+def test_a_fetched_intermediate_stays_unfused_and_keeps_its_value():
+    x = tf.placeholder(tf.float32, [None])
+    mid = tf.multiply(x + 1.0, 2.0, name="mid")
+    out = tf.subtract(mid * 3.0, 3.0, name="out")
+    v = np.array([0.5, -1.5, np.nan], np.float32)
+    (f_mid, f_out), (u_mid, u_out), names = _run_both([mid, out], {x: v})
+    assert _same_bits(f_mid, u_mid) and _same_bits(f_out, u_out)
+    # fetched: mid ends its own tree (x + 1.0, mid), its value kept; out's tree starts from it
+    assert names == {"cluster_0/xla_run", "cluster_1/xla_run"}
+
+
+def test_a_control_dependency_on_an_intermediate_keeps_it_unfused():
+    x = tf.placeholder(tf.float32, [])
+    mid = tf.add(x * 2.0, 1.0, name="mid")
+    with tf.control_dependencies([mid]):
+        marker = tf.identity(x, name="marker")
+    out = tf.negative(mid - 4.0, name="out")
+    fused, unfused, names = _run_both([out, marker], {x: 3.0})
+    assert _same_bits(fused[0], unfused[0]) and fused[0] == -3.0
+    assert "marker" in names and sum(n.endswith("/xla_run") for n in names) == 2   # mid ends a tree
+
+
+def test_ops_on_other_devices_do_not_fuse_together():
+    x = tf.placeholder(tf.float32, [])
+    with tf.device("/cpu:0"):
+        a = tf.add(x * 2.0, 1.0, name="a")
+    b = tf.subtract(a, 4.0, name="b")
+    fused, unfused, names = _run_both(b * 3.0, {x: 3.0})
+    assert fused == unfused == 9.0
+    assert sum(n.endswith("/xla_run") for n in names) == 2   # the /cpu:0 tree ends at its boundary
+
+
+def test_global_jit_level_off_runs_every_op():
+    x = tf.placeholder(tf.float32, [])
+    y = tf.add(x * 2.0, 1.0, name="y")
+    with tf.Session(config=_config(tf.OptimizerOptions.OFF)) as sess:
+        meta = tf.RunMetadata()
+        sess.run(y, {x: 1.0}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    names = {ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+    assert {"mul", "y"} <= names and not any(n.endswith("/xla_run") for n in names)
+
+
+def test_a_failing_member_names_its_own_node():
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.placeholder(tf.float32, [None])
+    z = tf.multiply(x + 1.0, y, name="bad_mul") - 2.0
+    for level in (tf.OptimizerOptions.DEFAULT, tf.OptimizerOptions.OFF):
+        with tf.Session(config=_config(level)) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="bad_mul") as err:
+                sess.run(z, {x: np.ones(3, np.float32), y: np.ones(4, np.float32)})
+            assert err.value.op == "bad_mul"
+
+
+def test_a_fed_value_of_another_dtype_gives_the_unfused_result():
+    x = tf.placeholder(tf.float64, [None])
+    y = (x + 1.0) * 3.0 - x
+    fused, unfused, _ = _run_both(y, {x: [1, 2, 3]})
+    assert _same_bits(fused, unfused)
+
+
+def test_gradients_through_fused_trees_agree_exactly():
+    x = tf.placeholder(tf.float32, [None])
+    w = tf.Variable(np.array([0.5, -1.0, 2.0], np.float32))
+    loss = tf.reduce_sum(tf.square(tf.nn.relu(x * w + 1.0) - 0.5) / 3.0)
+    grads = tf.gradients(loss, [x, w])
+    outs = []
+    for level in (tf.OptimizerOptions.DEFAULT, tf.OptimizerOptions.OFF):
+        with tf.Session(config=_config(level)) as sess:
+            sess.run(w.initializer)
+            outs.append(sess.run(grads, {x: np.array([1.0, -3.0, 0.25], np.float32)}))
+    assert all(_same_bits(a, b) for a, b in zip(*outs))
+
+
+def test_xla_compile_false_keeps_a_node_unfused():
+    x = tf.placeholder(tf.float32, [])
+    a = tf.add(x * 2.0, 1.0, name="a")
+    a.op._set_attr("_XlaCompile", False)
+    fused, unfused, names = _run_both(a - 3.0, {x: 1.0})
+    assert fused == unfused == 0.0 and "a" in names
