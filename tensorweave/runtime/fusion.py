@@ -20,6 +20,7 @@ What a traced step reports for a fused step, as TF's XLA clusters do: one node,
 members' names (`Plan.nodes` still lists the members)."""
 from __future__ import annotations
 
+import threading
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -58,6 +59,7 @@ _FORMS = {
     "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})", (0, 1)),
     "Relu": (_NAN_MAX.replace("{1}", "{zero}"), "where({0} > {zero}, {0}, {zero})", (0,)),
 }
+_NUMPY_VALUES = frozenset((np.ndarray, np.float32, np.float64, np.int32, np.int64))
 _numexpr = None
 
 
@@ -252,26 +254,39 @@ class _FusedKernel:
             self._program = _numexpr.NumExpr(exprs[group[-1]], signature)
         except Exception:  # noqa: BLE001 - a form numexpr cannot compile leaves the members' kernels
             self._program = None
+        self._busy = threading.Lock()
         self.node = NodeDef(f"cluster_{number}/xla_run", FUSED_OP, tuple(nodes[i].name for i in group),
                             nodes[group[-1]].device, {})
 
     def run_one(self, x):
+        """run(x) for a tree of one input (the executor's one-argument step)."""
+        program = self._program
+        if program is not None and x.__class__ in _NUMPY_VALUES and x.dtype is self._dtypes[0] \
+                and x.size <= _NUMEXPR_MAX_ELEMENTS:
+            return self._evaluate(program, (x,))
         return self.run(x)
 
     def run(self, *args):
         program = self._program
         if program is not None:
-            try:
-                for v, d in zip(args, self._dtypes):
-                    if v.dtype is not d or v.size > _NUMEXPR_MAX_ELEMENTS:
-                        program = None
-                        break
-                if program is not None:
-                    out = program(*args, *self._baked)
-                    return out[()] if out.ndim == 0 else out
-            except Exception:  # noqa: BLE001 - not an array, or numexpr refuses: the members say why
-                pass
+            for v, d in zip(args, self._dtypes):
+                if v.__class__ not in _NUMPY_VALUES or v.dtype is not d or v.size > _NUMEXPR_MAX_ELEMENTS:
+                    return self._run_members(args)
+            return self._evaluate(program, args)
         return self._run_members(args)
+
+    def _evaluate(self, program, args):
+        # A numexpr program keeps its temporaries in itself: one thread at a time runs it, and a
+        # thread finding it busy (a QueueRunner's threads share plans) runs the members instead.
+        if not self._busy.acquire(False):
+            return self._run_members(args)
+        try:
+            out = program(*args, *self._baked)
+        except Exception:  # noqa: BLE001 - numexpr refuses (shapes that do not broadcast): the members say why
+            return self._run_members(args)
+        finally:
+            self._busy.release()
+        return out[()] if out.ndim == 0 else out
 
     def _run_members(self, args):
         vals = [*args, *self._baked]

@@ -186,3 +186,25 @@ def test_xla_compile_false_keeps_a_node_unfused():
     a.op._set_attr("_XlaCompile", False)
     fused, unfused, names = _run_both(a - 3.0, {x: 1.0})
     assert fused == unfused == 0.0 and "a" in names
+
+
+def test_threads_running_one_plan_at_once_each_get_their_own_values():
+    # A QueueRunner's threads share a plan; a numexpr program keeps temporaries in itself.
+    import threading
+    x = tf.placeholder(tf.float32, [None])
+    y = ((x + 1.0) * 3.0 - x) / 2.0
+    failures = []
+    with tf.Session() as sess:
+        def work(seed):
+            rng = np.random.default_rng(seed)
+            for _ in range(300):
+                v = rng.standard_normal(rng.integers(1, 100)).astype(np.float32)
+                want = ((v + np.float32(1)) * np.float32(3) - v) / np.float32(2)
+                if sess.run(y, {x: v}).tobytes() != want.tobytes():
+                    failures.append(seed)
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failures
