@@ -34,6 +34,7 @@ JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_optio
 
 _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PERFORMANCE.md)
 _MAX_MEMBERS = 150            # the expression's nesting stays under Python's parser limit (200)
+_MAX_EXPANDED = 160           # ops in the expression, repeated operands counted each time
 _MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
 _MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
 
@@ -41,24 +42,26 @@ _FLOATS = frozenset((dtypes.float32, dtypes.float64))
 _INTS = frozenset((dtypes.int32, dtypes.int64))
 _NAN_MAX = "where(({0} > {1}) | ({0} != {0}), {0}, {1})"   # np.maximum: NaN wins, the second of equals
 _NAN_MIN = "where(({0} < {1}) | ({0} != {0}), {0}, {1})"
-# op -> (its numexpr form for floats, for ints (None: floats only), the operand positions it repeats)
+# op -> (its numexpr form for floats, for ints (None: floats only))
 _FORMS = {
-    "Add": ("({0} + {1})", "({0} + {1})", ()),
-    "AddV2": ("({0} + {1})", "({0} + {1})", ()),
-    "Sub": ("({0} - {1})", "({0} - {1})", ()),
-    "Mul": ("({0} * {1})", "({0} * {1})", ()),
-    "RealDiv": ("({0} / {1})", None, ()),
-    "Div": ("({0} / {1})", None, ()),
-    "Neg": ("(-{0})", "(-{0})", ()),
-    "Abs": ("abs({0})", None, ()),
-    "Sqrt": ("sqrt({0})", None, ()),
-    "Floor": ("floor({0})", None, ()),
-    "Ceil": ("ceil({0})", None, ()),
-    "Square": ("({0} * {0})", "({0} * {0})", (0,)),
-    "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})", (0, 1)),
-    "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})", (0, 1)),
-    "Relu": (_NAN_MAX.replace("{1}", "{zero}"), "where({0} > {zero}, {0}, {zero})", (0,)),
+    "Add": ("({0} + {1})", "({0} + {1})"),
+    "AddV2": ("({0} + {1})", "({0} + {1})"),
+    "Sub": ("({0} - {1})", "({0} - {1})"),
+    "Mul": ("({0} * {1})", "({0} * {1})"),
+    "RealDiv": ("({0} / {1})", None),
+    "Div": ("({0} / {1})", None),
+    "Neg": ("(-{0})", "(-{0})"),
+    "Abs": ("abs({0})", None),
+    "Sqrt": ("sqrt({0})", None),
+    "Floor": ("floor({0})", None),
+    "Ceil": ("ceil({0})", None),
+    "Square": ("({0} * {0})", "({0} * {0})"),
+    "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})"),
+    "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})"),
+    "Relu": (_NAN_MAX.replace("{1}", "{zero}"), "where({0} > {zero}, {0}, {zero})"),
 }
+# op -> how often each operand appears in its form: a tree repeats an operand's subtree that often
+_REPEATS = {op: tuple(max(f.count("{%d}" % k) for f in fs if f) for k in range(2)) for op, fs in _FORMS.items()}
 _NUMPY_VALUES = frozenset((np.ndarray, np.float32, np.float64, np.int32, np.int64))
 _numexpr = None
 
@@ -97,6 +100,8 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     root: dict = {}      # step -> the step whose value its tree computes
     members: dict = {}   # root -> its steps
     leaves: dict = {}    # root -> the keys of its inputs (a constant's value counts once)
+    times: dict = {}     # step -> how often its expression appears in its root's (maximum(x + 1, y): twice)
+    expanded: dict = {}  # root -> the ops its expression spells out
     for i in reversed(range(len(steps))):
         if not plain[i]:
             continue
@@ -105,14 +110,15 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
         r = i
         if len(into) == 1 and out not in kept and nodes[i].name not in control_sources:
             j, pos = into[0]
-            if j in root and pos not in _FORMS[nodes[j].op][2] and len(members[root[j]]) < _MAX_MEMBERS \
-                    and nodes[j].device == nodes[i].device:   # (never across devices)
+            if j in root and len(members[root[j]]) < _MAX_MEMBERS and nodes[j].device == nodes[i].device:
+                n = times[j] * _REPEATS[nodes[j].op][pos]   # (never across devices)
                 grown = (leaves[root[j]] - {("slot", out)}) | {_leaf_key(s, constants) for s in ins}
-                if len(grown) <= _MAX_LEAVES:
+                if len(grown) <= _MAX_LEAVES and expanded[root[j]] + n <= _MAX_EXPANDED:
                     r = root[j]
-                    leaves[r] = grown
+                    leaves[r], times[i] = grown, n
+                    expanded[r] += n
         if r == i:
-            leaves[i] = {_leaf_key(s, constants) for s in ins}
+            leaves[i], times[i], expanded[i] = {_leaf_key(s, constants) for s in ins}, 1, 1
             members[i] = []
         root[i] = r
         members[r].append(i)

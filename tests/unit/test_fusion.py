@@ -208,3 +208,24 @@ def test_threads_running_one_plan_at_once_each_get_their_own_values():
         for t in threads:
             t.join()
     assert not failures
+
+
+def test_relu_and_clip_take_their_operand_trees_in():
+    x = tf.placeholder(tf.float32, [None])
+    b = tf.placeholder(tf.float32, [None])
+    y = tf.clip_by_value(tf.nn.relu(x * 2.0 + b) - 1.5, -1.0, 4.0)
+    v = np.array([-3, -0.0, 0.0, 0.5, 1.0, 2.5, np.nan, np.inf, -np.inf], np.float32)
+    fused, unfused, names = _run_both(y, {x: v, b: v[::-1].copy()})
+    assert _same_bits(fused, unfused)
+    assert sum(n.endswith("/xla_run") for n in names) == 1   # one tree: mul, add, relu, sub, minimum, maximum
+
+
+def test_nested_maxima_stay_a_bounded_expression():
+    x = tf.placeholder(tf.float64, [None])
+    y = x
+    for i in range(30):   # each maximum repeats its first operand's expression four times
+        y = tf.maximum(y + 1.0, float(i))
+    v = np.array([-100.0, 0.0, np.nan, 7.5], np.float64)
+    fused, unfused, names = _run_both(y, {x: v})
+    assert _same_bits(fused, unfused)
+    assert 1 < sum(n.endswith("/xla_run") for n in names) < 30
