@@ -29,7 +29,7 @@ class KernelContext:
     services: dict = field(default_factory=dict)    # rendezvous, transport hooks (distributed runtime)
     log_device_placement: bool = False
     gpus: dict = field(default_factory=dict)        # "GPU:i" -> runtime.devices.Gpu, this task's GPUs
-    global_jit_level: int = 0                       # OptimizerOptions'; OFF (-1): no fusion (runtime/fusion.py)
+    global_jit_level: int = 0                       # OptimizerOptions'; OFF (-1): fuse jit scopes only (fusion.py)
     _function_plans: dict = field(default_factory=dict)
 
     def function_plan(self, name: str, device: str = "") -> "Plan":
@@ -285,9 +285,9 @@ class Plan:
                 steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
             self._names.append(node)
         self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
-        if fusion.enabled(ctx.global_jit_level) and not gpus:   # elementwise trees as one kernel each
+        if not gpus:   # elementwise trees as one kernel each
             steps, self._names = fusion.fuse(steps, self._names, [slots[f] for f in fetches if f in slots],
-                                             template, by_name, feed_set, _as_op_error, ctx.task)
+                                             template, by_name, feed_set, _as_op_error, ctx.task, ctx.global_jit_level)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:

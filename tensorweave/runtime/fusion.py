@@ -15,6 +15,10 @@ are small (at most _NUMEXPR_MAX_ELEMENTS elements each) and of the planned dtype
 calls its members' own kernels in order, which is the unfused computation without the
 executor's per-op dispatch. A member that fails is rerun that way, so its error names it.
 
+ConfigProto.graph_options.optimizer_options.global_jit_level and
+tf.contrib.compiler.jit.experimental_jit_scope decide which ops may fuse, as they decide XLA's
+clusters in TF (see fuse()).
+
 What a traced step reports for a fused step, as TF's XLA clusters do: one node,
 `cluster_<k>/xla_run`, op `_XlaRun`, on the members' device; its NodeDef's inputs are the
 members' names (`Plan.nodes` still lists the members)."""
@@ -66,20 +70,18 @@ _NUMPY_VALUES = frozenset((np.ndarray, np.float32, np.float64, np.int32, np.int6
 _numexpr = None
 
 
-def enabled(global_jit_level: int) -> bool:
-    """Fusion is on unless ConfigProto.graph_options.optimizer_options.global_jit_level is OFF (-1);
-    DEFAULT (0), ON_1 and ON_2 fuse (it measures faster, and changes no bit)."""
-    return global_jit_level != JIT_OFF
-
-
 def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequence[tuple], by_name: dict,
-         feed_set: set, as_op_error: Callable, task: str) -> tuple[list, list]:
+         feed_set: set, as_op_error: Callable, task: str, jit_level: int = 0) -> tuple[list, list]:
     """`steps` (executor.Plan's (mode, fn, a, b, c) program, `nodes` its node per step) with each
     fusible tree of two or more members replaced by one step at its root's place. `template`:
     (slot, value) of the plan's constants, taken into the fused kernels; `as_op_error(e, node,
-    task)`: the executor's error for a failing kernel."""
+    task)`: the executor's error for a failing kernel. `jit_level`: ConfigProto's
+    global_jit_level; DEFAULT (0), ON_1 and ON_2 fuse (it measures faster and changes no bit),
+    OFF (-1) fuses only the ops of an experimental_jit_scope() (their `_XlaCompile` is True).
+    An op whose `_XlaCompile` is False is never fused; ops of different `_XlaScope`s never
+    share a tree."""
     global _numexpr
-    types = [_fusible(step, node, by_name, feed_set) for step, node in zip(steps, nodes)]
+    types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
         return steps, nodes
@@ -110,8 +112,9 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
         r = i
         if len(into) == 1 and out not in kept and nodes[i].name not in control_sources:
             j, pos = into[0]
-            if j in root and len(members[root[j]]) < _MAX_MEMBERS and nodes[j].device == nodes[i].device:
-                n = times[j] * _REPEATS[nodes[j].op][pos]   # (never across devices)
+            if j in root and len(members[root[j]]) < _MAX_MEMBERS and nodes[j].device == nodes[i].device \
+                    and nodes[j].attr.get("_XlaScope") == nodes[i].attr.get("_XlaScope"):   # (never across devices)
+                n = times[j] * _REPEATS[nodes[j].op][pos]
                 grown = (leaves[root[j]] - {("slot", out)}) | {_leaf_key(s, constants) for s in ins}
                 if len(grown) <= _MAX_LEAVES and expanded[root[j]] + n <= _MAX_EXPANDED:
                     r = root[j]
@@ -147,12 +150,14 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     return new_steps, new_nodes
 
 
-def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set) -> Optional[np.dtype]:
+def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level: int) -> Optional[np.dtype]:
     """The numpy dtype of a one-output kernel of a fusible op and dtype on the CPU that reads no TF1
-    variable's ref; None for any other step."""
+    variable's ref and that its jit level and scope let fuse; None for any other step."""
     form = _FORMS.get(node.op)
-    if form is None or step[0] not in (_MODE_ONE_2, _MODE_ONE_1) or step[4] < 0 \
-            or node.attr.get("_XlaCompile") is False or "GPU:" in node.device:
+    if form is None or step[0] not in (_MODE_ONE_2, _MODE_ONE_1) or step[4] < 0 or "GPU:" in node.device:
+        return None
+    compile_attr = node.attr.get("_XlaCompile")
+    if compile_attr is False or (compile_attr is not True and jit_level == JIT_OFF):
         return None
     dtype = dtype_of(node, by_name)
     if dtype not in _FLOATS and (dtype not in _INTS or form[1] is None):

@@ -229,3 +229,43 @@ def test_nested_maxima_stay_a_bounded_expression():
     fused, unfused, names = _run_both(y, {x: v})
     assert _same_bits(fused, unfused)
     assert 1 < sum(n.endswith("/xla_run") for n in names) < 30
+
+
+def _fused_count(names) -> int:
+    return sum(n.endswith("/xla_run") for n in names)
+
+
+def test_jit_scope_compile_ops_false_keeps_its_ops_unfused():
+    x = tf.placeholder(tf.float32, [])
+    with tf.contrib.compiler.jit.experimental_jit_scope(compile_ops=False):
+        a = tf.add(x * 2.0, 1.0, name="a")
+    b = tf.add(a * 3.0, 1.0, name="b")
+    fused, unfused, names = _run_both(b, {x: 1.0})
+    assert fused == unfused == 10.0
+    assert {"mul", "a"} <= names and _fused_count(names) == 1   # b's tree alone
+    assert a.op.get_attr("_XlaCompile") is False and a.op.get_attr("_XlaScope") == "jit_scope_0"
+
+
+def test_jit_scope_ops_fuse_even_with_global_jit_level_off_and_scopes_stay_apart():
+    x = tf.placeholder(tf.float32, [])
+    with tf.contrib.compiler.jit.experimental_jit_scope():
+        a = tf.add(x * 2.0, 1.0, name="a")
+    with tf.contrib.compiler.jit.experimental_jit_scope():
+        b = tf.add(a * 3.0, 1.0, name="b")
+    c = tf.add(b * 5.0, 1.0, name="c")   # outside any scope: OFF leaves it alone
+    with tf.Session(config=_config(tf.OptimizerOptions.OFF)) as sess:
+        meta = tf.RunMetadata()
+        assert sess.run(c, {x: 1.0}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                        run_metadata=meta) == 51.0
+    names = {ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+    assert _fused_count(names) == 2 and {"mul_2", "c"} <= names and not {"a", "b"} & names
+
+
+def test_jit_scope_takes_a_callable_of_the_node_def():
+    x = tf.placeholder(tf.float32, [])
+    with tf.contrib.compiler.jit.experimental_jit_scope(compile_ops=lambda node_def: node_def.op != "Mul"):
+        a = tf.add(x * 2.0, 1.0, name="a")
+        b = tf.subtract(a, 4.0, name="b")
+    fused, unfused, names = _run_both(b, {x: 1.0})
+    assert fused == unfused == -1.0
+    assert "mul" in names and _fused_count(names) == 1   # a and b only
