@@ -269,3 +269,19 @@ def test_jit_scope_takes_a_callable_of_the_node_def():
     fused, unfused, names = _run_both(b, {x: 1.0})
     assert fused == unfused == -1.0
     assert "mul" in names and _fused_count(names) == 1   # a and b only
+
+
+def test_a_worker_task_honours_the_global_jit_level_its_master_sends():
+    from tensorweave.distributed.worker import WorkerService
+    from tensorweave.framework.graph_def import graph_to_graph_def
+    x = tf.placeholder(tf.float32, [], name="x")
+    tf.subtract(x * 2.0 + 1.0, 3.0, name="y")
+    gd = graph_to_graph_def(tf.get_default_graph())
+    svc = WorkerService(tf.train.ClusterSpec({"local": ["localhost:1"]}), "local", 0)
+    ran = {}
+    for level in (tf.OptimizerOptions.DEFAULT, tf.OptimizerOptions.OFF):
+        handle = svc.register_graph(gd, ["x:0"], ["y:0"], [], config={"global_jit_level": level})
+        values, trace = svc.run_graph(handle, 1, [np.float32(2.0)], trace=True)
+        assert values == [2.0]
+        ran[level] = [t["node_name"] for t in trace]
+    assert ran == {tf.OptimizerOptions.DEFAULT: ["cluster_0/xla_run"], tf.OptimizerOptions.OFF: ["mul", "add", "y"]}
