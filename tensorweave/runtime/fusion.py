@@ -37,35 +37,50 @@ FUSED_OP = "_XlaRun"
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
 
 _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PERFORMANCE.md)
-_MAX_MEMBERS = 150            # the expression's nesting stays under Python's parser limit (200)
-_MAX_EXPANDED = 160           # ops in the expression, repeated operands counted each time
+_MAX_MEMBERS = 64             # numexpr compiles in time quadratic in the tree (150 ops: 200 ms)
+_MAX_EXPANDED = 96            # ops in the expression, repeated operands counted each time
 _MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
 _MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
 
 _FLOATS = frozenset((dtypes.float32, dtypes.float64))
 _INTS = frozenset((dtypes.int32, dtypes.int64))
-_NAN_MAX = "where(({0} > {1}) | ({0} != {0}), {0}, {1})"   # np.maximum: NaN wins, the second of equals
-_NAN_MIN = "where(({0} < {1}) | ({0} != {0}), {0}, {1})"
-# op -> (its numexpr form for floats, for ints (None: floats only))
+_NAN_MAX = "where(({0} > {1}) | ({0} != {0}), {0}, {1})"   # np.maximum: NaN wins, the first of two, else the
+_NAN_MIN = "where(({0} < {1}) | ({0} != {0}), {0}, {1})"   # second of equals (-0.0 and 0.0 too)
+# op -> (its numexpr form for floats, for ints (None: floats only), for floats when the second
+# operand is a constant without NaN (None: the same)); "{zero}" is a constant 0 of the dtype
 _FORMS = {
-    "Add": ("({0} + {1})", "({0} + {1})"),
-    "AddV2": ("({0} + {1})", "({0} + {1})"),
-    "Sub": ("({0} - {1})", "({0} - {1})"),
-    "Mul": ("({0} * {1})", "({0} * {1})"),
-    "RealDiv": ("({0} / {1})", None),
-    "Div": ("({0} / {1})", None),
-    "Neg": ("(-{0})", "(-{0})"),
-    "Abs": ("abs({0})", None),
-    "Sqrt": ("sqrt({0})", None),
-    "Floor": ("floor({0})", None),
-    "Ceil": ("ceil({0})", None),
-    "Square": ("({0} * {0})", "({0} * {0})"),
-    "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})"),
-    "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})"),
-    "Relu": (_NAN_MAX.replace("{1}", "{zero}"), "where({0} > {zero}, {0}, {zero})"),
+    "Add": ("({0} + {1})", "({0} + {1})", None),
+    "AddV2": ("({0} + {1})", "({0} + {1})", None),
+    "Sub": ("({0} - {1})", "({0} - {1})", None),
+    "Mul": ("({0} * {1})", "({0} * {1})", None),
+    "RealDiv": ("({0} / {1})", None, None),
+    "Div": ("({0} / {1})", None, None),
+    "Neg": ("(-{0})", "(-{0})", None),
+    "Abs": ("abs({0})", None, None),
+    "Sqrt": ("sqrt({0})", None, None),
+    "Floor": ("floor({0})", None, None),
+    "Ceil": ("ceil({0})", None, None),
+    "Square": ("({0} * {0})", "({0} * {0})", None),
+    "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})", "where({0} <= {1}, {1}, {0})"),
+    "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})", "where({0} >= {1}, {1}, {0})"),
+    "Relu": ("where({0} <= {zero}, {zero}, {0})", "where({0} > {zero}, {0}, {zero})", None),
 }
-# op -> how often each operand appears in its form: a tree repeats an operand's subtree that often
-_REPEATS = {op: tuple(max(f.count("{%d}" % k) for f in fs if f) for k in range(2)) for op, fs in _FORMS.items()}
+
+
+def _form(op: str, dtype: np.dtype, second) -> str:
+    """The numexpr form of `op` in `dtype`; `second`: the value of a constant second operand, else
+    None (a form may then name its first operand fewer times: a tree repeats it less)."""
+    floats, ints, number_second = _FORMS[op]
+    if dtype.kind != "f":
+        return ints
+    if number_second is not None and second is not None and not np.isnan(second).any():
+        return number_second
+    return floats
+
+
+_LAZY = object()      # a fused kernel's program before its first small call
+_PROGRAMS: dict = {}  # (expression, signature) -> (numexpr program, lock), or None: cannot compile
+_MAX_PROGRAMS = 4096
 _NUMPY_VALUES = frozenset((np.ndarray, np.float32, np.float64, np.int32, np.int64))
 _numexpr = None
 
@@ -114,7 +129,9 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
             j, pos = into[0]
             if j in root and len(members[root[j]]) < _MAX_MEMBERS and nodes[j].device == nodes[i].device \
                     and nodes[j].attr.get("_XlaScope") == nodes[i].attr.get("_XlaScope"):   # (never across devices)
-                n = times[j] * _REPEATS[nodes[j].op][pos]
+                j_ins = _inputs(steps[j])
+                form = _form(nodes[j].op, types[j], constants.get(j_ins[1]) if len(j_ins) > 1 else None)
+                n = times[j] * form.count("{%d}" % pos)   # (the tree repeats an operand's expression)
                 grown = (leaves[root[j]] - {("slot", out)}) | {_leaf_key(s, constants) for s in ins}
                 if len(grown) <= _MAX_LEAVES and expanded[root[j]] + n <= _MAX_EXPANDED:
                     r = root[j]
@@ -160,7 +177,7 @@ def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level
     if compile_attr is False or (compile_attr is not True and jit_level == JIT_OFF):
         return None
     dtype = dtype_of(node, by_name)
-    if dtype not in _FLOATS and (dtype not in _INTS or form[1] is None):
+    if dtype not in _FLOATS and (dtype not in _INTS or form[1] is None):   # (form: _FORMS's entry)
         return None
     for inp in node.input:
         src, idx, is_ctrl = parse_input(inp)
@@ -245,7 +262,8 @@ class _FusedKernel:
                 else:
                     operands.append(leaf(_leaf_key(slot, constants), constants.get(slot), dtype))
                     leaf_args.append(operands[-1])
-            form = _FORMS[node.op][0 if dtype.kind == "f" else 1]
+            slots = _inputs(steps[i])
+            form = _form(node.op, dtype, constants.get(slots[1]) if len(slots) > 1 else None)
             if "{zero}" in form:
                 zero = np.zeros((), dtype)
                 form = form.replace("{zero}", leaf(("const", dtype.str, (), zero.tobytes()), zero, dtype))
@@ -261,42 +279,44 @@ class _FusedKernel:
         self._members = [(steps[i][1], tuple(local(a) for a in args), nodes[i]) for i, args in zip(group, arg_names)]
         signature = [(f"v{n}", _numexpr_type(d)) for n, d in enumerate(self._dtypes)] + \
                     [(f"c{k}", _numexpr_type(np.asarray(v).dtype)) for k, v in enumerate(self._baked)]
-        try:
-            self._program = _numexpr.NumExpr(exprs[group[-1]], signature)
-        except Exception:  # noqa: BLE001 - a form numexpr cannot compile leaves the members' kernels
-            self._program = None
-        self._busy = threading.Lock()
+        self._source = (exprs[group[-1]], tuple(signature))
+        self._entry = _LAZY   # (numexpr program, its lock) from the first small call; None: no program
         self.node = NodeDef(f"cluster_{number}/xla_run", FUSED_OP, tuple(nodes[i].name for i in group),
                             nodes[group[-1]].device, {})
 
     def run_one(self, x):
         """run(x) for a tree of one input (the executor's one-argument step)."""
-        program = self._program
-        if program is not None and x.__class__ in _NUMPY_VALUES and x.dtype is self._dtypes[0] \
+        entry = self._entry
+        if entry is not None and x.__class__ in _NUMPY_VALUES and x.dtype is self._dtypes[0] \
                 and x.size <= _NUMEXPR_MAX_ELEMENTS:
-            return self._evaluate(program, (x,))
-        return self.run(x)
+            return self._evaluate(entry, (x,))
+        return self._run_members((x,))
 
     def run(self, *args):
-        program = self._program
-        if program is not None:
+        entry = self._entry
+        if entry is not None:
             for v, d in zip(args, self._dtypes):
                 if v.__class__ not in _NUMPY_VALUES or v.dtype is not d or v.size > _NUMEXPR_MAX_ELEMENTS:
                     return self._run_members(args)
-            return self._evaluate(program, args)
+            return self._evaluate(entry, args)
         return self._run_members(args)
 
-    def _evaluate(self, program, args):
+    def _evaluate(self, entry, args):
+        if entry is _LAZY:
+            entry = self._entry = _program(self._source)
+            if entry is None:
+                return self._run_members(args)
+        program, busy = entry
         # A numexpr program keeps its temporaries in itself: one thread at a time runs it, and a
         # thread finding it busy (a QueueRunner's threads share plans) runs the members instead.
-        if not self._busy.acquire(False):
+        if not busy.acquire(False):
             return self._run_members(args)
         try:
             out = program(*args, *self._baked)
         except Exception:  # noqa: BLE001 - numexpr refuses (shapes that do not broadcast): the members say why
             return self._run_members(args)
         finally:
-            self._busy.release()
+            busy.release()
         return out[()] if out.ndim == 0 else out
 
     def _run_members(self, args):
@@ -308,6 +328,23 @@ class _FusedKernel:
         except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
             raise self._as_op_error(e, node, self._task) from None
         return vals[-1]
+
+
+def _program(source: tuple):
+    """The numexpr program (and its lock) of (expression, signature), compiled once a process:
+    numexpr's compiler takes ~2 ms for 10 ops and ~65 ms for 100 (it hashes subtrees
+    recursively), so trees are compiled when first run small, and plans of the same graph share
+    them. None when numexpr cannot compile it (its members' kernels run)."""
+    entry = _PROGRAMS.get(source, _LAZY)
+    if entry is _LAZY:
+        try:
+            entry = (_numexpr.NumExpr(source[0], list(source[1])), threading.Lock())
+        except Exception:  # noqa: BLE001 - a form numexpr cannot compile leaves the members' kernels
+            entry = None
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.clear()
+        entry = _PROGRAMS.setdefault(source, entry)
+    return entry
 
 
 def _numexpr_type(dtype: np.dtype):
