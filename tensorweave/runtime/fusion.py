@@ -20,8 +20,9 @@ tf.contrib.compiler.jit.experimental_jit_scope decide which ops may fuse, as the
 clusters in TF (see fuse()).
 
 What a traced step reports for a fused step, as TF's XLA clusters do: one node,
-`cluster_<k>/xla_run`, op `_XlaRun`, on the members' device; its NodeDef's inputs are the
-members' names (`Plan.nodes` still lists the members)."""
+`cluster_<k>/xla_run`, op `_XlaRun`, on the members' device; its NodeDef's inputs are what the
+tree reads (and its members' control inputs), its "_members" attr the members' names
+(`Plan.nodes` still lists the members)."""
 from __future__ import annotations
 
 import threading
@@ -281,8 +282,10 @@ class _FusedKernel:
                     [(f"c{k}", _numexpr_type(np.asarray(v).dtype)) for k, v in enumerate(self._baked)]
         self._source = (exprs[group[-1]], tuple(signature))
         self._entry = _LAZY   # (numexpr program, its lock) from the first small call; None: no program
-        self.node = NodeDef(f"cluster_{number}/xla_run", FUSED_OP, tuple(nodes[i].name for i in group),
-                            nodes[group[-1]].device, {})
+        names = [nodes[i].name for i in group]
+        inputs = dict.fromkeys(inp for i in group for inp in nodes[i].input if parse_input(inp)[0] not in names)
+        self.node = NodeDef(f"cluster_{number}/xla_run", FUSED_OP, tuple(inputs), nodes[group[-1]].device,
+                            {"_members": names})
 
     def run_one(self, x):
         """run(x) for a tree of one input (the executor's one-argument step)."""
