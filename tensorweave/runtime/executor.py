@@ -522,7 +522,7 @@ def _num_outputs(node: NodeDef) -> int:
 
 
 def _with_node(e: errors.OpError, node: NodeDef, task: str) -> errors.OpError:
-    if f"node {node.name}" in e.message or node.op == fusion.FUSED_OP:   # (a fused member's names the member)
+    if f"node {node.name}" in e.message or fusion.MEMBERS in node.attr:   # (a fused member's names the member)
         return e
     return type(e)(node, node.name, f"{e.message}\n\t [[node {node.name} (op: {node.op}) on {task}]]")
 

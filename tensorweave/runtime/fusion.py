@@ -20,8 +20,10 @@ tf.contrib.compiler.jit.experimental_jit_scope decide which ops may fuse, as the
 clusters in TF (see fuse()).
 
 What a traced step reports for a fused step, as TF's XLA clusters do: one node,
-`cluster_<k>/xla_run`, op `_XlaRun`, on the members' device; its NodeDef's inputs are what the
-tree reads (and its members' control inputs), its "_members" attr the members' names
+`cluster_<k>/xla_run` (TF's name for an XLA cluster's run), on the members' device. Inside the
+plan that node's inputs are what the tree reads (and its members' control inputs), its op is its
+root's (an elementwise op: what a scheduler asks of an op, it answers as its members would), its
+"_members" attr the members' names; the plan's node table holds it beside the members
 (`Plan.nodes` still lists the members)."""
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
 
-FUSED_OP = "_XlaRun"
+MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
 
 _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PERFORMANCE.md)
@@ -147,10 +149,14 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     fused: dict = {}
     for r, group in members.items():
         if len(group) > 1:
+            name = f"cluster_{len(fused)}/xla_run"
+            while name in by_name:   # (a graph's own node of that name keeps it)
+                name += "_"
             try:
-                fused[r] = _FusedKernel(sorted(group), steps, nodes, types, constants, as_op_error, task, len(fused))
+                fused[r] = _FusedKernel(sorted(group), steps, nodes, types, constants, as_op_error, task, name)
             except _NotFused:
                 continue
+            by_name[name] = fused[r].node   # (the plan's node table: who reads the tree's node finds it)
     if not fused:
         return steps, nodes
     new_steps, new_nodes = [], []
@@ -230,7 +236,7 @@ class _FusedKernel:
     kernels in order when the inputs are large or not of the planned dtypes."""
 
     def __init__(self, group: list, steps: list, nodes: list, types: list, constants: dict,
-                 as_op_error: Callable, task: str, number: int):
+                 as_op_error: Callable, task: str, name: str):
         self._as_op_error, self._task = as_op_error, task
         produced = {steps[i][4]: i for i in group}
         self.runtime_slots: list = []   # the step's arguments
@@ -284,8 +290,7 @@ class _FusedKernel:
         self._entry = _LAZY   # (numexpr program, its lock) from the first small call; None: no program
         names = [nodes[i].name for i in group]
         inputs = dict.fromkeys(inp for i in group for inp in nodes[i].input if parse_input(inp)[0] not in names)
-        self.node = NodeDef(f"cluster_{number}/xla_run", FUSED_OP, tuple(inputs), nodes[group[-1]].device,
-                            {"_members": names})
+        self.node = NodeDef(name, nodes[group[-1]].op, tuple(inputs), nodes[group[-1]].device, {MEMBERS: names})
 
     def run_one(self, x):
         """run(x) for a tree of one input (the executor's one-argument step)."""
