@@ -147,7 +147,7 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
         members[r].append(i)
 
     fused: dict = {}
-    for r, group in members.items():
+    for r, group in sorted(members.items()):   # (numbered in plan order)
         if len(group) > 1:
             name = f"cluster_{len(fused)}/xla_run"
             while name in by_name:   # (a graph's own node of that name keeps it)
