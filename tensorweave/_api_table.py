@@ -17,6 +17,8 @@ NAMESPACE_PATHS = {
     'config': 'tensorweave.config',
     'config.experimental': 'tensorweave.config.experimental',
     'contrib': 'tensorweave.contrib',
+    'contrib.compiler': 'tensorweave.contrib.compiler',
+    'contrib.compiler.jit': 'tensorweave.contrib.compiler.jit',
     'contrib.distribute': 'tensorweave.contrib.distribute',
     'contrib.estimator': 'tensorweave.contrib.estimator',
     'contrib.feature_column': 'tensorweave.contrib.feature_column',
@@ -794,6 +796,7 @@ NAMESPACES = {
         'set_visible_devices': ('tensorweave.client.device_config', 'set_visible_devices'),
     },
     'tensorweave.contrib': {
+        'compiler': ('tensorweave.contrib.compiler', None),
         'distribute': ('tensorweave.contrib.distribute', None),
         'estimator': ('tensorweave.contrib.estimator', None),
         'feature_column': ('tensorweave.contrib.feature_column', None),
@@ -806,6 +809,12 @@ NAMESPACES = {
         'signal': ('tensorweave.contrib.signal', None),
         'slim': ('tensorweave.contrib.slim', None),
         'training': ('tensorweave.contrib.training', None),
+    },
+    'tensorweave.contrib.compiler': {
+        'jit': ('tensorweave.contrib.compiler.jit', None),
+    },
+    'tensorweave.contrib.compiler.jit': {
+        'experimental_jit_scope': ('tensorweave.contrib.compiler.jit', 'experimental_jit_scope'),
     },
     'tensorweave.contrib.distribute': {
         'CollectiveAllReduceStrategy':

@@ -460,7 +460,8 @@ class DistributedMaster:
         feed_pos = {tensor_key(f): i for i, f in enumerate(feeds)}
         fetch_keys = [tensor_key(f) for f in fetches]
         # log_device_placement is printed here, by the placer, once per op: not again by the tasks.
-        reg_config = {"isolate_session_state": bool(self.config.isolate_session_state)}
+        reg_config = {"isolate_session_state": bool(self.config.isolate_session_state),
+                      "global_jit_level": int(self.config.graph_options.optimizer_options.global_jit_level)}
         out = []
         # Register in parallel: a cluster of many tasks should not pay one round trip each.
         ordered = sorted(parts.values(), key=lambda p: p.task != self.master_task)

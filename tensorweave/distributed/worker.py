@@ -25,7 +25,8 @@ answers AbortedError ("... restarted (incarnation changed ...)").
       server's (or a per-session ResourceManager when config["isolate_session_state"]),
       whose task is "/job:J/replica:0/task:I", whose library is graph_def.library and whose
       services carry "rendezvous" (runtime.rendezvous.Rendezvous) and "send"
-      (send(dst_task, RendezvousKey, value)). config["log_device_placement"] is honoured.
+      (send(dst_task, RendezvousKey, value)). config["log_device_placement"] is honoured, and
+      config["global_jit_level"] (-1: no fusion of elementwise trees, runtime/fusion.py).
       Refused (InvalidArgumentError) when node names repeat or an input, feed or fetch names
       an output its node does not have ("c:7"). Over the wire the graph belongs to `client`
       (graphs.py: at most limits.REGISTRATIONS_PER_CLIENT at once, dropped when nothing was
@@ -180,7 +181,8 @@ class WorkerService:
         ctx = KernelContext(resources=resources, task=self.task, library=dict(graph_def.library),
                             services={"rendezvous": self.rendezvous, "send": self._send, "worker": self,
                                       "collectives": self.collectives},
-                            log_device_placement=bool(config.get("log_device_placement", False)), gpus=self.gpus)
+                            log_device_placement=bool(config.get("log_device_placement", False)), gpus=self.gpus,
+                            global_jit_level=int(config.get("global_jit_level", 0)))
         plan = Plan(graph_def.node, list(feeds), list(fetches), list(targets), ctx, guard_state_changes=True)
         handle = f"{self.task}/graph:{next(self._handles)}:{session_handle}"
         edges = {op: [(task_of(n.attr["send_device"]), task_of(n.attr["recv_device"]), n.attr["tensor_name"])

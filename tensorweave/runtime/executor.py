@@ -13,7 +13,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
-from tensorweave.runtime import devices
+from tensorweave.runtime import devices, fusion
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -29,6 +29,7 @@ class KernelContext:
     services: dict = field(default_factory=dict)    # rendezvous, transport hooks (distributed runtime)
     log_device_placement: bool = False
     gpus: dict = field(default_factory=dict)        # "GPU:i" -> runtime.devices.Gpu, this task's GPUs
+    global_jit_level: int = 0                       # OptimizerOptions'; OFF (-1): fuse jit scopes only (fusion.py)
     _function_plans: dict = field(default_factory=dict)
 
     def function_plan(self, name: str, device: str = "") -> "Plan":
@@ -284,6 +285,9 @@ class Plan:
                 steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
             self._names.append(node)
         self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
+        if not gpus:   # elementwise trees as one kernel each
+            steps, self._names = fusion.fuse(steps, self._names, [slots[f] for f in fetches if f in slots],
+                                             template, by_name, feed_set, _as_op_error, ctx.task, ctx.global_jit_level)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:
@@ -518,7 +522,7 @@ def _num_outputs(node: NodeDef) -> int:
 
 
 def _with_node(e: errors.OpError, node: NodeDef, task: str) -> errors.OpError:
-    if f"node {node.name}" in e.message:
+    if f"node {node.name}" in e.message or fusion.MEMBERS in node.attr:   # (a fused member's names the member)
         return e
     return type(e)(node, node.name, f"{e.message}\n\t [[node {node.name} (op: {node.op}) on {task}]]")
 

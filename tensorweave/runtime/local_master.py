@@ -29,7 +29,8 @@ class LocalMaster:
         self.config = config
         self.resources = ResourceManager()
         self.gpus = {g.name: g for g in visible_gpus(config)}
-        self.ctx = KernelContext(self.resources, log_device_placement=config.log_device_placement, gpus=self.gpus)
+        self.ctx = KernelContext(self.resources, log_device_placement=config.log_device_placement, gpus=self.gpus,
+                                 global_jit_level=config.graph_options.optimizer_options.global_jit_level)
         self._plans: dict = {}
         self._lock = threading.Lock()
 

@@ -1,0 +1,361 @@
+"""Fusion of elementwise chains: TF's XLA auto-clustering (`global_jit_level`) for a Plan.
+
+When a plan is built, maximal trees of elementwise ops whose intermediate values nobody else
+reads (not fetched, not read by another op, not a control input) become one step: a numexpr
+program evaluated in one pass, which replaces one numpy call per op (~0.5 us each, most of a
+small op's cost) by one call for the tree. Only the ops whose numexpr form gives the bits of
+their numpy kernel are fused (checked in tests/unit/test_fusion.py against the kernels, NaN,
+inf and signed zeros included): + - * / neg abs sqrt floor ceil square maximum minimum relu on
+float32/float64, and + - * neg square maximum minimum relu on int32/int64. Exp, Log, Tanh,
+Sigmoid and the like are left alone: numexpr's libm results differ from numpy's in the last bit.
+
+numexpr runs an element several times slower than numpy's vectorized loops on the machines
+measured (docs/PERFORMANCE.md), so a fused step takes the one-pass program only while its inputs
+are small (at most _NUMEXPR_MAX_ELEMENTS elements each) and of the planned dtypes; otherwise it
+calls its members' own kernels in order, which is the unfused computation without the
+executor's per-op dispatch. A member that fails is rerun that way, so its error names it.
+
+ConfigProto.graph_options.optimizer_options.global_jit_level and
+tf.contrib.compiler.jit.experimental_jit_scope decide which ops may fuse, as they decide XLA's
+clusters in TF (see fuse()).
+
+What a traced step reports for a fused step, as TF's XLA clusters do: one node,
+`cluster_<k>/xla_run` (TF's name for an XLA cluster's run), on the members' device. Inside the
+plan that node's inputs are what the tree reads (and its members' control inputs), its op is its
+root's (an elementwise op: what a scheduler asks of an op, it answers as its members would), its
+"_members" attr the members' names; the plan's node table holds it beside the members
+(`Plan.nodes` still lists the members)."""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from tensorweave.framework import dtypes
+from tensorweave.framework.graph_def import NodeDef, parse_input
+from tensorweave.ops import registry
+
+MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
+JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
+
+_NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PERFORMANCE.md)
+_MAX_MEMBERS = 64             # numexpr compiles in time quadratic in the tree (150 ops: 200 ms)
+_MAX_EXPANDED = 96            # ops in the expression, repeated operands counted each time
+_MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
+_MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
+
+_FLOATS = frozenset((dtypes.float32, dtypes.float64))
+_INTS = frozenset((dtypes.int32, dtypes.int64))
+_NAN_MAX = "where(({0} > {1}) | ({0} != {0}), {0}, {1})"   # np.maximum: NaN wins, the first of two, else the
+_NAN_MIN = "where(({0} < {1}) | ({0} != {0}), {0}, {1})"   # second of equals (-0.0 and 0.0 too)
+# op -> (its numexpr form for floats, for ints (None: floats only), for floats when the second
+# operand is a constant without NaN (None: the same)); "{zero}" is a constant 0 of the dtype
+_FORMS = {
+    "Add": ("({0} + {1})", "({0} + {1})", None),
+    "AddV2": ("({0} + {1})", "({0} + {1})", None),
+    "Sub": ("({0} - {1})", "({0} - {1})", None),
+    "Mul": ("({0} * {1})", "({0} * {1})", None),
+    "RealDiv": ("({0} / {1})", None, None),
+    "Div": ("({0} / {1})", None, None),
+    "Neg": ("(-{0})", "(-{0})", None),
+    "Abs": ("abs({0})", None, None),
+    "Sqrt": ("sqrt({0})", None, None),
+    "Floor": ("floor({0})", None, None),
+    "Ceil": ("ceil({0})", None, None),
+    "Square": ("({0} * {0})", "({0} * {0})", None),
+    "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})", "where({0} <= {1}, {1}, {0})"),
+    "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})", "where({0} >= {1}, {1}, {0})"),
+    "Relu": ("where({0} <= {zero}, {zero}, {0})", "where({0} > {zero}, {0}, {zero})", None),
+}
+
+
+def _form(op: str, dtype: np.dtype, second) -> str:
+    """The numexpr form of `op` in `dtype`; `second`: the value of a constant second operand, else
+    None (a form may then name its first operand fewer times: a tree repeats it less)."""
+    floats, ints, number_second = _FORMS[op]
+    if dtype.kind != "f":
+        return ints
+    if number_second is not None and second is not None and not np.isnan(second).any():
+        return number_second
+    return floats
+
+
+_LAZY = object()      # a fused kernel's program before its first small call
+_PROGRAMS: dict = {}  # (expression, signature) -> (numexpr program, lock), or None: cannot compile
+_MAX_PROGRAMS = 4096
+_NUMPY_VALUES = frozenset((np.ndarray, np.float32, np.float64, np.int32, np.int64))
+_numexpr = None
+
+
+def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequence[tuple], by_name: dict,
+         feed_set: set, as_op_error: Callable, task: str, jit_level: int = 0) -> tuple[list, list]:
+    """`steps` (executor.Plan's (mode, fn, a, b, c) program, `nodes` its node per step) with each
+    fusible tree of two or more members replaced by one step at its root's place. `template`:
+    (slot, value) of the plan's constants, taken into the fused kernels; `as_op_error(e, node,
+    task)`: the executor's error for a failing kernel. `jit_level`: ConfigProto's
+    global_jit_level; DEFAULT (0), ON_1 and ON_2 fuse (it measures faster and changes no bit),
+    OFF (-1) fuses only the ops of an experimental_jit_scope() (their `_XlaCompile` is True).
+    An op whose `_XlaCompile` is False is never fused; ops of different `_XlaScope`s never
+    share a tree."""
+    global _numexpr
+    types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
+    plain = [t is not None for t in types]
+    if sum(plain) < 2:
+        return steps, nodes
+    if _numexpr is None:
+        try:
+            import numexpr
+        except ImportError:   # (a dependency; without it plans run unfused)
+            return steps, nodes
+        _numexpr = numexpr
+    constants = dict(template)
+    readers: dict = {}
+    for i, (mode, _, a, b, _) in enumerate(steps):
+        for pos, slot in enumerate((a, b) if mode == _MODE_ONE_2 else (a,) if mode == _MODE_ONE_1 else a or ()):
+            readers.setdefault(slot, []).append((i, pos))
+    kept = set(fetch_slots)
+    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
+
+    root: dict = {}      # step -> the step whose value its tree computes
+    members: dict = {}   # root -> its steps
+    leaves: dict = {}    # root -> the keys of its inputs (a constant's value counts once)
+    times: dict = {}     # step -> how often its expression appears in its root's (maximum(x + 1, y): twice)
+    expanded: dict = {}  # root -> the ops its expression spells out
+    for i in reversed(range(len(steps))):
+        if not plain[i]:
+            continue
+        out, ins = steps[i][4], _inputs(steps[i])
+        into = readers.get(out, ())
+        r = i
+        if len(into) == 1 and out not in kept and nodes[i].name not in control_sources:
+            j, pos = into[0]
+            if j in root and len(members[root[j]]) < _MAX_MEMBERS and nodes[j].device == nodes[i].device \
+                    and nodes[j].attr.get("_XlaScope") == nodes[i].attr.get("_XlaScope"):   # (never across devices)
+                j_ins = _inputs(steps[j])
+                form = _form(nodes[j].op, types[j], constants.get(j_ins[1]) if len(j_ins) > 1 else None)
+                n = times[j] * form.count("{%d}" % pos)   # (the tree repeats an operand's expression)
+                grown = (leaves[root[j]] - {("slot", out)}) | {_leaf_key(s, constants) for s in ins}
+                if len(grown) <= _MAX_LEAVES and expanded[root[j]] + n <= _MAX_EXPANDED:
+                    r = root[j]
+                    leaves[r], times[i] = grown, n
+                    expanded[r] += n
+        if r == i:
+            leaves[i], times[i], expanded[i] = {_leaf_key(s, constants) for s in ins}, 1, 1
+            members[i] = []
+        root[i] = r
+        members[r].append(i)
+
+    fused: dict = {}
+    for r, group in sorted(members.items()):   # (numbered in plan order)
+        if len(group) > 1:
+            name = f"cluster_{len(fused)}/xla_run"
+            while name in by_name:   # (a graph's own node of that name keeps it)
+                name += "_"
+            try:
+                fused[r] = _FusedKernel(sorted(group), steps, nodes, types, constants, as_op_error, task, name)
+            except _NotFused:
+                continue
+            by_name[name] = fused[r].node   # (the plan's node table: who reads the tree's node finds it)
+    if not fused:
+        return steps, nodes
+    new_steps, new_nodes = [], []
+    for i, (step, node) in enumerate(zip(steps, nodes)):
+        if i in fused:
+            k = fused[i]
+            if len(k.runtime_slots) == 1:
+                new_steps.append((_MODE_ONE_1, k.run_one, k.runtime_slots[0], None, step[4]))
+            else:
+                new_steps.append((_MODE_ONE, k.run, tuple(k.runtime_slots), step[4], None))
+            new_nodes.append(k.node)
+        elif root.get(i, i) == i or root[i] not in fused:
+            new_steps.append(step)
+            new_nodes.append(node)
+    return new_steps, new_nodes
+
+
+def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level: int) -> Optional[np.dtype]:
+    """The numpy dtype of a one-output kernel of a fusible op and dtype on the CPU that reads no TF1
+    variable's ref and that its jit level and scope let fuse; None for any other step."""
+    form = _FORMS.get(node.op)
+    if form is None or step[0] not in (_MODE_ONE_2, _MODE_ONE_1) or step[4] < 0 or "GPU:" in node.device:
+        return None
+    compile_attr = node.attr.get("_XlaCompile")
+    if compile_attr is False or (compile_attr is not True and jit_level == JIT_OFF):
+        return None
+    dtype = dtype_of(node, by_name)
+    if dtype not in _FLOATS and (dtype not in _INTS or form[1] is None):   # (form: _FORMS's entry)
+        return None
+    for inp in node.input:
+        src, idx, is_ctrl = parse_input(inp)
+        producer = by_name.get(src)
+        if not is_ctrl and f"{src}:{idx}" not in feed_set and producer is not None \
+                and idx in registry.lookup(producer.op).ref_outputs:
+            return None
+    return np.dtype(dtype.as_numpy_dtype)
+
+
+def dtype_of(node: NodeDef, by_name: dict):
+    """The dtype an elementwise node computes in: its "T", else (a Relu built without one) its first
+    input's, from that node's "T", "dtype" or "DstT"; None if unknown. (The fused kernel checks
+    its inputs' dtypes on every call, so a wrong answer here costs speed, never a bit.)"""
+    for _ in range(16):
+        if node is None:
+            return None
+        for attr in (("T",) if node.op in _FORMS else ("T", "dtype", "DstT")):
+            if attr in node.attr:
+                try:
+                    return dtypes.as_dtype(node.attr[attr])
+                except (TypeError, ValueError):
+                    return None
+        data = [inp for inp in node.input if not inp.startswith("^")]
+        if node.op not in _FORMS or not data:
+            return None
+        node = by_name.get(parse_input(data[0])[0])
+    return None
+
+
+def _inputs(step: tuple) -> tuple:
+    return (step[2], step[3]) if step[0] == _MODE_ONE_2 else (step[2],)
+
+
+def _leaf_key(slot: int, constants: dict):
+    """A constant input by its value (one input of the program however many ops add 1.0), else its slot."""
+    value = constants.get(slot)
+    if isinstance(value, (np.ndarray, np.generic)) and value.size <= 16:
+        return ("const", value.dtype.str, value.shape, value.tobytes())
+    return ("slot", slot)
+
+
+class _NotFused(Exception):
+    pass
+
+
+class _FusedKernel:
+    """One tree of members as one kernel: a numexpr program over its inputs, or its members'
+    kernels in order when the inputs are large or not of the planned dtypes."""
+
+    def __init__(self, group: list, steps: list, nodes: list, types: list, constants: dict,
+                 as_op_error: Callable, task: str, name: str):
+        self._as_op_error, self._task = as_op_error, task
+        produced = {steps[i][4]: i for i in group}
+        self.runtime_slots: list = []   # the step's arguments
+        self._dtypes: list = []         # ... and the dtype each must have for the program
+        self._baked: list = []          # the constants' values, passed after them
+        names: dict = {}                # leaf key -> ("v", n) runtime input n or ("c", k) constant k
+        exprs: dict = {}                # member step -> its numexpr expression
+
+        def leaf(key, value, dtype) -> str:
+            if key not in names:
+                if key[0] == "const" and np.asarray(value).dtype != dtype:
+                    raise _NotFused   # (a graph TF would refuse; its kernels say what they do)
+                if key[0] == "const":
+                    names[key] = ("c", len(self._baked))
+                    self._baked.append(value)
+                else:
+                    names[key] = ("v", len(self.runtime_slots))
+                    self.runtime_slots.append(key[1])
+                    self._dtypes.append(dtype)
+            return "%s%d" % names[key]
+
+        arg_names = []   # per member, its operands' leaf names (None: another member's output)
+        for i in group:
+            node, dtype = nodes[i], types[i]
+            operands, leaf_args = [], []
+            for slot in _inputs(steps[i]):
+                if slot in produced:
+                    operands.append(exprs[produced[slot]])
+                    leaf_args.append(produced[slot])
+                else:
+                    operands.append(leaf(_leaf_key(slot, constants), constants.get(slot), dtype))
+                    leaf_args.append(operands[-1])
+            slots = _inputs(steps[i])
+            form = _form(node.op, dtype, constants.get(slots[1]) if len(slots) > 1 else None)
+            if "{zero}" in form:
+                zero = np.zeros((), dtype)
+                form = form.replace("{zero}", leaf(("const", dtype.str, (), zero.tobytes()), zero, dtype))
+            exprs[i] = form.format(*operands)
+            arg_names.append(leaf_args)
+        # the members' own kernels, over local values: runtime inputs, constants, then the members' outputs
+        n_in = len(self.runtime_slots) + len(self._baked)
+
+        def local(name) -> int:
+            if isinstance(name, int):
+                return n_in + group.index(name)
+            return int(name[1:]) + (len(self.runtime_slots) if name[0] == "c" else 0)
+        self._members = [(steps[i][1], tuple(local(a) for a in args), nodes[i]) for i, args in zip(group, arg_names)]
+        signature = [(f"v{n}", _numexpr_type(d)) for n, d in enumerate(self._dtypes)] + \
+                    [(f"c{k}", _numexpr_type(np.asarray(v).dtype)) for k, v in enumerate(self._baked)]
+        self._source = (exprs[group[-1]], tuple(signature))
+        self._entry = _LAZY   # (numexpr program, its lock) from the first small call; None: no program
+        names = [nodes[i].name for i in group]
+        inputs = dict.fromkeys(inp for i in group for inp in nodes[i].input if parse_input(inp)[0] not in names)
+        self.node = NodeDef(name, nodes[group[-1]].op, tuple(inputs), nodes[group[-1]].device, {MEMBERS: names})
+
+    def run_one(self, x):
+        """run(x) for a tree of one input (the executor's one-argument step)."""
+        entry = self._entry
+        if entry is not None and x.__class__ in _NUMPY_VALUES and x.dtype is self._dtypes[0] \
+                and x.size <= _NUMEXPR_MAX_ELEMENTS:
+            return self._evaluate(entry, (x,))
+        return self._run_members((x,))
+
+    def run(self, *args):
+        entry = self._entry
+        if entry is not None:
+            for v, d in zip(args, self._dtypes):
+                if v.__class__ not in _NUMPY_VALUES or v.dtype is not d or v.size > _NUMEXPR_MAX_ELEMENTS:
+                    return self._run_members(args)
+            return self._evaluate(entry, args)
+        return self._run_members(args)
+
+    def _evaluate(self, entry, args):
+        if entry is _LAZY:
+            entry = self._entry = _program(self._source)
+            if entry is None:
+                return self._run_members(args)
+        program, busy = entry
+        # A numexpr program keeps its temporaries in itself: one thread at a time runs it, and a
+        # thread finding it busy (a QueueRunner's threads share plans) runs the members instead.
+        if not busy.acquire(False):
+            return self._run_members(args)
+        try:
+            out = program(*args, *self._baked)
+        except Exception:  # noqa: BLE001 - numexpr refuses (shapes that do not broadcast): the members say why
+            return self._run_members(args)
+        finally:
+            busy.release()
+        return out[()] if out.ndim == 0 else out
+
+    def _run_members(self, args):
+        vals = [*args, *self._baked]
+        node = None
+        try:
+            for fn, ins, node in self._members:
+                vals.append(fn(*[vals[k] for k in ins]))
+        except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
+            raise self._as_op_error(e, node, self._task) from None
+        return vals[-1]
+
+
+def _program(source: tuple):
+    """The numexpr program (and its lock) of (expression, signature), compiled once a process:
+    numexpr's compiler takes ~2 ms for 10 ops and ~65 ms for 100 (it hashes subtrees
+    recursively), so trees are compiled when first run small, and plans of the same graph share
+    them. None when numexpr cannot compile it (its members' kernels run)."""
+    entry = _PROGRAMS.get(source, _LAZY)
+    if entry is _LAZY:
+        try:
+            entry = (_numexpr.NumExpr(source[0], list(source[1])), threading.Lock())
+        except Exception:  # noqa: BLE001 - a form numexpr cannot compile leaves the members' kernels
+            entry = None
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.clear()
+        entry = _PROGRAMS.setdefault(source, entry)
+    return entry
+
+
+def _numexpr_type(dtype: np.dtype):
+    """numexpr's name for a dtype in a signature (its own: `float` is float32)."""
+    return {"f4": float, "f8": np.float64, "i4": np.int32, "i8": np.int64}[np.dtype(dtype).str[1:]]
+
