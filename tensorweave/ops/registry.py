@@ -31,6 +31,8 @@ imports only the op modules of the ops its graphs hold, whether it built them or
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import sys
 from typing import Callable, Optional
 
 from tensorweave.framework import errors
@@ -61,21 +63,32 @@ HOST_MEMORY: dict[str, tuple] = {}              # op type -> (input, output indi
 
 
 _LOADED: set = set()   # op types whose modules are imported
+_ALL_LOADED = False
 
 
 def load(op_type: str) -> None:
-    """Imports the modules that register `op_type` (none for a type the library lacks), once.
-    Marked loaded only after them: another thread asking meanwhile waits on Python's import lock."""
+    """Imports the modules that register `op_type`, once. For a type the table lacks (not the
+    library's, or registered by a module newer than the table, which tests/unit/test_op_table.py
+    reports) every op module, so that whatever registers it is found. Marked loaded only after
+    the imports: another thread asking meanwhile waits on Python's import lock."""
     if op_type not in _LOADED:
-        for module in OP_MODULES.get(op_type, ()):
-            importlib.import_module(module)
+        modules = OP_MODULES.get(op_type)
+        if modules is None:
+            load_all()
+        else:
+            for module in modules:
+                importlib.import_module(module)
         _LOADED.add(op_type)
 
 
 def load_all() -> None:
-    """Imports every module of the op library that registers an op: for what lists the tables."""
-    for op_type in OP_MODULES:
-        load(op_type)
+    """Imports every module of the op library, once: for what lists the tables."""
+    global _ALL_LOADED
+    if not _ALL_LOADED:
+        package = sys.modules[__name__.rpartition(".")[0]]
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
+        _ALL_LOADED = True
 
 
 register_op_loader(load)
@@ -162,7 +175,8 @@ def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
 def gradient_for(op) -> Optional[Callable]:
     """The gradient function of `op` (honouring gradient_override_map); LookupError if none."""
     op_type = op._attrs.get("_gradient_op_type", op.type)
-    load(op_type)
+    if op_type not in GRADIENTS:   # (registered with the op, or a name given at run time: custom_gradient's)
+        load(op_type)
     if op_type not in GRADIENTS:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
     return GRADIENTS[op_type]
@@ -189,7 +203,8 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, f: Callable) -> Callable:
-        load(self._op_type)   # (the library's own gradient of it, if any, registered first)
+        if self._op_type in OP_MODULES:
+            load(self._op_type)   # (the library's own gradient of it, if any, registered first)
         if self._op_type in GRADIENTS:
             raise KeyError(f"Registering two gradient with name '{self._op_type}'!")
         GRADIENTS[self._op_type] = f
@@ -198,7 +213,8 @@ class RegisterGradient:
 
 @tf_export("NoGradient", "NotDifferentiable", "no_gradient")
 def NotDifferentiable(op_type: str) -> None:
-    load(op_type)   # (so that loading the op's module later does not register its gradient over this)
+    if op_type in OP_MODULES:
+        load(op_type)   # (so that loading the op's module later does not register its gradient over this)
     GRADIENTS[op_type] = None
 
 

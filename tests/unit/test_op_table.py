@@ -5,6 +5,7 @@ if the whole library were loaded. The programs below run in fresh interpreters, 
 else has loaded a module for them."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -94,10 +95,27 @@ def test_an_unknown_op_type_is_still_not_found_by_name():
         tf.import_graph_def(graph_def)
 
 
+def test_an_op_type_the_table_lacks_loads_the_whole_library_once():
+    """(So that an op registered by a module newer than the table is still found.)"""
+    loaded, = _run("""
+        import sys
+        from tensorweave.ops import registry
+        try:
+            registry.lookup("NoSuchOpType")
+        except Exception as e:
+            assert type(e).__name__ == "NotFoundError", e
+        print(" ".join(m for m in sys.modules if m.startswith("tensorweave.ops.")))
+        """)
+    ops = os.path.join(ROOT, "tensorweave", "ops")
+    every = {os.path.relpath(os.path.join(folder, f), ROOT)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+             for folder, _, files in os.walk(ops) for f in files if f.endswith(".py")} - {"tensorweave.ops"}
+    assert set(loaded.split()) == every
+
+
 def test_registering_a_gradient_the_library_has_is_refused_before_its_module_loads():
     """A program's RegisterGradient (or NotDifferentiable) meets the library's registration as it
     did with the library loaded whole, even when the op's module has not been imported yet."""
-    refused, overridden = _run("""
+    refused, overridden, guided = _run("""
         import sys
         import tensorweave as tf
         assert "tensorweave.ops.image.color" not in sys.modules
@@ -109,6 +127,11 @@ def test_registering_a_gradient_the_library_has_is_refused_before_its_module_loa
         tf.NotDifferentiable("Relu")
         x = tf.constant([1.0])
         print(tf.gradients(tf.nn.relu(x), x))
+        tf.RegisterGradient("GuidedRelu")(lambda op, grad: grad * 2.0)   # a name of its own: nothing to load
+        with tf.get_default_graph().gradient_override_map({"Identity": "GuidedRelu"}):
+            y = tf.identity(x)
+        print(tf.Session().run(tf.gradients(y, x)), "tensorweave.ops.strings.transform" in sys.modules)
         """)
     assert refused == "\"Registering two gradient with name 'AdjustHue'!\""
     assert overridden == "[None]"
+    assert guided == "[array([2.], dtype=float32)] False"
