@@ -3,7 +3,7 @@
 `import tensorweave as tf` gives the TF1 API by its TF1 names. Each public name is declared where
 it is defined (`@tf_export`, framework/tf_export.py); this package and its namespaces (tf.nn,
 tf.train, ...) resolve a name on first access, loading only the module that defines it
-(tensorweave/_api.py). Whatever touches an op loads tensorweave.ops, which registers every kernel.
+(tensorweave/_api.py). An op module loads with the first use of its ops (tensorweave/ops/registry.py).
 """
 from __future__ import annotations
 

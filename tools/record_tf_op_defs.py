@@ -7,7 +7,7 @@ a node's tensors ("T", "N", "Tidx", "dtype", type lists) that our ops do not kee
 importer accepts the GraphDef.
 
 Run with a scratch TensorFlow (never in tests or CI), fed our op types, after registering ops:
-    python -c "import tensorweave.ops; from tensorweave.framework.op_def_registry import OP_DEFS; \\
+    python -c "from tensorweave.ops.registry import OP_DEFS, load_all; load_all(); \\
                print('\\n'.join(sorted(OP_DEFS)))" | /opt/tfvenv/bin/python tools/record_tf_op_defs.py
 """
 from __future__ import annotations

@@ -2,12 +2,14 @@
 the dtypes its inputs accept, and how the runtime must schedule it).
 
 `tensorweave.ops.registry.register` fills this table beside the kernel and gradient tables; the
-framework reads it without knowing about kernels, as TF's Graph reads its OpDef registry.
+framework reads it without knowing about kernels, as TF's Graph reads its OpDef registry. The op
+library registers an op when the module defining it is imported, and that may be on the first
+lookup: `lookup` asks the loader the op library registers (`register_op_loader`) for a type it lacks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from tensorweave.framework import errors
 
@@ -37,9 +39,22 @@ class OpDef:
 
 
 OP_DEFS: dict[str, OpDef] = {}
+_load_op: Optional[Callable[[str], None]] = None   # imports what registers an op type
+
+
+def register_op_loader(fn: Callable[[str], None]) -> None:
+    """Sets the function `lookup` calls with an op type it lacks (ops/registry.py's `load`)."""
+    global _load_op
+    _load_op = fn
 
 
 def lookup(op_type: str) -> OpDef:
+    try:
+        return OP_DEFS[op_type]
+    except KeyError:
+        pass
+    if _load_op is not None:
+        _load_op(op_type)
     try:
         return OP_DEFS[op_type]
     except KeyError:

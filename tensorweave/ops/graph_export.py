@@ -43,7 +43,7 @@ import numpy as np
 from tensorweave.framework.graph import empty_graph_def, register_graph_def_writer
 from tensorweave.framework.tf_protos import function_pb2, graph_pb2, node_def_pb2
 from tensorweave.ops.attr_value_proto import shape_proto, to_attr_value
-from tensorweave.ops.registry import TF_LOWERINGS
+from tensorweave.ops.registry import tf_lowering_for
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 
@@ -131,8 +131,9 @@ def _function_tensor_name(t, args: dict) -> str:
         return args[t]
     op = t.op
     op_type, attrs = op.type, op._attrs
-    if op_type in TF_LOWERINGS:             # written as its lowering, whose last node has its name
-        last = TF_LOWERINGS[op_type](op)[-1]
+    lowering = tf_lowering_for(op_type)
+    if lowering is not None:                # written as its lowering, whose last node has its name
+        last = lowering(op)[-1]
         op_type, attrs = last.op, last.attr
     signature = TF_OP_SIGNATURES.get(op_type)
     groups = _split(signature[1], list(op.outputs), attrs) if signature else None
@@ -161,7 +162,7 @@ def function_def_proto(fg, library: dict, add_shapes: bool = False, arg_tensors=
     for op in fg.get_operations():
         if op in placeholders:
             continue
-        if op.type in TF_LOWERINGS:
+        if tf_lowering_for(op.type) is not None:
             fdef.node_def.extend(_function_node_defs(op, args, placeholders, add_shapes))
             continue
         node = fdef.node_def.add()
@@ -273,7 +274,7 @@ def tf_node_defs(op, add_shapes: bool = False, library: dict | None = None) -> l
     """`op` as the NodeDefs TensorFlow imports: its own, or for an op type TF lacks, those of
     the TF lowering registered beside it (ops/registry.py); the last of those has the op's name
     and internal attributes ("_class")."""
-    lowering = TF_LOWERINGS.get(op.type)
+    lowering = tf_lowering_for(op.type)
     if lowering is None:
         return [node_def_proto(op, add_shapes, library)]
     nodes = lowering(op)

@@ -37,6 +37,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import attr_value_pb2, graph_pb2, node_def_pb2
 from tensorweave.ops.attr_value_proto import UnsupportedAttrError, from_attr_value, shape_from_proto
+from tensorweave.ops.registry import load
 from tensorweave.ops.tensor_proto import ProtoError, type_string
 from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS, TF_OP_SIGNATURES
 
@@ -93,6 +94,7 @@ def _record(node, inputs=None, functions=None, where: str = "") -> OpRecord:
     `functions(name, attr)` gives the FuncGraph of a function attribute; `where` says where the
     node is (" in function 'f'") in errors."""
     op_type = _OUR_OP_TYPE.get(node.op, node.op)
+    load(op_type)
     if op_type not in OP_DEFS:
         raise errors.NotFoundError(
             None, None, f"Op type not registered '{node.op}' in binary running tensorweave (node '{node.name}'"

@@ -21,14 +21,24 @@ by side and registers them here with `register`. The graph builder asks
   (ops/graph_export.py) writes in its place so that TensorFlow imports the graph; the last keeps
   the op's name (its consumers' inputs still resolve), the others are named "<op name>/...".
   Build them with `helpers.TFNodes`.
+
+The library's modules are imported on demand: the first time anything asks about an op type (its
+OpDef, a kernel, its gradient, its lowering, its host memory), `load` imports the modules that
+register it, from the table tools/generate_op_table.py writes (`_op_table.py`). So a process
+imports only the op modules of the ops its graphs hold, whether it built them or received them
+(a server, `import_graph_def`). Code that reads the tables directly calls `load` (or `load_all`).
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
 from typing import Callable, Optional
 
 from tensorweave.framework import errors
-from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup  # noqa: F401 (lookup: for the runtime)
+from tensorweave.framework.op_def_registry import OP_DEFS, OpDef, lookup, register_op_loader  # noqa: F401
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.ops._op_table import OP_MODULES
 
 class _Dead:
     """The value of a tensor no step computes: an output of an untaken TF 1 Switch, and of every op
@@ -50,6 +60,38 @@ GRADIENTS: dict[str, Optional[Callable]] = {}   # op type -> gradient fn; None =
 TF_LOWERINGS: dict[str, Callable] = {}          # op type TF lacks -> its TF ops in a GraphDef
 HOST_MEMORY: dict[str, tuple] = {}              # op type -> (input, output indices) a GPU kernel keeps on the host
 #                                                 (or ALL; negative ones from the end: host_memory resolves them)
+
+
+_LOADED: set = set()   # op types whose modules are imported
+_ALL_LOADED = False
+
+
+def load(op_type: str) -> None:
+    """Imports the modules that register `op_type`, once. For a type the table lacks (not the
+    library's, or registered by a module newer than the table, which tests/unit/test_op_table.py
+    reports) every op module, so that whatever registers it is found. Marked loaded only after
+    the imports: another thread asking meanwhile waits on Python's import lock."""
+    if op_type not in _LOADED:
+        modules = OP_MODULES.get(op_type)
+        if modules is None:
+            load_all()
+        else:
+            for module in modules:
+                importlib.import_module(module)
+        _LOADED.add(op_type)
+
+
+def load_all() -> None:
+    """Imports every module of the op library, once: for what lists the tables."""
+    global _ALL_LOADED
+    if not _ALL_LOADED:
+        package = sys.modules[__name__.rpartition(".")[0]]
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
+        _ALL_LOADED = True
+
+
+register_op_loader(load)
 
 
 def register(op_type: str, infer: Callable, kernel: Optional[Callable] = None,
@@ -106,6 +148,7 @@ def register_gpu(*op_types: str, host_inputs=(), host_outputs=(), kernel: Option
 def host_memory(op_type: str, n_inputs: int, n_outputs: int) -> tuple:
     """(input indices, output indices) that a node of `op_type` with that many inputs and outputs
     keeps in host memory on a GPU, as non-negative indices."""
+    load(op_type)
     spec = HOST_MEMORY.get(op_type)
     if spec is None:
         return (), ()
@@ -114,10 +157,12 @@ def host_memory(op_type: str, n_inputs: int, n_outputs: int) -> tuple:
 
 
 def has_kernel(op_type: str, device_type: str) -> bool:
+    load(op_type)
     return (op_type, device_type) in KERNELS or (device_type != "GPU" and (op_type, "CPU") in KERNELS)
 
 
 def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
+    load(op_type)
     try:
         return KERNELS[(op_type, device_type)]
     except KeyError:
@@ -130,9 +175,17 @@ def kernel_for(op_type: str, device_type: str = "CPU") -> Callable:
 def gradient_for(op) -> Optional[Callable]:
     """The gradient function of `op` (honouring gradient_override_map); LookupError if none."""
     op_type = op._attrs.get("_gradient_op_type", op.type)
+    if op_type not in GRADIENTS:   # (registered with the op, or a name given at run time: custom_gradient's)
+        load(op_type)
     if op_type not in GRADIENTS:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
     return GRADIENTS[op_type]
+
+
+def tf_lowering_for(op_type: str) -> Optional[Callable]:
+    """The TF lowering of an op type TensorFlow lacks (module docstring); None for the others."""
+    load(op_type)
+    return TF_LOWERINGS.get(op_type)
 
 
 def pure(fn: Callable) -> Callable:
@@ -150,6 +203,8 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, f: Callable) -> Callable:
+        if self._op_type in OP_MODULES:
+            load(self._op_type)   # (the library's own gradient of it, if any, registered first)
         if self._op_type in GRADIENTS:
             raise KeyError(f"Registering two gradient with name '{self._op_type}'!")
         GRADIENTS[self._op_type] = f
@@ -158,6 +213,8 @@ class RegisterGradient:
 
 @tf_export("NoGradient", "NotDifferentiable", "no_gradient")
 def NotDifferentiable(op_type: str) -> None:
+    if op_type in OP_MODULES:
+        load(op_type)   # (so that loading the op's module later does not register its gradient over this)
     GRADIENTS[op_type] = None
 
 

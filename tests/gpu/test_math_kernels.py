@@ -93,6 +93,7 @@ def _case_id(case) -> str:
 
 
 def test_cases_cover_the_math_ops_with_gpu_kernels():
+    registry.load_all()
     assert all(registry.has_kernel(op, "GPU") for op in MATH_GPU_OPS)
     for op in ("Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "ArgMax", "ArgMin"):
         assert registry.HOST_MEMORY[op] == ((1,), ()), op   # the axis: host memory, as TF's HostMemory

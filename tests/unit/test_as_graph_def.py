@@ -18,6 +18,7 @@ from fixtures.recorded import assert_same, decode
 from fixtures.tw_graphs import BUILDERS, build_attrs, build_cnn, build_cond, build_mlp
 from tensorweave.framework.graph_def import graph_to_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.registry import load_all
 from tensorweave.ops.attr_value_proto import shape_proto
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
@@ -231,6 +232,7 @@ def test_file_writer_takes_session_graph_def(tmp_path):
 def test_op_signature_table_names_registered_ops():
     # tools/record_tf_op_defs.py writes only op types tensorweave registers; regenerate it
     # after registering ops, or their GraphDef nodes lack the attributes TF derives
+    load_all()
     assert set(TF_OP_SIGNATURES) <= set(OP_DEFS)
     assert {"MatMul", "Conv2D", "If", "ConcatV2", "StringJoin"} <= set(TF_OP_SIGNATURES)
     for inputs, outputs in TF_OP_SIGNATURES.values():

@@ -14,6 +14,7 @@ import tensorweave as tf
 from tensorweave.framework import errors
 from fixtures.recorded import decode, load_graph_def
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.registry import load_all
 from tensorweave.ops.tf_op_defs import TF_ATTR_DEFAULTS
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_graph_defs")
@@ -346,6 +347,7 @@ def test_attributes_tensorweave_cannot_hold_are_refused_by_name():
 
 
 def test_tf_op_defs_name_registered_ops():
+    load_all()
     assert set(TF_ATTR_DEFAULTS) <= set(OP_DEFS)
     assert TF_ATTR_DEFAULTS["Conv2D"]["data_format"] == "NHWC"
     assert TF_ATTR_DEFAULTS["Placeholder"]["shape"].ndims is None

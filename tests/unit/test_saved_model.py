@@ -16,6 +16,7 @@ from fixtures.recorded import assert_same, decode
 from fixtures.tw_saved_models import EXPORTS, export
 from tensorweave.framework import errors
 from tensorweave.framework.op_def_registry import OP_DEFS
+from tensorweave.ops.registry import load_all
 from tensorweave.framework.tf_protos import SavedModel, meta_graph_pb2, types_pb2
 from tensorweave.ops.checkpoint.reader import TENSORFLOW, checkpoint_format
 from tensorweave.ops.tensor_proto import from_proto
@@ -199,6 +200,7 @@ def run_signature(sess, meta_graph_def, key: str, feeds: dict) -> dict:
 
 
 def ref_variable_ops_missing() -> list:
+    load_all()
     return [op for op in ("VariableV2", "Assign") if op not in OP_DEFS]
 
 

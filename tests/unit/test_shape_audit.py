@@ -21,6 +21,7 @@ from tensorweave.ops import collective_ops
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.data_flow import staleness
 from tensorweave.ops.helpers import make_op
+from tensorweave.ops.registry import load_all
 from tensorweave.ops.math.bucketize import bucketize
 from tensorweave.ops.nn.activations import bias_add_v1
 from tensorweave.ops.sendrecv import send
@@ -335,6 +336,7 @@ def _add_tf1_ref_ops(g: tf.Graph, m) -> None:
     """TF 1's reference-variable ops (what tf.import_graph_def of a TF 1 graph creates): each
     Apply*/SparseApply*/Scatter* as the corpus's ResourceApply*/ResourceScatter* op on VariableV2
     refs of its variables' shapes."""
+    load_all()   # (the TF 1 forms of the resource ops in the corpus, asked for by OP_DEFS below)
     def ref(shape, dtype=tf.float32, op_type="VariableV2"):
         return make_op(op_type, [], {"dtype": dtype, "shape": tf.TensorShape(shape), "container": "",
                                      "shared_name": ""}, name="ref_var").outputs[0]
@@ -549,6 +551,7 @@ def _less_known(t, variant: str, i: int):
 
 
 def test_corpus_covers_every_op_type():
+    load_all()
     missing = sorted(set(OP_DEFS) - set(_BY_TYPE) - set(NOT_IN_CORPUS))
     assert not missing, f"op types missing from the shape-audit corpus: {missing}"
 

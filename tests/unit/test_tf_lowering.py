@@ -19,7 +19,7 @@ from fixtures.recorded import assert_same, decode
 from fixtures.tw_graphs import PRINTED, SAVED_TRAINING, TRAINING_BUILDERS, build_lowered, export_trained
 from tensorweave.framework.op_def_registry import OP_DEFS
 from tensorweave.ops.math.reduction import reduced_shape
-from tensorweave.ops.registry import TF_LOWERINGS
+from tensorweave.ops.registry import TF_LOWERINGS, load_all
 from tensorweave.ops.tf_op_defs import TF_OP_SIGNATURES
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tf_import_of_ours")
@@ -110,6 +110,7 @@ def test_tensorflow_has_every_op_type_of_the_graph_defs_it_imported():
 def test_every_op_type_tensorflow_lacks_is_written_as_tensorflows_ops():
     # an op registered without a TF OpDef (ops/tf_op_defs.py) needs a tf_lowering, or TF refuses
     # every GraphDef holding it ("Op type not registered")
+    load_all()
     assert set(OP_DEFS) - set(TF_OP_SIGNATURES) - set(TF_LOWERINGS) == set()
 
 

@@ -33,7 +33,7 @@ import threading
 import time
 from typing import Optional
 
-import tensorweave.ops  # noqa: F401  (registers every kernel)
+import tensorweave.ops  # noqa: F401  (the registry: it loads the kernels of the ops in the graphs received)
 from tensorweave.distributed import master  # noqa: F401  (the master side of Session("grpc://..."))
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer
