@@ -20,28 +20,29 @@ of their own (negative, never a real step's).
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
-step's cancellation (ending a little before the step's deadline, so that the client hears
-why); past it the run fails with UnavailableError naming the member that sent
-nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
-member: every PROBE_S of waiting it pings the member it waits for. "Gone for good" is one rule
-(shared with MonitoredSession's recovery, docs/INTERNALS.md): a task seen up here (a member of a
-group this task was in) whose host refuses the ping's connection is gone (its process is), and
-the wait fails at once, whether the group is running or forming again; so does one that does not
-answer within PROBE_TIMEOUT_S, or answers as another incarnation (restarted quicker than the
-ping noticed: the group it joined is no more). A task never seen up may still be starting: its
-refusals are waited out for sockets.recovery_timeout_s() (TENSORWEAVE_RECOVERY_TIMEOUT_S) from
-the wait's start, then it is gone too. While a group forms, a member pings the leader, and the
-leader pings a member of the group's last forming that has not joined again (else, at the first
-forming, a chief/worker task that has not joined, when those are the group). The leader's join
-given up on completes no group; when it was given up on because a member is gone, the members
-that joined are told so (their joins fail at once, not when the leader's own session gives up).
-A run that fails here aborts the run on the other members ("collective_abort", one-way: their
-waits raise the same UnavailableError at once), so one member seeing a death fails the whole
-group's step. Whether a restarted task is waited for is the caller's: a MonitoredSession runs
-the step again until its recovery timeout.
+step's cancellation (ending a little before the step's deadline, so that the client hears why);
+past it the run fails with UnavailableError naming the member that sent nothing (dead, or not
+running the op). Without any timeout it still never hangs on a dead member: every PROBE_S of
+waiting it pings the member it waits for. "Gone for good" is one rule (shared with
+MonitoredSession's recovery, docs/INTERNALS.md): a task seen up here (a member of a group this task
+was in) whose host refuses the ping's connection is gone (its process is), and the wait fails at
+once, whether the group is running or forming again; so does one that does not answer within
+PROBE_TIMEOUT_S, or answers as another incarnation (restarted quicker than the ping noticed: the
+group it joined is no more). A task never seen up may still be starting: its refusals are waited
+out for sockets.recovery_timeout_s() (TENSORWEAVE_RECOVERY_TIMEOUT_S) from the wait's start, then
+it is gone too. While a group forms, a member pings the leader and in turn the other members of the
+group's last forming, and the leader pings a member of it that has not joined again (else, at the
+first forming, a chief/worker task that has not joined, when those are the group). The leader's
+join given up on completes no group; when it was given up on because a member is gone, the members
+that joined are told so (their joins fail at once, not when the leader's own session gives up). A
+run that fails here aborts the run on the other members ("collective_abort", one-way: their waits
+raise the same UnavailableError at once), so one member seeing a death fails the whole group's
+step. Whether a restarted task is waited for is the caller's: a MonitoredSession runs the step
+again until its recovery timeout.
 """
 from __future__ import annotations
 
+import itertools
 import secrets
 import threading
 import time
@@ -80,7 +81,7 @@ class _Wait:
     seen is waited for up to the recovery timeout (it may be starting)."""
 
     __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations",
-                 "absent", "seen", "started", "gone")
+                 "to_ping", "seen", "started", "gone")
 
     def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], Optional[int]],
                  seen: frozenset = frozenset()):
@@ -92,7 +93,7 @@ class _Wait:
         self._probe = probe
         self.started = self._probed = time.monotonic()
         self.incarnations: dict = {}
-        self.absent: Optional[Callable[[], Optional[str]]] = None   # (the leader's join: whom to ping)
+        self.to_ping: Optional[Callable[[], Optional[str]]] = None   # (a join: whom to ping now)
         self.seen = seen
         self.gone: Optional[str] = None
 
@@ -102,7 +103,7 @@ class _Wait:
         now = time.monotonic()
         if now - self._probed < PROBE_S:
             return
-        peer = self.peer if self.absent is None else self.absent()
+        peer = self.peer if self.to_ping is None else self.to_ping()
         if peer is not None:
             left = self.time_left()   # (a ping never outlasts the wait's deadline)
             answered = self._ping(peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01))
@@ -167,7 +168,7 @@ class Collectives:
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
         self._runs: dict = {}         # (group_key, instance_key) -> runs started
         self._joins: dict = {}        # (leader) group_key -> (group_size, {task: (nonce, incarnation)})
-        self._formed: dict = {}       # (leader) group_key -> the members of its last group
+        self._formed: dict = {}       # group_key -> the members of its last group
         self._seen: frozenset = frozenset()   # tasks that were members of a group with this one (up once)
 
     # -- a run ----------------------------------------------------------------------------------
@@ -227,6 +228,7 @@ class Collectives:
                     known = self._join(node, wait, size, group_key)
                     with self._lock:
                         self._groups[group_key] = known
+                        self._formed[group_key] = known[0]
                         self._seen = self._seen | set(known[0])
         members = known[0]
         if len(members) != size:
@@ -243,10 +245,8 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        if self.task == self.leader:   # it pings a member that has not joined yet
-            wait.absent = lambda: self._absent(group_key, size)
-        else:
-            wait.waiting_for(self.leader)
+        wait.to_ping = (lambda: self._absent(group_key, size)) if self.task == self.leader else \
+            self._in_turn(group_key)
         try:
             answer = _receive(self._rendezvous, key, wait, node,
                               f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
@@ -256,11 +256,18 @@ class Collectives:
                 self._withdraw(group_key, nonce, wait.gone and f"group {group_key} cannot form: {e.message}")
             raise
         finally:
-            wait.absent = None
+            wait.to_ping = None
         members, epoch, incarnations = answer
         if self.task not in members:
             raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
         return tuple(members), int(epoch), dict(zip(members, incarnations))
+
+    def _in_turn(self, group_key: int) -> Callable[[], str]:
+        """(a member's join) Whom to ping next: the leader, then in turn each other member of the
+        group's last forming (one gone fails the forming here too, whatever the leader saw)."""
+        order = [self.leader, *(m for m in self._formed.get(group_key, ()) if m not in (self.task, self.leader))]
+        turn = itertools.count()
+        return lambda: order[next(turn) % len(order)]
 
     # -- the leader -----------------------------------------------------------------------------
     def take_join(self, args) -> None:

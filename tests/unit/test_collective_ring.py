@@ -370,3 +370,34 @@ def test_a_member_gone_while_the_group_forms_fails_the_forming_and_one_never_up_
         svc.instance(node, _Step(), 3, 7, 1, timeout_s=0)
     assert probed == [m2]   # gone at its first refusal
     assert pushed == [(m1, "collective_abort", collectives._step_key(14))]
+
+
+def test_a_member_forming_the_group_again_pings_the_leader_and_in_turn_the_other_members(monkeypatch):
+    """The member's join waits on a live leader that has not joined again; another member of the
+    last group is gone (its ping refused): the member's forming fails naming it, not a hang."""
+    monkeypatch.setattr(collectives, "PROBE_S", 0.0)
+    leader, m1, m2 = (f"/job:worker/replica:0/task:{i}" for i in range(3))
+    cluster, probed = ClusterSpec({"worker": ["h:1", "h:2", "h:3"]}), []
+
+    def probe(task, timeout_s):
+        probed.append(task)
+        if task == m2:
+            raise errors.UnavailableError(None, None, f"Task {task} is unavailable: connection refused")
+        return 0
+    lead = Collectives(leader, cluster, Rendezvous(), lambda dst, key, value: (
+        (lead if dst == leader else member)._rendezvous.send(key, value) if dst != m2 else None),
+        lambda dst, method, args: lead.take_join(args), probe)
+    member = Collectives(m1, cluster, Rendezvous(), lambda *a: None,
+                         lambda dst, method, args: lead.take_join(args), probe)
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    lead.take_join([m2, 7, 3, 13, 0])
+    joined = threading.Thread(target=lambda: member.instance(node, _Step(), 3, 7, 1, timeout_s=60))
+    joined.start()
+    assert lead.instance(node, _Step(), 3, 7, 1, timeout_s=60).members == (leader, m1, m2)   # formed once
+    joined.join(60)
+    assert member._groups[7][0] == (leader, m1, m2)
+    member.failed(7)   # its run failed: it joins again; the leader has not (yet), m2 never will
+    del probed[:]
+    with pytest.raises(errors.UnavailableError, match=f"Task {m2} is unavailable: connection refused"):
+        member.instance(node, _Step(), 3, 7, 1, timeout_s=0)
+    assert probed == [leader, m2]
