@@ -401,3 +401,24 @@ def test_a_member_forming_the_group_again_pings_the_leader_and_in_turn_the_other
     with pytest.raises(errors.UnavailableError, match=f"Task {m2} is unavailable: connection refused"):
         member.instance(node, _Step(), 3, 7, 1, timeout_s=0)
     assert probed == [leader, m2]
+
+
+def test_large_outputs_reuse_a_buffer_only_once_nothing_refers_to_it():
+    """An all-reduce's large output comes from a recycled buffer (no fresh pages to fault in),
+    never one an earlier output still uses, through any view of it."""
+    recycled = co._Recycled(8 << 20)
+    f32 = np.dtype(np.float32)
+    first = recycled.empty(1 << 20, f32)   # 4 MiB
+    first[:] = 1
+    kept = first.reshape(2, -1)[1]   # (a view: the buffer is still in use)
+    del first
+    second = recycled.empty(1 << 20, f32)
+    assert not np.shares_memory(second, kept)
+    extra = recycled.empty(1 << 20, f32)   # past the 8 MiB kept: a plain array
+    assert extra.base is None and not np.shares_memory(extra, second) and not np.shares_memory(extra, kept)
+    address = kept.__array_interface__["data"][0] - (2 << 20)
+    del kept
+    third = recycled.empty(1 << 20, f32)   # the first buffer, free again
+    assert third.__array_interface__["data"][0] == address and not np.shares_memory(third, second)
+    small = recycled.empty(10, f32)   # (below RECYCLE_MIN_BYTES: plain arrays)
+    assert small.base is None and recycled.empty(3 << 20, np.dtype(np.float64)).base is None   # (larger than kept)
