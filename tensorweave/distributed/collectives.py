@@ -245,8 +245,10 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        wait.to_ping = (lambda: self._absent(group_key, size)) if self.task == self.leader else \
-            self._in_turn(group_key)
+        if self.task == self.leader:
+            wait.to_ping = lambda: self._absent(group_key, size)
+        else:   # (and the leader stays the peer of a broadcast's anonymous receive: it sends them)
+            wait.waiting_for(self.leader).to_ping = self._in_turn(group_key)
         try:
             answer = _receive(self._rendezvous, key, wait, node,
                               f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
