@@ -24,6 +24,8 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   broadcast: the sender's tensor to every other member.
 
 A value a member sends is never written afterwards (the transport may send it zero-copy, later).
+An all-reduce's output of at least RECYCLE_MIN_BYTES is a view of a buffer reused once nothing
+refers to it (`_Recycled`; at most TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES, 512 MiB, kept; 0: off).
 """
 from __future__ import annotations
 
