@@ -819,6 +819,7 @@ NAMESPACES = {
     'tensorweave.contrib.distribute': {
         'CollectiveAllReduceStrategy':
             ('tensorweave.distribute.collective_all_reduce_strategy', 'CollectiveAllReduceStrategy'),
+        'DistributeConfig': ('tensorweave.distribute.distribute_lib', 'DistributeConfig'),
         'MirroredStrategy': ('tensorweave.distribute.mirrored_strategy', 'MirroredStrategy'),
         'OneDeviceStrategy': ('tensorweave.distribute.mirrored_strategy', 'OneDeviceStrategy'),
     },

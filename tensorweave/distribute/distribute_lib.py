@@ -71,6 +71,19 @@ class RunOptions(collections.namedtuple("RunOptions", ["experimental_enable_dyna
                                experimental_xla_options)
 
 
+@tf_export("contrib.distribute.DistributeConfig")
+class DistributeConfig(collections.namedtuple("DistributeConfig",
+                                              ["train_distribute", "eval_distribute", "remote_cluster"])):
+    """tf.contrib.distribute.DistributeConfig(train_distribute=None, eval_distribute=None,
+    remote_cluster=None): the strategies of `tf.estimator.RunConfig(experimental_distribute=...)`,
+    which become the RunConfig's train_distribute / eval_distribute. `remote_cluster` (a dict,
+    ClusterDef or ClusterSpec) would make train_and_evaluate a standalone client of that cluster;
+    RunConfig refuses it with a train_distribute (run each task with TF_CONFIG instead)."""
+
+    def __new__(cls, train_distribute=None, eval_distribute=None, remote_cluster=None):
+        return super().__new__(cls, train_distribute, eval_distribute, remote_cluster)
+
+
 @tf_export("distribute.InputContext")
 class InputContext:
     """What an input_fn is told about the pipeline it builds: how many there are, which one this

@@ -168,13 +168,12 @@ class Channel:
         route.give_back(conn)
 
     def ping(self, wait: Optional[list] = None, timeout_s: Optional[float] = None,
-             extra: Optional[dict] = None, refused_is_final: bool = True) -> dict:
+             extra: Optional[dict] = None) -> dict:
         """The peer's status (incarnation, ...) within timeout_s (default: the connect timeout).
         `wait` lists [identity, request id] of calls whose leases it renews; `extra` adds
         arguments (a client's keep-alive). A connection the peer's host refuses is
         UnavailableError at once: nothing listens there now, which is the answer (a live peer,
-        however slow, takes connections); unless not `refused_is_final` (a peer that may be
-        starting), when it is retried within timeout_s as a call's connection is."""
+        however slow, takes connections; one that may be starting is the caller's to ping again)."""
         timeout_s = self.connect_timeout_s if timeout_s is None else timeout_s
         rid = next(_ids)
         conn = self._checkout()
@@ -184,7 +183,7 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
-            if refused_is_final and not conn.connected() and getattr(conn, "refused", _never)():
+            if not conn.connected() and getattr(conn, "refused", _never)():
                 raise self._unavailable("connection refused: nothing listens there (its process is gone)")
             self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:

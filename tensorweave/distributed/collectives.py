@@ -20,27 +20,35 @@ of their own (negative, never a real step's).
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
-step's cancellation (ending a little before the step's deadline, so that the client hears
-why); past it the run fails with UnavailableError naming the member that sent
-nothing (dead, or not running the op). Without any timeout it still never hangs on a dead
-member: every PROBE_S of waiting it pings the member it waits for (UnavailableError when that
-does not answer within PROBE_TIMEOUT_S, at once when the member's host refuses the ping's
-connection: its process is gone, and when another incarnation answers: it was restarted, quicker
-than the ping noticed, and the group it joined is no more). While a group forms, a member pings
-the leader and the leader pings a member of the group's last forming that has not joined again
-(a refused connection retried there: it may be restarting); the leader's join given up on
-completes no group. A run that fails here aborts the run on the other
-members ("collective_abort", one-way: their waits raise the same UnavailableError at once), so
-one member seeing a death fails the whole group's step.
+step's cancellation (ending a little before the step's deadline, so that the client hears why);
+past it the run fails with UnavailableError naming the member that sent nothing (dead, or not
+running the op). Without any timeout it still never hangs on a dead member: every PROBE_S of
+waiting it pings the member it waits for. "Gone for good" is one rule (shared with
+MonitoredSession's recovery, docs/INTERNALS.md): a task seen up here (a member of a group this task
+was in) whose host refuses the ping's connection is gone (its process is), and the wait fails at
+once, whether the group is running or forming again; so does one that does not answer within
+PROBE_TIMEOUT_S, or answers as another incarnation (restarted quicker than the ping noticed: the
+group it joined is no more). A task never seen up may still be starting: its refusals are waited
+out for sockets.recovery_timeout_s() (TENSORWEAVE_RECOVERY_TIMEOUT_S) from the wait's start, then
+it is gone too. While a group forms, a member pings the leader and in turn the other members of the
+group's last forming, and the leader pings a member of it that has not joined again (else, at the
+first forming, a chief/worker task that has not joined, when those are the group). The leader's
+join given up on completes no group; when it was given up on because a member is gone, the members
+that joined are told so (their joins fail at once, not when the leader's own session gives up). A
+run that fails here aborts the run on the other members ("collective_abort", one-way: their waits
+raise the same UnavailableError at once), so one member seeing a death fails the whole group's
+step. Whether a restarted task is waited for is the caller's: a MonitoredSession runs the step
+again until its recovery timeout.
 """
 from __future__ import annotations
 
+import itertools
 import secrets
 import threading
 import time
 from typing import Callable, Optional
 
-from tensorweave.distributed import wire
+from tensorweave.distributed import sockets, wire
 from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
@@ -68,23 +76,26 @@ def _step_key(*parts) -> int:
 class _Wait:
     """What a rendezvous receive reads of a step, with the collective's own deadline; between
     its slices it pings `peer` (the member waited for) every PROBE_S, which must answer as the
-    incarnation that joined the group (`incarnations`, once the group is known). A member of a
-    group was up, so a refused ping says it is gone; the leader waited for while the group forms
-    may still be starting (its refusal is retried within the ping's timeout)."""
+    incarnation that joined the group (`incarnations`, once the group is known). A peer in
+    `seen` (up once) whose host refuses the ping is gone at once (`gone` names it); one never
+    seen is waited for up to the recovery timeout (it may be starting)."""
 
     __slots__ = ("_step", "deadline", "cancelled", "wait_remote", "peer", "_probe", "_probed", "incarnations",
-                 "absent")
+                 "to_ping", "seen", "started", "gone")
 
-    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float, bool], Optional[int]]):
+    def __init__(self, step, deadline: Optional[float], probe: Callable[[str, float], Optional[int]],
+                 seen: frozenset = frozenset()):
         self._step = step
         self.deadline = deadline
         self.cancelled = step.cancelled
         self.wait_remote = step.wait_remote
         self.peer: Optional[str] = None
         self._probe = probe
-        self._probed = time.monotonic()
+        self.started = self._probed = time.monotonic()
         self.incarnations: dict = {}
-        self.absent: Optional[Callable[[], Optional[str]]] = None   # (the leader's join: whom to ping)
+        self.to_ping: Optional[Callable[[], Optional[str]]] = None   # (a join: whom to ping now)
+        self.seen = seen
+        self.gone: Optional[str] = None
 
     def on_wait(self) -> None:
         if self._step.on_wait is not None:
@@ -92,16 +103,32 @@ class _Wait:
         now = time.monotonic()
         if now - self._probed < PROBE_S:
             return
-        peer = self.peer if self.absent is None else self.absent()
+        peer = self.peer if self.to_ping is None else self.to_ping()
         if peer is not None:
             left = self.time_left()   # (a ping never outlasts the wait's deadline)
-            timeout_s = PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01)
-            answered = self._probe(peer, timeout_s, bool(self.incarnations))
+            answered = self._ping(peer, PROBE_TIMEOUT_S if left is None else max(min(PROBE_TIMEOUT_S, left), 0.01))
             joined = self.incarnations.get(peer)
             if answered is not None and joined is not None and answered != joined:
+                self.gone = peer
                 raise errors.UnavailableError(None, None, f"{peer} was restarted (incarnation {joined} is "
                                                           f"gone, {answered} answers): the group it joined is no more")
         self._probed = time.monotonic()
+
+    def _ping(self, peer: str, timeout_s: float) -> Optional[int]:
+        """The peer's incarnation; UnavailableError when it is gone (the module's rule)."""
+        try:
+            return self._probe(peer, timeout_s)
+        except errors.UnavailableError as e:
+            waited = time.monotonic() - self.started
+            if peer in self.seen or peer in self.incarnations:
+                self.gone = peer
+                raise
+            if waited < sockets.recovery_timeout_s():
+                return None   # (never up: it may be starting)
+            self.gone = peer
+            raise errors.UnavailableError(None, None, f"{e.message}; not up after {waited:.0f} s of waiting "
+                                                      f"(TENSORWEAVE_RECOVERY_TIMEOUT_S="
+                                                      f"{sockets.recovery_timeout_s():g})") from None
 
     def waiting_for(self, peer: str) -> "_Wait":
         if peer != self.peer:
@@ -119,14 +146,14 @@ class _Wait:
 class Collectives:
     """One task's groups, run counters and leader bookkeeping. `send(dst_task, key, value)`
     pushes a value into another task's rendezvous, `push(dst_task, method, args)` a one-way
-    message to its service (neither waits); `probe(task, timeout_s, refused_is_final)` pings a
-    task and gives its incarnation (None: not known, in process; UnavailableError when it does not
-    answer, at once when its host refuses the connection and `refused_is_final`).
+    message to its service (neither waits); `probe(task, timeout_s)` pings a task and gives its
+    incarnation (None: not known, in process; UnavailableError when it does not answer, at once
+    when its host refuses the connection).
     `incarnation` is this task's."""
 
     def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
                  send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
-                 probe: Callable[[str, float, bool], Optional[int]], incarnation: int = 0):
+                 probe: Callable[[str, float], Optional[int]], incarnation: int = 0):
         self.task = task
         self.incarnation = incarnation
         self.leader = group_leader(cluster)
@@ -141,7 +168,8 @@ class Collectives:
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
         self._runs: dict = {}         # (group_key, instance_key) -> runs started
         self._joins: dict = {}        # (leader) group_key -> (group_size, {task: (nonce, incarnation)})
-        self._formed: dict = {}       # (leader) group_key -> the members of its last group
+        self._formed: dict = {}       # group_key -> the members of its last group
+        self._seen: frozenset = frozenset()   # tasks that were members of a group with this one (up once)
 
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
@@ -153,7 +181,7 @@ class Collectives:
             # client before the client gives up on the step (DeadlineExceededError).
             ours = step.deadline - min(STEP_MARGIN_S, 0.25 * max(step.deadline - now, 0.0))
             deadline = ours if deadline is None else min(deadline, ours)
-        wait = _Wait(step, deadline, self._probe)
+        wait = _Wait(step, deadline, self._probe, self._seen)
         members, epoch, wait.incarnations = self._group(node, wait, size, group_key)
         with self._lock:
             run = self._runs.get((group_key, instance_key), 0)
@@ -200,6 +228,8 @@ class Collectives:
                     known = self._join(node, wait, size, group_key)
                     with self._lock:
                         self._groups[group_key] = known
+                        self._formed[group_key] = known[0]
+                        self._seen = self._seen | set(known[0])
         members = known[0]
         if len(members) != size:
             raise errors.InvalidArgumentError(
@@ -215,24 +245,31 @@ class Collectives:
             raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: the collective group leader "
                                                            f"{self.leader} is unreachable: {e.message}") from None
         key = RendezvousKey(self.leader, self.task, f"collective-group/{group_key}/{nonce}", _step_key(nonce))
-        if self.task == self.leader:   # it pings a member of the group's last forming that has not joined yet
-            wait.absent = lambda: self._absent(group_key)
-        else:
-            wait.waiting_for(self.leader)
+        if self.task == self.leader:
+            wait.to_ping = lambda: self._absent(group_key, size)
+        else:   # (and the leader stays the peer of a broadcast's anonymous receive: it sends them)
+            wait.waiting_for(self.leader).to_ping = self._in_turn(group_key)
         try:
             answer = _receive(self._rendezvous, key, wait, node,
                               f"group {group_key} of {size} members: the leader {self.leader} did not gather every "
                               f"member (a member is down or does not run the op)")
-        except errors.OpError:
+        except errors.OpError as e:
             if self.task == self.leader:   # (its join, waited for no more, must not complete a group)
-                self._withdraw(group_key, nonce)
+                self._withdraw(group_key, nonce, wait.gone and f"group {group_key} cannot form: {e.message}")
             raise
         finally:
-            wait.absent = None
+            wait.to_ping = None
         members, epoch, incarnations = answer
         if self.task not in members:
             raise errors.InternalError(node, node.name, f"group {group_key} was resolved without {self.task}")
         return tuple(members), int(epoch), dict(zip(members, incarnations))
+
+    def _in_turn(self, group_key: int) -> Callable[[], str]:
+        """(a member's join) Whom to ping next: the leader, then in turn each other member of the
+        group's last forming (one gone fails the forming here too, whatever the leader saw)."""
+        order = [self.leader, *(m for m in self._formed.get(group_key, ()) if m not in (self.task, self.leader))]
+        turn = itertools.count()
+        return lambda: order[next(turn) % len(order)]
 
     # -- the leader -----------------------------------------------------------------------------
     def take_join(self, args) -> None:
@@ -264,20 +301,37 @@ class Collectives:
         threading.Thread(target=self._answer, args=(answers, [members, epoch, incarnations]), daemon=True,
                          name="tw-collective-group").start()
 
-    def _absent(self, group_key: int) -> Optional[str]:
-        """(leader) A member of the group's last forming that has not joined it again (gone, or
-        restarting: its pings retry a refused connection within their timeout), else None."""
+    def _absent(self, group_key: int, size: int) -> Optional[str]:
+        """(leader) A member of the group's last forming that has not joined it again, else
+        (its first forming) a chief or worker task that has not joined when those are the
+        group (the MultiWorkerMirroredStrategy's), else None."""
+        expected = self._formed.get(group_key)
+        if expected is None:
+            expected = [t for t in self.cluster.task_names() if parse_task_name(t)[0] in ("chief", "worker")]
+            expected = expected if len(expected) == size else ()
         with self._lock:
             joined = self._joins.get(group_key, (0, {}))[1]
-            return next((m for m in self._formed.get(group_key, ()) if m != self.task and m not in joined), None)
+            return next((m for m in expected if m != self.task and m not in joined), None)
 
-    def _withdraw(self, group_key: int, nonce: int) -> None:
+    def _withdraw(self, group_key: int, nonce: int, gone: Optional[str]) -> None:
         """(leader) Its own join `nonce` is waited for no more: the others that join meanwhile
-        wait for its next one, rather than meet in a group whose leader never runs it."""
+        wait for its next one, rather than meet in a group whose leader never runs it; when it
+        was given up on because a member is gone (`gone` says so), the joins waiting are failed
+        with that, so that every member's run fails now, as the leader's did."""
         with self._lock:
             joins = self._joins.get(group_key)
-            if joins is not None and joins[1].get(self.task, (None,))[0] == nonce:
-                del joins[1][self.task]
+            if joins is None or joins[1].get(self.task, (None,))[0] != nonce:
+                return
+            del joins[1][self.task]
+            waiting = list(joins[1].items()) if gone else []
+            if gone:
+                del self._joins[group_key]
+        for member, (member_nonce, _) in waiting:
+            try:
+                self._push(member, "collective_abort", [_step_key(member_nonce), f"{member} told by {self.task}: "
+                                                                                f"{gone}"])
+            except errors.OpError:
+                pass   # (gone too)
 
     def _answer(self, answers: list, value: list) -> None:
         for member, key in answers:

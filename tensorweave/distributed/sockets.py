@@ -26,6 +26,9 @@ Timing (each from the environment variable of the same name with a TENSORWEAVE_ 
   SPIN_US             a wait for a same-host reply, and the server's wait for its next
                       message, first polls without sleeping this many microseconds when the
                       last such wait was as short (200; 0: never) - see SpinPoll
+  RECOVERY_TIMEOUT_S  a task not heard from this long is gone for good (600; read at each use,
+                      recovery_timeout_s): a MonitoredSession stops recovering from its loss,
+                      a collective group stops waiting for it to come up (docs/INTERNALS.md)
 The size of one message is limited by framework/limits.MESSAGE_BYTES.
 
 Where a peer is reached: other hosts over tcp://; a server on this host also serves a Unix
@@ -55,6 +58,11 @@ from tensorweave.distributed import auth
 def _seconds(name: str, default: float) -> float:
     raw = os.environ.get("TENSORWEAVE_" + name, "")
     return float(raw) if raw.strip() else default
+
+
+def recovery_timeout_s() -> float:
+    """How long a lost task (or one never up) is waited for before it is taken as gone for good."""
+    return _seconds("RECOVERY_TIMEOUT_S", 600.0)
 
 
 DEFAULT_CONNECT_TIMEOUT_S = 60.0

@@ -322,12 +322,12 @@ class WorkerService:
             channel = self._peers[dst_task] = _channel(address, dst_task, self.connect_timeout_s)
         return channel
 
-    def _probe(self, dst_task: str, timeout_s: float, refused_is_final: bool = True) -> Optional[int]:
+    def _probe(self, dst_task: str, timeout_s: float) -> Optional[int]:
         """Pings `dst_task`: its incarnation (None in this process); UnavailableError naming it
-        when it does not answer in time (at once when refused and `refused_is_final`)."""
+        when it does not answer in time (at once when its host refuses the connection)."""
         if dst_task == self.task or local_service(self._peer(dst_task).address) is not None:
             return None
-        return self._peer(dst_task).ping(timeout_s=timeout_s, refused_is_final=refused_is_final).get("incarnation")
+        return self._peer(dst_task).ping(timeout_s=timeout_s).get("incarnation")
 
     def _push(self, dst_task: str, method: str, args) -> None:
         """A one-way message other than a tensor to `dst_task` (collectives.py's joins)."""

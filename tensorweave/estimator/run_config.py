@@ -158,7 +158,9 @@ class RunConfig:
     whose device_filters keep it talking to the ps tasks and itself only. `train_distribute` (a
     tf.distribute strategy) makes train() run model_fn once per replica under it, `eval_distribute`
     evaluate() (each replica its own batch per step, the metrics read over all replicas);
-    `experimental_distribute` is kept but not acted on."""
+    `experimental_distribute` (a tf.contrib.distribute.DistributeConfig) gives them instead (not
+    both ways: ValueError); its remote_cluster (a standalone client) is refused with a
+    train_distribute."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT, session_config=None,
@@ -187,9 +189,31 @@ class RunConfig:
             experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
             session_creation_timeout_secs=session_creation_timeout_secs,
             checkpoint_save_graph_def=checkpoint_save_graph_def)
+        self._adopt_experimental_distribute(config)
         self._init_distributed_setting(config)
         if not self._session_config and self._cluster_spec:
             RunConfig._replace(self, session_config=self._distributed_session_config())
+
+    def _adopt_experimental_distribute(self, config: dict) -> None:
+        """experimental_distribute's strategies become this config's (TF's messages)."""
+        distribute = self._experimental_distribute
+        if not distribute:
+            return
+        if distribute.train_distribute:
+            if self._train_distribute:
+                raise ValueError("Either `train_distribute` or`experimental_distribute.train_distribute` can be set.")
+            self._train_distribute = distribute.train_distribute
+        if distribute.eval_distribute:
+            if self._eval_distribute:
+                raise ValueError("Either `eval_distribute` or`experimental_distribute.eval_distribute` can be set.")
+            self._eval_distribute = distribute.eval_distribute
+        if self._train_distribute and distribute.remote_cluster:
+            if config.get("cluster"):
+                raise ValueError('Cannot set both "cluster_spec" of TF_CONFIG and '
+                                 "`experimental_distribute.remote_cluster`")
+            raise ValueError("`experimental_distribute.remote_cluster` (train_and_evaluate as a standalone client "
+                             "of a remote cluster) is not supported: run train_and_evaluate on each task of the "
+                             "cluster, which TF_CONFIG names, as TF's INDEPENDENT_WORKER mode does.")
 
     def _distributed_session_config(self):
         filters = {TaskType.MASTER: ["/job:ps", "/job:master"], TaskType.CHIEF: ["/job:ps", "/job:chief"],

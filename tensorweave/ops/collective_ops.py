@@ -24,10 +24,14 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   broadcast: the sender's tensor to every other member.
 
 A value a member sends is never written afterwards (the transport may send it zero-copy, later).
+An all-reduce's output of at least RECYCLE_MIN_BYTES is a view of a buffer reused once nothing
+refers to it (`_Recycled`; at most TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES, 512 MiB, kept; 0: off).
 """
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from typing import Callable
 
 import numpy as np
@@ -43,6 +47,9 @@ from tensorweave.ops.registry import register
 CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
 SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
 PACK_BYTES = 4 << 20   # all_reduce_packed's default pack size
+
+RECYCLE_MIN_BYTES = 1 << 20   # outputs at least this large come from recycled buffers
+RECYCLE_MAX_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES", "") or 512 << 20)
 
 MERGE_OPS: dict[str, Callable] = {"Add": np.add, "Mul": np.multiply, "Max": np.maximum, "Min": np.minimum}
 FINAL_OPS = ("Id", "Div")
@@ -77,6 +84,42 @@ def final_divide(value: np.ndarray, size: int) -> np.ndarray:
     return (value / value.dtype.type(size)).astype(value.dtype, copy=False)
 
 
+class _Recycled:
+    """Output buffers of large all-reduces, used again once nothing refers to them: a fresh
+    array of 64 MiB costs the kernel's zeroing of its pages on first touch (a third of a
+    2-member ring's CPU time, docs/PERFORMANCE.md). An output is a view of a buffer kept here;
+    every array over its memory (a consumer's, a variable's, a transport's send) refers to the
+    buffer, so a buffer only this cache refers to is free. At most RECYCLE_MAX_BYTES are kept."""
+
+    def __init__(self, limit_bytes: int):
+        self._limit = limit_bytes
+        self._lock = threading.Lock()
+        self._buffers: list = []
+
+    def empty(self, n: int, dtype: np.dtype) -> np.ndarray:
+        nbytes = n * dtype.itemsize
+        if nbytes < RECYCLE_MIN_BYTES or nbytes > self._limit:
+            return np.empty(n, dtype)
+        with self._lock:
+            free = [i for i in range(len(self._buffers))
+                    if sys.getrefcount(self._buffers[i]) == 2]   # (the list's, the argument's)
+            for i in free:
+                if self._buffers[i].nbytes == nbytes:
+                    return self._buffers[i].view(dtype)
+            kept = sum(b.nbytes for b in self._buffers)
+            for i in reversed(free):   # room for the new one: the free buffers of other sizes go
+                if kept + nbytes <= self._limit:
+                    break
+                kept -= self._buffers.pop(i).nbytes
+            if kept + nbytes > self._limit:
+                return np.empty(n, dtype)
+            self._buffers.append(np.empty(nbytes, np.uint8))
+            return self._buffers[-1].view(dtype)
+
+
+_outputs = _Recycled(RECYCLE_MAX_BYTES)
+
+
 def _mismatch(node, message: str) -> errors.InvalidArgumentError:
     """The error of a value a peer sent that does not fit (`node`: None outside a kernel)."""
     return errors.InvalidArgumentError(node, getattr(node, "name", None),
@@ -98,7 +141,7 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
     k, r = link.size, link.rank
     flat = x.reshape(-1)
     n = flat.size
-    out = np.empty(n, flat.dtype)
+    out = _outputs.empty(n, flat.dtype)
     if k == 1 or n == 0:
         out[...] = final(flat) if final is not None else flat
         return out.reshape(x.shape)

@@ -10,9 +10,11 @@ A MonitoredSession is a stack of wrappers around a tf.Session:
                         is kept, not rolled back (TF restores; so does every
                         MultiWorkerMirroredStrategy worker, whose copies must stay equal
                         to a restarted worker's). Gives up with the last error
-                        once no session could be made for TENSORWEAVE_RECOVERY_TIMEOUT_S
-                        seconds (default 600): a task gone for good ends the program, it does
-                        not hang it.
+                        once neither a session nor a run succeeded for
+                        TENSORWEAVE_RECOVERY_TIMEOUT_S seconds after the loss (default 600): a
+                        task gone for good ends the program, it does not hang it or retry it
+                        forever (a MultiWorkerMirroredStrategy worker makes its session alone,
+                        and only its runs meet the lost worker).
   _CoordinatedSession   a Coordinator and the queue-runner threads; closing stops them.
   _HookedSession        calls the hooks around each run, merging their fetches and feeds.
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import threading
 import time
 from typing import Optional
@@ -48,11 +49,6 @@ _log = logging.getLogger("tensorweave")
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 USE_DEFAULT = object()
 _ABANDON_GRACE_S = 1.0
-
-
-def recovery_timeout_s() -> float:
-    """How long a MonitoredSession keeps trying to recreate a session after losing a task."""
-    return float(os.environ.get("TENSORWEAVE_RECOVERY_TIMEOUT_S", "600"))
 
 
 # -- session creators -----------------------------------------------------------------------------
@@ -307,12 +303,13 @@ class _RecoverableSession(_WrappedSession):
         self._run_started: Optional[float] = None   # of the run that lost a task
         super().__init__(self._create_session())
 
-    def _lost(self, e: BaseException, where: str, run_started: Optional[float] = None) -> None:
+    def _lost(self, e: errors.OpError, where: str, run_started: Optional[float] = None) -> None:
         if self._lost_since is None:
             self._lost_since = time.monotonic()
             self._run_started = run_started
-        _log.info("A task was lost (%s: %s) %s; a new session will be created.", type(e).__name__, e, where)
         self._abandon()
+        self._give_up_if_late(e, "No step could be run")
+        _log.info("A task was lost (%s: %s) %s; a new session will be created.", type(e).__name__, e, where)
 
     def _abandon(self) -> None:
         sess, self._sess = self._sess, None
@@ -331,20 +328,25 @@ class _RecoverableSession(_WrappedSession):
             except PREEMPTION_ERRORS as e:
                 if self._lost_since is None:
                     self._lost_since, self._run_started = time.monotonic(), None
-                waited = time.monotonic() - self._lost_since
-                deadline, why = self._recovery_deadline()
-                if time.monotonic() > deadline:
-                    raise type(e)(e.node_def, e.op, f"No session could be created for {waited:.1f} s after a task "
-                                                    f"was lost ({why}); last error: {e.message}") from e
+                self._give_up_if_late(e, "No session could be created")
                 _log.info("An error was raised while a session was being created (a lost task?); retrying: %s", e)
                 time.sleep(0.1)
+
+    def _give_up_if_late(self, e: errors.OpError, what: str) -> None:
+        """Raises `e`'s class (its message kept: it names the task) once recovery is past its
+        deadline: the lost task is gone for good."""
+        deadline, why = self._recovery_deadline()
+        if time.monotonic() > deadline:
+            waited = time.monotonic() - self._lost_since
+            raise type(e)(e.node_def, e.op, f"{what} for {waited:.1f} s after a task was lost ({why}): it is "
+                                            f"gone for good; last error: {e.message}") from e
 
     def _recovery_deadline(self) -> tuple:
         """(when recovery gives up, what set it): TENSORWEAVE_RECOVERY_TIMEOUT_S after the loss,
         or, when sooner, the session config's operation_timeout_in_ms after the start of the
         run that lost the task (that run was bound by it: its caller gets an error in time)."""
-        deadline = self._lost_since + recovery_timeout_s()
-        why = f"TENSORWEAVE_RECOVERY_TIMEOUT_S={recovery_timeout_s():g}"
+        timeout_s = sockets.recovery_timeout_s()
+        deadline, why = self._lost_since + timeout_s, f"TENSORWEAVE_RECOVERY_TIMEOUT_S={timeout_s:g}"
         config = getattr(getattr(self._sess_creator, "session_creator", None), "_config", None)
         op_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         start = self._run_started if self._run_started is not None else self._lost_since

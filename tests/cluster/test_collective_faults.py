@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -28,6 +29,7 @@ from tensorweave.distributed import channel as channel_mod
 from tensorweave.distributed import sockets
 from tensorweave.distributed.cluster import free_ports
 from tensorweave.framework import errors
+from tensorweave.ops import collective_ops as co
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -87,16 +89,17 @@ class CollectiveJob:
     """The processes of one MultiWorkerMirroredStrategy job (tests/cluster/mwms_trainer.py), by
     TF_CONFIG, each one's output kept per start; always killed at the end."""
 
-    def __init__(self, model_dir: str, workers: int, args=()):
+    def __init__(self, model_dir: str, workers: int, args=(), env=None):
         self.cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
-        self.model_dir, self.args = model_dir, list(args)
+        self.model_dir, self.args, self.env = model_dir, list(args), dict(env or {})
         self.procs: dict = {}
         self.logs: dict = {}
 
     def start(self, job: str, index: int = 0) -> None:
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PYTHONFAULTHANDLER="1", TENSORWEAVE_CONNECT_TIMEOUT_S="20",
-                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}))
+                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}),
+                   **self.env)
         out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         self.logs.setdefault((job, index), []).append((out, err))
         self.procs[(job, index)] = subprocess.Popen([sys.executable, TRAINER, self.model_dir, *self.args], env=env,
@@ -151,10 +154,10 @@ def _checkpoint_step(model_dir: str) -> int:
     return int(tf.train.load_variable(path, "global_step")) if path else -1
 
 
-def _kill_mid_training_and_restart(job: CollectiveJob, victim: int) -> None:
+def _kill_mid_training(job: CollectiveJob, victim: int) -> None:
     """Worker 1 holds after step GATE; the chief checkpoints that step and waits in the next
-    step's all-reduce for worker 1. The victim is killed there, then started again, and worker 1
-    released (the chief killed, worker 1 meets its death in that all-reduce)."""
+    step's all-reduce for worker 1. The victim is killed there, and worker 1 released (the chief
+    killed, worker 1 meets its death in that all-reduce)."""
     deadline = time.monotonic() + EXIT_TIMEOUT_S
     while _checkpoint_step(job.model_dir) < GATE:
         assert time.monotonic() < deadline and all(p.poll() is None for p in job.procs.values()), job.describe()
@@ -162,6 +165,10 @@ def _kill_mid_training_and_restart(job: CollectiveJob, victim: int) -> None:
     assert _checkpoint_step(job.model_dir) == GATE   # (no step past it without worker 1)
     job.kill("worker", victim)
     open(os.path.join(job.model_dir, "gate"), "w").close()
+
+
+def _kill_mid_training_and_restart(job: CollectiveJob, victim: int) -> None:
+    _kill_mid_training(job, victim)
     job.start("worker", victim)
 
 
@@ -207,3 +214,81 @@ def test_a_killed_worker_started_again_rejoins_an_estimator_train_and_evaluate_j
         evals = [e for f in (tmp_path / "eval").iterdir() for e in tf.train.summary_iterator(str(f))
                  if any(v.tag == "mae" for v in e.summary.value)]
         assert evals and max(e.step for e in evals) == LAST_STEP   # the evaluator saw the final checkpoint
+
+
+RECOVERY_TIMEOUT_S = 15
+
+
+@pytest.mark.parametrize("victim", [1, 0], ids=["worker 1", "the chief, worker 0, the group's leader"])
+def test_a_worker_killed_and_never_started_again_ends_the_survivor_with_unavailable_naming_it(tmp_path, victim):
+    """Gone for good: the survivor's session recovers and its step fails again at the group's
+    forming (the dead member's host refuses the ping) until TENSORWEAVE_RECOVERY_TIMEOUT_S has
+    passed since the loss; then it exits with UnavailableError naming the dead worker. Nobody
+    hangs (before, it recovered forever, a failing step every ~12 s)."""
+    with CollectiveJob(str(tmp_path), 2, [f"--last_step={LAST_STEP}", f"--gate={GATE}"],
+                       env={"TENSORWEAVE_RECOVERY_TIMEOUT_S": str(RECOVERY_TIMEOUT_S)}) as job:
+        for i in range(2):
+            job.start("worker", i)
+        _kill_mid_training(job, victim)
+        killed = time.monotonic()
+        codes = job.wait_all()
+        took = time.monotonic() - killed
+        survivor = job.output("worker", 1 - victim)
+    assert codes[("worker", 1 - victim)] not in (0, "hung"), survivor[-4000:]
+    assert took >= RECOVERY_TIMEOUT_S   # (not given up on before the window: a restart there recovers)
+    gave_up = [line for line in survivor.splitlines() if line.startswith("tensorweave.framework.errors.")][-1]
+    assert gave_up.startswith("tensorweave.framework.errors.UnavailableError: No step could be run for "), gave_up
+    assert f"(TENSORWEAVE_RECOVERY_TIMEOUT_S={RECOVERY_TIMEOUT_S}): it is gone for good" in gave_up, gave_up
+    assert f"Task /job:worker/replica:0/task:{victim} at {job.cluster['worker'][victim]} is unavailable: " \
+           "connection refused" in gave_up, gave_up
+    # each attempt in the window failed at the forming's first ping of the dead worker, which the
+    # group's leader (or the member, of the dead leader) makes a few seconds into it, not after a timeout
+    losses = [line for line in survivor.splitlines() if "A task was lost (UnavailableError" in line]
+    assert len(losses) > 1 and all("connection refused" in line for line in losses), survivor[-4000:]
+    assert "not up after" not in survivor
+
+
+def test_a_member_killed_fails_the_group_forming_again_at_once_and_one_never_up_after_the_window(start_cluster):
+    """Plain sessions, no timeout. A member seen up in a group and then killed: the survivor's
+    run that meets its death fails (a refused ping), and so does each later run, while the group
+    forms again, at its first ping (the refusal is the answer). A member never up is waited for
+    (it may be starting) for TENSORWEAVE_RECOVERY_TIMEOUT_S, then the forming fails naming it."""
+    env = {"TENSORWEAVE_RECOVERY_TIMEOUT_S": "5"}
+    c = start_cluster({"worker": 3}, env=env)
+    x = np.arange(5, dtype=np.float32)
+
+    def run(c, rank: int, size: int):
+        with tf.Graph().as_default():
+            with tf.device(f"/job:worker/task:{rank}"):
+                reduced = co.all_reduce(tf.constant(x), size, group_key=1, instance_key=1)
+            with tf.Session(c.target("worker", rank)) as sess:
+                try:
+                    return sess.run(reduced)
+                except errors.UnavailableError as e:
+                    return e
+
+    def together(c, ranks, size: int = 3) -> list:
+        results: dict = {}
+        threads = [threading.Thread(target=lambda r=r: results.__setitem__(r, run(c, r, size)), daemon=True)
+                   for r in ranks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(EXIT_TIMEOUT_S)
+        assert not any(t.is_alive() for t in threads), "a member's run hung"
+        return [results[r] for r in ranks]
+
+    for got in together(c, [0, 1, 2]):
+        np.testing.assert_array_equal(got, 3 * x)
+    c.kill("worker", 2)
+    gone = "Task /job:worker/replica:0/task:2 at {} is unavailable: connection refused".format(c.address("worker", 2))
+    for attempt in range(2):   # the group's run, then its forming again
+        for rank, got in enumerate(together(c, [0, 1])):
+            assert isinstance(got, errors.UnavailableError), got
+            assert gone in str(got) and "not up after" not in str(got), (attempt, rank, got)
+    fresh = start_cluster({"worker": 2}, env=env)
+    fresh.kill("worker", 1)   # before any group
+    got = together(fresh, [0], size=2)[0]
+    assert isinstance(got, errors.UnavailableError), got
+    assert "Task /job:worker/replica:0/task:1" in str(got) and "connection refused" in str(got), got
+    assert "not up after" in str(got) and "(TENSORWEAVE_RECOVERY_TIMEOUT_S=5)" in str(got), got

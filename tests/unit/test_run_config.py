@@ -45,3 +45,43 @@ def test_replace_keeps_the_original_and_the_cluster(monkeypatch):
     assert (other.save_checkpoints_steps, other.save_checkpoints_secs, other.keep_checkpoint_max) == (None, 7, 1)
     assert other.master == "grpc://c:1" and other.cluster_spec == config.cluster_spec
     assert other.session_config.device_filters == ["/job:ps", "/job:worker/task:0"]
+
+
+def test_experimental_distribute_gives_the_run_config_its_strategies(monkeypatch):
+    """tf.contrib.distribute.DistributeConfig's strategies become RunConfig's train_distribute /
+    eval_distribute; one given both ways is TF's ValueError (TF 2.15's words, its missing space
+    included); a between-graph strategy given so makes a cluster of workers only valid (worker 0
+    the chief), as when given as train_distribute."""
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    one, mirrored = tf.distribute.OneDeviceStrategy("/cpu:0"), tf.distribute.MirroredStrategy(["/cpu:0"])
+    assert tf.contrib.distribute.DistributeConfig() == (None, None, None)
+    assert tf.contrib.distribute.DistributeConfig(remote_cluster={"worker": ["a:1"]}).remote_cluster == \
+        {"worker": ["a:1"]}
+    config = tf.estimator.RunConfig(experimental_distribute=tf.contrib.distribute.DistributeConfig(one, mirrored))
+    assert config.train_distribute is one and config.eval_distribute is mirrored
+    config = tf.estimator.RunConfig(train_distribute=one,
+                                    experimental_distribute=tf.contrib.distribute.DistributeConfig(None, mirrored))
+    assert config.train_distribute is one and config.eval_distribute is mirrored
+    config = tf.estimator.RunConfig(experimental_distribute=tf.contrib.distribute.DistributeConfig())
+    assert config.train_distribute is None and config.eval_distribute is None and config.is_chief
+    with pytest.raises(ValueError, match=r"^Either `train_distribute` or`experimental_distribute.train_distribute` "
+                                         r"can be set.$"):
+        tf.estimator.RunConfig(train_distribute=one, experimental_distribute=tf.contrib.distribute.DistributeConfig(
+            train_distribute=mirrored))
+    with pytest.raises(ValueError, match=r"^Either `eval_distribute` or`experimental_distribute.eval_distribute` "
+                                         r"can be set.$"):
+        tf.estimator.RunConfig(eval_distribute=one, experimental_distribute=tf.contrib.distribute.DistributeConfig(
+            eval_distribute=mirrored))
+    remote = tf.contrib.distribute.DistributeConfig(one, remote_cluster={"worker": ["a:1", "a:2"]})
+    with pytest.raises(ValueError, match="remote_cluster` .*standalone client.* is not supported"):
+        tf.estimator.RunConfig(experimental_distribute=remote)
+    assert not tf.estimator.RunConfig(experimental_distribute=remote._replace(train_distribute=None)).cluster_spec
+    workers = {"cluster": {"worker": ["localhost:1", "localhost:2"]}, "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(workers))
+    with pytest.raises(ValueError, match='^Cannot set both "cluster_spec" of TF_CONFIG and '
+                                         '`experimental_distribute.remote_cluster`$'):
+        tf.estimator.RunConfig(experimental_distribute=remote)
+    mwms = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    config = tf.estimator.RunConfig(experimental_distribute=tf.contrib.distribute.DistributeConfig(mwms))
+    assert config.train_distribute is mwms and config.is_chief and config.task_type == "worker"
+    assert config.num_worker_replicas == 2

@@ -223,10 +223,12 @@ def _two_batches():
     return np.array([result[k] for k in cases.ESTIMATOR_KEYS], np.float32)
 
 
-def _premade(strategy, batch_size, init_dir):
+def _premade(strategy, batch_size, init_dir, eval_strategy=None, experimental_distribute=False):
     columns = [tf.feature_column.numeric_column("x", shape=[3])]
-    config = tf.estimator.RunConfig(train_distribute=strategy, eval_distribute=strategy, save_summary_steps=None,
-                                    log_step_count_steps=None)
+    strategies = (strategy, strategy if eval_strategy is None else eval_strategy)
+    distribute = (dict(experimental_distribute=tf.contrib.distribute.DistributeConfig(*strategies))
+                  if experimental_distribute else dict(zip(("train_distribute", "eval_distribute"), strategies)))
+    config = tf.estimator.RunConfig(save_summary_steps=None, log_step_count_steps=None, **distribute)
     est = tf.estimator.DNNClassifier([4], columns, model_dir=tempfile.mkdtemp(), config=config,
                                      optimizer=lambda: tf.train.AdagradOptimizer(0.3), warm_start_from=init_dir)
     est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": cases.X}, cases.LABELS)).repeat().batch(batch_size),
@@ -255,6 +257,27 @@ def test_premade_estimator_under_train_and_eval_distribute_trains_like_the_conca
     for name in plain_metrics:
         np.testing.assert_allclose(metrics[name], plain_metrics[name], rtol=1e-5, atol=1e-6)
     assert not np.allclose(weights["dnn/logits/kernel"], init.get_variable_value("dnn/logits/kernel"))
+
+
+def test_experimental_distribute_config_trains_and_evaluates_as_train_and_eval_distribute():
+    """RunConfig(experimental_distribute=tf.contrib.distribute.DistributeConfig(train, eval)) is
+    RunConfig(train_distribute=train, eval_distribute=eval): the same weights and metrics (a
+    mirrored training of 2 replicas, a central-storage evaluation), unlike training without it."""
+    init_dir = tempfile.mkdtemp()
+    columns = [tf.feature_column.numeric_column("x", shape=[3])]
+    init = tf.estimator.DNNClassifier([4], columns, model_dir=init_dir,
+                                      optimizer=lambda: tf.train.GradientDescentOptimizer(0.0))
+    init.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": cases.X}, cases.LABELS)).batch(8), steps=1)
+    runs = [_premade(cases.make_strategy(tf, "mirrored2"), 4, init_dir, cases.make_strategy(tf, "central2"), via)
+            for via in (False, True)]
+    undistributed_weights, _ = _premade(None, 4, init_dir)
+    (weights, metrics), (config_weights, config_metrics) = runs
+    assert sorted(config_weights) == sorted(weights) and sorted(config_metrics) == sorted(metrics)
+    for name in weights:
+        np.testing.assert_array_equal(config_weights[name], weights[name])
+    for name in metrics:
+        np.testing.assert_array_equal(config_metrics[name], metrics[name])
+    assert not np.allclose(config_weights["dnn/logits/kernel"], undistributed_weights["dnn/logits/kernel"])
 
 
 @pytest.mark.parametrize("strategy", ["central2", "one_device", "ps"])
