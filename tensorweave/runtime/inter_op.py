@@ -44,6 +44,7 @@ _TRIAL_STEPS = 6        # then this many steps alternating serial and parallel
 _GAIN = 0.85            # parallel is tried when its estimate is below this share of serial ...
 _KEEP = 0.95            # ... and kept when its measured median is below this share
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
+_RECHECK_STEPS = 2000   # a measured choice is measured again after this many steps (the load changes)
 _RECVS = frozenset(("_Recv", "_HostRecv"))
 
 
@@ -341,7 +342,7 @@ class _Choice:
     """Per plan and thread count: profile, trial, then serial or parallel for good. The plan's
     graph is built when first needed (a plan run once never needs it)."""
 
-    __slots__ = ("mode", "runs", "graph", "cost", "times")
+    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured")
 
     def __init__(self, plan):
         blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in plan._names)
@@ -354,6 +355,13 @@ class _Choice:
         self.runs = 0
         self.cost: Optional[list] = None
         self.times: tuple = ([], [])   # (serial, parallel) step times of the trial
+        self.measured = False          # the mode was chosen by a trial (and is tried again later)
+
+    def counted(self) -> None:
+        """One more step in a measured mode: after _RECHECK_STEPS, a new trial."""
+        self.runs += 1
+        if self.runs >= _RECHECK_STEPS:
+            self.runs, self.times, self.mode = 0, ([], []), _TRIAL
 
 
 def execute(plan, vals: list, step, pool: InterOpPool) -> None:
@@ -365,8 +373,12 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
     mode = choice.mode
     if mode == _SERIAL:
         plan._execute_serial(vals, step)
+        if choice.measured:
+            choice.counted()
     elif mode == _PARALLEL:
         _Run(plan, choice.graph, vals, step, pool).run()
+        if choice.measured:
+            choice.counted()
     elif mode == _PROFILE:
         choice.runs += 1
         if choice.runs == 1 or step is not None and step.trace is not None:
@@ -392,6 +404,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs >= 2 * _TRIAL_STEPS:
             serial, par = (sorted(t)[len(t) // 2] for t in choice.times)
             choice.mode = _PARALLEL if par < _KEEP * serial else _SERIAL
+            choice.runs, choice.measured = 0, True
 
 
 def _timed(plan, vals: list) -> list:
