@@ -9,16 +9,16 @@ beside TensorFlow running the same graphs in the same run.
   shared variables, the towers' gradients averaged, one GradientDescent update), a training step;
 - gan: a GAN step (generator 100-256-784, discriminator 784-256-1, batch 256): two optimizers,
   each minimizing its own loss over its own var_list, both run in one Session.run;
-The "forced parallel" rows (TENSORWEAVE_INTER_OP=parallel, tensorweave alone) run every plan in
-parallel, whatever the measurement chose: what parallel dispatch gives on this machine now.
-
 - cifar: one CIFAR-10 worker (examples/cifar10's tutorial net, its loss and training op, local,
   a fed batch of 64 synthetic 24x24x3 images) given 1, 2, ... all cores (its CPU affinity): the
   examples/s curve.
 
+The "forced parallel" rows (TENSORWEAVE_INTER_OP=parallel, tensorweave alone) run every plan in
+parallel, whatever the measurement chose: what parallel dispatch gives on this machine now.
+
 Each figure comes from a process of its own (a fresh global pool, its own affinity): the median
 step time over --steps steps after 20 warm-up steps (tensorweave chooses serial or parallel
-dispatch for a plan within its first 15 steps). The frameworks alternate for --rounds rounds; the
+dispatch for a plan within its first 19 steps). The frameworks alternate for --rounds rounds; the
 medians of the rounds are printed with the load average.
 """
 from __future__ import annotations
@@ -133,7 +133,7 @@ def measure(case: str, threads: int, steps: int) -> dict:
             parallel_plans = sum(any(c.mode == 3 for c in getattr(p, "_inter_op_choices", {}).values())
                                  for p in master._plans.values())
     step = statistics.median(times)
-    return {"step_ms": step * 1e3, "examples_per_s": batch / step, "parallel_plans": parallel_plans,
+    return {"step_ms": step * 1e3, "batch": batch, "parallel_plans": parallel_plans,
             "cores": len(os.sched_getaffinity(0))}
 
 
@@ -181,7 +181,7 @@ def main() -> None:
                 r = run_one(python, backend, case, threads, cores, args.steps, forced)
                 if r:
                     results.setdefault((case, label, backend), []).append(r)
-    print(f"{'case':8} {'setting':24} {'tensorweave ms (ex/s)':>24} {'TensorFlow ms (ex/s)':>24} {'ratio':>6}")
+    print(f"{'case':8} {'setting':28} {'tensorweave ms (ex/s)':>28} {'TensorFlow ms (ex/s)':>22} {'ratio':>6}")
     for case, label, *_ in runs:
         cells, ms = [], []
         for backend, _ in backends:
@@ -191,14 +191,15 @@ def main() -> None:
                 ms.append(None)
                 continue
             step = statistics.median(r["step_ms"] for r in rs)
-            rate = statistics.median(r["examples_per_s"] for r in rs)
-            extra = f" [{rs[-1]['parallel_plans']} parallel]" if rs[-1].get("parallel_plans") is not None else ""
+            rate = rs[0]["batch"] / step * 1e3
+            chosen = [r["parallel_plans"] for r in rs if r.get("parallel_plans") is not None]
+            extra = f" [parallel plans {'/'.join(map(str, chosen))}]" if chosen else ""
             cells.append(f"{step:.2f} ({rate:.0f}){extra}")
             ms.append(step)
         ratio = f"{ms[0] / ms[1]:.2f}x" if len(ms) > 1 and ms[0] and ms[1] else ""
-        print(f"{case:8} {label:24} {cells[0]:>24} {(cells[1] if len(cells) > 1 else '-'):>24} {ratio:>6}")
-    print(f"(medians of {args.rounds} rounds of {args.steps} steps after {WARMUP} warm-up; ratio: tensorweave's "
-          f"time over TF's; load average {load0} at start, {load_average()} at end, {all_cores} cores)")
+        print(f"{case:8} {label:28} {cells[0]:>28} {(cells[1] if len(cells) > 1 else '-'):>22} {ratio:>6}")
+    print(f"(medians of {args.rounds} rounds of {args.steps} steps after {WARMUP} warm-up; [parallel plans]: "
+          f"per round, how many of the run's plans chose parallel dispatch; ratio: tensorweave's time over TF's; load average {load0} at start, {load_average()} at end, {all_cores} cores)")
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ from tensorweave.ops import registry
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
-_TRIAL_STEPS = 6        # then this many steps alternating serial and parallel
+_TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
 _GAIN = 0.85            # parallel is tried when its estimate is below this share of serial ...
-_KEEP = 0.95            # ... and kept when its measured median is below this share
+_KEEP = 0.95            # ... and kept when its best time is below this share of serial's
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
 _RECHECK_STEPS = 2000   # a measured choice is measured again after this many steps (the load changes)
 _RECVS = frozenset(("_Recv", "_HostRecv"))
@@ -402,7 +402,8 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
             plan._execute_serial(vals, step)
         choice.times[parallel].append(time.perf_counter() - start)
         if choice.runs >= 2 * _TRIAL_STEPS:
-            serial, par = (sorted(t)[len(t) // 2] for t in choice.times)
+            # (the best of each: on a shared machine other processes only ever add time)
+            serial, par = (min(t) for t in choice.times)
             choice.mode = _PARALLEL if par < _KEEP * serial else _SERIAL
             choice.runs, choice.measured = 0, True
 
