@@ -199,7 +199,8 @@ def main() -> None:
         ratio = f"{ms[0] / ms[1]:.2f}x" if len(ms) > 1 and ms[0] and ms[1] else ""
         print(f"{case:8} {label:28} {cells[0]:>28} {(cells[1] if len(cells) > 1 else '-'):>22} {ratio:>6}")
     print(f"(medians of {args.rounds} rounds of {args.steps} steps after {WARMUP} warm-up; [parallel plans]: "
-          f"per round, how many of the run's plans chose parallel dispatch; ratio: tensorweave's time over TF's; load average {load0} at start, {load_average()} at end, {all_cores} cores)")
+          f"per round, how many of the run's plans chose parallel dispatch; ratio: tensorweave's time over TF's; "
+          f"load average {load0} at start, {load_average()} at end, {all_cores} cores)")
 
 
 if __name__ == "__main__":
