@@ -49,28 +49,27 @@ _RECVS = frozenset(("_Recv", "_HostRecv"))
 
 
 # -- how many threads --------------------------------------------------------------------------
-def available_cores() -> int:
+def available_cores(cgroup_root: str = "/sys/fs/cgroup") -> int:
     """The cores this process may use: its CPU affinity, capped by its cgroup's CPU quota
     (a container's `cpu.max`, or cgroup v1's cfs quota), rounded up."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota()
+    quota = _cgroup_cpu_quota(cgroup_root)
     if quota is not None:
         cores = min(cores, math.ceil(quota))
     return max(1, cores)
 
 
-def _cgroup_cpu_quota() -> Optional[float]:
+def _cgroup_cpu_quota(root: str) -> Optional[float]:
     """The CPUs the cgroup's quota allows (quota / period), or None without a quota."""
-    for path, period_path in (("/sys/fs/cgroup/cpu.max", None),
-                              ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+    for path, period_path in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
         try:
-            with open(path) as f:
+            with open(os.path.join(root, path)) as f:
                 fields = f.read().split()
             if period_path is not None:
-                with open(period_path) as f:
+                with open(os.path.join(root, period_path)) as f:
                     fields.append(f.read().strip())
             if fields[0] in ("max", "-1"):
                 return None

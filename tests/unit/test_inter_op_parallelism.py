@@ -167,3 +167,21 @@ def test_thread_counts_follow_tf(monkeypatch):
     assert inter_op.inter_op_threads(tf.ConfigProto(inter_op_parallelism_threads=5)) == 5
     monkeypatch.delenv("TF_NUM_INTEROP_THREADS")
     assert inter_op.inter_op_threads(tf.ConfigProto()) == inter_op.available_cores() >= 1
+
+
+@pytest.mark.parametrize("files, quota", [
+    ({"cpu.max": "150000 100000\n"}, 1.5),
+    ({"cpu.max": "50000 100000\n"}, 0.5),   # half a core: one thread
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3.0),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ({}, None),
+])
+def test_a_containers_cpu_quota_caps_the_default_thread_count(tmp_path, files, quota):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert inter_op._cgroup_cpu_quota(str(tmp_path)) == quota
+    affinity = inter_op.available_cores(str(tmp_path / "none"))
+    expected = affinity if quota is None else min(affinity, int(np.ceil(quota)))
+    assert inter_op.available_cores(str(tmp_path)) == expected
