@@ -30,6 +30,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -105,6 +106,13 @@ class InterOpPool:
         self._started = 0
         self._idle = 0
         self._closed = False
+        _every_pool.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's threads are not there; new ones start when asked."""
+        self._cond = threading.Condition(threading.Lock())
+        self._jobs.clear()
+        self._started = self._idle = 0
 
     def submit(self, job) -> None:
         """Runs job() on a pool thread."""
@@ -138,6 +146,17 @@ class InterOpPool:
             self._cond.notify_all()
 
 
+_every_pool: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    global _pools_lock
+    _pools_lock = threading.Lock()
+    for pool in list(_every_pool):
+        pool._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 _pools_lock = threading.Lock()
 _global_pool: Optional[InterOpPool] = None
 _named_pools: dict = {}   # global_name -> (num_threads asked, InterOpPool)

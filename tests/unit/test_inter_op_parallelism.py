@@ -4,6 +4,10 @@ other complete only with two threads; the first failure is the step's error and 
 running; control dependencies hold; the numbers are the serial ones; TF's pool options."""
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import numpy as np
 import pytest
 
@@ -185,3 +189,29 @@ def test_a_containers_cpu_quota_caps_the_default_thread_count(tmp_path, files, q
     affinity = inter_op.available_cores(str(tmp_path / "none"))
     expected = affinity if quota is None else min(affinity, int(np.ceil(quota)))
     assert inter_op.available_cores(str(tmp_path)) == expected
+
+
+def test_a_forked_child_gets_pool_threads_of_its_own():
+    got_a, got_b = _cross_wait()
+    sess = tf.Session(config=_config(2))
+    assert sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=60000)) == [1.0, 2.0]   # (threads started)
+    pid = os.fork()
+    if pid == 0:   # the child: the parent's pool thread is not here; the step needs two threads
+        try:
+            ok = sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=60000)) == [1.0, 2.0]
+        except BaseException:   # noqa: BLE001 - the exit status says
+            ok = False
+        os._exit(0 if ok else 1)
+    try:
+        for _ in range(1200):   # (a child stuck on a lock the parent's pool thread held must not hang the test)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's step did not finish in 120 s")
+    finally:
+        sess.close()
+    assert os.waitstatus_to_exitcode(status) == 0
