@@ -38,6 +38,7 @@ import numpy as np
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import live_inputs
 from tensorweave.ops import registry
+from tensorweave.ops.nn import intra_op
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
@@ -106,6 +107,10 @@ class InterOpPool:
         self._started = 0
         self._idle = 0
         self._closed = False
+        # The parts an intra-op split may use on a thread of a parallel step: the cores shared
+        # between the pool's threads (oneDNN's and BLAS's teams keep their size: it decides how
+        # they add up, and a parallel step gives the serial step's numbers).
+        self.intra_op_share = max(1, available_cores() // self.threads)
         _every_pool.add(self)
 
     def _forked(self) -> None:
@@ -126,6 +131,7 @@ class InterOpPool:
                                  daemon=True).start()
 
     def _serve(self) -> None:
+        intra_op.cap_parts(self.intra_op_share)
         cond, jobs = self._cond, self._jobs
         while True:
             with cond:
@@ -473,6 +479,7 @@ class _Run:
             self.in_op = 1
             helpers = self._spread()
         self._ask(helpers)
+        cap = intra_op.cap_parts(self.pool.intra_op_share)
         try:
             self._loop(first)
             with self.lock:
@@ -496,6 +503,8 @@ class _Run:
         except BaseException as e:   # (an interrupt of this thread: the step's other ops stop too)
             self._fail(e)
             raise
+        finally:
+            intra_op.cap_parts(cap)
 
     def _help(self) -> None:
         """A pool thread's share: the queued ops it finds."""

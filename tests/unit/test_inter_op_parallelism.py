@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops.nn import intra_op
 from tensorweave.runtime import inter_op
 
 pytestmark = pytest.mark.usefixtures("graph")
@@ -215,3 +217,27 @@ def test_a_forked_child_gets_pool_threads_of_its_own():
     finally:
         sess.close()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_pool_threads_split_elementwise_work_into_their_share_of_the_cores():
+
+    pool = inter_op.InterOpPool(inter_op.available_cores())   # one thread per core: no split on its threads
+    calls: list = []
+    done = threading.Event()
+
+    def job():
+        intra_op.parallel_ranges(1000, 1 << 24, lambda a, b: calls.append((a, b)))
+        done.set()
+    pool.submit(job)
+    assert done.wait(60)
+    pool.close()
+    assert calls == [(0, 1000)]
+    here: list = []
+    intra_op.parallel_ranges(1000, 1 << 24, lambda a, b: here.append((a, b)))
+    assert len(here) == min(intra_op.THREADS, 1000)   # (this thread: no cap)
+    x = np.arange(1 << 18, dtype=np.float32)
+    previous = intra_op.cap_parts(1)
+    try:
+        np.testing.assert_array_equal(intra_op.split_elementwise(np.multiply, x, x), x * x)
+    finally:
+        intra_op.cap_parts(previous)
