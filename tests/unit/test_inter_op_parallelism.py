@@ -220,7 +220,6 @@ def test_a_forked_child_gets_pool_threads_of_its_own():
 
 
 def test_pool_threads_split_elementwise_work_into_their_share_of_the_cores():
-
     pool = inter_op.InterOpPool(inter_op.available_cores())   # one thread per core: no split on its threads
     calls: list = []
     done = threading.Event()
