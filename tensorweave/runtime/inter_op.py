@@ -10,13 +10,15 @@ their sum, then alternates serial and parallel steps and keeps the faster. A pla
 independent blocking ops that are not Recvs (queue ops that may wait on each other) runs in
 parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
 given a pool of several threads in parallel from its first step (=serial: only those with such
-blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or a negative count)
-a plan runs exactly as before: the serial loop of `Plan._execute`.
+blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or a negative
+count) a plan runs exactly as before: the serial loop of `Plan._execute`.
 
 Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's size changes
 how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
 threads wait passively (ops/onednn.py), so two teams on two cores take turns rather than spin,
-and a plan whose parallel steps are slower for it stays serial by the measurement.
+and a plan whose parallel steps are slower for it stays serial by the measurement. numpy's
+split elementwise kernels (ops/nn/intra_op.py), whose results do not depend on the split, use
+only a thread's share of the cores while a step runs in parallel.
 
 Pools follow TF 1.15's DirectSession: `session_inter_op_thread_pool` entries (a `global_name`
 shares one pool between sessions), else a pool of the session's own with
