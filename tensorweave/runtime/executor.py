@@ -283,6 +283,7 @@ class Plan:
             else:
                 steps.append((_MODE_MANY, fn, tuple(ins), tuple(outs), None))
             self._names.append(node)
+        self._node_steps = len(steps)   # (the steps after these copy fetched values to their device)
         self.needs_step = guarded or any(registry.lookup(n.op).needs_step for n in self._names)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]

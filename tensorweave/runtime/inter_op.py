@@ -146,6 +146,7 @@ class InterOpPool:
                     self._idle -= 1
                 job = jobs.popleft()
             job()
+            job = None   # (the job holds its step's values: they must not wait here for the next job)
 
     def close(self) -> None:
         """Its threads end once the jobs given them are done (a session's own pool, at close)."""
@@ -269,12 +270,14 @@ class _Graph:
         for i, (_, outs) in enumerate(io):
             for s in outs:
                 producer[s] = i
-        node_step = {node.name: i for i, node in enumerate(names)}   # (a node's own step is its last)
+        # a node's own step: its last before the fetches' copies (the copies a node's inputs need
+        # come before it, named after it)
+        node_step = {node.name: i for i, node in enumerate(names[:plan._node_steps])}
         through = _Through(plan._by_name, plan._feed_set, node_step)
         preds: list = []
         for i, (ins, _) in enumerate(io):
             p = {producer[s] for s in ins if s in producer and producer[s] < i}
-            if node_step[names[i].name] == i:
+            if i < plan._node_steps and node_step[names[i].name] == i:
                 p |= through.preds(names[i].name)
             p.discard(i)
             preds.append(p)
@@ -288,10 +291,10 @@ class _Graph:
         self.npred = [len(p) for p in preds]
         # (blocking ops are taken last, as the serial order runs them: a thread waiting in one
         # while an op that would end the wait is queued behind it gains nothing)
-        self.blocking = [registry.lookup(node.op).blocking for node in names]
+        self.blocking = [i < plan._node_steps and registry.lookup(node.op).blocking for i, node in enumerate(names)]
         self.roots = sorted((i for i in range(n) if not preds[i]), key=self.blocking.__getitem__)
         self._ancestors: Optional[list] = None
-        blocking = [i for i, node in enumerate(names)
+        blocking = [i for i, node in enumerate(names[:plan._node_steps])
                     if node_step[node.name] == i and node.op not in _RECVS and registry.lookup(node.op).blocking]
         self.must_overlap = len(blocking) > 1 and self._independent_pair(blocking)
 
@@ -371,7 +374,7 @@ class _Choice:
     __slots__ = ("mode", "runs", "graph", "cost", "times", "measured")
 
     def __init__(self, plan):
-        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in plan._names)
+        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in plan._names[:plan._node_steps])
         setting = os.environ.get("TENSORWEAVE_INTER_OP", "auto")
         self.graph: Optional[_Graph] = _Graph(plan) if blocking > 1 or setting == "parallel" else None
         if setting == "parallel" or self.graph is not None and self.graph.must_overlap:
@@ -489,7 +492,7 @@ class _Run:
                     if self.left == 0 and self.error is None:
                         return
                     if self.error is not None and self.in_op == 0:
-                        raise self.error
+                        break
                     if self.error is None and self.ready:
                         first = self.ready.popleft()
                         self.in_op += 1
@@ -507,6 +510,17 @@ class _Run:
             raise
         finally:
             intra_op.cap_parts(cap)
+            # (a pool thread may hold the run a moment longer: not the step's values, which are
+            # freed with the step, device memory included)
+            self.vals = None
+        raise self._taken_error()
+
+    def _taken_error(self) -> BaseException:
+        """The step's error, which the run lets go of: the error's traceback holds the frames that
+        hold the run, and a cycle would keep the step's values (device memory included) until a
+        garbage collection. (Not a local of run's frame, for the same reason.)"""
+        error, self.error = self.error, None
+        return error
 
     def _help(self) -> None:
         """A pool thread's share: the queued ops it finds."""
@@ -539,6 +553,7 @@ class _Run:
                 nxt = None
                 if failed is not None:
                     self._record(failed)
+                    failed = None   # (no cycle through this frame: see run)
                 elif self.error is None:
                     for j in succ[i]:
                         pending[j] -= 1
@@ -582,8 +597,8 @@ class _Run:
         """(Under the lock) the first failure is the step's; the step is cancelled."""
         if self.error is None:
             self.error = e
-            if self.step is not None:
-                self.step.cancel(e if isinstance(e, errors.OpError) else None)
+            if self.step is not None:   # (a copy without the traceback: the step is in its frames' values)
+                self.step.cancel(errors.make_error(e.error_code, e.message) if isinstance(e, errors.OpError) else None)
             self.ready.clear()
 
     def _fail(self, e: BaseException) -> None:
