@@ -131,8 +131,9 @@ class WorkerService:
     """The state and RPCs of one task: resources, registered partitions, rendezvous."""
 
     def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, connect_timeout_s: float = 60.0,
-                 cpus: int = 1, gpus: tuple = ()):
+                 cpus: int = 1, gpus: tuple = (), inter_op_pool=None):
         self.cluster = cluster
+        self.inter_op_pool = inter_op_pool   # (runtime.inter_op: the server's pool; None: serial steps)
         self.cpus = max(1, int(cpus))   # the server's ConfigProto.device_count["CPU"]: CPU:0..cpus-1
         self.gpus = {g.name: g for g in gpus}   # runtime.devices.Gpu by "GPU:i"
         self.job_name = job_name
@@ -230,7 +231,7 @@ class WorkerService:
             if step.cancelled.is_set():
                 raise step.error if isinstance(step.error, errors.OpError) else errors.CancelledError(
                     None, None, f"Step {step_id} was cancelled")
-            values = plan.run(feed_values, step)
+            values = plan.run(feed_values, step, self.inter_op_pool)
             ok = True
         finally:
             with self._lock:

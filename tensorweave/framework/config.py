@@ -22,7 +22,7 @@ class _Message:
             if k not in self._fields:
                 raise ValueError(f"Protocol message {type(self).__name__} has no \"{k}\" field.")
             if isinstance(getattr(self, k), list):
-                v = list(v)
+                v = type(getattr(self, k))(v)
             object.__setattr__(self, k, v)
 
     def __setattr__(self, name, value):
@@ -94,11 +94,27 @@ class RPCOptions(_Message):
                "disable_session_connection_sharing": False}
 
 
+class ThreadPoolOptionProto(_Message):
+    """One of a session's inter-op pools (TF's config_pb2.ThreadPoolOptionProto): num_threads
+    (0: as inter_op_parallelism_threads would size it), global_name (sessions giving the same
+    name share one pool; they must ask for the same num_threads)."""
+    _fields = {"num_threads": 0, "global_name": ""}
+
+
+class _ThreadPoolOptions(list):
+    """ConfigProto.session_inter_op_thread_pool: a repeated message field, `add(**fields)`."""
+
+    def add(self, **fields) -> ThreadPoolOptionProto:
+        option = ThreadPoolOptionProto(**fields)
+        self.append(option)
+        return option
+
+
 @tf_export("ConfigProto")
 class ConfigProto(_Message):
     """Session configuration (TF1 `tf.ConfigProto`)."""
     _fields = {"device_count": dict, "intra_op_parallelism_threads": 0, "inter_op_parallelism_threads": 0,
-               "use_per_session_threads": False, "session_inter_op_thread_pool": list,
+               "use_per_session_threads": False, "session_inter_op_thread_pool": _ThreadPoolOptions,
                "placement_period": 0, "device_filters": list, "gpu_options": GPUOptions,
                "allow_soft_placement": False, "log_device_placement": False, "graph_options": GraphOptions,
                "operation_timeout_in_ms": 0, "rpc_options": RPCOptions, "cluster_def": None,

@@ -13,7 +13,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
-from tensorweave.runtime import devices, fusion
+from tensorweave.runtime import devices, fusion, inter_op
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"
@@ -288,6 +288,7 @@ class Plan:
         if not gpus:   # elementwise trees as one kernel each
             steps, self._names = fusion.fuse(steps, self._names, [slots[f] for f in fetches if f in slots],
                                              template, by_name, feed_set, _as_op_error, ctx.task, ctx.global_jit_level)
+        self._node_steps = len(steps)   # (the steps after these copy fetched values to their device)
         self.feed_slots = [slots[f] for f in feeds]
         missing = [f for f in fetches if f not in slots]
         if missing:
@@ -299,6 +300,7 @@ class Plan:
         for s, v in template:
             self._template[s] = v
         self._steps = steps
+        self._by_name, self._feed_set = by_name, feed_set   # (inter_op reads the control edges)
         self._may_be_dead = bool(may_be_dead)
         self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
         for i, f in enumerate(fetches):
@@ -333,23 +335,19 @@ class Plan:
             raise errors.InvalidArgumentError(None, stuck[0], f"Graph has a cycle through {stuck[:5]}")
         return order
 
-    def run(self, feed_values: Sequence[Any] = (), step: Optional[StepContext] = None) -> list:
-        """Runs the plan once; returns the fetched values in order."""
+    def run(self, feed_values: Sequence[Any] = (), step: Optional[StepContext] = None,
+            pool: Optional[inter_op.InterOpPool] = None) -> list:
+        """Runs the plan once; returns the fetched values in order. With a `pool` of more than
+        one thread, independent ops may run at once (runtime/inter_op.py)."""
         vals = self._template.copy()
         for s, v in zip(self.feed_slots, feed_values):
             vals[s] = v
         if self.needs_step:
             vals[_STEP_SLOT] = step or StepContext()
-        if step is not None and step.trace is not None:
-            for i, node in enumerate(self._names):
-                start = time.time()
-                self._execute(vals, self._steps[i:i + 1], i)
-                step.trace.append({"node_name": node.name, "op": node.op, "device": node.device or self.ctx.task,
-                                   "all_start_micros": int(start * 1e6),
-                                   "all_end_rel_micros": int((time.time() - start) * 1e6),
-                                   "thread_id": threading.get_ident()})
+        if pool is not None and pool.threads > 1:
+            inter_op.execute(self, vals, step, pool)
         else:
-            self._execute(vals, self._steps, 0)
+            self._execute_serial(vals, step)
         out = [vals[s] for s in self.fetch_slots]
         for i, name in self._ref_fetches:
             out[i] = devices.to_host(out[i].read(name))
@@ -358,6 +356,23 @@ class Plan:
                 if v is DEAD:
                     raise errors.InvalidArgumentError(None, None, f"Retval[{i}] does not have value")
         return out
+
+    def _execute_serial(self, vals: list, step: Optional[StepContext]) -> None:
+        """Every op in plan order on this thread (traced when the step has a trace)."""
+        if step is not None and step.trace is not None:
+            for i in range(len(self._steps)):
+                self._execute_traced(vals, i, step.trace)
+        else:
+            self._execute(vals, self._steps, 0)
+
+    def _execute_traced(self, vals: list, i: int, trace: list) -> None:
+        """Step i, recorded in `trace` (RunOptions.FULL_TRACE) with the thread that ran it."""
+        node = self._names[i]
+        start = time.time()
+        self._execute(vals, self._steps[i:i + 1], i)
+        trace.append({"node_name": node.name, "op": node.op, "device": node.device or self.ctx.task,
+                      "all_start_micros": int(start * 1e6), "all_end_rel_micros": int((time.time() - start) * 1e6),
+                      "thread_id": threading.get_ident()})
 
     def _execute(self, vals: list, steps: list, offset: int) -> None:
         """The hot loop: one kernel call per step, inputs and outputs by slot."""

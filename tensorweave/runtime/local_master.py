@@ -13,7 +13,7 @@ from tensorweave.framework.config import ConfigProto, RunOptions
 from tensorweave.framework.device import DeviceSpec
 from tensorweave.framework.graph import Graph
 from tensorweave.framework.graph_def import NodeDef, graph_to_graph_def, needed_nodes, tensor_key
-from tensorweave.runtime import placer
+from tensorweave.runtime import inter_op, placer
 from tensorweave.runtime.devices import visible_gpus
 from tensorweave.runtime.executor import LOCAL_TASK, KernelContext, Plan, StepContext, step_timeout_s
 from tensorweave.runtime.resources import ResourceManager
@@ -33,6 +33,8 @@ class LocalMaster:
                                  global_jit_level=config.graph_options.optimizer_options.global_jit_level)
         self._plans: dict = {}
         self._lock = threading.Lock()
+        # (TF's DirectSession: the session's pools, RunOptions.inter_op_thread_pool picks one)
+        self._pools, self._owned_pools = inter_op.session_pools(config)
 
     def plan(self, feeds: tuple, fetches: tuple, targets: tuple) -> Plan:
         key = (feeds, fetches, targets, self.graph._mutations)
@@ -84,6 +86,7 @@ class LocalMaster:
                     "device specification refers to a valid device.")
 
     def run(self, feeds: dict, fetches: list, targets: list, options: Optional[RunOptions], run_metadata):
+        pool = inter_op.pool_for_run(self._pools, options)
         plan = self.plan(tuple(feeds), tuple(fetches), tuple(targets))
         timeout_s = step_timeout_s(options, self.config)
         trace = [] if options is not None and options.trace_level == RunOptions.FULL_TRACE else None
@@ -91,13 +94,15 @@ class LocalMaster:
         if plan.needs_step or trace is not None or timeout_s is not None:
             step = StepContext(deadline=None if timeout_s is None else time.monotonic() + timeout_s, trace=trace)
         with np.errstate(all="ignore"):
-            out = plan.run(list(feeds.values()), step)
+            out = plan.run(list(feeds.values()), step, pool)
         if trace is not None and run_metadata is not None:
             merge_step_stats(run_metadata.step_stats, LOCAL_TASK, trace)
         return out
 
     def close(self) -> None:
         self.resources.cleanup()
+        for pool in self._owned_pools:
+            pool.close()
 
     def list_devices(self) -> list:
         """This session's CPUs: ConfigProto.device_count["CPU"] of them (TF's way to give one

@@ -38,6 +38,7 @@ from tensorweave.distributed import master  # noqa: F401  (the master side of Se
 from tensorweave.distributed.cluster import ClusterSpec, free_ports, from_tf_config
 from tensorweave.distributed.transport import TransportServer
 from tensorweave.distributed.worker import WorkerService, register_local, unregister_local
+from tensorweave.runtime import inter_op
 from tensorweave.runtime.devices import visible_gpus
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
@@ -134,7 +135,8 @@ class Server:
         self._address = cluster.task_address(job_name, task_index)
         self._protocol = protocol or "grpc"
         cpus = config.device_count.get("CPU", 1) if config is not None else 1
-        self.service = WorkerService(cluster, job_name, task_index, cpus=cpus, gpus=visible_gpus(config))
+        self.service = WorkerService(cluster, job_name, task_index, cpus=cpus, gpus=visible_gpus(config),
+                                     inter_op_pool=inter_op.server_pool(config))
         try:
             self._bind = bind_endpoint(self._address, bind_address)
             self._transport = TransportServer(self._address, self._bind, self.service.dispatch, self.service.ping,

@@ -35,6 +35,17 @@ def _cores() -> int:
 THREADS = _cores()
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
+_this_thread = threading.local()   # .cap: the most parts this thread's splits may use (None: THREADS)
+
+
+def cap_parts(parts: Optional[int]) -> Optional[int]:
+    """Caps the parts the splits made on this thread use at `parts` (None: no cap); returns the
+    previous cap. Inter-op parallelism (runtime/inter_op.py) shares the cores between the ops of a
+    step running at once: each of its threads splits into its share only (a split's result is
+    the same whatever its parts)."""
+    previous = getattr(_this_thread, "cap", None)
+    _this_thread.cap = parts
+    return previous
 
 
 def _get_pool() -> ThreadPoolExecutor:
@@ -49,7 +60,7 @@ def _get_pool() -> ThreadPoolExecutor:
 def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> None:
     """Calls fn(start, stop) over contiguous parts of range(n), in parallel when the whole is
     `work_elems` elements or more and there are cores to use; returns when all have run."""
-    parts = min(THREADS, n, max(1, work_elems // _MIN_ELEMS))
+    parts = min(getattr(_this_thread, "cap", None) or THREADS, n, max(1, work_elems // _MIN_ELEMS))
     if parts <= 1:
         if n:
             fn(0, n)

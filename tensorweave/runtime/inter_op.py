@@ -1,0 +1,623 @@
+"""Inter-op parallelism (TF's `ConfigProto.inter_op_parallelism_threads`): the ready ops of one
+step run at once on a pool of threads, the step's own thread being one of them.
+
+Python runs one thread's bytecode at a time, so concurrency pays only where kernels release the
+GIL (numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a hand-off between
+threads costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay
+(`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
+(>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
+their sum, then alternates serial and parallel steps and keeps the faster. A plan with two
+independent blocking ops that are not Recvs (queue ops that may wait on each other) runs in
+parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
+given a pool of several threads in parallel from its first step (=serial: only those with such
+blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or a negative
+count) a plan runs exactly as before: the serial loop of `Plan._execute`.
+
+Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's size changes
+how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
+threads wait passively (ops/onednn.py), so two teams on two cores take turns rather than spin,
+and a plan whose parallel steps are slower for it stays serial by the measurement. numpy's
+split elementwise kernels (ops/nn/intra_op.py), whose results do not depend on the split, use
+only a thread's share of the cores while a step runs in parallel.
+
+Pools follow TF 1.15's DirectSession: `session_inter_op_thread_pool` entries (a `global_name`
+shares one pool between sessions), else a pool of the session's own with
+`use_per_session_threads`, else one global pool sized by the first session that makes it;
+`RunOptions.inter_op_thread_pool` picks an entry (-1: the caller's thread alone).
+"""
+from __future__ import annotations
+
+import collections
+import math
+import os
+import threading
+import time
+import weakref
+from typing import Optional
+
+import numpy as np
+
+from tensorweave.framework import errors
+from tensorweave.framework.graph_def import live_inputs
+from tensorweave.ops import registry
+from tensorweave.ops.nn import intra_op
+
+_LONG_S = 100e-6        # an op this long or longer is worth running beside another
+_PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
+_TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
+_GAIN = 0.85            # parallel is tried when its estimate is below this share of serial ...
+_KEEP = 0.95            # ... and kept when its best time is below this share of serial's
+_HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
+_RECHECK_STEPS = 2000   # a measured choice is measured again after this many steps (the load changes)
+_RECVS = frozenset(("_Recv", "_HostRecv"))
+
+
+# -- how many threads --------------------------------------------------------------------------
+def available_cores(cgroup_root: str = "/sys/fs/cgroup") -> int:
+    """The cores this process may use: its CPU affinity, capped by its cgroup's CPU quota
+    (a container's `cpu.max`, or cgroup v1's cfs quota), rounded up."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota(cgroup_root)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, cores)
+
+
+def _cgroup_cpu_quota(root: str) -> Optional[float]:
+    """The CPUs the cgroup's quota allows (quota / period), or None without a quota."""
+    for path, period_path in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:
+            with open(os.path.join(root, path)) as f:
+                fields = f.read().split()
+            if period_path is not None:
+                with open(os.path.join(root, period_path)) as f:
+                    fields.append(f.read().strip())
+            if fields[0] in ("max", "-1"):
+                return None
+            quota, period = float(fields[0]), float(fields[1])
+            return quota / period if quota > 0 and period > 0 else None
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def inter_op_threads(config) -> int:
+    """TF's NumInterOpThreadsFromSessionOptions: inter_op_parallelism_threads when positive,
+    else $TF_NUM_INTEROP_THREADS when positive, else the cores the process may use."""
+    if config.inter_op_parallelism_threads > 0:
+        return config.inter_op_parallelism_threads
+    try:
+        env = int(os.environ.get("TF_NUM_INTEROP_THREADS", "0"))
+    except ValueError:
+        env = 0
+    return env if env > 0 else available_cores()
+
+
+# -- pools -------------------------------------------------------------------------------------
+class InterOpPool:
+    """Up to `threads` ops of a step at once: the step's own thread and `threads - 1` pool
+    threads (started when first needed, daemons), shared by every step given the pool."""
+
+    def __init__(self, threads: int, name: str = "Compute"):
+        self.threads = max(1, int(threads))
+        self.name = name
+        self._jobs: collections.deque = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._started = 0
+        self._idle = 0
+        self._closed = False
+        # The parts an intra-op split may use on a thread of a parallel step: the cores shared
+        # between the pool's threads (oneDNN's and BLAS's teams keep their size: it decides how
+        # they add up, and a parallel step gives the serial step's numbers).
+        self.intra_op_share = max(1, available_cores() // self.threads)
+        _every_pool.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's threads are not there; new ones start when asked."""
+        self._cond = threading.Condition(threading.Lock())
+        self._jobs.clear()
+        self._started = self._idle = 0
+
+    def submit(self, job) -> None:
+        """Runs job() on a pool thread."""
+        with self._cond:
+            self._jobs.append(job)
+            if self._idle:
+                self._cond.notify()
+            elif self._started < self.threads - 1 and not self._closed:
+                self._started += 1
+                threading.Thread(target=self._serve, name=f"tensorweave-{self.name}-{self._started}",
+                                 daemon=True).start()
+
+    def _serve(self) -> None:
+        intra_op.cap_parts(self.intra_op_share)
+        cond, jobs = self._cond, self._jobs
+        while True:
+            with cond:
+                while not jobs:
+                    if self._closed:
+                        self._started -= 1
+                        return
+                    self._idle += 1
+                    cond.wait()
+                    self._idle -= 1
+                job = jobs.popleft()
+            job()
+            job = None   # (the job holds its step's values: they must not wait here for the next job)
+
+    def close(self) -> None:
+        """Its threads end once the jobs given them are done (a session's own pool, at close)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+_every_pool: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    global _pools_lock
+    _pools_lock = threading.Lock()
+    for pool in list(_every_pool):
+        pool._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+_pools_lock = threading.Lock()
+_global_pool: Optional[InterOpPool] = None
+_named_pools: dict = {}   # global_name -> (num_threads asked, InterOpPool)
+
+
+def global_pool(config) -> InterOpPool:
+    """The process's pool (TF's ComputePool): sized by the first session that asks for it."""
+    global _global_pool
+    with _pools_lock:
+        if _global_pool is None:
+            _global_pool = InterOpPool(inter_op_threads(config))
+        return _global_pool
+
+
+def session_pools(config) -> tuple[list, list]:
+    """(pools, the ones the session owns and closes) for a session with ConfigProto `config`,
+    as TF 1.15's DirectSession makes them. A negative inter_op_parallelism_threads runs every
+    op on the caller's thread: no pool."""
+    if config.inter_op_parallelism_threads < 0:
+        return [None], []
+    if config.session_inter_op_thread_pool:
+        pools, owned = [], []
+        for i, options in enumerate(config.session_inter_op_thread_pool):
+            num_threads = _field(options, "num_threads", 0)
+            name = _field(options, "global_name", "")
+            threads = num_threads if num_threads > 0 else inter_op_threads(config)
+            if not name:
+                pools.append(InterOpPool(threads, f"Compute{i}"))
+                owned.append(pools[-1])
+                continue
+            with _pools_lock:
+                asked, pool = _named_pools.get(name, (None, None))
+                if pool is None:
+                    pool = InterOpPool(threads, f"Compute{i}")
+                    _named_pools[name] = (num_threads, pool)
+                elif asked != num_threads:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Pool {name} configured previously with num_threads={asked}; cannot "
+                                    f"re-configure with num_threads={num_threads}")
+            pools.append(pool)
+        return pools, owned
+    if config.use_per_session_threads:
+        pool = InterOpPool(inter_op_threads(config))
+        return [pool], [pool]
+    return [global_pool(config)], []
+
+
+def server_pool(config) -> Optional[InterOpPool]:
+    """A tf.train.Server's pool for the steps its task runs, sized by its ConfigProto (TF: the
+    server's default_session_config); None (serial steps) for a negative count."""
+    if config is None:
+        return InterOpPool(inter_op_threads(_NO_CONFIG))
+    return None if config.inter_op_parallelism_threads < 0 else InterOpPool(inter_op_threads(config))
+
+
+class _NO_CONFIG:
+    inter_op_parallelism_threads = 0
+
+
+def _field(options, name: str, default):
+    """A ThreadPoolOptionProto's field: given as a message-like object or a dict."""
+    if isinstance(options, dict):
+        unknown = set(options) - {"num_threads", "global_name"}
+        if unknown:
+            raise ValueError(f"Protocol message ThreadPoolOptionProto has no \"{sorted(unknown)[0]}\" field.")
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def pool_for_run(pools: list, options) -> Optional[InterOpPool]:
+    """The pool RunOptions.inter_op_thread_pool picks (0 by default; -1: the caller's thread)."""
+    index = options.inter_op_thread_pool if options is not None else 0
+    if index < -1 or index >= len(pools):
+        raise errors.InvalidArgumentError(None, None, f"Invalid inter_op_thread_pool: {index}")
+    return None if index == -1 else pools[index]
+
+
+# -- a plan's dependencies -----------------------------------------------------------------------
+def _slots(step: tuple) -> tuple:
+    """(input slots, output slots) of one of Plan's steps (mode, fn, a, b, c; executor._MODE_*)."""
+    mode, _, a, b, c = step
+    if mode == 3:
+        return (a, b), (c,)
+    if mode == 4:
+        return (a,), (c,)
+    if mode == 0:
+        return a, (b,)
+    if mode == 2:
+        return a, ()
+    return a, tuple(o for o in b if o >= 0)
+
+
+class _Graph:
+    """The steps of a plan as a dependency graph: data edges by slot, control edges (and the
+    edges through nodes that have no step: constants, pruned nodes) by node."""
+
+    def __init__(self, plan):
+        steps, names = plan._steps, plan._names
+        n = len(steps)
+        producer: dict = {}
+        io = [_slots(st) for st in steps]
+        for i, (_, outs) in enumerate(io):
+            for s in outs:
+                producer[s] = i
+        # a node's own step: its last before the fetches' copies (the copies a node's inputs need
+        # come before it, named after it)
+        node_step = {node.name: i for i, node in enumerate(names[:plan._node_steps])}
+        through = _Through(plan._by_name, plan._feed_set, node_step)
+        preds: list = []
+        for i, (ins, _) in enumerate(io):
+            p = {producer[s] for s in ins if s in producer and producer[s] < i}
+            if i < plan._node_steps and node_step[names[i].name] == i:
+                p |= through.preds(names[i].name)
+            p.discard(i)
+            preds.append(p)
+        succ: list = [[] for _ in range(n)]
+        for i, p in enumerate(preds):
+            for j in p:
+                succ[j].append(i)
+        self.n = n
+        self.preds = preds
+        self.succ = [tuple(s) for s in succ]
+        self.npred = [len(p) for p in preds]
+        # (blocking ops are taken last, as the serial order runs them: a thread waiting in one
+        # while an op that would end the wait is queued behind it gains nothing)
+        self.blocking = [i < plan._node_steps and registry.lookup(node.op).blocking for i, node in enumerate(names)]
+        self.roots = sorted((i for i in range(n) if not preds[i]), key=self.blocking.__getitem__)
+        self._ancestors: Optional[list] = None
+        blocking = [i for i, node in enumerate(names[:plan._node_steps])
+                    if node_step[node.name] == i and node.op not in _RECVS and registry.lookup(node.op).blocking]
+        self.must_overlap = len(blocking) > 1 and self._independent_pair(blocking)
+
+    def ancestors(self) -> list:
+        """Each step's ancestors as a bit set (steps are in topological order)."""
+        if self._ancestors is None:
+            anc = [0] * self.n
+            for i, p in enumerate(self.preds):
+                bits = 0
+                for j in p:
+                    bits |= anc[j] | (1 << j)
+                anc[i] = bits
+            self._ancestors = anc
+        return self._ancestors
+
+    def _independent_pair(self, steps: list) -> bool:
+        anc = self.ancestors()
+        return any(not (anc[b] >> a) & 1 for k, a in enumerate(steps) for b in steps[k + 1:])
+
+    def estimate(self, cost: list, threads: int) -> float:
+        """A step's time in parallel, from each op's serial time: no less than the longest path,
+        nor than the short ops (they hold the GIL) plus the long ones spread over the threads."""
+        finish = [0.0] * self.n
+        for i, p in enumerate(self.preds):
+            finish[i] = cost[i] + max((finish[j] for j in p), default=0.0)
+        long_ops = [c for c in cost if c >= _LONG_S]
+        short = sum(cost) - sum(long_ops)
+        return max(max(finish, default=0.0), short + sum(long_ops) / threads) + _HAND_OFF_S * len(long_ops)
+
+
+class _Through:
+    """The steps a node waits for, looking through nodes without a step of their own."""
+
+    def __init__(self, by_name: dict, fed: set, node_step: dict):
+        self.by_name, self.fed, self.node_step = by_name, fed, node_step
+        self.memo: dict = {}
+
+    def preds(self, name: str) -> set:
+        by_name, node_step, memo = self.by_name, self.node_step, self.memo
+        out: set = set()
+        stack = []
+        for src in live_inputs(by_name[name], by_name, self.fed):
+            if src in node_step:
+                out.add(node_step[src])
+            elif src in by_name:
+                stack.append(src)
+        while stack:   # (iterative: a pruned gradient chain may be thousands of nodes long)
+            top = stack[-1]
+            if top in memo:
+                stack.pop()
+                continue
+            srcs = list(live_inputs(by_name[top], by_name, self.fed))
+            todo = [s for s in srcs if s not in node_step and s in by_name and s not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            acc = {node_step[s] for s in srcs if s in node_step}
+            for s in srcs:
+                if s in memo:
+                    acc |= memo[s]
+            memo[top] = acc
+            stack.pop()
+        for src in live_inputs(by_name[name], by_name, self.fed):
+            if src not in node_step and src in memo:
+                out |= memo[src]
+        return out
+
+
+# -- the choice between serial and parallel ---------------------------------------------------------
+_PROFILE, _TRIAL, _SERIAL, _PARALLEL = 0, 1, 2, 3
+
+
+class _Choice:
+    """Per plan and thread count: profile, trial, then serial or parallel for good. The plan's
+    graph is built when first needed (a plan run once never needs it)."""
+
+    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured")
+
+    def __init__(self, plan):
+        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in plan._names[:plan._node_steps])
+        setting = os.environ.get("TENSORWEAVE_INTER_OP", "auto")
+        self.graph: Optional[_Graph] = _Graph(plan) if blocking > 1 or setting == "parallel" else None
+        if setting == "parallel" or self.graph is not None and self.graph.must_overlap:
+            self.mode = _PARALLEL
+        else:
+            self.mode = _SERIAL if setting == "serial" else _PROFILE
+        self.runs = 0
+        self.cost: Optional[list] = None
+        self.times: tuple = ([], [])   # (serial, parallel) step times of the trial
+        self.measured = False          # the mode was chosen by a trial (and is tried again later)
+
+    def counted(self) -> None:
+        """One more step in a measured mode: after _RECHECK_STEPS, a new trial."""
+        self.runs += 1
+        if self.runs >= _RECHECK_STEPS:
+            self.runs, self.times, self.mode = 0, ([], []), _TRIAL
+
+
+def execute(plan, vals: list, step, pool: InterOpPool) -> None:
+    """Runs `plan`'s steps over `vals` serially or on `pool`, as its _Choice says."""
+    choices = plan.__dict__.setdefault("_inter_op_choices", {})
+    choice = choices.get(pool.threads)
+    if choice is None:
+        choice = choices[pool.threads] = _Choice(plan)
+    mode = choice.mode
+    if mode == _SERIAL:
+        plan._execute_serial(vals, step)
+        if choice.measured:
+            choice.counted()
+    elif mode == _PARALLEL:
+        _Run(plan, choice.graph, vals, step, pool).run()
+        if choice.measured:
+            choice.counted()
+    elif mode == _PROFILE:
+        choice.runs += 1
+        if choice.runs == 1 or step is not None and step.trace is not None:
+            plan._execute_serial(vals, step)
+            return
+        cost = _timed(plan, vals)
+        choice.cost = cost if choice.cost is None else [min(a, b) for a, b in zip(choice.cost, cost)]
+        if choice.runs >= _PROFILE_STEPS:
+            if choice.graph is None:
+                choice.graph = _Graph(plan)
+            worth = choice.graph.estimate(choice.cost, pool.threads) < _GAIN * sum(choice.cost)
+            choice.runs = 0
+            choice.mode = _TRIAL if worth else _SERIAL
+    else:
+        parallel = choice.runs % 2
+        choice.runs += 1
+        start = time.perf_counter()
+        if parallel:
+            _Run(plan, choice.graph, vals, step, pool).run()
+        else:
+            plan._execute_serial(vals, step)
+        choice.times[parallel].append(time.perf_counter() - start)
+        if choice.runs >= 2 * _TRIAL_STEPS:
+            # (the best of each: on a shared machine other processes only ever add time)
+            serial, par = (min(t) for t in choice.times)
+            choice.mode = _PARALLEL if par < _KEEP * serial else _SERIAL
+            choice.runs, choice.measured = 0, True
+
+
+def _timed(plan, vals: list) -> list:
+    """Runs the plan serially, op by op; returns each op's time."""
+    steps, execute_steps, clock = plan._steps, plan._execute, time.perf_counter
+    cost = []
+    for i in range(len(steps)):
+        start = clock()
+        execute_steps(vals, steps[i:i + 1], i)
+        cost.append(clock() - start)
+    return cost
+
+
+# -- one parallel step ------------------------------------------------------------------------------
+class _Run:
+    """One step on several threads. Whoever finishes an op decrements its successors' counts,
+    keeps one op that became ready and queues the rest; the step's thread takes queued ops too
+    and pool threads are asked for help while ops are queued. The first failure is the step's
+    error: the step is cancelled (its blocking ops give up), nothing more starts, and the step
+    ends once no thread is inside one of its ops."""
+
+    __slots__ = ("plan", "graph", "vals", "step", "pool", "pending", "left", "ready", "lock", "cond", "error",
+                 "in_op", "asked", "caller_waiting", "trace", "errstate")
+
+    def __init__(self, plan, graph: _Graph, vals: list, step, pool: InterOpPool):
+        self.plan, self.graph, self.vals, self.pool = plan, graph, vals, pool
+        self.step = vals[0] if plan.needs_step else step
+        self.trace = step.trace if step is not None else None
+        if self.step is not None and (self.step.on_wait is not None or self.step.wait_remote is not None):
+            _serialize_hooks(self.step)
+        self.pending = graph.npred.copy()
+        self.left = graph.n
+        self.ready = collections.deque(graph.roots)
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.error: Optional[BaseException] = None
+        self.in_op = 0          # threads taking this step's ops now
+        self.asked = 0          # pool threads asked for help that have not come yet
+        self.caller_waiting = False
+        self.errstate = np.geterr()   # (numpy's error handling is per thread: the pool's take the step's)
+
+    def run(self) -> None:
+        if not self.graph.n:
+            return
+        with self.lock:
+            first = self.ready.popleft()
+            self.in_op = 1
+            helpers = self._spread()
+        self._ask(helpers)
+        cap = intra_op.cap_parts(self.pool.intra_op_share)
+        try:
+            self._loop(first)
+            with self.lock:
+                while True:
+                    if self.left == 0 and self.error is None:
+                        return
+                    if self.error is not None and self.in_op == 0:
+                        break
+                    if self.error is None and self.ready:
+                        first = self.ready.popleft()
+                        self.in_op += 1
+                        self.lock.release()
+                        try:
+                            self._loop(first)
+                        finally:
+                            self.lock.acquire()
+                        continue
+                    self.caller_waiting = True
+                    self.cond.wait()
+                    self.caller_waiting = False
+        except BaseException as e:   # (an interrupt of this thread: the step's other ops stop too)
+            self._fail(e)
+            raise
+        finally:
+            intra_op.cap_parts(cap)
+            # (a pool thread may hold the run a moment longer: not the step's values, which are
+            # freed with the step, device memory included)
+            self.vals = None
+        raise self._taken_error()
+
+    def _taken_error(self) -> BaseException:
+        """The step's error, which the run lets go of: the error's traceback holds the frames that
+        hold the run, and a cycle would keep the step's values (device memory included) until a
+        garbage collection. (Not a local of run's frame, for the same reason.)"""
+        error, self.error = self.error, None
+        return error
+
+    def _help(self) -> None:
+        """A pool thread's share: the queued ops it finds."""
+        with self.lock:
+            self.asked -= 1
+            if self.error is not None or not self.ready:
+                return
+            first = self.ready.popleft()
+            self.in_op += 1
+        with np.errstate(**self.errstate):
+            self._loop(first)
+
+    def _loop(self, i: int) -> None:
+        """Runs op i and then what it readies, while there is any; leaves in_op counted down."""
+        plan, steps, succ, pending, ready, lock = (self.plan, self.plan._steps, self.graph.succ, self.pending,
+                                                   self.ready, self.lock)
+        blocking = self.graph.blocking
+        trace = self.trace
+        while True:
+            failed = None
+            try:
+                if trace is None:
+                    plan._execute(self.vals, steps[i:i + 1], i)
+                else:
+                    plan._execute_traced(self.vals, i, trace)
+            except BaseException as e:  # noqa: BLE001 - the step's error, raised by its thread
+                failed = e
+            helpers = 0
+            with lock:
+                nxt = None
+                if failed is not None:
+                    self._record(failed)
+                    failed = None   # (no cycle through this frame: see run)
+                elif self.error is None:
+                    for j in succ[i]:
+                        pending[j] -= 1
+                        if not pending[j]:
+                            if blocking[j]:
+                                ready.append(j)
+                            elif nxt is None:
+                                nxt = j
+                            else:
+                                ready.appendleft(j)
+                    self.left -= 1
+                    if nxt is None and ready:
+                        nxt = ready.popleft()
+                    if ready:
+                        helpers = self._spread()
+                if nxt is None or self.error is not None:
+                    self.in_op -= 1
+                    if self.caller_waiting and (self.in_op == 0 or self.left == 0):
+                        self.cond.notify()
+                    return
+            self._ask(helpers)
+            i = nxt
+
+    def _spread(self) -> int:
+        """(Under the lock, with ops queued) wakes the step's thread if it waits, and says how
+        many pool threads to ask for the rest."""
+        queued = len(self.ready)
+        if self.caller_waiting:
+            self.cond.notify()
+            queued -= 1
+        free = self.pool.threads - self.in_op - self.asked - (1 if self.caller_waiting else 0)
+        n = max(0, min(queued - self.asked, free))
+        self.asked += n
+        return n
+
+    def _ask(self, n: int) -> None:
+        for _ in range(n):
+            self.pool.submit(self._help)
+
+    def _record(self, e: BaseException) -> None:
+        """(Under the lock) the first failure is the step's; the step is cancelled."""
+        if self.error is None:
+            self.error = e
+            if self.step is not None:   # (a copy without the traceback: the step is in its frames' values)
+                self.step.cancel(errors.make_error(e.error_code, e.message) if isinstance(e, errors.OpError) else None)
+            self.ready.clear()
+
+    def _fail(self, e: BaseException) -> None:
+        with self.lock:
+            self._record(e)
+
+
+def _serialize_hooks(step) -> None:
+    """A distributed step's Recv hooks read the replies of the thread that runs the step: with
+    Recvs on several threads, one at a time calls them."""
+    lock = threading.Lock()
+    on_wait, wait_remote = step.on_wait, step.wait_remote
+    if on_wait is not None:
+        def locked_on_wait():
+            with lock:
+                on_wait()
+        step.on_wait = locked_on_wait
+    if wait_remote is not None:
+        def locked_wait_remote(timeout: float) -> bool:
+            with lock:
+                return wait_remote(timeout)
+        step.wait_remote = locked_wait_remote

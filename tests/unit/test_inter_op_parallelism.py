@@ -1,0 +1,242 @@
+"""Inter-op parallelism (ConfigProto.inter_op_parallelism_threads, runtime/inter_op.py): ops of
+one step on several threads, shown by what they do, not by timing: branches that wait on each
+other complete only with two threads; the first failure is the step's error and leaves nothing
+running; control dependencies hold; the numbers are the serial ones; TF's pool options."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorweave as tf
+from tensorweave.ops.nn import intra_op
+from tensorweave.runtime import inter_op
+
+pytestmark = pytest.mark.usefixtures("graph")
+
+
+def _config(threads: int, **kw) -> tf.ConfigProto:
+    return tf.ConfigProto(inter_op_parallelism_threads=threads, use_per_session_threads=True, **kw)
+
+
+def _cross_wait():
+    """Two branches, each dequeuing what the other enqueues. Serially the first dequeue waits
+    for an enqueue that comes after it (blocking ops run in graph order)."""
+    qa = tf.FIFOQueue(1, tf.float32, shapes=[[]], name="qa")
+    qb = tf.FIFOQueue(1, tf.float32, shapes=[[]], name="qb")
+    enq_a = qa.enqueue(1.0)
+    with tf.control_dependencies([enq_a]):
+        got_b = qb.dequeue()
+    enq_b = qb.enqueue(2.0)
+    with tf.control_dependencies([enq_b]):
+        got_a = qa.dequeue()
+    return got_a, got_b
+
+
+def test_branches_waiting_on_each_other_complete_with_two_threads_and_not_with_one():
+    got_a, got_b = _cross_wait()
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(5):
+            assert sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=60000)) == [1.0, 2.0]
+    with tf.Session(config=_config(1)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=300))
+
+
+def test_run_options_pick_a_session_pool_and_minus_one_is_the_callers_thread():
+    got_a, got_b = _cross_wait()
+    config = tf.ConfigProto()
+    config.session_inter_op_thread_pool.add(num_threads=2)
+    with tf.Session(config=config) as sess:
+        assert sess.run([got_a, got_b], options=tf.RunOptions(inter_op_thread_pool=0, timeout_in_ms=60000)) \
+            == [1.0, 2.0]
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run([got_a, got_b], options=tf.RunOptions(inter_op_thread_pool=-1, timeout_in_ms=300))
+        for bad in (1, -2):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=f"Invalid inter_op_thread_pool: {bad}"):
+                sess.run(got_a, options=tf.RunOptions(inter_op_thread_pool=bad))
+
+
+def test_negative_thread_count_runs_on_the_callers_thread():
+    got_a, got_b = _cross_wait()
+    with tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=-1)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=300))
+
+
+def test_a_global_pool_name_keeps_its_thread_count():
+    first = tf.ConfigProto()
+    first.session_inter_op_thread_pool.add(num_threads=2, global_name="test_inter_op_shared")
+    again = tf.ConfigProto()
+    again.session_inter_op_thread_pool.add(num_threads=2, global_name="test_inter_op_shared")
+    a, b = tf.Session(config=first), tf.Session(config=again)
+    assert a._master._pools[0] is b._master._pools[0]
+    a.close()
+    b.close()
+    other = tf.ConfigProto()
+    other.session_inter_op_thread_pool.add(num_threads=3, global_name="test_inter_op_shared")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="configured previously with num_threads=2"):
+        tf.Session(config=other)
+
+
+def test_first_failure_is_the_steps_error_and_cancels_the_waiting_branches():
+    qa = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="qa")
+    qb = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="qb")
+    x = tf.placeholder(tf.float32, [None])
+    bad = tf.reshape(x, [3], name="bad_reshape")   # fed 4 values: fails
+    waits = [qa.dequeue(), qb.dequeue()]          # empty queues: they wait until cancelled
+    with tf.Session(config=_config(2)) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape"):
+            sess.run([bad] + waits, {x: np.zeros(4, np.float32)}, options=tf.RunOptions(timeout_in_ms=60000))
+        # nothing of the failed step is left waiting: the values enqueued now stay in the queues
+        sess.run([qa.enqueue(5.0), qb.enqueue(6.0)])
+        assert sess.run([qa.size(), qb.size()]) == [1, 1]
+        assert sess.run(waits) == [5.0, 6.0]
+
+
+def test_a_deadline_ends_a_parallel_step_waiting_on_two_queues():
+    qa = tf.FIFOQueue(1, tf.float32, shapes=[[]])
+    qb = tf.FIFOQueue(1, tf.float32, shapes=[[]])
+    with tf.Session(config=_config(2)) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run([qa.dequeue(), qb.dequeue()], options=tf.RunOptions(timeout_in_ms=300))
+        sess.run(qa.enqueue(1.0))
+        assert sess.run(qa.size()) == 1
+
+
+def _towers_model(seed: int = 0):
+    """A 4-tower in-graph model (each tower a while loop and a dense layer) trained by two
+    optimizers on their own var_lists, with a control dependency from one update to a read."""
+    rng = np.random.RandomState(seed)
+    x = tf.constant(rng.randn(16, 8).astype(np.float32))
+    losses, variables = [], []
+    for k in range(4):
+        w = tf.Variable(rng.randn(8, 8).astype(np.float32) * 0.3, name=f"w{k}")
+        variables.append(w)
+        h = tf.matmul(x, w)
+        _, h = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.tanh(a) * 1.1), [tf.constant(0), h])
+        losses.append(tf.reduce_mean(tf.square(h - float(k))))
+    loss = tf.add_n(losses)
+    first = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=variables[:2])
+    second = tf.train.AdamOptimizer(0.01).minimize(loss, var_list=variables[2:])
+    with tf.control_dependencies([first]):
+        after_first = tf.identity(variables[0].read_value())
+    return tf.group(first, second), loss, after_first, variables
+
+
+def _train(threads: int, steps: int = 6) -> tuple:
+    with tf.Graph().as_default():
+        train, loss, after_first, variables = _towers_model()
+        sess = tf.Session(config=_config(threads))
+        sess.run(tf.global_variables_initializer())
+        seen = []
+        for _ in range(steps):
+            _, value, read = sess.run([train, loss, after_first])
+            seen.append((value, read))
+            # the read ordered after the first update sees it (the update of this very step)
+            np.testing.assert_array_equal(read, sess.run(variables[0]))
+        values = sess.run(variables)
+        sess.close()
+        return seen, values
+
+
+def test_parallel_steps_give_the_serial_numbers_bit_for_bit(monkeypatch):
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    serial_seen, serial_vars = _train(1)
+    parallel_seen, parallel_vars = _train(2)
+    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
+        assert l1 == l2
+        np.testing.assert_array_equal(r1, r2)
+    for a, b in zip(serial_vars, parallel_vars):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_parallel_traced_step_records_every_op(monkeypatch):
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    a = tf.constant(np.ones((4, 4), np.float32))
+    y = tf.add(tf.matmul(a, a, name="left"), tf.matmul(a, a, name="right"), name="sum")
+    with tf.Session(config=_config(2)) as sess:
+        meta = tf.RunMetadata()
+        out = sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    np.testing.assert_array_equal(out, np.full((4, 4), 8.0, np.float32))
+    names = {s.node_name for d in meta.step_stats.dev_stats for s in d.node_stats}
+    assert {"left", "right", "sum"} <= names
+
+
+def test_thread_counts_follow_tf(monkeypatch):
+    monkeypatch.setenv("TF_NUM_INTEROP_THREADS", "3")
+    assert inter_op.inter_op_threads(tf.ConfigProto()) == 3
+    assert inter_op.inter_op_threads(tf.ConfigProto(inter_op_parallelism_threads=5)) == 5
+    monkeypatch.delenv("TF_NUM_INTEROP_THREADS")
+    assert inter_op.inter_op_threads(tf.ConfigProto()) == inter_op.available_cores() >= 1
+
+
+@pytest.mark.parametrize("files, quota", [
+    ({"cpu.max": "150000 100000\n"}, 1.5),
+    ({"cpu.max": "50000 100000\n"}, 0.5),   # half a core: one thread
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3.0),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ({}, None),
+])
+def test_a_containers_cpu_quota_caps_the_default_thread_count(tmp_path, files, quota):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert inter_op._cgroup_cpu_quota(str(tmp_path)) == quota
+    affinity = inter_op.available_cores(str(tmp_path / "none"))
+    expected = affinity if quota is None else min(affinity, int(np.ceil(quota)))
+    assert inter_op.available_cores(str(tmp_path)) == expected
+
+
+def test_a_forked_child_gets_pool_threads_of_its_own():
+    got_a, got_b = _cross_wait()
+    sess = tf.Session(config=_config(2))
+    assert sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=60000)) == [1.0, 2.0]   # (threads started)
+    pid = os.fork()
+    if pid == 0:   # the child: the parent's pool thread is not here; the step needs two threads
+        try:
+            ok = sess.run([got_a, got_b], options=tf.RunOptions(timeout_in_ms=60000)) == [1.0, 2.0]
+        except BaseException:   # noqa: BLE001 - the exit status says
+            ok = False
+        os._exit(0 if ok else 1)
+    try:
+        for _ in range(1200):   # (a child stuck on a lock the parent's pool thread held must not hang the test)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's step did not finish in 120 s")
+    finally:
+        sess.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_pool_threads_split_elementwise_work_into_their_share_of_the_cores():
+    pool = inter_op.InterOpPool(inter_op.available_cores())   # one thread per core: no split on its threads
+    calls: list = []
+    done = threading.Event()
+
+    def job():
+        intra_op.parallel_ranges(1000, 1 << 24, lambda a, b: calls.append((a, b)))
+        done.set()
+    pool.submit(job)
+    assert done.wait(60)
+    pool.close()
+    assert calls == [(0, 1000)]
+    here: list = []
+    intra_op.parallel_ranges(1000, 1 << 24, lambda a, b: here.append((a, b)))
+    assert len(here) == min(intra_op.THREADS, 1000)   # (this thread: no cap)
+    x = np.arange(1 << 18, dtype=np.float32)
+    previous = intra_op.cap_parts(1)
+    try:
+        np.testing.assert_array_equal(intra_op.split_elementwise(np.multiply, x, x), x * x)
+    finally:
+        intra_op.cap_parts(previous)
