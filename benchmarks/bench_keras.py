@@ -14,14 +14,18 @@ synthetic data (nothing downloaded).
 
 Each model runs in a process of its own: it is built and compiled, one train_on_batch warms it
 up, then one `fit` epoch over --examples examples is timed. tensorweave and TF alternate for
---rounds rounds; medians, the ratio and the load average are printed. $TF_PYTHON (default
-/opt/tf215venv/bin/python) must have TensorFlow 2.15.
+--rounds rounds; medians, the ratio and the load average are printed, and examples per CPU second
+(user + system, all threads: on a machine busier than its cores the wall time measures the
+scheduler as much as the program). $TF_PYTHON (default /opt/tf215venv/bin/python) must have
+TensorFlow 2.15. --baseline DIR also runs a checkout of an earlier tensorweave (its own
+benchmarks/bench_keras.py) in each round: before and after figures from one run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -70,9 +74,14 @@ def run_model(framework: str, model: str, examples: int) -> dict:
     net, batch = build(keras, model)
     x, y = data(model, examples)
     net.train_on_batch(x[:batch], y[:batch])
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
     net.fit(x, y, batch_size=batch, epochs=1, verbose=0)
-    return {"seconds": time.perf_counter() - start, "examples": examples}
+    return {"seconds": time.perf_counter() - start, "cpu_seconds": _cpu_seconds() - cpu_start, "examples": examples}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -82,33 +91,51 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
     parser.add_argument("--model", choices=MODELS, help="(internal) run one model and print JSON")
+    parser.add_argument("--baseline", help="a checkout of an earlier tensorweave, measured in each round too")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.model:
         print(json.dumps(run_model(args.framework, args.model, args.examples)))
         return
     tf215 = tf_python("/opt/tf215venv/bin/python")
-    runs = [("tensorweave", sys.executable)] + ([("tf", tf215)] if tf215 else [])
+    here = os.path.abspath(__file__)
+    runs = [("tensorweave", sys.executable, here)]
+    if args.baseline:
+        runs.append(("baseline", sys.executable, os.path.join(args.baseline, "benchmarks", "bench_keras.py")))
+    if tf215:
+        runs.append(("tf", tf215, here))
     models = [m for m in args.models.split(",") if m]
     load0 = load_average()
-    rates: dict = {(m, f): [] for m in models for f, _ in runs}
+    rates: dict = {(m, side): [] for m in models for side, _, _ in runs}
+    cpu_rates: dict = {key: [] for key in rates}
     for _ in range(max(1, args.rounds)):
         for model in models:
-            for framework, python in runs:
-                out = run_json(python, __file__, ["--framework", framework, "--model", model,
-                                                  "--examples", args.examples], timeout=1800)
+            for side, python, script in runs:
+                framework = "tf" if side == "tf" else "tensorweave"
+                out = run_json(python, script, ["--framework", framework, "--model", model,
+                                                "--examples", args.examples], timeout=1800)
                 if out:
-                    rates[model, framework].append(out["examples"] / out["seconds"])
+                    rates[model, side].append(out["examples"] / out["seconds"])
+                    if "cpu_seconds" in out:
+                        cpu_rates[model, side].append(out["examples"] / out["cpu_seconds"])
     print(f"tf.keras fit, one epoch of {args.examples} examples; medians of {args.rounds} alternating rounds")
     for model in models:
-        line, medians = f"{model:5s}", {}
-        for framework, _ in runs:
-            if rates[model, framework]:
-                medians[framework] = statistics.median(rates[model, framework])
-                line += f" {framework} {medians[framework]:,.0f} examples/s;"
-        if len(medians) == 2:
-            line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x TF's examples/s"
-        print(line)
+        print(model)
+        medians, cpu_medians = {}, {}
+        for side, _, _ in runs:
+            if rates[model, side]:
+                medians[side] = statistics.median(rates[model, side])
+                line = f"  {side:12s} {medians[side]:8,.0f} examples/s"
+                if cpu_rates[model, side]:
+                    cpu_medians[side] = statistics.median(cpu_rates[model, side])
+                    line += f", {cpu_medians[side]:,.0f} examples per CPU second"
+                print(line)
+        for side in ("tensorweave", "baseline"):
+            if side in medians and "tf" in medians:
+                line = f"  {side} ratio {medians[side] / medians['tf']:.2f}x TF's examples/s"
+                if side in cpu_medians and "tf" in cpu_medians:
+                    line += f" ({cpu_medians[side] / cpu_medians['tf']:.2f}x per CPU second)"
+                print(line)
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 

@@ -10,13 +10,21 @@
   backward (gradients of the variables and inputs): the while loop and its gradient alone.
 The same graph-building code runs under both; they alternate for --rounds rounds and each
 figure is the median step time over rounds x steps, so that load from other processes on a
-shared machine falls on both alike. The load average is printed with the figures.
+shared machine falls on both alike. The load average is printed with the figures, and so is each
+side's CPU time a step (user + system, all its threads): on a machine busier than its cores the
+wall time measures the scheduler as much as the program, the CPU time much less.
+
+    python benchmarks/bench_rnn.py --baseline /tmp/old     # a checkout of an earlier tensorweave too
+
+--baseline runs that checkout's own benchmarks/bench_rnn.py --json in each round, between ours and
+TF's: before and after figures from one run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -64,8 +72,13 @@ LABELS = {"lm_step": f"LSTM LM training step (2x{HIDDEN}, batch {BATCH} x {STEPS
           "lstm_loop": f"dynamic_rnn LSTM({HIDDEN}) forward+backward (batch {BATCH} x {STEPS} steps)"}
 
 
-def measure(tf, build, steps: int, vocab: int) -> float:
-    """Median seconds per step after two warm-up steps."""
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(tf, build, steps: int, vocab: int) -> tuple:
+    """Median seconds per step after two warm-up steps, and median CPU seconds per step."""
     graph = tf.Graph()
     with graph.as_default():
         fetches, feed = build(tf, vocab)
@@ -73,12 +86,13 @@ def measure(tf, build, steps: int, vocab: int) -> float:
             sess.run(tf.global_variables_initializer())
             for _ in range(2):
                 sess.run(fetches, feed)
-            samples = []
+            samples, cpu = [], []
             for _ in range(steps):
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), _cpu_seconds()
                 sess.run(fetches, feed)
                 samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+                cpu.append(_cpu_seconds() - cpu_start)
+    return statistics.median(samples), statistics.median(cpu)
 
 
 def run_all(framework: str, steps: int, vocab: int) -> dict:
@@ -91,7 +105,10 @@ def run_all(framework: str, steps: int, vocab: int) -> dict:
     else:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         import tensorweave as tf
-    return {name: measure(tf, build, steps, vocab) for name, build in BENCHES.items()}
+    out = {}
+    for name, build in BENCHES.items():
+        out[name], out[name + "_cpu"] = measure(tf, build, steps, vocab)
+    return out
 
 
 def main() -> None:
@@ -100,26 +117,39 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating tensorweave/TF rounds")
     parser.add_argument("--vocab", type=int, default=10000)
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
+    parser.add_argument("--baseline", help="a checkout of an earlier tensorweave, measured in each round too")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.json:
         print(json.dumps(run_all(args.framework, args.steps, args.vocab)))
         return
     load0, py = load_average(), tf_python()
-    ours, theirs = [], []
+    common = ["--steps", args.steps, "--vocab", args.vocab]
+    runs: dict = {"tensorweave": [], "baseline": [], "TensorFlow": []}
     for _ in range(max(1, args.rounds)):
-        ours.append(run_all("tensorweave", args.steps, args.vocab))
-        tf_result = py and run_json(py, __file__, ["--framework", "tf", "--steps", args.steps, "--vocab", args.vocab])
-        if tf_result:
-            theirs.append(tf_result)
-    print(f"median over {len(ours)} rounds x {args.steps} steps; vocabulary {args.vocab}")
+        runs["tensorweave"].append(run_all("tensorweave", args.steps, args.vocab))
+        if args.baseline:
+            runs["baseline"].append(run_json(sys.executable, os.path.join(args.baseline, "benchmarks", "bench_rnn.py"),
+                                             common))
+        if py:
+            runs["TensorFlow"].append(run_json(py, __file__, ["--framework", "tf", *common]))
+    runs = {side: [r for r in results if r] for side, results in runs.items()}
+    print(f"median over {len(runs['tensorweave'])} rounds x {args.steps} steps; vocabulary {args.vocab}")
     for key, label in LABELS.items():
-        mine = statistics.median(r[key] for r in ours)
-        line = f"{label}: tensorweave {mine * 1e3:.1f} ms/step"
-        if theirs:
-            ref = statistics.median(r[key] for r in theirs)
-            line += f"; TensorFlow {ref * 1e3:.1f} ms/step; tensorweave takes {mine / ref:.2f}x TF's time"
-        print(line)
+        print(label)
+        medians = {}
+        for side, results in runs.items():
+            if results:
+                medians[side] = statistics.median(r[key] for r in results)
+                cpu = [r[key + "_cpu"] for r in results if key + "_cpu" in r]
+                cpu_text = f", CPU {statistics.median(cpu) * 1e3:.1f} ms/step" if cpu else ""
+                print(f"  {side:12s} {medians[side] * 1e3:8.1f} ms/step{cpu_text}")
+        for side in ("tensorweave", "baseline"):
+            if side in medians and "TensorFlow" in medians:
+                cpu = [statistics.median(r[key + "_cpu"] for r in runs[s]) for s in (side, "TensorFlow")
+                       if all(key + "_cpu" in r for r in runs[s])]
+                cpu_text = f" ({cpu[0] / cpu[1]:.2f}x its CPU time)" if len(cpu) == 2 else ""
+                print(f"  {side} takes {medians[side] / medians['TensorFlow']:.2f}x TF's time{cpu_text}")
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 
 

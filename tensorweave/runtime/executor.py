@@ -13,7 +13,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
-from tensorweave.runtime import devices, fusion, inter_op
+from tensorweave.runtime import devices, fusion, host_memory, inter_op  # noqa: F401 (host_memory: the allocator's policy, on import)
 from tensorweave.runtime.resources import ResourceManager
 
 LOCAL_TASK = "/job:localhost/replica:0/task:0"

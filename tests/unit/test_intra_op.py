@@ -24,8 +24,13 @@ def split_everything(monkeypatch):
 
 def test_parallel_ranges_covers_each_index_once_on_several_threads(split_everything):
     seen, threads = [], set()
+    other_ran = threading.Event()
 
     def part(a, b):
+        if a == 0:   # the caller's part: until a pool thread has taken one (the caller runs the rest)
+            other_ran.wait(30)
+        else:
+            other_ran.set()
         seen.extend(range(a, b))
         threads.add(threading.get_ident())
     intra_op.parallel_ranges(10, 10, part)
@@ -35,6 +40,33 @@ def test_parallel_ranges_covers_each_index_once_on_several_threads(split_everyth
     intra_op.parallel_ranges(2, 10, part)   # fewer items than threads
     assert sorted(seen) == [0, 1]
     intra_op.parallel_ranges(0, 0, part)   # nothing to do: fn not called
+
+
+def test_parallel_ranges_runs_parts_itself_while_pool_threads_are_busy(split_everything):
+    """Parts no pool thread has started run on the caller: a busy pool (or one waiting for a core
+    on a loaded machine) does not hold the kernel up."""
+    release = threading.Event()
+    pool = intra_op._get_pool()
+    blockers = [pool.submit(release.wait, 60) for _ in range(pool._max_workers)]
+    seen, threads, done = [], set(), threading.Event()
+
+    def part(a, b):
+        seen.extend(range(a, b))
+        threads.add(threading.get_ident())
+
+    def call():
+        intra_op.parallel_ranges(12, 12, part)
+        done.set()
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        assert done.wait(30)
+    finally:
+        release.set()
+        caller.join()
+        for b in blockers:
+            b.result()
+    assert sorted(seen) == list(range(12)) and threads == {caller.ident}
 
 
 def test_parallel_ranges_raises_a_part_error(split_everything):

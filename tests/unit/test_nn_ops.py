@@ -141,6 +141,49 @@ def test_sparse_softmax_xent_errors():
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant([0.0]), logits=tf.constant([[1.0]]))
 
 
+def test_sparse_softmax_xent_large_rows_exact():
+    """Rows processed in cache-sized blocks on the intra-op threads give the bits of the whole-array
+    formula (log-softmax, then exp for the backprop), infinities and NaN rows included."""
+    logits = (rng.randn(300, 3000) * 4).astype(np.float32)
+    logits[0, 7], logits[1, :], logits[2, 5] = np.inf, -np.inf, np.nan
+    labels = rng.randint(0, 3000, 300)
+    x = tf.constant(logits)
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant(labels), logits=x)
+    got_loss, got_back = run([loss, loss.op.outputs[1]])
+    with np.errstate(all="ignore"):
+        s = logits - logits.max(axis=-1, keepdims=True)
+        logp = s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
+        back = np.exp(logp)
+        back[np.arange(300), labels] -= 1
+    assert got_loss.tobytes() == (-logp[np.arange(300), labels]).tobytes()
+    assert got_back.tobytes() == back.tobytes()
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_softmax_xent_gradient_second_term(sparse):
+    """The gradient of the loss alone is grad_loss * backprop: TF skips the softmax term for the
+    zeros tf.gradients stands in for the unused backprop output (no Softmax op is built); a
+    gradient that does flow into the backprop output adds (g - sum(g * s)) * s."""
+    logits = rng.randn(3, 4)
+    labels = np.array([1, 0, 3])
+    x = tf.constant(logits)
+    onehot = np.eye(4)[labels]
+    if sparse:
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant(labels), logits=x)
+    else:
+        loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=tf.constant(onehot), logits=x)
+    s = np_softmax(logits)
+    graph = tf.get_default_graph()
+    before = {op.name for op in graph.get_operations()}
+    grad_loss, = tf.gradients(tf.reduce_sum(loss), x)
+    assert not [op for op in graph.get_operations() if op.name not in before and op.type == "Softmax"]
+    np.testing.assert_allclose(run(grad_loss), s - onehot, rtol=1e-12)
+    w = rng.randn(3, 4)
+    both, = tf.gradients(tf.reduce_sum(loss) + tf.reduce_sum(loss.op.outputs[1] * w), x)
+    second = (w - (w * s).sum(-1, keepdims=True)) * s
+    np.testing.assert_allclose(run(both), s - onehot + second, rtol=1e-10)
+
+
 def test_in_top_k():
     pred = np.array([[0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.5, 0.0], [np.nan, 0.1, 0.2]], np.float32)
     targets = np.array([1, 0, 1, 1])

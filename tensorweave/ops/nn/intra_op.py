@@ -68,11 +68,20 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
     bounds = [n * i // parts for i in range(parts + 1)]
     pool = _get_pool()
     futures = [pool.submit(fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
-    try:
-        fn(bounds[0], bounds[1])
-    finally:
-        for f in futures:
-            f.result()
+    error = None
+    for i, f in enumerate([None] + futures):
+        try:
+            # a part no pool thread has started yet (on a machine busier than its cores the woken
+            # thread may wait milliseconds for one) the caller runs itself rather than wait for it
+            if f is None or f.cancel():
+                if error is None:
+                    fn(bounds[i], bounds[i + 1])
+            else:
+                f.result()
+        except BaseException as e:   # noqa: BLE001 - re-raised once every part has stopped
+            error = error or e
+    if error is not None:
+        raise error
 
 
 def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndarray:
