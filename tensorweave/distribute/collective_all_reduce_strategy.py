@@ -134,6 +134,9 @@ class CollectiveAllReduceExtended(MirroredExtended):
     should_checkpoint = property(lambda self: self.is_chief)
     should_save_summary = property(lambda self: self.is_chief)
 
+    def _in_multi_worker_mode(self) -> bool:
+        return self._cluster is not None
+
     @property
     def is_chief(self) -> bool:
         """The chief task, else worker 0 (or a local strategy)."""
