@@ -231,6 +231,11 @@ class CollectiveAllReduceExtended(MirroredExtended):
         return [collective_ops.all_reduce(t, size, group_key, self._collective_keys.get_op_instance_keys())
                 for t in tensors]
 
+    def _sum_across_workers(self, tensor):
+        """`tensor` summed over the workers (a sync-on-read variable read: every worker must read it)."""
+        with get_default_graph().device(self._host_device):
+            return self._all_reduce_dense([tensor])[0]
+
     def _all_gather_slices(self, v: IndexedSlices) -> IndexedSlices:
         group_key, size = self._collective_keys.get_group_key(), self.num_workers
         values = collective_ops.all_gather(v.values, size, group_key, self._collective_keys.get_op_instance_keys())

@@ -37,12 +37,15 @@ def main(out_dir: str, own_server: bool) -> None:
     dataset = tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(GLOBAL_BATCH)
     with strategy.scope():
         model = build_and_compile_model()
-    callbacks = [tf.keras.callbacks.ModelCheckpoint(os.path.join(out_dir, "ckpt-{epoch}.h5"),
-                                                    save_weights_only=True)]
+    initial = model.get_weights()
+    callbacks = [tf.keras.callbacks.ModelCheckpoint(os.path.join(out_dir, "ckpt-{epoch}.h5"), save_weights_only=True),
+                 tf.keras.callbacks.TensorBoard(os.path.join(out_dir, "logs"))]
     history = model.fit(dataset, epochs=2, steps_per_epoch=3, callbacks=callbacks, verbose=0)
+    evaluated = model.evaluate(dataset, steps=2, verbose=0)
     print(json.dumps({"task": tf_config["task"]["index"], "chief": strategy.extended.should_checkpoint,
                       "own_server": own_server and server.target,
-                      "weights": [w.tolist() for w in model.get_weights()], "loss": [float(v) for v in history.history["loss"]]}),
+                      "initial": [w.tolist() for w in initial], "weights": [w.tolist() for w in model.get_weights()],
+                      "loss": [float(v) for v in history.history["loss"]], "evaluated": [float(v) for v in evaluated]}),
           flush=True)
 
 

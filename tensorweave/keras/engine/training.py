@@ -508,6 +508,13 @@ class Model(Network):
         if self._compile_was_called:
             self._compile_graph()
 
+    def get_weights(self) -> list:
+        """The weights' values, read in the scope of the strategy the model was compiled under (TF
+        1.15's: a session made for it is the strategy's, on a multi-worker strategy this task's server)."""
+        strategy = self._distribution_strategy
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            return super().get_weights()
+
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
         """keras.models.save_model(self, ...): architecture, weights and training state in HDF5."""
         saving.save_model(self, filepath, overwrite, include_optimizer, save_format)

@@ -105,7 +105,11 @@ def _replica_step(model, mode):
     """One replica's loss (scaled for the sum over replicas) and the ops updating its metrics,
     the weights (TRAIN: the optimizer's merge_call) and the layers' states."""
     ctx = get_replica_context()
-    replica, replicas = ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
+    ext = ctx.strategy.extended
+    # Every worker of a multi-worker strategy is fed the whole global batch: its replicas take
+    # their rows after the workers' before it (the regularization enters on worker 0's first only).
+    first = ext._worker_index * len(ext.worker_devices) if ext._in_multi_worker_mode() else 0
+    replica, replicas = first + ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
     inputs, outputs = _replica_outputs(model, replica, replicas)
     total, updates = None, []
     targets, weights = {}, {}
@@ -149,7 +153,8 @@ def make_function(model, mode):
         if mode == PREDICT:
             def replica_predict():
                 ctx = get_replica_context()
-                return _replica_outputs(model, ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync)[1]
+                # (each worker predicts the whole batch on its own replicas)
+                return _replica_outputs(model, ctx.replica_id_in_sync_group, len(strategy.extended.worker_devices))[1]
             per_replica = strategy.extended.call_for_each_replica(replica_predict)
             outputs = [concat(list(strategy.experimental_local_results(o)), 0) for o in per_replica]
             return K.function(model._feed_inputs() + phase, outputs, updates=model.state_updates,
