@@ -3,13 +3,13 @@ distribute_coordinator.py, run_distribute_coordinator), the part Keras uses: how
 between-graph multi-worker strategy (MultiWorkerMirroredStrategy from TF_CONFIG) runs on each worker
 without the program starting a server or a session.
 
-run_distribute_coordinator(worker_fn, strategy) starts this task's standard server (a
-tf.train.Server of the strategy's cluster, job and task) unless one already serves that task in this
-process (a program that started its own Server keeps it; a second fit reuses the first's), configures
-the strategy's session config, and calls `worker_fn(strategy)` inside a worker context
-(get_current_worker_context): the task, whether it is the chief, the session config and the master
-target of the server, which Keras's session is created on. The server lives as long as the process
-(TF's std server is never stopped either).
+run_distribute_coordinator(worker_fn, strategy) configures the strategy's session config and calls
+`worker_fn(strategy)` inside a worker context (get_current_worker_context): the task, whether it is
+the chief, the session config and the master target of this task's standard server (a tf.train.Server
+of the strategy's cluster, job and task), which Keras's session is created on. The server is started
+when a session first needs it, unless one already serves that task in this process (a program that
+started its own Server keeps it; a second fit reuses the first's); a program that set Keras's session
+itself starts none. The server lives as long as the process (TF's std server is never stopped either).
 """
 from __future__ import annotations
 
@@ -25,10 +25,16 @@ _SERVER_LOCK = threading.Lock()  # (two threads' fits start one server)
 class WorkerContext:
     """What the worker function of run_distribute_coordinator runs with (TF's _WorkerContext)."""
 
-    def __init__(self, strategy, cluster_spec, task_type, task_id, session_config, master_target):
+    def __init__(self, strategy, cluster_spec, task_type, task_id, session_config):
         self.strategy, self.cluster_spec = strategy, cluster_spec
         self.task_type, self.task_id = task_type, task_id
-        self.session_config, self.master_target = session_config, master_target
+        self.session_config = session_config
+
+    @property
+    def master_target(self) -> str:
+        """The target of this task's server, started now if none serves it in this process (so a
+        program whose Keras session is already set, on a server elsewhere, starts none)."""
+        return _std_server(self.cluster_spec, self.task_type, self.task_id).target
 
     is_chief = property(lambda self: self.strategy.extended.is_chief)
     should_checkpoint = property(lambda self: self.strategy.extended.should_checkpoint)
@@ -66,14 +72,12 @@ def _std_server(cluster, task_type, task_id):
 
 def run_distribute_coordinator(worker_fn, strategy):
     """Runs `worker_fn(strategy)` as this task's worker of the strategy's cluster (INDEPENDENT_WORKER
-    mode: every worker runs the same program), with this task's server started and a worker context
-    active; returns what worker_fn returns. Inside a worker context already, worker_fn just runs."""
+    mode: every worker runs the same program) in a worker context; returns what worker_fn returns.
+    Inside a worker context already, worker_fn just runs."""
     if get_current_worker_context() is not None:
         return worker_fn(strategy)
     ext = strategy.extended
-    cluster, task_type, task_id = ext._cluster, ext._task_type, ext._task_id
-    server = _std_server(cluster, task_type, task_id)
     session_config = ConfigProto()
     strategy.configure(session_config)
-    with WorkerContext(strategy, cluster, task_type, task_id, session_config, server.target):
+    with WorkerContext(strategy, ext._cluster, ext._task_type, ext._task_id, session_config):
         return worker_fn(strategy)
