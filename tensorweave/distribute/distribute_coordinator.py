@@ -43,9 +43,10 @@ class WorkerContext:
     num_workers = property(lambda self: self.strategy.extended.num_workers)
 
     def __enter__(self):
-        if get_current_worker_context() is not None:
-            raise ValueError("You cannot run distribute coordinator in a `worker_fn`: a worker context for "
-                             f"{self.task_type}:{self.task_id} is already active")
+        active = get_current_worker_context()
+        if active is not None:
+            raise ValueError("You cannot run distribute coordinator in a `worker_fn`: the worker context of "
+                             f"{active.task_type}:{active.task_id} is already active")
         _CONTEXT.current = self
         return self
 
