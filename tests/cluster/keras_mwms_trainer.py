@@ -49,7 +49,8 @@ def main(out_dir: str, own_server: bool, set_session: bool) -> None:
     history = model.fit(dataset, epochs=2, steps_per_epoch=3, callbacks=callbacks, verbose=0)
     evaluated = model.evaluate(dataset, steps=2, verbose=0)
     predicted = model.predict(X[:5])
-    print(json.dumps({"task": tf_config["task"]["index"], "chief": strategy.extended.should_checkpoint,
+    task = [tf_config["task"]["type"], tf_config["task"]["index"]]
+    print(json.dumps({"task": task, "chief": strategy.extended.should_checkpoint,
                       "own_server": own_server and server.target,
                       "initial": [w.tolist() for w in initial], "weights": [w.tolist() for w in model.get_weights()],
                       "loss": [float(v) for v in history.history["loss"]], "evaluated": [float(v) for v in evaluated],

@@ -24,14 +24,14 @@ sys.path.insert(0, HERE)
 import keras_mwms_trainer as trainer  # noqa: E402
 
 
-def _launch_workers(out_dir, *args) -> list:
-    """The JSON lines of `tensorweave launch --workers 2 keras_mwms_trainer.py out_dir *args`, by
-    task; the launcher and its processes killed (their process group) however it ends."""
+def _launch_workers(layout, out_dir, *args) -> list:
+    """The JSON lines of `tensorweave launch *layout keras_mwms_trainer.py out_dir *args`, the chief's
+    first; the launcher and its processes killed (their process group) however it ends."""
     temp = out_dir.parent / f"{out_dir.name}-tmp"   # the workers' temporary files
     temp.mkdir()
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), TMPDIR=str(temp))
     env.pop("TF_CONFIG", None)
-    proc = subprocess.Popen([sys.executable, "-m", "tensorweave.cli", "launch", "--workers", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "tensorweave.cli", "launch", *layout,
                              os.path.join(HERE, "keras_mwms_trainer.py"), str(out_dir), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
                             start_new_session=True)
@@ -43,7 +43,7 @@ def _launch_workers(out_dir, *args) -> list:
             proc.wait()
     assert proc.returncode == 0, out + err
     lines = [json.loads(line.split("] ", 1)[1]) for line in out.splitlines() if "] {" in line]
-    return sorted(lines, key=lambda r: r["task"])
+    return sorted(lines, key=lambda r: not r["chief"])
 
 
 def _single_process(initial):
@@ -60,11 +60,14 @@ def _single_process(initial):
     return weights, history.history["loss"], evaluated, predicted
 
 
-@pytest.mark.parametrize("args", [[], ["--own_server"], ["--own_server", "--set_session"]],
-                         ids=["coordinator starts the server", "program's own server", "program's own session"])
-def test_tutorial_program_fits_on_two_workers_as_one_process_on_the_global_batch(tmp_path, args):
-    chief, worker = _launch_workers(tmp_path, *args)
-    assert (chief["task"], chief["chief"], worker["task"], worker["chief"]) == (0, True, 1, False)
+@pytest.mark.parametrize("layout,args", [
+    (["--workers", "2"], []), (["--workers", "2"], ["--own_server"]),
+    (["--workers", "2"], ["--own_server", "--set_session"]), (["--chief", "1", "--workers", "1"], [])],
+    ids=["coordinator starts the server", "program's own server", "program's own session", "chief and worker"])
+def test_tutorial_program_fits_on_two_workers_as_one_process_on_the_global_batch(tmp_path, layout, args):
+    chief, worker = _launch_workers(layout, tmp_path, *args)
+    tasks = [["chief", 0], ["worker", 0]] if "--chief" in layout else [["worker", 0], ["worker", 1]]
+    assert (chief["task"], chief["chief"], worker["task"], worker["chief"]) == (tasks[0], True, tasks[1], False)
     assert bool(chief["own_server"]) == bool(worker["own_server"]) == bool(args)
     assert chief["initial"] == worker["initial"]   # the chief's random initial values, broadcast
     assert chief["weights"] == worker["weights"] and chief["loss"] == worker["loss"]
