@@ -134,6 +134,9 @@ class CollectiveAllReduceExtended(MirroredExtended):
     should_checkpoint = property(lambda self: self.is_chief)
     should_save_summary = property(lambda self: self.is_chief)
 
+    def _in_multi_worker_mode(self) -> bool:
+        return self._cluster is not None
+
     @property
     def is_chief(self) -> bool:
         """The chief task, else worker 0 (or a local strategy)."""
@@ -227,6 +230,11 @@ class CollectiveAllReduceExtended(MirroredExtended):
             return collective_ops.all_reduce_packed(tensors, size, group_key, first)
         return [collective_ops.all_reduce(t, size, group_key, self._collective_keys.get_op_instance_keys())
                 for t in tensors]
+
+    def _sum_across_workers(self, tensor):
+        """`tensor` summed over the workers (a sync-on-read variable read: every worker must read it)."""
+        with get_default_graph().device(self._host_device):
+            return self._all_reduce_dense([tensor])[0]
 
     def _all_gather_slices(self, v: IndexedSlices) -> IndexedSlices:
         group_key, size = self._collective_keys.get_group_key(), self.num_workers

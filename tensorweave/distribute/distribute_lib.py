@@ -170,6 +170,11 @@ class StrategyExtended:
     def _container_strategy(self):
         return self._container_strategy_ref
 
+    def _in_multi_worker_mode(self) -> bool:
+        """Whether training runs between-graph on several workers' tasks (Keras's fit then runs
+        through the distribute coordinator); false but for MultiWorkerMirroredStrategy on a cluster."""
+        return False
+
     worker_devices = property(lambda self: self._devices)
     parameter_devices = property(lambda self: self._devices)
     experimental_require_static_shapes = property(lambda self: False)

@@ -140,16 +140,26 @@ class MirroredVariable(Mirrored):
 class SyncOnReadVariable(MirroredVariable):
     """One variable per device that each replica updates on its own (a metric's total): in a
     replica, reads and writes are the local copy's; read in cross-replica context it is the
-    copies' aggregate (SUM, MEAN, or the first copy)."""
+    copies' aggregate (SUM, MEAN, or the first copy; under MultiWorkerMirroredStrategy on a cluster,
+    of every worker's copies: a collective that each worker runs)."""
 
     def value(self):
         if current_replica_id(self._distribute_strategy) is not None:
             return self._get().value()
+        return self._aggregate(across_workers=True)
+
+    def _aggregate(self, across_workers: bool):
+        """The copies' aggregate; across_workers under a multi-worker strategy: every worker's
+        copies, as TF's read (a collective each worker runs; a checkpoint's save, which the chief
+        alone may run, reads this worker's)."""
         reads = [v.value() for v in self._values]
-        if self._aggregation in (VariableAggregation.SUM, VariableAggregation.MEAN):
-            total = add_n(reads) if len(reads) > 1 else reads[0]
-            return total / len(reads) if self._aggregation == VariableAggregation.MEAN else total
-        return reads[0]
+        if self._aggregation not in (VariableAggregation.SUM, VariableAggregation.MEAN):
+            return reads[0]
+        total, count = add_n(reads) if len(reads) > 1 else reads[0], len(reads)
+        extended = self._distribute_strategy.extended
+        if across_workers and extended._in_multi_worker_mode():
+            total, count = extended._sum_across_workers(total), extended.num_replicas_in_sync
+        return total / count if self._aggregation == VariableAggregation.MEAN else total
 
     def read_value(self):
         return self.value()
@@ -233,7 +243,8 @@ class MirroredSaveable(SaveableObject):
         self._slice_spec = slice_spec
         specs = VariableSaveable(mirrored.primary, slice_spec, name).specs
         if isinstance(mirrored, SyncOnReadVariable):   # as TF: the copies' aggregate
-            specs = [SaveSpec(mirrored.value, slice_spec, name, dtype=mirrored.dtype, device=mirrored.primary.device)]
+            specs = [SaveSpec(lambda: mirrored._aggregate(across_workers=False), slice_spec, name, dtype=mirrored.dtype,
+                              device=mirrored.primary.device)]
         super().__init__(mirrored.primary, specs, name)
 
     def restore(self, restored_tensors, restored_shapes):

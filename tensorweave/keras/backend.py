@@ -13,6 +13,8 @@ from tensorweave import _api
 from tensorweave.client.session import Session
 from tensorweave.framework import nest
 from tensorweave.distribute.distribute_lib import get_strategy, has_strategy
+from tensorweave.distribute.distribute_coordinator import (get_current_worker_context, in_multi_worker_mode,
+                                                            run_distribute_coordinator)
 from tensorweave.framework.api import graph_from_inputs, name_scope as _name_scope
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.dtypes import as_dtype
@@ -145,22 +147,30 @@ def get_session(op_input_list=()):
     if session is None:
         graph = graph_from_inputs(list(op_input_list)) if op_input_list else get_default_graph()
         if _SESSION is None or _SESSION.graph is not graph:
-            _SESSION = Session(graph=graph, config=_strategy_session_config())
+            _SESSION = _new_session(graph)
         session = _SESSION
     if not _MANUAL_VAR_INIT:
         _initialize_variables(session)
     return session
 
 
-def _strategy_session_config():
-    """Inside a tf.distribute strategy's scope, the session config the strategy asks for (its
-    devices: MirroredStrategy(["/cpu:0", "/cpu:1"]) needs two CPUs), as TF's Keras creates its
-    session there; else None."""
+def _new_session(graph):
+    """A session for `graph`; inside a tf.distribute strategy's scope, with the session config the
+    strategy asks for (its devices: MirroredStrategy(["/cpu:0", "/cpu:1"]) needs two CPUs), and
+    under a multi-worker strategy (MultiWorkerMirroredStrategy on a cluster) on this task's server,
+    which the distribute coordinator starts if the program did not (TF 1.15's
+    configure_and_create_distributed_session)."""
     if not has_strategy():
-        return None
+        return Session(graph=graph)
+    strategy = get_strategy()
+    if in_multi_worker_mode(strategy):
+        def worker_session(_):
+            context = get_current_worker_context()
+            return Session(context.master_target, graph=graph, config=context.session_config)
+        return run_distribute_coordinator(worker_session, strategy)
     config = ConfigProto()
-    get_strategy().configure(config)
-    return config
+    strategy.configure(config)
+    return Session(graph=graph, config=config)
 
 
 def _initialize_variables(session) -> None:

@@ -11,12 +11,15 @@ import csv
 import json
 import os
 import re
+import shutil
+import tempfile
 import urllib.parse
 import urllib.request
 
 import numpy as np
 
 from tensorweave import _api
+from tensorweave.distribute.distribute_coordinator import get_current_worker_context
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.framework.tf_protos import summary_pb2
 from tensorweave.logging import warning
@@ -38,7 +41,10 @@ __getattr__, __dir__ = _api.lazy_attributes(__name__)
 @tf_export("keras.callbacks.Callback")
 class Callback:
     """The base of callbacks: `model` and `params` (epochs, steps, samples, verbose,
-    do_validation, metrics) are set by the loop; override the on_* hooks."""
+    do_validation, metrics) are set by the loop; override the on_* hooks. `_chief_worker_only`
+    True: under a multi-worker strategy only the chief runs it (TF's rule)."""
+
+    _chief_worker_only = None
 
     def __init__(self):
         self.validation_data = None
@@ -343,10 +349,20 @@ class ModelCheckpoint(Callback):
             self._save_model(epoch, logs)
 
     def _write(self, file_path) -> None:
-        if self.save_weights_only:
-            self.model.save_weights(file_path, overwrite=True)
-        else:
-            self.model.save(file_path, overwrite=True)
+        """Saves to `file_path`; on a multi-worker strategy's worker that does not checkpoint, to a
+        temporary directory removed after (every worker saves, as TF's: a save reads all workers')."""
+        context = get_current_worker_context()
+        temp_dir = tempfile.mkdtemp() if context is not None and not context.should_checkpoint else None
+        if temp_dir is not None:
+            file_path = os.path.join(temp_dir, "temp" + os.path.splitext(self.filepath)[1])
+        try:
+            if self.save_weights_only:
+                self.model.save_weights(file_path, overwrite=True)
+            else:
+                self.model.save(file_path, overwrite=True)
+        finally:
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
 
     def _save_model(self, epoch, logs) -> None:
         logs = logs or {}
@@ -690,6 +706,7 @@ class TensorBoard(Callback):
         self.embeddings_freq, self.embeddings_layer_names = embeddings_freq, embeddings_layer_names
         self.embeddings_metadata, self.embeddings_data = embeddings_metadata, embeddings_data
         self.update_freq = 1 if update_freq == "batch" else update_freq
+        self._chief_worker_only = True   # (under a multi-worker strategy the chief's summaries only)
         self.writer = None
         self.merged = None
         self._samples_seen = self._samples_seen_at_last_write = self._total_batches_seen = 0

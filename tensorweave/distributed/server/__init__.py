@@ -215,6 +215,14 @@ class Server:
                       protocol="grpc", config=config, start=start)
 
 
+def running_server(cluster, job_name: str, task_index: int) -> Optional[Server]:
+    """The started server of /job:`job_name`/task:`task_index` of `cluster` in this process, if any
+    (TF's distribute coordinator starts a task's standard server only when none serves it yet)."""
+    address = ClusterSpec(cluster).task_address(job_name, int(task_index))
+    return next((s for s in list(_LIVE_SERVERS) if s.serving and s._address == address
+                 and (s._job_name, s._task_index) == (job_name, int(task_index))), None)
+
+
 # -- the server process ------------------------------------------------------------------------
 def build_parser(parser: Optional[argparse.ArgumentParser] = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="python -m tensorweave.distributed.server",

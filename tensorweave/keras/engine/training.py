@@ -413,21 +413,22 @@ class Model(Network):
         if kwargs:
             raise TypeError(f"Unrecognized keyword arguments: {kwargs}")
         self._assert_compile_was_called()
-        return loops.fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                         validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                         class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
-                         steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
-                         validation_freq=validation_freq, max_queue_size=max_queue_size, workers=workers,
-                         use_multiprocessing=use_multiprocessing)
+        return distributed.run_multi_worker(
+            self, loops.fit, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+            validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+            class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+            steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, validation_freq=validation_freq,
+            max_queue_size=max_queue_size, workers=workers, use_multiprocessing=use_multiprocessing)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None, callbacks=None,
                  max_queue_size=10, workers=1, use_multiprocessing=False):
         """The loss and metrics over the data: a scalar when there are no metrics, else a list in
         `metrics_names` order."""
         self._assert_compile_was_called()
-        return loops.evaluate(self, x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                              steps=steps, callbacks=callbacks, max_queue_size=max_queue_size, workers=workers,
-                              use_multiprocessing=use_multiprocessing)
+        return distributed.run_multi_worker(
+            self, loops.evaluate, x=x, y=y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+            steps=steps, callbacks=callbacks, max_queue_size=max_queue_size, workers=workers,
+            use_multiprocessing=use_multiprocessing)
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None, max_queue_size=10, workers=1,
                 use_multiprocessing=False):
@@ -506,6 +507,13 @@ class Model(Network):
         self.built = True
         if self._compile_was_called:
             self._compile_graph()
+
+    def get_weights(self) -> list:
+        """The weights' values, read in the scope of the strategy the model was compiled under (TF
+        1.15's: a session made for it is the strategy's, on a multi-worker strategy this task's server)."""
+        strategy = self._distribution_strategy
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            return super().get_weights()
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
         """keras.models.save_model(self, ...): architecture, weights and training state in HDF5."""

@@ -12,6 +12,13 @@ optimizer sums them in its merge_call and updates every copy the same way). The 
 regularization losses enter once. The reported loss is the replicas' losses summed; the metrics
 (sync-on-read state, one copy per replica) are read summed over the replicas; predict
 concatenates the replicas' outputs in batch order.
+
+Under a multi-worker strategy (MultiWorkerMirroredStrategy on a cluster from TF_CONFIG) fit and
+evaluate run through the distribute coordinator (distribute/distribute_coordinator.py, TF's
+_train_with_multi_worker): this task's server started if the program did not, Keras's session on
+it, and on a worker other than the chief the callbacks that are the chief's only (TensorBoard's
+`_chief_worker_only`) left out; ModelCheckpoint saves on every worker (a save reads every worker's
+values) but a non-chief's file goes to a temporary directory, removed after.
 """
 from __future__ import annotations
 
@@ -24,7 +31,10 @@ from tensorweave.ops.math.binary import add_n, minimum
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.distribute.distribute_lib import ReduceOp, get_replica_context
-from tensorweave.keras import backend as K
+from tensorweave.distribute.distribute_coordinator import (get_current_worker_context, in_multi_worker_mode,
+                                                            run_distribute_coordinator)
+from tensorweave.logging import warning
+from tensorweave.keras import backend as K, callbacks as cbks
 
 TRAIN, TEST, PREDICT = "train", "test", "predict"
 
@@ -37,6 +47,27 @@ def check_variables_in_scope(model, strategy) -> None:
                              "It is most likely due to not all layers or the model or optimizer being created outside "
                              "the distribution strategy scope. Try to make sure your code looks similar to the "
                              "following.\nwith strategy.scope():\n  model=_create_model()\n  model.compile(...)")
+
+
+def filter_distributed_callbacks(callbacks) -> list:
+    """The callbacks this worker runs (TF's filter_distributed_callbacks): all on the chief, on
+    another worker those that are not the chief's only."""
+    callbacks = list(callbacks or [])
+    if not any(isinstance(c, cbks.ModelCheckpoint) for c in callbacks):
+        warning("ModelCheckpoint callback is not provided. Workers will need to restart training if any fails.")
+    if get_current_worker_context().is_chief:
+        return callbacks
+    return [c for c in callbacks if not c._chief_worker_only]
+
+
+def run_multi_worker(model, method, callbacks=None, **kwargs):
+    """`method(model, callbacks=..., **kwargs)` (training_loops.fit or evaluate): under a
+    multi-worker strategy through the distribute coordinator, with the callbacks this worker runs."""
+    strategy = model._distribution_strategy
+    if not in_multi_worker_mode(strategy):
+        return method(model, callbacks=callbacks, **kwargs)
+    return run_distribute_coordinator(
+        lambda _: method(model, callbacks=filter_distributed_callbacks(callbacks), **kwargs), strategy)
 
 
 def _row_range(x, replica: int, replicas: int):
@@ -74,7 +105,11 @@ def _replica_step(model, mode):
     """One replica's loss (scaled for the sum over replicas) and the ops updating its metrics,
     the weights (TRAIN: the optimizer's merge_call) and the layers' states."""
     ctx = get_replica_context()
-    replica, replicas = ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
+    ext = ctx.strategy.extended
+    # Every worker of a multi-worker strategy is fed the whole global batch: its replicas take
+    # their rows after the workers' before it (the regularization enters on worker 0's first only).
+    first = ext._worker_index * len(ext.worker_devices) if ext._in_multi_worker_mode() else 0
+    replica, replicas = first + ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
     inputs, outputs = _replica_outputs(model, replica, replicas)
     total, updates = None, []
     targets, weights = {}, {}
@@ -118,7 +153,8 @@ def make_function(model, mode):
         if mode == PREDICT:
             def replica_predict():
                 ctx = get_replica_context()
-                return _replica_outputs(model, ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync)[1]
+                # (each worker predicts the whole batch on its own replicas)
+                return _replica_outputs(model, ctx.replica_id_in_sync_group, len(strategy.extended.worker_devices))[1]
             per_replica = strategy.extended.call_for_each_replica(replica_predict)
             outputs = [concat(list(strategy.experimental_local_results(o)), 0) for o in per_replica]
             return K.function(model._feed_inputs() + phase, outputs, updates=model.state_updates,
