@@ -155,7 +155,11 @@ def test_a_ps_stalled_then_resumed_is_not_restored_from_the_checkpoint(tmp_path)
         stalled_at = watch.wait_for(60)
         saved = tf.train.latest_checkpoint(str(tmp_path))   # the chief's save at step 0
         c.signal("ps", 0, signal.SIGSTOP)
-        time.sleep(6)   # past the heartbeat timeout (3 s): the workers lose the ps
+        # stopped until the chief has lost it (heartbeat timeout 3 s, then the dead-peer check):
+        # waited for, not slept for, since on a loaded machine that may take longer than any guess
+        deadline = time.monotonic() + 60
+        while "A task was lost (" not in c.stderr("worker", 0) and time.monotonic() < deadline:
+            time.sleep(0.2)
         c.signal("ps", 0, signal.SIGCONT)
         resumed = time.monotonic()
         went_on_to = watch.wait_for(stalled_at + 150, timeout=60)
