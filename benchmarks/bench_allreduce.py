@@ -2,6 +2,7 @@
 CollectiveReduce, over 2 and 4 server processes on this host, with memcpy for scale.
 
     python benchmarks/bench_allreduce.py [--quick] [--sizes 4K,1M,64M] [--groups 2,4] [--rounds N]
+                                         [--no-tf] [--baseline CHECKOUT]
 
 Each framework starts `group` server processes (a "worker" job on loopback ports); this process
 drives one session per worker, each in its own thread, on a graph that holds on its worker one
@@ -13,6 +14,8 @@ one host is memcpy's bandwidth. TensorFlow (tf.compat.v1, graph mode, its Collec
 collective_ops.all_reduce: what MultiWorkerMirroredStrategy runs, with the group leader set) runs
 in a subprocess under a Python that has it (/opt/tfvenv/bin/python or $TF_PYTHON); the two
 alternate per round so both see the same machine load. Medians; the load average is printed.
+`--baseline` runs another checkout's tensorweave (its own copy of this script) in the same
+rounds, for a before/after.
 """
 from __future__ import annotations
 
@@ -179,6 +182,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--framework", choices=["tensorweave", "tf"], default="")
+    ap.add_argument("--no-tf", action="store_true", help="tensorweave only")
+    ap.add_argument("--baseline", default="", help="another checkout whose tensorweave runs beside (before/after)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else \
@@ -189,28 +194,36 @@ def main() -> None:
         result = {str(g): {str(n): t for n, t in run_suite(args.framework, g, sizes, steps).items()} for g in groups}
         print(json.dumps(result) if args.json else result)
         return
-    tf_py = tf_python()
-    print(f"load average before: {load_average()}; memcpy {memcpy_gbps():.2f} GB/s")
+    tf_py = None if args.no_tf else tf_python()
+    runs = {"tensorweave": (sys.executable, __file__, REPO)}   # name -> (python, script, checkout)
+    if args.baseline:
+        base = os.path.abspath(args.baseline)
+        runs["baseline"] = (sys.executable, os.path.join(base, "benchmarks", "bench_allreduce.py"), base)
+    if tf_py is not None:
+        runs["tf"] = (tf_py, __file__, REPO)
+    memcpys = [memcpy_gbps()]
+    print(f"load average before: {load_average()}; memcpy {memcpys[0]:.2f} GB/s")
     times: dict = {}
     for _ in range(args.rounds):
-        for fw in ("tensorweave", "tf"):
-            if fw == "tf" and tf_py is None:
-                continue
-            res = run_json(sys.executable if fw == "tensorweave" else tf_py, __file__,
-                           ["--framework", fw, "--sizes", ",".join(map(str, sizes)), "--groups", args.groups,
-                            "--steps", steps])
+        for fw, (python, script, checkout) in runs.items():
+            res = run_json(python, script, ["--framework", "tf" if fw == "tf" else "tensorweave", "--sizes",
+                                            ",".join(map(str, sizes)), "--groups", args.groups, "--steps", steps],
+                           env={"PYTHONPATH": checkout + os.pathsep + os.environ.get("PYTHONPATH", "")})
             for g, per in (res or {}).items():
                 for n, t in per.items():
                     times.setdefault((fw, int(g), int(n)), []).append(t)
-    mc = memcpy_gbps()
-    print(f"load average after: {load_average()}; memcpy {mc:.2f} GB/s")
+            memcpys.append(memcpy_gbps())
+    mc = statistics.median(memcpys)
+    print(f"load average after: {load_average()}; memcpy {memcpys[-1]:.2f} GB/s; median of the "
+          f"{len(memcpys)} between runs {mc:.2f} GB/s (the tw/memcpy column's)")
     print("ms: median time of one all-reduce; cpu: CPU ms the worker processes spent on it (all together)")
     print(f"{'group':>5} {'size':>8} {'tw ms':>9} {'tw cpu':>8} {'tw busbw GB/s':>14} {'TF ms':>9} {'TF cpu':>8} "
-          f"{'TF busbw GB/s':>14} {'tw/TF busbw':>11} {'tw/memcpy':>9}")
+          f"{'TF busbw GB/s':>14} {'tw/TF busbw':>11} {'tw/memcpy':>9}"
+          + (f" {'base ms':>9} {'base cpu':>8} {'base/memcpy':>11}" if args.baseline else ""))
     for g in groups:
         for n in sizes:
             row = {}
-            for fw in ("tensorweave", "tf"):
+            for fw in runs:
                 t = times.get((fw, g, n))
                 if t:
                     sec = statistics.median(x[0] for x in t)
@@ -222,7 +235,9 @@ def main() -> None:
                   + (f"{tfr[0] * 1e3:>9.2f} {tfr[2] * 1e3:>8.1f} {tfr[1]:>14.3f} " if tfr
                      else f"{'-':>9} {'-':>8} {'-':>14} ")
                   + (f"{tw[1] / tfr[1]:>11.2f} " if tw and tfr else f"{'-':>11} ")
-                  + (f"{tw[1] / mc:>9.3f}" if tw else ""))
+                  + (f"{tw[1] / mc:>9.3f}" if tw else f"{'-':>9}")
+                  + (f" {row['baseline'][0] * 1e3:>9.2f} {row['baseline'][2] * 1e3:>8.1f} "
+                     f"{row['baseline'][1] / mc:>11.3f}" if "baseline" in row else ""))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from tensorweave.distributed import sockets, wire
+from tensorweave.distributed import shm, sockets, wire
 from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
@@ -379,6 +379,20 @@ class Link:
             self._owner.failed(self._group_key)
             self._owner._abort_others(self, exc)
         return False
+
+    # -- buffers (the ring's data path: shm.Pool.local / lend, when this process has a pool) ------
+    def local(self, n: int, dtype, hand_over: bool = False):
+        """A writable array of `n` elements in shared memory (None: none to be had): the ring's
+        output (a part of it lent sends as a reference) or, `hand_over`, a scratch chunk that
+        becomes its receiver's when sent (no copy)."""
+        pool = shm.pool()
+        return None if pool is None else pool.local(n, dtype, hand_over)
+
+    def lend(self, arr, on: bool) -> bool:
+        """Starts or ends lending the local array `arr`: its parts sent meanwhile are read in
+        place by their receivers (shm.Pool.lend)."""
+        pool = shm.pool()
+        return pool is not None and pool.lend(arr, on)
 
     def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
         src = self.members[0] if anonymous else self._owner.task

@@ -16,6 +16,15 @@ receiver died is taken back; one whose message was never delivered is given back
 (`Pool.release`). A process unlinks its files at exit; a killed one's are deleted by the next
 `sweep()` (a pool's start, a Unix connection's end).
 
+Buffers a process uses itself (`Pool.local`: the collective ring's output and its scratch
+chunks, ops/collective_ops.py): a writable array over a buffer of the pool, in use while any
+array over it lives, so a step's output that nobody holds any more is the next step's, its pages
+already mapped. Sending a part of one copies nothing in two cases: a scratch array (`hand_over`)
+sent whole becomes the receiver's, as if `put` had copied it there (it is sent once, and not
+read after); an array `lend`ing (`Pool.lend`) is read in place by its receivers (a reference
+with an offset, whose receiver's array frees nothing), and its owner must know every receiver
+is done with it before it lends no more and writes it again.
+
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
 directory, tensors travel in the socket.
@@ -129,7 +138,7 @@ def _header(mm: mmap.mmap) -> np.ndarray:
 
 # -- the sending side ---------------------------------------------------------------------------
 class _Buffer:
-    __slots__ = ("name", "capacity", "mm", "head", "data", "peer")
+    __slots__ = ("name", "capacity", "mm", "head", "data", "addr", "peer", "hand_over", "lent")
 
     def __init__(self, name: str, capacity: int, mm: mmap.mmap):
         self.name = name
@@ -137,7 +146,28 @@ class _Buffer:
         self.mm = mm
         self.head = _header(mm)
         self.data = np.frombuffer(mm, dtype=np.uint8, count=capacity, offset=HEADER)
+        self.addr = self.data.__array_interface__["data"][0]
         self.peer = 0
+        self.hand_over = False   # (a local scratch buffer: sent whole, it becomes the receiver's)
+        self.lent = False        # (a local buffer its receivers read in place)
+
+
+class _Local:
+    """What a local array's memory belongs to (Pool.local): when the last array over it goes,
+    the buffer is free again, unless it was handed over (its generation moved on)."""
+
+    __slots__ = ("__array_interface__", "_pool", "_buf", "_gen")
+
+    def __init__(self, pool: "Pool", buf: _Buffer, dtype: np.dtype, n: int):
+        self._pool, self._buf, self._gen = pool, buf, int(buf.head[1])
+        self.__array_interface__ = {"data": (buf.addr, False), "shape": (n,), "typestr": dtype.str, "version": 3}
+
+    def __del__(self):
+        buf = self._buf
+        if int(buf.head[1]) == self._gen:   # (not handed over, nor taken again since)
+            self._pool._locals.pop(buf.addr, None)
+            buf.lent = buf.hand_over = False
+            buf.head[0] = _FREE
 
 
 class Pool:
@@ -150,6 +180,7 @@ class Pool:
         self._buffers: list[_Buffer] = []
         self._by_name: dict[str, _Buffer] = {}
         self._bytes = 0
+        self._locals: dict[int, _Buffer] = {}   # data address -> buffer, of the local arrays alive
         self._pid = os.getpid()
         self._prefix = f"{self._pid}-{_start_time(self._pid) or 0}-"
         if self.dir is not None:
@@ -161,11 +192,57 @@ class Pool:
         if self.dir is None or self._pid != _PID:
             return None
         need = arr.nbytes
+        if self._locals:
+            ref = self._put_local(arr, peer_pid)
+            if ref is not None:
+                return ref
         buf = self._take(need, peer_pid)
         if buf is None:
             return None
         np.copyto(buf.data[:need], arr.reshape(-1).view(np.uint8))
         return buf.name, int(buf.head[1])
+
+    def local(self, n: int, dtype, hand_over: bool = False) -> Optional[np.ndarray]:
+        """A writable array of `n` elements over a buffer of the pool, for this process's own
+        use (module docstring), or None when there is none to be had (make one with numpy).
+        `hand_over`: a scratch array, which becomes its receiver's when sent whole."""
+        dtype = np.dtype(dtype)
+        if self.dir is None or self._pid != _PID or n * dtype.itemsize < MIN_BYTES:
+            return None
+        buf = self._take(n * dtype.itemsize, 0)
+        if buf is None:
+            return None
+        buf.hand_over = hand_over
+        self._locals[buf.addr] = buf
+        return np.asarray(_Local(self, buf, dtype, n))
+
+    def lend(self, arr: np.ndarray, on: bool) -> bool:
+        """Starts (`on`) or ends the lending of the local array `arr` (module docstring);
+        False when `arr` is no local array of this pool (its parts are then copied when sent)."""
+        buf = self._locals.get(arr.__array_interface__["data"][0])
+        if buf is None:
+            return False
+        buf.lent = on and not buf.hand_over
+        return buf.lent
+
+    def _put_local(self, arr: np.ndarray, peer_pid: int) -> Optional[tuple]:
+        """put() of (a part of) a local array that needs no copy: (name, generation) of a
+        scratch array handed over, (name, generation, offset) of a lent one; else None."""
+        addr = arr.__array_interface__["data"][0]
+        for buf in list(self._locals.values()):
+            if buf.addr <= addr and addr + arr.nbytes <= buf.addr + buf.capacity and arr.flags.c_contiguous:
+                if buf.lent:
+                    return buf.name, int(buf.head[1]), addr - buf.addr
+                if buf.hand_over and addr == buf.addr:
+                    with self._lock:
+                        self._locals.pop(buf.addr, None)
+                        buf.hand_over = False
+                        buf.head[1] += 1
+                        buf.head[0] = _BUSY
+                        buf.peer = peer_pid
+                    return buf.name, int(buf.head[1])
+                return None
+        return None
 
     def release(self, name: str, generation: int) -> None:
         """Gives back a buffer whose message never reached its receiver."""
@@ -357,15 +434,24 @@ class Attached:
         self._mapped = 0
         self._lock = threading.Lock()
 
-    def take(self, name: str, generation: int, dtype: np.dtype, shape: tuple, nbytes: int) -> np.ndarray:
-        """The read-only array a sender put in buffer `name` at `generation`."""
+    def take(self, name: str, generation: int, dtype: np.dtype, shape: tuple, nbytes: int,
+             offset: Optional[int] = None) -> np.ndarray:
+        """The read-only array a sender put in buffer `name` at `generation`; with an `offset`,
+        the part at that offset of a buffer its sender lends (Pool.lend: this array frees
+        nothing, and is read before the receiver tells the sender it is done)."""
         mm = self._map(name)
-        if HEADER + nbytes > len(mm):
-            raise ShmError(f"shared buffer {name} holds {len(mm) - HEADER} bytes, not the {nbytes} of its tensor")
+        start = HEADER + (offset or 0)
+        if start + nbytes > len(mm):
+            raise ShmError(f"shared buffer {name} holds {len(mm) - HEADER} bytes, not the {nbytes} of its tensor"
+                           + (f" at offset {offset}" if offset is not None else ""))
         head = _header(mm)
         if int(head[0]) != _BUSY or int(head[1]) != generation:
             raise ShmError(f"shared buffer {name} is not in use at generation {generation}")
-        data = np.frombuffer(mm, dtype=np.uint8, count=nbytes, offset=HEADER)
+        data = np.frombuffer(mm, dtype=np.uint8, count=nbytes, offset=start)
+        if offset is not None:
+            lent = data.view(dtype).reshape(shape)
+            lent.flags.writeable = False
+            return lent
         return np.asarray(_View(data, head, generation, dtype, shape))
 
     def _map(self, name: str) -> mmap.mmap:

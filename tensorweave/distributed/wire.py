@@ -10,7 +10,8 @@ one frame: ``n`` uint64 little-endian lengths followed by the concatenated bytes
 
 Between processes of one host (the Unix-socket path) a large numeric tensor may travel in
 shared memory instead (shm.py): the sender passes `shm_put` and the tensor becomes a msgpack
-ext value (code 2) ``[dtype name, shape, buffer name, generation]`` with no frame; the
+ext value (code 2) ``[dtype name, shape, buffer name, generation]`` with no frame (a part of
+a buffer its sender lends, shm.Pool.lend: ``[..., generation, byte offset]``); the
 receiver passes `shm` (an shm.Attached) to decode it into a read-only view of the buffer. A
 message holding such a reference decoded without `shm` (over tcp) is malformed.
 
@@ -111,9 +112,10 @@ class Encoder:
                 if self.pool is not None and arr.nbytes >= _shm.MIN_BYTES:
                     ref = self.pool.put(arr, self.peer_pid)
                     if ref is not None:
-                        self.leases.append(ref)
+                        if len(ref) == 2:   # (a lent part, [name, generation, offset], is no lease)
+                            self.leases.append(ref)
                         self.shared_bytes += arr.nbytes
-                        return msgpack.ExtType(SHM_EXT, _packer().pack([name, list(arr.shape), ref[0], ref[1]]))
+                        return msgpack.ExtType(SHM_EXT, _packer().pack([name, list(arr.shape), *ref]))
                 frame = memoryview(arr.reshape(-1).view(np.uint8))
         elif arr.dtype.kind in "SUO":
             name = "string"
@@ -256,9 +258,13 @@ def _decode_shared(data: bytes, shm: Optional["_shm.Attached"]):
         desc = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
     except Exception as e:  # noqa: BLE001 - any msgpack failure is a malformed message
         raise WireError(f"bad shared tensor descriptor ({type(e).__name__})") from None
-    if not isinstance(desc, list) or len(desc) != 4:
-        raise WireError(f"shared tensor descriptor must be [dtype, shape, buffer, generation], got {desc!r:.100}")
-    name, shape, buffer, generation = desc
+    if not isinstance(desc, list) or len(desc) not in (4, 5):
+        raise WireError(f"shared tensor descriptor must be [dtype, shape, buffer, generation(, offset)], "
+                        f"got {desc!r:.100}")
+    name, shape, buffer, generation = desc[:4]
+    offset = desc[4] if len(desc) == 5 else None   # (a part of a buffer its sender lends)
+    if offset is not None and (type(offset) is not int or offset < 0):
+        raise WireError(f"shared tensor offset must be a non-negative integer, got {offset!r:.30}")
     npd = _NUMERIC.get(name) if isinstance(name, str) else None
     if npd is None:
         raise WireError(f"unknown dtype {name!r:.50} of a shared tensor")
@@ -273,7 +279,7 @@ def _decode_shared(data: bytes, shm: Optional["_shm.Attached"]):
         raise WireError(f"a tensor of {nbytes} bytes in shared memory exceeds {limits.MESSAGE_BYTES.name} "
                         f"({limits.value(limits.MESSAGE_BYTES)})")
     try:
-        return shm.take(buffer, generation, np.dtype(npd), shape, nbytes)
+        return shm.take(buffer, generation, np.dtype(npd), shape, nbytes, offset)
     except _shm.ShmError as e:
         raise WireError(str(e)) from None
 

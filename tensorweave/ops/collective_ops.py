@@ -18,14 +18,23 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   tensor. Tensors of at most SMALL_BYTES skip the ring: one round where every member sends its
   tensor to every other and reduces them in rank order (latency, not bandwidth, bounds those).
   Every member computes every element in the same order, so all members get identical bits.
+  On one host the all-gather is direct: the member that completes a segment sends it to every
+  other, and the members end with a barrier ("done"). The link may offer memory of its own
+  (`link.local(n, dtype, hand_over)`, `link.lend(array, on)`: distributed/collectives.py, over
+  shm.Pool): the output is then a shared-memory buffer kept between steps once nobody holds the
+  last one, a reduce-scatter step reduces straight into the chunk it sends (handed over, not
+  copied), and the output's parts go to the other members as references they read in place (lent
+  until the barrier). A member's memory passes per byte of its share: about 1 + 2 (size - 2) /
+  size + 1 + (size - 1), where the copying ring took about twice that, and no fresh pages.
   When the group spans hosts, hierarchically: reduced within each host first, the ring among one
   member per host, the result sent back within each host (hierarchical_all_reduce).
   gather: every member's tensor to every other, concatenated in rank order along dimension 0.
   broadcast: the sender's tensor to every other member.
 
 A value a member sends is never written afterwards (the transport may send it zero-copy, later).
-An all-reduce's output of at least RECYCLE_MIN_BYTES is a view of a buffer reused once nothing
-refers to it (`_Recycled`; at most TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES, 512 MiB, kept; 0: off).
+Without the link's own memory (a group across hosts), an all-reduce's output of at least
+RECYCLE_MIN_BYTES is a view of a buffer reused once nothing refers to it (`_Recycled`; at most
+TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES, 512 MiB, kept; 0: off).
 """
 from __future__ import annotations
 
@@ -141,10 +150,8 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
     k, r = link.size, link.rank
     flat = x.reshape(-1)
     n = flat.size
-    out = _outputs.empty(n, flat.dtype)
     if k == 1 or n == 0:
-        out[...] = final(flat) if final is not None else flat
-        return out.reshape(x.shape)
+        return (final(flat) if final is not None else flat).copy().reshape(x.shape)
     if flat.nbytes <= small_bytes or n < k:
         for peer in range(k):
             if peer != r:
@@ -153,35 +160,70 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
         for peer in range(k):
             v = flat if peer == r else _expect(link.recv(peer, "all"), flat.dtype, n, node)
             acc = v if acc is None else merge(acc, v)
-        out[...] = final(acc) if final is not None else acc
-        return out.reshape(x.shape)
+        return (final(acc) if final is not None else acc).reshape(x.shape)   # (a merge's new array)
+    local = getattr(link, "local", None)   # (shared memory of the link's own: module docstring)
+    out = local(n, flat.dtype) if local is not None else None
+    if out is None:
+        out = _outputs.empty(n, flat.dtype)
+    hosts = getattr(link, "hosts", None)
+    gather_direct = hosts is not None and len(set(hosts)) == 1
+    lent = gather_direct and local is not None and link.lend(out, True)
     bounds = segment_bounds(n, k)
     chunk_elems = max(chunk_bytes // flat.itemsize, 1)
     chunks = [chunk_bounds(bounds[s], bounds[s + 1], chunk_elems) for s in range(k)]
     nxt, prev = (r + 1) % k, (r - 1) % k
-    for c, (a, b) in enumerate(chunks[r]):                     # reduce-scatter, step 0
-        link.send(nxt, f"rs0.{c}", flat[a:b])
-    for s in range(k - 1):                                     # reduce-scatter: receive, reduce, forward
-        seg = (r - s - 1) % k
-        for c, (a, b) in enumerate(chunks[seg]):
-            got = _expect(link.recv(prev, f"rs{s}.{c}"), flat.dtype, b - a, node)
-            if s < k - 2:
-                link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got))
-                continue
-            # This member completes segment r+1, in its place in `out` (which all-gather never
-            # writes again: it may go out as it is).
-            merge(flat[a:b], got, out=out[a:b])
-            if final is not None:
-                out[a:b] = final(out[a:b])
-            link.send(nxt, f"ag0.{c}", out[a:b])
-    for s in range(k - 1):                                     # all-gather: receive, keep, forward
-        seg = (r - s) % k
-        for c, (a, b) in enumerate(chunks[seg]):
-            got = _expect(link.recv(prev, f"ag{s}.{c}"), flat.dtype, b - a, node)
-            out[a:b] = got
-            if s < k - 2:
-                link.send(nxt, f"ag{s + 1}.{c}", got)
+    try:
+        for c, (a, b) in enumerate(chunks[r]):                 # reduce-scatter, step 0
+            link.send(nxt, f"rs0.{c}", flat[a:b])
+        for s in range(k - 1):                                 # reduce-scatter: receive, reduce, forward
+            seg = (r - s - 1) % k
+            for c, (a, b) in enumerate(chunks[seg]):
+                got = _expect(link.recv(prev, f"rs{s}.{c}"), flat.dtype, b - a, node)
+                if s < k - 2:   # (reduced straight into the chunk that goes out, when it can be one to hand over)
+                    scratch = local(b - a, flat.dtype, hand_over=True) if local is not None else None
+                    link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got, out=scratch))
+                    continue
+                # This member completes segment r+1, in its place in `out` (which is never
+                # written again: it may go out as it is).
+                merge(flat[a:b], got, out=out[a:b])
+                if final is not None:
+                    out[a:b] = final(out[a:b])
+                for peer in (range(k) if gather_direct else (nxt,)):
+                    if peer != r:
+                        link.send(peer, "ag." + str(c) if gather_direct else f"ag0.{c}", out[a:b])
+        if gather_direct:
+            _gather_direct(out, link, chunks, node)
+        else:
+            for s in range(k - 1):                             # all-gather: receive, keep, forward
+                seg = (r - s) % k
+                for c, (a, b) in enumerate(chunks[seg]):
+                    got = _expect(link.recv(prev, f"ag{s}.{c}"), flat.dtype, b - a, node)
+                    out[a:b] = got
+                    if s < k - 2:
+                        link.send(nxt, f"ag{s + 1}.{c}", got)
+    finally:
+        if lent:
+            link.lend(out, False)
     return out.reshape(x.shape)
+
+
+def _gather_direct(out: np.ndarray, link, chunks: list, node) -> None:
+    """The all-gather of a group on one host: every member sent the segment it completed to
+    every other (in shared memory a lent part of its output, read in place: one copy, not a
+    copy per hop); each takes the others' into `out`, then they tell one another they are done,
+    so that no member's output is written again (by its consumers) while another reads it."""
+    k, r = link.size, link.rank
+    for i in range(1, k):
+        member = (r + i) % k
+        for c, (a, b) in enumerate(chunks[(member + 1) % k]):   # (member m completed segment m + 1)
+            out[a:b] = _expect(link.recv(member, f"ag.{c}"), out.dtype, b - a, node)
+    done = np.zeros(0, out.dtype)
+    for peer in range(k):
+        if peer != r:
+            link.send(peer, "done", done)
+    for peer in range(k):
+        if peer != r:
+            link.recv(peer, "done")
 
 
 class _SubLink:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.distributed import collectives
+from tensorweave.distributed import collectives, shm
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.distributed.collectives import Collectives
 from tensorweave.distributed.wire import WireError
@@ -133,6 +133,54 @@ def test_hierarchical_all_reduce_equals_numpy_and_crosses_hosts_once_per_host(ho
         np.testing.assert_array_equal(got, results[0])
     nhosts = len(set(hosts))
     assert crossed[0] == (2 * (nhosts - 1) * n * 8 if nhosts > 1 else 0)   # the ring among one member per host
+
+
+def _ring_order_sum(inputs: list) -> np.ndarray:
+    """The ring's sum: segment s starts at member s, each next member adds its own in front."""
+    k, n = len(inputs), inputs[0].size
+    bounds, want = co.segment_bounds(n, k), np.empty_like(inputs[0])
+    for s in range(k):
+        a, b = bounds[s], bounds[s + 1]
+        acc = inputs[s][a:b]
+        for j in range(1, k):
+            acc = inputs[(s + j) % k][a:b] + acc
+        want[a:b] = acc
+    return want
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("shared", [True, False])
+def test_one_host_all_reduce_gathers_directly_in_the_ring_s_order_with_outputs_of_their_own(size, shared):
+    if shared and shm.directory() is None:
+        pytest.skip("no private shared-memory directory here")
+    pool = shm.Pool(limit_bytes=256 << 20) if shared else None
+    n = 3 * (shm.MIN_BYTES // 4) + 7   # (chunks large enough for shared memory, an odd length)
+    inputs = [np.random.RandomState(r).randn(n).astype(np.float32) for r in range(size)]
+
+    class OneHostLink(_Link):
+        hosts = ["h"] * size
+        if shared:
+            def local(self, n, dtype, hand_over=False):
+                return pool.local(n, dtype, hand_over)
+
+            def lend(self, arr, on):
+                return pool.lend(arr, on)
+    try:
+        results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+            inputs[r], OneHostLink(link.net, r), np.add, small_bytes=0, chunk_bytes=shm.MIN_BYTES))
+        want = _ring_order_sum(inputs)
+        for got in results:
+            np.testing.assert_array_equal(got, want)   # the ring's additions, bit for bit
+        assert sum(net.sent_bytes) == 2 * (size - 1) * n * 4   # as much as the ring: 2 (size - 1) / size each
+        results[0][...] = 0.0   # each member's output is its own
+        assert all(np.array_equal(got, want) for got in results[1:])
+        if shared:
+            assert all(shm_backed in pool._locals for shm_backed in (g.__array_interface__["data"][0]
+                                                                     for g in results))
+            assert not any(b.lent for b in pool._locals.values())   # lent only until the barrier
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():

@@ -134,7 +134,8 @@ def test_a_message_that_cannot_be_encoded_gives_its_buffers_back(pool):
 @pytest.mark.parametrize("desc, match", [
     (["float32", [4], "1-2-3"], "must be"), (["resource", [4], "1-2-3", 1], "unknown dtype"),
     (["float32", [-1], "1-2-3", 1], "non-negative"), (["float32", [4], "1-2-3", -5], "generation"),
-    (["float32", [4], "../../x", 1], "bad shared buffer name")])
+    (["float32", [4], "../../x", 1], "bad shared buffer name"), (["float32", [4], "1-2-3", 1, -8], "offset"),
+    (["float32", [4], "1-2-3", 1, 0, 0], "must be")])
 def test_malformed_shared_tensor_references_are_refused(desc, match):
     head = msgpack.packb([msgpack.ExtType(wire.SHM_EXT, msgpack.packb(desc))])
     with pytest.raises(wire.WireError, match=match):
@@ -157,3 +158,53 @@ def test_the_receiver_may_own_a_received_array_once_without_a_copy(pool):
     gc.collect()
     assert pool._by_name[name].head[0] == 0
     assert shm.owned(np.ones(3)) is None
+
+
+def test_a_local_array_is_the_next_one_once_nothing_holds_it(pool):
+    a = pool.local(MIB // 4, np.float32)
+    assert a.flags.writeable and a.dtype == np.float32 and a.shape == (MIB // 4,)
+    addr, part = a.__array_interface__["data"][0], a[5:9]
+    del a
+    b = pool.local(MIB // 4, np.float32)   # a view of the first still holds it
+    assert b.__array_interface__["data"][0] != addr
+    del part, b
+    gc.collect()
+    c = pool.local(MIB // 4, np.float32)
+    assert c.__array_interface__["data"][0] == addr   # its pages already mapped
+    assert pool.local(10, np.float32) is None   # (below shm.MIN_BYTES: numpy's memory serves)
+
+
+def test_a_scratch_array_sent_whole_becomes_the_receiver_s_without_a_copy(pool):
+    s = pool.local(MIB // 4, np.float32, hand_over=True)
+    s[...] = np.arange(MIB // 4)
+    name, gen = pool.put(s)
+    buf = pool._by_name[name]
+    assert buf.addr == s.__array_interface__["data"][0]   # the scratch buffer itself went
+    got = shm.Attached().take(name, gen, s.dtype, s.shape, s.nbytes)
+    np.testing.assert_array_equal(got, np.arange(MIB // 4))
+    del s
+    gc.collect()
+    assert buf.head[0] == 1   # the sender's array gone, the receiver's holds it
+    del got
+    gc.collect()
+    assert buf.head[0] == 0
+
+
+def test_a_lent_array_is_read_in_place_by_its_receivers_until_lending_ends(pool):
+    out = pool.local(MIB // 4, np.float32)
+    out[...] = 1.0
+    assert pool.lend(out, True) and not pool.lend(out[1:], True)   # (only a whole local array lends)
+    frames, leases, shared = wire.encode_shared([out[1024:1024 + MIB // 8], out[MIB // 8:]], pool, os.getpid())
+    assert leases == [] and shared == out.nbytes   # references, no buffers taken
+    recv = shm.Attached()
+    first, second = wire.decode(frames, recv)
+    third = wire.decode(frames, recv)[0]   # (any number of receivers)
+    out[1024] = 5.0
+    assert first[0] == 5.0 and third[0] == 5.0 and second.shape == (MIB // 8,)   # the same memory
+    assert not first.flags.writeable
+    del first, second, third
+    gc.collect()
+    assert pool._by_name[pool._locals[out.__array_interface__["data"][0]].name].head[0] == 1   # still the owner's
+    pool.lend(out, False)
+    name, gen = pool.put(out[:MIB // 8])   # not lent: copied into a buffer of its own
+    assert pool._by_name[name].addr != out.__array_interface__["data"][0]
