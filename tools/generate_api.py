@@ -144,18 +144,23 @@ def render(found: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list) -> int:
-    text = render(declarations())
+def write_or_check(output: str, text: str, argv: list, tool: str) -> int:
+    """A generated file's command line: writes `text` to `output`, or with --check says (exit
+    status 1) whether the file is out of date."""
     if "--check" in argv:
-        with open(OUTPUT, encoding="utf-8") as f:
+        with open(output, encoding="utf-8") as f:
             if f.read() != text:
-                print(f"{OUTPUT} is out of date: run python tools/generate_api.py", file=sys.stderr)
+                print(f"{output} is out of date: run python tools/{tool}", file=sys.stderr)
                 return 1
         return 0
-    with open(OUTPUT, "w", encoding="utf-8") as f:
+    with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    print("wrote", OUTPUT)
+    print("wrote", output)
     return 0
+
+
+def main(argv: list) -> int:
+    return write_or_check(OUTPUT, render(declarations()), argv, "generate_api.py")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import os
 import sys
 from collections import defaultdict
 
+from generate_api import write_or_check   # (tools/, this script's folder, is its first path entry)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = os.path.join(ROOT, "tensorweave", "ops")
 OUTPUT = os.path.join(OPS, "_op_table.py")
@@ -119,17 +121,7 @@ def render(table: dict) -> str:
 
 
 def main(argv: list) -> int:
-    text = render(op_table())
-    if "--check" in argv:
-        with open(OUTPUT, encoding="utf-8") as f:
-            if f.read() != text:
-                print(f"{OUTPUT} is out of date: run python tools/generate_op_table.py", file=sys.stderr)
-                return 1
-        return 0
-    with open(OUTPUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    print("wrote", OUTPUT)
-    return 0
+    return write_or_check(OUTPUT, render(op_table()), argv, "generate_op_table.py")
 
 
 if __name__ == "__main__":
