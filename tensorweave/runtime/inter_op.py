@@ -11,7 +11,12 @@ independent blocking ops that are not Recvs (queue ops that may wait on each oth
 parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
 given a pool of several threads in parallel from its first step (=serial: only those with such
 blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or a negative
-count) a plan runs exactly as before: the serial loop of `Plan._execute`.
+count) a plan runs exactly as before: the serial loop of `Plan._execute`. A partition of a
+distributed step (a plan with a Recv from another task) always runs serially: its Recvs wait on
+other tasks' steps, which may wait on this plan's Sends, and with one pool shared by the steps a
+task serves at once, every thread could be waiting in a Recv while the Sends that would free
+them are queued (a cluster's deadlock, seen in the CIFAR-10 ps job); the serial order sends
+before it receives.
 
 Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's size changes
 how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
@@ -374,8 +379,11 @@ class _Choice:
     __slots__ = ("mode", "runs", "graph", "cost", "times", "measured")
 
     def __init__(self, plan):
-        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in plan._names[:plan._node_steps])
+        names = plan._names[:plan._node_steps]
+        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in names)
         setting = os.environ.get("TENSORWEAVE_INTER_OP", "auto")
+        if any(n.op in _RECVS for n in names):   # (a distributed step's partition: module docstring)
+            setting, blocking = "serial", 0
         self.graph: Optional[_Graph] = _Graph(plan) if blocking > 1 or setting == "parallel" else None
         if setting == "parallel" or self.graph is not None and self.graph.must_overlap:
             self.mode = _PARALLEL

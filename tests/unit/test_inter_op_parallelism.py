@@ -8,11 +8,13 @@ import os
 import signal
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops.nn import intra_op
 from tensorweave.runtime import inter_op
 
@@ -240,3 +242,13 @@ def test_pool_threads_split_elementwise_work_into_their_share_of_the_cores():
         np.testing.assert_array_equal(intra_op.split_elementwise(np.multiply, x, x), x * x)
     finally:
         intra_op.cap_parts(previous)
+
+
+def test_a_distributed_steps_partition_runs_serially_even_when_parallel_is_asked(monkeypatch):
+    """A plan with a Recv from another task never goes parallel: with one pool shared by the steps
+    a task serves at once, every thread could wait in a Recv while the Sends that would free the
+    other tasks' steps are queued (the CIFAR-10 ps job hung so); the serial order sends first."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    names = [NodeDef("recv", "_Recv"), NodeDef("dequeue", "QueueDequeueV2"), NodeDef("dequeue_1", "QueueDequeueV2")]
+    choice = inter_op._Choice(SimpleNamespace(_names=names, _node_steps=len(names)))
+    assert choice.mode == inter_op._SERIAL and choice.graph is None
