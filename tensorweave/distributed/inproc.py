@@ -44,17 +44,18 @@ class _Route(uds.Route):
     def __init__(self, channel, port: int):
         super().__init__(channel, "")
         self._port = port
+        self.path = f"inproc:{port}"   # (what uds.Route dials: a port of this process, never stale)
 
     def available(self) -> bool:
         return self._port in _LISTENERS
 
-    def _dial(self, timeout_s: float) -> _Conn:
+    def _dial(self, path: str, timeout_s: float) -> _Conn:
         listener = _LISTENERS.get(self._port)
         if listener is None:
             raise ConnectionRefusedError("no server of this process serves that port")
         return _Conn(listener.connect(), self.channel.connect_timeout_s)
 
-    def _refused(self) -> None:
+    def _refused(self, path: str) -> None:
         pass   # (available() already says no)
 
 

@@ -684,10 +684,13 @@ class Route(transports.Route):
         """A peer that takes no connection is retried until wait_s."""
         deadline = time.monotonic() + wait_s
         while True:
+            path = self.path   # (one file for this attempt: another thread may find it stale meanwhile)
+            if path is None:
+                return None
             try:
-                conn = self._dial(max(0.05, min(1.0, deadline - time.monotonic())))
+                conn = self._dial(path, max(0.05, min(1.0, deadline - time.monotonic())))
             except ConnectionRefusedError:
-                self._refused()
+                self._refused(path)
                 return None
             except Untrusted as e:
                 raise transports.Unreachable(str(e)) from None
@@ -714,23 +717,28 @@ class Route(transports.Route):
             if not conn.ended():
                 return conn
             conn.close()   # at its end: the peer went away
+        path = self.path
+        if path is None:
+            return None
         try:
-            conn = self._dial(0.5)
+            conn = self._dial(path, 0.5)
         except (OSError, Untrusted):
             return None
         conn.rank = self.rank
         return conn
 
-    def _dial(self, timeout_s: float) -> Conn:
-        if not sockets.trusted(os.path.dirname(self.path), sockets.SERVER_UID):
-            raise Untrusted(f"{os.path.dirname(self.path)} is no longer a private directory of user id "
+    def _dial(self, path: str, timeout_s: float) -> Conn:
+        if not sockets.trusted(os.path.dirname(path), sockets.SERVER_UID):
+            raise Untrusted(f"{os.path.dirname(path)} is no longer a private directory of user id "
                             f"{sockets.SERVER_UID}: its socket is not used")
-        return connect(self.path, timeout_s, self.channel.connect_timeout_s)
+        return connect(path, timeout_s, self.channel.connect_timeout_s)
 
-    def _refused(self) -> None:
+    def _refused(self, path: str) -> None:
         """A file left by a server that is gone (its port may serve another one now, whose
-        file is elsewhere): the address is reached the next way until the file is made again."""
-        self._stale, self.path = _file_id(self.path), None
+        file is elsewhere): the address is reached the next way until the file is made again.
+        (Threads dialling at once may each be refused: the first one says so.)"""
+        if self.path == path:
+            self._stale, self.path = _file_id(path), None
 
 
 class Listener:
