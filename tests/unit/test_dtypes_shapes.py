@@ -73,3 +73,28 @@ def test_tensor_shape_semantics():
     assert tf.Dimension(None).value is None and (tf.Dimension(2) * 3).value == 6
     with pytest.raises(ValueError):
         s.with_rank(3)
+
+
+@pytest.mark.usefixtures("graph")
+def test_a_fully_known_shape_converts_to_a_tensor_as_tf():
+    # (recorded from TF 2.21's tf.compat.v1.convert_to_tensor)
+    shape = tf.TensorShape([2, 3])
+    t = tf.convert_to_tensor(shape)
+    assert t.dtype == tf.int32 and t.op.name == "shape_as_tensor"
+    assert tf.convert_to_tensor(shape, dtype=tf.int64).dtype == tf.int64
+    assert tf.convert_to_tensor(tf.TensorShape([2 ** 31, 3])).dtype == tf.int64   # (past int32: int64)
+    d = tf.convert_to_tensor(tf.Dimension(3))
+    assert d.dtype == tf.int32 and d.shape.ndims == 0
+    with tf.Session() as sess:
+        assert sess.run(t).tolist() == [2, 3] and sess.run(d) == 3
+        assert sess.run(tf.reshape(tf.zeros([6]), shape)).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"Cannot convert a partially known TensorShape \(\?, 3\) to a Tensor"):
+        tf.convert_to_tensor(tf.TensorShape([None, 3]))
+    with pytest.raises(ValueError, match="partially known TensorShape <unknown>"):
+        tf.convert_to_tensor(tf.TensorShape(None))
+    with pytest.raises(ValueError, match=r"Cannot convert unknown Dimension \? to a Tensor"):
+        tf.convert_to_tensor(tf.Dimension(None))
+    with pytest.raises(TypeError, match="to dtype float32. Allowed dtypes are int32 and int64"):
+        tf.convert_to_tensor(shape, dtype=tf.float32)
+    with pytest.raises(ValueError, match="to dtype int32; a dimension is too large"):
+        tf.convert_to_tensor(tf.TensorShape([2 ** 31, 3]), dtype=tf.int32)

@@ -10,7 +10,7 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
-from tensorweave.framework.shapes import TensorShape, as_shape, unknown_shape
+from tensorweave.framework.shapes import Dimension, TensorShape, as_shape, unknown_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, register_tensor_conversion_function
 from tensorweave.framework.tensor_util import constant_value, constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
@@ -97,6 +97,28 @@ def _constant_conversion(value, dtype=None, name=None) -> Tensor:
 
 
 register_tensor_conversion_function(object, _constant_conversion, priority=200)
+
+
+def _shape_conversion(value, dtype=None, name=None) -> Tensor:
+    """A fully known TensorShape as its dimensions (a Dimension as its value), as TF's
+    constant_op: int32 unless a dimension needs int64; only int32 or int64 may be asked for."""
+    dims = [value.value] if isinstance(value, Dimension) else (value.as_list() if value.ndims is not None else None)
+    if dims is None or None in dims:
+        what = "unknown Dimension ?" if isinstance(value, Dimension) else f"a partially known TensorShape {value}"
+        raise ValueError(f"Cannot convert {what} to a Tensor.")
+    wide = any(d >= 2 ** 31 for d in dims)
+    if dtype is None:
+        dtype = dtypes.int64 if wide else dtypes.int32
+    elif dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"Cannot convert TensorShape {value} to dtype {dtype.name}. Allowed dtypes are int32 and "
+                        "int64.")
+    elif dtype is dtypes.int32 and wide:
+        raise ValueError(f"Cannot convert TensorShape {value} to dtype int32; a dimension is too large. Consider "
+                         "using int64.")
+    return constant(dims[0] if isinstance(value, Dimension) else dims, dtype=dtype, name=name or "shape_as_tensor")
+
+
+register_tensor_conversion_function((TensorShape, Dimension), _shape_conversion, priority=100)
 # The public convert_to_tensor is framework's, declared here beside the conversion of Python values:
 # `tf.convert_to_tensor([1, 2])` as a program's first call then loads the conversions it needs.
 tf_export("convert_to_tensor")(convert_to_tensor)
