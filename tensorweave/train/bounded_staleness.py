@@ -40,13 +40,13 @@ import logging
 from tensorweave.framework import errors
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.ops.data_flow.staleness import staleness_barrier_advance, staleness_barrier_leave
-from tensorweave.train.optimizer import Optimizer
+from tensorweave.train.optimizer import WrappingOptimizer
 from tensorweave.train.session_run_hook import SessionRunHook
 
 _log = logging.getLogger("tensorweave")
 
 
-class BoundedStalenessOptimizer(Optimizer):
+class BoundedStalenessOptimizer(WrappingOptimizer):
     """BoundedStalenessOptimizer(opt, staleness, num_workers, worker_index, worker_timeout_secs=60.0,
     name='bounded_staleness'): `opt`'s asynchronous updates, with no worker more than `staleness`
     steps (an int >= 0, or None for no bound) ahead of the slowest of the `num_workers` workers;
@@ -62,16 +62,11 @@ class BoundedStalenessOptimizer(Optimizer):
             raise ValueError(f"worker_index must be in [0, {num_workers}), got {worker_index!r}")
         if not worker_timeout_secs > 0:
             raise ValueError(f"worker_timeout_secs must be positive, got {worker_timeout_secs!r}")
-        super().__init__(False, name)
-        self._opt = opt
+        super().__init__(opt, False, name)
         self._staleness, self._num_workers, self._worker_index = staleness, num_workers, worker_index
         self._worker_timeout_secs = float(worker_timeout_secs)
         self._leave_op = None
         self._gradients_applied = False
-
-    def compute_gradients(self, *args, **kwargs):
-        """The wrapped optimizer's compute_gradients."""
-        return self._opt.compute_gradients(*args, **kwargs)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """The wrapped optimizer's update, then this worker's clock advanced and the wait for the
@@ -90,15 +85,6 @@ class BoundedStalenessOptimizer(Optimizer):
                 train_op = staleness_barrier_advance(*barrier, name=f"{self._name}/advance")
             self._leave_op = staleness_barrier_leave(*barrier, name=f"{self._name}/leave")
         return train_op
-
-    def get_slot(self, *args, **kwargs):
-        return self._opt.get_slot(*args, **kwargs)
-
-    def variables(self) -> list:
-        return self._opt.variables()
-
-    def get_slot_names(self, *args, **kwargs) -> list:
-        return self._opt.get_slot_names(*args, **kwargs)
 
     @property
     def leave_op(self):

@@ -362,3 +362,25 @@ class Optimizer:
 
     def _non_slot_variables(self):
         return self._non_slot_dict.values()
+
+
+class WrappingOptimizer(Optimizer):
+    """An optimizer that applies another's updates in its own way (SyncReplicasOptimizer,
+    BoundedStalenessOptimizer): its gradients, slots and variables are the wrapped one's."""
+
+    def __init__(self, opt: Optimizer, use_locking: bool, name: str):
+        super().__init__(use_locking, name)
+        self._opt = opt
+
+    def compute_gradients(self, *args, **kwargs):
+        """The wrapped optimizer's compute_gradients."""
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def get_slot(self, *args, **kwargs):
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs) -> list:
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self) -> list:
+        return self._opt.variables()

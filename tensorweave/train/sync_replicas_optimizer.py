@@ -33,7 +33,7 @@ from tensorweave.ops.data_flow.queues import FIFOQueue
 from tensorweave.ops.state.variable_ops import assign
 from tensorweave.ops.state.variables import Variable, global_variables, report_uninitialized_variables
 from tensorweave.framework.api import GraphKeys
-from tensorweave.train.optimizer import Optimizer
+from tensorweave.train.optimizer import WrappingOptimizer
 from tensorweave.train.queue_runner import QueueRunner
 from tensorweave.train.session_manager import ready
 from tensorweave.train.session_run_hook import SessionRunHook
@@ -43,7 +43,7 @@ _log = logging.getLogger("tensorweave")
 
 
 @tf_export("train.SyncReplicasOptimizer")
-class SyncReplicasOptimizer(Optimizer):
+class SyncReplicasOptimizer(WrappingOptimizer):
     """tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas=None,
     variable_averages=None, variables_to_average=None, use_locking=False, name='sync_replicas')."""
 
@@ -51,10 +51,9 @@ class SyncReplicasOptimizer(Optimizer):
                  variables_to_average=None, use_locking=False, name="sync_replicas"):
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
-        super().__init__(use_locking, name)
+        super().__init__(opt, use_locking, name)
         _log.info("SyncReplicasV2: replicas_to_aggregate=%s; total_num_replicas=%s", replicas_to_aggregate,
                   total_num_replicas)
-        self._opt = opt
         self._replicas_to_aggregate = replicas_to_aggregate
         self._gradients_applied = False
         self._variable_averages = variable_averages
@@ -65,10 +64,6 @@ class SyncReplicasOptimizer(Optimizer):
         self._sync_token_queue = None
         self._chief_queue_runner = None
         self._accumulator_list: list = []
-
-    def compute_gradients(self, *args, **kwargs):
-        """The wrapped optimizer's compute_gradients."""
-        return self._opt.compute_gradients(*args, **kwargs)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """Adds this replica's gradients to the accumulators and waits for a token; returns the
@@ -145,15 +140,6 @@ class SyncReplicasOptimizer(Optimizer):
         if not self._gradients_applied:
             raise ValueError("Should be called after apply_gradients().")
         return self._chief_queue_runner
-
-    def get_slot(self, *args, **kwargs):
-        return self._opt.get_slot(*args, **kwargs)
-
-    def variables(self) -> list:
-        return self._opt.variables()
-
-    def get_slot_names(self, *args, **kwargs) -> list:
-        return self._opt.get_slot_names(*args, **kwargs)
 
     def get_init_tokens_op(self, num_tokens=-1):
         """An op putting num_tokens tokens (default replicas_to_aggregate) on the token queue,
