@@ -300,7 +300,7 @@ class _Graph:
         self.roots = sorted((i for i in range(n) if not preds[i]), key=self.blocking.__getitem__)
         self._ancestors: Optional[list] = None
         blocking = [i for i, node in enumerate(names[:plan._node_steps])
-                    if node_step[node.name] == i and node.op not in _RECVS and registry.lookup(node.op).blocking]
+                    if node_step[node.name] == i and self.blocking[i]]
         self.must_overlap = len(blocking) > 1 and self._independent_pair(blocking)
 
     def ancestors(self) -> list:
@@ -380,10 +380,9 @@ class _Choice:
 
     def __init__(self, plan):
         names = plan._names[:plan._node_steps]
-        blocking = sum(n.op not in _RECVS and registry.lookup(n.op).blocking for n in names)
-        setting = os.environ.get("TENSORWEAVE_INTER_OP", "auto")
-        if any(n.op in _RECVS for n in names):   # (a distributed step's partition: module docstring)
-            setting, blocking = "serial", 0
+        distributed = any(n.op in _RECVS for n in names)   # (a distributed step's partition: module docstring)
+        setting = "serial" if distributed else os.environ.get("TENSORWEAVE_INTER_OP", "auto")
+        blocking = 0 if distributed else sum(registry.lookup(n.op).blocking for n in names)
         self.graph: Optional[_Graph] = _Graph(plan) if blocking > 1 or setting == "parallel" else None
         if setting == "parallel" or self.graph is not None and self.graph.must_overlap:
             self.mode = _PARALLEL
