@@ -89,6 +89,18 @@ def test_functional_dict_model_fits_evaluates_and_predicts_on_numpy_dicts_and_da
     assert len(history.history["loss"]) == 2 and history.history["loss"][1] < history.history["loss"][0]
 
 
+def test_model_input_and_output_are_the_dicts_it_was_built_from():
+    """As TF 2.15's Keras: `inputs`/`outputs` are flat lists, `input`/`output` and their shapes the dicts."""
+    a, b = keras.Input((2,), name="a"), keras.Input((3,), name="b")
+    o, p = keras.layers.Dense(1)(a), keras.layers.Dense(2)(b)
+    model = keras.Model({"b": b, "a": a}, {"o": o, "p": p})
+    assert model.inputs == [a, b] and model.outputs == [o, p]
+    assert model.input == {"a": a, "b": b} and model.output == {"o": o, "p": p}
+    assert model.input_shape == {"a": (None, 2), "b": (None, 3)}
+    assert model.output_shape == {"o": (None, 1), "p": (None, 2)}
+    assert keras.Model([a, b], o).input == [a, b] and keras.Model(a, o).input is a
+
+
 def test_dict_keys_other_than_input_names_feed_by_name_and_map_calls_by_key():
     """As Keras: the flat inputs follow the sorted keys, data dicts are keyed by the Inputs' names,
     and calling the model on a dict of tensors maps them by the model's own keys."""

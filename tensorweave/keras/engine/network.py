@@ -92,7 +92,7 @@ def _map_graph_network(inputs, outputs):
                     raise ValueError(f'Graph disconnected: cannot obtain value for tensor {x} at layer '
                                      f'"{node.outbound_layer.name}". The following previous layers were accessed '
                                      f"without issue: {accessed}")
-            computable.update(id(x) for x in node.output_tensors)
+            computable.update(id(x) for x in nest.flatten(node.output_tensors))
             accessed.append(node.outbound_layer.name)
 
     names = [layer.name for layer in layers]
@@ -164,8 +164,10 @@ class Network(Layer):
         self.input_names = [layer.name for layer in self._input_layers]
         self.output_names = [layer.name for layer in self._output_layers]
         self._inbound_nodes, self._outbound_nodes = [], []
-        Node(self, inbound_layers=[], node_indices=[], tensor_indices=[], input_tensors=list(flat_inputs),
-             output_tensors=list(flat_outputs))
+        # Keras's own node keeps a dict of inputs or outputs as a dict: `model.input`/`model.output` give it back
+        Node(self, inbound_layers=[], node_indices=[], tensor_indices=[],
+             input_tensors=inputs if isinstance(inputs, dict) else list(flat_inputs),
+             output_tensors=outputs if isinstance(outputs, dict) else list(flat_outputs))
 
     # -- layers -------------------------------------------------------------------------------------
     @property
