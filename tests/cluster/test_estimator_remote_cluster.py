@@ -47,7 +47,7 @@ def _gradient_descent(w, b):
 def test_train_and_evaluate_as_a_standalone_client_of_remote_std_servers(start_cluster, tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     c = start_cluster({"worker": 2})
-    remote = {"worker": c.spec["worker"], "evaluator": ["localhost:1"]}   # (the evaluator evaluates in the client)   # (the evaluator evaluates in the client)
+    remote = {"worker": c.spec["worker"], "evaluator": ["localhost:1"]}   # (evaluates in the client)
     distribute = tf.contrib.distribute.DistributeConfig(
         train_distribute=tf.distribute.experimental.MultiWorkerMirroredStrategy(), remote_cluster=remote)
     config = tf.estimator.RunConfig(experimental_distribute=distribute, save_checkpoints_steps=3,
