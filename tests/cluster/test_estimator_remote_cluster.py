@@ -4,7 +4,8 @@ process, outside the cluster and without TF_CONFIG, trains on two real std serve
 (`python -m tensorweave.distributed.server`, a tf.train.Server each), one thread per worker task, the
 variables mirrored on the servers and kept equal by their collective all-reduce; with an "evaluator"
 job in remote_cluster, each checkpoint is evaluated in the client. The numbers are plain gradient
-descent on the global batch (each worker's shard's batch) from the chief's initial values."""
+descent on the global batch (each worker's shard's batch) from the chief's initial values. With
+ParameterServerStrategy the worker threads train asynchronously on the remote ps's variables."""
 from __future__ import annotations
 
 import numpy as np
@@ -72,3 +73,29 @@ def test_train_and_evaluate_as_a_standalone_client_of_remote_std_servers(start_c
                 copy = tf.get_variable("w", [3, 1])
             with tf.Session(c.target("worker", i)) as sess:
                 np.testing.assert_array_equal(sess.run(copy), tf.train.load_variable(str(tmp_path), "w"))
+
+
+def test_train_and_evaluate_as_a_standalone_client_with_parameter_server_strategy(start_cluster, tmp_path,
+                                                                                  monkeypatch):
+    """ParameterServerStrategy through the same client: both worker threads train asynchronously on
+    variables that live on the remote ps task; the chief checkpoints them."""
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    c = start_cluster({"ps": 1, "worker": 2})
+    distribute = tf.contrib.distribute.DistributeConfig(
+        train_distribute=tf.distribute.experimental.ParameterServerStrategy(), remote_cluster=c.spec)
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                 config=tf.estimator.RunConfig(experimental_distribute=distribute,
+                                                               save_checkpoints_steps=3, log_step_count_steps=None))
+    tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn, max_steps=2 * STEPS),
+                                    tf.estimator.EvalSpec(input_fn, steps=2, start_delay_secs=0, throttle_secs=0))
+    assert tf.train.load_variable(str(tmp_path), "global_step") >= 2 * STEPS
+    start = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-0"))
+    before, after = (np.mean(np.abs(X @ r.get_tensor("w") + r.get_tensor("b") - Y))
+                     for r in (start, tf.train.load_checkpoint(str(tmp_path))))
+    assert after < before
+    with tf.Graph().as_default():   # the variables live on the ps, trained (a step may have followed the last save)
+        with tf.device("/job:ps/task:0"):
+            w, b = tf.get_variable("w", [3, 1]), tf.get_variable("b", [1])
+        with tf.Session(c.target("ps", 0)) as sess:
+            w, b = sess.run([w, b])
+    assert np.mean(np.abs(X @ w + b - Y)) < before
