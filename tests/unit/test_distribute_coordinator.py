@@ -108,3 +108,26 @@ def test_model_checkpoint_backs_up_each_epoch_and_a_fit_started_again_resumes_fr
     assert begun == [2, 3] and np.array_equal(first[0], saved)
     assert sorted(os.listdir(tmp_path)) == ["ckpt-1.h5", "ckpt-2.h5", "ckpt-3.h5", "ckpt-4.h5"]   # no backup
     tf.keras.backend.clear_session()
+
+
+def test_a_standalone_client_configures_a_copy_of_the_strategy_for_each_task():
+    """Each worker thread of a standalone client gets the strategy configured for its task (TF
+    deep-copies it), the program's strategy unchanged; the contexts' chiefs are TF's."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]})
+    for strategy in (tf.distribute.experimental.MultiWorkerMirroredStrategy(),
+                     tf.distribute.experimental.ParameterServerStrategy()):
+        assert not dc.in_multi_worker_mode(strategy)   # (no TF_CONFIG: local)
+        copies = []
+        for index in range(2):
+            config = tf.ConfigProto()
+            copy = dc._strategy_for_task(strategy, cluster, "worker", index, config)
+            assert copy is not strategy and dc.in_multi_worker_mode(copy) and copy.extended.is_chief == (index == 0)
+            assert list(config.device_filters)[-1] == f"/job:worker/task:{index}"
+            copies.append(copy)
+        assert copies[1].extended.worker_devices == ("/job:worker/replica:0/task:1/device:CPU:0",)
+        assert not dc.in_multi_worker_mode(strategy)
+    contexts = {(job, i): dc.WorkerContext(None, cluster, job, i, tf.ConfigProto(), master_target="")
+                for job, i in [("worker", 0), ("worker", 1), ("evaluator", 0), (None, None)]}
+    assert {key: c.is_chief for key, c in contexts.items()} == {("worker", 0): True, ("worker", 1): False,
+                                                                ("evaluator", 0): True, (None, None): True}
+    assert contexts[("worker", 1)].master_target == ""   # (given: no server is started)
