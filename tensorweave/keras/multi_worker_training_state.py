@@ -47,7 +47,8 @@ class MultiWorkerTrainingState:
         self._backup_dir = os.path.join(folder, "backup")
         self._backup_filepath = os.path.join(self._backup_dir, "training_state")
         self._temp_root = os.path.join(folder, "temp_training_states")
-        # This worker's own variable (not the strategy's: every worker sets it to the same epoch).
+        # A variable of this worker, on no device of the strategy's (fit runs outside its scope); every
+        # worker sets it to the same epoch.
         with K.get_graph().as_default(), get_default_graph().device(None):
             self._ckpt_saved_epoch = Variable(np.int64(CKPT_SAVED_EPOCH_UNUSED_VALUE), dtype=dtypes.int64,
                                               trainable=False, name="ckpt_saved_epoch")
