@@ -172,7 +172,8 @@ class StrategyExtended:
 
     def _in_multi_worker_mode(self) -> bool:
         """Whether training runs between-graph on several workers' tasks (Keras's fit then runs
-        through the distribute coordinator); false but for MultiWorkerMirroredStrategy on a cluster."""
+        through the distribute coordinator); false but for MultiWorkerMirroredStrategy and
+        ParameterServerStrategy on a cluster."""
         return False
 
     worker_devices = property(lambda self: self._devices)

@@ -2,14 +2,18 @@
 replication as replica_device_setter does it, behind the strategy API. Each worker builds its own
 graph; variables go to the ps tasks round-robin (a variable colocated with another, such as an
 optimizer slot, goes where that one is); computation runs on this worker's CPU; the cluster and
-this task come from a cluster resolver (TF_CONFIG by default).
+this task come from a cluster resolver (TF_CONFIG by default). Keras's fit on a cluster runs through
+the distribute coordinator (distribute_coordinator.py): each worker trains asynchronously in a session
+on its own server, the chief initialising the variables (experimental_should_init) and the other
+workers waiting for them; a ps task serves until the workers' processes have ended.
 """
 from __future__ import annotations
 
 from tensorweave.framework.graph import get_default_graph
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.distribute import values as values_lib
-from tensorweave.distribute.cluster_resolver import TFConfigClusterResolver
+from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distribute.cluster_resolver import SimpleClusterResolver, TFConfigClusterResolver
 from tensorweave.distribute.distribute_lib import Strategy, StrategyExtended
 from tensorweave.distribute.mirrored_strategy import DistributedDataset, input_fn_iterator
 
@@ -23,6 +27,15 @@ class ParameterServerStrategy(Strategy):
     def __init__(self, cluster_resolver=None):
         resolver = cluster_resolver or TFConfigClusterResolver()
         super().__init__(ParameterServerExtended(self, resolver))
+
+    def configure(self, session_config=None, cluster_spec=None, task_type=None, task_id=None):
+        """With `cluster_spec`, this task's place in that cluster instead (TF's distribute coordinator
+        calls it so); `session_config` updated in place by update_config_proto."""
+        if cluster_spec:
+            self._extended = ParameterServerExtended(
+                self, SimpleClusterResolver(ClusterSpec(cluster_spec), task_type=task_type, task_id=task_id))
+        if session_config is not None:
+            self.update_config_proto(session_config)
 
     def update_config_proto(self, config_proto):
         """device_filters: this worker talks to the ps tasks and itself only (TF's configure())."""
@@ -51,6 +64,7 @@ class ParameterServerExtended(StrategyExtended):
             self._ps = (worker,)
         super().__init__(container, (worker,))
         self._jobs = jobs
+        self._cluster = cluster if jobs else None
         self._next_ps = 0
 
     parameter_devices = property(lambda self: self._ps)
@@ -63,6 +77,13 @@ class ParameterServerExtended(StrategyExtended):
         if not self._jobs or self._task_type == "chief":
             return True
         return self._task_type == "worker" and self._task_id == 0 and "chief" not in self._jobs
+
+    is_chief = property(_is_chief)
+    num_workers = property(lambda self: sum(len(self._jobs.get(job, ())) for job in ("chief", "worker")) or 1)
+
+    def _in_multi_worker_mode(self) -> bool:
+        """On a cluster: Keras's fit runs through the distribute coordinator (a ps task serves)."""
+        return bool(self._jobs)
 
     def _variable_creator(self, next_creator, **kwargs):
         g = get_default_graph()

@@ -293,6 +293,10 @@ class Estimator:
             raise ValueError("Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
                              "which calls proper API according to given configuration. Current configuration: "
                              f"{self._config}.")
+        strategy = self._config.train_distribute
+        if self._config._distribute_coordinator_mode and strategy.extended.experimental_between_graph:
+            raise ValueError(f"`Estimator.train` API is not supported for {type(strategy).__name__} with "
+                             "`STANDALONE_CLIENT` mode.")   # (TF's: train_and_evaluate trains a remote_cluster)
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         if steps is not None and steps <= 0:

@@ -15,6 +15,7 @@ import logging
 import os
 
 from tensorweave.distributed.cluster import ClusterSpec
+from tensorweave.distribute.distribute_coordinator import STANDALONE_CLIENT
 from tensorweave.estimator.model_fn import fn_args
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.tf_export import tf_export
@@ -87,7 +88,8 @@ def _session_master(cluster_spec: ClusterSpec, task_type: str, task_id: int, con
 
 def _global_id_in_cluster(cluster_spec: ClusterSpec, task_type: str, task_id: int, chief_task_type: str) -> int:
     """The task's index over the chief, the other jobs in sorted order, and the ps last."""
-    order = [chief_task_type] + [t for t in sorted(cluster_spec.jobs) if t not in (chief_task_type, TaskType.PS)]
+    order = [chief_task_type] if chief_task_type in cluster_spec.jobs else []
+    order += [t for t in sorted(cluster_spec.jobs) if t not in (chief_task_type, TaskType.PS)]
     if TaskType.PS in cluster_spec.jobs:
         order.append(TaskType.PS)
     next_id = 0
@@ -159,8 +161,9 @@ class RunConfig:
     tf.distribute strategy) makes train() run model_fn once per replica under it, `eval_distribute`
     evaluate() (each replica its own batch per step, the metrics read over all replicas);
     `experimental_distribute` (a tf.contrib.distribute.DistributeConfig) gives them instead (not
-    both ways: ValueError); its remote_cluster (a standalone client) is refused with a
-    train_distribute."""
+    both ways: ValueError); its remote_cluster with a train_distribute makes this process a
+    standalone client of that cluster (cluster_spec; train_and_evaluate trains on its servers:
+    distribute_coordinator.run_standalone_client), which TF_CONFIG must not also name."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT, session_config=None,
@@ -189,7 +192,13 @@ class RunConfig:
             experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
             session_creation_timeout_secs=session_creation_timeout_secs,
             checkpoint_save_graph_def=checkpoint_save_graph_def)
+        self._distribute_coordinator_mode = None
         self._adopt_experimental_distribute(config)
+        if self._distribute_coordinator_mode == STANDALONE_CLIENT:
+            # a client outside the cluster: the local settings, the remote cluster (TF's init_run_config)
+            self._init_distributed_setting({})
+            self._cluster_spec = ClusterSpec(self._experimental_distribute.remote_cluster)
+            return
         self._init_distributed_setting(config)
         if not self._session_config and self._cluster_spec:
             RunConfig._replace(self, session_config=self._distributed_session_config())
@@ -211,9 +220,8 @@ class RunConfig:
             if config.get("cluster"):
                 raise ValueError('Cannot set both "cluster_spec" of TF_CONFIG and '
                                  "`experimental_distribute.remote_cluster`")
-            raise ValueError("`experimental_distribute.remote_cluster` (train_and_evaluate as a standalone client "
-                             "of a remote cluster) is not supported: run train_and_evaluate on each task of the "
-                             "cluster, which TF_CONFIG names, as TF's INDEPENDENT_WORKER mode does.")
+            _log.info("RunConfig initialized for Distribute Coordinator with STANDALONE_CLIENT mode")
+            self._distribute_coordinator_mode = STANDALONE_CLIENT
 
     def _distributed_session_config(self):
         filters = {TaskType.MASTER: ["/job:ps", "/job:master"], TaskType.CHIEF: ["/job:ps", "/job:chief"],

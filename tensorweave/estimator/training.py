@@ -25,22 +25,22 @@ Each process returns from train_and_evaluate by itself when training ends.
 from __future__ import annotations
 
 import collections
+import copy
 import logging
 import os
 import time
 
 from tensorweave.distributed.server import Server
-from tensorweave.client.session import Session
+from tensorweave.distribute.distribute_coordinator import (STANDALONE_CLIENT, get_current_worker_context,
+                                                            run_standalone_client, serve_until_workers_done,
+                                                            tell_ps_tasks_done)
+from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.estimator.estimator import Estimator
 from tensorweave.estimator.exporter import Exporter
-from tensorweave.estimator.run_config import TaskType, tf_config
-from tensorweave.framework import dtypes, errors
-from tensorweave.framework.api import GraphKeys, device
-from tensorweave.framework.config import ConfigProto
-from tensorweave.framework.graph import Graph
+from tensorweave.estimator.run_config import TaskType, _count_workers, _global_id_in_cluster, tf_config
+from tensorweave.framework import errors
+from tensorweave.framework.api import GraphKeys
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.array.core import constant
-from tensorweave.ops.data_flow.queues import FIFOQueue
 from tensorweave.train.basic_session_run_hooks import CheckpointSaverListener, SecondOrStepTimer
 from tensorweave.train.checkpoint_management import checkpoint_exists
 from tensorweave.train.session_run_hook import SessionRunHook
@@ -48,8 +48,6 @@ from tensorweave.train.session_run_hook import SessionRunHook
 _log = logging.getLogger("tensorweave")
 _DELAY_SECS_PER_WORKER = 5
 _TRAINER_JOBS = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER)
-_DONE_QUEUE = "estimator_trainers_done"
-_DONE_SIGNAL_TIMEOUT_MS = 30000
 
 
 def _validate_input_fn(input_fn) -> None:
@@ -144,10 +142,58 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     _assert_eval_spec(eval_spec)
     executor = _TrainingExecutor(estimator, train_spec, eval_spec)
     config = estimator.config
+    if config._distribute_coordinator_mode == STANDALONE_CLIENT:
+        return _train_and_evaluate_standalone_client(estimator, train_spec, eval_spec)
     if config.task_type == TaskType.EVALUATOR and config.task_id > 0:
         raise ValueError("For distributed training, there can only be one `evaluator` task (with task id 0).  Given "
                          f"task id {config.task_id}")
     return executor.run()
+
+
+def _for_worker_context(estimator, context):
+    """A copy of `estimator` whose RunConfig is the worker context's task (TF's
+    _init_run_config_from_worker_context): its cluster place, master and chiefness; the evaluator
+    knows no cluster."""
+    config = copy.deepcopy(estimator._config)   # (a strategy is shared, not copied)
+    config._distribute_coordinator_mode = None
+    config._service = None
+    config._task_type, config._task_id, config._is_chief = context.task_type, context.task_id, context.is_chief
+    config._master = config._evaluation_master = context.master_target
+    if context.task_type == TaskType.EVALUATOR:
+        config._cluster_spec = ClusterSpec({})
+        config._num_ps_replicas, config._num_worker_replicas, config._global_id_in_cluster = 0, 0, None
+    else:
+        cluster = config._cluster_spec = context.cluster_spec
+        config._num_ps_replicas = len(cluster.as_dict().get(TaskType.PS, []))
+        config._num_worker_replicas = _count_workers(cluster, TaskType.CHIEF)
+        config._global_id_in_cluster = _global_id_in_cluster(cluster, context.task_type, context.task_id,
+                                                             TaskType.CHIEF)
+    local = copy.copy(estimator)
+    local._config, local._session_config = config, copy.deepcopy(estimator._session_config)
+    return local
+
+
+def _train_and_evaluate_standalone_client(estimator, train_spec, eval_spec) -> None:
+    """train_and_evaluate with RunConfig(experimental_distribute=DistributeConfig(train_distribute=...,
+    remote_cluster=...)), TF 1.15's standalone client: this process trains on the remote cluster's
+    servers, one thread per chief and worker task (a between-graph strategy), and with an "evaluator"
+    job in the cluster evaluates each new checkpoint here, in another thread."""
+    config = estimator._config
+
+    def worker_fn(strategy):
+        context = get_current_worker_context()
+        local = _for_worker_context(estimator, context)
+        local._config._train_distribute = strategy
+        local.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps,
+                    hooks=list(train_spec.hooks) if context.is_chief else [])   # (TF's: the hooks on the chief)
+
+    def eval_fn(strategy):
+        local = _for_worker_context(estimator, get_current_worker_context())
+        local._config._eval_distribute = strategy
+        _TrainingExecutor(local, train_spec, eval_spec).run_evaluator()
+
+    run_standalone_client(worker_fn, config.train_distribute, eval_fn, config.eval_distribute, config.cluster_spec,
+                          session_config=config.session_config)
 
 
 _EVALUATED, _MISSING_CHECKPOINT, _NO_NEW_CHECKPOINT = "evaluated", "missing checkpoint", "no new checkpoint"
@@ -234,13 +280,6 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
                                f"{self.eval_result.status}")
 
 
-def _done_queue(ps_index: int, num_trainers: int) -> FIFOQueue:
-    """The queue on ps task `ps_index` that collects one token per trainer that has finished."""
-    with device(f"/job:ps/task:{ps_index}"):
-        return FIFOQueue(num_trainers, [dtypes.int32], shapes=[[]], shared_name=f"{_DONE_QUEUE}_{ps_index}",
-                         name=f"{_DONE_QUEUE}_{ps_index}")
-
-
 class _TrainingExecutor:
     """Runs this task's part of train_and_evaluate (run_<task type>)."""
 
@@ -303,16 +342,7 @@ class _TrainingExecutor:
         """Serves until every trainer (chief or master, and workers) has put its token in this
         ps's done queue, then stops the server."""
         config = self._estimator.config
-        server = self._start_std_server(config)
-        trainers = config.num_worker_replicas
-        with Graph().as_default():
-            take = _done_queue(config.task_id, trainers).dequeue()
-            session_config = ConfigProto(device_filters=[f"/job:ps/task:{config.task_id}"])
-            with Session(server.target, config=session_config) as session:
-                for i in range(trainers):
-                    session.run(take)
-                    _log.info("ps %d: %d of %d trainers have finished.", config.task_id, i + 1, trainers)
-        server.stop()
+        serve_until_workers_done(self._start_std_server(config), config.task_id, config.num_worker_replicas)
 
     def run_evaluator(self):
         _assert_eval_spec(self._eval_spec)
@@ -369,19 +399,6 @@ class _TrainingExecutor:
     @staticmethod
     def _tell_ps_tasks_done(config) -> None:
         """Puts this trainer's token in every ps task's done queue."""
-        if not config.num_ps_replicas or not config.master:
-            return
-        with Graph().as_default():
-            tokens = [_done_queue(i, config.num_worker_replicas).enqueue([constant(config.global_id_in_cluster)])
-                      for i in range(config.num_ps_replicas)]
-            session_config = ConfigProto(operation_timeout_in_ms=_DONE_SIGNAL_TIMEOUT_MS)
-            session = Session(config.master, config=session_config)
-            try:
-                session.run(tokens)
-            except errors.OpError as e:   # a ps already gone has nothing left to wait for
-                _log.warning("Could not tell every ps task that training ended: %s", e)
-            finally:
-                try:
-                    session.close()
-                except errors.OpError:
-                    pass
+        if config.num_ps_replicas and config.master:
+            tell_ps_tasks_done(config.master, config.num_ps_replicas, config.num_worker_replicas,
+                               config.global_id_in_cluster)

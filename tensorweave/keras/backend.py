@@ -5,6 +5,7 @@ math wrappers Keras programs call, each a thin call of the tensorweave op."""
 from __future__ import annotations
 
 import collections
+import time
 import weakref
 
 import numpy as np
@@ -174,12 +175,22 @@ def _new_session(graph):
 
 
 def _initialize_variables(session) -> None:
+    """Initialises the Keras variables not initialised yet; on a worker of a multi-worker strategy
+    that does not initialise (experimental_should_init: a ParameterServerStrategy worker other than
+    the chief), waits until the chief has initialised them (TF 1.15's
+    init_restore_or_wait_for_variables)."""
     done = _INITIALIZED.setdefault(session, set())
     candidates = [v for v in _GRAPH_VARIABLES.get(session.graph, []) if id(v) not in done]
     if not candidates:
         return
+    context = get_current_worker_context()
     with session.graph.as_default():
-        flags = session.run([is_variable_initialized(v) for v in candidates])
+        checks = [is_variable_initialized(v) for v in candidates]
+        flags = session.run(checks)
+        if context is not None and not context.experimental_should_init:
+            while not np.all(flags):
+                time.sleep(0.05)
+                flags = session.run(checks)
         fresh = [v for v, flag in zip(candidates, flags) if not flag]
         if fresh:
             session.run(variables_initializer(fresh))

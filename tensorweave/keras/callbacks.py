@@ -33,6 +33,7 @@ from tensorweave.summary.summary import histogram, image, merge_all
 from tensorweave.train.saver import Saver
 from tensorweave.summary.writer import FileWriter
 from tensorweave.keras import backend as K
+from tensorweave.keras.multi_worker_training_state import MultiWorkerTrainingState
 from tensorweave.keras.utils.generic_utils import Progbar
 
 __getattr__, __dir__ = _api.lazy_attributes(__name__)
@@ -287,7 +288,11 @@ class ModelCheckpoint(Callback):
     """Saves the model (model.save) or its weights (model.save_weights) to `filepath`, formatted
     with the epoch (1-based) and the logs ("weights.{epoch:02d}-{val_loss:.2f}.hdf5"): each epoch
     (`period`/save_freq="epoch") or every save_freq samples, or only when `monitor` improved.
-    load_weights_on_restart loads the newest file matching filepath when training begins."""
+    load_weights_on_restart loads the newest file matching filepath when training begins.
+
+    Under a multi-worker strategy it also backs up the weights and the epoch at each epoch's end to
+    `<dirname(filepath)>/backup/training_state`; a fit started again after a worker failed loads that
+    and resumes at the next epoch; a fit that ends normally removes it (multi_worker_training_state.py)."""
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
                  mode="auto", save_freq="epoch", load_weights_on_restart=False, **kwargs):
@@ -308,10 +313,20 @@ class ModelCheckpoint(Callback):
         self._current_epoch = 0
 
     def on_train_begin(self, logs=None):
-        if self.load_weights_on_restart:
+        context = get_current_worker_context()
+        if context is not None:   # multi-worker: back up each epoch, resume from a backup (TF 1.15's fit)
+            self.model._training_state = MultiWorkerTrainingState(self.model, self.filepath)
+            if self.model._training_state.restore():
+                return   # resuming after a failure: not from the user's files
+        if self.load_weights_on_restart and (context is None or context.experimental_should_init):
             latest = self._latest_saved_file()
             if latest is not None:
                 self.model.load_weights(latest)
+
+    def on_train_end(self, logs=None):
+        state = self.model.__dict__.pop("_training_state", None)
+        if state is not None:   # fit ended normally: its backup is not needed
+            state.delete_backup()
 
     def _latest_saved_file(self):
         """The most recently written file whose name the filepath's pattern could have made
@@ -347,6 +362,9 @@ class ModelCheckpoint(Callback):
         self.epochs_since_last_save += 1
         if self.save_freq == "epoch":
             self._save_model(epoch, logs)
+        state = self.model.__dict__.get("_training_state")
+        if state is not None:
+            state.back_up(epoch)
 
     def _write(self, file_path) -> None:
         """Saves to `file_path`; on a multi-worker strategy's worker that does not checkpoint, to a

@@ -12,12 +12,9 @@ group meets again with the new process, and every process finishes and exits
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -27,14 +24,14 @@ import pytest
 import tensorweave as tf
 from tensorweave.distributed import channel as channel_mod
 from tensorweave.distributed import sockets
-from tensorweave.distributed.cluster import free_ports
 from tensorweave.framework import errors
 from tensorweave.ops import collective_ops as co
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tf_config_job import EXIT_TIMEOUT_S, TFConfigJob
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 TRAINER = os.path.join(HERE, "mwms_trainer.py")
-EXIT_TIMEOUT_S = 240
 GATE, LAST_STEP = 15, 40   # worker 1 waits after step GATE until released; checkpoints every 5 steps
 
 
@@ -85,68 +82,11 @@ def test_a_ping_of_a_killed_task_is_refused_at_once_and_a_stopped_one_is_waited_
         pinged.close()
 
 
-class CollectiveJob:
-    """The processes of one MultiWorkerMirroredStrategy job (tests/cluster/mwms_trainer.py), by
-    TF_CONFIG, each one's output kept per start; always killed at the end."""
+class CollectiveJob(TFConfigJob):
+    """The processes of one MultiWorkerMirroredStrategy job (tests/cluster/mwms_trainer.py) of `workers` workers."""
 
     def __init__(self, model_dir: str, workers: int, args=(), env=None):
-        self.cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
-        self.model_dir, self.args, self.env = model_dir, list(args), dict(env or {})
-        self.procs: dict = {}
-        self.logs: dict = {}
-
-    def start(self, job: str, index: int = 0) -> None:
-        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   PYTHONFAULTHANDLER="1", TENSORWEAVE_CONNECT_TIMEOUT_S="20",
-                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}),
-                   **self.env)
-        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        self.logs.setdefault((job, index), []).append((out, err))
-        self.procs[(job, index)] = subprocess.Popen([sys.executable, TRAINER, self.model_dir, *self.args], env=env,
-                                                    cwd=REPO, stdout=out, stderr=err, start_new_session=True)
-
-    def kill(self, job: str, index: int = 0) -> None:
-        proc = self.procs[(job, index)]
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
-
-    def output(self, job: str, index: int = 0, run: int = -1, stream: int = 1) -> str:
-        f = self.logs[(job, index)][run][stream]
-        f.seek(0)
-        return f.read().decode(errors="replace")
-
-    def result(self, job: str, index: int = 0) -> dict:
-        lines = [line for line in self.output(job, index, stream=0).splitlines() if line.startswith("{")]
-        assert lines, f"/job:{job}/task:{index} printed no result:\n{self.output(job, index)[-4000:]}"
-        return json.loads(lines[-1])
-
-    def describe(self) -> str:
-        return "\n".join(f"--- {key} run {r}:\n{self.output(*key, run=r)[-3000:]}"
-                         for key, runs in self.logs.items() for r in range(len(runs)))
-
-    def wait_all(self) -> dict:
-        deadline = time.monotonic() + EXIT_TIMEOUT_S
-        codes = {}
-        for key, proc in self.procs.items():
-            try:
-                codes[key] = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGABRT)   # faulthandler prints its threads' stacks
-                proc.wait(30)
-                codes[key] = "hung"
-        return codes
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for key in self.procs:
-            self.kill(*key)
-        for runs in self.logs.values():
-            for out, err in runs:
-                out.close()
-                err.close()
+        super().__init__(TRAINER, {"worker": workers}, model_dir, args, env)
 
 
 def _checkpoint_step(model_dir: str) -> int:

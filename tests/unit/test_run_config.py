@@ -49,7 +49,8 @@ def test_replace_keeps_the_original_and_the_cluster(monkeypatch):
 
 def test_experimental_distribute_gives_the_run_config_its_strategies(monkeypatch):
     """tf.contrib.distribute.DistributeConfig's strategies become RunConfig's train_distribute /
-    eval_distribute; one given both ways is TF's ValueError (TF 2.15's words, its missing space
+    eval_distribute (with a remote_cluster, the config of a standalone client of it, local but for its
+    cluster_spec); one given both ways is TF's ValueError (TF 2.15's words, its missing space
     included); a between-graph strategy given so makes a cluster of workers only valid (worker 0
     the chief), as when given as train_distribute."""
     monkeypatch.delenv("TF_CONFIG", raising=False)
@@ -73,8 +74,18 @@ def test_experimental_distribute_gives_the_run_config_its_strategies(monkeypatch
         tf.estimator.RunConfig(eval_distribute=one, experimental_distribute=tf.contrib.distribute.DistributeConfig(
             eval_distribute=mirrored))
     remote = tf.contrib.distribute.DistributeConfig(one, remote_cluster={"worker": ["a:1", "a:2"]})
-    with pytest.raises(ValueError, match="remote_cluster` .*standalone client.* is not supported"):
-        tf.estimator.RunConfig(experimental_distribute=remote)
+    config = tf.estimator.RunConfig(experimental_distribute=remote)   # a standalone client (TF 2.15's values)
+    assert config.cluster_spec.as_dict() == {"worker": ["a:1", "a:2"]} and config.train_distribute is one
+    assert (config.task_type, config.task_id, config.is_chief, config.master, config.num_ps_replicas,
+            config.num_worker_replicas, config.global_id_in_cluster, config.session_config) == \
+        ("worker", 0, True, "", 0, 1, 0, None)
+    mwms_client = tf.contrib.distribute.DistributeConfig(tf.distribute.experimental.MultiWorkerMirroredStrategy(),
+                                                         remote_cluster={"worker": ["a:1", "a:2"]})
+    est = tf.estimator.Estimator(lambda features, labels, mode: None,
+                                 config=tf.estimator.RunConfig(experimental_distribute=mwms_client))
+    with pytest.raises(ValueError, match=r"^`Estimator.train` API is not supported for MultiWorkerMirroredStrategy "
+                                         r"with `STANDALONE_CLIENT` mode.$"):
+        est.train(lambda: None, max_steps=1)   # (train_and_evaluate is how a standalone client trains)
     assert not tf.estimator.RunConfig(experimental_distribute=remote._replace(train_distribute=None)).cluster_spec
     workers = {"cluster": {"worker": ["localhost:1", "localhost:2"]}, "task": {"type": "worker", "index": 0}}
     monkeypatch.setenv("TF_CONFIG", json.dumps(workers))

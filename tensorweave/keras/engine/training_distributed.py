@@ -106,9 +106,12 @@ def _replica_step(model, mode):
     the weights (TRAIN: the optimizer's merge_call) and the layers' states."""
     ctx = get_replica_context()
     ext = ctx.strategy.extended
-    # Every worker of a multi-worker strategy is fed the whole global batch: its replicas take
-    # their rows after the workers' before it (the regularization enters on worker 0's first only).
-    first = ext._worker_index * len(ext.worker_devices) if ext._in_multi_worker_mode() else 0
+    # Every worker of a synchronous multi-worker strategy (its replicas in sync with other workers')
+    # is fed the whole global batch: its replicas take their rows after the workers' before it (the
+    # regularization enters on worker 0's first only). An asynchronous worker (ParameterServerStrategy)
+    # trains on its own batches.
+    in_sync_with_others = ext._in_multi_worker_mode() and ctx.num_replicas_in_sync > len(ext.worker_devices)
+    first = ext._worker_index * len(ext.worker_devices) if in_sync_with_others else 0
     replica, replicas = first + ctx.replica_id_in_sync_group, ctx.num_replicas_in_sync
     inputs, outputs = _replica_outputs(model, replica, replicas)
     total, updates = None, []

@@ -418,6 +418,9 @@ def model_iteration(model, mode, ins=None, source=None, steps=None, batch_size=3
         val_count = None if val is None else val.get("samples") or getattr(val.get("source"), "steps", None)
         print(f"Train on {num} {unit}" + (f", validate on {val_count} {unit}" if val_count else ""))
     callbacks._call_begin_hook(mode)
+    state = model.__dict__.get("_training_state")   # a multi-worker fit resuming from ModelCheckpoint's backup
+    if state is not None:
+        initial_epoch = state.maybe_load_initial_epoch_from_ckpt(initial_epoch, mode)
     results = None
     for epoch in range(initial_epoch, epochs):
         if callbacks.model.stop_training:

@@ -79,6 +79,9 @@ def _checkpoint_of(layer, made: dict):
     else:
         for weight in layer.weights:
             setattr(node, weight.op.name.rsplit("/", 1)[-1], weight)
+    epoch = layer.__dict__.get("_ckpt_saved_epoch")   # fit's multi-worker backup (multi_worker_training_state.py)
+    if epoch is not None:
+        node._dependencies["_ckpt_saved_epoch"] = epoch
     return node
 
 
