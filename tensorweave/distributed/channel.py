@@ -33,6 +33,7 @@ from tensorweave.distributed.sockets import POLLIN
 from tensorweave.framework import errors, limits
 
 _ids = itertools.count(1)
+_REFUSAL_CHECK_S = 1.0   # how often a ping waiting for its answer asks whether the peer's host now refuses
 
 
 def _never() -> bool:
@@ -183,13 +184,20 @@ class Channel:
             args = {"wait": wait or []}
             if extra:
                 args.update(extra)
+            refused = self._unavailable("connection refused: nothing listens there (its process is gone)")
             if not conn.connected() and getattr(conn, "refused", _never)():
-                raise self._unavailable("connection refused: nothing listens there (its process is gone)")
+                raise refused
             self._send(conn, wire.encode({"id": rid, "m": "ping", "a": args}), timeout_s)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not conn.readable(int(left * 1000) + 1):
+                if left <= 0:
                     raise self._unavailable(f"no answer within {timeout_s:g} s")
+                if not conn.readable(int(min(left, _REFUSAL_CHECK_S) * 1000) + 1):
+                    # a connection seen up when the ping was sent may learn of its peer's end only now
+                    # (ZeroMQ's IO thread, on a loaded machine): a refusal is still the answer
+                    if not conn.connected() and getattr(conn, "refused", _never)():
+                        raise refused
+                    continue
                 try:
                     reply = conn.decode(conn.recv_message(True))
                 except OSError:

@@ -6,11 +6,9 @@ mid-training and started again restores the last checkpoint and finishes the job
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -18,67 +16,25 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import tensorweave as tf
-from tensorweave.distributed.cluster import free_ports
+from tf_config_job import EXIT_TIMEOUT_S, REPO, TFConfigJob
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 TRAINER = os.path.join(HERE, "estimator_trainer.py")
 TASKS = [("ps", 0), ("chief", 0), ("worker", 0), ("evaluator", 0)]
-EXIT_TIMEOUT_S = 240
 
 
-class EstimatorCluster:
-    """The processes of one Estimator cluster, always killed at the end."""
+class EstimatorCluster(TFConfigJob):
+    """The processes of one Estimator cluster (estimator_trainer.py MODEL_DIR MAX_STEPS *extra): a ps, a
+    chief (or master) and a worker in the cluster, the evaluator beside it; always killed at the end."""
 
     def __init__(self, model_dir: str, max_steps: int, extra=(), chief_job: str = "chief"):
-        ports = free_ports(3)
-        self.cluster = {"ps": [f"localhost:{ports[0]}"], chief_job: [f"localhost:{ports[1]}"],
-                        "worker": [f"localhost:{ports[2]}"]}
-        self.model_dir, self.max_steps, self.extra = model_dir, max_steps, list(extra)
-        self.procs: dict = {}
-        self.logs: dict = {}
-
-    def start(self, job: str, index: int = 0) -> None:
-        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   PYTHONFAULTHANDLER="1", TENSORWEAVE_CONNECT_TIMEOUT_S="20",
-                   TF_CONFIG=json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}}))
-        log = tempfile.TemporaryFile()
-        self.logs.setdefault((job, index), []).append(log)
-        self.procs[(job, index)] = subprocess.Popen(
-            [sys.executable, TRAINER, self.model_dir, str(self.max_steps), *self.extra], env=env, cwd=REPO, stdout=log,
-            stderr=subprocess.STDOUT)
+        super().__init__(TRAINER, {"ps": 1, chief_job: 1, "worker": 1}, model_dir, [str(max_steps), *extra])
+        self.max_steps = max_steps
 
     def log(self, job: str, index: int = 0) -> str:
-        out = []
-        for f in self.logs.get((job, index), []):
-            f.seek(0)
-            out.append(f.read().decode(errors="replace"))
-        return "\n--- restarted ---\n".join(out)
-
-    def wait_all(self) -> dict:
-        deadline = time.monotonic() + EXIT_TIMEOUT_S
-        codes = {}
-        for key, proc in self.procs.items():
-            try:
-                codes[key] = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                codes[key] = "hung"
-        return codes
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        for logs in self.logs.values():
-            for f in logs:
-                f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
+        """Everything the task printed, each start's output apart."""
+        return "\n--- restarted ---\n".join(self.output(job, index, run, 0) + self.output(job, index, run, 1)
+                                           for run in range(len(self.logs.get((job, index), []))))
 
 
 def _checkpoint_step(model_dir: str) -> int:
