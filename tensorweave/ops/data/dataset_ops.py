@@ -389,7 +389,7 @@ def _row_batches(node, rows: _Rows, size: int, drop: bool) -> Iterator:
         if not batch or len(batch) < size and drop:
             return
         batch = np.array(batch, dtype=np.int64)
-        yield [a[batch] for a in rows.arrays]
+        yield [a.take(batch, axis=0) for a in rows.arrays]
 
 
 def _batched_cardinality(card: int, size: int, drop: bool) -> int:
