@@ -569,9 +569,13 @@ def _repeat_kernel(node, ctx):
             done = 0
             while n < 0 or done < n:
                 empty = True
-                for e in start():
-                    empty = empty and e is NOT_READY
+                source = start()
+                for e in source:
                     yield e
+                    if e is not NOT_READY:
+                        empty = False
+                        break
+                yield from source   # (the rest of the pass without a Python step per element)
                 done += 1
                 if empty:   # an empty dataset repeated forever is still empty
                     return
