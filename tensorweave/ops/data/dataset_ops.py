@@ -74,7 +74,7 @@ class _Rows(DatasetValue):
     """A dataset whose elements are rows of whole arrays: `[a[j] for a in arrays]` for each row
     number j that `rows()` yields (from_tensor_slices, and the stages after it that only move
     elements: shuffle, repeat, take, skip, shard). Those stages then move row numbers, and a batch
-    of rows is one gather per array (`a[rows]`) instead of a stack of elements."""
+    of rows is one gather per array (`a.take(rows, axis=0)`) instead of a stack of elements."""
 
     def __init__(self, arrays: list, rows: Callable[[], Iterator], cardinality: int):
         self.arrays, self.rows, self.cardinality = arrays, rows, cardinality
