@@ -6,14 +6,18 @@ tensorweave and under TensorFlow's Estimator (tf.compat.v1.estimator, TF 2.15 wi
 tensorflow-estimator) in the same run.
 
     TF_PYTHON=/opt/tf215venv/bin/python python benchmarks/bench_estimator.py [--steps 400] [--job_steps 4000]
+        [--baseline DIR]
 
 Printed, medians over --rounds rounds that alternate tensorweave and TF:
-  local        examples/s of Estimator.train, from its 20th step to its last
+  local        examples/s of Estimator.train, from its 20th step to its last (and examples per CPU
+               second of the process over the same steps: a loaded machine's wall clock says little)
   job          examples/s of the cluster while both trainers train (from the later one's 20th step
                to the earlier one's last; asynchronous: a step is one batch)
   first step   seconds from starting the job's processes to the worker's (not the chief's) first step
 and the ratios tensorweave/TF, and the load average. The TF side runs the very same example
-code: its `import tensorweave as tf` is given tf.compat.v1.
+code: its `import tensorweave as tf` is given tf.compat.v1. --baseline DIR also trains locally,
+in each round, with the tensorweave of another checkout (an earlier commit): before and after
+figures from one run.
 
 tensorweave's processes run with their bytecode compiled beforehand, as an installed package's is
 (pip compiles it at install; TF's site-packages have theirs): into a temporary
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,8 +44,9 @@ BATCH = 64
 WARMUP = 20
 
 
-def import_framework(framework: str):
-    """(tf, the example module) with the example's `import tensorweave as tf` bound to `tf`."""
+def import_framework(framework: str, repo: str = REPO):
+    """(tf, the example module) with the example's `import tensorweave as tf` bound to `tf`
+    (tensorweave: the one of checkout `repo`)."""
     if framework == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as tf
@@ -48,7 +54,7 @@ def import_framework(framework: str):
         tf.logging.set_verbosity(tf.logging.ERROR)
         sys.modules["tensorweave"] = tf   # (only in this TF process: the example then runs on TF)
     else:
-        sys.path.insert(0, REPO)   # (this checkout's tensorweave, not an installed one)
+        sys.path.insert(0, repo)   # (this checkout's tensorweave, not an installed one)
         import tensorweave as tf
     sys.path.insert(0, os.path.join(REPO, "examples"))
     import mnist_estimator
@@ -70,22 +76,32 @@ def make_estimator(tf, example, model_dir: str):
     return estimator, train_input_fn, eval_input_fn
 
 
-def step_times_hook(tf, times: list):
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def step_times_hook(tf, times: list, cpu_times: Optional[list] = None):
     class StepTimes(tf.train.SessionRunHook):
-        """The wall-clock time at the end of each of this process's training steps."""
+        """The wall-clock time (and the process's CPU seconds) at the end of each of this
+        process's training steps."""
 
         def after_run(self, run_context, run_values):
             times.append(time.time())
+            if cpu_times is not None:
+                cpu_times.append(cpu_seconds())
     return StepTimes()
 
 
-def run_local(framework: str, steps: int) -> dict:
-    tf, example = import_framework(framework)
+def run_local(framework: str, steps: int, repo: str = REPO) -> dict:
+    tf, example = import_framework(framework, repo)
     times: list = []
+    cpu: list = []
     with tempfile.TemporaryDirectory() as model_dir:
         estimator, train_input_fn, _ = make_estimator(tf, example, model_dir)
-        estimator.train(train_input_fn, max_steps=steps, hooks=[step_times_hook(tf, times)])
-    return {"local": BATCH * (len(times) - WARMUP) / (times[-1] - times[WARMUP - 1])}
+        estimator.train(train_input_fn, max_steps=steps, hooks=[step_times_hook(tf, times, cpu)])
+    examples = BATCH * (len(times) - WARMUP)
+    return {"local": examples / (times[-1] - times[WARMUP - 1]), "local_cpu": examples / (cpu[-1] - cpu[WARMUP - 1])}
 
 
 def run_task(framework: str, steps: int, model_dir: str, out: str) -> None:
@@ -161,6 +177,8 @@ def main() -> None:
     parser.add_argument("--job_steps", type=int, default=4000, help="global steps of the ps job")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
+    parser.add_argument("--baseline", help="a checkout of an earlier tensorweave, trained locally in each round too")
+    parser.add_argument("--repo", default=REPO, help="(internal) the checkout whose tensorweave --json runs")
     parser.add_argument("--task", action="store_true", help="(internal) run one task from TF_CONFIG")
     parser.add_argument("--model_dir")
     parser.add_argument("--out")
@@ -170,24 +188,34 @@ def main() -> None:
         run_task(args.framework, args.steps, args.model_dir, args.out)
         return
     if args.json:
-        print(json.dumps(run_local(args.framework, args.steps)))
+        print(json.dumps(run_local(args.framework, args.steps, args.repo)))
         return
     load0, py = load_average(), tf_python("/opt/tf215venv/bin/python")   # (tf.estimator: TF 2.15)
     results: dict = {"tensorweave": [], "tf": []}
+    sides = [("tensorweave", "tensorweave", sys.executable, REPO), ("tf", "tf", py, REPO)]
+    if args.baseline:
+        results["baseline"] = []
+        sides.insert(1, ("baseline", "tensorweave", sys.executable, os.path.abspath(args.baseline)))
     with tempfile.TemporaryDirectory() as cache:
         envs = {"tensorweave": compiled_bytecode_env(sys.executable, cache), "tf": {}}
+        if args.baseline:   # (its bytecode compiled into the same prefix, under its own path)
+            envs["baseline"] = envs["tensorweave"]
+            subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(args.baseline, "tensorweave")],
+                           env=dict(os.environ, **envs["baseline"]), check=True, stdout=subprocess.DEVNULL)
         for _ in range(max(1, args.rounds)):
-            for framework, python in (("tensorweave", sys.executable), ("tf", py)):
+            for side, framework, python, repo in sides:
                 if python is None:
                     continue
-                local = run_json(python, __file__, ["--framework", framework, "--steps", args.steps], timeout=300,
-                                 env=envs[framework])
+                local = run_json(python, __file__, ["--framework", framework, "--steps", args.steps, "--repo", repo],
+                                 timeout=300, env=envs[side])
+                if local and side != "baseline":
+                    local.update(run_job(python, framework, args.job_steps, env=envs[framework]))
                 if local:
-                    results[framework].append(dict(local, **run_job(python, framework, args.job_steps,
-                                                                    env=envs[framework])))
+                    results[side].append(local)
     print(f"MNIST-style Estimator, batch {BATCH}; median of {args.rounds} rounds; local {args.steps} steps, "
           f"1 ps + chief + worker {args.job_steps} global steps")
     for key, label, unit in (("local", "local Estimator.train", "examples/s"),
+                             ("local_cpu", "local Estimator.train", "examples per CPU second"),
                              ("job", "1 ps + chief + worker", "examples/s"),
                              ("first_step_s", "launch to the worker's first step", "s")):
         line = f"{label}:"
@@ -197,8 +225,9 @@ def main() -> None:
             if values:
                 medians[framework] = statistics.median(values)
                 line += f" {framework} {medians[framework]:.{0 if unit != 's' else 2}f} {unit};"
-        if len(medians) == 2:
-            line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x"
+        for side, name in (("tensorweave", "ratio"), ("baseline", "baseline/tf")):
+            if side in medians and "tf" in medians:
+                line += f" {name} {medians[side] / medians['tf']:.2f}x"
         print(line)
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
 

@@ -82,6 +82,26 @@ class _FetchMapper:
         return self._build(values)
 
 
+class _Uncached(Exception):
+    """A fetch structure whose mapping Session.run does not keep (see _structure_key)."""
+
+
+def _structure_key(f):
+    """A key that equals another only for the same fetch structure: plain lists, tuples and dicts
+    of the same tensors, operations and names. Anything else raises _Uncached."""
+    kind = type(f)
+    if kind is Tensor or kind is Operation or kind is str:
+        return f
+    if kind is list or kind is tuple:
+        return (kind, *[_structure_key(x) for x in f])
+    if kind is dict:
+        return (dict, *[(type(k), k, _structure_key(v)) for k, v in f.items()])
+    raise _Uncached
+
+
+_KEPT_RUNNERS = 64   # fetch structures a session keeps mapped
+
+
 def _fetched(v):
     """TF's fetch convention: numpy arrays, with 0-d results as numpy scalars."""
     if isinstance(v, np.ndarray):
@@ -148,6 +168,7 @@ class BaseSession:
         self._closed = False
         self._master = _make_master(self._target, self._graph, self._config)
         self._default_ctx: list = []
+        self._runners: dict = {}   # _structure_key(fetches) -> _runner(fetches)
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: self._target)
@@ -169,7 +190,23 @@ class BaseSession:
         """Runs the ops and evaluates the tensors in `fetches`, returning values in the same structure."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        return self._runner(fetches)(self._feeds(feed_dict), options, run_metadata)
+        return self._kept_runner(fetches)(self._feeds(feed_dict), options, run_metadata)
+
+    def _kept_runner(self, fetches) -> Callable:
+        """_runner(fetches), kept for the structures _structure_key knows: a training loop fetches
+        the same one every step (a MonitoredSession: a dict of its hooks' fetches), and looking it
+        up costs less than mapping it. A kept one checks again that its elements may be fetched
+        (Graph.prevent_fetching may have been called since)."""
+        try:
+            key = _structure_key(fetches)
+        except _Uncached:
+            return self._runner(fetches)
+        run = self._runners.get(key)
+        if run is None or not all(map(self._graph.is_fetchable, run.elements)):
+            if len(self._runners) >= _KEPT_RUNNERS:
+                self._runners.clear()
+            run = self._runners[key] = self._runner(fetches)
+        return run
 
     def _runner(self, fetches) -> Callable:
         """run(feeds, options, run_metadata) for `fetches`: the fetch structure is mapped once
@@ -189,6 +226,7 @@ class BaseSession:
                 return mapper.build([])
             values = self._master.run(feeds, fetch_names, target_names, options, run_metadata)
             return mapper.build([None if p is None else _fetched(values[p]) for p in fetch_pos])
+        run.elements = mapper.elements
         return run
 
     def _feeds(self, feed_dict) -> dict:

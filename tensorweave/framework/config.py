@@ -11,12 +11,16 @@ import copy
 from tensorweave.framework.tf_export import tf_export
 
 
+_IMMUTABLE = frozenset({int, float, bool, str, bytes, type(None)})
+
+
 class _Message:
     _fields: dict = {}
 
     def __init__(self, **kwargs):
         for name, default in self._fields.items():
-            value = default() if callable(default) else copy.copy(default)
+            # (a training loop makes a RunOptions and a RunMetadata every step: scalars need no copy)
+            value = default if type(default) in _IMMUTABLE else default() if callable(default) else copy.copy(default)
             object.__setattr__(self, name, value)
         for k, v in kwargs.items():
             if k not in self._fields:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from typing import Callable, Optional
 
 from google.protobuf import message, text_format
@@ -214,12 +215,40 @@ def export_scoped_meta_graph(filename=None, graph_def=None, graph=None, export_s
 def write_meta_graph(meta, filename: str, as_text: bool = False) -> None:
     """Writes the MetaGraphDef to `filename` atomically: binary (map entries sorted: the same
     graph writes the same bytes), or protobuf text with as_text."""
-    data = text_format.MessageToString(meta).encode() if as_text else meta.SerializeToString(deterministic=True)
+    _write_bytes(filename, text_format.MessageToString(meta).encode() if as_text
+                 else meta.SerializeToString(deterministic=True))
 
+
+def _write_bytes(filename: str, data: bytes) -> None:
     def write(tmp):
         with open(tmp, "wb") as f:
             f.write(data)
     write_atomically(filename, write)
+
+
+# The meta graph a Saver writes beside each checkpoint, serialized once per finalized graph:
+# {graph: (key, collections, bytes)}. The key holds what the bytes are made of: the graph's
+# version and mutation count (a new or changed op), the SaverDef, strip_default_attrs, and the
+# objects each collection holds (`collections` keeps them alive, so that their ids stay theirs).
+_saver_meta_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def write_saver_meta_graph(filename: str, graph, saver_def, strip_default_attrs: bool = False) -> None:
+    """Writes export_scoped_meta_graph(graph=graph, saver_def=saver_def, ...) to `filename`, as
+    Saver.save does with every checkpoint: for a finalized graph (a MonitoredSession's) the bytes
+    are made once and written again while its ops, collections and the SaverDef stay the same."""
+    if not graph.finalized:
+        export_scoped_meta_graph(filename=filename, graph=graph, saver_def=saver_def,
+                                 strip_default_attrs=strip_default_attrs)
+        return
+    collections = tuple((k, tuple(graph.get_collection(k))) for k in graph.get_all_collection_keys())
+    key = (graph.version, graph._mutations, saver_def.SerializeToString() if saver_def is not None else None,
+           bool(strip_default_attrs), tuple((k, tuple(map(id, items))) for k, items in collections))
+    cached = _saver_meta_graphs.get(graph)
+    if cached is None or cached[0] != key:
+        meta, _ = export_scoped_meta_graph(graph=graph, saver_def=saver_def, strip_default_attrs=strip_default_attrs)
+        cached = _saver_meta_graphs[graph] = (key, collections, meta.SerializeToString(deterministic=True))
+    _write_bytes(filename, cached[2])
 
 
 def read_meta_graph_file(filename: str):

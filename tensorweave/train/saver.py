@@ -46,7 +46,7 @@ from tensorweave.train.checkpoint_management import (checkpoint_exists, get_chec
 from tensorweave.framework.tf_protos import SaverDef
 from tensorweave.train.meta_graph import (MetaGraphDef, export_scoped_meta_graph,
                                           import_scoped_meta_graph_with_return_elements, read_meta_graph_file,
-                                          register_proto_function)
+                                          register_proto_function, write_saver_meta_graph)
 from tensorweave.train.saveable import SaveableObject, SaveSpec, all_saveable_objects, validate_and_slice_inputs
 from tensorweave.train.training_util import global_step as _global_step_value
 
@@ -406,7 +406,7 @@ class Saver:
         if write_meta_graph:
             meta_file = meta_graph_filename(checkpoint_file, meta_graph_suffix)
             with sess.graph.as_default():
-                self.export_meta_graph(meta_file, strip_default_attrs=strip_default_attrs)
+                write_saver_meta_graph(meta_file, sess.graph, self.saver_def, strip_default_attrs)
         if model_checkpoint_path is not None and write_state:
             if self.saver_def.max_to_keep:
                 self._take_over_earlier_checkpoints(parent, latest_filename, save_path)

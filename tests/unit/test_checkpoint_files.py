@@ -196,3 +196,34 @@ def test_checkpoints_iterator_yields_each_new_checkpoint_until_timeout_fn_says_s
             got = list(tf.train.checkpoints_iterator(str(tmp_path), timeout=0, timeout_fn=timeout_fn))
     assert got == saved and len(timeouts) == 2
     assert tf.train.load_variable(got[-1], "v") == 2.0
+
+
+def test_atomic_writes_leave_only_their_file_and_sweep_what_a_dead_writer_left(tmp_path):
+    # a file of a saver killed mid-write (a pid that is gone), a temporary of a live writer (ours)
+    dead = bundle.temporary_name(str(tmp_path / "model.ckpt-1.meta")).replace(f"-{os.getpid()}-", "-999999999-")
+    live = bundle.temporary_name(str(tmp_path / "graph.pbtxt"))
+    for path in (dead, live):
+        with open(path, "w") as f:
+            f.write("partial")
+
+    def write(text):
+        def to(tmp):
+            with open(tmp, "w") as f:
+                f.write(text)
+        return to
+
+    bundle.write_atomically(str(tmp_path / "checkpoint"), write("state"))
+    assert sorted(os.listdir(tmp_path)) == sorted(["checkpoint", os.path.basename(live)])
+    assert (tmp_path / "checkpoint").read_text() == "state"
+
+    def fails(tmp):
+        write("half")(tmp)
+        raise OSError(28, os.strerror(28))
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="checkpoint"):
+        bundle.write_atomically(str(tmp_path / "checkpoint"), fails)
+    assert sorted(os.listdir(tmp_path)) == sorted(["checkpoint", os.path.basename(live)])   # the old file stays
+    assert (tmp_path / "checkpoint").read_text() == "state"
+    # safetensors' own hidden temporary lands in a directory of ours, gone with it
+    bundle.write_bundle(str(tmp_path / "model.ckpt-2"), [("v", "", np.arange(3.0))])
+    assert sorted(os.listdir(tmp_path)) == sorted(["checkpoint", os.path.basename(live), "model.ckpt-2.index",
+                                                   "model.ckpt-2.data-00000-of-00001"])

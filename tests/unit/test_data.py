@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops.data.dataset_ops import _bounded_draws
 
 pytestmark = pytest.mark.usefixtures("graph")
 
@@ -199,6 +200,50 @@ def test_shuffle_is_a_permutation_seeded_and_reshuffled():
     # with a buffer of 5 the element at position p was read by then: it is at most p + 4
     first = ints(drain(tf.data.Dataset.range(100).shuffle(5, seed=1)))
     assert sorted(first) == list(range(100)) and all(v <= p + 4 for p, v in enumerate(first))
+
+
+def test_stages_over_tensor_slices_give_the_elements_and_batches_of_the_general_pipeline():
+    # from_tensor_slices and the stages that only move elements work on row numbers and gather each
+    # batch at once; an identity map in front forces the element-by-element pipeline: same values
+    x = np.arange(46 * 3, dtype=np.float32).reshape(46, 3)
+    names = np.array([b"r%d" % i for i in range(46)], dtype=object)
+
+    def pipelines(tail):
+        rows = tf.data.Dataset.from_tensor_slices((x, {"name": names, "i": np.arange(46)}))
+        return tail(rows), tail(rows.map(lambda a, b: (a, b)))
+
+    tails = [lambda d: d.shuffle(10, seed=7).repeat(2).batch(8),
+             lambda d: d.repeat(3).shuffle(50, seed=1).skip(5).take(100).batch(16, drop_remainder=True),
+             lambda d: d.shard(3, 1).shuffle(4, seed=2, reshuffle_each_iteration=False).repeat(2).batch(5),
+             lambda d: d.shuffle(100, seed=3).take(4).repeat(3).batch(3),    # shuffle passes cut short by take
+             lambda d: d.shuffle(46, seed=4).repeat(2)]                       # unbatched rows
+    for tail in tails:
+        fast, general = (drain(d) for d in pipelines(tail))
+        assert len(fast) == len(general) > 0
+        for (fx, fd), (gx, gd) in zip(fast, general):
+            np.testing.assert_array_equal(fx, gx)
+            assert fx.dtype == gx.dtype == np.float32 and fd["i"].dtype == gd["i"].dtype == np.int64
+            for key in ("name", "i"):
+                assert np.asarray(fd[key]).tolist() == np.asarray(gd[key]).tolist()
+    firsts = drain(tf.data.Dataset.from_tensor_slices(x).shuffle(46, seed=5).repeat(2).batch(46))
+    assert sorted(firsts[0][:, 0].tolist()) == x[:, 0].tolist() and firsts[0].tolist() != firsts[1].tolist()
+    assert [len(b) for b in drain(tf.data.Dataset.from_tensor_slices(x).batch(20))] == [20, 20, 6]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Batch size must be greater than zero"):
+        drain(tf.data.Dataset.from_tensor_slices(x).batch(tf.constant(0, tf.int64)))
+
+
+def test_shuffle_draws_the_numbers_of_one_numpy_call_per_draw():
+    # shuffle takes its bounded draws from numpy an array at a time; the values, and the generator
+    # after a pass that stopped midway, are those of one rng.integers(bound) per draw
+    highs = [np.full(5, 9), np.arange(6, 0, -1)]
+    fast, slow = np.random.default_rng(11), np.random.default_rng(11)
+    assert list(_bounded_draws(fast, iter(highs))) == [int(slow.integers(h)) for a in highs for h in a]
+    assert fast.integers(1 << 40) == slow.integers(1 << 40)
+    draws = _bounded_draws(fast, iter(highs))
+    taken = [next(draws) for _ in range(7)]
+    draws.close()
+    assert taken == [int(slow.integers(h)) for h in [9] * 5 + [6, 5]]
+    assert fast.integers(1 << 40) == slow.integers(1 << 40)
 
 
 def test_repeat_and_cache_replay_the_first_pass():

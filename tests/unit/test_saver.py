@@ -208,6 +208,38 @@ def test_meta_graph_import_runs_restores_and_keeps_collections(tmp_path):
         assert not meta.HasField("saver_def")
 
 
+def test_a_finalized_graphs_meta_graph_is_the_same_with_every_checkpoint_until_a_collection_changes(tmp_path):
+    # Saver.save of a finalized graph (a MonitoredSession's) writes bytes it made once, while the
+    # ops, collections and SaverDef are those they were made of
+    x, w, _, gs, train = _model()
+    saver = tf.train.Saver()
+    prefix = str(tmp_path / "model.ckpt")
+
+    def meta(step):
+        with open(f"{prefix}-{step}.meta", "rb") as f:
+            return f.read()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.get_default_graph().finalize()
+        saver.save(sess, prefix, global_step=1)
+        sess.run(train, {x: [[1.0, 2.0]]})
+        saver.save(sess, prefix, global_step=2)
+        fresh = tf.train.export_meta_graph(saver_def=saver.saver_def).SerializeToString(deterministic=True)
+        assert meta(1) == meta(2) == fresh
+        tf.add_to_collection("notes", "after finalize")
+        saver.save(sess, prefix, global_step=3)
+        saved = tf.MetaGraphDef()
+        saved.ParseFromString(meta(3))
+        assert list(saved.collection_def["notes"].bytes_list.value) == [b"after finalize"]
+        assert meta(3) == tf.train.export_meta_graph(saver_def=saver.saver_def).SerializeToString(deterministic=True)
+    with tf.Graph().as_default():
+        restorer = tf.train.import_meta_graph(f"{prefix}-3.meta")
+        with tf.Session() as sess:
+            restorer.restore(sess, f"{prefix}-3")
+            assert sess.run(tf.train.get_global_step()) == 1
+            assert [v.op.name for v in tf.global_variables()][:2] == ["w", "b"]
+
+
 def test_meta_graph_with_a_cond_imports_and_runs(tmp_path):
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None, 2], name="x")

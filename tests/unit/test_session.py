@@ -26,6 +26,28 @@ def test_fetch_structures_are_preserved():
     assert out["op"] is None
 
 
+def test_a_fetch_structure_run_again_is_mapped_again_when_it_changes():
+    # Session.run keeps the mapping of the plain structures a training loop repeats; every run
+    # still gets its own structure back: new keys, other tensors, list vs tuple, equal keys of
+    # another type, and a tensor made unfetchable since
+    a, b = tf.constant(1, name="a"), tf.constant(2.0, name="b")
+    step = tf.Variable(0, name="step")
+    bump = tf.assign_add(step, 1)
+    with tf.Session() as sess:
+        sess.run(step.initializer)
+        for i in range(1, 4):
+            assert sess.run({"caller": [bump, a], "hook": b}) == {"caller": [i, 1], "hook": 2.0}
+        assert sess.run({"caller": [bump, a], "hook": b, "more": "a:0"}) == {"caller": [4, 1], "hook": 2.0, "more": 1}
+        assert sess.run({"caller": [bump, b], "hook": a}) == {"caller": [5, 2.0], "hook": 1}
+        out = sess.run({"caller": (bump, a)})
+        assert isinstance(out["caller"], tuple) and out["caller"] == (6, 1)
+        assert list(sess.run({1: a})) == [1] and type(next(iter(sess.run({True: a})))) is bool
+        assert sess.run([a, b]) == [1, 2.0] and sess.run([b, a]) == [2.0, 1]
+        sess.graph.prevent_fetching(b.op)
+        with pytest.raises(ValueError, match="not fetchable"):
+            sess.run([a, b])
+
+
 def test_fetch_value_types():
     with tf.Session() as sess:
         s = sess.run(tf.constant("Hello, distributed TensorFlow!"))

@@ -95,17 +95,20 @@ def _saved_errno(e: Exception) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def write_atomically(path: str, write) -> None:
-    """write(temporary path), then rename it to `path`. The temporary lies in a directory of its
-    own (safetensors writes through a hidden temporary of its own beside its target), swept by
-    the next write in this directory if a kill leaves it behind. A failure to write is TF's
-    error naming `path` (a full disk or quota ResourceExhaustedError)."""
+def write_atomically(path: str, write, own_directory: bool = False) -> None:
+    """write(temporary path), then rename it to `path`. The temporary is a sibling of `path` named
+    for this process; with own_directory, a file in a directory of that name, for a writer that
+    makes hidden temporaries of its own beside its target (safetensors). Either is removed when
+    the write fails and swept by the next write in this directory if a kill leaves it behind. A
+    failure to write is TF's error naming `path` (a full disk or quota ResourceExhaustedError)."""
     directory = os.path.dirname(path)
     sweep_temporaries(directory)
-    tmp_dir = temporary_name(path)
+    tmp_dir = temporary_name(path) if own_directory else None
+    tmp = os.path.join(tmp_dir, os.path.basename(path)) if tmp_dir else temporary_name(path)
+    done = False
     try:
-        os.mkdir(tmp_dir)
-        tmp = os.path.join(tmp_dir, os.path.basename(path))
+        if tmp_dir:
+            os.mkdir(tmp_dir)
         try:
             write(tmp)
         except SafetensorError as e:
@@ -114,10 +117,17 @@ def write_atomically(path: str, write) -> None:
                 raise
             raise OSError(code, os.strerror(code)) from None
         os.replace(tmp, path)
+        done = True
     except OSError as e:
         raise errors.os_error(e, path) from None
     finally:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if tmp_dir:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+        elif not done:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -176,7 +186,7 @@ def write_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
     safe_arrays = {k: a if a.dtype.name in _SAFETENSORS_DTYPES else a.reshape(-1).view(np.uint8)
                    for k, a in arrays.items()}
     write_atomically(data_filename(prefix, 0, 1), lambda tmp: save_file(safe_arrays, tmp, metadata={
-        "format": FORMAT}))
+        "format": FORMAT}), own_directory=True)
     write_index(prefix, {"format": FORMAT, "version": VERSION, "num_data_files": 1, "entries": entries})
 
 

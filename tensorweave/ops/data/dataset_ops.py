@@ -4,9 +4,11 @@ whose captured tensors follow the op's own inputs). Building a dataset value run
 elements flow only when an iterator pulls them."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
+from itertools import islice, repeat
 from typing import Callable, Iterator
 
 import msgpack
@@ -68,6 +70,31 @@ class _Gen(DatasetValue):
         return self._make()
 
 
+class _Rows(DatasetValue):
+    """A dataset whose elements are rows of whole arrays: `[a[j] for a in arrays]` for each row
+    number j that `rows()` yields (from_tensor_slices, and the stages after it that only move
+    elements: shuffle, repeat, take, skip, shard). Those stages then move row numbers, and a batch
+    of rows is one gather per array (`a.take(rows, axis=0)`) instead of a stack of elements."""
+
+    def __init__(self, arrays: list, rows: Callable[[], Iterator], cardinality: int):
+        self.arrays, self.rows, self.cardinality = arrays, rows, cardinality
+
+    def elements(self) -> Iterator:
+        arrays = self.arrays
+        for j in self.rows():
+            yield [a[j] for a in arrays]
+
+
+def _stage(input_ds: DatasetValue, one_pass: Callable[[Callable[[], Iterator]], Iterator],
+           cardinality: int) -> DatasetValue:
+    """The dataset of a stage that moves its input's elements without looking into them:
+    `one_pass(start)` is a pass over the stage's output given `start()`, which starts a pass over
+    its input. Over rows, the stage moves row numbers (see _Rows)."""
+    if isinstance(input_ds, _Rows):
+        return _Rows(input_ds.arrays, lambda: one_pass(input_ds.rows), cardinality)
+    return _Gen(lambda: one_pass(input_ds.elements), cardinality)
+
+
 def _window_value(items: list) -> DatasetValue:
     """A dataset of the given elements (a window of group_by_window or window)."""
     return _Gen(lambda: iter(items), len(items))
@@ -80,7 +107,8 @@ def _tensor_kernel(node, ctx):
     return run
 
 
-def _slices(node, comps: list) -> Iterator:
+def _slice_rows(node, comps: list) -> Iterator:
+    """The row numbers of from_tensor_slices, once its components are checked (at the first)."""
     n = len(np.asarray(comps[0])) if comps and np.ndim(comps[0]) else None
     for i, c in enumerate(comps):
         if np.ndim(c) == 0:
@@ -88,14 +116,13 @@ def _slices(node, comps: list) -> Iterator:
         if len(c) != n:
             raise errors.InvalidArgumentError(node, node.name, f"Dimensions {n} and {len(c)} are not compatible "
                                                                f"(component {i} of from_tensor_slices)")
-    for j in range(n or 0):
-        yield [c[j] for c in comps]
+    yield from range(n or 0)
 
 
 def _slice_kernel(node, ctx):
     def run(*components):
         comps = [np.asarray(c, dtype=object) if isinstance(c, bytes) else c for c in components]
-        return _Gen(lambda: _slices(node, comps), len(comps[0]) if comps and np.ndim(comps[0]) else UNKNOWN)
+        return _Rows(comps, lambda: _slice_rows(node, comps), len(comps[0]) if comps and np.ndim(comps[0]) else UNKNOWN)
     return run
 
 
@@ -352,6 +379,19 @@ def _batches(node, source: Iterator, size: int, drop: bool, make: Callable[[list
         yield _safe(make, buf)
 
 
+def _row_batches(node, rows: _Rows, size: int, drop: bool) -> Iterator:
+    """_batches of rows: each batch gathered from the arrays by its row numbers at once."""
+    if size <= 0:
+        raise errors.InvalidArgumentError(node, node.name, f"Batch size must be greater than zero, got {size}")
+    source = rows.rows()
+    while True:
+        batch = list(islice(source, size))
+        if not batch or len(batch) < size and drop:
+            return
+        batch = np.array(batch, dtype=np.int64)
+        yield [a.take(batch, axis=0) for a in rows.arrays]
+
+
 def _batched_cardinality(card: int, size: int, drop: bool) -> int:
     if card < 0 or size <= 0:
         return card
@@ -363,9 +403,12 @@ def _batch_kernel(node, ctx):
 
     def run(input_ds, batch_size, drop_remainder):
         size, drop = _int(batch_size), bool(drop_remainder)
+        card = _batched_cardinality(input_ds.cardinality, size, drop)
+        if isinstance(input_ds, _Rows) and all(isinstance(a, np.ndarray) for a in input_ds.arrays) and all(
+                w == 1 for w in widths):
+            return _Gen(lambda: _row_batches(node, input_ds, size, drop), card)
         return _Gen(lambda: _batches(node, input_ds.elements(), size, drop,
-                                     lambda buf: _batch_element(node, buf, widths)),
-                    _batched_cardinality(input_ds.cardinality, size, drop))
+                                     lambda buf: _batch_element(node, buf, widths)), card)
     return run
 
 
@@ -454,6 +497,53 @@ _register("PaddedBatchDatasetV2", _padded_kernel)
 
 
 # -- order and count -----------------------------------------------------------------------------
+_DRAWS = 256   # bounded draws shuffle takes from numpy per call while it streams
+
+
+def _bounded_draws(rng: np.random.Generator, highs: Iterator) -> Iterator:
+    """int(rng.integers(h)) for each h of each array of `highs`, drawn an array per numpy call
+    (one call costs as much as ~150 draws of an array). The values, and rng after them, are those
+    of one call per draw: closed before its last draw is taken, it rewinds rng to where the draws
+    taken would have left it (unless rng was drawn from meanwhile)."""
+    for high in highs:
+        before = rng.bit_generator.state
+        values = rng.integers(high).tolist()
+        after, taken = rng.bit_generator.state, 0
+        try:
+            for taken, v in enumerate(values, 1):
+                yield v
+        finally:
+            if taken < len(values) and rng.bit_generator.state == after:
+                rng.bit_generator.state = before
+                rng.integers(high[:taken])
+
+
+def _shuffled(source: Iterator, rng: np.random.Generator, size: int) -> Iterator:
+    """source's elements through a shuffle buffer of `size` (TF's ShuffleDataset): each element
+    read replaces, and yields, a random one of the buffer; at the end the buffer drains in random
+    order."""
+    buf: list = []
+    for e in source:
+        if e is NOT_READY:
+            yield e
+            continue
+        buf.append(e)
+        if len(buf) == size:
+            break
+    with contextlib.closing(_bounded_draws(rng, repeat(np.full(_DRAWS, size)))) as draws:
+        for e in source:
+            if e is NOT_READY:
+                yield e
+                continue
+            j = next(draws)
+            yield buf[j]
+            buf[j] = e
+    with contextlib.closing(_bounded_draws(rng, [np.arange(len(buf), 0, -1)])) as draws:
+        for j in draws:
+            buf[j], buf[-1] = buf[-1], buf[j]
+            yield buf.pop()
+
+
 def _shuffle_kernel(node, ctx):
     reshuffle = node.attr["reshuffle_each_iteration"]
     seeded = bool(node.attr.get("seed", 0) or node.attr.get("seed2", 0))
@@ -465,29 +555,9 @@ def _shuffle_kernel(node, ctx):
         shared = op_generator(node, ctx) if seeded else np.random.default_rng()
         fixed_seed = int(shared.integers(1 << 62))
 
-        def elements():
-            rng = shared if reshuffle else np.random.default_rng(fixed_seed)
-            buf: list = []
-            source = input_ds.elements()
-            for e in source:
-                if e is NOT_READY:
-                    yield e
-                    continue
-                buf.append(e)
-                if len(buf) == size:
-                    break
-            for e in source:
-                if e is NOT_READY:
-                    yield e
-                    continue
-                j = int(rng.integers(len(buf)))
-                yield buf[j]
-                buf[j] = e
-            while buf:
-                j = int(rng.integers(len(buf)))
-                buf[j], buf[-1] = buf[-1], buf[j]
-                yield buf.pop()
-        return _Gen(elements, input_ds.cardinality)
+        def elements(start):
+            return _shuffled(start(), shared if reshuffle else np.random.default_rng(fixed_seed), size)
+        return _stage(input_ds, elements, input_ds.cardinality)
     return run
 
 
@@ -495,13 +565,17 @@ def _repeat_kernel(node, ctx):
     def run(input_ds, count):
         n = _int(count)
 
-        def elements():
+        def elements(start):
             done = 0
             while n < 0 or done < n:
                 empty = True
-                for e in input_ds.elements():
-                    empty = empty and e is NOT_READY
+                source = start()
+                for e in source:
                     yield e
+                    if e is not NOT_READY:
+                        empty = False
+                        break
+                yield from source   # (the rest of the pass without a Python step per element)
                 done += 1
                 if empty:   # an empty dataset repeated forever is still empty
                     return
@@ -512,7 +586,7 @@ def _repeat_kernel(node, ctx):
             pass
         else:
             card = INFINITE if n < 0 else card * n
-        return _Gen(elements, card)
+        return _stage(input_ds, elements, card)
     return run
 
 
@@ -520,11 +594,11 @@ def _take_kernel(node, ctx):
     def run(input_ds, count):
         n = _int(count)
 
-        def elements():
+        def elements(start):
             if n == 0:
                 return
             taken = 0
-            for e in input_ds.elements():
+            for e in start():
                 yield e
                 taken += e is not NOT_READY
                 if taken == n:
@@ -532,7 +606,7 @@ def _take_kernel(node, ctx):
         card = input_ds.cardinality
         if n >= 0 and card != UNKNOWN:
             card = n if card == INFINITE else min(card, n)
-        return _Gen(elements, card)
+        return _stage(input_ds, elements, card)
     return run
 
 
@@ -540,9 +614,9 @@ def _skip_kernel(node, ctx):
     def run(input_ds, count):
         n = _int(count)
 
-        def elements():
+        def elements(start):
             seen = 0
-            for e in input_ds.elements():
+            for e in start():
                 if e is NOT_READY:
                     yield e
                     continue
@@ -552,7 +626,7 @@ def _skip_kernel(node, ctx):
         card = input_ds.cardinality
         if card >= 0:
             card = 0 if n < 0 else max(0, card - n)
-        return _Gen(elements, card)
+        return _stage(input_ds, elements, card)
     return run
 
 
@@ -565,9 +639,9 @@ def _shard_kernel(node, ctx):
         if not 0 <= k < n:
             raise errors.InvalidArgumentError(node, node.name, f"Index must be between 0 and {n - 1} (currently index "
                                                                f"= {k}).")
-        def elements():
+        def elements(start):
             i = 0
-            for e in input_ds.elements():
+            for e in start():
                 if e is NOT_READY:
                     yield e
                     continue
@@ -575,7 +649,7 @@ def _shard_kernel(node, ctx):
                     yield e
                 i += 1
         card = input_ds.cardinality
-        return _Gen(elements, card // n + (k < card % n) if card >= 0 else card)
+        return _stage(input_ds, elements, card // n + (k < card % n) if card >= 0 else card)
     return run
 
 
