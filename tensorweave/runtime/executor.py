@@ -32,19 +32,20 @@ class KernelContext:
     global_jit_level: int = 0                       # OptimizerOptions'; OFF (-1): fuse jit scopes only (fusion.py)
     _function_plans: dict = field(default_factory=dict)
 
-    def function_plan(self, name: str, device: str = "", outputs: Optional[tuple] = None) -> "Plan":
-        """A plan for a function body: feeds are its inputs, fetches its outputs (cached), or only
-        those of them at the indices `outputs`. `device`: where the op calling it runs; on a GPU,
-        the body's inputs and outputs are in that GPU's memory and its ops without a device run
-        there when they have a GPU kernel."""
+    def function_plan(self, name: str, device: str = "", outputs: Optional[tuple] = None, cut: tuple = ()) -> "Plan":
+        """A plan for a function body: feeds are its inputs, fetches its outputs (cached); or
+        fetches the tensors `outputs` of the body, and feeds the tensors `cut` too, after its
+        inputs (a part of the body). `device`: where the op calling it runs; on a GPU, the body's
+        inputs and outputs are in that GPU's memory and its ops without a device run there when
+        they have a GPU kernel."""
         gpu = _gpu_of(device, self.gpus) if device and self.gpus else None
-        key = (name, gpu and gpu.name, outputs)
+        key = (name, gpu and gpu.name, outputs, cut)
         plan = self._function_plans.get(key)
         if plan is None:
             fdef = self.function_def(name)
             nodes = [self._function_node(n, gpu) for n in fdef.node] if self.gpus else fdef.node
-            fetches = fdef.outputs if outputs is None else [fdef.outputs[i] for i in outputs]
-            plan = Plan(nodes, fdef.inputs, fetches, (), self, device=gpu)
+            plan = Plan(nodes, tuple(fdef.inputs) + cut, fdef.outputs if outputs is None else outputs, (), self,
+                        device=gpu)
             self._function_plans[key] = plan
         return plan
 
@@ -103,7 +104,7 @@ class StepContext:
                                  to the list instead of pushing: the values travel with the step's
                                  reply (ops/sendrecv.py)."""
 
-    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "on_wait", "wait_remote", "carry")
+    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "on_wait", "wait_remote", "carry", "pool")
 
     def __init__(self, step_id: int = 0, deadline: Optional[float] = None, trace: Optional[list] = None,
                  on_wait: Optional[Callable[[], None]] = None,
@@ -116,6 +117,7 @@ class StepContext:
         self.on_wait = on_wait
         self.wait_remote = wait_remote
         self.carry = carry
+        self.pool = None   # the step's inter-op pool (runtime/inter_op.py), set by the plan that runs it
 
     def cancel(self, error: Optional[BaseException] = None) -> None:
         if self.error is None:
@@ -353,7 +355,9 @@ class Plan:
         for s, v in zip(self.feed_slots, feed_values):
             vals[s] = v
         if self.needs_step:
-            vals[_STEP_SLOT] = step or StepContext()
+            vals[_STEP_SLOT] = step = step or StepContext()
+            if pool is not None:
+                step.pool = pool   # (a loop may run part of its body on it: ops/control_flow/while_loop.py)
         if pool is not None and pool.threads > 1:
             inter_op.execute(self, vals, step, pool)
         else:

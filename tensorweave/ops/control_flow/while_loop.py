@@ -3,19 +3,16 @@ iterates their plans, so the flat executor never sees Enter/Exit/NextIteration f
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 
-from tensorweave.framework import dtypes, errors, nest
+from tensorweave.framework import dtypes, nest
 from tensorweave.framework.func_graph import FuncGraph, resource_colocation, unique_function_name
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
-from tensorweave.framework.graph_def import needed_nodes, tensor_key
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.control_flow.tensor_list import TensorListValue
-from tensorweave.ops import registry
+from tensorweave.ops.control_flow.loop_body import while_kernel
 from tensorweave.ops.registry import register, register_gpu
 
 
@@ -39,103 +36,9 @@ def _while_infer(op):
     return out
 
 
-def _while_kernel(node, ctx):
-    # On a GPU the loop's values stay in its memory from one iteration to the next (the functions
-    # run there); the predicate and the iteration bound are read back once per iteration, as TF's
-    # GPU While reads its cond output. Recorded iterations go to host memory: their consumers (the
-    # gradient loop's TensorList ops) are host ops.
-    cond_plan = ctx.function_plan(node.attr["cond"], node.device)
-    n = len(node.attr["T"])
-    live = _live_loop_vars(node, ctx, n)
-    body_plan = ctx.function_plan(node.attr["body"], node.device, live)
-    keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
-    nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
-    has_max = node.attr["has_maximum_iterations"]
-    recording = node.attr.get("record_history", False)
-    nrec = node.attr.get("num_recorded", 0)
-    updated = live[:len(live) - nrec] if live is not None else None   # (then the recorded values)
-
-    def run(step, *args):
-        vs = list(args[:n])
-        cc = list(args[n:n + nc])
-        bc = list(args[n + nc:n + nc + nb])
-        limit = int(args[-1]) if has_max else None
-        history: list = [[] for _ in range(nrec)]
-        i = 0
-        while limit is None or i < limit:
-            c = cond_plan.run(vs + cc, step)[0]
-            if np.ndim(c) != 0:
-                raise errors.InvalidArgumentError(
-                    node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
-                                     f"shape {list(np.shape(c))}")
-            if not c:
-                break
-            outs = body_plan.run(vs + bc, step)
-            if updated is None:
-                vs, recorded = outs[:n], outs[n:n + nrec]
-            else:
-                for k, v in zip(updated, outs):
-                    vs[k] = v
-                recorded = outs[len(updated):]
-            for h, v in zip(history, recorded):
-                h.append(keep(v))
-            i += 1
-            if step.cancelled.is_set():
-                raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
-            if step.deadline is not None and time.monotonic() > step.deadline:
-                raise errors.DeadlineExceededError(node, node.name,
-                                                   f"Timed out in loop '{node.name}' after {i} iterations")
-        if recording:
-            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
-        return vs[0] if len(vs) == 1 else tuple(vs)
-    return run
-
-
-def _live_loop_vars(node, ctx, n: int):
-    """The indices of the body's outputs a While must compute when the plan reads none of its
-    outputs `node.attr["_unread_outputs"]` (runtime/executor.py): the loop variables whose values
-    leave the loop, those the condition reads, and those they (or the recorded values) are
-    computed from, iteration to iteration; then the recorded values. None when that is all of
-    them, or when leaving the rest out would skip a stateful op of the body. An unread variable
-    keeps its initial value: the loop returns it, and nobody reads it."""
-    unread = set(node.attr.get("_unread_outputs", ())) & set(range(n))
-    if not unread:
-        return None
-    body, cond = ctx.function_def(node.attr["body"]), ctx.function_def(node.attr["cond"])
-    body_inputs = [tensor_key(t) for t in body.inputs[:n]]
-    live = (set(range(n)) - unread) | _inputs_read(cond, cond.outputs, [tensor_key(t) for t in cond.inputs[:n]])
-    live |= _inputs_read(body, body.outputs[n:], body_inputs)   # (recorded values)
-    while True:
-        grown = live | _inputs_read(body, [body.outputs[k] for k in live], body_inputs)
-        if grown == live:
-            break
-        live = grown
-    if len(live) == n:
-        return None
-    kept = tuple(sorted(live)) + tuple(range(n, len(body.outputs)))
-    by_name = {b.name: b for b in body.node}
-    fed = set(map(tensor_key, body.inputs))
-    dropped = set(needed_nodes(by_name, fed, body.outputs, ())) - set(
-        needed_nodes(by_name, fed, [body.outputs[k] for k in kept], ()))
-    if any(registry.lookup(by_name[name].op).stateful for name in dropped):
-        return None
-    return kept
-
-
-def _inputs_read(fdef, outputs, inputs: list) -> set:
-    """The positions in `inputs` (tensor keys fed to function `fdef`) of those that `outputs` are
-    computed from."""
-    fed = set(map(tensor_key, fdef.inputs))
-    by_name = {b.name: b for b in fdef.node}
-    keys = {tensor_key(t) for t in outputs}
-    for nd in needed_nodes(by_name, fed, outputs, ()).values():
-        keys.update(tensor_key(i) for i in nd.input if not i.startswith("^"))
-    return {k for k, t in enumerate(inputs) if t in keys}
-
-
 # The gradient (control_flow_grad.py) runs the body's gradient backwards over the values this op
 # records once `record` has asked it to.
-register("While", _while_infer, _while_kernel, stateful=True, needs_step=True)
+register("While", _while_infer, while_kernel, stateful=True, needs_step=True)
 register_gpu("While")
 
 
