@@ -57,8 +57,7 @@ def while_kernel(node, ctx):
         body.outputs[k] for k in computed) + recorded_outputs)
     computed = computed or tuple(range(n))
     keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
-    split = _Split(node, ctx, body, n, computed, cond_reads) if body_plan.device is None else None
-    split = split if split is not None and split.side else None
+    split: list = [] if body_plan.device is None else [None]   # (made when a pool could run it first)
     choice = _Choice()
 
     def serial(vs, bc, step, history):
@@ -75,9 +74,12 @@ def while_kernel(node, ctx):
         limit = int(args[-1]) if has_max else None
         history: list = [[] for _ in range(nrec)]
         pool = step.pool
-        pipelined = split is not None and step.trace is None and pool is not None and pool.threads > 1 \
-            and choice.pipelined()
-        side = _SideWork(split, vs, bc, step, pool) if pipelined else None
+        if not split and pool is not None and pool.threads > 1:
+            made = _Split(node, ctx, body, n, computed, cond_reads)
+            split.append(made if made.side else None)
+        pipelined = split and split[0] is not None and step.trace is None and pool is not None \
+            and pool.threads > 1 and choice.pipelined()
+        side = _SideWork(split[0], vs, bc, step, pool) if pipelined else None
         start = time.perf_counter()
         i = 0
         try:
@@ -105,8 +107,8 @@ def while_kernel(node, ctx):
             raise
         if side is not None:
             side.finish(vs)
-        if split is not None:
-            choice.ran(pipelined, time.perf_counter() - start)
+        if split and split[0] is not None:
+            choice.ran(bool(pipelined), time.perf_counter() - start)
         if recording:
             vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
         return vs[0] if len(vs) == 1 else tuple(vs)
