@@ -32,21 +32,29 @@ class KernelContext:
     global_jit_level: int = 0                       # OptimizerOptions'; OFF (-1): fuse jit scopes only (fusion.py)
     _function_plans: dict = field(default_factory=dict)
 
-    def function_plan(self, name: str, device: str = "") -> "Plan":
-        """A plan for a function body: feeds are its inputs, fetches its outputs (cached). `device`:
-        where the op calling it runs; on a GPU, the body's inputs and outputs are in that GPU's
-        memory and its ops without a device run there when they have a GPU kernel."""
+    def function_plan(self, name: str, device: str = "", outputs: Optional[tuple] = None, cut: tuple = ()) -> "Plan":
+        """A plan for a function body: feeds are its inputs, fetches its outputs (cached); or
+        fetches the tensors `outputs` of the body, and feeds the tensors `cut` too, after its
+        inputs (a part of the body). `device`: where the op calling it runs; on a GPU, the body's
+        inputs and outputs are in that GPU's memory and its ops without a device run there when
+        they have a GPU kernel."""
         gpu = _gpu_of(device, self.gpus) if device and self.gpus else None
-        key = name if gpu is None else (name, gpu.name)
+        key = (name, gpu and gpu.name, outputs, cut)
         plan = self._function_plans.get(key)
         if plan is None:
-            fdef = self.library.get(name)
-            if fdef is None:
-                raise errors.NotFoundError(None, None, f"Function '{name}' is not in the graph's library")
+            fdef = self.function_def(name)
             nodes = [self._function_node(n, gpu) for n in fdef.node] if self.gpus else fdef.node
-            plan = Plan(nodes, fdef.inputs, fdef.outputs, (), self, device=gpu)
+            plan = Plan(nodes, tuple(fdef.inputs) + cut, fdef.outputs if outputs is None else outputs, (), self,
+                        device=gpu)
             self._function_plans[key] = plan
         return plan
+
+    def function_def(self, name: str):
+        """The FunctionDef of `name` in the graph's library."""
+        fdef = self.library.get(name)
+        if fdef is None:
+            raise errors.NotFoundError(None, None, f"Function '{name}' is not in the graph's library")
+        return fdef
 
     def _function_node(self, node: NodeDef, gpu) -> NodeDef:
         """A function's op placed as TF places them, softly: one asking for a GPU runs on the CPU
@@ -96,7 +104,7 @@ class StepContext:
                                  to the list instead of pushing: the values travel with the step's
                                  reply (ops/sendrecv.py)."""
 
-    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "on_wait", "wait_remote", "carry")
+    __slots__ = ("step_id", "cancelled", "deadline", "trace", "error", "on_wait", "wait_remote", "carry", "pool")
 
     def __init__(self, step_id: int = 0, deadline: Optional[float] = None, trace: Optional[list] = None,
                  on_wait: Optional[Callable[[], None]] = None,
@@ -109,6 +117,7 @@ class StepContext:
         self.on_wait = on_wait
         self.wait_remote = wait_remote
         self.carry = carry
+        self.pool = None   # the step's inter-op pool (runtime/inter_op.py), set by the plan that runs it
 
     def cancel(self, error: Optional[BaseException] = None) -> None:
         if self.error is None:
@@ -156,6 +165,8 @@ class Plan:
         may_be_dead = _may_be_dead(order, feed_set)
         unread = _unread_stateless(order, fetches, targets, may_be_dead)
         order = [n for n in order if n.name not in unread]
+        read = {f"{src}:{idx}" for n in order for src, idx, is_ctrl in map(parse_input, n.input) if not is_ctrl}
+        read.update(fetches)
 
         slots: dict[str, int] = {_STEP_SLOT_KEY: _STEP_SLOT}
         where: dict = {}   # slot -> the Gpu whose memory holds its value (absent: host memory)
@@ -226,7 +237,8 @@ class Plan:
             if ctx.log_device_placement:
                 print(f"{node.name}: ({node.op}): {node.device or ctx.task}", file=sys.stderr)
             try:
-                fn = registry.kernel_for(node.op, "GPU" if device is not None else ctx.device_type)(node, ctx)
+                fn = registry.kernel_for(node.op, "GPU" if device is not None else ctx.device_type)(
+                    _with_unread_outputs(node, read) if node.op in _LOOPS else node, ctx)
             except errors.OpError as e:
                 raise _with_node(e, node, ctx.task) from None
             except (ValueError, TypeError, KeyError) as e:
@@ -343,7 +355,9 @@ class Plan:
         for s, v in zip(self.feed_slots, feed_values):
             vals[s] = v
         if self.needs_step:
-            vals[_STEP_SLOT] = step or StepContext()
+            vals[_STEP_SLOT] = step = step or StepContext()
+            if pool is not None:
+                step.pool = pool   # (a loop may run part of its body on it: ops/control_flow/while_loop.py)
         if pool is not None and pool.threads > 1:
             inter_op.execute(self, vals, step, pool)
         else:
@@ -397,10 +411,20 @@ class Plan:
 
 
 _FEEDABLE = frozenset(("Placeholder", "PlaceholderV2", "PlaceholderWithDefault"))
+_LOOPS = frozenset(("While",))   # told which of their outputs nobody reads (_with_unread_outputs)
 _SWITCHES = frozenset(("Switch", "RefSwitch"))   # TF 1 control flow: where dead tensors start
 _MERGES = frozenset(("Merge",))                  # ... and where they end
 _DEAD_REFUSED = frozenset(("_Send",))
 _UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
+
+
+def _with_unread_outputs(node: NodeDef, read: set) -> NodeDef:
+    """`node` with attr "_unread_outputs", the indices of its outputs that no op of the plan reads
+    and no fetch names: a While leaves the loop variables only they depend on uncomputed (a
+    gradient loop's sums for tensors that need no gradient, such as dropout masks)."""
+    unread = tuple(i for i in range(_num_outputs(node)) if f"{node.name}:{i}" not in read)
+    return NodeDef(node.name, node.op, node.input, node.device, {**node.attr, "_unread_outputs": unread}) \
+        if unread else node
 
 
 def _is_ref_output(node: Optional[NodeDef], index: int) -> bool:

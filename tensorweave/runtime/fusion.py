@@ -99,6 +99,7 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     An op whose `_XlaCompile` is False is never fused; ops of different `_XlaScope`s never
     share a tree."""
     global _numexpr
+    steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
@@ -111,8 +112,8 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
         _numexpr = numexpr
     constants = dict(template)
     readers: dict = {}
-    for i, (mode, _, a, b, _) in enumerate(steps):
-        for pos, slot in enumerate((a, b) if mode == _MODE_ONE_2 else (a,) if mode == _MODE_ONE_1 else a or ()):
+    for i, step in enumerate(steps):
+        for pos, slot in enumerate(_slots_read(step)):
             readers.setdefault(slot, []).append((i, pos))
     kept = set(fetch_slots)
     control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
@@ -172,6 +173,44 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
             new_steps.append(step)
             new_nodes.append(node)
     return new_steps, new_nodes
+
+
+def _read_shapes_in_place(steps: list, nodes: list, fetch_slots: Sequence[int]) -> tuple[list, list]:
+    """Each SumToShape(g, Shape(x)) (the gradient of a broadcasting op whose input's shape was not
+    known when the graph was built: an LSTM's backward loop runs ~60 an iteration) as one step
+    reading x, which returns g without making x's shape an array when g already has it (most calls);
+    a Shape that nothing else reads, fetches or waits for then has no step of its own."""
+    shapes = {st[4]: i for i, (st, node) in enumerate(zip(steps, nodes))
+              if node.op == "Shape" and st[0] == _MODE_ONE_1 and st[4] >= 0 and "GPU:" not in node.device}
+    merged = {i: shapes[st[3]] for i, (st, node) in enumerate(zip(steps, nodes))
+              if node.op == "SumToShape" and st[0] == _MODE_ONE_2 and st[3] in shapes and "GPU:" not in node.device}
+    if not merged:
+        return steps, nodes
+    steps = list(steps)
+    for i, j in merged.items():
+        _, sum_to_shape, g, _, out = steps[i]
+        steps[i] = (_MODE_ONE_2, _sum_to_shape_of(sum_to_shape, steps[j][1]), g, steps[j][2], out)
+    read = set(fetch_slots)
+    for step in steps:
+        read.update(_slots_read(step))
+    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
+    unread = {j for j in merged.values() if steps[j][4] not in read and nodes[j].name not in control_sources}
+    return [st for i, st in enumerate(steps) if i not in unread], [n for i, n in enumerate(nodes) if i not in unread]
+
+
+def _sum_to_shape_of(sum_to_shape: Callable, shape: Callable) -> Callable:
+    """SumToShape's kernel given the tensor whose shape it reduces to (its Shape's input)."""
+    def run(g, x):
+        if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape:
+            return g   # (what SumToShape returns for a shape g has)
+        return sum_to_shape(g, shape(x))
+    return run
+
+
+def _slots_read(step: tuple) -> tuple:
+    """The slots one of executor.Plan's steps reads."""
+    mode, _, a, b, _ = step
+    return (a, b) if mode == _MODE_ONE_2 else (a,) if mode == _MODE_ONE_1 else a or ()
 
 
 def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level: int) -> Optional[np.dtype]:

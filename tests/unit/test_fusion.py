@@ -312,3 +312,22 @@ def test_a_worker_task_honours_the_global_jit_level_its_master_sends():
         assert values == [2.0]
         ran[level] = [t["node_name"] for t in trace]
     assert ran == {tf.OptimizerOptions.DEFAULT: ["cluster_0/xla_run"], tf.OptimizerOptions.OFF: ["mul", "add", "y"]}
+
+
+def test_broadcast_gradients_with_unknown_batch_reduce_as_before_and_a_fetched_shape_stays():
+    # each gradient reduces to its input's run-time shape (SumToShape of Shape(input)); the plan
+    # reads the input's shape in place: the same values as numpy, whether or not g needs reducing
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None, 3])
+    b = tf.placeholder(tf.float32, [None])
+    z = tf.tanh(x * y) * tf.expand_dims(b, 1)
+    gx, gy, gb = tf.gradients(tf.reduce_sum(z), [x, y, b])
+    rng = np.random.RandomState(3)
+    xv, yv, bv = rng.randn(4, 3).astype(np.float32), rng.randn(1, 3).astype(np.float32), rng.randn(4).astype(np.float32)
+    with tf.Session() as sess:
+        got = sess.run([gx, gy, gb, tf.shape(x)], {x: xv, y: yv, b: bv})
+    d = (1 - np.tanh(xv * yv) ** 2) * bv[:, None]
+    np.testing.assert_allclose(got[0], d * yv, rtol=1e-6)
+    np.testing.assert_allclose(got[1], (d * xv).sum(0, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(got[2], np.tanh(xv * yv).sum(1), rtol=1e-5)
+    assert got[1].shape == (1, 3) and list(got[3]) == [4, 3]

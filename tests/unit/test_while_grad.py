@@ -155,3 +155,36 @@ def test_back_prop_false_stops_the_gradient():
     assert tf.gradients(tf.reduce_sum(y), x) == [None]
     assert tf.gradients(tf.reduce_sum(z), x) == [None]
     assert tf.gradients(tf.reduce_sum(y) + tf.reduce_sum(x * x), x)[0] is not None
+
+
+def test_a_loop_variable_nobody_reads_is_left_out_and_the_rest_keep_their_values():
+    # the gradient loop of y * mask sums the mask's gradient too; fetched without it, that sum is
+    # not computed (runtime/executor.py tells the While which outputs are read), and the input's
+    # gradient is the same bits either way
+    x = tf.placeholder(tf.float32, [None, 4])
+    mask = tf.placeholder(tf.float32, [None, 4])
+    w = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(4, 4)
+    _, y = tf.while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, tf.tanh(tf.matmul(v * mask, w))), [0, x])
+    gx, gmask = tf.gradients(tf.reduce_sum(y), [x, mask])
+    feeds = {x: np.random.RandomState(0).randn(3, 4).astype(np.float32),
+             mask: (np.random.RandomState(1).rand(3, 4) > 0.2).astype(np.float32) / 0.8}
+    with tf.Session() as sess:
+        alone = sess.run(gx, feeds)
+        both = sess.run([gx, gmask], feeds)
+    assert alone.tobytes() == both[0].tobytes()
+    v, m, g = feeds[x], feeds[mask], np.ones((3, 4), np.float32)
+    vs = [v]
+    for _ in range(5):
+        vs.append(np.tanh((vs[-1] * m) @ w))
+    for k in reversed(range(5)):
+        g = ((g * (1 - vs[k + 1] ** 2)) @ w.T) * m
+    np.testing.assert_allclose(alone, g, rtol=1e-5, atol=1e-6)
+
+
+def test_a_stateful_op_of_an_unread_loop_variable_still_runs():
+    counter = tf.Variable(0, dtype=tf.int32)
+    i, ticks = tf.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t + counter.assign_add(1)), [0, 0])
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        assert sess.run(i) == 3   # (ticks is not fetched)
+        assert sess.run(counter) == 3

@@ -3,17 +3,16 @@ iterates their plans, so the flat executor never sees Enter/Exit/NextIteration f
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 
-from tensorweave.framework import dtypes, errors, nest
+from tensorweave.framework import dtypes, nest
 from tensorweave.framework.func_graph import FuncGraph, resource_colocation, unique_function_name
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.control_flow.tensor_list import TensorListValue
+from tensorweave.ops.control_flow.loop_body import while_kernel
 from tensorweave.ops.registry import register, register_gpu
 
 
@@ -37,54 +36,9 @@ def _while_infer(op):
     return out
 
 
-def _while_kernel(node, ctx):
-    # On a GPU the loop's values stay in its memory from one iteration to the next (the functions
-    # run there); the predicate and the iteration bound are read back once per iteration, as TF's
-    # GPU While reads its cond output. Recorded iterations go to host memory: their consumers (the
-    # gradient loop's TensorList ops) are host ops.
-    cond_plan = ctx.function_plan(node.attr["cond"], node.device)
-    body_plan = ctx.function_plan(node.attr["body"], node.device)
-    keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
-    n = len(node.attr["T"])
-    nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
-    has_max = node.attr["has_maximum_iterations"]
-    recording = node.attr.get("record_history", False)
-    nrec = node.attr.get("num_recorded", 0)
-
-    def run(step, *args):
-        vs = list(args[:n])
-        cc = list(args[n:n + nc])
-        bc = list(args[n + nc:n + nc + nb])
-        limit = int(args[-1]) if has_max else None
-        history: list = [[] for _ in range(nrec)]
-        i = 0
-        while limit is None or i < limit:
-            c = cond_plan.run(vs + cc, step)[0]
-            if np.ndim(c) != 0:
-                raise errors.InvalidArgumentError(
-                    node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
-                                     f"shape {list(np.shape(c))}")
-            if not c:
-                break
-            outs = body_plan.run(vs + bc, step)
-            vs = outs[:n]
-            for h, v in zip(history, outs[n:n + nrec]):
-                h.append(keep(v))
-            i += 1
-            if step.cancelled.is_set():
-                raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
-            if step.deadline is not None and time.monotonic() > step.deadline:
-                raise errors.DeadlineExceededError(node, node.name,
-                                                   f"Timed out in loop '{node.name}' after {i} iterations")
-        if recording:
-            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
-        return vs[0] if len(vs) == 1 else tuple(vs)
-    return run
-
-
 # The gradient (control_flow_grad.py) runs the body's gradient backwards over the values this op
 # records once `record` has asked it to.
-register("While", _while_infer, _while_kernel, stateful=True, needs_step=True)
+register("While", _while_infer, while_kernel, stateful=True, needs_step=True)
 register_gpu("While")
 
 

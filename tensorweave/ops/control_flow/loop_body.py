@@ -1,0 +1,289 @@
+"""The While op's kernel: it iterates the plans of its cond and body functions.
+
+Two things about the body are worked out once, when the step's plan is made:
+- **The loop variables it computes.** The step's plan tells the op which of its outputs nobody
+  reads (runtime/executor.py, attr "_unread_outputs"); a variable whose value leaves the loop
+  unread, that the condition does not read and that no computed variable or recorded value is
+  computed from is left out (a gradient loop's sum of a dropout mask's gradient). Not when that
+  would skip a stateful op.
+- **Its side part.** Loop variables that no other loop variable, the condition nor a recorded
+  value is computed from (a gradient loop's sums of a kernel's gradient, its list of the input's
+  gradients) are computed, iteration after iteration, on a thread of the step's inter-op pool while the loop's
+  own thread goes on with the next iterations of the rest (an LSTM's backward step: 12 of its 16
+  products). Each part runs the same kernels on the same values in the same order, so the
+  results are the serial loop's bits. As inter-op parallelism (runtime/inter_op.py) decides for
+  a plan, the op decides by measurement: its first runs alternate serial and pipelined loops, and
+  the faster by its best run is kept (measured again every _RECHECK runs);
+  TENSORWEAVE_INTER_OP=parallel pipelines from the first run, =serial never. A pool of one
+  thread, a traced step or a GPU loop runs serially.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+
+import numpy as np
+
+from tensorweave.framework import errors
+from tensorweave.framework.graph_def import needed_nodes, parse_input, tensor_key
+from tensorweave.ops import registry
+from tensorweave.ops.control_flow.tensor_list import TensorListValue
+
+_TRIALS = 3        # pipelined runs (and as many serial ones) before the choice
+_KEEP = 0.95       # pipelining is kept when its best run is below this share of the serial best
+_RECHECK = 500     # runs after which the choice is measured again (the machine's load changes)
+_MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
+
+
+def while_kernel(node, ctx):
+    # On a GPU the loop's values stay in its memory from one iteration to the next (the functions
+    # run there); the predicate and the iteration bound are read back once per iteration, as TF's
+    # GPU While reads its cond output. Recorded iterations go to host memory: their consumers (the
+    # gradient loop's TensorList ops) are host ops.
+    cond_plan = ctx.function_plan(node.attr["cond"], node.device)
+    body = ctx.function_def(node.attr["body"])
+    n = len(node.attr["T"])
+    nc, nb = node.attr["num_cond_captures"], node.attr["num_body_captures"]
+    has_max = node.attr["has_maximum_iterations"]
+    recording = node.attr.get("record_history", False)
+    nrec = node.attr.get("num_recorded", 0)
+    recorded_outputs = tuple(body.outputs[n:])
+    cond = ctx.function_def(node.attr["cond"])
+    cond_reads = _inputs_read(cond, cond.outputs, n)
+    computed = _computed_loop_vars(node, body, n, cond_reads)
+    body_plan = ctx.function_plan(node.attr["body"], node.device, None if computed is None else tuple(
+        body.outputs[k] for k in computed) + recorded_outputs)
+    computed = computed or tuple(range(n))
+    keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
+    split: list = [] if body_plan.device is None else [None]   # (made when a pool could run it first)
+    choice = _Choice()
+
+    def serial(vs, bc, step, history):
+        outs = body_plan.run(vs + bc, step)
+        for k, v in zip(computed, outs):
+            vs[k] = v
+        for h, v in zip(history, outs[len(computed):]):
+            h.append(keep(v))
+
+    def run(step, *args):
+        vs = list(args[:n])
+        cc = list(args[n:n + nc])
+        bc = list(args[n + nc:n + nc + nb])
+        limit = int(args[-1]) if has_max else None
+        history: list = [[] for _ in range(nrec)]
+        pool = step.pool
+        if not split and pool is not None and pool.threads > 1:
+            made = _Split(node, ctx, body, n, computed, cond_reads)
+            split.append(made if made.side else None)
+        pipelined = split and split[0] is not None and step.trace is None and pool is not None \
+            and pool.threads > 1 and choice.pipelined()
+        side = _SideWork(split[0], vs, bc, step, pool) if pipelined else None
+        start = time.perf_counter()
+        i = 0
+        try:
+            while limit is None or i < limit:
+                c = cond_plan.run(vs + cc, step)[0]
+                if np.ndim(c) != 0:
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
+                                         f"shape {list(np.shape(c))}")
+                if not c:
+                    break
+                if side is None:
+                    serial(vs, bc, step, history)
+                else:
+                    side.iterate(vs, history)
+                i += 1
+                if step.cancelled.is_set():
+                    raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
+                if step.deadline is not None and time.monotonic() > step.deadline:
+                    raise errors.DeadlineExceededError(node, node.name,
+                                                       f"Timed out in loop '{node.name}' after {i} iterations")
+        except BaseException:
+            if side is not None:
+                side.abandon()
+            raise
+        if side is not None:
+            side.finish(vs)
+        if split and split[0] is not None:
+            choice.ran(bool(pipelined), time.perf_counter() - start)
+        if recording:
+            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
+        return vs[0] if len(vs) == 1 else tuple(vs)
+    return run
+
+
+def _inputs_read(fdef, outputs, n: int) -> set:
+    """The positions among the first `n` inputs of function `fdef` (its loop variables) that its
+    tensors `outputs` are computed from."""
+    inputs = [tensor_key(t) for t in fdef.inputs[:n]]
+    fed = set(map(tensor_key, fdef.inputs))
+    keys = {tensor_key(t) for t in outputs}
+    for nd in needed_nodes({b.name: b for b in fdef.node}, fed, outputs, ()).values():
+        keys.update(tensor_key(i) for i in nd.input if not i.startswith("^"))
+    return {k for k, t in enumerate(inputs) if t in keys}
+
+
+def _computed_loop_vars(node, body, n: int, cond_reads: set):
+    """The loop variables the body must compute when the plan reads none of the op's outputs
+    `node.attr["_unread_outputs"]` (see the module's doc), in order; None for all of them."""
+    unread = set(node.attr.get("_unread_outputs", ())) & set(range(n))
+    if not unread:
+        return None
+    live = (set(range(n)) - unread) | cond_reads | _inputs_read(body, body.outputs[n:], n)
+    while True:
+        grown = live | _inputs_read(body, [body.outputs[k] for k in live], n)
+        if grown == live:
+            break
+        live = grown
+    if len(live) == n:
+        return None
+    kept = sorted(live)
+    by_name = {b.name: b for b in body.node}
+    fed = set(map(tensor_key, body.inputs))
+    dropped = set(needed_nodes(by_name, fed, body.outputs, ())) - set(
+        needed_nodes(by_name, fed, [body.outputs[k] for k in kept] + list(body.outputs[n:]), ()))
+    if any(registry.lookup(by_name[name].op).stateful for name in dropped):
+        return None
+    return tuple(kept)
+
+
+class _Split:
+    """The body as two plans: the critical part (the loop variables the condition, the recorded
+    values or each other read, the recorded values, and the tensors the side part takes from it,
+    `cut`) and the side part (the other loop variables, fed the critical part's `cut`). `side`
+    is empty where the body has no side part free of stateful ops and control edges."""
+
+    def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set):
+        self.side: tuple = ()
+        deps = {k: _inputs_read(body, [body.outputs[k]], n) for k in computed}
+        side = set(computed) - cond_reads - _inputs_read(body, body.outputs[n:], n)
+        side = {k for k in side if not any(k in deps[j] for j in computed if j != k)}   # (sums of their own)
+        if not side:
+            return
+        critical = tuple(k for k in computed if k not in side)
+        side_outputs = tuple(body.outputs[k] for k in sorted(side))
+        by_name = {b.name: b for b in body.node}
+        fed = set(map(tensor_key, body.inputs))
+        critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] + list(body.outputs[n:]), ())
+        side_only = [nd for name, nd in needed_nodes(by_name, fed, side_outputs, ()).items()
+                     if name not in critical_nodes]
+        if len(side_only) < _MIN_SIDE_OPS or any(
+                registry.lookup(nd.op).stateful or any(i.startswith("^") for i in nd.input) for nd in side_only):
+            return
+        cut = {tensor_key(t) for t in side_outputs if parse_input(t)[0] in critical_nodes}
+        for nd in side_only:
+            for inp in nd.input:
+                src = parse_input(inp)[0]
+                if src in critical_nodes and by_name[src].op != "Const" and tensor_key(inp) not in fed:
+                    cut.add(tensor_key(inp))
+        self.cut = tuple(sorted(cut))
+        self.critical, self.side, self.n = critical, tuple(sorted(side)), n
+        self.critical_plan = ctx.function_plan(node.attr["body"], node.device, tuple(
+            body.outputs[k] for k in critical) + tuple(body.outputs[n:]) + self.cut)
+        self.side_plan = ctx.function_plan(node.attr["body"], node.device, side_outputs, self.cut)
+
+
+class _SideWork:
+    """One run's side part: the loop's thread runs the critical part of each iteration and queues
+    the iteration's values for the side part, which a pool thread runs in order; what that thread
+    has not started when the loop ends, the loop's thread runs itself (in order: one at a time)."""
+
+    def __init__(self, split: _Split, vs: list, bc: list, step, pool):
+        self.split, self.bc, self.step = split, bc, step
+        self.state = [vs[k] for k in split.side]
+        self.items: collections.deque = collections.deque()
+        self.ready = threading.Condition(threading.Lock())
+        self.turn = threading.Lock()   # held while an iteration's side part runs
+        self.closed = False
+        self.error = None
+        self.errstate = np.geterr()   # (the step's, which the pool thread takes)
+        pool.submit(self._serve)
+
+    def iterate(self, vs: list, history: list) -> None:
+        split = self.split
+        outs = split.critical_plan.run(vs + self.bc, self.step)
+        item = (list(vs), outs[len(outs) - len(split.cut):])
+        for k, v in zip(split.critical, outs):
+            vs[k] = v
+        for h, v in zip(history, outs[len(split.critical):len(outs) - len(split.cut)]):
+            h.append(v)
+        with self.ready:
+            self.items.append(item)
+            self.ready.notify()
+        if self.error is not None:
+            raise self.error
+
+    def _serve(self) -> None:
+        with np.errstate(**self.errstate):
+            while self._next(wait=True):
+                pass
+
+    def _next(self, wait: bool) -> bool:
+        with self.turn:
+            with self.ready:
+                while wait and not self.items and not self.closed:
+                    self.ready.wait()
+                if not self.items or self.error is not None:
+                    return False
+                vs, cut = self.items.popleft()
+            for k, v in zip(self.split.side, self.state):
+                vs[k] = v
+            try:
+                self.state = self.split.side_plan.run(vs + self.bc + cut, self.step)
+            except BaseException as e:  # noqa: BLE001 - the loop's thread raises it
+                self.error = e
+                return False
+            return True
+
+    def abandon(self) -> None:
+        """The loop failed: the side part stops after the iteration it is running."""
+        with self.ready:
+            self.closed = True
+            self.items.clear()
+            self.ready.notify_all()
+
+    def finish(self, vs: list) -> None:
+        """The side part's iterations done (on this thread what the pool's has not started), its
+        loop variables' values into `vs`; its error raised."""
+        with self.ready:
+            self.closed = True
+            self.ready.notify_all()
+        while self._next(wait=False):
+            pass
+        if self.error is not None:
+            raise self.error
+        for k, v in zip(self.split.side, self.state):
+            vs[k] = v
+
+
+class _Choice:
+    """Serial or pipelined runs of one While op, by measurement (see the module's doc)."""
+
+    def __init__(self):
+        self.forced = {"parallel": True, "serial": False}.get(os.environ.get("TENSORWEAVE_INTER_OP", "auto"))
+        self.runs = 0
+        self.best = {False: float("inf"), True: float("inf")}
+        self.tried = {False: 0, True: 0}
+        self.decided = None
+
+    def pipelined(self) -> bool:
+        if self.forced is not None:
+            return self.forced
+        if self.decided is not None and self.runs % _RECHECK:
+            return self.decided
+        if self.decided is not None:   # measure again
+            self.best = {False: float("inf"), True: float("inf")}
+            self.tried = {False: 0, True: 0}
+            self.decided = None
+        return self.runs >= 1 and self.tried[True] <= self.tried[False]   # (the first run warms up)
+
+    def ran(self, pipelined: bool, seconds: float) -> None:
+        self.runs += 1
+        if self.decided is None and self.runs > 1:
+            self.tried[pipelined] += 1
+            self.best[pipelined] = min(self.best[pipelined], seconds)
+            if self.tried[True] >= _TRIALS and self.tried[False] >= _TRIALS:
+                self.decided = self.best[True] < _KEEP * self.best[False]
