@@ -42,6 +42,7 @@ again until its recovery timeout.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import secrets
 import threading
@@ -393,6 +394,26 @@ class Link:
         place by their receivers (shm.Pool.lend)."""
         pool = shm.pool()
         return pool is not None and pool.lend(arr, on)
+
+    # -- the other members' memory, read in place (one host: shm.read_peer) -----------------------
+    def memory_id(self) -> Optional[tuple]:
+        """(pid, start time) under which the members on this host may read this member's memory
+        (`read`), or None when they may not (shm.peer_memory_id)."""
+        return shm.peer_memory_id()
+
+    def read(self, rank: int, memory_id, addr: int, dst) -> None:
+        """Copies dst.nbytes bytes at `addr` of member `rank`, whose memory_id is `memory_id`,
+        into `dst`; UnavailableError naming the member when its process is gone."""
+        node, member = self._node, self.members[rank]
+        try:
+            shm.read_peer((int(memory_id[0]), int(memory_id[1])), int(addr), dst)
+        except OSError as e:
+            if e.errno in (errno.ESRCH, errno.EFAULT):   # (EFAULT: its run failed, its memory is no more)
+                raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {member} is gone or its run "
+                                                               f"failed (reading its memory: {e.strerror})") from None
+            raise errors.InternalError(node, node.name, f"{node.op} {node.name}: reading the memory of {member} "
+                                                        f"failed ({e.strerror}); TENSORWEAVE_CMA=0 on every member "
+                                                        f"turns reading in place off") from None
 
     def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
         src = self.members[0] if anonymous else self._owner.task

@@ -25,6 +25,13 @@ read after); an array `lend`ing (`Pool.lend`) is read in place by its receivers 
 with an offset, whose receiver's array frees nothing), and its owner must know every receiver
 is done with it before it lends no more and writes it again.
 
+Reading a peer's memory in place (`peer_memory_id`, `read_peer`): Linux's cross-memory attach
+(process_vm_readv(2)) copies from another process of this user straight into an array of this
+one, with no buffer between, where the kernel's ptrace rule allows it (no Yama, or its
+ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The collective all-reduce on one host reads the
+other members' inputs and reduced segments so (ops/collective_ops.py), which saves the copy of
+each input into shared memory.
+
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
 directory, tensors travel in the socket.
@@ -32,10 +39,13 @@ directory, tensors travel in the socket.
 from __future__ import annotations
 
 import atexit
+import ctypes
+import errno
 import itertools
 import mmap
 import os
 import re
+import sys
 import stat
 import tempfile
 import threading
@@ -501,3 +511,87 @@ _ATTACHED = Attached()
 def attached() -> Attached:
     return _ATTACHED
 
+
+
+# -- reading a peer's memory in place (cross-memory attach) ---------------------------------------
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _process_vm_readv():
+    """libc's process_vm_readv, typed; None where there is none."""
+    if not sys.platform.startswith("linux") or os.environ.get("TENSORWEAVE_CMA", "1") == "0":
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).process_vm_readv
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_ssize_t
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.POINTER(_IoVec), ctypes.c_ulong,
+                   ctypes.c_ulong]
+    return fn
+
+
+def _ptrace_allows_peers() -> bool:
+    """Whether the kernel lets a process read a sibling of the same user (Yama's ptrace_scope 1
+    and up allow only descendants; without Yama, the plain same-user rule)."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return f.read().strip() == "0"
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+_READV = None
+_MEMORY_ID: Optional[tuple] = None   # (pid, start time) once known to work; () when it does not
+
+
+def peer_memory_id() -> Optional[tuple]:
+    """(pid, start time) under which this process's peers on this host may read its memory with
+    read_peer, or None when cross-memory attach is not to be had here (checked once per process:
+    the rule above, and a read of its own memory)."""
+    global _READV, _MEMORY_ID
+    if _MEMORY_ID is None or (_MEMORY_ID and _MEMORY_ID[0] != _PID):
+        fn = _process_vm_readv() if _ptrace_allows_peers() else None
+        _READV, _MEMORY_ID = fn, ()
+        if fn is not None:
+            probe = np.arange(4, dtype=np.int64)
+            got = np.zeros(4, np.int64)
+            try:
+                _read(_PID, probe.__array_interface__["data"][0], got)
+                if np.array_equal(got, probe):
+                    _MEMORY_ID = (_PID, _start_time(_PID) or 0)
+            except OSError:
+                pass
+    return _MEMORY_ID or None
+
+
+def read_peer(memory_id: tuple, addr: int, dst: np.ndarray) -> None:
+    """Copies dst.nbytes bytes at address `addr` of the process `memory_id` (its peer_memory_id)
+    into the C-contiguous array `dst`. OSError: ESRCH when that process is gone, EFAULT for an
+    address it does not map, EPERM when not allowed."""
+    pid, start = memory_id
+    try:
+        _read(pid, addr, dst)
+    except OSError as e:
+        if e.errno != errno.ESRCH and not peer_alive(memory_id):
+            raise OSError(errno.ESRCH, os.strerror(errno.ESRCH)) from None
+        raise
+
+
+def peer_alive(memory_id: tuple) -> bool:
+    """Whether the process `memory_id` (pid, start time) still runs (its pid not another's)."""
+    return _owner_alive(*memory_id)
+
+
+def _read(pid: int, addr: int, dst: np.ndarray) -> None:
+    base, total, done = dst.__array_interface__["data"][0], dst.nbytes, 0
+    while done < total:   # (a read stops short only where the remote mapping does)
+        local, remote = _IoVec(base + done, total - done), _IoVec(addr + done, total - done)
+        got = _READV(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if got <= 0:
+            err = ctypes.get_errno() if got < 0 else errno.EFAULT
+            raise OSError(err, os.strerror(err))
+        done += got
