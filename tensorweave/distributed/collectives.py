@@ -397,21 +397,28 @@ class Link:
 
     # -- the other members' memory, read in place (one host: shm.read_peer) -----------------------
     def memory_id(self) -> Optional[tuple]:
-        """(pid, start time) under which the members on this host may read this member's memory
-        (`read`), or None when they may not (shm.peer_memory_id)."""
+        """(pid, start time) under which the members on this host may read and write this
+        member's memory (`read`, `write`), or None when they may not (shm.peer_memory_id)."""
         return shm.peer_memory_id()
 
     def read(self, rank: int, memory_id, addr: int, dst) -> None:
         """Copies dst.nbytes bytes at `addr` of member `rank`, whose memory_id is `memory_id`,
         into `dst`; UnavailableError naming the member when its process is gone."""
+        self._in_place(shm.read_peer, rank, memory_id, addr, dst)
+
+    def write(self, rank: int, memory_id, addr: int, src) -> None:
+        """Copies `src` to `addr` of member `rank` (its memory_id), as `read` does the other way."""
+        self._in_place(shm.write_peer, rank, memory_id, addr, src)
+
+    def _in_place(self, move, rank: int, memory_id, addr: int, arr) -> None:
         node, member = self._node, self.members[rank]
         try:
-            shm.read_peer((int(memory_id[0]), int(memory_id[1])), int(addr), dst)
+            move((int(memory_id[0]), int(memory_id[1])), int(addr), arr)
         except OSError as e:
             if e.errno in (errno.ESRCH, errno.EFAULT):   # (EFAULT: its run failed, its memory is no more)
                 raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {member} is gone or its run "
-                                                               f"failed (reading its memory: {e.strerror})") from None
-            raise errors.InternalError(node, node.name, f"{node.op} {node.name}: reading the memory of {member} "
+                                                               f"failed (reaching its memory: {e.strerror})") from None
+            raise errors.InternalError(node, node.name, f"{node.op} {node.name}: reaching the memory of {member} "
                                                         f"failed ({e.strerror}); TENSORWEAVE_CMA=0 on every member "
                                                         f"turns reading in place off") from None
 

@@ -25,12 +25,12 @@ read after); an array `lend`ing (`Pool.lend`) is read in place by its receivers 
 with an offset, whose receiver's array frees nothing), and its owner must know every receiver
 is done with it before it lends no more and writes it again.
 
-Reading a peer's memory in place (`peer_memory_id`, `read_peer`): Linux's cross-memory attach
-(process_vm_readv(2)) copies from another process of this user straight into an array of this
-one, with no buffer between, where the kernel's ptrace rule allows it (no Yama, or its
-ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The collective all-reduce on one host reads the
-other members' inputs and reduced segments so (ops/collective_ops.py), which saves the copy of
-each input into shared memory.
+Reading and writing a peer's memory in place (`peer_memory_id`, `read_peer`, `write_peer`):
+Linux's cross-memory attach (process_vm_readv(2), process_vm_writev) copies between an array of
+this process and another process of this user, with no buffer between, where the kernel's
+ptrace rule allows it (no Yama, or its ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The
+collective all-reduce on one host reads the other members' inputs and writes its reduced
+segment into their outputs so (ops/collective_ops.py): no copy into shared memory, none out.
 
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
@@ -518,12 +518,12 @@ class _IoVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
-def _process_vm_readv():
-    """libc's process_vm_readv, typed; None where there is none."""
+def _process_vm(name: str):
+    """libc's process_vm_readv or process_vm_writev, typed; None where there is none."""
     if not sys.platform.startswith("linux") or os.environ.get("TENSORWEAVE_CMA", "1") == "0":
         return None
     try:
-        fn = ctypes.CDLL(None, use_errno=True).process_vm_readv
+        fn = getattr(ctypes.CDLL(None, use_errno=True), name)
     except (OSError, AttributeError):
         return None
     fn.restype = ctypes.c_ssize_t
@@ -544,24 +544,25 @@ def _ptrace_allows_peers() -> bool:
         return False
 
 
-_READV = None
+_VM: dict = {}                       # "read" / "write": libc's process_vm_readv / process_vm_writev
 _MEMORY_ID: Optional[tuple] = None   # (pid, start time) once known to work; () when it does not
 
 
 def peer_memory_id() -> Optional[tuple]:
-    """(pid, start time) under which this process's peers on this host may read its memory with
-    read_peer, or None when cross-memory attach is not to be had here (checked once per process:
-    the rule above, and a read of its own memory)."""
-    global _READV, _MEMORY_ID
+    """(pid, start time) under which this process's peers on this host may read and write its
+    memory with read_peer / write_peer, or None when cross-memory attach is not to be had here
+    (checked once per process: the rule above, and a read and a write of its own memory)."""
+    global _MEMORY_ID
     if _MEMORY_ID is None or (_MEMORY_ID and _MEMORY_ID[0] != _PID):
-        fn = _process_vm_readv() if _ptrace_allows_peers() else None
-        _READV, _MEMORY_ID = fn, ()
-        if fn is not None:
-            probe = np.arange(4, dtype=np.int64)
-            got = np.zeros(4, np.int64)
+        _MEMORY_ID = ()
+        if _ptrace_allows_peers():
+            _VM.update(read=_process_vm("process_vm_readv"), write=_process_vm("process_vm_writev"))
+        if _VM.get("read") is not None and _VM.get("write") is not None:
+            probe, got = np.arange(4, dtype=np.int64), np.zeros(4, np.int64)
             try:
-                _read(_PID, probe.__array_interface__["data"][0], got)
-                if np.array_equal(got, probe):
+                _move("read", _PID, probe.__array_interface__["data"][0], got)
+                _move("write", _PID, probe.__array_interface__["data"][0], got + 1)
+                if np.array_equal(probe, got + 1):
                     _MEMORY_ID = (_PID, _start_time(_PID) or 0)
             except OSError:
                 pass
@@ -572,9 +573,18 @@ def read_peer(memory_id: tuple, addr: int, dst: np.ndarray) -> None:
     """Copies dst.nbytes bytes at address `addr` of the process `memory_id` (its peer_memory_id)
     into the C-contiguous array `dst`. OSError: ESRCH when that process is gone, EFAULT for an
     address it does not map, EPERM when not allowed."""
-    pid, start = memory_id
+    _peer_move("read", memory_id, addr, dst)
+
+
+def write_peer(memory_id: tuple, addr: int, src: np.ndarray) -> None:
+    """Copies the C-contiguous array `src` to address `addr` of the process `memory_id`; the
+    errors of read_peer."""
+    _peer_move("write", memory_id, addr, src)
+
+
+def _peer_move(way: str, memory_id: tuple, addr: int, arr: np.ndarray) -> None:
     try:
-        _read(pid, addr, dst)
+        _move(way, memory_id[0], addr, arr)
     except OSError as e:
         if e.errno != errno.ESRCH and not peer_alive(memory_id):
             raise OSError(errno.ESRCH, os.strerror(errno.ESRCH)) from None
@@ -586,11 +596,11 @@ def peer_alive(memory_id: tuple) -> bool:
     return _owner_alive(*memory_id)
 
 
-def _read(pid: int, addr: int, dst: np.ndarray) -> None:
-    base, total, done = dst.__array_interface__["data"][0], dst.nbytes, 0
-    while done < total:   # (a read stops short only where the remote mapping does)
+def _move(way: str, pid: int, addr: int, arr: np.ndarray) -> None:
+    fn, base, total, done = _VM[way], arr.__array_interface__["data"][0], arr.nbytes, 0
+    while done < total:   # (a copy stops short only where the remote mapping does)
         local, remote = _IoVec(base + done, total - done), _IoVec(addr + done, total - done)
-        got = _READV(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        got = fn(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
         if got <= 0:
             err = ctypes.get_errno() if got < 0 else errno.EFAULT
             raise OSError(err, os.strerror(err))

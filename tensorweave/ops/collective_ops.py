@@ -27,14 +27,16 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   until the barrier). A member's memory passes per byte of its share: about 1 + 2 (size - 2) /
   size + 1 + (size - 1), where the copying ring took about twice that, and no fresh pages.
   Where the members on one host may read one another's memory in place (`link.memory_id()`,
-  `link.read(rank, memory_id, address, array)`: Linux cross-memory attach, distributed/shm.py),
+  `link.read` / `link.write(rank, memory_id, address, array)`: Linux cross-memory attach,
+  distributed/shm.py),
   there is no ring: the members swap the addresses of their input and output ("mem"), member r
   reduces segment r reading the others' parts of it chunk by chunk into a buffer that stays in
-  the cache, adds them in the ring's order (the bits are the ring's), says so ("seg"), and reads
-  the others' reduced segments from their outputs into its own; the barrier ("done") ends it.
-  Per member that reads the tensor about twice and writes it once: no copy into shared memory,
-  no message carrying data (one member that may not read the others sends an empty id, and then
-  every member takes the ring).
+  the cache, adds them in the ring's order (the bits are the ring's) and writes each reduced
+  chunk, still in the cache, into every other member's output (`link.write`); the barrier
+  ("done") ends it. Per member that reads the tensor once and writes it once, the floor for
+  outputs of their own: no copy into or out of shared memory, no message carrying data (one
+  member that may not reach the others sends an empty id, and then every member takes the
+  ring).
   When the group spans hosts, hierarchically: reduced within each host first, the ring among one
   member per host, the result sent back within each host (hierarchical_all_reduce).
   gather: every member's tensor to every other, concatenated in rank order along dimension 0.
@@ -226,58 +228,62 @@ def _address(arr: np.ndarray) -> int:
 
 
 def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Callable, chunk_bytes: int, node):
-    """The all-reduce of a group on one host whose members read one another's memory in place
-    (`link.memory_id()`, `link.read(rank, memory_id, address, dst)`: module docstring), or None
-    when a member may not (every member then takes the ring: they all see the same answers).
-    Member r reduces segment r: chunks of each other member's input read into a buffer that
-    stays in the cache, merged in the ring's order (segment s starts with member s's part, each
-    next member's added in front); then it reads the others' reduced segments from their
-    outputs into its own. A barrier ("done") ends it: no member's input or output is freed or
-    written while another reads it."""
+    """The all-reduce of a group on one host whose members reach one another's memory in place
+    (`link.memory_id()`, `link.read` / `link.write(rank, memory_id, address, array)`: module
+    docstring), or None when a member may not (every member then takes the ring: they all see
+    the same answers). Member r reduces segment r chunk by chunk: each other member's part of
+    the chunk read into a buffer that stays in the cache, merged in the ring's order (segment s
+    starts with member s's part, each next member's added in front), and the reduced chunk,
+    still in the cache, written into every other member's output. A barrier ("done") ends it:
+    no member's input or output is freed or written while another reaches it."""
     k, r, n = link.size, link.rank, flat.size
     flat = np.ascontiguousarray(flat)
     me = link.memory_id()
     out = _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
     mine = np.array([*(me or (0, 0)), _address(flat), _address(out), n, kind], np.int64)
-    for peer in range(k):
-        if peer != r:
-            link.send(peer, "mem", mine)
-    ids = {}
-    for peer in range(k):
-        if peer != r:
-            ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
-    if me is None or any(int(v[0]) == 0 for v in ids.values()):
-        return None
-    for peer, v in ids.items():
-        if int(v[4]) != n or int(v[5]) != kind:
-            raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[4])} elements of another "
-                                  f"type where this one has {n} of {flat.dtype} (the group's members disagree "
-                                  f"on the tensor's shape or dtype)")
-    size = flat.itemsize
-    bounds = segment_bounds(n, k)
-    step = max(chunk_bytes // size, 1)
-    buffer = np.empty(min(step, bounds[r + 1] - bounds[r]), flat.dtype)
-    for a, b in chunk_bounds(bounds[r], bounds[r + 1], step):
-        acc = out[a:b]
-        for j in range(1, k):
-            peer = (r + j) % k
-            got = buffer[:b - a]
-            link.read(peer, ids[peer][:2], int(ids[peer][2]) + a * size, got)
-            merge(got, flat[a:b] if j == 1 else acc, out=acc)
-        if final is not None:
-            acc[...] = final(acc)
-    _tell_all(link, "seg", flat.dtype)
-    for i in range(1, k):
-        peer = (r + i) % k
-        link.recv(peer, "seg")
-        a, b = bounds[peer], bounds[peer + 1]
-        link.read(peer, ids[peer][:2], int(ids[peer][3]) + a * size, out[a:b])
-    _tell_all(link, "done", flat.dtype)
-    for peer in range(k):
-        if peer != r:
-            link.recv(peer, "done")
+    try:
+        for peer in range(k):
+            if peer != r:
+                link.send(peer, "mem", mine)
+        ids = {}
+        for peer in range(k):
+            if peer != r:
+                ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+        if me is None or any(int(v[0]) == 0 for v in ids.values()):
+            return None
+        for peer, v in ids.items():
+            if int(v[4]) != n or int(v[5]) != kind:
+                raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[4])} elements of another "
+                                      f"type where this one has {n} of {flat.dtype} (the group's members disagree "
+                                      f"on the tensor's shape or dtype)")
+        size = flat.itemsize
+        bounds = segment_bounds(n, k)
+        step = max(chunk_bytes // size, 1)
+        buffer = np.empty(min(step, bounds[r + 1] - bounds[r]), flat.dtype)
+        for a, b in chunk_bounds(bounds[r], bounds[r + 1], step):
+            acc = out[a:b]
+            for j in range(1, k):
+                peer = (r + j) % k
+                got = buffer[:b - a]
+                link.read(peer, ids[peer][:2], int(ids[peer][2]) + a * size, got)
+                merge(got, flat[a:b] if j == 1 else acc, out=acc)
+            if final is not None:
+                acc[...] = final(acc)
+            for j in range(1, k):
+                peer = (r + j) % k
+                link.write(peer, ids[peer][:2], int(ids[peer][3]) + a * size, acc)
+        _tell_all(link, "done", flat.dtype)
+        for peer in range(k):
+            if peer != r:
+                link.recv(peer, "done")
+    except BaseException:
+        _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
+        raise
     return out
+
+
+_reachable_after_failure: list = []   # outputs of failed in-place runs
 
 
 def _tell_all(link, tag: str, dtype) -> None:

@@ -186,9 +186,9 @@ def test_one_host_all_reduce_gathers_directly_in_the_ring_s_order_with_outputs_o
 
 
 class _ReadingLink(_Link):
-    """A link of members on one host that read one another's memory in place (threads of this
-    process: shm.read_peer of its own pid, as between processes); `can_read` False: one that
-    may not."""
+    """A link of members on one host that reach one another's memory in place (threads of this
+    process: shm.read_peer / write_peer of its own pid, as between processes); `can_read`
+    False: one that may not."""
     hosts = None
 
     def __init__(self, net, rank, can_read=True):
@@ -198,13 +198,13 @@ class _ReadingLink(_Link):
     def memory_id(self):
         return shm.peer_memory_id() if self.can_read else None
 
-    read = collectives.Link.read
+    read, write, _in_place = collectives.Link.read, collectives.Link.write, collectives.Link._in_place
     _node = types.SimpleNamespace(op="CollectiveReduce", name="red")
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
 @pytest.mark.parametrize("merge_op, final", [("Add", None), ("Add", "Div"), ("Max", None)])
-def test_members_reading_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final):
+def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final):
     if shm.peer_memory_id() is None:
         pytest.skip("no cross-memory attach here")
     n = 5 * 1001 + 3   # (several chunks per segment, an odd length)
