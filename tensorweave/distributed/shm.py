@@ -25,7 +25,7 @@ read after); an array `lend`ing (`Pool.lend`) is read in place by its receivers 
 with an offset, whose receiver's array frees nothing), and its owner must know every receiver
 is done with it before it lends no more and writes it again.
 
-Reading and writing a peer's memory in place (`peer_memory_id`, `read_peer`, `write_peer`):
+Reading and writing a peer's memory in place (`reaches_peers`, `read_peer`, `write_peer`):
 Linux's cross-memory attach (process_vm_readv(2), process_vm_writev) copies between an array of
 this process and another process of this user, with no buffer between, where the kernel's
 ptrace rule allows it (no Yama, or its ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The
@@ -544,17 +544,17 @@ def _ptrace_allows_peers() -> bool:
         return False
 
 
-_VM: dict = {}                       # "read" / "write": libc's process_vm_readv / process_vm_writev
-_MEMORY_ID: Optional[tuple] = None   # (pid, start time) once known to work; () when it does not
+_VM: dict = {}                 # "read" / "write": libc's process_vm_readv / process_vm_writev
+_REACHES: Optional[tuple] = None   # (pid, whether it works) once checked in this process
 
 
-def peer_memory_id() -> Optional[tuple]:
-    """(pid, start time) under which this process's peers on this host may read and write its
-    memory with read_peer / write_peer, or None when cross-memory attach is not to be had here
-    (checked once per process: the rule above, and a read and a write of its own memory)."""
-    global _MEMORY_ID
-    if _MEMORY_ID is None or (_MEMORY_ID and _MEMORY_ID[0] != _PID):
-        _MEMORY_ID = ()
+def reaches_peers() -> bool:
+    """Whether this process may read and write the memory of its peers on this host with
+    read_peer / write_peer (checked once per process: the rule above, and a read and a write of
+    its own memory)."""
+    global _REACHES
+    if _REACHES is None or _REACHES[0] != _PID:
+        works = False
         if _ptrace_allows_peers():
             _VM.update(read=_process_vm("process_vm_readv"), write=_process_vm("process_vm_writev"))
         if _VM.get("read") is not None and _VM.get("write") is not None:
@@ -562,38 +562,33 @@ def peer_memory_id() -> Optional[tuple]:
             try:
                 _move("read", _PID, probe.__array_interface__["data"][0], got)
                 _move("write", _PID, probe.__array_interface__["data"][0], got + 1)
-                if np.array_equal(probe, got + 1):
-                    _MEMORY_ID = (_PID, _start_time(_PID) or 0)
+                works = bool(np.array_equal(probe, got + 1))
             except OSError:
                 pass
-    return _MEMORY_ID or None
+        _REACHES = (_PID, works)
+    return _REACHES[1]
 
 
-def read_peer(memory_id: tuple, addr: int, dst: np.ndarray) -> None:
-    """Copies dst.nbytes bytes at address `addr` of the process `memory_id` (its peer_memory_id)
-    into the C-contiguous array `dst`. OSError: ESRCH when that process is gone, EFAULT for an
-    address it does not map, EPERM when not allowed."""
-    _peer_move("read", memory_id, addr, dst)
+def read_peer(pid: int, addr: int, dst: np.ndarray) -> None:
+    """Copies dst.nbytes bytes at address `addr` of the process `pid` into the C-contiguous
+    array `dst`. OSError: ESRCH when that process is gone, EFAULT for an address it does not
+    map, EPERM when not allowed."""
+    _peer_move("read", pid, addr, dst)
 
 
-def write_peer(memory_id: tuple, addr: int, src: np.ndarray) -> None:
-    """Copies the C-contiguous array `src` to address `addr` of the process `memory_id`; the
-    errors of read_peer."""
-    _peer_move("write", memory_id, addr, src)
+def write_peer(pid: int, addr: int, src: np.ndarray) -> None:
+    """Copies the C-contiguous array `src` to address `addr` of the process `pid`; the errors
+    of read_peer."""
+    _peer_move("write", pid, addr, src)
 
 
-def _peer_move(way: str, memory_id: tuple, addr: int, arr: np.ndarray) -> None:
+def _peer_move(way: str, pid: int, addr: int, arr: np.ndarray) -> None:
     try:
-        _move(way, memory_id[0], addr, arr)
+        _move(way, pid, addr, arr)
     except OSError as e:
-        if e.errno != errno.ESRCH and not peer_alive(memory_id):
+        if e.errno != errno.ESRCH and _start_time(pid) is None:
             raise OSError(errno.ESRCH, os.strerror(errno.ESRCH)) from None
         raise
-
-
-def peer_alive(memory_id: tuple) -> bool:
-    """Whether the process `memory_id` (pid, start time) still runs (its pid not another's)."""
-    return _owner_alive(*memory_id)
 
 
 def _move(way: str, pid: int, addr: int, arr: np.ndarray) -> None:

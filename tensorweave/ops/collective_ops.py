@@ -26,16 +26,16 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   copied), and the output's parts go to the other members as references they read in place (lent
   until the barrier). A member's memory passes per byte of its share: about 1 + 2 (size - 2) /
   size + 1 + (size - 1), where the copying ring took about twice that, and no fresh pages.
-  Where the members on one host may read one another's memory in place (`link.memory_id()`,
-  `link.read` / `link.write(rank, memory_id, address, array)`: Linux cross-memory attach,
-  distributed/shm.py),
+  Where the members on one host may read and write one another's memory in place
+  (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: Linux cross-memory
+  attach, distributed/shm.py, each member's process known from its connection),
   there is no ring: the members swap the addresses of their input and output ("mem"), member r
   reduces segment r reading the others' parts of it chunk by chunk into a buffer that stays in
   the cache, adds them in the ring's order (the bits are the ring's) and writes each reduced
   chunk, still in the cache, into every other member's output (`link.write`); the barrier
   ("done") ends it. Per member that reads the tensor once and writes it once, the floor for
   outputs of their own: no copy into or out of shared memory, no message carrying data (one
-  member that may not reach the others sends an empty id, and then every member takes the
+  member that may not reach the others says so, and then every member takes the
   ring).
   When the group spans hosts, hierarchically: reduced within each host first, the ring among one
   member per host, the result sent back within each host (hierarchical_all_reduce).
@@ -175,7 +175,7 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
         return (final(acc) if final is not None else acc).reshape(x.shape)   # (a merge's new array)
     hosts = getattr(link, "hosts", None)
     gather_direct = hosts is not None and len(set(hosts)) == 1
-    if gather_direct and hasattr(link, "memory_id"):
+    if gather_direct and hasattr(link, "in_place"):
         out = _read_in_place_all_reduce(flat, link, merge, final, chunk_bytes, node)
         if out is not None:
             return out.reshape(x.shape)
@@ -229,8 +229,8 @@ def _address(arr: np.ndarray) -> int:
 
 def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Callable, chunk_bytes: int, node):
     """The all-reduce of a group on one host whose members reach one another's memory in place
-    (`link.memory_id()`, `link.read` / `link.write(rank, memory_id, address, array)`: module
-    docstring), or None when a member may not (every member then takes the ring: they all see
+    (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: module docstring), or
+    None when a member may not (every member then takes the ring: they all see
     the same answers). Member r reduces segment r chunk by chunk: each other member's part of
     the chunk read into a buffer that stays in the cache, merged in the ring's order (segment s
     starts with member s's part, each next member's added in front), and the reduced chunk,
@@ -238,10 +238,9 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     no member's input or output is freed or written while another reaches it."""
     k, r, n = link.size, link.rank, flat.size
     flat = np.ascontiguousarray(flat)
-    me = link.memory_id()
     out = _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
-    mine = np.array([*(me or (0, 0)), _address(flat), _address(out), n, kind], np.int64)
+    mine = np.array([link.in_place(), _address(flat), _address(out), n, kind], np.int64)
     try:
         for peer in range(k):
             if peer != r:
@@ -250,11 +249,11 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         for peer in range(k):
             if peer != r:
                 ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
-        if me is None or any(int(v[0]) == 0 for v in ids.values()):
+        if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
             return None
         for peer, v in ids.items():
-            if int(v[4]) != n or int(v[5]) != kind:
-                raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[4])} elements of another "
+            if int(v[3]) != n or int(v[4]) != kind:
+                raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[3])} elements of another "
                                       f"type where this one has {n} of {flat.dtype} (the group's members disagree "
                                       f"on the tensor's shape or dtype)")
         size = flat.itemsize
@@ -266,13 +265,13 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
             for j in range(1, k):
                 peer = (r + j) % k
                 got = buffer[:b - a]
-                link.read(peer, ids[peer][:2], int(ids[peer][2]) + a * size, got)
+                link.read(peer, int(ids[peer][1]) + a * size, got)
                 merge(got, flat[a:b] if j == 1 else acc, out=acc)
             if final is not None:
                 acc[...] = final(acc)
             for j in range(1, k):
                 peer = (r + j) % k
-                link.write(peer, ids[peer][:2], int(ids[peer][3]) + a * size, acc)
+                link.write(peer, int(ids[peer][2]) + a * size, acc)
         _tell_all(link, "done", flat.dtype)
         for peer in range(k):
             if peer != r:

@@ -4,6 +4,7 @@ group leader's bookkeeping and the wire checks of distributed/collectives.py. Th
 run between real processes in tests/cluster/test_collectives.py."""
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
@@ -194,9 +195,10 @@ class _ReadingLink(_Link):
     def __init__(self, net, rank, can_read=True):
         super().__init__(net, rank)
         self.hosts, self.can_read, self.members = ["h"] * net.size, can_read, [f"m{r}" for r in range(net.size)]
+        self._pids = {r: os.getpid() for r in range(net.size)}
 
-    def memory_id(self):
-        return shm.peer_memory_id() if self.can_read else None
+    def in_place(self):
+        return self.can_read
 
     read, write, _in_place = collectives.Link.read, collectives.Link.write, collectives.Link._in_place
     _node = types.SimpleNamespace(op="CollectiveReduce", name="red")
@@ -205,7 +207,7 @@ class _ReadingLink(_Link):
 @pytest.mark.parametrize("size", [2, 3, 4])
 @pytest.mark.parametrize("merge_op, final", [("Add", None), ("Add", "Div"), ("Max", None)])
 def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final):
-    if shm.peer_memory_id() is None:
+    if not shm.reaches_peers():
         pytest.skip("no cross-memory attach here")
     n = 5 * 1001 + 3   # (several chunks per segment, an odd length)
     inputs = [(np.random.RandomState(r).randn(n) * 100).astype(np.float32) for r in range(size)]
@@ -220,13 +222,13 @@ def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_d
         assert got.shape == (n, 1) and got.dtype == np.float32
         np.testing.assert_array_equal(got.reshape(-1), ring[0])   # the ring's bits
     np.testing.assert_array_equal(ring[0], want if final is None else co.final_divide(want, size))
-    assert sum(net.sent_bytes) == size * (size - 1) * 6 * 8   # the addresses only: no data crossed the link
+    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8   # the addresses only: no data crossed the link
     results[0][...] = 0.0   # each member's output is its own
     assert all(np.array_equal(got.reshape(-1), ring[0]) for got in results[1:])
 
 
 def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_lengths_are_named():
-    if shm.peer_memory_id() is None:
+    if not shm.reaches_peers():
         pytest.skip("no cross-memory attach here")
     n, size = 3001, 3
     inputs = [np.arange(n, dtype=np.float64) * (r + 1) for r in range(size)]
@@ -234,7 +236,7 @@ def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_
         inputs[r], _ReadingLink(link.net, r, can_read=r != 1), np.add, small_bytes=0, chunk_bytes=800))
     for got in results:
         np.testing.assert_array_equal(got, _ring_order_sum(inputs))
-    assert sum(net.sent_bytes) == size * (size - 1) * 6 * 8 + 2 * (size - 1) * n * 8   # the addresses, then the ring
+    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8 + 2 * (size - 1) * n * 8   # the addresses, then the ring
     lengths = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
     with pytest.raises(errors.InvalidArgumentError, match="disagree"):
         _run_group(2, lambda link, r: co.ring_all_reduce(lengths[r], _ReadingLink(link.net, r), np.add,
@@ -242,13 +244,14 @@ def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_
 
 
 def test_reading_a_member_whose_process_is_gone_is_unavailable_naming_it():
-    if shm.peer_memory_id() is None:
+    if not shm.reaches_peers():
         pytest.skip("no cross-memory attach here")
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     link = _ReadingLink(_Net(2), 0)
+    link._pids[1] = child.pid
     with pytest.raises(errors.UnavailableError, match="m1 is gone"):
-        link.read(1, (child.pid, 0), 4096, np.empty(4, np.float32))
+        link.read(1, 4096, np.empty(4, np.float32))
 
 
 def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():
