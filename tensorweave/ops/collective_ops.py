@@ -67,6 +67,7 @@ from tensorweave.ops.registry import register
 
 CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
 SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
+IN_PLACE_CHUNK_BYTES = 1 << 20   # the in-place all-reduce's chunk: it and its sum stay in the cache (L2)
 PACK_BYTES = 4 << 20   # all_reduce_packed's default pack size
 
 RECYCLE_MIN_BYTES = 1 << 20   # outputs at least this large come from recycled buffers
@@ -176,7 +177,7 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
     hosts = getattr(link, "hosts", None)
     gather_direct = hosts is not None and len(set(hosts)) == 1
     if gather_direct and hasattr(link, "in_place"):
-        out = _read_in_place_all_reduce(flat, link, merge, final, chunk_bytes, node)
+        out = _read_in_place_all_reduce(flat, link, merge, final, min(chunk_bytes, IN_PLACE_CHUNK_BYTES), node)
         if out is not None:
             return out.reshape(x.shape)
     local = getattr(link, "local", None)   # (shared memory of the link's own: module docstring)
