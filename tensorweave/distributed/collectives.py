@@ -16,7 +16,10 @@ members (a step id differs between the members' sessions, so it cannot name the 
 values travel as ordinary tensor pushes into the receiver's rendezvous (worker._send, over the
 transport the peer's address selects: Unix socket and shared memory on one host, TCP between
 hosts) under the tensor name "collective/<epoch>/<group>/<instance>/<run>/<tag>" and a step id
-of their own (negative, never a real step's).
+of their own (negative, never a real step's). On one host a large all-reduce's data travels in no
+message: the members read and write one another's memory in place (Link.in_place / read / write,
+over shm.read_peer / write_peer), each member's process known from the Unix connection that
+reaches it (worker's peer_pid: the socket's credentials), never from a message.
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
