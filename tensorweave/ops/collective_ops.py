@@ -231,8 +231,8 @@ def _address(arr: np.ndarray) -> int:
 def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Callable, chunk_bytes: int, node):
     """The all-reduce of a group on one host whose members reach one another's memory in place
     (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: module docstring), or
-    None when a member may not (every member then takes the ring: they all see
-    the same answers). Member r reduces segment r chunk by chunk: each other member's part of
+    None when a member may not (every member then takes the ring: they all see the same
+    answers). Member r reduces segment r chunk by chunk: each other member's part of
     the chunk read into a buffer that stays in the cache, merged in the ring's order (segment s
     starts with member s's part, each next member's added in front), and the reduced chunk,
     still in the cache, written into every other member's output. A barrier ("done") ends it:
