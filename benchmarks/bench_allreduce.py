@@ -92,7 +92,8 @@ def _start_servers(framework: str, group: int) -> tuple:
         else:
             cmd = [sys.executable, "-m", "tensorweave.cli", "server", "--job_name", "worker", "--task_index", str(i),
                    "--cluster", json.dumps(cluster)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, start_new_session=True))
+        # (in the checkout: `-m` puts the working directory first on the path, before PYTHONPATH)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=REPO, start_new_session=True))
     for p in procs:
         while b"SERVING" not in p.stdout.readline():
             if p.poll() is not None:

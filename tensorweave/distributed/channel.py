@@ -148,6 +148,14 @@ class Channel:
         except transports.Unreachable as e:
             raise self._unavailable(str(e)) from None
 
+    def peer_pid(self) -> Optional[int]:
+        """The pid of the peer's process when a Unix socket on this host reaches it, else None."""
+        for route in self._routes:
+            pid_of = getattr(route, "peer_pid", None)
+            if pid_of is not None and route.available():
+                return pid_of()
+        return None
+
     def push(self, method: str, args: dict) -> None:
         """Sends a one-way message (no reply, no waiting for one) over the first route that
         takes it at once. The message is queued for the peer even while it (re)connects; only

@@ -16,7 +16,10 @@ members (a step id differs between the members' sessions, so it cannot name the 
 values travel as ordinary tensor pushes into the receiver's rendezvous (worker._send, over the
 transport the peer's address selects: Unix socket and shared memory on one host, TCP between
 hosts) under the tensor name "collective/<epoch>/<group>/<instance>/<run>/<tag>" and a step id
-of their own (negative, never a real step's).
+of their own (negative, never a real step's). On one host a large all-reduce's data travels in no
+message: the members read and write one another's memory in place (Link.in_place / read / write,
+over shm.read_peer / write_peer), each member's process known from the Unix connection that
+reaches it (worker's peer_pid: the socket's credentials), never from a message.
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
@@ -42,6 +45,7 @@ again until its recovery timeout.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import secrets
 import threading
@@ -149,11 +153,13 @@ class Collectives:
     message to its service (neither waits); `probe(task, timeout_s)` pings a task and gives its
     incarnation (None: not known, in process; UnavailableError when it does not answer, at once
     when its host refuses the connection).
-    `incarnation` is this task's."""
+    `incarnation` is this task's; `peer_pid(task)` the pid of a task's process when a
+    connection on this host says it (the one whose memory the all-reduce reaches in place)."""
 
     def __init__(self, task: str, cluster: ClusterSpec, rendezvous: Rendezvous,
                  send: Callable[[str, RendezvousKey, object], None], push: Callable[[str, str, object], None],
-                 probe: Callable[[str, float], Optional[int]], incarnation: int = 0):
+                 probe: Callable[[str, float], Optional[int]], incarnation: int = 0,
+                 peer_pid: Optional[Callable[[str], Optional[int]]] = None):
         self.task = task
         self.incarnation = incarnation
         self.leader = group_leader(cluster)
@@ -163,6 +169,7 @@ class Collectives:
         self._send = send
         self._push = push
         self._probe = probe
+        self._peer_pid = peer_pid
         self._lock = threading.Lock()
         self._groups: dict = {}       # group_key -> (members, epoch, {member: incarnation})
         self._resolving: dict = {}    # group_key -> lock held by the run that joins for it
@@ -393,6 +400,41 @@ class Link:
         place by their receivers (shm.Pool.lend)."""
         pool = shm.pool()
         return pool is not None and pool.lend(arr, on)
+
+    # -- the other members' memory, reached in place (one host: shm.read_peer / write_peer) ------
+    def in_place(self) -> bool:
+        """Whether this member may read and write every other member's memory in place: cross-
+        memory attach works here (shm.reaches_peers) and each member's process is known from
+        the connection that reaches it (never from what a message says)."""
+        peer_pid = self._owner._peer_pid
+        if peer_pid is None or not shm.reaches_peers():
+            return False
+        try:
+            self._pids = {r: peer_pid(m) for r, m in enumerate(self.members) if m != self._owner.task}
+        except errors.OpError:
+            return False
+        return all(self._pids.values())
+
+    def read(self, rank: int, addr: int, dst) -> None:
+        """Copies dst.nbytes bytes at `addr` of member `rank` into `dst` (after in_place());
+        UnavailableError naming the member when its process is gone."""
+        self._in_place(shm.read_peer, rank, addr, dst)
+
+    def write(self, rank: int, addr: int, src) -> None:
+        """Copies `src` to `addr` of member `rank`, as `read` does the other way."""
+        self._in_place(shm.write_peer, rank, addr, src)
+
+    def _in_place(self, move, rank: int, addr: int, arr) -> None:
+        node, member = self._node, self.members[rank]
+        try:
+            move(self._pids[rank], int(addr), arr)
+        except OSError as e:
+            if e.errno in (errno.ESRCH, errno.EFAULT):   # (EFAULT: its run failed, its memory is no more)
+                raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {member} is gone or its run "
+                                                               f"failed (reaching its memory: {e.strerror})") from None
+            raise errors.InternalError(node, node.name, f"{node.op} {node.name}: reaching the memory of {member} "
+                                                        f"failed ({e.strerror}); TENSORWEAVE_CMA=0 on every member "
+                                                        f"turns reaching it in place off") from None
 
     def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
         src = self.members[0] if anonymous else self._owner.task

@@ -25,6 +25,13 @@ read after); an array `lend`ing (`Pool.lend`) is read in place by its receivers 
 with an offset, whose receiver's array frees nothing), and its owner must know every receiver
 is done with it before it lends no more and writes it again.
 
+Reading and writing a peer's memory in place (`reaches_peers`, `read_peer`, `write_peer`):
+Linux's cross-memory attach (process_vm_readv(2), process_vm_writev) copies between an array of
+this process and another process of this user, with no buffer between, where the kernel's
+ptrace rule allows it (no Yama, or its ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The
+collective all-reduce on one host reads the other members' inputs and writes its reduced
+segment into their outputs so (ops/collective_ops.py): no copy into shared memory, none out.
+
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
 directory, tensors travel in the socket.
@@ -32,10 +39,13 @@ directory, tensors travel in the socket.
 from __future__ import annotations
 
 import atexit
+import ctypes
+import errno
 import itertools
 import mmap
 import os
 import re
+import sys
 import stat
 import tempfile
 import threading
@@ -501,3 +511,92 @@ _ATTACHED = Attached()
 def attached() -> Attached:
     return _ATTACHED
 
+
+
+# -- reading a peer's memory in place (cross-memory attach) ---------------------------------------
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _process_vm(name: str):
+    """libc's process_vm_readv or process_vm_writev, typed; None where there is none."""
+    if not sys.platform.startswith("linux") or os.environ.get("TENSORWEAVE_CMA", "1") == "0":
+        return None
+    try:
+        fn = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_ssize_t
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.POINTER(_IoVec), ctypes.c_ulong,
+                   ctypes.c_ulong]
+    return fn
+
+
+def _ptrace_allows_peers() -> bool:
+    """Whether the kernel lets a process read a sibling of the same user (Yama's ptrace_scope 1
+    and up allow only descendants; without Yama, the plain same-user rule)."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return f.read().strip() == "0"
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+_VM: dict = {}                 # "read" / "write": libc's process_vm_readv / process_vm_writev
+_REACHES: Optional[tuple] = None   # (pid, whether it works) once checked in this process
+
+
+def reaches_peers() -> bool:
+    """Whether this process may read and write the memory of its peers on this host with
+    read_peer / write_peer (checked once per process: the rule above, and a read and a write of
+    its own memory)."""
+    global _REACHES
+    if _REACHES is None or _REACHES[0] != _PID:
+        works = False
+        if _ptrace_allows_peers():
+            _VM.update(read=_process_vm("process_vm_readv"), write=_process_vm("process_vm_writev"))
+        if _VM.get("read") is not None and _VM.get("write") is not None:
+            probe, got = np.arange(4, dtype=np.int64), np.zeros(4, np.int64)
+            try:
+                _move("read", _PID, probe.__array_interface__["data"][0], got)
+                _move("write", _PID, probe.__array_interface__["data"][0], got + 1)
+                works = bool(np.array_equal(probe, got + 1))
+            except OSError:
+                pass
+        _REACHES = (_PID, works)
+    return _REACHES[1]
+
+
+def read_peer(pid: int, addr: int, dst: np.ndarray) -> None:
+    """Copies dst.nbytes bytes at address `addr` of the process `pid` into the C-contiguous
+    array `dst`. OSError: ESRCH when that process is gone, EFAULT for an address it does not
+    map, EPERM when not allowed."""
+    _peer_move("read", pid, addr, dst)
+
+
+def write_peer(pid: int, addr: int, src: np.ndarray) -> None:
+    """Copies the C-contiguous array `src` to address `addr` of the process `pid`; the errors
+    of read_peer."""
+    _peer_move("write", pid, addr, src)
+
+
+def _peer_move(way: str, pid: int, addr: int, arr: np.ndarray) -> None:
+    try:
+        _move(way, pid, addr, arr)
+    except OSError as e:
+        if e.errno != errno.ESRCH and _start_time(pid) is None:
+            raise OSError(errno.ESRCH, os.strerror(errno.ESRCH)) from None
+        raise
+
+
+def _move(way: str, pid: int, addr: int, arr: np.ndarray) -> None:
+    fn, base, total, done = _VM[way], arr.__array_interface__["data"][0], arr.nbytes, 0
+    while done < total:   # (a copy stops short only where the remote mapping does)
+        local, remote = _IoVec(base + done, total - done), _IoVec(addr + done, total - done)
+        got = fn(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if got <= 0:
+            err = ctypes.get_errno() if got < 0 else errno.EFAULT
+            raise OSError(err, os.strerror(err))
+        done += got

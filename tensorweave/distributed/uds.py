@@ -727,6 +727,16 @@ class Route(transports.Route):
         conn.rank = self.rank
         return conn
 
+    def peer_pid(self) -> Optional[int]:
+        """The pid of the process serving the peer's socket (its credentials, SO_PEERCRED), or
+        None when no connection to it is to be had now."""
+        conn = self.push_conn()
+        if conn is None:
+            return None
+        pid = conn.peer_pid
+        self.give_back(conn)
+        return pid or None
+
     def _dial(self, path: str, timeout_s: float) -> Conn:
         if not sockets.trusted(os.path.dirname(path), sockets.SERVER_UID):
             raise Untrusted(f"{os.path.dirname(path)} is no longer a private directory of user id "

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import secrets
 import threading
 import time
@@ -151,7 +152,7 @@ class WorkerService:
         self._peers: dict[str, Channel] = {}
         self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
         self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe,
-                                       self.incarnation)
+                                       self.incarnation, self._peer_pid)
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -322,6 +323,12 @@ class WorkerService:
                                                               f"cluster of {self.task}") from None
             channel = self._peers[dst_task] = _channel(address, dst_task, self.connect_timeout_s)
         return channel
+
+    def _peer_pid(self, dst_task: str) -> Optional[int]:
+        """The pid of `dst_task`'s process, known from the connection that reaches it (a Unix
+        socket on this host; this process for a task served in it), else None."""
+        channel = self._peer(dst_task)
+        return os.getpid() if local_service(channel.address) is not None else channel.peer_pid()
 
     def _probe(self, dst_task: str, timeout_s: float) -> Optional[int]:
         """Pings `dst_task`: its incarnation (None in this process); UnavailableError naming it

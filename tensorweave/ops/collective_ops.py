@@ -26,13 +26,25 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   copied), and the output's parts go to the other members as references they read in place (lent
   until the barrier). A member's memory passes per byte of its share: about 1 + 2 (size - 2) /
   size + 1 + (size - 1), where the copying ring took about twice that, and no fresh pages.
+  Where the members on one host may read and write one another's memory in place
+  (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: Linux cross-memory
+  attach, distributed/shm.py, each member's process known from its connection),
+  there is no ring: the members swap the addresses of their input and output ("mem"), member r
+  reduces segment r reading the others' parts of it chunk by chunk into a buffer that stays in
+  the cache, adds them in the ring's order (the bits are the ring's) and writes each reduced
+  chunk, still in the cache, into every other member's output (`link.write`); the barrier
+  ("done") ends it. Per member that reads the tensor once and writes it once, the floor for
+  outputs of their own: no copy into or out of shared memory, no message carrying data (one
+  member that may not reach the others says so, and then every member takes the
+  ring).
   When the group spans hosts, hierarchically: reduced within each host first, the ring among one
   member per host, the result sent back within each host (hierarchical_all_reduce).
   gather: every member's tensor to every other, concatenated in rank order along dimension 0.
   broadcast: the sender's tensor to every other member.
 
 A value a member sends is never written afterwards (the transport may send it zero-copy, later).
-Without the link's own memory (a group across hosts), an all-reduce's output of at least
+Without the link's own memory (a group across hosts, or one on a host that reads its members'
+memory in place), an all-reduce's output of at least
 RECYCLE_MIN_BYTES is a view of a buffer reused once nothing refers to it (`_Recycled`; at most
 TENSORWEAVE_COLLECTIVE_RECYCLE_BYTES, 512 MiB, kept; 0: off).
 """
@@ -55,6 +67,7 @@ from tensorweave.ops.registry import register
 
 CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
 SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
+IN_PLACE_CHUNK_BYTES = 1 << 20   # the in-place all-reduce's chunk: it and its sum stay in the cache (L2)
 PACK_BYTES = 4 << 20   # all_reduce_packed's default pack size
 
 RECYCLE_MIN_BYTES = 1 << 20   # outputs at least this large come from recycled buffers
@@ -161,12 +174,16 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
             v = flat if peer == r else _expect(link.recv(peer, "all"), flat.dtype, n, node)
             acc = v if acc is None else merge(acc, v)
         return (final(acc) if final is not None else acc).reshape(x.shape)   # (a merge's new array)
+    hosts = getattr(link, "hosts", None)
+    gather_direct = hosts is not None and len(set(hosts)) == 1
+    if gather_direct and hasattr(link, "in_place"):
+        out = _read_in_place_all_reduce(flat, link, merge, final, min(chunk_bytes, IN_PLACE_CHUNK_BYTES), node)
+        if out is not None:
+            return out.reshape(x.shape)
     local = getattr(link, "local", None)   # (shared memory of the link's own: module docstring)
     out = local(n, flat.dtype) if local is not None else None
     if out is None:
         out = _outputs.empty(n, flat.dtype)
-    hosts = getattr(link, "hosts", None)
-    gather_direct = hosts is not None and len(set(hosts)) == 1
     lent = gather_direct and local is not None and link.lend(out, True)
     bounds = segment_bounds(n, k)
     chunk_elems = max(chunk_bytes // flat.itemsize, 1)
@@ -207,6 +224,76 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
     return out.reshape(x.shape)
 
 
+def _address(arr: np.ndarray) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Callable, chunk_bytes: int, node):
+    """The all-reduce of a group on one host whose members reach one another's memory in place
+    (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: module docstring), or
+    None when a member may not (every member then takes the ring: they all see the same
+    answers). Member r reduces segment r chunk by chunk: each other member's part of
+    the chunk read into a buffer that stays in the cache, merged in the ring's order (segment s
+    starts with member s's part, each next member's added in front), and the reduced chunk,
+    still in the cache, written into every other member's output. A barrier ("done") ends it:
+    no member's input or output is freed or written while another reaches it."""
+    k, r, n = link.size, link.rank, flat.size
+    flat = np.ascontiguousarray(flat)
+    out = _outputs.empty(n, flat.dtype)
+    kind = ord(flat.dtype.kind) << 8 | flat.itemsize
+    mine = np.array([link.in_place(), _address(flat), _address(out), n, kind], np.int64)
+    try:
+        for peer in range(k):
+            if peer != r:
+                link.send(peer, "mem", mine)
+        ids = {}
+        for peer in range(k):
+            if peer != r:
+                ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+        if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
+            return None
+        for peer, v in ids.items():
+            if int(v[3]) != n or int(v[4]) != kind:
+                raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[3])} elements of another "
+                                      f"type where this one has {n} of {flat.dtype} (the group's members disagree "
+                                      f"on the tensor's shape or dtype)")
+        size = flat.itemsize
+        bounds = segment_bounds(n, k)
+        step = max(chunk_bytes // size, 1)
+        buffer = np.empty(min(step, bounds[r + 1] - bounds[r]), flat.dtype)
+        for a, b in chunk_bounds(bounds[r], bounds[r + 1], step):
+            acc = out[a:b]
+            for j in range(1, k):
+                peer = (r + j) % k
+                got = buffer[:b - a]
+                link.read(peer, int(ids[peer][1]) + a * size, got)
+                merge(got, flat[a:b] if j == 1 else acc, out=acc)
+            if final is not None:
+                acc[...] = final(acc)
+            for j in range(1, k):
+                peer = (r + j) % k
+                link.write(peer, int(ids[peer][2]) + a * size, acc)
+        _tell_all(link, "done", flat.dtype)
+        for peer in range(k):
+            if peer != r:
+                link.recv(peer, "done")
+    except BaseException:
+        _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
+        raise
+    return out
+
+
+_reachable_after_failure: list = []   # outputs of failed in-place runs
+
+
+def _tell_all(link, tag: str, dtype) -> None:
+    """An empty message `tag` to every other member."""
+    empty = np.zeros(0, dtype)
+    for peer in range(link.size):
+        if peer != link.rank:
+            link.send(peer, tag, empty)
+
+
 def _gather_direct(out: np.ndarray, link, chunks: list, node) -> None:
     """The all-gather of a group on one host: every member sent the segment it completed to
     every other (in shared memory a lent part of its output, read in place: one copy, not a
@@ -217,10 +304,7 @@ def _gather_direct(out: np.ndarray, link, chunks: list, node) -> None:
         member = (r + i) % k
         for c, (a, b) in enumerate(chunks[(member + 1) % k]):   # (member m completed segment m + 1)
             out[a:b] = _expect(link.recv(member, f"ag.{c}"), out.dtype, b - a, node)
-    done = np.zeros(0, out.dtype)
-    for peer in range(k):
-        if peer != r:
-            link.send(peer, "done", done)
+    _tell_all(link, "done", out.dtype)
     for peer in range(k):
         if peer != r:
             link.recv(peer, "done")

@@ -4,7 +4,10 @@ group leader's bookkeeping and the wire checks of distributed/collectives.py. Th
 run between real processes in tests/cluster/test_collectives.py."""
 from __future__ import annotations
 
+import os
 import queue
+import subprocess
+import sys
 import time
 import threading
 import types
@@ -181,6 +184,74 @@ def test_one_host_all_reduce_gathers_directly_in_the_ring_s_order_with_outputs_o
     finally:
         if pool is not None:
             pool.close()
+
+
+class _ReadingLink(_Link):
+    """A link of members on one host that reach one another's memory in place (threads of this
+    process: shm.read_peer / write_peer of its own pid, as between processes); `can_read`
+    False: one that may not."""
+    hosts = None
+
+    def __init__(self, net, rank, can_read=True):
+        super().__init__(net, rank)
+        self.hosts, self.can_read, self.members = ["h"] * net.size, can_read, [f"m{r}" for r in range(net.size)]
+        self._pids = {r: os.getpid() for r in range(net.size)}
+
+    def in_place(self):
+        return self.can_read
+
+    read, write, _in_place = collectives.Link.read, collectives.Link.write, collectives.Link._in_place
+    _node = types.SimpleNamespace(op="CollectiveReduce", name="red")
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("merge_op, final", [("Add", None), ("Add", "Div"), ("Max", None)])
+def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final):
+    if not shm.reaches_peers():
+        pytest.skip("no cross-memory attach here")
+    n = 5 * 1001 + 3   # (several chunks per segment, an odd length)
+    inputs = [(np.random.RandomState(r).randn(n) * 100).astype(np.float32) for r in range(size)]
+    fin = (lambda v: co.final_divide(v, size)) if final else None
+    reduce = co.MERGE_OPS[merge_op]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r].reshape(-1, 1), _ReadingLink(link.net, r), reduce, fin, small_bytes=0, chunk_bytes=1000 * 4))
+    ring, _ = _run_group(size, lambda link, r: co.ring_all_reduce(inputs[r], link, reduce, fin, small_bytes=0,
+                                                                  chunk_bytes=1000 * 4))
+    want = _ring_order_sum(inputs) if merge_op == "Add" else np.max(inputs, axis=0)
+    for got in results:
+        assert got.shape == (n, 1) and got.dtype == np.float32
+        np.testing.assert_array_equal(got.reshape(-1), ring[0])   # the ring's bits
+    np.testing.assert_array_equal(ring[0], want if final is None else co.final_divide(want, size))
+    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8   # the addresses only: no data crossed the link
+    results[0][...] = 0.0   # each member's output is its own
+    assert all(np.array_equal(got.reshape(-1), ring[0]) for got in results[1:])
+
+
+def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_lengths_are_named():
+    if not shm.reaches_peers():
+        pytest.skip("no cross-memory attach here")
+    n, size = 3001, 3
+    inputs = [np.arange(n, dtype=np.float64) * (r + 1) for r in range(size)]
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], _ReadingLink(link.net, r, can_read=r != 1), np.add, small_bytes=0, chunk_bytes=800))
+    for got in results:
+        np.testing.assert_array_equal(got, _ring_order_sum(inputs))
+    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8 + 2 * (size - 1) * n * 8   # the addresses, then the ring
+    lengths = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
+    with pytest.raises(errors.InvalidArgumentError, match="disagree"):
+        _run_group(2, lambda link, r: co.ring_all_reduce(lengths[r], _ReadingLink(link.net, r), np.add,
+                                                         small_bytes=0))
+
+
+def test_reading_a_member_whose_process_is_gone_is_unavailable_naming_it():
+    if not shm.reaches_peers():
+        pytest.skip("no cross-memory attach here")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    link = _ReadingLink(_Net(2), 0)
+    link._pids[1] = child.pid
+    with pytest.raises(errors.UnavailableError, match="m1 is gone"):
+        link.read(1, 4096, np.empty(4, np.float32))
 
 
 def test_ring_moves_two_times_size_minus_one_over_size_of_the_tensor():
