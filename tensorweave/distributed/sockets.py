@@ -75,6 +75,8 @@ HEARTBEAT_IVL_S = _seconds("HEARTBEAT_IVL_S", 1.0)
 HEARTBEAT_TIMEOUT_S = _seconds("HEARTBEAT_TIMEOUT_S", 3.0)
 PEER_STALL_S = _seconds("PEER_STALL_S", 30.0)
 SPIN_S = _seconds("SPIN_US", 200.0) * 1e-6
+CONTENDED_YIELD_S = 0.001     # a spinning wait's yield this long: every core is busy (SpinPoll)
+MAX_SKIPPED_SPINS = 128
 HANDSHAKE_S = 10.0            # a ZeroMQ connection that has not finished its handshake by then is dropped
 
 IPC_DIR = os.path.join(tempfile.gettempdir(), f"tensorweave-{os.getuid()}")
@@ -354,13 +356,20 @@ class SpinPoll:
     longer than SPIN_S turns spinning off until a wait is short again, so a process whose
     peers answer slowly, or that waits for work, spends no CPU on it; a spinning thread
     yields its CPU between polls, so that with more busy processes than cores it does not
-    hold a core another process needs."""
+    hold a core another process needs. A yield that kept this thread off its CPU for
+    CONTENDED_YIELD_S says every core is taken (busy processes besides this job's, as on a
+    shared node): the wait sleeps at once, and the next waits do not spin, twice as many each
+    time it happens again (up to MAX_SKIPPED_SPINS), until a spin finds its message. A thread
+    asleep in poll(2) gets the CPU back as soon as its message comes (the scheduler favours a
+    thread that slept); one that yielded waits out another process's time slice."""
 
-    __slots__ = ("poll_now", "_spin")
+    __slots__ = ("poll_now", "_spin", "_skip", "_backoff")
 
     def __init__(self, poller) -> None:
         self.poll_now = poller.poll
         self._spin = SPIN_S > 0
+        self._skip = 0      # waits left that do not spin (every core was busy)
+        self._backoff = 0   # how many waits the next busy yield makes skip, less one doubled
 
     def poll(self, timeout_ms: int) -> list:
         poll = self.poll_now
@@ -368,15 +377,23 @@ class SpinPoll:
             return poll(0)
         clock, yield_cpu = time.perf_counter, os.sched_yield
         start = clock()
-        if self._spin:
+        if self._skip:
+            self._skip -= 1
+        elif self._spin:
             end = start + SPIN_S
             while True:   # (each poll(0) releases the GIL: other threads run meanwhile)
                 events = poll(0)
                 if events:
+                    self._backoff = 0
                     return events
-                if clock() >= end:
+                now = clock()
+                if now >= end:
                     break
                 yield_cpu()   # (to a thread of another process that waits for this CPU)
+                if clock() - now >= CONTENDED_YIELD_S:
+                    self._backoff = min(2 * self._backoff + 1, MAX_SKIPPED_SPINS)
+                    self._skip = self._backoff
+                    break
         events = poll(timeout_ms)
         self._spin = SPIN_S > 0 and clock() - start <= SPIN_S
         return events

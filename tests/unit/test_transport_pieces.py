@@ -269,6 +269,39 @@ def test_a_wait_spins_only_while_the_waits_before_it_were_short(monkeypatch):
         assert poller.spins == 0
 
 
+def test_a_yield_that_lost_the_cpu_stops_spinning_for_more_waits_each_time(monkeypatch):
+    # every core busy with other processes: a spinning thread's yield gives its CPU away for a
+    # time slice, and its message then waits for it; such waits sleep instead, backing off
+    monkeypatch.setattr(sockets, "SPIN_S", 0.02)
+    poller = _Poller()
+    monkeypatch.setattr(sockets, "time", types.SimpleNamespace(perf_counter=poller.clock))
+    busy = [True]
+
+    def sched_yield():
+        if busy[0]:
+            poller.now += 2 * sockets.CONTENDED_YIELD_S   # (another process ran meanwhile)
+    monkeypatch.setattr(sockets.os, "sched_yield", sched_yield)
+    waiter = sockets.SpinPoll(poller)
+    spins = []
+    for _ in range(11):
+        poller.arm(0.005)
+        assert waiter.poll(1000) == [(3, 1)]
+        spins.append(poller.spins)
+    # spins once, then skips 1 wait, spins once, skips 3, spins once, skips 7 (doubling)
+    assert spins == [1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]
+    busy[0] = False                     # the cores free again: after the back-off, spinning
+    for _ in range(4):                  # finds its message, and that ends the back-off
+        poller.arm(0.005)
+        waiter.poll(1000)
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1
+    busy[0] = True
+    poller.arm(0.005)
+    waiter.poll(1000)
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins == 0   # one wait skipped again, not 15
+
+
 def test_a_spinning_wait_returns_what_comes_while_it_spins(monkeypatch):
     monkeypatch.setattr(sockets, "SPIN_S", 1.0)
     r, w = socket.socketpair()
