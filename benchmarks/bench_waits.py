@@ -3,8 +3,8 @@ waiting for the other with the transport's `sockets.SpinPoll` and doing --work_u
 turn (a ps and a worker, small), for each waiting policy:
 
   adaptive   SpinPoll as it is: spin (yielding) up to TENSORWEAVE_SPIN_US while waits are short,
-             back off when a yield lost the CPU (every core busy)
-  no-backoff the spin without the back-off (SpinPoll before issue 26 item 5)
+             and not for a second after a yield lost the CPU (every core busy)
+  no-pause   the spin without that pause (SpinPoll before issue 26 item 5)
   sleep      no spinning (TENSORWEAVE_SPIN_US=0): every wait sleeps in poll(2)
 
     python benchmarks/bench_waits.py [--work_us 30,100] [--seconds 2] [--rounds 3] [--contend 2]
@@ -28,7 +28,7 @@ from _harness import add_contend_arg, busy_loops, load_average
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tensorweave.distributed import sockets
 
-POLICIES = ("adaptive", "no-backoff", "sleep")
+POLICIES = ("adaptive", "no-pause", "sleep")
 
 
 def _side(sock: socket.socket, work_s: float, seconds: float, first: bool) -> int:
@@ -56,7 +56,7 @@ def run(policy: str, work_us: float, seconds: float) -> tuple:
     """(round trips a second, CPU microseconds a round trip of both processes) of one run."""
     spin_s, contended = sockets.SPIN_S, sockets.CONTENDED_YIELD_S
     sockets.SPIN_S = 0.0 if policy == "sleep" else spin_s
-    sockets.CONTENDED_YIELD_S = float("inf") if policy == "no-backoff" else contended
+    sockets.CONTENDED_YIELD_S = float("inf") if policy == "no-pause" else contended
     try:
         a, b = socket.socketpair()
         t0, c0 = time.perf_counter(), os.times()
