@@ -25,7 +25,8 @@ Timing (each from the environment variable of the same name with a TENSORWEAVE_ 
                       unread, this long (30)
   SPIN_US             a wait for a same-host reply, and the server's wait for its next
                       message, first polls without sleeping this many microseconds when the
-                      last such wait was as short (200; 0: never) - see SpinPoll
+                      last such wait was as short (200; 0: never), and not for a second
+                      after a yield between its polls found every core busy - see SpinPoll
   RECOVERY_TIMEOUT_S  a task not heard from this long is gone for good (600; read at each use,
                       recovery_timeout_s): a MonitoredSession stops recovering from its loss,
                       a collective group stops waiting for it to come up (docs/INTERNALS.md)

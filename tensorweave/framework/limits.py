@@ -14,6 +14,8 @@ The limits on transport and server state are enforced by `tensorweave.distribute
 `tensorweave.runtime`; `check_elements` is the one op kernels and shape functions call
 before they allocate an output whose size they compute from their inputs (Fill, Tile, ...).
 It lives here, in the lowest layer, so that ops/ can use it without importing the runtime.
+So does `available_cores`, the CPUs a process may use (a container's quota is a limit too),
+which every thread count derives from.
 """
 from __future__ import annotations
 
