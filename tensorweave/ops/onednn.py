@@ -121,7 +121,8 @@ def _load():
     # Its team is a thread per core of the affinity; a container's CPU quota caps that (a pod
     # given 2 CPUs of a 64-core node would run teams of 64 threads on 2 CPUs' worth of time).
     cores = available_cores()
-    if "OMP_NUM_THREADS" not in os.environ and cores < (os.cpu_count() or cores):
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    if "OMP_NUM_THREADS" not in os.environ and cores < affinity:   # (only where a quota caps it)
         os.environ["OMP_NUM_THREADS"] = str(cores)
     try:
         lib = ctypes.CDLL(path)
