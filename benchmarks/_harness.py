@@ -2,9 +2,11 @@
 a subprocess, under a Python that may have TensorFlow and no tensorweave ($TF_PYTHON)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -51,3 +53,38 @@ def free_ports(n: int) -> list:
 
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+BUSY_LOOP = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def busy_loops(n: int):
+    """`n` processes that each keep a core busy (a Python `while True: pass`) for the length of
+    the block: the contention of a shared machine or a Kubernetes node (issue 26), the same for
+    both frameworks of a run. n=0 starts none."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP], stdin=subprocess.DEVNULL) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def add_contend_arg(parser) -> None:
+    parser.add_argument("--contend", type=int, default=0, metavar="N",
+                        help="start N busy-loop processes for the length of the run (contention; 2 in issue 26)")
+
+
+def children_cpu_s() -> float:
+    """User + system CPU seconds of this process's children that have ended (and been waited for)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def own_cpu_s() -> float:
+    """User + system CPU seconds of this process so far."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime

@@ -1,13 +1,14 @@
-"""Parameter-server training of a whole job: 1 ps + 2 workers, each its own process, training an
+"""Parameter-server training of a whole job: 1 ps + 2 workers (--workers), each its own process, training an
 MLP 784-512-512-10 at batch 128: with plain tf.Session(server.target) workers asynchronously
 (mode plain: the chief initialises, the other waits; 1,000 global steps, GradientDescent(0.1);
 examples/s of the job measured on worker 0 after its 20th step), and with
 tf.train.MonitoredTrainingSession asynchronously and synchronously (modes async and sync;
-SyncReplicasOptimizer, replicas_to_aggregate=2). Mode profile is plain with every other step
+SyncReplicasOptimizer, replicas_to_aggregate = the workers). Mode profile is plain with every other step
 of worker 0 traced (RunOptions FULL_TRACE): it prints the fractions of a step in compute,
 Recv waits, Sends and outside the worker's ops, on each side (docs/PERFORMANCE.md).
 
     python benchmarks/bench_ps_training.py [--modes plain,profile,async,sync] [--steps 200] [--repeats 3]
+                                           [--workers 2] [--contend 2]
     TF_PYTHON=/opt/tfvenv/bin/python python benchmarks/bench_ps_training.py
 
 For each mode it prints, medians over the repeats:
@@ -23,7 +24,11 @@ alternating with tensorweave, and the ratios are printed. The tensorweave tasks 
 environment `tensorweave launch` gives them (the cores shared out as BLAS threads, unless
 OMP_NUM_THREADS & co. are set); TensorFlow's run with its own defaults (--tf_same_env gives them
 that environment too). The ps tasks serve until the workers
-are gone and are then stopped, in both. The load average is printed before and after.
+are gone and are then stopped, in both. The load average is printed before and after, and the
+CPU time of the job's tasks: all of it, and from the chief's first step to its stop per example
+the job trained ("cpu us/ex"). --contend N starts N busy-loop processes for the whole run
+(both frameworks under the same contention); --workers 1 gives the single worker's figure a job
+of more workers must reach (issue 26 item 4).
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from _harness import free_ports, load_average, tf_python
+from _harness import add_contend_arg, busy_loops, children_cpu_s, free_ports, load_average, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 128
@@ -80,7 +85,8 @@ def task(args) -> None:
         opt = tf.train.GradientDescentOptimizer(0.1 if args.plain else 0.01)
         hooks = [tf.train.StopAtStepHook(last_step=args.steps)]
         if args.sync:
-            opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2, total_num_replicas=2)
+            replicas = cluster.num_tasks("worker")
+            opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=replicas, total_num_replicas=replicas)
             hooks.append(opt.make_session_run_hook(is_chief))
         train = opt.minimize(loss, global_step=global_step)
     if args.plain:
@@ -182,6 +188,19 @@ def step_profile(step_stats, t0: float, t1: float) -> dict:
 
 
 # -- the harness -----------------------------------------------------------------------------------
+def tasks_cpu_s(procs) -> float:
+    """User + system CPU seconds the running `procs` have used so far (Linux /proc; 0 elsewhere)."""
+    total = 0
+    for p in procs:
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15 of stat(5))
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _lines(f) -> list:
     f.flush()
     f.seek(0)
@@ -189,17 +208,17 @@ def _lines(f) -> list:
 
 
 def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, timeout_s: float,
-            extra_env: dict, plain: bool = False, profile: bool = False) -> dict:
-    ports = free_ports(3)
+            extra_env: dict, plain: bool = False, profile: bool = False, workers: int = 2) -> dict:
+    ports = free_ports(1 + workers)
     cluster = json.dumps({"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]})
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("TF_CONFIG", None)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.update(extra_env)
-    start = time.time()
+    start, cpu0 = time.time(), children_cpu_s()
     procs, outs = {}, {}
-    for job, index in (("ps", 0), ("worker", 0), ("worker", 1)):
+    for job, index in [("ps", 0)] + [("worker", i) for i in range(workers)]:
         out = tempfile.TemporaryFile()
         cmd = [python, os.path.abspath(__file__), "--role", "task", "--framework", framework, "--cluster", cluster,
                "--job_name", job, "--task_index", str(index), "--steps", str(steps)] + (["--sync"] if sync else []) + (
@@ -209,18 +228,23 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
         outs[(job, index)] = out
     ended: dict = {}
     chief_done = None
+    cpu_marks: list = []   # the tasks' CPU seconds at the chief's first step and at its stop
     deadline = start + timeout_s
-    while len(ended) < 2 and time.time() < deadline:
-        for i in (0, 1):
+    while len(ended) < workers and time.time() < deadline:
+        for i in range(workers):
             p = procs[("worker", i)]
             if i not in ended and p.poll() is not None:
                 ended[i] = (time.time(), str(p.returncode))
-        if chief_done is None and any(ln.startswith("STOPPED") for ln in _lines(outs[("worker", 0)])):
+        chief_lines = _lines(outs[("worker", 0)])
+        if not cpu_marks and any(ln.startswith("FIRST") for ln in chief_lines):
+            cpu_marks.append(tasks_cpu_s(procs.values()))
+        if chief_done is None and any(ln.startswith("STOPPED") for ln in chief_lines):
             chief_done = time.time()
+            cpu_marks.append(tasks_cpu_s(procs.values()))
         if chief_done is not None and time.time() - chief_done > hang_s:
             break
         time.sleep(0.02)
-    for i in (0, 1):
+    for i in range(workers):
         if i not in ended:
             ended[i] = (time.time(), "hung")
     wall = max(t for t, _ in ended.values()) - start
@@ -228,6 +252,10 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    cpu = children_cpu_s() - cpu0   # (the three tasks': the busy loops are waited for at the end)
+    # (CPU of all three tasks from the chief's first step to its stop, per example the job trained)
+    train_cpu = cpu_marks[1] - cpu_marks[0] if len(cpu_marks) == 2 else float("nan")
+    cpu_us = 1e6 * train_cpu / (steps * BATCH * (workers if sync else 1))
     lines = _lines(outs[("worker", 0)])
     for f in outs.values():
         f.close()
@@ -235,7 +263,7 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
     stopped = next((float(ln.split()[1]) for ln in lines if ln.startswith("STOPPED")), None)
     if first is None or stopped is None:
         return {"ok": False, "wall": wall, "workers": ",".join(s for _, s in ended.values())}
-    examples = steps * BATCH * (2 if sync else 1)
+    examples = steps * BATCH * (workers if sync else 1)
     rate = next((ln.split()[1:] for ln in lines if ln.startswith("PLAIN")), None)
     if plain:
         if rate is None:
@@ -243,10 +271,12 @@ def run_job(python: str, framework: str, sync: bool, steps: int, hang_s: float, 
         prof = next((json.loads(ln.split(" ", 1)[1]) for ln in lines if ln.startswith("PROFILE")), None)
         return {"ok": True, "startup": first - start, "train": stopped - first, "examples_per_s": float(rate[0]),
                 "worker0_examples_per_s": float(rate[1]), "wall": wall,
-                "workers": ",".join(s for _, s in ended.values()), "profile": prof}
+                "workers": ",".join(s for _, s in ended.values()), "profile": prof, "cpu": cpu,
+                "train_cpu": train_cpu, "cpu_us_per_example": cpu_us}
     return {"ok": True, "startup": first - start, "train": stopped - first,
             "examples_per_s": examples / (stopped - first),
-            "wall": wall, "workers": ",".join(s for _, s in ended.values())}
+            "wall": wall, "workers": ",".join(s for _, s in ended.values()), "cpu": cpu,
+            "train_cpu": train_cpu, "cpu_us_per_example": cpu_us}
 
 
 def print_profile(name: str, p: dict) -> None:
@@ -264,6 +294,27 @@ def print_profile(name: str, p: dict) -> None:
 def median_of(runs: list, key: str):
     vals = [r[key] for r in runs if r.get("ok")]
     return statistics.median(vals) if vals else float("nan")
+
+
+def run_modes(args, modes: list, frameworks: list, blas_threads_env) -> dict:
+    """{(framework, mode): [run_job's result per repeat]}, the frameworks alternating."""
+    results: dict = {}
+    for mode in modes:
+        for _ in range(args.repeats):
+            for name, python in frameworks:   # alternating, so both see the same load
+                env = blas_threads_env(1 + args.workers) if name == "tensorweave" or args.tf_same_env else {}
+                plain = mode in ("plain", "profile")
+                r = run_job(python, name, mode == "sync", args.plain_steps if plain else args.steps, args.hang_s,
+                            args.timeout_s, env, plain=plain, profile=mode == "profile", workers=args.workers)
+                results.setdefault((name, mode), []).append(r)
+                own = f" (worker 0's own {r['worker0_examples_per_s']:6.0f})" if plain and r["ok"] else ""
+                print(f"  {name:11s} {mode:5s} " + ("startup {startup:5.1f} s  train {train:6.2f} s  "
+                                                    "{examples_per_s:7.0f} ex/s".format(**r) + own +
+                                                    "  wall {wall:6.1f} s  cpu {cpu:5.1f} s (training "
+                                                    "{train_cpu:5.2f} s)  workers {workers}  load {load:.2f}"
+                                                    .format(load=os.getloadavg()[0], **r)
+                                                    if r["ok"] else f"failed: {r}"), flush=True)
+    return results
 
 
 def main() -> None:
@@ -285,6 +336,8 @@ def main() -> None:
     parser.add_argument("--hang_s", type=float, default=60.0, help="how long a worker may outlive the chief")
     parser.add_argument("--timeout_s", type=float, default=400.0, help="a run's limit")
     parser.add_argument("--tf_same_env", action="store_true", help="give TF's tasks the BLAS thread settings too")
+    parser.add_argument("--workers", type=int, default=2, help="worker tasks (1 ps besides)")
+    add_contend_arg(parser)
     args = parser.parse_args()
     if args.role == "task":
         task(args)
@@ -295,29 +348,19 @@ def main() -> None:
     tf_py = tf_python()
     frameworks = [("tensorweave", sys.executable)] + ([("tf", tf_py)] if tf_py else [])
     modes = [m for m in args.modes.split(",") if m]
-    print(f"bench_ps_training: 1 ps + 2 workers, MLP 784-512-512-10, batch {BATCH}, {args.plain_steps} global steps "
-          f"(plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; load average {load_average()}, "
-          f"{os.cpu_count()} cores; tensorweave task env {blas_threads_env(3)}", flush=True)
-    results: dict = {}
-    for mode in modes:
-        for _ in range(args.repeats):
-            for name, python in frameworks:   # alternating, so both see the same load
-                env = blas_threads_env(3) if name == "tensorweave" or args.tf_same_env else {}
-                plain = mode in ("plain", "profile")
-                r = run_job(python, name, mode == "sync", args.plain_steps if plain else args.steps, args.hang_s,
-                            args.timeout_s, env, plain=plain, profile=mode == "profile")
-                results.setdefault((name, mode), []).append(r)
-                own = f" (worker 0's own {r['worker0_examples_per_s']:6.0f})" if plain and r["ok"] else ""
-                print(f"  {name:11s} {mode:5s} " + ("startup {startup:5.1f} s  train {train:6.2f} s  "
-                                                    "{examples_per_s:7.0f} ex/s".format(**r) + own +
-                                                    "  wall {wall:6.1f} s  workers {workers}  load {load:.2f}"
-                                                    .format(load=os.getloadavg()[0], **r)
-                                                    if r["ok"] else f"failed: {r}"), flush=True)
+    print(f"bench_ps_training: 1 ps + {args.workers} worker(s), MLP 784-512-512-10, batch {BATCH}, "
+          f"{args.plain_steps} global steps (plain) / {args.steps} (MonitoredTrainingSession), {args.repeats} repeats; "
+          f"load average {load_average()}, {os.cpu_count()} cores; "
+          f"tensorweave task env {blas_threads_env(1 + args.workers)}"
+          + (f"; {args.contend} busy-loop processes running" if args.contend else ""), flush=True)
+    with busy_loops(args.contend):
+        results = run_modes(args, modes, frameworks, blas_threads_env)
     print(f"\n{'framework':11s} {'mode':5s} {'start-up s':>10s} {'train s':>8s} {'examples/s':>10s} {'wall s':>7s}"
-          "  workers")
+          f" {'cpu us/ex':>9s}  workers")
     for (name, mode), runs in results.items():
         print(f"{name:11s} {mode:5s} {median_of(runs, 'startup'):10.1f} {median_of(runs, 'train'):8.2f} "
-              f"{median_of(runs, 'examples_per_s'):10.0f} {median_of(runs, 'wall'):7.1f}  "
+              f"{median_of(runs, 'examples_per_s'):10.0f} {median_of(runs, 'wall'):7.1f} "
+              f"{median_of(runs, 'cpu_us_per_example'):9.1f}  "
               f"{' | '.join(r['workers'] for r in runs)}")
     for name, _ in frameworks:
         profiles = [r["profile"] for r in results.get((name, "profile"), []) if r.get("ok") and r.get("profile")]
@@ -327,8 +370,10 @@ def main() -> None:
         for mode in modes:
             tw, tf = results[("tensorweave", mode)], results[("tf", mode)]
             speed = median_of(tw, "examples_per_s") / median_of(tf, "examples_per_s")
+            cpu = median_of(tw, "cpu_us_per_example") / median_of(tf, "cpu_us_per_example")
             print(f"{mode}: examples/s tensorweave/TF = {speed:.2f}x, "
-                  f"wall time tensorweave/TF = {median_of(tw, 'wall') / median_of(tf, 'wall'):.2f}x")
+                  f"wall time tensorweave/TF = {median_of(tw, 'wall') / median_of(tf, 'wall'):.2f}x, "
+                  f"CPU time per example tensorweave/TF = {cpu:.2f}x")
     print(f"load average after: {load_average()}")
 
 

@@ -1,12 +1,14 @@
 """Local training throughput: the CIFAR-10 tutorial's network and an MLP, in examples/second.
 
-    python benchmarks/bench_training.py [--steps 30] [--rounds 3]
+    python benchmarks/bench_training.py [--steps 30] [--rounds 3] [--contend 2] [--no-memory]
     TF_PYTHON=/path/to/python-with-tensorflow python benchmarks/bench_training.py   # adds TF ratios
 
 The same graph-building code runs under tensorweave and, when TensorFlow is importable here
 or through TF_PYTHON, under tf.compat.v1 in the same run; the ratio tensorweave/TF is printed.
 The two alternate for --rounds rounds and each figure is the median over rounds, so that load
-from other processes on a shared machine falls on both alike; the load average is printed.
+from other processes on a shared machine falls on both alike; the load average and each side's
+CPU time a step are printed. --contend N starts N busy-loop processes for the whole measurement
+(both frameworks under the same contention).
 - CIFAR-10 tutorial shapes: batch 64 of 24x24x3, conv 5x5x64 + relu, max pool 3x3/2, conv
   5x5x64 + relu, max pool 3x3/2, dense 384 + relu, dense 10, softmax cross-entropy, SGD.
 - MLP 784-512-512-10 at batch 128, SGD.
@@ -25,7 +27,7 @@ import tracemalloc
 
 import numpy as np
 
-from _harness import load_average, run_json, tf_python
+from _harness import add_contend_arg, busy_loops, load_average, run_json, tf_python
 
 MIB = 1 << 20
 
@@ -78,8 +80,9 @@ def mlp_model(tf, batch: int = 128):
     return train_op, feed, batch
 
 
-def measure(tf, build, steps: int) -> float:
-    """Median examples/second over `steps` training steps after two warm-up steps."""
+def measure(tf, build, steps: int) -> tuple:
+    """(median examples/second over `steps` training steps after two warm-up steps, the
+    process's CPU milliseconds per step over them: every thread's, oneDNN's and TF's pools too)."""
     graph = tf.Graph()
     with graph.as_default():
         train_op, feed, batch = build(tf)
@@ -87,13 +90,14 @@ def measure(tf, build, steps: int) -> float:
         sess.run(tf.global_variables_initializer())
         for _ in range(2):
             sess.run(train_op, feed)
-        samples = []
+        samples, cpu0 = [], time.process_time()
         for _ in range(steps):
             start = time.perf_counter()
             sess.run(train_op, feed)
             samples.append(time.perf_counter() - start)
+        cpu_ms = 1e3 * (time.process_time() - cpu0) / steps
         sess.close()
-    return batch / statistics.median(samples)
+    return batch / statistics.median(samples), cpu_ms
 
 
 def step_memory(tf, build, steps: int = 6) -> list:
@@ -151,7 +155,8 @@ def run_all(framework: str, steps: int) -> dict:
         tf.disable_eager_execution()
     else:
         import tensorweave as tf
-    return {"cifar10": measure(tf, cifar_model, steps), "mlp": measure(tf, mlp_model, steps)}
+    (cifar, cifar_cpu), (mlp, mlp_cpu) = measure(tf, cifar_model, steps), measure(tf, mlp_model, steps)
+    return {"cifar10": cifar, "cifar10_cpu_ms": cifar_cpu, "mlp": mlp, "mlp_cpu_ms": mlp_cpu}
 
 
 def main() -> None:
@@ -160,25 +165,36 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating tensorweave/TF rounds")
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-memory", action="store_true", help="skip the step-memory and resident-set checks")
+    add_contend_arg(parser)
     args = parser.parse_args()
     if args.json:
         print(json.dumps(run_all(args.framework, args.steps)))
         return
     load0, py = load_average(), tf_python()
     ours, theirs = [], []
-    for _ in range(max(1, args.rounds)):
-        ours.append(run_all("tensorweave", args.steps))
-        tf_result = py and run_json(py, __file__, ["--framework", "tf", "--steps", args.steps])
-        if tf_result:
-            theirs.append(tf_result)
+    if args.contend:
+        print(f"{args.contend} busy-loop processes run for the length of the measurement")
+    with busy_loops(args.contend):
+        for _ in range(max(1, args.rounds)):
+            ours.append(run_all("tensorweave", args.steps))
+            tf_result = py and run_json(py, __file__, ["--framework", "tf", "--steps", args.steps])
+            if tf_result:
+                theirs.append(tf_result)
     rounds = f"median of {len(ours)} rounds x {args.steps} steps"
     for key, label in (("cifar10", "CIFAR-10 tutorial net, batch 64"), ("mlp", "MLP 784-512-512-10, batch 128")):
-        mine = statistics.median(r[key] for r in ours)
-        line = f"{label}: tensorweave {mine:.0f} examples/s ({rounds})"
+        mine, cpu = statistics.median(r[key] for r in ours), statistics.median(r[key + "_cpu_ms"] for r in ours)
+        line = (f"{label}: tensorweave {mine:.0f} examples/s, {cpu:.1f} ms CPU a step ({rounds}; rounds "
+                + " / ".join(f"{r[key]:.0f}" for r in ours) + ")")
         if theirs:
-            ref = statistics.median(r[key] for r in theirs)
-            line += f"; TensorFlow {ref:.0f} examples/s; ratio {mine / ref:.2f}x"
+            ref, ref_cpu = (statistics.median(r[k] for r in theirs) for k in (key, key + "_cpu_ms"))
+            line += (f"; TensorFlow {ref:.0f} examples/s, {ref_cpu:.1f} ms CPU (rounds "
+                     + " / ".join(f"{r[key]:.0f}" for r in theirs) + f"); ratio {mine / ref:.2f}x, "
+                     f"CPU {cpu / ref_cpu:.2f}x")
         print(line)
+    if args.no_memory:
+        print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")
+        return
     import tensorweave
     rows = step_memory(tensorweave, cifar_model)
     print("CIFAR-10 step memory (tensorweave, tracemalloc): peak above the step's start, per step: "

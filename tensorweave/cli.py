@@ -31,6 +31,7 @@ from typing import Callable, Optional
 from tensorweave import __version__
 from tensorweave.distributed import auth
 from tensorweave.distributed.cluster import free_ports, from_tf_config
+from tensorweave.framework.limits import available_cores
 
 # The server, master and worker modules load the op library (every kernel): each command that needs
 # them imports them itself, so `tensorweave --help`, `launch` and `keygen` start fast.
@@ -147,15 +148,12 @@ BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 def blas_threads_env(num_tasks: int) -> dict:
     """The cores shared out between the tasks, as BLAS thread counts (as torchrun sets
     OMP_NUM_THREADS): several processes each running a BLAS thread per core on the same cores
-    spend their time spinning against each other (ps training ran 3-4x slower). Nothing is set
-    when the user chose any of these variables."""
+    spend their time spinning against each other (ps training ran 3-4x slower). The cores are
+    those the launcher may use, a container's CPU quota included. Nothing is set when the user
+    chose any of these variables."""
     if any(v in os.environ for v in BLAS_THREAD_VARS):
         return {}
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    per_task = str(max(1, cores // max(1, num_tasks)))
+    per_task = str(max(1, available_cores() // max(1, num_tasks)))
     return {v: per_task for v in BLAS_THREAD_VARS}
 
 

@@ -25,7 +25,8 @@ Timing (each from the environment variable of the same name with a TENSORWEAVE_ 
                       unread, this long (30)
   SPIN_US             a wait for a same-host reply, and the server's wait for its next
                       message, first polls without sleeping this many microseconds when the
-                      last such wait was as short (200; 0: never) - see SpinPoll
+                      last such wait was as short (200; 0: never), and not for a second
+                      after a yield between its polls found every core busy - see SpinPoll
   RECOVERY_TIMEOUT_S  a task not heard from this long is gone for good (600; read at each use,
                       recovery_timeout_s): a MonitoredSession stops recovering from its loss,
                       a collective group stops waiting for it to come up (docs/INTERNALS.md)
@@ -75,6 +76,8 @@ HEARTBEAT_IVL_S = _seconds("HEARTBEAT_IVL_S", 1.0)
 HEARTBEAT_TIMEOUT_S = _seconds("HEARTBEAT_TIMEOUT_S", 3.0)
 PEER_STALL_S = _seconds("PEER_STALL_S", 30.0)
 SPIN_S = _seconds("SPIN_US", 200.0) * 1e-6
+CONTENDED_YIELD_S = 0.001     # a spinning wait's yield this long: every core is busy (SpinPoll) ...
+CONTENDED_PAUSE_S = 1.0       # ... and waits do not spin for this long
 HANDSHAKE_S = 10.0            # a ZeroMQ connection that has not finished its handshake by then is dropped
 
 IPC_DIR = os.path.join(tempfile.gettempdir(), f"tensorweave-{os.getuid()}")
@@ -354,13 +357,19 @@ class SpinPoll:
     longer than SPIN_S turns spinning off until a wait is short again, so a process whose
     peers answer slowly, or that waits for work, spends no CPU on it; a spinning thread
     yields its CPU between polls, so that with more busy processes than cores it does not
-    hold a core another process needs."""
+    hold a core another process needs. A yield that kept this thread off its CPU for
+    CONTENDED_YIELD_S says every core is taken (busy processes besides this job's, as on a
+    shared node): the wait sleeps at once, and no wait spins for the next CONTENDED_PAUSE_S.
+    A thread asleep in poll(2) gets the CPU back soon after its message comes (the scheduler
+    favours a thread that slept); one that yielded waits out another process's time slice,
+    and a spinning one spends the CPU share its own process needs."""
 
-    __slots__ = ("poll_now", "_spin")
+    __slots__ = ("poll_now", "_spin", "_pause_until")
 
     def __init__(self, poller) -> None:
         self.poll_now = poller.poll
         self._spin = SPIN_S > 0
+        self._pause_until = float("-inf")   # no spinning before then: the cores were all busy
 
     def poll(self, timeout_ms: int) -> list:
         poll = self.poll_now
@@ -368,15 +377,20 @@ class SpinPoll:
             return poll(0)
         clock, yield_cpu = time.perf_counter, os.sched_yield
         start = clock()
-        if self._spin:
+        if self._spin and start >= self._pause_until:
             end = start + SPIN_S
             while True:   # (each poll(0) releases the GIL: other threads run meanwhile)
                 events = poll(0)
                 if events:
                     return events
-                if clock() >= end:
+                now = clock()
+                if now >= end:
                     break
                 yield_cpu()   # (to a thread of another process that waits for this CPU)
+                back = clock()
+                if back - now >= CONTENDED_YIELD_S:
+                    self._pause_until = back + CONTENDED_PAUSE_S
+                    break
         events = poll(timeout_ms)
         self._spin = SPIN_S > 0 and clock() - start <= SPIN_S
         return events

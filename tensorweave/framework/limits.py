@@ -14,9 +14,12 @@ The limits on transport and server state are enforced by `tensorweave.distribute
 `tensorweave.runtime`; `check_elements` is the one op kernels and shape functions call
 before they allocate an output whose size they compute from their inputs (Fill, Tile, ...).
 It lives here, in the lowest layer, so that ops/ can use it without importing the runtime.
+So does `available_cores`, the CPUs a process may use (a container's quota is a limit too),
+which every thread count derives from.
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -118,3 +121,37 @@ def check_elements(shape_or_count: Union[int, Iterable[int]], op_name: Optional[
     if count > value(OP_OUTPUT_ELEMENTS):
         raise exceeded(OP_OUTPUT_ELEMENTS, count, what, op_name)
     return count
+
+
+def available_cores(cgroup_root: str = "/sys/fs/cgroup") -> int:
+    """The cores this process may use: its CPU affinity, capped by its cgroup's CPU quota
+    (a container's `cpu.max`, or cgroup v1's cfs quota), rounded up. The thread counts derive
+    from it (inter-op threads, OpenMP's team, numpy's splits, `tensorweave launch`'s share per
+    task): a pod limited to 2 CPUs of a 64-core node that ran 64 threads would spend its quota
+    on threads waiting for each other."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota(cgroup_root)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return max(1, cores)
+
+
+def _cgroup_cpu_quota(root: str) -> Optional[float]:
+    """The CPUs the cgroup's quota allows (quota / period), or None without a quota."""
+    for path, period_path in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:
+            with open(os.path.join(root, path)) as f:
+                fields = f.read().split()
+            if period_path is not None:
+                with open(os.path.join(root, period_path)) as f:
+                    fields.append(f.read().strip())
+            if fields[0] in ("max", "-1"):
+                return None
+            quota, period = float(fields[0]), float(fields[1])
+            return quota / period if quota > 0 and period > 0 else None
+        except (OSError, ValueError, IndexError):
+            continue
+    return None

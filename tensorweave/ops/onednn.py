@@ -27,6 +27,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from tensorweave.framework.limits import available_cores
+
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
@@ -116,6 +118,12 @@ def _load():
     # threads each running a team) the spinning threads take the CPU the working ones need, and a
     # training step ran 10x slower (docs/PERFORMANCE.md, "OpenMP threads"). Passive threads sleep.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Its team is a thread per core of the affinity; a container's CPU quota caps that (a pod
+    # given 2 CPUs of a 64-core node would run teams of 64 threads on 2 CPUs' worth of time).
+    cores = available_cores()
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    if "OMP_NUM_THREADS" not in os.environ and cores < affinity:   # (only where a quota caps it)
+        os.environ["OMP_NUM_THREADS"] = str(cores)
     try:
         lib = ctypes.CDLL(path)
     except OSError:

@@ -33,7 +33,6 @@ shares one pool between sessions), else a pool of the session's own with
 from __future__ import annotations
 
 import collections
-import math
 import os
 import threading
 import time
@@ -44,6 +43,7 @@ import numpy as np
 
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import live_inputs
+from tensorweave.framework.limits import available_cores
 from tensorweave.ops import registry
 from tensorweave.ops.nn import intra_op
 
@@ -57,38 +57,7 @@ _RECHECK_STEPS = 2000   # a measured choice is measured again after this many st
 _RECVS = frozenset(("_Recv", "_HostRecv"))
 
 
-# -- how many threads --------------------------------------------------------------------------
-def available_cores(cgroup_root: str = "/sys/fs/cgroup") -> int:
-    """The cores this process may use: its CPU affinity, capped by its cgroup's CPU quota
-    (a container's `cpu.max`, or cgroup v1's cfs quota), rounded up."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota(cgroup_root)
-    if quota is not None:
-        cores = min(cores, math.ceil(quota))
-    return max(1, cores)
-
-
-def _cgroup_cpu_quota(root: str) -> Optional[float]:
-    """The CPUs the cgroup's quota allows (quota / period), or None without a quota."""
-    for path, period_path in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
-        try:
-            with open(os.path.join(root, path)) as f:
-                fields = f.read().split()
-            if period_path is not None:
-                with open(os.path.join(root, period_path)) as f:
-                    fields.append(f.read().strip())
-            if fields[0] in ("max", "-1"):
-                return None
-            quota, period = float(fields[0]), float(fields[1])
-            return quota / period if quota > 0 and period > 0 else None
-        except (OSError, ValueError, IndexError):
-            continue
-    return None
-
-
+# -- how many threads (the cores: framework/limits.available_cores) ----------------------------
 def inter_op_threads(config) -> int:
     """TF's NumInterOpThreadsFromSessionOptions: inter_op_parallelism_threads when positive,
     else $TF_NUM_INTEROP_THREADS when positive, else the cores the process may use."""

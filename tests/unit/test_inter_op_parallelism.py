@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave import cli
+from tensorweave.framework import limits
 from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops.nn import intra_op
 from tensorweave.runtime import inter_op
@@ -189,10 +191,22 @@ def test_a_containers_cpu_quota_caps_the_default_thread_count(tmp_path, files, q
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert inter_op._cgroup_cpu_quota(str(tmp_path)) == quota
-    affinity = inter_op.available_cores(str(tmp_path / "none"))
+    assert limits._cgroup_cpu_quota(str(tmp_path)) == quota
+    affinity = limits.available_cores(str(tmp_path / "none"))
     expected = affinity if quota is None else min(affinity, int(np.ceil(quota)))
-    assert inter_op.available_cores(str(tmp_path)) == expected
+    assert limits.available_cores(str(tmp_path)) == expected
+
+
+def test_tensorweave_launch_shares_out_the_containers_cpu_quota_not_the_nodes_cores(tmp_path, monkeypatch):
+    (tmp_path / "cpu.max").write_text("150000 100000\n")            # 1.5 CPUs: 2 threads' worth
+    monkeypatch.setattr(limits.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(cli, "available_cores", lambda: limits.available_cores(str(tmp_path)))
+    for var in cli.BLAS_THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    assert cli.blas_threads_env(1) == {v: "2" for v in cli.BLAS_THREAD_VARS}
+    assert cli.blas_threads_env(3) == {v: "1" for v in cli.BLAS_THREAD_VARS}
+    (tmp_path / "cpu.max").write_text("max 100000\n")                 # no quota: the 16 cores
+    assert cli.blas_threads_env(4) == {v: "4" for v in cli.BLAS_THREAD_VARS}
 
 
 def test_a_forked_child_gets_pool_threads_of_its_own():

@@ -269,6 +269,33 @@ def test_a_wait_spins_only_while_the_waits_before_it_were_short(monkeypatch):
         assert poller.spins == 0
 
 
+def test_a_yield_that_lost_the_cpu_pauses_spinning(monkeypatch):
+    # every core busy with other processes: a spinning thread's yield gives its CPU away for a
+    # time slice, and its message then waits for it; waits sleep instead for CONTENDED_PAUSE_S
+    monkeypatch.setattr(sockets, "SPIN_S", 0.02)
+    monkeypatch.setattr(sockets, "CONTENDED_PAUSE_S", 1.0)
+    poller = _Poller()
+    monkeypatch.setattr(sockets, "time", types.SimpleNamespace(perf_counter=poller.clock))
+    busy = [True]
+
+    def sched_yield():
+        if busy[0]:
+            poller.now += 2 * sockets.CONTENDED_YIELD_S   # (another process ran meanwhile)
+    monkeypatch.setattr(sockets.os, "sched_yield", sched_yield)
+    waiter = sockets.SpinPoll(poller)
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins == 1     # one yield lost the CPU: sleeps
+    busy[0] = False
+    for _ in range(50):                                             # 50 x 5 ms: no spinning for 1 s
+        poller.arm(0.005)
+        assert waiter.poll(1000) == [(3, 1)] and poller.spins == 0
+    poller.now += 1.0
+    poller.arm(0.005)
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1       # then spinning again, the
+    poller.arm(0.005)                                               # yields coming straight back
+    assert waiter.poll(1000) == [(3, 1)] and poller.spins > 1
+
+
 def test_a_spinning_wait_returns_what_comes_while_it_spins(monkeypatch):
     monkeypatch.setattr(sockets, "SPIN_S", 1.0)
     r, w = socket.socketpair()

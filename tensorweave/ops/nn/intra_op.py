@@ -16,20 +16,18 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from tensorweave.framework.limits import available_cores
+
 _MIN_ELEMS = 1 << 17
 
 
 def _cores() -> int:
     """OMP_NUM_THREADS when set (`tensorweave launch` sets it, as it does BLAS's, when several tasks
-    share one machine's cores), else the cores this process may run on."""
+    share one machine's cores), else the cores this process may use (its container's CPU quota)."""
     try:
         return max(1, int(os.environ["OMP_NUM_THREADS"]))
     except (KeyError, ValueError):
-        pass
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        return available_cores()
 
 
 THREADS = _cores()
