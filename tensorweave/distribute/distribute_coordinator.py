@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import copy
-import functools
 import logging
 import threading
 
@@ -155,8 +154,14 @@ def _tell_ps_tasks_at_exit(context) -> None:
         return
     _TOLD_AT_EXIT.add(key)
     trainers = _trainers(cluster)
-    tell = functools.partial(tell_ps_tasks_done, context.master_target, cluster.num_tasks("ps"), len(trainers),
-                             trainers.index((context.task_type, context.task_id)))
+
+    def tell():
+        # through this task's own server, if the coordinator started one: a program that set Keras's
+        # session on a server elsewhere started none here (and its ps tasks are not waiting on it)
+        server = running_server(cluster, context.task_type, context.task_id)
+        if server is not None:
+            tell_ps_tasks_done(server.target, cluster.num_tasks("ps"), len(trainers),
+                               trainers.index((context.task_type, context.task_id)))
     # When the main thread ends, before the thread pools the session's RPCs use shut down (they are
     # shut down by the same hooks, which run last registered first); plain atexit runs after that.
     getattr(threading, "_register_atexit", atexit.register)(tell)
