@@ -1,4 +1,4 @@
-"""Intra-op parallelism (ops/intra_op.py) and the kernels that split their work over it:
+"""Intra-op parallelism (ops/nn/intra_op.py) and the kernels that split their work over it:
 forced to split even small inputs, results equal the unsplit numpy computation."""
 import threading
 
