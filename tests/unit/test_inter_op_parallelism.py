@@ -15,7 +15,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework.graph_def import NodeDef
-from tensorweave.ops import intra_op
+from tensorweave.ops.nn import intra_op
 from tensorweave.runtime import inter_op
 
 pytestmark = pytest.mark.usefixtures("graph")

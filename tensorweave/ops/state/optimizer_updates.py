@@ -23,7 +23,6 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.helpers import TFNodes, array_module, make_op
-from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.registry import register, register_gpu
 from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable
 
@@ -62,35 +61,11 @@ def _in_place(*arrays) -> bool:
     return all(type(a) is np.ndarray and a.ndim for a in arrays)
 
 
-def _by_parts(part: Callable, arrays: tuple, scalars: tuple, passes: int) -> tuple:
-    """Four new buffers of arrays[0]'s shape, written by part(*array_slices, *scalars,
-    *buffer_slices) over parts of the flattened arrays, on the intra-op threads when the update
-    is large enough (an elementwise pass gives the same bits in parts; TF's kernels shard their
-    updates too); `passes`: the passes over memory the update makes, its work per element."""
-    out = tuple(np.empty(arrays[0].shape, arrays[0].dtype) for _ in range(4))
-    flat = [np.reshape(a, -1) for a in arrays + out]   # (views; a copy to read where not contiguous)
-    k = len(arrays)
-
-    def run(a: int, b: int) -> None:
-        part(*(f[a:b] for f in flat[:k]), *scalars, *(f[a:b] for f in flat[k:]))
-    parallel_ranges(arrays[0].size, arrays[0].size * passes, run)
-    return out
-
-
-def _adam_part(var, m, v, grad, lr_t, one_minus_beta1, one_minus_beta2, epsilon, new_var, new_m, new_v, denom):
-    """Adam's expressions below (m + (grad - m) * (1 - beta1), ...), pass for pass, in buffers."""
-    np.subtract(grad, m, out=new_m)
-    new_m *= one_minus_beta1
-    np.add(m, new_m, out=new_m)
-    np.multiply(grad, grad, out=new_v)
-    new_v -= v
-    new_v *= one_minus_beta2
-    np.add(v, new_v, out=new_v)
-    np.sqrt(new_v, out=denom)
-    denom += epsilon
-    np.multiply(lr_t, new_m, out=new_var)
-    new_var /= denom
-    np.subtract(var, new_var, out=new_var)
+def _moving_average(avg, x, one_minus_decay):
+    """avg + (x - avg) * (1 - decay) into x's buffer (x: a fresh array of this update's own)."""
+    x -= avg
+    x *= one_minus_decay
+    return np.add(avg, x, out=x)
 
 
 def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_nesterov=False):
@@ -98,7 +73,13 @@ def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, 
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
     if not use_nesterov and _in_place(var, m, v, grad):
         # the expressions below, in as many passes and four allocations instead of ten
-        return _by_parts(_adam_part, (var, m, v, grad), (lr_t, one - beta1, one - beta2, epsilon), 12)[:3]
+        m = _moving_average(m, grad.copy(), one - beta1)
+        v = _moving_average(v, grad * grad, one - beta2)
+        denom = np.sqrt(v)
+        denom += epsilon
+        step = lr_t * m
+        step /= denom
+        return np.subtract(var, step, out=step), m, v
     m = m + (grad - m) * (one - beta1)
     v = v + (grad * grad - v) * (one - beta2)
     if use_nesterov:
@@ -112,26 +93,17 @@ def _adagrad(var, accum, lr, grad, update_slots=True):
     return var - lr * grad / np.sqrt(accum), accum
 
 
-def _rmsprop_part(var, ms, mom, grad, lr, one_minus_rho, momentum, epsilon, new_var, new_ms, new_mom, denom):
-    """RMSProp's expressions below, pass for pass, in buffers."""
-    np.multiply(grad, grad, out=new_ms)
-    new_ms -= ms
-    new_ms *= one_minus_rho
-    np.add(ms, new_ms, out=new_ms)
-    np.add(new_ms, epsilon, out=denom)
-    np.sqrt(denom, out=denom)
-    np.multiply(lr, grad, out=new_var)
-    new_var /= denom
-    np.multiply(mom, momentum, out=new_mom)
-    new_mom += new_var
-    np.subtract(var, new_mom, out=new_var)
-
-
 def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
     if _in_place(var, ms, mom, grad):
         # the expressions below, in as many passes and four allocations instead of eight
-        return _by_parts(_rmsprop_part, (var, ms, mom, grad), (lr, var.dtype.type(1) - rho, momentum, epsilon),
-                         11)[:3]
+        ms = _moving_average(ms, grad * grad, var.dtype.type(1) - rho)
+        denom = ms + epsilon
+        np.sqrt(denom, out=denom)
+        step = lr * grad
+        step /= denom
+        mom = mom * momentum
+        mom += step
+        return np.subtract(var, mom, out=step), ms, mom
     ms = ms + (grad * grad - ms) * (var.dtype.type(1) - rho)
     mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
     return var - mom, ms, mom
