@@ -3,6 +3,7 @@
 
     python benchmarks/bench_programs.py [--steps 300] [--rounds 3] [--programs summaries,autoencoder,gan]
     TF_PYTHON=none python benchmarks/bench_programs.py       # tensorweave only
+    python benchmarks/bench_programs.py --baseline /work/main  # and an earlier checkout, alternating
 
 - summaries: `tensorboard_advanced.py`'s MLP (784-256-256-10, batch 100, ReLU, softmax
   cross-entropy, SGD through tf.gradients + apply_gradients) writing, every step, histogram
@@ -18,16 +19,25 @@
   whole, the median of the single runs (each timed) is printed: on a loaded machine the whole
   is mostly the runs that lost their core, the median is the kernel's own cost.
 
-Each program runs in a process of its own (imports not timed); the figure is the time from
-building the graph to the end of the last step (graph, variable initialization, --steps steps).
+Each program runs in a process of its own; the figure is the time from building the graph to
+the end of the last step (graph, variable initialization, --steps steps). Not timed: imports,
+the lazy ones the programs' names trigger on first use included (tensorweave imports its
+Session, optimizers and summary writer when first named; TF has imported all of it), and the
+synthetic data, the same numpy work for both.
 tensorweave and TF alternate for --rounds rounds; the medians, the ratios tensorweave/TF
-(below 1: tensorweave faster) and the load average are printed.
+(below 1: tensorweave faster) and the load average are printed, and beside each the CPU time
+(user + system, all threads, of the same span: on a machine busier than its cores the wall time
+measures the scheduler as much as the program). --baseline DIR also runs the programs against an
+earlier checkout's tensorweave (this script's programs, that checkout's package) in each round:
+before and after figures from one run.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -41,6 +51,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ("summaries", "autoencoder", "gan", "matmul", "histogram")
 
 
+@functools.lru_cache(maxsize=None)
 def synthetic_mnist(n: int = 5000, seed: int = 0):
     """Images in [0, 1) (float32 [n, 784]) and one-hot labels [n, 10]."""
     rng = np.random.RandomState(seed)
@@ -180,24 +191,46 @@ def histogram(tf, steps: int, logdir: str) -> float:
         return timed_runs(sess, summary, {}, 10 * steps)
 
 
-def import_framework(framework: str):
+def cpu_seconds() -> float:
+    """User + system time of this process, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def import_framework(framework: str, repo: str = REPO):
     if framework == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as tf
         tf.disable_eager_execution()
         return tf
-    sys.path.insert(0, REPO)   # (this checkout's tensorweave, not an installed one)
+    sys.path.insert(0, repo)   # (this checkout's tensorweave, or --repo's; not an installed one)
     import tensorweave as tf
     return tf
 
 
-def run_program(framework: str, program: str, steps: int) -> dict:
-    tf = import_framework(framework)
+# the names the programs use, resolved before the clock starts (see the module's docstring)
+USED_NAMES = ("Session", "placeholder", "Variable", "random_normal", "zeros", "matmul", "add", "pow", "log",
+              "reduce_mean", "gradients", "global_variables_initializer", "trainable_variables", "name_scope",
+              "nn.relu", "nn.sigmoid", "nn.softmax_cross_entropy_with_logits", "summary.histogram",
+              "summary.scalar", "summary.merge_all", "summary.FileWriter", "train.GradientDescentOptimizer",
+              "train.RMSPropOptimizer", "train.AdamOptimizer")
+
+
+def resolve_used_names(tf) -> None:
+    for name in USED_NAMES:
+        functools.reduce(getattr, name.split("."), tf)
+
+
+def run_program(framework: str, program: str, steps: int, repo: str = REPO) -> dict:
+    tf = import_framework(framework, repo)
+    resolve_used_names(tf)
+    synthetic_mnist(), synthetic_mnist(100)
     with tempfile.TemporaryDirectory() as logdir, tf.Graph().as_default():
         tf.set_random_seed(0)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds()
         run_median = globals()[program](tf, steps, logdir)
-        return {"seconds": time.perf_counter() - start, "run_median": run_median}
+        return {"seconds": time.perf_counter() - start, "cpu_seconds": cpu_seconds() - cpu_start,
+                "run_median": run_median}
 
 
 def main() -> None:
@@ -207,42 +240,58 @@ def main() -> None:
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     parser.add_argument("--framework", choices=["tensorweave", "tf"], default="tensorweave")
     parser.add_argument("--program", choices=PROGRAMS, help="(internal) run one program and print JSON")
+    parser.add_argument("--baseline", help="a checkout of an earlier tensorweave, measured in each round too")
+    parser.add_argument("--repo", default=REPO, help="(internal) the checkout whose tensorweave --program imports")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.program:
-        print(json.dumps(run_program(args.framework, args.program, args.steps)))
+        print(json.dumps(run_program(args.framework, args.program, args.steps, os.path.abspath(args.repo))))
         return
     programs = [p for p in args.programs.split(",") if p]
     load0, py = load_average(), tf_python()
-    runs = [("tensorweave", sys.executable)] + ([("tf", py)] if py else [])
-    seconds: dict = {(p, f): [] for p in programs for f, _ in runs}
-    run_medians: dict = {(p, f): [] for p in programs for f, _ in runs}
+    # (side, python, the tensorweave checkout it imports)
+    runs = [("tensorweave", sys.executable, REPO)]
+    if args.baseline:
+        runs.append(("baseline", sys.executable, os.path.abspath(args.baseline)))
+    if py:
+        runs.append(("tf", py, REPO))
+    seconds: dict = {(p, f): [] for p in programs for f, _, _ in runs}
+    cpu: dict = {key: [] for key in seconds}
+    run_medians: dict = {key: [] for key in seconds}
     for _ in range(max(1, args.rounds)):
         for program in programs:
-            for framework, python in runs:
-                out = run_json(python, __file__, ["--framework", framework, "--program", program,
-                                                  "--steps", args.steps], timeout=1200)
+            for side, python, repo in runs:
+                out = run_json(python, __file__, ["--framework", "tf" if side == "tf" else "tensorweave",
+                                                  "--program", program, "--steps", args.steps, "--repo", repo],
+                               timeout=1200)
                 if out:
-                    seconds[program, framework].append(out["seconds"])
+                    seconds[program, side].append(out["seconds"])
+                    cpu[program, side].append(out["cpu_seconds"])
                     if out.get("run_median") is not None:
-                        run_medians[program, framework].append(out["run_median"])
+                        run_medians[program, side].append(out["run_median"])
     print(f"whole programs, {args.steps} steps each; medians of {args.rounds} alternating rounds "
           "(graph + init + steps)")
     for program in programs:
-        line = f"{program:12s}"
-        medians = {}
-        for framework, _ in runs:
-            if seconds[program, framework]:
-                t = medians[framework] = statistics.median(seconds[program, framework])
-                per_step = t / args.steps / (10 if program in ("matmul", "histogram") else 1)
-                line += f" {framework} {t:.2f} s ({per_step * 1e3:.3f} ms/step);"
-        if len(medians) == 2:
-            line += f" ratio {medians['tensorweave'] / medians['tf']:.2f}x TF's time"
-        print(line)
-        singles = {f: statistics.median(run_medians[program, f]) for f, _ in runs if run_medians[program, f]}
+        print(program)
+        medians, cpu_medians = {}, {}
+        steps = args.steps * (10 if program in ("matmul", "histogram") else 1)
+        for side, _, _ in runs:
+            if seconds[program, side]:
+                t = medians[side] = statistics.median(seconds[program, side])
+                c = cpu_medians[side] = statistics.median(cpu[program, side])
+                print(f"  {side:12s} {t:.2f} s ({t / steps * 1e3:.3f} ms/step), CPU {c:.2f} s "
+                      f"({c / steps * 1e3:.3f} ms/step)")
+        for side in ("tensorweave", "baseline"):
+            if side in medians and "tf" in medians:
+                print(f"  {side} ratio {medians[side] / medians['tf']:.2f}x TF's time "
+                      f"(CPU time {cpu_medians[side] / cpu_medians['tf']:.2f}x)")
+        if "tensorweave" in medians and "baseline" in medians:
+            print(f"  tensorweave / baseline {medians['tensorweave'] / medians['baseline']:.2f}x the time "
+                  f"(CPU time {cpu_medians['tensorweave'] / cpu_medians['baseline']:.2f}x)")
+        singles = {f: statistics.median(run_medians[program, f]) for f, _, _ in runs if run_medians[program, f]}
         if singles:
-            line = f"{'':12s} median single run:" + "".join(f" {f} {t * 1e3:.3f} ms;" for f, t in singles.items())
-            if len(singles) == 2:
+            line = "  median single run:" + "".join(f" {f} {t * 1e3:.3f} ms;" for f, t in singles.items())
+            if "tensorweave" in singles and "tf" in singles:
                 line += f" ratio {singles['tensorweave'] / singles['tf']:.2f}x TF's time"
             print(line)
     print(f"(load average {load0} at start, {load_average()} at end, {os.cpu_count()} CPUs)")

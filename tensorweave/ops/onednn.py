@@ -524,7 +524,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     the calling thread alone: a second thread made them no faster on a quiet 2-core machine, and
     on a busy one sgemm waited for the woken thread to get a core, 3-10x longer (docs/PERFORMANCE.md,
     "Whole programs"). Their results are also the same bits on machines of any core count (a team
-    splits some products along k, and adds in another order)."""
+    splits some products along k, and adds in another order). A larger product runs on the team
+    while the cores its other threads need are free, else on the calling thread, where the two
+    give the same bits for its shape and layout (_team_gives_serial_bits); else on the team."""
     if not AVAILABLE or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
         return None
     m, k = a.shape[::-1] if transpose_a else a.shape
@@ -532,13 +534,22 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     if k != k2 or m * n * k < _GEMM_MIN:
         return None
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
+    gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
+    serial = m * n * k < _GEMM_SERIAL_MAX or (
+        _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
+    return _sgemm(gemm, a, b, serial)
+
+
+def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarray:
+    """c = op(a) op(b) by sgemm (`gemm`: its transposes, m, n, k and leading dimensions), on the
+    calling thread alone when `serial`, else on the OpenMP team."""
+    ta, tb, m, n, k, lda, ldb = gemm
     c = np.empty((m, n), np.float32)
-    team = _lib.omp_get_max_threads() if m * n * k < _GEMM_SERIAL_MAX else 1
+    team = _lib.omp_get_max_threads() if serial else 1
     if team != 1:
         _lib.omp_set_num_threads(1)   # (this thread's own OpenMP setting, restored below)
     try:
-        _check(_lib.dnnl_sgemm(b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, 1.0, _address(a), lda,
-                               _address(b), ldb, 0.0, _address(c), n), "sgemm")
+        _check(_lib.dnnl_sgemm(ta, tb, m, n, k, 1.0, _address(a), lda, _address(b), ldb, 0.0, _address(c), n), "sgemm")
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
@@ -553,6 +564,40 @@ def _address(a: np.ndarray) -> int:
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
     except (TypeError, ValueError, BufferError):
         return a.ctypes.data
+
+
+_SERIAL_BITS: dict = {}   # sgemm's (transposes, m, n, k, leading dimensions) -> whether team and thread agree
+
+
+def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether sgemm gives the same bits on the team as on the calling thread for this shape
+    and layout, found once by computing a product of random operands of that layout both ways:
+    a team that splits the rows or columns of the result runs each element's sum as one thread
+    does, one that splits k adds the partial sums in another order, which random operands show."""
+    same = _SERIAL_BITS.get(gemm)
+    if same is None:
+        rng = np.random.default_rng(0)
+        pa, pb = np.empty_like(a), np.empty_like(b)   # (the operands' layouts: same strides)
+        pa[...] = rng.standard_normal(a.shape, np.float32)
+        pb[...] = rng.standard_normal(b.shape, np.float32)
+        same = _SERIAL_BITS[gemm] = bool(np.array_equal(_sgemm(gemm, pa, pb, False).view(np.int32),
+                                                        _sgemm(gemm, pa, pb, True).view(np.int32)))
+    return same
+
+
+def _cores_taken(team: int) -> bool:
+    """Whether fewer cores are free now than a team of `team` threads needs beside the calling
+    thread: the tasks running or ready to run (/proc/loadavg's fourth field, this thread among
+    them) against the cores. On a busy machine a team's static split waits for its slowest
+    thread, which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
+    if team <= 1:
+        return False
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return (os.cpu_count() or 1) - running < team - 1
 
 
 class _BinaryPlan:

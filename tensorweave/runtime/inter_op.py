@@ -381,7 +381,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.measured:
             choice.counted()
     elif mode == _PARALLEL:
-        _Run(plan, choice.graph, vals, step, pool).run()
+        _parallel(plan, choice, vals, step, pool)
         if choice.measured:
             choice.counted()
     elif mode == _PROFILE:
@@ -402,7 +402,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         choice.runs += 1
         start = time.perf_counter()
         if parallel:
-            _Run(plan, choice.graph, vals, step, pool).run()
+            _parallel(plan, choice, vals, step, pool)
         else:
             plan._execute_serial(vals, step)
         choice.times[parallel].append(time.perf_counter() - start)
@@ -411,6 +411,125 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
             serial, par = (min(t) for t in choice.times)
             choice.mode = _PARALLEL if par < _KEEP * serial else _SERIAL
             choice.runs, choice.measured = 0, True
+
+
+def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> None:
+    """One parallel step: by _Offload where the plan has no blocking op and its ops' times are
+    known (and the step is not traced), else by _Run."""
+    if choice.cost is not None and (step is None or step.trace is None) and not any(choice.graph.blocking):
+        offload = plan.__dict__.get("_inter_op_offload")
+        if offload is None or offload.threads != pool.threads:
+            offload = plan.__dict__["_inter_op_offload"] = _Offload(plan, choice.graph, choice.cost, pool.threads)
+        offload.run(vals, pool)
+    else:
+        _Run(plan, choice.graph, vals, step, pool).run()
+
+
+class _Offload:
+    """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
+    runs the ops in the plan's order, several at a time where nothing is handed off (one call,
+    as the serial loop); a long op (its profiled time >= _LONG_S) with a later long op
+    independent of it is handed to an idle pool thread, and until it is done the ops that
+    depend on it wait while the others go on. Only long ops change threads: _Run's
+    bookkeeping per op (a lock, a queue, a pool thread woken whenever two ops are ready) cost
+    more than the overlap gained on a step of many small ops (docs/PERFORMANCE.md, "Whole
+    programs")."""
+
+    def __init__(self, plan, graph: _Graph, cost: list, threads: int):
+        self.plan, self.threads = plan, threads
+        n = graph.n
+        self.anc = graph.ancestors()
+        long_ops = [i for i in range(n) if cost[i] >= _LONG_S]
+        # a long op is handed off only when a later long op could run beside it
+        self.candidates = [i for k, i in enumerate(long_ops)
+                           if any(not (self.anc[j] >> i) & 1 for j in long_ops[k + 1:])]
+        self.is_candidate = [False] * n
+        for i in self.candidates:
+            self.is_candidate[i] = True
+        # from step i, the next candidate at or after it (n: none)
+        self.next_candidate = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            self.next_candidate[i] = i if self.is_candidate[i] else self.next_candidate[i + 1]
+
+    def run(self, vals: list, pool: InterOpPool) -> None:
+        plan, steps, anc, n = self.plan, self.plan._steps, self.anc, len(self.plan._steps)
+        execute, next_candidate, is_candidate = plan._execute, self.next_candidate, self.is_candidate
+        done: collections.deque = collections.deque()   # (op, error) of handed-off ops, appended by pool threads
+        arrived = threading.Semaphore(0)
+        errstate = np.geterr()
+
+        def hand_off(j: int) -> None:
+            def job():
+                error = None
+                with np.errstate(**errstate):
+                    try:
+                        execute(vals, steps[j:j + 1], j)
+                    except BaseException as e:   # noqa: BLE001 - raised by the step's thread
+                        error = e
+                done.append((j, error))
+                arrived.release()
+            pool.submit(job)
+
+        free = self.threads - 1
+        blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
+        waiting: list = []   # ops waiting for a handed-off op, in plan order
+        recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
+        error: Optional[BaseException] = None
+        i = 0
+        cap = intra_op.cap_parts(pool.intra_op_share)
+        try:
+            while True:
+                while done:   # (the pool's finished ops)
+                    j, e = done.popleft()
+                    arrived.acquire()
+                    blocked &= ~(1 << j)
+                    free += 1
+                    recheck = True
+                    error = error or e
+                if error is not None:
+                    if free == self.threads - 1:
+                        raise error
+                    arrived.acquire()
+                    arrived.release()
+                    continue
+                j = -1
+                if recheck:
+                    for k, w in enumerate(waiting):
+                        if not anc[w] & blocked:
+                            j = waiting.pop(k)
+                            blocked &= ~(1 << j)   # (and the ops waiting for it may follow)
+                            break
+                    else:
+                        recheck = False
+                if j < 0 and i < n:
+                    if not blocked:
+                        stop = next_candidate[i]
+                        if stop > i:   # the ops up to the next candidate, in one call
+                            execute(vals, steps[i:stop], i)
+                            i = stop
+                            continue
+                    j, i = i, i + 1
+                    if anc[j] & blocked:
+                        waiting.append(j)
+                        blocked |= 1 << j
+                        continue
+                if j < 0:
+                    if i >= n and not waiting and free == self.threads - 1:
+                        return
+                    arrived.acquire()   # (nothing can run until a handed-off op is done)
+                    arrived.release()
+                    continue
+                if is_candidate[j] and free:
+                    free -= 1
+                    blocked |= 1 << j
+                    hand_off(j)
+                else:
+                    try:
+                        execute(vals, steps[j:j + 1], j)
+                    except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                        error = e
+        finally:
+            intra_op.cap_parts(cap)
 
 
 def _timed(plan, vals: list) -> list:

@@ -159,6 +159,62 @@ def test_parallel_steps_give_the_serial_numbers_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+def _profiled_as(monkeypatch, long_ops: tuple) -> list:
+    """The auto choice, its profile saying that ops of `long_ops` types take a millisecond and
+    the rest a microsecond, and its trial keeping the parallel steps; returns the list the
+    handed-off ops' names are appended to."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
+    timed = inter_op._timed
+
+    def profiled(plan, vals):
+        timed(plan, vals)   # (runs the step, op by op)
+        return [1e-3 if i < plan._node_steps and plan._names[i].op in long_ops else 1e-6
+                for i in range(len(plan._steps))]
+    monkeypatch.setattr(inter_op, "_timed", profiled)
+    monkeypatch.setattr(inter_op, "_GAIN", 1e9)
+    monkeypatch.setattr(inter_op, "_KEEP", 1e9)
+    handed_off: list = []
+    submit = inter_op.InterOpPool.submit
+
+    def recording_submit(pool, job):
+        handed_off.append(job)
+        return submit(pool, job)
+    monkeypatch.setattr(inter_op.InterOpPool, "submit", recording_submit)
+    return handed_off
+
+
+def test_offloaded_long_ops_give_the_serial_numbers_bit_for_bit(monkeypatch):
+    """A profiled plan without blocking ops hands its long ops (here the products and the
+    optimizers' updates) to the pool thread and goes on with what does not depend on them:
+    every step's numbers, and the read ordered after an update, are the serial ones."""
+    serial_seen, serial_vars = _train(1, steps=30)
+    handed_off = _profiled_as(monkeypatch, ("MatMul", "BatchMatMulV2", "ResourceApplyAdam",
+                                            "ResourceApplyGradientDescent"))
+    parallel_seen, parallel_vars = _train(2, steps=30)
+    assert handed_off   # (the products of the four towers are independent)
+    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
+        assert l1 == l2
+        np.testing.assert_array_equal(r1, r2)
+    for a, b in zip(serial_vars, parallel_vars):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monkeypatch):
+    handed_off = _profiled_as(monkeypatch, ("MatMul",))
+    x = tf.placeholder(tf.float32, [None, None])
+    w = tf.constant(np.ones((3, 3), np.float32))
+    left, right = tf.matmul(x, w, name="left"), tf.matmul(w, x, name="right")
+    total = tf.reduce_sum(left) + tf.reduce_sum(right)
+    good = np.ones((3, 3), np.float32)
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(30):
+            assert sess.run(total, {x: good}) == 54.0
+        assert handed_off
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(total, {x: np.ones((2, 2), np.float32)})
+        assert sess.run(total, {x: good}) == 54.0
+
+
 def test_a_parallel_traced_step_records_every_op(monkeypatch):
     monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
     a = tf.constant(np.ones((4, 4), np.float32))

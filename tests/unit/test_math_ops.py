@@ -189,6 +189,28 @@ def test_sigmoid_extremes_and_nan_sign(graph):
     assert np.isnan(out[1][0]) and out[1][1] == 0 and out[1][2] == 1
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sigmoid_bits_are_the_two_branch_formula(graph, dtype):
+    """Sigmoid's kernel selects its numerator by a bit mask; its bits must be those of the plain
+    two-branch formula for every input: signs mixed, both extremes, zeros of either sign,
+    infinities, NaNs of either sign, denormals and raw bit patterns."""
+    rng = np.random.RandomState(1)
+    width = np.dtype(dtype).itemsize * 8
+    raw = rng.randint(0, 2 ** 62, size=4096, dtype=np.int64).astype(np.uint64) >> np.uint64(62 - width) \
+        if width < 64 else rng.randint(-2 ** 63, 2 ** 63 - 1, size=4096, dtype=np.int64)
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 88, -88, 104, -104, 750, -750],
+                       np.float64)
+    with np.errstate(all="ignore"):
+        values = np.concatenate([(rng.randn(3000) * s) for s in (0.1, 3, 30, 1000)] + [special]).astype(dtype)
+        values = np.concatenate([values, raw.astype(f"u{width // 8}").view(dtype)]).reshape(-1, 2)
+        e = np.exp(-np.abs(values))
+        expected = np.where(values >= 0, 1 / (1 + e), e / (1 + e)).astype(dtype)
+    x = tf.placeholder(tf.as_dtype(dtype), [None, 2])
+    with tf.Session() as sess, np.errstate(all="ignore"):
+        got = sess.run(tf.sigmoid(x), {x: values})
+    np.testing.assert_array_equal(got.view(f"u{width // 8}"), expected.view(f"u{width // 8}"))
+
+
 def test_is_nan_inf_finite(graph):
     x = tf.constant([np.nan, np.inf, -np.inf, 1.0])
     out = run_all(tf.is_nan(x), tf.is_inf(x), tf.is_finite(x))

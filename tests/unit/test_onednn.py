@@ -152,6 +152,39 @@ def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(m, k, n):
         np.testing.assert_allclose(results[0], (a.T if ta else a) @ (b.T if tb else b), rtol=1e-3, atol=1e-3)
 
 
+@needs_onednn
+@pytest.mark.parametrize("m,k,n", [(256, 784, 256), (1, 65536, 1), (1, 16384, 8), (8, 100000, 8)])
+def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay(monkeypatch, m, k, n):
+    """Above _GEMM_SERIAL_MAX a product runs on the OpenMP team while its cores are free; with
+    them taken it runs on the calling thread where the probe found that gives the team's bits
+    for its shape and layout, and stays on the team where it does not (a row times a matrix
+    may be split along k). The bound is lowered here to keep the products small."""
+    monkeypatch.setattr(onednn, "_GEMM_SERIAL_MAX", 1 << 15)
+    for ta, tb in itertools.product([False, True], repeat=2):
+        a = rng.randn(*((k, m) if ta else (m, k))).astype(np.float32)
+        b = rng.randn(*((n, k) if tb else (k, n))).astype(np.float32)
+        monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+        free = onednn.matmul(a, b, ta, tb)
+        monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
+        busy = onednn.matmul(a, b, ta, tb)
+        np.testing.assert_array_equal(free, busy)
+        np.testing.assert_allclose(free, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-3, atol=1e-2)
+        gemm = next(key for key in onednn._SERIAL_BITS if key[2:5] == (m, n, k) and key[:2] == (
+            b"T" if ta else b"N", b"T" if tb else b"N"))
+        pa, pb = (np.ascontiguousarray(x) for x in (a, b))
+        team, serial = onednn._sgemm(gemm, pa, pb, False), onednn._sgemm(gemm, pa, pb, True)
+        assert onednn._SERIAL_BITS[gemm] == np.array_equal(team.view(np.int32), serial.view(np.int32))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="no /proc/loadavg")
+def test_a_team_needs_free_cores_beside_the_calling_thread():
+    assert not onednn._cores_taken(1)
+    with open("/proc/loadavg", "rb") as f:
+        running = int(f.read().split()[3].split(b"/")[0])
+    assert isinstance(onednn._cores_taken(2), bool)
+    assert onednn._cores_taken(os.cpu_count() + running + 1)
+
+
 def test_what_onednn_does_not_take_is_left_to_numpy():
     x64 = rng.randn(2, 8, 8, 3)
     g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")
