@@ -1,10 +1,12 @@
 """A While's body as the op runs it (ops/control_flow/loop_body.py): the side part of a gradient
 loop (its sums of the weights' gradients) on a second thread gives the serial loop's bits, and a
-failure there is the step's error."""
+failure there is the step's error; an op of the body computed only from captured values runs
+once a loop run, a stateful one at every iteration, and a Keras LSTM trains to the same bits."""
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops import registry
 from tensorweave.ops.control_flow import loop_body
 
 pytestmark = pytest.mark.usefixtures("graph")
@@ -82,3 +84,70 @@ def _numpy_total(n: int) -> np.ndarray:
             row = row @ np.ones((4, 4), np.float32) + 1.0
         total = total + row
     return total
+
+
+def _counting_kernel(monkeypatch, op_type: str) -> list:
+    calls = []
+    factory = registry.kernel_for(op_type)
+
+    def counted(node, ctx):
+        run = factory(node, ctx)
+
+        def counting(*args):
+            calls.append(node.name)
+            return run(*args)
+        return counting
+    monkeypatch.setitem(registry.KERNELS, (op_type, "CPU"), counted)
+    return calls
+
+
+@pytest.mark.parametrize("setting", ["serial", "parallel"])
+def test_an_op_of_captured_values_runs_once_a_loop_run(monkeypatch, setting):
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", setting)
+    splits = _counting_kernel(monkeypatch, "Split")
+    rng = np.random.RandomState(0)
+    kernel = rng.randn(4, 8).astype(np.float32)
+    w = tf.constant(kernel)
+    n = tf.placeholder(tf.int32, [])
+
+    def body(i, h, noise):
+        a, b = tf.split(w, 2, axis=1)   # (of a captured value: the same at every iteration)
+        drawn = tf.random_uniform([4], seed=3)   # (stateful: drawn at every iteration)
+        return i + 1, tf.tanh(tf.matmul(h, a) + tf.matmul(h, b)), noise + drawn
+
+    _, h, noise = tf.while_loop(lambda i, h, s: i < n, body, [0, tf.ones([2, 4]), tf.zeros([4])])
+    expected = np.ones((2, 4), np.float32)
+    for _ in range(5):
+        expected = np.tanh(expected @ kernel[:, :4] + expected @ kernel[:, 4:])
+    with _sessions()[0] as sess:
+        got, drawn = sess.run([h, noise], {n: 5})
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+        assert splits.count(splits[0]) == 1 and len(splits) == 1
+        assert sess.run(h, {n: 0}).tobytes() == np.ones((2, 4), np.float32).tobytes()
+        assert len(splits) == 1   # (a loop of no iteration computes none)
+        sess.run(h, {n: 3})
+        assert len(splits) == 2
+    draws = drawn / np.float32(5)
+    assert 0 < drawn.min() and drawn.max() < 5 and len(set(draws.tolist())) > 1   # (5 draws summed, not 1 x 5)
+
+
+def test_a_keras_lstm_trains_to_the_same_bits_with_its_invariant_ops_computed_once(monkeypatch):
+    rng = np.random.RandomState(0)
+    x, y = rng.randint(1, 50, (48, 10)).astype(np.int32), rng.randint(0, 2, (48, 1)).astype(np.float32)
+    splits = _counting_kernel(monkeypatch, "Split")
+    weights = []
+    for hoisting in (True, False):
+        if not hoisting:
+            monkeypatch.setattr(loop_body, "_loop_invariants", lambda body, n, outputs: ())
+        with tf.Graph().as_default():
+            tf.set_random_seed(1)
+            net = tf.keras.Sequential([tf.keras.layers.Embedding(50, 8, input_length=10),
+                                       tf.keras.layers.LSTM(8, dropout=0.2, recurrent_dropout=0.2),
+                                       tf.keras.layers.Dense(1, activation="sigmoid")])
+            net.compile(loss="binary_crossentropy", optimizer="adam")
+            del splits[:]
+            net.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+            weights.append(b"".join(np.ascontiguousarray(w).tobytes() for w in net.get_weights()))
+            in_loop = [name for name in splits if "/while/" in name]   # (3 kernels split; 6 batches of 10 steps)
+            assert len(in_loop) == (3 * 6 if hoisting else 3 * 6 * 10)
+    assert weights[0] == weights[1]

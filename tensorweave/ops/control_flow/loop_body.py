@@ -1,11 +1,15 @@
 """The While op's kernel: it iterates the plans of its cond and body functions.
 
-Two things about the body are worked out once, when the step's plan is made:
+Three things about the body are worked out once, when the step's plan is made:
 - **The loop variables it computes.** The step's plan tells the op which of its outputs nobody
   reads (runtime/executor.py, attr "_unread_outputs"); a variable whose value leaves the loop
   unread, that the condition does not read and that no computed variable or recorded value is
   computed from is left out (a gradient loop's sum of a dropout mask's gradient). Not when that
   would skip a stateful op.
+- **Its loop-invariant ops.** An op computed only from the loop's captured values (and
+  constants), with no stateful op or control input among them, gives the same value at every
+  iteration: it runs once, at the loop's first iteration, and its value is fed to the body's
+  iterations (the LSTM's Splits of its kernels into gates, the Shapes of its dropout masks).
 - **Its side part.** Loop variables that no other loop variable, the condition nor a recorded
   value is computed from (a gradient loop's sums of a kernel's gradient, its list of the input's
   gradients) are computed, iteration after iteration, on a thread of the step's inter-op pool while the loop's
@@ -53,9 +57,13 @@ def while_kernel(node, ctx):
     cond = ctx.function_def(node.attr["cond"])
     cond_reads = _inputs_read(cond, cond.outputs, n)
     computed = _computed_loop_vars(node, body, n, cond_reads)
-    body_plan = ctx.function_plan(node.attr["body"], node.device, None if computed is None else tuple(
-        body.outputs[k] for k in computed) + recorded_outputs)
     computed = computed or tuple(range(n))
+    outputs = tuple(body.outputs[k] for k in computed) + recorded_outputs
+    body_plan = ctx.function_plan(node.attr["body"], node.device, outputs)
+    hoisted = _loop_invariants(body, n, outputs) if body_plan.device is None else ()
+    if hoisted:
+        body_plan = ctx.function_plan(node.attr["body"], node.device, outputs, hoisted)
+        hoist_plan = ctx.function_plan(node.attr["body"], node.device, hoisted)
     keep = ctx.to_host if body_plan.device is not None else (lambda v: v)
     split: list = [] if body_plan.device is None else [None]   # (made when a pool could run it first)
     choice = _Choice()
@@ -71,15 +79,16 @@ def while_kernel(node, ctx):
         vs = list(args[:n])
         cc = list(args[n:n + nc])
         bc = list(args[n + nc:n + nc + nb])
+        fed = list(bc)   # (the captures, then the loop-invariant values once computed)
         limit = int(args[-1]) if has_max else None
         history: list = [[] for _ in range(nrec)]
         pool = step.pool
         if not split and pool is not None and pool.threads > 1:
-            made = _Split(node, ctx, body, n, computed, cond_reads)
+            made = _Split(node, ctx, body, n, computed, cond_reads, hoisted)
             split.append(made if made.side else None)
         pipelined = split and split[0] is not None and step.trace is None and pool is not None \
             and pool.threads > 1 and choice.pipelined()
-        side = _SideWork(split[0], vs, bc, step, pool) if pipelined else None
+        side = _SideWork(split[0], vs, fed, step, pool) if pipelined else None
         start = time.perf_counter()
         i = 0
         try:
@@ -91,8 +100,10 @@ def while_kernel(node, ctx):
                                          f"shape {list(np.shape(c))}")
                 if not c:
                     break
+                if hoisted and i == 0:
+                    fed.extend(hoist_plan.run(vs + bc, step))
                 if side is None:
-                    serial(vs, bc, step, history)
+                    serial(vs, fed, step, history)
                 else:
                     side.iterate(vs, history)
                 i += 1
@@ -126,6 +137,31 @@ def _inputs_read(fdef, outputs, n: int) -> set:
     return {k for k, t in enumerate(inputs) if t in keys}
 
 
+def _loop_invariants(body, n: int, outputs: tuple) -> tuple:
+    """The tensors of function `body` (its first `n` inputs the loop variables, the rest captured
+    values) computed only from captured values and constants, by ops neither stateful nor with a
+    control input, that the rest of the body computing `outputs` reads (or that are among them):
+    the values the loop computes once (see the module's doc). Constants are not among them."""
+    by_name = {b.name: b for b in body.node}
+    fed = set(map(tensor_key, body.inputs))
+    captures = fed - set(map(tensor_key, body.inputs[:n]))
+    needed = needed_nodes(by_name, fed, outputs, ())
+    invariant: set = set()
+    grown = True
+    while grown:   # (to a fixed point: a body's nodes need not be in order)
+        grown = False
+        for name, nd in needed.items():
+            if name not in invariant and nd.op != "Placeholder" and not registry.lookup(nd.op).stateful and all(
+                    not i.startswith("^") and (tensor_key(i) in captures or parse_input(i)[0] in invariant)
+                    for i in nd.input):
+                invariant.add(name)
+                grown = True
+    read = [tensor_key(i) for name, nd in needed.items() if name not in invariant for i in nd.input
+            if not i.startswith("^")] + [tensor_key(t) for t in outputs]
+    hoisted = {t for t in read if parse_input(t)[0] in invariant}
+    return tuple(sorted(t for t in hoisted if by_name[parse_input(t)[0]].op != "Const"))
+
+
 def _computed_loop_vars(node, body, n: int, cond_reads: set):
     """The loop variables the body must compute when the plan reads none of the op's outputs
     `node.attr["_unread_outputs"]` (see the module's doc), in order; None for all of them."""
@@ -156,7 +192,7 @@ class _Split:
     `cut`) and the side part (the other loop variables, fed the critical part's `cut`). `side`
     is empty where the body has no side part free of stateful ops and control edges."""
 
-    def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set):
+    def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set, hoisted: tuple):
         self.side: tuple = ()
         deps = {k: _inputs_read(body, [body.outputs[k]], n) for k in computed}
         side = set(computed) - cond_reads - _inputs_read(body, body.outputs[n:], n)
@@ -166,7 +202,7 @@ class _Split:
         critical = tuple(k for k in computed if k not in side)
         side_outputs = tuple(body.outputs[k] for k in sorted(side))
         by_name = {b.name: b for b in body.node}
-        fed = set(map(tensor_key, body.inputs))
+        fed = set(map(tensor_key, body.inputs)) | set(hoisted)
         critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] + list(body.outputs[n:]), ())
         side_only = [nd for name, nd in needed_nodes(by_name, fed, side_outputs, ()).items()
                      if name not in critical_nodes]
@@ -180,10 +216,11 @@ class _Split:
                 if src in critical_nodes and by_name[src].op != "Const" and tensor_key(inp) not in fed:
                     cut.add(tensor_key(inp))
         self.cut = tuple(sorted(cut))
+        self.hoisted = hoisted
         self.critical, self.side, self.n = critical, tuple(sorted(side)), n
         self.critical_plan = ctx.function_plan(node.attr["body"], node.device, tuple(
-            body.outputs[k] for k in critical) + tuple(body.outputs[n:]) + self.cut)
-        self.side_plan = ctx.function_plan(node.attr["body"], node.device, side_outputs, self.cut)
+            body.outputs[k] for k in critical) + tuple(body.outputs[n:]) + self.cut, hoisted)
+        self.side_plan = ctx.function_plan(node.attr["body"], node.device, side_outputs, hoisted + self.cut)
 
 
 class _SideWork:
