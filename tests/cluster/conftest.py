@@ -9,6 +9,7 @@
         c.kill("worker", 1)         # SIGKILL, waits for exit
         c.terminate("worker", 1)    # SIGTERM, waits for a clean exit, returns the exit code
         c.restart("worker", 1)      # (kills if alive and) starts it again on the same port
+        c.pause("ps", 0)            # SIGSTOP, waits until every thread has stopped; c.resume: SIGCONT
         c.stop()                    # kills every task (the fixture also does this)
 
 `start_cluster(jobs, env=None, ready_timeout=30.0, in_process=())` is the fixture (tasks listed
@@ -121,6 +122,20 @@ class ClusterHandle:
                     buf += chunk
         finally:
             sel.close()
+
+    def pause(self, job: str, index: int = 0) -> None:
+        """SIGSTOP, and wait until every thread of the task has stopped: a signal is delivered after
+        kill() returns, and a thread on another core runs on meanwhile (it may take a request)."""
+        pid = self.procs[(job, index)].pid
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 60
+        while any(open(f"/proc/{pid}/task/{t}/stat").read().rpartition(")")[2].split()[0] not in "Tt"
+                  for t in os.listdir(f"/proc/{pid}/task")):
+            assert time.monotonic() < deadline, f"/job:{job}/task:{index} did not stop"
+            time.sleep(0.01)
+
+    def resume(self, job: str, index: int = 0) -> None:
+        os.kill(self.procs[(job, index)].pid, signal.SIGCONT)
 
     def kill(self, job: str, index: int = 0) -> None:
         """SIGKILLs the task and waits for it to be gone."""

@@ -13,7 +13,6 @@ group meets again with the new process, and every process finishes and exits
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
@@ -35,15 +34,6 @@ TRAINER = os.path.join(HERE, "mwms_trainer.py")
 GATE, LAST_STEP = 15, 40   # worker 1 waits after step GATE until released; checkpoints every 5 steps
 
 
-def _wait_stopped(pid: int) -> None:
-    """Until every thread of the process is stopped (a signal is delivered after kill returns)."""
-    deadline = time.monotonic() + 60
-    while any(open(f"/proc/{pid}/task/{t}/stat").read().rpartition(")")[2].split()[0] not in "Tt"
-              for t in os.listdir(f"/proc/{pid}/task")):
-        assert time.monotonic() < deadline, "the task did not stop"
-        time.sleep(0.01)
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads whether a process stopped from /proc")
 @pytest.mark.parametrize("transport", ["auto", "ipc", "tcp"])
 def test_a_ping_of_a_killed_task_is_refused_at_once_and_a_stopped_one_is_waited_for(start_cluster, monkeypatch,
@@ -51,20 +41,18 @@ def test_a_ping_of_a_killed_task_is_refused_at_once_and_a_stopped_one_is_waited_
     c = start_cluster({"local": 1}, env={"TENSORWEAVE_TRANSPORT": transport})
     monkeypatch.setattr(sockets, "TRANSPORT", transport)
     address, task = c.address("local", 0), c.task_name("local", 0)
-    pid = c.procs[("local", 0)].pid
     pinged = channel_mod.Channel(address, task, 60.0)
     try:
         incarnation = pinged.ping(timeout_s=60)["incarnation"]
-        os.kill(pid, signal.SIGSTOP)   # alive, answering nothing: a ping times out, refused by nobody
+        c.pause("local", 0)   # alive, answering nothing: a ping times out, refused by nobody
         try:
-            _wait_stopped(pid)
             fresh = channel_mod.Channel(address, task, 60.0)   # (a connection made while it is stopped)
             for ch in (pinged, fresh):
                 with pytest.raises(errors.UnavailableError) as unanswered:
                     ch.ping(timeout_s=0.5)
                 assert "refused" not in str(unanswered.value)
         finally:
-            os.kill(pid, signal.SIGCONT)
+            c.resume("local", 0)
         for ch in (pinged, fresh):   # going on, it is reached again
             assert ch.ping(timeout_s=60)["incarnation"] == incarnation
         fresh.close()

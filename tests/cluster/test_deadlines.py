@@ -6,8 +6,6 @@ wakes, the connect timeout comes from ConfigProto, and a restarted task holding 
 AbortedError for the rest of the session."""
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 
@@ -123,21 +121,20 @@ def _ps_worker_graph():
 
 def test_a_stopped_task_times_out_at_the_deadline_and_the_step_does_not_land_later(start_cluster, transport):
     c = start_cluster({"ps": 1, "worker": 1}, env=_env(transport))
-    ps = c.procs[("ps", 0)]
     with tf.Graph().as_default():
         v, inc, doubled = _ps_worker_graph()
         config = tf.ConfigProto(operation_timeout_in_ms=1500)
         with tf.Session(c.target("worker", 0), config=config) as sess:
             sess.run(v.initializer)
             assert sess.run(doubled) == 2
-            os.kill(ps.pid, signal.SIGSTOP)
+            c.pause("ps", 0)
             try:
                 start = time.monotonic()
                 with pytest.raises(tf.errors.DeadlineExceededError):
                     _within(20, lambda: sess.run(doubled))
                 took = time.monotonic() - start
             finally:
-                os.kill(ps.pid, signal.SIGCONT)
+                c.resume("ps", 0)
             # the upper bound allows for a loaded 2-core machine (the full suite beside it); a
             # deadline not kept would take the 20 s of _within
             assert 1.4 < took < 5.0, f"DeadlineExceeded after {took:.2f} s"
