@@ -163,10 +163,14 @@ class FileWriter:
         self._seen_summary_tags: set = set()
         self._session_run_tags: dict = {}
         if graph is not None or graph_def is not None:
-            self.add_graph(graph=graph, graph_def=graph_def)
-            source = graph if graph is not None else graph_def
-            if isinstance(source, Graph):
-                self.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=source.as_graph_def(add_shapes=True)))
+            if isinstance(graph, Graph) and graph_def is None:
+                # (one GraphDef for both events: a MonitoredSession's writer is made before its
+                # graph is finalized, when as_graph_def is not cached)
+                graph_def = graph.as_graph_def(add_shapes=True)
+                self.add_graph(None, graph_def=graph_def)
+                self.add_meta_graph(meta_graph_pb2.MetaGraphDef(graph_def=graph_def))
+            else:
+                self.add_graph(graph=graph, graph_def=graph_def)
 
     def __enter__(self):
         return self

@@ -22,13 +22,13 @@ import socket
 import uuid
 from typing import Optional
 
-import crc32c as _crc32c
 import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, slice_string
+from tensorweave.ops.io.tfrecord import crc32c
 
 FORMAT = "tensorweave-checkpoint"
 _SAFETENSORS_DTYPES = {"bool", "uint8", "int8", "int16", "uint16", "float16", "int32", "uint32", "float32",
@@ -151,10 +151,10 @@ def _encode(array: np.ndarray, key: str, out: dict) -> tuple:
         items = [x if isinstance(x, bytes) else str(x).encode() for x in array.reshape(-1)]
         out[key] = np.frombuffer(b"".join(items), dtype=np.uint8)
         out[key + "#lengths"] = np.asarray([len(x) for x in items], dtype=np.int64)
-        return "string", _crc32c.crc32c(out[key].tobytes(), _crc32c.crc32c(out[key + "#lengths"].tobytes()))
+        return "string", crc32c(out[key].tobytes(), crc32c(out[key + "#lengths"].tobytes()))
     value = np.ascontiguousarray(array)
     out[key] = value
-    return value.dtype.name, _crc32c.crc32c(memoryview(value.reshape(-1)).cast("B"))
+    return value.dtype.name, crc32c(memoryview(value.reshape(-1)).cast("B"))
 
 
 def write_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:
@@ -345,9 +345,9 @@ class Bundle:
         except (SafetensorError, OSError, ValueError) as e:
             raise errors.DataLossError(None, None, f"Checkpoint data file {path}: cannot read {key}: {e}") from None
         if dtype == "string":
-            crc = _crc32c.crc32c(raw.tobytes(), _crc32c.crc32c(lengths.tobytes()))
+            crc = crc32c(raw.tobytes(), crc32c(lengths.tobytes()))
         else:
-            crc = _crc32c.crc32c(memoryview(np.ascontiguousarray(raw).reshape(-1)).cast("B"))
+            crc = crc32c(memoryview(np.ascontiguousarray(raw).reshape(-1)).cast("B"))
         if crc != loc["crc32c"]:
             raise errors.DataLossError(None, None, f"Checkpoint data file {path}: checksum mismatch for {key} "
                                        "(corrupted file)")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import struct
 
-import crc32c as _crc32c
 import numpy as np
 
 from google.protobuf.message import DecodeError
@@ -25,6 +24,7 @@ from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tf_protos import BundleEntryProto, BundleHeaderProto, TensorSliceProto
 from tensorweave.ops.checkpoint.bundle import Bundle, data_filename, make_parent, merge_files, write_atomically
 from tensorweave.ops.checkpoint.slices import Entry, Part, parse_shape_and_slice, shape_and_slice_string
+from tensorweave.ops.io.tfrecord import crc32c
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
@@ -132,7 +132,7 @@ def _block(data: bytes, offset: int, size: int, path: str) -> bytes:
         raise errors.DataLossError(None, None, f"Checkpoint index {path} uses block compression {trailer[0]}, "
                                    "which this reader does not support")
     want = unmask(struct.unpack("<I", trailer[1:5])[0])
-    if _crc32c.crc32c(contents + trailer[:1]) != want:
+    if crc32c(contents + trailer[:1]) != want:
         raise errors.DataLossError(None, None, f"Checkpoint index {path}: block checksum mismatch (corrupted file)")
     return contents
 
@@ -250,7 +250,7 @@ class TFBundle:
         if dtype == "string":
             value, crcs = _strings(raw, shape, path)
         else:
-            value, crcs = None, (_crc32c.crc32c(raw),)
+            value, crcs = None, (crc32c(raw),)
         if e.crc32c and unmask(e.crc32c) not in crcs:
             raise errors.DataLossError(None, None, f"Checksum mismatch for a tensor in {path} (corrupted file)")
         if value is not None:
@@ -272,7 +272,7 @@ def _strings(raw: bytes, shape, path: str) -> tuple:
     for _ in range(n):
         v, pos = _varint(raw, pos)
         lengths.append(v)
-    crcs = tuple(_crc32c.crc32c(raw[pos:], _crc32c.crc32c(np.asarray(lengths, dtype=f).tobytes()))
+    crcs = tuple(crc32c(raw[pos:], crc32c(np.asarray(lengths, dtype=f).tobytes()))
                  for f in ("<u4", "<u8"))
     pos += 4
     out = np.empty(n, dtype=object)
@@ -380,7 +380,7 @@ def table_bytes(items) -> bytes:
     def write_block(block: _Block) -> bytes:
         contents = block.finish() + b"\x00"
         handle = _put_varint(len(out)) + _put_varint(len(contents) - 1)
-        out.extend(contents + struct.pack("<I", mask(_crc32c.crc32c(contents))))
+        out.extend(contents + struct.pack("<I", mask(crc32c(contents))))
         return handle
 
     index, data, pending, last = _Block(1), _Block(_RESTART_INTERVAL), None, b""
@@ -417,13 +417,13 @@ def _tensor_bytes(value: np.ndarray, dtype: str) -> tuple:
     checksum), then the strings' bytes; any other tensor its little-endian bytes."""
     if dtype != "string":
         raw = memoryview(np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).reshape(-1)).cast("B")
-        return raw, _crc32c.crc32c(raw)
+        return raw, crc32c(raw)
     items = [x if isinstance(x, bytes) else str(x).encode() for x in value.reshape(-1)]
     sizes = b"".join(struct.pack("<I" if len(x) <= 0xffffffff else "<Q", len(x)) for x in items)
-    checksum = struct.pack("<I", mask(_crc32c.crc32c(sizes)))
+    checksum = struct.pack("<I", mask(crc32c(sizes)))
     strings = b"".join(items)
     raw = b"".join(_put_varint(len(x)) for x in items) + checksum + strings
-    return raw, _crc32c.crc32c(strings, _crc32c.crc32c(checksum, _crc32c.crc32c(sizes)))
+    return raw, crc32c(strings, crc32c(checksum, crc32c(sizes)))
 
 
 def write_tf_bundle(prefix: str, items: list, what: str = "SaveV2") -> None:

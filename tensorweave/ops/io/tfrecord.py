@@ -10,8 +10,6 @@ import struct
 import zlib
 from typing import Iterator, Optional
 
-import crc32c as _crc32c
-
 from tensorweave.framework import errors
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.io.gfile import as_path, open_file, os_error
@@ -23,9 +21,18 @@ _U32 = struct.Struct("<I")
 _MAX_LENGTH = (1 << 63) - 1
 
 
+def crc32c(data, value: int = 0) -> int:
+    """The CRC-32C of `data` (bytes-like), continuing the running CRC `value`. The crc32c
+    package is imported at the first call, not with this module: its import (importlib.metadata
+    for its version, argparse for its command line) costs a process ~25 ms of CPU, which an
+    Estimator worker or ps that has written no record or checkpoint yet need not pay at start-up."""
+    import crc32c as _crc32c   # (a third-party package; cached in sys.modules after the first call)
+    return _crc32c.crc32c(data, value)
+
+
 def masked_crc32c(data: bytes) -> int:
     """TFRecord's checksum: crc32c rotated right by 15 bits plus a constant (mod 2**32)."""
-    crc = _crc32c.crc32c(data)
+    crc = crc32c(data)
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
 
 
