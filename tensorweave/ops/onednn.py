@@ -522,15 +522,12 @@ def _pool(alg: int, x: np.ndarray, oh: int, ow: int, *window) -> Optional[np.nda
     if plan is None:
         return None
     y = np.empty(y_shape, np.float32)
-    with _threads(_cores_taken(_lib.omp_get_max_threads())):
-        plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, y)])
+    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, y)])
     return y
 
 
 def max_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
-    """MaxPool (NHWC); padding never wins. Pooling (and MaxPoolGrad) runs on the calling thread
-    alone while the team's other cores are taken: the team splits the images and channels, each
-    output's window is visited in one order either way, so the bits are the team's."""
+    """MaxPool (NHWC); padding never wins."""
     return _pool(_POOL_MAX, x, oh, ow, kh, kw, sh, sw, pt, pl)
 
 
@@ -550,11 +547,10 @@ def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optio
     if plan is None:
         return None
     ws_md, ws = plan.forward.md(_Q_WORKSPACE), np.empty(plan.workspace, np.uint8)
+    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),
+                  (_WORKSPACE, ws_md, ws)])
     dx = np.empty(x.shape, np.float32)
-    with _threads(_cores_taken(_lib.omp_get_max_threads())):
-        plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),
-                      (_WORKSPACE, ws_md, ws)])
-        plan.backward([(_DIFF_DST, plan.dst.handle, g), (_WORKSPACE, ws_md, ws), (_DIFF_SRC, plan.src.handle, dx)])
+    plan.backward([(_DIFF_DST, plan.dst.handle, g), (_WORKSPACE, ws_md, ws), (_DIFF_SRC, plan.src.handle, dx)])
     return dx
 
 
@@ -683,9 +679,7 @@ def _cores_taken(team: int) -> bool:
 
 
 class _BinaryPlan:
-    """dst = src0 <alg> src1 (src1 broadcast), then dst = dst <alg_i> operand_i for each post-op;
-    on the calling thread alone while the team's other cores are taken (_cores_taken): each
-    element is computed alone, so the bits are the team's."""
+    """dst = src0 <alg> src1 (src1 broadcast), then dst = dst <alg_i> operand_i for each post-op."""
 
     def __init__(self, alg: int, shape0: tuple, shape1: tuple, posts: tuple = ()):
         self.src0 = _Desc(shape0, _row_major(shape0))
@@ -708,10 +702,9 @@ class _BinaryPlan:
 
     def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray) -> np.ndarray:
         dst = np.empty_like(src0)
-        with _threads(_cores_taken(_lib.omp_get_max_threads())):
-            self.prim([(_SRC, self.src0.handle, src0), (_SRC_1, self.src1.handle, src1), (_DST, self.src0.handle, dst)]
-                      + [(_POST_OP_SRC_1 * (i + 1) | _SRC_1, d.handle, a)
-                         for i, (d, a) in enumerate(zip(self.post_descs, operands))])
+        self.prim([(_SRC, self.src0.handle, src0), (_SRC_1, self.src1.handle, src1), (_DST, self.src0.handle, dst)]
+                  + [(_POST_OP_SRC_1 * (i + 1) | _SRC_1, d.handle, a)
+                     for i, (d, a) in enumerate(zip(self.post_descs, operands))])
         return dst
 
 

@@ -200,23 +200,6 @@ def test_small_convolutions_leave_the_team_only_where_the_bits_stay():
                                rtol=1e-3, atol=1e-2)
 
 
-@needs_onednn
-def test_pooling_bias_add_and_relu_grad_give_the_teams_bits_on_the_calling_thread(monkeypatch):
-    """While the cores are taken these run on the calling thread alone; overlapping windows
-    (3x3, stride 2) included, every output is the team's to the bit."""
-    x = rng.randn(16, 24, 24, 64).astype(np.float32)
-    g = rng.randn(16, 11, 11, 64).astype(np.float32)
-    b = rng.randn(64).astype(np.float32)
-    runs = [lambda: onednn.max_pool(x, 11, 11, 3, 3, 2, 2, 0, 0), lambda: onednn.avg_pool(x, 11, 11, 3, 3, 2, 2, 0, 0),
-            lambda: onednn.max_pool_grad(x, g, 3, 3, 2, 2, 0, 0), lambda: onednn.bias_add(x, b),
-            lambda: onednn.relu_grad(x, np.maximum(x[::-1], 0))]
-    for run in runs:
-        monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-        team = run()
-        monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
-        np.testing.assert_array_equal(run().view(np.int32), team.view(np.int32))
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="no /proc/loadavg")
 def test_a_team_needs_free_cores_beside_the_calling_thread():
     assert not onednn._cores_taken(1)
