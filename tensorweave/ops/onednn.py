@@ -18,6 +18,7 @@ the same primitive at once.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
@@ -341,6 +342,7 @@ class _ConvPlan:
         src, dst = _nhwc_desc(x_shape), _nhwc_desc(y_shape)
         wany = _Desc(_filter_dims(w_shape, depthwise))
         self.descs = src, wany, dst
+        self.shapes = tuple(x_shape), tuple(w_shape), tuple(y_shape)
         self.tf_filter = _filter_desc(w_shape, depthwise)
         fwd = _conv_fwd_pd(src, wany, dst, g)
         if kind == "forward":
@@ -373,8 +375,91 @@ class _ConvPlan:
         return md, buf
 
 
-def _conv_plan(kind: str, *shapes_and_geometry) -> Optional[_ConvPlan]:
-    return _plan((kind, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
+def _conv_plan(kind: str, serial: bool, *shapes_and_geometry) -> Optional[_ConvPlan]:
+    """The plan for `kind`; a serial one is made for one thread (oneDNN fixes a kernel's thread
+    count when it makes the primitive), so call it inside _threads(True)."""
+    return _plan((kind, serial, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
+
+
+def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    y = np.empty(plan.shapes[2], np.float32)
+    wmd, wbuf = plan.weights_in(w)
+    plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)])
+    return y
+
+
+def _conv_input_grad(plan: _ConvPlan, w: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    dx = np.empty(plan.shapes[0], np.float32)
+    wmd, wbuf = plan.weights_in(w)
+    plan.prim([(_DIFF_DST, plan.descs[2].handle, dy), (_WEIGHTS, wmd, wbuf), (_DIFF_SRC, plan.descs[0].handle, dx)])
+    return dx
+
+
+def _conv_filter_grad(plan: _ConvPlan, x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    dw = np.empty(plan.shapes[1], np.float32)
+    md, buf = plan.blocked(_Q_DIFF_WEIGHTS) if plan.reorder is not None else (plan.tf_filter.handle, dw)
+    plan.prim([(_SRC, plan.descs[0].handle, x), (_DIFF_DST, plan.descs[2].handle, dy), (_DIFF_WEIGHTS, md, buf)])
+    if plan.reorder is not None:
+        plan.reorder([(_SRC, md, buf), (_DST, plan.tf_filter.handle, dw)])
+    return dw
+
+
+# each kernel's run and the indices (into x, w, y shapes) of its two operands
+_CONV_KERNELS = {"forward": (_conv_forward, (0, 1)), "input": (_conv_input_grad, (1, 2)),
+                 "filter": (_conv_filter_grad, (0, 2))}
+
+
+def _conv(kind: str, a: np.ndarray, b: np.ndarray, x_shape, w_shape, y_shape, g,
+          depthwise: bool) -> Optional[np.ndarray]:
+    """One of a convolution's three kernels on operands a and b. Below _GEMM_SERIAL_MAX
+    multiply-adds (the MNIST CNN's first layer at batch 128: 25M) it runs on the calling thread
+    alone where that gives the team's bits (_conv_serial_agrees): a woken OpenMP thread costs
+    more than it saves there, several times more while the cores are busy (docs/PERFORMANCE.md,
+    "The Keras MNIST CNN")."""
+    key = (tuple(x_shape), tuple(w_shape), tuple(y_shape), g, depthwise)
+    kh, kw, i, o = w_shape
+    serial = (int(np.prod(y_shape)) * kh * kw * (1 if depthwise else i) < _GEMM_SERIAL_MAX
+              and _conv_serial_agrees(kind, key))
+    return _conv_run(kind, serial, a, b, key)
+
+
+def _conv_run(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple) -> Optional[np.ndarray]:
+    """`kind` on the team, or on this thread alone when `serial`. A serial filter gradient is
+    summed from the gradients of the batch's parts as the team splits it (one part a thread,
+    the first ones larger, added in order): that, not one pass over the batch, is what gives
+    the team's bits where the team splits the batch."""
+    if serial and kind == "filter" and (parts := _lib.omp_get_max_threads()) > 1:
+        x_shape, w_shape, y_shape, g, depthwise = key
+        dw = None
+        for xs, dys in zip(np.array_split(a, parts), np.array_split(b, parts)):
+            if len(xs):
+                part = _conv_once(kind, True, xs, dys, (xs.shape, w_shape, dys.shape, g, depthwise))
+                if part is None:
+                    return None
+                dw = part if dw is None else dw + part
+        return dw
+    return _conv_once(kind, serial, a, b, key)
+
+
+def _conv_once(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple) -> Optional[np.ndarray]:
+    run = _CONV_KERNELS[kind][0]
+    with _threads(serial):
+        plan = _conv_plan(kind, serial, *key)
+        return None if plan is None else run(plan, a, b)
+
+
+def _conv_serial_agrees(kind: str, key: tuple) -> bool:
+    """Whether `kind` at `key` gives the same bits on one thread as on the team, found once with
+    random operands (a team's forward splits the outputs, each summed as one thread does; its
+    filter gradient may split the batch some other way than _conv_run's parts)."""
+    same = _SERIAL_BITS.get((kind, key))
+    if same is None:
+        rng = np.random.default_rng(0)
+        a, b = (rng.standard_normal(key[i], np.float32) for i in _CONV_KERNELS[kind][1])
+        outs = [_conv_run(kind, serial, a, b, key) for serial in (False, True)]
+        same = _SERIAL_BITS[(kind, key)] = all(out is not None for out in outs) and bool(
+            np.array_equal(outs[0].view(np.int32), outs[1].view(np.int32)))
+    return same
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = False) -> Optional[np.ndarray]:
@@ -384,12 +469,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = 
         return None
     x, w = arrays
     y_shape = (x.shape[0], oh, ow, w.shape[3] * (w.shape[2] if depthwise else 1))
-    if (plan := _conv_plan("forward", x.shape, w.shape, y_shape, g, depthwise)) is None:
-        return None
-    y = np.empty(y_shape, np.float32)
-    wmd, wbuf = plan.weights_in(w)
-    plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)])
-    return y
+    return _conv("forward", x, w, x.shape, w.shape, y_shape, g, depthwise)
 
 
 def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool = False) -> Optional[np.ndarray]:
@@ -401,12 +481,7 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool
             or (arrays := _dense(w, dy)) is None):
         return None
     w, dy = arrays
-    if (plan := _conv_plan("input", x_shape, w.shape, dy.shape, g, depthwise)) is None:
-        return None
-    dx = np.empty(x_shape, np.float32)
-    wmd, wbuf = plan.weights_in(w)
-    plan.prim([(_DIFF_DST, plan.descs[2].handle, dy), (_WEIGHTS, wmd, wbuf), (_DIFF_SRC, plan.descs[0].handle, dx)])
-    return dx
+    return _conv("input", w, dy, x_shape, w.shape, dy.shape, g, depthwise)
 
 
 def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g,
@@ -417,14 +492,7 @@ def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g,
     x, dy = arrays
     c = x.shape[3]
     w_shape = (kh, kw, c, dy.shape[3] // c if depthwise else dy.shape[3])
-    if (plan := _conv_plan("filter", x.shape, w_shape, dy.shape, g, depthwise)) is None:
-        return None
-    dw = np.empty(w_shape, np.float32)
-    md, buf = plan.blocked(_Q_DIFF_WEIGHTS) if plan.reorder is not None else (plan.tf_filter.handle, dw)
-    plan.prim([(_SRC, plan.descs[0].handle, x), (_DIFF_DST, plan.descs[2].handle, dy), (_DIFF_WEIGHTS, md, buf)])
-    if plan.reorder is not None:
-        plan.reorder([(_SRC, md, buf), (_DST, plan.tf_filter.handle, dw)])
-    return dw
+    return _conv("filter", x, dy, x.shape, w_shape, dy.shape, g, depthwise)
 
 
 class _PoolPlan:
@@ -551,15 +619,23 @@ def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarra
     calling thread alone when `serial`, else on the OpenMP team."""
     ta, tb, m, n, k, lda, ldb = gemm
     c = np.empty((m, n), np.float32)
+    with _threads(serial):
+        _check(_lib.dnnl_sgemm(ta, tb, m, n, k, 1.0, _address(a), lda, _address(b), ldb, 0.0, _address(c), n), "sgemm")
+    return c
+
+
+@contextlib.contextmanager
+def _threads(serial: bool):
+    """Within it, oneDNN's calls from this thread run on this thread alone when `serial` (this
+    thread's own OpenMP setting, restored after), else on the team."""
     team = _lib.omp_get_max_threads() if serial else 1
     if team != 1:
-        _lib.omp_set_num_threads(1)   # (this thread's own OpenMP setting, restored below)
+        _lib.omp_set_num_threads(1)
     try:
-        _check(_lib.dnnl_sgemm(ta, tb, m, n, k, 1.0, _address(a), lda, _address(b), ldb, 0.0, _address(c), n), "sgemm")
+        yield
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
-    return c
 
 
 def _address(a: np.ndarray) -> int:
@@ -572,7 +648,9 @@ def _address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
-_SERIAL_BITS: dict = {}   # sgemm's (transposes, m, n, k, leading dimensions) -> whether team and thread agree
+# sgemm's (transposes, m, n, k, leading dimensions), or a convolution's (kernel, shapes and geometry)
+# -> whether the team and the calling thread give the same bits
+_SERIAL_BITS: dict = {}
 
 
 def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:

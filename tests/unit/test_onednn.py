@@ -176,6 +176,30 @@ def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay
         assert onednn._SERIAL_BITS[gemm] == np.array_equal(team.view(np.int32), serial.view(np.int32))
 
 
+@needs_onednn
+def test_small_convolutions_leave_the_team_only_where_the_bits_stay():
+    """The MNIST CNN's first layer (1 -> 32 channels, 3x3, batch 128: 25M multiply-adds): each
+    kernel gives the bits the team gives, whether the probe sent it to the calling thread (the
+    forward; the filter gradient, summed from the batch's parts as the team splits it) or kept
+    it on the team."""
+    g, oh, ow = geometry(28, 28, 3, 1, 1, "VALID")
+    x = rng.randn(128, 28, 28, 1).astype(np.float32)
+    f = rng.randn(3, 3, 1, 32).astype(np.float32)
+    dy = rng.randn(128, oh, ow, 32).astype(np.float32)
+    got = {"forward": onednn.conv2d(x, f, g, oh, ow), "filter": onednn.conv2d_filter_grad(x, dy, 3, 3, g)}
+    operands = {"forward": (x, f), "filter": (x, dy)}
+    for kind, out in got.items():
+        key = (x.shape, f.shape, dy.shape, g, False)
+        assert (kind, key) in onednn._SERIAL_BITS
+        team, serial = (onednn._conv_run(kind, on_one_thread, *operands[kind], key) for on_one_thread in (False, True))
+        np.testing.assert_array_equal(out.view(np.int32), team.view(np.int32))
+        assert onednn._SERIAL_BITS[kind, key] == np.array_equal(team.view(np.int32), serial.view(np.int32))
+    ws = conv_kernels.Workspace()
+    np.testing.assert_allclose(got["forward"], conv_kernels.conv2d_nhwc(x, f, g, ws), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got["filter"], conv_kernels.conv2d_filter_grad_nhwc(x, dy, 3, 3, g, ws),
+                               rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="no /proc/loadavg")
 def test_a_team_needs_free_cores_beside_the_calling_thread():
     assert not onednn._cores_taken(1)

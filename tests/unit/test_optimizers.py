@@ -364,11 +364,11 @@ def test_proximal_and_adagrad_da_errors_and_global_step(graph):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
-def test_adam_and_rmsprop_updates_in_their_own_buffers_round_as_the_plain_expressions(dtype):
+def test_adam_rmsprop_and_adadelta_updates_in_their_own_buffers_round_as_the_plain_expressions(dtype):
     # TF 1.15 training_ops.cc's formulas, written out: the kernels' in-place passes must give these bits
     rng = np.random.default_rng(7)
     one = np.ones((), dtype)
-    for shape in [(3,), (64, 33), (5, 4, 3)]:
+    for shape in [(3,), (64, 33), (5, 4, 3), ()]:
         var, m, grad = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
         v = np.abs(rng.standard_normal(shape)).astype(dtype)
         b1p, b2p, lr, b1, b2, eps, rho, mom_c = (np.asarray(x, dtype) for x in (0.81, 0.998, 0.01, 0.9, 0.999, 1e-7,
@@ -385,4 +385,9 @@ def test_adam_and_rmsprop_updates_in_their_own_buffers_round_as_the_plain_expres
         mom = m * mom_c + lr * grad / np.sqrt(ms + eps)
         for a, b in zip(got, (var - mom, ms, mom)):
             assert a.dtype == dtype and a.tobytes() == b.tobytes()
+        got = updates._adadelta(var, v, m * m, lr, rho, eps, grad)
+        accum = v * rho + grad * grad * (one - rho)
+        update = np.sqrt(m * m + eps) / np.sqrt(accum + eps) * grad
+        for a, b in zip(got, (var - update * lr, accum, m * m * rho + update * update * (one - rho))):
+            assert a.dtype == dtype and np.shape(a) == shape and a.tobytes() == b.tobytes()
         assert all(a.tobytes() == b.tobytes() for a, b in zip(inputs, (var, m, v, grad)))   # inputs untouched

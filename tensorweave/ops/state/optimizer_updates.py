@@ -118,11 +118,26 @@ def _centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
 
 
 def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
-    one = var.dtype.type(1)
-    accum = accum * rho + grad * grad * (one - rho)
-    update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * grad
-    accum_update = accum_update * rho + update * update * (one - rho)
-    return var - update * lr, accum, accum_update
+    # accum = accum * rho + grad * grad * (1 - rho); update = sqrt(accum_update + epsilon) /
+    # sqrt(accum + epsilon) * grad; accum_update = accum_update * rho + update * update * (1 - rho);
+    # var - update * lr: the same operations in the same order, in place on four new arrays
+    # instead of eleven (a Keras CNN's 1.2M-weight Dense layer: 7 ms a step before).
+    one_minus_rho = var.dtype.type(1) - rho
+    square = np.multiply(grad, grad, out=np.empty_like(var))   # (out=: arrays also for a scalar var)
+    square *= one_minus_rho
+    accum = np.multiply(accum, rho, out=np.empty_like(var))
+    accum += square
+    update = np.add(accum_update, epsilon, out=np.empty_like(var))
+    np.sqrt(update, out=update)
+    denom = np.add(accum, epsilon, out=square)
+    update /= np.sqrt(denom, out=denom)
+    update *= grad
+    np.multiply(update, update, out=square)
+    square *= one_minus_rho
+    accum_update = np.multiply(accum_update, rho, out=np.empty_like(var))
+    accum_update += square
+    np.multiply(update, lr, out=update)
+    return np.subtract(var, update, out=update), accum, accum_update
 
 
 def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power):
