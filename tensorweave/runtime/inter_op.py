@@ -7,8 +7,9 @@ threads costs 10-50 us. A plan therefore runs in parallel only when that was mea
 (`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
 (>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
 their sum, then alternates serial and parallel steps and keeps the faster. Another process may
-have held the second core while it measured: the trial comes again soon (after _FIRST_RECHECK
-steps), then less and less often while trials confirm its choice. A plan with two
+have held the second core while it measured: after a close or changed choice the trial comes
+again soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while
+trials confirm it. A plan with two
 independent blocking ops that are not Recvs (queue ops that may wait on each other) runs in
 parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
 given a pool of several threads in parallel from its first step (=serial: only those with such
@@ -56,8 +57,9 @@ _GAIN = 0.9             # parallel is tried when its estimate is below this shar
 _KEEP = 0.95            # ... and kept when its best time is below this share of serial's
 _CLOSE = 0.15           # ... the choice being close when that share is within this of _KEEP
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
-_FIRST_RECHECK = 50     # a first, changed or close measured choice is measured again after this many steps,
-_RECHECK_STEPS = 2000   # the interval doubling up to this while the trials confirm it (the load changes)
+_FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
+_CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
+_RECHECK_STEPS = 2000   # up to this (the load changes)
 _RECVS = frozenset(("_Recv", "_HostRecv"))
 
 
@@ -381,8 +383,8 @@ class _Choice:
         serial, par = (min(t) for t in self.times)
         share = par / serial
         mode = _PARALLEL if share < _KEEP else _SERIAL
-        confirmed = mode == self.chosen and abs(share - _KEEP) > _CLOSE
-        self.interval = min(_RECHECK_STEPS, 2 * self.interval) if confirmed else _FIRST_RECHECK
+        clear = mode == (self.chosen or mode) and abs(share - _KEEP) > _CLOSE
+        self.interval = min(_RECHECK_STEPS, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
         self.mode = self.chosen = mode
         self.runs, self.measured = 0, True
 

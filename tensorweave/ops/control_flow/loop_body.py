@@ -18,8 +18,9 @@ Three things about the body are worked out once, when the step's plan is made:
   results are the serial loop's bits. As inter-op parallelism (runtime/inter_op.py) decides for
   a plan, the op decides by measurement: its first runs alternate serial and pipelined loops, and
   the faster by its best run is kept. The second core may have been taken by another process
-  while it measured, so the choice is measured again soon (after _FIRST_RECHECK runs), then
-  less and less often while the trials confirm it (up to every _RECHECK runs);
+  while it measured, so a close or changed choice is measured again soon (after _FIRST_RECHECK
+  runs), a clear one later and less and less often while trials confirm it (up to every
+  _RECHECK runs);
   TENSORWEAVE_INTER_OP=parallel pipelines from the first run, =serial never. A pool of one
   thread, a traced step or a GPU loop runs serially.
 """
@@ -40,8 +41,9 @@ from tensorweave.ops.control_flow.tensor_list import TensorListValue
 _TRIALS = 3        # pipelined runs (and as many serial ones) before the choice
 _KEEP = 0.95       # pipelining is kept when its best run is below this share of the serial best
 _CLOSE = 0.15      # ... and the choice was close when the share is within this of _KEEP
-_FIRST_RECHECK = 8  # runs after which a first, changed or close choice is measured again ...
-_RECHECK = 500     # ... the interval doubling, up to this, while trials confirm it (the load changes)
+_FIRST_RECHECK = 8  # runs after which a changed or close choice is measured again ...
+_CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while trials confirm it,
+_RECHECK = 500     # ... up to this (the load changes)
 _MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
 
 
@@ -329,8 +331,9 @@ class _Choice:
             if self.tried[True] >= _TRIALS and self.tried[False] >= _TRIALS:
                 share = self.best[True] / self.best[False]
                 decided = share < _KEEP
-                confirmed = decided == self.decided and abs(share - _KEEP) > _CLOSE
-                self.interval = min(_RECHECK, 2 * self.interval) if confirmed else _FIRST_RECHECK
+                same = self.decided is None or decided == self.decided
+                clear = same and abs(share - _KEEP) > _CLOSE
+                self.interval = min(_RECHECK, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
                 self.decided, self.since = decided, 0
                 self.best = {False: float("inf"), True: float("inf")}
                 self.tried = {False: 0, True: 0}
