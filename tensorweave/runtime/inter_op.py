@@ -6,7 +6,10 @@ GIL (numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a han
 threads costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay
 (`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
 (>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
-their sum, then alternates serial and parallel steps and keeps the faster. A plan with two
+their sum, then alternates serial and parallel steps and keeps the faster. Another process may
+have held the second core while it measured: after a close or changed choice the trial comes
+again soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while
+trials confirm it. A plan with two
 independent blocking ops that are not Recvs (queue ops that may wait on each other) runs in
 parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
 given a pool of several threads in parallel from its first step (=serial: only those with such
@@ -50,10 +53,13 @@ from tensorweave.ops.nn import intra_op
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
-_GAIN = 0.85            # parallel is tried when its estimate is below this share of serial ...
+_GAIN = 0.9             # parallel is tried when its estimate is below this share of serial ...
 _KEEP = 0.95            # ... and kept when its best time is below this share of serial's
+_CLOSE = 0.15           # ... the choice being close when that share is within this of _KEEP
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
-_RECHECK_STEPS = 2000   # a measured choice is measured again after this many steps (the load changes)
+_FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
+_CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
+_RECHECK_STEPS = 2000   # up to this (the load changes)
 _RECVS = frozenset(("_Recv", "_HostRecv"))
 
 
@@ -342,10 +348,11 @@ _PROFILE, _TRIAL, _SERIAL, _PARALLEL = 0, 1, 2, 3
 
 
 class _Choice:
-    """Per plan and thread count: profile, trial, then serial or parallel for good. The plan's
-    graph is built when first needed (a plan run once never needs it)."""
+    """Per plan and thread count: profile, trial, then serial or parallel, tried again now and
+    then (`chose`) where a trial chose. The plan's graph is built when first needed (a plan run
+    once never needs it)."""
 
-    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured")
+    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured", "interval", "chosen")
 
     def __init__(self, plan):
         names = plan._names[:plan._node_steps]
@@ -361,12 +368,25 @@ class _Choice:
         self.cost: Optional[list] = None
         self.times: tuple = ([], [])   # (serial, parallel) step times of the trial
         self.measured = False          # the mode was chosen by a trial (and is tried again later)
+        self.interval = 0              # steps from a trial's choice to the next trial
+        self.chosen = None             # the last trial's choice
 
     def counted(self) -> None:
-        """One more step in a measured mode: after _RECHECK_STEPS, a new trial."""
+        """One more step in a measured mode: after `interval` steps, a new trial."""
         self.runs += 1
-        if self.runs >= _RECHECK_STEPS:
+        if self.runs >= self.interval:
             self.runs, self.times, self.mode = 0, ([], []), _TRIAL
+
+    def chose(self) -> None:
+        """(After a trial) the faster mode by each's best step (on a shared machine other
+        processes only ever add time), and when to try again."""
+        serial, par = (min(t) for t in self.times)
+        share = par / serial
+        mode = _PARALLEL if share < _KEEP else _SERIAL
+        clear = mode == (self.chosen or mode) and abs(share - _KEEP) > _CLOSE
+        self.interval = min(_RECHECK_STEPS, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
+        self.mode = self.chosen = mode
+        self.runs, self.measured = 0, True
 
 
 def execute(plan, vals: list, step, pool: InterOpPool) -> None:
@@ -407,10 +427,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
             plan._execute_serial(vals, step)
         choice.times[parallel].append(time.perf_counter() - start)
         if choice.runs >= 2 * _TRIAL_STEPS:
-            # (the best of each: on a shared machine other processes only ever add time)
-            serial, par = (min(t) for t in choice.times)
-            choice.mode = _PARALLEL if par < _KEEP * serial else _SERIAL
-            choice.runs, choice.measured = 0, True
+            choice.chose()
 
 
 def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> None:

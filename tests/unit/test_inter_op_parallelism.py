@@ -322,3 +322,35 @@ def test_a_distributed_steps_partition_runs_serially_even_when_parallel_is_asked
     names = [NodeDef("recv", "_Recv"), NodeDef("dequeue", "QueueDequeueV2"), NodeDef("dequeue_1", "QueueDequeueV2")]
     choice = inter_op._Choice(SimpleNamespace(_names=names, _node_steps=len(names)))
     assert choice.mode == inter_op._SERIAL and choice.graph is None
+
+
+def test_a_trials_choice_is_tried_again_soon_and_then_less_often():
+    """A plan that chose serial in a trial taken while another process held the second core
+    (parallel steps slower) is tried again after _FIRST_RECHECK steps and runs in parallel once
+    that measures faster; trials that confirm a clear choice come later, at doubling intervals up to
+    _RECHECK_STEPS (issue 26: a 300-step program kept a choice made in a busy moment)."""
+    names = [NodeDef("a", "MatMul"), NodeDef("b", "MatMul")]
+    choice = inter_op._Choice(SimpleNamespace(_names=names, _node_steps=len(names)))
+
+    def trial(parallel_seconds: float) -> None:
+        choice.times = ([1.0] * inter_op._TRIAL_STEPS, [parallel_seconds] * inter_op._TRIAL_STEPS)
+        choice.chose()
+
+    def steps_until_trial() -> int:
+        steps = 0
+        while choice.mode != inter_op._TRIAL:
+            choice.counted()
+            steps += 1
+        return steps
+
+    trial(1.05)   # (close)
+    assert choice.mode == inter_op._SERIAL and steps_until_trial() == inter_op._FIRST_RECHECK
+    trial(0.5)
+    assert choice.mode == inter_op._PARALLEL and steps_until_trial() == inter_op._FIRST_RECHECK   # (a change)
+    gaps = []
+    for _ in range(4):
+        trial(0.5)
+        gaps.append(steps_until_trial())
+    assert gaps == [min(inter_op._RECHECK_STEPS, inter_op._CLEAR_RECHECK * 2 ** k) for k in range(4)]
+    trial(0.9)   # (close to the threshold: tried again soon, whichever it chose)
+    assert choice.mode == inter_op._PARALLEL and steps_until_trial() == inter_op._FIRST_RECHECK

@@ -151,3 +151,28 @@ def test_a_keras_lstm_trains_to_the_same_bits_with_its_invariant_ops_computed_on
             in_loop = [name for name in splits if "/while/" in name]   # (3 kernels split; 6 batches of 10 steps)
             assert len(in_loop) == (3 * 6 if hoisting else 3 * 6 * 10)
     assert weights[0] == weights[1]
+
+
+def test_a_loop_that_chose_serial_while_the_second_core_was_taken_tries_again_soon_and_pipelines(monkeypatch):
+    """The choice is measured again a few runs after it was made: a loop that measured pipelining
+    slower (another process held the second core) pipelines once it measures it faster; a choice
+    the trials confirm, or a clear one, is measured less often (issue 23: a 128-step fit kept
+    serial)."""
+    monkeypatch.delenv("TENSORWEAVE_INTER_OP", raising=False)
+    choice = loop_body._Choice()
+    modes = ""
+    for run in range(200):
+        pipelined = choice.pipelined()
+        modes += "p" if pipelined else "s"
+        choice.ran(pipelined, (1.05 if run < 7 else 0.6) if pipelined else 1.0)   # (quiet from the 8th run)
+    trial, first, clear = "ps" * loop_body._TRIALS, loop_body._FIRST_RECHECK, loop_body._CLEAR_RECHECK
+    # (a close choice, then a changed one: tried again soon; then clear ones, less and less often)
+    expected = "s" + trial + "s" * first + trial + "p" * first + trial + "p" * clear + trial + "p" * 2 * clear
+    assert modes == expected[:200]
+    choice = loop_body._Choice()
+    modes = ""
+    for run in range(100):
+        pipelined = choice.pipelined()
+        modes += "p" if pipelined else "s"
+        choice.ran(pipelined, 1.4 if pipelined else 1.0)   # (clearly slower: the GIL, not the load)
+    assert modes == ("s" + trial + "s" * clear + trial + "s" * 2 * clear)[:100]

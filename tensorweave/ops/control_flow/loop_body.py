@@ -17,7 +17,10 @@ Three things about the body are worked out once, when the step's plan is made:
   products). Each part runs the same kernels on the same values in the same order, so the
   results are the serial loop's bits. As inter-op parallelism (runtime/inter_op.py) decides for
   a plan, the op decides by measurement: its first runs alternate serial and pipelined loops, and
-  the faster by its best run is kept (measured again every _RECHECK runs);
+  the faster by its best run is kept. The second core may have been taken by another process
+  while it measured, so a close or changed choice is measured again soon (after _FIRST_RECHECK
+  runs), a clear one later and less and less often while trials confirm it (up to every
+  _RECHECK runs);
   TENSORWEAVE_INTER_OP=parallel pipelines from the first run, =serial never. A pool of one
   thread, a traced step or a GPU loop runs serially.
 """
@@ -37,7 +40,10 @@ from tensorweave.ops.control_flow.tensor_list import TensorListValue
 
 _TRIALS = 3        # pipelined runs (and as many serial ones) before the choice
 _KEEP = 0.95       # pipelining is kept when its best run is below this share of the serial best
-_RECHECK = 500     # runs after which the choice is measured again (the machine's load changes)
+_CLOSE = 0.15      # ... and the choice was close when the share is within this of _KEEP
+_FIRST_RECHECK = 8  # runs after which a changed or close choice is measured again ...
+_CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while trials confirm it,
+_RECHECK = 500     # ... up to this (the load changes)
 _MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
 
 
@@ -305,22 +311,29 @@ class _Choice:
         self.best = {False: float("inf"), True: float("inf")}
         self.tried = {False: 0, True: 0}
         self.decided = None
+        self.since = 0       # runs since the choice
+        self.interval = 0    # runs between the choice and its next trial
 
     def pipelined(self) -> bool:
         if self.forced is not None:
             return self.forced
-        if self.decided is not None and self.runs % _RECHECK:
+        if self.decided is not None and self.since < self.interval:
             return self.decided
-        if self.decided is not None:   # measure again
-            self.best = {False: float("inf"), True: float("inf")}
-            self.tried = {False: 0, True: 0}
-            self.decided = None
         return self.runs >= 1 and self.tried[True] <= self.tried[False]   # (the first run warms up)
 
     def ran(self, pipelined: bool, seconds: float) -> None:
         self.runs += 1
-        if self.decided is None and self.runs > 1:
+        if self.decided is not None and self.since < self.interval:
+            self.since += 1
+        elif self.runs > 1:
             self.tried[pipelined] += 1
             self.best[pipelined] = min(self.best[pipelined], seconds)
             if self.tried[True] >= _TRIALS and self.tried[False] >= _TRIALS:
-                self.decided = self.best[True] < _KEEP * self.best[False]
+                share = self.best[True] / self.best[False]
+                decided = share < _KEEP
+                same = self.decided is None or decided == self.decided
+                clear = same and abs(share - _KEEP) > _CLOSE
+                self.interval = min(_RECHECK, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
+                self.decided, self.since = decided, 0
+                self.best = {False: float("inf"), True: float("inf")}
+                self.tried = {False: 0, True: 0}
