@@ -449,17 +449,14 @@ def _conv_once(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple
 
 
 def _conv_serial_agrees(kind: str, key: tuple) -> bool:
-    """Whether `kind` at `key` gives the same bits on one thread as on the team, found once with
-    random operands (a team's forward splits the outputs, each summed as one thread does; its
-    filter gradient may split the batch some other way than _conv_run's parts)."""
-    same = _SERIAL_BITS.get((kind, key))
-    if same is None:
+    """Whether `kind` at `key` gives the same bits on one thread as on the team (a team's forward
+    splits the outputs, each summed as one thread does; its filter gradient may split the batch
+    some other way than _conv_run's parts)."""
+    def trial():
         rng = np.random.default_rng(0)
         a, b = (rng.standard_normal(key[i], np.float32) for i in _CONV_KERNELS[kind][1])
-        outs = [_conv_run(kind, serial, a, b, key) for serial in (False, True)]
-        same = _SERIAL_BITS[(kind, key)] = all(out is not None for out in outs) and bool(
-            np.array_equal(outs[0].view(np.int32), outs[1].view(np.int32)))
-    return same
+        return lambda serial: _conv_run(kind, serial, a, b, key)
+    return _serial_agrees((kind, key), trial)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = False) -> Optional[np.ndarray]:
@@ -661,18 +658,28 @@ _SERIAL_BITS: dict = {}
 
 
 def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether sgemm gives the same bits on the team as on the calling thread for this shape
-    and layout, found once by computing a product of random operands of that layout both ways:
-    a team that splits the rows or columns of the result runs each element's sum as one thread
-    does, one that splits k adds the partial sums in another order, which random operands show."""
-    same = _SERIAL_BITS.get(gemm)
-    if same is None:
+    """Whether sgemm gives the same bits on the team as on the calling thread for this shape and
+    layout: a team that splits the rows or columns of the result runs each element's sum as one
+    thread does, one that splits k adds the partial sums in another order."""
+    def trial():
         rng = np.random.default_rng(0)
         pa, pb = np.empty_like(a), np.empty_like(b)   # (the operands' layouts: same strides)
         pa[...] = rng.standard_normal(a.shape, np.float32)
         pb[...] = rng.standard_normal(b.shape, np.float32)
-        same = _SERIAL_BITS[gemm] = bool(np.array_equal(_sgemm(gemm, pa, pb, False).view(np.int32),
-                                                        _sgemm(gemm, pa, pb, True).view(np.int32)))
+        return lambda serial: _sgemm(gemm, pa, pb, serial)
+    return _serial_agrees(gemm, trial)
+
+
+def _serial_agrees(key: tuple, trial: Callable[[], Callable[[bool], Optional[np.ndarray]]]) -> bool:
+    """Whether a kernel gives the same bits on the calling thread alone as on the team, found once
+    per `key` (in _SERIAL_BITS): `trial()` makes random operands of the key's shapes and layout and
+    returns run(serial), which random operands show any other order of sums by."""
+    same = _SERIAL_BITS.get(key)
+    if same is None:
+        run = trial()
+        team, alone = run(False), run(True)
+        same = _SERIAL_BITS[key] = team is not None and alone is not None and bool(
+            np.array_equal(team.view(np.int32), alone.view(np.int32)))
     return same
 
 
