@@ -43,6 +43,7 @@ _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
 _FORWARD_TRAINING, _FORWARD_INFERENCE = 64, 96
 _CONV_DIRECT, _POOL_MAX, _POOL_AVG_EXCLUDE_PADDING = 1, 511, 1023
 _BINARY_ADD, _BINARY_MUL, _BINARY_LT = 131056, 131057, 131065
+_ELTWISE_RELU = 32
 _SRC_1, _POST_OP_SRC_1 = 2, 32768   # DNNL_ARG_SRC_1; post-op i's operand: 32768 * (i + 1) | DNNL_ARG_SRC_1
 _Q_IMPL_INFO, _Q_WEIGHTS, _Q_DIFF_WEIGHTS, _Q_WORKSPACE, _Q_SCRATCHPAD = 8, 131, 132, 135, 136
 _SRC, _DST, _WEIGHTS, _WORKSPACE, _SCRATCHPAD = 1, 17, 33, 64, 80
@@ -89,6 +90,7 @@ _SIGNATURES = {
     "dnnl_binary_primitive_desc_create": [_pp, _p, _i, _p, _p, _p, _p],
     "dnnl_post_ops_create": [_pp],
     "dnnl_post_ops_append_binary": [_p, _i, _p],
+    "dnnl_post_ops_append_eltwise": [_p, _i, ctypes.c_float, ctypes.c_float],
     "dnnl_post_ops_destroy": [_p],
     "dnnl_primitive_attr_destroy": [_p],
     "dnnl_primitive_attr_set_post_ops": [_p, _p],
@@ -329,9 +331,29 @@ def _conv_params(g) -> tuple:
     return (_Dims(g.sh, g.sw), _Dims(g.dh - 1, g.dw - 1), *_pads(g.pt, g.pb, g.pl, g.pr))
 
 
-def _conv_fwd_pd(src, wany, dst, g):
+def _conv_fwd_pd(src, wany, dst, g, attr=None):
     return _new(_lib.dnnl_convolution_forward_primitive_desc_create, _engine, _FORWARD_TRAINING, _CONV_DIRECT,
-                src.handle, wany.handle, None, dst.handle, *_conv_params(g), _attr)
+                src.handle, wany.handle, None, dst.handle, *_conv_params(g), attr or _attr)
+
+
+def _post_ops_attr(bias: Optional[_Desc], relu: bool):
+    """A primitive attribute (the caller destroys it) with a user scratchpad and post-ops: + bias
+    (a binary add, broadcast), then ReLU."""
+    attr = _new(_lib.dnnl_primitive_attr_create)
+    ops = _new(_lib.dnnl_post_ops_create)
+    try:   # (a primitive descriptor keeps copies of its attributes and post-ops)
+        if bias is not None:
+            _check(_lib.dnnl_post_ops_append_binary(ops, _BINARY_ADD, bias.handle), "post-op")
+        if relu:
+            _check(_lib.dnnl_post_ops_append_eltwise(ops, _ELTWISE_RELU, 0.0, 0.0), "post-op")
+        _check(_lib.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER), "scratchpad mode")
+        _check(_lib.dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops")
+    except Unsupported:
+        _lib.dnnl_primitive_attr_destroy(attr)
+        raise
+    finally:
+        _lib.dnnl_post_ops_destroy(ops)
+    return attr
 
 
 class _ConvPlan:
@@ -344,6 +366,16 @@ class _ConvPlan:
         self.descs = src, wany, dst
         self.shapes = tuple(x_shape), tuple(w_shape), tuple(y_shape)
         self.tf_filter = _filter_desc(w_shape, depthwise)
+        if kind in _FUSED:   # Conv2D + BiasAdd (+ Relu): the bias a (1, O, 1, 1) operand of the first post-op
+            o = y_shape[3]
+            self.bias = _Desc((1, o, 1, 1), (o, 1, 1, 1))
+            attr = _post_ops_attr(self.bias, relu=kind == "bias_relu")
+            try:
+                self.prim = _Primitive(_conv_fwd_pd(src, wany, dst, g, attr))
+            finally:
+                _lib.dnnl_primitive_attr_destroy(attr)
+            self.reorder = _reorder(self.tf_filter.handle, self.prim.md(_Q_WEIGHTS))
+            return
         fwd = _conv_fwd_pd(src, wany, dst, g)
         if kind == "forward":
             self.prim = _Primitive(fwd)
@@ -381,10 +413,12 @@ def _conv_plan(kind: str, serial: bool, *shapes_and_geometry) -> Optional[_ConvP
     return _plan((kind, serial, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
 
 
-def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray, *bias: np.ndarray) -> np.ndarray:
+    """The forward convolution; with a bias, a fused plan's (the bias is its first post-op's operand)."""
     y = np.empty(plan.shapes[2], np.float32)
     wmd, wbuf = plan.weights_in(w)
-    plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)])
+    plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)]
+              + [(_POST_OP_SRC_1 | _SRC_1, plan.bias.handle, b) for b in bias])
     return y
 
 
@@ -406,7 +440,9 @@ def _conv_filter_grad(plan: _ConvPlan, x: np.ndarray, dy: np.ndarray) -> np.ndar
 
 # each kernel's run and the indices (into x, w, y shapes) of its two operands
 _CONV_KERNELS = {"forward": (_conv_forward, (0, 1)), "input": (_conv_input_grad, (1, 2)),
-                 "filter": (_conv_filter_grad, (0, 2))}
+                 "filter": (_conv_filter_grad, (0, 2)), "bias": (_conv_forward, (0, 1)),
+                 "bias_relu": (_conv_forward, (0, 1))}
+_FUSED = ("bias", "bias_relu")   # the forward convolution with BiasAdd (and Relu) as post-ops
 
 
 def _conv(kind: str, a: np.ndarray, b: np.ndarray, x_shape, w_shape, y_shape, g,
@@ -441,11 +477,12 @@ def _conv_run(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple)
     return _conv_once(kind, serial, a, b, key)
 
 
-def _conv_once(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple) -> Optional[np.ndarray]:
+def _conv_once(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple,
+               *bias: np.ndarray) -> Optional[np.ndarray]:
     run = _CONV_KERNELS[kind][0]
     with _threads(serial):
         plan = _conv_plan(kind, serial, *key)
-        return None if plan is None else run(plan, a, b)
+        return None if plan is None else run(plan, a, b, *bias)
 
 
 def _conv_serial_agrees(kind: str, key: tuple) -> bool:
@@ -467,6 +504,56 @@ def conv2d(x: np.ndarray, w: np.ndarray, g, oh: int, ow: int, depthwise: bool = 
     x, w = arrays
     y_shape = (x.shape[0], oh, ow, w.shape[3] * (w.shape[2] if depthwise else 1))
     return _conv("forward", x, w, x.shape, w.shape, y_shape, g, depthwise)
+
+
+# the largest sum a fused convolution may reach: its post-op ReLU (x86's max) makes a NaN 0, where
+# Relu's np.maximum keeps it, so only sums that cannot overflow to an inf (nor to inf - inf) fuse
+_FUSED_SUM_MAX = 1e37
+
+
+def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: int,
+                relu: bool) -> Optional[np.ndarray]:
+    """Conv2D then BiasAdd (then Relu, with `relu`) as one primitive whose post-ops add the bias
+    to (and ReLU) each output as it is stored (grappler's _FusedConv2D): two passes over the
+    output fewer. The three ops' bits, or None (the caller runs them): not for NaN or infinite
+    operands, nor ones whose sums might overflow (the post-op ReLU makes a NaN 0, Relu keeps
+    it), nor a shape where a probe with random operands gives other bits than the three ops."""
+    if (arrays := _dense(x, w)) is None or bias.dtype != np.float32 or bias.shape != (w.shape[3],):
+        return None
+    x, w = arrays
+    bias = np.ascontiguousarray(bias)
+    kh, kw, i, o = w.shape
+    with np.errstate(invalid="ignore", over="ignore"):
+        reach = max(float(x.max()), -float(x.min())) * max(float(w.max()), -float(w.min())) * kh * kw * i
+        reach += max(float(bias.max()), -float(bias.min()))
+    if not reach < _FUSED_SUM_MAX:   # (NaN too)
+        return None
+    y_shape = (x.shape[0], oh, ow, o)
+    key = (x.shape, w.shape, y_shape, g, False)
+    kind = "bias_relu" if relu else "bias"
+    serial = int(np.prod(y_shape)) * kh * kw * i < _GEMM_SERIAL_MAX and _conv_serial_agrees("forward", key)
+    if not _fused_agrees(kind, serial, key):
+        return None
+    return _conv_once(kind, serial, x, w, key, bias)
+
+
+def _fused_agrees(kind: str, serial: bool, key: tuple) -> bool:
+    """Whether the fused `kind` at `key` gives the bits of the forward convolution, + bias and
+    np.maximum with 0: the post-ops run on each sum once the sum is complete (a probe of random
+    operands, once per key)."""
+    same = _SERIAL_BITS.get((kind, serial, key))
+    if same is None:
+        rng = np.random.default_rng(0)
+        x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
+        bias = rng.standard_normal(key[1][3], np.float32)
+        fused, plain = _conv_once(kind, serial, x, w, key, bias), _conv_once("forward", serial, x, w, key)
+        if plain is not None:
+            plain = np.add(plain, bias)
+            if kind == "bias_relu":
+                plain = np.maximum(plain, np.float32(0))
+        same = _SERIAL_BITS[kind, serial, key] = fused is not None and plain is not None and bool(
+            np.array_equal(fused.view(np.int32), plain.view(np.int32)))
+    return same
 
 
 def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool = False) -> Optional[np.ndarray]:
@@ -653,7 +740,8 @@ def _address(a: np.ndarray) -> int:
 
 
 # sgemm's (transposes, m, n, k, leading dimensions), or a convolution's (kernel, shapes and geometry)
-# -> whether the team and the calling thread give the same bits
+# -> whether the team and the calling thread give the same bits; (fused kind, serial, shapes and
+# geometry) -> whether a fused convolution gives the unfused ops' bits (_fused_agrees)
 _SERIAL_BITS: dict = {}
 
 

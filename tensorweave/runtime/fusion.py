@@ -24,7 +24,11 @@ What a traced step reports for a fused step, as TF's XLA clusters do: one node,
 plan that node's inputs are what the tree reads (and its members' control inputs), its op is its
 root's (an elementwise op: what a scheduler asks of an op, it answers as its members would), its
 "_members" attr the members' names; the plan's node table holds it beside the members
-(`Plan.nodes` still lists the members)."""
+(`Plan.nodes` still lists the members).
+
+Before the trees, each Conv2D -> BiasAdd (-> Relu) chain whose intermediates nobody else reads
+becomes one step, grappler's _FusedConv2D: oneDNN's convolution with the bias and ReLU as
+post-ops where that gives the three ops' bits (_fuse_convolutions)."""
 from __future__ import annotations
 
 import threading
@@ -35,6 +39,7 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
+from tensorweave.ops.nn.conv import conv2d_bias_kernel
 
 MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
@@ -100,6 +105,7 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     share a tree."""
     global _numexpr
     steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
+    steps, nodes = _fuse_convolutions(steps, nodes, fetch_slots, by_name, feed_set, as_op_error, task)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
@@ -198,13 +204,112 @@ def _read_shapes_in_place(steps: list, nodes: list, fetch_slots: Sequence[int]) 
     return [st for i, st in enumerate(steps) if i not in unread], [n for i, n in enumerate(nodes) if i not in unread]
 
 
+def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set,
+                       as_op_error: Callable, task: str) -> tuple[list, list]:
+    """Each NHWC Conv2D whose output only a BiasAdd reads (and that BiasAdd's only a Relu, where
+    one does), none of them fetched nor waited for, as one step at the last one's place: oneDNN's
+    convolution with the bias and ReLU as post-ops (conv.conv2d_bias_kernel: two passes over the
+    output fewer), or where that does not apply the members' kernels in order. Grappler's remapper
+    fuses the same chains into TF's _FusedConv2D, at every jit level. The step's node is the last
+    member's (TF names the fused op so too), the members' names in its MEMBERS attr."""
+    chains: dict = {}   # the last member's step -> the chain's steps
+    readers: dict = {}
+    for i, step in enumerate(steps):
+        for pos, slot in enumerate(_slots_read(step)):
+            readers.setdefault(slot, []).append((i, pos))
+    kept = set(fetch_slots)
+    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
+
+    def plain(i: int, op: str, mode: int) -> bool:
+        node = nodes[i]
+        return node.op == op and steps[i][0] == mode and steps[i][4] >= 0 and "GPU:" not in node.device and \
+            _format(node) == "NHWC" and not _reads_refs(node, by_name, feed_set)
+
+    def sole_reader(i: int, op: str, mode: int) -> Optional[int]:
+        """The step of `op` whose first input is step i's output, when nothing else reads it (but
+        for its shape)."""
+        out = steps[i][4]
+        into = [(j, pos) for j, pos in readers.get(out, ()) if not _reads_shape_only(steps[j], pos)]
+        if len(into) != 1 or into[0][1] != 0 or out in kept or nodes[i].name in control_sources:
+            return None
+        j = into[0][0]
+        return j if plain(j, op, mode) and nodes[j].device == nodes[i].device else None
+
+    for i in range(len(steps)):
+        if plain(i, "Conv2D", _MODE_ONE_2) and (j := sole_reader(i, "BiasAdd", _MODE_ONE_2)) is not None:
+            k = sole_reader(j, "Relu", _MODE_ONE_1)
+            chain = [i, j] + ([] if k is None else [k])
+            # a step reading a member's value for its shape reads the chain's output instead (the
+            # same shape), which it must then come after
+            if all(r > chain[-1] for m in chain[:-1] for r, pos in readers.get(steps[m][4], ())
+                   if _reads_shape_only(steps[r], pos)):
+                chains[chain[-1]] = chain
+    if not chains:
+        return steps, nodes
+    steps = list(steps)
+    for chain in chains.values():
+        for m in chain[:-1]:
+            for r, pos in readers.get(steps[m][4], ()):
+                if _reads_shape_only(steps[r], pos):
+                    mode, fn, g, _, out = steps[r]
+                    steps[r] = (mode, fn, g, steps[chain[-1]][4], out)
+    inner = {m for chain in chains.values() for m in chain[:-1]}
+    new_steps, new_nodes = [], []
+    for i, (step, node) in enumerate(zip(steps, nodes)):
+        if i in chains:
+            chain = chains[i]
+            conv, bias = steps[chain[0]], steps[chain[1]]
+            kernel = _FusedConvolution([(steps[m][1], nodes[m]) for m in chain], as_op_error, task)
+            new_steps.append((_MODE_ONE, kernel.run, (conv[2], conv[3], bias[3]), step[4], None))
+            new_nodes.append(NodeDef(node.name, node.op, node.input, node.device,
+                                     {**node.attr, MEMBERS: [nodes[m].name for m in chain]}))
+        elif i not in inner:
+            new_steps.append(step)
+            new_nodes.append(node)
+    return new_steps, new_nodes
+
+
+def _format(node: NodeDef) -> str:
+    fmt = node.attr.get("data_format", "NHWC")
+    return fmt.decode() if isinstance(fmt, bytes) else fmt
+
+
+class _FusedConvolution:
+    """Conv2D, BiasAdd (and Relu) as one step: run(x, w, bias)."""
+
+    def __init__(self, members: list, as_op_error: Callable, task: str):
+        self._members, self._as_op_error, self._task = members, as_op_error, task
+        self._fast = conv2d_bias_kernel(members[0][1], relu=len(members) == 3)
+
+    def run(self, x, w, bias):
+        try:
+            y = self._fast(x, w, bias)
+        except Exception:  # noqa: BLE001 - operands the convolution refuses: its own kernel says why
+            y = None
+        if y is not None:
+            return y
+        node = None
+        try:
+            for k, (fn, node) in enumerate(self._members):
+                y = fn(x, w) if k == 0 else fn(y, bias) if k == 1 else fn(y)
+        except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
+            raise self._as_op_error(e, node, self._task) from None
+        return y
+
+
 def _sum_to_shape_of(sum_to_shape: Callable, shape: Callable) -> Callable:
     """SumToShape's kernel given the tensor whose shape it reduces to (its Shape's input)."""
     def run(g, x):
         if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape:
             return g   # (what SumToShape returns for a shape g has)
         return sum_to_shape(g, shape(x))
+    run.reads_shape_of = 1   # (its input x is read for its shape alone)
     return run
+
+
+def _reads_shape_only(step: tuple, pos: int) -> bool:
+    """Whether a step reads its input `pos` for that value's shape alone (a merged SumToShape's x)."""
+    return getattr(step[1], "reads_shape_of", None) == pos
 
 
 def _slots_read(step: tuple) -> tuple:
@@ -225,13 +330,18 @@ def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level
     dtype = dtype_of(node, by_name)
     if dtype not in _FLOATS and (dtype not in _INTS or form[1] is None):   # (form: _FORMS's entry)
         return None
+    return None if _reads_refs(node, by_name, feed_set) else np.dtype(dtype.as_numpy_dtype)
+
+
+def _reads_refs(node: NodeDef, by_name: dict, feed_set: set) -> bool:
+    """Whether the node reads a TF1 variable's ref output (its step reads the variable's value)."""
     for inp in node.input:
         src, idx, is_ctrl = parse_input(inp)
         producer = by_name.get(src)
         if not is_ctrl and f"{src}:{idx}" not in feed_set and producer is not None \
                 and idx in registry.lookup(producer.op).ref_outputs:
-            return None
-    return np.dtype(dtype.as_numpy_dtype)
+            return True
+    return False
 
 
 def dtype_of(node: NodeDef, by_name: dict):

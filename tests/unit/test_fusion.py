@@ -331,3 +331,56 @@ def test_broadcast_gradients_with_unknown_batch_reduce_as_before_and_a_fetched_s
     np.testing.assert_allclose(got[1], (d * xv).sum(0, keepdims=True), rtol=1e-5)
     np.testing.assert_allclose(got[2], np.tanh(xv * yv).sum(1), rtol=1e-5)
     assert got[1].shape == (1, 3) and list(got[3]) == [4, 3]
+
+
+def _conv_bias(relu: bool, channels=3):
+    """x (batch unknown) -> Conv2D -> BiasAdd (-> Relu): (x, the bias add, the output)."""
+    rng = np.random.default_rng(5)
+    x = tf.placeholder(tf.float32, [None, 9, 9, channels])
+    w = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
+    b = tf.Variable(rng.standard_normal(8).astype(np.float32))
+    pre = tf.nn.bias_add(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="conv"), b, name="bias")
+    return x, pre, (tf.nn.relu(pre, name="out") if relu else tf.negative(pre, name="out")), [w, b]
+
+
+def _traced(sess, fetches, feeds):
+    meta = tf.RunMetadata()
+    out = sess.run(fetches, feeds, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    return out, {ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+
+
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("special", [False, True])   # a NaN, an inf and a huge value: the ops' own kernels
+def test_conv2d_bias_add_and_relu_run_as_one_step_with_the_three_ops_bits(relu, special):
+    x, pre, out, variables = _conv_bias(relu)
+    v = np.random.default_rng(6).standard_normal((4, 9, 9, 3)).astype(np.float32)
+    if special:
+        v[0, 0, 0, 0], v[1, 4, 4, 1], v[2, 8, 8, 2] = np.nan, np.inf, 3e38
+    loss = tf.reduce_sum(tf.square(out))
+    grads = tf.gradients(loss, [x] + variables)   # the bias's gradient reduces to the shape of the fused value
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        fused, names = _traced(sess, [out] + grads, {x: v})
+        apart = sess.run([out] + grads + [pre], {x: v})[:-1]   # (the bias add fetched: the ops run one by one)
+    assert "conv" not in names and ("bias" in names) != relu   # (the fused step has its last member's name)
+    for a, b in zip(fused, apart):
+        assert _same_values(a, b)
+    assert np.isnan(fused[0]).any() == special
+
+
+def test_a_convolution_whose_value_is_read_elsewhere_stays_apart():
+    x, pre, out, _ = _conv_bias(True)
+    conv = pre.op.inputs[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        _, names = _traced(sess, [out, conv * 1.0], {x: np.ones((2, 9, 9, 3), np.float32)})
+    assert {"conv", "bias", "out"} <= names
+
+
+def test_a_failing_fused_convolution_names_the_convolution():
+    x, pre, out, _ = _conv_bias(True, channels=None)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.InvalidArgumentError, match="conv") as err:
+            sess.run(out, {x: np.ones((2, 9, 9, 4), np.float32)})
+    assert err.value.op == "conv"

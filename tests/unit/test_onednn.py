@@ -293,3 +293,21 @@ def test_bias_add_and_relu_grad_are_exactly_tf_s_nan_inf_and_subnormals_included
     np.testing.assert_array_equal(onednn.relu_grad(g, y), want)
     assert onednn.bias_add(x[:1, :2], b) is None             # small: numpy's
     assert onednn.relu_grad(g, y.astype(np.float64)) is None
+
+
+@needs_onednn
+@pytest.mark.parametrize("ci,relu", [(1, True), (16, True), (16, False)])
+def test_fused_convolution_gives_conv_bias_add_and_relu_bits_and_steps_aside_for_nan_or_overflow(ci, relu):
+    g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")
+    x = rng.randn(32, 8, 8, ci).astype(np.float32)
+    w = rng.randn(3, 3, ci, 16).astype(np.float32)
+    b = rng.randn(16).astype(np.float32)
+    want = onednn.conv2d(x, w, g, oh, ow) + b
+    if relu:
+        want = np.maximum(want, np.float32(0))
+    got = onednn.conv2d_bias(x, w, b, g, oh, ow, relu)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    for bad in (np.nan, np.inf, 3e38):   # the post-op ReLU would make a NaN (or inf - inf) 0
+        x[1, 2, 3, 0] = bad
+        assert onednn.conv2d_bias(x, w, b, g, oh, ow, relu) is None
+    assert onednn.conv2d_bias(x[..., :1].astype(np.float64), w[:, :, :1], b, g, oh, ow, relu) is None

@@ -158,6 +158,23 @@ def _conv2d_kernel(node, ctx, gpu=False):
     return run
 
 
+def conv2d_bias_kernel(node, relu: bool):
+    """Conv2D `node` and the BiasAdd reading it (and the Relu reading that, with `relu`) as one
+    kernel run(x, w, bias): oneDNN's fused convolution (onednn.conv2d_bias), or None where it
+    does not apply or would give other bits (the ops' own kernels then run). A plan's fusion
+    pass (runtime/fusion.py) makes it where nothing else reads the intermediate values, as
+    grappler's remapper makes TF's _FusedConv2D."""
+    attrs = _node_attrs(node)
+
+    def run(x, w, bias):
+        if (attrs["data_format"] != "NHWC" or type(x) is not np.ndarray or type(w) is not np.ndarray
+                or type(bias) is not np.ndarray or x.ndim != 4 or w.ndim != 4 or x.shape[3] != w.shape[2]):
+            return None
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
+        return onednn.conv2d_bias(x, w, bias, g, oh, ow, relu)
+    return run
+
+
 def _conv2d_grad(op, grad):
     attrs = _op_attrs(op)
     x, f = op.inputs
