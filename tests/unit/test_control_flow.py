@@ -227,6 +227,29 @@ def test_nested_cond_gradient():
         assert sess.run(g, {x: 3.0, p: False, q: True}) == pytest.approx(7.0)
 
 
+def test_cond_gradient_sees_the_forward_branchs_random_numbers_and_does_not_draw_again():
+    x = tf.placeholder(tf.float32, [6, 500])
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: tf.nn.dropout(x, rate=0.5) * 3.0, lambda: x * 2.0)
+    (g,) = tf.gradients(tf.reduce_sum(y), [x])
+    (g2,) = tf.gradients(tf.reduce_sum(y * y), [x])   # a second gradient of the same cond
+    xv = np.random.default_rng(3).uniform(1, 2, (6, 500)).astype(np.float32)
+    with tf.Session() as sess:
+        meta = tf.RunMetadata()
+        yv, gv, g2v = sess.run([y, g, g2], {x: xv, p: True}, run_metadata=meta,
+                               options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+        kept = yv != 0
+        assert 0.4 < kept.mean() < 0.6
+        np.testing.assert_array_equal(gv != 0, kept)   # the forward's mask, not a second draw
+        np.testing.assert_allclose(gv[kept], 6.0)
+        np.testing.assert_allclose(g2v, 2 * yv * gv, rtol=1e-6)
+        names = [ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats]
+        assert sum(name.endswith("RandomUniform") for name in names) == 1
+        yv, gv = sess.run([y, g], {x: xv, p: False})
+        np.testing.assert_array_equal(yv, xv * 2.0)
+        np.testing.assert_array_equal(gv, np.full_like(xv, 2.0))
+
+
 def test_cond_graph_def_library_holds_branches():
     p = tf.placeholder(tf.bool, [])
     tf.cond(p, lambda: tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(2)), lambda: tf.constant(3))

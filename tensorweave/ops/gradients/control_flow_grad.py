@@ -8,11 +8,13 @@ from tensorweave.framework.func_graph import FuncGraph, replay, resolve_capture,
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
-from tensorweave.ops.array.core import identity
+import numpy as np
+
+from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.array.fill import zeros, zeros_like
 from tensorweave.ops.control_flow import tensor_list
 from tensorweave.ops.control_flow.cond import union_captures
-from tensorweave.ops.control_flow.while_loop import iteration_count, record, record_like, while_loop
+from tensorweave.ops.control_flow.while_loop import _function_changed, iteration_count, record, record_like, while_loop
 from tensorweave.ops.gradients.gradients import gradients, is_stand_in_zeros
 from tensorweave.ops.helpers import dense
 from tensorweave.ops.math.binary import add_n, greater_equal, subtract
@@ -26,17 +28,26 @@ def _differentiable(dt) -> bool:
 
 @RegisterGradient("If")
 def _if_grad(op, *grads):
-    """Gradient of If: an If over gradient branches, each recomputing its forward branch from the
-    same inputs and differentiating it, so only the taken branch's gradient runs."""
+    """Gradient of If: an If over gradient branches, each differentiating a copy of its forward
+    branch, so only the taken branch's gradient runs. The forward values the gradient reads are
+    the forward If's own, which it returns as extra outputs (as TF's cond_v2 does): a branch's
+    random numbers (Dropout's mask) are the ones its gradient sees, and nothing runs twice. A copy
+    of an If inside a loop's or another If's gradient, or an If whose branches another If shares,
+    recomputes them in the copy instead (as do values of other than numeric or bool dtypes)."""
     g = get_default_graph()
     fwd_inputs = list(op.inputs[1:])
     scope = g.get_name_scope()
+    branches = (op.get_attr("then_branch"), op.get_attr("else_branch"))
+    exports = _may_add_outputs(op, branches)
     results = []
-    for branch, which in ((op.get_attr("then_branch"), "true"), (op.get_attr("else_branch"), "false")):
+    for k, which in enumerate(("true", "false")):
         fg = FuncGraph(unique_function_name(g, f"{op.name}_grad_{which}"), g, name_scope=scope)
         with fg.as_default():
             xs = [fg.capture(t) for t in fwd_inputs]
-            outs = replay(branch, xs)
+            first = len(fg.get_operations())
+            mapping: dict = {}
+            outs = replay(branches[k], xs, mapping=mapping)
+            copied = set(fg.get_operations()[first:]) - {t.op for t in xs}
             ys, dys = [], []
             for y, dy in zip(outs, grads):
                 if dy is not None and isinstance(y, Tensor) and _differentiable(y.dtype):
@@ -48,6 +59,8 @@ def _if_grad(op, *grads):
                 got = gradients(ys, [xs[i] for i in wrt], grad_ys=dys)
                 for i, d in zip(wrt, got):
                     dxs[i] = None if d is None else convert_to_tensor(d)
+            if exports:
+                dxs = _read_forward_values(op, k, branches, fg, first, copied, mapping, dxs)
         results.append((fg, xs, dxs))
     (tfg, txs, tdx), (ffg, fxs, fdx) = results
     keep = [i for i in range(len(fwd_inputs)) if tdx[i] is not None or fdx[i] is not None]
@@ -77,6 +90,68 @@ def _if_grad(op, *grads):
     for k, i in enumerate(keep):
         out[i + 1] = grad_op.outputs[k]
     return out
+
+
+def _may_add_outputs(op: Operation, branches: tuple) -> bool:
+    """Whether If `op` may return its branches' values for its gradient: it is not a copy made in a
+    gradient (its branches were built in its own graph) and no other If runs its branches."""
+    if any(b.outer_graph is not op.graph for b in branches):
+        return False
+    return not any(o is not op and o.type == "If" and (o._attrs.get("then_branch") in branches or
+                                                        o._attrs.get("else_branch") in branches)
+                   for o in op.graph.get_operations())
+
+
+def _read_forward_values(op: Operation, k: int, branches: tuple, fg: FuncGraph, first: int, copied: set,
+                         mapping: dict, dxs: list) -> list:
+    """In gradient branch `fg` of If `op`'s branch k, each value of the forward branch's copy
+    (`copied`, `mapping`: branch tensor -> copy) the gradient reads is read from the forward If
+    instead, and the copy's ops that are no longer read go; returns `dxs` so rewired."""
+    forward_of = {c: b for b, c in mapping.items() if isinstance(c, Tensor) and c.op in copied}
+    reads: dict = {}
+
+    def read(t: Tensor) -> Tensor:
+        if t not in reads:
+            reads[t] = fg.capture(_forward_output(op, k, branches, forward_of[t]))
+        return reads[t]
+
+    def exported(t) -> bool:
+        return isinstance(t, Tensor) and t in forward_of and t.op.type != "Const" and _numeric(t.dtype)
+
+    for gop in [o for o in fg.get_operations()[first:] if o not in copied]:
+        for c in [c for c in gop.control_inputs if c in copied]:
+            gop._remove_control_input(c)   # (the forward branch ran)
+        for idx, t in enumerate(gop.inputs):
+            if exported(t):
+                gop._update_input(idx, read(t))
+    dxs = [read(d) if exported(d) else d for d in dxs]
+    live = set(_live_ops([d for d in dxs if d is not None], first, fg))
+    captured = {t.op for t in fg.internal_captures}
+    fg.remove_ops([o for o in fg.get_operations()[first:] if o not in live and o not in captured])
+    fg.sort_ops()
+    return dxs
+
+
+def _numeric(dt) -> bool:
+    return dt.is_floating or dt.is_complex or dt.is_integer or dt.is_bool
+
+
+def _forward_output(op: Operation, k: int, branches: tuple, t: Tensor) -> Tensor:
+    """The output of If `op` that is branch k's tensor `t` (an output it adds: the other branch
+    returns a scalar zero there, which the gradient's other branch never reads)."""
+    body, other = branches[k], branches[1 - k]
+    for i, out in enumerate(body.outputs):
+        if out is t:
+            return op.outputs[i]
+    body.outputs = list(body.outputs) + [t]
+    with other.as_default():
+        other.outputs = list(other.outputs) + [constant(np.zeros((), t.dtype.as_numpy_dtype), name="unused")]
+    op._set_attr("Tout", list(op.get_attr("Tout")) + [t.dtype])
+    if op._attrs.get("output_shapes") is not None:
+        op._set_attr("output_shapes", list(op.get_attr("output_shapes")) + [t.shape])
+    _function_changed(body)
+    _function_changed(other)
+    return op._add_output(t.dtype, t.shape)
 
 
 def _zeros_for(x: Tensor, other: Tensor, op) -> Tensor:
