@@ -24,6 +24,7 @@ import glob
 import os
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Callable, Optional
 
@@ -617,8 +618,26 @@ def _pool(alg: int, x: np.ndarray, oh: int, ow: int, *window) -> Optional[np.nda
 
 
 def max_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
-    """MaxPool (NHWC); padding never wins."""
-    return _pool(_POOL_MAX, x, oh, ow, kh, kw, sh, sw, pt, pl)
+    """MaxPool (NHWC); padding never wins. Each window's argmax is kept beside the output while
+    it lives, for max_pool_grad of that output (the forward that records it costs no more)."""
+    if (arrays := _dense(x)) is None:
+        return None
+    given, (x,) = x, arrays
+    y_shape = (x.shape[0], oh, ow, x.shape[3])
+    win = _window(x.shape, oh, ow, kh, kw, sh, sw, pt, pl)
+    plan = _plan(("max_grad", x.shape, y_shape, win), lambda: _PoolPlan(_POOL_MAX, True, x.shape, y_shape, win))
+    if plan is None:
+        return _pool(_POOL_MAX, x, oh, ow, kh, kw, sh, sw, pt, pl)
+    y, ws = np.empty(y_shape, np.float32), np.empty(plan.workspace, np.uint8)
+    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, y),
+                  (_WORKSPACE, plan.forward.md(_Q_WORKSPACE), ws)])
+    key = id(y)
+    _ARGMAX[key] = (weakref.ref(y, lambda _: _ARGMAX.pop(key, None)), weakref.ref(given), ws)
+    return y
+
+
+# a max pooling's output, by id -> (weak references to it and to its input, its argmax workspace)
+_ARGMAX: dict = {}
 
 
 def avg_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
@@ -626,9 +645,13 @@ def avg_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optiona
     return _pool(_POOL_AVG_EXCLUDE_PADDING, x, oh, ow, kh, kw, sh, sw, pt, pl)
 
 
-def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optional[np.ndarray]:
-    """MaxPoolGrad: each output's gradient to the first maximum of its window (row-major), found
-    by pooling x again with the argmax recorded in a workspace."""
+def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl,
+                  y: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    """MaxPoolGrad: each output's gradient to the first maximum of its window (row-major), from
+    the argmax max_pool recorded when `y` is its output for this very x, else found by pooling x
+    again."""
+    entry = _ARGMAX.get(id(y)) if y is not None else None
+    given = x
     if (arrays := _dense(x, g)) is None:
         return None
     x, g = arrays
@@ -636,9 +659,13 @@ def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl) -> Optio
     plan = _plan(("max_grad", x.shape, g.shape, win), lambda: _PoolPlan(_POOL_MAX, True, x.shape, g.shape, win))
     if plan is None:
         return None
-    ws_md, ws = plan.forward.md(_Q_WORKSPACE), np.empty(plan.workspace, np.uint8)
-    plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),
-                  (_WORKSPACE, ws_md, ws)])
+    ws_md = plan.forward.md(_Q_WORKSPACE)
+    if entry is not None and entry[0]() is y and entry[1]() is given and y.shape == g.shape:
+        ws = entry[2]
+    else:
+        ws = np.empty(plan.workspace, np.uint8)
+        plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),
+                      (_WORKSPACE, ws_md, ws)])
     dx = np.empty(x.shape, np.float32)
     plan.backward([(_DIFF_DST, plan.dst.handle, g), (_WORKSPACE, ws_md, ws), (_DIFF_SRC, plan.src.handle, dx)])
     return dx

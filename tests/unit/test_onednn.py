@@ -105,6 +105,8 @@ def test_pooling_and_its_gradients_match_the_numpy_kernels_ties_included(h, k, s
                                rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(onednn.max_pool_grad(x, g, *window), pool_kernels.max_pool_grad(x, y, g, *window),
                                rtol=1e-6, atol=1e-6)
+    pooled = onednn.max_pool(x, oh, ow, *window)   # (its argmax recorded: the gradient reads it)
+    np.testing.assert_array_equal(onednn.max_pool_grad(x, g, *window, y=pooled), onednn.max_pool_grad(x, g, *window))
     np.testing.assert_allclose(onednn.avg_pool_grad(x.shape, g, *window),
                                pool_kernels.avg_pool_grad(x.shape, g, *window), rtol=1e-6, atol=1e-6)
 
@@ -311,3 +313,20 @@ def test_fused_convolution_gives_conv_bias_add_and_relu_bits_and_steps_aside_for
         x[1, 2, 3, 0] = bad
         assert onednn.conv2d_bias(x, w, b, g, oh, ow, relu) is None
     assert onednn.conv2d_bias(x[..., :1].astype(np.float64), w[:, :, :1], b, g, oh, ow, relu) is None
+
+
+@needs_onednn
+def test_max_pool_grad_reads_the_forward_argmax_only_for_that_output_of_that_input_while_it_lives():
+    x = rng.randn(4, 8, 8, 16).astype(np.float32)
+    g = rng.randn(4, 4, 4, 16).astype(np.float32)
+    window = (2, 2, 2, 2, 0, 0)
+    y = onednn.max_pool(x, 4, 4, *window)
+    want = onednn.max_pool_grad(x, g, *window)
+    np.testing.assert_array_equal(onednn.max_pool_grad(x, g, *window, y=y), want)
+    other = -x   # another input: pooled again
+    np.testing.assert_array_equal(onednn.max_pool_grad(other, g, *window, y=y), onednn.max_pool_grad(other, g, *window))
+    x[...] = -x   # (values are never changed in place by a step; here it shows the recorded argmax is read)
+    assert not np.array_equal(onednn.max_pool_grad(x, g, *window, y=y), onednn.max_pool_grad(x, g, *window))
+    key = id(y)
+    del y
+    assert key not in onednn._ARGMAX

@@ -129,7 +129,7 @@ def _max_pool_grad_kernel(node, ctx, gpu=False):
                                   f"got {list(y.shape)} and {list(g.shape)}")
         if gpu:
             return from_nhwc(im2col.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl), fmt)
-        dx = onednn.max_pool_grad(xn, gn, kh, kw, sh, sw, pt, pl)
+        dx = onednn.max_pool_grad(xn, gn, kh, kw, sh, sw, pt, pl, y=yn)
         return from_nhwc(pool_kernels.max_pool_grad(xn, yn, gn, kh, kw, sh, sw, pt, pl) if dx is None else dx, fmt)
     return run
 
