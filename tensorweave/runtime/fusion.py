@@ -212,6 +212,8 @@ def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_
     output fewer), or where that does not apply the members' kernels in order. Grappler's remapper
     fuses the same chains into TF's _FusedConv2D, at every jit level. The step's node is the last
     member's (TF names the fused op so too), the members' names in its MEMBERS attr."""
+    if not any(node.op == "Conv2D" for node in nodes):
+        return steps, nodes
     chains: dict = {}   # the last member's step -> the chain's steps
     readers: dict = {}
     for i, step in enumerate(steps):
