@@ -632,11 +632,12 @@ def max_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optiona
     plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, y),
                   (_WORKSPACE, plan.forward.md(_Q_WORKSPACE), ws)])
     key = id(y)
-    _ARGMAX[key] = (weakref.ref(y, lambda _: _ARGMAX.pop(key, None)), weakref.ref(given), ws)
+    _ARGMAX[key] = (weakref.ref(y, lambda _: _ARGMAX.pop(key, None)), weakref.ref(given), win, ws)
     return y
 
 
-# a max pooling's output, by id -> (weak references to it and to its input, its argmax workspace)
+# a max pooling's output, by id -> (weak references to it and to its input, its window, its argmax
+# workspace)
 _ARGMAX: dict = {}
 
 
@@ -648,8 +649,8 @@ def avg_pool(x: np.ndarray, oh: int, ow: int, kh, kw, sh, sw, pt, pl) -> Optiona
 def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl,
                   y: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
     """MaxPoolGrad: each output's gradient to the first maximum of its window (row-major), from
-    the argmax max_pool recorded when `y` is its output for this very x, else found by pooling x
-    again."""
+    the argmax max_pool recorded when `y` is its output for this very x and window, else found
+    by pooling x again."""
     entry = _ARGMAX.get(id(y)) if y is not None else None
     given = x
     if (arrays := _dense(x, g)) is None:
@@ -660,8 +661,8 @@ def max_pool_grad(x: np.ndarray, g: np.ndarray, kh, kw, sh, sw, pt, pl,
     if plan is None:
         return None
     ws_md = plan.forward.md(_Q_WORKSPACE)
-    if entry is not None and entry[0]() is y and entry[1]() is given and y.shape == g.shape:
-        ws = entry[2]
+    if entry is not None and entry[0]() is y and entry[1]() is given and entry[2] == win and y.shape == g.shape:
+        ws = entry[3]
     else:
         ws = np.empty(plan.workspace, np.uint8)
         plan.forward([(_SRC, plan.src.handle, x), (_DST, plan.dst.handle, np.empty(g.shape, np.float32)),

@@ -324,6 +324,8 @@ def test_max_pool_grad_reads_the_forward_argmax_only_for_that_output_of_that_inp
     want = onednn.max_pool_grad(x, g, *window)
     np.testing.assert_array_equal(onednn.max_pool_grad(x, g, *window, y=y), want)
     other = -x   # another input: pooled again
+    wider = (3, 3, 2, 2, 0, 0)   # another window, the same output shape (a hand-built graph's): pooled again
+    np.testing.assert_array_equal(onednn.max_pool_grad(x, g, *wider, y=y), onednn.max_pool_grad(x, g, *wider))
     np.testing.assert_array_equal(onednn.max_pool_grad(other, g, *window, y=y), onednn.max_pool_grad(other, g, *window))
     x[...] = -x   # (values are never changed in place by a step; here it shows the recorded argmax is read)
     assert not np.array_equal(onednn.max_pool_grad(x, g, *window, y=y), onednn.max_pool_grad(x, g, *window))
