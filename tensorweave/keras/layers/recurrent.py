@@ -100,6 +100,14 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
     outputs, new_states), outputs in the order the steps ran (time reversed with go_backwards).
     The loop is tf.nn.dynamic_rnn's while_loop (tf.nn.static_rnn's when unroll=True).
     input_length is accepted for TF's signature; the inputs' shape gives the steps."""
+    return _rnn(step_function, inputs, initial_states, go_backwards, mask, constants, unroll, time_major,
+                zero_output_for_mask)
+
+
+def _rnn(step_function, inputs, initial_states, go_backwards, mask, constants, unroll, time_major,
+         zero_output_for_mask, project_steps=None):
+    """K.rnn's loop; `project_steps` (time-major inputs -> the steps' inputs), when given, maps all
+    the time steps' inputs at once before the loop (a cell's input products: _project_steps)."""
     constants = list(constants or [])
 
     def step(x, states):
@@ -115,6 +123,8 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
     if go_backwards:
         x = reverse(x, [0])
         mask = reverse(mask, [0]) if mask is not None else None
+    if project_steps is not None:
+        x = project_steps(x)
     initial_states = list(initial_states)
     # The first step outside the loop (as K.rnn): it gives the output's shape, and the cells'
     # dropout masks it makes there are the ones every step of the loop uses.
@@ -336,6 +346,7 @@ class LSTMCell(_RecurrentCell):
         self.unit_forget_bias = unit_forget_bias
         self.implementation = implementation
         self.state_size = [self.units, self.units]
+        self._steps_projected = False   # (while an RNN's loop runs it over _project_steps's products)
 
     def _bias_initializer(self):
         if not self.unit_forget_bias:
@@ -352,36 +363,66 @@ class LSTMCell(_RecurrentCell):
 
     def call(self, inputs, states, training=None):
         h_tm1, c_tm1 = states[0], states[1]
-        dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
+        # an RNN that computed every step's input products before its loop passes them (_project_steps)
+        dp_mask = None if self._steps_projected else self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
         c, o = self._carry_and_output(self._gate_inputs(inputs, h_tm1, dp_mask, rec_dp_mask), c_tm1)
         h = o * self.activation(c)
         return h, [h, c]
 
+    def _input_products(self, inputs, dp_mask):
+        """The input's part of the gates: [x_g @ kernel_g + bias_g for the gates i, f, c, o]
+        (implementation 1, x_g the input dropped by gate g's mask), or x @ kernel (2: the step adds
+        the bias after the recurrent product). `inputs`: a step's [batch, input_dim], or all the
+        steps' [time, batch, input_dim] (then products of their time * batch rows)."""
+        def rows(x):
+            return x if inputs.shape.ndims == 2 else reshape(x, [-1, inputs.shape[-1].value])
+        count = 4 if self.implementation == 1 else 1
+        xs = [rows(inputs * m) for m in dp_mask[:count]] if dp_mask is not None else [rows(inputs)] * count
+        if self.implementation != 1:
+            return K.dot(xs[0], self._matmul_kernels()[0])
+        x = [K.dot(xi, k) for xi, k in zip(xs, split(self.kernel, 4, axis=1))]
+        if self.use_bias:
+            x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
+        return x
+
     def _gate_inputs(self, inputs, h_tm1, dp_mask, rec_dp_mask) -> list:
-        """The four gates' pre-activations [i, f, c, o] from the step's input and previous output."""
+        """The four gates' pre-activations [i, f, c, o] from the step's input (or its input
+        products, when the RNN computed them before its loop: _project_steps) and previous output."""
+        x = inputs if self._steps_projected else self._input_products(inputs, dp_mask)
         if self.implementation == 1:
-            xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
+            x = split(x, 4, axis=1) if self._steps_projected else x
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
-            kernels = split(self.kernel, 4, axis=1)
-            x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
-            if self.use_bias:
-                x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
             # one Split (its gradient one Concat) where TF slices four times (four StridedSliceGrads
             # of the whole kernel and their AddN per step): the same columns, the same sums
             recurrent_kernels = split(self.recurrent_kernel, 4, axis=1)
-            z = [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
-        else:
-            if dp_mask is not None:
-                inputs = inputs * dp_mask[0]
-            if rec_dp_mask is not None:
-                h_tm1 = h_tm1 * rec_dp_mask[0]
-            kernel, recurrent_kernel = self._matmul_kernels()
-            zz = K.dot(inputs, kernel) + K.dot(h_tm1, recurrent_kernel)
-            if self.use_bias:
-                zz = K.bias_add(zz, self._gate_bias())
-            z = split(zz, 4, axis=1)
-        return z
+            return [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
+        if rec_dp_mask is not None:
+            h_tm1 = h_tm1 * rec_dp_mask[0]
+        zz = x + K.dot(h_tm1, self._matmul_kernels()[1])
+        if self.use_bias:
+            zz = K.bias_add(zz, self._gate_bias())
+        return split(zz, 4, axis=1)
+
+    def _project_steps(self, steps, training):
+        """All the time steps' input products at once, before the RNN's loop: time-major `steps`
+        [time, batch, input_dim] -> [time, batch, 4 * units] (implementation 1: the gates'
+        products side by side), which the loop's step completes with the recurrent products. The
+        input's dropout masks are the same at every step, so each row is the product the step
+        would compute, the same bits (sgemm sums a row alike in a product of any number of rows):
+        a product of time * batch rows a gate, on the OpenMP team, instead of one a step (and in
+        the gradient the kernel's is one product over all the steps, not a sum of one a step).
+        `steps` themselves when this cell (a subclass's own step) does not take them."""
+        own = all(getattr(type(self), name) is getattr(LSTMCell, name)
+                  for name in ("call", "_input_products", "_gate_inputs"))
+        if not own or steps.shape.ndims != 3 or steps.shape[-1].value is None:
+            return steps
+        products = self._input_products(steps, self.get_dropout_mask_for_cell(steps[0], training, count=4))
+        products = concat(products, 1) if isinstance(products, list) else products
+        projected = reshape(products, concat([shape(steps)[:2], [4 * self.units]], 0))
+        projected.set_shape(TensorShape(steps.shape[:2]).concatenate([4 * self.units]))
+        self._steps_projected = True
+        return projected
 
     def _carry_and_output(self, z, c_tm1):
         """The new carry state and the output gate from the gates' pre-activations."""
@@ -794,6 +835,8 @@ class RNN(Layer):
                 raise ValueError("RNN cell does not support constants")
             kwargs["constants"] = constants
         cell_call = self.cell.__call__ if callable(self.cell) else self.cell.call
+        # a cell that computes all the steps' input products before the loop (LSTMCell._project_steps)
+        project = getattr(self.cell, "_project_steps", None) if not constants else None
         # a tf.nn.rnn_cell cell takes its one state as a tensor, not a list
         single_tf_state = isinstance(self.cell, RNNCell) and len(self._state_sizes()) == 1
 
@@ -801,9 +844,13 @@ class RNN(Layer):
             output, new_states = cell_call(x, states[0] if single_tf_state else states, **kwargs)
             return output, new_states if nest.is_sequence(new_states) else [new_states]
 
-        last_output, outputs, states = rnn(step, inputs, initial_state, go_backwards=self.go_backwards, mask=mask,
-                                               unroll=self.unroll, time_major=self.time_major,
-                                               zero_output_for_mask=self.zero_output_for_mask)
+        try:
+            last_output, outputs, states = _rnn(step, inputs, initial_state, self.go_backwards, mask, None,
+                                                self.unroll, self.time_major, self.zero_output_for_mask,
+                                                project and (lambda steps: project(steps, training)))
+        finally:
+            if project is not None:
+                self.cell._steps_projected = False
         if self.stateful:
             self.add_update([assign(v, s) for v, s in zip(nest.flatten(self.states), nest.flatten(states))])
         output = outputs if self.return_sequences else last_output
