@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from tensorweave.keras.layers.recurrent import LSTMCell
+from tensorweave.keras.layers.recurrent import _RecurrentCell
 from tensorweave.ops import registry
 from fixtures.keras_recurrent_cases import (CASES, CONFIG_CASES, INPUT_SHAPES, input_values, summary_model,
                                             weight_values)
@@ -487,13 +487,22 @@ def test_regularizers_frozen_layers_and_input_dim_arguments():
     assert len(model.trainable_weights) == 3
 
 
-@pytest.mark.parametrize("implementation,go_backwards,masked", [(1, False, True), (2, True, False)])
-def test_an_lstm_s_input_products_of_all_steps_before_its_loop_are_the_step_s(monkeypatch, implementation,
-                                                                              go_backwards, masked):
-    """The LSTM multiplies its input by the kernel for all the time steps before its loop (a
-    product of time * batch rows a gate) and the loop's step only by the recurrent kernel: the
-    outputs are the bits of products made in each step (the IMDB benchmark's shapes: batch 32,
-    128 units) and the gradients theirs but for the order of the kernel's sums over the steps."""
+@pytest.mark.parametrize("make,masked,recurrent_products,input_products", [
+    (lambda: L.LSTM(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 4, 4),
+    (lambda: L.LSTM(128, dropout=0.2, recurrent_dropout=0.2, implementation=2, go_backwards=True,
+                    return_sequences=True), False, 1, 1),
+    (lambda: L.GRU(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 3, 3),
+    (lambda: L.GRU(128, dropout=0.2, recurrent_dropout=0.2, implementation=2, reset_after=True, go_backwards=True,
+                   return_sequences=True), False, 1, 1),
+    (lambda: L.SimpleRNN(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 1, 1),
+], ids=["lstm", "lstm_2_backwards", "gru", "gru_2_reset_after_backwards", "simple_rnn"])
+def test_a_recurrent_layer_s_input_products_of_all_steps_before_its_loop_are_the_step_s(
+        monkeypatch, make, masked, recurrent_products, input_products):
+    """LSTM, GRU and SimpleRNN multiply their input by the kernel for all the time steps before
+    their loop (a product of time * batch rows a gate) and the loop's step only by the recurrent
+    kernel: the outputs are the bits of products made in each step (the IMDB benchmark's shapes:
+    batch 32, 128 units) and the gradients theirs but for the order of the kernel's sums over the
+    steps."""
     rng = np.random.RandomState(3)
     x = rng.randn(32, 6, 128).astype(np.float32)
     x[:5, 4:] = 0.0   # (masked steps, where a Masking layer says so)
@@ -514,13 +523,12 @@ def test_an_lstm_s_input_products_of_all_steps_before_its_loop_are_the_step_s(mo
     results, loop_products = [], []
     for projected in (True, False):
         if not projected:
-            monkeypatch.setattr(LSTMCell, "_project_steps", lambda self, steps, training: steps)
+            monkeypatch.setattr(_RecurrentCell, "_project_steps", lambda self, steps, training: steps)
         with tf.Graph().as_default():
             fixed = iter(drops)   # the same dropout masks in both graphs (their op seeds differ)
             monkeypatch.setattr(K, "dropout", lambda ones, rate: ones * next(fixed))
             inputs = tf.constant(x)
-            layer = L.LSTM(128, dropout=0.2, recurrent_dropout=0.2, implementation=implementation,
-                           go_backwards=go_backwards, return_sequences=True)
+            layer = make()
             y = layer(L.Masking(0.0)(inputs) if masked else inputs, training=True)
             grads = tf.gradients(tf.reduce_sum(y * y), [inputs] + layer.trainable_weights)
             set_case_weights([layer])
@@ -531,5 +539,4 @@ def test_an_lstm_s_input_products_of_all_steps_before_its_loop_are_the_step_s(mo
     np.testing.assert_array_equal(y_projected, y_stepwise)
     for got, want in zip(g_projected, g_stepwise):   # (sums of 192 rows in two orders: to 1e-5)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    gates = 4 if implementation == 1 else 1   # (6 steps: the recurrent products alone in the loop)
-    assert loop_products == [6 * gates, 6 * 2 * gates]
+    assert loop_products == [6 * recurrent_products, 6 * (recurrent_products + input_products)]   # (6 steps)
