@@ -301,10 +301,12 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
         """All the time steps' input products at once, before the RNN's loop: time-major `steps`
         [time, batch, input_dim] -> [time, batch, width] (the gates' products side by side), which
         the loop's step completes with the recurrent products. The input's dropout masks are the
-        same at every step, so each row is the product the step would compute, the same bits
-        (sgemm sums a row alike in a product of any number of rows; tests/unit/test_keras_recurrent.py):
-        one product of time * batch rows a gate, on the OpenMP team, instead of one a step (and in
-        the gradient the kernel's is one product over all the steps, not a sum of one a step).
+        same at every step, so each row is the product the step would compute (the same bits
+        where the product's kernel sums a row alike for any number of rows, as oneDNN's sgemm does
+        for the IMDB LSTM's shapes: tests/unit/test_keras_recurrent.py; else to rounding): one
+        product of time * batch rows a gate (large enough for oneDNN's OpenMP team) instead of one
+        a step, and in the gradient the kernel's is one product over all the steps, not a sum of
+        one a step (the same sums in another order).
         `steps` themselves where this cell's step (a subclass's own) does not take them.
 
         A cell's `_input_products(inputs, dp_mask)` is the input's part of its step (x @ kernel,
@@ -864,7 +866,7 @@ class RNN(Layer):
                 raise ValueError("RNN cell does not support constants")
             kwargs["constants"] = constants
         cell_call = self.cell.__call__ if callable(self.cell) else self.cell.call
-        # a cell that computes all the steps' input products before the loop (LSTMCell._project_steps)
+        # a cell that computes all the steps' input products before the loop (_RecurrentCell._project_steps)
         project = getattr(self.cell, "_project_steps", None) if not constants else None
         # a tf.nn.rnn_cell cell takes its one state as a tensor, not a list
         single_tf_state = isinstance(self.cell, RNNCell) and len(self._state_sizes()) == 1
