@@ -120,7 +120,7 @@ def _while_grad(op, *grads):
     # (dynamic_rnn's list of every step's output, where only the last output is used) has a zero
     # gradient at every iteration: the backward loop leaves it out.
     var_idx = [i for i in range(n) if _carries_gradient(types[i])
-               and not (is_stand_in_zeros(grads[i]) and _feeds_only_itself(body, i, n))]
+               and not (is_stand_in_zeros(grads[i]) and _feeds_only_itself(body, i))]
     cap_idx = [j for j, t in enumerate(captures) if _carries_gradient(t.dtype) or t.dtype == dtypes.resource]
     # Gradients reaching the recorded lists (a second derivative through this loop's gradient) flow
     # into the recorded body tensors, iteration by iteration.
@@ -156,7 +156,7 @@ def _while_grad(op, *grads):
     return out
 
 
-def _feeds_only_itself(body: FuncGraph, i: int, n: int) -> bool:
+def _feeds_only_itself(body: FuncGraph, i: int) -> bool:
     """Whether loop variable i's value in `body` reaches no output but its own next value."""
     others = {t for k, t in enumerate(body.outputs) if k != i}
     seen, stack = set(), [body.inputs[i]]
