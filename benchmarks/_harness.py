@@ -7,10 +7,20 @@ import importlib.util
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
 from typing import Optional
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+# A benchmark stopped by `timeout` (SIGTERM) unwinds like one stopped by Ctrl-C: its `finally` blocks
+# stop the servers and busy loops it started, rather than leaving them running.
+signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
 def tf_python(default: str = "/opt/tfvenv/bin/python") -> Optional[str]:

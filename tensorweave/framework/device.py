@@ -1,6 +1,7 @@
 """DeviceSpec: parsing, printing and merging TF device strings."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace as _dc_replace
 from typing import Optional
 
@@ -23,6 +24,12 @@ class DeviceSpec:
         """Parses any string form TF accepts ("/job:ps/task:0", "/cpu:0", "/device:GPU:1", "")."""
         if isinstance(spec, DeviceSpec):
             return spec
+        if cls is DeviceSpec and isinstance(spec, str):
+            return _parsed(spec)
+        return cls._parse(spec)
+
+    @classmethod
+    def _parse(cls, spec: Optional[str]) -> "DeviceSpec":
         fields: dict = {}
         if not spec:
             return cls()
@@ -123,3 +130,11 @@ def merge_device(spec: str):
         return base.merge_from(current).to_string()
 
     return _merge
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(spec: str) -> DeviceSpec:
+    """DeviceSpec.from_string of a string, parsed once (a DeviceSpec is immutable): the placer,
+    the partitioner and a session's checks parse every op's device of every graph they see, a
+    few thousand strings of a handful of distinct ones while a job starts."""
+    return DeviceSpec._parse(spec)

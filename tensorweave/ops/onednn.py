@@ -779,9 +779,10 @@ def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
     thread does, one that splits k adds the partial sums in another order."""
     def trial():
         rng = np.random.default_rng(0)
-        pa, pb = np.empty_like(a), np.empty_like(b)   # (the operands' layouts: same strides)
-        pa[...] = rng.standard_normal(a.shape, np.float32)
-        pb[...] = rng.standard_normal(b.shape, np.float32)
+        # the operands' layouts: their rows as far apart (empty_like of a slice of columns is dense,
+        # and sgemm read it with the slice's leading dimension, past its end)
+        pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
+                  for x, ld in ((a, gemm[5]), (b, gemm[6])))
         return lambda serial: _sgemm(gemm, pa, pb, serial)
     return _serial_agrees(gemm, trial)
 

@@ -15,6 +15,8 @@ Pure functions over plain data. Rules, in TF 1.x's order of precedence:
 from __future__ import annotations
 
 import sys
+import threading
+import weakref
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Optional
 
@@ -143,6 +145,46 @@ def _merge_requests(a: DeviceSpec, b: DeviceSpec, soft: bool) -> Optional[Device
     return a.merge_from(b)
 
 
+# The colocation groups of the GraphDefs placed lately, {id: (GraphDef weakref, its node count, resource
+# tensors, groups)}: a master places each step's plan over its graph's one cached GraphDef, whose
+# groups (a union over every node and input) are the same for every plan.
+_GROUPS: dict = {}
+_GROUPS_KEPT = 16
+_GROUPS_LOCK = threading.Lock()
+
+
+def _colocation(graph_def: GraphDef, resource_tensors: frozenset) -> tuple:
+    """(nodes by name, each node's group root, each root's members, the followers: the nodes
+    that consume a resource handle, whose own requests yield to the handle's) of `graph_def`,
+    computed once per GraphDef object and resource set."""
+    with _GROUPS_LOCK:
+        entry = _GROUPS.get(id(graph_def))
+    if entry is not None and entry[0]() is graph_def and entry[1] == len(graph_def.node) \
+            and entry[2] == resource_tensors:
+        return entry[3]
+    by_name = {n.name: n for n in graph_def.node}
+    uf = _UnionFind()
+    follower: set = set()
+    for n in graph_def.node:
+        for g in _groups_of(n):
+            uf.union(g if g in by_name else "@" + g, n.name)
+        for inp in n.input:
+            src, idx, ctrl = parse_input(inp)
+            if not ctrl and f"{src}:{idx}" in resource_tensors and src in by_name:
+                uf.union(src, n.name)
+                follower.add(n.name)
+    root_of = {name: uf.find(name) for name in by_name}
+    members: dict = {}
+    for name, root in root_of.items():
+        members.setdefault(root, []).append(name)
+    groups = (by_name, root_of, members, follower)
+    with _GROUPS_LOCK:
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)))
+        _GROUPS[id(graph_def)] = (weakref.ref(graph_def), len(graph_def.node), resource_tensors, groups)
+    return groups
+
+
 def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Iterable[str]] = None,
           allow_soft_placement: bool = False, log_device_placement: bool = False,
           resource_tensors: Optional[set] = None) -> dict:
@@ -152,29 +194,15 @@ def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Itera
     computed over the whole graph. `resource_tensors` names the tensors ("op:0") whose dtype
     is `resource`; without it, outputs of ops named *HandleOp are taken as resource handles.
     Raises InvalidArgumentError naming the op when a request cannot be satisfied."""
-    by_name = {n.name: n for n in graph_def.node}
-    wanted = list(by_name) if nodes is None else [n for n in nodes if n in by_name]
-    soft = allow_soft_placement
     if resource_tensors is None:
         resource_tensors = {f"{n.name}:0" for n in graph_def.node if n.op.endswith("HandleOp")}
-
-    uf = _UnionFind()
-    follower: set = set()      # consumes a resource handle: its own request yields to the handle's
-    for n in graph_def.node:
-        for g in _groups_of(n):
-            uf.union(g if g in by_name else "@" + g, n.name)
-        for inp in n.input:
-            src, idx, ctrl = parse_input(inp)
-            if not ctrl and f"{src}:{idx}" in resource_tensors and src in by_name:
-                uf.union(src, n.name)
-                follower.add(n.name)
+    by_name, root_of, members, follower = _colocation(graph_def, frozenset(resource_tensors))
+    wanted = list(by_name) if nodes is None else [n for n in nodes if n in by_name]
+    soft = allow_soft_placement
 
     # Merge the requests of each group: anchors (non-followers) first, then followers.
-    members: dict = {}
-    for name in by_name:
-        members.setdefault(uf.find(name), []).append(name)
     group_request: dict = {}
-    needed_roots = {uf.find(n) for n in wanted}
+    needed_roots = {root_of[n] for n in wanted}
     for root in needed_roots:
         names = members[root]
         anchors = [m for m in names if m not in follower and by_name[m].device]
@@ -204,7 +232,7 @@ def place(graph_def: GraphDef, cluster: ClusterDevices, *, nodes: Optional[Itera
     result: dict = {}
     resolved: dict = {}
     for name in wanted:
-        root = uf.find(name)
+        root = root_of[name]
         if root not in resolved:
             spec, by = group_request[root]
             gpu_kernels = bool(cluster.gpus) and all(registry.has_kernel(by_name[m].op, "GPU") for m in members[root])

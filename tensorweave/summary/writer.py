@@ -50,6 +50,17 @@ class _EventFileWriter:
                                                           next(_file_numbers), suffix)
         self.path = os.path.join(logdir, name)
         self._file = open_file(self.path, "wb")
+        # The file_version record written and flushed here, before the thread starts, as TF's
+        # EventsWriter does on creation: not handed to the thread and waited for (a thread
+        # start and two switches, which held up a chief's session creation on a loaded machine).
+        try:
+            self._file.write(frame(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
+                                   .SerializeToString()))
+            self._file.flush()
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            raise errors.os_error(e, self.path) from None
         self._queue: queue.Queue = queue.Queue(max(int(max_queue), 1))
         self._flush_secs = flush_secs
         self._error = None
@@ -57,8 +68,6 @@ class _EventFileWriter:
         self._closed = False
         self._thread = threading.Thread(target=self._write_queued, name="tensorweave-events", daemon=True)
         self._thread.start()
-        self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
-        self.flush()
 
     def _write_queued(self) -> None:
         due = None   # when the written, still unflushed events are to be flushed

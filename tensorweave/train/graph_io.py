@@ -21,11 +21,11 @@ def write_graph(graph_or_graph_def, logdir, name, as_text=True) -> str:
         raise TypeError(f"write_graph needs a tf.Graph or a GraphDef protocol buffer, got {type(graph_or_graph_def)}")
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
-    data = graph_text(proto).encode() if as_text else proto.SerializeToString()
+    chunks = graph_text_chunks(proto) if as_text else [proto.SerializeToString()]
 
     def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
-            f.write(data)
+            f.writelines(chunks)
     write_atomically(path, write)
     return path
 
@@ -37,11 +37,11 @@ _ESCAPE_WORDS = np.frombuffer(b"".join(text_encoding.CEscape(bytes([b]), False).
 _LARGE_CONTENT = 1 << 16
 
 
-def escaped_bytes(data: bytes) -> str:
-    """text_encoding.CEscape(data, False), as a text-format bytes field is written, in numpy:
-    protobuf's loops over the bytes in Python (~50 ns a byte: 0.3 s for a dataset's 6 MB
-    constant, which graph.pbtxt holds)."""
-    return _ESCAPE_WORDS[np.frombuffer(data, np.uint8)].tobytes().translate(None, b"\0").decode("ascii")
+def escaped_bytes(data: bytes) -> bytes:
+    """text_encoding.CEscape(data, False), as a text-format bytes field is written, in numpy and
+    as ASCII bytes: protobuf's loops over the bytes in Python (~50 ns a byte: 0.3 s for a
+    dataset's 6 MB constant, which graph.pbtxt holds)."""
+    return _ESCAPE_WORDS[np.frombuffer(data, np.uint8)].tobytes().translate(None, b"\0")
 
 
 def _tensors(graph_def) -> list:
@@ -50,20 +50,25 @@ def _tensors(graph_def) -> list:
     return [attr.tensor for node in nodes for attr in node.attr.values() if attr.HasField("tensor")]
 
 
-def graph_text(proto) -> str:
-    """text_format.MessageToString(proto), the same text: a GraphDef's large tensor contents are
-    printed as markers, then replaced by their escaped_bytes."""
-    if proto.DESCRIPTOR.name != "GraphDef":
-        return text_format.MessageToString(proto)
-    large = [(i, t.tensor_content) for i, t in enumerate(_tensors(proto)) if len(t.tensor_content) >= _LARGE_CONTENT]
+def graph_text_chunks(proto) -> list:
+    """text_format.MessageToString(proto) as UTF-8 bytes, in pieces to be written one after
+    another: a GraphDef's large tensor contents are printed as markers, and the file gets their
+    escaped_bytes in the markers' places (no copy of the whole text: for a dataset's constant
+    it is ~3 bytes a byte, 18 MB for 6 MB, which a chief writes before its first step)."""
+    large = [] if proto.DESCRIPTOR.name != "GraphDef" else \
+        [(i, t.tensor_content) for i, t in enumerate(_tensors(proto)) if len(t.tensor_content) >= _LARGE_CONTENT]
     if not large:
-        return text_format.MessageToString(proto)
+        return [text_format.MessageToString(proto).encode()]
     copy = type(proto)()
     copy.CopyFrom(proto)
     tensors = _tensors(copy)
     for i, _ in large:
         tensors[i].tensor_content = f"tensorweave-content-{i}".encode()
-    text = text_format.MessageToString(copy)
-    for i, content in large:
-        text = text.replace(f'"tensorweave-content-{i}"', '"' + escaped_bytes(content) + '"', 1)
-    return text
+    text = text_format.MessageToString(copy).encode()
+    marked = sorted((text.index(f'"tensorweave-content-{i}"'.encode()), i, content) for i, content in large)
+    chunks, done = [], 0
+    for at, i, content in marked:
+        chunks += [text[done:at], b'"', escaped_bytes(content), b'"']
+        done = at + len(f'"tensorweave-content-{i}"')
+    chunks.append(text[done:])
+    return chunks

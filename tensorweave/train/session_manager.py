@@ -3,11 +3,12 @@ it (the chief: prepare_session, recover_session) or by waiting for another task 
 (wait_for_session).
 
 Readiness is `ready_op` returning an empty list of uninitialised variable names. Unlike TF,
-which sleeps recovery_wait_secs (30 s) between checks, a waiting task polls with a short
-backoff (20 ms, growing by a quarter each time to at most 0.5 s, and never more than
-recovery_wait_secs): a worker that starts beside its chief sees the model ready within a fifth
-of the time it waited (~0.1 s when the chief initialises within its first second), and a long
-wait settles at two checks a second.
+which sleeps recovery_wait_secs (30 s) between checks, a waiting task polls every 20 ms for
+its first second of waiting, then with a backoff (growing by a quarter each time to at most
+0.5 s, and never more than recovery_wait_secs): a worker that starts beside its chief (which
+initialises the model within about a second of starting, while the worker waits) sees the
+model ready within 20 ms of it, for a check (one small step on the ps tasks) ~50 times a
+second at most, and a long wait settles at two checks a second.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tensorweave.train.checkpoint_management import get_checkpoint_state
 
 _log = logging.getLogger("tensorweave")
 POLL_START_S = 0.02
+POLL_FLAT_S = 1.0    # (how long the checks stay POLL_START_S apart before they back off)
 POLL_GROWTH = 1.25   # (doubling, a check could come up to the whole wait so far after the chief was ready)
 POLL_MAX_S = 0.5
 
@@ -79,15 +81,20 @@ def _maybe_name(obj) -> str:
 
 
 class Backoff:
-    """Poll intervals: `start` seconds, growing by POLL_GROWTH up to `cap`."""
+    """Poll intervals: `start` seconds until they add up to `flat` seconds, then growing by
+    POLL_GROWTH up to `cap`."""
 
-    def __init__(self, cap: float, start: float = POLL_START_S):
+    def __init__(self, cap: float, start: float = POLL_START_S, flat: float = POLL_FLAT_S):
         self._next = min(start, cap)
         self._cap = cap
+        self._flat = flat
+        self._waited = 0.0
 
     def next(self) -> float:
         wait = self._next
-        self._next = min(self._next * POLL_GROWTH, self._cap)
+        self._waited += wait
+        if self._waited >= self._flat - 1e-9:   # (a sum of 0.02s: not exact)
+            self._next = min(self._next * POLL_GROWTH, self._cap)
         return wait
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.keras.layers.recurrent import _RecurrentCell
+from tensorweave.ops import registry
 from fixtures.keras_recurrent_cases import (CASES, CONFIG_CASES, INPUT_SHAPES, input_values, summary_model,
                                             weight_values)
 from fixtures.recorded import assert_same, decode
@@ -483,3 +485,58 @@ def test_regularizers_frozen_layers_and_input_dim_arguments():
     np.testing.assert_allclose(K.get_session().run(weight_loss[0]), 0.1 * np.sum(kernel ** 2), rtol=1e-5)
     assert frozen.trainable_weights == [] and len(frozen.non_trainable_weights) == 3
     assert len(model.trainable_weights) == 3
+
+
+@pytest.mark.parametrize("make,masked,recurrent_products,input_products", [
+    (lambda: L.LSTM(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 4, 4),
+    (lambda: L.LSTM(128, dropout=0.2, recurrent_dropout=0.2, implementation=2, go_backwards=True,
+                    return_sequences=True), False, 1, 1),
+    (lambda: L.GRU(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 3, 3),
+    (lambda: L.GRU(128, dropout=0.2, recurrent_dropout=0.2, implementation=2, reset_after=True, go_backwards=True,
+                   return_sequences=True), False, 1, 1),
+    (lambda: L.SimpleRNN(128, dropout=0.2, recurrent_dropout=0.2, return_sequences=True), True, 1, 1),
+], ids=["lstm", "lstm_2_backwards", "gru", "gru_2_reset_after_backwards", "simple_rnn"])
+def test_a_recurrent_layer_s_input_products_of_all_steps_before_its_loop_are_the_step_s(
+        monkeypatch, make, masked, recurrent_products, input_products):
+    """LSTM, GRU and SimpleRNN multiply their input by the kernel for all the time steps before
+    their loop (a product of time * batch rows a gate) and the loop's step only by the recurrent
+    kernel: the outputs are the bits of products made in each step (the IMDB benchmark's shapes:
+    batch 32, 128 units) and the gradients theirs but for the order of the kernel's sums over the
+    steps."""
+    rng = np.random.RandomState(3)
+    x = rng.randn(32, 6, 128).astype(np.float32)
+    x[:5, 4:] = 0.0   # (masked steps, where a Masking layer says so)
+    drops = [(rng.rand(32, 128) > 0.2).astype(np.float32) / np.float32(0.8) for _ in range(8)]
+    products = []
+    factory = registry.kernel_for("MatMul")
+
+    def counted(node, ctx):
+        run = factory(node, ctx)
+        if "/while/" not in node.name or "while_grad" in node.name:
+            return run
+
+        def counting(*args):
+            products.append(node.name)
+            return run(*args)
+        return counting
+    monkeypatch.setitem(registry.KERNELS, ("MatMul", "CPU"), counted)
+    results, loop_products = [], []
+    for projected in (True, False):
+        if not projected:
+            monkeypatch.setattr(_RecurrentCell, "_project_steps", lambda self, steps, training: steps)
+        with tf.Graph().as_default():
+            fixed = iter(drops)   # the same dropout masks in both graphs (their op seeds differ)
+            monkeypatch.setattr(K, "dropout", lambda ones, rate: ones * next(fixed))
+            inputs = tf.constant(x)
+            layer = make()
+            y = layer(L.Masking(0.0)(inputs) if masked else inputs, training=True)
+            grads = tf.gradients(tf.reduce_sum(y * y), [inputs] + layer.trainable_weights)
+            set_case_weights([layer])
+            del products[:]
+            results.append(K.get_session().run([y, grads]))
+            loop_products.append(len(products))
+    (y_projected, g_projected), (y_stepwise, g_stepwise) = results
+    np.testing.assert_array_equal(y_projected, y_stepwise)
+    for got, want in zip(g_projected, g_stepwise):   # (sums of 192 rows in two orders: to 1e-5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert loop_products == [6 * recurrent_products, 6 * (recurrent_products + input_products)]   # (6 steps)

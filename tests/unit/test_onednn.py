@@ -179,6 +179,25 @@ def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay
 
 
 @needs_onednn
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+def test_a_large_product_of_slices_of_columns_on_a_busy_machine(monkeypatch, ta, tb):
+    """(An LSTM's gradient of all its steps' input products: a gate's columns of a [time * batch,
+    4 * units] matrix.) The probe of the team's bits runs on operands laid out as the slices, rows
+    a whole matrix's width apart: a dense copy read with the slices' row stride read past its end."""
+    monkeypatch.setattr(onednn, "_GEMM_SERIAL_MAX", 1 << 15)
+    monkeypatch.setattr(onednn, "_SERIAL_BITS", {})
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
+    m, k, n = 2560, 128, 128
+    a_rows, a_cols = (k, m) if ta else (m, k)
+    b_rows, b_cols = (n, k) if tb else (k, n)
+    a = rng.randn(a_rows, 4 * a_cols).astype(np.float32)[:, a_cols:2 * a_cols]
+    b = rng.randn(b_rows, 4 * b_cols).astype(np.float32)[:, 3 * b_cols:]
+    got = onednn.matmul(a, b, ta, tb)
+    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-3)
+    assert len(onednn._SERIAL_BITS) == 1
+
+
+@needs_onednn
 def test_small_convolutions_leave_the_team_only_where_the_bits_stay():
     """The MNIST CNN's first layer (1 -> 32 channels, 3x3, batch 128: 25M multiply-adds): each
     kernel gives the bits the team gives, whether the probe sent it to the calling thread (the

@@ -12,6 +12,7 @@ import pytest
 from google.protobuf import text_format
 
 import tensorweave as tf
+from tensorweave.train import session_manager
 
 pytestmark = pytest.mark.usefixtures("graph")
 
@@ -88,6 +89,20 @@ def test_wait_for_session_runs_local_init_then_returns_once_the_chief_is_done(se
     sess = sm.wait_for_session(server.target, max_wait_secs=10)
     assert sess.run(loc) == 10.0
     sess.close()
+
+
+def test_a_waiting_task_checks_every_20_ms_for_a_second_then_backs_off_to_its_cap():
+    # (the intervals wait_for_session sleeps between readiness checks: a worker started beside its
+    # chief, which initialises within about a second, sees the model ready within 20 ms of it)
+    waits = session_manager.Backoff(cap=0.5)
+    first_second = []
+    while sum(first_second) < 1.0 - 1e-9:
+        first_second.append(waits.next())
+    assert first_second == [0.02] * 50
+    later = [waits.next() for _ in range(30)]
+    assert later[0] == 0.025 and all(b >= a for a, b in zip(later, later[1:]))
+    assert later[-1] == 0.5
+    assert {session_manager.Backoff(cap=0.005).next() for _ in range(3)} == {0.005}   # recovery_wait_secs
 
 
 def test_supervisor_managed_session_saves_summarises_and_restores(server, tmp_path):

@@ -188,3 +188,28 @@ def test_a_stateful_op_of_an_unread_loop_variable_still_runs():
         sess.run(counter.initializer)
         assert sess.run(i) == 3   # (ticks is not fetched)
         assert sess.run(counter) == 3
+
+
+def test_a_loop_variable_that_feeds_only_itself_and_gets_no_gradient_stays_out_of_the_gradient_loop():
+    # dynamic_rnn's list of every step's output where only the last output is used: its gradient is
+    # zero at every iteration, and the gradient loop neither carries it nor reads and writes its list
+    x = tf.placeholder(tf.float32, [3, 4])
+    w = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(4, 4)
+    steps = tf.TensorArray(tf.float32, size=5)
+    _, y, steps = tf.while_loop(lambda i, v, s: i < 5,
+                                lambda i, v, s: (i + 1, tf.tanh(tf.matmul(v, w)), s.write(i, v)), [0, x, steps])
+    gx = tf.gradients(tf.reduce_sum(y), x)[0]
+    backward = [op for op in tf.get_default_graph().get_operations() if op.type == "While" and op is not y.op]
+    assert len(backward) == 1
+    # (its reads of the forward iterations' recorded values stay)
+    assert "TensorListSetItem" not in [op.type for op in backward[0].get_attr("body").get_operations()]
+    xv = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    with tf.Session() as sess:
+        got = sess.run(gx, {x: xv})
+    vs = [xv]
+    for _ in range(5):
+        vs.append(np.tanh(vs[-1] @ w))
+    g = np.ones((3, 4), np.float32)
+    for k in reversed(range(5)):
+        g = (g * (1 - vs[k + 1] ** 2)) @ w.T
+    np.testing.assert_allclose(got, g, rtol=1e-5, atol=1e-6)

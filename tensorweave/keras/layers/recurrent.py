@@ -8,6 +8,9 @@ CuDNNGRU (cuDNN's arithmetic and weight layout, on any device); K.rnn.
 The time loop is tf.nn.dynamic_rnn's (a while_loop over TensorArrays; tf.nn.static_rnn when
 unroll=True): the Keras step runs as a tf.nn cell whose state also carries the previous output,
 which a masked step repeats (Keras's mask semantics, not dynamic_rnn's sequence_length zeros).
+SimpleRNN, LSTM and GRU cells multiply the input by their kernel for all the time steps before
+the loop (the same values: the dropout masks are fixed over the steps), the loop's step only by
+the recurrent kernel.
 
 An RNN builds its cell under its own name scope, so the weights are "lstm/kernel:0",
 "lstm/recurrent_kernel:0", "lstm/bias:0" as TF 1.15 named them (cells of StackedRNNCells under
@@ -49,6 +52,12 @@ def _zero_states(state_size, batch_size, dtype) -> list:
     """Zeros for each state of `state_size` (a Keras cell's), as the list Keras passes to a cell."""
     sizes = state_size if _is_multiple_state(state_size) else [state_size]
     return list(zero_state_tensors(tuple(sizes), batch_size, dtype))
+
+
+def _step_rows(x):
+    """A step's [batch, n] as it is; all the steps' [time, batch, n] as their [time * batch, n]
+    rows (a cell's input products before the loop: _RecurrentCell._project_steps)."""
+    return x if x.shape.ndims == 2 else reshape(x, [-1, x.shape[-1].value])
 
 
 def _masked(mask_t, new, old):
@@ -100,6 +109,14 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
     outputs, new_states), outputs in the order the steps ran (time reversed with go_backwards).
     The loop is tf.nn.dynamic_rnn's while_loop (tf.nn.static_rnn's when unroll=True).
     input_length is accepted for TF's signature; the inputs' shape gives the steps."""
+    return _rnn(step_function, inputs, initial_states, go_backwards, mask, constants, unroll, time_major,
+                zero_output_for_mask)
+
+
+def _rnn(step_function, inputs, initial_states, go_backwards, mask, constants, unroll, time_major,
+         zero_output_for_mask, project_steps=None):
+    """K.rnn's loop; `project_steps` (time-major inputs -> the steps' inputs), when given, maps all
+    the time steps' inputs at once before the loop (a cell's input products: _project_steps)."""
     constants = list(constants or [])
 
     def step(x, states):
@@ -115,6 +132,8 @@ def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, co
     if go_backwards:
         x = reverse(x, [0])
         mask = reverse(mask, [0]) if mask is not None else None
+    if project_steps is not None:
+        x = project_steps(x)
     initial_states = list(initial_states)
     # The first step outside the loop (as K.rnn): it gives the output's shape, and the cells'
     # dropout masks it makes there are the ones every step of the loop uses.
@@ -226,6 +245,10 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     recurrent_kernel / bias initializers, regularizers and constraints, dropout rates."""
 
     _gates = 1
+    # the methods of the step that reads the input products _project_steps computed before the loop
+    # (a subclass that overrides one of them computes its own)
+    _projected_step = ("call", "_input_products")
+    _steps_projected = False   # (True while an RNN's loop runs the step over _project_steps's products)
 
     def __init__(self, units, activation="tanh", recurrent_activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
@@ -274,6 +297,34 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     def _bias_initializer(self):
         return None
 
+    def _project_steps(self, steps, training):
+        """All the time steps' input products at once, before the RNN's loop: time-major `steps`
+        [time, batch, input_dim] -> [time, batch, width] (the gates' products side by side), which
+        the loop's step completes with the recurrent products. The input's dropout masks are the
+        same at every step, so each row is the product the step would compute (the same bits
+        where the product's kernel sums a row alike for any number of rows, as oneDNN's sgemm does
+        for the IMDB LSTM's shapes: tests/unit/test_keras_recurrent.py; else to rounding): one
+        product of time * batch rows a gate (large enough for oneDNN's OpenMP team) instead of one
+        a step, and in the gradient the kernel's is one product over all the steps, not a sum of
+        one a step (the same sums in another order).
+        `steps` themselves where this cell's step (a subclass's own) does not take them.
+
+        A cell's `_input_products(inputs, dp_mask)` is the input's part of its step (x @ kernel,
+        the bias, each gate's dropout mask) for a step's [batch, input_dim] or, as their time *
+        batch rows, for all the steps' [time, batch, input_dim]."""
+        home = next((c for c in type(self).__mro__ if "_input_products" in c.__dict__), None)
+        if home is None or steps.shape.ndims != 3 or steps.shape[-1].value is None or any(
+                getattr(type(self), name) is not getattr(home, name) for name in home._projected_step):
+            return steps
+        dp_mask = self.get_dropout_mask_for_cell(steps[0], training, count=self._gates)
+        products = self._input_products(steps, dp_mask)
+        products = concat(products, 1) if isinstance(products, list) else products
+        width = products.shape[-1].value
+        projected = reshape(products, concat([shape(steps)[:2], [width]], 0))
+        projected.set_shape(TensorShape(steps.shape[:2]).concatenate([width]))
+        self._steps_projected = True
+        return projected
+
     @property
     def output_size(self):
         return self.units
@@ -306,17 +357,20 @@ class SimpleRNNCell(_RecurrentCell):
 
     def call(self, inputs, states, training=None):
         prev_output = states[0]
-        dp_mask = self.get_dropout_mask_for_cell(inputs, training)
+        # an RNN that computed every step's input products before its loop passes them (_project_steps)
+        dp_mask = None if self._steps_projected else self.get_dropout_mask_for_cell(inputs, training)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(prev_output, training)
-        h = K.dot(inputs * dp_mask if dp_mask is not None else inputs, self.kernel)
-        if self.bias is not None:
-            h = K.bias_add(h, self.bias)
+        h = inputs if self._steps_projected else self._input_products(inputs, dp_mask)
         if rec_dp_mask is not None:
             prev_output = prev_output * rec_dp_mask
         output = h + K.dot(prev_output, self.recurrent_kernel)
         if self.activation is not None:
             output = self.activation(output)
         return output, [output]
+
+    def _input_products(self, inputs, dp_mask):
+        h = K.dot(_step_rows(inputs * dp_mask if dp_mask is not None else inputs), self.kernel)
+        return K.bias_add(h, self.bias) if self.bias is not None else h
 
 
 @tf_export("keras.layers.LSTMCell")
@@ -328,6 +382,7 @@ class LSTMCell(_RecurrentCell):
     (each gate its own dropout mask), 2 in one matmul."""
 
     _gates = 4
+    _projected_step = ("call", "_input_products", "_gate_inputs")
 
     def __init__(self, units, activation="tanh", recurrent_activation="hard_sigmoid", use_bias=True,
                  unit_forget_bias=True, implementation=1, **kwargs):
@@ -352,36 +407,44 @@ class LSTMCell(_RecurrentCell):
 
     def call(self, inputs, states, training=None):
         h_tm1, c_tm1 = states[0], states[1]
-        dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=4)
+        # an RNN that computed every step's input products before its loop passes them (_project_steps)
+        dp_mask = None if self._steps_projected else self.get_dropout_mask_for_cell(inputs, training, count=4)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=4)
         c, o = self._carry_and_output(self._gate_inputs(inputs, h_tm1, dp_mask, rec_dp_mask), c_tm1)
         h = o * self.activation(c)
         return h, [h, c]
 
+    def _input_products(self, inputs, dp_mask):
+        """[x_g @ kernel_g + bias_g for the gates i, f, c, o] (implementation 1, x_g the input
+        dropped by gate g's mask), or x @ kernel (2: the step adds the bias after the recurrent
+        product)."""
+        count = 4 if self.implementation == 1 else 1
+        xs = [_step_rows(inputs * m) for m in dp_mask[:count]] if dp_mask is not None else \
+            [_step_rows(inputs)] * count
+        if self.implementation != 1:
+            return K.dot(xs[0], self._matmul_kernels()[0])
+        x = [K.dot(xi, k) for xi, k in zip(xs, split(self.kernel, 4, axis=1))]
+        if self.use_bias:
+            x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
+        return x
+
     def _gate_inputs(self, inputs, h_tm1, dp_mask, rec_dp_mask) -> list:
-        """The four gates' pre-activations [i, f, c, o] from the step's input and previous output."""
+        """The four gates' pre-activations [i, f, c, o] from the step's input (or its input
+        products, when the RNN computed them before its loop: _project_steps) and previous output."""
+        x = inputs if self._steps_projected else self._input_products(inputs, dp_mask)
         if self.implementation == 1:
-            xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 4
+            x = split(x, 4, axis=1) if self._steps_projected else x
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 4
-            kernels = split(self.kernel, 4, axis=1)
-            x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
-            if self.use_bias:
-                x = [K.bias_add(xi, b) for xi, b in zip(x, split(self._gate_bias(), 4, axis=0))]
             # one Split (its gradient one Concat) where TF slices four times (four StridedSliceGrads
             # of the whole kernel and their AddN per step): the same columns, the same sums
             recurrent_kernels = split(self.recurrent_kernel, 4, axis=1)
-            z = [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
-        else:
-            if dp_mask is not None:
-                inputs = inputs * dp_mask[0]
-            if rec_dp_mask is not None:
-                h_tm1 = h_tm1 * rec_dp_mask[0]
-            kernel, recurrent_kernel = self._matmul_kernels()
-            zz = K.dot(inputs, kernel) + K.dot(h_tm1, recurrent_kernel)
-            if self.use_bias:
-                zz = K.bias_add(zz, self._gate_bias())
-            z = split(zz, 4, axis=1)
-        return z
+            return [xi + K.dot(hi, k) for xi, hi, k in zip(x, hs, recurrent_kernels)]
+        if rec_dp_mask is not None:
+            h_tm1 = h_tm1 * rec_dp_mask[0]
+        zz = x + K.dot(h_tm1, self._matmul_kernels()[1])
+        if self.use_bias:
+            zz = K.bias_add(zz, self._gate_bias())
+        return split(zz, 4, axis=1)
 
     def _carry_and_output(self, z, c_tm1):
         """The new carry state and the output gate from the gates' pre-activations."""
@@ -444,22 +507,19 @@ class GRUCell(_RecurrentCell):
 
     def call(self, inputs, states, training=None):
         h_tm1 = states[0]
-        dp_mask = self.get_dropout_mask_for_cell(inputs, training, count=3)
+        # an RNN that computed every step's input products before its loop passes them (_project_steps)
+        dp_mask = None if self._steps_projected else self.get_dropout_mask_for_cell(inputs, training, count=3)
         rec_dp_mask = self.get_recurrent_dropout_mask_for_cell(h_tm1, training, count=3)
         u = self.units
-        input_bias = recurrent_bias = None
-        if self.use_bias:
-            input_bias, recurrent_bias = (unstack(self._bias_pair()) if self.reset_after else (self.bias, None))
+        recurrent_bias = unstack(self._bias_pair())[1] if self.use_bias and self.reset_after else None
+        x = inputs if self._steps_projected else self._input_products(inputs, dp_mask)
         if self.implementation == 1:
-            xs = [inputs * m for m in dp_mask] if dp_mask is not None else [inputs] * 3
+            x = split(x, 3, axis=1) if self._steps_projected else x
             hs = [h_tm1 * m for m in rec_dp_mask] if rec_dp_mask is not None else [h_tm1] * 3
-            # each weight split once per step (one Concat in its gradient), as LSTMCell does
-            kernels, recurrent_kernels = split(self.kernel, 3, axis=1), split(self.recurrent_kernel, 3, axis=1)
-            x = [K.dot(xi, k) for xi, k in zip(xs, kernels)]
-            if self.use_bias:
-                x = [K.bias_add(xi, b) for xi, b in zip(x, split(input_bias, 3, axis=0))]
-            recurrent_biases = split(recurrent_bias, 3, axis=0) if self.reset_after and self.use_bias else None
+            # the recurrent kernel split once per step (one Concat in its gradient), as LSTMCell does
+            recurrent_kernels = split(self.recurrent_kernel, 3, axis=1)
             rec = [K.dot(hs[g], recurrent_kernels[g]) for g in range(2)]
+            recurrent_biases = split(recurrent_bias, 3, axis=0) if recurrent_bias is not None else None
             if recurrent_biases is not None:
                 rec = [K.bias_add(r, b) for r, b in zip(rec, recurrent_biases)]
             z = self.recurrent_activation(x[0] + rec[0])
@@ -473,12 +533,8 @@ class GRUCell(_RecurrentCell):
                 recurrent_h = K.dot(r * hs[2], recurrent_kernels[2])
             hh = self.activation(x[2] + recurrent_h)
         else:
-            if dp_mask is not None:
-                inputs = inputs * dp_mask[0]
-            kernel, recurrent_kernel = self._matmul_kernels()
-            matrix_x = K.dot(inputs, kernel)
-            if self.use_bias:
-                matrix_x = K.bias_add(matrix_x, input_bias)
+            matrix_x = x
+            recurrent_kernel = self._matmul_kernels()[1]
             if rec_dp_mask is not None:
                 h_tm1 = h_tm1 * rec_dp_mask[0]   # TF 1.15 mixes the dropped state into h below too
             if self.reset_after:
@@ -496,6 +552,22 @@ class GRUCell(_RecurrentCell):
             hh = self.activation(matrix_x[:, 2 * u:] + recurrent_h)
         h = z * h_tm1 + (1 - z) * hh
         return h, [h]
+
+    def _input_products(self, inputs, dp_mask):
+        """[x_g @ kernel_g + input_bias_g for the gates z, r, h] (implementation 1, x_g the input
+        dropped by gate g's mask), or x @ kernel + input_bias (2)."""
+        input_bias = None
+        if self.use_bias:
+            input_bias = unstack(self._bias_pair())[0] if self.reset_after else self.bias
+        if self.implementation != 1:
+            matrix_x = K.dot(_step_rows(inputs * dp_mask[0] if dp_mask is not None else inputs),
+                             self._matmul_kernels()[0])
+            return K.bias_add(matrix_x, input_bias) if input_bias is not None else matrix_x
+        xs = [_step_rows(inputs * m) for m in dp_mask] if dp_mask is not None else [_step_rows(inputs)] * 3
+        x = [K.dot(xi, k) for xi, k in zip(xs, split(self.kernel, 3, axis=1))]
+        if input_bias is not None:
+            x = [K.bias_add(xi, b) for xi, b in zip(x, split(input_bias, 3, axis=0))]
+        return x
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -794,6 +866,8 @@ class RNN(Layer):
                 raise ValueError("RNN cell does not support constants")
             kwargs["constants"] = constants
         cell_call = self.cell.__call__ if callable(self.cell) else self.cell.call
+        # a cell that computes all the steps' input products before the loop (_RecurrentCell._project_steps)
+        project = getattr(self.cell, "_project_steps", None) if not constants else None
         # a tf.nn.rnn_cell cell takes its one state as a tensor, not a list
         single_tf_state = isinstance(self.cell, RNNCell) and len(self._state_sizes()) == 1
 
@@ -801,9 +875,13 @@ class RNN(Layer):
             output, new_states = cell_call(x, states[0] if single_tf_state else states, **kwargs)
             return output, new_states if nest.is_sequence(new_states) else [new_states]
 
-        last_output, outputs, states = rnn(step, inputs, initial_state, go_backwards=self.go_backwards, mask=mask,
-                                               unroll=self.unroll, time_major=self.time_major,
-                                               zero_output_for_mask=self.zero_output_for_mask)
+        try:
+            last_output, outputs, states = _rnn(step, inputs, initial_state, self.go_backwards, mask, None,
+                                                self.unroll, self.time_major, self.zero_output_for_mask,
+                                                project and (lambda steps: project(steps, training)))
+        finally:
+            if project is not None:
+                self.cell._steps_projected = False
         if self.stateful:
             self.add_update([assign(v, s) for v, s in zip(nest.flatten(self.states), nest.flatten(states))])
         output = outputs if self.return_sequences else last_output

@@ -191,7 +191,11 @@ def _while_grad(op, *grads):
     nc, nb = op.get_attr("num_cond_captures"), op.get_attr("num_body_captures")
     body = op.get_attr("body")
     captures = list(op.inputs[n + nc:n + nc + nb])
-    var_idx = [i for i in range(n) if _carries_gradient(types[i])]
+    # A variable that no gradient reaches from outside and whose value feeds only its own next value
+    # (dynamic_rnn's list of every step's output, where only the last output is used) has a zero
+    # gradient at every iteration: the backward loop leaves it out.
+    var_idx = [i for i in range(n) if _carries_gradient(types[i])
+               and not (is_stand_in_zeros(grads[i]) and _feeds_only_itself(body, i))]
     cap_idx = [j for j, t in enumerate(captures) if _carries_gradient(t.dtype) or t.dtype == dtypes.resource]
     # Gradients reaching the recorded lists (a second derivative through this loop's gradient) flow
     # into the recorded body tensors, iteration by iteration.
@@ -225,6 +229,21 @@ def _while_grad(op, *grads):
     for j, d in zip(cap_idx, res[1 + nv:]):
         out[n + nc + j] = d
     return out
+
+
+def _feeds_only_itself(body: FuncGraph, i: int) -> bool:
+    """Whether loop variable i's value in `body` reaches no output but its own next value."""
+    others = {t for k, t in enumerate(body.outputs) if k != i}
+    seen, stack = set(), [body.inputs[i]]
+    while stack:
+        t = stack.pop()
+        if t in others:
+            return False
+        for op in t.consumers():
+            if op not in seen:
+                seen.add(op)
+                stack.extend(op.outputs)
+    return True
 
 
 def _backward_step(op: Operation, body: FuncGraph, captures: list, var_idx: list, cap_idx: list, recorded: list,
