@@ -29,13 +29,15 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   Where the members on one host may read and write one another's memory in place
   (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: Linux cross-memory
   attach, distributed/shm.py, each member's process known from its connection),
-  there is no ring: the members swap the addresses of their input and output ("mem"), and the
+  there is no ring: the members swap the addresses of their input and output ("mem", through
+  the first member: each sends it its own, it sends back the table of all), and the
   first member names an output buffer they all share (`link.shared_output` / `attach_output`:
   shm.Pool.group_output, reused once no member holds it); member r reduces segment r reading the
   others' parts of it chunk by chunk into a buffer that stays in the cache and adds them in the
-  ring's order (the bits are the ring's) straight into the shared output; the barrier ("done")
-  ends it. Per member that reads the tensor once and writes a 1/size share of it: no copy of an
-  input, no message carrying data. The shared output is read-only, as a received tensor is.
+  ring's order (the bits are the ring's) straight into the shared output; the barrier ("done",
+  through the first member too: 2 (size - 1) messages a round, not size (size - 1)) ends it.
+  Per member that reads the tensor once and writes a 1/size share of it: no copy of an input,
+  no message carrying data. The shared output is read-only, as a received tensor is.
   Where the first member has no buffer to offer, each member's output is its own and each
   reduced chunk is written, still in the cache, into every other member's (`link.write`): the
   tensor written once per member. (One member that may not reach the others says so, and then
@@ -249,14 +251,18 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     out = shared[1].view(flat.dtype) if shared else _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
     mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0))], np.int64)
-    try:
-        for peer in range(k):
-            if peer != r:
-                link.send(peer, "mem", mine)
-        ids = {}
-        for peer in range(k):
-            if peer != r:
-                ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+    try:   # (the swap through the first member: 2 (k - 1) messages, not k (k - 1))
+        if r:
+            link.send(0, "mem", mine)
+            table = _expect(link.recv(0, "mems"), mine.dtype, k * mine.size, node).reshape(k, mine.size)
+        else:
+            table = np.empty((k, mine.size), np.int64)
+            table[0] = mine
+            for peer in range(1, k):
+                table[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+            for peer in range(1, k):
+                link.send(peer, "mems", table)
+        ids = {peer: table[peer] for peer in range(k) if peer != r}
         if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
             return None
         for peer, v in ids.items():
@@ -284,10 +290,7 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
             for j in range(1, 1 if shares else k):
                 peer = (r + j) % k
                 link.write(peer, int(ids[peer][2]) + a * size, acc)
-        _tell_all(link, "done", flat.dtype)
-        for peer in range(k):
-            if peer != r:
-                link.recv(peer, "done")
+        _barrier(link, flat.dtype)
     except BaseException:
         _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
         raise
@@ -297,6 +300,20 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
 
 
 _reachable_after_failure: list = []   # outputs of failed in-place runs
+
+
+def _barrier(link, dtype) -> None:
+    """The members' "done": each tells the first member, which tells every other once all have
+    (2 (size - 1) messages)."""
+    empty = np.zeros(0, dtype)
+    if link.rank:
+        link.send(0, "done", empty)
+        link.recv(0, "done")
+        return
+    for peer in range(1, link.size):
+        link.recv(peer, "done")
+    for peer in range(1, link.size):
+        link.send(peer, "done", empty)
 
 
 def _tell_all(link, tag: str, dtype) -> None:

@@ -209,7 +209,10 @@ class _SharingLink(_ReadingLink):
     shared_output, attach_output = collectives.Link.shared_output, collectives.Link.attach_output
 
 
-ADDRESSES = 8 * 8   # (the bytes of a member's "mem" message: its input's and output's addresses, the shared output)
+def _addresses(size: int) -> int:
+    """The bytes of a run's address swap: each member's 8 words (its input's and output's addresses,
+    the shared output) to the first member, which sends every other the table of them all."""
+    return (size - 1) * 8 * 8 + (size - 1) * size * 8 * 8
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
@@ -236,7 +239,7 @@ def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_d
         for got in results:
             assert got.shape == (n, 1) and got.dtype == np.float32
             np.testing.assert_array_equal(got.reshape(-1), ring[0])   # the ring's bits
-        assert sum(net.sent_bytes) == size * (size - 1) * ADDRESSES   # the addresses only: no data crossed the link
+        assert sum(net.sent_bytes) == _addresses(size)   # the addresses only: no data crossed the link
         if sharing:   # one output, read-only as a received tensor is; the next run reuses it once nobody holds it
             assert not any(got.flags.writeable for got in results)
             del results, got
@@ -255,7 +258,7 @@ def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_
         inputs[r], _ReadingLink(link.net, r, can_read=r != 1), np.add, small_bytes=0, chunk_bytes=800))
     for got in results:
         np.testing.assert_array_equal(got, _ring_order_sum(inputs))
-    assert sum(net.sent_bytes) == size * (size - 1) * ADDRESSES + 2 * (size - 1) * n * 8   # addresses, then the ring
+    assert sum(net.sent_bytes) == _addresses(size) + 2 * (size - 1) * n * 8   # addresses, then the ring
     lengths = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
     with pytest.raises(errors.InvalidArgumentError, match="disagree"):
         _run_group(2, lambda link, r: co.ring_all_reduce(lengths[r], _ReadingLink(link.net, r), np.add,
