@@ -415,6 +415,24 @@ class Link:
             return False
         return all(self._pids.values())
 
+    def shared_output(self, nbytes: int):
+        """(the first member) (reference, writable byte array) of an output buffer of `nbytes`
+        the members share (shm.Pool.group_output), or None when there is none to be had."""
+        pool = shm.pool()
+        return None if pool is None else pool.group_output(nbytes, self.size)
+
+    def attach_output(self, ref, nbytes: int):
+        """The writable byte array over the shared output the first member named `ref`; an
+        error naming the first member when it cannot be mapped."""
+        try:
+            return shm.attached().group_output(ref, nbytes, self.size, self.rank)
+        except (OSError, shm.ShmError) as e:
+            node, error = self._node, errors.InternalError
+            if shm.gone(self._pids[0]):
+                error = errors.UnavailableError   # (its process is gone, and its files may be with it)
+            raise error(node, node.name, f"{node.op} {node.name}: the output {self.members[0]} shares cannot be "
+                                         f"mapped ({e})") from None
+
     def read(self, rank: int, addr: int, dst) -> None:
         """Copies dst.nbytes bytes at `addr` of member `rank` into `dst` (after in_place());
         UnavailableError naming the member when its process is gone."""

@@ -29,8 +29,13 @@ Reading and writing a peer's memory in place (`reaches_peers`, `read_peer`, `wri
 Linux's cross-memory attach (process_vm_readv(2), process_vm_writev) copies between an array of
 this process and another process of this user, with no buffer between, where the kernel's
 ptrace rule allows it (no Yama, or its ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The
-collective all-reduce on one host reads the other members' inputs and writes its reduced
-segment into their outputs so (ops/collective_ops.py): no copy into shared memory, none out.
+collective all-reduce on one host reads the other members' inputs so (ops/collective_ops.py):
+no copy of an input into shared memory.
+
+An output the members of a collective share (`Pool.group_output`, `Attached.group_output`): a
+buffer of the first member's pool, after its data one holder word per member (its pid while an
+array of it over the buffer lives, written by that member only); the first member reuses one
+whose words are all clear or name processes that are gone, and never lends it for anything else.
 
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
@@ -80,6 +85,11 @@ def _start_time(pid: int) -> Optional[int]:
         return int(data[data.rindex(b")") + 2:].split()[19])
     except (ValueError, IndexError):
         return 0
+
+
+def gone(pid: int) -> bool:
+    """Whether no process `pid` runs (known where /proc is; elsewhere False)."""
+    return os.path.isdir("/proc") and _start_time(pid) is None
 
 
 def _owner_alive(pid: int, start: int) -> bool:
@@ -191,6 +201,7 @@ class Pool:
         self._by_name: dict[str, _Buffer] = {}
         self._bytes = 0
         self._locals: dict[int, _Buffer] = {}   # data address -> buffer, of the local arrays alive
+        self._outputs: list = []   # [(buffer, data bytes, members)] of the group outputs this pool holds
         self._pid = os.getpid()
         self._prefix = f"{self._pid}-{_start_time(self._pid) or 0}-"
         if self.dir is not None:
@@ -253,6 +264,36 @@ class Pool:
                     return buf.name, int(buf.head[1])
                 return None
         return None
+
+    def group_output(self, nbytes: int, members: int) -> Optional[tuple]:
+        """(the first member of a collective on one host) A buffer of `nbytes` for the output the
+        group's `members` share (module docstring), none of them holding it, held by this
+        process now: (its reference, 3 ints that name it, a writable byte array over it), or
+        None when there is none to be had (shared memory off, too small, no room)."""
+        if self.dir is None or self._pid != _PID or nbytes < MIN_BYTES:
+            return None
+        need = _rounded(_holders_at(nbytes) + 8 * members)
+        with self._lock:
+            buf = next((b for b, size, k in self._outputs if (size, k) == (nbytes, members) and _unheld(b, size, k)),
+                       None)
+            if buf is None:
+                if self._bytes + need > self.limit_bytes:
+                    for entry in [e for e in self._outputs if _unheld(*e)]:   # (free ones of other sizes go first)
+                        if self._bytes + need <= self.limit_bytes:
+                            break
+                        self._outputs.remove(entry)
+                        self._drop(entry[0])
+                    self._reclaim()
+                    self._evict_free(need)
+                    if self._bytes + need > self.limit_bytes:
+                        return None
+                buf = self._create(need)
+                if buf is None:
+                    return None
+                buf.head[0] = _BUSY   # (never a put's nor a local's)
+                self._outputs.append((buf, nbytes, members))
+            out = _held(buf.mm, nbytes, members, 0)
+        return tuple(int(x) for x in buf.name.split("-")), out
 
     def release(self, name: str, generation: int) -> None:
         """Gives back a buffer whose message never reached its receiver."""
@@ -436,6 +477,43 @@ def owned(arr: np.ndarray) -> Optional[np.ndarray]:
     return np.asarray(_Owned(view))
 
 
+def _holders_at(nbytes: int) -> int:
+    """Where a group output's holder words (one a member, its pid while it holds the buffer)
+    start in its data: after the output, 64-byte aligned."""
+    return (nbytes + 63) // 64 * 64
+
+
+def _unheld(buf: _Buffer, nbytes: int, members: int) -> bool:
+    """Whether no member holds the group output `buf` (each word clear, or naming a process
+    that is gone: a member killed while it held it)."""
+    words = np.frombuffer(buf.mm, np.uint64, count=members, offset=HEADER + _holders_at(nbytes))
+    return all(w == 0 or gone(int(w)) for w in words.tolist())
+
+
+class _Held:
+    """What a group output's memory belongs to in one member: its holder word names this
+    process until the last array over the buffer goes."""
+
+    __slots__ = ("__array_interface__", "_keep", "_word")
+
+    def __init__(self, data: np.ndarray, word: np.ndarray):
+        self._keep, self._word = data, word
+        word[0] = _PID
+        self.__array_interface__ = {"data": (data.__array_interface__["data"][0], False), "shape": (data.size,),
+                                    "typestr": "|u1", "version": 3}
+
+    def __del__(self):
+        self._word[0] = 0
+
+
+def _held(mm: mmap.mmap, nbytes: int, members: int, rank: int) -> np.ndarray:
+    at = HEADER + _holders_at(nbytes)
+    if at + 8 * members > len(mm):
+        raise ShmError(f"a shared group output of {len(mm) - HEADER} bytes cannot hold {nbytes} for {members} members")
+    word = np.frombuffer(mm, np.uint64, count=1, offset=at + 8 * rank)
+    return np.asarray(_Held(np.frombuffer(mm, np.uint8, count=nbytes, offset=HEADER), word))
+
+
 class Attached:
     """A receiver's mappings of its peers' buffers, by file name. Thread safe."""
 
@@ -463,6 +541,12 @@ class Attached:
             lent.flags.writeable = False
             return lent
         return np.asarray(_View(data, head, generation, dtype, shape))
+
+    def group_output(self, ref, nbytes: int, members: int, rank: int) -> np.ndarray:
+        """The writable byte array over the group output that the group's first member named
+        `ref` (Pool.group_output), held by this process (member `rank` of `members`) while it
+        lives."""
+        return _held(self._map("-".join(str(int(x)) for x in ref)), nbytes, members, rank)
 
     def _map(self, name: str) -> mmap.mmap:
         mm = self._maps.get(name)

@@ -29,14 +29,19 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   Where the members on one host may read and write one another's memory in place
   (`link.in_place()`, `link.read` / `link.write(rank, address, array)`: Linux cross-memory
   attach, distributed/shm.py, each member's process known from its connection),
-  there is no ring: the members swap the addresses of their input and output ("mem"), member r
-  reduces segment r reading the others' parts of it chunk by chunk into a buffer that stays in
-  the cache, adds them in the ring's order (the bits are the ring's) and writes each reduced
-  chunk, still in the cache, into every other member's output (`link.write`); the barrier
-  ("done") ends it. Per member that reads the tensor once and writes it once, the floor for
-  outputs of their own: no copy into or out of shared memory, no message carrying data (one
-  member that may not reach the others says so, and then every member takes the
-  ring).
+  there is no ring: the members swap the addresses of their input and output ("mem", through
+  the first member: each sends it its own, it sends back the table of all), and the
+  first member names an output buffer they all share (`link.shared_output` / `attach_output`:
+  shm.Pool.group_output, reused once no member holds it); member r reduces segment r reading the
+  others' parts of it chunk by chunk into a buffer that stays in the cache and adds them in the
+  ring's order (the bits are the ring's) straight into the shared output; the barrier ("done",
+  through the first member too: 2 (size - 1) messages a round, not size (size - 1)) ends it.
+  Per member that reads the tensor once and writes a 1/size share of it: no copy of an input,
+  no message carrying data. The shared output is read-only, as a received tensor is.
+  Where the first member has no buffer to offer, each member's output is its own and each
+  reduced chunk is written, still in the cache, into every other member's (`link.write`): the
+  tensor written once per member. (One member that may not reach the others says so, and then
+  every member takes the ring.)
   When the group spans hosts, hierarchically: reduced within each host first, the ring among one
   member per host, the result sent back within each host (hierarchical_all_reduce).
   gather: every member's tensor to every other, concatenated in rank order along dimension 0.
@@ -234,22 +239,30 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     None when a member may not (every member then takes the ring: they all see the same
     answers). Member r reduces segment r chunk by chunk: each other member's part of
     the chunk read into a buffer that stays in the cache, merged in the ring's order (segment s
-    starts with member s's part, each next member's added in front), and the reduced chunk,
-    still in the cache, written into every other member's output. A barrier ("done") ends it:
-    no member's input or output is freed or written while another reaches it."""
+    starts with member s's part, each next member's added in front) straight into the output
+    the members share (`link.shared_output` / `attach_output`), or, where the first member has
+    none to offer, into its own output and then written, still in the cache, into every other
+    member's. A barrier ("done") ends it: no member's input or output is freed or written while
+    another reaches it."""
     k, r, n = link.size, link.rank, flat.size
     flat = np.ascontiguousarray(flat)
-    out = _outputs.empty(n, flat.dtype)
+    can = link.in_place()
+    shared = link.shared_output(flat.nbytes) if can and r == 0 and hasattr(link, "shared_output") else None
+    out = shared[1].view(flat.dtype) if shared else _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
-    mine = np.array([link.in_place(), _address(flat), _address(out), n, kind], np.int64)
-    try:
-        for peer in range(k):
-            if peer != r:
-                link.send(peer, "mem", mine)
-        ids = {}
-        for peer in range(k):
-            if peer != r:
-                ids[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+    mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0))], np.int64)
+    try:   # (the swap through the first member: 2 (k - 1) messages, not k (k - 1))
+        if r:
+            link.send(0, "mem", mine)
+            table = _expect(link.recv(0, "mems"), mine.dtype, k * mine.size, node).reshape(k, mine.size)
+        else:
+            table = np.empty((k, mine.size), np.int64)
+            table[0] = mine
+            for peer in range(1, k):
+                table[peer] = _expect(link.recv(peer, "mem"), mine.dtype, mine.size, node)
+            for peer in range(1, k):
+                link.send(peer, "mems", table)
+        ids = {peer: table[peer] for peer in range(k) if peer != r}
         if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
             return None
         for peer, v in ids.items():
@@ -257,6 +270,10 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
                 raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[3])} elements of another "
                                       f"type where this one has {n} of {flat.dtype} (the group's members disagree "
                                       f"on the tensor's shape or dtype)")
+        ref = (ids[0] if r else mine)[5:]
+        shares = bool(ref.any())
+        if r and shares:
+            out = link.attach_output(ref, flat.nbytes).view(flat.dtype)
         size = flat.itemsize
         bounds = segment_bounds(n, k)
         step = max(chunk_bytes // size, 1)
@@ -270,20 +287,33 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
                 merge(got, flat[a:b] if j == 1 else acc, out=acc)
             if final is not None:
                 acc[...] = final(acc)
-            for j in range(1, k):
+            for j in range(1, 1 if shares else k):
                 peer = (r + j) % k
                 link.write(peer, int(ids[peer][2]) + a * size, acc)
-        _tell_all(link, "done", flat.dtype)
-        for peer in range(k):
-            if peer != r:
-                link.recv(peer, "done")
+        _barrier(link, flat.dtype)
     except BaseException:
         _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
         raise
+    if shares:
+        out.flags.writeable = False   # (the members' one output: read-only, as a received tensor is)
     return out
 
 
 _reachable_after_failure: list = []   # outputs of failed in-place runs
+
+
+def _barrier(link, dtype) -> None:
+    """The members' "done": each tells the first member, which tells every other once all have
+    (2 (size - 1) messages)."""
+    empty = np.zeros(0, dtype)
+    if link.rank:
+        link.send(0, "done", empty)
+        link.recv(0, "done")
+        return
+    for peer in range(1, link.size):
+        link.recv(peer, "done")
+    for peer in range(1, link.size):
+        link.send(peer, "done", empty)
 
 
 def _tell_all(link, tag: str, dtype) -> None:

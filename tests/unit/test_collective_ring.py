@@ -204,27 +204,49 @@ class _ReadingLink(_Link):
     _node = types.SimpleNamespace(op="CollectiveReduce", name="red")
 
 
+class _SharingLink(_ReadingLink):
+    """A _ReadingLink whose members also share one output (shm.Pool.group_output)."""
+    shared_output, attach_output = collectives.Link.shared_output, collectives.Link.attach_output
+
+
+def _addresses(size: int) -> int:
+    """The bytes of a run's address swap: each member's 8 words (its input's and output's addresses,
+    the shared output) to the first member, which sends every other the table of them all."""
+    return (size - 1) * 8 * 8 + (size - 1) * size * 8 * 8
+
+
 @pytest.mark.parametrize("size", [2, 3, 4])
 @pytest.mark.parametrize("merge_op, final", [("Add", None), ("Add", "Div"), ("Max", None)])
-def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final):
-    if not shm.reaches_peers():
-        pytest.skip("no cross-memory attach here")
+@pytest.mark.parametrize("sharing", [False, True])
+def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_data(size, merge_op, final, sharing,
+                                                                                     monkeypatch):
+    if not shm.reaches_peers() or shm.pool() is None:
+        pytest.skip("no cross-memory attach or shared memory here")
+    monkeypatch.setattr(shm, "MIN_BYTES", 0)
     n = 5 * 1001 + 3   # (several chunks per segment, an odd length)
     inputs = [(np.random.RandomState(r).randn(n) * 100).astype(np.float32) for r in range(size)]
     fin = (lambda v: co.final_divide(v, size)) if final else None
     reduce = co.MERGE_OPS[merge_op]
-    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
-        inputs[r].reshape(-1, 1), _ReadingLink(link.net, r), reduce, fin, small_bytes=0, chunk_bytes=1000 * 4))
     ring, _ = _run_group(size, lambda link, r: co.ring_all_reduce(inputs[r], link, reduce, fin, small_bytes=0,
                                                                   chunk_bytes=1000 * 4))
     want = _ring_order_sum(inputs) if merge_op == "Add" else np.max(inputs, axis=0)
-    for got in results:
-        assert got.shape == (n, 1) and got.dtype == np.float32
-        np.testing.assert_array_equal(got.reshape(-1), ring[0])   # the ring's bits
     np.testing.assert_array_equal(ring[0], want if final is None else co.final_divide(want, size))
-    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8   # the addresses only: no data crossed the link
-    results[0][...] = 0.0   # each member's output is its own
-    assert all(np.array_equal(got.reshape(-1), ring[0]) for got in results[1:])
+    kept = len(shm.pool()._outputs)
+    for again in range(2):
+        results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+            inputs[r].reshape(-1, 1), (_SharingLink if sharing else _ReadingLink)(link.net, r), reduce, fin,
+            small_bytes=0, chunk_bytes=1000 * 4))
+        for got in results:
+            assert got.shape == (n, 1) and got.dtype == np.float32
+            np.testing.assert_array_equal(got.reshape(-1), ring[0])   # the ring's bits
+        assert sum(net.sent_bytes) == _addresses(size)   # the addresses only: no data crossed the link
+        if sharing:   # one output, read-only as a received tensor is; the next run reuses it once nobody holds it
+            assert not any(got.flags.writeable for got in results)
+            del results, got
+            assert len(shm.pool()._outputs) <= kept + 1
+        else:
+            results[0][...] = 0.0   # each member's output is its own
+            assert all(np.array_equal(got.reshape(-1), ring[0]) for got in results[1:])
 
 
 def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_lengths_are_named():
@@ -236,7 +258,7 @@ def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_
         inputs[r], _ReadingLink(link.net, r, can_read=r != 1), np.add, small_bytes=0, chunk_bytes=800))
     for got in results:
         np.testing.assert_array_equal(got, _ring_order_sum(inputs))
-    assert sum(net.sent_bytes) == size * (size - 1) * 5 * 8 + 2 * (size - 1) * n * 8   # the addresses, then the ring
+    assert sum(net.sent_bytes) == _addresses(size) + 2 * (size - 1) * n * 8   # addresses, then the ring
     lengths = [np.zeros(10, np.float32), np.zeros(12, np.float32)]
     with pytest.raises(errors.InvalidArgumentError, match="disagree"):
         _run_group(2, lambda link, r: co.ring_all_reduce(lengths[r], _ReadingLink(link.net, r), np.add,

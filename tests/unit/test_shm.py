@@ -208,3 +208,25 @@ def test_a_lent_array_is_read_in_place_by_its_receivers_until_lending_ends(pool)
     pool.lend(out, False)
     name, gen = pool.put(out[:MIB // 8])   # not lent: copied into a buffer of its own
     assert pool._by_name[name].addr != out.__array_interface__["data"][0]
+
+
+def test_a_group_output_is_shared_and_reused_only_once_no_member_holds_it(pool):
+    ref, first = pool.group_output(MIB, 2)   # (the first member's)
+    second = shm.Attached().group_output(ref, MIB, 2, 1)   # (the second member's, mapped by name)
+    first[:4] = [1, 2, 3, 4]
+    assert list(second[:4]) == [1, 2, 3, 4] and second.size == MIB
+    del first
+    again, other = pool.group_output(MIB, 2)   # (the second member still holds the first buffer)
+    assert again != ref
+    del second, other
+    gc.collect()
+    assert pool.group_output(MIB, 2)[0] in (ref, again)   # (both free: one is reused, none made)
+    assert pool.bytes < 3 * MIB
+    # A member killed while it held the buffer holds it no more.
+    ref, first = pool.group_output(MIB, 2)
+    child = subprocess.run([sys.executable, "-c", "import os, sys\nfrom tensorweave.distributed import shm\n"
+                            f"held = shm.Attached().group_output({list(ref)}, {MIB}, 2, 1)\nos._exit(0)"],
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert child.returncode == 0
+    del first
+    assert pool.group_output(MIB, 2)[0] == ref
