@@ -57,7 +57,7 @@ _GAIN = 0.9             # parallel is tried when its estimate is below this shar
 _KEEP = 0.95            # ... and kept when its best time is below this share of serial's
 _CLOSE = 0.15           # ... the choice being close when that share is within this of _KEEP
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
-_QUEUE_S = 200e-6       # a long op is queued for a busy pool thread expected to be free within this
+_QUEUE_S = 150e-6       # a long op is queued for a busy pool thread expected to be free within this
 _FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
 _CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
 _RECHECK_STEPS = 2000   # up to this (the load changes)
@@ -446,12 +446,13 @@ def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> Non
 class _Offload:
     """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
     runs the ops in the plan's order, several at a time where nothing is handed off (one call,
-    as the serial loop); a long op (its profiled time >= _LONG_S) is handed to a pool thread
-    that is idle or, by the profiled times of the ops already given it, will be within
-    _QUEUE_S, and until it is done the ops that depend on it wait while the others go on. (Not
-    only to an idle one: the step's thread, holding the GIL for the short ops, then ran the
-    long ops that came while the pool thread was busy, though it would have been free soon;
-    the GAN's step modelled from its profile, 5.8 ms, is 5.0 ms when they queue.) Only long ops
+    as the serial loop); a long op (its profiled time >= _LONG_S) with a later long op
+    independent of it is handed to a pool thread that is idle or, by the profiled times of the
+    ops already given it, will be within _QUEUE_S, and until it is done the ops that depend on
+    it wait while the others go on. (Not only to an idle one: the step's thread, which also
+    runs every short op, then ran the long ops that came while the pool thread was busy,
+    though it would have been free soon; the GAN's step modelled from its profile, 5.8 ms, is
+    5.3 ms when they queue.) Only long ops
     change threads: _Run's bookkeeping per op (a lock, a queue, a pool thread woken whenever
     two ops are ready) cost more than the overlap gained on a step of many small ops
     (docs/PERFORMANCE.md, "Whole programs")."""
@@ -460,7 +461,11 @@ class _Offload:
         self.plan, self.threads, self.cost = plan, threads, cost
         n = graph.n
         self.anc = graph.ancestors()
-        self.candidates = [i for i in range(n) if cost[i] >= _LONG_S]
+        long_ops = [i for i in range(n) if cost[i] >= _LONG_S]
+        # a long op is handed off only when a later long op could run beside it (the others, handed
+        # off, measured more CPU a step for the same time: the step's thread waits for them)
+        self.candidates = [i for k, i in enumerate(long_ops)
+                           if any(not (self.anc[j] >> i) & 1 for j in long_ops[k + 1:])]
         self.is_candidate = [False] * n
         for i in self.candidates:
             self.is_candidate[i] = True
