@@ -452,10 +452,9 @@ class _Offload:
     it wait while the others go on. (Not only to an idle one: the step's thread, which also
     runs every short op, then ran the long ops that came while the pool thread was busy,
     though it would have been free soon; the GAN's step modelled from its profile, 5.8 ms, is
-    5.3 ms when they queue.) Only long ops
-    change threads: _Run's bookkeeping per op (a lock, a queue, a pool thread woken whenever
-    two ops are ready) cost more than the overlap gained on a step of many small ops
-    (docs/PERFORMANCE.md, "Whole programs")."""
+    5.3 ms when they queue.) Only long ops change threads: _Run's bookkeeping per op (a lock,
+    a queue, a pool thread woken whenever two ops are ready) cost more than the overlap gained
+    on a step of many small ops (docs/PERFORMANCE.md, "Whole programs")."""
 
     def __init__(self, plan, graph: _Graph, cost: list, threads: int):
         self.plan, self.threads, self.cost = plan, threads, cost
@@ -547,7 +546,8 @@ class _Offload:
                 if is_candidate[j]:
                     now = clock()
                     k = free_at.index(min(free_at))
-                    start = max(now, free_at[k])
+                    # (a pool thread is idle when fewer ops are out than threads, whatever the estimates)
+                    start = now if outstanding < len(free_at) else max(now, free_at[k])
                     if start - now <= _QUEUE_S:
                         free_at[k] = start + cost[j]
                         outstanding += 1
