@@ -57,7 +57,6 @@ _GAIN = 0.9             # parallel is tried when its estimate is below this shar
 _KEEP = 0.95            # ... and kept when its best time is below this share of serial's
 _CLOSE = 0.15           # ... the choice being close when that share is within this of _KEEP
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
-_QUEUE_S = 150e-6       # a long op is queued for a busy pool thread expected to be free within this
 _FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
 _CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
 _RECHECK_STEPS = 2000   # up to this (the load changes)
@@ -447,22 +446,18 @@ class _Offload:
     """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
     runs the ops in the plan's order, several at a time where nothing is handed off (one call,
     as the serial loop); a long op (its profiled time >= _LONG_S) with a later long op
-    independent of it is handed to a pool thread that is idle or, by the profiled times of the
-    ops already given it, will be within _QUEUE_S, and until it is done the ops that depend on
-    it wait while the others go on. (Not only to an idle one: the step's thread, which also
-    runs every short op, then ran the long ops that came while the pool thread was busy,
-    though it would have been free soon; the GAN's step modelled from its profile, 5.8 ms, is
-    5.3 ms when they queue.) Only long ops change threads: _Run's bookkeeping per op (a lock,
-    a queue, a pool thread woken whenever two ops are ready) cost more than the overlap gained
-    on a step of many small ops (docs/PERFORMANCE.md, "Whole programs")."""
+    independent of it is handed to an idle pool thread, and until it is done the ops that
+    depend on it wait while the others go on. Only long ops change threads: _Run's
+    bookkeeping per op (a lock, a queue, a pool thread woken whenever two ops are ready) cost
+    more than the overlap gained on a step of many small ops (docs/PERFORMANCE.md, "Whole
+    programs")."""
 
     def __init__(self, plan, graph: _Graph, cost: list, threads: int):
-        self.plan, self.threads, self.cost = plan, threads, cost
+        self.plan, self.threads = plan, threads
         n = graph.n
         self.anc = graph.ancestors()
         long_ops = [i for i in range(n) if cost[i] >= _LONG_S]
-        # a long op is handed off only when a later long op could run beside it (the others, handed
-        # off, measured more CPU a step for the same time: the step's thread waits for them)
+        # a long op is handed off only when a later long op could run beside it
         self.candidates = [i for k, i in enumerate(long_ops)
                            if any(not (self.anc[j] >> i) & 1 for j in long_ops[k + 1:])]
         self.is_candidate = [False] * n
@@ -474,9 +469,8 @@ class _Offload:
             self.next_candidate[i] = i if self.is_candidate[i] else self.next_candidate[i + 1]
 
     def run(self, vals: list, pool: InterOpPool) -> None:
-        plan, steps, anc, n, cost = self.plan, self.plan._steps, self.anc, len(self.plan._steps), self.cost
+        plan, steps, anc, n = self.plan, self.plan._steps, self.anc, len(self.plan._steps)
         execute, next_candidate, is_candidate = plan._execute, self.next_candidate, self.is_candidate
-        clock = time.perf_counter
         done: collections.deque = collections.deque()   # (op, error) of handed-off ops, appended by pool threads
         arrived = threading.Semaphore(0)
         errstate = np.geterr()
@@ -493,8 +487,7 @@ class _Offload:
                 arrived.release()
             pool.submit(job)
 
-        outstanding = 0   # ops handed off and not done
-        free_at = [0.0] * (self.threads - 1)   # when each pool thread should be free, by the profiled times
+        free = self.threads - 1
         blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
         waiting: list = []   # ops waiting for a handed-off op, in plan order
         recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
@@ -507,11 +500,11 @@ class _Offload:
                     j, e = done.popleft()
                     arrived.acquire()
                     blocked &= ~(1 << j)
-                    outstanding -= 1
+                    free += 1
                     recheck = True
                     error = error or e
                 if error is not None:
-                    if not outstanding:
+                    if free == self.threads - 1:
                         raise error
                     arrived.acquire()
                     arrived.release()
@@ -538,26 +531,20 @@ class _Offload:
                         blocked |= 1 << j
                         continue
                 if j < 0:
-                    if i >= n and not waiting and not outstanding:
+                    if i >= n and not waiting and free == self.threads - 1:
                         return
                     arrived.acquire()   # (nothing can run until a handed-off op is done)
                     arrived.release()
                     continue
-                if is_candidate[j]:
-                    now = clock()
-                    k = free_at.index(min(free_at))
-                    # (a pool thread is idle when fewer ops are out than threads, whatever the estimates)
-                    start = now if outstanding < len(free_at) else max(now, free_at[k])
-                    if start - now <= _QUEUE_S:
-                        free_at[k] = start + cost[j]
-                        outstanding += 1
-                        blocked |= 1 << j
-                        hand_off(j)
-                        continue
-                try:
-                    execute(vals, steps[j:j + 1], j)
-                except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                    error = e
+                if is_candidate[j] and free:
+                    free -= 1
+                    blocked |= 1 << j
+                    hand_off(j)
+                else:
+                    try:
+                        execute(vals, steps[j:j + 1], j)
+                    except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                        error = e
         finally:
             intra_op.cap_parts(cap)
 

@@ -199,22 +199,6 @@ def test_offloaded_long_ops_give_the_serial_numbers_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-def test_long_ops_queued_for_a_busy_pool_thread_give_the_serial_numbers(monkeypatch):
-    """With every long op queued for the pool thread however busy it is, a step's numbers and
-    the read ordered after an update are still the serial ones, step after step."""
-    serial_seen, serial_vars = _train(1, steps=30)
-    handed_off = _profiled_as(monkeypatch, ("MatMul", "BatchMatMulV2", "ResourceApplyAdam",
-                                            "ResourceApplyGradientDescent"))
-    monkeypatch.setattr(inter_op, "_QUEUE_S", 1e9)
-    parallel_seen, parallel_vars = _train(2, steps=30)
-    assert handed_off
-    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
-        assert l1 == l2
-        np.testing.assert_array_equal(r1, r2)
-    for a, b in zip(serial_vars, parallel_vars):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monkeypatch):
     handed_off = _profiled_as(monkeypatch, ("MatMul",))
     x = tf.placeholder(tf.float32, [None, None])
