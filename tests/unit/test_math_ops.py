@@ -191,7 +191,7 @@ def test_sigmoid_extremes_and_nan_sign(graph):
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_sigmoid_bits_are_the_two_branch_formula(graph, dtype):
-    """Sigmoid's kernel selects its numerator by a bit mask; its bits must be those of the plain
+    """Sigmoid's kernel chooses its numerator without a branch; its bits must be those of the plain
     two-branch formula for every input: signs mixed, both extremes, zeros of either sign,
     infinities, NaNs of either sign, denormals and raw bit patterns."""
     rng = np.random.RandomState(1)

@@ -172,21 +172,17 @@ def _sigmoid_np(x):
 
 def _sigmoid_selecting_numerator(x: np.ndarray) -> np.ndarray:
     """where(x >= 0, 1 / (1 + e), e / (1 + e)) with e = exp(-|x|), the same bits, as
-    numerator / (1 + e) with the numerator (1 or e) chosen by a bit mask: np.where's choice
+    numerator / (1 + e) with the numerator (1 or e) chosen without a branch: np.where's choice
     per element is a branch the processor mispredicts on data of mixed signs (3.6 ns an element
     of a [256, 784] float32 activation against 0.1 ns for a pass of arithmetic), and its two
-    divisions and their temporaries are one division here. The passes run in place."""
+    divisions and their temporaries are one division here. The numerator is max(e, x >= 0):
+    e <= 1, so where x >= 0 that is 1, elsewhere e (e >= 0, and NaN where x is NaN, which np.maximum
+    keeps); three passes fewer than choosing it by a bit mask. The passes run in place."""
     e = np.abs(x)
     np.negative(e, out=e)
     np.exp(e, out=e)
     denominator = np.add(e, 1, dtype=x.dtype)
-    bits = np.dtype(f"u{x.itemsize}")
-    mask = np.greater_equal(x, 0).view(np.uint8).astype(bits)   # 1 where the numerator is 1
-    np.negative(mask, out=mask)                                  # ... as all ones bits
-    numerator = e.view(bits)
-    flip = np.bitwise_xor(numerator, np.ones((), x.dtype).view(bits))
-    flip &= mask
-    numerator ^= flip   # e's bits where the mask is 0, 1's where it is all ones
+    np.maximum(e, np.greater_equal(x, 0), out=e, dtype=x.dtype)
     return np.divide(e, denominator, out=e)
 
 

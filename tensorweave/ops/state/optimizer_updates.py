@@ -61,9 +61,11 @@ def _in_place(*arrays) -> bool:
     return all(type(a) is np.ndarray and a.ndim for a in arrays)
 
 
-def _moving_average(avg, x, one_minus_decay):
-    """avg + (x - avg) * (1 - decay) into x's buffer (x: a fresh array of this update's own)."""
-    x -= avg
+def _moving_average(avg, x, one_minus_decay, difference: bool = False):
+    """avg + (x - avg) * (1 - decay) into x's buffer (x: a fresh array of this update's own, or
+    with `difference` the fresh x - avg itself: one pass fewer than copying x first)."""
+    if not difference:
+        x -= avg
     x *= one_minus_decay
     return np.add(avg, x, out=x)
 
@@ -73,7 +75,7 @@ def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, 
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
     if not use_nesterov and _in_place(var, m, v, grad):
         # the expressions below, in as many passes and four allocations instead of ten
-        m = _moving_average(m, grad.copy(), one - beta1)
+        m = _moving_average(m, np.subtract(grad, m), one - beta1, difference=True)
         v = _moving_average(v, grad * grad, one - beta2)
         denom = np.sqrt(v)
         denom += epsilon
