@@ -29,6 +29,7 @@ from collections import OrderedDict
 from typing import Callable, Optional
 
 import numpy as np
+import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
 
@@ -155,6 +156,12 @@ def _load():
     lib.dnnl_sgemm.restype = ctypes.c_int
     lib.omp_get_max_threads.restype = ctypes.c_int
     lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+    # numpy's BLAS runs on the calling thread: the products worth a team run here, by the rules
+    # below, and numpy's BLAS threads spin for a while after each of its products (OpenBLAS's
+    # busy wait), holding the core that oneDNN's team or another op's thread needs next (a
+    # CIFAR-10 worker given 2 cores ran no faster than given 1). A user's own BLAS setting stands.
+    if not any(name in os.environ for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")):
+        threadpoolctl.threadpool_limits(1, user_api="blas")
     return lib
 
 

@@ -351,3 +351,24 @@ def test_max_pool_grad_reads_the_forward_argmax_only_for_that_output_of_that_inp
     key = id(y)
     del y
     assert key not in onednn._ARGMAX
+
+
+BLAS_THREADS = """
+import numpy, threadpoolctl
+import tensorweave.ops.onednn as onednn
+assert onednn.AVAILABLE
+print(max(lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"))
+"""
+
+
+@needs_onednn
+@pytest.mark.parametrize("setting, expected", [(None, 1), ("2", 2)])
+def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, expected):
+    """With oneDNN's kernels loaded, numpy's BLAS threads (which spin after each product, holding
+    the core oneDNN's team needs) are not used; OPENBLAS_NUM_THREADS set by the user stands."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    if setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = setting
+    out = subprocess.run([sys.executable, "-c", BLAS_THREADS], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.split()[-1]) == expected
