@@ -178,10 +178,14 @@ def _colocation(graph_def: GraphDef, resource_tensors: frozenset) -> tuple:
     for name, root in root_of.items():
         members.setdefault(root, []).append(name)
     groups = (by_name, root_of, members, follower)
+    try:
+        ref = weakref.ref(graph_def)
+    except TypeError:   # (a protobuf message, such as TF's GraphDef, takes no weak reference: not kept)
+        return groups
     with _GROUPS_LOCK:
         if len(_GROUPS) >= _GROUPS_KEPT:
             _GROUPS.pop(next(iter(_GROUPS)))
-        _GROUPS[id(graph_def)] = (weakref.ref(graph_def), len(graph_def.node), resource_tensors, groups)
+        _GROUPS[id(graph_def)] = (ref, len(graph_def.node), resource_tensors, groups)
     return groups
 
 

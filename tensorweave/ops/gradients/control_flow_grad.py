@@ -138,7 +138,9 @@ def _numeric(dt) -> bool:
 
 def _forward_output(op: Operation, k: int, branches: tuple, t: Tensor) -> Tensor:
     """The output of If `op` that is branch k's tensor `t` (an output it adds: the other branch
-    returns a scalar zero there, which the gradient's other branch never reads)."""
+    returns a scalar zero there, which the gradient's other branch never reads; the If's
+    output_shapes entry is unknown, so that TF, which checks each branch's results against it,
+    accepts both)."""
     body, other = branches[k], branches[1 - k]
     for i, out in enumerate(body.outputs):
         if out is t:
@@ -148,7 +150,7 @@ def _forward_output(op: Operation, k: int, branches: tuple, t: Tensor) -> Tensor
         other.outputs = list(other.outputs) + [constant(np.zeros((), t.dtype.as_numpy_dtype), name="unused")]
     op._set_attr("Tout", list(op.get_attr("Tout")) + [t.dtype])
     if op._attrs.get("output_shapes") is not None:
-        op._set_attr("output_shapes", list(op.get_attr("output_shapes")) + [t.shape])
+        op._set_attr("output_shapes", list(op.get_attr("output_shapes")) + [TensorShape(None)])
     _function_changed(body)
     _function_changed(other)
     return op._add_output(t.dtype, t.shape)
