@@ -117,12 +117,8 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
             return steps, nodes
         _numexpr = numexpr
     constants = dict(template)
-    readers: dict = {}
-    for i, step in enumerate(steps):
-        for pos, slot in enumerate(_slots_read(step)):
-            readers.setdefault(slot, []).append((i, pos))
+    readers, control_sources = _consumers(steps, nodes)
     kept = set(fetch_slots)
-    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
 
     root: dict = {}      # step -> the step whose value its tree computes
     members: dict = {}   # root -> its steps
@@ -199,9 +195,19 @@ def _read_shapes_in_place(steps: list, nodes: list, fetch_slots: Sequence[int]) 
     read = set(fetch_slots)
     for step in steps:
         read.update(_slots_read(step))
-    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
+    control_sources = _consumers(steps, nodes)[1]
     unread = {j for j in merged.values() if steps[j][4] not in read and nodes[j].name not in control_sources}
     return [st for i, st in enumerate(steps) if i not in unread], [n for i, n in enumerate(nodes) if i not in unread]
+
+
+def _consumers(steps: list, nodes: list) -> tuple[dict, set]:
+    """(each slot -> the (step, input position) pairs that read it, the names of the nodes some
+    node waits for by a control input)."""
+    readers: dict = {}
+    for i, step in enumerate(steps):
+        for pos, slot in enumerate(_slots_read(step)):
+            readers.setdefault(slot, []).append((i, pos))
+    return readers, {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
 
 
 def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set,
@@ -215,12 +221,8 @@ def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_
     if not any(node.op == "Conv2D" for node in nodes):
         return steps, nodes
     chains: dict = {}   # the last member's step -> the chain's steps
-    readers: dict = {}
-    for i, step in enumerate(steps):
-        for pos, slot in enumerate(_slots_read(step)):
-            readers.setdefault(slot, []).append((i, pos))
+    readers, control_sources = _consumers(steps, nodes)
     kept = set(fetch_slots)
-    control_sources = {parse_input(inp)[0] for n in nodes for inp in n.input if inp.startswith("^")}
 
     def plain(i: int, op: str, mode: int) -> bool:
         node = nodes[i]

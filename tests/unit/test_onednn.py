@@ -16,6 +16,14 @@ from tensorweave.ops.nn import conv_kernels, pool_kernels
 from tensorweave.ops.nn.util import window_pads
 
 needs_onednn = pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not installed (pip install -e .[onednn])")
+
+
+def assert_is_product(got, a, b, ta: bool, tb: bool) -> None:
+    """got is op(a) op(b) to float32 rounding: within a millionth of sum |a| |b| of the float64
+    product (a sum of k float32 terms that cancel may be far from numpy's own float32 sum, in
+    proportion to its terms, not to the result)."""
+    a64, b64 = (a.T if ta else a).astype(np.float64), (b.T if tb else b).astype(np.float64)
+    np.testing.assert_array_less(np.abs(got - a64 @ b64), 1e-6 * (np.abs(a64) @ np.abs(b64)) + 1e-30)
 rng = np.random.RandomState(11)
 
 
@@ -119,7 +127,7 @@ def test_matmul_matches_numpy_for_every_transpose_and_memory_order(ta, tb, order
     a = np.asarray(rng.randn(*((k, m) if ta else (m, k))), np.float32, order=order)
     b = np.asarray(rng.randn(*((n, k) if tb else (k, n))), np.float32, order=order)
     got = onednn.matmul(a, b, ta, tb)
-    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-4)
+    assert_is_product(got, a, b, ta, tb)
 
 
 @needs_onednn
@@ -133,7 +141,7 @@ def test_a_slice_of_columns_is_read_in_place_with_the_bits_of_its_copy(ta, tb, m
     b = rng.randn(b_rows, 4 * b_cols).astype(np.float32)[:, 3 * b_cols:]
     got = onednn.matmul(a, b, ta, tb)
     np.testing.assert_array_equal(got, onednn.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b), ta, tb))
-    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-4)
+    assert_is_product(got, a, b, ta, tb)
 
 
 @needs_onednn
@@ -151,7 +159,7 @@ def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(m, k, n):
         onednn._lib.omp_set_num_threads(team)
         np.testing.assert_array_equal(results[0], results[1])
         np.testing.assert_array_equal(results[1], results[2])
-        np.testing.assert_allclose(results[0], (a.T if ta else a) @ (b.T if tb else b), rtol=1e-3, atol=1e-3)
+        assert_is_product(results[0], a, b, ta, tb)
 
 
 @needs_onednn
@@ -170,12 +178,13 @@ def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay
         monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
         busy = onednn.matmul(a, b, ta, tb)
         np.testing.assert_array_equal(free, busy)
-        np.testing.assert_allclose(free, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-3, atol=1e-2)
+        assert_is_product(free, a, b, ta, tb)
         gemm = next(key for key in onednn._SERIAL_BITS if key[2:5] == (m, n, k) and key[:2] == (
             b"T" if ta else b"N", b"T" if tb else b"N"))
         pa, pb = (np.ascontiguousarray(x) for x in (a, b))
         team, serial = onednn._sgemm(gemm, pa, pb, False), onednn._sgemm(gemm, pa, pb, True)
-        assert onednn._SERIAL_BITS[gemm] == np.array_equal(team.view(np.int32), serial.view(np.int32))
+        if onednn._SERIAL_BITS[gemm]:   # (where the probe saw other bits, these operands' sums may still agree)
+            np.testing.assert_array_equal(team.view(np.int32), serial.view(np.int32))
 
 
 @needs_onednn
@@ -193,7 +202,7 @@ def test_a_large_product_of_slices_of_columns_on_a_busy_machine(monkeypatch, ta,
     a = rng.randn(a_rows, 4 * a_cols).astype(np.float32)[:, a_cols:2 * a_cols]
     b = rng.randn(b_rows, 4 * b_cols).astype(np.float32)[:, 3 * b_cols:]
     got = onednn.matmul(a, b, ta, tb)
-    np.testing.assert_allclose(got, (a.T if ta else a) @ (b.T if tb else b), rtol=1e-4, atol=1e-3)
+    assert_is_product(got, a, b, ta, tb)
     assert len(onednn._SERIAL_BITS) == 1
 
 
