@@ -461,10 +461,15 @@ def _conv(kind: str, a: np.ndarray, b: np.ndarray, x_shape, w_shape, y_shape, g,
     more than it saves there, several times more while the cores are busy (docs/PERFORMANCE.md,
     "The Keras MNIST CNN")."""
     key = (tuple(x_shape), tuple(w_shape), tuple(y_shape), g, depthwise)
-    kh, kw, i, o = w_shape
-    serial = (int(np.prod(y_shape)) * kh * kw * (1 if depthwise else i) < _GEMM_SERIAL_MAX
-              and _conv_serial_agrees(kind, key))
-    return _conv_run(kind, serial, a, b, key)
+    return _conv_run(kind, _conv_serial(kind, key), a, b, key)
+
+
+def _conv_serial(kind: str, key: tuple) -> bool:
+    """Whether `kind` at `key` runs on the calling thread alone: below _GEMM_SERIAL_MAX
+    multiply-adds, where that gives the team's bits (_conv)."""
+    _, (kh, kw, i, _), y_shape, _, depthwise = key
+    return int(np.prod(y_shape)) * kh * kw * (1 if depthwise else i) < _GEMM_SERIAL_MAX and \
+        _conv_serial_agrees(kind, key)
 
 
 def _conv_run(kind: str, serial: bool, a: np.ndarray, b: np.ndarray, key: tuple) -> Optional[np.ndarray]:
@@ -539,7 +544,7 @@ def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: 
     y_shape = (x.shape[0], oh, ow, o)
     key = (x.shape, w.shape, y_shape, g, False)
     kind = "bias_relu" if relu else "bias"
-    serial = int(np.prod(y_shape)) * kh * kw * i < _GEMM_SERIAL_MAX and _conv_serial_agrees("forward", key)
+    serial = _conv_serial("forward", key)
     if not _fused_agrees(kind, serial, key):
         return None
     return _conv_once(kind, serial, x, w, key, bias)
@@ -549,19 +554,17 @@ def _fused_agrees(kind: str, serial: bool, key: tuple) -> bool:
     """Whether the fused `kind` at `key` gives the bits of the forward convolution, + bias and
     np.maximum with 0: the post-ops run on each sum once the sum is complete (a probe of random
     operands, once per key)."""
-    same = _SERIAL_BITS.get((kind, serial, key))
-    if same is None:
+    def pair():
         rng = np.random.default_rng(0)
         x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
         bias = rng.standard_normal(key[1][3], np.float32)
-        fused, plain = _conv_once(kind, serial, x, w, key, bias), _conv_once("forward", serial, x, w, key)
+        plain = _conv_once("forward", serial, x, w, key)
         if plain is not None:
             plain = np.add(plain, bias)
             if kind == "bias_relu":
                 plain = np.maximum(plain, np.float32(0))
-        same = _SERIAL_BITS[kind, serial, key] = fused is not None and plain is not None and bool(
-            np.array_equal(fused.view(np.int32), plain.view(np.int32)))
-    return same
+        return _conv_once(kind, serial, x, w, key, bias), plain
+    return _same_bits((kind, serial, key), pair)
 
 
 def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool = False) -> Optional[np.ndarray]:
@@ -796,14 +799,22 @@ def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
 
 def _serial_agrees(key: tuple, trial: Callable[[], Callable[[bool], Optional[np.ndarray]]]) -> bool:
     """Whether a kernel gives the same bits on the calling thread alone as on the team, found once
-    per `key` (in _SERIAL_BITS): `trial()` makes random operands of the key's shapes and layout and
-    returns run(serial), which random operands show any other order of sums by."""
+    per `key`: `trial()` makes random operands of the key's shapes and layout and returns
+    run(serial), which random operands show any other order of sums by."""
+    def pair():
+        run = trial()
+        return run(False), run(True)
+    return _same_bits(key, pair)
+
+
+def _same_bits(key: tuple, pair: Callable[[], tuple]) -> bool:
+    """Whether the two arrays pair() computes (None: a kernel that did not run) have the same
+    bits, found once per `key` (in _SERIAL_BITS)."""
     same = _SERIAL_BITS.get(key)
     if same is None:
-        run = trial()
-        team, alone = run(False), run(True)
-        same = _SERIAL_BITS[key] = team is not None and alone is not None and bool(
-            np.array_equal(team.view(np.int32), alone.view(np.int32)))
+        a, b = pair()
+        same = _SERIAL_BITS[key] = a is not None and b is not None and bool(
+            np.array_equal(a.view(np.int32), b.view(np.int32)))
     return same
 
 

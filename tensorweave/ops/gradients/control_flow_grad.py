@@ -3,13 +3,13 @@ FuncGraphs (and read variables' handles), so they live here, beside tf.gradients
 control-flow and state ops."""
 from __future__ import annotations
 
+import numpy as np
+
 from tensorweave.framework import dtypes
 from tensorweave.framework.func_graph import FuncGraph, replay, resolve_capture, unique_function_name
 from tensorweave.framework.graph import Operation, Tensor, get_default_graph
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor, is_tensor
-import numpy as np
-
 from tensorweave.ops.array.core import constant, identity
 from tensorweave.ops.array.fill import zeros, zeros_like
 from tensorweave.ops.control_flow import tensor_list
