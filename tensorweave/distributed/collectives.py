@@ -19,7 +19,12 @@ hosts) under the tensor name "collective/<epoch>/<group>/<instance>/<run>/<tag>"
 of their own (negative, never a real step's). On one host a large all-reduce's data travels in no
 message: the members read and write one another's memory in place (Link.in_place / read / write,
 over shm.read_peer / write_peer), each member's process known from the Unix connection that
-reaches it (worker's peer_pid: the socket's credentials), never from a message.
+reaches it (worker's peer_pid: the socket's credentials), never from a message. From an
+instance's second run on, its members meet at a board in shared memory (shm.Board: Link.board,
+meet), not through messages: the first run's address swap names it, and every member keeps it
+for the runs of that instance in that epoch. The runs of one instance on a task take turns, in
+their order (a run starts once the one before it ended there), so that every member's n-th run
+sees the same board.
 
 Faults. A receive waits within the op's timeout_seconds and the step's deadline
 (RunOptions.timeout_in_ms, ConfigProto.operation_timeout_in_ms), whichever comes first, and the
@@ -40,7 +45,9 @@ join given up on completes no group; when it was given up on because a member is
 that joined are told so (their joins fail at once, not when the leader's own session gives up). A
 run that fails here aborts the run on the other members ("collective_abort", one-way: their waits
 raise the same UnavailableError at once), so one member seeing a death fails the whole group's
-step. Whether a restarted task is waited for is the caller's: a MonitoredSession runs the step
+step. A wait at a board keeps these rules (the deadline, the step's cancellation, a member's abort,
+the pings), each slice of WAIT_SLICE_S, and fails at once when the process of the member it waits
+for is gone. Whether a restarted task is waited for is the caller's: a MonitoredSession runs the step
 again until its recovery timeout.
 """
 from __future__ import annotations
@@ -57,7 +64,7 @@ from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
 from tensorweave.ops.sendrecv import RendezvousKey
-from tensorweave.runtime.rendezvous import Rendezvous
+from tensorweave.runtime.rendezvous import WAIT_SLICE_S, Rendezvous
 
 PROBE_S = 2.0            # a wait pings the member it waits for this often
 PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
@@ -177,6 +184,10 @@ class Collectives:
         self._joins: dict = {}        # (leader) group_key -> (group_size, {task: (nonce, incarnation)})
         self._formed: dict = {}       # group_key -> the members of its last group
         self._seen: frozenset = frozenset()   # tasks that were members of a group with this one (up once)
+        self._boards: dict = {}       # (epoch, group_key, instance_key) -> the board its members meet at
+        self._made: dict = {}         # (epoch, group_key, instance_key) -> a board's reference, made here
+        self._turns: dict = {}        # (epoch, group_key, instance_key) -> the run whose turn it is here
+        self._turn = threading.Condition(self._lock)
 
     # -- a run ----------------------------------------------------------------------------------
     def instance(self, node, step, size: int, group_key: int, instance_key: int, timeout_s: float) -> "Link":
@@ -193,14 +204,48 @@ class Collectives:
         with self._lock:
             run = self._runs.get((group_key, instance_key), 0)
             self._runs[(group_key, instance_key)] = run + 1
-        return Link(self, node, wait, members, epoch, group_key, instance_key, run)
+        link = Link(self, node, wait, members, epoch, group_key, instance_key, run)
+        self._take_turn(link, wait)
+        return link
+
+    def _take_turn(self, link: "Link", wait: _Wait) -> None:
+        """Waits until the run before the link's, on this task, ended (module docstring)."""
+        node, error = link._node, None
+        with self._turn:
+            while error is None and self._turns.get(link.key, 0) < link.run:
+                left = wait.time_left()
+                if left is not None and left <= 0:
+                    error = errors.UnavailableError(node, node.name, f"{node.op} {node.name}: run {link.run - 1} of "
+                                                                     f"the instance on this task did not end in time")
+                elif wait.cancelled.is_set():
+                    error = errors.CancelledError(node, node.name, f"{node.op} {node.name}: the step was cancelled")
+                else:
+                    self._turn.wait(WAIT_SLICE_S if left is None else min(WAIT_SLICE_S, left))
+        if error is not None:
+            self.failed(link.key[1])   # (its turn never comes: the group starts again, turns and all)
+            raise error
+
+    def _end_turn(self, link: "Link") -> None:
+        with self._turn:
+            if self._turns.get(link.key, 0) == link.run:
+                self._turns[link.key] = link.run + 1
+                self._turn.notify_all()
 
     def failed(self, group_key: int) -> None:
-        """A run of the group failed here: forget the group and its run counters."""
+        """A run of the group failed here: forget the group, its run counters and boards."""
         with self._lock:
             self._groups.pop(group_key, None)
             for k in [k for k in self._runs if k[0] == group_key]:
                 del self._runs[k]
+            for k in [k for k in self._boards if k[1] == group_key]:
+                del self._boards[k]
+            made = [self._made.pop(k) for k in list(self._made) if k[1] == group_key]
+            for k in [k for k in self._turns if k[1] == group_key]:
+                del self._turns[k]
+        pool = shm.pool()
+        for ref in made:
+            if pool is not None:
+                pool.drop_board(ref)
 
     def take_abort(self, args) -> Optional[tuple]:
         """A member's "collective_abort" [step id, message]: (step id, message) of the run to
@@ -377,15 +422,93 @@ class Link:
         self._group_key = group_key
         self._prefix = f"collective/{epoch}/{group_key}/{instance_key}/{run}/"
         self.step_id = _step_key(epoch, group_key, instance_key, run)
+        self.key, self.run = (epoch, group_key, instance_key), run
+        self._offered = None   # (the first member) a board it named in this run's swap, not yet kept
 
     def __enter__(self) -> "Link":
         return self
 
     def __exit__(self, kind, exc, tb) -> bool:
+        if self._offered is not None:
+            shm.pool().drop_board(self._offered[0])
+        self._owner._end_turn(self)
         if kind is not None:
             self._owner.failed(self._group_key)
             self._owner._abort_others(self, exc)
         return False
+
+    # -- a board the members meet at (shm.Board), from an instance's second run on -------------
+    def board(self):
+        """The board this instance's members meet at in this run, None before they have one."""
+        return self._owner._boards.get(self.key)
+
+    def offer_board(self) -> tuple:
+        """(the first member, before its swap) 3 ints naming a new board for the members to keep
+        (keep_board), zeros when there is none to be had."""
+        pool = shm.pool()
+        self._offered = pool.board(self.size) if pool is not None else None
+        return (0, 0, 0) if self._offered is None else self._offered[0]
+
+    def keep_board(self, ref) -> None:
+        """Every member, once the swap says they all reach one another: keeps the board the first
+        member named (`ref`; zeros: none) for the instance's next runs."""
+        if not any(int(x) for x in ref):
+            return
+        if self.rank == 0:
+            (made, board), self._offered = self._offered, None
+            self._owner._made[self.key] = made
+        else:
+            try:
+                board = shm.attached().board(ref, self.size, self.rank)
+            except (OSError, shm.ShmError) as e:
+                node = self._node
+                raise errors.InternalError(node, node.name, f"{node.op} {node.name}: the board {self.members[0]} "
+                                                            f"named cannot be mapped ({e})") from None
+        self._owner._boards[self.key] = board
+
+    def meet(self, board, word: int, record=()) -> None:
+        """Posts `record` (int64 words) and this run at `word` of this member's slot of `board`,
+        then waits until every member posted this run there (the faults' rules of the module
+        docstring)."""
+        value, checked = self.run + 1, time.monotonic()
+        board.post(word, value, record)
+        while True:
+            late = board.behind(word, value)
+            if late is None:
+                return
+            now = time.monotonic()
+            self._still_waiting(late[0], now - checked >= WAIT_SLICE_S)
+            if now - checked >= WAIT_SLICE_S:
+                checked = now
+            board.wait(late[0], word, late[1], WAIT_SLICE_S)
+
+    def _still_waiting(self, rank: int, probe: bool) -> None:
+        """Raises what a wait for member `rank` meets: its deadline, the step's cancellation, an
+        abort; with `probe`, its process gone, or a ping's answer (_Wait.on_wait)."""
+        node, member = self._node, self.members[rank]
+        wait = self._wait.waiting_for(member)
+        left = wait.time_left()
+        if left is not None and left <= 0:
+            raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: nothing from {member} within "
+                                                           f"the collective's timeout: {member} is down, or does "
+                                                           f"not run instance {self.key[2]} of group {self.key[1]}")
+        if wait.cancelled.is_set():
+            err = wait.error
+            if isinstance(err, errors.OpError):
+                raise type(err)(node, node.name, err.message)
+            raise errors.CancelledError(node, node.name, f"{node.op} {node.name}: the step was cancelled")
+        aborted = self._owner._rendezvous.aborted_error(self.step_id)
+        if aborted is not None:
+            raise type(aborted)(node, node.name, aborted.message)
+        if not probe:
+            return
+        if shm.gone(self._pids[rank]):
+            raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {member} is gone (its process "
+                                                           f"ended)")
+        try:
+            wait.on_wait()
+        except errors.UnavailableError as e:
+            raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {e.message}") from None
 
     # -- buffers (the ring's data path: shm.Pool.local / lend, when this process has a pool) ------
     def local(self, n: int, dtype, hand_over: bool = False):

@@ -37,6 +37,12 @@ buffer of the first member's pool, after its data one holder word per member (it
 array of it over the buffer lives, written by that member only); the first member reuses one
 whose words are all clear or name processes that are gone, and never lends it for anything else.
 
+A board the members of a collective on one host meet at (`Pool.board`, `Attached.board`, `Board`):
+a small buffer of the first member's, a slot of words per member that only that member writes; a
+member waiting for another's word sleeps on that word (futex(2), x86-64 Linux), which its writer
+wakes. Meeting there costs a store and a wake-up of the members waiting for this one, where a
+message costs a socket write, the receiver's transport thread and a hand-off to the waiting one.
+
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
 buffers total at most TENSORWEAVE_SHM_POOL_BYTES (1 GiB; 0: off). Past it, or without a usable
 directory, tensors travel in the socket.
@@ -49,6 +55,7 @@ import errno
 import itertools
 import mmap
 import os
+import platform
 import re
 import sys
 import stat
@@ -294,6 +301,29 @@ class Pool:
                 self._outputs.append((buf, nbytes, members))
             out = _held(buf.mm, nbytes, members, 0)
         return tuple(int(x) for x in buf.name.split("-")), out
+
+    def board(self, members: int) -> Optional[tuple]:
+        """(the first member of a collective on one host) A new board for `members` (module
+        docstring): (its reference, 3 ints that name it; the Board, this process member 0), or
+        None when there is none to be had (shared memory or futexes off, no room). Never reused
+        for anything else; `drop_board` deletes its file."""
+        if self.dir is None or self._pid != _PID or _futex() is None:
+            return None
+        with self._lock:
+            if self._bytes + _rounded(Board.bytes_for(members)) > self.limit_bytes:
+                return None
+            buf = self._create(Board.bytes_for(members))
+            if buf is None:
+                return None
+            buf.head[0] = _BUSY   # (never a put's nor a local's)
+        return tuple(int(x) for x in buf.name.split("-")), Board(buf.mm, members, 0)
+
+    def drop_board(self, ref) -> None:
+        """Deletes the file of the board `ref` made here (the members' mappings stay valid)."""
+        with self._lock:
+            buf = self._by_name.get("-".join(str(int(x)) for x in ref))
+            if buf is not None:
+                self._drop(buf)
 
     def release(self, name: str, generation: int) -> None:
         """Gives back a buffer whose message never reached its receiver."""
@@ -548,6 +578,12 @@ class Attached:
         lives."""
         return _held(self._map("-".join(str(int(x)) for x in ref)), nbytes, members, rank)
 
+    def board(self, ref, members: int, rank: int) -> "Board":
+        """The board the group's first member named `ref` (Pool.board), as member `rank` sees it."""
+        if _futex() is None:
+            raise ShmError("futexes are not available here")
+        return Board(self._map("-".join(str(int(x)) for x in ref)), members, rank)
+
     def _map(self, name: str) -> mmap.mmap:
         mm = self._maps.get(name)
         if mm is not None:
@@ -595,6 +631,77 @@ _ATTACHED = Attached()
 def attached() -> Attached:
     return _ATTACHED
 
+
+
+# -- a board the members of a collective meet at (futex) -----------------------------------------
+class _Timespec(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+
+
+_FUTEX_WAIT, _FUTEX_WAKE, _SYS_FUTEX_X86_64 = 0, 1, 202
+_FUTEX: list = []   # [libc's syscall, typed, or None], once
+
+
+def _futex():
+    """libc's syscall(2) typed for futex(2) on x86-64 Linux (whose stores other cores see in
+    program order: a slot's words before its bell), None elsewhere or with
+    TENSORWEAVE_SHM_BOARD=0."""
+    if not _FUTEX:
+        fn = None
+        if sys.platform.startswith("linux") and platform.machine() == "x86_64" \
+                and os.environ.get("TENSORWEAVE_SHM_BOARD", "1") != "0":
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).syscall
+                fn.restype = ctypes.c_long
+                fn.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_int]
+            except (OSError, AttributeError):
+                fn = None
+        _FUTEX.append(fn)
+    return _FUTEX[0]
+
+
+class Board:
+    """A board (module docstring) over the mapping `mm`, as member `rank` of `members` sees it: a
+    slot of SLOT int64 words per member (two cache lines). `post(word, value, record)` writes the
+    record (words 2 and up of this member's slot), then `value` at `word` (0 or 1: a count that
+    only grows, below 2**31), and wakes the members waiting on it; `behind(word, value)` is
+    (the first member whose slot holds less than `value` at `word`, what it holds), None when
+    none; `wait(member, word, held, timeout_s)` sleeps while that word of the member's slot
+    still holds `held`, up to timeout_s (the word is the futex: a post between the look and the
+    sleep is never missed)."""
+
+    SLOT = 16
+
+    @staticmethod
+    def bytes_for(members: int) -> int:
+        return members * Board.SLOT * 8
+
+    def __init__(self, mm: mmap.mmap, members: int, rank: int):
+        if HEADER + self.bytes_for(members) > len(mm):
+            raise ShmError(f"a board of {len(mm) - HEADER} bytes cannot hold {members} members")
+        self._mm = mm
+        self.members, self.rank = members, rank
+        self.slots = np.frombuffer(mm, np.int64, count=members * self.SLOT, offset=HEADER).reshape(members, self.SLOT)
+        self._at = self.slots.__array_interface__["data"][0]   # (a word's low half, little-endian: its futex)
+
+    def post(self, word: int, value: int, record=()) -> None:
+        slot = self.slots[self.rank]
+        if len(record):
+            slot[2:2 + len(record)] = record
+        slot[word] = value
+        _futex()(_SYS_FUTEX_X86_64, self._at + (self.rank * self.SLOT + word) * 8, _FUTEX_WAKE, 0x7FFFFFFF, None,
+                 None, 0)
+
+    def behind(self, word: int, value: int) -> Optional[tuple]:
+        column = self.slots[:, word]
+        late = np.flatnonzero(column < value)
+        return (int(late[0]), int(column[late[0]])) if late.size else None
+
+    def wait(self, member: int, word: int, held: int, timeout_s: float) -> None:
+        ts = _Timespec(int(timeout_s), int((timeout_s % 1) * 1e9))
+        _futex()(_SYS_FUTEX_X86_64, self._at + (member * self.SLOT + word) * 8, _FUTEX_WAIT, held, ctypes.byref(ts),
+                 None, 0)
 
 
 # -- reading a peer's memory in place (cross-memory attach) ---------------------------------------

@@ -37,7 +37,11 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   ring's order (the bits are the ring's) straight into the shared output; the barrier ("done",
   through the first member too: 2 (size - 1) messages a round, not size (size - 1)) ends it.
   Per member that reads the tensor once and writes a 1/size share of it: no copy of an input,
-  no message carrying data. The shared output is read-only, as a received tensor is.
+  no message carrying data. The shared output is read-only, as a received tensor is. From the
+  instance's second run on there are no messages at all: the first run's swap also names a
+  board (`link.offer_board` / `keep_board`: shm.Board, a slot a member in shared memory), and
+  the swap and the barrier are posts there (`link.meet`: a store, and a futex wake-up of the
+  members waiting for it), with the faults' rules of messages (distributed/collectives.py).
   Where the first member has no buffer to offer, each member's output is its own and each
   reduced chunk is written, still in the cache, into every other member's (`link.write`): the
   tensor written once per member. (One member that may not reach the others says so, and then
@@ -250,9 +254,15 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     shared = link.shared_output(flat.nbytes) if can and r == 0 and hasattr(link, "shared_output") else None
     out = shared[1].view(flat.dtype) if shared else _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
-    mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0))], np.int64)
-    try:   # (the swap through the first member: 2 (k - 1) messages, not k (k - 1))
-        if r:
+    board = link.board() if hasattr(link, "board") else None
+    offer = link.offer_board() if board is None and can and r == 0 and hasattr(link, "offer_board") else (0, 0, 0)
+    mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0)), *offer],
+                    np.int64)
+    try:
+        if board is not None:   # (from the instance's second run on: one post and one wake-up each)
+            link.meet(board, 0, mine)
+            table = board.slots[:, 2:2 + mine.size].copy()
+        elif r:   # (the swap through the first member: 2 (k - 1) messages, not k (k - 1))
             link.send(0, "mem", mine)
             table = _expect(link.recv(0, "mems"), mine.dtype, k * mine.size, node).reshape(k, mine.size)
         else:
@@ -265,12 +275,14 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         ids = {peer: table[peer] for peer in range(k) if peer != r}
         if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
             return None
+        if board is None and hasattr(link, "keep_board"):
+            link.keep_board(table[0][8:11])
         for peer, v in ids.items():
             if int(v[3]) != n or int(v[4]) != kind:
                 raise _mismatch(node, f"member {peer} of the group all-reduces {int(v[3])} elements of another "
                                       f"type where this one has {n} of {flat.dtype} (the group's members disagree "
                                       f"on the tensor's shape or dtype)")
-        ref = (ids[0] if r else mine)[5:]
+        ref = (ids[0] if r else mine)[5:8]
         shares = bool(ref.any())
         if r and shares:
             out = link.attach_output(ref, flat.nbytes).view(flat.dtype)
@@ -290,7 +302,10 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
             for j in range(1, 1 if shares else k):
                 peer = (r + j) % k
                 link.write(peer, int(ids[peer][2]) + a * size, acc)
-        _barrier(link, flat.dtype)
+        if board is not None:
+            link.meet(board, 1)
+        else:
+            _barrier(link, flat.dtype)
     except BaseException:
         _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
         raise

@@ -210,9 +210,44 @@ class _SharingLink(_ReadingLink):
 
 
 def _addresses(size: int) -> int:
-    """The bytes of a run's address swap: each member's 8 words (its input's and output's addresses,
-    the shared output) to the first member, which sends every other the table of them all."""
-    return (size - 1) * 8 * 8 + (size - 1) * size * 8 * 8
+    """The bytes of a run's address swap: each member's 11 words (its input's and output's addresses,
+    the shared output, the board) to the first member, which sends every other the table of them all."""
+    return (size - 1) * 11 * 8 + (size - 1) * size * 11 * 8
+
+
+class _Waiting:
+    """What collectives.Link's waits read of a run (_Wait): a deadline `timeout_s` from now."""
+
+    def __init__(self, timeout_s=None):
+        self.deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self.cancelled, self.error, self.pinged = threading.Event(), None, []
+
+    def waiting_for(self, member):
+        self.peer = member
+        return self
+
+    def time_left(self):
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def on_wait(self):
+        self.pinged.append(self.peer)
+
+
+class _BoardLink(_SharingLink):
+    """A _SharingLink whose members meet at a board from the second run on (collectives.Link's
+    board, offer_board, keep_board, meet), each member's keeping in `owners[rank]`."""
+
+    def __init__(self, net, rank, owners, run, timeout_s=None):
+        super().__init__(net, rank)
+        self._owner, self.run, self.key = owners[rank], run, (1, 7, 1)
+        self._wait, self._offered, self.step_id = _Waiting(timeout_s), None, -5
+
+    board, offer_board, keep_board = collectives.Link.board, collectives.Link.offer_board, collectives.Link.keep_board
+    meet, _still_waiting = collectives.Link.meet, collectives.Link._still_waiting
+
+
+def _owners(size: int) -> list:
+    return [types.SimpleNamespace(_boards={}, _made={}, _rendezvous=Rendezvous()) for _ in range(size)]
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
@@ -247,6 +282,54 @@ def test_members_reaching_one_another_in_place_get_the_ring_s_bits_and_send_no_d
         else:
             results[0][...] = 0.0   # each member's output is its own
             assert all(np.array_equal(got.reshape(-1), ring[0]) for got in results[1:])
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_members_meet_at_a_board_from_the_second_run_on_with_the_ring_s_bits_and_no_messages(size, monkeypatch):
+    if not shm.reaches_peers() or shm.pool() is None or shm._futex() is None:
+        pytest.skip("no cross-memory attach, shared memory or futex here")
+    monkeypatch.setattr(shm, "MIN_BYTES", 0)
+    n = 5 * 1001 + 3
+    inputs = [(np.random.RandomState(r).randn(n) * 100).astype(np.float32) for r in range(size)]
+    want = _ring_order_sum(inputs)
+    owners = _owners(size)
+    for run in range(4):
+        inputs[1][:3] = run   # (a new input every run: the members read what their peers hold now)
+        want[:3] = _ring_order_sum([x[:3] for x in inputs])
+        results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+            inputs[r], _BoardLink(link.net, r, owners, run), np.add, small_bytes=0, chunk_bytes=1000 * 4))
+        for got in results:
+            np.testing.assert_array_equal(got, want)   # the ring's bits
+        # the first run swaps the addresses in messages and names the board; the next send nothing
+        assert sum(net.sent_bytes) == (_addresses(size) if run == 0 else 0)
+        assert all(len(o._boards) == 1 for o in owners) and len(owners[0]._made) == 1
+        del results, got
+    board = owners[0]._boards[(1, 7, 1)]
+    assert (board.slots[:, :2] == 4).all()   # every member posted the last run, in and done
+
+
+def test_a_board_wait_fails_naming_the_member_it_waits_for_when_it_is_gone_or_past_the_timeout(monkeypatch):
+    if not shm.reaches_peers() or shm.pool() is None or shm._futex() is None:
+        pytest.skip("no cross-memory attach, shared memory or futex here")
+    monkeypatch.setattr(shm, "MIN_BYTES", 0)
+    owners, x = _owners(2), np.ones(3000, np.float32)
+    _run_group(2, lambda link, r: co.ring_all_reduce(x, _BoardLink(link.net, r, owners, 0), np.add, small_bytes=0))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    link = _BoardLink(_Net(2), 0, owners, 1)
+    link._pids[1] = child.pid   # (member m1's process is gone: its slot never moves)
+    started = time.monotonic()
+    with pytest.raises(errors.UnavailableError, match="m1 is gone"):
+        co.ring_all_reduce(x, link, np.add, small_bytes=0)
+    assert time.monotonic() - started < 30   # (a slice or two; a loaded machine's slack)
+    link = _BoardLink(_Net(2), 0, owners, 1, timeout_s=0.2)   # alive, not running the op
+    with pytest.raises(errors.UnavailableError, match="nothing from m1 within the collective's timeout"):
+        co.ring_all_reduce(x, link, np.add, small_bytes=0)
+    assert set(link._wait.pinged) <= {"m1"}   # (the pings' rule: the member waited for)
+    link = _BoardLink(_Net(2), 0, owners, 1)
+    link._owner._rendezvous.abort_step(-5, errors.UnavailableError(None, None, "m1 aborted by m0: gone"))
+    with pytest.raises(errors.UnavailableError, match="m1 aborted"):
+        co.ring_all_reduce(x, link, np.add, small_bytes=0)
 
 
 def test_members_take_the_ring_when_one_may_not_read_the_others_and_disagreeing_lengths_are_named():
