@@ -68,6 +68,7 @@ from tensorweave.runtime.rendezvous import WAIT_SLICE_S, Rendezvous
 
 PROBE_S = 2.0            # a wait pings the member it waits for this often
 PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
+MAX_BOARDS = 64           # boards a task makes for its groups' instances (64 KiB each); past it, messages
 STEP_MARGIN_S = 2.0      # a run's waits end this long (at most a quarter of the time left) before its step's deadline
 
 
@@ -446,7 +447,9 @@ class Link:
         """(the first member, before its swap) 3 ints naming a new board for the members to keep
         (keep_board), zeros when there is none to be had."""
         pool = shm.pool()
-        self._offered = pool.board(self.size) if pool is not None else None
+        if pool is None or len(self._owner._made) >= MAX_BOARDS:   # (instances past that meet in messages)
+            return 0, 0, 0
+        self._offered = pool.board(self.size)
         return (0, 0, 0) if self._offered is None else self._offered[0]
 
     def keep_board(self, ref) -> None:
@@ -473,14 +476,15 @@ class Link:
         value, checked = self.run + 1, time.monotonic()
         board.post(word, value, record)
         while True:
+            rung = int(board.bell[0])
             late = board.behind(word, value)
             if late is None:
                 return
             now = time.monotonic()
-            self._still_waiting(late[0], now - checked >= WAIT_SLICE_S)
+            self._still_waiting(late, now - checked >= WAIT_SLICE_S)
             if now - checked >= WAIT_SLICE_S:
                 checked = now
-            board.wait(late[0], word, late[1], WAIT_SLICE_S)
+            board.wait(rung, WAIT_SLICE_S)
 
     def _still_waiting(self, rank: int, probe: bool) -> None:
         """Raises what a wait for member `rank` meets: its deadline, the step's cancellation, an

@@ -38,9 +38,9 @@ array of it over the buffer lives, written by that member only); the first membe
 whose words are all clear or name processes that are gone, and never lends it for anything else.
 
 A board the members of a collective on one host meet at (`Pool.board`, `Attached.board`, `Board`):
-a small buffer of the first member's, a slot of words per member that only that member writes; a
-member waiting for another's word sleeps on that word (futex(2), x86-64 Linux), which its writer
-wakes. Meeting there costs a store and a wake-up of the members waiting for this one, where a
+a small buffer of the first member's, a slot of words per member that only that member writes, and
+a bell (a futex word, futex(2), x86-64 Linux) that the member completing a round rings: the others
+sleep on it, and each wakes once a round. Meeting there costs a store and a wake-up, where a
 message costs a socket write, the receiver's transport thread and a hand-off to the waiting one.
 
 Limits: tensors of at least TENSORWEAVE_SHM_MIN_BYTES (256 KiB) take this path; a process's
@@ -663,45 +663,52 @@ def _futex():
 
 class Board:
     """A board (module docstring) over the mapping `mm`, as member `rank` of `members` sees it: a
-    slot of SLOT int64 words per member (two cache lines). `post(word, value, record)` writes the
-    record (words 2 and up of this member's slot), then `value` at `word` (0 or 1: a count that
-    only grows, below 2**31), and wakes the members waiting on it; `behind(word, value)` is
-    (the first member whose slot holds less than `value` at `word`, what it holds), None when
-    none; `wait(member, word, held, timeout_s)` sleeps while that word of the member's slot
-    still holds `held`, up to timeout_s (the word is the futex: a post between the look and the
-    sleep is never missed)."""
+    bell (a 32-bit futex word, its own cache line), then a slot of SLOT int64 words per member.
+    `post(word, value, record)` writes the record (words 2 and up of this member's slot), then
+    `value` at `word` (0 or 1: a count that only grows), and rings the bell when every member's
+    word holds it now; `behind(word, value)` is the first member whose word holds less, None when
+    none; `wait(rung, timeout_s)` sleeps while the bell still holds `rung` (read before `behind`
+    looked), up to timeout_s. The ring is never missed: a poster's futex call orders its store
+    before its look at the others' (the kernel's barrier in FUTEX_WAKE), so of the members
+    posting at once the last to pass that barrier sees every word and rings (and a wait is a
+    slice at most, after which its caller looks again)."""
 
     SLOT = 16
+    _BELL_BYTES = 64
 
     @staticmethod
     def bytes_for(members: int) -> int:
-        return members * Board.SLOT * 8
+        return Board._BELL_BYTES + members * Board.SLOT * 8
 
     def __init__(self, mm: mmap.mmap, members: int, rank: int):
         if HEADER + self.bytes_for(members) > len(mm):
             raise ShmError(f"a board of {len(mm) - HEADER} bytes cannot hold {members} members")
         self._mm = mm
         self.members, self.rank = members, rank
-        self.slots = np.frombuffer(mm, np.int64, count=members * self.SLOT, offset=HEADER).reshape(members, self.SLOT)
-        self._at = self.slots.__array_interface__["data"][0]   # (a word's low half, little-endian: its futex)
+        self.bell = np.frombuffer(mm, np.int32, count=1, offset=HEADER)
+        self._bell = self.bell.__array_interface__["data"][0]
+        self.slots = np.frombuffer(mm, np.int64, count=members * self.SLOT,
+                                   offset=HEADER + self._BELL_BYTES).reshape(members, self.SLOT)
 
     def post(self, word: int, value: int, record=()) -> None:
         slot = self.slots[self.rank]
         if len(record):
             slot[2:2 + len(record)] = record
         slot[word] = value
-        _futex()(_SYS_FUTEX_X86_64, self._at + (self.rank * self.SLOT + word) * 8, _FUTEX_WAKE, 0x7FFFFFFF, None,
-                 None, 0)
+        futex = _futex()
+        futex(_SYS_FUTEX_X86_64, self._bell, _FUTEX_WAKE, 0, None, None, 0)   # (the barrier: wakes nobody)
+        if self.behind(word, value) is None:
+            # (a ring no waiter can have seen before: the poster, the word and the value in it)
+            self.bell[0] = ((value * 2 + word) * self.members + self.rank) & 0x7FFFFFFF
+            futex(_SYS_FUTEX_X86_64, self._bell, _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
 
-    def behind(self, word: int, value: int) -> Optional[tuple]:
-        column = self.slots[:, word]
-        late = np.flatnonzero(column < value)
-        return (int(late[0]), int(column[late[0]])) if late.size else None
+    def behind(self, word: int, value: int) -> Optional[int]:
+        late = np.flatnonzero(self.slots[:, word] < value)
+        return int(late[0]) if late.size else None
 
-    def wait(self, member: int, word: int, held: int, timeout_s: float) -> None:
+    def wait(self, rung: int, timeout_s: float) -> None:
         ts = _Timespec(int(timeout_s), int((timeout_s % 1) * 1e9))
-        _futex()(_SYS_FUTEX_X86_64, self._at + (member * self.SLOT + word) * 8, _FUTEX_WAIT, held, ctypes.byref(ts),
-                 None, 0)
+        _futex()(_SYS_FUTEX_X86_64, self._bell, _FUTEX_WAIT, rung, ctypes.byref(ts), None, 0)
 
 
 # -- reading a peer's memory in place (cross-memory attach) ---------------------------------------
