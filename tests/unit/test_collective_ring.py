@@ -646,3 +646,27 @@ def test_large_outputs_reuse_a_buffer_only_once_nothing_refers_to_it():
     assert third.__array_interface__["data"][0] == address and not np.shares_memory(third, second)
     small = recycled.empty(10, f32)   # (below RECYCLE_MIN_BYTES: plain arrays)
     assert small.base is None and recycled.empty(3 << 20, np.dtype(np.float64)).base is None   # (larger than kept)
+
+
+def test_runs_of_one_instance_on_a_task_take_turns_in_their_order():
+    """A run of an instance starts on a task once the run before it ended there (so every member's
+    n-th run agrees on whether the instance's board exists); a run whose turn does not come within
+    its timeout fails with UnavailableError, and the group is formed again."""
+    svc, _ = _collectives()
+    me = "/job:worker/replica:0/task:0"
+    svc._groups[7] = ((me, "/job:worker/replica:0/task:1"), 11, {})
+    node = types.SimpleNamespace(name="reduce", op="CollectiveReduce")
+    first = svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)
+    other = svc.instance(node, _Step(), 2, 7, 2, timeout_s=0)   # (another instance: its own turns)
+    started: list = []
+    second = threading.Thread(target=lambda: started.append(svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)))
+    second.start()
+    second.join(0.3)
+    assert not started and first.run == 0 and other.run == 0
+    with first:
+        pass
+    second.join(30)
+    assert started and started[0].run == 1
+    with pytest.raises(errors.UnavailableError, match="run 1 of the instance on this task did not end in time"):
+        svc.instance(node, _Step(), 2, 7, 1, timeout_s=0.2)   # run 2, while run 1 has not ended
+    assert 7 not in svc._groups   # (forgotten: the group forms again)
