@@ -430,7 +430,7 @@ class Link:
         return self
 
     def __exit__(self, kind, exc, tb) -> bool:
-        if self._offered is not None:
+        if self._offered is not None and shm.pool() is not None:   # (named, but not kept: the ring ran)
             shm.pool().drop_board(self._offered[0])
         self._owner._end_turn(self)
         if kind is not None:
