@@ -316,7 +316,7 @@ def test_a_board_wait_fails_naming_the_member_it_waits_for_when_it_is_gone_or_pa
     _run_group(2, lambda link, r: co.ring_all_reduce(x, _BoardLink(link.net, r, owners, 0), np.add, small_bytes=0))
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    link = _BoardLink(_Net(2), 0, owners, 1)
+    link = _BoardLink(_Net(2), 0, owners, 1, timeout_s=60)   # (60 s: a failure, not a hang, were its pid reused)
     link._pids[1] = child.pid   # (member m1's process is gone: its slot never moves)
     started = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="m1 is gone"):
