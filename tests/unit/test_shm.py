@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import msgpack
 import numpy as np
@@ -230,3 +231,36 @@ def test_a_group_output_is_shared_and_reused_only_once_no_member_holds_it(pool):
     assert child.returncode == 0
     del first
     assert pool.group_output(MIB, 2)[0] == ref
+
+
+def test_members_meet_at_a_board_the_last_to_post_wakes_the_others_and_its_file_goes_with_drop(pool):
+    if shm._futex() is None:
+        pytest.skip("no futex here")
+    ref, first = pool.board(3)
+    others = [shm.attached().board(ref, 3, rank) for rank in (1, 2)]
+    first.post(0, 1, [7, 8])
+    others[0].post(0, 1)
+    assert others[1].behind(0, 1) == 2 and first.behind(1, 1) == 0   # (member 2 has not posted; nobody's word 1)
+    met: list = []
+
+    def waiter():   # (as collectives.Link.meet waits: look, then sleep while the bell is as it was)
+        while True:
+            rung = int(first.bell[0])
+            if first.behind(0, 1) is None:
+                met.append(first.slots[:, 2:4].tolist())
+                return
+            first.wait(rung, 30.0)
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    rung = int(first.bell[0])
+    others[1].post(0, 1)   # the last: it rings
+    assert int(first.bell[0]) != rung
+    thread.join(60)
+    assert met == [[[7, 8], [0, 0], [0, 0]]]   # every slot as its member wrote it
+    name = "-".join(map(str, ref))
+    assert os.path.exists(os.path.join(pool.dir, name))
+    pool.drop_board(ref)
+    assert not os.path.exists(os.path.join(pool.dir, name))
+    others[0].post(1, 1)   # (the mappings stay valid)
+    with pytest.raises(shm.ShmError):
+        shm.attached().board((1, 2, 3), 3, 1)
