@@ -214,8 +214,11 @@ class Collectives:
         node, error = link._node, None
         with self._turn:
             while error is None and self._turns.get(link.key, 0) < link.run:
-                left = wait.time_left()
-                if left is not None and left <= 0:
+                left, group = wait.time_left(), self._groups.get(link.key[1])
+                if group is None or group[1] != link.key[0]:   # (a run before it failed: the group is no more)
+                    error = errors.UnavailableError(node, node.name, f"{node.op} {node.name}: run {link.run - 1} "
+                                                                     f"of the instance failed on this task")
+                elif left is not None and left <= 0:
                     error = errors.UnavailableError(node, node.name, f"{node.op} {node.name}: run {link.run - 1} of "
                                                                      f"the instance on this task did not end in time")
                 elif wait.cancelled.is_set():
@@ -243,6 +246,7 @@ class Collectives:
             made = [self._made.pop(k) for k in list(self._made) if k[1] == group_key]
             for k in [k for k in self._turns if k[1] == group_key]:
                 del self._turns[k]
+            self._turn.notify_all()   # (runs waiting for their turn in the group fail)
         pool = shm.pool()
         for ref in made:
             if pool is not None:

@@ -670,3 +670,22 @@ def test_runs_of_one_instance_on_a_task_take_turns_in_their_order():
     with pytest.raises(errors.UnavailableError, match="run 1 of the instance on this task did not end in time"):
         svc.instance(node, _Step(), 2, 7, 1, timeout_s=0.2)   # run 2, while run 1 has not ended
     assert 7 not in svc._groups   # (forgotten: the group forms again)
+    svc._groups[7] = ((me, "/job:worker/replica:0/task:1"), 12, {})   # (formed again: a new epoch)
+    first = svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)
+    failed: list = []
+
+    def waits_without_timeout():
+        try:
+            svc.instance(node, _Step(), 2, 7, 1, timeout_s=0)
+        except errors.UnavailableError as e:
+            failed.append(e)
+    second = threading.Thread(target=waits_without_timeout, daemon=True)
+    second.start()
+    deadline = time.monotonic() + 30
+    while svc._runs.get((7, 1)) != 2 and time.monotonic() < deadline:   # (run 1 numbered: it waits for its turn)
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError):
+        with first:   # run 0 fails: run 1, waiting for its turn with no timeout, fails too (never a hang)
+            raise RuntimeError("run 0 failed")
+    second.join(30)
+    assert failed and "run 0 of the instance failed on this task" in str(failed[0])
