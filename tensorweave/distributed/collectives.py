@@ -68,7 +68,7 @@ from tensorweave.runtime.rendezvous import WAIT_SLICE_S, Rendezvous
 
 PROBE_S = 2.0            # a wait pings the member it waits for this often
 PROBE_TIMEOUT_S = 10.0   # ... which must answer within this
-MAX_BOARDS = 64           # boards a task makes for its groups' instances (64 KiB each); past it, messages
+MAX_BOARDS = 64          # boards a task makes for its groups' instances (64 KiB each); past it, messages
 STEP_MARGIN_S = 2.0      # a run's waits end this long (at most a quarter of the time left) before its step's deadline
 
 
