@@ -7,7 +7,8 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.ops import onednn
-from tensorweave.ops.nn import intra_op, pool_kernels
+from tensorweave.ops import intra_op
+from tensorweave.ops.nn import pool_kernels
 
 from unit_helpers import run
 

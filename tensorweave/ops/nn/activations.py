@@ -17,7 +17,7 @@ from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import exp, negative
-from tensorweave.ops.nn.intra_op import split_elementwise
+from tensorweave.ops.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register, register_gpu
 
