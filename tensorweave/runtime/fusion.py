@@ -28,7 +28,9 @@ root's (an elementwise op: what a scheduler asks of an op, it answers as its mem
 
 Before the trees, each Conv2D -> BiasAdd (-> Relu) chain whose intermediates nobody else reads
 becomes one step, grappler's _FusedConv2D: oneDNN's convolution with the bias and ReLU as
-post-ops where that gives the three ops' bits (_fuse_convolutions)."""
+post-ops where that gives the three ops' bits (_fuse_convolutions); and a convolution's two
+gradients of one out_backprop become one step that runs them at once, each on one thread, where
+that gives the team's bits (_pair_convolution_grads)."""
 from __future__ import annotations
 
 import threading
@@ -39,7 +41,7 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
-from tensorweave.ops.nn.conv import conv2d_bias_kernel
+from tensorweave.ops.nn.conv import conv2d_bias_kernel, conv2d_grads_kernel
 
 MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
@@ -48,7 +50,7 @@ _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PE
 _MAX_MEMBERS = 64             # numexpr compiles in time quadratic in the tree (150 ops: 200 ms)
 _MAX_EXPANDED = 96            # ops in the expression, repeated operands counted each time
 _MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
-_MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
+_MODE_ONE, _MODE_MANY, _MODE_ONE_2, _MODE_ONE_1 = 0, 1, 3, 4   # executor.Plan's step modes this pass reads and writes
 
 _FLOATS = frozenset((dtypes.float32, dtypes.float64))
 _INTS = frozenset((dtypes.int32, dtypes.int64))
@@ -106,6 +108,7 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     global _numexpr
     steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
     steps, nodes = _fuse_convolutions(steps, nodes, fetch_slots, by_name, feed_set, as_op_error, task)
+    steps, nodes = _pair_convolution_grads(steps, nodes, by_name, feed_set, as_op_error, task)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
@@ -271,6 +274,77 @@ def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_
             new_steps.append(step)
             new_nodes.append(node)
     return new_steps, new_nodes
+
+
+def _pair_convolution_grads(steps: list, nodes: list, by_name: dict, feed_set: set, as_op_error: Callable,
+                            task: str) -> tuple[list, list]:
+    """Each Conv2DBackpropInput and Conv2DBackpropFilter of one out_backprop (a convolution's two
+    gradients) as one step at the later one's place, which runs the two at once, each on a
+    thread of its own (conv.conv2d_grads_kernel), or where that does not apply the two kernels
+    in order. Not where a step between them reads the earlier one's output, nor where a node
+    waits for either by a control input. The step's node is the later one's, both names in its
+    MEMBERS attr."""
+    if not any(node.op == "Conv2DBackpropFilter" for node in nodes):
+        return steps, nodes
+    readers, control_sources = _consumers(steps, nodes)
+
+    def plain(i: int, op: str) -> bool:
+        node = nodes[i]
+        return node.op == op and steps[i][0] == _MODE_ONE and steps[i][4] is None and steps[i][3] >= 0 and \
+            "GPU:" not in node.device and _format(node) == "NHWC" and node.name not in control_sources and \
+            not _reads_refs(node, by_name, feed_set)
+
+    inputs_of = {steps[i][2][2]: i for i in range(len(steps)) if plain(i, "Conv2DBackpropInput")}
+    pairs: dict = {}   # the later step -> (the input gradient's step, the filter gradient's step)
+    for j in range(len(steps)):
+        i = inputs_of.get(steps[j][2][2]) if plain(j, "Conv2DBackpropFilter") else None
+        if i is not None and nodes[i].device == nodes[j].device:
+            first, last = min(i, j), max(i, j)
+            if all(r > last for r, _ in readers.get(steps[first][3], ())):
+                pairs[last] = (i, j)
+                del inputs_of[steps[j][2][2]]
+    if not pairs:
+        return steps, nodes
+    inner = {min(pair) for pair in pairs.values()}
+    new_steps, new_nodes = [], []
+    for k, (step, node) in enumerate(zip(steps, nodes)):
+        if k in pairs:
+            i, j = pairs[k]
+            kernel = _ConvolutionGrads(nodes[i], nodes[j], steps[i][1], steps[j][1], as_op_error, task)
+            new_steps.append((_MODE_MANY, kernel.run, steps[i][2] + steps[j][2][:2], (steps[i][3], steps[j][3]), None))
+            new_nodes.append(NodeDef(node.name, node.op, node.input, node.device,
+                                     {**node.attr, MEMBERS: [nodes[i].name, nodes[j].name]}))
+        elif k not in inner:
+            new_steps.append(step)
+            new_nodes.append(node)
+    return new_steps, new_nodes
+
+
+class _ConvolutionGrads:
+    """Conv2DBackpropInput and Conv2DBackpropFilter of one out_backprop as one step:
+    run(input_sizes, filter, out_backprop, input, filter_sizes) -> (dx, dw)."""
+
+    def __init__(self, input_node: NodeDef, filter_node: NodeDef, input_fn: Callable, filter_fn: Callable,
+                 as_op_error: Callable, task: str):
+        self._members = ((input_fn, input_node), (filter_fn, filter_node))
+        self._as_op_error, self._task = as_op_error, task
+        self._fast = conv2d_grads_kernel(input_node, filter_node)
+
+    def run(self, input_sizes, w, dy, x, filter_sizes):
+        try:
+            out = self._fast(input_sizes, w, dy, x, filter_sizes)
+        except Exception:  # noqa: BLE001 - operands the kernels refuse: their own kernels say why
+            out = None
+        if out is not None:
+            return out
+        (input_fn, input_node), (filter_fn, filter_node) = self._members
+        node = input_node
+        try:
+            dx = input_fn(input_sizes, w, dy)
+            node = filter_node
+            return dx, filter_fn(x, filter_sizes, dy)
+        except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
+            raise self._as_op_error(e, node, self._task) from None
 
 
 def _format(node: NodeDef) -> str:

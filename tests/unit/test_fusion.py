@@ -384,3 +384,47 @@ def test_a_failing_fused_convolution_names_the_convolution():
         with pytest.raises(tf.errors.InvalidArgumentError, match="conv") as err:
             sess.run(out, {x: np.ones((2, 9, 9, 4), np.float32)})
     assert err.value.op == "conv"
+
+
+def _conv_grads(channels=16, shapes=((4, 10, 10), (4, 8, 8))):
+    """Conv2DBackpropInput and Conv2DBackpropFilter of one fed out_backprop: (feeds, dx, dw)."""
+    rng = np.random.default_rng(8)
+    (n, h, w_), (_, oh, ow) = shapes
+    x = tf.placeholder(tf.float32, [None, None, None, channels])
+    dy = tf.placeholder(tf.float32, [None, None, None, 8])
+    w = tf.constant(rng.standard_normal((3, 3, channels, 8)).astype(np.float32))
+    dx = tf.nn.conv2d_backprop_input(tf.shape(x), w, dy, [1, 1, 1, 1], "VALID", name="dx")
+    dw = tf.nn.conv2d_backprop_filter(x, tf.shape(w), dy, [1, 1, 1, 1], "VALID", name="dw")
+    feeds = {x: rng.standard_normal((n, h, w_, channels)).astype(np.float32),
+             dy: rng.standard_normal((n, oh, ow, 8)).astype(np.float32)}
+    return feeds, dx, dw
+
+
+@pytest.mark.parametrize("channels", [16, 3])   # 3: oneDNN is not for the input gradient, the kernels run in turn
+def test_a_convolutions_two_gradients_run_as_one_step_with_each_ops_bits(channels):
+    feeds, dx, dw = _conv_grads(channels)
+    with tf.Session() as sess:
+        together, names = _traced(sess, [dx, dw], feeds)
+        apart = [sess.run(dx, feeds), sess.run(dw, feeds)]   # (each plan has one of them)
+    assert "dx" not in names and "dw" in names   # (the step has the later member's name)
+    for a, b in zip(together, apart):
+        assert _same_bits(a, b)
+
+
+def test_a_convolution_gradient_waited_for_stays_apart():
+    feeds, dx, dw = _conv_grads()
+    with tf.control_dependencies([dx.op]):
+        after = tf.identity(dw)
+    with tf.Session() as sess:
+        got, names = _traced(sess, [after, dx], feeds)
+        alone = sess.run(dw, feeds)
+    assert {"dx", "dw"} <= names
+    assert _same_bits(got[0], alone)
+
+
+def test_paired_convolution_gradients_that_disagree_name_the_failing_op():
+    feeds, dx, dw = _conv_grads(shapes=((4, 10, 10), (4, 7, 7)))   # out_backprop not the convolution's shape
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as err:
+            sess.run([dx, dw], feeds)
+    assert err.value.op == "dx"

@@ -381,3 +381,29 @@ def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, ex
     out = subprocess.run([sys.executable, "-c", BLAS_THREADS], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) == expected
+
+
+@needs_onednn
+@pytest.mark.parametrize("batch", [16, 64])   # (a small batch the team may split other than by parts: refused)
+def test_a_convolutions_two_gradients_apart_give_the_teams_bits(batch):
+    """conv2d_grads_apart's calls, each on one thread, give conv2d_input_grad's and
+    conv2d_filter_grad's bits (called here in turn; a plan runs them on two threads)."""
+    g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
+    x = rng.randn(batch, 12, 12, 16).astype(np.float32)
+    f = rng.randn(3, 3, 16, 32).astype(np.float32)
+    dy = rng.randn(batch, 10, 10, 32).astype(np.float32)
+    calls = onednn.conv2d_grads_apart(x, f, dy, g)
+    assert calls is not None
+    dx, dw = (call() for call in calls)
+    assert dx.tobytes() == onednn.conv2d_input_grad(x.shape, f, dy, g).tobytes()
+    assert dw.tobytes() == onednn.conv2d_filter_grad(x, dy, 3, 3, g).tobytes()
+
+
+@needs_onednn
+def test_convolution_gradients_apart_refuse_an_image_and_other_dtypes():
+    g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
+    dy = rng.randn(2, 10, 10, 8).astype(np.float32)
+    assert onednn.conv2d_grads_apart(rng.randn(2, 12, 12, 3).astype(np.float32),
+                                     rng.randn(3, 3, 3, 8).astype(np.float32), dy, g) is None
+    assert onednn.conv2d_grads_apart(rng.randn(2, 12, 12, 16), rng.randn(3, 3, 16, 8).astype(np.float32), dy,
+                                     g) is None

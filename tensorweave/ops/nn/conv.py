@@ -15,6 +15,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
+from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.nn import conv_kernels, im2col
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
@@ -337,6 +338,34 @@ def _backprop_filter_kernel(node, ctx, gpu=False):
         if depthwise:
             return conv_kernels.depthwise_filter_grad_nhwc(x, dy, kh, kw, g)
         return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws)
+    return run
+
+
+def conv2d_grads_kernel(input_node, filter_node):
+    """Conv2DBackpropInput `input_node` and Conv2DBackpropFilter `filter_node` of one out_backprop
+    as one kernel run(input_sizes, filter, out_backprop, input, filter_sizes) -> (dx, dw): the two
+    oneDNN products at once, one on this thread and one on an intra-op thread (onednn.
+    conv2d_grads_apart: the team's bits), or None where that does not apply (the ops' own
+    kernels then run). A plan's fusion pass (runtime/fusion.py) makes it where both ops read the
+    same out_backprop, as TF's executor would run them at once."""
+    attrs = _node_attrs(input_node)
+    same = attrs == _node_attrs(filter_node) and attrs["data_format"] == "NHWC" and \
+        (input_node.op, filter_node.op) == ("Conv2DBackpropInput", "Conv2DBackpropFilter")
+
+    def run(input_sizes, w, dy, x, filter_sizes):
+        if not same or not all(type(a) is np.ndarray and a.ndim == 4 for a in (w, dy, x)) or \
+                tuple(int(v) for v in input_sizes) != x.shape or tuple(int(v) for v in filter_sizes) != w.shape:
+            return None
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], filter_node.name)
+        if dy.shape != (x.shape[0], oh, ow, w.shape[3]) or (calls := onednn.conv2d_grads_apart(x, w, dy, g)) is None:
+            return None
+        out = [None, None]
+
+        def part(a: int, b: int) -> None:
+            for k in range(a, b):
+                out[k] = calls[k]()
+        parallel_ranges(2, dy.size, part)
+        return None if out[0] is None or out[1] is None else (np.ascontiguousarray(out[0]), out[1])
     return run
 
 
