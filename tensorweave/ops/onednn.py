@@ -871,8 +871,8 @@ class _BinaryPlan:
                 _lib.dnnl_post_ops_destroy(ops)
                 _lib.dnnl_primitive_attr_destroy(attr)
 
-    def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray) -> np.ndarray:
-        dst = np.empty_like(src0)
+    def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray, out=None) -> np.ndarray:
+        dst = np.empty_like(src0) if out is None else out
         self.prim([(_SRC, self.src0.handle, src0), (_SRC_1, self.src1.handle, src1), (_DST, self.src0.handle, dst)]
                   + [(_POST_OP_SRC_1 * (i + 1) | _SRC_1, d.handle, a)
                      for i, (d, a) in enumerate(zip(self.post_descs, operands))])
@@ -900,13 +900,18 @@ def bias_add(x: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
 _MINUS_ONE, _ZERO = np.full(1, -1, np.float32), np.zeros(1, np.float32)
 
 
-def relu_grad(g: np.ndarray, y: np.ndarray) -> Optional[np.ndarray]:
+def relu_grad(g: np.ndarray, y: np.ndarray, into_g: bool = False) -> Optional[np.ndarray]:
     """ReluGrad from Relu's output y: g * (y > 0), TF's multiply (a NaN or infinite g gives NaN
     where y <= 0; a NaN y gives 0), in one pass on oneDNN's threads: -y, then < 0 (oneDNN's
-    comparisons other than < and <= are true for NaN), then times g."""
+    comparisons other than < and <= are true for NaN), then times g. With `into_g`, written over
+    g (each element read before it is written), as TF forwards the gradient's buffer: no new
+    output whose lines the stores must first read."""
     if not _eltwise_ok(g, y) or g.shape != y.shape:
         return None
     shape = (g.size,)
     plan = _plan(("relu_grad", shape),
                  lambda: _BinaryPlan(_BINARY_MUL, shape, (1,), ((_BINARY_LT, (1,)), (_BINARY_MUL, shape))))
-    return None if plan is None else plan(y.reshape(shape), _MINUS_ONE, _ZERO, g.reshape(shape)).reshape(g.shape)
+    if plan is None:
+        return None
+    flat = g.reshape(shape)
+    return plan(y.reshape(shape), _MINUS_ONE, _ZERO, flat, out=flat if into_g else None).reshape(g.shape)

@@ -30,7 +30,8 @@ Before the trees, each Conv2D -> BiasAdd (-> Relu) chain whose intermediates nob
 becomes one step, grappler's _FusedConv2D: oneDNN's convolution with the bias and ReLU as
 post-ops where that gives the three ops' bits (_fuse_convolutions); and a convolution's two
 gradients of one out_backprop become one step that runs them at once, each on one thread, where
-that gives the team's bits (_pair_convolution_grads)."""
+that gives the team's bits (_pair_convolution_grads); a ReluGrad whose gradient input nothing else
+reads writes over it (_relu_grads_in_place)."""
 from __future__ import annotations
 
 import threading
@@ -41,6 +42,7 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
+from tensorweave.ops.nn.activations import relu_grad_into_gradient
 from tensorweave.ops.nn.conv import conv2d_bias_kernel, conv2d_grads_kernel
 
 MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
@@ -109,6 +111,7 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
     steps, nodes = _fuse_convolutions(steps, nodes, fetch_slots, by_name, feed_set, as_op_error, task)
     steps, nodes = _pair_convolution_grads(steps, nodes, by_name, feed_set, as_op_error, task)
+    steps = _relu_grads_in_place(steps, nodes, fetch_slots, by_name, feed_set)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
@@ -345,6 +348,32 @@ class _ConvolutionGrads:
             return dx, filter_fn(x, filter_sizes, dy)
         except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
             raise self._as_op_error(e, node, self._task) from None
+
+
+def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set) -> list:
+    """`steps` with each ReluGrad on the CPU whose gradient input no other step reads and nobody
+    fetches given the kernel that writes over that input where nothing else holds it
+    (activations.relu_grad_into_gradient: TF's buffer forwarding, the same bits). The gradient
+    may come through SumToShape or Identity steps that return their input itself: their inputs'
+    slots hold the same array, which is no reference to fear where no other step reads them."""
+    readers = _consumers(steps, nodes)[0]
+    kept = set(fetch_slots)
+    producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+    steps = list(steps)
+    for i, (step, node) in enumerate(zip(steps, nodes)):
+        if node.op != "ReluGrad" or step[0] != _MODE_ONE_2 or "GPU:" in node.device or step[2] == step[3] \
+                or min(step[2], step[3]) < 0 or step[2] in kept or readers.get(step[2]) != [(i, 0)] \
+                or _reads_refs(node, by_name, feed_set):
+            continue
+        dead, slot = 0, step[2]
+        while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH and steps[p][2] >= 0 \
+                and steps[p][2] not in kept and readers.get(steps[p][2]) == [(p, 0)]:
+            dead, slot = dead + 1, steps[p][2]
+        steps[i] = (_MODE_ONE_2, relu_grad_into_gradient(dead), step[2], step[3], step[4])
+    return steps
+
+
+_PASS_THROUGH = frozenset(("SumToShape", "Identity"))   # ops whose kernels may return their first input itself
 
 
 def _format(node: NodeDef) -> str:

@@ -428,3 +428,44 @@ def test_paired_convolution_gradients_that_disagree_name_the_failing_op():
         with pytest.raises(tf.errors.InvalidArgumentError) as err:
             sess.run([dx, dw], feeds)
     assert err.value.op == "dx"
+
+
+def _relu_grad_of(grad_ys_fed: bool):
+    """x -> Relu -> its gradient for a fed upstream gradient, or through a MaxPool: (x, y, g, dx)."""
+    x = tf.placeholder(tf.float32, [8, 64, 64, 8])   # (large enough for oneDNN's kernel: 2^18 elements)
+    y = tf.nn.relu(x)
+    if grad_ys_fed:
+        g = tf.placeholder(tf.float32, [8, 64, 64, 8])
+        return x, y, g, tf.gradients(y, x, grad_ys=g)[0]
+    pooled = tf.nn.max_pool(y, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    signs = np.sign(np.random.default_rng(11).standard_normal((8, 32, 32, 8))).astype(np.float32)
+    loss = tf.reduce_sum(pooled * signs)   # (negative gradients where a window is all zero: -0.0 out)
+    return (x, y, *tf.gradients(loss, [y, x]))
+
+
+def _relu_inputs():
+    rng = np.random.default_rng(9)
+    v = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    v.reshape(-1)[:len(_SPECIAL)] = _SPECIAL   # NaN, inf, signed zeros: in x, so in y, the pooled value and g
+    return v
+
+
+def test_a_relu_gradient_written_over_its_input_gives_relu_grads_bits():
+    x, y, g, dx = _relu_grad_of(False)
+    v = _relu_inputs()
+    with tf.Session() as sess:
+        over = sess.run(dx, {x: v})                      # g read by ReluGrad alone: written over
+        apart, gv, yv = sess.run([dx, g, y], {x: v})     # g fetched: a new output
+    want = np.multiply(gv, yv > 0, dtype=np.float32)
+    assert _same_values(over, apart) and _same_values(over, want)
+    assert np.signbit(want[want == 0]).any()   # (what tells a multiply from a select)
+
+
+def test_a_fed_gradient_is_never_written_over():
+    x, y, g, dx = _relu_grad_of(True)
+    v, gv = _relu_inputs(), np.random.default_rng(10).standard_normal((8, 64, 64, 8)).astype(np.float32)
+    kept = gv.copy()
+    with tf.Session() as sess:
+        got = sess.run(dx, {x: v, g: gv})
+    assert _same_bits(gv, kept)
+    assert _same_values(got, np.multiply(gv, np.maximum(v, 0) > 0, dtype=np.float32))
