@@ -579,20 +579,26 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool
     return _conv("input", w, dy, x_shape, w.shape, dy.shape, g, depthwise)
 
 
-def conv2d_grads_apart(x: np.ndarray, w: np.ndarray, dy: np.ndarray, g) -> Optional[tuple]:
-    """Conv2DBackpropInput and Conv2DBackpropFilter of one NHWC dy as two calls to make on two
-    threads at once, each primitive on its calling thread alone: (input_grad(), filter_grad()),
-    or None where oneDNN is not for them or where one thread would give other bits than the
-    team (the probes of _conv_serial_agrees). Where the team waits at its barrier for its slower
-    half (a busy machine holds one of its threads), two independent products each go at their
-    own pace; TF's executor runs the two ops at once so too."""
-    if (arrays := _dense(x, w, dy)) is None or x.shape[3] < _MIN_INPUT_GRAD_CHANNELS or x.shape[3] != w.shape[2]:
+def conv2d_grad_calls(x: np.ndarray, dy: np.ndarray, w_shape, g, w: Optional[np.ndarray] = None) -> Optional[list]:
+    """Conv2DBackpropFilter (and with the filter `w`, Conv2DBackpropInput) of one NHWC dy as calls
+    to make on threads of their own at once, each primitive on its calling thread alone:
+    [input_grad,] filter_grad; or None where oneDNN is not for them or where one thread would
+    give other bits than the team (the probes of _conv_serial_agrees). Where the team waits at
+    its barrier for its slower half (a busy machine holds one of its threads), independent
+    products each go at their own pace; TF's executor runs the ops at once so too."""
+    w_shape = tuple(w_shape)
+    if (arrays := _dense(x, dy, *(() if w is None else (w,)))) is None or x.shape[3] != w_shape[2] or \
+            (w is not None and (w.shape != w_shape or x.shape[3] < _MIN_INPUT_GRAD_CHANNELS)):
         return None
-    x, w, dy = arrays
-    key = (x.shape, w.shape, dy.shape, g, False)
-    if not (_conv_serial_agrees("input", key) and _conv_serial_agrees("filter", key)):
+    x, dy = arrays[:2]
+    key = (x.shape, w_shape, dy.shape, g, False)
+    if not _conv_serial_agrees("filter", key) or (w is not None and not _conv_serial_agrees("input", key)):
         return None
-    return lambda: _conv_run("input", True, w, dy, key), lambda: _conv_run("filter", True, x, dy, key)
+    calls = [lambda: _conv_run("filter", True, x, dy, key)]
+    if w is not None:
+        w = arrays[2]
+        calls.insert(0, lambda: _conv_run("input", True, w, dy, key))
+    return calls
 
 
 def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g,

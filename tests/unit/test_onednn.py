@@ -385,25 +385,26 @@ def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, ex
 
 @needs_onednn
 @pytest.mark.parametrize("batch", [16, 64])   # (a small batch the team may split other than by parts: refused)
-def test_a_convolutions_two_gradients_apart_give_the_teams_bits(batch):
-    """conv2d_grads_apart's calls, each on one thread, give conv2d_input_grad's and
-    conv2d_filter_grad's bits (called here in turn; a plan runs them on two threads)."""
+@pytest.mark.parametrize("with_input", [True, False])
+def test_a_convolutions_gradient_calls_give_the_teams_bits(batch, with_input):
+    """conv2d_grad_calls's calls, each on one thread, give conv2d_input_grad's and
+    conv2d_filter_grad's bits (called here in turn; a plan runs them on threads at once)."""
     g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
     x = rng.randn(batch, 12, 12, 16).astype(np.float32)
     f = rng.randn(3, 3, 16, 32).astype(np.float32)
     dy = rng.randn(batch, 10, 10, 32).astype(np.float32)
-    calls = onednn.conv2d_grads_apart(x, f, dy, g)
-    assert calls is not None
-    dx, dw = (call() for call in calls)
-    assert dx.tobytes() == onednn.conv2d_input_grad(x.shape, f, dy, g).tobytes()
-    assert dw.tobytes() == onednn.conv2d_filter_grad(x, dy, 3, 3, g).tobytes()
+    calls = onednn.conv2d_grad_calls(x, dy, f.shape, g, f if with_input else None)
+    assert calls is not None and len(calls) == 1 + with_input
+    got = [call() for call in calls]
+    assert got[-1].tobytes() == onednn.conv2d_filter_grad(x, dy, 3, 3, g).tobytes()
+    if with_input:
+        assert got[0].tobytes() == onednn.conv2d_input_grad(x.shape, f, dy, g).tobytes()
 
 
 @needs_onednn
-def test_convolution_gradients_apart_refuse_an_image_and_other_dtypes():
+def test_convolution_gradient_calls_refuse_an_images_gradient_and_other_dtypes():
     g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
     dy = rng.randn(2, 10, 10, 8).astype(np.float32)
-    assert onednn.conv2d_grads_apart(rng.randn(2, 12, 12, 3).astype(np.float32),
-                                     rng.randn(3, 3, 3, 8).astype(np.float32), dy, g) is None
-    assert onednn.conv2d_grads_apart(rng.randn(2, 12, 12, 16), rng.randn(3, 3, 16, 8).astype(np.float32), dy,
-                                     g) is None
+    image, f3 = rng.randn(2, 12, 12, 3).astype(np.float32), rng.randn(3, 3, 3, 8).astype(np.float32)
+    assert onednn.conv2d_grad_calls(image, dy, f3.shape, g, f3) is None   # (numpy's col2im is faster there)
+    assert onednn.conv2d_grad_calls(rng.randn(2, 12, 12, 16), dy, (3, 3, 16, 8), g) is None

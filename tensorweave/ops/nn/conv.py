@@ -3,6 +3,7 @@ and its backprops; the conv2d, conv2d_transpose, depthwise_conv2d, separable_con
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
-from tensorweave.ops.intra_op import parallel_ranges
+from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.nn import conv_kernels, im2col
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
@@ -341,31 +342,36 @@ def _backprop_filter_kernel(node, ctx, gpu=False):
     return run
 
 
-def conv2d_grads_kernel(input_node, filter_node):
-    """Conv2DBackpropInput `input_node` and Conv2DBackpropFilter `filter_node` of one out_backprop
-    as one kernel run(input_sizes, filter, out_backprop, input, filter_sizes) -> (dx, dw): the two
-    oneDNN products at once, one on this thread and one on an intra-op thread (onednn.
-    conv2d_grads_apart: the team's bits), or None where that does not apply (the ops' own
-    kernels then run). A plan's fusion pass (runtime/fusion.py) makes it where both ops read the
-    same out_backprop, as TF's executor would run them at once."""
-    attrs = _node_attrs(input_node)
-    same = attrs == _node_attrs(filter_node) and attrs["data_format"] == "NHWC" and \
-        (input_node.op, filter_node.op) == ("Conv2DBackpropInput", "Conv2DBackpropFilter")
+def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callable] = None):
+    """Conv2DBackpropFilter `filter_node`, with the Conv2DBackpropInput `input_node` and the
+    BiasAddGrad kernel `bias_grad` of the same out_backprop where given, as one kernel
+    run(x, filter_sizes, dy, input_sizes, w, bias_dy) -> [dx or None, dw, db or None] (the bias's
+    gradient of bias_dy, the value BiasAdd's gradient passed on as dy; None for what is not
+    computed): the
+    products at once on this thread and the intra-op threads, each on one thread (onednn.
+    conv2d_grad_calls: the team's bits), the bias's gradient on the thread free first; or None
+    where that does not apply (the ops' own kernels then run). A plan's fusion pass
+    (runtime/fusion.py) makes it where the ops read one out_backprop, as TF's executor would run
+    them at once."""
+    attrs = _node_attrs(filter_node)
+    same = attrs["data_format"] == "NHWC" and filter_node.op == "Conv2DBackpropFilter" and (
+        input_node is None or (input_node.op == "Conv2DBackpropInput" and _node_attrs(input_node) == attrs))
 
-    def run(input_sizes, w, dy, x, filter_sizes):
-        if not same or not all(type(a) is np.ndarray and a.ndim == 4 for a in (w, dy, x)) or \
-                tuple(int(v) for v in input_sizes) != x.shape or tuple(int(v) for v in filter_sizes) != w.shape:
+    def run(x, filter_sizes, dy, input_sizes, w, bias_dy):
+        w_shape = tuple(int(v) for v in filter_sizes)
+        plain = same and len(w_shape) == 4 and all(type(a) is np.ndarray and a.ndim == 4 for a in (x, dy))
+        if not plain or (input_node is not None and (
+                type(w) is not np.ndarray or tuple(int(v) for v in input_sizes) != x.shape)):
             return None
-        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], filter_node.name)
-        if dy.shape != (x.shape[0], oh, ow, w.shape[3]) or (calls := onednn.conv2d_grads_apart(x, w, dy, g)) is None:
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w_shape[0], w_shape[1], filter_node.name)
+        if dy.shape != (x.shape[0], oh, ow, w_shape[3]) or \
+                (calls := onednn.conv2d_grad_calls(x, dy, w_shape, g, w)) is None:
             return None
-        out = [None, None]
-
-        def part(a: int, b: int) -> None:
-            for k in range(a, b):
-                out[k] = calls[k]()
-        parallel_ranges(2, dy.size, part)
-        return None if out[0] is None or out[1] is None else (np.ascontiguousarray(out[0]), out[1])
+        if bias_grad is not None:
+            calls.append(lambda: bias_grad(bias_dy))
+        out = run_calls(calls)
+        dx = np.ascontiguousarray(out.pop(0)) if input_node is not None else None
+        return [dx, out[0], out[1] if bias_grad is not None else None]
     return run
 
 
