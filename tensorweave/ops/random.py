@@ -192,7 +192,7 @@ def uniform_in_parts(rng: np.random.Generator, dims: tuple, dtype) -> np.ndarray
         last: list = []
 
         def draw(a: int, b: int) -> None:
-            part = np.random.Generator(np.random.PCG64())
+            part = np.random.Generator(np.random.PCG64(0))   # (its state is set next: a seed costs less than entropy)
             part.bit_generator.state = start
             part.bit_generator.advance(a)
             stop = n if b == outputs else first + b * per   # (the last part draws an odd float32 too)
