@@ -13,9 +13,7 @@ numexpr runs an element several times slower than numpy's vectorized loops on th
 measured (docs/PERFORMANCE.md), so a fused step takes the one-pass program only while its inputs
 are small (at most _NUMEXPR_MAX_ELEMENTS elements each) and of the planned dtypes; otherwise it
 calls its members' own kernels in order, which is the unfused computation without the
-executor's per-op dispatch: for large operands on parts of the rows, a few cache-sized rows at a
-time on each intra-op thread (the same values: the members are elementwise). A member that fails
-is rerun on the whole arrays, so its error names it.
+executor's per-op dispatch. A member that fails is rerun that way, so its error names it.
 
 ConfigProto.graph_options.optimizer_options.global_jit_level and
 tf.contrib.compiler.jit.experimental_jit_scope decide which ops may fuse, as they decide XLA's
@@ -44,7 +42,6 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
-from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.nn.activations import relu_grad_into_gradient
 from tensorweave.ops.nn.conv import conv2d_bias_kernel, conv2d_grads_kernel
 
@@ -617,11 +614,6 @@ class _FusedKernel:
         return out[()] if out.ndim == 0 else out
 
     def _run_members(self, args):
-        if self._rows_apart(args):
-            try:
-                return self._run_members_in_parts(args)
-            except Exception:  # noqa: BLE001 - run whole below, where a failure names its member
-                pass
         vals = [*args, *self._baked]
         node = None
         try:
@@ -630,51 +622,6 @@ class _FusedKernel:
         except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
             raise self._as_op_error(e, node, self._task) from None
         return vals[-1]
-
-
-    def _rows_apart(self, args) -> bool:
-        """Whether the members may run on parts of the rows: large numpy operands whose first axis
-        is the result's or is broadcast (a scalar, a row)."""
-        if not all(v.__class__ in _NUMPY_VALUES for v in args) or max(map(np.size, args), default=0) < _PARTS_MIN:
-            return False
-        ndim = max(np.ndim(v) for v in (*args, *self._baked))
-        rows = {v.shape[0] for v in (*args, *self._baked) if np.ndim(v) == ndim and v.shape[0] != 1}
-        return ndim > 0 and len(rows) == 1
-
-    def _run_members_in_parts(self, args):
-        """The members' kernels in order on parts of the rows, a few cache-sized rows at a time
-        on each intra-op thread: an elementwise tree's values are the same computed in parts,
-        and the intermediates stay in the cache (_run_members runs whole arrays, pass after
-        pass through memory)."""
-        operands = (*args, *self._baked)
-        ndim = max(np.ndim(v) for v in operands)
-        split = [np.ndim(v) == ndim and v.shape[0] != 1 for v in operands]
-        n = next(v.shape[0] for v, cut in zip(operands, split) if cut)
-        row = max(1, max(np.size(v) // max(n, 1) for v, cut in zip(operands, split) if cut))
-        step = max(1, _PART_ELEMENTS // row)
-        out: list = [None]
-        lock = threading.Lock()
-
-        def part(start: int, stop: int) -> None:
-            for a in range(start, stop, step):
-                b = min(stop, a + step)
-                vals = [v[a:b] if cut else v for v, cut in zip(operands, split)]
-                for fn, ins, _ in self._members:
-                    vals.append(fn(*[vals[k] for k in ins]))
-                value = np.asarray(vals[-1])
-                if value.shape[:1] != (b - a,):
-                    raise ValueError("a part's rows do not make the result's")   # (the whole run instead)
-                if out[0] is None:
-                    with lock:
-                        if out[0] is None:
-                            out[0] = np.empty((n,) + value.shape[1:], value.dtype)
-                out[0][a:b] = value
-        parallel_ranges(n, n * row, part)
-        return out[0]
-
-
-# trees whose largest operand has this many elements or more run in parts of rows, each this big
-_PARTS_MIN, _PART_ELEMENTS = 1 << 17, 1 << 14
 
 
 def _program(source: tuple):

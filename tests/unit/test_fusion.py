@@ -492,20 +492,3 @@ def test_a_convolution_layers_filter_input_and_bias_gradients_run_as_one_step_wi
     assert len(members & names) == 1   # (one step, named for its last member; the input's gradient runs only for 16)
     for a, c in zip(together, apart):
         assert _same_bits(a, c)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_large_tree_runs_in_parts_of_rows_with_the_unfused_bits(dtype):
-    """Large operands: the members run on parts of the rows on the intra-op threads; a row and a
-    scalar broadcast against them, special values included."""
-    rng = np.random.default_rng(13)
-    x = (rng.standard_normal((700, 300)) * 10).astype(dtype)
-    x.reshape(-1)[:len(_SPECIAL)] = _SPECIAL
-    row = (rng.standard_normal((1, 300)) * 3).astype(dtype)
-    px, prow = tf.placeholder(dtype, [None, 300]), tf.placeholder(dtype, [1, 300])
-    y = tf.maximum(tf.sqrt(tf.abs(px * prow - 1.5)) / (px + 2.0), -px) * prow
-    column = tf.nn.relu(px[:, :1] * 2.0 - 1.0) + px   # (a column broadcast along the rows: parts too)
-    with np.errstate(all="ignore"):
-        fused, unfused, names = _run_both([y, column], {px: x, prow: row})
-    assert all(_same_values(f, u) for f, u in zip(fused, unfused))
-    assert sum(n.endswith("/xla_run") for n in names) == 2
