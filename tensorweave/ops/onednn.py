@@ -26,6 +26,7 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
+from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -421,9 +422,10 @@ def _conv_plan(kind: str, serial: bool, *shapes_and_geometry) -> Optional[_ConvP
     return _plan((kind, serial, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
 
 
-def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray, *bias: np.ndarray) -> np.ndarray:
-    """The forward convolution; with a bias, a fused plan's (the bias is its first post-op's operand)."""
-    y = np.empty(plan.shapes[2], np.float32)
+def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray, *bias: np.ndarray, out=None) -> np.ndarray:
+    """The forward convolution (into `out` when given); with a bias, a fused plan's (the bias is
+    its first post-op's operand)."""
+    y = np.empty(plan.shapes[2], np.float32) if out is None else out
     wmd, wbuf = plan.weights_in(w)
     plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)]
               + [(_POST_OP_SRC_1 | _SRC_1, plan.bias.handle, b) for b in bias])
@@ -525,12 +527,18 @@ _FUSED_SUM_MAX = 1e37
 
 
 def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: int,
-                relu: bool) -> Optional[np.ndarray]:
+                relu: bool, run_calls: Optional[Callable] = None) -> Optional[np.ndarray]:
     """Conv2D then BiasAdd (then Relu, with `relu`) as one primitive whose post-ops add the bias
     to (and ReLU) each output as it is stored (grappler's _FusedConv2D): two passes over the
     output fewer. The three ops' bits, or None (the caller runs them): not for NaN or infinite
     operands, nor ones whose sums might overflow (the post-op ReLU makes a NaN 0, Relu keeps
-    it), nor a shape where a probe with random operands gives other bits than the three ops."""
+    it), nor a shape where a probe with random operands gives other bits than the three ops.
+
+    With `run_calls` (intra_op.run_calls: calls made at once on threads that each take the next
+    one nobody has taken), the two halves of the batch are two calls, each on its thread alone,
+    where a probe finds that gives the same bits: a thread that finds the other half not yet
+    taken runs it itself, where a team of two waits for its second thread (below the team's
+    size, the MNIST CNN's first layer, that ran on one thread alone)."""
     if (arrays := _dense(x, w)) is None or bias.dtype != np.float32 or bias.shape != (w.shape[3],):
         return None
     x, w = arrays
@@ -547,7 +555,41 @@ def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: 
     serial = _conv_serial("forward", key)
     if not _fused_agrees(kind, serial, key):
         return None
+    if run_calls is not None and x.shape[0] > 1 and _same_bits(("halves", kind, key),
+                                                                lambda: _halves_pair(kind, key)):
+        y = np.empty(y_shape, np.float32)
+        run_calls([partial(_conv_rows, kind, x, w, bias, y, g, a, b) for a, b in _halves(x.shape[0])])
+        return y
     return _conv_once(kind, serial, x, w, key, bias)
+
+
+def _halves(n: int) -> tuple:
+    return (0, (n + 1) // 2), ((n + 1) // 2, n)
+
+
+def _conv_rows(kind: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray, y: np.ndarray, g, a: int, b: int) -> None:
+    """The fused forward `kind` of the batch's rows a:b into y's, on this thread alone."""
+    key = ((b - a,) + x.shape[1:], w.shape, (b - a,) + y.shape[1:], g, False)
+    with _threads(True):
+        plan = _conv_plan(kind, True, *key)
+        if plan is None:
+            raise Unsupported(f"oneDNN declined {kind} at {key}")
+        _conv_forward(plan, x[a:b], w, bias, out=y[a:b])
+
+
+def _halves_pair(kind: str, key: tuple) -> tuple:
+    """The fused `kind` at `key` of random operands whole (as conv2d_bias runs it) and by halves."""
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
+    bias = rng.standard_normal(key[1][3], np.float32)
+    whole = _conv_once(kind, _conv_serial("forward", key), x, w, key, bias)
+    y = np.empty(key[2], np.float32)
+    try:
+        for a, b in _halves(x.shape[0]):
+            _conv_rows(kind, x, w, bias, y, key[3], a, b)
+    except Unsupported:
+        return whole, None
+    return whole, y
 
 
 def _fused_agrees(kind: str, serial: bool, key: tuple) -> bool:

@@ -408,3 +408,22 @@ def test_convolution_gradient_calls_refuse_an_images_gradient_and_other_dtypes()
     image, f3 = rng.randn(2, 12, 12, 3).astype(np.float32), rng.randn(3, 3, 3, 8).astype(np.float32)
     assert onednn.conv2d_grad_calls(image, dy, f3.shape, g, f3) is None   # (numpy's col2im is faster there)
     assert onednn.conv2d_grad_calls(rng.randn(2, 12, 12, 16), dy, (3, 3, 16, 8), g) is None
+
+
+@needs_onednn
+@pytest.mark.parametrize("n,ci", [(32, 1), (33, 16)])   # (an odd batch: the first half the larger)
+def test_fused_convolution_by_halves_of_the_batch_gives_the_whole_bits(n, ci):
+    """With run_calls, the fused forward runs as two calls, a half of the batch each."""
+    g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")
+    x = rng.randn(n, 8, 8, ci).astype(np.float32)
+    w = rng.randn(3, 3, ci, 16).astype(np.float32)
+    b = rng.randn(16).astype(np.float32)
+    made = []
+
+    def run_calls(calls):   # (in turn; intra_op.run_calls makes them at once)
+        made.append(len(calls))
+        return [call() for call in calls]
+    got = onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls)
+    assert made == [2] and got.tobytes() == onednn.conv2d_bias(x, w, b, g, oh, ow, True).tobytes()
+    x[0, 0, 0, 0] = np.nan   # (steps aside as without halves)
+    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls) is None and made == [2]

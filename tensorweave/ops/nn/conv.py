@@ -173,7 +173,7 @@ def conv2d_bias_kernel(node, relu: bool):
                 or type(bias) is not np.ndarray or x.ndim != 4 or w.ndim != 4 or x.shape[3] != w.shape[2]):
             return None
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
-        return onednn.conv2d_bias(x, w, bias, g, oh, ow, relu)
+        return onednn.conv2d_bias(x, w, bias, g, oh, ow, relu, run_calls)
     return run
 
 
