@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave.ops.onednn as onednn
+from tensorweave.ops import intra_op
 from tensorweave.ops.nn import conv_kernels, pool_kernels
 from tensorweave.ops.nn.util import window_pads
 
@@ -427,3 +428,16 @@ def test_fused_convolution_by_halves_of_the_batch_gives_the_whole_bits(n, ci):
     assert made == [2] and got.tobytes() == onednn.conv2d_bias(x, w, b, g, oh, ow, True).tobytes()
     x[0, 0, 0, 0] = np.nan   # (steps aside as without halves)
     assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls) is None and made == [2]
+
+
+@needs_onednn
+def test_fused_convolution_of_a_large_input_finds_a_nan_or_huge_value_in_either_half():
+    g, oh, ow = geometry(64, 64, 3, 1, 1, "SAME")
+    x = rng.rand(16, 64, 64, 16).astype(np.float32)   # (2^20 elements: their extent on two threads)
+    w = (rng.randn(3, 3, 16, 8) * 0.1).astype(np.float32)
+    b = rng.randn(8).astype(np.float32)
+    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is not None
+    for where, bad in (((0, 1, 2, 3), np.nan), ((15, 60, 61, 2), -3e38), ((9, 0, 0, 0), np.inf)):
+        x[where] = bad
+        assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is None, bad
+        x[where] = 0.5
