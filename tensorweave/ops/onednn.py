@@ -26,7 +26,6 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -557,7 +556,7 @@ def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: 
     if run_calls is not None and x.shape[0] > 1 and _same_bits(("halves", kind, key),
                                                                 lambda: _halves_pair(kind, key)):
         y = np.empty(y_shape, np.float32)
-        run_calls([partial(_conv_rows, kind, x, w, bias, y, g, a, b) for a, b in _halves(x.shape[0])])
+        run_calls([lambda a=a, b=b: _conv_rows(kind, x, w, bias, y, g, a, b) for a, b in _halves(x.shape[0])])
         return y
     return _conv_once(kind, serial, x, w, key, bias)
 
@@ -597,7 +596,7 @@ def _extent(a: np.ndarray, run_calls: Optional[Callable] = None) -> float:
     if run_calls is None or a.size < _EXTENT_SPLIT_MIN:
         return max(float(a.max()), -float(a.min()))
     flat = a.reshape(-1)
-    ends = run_calls([partial(_ends, half) for half in (flat[:flat.size // 2], flat[flat.size // 2:])])
+    ends = run_calls([lambda half=half: _ends(half) for half in (flat[:flat.size // 2], flat[flat.size // 2:])])
     return float(np.max(np.abs(np.array(ends, np.float64))))   # (np.max: a NaN stays)
 
 
