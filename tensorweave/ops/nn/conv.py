@@ -347,10 +347,9 @@ def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callab
     BiasAddGrad kernel `bias_grad` of the same out_backprop where given, as one kernel
     run(x, filter_sizes, dy, input_sizes, w, bias_dy) -> [dx or None, dw, db or None] (the bias's
     gradient of bias_dy, the value BiasAdd's gradient passed on as dy; None for what is not
-    computed): the
-    products at once on this thread and the intra-op threads, each on one thread (onednn.
-    conv2d_grad_calls: the team's bits), the bias's gradient on the thread free first; or None
-    where that does not apply (the ops' own kernels then run). A plan's fusion pass
+    computed): the products at once on this thread and the intra-op threads, each on one thread
+    (onednn.conv2d_grad_calls: the team's bits), the bias's gradient on the thread free first; or
+    None where that does not apply (the ops' own kernels then run). A plan's fusion pass
     (runtime/fusion.py) makes it where the ops read one out_backprop, as TF's executor would run
     them at once."""
     attrs = _node_attrs(filter_node)
