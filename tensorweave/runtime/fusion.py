@@ -396,8 +396,10 @@ def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], b
                 or _reads_refs(node, by_name, feed_set):
             continue
         dead, slot = 0, step[2]
+        # (a step reading a TF1 variable's ref passes on the variable's array, not its slot's value)
         while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH and steps[p][2] >= 0 \
-                and steps[p][2] not in kept and readers.get(steps[p][2]) == [(p, 0)]:
+                and steps[p][2] not in kept and readers.get(steps[p][2]) == [(p, 0)] \
+                and not _reads_refs(nodes[p], by_name, feed_set):
             dead, slot = dead + 1, steps[p][2]
         steps[i] = (_MODE_ONE_2, relu_grad_into_gradient(dead), step[2], step[3], step[4])
     return steps

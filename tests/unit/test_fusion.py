@@ -492,3 +492,21 @@ def test_a_convolution_layers_filter_input_and_bias_gradients_run_as_one_step_wi
     assert len(members & names) == 1   # (one step, named for its last member; the input's gradient runs only for 16)
     for a, c in zip(together, apart):
         assert _same_bits(a, c)
+
+
+@pytest.mark.parametrize("ref", [True, False])
+def test_a_variables_value_reaching_a_relu_gradient_is_never_written_over(ref):
+    """Through an Identity (of a TF1 variable's ref, or of a resource variable's read): the
+    variable keeps its value."""
+    rng = np.random.default_rng(14)
+    value = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    v = tf.Variable(value, use_resource=not ref)
+    x = tf.placeholder(tf.float32, [8, 64, 64, 8])
+    dx = tf.gradients(tf.nn.relu(x), x, grad_ys=tf.identity(v))[0]
+    xv = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = [sess.run(dx, {x: xv}) for _ in range(2)]
+        kept = sess.run(v)
+    assert _same_bits(kept, value)
+    assert _same_bits(got[0], got[1]) and _same_values(got[0], np.multiply(value, xv > 0, dtype=np.float32))
