@@ -395,7 +395,12 @@ def test_a_convolutions_gradient_calls_give_the_teams_bits(batch, with_input):
     f = rng.randn(3, 3, 16, 32).astype(np.float32)
     dy = rng.randn(batch, 10, 10, 32).astype(np.float32)
     calls = onednn.conv2d_grad_calls(x, dy, f.shape, g, f if with_input else None)
-    assert calls is not None and len(calls) == 1 + with_input
+    key = (x.shape, f.shape, dy.shape, g, False)
+    kinds = ("filter", "input") if with_input else ("filter",)
+    assert (calls is not None) == all(onednn._conv_serial_agrees(kind, key) for kind in kinds)
+    if calls is None:   # (a team that splits otherwise than by parts of the batch: the team's kernels run)
+        return
+    assert len(calls) == 1 + with_input
     got = [call() for call in calls]
     assert got[-1].tobytes() == onednn.conv2d_filter_grad(x, dy, 3, 3, g).tobytes()
     if with_input:
@@ -425,9 +430,11 @@ def test_fused_convolution_by_halves_of_the_batch_gives_the_whole_bits(n, ci):
         made.append(len(calls))
         return [call() for call in calls]
     got = onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls)
-    assert made == [2] and got.tobytes() == onednn.conv2d_bias(x, w, b, g, oh, ow, True).tobytes()
+    assert got.tobytes() == onednn.conv2d_bias(x, w, b, g, oh, ow, True).tobytes()
+    halves_agree = onednn._SERIAL_BITS[("halves", "bias_relu", (x.shape, w.shape, got.shape, g, False))]
+    assert made == ([2] if halves_agree else [])   # (the probe found the halves' bits, or they are not used)
     x[0, 0, 0, 0] = np.nan   # (steps aside as without halves)
-    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls) is None and made == [2]
+    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls) is None and len(made) <= 1
 
 
 @needs_onednn
