@@ -421,9 +421,10 @@ def _conv_plan(kind: str, serial: bool, *shapes_and_geometry) -> Optional[_ConvP
     return _plan((kind, serial, *shapes_and_geometry), lambda: _ConvPlan(kind, *shapes_and_geometry))
 
 
-def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray, *bias: np.ndarray) -> np.ndarray:
-    """The forward convolution; with a bias, a fused plan's (the bias is its first post-op's operand)."""
-    y = np.empty(plan.shapes[2], np.float32)
+def _conv_forward(plan: _ConvPlan, x: np.ndarray, w: np.ndarray, *bias: np.ndarray, out=None) -> np.ndarray:
+    """The forward convolution (into `out` when given); with a bias, a fused plan's (the bias is
+    its first post-op's operand)."""
+    y = np.empty(plan.shapes[2], np.float32) if out is None else out
     wmd, wbuf = plan.weights_in(w)
     plan.prim([(_SRC, plan.descs[0].handle, x), (_WEIGHTS, wmd, wbuf), (_DST, plan.descs[2].handle, y)]
               + [(_POST_OP_SRC_1 | _SRC_1, plan.bias.handle, b) for b in bias])
@@ -525,20 +526,25 @@ _FUSED_SUM_MAX = 1e37
 
 
 def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: int,
-                relu: bool) -> Optional[np.ndarray]:
+                relu: bool, run_calls: Optional[Callable] = None) -> Optional[np.ndarray]:
     """Conv2D then BiasAdd (then Relu, with `relu`) as one primitive whose post-ops add the bias
     to (and ReLU) each output as it is stored (grappler's _FusedConv2D): two passes over the
     output fewer. The three ops' bits, or None (the caller runs them): not for NaN or infinite
     operands, nor ones whose sums might overflow (the post-op ReLU makes a NaN 0, Relu keeps
-    it), nor a shape where a probe with random operands gives other bits than the three ops."""
+    it), nor a shape where a probe with random operands gives other bits than the three ops.
+
+    With `run_calls` (intra_op.run_calls: calls made at once on threads that each take the next
+    one nobody has taken), the two halves of the batch are two calls, each on its thread alone,
+    where a probe finds that gives the same bits: a thread that finds the other half not yet
+    taken runs it itself, where a team of two waits for its second thread (below the team's
+    size, the MNIST CNN's first layer, that ran on one thread alone)."""
     if (arrays := _dense(x, w)) is None or bias.dtype != np.float32 or bias.shape != (w.shape[3],):
         return None
     x, w = arrays
     bias = np.ascontiguousarray(bias)
     kh, kw, i, o = w.shape
     with np.errstate(invalid="ignore", over="ignore"):
-        reach = max(float(x.max()), -float(x.min())) * max(float(w.max()), -float(w.min())) * kh * kw * i
-        reach += max(float(bias.max()), -float(bias.min()))
+        reach = _extent(x, run_calls) * _extent(w) * kh * kw * i + _extent(bias)
     if not reach < _FUSED_SUM_MAX:   # (NaN too)
         return None
     y_shape = (x.shape[0], oh, ow, o)
@@ -547,7 +553,58 @@ def conv2d_bias(x: np.ndarray, w: np.ndarray, bias: np.ndarray, g, oh: int, ow: 
     serial = _conv_serial("forward", key)
     if not _fused_agrees(kind, serial, key):
         return None
+    if run_calls is not None and x.shape[0] > 1 and _same_bits(("halves", kind, key),
+                                                                lambda: _halves_pair(kind, key)):
+        y = np.empty(y_shape, np.float32)
+        run_calls([lambda a=a, b=b: _conv_rows(kind, x, w, bias, y, g, a, b) for a, b in _halves(x.shape[0])])
+        return y
     return _conv_once(kind, serial, x, w, key, bias)
+
+
+def _halves(n: int) -> tuple:
+    return (0, (n + 1) // 2), ((n + 1) // 2, n)
+
+
+def _conv_rows(kind: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray, y: np.ndarray, g, a: int, b: int) -> None:
+    """The fused forward `kind` of the batch's rows a:b into y's, on this thread alone."""
+    key = ((b - a,) + x.shape[1:], w.shape, (b - a,) + y.shape[1:], g, False)
+    with _threads(True):
+        plan = _conv_plan(kind, True, *key)
+        if plan is None:
+            raise Unsupported(f"oneDNN declined {kind} at {key}")
+        _conv_forward(plan, x[a:b], w, bias, out=y[a:b])
+
+
+def _halves_pair(kind: str, key: tuple) -> tuple:
+    """The fused `kind` at `key` of random operands whole (as conv2d_bias runs it) and by halves."""
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
+    bias = rng.standard_normal(key[1][3], np.float32)
+    whole = _conv_once(kind, _conv_serial("forward", key), x, w, key, bias)
+    y = np.empty(key[2], np.float32)
+    try:
+        for a, b in _halves(x.shape[0]):
+            _conv_rows(kind, x, w, bias, y, key[3], a, b)
+    except Unsupported:
+        return whole, None
+    return whole, y
+
+
+def _extent(a: np.ndarray, run_calls: Optional[Callable] = None) -> float:
+    """max |a|, NaN where a has a NaN; a large array's halves on two threads with `run_calls`
+    (the second input of the MNIST CNN's second layer: 2.8M elements, two passes)."""
+    if run_calls is None or a.size < _EXTENT_SPLIT_MIN:
+        return max(float(a.max()), -float(a.min()))
+    flat = a.reshape(-1)
+    ends = run_calls([lambda half=half: _ends(half) for half in (flat[:flat.size // 2], flat[flat.size // 2:])])
+    return float(np.max(np.abs(np.array(ends, np.float64))))   # (np.max: a NaN stays)
+
+
+def _ends(a: np.ndarray) -> tuple:
+    return float(a.max()), float(a.min())
+
+
+_EXTENT_SPLIT_MIN = 1 << 20
 
 
 def _fused_agrees(kind: str, serial: bool, key: tuple) -> bool:
@@ -577,6 +634,28 @@ def conv2d_input_grad(x_shape, w: np.ndarray, dy: np.ndarray, g, depthwise: bool
         return None
     w, dy = arrays
     return _conv("input", w, dy, x_shape, w.shape, dy.shape, g, depthwise)
+
+
+def conv2d_grad_calls(x: np.ndarray, dy: np.ndarray, w_shape, g, w: Optional[np.ndarray] = None) -> Optional[list]:
+    """Conv2DBackpropFilter (and with the filter `w`, Conv2DBackpropInput) of one NHWC dy as calls
+    to make on threads of their own at once, each primitive on its calling thread alone:
+    [input_grad,] filter_grad; or None where oneDNN is not for them or where one thread would
+    give other bits than the team (the probes of _conv_serial_agrees). Where the team waits at
+    its barrier for its slower half (a busy machine holds one of its threads), independent
+    products each go at their own pace; TF's executor runs the ops at once so too."""
+    w_shape = tuple(w_shape)
+    if (arrays := _dense(x, dy, *(() if w is None else (w,)))) is None or x.shape[3] != w_shape[2] or \
+            (w is not None and (w.shape != w_shape or x.shape[3] < _MIN_INPUT_GRAD_CHANNELS)):
+        return None
+    x, dy = arrays[:2]
+    key = (x.shape, w_shape, dy.shape, g, False)
+    if not _conv_serial_agrees("filter", key) or (w is not None and not _conv_serial_agrees("input", key)):
+        return None
+    calls = [lambda: _conv_run("filter", True, x, dy, key)]
+    if w is not None:
+        w = arrays[2]
+        calls.insert(0, lambda: _conv_run("input", True, w, dy, key))
+    return calls
 
 
 def conv2d_filter_grad(x: np.ndarray, dy: np.ndarray, kh: int, kw: int, g,
@@ -855,8 +934,8 @@ class _BinaryPlan:
                 _lib.dnnl_post_ops_destroy(ops)
                 _lib.dnnl_primitive_attr_destroy(attr)
 
-    def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray) -> np.ndarray:
-        dst = np.empty_like(src0)
+    def __call__(self, src0: np.ndarray, src1: np.ndarray, *operands: np.ndarray, out=None) -> np.ndarray:
+        dst = np.empty_like(src0) if out is None else out
         self.prim([(_SRC, self.src0.handle, src0), (_SRC_1, self.src1.handle, src1), (_DST, self.src0.handle, dst)]
                   + [(_POST_OP_SRC_1 * (i + 1) | _SRC_1, d.handle, a)
                      for i, (d, a) in enumerate(zip(self.post_descs, operands))])
@@ -884,13 +963,18 @@ def bias_add(x: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
 _MINUS_ONE, _ZERO = np.full(1, -1, np.float32), np.zeros(1, np.float32)
 
 
-def relu_grad(g: np.ndarray, y: np.ndarray) -> Optional[np.ndarray]:
+def relu_grad(g: np.ndarray, y: np.ndarray, into_g: bool = False) -> Optional[np.ndarray]:
     """ReluGrad from Relu's output y: g * (y > 0), TF's multiply (a NaN or infinite g gives NaN
     where y <= 0; a NaN y gives 0), in one pass on oneDNN's threads: -y, then < 0 (oneDNN's
-    comparisons other than < and <= are true for NaN), then times g."""
+    comparisons other than < and <= are true for NaN), then times g. With `into_g`, written over
+    g (each element read before it is written), as TF forwards the gradient's buffer: no new
+    output whose lines the stores must first read."""
     if not _eltwise_ok(g, y) or g.shape != y.shape:
         return None
     shape = (g.size,)
     plan = _plan(("relu_grad", shape),
                  lambda: _BinaryPlan(_BINARY_MUL, shape, (1,), ((_BINARY_LT, (1,)), (_BINARY_MUL, shape))))
-    return None if plan is None else plan(y.reshape(shape), _MINUS_ONE, _ZERO, g.reshape(shape)).reshape(g.shape)
+    if plan is None:
+        return None
+    flat = g.reshape(shape)
+    return plan(y.reshape(shape), _MINUS_ONE, _ZERO, flat, out=flat if into_g else None).reshape(g.shape)

@@ -26,6 +26,7 @@ from tensorweave.ops.array.core import constant, reshape, shape as shape_of, siz
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.pad import broadcast_dynamic_shape, broadcast_to, pad
 from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
+from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.math.binary import add, maximum, xlogy
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
@@ -162,9 +163,48 @@ def _uniform_kernel(node, ctx):
     rng = op_generator(node, ctx)
     np_dt = dtypes.as_dtype(node.attr["dtype"]).as_numpy_dtype
     if np_dt in (np.float32, np.float64):
-        return lambda shape: rng.random(_dims(node, shape), dtype=np_dt)
+        return lambda shape: uniform_in_parts(rng, _dims(node, shape), np_dt)
     below_one = np.nextafter(np_dt(1), np_dt(0))
     return lambda shape: np.minimum(rng.random(_dims(node, shape)).astype(np_dt), below_one)
+
+
+def uniform_in_parts(rng: np.random.Generator, dims: tuple, dtype) -> np.ndarray:
+    """rng.random(dims, dtype) for float32 or float64, the same numbers and the same state after,
+    drawn in parts on the intra-op threads when large: PCG64 (default_rng's generator) can jump
+    ahead (`advance`), so each part draws from a copy of the state moved to its first number.
+    A float64 takes one 64-bit output, a float32 half of one (numpy keeps the other half for the
+    next float32: the state's has_uint32), so parts start at whole outputs. Drawing 1.2M float32
+    (a Keras Dropout's mask after the MNIST CNN's pooling) took 2.2 ms on one thread."""
+    n = int(np.prod(dims))
+    bits = rng.bit_generator
+    if n < _DRAW_SPLIT_MIN or type(bits) is not np.random.PCG64:
+        return rng.random(dims, dtype=dtype)
+    out = np.empty(n, dtype)
+    per = 2 if dtype == np.float32 else 1   # numbers per 64-bit output
+    with bits.lock:
+        state = bits.state
+        first = 0
+        if per == 2 and state["has_uint32"]:   # the kept half of the last output comes first
+            out[0] = np.float32(state["uinteger"] >> 8) * np.float32(2.0 ** -24)   # (numpy's next_float)
+            first = 1
+        start = dict(state, has_uint32=0, uinteger=0) if per == 2 else state
+        outputs = (n - first) // per
+        last: list = []
+
+        def draw(a: int, b: int) -> None:
+            part = np.random.Generator(np.random.PCG64(0))   # (its state is set next: a seed costs less than entropy)
+            part.bit_generator.state = start
+            part.bit_generator.advance(a)
+            stop = n if b == outputs else first + b * per   # (the last part draws an odd float32 too)
+            part.random(stop - first - a * per, dtype=dtype, out=out[first + a * per:stop])
+            if b == outputs:
+                last.append(part.bit_generator.state)
+        parallel_ranges(outputs, n, draw)
+        bits.state = last[0]
+    return out.reshape(dims)
+
+
+_DRAW_SPLIT_MIN = 1 << 18   # numbers below which one thread draws them all (~0.5 ms)
 
 
 def _uniform_int_kernel(node, ctx):

@@ -28,7 +28,10 @@ root's (an elementwise op: what a scheduler asks of an op, it answers as its mem
 
 Before the trees, each Conv2D -> BiasAdd (-> Relu) chain whose intermediates nobody else reads
 becomes one step, grappler's _FusedConv2D: oneDNN's convolution with the bias and ReLU as
-post-ops where that gives the three ops' bits (_fuse_convolutions)."""
+post-ops where that gives the three ops' bits (_fuse_convolutions); a convolution layer's
+gradients of one out_backprop (filter, input, bias) become one step that runs them at once, each
+on one thread, where that gives the team's bits (_group_convolution_grads); a ReluGrad whose gradient input nothing else
+reads writes over it (_relu_grads_in_place)."""
 from __future__ import annotations
 
 import threading
@@ -39,7 +42,8 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
-from tensorweave.ops.nn.conv import conv2d_bias_kernel
+from tensorweave.ops.nn.activations import relu_grad_into_gradient
+from tensorweave.ops.nn.conv import conv2d_bias_kernel, conv2d_grads_kernel
 
 MEMBERS = "_members"   # the attr that marks a fused step's node, naming its members
 JIT_OFF = -1   # OptimizerOptions.OFF: ConfigProto.graph_options.optimizer_options.global_jit_level
@@ -48,7 +52,7 @@ _NUMEXPR_MAX_ELEMENTS = 128   # above this numpy's loops beat numexpr's (docs/PE
 _MAX_MEMBERS = 64             # numexpr compiles in time quadratic in the tree (150 ops: 200 ms)
 _MAX_EXPANDED = 96            # ops in the expression, repeated operands counted each time
 _MAX_LEAVES = 24              # numexpr's inputs are numpy iterator operands (NPY_MAXARGS: 32 before numpy 2)
-_MODE_ONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 3, 4   # executor.Plan's step modes this pass reads and writes
+_MODE_ONE, _MODE_MANY, _MODE_ONE_2, _MODE_ONE_1 = 0, 1, 3, 4   # executor.Plan's step modes this pass reads and writes
 
 _FLOATS = frozenset((dtypes.float32, dtypes.float64))
 _INTS = frozenset((dtypes.int32, dtypes.int64))
@@ -106,6 +110,8 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     global _numexpr
     steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
     steps, nodes = _fuse_convolutions(steps, nodes, fetch_slots, by_name, feed_set, as_op_error, task)
+    steps, nodes = _group_convolution_grads(steps, nodes, by_name, feed_set, as_op_error, task)
+    steps = _relu_grads_in_place(steps, nodes, fetch_slots, by_name, feed_set)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
     if sum(plain) < 2:
@@ -271,6 +277,135 @@ def _fuse_convolutions(steps: list, nodes: list, fetch_slots: Sequence[int], by_
             new_steps.append(step)
             new_nodes.append(node)
     return new_steps, new_nodes
+
+
+def _group_convolution_grads(steps: list, nodes: list, by_name: dict, feed_set: set, as_op_error: Callable,
+                             task: str) -> tuple[list, list]:
+    """Each Conv2DBackpropFilter with the Conv2DBackpropInput and the BiasAddGrad of the same
+    out_backprop (a convolution layer's gradients; one of the two at least) as one step at the
+    last one's place, which runs them at once, each on a thread of its own, the short bias
+    gradient on the thread free first (conv.conv2d_grads_kernel), or where that does not apply
+    their kernels in order. Not where a step before that place reads an earlier member's
+    output, nor where a node waits for a member by a control input. The step's node is the
+    last member's, the members' names in its MEMBERS attr."""
+    if not any(node.op == "Conv2DBackpropFilter" for node in nodes):
+        return steps, nodes
+    readers, control_sources = _consumers(steps, nodes)
+
+    def plain(i: int, op: str, mode: int) -> bool:
+        node, step = nodes[i], steps[i]
+        out = step[3] if mode == _MODE_ONE else step[4]
+        return node.op == op and step[0] == mode and out is not None and out >= 0 and "GPU:" not in node.device \
+            and _format(node) == "NHWC" and node.name not in control_sources \
+            and not _reads_refs(node, by_name, feed_set)
+
+    def out_of(i: int) -> int:
+        return steps[i][3] if steps[i][0] == _MODE_ONE else steps[i][4]
+
+    producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+
+    def source(slot: int) -> int:
+        """The slot whose value reaches `slot` through SumToShape or Identity steps (BiasAdd's
+        gradient passes the bias's gradient on to the convolution so)."""
+        while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH:
+            slot = steps[p][2]
+        return slot
+
+    by_dy: dict = {}   # out_backprop's source slot -> {op: its step}
+    for i in range(len(steps)):
+        if plain(i, "Conv2DBackpropInput", _MODE_ONE) or plain(i, "Conv2DBackpropFilter", _MODE_ONE):
+            by_dy.setdefault(source(steps[i][2][2]), {}).setdefault(nodes[i].op, i)
+        elif plain(i, "BiasAddGrad", _MODE_ONE_1):
+            by_dy.setdefault(source(steps[i][2]), {}).setdefault("BiasAddGrad", i)
+    groups: dict = {}   # the last member's step -> the members' steps (filter, input or None, bias or None)
+    for found in by_dy.values():
+        j = found.get("Conv2DBackpropFilter")
+        if j is None or len(found) < 2:
+            continue
+        members = [found.get(op) for op in ("Conv2DBackpropFilter", "Conv2DBackpropInput", "BiasAddGrad")]
+        present = [m for m in members if m is not None]
+        last = max(present)
+        if all(nodes[m].device == nodes[j].device for m in present) and \
+                all(r > last for m in present if m != last for r, _ in readers.get(out_of(m), ())):
+            groups[last] = members
+    if not groups:
+        return steps, nodes
+    inner = {m for members in groups.values() for m in members if m is not None} - set(groups)
+    new_steps, new_nodes = [], []
+    for k, (step, node) in enumerate(zip(steps, nodes)):
+        if k in groups:
+            j, i, b = groups[k]
+            kernel = _ConvolutionGrads([(steps[m][1], nodes[m]) if m is not None else None for m in (j, i, b)],
+                                       as_op_error, task)
+            # (x, filter_sizes, dy[, input_sizes, w][, the bias gradient's input]): each member reads its own
+            ins = steps[j][2] + (steps[i][2][:2] if i is not None else ()) + ((steps[b][2],) if b is not None else ())
+            outs = tuple(out_of(m) for m in (j, i, b) if m is not None)
+            new_steps.append((_MODE_MANY, kernel.run, ins, outs, None))
+            new_nodes.append(NodeDef(node.name, node.op, node.input, node.device,
+                                     {**node.attr, MEMBERS: [nodes[m].name for m in (j, i, b) if m is not None]}))
+        elif k not in inner:
+            new_steps.append(step)
+            new_nodes.append(node)
+    return new_steps, new_nodes
+
+
+class _ConvolutionGrads:
+    """A convolution's gradients of one out_backprop as one step: run(x, filter_sizes, dy[,
+    input_sizes, filter][, bias_dy]) -> (dw[, dx][, db]); `members`: (kernel, node) of the filter
+    gradient, the input gradient and the bias gradient, None for those not in the step."""
+
+    def __init__(self, members: list, as_op_error: Callable, task: str):
+        self._members, self._as_op_error, self._task = members, as_op_error, task
+        (_, filter_node), inputs, bias = members
+        self._fast = conv2d_grads_kernel(filter_node, inputs and inputs[1], bias and bias[0])
+
+    def run(self, x, filter_sizes, dy, *rest):
+        input_and_filter = rest[:2] if self._members[1] is not None else (None, None)
+        bias_dy = rest[-1] if self._members[2] is not None else None
+        try:
+            out = self._fast(x, filter_sizes, dy, *input_and_filter, bias_dy)
+        except Exception:  # noqa: BLE001 - operands the kernels refuse: their own kernels say why
+            out = None
+        if out is None:
+            out, node = [None, None, None], None
+            try:
+                for k, member in enumerate(self._members):   # (filter, input, bias: out's places 1, 0, 2)
+                    if member is not None:
+                        fn, node = member
+                        out[(1, 0, 2)[k]] = fn(x, filter_sizes, dy) if k == 0 else \
+                            fn(*input_and_filter, dy) if k == 1 else fn(bias_dy)
+            except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
+                raise self._as_op_error(e, node, self._task) from None
+        dx, dw, db = out
+        return tuple(v for v, m in zip((dw, dx, db), self._members) if m is not None)
+
+
+def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set) -> list:
+    """`steps` with each ReluGrad on the CPU whose gradient input no other step reads and nobody
+    fetches given the kernel that writes over that input where nothing else holds it
+    (activations.relu_grad_into_gradient: TF's buffer forwarding, the same bits). The gradient
+    may come through SumToShape or Identity steps that return their input itself: their inputs'
+    slots hold the same array, which is no reference to fear where no other step reads them."""
+    readers = _consumers(steps, nodes)[0]
+    kept = set(fetch_slots)
+    producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+    steps = list(steps)
+    for i, (step, node) in enumerate(zip(steps, nodes)):
+        if node.op != "ReluGrad" or step[0] != _MODE_ONE_2 or "GPU:" in node.device or step[2] == step[3] \
+                or min(step[2], step[3]) < 0 or step[2] in kept or readers.get(step[2]) != [(i, 0)] \
+                or _reads_refs(node, by_name, feed_set):
+            continue
+        dead, slot = 0, step[2]
+        # (a step reading a TF1 variable's ref passes on the variable's array, not its slot's value)
+        while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH and steps[p][2] >= 0 \
+                and steps[p][2] not in kept and readers.get(steps[p][2]) == [(p, 0)] \
+                and not _reads_refs(nodes[p], by_name, feed_set):
+            dead, slot = dead + 1, steps[p][2]
+        steps[i] = (_MODE_ONE_2, relu_grad_into_gradient(dead), step[2], step[3], step[4])
+    return steps
+
+
+_PASS_THROUGH = frozenset(("SumToShape", "Identity"))   # ops whose kernels may return their first input itself
 
 
 def _format(node: NodeDef) -> str:

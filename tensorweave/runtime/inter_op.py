@@ -48,7 +48,7 @@ from tensorweave.framework import errors
 from tensorweave.framework.graph_def import live_inputs
 from tensorweave.framework.limits import available_cores
 from tensorweave.ops import registry
-from tensorweave.ops.nn import intra_op
+from tensorweave.ops import intra_op
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op

@@ -384,3 +384,129 @@ def test_a_failing_fused_convolution_names_the_convolution():
         with pytest.raises(tf.errors.InvalidArgumentError, match="conv") as err:
             sess.run(out, {x: np.ones((2, 9, 9, 4), np.float32)})
     assert err.value.op == "conv"
+
+
+def _conv_grads(channels=16, shapes=((4, 10, 10), (4, 8, 8))):
+    """Conv2DBackpropInput and Conv2DBackpropFilter of one fed out_backprop: (feeds, dx, dw)."""
+    rng = np.random.default_rng(8)
+    (n, h, w_), (_, oh, ow) = shapes
+    x = tf.placeholder(tf.float32, [None, None, None, channels])
+    dy = tf.placeholder(tf.float32, [None, None, None, 8])
+    w = tf.constant(rng.standard_normal((3, 3, channels, 8)).astype(np.float32))
+    dx = tf.nn.conv2d_backprop_input(tf.shape(x), w, dy, [1, 1, 1, 1], "VALID", name="dx")
+    dw = tf.nn.conv2d_backprop_filter(x, tf.shape(w), dy, [1, 1, 1, 1], "VALID", name="dw")
+    feeds = {x: rng.standard_normal((n, h, w_, channels)).astype(np.float32),
+             dy: rng.standard_normal((n, oh, ow, 8)).astype(np.float32)}
+    return feeds, dx, dw
+
+
+@pytest.mark.parametrize("channels", [16, 3])   # 3: oneDNN is not for the input gradient, the kernels run in turn
+def test_a_convolutions_two_gradients_run_as_one_step_with_each_ops_bits(channels):
+    """(Where oneDNN runs them: each on one thread at once.)"""
+    feeds, dx, dw = _conv_grads(channels)
+    with tf.Session() as sess:
+        together, names = _traced(sess, [dx, dw], feeds)
+        apart = [sess.run(dx, feeds), sess.run(dw, feeds)]   # (each plan has one of them)
+    assert "dx" not in names and "dw" in names   # (the step has the later member's name)
+    for a, b in zip(together, apart):
+        assert _same_bits(a, b)
+
+
+def test_a_convolution_gradient_waited_for_stays_apart():
+    feeds, dx, dw = _conv_grads()
+    with tf.control_dependencies([dx.op]):
+        after = tf.identity(dw)
+    with tf.Session() as sess:
+        got, names = _traced(sess, [after, dx], feeds)
+        alone = sess.run(dw, feeds)
+    assert {"dx", "dw"} <= names
+    assert _same_bits(got[0], alone)
+
+
+def test_paired_convolution_gradients_that_disagree_name_the_failing_op():
+    feeds, dx, dw = _conv_grads(shapes=((4, 10, 10), (4, 7, 7)))   # out_backprop not the convolution's shape
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as err:
+            sess.run([dx, dw], feeds)
+    assert err.value.op in ("dx", "dw")   # (whichever of the two ran first)
+
+
+def _relu_grad_of(grad_ys_fed: bool):
+    """x -> Relu -> its gradient for a fed upstream gradient, or through a MaxPool: (x, y, g, dx)."""
+    x = tf.placeholder(tf.float32, [8, 64, 64, 8])   # (large enough for oneDNN's kernel: 2^18 elements)
+    y = tf.nn.relu(x)
+    if grad_ys_fed:
+        g = tf.placeholder(tf.float32, [8, 64, 64, 8])
+        return x, y, g, tf.gradients(y, x, grad_ys=g)[0]
+    pooled = tf.nn.max_pool(y, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    signs = np.sign(np.random.default_rng(11).standard_normal((8, 32, 32, 8))).astype(np.float32)
+    loss = tf.reduce_sum(pooled * signs)   # (negative gradients where a window is all zero: -0.0 out)
+    return (x, y, *tf.gradients(loss, [y, x]))
+
+
+def _relu_inputs():
+    rng = np.random.default_rng(9)
+    v = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    v.reshape(-1)[:len(_SPECIAL)] = _SPECIAL   # NaN, inf, signed zeros: in x, so in y, the pooled value and g
+    return v
+
+
+def test_a_relu_gradient_written_over_its_input_gives_relu_grads_bits():
+    x, y, g, dx = _relu_grad_of(False)
+    v = _relu_inputs()
+    with tf.Session() as sess:
+        over = sess.run(dx, {x: v})                      # g read by ReluGrad alone: written over
+        apart, gv, yv = sess.run([dx, g, y], {x: v})     # g fetched: a new output
+    want = np.multiply(gv, yv > 0, dtype=np.float32)
+    assert _same_values(over, apart) and _same_values(over, want)
+    assert np.signbit(want[want == 0]).any()   # (what tells a multiply from a select)
+
+
+def test_a_fed_gradient_is_never_written_over():
+    x, y, g, dx = _relu_grad_of(True)
+    v, gv = _relu_inputs(), np.random.default_rng(10).standard_normal((8, 64, 64, 8)).astype(np.float32)
+    kept = gv.copy()
+    with tf.Session() as sess:
+        got = sess.run(dx, {x: v, g: gv})
+    assert _same_bits(gv, kept)
+    assert _same_values(got, np.multiply(gv, np.maximum(v, 0) > 0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("channels", [16, 3])   # 3: the first layer, whose input needs no gradient
+def test_a_convolution_layers_filter_input_and_bias_gradients_run_as_one_step_with_each_ops_bits(channels):
+    rng = np.random.default_rng(12)
+    x = tf.placeholder(tf.float32, [None, 12, 12, channels])
+    w = tf.Variable(rng.standard_normal((3, 3, channels, 16)).astype(np.float32), name="w")
+    b = tf.Variable(rng.standard_normal(16).astype(np.float32), name="b")
+    y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), b))
+    loss = tf.reduce_sum(y * np.sign(rng.standard_normal((10, 10, 16))).astype(np.float32))
+    wanted = [w, b] + ([x] if channels == 16 else [])
+    grads = tf.gradients(loss, wanted)
+    v = rng.standard_normal((32, 12, 12, channels)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        together, names = _traced(sess, grads, {x: v})
+        apart = [sess.run(g, {x: v}) for g in grads]   # (each plan has one of them)
+    members = {op.name for op in tf.get_default_graph().get_operations()
+               if op.type in ("Conv2DBackpropFilter", "Conv2DBackpropInput", "BiasAddGrad")}
+    assert len(members & names) == 1   # (one step, named for its last member; the input's gradient runs only for 16)
+    for a, c in zip(together, apart):
+        assert _same_bits(a, c)
+
+
+@pytest.mark.parametrize("ref", [True, False])
+def test_a_variables_value_reaching_a_relu_gradient_is_never_written_over(ref):
+    """Through an Identity (of a TF1 variable's ref, or of a resource variable's read): the
+    variable keeps its value."""
+    rng = np.random.default_rng(14)
+    value = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    v = tf.Variable(value, use_resource=not ref)
+    x = tf.placeholder(tf.float32, [8, 64, 64, 8])
+    dx = tf.gradients(tf.nn.relu(x), x, grad_ys=tf.identity(v))[0]
+    xv = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = [sess.run(dx, {x: xv}) for _ in range(2)]
+        kept = sess.run(v)
+    assert _same_bits(kept, value)
+    assert _same_bits(got[0], got[1]) and _same_values(got[0], np.multiply(value, xv > 0, dtype=np.float32))

@@ -17,7 +17,7 @@ import tensorweave as tf
 from tensorweave import cli
 from tensorweave.framework import limits
 from tensorweave.framework.graph_def import NodeDef
-from tensorweave.ops.nn import intra_op
+from tensorweave.ops import intra_op
 from tensorweave.runtime import inter_op
 
 pytestmark = pytest.mark.usefixtures("graph")

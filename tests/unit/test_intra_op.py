@@ -7,7 +7,8 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.ops import onednn
-from tensorweave.ops.nn import intra_op, pool_kernels
+from tensorweave.ops import intra_op
+from tensorweave.ops.nn import pool_kernels
 
 from unit_helpers import run
 
@@ -137,3 +138,17 @@ def test_max_pool_and_grad_split_over_threads(split_everything, monkeypatch):
         ref_dx[n, best[0], best[1], c] += g[n, oy, ox, c]
     np.testing.assert_array_equal(out, ref)
     np.testing.assert_allclose(out_dx, ref_dx, rtol=1e-6, atol=1e-6)
+
+
+def test_run_calls_returns_each_calls_result_in_order_and_runs_each_once():
+    ran = []
+    calls = [lambda i=i: ran.append(i) or i * i for i in range(7)]
+    assert intra_op.run_calls(calls) == [i * i for i in range(7)]
+    assert sorted(ran) == list(range(7))
+
+
+def test_run_calls_raises_a_calls_error():
+    def fail():
+        raise ValueError("the third call")
+    with pytest.raises(ValueError, match="the third call"):
+        intra_op.run_calls([lambda: 1, lambda: 2, fail])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorweave.ops.onednn as onednn
+from tensorweave.ops import intra_op
 from tensorweave.ops.nn import conv_kernels, pool_kernels
 from tensorweave.ops.nn.util import window_pads
 
@@ -381,3 +382,69 @@ def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, ex
     out = subprocess.run([sys.executable, "-c", BLAS_THREADS], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) == expected
+
+
+@needs_onednn
+@pytest.mark.parametrize("batch", [16, 64])   # (a small batch the team may split other than by parts: refused)
+@pytest.mark.parametrize("with_input", [True, False])
+def test_a_convolutions_gradient_calls_give_the_teams_bits(batch, with_input):
+    """conv2d_grad_calls's calls, each on one thread, give conv2d_input_grad's and
+    conv2d_filter_grad's bits (called here in turn; a plan runs them on threads at once)."""
+    g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
+    x = rng.randn(batch, 12, 12, 16).astype(np.float32)
+    f = rng.randn(3, 3, 16, 32).astype(np.float32)
+    dy = rng.randn(batch, 10, 10, 32).astype(np.float32)
+    calls = onednn.conv2d_grad_calls(x, dy, f.shape, g, f if with_input else None)
+    key = (x.shape, f.shape, dy.shape, g, False)
+    kinds = ("filter", "input") if with_input else ("filter",)
+    assert (calls is not None) == all(onednn._conv_serial_agrees(kind, key) for kind in kinds)
+    if calls is None:   # (a team that splits otherwise than by parts of the batch: the team's kernels run)
+        return
+    assert len(calls) == 1 + with_input
+    got = [call() for call in calls]
+    assert got[-1].tobytes() == onednn.conv2d_filter_grad(x, dy, 3, 3, g).tobytes()
+    if with_input:
+        assert got[0].tobytes() == onednn.conv2d_input_grad(x.shape, f, dy, g).tobytes()
+
+
+@needs_onednn
+def test_convolution_gradient_calls_refuse_an_images_gradient_and_other_dtypes():
+    g, _, _ = geometry(12, 12, 3, 1, 1, "VALID")
+    dy = rng.randn(2, 10, 10, 8).astype(np.float32)
+    image, f3 = rng.randn(2, 12, 12, 3).astype(np.float32), rng.randn(3, 3, 3, 8).astype(np.float32)
+    assert onednn.conv2d_grad_calls(image, dy, f3.shape, g, f3) is None   # (numpy's col2im is faster there)
+    assert onednn.conv2d_grad_calls(rng.randn(2, 12, 12, 16), dy, (3, 3, 16, 8), g) is None
+
+
+@needs_onednn
+@pytest.mark.parametrize("n,ci", [(32, 1), (33, 16)])   # (an odd batch: the first half the larger)
+def test_fused_convolution_by_halves_of_the_batch_gives_the_whole_bits(n, ci):
+    """With run_calls, the fused forward runs as two calls, a half of the batch each."""
+    g, oh, ow = geometry(8, 8, 3, 1, 1, "SAME")
+    x = rng.randn(n, 8, 8, ci).astype(np.float32)
+    w = rng.randn(3, 3, ci, 16).astype(np.float32)
+    b = rng.randn(16).astype(np.float32)
+    made = []
+
+    def run_calls(calls):   # (in turn; intra_op.run_calls makes them at once)
+        made.append(len(calls))
+        return [call() for call in calls]
+    got = onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls)
+    assert got.tobytes() == onednn.conv2d_bias(x, w, b, g, oh, ow, True).tobytes()
+    halves_agree = onednn._SERIAL_BITS[("halves", "bias_relu", (x.shape, w.shape, got.shape, g, False))]
+    assert made == ([2] if halves_agree else [])   # (the probe found the halves' bits, or they are not used)
+    x[0, 0, 0, 0] = np.nan   # (steps aside as without halves)
+    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, run_calls) is None and len(made) <= 1
+
+
+@needs_onednn
+def test_fused_convolution_of_a_large_input_finds_a_nan_or_huge_value_in_either_half():
+    g, oh, ow = geometry(64, 64, 3, 1, 1, "SAME")
+    x = rng.rand(16, 64, 64, 16).astype(np.float32)   # (2^20 elements: their extent on two threads)
+    w = (rng.randn(3, 3, 16, 8) * 0.1).astype(np.float32)
+    b = rng.randn(8).astype(np.float32)
+    assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is not None
+    for where, bad in (((0, 1, 2, 3), np.nan), ((15, 60, 61, 2), -3e38), ((9, 0, 0, 0), np.inf)):
+        x[where] = bad
+        assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is None, bad
+        x[where] = 0.5

@@ -177,3 +177,37 @@ def test_gamma_broadcasts_alpha_with_beta_and_differentiates_implicitly(graph):
 def test_random_namespace(graph):
     assert tf.random.normal is tf.random_normal and tf.random.uniform is tf.random_uniform
     assert tf.random.shuffle is tf.random_shuffle and tf.random.truncated_normal is tf.truncated_normal
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [(1 << 18) + 1, 600_000])
+@pytest.mark.parametrize("half_kept", [False, True])
+def test_large_uniform_draws_in_parts_give_one_draws_numbers_and_state(dtype, n, half_kept):
+    """A large RandomUniform is drawn in parts on the intra-op threads (PCG64 jumped ahead to each
+    part): the numbers and the generator's next draws are those of one rng.random call, also with
+    an odd count and after a float32 that left half of a 64-bit output for the next one."""
+    whole, parts = np.random.default_rng([3, 4]), np.random.default_rng([3, 4])
+    if half_kept:
+        whole.random(dtype=dtype), parts.random(dtype=dtype)
+    expected = whole.random((n,), dtype=dtype)
+    got = random_ops.uniform_in_parts(parts, (n,), dtype)
+    assert got.dtype == dtype and got.view(np.uint8).tobytes() == expected.view(np.uint8).tobytes()
+    assert parts.bit_generator.state == whole.bit_generator.state
+    np.testing.assert_array_equal(parts.random(3, dtype=np.float32), whole.random(3, dtype=np.float32))
+
+
+def test_large_seeded_random_uniform_op_draws_the_generators_stream(graph):
+    u = tf.random_uniform([600, 1001], seed=5)
+    with tf.Session() as sess:
+        first, second = sess.run(u), sess.run(u)
+    stream = np.random.default_rng([tf.get_default_graph().seed or random_ops.DEFAULT_GRAPH_SEED, 5])
+    np.testing.assert_array_equal(first, stream.random((600, 1001), dtype=np.float32))
+    np.testing.assert_array_equal(second, stream.random((600, 1001), dtype=np.float32))
+
+
+def test_uniform_in_parts_leaves_other_generators_whole():
+    """Only PCG64 jumps ahead: another bit generator draws the numbers in one call."""
+    whole, other = (np.random.Generator(np.random.MT19937(9)) for _ in range(2))
+    np.testing.assert_array_equal(random_ops.uniform_in_parts(other, (1 << 19,), np.float32),
+                                  whole.random((1 << 19,), dtype=np.float32))
+    assert other.bit_generator.state["state"]["pos"] == whole.bit_generator.state["state"]["pos"]

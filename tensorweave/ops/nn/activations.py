@@ -2,6 +2,8 @@
 ops), softmax and log_softmax, and bias_add (the op TF fuses with them)."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 import tensorweave.ops.onednn as onednn
@@ -17,7 +19,7 @@ from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import exp, negative
-from tensorweave.ops.nn.intra_op import split_elementwise
+from tensorweave.ops.intra_op import split_elementwise
 from tensorweave.ops.nn.util import as_str, dims
 from tensorweave.ops.registry import pure, register, register_gpu
 
@@ -156,6 +158,34 @@ def _relu_grad(g, y):
         np.greater(y, 0, out=out)   # 1 or 0 in g's dtype: no boolean temporary
         np.multiply(out, g, out=out)
     return split_elementwise(part, g, y, ufunc=False)
+
+
+def _references_in_a_step(g, y) -> int:
+    return sys.getrefcount(g)
+
+
+# references to a value while a plan's step runs its kernel on it alone (executor.Plan's call
+# `fn(vals[a], vals[b])`): the plan's slot, the kernel's parameter (as this interpreter counts
+# them: a call may or may not hold its arguments too), sys.getrefcount's own
+_values = [np.empty(1)]
+_ONLY_THE_STEPS = _references_in_a_step(_values[0], None)
+del _values
+
+
+def relu_grad_into_gradient(dead_slots: int = 0):
+    """ReluGrad's kernel writing over g's buffer, as TF forwards it, where nothing else holds g;
+    else ReluGrad's own kernel (the same bits). A plan's fusion pass makes it for a ReluGrad whose
+    g no other step reads and nobody fetches; `dead_slots`: the plan's slots before it that hold
+    the same array and no later step reads (a SumToShape that returned its input). Any other
+    reference (a fed array, a value also in a live slot) keeps g as it is."""
+    most = _ONLY_THE_STEPS + dead_slots
+
+    def run(g, y):
+        if type(g) is np.ndarray and type(y) is np.ndarray and g.base is None and g.flags.writeable \
+                and sys.getrefcount(g) <= most and (dx := onednn.relu_grad(g, y, into_g=True)) is not None:
+            return dx
+        return _relu_grad(g, y)
+    return run
 
 
 def _relu6_grad(g, x):

@@ -3,6 +3,7 @@ and its backprops; the conv2d, conv2d_transpose, depthwise_conv2d, separable_con
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
+from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.nn import conv_kernels, im2col
 from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
                                       rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
@@ -171,7 +173,7 @@ def conv2d_bias_kernel(node, relu: bool):
                 or type(bias) is not np.ndarray or x.ndim != 4 or w.ndim != 4 or x.shape[3] != w.shape[2]):
             return None
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
-        return onednn.conv2d_bias(x, w, bias, g, oh, ow, relu)
+        return onednn.conv2d_bias(x, w, bias, g, oh, ow, relu, run_calls)
     return run
 
 
@@ -337,6 +339,38 @@ def _backprop_filter_kernel(node, ctx, gpu=False):
         if depthwise:
             return conv_kernels.depthwise_filter_grad_nhwc(x, dy, kh, kw, g)
         return conv_kernels.conv2d_filter_grad_nhwc(x, dy, kh, kw, g, ws)
+    return run
+
+
+def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callable] = None):
+    """Conv2DBackpropFilter `filter_node`, with the Conv2DBackpropInput `input_node` and the
+    BiasAddGrad kernel `bias_grad` of the same out_backprop where given, as one kernel
+    run(x, filter_sizes, dy, input_sizes, w, bias_dy) -> [dx or None, dw, db or None] (the bias's
+    gradient of bias_dy, the value BiasAdd's gradient passed on as dy; None for what is not
+    computed): the products at once on this thread and the intra-op threads, each on one thread
+    (onednn.conv2d_grad_calls: the team's bits), the bias's gradient on the thread free first; or
+    None where that does not apply (the ops' own kernels then run). A plan's fusion pass
+    (runtime/fusion.py) makes it where the ops read one out_backprop, as TF's executor would run
+    them at once."""
+    attrs = _node_attrs(filter_node)
+    same = attrs["data_format"] == "NHWC" and filter_node.op == "Conv2DBackpropFilter" and (
+        input_node is None or (input_node.op == "Conv2DBackpropInput" and _node_attrs(input_node) == attrs))
+
+    def run(x, filter_sizes, dy, input_sizes, w, bias_dy):
+        w_shape = tuple(int(v) for v in filter_sizes)
+        plain = same and len(w_shape) == 4 and all(type(a) is np.ndarray and a.ndim == 4 for a in (x, dy))
+        if not plain or (input_node is not None and (
+                type(w) is not np.ndarray or tuple(int(v) for v in input_sizes) != x.shape)):
+            return None
+        g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w_shape[0], w_shape[1], filter_node.name)
+        if dy.shape != (x.shape[0], oh, ow, w_shape[3]) or \
+                (calls := onednn.conv2d_grad_calls(x, dy, w_shape, g, w)) is None:
+            return None
+        if bias_grad is not None:
+            calls.append(lambda: bias_grad(bias_dy))
+        out = run_calls(calls)
+        dx = np.ascontiguousarray(out.pop(0)) if input_node is not None else None
+        return [dx, out[0], out[1] if bias_grad is not None else None]
     return run
 
 

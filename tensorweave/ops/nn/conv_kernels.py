@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from tensorweave.ops.nn.intra_op import parallel_ranges
+from tensorweave.ops.intra_op import parallel_ranges
 
 _CHUNK_ELEMS = 1 << 20   # patch elements per chunk (bounds scratch memory): measured best for CIFAR-sized convs
 _ROW_MIN_K = 128         # narrowest patch row (kw * in_channels) the row-GEMM path takes

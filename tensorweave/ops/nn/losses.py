@@ -15,7 +15,7 @@ from tensorweave.ops.math.binary import add, multiply, subtract
 from tensorweave.ops.math.reduction import reduce_sum
 from tensorweave.ops.math.unary import negative
 from tensorweave.ops.nn.activations import log_softmax_np, log_softmax, softmax
-from tensorweave.ops.nn.intra_op import parallel_ranges
+from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.nn.util import dims
 from tensorweave.ops.registry import pure, register, register_gpu
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from tensorweave.ops import onednn
 from tensorweave.ops.helpers import array_module
-from tensorweave.ops.nn.intra_op import parallel_ranges
+from tensorweave.ops.intra_op import parallel_ranges
 
 
 def _range(size: int, out: int, i: int, s: int, p: int):

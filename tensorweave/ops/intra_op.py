@@ -9,6 +9,7 @@ share the cores.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +81,20 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
             error = error or e
     if error is not None:
         raise error
+
+
+def run_calls(calls: list) -> list:
+    """Each call's result, the calls made at once on this thread and the intra-op threads: each
+    thread takes the next call nobody has taken (so put the long ones first), and a thread that
+    finishes early takes the short ones. Its calls must each run on their calling thread alone."""
+    results: list = [None] * len(calls)
+    taken = itertools.count()   # (its next() is atomic: the GIL)
+
+    def work(_start: int, _stop: int) -> None:
+        while (i := next(taken)) < len(calls):
+            results[i] = calls[i]()
+    parallel_ranges(len(calls), len(calls) * _MIN_ELEMS, work)
+    return results
 
 
 def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndarray:
