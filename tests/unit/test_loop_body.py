@@ -35,6 +35,9 @@ def _counting_side_work(monkeypatch) -> list:
 def test_an_lstm_gradient_loop_pipelined_gives_the_serial_bits(monkeypatch, setting):
     monkeypatch.setenv("TENSORWEAVE_INTER_OP", setting)
     runs = _counting_side_work(monkeypatch)
+    # (the kernel's gradient summed in the loop, as before its products were summed after it: the
+    # side part's largest share)
+    monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
     rng = np.random.RandomState(0)
     x = tf.placeholder(tf.float32, [None, 12, 5])
     cell = tf.nn.rnn_cell.LSTMCell(16, initializer=tf.constant_initializer(rng.randn(21, 64).astype(np.float32) * 0.3))
@@ -181,3 +184,132 @@ def test_a_loop_that_chose_serial_while_the_second_core_was_taken_tries_again_so
         modes += "p" if pipelined else "s"
         choice.ran(pipelined, 1.4 if pipelined else 1.0)   # (clearly slower: the GIL, not the load)
     assert modes == ("s" + trial + "s" * clear + trial + "s" * 2 * clear)[:100]
+
+
+def _summing_loop(n_rows=None, transpose_a=True, read_sum=False, read_product=False, concat=False):
+    """A loop summing products a_i^T b_i of slices of two captured [6, r, c] tables into `total`
+    (or [a_i^T b_i, a_i^T (2 b_i)] side by side); returns (steps placeholder, total, tables)."""
+    rng = np.random.RandomState(3)
+    rows = n_rows or [4] * 6
+    a_table = [rng.randn(r, 3) for r in rows]
+    b_table = [rng.randn(r, 5) for r in rows]
+    steps = tf.placeholder(tf.int32, [])
+    a_all = tf.constant(np.concatenate(a_table))
+    b_all = tf.constant(np.concatenate(b_table))
+    starts = tf.constant(np.cumsum([0] + rows)[:-1].astype(np.int32))
+    sizes = tf.constant(np.array(rows, np.int32))
+
+    def body(i, h, total):
+        a = tf.slice(a_all, tf.stack([starts[i], 0]), tf.stack([sizes[i], -1]))
+        b = tf.slice(b_all, tf.stack([starts[i], 0]), tf.stack([sizes[i], -1])) * h
+        product = tf.matmul(a if transpose_a else tf.transpose(a), b, transpose_a=transpose_a, name="summed")
+        if concat:
+            product = tf.concat([product, tf.matmul(a, 2.0 * b, transpose_a=True, name="summed_2")], axis=1)
+        h_next = h * 0.5 + tf.reduce_mean(total if read_sum else h) * 0.01
+        if read_product:
+            h_next += tf.reduce_mean(product) * 0.01
+        return i + 1, h_next, tf.add_n([total, product])
+
+    width = 10 if concat else 5
+    _, _, total = tf.while_loop(lambda i, h, t: i < steps, body,
+                                [0, tf.constant(1.0, tf.float64), tf.constant(np.ones((3, width)))])
+    return steps, total, (a_table, b_table)
+
+
+def _numpy_summed(tables, steps, read_sum=False, read_product=False, concat=False):
+    total = np.ones((3, 10 if concat else 5))
+    h = 1.0
+    for i in range(steps):
+        a, b = tables[0][i], tables[1][i] * h
+        product = a.T @ b
+        if concat:
+            product = np.concatenate([product, a.T @ (2.0 * b)], axis=1)
+        h_next = h * 0.5 + (total.mean() if read_sum else h) * 0.01
+        if read_product:
+            h_next += product.mean() * 0.01
+        h, total = h_next, total + product
+    return total
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_products_summed_over_a_loop_are_one_product_after_it(monkeypatch, concat):
+    """A loop variable that each iteration adds a_i^T b_i to (a weight's gradient in a gradient
+    loop) is its initial value plus one product of the stacked factors, computed after the loop:
+    the product's kernel runs once a loop run, not once an iteration."""
+    products = _counting_kernel(monkeypatch, "MatMul")
+    steps, total, tables = _summing_loop(concat=concat)
+    with tf.Session() as sess:
+        for n in (6, 1, 0):
+            del products[:]
+            np.testing.assert_allclose(sess.run(total, {steps: n}), _numpy_summed(tables, n, concat=concat),
+                                       rtol=1e-12)
+            assert len(products) == (0 if n == 0 else 2 if concat else 1)
+
+
+def test_products_of_factors_whose_rows_change_are_summed_in_the_loops_order(monkeypatch):
+    products = _counting_kernel(monkeypatch, "MatMul")
+    steps, total, tables = _summing_loop(n_rows=[4, 2, 5, 1, 3, 4])
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 6}), _numpy_summed(tables, 6), rtol=1e-12)
+    assert len(products) == 6
+
+
+@pytest.mark.parametrize("kind", ["sum read in the loop", "product read in the loop", "not a^T b"])
+def test_a_sum_the_loop_reads_or_of_other_products_stays_in_the_loop(monkeypatch, kind):
+    products = _counting_kernel(monkeypatch, "MatMul")
+    read_sum, read_product = kind == "sum read in the loop", kind == "product read in the loop"
+    steps, total, tables = _summing_loop(read_sum=read_sum, read_product=read_product,
+                                         transpose_a=kind != "not a^T b")
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 6}),
+                                   _numpy_summed(tables, 6, read_sum=read_sum, read_product=read_product),
+                                   rtol=1e-12)
+    assert len(products) == 6   # (at every iteration)
+
+
+def test_an_lstm_gradient_with_its_kernel_gradient_summed_after_the_loop_matches_finite_differences(monkeypatch):
+    """dynamic_rnn's kernel gradient, summed after the gradient loop, against central differences
+    of the float64 loss, and against the gradient summed in the loop."""
+    rng = np.random.RandomState(1)
+    x = tf.constant(rng.randn(3, 5, 4))
+    w0 = rng.randn(4 + 6, 24) * 0.3
+    cell = tf.nn.rnn_cell.BasicLSTMCell(6, dtype=tf.float64)
+    with tf.variable_scope("lstm", initializer=tf.constant_initializer(w0)):
+        out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+    loss = tf.reduce_sum(tf.sin(out))
+    kernel = [v for v in tf.trainable_variables() if "kernel" in v.name][0]
+    grad = tf.gradients(loss, kernel)[0]
+    products = _counting_kernel(monkeypatch, "MatMul")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        del products[:]
+        got = sess.run(grad)
+        in_grad_loop = [p for p in products if "while_grad" in p]
+        assert len(in_grad_loop) == 5 + 1   # (the input's and state's product at each step; the kernel's once)
+        eps, expected = 1e-6, np.zeros_like(w0)
+        for idx in [(0, 0), (3, 7), (9, 23), (5, 12)]:
+            for sign in (1, -1):
+                w = w0.copy()
+                w[idx] += sign * eps
+                kernel.load(w, sess)
+                expected[idx] += sign * sess.run(loss) / (2 * eps)
+            np.testing.assert_allclose(got[idx], expected[idx], rtol=1e-6)
+        kernel.load(w0, sess)
+    monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(grad), got, rtol=1e-12)
+
+
+def test_factors_that_do_not_line_up_are_the_products_error():
+    steps = tf.placeholder(tf.int32, [])
+
+    def body(i, total):
+        a = tf.ones(tf.stack([3 + i // 2, 2]), tf.float64)   # (4 rows from the third iteration)
+        return i + 1, tf.add_n([total, tf.matmul(a, tf.ones([3, 4], tf.float64), transpose_a=True, name="summed")])
+
+    _, total = tf.while_loop(lambda i, t: i < steps, body, [0, tf.zeros([2, 4], tf.float64)])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(total, {steps: 2}), np.full((2, 4), 6.0))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="summed"):
+            sess.run(total, {steps: 3})

@@ -1,6 +1,6 @@
 """The While op's kernel: it iterates the plans of its cond and body functions.
 
-Three things about the body are worked out once, when the step's plan is made:
+Four things about the body are worked out once, when the step's plan is made:
 - **The loop variables it computes.** The step's plan tells the op which of its outputs nobody
   reads (runtime/executor.py, attr "_unread_outputs"); a variable whose value leaves the loop
   unread, that the condition does not read and that no computed variable or recorded value is
@@ -10,6 +10,11 @@ Three things about the body are worked out once, when the step's plan is made:
   constants), with no stateful op or control input among them, gives the same value at every
   iteration: it runs once, at the loop's first iteration, and its value is fed to the body's
   iterations (the LSTM's Splits of its kernels into gates, the Shapes of its dropout masks).
+- **The products it sums.** A loop variable each iteration adds a product a_t^T b_t to (a gradient
+  loop's sum of a weight's gradient: `AddN(v, MatMul(a, b, transpose_a=True))`, or such products
+  side by side in a Concat), that nothing else in the body or the condition reads, is summed after
+  the loop as one product of the factors stacked over the iterations: the loop records a_t and
+  b_t instead (_SummedProducts).
 - **Its side part.** Loop variables that no other loop variable, the condition nor a recorded
   value is computed from (a gradient loop's sums of a kernel's gradient, its list of the input's
   gradients) are computed, iteration after iteration, on a thread of the step's inter-op pool while the loop's
@@ -66,6 +71,12 @@ def while_kernel(node, ctx):
     computed = computed or tuple(range(n))
     outputs = tuple(body.outputs[k] for k in computed) + recorded_outputs
     body_plan = ctx.function_plan(node.attr["body"], node.device, outputs)
+    sums = _summed_products(node, ctx, body, n, computed, cond_reads) if body_plan.device is None else ()
+    if sums:
+        computed = tuple(k for k in computed if k not in {s.k for s in sums})
+        recorded_outputs += tuple(t for s in sums for t in s.factors)
+        outputs = tuple(body.outputs[k] for k in computed) + recorded_outputs
+        body_plan = ctx.function_plan(node.attr["body"], node.device, outputs)
     hoisted = _loop_invariants(body, n, outputs) if body_plan.device is None else ()
     if hoisted:
         body_plan = ctx.function_plan(node.attr["body"], node.device, outputs, hoisted)
@@ -87,10 +98,10 @@ def while_kernel(node, ctx):
         bc = list(args[n + nc:n + nc + nb])
         fed = list(bc)   # (the captures, then the loop-invariant values once computed)
         limit = int(args[-1]) if has_max else None
-        history: list = [[] for _ in range(nrec)]
+        history: list = [[] for _ in recorded_outputs]
         pool = step.pool
         if not split and pool is not None and pool.threads > 1:
-            made = _Split(node, ctx, body, n, computed, cond_reads, hoisted)
+            made = _Split(node, ctx, body, n, computed, cond_reads, hoisted, recorded_outputs)
             split.append(made if made.side else None)
         pipelined = split and split[0] is not None and step.trace is None and pool is not None \
             and pool.threads > 1 and choice.pipelined()
@@ -126,8 +137,13 @@ def while_kernel(node, ctx):
             side.finish(vs)
         if split and split[0] is not None:
             choice.ran(bool(pipelined), time.perf_counter() - start)
+        at = nrec
+        for s in sums:
+            if i:
+                vs[s.k] = s.total(vs[s.k], history[at:at + len(s.factors)])
+            at += len(s.factors)
         if recording:
-            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history]
+            vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history[:nrec]]
         return vs[0] if len(vs) == 1 else tuple(vs)
     return run
 
@@ -192,16 +208,119 @@ def _computed_loop_vars(node, body, n: int, cond_reads: set):
     return tuple(kept)
 
 
+def _summed_products(node, ctx, body, n: int, computed: tuple, cond_reads: set) -> tuple:
+    """The loop variables of `computed` that the body sums products into (see the module's doc):
+    `AddN(v, MatMul(a, b, transpose_a=True))` or `AddN(v, ConcatV2(such MatMuls..., axis))` of
+    floats, where v is read by that AddN alone (not by the condition, another op or another
+    output) and each product and the Concat by their consumer alone, none with a control input."""
+    by_name = {b.name: b for b in body.node}
+    readers: dict = collections.defaultdict(list)
+    for nd in body.node:
+        for i in nd.input:
+            readers[tensor_key(i)].append(nd.name)
+    for t in body.outputs:
+        readers[tensor_key(t)].append(None)
+    inputs = [tensor_key(t) for t in body.inputs[:n]]
+
+    def only_read_by(t: str, name) -> bool:
+        return readers[tensor_key(t)] == [name]
+
+    def product(t: str, reader: str):
+        nd = by_name.get(parse_input(t)[0])
+        if (nd is None or nd.op != "MatMul" or parse_input(t)[1] != 0 or not only_read_by(t, reader)
+                or not nd.attr.get("transpose_a") or nd.attr.get("transpose_b")
+                or str(nd.attr.get("T")) not in ("float32", "float64") or any(i.startswith("^") for i in nd.input)):
+            return None
+        return nd
+
+    found = []
+    for k in computed:
+        add = by_name.get(parse_input(body.outputs[k])[0])
+        if (k in cond_reads or add is None or add.op != "AddN" or len(add.input) != 2
+                or any(i.startswith("^") for i in add.input) or readers[tensor_key(body.outputs[k])] != [None]
+                or inputs[k] not in map(tensor_key, add.input) or not only_read_by(inputs[k], add.name)):
+            continue
+        first = tensor_key(add.input[0]) == inputs[k]
+        term = add.input[1 if first else 0]
+        products = [product(term, add.name)]
+        concat = None
+        if products[0] is None:
+            concat = by_name.get(parse_input(term)[0])
+            if (concat is None or concat.op != "ConcatV2" or not only_read_by(term, add.name)
+                    or any(i.startswith("^") for i in concat.input)):
+                continue
+            products = [product(t, concat.name) for t in concat.input[:-1]]
+            if None in products:
+                continue
+        found.append(_SummedProducts(k, first, add, products, concat, ctx))
+    return tuple(found)
+
+
+def _named(node, ctx):
+    """Node `node`'s kernel, run outside its plan: its errors name it as the plan's would."""
+    kernel = registry.kernel_for(node.op)(node, ctx)
+
+    def run(*args):
+        try:
+            return kernel(*args)
+        except errors.OpError as e:
+            raise type(e)(node, node.name, f"{e.message}\n\t [[node {node.name} (op: {node.op}) on {ctx.task}]]") \
+                from None
+    return run
+
+
+class _SummedProducts:
+    """Loop variable k, which each iteration t adds a product a_t^T b_t to (or products side by
+    side, a Concat): the loop records the factors and, after it, the variable is its initial value
+    plus one product of the factors stacked over the iterations, sum_t a_t^T b_t = A^T B with A
+    and B the a_t and b_t one under another. The same sums of the same products, in another order
+    (a MatMul's summation order is not defined): the loop does fewer, smaller ops one after
+    another, and the one large product after it runs on the OpenMP team when its cores are free."""
+
+    def __init__(self, k: int, first: bool, add, products: list, concat, ctx):
+        self.k, self.first = k, first
+        self.products = [_named(nd, ctx) for nd in products]
+        self.factors = tuple(tensor_key(i) for nd in products for i in nd.input)
+        self.add = _named(add, ctx)
+        self.concat = _named(concat, ctx) if concat is not None else None
+        self.axis = concat.input[-1] if concat is not None else None
+        if self.axis is not None:
+            self.factors += (tensor_key(self.axis),)
+
+    def total(self, v, factors: list):
+        """v plus the products of the `factors` recorded at each iteration (a_t, b_t of each
+        product, then the Concat's axis)."""
+        terms = []
+        for j, matmul in enumerate(self.products):
+            a, b = factors[2 * j], factors[2 * j + 1]
+            if len({np.shape(x) for x in a}) != 1 or len({np.shape(x) for x in b}) != 1 or np.ndim(a[0]) != 2 \
+                    or np.ndim(b[0]) != 2 or np.shape(a[0])[0] != np.shape(b[0])[0]:
+                return self._in_order(v, factors)   # (the ops' own errors, or shapes that change)
+            terms.append(matmul(np.concatenate(a), np.concatenate(b)))
+        return self._added(v, terms, factors)
+
+    def _added(self, v, terms: list, factors: list):
+        term = terms[0] if self.concat is None else self.concat(*terms, factors[-1][-1])
+        return self.add(v, term) if self.first else self.add(term, v)
+
+    def _in_order(self, v, factors: list):
+        """The loop's own sums, iteration by iteration."""
+        for t in range(len(factors[0])):
+            v = self._added(v, [matmul(factors[2 * j][t], factors[2 * j + 1][t])
+                                for j, matmul in enumerate(self.products)], [f[:t + 1] for f in factors])
+        return v
+
+
 class _Split:
     """The body as two plans: the critical part (the loop variables the condition, the recorded
     values or each other read, the recorded values, and the tensors the side part takes from it,
     `cut`) and the side part (the other loop variables, fed the critical part's `cut`). `side`
     is empty where the body has no side part free of stateful ops and control edges."""
 
-    def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set, hoisted: tuple):
+    def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set, hoisted: tuple, recorded: tuple):
         self.side: tuple = ()
         deps = {k: _inputs_read(body, [body.outputs[k]], n) for k in computed}
-        side = set(computed) - cond_reads - _inputs_read(body, body.outputs[n:], n)
+        side = set(computed) - cond_reads - _inputs_read(body, recorded, n)
         side = {k for k in side if not any(k in deps[j] for j in computed if j != k)}   # (sums of their own)
         if not side:
             return
@@ -209,7 +328,7 @@ class _Split:
         side_outputs = tuple(body.outputs[k] for k in sorted(side))
         by_name = {b.name: b for b in body.node}
         fed = set(map(tensor_key, body.inputs)) | set(hoisted)
-        critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] + list(body.outputs[n:]), ())
+        critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] + list(recorded), ())
         side_only = [nd for name, nd in needed_nodes(by_name, fed, side_outputs, ()).items()
                      if name not in critical_nodes]
         if len(side_only) < _MIN_SIDE_OPS or any(
@@ -225,7 +344,7 @@ class _Split:
         self.hoisted = hoisted
         self.critical, self.side, self.n = critical, tuple(sorted(side)), n
         self.critical_plan = ctx.function_plan(node.attr["body"], node.device, tuple(
-            body.outputs[k] for k in critical) + tuple(body.outputs[n:]) + self.cut, hoisted)
+            body.outputs[k] for k in critical) + recorded + self.cut, hoisted)
         self.side_plan = ctx.function_plan(node.attr["body"], node.device, side_outputs, hoisted + self.cut)
 
 
