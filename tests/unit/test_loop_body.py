@@ -313,3 +313,28 @@ def test_factors_that_do_not_line_up_are_the_products_error():
         np.testing.assert_array_equal(sess.run(total, {steps: 2}), np.full((2, 4), 6.0))
         with pytest.raises(tf.errors.InvalidArgumentError, match="summed"):
             sess.run(total, {steps: 3})
+
+
+def test_summed_products_in_chunks_give_the_same_bits_on_a_pool_thread_and_without_one(monkeypatch):
+    """The iterations' products are summed a chunk of iterations at a time (here 2 of 4 x 3 x 5
+    multiply-adds: 3 chunks and one of the last iteration for 7), on a pool thread while the loop
+    goes on, or on the loop's own: the chunks are the same, and so are the bits."""
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 2 * 4 * 3 * 5)
+    products = _counting_kernel(monkeypatch, "MatMul")
+    rng = np.random.RandomState(5)
+    a_all, b_all = rng.randn(7, 4, 3).astype(np.float32), rng.randn(7, 4, 5).astype(np.float32)
+    steps = tf.placeholder(tf.int32, [])
+
+    def body(i, total):
+        return i + 1, tf.add_n([total, tf.matmul(tf.gather(a_all, i), tf.gather(b_all, i), transpose_a=True)])
+
+    _, total = tf.while_loop(lambda i, t: i < steps, body, [0, tf.zeros([3, 5])])
+    got = []
+    for sess in _sessions():
+        with sess:
+            got.append([sess.run(total, {steps: n}) for n in (7, 2, 1)])
+    assert len(products) == 2 * (4 + 1 + 1)
+    for n, pooled, alone in zip((7, 2, 1), *got):
+        assert pooled.tobytes() == alone.tobytes()
+        expected = sum((a_all[i].astype(np.float64).T @ b_all[i] for i in range(n)), np.zeros((3, 5)))
+        np.testing.assert_allclose(pooled, expected, rtol=1e-5, atol=1e-5)

@@ -50,6 +50,7 @@ _FIRST_RECHECK = 8  # runs after which a changed or close choice is measured aga
 _CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while trials confirm it,
 _RECHECK = 500     # ... up to this (the load changes)
 _MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
+_CHUNK_MULTIPLY_ADDS = (1 << 25) - 1   # the most a chunk's product takes (oneDNN runs those below 2^25 on its caller)
 
 
 def while_kernel(node, ctx):
@@ -106,6 +107,8 @@ def while_kernel(node, ctx):
         pipelined = split and split[0] is not None and step.trace is None and pool is not None \
             and pool.threads > 1 and choice.pipelined()
         side = _SideWork(split[0], vs, fed, step, pool) if pipelined else None
+        chunks = _SumsInChunks(sums, history[nrec:], pool if pool is not None and pool.threads > 1 and
+                               step.trace is None else None) if sums else None
         start = time.perf_counter()
         i = 0
         try:
@@ -124,6 +127,8 @@ def while_kernel(node, ctx):
                 else:
                     side.iterate(vs, history)
                 i += 1
+                if chunks is not None:
+                    chunks.iterated(i)
                 if step.cancelled.is_set():
                     raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
                 if step.deadline is not None and time.monotonic() > step.deadline:
@@ -132,16 +137,15 @@ def while_kernel(node, ctx):
         except BaseException:
             if side is not None:
                 side.abandon()
+            if chunks is not None:
+                chunks.abandon()
             raise
         if side is not None:
             side.finish(vs)
         if split and split[0] is not None:
             choice.ran(bool(pipelined), time.perf_counter() - start)
-        at = nrec
-        for s in sums:
-            if i:
-                vs[s.k] = s.total(vs[s.k], history[at:at + len(s.factors)])
-            at += len(s.factors)
+        if chunks is not None:
+            chunks.finish(vs, i)
         if recording:
             vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history[:nrec]]
         return vs[0] if len(vs) == 1 else tuple(vs)
@@ -271,11 +275,13 @@ def _named(node, ctx):
 
 class _SummedProducts:
     """Loop variable k, which each iteration t adds a product a_t^T b_t to (or products side by
-    side, a Concat): the loop records the factors and, after it, the variable is its initial value
-    plus one product of the factors stacked over the iterations, sum_t a_t^T b_t = A^T B with A
-    and B the a_t and b_t one under another. The same sums of the same products, in another order
-    (a MatMul's summation order is not defined): the loop does fewer, smaller ops one after
-    another, and the one large product after it runs on the OpenMP team when its cores are free."""
+    side, a Concat): the loop records the factors, and the variable becomes its initial value plus
+    the products of the factors stacked over the iterations, sum_t a_t^T b_t = A^T B with A and B
+    the a_t and b_t one under another: the same sums of the same products in another order (a
+    MatMul's summation order is not defined), in fewer, larger products. The iterations are taken
+    in chunks of a fixed number (`chunk`, from the factors' shapes: a chunk's product is as large
+    as a product the calling thread runs alone) and the chunks' products added in order, so the
+    sum does not depend on which thread computed which chunk (_SumsInChunks)."""
 
     def __init__(self, k: int, first: bool, add, products: list, concat, ctx):
         self.k, self.first = k, first
@@ -283,20 +289,35 @@ class _SummedProducts:
         self.factors = tuple(tensor_key(i) for nd in products for i in nd.input)
         self.add = _named(add, ctx)
         self.concat = _named(concat, ctx) if concat is not None else None
-        self.axis = concat.input[-1] if concat is not None else None
-        if self.axis is not None:
-            self.factors += (tensor_key(self.axis),)
+        if concat is not None:
+            self.factors += (tensor_key(concat.input[-1]),)
 
-    def total(self, v, factors: list):
-        """v plus the products of the `factors` recorded at each iteration (a_t, b_t of each
-        product, then the Concat's axis)."""
+    def chunk(self, factors: list) -> int:
+        """Iterations a chunk, from the first iteration's `factors`."""
+        most = max(np.size(factors[2 * j][0]) * np.shape(factors[2 * j + 1][0])[-1] if np.ndim(factors[2 * j + 1][0])
+                   else 1 for j in range(len(self.products)))
+        return max(1, _CHUNK_MULTIPLY_ADDS // max(1, most))
+
+    def partial(self, factors: list, begin: int, end: int):
+        """The products of iterations [begin, end) (a list, one a product), or None where the
+        factors' shapes do not stay those of the first iteration's, or do not line up."""
         terms = []
         for j, matmul in enumerate(self.products):
-            a, b = factors[2 * j], factors[2 * j + 1]
-            if len({np.shape(x) for x in a}) != 1 or len({np.shape(x) for x in b}) != 1 or np.ndim(a[0]) != 2 \
-                    or np.ndim(b[0]) != 2 or np.shape(a[0])[0] != np.shape(b[0])[0]:
-                return self._in_order(v, factors)   # (the ops' own errors, or shapes that change)
+            a, b = factors[2 * j][begin:end], factors[2 * j + 1][begin:end]
+            first_a, first_b = np.shape(factors[2 * j][0]), np.shape(factors[2 * j + 1][0])
+            if len(first_a) != 2 or len(first_b) != 2 or first_a[0] != first_b[0] or any(
+                    np.shape(x) != first_a for x in a) or any(np.shape(x) != first_b for x in b):
+                return None
             terms.append(matmul(np.concatenate(a), np.concatenate(b)))
+        return terms
+
+    def total(self, v, factors: list, partials: list):
+        """v plus the sum of the chunks' `partials` (None: the loop's own sums, iteration by iteration)."""
+        if any(p is None for p in partials):
+            return self._in_order(v, factors)   # (the ops' own errors, or shapes that change)
+        terms = partials[0]
+        for more in partials[1:]:
+            terms = [np.add(x, y) for x, y in zip(terms, more)]
         return self._added(v, terms, factors)
 
     def _added(self, v, terms: list, factors: list):
@@ -304,11 +325,88 @@ class _SummedProducts:
         return self.add(v, term) if self.first else self.add(term, v)
 
     def _in_order(self, v, factors: list):
-        """The loop's own sums, iteration by iteration."""
         for t in range(len(factors[0])):
             v = self._added(v, [matmul(factors[2 * j][t], factors[2 * j + 1][t])
                                 for j, matmul in enumerate(self.products)], [f[:t + 1] for f in factors])
         return v
+
+
+class _SumsInChunks:
+    """One loop run's _SummedProducts: each chunk's products computed as soon as the loop has
+    recorded its iterations, on a pool thread while the loop goes on (or on the loop's thread
+    without a pool), what has not started when the loop ends on the loop's thread."""
+
+    def __init__(self, sums: tuple, factors: list, pool):
+        self.sums, self.pool = sums, pool
+        self.factors = []
+        for s in sums:
+            self.factors.append(factors[:len(s.factors)])
+            factors = factors[len(s.factors):]
+        self.chunks: list = [None] * len(sums)
+        self.jobs: list = [[] for _ in sums]
+
+    def iterated(self, i: int) -> None:
+        """The loop has recorded i iterations."""
+        for n, (s, factors) in enumerate(zip(self.sums, self.factors)):
+            if self.chunks[n] is None:
+                self.chunks[n] = s.chunk(factors)
+            chunk = self.chunks[n]
+            if i % chunk == 0:
+                self._start(n, i - chunk, i)
+
+    def _start(self, n: int, begin: int, end: int) -> None:
+        job = _Job(lambda: self.sums[n].partial(self.factors[n], begin, end))
+        self.jobs[n].append(job)
+        if self.pool is not None:
+            self.pool.submit(job)
+        else:
+            job()
+
+    def finish(self, vs: list, i: int) -> None:
+        """The loop ran i iterations: each variable's sum into `vs`."""
+        for n, s in enumerate(self.sums):
+            if not i:
+                continue
+            done = len(self.jobs[n]) * self.chunks[n]
+            if done < i:
+                self._start(n, done, i)
+            vs[s.k] = s.total(vs[s.k], self.factors[n], [job.result() for job in self.jobs[n]])
+
+    def abandon(self) -> None:
+        """The loop failed: the chunks not started are not."""
+        for jobs in self.jobs:
+            for job in jobs:
+                job.claim()
+
+
+class _Job:
+    """A function run once, by whichever thread calls first; result() waits for it."""
+
+    def __init__(self, fn):
+        self.fn, self.value, self.error = fn, None, None
+        self.started = threading.Lock()
+        self.done = threading.Event()
+
+    def claim(self) -> bool:
+        return self.started.acquire(blocking=False)
+
+    def __call__(self) -> None:
+        if not self.claim():
+            return
+        try:
+            self.value = self.fn()
+        except BaseException as e:  # noqa: BLE001 - result() raises it
+            self.error = e
+        finally:
+            self.fn = None
+            self.done.set()
+
+    def result(self):
+        self()
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class _Split:
