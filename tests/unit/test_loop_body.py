@@ -338,3 +338,63 @@ def test_summed_products_in_chunks_give_the_same_bits_on_a_pool_thread_and_witho
         assert pooled.tobytes() == alone.tobytes()
         expected = sum((a_all[i].astype(np.float64).T @ b_all[i] for i in range(n)), np.zeros((3, 5)))
         np.testing.assert_allclose(pooled, expected, rtol=1e-5, atol=1e-5)
+
+
+def _recording_kernel(monkeypatch, op_type: str) -> list:
+    """(node name, inputs) of each call of op_type's kernel."""
+    calls = []
+    factory = registry.kernel_for(op_type)
+
+    def recorded(node, ctx):
+        run = factory(node, ctx)
+
+        def recording(*args):
+            calls.append((node.name, args))
+            return run(*args)
+        return recording
+    monkeypatch.setitem(registry.KERNELS, (op_type, "CPU"), recorded)
+    return calls
+
+
+@pytest.mark.parametrize("also_read_as_is", [False, True])
+def test_a_weight_read_only_transposed_is_given_in_column_order(monkeypatch, also_read_as_is):
+    """A captured matrix that the body reads only as MatMul's transposed right operand comes to
+    those products in Fortran order (oneDNN then reads its transpose's rows in place), the same
+    values; one that an op also reads as it is stays in row order."""
+    calls = _recording_kernel(monkeypatch, "MatMul")
+    rng = np.random.RandomState(2)
+    w_value, h0 = rng.randn(6, 8).astype(np.float32), rng.randn(3, 8).astype(np.float32)
+    w = tf.constant(w_value)
+
+    def body(i, h):
+        back = tf.matmul(h, w, transpose_b=True, name="by_w_transposed")   # [3, 6]
+        forth = tf.matmul(back, w, name="by_w") if also_read_as_is else back @ tf.ones([6, 8]) * 0.1
+        return i + 1, tf.tanh(forth)
+
+    _, h = tf.while_loop(lambda i, h: i < 4, body, [0, tf.constant(h0)])
+    expected = h0.astype(np.float64)
+    for _ in range(4):
+        back = expected @ w_value.T
+        expected = np.tanh(back @ w_value if also_read_as_is else back @ np.ones((6, 8)) * 0.1)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5, atol=1e-6)
+    operands = [args[1] for name, args in calls if name.endswith("by_w_transposed")]
+    assert len(operands) == 4 and all(np.array_equal(b, w_value) for b in operands)
+    assert all(b.flags.f_contiguous != also_read_as_is for b in operands)
+
+
+def test_a_loop_variable_the_body_changes_is_not_given_in_column_order(monkeypatch):
+    calls = _recording_kernel(monkeypatch, "MatMul")
+    w0 = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+
+    def body(i, h, w):
+        return i + 1, tf.matmul(h, w, transpose_b=True, name="by_w_transposed") @ w, w * 0.5
+
+    _, h, _ = tf.while_loop(lambda i, h, w: i < 3, body, [0, tf.ones([2, 4]), tf.constant(w0)])
+    expected, w = np.ones((2, 4)), w0.astype(np.float64)
+    for _ in range(3):
+        expected, w = expected @ w.T @ w, w * 0.5
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5)
+    operands = [args[1] for name, args in calls if name.endswith("by_w_transposed")]
+    assert len(operands) == 3 and not any(b.flags.f_contiguous for b in operands)
