@@ -398,3 +398,34 @@ def test_a_loop_variable_the_body_changes_is_not_given_in_column_order(monkeypat
         np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5)
     operands = [args[1] for name, args in calls if name.endswith("by_w_transposed")]
     assert len(operands) == 3 and not any(b.flags.f_contiguous for b in operands)
+
+
+@pytest.mark.parametrize("summed", [True, False])
+def test_a_two_layer_lstm_runs_one_layers_step_beside_the_other_and_gives_the_serial_bits(monkeypatch, summed):
+    """A MultiRNNCell of two LSTMs: the forward loop's side part is the upper layer's step (and
+    the values it records for the gradient), the gradient loop's the lower layer's; pipelined,
+    the loss, the gradients and the chunks of the summed kernel gradients are the serial bits."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 3 * 7 * 20 * 40)   # (3 steps a chunk)
+    if not summed:
+        monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
+    runs = _counting_side_work(monkeypatch)
+    rng = np.random.RandomState(4)
+    x = tf.placeholder(tf.float32, [7, 11, 6])
+    cells = [tf.nn.rnn_cell.BasicLSTMCell(10) for _ in range(2)]
+    with tf.variable_scope("lm", initializer=tf.random_uniform_initializer(-0.3, 0.3, seed=3)):
+        out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x, dtype=tf.float32)
+    loss = tf.reduce_sum(tf.sin(out)) + tf.reduce_sum(state[0].c)
+    fetches = [loss] + tf.gradients(loss, [x] + tf.trainable_variables())
+    feeds = {x: rng.randn(7, 11, 6).astype(np.float32)}
+    values = []
+    for sess in _sessions():
+        with sess:
+            sess.run(tf.global_variables_initializer())
+            values.append([sess.run(fetches, feeds) for _ in range(3)])
+    assert len(runs) == 2 * 3   # (forward and gradient loops, each step)
+    sides = {run.split.side for run in runs}
+    assert len(sides) == 2 and all(len(side) >= 2 for side in sides)
+    for run in values[0] + values[1][1:]:
+        for a, b in zip(run, values[1][0]):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

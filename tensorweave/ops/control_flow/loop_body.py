@@ -53,6 +53,7 @@ _FIRST_RECHECK = 8  # runs after which a changed or close choice is measured aga
 _CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while trials confirm it,
 _RECHECK = 500     # ... up to this (the load changes)
 _MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
+_PRODUCT_OPS = 20  # what a product weighs, in ops, when the parts are balanced
 _CHUNK_MULTIPLY_ADDS = (1 << 25) - 1   # the most a chunk's product takes (oneDNN runs those below 2^25 on its caller)
 
 
@@ -115,9 +116,10 @@ def while_kernel(node, ctx):
             split.append(made if made.side else None)
         pipelined = split and split[0] is not None and step.trace is None and pool is not None \
             and pool.threads > 1 and choice.pipelined()
-        side = _SideWork(split[0], vs, fed, step, pool) if pipelined else None
+        # (a pipelined loop's side part holds the pool's thread: its chunks are that thread's too)
         chunks = _SumsInChunks(sums, history[nrec:], pool if pool is not None and pool.threads > 1 and
-                               step.trace is None else None) if sums else None
+                               step.trace is None and not pipelined else None) if sums else None
+        side = _SideWork(split[0], vs, fed, step, pool, history, chunks and chunks.iterated) if pipelined else None
         start = time.perf_counter()
         i = 0
         try:
@@ -136,8 +138,8 @@ def while_kernel(node, ctx):
                 else:
                     side.iterate(vs, history)
                 i += 1
-                if chunks is not None:
-                    chunks.iterated(i)
+                if chunks is not None and side is None:
+                    chunks.iterated()
                 if step.cancelled.is_set():
                     raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
                 if step.deadline is not None and time.monotonic() > step.deadline:
@@ -380,8 +382,9 @@ class _SummedProducts:
 
 class _SumsInChunks:
     """One loop run's _SummedProducts: each chunk's products computed as soon as the loop has
-    recorded its iterations, on a pool thread while the loop goes on (or on the loop's thread
-    without a pool), what has not started when the loop ends on the loop's thread."""
+    recorded its iterations, on a pool thread while the loop goes on (without a pool, by the
+    thread that recorded them: the loop's, or the side part's thread of a pipelined loop), what
+    has not started when the loop ends on the loop's thread."""
 
     def __init__(self, sums: tuple, factors: list, pool):
         self.sums, self.pool = sums, pool
@@ -392,14 +395,18 @@ class _SumsInChunks:
         self.chunks: list = [None] * len(sums)
         self.jobs: list = [[] for _ in sums]
 
-    def iterated(self, i: int) -> None:
-        """The loop has recorded i iterations."""
+    def iterated(self) -> None:
+        """Starts the chunks whose iterations' factors are all recorded (by the loop's thread, or
+        by the side part's where it computes some of them)."""
         for n, (s, factors) in enumerate(zip(self.sums, self.factors)):
+            recorded = min(map(len, factors))
+            if not recorded:
+                continue
             if self.chunks[n] is None:
                 self.chunks[n] = s.chunk(factors)
             chunk = self.chunks[n]
-            if i % chunk == 0:
-                self._start(n, i - chunk, i)
+            while (len(self.jobs[n]) + 1) * chunk <= recorded:
+                self._start(n, len(self.jobs[n]) * chunk, (len(self.jobs[n]) + 1) * chunk)
 
     def _start(self, n: int, begin: int, end: int) -> None:
         job = _Job(lambda: self.sums[n].partial(self.factors[n], begin, end))
@@ -457,28 +464,40 @@ class _Job:
 
 
 class _Split:
-    """The body as two plans: the critical part (the loop variables the condition, the recorded
-    values or each other read, the recorded values, and the tensors the side part takes from it,
-    `cut`) and the side part (the other loop variables, fed the critical part's `cut`). `side`
-    is empty where the body has no side part free of stateful ops and control edges."""
+    """The body as two plans: the critical part (the loop variables the condition reads and those
+    they are computed from, the recorded values computed from them, and the tensors the side part
+    takes from it, `cut`) and the side part (loop variables that none of the critical part's is
+    computed from, with the recorded values computed from them, fed the critical part's `cut`).
+    Of the ways to choose the side part (each loop variable with those computed from it, or the
+    variables that no other one is computed from), the one that balances the two parts' ops best
+    (a product counted as _PRODUCT_OPS): a 2-layer LSTM's gradient loop runs the lower layer's
+    step beside the upper layer's. `side` is empty where the body has no side part free of
+    stateful ops and control edges."""
 
     def __init__(self, node, ctx, body, n: int, computed: tuple, cond_reads: set, hoisted: tuple, recorded: tuple):
         self.side: tuple = ()
         deps = {k: _inputs_read(body, [body.outputs[k]], n) for k in computed}
-        side = set(computed) - cond_reads - _inputs_read(body, recorded, n)
-        side = {k for k in side if not any(k in deps[j] for j in computed if j != k)}   # (sums of their own)
-        if not side:
-            return
-        critical = tuple(k for k in computed if k not in side)
-        side_outputs = tuple(body.outputs[k] for k in sorted(side))
         by_name = {b.name: b for b in body.node}
         fed = set(map(tensor_key, body.inputs)) | set(hoisted)
-        critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] + list(recorded), ())
-        side_only = [nd for name, nd in needed_nodes(by_name, fed, side_outputs, ()).items()
-                     if name not in critical_nodes]
-        if len(side_only) < _MIN_SIDE_OPS or any(
-                registry.lookup(nd.op).stateful or any(i.startswith("^") for i in nd.input) for nd in side_only):
+        best = None
+        for side, leaves in _side_parts(computed, deps, cond_reads):
+            critical = tuple(k for k in computed if k not in side)
+            side_rec = tuple(r for r, t in enumerate(recorded) if _inputs_read(body, [t], n) & side)
+            critical_rec = tuple(r for r in range(len(recorded)) if r not in side_rec)
+            side_outputs = tuple(body.outputs[k] for k in sorted(side)) + tuple(recorded[r] for r in side_rec)
+            critical_nodes = needed_nodes(by_name, fed, [body.outputs[k] for k in critical] +
+                                          [recorded[r] for r in critical_rec], ())
+            side_only = [nd for name, nd in needed_nodes(by_name, fed, side_outputs, ()).items()
+                         if name not in critical_nodes]
+            if len(side_only) < _MIN_SIDE_OPS or any(
+                    registry.lookup(nd.op).stateful or any(i.startswith("^") for i in nd.input) for nd in side_only):
+                continue
+            weight = min(_ops_weight(side_only), _ops_weight(critical_nodes.values()))
+            if (leaves or weight >= _MIN_SIDE_OPS) and (best is None or weight > best[0]):   # (each worth a thread)
+                best = (weight, side, critical, side_rec, critical_rec, side_outputs, critical_nodes, side_only)
+        if best is None:
             return
+        _, side, critical, self.side_rec, self.critical_rec, side_outputs, critical_nodes, side_only = best
         cut = {tensor_key(t) for t in side_outputs if parse_input(t)[0] in critical_nodes}
         for nd in side_only:
             for inp in nd.input:
@@ -489,8 +508,29 @@ class _Split:
         self.hoisted = hoisted
         self.critical, self.side, self.n = critical, tuple(sorted(side)), n
         self.critical_plan = ctx.function_plan(node.attr["body"], node.device, tuple(
-            body.outputs[k] for k in critical) + recorded + self.cut, hoisted)
+            body.outputs[k] for k in critical) + tuple(recorded[r] for r in self.critical_rec) + self.cut, hoisted)
         self.side_plan = ctx.function_plan(node.attr["body"], node.device, side_outputs, hoisted + self.cut)
+
+
+def _side_parts(computed: tuple, deps: dict, cond_reads: set) -> list:
+    """The sets of loop variables a side part may compute (none that the condition reads, and
+    with each variable every one computed from it), each with whether it is the set of those no
+    other variable is computed from (sums of their own: a side part however small the rest)."""
+    def closed(start: set):
+        part, grown = set(start), True
+        while grown:
+            more = {j for j in computed if deps[j] & part} - part
+            grown = bool(more)
+            part |= more
+        return None if part & cond_reads else frozenset(part)
+    leaves = frozenset(k for k in computed if k not in cond_reads and not any(k in deps[j] for j in computed
+                                                                              if j != k))
+    parts = {closed({k}) for k in computed if k not in cond_reads} - {None, leaves}
+    return [(part, False) for part in sorted(parts, key=sorted)] + ([(leaves, True)] if leaves else [])
+
+
+def _ops_weight(nodes) -> int:
+    return sum(_PRODUCT_OPS if nd.op in ("MatMul", "BatchMatMulV2") else 1 for nd in nodes if nd.op != "Const")
 
 
 class _SideWork:
@@ -498,8 +538,9 @@ class _SideWork:
     the iteration's values for the side part, which a pool thread runs in order; what that thread
     has not started when the loop ends, the loop's thread runs itself (in order: one at a time)."""
 
-    def __init__(self, split: _Split, vs: list, bc: list, step, pool):
+    def __init__(self, split: _Split, vs: list, bc: list, step, pool, history: list, progress):
         self.split, self.bc, self.step = split, bc, step
+        self.history, self.progress = history, progress   # (progress: called after each side iteration)
         self.state = [vs[k] for k in split.side]
         self.items: collections.deque = collections.deque()
         self.ready = threading.Condition(threading.Lock())
@@ -515,8 +556,8 @@ class _SideWork:
         item = (list(vs), outs[len(outs) - len(split.cut):])
         for k, v in zip(split.critical, outs):
             vs[k] = v
-        for h, v in zip(history, outs[len(split.critical):len(outs) - len(split.cut)]):
-            h.append(v)
+        for r, v in zip(split.critical_rec, outs[len(split.critical):len(outs) - len(split.cut)]):
+            history[r].append(v)
         with self.ready:
             self.items.append(item)
             self.ready.notify()
@@ -538,8 +579,14 @@ class _SideWork:
                 vs, cut = self.items.popleft()
             for k, v in zip(self.split.side, self.state):
                 vs[k] = v
+            split = self.split
             try:
-                self.state = self.split.side_plan.run(vs + self.bc + cut, self.step)
+                outs = split.side_plan.run(vs + self.bc + cut, self.step)
+                self.state = outs[:len(split.side)]
+                for r, v in zip(split.side_rec, outs[len(split.side):]):
+                    self.history[r].append(v)
+                if self.progress is not None:
+                    self.progress()
             except BaseException as e:  # noqa: BLE001 - the loop's thread raises it
                 self.error = e
                 return False
