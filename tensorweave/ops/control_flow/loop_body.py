@@ -18,12 +18,13 @@ Five things about the body are worked out once, when the step's plan is made:
 - **The weights it reads transposed.** A value the same at every iteration that the body reads
   only as MatMul's transposed right operand (a gradient loop's product by a kernel) is given to
   it in Fortran order, once a loop run (_read_transposed).
-- **Its side part.** Loop variables that no other loop variable, the condition nor a recorded
-  value is computed from (a gradient loop's sums of a kernel's gradient, its list of the input's
-  gradients) are computed, iteration after iteration, on a thread of the step's inter-op pool while the loop's
-  own thread goes on with the next iterations of the rest (an LSTM's backward step: 12 of its 16
-  products). Each part runs the same kernels on the same values in the same order, so the
-  results are the serial loop's bits. As inter-op parallelism (runtime/inter_op.py) decides for
+- **Its side part.** Loop variables that none of the others nor the condition is computed from
+  (a gradient loop's sums, its list of the input's gradients; or a layer of a 2-layer LSTM, the
+  upper one's step in the forward loop, the lower one's in the gradient loop: see _Split), with
+  the recorded values computed from them, are computed, iteration after iteration, on a thread of
+  the step's inter-op pool while the loop's own thread goes on with the next iterations of the
+  rest. Each part runs the same kernels on the same values in the same order, so the results are
+  the serial loop's bits. As inter-op parallelism (runtime/inter_op.py) decides for
   a plan, the op decides by measurement: its first runs alternate serial and pipelined loops, and
   the faster by its best run is kept. The second core may have been taken by another process
   while it measured, so a close or changed choice is measured again soon (after _FIRST_RECHECK
