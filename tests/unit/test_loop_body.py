@@ -246,12 +246,34 @@ def test_products_summed_over_a_loop_are_one_product_after_it(monkeypatch, conca
             assert len(products) == (0 if n == 0 else 2 if concat else 1)
 
 
-def test_products_of_factors_whose_rows_change_are_summed_in_the_loops_order(monkeypatch):
+@pytest.mark.parametrize("rows, chunk, calls", [([4, 2, 5, 1, 3, 4], None, 6), ([4, 4, 4, 4, 2, 4], 2, 2 + 2)])
+def test_products_of_factors_whose_rows_change_are_summed_in_the_loops_order(monkeypatch, rows, chunk, calls):
+    """A chunk whose factors' shapes are not the first iteration's is summed iteration by
+    iteration (here all six, or the third chunk of two after two chunks' products)."""
+    if chunk:
+        monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", chunk * 4 * 3 * 5)
     products = _counting_kernel(monkeypatch, "MatMul")
-    steps, total, tables = _summing_loop(n_rows=[4, 2, 5, 1, 3, 4])
+    steps, total, tables = _summing_loop(n_rows=rows)
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run(total, {steps: 6}), _numpy_summed(tables, 6), rtol=1e-12)
-    assert len(products) == 6
+    assert len(products) == calls
+
+
+def test_a_chunks_factors_are_let_go_once_its_products_are_computed(monkeypatch):
+    """A long loop does not keep every iteration's gate gradients: when the loop ends, the
+    factors of the chunks already summed are gone (here 3 chunks of 2 of 7 iterations)."""
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 2 * 4 * 3 * 5)
+    held = []
+    finish = loop_body._SumsInChunks.finish
+
+    def finishing(self, vs, i):
+        held.append([sum(x is not None for x in f) for f in self.factors[0]])
+        finish(self, vs, i)
+    monkeypatch.setattr(loop_body._SumsInChunks, "finish", finishing)
+    steps, total, tables = _summing_loop(n_rows=[4] * 7)
+    with _sessions()[1] as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 7}), _numpy_summed(tables, 7), rtol=1e-12)
+    assert held == [[1, 1]]   # (the last iteration's a and b, of the chunk the loop's end makes)
 
 
 @pytest.mark.parametrize("kind", ["sum read in the loop", "product read in the loop", "not a^T b"])

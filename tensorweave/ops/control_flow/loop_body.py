@@ -342,43 +342,39 @@ class _SummedProducts:
         if concat is not None:
             self.factors += (tensor_key(concat.input[-1]),)
 
-    def chunk(self, factors: list) -> int:
-        """Iterations a chunk, from the first iteration's `factors`."""
-        most = max(np.size(factors[2 * j][0]) * np.shape(factors[2 * j + 1][0])[-1] if np.ndim(factors[2 * j + 1][0])
-                   else 1 for j in range(len(self.products)))
-        return max(1, _CHUNK_MULTIPLY_ADDS // max(1, most))
+    def chunk(self, factors: list) -> tuple:
+        """(iterations a chunk, the factors' shapes) from the first iteration's `factors`."""
+        shapes = [(np.shape(factors[2 * j][0]), np.shape(factors[2 * j + 1][0])) for j in range(len(self.products))]
+        most = max(int(np.prod(a)) * (b[-1] if b else 1) for a, b in shapes)
+        return max(1, _CHUNK_MULTIPLY_ADDS // max(1, most)), shapes
 
-    def partial(self, factors: list, begin: int, end: int):
-        """The products of iterations [begin, end) (a list, one a product), or None where the
-        factors' shapes do not stay those of the first iteration's, or do not line up."""
+    def partial(self, factors: list, shapes: list, begin: int, end: int):
+        """The summed products of iterations [begin, end) (a list, one a product), their factors
+        let go of; None where the factors' shapes are not the first iteration's `shapes` or do not
+        line up (the iterations are then summed one by one: the ops' own errors)."""
         terms = []
         for j, matmul in enumerate(self.products):
             a, b = factors[2 * j][begin:end], factors[2 * j + 1][begin:end]
-            first_a, first_b = np.shape(factors[2 * j][0]), np.shape(factors[2 * j + 1][0])
+            first_a, first_b = shapes[j]
             if len(first_a) != 2 or len(first_b) != 2 or first_a[0] != first_b[0] or any(
                     np.shape(x) != first_a for x in a) or any(np.shape(x) != first_b for x in b):
                 return None
             terms.append(matmul(np.concatenate(a), np.concatenate(b)))
+        for f in factors[:2 * len(self.products)]:
+            f[begin:end] = [None] * (end - begin)   # (a long loop's gate gradients are not all kept)
         return terms
 
-    def total(self, v, factors: list, partials: list):
-        """v plus the sum of the chunks' `partials` (None: the loop's own sums, iteration by iteration)."""
-        if any(p is None for p in partials):
-            return self._in_order(v, factors)   # (the ops' own errors, or shapes that change)
-        terms = partials[0]
-        for more in partials[1:]:
-            terms = [np.add(x, y) for x, y in zip(terms, more)]
-        return self._added(v, terms, factors)
-
-    def _added(self, v, terms: list, factors: list):
+    def total(self, v, factors: list, chunks: list):
+        """v plus the chunks' products ((begin, end, partial) each, in order), in order."""
+        terms = None
+        for begin, end, part in chunks:
+            steps = [part] if part is not None else [
+                [matmul(factors[2 * j][t], factors[2 * j + 1][t]) for j, matmul in enumerate(self.products)]
+                for t in range(begin, end)]
+            for step in steps:
+                terms = step if terms is None else [self.add(x, y) for x, y in zip(terms, step)]
         term = terms[0] if self.concat is None else self.concat(*terms, factors[-1][-1])
         return self.add(v, term) if self.first else self.add(term, v)
-
-    def _in_order(self, v, factors: list):
-        for t in range(len(factors[0])):
-            v = self._added(v, [matmul(factors[2 * j][t], factors[2 * j + 1][t])
-                                for j, matmul in enumerate(self.products)], [f[:t + 1] for f in factors])
-        return v
 
 
 class _SumsInChunks:
@@ -393,8 +389,8 @@ class _SumsInChunks:
         for s in sums:
             self.factors.append(factors[:len(s.factors)])
             factors = factors[len(s.factors):]
-        self.chunks: list = [None] * len(sums)
-        self.jobs: list = [[] for _ in sums]
+        self.chunks: list = [None] * len(sums)   # (iterations a chunk, the first iteration's shapes)
+        self.jobs: list = [[] for _ in sums]     # ((begin, end), _Job) a chunk
 
     def iterated(self) -> None:
         """Starts the chunks whose iterations' factors are all recorded (by the loop's thread, or
@@ -405,13 +401,13 @@ class _SumsInChunks:
                 continue
             if self.chunks[n] is None:
                 self.chunks[n] = s.chunk(factors)
-            chunk = self.chunks[n]
+            chunk = self.chunks[n][0]
             while (len(self.jobs[n]) + 1) * chunk <= recorded:
                 self._start(n, len(self.jobs[n]) * chunk, (len(self.jobs[n]) + 1) * chunk)
 
     def _start(self, n: int, begin: int, end: int) -> None:
-        job = _Job(lambda: self.sums[n].partial(self.factors[n], begin, end))
-        self.jobs[n].append(job)
+        job = _Job(lambda: self.sums[n].partial(self.factors[n], self.chunks[n][1], begin, end))
+        self.jobs[n].append(((begin, end), job))
         if self.pool is not None:
             self.pool.submit(job)
         else:
@@ -419,18 +415,19 @@ class _SumsInChunks:
 
     def finish(self, vs: list, i: int) -> None:
         """The loop ran i iterations: each variable's sum into `vs`."""
+        if not i:
+            return
+        self.iterated()
         for n, s in enumerate(self.sums):
-            if not i:
-                continue
-            done = len(self.jobs[n]) * self.chunks[n]
+            done = len(self.jobs[n]) * self.chunks[n][0]
             if done < i:
                 self._start(n, done, i)
-            vs[s.k] = s.total(vs[s.k], self.factors[n], [job.result() for job in self.jobs[n]])
+            vs[s.k] = s.total(vs[s.k], self.factors[n], [(b, e, job.result()) for (b, e), job in self.jobs[n]])
 
     def abandon(self) -> None:
         """The loop failed: the chunks not started are not."""
         for jobs in self.jobs:
-            for job in jobs:
+            for _, job in jobs:
                 job.claim()
 
 
