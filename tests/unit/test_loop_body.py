@@ -35,6 +35,9 @@ def _counting_side_work(monkeypatch) -> list:
 def test_an_lstm_gradient_loop_pipelined_gives_the_serial_bits(monkeypatch, setting):
     monkeypatch.setenv("TENSORWEAVE_INTER_OP", setting)
     runs = _counting_side_work(monkeypatch)
+    # (the kernel's gradient summed in the loop, as before its products were summed after it: the
+    # side part's largest share)
+    monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
     rng = np.random.RandomState(0)
     x = tf.placeholder(tf.float32, [None, 12, 5])
     cell = tf.nn.rnn_cell.LSTMCell(16, initializer=tf.constant_initializer(rng.randn(21, 64).astype(np.float32) * 0.3))
@@ -181,3 +184,270 @@ def test_a_loop_that_chose_serial_while_the_second_core_was_taken_tries_again_so
         modes += "p" if pipelined else "s"
         choice.ran(pipelined, 1.4 if pipelined else 1.0)   # (clearly slower: the GIL, not the load)
     assert modes == ("s" + trial + "s" * clear + trial + "s" * 2 * clear)[:100]
+
+
+def _summing_loop(n_rows=None, transpose_a=True, read_sum=False, read_product=False, concat=False):
+    """A loop summing products a_i^T b_i of slices of two captured [6, r, c] tables into `total`
+    (or [a_i^T b_i, a_i^T (2 b_i)] side by side); returns (steps placeholder, total, tables)."""
+    rng = np.random.RandomState(3)
+    rows = n_rows or [4] * 6
+    a_table = [rng.randn(r, 3) for r in rows]
+    b_table = [rng.randn(r, 5) for r in rows]
+    steps = tf.placeholder(tf.int32, [])
+    a_all = tf.constant(np.concatenate(a_table))
+    b_all = tf.constant(np.concatenate(b_table))
+    starts = tf.constant(np.cumsum([0] + rows)[:-1].astype(np.int32))
+    sizes = tf.constant(np.array(rows, np.int32))
+
+    def body(i, h, total):
+        a = tf.slice(a_all, tf.stack([starts[i], 0]), tf.stack([sizes[i], -1]))
+        b = tf.slice(b_all, tf.stack([starts[i], 0]), tf.stack([sizes[i], -1])) * h
+        product = tf.matmul(a if transpose_a else tf.transpose(a), b, transpose_a=transpose_a, name="summed")
+        if concat:
+            product = tf.concat([product, tf.matmul(a, 2.0 * b, transpose_a=True, name="summed_2")], axis=1)
+        h_next = h * 0.5 + tf.reduce_mean(total if read_sum else h) * 0.01
+        if read_product:
+            h_next += tf.reduce_mean(product) * 0.01
+        return i + 1, h_next, tf.add_n([total, product])
+
+    width = 10 if concat else 5
+    _, _, total = tf.while_loop(lambda i, h, t: i < steps, body,
+                                [0, tf.constant(1.0, tf.float64), tf.constant(np.ones((3, width)))])
+    return steps, total, (a_table, b_table)
+
+
+def _numpy_summed(tables, steps, read_sum=False, read_product=False, concat=False):
+    total = np.ones((3, 10 if concat else 5))
+    h = 1.0
+    for i in range(steps):
+        a, b = tables[0][i], tables[1][i] * h
+        product = a.T @ b
+        if concat:
+            product = np.concatenate([product, a.T @ (2.0 * b)], axis=1)
+        h_next = h * 0.5 + (total.mean() if read_sum else h) * 0.01
+        if read_product:
+            h_next += product.mean() * 0.01
+        h, total = h_next, total + product
+    return total
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_products_summed_over_a_loop_are_one_product_after_it(monkeypatch, concat):
+    """A loop variable that each iteration adds a_i^T b_i to (a weight's gradient in a gradient
+    loop) is its initial value plus one product of the stacked factors, computed after the loop:
+    the product's kernel runs once a loop run, not once an iteration."""
+    products = _counting_kernel(monkeypatch, "MatMul")
+    steps, total, tables = _summing_loop(concat=concat)
+    with tf.Session() as sess:
+        for n in (6, 1, 0):
+            del products[:]
+            np.testing.assert_allclose(sess.run(total, {steps: n}), _numpy_summed(tables, n, concat=concat),
+                                       rtol=1e-12)
+            assert len(products) == (0 if n == 0 else 2 if concat else 1)
+
+
+@pytest.mark.parametrize("rows, chunk, calls", [([4, 2, 5, 1, 3, 4], None, 6), ([4, 4, 4, 4, 2, 4], 2, 2 + 2)])
+def test_products_of_factors_whose_rows_change_are_summed_in_the_loops_order(monkeypatch, rows, chunk, calls):
+    """A chunk whose factors' shapes are not the first iteration's is summed iteration by
+    iteration (here all six, or the third chunk of two after two chunks' products)."""
+    if chunk:
+        monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", chunk * 4 * 3 * 5)
+    products = _counting_kernel(monkeypatch, "MatMul")
+    steps, total, tables = _summing_loop(n_rows=rows)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 6}), _numpy_summed(tables, 6), rtol=1e-12)
+    assert len(products) == calls
+
+
+def test_a_chunks_factors_are_let_go_once_its_products_are_computed(monkeypatch):
+    """A long loop does not keep every iteration's gate gradients: when the loop ends, the
+    factors of the chunks already summed are gone (here 3 chunks of 2 of 7 iterations)."""
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 2 * 4 * 3 * 5)
+    held = []
+    finish = loop_body._SumsInChunks.finish
+
+    def finishing(self, vs, i):
+        held.append([sum(x is not None for x in f) for f in self.factors[0]])
+        finish(self, vs, i)
+    monkeypatch.setattr(loop_body._SumsInChunks, "finish", finishing)
+    steps, total, tables = _summing_loop(n_rows=[4] * 7)
+    with _sessions()[1] as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 7}), _numpy_summed(tables, 7), rtol=1e-12)
+    assert held == [[1, 1]]   # (the last iteration's a and b, of the chunk the loop's end makes)
+
+
+@pytest.mark.parametrize("kind", ["sum read in the loop", "product read in the loop", "not a^T b"])
+def test_a_sum_the_loop_reads_or_of_other_products_stays_in_the_loop(monkeypatch, kind):
+    products = _counting_kernel(monkeypatch, "MatMul")
+    read_sum, read_product = kind == "sum read in the loop", kind == "product read in the loop"
+    steps, total, tables = _summing_loop(read_sum=read_sum, read_product=read_product,
+                                         transpose_a=kind != "not a^T b")
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(total, {steps: 6}),
+                                   _numpy_summed(tables, 6, read_sum=read_sum, read_product=read_product),
+                                   rtol=1e-12)
+    assert len(products) == 6   # (at every iteration)
+
+
+def test_an_lstm_gradient_with_its_kernel_gradient_summed_after_the_loop_matches_finite_differences(monkeypatch):
+    """dynamic_rnn's kernel gradient, summed after the gradient loop, against central differences
+    of the float64 loss, and against the gradient summed in the loop."""
+    rng = np.random.RandomState(1)
+    x = tf.constant(rng.randn(3, 5, 4))
+    w0 = rng.randn(4 + 6, 24) * 0.3
+    cell = tf.nn.rnn_cell.BasicLSTMCell(6, dtype=tf.float64)
+    with tf.variable_scope("lstm", initializer=tf.constant_initializer(w0)):
+        out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+    loss = tf.reduce_sum(tf.sin(out))
+    kernel = [v for v in tf.trainable_variables() if "kernel" in v.name][0]
+    grad = tf.gradients(loss, kernel)[0]
+    products = _counting_kernel(monkeypatch, "MatMul")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        del products[:]
+        got = sess.run(grad)
+        in_grad_loop = [p for p in products if "while_grad" in p]
+        assert len(in_grad_loop) == 5 + 1   # (the input's and state's product at each step; the kernel's once)
+        eps, expected = 1e-6, np.zeros_like(w0)
+        for idx in [(0, 0), (3, 7), (9, 23), (5, 12)]:
+            for sign in (1, -1):
+                w = w0.copy()
+                w[idx] += sign * eps
+                kernel.load(w, sess)
+                expected[idx] += sign * sess.run(loss) / (2 * eps)
+            np.testing.assert_allclose(got[idx], expected[idx], rtol=1e-6)
+        kernel.load(w0, sess)
+    monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(grad), got, rtol=1e-12)
+
+
+def test_factors_that_do_not_line_up_are_the_products_error():
+    steps = tf.placeholder(tf.int32, [])
+
+    def body(i, total):
+        a = tf.ones(tf.stack([3 + i // 2, 2]), tf.float64)   # (4 rows from the third iteration)
+        return i + 1, tf.add_n([total, tf.matmul(a, tf.ones([3, 4], tf.float64), transpose_a=True, name="summed")])
+
+    _, total = tf.while_loop(lambda i, t: i < steps, body, [0, tf.zeros([2, 4], tf.float64)])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(total, {steps: 2}), np.full((2, 4), 6.0))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="summed"):
+            sess.run(total, {steps: 3})
+
+
+def test_summed_products_in_chunks_give_the_same_bits_on_a_pool_thread_and_without_one(monkeypatch):
+    """The iterations' products are summed a chunk of iterations at a time (here 2 of 4 x 3 x 5
+    multiply-adds: 3 chunks and one of the last iteration for 7), on a pool thread while the loop
+    goes on, or on the loop's own: the chunks are the same, and so are the bits."""
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 2 * 4 * 3 * 5)
+    products = _counting_kernel(monkeypatch, "MatMul")
+    rng = np.random.RandomState(5)
+    a_all, b_all = rng.randn(7, 4, 3).astype(np.float32), rng.randn(7, 4, 5).astype(np.float32)
+    steps = tf.placeholder(tf.int32, [])
+
+    def body(i, total):
+        return i + 1, tf.add_n([total, tf.matmul(tf.gather(a_all, i), tf.gather(b_all, i), transpose_a=True)])
+
+    _, total = tf.while_loop(lambda i, t: i < steps, body, [0, tf.zeros([3, 5])])
+    got = []
+    for sess in _sessions():
+        with sess:
+            got.append([sess.run(total, {steps: n}) for n in (7, 2, 1)])
+    assert len(products) == 2 * (4 + 1 + 1)
+    for n, pooled, alone in zip((7, 2, 1), *got):
+        assert pooled.tobytes() == alone.tobytes()
+        expected = sum((a_all[i].astype(np.float64).T @ b_all[i] for i in range(n)), np.zeros((3, 5)))
+        np.testing.assert_allclose(pooled, expected, rtol=1e-5, atol=1e-5)
+
+
+def _recording_kernel(monkeypatch, op_type: str) -> list:
+    """(node name, inputs) of each call of op_type's kernel."""
+    calls = []
+    factory = registry.kernel_for(op_type)
+
+    def recorded(node, ctx):
+        run = factory(node, ctx)
+
+        def recording(*args):
+            calls.append((node.name, args))
+            return run(*args)
+        return recording
+    monkeypatch.setitem(registry.KERNELS, (op_type, "CPU"), recorded)
+    return calls
+
+
+@pytest.mark.parametrize("also_read_as_is", [False, True])
+def test_a_weight_read_only_transposed_is_given_in_column_order(monkeypatch, also_read_as_is):
+    """A captured matrix that the body reads only as MatMul's transposed right operand comes to
+    those products in Fortran order (oneDNN then reads its transpose's rows in place), the same
+    values; one that an op also reads as it is stays in row order."""
+    calls = _recording_kernel(monkeypatch, "MatMul")
+    rng = np.random.RandomState(2)
+    w_value, h0 = rng.randn(6, 8).astype(np.float32), rng.randn(3, 8).astype(np.float32)
+    w = tf.constant(w_value)
+
+    def body(i, h):
+        back = tf.matmul(h, w, transpose_b=True, name="by_w_transposed")   # [3, 6]
+        forth = tf.matmul(back, w, name="by_w") if also_read_as_is else back @ tf.ones([6, 8]) * 0.1
+        return i + 1, tf.tanh(forth)
+
+    _, h = tf.while_loop(lambda i, h: i < 4, body, [0, tf.constant(h0)])
+    expected = h0.astype(np.float64)
+    for _ in range(4):
+        back = expected @ w_value.T
+        expected = np.tanh(back @ w_value if also_read_as_is else back @ np.ones((6, 8)) * 0.1)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5, atol=1e-6)
+    operands = [args[1] for name, args in calls if name.endswith("by_w_transposed")]
+    assert len(operands) == 4 and all(np.array_equal(b, w_value) for b in operands)
+    assert all(b.flags.f_contiguous != also_read_as_is for b in operands)
+
+
+def test_a_loop_variable_the_body_changes_is_not_given_in_column_order(monkeypatch):
+    calls = _recording_kernel(monkeypatch, "MatMul")
+    w0 = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+
+    def body(i, h, w):
+        return i + 1, tf.matmul(h, w, transpose_b=True, name="by_w_transposed") @ w, w * 0.5
+
+    _, h, _ = tf.while_loop(lambda i, h, w: i < 3, body, [0, tf.ones([2, 4]), tf.constant(w0)])
+    expected, w = np.ones((2, 4)), w0.astype(np.float64)
+    for _ in range(3):
+        expected, w = expected @ w.T @ w, w * 0.5
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5)
+    operands = [args[1] for name, args in calls if name.endswith("by_w_transposed")]
+    assert len(operands) == 3 and not any(b.flags.f_contiguous for b in operands)
+
+
+@pytest.mark.parametrize("summed", [True, False])
+def test_a_two_layer_lstm_runs_one_layers_step_beside_the_other_and_gives_the_serial_bits(monkeypatch, summed):
+    """A MultiRNNCell of two LSTMs: the forward loop's side part is the upper layer's step (and
+    the values it records for the gradient), the gradient loop's the lower layer's; pipelined,
+    the loss, the gradients and the chunks of the summed kernel gradients are the serial bits."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    monkeypatch.setattr(loop_body, "_CHUNK_MULTIPLY_ADDS", 3 * 7 * 20 * 40)   # (3 steps a chunk)
+    if not summed:
+        monkeypatch.setattr(loop_body, "_summed_products", lambda *args: ())
+    runs = _counting_side_work(monkeypatch)
+    rng = np.random.RandomState(4)
+    x = tf.placeholder(tf.float32, [7, 11, 6])
+    cells = [tf.nn.rnn_cell.BasicLSTMCell(10) for _ in range(2)]
+    with tf.variable_scope("lm", initializer=tf.random_uniform_initializer(-0.3, 0.3, seed=3)):
+        out, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x, dtype=tf.float32)
+    loss = tf.reduce_sum(tf.sin(out)) + tf.reduce_sum(state[0].c)
+    fetches = [loss] + tf.gradients(loss, [x] + tf.trainable_variables())
+    feeds = {x: rng.randn(7, 11, 6).astype(np.float32)}
+    values = []
+    for sess in _sessions():
+        with sess:
+            sess.run(tf.global_variables_initializer())
+            values.append([sess.run(fetches, feeds) for _ in range(3)])
+    assert len(runs) == 2 * 3   # (forward and gradient loops, each step)
+    sides = {run.split.side for run in runs}
+    assert len(sides) == 2 and all(len(side) >= 2 for side in sides)
+    for run in values[0] + values[1][1:]:
+        for a, b in zip(run, values[1][0]):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
