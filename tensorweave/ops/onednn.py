@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import itertools
 import os
 import sys
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Callable, Optional
 
 import numpy as np
@@ -37,6 +38,7 @@ _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3'
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
 _GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
+_GEMM_SPLIT_MIN = 1 << 23     # multiply-adds from which a product on one thread is split in blocks of rows
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -713,11 +715,18 @@ def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
-    """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
-    convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
+    """MatMul of float32 matrices by oneDNN, which runs on the same threads as its convolutions;
+    None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
 
-    Products below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M) run on
-    the calling thread alone: a second thread made them no faster on a quiet 2-core machine, and
+    From _GEMM_SPLIT_MIN multiply-adds, a product sgemm would run on the calling thread alone is
+    split in blocks of rows that the calling thread and a helper thread take in turn
+    (_RowBlocks), where that gives the whole's bits for its shape and layout: sgemm runs a GAN's
+    128x784x256 products on one thread even on its team (465-500 us; docs/PERFORMANCE.md, "The
+    GAN's products in blocks of rows"), and a helper that has no core yet takes no block, so on a
+    busy machine the product takes no longer than on one thread.
+
+    Else by sgemm: below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M)
+    on the calling thread alone: sgemm's team made them no faster on a quiet 2-core machine, and
     on a busy one sgemm waited for the woken thread to get a core, 3-10x longer (docs/PERFORMANCE.md,
     "Whole programs"). Their results are also the same bits on machines of any core count (a team
     splits some products along k, and adds in another order). A larger product runs on the team
@@ -731,9 +740,133 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
         return None
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
-    serial = m * n * k < _GEMM_SERIAL_MAX or (
+    size = m * n * k
+    if (size >= _GEMM_SPLIT_MIN and _helper.cores > 1 and (size < _GEMM_SERIAL_MAX or _team_gives_serial_bits(
+            gemm, a, b)) and not _cores_taken(2) and _blocks_give_serial_bits(gemm, a, b)):
+        return _helper.product(gemm, a, b)
+    serial = size < _GEMM_SERIAL_MAX or (
         _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
     return _sgemm(gemm, a, b, serial)
+
+
+def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray, r0: int, r1: int) -> None:
+    """Rows r0:r1 of c = op(a) op(b) by sgemm on the calling thread alone (`gemm` as _sgemm's)."""
+    ta, tb, m, n, k, lda, ldb = gemm
+    team = _lib.omp_get_max_threads()
+    if team != 1:
+        _lib.omp_set_num_threads(1)
+    try:
+        # op(a)'s rows r0:r1: rows of a, or (transposed) its columns: the first element r0 rows or
+        # r0 elements in, the leading dimension unchanged
+        first = _address(a) + r0 * (1 if ta == b"T" else lda) * 4
+        _check(_lib.dnnl_sgemm(ta, tb, r1 - r0, n, k, 1.0, first, lda, _address(b), ldb, 0.0,
+                               _address(c) + r0 * n * 4, n), "sgemm")
+    finally:
+        if team != 1:
+            _lib.omp_set_num_threads(team)
+
+
+class _RowBlocks:
+    """A helper thread for the row blocks of products (matmul): the calling thread and the helper
+    take blocks from one counter until none is left; the caller then waits only for a block the
+    helper took. The helper serves one product at a time; a product it has not come to by the
+    time its caller took every block has nothing left for it."""
+
+    def __init__(self):
+        self.cores = available_cores()
+        self._jobs: deque = deque()
+        self._ready = threading.Semaphore(0)
+        self._thread: Optional[threading.Thread] = None
+        self._start = threading.Lock()
+
+    def product(self, gemm: tuple, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        m, n = gemm[2], gemm[3]
+        c = np.empty((m, n), np.float32)
+        step = _block_rows(m)
+        bounds = [(r, min(r + step, m)) for r in range(0, m, step)]
+        job = _RowJob(gemm, a, b, c, bounds)
+        if self._thread is None:
+            with self._start:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._serve, name="tensorweave-onednn-rows", daemon=True)
+                    self._thread.start()
+        self._jobs.append(job)
+        self._ready.release()
+        job.work()
+        job.close()
+        return c
+
+    def _serve(self) -> None:
+        while True:
+            self._ready.acquire()
+            job = self._jobs.popleft()
+            if job.open():
+                job.work()
+                job.finished.release()
+            job = None   # (the job holds its product's operands)
+
+
+class _RowJob:
+    __slots__ = ("gemm", "a", "b", "c", "bounds", "next", "lock", "state", "finished", "error")
+
+    def __init__(self, gemm, a, b, c, bounds):
+        self.gemm, self.a, self.b, self.c, self.bounds = gemm, a, b, c, bounds
+        self.next = itertools.count()
+        self.lock = threading.Lock()
+        self.state = 0   # 0: the helper has not come; 1: it works on it; 2: the caller is done with it
+        self.finished = threading.Semaphore(0)
+        self.error: Optional[BaseException] = None
+
+    def work(self) -> None:
+        bounds = self.bounds
+        try:
+            for i in self.next:   # (next() of a count is atomic: one thread gets each block)
+                if i >= len(bounds):
+                    return
+                _sgemm_rows(self.gemm, self.a, self.b, self.c, *bounds[i])
+        except BaseException as e:   # noqa: BLE001 - raised by the caller (close)
+            self.error = e
+
+    def open(self) -> bool:
+        """(The helper) whether the caller still has the job."""
+        with self.lock:
+            if self.state:
+                return False
+            self.state = 1
+            return True
+
+    def close(self) -> None:
+        """(The caller, its blocks done) waits for the helper's block, if it took one."""
+        with self.lock:
+            helping, self.state = self.state == 1, 2
+        if helping:
+            self.finished.acquire()
+        if self.error is not None:
+            raise self.error
+
+
+def _block_rows(m: int) -> int:
+    """Rows a block: four blocks, each a multiple of 16 rows (sgemm's register blocks)."""
+    return max(16, -(-m // 64) * 16)
+
+
+def _blocks_give_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether sgemm gives the same bits in _block_rows blocks as whole (found once per shape and
+    layout): sgemm blocks k alike for any rows of some shapes, not for all."""
+    def pair():
+        rng = np.random.default_rng(0)
+        pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
+                  for x, ld in ((a, gemm[5]), (b, gemm[6])))
+        m, n = gemm[2], gemm[3]
+        split = np.empty((m, n), np.float32)
+        step = _block_rows(m)
+        for r in range(0, m, step):
+            _sgemm_rows(gemm, pa, pb, split, r, min(r + step, m))
+        return _sgemm(gemm, pa, pb, True), split
+    return _same_bits(("rows", gemm), pair)
+
+
+_helper = _RowBlocks()
 
 
 def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarray:
@@ -823,14 +956,20 @@ def _cores_taken(team: int) -> bool:
     thread: the tasks running or ready to run (/proc/loadavg's fourth field, this thread among
     them) against the cores. On a busy machine a team's static split waits for its slowest
     thread, which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
+    global _loadavg
     if team <= 1:
         return False
     try:
-        with open("/proc/loadavg", "rb") as f:
-            running = int(f.read().split()[3].split(b"/")[0])
+        if _loadavg is None:   # (kept open: pread of an open file is a sixth of open, read and close's 17 us)
+            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        running = int(os.pread(_loadavg, 128, 0).split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return False
-    return (os.cpu_count() or 1) - running < team - 1
+    return _CPUS - running < team - 1
+
+
+_loadavg: Optional[int] = None   # /proc/loadavg's descriptor, once opened
+_CPUS = os.cpu_count() or 1
 
 
 class _BinaryPlan:
