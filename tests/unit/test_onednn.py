@@ -381,3 +381,113 @@ def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, ex
     out = subprocess.run([sys.executable, "-c", BLAS_THREADS], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) == expected
+
+
+def _blocks_seen(monkeypatch) -> list:
+    """The (thread, first row) of each block of rows sgemm runs from now on."""
+    seen: list = []
+    rows = onednn._sgemm_rows
+
+    def recording(gemm, a, b, c, r0, r1):
+        seen.append((threading.get_ident(), r0))
+        return rows(gemm, a, b, c, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", recording)
+    return seen
+
+
+@needs_onednn
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("m,k,n", [(128, 784, 256), (128, 256, 784), (784, 128, 256), (100, 784, 256)])
+def test_products_in_blocks_of_rows_give_the_whole_products_bits(monkeypatch, ta, tb, m, k, n):
+    """With a core free for the helper, a product of 8M multiply-adds or more (the GAN's) runs in
+    blocks of rows taken by the calling thread and the helper; each block is the whole product's
+    rows, bit for bit, operands read in place as slices of columns included."""
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    monkeypatch.setattr(onednn._helper, "cores", 2)
+    seen = _blocks_seen(monkeypatch)
+    a_rows, a_cols = (k, m) if ta else (m, k)
+    b_rows, b_cols = (n, k) if tb else (k, n)
+    for a, b in [(rng.randn(a_rows, a_cols).astype(np.float32), rng.randn(b_rows, b_cols).astype(np.float32)),
+                 (rng.randn(a_rows, 2 * a_cols).astype(np.float32)[:, a_cols:],
+                  rng.randn(b_rows, 3 * b_cols).astype(np.float32)[:, :b_cols])]:
+        onednn.matmul(a, b, ta, tb)   # (the first call probes the blocks' bits)
+        seen.clear()
+        got = onednn.matmul(a, b, ta, tb)
+        (pa, xa, lda), (pb, xb, ldb) = onednn._gemm_operand(a, ta), onednn._gemm_operand(b, tb)
+        gemm = (b"T" if xa else b"N", b"T" if xb else b"N", m, n, k, lda, ldb)
+        if onednn._SERIAL_BITS[("rows", gemm)]:
+            assert sorted(r0 for _, r0 in seen) == list(range(0, m, onednn._block_rows(m)))
+        whole = onednn._sgemm(gemm, pa, pb, True)
+        np.testing.assert_array_equal(got.view(np.int32), whole.view(np.int32))
+        assert_is_product(got, a, b, ta, tb)
+
+
+@needs_onednn
+def test_with_the_cores_taken_or_below_the_bound_a_product_runs_whole(monkeypatch):
+    seen = _blocks_seen(monkeypatch)
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
+    busy = onednn.matmul(a, b, False, False)
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    small = onednn.matmul(a[:16], b, False, False)   # (3.2M multiply-adds)
+    assert not seen
+    np.testing.assert_array_equal(busy[:16], small)
+    assert_is_product(busy, a, b, False, False)
+
+
+@needs_onednn
+def test_the_helper_takes_blocks_and_its_failure_is_the_products_error(monkeypatch):
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    monkeypatch.setattr(onednn._helper, "cores", 2)
+    a, b = rng.randn(512, 256).astype(np.float32), rng.randn(256, 256).astype(np.float32)
+    onednn.matmul(a, b, False, False)   # (the first call probes the blocks' bits, on this thread)
+    rows = onednn._sgemm_rows
+    caller = threading.get_ident()
+    helped = threading.Event()
+
+    def slow_caller(gemm, a, b, c, r0, r1):
+        if threading.get_ident() == caller:
+            helped.wait(5)   # (the caller's first block waits for the helper to take one)
+        else:
+            helped.set()
+        return rows(gemm, a, b, c, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", slow_caller)
+    got = onednn.matmul(a, b, False, False)
+    assert helped.is_set()
+    np.testing.assert_array_equal(got, onednn._sgemm((b"N", b"N", 512, 256, 256, 256, 256), a, b, True))
+
+    def failing_helper(gemm, a, b, c, r0, r1):
+        if threading.get_ident() != caller:
+            raise onednn.Unsupported("sgemm: status 5")
+        helped.set()
+        return rows(gemm, a, b, c, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", failing_helper)
+    job = onednn._RowJob((b"N", b"N", 512, 256, 256, 256, 256), a, b, np.empty((512, 256), np.float32),
+                         [(0, 256), (256, 512)])
+    assert job.open()   # (as the helper would: it takes the job ...)
+    worker = threading.Thread(target=lambda: (job.work(), job.finished.release()))
+    worker.start()
+    job.work()
+    with pytest.raises(onednn.Unsupported, match="status 5"):
+        job.close()     # (... and the caller raises what the helper's block raised)
+    worker.join()
+
+
+@needs_onednn
+def test_two_threads_split_their_products_at_once(monkeypatch):
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    monkeypatch.setattr(onednn._helper, "cores", 2)
+    pairs = [(rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)) for _ in range(2)]
+    wanted = [onednn._sgemm((b"N", b"N", 128, 256, 784, 784, 256), a, b, True) for a, b in pairs]
+    failures: list = []
+
+    def run(i):
+        for _ in range(20):
+            if not np.array_equal(onednn.matmul(*pairs[i], False, False), wanted[i]):
+                failures.append(i)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
