@@ -718,12 +718,13 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     """MatMul of float32 matrices by oneDNN, which runs on the same threads as its convolutions;
     None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
 
-    From _GEMM_SPLIT_MIN multiply-adds, a product sgemm would run on the calling thread alone is
-    split in blocks of rows that the calling thread and a helper thread take in turn
-    (_RowBlocks), where that gives the whole's bits for its shape and layout: sgemm runs a GAN's
-    128x784x256 products on one thread even on its team (465-500 us; docs/PERFORMANCE.md, "The
-    GAN's products in blocks of rows"), and a helper that has no core yet takes no block, so on a
-    busy machine the product takes no longer than on one thread.
+    From _GEMM_SPLIT_MIN multiply-adds (and 32 rows), while a core is free for a second thread, a
+    product sgemm would run on the calling thread alone is split in blocks of rows that the
+    calling thread and a helper thread take in turn (_RowBlocks), where that gives the whole's
+    bits for its shape and layout: sgemm runs a GAN's 128x784x256 products on one thread even on
+    its team (455-490 us; in blocks 275-360 us quiet; docs/PERFORMANCE.md, "The GAN's products in
+    blocks of rows"). With the cores taken the product runs whole: a block the helper took would
+    wait for a core, and each block packs its operand again (up to a fifth more work).
 
     Else by sgemm: below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M)
     on the calling thread alone: sgemm's team made them no faster on a quiet 2-core machine, and
@@ -741,8 +742,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
     size = m * n * k
-    if (size >= _GEMM_SPLIT_MIN and _helper.cores > 1 and (size < _GEMM_SERIAL_MAX or _team_gives_serial_bits(
-            gemm, a, b)) and not _cores_taken(2) and _blocks_give_serial_bits(gemm, a, b)):
+    if (size >= _GEMM_SPLIT_MIN and m >= 32 and _helper.cores > 1
+            and (size < _GEMM_SERIAL_MAX or _team_gives_serial_bits(gemm, a, b))
+            and not _cores_taken(2) and _blocks_give_serial_bits(gemm, a, b)):
         return _helper.product(gemm, a, b)
     serial = size < _GEMM_SERIAL_MAX or (
         _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
