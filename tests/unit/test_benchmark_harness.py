@@ -63,7 +63,13 @@ def test_bench_programs_contend_measures_beside_busy_loops(monkeypatch):
     finally:
         sys.path.remove(BENCHMARKS)
     seen = []
-    monkeypatch.setattr(bench_programs, "measure", lambda programs, args: seen.append((programs, _children())))
+
+    def measure(programs, args):
+        deadline = time.monotonic() + 60   # (a child shows its parent's command line until it has exec'ed)
+        while sum("while True" in line for line in _children()) < args.contend and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen.append((programs, _children()))
+    monkeypatch.setattr(bench_programs, "measure", measure)
     monkeypatch.setattr(sys, "argv", ["bench_programs.py", "--programs", "gan,autoencoder", "--contend", "2"])
     bench_programs.main()
     (programs, during), = seen
