@@ -25,6 +25,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 import weakref
 from collections import OrderedDict, deque
 from typing import Callable, Optional
@@ -751,8 +752,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     return _sgemm(gemm, a, b, serial)
 
 
-def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray, r0: int, r1: int) -> None:
-    """Rows r0:r1 of c = op(a) op(b) by sgemm on the calling thread alone (`gemm` as _sgemm's)."""
+def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, out: np.ndarray, r0: int, r1: int) -> None:
+    """Rows r0:r1 of op(a) op(b) into `out` (r1 - r0 dense rows) by sgemm on the calling thread
+    alone (`gemm` as _sgemm's)."""
     ta, tb, m, n, k, lda, ldb = gemm
     team = _lib.omp_get_max_threads()
     if team != 1:
@@ -761,18 +763,17 @@ def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray, r0: in
         # op(a)'s rows r0:r1: rows of a, or (transposed) its columns: the first element r0 rows or
         # r0 elements in, the leading dimension unchanged
         first = _address(a) + r0 * (1 if ta == b"T" else lda) * 4
-        _check(_lib.dnnl_sgemm(ta, tb, r1 - r0, n, k, 1.0, first, lda, _address(b), ldb, 0.0,
-                               _address(c) + r0 * n * 4, n), "sgemm")
+        _check(_lib.dnnl_sgemm(ta, tb, r1 - r0, n, k, 1.0, first, lda, _address(b), ldb, 0.0, _address(out), n),
+               "sgemm")
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
 
 
 class _RowBlocks:
-    """A helper thread for the row blocks of products (matmul): the calling thread and the helper
-    take blocks from one counter until none is left; the caller then waits only for a block the
-    helper took. The helper serves one product at a time; a product it has not come to by the
-    time its caller took every block has nothing left for it."""
+    """A helper thread for products in blocks of rows (matmul): the calling thread and the helper
+    take blocks from one counter until none is left (_RowJob). The helper serves one product at a
+    time; a product it comes to after its caller took every block has nothing left for it."""
 
     def __init__(self):
         self.cores = available_cores()
@@ -783,10 +784,8 @@ class _RowBlocks:
 
     def product(self, gemm: tuple, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         m, n = gemm[2], gemm[3]
-        c = np.empty((m, n), np.float32)
         step = _block_rows(m)
-        bounds = [(r, min(r + step, m)) for r in range(0, m, step)]
-        job = _RowJob(gemm, a, b, c, bounds)
+        job = _RowJob(gemm, a, b, np.empty((m, n), np.float32), [(r, min(r + step, m)) for r in range(0, m, step)])
         if self._thread is None:
             with self._start:
                 if self._thread is None:
@@ -794,57 +793,95 @@ class _RowBlocks:
                     self._thread.start()
         self._jobs.append(job)
         self._ready.release()
-        job.work()
-        job.close()
-        return c
+        job.caller()
+        return job.c
 
     def _serve(self) -> None:
         while True:
             self._ready.acquire()
             job = self._jobs.popleft()
-            if job.open():
-                job.work()
-                job.finished.release()
+            job.helper()
             job = None   # (the job holds its product's operands)
 
 
+_FREE, _HELPER, _DONE, _CALLER = 0, 1, 2, 3   # who computes a block of a _RowJob
+
+
 class _RowJob:
-    __slots__ = ("gemm", "a", "b", "c", "bounds", "next", "lock", "state", "finished", "error")
+    """One product in blocks of rows. The helper computes a block into a buffer of its own and
+    copies it into the product only while the block is still its own: a caller whose blocks are
+    done waits for one the helper holds no longer than its own last block took, then takes it
+    back and computes it itself (on a busy machine the helper may have lost its core in the
+    middle of a block). So the caller never waits long for a thread without a core, and nothing
+    writes into the product once the caller has returned it. A block the helper failed is the
+    caller's too (its error, if any, the caller's own)."""
 
-    def __init__(self, gemm, a, b, c, bounds):
+    __slots__ = ("gemm", "a", "b", "c", "bounds", "next", "cond", "state", "closed")
+
+    def __init__(self, gemm: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray, bounds: list):
         self.gemm, self.a, self.b, self.c, self.bounds = gemm, a, b, c, bounds
-        self.next = itertools.count()
-        self.lock = threading.Lock()
-        self.state = 0   # 0: the helper has not come; 1: it works on it; 2: the caller is done with it
-        self.finished = threading.Semaphore(0)
-        self.error: Optional[BaseException] = None
+        self.next = itertools.count()   # (next() of a count is atomic: one thread gets each block)
+        self.cond = threading.Condition(threading.Lock())
+        self.state = [_FREE] * len(bounds)
+        self.closed = False   # the caller's blocks are done: the helper takes no more
 
-    def work(self) -> None:
-        bounds = self.bounds
-        try:
-            for i in self.next:   # (next() of a count is atomic: one thread gets each block)
-                if i >= len(bounds):
+    def helper(self) -> None:
+        for i in self.next:
+            if i >= len(self.bounds):
+                return
+            with self.cond:
+                if self.closed:
                     return
-                _sgemm_rows(self.gemm, self.a, self.b, self.c, *bounds[i])
-        except BaseException as e:   # noqa: BLE001 - raised by the caller (close)
-            self.error = e
+                self.state[i] = _HELPER
+            r0, r1 = self.bounds[i]
+            out = np.empty((r1 - r0, self.c.shape[1]), np.float32)
+            try:
+                _sgemm_rows(self.gemm, self.a, self.b, out, r0, r1)
+            except Exception:   # noqa: BLE001 - the caller computes the block (and raises what it raises)
+                out = None
+            with self.cond:
+                if self.state[i] == _HELPER:
+                    if out is None:
+                        self.state[i] = _FREE
+                    else:
+                        self.c[r0:r1] = out
+                        self.state[i] = _DONE
+                self.cond.notify()
 
-    def open(self) -> bool:
-        """(The helper) whether the caller still has the job."""
-        with self.lock:
-            if self.state:
-                return False
-            self.state = 1
-            return True
+    def caller(self) -> None:
+        spent = 0.0
+        for i in self.next:
+            if i >= len(self.bounds):
+                break
+            self.state[i] = _CALLER
+            start = time.perf_counter()
+            self._rows(i)
+            spent = time.perf_counter() - start
+        deadline = time.perf_counter() + spent
+        with self.cond:
+            self.closed = True
+        while True:
+            with self.cond:
+                # blocks the helper was given and did not start, or failed; then those it holds
+                # past the deadline
+                mine = [i for i, s in enumerate(self.state) if s == _FREE]
+                if not mine:
+                    held = [i for i, s in enumerate(self.state) if s == _HELPER]
+                    if not held:
+                        return
+                    left = deadline - time.perf_counter()
+                    if left > 0:
+                        self.cond.wait(left)
+                        continue
+                    mine = held
+                for i in mine:
+                    self.state[i] = _CALLER
+            for i in mine:
+                self._rows(i)
 
-    def close(self) -> None:
-        """(The caller, its blocks done) waits for the helper's block, if it took one."""
-        with self.lock:
-            helping, self.state = self.state == 1, 2
-        if helping:
-            self.finished.acquire()
-        if self.error is not None:
-            raise self.error
+    def _rows(self, i: int) -> None:
+        r0, r1 = self.bounds[i]
+        _sgemm_rows(self.gemm, self.a, self.b, self.c[r0:r1], r0, r1)
 
 
 def _block_rows(m: int) -> int:
@@ -863,7 +900,7 @@ def _blocks_give_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
         split = np.empty((m, n), np.float32)
         step = _block_rows(m)
         for r in range(0, m, step):
-            _sgemm_rows(gemm, pa, pb, split, r, min(r + step, m))
+            _sgemm_rows(gemm, pa, pb, split[r:r + step], r, min(r + step, m))
         return _sgemm(gemm, pa, pb, True), split
     return _same_bits(("rows", gemm), pair)
 
