@@ -745,7 +745,7 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     size = m * n * k
     if (size >= _GEMM_SPLIT_MIN and m >= 32 and _helper.cores > 1
             and (size < _GEMM_SERIAL_MAX or _team_gives_serial_bits(gemm, a, b))
-            and not _cores_taken(2) and _blocks_give_serial_bits(gemm, a, b)):
+            and not _cores_taken(2) and _helper.worth() and _blocks_give_serial_bits(gemm, a, b)):
         return _helper.product(gemm, a, b)
     serial = size < _GEMM_SERIAL_MAX or (
         _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
@@ -777,6 +777,8 @@ class _RowBlocks:
 
     def __init__(self):
         self.cores = available_cores()
+        self.skip = 0      # products to run whole before the next in blocks
+        self.backoff = 0   # ... after the last product the helper took no block of
         self._jobs: deque = deque()
         self._ready = threading.Semaphore(0)
         self._thread: Optional[threading.Thread] = None
@@ -794,7 +796,18 @@ class _RowBlocks:
         self._jobs.append(job)
         self._ready.release()
         job.caller()
+        # a helper that took no block found no core in time (/proc/loadavg showed one free for an
+        # instant): the next products, more of them each time it happens again, run whole
+        self.backoff = 0 if _DONE in job.state else min(_MAX_BACKOFF, 2 * self.backoff or 1)
+        self.skip = self.backoff
         return job.c
+
+    def worth(self) -> bool:
+        """Whether to split this product (not while backing off; counts the products skipped)."""
+        if self.skip:
+            self.skip -= 1
+            return False
+        return True
 
     def _serve(self) -> None:
         while True:
@@ -805,6 +818,7 @@ class _RowBlocks:
 
 
 _FREE, _HELPER, _DONE, _CALLER = 0, 1, 2, 3   # who computes a block of a _RowJob
+_MAX_BACKOFF = 64   # products run whole at most after a product the helper took no block of
 
 
 class _RowJob:

@@ -383,6 +383,15 @@ def test_numpys_blas_runs_on_the_calling_thread_unless_the_user_says(setting, ex
     assert int(out.stdout.split()[-1]) == expected
 
 
+def _blocks_on(monkeypatch, backing_off: bool = False) -> None:
+    """Products in blocks of rows as with a core free on a 2-core machine (and, unless
+    `backing_off`, whatever the helper did for earlier products)."""
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    monkeypatch.setattr(onednn._helper, "cores", 2)
+    if not backing_off:
+        monkeypatch.setattr(onednn._helper, "worth", lambda: True)
+
+
 def _blocks_seen(monkeypatch) -> list:
     """The (thread, first row) of each block of rows sgemm runs from now on."""
     seen: list = []
@@ -402,8 +411,7 @@ def test_products_in_blocks_of_rows_give_the_whole_products_bits(monkeypatch, ta
     """With a core free for the helper, a product of 8M multiply-adds or more (the GAN's) runs in
     blocks of rows taken by the calling thread and the helper; each block is the whole product's
     rows, bit for bit, operands read in place as slices of columns included."""
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-    monkeypatch.setattr(onednn._helper, "cores", 2)
+    _blocks_on(monkeypatch)
     seen = _blocks_seen(monkeypatch)
     a_rows, a_cols = (k, m) if ta else (m, k)
     b_rows, b_cols = (n, k) if tb else (k, n)
@@ -437,8 +445,7 @@ def test_with_the_cores_taken_or_below_the_bound_a_product_runs_whole(monkeypatc
 
 @needs_onednn
 def test_the_helper_takes_blocks_of_a_product(monkeypatch):
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-    monkeypatch.setattr(onednn._helper, "cores", 2)
+    _blocks_on(monkeypatch)
     a, b = rng.randn(512, 256).astype(np.float32), rng.randn(256, 256).astype(np.float32)
     onednn.matmul(a, b, False, False)   # (the first call probes the blocks' bits, on this thread)
     rows = onednn._sgemm_rows
@@ -513,9 +520,41 @@ def test_a_block_the_helper_holds_too_long_is_taken_back_and_its_late_result_dro
 
 
 @needs_onednn
+def test_after_a_product_the_helper_took_no_block_of_the_next_runs_whole(monkeypatch):
+    """(/proc/loadavg showed a core free for an instant, and the helper found none.) The next
+    product runs whole, then blocks are tried again."""
+    _blocks_on(monkeypatch, backing_off=True)
+    monkeypatch.setattr(onednn._helper, "skip", 0)
+    monkeypatch.setattr(onednn._helper, "backoff", 0)
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    whole = onednn.matmul(a, b, False, False)   # (the first call probes the blocks' bits)
+    rows = onednn._sgemm_rows
+    caller = threading.get_ident()
+    release = threading.Event()
+    calls: list = []
+
+    def stalled_helper(gemm, a, b, out, r0, r1):
+        if threading.get_ident() != caller:
+            release.wait(60)
+        else:
+            calls.append(r0)
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", stalled_helper)
+    try:
+        onednn._helper.skip = onednn._helper.backoff = 0
+        np.testing.assert_array_equal(onednn.matmul(a, b, False, False), whole)
+        assert sorted(calls) == [0, 32, 64, 96]   # (the caller computed every block)
+        assert onednn._helper.skip == 1
+        calls.clear()
+        np.testing.assert_array_equal(onednn.matmul(a, b, False, False), whole)
+        assert not calls and onednn._helper.skip == 0
+    finally:
+        release.set()
+
+
+@needs_onednn
 def test_two_threads_split_their_products_at_once(monkeypatch):
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-    monkeypatch.setattr(onednn._helper, "cores", 2)
+    _blocks_on(monkeypatch)
     pairs = [(rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)) for _ in range(2)]
     wanted = [onednn._sgemm((b"N", b"N", 128, 256, 784, 784, 256), a, b, True) for a, b in pairs]
     failures: list = []
