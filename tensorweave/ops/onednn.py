@@ -725,7 +725,8 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     bits for its shape and layout: sgemm runs a GAN's 128x784x256 products on one thread even on
     its team (455-490 us; in blocks 275-360 us quiet; docs/PERFORMANCE.md, "The GAN's products in
     blocks of rows"). With the cores taken the product runs whole: a block the helper took would
-    wait for a core, and each block packs its operand again (up to a fifth more work).
+    wait for a core, and each block packs its operand again (up to a fifth more work); so does
+    it for a while after a product the helper took no block of (_RowBlocks.worth).
 
     Else by sgemm: below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M)
     on the calling thread alone: sgemm's team made them no faster on a quiet 2-core machine, and
