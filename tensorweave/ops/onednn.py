@@ -27,13 +27,14 @@ import sys
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Callable, Optional
 
 import numpy as np
 import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
+from tensorweave.ops import intra_op
 
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
@@ -800,7 +801,7 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
 
     From _GEMM_SPLIT_MIN multiply-adds (and 32 rows), while a core is free for a second thread, a
     product sgemm would run on the calling thread alone is split in blocks of rows that the
-    calling thread and a helper thread take in turn (_RowBlocks), where that gives the whole's
+    calling thread and an intra-op thread take in turn (_RowBlocks), where that gives the whole's
     bits for its shape and layout: sgemm runs a GAN's 128x784x256 products on one thread even on
     its team (455-490 us; in blocks 275-360 us quiet; docs/PERFORMANCE.md, "The GAN's products in
     blocks of rows"). With the cores taken the product runs whole: a block the helper took would
@@ -851,30 +852,20 @@ def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, out: np.ndarray, r0: 
 
 
 class _RowBlocks:
-    """A helper thread for products in blocks of rows (matmul): the calling thread and the helper
-    take blocks from one counter until none is left (_RowJob). The helper serves one product at a
-    time; a product it comes to after its caller took every block has nothing left for it."""
+    """Products in blocks of rows (matmul): the calling thread and an intra-op thread take blocks
+    from one counter until none is left (_RowJob). A product the intra-op thread comes to after its
+    caller took every block has nothing left for it."""
 
     def __init__(self):
-        self.cores = available_cores()
+        self.cores = intra_op.THREADS
         self.skip = 0      # products to run whole before the next in blocks
         self.backoff = 0   # ... after the last product the helper took no block of
-        self._jobs: deque = deque()
-        self._ready = threading.Semaphore(0)
-        self._thread: Optional[threading.Thread] = None
-        self._start = threading.Lock()
 
     def product(self, gemm: tuple, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         m, n = gemm[2], gemm[3]
         step = _block_rows(m)
         job = _RowJob(gemm, a, b, np.empty((m, n), np.float32), [(r, min(r + step, m)) for r in range(0, m, step)])
-        if self._thread is None:
-            with self._start:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._serve, name="tensorweave-onednn-rows", daemon=True)
-                    self._thread.start()
-        self._jobs.append(job)
-        self._ready.release()
+        intra_op.submit(job.helper)
         job.caller()
         # a helper that took no block found no core in time (/proc/loadavg showed one free for an
         # instant): the next products, more of them each time it happens again, run whole
@@ -888,13 +879,6 @@ class _RowBlocks:
             self.skip -= 1
             return False
         return True
-
-    def _serve(self) -> None:
-        while True:
-            self._ready.acquire()
-            job = self._jobs.popleft()
-            job.helper()
-            job = None   # (the job holds its product's operands)
 
 
 _FREE, _HELPER, _DONE, _CALLER = 0, 1, 2, 3   # who computes a block of a _RowJob
