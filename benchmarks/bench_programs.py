@@ -4,6 +4,7 @@
     python benchmarks/bench_programs.py [--steps 300] [--rounds 3] [--programs summaries,autoencoder,gan]
     TF_PYTHON=none python benchmarks/bench_programs.py       # tensorweave only
     python benchmarks/bench_programs.py --baseline /work/main  # and an earlier checkout, alternating
+    python benchmarks/bench_programs.py --contend 2            # with 2 busy-loop processes running
 
 - summaries: `tensorboard_advanced.py`'s MLP (784-256-256-10, batch 100, ReLU, softmax
   cross-entropy, SGD through tf.gradients + apply_gradients) writing, every step, histogram
@@ -29,7 +30,8 @@ tensorweave and TF alternate for --rounds rounds; the medians, the ratios tensor
 (user + system, all threads, of the same span: on a machine busier than its cores the wall time
 measures the scheduler as much as the program). --baseline DIR also runs the programs against an
 earlier checkout's tensorweave (this script's programs, that checkout's package) in each round:
-before and after figures from one run.
+before and after figures from one run. --contend N starts N busy-loop processes for the whole
+command (every side of every round runs beside them: a shared machine's contention, issue 26).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ import time
 
 import numpy as np
 
-from _harness import load_average, run_json, tf_python
+from _harness import add_contend_arg, busy_loops, load_average, run_json, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = ("summaries", "autoencoder", "gan", "matmul", "histogram")
@@ -243,11 +245,17 @@ def main() -> None:
     parser.add_argument("--baseline", help="a checkout of an earlier tensorweave, measured in each round too")
     parser.add_argument("--repo", default=REPO, help="(internal) the checkout whose tensorweave --program imports")
     parser.add_argument("--json", action="store_true")
+    add_contend_arg(parser)
     args = parser.parse_args()
     if args.program:
         print(json.dumps(run_program(args.framework, args.program, args.steps, os.path.abspath(args.repo))))
         return
-    programs = [p for p in args.programs.split(",") if p]
+    with busy_loops(args.contend):
+        measure([p for p in args.programs.split(",") if p], args)
+
+
+def measure(programs: list, args) -> None:
+    """Runs `programs` for every side, alternating, and prints the medians."""
     load0, py = load_average(), tf_python()
     # (side, python, the tensorweave checkout it imports)
     runs = [("tensorweave", sys.executable, REPO)]
@@ -270,7 +278,7 @@ def main() -> None:
                     if out.get("run_median") is not None:
                         run_medians[program, side].append(out["run_median"])
     print(f"whole programs, {args.steps} steps each; medians of {args.rounds} alternating rounds "
-          "(graph + init + steps)")
+          "(graph + init + steps)" + (f"; {args.contend} busy-loop processes running" if args.contend else ""))
     for program in programs:
         print(program)
         medians, cpu_medians = {}, {}

@@ -448,3 +448,190 @@ def test_fused_convolution_of_a_large_input_finds_a_nan_or_huge_value_in_either_
         x[where] = bad
         assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is None, bad
         x[where] = 0.5
+
+def _blocks_on(monkeypatch, backing_off: bool = False) -> None:
+    """Products in blocks of rows as with a core free on a 2-core machine (and, unless
+    `backing_off`, whatever the helper did for earlier products)."""
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    monkeypatch.setattr(onednn._helper, "cores", 2)
+    if not backing_off:
+        monkeypatch.setattr(onednn._helper, "worth", lambda: True)
+
+
+def _blocks_seen(monkeypatch) -> list:
+    """The (thread, first row) of each block of rows sgemm runs from now on."""
+    seen: list = []
+    rows = onednn._sgemm_rows
+
+    def recording(gemm, a, b, out, r0, r1):
+        seen.append((threading.get_ident(), r0))
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", recording)
+    return seen
+
+
+@needs_onednn
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("m,k,n", [(128, 784, 256), (128, 256, 784), (784, 128, 256), (100, 784, 256)])
+def test_products_in_blocks_of_rows_give_the_whole_products_bits(monkeypatch, ta, tb, m, k, n):
+    """With a core free for the helper, a product of 8M multiply-adds or more (the GAN's) runs in
+    blocks of rows taken by the calling thread and the helper; each block is the whole product's
+    rows, bit for bit, operands read in place as slices of columns included."""
+    _blocks_on(monkeypatch)
+    seen = _blocks_seen(monkeypatch)
+    a_rows, a_cols = (k, m) if ta else (m, k)
+    b_rows, b_cols = (n, k) if tb else (k, n)
+    for a, b in [(rng.randn(a_rows, a_cols).astype(np.float32), rng.randn(b_rows, b_cols).astype(np.float32)),
+                 (rng.randn(a_rows, 2 * a_cols).astype(np.float32)[:, a_cols:],
+                  rng.randn(b_rows, 3 * b_cols).astype(np.float32)[:, :b_cols])]:
+        onednn.matmul(a, b, ta, tb)   # (the first call probes the blocks' bits)
+        seen.clear()
+        got = onednn.matmul(a, b, ta, tb)
+        (pa, xa, lda), (pb, xb, ldb) = onednn._gemm_operand(a, ta), onednn._gemm_operand(b, tb)
+        gemm = (b"T" if xa else b"N", b"T" if xb else b"N", m, n, k, lda, ldb)
+        if onednn._SERIAL_BITS[("rows", gemm)]:
+            assert sorted(r0 for _, r0 in seen) == list(range(0, m, onednn._block_rows(m)))
+        whole = onednn._sgemm(gemm, pa, pb, True)
+        np.testing.assert_array_equal(got.view(np.int32), whole.view(np.int32))
+        assert_is_product(got, a, b, ta, tb)
+
+
+@needs_onednn
+def test_with_the_cores_taken_or_below_the_bound_a_product_runs_whole(monkeypatch):
+    seen = _blocks_seen(monkeypatch)
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
+    busy = onednn.matmul(a, b, False, False)
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    small = onednn.matmul(a[:16], b, False, False)   # (3.2M multiply-adds)
+    assert not seen
+    np.testing.assert_array_equal(busy[:16], small)
+    assert_is_product(busy, a, b, False, False)
+
+
+@needs_onednn
+def test_the_helper_takes_blocks_of_a_product(monkeypatch):
+    _blocks_on(monkeypatch)
+    a, b = rng.randn(512, 256).astype(np.float32), rng.randn(256, 256).astype(np.float32)
+    onednn.matmul(a, b, False, False)   # (the first call probes the blocks' bits, on this thread)
+    rows = onednn._sgemm_rows
+    caller = threading.get_ident()
+    helped = threading.Event()
+
+    def slow_caller(gemm, a, b, out, r0, r1):
+        if threading.get_ident() == caller:
+            helped.wait(60)   # (the caller's first block waits for the helper to take one)
+        else:
+            helped.set()
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", slow_caller)
+    got = onednn.matmul(a, b, False, False)
+    assert helped.is_set()
+    np.testing.assert_array_equal(got, onednn._sgemm((b"N", b"N", 512, 256, 256, 256, 256), a, b, True))
+
+
+def _row_job(a, b):
+    m, n = a.shape[0], b.shape[1]
+    gemm = (b"N", b"N", m, n, a.shape[1], a.shape[1], n)
+    step = onednn._block_rows(m)
+    job = onednn._RowJob(gemm, a, b, np.empty((m, n), np.float32), [(r, min(r + step, m)) for r in range(0, m, step)])
+    return job, onednn._sgemm(gemm, a, b, True)
+
+
+@needs_onednn
+def test_a_block_the_helper_failed_is_computed_by_the_caller(monkeypatch):
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    job, whole = _row_job(a, b)
+    rows = onednn._sgemm_rows
+    helper = threading.Thread(target=job.helper)
+
+    def failing_helper(gemm, a, b, out, r0, r1):
+        if threading.current_thread() is helper:
+            raise onednn.Unsupported("sgemm: status 5")
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", failing_helper)
+    helper.start()
+    helper.join()   # (it took every block, and failed each)
+    job.caller()
+    np.testing.assert_array_equal(job.c.view(np.int32), whole.view(np.int32))
+
+
+@needs_onednn
+def test_a_block_the_helper_holds_too_long_is_taken_back_and_its_late_result_dropped(monkeypatch):
+    """(A helper that lost its core in the middle of a block.) The caller computes the block itself
+    once its own are done and a block's time has passed, and the helper's late result is not
+    written into the product the caller returned."""
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    job, whole = _row_job(a, b)
+    rows = onednn._sgemm_rows
+    helper = threading.Thread(target=job.helper)
+    holding, release = threading.Event(), threading.Event()
+
+    def stalled_helper(gemm, a, b, out, r0, r1):
+        if threading.current_thread() is helper:
+            holding.set()
+            release.wait(60)
+            out.fill(np.nan)   # (what it would write now is not the product's)
+            return None
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", stalled_helper)
+    helper.start()
+    assert holding.wait(60)   # (the helper holds block 0)
+    job.caller()
+    np.testing.assert_array_equal(job.c.view(np.int32), whole.view(np.int32))
+    release.set()
+    helper.join()
+    np.testing.assert_array_equal(job.c.view(np.int32), whole.view(np.int32))
+    assert job.state == [onednn._CALLER] * len(job.bounds)
+
+
+@needs_onednn
+def test_after_a_product_the_helper_took_no_block_of_the_next_runs_whole(monkeypatch):
+    """(/proc/loadavg showed a core free for an instant, and the helper found none.) The next
+    product runs whole, then blocks are tried again."""
+    _blocks_on(monkeypatch, backing_off=True)
+    monkeypatch.setattr(onednn._helper, "skip", 0)
+    monkeypatch.setattr(onednn._helper, "backoff", 0)
+    a, b = rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)
+    whole = onednn.matmul(a, b, False, False)   # (the first call probes the blocks' bits)
+    rows = onednn._sgemm_rows
+    caller = threading.get_ident()
+    release = threading.Event()
+    calls: list = []
+
+    def stalled_helper(gemm, a, b, out, r0, r1):
+        if threading.get_ident() != caller:
+            release.wait(60)
+        else:
+            calls.append(r0)
+        return rows(gemm, a, b, out, r0, r1)
+    monkeypatch.setattr(onednn, "_sgemm_rows", stalled_helper)
+    try:
+        onednn._helper.skip = onednn._helper.backoff = 0
+        np.testing.assert_array_equal(onednn.matmul(a, b, False, False), whole)
+        assert sorted(calls) == [0, 32, 64, 96]   # (the caller computed every block)
+        assert onednn._helper.skip == 1
+        calls.clear()
+        np.testing.assert_array_equal(onednn.matmul(a, b, False, False), whole)
+        assert not calls and onednn._helper.skip == 0
+    finally:
+        release.set()
+
+
+@needs_onednn
+def test_two_threads_split_their_products_at_once(monkeypatch):
+    _blocks_on(monkeypatch)
+    pairs = [(rng.randn(128, 784).astype(np.float32), rng.randn(784, 256).astype(np.float32)) for _ in range(2)]
+    wanted = [onednn._sgemm((b"N", b"N", 128, 256, 784, 784, 256), a, b, True) for a, b in pairs]
+    failures: list = []
+
+    def run(i):
+        for _ in range(20):
+            if not np.array_equal(onednn.matmul(*pairs[i], False, False), wanted[i]):
+                failures.append(i)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
