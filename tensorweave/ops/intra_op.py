@@ -56,12 +56,6 @@ def _get_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-def submit(fn: Callable[[], None]) -> None:
-    """Runs fn() on an intra-op thread, for work its caller shares out itself and never waits for
-    (a part fn finds already taken it leaves to the caller: see onednn._RowJob)."""
-    _get_pool().submit(fn)
-
-
 def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> None:
     """Calls fn(start, stop) over contiguous parts of range(n), in parallel when the whole is
     `work_elems` elements or more and there are cores to use; returns when all have run."""

@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
-import itertools
 import os
 import sys
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from typing import Callable, Optional
@@ -34,13 +32,11 @@ import numpy as np
 import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
-from tensorweave.ops import intra_op
 
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
 _GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
-_GEMM_SPLIT_MIN = 1 << 23     # multiply-adds from which a product on one thread is split in blocks of rows
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -796,20 +792,11 @@ def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
-    """MatMul of float32 matrices by oneDNN, which runs on the same threads as its convolutions;
-    None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
+    """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
+    convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
 
-    From _GEMM_SPLIT_MIN multiply-adds (and 32 rows), while a core is free for a second thread, a
-    product sgemm would run on the calling thread alone is split in blocks of rows that the
-    calling thread and an intra-op thread take in turn (_RowBlocks), where that gives the whole's
-    bits for its shape and layout: sgemm runs a GAN's 128x784x256 products on one thread even on
-    its team (455-490 us; in blocks 275-360 us quiet; docs/PERFORMANCE.md, "The GAN's products in
-    blocks of rows"). With the cores taken the product runs whole: a block the helper took would
-    wait for a core, and each block packs its operand again (up to a fifth more work); so does
-    it for a while after a product the helper took no block of (_RowBlocks.worth).
-
-    Else by sgemm: below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M)
-    on the calling thread alone: sgemm's team made them no faster on a quiet 2-core machine, and
+    Products below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M) run on
+    the calling thread alone: a second thread made them no faster on a quiet 2-core machine, and
     on a busy one sgemm waited for the woken thread to get a core, 3-10x longer (docs/PERFORMANCE.md,
     "Whole programs"). Their results are also the same bits on machines of any core count (a team
     splits some products along k, and adds in another order). A larger product runs on the team
@@ -823,167 +810,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
         return None
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
-    size = m * n * k
-    if (size >= _GEMM_SPLIT_MIN and m >= 32 and _helper.cores > 1
-            and (size < _GEMM_SERIAL_MAX or _team_gives_serial_bits(gemm, a, b))
-            and not _cores_taken(2) and _helper.worth() and _blocks_give_serial_bits(gemm, a, b)):
-        return _helper.product(gemm, a, b)
-    serial = size < _GEMM_SERIAL_MAX or (
+    serial = m * n * k < _GEMM_SERIAL_MAX or (
         _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
     return _sgemm(gemm, a, b, serial)
-
-
-def _sgemm_rows(gemm: tuple, a: np.ndarray, b: np.ndarray, out: np.ndarray, r0: int, r1: int) -> None:
-    """Rows r0:r1 of op(a) op(b) into `out` (r1 - r0 dense rows) by sgemm on the calling thread
-    alone (`gemm` as _sgemm's)."""
-    ta, tb, m, n, k, lda, ldb = gemm
-    team = _lib.omp_get_max_threads()
-    if team != 1:
-        _lib.omp_set_num_threads(1)
-    try:
-        # op(a)'s rows r0:r1: rows of a, or (transposed) its columns: the first element r0 rows or
-        # r0 elements in, the leading dimension unchanged
-        first = _address(a) + r0 * (1 if ta == b"T" else lda) * 4
-        _check(_lib.dnnl_sgemm(ta, tb, r1 - r0, n, k, 1.0, first, lda, _address(b), ldb, 0.0, _address(out), n),
-               "sgemm")
-    finally:
-        if team != 1:
-            _lib.omp_set_num_threads(team)
-
-
-class _RowBlocks:
-    """Products in blocks of rows (matmul): the calling thread and an intra-op thread take blocks
-    from one counter until none is left (_RowJob). A product the intra-op thread comes to after its
-    caller took every block has nothing left for it."""
-
-    def __init__(self):
-        self.cores = intra_op.THREADS
-        self.skip = 0      # products to run whole before the next in blocks
-        self.backoff = 0   # ... after the last product the helper took no block of
-
-    def product(self, gemm: tuple, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        m, n = gemm[2], gemm[3]
-        step = _block_rows(m)
-        job = _RowJob(gemm, a, b, np.empty((m, n), np.float32), [(r, min(r + step, m)) for r in range(0, m, step)])
-        intra_op.submit(job.helper)
-        job.caller()
-        # a helper that took no block found no core in time (/proc/loadavg showed one free for an
-        # instant): the next products, more of them each time it happens again, run whole
-        self.backoff = 0 if _DONE in job.state else min(_MAX_BACKOFF, 2 * self.backoff or 1)
-        self.skip = self.backoff
-        return job.c
-
-    def worth(self) -> bool:
-        """Whether to split this product (not while backing off; counts the products skipped)."""
-        if self.skip:
-            self.skip -= 1
-            return False
-        return True
-
-
-_FREE, _HELPER, _DONE, _CALLER = 0, 1, 2, 3   # who computes a block of a _RowJob
-_MAX_BACKOFF = 64   # products run whole at most after a product the helper took no block of
-
-
-class _RowJob:
-    """One product in blocks of rows. The helper computes a block into a buffer of its own and
-    copies it into the product only while the block is still its own: a caller whose blocks are
-    done waits for one the helper holds no longer than its own last block took, then takes it
-    back and computes it itself (on a busy machine the helper may have lost its core in the
-    middle of a block). So the caller never waits long for a thread without a core, and nothing
-    writes into the product once the caller has returned it. A block the helper failed is the
-    caller's too (its error, if any, the caller's own)."""
-
-    __slots__ = ("gemm", "a", "b", "c", "bounds", "next", "cond", "state", "closed")
-
-    def __init__(self, gemm: tuple, a: np.ndarray, b: np.ndarray, c: np.ndarray, bounds: list):
-        self.gemm, self.a, self.b, self.c, self.bounds = gemm, a, b, c, bounds
-        self.next = itertools.count()   # (next() of a count is atomic: one thread gets each block)
-        self.cond = threading.Condition(threading.Lock())
-        self.state = [_FREE] * len(bounds)
-        self.closed = False   # the caller's blocks are done: the helper takes no more
-
-    def helper(self) -> None:
-        for i in self.next:
-            if i >= len(self.bounds):
-                return
-            with self.cond:
-                if self.closed:
-                    return
-                self.state[i] = _HELPER
-            r0, r1 = self.bounds[i]
-            out = np.empty((r1 - r0, self.c.shape[1]), np.float32)
-            try:
-                _sgemm_rows(self.gemm, self.a, self.b, out, r0, r1)
-            except Exception:   # noqa: BLE001 - the caller computes the block (and raises what it raises)
-                out = None
-            with self.cond:
-                if self.state[i] == _HELPER:
-                    if out is None:
-                        self.state[i] = _FREE
-                    else:
-                        self.c[r0:r1] = out
-                        self.state[i] = _DONE
-                self.cond.notify()
-
-    def caller(self) -> None:
-        spent = 0.0
-        for i in self.next:
-            if i >= len(self.bounds):
-                break
-            self.state[i] = _CALLER
-            start = time.perf_counter()
-            self._rows(i)
-            spent = time.perf_counter() - start
-        deadline = time.perf_counter() + spent
-        with self.cond:
-            self.closed = True
-        while True:
-            with self.cond:
-                # blocks the helper was given and did not start, or failed; then those it holds
-                # past the deadline
-                mine = [i for i, s in enumerate(self.state) if s == _FREE]
-                if not mine:
-                    held = [i for i, s in enumerate(self.state) if s == _HELPER]
-                    if not held:
-                        return
-                    left = deadline - time.perf_counter()
-                    if left > 0:
-                        self.cond.wait(left)
-                        continue
-                    mine = held
-                for i in mine:
-                    self.state[i] = _CALLER
-            for i in mine:
-                self._rows(i)
-
-    def _rows(self, i: int) -> None:
-        r0, r1 = self.bounds[i]
-        _sgemm_rows(self.gemm, self.a, self.b, self.c[r0:r1], r0, r1)
-
-
-def _block_rows(m: int) -> int:
-    """Rows a block: four blocks, each a multiple of 16 rows (sgemm's register blocks)."""
-    return max(16, -(-m // 64) * 16)
-
-
-def _blocks_give_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether sgemm gives the same bits in _block_rows blocks as whole (found once per shape and
-    layout): sgemm blocks k alike for any rows of some shapes, not for all."""
-    def pair():
-        rng = np.random.default_rng(0)
-        pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
-                  for x, ld in ((a, gemm[5]), (b, gemm[6])))
-        m, n = gemm[2], gemm[3]
-        split = np.empty((m, n), np.float32)
-        step = _block_rows(m)
-        for r in range(0, m, step):
-            _sgemm_rows(gemm, pa, pb, split[r:r + step], r, min(r + step, m))
-        return _sgemm(gemm, pa, pb, True), split
-    return _same_bits(("rows", gemm), pair)
-
-
-_helper = _RowBlocks()
 
 
 def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarray:
