@@ -45,6 +45,15 @@ def test_reductions_runtime_shapes_and_tensor_axis(graph, name, ref, op_type):
     np.testing.assert_allclose(out[2], ref(X, axis=(0, 2), keepdims=True), rtol=1e-5)
 
 
+@pytest.mark.parametrize("name,ref,op_type", REDUCTIONS)
+def test_reduction_over_no_axes_is_the_input_itself(graph, name, ref, op_type):
+    """No axes: TF returns the input unchanged, -0.0 included (recorded from TF 2.21; numpy's
+    sum over axis=() gives +0.0)."""
+    x = np.array([-0.0, 1.5, -0.0, -np.inf], np.float32)
+    out = run_all(getattr(tf, name)(tf.constant(x), axis=[]))
+    np.testing.assert_array_equal(np.asarray(out).view(np.int32), x.view(np.int32))
+
+
 def test_tf1_aliases_keep_dims_reduction_indices(graph):
     x = tf.constant(X)
     z = tf.reduce_sum(x, reduction_indices=[1], keep_dims=True)

@@ -105,7 +105,8 @@ def _reducer(np_fn, int_mean: bool = False):
             xp = array_module(x)
             x = xp.asarray(x)
             red = _norm_axes(axes, x.ndim, node)
-            out = xp.asarray(np_fn(x, red, keep))
+            # (no axes: the input itself, as TF forwards it; numpy's sum would add -0.0 to +0.0)
+            out = xp.asarray(np_fn(x, red, keep)) if len(red) else x.copy()
             if out.dtype != x.dtype and x.dtype != object:
                 out = out.astype(x.dtype)
             return out[()] if out.ndim == 0 else out
