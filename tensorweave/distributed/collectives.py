@@ -63,6 +63,7 @@ from tensorweave.distributed import shm, sockets, wire
 from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
+from tensorweave.ops.collective_ops import CollectiveLink
 from tensorweave.ops.sendrecv import RendezvousKey
 from tensorweave.runtime.rendezvous import WAIT_SLICE_S, Rendezvous
 
@@ -411,7 +412,7 @@ def _receive(rendezvous: Rendezvous, key: RendezvousKey, wait: _Wait, node, what
         raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: {e.message}") from None
 
 
-class Link:
+class Link(CollectiveLink):
     """One run's link to the group's members by rank (ops/collective_ops.py's `link`); used as a
     context manager: a run that fails makes the task forget the group."""
 

@@ -7,7 +7,7 @@ Every member of a group (group_key, group_size) runs the op on its own task (tf.
 run of instance `instance_key` on one task meets the n-th run on every other member. The group's
 members are resolved at run time through the cluster (distributed/collectives.py: the kernel asks
 `ctx.services["collectives"].instance(...)` for a link to its peers, by rank); this module holds the
-algorithms, over a link with `rank`, `size`, `send(dst_rank, tag, array)` (never waits) and
+algorithms, over a link (CollectiveLink) with `rank`, `size`, `send(dst_rank, tag, array)` (never waits) and
 `recv(src_rank, tag) -> array` (waits, within the op's timeout; src_rank None: from whichever member
 sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
 
@@ -62,7 +62,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -87,6 +87,52 @@ FINAL_OPS = ("Id", "Div")
 _REDUCE_DTYPES = (dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
 _GATHER_DTYPES = (dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
 _BCAST_DTYPES = (dtypes.bool, dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
+
+
+# -- the transport seam ------------------------------------------------------------------------
+class CollectiveLink:
+    """A run's link to its group's members by rank, what the algorithms below run over
+    (distributed/collectives.py's Link is the cluster's). Every link sends and receives; the rest
+    are capabilities a link has where it overrides them (the module docstring says what each is
+    for), and the defaults say it has none: then the ring runs on messages alone."""
+    rank: int
+    size: int
+    hosts: Optional[list] = None   # each rank's host, where known
+
+    def send(self, dst_rank: int, tag: str, value, anonymous: bool = False) -> None:
+        """Sends `value` to member `dst_rank` (never waits; `anonymous`: as the group's, not this member's)."""
+        raise TypeError(f"{type(self).__name__} does not send")
+
+    def recv(self, src_rank: Optional[int], tag: str):
+        """What member `src_rank` (None: any, sent anonymously) sent under `tag` (waits, within the timeout)."""
+        raise TypeError(f"{type(self).__name__} does not receive")
+
+    def local(self, n: int, dtype, hand_over: bool = False):
+        """A writable array of `n` elements in memory of the link's own, None without."""
+        return None
+
+    def lend(self, arr, on: bool) -> bool:
+        """Starts or ends lending the local array `arr` (its parts sent meanwhile are read in place)."""
+        return False
+
+    def in_place(self) -> bool:
+        """Whether this member may read and write every other member's memory in place."""
+        return False
+
+    def shared_output(self, nbytes: int):
+        """(the first member) (reference, writable bytes) of an output the members share, None without."""
+        return None
+
+    def board(self):
+        """The board this instance's members meet at in this run, None without."""
+        return None
+
+    def offer_board(self) -> tuple:
+        """(the first member) 3 ints naming a new board for the members to keep; zeros: none."""
+        return 0, 0, 0
+
+    def keep_board(self, ref) -> None:
+        """Keeps the board the first member named (`ref`) for the instance's next runs."""
 
 
 # -- the ring's arithmetic (no communication) ---------------------------------------------------
@@ -183,17 +229,15 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
             v = flat if peer == r else _expect(link.recv(peer, "all"), flat.dtype, n, node)
             acc = v if acc is None else merge(acc, v)
         return (final(acc) if final is not None else acc).reshape(x.shape)   # (a merge's new array)
-    hosts = getattr(link, "hosts", None)
-    gather_direct = hosts is not None and len(set(hosts)) == 1
-    if gather_direct and hasattr(link, "in_place"):
+    gather_direct = link.hosts is not None and len(set(link.hosts)) == 1
+    if gather_direct:
         out = _read_in_place_all_reduce(flat, link, merge, final, min(chunk_bytes, IN_PLACE_CHUNK_BYTES), node)
         if out is not None:
             return out.reshape(x.shape)
-    local = getattr(link, "local", None)   # (shared memory of the link's own: module docstring)
-    out = local(n, flat.dtype) if local is not None else None
+    out = link.local(n, flat.dtype)   # (shared memory of the link's own: module docstring)
     if out is None:
         out = _outputs.empty(n, flat.dtype)
-    lent = gather_direct and local is not None and link.lend(out, True)
+    lent = gather_direct and link.lend(out, True)
     bounds = segment_bounds(n, k)
     chunk_elems = max(chunk_bytes // flat.itemsize, 1)
     chunks = [chunk_bounds(bounds[s], bounds[s + 1], chunk_elems) for s in range(k)]
@@ -206,8 +250,7 @@ def ring_all_reduce(x: np.ndarray, link, merge: Callable, final: Callable = None
             for c, (a, b) in enumerate(chunks[seg]):
                 got = _expect(link.recv(prev, f"rs{s}.{c}"), flat.dtype, b - a, node)
                 if s < k - 2:   # (reduced straight into the chunk that goes out, when it can be one to hand over)
-                    scratch = local(b - a, flat.dtype, hand_over=True) if local is not None else None
-                    link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got, out=scratch))
+                    link.send(nxt, f"rs{s + 1}.{c}", merge(flat[a:b], got, out=link.local(b - a, flat.dtype, True)))
                     continue
                 # This member completes segment r+1, in its place in `out` (which is never
                 # written again: it may go out as it is).
@@ -251,11 +294,11 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     k, r, n = link.size, link.rank, flat.size
     flat = np.ascontiguousarray(flat)
     can = link.in_place()
-    shared = link.shared_output(flat.nbytes) if can and r == 0 and hasattr(link, "shared_output") else None
+    shared = link.shared_output(flat.nbytes) if can and r == 0 else None
     out = shared[1].view(flat.dtype) if shared else _outputs.empty(n, flat.dtype)
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
-    board = link.board() if hasattr(link, "board") else None
-    offer = link.offer_board() if board is None and can and r == 0 and hasattr(link, "offer_board") else (0, 0, 0)
+    board = link.board()
+    offer = link.offer_board() if board is None and can and r == 0 else (0, 0, 0)
     mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0)), *offer],
                     np.int64)
     try:
@@ -275,7 +318,7 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         ids = {peer: table[peer] for peer in range(k) if peer != r}
         if not mine[0] or any(int(v[0]) == 0 for v in ids.values()):
             return None
-        if board is None and hasattr(link, "keep_board"):
+        if board is None:
             link.keep_board(table[0][8:11])
         for peer, v in ids.items():
             if int(v[3]) != n or int(v[4]) != kind:
@@ -355,7 +398,7 @@ def _gather_direct(out: np.ndarray, link, chunks: list, node) -> None:
             link.recv(peer, "done")
 
 
-class _SubLink:
+class _SubLink(CollectiveLink):
     """The link among some members of a group (`ranks`, renumbered 0..), its tags kept apart."""
 
     def __init__(self, link, ranks: list, prefix: str):
@@ -376,7 +419,7 @@ def hierarchical_all_reduce(x: np.ndarray, link, merge: Callable, final: Callabl
     reduces them in rank order; those run the ring among themselves and send the result back
     on their host. What crosses between hosts is then one tensor's share per host, not per
     member. Every member still gets the same bits."""
-    hosts = getattr(link, "hosts", None)
+    hosts = link.hosts
     if hosts is None or len(set(hosts)) in (1, link.size):
         return ring_all_reduce(x, link, merge, final, node=node, **ring)
     flat = x.reshape(-1)
@@ -518,7 +561,7 @@ def _link(ctx, node, step):
                             float(node.attr.get("timeout_seconds", 0.0) or 0.0))
 
 
-class _Alone:
+class _Alone(CollectiveLink):
     """The link of a group of one member."""
 
     rank, size = 0, 1

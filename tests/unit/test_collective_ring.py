@@ -39,7 +39,7 @@ class _Net:
             return self.boxes.setdefault(key, queue.Queue())
 
 
-class _Link:
+class _Link(co.CollectiveLink):
     def __init__(self, net: _Net, rank: int):
         self.net, self.rank, self.size = net, rank, net.size
 
@@ -174,7 +174,9 @@ def test_one_host_all_reduce_gathers_directly_in_the_ring_s_order_with_outputs_o
         want = _ring_order_sum(inputs)
         for got in results:
             np.testing.assert_array_equal(got, want)   # the ring's additions, bit for bit
-        assert sum(net.sent_bytes) == 2 * (size - 1) * n * 4   # as much as the ring: 2 (size - 1) / size each
+        # as much as the ring (2 (size - 1) / size each), after the swap that finds a member may not
+        # reach the others in place (the link's in_place() says so, as a Link's with TENSORWEAVE_CMA=0)
+        assert sum(net.sent_bytes) == 2 * (size - 1) * n * 4 + _addresses(size)
         results[0][...] = 0.0   # each member's output is its own
         assert all(np.array_equal(got, want) for got in results[1:])
         if shared:
