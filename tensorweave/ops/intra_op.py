@@ -37,6 +37,25 @@ _pool_lock = threading.Lock()
 _this_thread = threading.local()   # .cap: the most parts this thread's splits may use (None: THREADS)
 
 
+KEEP = 0.95    # a way with threads side by side is kept when its best time is below this share of serial's
+CLOSE = 0.15   # ... the choice being close when that share is within this of KEEP
+
+
+def measured_choice(share: float, previous: Optional[bool], interval: int, recheck: tuple) -> tuple:
+    """(whether to keep running side by side, the runs until the choice is measured again) after a
+    trial in which the side-by-side way's best run took `share` of the serial way's best (on a
+    shared machine other processes only ever add time). `previous` is the last trial's choice
+    (None: none), `interval` the runs it was kept, and `recheck` (first, clear, most): a changed
+    or close choice is measured again after `first` runs, a clear one after at least `clear`,
+    doubling while trials confirm it, up to `most` (the load changes). Inter-op parallelism
+    (runtime/inter_op.py) decides a plan's steps by it, a While (ops/control_flow/loop_body.py)
+    its pipelined loops."""
+    keep = share < KEEP
+    first, clear, most = recheck
+    confirmed = (previous is None or keep == previous) and abs(share - KEEP) > CLOSE
+    return keep, min(most, max(clear, 2 * interval)) if confirmed else first
+
+
 def cap_parts(parts: Optional[int]) -> Optional[int]:
     """Caps the parts the splits made on this thread use at `parts` (None: no cap); returns the
     previous cap. Inter-op parallelism (runtime/inter_op.py) shares the cores between the ops of a

@@ -53,9 +53,7 @@ from tensorweave.ops import intra_op
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
-_GAIN = 0.9             # parallel is tried when its estimate is below this share of serial ...
-_KEEP = 0.95            # ... and kept when its best time is below this share of serial's
-_CLOSE = 0.15           # ... the choice being close when that share is within this of _KEEP
+_GAIN = 0.9             # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
 _FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
 _CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
@@ -381,11 +379,10 @@ class _Choice:
         """(After a trial) the faster mode by each's best step (on a shared machine other
         processes only ever add time), and when to try again."""
         serial, par = (min(t) for t in self.times)
-        share = par / serial
-        mode = _PARALLEL if share < _KEEP else _SERIAL
-        clear = mode == (self.chosen or mode) and abs(share - _KEEP) > _CLOSE
-        self.interval = min(_RECHECK_STEPS, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
-        self.mode = self.chosen = mode
+        previous = None if self.chosen is None else self.chosen == _PARALLEL
+        parallel, self.interval = intra_op.measured_choice(par / serial, previous, self.interval,
+                                                           (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK_STEPS))
+        self.mode = self.chosen = _PARALLEL if parallel else _SERIAL
         self.runs, self.measured = 0, True
 
 

@@ -172,7 +172,7 @@ def _profiled_as(monkeypatch, long_ops: tuple) -> list:
                 for i in range(len(plan._steps))]
     monkeypatch.setattr(inter_op, "_timed", profiled)
     monkeypatch.setattr(inter_op, "_GAIN", 1e9)
-    monkeypatch.setattr(inter_op, "_KEEP", 1e9)
+    monkeypatch.setattr(intra_op, "KEEP", 1e9)
     handed_off: list = []
     submit = inter_op.InterOpPool.submit
 

@@ -44,12 +44,10 @@ import numpy as np
 
 from tensorweave.framework import errors
 from tensorweave.framework.graph_def import needed_nodes, parse_input, tensor_key
-from tensorweave.ops import registry
+from tensorweave.ops import intra_op, registry
 from tensorweave.ops.control_flow.tensor_list import TensorListValue
 
 _TRIALS = 3        # pipelined runs (and as many serial ones) before the choice
-_KEEP = 0.95       # pipelining is kept when its best run is below this share of the serial best
-_CLOSE = 0.15      # ... and the choice was close when the share is within this of _KEEP
 _FIRST_RECHECK = 8  # runs after which a changed or close choice is measured again ...
 _CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while trials confirm it,
 _RECHECK = 500     # ... up to this (the load changes)
@@ -638,11 +636,9 @@ class _Choice:
             self.tried[pipelined] += 1
             self.best[pipelined] = min(self.best[pipelined], seconds)
             if self.tried[True] >= _TRIALS and self.tried[False] >= _TRIALS:
-                share = self.best[True] / self.best[False]
-                decided = share < _KEEP
-                same = self.decided is None or decided == self.decided
-                clear = same and abs(share - _KEEP) > _CLOSE
-                self.interval = min(_RECHECK, max(_CLEAR_RECHECK, 2 * self.interval)) if clear else _FIRST_RECHECK
-                self.decided, self.since = decided, 0
+                self.decided, self.interval = intra_op.measured_choice(
+                    self.best[True] / self.best[False], self.decided, self.interval,
+                    (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK))
+                self.since = 0
                 self.best = {False: float("inf"), True: float("inf")}
                 self.tried = {False: 0, True: 0}
