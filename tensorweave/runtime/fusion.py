@@ -292,15 +292,14 @@ def _group_convolution_grads(steps: list, nodes: list, by_name: dict, feed_set: 
         return steps, nodes
     readers, control_sources = _consumers(steps, nodes)
 
-    def plain(i: int, op: str, mode: int) -> bool:
-        node, step = nodes[i], steps[i]
-        out = step[3] if mode == _MODE_ONE else step[4]
-        return node.op == op and step[0] == mode and out is not None and out >= 0 and "GPU:" not in node.device \
-            and _format(node) == "NHWC" and node.name not in control_sources \
-            and not _reads_refs(node, by_name, feed_set)
-
     def out_of(i: int) -> int:
         return steps[i][3] if steps[i][0] == _MODE_ONE else steps[i][4]
+
+    def plain(i: int, op: str, mode: int) -> bool:
+        node, out = nodes[i], out_of(i)
+        return node.op == op and steps[i][0] == mode and out is not None and out >= 0 and "GPU:" not in node.device \
+            and _format(node) == "NHWC" and node.name not in control_sources \
+            and not _reads_refs(node, by_name, feed_set)
 
     producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
 
@@ -366,18 +365,17 @@ class _ConvolutionGrads:
             out = self._fast(x, filter_sizes, dy, *input_and_filter, bias_dy)
         except Exception:  # noqa: BLE001 - operands the kernels refuse: their own kernels say why
             out = None
-        if out is None:
-            out, node = [None, None, None], None
-            try:
-                for k, member in enumerate(self._members):   # (filter, input, bias: out's places 1, 0, 2)
-                    if member is not None:
-                        fn, node = member
-                        out[(1, 0, 2)[k]] = fn(x, filter_sizes, dy) if k == 0 else \
-                            fn(*input_and_filter, dy) if k == 1 else fn(bias_dy)
-            except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
-                raise self._as_op_error(e, node, self._task) from None
-        dx, dw, db = out
-        return tuple(v for v, m in zip((dw, dx, db), self._members) if m is not None)
+        if out is not None:
+            return tuple(v for v, m in zip(out, self._members) if m is not None)
+        results, node = [], None
+        try:
+            for member, args in zip(self._members, ((x, filter_sizes, dy), (*input_and_filter, dy), (bias_dy,))):
+                if member is not None:
+                    fn, node = member
+                    results.append(fn(*args))
+        except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
+            raise self._as_op_error(e, node, self._task) from None
+        return tuple(results)
 
 
 def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set) -> list:

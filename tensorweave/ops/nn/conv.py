@@ -345,7 +345,7 @@ def _backprop_filter_kernel(node, ctx, gpu=False):
 def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callable] = None):
     """Conv2DBackpropFilter `filter_node`, with the Conv2DBackpropInput `input_node` and the
     BiasAddGrad kernel `bias_grad` of the same out_backprop where given, as one kernel
-    run(x, filter_sizes, dy, input_sizes, w, bias_dy) -> [dx or None, dw, db or None] (the bias's
+    run(x, filter_sizes, dy, input_sizes, w, bias_dy) -> [dw, dx or None, db or None] (the bias's
     gradient of bias_dy, the value BiasAdd's gradient passed on as dy; None for what is not
     computed): the products at once on this thread and the intra-op threads, each on one thread
     (onednn.conv2d_grad_calls: the team's bits), the bias's gradient on the thread free first; or
@@ -370,7 +370,7 @@ def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callab
             calls.append(lambda: bias_grad(bias_dy))
         out = run_calls(calls)
         dx = np.ascontiguousarray(out.pop(0)) if input_node is not None else None
-        return [dx, out[0], out[1] if bias_grad is not None else None]
+        return [out[0], dx, out[1] if bias_grad is not None else None]
     return run
 
 
