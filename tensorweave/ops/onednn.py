@@ -577,9 +577,7 @@ def _conv_rows(kind: str, x: np.ndarray, w: np.ndarray, bias: np.ndarray, y: np.
 
 def _halves_pair(kind: str, key: tuple) -> tuple:
     """The fused `kind` at `key` of random operands whole (as conv2d_bias runs it) and by halves."""
-    rng = np.random.default_rng(0)
-    x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
-    bias = rng.standard_normal(key[1][3], np.float32)
+    x, w, bias = _fused_operands(key)
     whole = _conv_once(kind, _conv_serial("forward", key), x, w, key, bias)
     y = np.empty(key[2], np.float32)
     try:
@@ -588,6 +586,13 @@ def _halves_pair(kind: str, key: tuple) -> tuple:
     except Unsupported:
         return whole, None
     return whole, y
+
+
+def _fused_operands(key: tuple) -> tuple:
+    """Random x, filter and bias of a fused convolution's shapes (`key`), for the probes."""
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
+    return x, w, rng.standard_normal(key[1][3], np.float32)
 
 
 def _extent(a: np.ndarray, run_calls: Optional[Callable] = None) -> float:
@@ -612,9 +617,7 @@ def _fused_agrees(kind: str, serial: bool, key: tuple) -> bool:
     np.maximum with 0: the post-ops run on each sum once the sum is complete (a probe of random
     operands, once per key)."""
     def pair():
-        rng = np.random.default_rng(0)
-        x, w = (rng.standard_normal(shape, np.float32) for shape in key[:2])
-        bias = rng.standard_normal(key[1][3], np.float32)
+        x, w, bias = _fused_operands(key)
         plain = _conv_once("forward", serial, x, w, key)
         if plain is not None:
             plain = np.add(plain, bias)
