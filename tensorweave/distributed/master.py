@@ -95,7 +95,7 @@ def _carry_plan(parts: list) -> Optional[tuple]:
     senders: it blocks on nothing but Recvs, and every one of them comes from a remote task
     whose partition has no Recv (so never waits, and its reply cannot be held up by the
     values it carries). Returns (its index, the senders' indices) or None."""
-    local = [i for i, p in enumerate(parts) if hasattr(p.client, "local") and p.client.local() is not None]
+    local = [i for i, p in enumerate(parts) if _served_here(p)]
     if len(local) != 1 or not parts[local[0]].recv_only_blocking:
         return None
     here = parts[local[0]]
@@ -544,8 +544,12 @@ class DistributedMaster:
         values: list = [None] * plan.num_fetches
         stats = []
         for part, (fetched, step_stats) in zip(plan.parts, results):
-            for i, v in zip(part.fetch_index, fetched):
-                values[i] = _handed_over(v)
+            if _served_here(part):   # (its runtime's own values, which it may still hold: as they are)
+                for i, v in zip(part.fetch_index, fetched):
+                    values[i] = v
+            else:
+                for i, v in zip(part.fetch_index, fetched):
+                    values[i] = _handed_over(v)
             if step_stats is not None:
                 stats.append((part.task, step_stats))
         for i, j in plan.fed_fetches:
@@ -624,10 +628,17 @@ class DistributedMaster:
         return out
 
 
+def _served_here(part: _Part) -> bool:
+    """Whether the partition's task is served by this process (called directly, not over the wire)."""
+    return hasattr(part.client, "local") and part.client.local() is not None
+
+
 def _handed_over(value):
-    """A fetched value as the user gets it: an array received in shared memory is this process's
-    alone, so it is handed over writable without a copy (shm.owned); any other value as it came
-    (the client copies what it may not hand over: arrays the runtime still shares are read-only)."""
+    """A value a remote task's reply fetched, as the user gets it: an array the reply brought in
+    shared memory is this process's alone, so it is handed over writable without a copy
+    (shm.owned); any other value as it came (the client copies what it may not hand over: arrays
+    the runtime still shares are read-only). Never for a task served by this process: an array
+    its runtime received in shared memory may be held there too (a variable's value)."""
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         mine = shm.owned(value)
         if mine is not None:

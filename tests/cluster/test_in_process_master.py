@@ -204,3 +204,26 @@ def test_steps_reuse_the_carry_plan_and_leave_nothing_behind(two_tasks):
             assert len(server.service.rendezvous) == 0
             assert server.service.get_status()["active_steps"] == 0
     assert master_mod._LEASES._held == {}
+
+
+def test_a_fetched_value_the_in_process_task_still_holds_is_the_users_own_copy(two_tasks):
+    # Task 0's runtime keeps the value it received from task 1 in shared memory (read-only) as
+    # its variable's; the fetch of that same array must give the user an array whose writes
+    # reach nothing else (TF's sess.run hands out arrays the user owns).
+    c, server = two_tasks
+    n = 1 << 18   # 1 MiB of float32: travels in shared memory
+    with tf.Graph().as_default():
+        with tf.device("/job:local/task:1"):
+            x = tf.fill([n], 7.0)
+        with tf.device("/job:local/task:0"):
+            v = tf.Variable(tf.zeros([n]), name="v")
+            y = tf.identity(x)
+            with tf.control_dependencies([tf.assign(v, y)]):
+                fetched = tf.identity(y)
+        with tf.Session(server.target) as sess:
+            sess.run(v.initializer)
+            for _ in range(2):
+                got = sess.run(fetched)
+                got += 1.0
+                np.testing.assert_array_equal(got, np.full(n, 8.0, np.float32))
+                np.testing.assert_array_equal(sess.run(v), np.full(n, 7.0, np.float32))
