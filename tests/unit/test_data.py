@@ -202,6 +202,40 @@ def test_shuffle_is_a_permutation_seeded_and_reshuffled():
     assert sorted(first) == list(range(100)) and all(v <= p + 4 for p, v in enumerate(first))
 
 
+def test_a_seeded_shuffle_restarts_alike_at_every_initialization_whatever_other_passes_read():
+    # TF's ShuffleDataset: each initialization makes the dataset anew (its seed generator seeded
+    # alike), each pass takes its seed once at its start; so no order depends on how far an
+    # earlier pass read, nor on other iterators of the same dataset read meanwhile, in this
+    # thread or concurrently (the passes once drew from one generator the session kept)
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.range(50).shuffle(50, seed=3).repeat(2)
+        its = [tf.data.make_initializable_iterator(ds) for _ in range(3)]
+        nexts = [it.get_next() for it in its]
+        with tf.Session() as sess:
+            sess.run(its[0].initializer)
+            want = [int(sess.run(nexts[0])) for _ in range(100)]
+            assert sorted(want[:50]) == sorted(want[50:]) == list(range(50)) and want[:50] != want[50:]
+            for read_first in (3, 70):
+                sess.run(its[0].initializer)
+                for _ in range(read_first):
+                    sess.run(nexts[0])
+                sess.run([it.initializer for it in its])
+                got: list = [[], [], []]
+                for _ in range(50):   # two iterators read in turn, then all three at once
+                    for k in (0, 1):
+                        got[k].append(int(sess.run(nexts[k])))
+
+                def read(k):
+                    got[k].extend(int(sess.run(nexts[k])) for _ in range(100 - len(got[k])))
+                threads = [threading.Thread(target=read, args=(k,)) for k in (1, 2)]
+                for t in threads:
+                    t.start()
+                read(0)
+                for t in threads:
+                    t.join()
+                assert got == [want, want, want], read_first
+
+
 def test_stages_over_tensor_slices_give_the_elements_and_batches_of_the_general_pipeline():
     # from_tensor_slices and the stages that only move elements work on row numbers and gather each
     # batch at once; an identity map in front forces the element-by-element pipeline: same values

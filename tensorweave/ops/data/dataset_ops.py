@@ -21,7 +21,6 @@ from tensorweave.ops.data.pipeline import INFINITE, NOT_READY, UNKNOWN, DatasetV
 from tensorweave.ops.helpers import check_output_size, string_array
 from tensorweave.ops.io import decoding, record_files
 from tensorweave.ops.io.tfrecord import TFRecordWriter
-from tensorweave.ops.random import op_generator
 from tensorweave.ops.registry import register
 
 DATASET_OPS: set = set()     # op types whose output 0 is a dataset (iterators copy them)
@@ -546,17 +545,23 @@ def _shuffled(source: Iterator, rng: np.random.Generator, size: int) -> Iterator
 
 def _shuffle_kernel(node, ctx):
     reshuffle = node.attr["reshuffle_each_iteration"]
-    seeded = bool(node.attr.get("seed", 0) or node.attr.get("seed2", 0))
+    seeds = [int(node.attr.get("seed", 0) or 0), int(node.attr.get("seed2", 0) or 0)]
 
     def run(input_ds, buffer_size):
         size = _int(buffer_size)
         if size <= 0:
             raise errors.InvalidArgumentError(node, node.name, f"buffer_size must be greater than zero, got {size}")
-        shared = op_generator(node, ctx) if seeded else np.random.default_rng()
-        fixed_seed = int(shared.integers(1 << 62))
+        # As TF's ShuffleDataset: each dataset made (an iterator's initialization) has its own
+        # seed generator, seeded alike every time when the op is, and each pass over it (an
+        # epoch of a repeat) takes its seed from it once, at its start, for a generator of its
+        # own. So a seeded iterator shuffles alike after every initialization, and no pass's
+        # order depends on another's reads (its length, or the timing of concurrent runs).
+        source = np.random.default_rng(seeds if any(seeds) else None)
+        fixed_seed = int(source.integers(1 << 62))
 
         def elements(start):
-            return _shuffled(start(), shared if reshuffle else np.random.default_rng(fixed_seed), size)
+            seed = int(source.integers(1 << 62)) if reshuffle else fixed_seed
+            return _shuffled(start(), np.random.default_rng(seed), size)
         return _stage(input_ds, elements, input_ds.cardinality)
     return run
 
