@@ -222,6 +222,18 @@ def _computed_loop_vars(node, body, n: int, cond_reads: set):
     return tuple(kept)
 
 
+def _readers(body) -> dict:
+    """Tensor key -> what reads it in function `body`: (node, input position) for each input of
+    its ops that names it, in order, then (None, k) for each of its outputs k that is it."""
+    readers: dict = collections.defaultdict(list)
+    for nd in body.node:
+        for pos, i in enumerate(nd.input):
+            readers[tensor_key(i)].append((nd, pos))
+    for k, t in enumerate(body.outputs):
+        readers[tensor_key(t)].append((None, k))
+    return readers
+
+
 def _read_transposed(body, n: int) -> tuple:
     """The positions among the inputs of function `body` (its first `n` loop variables, then its
     captures) of the values that every op of the body reads as a transposed right operand
@@ -232,10 +244,7 @@ def _read_transposed(body, n: int) -> tuple:
     w's ("N", "T"): 10-15% for an LSTM's [32, 800] x [800, 400]. The values do not change, so
     every op gives what it gave; a MatMul's summation order is not defined."""
     by_name = {b.name: b for b in body.node}
-    readers: dict = collections.defaultdict(list)
-    for nd in body.node:
-        for pos, i in enumerate(nd.input):
-            readers[tensor_key(i)].append((nd, pos))
+    readers = _readers(body)
     inputs = [tensor_key(t) for t in body.inputs]
     found = []
     for k, key in enumerate(inputs):
@@ -245,8 +254,8 @@ def _read_transposed(body, n: int) -> tuple:
             if tensor_key(out) != key and not (src is not None and src.op == "Identity"
                                                and tuple(map(tensor_key, src.input)) == (key,)):
                 continue   # (a loop variable the body changes)
-        reads = [(nd, pos) for nd, pos in readers[key] if not (nd.op == "Identity" and tensor_key(body.outputs[k])
-                                                                 == f"{nd.name}:0")] if k < n else readers[key]
+        reads = [(nd, pos) for nd, pos in readers[key] if nd is not None and not (
+            k < n and nd.op == "Identity" and tensor_key(body.outputs[k]) == f"{nd.name}:0")]
         if reads and all(nd.op == "MatMul" and pos == 1 and nd.attr.get("transpose_b")
                          and not nd.attr.get("transpose_a") for nd, pos in reads):
             found.append(k)
@@ -266,16 +275,14 @@ def _summed_products(node, ctx, body, n: int, computed: tuple, cond_reads: set) 
     floats, where v is read by that AddN alone (not by the condition, another op or another
     output) and each product and the Concat by their consumer alone, none with a control input."""
     by_name = {b.name: b for b in body.node}
-    readers: dict = collections.defaultdict(list)
-    for nd in body.node:
-        for i in nd.input:
-            readers[tensor_key(i)].append(nd.name)
-    for t in body.outputs:
-        readers[tensor_key(t)].append(None)
+    readers = _readers(body)
     inputs = [tensor_key(t) for t in body.inputs[:n]]
 
+    def read_by(t: str) -> list:
+        return [None if nd is None else nd.name for nd, _ in readers[tensor_key(t)]]
+
     def only_read_by(t: str, name) -> bool:
-        return readers[tensor_key(t)] == [name]
+        return read_by(t) == [name]
 
     def product(t: str, reader: str):
         nd = by_name.get(parse_input(t)[0])
@@ -289,7 +296,7 @@ def _summed_products(node, ctx, body, n: int, computed: tuple, cond_reads: set) 
     for k in computed:
         add = by_name.get(parse_input(body.outputs[k])[0])
         if (k in cond_reads or add is None or add.op != "AddN" or len(add.input) != 2
-                or any(i.startswith("^") for i in add.input) or readers[tensor_key(body.outputs[k])] != [None]
+                or any(i.startswith("^") for i in add.input) or read_by(body.outputs[k]) != [None]
                 or inputs[k] not in map(tensor_key, add.input) or not only_read_by(inputs[k], add.name)):
             continue
         first = tensor_key(add.input[0]) == inputs[k]
