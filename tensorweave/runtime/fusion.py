@@ -35,7 +35,7 @@ reads writes over it (_relu_grads_in_place)."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -301,13 +301,13 @@ def _group_convolution_grads(steps: list, nodes: list, by_name: dict, feed_set: 
             and _format(node) == "NHWC" and node.name not in control_sources \
             and not _reads_refs(node, by_name, feed_set)
 
-    producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+    producers = _producers(steps)
 
     def source(slot: int) -> int:
         """The slot whose value reaches `slot` through SumToShape or Identity steps (BiasAdd's
         gradient passes the bias's gradient on to the convolution so)."""
-        while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH:
-            slot = steps[p][2]
+        for _, slot in _passed_through(slot, steps, nodes, producers):
+            pass
         return slot
 
     by_dy: dict = {}   # out_backprop's source slot -> {op: its step}
@@ -386,24 +386,37 @@ def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], b
     slots hold the same array, which is no reference to fear where no other step reads them."""
     readers = _consumers(steps, nodes)[0]
     kept = set(fetch_slots)
-    producer = {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+    producers = _producers(steps)
     steps = list(steps)
     for i, (step, node) in enumerate(zip(steps, nodes)):
         if node.op != "ReluGrad" or step[0] != _MODE_ONE_2 or "GPU:" in node.device or step[2] == step[3] \
                 or min(step[2], step[3]) < 0 or step[2] in kept or readers.get(step[2]) != [(i, 0)] \
                 or _reads_refs(node, by_name, feed_set):
             continue
-        dead, slot = 0, step[2]
-        # (a step reading a TF1 variable's ref passes on the variable's array, not its slot's value)
-        while (p := producer.get(slot)) is not None and nodes[p].op in _PASS_THROUGH and steps[p][2] >= 0 \
-                and steps[p][2] not in kept and readers.get(steps[p][2]) == [(p, 0)] \
-                and not _reads_refs(nodes[p], by_name, feed_set):
-            dead, slot = dead + 1, steps[p][2]
+        dead = 0
+        for p, src in _passed_through(step[2], steps, nodes, producers):
+            # (a step reading a TF1 variable's ref passes on the variable's array, not its slot's value)
+            if src < 0 or src in kept or readers.get(src) != [(p, 0)] or _reads_refs(nodes[p], by_name, feed_set):
+                break
+            dead += 1
         steps[i] = (_MODE_ONE_2, relu_grad_into_gradient(dead), step[2], step[3], step[4])
     return steps
 
 
 _PASS_THROUGH = frozenset(("SumToShape", "Identity"))   # ops whose kernels may return their first input itself
+
+
+def _producers(steps: list) -> dict:
+    """Each slot a step of one output and one or two inputs writes -> that step."""
+    return {st[4]: i for i, st in enumerate(steps) if st[0] in (_MODE_ONE_2, _MODE_ONE_1)}
+
+
+def _passed_through(slot: int, steps: list, nodes: list, producers: dict) -> Iterator:
+    """(step, its first input's slot) of each SumToShape or Identity step (_PASS_THROUGH) that
+    passes a value on to `slot`, the nearest first."""
+    while (p := producers.get(slot)) is not None and nodes[p].op in _PASS_THROUGH:
+        slot = steps[p][2]
+        yield p, slot
 
 
 def _format(node: NodeDef) -> str:
