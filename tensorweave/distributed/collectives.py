@@ -492,23 +492,15 @@ class Link(CollectiveLink):
             board.wait(rung, WAIT_SLICE_S)
 
     def _still_waiting(self, rank: int, probe: bool) -> None:
-        """Raises what a wait for member `rank` meets: its deadline, the step's cancellation, an
-        abort; with `probe`, its process gone, or a ping's answer (_Wait.on_wait)."""
+        """Raises what a wait for member `rank` meets: the rendezvous's rules (its deadline, the
+        step's cancellation, an abort: Rendezvous.still_waiting); with `probe`, its process gone,
+        or a ping's answer (_Wait.on_wait)."""
         node, member = self._node, self.members[rank]
         wait = self._wait.waiting_for(member)
-        left = wait.time_left()
-        if left is not None and left <= 0:
-            raise errors.UnavailableError(node, node.name, f"{node.op} {node.name}: nothing from {member} within "
-                                                           f"the collective's timeout: {member} is down, or does "
-                                                           f"not run instance {self.key[2]} of group {self.key[1]}")
-        if wait.cancelled.is_set():
-            err = wait.error
-            if isinstance(err, errors.OpError):
-                raise type(err)(node, node.name, err.message)
-            raise errors.CancelledError(node, node.name, f"{node.op} {node.name}: the step was cancelled")
-        aborted = self._owner._rendezvous.aborted_error(self.step_id)
-        if aborted is not None:
-            raise type(aborted)(node, node.name, aborted.message)
+        self._owner._rendezvous.still_waiting(self.step_id, wait, lambda: errors.UnavailableError(
+            node, node.name, f"{node.op} {node.name}: nothing from {member} within the collective's timeout: "
+                             f"{member} is down, or does not run instance {self.key[2]} of group {self.key[1]}"),
+            f"{node.op} {node.name}: the step was cancelled", node, node.name)
         if not probe:
             return
         if shm.gone(self._pids[rank]):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tensorweave.framework import errors, limits
 from tensorweave.ops.sendrecv import RendezvousKey
@@ -131,21 +131,10 @@ class Rendezvous:
         wait_remote = step.wait_remote if step is not None else None
         try:
             while not slot.done:
-                left = step.time_left() if step is not None else None
-                if left is not None and left <= 0:
-                    raise errors.DeadlineExceededError(
-                        None, op_name, f"Timed out waiting for tensor {key.tensor_name} from {key.send_device} "
-                                       f"(deadline exceeded)")
-                if step is not None and step.cancelled.is_set():
-                    err = step.error
-                    if isinstance(err, errors.OpError):
-                        raise type(err)(None, op_name, err.message)
-                    raise errors.CancelledError(None, op_name, f"Step {key.step_id} was cancelled while "
-                                                               f"waiting for tensor {key.tensor_name}")
-                with self._lock:
-                    ab = self._aborted.get(key.step_id)
-                if ab is not None:
-                    raise type(ab[1])(None, op_name, ab[1].message)
+                left = self.still_waiting(key.step_id, step, lambda: errors.DeadlineExceededError(
+                    None, op_name, f"Timed out waiting for tensor {key.tensor_name} from {key.send_device} "
+                                   f"(deadline exceeded)"),
+                    f"Step {key.step_id} was cancelled while waiting for tensor {key.tensor_name}", None, op_name)
                 timeout = WAIT_SLICE_S if left is None else min(WAIT_SLICE_S, max(left, 0.0))
                 if wait_remote is not None and wait_remote(timeout):
                     continue   # the value may have come with a reply the hook waited for
@@ -160,6 +149,26 @@ class Rendezvous:
             with self._lock:
                 if self._slots.get(key) is slot:
                     self._forget(key, slot)
+
+    def still_waiting(self, step_id: int, step, timed_out: Callable[[], errors.OpError], cancelled: str,
+                      node=None, op_name: Optional[str] = None) -> Optional[float]:
+        """The rules of a wait for step `step_id` (recv's between its slices, and a collective's on
+        a board, distributed/collectives.py): raises timed_out() once `step`'s deadline has passed,
+        its error (CancelledError(`cancelled`) without one) once it is cancelled, and the abort's
+        error once the step was aborted on this task; else returns the time left (None: no
+        deadline). The errors raised name `node` and `op_name`."""
+        left = step.time_left() if step is not None else None
+        if left is not None and left <= 0:
+            raise timed_out()
+        if step is not None and step.cancelled.is_set():
+            err = step.error
+            if isinstance(err, errors.OpError):
+                raise type(err)(node, op_name, err.message)
+            raise errors.CancelledError(node, op_name, cancelled)
+        aborted = self.aborted_error(step_id)
+        if aborted is not None:
+            raise type(aborted)(node, op_name, aborted.message)
+        return left
 
     def aborted_error(self, step_id: int) -> Optional[errors.OpError]:
         """The error a step was aborted with on this task, or None."""
