@@ -57,6 +57,28 @@ def _spatial_sizes(input_shape, rank: int, data_format: str) -> list:
     return [dims[a] for a in spatial_axes(rank, data_format)]
 
 
+_OPTIONS = (("initializer", initializers), ("regularizer", regularizers), ("constraint", constraints))
+
+
+def _take_options(layer, prefix: str, initializer, regularizer, constraint) -> None:
+    """Sets the layer's `prefix`_initializer, _regularizer and _constraint from its arguments."""
+    for (kind, module), given in zip(_OPTIONS, (initializer, regularizer, constraint)):
+        setattr(layer, f"{prefix}_{kind}", module.get(given))
+
+
+def _options_config(layer, *prefixes: str) -> dict:
+    """The config of the initializers, then the regularizers, then the constraints of `prefixes`."""
+    return {f"{p}_{kind}": module.serialize(getattr(layer, f"{p}_{kind}")) for kind, module in _OPTIONS
+            for p in prefixes}
+
+
+def _add_kernel(layer, prefix: str, shape: tuple):
+    """The layer's trainable weight `prefix`_kernel of `shape`, made with its `prefix` options."""
+    return layer.add_weight(f"{prefix}_kernel", shape=shape, initializer=getattr(layer, f"{prefix}_initializer"),
+                            regularizer=getattr(layer, f"{prefix}_regularizer"),
+                            constraint=getattr(layer, f"{prefix}_constraint"), trainable=True, dtype=layer.dtype)
+
+
 class Conv(Layer):
     """The N-D convolution layer (rank 1, 2 or 3): kernel [*kernel_size, in_channels, filters],
     then bias and activation."""
@@ -78,12 +100,8 @@ class Conv(Layer):
         self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        _take_options(self, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint)
+        _take_options(self, "bias", bias_initializer, bias_regularizer, bias_constraint)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     @property
@@ -238,23 +256,14 @@ class _SeparableConv(Conv):
                          bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer, bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = int(depth_multiplier)
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.pointwise_initializer = initializers.get(pointwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
-        self.pointwise_constraint = constraints.get(pointwise_constraint)
+        _take_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
+        _take_options(self, "pointwise", pointwise_initializer, pointwise_regularizer, pointwise_constraint)
 
     def build(self, input_shape) -> None:
         channels = self._in_channels(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", shape=self.kernel_size + (channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
-            constraint=self.depthwise_constraint, trainable=True, dtype=self.dtype)
-        self.pointwise_kernel = self.add_weight(
-            "pointwise_kernel", shape=(1,) * self.rank + (channels * self.depth_multiplier, self.filters),
-            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
-            constraint=self.pointwise_constraint, trainable=True, dtype=self.dtype)
+        self.depthwise_kernel = _add_kernel(self, "depthwise", self.kernel_size + (channels, self.depth_multiplier))
+        self.pointwise_kernel = _add_kernel(self, "pointwise",
+                                            (1,) * self.rank + (channels * self.depth_multiplier, self.filters))
         self._add_bias(self.filters)
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: channels})
         self.built = True
@@ -269,12 +278,7 @@ class _SeparableConv(Conv):
         for key in ("kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
         return {**config, "depth_multiplier": self.depth_multiplier,
-                "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-                "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-                "depthwise_regularizer": regularizers.serialize(self.depthwise_regularizer),
-                "pointwise_regularizer": regularizers.serialize(self.pointwise_regularizer),
-                "depthwise_constraint": constraints.serialize(self.depthwise_constraint),
-                "pointwise_constraint": constraints.serialize(self.pointwise_constraint)}
+                **_options_config(self, "depthwise", "pointwise")}
 
 
 @tf_export("keras.layers.SeparableConv1D", "keras.layers.SeparableConvolution1D")
@@ -306,16 +310,11 @@ class DepthwiseConv2D(Conv2D):
                          bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer, bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = int(depth_multiplier)
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.depthwise_constraint = constraints.get(depthwise_constraint)
+        _take_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
 
     def build(self, input_shape) -> None:
         channels = self._in_channels(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", shape=self.kernel_size + (channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
-            constraint=self.depthwise_constraint, trainable=True, dtype=self.dtype)
+        self.depthwise_kernel = _add_kernel(self, "depthwise", self.kernel_size + (channels, self.depth_multiplier))
         self._add_bias(channels * self.depth_multiplier)
         self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: channels})
         self.built = True
@@ -336,10 +335,7 @@ class DepthwiseConv2D(Conv2D):
         config = super().get_config()
         for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
-        return {**config, "depth_multiplier": self.depth_multiplier,
-                "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-                "depthwise_regularizer": regularizers.serialize(self.depthwise_regularizer),
-                "depthwise_constraint": constraints.serialize(self.depthwise_constraint)}
+        return {**config, "depth_multiplier": self.depth_multiplier, **_options_config(self, "depthwise")}
 
 
 # -- padding, cropping, upsampling ----------------------------------------------------------------
