@@ -4,6 +4,9 @@ after the batch axis), Concatenate and Dot, and their functional forms add, conc
 Inputs whose shapes cannot be merged raise ValueError naming the layer and the shapes."""
 from __future__ import annotations
 
+import functools
+import operator
+
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K
@@ -97,10 +100,7 @@ class Add(_Merge):
     """Add(): the sum of its inputs (a list of tensors of one shape)."""
 
     def _merge_function(self, inputs):
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = output + x
-        return output
+        return functools.reduce(operator.add, inputs)
 
 
 @tf_export("keras.layers.Subtract")
@@ -123,10 +123,7 @@ class Multiply(_Merge):
     """Multiply(): the elementwise product of its inputs."""
 
     def _merge_function(self, inputs):
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = output * x
-        return output
+        return functools.reduce(operator.mul, inputs)
 
 
 @tf_export("keras.layers.Average")
@@ -134,7 +131,7 @@ class Average(_Merge):
     """Average(): the elementwise mean of its inputs."""
 
     def _merge_function(self, inputs):
-        return Add._merge_function(self, inputs) / len(inputs)
+        return functools.reduce(operator.add, inputs) / len(inputs)
 
 
 @tf_export("keras.layers.Maximum")
@@ -142,10 +139,7 @@ class Maximum(_Merge):
     """Maximum(): the elementwise maximum of its inputs."""
 
     def _merge_function(self, inputs):
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = K.maximum(output, x)
-        return output
+        return functools.reduce(K.maximum, inputs)
 
 
 @tf_export("keras.layers.Minimum")
@@ -153,10 +147,7 @@ class Minimum(_Merge):
     """Minimum(): the elementwise minimum of its inputs."""
 
     def _merge_function(self, inputs):
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = K.minimum(output, x)
-        return output
+        return functools.reduce(K.minimum, inputs)
 
 
 @tf_export("keras.layers.Concatenate")
