@@ -106,6 +106,23 @@ def shape_tuple(shape):
     return tuple(shape.as_list()) if shape.ndims is not None else None
 
 
+_WEIGHT_OPTIONS = (("initializer", initializers), ("regularizer", regularizers), ("constraint", constraints))
+
+
+def take_weight_options(layer, prefix: str, initializer, regularizer, constraint) -> None:
+    """Sets the layer's `prefix`_initializer, _regularizer and _constraint from its constructor's
+    arguments (as initializers.get, regularizers.get and constraints.get make them)."""
+    for (kind, module), given in zip(_WEIGHT_OPTIONS, (initializer, regularizer, constraint)):
+        setattr(layer, f"{prefix}_{kind}", module.get(given))
+
+
+def weight_options_config(layer, *prefixes: str) -> dict:
+    """The config entries of the layer's initializers, then regularizers, then constraints of
+    `prefixes` (each kind in the order of `prefixes`)."""
+    return {f"{p}_{kind}": module.serialize(getattr(layer, f"{p}_{kind}")) for kind, module in _WEIGHT_OPTIONS
+            for p in prefixes}
+
+
 def infer_output_shape(fn, input_shape, **kwargs):
     """The static shape(s) of fn(placeholders of `input_shape`), built in a scratch graph."""
     with Graph().as_default():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import activations, backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer
+from tensorweave.keras.engine.base_layer import Layer, take_weight_options, weight_options_config
 from tensorweave.layers.base import InputSpec, check_data_format, normalize_tuple
 from tensorweave.layers.convolutional import bias_and_activation, conv_transpose, convolve, deconv_length
 from tensorweave.layers.convolutional import separable_convolve
@@ -57,21 +57,6 @@ def _spatial_sizes(input_shape, rank: int, data_format: str) -> list:
     return [dims[a] for a in spatial_axes(rank, data_format)]
 
 
-_OPTIONS = (("initializer", initializers), ("regularizer", regularizers), ("constraint", constraints))
-
-
-def _take_options(layer, prefix: str, initializer, regularizer, constraint) -> None:
-    """Sets the layer's `prefix`_initializer, _regularizer and _constraint from its arguments."""
-    for (kind, module), given in zip(_OPTIONS, (initializer, regularizer, constraint)):
-        setattr(layer, f"{prefix}_{kind}", module.get(given))
-
-
-def _options_config(layer, *prefixes: str) -> dict:
-    """The config of the initializers, then the regularizers, then the constraints of `prefixes`."""
-    return {f"{p}_{kind}": module.serialize(getattr(layer, f"{p}_{kind}")) for kind, module in _OPTIONS
-            for p in prefixes}
-
-
 def _add_kernel(layer, prefix: str, shape: tuple):
     """The layer's trainable weight `prefix`_kernel of `shape`, made with its `prefix` options."""
     return layer.add_weight(f"{prefix}_kernel", shape=shape, initializer=getattr(layer, f"{prefix}_initializer"),
@@ -100,8 +85,8 @@ class Conv(Layer):
         self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        _take_options(self, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint)
-        _take_options(self, "bias", bias_initializer, bias_regularizer, bias_constraint)
+        take_weight_options(self, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint)
+        take_weight_options(self, "bias", bias_initializer, bias_regularizer, bias_constraint)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     @property
@@ -256,8 +241,8 @@ class _SeparableConv(Conv):
                          bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer, bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = int(depth_multiplier)
-        _take_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
-        _take_options(self, "pointwise", pointwise_initializer, pointwise_regularizer, pointwise_constraint)
+        take_weight_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
+        take_weight_options(self, "pointwise", pointwise_initializer, pointwise_regularizer, pointwise_constraint)
 
     def build(self, input_shape) -> None:
         channels = self._in_channels(input_shape)
@@ -278,7 +263,7 @@ class _SeparableConv(Conv):
         for key in ("kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
         return {**config, "depth_multiplier": self.depth_multiplier,
-                **_options_config(self, "depthwise", "pointwise")}
+                **weight_options_config(self, "depthwise", "pointwise")}
 
 
 @tf_export("keras.layers.SeparableConv1D", "keras.layers.SeparableConvolution1D")
@@ -310,7 +295,7 @@ class DepthwiseConv2D(Conv2D):
                          bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer, bias_constraint=bias_constraint, **kwargs)
         self.depth_multiplier = int(depth_multiplier)
-        _take_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
+        take_weight_options(self, "depthwise", depthwise_initializer, depthwise_regularizer, depthwise_constraint)
 
     def build(self, input_shape) -> None:
         channels = self._in_channels(input_shape)
@@ -335,7 +320,7 @@ class DepthwiseConv2D(Conv2D):
         config = super().get_config()
         for key in ("filters", "kernel_initializer", "kernel_regularizer", "kernel_constraint"):
             config.pop(key)
-        return {**config, "depth_multiplier": self.depth_multiplier, **_options_config(self, "depthwise")}
+        return {**config, "depth_multiplier": self.depth_multiplier, **weight_options_config(self, "depthwise")}
 
 
 # -- padding, cropping, upsampling ----------------------------------------------------------------

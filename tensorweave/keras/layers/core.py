@@ -9,7 +9,7 @@ import numpy as np
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import activations, backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer, infer_output_shape
+from tensorweave.keras.engine.base_layer import Layer, infer_output_shape, take_weight_options
 from tensorweave.keras.utils.generic_utils import deserialize_keras_object
 from tensorweave.layers.base import InputSpec, smart_cond
 from tensorweave.ops.array.core import identity
@@ -33,12 +33,8 @@ class Dense(Layer):
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        take_weight_options(self, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint)
+        take_weight_options(self, "bias", bias_initializer, bias_regularizer, bias_constraint)
         self.supports_masking = True
         self.input_spec = InputSpec(min_ndim=2)
 

@@ -25,8 +25,9 @@ from tensorweave.framework import nest
 from tensorweave.framework.shapes import TensorShape, as_shape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.keras import activations, backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer, deserialize as _deserialize_layer
+from tensorweave.keras import activations, backend as K, initializers, regularizers
+from tensorweave.keras.engine.base_layer import (Layer, deserialize as _deserialize_layer, take_weight_options,
+                                                  weight_options_config)
 from tensorweave.layers.base import InputSpec
 from tensorweave.ops.array.concat import concat, split, stack, unstack
 from tensorweave.ops.array.core import expand_dims, reshape, shape, transpose
@@ -237,7 +238,6 @@ class AbstractRNNCell(Layer):
         return _zero_states(self.state_size, batch_size, dtype)
 
 
-_CELL_OBJECTS = ("initializer", "regularizer", "constraint")
 
 
 class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
@@ -260,15 +260,9 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
         if recurrent_activation is not None:
             self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = use_bias
-        for part, value in (("kernel", kernel_initializer), ("recurrent", recurrent_initializer),
-                            ("bias", bias_initializer)):
-            setattr(self, f"{part}_initializer", initializers.get(value))
-        for part, value in (("kernel", kernel_regularizer), ("recurrent", recurrent_regularizer),
-                            ("bias", bias_regularizer)):
-            setattr(self, f"{part}_regularizer", regularizers.get(value))
-        for part, value in (("kernel", kernel_constraint), ("recurrent", recurrent_constraint),
-                            ("bias", bias_constraint)):
-            setattr(self, f"{part}_constraint", constraints.get(value))
+        take_weight_options(self, "kernel", kernel_initializer, kernel_regularizer, kernel_constraint)
+        take_weight_options(self, "recurrent", recurrent_initializer, recurrent_regularizer, recurrent_constraint)
+        take_weight_options(self, "bias", bias_initializer, bias_regularizer, bias_constraint)
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         self.reset_dropout_mask()
@@ -334,10 +328,7 @@ class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
         if hasattr(self, "recurrent_activation"):
             config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
         config["use_bias"] = self.use_bias
-        for kind, module in zip(_CELL_OBJECTS, (initializers, regularizers, constraints)):
-            for part in ("kernel", "recurrent", "bias"):
-                key = f"{part}_{kind}"
-                config[key] = module.serialize(getattr(self, key))
+        config.update(weight_options_config(self, "kernel", "recurrent", "bias"))
         config.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
         return config
 
