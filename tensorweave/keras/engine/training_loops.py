@@ -538,24 +538,23 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
 
 def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, max_queue_size, workers,
              use_multiprocessing):
-    ins, source = _source_or_arrays(model, x, y, sample_weight, None, steps, False, workers, max_queue_size,
-                                    use_multiprocessing, TEST, "steps")
-    try:
-        return model_iteration(model, TEST, ins=ins, source=source, steps=steps if ins is not None else None,
-                               batch_size=batch_size or 32, verbose=verbose,
-                               callbacks=callbacks)
-    finally:
-        if source is not None:
-            source.close()
+    return _one_pass(model, TEST, x, y, sample_weight, batch_size, verbose, steps, callbacks, max_queue_size, workers,
+                     use_multiprocessing)
 
 
 def predict(model, x, batch_size, verbose, steps, callbacks, max_queue_size, workers, use_multiprocessing):
-    ins, source = _source_or_arrays(model, x, None, None, None, steps, False, workers, max_queue_size,
-                                    use_multiprocessing, PREDICT, "steps")
+    return _one_pass(model, PREDICT, x, None, None, batch_size, verbose, steps, callbacks, max_queue_size, workers,
+                     use_multiprocessing)
+
+
+def _one_pass(model, mode, x, y, sample_weight, batch_size, verbose, steps, callbacks, max_queue_size, workers,
+              use_multiprocessing):
+    """evaluate's (`mode` TEST) or predict's (PREDICT) one pass over the data."""
+    ins, source = _source_or_arrays(model, x, y, sample_weight, None, steps, False, workers, max_queue_size,
+                                    use_multiprocessing, mode, "steps")
     try:
-        return model_iteration(model, PREDICT, ins=ins, source=source, steps=steps if ins is not None else None,
-                               batch_size=batch_size or 32, verbose=verbose,
-                               callbacks=callbacks)
+        return model_iteration(model, mode, ins=ins, source=source, steps=steps if ins is not None else None,
+                               batch_size=batch_size or 32, verbose=verbose, callbacks=callbacks)
     finally:
         if source is not None:
             source.close()
