@@ -288,8 +288,10 @@ def test_we_still_export_what_tensorflow_loaded(tmp_path, name):
     reader, recorded = tf.train.NewCheckpointReader(prefix), tf.train.NewCheckpointReader(
         os.path.join(committed, "variables", "variables"))
     assert reader.get_variable_to_shape_map() == recorded.get_variable_to_shape_map()
-    for key in reader.get_variable_to_shape_map():
-        np.testing.assert_array_equal(reader.get_tensor(key), recorded.get_tensor(key))
+    for key in reader.get_variable_to_shape_map():   # (trained by products whose float32 sums' order is the
+        # CPU's kernel's, not defined: another CPU than the recording's may give the last bits otherwise)
+        got, want = reader.get_tensor(key), recorded.get_tensor(key)
+        assert got.dtype == want.dtype and np.abs(got - want).max() <= 1e-6 * np.abs(want).max(), key
 
 
 def test_our_export_lists_its_asset_as_tf1_does_and_copies_it(tmp_path):
