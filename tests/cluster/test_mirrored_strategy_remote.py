@@ -90,7 +90,7 @@ def test_keras_fit_under_mirrored_strategy_on_a_remote_tasks_gpus_equals_local(s
     c = start_cluster({"worker": 1}, env={"TENSORWEAVE_STANDIN_GPUS": "2"})
     remote = _keras_weights(tf.distribute.MirroredStrategy(["/job:worker/task:0/device:GPU:0",
                                                             "/job:worker/task:0/device:GPU:1"]),
-                            c.target("worker"), tf.ConfigProto(allow_soft_placement=True))
+                            c.target("worker"), tf.ConfigProto())
     local = _keras_weights(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), "",
                            tf.ConfigProto(device_count={"CPU": 2}))
     assert len(remote) == len(local) == 4

@@ -23,8 +23,8 @@ DIVISORS = np.array([2, -3, 4, -5], np.int32)
 # The ops this change gives GPU kernels; every one of them is placed on the GPU by some case below.
 MATH_GPU_OPS = {
     "Abs", "Acos", "Acosh", "Add", "AddN", "AddV2", "All", "Any", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan",
-    "Atanh", "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "BiasAddV1", "Cast", "Ceil", "Cos", "Cosh", "Div", "Elu",
-    "EluGrad", "Equal", "Exp", "Expm1", "Floor", "FloorDiv", "FloorMod", "Greater", "GreaterEqual", "InTopKV2",
+    "Atanh", "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "BiasAddV1", "Cast", "Ceil", "Cos", "Cosh", "Div", "DivNoNan",
+    "Elu", "EluGrad", "Equal", "Exp", "Expm1", "Floor", "FloorDiv", "FloorMod", "Greater", "GreaterEqual", "InTopKV2",
     "IsFinite", "IsInf", "IsNan", "L2Loss", "LeakyRelu", "LeakyReluGrad", "Less", "LessEqual", "Log", "Log1p",
     "LogSoftmax", "LogicalAnd", "LogicalNot", "LogicalOr", "MatMul", "Max", "Maximum", "Mean", "Min", "Minimum",
     "Mul", "Neg", "NotEqual", "Pow", "Prod", "RealDiv", "Reciprocal", "Relu", "Relu6", "Relu6Grad", "ReluGrad",
@@ -52,6 +52,7 @@ def _binary_cases():
     return [tf.add(x, y), x + y, tf.subtract(x, y), tf.multiply(x, y), tf.realdiv(x, y), tf.truediv(x, y),
             make_op("Div", [x, y], {"T": tf.float32}).outputs[0],
             make_op("Div", [ints, divisors], {"T": tf.int32}).outputs[0],
+            tf.div_no_nan(c(MIXED), c(np.array([0.0, 2.0, -0.0, 4.0], np.float32))),
             tf.floordiv(c(MIXED), y), tf.floordiv(ints, divisors), tf.floormod(c(MIXED), y),
             tf.floormod(ints, divisors),
             tf.maximum(c(MIXED), x), tf.minimum(c(MIXED), x), tf.pow(x, y), tf.pow(ints, c(np.int32(2))),

@@ -207,9 +207,10 @@ def div_no_nan(x, y, name=None) -> Tensor:
 
 def _div_no_nan_kernel(node, ctx):
     def run(x, y):
-        x, y = np.asarray(x), np.asarray(y)
-        safe = np.where(y == 0, np.ones_like(y), y)
-        return np.where(y == 0, np.zeros((), x.dtype), x / safe).astype(x.dtype, copy=False)
+        xp = array_module(x, y)
+        x, y = xp.asarray(x), xp.asarray(y)
+        safe = xp.where(y == 0, xp.ones_like(y), y)
+        return xp.where(y == 0, xp.zeros((), x.dtype), x / safe).astype(x.dtype, copy=False)
     return run
 
 
@@ -219,6 +220,7 @@ def _div_no_nan_grad(op, grad):
 
 
 register("DivNoNan", _broadcast_infer, _div_no_nan_kernel, grad=_div_no_nan_grad, dtypes=FLOAT_COMPLEX)
+register_gpu("DivNoNan")
 
 
 @tf_export("math.reciprocal_no_nan")
