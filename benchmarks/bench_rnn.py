@@ -34,6 +34,9 @@ import numpy as np
 from _harness import load_average, run_json, tf_python
 
 BATCH, STEPS, HIDDEN = 32, 35, 200
+# Steps run before the timed ones: a training run's steady state, past the plans' profile and
+# serial/parallel trials (runtime/inter_op.py, the loops' choices), which take the first ~20 steps.
+WARMUP = 25
 
 
 def lm_step(tf, vocab: int):
@@ -78,13 +81,13 @@ def _cpu_seconds() -> float:
 
 
 def measure(tf, build, steps: int, vocab: int) -> tuple:
-    """Median seconds per step after two warm-up steps, and median CPU seconds per step."""
+    """Median seconds per step after WARMUP steps, and median CPU seconds per step."""
     graph = tf.Graph()
     with graph.as_default():
         fetches, feed = build(tf, vocab)
         with tf.Session(graph=graph) as sess:
             sess.run(tf.global_variables_initializer())
-            for _ in range(2):
+            for _ in range(WARMUP):
                 sess.run(fetches, feed)
             samples, cpu = [], []
             for _ in range(steps):
