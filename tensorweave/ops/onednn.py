@@ -32,6 +32,7 @@ import numpy as np
 import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
+from tensorweave.ops.intra_op import cores_taken as _cores_taken
 
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
@@ -933,27 +934,6 @@ def _same_bits(key: tuple, pair: Callable[[], tuple]) -> bool:
         same = _SERIAL_BITS[key] = a is not None and b is not None and bool(
             np.array_equal(a.view(np.int32), b.view(np.int32)))
     return same
-
-
-def _cores_taken(team: int) -> bool:
-    """Whether fewer cores are free now than a team of `team` threads needs beside the calling
-    thread: the tasks running or ready to run (/proc/loadavg's fourth field, this thread among
-    them) against the cores. On a busy machine a team's static split waits for its slowest
-    thread, which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
-    global _loadavg
-    if team <= 1:
-        return False
-    try:
-        if _loadavg is None:   # (kept open: pread of an open file is a sixth of open, read and close's 17 us)
-            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
-        running = int(os.pread(_loadavg, 128, 0).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return False
-    return _CPUS - running < team - 1
-
-
-_loadavg: Optional[int] = None   # /proc/loadavg's descriptor, once opened
-_CPUS = os.cpu_count() or 1
 
 
 class _BinaryPlan:
