@@ -56,33 +56,6 @@ def measured_choice(share: float, previous: Optional[bool], interval: int, reche
     return keep, min(most, max(clear, 2 * interval)) if confirmed else first
 
 
-def cores_taken(team: int) -> bool:
-    """Whether fewer cores are free now than a team of `team` threads needs beside the calling
-    thread (free_cores). On a busy machine a team's static split waits for its slowest thread,
-    which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
-    return team > 1 and free_cores() < team - 1
-
-
-def free_cores() -> int:
-    """The cores less the tasks running or ready to run now (/proc/loadavg's fourth field, the
-    calling thread among them; the cores when it cannot be read): below 0 the machine is busier
-    than its cores, and a thread of this process waits for one. Then work handed to another
-    Python thread costs more than it saves: preempted while it holds the GIL, that thread stops
-    the caller's next op too."""
-    global _loadavg
-    try:
-        if _loadavg is None:   # (kept open: pread of an open file is a sixth of open, read and close's 17 us)
-            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
-        running = int(os.pread(_loadavg, 128, 0).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return _CPUS
-    return _CPUS - running
-
-
-_loadavg: Optional[int] = None   # /proc/loadavg's descriptor, once opened
-_CPUS = os.cpu_count() or 1
-
-
 def cap_parts(parts: Optional[int]) -> Optional[int]:
     """Caps the parts the splits made on this thread use at `parts` (None: no cap); returns the
     previous cap. Inter-op parallelism (runtime/inter_op.py) shares the cores between the ops of a

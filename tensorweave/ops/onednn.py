@@ -32,13 +32,11 @@ import numpy as np
 import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
-from tensorweave.ops.intra_op import cores_taken as _cores_taken
 
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
 _GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
-_GEMM_HALVES_MIN = 1 << 22    # ... and from which, while a core is free, in two halves of its columns
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -796,8 +794,7 @@ def _gemm_operand(a: np.ndarray, transpose: bool) -> tuple:
     return a, transpose, a.shape[1]
 
 
-def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool,
-           run_calls: Optional[Callable] = None) -> Optional[np.ndarray]:
+def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> Optional[np.ndarray]:
     """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
     convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
 
@@ -807,13 +804,7 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool,
     "Whole programs"). Their results are also the same bits on machines of any core count (a team
     splits some products along k, and adds in another order). A larger product runs on the team
     while the cores its other threads need are free, else on the calling thread, where the two
-    give the same bits for its shape and layout (_team_gives_serial_bits); else on the team.
-
-    With `run_calls` (intra_op.run_calls), a product of _GEMM_HALVES_MIN multiply-adds or more
-    that runs on the calling thread (an LSTM step's [32, 400] x [400, 800]) is two calls, the
-    halves of its columns, while a core is free beside this thread and where a probe finds the
-    halves give the whole product's bits: a thread that finds the other half not yet taken runs
-    it itself, so a busy machine costs no wait for a woken thread."""
+    give the same bits for its shape and layout (_team_gives_serial_bits); else on the team."""
     if not AVAILABLE or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
         return None
     m, k = a.shape[::-1] if transpose_a else a.shape
@@ -822,48 +813,26 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool,
         return None
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
-    if m * n * k < _GEMM_SERIAL_MAX:
-        if run_calls is not None and m * n * k >= _GEMM_HALVES_MIN and n > 1 and not _cores_taken(2) and \
-                _same_bits(("columns", gemm), lambda: _columns_pair(gemm, a, b)):
-            c = np.empty((m, n), np.float32)
-            h = n // 2
-            run_calls([lambda: _sgemm(gemm, a, b, True, c, 0, h), lambda: _sgemm(gemm, a, b, True, c, h, n)])
-            return c
-        return _sgemm(gemm, a, b, True)
-    return _sgemm(gemm, a, b, _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
+    serial = m * n * k < _GEMM_SERIAL_MAX or (
+        _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
+    return _sgemm(gemm, a, b, serial)
 
 
-def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool, c: Optional[np.ndarray] = None,
-           begin: int = 0, end: Optional[int] = None) -> np.ndarray:
+def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarray:
     """c = op(a) op(b) by sgemm (`gemm`: its transposes, m, n, k and leading dimensions), on the
-    calling thread alone when `serial`, else on the OpenMP team; into the given c's columns
-    [begin, end) only (op(b)'s columns: b's rows where transposed)."""
+    calling thread alone when `serial`, else on the OpenMP team."""
     ta, tb, m, n, k, lda, ldb = gemm
-    if c is None:
-        c = np.empty((m, n), np.float32)
-    end = n if end is None else end
+    c = np.empty((m, n), np.float32)
     # (_threads inlined: a generator's context costs ~1.5 us, a tenth of an LSTM's 32x128x128 product)
     team = _lib.omp_get_max_threads() if serial else 1
     if team != 1:
         _lib.omp_set_num_threads(1)
     try:
-        _check(_lib.dnnl_sgemm(ta, tb, m, end - begin, k, 1.0, _address(a), lda,
-                               _address(b) + 4 * begin * (ldb if tb == b"T" else 1), ldb, 0.0,
-                               _address(c) + 4 * begin, n), "sgemm")
+        _check(_lib.dnnl_sgemm(ta, tb, m, n, k, 1.0, _address(a), lda, _address(b), ldb, 0.0, _address(c), n), "sgemm")
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
     return c
-
-
-def _columns_pair(gemm: tuple, a: np.ndarray, b: np.ndarray) -> tuple:
-    """sgemm `gemm` of random operands of a's and b's layouts on the calling thread, whole and
-    as the halves of its columns."""
-    pa, pb = _random_operands(gemm, a, b)
-    c = np.empty((gemm[2], gemm[3]), np.float32)
-    h = gemm[3] // 2
-    _sgemm(gemm, pa, pb, True, c, 0, h)
-    return _sgemm(gemm, pa, pb, True), _sgemm(gemm, pa, pb, True, c, h, gemm[3])
 
 
 @contextlib.contextmanager
@@ -901,18 +870,13 @@ def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
     layout: a team that splits the rows or columns of the result runs each element's sum as one
     thread does, one that splits k adds the partial sums in another order."""
     def trial():
-        pa, pb = _random_operands(gemm, a, b)
+        rng = np.random.default_rng(0)
+        # the operands' layouts: their rows as far apart (empty_like of a slice of columns is dense,
+        # and sgemm read it with the slice's leading dimension, past its end)
+        pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
+                  for x, ld in ((a, gemm[5]), (b, gemm[6])))
         return lambda serial: _sgemm(gemm, pa, pb, serial)
     return _serial_agrees(gemm, trial)
-
-
-def _random_operands(gemm: tuple, a: np.ndarray, b: np.ndarray) -> tuple:
-    """Random matrices of a's and b's shapes and layouts (sgemm `gemm`'s leading dimensions), for
-    the probes: their rows as far apart (empty_like of a slice of columns is dense, and sgemm
-    read it with the slice's leading dimension, past its end)."""
-    rng = np.random.default_rng(0)
-    return tuple(rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
-                 for x, ld in ((a, gemm[5]), (b, gemm[6])))
 
 
 def _serial_agrees(key: tuple, trial: Callable[[], Callable[[bool], Optional[np.ndarray]]]) -> bool:
@@ -934,6 +898,27 @@ def _same_bits(key: tuple, pair: Callable[[], tuple]) -> bool:
         same = _SERIAL_BITS[key] = a is not None and b is not None and bool(
             np.array_equal(a.view(np.int32), b.view(np.int32)))
     return same
+
+
+def _cores_taken(team: int) -> bool:
+    """Whether fewer cores are free now than a team of `team` threads needs beside the calling
+    thread: the tasks running or ready to run (/proc/loadavg's fourth field, this thread among
+    them) against the cores. On a busy machine a team's static split waits for its slowest
+    thread, which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
+    global _loadavg
+    if team <= 1:
+        return False
+    try:
+        if _loadavg is None:   # (kept open: pread of an open file is a sixth of open, read and close's 17 us)
+            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        running = int(os.pread(_loadavg, 128, 0).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return _CPUS - running < team - 1
+
+
+_loadavg: Optional[int] = None   # /proc/loadavg's descriptor, once opened
+_CPUS = os.cpu_count() or 1
 
 
 class _BinaryPlan:

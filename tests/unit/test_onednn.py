@@ -448,33 +448,3 @@ def test_fused_convolution_of_a_large_input_finds_a_nan_or_huge_value_in_either_
         x[where] = bad
         assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is None, bad
         x[where] = 0.5
-
-
-@needs_onednn
-@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
-@pytest.mark.parametrize("m,k,n", [(32, 400, 800), (32, 800, 401), (400, 96, 800)])
-def test_a_product_by_halves_of_its_columns_gives_the_whole_bits_or_is_refused(monkeypatch, ta, tb, m, k, n):
-    """With run_calls and a core free, a product the calling thread runs alone (an LSTM step's)
-    is two calls, the halves of its columns, where a probe found they give the whole product's
-    bits; with the cores taken, or below _GEMM_HALVES_MIN, it is one call."""
-    monkeypatch.setattr(onednn, "_SERIAL_BITS", {})
-    made = []
-
-    def run_calls(calls):   # (in turn; intra_op.run_calls makes them at once)
-        made.append(len(calls))
-        return [call() for call in calls]
-    a = rng.randn(*((k, m) if ta else (m, k))).astype(np.float32)
-    b = rng.randn(*((n, k) if tb else (k, n))).astype(np.float32)
-    whole = onednn.matmul(a, b, ta, tb)
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-    got = onednn.matmul(a, b, ta, tb, run_calls)
-    halves = [v for key, v in onednn._SERIAL_BITS.items() if key[0] == "columns"]
-    assert halves and made == ([2] if halves[0] else [])
-    if halves[0]:
-        assert got.tobytes() == whole.tobytes()
-    assert_is_product(got, a, b, ta, tb)
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)
-    assert onednn.matmul(a, b, ta, tb, run_calls).tobytes() == whole.tobytes() and len(made) <= 1
-    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
-    small = a[:, :m // 8] if ta else a[:m // 8]
-    assert onednn.matmul(small, b, ta, tb, run_calls) is not None and len(made) <= 1

@@ -377,11 +377,9 @@ class _SummedProducts:
 
 class _SumsInChunks:
     """One loop run's _SummedProducts: each chunk's products computed as soon as the loop has
-    recorded its iterations, on a pool thread while the loop goes on (without a pool, or while the
-    machine is busier than its cores, by the thread that recorded them: the loop's, or the side
-    part's thread of a pipelined loop), what has not started when the loop ends on the loop's
-    thread. (On a machine busier than its cores a pool thread's chunk took the loop's time:
-    preempted while it held the GIL, it stopped the loop's next op.)"""
+    recorded its iterations, on a pool thread while the loop goes on (without a pool, by the
+    thread that recorded them: the loop's, or the side part's thread of a pipelined loop), what
+    has not started when the loop ends on the loop's thread."""
 
     def __init__(self, sums: tuple, factors: list, pool):
         self.sums, self.pool = sums, pool
@@ -408,7 +406,7 @@ class _SumsInChunks:
     def _start(self, n: int, begin: int, end: int) -> None:
         job = _Job(lambda: self.sums[n].partial(self.factors[n], self.chunks[n][1], begin, end))
         self.jobs[n].append(((begin, end), job))
-        if self.pool is not None and intra_op.free_cores() >= 0:
+        if self.pool is not None:
             self.pool.submit(job)
         else:
             job()

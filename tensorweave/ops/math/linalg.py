@@ -23,7 +23,6 @@ from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d
 from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, array_module, invalid, make_op, same_as_input
-from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.math.binary import binary_inputs, minimum, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
@@ -100,7 +99,7 @@ def _matmul_kernel(node, ctx):
     def run(a, b):
         if array_module(a, b) is np:   # oneDNN's GEMM on the CPU; a GPU's arrays go to np.matmul (CuPy's cuBLAS)
             a, b = np.asarray(a), np.asarray(b)
-            if (c := onednn.matmul(a, b, ta, tb, run_calls)) is not None:
+            if (c := onednn.matmul(a, b, ta, tb)) is not None:
                 return c
         try:
             return np.matmul(a.T if ta else a, b.T if tb else b)
