@@ -510,3 +510,78 @@ def test_a_variables_value_reaching_a_relu_gradient_is_never_written_over(ref):
         kept = sess.run(v)
     assert _same_bits(kept, value)
     assert _same_bits(got[0], got[1]) and _same_values(got[0], np.multiply(value, xv > 0, dtype=np.float32))
+
+
+@pytest.fixture
+def free_core(monkeypatch):
+    """A core free beside the calling thread, whatever the machine's load: paired products run at once."""
+    from tensorweave.ops import onednn
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+
+
+def _dense(rows: int, k: int = 256, n: int = 784):
+    """A Dense layer's product and its two gradients of one dy: (x, [dx, dw, y], feeds)."""
+    rng = np.random.default_rng(15)
+    x = tf.placeholder(tf.float32, [None, k])
+    w = tf.constant(rng.standard_normal((k, n)).astype(np.float32))
+    y = tf.matmul(x, w, name="y")
+    loss = tf.reduce_sum(tf.sigmoid(y) * np.sign(rng.standard_normal(n)).astype(np.float32))
+    dx, dw = tf.gradients(loss, [x, w])
+    return x, [dx, dw, y], {x: rng.standard_normal((rows, k)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("rows", [128, 4])   # 4: too small to run at once, the kernels in turn
+def test_a_dense_layers_two_gradients_run_as_one_step_with_each_ops_bits(rows, free_core):
+    _, fetches, feeds = _dense(rows)
+    with tf.Session() as sess:
+        together, names = _traced(sess, fetches, feeds)
+        apart = [sess.run(f, feeds) for f in fetches]   # (each plan has one of them)
+    products = {op.name for op in tf.get_default_graph().get_operations() if op.type == "MatMul"}
+    assert len(products & names) == 2   # (the forward product, and the pair named for its second)
+    for a, b in zip(together, apart):
+        assert _same_bits(a, b)
+
+
+def test_two_branches_products_run_as_one_step_and_the_first_branchs_ops_move_after_it(free_core):
+    """As a GAN's discriminator on real data beside its generator: the first branch's ops between
+    the two products run after the pair, with the same bits."""
+    rng = np.random.default_rng(16)
+    a, b = tf.placeholder(tf.float32, [None, 784]), tf.placeholder(tf.float32, [None, 100])
+    w1, w2, w3 = (tf.constant(rng.standard_normal(s).astype(np.float32)) for s in ((784, 256), (100, 256), (256, 784)))
+    first = tf.nn.relu(tf.matmul(a, w1, name="first"))
+    second = tf.matmul(tf.nn.relu(tf.matmul(b, w2)), w3, name="second")
+    out = [tf.reduce_sum(first), tf.sigmoid(second)]
+    feeds = {a: rng.standard_normal((128, 784)).astype(np.float32),
+             b: rng.standard_normal((128, 100)).astype(np.float32)}
+    with tf.Session() as sess:
+        together, names = _traced(sess, out, feeds)
+        apart = [sess.run(f, feeds) for f in out]
+    assert "first" not in names and "second" in names
+    for x, y in zip(together, apart):
+        assert _same_bits(x, y)
+
+
+def test_a_product_that_reads_the_other_or_waits_for_it_stays_apart(free_core):
+    rng = np.random.default_rng(17)
+    a = tf.placeholder(tf.float32, [None, 784])
+    w = tf.constant(rng.standard_normal((784, 256)).astype(np.float32))
+    v = tf.Variable(tf.zeros([128, 256]))
+    first = tf.matmul(a, w, name="first")
+    chained = tf.matmul(first, tf.transpose(w), name="chained")   # reads the first
+    with tf.control_dependencies([v.assign(first)]):                # waits for a state change that does
+        later = tf.matmul(a * 2.0, w, name="later")
+    feeds = {a: rng.standard_normal((128, 784)).astype(np.float32)}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for second in (chained, later):
+            assert {"first", second.op.name} <= _traced(sess, second, feeds)[1]
+
+
+def test_paired_products_that_fail_name_the_failing_product(free_core):
+    x, y = tf.placeholder(tf.float32, [None, None]), tf.placeholder(tf.float32, [None, None])
+    w = tf.constant(np.ones((256, 784), np.float32))
+    good, bad = tf.matmul(x, w, name="good"), tf.matmul(y, w, name="bad")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as err:
+            sess.run([good, bad], {x: np.ones((128, 256), np.float32), y: np.ones((128, 255), np.float32)})
+    assert err.value.op == "bad"
