@@ -26,7 +26,6 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -38,7 +37,6 @@ _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3'
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
 _GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
-_GEMM_APART_MIN = 1 << 22     # multiply-adds below which two products run one after the other, not at once
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -818,32 +816,6 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     serial = m * n * k < _GEMM_SERIAL_MAX or (
         _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
     return _sgemm(gemm, a, b, serial)
-
-
-def matmul_calls(products: list) -> Optional[list]:
-    """MatMuls of float32 matrices, each (a, b, transpose_a, transpose_b), as calls to make on
-    threads of their own at once, each sgemm on its calling thread alone: or None where one is
-    below _GEMM_APART_MIN multiply-adds (a thread's hand-off costs more than the overlap gains),
-    where no core is free beside the calling thread (the second thread would wait for one), or
-    where one thread gives other bits than matmul() (the probes of _team_gives_serial_bits).
-    TF's executor runs independent products at once so; each is whole, so its bits are
-    matmul()'s (a product split in blocks packs its operands again for each)."""
-    if not AVAILABLE or _cores_taken(2):
-        return None
-    calls = []
-    for a, b, transpose_a, transpose_b in products:
-        if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
-            return None
-        m, k = a.shape[::-1] if transpose_a else a.shape
-        k2, n = b.shape[::-1] if transpose_b else b.shape
-        if k != k2 or m * n * k < _GEMM_APART_MIN:
-            return None
-        (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
-        gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
-        if m * n * k >= _GEMM_SERIAL_MAX and not _team_gives_serial_bits(gemm, a, b):
-            return None
-        calls.append(partial(_sgemm, gemm, a, b, True))
-    return calls
 
 
 def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarray:

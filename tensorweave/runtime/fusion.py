@@ -42,7 +42,6 @@ import numpy as np
 from tensorweave.framework import dtypes
 from tensorweave.framework.graph_def import NodeDef, parse_input
 from tensorweave.ops import registry
-from tensorweave.ops.math.linalg import matmuls_kernel
 from tensorweave.ops.nn.activations import relu_grad_into_gradient
 from tensorweave.ops.nn.conv import conv2d_bias_kernel, conv2d_grads_kernel
 
@@ -112,7 +111,6 @@ def fuse(steps: list, nodes: list, fetch_slots: Sequence[int], template: Sequenc
     steps, nodes = _read_shapes_in_place(steps, nodes, fetch_slots)
     steps, nodes = _fuse_convolutions(steps, nodes, fetch_slots, by_name, feed_set, as_op_error, task)
     steps, nodes = _group_convolution_grads(steps, nodes, by_name, feed_set, as_op_error, task)
-    steps, nodes = _group_products(steps, nodes, by_name, feed_set, as_op_error, task)
     steps = _relu_grads_in_place(steps, nodes, fetch_slots, by_name, feed_set)
     types = [_fusible(step, node, by_name, feed_set, jit_level) for step, node in zip(steps, nodes)]
     plain = [t is not None for t in types]
@@ -380,114 +378,6 @@ class _ConvolutionGrads:
         return tuple(results)
 
 
-def _group_products(steps: list, nodes: list, by_name: dict, feed_set: set, as_op_error: Callable,
-                    task: str) -> tuple[list, list]:
-    """Pairs of MatMuls on the CPU, the second independent of the first, each as one step at the
-    second's place, which runs them at once, each whole on a thread of its own where both are
-    large and a core is free (linalg.matmuls_kernel), else their kernels in order: a Dense
-    layer's two gradients of one dy, or the products of two branches (a GAN's two
-    discriminators). The steps between that depend on the first (none stateful) move to just
-    after the pair; a product of an operand of known shape under _SMALL_OPERAND elements is left
-    alone. Each product is paired with the nearest later one it may be, pairs not overlapping.
-    The step's node is the second's, the members' names in its MEMBERS attr."""
-    if sum(node.op == "MatMul" for node in nodes) < 2:
-        return steps, nodes
-    products = [i for i, (st, node) in enumerate(zip(steps, nodes))
-                if node.op == "MatMul" and st[0] == _MODE_ONE_2 and st[4] >= 0 and "GPU:" not in node.device
-                and not _reads_refs(node, by_name, feed_set) and not _small_operand(node, by_name)]
-    step_of = {name: k for k, node in enumerate(nodes) for name in (node.name, *node.attr.get(MEMBERS, ()))}
-    pairs: dict = {}   # the second's step -> (the first's step, the steps that move after the pair)
-    end = -1
-    for x, i in enumerate(products):
-        if i <= end:
-            continue
-        for j in products[x + 1:]:
-            moved = _dependents(steps, nodes, i, j, step_of)
-            if moved is None:
-                continue   # (j reads what i computes)
-            if nodes[j].device == nodes[i].device and not any(
-                    registry.lookup(nodes[k].op).stateful or registry.lookup(nodes[k].op).blocking for k in moved):
-                pairs[j], end = (i, moved), j
-            break   # (a later one would move these steps too)
-    if not pairs:
-        return steps, nodes
-    skipped = {k for i, moved in pairs.values() for k in (i, *moved)}
-    new_steps, new_nodes = [], []
-    for k, (step, node) in enumerate(zip(steps, nodes)):
-        if k in pairs:
-            i, moved = pairs[k]
-            kernel = _Products([(steps[m][1], nodes[m]) for m in (i, k)], as_op_error, task)
-            new_steps.append((_MODE_MANY, kernel.run, steps[i][2:4] + step[2:4], (steps[i][4], step[4]), None))
-            new_nodes.append(NodeDef(node.name, node.op, node.input, node.device,
-                                     {**node.attr, MEMBERS: [nodes[i].name, node.name]}))
-            new_steps.extend(steps[m] for m in moved)
-            new_nodes.extend(nodes[m] for m in moved)
-        elif k not in skipped:
-            new_steps.append(step)
-            new_nodes.append(node)
-    return new_steps, new_nodes
-
-
-_SMALL_OPERAND = 1 << 15   # a product with an operand of fewer elements is too short to run beside another
-
-
-def _small_operand(node: NodeDef, by_name: dict) -> bool:
-    """Whether an input of the node is, through ReadVariableOp and Identity, a constant, or a
-    variable or placeholder whose declared shape is known, of under _SMALL_OPERAND elements."""
-    for inp in node.input:
-        src = by_name.get(parse_input(inp)[0])
-        while src is not None and src.op in ("ReadVariableOp", "Identity") and src.input:
-            src = by_name.get(parse_input(src.input[0])[0])
-        if src is None:
-            continue
-        value, shape = src.attr.get("value"), src.attr.get("shape")
-        if isinstance(value, np.ndarray):
-            shape = value.shape
-        if isinstance(shape, (list, tuple)) and shape and all(isinstance(d, int) and d >= 0 for d in shape) \
-                and int(np.prod(shape)) < _SMALL_OPERAND:
-            return True
-    return False
-
-
-def _dependents(steps: list, nodes: list, i: int, j: int, step_of: dict) -> Optional[list]:
-    """The steps between i and j that depend on step i, by a slot they read or a node they wait
-    for; None if step j does."""
-    slots, waited, moved = set(_slots_written(steps[i])), {i}, []
-    for k in range(i + 1, j + 1):
-        if any(s in slots for s in _slots_read(steps[k])) or any(
-                step_of.get(parse_input(inp)[0]) in waited for inp in nodes[k].input if inp.startswith("^")):
-            if k == j:
-                return None
-            moved.append(k)
-            slots.update(_slots_written(steps[k]))
-            waited.add(k)
-    return moved
-
-
-class _Products:
-    """Independent MatMuls as one step: run(a0, b0, a1, b1, ...) -> (c0, c1, ...); `members`:
-    each product's (kernel, node)."""
-
-    def __init__(self, members: list, as_op_error: Callable, task: str):
-        self._members, self._as_op_error, self._task = members, as_op_error, task
-        self._fast = matmuls_kernel([node for _, node in members])
-
-    def run(self, *operands):
-        try:
-            out = self._fast(*operands)
-        except Exception:  # noqa: BLE001 - operands the products refuse: their own kernels say why
-            out = None
-        if out is not None:
-            return out
-        results, node = [], None
-        try:
-            for k, (fn, node) in enumerate(self._members):
-                results.append(fn(operands[2 * k], operands[2 * k + 1]))
-        except Exception as e:  # noqa: BLE001 - a member's failure is its own error, naming it
-            raise self._as_op_error(e, node, self._task) from None
-        return results
-
-
 def _relu_grads_in_place(steps: list, nodes: list, fetch_slots: Sequence[int], by_name: dict, feed_set: set) -> list:
     """`steps` with each ReluGrad on the CPU whose gradient input no other step reads and nobody
     fetches given the kernel that writes over that input where nothing else holds it
@@ -563,12 +453,6 @@ def _slots_read(step: tuple) -> tuple:
     """The slots one of executor.Plan's steps reads."""
     mode, _, a, b, _ = step
     return (a, b) if mode == _MODE_ONE_2 else (a,) if mode == _MODE_ONE_1 else a or ()
-
-
-def _slots_written(step: tuple) -> tuple:
-    """The slots one of executor.Plan's steps writes."""
-    mode, _, _, b, c = step
-    return (c,) if mode in (_MODE_ONE_2, _MODE_ONE_1) else (b,) if mode == _MODE_ONE else b or ()
 
 
 def _fusible(step: tuple, node: NodeDef, by_name: dict, feed_set: set, jit_level: int) -> Optional[np.dtype]:

@@ -49,7 +49,6 @@ from tensorweave.framework.graph_def import live_inputs
 from tensorweave.framework.limits import available_cores
 from tensorweave.ops import registry
 from tensorweave.ops import intra_op
-from tensorweave.runtime.fusion import MEMBERS
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
@@ -250,9 +249,8 @@ class _Graph:
             for s in outs:
                 producer[s] = i
         # a node's own step: its last before the fetches' copies (the copies a node's inputs need
-        # come before it, named after it); a fused step's members' too (a node may wait for one)
-        node_step = {name: i for i, node in enumerate(names[:plan._node_steps]) for name in node.attr.get(MEMBERS, ())}
-        node_step.update((node.name, i) for i, node in enumerate(names[:plan._node_steps]))
+        # come before it, named after it)
+        node_step = {node.name: i for i, node in enumerate(names[:plan._node_steps])}
         through = _Through(plan._by_name, plan._feed_set, node_step)
         preds: list = []
         for i, (ins, _) in enumerate(io):

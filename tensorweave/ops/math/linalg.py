@@ -22,7 +22,6 @@ from tensorweave.ops.array.diag import matrix_diag, matrix_diag_part
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d
-from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, array_module, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, minimum, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
@@ -106,22 +105,6 @@ def _matmul_kernel(node, ctx):
             return np.matmul(a.T if ta else a, b.T if tb else b)
         except ValueError:
             raise _matmul_error(node, a, b, ta, tb) from None
-    return run
-
-
-def matmuls_kernel(nodes: list):
-    """MatMul `nodes` (independent of each other) as one kernel run(a0, b0, a1, b1, ...) -> [c0,
-    c1, ...]: the products at once on this thread and the intra-op threads, each whole on one
-    thread (onednn.matmul_calls: matmul()'s bits); or None where that does not apply (the ops'
-    own kernels then run). A plan's fusion pass (runtime/fusion.py) makes it, as TF's executor
-    would run the ops at once."""
-    transposes = [(bool(node.attr.get("transpose_a")), bool(node.attr.get("transpose_b"))) for node in nodes]
-
-    def run(*operands):
-        if any(type(v) is not np.ndarray for v in operands):
-            return None
-        calls = onednn.matmul_calls([(*operands[2 * i:2 * i + 2], *t) for i, t in enumerate(transposes)])
-        return None if calls is None else run_calls(calls)
     return run
 
 
