@@ -36,6 +36,7 @@ shares one pool between sessions), else a pool of the session's own with
 from __future__ import annotations
 
 import collections
+import heapq
 import os
 import threading
 import time
@@ -53,7 +54,7 @@ from tensorweave.ops import intra_op
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
-_GAIN = 0.9             # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
+_GAIN = 0.95            # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
 _FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
 _CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
@@ -292,6 +293,34 @@ class _Graph:
         anc = self.ancestors()
         return any(not (anc[b] >> a) & 1 for k, a in enumerate(steps) for b in steps[k + 1:])
 
+    def critical_path(self, cost: list) -> set:
+        """The steps of the longest path by `cost` (one path where several are as long)."""
+        finish, via = [0.0] * self.n, [-1] * self.n
+        for i, p in enumerate(self.preds):
+            before = max(p, key=finish.__getitem__, default=-1)
+            via[i] = before
+            finish[i] = cost[i] + (finish[before] if before >= 0 else 0.0)
+        path, i = set(), max(range(self.n), key=finish.__getitem__, default=-1)
+        while i >= 0:
+            path.add(i)
+            i = via[i]
+        return path
+
+    def order(self, first: set) -> list:
+        """The steps in an order their edges allow, taking a ready step of `first` before the
+        others, else the plan's."""
+        pending, ready, order = self.npred.copy(), [], []
+        for i in self.roots:
+            heapq.heappush(ready, (i not in first, i))
+        while ready:
+            _, i = heapq.heappop(ready)
+            order.append(i)
+            for j in self.succ[i]:
+                pending[j] -= 1
+                if not pending[j]:
+                    heapq.heappush(ready, (j not in first, j))
+        return order
+
     def estimate(self, cost: list, threads: int) -> float:
         """A step's time in parallel, from each op's serial time: no less than the longest path,
         nor than the short ops (they hold the GIL) plus the long ones spread over the threads."""
@@ -441,109 +470,148 @@ def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> Non
 
 class _Offload:
     """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
-    runs the ops in the plan's order, several at a time where nothing is handed off (one call,
-    as the serial loop); a long op (its profiled time >= _LONG_S) with a later long op
-    independent of it is handed to an idle pool thread, and until it is done the ops that
-    depend on it wait while the others go on. Only long ops change threads: _Run's
-    bookkeeping per op (a lock, a queue, a pool thread woken whenever two ops are ready) cost
-    more than the overlap gained on a step of many small ops (docs/PERFORMANCE.md, "Whole
-    programs")."""
+    runs the ops of the critical path (the longest by the profiled times) and what lies between
+    them, several at a time where nothing is handed off (one call, as the serial loop); a long
+    op (its profiled time >= _LONG_S) off that path, beside a long op on it, is handed to an idle
+    pool thread as soon as it is ready, with the side ops right after it that it readies (a
+    Dense layer's weight gradient and that weight's update beside the layers' input gradients,
+    as TF's executor runs them), and until it is done the ops that depend on it wait while the
+    others go on. Only long ops change threads: _Run's bookkeeping per op (a lock, a queue, a
+    pool thread woken whenever two ops are ready) cost more than the overlap gained on a step of
+    many small ops (docs/PERFORMANCE.md, "Whole programs"). The step's thread keeps the cores
+    for its own splits (an op on the critical path, such as a convolution's two gradients, is
+    the step's time); the pool's threads split into their share."""
 
     def __init__(self, plan, graph: _Graph, cost: list, threads: int):
         self.plan, self.threads = plan, threads
         n = graph.n
-        self.anc = graph.ancestors()
-        long_ops = [i for i in range(n) if cost[i] >= _LONG_S]
-        # a long op is handed off only when a later long op could run beside it
-        self.candidates = [i for k, i in enumerate(long_ops)
-                           if any(not (self.anc[j] >> i) & 1 for j in long_ops[k + 1:])]
+        self.anc = anc = graph.ancestors()
+        critical = graph.critical_path(cost)
+        on_path = [i for i in critical if cost[i] >= _LONG_S]
+        side = [i for i in range(n) if cost[i] >= _LONG_S and i not in critical
+                and any(not (anc[i] >> j) & 1 and not (anc[j] >> i) & 1 for j in on_path)]
         self.is_candidate = [False] * n
-        for i in self.candidates:
+        for i in side:
             self.is_candidate[i] = True
-        # from step i, the next candidate at or after it (n: none)
-        self.next_candidate = [n] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            self.next_candidate[i] = i if self.is_candidate[i] else self.next_candidate[i + 1]
+        # the ops in an order that takes each side op (and what it alone waits for: handles and
+        # reads no long op precedes) as soon as it is ready
+        first = set(side)
+        for i in range(n):
+            if cost[i] < _LONG_S and not any(cost[j] >= _LONG_S for j in _bits(anc[i])) \
+                    and any((anc[s] >> i) & 1 for s in side):
+                first.add(i)
+        self.order = graph.order(first)
+        # the order as runs of steps consecutive in the plan, each side op a run of its own:
+        # (start, stop) in plan indices
+        runs: list = []
+        for i in self.order:
+            if runs and runs[-1][1] == i and not self.is_candidate[i] and not self.is_candidate[runs[-1][0]]:
+                runs[-1][1] = i + 1
+            else:
+                runs.append([i, i + 1])
+        self.runs = [tuple(r) for r in runs]
 
     def run(self, vals: list, pool: InterOpPool) -> None:
-        plan, steps, anc, n = self.plan, self.plan._steps, self.anc, len(self.plan._steps)
-        execute, next_candidate, is_candidate = plan._execute, self.next_candidate, self.is_candidate
-        done: collections.deque = collections.deque()   # (op, error) of handed-off ops, appended by pool threads
+        plan, steps, anc, runs = self.plan, self.plan._steps, self.anc, self.runs
+        execute, is_candidate, n = plan._execute, self.is_candidate, len(self.runs)
+        done: collections.deque = collections.deque()   # (ops' bits, error) of handed-off ops, appended by pool threads
         arrived = threading.Semaphore(0)
         errstate = np.geterr()
 
-        def hand_off(j: int) -> None:
+        def hand_off(ops: list) -> None:
             def job():
                 error = None
                 with np.errstate(**errstate):
                     try:
-                        execute(vals, steps[j:j + 1], j)
+                        for j in ops:
+                            execute(vals, steps[j:j + 1], j)
                     except BaseException as e:   # noqa: BLE001 - raised by the step's thread
                         error = e
-                done.append((j, error))
+                done.append((sum(1 << j for j in ops), error))
                 arrived.release()
             pool.submit(job)
 
         free = self.threads - 1
         blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
-        waiting: list = []   # ops waiting for a handed-off op, in plan order
+        waiting: list = []   # ops waiting for a handed-off op, in order
         recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
         error: Optional[BaseException] = None
-        i = 0
-        cap = intra_op.cap_parts(pool.intra_op_share)
-        try:
-            while True:
-                while done:   # (the pool's finished ops)
-                    j, e = done.popleft()
-                    arrived.acquire()
-                    blocked &= ~(1 << j)
-                    free += 1
-                    recheck = True
-                    error = error or e
-                if error is not None:
-                    if free == self.threads - 1:
-                        raise error
-                    arrived.acquire()
-                    arrived.release()
-                    continue
-                j = -1
-                if recheck:
-                    for k, w in enumerate(waiting):
-                        if not anc[w] & blocked:
-                            j = waiting.pop(k)
-                            blocked &= ~(1 << j)   # (and the ops waiting for it may follow)
-                            break
-                    else:
-                        recheck = False
-                if j < 0 and i < n:
-                    if not blocked:
-                        stop = next_candidate[i]
-                        if stop > i:   # the ops up to the next candidate, in one call
-                            execute(vals, steps[i:stop], i)
-                            i = stop
-                            continue
-                    j, i = i, i + 1
-                    if anc[j] & blocked:
-                        waiting.append(j)
-                        blocked |= 1 << j
-                        continue
-                if j < 0:
-                    if i >= n and not waiting and free == self.threads - 1:
-                        return
-                    arrived.acquire()   # (nothing can run until a handed-off op is done)
-                    arrived.release()
-                    continue
-                if is_candidate[j] and free:
-                    free -= 1
-                    blocked |= 1 << j
-                    hand_off(j)
+        r = 0
+        while True:
+            while done:   # (the pool's finished ops)
+                bits, e = done.popleft()
+                arrived.acquire()
+                blocked &= ~bits
+                free += 1
+                recheck = True
+                error = error or e
+            if error is not None:
+                if free == self.threads - 1:
+                    raise error
+                arrived.acquire()
+                arrived.release()
+                continue
+            j = -1
+            if recheck:
+                for k, w in enumerate(waiting):
+                    if not anc[w] & blocked:
+                        j = waiting.pop(k)
+                        blocked &= ~(1 << j)   # (and the ops waiting for it may follow)
+                        break
                 else:
-                    try:
-                        execute(vals, steps[j:j + 1], j)
-                    except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                        error = e
-        finally:
-            intra_op.cap_parts(cap)
+                    recheck = False
+            if j < 0 and r < n:
+                start, stop = runs[r]
+                r += 1
+                if not blocked and (stop > start + 1 or not is_candidate[start]):
+                    execute(vals, steps[start:stop], start)   # (in one call)
+                    continue
+                if stop > start + 1:   # (op by op: some may wait)
+                    for j in range(start, stop):
+                        if anc[j] & blocked:
+                            waiting.append(j)
+                            blocked |= 1 << j
+                        else:
+                            try:
+                                execute(vals, steps[j:j + 1], j)
+                            except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                                error = e
+                                break
+                    continue
+                j = start
+                if anc[j] & blocked:
+                    waiting.append(j)
+                    blocked |= 1 << j
+                    continue
+            if j < 0:
+                if r >= n and not waiting and free == self.threads - 1:
+                    return
+                arrived.acquire()   # (nothing can run until a handed-off op is done)
+                arrived.release()
+                continue
+            if is_candidate[j] and free:
+                ops = [j]
+                # the side ops next in order that wait only for these
+                while r < n and is_candidate[runs[r][0]] and not anc[runs[r][0]] & blocked:
+                    ops.append(runs[r][0])
+                    r += 1
+                free -= 1
+                for k in ops:
+                    blocked |= 1 << k
+                hand_off(ops)
+            else:
+                try:
+                    execute(vals, steps[j:j + 1], j)
+                except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                    error = e
+
+
+def _bits(x: int):
+    """The indices of the set bits of x."""
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
 
 
 def _timed(plan, vals: list) -> list:
