@@ -470,51 +470,50 @@ def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> Non
 
 class _Offload:
     """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
-    runs the ops of the critical path (the longest by the profiled times) and what lies between
-    them, several at a time where nothing is handed off (one call, as the serial loop); a long
-    op (its profiled time >= _LONG_S) off that path, beside a long op on it, is handed to an idle
-    pool thread as soon as it is ready, with the side ops right after it that it readies (a
-    Dense layer's weight gradient and that weight's update beside the layers' input gradients,
-    as TF's executor runs them), and until it is done the ops that depend on it wait while the
-    others go on. Only long ops change threads: _Run's bookkeeping per op (a lock, a queue, a
-    pool thread woken whenever two ops are ready) cost more than the overlap gained on a step of
-    many small ops (docs/PERFORMANCE.md, "Whole programs"). The step's thread keeps the cores
-    for its own splits (an op on the critical path, such as a convolution's two gradients, is
-    the step's time); the pool's threads split into their share."""
+    runs the ops in order, several at a time where nothing is handed off (one call, as the
+    serial loop); a long op (its profiled time >= _LONG_S) off the critical path (the longest by
+    the profiled times) beside a long op on it goes to an idle pool thread as soon as it is
+    ready, with the side ops it readies (a Dense layer's weight gradient and that weight's
+    update, beside the layers' input gradients, as TF's executor runs them), and until
+    it is done the ops that depend on it wait while the others go on. The ops of the critical
+    path stay on the step's thread, which keeps the cores for their splits (a convolution's two
+    gradients, its halves of the batch): the pool's threads split into their share. Only long
+    ops change threads: _Run's bookkeeping per op (a lock, a queue, a pool thread woken whenever
+    two ops are ready) cost more than the overlap gained on a step of many small ops
+    (docs/PERFORMANCE.md, "Whole programs")."""
 
     def __init__(self, plan, graph: _Graph, cost: list, threads: int):
         self.plan, self.threads = plan, threads
         n = graph.n
         self.anc = anc = graph.ancestors()
+        self.preds = [sum(1 << j for j in p) for p in graph.preds]
         critical = graph.critical_path(cost)
         on_path = [i for i in critical if cost[i] >= _LONG_S]
-        side = [i for i in range(n) if cost[i] >= _LONG_S and i not in critical
-                and any(not (anc[i] >> j) & 1 and not (anc[j] >> i) & 1 for j in on_path)]
-        self.is_candidate = [False] * n
-        for i in side:
-            self.is_candidate[i] = True
-        # the ops in an order that takes each side op (and what it alone waits for: handles and
-        # reads no long op precedes) as soon as it is ready
-        first = set(side)
+        self.side = [i for i in range(n) if cost[i] >= _LONG_S and i not in critical
+                     and any(not (anc[i] >> j) & 1 and not (anc[j] >> i) & 1 for j in on_path)]
+        # the order: what a side op waits for and no long op precedes (handles, reads of its
+        # hyperparameters) first, so that the side op is ready as soon as its long inputs are
+        early = set()
         for i in range(n):
             if cost[i] < _LONG_S and not any(cost[j] >= _LONG_S for j in _bits(anc[i])) \
-                    and any((anc[s] >> i) & 1 for s in side):
-                first.add(i)
-        self.order = graph.order(first)
+                    and any((anc[s] >> i) & 1 for s in self.side):
+                early.add(i)
+        order = graph.order(early)
         # the order as runs of steps consecutive in the plan, each side op a run of its own:
-        # (start, stop) in plan indices
+        # [start, stop) in plan indices, and each run's bits
         runs: list = []
-        for i in self.order:
-            if runs and runs[-1][1] == i and not self.is_candidate[i] and not self.is_candidate[runs[-1][0]]:
+        is_side = set(self.side)
+        for i in order:
+            if runs and runs[-1][1] == i and i not in is_side and runs[-1][0] not in is_side:
                 runs[-1][1] = i + 1
             else:
                 runs.append([i, i + 1])
-        self.runs = [tuple(r) for r in runs]
+        self.runs = [(a, b, ((1 << b) - 1) ^ ((1 << a) - 1)) for a, b in runs]
 
     def run(self, vals: list, pool: InterOpPool) -> None:
-        plan, steps, anc, runs = self.plan, self.plan._steps, self.anc, self.runs
-        execute, is_candidate, n = plan._execute, self.is_candidate, len(self.runs)
-        done: collections.deque = collections.deque()   # (ops' bits, error) of handed-off ops, appended by pool threads
+        plan, steps, anc, preds, runs = self.plan, self.plan._steps, self.anc, self.preds, self.runs
+        execute, n = plan._execute, len(self.runs)
+        finished: collections.deque = collections.deque()   # (ops' bits, error) of handed-off ops, from pool threads
         arrived = threading.Semaphore(0)
         errstate = np.geterr()
 
@@ -527,21 +526,25 @@ class _Offload:
                             execute(vals, steps[j:j + 1], j)
                     except BaseException as e:   # noqa: BLE001 - raised by the step's thread
                         error = e
-                done.append((sum(1 << j for j in ops), error))
+                finished.append((sum(1 << j for j in ops), error))
                 arrived.release()
             pool.submit(job)
 
         free = self.threads - 1
+        done = 0         # bits of the ops that have run
         blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
+        taken = 0        # bits of the side ops handed off
+        side = list(self.side)   # the side ops not handed off, in order
         waiting: list = []   # ops waiting for a handed-off op, in order
         recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
         error: Optional[BaseException] = None
         r = 0
         while True:
-            while done:   # (the pool's finished ops)
-                bits, e = done.popleft()
+            while finished:   # (the pool's finished ops)
+                bits, e = finished.popleft()
                 arrived.acquire()
                 blocked &= ~bits
+                done |= bits
                 free += 1
                 recheck = True
                 error = error or e
@@ -551,6 +554,19 @@ class _Offload:
                 arrived.acquire()
                 arrived.release()
                 continue
+            if free and side:
+                ops, bits = [], 0
+                for s in side:   # (the ready side ops, and those they ready)
+                    if not preds[s] & ~(done | bits) and not ((done | blocked) >> s) & 1:
+                        ops.append(s)
+                        bits |= 1 << s
+                side = [s for s in side if not ((done | blocked | bits) >> s) & 1]   # (the step's thread took some)
+                if ops:
+                    free -= 1
+                    blocked |= bits
+                    taken |= bits
+                    hand_off(ops)
+                    continue
             j = -1
             if recheck:
                 for k, w in enumerate(waiting):
@@ -561,49 +577,37 @@ class _Offload:
                 else:
                     recheck = False
             if j < 0 and r < n:
-                start, stop = runs[r]
+                start, stop, bits = runs[r]
                 r += 1
-                if not blocked and (stop > start + 1 or not is_candidate[start]):
+                if bits & taken:
+                    continue
+                if not blocked:
                     execute(vals, steps[start:stop], start)   # (in one call)
+                    done |= bits
                     continue
-                if stop > start + 1:   # (op by op: some may wait)
-                    for j in range(start, stop):
-                        if anc[j] & blocked:
-                            waiting.append(j)
-                            blocked |= 1 << j
-                        else:
-                            try:
-                                execute(vals, steps[j:j + 1], j)
-                            except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                                error = e
-                                break
-                    continue
-                j = start
-                if anc[j] & blocked:
-                    waiting.append(j)
-                    blocked |= 1 << j
-                    continue
+                for j in range(start, stop):   # (op by op: some may wait)
+                    if anc[j] & blocked:
+                        waiting.append(j)
+                        blocked |= 1 << j
+                    else:
+                        try:
+                            execute(vals, steps[j:j + 1], j)
+                        except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                            error = e
+                            break
+                        done |= 1 << j
+                continue
             if j < 0:
                 if r >= n and not waiting and free == self.threads - 1:
                     return
                 arrived.acquire()   # (nothing can run until a handed-off op is done)
                 arrived.release()
                 continue
-            if is_candidate[j] and free:
-                ops = [j]
-                # the side ops next in order that wait only for these
-                while r < n and is_candidate[runs[r][0]] and not anc[runs[r][0]] & blocked:
-                    ops.append(runs[r][0])
-                    r += 1
-                free -= 1
-                for k in ops:
-                    blocked |= 1 << k
-                hand_off(ops)
-            else:
-                try:
-                    execute(vals, steps[j:j + 1], j)
-                except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                    error = e
+            try:
+                execute(vals, steps[j:j + 1], j)
+            except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                error = e
+            done |= 1 << j
 
 
 def _bits(x: int):
