@@ -494,14 +494,16 @@ class _Offload:
                      and any(not (anc[i] >> j) & 1 and not (anc[j] >> i) & 1 for j in on_path)]
         # the order: what a side op waits for and no long op precedes (handles, reads of its
         # hyperparameters) first, so that the side op is ready as soon as its long inputs are
-        early = set()
-        for i in range(n):
-            if cost[i] < _LONG_S and not any(cost[j] >= _LONG_S for j in _bits(anc[i])) \
-                    and any((anc[s] >> i) & 1 for s in self.side):
-                early.add(i)
-        order = graph.order(early)
+        after_long = [False] * n   # whether a long op precedes the step
+        for i, p in enumerate(graph.preds):
+            after_long[i] = any(cost[j] >= _LONG_S or after_long[j] for j in p)
+        before_side = 0
+        for i in self.side:
+            before_side |= anc[i]
+        order = graph.order({i for i in range(n) if (before_side >> i) & 1 and not after_long[i]
+                             and cost[i] < _LONG_S})
         # the order as runs of steps consecutive in the plan, each side op a run of its own:
-        # [start, stop) in plan indices, and each run's bits
+        # (start, stop, their bits) in plan indices
         runs: list = []
         is_side = set(self.side)
         for i in order:
@@ -510,6 +512,16 @@ class _Offload:
             else:
                 runs.append([i, i + 1])
         self.runs = [(a, b, ((1 << b) - 1) ^ ((1 << a) - 1)) for a, b in runs]
+        # a side op is looked at once the step's thread has passed its inputs' runs (ready_at),
+        # and, handed off, with the side ops that read it (follow)
+        run_of = {}
+        for k, (a, b, _) in enumerate(self.runs):
+            for i in range(a, b):
+                run_of[i] = k
+        ready_at = {s: 1 + max((run_of[j] for j in graph.preds[s]), default=-1) for s in self.side}
+        self.side.sort(key=ready_at.__getitem__)
+        self.ready_at = [ready_at[s] for s in self.side]
+        self.follow = {s: [t for t in graph.succ[s] if t in is_side] for s in self.side}
 
     def run(self, vals: list, pool: InterOpPool) -> None:
         plan, steps, anc, preds, runs = self.plan, self.plan._steps, self.anc, self.preds, self.runs
@@ -535,7 +547,7 @@ class _Offload:
         done = 0         # bits of the ops that have run
         blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
         taken = 0        # bits of the side ops handed off
-        side = list(self.side)   # the side ops not handed off, in order
+        side, ready_at, follow = list(self.side), list(self.ready_at), self.follow   # (the side ops not handed off)
         waiting: list = []   # ops waiting for a handed-off op, in order
         recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
         error: Optional[BaseException] = None
@@ -556,12 +568,27 @@ class _Offload:
                 arrived.release()
                 continue
             if free and side:
-                ops, bits = [], 0
-                for s in side:   # (the ready side ops, and those they ready)
-                    if not preds[s] & ~(done | bits) and not ((done | blocked) >> s) & 1:
+                ops, bits, k = [], 0, 0
+                while k < len(side):   # (the side ops whose inputs' runs the step's thread has passed)
+                    s = side[k]
+                    if ready_at[k] > r:
+                        break
+                    if ((done | blocked) >> s) & 1:   # (the step's thread took it)
+                        del side[k], ready_at[k]
+                        continue
+                    if not preds[s] & ~done:
                         ops.append(s)
                         bits |= 1 << s
-                side = [s for s in side if not ((done | blocked | bits) >> s) & 1]   # (the step's thread took some)
+                        del side[k], ready_at[k]
+                        continue
+                    k += 1
+                for s in ops:   # (and those they ready)
+                    for t in follow[s]:
+                        if not preds[t] & ~(done | bits) and not (bits >> t) & 1 and t in side:
+                            k = side.index(t)
+                            del side[k], ready_at[k]
+                            ops.append(t)
+                            bits |= 1 << t
                 if ops:
                     free -= 1
                     blocked |= bits
