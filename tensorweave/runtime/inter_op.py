@@ -55,7 +55,7 @@ from tensorweave.ops import intra_op
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
 _PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
-_GAIN = 0.95            # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
+_GAIN = 0.9             # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
 _FIRST_RECHECK = 50     # a changed or close measured choice is measured again after this many steps,
 _CLEAR_RECHECK = 400    # a clear one at least after this many, doubling while trials confirm it,
