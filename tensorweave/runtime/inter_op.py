@@ -25,9 +25,8 @@ Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's 
 how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
 threads wait passively (ops/onednn.py), so two teams on two cores take turns rather than spin,
 and a plan whose parallel steps are slower for it stays serial by the measurement. numpy's
-split elementwise kernels (ops/intra_op.py), whose results do not depend on the split, use only
-a thread's share of the cores on a pool thread, and on the step's thread in a plan with blocking
-ops (_Run); _Offload's step thread keeps them, for the critical path it runs.
+split elementwise kernels (ops/nn/intra_op.py), whose results do not depend on the split, use
+only a thread's share of the cores while a step runs in parallel.
 
 Pools follow TF 1.15's DirectSession: `session_inter_op_thread_pool` entries (a `global_name`
 shares one pool between sessions), else a pool of the session's own with
@@ -37,7 +36,6 @@ shares one pool between sessions), else a pool of the session's own with
 from __future__ import annotations
 
 import collections
-import heapq
 import os
 import threading
 import time
@@ -294,34 +292,6 @@ class _Graph:
         anc = self.ancestors()
         return any(not (anc[b] >> a) & 1 for k, a in enumerate(steps) for b in steps[k + 1:])
 
-    def critical_path(self, cost: list) -> set:
-        """The steps of the longest path by `cost` (one path where several are as long)."""
-        finish, via = [0.0] * self.n, [-1] * self.n
-        for i, p in enumerate(self.preds):
-            before = max(p, key=finish.__getitem__, default=-1)
-            via[i] = before
-            finish[i] = cost[i] + (finish[before] if before >= 0 else 0.0)
-        path, i = set(), max(range(self.n), key=finish.__getitem__, default=-1)
-        while i >= 0:
-            path.add(i)
-            i = via[i]
-        return path
-
-    def order(self, first: set) -> list:
-        """The steps in an order their edges allow, taking a ready step of `first` before the
-        others, else the plan's."""
-        pending, ready, order = self.npred.copy(), [], []
-        for i in self.roots:
-            heapq.heappush(ready, (i not in first, i))
-        while ready:
-            _, i = heapq.heappop(ready)
-            order.append(i)
-            for j in self.succ[i]:
-                pending[j] -= 1
-                if not pending[j]:
-                    heapq.heappush(ready, (j not in first, j))
-        return order
-
     def estimate(self, cost: list, threads: int) -> float:
         """A step's time in parallel, from each op's serial time: no less than the longest path,
         nor than the short ops (they hold the GIL) plus the long ones spread over the threads."""
@@ -471,179 +441,109 @@ def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> Non
 
 class _Offload:
     """A parallel step with few hand-offs, for plans without blocking ops: the step's thread
-    runs the ops in order, several at a time where nothing is handed off (one call, as the
-    serial loop); a long op (its profiled time >= _LONG_S) off the critical path (the longest by
-    the profiled times) beside a long op on it goes to an idle pool thread as soon as it is
-    ready, with the side ops it readies (a Dense layer's weight gradient and that weight's
-    update, beside the layers' input gradients, as TF's executor runs them), and until
-    it is done the ops that depend on it wait while the others go on. The ops of the critical
-    path stay on the step's thread, which keeps the cores for their splits (a convolution's two
-    gradients, its halves of the batch): the pool's threads split into their share. Only long
-    ops change threads: _Run's bookkeeping per op (a lock, a queue, a pool thread woken whenever
-    two ops are ready) cost more than the overlap gained on a step of many small ops
-    (docs/PERFORMANCE.md, "Whole programs")."""
+    runs the ops in the plan's order, several at a time where nothing is handed off (one call,
+    as the serial loop); a long op (its profiled time >= _LONG_S) with a later long op
+    independent of it is handed to an idle pool thread, and until it is done the ops that
+    depend on it wait while the others go on. Only long ops change threads: _Run's
+    bookkeeping per op (a lock, a queue, a pool thread woken whenever two ops are ready) cost
+    more than the overlap gained on a step of many small ops (docs/PERFORMANCE.md, "Whole
+    programs")."""
 
     def __init__(self, plan, graph: _Graph, cost: list, threads: int):
         self.plan, self.threads = plan, threads
         n = graph.n
-        self.anc = anc = graph.ancestors()
-        self.preds = [sum(1 << j for j in p) for p in graph.preds]
-        critical = graph.critical_path(cost)
-        on_path = [i for i in critical if cost[i] >= _LONG_S]
-        self.side = [i for i in range(n) if cost[i] >= _LONG_S and i not in critical
-                     and any(not (anc[i] >> j) & 1 and not (anc[j] >> i) & 1 for j in on_path)]
-        # the order: what a side op waits for and no long op precedes (handles, reads of its
-        # hyperparameters) first, so that the side op is ready as soon as its long inputs are
-        after_long = [False] * n   # whether a long op precedes the step
-        for i, p in enumerate(graph.preds):
-            after_long[i] = any(cost[j] >= _LONG_S or after_long[j] for j in p)
-        before_side = 0
-        for i in self.side:
-            before_side |= anc[i]
-        order = graph.order({i for i in range(n) if (before_side >> i) & 1 and not after_long[i]
-                             and cost[i] < _LONG_S})
-        # the order as runs of steps consecutive in the plan, each side op a run of its own:
-        # (start, stop, their bits) in plan indices
-        runs: list = []
-        is_side = set(self.side)
-        for i in order:
-            if runs and runs[-1][1] == i and i not in is_side and runs[-1][0] not in is_side:
-                runs[-1][1] = i + 1
-            else:
-                runs.append([i, i + 1])
-        self.runs = [(a, b, ((1 << b) - 1) ^ ((1 << a) - 1)) for a, b in runs]
-        # a side op is looked at once the step's thread has passed its inputs' runs (ready_at),
-        # and, handed off, with the side ops that read it (follow)
-        run_of = {}
-        for k, (a, b, _) in enumerate(self.runs):
-            for i in range(a, b):
-                run_of[i] = k
-        ready_at = {s: 1 + max((run_of[j] for j in graph.preds[s]), default=-1) for s in self.side}
-        self.side.sort(key=ready_at.__getitem__)
-        self.ready_at = [ready_at[s] for s in self.side]
-        self.follow = {s: [t for t in graph.succ[s] if t in is_side] for s in self.side}
+        self.anc = graph.ancestors()
+        long_ops = [i for i in range(n) if cost[i] >= _LONG_S]
+        # a long op is handed off only when a later long op could run beside it
+        self.candidates = [i for k, i in enumerate(long_ops)
+                           if any(not (self.anc[j] >> i) & 1 for j in long_ops[k + 1:])]
+        self.is_candidate = [False] * n
+        for i in self.candidates:
+            self.is_candidate[i] = True
+        # from step i, the next candidate at or after it (n: none)
+        self.next_candidate = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            self.next_candidate[i] = i if self.is_candidate[i] else self.next_candidate[i + 1]
 
     def run(self, vals: list, pool: InterOpPool) -> None:
-        plan, steps, anc, preds, runs = self.plan, self.plan._steps, self.anc, self.preds, self.runs
-        execute, n = plan._execute, len(self.runs)
-        finished: collections.deque = collections.deque()   # (ops' bits, error) of handed-off ops, from pool threads
+        plan, steps, anc, n = self.plan, self.plan._steps, self.anc, len(self.plan._steps)
+        execute, next_candidate, is_candidate = plan._execute, self.next_candidate, self.is_candidate
+        done: collections.deque = collections.deque()   # (op, error) of handed-off ops, appended by pool threads
         arrived = threading.Semaphore(0)
         errstate = np.geterr()
 
-        def hand_off(ops: list) -> None:
+        def hand_off(j: int) -> None:
             def job():
                 error = None
                 with np.errstate(**errstate):
                     try:
-                        for j in ops:
-                            execute(vals, steps[j:j + 1], j)
+                        execute(vals, steps[j:j + 1], j)
                     except BaseException as e:   # noqa: BLE001 - raised by the step's thread
                         error = e
-                finished.append((sum(1 << j for j in ops), error))
+                done.append((j, error))
                 arrived.release()
             pool.submit(job)
 
         free = self.threads - 1
-        done = 0         # bits of the ops that have run
         blocked = 0      # bits of the ops handed off and not done, and of the ops waiting
-        taken = 0        # bits of the side ops handed off
-        side, ready_at, follow = list(self.side), list(self.ready_at), self.follow   # (the side ops not handed off)
-        waiting: list = []   # ops waiting for a handed-off op, in order
+        waiting: list = []   # ops waiting for a handed-off op, in plan order
         recheck = False      # whether a waiting op may have become ready (an op they wait for is done)
         error: Optional[BaseException] = None
-        r = 0
-        while True:
-            while finished:   # (the pool's finished ops)
-                bits, e = finished.popleft()
-                arrived.acquire()
-                blocked &= ~bits
-                done |= bits
-                free += 1
-                recheck = True
-                error = error or e
-            if error is not None:
-                if free == self.threads - 1:
-                    raise error
-                arrived.acquire()
-                arrived.release()
-                continue
-            if free and side:
-                ops, bits, k = [], 0, 0
-                while k < len(side):   # (the side ops whose inputs' runs the step's thread has passed)
-                    s = side[k]
-                    if ready_at[k] > r:
-                        break
-                    if ((done | blocked) >> s) & 1:   # (the step's thread took it)
-                        del side[k], ready_at[k]
-                        continue
-                    if not preds[s] & ~done:
-                        ops.append(s)
-                        bits |= 1 << s
-                        del side[k], ready_at[k]
-                        continue
-                    k += 1
-                for s in ops:   # (and those they ready)
-                    for t in follow[s]:
-                        if not preds[t] & ~(done | bits) and not (bits >> t) & 1 and t in side:
-                            k = side.index(t)
-                            del side[k], ready_at[k]
-                            ops.append(t)
-                            bits |= 1 << t
-                if ops:
-                    free -= 1
-                    blocked |= bits
-                    taken |= bits
-                    hand_off(ops)
+        i = 0
+        cap = intra_op.cap_parts(pool.intra_op_share)
+        try:
+            while True:
+                while done:   # (the pool's finished ops)
+                    j, e = done.popleft()
+                    arrived.acquire()
+                    blocked &= ~(1 << j)
+                    free += 1
+                    recheck = True
+                    error = error or e
+                if error is not None:
+                    if free == self.threads - 1:
+                        raise error
+                    arrived.acquire()
+                    arrived.release()
                     continue
-            j = -1
-            if recheck:
-                for k, w in enumerate(waiting):
-                    if not anc[w] & blocked:
-                        j = waiting.pop(k)
-                        blocked &= ~(1 << j)   # (and the ops waiting for it may follow)
-                        break
-                else:
-                    recheck = False
-            if j < 0 and r < n:
-                start, stop, bits = runs[r]
-                r += 1
-                if bits & taken:
-                    continue
-                if not blocked:
-                    execute(vals, steps[start:stop], start)   # (in one call)
-                    done |= bits
-                    continue
-                for j in range(start, stop):   # (op by op: some may wait)
+                j = -1
+                if recheck:
+                    for k, w in enumerate(waiting):
+                        if not anc[w] & blocked:
+                            j = waiting.pop(k)
+                            blocked &= ~(1 << j)   # (and the ops waiting for it may follow)
+                            break
+                    else:
+                        recheck = False
+                if j < 0 and i < n:
+                    if not blocked:
+                        stop = next_candidate[i]
+                        if stop > i:   # the ops up to the next candidate, in one call
+                            execute(vals, steps[i:stop], i)
+                            i = stop
+                            continue
+                    j, i = i, i + 1
                     if anc[j] & blocked:
                         waiting.append(j)
                         blocked |= 1 << j
-                    else:
-                        try:
-                            execute(vals, steps[j:j + 1], j)
-                        except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                            error = e
-                            break
-                        done |= 1 << j
-                continue
-            if j < 0:
-                if r >= n and not waiting and free == self.threads - 1:
-                    return
-                arrived.acquire()   # (nothing can run until a handed-off op is done)
-                arrived.release()
-                continue
-            try:
-                execute(vals, steps[j:j + 1], j)
-            except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
-                error = e
-            done |= 1 << j
-
-
-def _bits(x: int):
-    """The indices of the set bits of x."""
-    while x:
-        low = x & -x
-        yield low.bit_length() - 1
-        x ^= low
+                        continue
+                if j < 0:
+                    if i >= n and not waiting and free == self.threads - 1:
+                        return
+                    arrived.acquire()   # (nothing can run until a handed-off op is done)
+                    arrived.release()
+                    continue
+                if is_candidate[j] and free:
+                    free -= 1
+                    blocked |= 1 << j
+                    hand_off(j)
+                else:
+                    try:
+                        execute(vals, steps[j:j + 1], j)
+                    except BaseException as e:   # noqa: BLE001 - raised once the handed-off ops are done
+                        error = e
+        finally:
+            intra_op.cap_parts(cap)
 
 
 def _timed(plan, vals: list) -> list:

@@ -18,7 +18,7 @@ from tensorweave import cli
 from tensorweave.framework import limits
 from tensorweave.framework.graph_def import NodeDef
 from tensorweave.ops import intra_op
-from tensorweave.runtime import executor, inter_op
+from tensorweave.runtime import inter_op
 
 pytestmark = pytest.mark.usefixtures("graph")
 
@@ -197,54 +197,6 @@ def test_offloaded_long_ops_give_the_serial_numbers_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(r1, r2)
     for a, b in zip(serial_vars, parallel_vars):
         np.testing.assert_array_equal(a, b)
-
-
-def test_the_side_ops_are_handed_off_and_the_critical_path_stays(monkeypatch):
-    """A Dense layer's weight gradient and its update lie off the critical path (the input
-    gradient through the layers below): they go to the pool thread as one hand-off, as soon as
-    the gradient they read is ready, and the chain of products stays on the step's thread; the
-    numbers are the serial ones."""
-    def model():
-        rng = np.random.RandomState(0)
-        x = tf.constant(rng.randn(8, 8).astype(np.float32))
-        below = tf.Variable(rng.randn(8, 8).astype(np.float32), name="below")
-        dense = tf.Variable(rng.randn(8, 8).astype(np.float32), name="dense")
-        h = x
-        for k in range(3):
-            h = tf.tanh(tf.matmul(h, below, name=f"chain{k}"))
-        loss = tf.reduce_sum(tf.square(tf.matmul(h, dense, name="top")))
-        # (ungated, as Keras's: gated, each op's input gradient would wait for its weight gradient)
-        train = tf.train.AdadeltaOptimizer(1.0).minimize(loss, gate_gradients=tf.train.Optimizer.GATE_NONE)
-        return train, loss, [below, dense]
-
-    def run(threads: int) -> tuple:
-        with tf.Graph().as_default():
-            train, loss, variables = model()
-            with tf.Session(config=_config(threads)) as sess:
-                sess.run(tf.global_variables_initializer())
-                seen = [sess.run([train, loss])[1] for _ in range(30)]
-                return seen, sess.run(variables)
-
-    serial = run(1)
-    _profiled_as(monkeypatch, ("MatMul", "ResourceApplyAdadelta"))
-    on_pool: list = []
-    execute = executor.Plan._execute
-
-    def recording(plan, vals, steps, offset):
-        if threading.current_thread().name.startswith("tensorweave-Compute"):
-            on_pool.append(tuple(plan._names[offset + i].name for i in range(len(steps))))
-        return execute(plan, vals, steps, offset)
-    monkeypatch.setattr(executor.Plan, "_execute", recording)
-    parallel = run(2)
-    assert serial[0] == parallel[0]
-    for a, b in zip(serial[1], parallel[1]):
-        np.testing.assert_array_equal(a, b)
-    handed = {name for names in on_pool for name in names}
-    assert {"gradients/top_grad/MatMul_1", "Adadelta/update_dense/ResourceApplyAdadelta"} <= handed, handed
-    critical = {"chain0", "chain1", "chain2", "top", "gradients/top_grad/MatMul", "gradients/chain2_grad/MatMul",
-                "gradients/chain1_grad/MatMul", "gradients/chain0_grad/MatMul_1",
-                "Adadelta/update_below/ResourceApplyAdadelta"}
-    assert not critical & handed, handed
 
 
 def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monkeypatch):
