@@ -18,8 +18,9 @@ from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.nn import conv_kernels, im2col
-from tensorweave.ops.nn.util import (as_str, check_data_format, check_padding, dims, fmt_dims, from_nhwc, nhwc_dims,
-                                      rank4, shape_tensor, spatial_axes, to_nhwc, window_out, window_pads)
+from tensorweave.ops.nn.util import (as_str, backprop_grads, check_data_format, check_padding, dims, fmt_dims,
+                                      from_nhwc, nhwc_dims, rank4, shape_tensor, spatial_axes, to_nhwc, window_out,
+                                      window_pads)
 from tensorweave.ops.registry import register, register_gpu
 
 
@@ -374,23 +375,12 @@ def conv2d_grads_kernel(filter_node, input_node=None, bias_grad: Optional[Callab
     return run
 
 
-def _backprop_input_grad(op, grad):
-    attrs = _op_attrs(op)
-    _, f, dy = op.inputs
-    return [None, _conv_backprop_filter(grad, shape_tensor(f), dy, attrs),
-            make_op("Conv2D", [grad, f], dict(attrs, T=grad.dtype), name="Conv2D").outputs[0]]
+_input_grad, _filter_grad = backprop_grads("Conv2D", _op_attrs, _conv_backprop_input, _conv_backprop_filter)
 
 
-def _backprop_filter_grad(op, grad):
-    attrs = _op_attrs(op)
-    x, _, dy = op.inputs
-    return [_conv_backprop_input(shape_tensor(x), grad, dy, attrs), None,
-            make_op("Conv2D", [x, grad], dict(attrs, T=grad.dtype), name="Conv2D").outputs[0]]
-
-
-register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=_backprop_input_grad)
+register("Conv2DBackpropInput", _backprop_input_infer, _backprop_input_kernel, grad=_input_grad)
 register_gpu("Conv2DBackpropInput", host_inputs=(0,), kernel=partial(_backprop_input_kernel, gpu=True))
-register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
+register("Conv2DBackpropFilter", _backprop_filter_infer, _backprop_filter_kernel, grad=_filter_grad)
 register_gpu("Conv2DBackpropFilter", host_inputs=(1,), kernel=partial(_backprop_filter_kernel, gpu=True))
 
 

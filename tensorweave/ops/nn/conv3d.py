@@ -14,7 +14,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv3d_kernels as kernels
-from tensorweave.ops.nn.util import as_str, dims, shape_tensor, window_out, window_pads
+from tensorweave.ops.nn.util import as_str, backprop_grads, dims, shape_tensor, window_out, window_pads
 from tensorweave.ops.registry import register
 
 
@@ -240,22 +240,11 @@ def _backprop_filter_kernel(node, ctx):
     return run
 
 
-def _backprop_input_grad(op, grad):
-    attrs = _op_attrs(op)
-    _, f, dy = op.inputs
-    return [None, _backprop_filter(grad, shape_tensor(f), dy, attrs),
-            make_op("Conv3D", [grad, f], dict(attrs, T=grad.dtype), name="Conv3D").outputs[0]]
+_input_grad, _filter_grad = backprop_grads("Conv3D", _op_attrs, _backprop_input, _backprop_filter)
 
 
-def _backprop_filter_grad(op, grad):
-    attrs = _op_attrs(op)
-    x, _, dy = op.inputs
-    return [_backprop_input(shape_tensor(x), grad, dy, attrs), None,
-            make_op("Conv3D", [x, grad], dict(attrs, T=grad.dtype), name="Conv3D").outputs[0]]
-
-
-register("Conv3DBackpropInputV2", _backprop_input_infer, _backprop_input_kernel, grad=_backprop_input_grad)
-register("Conv3DBackpropFilterV2", _backprop_filter_infer, _backprop_filter_kernel, grad=_backprop_filter_grad)
+register("Conv3DBackpropInputV2", _backprop_input_infer, _backprop_input_kernel, grad=_input_grad)
+register("Conv3DBackpropFilterV2", _backprop_filter_infer, _backprop_filter_kernel, grad=_filter_grad)
 
 
 @tf_export("nn.conv3d_backprop_filter", "nn.conv3d_backprop_filter_v2")

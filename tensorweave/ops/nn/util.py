@@ -9,7 +9,7 @@ import numpy as np
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops.array.core import constant, shape
-from tensorweave.ops.helpers import array_module
+from tensorweave.ops.helpers import array_module, make_op
 
 
 def dims(shape: TensorShape) -> Optional[list]:
@@ -101,6 +101,23 @@ def shape_tensor(t):
     if t.shape.is_fully_defined():
         return constant(np.array(t.shape.as_list(), np.int32))
     return shape(t)
+
+
+def backprop_grads(conv: str, op_attrs, backprop_input, backprop_filter):
+    """The gradients of `conv`'s BackpropInput and BackpropFilter ops: each op is linear in its
+    tensor inputs, so its gradient is the other backprop op and the forward conv."""
+    def input_grad(op, grad):
+        attrs = op_attrs(op)
+        _, f, dy = op.inputs
+        return [None, backprop_filter(grad, shape_tensor(f), dy, attrs),
+                make_op(conv, [grad, f], dict(attrs, T=grad.dtype), name=conv).outputs[0]]
+
+    def filter_grad(op, grad):
+        attrs = op_attrs(op)
+        x, _, dy = op.inputs
+        return [backprop_input(shape_tensor(x), grad, dy, attrs), None,
+                make_op(conv, [x, grad], dict(attrs, T=grad.dtype), name=conv).outputs[0]]
+    return input_grad, filter_grad
 
 
 def rank4(shape, what):
