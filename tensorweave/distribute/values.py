@@ -12,7 +12,7 @@ from tensorweave.framework.distribution_context import current_entry
 from tensorweave.framework.tensor_conversion import register_tensor_conversion_function
 from tensorweave.ops.grouping import group
 from tensorweave.ops.math.binary import add_n
-from tensorweave.ops.state.variables import _OPERATORS, VariableAggregation
+from tensorweave.ops.state.variables import VariableAggregation, delegate_operators
 from tensorweave.train.saveable import SaveableObject, SaveSpec, VariableSaveable
 
 
@@ -178,15 +178,7 @@ class SyncOnReadVariable(MirroredVariable):
         return group(*[getattr(v, method)(value, use_locking=use_locking, read_value=False) for v in self._values])
 
 
-def _delegate(op_name: str):
-    def method(self, *args):
-        return getattr(self.value(), op_name)(*args)
-    method.__name__ = op_name
-    return method
-
-
-for _name in _OPERATORS:
-    setattr(MirroredVariable, _name, _delegate(_name))
+delegate_operators(MirroredVariable)
 
 
 def _mirrored_to_tensor(v, dtype=None, name=None, as_ref=False):

@@ -487,8 +487,13 @@ def _delegate(op_name: str):
     return method
 
 
-for _name in _OPERATORS:
-    setattr(Variable, _name, _delegate(_name))
+def delegate_operators(cls) -> None:
+    """Gives cls the Tensor operators, each applied to its value(), as a TF variable has them."""
+    for name in _OPERATORS:
+        setattr(cls, name, _delegate(name))
+
+
+delegate_operators(Variable)
 
 
 def _variable_to_tensor(v, dtype=None, name=None, as_ref=False):
