@@ -97,11 +97,17 @@ class RNNCell(Layer):
 
 
 class _LayerRNNCell(RNNCell):
-    """A cell whose variables come from `build(inputs_shape)` (rank-2 inputs of known depth)."""
+    """A cell of `num_units` units (its state and output size unless a subclass says otherwise)
+    whose variables come from `build(inputs_shape)` (rank-2 inputs of known depth)."""
 
-    def __init__(self, trainable=True, name=None, dtype=None, _reuse=None, **kwargs):
+    def __init__(self, num_units, activation, trainable=True, name=None, dtype=None, _reuse=None, **kwargs):
         super().__init__(trainable=trainable, name=name, dtype=dtype, _reuse=_reuse, **kwargs)
         self.input_spec = InputSpec(ndim=2)
+        self._num_units = int(num_units)
+        self._activation = activation or tanh
+
+    state_size = property(lambda self: self._num_units)
+    output_size = property(lambda self: self._num_units)
 
     @staticmethod
     def _input_depth(inputs_shape) -> int:
@@ -117,17 +123,7 @@ class BasicRNNCell(_LayerRNNCell):
     output = new_state = activation([inputs, state] @ kernel + bias), activation tanh by default."""
 
     def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, _reuse=reuse, **kwargs)
-        self._num_units = int(num_units)
-        self._activation = activation or tanh
-
-    @property
-    def state_size(self):
-        return self._num_units
-
-    @property
-    def output_size(self):
-        return self._num_units
+        super().__init__(num_units, activation, name=name, dtype=dtype, _reuse=reuse, **kwargs)
 
     def build(self, inputs_shape) -> None:
         depth = self._input_depth(inputs_shape)
@@ -147,19 +143,9 @@ class GRUCell(_LayerRNNCell):
 
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None, bias_initializer=None,
                  name=None, dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, _reuse=reuse, **kwargs)
-        self._num_units = int(num_units)
-        self._activation = activation or tanh
+        super().__init__(num_units, activation, name=name, dtype=dtype, _reuse=reuse, **kwargs)
         self._kernel_initializer = kernel_initializer
         self._bias_initializer = bias_initializer
-
-    @property
-    def state_size(self):
-        return self._num_units
-
-    @property
-    def output_size(self):
-        return self._num_units
 
     def build(self, inputs_shape) -> None:
         depth = self._input_depth(inputs_shape)
@@ -192,20 +178,14 @@ class BasicLSTMCell(_LayerRNNCell):
 
     def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
                  dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, _reuse=reuse, **kwargs)
-        self._num_units = int(num_units)
+        super().__init__(num_units, activation, name=name, dtype=dtype, _reuse=reuse, **kwargs)
         self._forget_bias = forget_bias
         self._state_is_tuple = state_is_tuple
-        self._activation = activation or tanh
 
     @property
     def state_size(self):
         n = self._num_units
         return LSTMStateTuple(n, n) if self._state_is_tuple else 2 * n
-
-    @property
-    def output_size(self):
-        return self._num_units
 
     def build(self, inputs_shape) -> None:
         depth = self._input_depth(inputs_shape)
@@ -238,8 +218,7 @@ class LSTMCell(_LayerRNNCell):
     def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None, num_proj=None,
                  proj_clip=None, num_unit_shards=None, num_proj_shards=None, forget_bias=1.0, state_is_tuple=True,
                  activation=None, reuse=None, name=None, dtype=None, **kwargs):
-        super().__init__(name=name, dtype=dtype, _reuse=reuse, **kwargs)
-        self._num_units = int(num_units)
+        super().__init__(num_units, activation, name=name, dtype=dtype, _reuse=reuse, **kwargs)
         self._use_peepholes = use_peepholes
         self._cell_clip = cell_clip
         self._initializer = initializer
