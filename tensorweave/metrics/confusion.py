@@ -169,35 +169,34 @@ def false_negatives_at_thresholds(labels, predictions, thresholds, weights=None,
 
 
 # -- precision and recall ----------------------------------------------------------------------------
-def _ratio(hits, misses, name: str):
-    """hits / (hits + misses), 0 where there were neither."""
-    return where(greater(hits + misses, 0), truediv(hits, hits + misses), 0, name=name)
+def _hit_ratio(scope: str, misses, labels, predictions, weights, metrics_collections, updates_collections, name):
+    """tp / (tp + `misses`) over bool labels and predictions, 0 where there were neither."""
+    with variable_scope(name, scope, (predictions, labels, weights)):
+        predictions, labels, weights = remove_squeezable_dimensions(cast(predictions, dtypes.bool),
+                                                                    cast(labels, dtypes.bool), weights)
+        tp, tp_up = true_positives(labels, predictions, weights)
+        miss, miss_up = misses(labels, predictions, weights)
+
+        def ratio(hits, misses, name: str):
+            return where(greater(hits + misses, 0), truediv(hits, hits + misses), 0, name=name)
+        return finish(ratio(tp, miss, "value"), ratio(tp_up, miss_up, "update_op"), metrics_collections,
+                      updates_collections)
 
 
 @tf_export("metrics.precision")
 def precision(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.precision(labels, predictions, weights=None, ...): true_positives /
     (true_positives + false_positives), 0 before any positive prediction."""
-    with variable_scope(name, "precision", (predictions, labels, weights)):
-        predictions, labels, weights = remove_squeezable_dimensions(cast(predictions, dtypes.bool),
-                                                                    cast(labels, dtypes.bool), weights)
-        tp, tp_up = true_positives(labels, predictions, weights)
-        fp, fp_up = false_positives(labels, predictions, weights)
-        return finish(_ratio(tp, fp, "value"), _ratio(tp_up, fp_up, "update_op"), metrics_collections,
-                      updates_collections)
+    return _hit_ratio("precision", false_positives, labels, predictions, weights, metrics_collections,
+                      updates_collections, name)
 
 
 @tf_export("metrics.recall")
 def recall(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """tf.metrics.recall(labels, predictions, weights=None, ...): true_positives /
     (true_positives + false_negatives), 0 before any true label."""
-    with variable_scope(name, "recall", (predictions, labels, weights)):
-        predictions, labels, weights = remove_squeezable_dimensions(cast(predictions, dtypes.bool),
-                                                                    cast(labels, dtypes.bool), weights)
-        tp, tp_up = true_positives(labels, predictions, weights)
-        fn, fn_up = false_negatives(labels, predictions, weights)
-        return finish(_ratio(tp, fn, "value"), _ratio(tp_up, fn_up, "update_op"), metrics_collections,
-                      updates_collections)
+    return _hit_ratio("recall", false_negatives, labels, predictions, weights, metrics_collections,
+                      updates_collections, name)
 
 
 @tf_export("metrics.precision_at_thresholds")
