@@ -4,28 +4,21 @@ from __future__ import annotations
 
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.linalg.linear_operator import LinearOperator, inherited_hint, register_default
+from tensorweave.ops.linalg.linear_operator import WrappingOperator, register_default
 from tensorweave.ops.math.linalg import conj
 from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix
 
 
 @register_default("adjoint")
 @tf_export("linalg.LinearOperatorAdjoint")
-class LinearOperatorAdjoint(LinearOperator):
+class LinearOperatorAdjoint(WrappingOperator):
     """tf.linalg.LinearOperatorAdjoint(operator, is_non_singular=None, is_self_adjoint=None,
     is_positive_definite=None, is_square=None, name=None): the adjoint of `operator`."""
 
     def __init__(self, operator, is_non_singular=None, is_self_adjoint=None, is_positive_definite=None,
                  is_square=None, name=None):
-        self._operator = operator
-        super().__init__(operator.dtype, operator.graph_parents,
-                         inherited_hint(is_non_singular, operator.is_non_singular, "non-singular"),
-                         inherited_hint(is_self_adjoint, operator.is_self_adjoint, "self-adjoint"),
-                         inherited_hint(is_positive_definite, operator.is_positive_definite, "positive-definite"),
-                         inherited_hint(is_square, operator._is_square_hint, "square"),
+        super().__init__(operator, is_non_singular, is_self_adjoint, is_positive_definite, is_square,
                          name or operator.name + "_adjoint")
-
-    operator = property(lambda self: self._operator)
 
     def _shape(self):
         s = self._operator.shape
@@ -61,12 +54,3 @@ class LinearOperatorAdjoint(LinearOperator):
 
     def _adjoint(self):
         return self._operator
-
-    def _assert_non_singular(self):
-        return self._operator.assert_non_singular()
-
-    def _assert_positive_definite(self):
-        return self._operator.assert_positive_definite()
-
-    def _assert_self_adjoint(self):
-        return self._operator.assert_self_adjoint()

@@ -3,12 +3,12 @@ operator's solves and solves its products; what LinearOperator.inverse() gives b
 from __future__ import annotations
 
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.linalg.linear_operator import LinearOperator, inherited_hint, register_default
+from tensorweave.ops.linalg.linear_operator import WrappingOperator, register_default
 
 
 @register_default("inverse")
 @tf_export("linalg.LinearOperatorInversion")
-class LinearOperatorInversion(LinearOperator):
+class LinearOperatorInversion(WrappingOperator):
     """tf.linalg.LinearOperatorInversion(operator, is_non_singular=None, is_self_adjoint=None,
     is_positive_definite=None, is_square=None, name=None): the inverse of a square,
     non-singular `operator`."""
@@ -19,14 +19,8 @@ class LinearOperatorInversion(LinearOperator):
             raise ValueError("operator and supplied hints must be non-singular: an inverse needs one")
         if operator.is_square is False or is_square is False:
             raise ValueError("operator and supplied hints must be square: an inverse needs one")
-        self._operator = operator
-        super().__init__(operator.dtype, operator.graph_parents,
-                         inherited_hint(is_non_singular, operator.is_non_singular, "non-singular"),
-                         inherited_hint(is_self_adjoint, operator.is_self_adjoint, "self-adjoint"),
-                         inherited_hint(is_positive_definite, operator.is_positive_definite, "positive-definite"),
-                         True, name or operator.name + "_inv")
-
-    operator = property(lambda self: self._operator)
+        super().__init__(operator, is_non_singular, is_self_adjoint, is_positive_definite, True,
+                         name or operator.name + "_inv")
 
     def _shape(self):
         return self._operator.shape
@@ -51,12 +45,3 @@ class LinearOperatorInversion(LinearOperator):
 
     def _inverse(self):
         return self._operator
-
-    def _assert_non_singular(self):
-        return self._operator.assert_non_singular()
-
-    def _assert_positive_definite(self):
-        return self._operator.assert_positive_definite()
-
-    def _assert_self_adjoint(self):
-        return self._operator.assert_self_adjoint()

@@ -468,6 +468,31 @@ class LinearOperator:
 
 
 # -- TF's dispatch: the tf.linalg functions that accept an operator ---------------------------------
+class WrappingOperator(LinearOperator):
+    """An operator made of one other (the adjoint, the inverse), non-singular, self-adjoint,
+    positive-definite and square exactly when that one is: its hints and asserts are the wrapped
+    one's."""
+
+    def __init__(self, operator, is_non_singular, is_self_adjoint, is_positive_definite, is_square, name):
+        self._operator = operator
+        super().__init__(operator.dtype, operator.graph_parents,
+                         inherited_hint(is_non_singular, operator.is_non_singular, "non-singular"),
+                         inherited_hint(is_self_adjoint, operator.is_self_adjoint, "self-adjoint"),
+                         inherited_hint(is_positive_definite, operator.is_positive_definite, "positive-definite"),
+                         inherited_hint(is_square, operator._is_square_hint, "square"), name)
+
+    operator = property(lambda self: self._operator)
+
+    def _assert_non_singular(self):
+        return self._operator.assert_non_singular()
+
+    def _assert_positive_definite(self):
+        return self._operator.assert_positive_definite()
+
+    def _assert_self_adjoint(self):
+        return self._operator.assert_self_adjoint()
+
+
 @dispatch_for_types(matmul, LinearOperator)
 def _matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
             b_is_sparse=False, name=None):
