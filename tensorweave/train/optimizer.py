@@ -27,6 +27,15 @@ def _var_key(var):
     return (var.graph, var.primary.op.name) if hasattr(var, "primary") else (var.op.graph, var.op.name)
 
 
+def _train_op(graph, apply_updates):
+    """apply_updates as an op, in the graph's TRAIN_OP collection once."""
+    op = apply_updates.op if isinstance(apply_updates, Tensor) else apply_updates
+    train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+    if op not in train_ops:
+        train_ops.append(op)
+    return op
+
+
 def _is_variable(v) -> bool:
     return not isinstance(v, Tensor) and getattr(v, "_is_resource_variable", False)
 
@@ -187,12 +196,7 @@ class Optimizer:
                             one = convert_to_tensor(1, dtype=global_step.dtype)
                             apply_updates = assign_add_variable_op(global_step.handle, one,
                                                                             name=scope)
-            if isinstance(apply_updates, Tensor):
-                apply_updates = apply_updates.op
-            train_op = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-            if apply_updates not in train_op:
-                train_op.append(apply_updates)
-            return apply_updates
+            return _train_op(graph, apply_updates)
 
     def _distributed_apply(self, strategy, grads_and_vars, global_step=None, name=None):
         """apply_gradients in cross-replica context: gradients summed over replicas (a PerReplica
@@ -222,12 +226,7 @@ class Optimizer:
                         global_step, lambda v: assign_add_variable_op(
                             v.handle, convert_to_tensor(1, dtype=v.dtype),
                             name=None if getattr(v, "_replica_index", None) else scope))
-        if isinstance(apply_updates, Tensor):
-            apply_updates = apply_updates.op
-        train_op = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if apply_updates not in train_op:
-            train_op.append(apply_updates)
-        return apply_updates
+        return _train_op(graph, apply_updates)
 
     def _update_op(self, grad, var):
         if isinstance(grad, IndexedSlices):
