@@ -19,9 +19,9 @@ from tensorweave.distribute.distribute_coordinator import STANDALONE_CLIENT
 from tensorweave.estimator.model_fn import fn_args
 from tensorweave.framework.config import ConfigProto
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.train.monitored_session import USE_DEFAULT, steps_or_secs
 
 _log = logging.getLogger("tensorweave")
-_USE_DEFAULT = object()
 _LOCAL_MASTER = ""
 _GRPC_SCHEME = "grpc://"
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -166,18 +166,14 @@ class RunConfig:
     distribute_coordinator.run_standalone_client), which TF_CONFIG must not also name."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
-                 save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT, session_config=None,
+                 save_checkpoints_steps=USE_DEFAULT, save_checkpoints_secs=USE_DEFAULT, session_config=None,
                  keep_checkpoint_max=5, keep_checkpoint_every_n_hours=10000, log_step_count_steps=100,
                  train_distribute=None, device_fn=None, protocol=None, eval_distribute=None,
                  experimental_distribute=None, experimental_max_worker_delay_secs=None,
                  session_creation_timeout_secs=7200, checkpoint_save_graph_def=True):
-        if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
-            save_checkpoints_steps, save_checkpoints_secs = None, 600
-        elif save_checkpoints_secs is _USE_DEFAULT:
-            save_checkpoints_secs = None
-        elif save_checkpoints_steps is _USE_DEFAULT:
-            save_checkpoints_steps = None
-        elif save_checkpoints_steps is not None and save_checkpoints_secs is not None:
+        save_checkpoints_steps, save_checkpoints_secs = steps_or_secs(save_checkpoints_steps, save_checkpoints_secs,
+                                                                      None, 600)
+        if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
             raise ValueError(_SAVE_CKPT_ERR)
         config = tf_config()
         if config:

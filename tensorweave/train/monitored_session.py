@@ -48,6 +48,14 @@ from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunContext
 _log = logging.getLogger("tensorweave")
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 USE_DEFAULT = object()
+
+
+def steps_or_secs(steps, secs, default_steps, default_secs):
+    """A (steps, secs) pair of intervals of which USE_DEFAULT marks those not given: with neither
+    given the defaults, with one given the other None."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return default_steps, default_secs
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
 _ABANDON_GRACE_S = 1.0
 
 
@@ -542,18 +550,8 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     distribute coordinator does), and every MultiWorkerMirroredStrategy worker initialises its own
     variables, and after a lost worker restores them from the latest checkpoint (or initialises
     them) as the restarted one does, re-forming the collective group with it on the next step."""
-    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
-        save_summaries_steps, save_summaries_secs = 100, None
-    elif save_summaries_secs is USE_DEFAULT:
-        save_summaries_secs = None
-    elif save_summaries_steps is USE_DEFAULT:
-        save_summaries_steps = None
-    if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_steps, save_checkpoint_secs = None, 600
-    elif save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_secs = None
-    elif save_checkpoint_steps is USE_DEFAULT:
-        save_checkpoint_steps = None
+    save_summaries_steps, save_summaries_secs = steps_or_secs(save_summaries_steps, save_summaries_secs, 100, None)
+    save_checkpoint_steps, save_checkpoint_secs = steps_or_secs(save_checkpoint_steps, save_checkpoint_secs, None, 600)
     scaffold = scaffold or Scaffold()
     strategy = current_entry()
     chief_creator, creates_own = ChiefSessionCreator, False
