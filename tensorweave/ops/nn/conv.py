@@ -19,26 +19,13 @@ from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.nn import conv_kernels, im2col
 from tensorweave.ops.nn.util import (as_str, backprop_grads, check_data_format, check_padding, dims, fmt_dims,
-                                      from_nhwc, nhwc_dims, rank4, shape_tensor, spatial_axes, to_nhwc, window_out,
-                                      window_pads)
+                                      from_nhwc, nhwc_dims, rank4, shape_tensor, spatial_axes, to_nhwc, window_attr,
+                                      window_out, window_pads)
 from tensorweave.ops.registry import register, register_gpu
 
 
 # -- attribute handling ------------------------------------------------------------------------
-def _four(value, fmt: str, name: str, op_name: str) -> list:
-    """1, 2 or 4 ints -> 4 ints in `fmt` order (batch and channel entries 1)."""
-    if value is None:
-        return [1, 1, 1, 1]
-    if isinstance(value, (int, np.integer)):
-        value = [int(value)]
-    value = [int(v) for v in value]
-    if len(value) == 4:
-        return value
-    if len(value) == 1:
-        value = value * 2
-    if len(value) != 2:
-        raise ValueError(f"{op_name}: {name} should be of length 1, 2 or 4 but was {len(value)}")
-    return [1, 1] + value if fmt == "NCHW" else [1] + value + [1]
+_four = partial(window_attr, spatial=2)
 
 
 def _attrs(strides, padding, data_format, dilations, op_name: str) -> dict:

@@ -4,6 +4,7 @@ conv3d_kernels.py) and the conv3d, conv3d_transpose, conv3d_backprop_filter_v2 w
 Layouts are NDHWC (TF's default) or NCDHW; kernels compute channels last.
 """
 from __future__ import annotations
+from functools import partial
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv3d_kernels as kernels
-from tensorweave.ops.nn.util import as_str, backprop_grads, dims, shape_tensor, window_out, window_pads
+from tensorweave.ops.nn.util import as_str, backprop_grads, dims, shape_tensor, window_attr, window_out, window_pads
 from tensorweave.ops.registry import register
 
 
@@ -43,20 +44,7 @@ def fmt_dims(d: list, fmt: str) -> list:
     return list(d) if fmt == "NDHWC" else [d[0], d[4], d[1], d[2], d[3]]
 
 
-def five(value, fmt: str, name: str, op_name: str) -> list:
-    """5 ints in `fmt` order from 1, 3 or 5 ints (batch and channel entries 1)."""
-    if value is None:
-        return [1] * 5
-    if isinstance(value, (int, np.integer)):
-        value = [int(value)]
-    value = [int(v) for v in value]
-    if len(value) == 1:
-        value = value * 3
-    if len(value) == 3:
-        value = [1, 1] + value if fmt == "NCDHW" else [1] + value + [1]
-    if len(value) != 5:
-        raise ValueError(f"{op_name}: {name} should be of length 1, 3 or 5 but was {len(value)}")
-    return value
+five = partial(window_attr, spatial=3)
 
 
 def spatial(value: list, fmt: str) -> list:

@@ -27,6 +27,21 @@ def spatial_axes(data_format: str) -> tuple:
     return (1, (2, 3)) if as_str(data_format).startswith("NC") else (3, (1, 2))
 
 
+def window_attr(value, fmt: str, name: str, op_name: str, spatial: int) -> list:
+    """1, `spatial` or `spatial` + 2 ints -> `spatial` + 2 ints in `fmt` order (batch and channel
+    entries 1); all 1 for None."""
+    if value is None:
+        return [1] * (spatial + 2)
+    value = [int(value)] if isinstance(value, (int, np.integer)) else [int(v) for v in value]
+    if len(value) == 1:
+        value = value * spatial
+    if len(value) == spatial:
+        value = [1, 1] + value if fmt.startswith("NC") else [1] + value + [1]
+    if len(value) != spatial + 2:
+        raise ValueError(f"{op_name}: {name} should be of length 1, {spatial} or {spatial + 2} but was {len(value)}")
+    return value
+
+
 def window_out(size: Optional[int], k: int, s: int, d: int, padding: str,
                explicit: Sequence[int] = (0, 0)) -> Optional[int]:
     """Output length along one spatial axis (TF's GetWindowedOutputSize)."""
