@@ -29,6 +29,16 @@ def _row_keys(indices: np.ndarray) -> list:
     return [tuple(r) for r in np.asarray(indices).tolist()]
 
 
+def _grad_at(grad: np.ndarray, rows: dict, indices) -> np.ndarray:
+    """grad's entry at each of `indices` (`rows` maps an index's key to its entry), 0 where none."""
+    out = np.zeros(np.shape(indices)[0], grad.dtype)
+    for i, key in enumerate(_row_keys(indices)):
+        j = rows.get(key)
+        if j is not None:
+            out[i] = grad[j]
+    return out
+
+
 # -- SparseSlice -----------------------------------------------------------------------------------
 @tf_export("sparse.slice", "sparse_slice")
 def sparse_slice(sp_input, start, size, name=None) -> SparseTensor:
@@ -67,12 +77,7 @@ def _slice_grad_kernel(node, ctx):
     def run(grad, in_idx, start, out_idx):
         grad = np.asarray(grad)
         shifted = {k: i for i, k in enumerate(_row_keys(np.asarray(out_idx) + np.asarray(start, np.int64)))}
-        out = np.zeros(np.shape(in_idx)[0], grad.dtype)
-        for i, key in enumerate(_row_keys(in_idx)):
-            j = shifted.get(key)
-            if j is not None:
-                out[i] = grad[j]
-        return out
+        return _grad_at(grad, shifted, in_idx)
     return run
 
 
@@ -284,15 +289,7 @@ def _sparse_add_grad_kernel(node, ctx):
     def run(grad, a_idx, b_idx, sum_idx):
         grad = np.asarray(grad)
         where_in_sum = {k: i for i, k in enumerate(_row_keys(sum_idx))}
-
-        def pick(idx):
-            out = np.zeros(np.shape(idx)[0], grad.dtype)
-            for i, k in enumerate(_row_keys(idx)):
-                j = where_in_sum.get(k)
-                if j is not None:
-                    out[i] = grad[j]
-            return out
-        return pick(a_idx), pick(b_idx)
+        return _grad_at(grad, where_in_sum, a_idx), _grad_at(grad, where_in_sum, b_idx)
     return run
 
 
