@@ -18,9 +18,9 @@ from tensorweave.ops.array.core import shape
 from tensorweave.ops.helpers import check_output_size, invalid, make_op
 from tensorweave.ops.intra_op import run_calls
 from tensorweave.ops.nn import conv_kernels, im2col
-from tensorweave.ops.nn.util import (as_str, backprop_grads, check_data_format, check_padding, dims, fmt_dims,
-                                      from_nhwc, nhwc_dims, rank4, shape_tensor, spatial_axes, to_nhwc, window_attr,
-                                      window_out, window_pads)
+from tensorweave.ops.nn.util import (as_str, backprop_grads, check_conv_windows, check_data_format, check_padding,
+                                      dims, fmt_dims, from_nhwc, nhwc_dims, rank4, shape_tensor, spatial_axes, to_nhwc,
+                                      window_attr, window_out, window_pads)
 from tensorweave.ops.registry import register, register_gpu
 
 
@@ -42,14 +42,7 @@ def _geometry(attrs, in_h, in_w, kh, kw, op_name: str):
     fmt = attrs["data_format"]
     st, dil = attrs["strides"], attrs["dilations"]
     c_axis, (ha, wa) = spatial_axes(fmt)
-    if st[0] != 1 or st[c_axis] != 1:
-        raise ValueError(f"{op_name}: Current implementation does not yet support strides in the batch "
-                         "and depth dimensions.")
-    if dil[0] != 1 or dil[c_axis] != 1:
-        raise ValueError(f"{op_name}: Current implementation does not yet support dilations in the batch "
-                         "and depth dimensions.")
-    if min(st) < 1 or min(dil) < 1:
-        raise ValueError(f"{op_name}: strides and dilations must be positive, got {st} and {dil}")
+    check_conv_windows(st, dil, c_axis, op_name)
     pad = as_str(attrs["padding"])
     ex = list(attrs.get("explicit_paddings") or [0] * 8)
     if pad == "EXPLICIT" and len(ex) != 8:

@@ -15,7 +15,8 @@ from tensorweave.framework.tensor_util import constant_value_as_shape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.helpers import FLOATS, check_output_size, invalid, make_op
 from tensorweave.ops.nn import conv3d_kernels as kernels
-from tensorweave.ops.nn.util import as_str, backprop_grads, dims, shape_tensor, window_attr, window_out, window_pads
+from tensorweave.ops.nn.util import (as_str, backprop_grads, check_conv_windows, dims, shape_tensor, window_attr,
+                                      window_out, window_pads)
 from tensorweave.ops.registry import register
 
 
@@ -80,15 +81,7 @@ def geometry(sizes, ks, strides, dilations, padding) -> tuple:
 def _attrs(strides, padding, data_format, dilations, op_name: str) -> dict:
     fmt = check_format_5d(data_format, op_name)
     st, dil = five(strides, fmt, "strides", op_name), five(dilations, fmt, "dilations", op_name)
-    c_axis = 1 if fmt == "NCDHW" else 4
-    if st[0] != 1 or st[c_axis] != 1:
-        raise ValueError(f"{op_name}: Current implementation does not yet support strides in the batch and "
-                         "depth dimensions.")
-    if dil[0] != 1 or dil[c_axis] != 1:
-        raise ValueError(f"{op_name}: Current implementation does not yet support dilations in the batch and "
-                         "depth dimensions.")
-    if min(st) < 1 or min(dil) < 1:
-        raise ValueError(f"{op_name}: strides and dilations must be positive, got {st} and {dil}")
+    check_conv_windows(st, dil, 1 if fmt == "NCDHW" else 4, op_name)
     return {"strides": st, "padding": check_padding_5d(padding, op_name), "data_format": fmt, "dilations": dil}
 
 

@@ -42,6 +42,18 @@ def window_attr(value, fmt: str, name: str, op_name: str, spatial: int) -> list:
     return value
 
 
+def check_conv_windows(st, dil, c_axis: int, op_name: str) -> None:
+    """TF's limits on a conv's strides and dilations: positive, and 1 on the batch and channel dims."""
+    if st[0] != 1 or st[c_axis] != 1:
+        raise ValueError(f"{op_name}: Current implementation does not yet support strides in the batch and "
+                         "depth dimensions.")
+    if dil[0] != 1 or dil[c_axis] != 1:
+        raise ValueError(f"{op_name}: Current implementation does not yet support dilations in the batch and "
+                         "depth dimensions.")
+    if min(st) < 1 or min(dil) < 1:
+        raise ValueError(f"{op_name}: strides and dilations must be positive, got {st} and {dil}")
+
+
 def window_out(size: Optional[int], k: int, s: int, d: int, padding: str,
                explicit: Sequence[int] = (0, 0)) -> Optional[int]:
     """Output length along one spatial axis (TF's GetWindowedOutputSize)."""
