@@ -4,6 +4,9 @@ solves with each adjoint flag, broadcasting against arguments with more batch di
 through matmul and solve against finite differences, and TF's hint-consistency errors."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -476,3 +479,18 @@ def test_operators_of_unknown_static_shape_work_at_run_time(case):
         assert list(shape) == list(dense.shape) and dense.shape[-1] == n
         _close(y, dense @ x, f"{case} matmul")
         _close(solved, np.linalg.solve(dense, np.broadcast_to(x, dense.shape[:-2] + x.shape)), f"{case} solve")
+
+
+def test_the_algebra_works_in_a_fresh_process():
+    """adjoint(), inverse(), cholesky() and @ return classes of modules nothing has imported yet in a
+    new process (a KeyError before they were imported on first use)."""
+    program = ("import numpy as np, tensorweave as tf\n"
+               "m = np.array([[4.0, 1.0], [1.0, 3.0]])\n"
+               "op = tf.linalg.LinearOperatorFullMatrix(m)\n"
+               "spd = tf.linalg.LinearOperatorFullMatrix(m, is_self_adjoint=True, is_positive_definite=True)\n"
+               "print(type(op.adjoint()).__name__, type(op.inverse()).__name__, type(spd.cholesky()).__name__,\n"
+               "      type(op @ op).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["LinearOperatorAdjoint", "LinearOperatorInversion", "LinearOperatorLowerTriangular",
+                                   "LinearOperatorComposition"]

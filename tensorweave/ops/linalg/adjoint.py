@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
-from tensorweave.ops.linalg.linear_operator import WrappingOperator, register_default
+from tensorweave.ops.linalg.linear_operator import WrappingOperator
 from tensorweave.ops.math.linalg import conj
 from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix
 
 
-@register_default("adjoint")
 @tf_export("linalg.LinearOperatorAdjoint")
 class LinearOperatorAdjoint(WrappingOperator):
     """tf.linalg.LinearOperatorAdjoint(operator, is_non_singular=None, is_self_adjoint=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.linalg.linear_operator import (
-    LinearOperator, broadcast_static_shapes, dim_value, operators_batch_shape, register_default)
+    LinearOperator, broadcast_static_shapes, dim_value, operators_batch_shape)
 from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix
 
 
@@ -31,7 +31,6 @@ def all_hint(operators, hint: str, given, message: str):
     return given
 
 
-@register_default("composition")
 @tf_export("linalg.LinearOperatorComposition")
 class LinearOperatorComposition(LinearOperator):
     """tf.linalg.LinearOperatorComposition(operators, is_non_singular=None, is_self_adjoint=None,

@@ -3,10 +3,9 @@ operator's solves and solves its products; what LinearOperator.inverse() gives b
 from __future__ import annotations
 
 from tensorweave.framework.tf_export import tf_export
-from tensorweave.ops.linalg.linear_operator import WrappingOperator, register_default
+from tensorweave.ops.linalg.linear_operator import WrappingOperator
 
 
-@register_default("inverse")
 @tf_export("linalg.LinearOperatorInversion")
 class LinearOperatorInversion(WrappingOperator):
     """tf.linalg.LinearOperatorInversion(operator, is_non_singular=None, is_self_adjoint=None,

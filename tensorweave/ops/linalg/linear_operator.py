@@ -6,11 +6,12 @@ is_positive_definite, is_square) are promises, checked against each other as TF 
 What an operator becomes under adjoint(), inverse(), cholesky() and operator @ operator is TF's
 linear_operator_algebra: the generic answers (LinearOperatorAdjoint, LinearOperatorInversion, a
 LinearOperatorLowerTriangular factor, LinearOperatorComposition) live in their own modules and
-register here (`register_default`), since they are themselves subclasses of this one."""
+are imported from here on first use (`_default`), since they are themselves subclasses of this one."""
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 
 import numpy as np
 
@@ -36,16 +37,16 @@ from tensorweave.ops.math.reduction import reduce_max, reduce_min, reduce_sum
 from tensorweave.ops.math.solvers import cholesky_solve, matrix_solve
 from tensorweave.ops.math.unary import abs as abs_, exp, log
 
-_DEFAULTS: dict = {}
+# what the base's adjoint(), inverse(), cholesky() and composition return: (module, class) of this
+# package, imported on first use (they subclass LinearOperator, so this module cannot import them)
+_DEFAULTS = {"adjoint": ("adjoint", "LinearOperatorAdjoint"), "inverse": ("inversion", "LinearOperatorInversion"),
+             "cholesky_factor": ("lower_triangular", "LinearOperatorLowerTriangular"),
+             "composition": ("composition", "LinearOperatorComposition")}
 
 
-def register_default(kind: str):
-    """Class decorator: the operator class the base's `kind` ('adjoint', 'inverse',
-    'cholesky_factor', 'composition') returns."""
-    def record(cls):
-        _DEFAULTS[kind] = cls
-        return cls
-    return record
+def _default(kind: str) -> type:
+    module, name = _DEFAULTS[kind]
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 # -- helpers the family shares ---------------------------------------------------------------------
@@ -290,7 +291,7 @@ class LinearOperator:
             return self._matmul(x, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
     def _matmul_operator(self, other):
-        return _DEFAULTS["composition"]([self, other])
+        return _default("composition")([self, other])
 
     def __matmul__(self, other):
         return self.matmul(other)
@@ -320,7 +321,7 @@ class LinearOperator:
             left = self.adjoint() if adjoint else self
             right = rhs.adjoint() if adjoint_arg else rhs
             with self._name_scope(name):
-                return _DEFAULTS["composition"]([left.inverse(), right])
+                return _default("composition")([left.inverse(), right])
         with self._name_scope(name):
             rhs = convert_to_tensor(rhs, name="rhs")
             self._check_input_dtype(rhs)
@@ -436,7 +437,7 @@ class LinearOperator:
             return self._adjoint()
 
     def _adjoint(self):
-        return _DEFAULTS["adjoint"](self)
+        return _default("adjoint")(self)
 
     H = property(lambda self: self.adjoint(), doc="The adjoint operator.")
 
@@ -450,7 +451,7 @@ class LinearOperator:
             return self._inverse()
 
     def _inverse(self):
-        return _DEFAULTS["inverse"](self)
+        return _default("inverse")(self)
 
     def cholesky(self, name="cholesky"):
         """The lower triangular L with A = L L^H (self-adjoint positive definite operators only)."""
@@ -460,7 +461,7 @@ class LinearOperator:
             return self._cholesky()
 
     def _cholesky(self):
-        return _DEFAULTS["cholesky_factor"](cholesky(self.to_dense()), is_non_singular=True, is_self_adjoint=False,
+        return _default("cholesky_factor")(cholesky(self.to_dense()), is_non_singular=True, is_self_adjoint=False,
                                             is_square=True)
 
     def __repr__(self) -> str:

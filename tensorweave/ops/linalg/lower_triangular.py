@@ -7,7 +7,7 @@ from tensorweave.ops.array.core import shape
 from tensorweave.ops.array.diag import matrix_band_part, matrix_diag_part
 from tensorweave.ops.linalg.full_matrix import checked_tensor
 from tensorweave.ops.linalg.linear_operator import (
-    LinearOperator, abs_, assert_no_entries_with_modulus_zero, broadcast_batch, register_default)
+    LinearOperator, abs_, assert_no_entries_with_modulus_zero, broadcast_batch)
 from tensorweave.ops.math.linalg import matmul
 from tensorweave.ops.math.matrix_functions import adjoint as adjoint_matrix
 from tensorweave.ops.math.reduction import reduce_prod, reduce_sum
@@ -15,7 +15,6 @@ from tensorweave.ops.math.solvers import matrix_triangular_solve
 from tensorweave.ops.math.unary import log
 
 
-@register_default("cholesky_factor")
 @tf_export("linalg.LinearOperatorLowerTriangular")
 class LinearOperatorLowerTriangular(LinearOperator):
     """tf.linalg.LinearOperatorLowerTriangular(tril, is_non_singular=None, is_self_adjoint=None,
