@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer
+from tensorweave.keras.engine.base_layer import Layer, take_weight_options
 from tensorweave.layers.base import InputSpec
 
 
@@ -47,9 +47,7 @@ class PReLU(_Activation):
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
                  **kwargs):
         super().__init__(**kwargs)
-        self.alpha_initializer = initializers.get(alpha_initializer)
-        self.alpha_regularizer = regularizers.get(alpha_regularizer)
-        self.alpha_constraint = constraints.get(alpha_constraint)
+        take_weight_options(self, "alpha", alpha_initializer, alpha_regularizer, alpha_constraint)
         if shared_axes is None:
             self.shared_axes = None
         elif isinstance(shared_axes, (list, tuple)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer
+from tensorweave.keras.engine.base_layer import Layer, take_weight_options
 from tensorweave.ops.nn.impl import embedding_lookup
 
 
@@ -25,9 +25,7 @@ class Embedding(Layer):
         super().__init__(activity_regularizer=regularizers.get(activity_regularizer), **kwargs)
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)
-        self.embeddings_initializer = initializers.get(embeddings_initializer)
-        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
-        self.embeddings_constraint = constraints.get(embeddings_constraint)
+        take_weight_options(self, "embeddings", embeddings_initializer, embeddings_regularizer, embeddings_constraint)
         self.mask_zero = mask_zero
         self.supports_masking = mask_zero
         self.input_length = input_length

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tensorweave.framework.shapes import TensorShape
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.keras import backend as K, constraints, initializers, regularizers
-from tensorweave.keras.engine.base_layer import Layer
+from tensorweave.keras.engine.base_layer import Layer, take_weight_options
 from tensorweave.layers.base import InputSpec
 from tensorweave.layers.normalization import batch_norm, moving_average_update
 from tensorweave.ops.array.core import reshape
@@ -33,12 +33,8 @@ class _Normalization(Layer):
         super().__init__(**kwargs)
         self.axis = list(axis) if isinstance(axis, (list, tuple)) else axis
         self.epsilon, self.center, self.scale = epsilon, center, scale
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        take_weight_options(self, "beta", beta_initializer, beta_regularizer, beta_constraint)
+        take_weight_options(self, "gamma", gamma_initializer, gamma_regularizer, gamma_constraint)
         self.supports_masking = True
 
     def _param_shape(self, input_shape) -> list:

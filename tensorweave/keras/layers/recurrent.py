@@ -238,8 +238,6 @@ class AbstractRNNCell(Layer):
         return _zero_states(self.state_size, batch_size, dtype)
 
 
-
-
 class _RecurrentCell(DropoutRNNCellMixin, AbstractRNNCell):
     """What SimpleRNNCell, LSTMCell and GRUCell share: units, activations, the kernel /
     recurrent_kernel / bias initializers, regularizers and constraints, dropout rates."""
