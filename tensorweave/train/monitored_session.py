@@ -48,6 +48,7 @@ from tensorweave.train.session_run_hook import SessionRunArgs, SessionRunContext
 _log = logging.getLogger("tensorweave")
 PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 USE_DEFAULT = object()
+_ABANDON_GRACE_S = 1.0
 
 
 def steps_or_secs(steps, secs, default_steps, default_secs):
@@ -56,7 +57,6 @@ def steps_or_secs(steps, secs, default_steps, default_secs):
     if steps is USE_DEFAULT and secs is USE_DEFAULT:
         return default_steps, default_secs
     return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
-_ABANDON_GRACE_S = 1.0
 
 
 # -- session creators -----------------------------------------------------------------------------

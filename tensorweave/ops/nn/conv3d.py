@@ -4,6 +4,7 @@ conv3d_kernels.py) and the conv3d, conv3d_transpose, conv3d_backprop_filter_v2 w
 Layouts are NDHWC (TF's default) or NCDHW; kernels compute channels last.
 """
 from __future__ import annotations
+
 from functools import partial
 
 import numpy as np
