@@ -63,7 +63,8 @@ def _assert_finished(c: EstimatorCluster, codes: dict, overshoot: int = 2) -> in
 
 
 def test_ps_chief_worker_evaluator_train_evaluate_and_all_exit(tmp_path):
-    with EstimatorCluster(str(tmp_path), max_steps=60) as c:
+    # ("both": the chief waits for the worker's first step, so both train however late the worker starts)
+    with EstimatorCluster(str(tmp_path), max_steps=60, extra=["both"]) as c:
         for job, index in TASKS:
             c.start(job, index)
         codes = c.wait_all()
