@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.ops.nn import losses as losses_module
 
 from unit_helpers import run
 
@@ -157,6 +158,23 @@ def test_sparse_softmax_xent_large_rows_exact():
         back[np.arange(300), labels] -= 1
     assert got_loss.tobytes() == (-logp[np.arange(300), labels]).tobytes()
     assert got_back.tobytes() == back.tobytes()
+
+
+def test_sparse_softmax_xent_rows_each_part_writes_only_its_rows(monkeypatch):
+    """The intra-op threads' parts of the sparse cross-entropy write their own rows only: a part's
+    last block of rows stops at the part's end (it ran into the next part's rows, which that
+    part's thread was computing at the same time: a wrong loss now and then on a loaded machine)."""
+    parts = []
+
+    def parts_in_turn(n, work_elems, fn):   # the second part, its rows marked, then the first
+        fn(150, n)
+        parts.append(fn)
+    monkeypatch.setattr(losses_module, "parallel_ranges", parts_in_turn)
+    logits = (rng.randn(300, 3000) * 4).astype(np.float32)
+    loss, back = losses_module._sparse_xent_rows(logits, rng.randint(0, 3000, 300))
+    loss[150:], back[150:] = 7.0, 7.0
+    parts[0](0, 150)
+    assert (loss[150:] == 7.0).all() and (back[150:] == 7.0).all()
 
 
 @pytest.mark.parametrize("sparse", [True, False])

@@ -138,12 +138,13 @@ def _sparse_xent_rows(features: np.ndarray, labels: np.ndarray) -> tuple:
 
     def part(a: int, b: int) -> None:
         for r in range(a, b, block):
-            x, out = features[r:r + block], back[r:r + block]
+            e = min(r + block, b)   # (never past the part: the next part's thread writes those rows)
+            x, out = features[r:e], back[r:e]
             s = np.subtract(x, x.max(axis=-1, keepdims=True))
             np.exp(s, out=out)
             np.subtract(s, np.log(out.sum(axis=-1, keepdims=True)), out=s)   # log-probabilities
-            rows, lab = np.arange(len(s)), labels[r:r + block]
-            loss[r:r + block] = -s[rows, lab]
+            rows, lab = np.arange(len(s)), labels[r:e]
+            loss[r:e] = -s[rows, lab]
             np.exp(s, out=out)
             out[rows, lab] -= 1
     parallel_ranges(n, n * c, part)
