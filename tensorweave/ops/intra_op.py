@@ -141,3 +141,24 @@ def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndar
             fn(out[a:b], x[a:b], *args)
     parallel_ranges(x.shape[0], x.size, part)
     return out
+
+
+def elementwise_chunks(fn, arrays: list) -> list:
+    """fn(*arrays), for an elementwise `fn` of arrays that returns a list of arrays of their shape.
+    numpy arrays of one shape of at least eight chunks' elements (smaller ones stay in cache
+    whole) are computed in chunks of _MIN_ELEMS (in flat order) on the intra-op threads, into new arrays: every element
+    comes out as from one whole call, but a chunk's intermediates stay in cache where a whole
+    call's ten-odd passes (an optimizer update of a large variable) each go through memory."""
+    size = arrays[0].size
+    if size < 8 * _MIN_ELEMS or any(type(a) is not np.ndarray or a.shape != arrays[0].shape for a in arrays):
+        return fn(*arrays)
+    flat = [a.reshape(-1) for a in arrays]
+    chunks = [slice(start, start + _MIN_ELEMS) for start in range(0, size, _MIN_ELEMS)]
+    first = fn(*(a[chunks[0]] for a in flat))
+    outs = [np.empty(size, value.dtype) for value in first]
+
+    def compute(chunk: slice) -> None:
+        for out, value in zip(outs, fn(*(x[chunk] for x in flat)) if chunk.start else first):
+            out[chunk] = value
+    run_calls([lambda chunk=chunk: compute(chunk) for chunk in chunks])
+    return [out.reshape(arrays[0].shape) for out in outs]

@@ -25,7 +25,7 @@ Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's 
 how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
 threads wait passively (ops/onednn.py), so two teams on two cores take turns rather than spin,
 and a plan whose parallel steps are slower for it stays serial by the measurement. numpy's
-split elementwise kernels (ops/nn/intra_op.py), whose results do not depend on the split, use
+split elementwise kernels (ops/intra_op.py), whose results do not depend on the split, use
 only a thread's share of the cores while a step runs in parallel.
 
 Pools follow TF 1.15's DirectSession: `session_inter_op_thread_pool` entries (a `global_name`

@@ -1,4 +1,4 @@
-"""Intra-op parallelism (ops/nn/intra_op.py) and the kernels that split their work over it:
+"""Intra-op parallelism (ops/intra_op.py) and the kernels that split their work over it:
 forced to split even small inputs, results equal the unsplit numpy computation."""
 import threading
 
@@ -8,6 +8,7 @@ import pytest
 import tensorweave as tf
 from tensorweave.ops import onednn
 from tensorweave.ops import intra_op
+from tensorweave.ops.state import optimizer_updates
 from tensorweave.ops.nn import pool_kernels
 
 from unit_helpers import run
@@ -152,3 +153,20 @@ def test_run_calls_raises_a_calls_error():
         raise ValueError("the third call")
     with pytest.raises(ValueError, match="the third call"):
         intra_op.run_calls([lambda: 1, lambda: 2, fail])
+
+
+@pytest.mark.parametrize("rule", optimizer_updates._RULES, ids=lambda r: r.op_type)
+def test_optimizer_updates_in_chunks_give_the_whole_update(rule, monkeypatch):
+    """A large variable's update runs in chunks on several threads (here 7 elements of a 13x5
+    variable, a last chunk short): every element as one whole-array update computes it."""
+    var, *slots = (rng.uniform(0.1, 2.0, (13, 5)).astype(np.float32) for _ in range(1 + rule.n_slots))
+    grad = rng.standard_normal((13, 5)).astype(np.float32)
+    scalars = [np.float32(0.9) if "beta" in s or s in ("rho", "momentum") else np.float32(0.05) for s in rule.scalars]
+    attrs = {a: a == "update_slots" for a in rule.attrs if a != "use_locking"}
+    whole = optimizer_updates._apply(rule, [var, *slots], scalars, grad, attrs)
+    monkeypatch.setattr(intra_op, "_MIN_ELEMS", 7)
+    monkeypatch.setattr(intra_op, "THREADS", 3)
+    chunked = optimizer_updates._apply(rule, [var, *slots], scalars, grad, attrs)
+    for a, b in zip(whole, chunked):
+        assert b.shape == a.shape and b.dtype == a.dtype
+        np.testing.assert_array_equal(b, a)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tf
-from fixtures.keras_cases import OPTIMIZERS, SPARSE_OPTIMIZERS, build_optimizer
+from fixtures.keras_cases import OPTIMIZERS, SPARSE_ADAM_IDS, SPARSE_OPTIMIZERS, build_optimizer, build_sparse_adam
 
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_keras.json")) as f:
     RECORDED = json.load(f)
@@ -147,3 +147,16 @@ def test_bad_identifiers_and_arguments_are_value_errors_naming_them():
         u = tf.Variable(1.0, use_resource=True)
         with pytest.raises(ValueError, match="None` for gradient"):
             tf.keras.optimizers.SGD().get_updates(v * 2.0, [v, u])
+
+
+def test_sparse_adam_decays_every_row_as_keras():
+    """An embedding trained by Adam on rows that change each step gives TF's values to the bit:
+    Keras's sparse rule decays m and v of rows without a gradient (m * beta_1) and takes the
+    learning rate as lr * (sqrt(1 - beta_2^t) / (1 - beta_1^t))."""
+    with tf.Graph().as_default():
+        w, ids, updates = build_sparse_adam(tf, tf.keras)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for step_ids, want in zip(SPARSE_ADAM_IDS, RECORDED["sparse_adam_steps"]):
+                s.run(updates, {ids: step_ids})
+                np.testing.assert_array_equal(s.run(w), np.array(want, np.float32))

@@ -22,6 +22,7 @@ import numpy as np
 
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
+from tensorweave.ops import intra_op
 from tensorweave.ops.helpers import TFNodes, array_module, make_op
 from tensorweave.ops.registry import register, register_gpu
 from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable
@@ -296,8 +297,8 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
 
 
 def _sparse_adam(values: list, scalars: list, rows, g) -> list:
-    """TF1's AdamOptimizer._apply_sparse: every row of m and v decays and every row of var
-    moves; only the looked-up rows receive the gradient (not 'lazy' Adam)."""
+    """TF1's AdamOptimizer._apply_sparse and Keras's sparse Adam: every row of m and v decays and
+    every row of var moves; only the looked-up rows receive the gradient (not 'lazy' Adam)."""
     var, m, v = values
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
     one = var.dtype.type(1)
@@ -305,11 +306,18 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     m = m * beta1
     m[rows] += g * (one - beta1)
     v = v * beta2
-    v[rows] += (g * g) * (one - beta2)
-    return [as_array(var - lr_t * m / (np.sqrt(v) + epsilon), var.dtype), m, v]
+    v[rows] += g * (g * (one - beta2))   # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
+    var, = intra_op.elementwise_chunks(lambda var, m, v: [var - lr_t * m / (np.sqrt(v) + epsilon)], [var, m, v])
+    return [as_array(var, var.dtype), m, v]
 
 
 def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
+    # a large variable's update in chunks on the intra-op threads: each formula is elementwise
+    return intra_op.elementwise_chunks(
+        lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs), [*values, grad])
+
+
+def _apply_whole(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
     var, slots = values[0], values[1:]
     if rule.grad_first:
         out = rule.fn(var, *slots, grad, *scalars, **attrs)
