@@ -303,9 +303,8 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
     one = var.dtype.type(1)
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
-    m = m * beta1
+    m, v = intra_op.elementwise_chunks(lambda m, v: [m * beta1, v * beta2], [m, v])
     m[rows] += g * (one - beta1)
-    v = v * beta2
     v[rows] += g * (g * (one - beta2))   # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
     var, = intra_op.elementwise_chunks(lambda var, m, v: [var - lr_t * m / (np.sqrt(v) + epsilon)], [var, m, v])
     return [as_array(var, var.dtype), m, v]
