@@ -583,15 +583,23 @@ class Adam(_AdamFamily):
     def _resource_apply_sparse(self, grad, indices, var):
         """Keras's sparse Adam: m and v decay whole and take the gradient's rows, var moves by
         lr_t * (sqrt(1 - beta_2^t) / (1 - beta_1^t)) * m / (sqrt(v) + epsilon) (that product's
-        order is Keras's: the kernel's own bias correction is left at 1, beta powers of 0)."""
-        if self.amsgrad:
-            return super()._resource_apply_sparse(grad, indices, var)
+        order is Keras's: the kernel's own bias correction is left at 1, beta powers of 0);
+        amsgrad divides by the root of max(vhat, v) instead."""
         c = self._coefficients_for(var.dtype.base_dtype)
         lr = c["lr_t"] * (sqrt(1.0 - c["beta_2_power"]) / (1.0 - c["beta_1_power"]))
-        no_correction = cast(0.0, var.dtype.base_dtype)
-        slots = [self.get_slot(var, "m").handle, self.get_slot(var, "v").handle]
-        scalars = [no_correction, no_correction, lr, c["beta_1"], c["beta_2"], c["epsilon"]]
-        return resource_sparse_apply("Adam", var.handle, slots, scalars, grad, indices)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        if not self.amsgrad:
+            no_correction = cast(0.0, var.dtype.base_dtype)
+            scalars = [no_correction, no_correction, lr, c["beta_1"], c["beta_2"], c["epsilon"]]
+            return resource_sparse_apply("Adam", var.handle, [m.handle, v.handle], scalars, grad, indices)
+        with control_dependencies([_assign(m, m * c["beta_1"])]):
+            m_t = m.scatter_add(IndexedSlices(grad * (1.0 - c["beta_1"]), indices))
+        with control_dependencies([_assign(v, v * c["beta_2"])]):
+            # (g * g) * (1 - beta_2) as TF runs it: Grappler multiplies the scalar in first
+            v_t = v.scatter_add(IndexedSlices(grad * (grad * (1.0 - c["beta_2"])), indices))
+        vhat = self.get_slot(var, "vhat")
+        vhat_t = _assign(vhat, maximum(vhat, v_t))
+        return var.assign_sub(lr * m_t / (sqrt(vhat_t) + c["epsilon"]), read_value=False)
 
     def get_config(self):
         return {**super().get_config(), "amsgrad": self.amsgrad}

@@ -149,14 +149,16 @@ def test_bad_identifiers_and_arguments_are_value_errors_naming_them():
             tf.keras.optimizers.SGD().get_updates(v * 2.0, [v, u])
 
 
-def test_sparse_adam_decays_every_row_as_keras():
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_sparse_adam_decays_every_row_as_keras(amsgrad):
     """An embedding trained by Adam on rows that change each step gives TF's values to the bit:
     Keras's sparse rule decays m and v of rows without a gradient (m * beta_1) and takes the
     learning rate as lr * (sqrt(1 - beta_2^t) / (1 - beta_1^t))."""
     with tf.Graph().as_default():
-        w, ids, updates = build_sparse_adam(tf, tf.keras)
+        w, ids, updates = build_sparse_adam(tf, tf.keras, amsgrad)
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
-            for step_ids, want in zip(SPARSE_ADAM_IDS, RECORDED["sparse_adam_steps"]):
+            recorded = RECORDED["sparse_amsgrad_steps" if amsgrad else "sparse_adam_steps"]
+            for step_ids, want in zip(SPARSE_ADAM_IDS, recorded):
                 s.run(updates, {ids: step_ids})
                 np.testing.assert_array_equal(s.run(w), np.array(want, np.float32))
