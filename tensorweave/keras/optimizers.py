@@ -287,7 +287,7 @@ class OptimizerV2:
     def _apply_one(self, grad, var):
         """The update of `var` (one copy, under a strategy) by `grad`, then its constraint."""
         if isinstance(grad, IndexedSlices):
-            update = self._resource_apply_sparse(*deduplicate_indexed_slices(grad.values, grad.indices), var)
+            update = self._resource_apply_sparse_duplicate_indices(grad.values, grad.indices, var)
         else:
             update = self._resource_apply_dense(convert_to_tensor(grad), var)
         if getattr(var, "constraint", None) is not None:
@@ -315,6 +315,11 @@ class OptimizerV2:
 
     def _resource_apply_dense(self, grad, var):
         raise NotImplementedError(f"{type(self).__name__} must implement _resource_apply_dense")
+
+    def _resource_apply_sparse_duplicate_indices(self, grad, indices, var):
+        """The update for rows `indices` (repeats allowed) of `var`: by default the rows of a
+        repeated index summed, then _resource_apply_sparse."""
+        return self._resource_apply_sparse(*deduplicate_indexed_slices(grad, indices), var)
 
     def _resource_apply_sparse(self, grad, indices, var):
         """The update for rows `indices` (unique) of `var` with gradient rows `grad`; by default
@@ -383,11 +388,16 @@ class SGD(OptimizerV2):
         step = accum_t * momentum - lr * grad if self.nesterov else accum_t
         return var.assign_add(step, read_value=False)
 
-    def _resource_apply_sparse(self, grad, indices, var):
+    def _resource_apply_sparse_duplicate_indices(self, grad, indices, var):
+        if self._momentum:
+            return super()._resource_apply_sparse_duplicate_indices(grad, indices, var)
+        # Keras adds each row's -grad * lr, a repeated index's rows one after another
         lr = self._coefficients_for(var.dtype.base_dtype)["lr_t"]
-        if not self._momentum:
-            return resource_sparse_apply("GradientDescent", var.handle, [], [lr], grad, indices)
-        # Keras's sparse momentum moves only the rows with a gradient
+        return var.scatter_add(IndexedSlices(-grad * lr, indices))
+
+    def _resource_apply_sparse(self, grad, indices, var):
+        # (with momentum: Keras's sparse momentum moves only the rows with a gradient)
+        lr = self._coefficients_for(var.dtype.base_dtype)["lr_t"]
         momentum = self._get_hyper("momentum", var.dtype.base_dtype)
         accum = self.get_slot(var, "momentum")
         accum_rows = gather(accum, indices) * momentum - lr * grad
@@ -629,7 +639,7 @@ class Adamax(_AdamFamily):
         v_rows = maximum(gather(v, indices) * c["beta_2"], abs_(grad))
         with control_dependencies([m.scatter_update(IndexedSlices(m_rows, indices)),
                                    v.scatter_update(IndexedSlices(v_rows, indices))]):
-            step = c["lr_t"] / (1.0 - c["beta_1_power"]) * m_rows / (v_rows + c["epsilon"])
+            step = c["lr_t"] / (1.0 - c["beta_1_power"]) * (m_rows / (v_rows + c["epsilon"]))
             return var.scatter_sub(IndexedSlices(step, indices))
 
 

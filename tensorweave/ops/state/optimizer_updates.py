@@ -37,6 +37,7 @@ class _Rule:
     fn: Callable
     grad_first: bool = False   # Ftrl takes grad (and indices) before its scalars
     attrs: tuple = ("use_locking",)
+    sparse_fn: Callable = None   # the sparse op's rows where TF's sparse kernel has its own order
 
 
 # -- the update formulas (TF 1.15 training_ops.cc) --------------------------------------------
@@ -110,6 +111,23 @@ def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (var.dtype.type(1) - rho)
     mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
     return var - mom, ms, mom
+
+
+def _sparse_rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
+    # TF's SparseApplyRMSProp: ms * rho + grad^2 (1 - rho), and rsqrt(ms + epsilon) * lr * grad
+    # (its rows of more than 4 elements take Eigen's vectorized rsqrt, an approximation)
+    one = var.dtype.type(1)
+    ms = ms * rho + grad * grad * (one - rho)
+    mom = mom * momentum + one / np.sqrt(ms + epsilon) * lr * grad
+    return var - mom, ms, mom
+
+
+def _sparse_centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    one = var.dtype.type(1)
+    ms = ms * rho + grad * grad * (one - rho)
+    mg = mg * rho + grad * (one - rho)
+    mom = mom * momentum + one / np.sqrt(ms + epsilon - mg * mg) * lr * grad
+    return var - mom, mg, ms, mom
 
 
 def _centered_rmsprop(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
@@ -200,8 +218,9 @@ _RULES = [
     _Rule("Adam", 2, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam,
           attrs=("use_locking", "use_nesterov")),
     _Rule("Adagrad", 1, ("lr",), _adagrad, attrs=("use_locking", "update_slots")),
-    _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop),
-    _Rule("CenteredRMSProp", 3, ("lr", "rho", "momentum", "epsilon"), _centered_rmsprop),
+    _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop, sparse_fn=_sparse_rmsprop),
+    _Rule("CenteredRMSProp", 3, ("lr", "rho", "momentum", "epsilon"), _centered_rmsprop,
+          sparse_fn=_sparse_centered_rmsprop),
     _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta),
     _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True),
     _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True),
@@ -280,7 +299,7 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
                     r.store(v)
                 return
-            new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs)
+            new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs, rule.sparse_fn or rule.fn)
             for r, v, nv in zip(res, values, new_rows):
                 out = v.copy()
                 out[rows] = nv
@@ -310,19 +329,20 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     return [as_array(var, var.dtype), m, v]
 
 
-def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
+def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
     # a large variable's update in chunks on the intra-op threads: each formula is elementwise
     return intra_op.elementwise_chunks(
-        lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs), [*values, grad])
+        lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs, fn), [*values, grad])
 
 
-def _apply_whole(rule: _Rule, values: list, scalars: list, grad, attrs: dict) -> list:
-    var, slots = values[0], values[1:]
+def _apply_whole(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
+    """rule's update (or `fn`, taking its arguments) of the whole arrays."""
+    var, slots, fn = values[0], values[1:], fn or rule.fn
     if rule.grad_first:
-        out = rule.fn(var, *slots, grad, *scalars, **attrs)
+        out = fn(var, *slots, grad, *scalars, **attrs)
     else:
         k = _GRAD_AFTER.get(rule.op_type, len(scalars))
-        out = rule.fn(var, *slots, *scalars[:k], grad, *scalars[k:], **attrs)
+        out = fn(var, *slots, *scalars[:k], grad, *scalars[k:], **attrs)
     return [as_array(o, var.dtype) for o in out]
 
 
