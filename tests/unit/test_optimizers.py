@@ -1,5 +1,5 @@
 """Optimizers: the first three updates of each TF1 optimizer (dense and sparse, float32 and
-float64) against numbers recorded from TensorFlow's tf.compat.v1.train optimizers
+float64) against numbers recorded from TensorFlow's tf.compat.v1.train optimizers, to the bit
 (fixtures/record_tf_optimizer_updates.py), hand formulas, slots, global step and errors."""
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ FIXTURES = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "t
 
 OPTS = optimizers(tf.train)
 CASES = [(n, dt, kind) for n in OPTS for dt in ("float64", "float32") for kind in ("dense", "sparse")]
+# TF's kernels run the formulas in Eigen's order and its results are matched to the bit, except where
+# Eigen vectorizes a function it approximates: pow over a dense float64 variable of 4 or more elements
+# (its packet on AVX2)
+ROUNDING_ONLY = {"ftrl_shrink_pow/float64/dense"}
 
 
 pytestmark = pytest.mark.usefixtures("graph")
@@ -39,7 +43,7 @@ def test_first_three_updates_match_tensorflow(graph, name, dtype, kind):
     opt = OPTS[name]()
     step = opt.apply_gradients([(grad, v)], global_step=tf.train.get_global_step())
     want = FIXTURES[f"{name}/{dtype}/{kind}"]
-    rtol = 1e-12 if dtype == "float64" else 2e-6
+    rtol = 0 if f"{name}/{dtype}/{kind}" not in ROUNDING_ONLY else 1e-12 if dtype == "float64" else 2e-6
     if "error" in want:
         # TF's optimizer refuses the case (a float32 learning rate passed uncast to a float64
         # variable's op); ours casts it, and its numbers agree with TF's float32 ones
@@ -53,7 +57,7 @@ def test_first_three_updates_match_tensorflow(graph, name, dtype, kind):
             assert sess.run(step, feed) is None
             got = sess.run(v)
             assert got.dtype == np.dtype(dtype)
-            np.testing.assert_allclose(got, np.array(want["values"][i]), rtol=rtol, atol=rtol)
+            np.testing.assert_allclose(got, np.array(want["values"][i], got.dtype), rtol=rtol, atol=rtol)
 
 
 def test_sparse_updates_touch_only_looked_up_rows(graph):

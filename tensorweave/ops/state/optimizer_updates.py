@@ -16,6 +16,7 @@ and CuPy arrays both combine with, and numpy's in-place fast paths apply to nump
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -37,7 +38,10 @@ class _Rule:
     fn: Callable
     grad_first: bool = False   # Ftrl takes grad (and indices) before its scalars
     attrs: tuple = ("use_locking",)
-    sparse_fn: Callable = None   # the sparse op's rows where TF's sparse kernel has its own order
+    # TF's sparse kernels where their order differs from the dense kernel's: for rows of several
+    # elements (Eigen's chips), and for rows of one element (their scalar branch)
+    sparse_fn: Callable = None
+    scalar_rows_fn: Callable = None
 
 
 # -- the update formulas (TF 1.15 training_ops.cc) --------------------------------------------
@@ -91,10 +95,14 @@ def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, 
     return var - lr_t * m / (np.sqrt(v) + epsilon), m, v
 
 
-def _adagrad(var, accum, lr, grad, update_slots=True):
+def _adagrad(var, accum, lr, grad, update_slots=True, scalar_rows=False):
+    # grad * lr * rsqrt(accum) as TF's kernel; a sparse update's rows of one element (its scalar
+    # branch) lr * grad / sqrt(accum). (`scalar_rows` likewise below.)
     if update_slots:
         accum = accum + grad * grad
-    return var - lr * grad / np.sqrt(accum), accum
+    if scalar_rows:
+        return var - lr * grad / np.sqrt(accum), accum
+    return var - grad * lr * (var.dtype.type(1) / np.sqrt(accum)), accum
 
 
 def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
@@ -161,7 +169,9 @@ def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
     return np.subtract(var, update, out=update), accum, accum_update
 
 
-def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power):
+def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scalar_rows=False):
+    # linear + (grad - sigma var) as TF's kernels (Eigen) add; a sparse update's rows of one element
+    # (TF's scalar branch) add (linear + grad) - sigma var
     new_accum = accum + grad * grad
     if lr_power == -0.5:
         sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
@@ -169,18 +179,18 @@ def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power):
     else:
         sigma = (new_accum ** -lr_power - accum ** -lr_power) / lr
         quadratic = new_accum ** -lr_power / lr + 2 * l2
-    linear = linear + shrunk_grad - sigma * var
+    linear = linear + shrunk_grad - sigma * var if scalar_rows else linear + (shrunk_grad - sigma * var)
     pre_shrink = (np.sign(linear) * l1 - linear) / quadratic
     var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros((), var.dtype)).astype(var.dtype)
     return var, new_accum, linear
 
 
-def _ftrl(var, accum, linear, grad, lr, l1, l2, lr_power):
-    return _ftrl_core(var, accum, linear, grad, grad, lr, l1, l2, lr_power)
+def _ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, scalar_rows=False):
+    return _ftrl_core(var, accum, linear, grad, grad, lr, l1, l2, lr_power, scalar_rows)
 
 
-def _ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
-    return _ftrl_core(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power)
+def _ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, scalar_rows=False):
+    return _ftrl_core(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power, scalar_rows)
 
 
 def _proximal_step(prox_var, lr, l1, l2):
@@ -195,9 +205,9 @@ def _proximal_sgd(var, alpha, l1, l2, grad):
     return (_proximal_step(var - alpha * grad, alpha, l1, l2),)
 
 
-def _proximal_adagrad(var, accum, lr, l1, l2, grad):
+def _proximal_adagrad(var, accum, lr, l1, l2, grad, scalar_rows=False):
     accum = accum + grad * grad
-    learning_rate = lr / np.sqrt(accum)
+    learning_rate = lr / np.sqrt(accum) if scalar_rows else lr * (var.dtype.type(1) / np.sqrt(accum))
     return _proximal_step(var - grad * learning_rate, learning_rate, l1, l2), accum
 
 
@@ -212,22 +222,40 @@ def _adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1, l2, g
     return var, gradient_accum, gradient_squared_accum
 
 
+def _sparse_adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1, l2, global_step):
+    # TF's SparseApplyAdagradDA on rows of several elements: -sign(a) max(|a| / t - l1, 0) / (l2 + sqrt(s) / (t lr))
+    gradient_accum = gradient_accum + grad
+    gradient_squared_accum = gradient_squared_accum + grad * grad
+    averaged = gradient_accum / global_step
+    if l1 > 0:
+        averaged = np.sign(gradient_accum) * np.maximum(np.abs(gradient_accum) / global_step - l1,
+                                                        np.zeros((), var.dtype))
+    var = -var.dtype.type(1) * averaged / (l2 + np.sqrt(gradient_squared_accum) / (global_step * lr))
+    return var, gradient_accum, gradient_squared_accum
+
+
 _RULES = [
     _Rule("GradientDescent", 0, ("alpha",), _sgd),
     _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov")),
     _Rule("Adam", 2, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam,
           attrs=("use_locking", "use_nesterov")),
-    _Rule("Adagrad", 1, ("lr",), _adagrad, attrs=("use_locking", "update_slots")),
-    _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop, sparse_fn=_sparse_rmsprop),
+    _Rule("Adagrad", 1, ("lr",), _adagrad, attrs=("use_locking", "update_slots"),
+          scalar_rows_fn=partial(_adagrad, scalar_rows=True)),
+    _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop, sparse_fn=_sparse_rmsprop,
+          scalar_rows_fn=_sparse_rmsprop),
     _Rule("CenteredRMSProp", 3, ("lr", "rho", "momentum", "epsilon"), _centered_rmsprop,
-          sparse_fn=_sparse_centered_rmsprop),
+          sparse_fn=_sparse_centered_rmsprop, scalar_rows_fn=_sparse_centered_rmsprop),
     _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta),
-    _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True),
-    _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True),
+    _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True,
+          scalar_rows_fn=partial(_ftrl, scalar_rows=True)),
+    _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True,
+          scalar_rows_fn=partial(_ftrl_v2, scalar_rows=True)),
     _Rule("ProximalGradientDescent", 0, ("alpha", "l1", "l2"), _proximal_sgd),
-    _Rule("ProximalAdagrad", 1, ("lr", "l1", "l2"), _proximal_adagrad),
+    _Rule("ProximalAdagrad", 1, ("lr", "l1", "l2"), _proximal_adagrad,
+          scalar_rows_fn=partial(_proximal_adagrad, scalar_rows=True)),
     # global_step is TF's int64 input; the kernel uses it as T (TF's static_cast<T>)
-    _Rule("AdagradDA", 2, ("lr", "l1", "l2", "global_step"), _adagrad_da, grad_first=True),
+    _Rule("AdagradDA", 2, ("lr", "l1", "l2", "global_step"), _adagrad_da, grad_first=True,
+          sparse_fn=_sparse_adagrad_da),
 ]
 # Momentum's grad comes before its `momentum` scalar (TF's input order): lr, grad, momentum.
 _GRAD_AFTER = {"Momentum": 1}
@@ -299,7 +327,8 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
                     r.store(v)
                 return
-            new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs, rule.sparse_fn or rule.fn)
+            fn = (rule.scalar_rows_fn if var.size == var.shape[0] else rule.sparse_fn) or rule.fn
+            new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs, fn)
             for r, v, nv in zip(res, values, new_rows):
                 out = v.copy()
                 out[rows] = nv
