@@ -29,6 +29,7 @@ every TENSORWEAVE_KEEPALIVE_S (60), and dropped when it closes or goes silent (g
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sys
@@ -451,11 +452,16 @@ class DistributedMaster:
         dtypes = self._tensor_dtypes()
         names = _partition.prune(gd, feeds, fetches, targets)
         resource = {t for t, d in dtypes.items() if d == "resource"}
-        self._learn_devices(gd, set(names))
-        devices = _placer.place(gd, self.devices, nodes=names,
-                                allow_soft_placement=self.config.allow_soft_placement,
-                                log_device_placement=self.config.log_device_placement,
-                                resource_tensors=resource)
+        self._learn_devices(self._tasks_named(gd, set(names)))
+        place = functools.partial(_placer.place, gd, nodes=names, allow_soft_placement=self.config.allow_soft_placement,
+                                  log_device_placement=self.config.log_device_placement, resource_tensors=resource)
+        try:
+            devices = place(self.devices)
+        except errors.InvalidArgumentError:
+            # the message lists the cluster's devices as TF's does: also the GPUs of the tasks no
+            # node names, of those that answer within a second
+            self._learn_devices(self.devices.tasks, answered_within=1.0)
+            devices = place(self.devices)
         parts = _partition.partition(gd, devices, feeds, fetches, targets, dtypes, nodes=names)
         feed_pos = {tensor_key(f): i for i, f in enumerate(feeds)}
         fetch_keys = [tensor_key(f) for f in fetches]
@@ -496,25 +502,29 @@ class DistributedMaster:
         fed_fetches = tuple((i, feed_pos[f]) for i, f in enumerate(fetch_keys) if f in feed_pos)
         return _StepPlan(out, fed_fetches, len(fetches), carry=_carry_plan(out))
 
-    def _learn_devices(self, graph_def, names) -> None:
-        """Asks the tasks that the requests of the nodes `names` name, and that this session has
-        not asked yet, for their devices (in parallel), so an op pinned to another task's GPU
-        (or given no device type there) is placed on it. Tasks no graph names are never asked.
+    def _tasks_named(self, graph_def, names) -> set:
+        """The tasks of the cluster that the requests of the nodes `names` name."""
+        named = {self.devices.task_of(DeviceSpec.from_string(node.device))
+                 for node in graph_def.node if node.device and node.name in names}
+        return named & set(self.devices.tasks)
+
+    def _learn_devices(self, tasks, answered_within: Optional[float] = None) -> None:
+        """Asks those of `tasks` that this session has not asked yet for their devices (in
+        parallel), so an op pinned to another task's GPU (or given no device type there) is
+        placed on it; no graph's placement asks a task it does not name. With `answered_within`
+        (seconds), a task that fails or has not answered by then stays unknown.
         (The caller holds self._lock.)"""
-        wanted = set()
-        for node in graph_def.node:
-            if node.device and node.name in names:
-                task = self.devices.task_of(DeviceSpec.from_string(node.device))
-                if task in self.devices.tasks and task not in self._devices_known:
-                    wanted.add(task)
-        asked = [(task, _POOL.submit(self.client(task).get_status)) for task in sorted(wanted)]
+        asked = [(task, _POOL.submit(self.client(task).get_status))
+                 for task in sorted(set(tasks) - self._devices_known)]
         for task, fut in asked:
             try:
-                status = fut.result()
-            except errors.OpError as e:
+                status = fut.result(answered_within)
+            except (errors.OpError, TimeoutError) as e:
                 if isinstance(e, (errors.UnavailableError, errors.AbortedError)):
                     self._forget_locked(task)
-                raise
+                if answered_within is None:
+                    raise
+                continue
             self.devices = self.devices.with_task_devices(task, status.get("devices") or ())
             self._devices_known.add(task)
 

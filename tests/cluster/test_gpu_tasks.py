@@ -1,7 +1,8 @@
 """Other tasks' GPUs, with real server processes that each have one stand-in GPU of 1 MiB
 (TENSORWEAVE_STANDIN_GPUS=1, TENSORWEAVE_STANDIN_GPU_MEMORY): a session on task 0 places ops
-pinned to task 1's GPU there, asks no task its graphs do not name, and a step past task 1's GPU
-memory is ResourceExhaustedError naming the op while task 1 serves on."""
+pinned to task 1's GPU there, asks no task its graphs do not name (until a placement fails: its
+message lists every task's GPUs), and a step past task 1's GPU memory is ResourceExhaustedError
+naming the op while task 1 serves on."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,6 +56,22 @@ def test_an_index_past_the_remote_tasks_gpus_is_invalid_argument(cluster):
                 sess.run(c)
         with tf.Session(cluster.target("worker", 0), config=tf.ConfigProto(allow_soft_placement=True)) as sess:
             assert sess.run(c) == 1.0
+
+
+def test_the_error_lists_the_gpus_of_tasks_no_node_names(cluster):
+    """As TF's, the message lists the cluster's devices: task 1's GPU though no node names task 1
+    (asked only on this error; worker 2, which nothing serves, is left out without a wait)."""
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0/gpu:5"):
+            c = tf.constant(1.0, name="past")
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+                sess.run(c)
+    message = caught.value.message
+    assert message.startswith("Cannot assign a device for operation past: Operation was explicitly assigned to "
+                              "/job:worker/task:0/device:GPU:5 but available devices are [ "), message
+    assert f"{W0}/device:GPU:0" in message and f"{W1}/device:GPU:0" in message, message
+    assert "task:2/device:GPU" not in message
 
 
 def test_out_of_a_remote_gpus_memory_fails_the_step_and_the_task_serves_on(cluster):
