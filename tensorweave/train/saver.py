@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from typing import Optional
@@ -223,6 +224,7 @@ class Saver:
         self.saver_def = saver_def
         self._builder = builder
         self._is_built = False
+        self._save_lock = threading.Lock()
         self._allow_empty = allow_empty
         self._is_empty = None
         self._write_version = write_version
@@ -371,7 +373,15 @@ class Saver:
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
         """Saves the variables to `save_path` (`save_path-<global_step>` when global_step is
         given, an int or a variable/tensor read in `sess`); returns the checkpoint prefix. Writes
-        the meta graph `<prefix>.meta` and then the state file `checkpoint` beside it."""
+        the meta graph `<prefix>.meta` and then the state file `checkpoint` beside it. Saves from
+        several threads (a Supervisor's checkpoint thread beside the program's final save) take
+        turns, each from reading the step to writing the state file, which so names the later step."""
+        with self._save_lock:
+            return self._save(sess, save_path, global_step, latest_filename, meta_graph_suffix, write_meta_graph,
+                              write_state, strip_default_attrs)
+
+    def _save(self, sess, save_path, global_step, latest_filename, meta_graph_suffix, write_meta_graph, write_state,
+              strip_default_attrs):
         if not self._is_built:
             raise RuntimeError("`build()` should be called before save if defer_build==True")
         if latest_filename is None:

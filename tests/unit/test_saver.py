@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import tensorweave as tf
+from tensorweave.train import saver as saver_module
 
 
 def _model():
@@ -302,3 +304,33 @@ def test_savers_collection_travels_in_the_meta_graph(tmp_path):
         with tf.Session() as sess:
             restored.restore(sess, path)
             assert sess.run(tf.global_variables()[0]) == 3.0
+
+
+def test_a_save_beside_another_leaves_the_later_step_latest(tmp_path, monkeypatch):
+    """A Supervisor's checkpoint thread saves at its start; on a loaded machine that save (step 1)
+    could write the state file after the program's final save (step 40) had, so that
+    latest_checkpoint named step 1 (slim.learning.train, CI). Saves of one Saver take turns."""
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        tf.Variable(1.0, name="v")
+        saver = tf.train.Saver()
+        prefix = str(tmp_path / "model.ckpt")
+        writing = threading.Event()
+        update = saver_module.update_checkpoint_state_internal
+
+        def slow_update(**kwargs):   # (the thread's save, paused between its files and the state file)
+            if kwargs["model_checkpoint_path"].endswith("-1"):
+                writing.set()
+                time.sleep(0.5)
+            return update(**kwargs)
+        monkeypatch.setattr(saver_module, "update_checkpoint_state_internal", slow_update)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(step.assign(1))
+            thread = threading.Thread(target=saver.save, args=(sess, prefix), kwargs={"global_step": step})
+            thread.start()
+            assert writing.wait(30)
+            sess.run(step.assign(40))
+            saver.save(sess, prefix, global_step=step)
+            thread.join()
+    assert tf.train.latest_checkpoint(str(tmp_path)) == prefix + "-40"
