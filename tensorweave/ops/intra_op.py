@@ -146,9 +146,10 @@ def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndar
 def elementwise_chunks(fn, arrays: list) -> list:
     """fn(*arrays), for an elementwise `fn` of arrays that returns a list of arrays of their shape.
     numpy arrays of one shape of at least eight chunks' elements (smaller ones stay in cache
-    whole) are computed in chunks of _MIN_ELEMS (in flat order) on the intra-op threads, into new arrays: every element
-    comes out as from one whole call, but a chunk's intermediates stay in cache where a whole
-    call's ten-odd passes (an optimizer update of a large variable) each go through memory."""
+    whole) are computed in chunks of _MIN_ELEMS (in flat order) on the intra-op threads, into new
+    arrays: every element comes out as from one whole call, but a chunk's intermediates stay in
+    cache where a whole call's ten-odd passes (an optimizer update of a large variable) each go
+    through memory."""
     size = arrays[0].size
     if size < 8 * _MIN_ELEMS or any(type(a) is not np.ndarray or a.shape != arrays[0].shape for a in arrays):
         return fn(*arrays)

@@ -327,7 +327,7 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
                     r.store(v)
                 return
-            fn = (rule.scalar_rows_fn if var.size == var.shape[0] else rule.sparse_fn) or rule.fn
+            fn = rule.scalar_rows_fn if var.size == var.shape[0] else rule.sparse_fn   # (None: rule.fn)
             new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs, fn)
             for r, v, nv in zip(res, values, new_rows):
                 out = v.copy()
