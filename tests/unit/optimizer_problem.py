@@ -16,6 +16,26 @@ SVALS = [np.array([[0.1, -0.2], [0.3, 0.05], [-0.4, 0.6]]),
          np.array([[0.05, 0.4], [-0.1, 0.2], [0.3, -0.35]])]
 
 
+def _pow_rounds_apart(g: np.ndarray, dtype) -> np.ndarray:
+    """Whether Ftrl's first accumulator, 0.1 + g^2 in `dtype`, is a value whose square root the C
+    library's pow rounds differently from sqrt (numpy calls pow for an array of exponents)."""
+    accum = dtype(0.1) + g.astype(dtype) * g.astype(dtype)
+    return np.power(accum, np.full_like(accum, 0.5)) != np.sqrt(accum)
+
+
+# Rows of one element (a linear model's [features, 1] weights), where TF's sparse Adagrad,
+# ProximalAdagrad, Ftrl and AdagradDA kernels take their scalar branch. The first step's gradients,
+# each on a row of its own, are such g's: half of them in float32, half in float64.
+_RNG = np.random.RandomState(7)
+RVAR0 = _RNG.standard_normal((512, 1))
+_G = np.sqrt(_RNG.random_sample(400000) * 3)
+_G = np.concatenate([_G[_pow_rounds_apart(_G, np.float32)][:200], _G[_pow_rounds_apart(_G, np.float64)][:200]])
+RIDX = [_RNG.permutation(512)[:400]] + [_RNG.randint(0, 512, 400) for _ in range(2)]
+RVALS = [(_G * _RNG.choice([-1.0, 1.0], 400))[:, None]] + [_RNG.standard_normal((400, 1)) for _ in range(2)]
+ROW_OPTIMIZERS = ("adagrad", "proximal_adagrad", "proximal_adagrad_l1l2", "ftrl", "ftrl_l1l2", "ftrl_shrink_pow",
+                  "adagrad_da", "adagrad_da_l1l2")
+
+
 def optimizers(train) -> dict:
     """Case name -> a function making that optimizer from `train` (tensorweave's tf.train, or
     TensorFlow's tf.compat.v1.train), in the graph where the problem's global step

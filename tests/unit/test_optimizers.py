@@ -1,6 +1,7 @@
 """Optimizers: the first three updates of each TF1 optimizer (dense and sparse, float32 and
-float64) against numbers recorded from TensorFlow's tf.compat.v1.train optimizers, to the bit
-(fixtures/record_tf_optimizer_updates.py), hand formulas, slots, global step and errors."""
+float64; sparse on rows of one element too) against numbers recorded from TensorFlow's
+tf.compat.v1.train optimizers, to the bit (fixtures/record_tf_optimizer_updates.py), hand
+formulas, slots, global step and errors."""
 from __future__ import annotations
 
 import json
@@ -14,9 +15,10 @@ import tensorweave as tf
 from tensorweave.framework.indexed_slices import IndexedSlices
 from tensorweave.ops.state import optimizer_updates as updates
 
-from optimizer_problem import GRADS, SIDX, SVALS, SVAR0, VAR0, optimizers
+from optimizer_problem import GRADS, RIDX, ROW_OPTIMIZERS, RVALS, RVAR0, SIDX, SVALS, SVAR0, VAR0, optimizers
 
 FIXTURES = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "tf_optimizer_updates.json")))
+ROW_FIXTURES = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "tf_optimizer_scalar_rows.npz"))
 
 OPTS = optimizers(tf.train)
 CASES = [(n, dt, kind) for n in OPTS for dt in ("float64", "float32") for kind in ("dense", "sparse")]
@@ -59,6 +61,23 @@ def test_first_three_updates_match_tensorflow(graph, name, dtype, kind):
             assert got.dtype == np.dtype(dtype)
             np.testing.assert_allclose(got, np.array(want["values"][i], got.dtype), rtol=rtol, atol=rtol)
 
+
+
+@pytest.mark.parametrize("name,dtype", [(n, dt) for n in ROW_OPTIMIZERS for dt in ("float64", "float32")])
+def test_sparse_updates_of_rows_of_one_element_match_tensorflow(graph, name, dtype):
+    """A [features, 1] variable (a linear model's weights): TF's sparse Adagrad, ProximalAdagrad,
+    Ftrl and AdagradDA kernels loop over such rows one scalar at a time, in their own order (Ftrl's
+    sigma from the C library's pow, which rounds some square roots differently from sqrt)."""
+    v = tf.Variable(RVAR0.astype(dtype), name="v")
+    vals = tf.placeholder(dtype, [None, 1])
+    idx = tf.placeholder(tf.int64, [None])
+    grad = IndexedSlices(vals, idx, tf.constant(RVAR0.shape, dtype=tf.int64))
+    step = OPTS[name]().apply_gradients([(grad, v)], global_step=tf.train.get_global_step())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for i in range(3):
+            sess.run(step, {vals: RVALS[i].astype(dtype), idx: RIDX[i]})
+        np.testing.assert_array_equal(sess.run(v), ROW_FIXTURES[f"{name}/{dtype}"])
 
 def test_sparse_updates_touch_only_looked_up_rows(graph):
     emb = tf.Variable(np.ones((5, 2), np.float32), name="emb")

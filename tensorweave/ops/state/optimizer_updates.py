@@ -171,18 +171,29 @@ def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
 
 def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scalar_rows=False):
     # linear + (grad - sigma var) as TF's kernels (Eigen) add; a sparse update's rows of one element
-    # (TF's scalar branch) add (linear + grad) - sigma var
+    # (TF's scalar branch) add (linear + grad) - sigma var, with sigma from the C library's pow at
+    # every power (its pow(x, 0.5) is not always sqrt's rounding) and the quadratic term from sqrt
     new_accum = accum + grad * grad
-    if lr_power == -0.5:
+    if scalar_rows:
+        sigma = (_c_pow(new_accum, -lr_power) - _c_pow(accum, -lr_power)) / lr
+    elif lr_power == -0.5:
         sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
-        quadratic = np.sqrt(new_accum) / lr + 2 * l2
     else:
         sigma = (new_accum ** -lr_power - accum ** -lr_power) / lr
-        quadratic = new_accum ** -lr_power / lr + 2 * l2
+    if lr_power == -0.5:
+        quadratic = np.sqrt(new_accum) / lr + 2 * l2
+    else:
+        quadratic = (_c_pow(new_accum, -lr_power) if scalar_rows else new_accum ** -lr_power) / lr + 2 * l2
     linear = linear + shrunk_grad - sigma * var if scalar_rows else linear + (shrunk_grad - sigma * var)
     pre_shrink = (np.sign(linear) * l1 - linear) / quadratic
     var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros((), var.dtype)).astype(var.dtype)
     return var, new_accum, linear
+
+
+def _c_pow(x, p):
+    """x ** p by the C library's pow for each element, as TF's loops over rows of one element call
+    it: numpy takes a scalar exponent of 0.5 as sqrt, an array of exponents it does not."""
+    return np.power(x, np.full_like(x, p))
 
 
 def _ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, scalar_rows=False):
@@ -193,11 +204,14 @@ def _ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, scala
     return _ftrl_core(var, accum, linear, grad, grad + 2 * l2_shrinkage * var, lr, l1, l2, lr_power, scalar_rows)
 
 
-def _proximal_step(prox_var, lr, l1, l2):
+def _proximal_step(prox_var, lr, l1, l2, scalar_rows=False):
     """TF's proximal step: soft-threshold prox_var by lr * l1 (when l1 > 0), then shrink by
-    1 + lr * l2."""
+    1 + lr * l2. TF's loop over rows of one element divides by 1.0 + lr * l2 in double (a C++
+    double literal), rounding only the quotient to the variable's type."""
     if l1 > 0:
         prox_var = np.sign(prox_var) * np.maximum(np.abs(prox_var) - lr * l1, np.zeros((), prox_var.dtype))
+    if scalar_rows:
+        return (prox_var.astype(np.float64) / (1.0 + (lr * l2).astype(np.float64))).astype(prox_var.dtype)
     return prox_var / (np.ones((), prox_var.dtype) + lr * l2)
 
 
@@ -208,7 +222,7 @@ def _proximal_sgd(var, alpha, l1, l2, grad):
 def _proximal_adagrad(var, accum, lr, l1, l2, grad, scalar_rows=False):
     accum = accum + grad * grad
     learning_rate = lr / np.sqrt(accum) if scalar_rows else lr * (var.dtype.type(1) / np.sqrt(accum))
-    return _proximal_step(var - grad * learning_rate, learning_rate, l1, l2), accum
+    return _proximal_step(var - grad * learning_rate, learning_rate, l1, l2, scalar_rows), accum
 
 
 def _adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1, l2, global_step):
@@ -234,6 +248,24 @@ def _sparse_adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1
     return var, gradient_accum, gradient_squared_accum
 
 
+def _scalar_adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1, l2, global_step):
+    # TF's SparseApplyAdagradDA on rows of one element computes in double (its scalars, the global
+    # step and each gradient converted), rounding to the variable's type what it stores: the two
+    # accumulators and var; sqrt is the stored float's (C++'s float overload)
+    f8 = np.float64
+    g = grad.astype(f8)
+    gradient_accum = (gradient_accum.astype(f8) + g).astype(var.dtype)
+    gradient_squared_accum = (gradient_squared_accum.astype(f8) + g * g).astype(var.dtype)
+    lr, l1, l2, step = f8(lr), f8(l1), f8(l2), f8(global_step)
+    denominator = step * l2 * lr + np.sqrt(gradient_squared_accum).astype(f8)
+    if l1 > 0:
+        numerator = np.sign(-gradient_accum).astype(f8) * lr * np.maximum(
+            np.abs(gradient_accum).astype(f8) - step * l1, 0.0)
+    else:
+        numerator = -gradient_accum.astype(f8) * lr
+    return (numerator / denominator).astype(var.dtype), gradient_accum, gradient_squared_accum
+
+
 _RULES = [
     _Rule("GradientDescent", 0, ("alpha",), _sgd),
     _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov")),
@@ -255,7 +287,7 @@ _RULES = [
           scalar_rows_fn=partial(_proximal_adagrad, scalar_rows=True)),
     # global_step is TF's int64 input; the kernel uses it as T (TF's static_cast<T>)
     _Rule("AdagradDA", 2, ("lr", "l1", "l2", "global_step"), _adagrad_da, grad_first=True,
-          sparse_fn=_sparse_adagrad_da),
+          sparse_fn=_sparse_adagrad_da, scalar_rows_fn=_scalar_adagrad_da),
 ]
 # Momentum's grad comes before its `momentum` scalar (TF's input order): lr, grad, momentum.
 _GRAD_AFTER = {"Momentum": 1}
