@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable
 
-from tensorweave.framework import limits
+from tensorweave.framework import denormals, limits
 
 _IDLE_THREAD_S = 30.0
 QUEUE_WAIT_S = 1.0
@@ -118,6 +118,7 @@ class RequestPool:
             refuse()
 
     def _loop(self, fn) -> None:
+        denormals.flush_this_thread()   # (the thread runs a step's kernels)
         try:
             while fn is not None:
                 try:

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from tensorweave.framework import denormals
 from tensorweave.framework.limits import available_cores
 
 _MIN_ELEMS = 1 << 17
@@ -71,7 +72,8 @@ def _get_pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="tensorweave-intra-op")
+                _pool = ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="tensorweave-intra-op",
+                                           initializer=denormals.flush_this_thread)
     return _pool
 
 
@@ -85,7 +87,8 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
         return
     bounds = [n * i // parts for i in range(parts + 1)]
     pool = _get_pool()
-    futures = [pool.submit(fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
+    flushing = denormals.flushing()   # (the parts compute as this thread does: framework/denormals.py)
+    futures = [pool.submit(_part, flushing, fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
     error = None
     for i, f in enumerate([None] + futures):
         try:
@@ -100,6 +103,14 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
             error = error or e
     if error is not None:
         raise error
+
+
+def _part(flushing: bool, fn: Callable[[int, int], None], start: int, stop: int) -> None:
+    if denormals.flushing() == flushing:
+        fn(start, stop)
+    else:
+        with denormals.computed_as(flushing):
+            fn(start, stop)
 
 
 def run_calls(calls: list) -> list:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from tensorweave.framework import errors
+from tensorweave.framework import denormals, errors
 from tensorweave.framework.graph_def import NodeDef, live_inputs, needed_nodes, parse_input, tensor_key
 from tensorweave.ops import registry
 from tensorweave.ops.registry import DEAD
@@ -350,7 +350,16 @@ class Plan:
     def run(self, feed_values: Sequence[Any] = (), step: Optional[StepContext] = None,
             pool: Optional[inter_op.InterOpPool] = None) -> list:
         """Runs the plan once; returns the fetched values in order. With a `pool` of more than
-        one thread, independent ops may run at once (runtime/inter_op.py)."""
+        one thread, independent ops may run at once (runtime/inter_op.py). Kernels run with
+        denormals flushed to zero, as TF's do (framework/denormals.py)."""
+        own = denormals.enter()
+        try:
+            return self._run(feed_values, step, pool)
+        finally:
+            denormals.leave(own)
+
+    def _run(self, feed_values: Sequence[Any], step: Optional[StepContext],
+             pool: Optional[inter_op.InterOpPool]) -> list:
         vals = self._template.copy()
         for s, v in zip(self.feed_slots, feed_values):
             vals[s] = v

@@ -44,7 +44,7 @@ from typing import Optional
 
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.framework import denormals, errors
 from tensorweave.framework.graph_def import live_inputs
 from tensorweave.framework.limits import available_cores
 from tensorweave.ops import registry
@@ -111,6 +111,7 @@ class InterOpPool:
                                  daemon=True).start()
 
     def _serve(self) -> None:
+        denormals.flush_this_thread()
         intra_op.cap_parts(self.intra_op_share)
         cond, jobs = self._cond, self._jobs
         while True:

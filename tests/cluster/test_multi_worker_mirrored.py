@@ -165,8 +165,9 @@ def test_strategy_reads_tf_config_and_sets_the_session_config(monkeypatch):
 
 
 def test_a_worker_killed_during_training_fails_the_other_with_unavailable(start_cluster):
-    """Within the operation timeout; in fact at the first ping of the dead worker, whose host
-    refuses the connection (no waiting out a ping's timeout)."""
+    """Within the operation timeout; in fact at once: at the first ping of the dead worker, whose
+    host refuses the connection, or at the send that the kill cut (no waiting out a ping's
+    timeout)."""
     c = start_cluster({"worker": 2})
     killed_at = []
 
@@ -183,8 +184,9 @@ def test_a_worker_killed_during_training_fails_the_other_with_unavailable(start_
     initial, final, gstep, err = results[0]
     assert isinstance(err, errors.UnavailableError), err
     assert "Collective" in str(err) and "/job:worker/replica:0/task:1" in str(err)
-    # found by the first ping of the dead worker, which its host refused: not by a timeout
-    assert "connection refused" in str(err), err
+    # found by the first ping of the dead worker, which its host refused, or by the send to it
+    # that the kill cut (a loaded machine's turn: the CI run of 1123b47): not by a timeout
+    assert "connection refused" in str(err) or "connection lost while sending" in str(err), err
 
 
 def _launch(args, env, timeout=240):

@@ -51,6 +51,22 @@ def test_feeds_and_fetches_on_every_task(cluster):
             assert {(d.device_type, d.memory_limit_bytes) for d in sess.list_devices()} == {("CPU", 268435456)}
 
 
+
+def test_tasks_flush_denormals_as_tensorflow_does(cluster):
+    """TF's kernels run with denormal results and inputs flushed to zero, on every task."""
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [2], name="p_denormal")
+        outs = []
+        for task in ("/job:ps/task:0", "/job:worker/task:1"):
+            with tf.device(task):
+                outs += [tf.exp(p), p * 1e-30]
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            got = sess.run(outs, {p: np.array([-100.0, 1e-9], np.float32)})
+        for exp, product in (got[:2], got[2:]):
+            np.testing.assert_array_equal(exp, [0.0, 1.0])   # (numpy alone: exp(-100) is 3.7e-44)
+            np.testing.assert_array_equal(product, [np.float32(-100.0) * np.float32(1e-30), 0.0])
+
+
 def test_every_fetch_structure(cluster):
     Pair = collections.namedtuple("Pair", ["x", "y"])
     with tf.Graph().as_default():

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from tensorweave.framework import errors
+from tensorweave.framework import denormals, errors
 
 _WAIT_SLICE = 0.05
 _tls = threading.local()
@@ -103,6 +103,7 @@ def run_ahead(source: Callable[[], Iterator], size: int, name: str) -> Iterator:
     end = object()
 
     def work():
+        denormals.flush_this_thread()   # (it runs the pipeline's functions: kernels)
         try:
             for item in source():
                 if not _put(buf, item, stop):
@@ -143,6 +144,7 @@ def parallel_map(inputs: Iterator, fn: Callable[[object], object], calls: int, n
     read_lock = threading.Lock()
 
     def work():
+        denormals.flush_this_thread()   # (it runs the map function: kernels)
         while True:
             with cond:
                 while not state["stop"] and not state["inline"] and state["read"] - state["taken"] >= window:

@@ -11,6 +11,7 @@ import zlib
 
 import numpy as np
 
+from tensorweave.framework import denormals
 from tensorweave.framework.tf_protos import summary_pb2
 
 DBL_MAX = sys.float_info.max
@@ -39,6 +40,11 @@ def _prefix_tables(dtype: np.dtype) -> tuple:
     at most one limit lies inside (checked here); a float32 compared with the float32 at or above
     a limit compares as it does with the limit itself. Non-finite prefixes index past the last
     bucket (dropped by _bucket_counts)."""
+    with denormals.computed_as(False):   # (kept: the same tables whichever thread asks first)
+        return _tables(dtype)
+
+
+def _tables(dtype: np.dtype) -> tuple:
     shift = 8 * dtype.itemsize - 16
     uint = np.dtype(f"u{dtype.itemsize}")
     prefixes = np.arange(1 << 16, dtype=uint) << uint.type(shift)
