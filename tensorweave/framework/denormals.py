@@ -10,8 +10,9 @@ run kernels, keep them on (`flush_this_thread`), and so do oneDNN's OpenMP threa
 from a thread that has them (a new thread copies its creator's modes). `computed_as` runs code
 with the modes of a given thread: a kernel's parts on the intra-op threads, tests' expectations.
 
-On x86-64 Linux: glibc's fenv_t ends with the SSE control register, MXCSR, whose bits 15 (FTZ)
-and 6 (DAZ) these are. Elsewhere the modes stay as they are.
+On x86-64 Linux: glibc's femode_t (fegetmode/fesetmode, glibc 2.25 on) holds the x87 control
+word and the SSE control register, MXCSR, whose bits 15 (FTZ) and 6 (DAZ) these are; setting the
+modes keeps the exception flags. Elsewhere the modes stay as they are.
 """
 from __future__ import annotations
 
@@ -25,44 +26,44 @@ from typing import Optional
 _FTZ_DAZ = 0x8040
 
 
-class _Env(ctypes.Structure):
-    """glibc's x86-64 fenv_t: the x87 environment (28 bytes), then MXCSR."""
-    _fields_ = [("x87", ctypes.c_uint8 * 28), ("mxcsr", ctypes.c_uint32)]
+class _Modes(ctypes.Structure):
+    """glibc's x86-64 femode_t: the x87 control word, then MXCSR."""
+    _fields_ = [("x87_control", ctypes.c_uint16), ("reserved", ctypes.c_uint16), ("mxcsr", ctypes.c_uint32)]
 
 
-def _fenv() -> Optional[tuple]:
-    """(fegetenv, fesetenv) of the C library where fenv_t is _Env, else None."""
+def _femode() -> Optional[tuple]:
+    """(fegetmode, fesetmode) of the C library where femode_t is _Modes, else None."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return None
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        get, put = libm.fegetenv, libm.fesetenv
+        get, put = libm.fegetmode, libm.fesetmode
     except (OSError, AttributeError):
         return None
-    get.argtypes = put.argtypes = [ctypes.POINTER(_Env)]
+    get.argtypes = put.argtypes = [ctypes.POINTER(_Modes)]
     get.restype = put.restype = ctypes.c_int
     return get, put
 
 
-_FENV = _fenv()
-AVAILABLE = _FENV is not None
+_FEMODE = _femode()
+AVAILABLE = _FEMODE is not None
 _this_thread = threading.local()
 
 
-def _env() -> _Env:
-    env = _this_thread.__dict__.get("env")
-    if env is None:
-        env = _this_thread.env = _Env()
-    return env
+def _modes() -> _Modes:
+    modes = _this_thread.__dict__.get("modes")
+    if modes is None:
+        modes = _this_thread.modes = _Modes()
+    return modes
 
 
 def flush_this_thread() -> None:
     """Turns the modes on for good on this thread (a runtime thread that only runs kernels)."""
     if AVAILABLE and not _this_thread.__dict__.get("on"):
-        env = _env()
-        _FENV[0](env)
-        env.mxcsr |= _FTZ_DAZ
-        _FENV[1](env)
+        modes = _modes()
+        _FEMODE[0](modes)
+        modes.mxcsr |= _FTZ_DAZ
+        _FEMODE[1](modes)
         _this_thread.on = True
 
 
@@ -72,28 +73,28 @@ def flushing() -> bool:
     return bool(_this_thread.__dict__.get("on"))
 
 
-def enter() -> Optional[_Env]:
+def enter() -> Optional[_Modes]:
     """Turns the modes on for this thread; returns what `leave` restores (None: they were on
     already)."""
     if not AVAILABLE or _this_thread.__dict__.get("on"):
         return None
-    env = _env()
-    _FENV[0](env)
-    own = env.mxcsr
+    modes = _modes()
+    _FEMODE[0](modes)
+    own = modes.mxcsr
     if own & _FTZ_DAZ == _FTZ_DAZ:
         _this_thread.on = True   # (on for good: copied from the thread that started this one)
         return None
-    env.mxcsr = own | _FTZ_DAZ
-    _FENV[1](env)
-    env.mxcsr = own   # (the thread's own environment again, for leave)
+    modes.mxcsr = own | _FTZ_DAZ
+    _FEMODE[1](modes)
+    modes.mxcsr = own   # (the thread's own modes again, for leave)
     _this_thread.on = True
-    return env
+    return modes
 
 
-def leave(own: Optional[_Env]) -> None:
-    """Restores the environment `enter` returned (the thread's own modes)."""
+def leave(own: Optional[_Modes]) -> None:
+    """Restores the modes `enter` returned (the thread's own)."""
     if own is not None:
-        _FENV[1](own)
+        _FEMODE[1](own)
         _this_thread.on = False
 
 
@@ -105,16 +106,16 @@ def computed_as(flushing: bool):
     if not AVAILABLE or flushing == bool(_this_thread.__dict__.get("on")):
         yield
         return
-    env = _Env()   # (not the thread's: a plan's run on this thread may hold that one for `leave`)
-    _FENV[0](env)
-    own = env.mxcsr
-    env.mxcsr = own | _FTZ_DAZ if flushing else own & ~_FTZ_DAZ
-    _FENV[1](env)
+    modes = _Modes()   # (not the thread's: a plan's run on this thread may hold that one for `leave`)
+    _FEMODE[0](modes)
+    own = modes.mxcsr
+    modes.mxcsr = own | _FTZ_DAZ if flushing else own & ~_FTZ_DAZ
+    _FEMODE[1](modes)
     was = _this_thread.__dict__.get("on", False)
     _this_thread.on = flushing
     try:
         yield
     finally:
-        env.mxcsr = own
-        _FENV[1](env)
+        modes.mxcsr = own
+        _FEMODE[1](modes)
         _this_thread.on = was
