@@ -106,11 +106,8 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
 
 
 def _part(flushing: bool, fn: Callable[[int, int], None], start: int, stop: int) -> None:
-    if denormals.flushing() == flushing:
+    with denormals.computed_as(flushing):
         fn(start, stop)
-    else:
-        with denormals.computed_as(flushing):
-            fn(start, stop)
 
 
 def run_calls(calls: list) -> list:
