@@ -2,17 +2,18 @@
 
 TF turns on the processor's flush-to-zero and denormals-are-zero modes on every thread of its
 pools and around each kernel it runs on a caller's thread (tensorflow/core/platform/denormal.h,
-ScopedFlushDenormal): a result too small to be a normal float is 0.0 and such an input reads as
-0.0. So in a TF session float32 exp(-100.0) is 0.0 (numpy alone gives 3.7e-44), log(exp(-100.0))
-is -inf and 1e-8 * 1e-30 is 0.0. `Plan.run` runs a step's kernels between `enter()` and
-`leave()`, which restores the calling thread's own modes; the runtime's own threads, which only
-run kernels, keep them on (`flush_this_thread`), and so do oneDNN's OpenMP threads, which start
-from a thread that has them (a new thread copies its creator's modes). `computed_as` runs code
-with the modes of a given thread: a kernel's parts on the intra-op threads, tests' expectations.
+ScopedFlushDenormal), and rounds to nearest there (ScopedSetRound): a result too small to be a
+normal float is 0.0 and such an input reads as 0.0. So in a TF session float32 exp(-100.0) is 0.0
+(numpy alone gives 3.7e-44), log(exp(-100.0)) is -inf and 1e-8 * 1e-30 is 0.0. `Plan.run` runs a
+step's kernels between `enter()` and `leave()`, which restores the calling thread's own modes; the
+runtime's own threads, which only run kernels, keep them on (`flush_this_thread`), and so do
+oneDNN's OpenMP threads, which start from a thread that has them (a new thread copies its
+creator's modes). `computed_as` runs code with the modes of a given thread: a kernel's parts on
+the intra-op threads, tests' expectations.
 
 On x86-64 Linux: glibc's femode_t (fegetmode/fesetmode, glibc 2.25 on) holds the x87 control
-word and the SSE control register, MXCSR, whose bits 15 (FTZ) and 6 (DAZ) these are; setting the
-modes keeps the exception flags. Elsewhere the modes stay as they are.
+word and the SSE control register, MXCSR, whose bits 15 (FTZ) and 6 (DAZ) these are (bits 13-14
+its rounding); setting the modes keeps the exception flags. Elsewhere the modes stay as they are.
 """
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ import threading
 from typing import Optional
 
 _FTZ_DAZ = 0x8040
+_ROUNDING = 0x6000   # MXCSR's rounding control: 0 rounds to nearest
+
+
+def _kernel_modes(mxcsr: int) -> int:
+    """MXCSR as TF's kernels run: denormals flushed, rounding to nearest (ScopedSetRound)."""
+    return (mxcsr | _FTZ_DAZ) & ~_ROUNDING
 
 
 class _Modes(ctypes.Structure):
@@ -62,7 +69,7 @@ def flush_this_thread() -> None:
     if AVAILABLE and not _this_thread.__dict__.get("on"):
         modes = _modes()
         _FEMODE[0](modes)
-        modes.mxcsr |= _FTZ_DAZ
+        modes.mxcsr = _kernel_modes(modes.mxcsr)
         _FEMODE[1](modes)
         _this_thread.on = True
 
@@ -81,10 +88,10 @@ def enter() -> Optional[_Modes]:
     modes = _modes()
     _FEMODE[0](modes)
     own = modes.mxcsr
-    if own & _FTZ_DAZ == _FTZ_DAZ:
+    if own == _kernel_modes(own):
         _this_thread.on = True   # (on for good: copied from the thread that started this one)
         return None
-    modes.mxcsr = own | _FTZ_DAZ
+    modes.mxcsr = _kernel_modes(own)
     _FEMODE[1](modes)
     modes.mxcsr = own   # (the thread's own modes again, for leave)
     _this_thread.on = True
@@ -109,7 +116,7 @@ def computed_as(flushing: bool):
     modes = _Modes()   # (not the thread's: a plan's run on this thread may hold that one for `leave`)
     _FEMODE[0](modes)
     own = modes.mxcsr
-    modes.mxcsr = own | _FTZ_DAZ if flushing else own & ~_FTZ_DAZ
+    modes.mxcsr = _kernel_modes(own) if flushing else own & ~_FTZ_DAZ
     _FEMODE[1](modes)
     was = _this_thread.__dict__.get("on", False)
     _this_thread.on = flushing

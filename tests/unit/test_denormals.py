@@ -3,6 +3,8 @@ in a step, on every thread that runs its kernels; the calling thread's own modes
 TF's recorded values for the same ops: test_tf_recorded_values.py (exp_underflow, ...)."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
 
 import numpy as np
@@ -68,3 +70,20 @@ def test_a_kernels_parts_on_other_threads_compute_as_its_thread():
         with denormals.computed_as(flushing):
             out = intra_op.split_elementwise(np.multiply, x, np.float32(1e-19))
         assert (out == 0).all() if flushing else (out != 0).all()
+
+
+def test_kernels_round_to_nearest_whatever_the_caller_rounds_to():
+    """TF's kernels run rounding to nearest (ScopedSetRound beside the flushing); a caller that
+    rounds downward gets its own mode back after the step."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    fe_downward = 0x400   # (x86's FE_DOWNWARD; 1/3 rounds up to nearest in float32)
+    third = np.float32(1) / np.float32(3)
+    x = tf.placeholder(tf.float32, [])
+    with tf.Session() as sess:
+        assert libm.fesetround(fe_downward) == 0
+        try:
+            got = sess.run(x / 3.0, {x: 1.0})
+            downward = np.float32(1) / np.float32(3)
+        finally:
+            libm.fesetround(0)
+    assert got == third and downward == np.nextafter(third, np.float32(0))
