@@ -15,6 +15,7 @@ and CuPy arrays both combine with, and numpy's in-place fast paths apply to nump
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -174,16 +175,13 @@ def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scal
     # (TF's scalar branch) add (linear + grad) - sigma var, with sigma from the C library's pow at
     # every power (its pow(x, 0.5) is not always sqrt's rounding) and the quadratic term from sqrt
     new_accum = accum + grad * grad
-    if scalar_rows:
-        sigma = (_c_pow(new_accum, -lr_power) - _c_pow(accum, -lr_power)) / lr
-    elif lr_power == -0.5:
-        sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
+    if scalar_rows or lr_power != -0.5:
+        power = _c_pow if scalar_rows else operator.pow
+        new_root, old_root = power(new_accum, -lr_power), power(accum, -lr_power)
     else:
-        sigma = (new_accum ** -lr_power - accum ** -lr_power) / lr
-    if lr_power == -0.5:
-        quadratic = np.sqrt(new_accum) / lr + 2 * l2
-    else:
-        quadratic = (_c_pow(new_accum, -lr_power) if scalar_rows else new_accum ** -lr_power) / lr + 2 * l2
+        new_root, old_root = np.sqrt(new_accum), np.sqrt(accum)
+    sigma = (new_root - old_root) / lr
+    quadratic = (np.sqrt(new_accum) if lr_power == -0.5 else new_root) / lr + 2 * l2
     linear = linear + shrunk_grad - sigma * var if scalar_rows else linear + (shrunk_grad - sigma * var)
     pre_shrink = (np.sign(linear) * l1 - linear) / quadratic
     var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros((), var.dtype)).astype(var.dtype)
