@@ -14,6 +14,9 @@
   RMSProp (learning rate 0.01), batch 256.
 - gan: `gan.py`'s generator 100-256-784 and discriminator 784-256-1, two Adam optimizers
   (learning rate 2e-4), each with its var_list, both trained in one Session.run, batch 128.
+- word2vec: `word2vec.py`'s skip-gram model (an embedding of 50,000 words by 200, nce_loss with 64
+  sampled classes, SGD with learning rate 0.1, batch 128): each step looks up and updates a few
+  hundred of the embedding's and the NCE weights' rows (word ids drawn from a Zipf law).
 - matmul, histogram: the two kernels the summaries program spends its time in, alone: a
   Session.run of the first layer's product (a fed [100, 784] batch times a [784, 256]
   variable), and of a histogram summary of a [784, 256] variable (10x the steps). Besides the
@@ -50,7 +53,7 @@ import numpy as np
 from _harness import add_contend_arg, busy_loops, load_average, run_json, tf_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRAMS = ("summaries", "autoencoder", "gan", "matmul", "histogram")
+PROGRAMS = ("summaries", "autoencoder", "gan", "word2vec", "matmul", "histogram")
 
 
 @functools.lru_cache(maxsize=None)
@@ -167,6 +170,25 @@ def gan(tf, steps: int, logdir: str) -> None:
             sess.run([train_gen, train_disc, gen_loss, disc_loss], {disc_input: bx, gen_input: z})
 
 
+def word2vec(tf, steps: int, logdir: str) -> None:
+    vocabulary, width, batch = 50_000, 200, 128
+    rng = np.random.RandomState(2)
+    words = (rng.zipf(1.3, size=(steps, 2, batch)) - 1) % vocabulary
+    x = tf.placeholder(tf.int32, [None])
+    y = tf.placeholder(tf.int32, [None, 1])
+    embedding = tf.Variable(tf.random_uniform([vocabulary, width], -1.0, 1.0))
+    nce_weights = tf.Variable(tf.random_normal([vocabulary, width]))
+    nce_biases = tf.Variable(tf.zeros([vocabulary]))
+    loss = tf.reduce_mean(tf.nn.nce_loss(weights=nce_weights, biases=nce_biases, labels=y,
+                                         inputs=tf.nn.embedding_lookup(embedding, x), num_sampled=64,
+                                         num_classes=vocabulary))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for inputs, labels in words:
+            sess.run([train, loss], {x: inputs, y: labels[:, None]})
+
+
 def timed_runs(sess, fetch, feed: dict, runs: int) -> float:
     """Runs `fetch` `runs` times; the median seconds of one run."""
     seconds = []
@@ -211,8 +233,9 @@ def import_framework(framework: str, repo: str = REPO):
 
 
 # the names the programs use, resolved before the clock starts (see the module's docstring)
-USED_NAMES = ("Session", "placeholder", "Variable", "random_normal", "zeros", "matmul", "add", "pow", "log",
-              "reduce_mean", "gradients", "global_variables_initializer", "trainable_variables", "name_scope",
+USED_NAMES = ("Session", "placeholder", "Variable", "random_normal", "random_uniform", "zeros", "matmul", "add",
+              "pow", "log", "reduce_mean", "gradients", "global_variables_initializer", "trainable_variables",
+              "name_scope", "nn.embedding_lookup", "nn.nce_loss",
               "nn.relu", "nn.sigmoid", "nn.softmax_cross_entropy_with_logits", "summary.histogram",
               "summary.scalar", "summary.merge_all", "summary.FileWriter", "train.GradientDescentOptimizer",
               "train.RMSPropOptimizer", "train.AdamOptimizer")

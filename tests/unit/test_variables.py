@@ -339,3 +339,110 @@ def test_scatter_nd_update_add_sub(graph):
         s.run(tf.global_variables_initializer())
         with pytest.raises(tf.errors.InvalidArgumentError, match="ResourceScatterNdUpdate"):
             s.run(tf.scatter_nd_update(v, [[7]], [5.]))
+
+
+# -- sparse updates write their rows into the variable (TF's copy-on-write) ------------------------
+def _traced_peak(run) -> int:
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_sparse_update_allocates_its_rows_not_a_copy_of_the_variable(graph):
+    rows, width = 16_384, 512   # 32 MiB
+    v = tf.Variable(tf.zeros([rows, width]))
+    ids = tf.placeholder(tf.int32, [8])
+    scatter = tf.scatter_add(v, ids, tf.ones([8, width])).op   # (the op alone: a fetched value is a copy)
+    nd = tf.scatter_nd_sub(v, tf.reshape(ids, [8, 1]), tf.ones([8, width])).op
+    sgd = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(tf.nn.embedding_lookup(v, ids)))
+    picked = np.array([3, 5, 5, 700, 9_000, 16_383, 0, 1], np.int32)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        for op in (scatter, nd, sgd):
+            sess.run(op, {ids: picked})   # (the first update after a read may copy: the initializer's value)
+            assert _traced_peak(lambda: sess.run(op, {ids: picked})) < rows * width * 4 // 8, op.name
+        got = sess.run(v)
+    want = np.zeros([rows, width], np.float32)
+    for _ in range(2):
+        np.add.at(want, picked, 1.0)
+        np.subtract.at(want, picked, 1.0)
+        np.add.at(want, picked, -0.5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_value_read_before_a_sparse_update_keeps_its_numbers(graph):
+    v = tf.Variable(tf.zeros([4, 3]))
+    before = v.read_value()
+    with tf.control_dependencies([before]):
+        scatter = tf.scatter_add(v, [1, 2], tf.ones([2, 3]))
+    sgd = tf.train.GradientDescentOptimizer(1.0).minimize(tf.reduce_sum(tf.gather(v, [0])))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        held = sess.run(v)   # a fetched value is the user's: no later update writes into it
+        same_step, _ = sess.run([before, scatter])
+        sess.run(sgd)
+        np.testing.assert_array_equal(held, np.zeros([4, 3]))
+        np.testing.assert_array_equal(same_step, np.zeros([4, 3]))
+        np.testing.assert_array_equal(sess.run(v), [[-1] * 3, [1] * 3, [1] * 3, [0] * 3])
+
+
+def test_reads_beside_sparse_updates_see_whole_values(graph):
+    """A read on another thread gets the value before an update or after it, never one half
+    written: the update writes into the array only while no one holds it, and readers wait."""
+    import threading
+    rows, width = 4_096, 256
+    v = tf.Variable(tf.zeros([rows, width]))
+    fill = tf.placeholder(tf.float32, [])
+    every_row = np.arange(rows, dtype=np.int32)
+    update = tf.scatter_update(v, every_row, tf.fill([rows, width], fill))
+    read = v.read_value()
+    torn, stop = [], threading.Event()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+
+        def reader():
+            while not stop.is_set():
+                a = sess.run(read)
+                if not (a == a[0, 0]).all():
+                    torn.append(np.unique(a))
+
+        threads = [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            for k in range(1, 150):
+                sess.run(update, {fill: float(k)})
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert sess.run(read)[0, 0] == 149.0
+    assert not torn, f"reads saw values half written: {torn[:3]}"
+
+
+def test_sparse_updates_from_two_threads_lose_nothing(graph):
+    """Two sessions' steps updating the same rows at once (Hogwild, use_locking=False): every
+    step's rows land (each sparse update holds the variable's lock while it writes)."""
+    import threading
+    v = tf.Variable(tf.zeros([50_000, 64]))
+    ids = tf.constant(np.arange(0, 50_000, 7, dtype=np.int32))
+    train = tf.train.GradientDescentOptimizer(1.0).minimize(tf.reduce_sum(tf.nn.embedding_lookup(v, ids)))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+
+        def steps():
+            for _ in range(60):
+                sess.run(train)
+        threads = [threading.Thread(target=steps) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = sess.run(v)
+    want = np.zeros([50_000, 64], np.float32)
+    want[::7] = -120.0
+    np.testing.assert_array_equal(got, want)

@@ -4,9 +4,10 @@ input's runtime value is the same VariableResource a handle's is, so one kernel 
 ref form only also outputs its variable (TF's `out: Ref(T)`).
 
 Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
-results. Stored arrays are replaced, never mutated: a value already read may be in flight to
-another task. Sparse forms first sum the rows of repeated indices (TF's optimizers do so before
-calling the kernel), then touch only the rows looked up.
+results. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
+indices (TF's optimizers do so before calling the kernel), then write only the rows looked up,
+into the stored arrays themselves while nothing else holds them (VariableResource.updating: a
+value already read, or in flight to another task, never changes).
 
 On a GPU the same kernels run on CuPy arrays (the variable, its slots, grad and the scalars in device
 memory; handles and a sparse update's indices in host memory, where they are checked). The
@@ -337,11 +338,11 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
             dtype = var.dtype
             scalars = [as_array(inputs[i]).astype(dtype) for i in scalar_pos]
             grad = as_array(inputs[grad_pos]).astype(dtype, copy=False)
-            for i, v in enumerate(values[1:], 1):
-                if v.shape != var.shape:
+            for i in range(1, n_res):
+                if values[i].shape != var.shape:
                     raise errors.InvalidArgumentError(
                         node, node.name, f"var and {names[i]} do not have the same shape"
-                        f"{list(var.shape)} {list(v.shape)}")
+                        f"{list(var.shape)} {list(values[i].shape)}")
             if not sparse:
                 if grad.shape != var.shape:
                     raise errors.InvalidArgumentError(
@@ -359,12 +360,12 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 return
             fn = rule.scalar_rows_fn if var.size == var.shape[0] else rule.sparse_fn   # (None: rule.fn)
             new_rows = _apply(rule, [v[rows] for v in values], scalars, g, attrs, fn)
-            for r, v, nv in zip(res, values, new_rows):
-                out = v.copy()
-                out[rows] = nv
-                r.store(out)
+            del values, var   # (the variables alone hold their arrays now: the rows are written into them)
+            for r, nv in zip(res, new_rows):
+                with r.updating(node.name) as out:
+                    out[rows] = nv
 
-        if not use_locking:
+        if not (use_locking or sparse):   # (a sparse update may write into the arrays: it holds their locks)
             return lambda *inputs: step(inputs)
 
         def step_locked(*inputs):

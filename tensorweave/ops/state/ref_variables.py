@@ -13,9 +13,10 @@ it; an op that takes a value (MatMul on the variable, its `read` Identity, SaveV
 fetch) gets the stored array, read by the executor when that op runs (`ref_outputs`,
 runtime/executor._reading_refs), which is TF's ref semantics: a read ordered after an Assign sees
 the assigned value. The read hands out the stored array itself (no copy): stored arrays are
-read-only and every update replaces the array, never writes into it, so a value already read (or
-in flight to another task) never changes. Assign and the Apply* ops output their ref too (TF's
-`output_ref`), so `sess.run(assign)` returns the new value.
+read-only, and an update replaces the array or writes into it only while nothing else holds it
+(VariableResource.updating), so a value already read (or in flight to another task) never changes.
+Assign and the Apply* ops output their ref too (TF's `output_ref`), so `sess.run(assign)` returns
+the new value.
 
 Refs and resource variables of one (container, name) are one variable here; TensorFlow keeps the
 two kinds apart (a TF1 graph and a TF2 graph that both name a variable `w` on one server share it
@@ -60,18 +61,17 @@ def _assign_infer(op):
 def _assign_kernel(node, ctx):
     np_dt = np_dtype(node, "T")
     validate = node.attr.get("validate_shape", True)
-    locking = node.attr.get("use_locking", True)
 
     def assign(res, value):
         arr = frozen(value, np_dt)
         if validate:
-            cur = res.value
+            cur = res.current()
             want = cur.shape if cur is not None else res.shape
             if want is not None and None not in want and tuple(want) != arr.shape:
                 raise errors.InvalidArgumentError(
                     node, node.name, f"Assign requires shapes of both tensors to match. lhs shape= "
                     f"{shape_str(want)} rhs shape= {shape_str(arr.shape)}")
-        with locked([res], locking):
+        with res.lock:   # (whatever use_locking says: an update writing into the array holds it)
             res.value = arr
         return res
     return assign

@@ -1,6 +1,7 @@
 """Sparse variable updates: scatter_update/add/sub/mul/div/max/min (rows by index) and
 scatter_nd_update/add/sub (elements or slices by N-d index), on the resource variables of
-variable_ops.py: same handle colocation, same replace-never-mutate rule for the stored array.
+variable_ops.py: same handle colocation; an update writes into the stored array only while nothing
+else holds it (VariableResource.updating), else into a copy that replaces it.
 ResourceScatterUpdate/Add/Sub and their ref forms also run on a GPU: the variable and the updates
 in device memory, the indices in host memory (checked there, then copied to the device)."""
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tensorweave.ops.math.binary import trunc_div
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import OP_DEFS, kernel_for, register, register_gpu
 from tensorweave.ops.state.variable_ops import (as_array, check_handle, check_indices, colocated_with_handle,
-                                                handle_shape, locked, returning_variable, shape_str, variable_method)
+                                                handle_shape, returning_variable, shape_str, variable_method)
 
 
 # -- rows by index ------------------------------------------------------------------------------
@@ -94,25 +95,25 @@ def _plain_write(mode: str):
 
 def _row_scatter_kernel(write):
     """Kernel factory of a ResourceScatter* op (rows by index): checks indices and updates against
-    the variable, then write(node, new, idx, upd) applies them to a copy that replaces it."""
+    the variable, then write(node, new, idx, upd) applies them to the variable's array (or a copy
+    of it, while another holds it: VariableResource.updating)."""
     def factory(node, ctx):
         np_dt = np_dtype(node, "dtype" if "dtype" in node.attr else "T")   # (a ref op's is T)
 
         def scatter(res, indices, updates):
+            idx = np.asarray(indices)   # (host memory on a GPU too)
+            upd = as_array(updates, np_dt)
             with res.lock:
-                old = res.read(node.name)
-                idx = np.asarray(indices)   # (host memory on a GPU too)
-                upd = as_array(updates, np_dt)
-                check_indices(node, idx, old.shape[0] if old.ndim else 0)
-                want = idx.shape + old.shape[1:]
+                shape = res.read(node.name).shape
+                check_indices(node, idx, shape[0] if shape else 0)
+                want = idx.shape + shape[1:]
                 if upd.ndim and upd.shape != want:
                     raise errors.InvalidArgumentError(
                         node, node.name, f"Must have updates.shape = indices.shape + params.shape[1:] or "
                         f"updates.shape = [], got updates.shape {shape_str(upd.shape)}, indices.shape "
-                        f"{shape_str(idx.shape)}, params.shape {shape_str(old.shape)}")
-                new = old.copy()
-                write(node, new, idx, upd)
-                res.store(new)
+                        f"{shape_str(idx.shape)}, params.shape {shape_str(shape)}")
+                with res.updating(node.name) as new:
+                    write(node, new, idx, upd)
         return scatter
     return factory
 
@@ -186,37 +187,35 @@ def _nd_scatter_kernel(mode: str):
 
     def factory(node, ctx):
         np_dt = dtypes.as_dtype(node.attr["T"]).as_numpy_dtype
-        locking = node.attr.get("use_locking", True)
 
         def scatter(res, indices, updates):
-            with locked([res], locking):
-                old = res.read(node.name)
+            with res.lock:   # (whatever use_locking says: the update may write into the array)
+                shape = res.read(node.name).shape
                 idx = np.asarray(indices)
                 upd = np.asarray(updates, dtype=np_dt)
                 k = idx.shape[-1] if idx.ndim else 0
-                if idx.ndim < 1 or k > old.ndim:
+                if idx.ndim < 1 or k > len(shape):
                     raise errors.InvalidArgumentError(
                         node, node.name, f"Invalid indices shape {shape_str(idx.shape)} for ref of shape "
-                        f"{shape_str(old.shape)}")
-                want = idx.shape[:-1] + old.shape[k:]
+                        f"{shape_str(shape)}")
+                want = idx.shape[:-1] + shape[k:]
                 if upd.shape != want:
                     raise errors.InvalidArgumentError(
                         node, node.name, f"Must have updates.shape = indices.shape[:-1] + params_shape[{k}:], got "
                         f"updates.shape {shape_str(upd.shape)}, indices.shape {shape_str(idx.shape)}, "
-                        f"params_shape {shape_str(old.shape)}")
+                        f"params_shape {shape_str(shape)}")
                 flat = idx.reshape(-1, k)
-                limits = np.asarray(old.shape[:k], dtype=np.int64)
+                limits = np.asarray(shape[:k], dtype=np.int64)
                 bad = ((flat < 0) | (flat >= limits)).any(axis=1)
                 if bad.any():
                     r = int(np.flatnonzero(bad)[0])
                     raise errors.InvalidArgumentError(
                         node, node.name, f"indices[{r}] = [{', '.join(str(int(v)) for v in flat[r])}] does not "
-                        f"index into shape {shape_str(old.shape)}")
+                        f"index into shape {shape_str(shape)}")
                 pos = tuple(flat.T)
-                vals = upd.reshape((flat.shape[0],) + old.shape[k:])
-                new = old.copy()
-                write(new, pos, vals)
-                res.store(new)
+                vals = upd.reshape((flat.shape[0],) + shape[k:])
+                with res.updating(node.name) as new:
+                    write(new, pos, vals)
         return scatter
     return factory
 

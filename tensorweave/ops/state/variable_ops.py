@@ -4,8 +4,10 @@
 A variable is a `VariableResource` held by a task's ResourceManager under (container,
 shared_name). `VarHandleOp` finds or creates it at plan time and outputs it as a `resource`
 value; every other op here takes that handle as input 0 and is created colocated with it, so
-handles never cross tasks. Updates replace the stored (read-only) array rather than mutate it:
-a value already read may still be in flight to another task.
+handles never cross tasks. The stored array is read-only and a read hands it out itself; an
+update replaces it, except that a sparse update writes its rows into it when nothing else holds
+it (`VariableResource.updating`, TF's copy-on-write): a value already read, fetched or in flight
+to another task never changes under its holder.
 
 A variable placed on a GPU holds its value in that GPU's memory (its ops there are given their
 values there by the executor's copy plan), so the kernels here are written against the array module
@@ -15,6 +17,7 @@ Resource handles are host values (TF's HostMemory("resource")).
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Optional
 
 import numpy as np
@@ -35,9 +38,9 @@ from tensorweave.ops.registry import register, register_gpu
 
 
 class VariableResource:
-    """Storage of one variable, held by a task's ResourceManager. Updates replace `value` rather
-    than mutate it, so a value already handed to a consumer (or to the transport, zero-copy)
-    never changes under it."""
+    """Storage of one variable, held by a task's ResourceManager. A value handed to a consumer (or
+    to the transport, zero-copy) never changes under it: updates replace `value`, or write into it
+    only while no one else holds it (`updating`)."""
 
     __slots__ = ("name", "dtype", "shape", "value", "lock")
 
@@ -50,11 +53,48 @@ class VariableResource:
 
     def read(self, op_name: str = None):
         v = self.value
+        if v is _UPDATING:
+            v = self.current()
         if v is None:
             raise errors.FailedPreconditionError(
                 None, op_name,
                 f"Attempting to use uninitialized value {self.name}\n\t [[node {op_name or self.name}]]")
         return v
+
+    def current(self):
+        """The stored array (None: uninitialized), once an update in place is done with it."""
+        v = self.value
+        if v is _UPDATING:
+            with self.lock:   # (held by the update)
+                v = self.value
+        return v
+
+    @contextlib.contextmanager
+    def updating(self, op_name: str = None):
+        """Yields a writable array of the value, stored when the block ends (restored if it raises):
+        the stored array itself when nothing else holds it, else a copy (TF's PrepareToUpdateVariable
+        copies a buffer whose refcount is not one). The caller holds `lock`; readers meanwhile wait
+        for the block to end. A reference taken before the value is marked busy is counted here, so
+        a consumer never sees its value change."""
+        v = self.read(op_name)
+        self.value = _UPDATING
+        try:
+            # (the references: `v` and getrefcount's argument; a view of v holds one too)
+            alone = type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 2
+            if alone:
+                v.flags.writeable = True
+            new = v if alone else v.copy()
+        except BaseException:
+            self.value = v
+            raise
+        try:
+            yield new
+        except BaseException:
+            if alone:
+                v.flags.writeable = False
+            self.value = v
+            raise
+        self.store(new)
 
     def store(self, value) -> None:
         """Replaces the value with `value`, frozen: the old array may still be in flight elsewhere.
@@ -63,6 +103,9 @@ class VariableResource:
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
         self.value = value
+
+
+_UPDATING = object()   # VariableResource.value while an update writes into the array
 
 
 def as_array(value, dtype=None):
@@ -247,7 +290,8 @@ register_gpu("VarIsInitializedOp", host_inputs=(0,), host_outputs=(0,))
 
 def _destroy_kernel(node, ctx):
     def destroy(res):
-        res.value = None
+        with res.lock:
+            res.value = None
     return destroy
 
 
@@ -283,7 +327,7 @@ def _assign_kernel(node, ctx):
     def assign(res, value):
         arr = frozen(value, np_dt)
         if validate:
-            cur = res.value
+            cur = res.current()
             want = cur.shape if cur is not None else res.shape
             if want is not None and (len(want) != arr.ndim or
                                      any(w is not None and w != a for w, a in zip(want, arr.shape))):
@@ -410,7 +454,10 @@ register("ResourceCountUpTo", lambda op: [(op.get_attr("T"), handle_shape(op.inp
 
 
 def _value_or_initial_kernel(node, ctx):
-    return lambda res, initial: res.value if res.value is not None else initial
+    def value_or_initial(res, initial):
+        value = res.current()
+        return initial if value is None else value
+    return value_or_initial
 
 
 def _value_or_initial_tf(op) -> list:
