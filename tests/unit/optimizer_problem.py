@@ -24,7 +24,8 @@ def _pow_rounds_apart(g: np.ndarray, dtype) -> np.ndarray:
 
 
 # Rows of one element (a linear model's [features, 1] weights), where TF's sparse Adagrad,
-# ProximalAdagrad, Ftrl and AdagradDA kernels take their scalar branch. The first step's gradients,
+# ProximalAdagrad, Ftrl and AdagradDA kernels take their scalar branch; the later steps repeat
+# rows, which TF's sparse SGD (a ScatterAdd) adds one by one. The first step's gradients,
 # each on a row of its own, are such g's: half of them in float32, half in float64.
 _RNG = np.random.RandomState(7)
 RVAR0 = _RNG.standard_normal((512, 1))
@@ -32,7 +33,7 @@ _G = np.sqrt(_RNG.random_sample(400000) * 3)
 _G = np.concatenate([_G[_pow_rounds_apart(_G, np.float32)][:200], _G[_pow_rounds_apart(_G, np.float64)][:200]])
 RIDX = [_RNG.permutation(512)[:400]] + [_RNG.randint(0, 512, 400) for _ in range(2)]
 RVALS = [(_G * _RNG.choice([-1.0, 1.0], 400))[:, None]] + [_RNG.standard_normal((400, 1)) for _ in range(2)]
-ROW_OPTIMIZERS = ("adagrad", "proximal_adagrad", "proximal_adagrad_l1l2", "ftrl", "ftrl_l1l2", "ftrl_shrink_pow",
+ROW_OPTIMIZERS = ("sgd", "adagrad", "proximal_adagrad", "proximal_adagrad_l1l2", "ftrl", "ftrl_l1l2", "ftrl_shrink_pow",
                   "adagrad_da", "adagrad_da_l1l2")
 
 

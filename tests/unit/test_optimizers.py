@@ -67,7 +67,8 @@ def test_first_three_updates_match_tensorflow(graph, name, dtype, kind):
 def test_sparse_updates_of_rows_of_one_element_match_tensorflow(graph, name, dtype):
     """A [features, 1] variable (a linear model's weights): TF's sparse Adagrad, ProximalAdagrad,
     Ftrl and AdagradDA kernels loop over such rows one scalar at a time, in their own order (Ftrl's
-    sigma from the C library's pow, which rounds some square roots differently from sqrt)."""
+    sigma from the C library's pow, which rounds some square roots differently from sqrt). TF's
+    sparse SGD adds -lr * g of a repeated row once per repeat (not lr times their sum)."""
     v = tf.Variable(RVAR0.astype(dtype), name="v")
     vals = tf.placeholder(dtype, [None, 1])
     idx = tf.placeholder(tf.int64, [None])

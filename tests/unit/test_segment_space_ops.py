@@ -168,3 +168,26 @@ def test_extract_image_patches(k, s, r, padding):
     np.testing.assert_allclose(value, _patches_reference(IMG, k, s, r, padding))
     assert out.shape.as_list() == list(value.shape)
     check_grad(lambda x: tf.extract_image_patches(x, ksizes, strides, rates, padding), IMG[:1, :, :4, :2])
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.maximum], ids=["add", "subtract", "maximum"])
+@pytest.mark.parametrize("ids_shape,row_shape", [((300,), (7,)), ((300,), (200,)), ((30, 10), (4, 5)), ((2,), (3,)),
+                                                 ((300,), ())], ids=["rows", "wide", "nd-ids", "two", "scalars"])
+def test_accumulate_rows_has_the_bits_of_ufunc_at(ufunc, ids_shape, row_shape):
+    # the helper behind scatter_add, the sparse optimizers' sums of repeated rows and the segment
+    # kernels: ids repeated up to 60 times (a Zipf law, as word ids come), NaN and -0.0 among the rows
+    from tensorweave.ops.helpers import accumulate_rows
+    r = np.random.RandomState(len(ids_shape) + len(row_shape))
+    ids = ((r.zipf(1.3, size=ids_shape) - 1) % 50).astype(np.int32)
+    rows = (r.randn(*ids_shape, *row_shape) * 10.0 ** r.uniform(-6, 6, ids_shape + row_shape)).astype(np.float32)
+    rows.reshape(-1)[r.randint(0, rows.size, 5)] = np.nan
+    rows.reshape(-1)[r.randint(0, rows.size, 9)] = -0.0
+    start = r.randn(50, *row_shape).astype(np.float32)
+    expected, got = start.copy(), start.copy()
+    ufunc.at(expected, ids, rows)
+    accumulate_rows(ufunc, got, ids, rows)
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+    distinct = r.permutation(50)[:20]   # (one fancy-indexed pass)
+    ufunc.at(expected, distinct, 1.5)
+    accumulate_rows(ufunc, got, distinct, 1.5)
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))

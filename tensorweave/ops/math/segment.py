@@ -21,7 +21,8 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import rank, reshape, shape
 from tensorweave.ops.array.fill import fill, ones
-from tensorweave.ops.helpers import INDEX, NUMERIC, REAL, array_module, check_output_size, invalid, make_op
+from tensorweave.ops.helpers import (INDEX, NUMERIC, REAL, accumulate_rows, array_module, check_output_size, invalid,
+                                     make_op)
 from tensorweave.ops.math.binary import maximum, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.unary import sqrt
@@ -51,46 +52,13 @@ def _reduce_rows(node, rows: np.ndarray, ids: np.ndarray, n: int, kind: str, emp
     start = {"Sum": 0, "Prod": 1, "Max": _lowest(rows.dtype), "Min": _highest(rows.dtype)}[kind]
     out = xp.full((n,) + rows.shape[1:], start, dtype=rows.dtype)
     if xp is np:
-        _accumulate_rows(ufunc, out, ids, rows)
+        accumulate_rows(ufunc, out, ids, rows)
     else:
         ufunc.at(out, ids, rows)
     if empty != start:
         counts = xp.bincount(ids, minlength=n)
         out[counts == 0] = empty
     return out
-
-
-_MAX_PASSES = 8   # an id repeated more often than this: ufunc.at, one row at a time
-
-
-def _accumulate_rows(ufunc, out: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> None:
-    """numpy's ufunc.at(out, ids, rows) (row j combined into out[ids[j]] in the order of j), as
-    one fancy-indexed pass over the rows whose id came up r times before, for r = 0, 1, ...: the
-    ids of a pass are distinct, so each row is combined as .at would, in the same order, at a
-    tenth of its time (an Embedding's gradient: thousands of rows, each id once or a few times)."""
-    if ids.ndim != 1 or ids.size < 2:
-        ufunc.at(out, ids, rows)
-        return
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    first = np.empty(ids.size, bool)
-    first[0] = True
-    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    rank_sorted = np.arange(ids.size) - np.repeat(starts, np.diff(np.append(starts, ids.size)))
-    passes = int(rank_sorted.max()) + 1
-    if passes > _MAX_PASSES:
-        ufunc.at(out, ids, rows)
-        return
-    if passes == 1:
-        out[ids] = ufunc(out[ids], rows)
-        return
-    rank = np.empty_like(rank_sorted)
-    rank[order] = rank_sorted
-    for r in range(passes):
-        chosen = rank == r
-        pass_ids = ids[chosen]
-        out[pass_ids] = ufunc(out[pass_ids], rows[chosen])
 
 
 def _num_segments(ids: Tensor, num_segments) -> Tensor:

@@ -26,9 +26,9 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops import intra_op
-from tensorweave.ops.helpers import TFNodes, array_module, make_op
+from tensorweave.ops.helpers import TFNodes, accumulate_rows, array_module, make_op
 from tensorweave.ops.registry import register, register_gpu
-from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable
+from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable, shape_str
 
 
 @dataclass(frozen=True)
@@ -301,14 +301,20 @@ def _input_names(rule: _Rule, sparse: bool) -> list:
     return ["var"] + slots + list(rule.scalars[:k]) + g + list(rule.scalars[k:])
 
 
-def _dedup(node, grad, indices, nrows: int):
-    """(the sorted distinct rows of `indices`, the rows of `grad` summed per row), in grad's
-    memory; `indices` is in host memory on any device."""
+def _rows(node, indices, nrows: int) -> np.ndarray:
+    """`indices` (in host memory on any device) as a vector, checked against the variable's rows."""
     indices = np.asarray(indices).reshape(-1)
     if indices.size and (indices.min() < 0 or indices.max() >= nrows):
         i = int(np.flatnonzero((indices < 0) | (indices >= nrows))[0])
         raise errors.InvalidArgumentError(node, node.name,
                                           f"indices[{i}] = {indices[i]} is not in [0, {nrows})")
+    return indices
+
+
+def _dedup(node, grad, indices, nrows: int):
+    """(the sorted distinct rows of `indices`, the rows of `grad` summed per row), in grad's
+    memory."""
+    indices = _rows(node, indices, nrows)
     unique, inverse = np.unique(indices, return_inverse=True)
     grad = as_array(grad)
     xp = array_module(grad)
@@ -316,7 +322,7 @@ def _dedup(node, grad, indices, nrows: int):
         order = np.argsort(indices, kind="stable")
         return xp.asarray(unique), grad[xp.asarray(order)]
     summed = xp.zeros((unique.size,) + grad.shape[1:], dtype=grad.dtype)
-    xp.add.at(summed, xp.asarray(inverse.reshape(-1)), grad)
+    _add_rows(summed, inverse.reshape(-1), grad)
     return xp.asarray(unique), summed
 
 
@@ -353,6 +359,17 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 return
             if var.ndim == 0:
                 raise errors.InvalidArgumentError(node, node.name, "var must be at least 1 dimensional")
+            if rule.op_type == "GradientDescent":
+                rows = _rows(node, inputs[idx_pos], var.shape[0])
+                if grad.shape != rows.shape + var.shape[1:]:   # (ResourceScatterAdd's message)
+                    raise errors.InvalidArgumentError(
+                        node, node.name, f"Must have updates.shape = indices.shape + params.shape[1:] or "
+                        f"updates.shape = [], got updates.shape {shape_str(grad.shape)}, indices.shape "
+                        f"{shape_str(rows.shape)}, params.shape {shape_str(var.shape)}")
+                del values, var
+                with res[0].updating(node.name) as out:   # TF's sparse SGD: ResourceScatterAdd of -grad * lr
+                    _add_rows(out, rows, -grad * scalars[0])
+                return
             rows, g = _dedup(node, grad, inputs[idx_pos], var.shape[0])
             if rule.op_type == "Adam":
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
@@ -373,6 +390,16 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 step(inputs)
         return step_locked
     return factory
+
+
+def _add_rows(out, rows: np.ndarray, delta) -> None:
+    """out[rows[i]] += delta[i] for each i in turn (repeated rows add one by one, as TF's
+    ScatterAdd does), on either device."""
+    xp = array_module(out)
+    if xp is np:
+        accumulate_rows(np.add, out, rows, delta)
+    else:
+        xp.add.at(out, xp.asarray(rows), delta)
 
 
 def _sparse_adam(values: list, scalars: list, rows, g) -> list:

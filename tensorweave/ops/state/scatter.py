@@ -16,7 +16,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import expand_dims, reshape, shape
 from tensorweave.ops.array.pad import broadcast_to
-from tensorweave.ops.helpers import array_module, make_op, np_dtype
+from tensorweave.ops.helpers import accumulate_rows, array_module, make_op, np_dtype
 from tensorweave.ops.math.binary import trunc_div
 from tensorweave.ops.math.sequences import range as range_
 from tensorweave.ops.registry import OP_DEFS, kernel_for, register, register_gpu
@@ -72,13 +72,19 @@ def _set_at(array, index, values) -> None:
 
 def _add_at(array, index, values) -> None:
     xp = array_module(array)
-    xp.add.at(array, index if xp is np else xp.asarray(index), values)
+    if xp is np and not isinstance(index, tuple):
+        accumulate_rows(np.add, array, index, values)
+    else:
+        xp.add.at(array, index if xp is np else xp.asarray(index), values)
 
 
 def _subtract_at(array, index, values) -> None:
     xp = array_module(array)
     if xp is np:
-        np.subtract.at(array, index, values)
+        if isinstance(index, tuple):
+            np.subtract.at(array, index, values)
+        else:
+            accumulate_rows(np.subtract, array, index, values)
     else:   # (CuPy's subtract.at takes integers only; a - b is a + -b exactly)
         xp.add.at(array, xp.asarray(index), -values)
 
