@@ -1,7 +1,7 @@
 """tf.train.SyncReplicasOptimizer with two replicas as two threads, each with its own graph and
 MonitoredTrainingSession on its own worker task of an in-process cluster (tf.test.create_local_cluster;
 the variables on the ps): identical data gives exactly plain gradient descent's numbers, dense and
-sparse (IndexedSlices) gradients alike, and the end of training ends both replicas. (Two replicas
+sparse (IndexedSlices, a row repeated) gradients alike, and the end of training ends both replicas. (Two replicas
 on one task would share their local step variable, as in TF, and train on stale gradients.)"""
 from __future__ import annotations
 
@@ -75,7 +75,11 @@ def test_two_replicas_on_identical_data_are_plain_gradient_descent_dense_and_spa
             emb, w, step = s.run(_model()[:2] + (tf.train.get_global_step(),))
     with tf.Graph().as_default():
         emb2, w2, loss, step2 = _model()
-        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss, global_step=step2)
+        # emb's gradient summed per row, as the accumulator sums it (TF's sparse SGD would add a
+        # repeated row's parts one at a time, in other bits)
+        plain = tf.train.GradientDescentOptimizer(0.5)
+        train = plain.apply_gradients([(tf.convert_to_tensor(g), v) for g, v in plain.compute_gradients(loss)],
+                                      global_step=step2)
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
             for _ in range(step):
