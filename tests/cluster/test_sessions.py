@@ -67,6 +67,44 @@ def test_tasks_flush_denormals_as_tensorflow_does(cluster):
             np.testing.assert_array_equal(product, [np.float32(-100.0) * np.float32(1e-30), 0.0])
 
 
+def test_values_sent_from_a_ps_variable_are_whole_while_a_client_scatters_into_it(cluster):
+    """A sparse update writes into the ps's array only while nothing holds it: a value on its way
+    to another task (the transport's buffers, shared memory for these 2 MB) or to a client keeps
+    the numbers it was read with."""
+    import threading
+    rows, width = 2048, 256
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.get_variable("whole_reads_v", [rows, width], initializer=tf.zeros_initializer())
+            fill = tf.placeholder(tf.float32, [], name="whole_reads_fill")
+            update = tf.scatter_update(v, np.arange(rows, dtype=np.int32), tf.fill([rows, width], fill)).op
+            read = v.read_value()
+        with tf.device("/job:worker/task:1"):
+            spread = tf.reduce_max(read) - tf.reduce_min(read)   # (computed on the worker the value was sent to)
+        torn, stop = [], threading.Event()
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+
+            def reader():
+                while not stop.is_set():
+                    value, worker_spread = sess.run([read, spread])
+                    if not (value == value[0, 0]).all() or worker_spread != 0:
+                        torn.append((np.unique(value)[:4], worker_spread))
+
+            threads = [threading.Thread(target=reader) for _ in range(2)]
+            for t in threads:
+                t.start()
+            try:
+                for k in range(1, 60):
+                    sess.run(update, {fill: float(k)})
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join(60)
+            assert sess.run(read)[0, 0] == 59.0
+    assert not torn, f"values half written: {torn[:3]}"
+
+
 def test_every_fetch_structure(cluster):
     Pair = collections.namedtuple("Pair", ["x", "y"])
     with tf.Graph().as_default():
