@@ -2,8 +2,8 @@
 ProximalGradientDescent, ProximalAdagrad, AdagradDA.
 
 Each update is one fused ResourceApply* op (ResourceSparseApply* for IndexedSlices gradients,
-which sums repeated indices itself), created colocated with its variable. Defaults, slot names
-and formulas are TF 1.15's."""
+which handles repeated indices itself: summed, or for SGD added one by one as TF's ScatterAdd),
+created colocated with its variable. Defaults, slot names and formulas are TF 1.15's."""
 from __future__ import annotations
 
 from tensorweave.framework.tensor_conversion import convert_to_tensor
@@ -39,7 +39,7 @@ class _FusedOptimizer(Optimizer):
             grad, use_locking=self._use_locking, **self._attrs())
 
     def _resource_apply_sparse_duplicate_indices(self, grad, var, indices):
-        # the sparse kernel sums the rows of repeated indices before updating
+        # the sparse kernel handles repeated indices (sums their rows; SGD's adds each in turn)
         return self._resource_apply_sparse(grad, var, indices)
 
     def _resource_apply_sparse(self, grad, var, indices):

@@ -5,9 +5,10 @@ ref form only also outputs its variable (TF's `out: Ref(T)`).
 
 Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
 results. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
-indices (TF's optimizers do so before calling the kernel), then write only the rows looked up,
-into the stored arrays themselves while nothing else holds them (VariableResource.updating: a
-value already read, or in flight to another task, never changes).
+indices (TF's optimizers do so before calling the kernel; SGD's adds each index's row in turn,
+as TF's ResourceScatterAdd does), then write only the rows looked up, into the stored arrays
+themselves while nothing else holds them (VariableResource.updating: a value already read, or in
+flight to another task, never changes).
 
 On a GPU the same kernels run on CuPy arrays (the variable, its slots, grad and the scalars in device
 memory; handles and a sparse update's indices in host memory, where they are checked). The
