@@ -30,14 +30,21 @@ def array_module(*values):
     return np
 
 
-def accumulate_rows(ufunc, out: np.ndarray, ids: np.ndarray, rows) -> None:
-    """numpy's ufunc.at(out, ids, rows) for row ids (rows broadcast to ids.shape + out.shape[1:]):
-    each row combined into out[id] in the order of the ids, every element as .at combines it, so
-    the same bits (TF's UnsortedSegmentSum and ScatterAdd add in that order too). Distinct ids take
-    one fancy-indexed pass; repeated ones run .at over the flattened elements, its one-dimensional
-    loop (five times faster than .at over rows of 200: a sparse gradient's rows)."""
-    ids = np.asarray(ids)
-    if out.ndim < 2 or not out.flags.c_contiguous or ids.size < 2:
+def accumulate_rows(ufunc, out, ids, rows) -> None:
+    """numpy's ufunc.at(out, ids, rows) (CuPy's namesake for a CuPy `out`; `ids` may be in host
+    memory) for row ids (rows broadcast to ids.shape + out.shape[1:]): each row combined into
+    out[id] in the order of the ids, every element as .at combines it, so the same bits (TF's
+    UnsortedSegmentSum and ScatterAdd add in that order too). Distinct ids take one fancy-indexed
+    pass; repeated ones run .at over the flattened elements, its one-dimensional loop (five times
+    faster than .at over rows of 200: a sparse gradient's rows). A tuple of index arrays (N-d
+    positions) goes to .at as it is."""
+    xp = array_module(out)
+    if xp is not np:
+        getattr(xp, ufunc.__name__).at(out, ids if isinstance(ids, tuple) else xp.asarray(ids), rows)
+        return
+    if not isinstance(ids, tuple):
+        ids = np.asarray(ids)
+    if isinstance(ids, tuple) or out.ndim < 2 or not out.flags.c_contiguous or ids.size < 2:
         ufunc.at(out, ids, rows)
         return
     flat_ids = ids.reshape(-1).astype(np.int64, copy=False)

@@ -47,14 +47,10 @@ def _reduce_rows(node, rows: np.ndarray, ids: np.ndarray, n: int, kind: str, emp
     """out[i] = reduction of rows[j] with ids[j] == i (ids >= 0 and < n); `empty` fills segments
     no row reaches. The one place every segment kernel allocates its output (n rows: a value)."""
     xp = array_module(rows, ids)
-    ufunc = getattr(xp, _REDUCERS[kind][0].__name__)   # (CuPy's add.at for CuPy arrays)
     check_output_size(node, (n,) + rows.shape[1:])
     start = {"Sum": 0, "Prod": 1, "Max": _lowest(rows.dtype), "Min": _highest(rows.dtype)}[kind]
     out = xp.full((n,) + rows.shape[1:], start, dtype=rows.dtype)
-    if xp is np:
-        accumulate_rows(ufunc, out, ids, rows)
-    else:
-        ufunc.at(out, ids, rows)
+    accumulate_rows(_REDUCERS[kind][0], out, ids, rows)   # (CuPy's namesake for CuPy arrays)
     if empty != start:
         counts = xp.bincount(ids, minlength=n)
         out[counts == 0] = empty

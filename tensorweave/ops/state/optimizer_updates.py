@@ -29,7 +29,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops import intra_op
 from tensorweave.ops.helpers import TFNodes, accumulate_rows, array_module, make_op
 from tensorweave.ops.registry import register, register_gpu
-from tensorweave.ops.state.variable_ops import as_array, handle_shape, locked, returning_variable, shape_str
+from tensorweave.ops.state.variable_ops import (as_array, check_indices, handle_shape, locked, returning_variable,
+                                                shape_str)
 
 
 @dataclass(frozen=True)
@@ -305,10 +306,7 @@ def _input_names(rule: _Rule, sparse: bool) -> list:
 def _rows(node, indices, nrows: int) -> np.ndarray:
     """`indices` (in host memory on any device) as a vector, checked against the variable's rows."""
     indices = np.asarray(indices).reshape(-1)
-    if indices.size and (indices.min() < 0 or indices.max() >= nrows):
-        i = int(np.flatnonzero((indices < 0) | (indices >= nrows))[0])
-        raise errors.InvalidArgumentError(node, node.name,
-                                          f"indices[{i}] = {indices[i]} is not in [0, {nrows})")
+    check_indices(node, indices, nrows)
     return indices
 
 
@@ -323,7 +321,7 @@ def _dedup(node, grad, indices, nrows: int):
         order = np.argsort(indices, kind="stable")
         return xp.asarray(unique), grad[xp.asarray(order)]
     summed = xp.zeros((unique.size,) + grad.shape[1:], dtype=grad.dtype)
-    _add_rows(summed, inverse.reshape(-1), grad)
+    accumulate_rows(np.add, summed, inverse.reshape(-1), grad)
     return xp.asarray(unique), summed
 
 
@@ -369,7 +367,7 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                         f"{shape_str(rows.shape)}, params.shape {shape_str(var.shape)}")
                 del values, var
                 with res[0].updating(node.name) as out:   # TF's sparse SGD: ResourceScatterAdd of -grad * lr
-                    _add_rows(out, rows, -grad * scalars[0])
+                    accumulate_rows(np.add, out, rows, -grad * scalars[0])   # (repeated rows in turn)
                 return
             rows, g = _dedup(node, grad, inputs[idx_pos], var.shape[0])
             if rule.op_type == "Adam":
@@ -391,16 +389,6 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 step(inputs)
         return step_locked
     return factory
-
-
-def _add_rows(out, rows: np.ndarray, delta) -> None:
-    """out[rows[i]] += delta[i] for each i in turn (repeated rows add one by one, as TF's
-    ScatterAdd does), on either device."""
-    xp = array_module(out)
-    if xp is np:
-        accumulate_rows(np.add, out, rows, delta)
-    else:
-        xp.add.at(out, xp.asarray(rows), delta)
 
 
 def _sparse_adam(values: list, scalars: list, rows, g) -> list:

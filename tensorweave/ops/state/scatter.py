@@ -6,6 +6,8 @@ ResourceScatterUpdate/Add/Sub and their ref forms also run on a GPU: the variabl
 in device memory, the indices in host memory (checked there, then copied to the device)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
@@ -70,28 +72,16 @@ def _set_at(array, index, values) -> None:
     array[xp.asarray(flat[keep])] = values
 
 
-def _add_at(array, index, values) -> None:
-    xp = array_module(array)
-    if xp is np and not isinstance(index, tuple):
-        accumulate_rows(np.add, array, index, values)
-    else:
-        xp.add.at(array, index if xp is np else xp.asarray(index), values)
-
-
 def _subtract_at(array, index, values) -> None:
-    xp = array_module(array)
-    if xp is np:
-        if isinstance(index, tuple):
-            np.subtract.at(array, index, values)
-        else:
-            accumulate_rows(np.subtract, array, index, values)
+    if array_module(array) is np:
+        accumulate_rows(np.subtract, array, index, values)
     else:   # (CuPy's subtract.at takes integers only; a - b is a + -b exactly)
-        xp.add.at(array, xp.asarray(index), -values)
+        accumulate_rows(np.add, array, index, -values)
 
 
-# How update/add/sub write `values` at `index` (rows in host memory, or N-d positions) of a copy of
-# the variable (on its device); add.at and subtract.at combine repeated indices.
-_SCATTER_WRITES = {"update": _set_at, "add": _add_at, "sub": _subtract_at}
+# How update/add/sub write `values` at `index` (rows in host memory, or N-d positions) into the
+# variable's array (on its device); add and subtract combine repeated indices as ufunc.at does.
+_SCATTER_WRITES = {"update": _set_at, "add": partial(accumulate_rows, np.add), "sub": _subtract_at}
 
 
 def _plain_write(mode: str):

@@ -78,16 +78,12 @@ class VariableResource:
         a consumer never sees its value change."""
         v = self.read(op_name)
         self.value = _UPDATING
+        # (the references: `v` and getrefcount's argument; a view of v holds one too)
+        alone = type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 2
         try:
-            # (the references: `v` and getrefcount's argument; a view of v holds one too)
-            alone = type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 2
             if alone:
                 v.flags.writeable = True
             new = v if alone else v.copy()
-        except BaseException:
-            self.value = v
-            raise
-        try:
             yield new
         except BaseException:
             if alone:
