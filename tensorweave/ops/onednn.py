@@ -36,7 +36,9 @@ from tensorweave.framework.limits import available_cores
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
 _GEMM_MIN = 1 << 15           # multiply-adds below which a MatMul stays with numpy
-_GEMM_SERIAL_MAX = 1 << 25    # multiply-adds below which sgemm runs on the calling thread alone
+_GEMM_TEAM_MIN = 1 << 23      # multiply-adds below which sgemm runs on the calling thread alone
+_GEMM_SERIAL_MAX = 1 << 25    # ... and below which it runs on the team only where that gives the same bits
+_CONV_SERIAL_MAX = 1 << 25    # multiply-adds below which a convolution runs on the calling thread alone
 _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (measured faster)
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 
@@ -456,7 +458,7 @@ _FUSED = ("bias", "bias_relu")   # the forward convolution with BiasAdd (and Rel
 
 def _conv(kind: str, a: np.ndarray, b: np.ndarray, x_shape, w_shape, y_shape, g,
           depthwise: bool) -> Optional[np.ndarray]:
-    """One of a convolution's three kernels on operands a and b. Below _GEMM_SERIAL_MAX
+    """One of a convolution's three kernels on operands a and b. Below _CONV_SERIAL_MAX
     multiply-adds (the MNIST CNN's first layer at batch 128: 25M) it runs on the calling thread
     alone where that gives the team's bits (_conv_serial_agrees): a woken OpenMP thread costs
     more than it saves there, several times more while the cores are busy (docs/PERFORMANCE.md,
@@ -466,10 +468,10 @@ def _conv(kind: str, a: np.ndarray, b: np.ndarray, x_shape, w_shape, y_shape, g,
 
 
 def _conv_serial(kind: str, key: tuple) -> bool:
-    """Whether `kind` at `key` runs on the calling thread alone: below _GEMM_SERIAL_MAX
+    """Whether `kind` at `key` runs on the calling thread alone: below _CONV_SERIAL_MAX
     multiply-adds, where that gives the team's bits (_conv)."""
     _, (kh, kw, i, _), y_shape, _, depthwise = key
-    return int(np.prod(y_shape)) * kh * kw * (1 if depthwise else i) < _GEMM_SERIAL_MAX and \
+    return int(np.prod(y_shape)) * kh * kw * (1 if depthwise else i) < _CONV_SERIAL_MAX and \
         _conv_serial_agrees(kind, key)
 
 
@@ -798,23 +800,31 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     """MatMul of float32 matrices by oneDNN's sgemm, which runs on the same threads as its
     convolutions; None below _GEMM_MIN multiply-adds, where numpy's own call is cheaper.
 
-    Products below _GEMM_SERIAL_MAX multiply-adds (an MLP's at batch 100: 784x256 is 20M) run on
-    the calling thread alone: a second thread made them no faster on a quiet 2-core machine, and
-    on a busy one sgemm waited for the woken thread to get a core, 3-10x longer (docs/PERFORMANCE.md,
-    "Whole programs"). Their results are also the same bits on machines of any core count (a team
-    splits some products along k, and adds in another order). A larger product runs on the team
-    while the cores its other threads need are free, else on the calling thread, where the two
-    give the same bits for its shape and layout (_team_gives_serial_bits); else on the team."""
+    Products below _GEMM_TEAM_MIN multiply-adds (an LSTM step's 32x128x128) run on the calling
+    thread alone: waking a second thread costs more than it saves. Products below _GEMM_SERIAL_MAX
+    (an MLP's at batch 100, 100x784x256; the GAN's 128x784x256) run on the team only while the
+    cores its other threads need are free, and only where the team gives the calling thread's bits
+    for their shape and layout (_team_gives_serial_bits: a team splits some products along k, and
+    adds in another order), so their results are the same bits on machines of any core count. On
+    a busy machine a team's static split waits for its woken thread to get a core, 3-10x longer
+    (docs/PERFORMANCE.md, "Whole programs"). A larger product runs on the team while its cores are
+    free, else on the calling thread where the two give the same bits; else on the team."""
     if not AVAILABLE or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
         return None
     m, k = a.shape[::-1] if transpose_a else a.shape
     k2, n = b.shape[::-1] if transpose_b else b.shape
-    if k != k2 or m * n * k < _GEMM_MIN:
+    size = m * n * k
+    if k != k2 or size < _GEMM_MIN:
         return None
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
-    serial = m * n * k < _GEMM_SERIAL_MAX or (
-        _cores_taken(_lib.omp_get_max_threads()) and _team_gives_serial_bits(gemm, a, b))
+    team = 1 if size < _GEMM_TEAM_MIN else _lib.omp_get_max_threads()
+    if team == 1:
+        serial = True
+    elif size < _GEMM_SERIAL_MAX:
+        serial = _cores_taken(team) or not _team_gives_serial_bits(gemm, a, b)
+    else:
+        serial = _cores_taken(team) and _team_gives_serial_bits(gemm, a, b)
     return _sgemm(gemm, a, b, serial)
 
 
@@ -859,7 +869,7 @@ def _address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
-# sgemm's (transposes, m, n, k, leading dimensions), or a convolution's (kernel, shapes and geometry)
+# sgemm's (transposes, m, n, k, leading dimensions, team size), or a convolution's (kernel, shapes and geometry)
 # -> whether the team and the calling thread give the same bits; (fused kind, serial, shapes and
 # geometry) -> whether a fused convolution gives the unfused ops' bits (_fused_agrees)
 _SERIAL_BITS: dict = {}
@@ -876,7 +886,7 @@ def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
         pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
                   for x, ld in ((a, gemm[5]), (b, gemm[6])))
         return lambda serial: _sgemm(gemm, pa, pb, serial)
-    return _serial_agrees(gemm, trial)
+    return _serial_agrees(gemm + (_lib.omp_get_max_threads(),), trial)   # (a team of another size splits otherwise)
 
 
 def _serial_agrees(key: tuple, trial: Callable[[], Callable[[bool], Optional[np.ndarray]]]) -> bool:

@@ -147,9 +147,12 @@ def test_a_slice_of_columns_is_read_in_place_with_the_bits_of_its_copy(ta, tb, m
 
 @needs_onednn
 @pytest.mark.parametrize("m,k,n", [(100, 784, 256), (784, 100, 256), (256, 256, 10), (8, 100000, 8), (1, 65536, 1),
-                                   (1, 16384, 8), (8, 16384, 1), (3, 1 << 20, 1)])
-def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(m, k, n):
-    # below _GEMM_SERIAL_MAX multiply-adds sgemm runs on the calling thread: a 1-core machine's numbers
+                                   (1, 16384, 8), (8, 16384, 1), (3, 1 << 20, 1), (16, 65536, 16), (8, 1 << 20, 1)])
+def test_small_matmuls_give_the_same_bits_whatever_the_thread_count(monkeypatch, m, k, n):
+    """Below _GEMM_SERIAL_MAX multiply-adds a product gives the calling thread's bits, a 1-core
+    machine's numbers: from _GEMM_TEAM_MIN it runs on the team while the cores are free (as here),
+    but only where the team gives those bits (the last two shapes' teams split k)."""
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
     for ta, tb in itertools.product([False, True], repeat=2):
         a = rng.randn(*((k, m) if ta else (m, k))).astype(np.float32)
         b = rng.randn(*((n, k) if tb else (k, n))).astype(np.float32)
@@ -169,7 +172,8 @@ def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay
     """Above _GEMM_SERIAL_MAX a product runs on the OpenMP team while its cores are free; with
     them taken it runs on the calling thread where the probe found that gives the team's bits
     for its shape and layout, and stays on the team where it does not (a row times a matrix
-    may be split along k). The bound is lowered here to keep the products small."""
+    may be split along k). The bounds are lowered here to keep the products small."""
+    monkeypatch.setattr(onednn, "_GEMM_TEAM_MIN", 1 << 15)
     monkeypatch.setattr(onednn, "_GEMM_SERIAL_MAX", 1 << 15)
     for ta, tb in itertools.product([False, True], repeat=2):
         a = rng.randn(*((k, m) if ta else (m, k))).astype(np.float32)
@@ -180,11 +184,12 @@ def test_large_matmuls_on_a_busy_machine_leave_the_team_only_where_the_bits_stay
         busy = onednn.matmul(a, b, ta, tb)
         np.testing.assert_array_equal(free, busy)
         assert_is_product(free, a, b, ta, tb)
-        gemm = next(key for key in onednn._SERIAL_BITS if key[2:5] == (m, n, k) and key[:2] == (
+        key = next(key for key in onednn._SERIAL_BITS if key[2:5] == (m, n, k) and key[:2] == (
             b"T" if ta else b"N", b"T" if tb else b"N"))
+        gemm = key[:7]   # (the key's last element is the team's size)
         pa, pb = (np.ascontiguousarray(x) for x in (a, b))
         team, serial = onednn._sgemm(gemm, pa, pb, False), onednn._sgemm(gemm, pa, pb, True)
-        if onednn._SERIAL_BITS[gemm]:   # (where the probe saw other bits, these operands' sums may still agree)
+        if onednn._SERIAL_BITS[key]:   # (where the probe saw other bits, these operands' sums may still agree)
             np.testing.assert_array_equal(team.view(np.int32), serial.view(np.int32))
 
 
@@ -194,6 +199,7 @@ def test_a_large_product_of_slices_of_columns_on_a_busy_machine(monkeypatch, ta,
     """(An LSTM's gradient of all its steps' input products: a gate's columns of a [time * batch,
     4 * units] matrix.) The probe of the team's bits runs on operands laid out as the slices, rows
     a whole matrix's width apart: a dense copy read with the slices' row stride read past its end."""
+    monkeypatch.setattr(onednn, "_GEMM_TEAM_MIN", 1 << 15)
     monkeypatch.setattr(onednn, "_GEMM_SERIAL_MAX", 1 << 15)
     monkeypatch.setattr(onednn, "_SERIAL_BITS", {})
     monkeypatch.setattr(onednn, "_cores_taken", lambda team: True)

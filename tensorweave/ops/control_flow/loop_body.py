@@ -53,7 +53,7 @@ _CLEAR_RECHECK = 64  # ... a clear one at least after this many, doubling while 
 _RECHECK = 500     # ... up to this (the load changes)
 _MIN_SIDE_OPS = 8  # a smaller side part costs more to hand over than it saves
 _PRODUCT_OPS = 20  # what a product weighs, in ops, when the parts are balanced
-_CHUNK_MULTIPLY_ADDS = (1 << 25) - 1   # the most a chunk's product takes (oneDNN runs those below 2^25 on its caller)
+_CHUNK_MULTIPLY_ADDS = (1 << 25) - 1   # the most a chunk's product takes (below 2^25 oneDNN gives its caller's bits)
 
 
 def while_kernel(node, ctx):
