@@ -60,10 +60,12 @@ def test_a_worker_killed_and_restarted_rejoins_synchronous_training():
         watch = StepWatcher(c.hosts["ps"][0])
         killed_at = watch.wait_for(30)
         c.kill("worker", 1)
-        time.sleep(1.5)
-        stalled = watch.read()
-        time.sleep(0.5)
-        assert watch.read() - stalled <= 1   # two gradients a step: the chief waits for its partner
+        # Whether the chief waits for its partner meanwhile depends on where the kill lands, in TF
+        # too: killed after taking its token, the partner can leave the chief one gradient short and no
+        # token to go on; killed between its gradient and its token, it leaves a token over, and the
+        # chief alone makes a step of every two of its own gradients. So that is not asserted.
+        time.sleep(2.0)
+        while_down = watch.read()
         c.start("worker", 1)
         codes = _exit_codes(c)
         assert all(rc == 0 for rc in codes.values()), c.describe()
@@ -72,7 +74,7 @@ def test_a_worker_killed_and_restarted_rejoins_synchronous_training():
     assert chief["global_step"] >= 150 and rejoined["global_step"] >= 150
     assert rejoined["local_steps"] > 10
     _summary("worker killed and restarted (sync)", killed="worker 1 (SIGKILL), restarted 2 s later",
-             at_global_step=killed_at, stalled_at=stalled, final_global_step=chief["global_step"],
+             at_global_step=killed_at, two_seconds_later=while_down, final_global_step=chief["global_step"],
              exit_codes={f"{j}{i}": rc for (j, i), rc in codes.items()})
 
 
