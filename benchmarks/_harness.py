@@ -36,10 +36,23 @@ def tf_python(default: str = "/opt/tfvenv/bin/python") -> Optional[str]:
     return None
 
 
+# Touches 512 MiB in transparent huge pages (numpy asks for them on large arrays) and exits.
+_SETTLE = "import numpy as np; np.ones(1 << 27, np.float32)"
+
+
+def settle_memory() -> None:
+    """Runs _SETTLE in a process of its own. On the 2-core VM the first process to fault in large
+    arrays after another has exited (TensorFlow's side, in an alternating benchmark) pays for the
+    huge pages: word2vec took 1.2-1.3 s there against 0.80 s next, CPU time included, whichever
+    checkout ran in that place, and 0.80-0.86 s after this toucher (docs/PERFORMANCE.md, wave 14)."""
+    subprocess.run([sys.executable, "-c", _SETTLE], check=False, timeout=120)
+
+
 def run_json(python: str, script: str, args: list, timeout: float = 1800, env: Optional[dict] = None) -> Optional[dict]:
-    """Runs `python script ARGS --json` (with `env` added to the environment) and returns the JSON
-    object it printed last (TensorFlow may print after it); prints why and returns None when the
-    run fails."""
+    """Runs `python script ARGS --json` (with `env` added to the environment) on settled memory
+    (settle_memory) and returns the JSON object it printed last (TensorFlow may print after it);
+    prints why and returns None when the run fails."""
+    settle_memory()
     proc = subprocess.run([python, os.path.abspath(script), *map(str, args), "--json"], capture_output=True,
                           text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {})))
     if proc.returncode == 0:
