@@ -136,8 +136,9 @@ def step_timeout_s(options, config) -> Optional[float]:
     return timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
 
 
-_MODE_ONE, _MODE_MANY, _MODE_NONE, _MODE_ONE_2, _MODE_ONE_1 = 0, 1, 2, 3, 4
+_MODE_ONE, _MODE_MANY, _MODE_NONE, _MODE_ONE_2, _MODE_ONE_1, _MODE_RELEASE = 0, 1, 2, 3, 4, 5
 _STEP_SLOT, _STEP_SLOT_KEY = 0, "^step"  # slot 0 carries the StepContext to needs_step kernels
+_RELEASE_MIN_BYTES = 1 << 16   # values let go of after their last reader (_with_releases): this large and up
 
 
 class Plan:
@@ -312,6 +313,8 @@ class Plan:
         for s, v in template:
             self._template[s] = v
         self._steps = steps
+        self._kept = {_STEP_SLOT, *self.feed_slots, *self.fetch_slots, *(s for s, _ in template)}
+        self._serial: Optional[tuple] = None   # the serial run's (steps, names), once a run showed the sizes
         self._by_name, self._feed_set = by_name, feed_set   # (inter_op reads the control edges)
         self._may_be_dead = bool(may_be_dead)
         self._ref_fetches = []   # a fetched ref output (a TF1 variable, an Assign) is its value after the step
@@ -371,6 +374,8 @@ class Plan:
             inter_op.execute(self, vals, step, pool)
         else:
             self._execute_serial(vals, step)
+        if self._serial is None:
+            self._serial = _with_releases(self._steps, self._names, self._kept, vals)
         out = [vals[s] for s in self.fetch_slots]
         for i, name in self._ref_fetches:
             out[i] = devices.to_host(out[i].read(name))
@@ -386,7 +391,8 @@ class Plan:
             for i in range(len(self._steps)):
                 self._execute_traced(vals, i, step.trace)
         else:
-            self._execute(vals, self._steps, 0)
+            steps, names = self._serial or (self._steps, self._names)
+            self._execute(vals, steps, 0, names)
 
     def _execute_traced(self, vals: list, i: int, trace: list) -> None:
         """Step i, recorded in `trace` (RunOptions.FULL_TRACE) with the thread that ran it."""
@@ -397,8 +403,9 @@ class Plan:
                       "all_start_micros": int(start * 1e6), "all_end_rel_micros": int((time.time() - start) * 1e6),
                       "thread_id": threading.get_ident()})
 
-    def _execute(self, vals: list, steps: list, offset: int) -> None:
-        """The hot loop: one kernel call per step, inputs and outputs by slot."""
+    def _execute(self, vals: list, steps: list, offset: int, names: Optional[list] = None) -> None:
+        """The hot loop: one kernel call per step, inputs and outputs by slot; steps[i] is the
+        node (names or self._names)[offset + i]'s."""
         i = 0
         try:
             for i, (mode, fn, a, b, c) in enumerate(steps):
@@ -411,12 +418,15 @@ class Plan:
                     vals[b] = fn(*[vals[j] for j in a])
                 elif mode == 2:
                     fn(*[vals[j] for j in a])
+                elif mode == 5:   # (_MODE_RELEASE: values no later step reads)
+                    for j in a:
+                        vals[j] = None
                 else:
                     for o, v in zip(b, fn(*[vals[j] for j in a])):
                         if o >= 0:
                             vals[o] = v
         except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
-            raise _as_op_error(e, self._names[offset + i], self.ctx.task) from None
+            raise _as_op_error(e, (names or self._names)[offset + i], self.ctx.task) from None
 
 
 _FEEDABLE = frozenset(("Placeholder", "PlaceholderV2", "PlaceholderWithDefault"))
@@ -425,6 +435,35 @@ _SWITCHES = frozenset(("Switch", "RefSwitch"))   # TF 1 control flow: where dead
 _MERGES = frozenset(("Merge",))                  # ... and where they end
 _DEAD_REFUSED = frozenset(("_Send",))
 _UNGUARDED = frozenset(("_Send", "_Recv"))   # moving a value changes no state
+
+
+def _with_releases(steps: list, names: list, kept: set, vals: list) -> tuple:
+    """The serial run's (steps, names): after the last step that reads a value (or the step that
+    makes one nobody reads), a step that lets go of it, as TF's executor frees a tensor after its
+    last consumer: a chain of large products holds a few values at a time, not all of them, and a
+    variable's value read earlier in the step no longer forces its sparse update to copy
+    (VariableResource.updating). Only values that were _RELEASE_MIN_BYTES or more in the run that
+    left `vals` are let go (a smaller one costs more to let go of early, a step of ~0.15 us, than
+    the op that made it took); `kept` (fed, fetched and constant values, the step context) stay."""
+    last: dict = {}
+    for i, step in enumerate(steps):
+        reads, writes = inter_op.step_slots(step)
+        for s in (*reads, *writes):
+            last[s] = i
+    dying: dict = {}
+    for s, i in last.items():
+        if s not in kept and getattr(vals[s], "nbytes", 0) >= _RELEASE_MIN_BYTES:
+            dying.setdefault(i, []).append(s)
+    if not dying:
+        return steps, names
+    out_steps, out_names = [], []
+    for i, (step, node) in enumerate(zip(steps, names)):
+        out_steps.append(step)
+        out_names.append(node)
+        if i in dying:
+            out_steps.append((_MODE_RELEASE, None, tuple(dying[i]), None, None))
+            out_names.append(node)
+    return out_steps, out_names
 
 
 def _with_unread_outputs(node: NodeDef, read: set) -> NodeDef:

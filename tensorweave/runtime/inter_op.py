@@ -223,7 +223,7 @@ def pool_for_run(pools: list, options) -> Optional[InterOpPool]:
 
 
 # -- a plan's dependencies -----------------------------------------------------------------------
-def _slots(step: tuple) -> tuple:
+def step_slots(step: tuple) -> tuple:
     """(input slots, output slots) of one of Plan's steps (mode, fn, a, b, c; executor._MODE_*)."""
     mode, _, a, b, c = step
     if mode == 3:
@@ -245,7 +245,7 @@ class _Graph:
         steps, names = plan._steps, plan._names
         n = len(steps)
         producer: dict = {}
-        io = [_slots(st) for st in steps]
+        io = [step_slots(st) for st in steps]
         for i, (_, outs) in enumerate(io):
             for s in outs:
                 producer[s] = i

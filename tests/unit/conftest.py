@@ -36,6 +36,22 @@ def limit():
         limits.override(lim, old)
 
 
+@pytest.fixture
+def traced_peak():
+    """traced_peak(run): the most memory numpy and Python held at once while run() ran, in bytes
+    above what was held before (tracemalloc)."""
+    import tracemalloc
+
+    def peak(run) -> int:
+        tracemalloc.start()
+        try:
+            run()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return peak
+
+
 @pytest.fixture(params=["onednn", "numpy"])
 def kernels(request, monkeypatch):
     """Runs a test once with oneDNN's kernels (where installed) and once with the numpy kernels

@@ -342,17 +342,7 @@ def test_scatter_nd_update_add_sub(graph):
 
 
 # -- sparse updates write their rows into the variable (TF's copy-on-write) ------------------------
-def _traced_peak(run) -> int:
-    import tracemalloc
-    tracemalloc.start()
-    try:
-        run()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def test_a_sparse_update_allocates_its_rows_not_a_copy_of_the_variable(graph):
+def test_a_sparse_update_allocates_its_rows_not_a_copy_of_the_variable(graph, traced_peak):
     rows, width = 16_384, 512   # 32 MiB
     v = tf.Variable(tf.zeros([rows, width]))
     ids = tf.placeholder(tf.int32, [8])
@@ -364,7 +354,7 @@ def test_a_sparse_update_allocates_its_rows_not_a_copy_of_the_variable(graph):
         sess.run(v.initializer)
         for op in (scatter, nd, sgd):
             sess.run(op, {ids: picked})   # (the first update after a read may copy: the initializer's value)
-            assert _traced_peak(lambda: sess.run(op, {ids: picked})) < rows * width * 4 // 8, op.name
+            assert traced_peak(lambda: sess.run(op, {ids: picked})) < rows * width * 4 // 8, op.name
         got = sess.run(v)
     want = np.zeros([rows, width], np.float32)
     for _ in range(2):
@@ -372,6 +362,26 @@ def test_a_sparse_update_allocates_its_rows_not_a_copy_of_the_variable(graph):
         np.subtract.at(want, picked, 1.0)
         np.add.at(want, picked, -0.5)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_sparse_update_after_a_whole_read_in_its_step_writes_in_place(graph, traced_peak):
+    """From its second run, the step lets go of the value read once its last reader has run
+    (runtime/executor.py), so the update that follows it in the same step writes its rows into
+    the variable; the read's reader saw the value before the update."""
+    rows, width = 16_384, 512   # 32 MiB
+    v = tf.Variable(tf.ones([rows, width]))
+    total = tf.reduce_sum(v.read_value())
+    with tf.control_dependencies([total]):
+        scatter = tf.scatter_add(v, [3, 5], tf.ones([2, width])).op
+    config = tf.ConfigProto(inter_op_parallelism_threads=1)   # (the serial run: the releases' path)
+    with tf.Session(config=config) as sess:
+        sess.run(v.initializer)
+        assert sess.run([total, scatter])[0] == rows * width   # (the first run shows the plan the values' sizes)
+        for k in (1, 2):
+            totals = []
+            assert traced_peak(lambda: totals.append(sess.run([total, scatter])[0])) < rows * width * 4 // 8
+            assert totals == [rows * width + 2 * width * k]
+        np.testing.assert_array_equal(sess.run(v)[[0, 3, 5]], [[1] * width, [4] * width, [4] * width])
 
 
 def test_a_value_read_before_a_sparse_update_keeps_its_numbers(graph):
