@@ -7,7 +7,7 @@ import pytest
 import tensorweave as tf
 
 pytestmark = pytest.mark.usefixtures("graph")
-SERIAL = tf.ConfigProto(inter_op_parallelism_threads=1)   # (a pool of one: the plan's serial run)
+SERIAL = tf.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)   # (the serial run)
 
 
 def test_a_step_lets_go_of_a_value_after_its_last_reader(traced_peak):

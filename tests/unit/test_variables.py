@@ -373,7 +373,7 @@ def test_a_sparse_update_after_a_whole_read_in_its_step_writes_in_place(graph, t
     total = tf.reduce_sum(v.read_value())
     with tf.control_dependencies([total]):
         scatter = tf.scatter_add(v, [3, 5], tf.ones([2, width])).op
-    config = tf.ConfigProto(inter_op_parallelism_threads=1)   # (the serial run: the releases' path)
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)   # (the serial run)
     with tf.Session(config=config) as sess:
         sess.run(v.initializer)
         assert sess.run([total, scatter])[0] == rows * width   # (the first run shows the plan the values' sizes)
