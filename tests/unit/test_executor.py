@@ -40,12 +40,14 @@ def test_a_step_lets_go_of_a_value_after_its_last_reader(traced_peak):
 
 
 def test_an_error_after_released_values_names_its_node():
-    x = tf.placeholder(tf.float32, [None, 4])
-    y = tf.nn.relu(tf.matmul(x, tf.ones([4, 4])))
+    """A failing op in a run that lets go of values (1 MiB ones here) is named as in any run."""
+    x = tf.placeholder(tf.float32, [None, 64])
+    y = tf.nn.relu(tf.matmul(x, tf.ones([64, 64])))
     checked = tf.debugging.check_numerics(tf.log(y - 1.0), "the log of y - 1", name="checked")
-    out = tf.reduce_sum(tf.matmul(checked, tf.ones([4, 2])))
+    out = tf.reduce_sum(tf.matmul(checked, tf.ones([64, 2])))
     with tf.Session(config=SERIAL) as sess:
-        assert sess.run(out, {x: np.ones([3, 4], np.float32)}) == pytest.approx(3 * 2 * 4 * np.log(3.0))
+        got = sess.run(out, {x: np.ones([4096, 64], np.float32)})
+        assert got == pytest.approx(4096 * 2 * 64 * np.log(63.0), rel=1e-5)
         with pytest.raises(tf.errors.InvalidArgumentError, match="the log of y - 1") as e:
-            sess.run(out, {x: np.zeros([3, 4], np.float32)})
+            sess.run(out, {x: np.zeros([4096, 64], np.float32)})
         assert "checked" in str(e.value)
