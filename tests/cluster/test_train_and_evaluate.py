@@ -88,8 +88,10 @@ def test_sync_replicas_through_training_hooks_stop_exactly_at_max_steps(tmp_path
 
 def test_the_legacy_master_layout_trains_evaluates_and_ends(tmp_path):
     """TF_CONFIG with a `master` job instead of `chief`: the master trains, checkpoints and
-    evaluates after its checkpoints (no evaluator task); worker 0 writes the training summaries."""
-    with EstimatorCluster(str(tmp_path), max_steps=40, chief_job="master") as c:
+    evaluates after its checkpoints (no evaluator task); worker 0 writes the training summaries.
+    ("both": the master waits for the worker's first step, whose summaries the test reads: on a
+    loaded machine the master alone reached max_steps before the worker's process had stepped.)"""
+    with EstimatorCluster(str(tmp_path), max_steps=40, chief_job="master", extra=["both"]) as c:
         for job, index in (("ps", 0), ("master", 0), ("worker", 0)):
             c.start(job, index)
         codes = c.wait_all()
