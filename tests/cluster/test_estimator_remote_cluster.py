@@ -85,11 +85,14 @@ def test_train_and_evaluate_as_a_standalone_client_with_parameter_server_strateg
         train_distribute=tf.distribute.experimental.ParameterServerStrategy(), remote_cluster=c.spec)
     est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
                                  config=tf.estimator.RunConfig(experimental_distribute=distribute,
-                                                               save_checkpoints_steps=3, log_step_count_steps=None))
+                                                               save_checkpoints_steps=3, log_step_count_steps=None,
+                                                               keep_checkpoint_max=100))   # (the first is read below)
     tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn, max_steps=2 * STEPS),
                                     tf.estimator.EvalSpec(input_fn, steps=2, start_delay_secs=0, throttle_secs=0))
     assert tf.train.load_variable(str(tmp_path), "global_step") >= 2 * STEPS
-    start = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-0"))
+    # the chief's first save: model.ckpt-0, unless the other worker thread stepped before the chief's
+    # hook saved (on a loaded machine it did)
+    start = tf.train.load_checkpoint(tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths[0])
     before, after = (np.mean(np.abs(X @ r.get_tensor("w") + r.get_tensor("b") - Y))
                      for r in (start, tf.train.load_checkpoint(str(tmp_path))))
     assert after < before

@@ -28,7 +28,10 @@ T0, T1 = "/job:local/replica:0/task:0", "/job:local/replica:0/task:1"
 MAX_THREADS = 6
 MAX_MESSAGE = 4 << 20
 MAX_PUSHED = 8 << 20
-ENV = {"TENSORWEAVE_PEER_STALL_S": "1.0", "TENSORWEAVE_MAX_REQUEST_THREADS": str(MAX_THREADS),
+# A stalled peer is dropped after STALL_S; a server that waited for the drop would answer others
+# after it, so "answered at once" is ANSWERED_S, half of it (a ping took 0.8 s with two busy loops).
+STALL_S, ANSWERED_S = 4.0, 2.0
+ENV = {"TENSORWEAVE_PEER_STALL_S": str(STALL_S), "TENSORWEAVE_MAX_REQUEST_THREADS": str(MAX_THREADS),
        "TENSORWEAVE_MAX_MESSAGE_BYTES": str(MAX_MESSAGE), "TENSORWEAVE_MAX_UNCLAIMED_PUSH_BYTES": str(MAX_PUSHED),
        "TENSORWEAVE_MAX_REGISTRATIONS_PER_CLIENT": "5", "TENSORWEAVE_REGISTRATION_LEASE_S": "2.0"}
 
@@ -152,8 +155,8 @@ def test_a_peer_that_stops_mid_message_freezes_no_one_and_is_dropped(served):
     zmtp = socket.create_connection((host, int(port)), timeout=5)   # half a ZeroMQ greeting, held
     zmtp.sendall(b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f\x03")
     try:
-        _answers_at_once(served, bound_s=0.5)
-        assert holder.hung_up(timeout=5.0)   # dropped after TENSORWEAVE_PEER_STALL_S (1 s)
+        _answers_at_once(served, bound_s=ANSWERED_S)
+        assert holder.hung_up(timeout=STALL_S + 4)   # dropped after TENSORWEAVE_PEER_STALL_S
     finally:
         holder.close()
         zmtp.close()
@@ -166,10 +169,10 @@ def test_a_peer_that_reads_no_replies_freezes_no_one(served, transport):
     try:
         for i in range(3000):   # ~1 MB of replies it never reads
             flooder.send(request("get_status", {}, rid=i))
-        _answers_at_once(served, bound_s=0.5)
+        _answers_at_once(served, bound_s=ANSWERED_S)
         if transport == "uds":
-            time.sleep(2.5)   # it reads nothing for longer than TENSORWEAVE_PEER_STALL_S (1 s): dropped
-            assert flooder.hung_up(timeout=5.0)
+            time.sleep(STALL_S + 0.5)   # it reads nothing for longer than TENSORWEAVE_PEER_STALL_S: dropped
+            assert flooder.hung_up(timeout=STALL_S + 4)
     finally:
         flooder.close()
     _runs_a_step(served)
