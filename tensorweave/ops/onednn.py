@@ -822,9 +822,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     if team == 1:
         serial = True
     elif size < _GEMM_SERIAL_MAX:
-        serial = _cores_taken(team) or not _team_gives_serial_bits(gemm, a, b)
+        serial = _cores_taken(team) or not _team_gives_serial_bits(gemm, team, a, b)
     else:
-        serial = _cores_taken(team) and _team_gives_serial_bits(gemm, a, b)
+        serial = _cores_taken(team) and _team_gives_serial_bits(gemm, team, a, b)
     return _sgemm(gemm, a, b, serial)
 
 
@@ -875,10 +875,10 @@ def _address(a: np.ndarray) -> int:
 _SERIAL_BITS: dict = {}
 
 
-def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether sgemm gives the same bits on the team as on the calling thread for this shape and
-    layout: a team that splits the rows or columns of the result runs each element's sum as one
-    thread does, one that splits k adds the partial sums in another order."""
+def _team_gives_serial_bits(gemm: tuple, team: int, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether sgemm gives the same bits on the team (of `team` threads) as on the calling thread
+    for this shape and layout: a team that splits the rows or columns of the result runs each
+    element's sum as one thread does, one that splits k adds the partial sums in another order."""
     def trial():
         rng = np.random.default_rng(0)
         # the operands' layouts: their rows as far apart (empty_like of a slice of columns is dense,
@@ -886,7 +886,7 @@ def _team_gives_serial_bits(gemm: tuple, a: np.ndarray, b: np.ndarray) -> bool:
         pa, pb = (rng.standard_normal((x.shape[0], ld), np.float32)[:, :x.shape[1]]
                   for x, ld in ((a, gemm[5]), (b, gemm[6])))
         return lambda serial: _sgemm(gemm, pa, pb, serial)
-    return _serial_agrees(gemm + (_lib.omp_get_max_threads(),), trial)   # (a team of another size splits otherwise)
+    return _serial_agrees(gemm + (team,), trial)   # (a team of another size splits otherwise)
 
 
 def _serial_agrees(key: tuple, trial: Callable[[], Callable[[bool], Optional[np.ndarray]]]) -> bool:
