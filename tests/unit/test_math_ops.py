@@ -6,6 +6,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import denormals
+from tensorweave.ops import onednn
 
 from unit_helpers import run_all
 
@@ -190,27 +191,59 @@ def test_sigmoid_extremes_and_nan_sign(graph):
     assert np.isnan(out[1][0]) and out[1][1] == 0 and out[1][2] == 1
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_sigmoid_bits_are_the_two_branch_formula(graph, dtype):
-    """Sigmoid's kernel chooses its numerator without a branch; its bits must be those of the plain
-    two-branch formula for every input: signs mixed, both extremes, zeros of either sign,
-    infinities, NaNs of either sign, denormals and raw bit patterns."""
+def _sigmoid_cases(dtype):
+    """(values, the two-branch formula's sigmoid of them): signs mixed, both extremes, zeros of
+    either sign, infinities, NaNs of either sign, denormals and raw bit patterns."""
     rng = np.random.RandomState(1)
     width = np.dtype(dtype).itemsize * 8
     raw = rng.randint(0, 2 ** 62, size=4096, dtype=np.int64).astype(np.uint64) >> np.uint64(62 - width) \
         if width < 64 else rng.randint(-2 ** 63, 2 ** 63 - 1, size=4096, dtype=np.int64)
-    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 88, -88, 104, -104, 750, -750],
-                       np.float64)
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 88, -88, -87, -86.9, 104, -104,
+                        750, -750], np.float64)
     with np.errstate(all="ignore"):
         values = np.concatenate([(rng.randn(3000) * s) for s in (0.1, 3, 30, 1000)] + [special]).astype(dtype)
         values = np.concatenate([values, raw.astype(f"u{width // 8}").view(dtype)]).reshape(-1, 2)
     with np.errstate(all="ignore"), denormals.computed_as(True):   # (as kernels compute: denormals flushed)
         e = np.exp(-np.abs(values))
         expected = np.where(values >= 0, 1 / (1 + e), e / (1 + e)).astype(dtype)
-    x = tf.placeholder(tf.as_dtype(dtype), [None, 2])
+    return values, expected
+
+
+def _sigmoid(values):
+    x = tf.placeholder(tf.as_dtype(values.dtype), [None, 2])
     with tf.Session() as sess, np.errstate(all="ignore"):
-        got = sess.run(tf.sigmoid(x), {x: values})
-    np.testing.assert_array_equal(got.view(f"u{width // 8}"), expected.view(f"u{width // 8}"))
+        return sess.run(tf.sigmoid(x), {x: values})
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sigmoid_bits_are_the_two_branch_formula(graph, dtype, monkeypatch):
+    """Sigmoid's numpy kernel chooses its numerator without a branch; its bits must be those of
+    the plain two-branch formula for every input (float32: the kernel of arrays too small for
+    oneDNN's, asked of every array here)."""
+    monkeypatch.setattr(onednn, "logistic", lambda x: None)
+    values, expected = _sigmoid_cases(dtype)
+    width = np.dtype(dtype).itemsize * 8
+    np.testing.assert_array_equal(_sigmoid(values).view(f"u{width // 8}"), expected.view(f"u{width // 8}"))
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not installed")
+def test_sigmoid_of_large_float32_arrays_by_onednn(graph):
+    """A large float32 Sigmoid is oneDNN's logistic: within 5 ulp of the exact value wherever that
+    is a normal float (TF's Eigen kernel is within 6), and the two-branch formula's value where it
+    is not (oneDNN's underflows to 0 from -87: those elements are numpy's), at infinities, zeros
+    and NaNs (a NaN's sign aside)."""
+    values, expected = _sigmoid_cases(np.float32)
+    assert values.size >= onednn._LOGISTIC_MIN
+    got = _sigmoid(values)
+    with np.errstate(all="ignore"):
+        exact = 1 / (1 + np.exp(-values.astype(np.float64)))
+    normal = np.isfinite(values) & (exact >= np.finfo(np.float32).tiny)
+    ulps = np.abs(got[normal].view(np.int32).astype(np.int64) - exact[normal].astype(np.float32).view(np.int32))
+    assert ulps.max() <= 5
+    assert not np.array_equal(got[normal], expected[normal])   # (oneDNN's, not numpy's kernel)
+    nan = np.isnan(values)
+    np.testing.assert_array_equal(got[~normal & ~nan], expected[~normal & ~nan])
+    assert np.isnan(got[nan]).all()
 
 
 def test_is_nan_inf_finite(graph):

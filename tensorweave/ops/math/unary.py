@@ -12,6 +12,7 @@ from tensorweave.framework.api import name_scope
 from tensorweave.framework.graph import Tensor
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
+from tensorweave.ops import onednn
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op, same_as_input
 from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
@@ -167,7 +168,15 @@ def _sigmoid_np(x):
         e = np.exp(-np.abs(x))
         out = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
         return out[()] if out.ndim == 0 else out
-    return _sigmoid_selecting_numerator(x)
+    if (y := onednn.logistic(x)) is None:
+        return _sigmoid_selecting_numerator(x)
+    if not x.min() >= _ONEDNN_LOGISTIC_UNDERFLOW:   # (a NaN's min too: it may hide a low element)
+        low = x < _ONEDNN_LOGISTIC_UNDERFLOW
+        y[low] = _sigmoid_selecting_numerator(x[low])
+    return y
+
+
+_ONEDNN_LOGISTIC_UNDERFLOW = -86.5   # (oneDNN's last nonzero result is at -86.99)
 
 
 def _sigmoid_selecting_numerator(x: np.ndarray) -> np.ndarray:
