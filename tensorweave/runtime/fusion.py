@@ -5,9 +5,10 @@ reads (not fetched, not read by another op, not a control input) become one step
 program evaluated in one pass, which replaces one numpy call per op (~0.5 us each, most of a
 small op's cost) by one call for the tree. Only the ops whose numexpr form gives the bits of
 their numpy kernel are fused (checked in tests/unit/test_fusion.py against the kernels, NaN,
-inf and signed zeros included): + - * / neg abs sqrt floor ceil square maximum minimum relu on
-float32/float64, and + - * neg square maximum minimum relu on int32/int64. Exp, Log, Tanh,
-Sigmoid and the like are left alone: numexpr's libm results differ from numpy's in the last bit.
+inf and signed zeros included): + - * / neg abs sqrt floor ceil square maximum minimum relu and
+TF's SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad and ReciprocalGrad on float32/float64, and + - *
+neg square maximum minimum relu on int32/int64. Exp, Log, Tanh, Sigmoid and the like are left
+alone: numexpr's libm results differ from numpy's in the last bit.
 
 numexpr runs an element several times slower than numpy's vectorized loops on the machines
 measured (docs/PERFORMANCE.md), so a fused step takes the one-pass program only while its inputs
@@ -59,7 +60,8 @@ _INTS = frozenset((dtypes.int32, dtypes.int64))
 _NAN_MAX = "where(({0} > {1}) | ({0} != {0}), {0}, {1})"   # np.maximum: NaN wins, the first of two, else the
 _NAN_MIN = "where(({0} < {1}) | ({0} != {0}), {0}, {1})"   # second of equals (-0.0 and 0.0 too)
 # op -> (its numexpr form for floats, for ints (None: floats only), for floats when the second
-# operand is a constant without NaN (None: the same)); "{zero}" is a constant 0 of the dtype
+# operand is a constant without NaN (None: the same)); "{zero}" and the other _CONSTANTS are that
+# value in the dtype
 _FORMS = {
     "Add": ("({0} + {1})", "({0} + {1})", None),
     "AddV2": ("({0} + {1})", "({0} + {1})", None),
@@ -76,7 +78,14 @@ _FORMS = {
     "Maximum": (_NAN_MAX, "where({0} > {1}, {0}, {1})", "where({0} <= {1}, {1}, {0})"),
     "Minimum": (_NAN_MIN, "where({0} < {1}, {0}, {1})", "where({0} >= {1}, {1}, {0})"),
     "Relu": ("where({0} <= {zero}, {zero}, {0})", "where({0} > {zero}, {0}, {zero})", None),
+    # TF's gradient ops of y = f(x), from (y, dy), in their kernels' order (ops/math/unary.py)
+    "SigmoidGrad": ("({1} * ({0} * ({one} - {0})))", None, None),
+    "TanhGrad": ("({1} * ({one} - {0} * {0}))", None, None),
+    "SqrtGrad": ("({1} * ({half} / {0}))", None, None),
+    "RsqrtGrad": ("(({minus_half} * ({1} * {0})) * ({0} * {0}))", None, None),
+    "ReciprocalGrad": ("(-({1} * ({0} * {0})))", None, None),
 }
+_CONSTANTS = {"zero": 0.0, "one": 1.0, "half": 0.5, "minus_half": -0.5}   # "{name}" in a form: that constant
 
 
 def _form(op: str, dtype: np.dtype, second) -> str:
@@ -570,9 +579,10 @@ class _FusedKernel:
                     leaf_args.append(operands[-1])
             slots = _inputs(steps[i])
             form = _form(node.op, dtype, constants.get(slots[1]) if len(slots) > 1 else None)
-            if "{zero}" in form:
-                zero = np.zeros((), dtype)
-                form = form.replace("{zero}", leaf(("const", dtype.str, (), zero.tobytes()), zero, dtype))
+            for word, number in _CONSTANTS.items():
+                if "{%s}" % word in form:
+                    value = np.full((), number, dtype)
+                    form = form.replace("{%s}" % word, leaf(("const", dtype.str, (), value.tobytes()), value, dtype))
             exprs[i] = form.format(*operands)
             arg_names.append(leaf_args)
         # the members' own kernels, over local values: runtime inputs, constants, then the members' outputs

@@ -69,6 +69,8 @@ CASES = [(op, {"T": str(x.dtype)}, [x]) for op, x in UNARY.items()] + [
     ("ReluGrad", f32, [GRAD, MIXED]), ("Relu6Grad", f32, [GRAD, MIXED * 3]), ("EluGrad", f32, [GRAD, MIXED]),
     ("SeluGrad", f32, [GRAD, MIXED]), ("SoftplusGrad", f32, [GRAD, MIXED]),
     ("LeakyReluGrad", {"T": "float32", "alpha": 0.3}, [GRAD, MIXED]),
+    ("SigmoidGrad", f32, [MIXED, GRAD]), ("TanhGrad", f32, [MIXED, GRAD]), ("ReciprocalGrad", f32, [MIXED, GRAD]),
+    ("SqrtGrad", f32, [np.abs(MIXED) + 0.5, GRAD]), ("RsqrtGrad", f32, [np.abs(MIXED) + 0.5, GRAD]),
     ("SoftmaxCrossEntropyWithLogits", f32, [LOGITS, np.eye(5, dtype=np.float32)[LABELS]]),
     ("SoftmaxCrossEntropyWithLogits", f32, [LOGITS, np.full((1, 5), 0.2, np.float32)]),
     ("SparseSoftmaxCrossEntropyWithLogits", {"T": "float32", "Tlabels": "int32"}, [LOGITS, LABELS]),

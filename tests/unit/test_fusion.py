@@ -5,6 +5,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import denormals
+from tensorweave.ops.helpers import make_op
 
 _SPECIAL = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, -1.0, 0.5, 7.0]
 
@@ -53,6 +54,7 @@ def _special_pairs(dtype, n_random: int):
 
 _BINARY = {"add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "div": tf.realdiv, "max": tf.maximum,
            "min": tf.minimum}
+_GRAD_OPS = ("SigmoidGrad", "TanhGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad")
 _UNARY = {"neg": tf.negative, "abs": tf.abs, "sqrt": tf.sqrt, "floor": tf.floor, "ceil": tf.ceil,
           "square": tf.square, "relu": tf.nn.relu}
 
@@ -76,6 +78,8 @@ def test_each_fused_op_gives_its_kernels_bits_with_nan_inf_and_signed_zeros(dtyp
             fetches[f"{name}_const{k}"] = op(px * py, c) - px
     for name, op in _UNARY.items():
         fetches[name] = -op(px * py)
+    for op_type in _GRAD_OPS:   # (y, dy) of one shape
+        fetches[op_type] = make_op(op_type, [px + py, py - px]).outputs[0] * py
     with np.errstate(all="ignore"):
         fused, unfused, names = _run_both(fetches, {px: x, py: y})
     for k in fetches:

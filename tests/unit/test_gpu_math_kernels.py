@@ -27,10 +27,11 @@ MATH_GPU_OPS = {
     "Elu", "EluGrad", "Equal", "Exp", "Expm1", "Floor", "FloorDiv", "FloorMod", "Greater", "GreaterEqual", "InTopKV2",
     "IsFinite", "IsInf", "IsNan", "L2Loss", "LeakyRelu", "LeakyReluGrad", "Less", "LessEqual", "Log", "Log1p",
     "LogSoftmax", "LogicalAnd", "LogicalNot", "LogicalOr", "MatMul", "Max", "Maximum", "Mean", "Min", "Minimum",
-    "Mul", "Neg", "NotEqual", "Pow", "Prod", "RealDiv", "Reciprocal", "Relu", "Relu6", "Relu6Grad", "ReluGrad",
-    "Rint", "Round", "Rsqrt", "Select", "SelectV2", "Selu", "SeluGrad", "Sigmoid", "Sign", "Sin", "Sinh",
-    "Softmax", "SoftmaxCrossEntropyWithLogits", "Softplus", "SoftplusGrad", "SparseSoftmaxCrossEntropyWithLogits",
-    "Sqrt", "Square", "SquaredDifference", "Sub", "Sum", "Tan", "Tanh",
+    "Mul", "Neg", "NotEqual", "Pow", "Prod", "RealDiv", "Reciprocal", "ReciprocalGrad", "Relu", "Relu6", "Relu6Grad",
+    "ReluGrad", "Rint", "Round", "Rsqrt", "RsqrtGrad", "Select", "SelectV2", "Selu", "SeluGrad", "Sigmoid",
+    "SigmoidGrad", "Sign", "Sin", "Sinh", "Softmax", "SoftmaxCrossEntropyWithLogits", "Softplus", "SoftplusGrad",
+    "SparseSoftmaxCrossEntropyWithLogits", "Sqrt", "SqrtGrad", "Square", "SquaredDifference", "Sub", "Sum", "Tan",
+    "Tanh", "TanhGrad",
 }
 
 
@@ -105,6 +106,9 @@ def _nn_cases():
                 lambda v: tf.nn.leaky_relu(v, alpha=0.3)):
         y = act(c(MIXED[:2, :] * 4))
         outs += [y, tf.gradients(tf.reduce_sum(y * c(Y[:2])), [y.op.inputs[0]])[0]]
+    for fn in (tf.sigmoid, tf.tanh, tf.sqrt, tf.rsqrt, tf.reciprocal):   # (SigmoidGrad and the like)
+        x = c(X)
+        outs.append(tf.gradients(tf.reduce_sum(fn(x) * c(Y)), [x])[0])
     for fmt in ("NHWC", "NCHW"):
         outs.append(make_op("BiasAddGrad", [x4], {"T": tf.float32, "data_format": fmt}).outputs[0])
     return outs

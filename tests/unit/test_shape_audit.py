@@ -52,6 +52,8 @@ def _build_corpus(g: tf.Graph) -> None:
                    tf.nn.leaky_relu, tf.nn.softmax, tf.nn.log_softmax, tf.zeros_like, tf.ones_like, tf.identity,
                    tf.stop_gradient):
             fn(m)
+        for op_type in ("SigmoidGrad", "TanhGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad"):   # (y, dy)
+            make_op(op_type, [m, m])
         tf.abs(tf.cast(m, tf.complex64))
         tf.conj(tf.cast(m, tf.complex64))
         for fn in (tf.add, tf.subtract, tf.multiply, tf.realdiv, tf.truediv, tf.floordiv, tf.floormod, tf.pow,

@@ -15,7 +15,7 @@ from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops import onednn
 from tensorweave.ops.array.fill import zeros_like
 from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op, same_as_input
-from tensorweave.ops.math.binary import add, minimum, multiply, realdiv, subtract
+from tensorweave.ops.math.binary import _conj, add, minimum, multiply, realdiv, subtract
 from tensorweave.ops.registry import pure, register, register_gpu
 
 
@@ -82,11 +82,101 @@ def _y(op):
     return op.outputs[0]
 
 
-sqrt = _define("Sqrt", np.sqrt, lambda op, g: [multiply(g, realdiv(0.5, _y(op)))], FLOAT_COMPLEX,
+# -- the ops of some functions' gradients: TF's SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad and
+# ReciprocalGrad take (y, dy), y the function's output, and give dy times its derivative as
+# TF's Eigen functors compute it (the same bits: recorded from TF 2.21 in
+# tests/unit/fixtures/tf_values_cases.py); the gradients of their gradients are TF's (math_grad.py).
+def _grad_op(op_type: str, y: Tensor, dy: Tensor) -> Tensor:
+    return make_op(op_type, [y, dy], name=op_type).outputs[0]
+
+
+def _times(t, dy):
+    """dy * t (t * dy's bits), into t, a fresh array of this kernel's own, where it is dy's shape."""
+    if type(t) is np.ndarray and t.shape == dy.shape:
+        t *= dy
+        return t
+    return dy * t
+
+
+def _conjugate(y):
+    return y.conj() if y.dtype.kind == "c" else y
+
+
+def _sigmoid_grad(y, dy):   # dy * (y * (1 - y))
+    t = y.dtype.type(1) - y
+    t *= y
+    return _times(t, dy)
+
+
+def _tanh_grad(y, dy):      # dy * (1 - y * y)
+    return _times(y.dtype.type(1) - y * y, dy)
+
+
+def _sqrt_grad(y, dy):      # dy * (0.5 / conj(y))
+    return _times(y.dtype.type(0.5) / _conjugate(y), dy)
+
+
+def _rsqrt_grad(y, dy):     # -0.5 * (dy * conj(y)) * (conj(y) * conj(y))
+    y = _conjugate(y)
+    t = dy * y
+    t *= y.dtype.type(-0.5)
+    t *= y * y
+    return t
+
+
+def _reciprocal_grad(y, dy):   # -dy * (conj(y) * conj(y))
+    y = _conjugate(y)
+    t = _times(y * y, dy)
+    return np.negative(t, out=t) if type(t) is np.ndarray else -t
+
+
+def _sigmoid_grad_grad(op, grad):
+    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
+    gb = multiply(grad, b)
+    return [subtract(gb, multiply(multiply(2.0, gb), a)), _grad_op("SigmoidGrad", a, grad)]
+
+
+def _tanh_grad_grad(op, grad):
+    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
+    return [multiply(multiply(multiply(grad, -2.0), b), a), _grad_op("TanhGrad", a, grad)]
+
+
+def _sqrt_grad_grad(op, grad):
+    ga = realdiv(grad, op.inputs[0])
+    return [multiply(negative(_conj(ga)), op.outputs[0]), multiply(0.5, ga)]
+
+
+def _rsqrt_grad_grad(op, grad):
+    ca, cg = _conj(op.inputs[0]), _conj(grad)
+    return [multiply(multiply(multiply(-1.5, cg), op.inputs[1]), square(ca)), _grad_op("RsqrtGrad", ca, grad)]
+
+
+def _reciprocal_grad_grad(op, grad):
+    ca, cg = _conj(op.inputs[0]), _conj(grad)
+    return [multiply(multiply(multiply(cg, -2.0), op.inputs[1]), ca), _grad_op("ReciprocalGrad", ca, grad)]
+
+
+for _op_type, _kernel, _grad in (("SigmoidGrad", _sigmoid_grad, _sigmoid_grad_grad),
+                                 ("TanhGrad", _tanh_grad, _tanh_grad_grad),
+                                 ("SqrtGrad", _sqrt_grad, _sqrt_grad_grad),
+                                 ("RsqrtGrad", _rsqrt_grad, _rsqrt_grad_grad),
+                                 ("ReciprocalGrad", _reciprocal_grad, _reciprocal_grad_grad)):
+    register(_op_type, same_as_input(), pure(_kernel), grad=_grad, dtypes=FLOAT_COMPLEX)
+    register_gpu(_op_type)
+
+
+def _from_output(op_type: str, conjugate: bool = False):
+    """The gradient of an op whose gradient op reads its output: TF's _SigmoidGrad and the like."""
+    def grad(op, g):
+        y = _y(op)
+        return [_grad_op(op_type, _conj(y) if conjugate else y, g)]
+    return grad
+
+
+sqrt = _define("Sqrt", np.sqrt, _from_output("SqrtGrad"), FLOAT_COMPLEX,
                "tf.sqrt(x, name=None): square root elementwise.")
 tf_export("math.sqrt", "sqrt")(sqrt)
-rsqrt = _define("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
-                lambda op, g: [multiply(multiply(g, -0.5), multiply(square(_y(op)), _y(op)))],
+rsqrt = _define("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)), _from_output("RsqrtGrad"),
                 FLOAT_COMPLEX, "tf.rsqrt(x, name=None): 1 / sqrt(x) elementwise.")
 tf_export("math.rsqrt", "rsqrt")(rsqrt)
 
@@ -99,8 +189,7 @@ def _reciprocal_kernel(x):
     return np.reciprocal(x)
 
 
-reciprocal = _define("Reciprocal", _reciprocal_kernel,
-                     lambda op, g: [multiply(negative(g), square(_y(op)))], NUMERIC,
+reciprocal = _define("Reciprocal", _reciprocal_kernel, _from_output("ReciprocalGrad"), NUMERIC,
                      "tf.reciprocal(x, name=None): 1 / x elementwise.")
 tf_export("math.reciprocal", "reciprocal")(reciprocal)
 exp = _define("Exp", np.exp, lambda op, g: [multiply(g, _y(op))], FLOAT_COMPLEX,
@@ -154,8 +243,8 @@ tf_export("math.sinh", "sinh")(sinh)
 cosh = _define("Cosh", np.cosh, lambda op, g: [multiply(g, sinh(op.inputs[0]))], FLOAT_COMPLEX,
                "tf.cosh(x, name=None).")
 tf_export("math.cosh", "cosh")(cosh)
-tanh = _define("Tanh", np.tanh, lambda op, g: [multiply(g, subtract(1, square(_y(op))))],
-               FLOAT_COMPLEX, "tf.tanh(x, name=None): hyperbolic tangent elementwise.")
+tanh = _define("Tanh", np.tanh, _from_output("TanhGrad", conjugate=True), FLOAT_COMPLEX,
+               "tf.tanh(x, name=None): hyperbolic tangent elementwise.")
 tf_export("math.tanh", "nn.tanh", "tanh")(tanh)
 
 
@@ -195,9 +284,8 @@ def _sigmoid_selecting_numerator(x: np.ndarray) -> np.ndarray:
     return np.divide(e, denominator, out=e)
 
 
-sigmoid = _define("Sigmoid", _sigmoid_np,
-                  lambda op, g: [multiply(g, multiply(_y(op), subtract(1, _y(op))))],
-                  FLOAT_COMPLEX, "tf.sigmoid(x, name=None): 1 / (1 + exp(-x)) elementwise.")
+sigmoid = _define("Sigmoid", _sigmoid_np, _from_output("SigmoidGrad", conjugate=True), FLOAT_COMPLEX,
+                  "tf.sigmoid(x, name=None): 1 / (1 + exp(-x)) elementwise.")
 tf_export("math.sigmoid", "nn.sigmoid", "sigmoid")(sigmoid)
 
 
