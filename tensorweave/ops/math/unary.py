@@ -84,8 +84,8 @@ def _y(op):
 
 # -- the ops of some functions' gradients: TF's SigmoidGrad, TanhGrad, SqrtGrad, RsqrtGrad and
 # ReciprocalGrad take (y, dy), y the function's output, and give dy times its derivative as
-# TF's Eigen functors compute it (the same bits: recorded from TF 2.21 in
-# tests/unit/fixtures/tf_values_cases.py); the gradients of their gradients are TF's (math_grad.py).
+# TF's Eigen functors compute it (the same bits: tests/unit/test_grad_ops.py, recorded from TF 2.21);
+# the gradients of their gradients are TF's (math_grad.py).
 def _grad_op(op_type: str, y: Tensor, dy: Tensor) -> Tensor:
     return make_op(op_type, [y, dy], name=op_type).outputs[0]
 
