@@ -75,6 +75,11 @@ def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Opti
     return get_default_graph().create_op(op_type, inputs, attrs or {}, name=name)
 
 
+def grad_op(op_type: str, a: Tensor, b: Tensor, attrs: Optional[dict] = None) -> Tensor:
+    """The output of a gradient op of two inputs (TF's ReluGrad, SigmoidGrad, ...), named after its type."""
+    return make_op(op_type, [a, b], attrs, name=op_type).outputs[0]
+
+
 def invalid(node, msg: str) -> errors.InvalidArgumentError:
     """A kernel's InvalidArgumentError, naming the op type and node."""
     return errors.InvalidArgumentError(node, node.name, f"{node.op} ({node.name}): {msg}")

@@ -968,9 +968,10 @@ def _row_major(shape) -> tuple:
     return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
 
 
-def _eltwise_ok(*arrays: np.ndarray) -> bool:
-    return AVAILABLE and arrays[0].size >= _ELTWISE_MIN and all(
-        a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+def _eltwise_ok(*arrays: np.ndarray, least: int = _ELTWISE_MIN) -> bool:
+    """Whether an elementwise pass over `arrays` is oneDNN's: float32, contiguous, the first of
+    `least` elements or more."""
+    return AVAILABLE and arrays[0].size >= least and all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
 
 
 def bias_add(x: np.ndarray, b: np.ndarray) -> Optional[np.ndarray]:
@@ -988,7 +989,7 @@ def logistic(x: np.ndarray) -> Optional[np.ndarray]:
     not contiguous). Its elements are independent, so the team gives the calling thread's bits.
     Below x = -86.99 its exp underflows to 0 where the value is still a normal float: callers
     compute those elements otherwise."""
-    if not AVAILABLE or x.size < _LOGISTIC_MIN or x.dtype != np.float32 or not x.flags.c_contiguous:
+    if not _eltwise_ok(x, least=_LOGISTIC_MIN):
         return None
     shape = (x.size,)
 

@@ -14,7 +14,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops import onednn
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op, same_as_input
+from tensorweave.ops.helpers import (COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, grad_op, make_op,
+                                     same_as_input)
 from tensorweave.ops.math.binary import _conj, add, minimum, multiply, realdiv, subtract
 from tensorweave.ops.registry import pure, register, register_gpu
 
@@ -86,10 +87,6 @@ def _y(op):
 # ReciprocalGrad take (y, dy), y the function's output, and give dy times its derivative as
 # TF's Eigen functors compute it (the same bits: tests/unit/test_grad_ops.py, recorded from TF 2.21);
 # the gradients of their gradients are TF's (math_grad.py).
-def _grad_op(op_type: str, y: Tensor, dy: Tensor) -> Tensor:
-    return make_op(op_type, [y, dy], name=op_type).outputs[0]
-
-
 def _times(t, dy):
     """dy * t (t * dy's bits), into t, a fresh array of this kernel's own, where it is dy's shape."""
     if type(t) is np.ndarray and t.shape == dy.shape:
@@ -133,12 +130,12 @@ def _reciprocal_grad(y, dy):   # -dy * (conj(y) * conj(y))
 def _sigmoid_grad_grad(op, grad):
     a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
     gb = multiply(grad, b)
-    return [subtract(gb, multiply(multiply(2.0, gb), a)), _grad_op("SigmoidGrad", a, grad)]
+    return [subtract(gb, multiply(multiply(2.0, gb), a)), grad_op("SigmoidGrad", a, grad)]
 
 
 def _tanh_grad_grad(op, grad):
     a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
-    return [multiply(multiply(multiply(grad, -2.0), b), a), _grad_op("TanhGrad", a, grad)]
+    return [multiply(multiply(multiply(grad, -2.0), b), a), grad_op("TanhGrad", a, grad)]
 
 
 def _sqrt_grad_grad(op, grad):
@@ -148,12 +145,12 @@ def _sqrt_grad_grad(op, grad):
 
 def _rsqrt_grad_grad(op, grad):
     ca, cg = _conj(op.inputs[0]), _conj(grad)
-    return [multiply(multiply(multiply(-1.5, cg), op.inputs[1]), square(ca)), _grad_op("RsqrtGrad", ca, grad)]
+    return [multiply(multiply(multiply(-1.5, cg), op.inputs[1]), square(ca)), grad_op("RsqrtGrad", ca, grad)]
 
 
 def _reciprocal_grad_grad(op, grad):
     ca, cg = _conj(op.inputs[0]), _conj(grad)
-    return [multiply(multiply(multiply(cg, -2.0), op.inputs[1]), ca), _grad_op("ReciprocalGrad", ca, grad)]
+    return [multiply(multiply(multiply(cg, -2.0), op.inputs[1]), ca), grad_op("ReciprocalGrad", ca, grad)]
 
 
 for _op_type, _kernel, _grad in (("SigmoidGrad", _sigmoid_grad, _sigmoid_grad_grad),
@@ -169,7 +166,7 @@ def _from_output(op_type: str, conjugate: bool = False):
     """The gradient of an op whose gradient op reads its output: TF's _SigmoidGrad and the like."""
     def grad(op, g):
         y = _y(op)
-        return [_grad_op(op_type, _conj(y) if conjugate else y, g)]
+        return [grad_op(op_type, _conj(y) if conjugate else y, g)]
     return grad
 
 

@@ -14,7 +14,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.concat import concat
 from tensorweave.ops.array.core import swap_axes_perm, transpose
-from tensorweave.ops.helpers import array_module, make_op, same_as_input
+from tensorweave.ops.helpers import array_module, grad_op, make_op, same_as_input
 from tensorweave.ops.math.binary import multiply, subtract
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_sum
@@ -117,31 +117,27 @@ def _softsign_kernel(x):
     return (x / (np.abs(x) + np.ones((), x.dtype))).astype(x.dtype, copy=False)
 
 
-def _grad_op(op_type, g, f, attrs=None):
-    return make_op(op_type, [g, f], attrs, name=op_type).outputs[0]
-
-
 register("Relu", same_as_input(0), pure(_relu_kernel),
-         grad=lambda op, g: [_grad_op("ReluGrad", g, op.outputs[0])])
+         grad=lambda op, g: [grad_op("ReluGrad", g, op.outputs[0])])
 register_gpu("Relu")
 register("Relu6", same_as_input(0), pure(_relu6_kernel),
-         grad=lambda op, g: [_grad_op("Relu6Grad", g, op.inputs[0])])
+         grad=lambda op, g: [grad_op("Relu6Grad", g, op.inputs[0])])
 register_gpu("Relu6")
 register("Elu", same_as_input(0), pure(_elu_kernel),
-         grad=lambda op, g: [_grad_op("EluGrad", g, op.outputs[0])])
+         grad=lambda op, g: [grad_op("EluGrad", g, op.outputs[0])])
 register_gpu("Elu")
 register("Selu", same_as_input(0), pure(_selu_kernel),
-         grad=lambda op, g: [_grad_op("SeluGrad", g, op.outputs[0])])
+         grad=lambda op, g: [grad_op("SeluGrad", g, op.outputs[0])])
 register_gpu("Selu")
 register("LeakyRelu", same_as_input(0), _leaky_relu_kernel,
-         grad=lambda op, g: [_grad_op("LeakyReluGrad", g, op.inputs[0],
+         grad=lambda op, g: [grad_op("LeakyReluGrad", g, op.inputs[0],
                                       {"alpha": op.get_attr("alpha"), "T": op.inputs[0].dtype})])
 register_gpu("LeakyRelu")
 register("Softplus", same_as_input(0), pure(_softplus_kernel),
-         grad=lambda op, g: [_grad_op("SoftplusGrad", g, op.inputs[0])])
+         grad=lambda op, g: [grad_op("SoftplusGrad", g, op.inputs[0])])
 register_gpu("Softplus")
 register("Softsign", same_as_input(0), pure(_softsign_kernel),
-         grad=lambda op, g: [_grad_op("SoftsignGrad", g, op.inputs[0])])
+         grad=lambda op, g: [grad_op("SoftsignGrad", g, op.inputs[0])])
 
 
 # The *Grad ops: (gradients, features-or-outputs) -> backprops, as TF defines them.
@@ -216,20 +212,20 @@ def _softsign_grad(g, x):
 
 def _relu_grad_grad(op, gg):
     # d(ReluGrad)/d(gradients) is the same mask; features get no gradient.
-    return [_grad_op("ReluGrad", gg, op.inputs[1]), None]
+    return [grad_op("ReluGrad", gg, op.inputs[1]), None]
 
 
 register("ReluGrad", _pair_infer, pure(_relu_grad), grad=_relu_grad_grad)
 register_gpu("ReluGrad")
 register("Relu6Grad", _pair_infer, pure(_relu6_grad),
-         grad=lambda op, gg: [_grad_op("Relu6Grad", gg, op.inputs[1]), None])
+         grad=lambda op, gg: [grad_op("Relu6Grad", gg, op.inputs[1]), None])
 register_gpu("Relu6Grad")
 register("EluGrad", _pair_infer, pure(_elu_grad), grad=None)
 register_gpu("EluGrad")
 register("SeluGrad", _pair_infer, pure(_selu_grad), grad=None)
 register_gpu("SeluGrad")
 register("LeakyReluGrad", _pair_infer, _leaky_relu_grad_kernel,
-         grad=lambda op, gg: [_grad_op("LeakyReluGrad", gg, op.inputs[1],
+         grad=lambda op, gg: [grad_op("LeakyReluGrad", gg, op.inputs[1],
                                        {"alpha": op.get_attr("alpha"), "T": op.inputs[1].dtype}), None])
 register_gpu("LeakyReluGrad")
 register("SoftplusGrad", _pair_infer, pure(_softplus_grad), grad=None)
