@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The GPU check (issue 25), run once on a GPU machine from the repository root, in under 5 minutes:
 #   (a) the GPUs and versions, (b) tests/gpu (the GPU kernels against the numpy ones),
-#   (c) benchmarks/bench_gpu.py (the CIFAR-10 tutorial net on one GPU, beside PyTorch),
+#   (c) benchmarks/bench_gpu.py (the CIFAR-10 tutorial net on one GPU, beside PyTorch) and
+#       bench_gpu_conv.py (its convolutions: cuDNN against im2col),
 #   (d) examples/cifar10 on 1 ps (CPU) + 2 GPU workers under `tensorweave launch`, examples/s.
-# The machine has python3 with CuPy, PyTorch and JAX but not our dependencies and no network:
-# .whl/ (ignored) holds the wheels it lacks. Every step runs under `timeout`, and a step that fails
+# The machine has python3 with CuPy, PyTorch, JAX and libcudnn but not our dependencies and no
+# network: .whl/ (ignored) holds the wheels it lacks, fetched here for its Python 3.12 with
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 \
+#       --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 -d .whl \
+#       pyzmq crc32c cryptography cffi pycparser numexpr nvidia-cudnn-frontend
+# (oneDNN's 39 MB wheel would take the working tree past the 64 MiB a device run carries: the
+# ps task runs its numpy kernels there). Every step runs under `timeout`, and a step that fails
 # or hangs does not stop the next. The whole log goes to $OUT/gpu_check.log when $OUT is set.
 #   bash benchmarks/gpu_check.sh            # GPU_CHECK_STEPS=ad: only steps (a) and (d)
 #   GPU_CHECK_QUICK=1 bash benchmarks/gpu_check.sh   # shorter windows and limits: about 2.5 minutes
@@ -37,7 +44,7 @@ versions() {
     python3 - <<'EOF'
 import importlib, sys
 print("python", sys.version.split()[0])
-for name in ("numpy", "scipy", "cupy", "torch", "jax", "zmq", "msgpack"):
+for name in ("numpy", "scipy", "cupy", "cudnn", "torch", "jax", "zmq", "msgpack"):
     try:
         print(name, importlib.import_module(name).__version__)
     except Exception as e:   # a missing one is reported, not fatal
@@ -45,6 +52,8 @@ for name in ("numpy", "scipy", "cupy", "torch", "jax", "zmq", "msgpack"):
 import cupy
 print("cupy sees", cupy.cuda.runtime.getDeviceCount(), "GPU(s); CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())
 import tensorweave as tf
+from tensorweave.ops import cudnn
+print("tensorweave's cuDNN:", f"libcudnn {cudnn.api().backend_version()}" if cudnn.api() else "none (im2col runs)")
 print("tensorweave GPUs:", [d.name for d in tf.config.experimental.list_physical_devices("GPU")])
 EOF
 }
@@ -84,20 +93,22 @@ START=$SECONDS
 FAILED=()
 
 STEPS=${GPU_CHECK_STEPS:-abcd}
-LIMIT_B=90 LIMIT_C=75 LIMIT_D=75 BENCH_ARGS="--windows 5 --window_s 3"
+LIMIT_B=120 LIMIT_C=75 LIMIT_D=75 BENCH_ARGS="--windows 5 --window_s 3"
 if [ -n "${GPU_CHECK_QUICK:-}" ]; then
     LIMIT_B=45 LIMIT_C=55 LIMIT_D=50 BENCH_ARGS="--windows 3 --window_s 2"
     export CLUSTER_S=38
 fi
 [[ $STEPS == *a* ]] && step "(a) GPUs and versions" 30 bash "$SELF" --step versions
 if [[ $STEPS == *b* ]] && [ -d tests/gpu ]; then
-    step "(b) GPU kernels vs numpy: pytest tests/gpu" "$LIMIT_B" python3 -m pytest -q -x -p no:cacheprovider tests/gpu
+    step "(b) GPU kernels vs numpy: pytest tests/gpu" "$LIMIT_B" python3 -m pytest -q -rf --maxfail=30 -p no:cacheprovider tests/gpu
 elif [[ $STEPS == *b* ]]; then
     echo "=== (b) tests/gpu: missing on this branch"
     FAILED+=("(b) tests/gpu missing")
 fi
 [[ $STEPS == *c* ]] && step "(c) bench_gpu.py: tutorial net on one GPU, tensorweave vs PyTorch" "$LIMIT_C" \
     python3 benchmarks/bench_gpu.py $BENCH_ARGS
+[[ $STEPS == *c* ]] && step "(c) bench_gpu_conv.py: the convolutions, cuDNN against im2col" 40 \
+    python3 benchmarks/bench_gpu_conv.py --calls 100 --windows 3
 [[ $STEPS == *d* ]] && step "(d) CIFAR-10 example: 1 ps (CPU) + 2 GPU workers" "$LIMIT_D" bash "$SELF" --step cluster
 
 echo

@@ -9,6 +9,7 @@ import pytest
 
 import tensorweave as tf
 from tensorweave.framework import dtypes
+from tensorweave.ops.nn import im2col
 
 RNG = np.random.default_rng(2025)
 TOL = {np.float16: (1e-2, 1e-2), np.float32: (1e-4, 1e-5), np.float64: (1e-10, 1e-12)}
@@ -157,3 +158,23 @@ def test_a_conv_net_on_the_gpu_gives_the_cpu_s_numbers(cupy):
     for got, want in zip(results[1], results[0]):
         assert not isinstance(got, cupy.ndarray)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,k,s,padding", [((2, 9, 8, 3), 3, 2, "SAME"), ((1, 7, 6, 2), 3, 3, "SAME"),
+                                               ((2, 8, 8, 5), 2, 1, "VALID"), ((16, 24, 24, 64), 3, 2, "SAME")])
+def test_max_pool_grad_cuda_kernel_gives_the_array_codes_bits(cupy, shape, k, s, padding, dtype):
+    """MaxPoolGrad's CUDA kernel against the array code it stands for on a GPU, run with numpy:
+    the same bits (windows that overlap, ties, SAME's padding)."""
+    n, h, w, c = shape
+    if padding == "SAME":
+        oh, ow = -(-h // s), -(-w // s)
+        pt, pl = max(0, (oh - 1) * s + k - h) // 2, max(0, (ow - 1) * s + k - w) // 2
+    else:
+        oh, ow, pt, pl = (h - k) // s + 1, (w - k) // s + 1, 0, 0
+    x = np.round(_normal(shape, dtype) * 2)   # ties in most windows
+    y = im2col.max_pool(x, oh, ow, k, k, s, s, pt, pl)
+    g = _normal(y.shape, dtype)
+    want = im2col.max_pool_grad(x, y, g, k, k, s, s, pt, pl)
+    got = im2col.max_pool_grad(*(cupy.asarray(v) for v in (x, y, g)), k, k, s, s, pt, pl)
+    assert got.dtype == want.dtype and np.array_equal(got.get(), want)

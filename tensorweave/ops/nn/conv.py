@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+import tensorweave.ops.cudnn as cudnn
 import tensorweave.ops.onednn as onednn
 from tensorweave.framework import dtypes
 from tensorweave.framework.api import name_scope
@@ -122,8 +123,8 @@ def _conv2d_infer(op):
 
 
 def _conv2d_kernel(node, ctx, gpu=False):
-    """Conv2D's kernel: oneDNN's (or conv_kernels') on the CPU; with `gpu`, im2col's, written
-    against its inputs' array module (CuPy on a GPU)."""
+    """Conv2D's kernel: oneDNN's (or conv_kernels') on the CPU; with `gpu`, cuDNN's where it
+    takes the convolution, else im2col's, written against its inputs' array module."""
     attrs = _node_attrs(node)
     fmt = attrs["data_format"]
     ws = conv_kernels.Workspace()
@@ -135,7 +136,8 @@ def _conv2d_kernel(node, ctx, gpu=False):
                                   f"{w.shape[2]} (grouped convolution is not supported)")
         g, oh, ow = _geometry(attrs, x.shape[1], x.shape[2], w.shape[0], w.shape[1], node.name)
         if gpu:
-            return from_nhwc(im2col.conv2d(x, w, g, oh, ow), fmt)
+            y = cudnn.conv2d(x, w, g, oh, ow)
+            return from_nhwc(im2col.conv2d(x, w, g, oh, ow) if y is None else y, fmt)
         y = onednn.conv2d(x, w, g, oh, ow)
         return from_nhwc(conv_kernels.conv2d_nhwc(x, w, g, ws) if y is None else y, fmt)
     return run
@@ -289,8 +291,9 @@ def _backprop_input_kernel(node, ctx, gpu=False):
             raise invalid(node, f"Conv2DCustomBackpropInput: shapes do not agree: input_sizes "
                                   f"{list(sizes)}, filter {list(w.shape)}, out_backprop {list(dy.shape)}")
         if gpu:
-            grad = im2col.depthwise_input_grad if depthwise else im2col.conv2d_input_grad
-            return from_nhwc(grad((n, h, wd, c), w, dy, g), fmt)
+            if depthwise or (dx := cudnn.conv2d_input_grad((n, h, wd, c), w, dy, g)) is None:
+                dx = (im2col.depthwise_input_grad if depthwise else im2col.conv2d_input_grad)((n, h, wd, c), w, dy, g)
+            return from_nhwc(dx, fmt)
         if (dx := onednn.conv2d_input_grad((n, h, wd, c), w, dy, g, depthwise)) is None:
             dx = (conv_kernels.depthwise_input_grad_nhwc((n, h, wd, c), w, dy, g) if depthwise else
                   conv_kernels.conv2d_input_grad_nhwc((n, h, wd, c), w, dy, g, ws))
@@ -314,7 +317,9 @@ def _backprop_filter_kernel(node, ctx, gpu=False):
             raise invalid(node, f"Conv2DCustomBackpropFilter: shapes do not agree: input {list(x.shape)}, "
                                   f"filter_sizes {list(sizes)}, out_backprop {list(dy.shape)}")
         if gpu:
-            return (im2col.depthwise_filter_grad if depthwise else im2col.conv2d_filter_grad)(x, dy, kh, kw, g)
+            if depthwise or (dw := cudnn.conv2d_filter_grad(x, dy, kh, kw, g)) is None:
+                dw = (im2col.depthwise_filter_grad if depthwise else im2col.conv2d_filter_grad)(x, dy, kh, kw, g)
+            return dw
         if (dw := onednn.conv2d_filter_grad(x, dy, kh, kw, g, depthwise)) is not None:
             return dw
         if depthwise:

@@ -1,14 +1,17 @@
 """Convolution and pooling kernels (NHWC) written once for numpy and CuPy: the GPU kernels of
-Conv2D, DepthwiseConv2dNative, their backprops, MaxPool, AvgPool and their gradients (CuPy v14 has
-no cuDNN). A window's inputs are gathered by one strided copy (im2col) and the arithmetic is one
-GEMM per batch chunk (cuBLAS on CuPy); gradients to the input are scatter-added window offset by
-window offset (col2im). On the CPU the oneDNN and conv_kernels kernels run instead; these give
-their numbers when run with numpy (tests/unit/test_gpu_nn_kernels.py)."""
+Conv2D, DepthwiseConv2dNative, their backprops, MaxPool, AvgPool and their gradients (Conv2D's
+and its gradients only where cuDNN's, ops/cudnn.py, is missing or refuses). A window's inputs
+are gathered by one strided copy (im2col) and the arithmetic is one GEMM per batch chunk (cuBLAS
+on CuPy); gradients to the input are scatter-added window offset by window offset (col2im). On
+the CPU the oneDNN and conv_kernels kernels run instead; these give their numbers when run with
+numpy (tests/unit/test_gpu_nn_kernels.py)."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
-from tensorweave.ops.helpers import array_module
+from tensorweave.ops.helpers import array_module, cupy
 from tensorweave.ops.nn.conv_kernels import Geometry
 from tensorweave.ops.nn.pool_kernels import pool_counts
 
@@ -163,6 +166,8 @@ def max_pool_grad(x, y, grad, kh, kw, sh, sw, pt, pl):
     """Each output's gradient to the first input of its window (row-major) equal to its
     maximum, as TF's kernels route it."""
     xp = array_module(x, y, grad)
+    if xp is cupy and x.dtype in (np.float32, np.float64):
+        return _max_pool_grad_cuda(x, y, grad, kh, kw, sh, sw, pt, pl)
     n, h, w, c = x.shape
     oh, ow = y.shape[1], y.shape[2]
     g = _pool_geometry(h, w, oh, ow, kh, kw, sh, sw, pt, pl)
@@ -170,6 +175,52 @@ def max_pool_grad(x, y, grad, kh, kw, sh, sw, pt, pl):
     first = (win == y[:, :, :, None]).astype(xp.int8).argmax(axis=3)
     routed = (xp.arange(kh * kw).reshape(1, 1, 1, -1, 1) == first[:, :, :, None]) * grad[:, :, :, None]
     return col2im(routed.astype(grad.dtype, copy=False).reshape(n, oh, ow, kh, kw, c), x.shape, g)
+
+
+@functools.cache
+def _max_pool_grad_kernel():
+    # one thread an input element: each window offset (a, b) that reads it, in col2im's order
+    # (the same bits), adds its window's gradient where the element is the window's first
+    # maximum (the padding, `lowest`, counted in the search as the numpy code's -inf)
+    return cupy.ElementwiseKernel(
+        "raw T x, raw T y, raw T grad, int32 h, int32 w, int32 c, int32 oh, int32 ow, int32 kh, int32 kw, "
+        "int32 sh, int32 sw, int32 pt, int32 pl, T lowest", "T dx", """
+        const int ch = i % c;
+        const long long pixel = i / c;
+        const int xx = pixel % w, yy = (pixel / w) % h;
+        const long long img = pixel / ((long long)w * h);
+        T acc = 0;
+        for (int a = 0; a < kh; ++a) {
+            const int ty = yy + pt - a;
+            if (ty < 0 || ty % sh != 0 || ty / sh >= oh) continue;
+            const int oy = ty / sh;
+            for (int b = 0; b < kw; ++b) {
+                const int tx = xx + pl - b;
+                if (tx < 0 || tx % sw != 0 || tx / sw >= ow) continue;
+                const int ox = tx / sw;
+                const long long o = ((img * oh + oy) * ow + ox) * c + ch;
+                const T top = y[o];
+                int first = 0;
+                for (int k = 0; k < kh * kw; ++k) {
+                    const int iy = oy * sh + k / kw - pt, ix = ox * sw + k % kw - pl;
+                    const T v = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? x[((img * h + iy) * w + ix) * c + ch]
+                                                                          : lowest;
+                    if (v == top) { first = k; break; }
+                }
+                if (first == a * kw + b) acc += grad[o];
+            }
+        }
+        dx = acc;
+        """, "tensorweave_max_pool_grad")
+
+
+def _max_pool_grad_cuda(x, y, grad, kh, kw, sh, sw, pt, pl):
+    """max_pool_grad's numbers in one CUDA kernel, where the array code launches kh * kw + 6."""
+    x, y, grad = (cupy.ascontiguousarray(a) for a in (x, y, grad))
+    n, h, w, c = x.shape
+    dx = cupy.empty(x.shape, x.dtype)
+    _max_pool_grad_kernel()(x, y, grad, h, w, c, y.shape[1], y.shape[2], kh, kw, sh, sw, pt, pl, -np.inf, dx)
+    return dx
 
 
 def _acc_type(dtype):
