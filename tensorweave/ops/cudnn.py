@@ -42,7 +42,7 @@ def api():
             try:
                 import cudnn
                 _api = cudnn
-            except (ImportError, OSError, AssertionError):   # (its loader asserts one libcudnn found)
+            except Exception:  # noqa: BLE001 - a frontend that cannot load (no libcudnn, a mismatched one) leaves im2col
                 pass
     return _api or None
 
@@ -50,19 +50,23 @@ def api():
 class _Device:
     """One GPU's cuDNN handle, its graphs and the lock that serializes their use."""
 
-    def __init__(self):
-        self.handle = api().create_handle()
+    def __init__(self, handle):
+        self.handle = handle
         self.graphs: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
 
 
-def _device() -> _Device:
+def _device() -> Optional[_Device]:
+    """The current GPU's, or None where cuDNN cannot make a handle on it (a libcudnn this driver
+    does not run: im2col's kernels run there)."""
     ordinal = cupy.cuda.Device().id
     with _devices_lock:
-        device = _devices.get(ordinal)
-        if device is None:
-            device = _devices[ordinal] = _Device()
-    return device
+        if ordinal not in _devices:
+            try:
+                _devices[ordinal] = _Device(api().create_handle())
+            except Exception:  # noqa: BLE001 - cudnnCreate's failure, whatever its status: im2col runs
+                _devices[ordinal] = None
+        return _devices[ordinal]
 
 
 class _Graph:
@@ -122,6 +126,8 @@ def _run(kind: str, a, b, shapes: tuple, g):
     if 0 in out_shape or 0 in a.shape or 0 in b.shape:
         return None
     device = _device()
+    if device is None:
+        return None
     key = (kind, shapes, g, a.dtype.name)
     with device.lock:
         built = device.graphs.get(key)
