@@ -2,7 +2,8 @@
 Conv2D, DepthwiseConv2dNative, their backprops, MaxPool, AvgPool and their gradients (Conv2D's
 and its gradients only where cuDNN's, ops/cudnn.py, is missing or refuses). A window's inputs
 are gathered by one strided copy (im2col) and the arithmetic is one GEMM per batch chunk (cuBLAS
-on CuPy); gradients to the input are scatter-added window offset by window offset (col2im). On
+on CuPy); gradients to the input are scatter-added window offset by window offset (col2im), but
+MaxPoolGrad of float32 and float64 on a GPU is one CUDA kernel with col2im's bits. On
 the CPU the oneDNN and conv_kernels kernels run instead; these give their numbers when run with
 numpy (tests/unit/test_gpu_nn_kernels.py)."""
 from __future__ import annotations
