@@ -25,18 +25,13 @@ from tensorweave.ops import cudnn
 from tensorweave.ops.helpers import cupy
 from tensorweave.ops.nn import im2col
 from tensorweave.ops.nn.conv_kernels import Geometry
+from tensorweave.ops.nn.util import window_pads
 
 # (name, input NHWC, filter HWIO, stride, dtype)
 CASES = [("tutorial conv1", (128, 24, 24, 3), (5, 5, 3, 64), 1, "float32"),
          ("tutorial conv2", (128, 12, 12, 64), (5, 5, 64, 64), 1, "float32"),
          ("3x3 stride 2", (64, 32, 32, 128), (3, 3, 128, 128), 2, "float32"),
          ("tutorial conv2 float16", (128, 12, 12, 64), (5, 5, 64, 64), 1, "float16")]
-
-
-def same(size: int, k: int, s: int) -> tuple:
-    out = -(-size // s)
-    total = max(0, (out - 1) * s + k - size)
-    return out, total // 2, total - total // 2
 
 
 def timed(call, calls: int, windows: int) -> tuple:
@@ -70,7 +65,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for name, x_shape, w_shape, s, dtype in CASES:
         (n, h, w, _), (kh, kw, _, co) = x_shape, w_shape
-        (oh, pt, pb), (ow, pl, pr) = same(h, kh, s), same(w, kw, s)
+        (oh, pt, pb), (ow, pl, pr) = window_pads(h, kh, s, 1, "SAME"), window_pads(w, kw, s, 1, "SAME")
         g = Geometry(s, s, 1, 1, pt, pb, pl, pr)
         x, f = (cupy.asarray(rng.standard_normal(v).astype(dtype)) for v in (x_shape, w_shape))
         dy = cupy.asarray(rng.standard_normal((n, oh, ow, co)).astype(dtype))

@@ -30,6 +30,16 @@ def array_module(*values):
     return np
 
 
+def conjugate(x):
+    """x's complex conjugate: x itself when it is real (no copy). numpy's or CuPy's array."""
+    return x.conj() if x.dtype.kind == "c" else x
+
+
+def adjoint(x):
+    """The conjugate transpose of x's last two axes (a view when x is real)."""
+    return conjugate(x.swapaxes(-1, -2))
+
+
 def accumulate_rows(ufunc, out, ids, rows) -> None:
     """numpy's ufunc.at(out, ids, rows) (CuPy's namesake for a CuPy `out`; `ids` may be in host
     memory) for row ids (rows broadcast to ids.shape + out.shape[1:]): each row combined into

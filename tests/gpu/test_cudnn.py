@@ -10,6 +10,7 @@ import pytest
 from tensorweave.ops import cudnn
 from tensorweave.ops.nn import im2col
 from tensorweave.ops.nn.conv_kernels import Geometry
+from tensorweave.ops.nn.util import window_out
 
 RNG = np.random.default_rng(7)
 
@@ -37,8 +38,7 @@ def frontend(cupy):
 def _case(cupy, x_shape, w_shape, s, d, pads, dtype):
     (n, h, w, _), (kh, kw, _, co) = x_shape, w_shape
     pt, pb, pl, pr = pads
-    oh = (h + pt + pb - (kh - 1) * d - 1) // s + 1
-    ow = (w + pl + pr - (kw - 1) * d - 1) // s + 1
+    oh, ow = window_out(h, kh, s, d, "EXPLICIT", (pt, pb)), window_out(w, kw, s, d, "EXPLICIT", (pl, pr))
     x, f, dy = (RNG.standard_normal(v).astype(dtype) for v in (x_shape, w_shape, (n, oh, ow, co)))
     return Geometry(s, s, d, d, pt, pb, pl, pr), oh, ow, (x, f, dy), [cupy.asarray(v) for v in (x, f, dy)]
 

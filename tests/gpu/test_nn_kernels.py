@@ -10,6 +10,7 @@ import pytest
 import tensorweave as tf
 from tensorweave.framework import dtypes
 from tensorweave.ops.nn import im2col
+from tensorweave.ops.nn.util import window_pads
 
 RNG = np.random.default_rng(2025)
 TOL = {np.float16: (1e-2, 1e-2), np.float32: (1e-4, 1e-5), np.float64: (1e-10, 1e-12)}
@@ -166,12 +167,7 @@ def test_a_conv_net_on_the_gpu_gives_the_cpu_s_numbers(cupy):
 def test_max_pool_grad_cuda_kernel_gives_the_array_codes_bits(cupy, shape, k, s, padding, dtype):
     """MaxPoolGrad's CUDA kernel against the array code it stands for on a GPU, run with numpy:
     the same bits (windows that overlap, ties, SAME's padding)."""
-    n, h, w, c = shape
-    if padding == "SAME":
-        oh, ow = -(-h // s), -(-w // s)
-        pt, pl = max(0, (oh - 1) * s + k - h) // 2, max(0, (ow - 1) * s + k - w) // 2
-    else:
-        oh, ow, pt, pl = (h - k) // s + 1, (w - k) // s + 1, 0, 0
+    (oh, pt, _), (ow, pl, _) = (window_pads(size, k, s, 1, padding) for size in shape[1:3])
     x = np.round(_normal(shape, dtype) * 2)   # ties in most windows
     y = im2col.max_pool(x, oh, ow, k, k, s, s, pt, pl)
     g = _normal(y.shape, dtype)

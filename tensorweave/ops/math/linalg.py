@@ -22,7 +22,7 @@ from tensorweave.ops.array.diag import matrix_diag, matrix_diag_part
 from tensorweave.ops.array.fill import ones
 from tensorweave.ops.array.gather import gather
 from tensorweave.ops.array.sort import setdiff1d
-from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, array_module, invalid, make_op, same_as_input
+from tensorweave.ops.helpers import COMPLEX, FLOATS, REAL, adjoint, array_module, invalid, make_op, same_as_input
 from tensorweave.ops.math.binary import binary_inputs, minimum, multiply, pow, realdiv
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.math.reduction import reduce_max, reduce_prod, reduce_sum, resolve_keepdims
@@ -156,17 +156,13 @@ def _batch_matmul_infer(op):
 def _batch_matmul_kernel(node, ctx):
     ax, ay = bool(node.attr.get("adj_x")), bool(node.attr.get("adj_y"))
 
-    def adj(x):
-        x = np.swapaxes(x, -1, -2)
-        return np.conj(x) if x.dtype.kind == "c" else x
-
     def run(a, b):
         if array_module(a, b) is np:   # as MatMul's kernel
             a, b = np.asarray(a), np.asarray(b)
             if (c := onednn.matmul(a, b, ax, ay)) is not None:
                 return c
         try:
-            return np.matmul(adj(a) if ax else a, adj(b) if ay else b)
+            return np.matmul(adjoint(a) if ax else a, adjoint(b) if ay else b)
         except ValueError:
             if a.ndim < 2 or b.ndim < 2:
                 raise _matmul_error(node, a, b, ax, ay) from None

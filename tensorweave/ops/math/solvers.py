@@ -15,7 +15,7 @@ from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import expand_dims, matrix_transpose, squeeze
 from tensorweave.ops.array.diag import band_mask, matrix_band_part, matrix_diag_part
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import invalid, make_op
+from tensorweave.ops.helpers import adjoint, invalid, make_op
 from tensorweave.ops.math.binary import add
 from tensorweave.ops.math.linalg import conj, matmul
 from tensorweave.ops.math.matrix_functions import LINALG_TYPES, batch_of, check_square, matrix_shape
@@ -41,11 +41,6 @@ def _check_rhs(node, a: np.ndarray, b: np.ndarray) -> None:
     if b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2] or b.shape[-2] != a.shape[-1]:
         raise invalid(node, f"Input matrix and right-hand side must have the same batch dimensions and number of "
                             f"rows: {list(a.shape)} vs. {list(b.shape)}")
-
-
-def _adjoint_np(x: np.ndarray) -> np.ndarray:
-    x = np.swapaxes(x, -1, -2)
-    return np.conj(x) if x.dtype.kind == "c" else x
 
 
 def _solve(node, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -78,7 +73,7 @@ def _solve_kernel(node, ctx):
     def run(a, b):
         a, b = np.asarray(a), np.asarray(b)
         _check_rhs(node, a, b)
-        return _solve(node, _adjoint_np(a) if adj else a, b)
+        return _solve(node, adjoint(a) if adj else a, b)
     return run
 
 
@@ -117,7 +112,7 @@ def _triangular_kernel(node, ctx):
         tri = np.where(band_mask(n, n, -1, 0) if lower else band_mask(n, n, 0, -1), a, np.zeros((), a.dtype))
         if n and np.any(np.diagonal(tri, axis1=-2, axis2=-1) == 0):
             raise invalid(node, "Input matrix is not invertible.")
-        return _solve(node, _adjoint_np(tri) if adj else tri, b)
+        return _solve(node, adjoint(tri) if adj else tri, b)
     return run
 
 
@@ -176,7 +171,7 @@ def _lstsq_kernel(node, ctx):
 
     def one(a: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
         m, n = a.shape
-        ah = _adjoint_np(a)
+        ah = adjoint(a)
         if not fast:
             if lam:
                 a = np.concatenate([a, np.sqrt(lam) * np.eye(n, dtype=a.dtype)])
@@ -186,10 +181,10 @@ def _lstsq_kernel(node, ctx):
             if m >= n:
                 gram = ah @ a + lam * np.eye(n, dtype=a.dtype)
                 chol = np.linalg.cholesky(gram)
-                return np.linalg.solve(_adjoint_np(chol), np.linalg.solve(chol, ah @ b))
+                return np.linalg.solve(adjoint(chol), np.linalg.solve(chol, ah @ b))
             gram = a @ ah + lam * np.eye(m, dtype=a.dtype)
             chol = np.linalg.cholesky(gram)
-            return ah @ np.linalg.solve(_adjoint_np(chol), np.linalg.solve(chol, b))
+            return ah @ np.linalg.solve(adjoint(chol), np.linalg.solve(chol, b))
         except np.linalg.LinAlgError:
             raise invalid(node, "Input matrix is rank deficient: the Cholesky decomposition of its Gramian "
                                 "was not successful (use l2_regularizer > 0 or fast=False).") from None

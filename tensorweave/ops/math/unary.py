@@ -14,8 +14,8 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops import onednn
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import (COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, grad_op, make_op,
-                                     same_as_input)
+from tensorweave.ops.helpers import (COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, conjugate, grad_op,
+                                     make_op, same_as_input)
 from tensorweave.ops.math.binary import _conj, add, minimum, multiply, realdiv, subtract
 from tensorweave.ops.registry import pure, register, register_gpu
 
@@ -95,10 +95,6 @@ def _times(t, dy):
     return dy * t
 
 
-def _conjugate(y):
-    return y.conj() if y.dtype.kind == "c" else y
-
-
 def _sigmoid_grad(y, dy):   # dy * (y * (1 - y))
     t = y.dtype.type(1) - y
     t *= y
@@ -110,11 +106,11 @@ def _tanh_grad(y, dy):      # dy * (1 - y * y)
 
 
 def _sqrt_grad(y, dy):      # dy * (0.5 / conj(y))
-    return _times(y.dtype.type(0.5) / _conjugate(y), dy)
+    return _times(y.dtype.type(0.5) / conjugate(y), dy)
 
 
 def _rsqrt_grad(y, dy):     # -0.5 * (dy * conj(y)) * (conj(y) * conj(y))
-    y = _conjugate(y)
+    y = conjugate(y)
     t = dy * y
     t *= y.dtype.type(-0.5)
     t *= y * y
@@ -122,7 +118,7 @@ def _rsqrt_grad(y, dy):     # -0.5 * (dy * conj(y)) * (conj(y) * conj(y))
 
 
 def _reciprocal_grad(y, dy):   # -dy * (conj(y) * conj(y))
-    y = _conjugate(y)
+    y = conjugate(y)
     t = _times(y * y, dy)
     return np.negative(t, out=t) if type(t) is np.ndarray else -t
 

@@ -20,7 +20,7 @@ from tensorweave.ops.array.core import expand_dims, matrix_transpose, reshape, s
 from tensorweave.ops.array.fill import ones, zeros_like
 from tensorweave.ops.array.slicing import slice as slice_
 from tensorweave.ops.array.gather import gather
-from tensorweave.ops.helpers import check_output_size, invalid, make_op
+from tensorweave.ops.helpers import adjoint, check_output_size, conjugate, invalid, make_op
 from tensorweave.ops.math.array_composites import gather_nd
 from tensorweave.ops.math.binary import floordiv, multiply, realdiv
 from tensorweave.ops.math.cast import cast
@@ -70,10 +70,10 @@ def _spmm_kernel(node, ctx):
         if len(a_shape) != 2 or b.ndim != 2:
             raise invalid(node, f"Tensor 'a' and 'b' must be matrices, got shapes {a_shape} and {list(b.shape)}")
         if adj_b:
-            b = np.conj(b.T) if b.dtype.kind == "c" else b.T
+            b = adjoint(b)
         rows, cols = (idx[:, 1], idx[:, 0]) if adj_a else (idx[:, 0], idx[:, 1])
-        if adj_a and values.dtype.kind == "c":
-            values = np.conj(values)
+        if adj_a:
+            values = conjugate(values)
         out_rows, inner = (a_shape[1], a_shape[0]) if adj_a else (a_shape[0], a_shape[1])
         if inner != b.shape[0]:
             raise invalid(node, f"Cannot multiply A and B because inner dimension does not match: {inner} vs. "
