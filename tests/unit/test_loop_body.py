@@ -405,6 +405,34 @@ def test_a_weight_read_only_transposed_is_given_in_column_order(monkeypatch, als
     assert all(b.flags.f_contiguous != also_read_as_is for b in operands)
 
 
+@pytest.mark.parametrize("also_read_as_is", [False, True])
+def test_a_split_of_a_kernel_hoisted_out_of_the_loop_comes_to_its_products_in_row_order(monkeypatch, also_read_as_is):
+    """The LSTM cell's gates of a kernel: a Split of a captured [4, 12] matrix into column slices,
+    computed once (loop-invariant), comes to the MatMuls that read it as dense rows (a copy of
+    the slice, the same values); a slice that another op reads too stays the slice."""
+    calls = _recording_kernel(monkeypatch, "MatMul")
+    rng = np.random.RandomState(5)
+    k_value, h0 = rng.randn(4, 12).astype(np.float32), rng.randn(3, 4).astype(np.float32)
+    kernel = tf.constant(k_value)
+
+    def body(i, h):
+        gates = tf.split(kernel, 3, axis=1)
+        h = tf.tanh(tf.matmul(h, gates[0], name="by_gate") + tf.matmul(h * 0.5, gates[1]))
+        return i + 1, h + tf.reduce_sum(gates[0]) * 0.01 if also_read_as_is else h
+
+    _, h = tf.while_loop(lambda i, h: i < 4, body, [0, tf.constant(h0)])
+    expected = h0.astype(np.float64)
+    for _ in range(4):
+        expected = np.tanh(expected @ k_value[:, :4] + (expected * 0.5) @ k_value[:, 4:8])
+        if also_read_as_is:
+            expected = expected + k_value[:, :4].sum() * 0.01
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(h), expected, rtol=1e-5, atol=1e-6)
+    operands = [args[1] for name, args in calls if name.endswith("by_gate")]
+    assert len(operands) == 4 and all(np.array_equal(b, k_value[:, :4]) for b in operands)
+    assert all(b.flags.c_contiguous != also_read_as_is for b in operands)
+
+
 def test_a_loop_variable_the_body_changes_is_not_given_in_column_order(monkeypatch):
     calls = _recording_kernel(monkeypatch, "MatMul")
     w0 = np.arange(12, dtype=np.float32).reshape(3, 4) / 10

@@ -15,9 +15,11 @@ Five things about the body are worked out once, when the step's plan is made:
   side by side in a Concat), that nothing else in the body or the condition reads, is summed after
   the loop as one product of the factors stacked over the iterations: the loop records a_t and
   b_t instead (_SummedProducts).
-- **The weights it reads transposed.** A value the same at every iteration that the body reads
-  only as MatMul's transposed right operand (a gradient loop's product by a kernel) is given to
-  it in Fortran order, once a loop run (_read_transposed).
+- **The weights it multiplies by.** A value the same at every iteration that the body reads only
+  as a MatMul operand, always in one layout, is given to it laid out densely for that read, once
+  a loop run (_dense_operands): in Fortran order where it is read transposed (a gradient loop's
+  product by a kernel), in row order where it is a slice of columns (the LSTM cell's gates of a
+  kernel, Splits hoisted as loop-invariant).
 - **Its side part.** Loop variables that none of the others nor the condition is computed from
   (a gradient loop's sums, its list of the input's gradients; or a layer of a 2-layer LSTM, the
   upper one's step in the forward loop, the lower one's in the gradient loop: see _Split), with
@@ -76,13 +78,13 @@ def while_kernel(node, ctx):
     outputs = tuple(body.outputs[k] for k in computed) + recorded_outputs
     body_plan = ctx.function_plan(node.attr["body"], node.device, outputs)
     sums = _summed_products(node, ctx, body, n, computed, cond_reads) if body_plan.device is None else ()
-    transposed = _read_transposed(body, n) if body_plan.device is None else ()
     if sums:
         computed = tuple(k for k in computed if k not in {s.k for s in sums})
         recorded_outputs += tuple(t for s in sums for t in s.factors)
         outputs = tuple(body.outputs[k] for k in computed) + recorded_outputs
         body_plan = ctx.function_plan(node.attr["body"], node.device, outputs)
     hoisted = _loop_invariants(body, n, outputs) if body_plan.device is None else ()
+    dense = _dense_operands(body, n, hoisted) if body_plan.device is None else ()
     if hoisted:
         body_plan = ctx.function_plan(node.attr["body"], node.device, outputs, hoisted)
         hoist_plan = ctx.function_plan(node.attr["body"], node.device, hoisted)
@@ -101,11 +103,11 @@ def while_kernel(node, ctx):
         vs = list(args[:n])
         cc = list(args[n:n + nc])
         bc = list(args[n + nc:n + nc + nb])
-        for k in transposed:   # (the same values, their columns laid out as rows: see _read_transposed)
+        for k, columns in dense:   # (the same values, laid out for their products: see _dense_operands)
             if k < n:
-                vs[k] = _columns_as_rows(vs[k])
-            else:
-                bc[k - n] = _columns_as_rows(bc[k - n])
+                vs[k] = _laid_out(vs[k], columns)
+            elif k < n + nb:
+                bc[k - n] = _laid_out(bc[k - n], columns)
         fed = list(bc)   # (the captures, then the loop-invariant values once computed)
         limit = int(args[-1]) if has_max else None
         history: list = [[] for _ in recorded_outputs]
@@ -132,6 +134,9 @@ def while_kernel(node, ctx):
                     break
                 if hoisted and i == 0:
                     fed.extend(hoist_plan.run(vs + bc, step))
+                    for k, columns in dense:
+                        if k >= n + nb:
+                            fed[k - n] = _laid_out(fed[k - n], columns)
                 if side is None:
                     serial(vs, fed, step, history)
                 else:
@@ -234,20 +239,23 @@ def _readers(body) -> dict:
     return readers
 
 
-def _read_transposed(body, n: int) -> tuple:
-    """The positions among the inputs of function `body` (its first `n` loop variables, then its
-    captures) of the values that every op of the body reads as a transposed right operand
-    (`MatMul(a, w, transpose_b=True)`: a gradient loop's product by a weight) and that stay the
-    same at every iteration (a capture, or a loop variable passed on unchanged). The loop gives
-    them the same values laid out column by column (Fortran order, one copy a loop run): oneDNN
-    then reads w^T's rows in place (sgemm "N", "N"), which is faster than its transposed read of
-    w's ("N", "T"): 10-15% for an LSTM's [32, 800] x [800, 400]. The values do not change, so
-    every op gives what it gave; a MatMul's summation order is not defined."""
+def _dense_operands(body, n: int, hoisted: tuple) -> tuple:
+    """(position, in columns) for each value the loop gives function `body` the same at every
+    iteration (positions: its inputs, `n` loop variables then the captures, then the `hoisted`
+    loop-invariant tensors) that every op of the body reads as a MatMul operand in one layout:
+    oneDNN reads a dense operand's rows in place fastest, so the loop gives it the same values
+    laid out that way, once a loop run (_laid_out). Read transposed (a gradient loop's
+    `MatMul(dgates, kernel, transpose_b=True)`), in Fortran order: sgemm then reads w^T's rows
+    ("N", "N"), 10-15% faster than its transposed read for an LSTM's [32, 800] x [800, 400]. Read
+    as it is, in row order: a Split of a kernel into gates is a slice of its columns, rows 4x
+    their length apart, which sgemm reads 30-40% slower ([32, 128] x [128, 128], docs/
+    PERFORMANCE.md). A loop variable the body changes is not the same at every iteration. What
+    also leaves the body (a recorded value) leaves as the copy: the same values, so every op gives
+    what it gave (a MatMul's summation order is not defined)."""
     by_name = {b.name: b for b in body.node}
     readers = _readers(body)
-    inputs = [tensor_key(t) for t in body.inputs]
     found = []
-    for k, key in enumerate(inputs):
+    for k, key in enumerate([tensor_key(t) for t in body.inputs] + list(hoisted)):
         if k < n:
             out = body.outputs[k]
             src = by_name.get(parse_input(out)[0])
@@ -256,16 +264,21 @@ def _read_transposed(body, n: int) -> tuple:
                 continue   # (a loop variable the body changes)
         reads = [(nd, pos) for nd, pos in readers[key] if nd is not None and not (
             k < n and nd.op == "Identity" and tensor_key(body.outputs[k]) == f"{nd.name}:0")]
-        if reads and all(nd.op == "MatMul" and pos == 1 and nd.attr.get("transpose_b")
-                         and not nd.attr.get("transpose_a") for nd, pos in reads):
-            found.append(k)
+        layouts = {bool(nd.attr.get("transpose_b" if pos else "transpose_a")) if nd.op == "MatMul" else None
+                   for nd, pos in reads}
+        if reads and len(layouts) == 1 and None not in layouts:
+            found.append((k, layouts.pop()))
     return tuple(found)
 
 
-def _columns_as_rows(value):
-    """A float32 matrix's values in Fortran order (others as they are)."""
-    if type(value) is np.ndarray and value.ndim == 2 and value.dtype == np.float32 and not value.flags.f_contiguous:
-        return np.asfortranarray(value)
+def _laid_out(value, columns: bool):
+    """A float32 matrix's values laid out densely, column by column (Fortran order) when `columns`,
+    else row by row (others as they are)."""
+    if type(value) is np.ndarray and value.ndim == 2 and value.dtype == np.float32:
+        if columns and not value.flags.f_contiguous:
+            return np.asfortranarray(value)
+        if not columns and not value.flags.c_contiguous:
+            return np.ascontiguousarray(value)
     return value
 
 
