@@ -77,16 +77,6 @@ class DatasetValue:
 
 
 # -- threads that run ahead ----------------------------------------------------------------------
-def _put(buf: queue.Queue, item, stop: threading.Event) -> bool:
-    while not stop.is_set():
-        try:
-            buf.put(item, timeout=_WAIT_SLICE)
-            return True
-        except queue.Full:
-            continue
-    return False
-
-
 def _take(buf: queue.Queue):
     while True:
         try:
@@ -97,20 +87,28 @@ def _take(buf: queue.Queue):
 
 
 def run_ahead(source: Callable[[], Iterator], size: int, name: str) -> Iterator:
-    """Yields the items of source() while a daemon thread keeps up to `size` of them ready."""
-    buf: queue.Queue = queue.Queue(maxsize=max(int(size), 1))
+    """Yields the items of source() while a daemon thread keeps up to `size` of them ready. As
+    TF's prefetch thread, it waits for room before it pulls the next item: the source is never
+    more than `size` items ahead of the consumer (a generator with side effects runs no further)."""
+    room = threading.Semaphore(max(int(size), 1))
+    buf: queue.Queue = queue.Queue()
     stop = threading.Event()
     end = object()
 
     def work():
         denormals.flush_this_thread()   # (it runs the pipeline's functions: kernels)
         try:
-            for item in source():
-                if not _put(buf, item, stop):
-                    return
+            items = source()
+            while True:
+                while not room.acquire(timeout=_WAIT_SLICE):
+                    if stop.is_set():
+                        return
+                buf.put(next(items))
+        except StopIteration:
+            pass
         except BaseException as e:  # noqa: BLE001 - handed to the consumer in place of an element
-            _put(buf, as_element_error(e), stop)
-        _put(buf, end, stop)
+            buf.put(as_element_error(e))
+        buf.put(end)
 
     thread = threading.Thread(target=work, name=f"tw-data-{name}", daemon=True)
     thread.start()
@@ -119,6 +117,8 @@ def run_ahead(source: Callable[[], Iterator], size: int, name: str) -> Iterator:
             item = _take(buf)
             if item is end:
                 return
+            if item is not NOT_READY:
+                room.release()
             yield item
     finally:
         stop.set()
