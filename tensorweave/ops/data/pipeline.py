@@ -99,11 +99,10 @@ def run_ahead(source: Callable[[], Iterator], size: int, name: str) -> Iterator:
         denormals.flush_this_thread()   # (it runs the pipeline's functions: kernels)
         try:
             items = source()
-            while True:
-                while not room.acquire(timeout=_WAIT_SLICE):
-                    if stop.is_set():
-                        return
-                buf.put(next(items))
+            while not stop.is_set():   # (the consumer is gone)
+                if room.acquire(timeout=_WAIT_SLICE):
+                    buf.put(next(items))
+            return
         except StopIteration:
             pass
         except BaseException as e:  # noqa: BLE001 - handed to the consumer in place of an element
