@@ -23,7 +23,7 @@ import math
 import os
 import threading
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from tensorweave.framework import errors
 
@@ -107,11 +107,12 @@ def check(limit: Limit, amount: int, what: str, op_name: Optional[str] = None) -
 
 
 def check_elements(shape_or_count: Union[int, Iterable[int]], op_name: Optional[str] = None,
-                   what: str = "output") -> int:
+                   what: Union[str, Callable[[], str]] = "output") -> int:
     """Before an op allocates an output whose size it computed: raises ResourceExhaustedError
     when the output's element count (an int, or the product of a shape's dimensions, in
     Python integers so that it cannot overflow) exceeds `max_op_output_elements`; returns the
-    count. `what` names the output in the message ("Fill output", "one_hot depth x indices")."""
+    count. `what` names the output in the message ("Fill output", "one_hot depth x indices"),
+    or makes that name when called (a kernel's check then formats nothing unless it raises)."""
     if isinstance(shape_or_count, int):
         count = shape_or_count
     else:
@@ -119,7 +120,7 @@ def check_elements(shape_or_count: Union[int, Iterable[int]], op_name: Optional[
         for d in shape_or_count:
             count *= int(d)
     if count > value(OP_OUTPUT_ELEMENTS):
-        raise exceeded(OP_OUTPUT_ELEMENTS, count, what, op_name)
+        raise exceeded(OP_OUTPUT_ELEMENTS, count, what() if callable(what) else what, op_name)
     return count
 
 

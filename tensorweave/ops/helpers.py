@@ -104,8 +104,8 @@ def check_output_size(op, dims) -> None:
         dims = dims.as_tuple_or_none()
     if dims is None or any(d is None for d in dims):
         return
-    op_type = op.type if isinstance(op, Operation) else op.op
-    limits.check_elements(dims, op.name, f"{op_type} output of shape {list(dims)}")
+    limits.check_elements(dims, op.name, lambda: f"{op.type if isinstance(op, Operation) else op.op} output of "
+                                                 f"shape {list(dims)}")
 
 
 def check_dtype(op_type: str, param: str, t: Tensor, allowed) -> None:

@@ -91,6 +91,34 @@ def test_any_all(graph):
         tf.reduce_any(tf.constant([1.0]))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128])
+def test_sum_mean_prod_give_numpys_bits(graph, dtype):
+    """Sum, Mean and Prod compute as np.sum, np.mean and np.prod do (float16 accumulating in
+    float32, as TF's kernels do), to the bit and to the result's type: NaN, infinities, signed
+    zeros and values near the largest included (not denormals: steps flush them, as TF's do), for
+    every set of axes, with and without kept dims."""
+    rng = np.random.RandomState(7)
+    x = rng.standard_normal((5, 4, 3)) * 10.0 ** rng.randint(-4, 5, (5, 4, 3))
+    x.flat[rng.randint(0, x.size, 20)] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan, 6e4, 3e38, -1e-30], 20)
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal(x.shape)
+    with np.errstate(all="ignore"):
+        x = x.astype(dtype)
+    acc = np.float32 if dtype == np.float16 else dtype
+    xt, axes = tf.placeholder(dtype, [None, 4, 3]), tf.placeholder(tf.int32, [None])
+    for keep in (False, True):
+        fetches = [tf.reduce_sum(xt, axes, keepdims=keep), tf.reduce_mean(xt, axes, keepdims=keep),
+                   tf.reduce_prod(xt, axes, keepdims=keep)]
+        for axis in ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2), (-1, 0)):
+            with np.errstate(all="ignore"):
+                expected = [np.asarray(np.sum(x, axis, dtype=acc, keepdims=keep)).astype(dtype),
+                            np.asarray(np.mean(x, axis, dtype=acc, keepdims=keep)).astype(dtype),
+                            np.prod(x, axis, dtype=dtype, keepdims=keep)]
+            for got, want in zip(run_all(*fetches, feed={xt: x, axes: list(axis)}), expected):
+                assert np.asarray(got).dtype == dtype and np.shape(got) == np.shape(want)
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (axis, keep)
+
+
 def test_empty_reductions(graph):
     e = tf.zeros([0, 2])
     out = run_all(tf.reduce_sum(e, 0), tf.reduce_max(e, 0), tf.reduce_prod(e, 0), tf.reduce_mean(e, 0))

@@ -357,11 +357,11 @@ def _broadcast_to_infer(op):
 
 def _broadcast_to_kernel(node, ctx):
     def run(x, s):
-        s = [int(v) for v in np.reshape(s, -1)]
-        if all(d >= 0 for d in s):
+        s = np.reshape(s, -1).tolist()   # (host memory: a numpy array)
+        if min(s, default=0) >= 0:
             check_output_size(node, s)
         try:
-            return array_module(x).broadcast_to(x, s)
+            return array_module(x).broadcast_to(x, tuple(s))
         except ValueError:
             raise invalid(node, f"Incompatible shapes: {list(np.shape(x))} vs. {s}") from None
     return run

@@ -3,6 +3,8 @@ standard deviation and euclidean norm, argmax/argmin, cumsum/cumprod/cumulative_
 bincount. (Segment reductions are in segment.py.)"""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tensorweave.framework import dtypes
@@ -57,7 +59,7 @@ def _reduction_dims(x: Tensor, axis) -> Tensor:
 
 def _norm_axes(axes, ndim: int, node=None) -> tuple:
     out = []
-    for a in np.reshape(np.asarray(axes), -1).tolist():
+    for a in (axes.reshape(-1) if type(axes) is np.ndarray else np.reshape(np.asarray(axes), -1)).tolist():
         if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
             msg = f"Invalid reduction dimension ({a} for input with {ndim} dimension(s)"
             if node is None:
@@ -114,17 +116,20 @@ def _reducer(np_fn, int_mean: bool = False):
     return factory
 
 
+# On numpy arrays the ufuncs' reduce, which np.sum, np.prod and np.mean call after several
+# microseconds of Python (a loss's mean and its gradient's shape products are many of a small
+# step's ops); CuPy's arrays take CuPy's functions through numpy's.
 def _sum_np(x, axes, keep):
     acc = np.float32 if x.dtype == np.float16 else x.dtype
-    return np.sum(x, axis=axes, keepdims=keep, dtype=acc)
+    return (np.add.reduce if type(x) is np.ndarray else np.sum)(x, axis=axes, keepdims=keep, dtype=acc)
 
 
 def _prod_np(x, axes, keep):
-    return np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype)
+    return (np.multiply.reduce if type(x) is np.ndarray else np.prod)(x, axis=axes, keepdims=keep, dtype=x.dtype)
 
 
 def _mean_np(x, axes, keep):
-    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    n = math.prod(x.shape[a] for a in axes)
     if x.dtype.kind in "iu":
         s = np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
         if n == 0:
@@ -133,8 +138,14 @@ def _mean_np(x, axes, keep):
         return np.where(s < 0, -q, q).astype(x.dtype)
     acc = np.float32 if x.dtype == np.float16 else x.dtype
     if n == 0:  # TF's 0/0; numpy would also warn "Mean of empty slice"
-        return np.sum(x, axis=axes, keepdims=keep, dtype=acc) * np.nan
-    return np.mean(x, axis=axes, keepdims=keep, dtype=acc)
+        return _sum_np(x, axes, keep) * np.nan
+    if type(x) is not np.ndarray:
+        return np.mean(x, axis=axes, keepdims=keep, dtype=acc)
+    # np.mean's own steps: the sum, divided by the count as a numpy intp (in place in an array)
+    total, count = np.add.reduce(x, axis=axes, keepdims=keep, dtype=acc), np.intp(n)
+    if type(total) is np.ndarray:
+        return np.true_divide(total, count, out=total, casting="unsafe")
+    return total.dtype.type(total / count)
 
 
 def _extreme_np(fn, fill):
