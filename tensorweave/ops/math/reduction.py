@@ -130,10 +130,10 @@ def _prod_np(x, axes, keep):
 
 def _mean_np(x, axes, keep):
     n = math.prod(x.shape[a] for a in axes)
-    if x.dtype.kind in "iu":
-        s = np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+    if x.dtype.kind in "iu":   # (summed in 64 bits: TF's mean of 1,000 int8 127s is 127, not a wrapped sum's)
+        s = np.sum(x, axis=axes, keepdims=keep, dtype=np.uint64 if x.dtype.kind == "u" else np.int64)
         if n == 0:
-            return np.zeros_like(s)
+            return np.zeros_like(s).astype(x.dtype)
         q = np.abs(s) // n   # C++ integer division truncates toward zero
         return np.where(s < 0, -q, q).astype(x.dtype)
     acc = np.float32 if x.dtype == np.float16 else x.dtype
