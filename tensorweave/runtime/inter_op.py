@@ -6,7 +6,9 @@ GIL (numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a han
 threads costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay
 (`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
 (>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
-their sum, then alternates serial and parallel steps and keeps the faster. Another process may
+their sum, then alternates serial and parallel steps and keeps the faster (parallel: long ops
+handed off one by one, `_Offload`; where the plan falls in two parts by its fetches and targets,
+each part on a thread of its own, `_Halves`, measured as a third way). Another process may
 have held the second core while it measured: after a close or changed choice the trial comes
 again soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while
 trials confirm it. A plan with two
@@ -351,7 +353,7 @@ class _Choice:
     then (`chose`) where a trial chose. The plan's graph is built when first needed (a plan run
     once never needs it)."""
 
-    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured", "interval", "chosen")
+    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured", "interval", "chosen", "halves", "ways")
 
     def __init__(self, plan):
         names = plan._names[:plan._node_steps]
@@ -365,7 +367,9 @@ class _Choice:
             self.mode = _SERIAL if setting == "serial" else _PROFILE
         self.runs = 0
         self.cost: Optional[list] = None
-        self.times: tuple = ([], [])   # (serial, parallel) step times of the trial
+        self.halves: Optional[_Halves] = None   # the plan's two parts, where it has them (see _Halves)
+        self.ways = 2                  # the trial's ways: serial, _Offload's steps (and _Halves')
+        self.times: tuple = ([], [], [])   # (serial, _Offload, _Halves) step times of the trial
         self.measured = False          # the mode was chosen by a trial (and is tried again later)
         self.interval = 0              # steps from a trial's choice to the next trial
         self.chosen = None             # the last trial's choice
@@ -374,12 +378,15 @@ class _Choice:
         """One more step in a measured mode: after `interval` steps, a new trial."""
         self.runs += 1
         if self.runs >= self.interval:
-            self.runs, self.times, self.mode = 0, ([], []), _TRIAL
+            self.runs, self.times, self.mode = 0, ([], [], []), _TRIAL
 
     def chose(self) -> None:
         """(After a trial) the faster mode by each's best step (on a shared machine other
-        processes only ever add time), and when to try again."""
-        serial, par = (min(t) for t in self.times)
+        processes only ever add time), and when to try again; of the parallel ways, the faster."""
+        serial, *ways = (min(t) if t else float("inf") for t in self.times)
+        par = min(ways)
+        if self.halves is not None:
+            self.halves.chosen = ways[1] < ways[0]
         previous = None if self.chosen is None else self.chosen == _PARALLEL
         parallel, self.interval = intra_op.measured_choice(par / serial, previous, self.interval,
                                                            (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK_STEPS))
@@ -415,23 +422,30 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
             worth = choice.graph.estimate(choice.cost, pool.threads) < _GAIN * sum(choice.cost)
             choice.runs = 0
             choice.mode = _TRIAL if worth else _SERIAL
+            if worth and pool.threads == 2 and not any(choice.graph.blocking):
+                choice.halves = _Halves.of(plan, choice.graph, choice.cost)
+                choice.ways = 2 if choice.halves is None else 3
     else:
-        parallel = choice.runs % 2
+        way = choice.runs % choice.ways
         choice.runs += 1
         start = time.perf_counter()
-        if parallel:
-            _parallel(plan, choice, vals, step, pool)
+        if way:
+            _parallel(plan, choice, vals, step, pool, way == 2)
         else:
             plan._execute_serial(vals, step)
-        choice.times[parallel].append(time.perf_counter() - start)
-        if choice.runs >= 2 * _TRIAL_STEPS:
+        choice.times[way].append(time.perf_counter() - start)
+        if choice.runs >= choice.ways * _TRIAL_STEPS:
             choice.chose()
 
 
-def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool) -> None:
-    """One parallel step: by _Offload where the plan has no blocking op and its ops' times are
-    known (and the step is not traced), else by _Run."""
-    if choice.cost is not None and (step is None or step.trace is None) and not any(choice.graph.blocking):
+def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool, halves: Optional[bool] = None) -> None:
+    """One parallel step: by _Halves where the plan has two parts and the trial found them the
+    faster way (or `halves` asks), else by _Offload where the plan has no blocking op and its
+    ops' times are known (and the step is not traced), else by _Run."""
+    untraced = step is None or step.trace is None
+    if choice.halves is not None and untraced and (choice.halves.chosen if halves is None else halves):
+        choice.halves.run(vals, pool)
+    elif choice.cost is not None and untraced and not any(choice.graph.blocking):
         offload = plan.__dict__.get("_inter_op_offload")
         if offload is None or offload.threads != pool.threads:
             offload = plan.__dict__["_inter_op_offload"] = _Offload(plan, choice.graph, choice.cost, pool.threads)
@@ -545,6 +559,135 @@ class _Offload:
                         error = e
         finally:
             intra_op.cap_parts(cap)
+
+
+class _Halves:
+    """A parallel step of two parts, each on a thread of its own, for a plan of two threads whose
+    fetches and targets fall in groups with work of their own (the generator's and the
+    discriminator's updates of a GAN step; two optimizers' var_lists): the "side" part is what
+    only the side's group of sinks (ops nothing reads) needs, on the pool's thread; the step's
+    thread runs the rest, the shared work included. Nothing the step's thread runs reads the
+    side part, so it never waits for it (but at the end); the side waits only where it reads a
+    value of the step's thread not made yet. Each thread runs its ops in the plan's order, in
+    runs of several between those waits: no hand-off per op, where _Offload hands off each
+    long op and keeps the short ones (a GAN's 250) on one thread. The trial measures it beside
+    _Offload and serial steps (_Choice)."""
+
+    __slots__ = ("plan", "main", "side", "chosen")
+
+    def __init__(self, plan, main: list, side: list):
+        self.plan, self.chosen = plan, True
+        # main: (steps, names, the position in main its end is, for the side's waits, or -1);
+        # side: (the main position it waits for, steps, names)
+        self.main, self.side = main, side
+
+    @staticmethod
+    def of(plan, graph: _Graph, cost: list) -> Optional["_Halves"]:
+        """The plan's best split by its profiled op times (the shortest modelled step: the step's
+        thread runs its part in plan order, the side its own after what it reads), or None where
+        none models shorter than the serial step."""
+        n = graph.n
+        sinks = [i for i in range(n) if not graph.succ[i]]
+        if len(sinks) < 2:
+            return None
+        anc = graph.ancestors()
+        below = {t: anc[t] | (1 << t) for t in sinks}
+        groups = [(t,) for t in sinks] + ([(a, b) for k, a in enumerate(sinks) for b in sinks[k + 1:]]
+                                          if len(sinks) <= 8 else [])
+        best, total = None, sum(cost)
+        for group in groups:
+            mine = others = 0
+            for t in sinks:
+                if t in group:
+                    mine |= below[t]
+                else:
+                    others |= below[t]
+            if not mine & ~others:
+                continue
+            in_side = [c == "1" for c in reversed(bin(mine & ~others)[2:].zfill(n))]
+            position, main_end, clock = {}, [], 0.0
+            for i in range(n):
+                if not in_side[i]:
+                    position[i] = len(main_end)
+                    clock += cost[i]
+                    main_end.append(clock)
+            wait, side_clock, waits = -1, 0.0, []
+            for i in range(n):
+                if in_side[i]:
+                    wait = max([wait] + [position[p] for p in graph.preds[i] if p in position])
+                    side_clock = max(side_clock, main_end[wait] + _HAND_OFF_S if wait >= 0 else 0.0) + cost[i]
+                    waits.append((i, wait))
+            span = max(clock, side_clock + _HAND_OFF_S)
+            if span < total and (best is None or span < best[0]):
+                best = (span, position, waits)
+        if best is None:
+            return None
+        _, position, waits = best
+        steps, names = plan._steps, plan._names
+        cuts = sorted({w for _, w in waits if w >= 0})
+        in_main = sorted(position, key=position.get)
+        main, start = [], 0
+        for end in cuts + [len(in_main) - 1]:
+            if end >= start:
+                ops = in_main[start:end + 1]
+                main.append(([steps[i] for i in ops], [names[i] for i in ops], end if end in cuts else -1))
+                start = end + 1
+        side: list = []
+        for i, w in waits:
+            if not side or side[-1][0] != w:
+                side.append((w, [], []))
+            side[-1][1].append(steps[i])
+            side[-1][2].append(names[i])
+        return _Halves(plan, main, side)
+
+    def run(self, vals: list, pool: InterOpPool) -> None:
+        execute = self.plan._execute
+        cond = threading.Condition(threading.Lock())
+        progress = [-1]       # the last main position done (len(main ops): stop waiting)
+        failed: list = []     # the first failure
+        done = threading.Event()
+        errstate = np.geterr()
+
+        def side() -> None:
+            try:
+                with np.errstate(**errstate):
+                    for wait, steps, names in self.side:
+                        if progress[0] < wait:
+                            with cond:
+                                while progress[0] < wait:
+                                    cond.wait()
+                        if failed:
+                            return
+                        execute(vals, steps, 0, names)
+            except BaseException as e:   # noqa: BLE001 - raised by the step's thread
+                with cond:
+                    failed.append(e)
+            finally:
+                done.set()
+
+        pool.submit(side)
+        cap = intra_op.cap_parts(pool.intra_op_share)
+        try:
+            for steps, names, end in self.main:
+                if failed:
+                    break
+                execute(vals, steps, 0, names)
+                if end >= 0:
+                    with cond:
+                        progress[0] = end
+                        cond.notify()
+        except BaseException as e:   # noqa: BLE001 - raised once the side is done
+            with cond:
+                failed.append(e)
+        finally:
+            intra_op.cap_parts(cap)
+            with cond:   # (a side still waiting stops: the step failed)
+                if failed:
+                    progress[0] = float("inf")
+                cond.notify()
+            done.wait()
+        if failed:
+            raise failed[0]
 
 
 def _timed(plan, vals: list) -> list:

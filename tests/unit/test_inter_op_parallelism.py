@@ -215,6 +215,90 @@ def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monk
         assert sess.run(total, {x: good}) == 54.0
 
 
+def _recording_halves(monkeypatch) -> list:
+    """The list of the plans whose steps ran in two parts (_Halves), one entry a step."""
+    runs: list = []
+    run = inter_op._Halves.run
+
+    def recording_run(halves, vals, pool):
+        runs.append(halves.plan)
+        return run(halves, vals, pool)
+    monkeypatch.setattr(inter_op._Halves, "run", recording_run)
+    return runs
+
+
+def _keeps_parallel_in_two_parts(choice) -> None:
+    """A trial's choice that keeps parallel steps, in two parts where the plan has them."""
+    choice.mode = inter_op._PARALLEL
+    if choice.halves is not None:
+        choice.halves.chosen = True
+
+
+def test_a_steps_two_parts_give_the_serial_numbers_bit_for_bit(monkeypatch):
+    """The towers' two optimizers each minimize the loss through gradients of their own: the
+    second's gradients and update are needed by its target alone, so its part runs on the pool's
+    thread beside the rest (in the trial's steps, and in every step once the trial keeps it).
+    Every step's numbers, and the read ordered after the first update, are the serial ones."""
+    serial_seen, serial_vars = _train(1, steps=40)
+    _profiled_as(monkeypatch, ("MatMul", "BatchMatMulV2", "ResourceApplyAdam", "ResourceApplyGradientDescent"))
+    runs = _recording_halves(monkeypatch)
+    monkeypatch.setattr(inter_op._Choice, "chose", _keeps_parallel_in_two_parts)
+    parallel_seen, parallel_vars = _train(2, steps=40)
+    assert len(runs) >= 20   # (a third of the trial's steps, then every step)
+    side_ops = {node.op for _, _, names in runs[0].__dict__["_inter_op_choices"][2].halves.side for node in names}
+    assert "ResourceApplyAdam" in side_ops and "ResourceApplyGradientDescent" not in side_ops
+    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
+        assert l1 == l2
+        np.testing.assert_array_equal(r1, r2)
+    for a, b in zip(serial_vars, parallel_vars):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_side_part_waits_for_the_shared_values_it_reads(monkeypatch):
+    """The side part's first op reads a value the step's thread makes late (a py_func that
+    sleeps): it waits for it, and every step gives the serial numbers."""
+    _profiled_as(monkeypatch, ("MatMul", "PyFunc"))
+    runs = _recording_halves(monkeypatch)
+    monkeypatch.setattr(inter_op._Choice, "chose", _keeps_parallel_in_two_parts)
+
+    def late(v):
+        time.sleep(0.02)
+        return v * 2.0
+    x = tf.placeholder(tf.float32, [3, 3])
+    w = tf.constant(np.arange(9, dtype=np.float32).reshape(3, 3))
+    shared = tf.py_func(late, [x], tf.float32)
+    shared.set_shape([3, 3])
+    fetches = [tf.reduce_sum(tf.matmul(shared, w)), tf.reduce_sum(tf.matmul(w, shared))]
+    with tf.Session(config=_config(2)) as sess:
+        for k in range(30):
+            assert sess.run(fetches, {x: np.full((3, 3), k, np.float32)}) == [216.0 * k, 216.0 * k]
+    assert runs
+
+
+@pytest.mark.parametrize("failing", ["left", "right"])
+def test_a_failure_in_either_part_is_the_steps_error_and_the_next_step_runs(monkeypatch, failing):
+    """Two fetched branches, one failing on a bad feed: whichever part it is in, the step raises
+    its error (nothing left waiting or running) and the next step runs in two parts again."""
+    _profiled_as(monkeypatch, ("MatMul",))
+    runs = _recording_halves(monkeypatch)
+    monkeypatch.setattr(inter_op._Choice, "chose", _keeps_parallel_in_two_parts)
+    x = tf.placeholder(tf.float32, [None, None])
+    w = tf.constant(np.ones((3, 3), np.float32))
+    shaped = tf.matmul(x, w, name="shaped")                        # fails unless x has 3 columns
+    any_shape = tf.matmul(x, tf.transpose(x), name="any_shape")    # takes any x
+    branches = {"left": (shaped, any_shape), "right": (any_shape, shaped)}[failing]
+    fetches = [tf.reduce_sum(tf.square(b)) for b in branches]
+    good = np.ones((3, 3), np.float32)
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(40):
+            assert sess.run(fetches, {x: good}) == [81.0, 81.0]
+        assert runs
+        with pytest.raises(tf.errors.InvalidArgumentError, match="shaped"):
+            sess.run(fetches, {x: np.ones((2, 2), np.float32)})
+        before = len(runs)
+        assert sess.run(fetches, {x: good}) == [81.0, 81.0] and len(runs) == before + 1
+
+
 def test_a_parallel_traced_step_records_every_op(monkeypatch):
     monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
     a = tf.constant(np.ones((4, 4), np.float32))
