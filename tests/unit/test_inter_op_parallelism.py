@@ -148,15 +148,20 @@ def _train(threads: int, steps: int = 6) -> tuple:
         return seen, values
 
 
-def test_parallel_steps_give_the_serial_numbers_bit_for_bit(monkeypatch):
-    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
-    serial_seen, serial_vars = _train(1)
-    parallel_seen, parallel_vars = _train(2)
-    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
+def _assert_same_training(serial: tuple, parallel: tuple) -> None:
+    """Two _train results: every step's loss and read, and the variables after, bit for bit."""
+    for (l1, r1), (l2, r2) in zip(serial[0], parallel[0]):
         assert l1 == l2
         np.testing.assert_array_equal(r1, r2)
-    for a, b in zip(serial_vars, parallel_vars):
+    for a, b in zip(serial[1], parallel[1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_parallel_steps_give_the_serial_numbers_bit_for_bit(monkeypatch):
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    serial = _train(1)
+    parallel = _train(2)
+    _assert_same_training(serial, parallel)
 
 
 def _profiled_as(monkeypatch, long_ops: tuple) -> list:
@@ -187,16 +192,12 @@ def test_offloaded_long_ops_give_the_serial_numbers_bit_for_bit(monkeypatch):
     """A profiled plan without blocking ops hands its long ops (here the products and the
     optimizers' updates) to the pool thread and goes on with what does not depend on them:
     every step's numbers, and the read ordered after an update, are the serial ones."""
-    serial_seen, serial_vars = _train(1, steps=30)
+    serial = _train(1, steps=30)
     handed_off = _profiled_as(monkeypatch, ("MatMul", "BatchMatMulV2", "ResourceApplyAdam",
                                             "ResourceApplyGradientDescent"))
-    parallel_seen, parallel_vars = _train(2, steps=30)
+    parallel = _train(2, steps=30)
     assert handed_off   # (the products of the four towers are independent)
-    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
-        assert l1 == l2
-        np.testing.assert_array_equal(r1, r2)
-    for a, b in zip(serial_vars, parallel_vars):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_training(serial, parallel)
 
 
 def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monkeypatch):
@@ -239,19 +240,15 @@ def test_a_steps_two_parts_give_the_serial_numbers_bit_for_bit(monkeypatch):
     second's gradients and update are needed by its target alone, so its part runs on the pool's
     thread beside the rest (in the trial's steps, and in every step once the trial keeps it).
     Every step's numbers, and the read ordered after the first update, are the serial ones."""
-    serial_seen, serial_vars = _train(1, steps=40)
+    serial = _train(1, steps=40)
     _profiled_as(monkeypatch, ("MatMul", "BatchMatMulV2", "ResourceApplyAdam", "ResourceApplyGradientDescent"))
     runs = _recording_halves(monkeypatch)
     monkeypatch.setattr(inter_op._Choice, "chose", _keeps_parallel_in_two_parts)
-    parallel_seen, parallel_vars = _train(2, steps=40)
+    parallel = _train(2, steps=40)
     assert len(runs) >= 20   # (a third of the trial's steps, then every step)
     side_ops = {node.op for _, _, names in runs[0].__dict__["_inter_op_choices"][2].halves.side for node in names}
     assert "ResourceApplyAdam" in side_ops and "ResourceApplyGradientDescent" not in side_ops
-    for (l1, r1), (l2, r2) in zip(serial_seen, parallel_seen):
-        assert l1 == l2
-        np.testing.assert_array_equal(r1, r2)
-    for a, b in zip(serial_vars, parallel_vars):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_training(serial, parallel)
 
 
 def test_the_side_part_waits_for_the_shared_values_it_reads(monkeypatch):
