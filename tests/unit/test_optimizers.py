@@ -415,3 +415,37 @@ def test_adam_rmsprop_and_adadelta_updates_in_their_own_buffers_round_as_the_pla
         for a, b in zip(got, (var - update * lr, accum, m * m * rho + update * update * (one - rho))):
             assert a.dtype == dtype and np.shape(a) == shape and a.tobytes() == b.tobytes()
         assert all(a.tobytes() == b.tobytes() for a, b in zip(inputs, (var, m, v, grad)))   # inputs untouched
+
+
+def _embedding_adam_steps(ids_per_step: list, grads: list) -> list:
+    """A [8200, 128] embedding (past intra_op.row_chunks' size: its sparse Adam runs in chunks of
+    rows) after TF1 Adam steps on the sparse gradients of gathers; the variable and its slots."""
+    with tf.Graph().as_default():
+        rng = np.random.RandomState(3)
+        emb = tf.Variable(rng.randn(8200, 128).astype(np.float32), name="emb")
+        ids = tf.placeholder(tf.int32, [None])
+        weights = tf.placeholder(tf.float32, [None, 128])
+        opt = tf.train.AdamOptimizer(0.01)
+        train = opt.minimize(tf.reduce_sum(tf.gather(emb, ids) * weights))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for step_ids, g in zip(ids_per_step, grads):
+                sess.run(train, {ids: step_ids, weights: g})
+            return sess.run([emb, opt.get_slot(emb, "m"), opt.get_slot(emb, "v")])
+
+
+def test_a_large_embeddings_sparse_adam_in_chunks_of_rows_gives_the_whole_arrays_bits(monkeypatch):
+    """The chunks' rows (the first, the last, both sides of a chunk's edge, repeated ones) take
+    their terms inside their chunk: var, m and v come out as from the whole-array passes."""
+    from tensorweave.ops import intra_op
+    rng = np.random.RandomState(4)
+    ids_per_step = [[0, 1023, 1024, 1024, 8199, 4100, 5], [8199, 8198, 0, 0, 0], [1024, 2047, 2048, 17]]
+    grads = [rng.randn(len(i), 128).astype(np.float32) for i in ids_per_step]
+    grads[1][2, :3] = [np.inf, -0.0, 1e-30]
+    assert intra_op.row_chunks((8200, 128)) is not None
+    chunked = _embedding_adam_steps(ids_per_step, grads)
+    monkeypatch.setattr(intra_op, "row_chunks", lambda shape: None)
+    whole = _embedding_adam_steps(ids_per_step, grads)
+    for a, b in zip(chunked, whole):
+        assert a.tobytes() == b.tobytes()
+    assert np.isnan(chunked[0][0, 0])   # (the infinite gradient reached the first row)

@@ -398,11 +398,40 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
     one = var.dtype.type(1)
     lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
+    g_m, g_v = g * (one - beta1), g * (g * (one - beta2))
+    bounds = intra_op.row_chunks(var.shape) if type(var) is np.ndarray else None
+    if bounds is not None:
+        return _sparse_adam_in_chunks(var, m, v, rows, g_m, g_v, beta1, beta2, lr_t, epsilon, bounds)
     m, v = intra_op.elementwise_chunks(lambda m, v: [m * beta1, v * beta2], [m, v])
-    m[rows] += g * (one - beta1)
-    v[rows] += g * (g * (one - beta2))   # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
+    m[rows] += g_m
+    v[rows] += g_v
     var, = intra_op.elementwise_chunks(lambda var, m, v: [var - lr_t * m / (np.sqrt(v) + epsilon)], [var, m, v])
     return [as_array(var, var.dtype), m, v]
+
+
+def _sparse_adam_in_chunks(var, m, v, rows, g_m, g_v, beta1, beta2, lr_t, epsilon, bounds: list) -> list:
+    """_sparse_adam of a large variable (an Embedding's) in the chunks of rows `bounds` on the
+    intra-op threads: each chunk's m and v decay, take their looked-up rows' terms (`rows`
+    sorted, each once) and move var while they are in the cache, one pass over memory where the
+    whole-array form makes two. The same operations on each element, in the same order."""
+    out_var, out_m, out_v = np.empty_like(var), np.empty_like(m), np.empty_like(v)
+    cuts = np.searchsorted(rows, bounds).tolist()
+
+    def chunk(k: int) -> None:
+        a, b, first, last = bounds[k], bounds[k + 1], cuts[k], cuts[k + 1]
+        m_c = np.multiply(m[a:b], beta1, out=out_m[a:b])
+        v_c = np.multiply(v[a:b], beta2, out=out_v[a:b])
+        if last > first:
+            m_c[rows[first:last] - a] += g_m[first:last]
+            v_c[rows[first:last] - a] += g_v[first:last]
+        step = lr_t * m_c
+        denom = np.sqrt(v_c)
+        denom += epsilon
+        step /= denom
+        np.subtract(var[a:b], step, out=out_var[a:b])
+    intra_op.run_calls([lambda k=k: chunk(k) for k in range(len(bounds) - 1)])
+    return [out_var, out_m, out_v]
 
 
 def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
