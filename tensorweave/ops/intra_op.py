@@ -67,6 +67,12 @@ def cap_parts(parts: Optional[int]) -> Optional[int]:
     return previous
 
 
+def thread_share() -> Optional[int]:
+    """This thread's share of the cores while it runs ops of a parallel step (cap_parts), or
+    None: the kernels' own teams (oneDNN's) stay within it too (ops/onednn.py)."""
+    return getattr(_this_thread, "cap", None)
+
+
 def _get_pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:

@@ -32,6 +32,7 @@ import numpy as np
 import threadpoolctl
 
 from tensorweave.framework.limits import available_cores
+from tensorweave.ops import intra_op
 
 _MAJOR = 3                    # the C API (enums, signatures) below is oneDNN 3's
 _CACHE_SIZE = 128             # primitives kept, least recently used dropped
@@ -915,12 +916,18 @@ def _same_bits(key: tuple, pair: Callable[[], tuple]) -> bool:
 
 def _cores_taken(team: int) -> bool:
     """Whether fewer cores are free now than a team of `team` threads needs beside the calling
-    thread: the tasks running or ready to run (/proc/loadavg's fourth field, this thread among
-    them) against the cores. On a busy machine a team's static split waits for its slowest
-    thread, which waits for a core (a 51M multiply-add product took 4-10 ms against 0.5 quiet)."""
+    thread: the calling thread's share of the cores in a parallel step is smaller (its other
+    threads run ops beside it: intra_op.thread_share), or the tasks running or ready to run
+    (/proc/loadavg's fourth field, this thread among them) outnumber the cores. On a busy
+    machine a team's static split waits for its slowest thread, which waits for a core (a 51M
+    multiply-add product took 4-10 ms against 0.5 quiet; a GAN step's two parts, each with its
+    products on a team, 8.4 ms against 7.1 with them on their own threads)."""
     global _loadavg
     if team <= 1:
         return False
+    share = intra_op.thread_share()
+    if share is not None and share < team:
+        return True
     try:
         if _loadavg is None:   # (kept open: pread of an open file is a sixth of open, read and close's 17 us)
             _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
