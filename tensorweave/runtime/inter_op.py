@@ -368,7 +368,7 @@ class _Choice:
         self.runs = 0
         self.cost: Optional[list] = None
         self.halves: Optional[_Halves] = None   # the plan's two parts, where it has them (see _Halves)
-        self.ways = 2                  # the trial's ways: serial, _Offload's steps (and _Halves')
+        self.ways = 2                  # the trial's ways: serial and parallel (3: _Offload's and _Halves' apart)
         self.times: tuple = ([], [], [])   # (serial, _Offload, _Halves) step times of the trial
         self.measured = False          # the mode was chosen by a trial (and is tried again later)
         self.interval = 0              # steps from a trial's choice to the next trial
@@ -385,8 +385,8 @@ class _Choice:
         processes only ever add time), and when to try again; of the parallel ways, the faster."""
         serial, *ways = (min(t) if t else float("inf") for t in self.times)
         par = min(ways)
-        if self.halves is not None:
-            self.halves.chosen = ways[1] < ways[0]
+        if self.ways == 3:   # (then later trials measure the faster parallel way against serial)
+            self.halves.chosen, self.ways = ways[1] < ways[0], 2
         previous = None if self.chosen is None else self.chosen == _PARALLEL
         parallel, self.interval = intra_op.measured_choice(par / serial, previous, self.interval,
                                                            (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK_STEPS))
@@ -430,7 +430,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         choice.runs += 1
         start = time.perf_counter()
         if way:
-            _parallel(plan, choice, vals, step, pool, way == 2)
+            _parallel(plan, choice, vals, step, pool, way == 2 if choice.ways == 3 else None)
         else:
             plan._execute_serial(vals, step)
         choice.times[way].append(time.perf_counter() - start)
