@@ -18,7 +18,7 @@ parallel, whatever the measurement chose: what parallel dispatch gives on this m
 
 Each figure comes from a process of its own (a fresh global pool, its own affinity): the median
 step time over --steps steps after 20 warm-up steps (tensorweave chooses serial or parallel
-dispatch for a plan within its first 27 steps). The frameworks alternate for --rounds rounds; the
+dispatch for a plan within its first 35 steps). The frameworks alternate for --rounds rounds; the
 medians of the rounds are printed with the load average.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(REPO, "examples", "cifar10"))
 
 from _harness import load_average, run_json, tf_python  # noqa: E402
 
-WARMUP = 30
+WARMUP = 40
 
 
 def towers_step(tf, np):

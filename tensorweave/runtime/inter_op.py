@@ -351,7 +351,9 @@ _PROFILE, _TRIAL, _SERIAL, _PARALLEL = 0, 1, 2, 3
 class _Choice:
     """Per plan and thread count: profile, trial, then serial or parallel, tried again now and
     then (`chose`) where a trial chose. The plan's graph is built when first needed (a plan run
-    once never needs it)."""
+    once never needs it). A plan without blocking ops has several parallel ways (`_OFFLOAD`,
+    `_HALVES` where it has two parts, `_RUN`): its first trial measures each beside serial steps,
+    later ones the fastest of them against serial."""
 
     __slots__ = ("mode", "runs", "graph", "cost", "times", "measured", "interval", "chosen", "halves", "ways")
 
@@ -368,8 +370,8 @@ class _Choice:
         self.runs = 0
         self.cost: Optional[list] = None
         self.halves: Optional[_Halves] = None   # the plan's two parts, where it has them (see _Halves)
-        self.ways = 2                  # the trial's ways: serial and parallel (3: _Offload's and _Halves' apart)
-        self.times: tuple = ([], [], [])   # (serial, _Offload, _Halves) step times of the trial
+        self.ways: tuple = (_RUN,)     # the parallel ways a trial measures (the first of them runs the parallel steps)
+        self.times: tuple = ()         # serial's step times in a trial, then each way's
         self.measured = False          # the mode was chosen by a trial (and is tried again later)
         self.interval = 0              # steps from a trial's choice to the next trial
         self.chosen = None             # the last trial's choice
@@ -378,20 +380,26 @@ class _Choice:
         """One more step in a measured mode: after `interval` steps, a new trial."""
         self.runs += 1
         if self.runs >= self.interval:
-            self.runs, self.times, self.mode = 0, ([], [], []), _TRIAL
+            self.trial()
+
+    def trial(self) -> None:
+        self.runs, self.times, self.mode = 0, tuple([] for _ in range(len(self.ways) + 1)), _TRIAL
 
     def chose(self) -> None:
         """(After a trial) the faster mode by each's best step (on a shared machine other
-        processes only ever add time), and when to try again; of the parallel ways, the faster."""
-        serial, *ways = (min(t) if t else float("inf") for t in self.times)
+        processes only ever add time), and when to try again; of the parallel ways, the faster,
+        which alone later trials measure."""
+        serial, *ways = (min(t) for t in self.times)
         par = min(ways)
-        if self.ways == 3:   # (then later trials measure the faster parallel way against serial)
-            self.halves.chosen, self.ways = ways[1] < ways[0], 2
+        self.ways = (self.ways[ways.index(par)],)
         previous = None if self.chosen is None else self.chosen == _PARALLEL
         parallel, self.interval = intra_op.measured_choice(par / serial, previous, self.interval,
                                                            (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK_STEPS))
         self.mode = self.chosen = _PARALLEL if parallel else _SERIAL
         self.runs, self.measured = 0, True
+
+
+_OFFLOAD, _HALVES, _RUN = 0, 1, 2   # a plan's parallel ways: _Offload, _Halves, _Run
 
 
 def execute(plan, vals: list, step, pool: InterOpPool) -> None:
@@ -406,7 +414,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.measured:
             choice.counted()
     elif mode == _PARALLEL:
-        _parallel(plan, choice, vals, step, pool)
+        _parallel(plan, choice, vals, step, pool, choice.ways[0])
         if choice.measured:
             choice.counted()
     elif mode == _PROFILE:
@@ -419,33 +427,33 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs >= _PROFILE_STEPS:
             if choice.graph is None:
                 choice.graph = _Graph(plan)
-            worth = choice.graph.estimate(choice.cost, pool.threads) < _GAIN * sum(choice.cost)
-            choice.runs = 0
-            choice.mode = _TRIAL if worth else _SERIAL
-            if worth and pool.threads == 2 and not any(choice.graph.blocking):
-                choice.halves = _Halves.of(plan, choice.graph, choice.cost)
-                choice.ways = 2 if choice.halves is None else 3
+            if choice.graph.estimate(choice.cost, pool.threads) >= _GAIN * sum(choice.cost):
+                choice.runs, choice.mode = 0, _SERIAL
+                return
+            if not any(choice.graph.blocking):
+                choice.halves = _Halves.of(plan, choice.graph, choice.cost) if pool.threads == 2 else None
+                choice.ways = (_OFFLOAD, _RUN) if choice.halves is None else (_OFFLOAD, _HALVES, _RUN)
+            choice.trial()
     else:
-        way = choice.runs % choice.ways
+        way = choice.runs % (len(choice.ways) + 1)
         choice.runs += 1
         start = time.perf_counter()
         if way:
-            _parallel(plan, choice, vals, step, pool, way == 2 if choice.ways == 3 else None)
+            _parallel(plan, choice, vals, step, pool, choice.ways[way - 1])
         else:
             plan._execute_serial(vals, step)
         choice.times[way].append(time.perf_counter() - start)
-        if choice.runs >= choice.ways * _TRIAL_STEPS:
+        if choice.runs >= len(choice.times) * _TRIAL_STEPS:
             choice.chose()
 
 
-def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool, halves: Optional[bool] = None) -> None:
-    """One parallel step: by _Halves where the plan has two parts and the trial found them the
-    faster way (or `halves` asks), else by _Offload where the plan has no blocking op and its
-    ops' times are known (and the step is not traced), else by _Run."""
+def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool, way: int) -> None:
+    """One parallel step, by `way`: _Halves or _Offload (for plans without blocking ops whose
+    ops' times are known) where the step is not traced, else _Run."""
     untraced = step is None or step.trace is None
-    if choice.halves is not None and untraced and (choice.halves.chosen if halves is None else halves):
+    if way == _HALVES and untraced:
         choice.halves.run(vals, pool)
-    elif choice.cost is not None and untraced and not any(choice.graph.blocking):
+    elif way == _OFFLOAD and untraced:
         offload = plan.__dict__.get("_inter_op_offload")
         if offload is None or offload.threads != pool.threads:
             offload = plan.__dict__["_inter_op_offload"] = _Offload(plan, choice.graph, choice.cost, pool.threads)
