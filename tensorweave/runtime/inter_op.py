@@ -6,9 +6,10 @@ GIL (numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a han
 threads costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay
 (`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
 (>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
-their sum, then alternates serial and parallel steps and keeps the faster (parallel: long ops
-handed off one by one, `_Offload`; where the plan falls in two parts by its fetches and targets,
-each part on a thread of its own, `_Halves`, measured as a third way). Another process may
+their sum, then alternates serial and parallel steps and keeps the faster (parallel, where the
+plan has no blocking op, the fastest of three ways measured in its first trial: long ops handed
+off one by one, `_Offload`; every ready op to a free thread, `_Run`; and where the plan falls in
+two parts by its fetches and targets, each part on a thread of its own, `_Halves`). Another process may
 have held the second core while it measured: after a close or changed choice the trial comes
 again soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while
 trials confirm it. A plan with two
