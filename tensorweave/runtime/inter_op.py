@@ -116,6 +116,7 @@ class InterOpPool:
     def _serve(self) -> None:
         denormals.flush_this_thread()
         intra_op.cap_parts(self.intra_op_share)
+        _serving.pool = self
         cond, jobs = self._cond, self._jobs
         while True:
             with cond:
@@ -138,6 +139,7 @@ class InterOpPool:
 
 
 _every_pool: weakref.WeakSet = weakref.WeakSet()
+_serving = threading.local()   # .pool: the pool whose thread this is
 
 
 def _after_fork() -> None:
@@ -404,7 +406,12 @@ _OFFLOAD, _HALVES, _RUN = 0, 1, 2   # a plan's parallel ways: _Offload, _Halves,
 
 
 def execute(plan, vals: list, step, pool: InterOpPool) -> None:
-    """Runs `plan`'s steps over `vals` serially or on `pool`, as its _Choice says."""
+    """Runs `plan`'s steps over `vals` serially or on `pool`, as its _Choice says; serially on a
+    thread of `pool` itself (a py_func's Session.run inside a parallel step): what it handed to
+    the pool would wait behind the very thread that waits for it."""
+    if getattr(_serving, "pool", None) is pool:
+        plan._execute_serial(vals, step)
+        return
     choices = plan.__dict__.setdefault("_inter_op_choices", {})
     choice = choices.get(pool.threads)
     if choice is None:
@@ -656,9 +663,12 @@ class _Halves:
         progress = [-1]       # the last main position done (len(main ops): stop waiting)
         failed: list = []     # the first failure
         done = threading.Event()
+        started = threading.Lock()   # (taken by whichever thread runs the side part)
         errstate = np.geterr()
 
         def side() -> None:
+            if not started.acquire(blocking=False):
+                return   # (the step's thread ran it: the pool's thread came too late)
             try:
                 with np.errstate(**errstate):
                     for wait, steps, names in self.side:
@@ -695,6 +705,7 @@ class _Halves:
                 if failed:
                     progress[0] = float("inf")
                 cond.notify()
+            side()   # (when no pool thread has taken it: busy with another step's work)
             done.wait()
         if failed:
             raise failed[0]

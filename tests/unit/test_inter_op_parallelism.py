@@ -272,6 +272,34 @@ def test_the_side_part_waits_for_the_shared_values_it_reads(monkeypatch):
     assert runs
 
 
+def test_a_session_run_inside_a_parallel_steps_py_func_completes(monkeypatch):
+    """A py_func that runs a step of the same session (whose plan would hand ops to the pool) is
+    run by the pool's thread in the outer step's parallel ways: the inner step runs serially
+    there, where its hand-offs would wait behind the thread waiting for them."""
+    _profiled_as(monkeypatch, ("MatMul", "PyFunc"))
+    w = tf.constant(np.eye(3, dtype=np.float32))
+    inner_x = tf.placeholder(tf.float32, [3, 3])
+    inner = tf.matmul(inner_x, w) + tf.matmul(w, inner_x)   # (two independent products: handed off)
+    sess = tf.Session(config=_config(2))
+
+    def nested(v):
+        return sess.run(inner, {inner_x: v})
+    x = tf.placeholder(tf.float32, [3, 3])
+    outer = tf.py_func(nested, [x], tf.float32)
+    fetches = [tf.reduce_sum(tf.matmul(outer, w)), tf.reduce_sum(tf.matmul(w, x))]
+    results: list = []
+
+    def steps():
+        for k in range(40):
+            results.append(sess.run(fetches, {x: np.full((3, 3), k, np.float32)}))
+    runner = threading.Thread(target=steps, daemon=True)
+    runner.start()
+    runner.join(120)
+    sess.close()
+    assert not runner.is_alive() and len(results) == 40
+    assert results[-1] == [2 * 9 * 39.0, 9 * 39.0]
+
+
 @pytest.mark.parametrize("failing", ["left", "right"])
 def test_a_failure_in_either_part_is_the_steps_error_and_the_next_step_runs(monkeypatch, failing):
     """Two fetched branches, one failing on a bad feed: whichever part it is in, the step raises
