@@ -586,13 +586,13 @@ class _Halves:
     side part, so it never waits for it (but at the end); the side waits only where it reads a
     value of the step's thread not made yet. Each thread runs its ops in the plan's order, in
     runs of several between those waits: no hand-off per op, where _Offload hands off each
-    long op and keeps the short ones (a GAN's 250) on one thread. The trial measures it beside
-    _Offload and serial steps (_Choice)."""
+    long op and keeps the short ones (a GAN's 250) on one thread. A plan's first trial measures
+    it beside _Offload, _Run and serial steps (_Choice)."""
 
-    __slots__ = ("plan", "main", "side", "chosen")
+    __slots__ = ("plan", "main", "side")
 
     def __init__(self, plan, main: list, side: list):
-        self.plan, self.chosen = plan, True
+        self.plan = plan
         # main: (steps, names, the position in main its end is, for the side's waits, or -1);
         # side: (the main position it waits for, steps, names)
         self.main, self.side = main, side
@@ -660,7 +660,7 @@ class _Halves:
     def run(self, vals: list, pool: InterOpPool) -> None:
         execute = self.plan._execute
         cond = threading.Condition(threading.Lock())
-        progress = [-1]       # the last main position done (len(main ops): stop waiting)
+        progress = [-1]       # the last main position done (inf: the step failed, stop waiting)
         failed: list = []     # the first failure
         done = threading.Event()
         started = threading.Lock()   # (taken by whichever thread runs the side part)

@@ -142,7 +142,7 @@ def _mean_np(x, axes, keep):
     if type(x) is not np.ndarray:
         return np.mean(x, axis=axes, keepdims=keep, dtype=acc)
     # np.mean's own steps: the sum, divided by the count as a numpy intp (in place in an array)
-    total, count = np.add.reduce(x, axis=axes, keepdims=keep, dtype=acc), np.intp(n)
+    total, count = _sum_np(x, axes, keep), np.intp(n)
     if type(total) is np.ndarray:
         return np.true_divide(total, count, out=total, casting="unsafe")
     return total.dtype.type(total / count)
