@@ -449,3 +449,24 @@ def test_a_large_embeddings_sparse_adam_in_chunks_of_rows_gives_the_whole_arrays
     for a, b in zip(chunked, whole):
         assert a.tobytes() == b.tobytes()
     assert np.isnan(chunked[0][0, 0])   # (the infinite gradient reached the first row)
+
+
+def test_a_large_embeddings_sparse_adam_leaves_a_fetched_value_as_it_was():
+    """The chunked sparse Adam writes the variable's own arrays (no new 10 MB a step); a value
+    fetched before the step is the caller's and keeps its numbers."""
+    with tf.Graph().as_default():
+        emb = tf.Variable(np.ones((8200, 128), np.float32), name="emb")
+        ids = tf.placeholder(tf.int32, [None])
+        opt = tf.train.AdamOptimizer(0.5)
+        train = opt.minimize(tf.reduce_sum(tf.gather(emb, ids)))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            before, m_before = sess.run([emb, opt.get_slot(emb, "m")])
+            sess.run(train, {ids: [0, 5]})
+            after = sess.run(emb)
+            sess.run(train, {ids: [0]})
+            last = sess.run(emb)
+    assert (before == 1).all() and (m_before == 0).all()
+    np.testing.assert_allclose(after[[0, 5], 0], 0.5, rtol=1e-5)   # (Adam's first step: lr)
+    assert after[0, 0] == after[5, 0] and (after[1] == 1).all()
+    assert last[0, 0] < after[0, 0] and last[5, 0] < after[5, 0]   # (row 5's m still moves it)

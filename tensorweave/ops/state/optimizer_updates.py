@@ -370,6 +370,14 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                     accumulate_rows(np.add, out, rows, -grad * scalars[0])   # (repeated rows in turn)
                 return
             rows, g = _dedup(node, grad, inputs[idx_pos], var.shape[0])
+            if rule.op_type == "Adam" and intra_op.row_chunks(var.shape) is not None and type(var) is np.ndarray:
+                # (a large variable, an Embedding: written where it is, as TF's kernel writes a variable's
+                # buffer, not a second var, m and v each step)
+                del values, var
+                with res[0].updating(node.name) as var, res[1].updating(node.name) as m, \
+                        res[2].updating(node.name) as v:
+                    _sparse_adam_in_chunks(var, m, v, rows, g, scalars)
+                return
             if rule.op_type == "Adam":
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
                     r.store(v)
@@ -391,18 +399,20 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
     return factory
 
 
+def _sparse_adam_terms(scalars: list, g) -> tuple:
+    """(lr_t, beta1, beta2, epsilon, the gradient rows' terms of m and of v) of a sparse Adam."""
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
+    one = g.dtype.type(1)
+    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
+    return lr_t, beta1, beta2, epsilon, g * (one - beta1), g * (g * (one - beta2))
+
+
 def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     """TF1's AdamOptimizer._apply_sparse and Keras's sparse Adam: every row of m and v decays and
     every row of var moves; only the looked-up rows receive the gradient (not 'lazy' Adam)."""
     var, m, v = values
-    beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
-    one = var.dtype.type(1)
-    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
-    # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
-    g_m, g_v = g * (one - beta1), g * (g * (one - beta2))
-    bounds = intra_op.row_chunks(var.shape) if type(var) is np.ndarray else None
-    if bounds is not None:
-        return _sparse_adam_in_chunks(var, m, v, rows, g_m, g_v, beta1, beta2, lr_t, epsilon, bounds)
+    lr_t, beta1, beta2, epsilon, g_m, g_v = _sparse_adam_terms(scalars, g)
     m, v = intra_op.elementwise_chunks(lambda m, v: [m * beta1, v * beta2], [m, v])
     m[rows] += g_m
     v[rows] += g_v
@@ -410,18 +420,20 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
     return [as_array(var, var.dtype), m, v]
 
 
-def _sparse_adam_in_chunks(var, m, v, rows, g_m, g_v, beta1, beta2, lr_t, epsilon, bounds: list) -> list:
-    """_sparse_adam of a large variable (an Embedding's) in the chunks of rows `bounds` on the
-    intra-op threads: each chunk's m and v decay, take their looked-up rows' terms (`rows`
-    sorted, each once) and move var while they are in the cache, one pass over memory where the
-    whole-array form makes two. The same operations on each element, in the same order."""
-    out_var, out_m, out_v = np.empty_like(var), np.empty_like(m), np.empty_like(v)
+def _sparse_adam_in_chunks(var, m, v, rows, g, scalars: list) -> None:
+    """_sparse_adam of a large variable (an Embedding's, of intra_op.row_chunks's size) into its
+    own arrays, as TF's Assign ops write a variable's buffer, in chunks of rows on the intra-op
+    threads: each chunk's m and v decay, take their looked-up rows' terms (`rows` sorted, each
+    once) and move var while they are in the cache, one pass over memory where the whole-array
+    form makes two, and no new arrays. The same operations on each element, in the same order."""
+    lr_t, beta1, beta2, epsilon, g_m, g_v = _sparse_adam_terms(scalars, g)
+    bounds = intra_op.row_chunks(var.shape)
     cuts = np.searchsorted(rows, bounds).tolist()
 
     def chunk(k: int) -> None:
         a, b, first, last = bounds[k], bounds[k + 1], cuts[k], cuts[k + 1]
-        m_c = np.multiply(m[a:b], beta1, out=out_m[a:b])
-        v_c = np.multiply(v[a:b], beta2, out=out_v[a:b])
+        m_c = np.multiply(m[a:b], beta1, out=m[a:b])
+        v_c = np.multiply(v[a:b], beta2, out=v[a:b])
         if last > first:
             m_c[rows[first:last] - a] += g_m[first:last]
             v_c[rows[first:last] - a] += g_v[first:last]
@@ -429,9 +441,8 @@ def _sparse_adam_in_chunks(var, m, v, rows, g_m, g_v, beta1, beta2, lr_t, epsilo
         denom = np.sqrt(v_c)
         denom += epsilon
         step /= denom
-        np.subtract(var[a:b], step, out=out_var[a:b])
+        np.subtract(var[a:b], step, out=var[a:b])
     intra_op.run_calls([lambda k=k: chunk(k) for k in range(len(bounds) - 1)])
-    return [out_var, out_m, out_v]
 
 
 def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
