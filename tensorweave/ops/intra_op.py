@@ -168,23 +168,30 @@ def row_chunks(shape: tuple) -> Optional[list]:
     return list(range(0, shape[0], per_chunk)) + [shape[0]]
 
 
-def elementwise_chunks(fn, arrays: list) -> list:
+def in_chunks(arrays: list) -> bool:
+    """Whether elementwise_chunks computes over `arrays` in chunks: numpy arrays of one shape of at
+    least eight chunks' elements (smaller ones stay in cache whole)."""
+    return arrays[0].size >= 8 * _MIN_ELEMS and all(type(a) is np.ndarray and a.shape == arrays[0].shape
+                                                    for a in arrays)
+
+
+def elementwise_chunks(fn, arrays: list, out: Optional[list] = None) -> list:
     """fn(*arrays), for an elementwise `fn` of arrays that returns a list of arrays of their shape.
-    numpy arrays of one shape of at least eight chunks' elements (smaller ones stay in cache
-    whole) are computed in chunks of _MIN_ELEMS (in flat order) on the intra-op threads, into new
-    arrays: every element comes out as from one whole call, but a chunk's intermediates stay in
-    cache where a whole call's ten-odd passes (an optimizer update of a large variable) each go
-    through memory."""
-    size = arrays[0].size
-    if size < 8 * _MIN_ELEMS or any(type(a) is not np.ndarray or a.shape != arrays[0].shape for a in arrays):
+    Arrays of in_chunks's size are computed in chunks of _MIN_ELEMS (in flat order) on the
+    intra-op threads: every element comes out as from one whole call, but a chunk's intermediates
+    stay in cache where a whole call's ten-odd passes (an optimizer update of a large variable)
+    each go through memory. Their results go into new arrays, or into `out` (C-contiguous arrays
+    of the results' shapes, which may be among `arrays`: each chunk is read before it is written)."""
+    if not in_chunks(arrays):
         return fn(*arrays)
+    size = arrays[0].size
     flat = [a.reshape(-1) for a in arrays]
     chunks = [slice(start, start + _MIN_ELEMS) for start in range(0, size, _MIN_ELEMS)]
     first = fn(*(a[chunks[0]] for a in flat))
-    outs = [np.empty(size, value.dtype) for value in first]
+    outs = [np.empty(size, value.dtype) for value in first] if out is None else [o.reshape(-1) for o in out]
 
     def compute(chunk: slice) -> None:
-        for out, value in zip(outs, fn(*(x[chunk] for x in flat)) if chunk.start else first):
-            out[chunk] = value
+        for result, value in zip(outs, fn(*(x[chunk] for x in flat)) if chunk.start else first):
+            result[chunk] = value
     run_calls([lambda chunk=chunk: compute(chunk) for chunk in chunks])
-    return [out.reshape(arrays[0].shape) for out in outs]
+    return [result.reshape(arrays[0].shape) for result in outs] if out is None else out

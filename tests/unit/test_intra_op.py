@@ -158,7 +158,8 @@ def test_run_calls_raises_a_calls_error():
 @pytest.mark.parametrize("rule", optimizer_updates._RULES, ids=lambda r: r.op_type)
 def test_optimizer_updates_in_chunks_give_the_whole_update(rule, monkeypatch):
     """A large variable's update runs in chunks on several threads (here 7 elements of a 13x5
-    variable, a last chunk short): every element as one whole-array update computes it."""
+    variable, a last chunk short), into new arrays or its own: every element as one whole-array
+    update computes it."""
     var, *slots = (rng.uniform(0.1, 2.0, (13, 5)).astype(np.float32) for _ in range(1 + rule.n_slots))
     grad = rng.standard_normal((13, 5)).astype(np.float32)
     scalars = [np.float32(0.9) if "beta" in s or s in ("rho", "momentum") else np.float32(0.05) for s in rule.scalars]
@@ -167,6 +168,9 @@ def test_optimizer_updates_in_chunks_give_the_whole_update(rule, monkeypatch):
     monkeypatch.setattr(intra_op, "_MIN_ELEMS", 7)
     monkeypatch.setattr(intra_op, "THREADS", 3)
     chunked = optimizer_updates._apply(rule, [var, *slots], scalars, grad, attrs)
-    for a, b in zip(whole, chunked):
+    in_place = [var.copy(), *(s.copy() for s in slots)]   # (as the kernel writes a large variable)
+    optimizer_updates._apply(rule, in_place, scalars, grad, attrs, out=in_place)
+    for a, b, c in zip(whole, chunked, in_place):
         assert b.shape == a.shape and b.dtype == a.dtype
         np.testing.assert_array_equal(b, a)
+        np.testing.assert_array_equal(c, a)

@@ -451,22 +451,47 @@ def test_a_large_embeddings_sparse_adam_in_chunks_of_rows_gives_the_whole_arrays
     assert np.isnan(chunked[0][0, 0])   # (the infinite gradient reached the first row)
 
 
-def test_a_large_embeddings_sparse_adam_leaves_a_fetched_value_as_it_was():
+def test_a_large_embeddings_sparse_adam_leaves_a_value_read_in_the_step_as_it_was():
     """The chunked sparse Adam writes the variable's own arrays (no new 10 MB a step); a value
-    fetched before the step is the caller's and keeps its numbers."""
+    read before the update in the same step (its consumers still hold it) keeps its numbers."""
     with tf.Graph().as_default():
         emb = tf.Variable(np.ones((8200, 128), np.float32), name="emb")
         ids = tf.placeholder(tf.int32, [None])
+        read = tf.identity(emb)
         opt = tf.train.AdamOptimizer(0.5)
-        train = opt.minimize(tf.reduce_sum(tf.gather(emb, ids)))
+        with tf.control_dependencies([read]):
+            train = opt.minimize(tf.reduce_sum(tf.gather(emb, ids)))
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            before, m_before = sess.run([emb, opt.get_slot(emb, "m")])
-            sess.run(train, {ids: [0, 5]})
-            after = sess.run(emb)
-            sess.run(train, {ids: [0]})
+            before, _ = sess.run([read, train], {ids: [0, 5]})
+            after, _ = sess.run([read, train], {ids: [0]})
             last = sess.run(emb)
-    assert (before == 1).all() and (m_before == 0).all()
+    assert (before == 1).all()
     np.testing.assert_allclose(after[[0, 5], 0], 0.5, rtol=1e-5)   # (Adam's first step: lr)
     assert after[0, 0] == after[5, 0] and (after[1] == 1).all()
     assert last[0, 0] < after[0, 0] and last[5, 0] < after[5, 0]   # (row 5's m still moves it)
+
+
+@pytest.mark.parametrize("use_locking", [False, True])
+def test_a_large_dense_variables_update_leaves_a_value_read_in_the_step_as_it_was(use_locking):
+    """A dense update of a variable of intra_op.in_chunks's size writes its own arrays (under its
+    lock, which use_locking holds already); a value read before the update in the same step keeps
+    its numbers."""
+    shape = (1100, 1000)
+    with tf.Graph().as_default():
+        w = tf.Variable(np.ones(shape, np.float32), name="w")
+        x = tf.placeholder(tf.float32, shape)
+        read = tf.identity(w)
+        opt = tf.train.AdamOptimizer(0.5, use_locking=use_locking)
+        with tf.control_dependencies([read]):
+            train = opt.minimize(tf.reduce_sum(w * x))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            g = np.zeros(shape, np.float32)
+            g[0, :3] = [1, -1, 0]
+            before, _ = sess.run([read, train], {x: g})
+            after, m = sess.run([w, opt.get_slot(w, "m")])
+    assert (before == 1).all()
+    np.testing.assert_allclose(after[0, :2], [0.5, 1.5], rtol=1e-5)   # (Adam's first step: lr)
+    c = np.float32(1) - np.float32(0.9)   # (1 - beta1 in float32)
+    assert (after.ravel()[2:] == 1).all() and m[0, 0] == c and m[0, 1] == -c

@@ -17,6 +17,7 @@ and CuPy arrays both combine with, and numpy's in-place fast paths apply to nump
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 from dataclasses import dataclass
 from functools import partial
@@ -353,6 +354,15 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                     raise errors.InvalidArgumentError(
                         node, node.name, f"var and grad do not have the same shape{list(var.shape)} "
                         f"{list(grad.shape)}")
+                if intra_op.in_chunks([*values, grad]) and all(v.flags.c_contiguous for v in values):
+                    # (a large variable: written where it is, as TF's kernel writes a variable's
+                    # buffer, not a second var and slots at the step's peak; under the variables'
+                    # locks, which the op holds already with use_locking)
+                    del values, var
+                    with locked(res, not use_locking), contextlib.ExitStack() as stack:
+                        arrays = [stack.enter_context(r.updating(node.name)) for r in res]
+                        _apply(rule, arrays, scalars, grad, attrs, out=arrays)
+                    return
                 for r, v in zip(res, _apply(rule, values, scalars, grad, attrs)):
                     r.store(v)
                 return
@@ -445,10 +455,11 @@ def _sparse_adam_in_chunks(var, m, v, rows, g, scalars: list) -> None:
     intra_op.run_calls([lambda k=k: chunk(k) for k in range(len(bounds) - 1)])
 
 
-def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
-    # a large variable's update in chunks on the intra-op threads: each formula is elementwise
+def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None, out=None) -> list:
+    # a large variable's update in chunks on the intra-op threads (into `out`: values themselves);
+    # each formula is elementwise
     return intra_op.elementwise_chunks(
-        lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs, fn), [*values, grad])
+        lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs, fn), [*values, grad], out)
 
 
 def _apply_whole(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
