@@ -157,14 +157,11 @@ def split_elementwise(fn, x: np.ndarray, *others, ufunc: bool = True) -> np.ndar
     return out
 
 
-def row_chunks(shape: tuple) -> Optional[list]:
-    """The bounds of chunks of rows (about _MIN_ELEMS elements each) of an array of `shape` as
-    large as elementwise_chunks splits, for a kernel whose chunks must be whole rows (a sparse
-    update's looked-up rows go with their chunk), to run by run_calls; None for a smaller one."""
-    size = int(np.prod(shape)) if shape else 0
-    if size < 8 * _MIN_ELEMS:
-        return None
-    per_chunk = max(1, _MIN_ELEMS // (size // shape[0]))
+def row_chunks(shape: tuple) -> list:
+    """The bounds of chunks of rows (about _MIN_ELEMS elements each) of an array of `shape` (of
+    in_chunks's size), for a kernel whose chunks must be whole rows (a sparse update's looked-up
+    rows go with their chunk), to run by run_calls."""
+    per_chunk = max(1, _MIN_ELEMS // (int(np.prod(shape)) // shape[0]))
     return list(range(0, shape[0], per_chunk)) + [shape[0]]
 
 

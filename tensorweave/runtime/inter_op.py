@@ -642,7 +642,7 @@ class _Halves:
         _, position, waits = best
         steps, names = plan._steps, plan._names
         cuts = sorted({w for _, w in waits if w >= 0})
-        in_main = sorted(position, key=position.get)
+        in_main = list(position)   # (made in position order)
         main, start = [], 0
         for end in cuts + [len(in_main) - 1]:
             if end >= start:

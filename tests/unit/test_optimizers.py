@@ -418,7 +418,7 @@ def test_adam_rmsprop_and_adadelta_updates_in_their_own_buffers_round_as_the_pla
 
 
 def _embedding_adam_steps(ids_per_step: list, grads: list) -> list:
-    """A [8200, 128] embedding (past intra_op.row_chunks' size: its sparse Adam runs in chunks of
+    """A [8200, 128] embedding (past intra_op.in_chunks' size: its sparse Adam runs in chunks of
     rows) after TF1 Adam steps on the sparse gradients of gathers; the variable and its slots."""
     with tf.Graph().as_default():
         rng = np.random.RandomState(3)
@@ -442,9 +442,9 @@ def test_a_large_embeddings_sparse_adam_in_chunks_of_rows_gives_the_whole_arrays
     ids_per_step = [[0, 1023, 1024, 1024, 8199, 4100, 5], [8199, 8198, 0, 0, 0], [1024, 2047, 2048, 17]]
     grads = [rng.randn(len(i), 128).astype(np.float32) for i in ids_per_step]
     grads[1][2, :3] = [np.inf, -0.0, 1e-30]
-    assert intra_op.row_chunks((8200, 128)) is not None
+    assert intra_op.in_chunks([np.empty((8200, 128), np.float32)])
     chunked = _embedding_adam_steps(ids_per_step, grads)
-    monkeypatch.setattr(intra_op, "row_chunks", lambda shape: None)
+    monkeypatch.setattr(intra_op, "in_chunks", lambda arrays: False)
     whole = _embedding_adam_steps(ids_per_step, grads)
     for a, b in zip(chunked, whole):
         assert a.tobytes() == b.tobytes()

@@ -355,12 +355,8 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                         node, node.name, f"var and grad do not have the same shape{list(var.shape)} "
                         f"{list(grad.shape)}")
                 if intra_op.in_chunks([*values, grad]) and all(v.flags.c_contiguous for v in values):
-                    # (a large variable: written where it is, as TF's kernel writes a variable's
-                    # buffer, not a second var and slots at the step's peak; under the variables'
-                    # locks, which the op holds already with use_locking)
-                    del values, var
-                    with locked(res, not use_locking), contextlib.ExitStack() as stack:
-                        arrays = [stack.enter_context(r.updating(node.name)) for r in res]
+                    del values, var   # (with use_locking the op holds the locks already)
+                    with locked(res, not use_locking), _written_where_they_are(res, node.name) as arrays:
                         _apply(rule, arrays, scalars, grad, attrs, out=arrays)
                     return
                 for r, v in zip(res, _apply(rule, values, scalars, grad, attrs)):
@@ -380,13 +376,10 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                     accumulate_rows(np.add, out, rows, -grad * scalars[0])   # (repeated rows in turn)
                 return
             rows, g = _dedup(node, grad, inputs[idx_pos], var.shape[0])
-            if rule.op_type == "Adam" and intra_op.row_chunks(var.shape) is not None and type(var) is np.ndarray:
-                # (a large variable, an Embedding: written where it is, as TF's kernel writes a variable's
-                # buffer, not a second var, m and v each step)
+            if rule.op_type == "Adam" and intra_op.in_chunks([var]):   # (an Embedding's)
                 del values, var
-                with res[0].updating(node.name) as var, res[1].updating(node.name) as m, \
-                        res[2].updating(node.name) as v:
-                    _sparse_adam_in_chunks(var, m, v, rows, g, scalars)
+                with _written_where_they_are(res, node.name) as arrays:
+                    _sparse_adam_in_chunks(*arrays, rows, g, scalars)
                 return
             if rule.op_type == "Adam":
                 for r, v in zip(res, _sparse_adam(values, scalars, rows, g)):
@@ -407,6 +400,16 @@ def _make_kernel(rule: _Rule, sparse: bool) -> Callable:
                 step(inputs)
         return step_locked
     return factory
+
+
+@contextlib.contextmanager
+def _written_where_they_are(resources: list, op_name: str):
+    """The arrays of `resources` to write (VariableResource.updating: a copy of one another
+    holds), stored when the block ends: a large variable's update writes them where they are, as
+    TF's kernels write a variable's buffer, not a second variable and slots at the step's peak.
+    The caller holds the resources' locks."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(r.updating(op_name)) for r in resources]
 
 
 def _sparse_adam_terms(scalars: list, g) -> tuple:
@@ -431,7 +434,7 @@ def _sparse_adam(values: list, scalars: list, rows, g) -> list:
 
 
 def _sparse_adam_in_chunks(var, m, v, rows, g, scalars: list) -> None:
-    """_sparse_adam of a large variable (an Embedding's, of intra_op.row_chunks's size) into its
+    """_sparse_adam of a large variable (an Embedding's, of intra_op.in_chunks's size) into its
     own arrays, as TF's Assign ops write a variable's buffer, in chunks of rows on the intra-op
     threads: each chunk's m and v decay, take their looked-up rows' terms (`rows` sorted, each
     once) and move var while they are in the cache, one pass over memory where the whole-array
