@@ -110,7 +110,7 @@ class TransportServer:
         # (signals like a ROUTER's: drained whole when it does)
         self.watch(self._wake.getsockopt(zmq.FD), self._on_wake)
         self._local = threading.local()        # each thread's PUSH to the wake socket
-        self._push_sockets: list = []
+        self._push_sockets: Optional[list] = []   # (None once closed)
         self._push_lock = threading.Lock()
         self._pool = RequestPool("tw-worker")
         self._stopped = threading.Event()
@@ -286,27 +286,33 @@ class TransportServer:
             listener.woken()
 
     def wake_io(self) -> None:
-        """Wakes the thread holding the IO role (from any thread)."""
-        push = getattr(self._local, "push", None)
-        if push is None:
-            push = self._local.push = zmq_context().socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 0)
-            push.setsockopt(zmq.SNDHWM, 1)
-            push.connect(self._wake_ep)
-            with self._push_lock:
+        """Wakes the thread holding the IO role (from any thread; after the server closed, nothing).
+        Under _push_lock: the role's last holder closes every thread's PUSH (_close_all), and libzmq
+        aborts the process when a socket is closed while its thread sends on it (a stop() racing
+        the role thread's close, seen once in CI)."""
+        with self._push_lock:
+            if self._push_sockets is None:
+                return
+            push = getattr(self._local, "push", None)
+            if push is None:
+                push = self._local.push = zmq_context().socket(zmq.PUSH)
+                push.setsockopt(zmq.LINGER, 0)
+                push.setsockopt(zmq.SNDHWM, 1)
+                push.connect(self._wake_ep)
                 self._push_sockets.append(push)
-        try:
-            push.send(b"", zmq.NOBLOCK)
-        except zmq.ZMQError:
-            pass   # (a wake-up already waits there)
+            try:
+                push.send(b"", zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass   # (a wake-up already waits there)
 
     def _close_all(self) -> None:
         for listener in self._listeners:
             listener.close()
         self._wake.close(0)
         with self._push_lock:
-            for s in self._push_sockets:
+            for s in self._push_sockets or ():
                 s.close(0)
+            self._push_sockets = None   # (closed: wake_io makes no more)
 
     def _sweep(self, now: float) -> None:
         for listener in self._listeners:

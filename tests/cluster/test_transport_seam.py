@@ -351,3 +351,43 @@ def test_the_in_process_transport_serves_a_server_of_its_own_process(monkeypatch
     finally:
         ch.close()
         server.stop()
+
+
+def test_a_wake_up_sending_when_the_server_stops_is_not_closed_under_it():
+    """The IO role's last holder closes every thread's wake-up socket, and libzmq aborts the
+    process when a socket is closed while its thread sends on it (a stop() racing the role
+    thread's close killed a test worker once): the close waits for the send, and a wake-up after
+    it does nothing."""
+    server = tf.train.Server.create_local_server()
+    transport = server._transport
+    sending, release, events = threading.Event(), threading.Event(), []
+
+    class _SlowPush:   # (a thread's PUSH socket, caught mid-send)
+        def send(self, *args):
+            sending.set()
+            release.wait(5)
+            events.append("sent")
+
+        def close(self, linger=None):
+            events.append("closed")
+
+    def wake_slowly():
+        transport._local.push = _SlowPush()
+        with transport._push_lock:
+            transport._push_sockets.append(transport._local.push)
+        transport.wake_io()
+
+    waker = threading.Thread(target=wake_slowly)
+    waker.start()
+    assert sending.wait(5)
+    stopper = threading.Thread(target=server.stop)
+    stopper.start()
+    deadline = time.monotonic() + 1.0   # (time for the role thread to reach its close)
+    while "closed" not in events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    waker.join(5)
+    stopper.join(10)
+    assert not stopper.is_alive() and events == ["sent", "closed"]
+    transport.wake_io()   # (after the close: no new socket, no error)
+    assert transport._push_sockets is None
