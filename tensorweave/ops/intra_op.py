@@ -172,6 +172,10 @@ def in_chunks(arrays: list) -> bool:
                                                     for a in arrays)
 
 
+def _chunk_slices(size: int) -> list:
+    return [slice(start, start + _MIN_ELEMS) for start in range(0, size, _MIN_ELEMS)]
+
+
 def elementwise_chunks(fn, arrays: list, out: Optional[list] = None) -> list:
     """fn(*arrays), for an elementwise `fn` of arrays that returns a list of arrays of their shape.
     Arrays of in_chunks's size are computed in chunks of _MIN_ELEMS (in flat order) on the
@@ -183,7 +187,7 @@ def elementwise_chunks(fn, arrays: list, out: Optional[list] = None) -> list:
         return fn(*arrays)
     size = arrays[0].size
     flat = [a.reshape(-1) for a in arrays]
-    chunks = [slice(start, start + _MIN_ELEMS) for start in range(0, size, _MIN_ELEMS)]
+    chunks = _chunk_slices(size)
     first = fn(*(a[chunks[0]] for a in flat))
     outs = [np.empty(size, value.dtype) for value in first] if out is None else [o.reshape(-1) for o in out]
 
@@ -192,3 +196,14 @@ def elementwise_chunks(fn, arrays: list, out: Optional[list] = None) -> list:
             result[chunk] = value
     run_calls([lambda chunk=chunk: compute(chunk) for chunk in chunks])
     return [result.reshape(arrays[0].shape) for result in outs] if out is None else out
+
+
+def elementwise_into(fn, arrays: list, out: list) -> None:
+    """fn(*arrays, *out), for an elementwise `fn` that writes its results into `out` (C-contiguous
+    arrays, which may be among `arrays`): over arrays of in_chunks's size, in chunks of
+    _MIN_ELEMS on the intra-op threads, as elementwise_chunks."""
+    if not in_chunks(arrays):
+        fn(*arrays, *out)
+        return
+    flat = [a.reshape(-1) for a in (*arrays, *out)]
+    run_calls([lambda chunk=chunk: fn(*(x[chunk] for x in flat)) for chunk in _chunk_slices(arrays[0].size)])

@@ -495,3 +495,130 @@ def test_a_large_dense_variables_update_leaves_a_value_read_in_the_step_as_it_wa
     np.testing.assert_allclose(after[0, :2], [0.5, 1.5], rtol=1e-5)   # (Adam's first step: lr)
     c = np.float32(1) - np.float32(0.9)   # (1 - beta1 in float32)
     assert (after.ravel()[2:] == 1).all() and m[0, 0] == c and m[0, 1] == -c
+
+
+_COMPILED = [("Adam", {"use_nesterov": False}), ("Adam", {"use_nesterov": True}), ("RMSProp", {}),
+             ("Momentum", {"use_nesterov": False}), ("Momentum", {"use_nesterov": True}),
+             ("Adagrad", {"update_slots": True}), ("Adagrad", {"update_slots": False}), ("Adadelta", {})]
+
+
+def test_the_compiled_updates_are_built_where_there_is_a_c_compiler():
+    """setup.py builds them optionally; a C compiler that fails to build them must not pass
+    unnoticed (the other tests here would run the numpy formulas twice and agree)."""
+    import shutil
+    import sysconfig
+    if not (shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) and
+            os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))):
+        pytest.skip("no C compiler or Python headers here: the numpy formulas run")
+    assert updates._fused_updates is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind, attrs", _COMPILED, ids=lambda x: str(x))
+def test_compiled_updates_give_the_numpy_formulas_bits(kind, attrs, dtype):
+    """One compiled pass per update: every element as numpy's formula rounds it, on operands of
+    every scale with infinities, NaNs, signed zeros and denormals, into new arrays and into the
+    variable's own (the kernel's large-variable form)."""
+    if updates._fused_updates is None:
+        pytest.skip("the compiled updates are not built here")
+    rule = updates._BY_NAME[kind]
+    rng = np.random.default_rng(11)
+    shape = (61, 67)   # (odd: vector loops' tails)
+    scale = rng.choice(np.asarray([1e-300, 1e-40, 1e-6, 1.0, 1e3, 1e30]).astype(dtype), shape)
+    var, *slots, grad = (rng.standard_normal(shape).astype(dtype) * scale for _ in range(2 + rule.n_slots))
+    slots[-1] = np.abs(slots[-1])   # (Adam's v, RMSProp's mom, Adagrad's and Adadelta's accumulators)
+    slots[0] = np.abs(slots[0]) if kind in ("Adagrad", "Adadelta") else slots[0]
+    var[0, :4], slots[0][1, :4], grad[2, :5] = [np.inf, -np.inf, np.nan, -0.0], [np.nan, np.inf, 0.0, -0.0], \
+        [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    scalars = [np.asarray(x, dtype) for x in {"Adam": (0.9 ** 3, 0.999 ** 3, 2e-4, 0.9, 0.999, 1e-8),
+                                              "RMSProp": (0.01, 0.9, 0.5, 1e-10), "Momentum": (0.01, 0.9),
+                                              "Adagrad": (0.01,), "Adadelta": (1.0, 0.95, 1e-7)}[kind]]
+    with np.errstate(all="ignore"):
+        expected = updates._apply_whole(rule, [var, *slots], scalars, grad, attrs)
+        got = updates._apply(rule, [var, *slots], scalars, grad, attrs)
+        in_place = [var.copy(), *(s.copy() for s in slots)]
+        updates._apply(rule, in_place, scalars, grad, attrs, out=in_place)
+    for e, g, p in zip(expected, got, in_place):
+        assert g.dtype == dtype and g.shape == shape
+        assert g.tobytes() == e.tobytes() and p.tobytes() == e.tobytes()
+    assert np.isnan(got[0][2, 0]) and np.isnan(got[0][0, 2])
+
+
+def test_compiled_updates_refuse_arrays_they_cannot_take():
+    """The compiled loops check what they are given: one float type, one length, contiguous,
+    writable outputs, as many arguments as they take; never a write out of bounds."""
+    fused = updates._fused_updates
+    if fused is None:
+        pytest.skip("the compiled updates are not built here")
+    a = [np.zeros(8, np.float32) for _ in range(5)]
+    with pytest.raises(TypeError, match="array 2 is of format 'd'"):
+        fused.momentum(a[0], a[1], np.zeros(8), a[3], a[4], 0.1, 0.9, 0)
+    with pytest.raises(TypeError, match="float32 or all float64"):
+        fused.momentum(*(np.zeros(8, np.int32) for _ in range(5)), 0.1, 0.9, 0)
+    with pytest.raises(ValueError, match="array 4 has 28 bytes, array 0 32"):
+        fused.momentum(*a[:4], np.zeros(7, np.float32), 0.1, 0.9, 0)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        fused.momentum(*a[:4], np.zeros((8, 2), np.float32)[:, 0], 0.1, 0.9, 0)
+    read_only = np.zeros(8, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        fused.momentum(*a[:3], read_only, a[4], 0.1, 0.9, 0)
+    unaligned = np.frombuffer(bytes(33), np.float32, count=8, offset=1)   # (as a frame's bytes may lie)
+    with pytest.raises(ValueError, match="array 1 is not aligned"):
+        fused.momentum(a[0], unaligned, *a[2:], 0.1, 0.9, 0)
+    with pytest.raises(TypeError, match="takes 8 arguments"):
+        fused.momentum(*a, 0.1)
+    with pytest.raises(TypeError):
+        fused.momentum(*a, 0.1, "0.9", 0)
+    assert all((x == 0).all() for x in a)
+
+
+def test_compiled_updates_take_any_spelling_of_the_machines_byte_order_and_unaligned_gradients():
+    """A buffer may say float32 as "f", "=f" (numpy's unaligned arrays: a gradient received into
+    a frame at an odd offset) or "<f" (ctypes): the update runs on all, with the numpy formula's
+    bits, an unaligned gradient through an aligned copy."""
+    import ctypes
+    if updates._fused_updates is None:
+        pytest.skip("the compiled updates are not built here")
+    rule = updates._BY_NAME["Momentum"]
+    rng = np.random.default_rng(3)
+    var, accum, grad = (rng.standard_normal(9).astype(np.float32) for _ in range(3))
+    scalars = [np.float32(0.01), np.float32(0.9)]
+    expected = updates._apply_whole(rule, [var, accum], scalars, grad, {"use_nesterov": False})
+    unaligned = np.frombuffer(b"\0" + grad.tobytes(), np.float32, offset=1)
+    assert memoryview(unaligned).format == "=f" and not unaligned.flags.aligned
+    got = updates._apply(rule, [var, accum], scalars, unaligned, {"use_nesterov": False})
+    assert all(g.tobytes() == e.tobytes() for g, e in zip(got, expected))
+    marked = (ctypes.c_float * 9)(*grad.tolist())
+    assert memoryview(marked).format in ("<f", ">f")   # (the machine's own order, marked)
+    out = [np.empty(9, np.float32) for _ in range(2)]
+    updates._fused_updates.momentum(var, accum, marked, *out, *scalars, 0)
+    assert all(g.tobytes() == e.tobytes() for g, e in zip(out, expected))
+
+
+@pytest.mark.parametrize("kind", ["Adam", "RMSProp", "Momentum", "Adagrad", "Adadelta"])
+def test_training_without_the_compiled_updates_gives_the_same_variables(kind, monkeypatch):
+    """A machine without a C compiler runs the numpy formulas: the same numbers, step after step."""
+    def train() -> list:
+        with tf.Graph().as_default():
+            rng = np.random.RandomState(5)
+            w = tf.Variable(rng.randn(30, 20).astype(np.float32))
+            x = tf.constant(rng.randn(16, 30).astype(np.float32))
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+            opt = {"Adam": lambda: tf.train.AdamOptimizer(0.05),
+                   "RMSProp": lambda: tf.train.RMSPropOptimizer(0.05, momentum=0.5),
+                   "Momentum": lambda: tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+                   "Adagrad": lambda: tf.train.AdagradOptimizer(0.05),
+                   "Adadelta": lambda: tf.train.AdadeltaOptimizer(1.0)}[kind]()
+            step = opt.minimize(loss)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(5):
+                    sess.run(step)
+                return sess.run([w] + [opt.get_slot(w, n) for n in opt.get_slot_names()])
+    compiled = train()
+    monkeypatch.setattr(updates, "_fused_updates", None)
+    numpy_only = train()
+    assert len(compiled) == 1 + updates._BY_NAME[kind].n_slots
+    for a, b in zip(compiled, numpy_only):
+        assert a.tobytes() == b.tobytes()

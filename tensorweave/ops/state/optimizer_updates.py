@@ -4,7 +4,10 @@ input's runtime value is the same VariableResource a handle's is, so one kernel 
 ref form only also outputs its variable (TF's `out: Ref(T)`).
 
 Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
-results. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
+results. Adam, RMSProp, Momentum, Adagrad and Adadelta on float32 and float64 arrays run as one
+compiled pass over memory instead (_fused_updates.c, as TF's kernels; numpy's 5-13 passes read
+var and its slots cold in a step), with the numpy formula's bits; where it was not built, the
+formula runs. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
 indices (TF's optimizers do so before calling the kernel; SGD's adds each index's row in turn,
 as TF's ResourceScatterAdd does), then write only the rows looked up, into the stored arrays
 themselves while nothing else holds them (VariableResource.updating: a value already read, or in
@@ -33,6 +36,12 @@ from tensorweave.ops.registry import register, register_gpu
 from tensorweave.ops.state.variable_ops import (as_array, check_indices, handle_shape, locked, returning_variable,
                                                 shape_str)
 
+try:   # setup.py builds it where there is a C compiler; without it the formulas below run in numpy
+    from tensorweave.ops.state import _fused_updates
+except ImportError:
+    _fused_updates = None
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
 
 @dataclass(frozen=True)
 class _Rule:
@@ -47,6 +56,9 @@ class _Rule:
     # elements (Eigen's chips), and for rows of one element (their scalar branch)
     sparse_fn: Callable = None
     scalar_rows_fn: Callable = None
+    # `compiled(*scalars, **attrs) -> (loop, constants)`: the update as one compiled pass,
+    # loop(*arrays, *outputs, *constants) (_fused_updates.c), or None where it has none
+    compiled: Callable = None
 
 
 # -- the update formulas (TF 1.15 training_ops.cc) --------------------------------------------
@@ -65,6 +77,10 @@ def _momentum(var, accum, lr, grad, momentum, use_nesterov=False):
     return var - lr * accum, accum
 
 
+def _momentum_compiled(lr, momentum, use_nesterov=False):
+    return _fused_updates.momentum, (lr, momentum, use_nesterov)
+
+
 def _in_place(*arrays) -> bool:
     """Whether an update may write its intermediates into buffers of its own: all arrays of at
     least one dimension (0-d ones' arithmetic gives numpy scalars). The kernel has cast every
@@ -81,9 +97,15 @@ def _moving_average(avg, x, one_minus_decay, difference: bool = False):
     return np.add(avg, x, out=x)
 
 
+def _adam_lr(lr, beta1_power, beta2_power):
+    """Adam's bias-corrected learning rate, lr * sqrt(1 - beta2^t) / (1 - beta1^t)."""
+    one = lr.dtype.type(1)
+    return lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+
+
 def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_nesterov=False):
     one = var.dtype.type(1)
-    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    lr_t = _adam_lr(lr, beta1_power, beta2_power)
     if not use_nesterov and _in_place(var, m, v, grad):
         # the expressions below, in as many passes and four allocations instead of ten
         m = _moving_average(m, np.subtract(grad, m), one - beta1, difference=True)
@@ -100,6 +122,12 @@ def _adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, 
     return var - lr_t * m / (np.sqrt(v) + epsilon), m, v
 
 
+def _adam_compiled(beta1_power, beta2_power, lr, beta1, beta2, epsilon, use_nesterov=False):
+    one = lr.dtype.type(1)
+    return _fused_updates.adam, (_adam_lr(lr, beta1_power, beta2_power), one - beta1, one - beta2, epsilon, beta1,
+                                 use_nesterov)
+
+
 def _adagrad(var, accum, lr, grad, update_slots=True, scalar_rows=False):
     # grad * lr * rsqrt(accum) as TF's kernel; a sparse update's rows of one element (its scalar
     # branch) lr * grad / sqrt(accum). (`scalar_rows` likewise below.)
@@ -108,6 +136,10 @@ def _adagrad(var, accum, lr, grad, update_slots=True, scalar_rows=False):
     if scalar_rows:
         return var - lr * grad / np.sqrt(accum), accum
     return var - grad * lr * (var.dtype.type(1) / np.sqrt(accum)), accum
+
+
+def _adagrad_compiled(lr, update_slots=True):
+    return _fused_updates.adagrad, (lr, update_slots)
 
 
 def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
@@ -124,6 +156,10 @@ def _rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (var.dtype.type(1) - rho)
     mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
     return var - mom, ms, mom
+
+
+def _rmsprop_compiled(lr, rho, momentum, epsilon):
+    return _fused_updates.rmsprop, (lr, lr.dtype.type(1) - rho, momentum, epsilon)
 
 
 def _sparse_rmsprop(var, ms, mom, lr, rho, momentum, epsilon, grad):
@@ -172,6 +208,10 @@ def _adadelta(var, accum, accum_update, lr, rho, epsilon, grad):
     accum_update += square
     np.multiply(update, lr, out=update)
     return np.subtract(var, update, out=update), accum, accum_update
+
+
+def _adadelta_compiled(lr, rho, epsilon):
+    return _fused_updates.adadelta, (lr, rho, epsilon, lr.dtype.type(1) - rho)
 
 
 def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scalar_rows=False):
@@ -270,16 +310,17 @@ def _scalar_adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1
 
 _RULES = [
     _Rule("GradientDescent", 0, ("alpha",), _sgd),
-    _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov")),
+    _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov"),
+          compiled=_momentum_compiled),
     _Rule("Adam", 2, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam,
-          attrs=("use_locking", "use_nesterov")),
+          attrs=("use_locking", "use_nesterov"), compiled=_adam_compiled),
     _Rule("Adagrad", 1, ("lr",), _adagrad, attrs=("use_locking", "update_slots"),
-          scalar_rows_fn=partial(_adagrad, scalar_rows=True)),
+          scalar_rows_fn=partial(_adagrad, scalar_rows=True), compiled=_adagrad_compiled),
     _Rule("RMSProp", 2, ("lr", "rho", "momentum", "epsilon"), _rmsprop, sparse_fn=_sparse_rmsprop,
-          scalar_rows_fn=_sparse_rmsprop),
+          scalar_rows_fn=_sparse_rmsprop, compiled=_rmsprop_compiled),
     _Rule("CenteredRMSProp", 3, ("lr", "rho", "momentum", "epsilon"), _centered_rmsprop,
           sparse_fn=_sparse_centered_rmsprop, scalar_rows_fn=_sparse_centered_rmsprop),
-    _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta),
+    _Rule("Adadelta", 2, ("lr", "rho", "epsilon"), _adadelta, compiled=_adadelta_compiled),
     _Rule("Ftrl", 2, ("lr", "l1", "l2", "lr_power"), _ftrl, grad_first=True,
           scalar_rows_fn=partial(_ftrl, scalar_rows=True)),
     _Rule("FtrlV2", 2, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), _ftrl_v2, grad_first=True,
@@ -416,7 +457,7 @@ def _sparse_adam_terms(scalars: list, g) -> tuple:
     """(lr_t, beta1, beta2, epsilon, the gradient rows' terms of m and of v) of a sparse Adam."""
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = scalars
     one = g.dtype.type(1)
-    lr_t = lr * np.sqrt(one - beta2_power) / (one - beta1_power)
+    lr_t = _adam_lr(lr, beta1_power, beta2_power)
     # (g * g) * (1 - beta2) as TF runs it: Grappler multiplies the scalar in first
     return lr_t, beta1, beta2, epsilon, g * (one - beta1), g * (g * (one - beta2))
 
@@ -459,10 +500,27 @@ def _sparse_adam_in_chunks(var, m, v, rows, g, scalars: list) -> None:
 
 
 def _apply(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None, out=None) -> list:
-    # a large variable's update in chunks on the intra-op threads (into `out`: values themselves);
-    # each formula is elementwise
+    # the rule's compiled pass or its formula (or `fn`), a large variable's in chunks on the
+    # intra-op threads (into `out`: values themselves); each is elementwise
+    if fn is None and rule.compiled and _compiles(values, grad):
+        if not (grad.flags.c_contiguous and grad.flags.aligned):   # (a gradient off the wire may be unaligned)
+            grad = np.require(grad, requirements="CA")
+        loop, constants = rule.compiled(*scalars, **attrs)
+        out = [np.empty_like(v) for v in values] if out is None else out
+        intra_op.elementwise_into(lambda *arrays: loop(*arrays, *constants), [*values, grad], out)
+        return out
     return intra_op.elementwise_chunks(
         lambda *chunks: _apply_whole(rule, list(chunks[:-1]), scalars, chunks[-1], attrs, fn), [*values, grad], out)
+
+
+def _compiles(values: list, grad) -> bool:
+    """Whether the compiled loops take these operands: built, numpy arrays of one float32 or
+    float64 type, the variable's and its slots' C-contiguous and aligned (the kernel has checked
+    their shapes)."""
+    dtype = grad.dtype
+    return (_fused_updates is not None and dtype in _COMPILED_TYPES and type(grad) is np.ndarray
+            and all(type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous and a.flags.aligned
+                    for a in values))
 
 
 def _apply_whole(rule: _Rule, values: list, scalars: list, grad, attrs: dict, fn: Callable = None) -> list:
