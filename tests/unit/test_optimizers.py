@@ -497,8 +497,8 @@ def test_a_large_dense_variables_update_leaves_a_value_read_in_the_step_as_it_wa
     assert (after.ravel()[2:] == 1).all() and m[0, 0] == c and m[0, 1] == -c
 
 
-_COMPILED = [("Adam", {"use_nesterov": False}), ("Adam", {"use_nesterov": True}), ("RMSProp", {}),
-             ("Momentum", {"use_nesterov": False}), ("Momentum", {"use_nesterov": True}),
+_COMPILED = [("GradientDescent", {}), ("Adam", {"use_nesterov": False}), ("Adam", {"use_nesterov": True}),
+             ("RMSProp", {}), ("Momentum", {"use_nesterov": False}), ("Momentum", {"use_nesterov": True}),
              ("Adagrad", {"update_slots": True}), ("Adagrad", {"update_slots": False}), ("Adadelta", {})]
 
 
@@ -526,13 +526,15 @@ def test_compiled_updates_give_the_numpy_formulas_bits(kind, attrs, dtype):
     shape = (61, 67)   # (odd: vector loops' tails)
     scale = rng.choice(np.asarray([1e-300, 1e-40, 1e-6, 1.0, 1e3, 1e30]).astype(dtype), shape)
     var, *slots, grad = (rng.standard_normal(shape).astype(dtype) * scale for _ in range(2 + rule.n_slots))
-    slots[-1] = np.abs(slots[-1])   # (Adam's v, RMSProp's mom, Adagrad's and Adadelta's accumulators)
-    slots[0] = np.abs(slots[0]) if kind in ("Adagrad", "Adadelta") else slots[0]
-    var[0, :4], slots[0][1, :4], grad[2, :5] = [np.inf, -np.inf, np.nan, -0.0], [np.nan, np.inf, 0.0, -0.0], \
-        [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    if slots:
+        slots[-1] = np.abs(slots[-1])   # (Adam's v, RMSProp's mom, Adagrad's and Adadelta's accumulators)
+        slots[0] = np.abs(slots[0]) if kind in ("Adagrad", "Adadelta") else slots[0]
+        slots[0][1, :4] = [np.nan, np.inf, 0.0, -0.0]
+    var[0, :4], grad[2, :5] = [np.inf, -np.inf, np.nan, -0.0], [np.nan, np.inf, -np.inf, -0.0, 0.0]
     scalars = [np.asarray(x, dtype) for x in {"Adam": (0.9 ** 3, 0.999 ** 3, 2e-4, 0.9, 0.999, 1e-8),
                                               "RMSProp": (0.01, 0.9, 0.5, 1e-10), "Momentum": (0.01, 0.9),
-                                              "Adagrad": (0.01,), "Adadelta": (1.0, 0.95, 1e-7)}[kind]]
+                                              "Adagrad": (0.01,), "Adadelta": (1.0, 0.95, 1e-7),
+                                              "GradientDescent": (0.01,)}[kind]]
     with np.errstate(all="ignore"):
         expected = updates._apply_whole(rule, [var, *slots], scalars, grad, attrs)
         got = updates._apply(rule, [var, *slots], scalars, grad, attrs)
@@ -596,7 +598,7 @@ def test_compiled_updates_take_any_spelling_of_the_machines_byte_order_and_unali
     assert all(g.tobytes() == e.tobytes() for g, e in zip(out, expected))
 
 
-@pytest.mark.parametrize("kind", ["Adam", "RMSProp", "Momentum", "Adagrad", "Adadelta"])
+@pytest.mark.parametrize("kind", ["GradientDescent", "Adam", "RMSProp", "Momentum", "Adagrad", "Adadelta"])
 def test_training_without_the_compiled_updates_gives_the_same_variables(kind, monkeypatch):
     """A machine without a C compiler runs the numpy formulas: the same numbers, step after step."""
     def train() -> list:
@@ -605,7 +607,8 @@ def test_training_without_the_compiled_updates_gives_the_same_variables(kind, mo
             w = tf.Variable(rng.randn(30, 20).astype(np.float32))
             x = tf.constant(rng.randn(16, 30).astype(np.float32))
             loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
-            opt = {"Adam": lambda: tf.train.AdamOptimizer(0.05),
+            opt = {"GradientDescent": lambda: tf.train.GradientDescentOptimizer(0.05),
+                   "Adam": lambda: tf.train.AdamOptimizer(0.05),
                    "RMSProp": lambda: tf.train.RMSPropOptimizer(0.05, momentum=0.5),
                    "Momentum": lambda: tf.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
                    "Adagrad": lambda: tf.train.AdagradOptimizer(0.05),

@@ -1,4 +1,4 @@
-/* The dense Adam, RMSProp, Momentum, Adagrad and Adadelta updates as one pass over memory each, as TF's
+/* The dense gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta updates as one pass over memory each, as TF's
  * training_ops.cc kernels run them; optimizer_updates.py calls them where this module was built
  * (setup.py: optional, so without a C compiler its numpy formulas run).
  *
@@ -8,7 +8,7 @@
  * results are numpy's to the bit, NaN and infinities included. What a pass saves is memory
  * traffic: numpy's form makes 11 to 13 passes over var, its slots and grad.
  *
- * From Python: adam(var, m, v, grad, out_var, out_m, out_v, lr_t, 1 - beta1, 1 - beta2, epsilon,
+ * From Python: sgd(var, grad, out_var, alpha), adam(var, m, v, grad, out_var, out_m, out_v, lr_t, 1 - beta1, 1 - beta2, epsilon,
  * beta1, use_nesterov), rmsprop(var, ms, mom, grad, out_var, out_ms, out_mom, lr, 1 - rho,
  * momentum, epsilon), momentum(var, accum, grad, out_var, out_accum, lr, momentum, use_nesterov),
  * adagrad(var, accum, grad, out_var, out_accum, lr, update_slots), adadelta(var, accum,
@@ -38,6 +38,14 @@
 #endif
 
 typedef void (*kernel)(Py_ssize_t n, void *const *a, const double *c);
+
+#define SGD(NAME, T)                                                                               \
+    DISPATCH static void NAME(Py_ssize_t n, void *const *a, const double *c) {                     \
+        const T *var = a[0], *g = a[1];                                                            \
+        T *o_var = a[2];                                                                           \
+        const T alpha = (T)c[0];                                                                   \
+        EACH(i, n) o_var[i] = var[i] - alpha * g[i];                                               \
+    }
 
 #define ADAM(NAME, T, SQRT)                                                                        \
     DISPATCH static void NAME(Py_ssize_t n, void *const *a, const double *c) {                     \
@@ -114,6 +122,8 @@ typedef void (*kernel)(Py_ssize_t n, void *const *a, const double *c);
         }                                                                                          \
     }
 
+SGD(sgd_f32, float)
+SGD(sgd_f64, double)
 ADAM(adam_f32, float, sqrtf)
 ADAM(adam_f64, double, sqrt)
 RMSPROP(rmsprop_f32, float, sqrtf)
@@ -198,6 +208,7 @@ done:
     Py_RETURN_NONE;
 }
 
+static PyObject *sgd(PyObject *self, PyObject *args) { return run(args, 2, 1, 1, sgd_f32, sgd_f64); }
 static PyObject *adam(PyObject *self, PyObject *args) { return run(args, 4, 3, 6, adam_f32, adam_f64); }
 static PyObject *rmsprop(PyObject *self, PyObject *args) { return run(args, 4, 3, 4, rmsprop_f32, rmsprop_f64); }
 static PyObject *momentum(PyObject *self, PyObject *args) { return run(args, 3, 2, 3, momentum_f32, momentum_f64); }
@@ -205,6 +216,7 @@ static PyObject *adagrad(PyObject *self, PyObject *args) { return run(args, 3, 2
 static PyObject *adadelta(PyObject *self, PyObject *args) { return run(args, 4, 3, 4, adadelta_f32, adadelta_f64); }
 
 static PyMethodDef methods[] = {
+    {"sgd", sgd, METH_VARARGS, "Gradient descent's update, var - alpha * grad, into the output"},
     {"adam", adam, METH_VARARGS, "Adam's update (use_nesterov the last constant) into the outputs"},
     {"rmsprop", rmsprop, METH_VARARGS, "RMSProp's update into the outputs"},
     {"momentum", momentum, METH_VARARGS, "Momentum's update (use_nesterov the last constant) into the outputs"},

@@ -4,10 +4,10 @@ input's runtime value is the same VariableResource a handle's is, so one kernel 
 ref form only also outputs its variable (TF's `out: Ref(T)`).
 
 Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
-results. Adam, RMSProp, Momentum, Adagrad and Adadelta on float32 and float64 arrays run as one
-compiled pass over memory instead (_fused_updates.c, as TF's kernels; numpy's 5-13 passes read
-var and its slots cold in a step), with the numpy formula's bits; where it was not built, the
-formula runs. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
+results. Gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta on float32 and float64
+arrays run as one compiled pass over memory instead (_fused_updates.c, as TF's kernels; numpy's
+2-13 passes read var and its slots cold in a step), with the numpy formula's bits; where it was
+not built, the formula runs. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
 indices (TF's optimizers do so before calling the kernel; SGD's adds each index's row in turn,
 as TF's ResourceScatterAdd does), then write only the rows looked up, into the stored arrays
 themselves while nothing else holds them (VariableResource.updating: a value already read, or in
@@ -68,6 +68,10 @@ def _sgd(var, alpha, grad):
         # var - step into step's fresh buffer: one pass and one allocation fewer, the same numbers
         return (np.subtract(var, step, out=step),)
     return (var - step,)
+
+
+def _sgd_compiled(alpha):
+    return _fused_updates.sgd, (alpha,)
 
 
 def _momentum(var, accum, lr, grad, momentum, use_nesterov=False):
@@ -309,7 +313,7 @@ def _scalar_adagrad_da(var, gradient_accum, gradient_squared_accum, grad, lr, l1
 
 
 _RULES = [
-    _Rule("GradientDescent", 0, ("alpha",), _sgd),
+    _Rule("GradientDescent", 0, ("alpha",), _sgd, compiled=_sgd_compiled),
     _Rule("Momentum", 1, ("lr", "momentum"), _momentum, attrs=("use_locking", "use_nesterov"),
           compiled=_momentum_compiled),
     _Rule("Adam", 2, ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), _adam,
