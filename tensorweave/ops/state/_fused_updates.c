@@ -1,20 +1,20 @@
-/* The dense gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta updates as one pass over memory each, as TF's
- * training_ops.cc kernels run them; optimizer_updates.py calls them where this module was built
- * (setup.py: optional, so without a C compiler its numpy formulas run).
+/* The dense gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta updates as one pass
+ * over memory each, as TF's training_ops.cc kernels run them; optimizer_updates.py calls them
+ * where this module was built (setup.py: optional, so without a C compiler its numpy formulas run).
  *
  * Each loop does, per element, exactly the IEEE operations of the numpy formula it replaces, in
  * the same order and rounding to the array's type after each: built without floating-point
  * contraction (setup.py's -ffp-contract=off: no fused multiply-adds) and without fast-math, the
  * results are numpy's to the bit, NaN and infinities included. What a pass saves is memory
- * traffic: numpy's form makes 11 to 13 passes over var, its slots and grad.
+ * traffic: numpy's forms make 2 to 13 passes over var, its slots and grad.
  *
- * From Python: sgd(var, grad, out_var, alpha), adam(var, m, v, grad, out_var, out_m, out_v, lr_t, 1 - beta1, 1 - beta2, epsilon,
- * beta1, use_nesterov), rmsprop(var, ms, mom, grad, out_var, out_ms, out_mom, lr, 1 - rho,
- * momentum, epsilon), momentum(var, accum, grad, out_var, out_accum, lr, momentum, use_nesterov),
- * adagrad(var, accum, grad, out_var, out_accum, lr, update_slots), adadelta(var, accum,
- * accum_update, grad, out_var, out_accum, out_accum_update, lr, rho, epsilon, 1 - rho):
- * C-contiguous aligned float32 or float64 buffers of one type and length (an out may be its input: each
- * element is read before it is written), then the constants as numbers.
+ * From Python: sgd(var, grad, out_var, alpha), adam(var, m, v, grad, out_var, out_m, out_v, lr_t,
+ * 1 - beta1, 1 - beta2, epsilon, beta1, use_nesterov), rmsprop(var, ms, mom, grad, out_var,
+ * out_ms, out_mom, lr, 1 - rho, momentum, epsilon), momentum(var, accum, grad, out_var, out_accum,
+ * lr, momentum, use_nesterov), adagrad(var, accum, grad, out_var, out_accum, lr, update_slots),
+ * adadelta(var, accum, accum_update, grad, out_var, out_accum, out_accum_update, lr, rho,
+ * epsilon, 1 - rho): C-contiguous aligned float32 or float64 buffers of one type and length (an
+ * out may be its input: each element is read before it is written), then the constants as numbers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -139,9 +139,9 @@ ADADELTA(adadelta_f64, double, sqrt)
  * and '<' or '>'): numpy spells a float32 "f", "=f" or "<f" by how the array's dtype was made */
 static const char *native(const char *format) {
 #if PY_LITTLE_ENDIAN
-    return strchr("@=<", format[0]) && format[0] ? format + 1 : format;
+    return format[0] && strchr("@=<", format[0]) ? format + 1 : format;
 #else
-    return strchr("@=>!", format[0]) && format[0] ? format + 1 : format;
+    return format[0] && strchr("@=>!", format[0]) ? format + 1 : format;
 #endif
 }
 
@@ -161,31 +161,29 @@ static PyObject *run(PyObject *args, int n_in, int n_out, int n_constants, kerne
     int held = 0;
     kernel loop = NULL;
     Py_ssize_t n = 0;
-    for (; held < n_arrays; held++) {
-        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (held >= n_in ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, held), &views[held], flags) < 0)
+    for (int k = 0; k < n_arrays; k++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k >= n_in ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, k), &views[k], flags) < 0)
             goto done;
-        Py_buffer *b = &views[held];
+        held = k + 1;   /* (the buffers held, released at done) */
+        Py_buffer *b = &views[k];
         const char *format = native(b->format);
         kernel own = strcmp(format, "f") == 0 ? f32 : strcmp(format, "d") == 0 ? f64 : NULL;
-        if (own == NULL || (held > 0 && own != loop)) {
-            PyErr_Format(PyExc_TypeError, "array %d is of format '%s': all must be float32 or all float64", held,
+        if (own == NULL || (k > 0 && own != loop)) {
+            PyErr_Format(PyExc_TypeError, "array %d is of format '%s': all must be float32 or all float64", k,
                          b->format);
-            held++;
             goto done;
         }
         if ((uintptr_t)b->buf % b->itemsize) {
-            PyErr_Format(PyExc_ValueError, "array %d is not aligned to its type's size", held);
-            held++;
+            PyErr_Format(PyExc_ValueError, "array %d is not aligned to its type's size", k);
             goto done;
         }
-        if (held > 0 && b->len != views[0].len) {
-            PyErr_Format(PyExc_ValueError, "array %d has %zd bytes, array 0 %zd", held, b->len, views[0].len);
-            held++;
+        if (k > 0 && b->len != views[0].len) {
+            PyErr_Format(PyExc_ValueError, "array %d has %zd bytes, array 0 %zd", k, b->len, views[0].len);
             goto done;
         }
         loop = own;
-        data[held] = b->buf;
+        data[k] = b->buf;
     }
     for (int k = 0; k < n_constants; k++) {
         constants[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(args, n_arrays + k));

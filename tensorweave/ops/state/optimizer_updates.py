@@ -3,13 +3,13 @@ and the same kernels as TF1's Apply* / SparseApply* on ref variables (ref_variab
 input's runtime value is the same VariableResource a handle's is, so one kernel serves both and the
 ref form only also outputs its variable (TF's `out: Ref(T)`).
 
-Each op reads a variable and its slots, applies one optimizer step in numpy and stores the
-results. Gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta on float32 and float64
-arrays run as one compiled pass over memory instead (_fused_updates.c, as TF's kernels; numpy's
-2-13 passes read var and its slots cold in a step), with the numpy formula's bits; where it was
-not built, the formula runs. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
-indices (TF's optimizers do so before calling the kernel; SGD's adds each index's row in turn,
-as TF's ResourceScatterAdd does), then write only the rows looked up, into the stored arrays
+Each op reads a variable and its slots, applies one optimizer step in numpy and stores the results.
+Gradient descent, Adam, RMSProp, Momentum, Adagrad and Adadelta on float32 and float64 arrays run
+as one compiled pass over memory instead (_fused_updates.c, as TF's kernels; numpy's 2-13 passes
+read var and its slots cold in a step), with the numpy formula's bits; where it was not built, the
+formula runs. Dense forms replace the stored arrays. Sparse forms first sum the rows of repeated
+indices (TF's optimizers do so before calling the kernel; SGD's adds each index's row in turn, as
+TF's ResourceScatterAdd does), then write only the rows looked up, into the stored arrays
 themselves while nothing else holds them (VariableResource.updating: a value already read, or in
 flight to another task, never changes).
 
