@@ -1,7 +1,10 @@
 """The small problem that test_optimizers.py runs and fixtures/record_tf_optimizer_updates.py
 recorded from TensorFlow, defined once so that the recorded numbers always belong to the inputs
-the test feeds. numpy only: the recorder imports it under real TensorFlow."""
+the test feeds. numpy (and the C library) only: the recorder imports it under real TensorFlow."""
 from __future__ import annotations
+
+import ctypes
+import ctypes.util
 
 import numpy as np
 
@@ -18,9 +21,13 @@ SVALS = [np.array([[0.1, -0.2], [0.3, 0.05], [-0.4, 0.6]]),
 
 def _pow_rounds_apart(g: np.ndarray, dtype) -> np.ndarray:
     """Whether Ftrl's first accumulator, 0.1 + g^2 in `dtype`, is a value whose square root the C
-    library's pow rounds differently from sqrt (numpy calls pow for an array of exponents)."""
+    library's pow (powf for float32) rounds differently from sqrt. Called here one value at a
+    time: numpy's power is another on machines where numpy has a vector pow of its own (AVX-512)."""
     accum = dtype(0.1) + g.astype(dtype) * g.astype(dtype)
-    return np.power(accum, np.full_like(accum, 0.5)) != np.sqrt(accum)
+    c_type = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    pow_ = getattr(ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6"), "powf" if dtype == np.float32 else "pow")
+    pow_.restype, pow_.argtypes = c_type, [c_type, c_type]
+    return np.array([pow_(a, 0.5) != r for a, r in zip(accum.tolist(), np.sqrt(accum).tolist())])
 
 
 # Rows of one element (a linear model's [features, 1] weights), where TF's sparse Adagrad,

