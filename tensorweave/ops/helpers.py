@@ -82,18 +82,37 @@ BOOL = (dtypes.bool,)
 INDEX = (dtypes.int32, dtypes.int64)
 
 
+def c_function(name: str, arity: int = 1) -> Optional[np.ufunc]:
+    """The C library's math function `name` (log, sin, pow; float32's logf, sinf, powf) as a
+    numpy ufunc over objects, loaded once; None without a C library to load. TF's kernels call
+    these where they compute one element at a time, and numpy's own vector versions round apart
+    from them (on AVX-512 numpy's pow is one: a fifth of float32 values an ulp apart)."""
+    fn = _C_FUNCTIONS.get(name)
+    if fn is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        except OSError:
+            return None
+        c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = c_type, [c_type] * arity
+        fn = _C_FUNCTIONS[name] = np.frompyfunc(fn, arity, 1)
+    return fn
+
+
+_C_FUNCTIONS: dict = {}
+
+
 def c_pow(x, y):
     """x ** y elementwise by the C library's pow (powf for float32), as TF's scalar code computes
     it (Eigen's numext::pow: its kernels' loops over single elements, a tensor smaller than a
-    vector). numpy's power is the C library's only where numpy has no vector pow of its own: on
-    AVX-512 it rounds a fifth of float32 values an ulp apart. Other dtypes: numpy's power."""
+    vector). Other dtypes: numpy's power."""
     x, y = np.asarray(x), np.asarray(y)
     dtype = np.result_type(x, y)
-    fn = _c_pows().get(dtype)
+    fn = c_function("powf" if dtype == np.float32 else "pow", 2) if dtype in _SCALAR_POW_BELOW else None
     if fn is None:
         return np.power(x, y)
-    x, y = np.broadcast_arrays(x.astype(dtype, copy=False), y.astype(dtype, copy=False))
-    out = np.array([fn(a, b) for a, b in zip(x.ravel().tolist(), y.ravel().tolist())], dtype).reshape(x.shape)
+    out = np.asarray(fn(x.astype(dtype, copy=False), y.astype(dtype, copy=False))).astype(dtype)
     return out[()] if out.ndim == 0 else out
 
 
@@ -105,29 +124,13 @@ def tf_pow(x, y):
     if array_module(x, y) is not np:
         return np.power(x, y)
     x, y = np.asarray(x), np.asarray(y)
-    dtype = np.result_type(x, y)
-    below = _SCALAR_POW_BELOW.get(dtype)
+    below = _SCALAR_POW_BELOW.get(np.result_type(x, y))
     if below is not None and max(x.size, y.size) < below:
         return c_pow(x, y)
     return np.power(x, y)
 
 
 _SCALAR_POW_BELOW = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}
-_C_POWS: dict = {}
-
-
-def _c_pows() -> dict:
-    """{dtype: the C library's pow for it}, loaded once (empty without a C library to load)."""
-    if not _C_POWS:
-        try:
-            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        except OSError:
-            return _C_POWS
-        for name, dtype, c_type in (("powf", np.float32, ctypes.c_float), ("pow", np.float64, ctypes.c_double)):
-            fn = getattr(libm, name)
-            fn.restype, fn.argtypes = c_type, [c_type, c_type]
-            _C_POWS[np.dtype(dtype)] = fn
-    return _C_POWS
 
 
 def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Optional[str] = None) -> Operation:

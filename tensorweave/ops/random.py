@@ -10,8 +10,6 @@ parameterized truncated normal).
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 
 import numpy as np
 
@@ -25,7 +23,7 @@ from tensorweave.ops.array.concat import concat, stack
 from tensorweave.ops.array.core import constant, reshape, shape as shape_of, size
 from tensorweave.ops.array.fill import ones_like, zeros_like
 from tensorweave.ops.array.pad import broadcast_dynamic_shape, broadcast_to, pad
-from tensorweave.ops.helpers import FLOATS, TFNodes, check_output_size, make_op, same_as_input
+from tensorweave.ops.helpers import FLOATS, TFNodes, c_function, check_output_size, make_op, same_as_input
 from tensorweave.ops.intra_op import parallel_ranges
 from tensorweave.ops.math.binary import add, maximum, xlogy
 from tensorweave.ops.math.cast import cast
@@ -601,19 +599,10 @@ def _to_half(x: np.ndarray) -> np.ndarray:
     return ((x & np.uint32(0x3FF)) | np.uint32(15 << 10)).astype(np.uint16).view(np.float16) - np.float16(1.0)
 
 
-_LIBM_UFUNCS: dict = {}
-
-
 def _libm(name: str, x: np.ndarray) -> np.ndarray:
     """The C library's `name` (log, sin, cos or their float forms) on each element: TF's Box-Muller
     calls these, and numpy's own vectorised ones differ from them in the last bit."""
-    ufunc = _LIBM_UFUNCS.get(name)
-    if ufunc is None:
-        c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
-        fn = getattr(ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6"), name)
-        fn.restype, fn.argtypes = c_type, [c_type]
-        ufunc = _LIBM_UFUNCS[name] = np.frompyfunc(fn, 1, 1)
-    return ufunc(x).astype(x.dtype) if x.size else x.copy()
+    return c_function(name)(x).astype(x.dtype) if x.size else x.copy()
 
 
 def _box_muller(x: np.ndarray, double: bool) -> np.ndarray:
