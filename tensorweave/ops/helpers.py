@@ -117,20 +117,23 @@ def c_pow(x, y):
 
 
 def tf_pow(x, y):
-    """TF's CPU Pow: Eigen's vector pow over whole vectors of AVX (8 float32, 4 float64: its
-    CPU build's) and the C library's pow for a tensor smaller than one (c_pow), whose bits TF's
-    then are; numpy's power for larger ones, which rounds as Eigen's does not either. A GPU's
-    arrays: CuPy's power."""
+    """TF's CPU Pow: Eigen's vector pow over whole vectors of AVX (8 float32, 4 float64: TF's
+    CPU build's) and the C library's pow (c_pow) for the elements after the last whole vector
+    (all of a tensor smaller than one), whose bits TF's then are; numpy's power for the vectors,
+    which rounds as Eigen's does not either. Chunks of a multiple of a vector give the whole's
+    elements. A GPU's arrays: CuPy's power."""
     if array_module(x, y) is not np:
         return np.power(x, y)
     x, y = np.asarray(x), np.asarray(y)
-    below = _SCALAR_POW_BELOW.get(np.result_type(x, y))
-    if below is not None and max(x.size, y.size) < below:
-        return c_pow(x, y)
-    return np.power(x, y)
+    out = np.asarray(np.power(x, y))
+    tail = out.size % _SCALAR_POW_BELOW.get(out.dtype, 1)
+    if tail:
+        x, y = (np.broadcast_to(v, out.shape).reshape(-1)[-tail:] for v in (x, y))
+        out.reshape(-1)[-tail:] = c_pow(x, y)
+    return out[()] if out.ndim == 0 else out
 
 
-_SCALAR_POW_BELOW = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}
+_SCALAR_POW_BELOW = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}   # (AVX's vector, in elements)
 
 
 def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Optional[str] = None) -> Operation:

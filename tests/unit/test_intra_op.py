@@ -157,15 +157,16 @@ def test_run_calls_raises_a_calls_error():
 
 @pytest.mark.parametrize("rule", optimizer_updates._RULES, ids=lambda r: r.op_type)
 def test_optimizer_updates_in_chunks_give_the_whole_update(rule, monkeypatch):
-    """A large variable's update runs in chunks on several threads (here 7 elements of a 13x5
-    variable, a last chunk short), into new arrays or its own: every element as one whole-array
-    update computes it."""
+    """A large variable's update runs in chunks on several threads (here 8 elements of a 13x5
+    variable, a last chunk short; a multiple of a vector, as the chunks are: Ftrl's pow is the C
+    library's after the last whole vector, as TF's), into new arrays or its own: every element as
+    one whole-array update computes it."""
     var, *slots = (rng.uniform(0.1, 2.0, (13, 5)).astype(np.float32) for _ in range(1 + rule.n_slots))
     grad = rng.standard_normal((13, 5)).astype(np.float32)
     scalars = [np.float32(0.9) if "beta" in s or s in ("rho", "momentum") else np.float32(0.05) for s in rule.scalars]
     attrs = {a: a == "update_slots" for a in rule.attrs if a != "use_locking"}
     whole = optimizer_updates._apply(rule, [var, *slots], scalars, grad, attrs)
-    monkeypatch.setattr(intra_op, "_MIN_ELEMS", 7)
+    monkeypatch.setattr(intra_op, "_MIN_ELEMS", 8)
     monkeypatch.setattr(intra_op, "THREADS", 3)
     chunked = optimizer_updates._apply(rule, [var, *slots], scalars, grad, attrs)
     in_place = [var.copy(), *(s.copy() for s in slots)]   # (as the kernel writes a large variable)
