@@ -94,13 +94,18 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
     bounds = [n * i // parts for i in range(parts + 1)]
     pool = _get_pool()
     flushing = denormals.flushing()   # (the parts compute as this thread does: framework/denormals.py)
-    futures = [pool.submit(_part, flushing, fn, bounds[i], bounds[i + 1]) for i in range(1, parts)]
+    # (a part's fn in a box: a cancelled part waits in the pool's queue until a thread takes it,
+    # and must not keep the step's arrays alive that long)
+    boxes = [[fn] for _ in range(1, parts)]
+    futures = [pool.submit(_part, flushing, box, bounds[i + 1], bounds[i + 2]) for i, box in enumerate(boxes)]
     error = None
     for i, f in enumerate([None] + futures):
         try:
             # a part no pool thread has started yet (on a machine busier than its cores the woken
             # thread may wait milliseconds for one) the caller runs itself rather than wait for it
             if f is None or f.cancel():
+                if i:
+                    boxes[i - 1].clear()
                 if error is None:
                     fn(bounds[i], bounds[i + 1])
             else:
@@ -111,9 +116,9 @@ def parallel_ranges(n: int, work_elems: int, fn: Callable[[int, int], None]) -> 
         raise error
 
 
-def _part(flushing: bool, fn: Callable[[int, int], None], start: int, stop: int) -> None:
+def _part(flushing: bool, box: list, start: int, stop: int) -> None:
     with denormals.computed_as(flushing):
-        fn(start, stop)
+        box[0](start, stop)
 
 
 def run_calls(calls: list) -> list:

@@ -1,6 +1,7 @@
 """Intra-op parallelism (ops/intra_op.py) and the kernels that split their work over it:
 forced to split even small inputs, results equal the unsplit numpy computation."""
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -69,6 +70,29 @@ def test_parallel_ranges_runs_parts_itself_while_pool_threads_are_busy(split_eve
         for b in blockers:
             b.result()
     assert sorted(seen) == list(range(12)) and threads == {caller.ident}
+
+
+def test_a_part_the_caller_ran_itself_keeps_nothing_alive(split_everything):
+    """A part no pool thread has started is cancelled and run by the caller, but waits in the
+    pool's queue until a thread takes it: it must not keep the kernel's arrays alive until then (a
+    loaded machine's step held 3-8 values of 1 MiB at once where it holds 3)."""
+    release = threading.Event()
+    pool = intra_op._get_pool()
+    blockers = [pool.submit(release.wait, 60) for _ in range(pool._max_workers)]
+    try:
+        x = np.ones(12)
+        gone = weakref.ref(x)
+
+        def part(a, b, x=x):
+            x[a:b] += 1
+        intra_op.parallel_ranges(12, 12, part)
+        assert (x == 2).all()
+        del x, part
+        assert gone() is None   # (the pool's threads are still busy: the cancelled parts are queued)
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
 
 
 def test_parallel_ranges_raises_a_part_error(split_everything):
