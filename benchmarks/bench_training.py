@@ -80,15 +80,20 @@ def mlp_model(tf, batch: int = 128):
     return train_op, feed, batch
 
 
+# Steps run before the timed ones: a training run's steady state, past the plan's profile and its
+# serial/parallel trials (runtime/inter_op.py), which take tensorweave's first ~35 steps.
+WARMUP = 40
+
+
 def measure(tf, build, steps: int) -> tuple:
-    """(median examples/second over `steps` training steps after two warm-up steps, the
-    process's CPU milliseconds per step over them: every thread's, oneDNN's and TF's pools too)."""
+    """(median examples/second over `steps` training steps after WARMUP steps, the process's CPU
+    milliseconds per step over them: every thread's, oneDNN's and TF's pools too)."""
     graph = tf.Graph()
     with graph.as_default():
         train_op, feed, batch = build(tf)
         sess = tf.Session(graph=graph)
         sess.run(tf.global_variables_initializer())
-        for _ in range(2):
+        for _ in range(WARMUP):
             sess.run(train_op, feed)
         samples, cpu0 = [], time.process_time()
         for _ in range(steps):
