@@ -1,28 +1,28 @@
 """Inter-op parallelism (TF's `ConfigProto.inter_op_parallelism_threads`): the ready ops of one
 step run at once on a pool of threads, the step's own thread being one of them.
 
-Python runs one thread's bytecode at a time, so concurrency pays only where kernels release the
-GIL (numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a hand-off between
-threads costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay
-(`_Choice`): its first steps run serially, one of them timing each op; a plan whose long ops
-(>= _LONG_S) sit on independent branches, so that their critical path is clearly shorter than
-their sum, then alternates serial and parallel steps and keeps the faster (parallel, where the
-plan has no blocking op, the fastest of three ways measured in its first trial: long ops handed
-off one by one, `_Offload`; every ready op to a free thread, `_Run`; and where the plan falls in
-two parts by its fetches and targets, each part on a thread of its own, `_Halves`). Another process may
-have held the second core while it measured: after a close or changed choice the trial comes
-again soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while
-trials confirm it. A plan with two
-independent blocking ops that are not Recvs (queue ops that may wait on each other) runs in
-parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel runs every plan
-given a pool of several threads in parallel from its first step (=serial: only those with such
-blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or a negative
-count) a plan runs exactly as before: the serial loop of `Plan._execute`. A partition of a
-distributed step (a plan with a Recv from another task) always runs serially: its Recvs wait on
+Python runs one thread's bytecode at a time, so concurrency pays only where kernels release the GIL
+(numpy's large loops, BLAS and oneDNN, waits on queues and Recvs), and a hand-off between threads
+costs 10-50 us. A plan therefore runs in parallel only when that was measured to pay (`_Choice`):
+its first steps run serially, three of them timing each op (one as a parallel step's thread would
+run it, on its share of the cores: oneDNN's team of two on one); a plan whose long ops (>= _LONG_S)
+sit on independent branches, so that their critical path at those times is clearly shorter than the
+serial step, then alternates serial and parallel steps and keeps the faster (parallel, where the
+plan has no blocking op, the fastest of three ways measured in its first trial: long ops handed off
+one by one, `_Offload`; every ready op to a free thread, `_Run`; and where the plan falls in two
+parts by its fetches and targets, each part on a thread of its own, `_Halves`). Another process may
+have held the second core while it measured: after a close or changed choice the trial comes again
+soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while trials
+confirm it. A plan with two independent blocking ops that are not Recvs (queue ops that may wait on
+each other) runs in parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel
+runs every plan given a pool of several threads in parallel from its first step (=serial: only
+those with such blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or
+a negative count) a plan runs exactly as before: the serial loop of `Plan._execute`. A partition of
+a distributed step (a plan with a Recv from another task) always runs serially: its Recvs wait on
 other tasks' steps, which may wait on this plan's Sends, and with one pool shared by the steps a
-task serves at once, every thread could be waiting in a Recv while the Sends that would free
-them are queued (a cluster's deadlock, seen in the CIFAR-10 ps job); the serial order sends
-before it receives.
+task serves at once, every thread could be waiting in a Recv while the Sends that would free them
+are queued (a cluster's deadlock, seen in the CIFAR-10 ps job); the serial order sends before it
+receives.
 
 Kernels keep their own intra-op teams (oneDNN's OpenMP threads, BLAS): a team's size changes
 how some products add up, and a step gives the same numbers whichever way it runs. OpenMP's
@@ -54,7 +54,8 @@ from tensorweave.ops import registry
 from tensorweave.ops import intra_op
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
-_PROFILE_STEPS = 3      # serial steps before the choice: a warm-up, two timed op by op
+_PROFILE_STEPS = 4      # serial steps before the choice: a warm-up, three timed op by op (_SHARED_RUN's on a share)
+_SHARED_RUN = 3         # the profile step that times each op on a parallel step's share of the cores
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
 _GAIN = 0.9             # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
@@ -299,8 +300,9 @@ class _Graph:
         return any(not (anc[b] >> a) & 1 for k, a in enumerate(steps) for b in steps[k + 1:])
 
     def estimate(self, cost: list, threads: int) -> float:
-        """A step's time in parallel, from each op's serial time: no less than the longest path,
-        nor than the short ops (they hold the GIL) plus the long ones spread over the threads."""
+        """A step's time in parallel, from each op's time on a thread's share of the cores: no less
+        than the longest path, nor than the short ops (they hold the GIL) plus the long ones spread
+        over the threads."""
         finish = [0.0] * self.n
         for i, p in enumerate(self.preds):
             finish[i] = cost[i] + max((finish[j] for j in p), default=0.0)
@@ -358,7 +360,8 @@ class _Choice:
     `_HALVES` where it has two parts, `_RUN`): its first trial measures each beside serial steps,
     later ones the fastest of them against serial."""
 
-    __slots__ = ("mode", "runs", "graph", "cost", "times", "measured", "interval", "chosen", "halves", "ways")
+    __slots__ = ("mode", "runs", "graph", "cost", "shared_cost", "times", "measured", "interval", "chosen", "halves",
+                 "ways")
 
     def __init__(self, plan):
         names = plan._names[:plan._node_steps]
@@ -371,7 +374,8 @@ class _Choice:
         else:
             self.mode = _SERIAL if setting == "serial" else _PROFILE
         self.runs = 0
-        self.cost: Optional[list] = None
+        self.cost: Optional[list] = None          # each op's time in the serial step
+        self.shared_cost: Optional[list] = None   # ... on a parallel step's share of the cores
         self.halves: Optional[_Halves] = None   # the plan's two parts, where it has them (see _Halves)
         self.ways: tuple = (_RUN,)     # the parallel ways a trial measures (the first of them runs the parallel steps)
         self.times: tuple = ()         # serial's step times in a trial, then each way's
@@ -430,12 +434,22 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs == 1 or step is not None and step.trace is not None:
             plan._execute_serial(vals, step)
             return
-        cost = _timed(plan, vals)
-        choice.cost = cost if choice.cost is None else [min(a, b) for a, b in zip(choice.cost, cost)]
+        if choice.runs == _SHARED_RUN:
+            # (a convolution that runs on oneDNN's team of two in the serial step takes twice as
+            # long beside another op: the CIFAR-10 net's trial measured its parallel steps 25 ms
+            # against 18 serial, and its products and convolutions are a graph of branches)
+            cap = intra_op.cap_parts(pool.intra_op_share)
+            try:
+                choice.shared_cost = _timed(plan, vals)
+            finally:
+                intra_op.cap_parts(cap)
+        else:
+            cost = _timed(plan, vals)
+            choice.cost = cost if choice.cost is None else [min(a, b) for a, b in zip(choice.cost, cost)]
         if choice.runs >= _PROFILE_STEPS:
             if choice.graph is None:
                 choice.graph = _Graph(plan)
-            if choice.graph.estimate(choice.cost, pool.threads) >= _GAIN * sum(choice.cost):
+            if choice.graph.estimate(choice.shared_cost, pool.threads) >= _GAIN * sum(choice.cost):
                 choice.runs, choice.mode = 0, _SERIAL
                 return
             if not any(choice.graph.blocking):

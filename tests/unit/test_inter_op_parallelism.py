@@ -216,6 +216,38 @@ def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monk
         assert sess.run(total, {x: good}) == 54.0
 
 
+@pytest.mark.parametrize("slower_on_a_share", [True, False])
+def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slower_on_a_share):
+    """The profile times each op on the serial step's cores and once on a parallel step's share
+    of them: two independent products that take twice as long on a share (oneDNN's team of two
+    running on one thread) make a parallel step no shorter, and the plan stays serial without a
+    trial (the CIFAR-10 net's trial cost 16 steps of 24-25 ms against 18 serial); products that
+    take as long either way are tried side by side."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
+    timed = inter_op._timed
+
+    def profiled(plan, vals):
+        timed(plan, vals)
+        product = 2e-3 if slower_on_a_share and intra_op.thread_share() is not None else 1e-3
+        return [product if i < plan._node_steps and plan._names[i].op == "MatMul" else 1e-6
+                for i in range(len(plan._steps))]
+    monkeypatch.setattr(inter_op, "_timed", profiled)
+    trials: list = []
+    trial = inter_op._Choice.trial
+
+    def recording_trial(choice):
+        trials.append(choice)
+        return trial(choice)
+    monkeypatch.setattr(inter_op._Choice, "trial", recording_trial)
+    x = tf.placeholder(tf.float32, [3, 3])
+    w = tf.constant(np.ones((3, 3), np.float32))
+    total = tf.reduce_sum(tf.matmul(x, w)) + tf.reduce_sum(tf.matmul(w, x))
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(8):
+            assert sess.run(total, {x: np.ones((3, 3), np.float32)}) == 54.0
+    assert bool(trials) is not slower_on_a_share
+
+
 def _recording_halves(monkeypatch) -> list:
     """The list of the plans whose steps ran in two parts (_Halves), one entry a step."""
     runs: list = []
