@@ -54,8 +54,7 @@ from tensorweave.ops import registry
 from tensorweave.ops import intra_op
 
 _LONG_S = 100e-6        # an op this long or longer is worth running beside another
-_PROFILE_STEPS = 4      # serial steps before the choice: a warm-up, three timed op by op (_SHARED_RUN's on a share)
-_SHARED_RUN = 3         # the profile step that times each op on a parallel step's share of the cores
+_PROFILE_STEPS = 4      # serial steps before the choice: a warm-up, three timed op by op (the second on a share)
 _TRIAL_STEPS = 8        # then twice this many steps alternating serial and parallel
 _GAIN = 0.9             # parallel is tried when its estimate is below this share of serial (and kept: intra_op.KEEP)
 _HAND_OFF_S = 30e-6     # what one hand-off between threads costs, in the estimate
@@ -434,7 +433,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs == 1 or step is not None and step.trace is not None:
             plan._execute_serial(vals, step)
             return
-        if choice.runs == _SHARED_RUN:
+        if choice.cost is not None and choice.shared_cost is None:   # (the second timed step, or after a failed one)
             # (a convolution that runs on oneDNN's team of two in the serial step takes twice as
             # long beside another op: the CIFAR-10 net's trial measured its parallel steps 25 ms
             # against 18 serial, and its products and convolutions are a graph of branches)
@@ -446,7 +445,7 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         else:
             cost = _timed(plan, vals)
             choice.cost = cost if choice.cost is None else [min(a, b) for a, b in zip(choice.cost, cost)]
-        if choice.runs >= _PROFILE_STEPS:
+        if choice.runs >= _PROFILE_STEPS and choice.shared_cost is not None:
             if choice.graph is None:
                 choice.graph = _Graph(plan)
             if choice.graph.estimate(choice.shared_cost, pool.threads) >= _GAIN * sum(choice.cost):

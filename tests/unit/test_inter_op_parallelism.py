@@ -248,6 +248,22 @@ def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slowe
     assert bool(trials) is not slower_on_a_share
 
 
+def test_failed_profile_steps_are_their_own_errors_and_the_profile_goes_on(monkeypatch):
+    """Steps that fail while the plan's profile times them (here the third and fourth, timed on
+    a share of the cores) are those steps' errors alone: the profile goes on with the next steps
+    and the plan runs on."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
+    x = tf.placeholder(tf.float32, [None])
+    total = tf.reduce_sum(tf.reshape(x, [2, 2]))
+    with tf.Session(config=_config(2)) as sess:
+        for k in range(12):
+            if k in (2, 3):
+                with pytest.raises(tf.errors.InvalidArgumentError):
+                    sess.run(total, {x: np.ones(3, np.float32)})
+            else:
+                assert sess.run(total, {x: np.ones(4, np.float32)}) == 4.0
+
+
 def _recording_halves(monkeypatch) -> list:
     """The list of the plans whose steps ran in two parts (_Halves), one entry a step."""
     runs: list = []
