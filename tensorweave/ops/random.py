@@ -10,7 +10,6 @@ parameterized truncated normal).
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from tensorweave.framework import dtypes, errors
