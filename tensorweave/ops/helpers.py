@@ -94,9 +94,9 @@ def c_function(name: str, arity: int = 1) -> Optional[np.ufunc]:
         except OSError:
             return None
         c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = c_type, [c_type] * arity
-        fn = _C_FUNCTIONS[name] = np.frompyfunc(fn, arity, 1)
+        c_fn = getattr(lib, name)
+        c_fn.restype, c_fn.argtypes = c_type, [c_type] * arity
+        fn = _C_FUNCTIONS[name] = np.frompyfunc(c_fn, arity, 1)
     return fn
 
 
@@ -109,7 +109,7 @@ def c_pow(x, y):
     vector). Other dtypes: numpy's power."""
     x, y = np.asarray(x), np.asarray(y)
     dtype = np.result_type(x, y)
-    fn = c_function("powf" if dtype == np.float32 else "pow", 2) if dtype in _SCALAR_POW_BELOW else None
+    fn = c_function("powf" if dtype == np.float32 else "pow", 2) if dtype in _AVX_ELEMENTS else None
     if fn is None:
         return np.power(x, y)
     out = np.asarray(fn(x.astype(dtype, copy=False), y.astype(dtype, copy=False))).astype(dtype)
@@ -126,14 +126,14 @@ def tf_pow(x, y):
         return np.power(x, y)
     x, y = np.asarray(x), np.asarray(y)
     out = np.asarray(np.power(x, y))
-    tail = out.size % _SCALAR_POW_BELOW.get(out.dtype, 1)
+    tail = out.size % _AVX_ELEMENTS.get(out.dtype, 1)
     if tail:
         x, y = (np.broadcast_to(v, out.shape).reshape(-1)[-tail:] for v in (x, y))
         out.reshape(-1)[-tail:] = c_pow(x, y)
     return out[()] if out.ndim == 0 else out
 
 
-_SCALAR_POW_BELOW = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}   # (AVX's vector, in elements)
+_AVX_ELEMENTS = {np.dtype(np.float32): 8, np.dtype(np.float64): 4}   # (one AVX vector of each)
 
 
 def make_op(op_type: str, inputs: list, attrs: Optional[dict] = None, name: Optional[str] = None) -> Operation:

@@ -833,7 +833,7 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
         serial = True
     else:   # (the probe first, whatever the load: in the first step that meets the shape, always)
         same = _team_gives_serial_bits(gemm, team, a, b)
-        serial = _cores_taken(team) or not same if size < _GEMM_SERIAL_MAX else _cores_taken(team) and same
+        serial = (_cores_taken(team) or not same) if size < _GEMM_SERIAL_MAX else (_cores_taken(team) and same)
     return _sgemm(gemm, a, b, serial)
 
 
