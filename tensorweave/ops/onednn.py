@@ -24,6 +24,7 @@ import glob
 import os
 import sys
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from typing import Callable, Optional
@@ -44,6 +45,8 @@ _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (me
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 _LOGISTIC_MIN = 1 << 13       # elements below which Sigmoid stays with numpy
 _ELTWISE_TEAM_MIN = 1 << 20   # elements from which a pass runs on the team while its cores are free
+_TEAM_SPIN = 10000            # spins of a team's idle thread before it sleeps (GOMP_SPINCOUNT)
+_TEAM_SPIN_S = 1e-4           # ... about that long: a team's thread spinning is no other task's core
 
 # oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
 _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
@@ -133,8 +136,13 @@ def _load():
     # GNU OpenMP reads this once, when it loads. Its default lets a team's idle threads spin at
     # each barrier; on a machine busier than its cores (other tasks, other processes, two session
     # threads each running a team) the spinning threads take the CPU the working ones need, and a
-    # training step ran 10x slower (docs/PERFORMANCE.md, "OpenMP threads"). Passive threads sleep.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # training step ran 10x slower (docs/PERFORMANCE.md, "OpenMP threads"). Passive threads sleep,
+    # after a short spin (_TEAM_SPIN): waking a sleeping one cost an LSTM step's 32x400x800 product
+    # more than the team saved, where a spinning one halves it (docs/PERFORMANCE.md, wave 21).
+    # GNU OpenMP cuts the spin short while its threads outnumber the cores.
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", str(_TEAM_SPIN))
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     # Its team is a thread per core of the affinity; a container's CPU quota caps that (a pod
     # given 2 CPUs of a 64-core node would run teams of 64 threads on 2 CPUs' worth of time).
     cores = available_cores()
@@ -829,8 +837,9 @@ def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -
     (a, ta, lda), (b, tb, ldb) = _gemm_operand(a, transpose_a), _gemm_operand(b, transpose_b)
     gemm = (b"T" if ta else b"N", b"T" if tb else b"N", m, n, k, lda, ldb)
     team = 1 if size < _GEMM_TEAM_MIN else _lib.omp_get_max_threads()
-    if team == 1:
-        serial = True
+    if team == 1 or (size < _GEMM_SERIAL_MAX and (intra_op.thread_share() or team) < team):
+        serial = True   # (its share of the cores is one thread's: a thread's first team, the probe's
+        # too, is a second set of OpenMP threads, and past the cores they no longer spin: _load)
     else:   # (the probe first, whatever the load: in the first step that meets the shape, always)
         same = _team_gives_serial_bits(gemm, team, a, b)
         serial = (_cores_taken(team) or not same) if size < _GEMM_SERIAL_MAX else (_cores_taken(team) and same)
@@ -851,6 +860,8 @@ def _sgemm(gemm: tuple, a: np.ndarray, b: np.ndarray, serial: bool) -> np.ndarra
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
+        else:
+            _team_spins[0] = time.perf_counter() + _TEAM_SPIN_S
     return c
 
 
@@ -866,6 +877,8 @@ def _threads(serial: bool):
     finally:
         if team != 1:
             _lib.omp_set_num_threads(team)
+        else:
+            _team_spins[0] = time.perf_counter() + _TEAM_SPIN_S
 
 
 def _address(a: np.ndarray) -> int:
@@ -938,10 +951,13 @@ def _cores_taken(team: int) -> bool:
         running = int(os.pread(_loadavg, 128, 0).split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return False
+    if time.perf_counter() < _team_spins[0]:   # (the last team's idle threads, spinning: ours to use)
+        running -= team - 1
     return _CPUS - running < team - 1
 
 
 _loadavg: Optional[int] = None   # /proc/loadavg's descriptor, once opened
+_team_spins = [0.0]   # until when the last team's idle threads spin (time.perf_counter)
 _CPUS = os.cpu_count() or 1
 
 

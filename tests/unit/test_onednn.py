@@ -7,6 +7,7 @@ import platform
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -454,3 +455,59 @@ def test_fused_convolution_of_a_large_input_finds_a_nan_or_huge_value_in_either_
         x[where] = bad
         assert onednn.conv2d_bias(x, w, b, g, oh, ow, True, intra_op.run_calls) is None, bad
         x[where] = 0.5
+
+
+@needs_onednn
+def test_a_thread_with_one_core_s_share_makes_no_team_for_a_small_product(monkeypatch):
+    """A thread of a parallel step or a pipelined loop's side part (intra_op.cap_parts(1)) runs a
+    product below _GEMM_SERIAL_MAX on itself, the calling thread's bits, and never probes the team:
+    a second thread's team is a second set of OpenMP threads, and once those outnumber the cores
+    GNU OpenMP stops the spin that keeps the first thread's team quick."""
+    monkeypatch.setattr(onednn, "_GEMM_TEAM_MIN", 1 << 15)
+    monkeypatch.setattr(onednn, "_SERIAL_BITS", {})
+    monkeypatch.setattr(onednn, "_cores_taken", lambda team: False)
+    a, b = rng.randn(64, 512).astype(np.float32), rng.randn(512, 64).astype(np.float32)
+    got = []
+
+    def capped():
+        intra_op.cap_parts(1)
+        got.append(onednn.matmul(a, b, False, False))
+    thread = threading.Thread(target=capped)
+    thread.start()
+    thread.join()
+    assert onednn._SERIAL_BITS == {}
+    np.testing.assert_array_equal(got[0], onednn._sgemm((b"N", b"N", 64, 64, 512, 512, 64), a, b, True))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="no /proc/loadavg")
+@needs_onednn
+def test_the_last_team_s_spinning_threads_leave_their_cores_free_for_the_next(monkeypatch, tmp_path):
+    """For a moment after a team's product its idle threads spin (GOMP_SPINCOUNT), and count as
+    running tasks in /proc/loadavg: they are the next team's, not another task's."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_bytes(b"0.50 0.40 0.30 2/180 4242\n")   # (this thread and one more running)
+    fd = os.open(loadavg, os.O_RDONLY)
+    monkeypatch.setattr(onednn, "_loadavg", fd)
+    monkeypatch.setattr(onednn, "_CPUS", 2)
+    try:
+        monkeypatch.setattr(onednn, "_team_spins", [0.0])
+        a, b = rng.randn(64, 512).astype(np.float32), rng.randn(512, 64).astype(np.float32)
+        onednn._sgemm((b"N", b"N", 64, 64, 512, 512, 64), a, b, True)
+        assert onednn._cores_taken(2)   # another task runs
+        onednn._sgemm((b"N", b"N", 64, 64, 512, 512, 64), a, b, False)
+        assert not onednn._cores_taken(2)   # the one that runs is the team's own thread, spinning
+        onednn._team_spins[0] = time.perf_counter() - 1.0   # (its spin long over)
+        assert onednn._cores_taken(2)
+    finally:
+        os.close(fd)
+
+
+@needs_onednn
+def test_gnu_openmp_spins_a_moment_unless_the_user_chose_a_wait_policy():
+    code = "import os, tensorweave.ops.onednn; print(os.environ.get('GOMP_SPINCOUNT'), os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    default = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert default.stdout.split() == [str(onednn._TEAM_SPIN), "PASSIVE"]
+    chosen = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
+                            capture_output=True, text=True, check=True)
+    assert chosen.stdout.split() == ["None", "ACTIVE"]
