@@ -46,7 +46,7 @@ _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay w
 _LOGISTIC_MIN = 1 << 13       # elements below which Sigmoid stays with numpy
 _ELTWISE_TEAM_MIN = 1 << 20   # elements from which a pass runs on the team while its cores are free
 _TEAM_SPIN = 10000            # spins of a team's idle thread before it sleeps (GOMP_SPINCOUNT)
-_TEAM_SPIN_S = 1e-4           # ... about that long: a team's thread spinning is no other task's core
+_TEAM_SPIN_S = 3e-4           # ... about that long (x86: 250 us here): its spinning is no other task
 
 # oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
 _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
