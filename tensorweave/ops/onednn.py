@@ -46,7 +46,7 @@ _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay w
 _LOGISTIC_MIN = 1 << 13       # elements below which Sigmoid stays with numpy
 _ELTWISE_TEAM_MIN = 1 << 20   # elements from which a pass runs on the team while its cores are free
 _TEAM_SPIN = 10000            # spins of a team's idle thread before it sleeps (GOMP_SPINCOUNT)
-_TEAM_SPIN_S = 3e-4           # ... about that long (x86: 250 us here): its spinning is no other task
+_TEAM_SPIN_S = 3e-4           # ... about that long (docs/PERFORMANCE.md, wave 21)
 
 # oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
 _CPU, _IN_ORDER, _F32, _ANY = 1, 1, 3, 1
@@ -935,7 +935,8 @@ def _cores_taken(team: int) -> bool:
     """Whether fewer cores are free now than a team of `team` threads needs beside the calling
     thread: the calling thread's share of the cores in a parallel step is smaller (its other
     threads run ops beside it: intra_op.thread_share), or the tasks running or ready to run
-    (/proc/loadavg's fourth field, this thread among them) outnumber the cores. On a busy
+    (/proc/loadavg's fourth field, this thread among them, the last team's idle threads not while
+    they spin after it: they are the next team's) outnumber the cores. On a busy
     machine a team's static split waits for its slowest thread, which waits for a core (a 51M
     multiply-add product took 4-10 ms against 0.5 quiet; a GAN step's two parts, each with its
     products on a team, 8.4 ms against 7.1 with them on their own threads)."""
