@@ -45,7 +45,7 @@ _MIN_INPUT_GRAD_CHANNELS = 16  # fewer: Conv2DBackpropInput stays with numpy (me
 _ELTWISE_MIN = 1 << 17        # elements below which BiasAdd and ReluGrad stay with numpy
 _LOGISTIC_MIN = 1 << 13       # elements below which Sigmoid stays with numpy
 _ELTWISE_TEAM_MIN = 1 << 20   # elements from which a pass runs on the team while its cores are free
-_TEAM_SPIN = 10000            # spins of a team's idle thread before it sleeps (GOMP_SPINCOUNT)
+_TEAM_SPIN = 4000             # spins of a team's idle thread before it sleeps (GOMP_SPINCOUNT)
 _TEAM_SPIN_S = 3e-4           # ... about that long (docs/PERFORMANCE.md, wave 21)
 
 # oneDNN 3 enum values (dnnl_types.h, dnnl_common_types.h)
