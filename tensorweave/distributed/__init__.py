@@ -19,6 +19,8 @@ tf.train.ClusterSpec, are gathered by `tensorweave.train`); not to be confused w
   pool.py       the threads a server runs requests on, up to a limit
   sockets.py    what every side shares: message shapes, ZeroMQ frames, endpoints and paths, timeouts
   shm.py        same-host large tensors in shared-memory buffers; the Unix socket carries headers
+  arena.py      a collective job's large arrays in a shared memfd (numpy's allocation policy,
+                _arena.c), where the other members of an all-reduce on the host read them
   auth.py       authentication and encryption (ZeroMQ CURVE): keys, the ZAP handler, keygen, revocation,
                 the same-host proof of key
   wire.py       message encoding: a msgpack header plus one raw frame per tensor

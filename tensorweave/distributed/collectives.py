@@ -59,7 +59,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from tensorweave.distributed import shm, sockets, wire
+from tensorweave.distributed import arena, shm, sockets, wire
 from tensorweave.distributed.cluster import ClusterSpec, parse_task_name
 from tensorweave.framework import errors
 from tensorweave.framework.device import task_name
@@ -556,6 +556,16 @@ class Link(CollectiveLink):
                 error = errors.UnavailableError   # (its process is gone, and its files may be with it)
             raise error(node, node.name, f"{node.op} {node.name}: the output {self.members[0]} shares cannot be "
                                          f"mapped ({e})") from None
+
+    def input_ref(self, arr) -> tuple:
+        """3 ints that name `arr` in this process's arena (distributed/arena.py), zeros where it
+        does not lie there."""
+        return arena.ref(arr)
+
+    def peer_input(self, rank: int, ref, n: int, dtype):
+        """The read-only array of `n` elements member `rank` named by input_ref, its arena mapped
+        here; None where it named none or it cannot be mapped (read it then)."""
+        return arena.peer_array(self._pids[rank], ref, n, dtype) if any(ref) else None
 
     def read(self, rank: int, addr: int, dst) -> None:
         """Copies dst.nbytes bytes at `addr` of member `rank` into `dst` (after in_place());

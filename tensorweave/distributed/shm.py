@@ -29,8 +29,9 @@ Reading and writing a peer's memory in place (`reaches_peers`, `read_peer`, `wri
 Linux's cross-memory attach (process_vm_readv(2), process_vm_writev) copies between an array of
 this process and another process of this user, with no buffer between, where the kernel's
 ptrace rule allows it (no Yama, or its ptrace_scope 0; TENSORWEAVE_CMA=0 turns it off). The
-collective all-reduce on one host reads the other members' inputs so (ops/collective_ops.py):
-no copy of an input into shared memory.
+collective all-reduce on one host reads the other members' inputs so (ops/collective_ops.py)
+where they do not lie in the members' arenas (distributed/arena.py, read where they lie): the
+kernel pins and copies each page, a third of memcpy's speed.
 
 An output the members of a collective share (`Pool.group_output`, `Attached.group_output`): a
 buffer of the first member's pool, after its data one holder word per member (its pid while an

@@ -78,7 +78,7 @@ import threading
 import time
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
-from tensorweave.distributed import sockets, wire
+from tensorweave.distributed import arena, sockets, wire
 from tensorweave.distributed.channel import Channel, Pending
 from tensorweave.distributed.cluster import ClusterSpec
 from tensorweave.distributed.collectives import Collectives
@@ -153,6 +153,8 @@ class WorkerService:
         self._cluster_tasks = frozenset(cluster.task_names())   # who may push tensors here
         self.collectives = Collectives(self.task, cluster, self.rendezvous, self._send, self._push, self._probe,
                                        self.incarnation, self._peer_pid)
+        # a collective job's task (no ps tasks) keeps its large arrays where its peers read them
+        self._arena = arena.policy() if "ps" not in cluster.jobs and len(self._cluster_tasks) > 1 else None
 
     # -- RPCs ------------------------------------------------------------------------------------
     def get_status(self) -> dict:
@@ -232,7 +234,12 @@ class WorkerService:
             if step.cancelled.is_set():
                 raise step.error if isinstance(step.error, errors.OpError) else errors.CancelledError(
                     None, None, f"Step {step_id} was cancelled")
-            values = plan.run(feed_values, step, self.inter_op_pool)
+            before = arena.use(self._arena) if self._arena is not None else None
+            try:
+                values = plan.run(feed_values, step, self.inter_op_pool)
+            finally:
+                if self._arena is not None:
+                    arena.use(before)
             ok = True
         finally:
             with self._lock:

@@ -33,8 +33,11 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   the first member: each sends it its own, it sends back the table of all), and the
   first member names an output buffer they all share (`link.shared_output` / `attach_output`:
   shm.Pool.group_output, reused once no member holds it); member r reduces segment r reading the
-  others' parts of it chunk by chunk into a buffer that stays in the cache and adds them in the
-  ring's order (the bits are the ring's) straight into the shared output; the barrier ("done",
+  others' parts of it chunk by chunk and adds them in the ring's order (the bits are the ring's)
+  straight into the shared output: where a member's input lies in its arena (a collective job's
+  large arrays: distributed/arena.py; `link.input_ref` / `peer_input`) the others map it and read
+  it where it lies, else they copy each chunk of it into a buffer that stays in the cache
+  (cross-memory attach, a third of memcpy's speed); the barrier ("done",
   through the first member too: 2 (size - 1) messages a round, not size (size - 1)) ends it.
   Per member that reads the tensor once and writes a 1/size share of it: no copy of an input,
   no message carrying data. The shared output is read-only, as a received tensor is. From the
@@ -121,6 +124,14 @@ class CollectiveLink:
 
     def shared_output(self, nbytes: int):
         """(the first member) (reference, writable bytes) of an output the members share, None without."""
+        return None
+
+    def input_ref(self, arr) -> tuple:
+        """3 ints that name `arr` where the other members may map it; zeros: nowhere."""
+        return 0, 0, 0
+
+    def peer_input(self, rank: int, ref, n: int, dtype):
+        """Member `rank`'s input that it named by input_ref, mapped here; None: read it."""
         return None
 
     def board(self):
@@ -299,8 +310,8 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
     kind = ord(flat.dtype.kind) << 8 | flat.itemsize
     board = link.board()
     offer = link.offer_board() if board is None and can and r == 0 else (0, 0, 0)
-    mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0)), *offer],
-                    np.int64)
+    mine = np.array([can, _address(flat), _address(out), n, kind, *(shared[0] if shared else (0, 0, 0)), *offer,
+                     *link.input_ref(flat)], np.int64)
     try:
         if board is not None:   # (from the instance's second run on: one post and one wake-up each)
             link.meet(board, 0, mine)
@@ -332,13 +343,17 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         size = flat.itemsize
         bounds = segment_bounds(n, k)
         step = max(chunk_bytes // size, 1)
+        inputs = {peer: link.peer_input(peer, v[11:14], n, flat.dtype) for peer, v in ids.items()}
         buffer = np.empty(min(step, bounds[r + 1] - bounds[r]), flat.dtype)
         for a, b in chunk_bounds(bounds[r], bounds[r + 1], step):
             acc = out[a:b]
             for j in range(1, k):
                 peer = (r + j) % k
-                got = buffer[:b - a]
-                link.read(peer, int(ids[peer][1]) + a * size, got)
+                if inputs[peer] is not None:   # (in its arena, mapped here: read where it lies)
+                    got = inputs[peer][a:b]
+                else:
+                    got = buffer[:b - a]
+                    link.read(peer, int(ids[peer][1]) + a * size, got)
                 merge(got, flat[a:b] if j == 1 else acc, out=acc)
             if final is not None:
                 acc[...] = final(acc)
@@ -350,14 +365,14 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         else:
             _barrier(link, flat.dtype)
     except BaseException:
-        _reachable_after_failure.append(out)   # (another member may still write into it: never reused)
+        _reachable_after_failure.extend((out, flat))   # (another member may still reach them: never reused)
         raise
     if shares:
         out.flags.writeable = False   # (the members' one output: read-only, as a received tensor is)
     return out
 
 
-_reachable_after_failure: list = []   # outputs of failed in-place runs
+_reachable_after_failure: list = []   # inputs and outputs of failed in-place runs
 
 
 def _barrier(link, dtype) -> None:

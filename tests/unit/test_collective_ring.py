@@ -212,9 +212,10 @@ class _SharingLink(_ReadingLink):
 
 
 def _addresses(size: int) -> int:
-    """The bytes of a run's address swap: each member's 11 words (its input's and output's addresses,
-    the shared output, the board) to the first member, which sends every other the table of them all."""
-    return (size - 1) * 11 * 8 + (size - 1) * size * 11 * 8
+    """The bytes of a run's address swap: each member's 14 words (its input's and output's addresses,
+    the shared output, the board, its input in its arena) to the first member, which sends every
+    other the table of them all."""
+    return (size - 1) * 14 * 8 + (size - 1) * size * 14 * 8
 
 
 class _Waiting:
@@ -691,3 +692,32 @@ def test_runs_of_one_instance_on_a_task_take_turns_in_their_order():
             raise RuntimeError("run 0 failed")
     second.join(30)
     assert failed and "run 0 of the instance failed on this task" in str(failed[0])
+
+
+class _ArenaLink(_SharingLink):
+    """A _SharingLink whose members name inputs that lie in their arena (distributed/arena.py)."""
+    input_ref, peer_input = collectives.Link.input_ref, collectives.Link.peer_input
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_members_read_inputs_that_lie_in_their_arenas_where_they_lie(size, monkeypatch):
+    from tensorweave.distributed import arena
+    if not shm.reaches_peers() or shm.pool() is None or arena.policy() is None:
+        pytest.skip("no cross-memory attach, shared memory or arena here")
+    monkeypatch.setattr(shm, "MIN_BYTES", 0)
+    n = 5 * 1001 + 3
+    previous = arena.use(arena.policy())
+    try:
+        inputs = [(np.random.RandomState(r).randn(n * 64) * 100).astype(np.float32)[:n] for r in range(size)]
+    finally:
+        arena.use(previous)
+    assert all(arena.ref(x)[0] for x in inputs)
+
+    def no_cross_memory_reads(*args):
+        raise AssertionError("read through cross-memory attach")
+    monkeypatch.setattr(shm, "read_peer", no_cross_memory_reads)
+    results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
+        inputs[r], _ArenaLink(link.net, r), np.add, small_bytes=0, chunk_bytes=1000 * 4))
+    for got in results:
+        np.testing.assert_array_equal(got, _ring_order_sum(inputs))   # the ring's bits
+    assert sum(net.sent_bytes) == _addresses(size)
