@@ -10,9 +10,12 @@ the kernel allows where it allows cross-memory attach (the same ptrace rule), re
 
 Arrays of at least TENSORWEAVE_ARENA_MIN_BYTES (shm.MIN_BYTES) take it, up to
 TENSORWEAVE_ARENA_BYTES in all (shm.POOL_BYTES; 0: off); past that, and without the compiled
-module (setup.py builds it where there is a C compiler), numpy allocates as always. In a forked
-child the arena is not mapped (MADV_DONTFORK): its arrays are the parent's, and the child's new
-ones come from the C library.
+module (setup.py builds it where there is a C compiler), numpy allocates as always. A freed
+block stays the process's, for the next array it fits (a training step asks for the same sizes
+every step), as a caching allocator's memory does: a task holds at most the arena's size so.
+A forked child has no arena (MADV_DONTFORK: not mapped there, so the parent's arrays in it are
+not the child's to touch, where a shared mapping would have let its writes reach the parent);
+its new arrays come from the C library.
 """
 from __future__ import annotations
 
