@@ -9,5 +9,7 @@ _GCC_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
 
 setup(ext_modules=[Extension("tensorweave.ops.state._fused_updates", ["tensorweave/ops/state/_fused_updates.c"],
                              extra_compile_args=_GCC_FLAGS, optional=True),
+                   Extension("tensorweave.ops._ordered_sum", ["tensorweave/ops/_ordered_sum.c"],
+                             extra_compile_args=_GCC_FLAGS, optional=True),
                    Extension("tensorweave.distributed._arena", ["tensorweave/distributed/_arena.c"],
                              extra_compile_args=["-O2"], optional=True)])

@@ -37,7 +37,9 @@ sent it `anonymous`ly, a broadcast's receivers not knowing its sender):
   straight into the shared output: where a member's input lies in its arena (a collective job's
   large arrays: distributed/arena.py; `link.input_ref` / `peer_input`) the others map it and read
   it where it lies, else they copy each chunk of it into a buffer that stays in the cache
-  (cross-memory attach, a third of memcpy's speed); the barrier ("done",
+  (cross-memory attach, a third of memcpy's speed); a float sum of inputs all read where they
+  lie is one pass over them that streams the segment into the shared output (_ordered_sum.c:
+  numpy's additions in the same order, the same bits); the barrier ("done",
   through the first member too: 2 (size - 1) messages a round, not size (size - 1)) ends it.
   Per member that reads the tensor once and writes a 1/size share of it: no copy of an input,
   no message carrying data. The shared output is read-only, as a received tensor is. From the
@@ -76,6 +78,11 @@ from tensorweave.ops.array.concat import concat, split
 from tensorweave.ops.array.core import reshape
 from tensorweave.ops.helpers import invalid, make_op
 from tensorweave.ops.registry import register
+
+try:
+    from tensorweave.ops._ordered_sum import ordered_sum
+except ImportError:   # (not built: no C compiler where it was installed; numpy's adds then)
+    ordered_sum = None
 
 CHUNK_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_CHUNK_BYTES", "") or 4 << 20)
 SMALL_BYTES = int(os.environ.get("TENSORWEAVE_COLLECTIVE_SMALL_BYTES", "") or 64 << 10)
@@ -344,8 +351,16 @@ def _read_in_place_all_reduce(flat: np.ndarray, link, merge: Callable, final: Ca
         bounds = segment_bounds(n, k)
         step = max(chunk_bytes // size, 1)
         inputs = {peer: link.peer_input(peer, v[11:14], n, flat.dtype) for peer, v in ids.items()}
-        buffer = np.empty(min(step, bounds[r + 1] - bounds[r]), flat.dtype)
-        for a, b in chunk_bounds(bounds[r], bounds[r + 1], step):
+        lo, hi = bounds[r], bounds[r + 1]
+        if shares and merge is np.add and ordered_sum is not None and flat.dtype in (np.float32, np.float64) \
+                and all(v is not None for v in inputs.values()):   # (all read where they lie: one pass, streamed)
+            ordered_sum(out[lo:hi], [inputs[(r + 1) % k][lo:hi], flat[lo:hi]] +
+                        [inputs[(r + j) % k][lo:hi] for j in range(2, k)])
+            if final is not None:
+                out[lo:hi] = final(out[lo:hi])
+            lo = hi
+        buffer = np.empty(min(step, hi - lo), flat.dtype)
+        for a, b in chunk_bounds(lo, hi, step):
             acc = out[a:b]
             for j in range(1, k):
                 peer = (r + j) % k

@@ -700,7 +700,8 @@ class _ArenaLink(_SharingLink):
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
-def test_members_read_inputs_that_lie_in_their_arenas_where_they_lie(size, monkeypatch):
+@pytest.mark.parametrize("merge_op, final", [("Add", None), ("Add", "Div"), ("Max", None)])
+def test_members_read_inputs_that_lie_in_their_arenas_where_they_lie(size, merge_op, final, monkeypatch):
     from tensorweave.distributed import arena
     if not shm.reaches_peers() or shm.pool() is None or arena.policy() is None:
         pytest.skip("no cross-memory attach, shared memory or arena here")
@@ -716,8 +717,30 @@ def test_members_read_inputs_that_lie_in_their_arenas_where_they_lie(size, monke
     def no_cross_memory_reads(*args):
         raise AssertionError("read through cross-memory attach")
     monkeypatch.setattr(shm, "read_peer", no_cross_memory_reads)
+    fin = (lambda v: co.final_divide(v, size)) if final else None
     results, net = _run_group(size, lambda link, r: co.ring_all_reduce(
-        inputs[r], _ArenaLink(link.net, r), np.add, small_bytes=0, chunk_bytes=1000 * 4))
-    for got in results:
-        np.testing.assert_array_equal(got, _ring_order_sum(inputs))   # the ring's bits
+        inputs[r], _ArenaLink(link.net, r), co.MERGE_OPS[merge_op], fin, small_bytes=0, chunk_bytes=1000 * 4))
+    want = _ring_order_sum(inputs) if merge_op == "Add" else np.max(inputs, axis=0)
+    for got in results:   # the ring's bits (a sum in one pass of _ordered_sum where it is built)
+        np.testing.assert_array_equal(got, want if final is None else co.final_divide(want, size))
     assert sum(net.sent_bytes) == _addresses(size)
+
+
+@pytest.mark.skipif(co.ordered_sum is None, reason="_ordered_sum is not built here")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_one_pass_sum_adds_each_next_input_in_front_as_numpy_does_to_the_bit(dtype):
+    rng, bits = np.random.RandomState(3), np.int32 if dtype == np.float32 else np.int64
+    for n, k in [(1, 2), (7, 3), (8, 2), (9, 4), (1001, 5), (100003, 4)]:
+        xs = [(rng.randn(n + 3) * 100).astype(dtype)[1:n + 1] for _ in range(k)]   # (misaligned for the streams)
+        for j, x in enumerate(xs):   # NaNs of distinct payloads: which operand's survives is the order's
+            x[j::5] = np.array([0x7FC00001 + j], bits).astype(bits).view(dtype)[0] if dtype == np.float32 else \
+                np.array([0x7FF8000000000001 + j], bits).view(dtype)[0]
+            x[j + 1::7] = np.inf
+        out = np.empty(n + 1, dtype)[1:]
+        co.ordered_sum(out, xs)
+        want = np.add(xs[0], xs[1])
+        for x in xs[2:]:
+            want = np.add(x, want)
+        np.testing.assert_array_equal(out.view(bits), want.view(bits))
+    with pytest.raises(ValueError, match="float32 or float64 C-contiguous arrays of one length"):
+        co.ordered_sum(np.empty(4, dtype), [np.ones(4, dtype), np.ones(5, dtype)])
