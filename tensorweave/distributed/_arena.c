@@ -11,9 +11,9 @@
  * training step asks for the same sizes every step). Thread safe. In a forked child the arena is
  * the parent's (MADV_DONTFORK: not mapped there): the child allocates from the C library.
  *
- * From Python: open(size_bytes, min_bytes) -> memfd or -1 (errno), handler() -> the capsule
- * numpy takes, use(handler or None) -> the previous one (PyDataMem_SetHandler), where(address)
- * -> offset in the arena or -1, stats() -> (bytes in use, bytes ever taken).
+ * From Python: open(size_bytes, min_bytes) -> memfd or -errno, handler() -> the capsule numpy
+ * takes, use(handler or None) -> the previous one (PyDataMem_SetHandler), where(address) -> offset
+ * in the arena or -1.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,7 +41,6 @@ typedef struct {   /* numpy's PyDataMem_Handler, version 1 (ndarraytypes.h) */
 static char *base;          /* the arena's mapping, NULL until open() */
 static size_t limit;        /* its size */
 static size_t top;          /* bytes handed out from its start at least once */
-static size_t in_use;
 static size_t min_bytes = (size_t)1 << 20;
 static uint32_t *units_at;  /* each block's size in units, by its first unit */
 static size_t freed[MAX_FREED];   /* offsets of free blocks */
@@ -80,8 +79,6 @@ static char *take(size_t n, int *fresh) {
         freed[at] = freed[--nfreed];
         *fresh = 0;
     }
-    if (p)
-        in_use += (size_t)units_at[(p - base) / UNIT] * UNIT;
     pthread_mutex_unlock(&lock);
     return p;
 }
@@ -111,7 +108,6 @@ static void arena_free(void *ctx, void *p, size_t size) {
         return;
     }
     pthread_mutex_lock(&lock);
-    in_use -= (size_t)units_at[((char *)p - base) / UNIT] * UNIT;
     if (nfreed < MAX_FREED)
         freed[nfreed++] = (size_t)((char *)p - base);   /* (past that many, a block is not reused) */
     pthread_mutex_unlock(&lock);
@@ -198,19 +194,11 @@ static PyObject *py_where(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(mine(p) ? (Py_ssize_t)((char *)p - base) : -1);
 }
 
-static PyObject *py_stats(PyObject *self, PyObject *noargs) {
-    pthread_mutex_lock(&lock);
-    PyObject *r = Py_BuildValue("nn", (Py_ssize_t)in_use, (Py_ssize_t)top);
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
 static PyMethodDef methods[] = {
     {"open", py_open, METH_VARARGS, "open(size_bytes, min_bytes) -> the arena's memfd, or -errno"},
     {"handler", py_handler, METH_NOARGS, "the allocation policy numpy takes (a 'mem_handler' capsule)"},
     {"use", py_use, METH_O, "use(handler or None) -> the previous policy, for this thread and context"},
     {"where", py_where, METH_O, "where(address) -> its offset in the arena, or -1"},
-    {"stats", py_stats, METH_NOARGS, "stats() -> (bytes in use, bytes ever handed out)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -48,7 +48,8 @@ def policy() -> Optional[object]:
     if _opened is None or _opened[0] != os.getpid():
         with _lock:
             if _opened is None or _opened[0] != os.getpid():
-                fd = _arena.open(BYTES, MIN_BYTES) if _arena is not None and BYTES > 0 and _opened is None else -1
+                parent = _opened is not None   # (a forked child: its parent's arena is not mapped here)
+                fd = _arena.open(BYTES, MIN_BYTES) if _arena is not None and BYTES > 0 and not parent else -1
                 _opened = (os.getpid(), fd, _arena.handler() if fd >= 0 else None)
     return _opened[2]
 

@@ -565,7 +565,7 @@ class Link(CollectiveLink):
     def peer_input(self, rank: int, ref, n: int, dtype):
         """The read-only array of `n` elements member `rank` named by input_ref, its arena mapped
         here; None where it named none or it cannot be mapped (read it then)."""
-        return arena.peer_array(self._pids[rank], ref, n, dtype) if any(ref) else None
+        return arena.peer_array(self._pids[rank], ref, n, dtype)
 
     def read(self, rank: int, addr: int, dst) -> None:
         """Copies dst.nbytes bytes at `addr` of member `rank` into `dst` (after in_place());

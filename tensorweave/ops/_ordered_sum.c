@@ -1,5 +1,5 @@
-/* out = ... + (x2 + (x0 + x1)) elementwise (each next input added in front, as the ring adds), in one pass that writes `out` with streaming
- * (non-temporal) stores: the in-place all-reduce's segment sum (ops/collective_ops.py), whose
+/* out = ... + (x2 + (x0 + x1)) elementwise (each next input added in front, as the ring adds), in
+ * one pass that writes `out` with streaming (non-temporal) stores: the in-place all-reduce's segment sum (ops/collective_ops.py), whose
  * inputs are other processes' arrays read where they lie. numpy's adds in the same order make a
  * pass per input over the sum, and each store first reads the line it writes; one pass that
  * streams its result moves a quarter less memory (docs/PERFORMANCE.md, wave 21).
@@ -19,28 +19,29 @@
 #define STREAMS 1
 #endif
 
-#define SUM(T, name, VEC, LOAD, ADD, STREAM, LANES)                                                   \
-    static void name(T *out, T *const *x, int k, Py_ssize_t n) {                                     \
+/* out[i] for i in [from, to), one element at a time */
+#define SCALAR(T, out, x, k, from, to)                                                             \
+    for (Py_ssize_t e = (from), end = (to); e < end; e++) {                                        \
+        T s = x[0][e] + x[1][e];                                                                   \
+        for (int j = 2; j < k; j++)                                                                \
+            s = x[j][e] + s;                                                                       \
+        out[e] = s;                                                                                \
+    }
+
+#define SUM(T, name, VEC, LOAD, ADD, STREAM, LANES)                                                \
+    static void name(T *out, T *const *x, int k, Py_ssize_t n) {                                   \
         Py_ssize_t i = 0;                                                                          \
         STREAMED(T, VEC, LOAD, ADD, STREAM, LANES)                                                 \
-        for (; i < n; i++) {                                                                       \
-            T s = x[0][i] + x[1][i];                                                               \
-            for (int j = 2; j < k; j++)                                                            \
-                s = x[j][i] + s;                                                                   \
-            out[i] = s;                                                                            \
-        }                                                                                          \
+        SCALAR(T, out, x, k, i, n)                                                                 \
     }
 
 #ifdef STREAMS
-/* scalar until `out` is 32-byte aligned (a stream store needs it), then 32 bytes at a time */
+/* one element at a time until `out` is 32-byte aligned (a stream store needs it), then 32 bytes */
 #define STREAMED(T, VEC, LOAD, ADD, STREAM, LANES)                                                 \
     if (__builtin_cpu_supports("avx")) {                                                           \
-        for (; i < n && ((uintptr_t)(out + i) & 31); i++) {                                        \
-            T s = x[0][i] + x[1][i];                                                               \
-            for (int j = 2; j < k; j++)                                                            \
-                s = x[j][i] + s;                                                                   \
-            out[i] = s;                                                                            \
-        }                                                                                          \
+        Py_ssize_t head = (Py_ssize_t)(((32 - ((uintptr_t)out & 31)) & 31) / sizeof(T));          \
+        i = head < n ? head : n;                                                                   \
+        SCALAR(T, out, x, k, 0, i)                                                                 \
         for (; i + LANES <= n; i += LANES) {                                                       \
             VEC s = ADD(LOAD(x[0] + i), LOAD(x[1] + i));                                           \
             for (int j = 2; j < k; j++)                                                            \

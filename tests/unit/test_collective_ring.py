@@ -736,7 +736,7 @@ def test_the_one_pass_sum_adds_each_next_input_in_front_as_numpy_does_to_the_bit
             x[j::5] = np.array([0x7FC00001 + j], bits).astype(bits).view(dtype)[0] if dtype == np.float32 else \
                 np.array([0x7FF8000000000001 + j], bits).view(dtype)[0]
             x[j + 1::7] = np.inf
-        out = np.empty(n + 1, dtype)[1:]
+        out = np.full(n + 1, -7.0, dtype)[1:]   # (every element written, the unaligned head too)
         co.ordered_sum(out, xs)
         want = np.add(xs[0], xs[1])
         for x in xs[2:]:
