@@ -1053,3 +1053,12 @@ def relu_grad(g: np.ndarray, y: np.ndarray, into_g: bool = False) -> Optional[np
         return None
     flat = g.reshape(shape)
     return plan(y.reshape(shape), _MINUS_ONE, _ZERO, flat, out=flat if into_g else None).reshape(g.shape)
+
+
+# sgemm makes its kernels on its first call, whatever the shape (25 ms of a process's first step
+# here): a thread of their own makes them when the library loads, while the graph is built.
+_EIGHTS = np.ones((8, 8), np.float32)
+_kernels_made = threading.Thread(target=_sgemm, args=((b"N", b"N", 8, 8, 8, 8, 8), _EIGHTS, _EIGHTS, True),
+                                 name="tensorweave-onednn-kernels", daemon=True)
+if AVAILABLE:
+    _kernels_made.start()

@@ -360,7 +360,7 @@ class _Choice:
     later ones the fastest of them against serial."""
 
     __slots__ = ("mode", "runs", "graph", "cost", "shared_cost", "times", "measured", "interval", "chosen", "halves",
-                 "ways")
+                 "ways", "every_way")
 
     def __init__(self, plan):
         names = plan._names[:plan._node_steps]
@@ -377,6 +377,7 @@ class _Choice:
         self.shared_cost: Optional[list] = None   # ... on a parallel step's share of the cores
         self.halves: Optional[_Halves] = None   # the plan's two parts, where it has them (see _Halves)
         self.ways: tuple = (_RUN,)     # the parallel ways a trial measures (the first of them runs the parallel steps)
+        self.every_way: tuple = self.ways   # the ways the plan has
         self.times: tuple = ()         # serial's step times in a trial, then each way's
         self.measured = False          # the mode was chosen by a trial (and is tried again later)
         self.interval = 0              # steps from a trial's choice to the next trial
@@ -394,13 +395,15 @@ class _Choice:
     def chose(self) -> None:
         """(After a trial) the faster mode by each's best step (on a shared machine other
         processes only ever add time), and when to try again; of the parallel ways, the faster,
-        which alone later trials measure."""
+        which alone later trials measure while a parallel way is kept (where serial steps are
+        chosen, the next trial measures every way again: eight steps of each on a busy machine
+        may have ranked them wrongly)."""
         serial, *ways = (min(t) for t in self.times)
         par = min(ways)
-        self.ways = (self.ways[ways.index(par)],)
         previous = None if self.chosen is None else self.chosen == _PARALLEL
         parallel, self.interval = intra_op.measured_choice(par / serial, previous, self.interval,
                                                            (_FIRST_RECHECK, _CLEAR_RECHECK, _RECHECK_STEPS))
+        self.ways = (self.ways[ways.index(par)],) if parallel else self.every_way
         self.mode = self.chosen = _PARALLEL if parallel else _SERIAL
         self.runs, self.measured = 0, True
 
@@ -448,12 +451,16 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs >= _PROFILE_STEPS and choice.shared_cost is not None:
             if choice.graph is None:
                 choice.graph = _Graph(plan)
-            if choice.graph.estimate(choice.shared_cost, pool.threads) >= _GAIN * sum(choice.cost):
+            if pool.threads == 2 and not any(choice.graph.blocking):
+                choice.halves = _Halves.of(plan, choice.graph, choice.shared_cost, sum(choice.cost))
+            # (a step in two parts hands off a few times, not once per long op: its own model admits it)
+            if choice.halves is None and choice.graph.estimate(choice.shared_cost, pool.threads) >= \
+                    _GAIN * sum(choice.cost):
                 choice.runs, choice.mode = 0, _SERIAL
                 return
             if not any(choice.graph.blocking):
-                choice.halves = _Halves.of(plan, choice.graph, choice.cost) if pool.threads == 2 else None
-                choice.ways = (_OFFLOAD, _RUN) if choice.halves is None else (_OFFLOAD, _HALVES, _RUN)
+                choice.ways = choice.every_way = \
+                    (_OFFLOAD, _RUN) if choice.halves is None else (_OFFLOAD, _HALVES, _RUN)
             choice.trial()
     else:
         way = choice.runs % (len(choice.ways) + 1)
@@ -470,17 +477,19 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
 
 def _parallel(plan, choice: _Choice, vals: list, step, pool: InterOpPool, way: int) -> None:
     """One parallel step, by `way`: _Halves or _Offload (for plans without blocking ops whose
-    ops' times are known) where the step is not traced, else _Run."""
+    ops' times are known) where the step is not traced, else _Run; with short turns at the GIL
+    (intra_op.short_switches)."""
     untraced = step is None or step.trace is None
-    if way == _HALVES and untraced:
-        choice.halves.run(vals, pool)
-    elif way == _OFFLOAD and untraced:
-        offload = plan.__dict__.get("_inter_op_offload")
-        if offload is None or offload.threads != pool.threads:
-            offload = plan.__dict__["_inter_op_offload"] = _Offload(plan, choice.graph, choice.cost, pool.threads)
-        offload.run(vals, pool)
-    else:
-        _Run(plan, choice.graph, vals, step, pool).run()
+    with intra_op.short_switches:
+        if way == _HALVES and untraced:
+            choice.halves.run(vals, pool)
+        elif way == _OFFLOAD and untraced:
+            offload = plan.__dict__.get("_inter_op_offload")
+            if offload is None or offload.threads != pool.threads:
+                offload = plan.__dict__["_inter_op_offload"] = _Offload(plan, choice.graph, choice.cost, pool.threads)
+            offload.run(vals, pool)
+        else:
+            _Run(plan, choice.graph, vals, step, pool).run()
 
 
 class _Offload:
@@ -599,8 +608,12 @@ class _Halves:
     side part, so it never waits for it (but at the end); the side waits only where it reads a
     value of the step's thread not made yet. Each thread runs its ops in the plan's order, in
     runs of several between those waits: no hand-off per op, where _Offload hands off each
-    long op and keeps the short ones (a GAN's 250) on one thread. A plan's first trial measures
-    it beside _Offload, _Run and serial steps (_Choice)."""
+    long op and keeps the short ones (a GAN's 250) on one thread. Each thread has its share of the
+    cores, and all of them while the other waits for it or is done: a run of ops starts before
+    each long op, and takes the cores then where the other thread waits (it cannot stop waiting
+    before this thread's run ends), so a product on the critical path runs on oneDNN's team while
+    the other part has nothing to do (a GAN's generator before the discriminator's half can go
+    on). A plan's first trial measures it beside _Offload, _Run and serial steps (_Choice)."""
 
     __slots__ = ("plan", "main", "side")
 
@@ -611,11 +624,12 @@ class _Halves:
         self.main, self.side = main, side
 
     @staticmethod
-    def of(plan, graph: _Graph, cost: list) -> Optional["_Halves"]:
-        """The plan's best split by its profiled op times (the shortest modelled step: the step's
-        thread runs its part in plan order, the side its own after what it reads), or None where
-        none models below _GAIN of the serial step (a Keras fit's metrics beside its step: 0.998;
-        a GAN's discriminator part: 0.56)."""
+    def of(plan, graph: _Graph, cost: list, serial: float) -> Optional["_Halves"]:
+        """The plan's best split by its ops' profiled times on a thread's share of the cores,
+        `cost` (the shortest modelled step: the step's thread runs its part in plan order, the
+        side its own after what it reads), or None where none models below _GAIN of the serial
+        step's time `serial` (a GAN's discriminator part: 0.75; two products that take twice as
+        long on a share: none)."""
         n = graph.n
         sinks = [i for i in range(n) if not graph.succ[i]]
         if len(sinks) < 2:
@@ -624,7 +638,7 @@ class _Halves:
         below = {t: anc[t] | (1 << t) for t in sinks}
         groups = [(t,) for t in sinks] + ([(a, b) for k, a in enumerate(sinks) for b in sinks[k + 1:]]
                                           if len(sinks) <= 8 else [])
-        best, total = None, sum(cost)
+        best = None
         for group in groups:
             mine = others = 0
             for t in sinks:
@@ -648,23 +662,27 @@ class _Halves:
                     side_clock = max(side_clock, main_end[wait] + _HAND_OFF_S if wait >= 0 else 0.0) + cost[i]
                     waits.append((i, wait))
             span = max(clock, side_clock + _HAND_OFF_S)
-            if span < _GAIN * total and (best is None or span < best[0]):
+            if span < _GAIN * serial and (best is None or span < best[0]):
                 best = (span, position, waits)
         if best is None:
             return None
         _, position, waits = best
         steps, names = plan._steps, plan._names
-        cuts = sorted({w for _, w in waits if w >= 0})
+        cuts = set(w for _, w in waits if w >= 0)
         in_main = list(position)   # (made in position order)
-        main, start = [], 0
-        for end in cuts + [len(in_main) - 1]:
-            if end >= start:
-                ops = in_main[start:end + 1]
-                main.append(([steps[i] for i in ops], [names[i] for i in ops], end if end in cuts else -1))
-                start = end + 1
+        # each thread's ops in runs: a run ends where the side waits for the step's thread, and
+        # before each long op (there a thread whose partner waits takes the cores: run)
+        main: list = []
+        for k, i in enumerate(in_main):
+            if not main or main[-1][2] >= 0 or cost[i] >= _LONG_S:
+                main.append(([], [], -1))
+            main[-1][0].append(steps[i])
+            main[-1][1].append(names[i])
+            if k in cuts:
+                main[-1] = main[-1][:2] + (k,)
         side: list = []
         for i, w in waits:
-            if not side or side[-1][0] != w:
+            if not side or side[-1][0] != w or cost[i] >= _LONG_S:
                 side.append((w, [], []))
             side[-1][1].append(steps[i])
             side[-1][2].append(names[i])
@@ -674,45 +692,57 @@ class _Halves:
         execute = self.plan._execute
         cond = threading.Condition(threading.Lock())
         progress = [-1]       # the last main position done (inf: the step failed, stop waiting)
+        side_waits = [-1]     # the main position the side waits for (-1: it runs; inf: it is done)
+        main_done = [False]
         failed: list = []     # the first failure
         done = threading.Event()
         started = threading.Lock()   # (taken by whichever thread runs the side part)
         errstate = np.geterr()
+        share = pool.intra_op_share
 
         def side() -> None:
             if not started.acquire(blocking=False):
                 return   # (the step's thread ran it: the pool's thread came too late)
+            cap = intra_op.cap_parts(share)
             try:
                 with np.errstate(**errstate):
                     for wait, steps, names in self.side:
                         if progress[0] < wait:
                             with cond:
+                                side_waits[0] = wait
                                 while progress[0] < wait:
                                     cond.wait()
                         if failed:
                             return
+                        intra_op.cap_parts(None if main_done[0] else share)
                         execute(vals, steps, 0, names)
             except BaseException as e:   # noqa: BLE001 - raised by the step's thread
                 with cond:
                     failed.append(e)
             finally:
+                intra_op.cap_parts(cap)
+                side_waits[0] = float("inf")
                 done.set()
 
         pool.submit(side)
-        cap = intra_op.cap_parts(pool.intra_op_share)
+        cap = intra_op.cap_parts(share)
         try:
             for steps, names, end in self.main:
                 if failed:
                     break
+                intra_op.cap_parts(None if side_waits[0] > progress[0] else share)
                 execute(vals, steps, 0, names)
                 if end >= 0:
                     with cond:
                         progress[0] = end
+                        if side_waits[0] <= end:
+                            side_waits[0] = -1
                         cond.notify()
         except BaseException as e:   # noqa: BLE001 - raised once the side is done
             with cond:
                 failed.append(e)
         finally:
+            main_done[0] = True
             intra_op.cap_parts(cap)
             with cond:   # (a side still waiting stops: the step failed)
                 if failed:

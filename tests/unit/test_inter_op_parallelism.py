@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -248,6 +249,39 @@ def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slowe
     assert bool(trials) is not slower_on_a_share
 
 
+def test_a_plan_in_two_parts_is_tried_where_one_hand_off_per_long_op_would_not_pay(monkeypatch):
+    """Two fetched chains of products, of ten and of three: a parallel step that hands off each
+    product (30 us each, against 120 us products) models no faster than 0.9 of the serial step,
+    but the plan falls in two parts, the short chain's on a thread of its own, which models
+    faster: the plan is tried (a GAN step was not, in two runs of three, and stayed serial)."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
+    timed = inter_op._timed
+
+    def profiled(plan, vals):
+        timed(plan, vals)
+        return [1.2e-4 if i < plan._node_steps and plan._names[i].op == "MatMul" else 1e-6
+                for i in range(len(plan._steps))]
+    monkeypatch.setattr(inter_op, "_timed", profiled)
+    trials: list = []
+    trial = inter_op._Choice.trial
+
+    def recording_trial(choice):
+        trials.append(choice)
+        return trial(choice)
+    monkeypatch.setattr(inter_op._Choice, "trial", recording_trial)
+    x = tf.placeholder(tf.float32, [3, 3])
+    chains = []
+    for length in (10, 3):
+        h = x
+        for _ in range(length):
+            h = tf.matmul(h, tf.constant(np.eye(3, dtype=np.float32)))
+        chains.append(tf.reduce_sum(h))
+    with tf.Session(config=_config(2)) as sess:
+        for _ in range(8):
+            assert sess.run(chains, {x: np.ones((3, 3), np.float32)}) == [9.0, 9.0]
+    assert trials and trials[0].halves is not None
+
+
 def test_failed_profile_steps_are_their_own_errors_and_the_profile_goes_on(monkeypatch):
     """Steps that fail while the plan's profile times them (here the third and fourth, timed on
     a share of the cores) are those steps' errors alone: the profile goes on with the next steps
@@ -318,6 +352,82 @@ def test_the_side_part_waits_for_the_shared_values_it_reads(monkeypatch):
         for k in range(30):
             assert sess.run(fetches, {x: np.full((3, 3), k, np.float32)}) == [216.0 * k, 216.0 * k]
     assert runs
+
+
+def _in_a_wait(thread: threading.Thread) -> bool:
+    """Whether `thread` is blocked in a threading wait (a Condition's or an Event's)."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _until(condition, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.001)
+
+
+def test_a_part_takes_all_the_cores_while_the_other_waits_for_it_or_is_done():
+    """The two parts of a step each split their kernels into their share of the cores, and into
+    all of them while the other part waits for this one (a GAN's generator, whose output the
+    discriminator's part waits for) or is done: a product then runs on oneDNN's whole team."""
+    pool = inter_op.InterOpPool(2, name="halves-test")
+    shares: dict = {}
+    pool_thread: list = []
+
+    def side_started():
+        pool_thread.append(threading.current_thread())
+    main_thread = threading.current_thread()
+
+    def record(key):
+        def op():
+            shares[key] = intra_op.thread_share()
+        return op
+
+    def main_first():   # (until the side waits for this thread's next run)
+        _until(lambda: pool_thread and _in_a_wait(pool_thread[0]), "waited")
+    def side_first():   # (until the step's thread is done, waiting for the side's end)
+        _until(lambda: _in_a_wait(main_thread), "waited")
+    plan = SimpleNamespace(_execute=lambda vals, steps, offset, names=None: [op() for op in steps])
+    main = [([main_first], [None], -1), ([record("main while the side waits")], [None], 1),
+            ([record("main while the side runs")], [None], -1)]
+    side = [(-1, [side_started], [None]), (1, [side_first], [None]), (1, [record("side after main")], [None])]
+    inter_op._Halves(plan, main, side).run([], pool)
+    pool.close()
+    assert shares == {"main while the side waits": None, "main while the side runs": pool.intra_op_share,
+                      "side after main": None}
+    assert intra_op.thread_share() is None   # (this thread's own cap, restored)
+
+
+@pytest.mark.parametrize("own", [5e-3, 2e-5])
+def test_a_parallel_step_runs_with_a_short_gil_switch_interval_and_leaves_the_processs_own(monkeypatch, own):
+    """While a step runs in parallel, a thread waits at most 100 us for the GIL another holds
+    (Python's default: 5 ms, which a step's thread back from a product waited, for the other's
+    run of small ops); before and after, and in a serial step, the interval is the process's own
+    (a shorter one of its own stays)."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "parallel")
+    seen: list = []
+
+    def interval(v):
+        seen.append(sys.getswitchinterval())
+        return v
+    x = tf.placeholder(tf.float32, [3])
+    left = tf.py_func(interval, [x], tf.float32)
+    right = tf.py_func(interval, [x + 1.0], tf.float32)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(own)
+    try:
+        for threads in (2, 1):
+            with tf.Session(config=_config(threads)) as sess:
+                assert sess.run([tf.reduce_sum(left), tf.reduce_sum(right)], {x: np.ones(3, np.float32)}) == [3.0, 6.0]
+            assert sys.getswitchinterval() == pytest.approx(own)
+    finally:
+        sys.setswitchinterval(previous)
+    assert seen == pytest.approx([min(own, 1e-4)] * 2 + [own] * 2)
 
 
 def test_a_session_run_inside_a_parallel_steps_py_func_completes(monkeypatch):
@@ -479,6 +589,26 @@ def test_a_distributed_steps_partition_runs_serially_even_when_parallel_is_asked
     names = [NodeDef("recv", "_Recv"), NodeDef("dequeue", "QueueDequeueV2"), NodeDef("dequeue_1", "QueueDequeueV2")]
     choice = inter_op._Choice(SimpleNamespace(_names=names, _node_steps=len(names)))
     assert choice.mode == inter_op._SERIAL and choice.graph is None
+
+
+def test_a_trial_that_keeps_serial_steps_measures_every_way_again_the_next_time():
+    """A trial keeps only the fastest parallel way to measure against serial later; once serial
+    steps win, the next trial measures every way again (eight steps of each on a busy machine
+    may have ranked them wrongly, and the plan would keep measuring the wrong one)."""
+    names = [NodeDef("a", "MatMul"), NodeDef("b", "MatMul")]
+    choice = inter_op._Choice(SimpleNamespace(_names=names, _node_steps=len(names)))
+    every = (inter_op._OFFLOAD, inter_op._HALVES, inter_op._RUN)
+    choice.ways = choice.every_way = every
+    choice.trial()
+    choice.times = tuple([t] * inter_op._TRIAL_STEPS for t in (1.0, 0.7, 0.8, 0.5))
+    choice.chose()
+    assert choice.mode == inter_op._PARALLEL and choice.ways == (inter_op._RUN,)
+    choice.trial()
+    choice.times = ([1.0] * inter_op._TRIAL_STEPS, [1.5] * inter_op._TRIAL_STEPS)
+    choice.chose()
+    assert choice.mode == inter_op._SERIAL and choice.ways == every
+    choice.trial()
+    assert len(choice.times) == 1 + len(every)
 
 
 def test_a_trials_choice_is_tried_again_soon_and_then_less_often():

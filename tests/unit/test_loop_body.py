@@ -3,6 +3,7 @@ loop (its sums of the weights' gradients) on a second thread gives the serial lo
 failure there is the step's error; an op of the body computed only from captured values runs
 once a loop run, a stateful one at every iteration, and a Keras LSTM trains to the same bits."""
 import collections
+import sys
 
 import numpy as np
 import pytest
@@ -78,6 +79,43 @@ def test_a_failure_in_the_side_part_is_the_steps_error(monkeypatch):
         with pytest.raises(tf.errors.InvalidArgumentError, match="row_of_i"):
             sess.run(total, {n: 9})
     assert len(runs) == 2
+
+
+def test_a_pipelined_loop_takes_short_turns_at_the_gil_and_leaves_the_processs_interval(monkeypatch):
+    """While a loop runs on two threads (its side part on the pool's), a thread waits at most
+    100 us for the GIL the other holds (Python's default: 5 ms); on one thread, and after the
+    step, the interval is the process's own."""
+    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")   # (the step's first run: serial)
+    monkeypatch.setattr(loop_body._Choice, "pipelined", lambda choice: True)
+    runs = _counting_side_work(monkeypatch)
+    seen = []
+    factory = registry.kernel_for("Tanh")
+
+    def recording(node, ctx):
+        run = factory(node, ctx)
+
+        def tanh(x):
+            seen.append(sys.getswitchinterval())
+            return run(x)
+        return tanh
+    monkeypatch.setitem(registry.KERNELS, ("Tanh", "CPU"), recording)
+    w = tf.constant(np.ones((4, 4), np.float32))
+
+    def body(i, h, total):
+        row = h
+        for _ in range(4):   # (enough work to be worth a second thread)
+            row = tf.matmul(tf.expand_dims(row, 0), w)[0] + 1.0
+        return i + 1, tf.tanh(h), total + row
+
+    _, _, total = tf.while_loop(lambda i, h, t: i < 3, body, [0, tf.zeros([4]), tf.zeros([4])])
+    own = sys.getswitchinterval()
+    for sess, expected in zip(_sessions(), (1e-4, own)):
+        del seen[:]
+        with sess:
+            sess.run(total)
+        assert seen == pytest.approx([min(own, expected)] * 3)
+        assert sys.getswitchinterval() == own
+    assert len(runs) == 1
 
 
 def _numpy_total(n: int) -> np.ndarray:

@@ -309,6 +309,39 @@ def test_a_forked_child_uses_the_numpy_kernels_instead_of_hanging():
     assert out.stdout.split() == ["True", "True", "child", "False", "True"], out.stderr
 
 
+KERNELS_AT_LOAD = """
+import os, sys, time, numpy as np
+import tensorweave.ops.onednn as onednn
+print(onednn._kernels_made.name, flush=True)
+time.sleep(float(sys.argv[2]))   # (exits, forks or multiplies while sgemm may still make its kernels)
+a, b = np.arange(12, dtype=np.float32).reshape(3, 4) / 7, np.arange(20, dtype=np.float32).reshape(4, 5) / 3
+if sys.argv[1] == "fork":
+    pid = os.fork()
+    if pid == 0:   # (a forked child steps aside from oneDNN: its threads are not there)
+        os._exit(0 if not onednn.AVAILABLE and onednn.matmul(a, b, False, False) is None else 3)
+    print(os.waitpid(pid, 0)[1] == 0, flush=True)
+elif sys.argv[1] == "product":
+    big_a, big_b = np.tile(a, (64, 64)), np.tile(b, (64, 64))
+    print(np.allclose(onednn._sgemm((b"N", b"N", 192, 320, 256, 256, 320), big_a, big_b, True),
+                      big_a.astype(np.float64) @ big_b, rtol=1e-5), flush=True)
+"""
+
+
+@needs_onednn
+@pytest.mark.parametrize("then", ["exit", "fork", "product"])
+@pytest.mark.parametrize("after_s", ["0", "0.01"])
+def test_sgemms_kernels_are_made_on_a_thread_of_their_own_when_the_library_loads(then, after_s):
+    """sgemm makes its kernels on its first call (25 ms): a thread does, when the library loads, so
+    that a process's first product does not wait for them. A process that exits, forks or
+    multiplies while they are being made does so as without the thread."""
+    out = subprocess.run([sys.executable, "-c", KERNELS_AT_LOAD, then, after_s], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["tensorweave-onednn-kernels"] + ([] if then == "exit" else ["True"]), out.stderr
+    onednn._kernels_made.join(60)
+    assert not onednn._kernels_made.is_alive()
+
+
 def test_tensorweave_onednn_0_turns_it_off():
     env = dict(os.environ, TENSORWEAVE_ONEDNN="0")
     out = subprocess.run([sys.executable, "-c", "from tensorweave.ops import onednn; print(onednn.AVAILABLE)"],

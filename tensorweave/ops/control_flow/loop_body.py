@@ -38,6 +38,7 @@ Five things about the body are worked out once, when the step's plan is made:
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 import time
@@ -121,46 +122,48 @@ def while_kernel(node, ctx):
         chunks = _SumsInChunks(sums, history[nrec:], pool if pool is not None and pool.threads > 1 and
                                step.trace is None and not pipelined else None) if sums else None
         side = _SideWork(split[0], vs, fed, step, pool, history, chunks and chunks.iterated) if pipelined else None
-        start = time.perf_counter()
-        i = 0
-        try:
-            while limit is None or i < limit:
-                c = cond_plan.run(vs + cc, step)[0]
-                if np.ndim(c) != 0:
-                    raise errors.InvalidArgumentError(
-                        node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
-                                         f"shape {list(np.shape(c))}")
-                if not c:
-                    break
-                if hoisted and i == 0:
-                    fed.extend(hoist_plan.run(vs + bc, step))
-                    for k, columns in dense:
-                        if k >= n + nb:
-                            fed[k - n] = _laid_out(fed[k - n], columns)
-                if side is None:
-                    serial(vs, fed, step, history)
-                else:
-                    side.iterate(vs, history)
-                i += 1
-                if chunks is not None and side is None:
-                    chunks.iterated()
-                if step.cancelled.is_set():
-                    raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
-                if step.deadline is not None and time.monotonic() > step.deadline:
-                    raise errors.DeadlineExceededError(node, node.name,
-                                                       f"Timed out in loop '{node.name}' after {i} iterations")
-        except BaseException:
+        at_once = side is not None or chunks is not None and chunks.pool is not None   # (threads besides this one)
+        with intra_op.short_switches if at_once else contextlib.nullcontext():
+            start = time.perf_counter()
+            i = 0
+            try:
+                while limit is None or i < limit:
+                    c = cond_plan.run(vs + cc, step)[0]
+                    if np.ndim(c) != 0:
+                        raise errors.InvalidArgumentError(
+                            node, node.name, f"The loop condition of '{node.name}' must be a scalar, but it has "
+                                             f"shape {list(np.shape(c))}")
+                    if not c:
+                        break
+                    if hoisted and i == 0:
+                        fed.extend(hoist_plan.run(vs + bc, step))
+                        for k, columns in dense:
+                            if k >= n + nb:
+                                fed[k - n] = _laid_out(fed[k - n], columns)
+                    if side is None:
+                        serial(vs, fed, step, history)
+                    else:
+                        side.iterate(vs, history)
+                    i += 1
+                    if chunks is not None and side is None:
+                        chunks.iterated()
+                    if step.cancelled.is_set():
+                        raise errors.CancelledError(node, node.name, f"Step was cancelled inside loop '{node.name}'")
+                    if step.deadline is not None and time.monotonic() > step.deadline:
+                        raise errors.DeadlineExceededError(node, node.name,
+                                                           f"Timed out in loop '{node.name}' after {i} iterations")
+            except BaseException:
+                if side is not None:
+                    side.abandon()
+                if chunks is not None:
+                    chunks.abandon()
+                raise
             if side is not None:
-                side.abandon()
+                side.finish(vs)
+            if split and split[0] is not None:
+                choice.ran(bool(pipelined), time.perf_counter() - start)
             if chunks is not None:
-                chunks.abandon()
-            raise
-        if side is not None:
-            side.finish(vs)
-        if split and split[0] is not None:
-            choice.ran(bool(pipelined), time.perf_counter() - start)
-        if chunks is not None:
-            chunks.finish(vs, i)
+                chunks.finish(vs, i)
         if recording:
             vs = list(vs) + [np.int32(i)] + [TensorListValue(tuple(h)) for h in history[:nrec]]
         return vs[0] if len(vs) == 1 else tuple(vs)
