@@ -217,20 +217,15 @@ def test_an_offloaded_ops_failure_is_the_steps_error_and_the_next_step_runs(monk
         assert sess.run(total, {x: good}) == 54.0
 
 
-@pytest.mark.parametrize("slower_on_a_share", [True, False])
-def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slower_on_a_share):
-    """The profile times each op on the serial step's cores and once on a parallel step's share
-    of them: two independent products that take twice as long on a share (oneDNN's team of two
-    running on one thread) make a parallel step no shorter, and the plan stays serial without a
-    trial (the CIFAR-10 net's trial cost 16 steps of 24-25 ms against 18 serial); products that
-    take as long either way are tried side by side."""
+def _products_profiled_as(monkeypatch, seconds) -> list:
+    """The auto choice, its profile timing each MatMul at seconds() (called as each op is timed)
+    and the rest at a microsecond; returns the list the plans' trials are appended to."""
     monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
     timed = inter_op._timed
 
     def profiled(plan, vals):
         timed(plan, vals)
-        product = 2e-3 if slower_on_a_share and intra_op.thread_share() is not None else 1e-3
-        return [product if i < plan._node_steps and plan._names[i].op == "MatMul" else 1e-6
+        return [seconds() if i < plan._node_steps and plan._names[i].op == "MatMul" else 1e-6
                 for i in range(len(plan._steps))]
     monkeypatch.setattr(inter_op, "_timed", profiled)
     trials: list = []
@@ -240,6 +235,18 @@ def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slowe
         trials.append(choice)
         return trial(choice)
     monkeypatch.setattr(inter_op._Choice, "trial", recording_trial)
+    return trials
+
+
+@pytest.mark.parametrize("slower_on_a_share", [True, False])
+def test_a_plan_whose_ops_take_the_cores_already_is_not_tried(monkeypatch, slower_on_a_share):
+    """The profile times each op on the serial step's cores and once on a parallel step's share
+    of them: two independent products that take twice as long on a share (oneDNN's team of two
+    running on one thread) make a parallel step no shorter, and the plan stays serial without a
+    trial (the CIFAR-10 net's trial cost 16 steps of 24-25 ms against 18 serial); products that
+    take as long either way are tried side by side."""
+    trials = _products_profiled_as(
+        monkeypatch, lambda: 2e-3 if slower_on_a_share and intra_op.thread_share() is not None else 1e-3)
     x = tf.placeholder(tf.float32, [3, 3])
     w = tf.constant(np.ones((3, 3), np.float32))
     total = tf.reduce_sum(tf.matmul(x, w)) + tf.reduce_sum(tf.matmul(w, x))
@@ -254,21 +261,7 @@ def test_a_plan_in_two_parts_is_tried_where_one_hand_off_per_long_op_would_not_p
     product (30 us each, against 120 us products) models no faster than 0.9 of the serial step,
     but the plan falls in two parts, the short chain's on a thread of its own, which models
     faster: the plan is tried (a GAN step was not, in two runs of three, and stayed serial)."""
-    monkeypatch.setenv("TENSORWEAVE_INTER_OP", "auto")
-    timed = inter_op._timed
-
-    def profiled(plan, vals):
-        timed(plan, vals)
-        return [1.2e-4 if i < plan._node_steps and plan._names[i].op == "MatMul" else 1e-6
-                for i in range(len(plan._steps))]
-    monkeypatch.setattr(inter_op, "_timed", profiled)
-    trials: list = []
-    trial = inter_op._Choice.trial
-
-    def recording_trial(choice):
-        trials.append(choice)
-        return trial(choice)
-    monkeypatch.setattr(inter_op._Choice, "trial", recording_trial)
+    trials = _products_profiled_as(monkeypatch, lambda: 1.2e-4)
     x = tf.placeholder(tf.float32, [3, 3])
     chains = []
     for length in (10, 3):
