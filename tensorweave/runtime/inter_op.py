@@ -7,13 +7,15 @@ costs 10-50 us. A plan therefore runs in parallel only when that was measured to
 its first steps run serially, three of them timing each op (one as a parallel step's thread would
 run it, on its share of the cores: oneDNN's team of two on one); a plan whose long ops (>= _LONG_S)
 sit on independent branches, so that their critical path at those times is clearly shorter than the
-serial step, then alternates serial and parallel steps and keeps the faster (parallel, where the
-plan has no blocking op, the fastest of three ways measured in its first trial: long ops handed off
-one by one, `_Offload`; every ready op to a free thread, `_Run`; and where the plan falls in two
-parts by its fetches and targets, each part on a thread of its own, `_Halves`). Another process may
-have held the second core while it measured: after a close or changed choice the trial comes again
-soon (after _FIRST_RECHECK steps), after a clear one later, less and less often while trials
-confirm it. A plan with two independent blocking ops that are not Recvs (queue ops that may wait on
+serial step, or that falls in two parts whose own model is, then alternates serial and parallel
+steps and keeps the faster (parallel, where the plan has no blocking op, the fastest of three ways
+measured in its first trial: long ops handed off one by one, `_Offload`; every ready op to a free
+thread, `_Run`; and where the plan falls in two parts by its fetches and targets, each part on a
+thread of its own, `_Halves`). Another process may have held the second core while it measured:
+after a close or changed choice the trial comes again soon (after _FIRST_RECHECK steps), after a
+clear one later, less and less often while trials confirm it; once serial steps win, the next
+trial measures every way again. A parallel step gives its threads short turns at the GIL
+(`intra_op.short_switches`). A plan with two independent blocking ops that are not Recvs (queue ops that may wait on
 each other) runs in parallel from its first step, as TF would run it. TENSORWEAVE_INTER_OP=parallel
 runs every plan given a pool of several threads in parallel from its first step (=serial: only
 those with such blocking ops); unset or "auto", the measurement decides. With one thread (or -1, or
