@@ -453,14 +453,14 @@ def execute(plan, vals: list, step, pool: InterOpPool) -> None:
         if choice.runs >= _PROFILE_STEPS and choice.shared_cost is not None:
             if choice.graph is None:
                 choice.graph = _Graph(plan)
-            if pool.threads == 2 and not any(choice.graph.blocking):
-                choice.halves = _Halves.of(plan, choice.graph, choice.shared_cost, sum(choice.cost))
+            serial, blocking = sum(choice.cost), any(choice.graph.blocking)
+            if pool.threads == 2 and not blocking:
+                choice.halves = _Halves.of(plan, choice.graph, choice.shared_cost, serial)
             # (a step in two parts hands off a few times, not once per long op: its own model admits it)
-            if choice.halves is None and choice.graph.estimate(choice.shared_cost, pool.threads) >= \
-                    _GAIN * sum(choice.cost):
+            if choice.halves is None and choice.graph.estimate(choice.shared_cost, pool.threads) >= _GAIN * serial:
                 choice.runs, choice.mode = 0, _SERIAL
                 return
-            if not any(choice.graph.blocking):
+            if not blocking:
                 choice.ways = choice.every_way = \
                     (_OFFLOAD, _RUN) if choice.halves is None else (_OFFLOAD, _HALVES, _RUN)
             choice.trial()

@@ -141,22 +141,21 @@ def test_tasks_of_a_killed_launcher_stop_too(spawn):
 
 
 def test_launch_deals_the_gpus_to_the_workers_and_none_to_the_ps(tmp_path):
-    script = tmp_path / "show.py"
-    script.write_text("import os\nprint('gpus', repr(os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True)\n")
     # the workers end once the ps has printed: launch stops the ps tasks when the others are done
     # (on a loaded machine that was before the ps's Python had started)
     printed = tmp_path / "ps_printed"
-    with_ps = tmp_path / "show_with_ps.py"
-    with_ps.write_text(script.read_text() + (
-        "import json, pathlib, time\n"
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import json, os, pathlib, time\n"
+        "print('gpus', repr(os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True)\n"
         f"printed = pathlib.Path({str(printed)!r})\n"
         "if json.loads(os.environ['TF_CONFIG'])['task']['type'] == 'ps':\n"
         "    printed.touch()\n"
         "else:\n"
         "    deadline = time.monotonic() + 50\n"
         "    while not printed.exists() and time.monotonic() < deadline:\n"
-        "        time.sleep(0.01)\n"))
-    r = cli("launch", "--ps", "1", "--workers", "3", str(with_ps), env=_env(CUDA_VISIBLE_DEVICES="3,5"), timeout=60)
+        "        time.sleep(0.01)\n")
+    r = cli("launch", "--ps", "1", "--workers", "3", str(script), env=_env(CUDA_VISIBLE_DEVICES="3,5"), timeout=60)
     assert r.returncode == 0, r.stderr
     for task, gpus in [("ps:0", "''"), ("worker:0", "'3'"), ("worker:1", "'5'"), ("worker:2", "'3'")]:
         assert f"[{task}] gpus {gpus}" in r.stdout, r.stdout
